@@ -1,0 +1,45 @@
+# openadapt-flow — `make demo` and `make test` each do their own set-up.
+PY      ?= python3
+VENV    ?= .venv
+VPY     := $(VENV)/bin/python
+APT_PKGS := tesseract-ocr xvfb tigervnc-standalone-server tigervnc-tools xdotool fonts-dejavu-core
+STAMP   := $(VENV)/.installed
+
+.PHONY: setup system-deps venv demo test unit e2e bench clean
+
+setup: system-deps $(STAMP)
+
+# Install missing system packages with apt-get when root; otherwise print the command.
+system-deps:
+	@missing=""; \
+	for p in $(APT_PKGS); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; done; \
+	if [ -z "$$missing" ]; then echo "system packages: all present"; \
+	elif [ "$$(id -u)" = "0" ]; then echo "installing:$$missing"; \
+	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
+	else echo "missing system packages:$$missing"; echo "run: sudo apt-get install -y$$missing"; exit 1; fi
+
+$(STAMP): pyproject.toml
+	test -x $(VPY) || $(PY) -m venv $(VENV)
+	$(VPY) -m pip install -q --upgrade pip
+	$(VPY) -m pip install -q -e '.[dev]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+demo: setup
+	$(VENV)/bin/flow demo
+
+test: setup
+	$(VPY) -m pytest -q
+
+unit: setup
+	$(VPY) -m pytest -q tests/unit
+
+e2e: setup
+	$(VPY) -m pytest -q tests/e2e
+
+bench: setup
+	$(VPY) -m openadapt_flow.bench
+
+clean:
+	rm -rf $(VENV) runs .pytest_cache

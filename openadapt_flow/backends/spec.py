@@ -1,0 +1,139 @@
+"""Which desktop to drive and how: a backend spec, parsed from a URL or built from config.
+
+A spec holds no secret values, only the *name* of the environment variable that
+holds a password, so it can be written into a run's manifest as it is.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, fields
+from typing import Any, Literal, cast, get_args
+from urllib.parse import urlsplit
+
+from openadapt_flow.backends.base import Backend
+from openadapt_flow.errors import UsageError
+
+Kind = Literal["vnc", "screen", "fake", "fixture", "rdp"]
+KINDS: tuple[str, ...] = get_args(Kind)
+DEFAULT_PORTS = {"vnc": 5900, "rdp": 3389}
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+@dataclass(frozen=True)
+class BackendSpec:
+    """Where the desktop is and the bounds on every wait; never a secret value."""
+
+    kind: Kind
+    host: str | None = None
+    port: int | None = None
+    path: str | None = None  # fixture folder
+    password_env: str | None = None  # name of the env var holding the password
+    display: str | None = None  # X11 display for `screen`; default $DISPLAY
+    monitor: int | None = None  # `screen`: 1-based monitor to pin to; None = whole desktop
+    connect_timeout_s: float = 10.0
+    io_timeout_s: float = 5.0  # bound on any one reply (liveness ping, input flush)
+    freshness_limit_s: float = 2.0  # a frame not known current for longer is refused
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise UsageError(f"unknown backend kind {self.kind!r} (expected one of {', '.join(KINDS)})")
+        if self.kind in DEFAULT_PORTS and not self.host:
+            raise UsageError(f"{self.kind} backend needs a host")
+        if self.port is not None and not 0 < self.port < 65536:
+            raise UsageError(f"port {self.port} is out of range 1-65535")
+        if self.kind == "fixture" and not self.path:
+            raise UsageError("fixture backend needs a path (fixture:PATH)")
+        if self.password_env is not None and not _ENV_NAME.match(self.password_env):
+            raise UsageError(f"password_env {self.password_env!r} is not an environment variable name")
+        if self.monitor is not None and self.monitor < 1:
+            raise UsageError(f"monitor {self.monitor} must be 1 or more (1 is the first monitor)")
+        for name in ("connect_timeout_s", "io_timeout_s", "freshness_limit_s"):
+            if not getattr(self, name) > 0:
+                raise UsageError(f"{name} must be positive, got {getattr(self, name)!r}")
+
+    @property
+    def effective_port(self) -> int | None:
+        return self.port if self.port is not None else DEFAULT_PORTS.get(self.kind)
+
+    @property
+    def url(self) -> str:
+        """A human-readable address for messages: vnc://host:port, fixture:PATH, screen:DISPLAY."""
+        if self.kind in DEFAULT_PORTS:
+            host = f"[{self.host}]" if self.host and ":" in self.host else self.host
+            return f"{self.kind}://{host}:{self.effective_port}"
+        if self.kind == "fixture":
+            return f"fixture:{self.path}"
+        if self.kind == "screen":
+            return f"screen:{self.display or ''}"
+        return self.kind
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain JSON for the manifest. Holds no secret: only the password's env var name."""
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> BackendSpec:
+        """Inverse of `to_json`; unknown keys are a UsageError."""
+        known = {f.name for f in fields(cls)}
+        unknown = sorted(set(data) - known)
+        if unknown:
+            raise UsageError(f"unknown backend spec key(s): {', '.join(unknown)}")
+        if "kind" not in data:
+            raise UsageError("backend spec needs a kind")
+        return cls(**data)
+
+
+def _redacted(url: str) -> str:
+    """The URL with any userinfo blanked, so a password typed into it is never echoed."""
+    return re.sub(r"^([a-z]+://)[^@/]*@", r"\1***@", url.strip(), flags=re.I)
+
+
+def parse_url(url: str) -> BackendSpec:
+    """Parse `vnc://host[:port]`, `rdp://host[:port]` or `fixture:PATH` into a spec."""
+    text = url.strip()
+    lower = text.lower()
+    if lower.startswith("fixture:"):
+        path = text[len("fixture:"):]
+        if path.startswith("//"):
+            path = path[2:]
+        if not path:
+            raise UsageError(f"bad backend URL {text!r}: fixture URL needs a path (fixture:PATH)")
+        return BackendSpec(kind="fixture", path=path)
+    scheme = lower.split("://", 1)[0] if "://" in lower else ""
+    if scheme not in DEFAULT_PORTS:
+        raise UsageError(
+            f"bad backend URL {_redacted(text)!r}: expected vnc://host[:port], rdp://host[:port] or fixture:PATH"
+        )
+    try:
+        parts = urlsplit(text)
+        port = parts.port
+    except ValueError as exc:
+        raise UsageError(f"bad backend URL {_redacted(text)!r}: {exc}") from None
+    if "@" in parts.netloc:
+        raise UsageError(
+            f"bad backend URL {_redacted(text)!r}: credentials are not allowed in URLs; "
+            "name an environment variable in password_env instead"
+        )
+    if not parts.hostname:
+        raise UsageError(f"bad backend URL {_redacted(text)!r}: no host")
+    if parts.path not in ("", "/") or parts.query or parts.fragment:
+        raise UsageError(f"bad backend URL {_redacted(text)!r}: only {scheme}://host[:port] is accepted")
+    if port == 0:
+        raise UsageError(f"bad backend URL {_redacted(text)!r}: port 0 is not a port")
+    return BackendSpec(kind=cast(Kind, scheme), host=parts.hostname, port=port)
+
+
+def open_backend(spec: BackendSpec) -> Backend:
+    """Connect to the desktop `spec` names and return a ready backend (first frame received)."""
+    if spec.kind == "vnc":
+        from openadapt_flow.backends.vnc import VncBackend  # twisted loads only when VNC is used
+
+        return VncBackend(spec)
+    if spec.kind == "screen":
+        from openadapt_flow.backends.screen import ScreenBackend
+
+        return ScreenBackend(spec)
+    if spec.kind == "fake":
+        raise UsageError("the fake backend is for tests: build FakeBackend(frame) directly")
+    raise UsageError(f"{spec.kind} backend is not available yet")

@@ -1,0 +1,193 @@
+"""Load a bundle folder: parse flow.yaml strictly, check every referenced file, compute the digest."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+import cv2
+import numpy as np
+from pydantic import ValidationError
+
+from openadapt_flow.bundle.keys import invalid_keys
+from openadapt_flow.bundle.models import Bundle, Step, Target
+from openadapt_flow.bundle.params import check_placeholder, placeholders
+from openadapt_flow.bundle.yamlsrc import YamlDoc
+from openadapt_flow.errors import BundleError
+
+FLOW_FILE = "flow.yaml"
+MAX_TEMPLATE_BYTES = 4 * 1024 * 1024
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+SQL_BIND = re.compile(r"(?<!:):([A-Za-z_][A-Za-z0-9_]*)")
+
+
+@dataclass(frozen=True)
+class LoadedBundle:
+    """A validated bundle: its model, its folder, decoded templates (RGB) and content digest."""
+
+    root: Path
+    model: Bundle
+    templates: dict[str, np.ndarray]
+    digest: str
+    files: tuple[str, ...]  # bundle-relative paths covered by the digest, flow.yaml first
+
+
+def _template_refs(step: Step) -> list[tuple[tuple, str]]:
+    refs: list[tuple[tuple, str]] = []
+    for key in ("target", "to"):
+        t: Target | None = getattr(step, key)
+        if t is not None and t.template is not None:
+            refs.append(((key, "template"), t.template))
+    for i, pc in enumerate(step.expect):
+        if pc.template_present is not None:
+            refs.append((("expect", i, "template_present"), pc.template_present))
+    return refs
+
+
+def _safe_path(root: Path, rel: str) -> Path | str:
+    """The file `rel` inside `root`, or the reason it is refused."""
+    pure = PurePosixPath(rel)
+    if pure.is_absolute() or rel.startswith("\\") or re.match(r"^[A-Za-z]:", rel):
+        return "absolute paths are not allowed"
+    if ".." in pure.parts:
+        return "'..' is not allowed in bundle paths"
+    path = root / pure
+    try:
+        real = path.resolve(strict=True)
+    except FileNotFoundError:
+        return "file not found"
+    except OSError as e:
+        return f"cannot read: {e}"
+    if not real.is_relative_to(root.resolve()):
+        return "resolves outside the bundle folder (symlink?)"
+    if not real.is_file():
+        return "not a regular file"
+    return path
+
+
+def _load_png(doc: YamlDoc, loc: tuple, root: Path, rel: str, screen: tuple[int, int]) -> np.ndarray:
+    got = _safe_path(root, rel)
+    if isinstance(got, str):
+        raise doc.fail(loc, f"template {rel!r}: {got}")
+    data = got.read_bytes()
+    if len(data) > MAX_TEMPLATE_BYTES:
+        raise doc.fail(loc, f"template {rel!r} is {len(data)} bytes (limit {MAX_TEMPLATE_BYTES})")
+    if not data.startswith(PNG_MAGIC):
+        raise doc.fail(loc, f"template {rel!r} is not a PNG file")
+    img = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR)
+    if img is None:
+        raise doc.fail(loc, f"template {rel!r} is not a readable PNG")
+    h, w = img.shape[:2]
+    if w > screen[0] or h > screen[1]:
+        raise doc.fail(loc, f"template {rel!r} ({w}x{h}) is larger than the screen {screen[0]}x{screen[1]}")
+    return cv2.cvtColor(img, cv2.COLOR_BGR2RGB)
+
+
+def _check_region(doc: YamlDoc, loc: tuple, region, screen: tuple[int, int], what: str) -> None:
+    x, y, w, h = region
+    if x < 0 or y < 0 or w <= 0 or h <= 0 or x + w > screen[0] or y + h > screen[1]:
+        raise doc.fail(loc, f"{what} {list(region)} lies outside the screen {screen[0]}x{screen[1]}")
+
+
+def _texts(step: Step) -> list[tuple[tuple, str, bool]]:
+    """(location, text, may-use-secret) for every interpolated string in a step."""
+    out: list[tuple[tuple, str, bool]] = []
+    if step.text is not None:
+        out.append((("text",), step.text, step.action == "type"))
+    for key in ("target", "to"):
+        t: Target | None = getattr(step, key)
+        if t is None:
+            continue
+        if t.text is not None:
+            out.append(((key, "text"), t.text, False))
+        for j, lm in enumerate(t.landmarks):
+            out.append(((key, "landmarks", j, "text"), lm.text, False))
+    if step.identity is not None:
+        out.append((("identity", "text"), step.identity.text, False))
+    for i, pc in enumerate(step.expect):
+        for k in ("text_present", "text_absent"):
+            v = getattr(pc, k)
+            if v is not None:
+                out.append((("expect", i, k), v, False))
+    if step.question:
+        out.append((("question",), step.question, False))
+    return out
+
+
+def _validate_step(doc: YamlDoc, model: Bundle, i: int, step: Step, screen: tuple[int, int]) -> None:
+    base = ("steps", i)
+    for key in ("target", "to"):
+        t: Target | None = getattr(step, key)
+        if t is not None and t.region is not None:
+            _check_region(doc, base + (key, "region"), t.region, screen, "region")
+    for j, pc in enumerate(step.expect):
+        if pc.region_changed is not None:
+            _check_region(doc, base + ("expect", j, "region_changed"), pc.region_changed, screen, "region")
+        if pc.region is not None:
+            _check_region(doc, base + ("expect", j, "region"), pc.region, screen, "region")
+    for loc, text, allow_secret in _texts(step):
+        for name in placeholders(text):
+            why = check_placeholder(name, model, allow_secret=allow_secret)
+            if why:
+                raise doc.fail(base + loc, f"step {step.id!r}: {why}")
+    if step.effect is not None and step.effect.query:
+        for name in SQL_BIND.findall(step.effect.query):
+            if name != "run_id" and name not in model.params:
+                raise doc.fail(base + ("effect", "query"), f"step {step.id!r}: query binds :{name}, which is no declared param")
+            if name in model.params and model.params[name].secret:
+                raise doc.fail(base + ("effect", "query"), f"step {step.id!r}: query may not bind secret param :{name}")
+    if step.effect is not None and step.effect.dsn and re.search(r"://[^/@]*:[^/@]*@", step.effect.dsn):
+        raise doc.fail(base + ("effect", "dsn"), f"step {step.id!r}: passwords are not allowed inline in dsn; use dsn_env")
+    if step.action in ("key", "hotkey"):
+        bad = invalid_keys(step.keys or [])
+        if bad:
+            raise doc.fail(base + ("keys",), f"step {step.id!r}: unknown key name {bad[0]!r}")
+
+
+def load_bundle(path: str | Path) -> LoadedBundle:
+    """Validate everything about a bundle before any input is sent; raise BundleError (exit 2) otherwise."""
+    root = Path(path)
+    if not root.exists():
+        raise BundleError(f"{root}: bundle folder not found")
+    if root.is_file():
+        if root.name != FLOW_FILE:
+            raise BundleError(f"{root}: a bundle is a folder containing {FLOW_FILE}")
+        root = root.parent
+    flow = root / FLOW_FILE
+    if not flow.is_file():
+        raise BundleError(f"{root}: no {FLOW_FILE} in this folder")
+    doc = YamlDoc.read(flow, BundleError)
+    if not isinstance(doc.data, dict):
+        raise BundleError(f"{flow}: expected a mapping at the top level")
+    if doc.data.get("schema") != "openadapt-flow/bundle@1":
+        raise doc.fail(("schema",), f"schema must be 'openadapt-flow/bundle@1' (got {doc.data.get('schema')!r})")
+    try:
+        model = Bundle.model_validate(doc.data)
+    except ValidationError as e:
+        raise doc.validation_error(e) from None
+    screen = (model.screen.width, model.screen.height)
+    seen: dict[str, int] = {}
+    for i, step in enumerate(model.steps):
+        if step.id in seen:
+            raise doc.fail(("steps", i, "id"), f"duplicate step id {step.id!r} (first at step {seen[step.id] + 1})")
+        seen[step.id] = i
+        _validate_step(doc, model, i, step, screen)
+    templates: dict[str, np.ndarray] = {}
+    for i, step in enumerate(model.steps):
+        for loc, rel in _template_refs(step):
+            if rel not in templates:
+                templates[rel] = _load_png(doc, ("steps", i) + loc, root, rel, screen)
+    files = (FLOW_FILE,) + tuple(sorted(templates))
+    digest = bundle_digest(root, files)
+    return LoadedBundle(root=root, model=model, templates=templates, digest=digest, files=files)
+
+
+def bundle_digest(root: Path, files: tuple[str, ...]) -> str:
+    """sha256 over each file's path and bytes, in the given order."""
+    h = hashlib.sha256()
+    for rel in files:
+        data = (root / rel).read_bytes()
+        h.update(rel.encode() + b"\0" + str(len(data)).encode() + b"\0" + data)
+    return "sha256:" + h.hexdigest()

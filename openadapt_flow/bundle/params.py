@@ -1,0 +1,182 @@
+"""Params binding with types, `{param}` interpolation, and secrets that never leave the environment."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from openadapt_flow.bundle.models import Bundle, Param
+from openadapt_flow.errors import ParamError
+
+PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([^{}]*)\}")
+NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+STEP_REF = re.compile(r"^steps\.[a-z0-9-]+(\.[A-Za-z0-9_-]+)*$")
+
+
+def secret_env_name(param: str) -> str:
+    return "FLOW_SECRET_" + param.upper()
+
+
+def placeholders(text: str) -> Iterator[str]:
+    """The names inside `{...}` in `text` (escaped `{{`/`}}` skipped)."""
+    for m in PLACEHOLDER.finditer(text):
+        if m.group(1) is not None:
+            yield m.group(1)
+
+
+def check_placeholder(name: str, bundle: Bundle, *, allow_secret: bool) -> str | None:
+    """Return why `{name}` is not valid in this bundle, or None."""
+    if name.startswith("secret:"):
+        pname = name[len("secret:"):]
+        p = bundle.params.get(pname)
+        if p is None:
+            return f"{{{name}}} names no declared param"
+        if not p.secret:
+            return f"{{{name}}}: param {pname!r} is not declared secret: true"
+        if not allow_secret:
+            return f"{{{name}}}: secrets may be used only in the text of a type step"
+        return None
+    if name == "run_id" or STEP_REF.match(name):
+        return None
+    if not NAME.match(name):
+        return f"{{{name}}} is not a valid placeholder"
+    p = bundle.params.get(name)
+    if p is None:
+        return f"{{{name}}} names no declared param"
+    if p.secret:
+        return f"{{{name}}}: param {name!r} is secret; use {{secret:{name}}} in a type step"
+    return None
+
+
+def _coerce(name: str, spec: Param, raw: Any) -> Any:
+    t = spec.type
+    try:
+        if t == "string":
+            return str(raw)
+        if t == "number":
+            if isinstance(raw, bool):
+                raise ValueError
+            v = float(raw)
+            return int(v) if v.is_integer() and not (isinstance(raw, str) and "." in raw) else v
+        if t == "integer":
+            if isinstance(raw, bool) or (isinstance(raw, float) and not raw.is_integer()):
+                raise ValueError
+            return int(str(raw), 10) if isinstance(raw, str) else int(raw)
+        if t == "boolean":
+            if isinstance(raw, bool):
+                return raw
+            s = str(raw).strip().lower()
+            if s in ("true", "yes", "1"):
+                return True
+            if s in ("false", "no", "0"):
+                return False
+            raise ValueError
+    except (TypeError, ValueError):
+        pass
+    raise ParamError(f"param {name}: {raw!r} is not a valid {t}")
+
+
+@dataclass
+class BoundParams:
+    """Bound param values. Secret values are held in memory only and never serialised."""
+
+    values: dict[str, Any]
+    secrets: dict[str, str] = field(default_factory=dict, repr=False)
+
+    def public(self) -> dict[str, Any]:
+        """What may be written to disk: plain values, and secrets as a pointer to their env var."""
+        out: dict[str, Any] = dict(self.values)
+        for name in self.secrets:
+            out[name] = {"secret_env": secret_env_name(name)}
+        return out
+
+
+def bind_params(
+    bundle: Bundle,
+    given: Mapping[str, Any],
+    env: Mapping[str, str] | None = None,
+    *,
+    from_flag: frozenset[str] = frozenset(),
+) -> BoundParams:
+    """Bind and type-check params; secrets only from FLOW_SECRET_<NAME> in the environment."""
+    env = os.environ if env is None else env
+    for name in given:
+        if name not in bundle.params:
+            raise ParamError(f"param {name!r} is not declared by bundle {bundle.name!r}")
+        if bundle.params[name].secret:
+            how = "--param" if name in from_flag else "a params file"
+            raise ParamError(
+                f"param {name!r} is secret and cannot be given by {how}; set {secret_env_name(name)} in the environment"
+            )
+    values: dict[str, Any] = {}
+    secrets: dict[str, str] = {}
+    for name, spec in bundle.params.items():
+        if spec.secret:
+            val = env.get(secret_env_name(name))
+            if val is not None:
+                secrets[name] = val
+            elif spec.required:
+                raise ParamError(f"secret param {name!r} is required: set {secret_env_name(name)} in the environment")
+            continue
+        if name in given:
+            values[name] = _coerce(name, spec, given[name])
+        elif spec.default is not None:
+            values[name] = _coerce(name, spec, spec.default)
+        elif spec.required:
+            raise ParamError(f"param {name!r} is required (--param {name}=VALUE)")
+    return BoundParams(values, secrets)
+
+
+class Interpolator:
+    """Fills `{param}`, `{secret:name}`, `{run_id}` and `{steps.id.key}` placeholders."""
+
+    def __init__(self, params: BoundParams, run_id: str = "", step_results: Mapping[str, Any] | None = None):
+        self.params = params
+        self.run_id = run_id
+        self.step_results = step_results or {}
+
+    def __call__(self, text: str, *, allow_secret: bool = False) -> str:
+        def repl(m: re.Match) -> str:
+            tok = m.group(0)
+            if tok == "{{":
+                return "{"
+            if tok == "}}":
+                return "}"
+            name = m.group(1)
+            if name.startswith("secret:"):
+                pname = name[len("secret:"):]
+                if not allow_secret or pname not in self.params.secrets:
+                    raise ParamError(f"secret {pname!r} is not available here")
+                return self.params.secrets[pname]
+            if name == "run_id":
+                return self.run_id
+            if name.startswith("steps."):
+                return str(self._step_ref(name))
+            if name not in self.params.values:
+                raise ParamError(f"param {name!r} is not bound")
+            return _fmt(self.params.values[name])
+
+        return PLACEHOLDER.sub(repl, text)
+
+    def _step_ref(self, name: str) -> Any:
+        parts = name.split(".")[1:]
+        cur: Any = self.step_results
+        for p in parts:
+            if isinstance(cur, Mapping) and p in cur:
+                cur = cur[p]
+            else:
+                raise ParamError(f"{{{name}}} has no value yet")
+        return cur
+
+    @staticmethod
+    def uses_secret(text: str) -> list[str]:
+        return [n[len("secret:"):] for n in placeholders(text) if n.startswith("secret:")]
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    return str(v)

@@ -1,0 +1,99 @@
+"""YAML loading that remembers where every key came from, for one-line errors with line numbers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from openadapt_flow.errors import UsageError
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    pass
+
+
+def _construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
+    seen: set = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)
+        if key in seen:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"duplicate key {key!r}", key_node.start_mark
+            )
+        seen.add(key)
+    return loader.construct_mapping(node, deep=deep)
+
+
+_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+class YamlDoc:
+    """A parsed YAML document plus its node tree, to map a pydantic error location to a line."""
+
+    def __init__(self, path: Path, text: str, error: type[UsageError]) -> None:
+        self.path = path
+        self.error = error
+        try:
+            self.node = yaml.compose(text, Loader=_UniqueKeyLoader)
+            self.data: Any = yaml.load(text, Loader=_UniqueKeyLoader)
+        except yaml.MarkedYAMLError as e:
+            mark = e.problem_mark or e.context_mark
+            line = f":{mark.line + 1}" if mark else ""
+            raise error(f"{path}{line}: invalid YAML: {e.problem or e}") from None
+        except yaml.YAMLError as e:
+            raise error(f"{path}: invalid YAML: {e}") from None
+
+    @classmethod
+    def read(cls, path: Path, error: type[UsageError]) -> "YamlDoc":
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise error(f"{path}: file not found") from None
+        except (OSError, UnicodeDecodeError) as e:
+            raise error(f"{path}: cannot read: {e}") from None
+        return cls(path, text, error)
+
+    def line_of(self, loc: tuple) -> int | None:
+        node = self.node
+        line = node.start_mark.line + 1 if node is not None else None
+        for part in loc:
+            if isinstance(node, yaml.MappingNode):
+                nxt = None
+                for k, v in node.value:
+                    if k.value == part:
+                        line = k.start_mark.line + 1
+                        nxt = v
+                        break
+                if nxt is None:
+                    return line
+                node = nxt
+            elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
+                node = node.value[part]
+                line = node.start_mark.line + 1
+            else:
+                return line
+        return line
+
+    def fail(self, loc: tuple, message: str) -> UsageError:
+        line = self.line_of(loc)
+        where = f"{self.path}:{line}" if line else str(self.path)
+        return self.error(f"{where}: {message}")
+
+    def validation_error(self, err: ValidationError) -> UsageError:
+        """The first pydantic error as one line: file:line: key path: message."""
+        first = err.errors()[0]
+        loc = tuple(p for p in first["loc"] if not (isinstance(p, str) and p.startswith("function-after")))
+        # pydantic puts union member names in loc; drop those that aren't keys in the document
+        loc = tuple(p for p in loc if not (isinstance(p, str) and p[:1].isupper()))
+        keypath = ".".join(str(p) for p in loc) or "(top level)"
+        if first["type"] == "extra_forbidden":
+            msg = f"unknown key {loc[-1]!r}" + (f" in {'.'.join(str(p) for p in loc[:-1])}" if len(loc) > 1 else "")
+        elif first["type"] == "missing":
+            msg = f"missing required key {keypath!r}"
+        else:
+            text = first["msg"].removeprefix("Value error, ")
+            msg = f"{keypath}: {text}"
+        return self.fail(loc, msg)

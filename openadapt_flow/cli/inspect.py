@@ -1,0 +1,117 @@
+"""Read-only commands: validate, status, runs, report, schema."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from openadapt_flow.bundle.loader import load_bundle
+from openadapt_flow.cli.common import emit_json, fail, handle_errors
+from openadapt_flow.report.render import write_reports
+from openadapt_flow.store.rundir import RunDir
+from openadapt_flow.bundle.models import Bundle
+from openadapt_flow.runtime.config import DeployConfig
+from openadapt_flow.store.schemas import JournalRecord, ManifestFile, ReportFile, StateFile
+
+SCHEMAS = {
+    "bundle": Bundle,
+    "config": DeployConfig,
+    "state": StateFile,
+    "manifest": ManifestFile,
+    "journal-record": JournalRecord,
+    "report": ReportFile,
+}
+
+
+def schema_json(name: str) -> dict:
+    out = SCHEMAS[name].model_json_schema(by_alias=True)
+    out["$id"] = f"openadapt-flow/{name}"
+    return out
+
+
+@handle_errors
+def validate_cmd(
+    bundle: Path = typer.Argument(..., help="bundle folder"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Validate a bundle without running it."""
+    loaded = load_bundle(bundle)
+    info = {"ok": True, "name": loaded.model.name, "steps": len(loaded.model.steps), "digest": loaded.digest, "templates": len(loaded.templates)}
+    if as_json:
+        emit_json(info)
+    else:
+        typer.echo(f"ok: {loaded.model.name}: {info['steps']} steps, {info['templates']} templates, {loaded.digest}")
+
+
+def _status_of(run: RunDir) -> dict:
+    m = run.manifest()
+    st = run.state() if run.state_path.exists() else {"state": "PENDING"}
+    return {
+        "run_dir": str(run.path),
+        "run_id": m.get("run_id"),
+        "bundle": (m.get("bundle") or {}).get("name"),
+        "state": st.get("state"),
+        "paused_reason": st.get("paused_reason"),
+        "transaction_outcome": st.get("transaction_outcome"),
+        "halt_category": st.get("halt_category"),
+        "message": st.get("message"),
+        "updated_at": st.get("updated_at"),
+    }
+
+
+@handle_errors
+def status_cmd(run_dir: Path = typer.Argument(...), as_json: bool = typer.Option(False, "--json")) -> None:
+    """Show one run's state (read-only)."""
+    info = _status_of(RunDir.open(run_dir))
+    if as_json:
+        emit_json(info)
+        return
+    for k, v in info.items():
+        if v is not None:
+            typer.echo(f"{k}: {v}")
+
+
+@handle_errors
+def runs_cmd(
+    root: Path = typer.Argument(Path("runs"), help="runs root"),
+    state: Optional[str] = typer.Option(None, "--state", help="only runs in this state"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """A table of runs under ROOT (read-only)."""
+    if not root.is_dir():
+        fail(f"{root}: runs root not found", 2)
+    rows = []
+    for d in sorted(p for p in root.iterdir() if (p / "manifest.json").is_file()):
+        try:
+            rows.append(_status_of(RunDir(d)))
+        except Exception as e:  # one unreadable run must not hide the others
+            rows.append({"run_dir": str(d), "state": "UNREADABLE", "message": str(e)})
+    if state:
+        rows = [r for r in rows if r.get("state") == state.upper()]
+    if as_json:
+        emit_json(rows)
+        return
+    for r in rows:
+        typer.echo(f"{r['run_dir']}\t{r.get('state')}\t{r.get('bundle') or ''}\t{r.get('transaction_outcome') or ''}\t{r.get('updated_at') or ''}")
+
+
+@handle_errors
+def report_cmd(run_dir: Path = typer.Argument(...), as_json: bool = typer.Option(False, "--json")) -> None:
+    """Re-render a run's report from its records."""
+    run = RunDir.open(run_dir)
+    rep = write_reports(run)
+    if as_json:
+        emit_json(rep)
+    else:
+        typer.echo(f"wrote {run.path / 'REPORT.md'} and {run.path / 'report.html'}")
+
+
+@handle_errors
+def schema_cmd(name: str = typer.Argument(..., help=f"one of: {', '.join(sorted(SCHEMAS))}")) -> None:
+    """Print a JSON Schema for one of the tool's file formats."""
+    if name not in SCHEMAS:
+        fail(f"unknown schema {name!r} (one of: {', '.join(sorted(SCHEMAS))})", 2)
+    typer.echo(json.dumps(schema_json(name), indent=2))

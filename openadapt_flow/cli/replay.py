@@ -1,0 +1,80 @@
+"""`flow replay`: run a bundle against a backend."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+import yaml
+
+from openadapt_flow.cli.common import emit_json, handle_errors
+from openadapt_flow.cli.progress import ConsoleProgress
+from openadapt_flow.errors import ParamError
+from openadapt_flow.runtime.backend_select import select_backend
+from openadapt_flow.runtime.config import load_config
+from openadapt_flow.runtime.engine import ReplayRequest, replay
+
+
+def parse_params(pairs: list[str], params_file: Path | None) -> tuple[dict[str, Any], frozenset[str]]:
+    values: dict[str, Any] = {}
+    if params_file is not None:
+        try:
+            data = yaml.safe_load(params_file.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise ParamError(f"{params_file}: params file not found") from None
+        except (OSError, yaml.YAMLError) as e:
+            raise ParamError(f"{params_file}: not valid YAML/JSON ({str(e).splitlines()[0]})") from None
+        if not isinstance(data, dict):
+            raise ParamError(f"{params_file}: expected a mapping of param names to values")
+        values.update({str(k): v for k, v in data.items()})
+    flags = set()
+    for pair in pairs:
+        if "=" not in pair or not pair.split("=", 1)[0]:
+            raise ParamError(f"--param {pair!r}: expected NAME=VALUE")
+        k, v = pair.split("=", 1)
+        values[k] = v
+        flags.add(k)
+    return values, frozenset(flags)
+
+
+@handle_errors
+def replay_cmd(
+    bundle: Path = typer.Argument(..., help="bundle folder (containing flow.yaml)"),
+    param: list[str] = typer.Option([], "--param", "-p", help="NAME=VALUE (repeatable)"),
+    params_file: Optional[Path] = typer.Option(None, "--params-file", help="YAML/JSON mapping of params"),
+    backend: Optional[str] = typer.Option(None, "--backend", help="vnc | screen | fixture | rdp"),
+    url: Optional[str] = typer.Option(None, "--url", help="vnc://host[:port], fixture:PATH, rdp://host[:port]"),
+    rdp_host: Optional[str] = typer.Option(None, "--rdp-host", help="RDP server host"),
+    config: Optional[Path] = typer.Option(None, "--config", help="deployment config (deploy.yaml)"),
+    durable: bool = typer.Option(False, "--durable", help="run with the durable runtime"),
+    run_dir: Optional[Path] = typer.Option(None, "--run-dir", help="run directory (default runs/replay-YYYYMMDD-HHMMSS)"),
+    allow_model: bool = typer.Option(False, "--allow-model", help="allow the model rung (one call per step)"),
+    as_json: bool = typer.Option(False, "--json", help="print a JSON summary on stdout"),
+) -> None:
+    """Replay a bundle: resolve, act and verify every step; halt instead of guessing."""
+    cfg = load_config(config)
+    values, flags = parse_params(param, params_file)
+    spec = select_backend(cfg.backend, backend=backend, url=url, rdp_host=rdp_host)
+    req = ReplayRequest(
+        bundle=bundle, params=values, backend=spec, config=cfg, run_dir=run_dir,
+        durable=durable, allow_model=allow_model, param_flags=flags,
+    )
+    outcome = replay(req, progress=None if as_json else ConsoleProgress())
+    summary = {
+        "state": outcome.state,
+        "exit_code": outcome.exit_code,
+        "run_dir": str(outcome.run_dir),
+        "report": str(outcome.run_dir / "REPORT.md"),
+        "category": outcome.category,
+        "message": outcome.message or None,
+    }
+    if as_json:
+        emit_json(summary)
+    else:
+        typer.echo(f"{outcome.state}: run dir {outcome.run_dir} (report: {outcome.run_dir / 'report.html'})")
+        if outcome.message:
+            typer.echo(f"  {outcome.category}: {outcome.message}", err=True)
+    raise typer.Exit(outcome.exit_code)
+
+

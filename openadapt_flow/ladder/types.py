@@ -1,0 +1,53 @@
+"""What the ladder returns: a point (or none) and the evidence of every rung it tried."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+Box = tuple[int, int, int, int]  # x, y, w, h in live-frame pixels
+Point = tuple[int, int]
+
+Verdict = Literal["hit", "miss", "ambiguous", "error", "skipped"]
+
+
+@dataclass
+class Evidence:
+    """What one rung saw. Journaled and shown in the report for every rung tried."""
+
+    rung: str  # template | template-edges | ocr | model
+    verdict: Verdict
+    elapsed_ms: float
+    score: float | None = None
+    runner_up: float | None = None
+    point: Point | None = None
+    box: Box | None = None  # best candidate, even on a miss
+    search: Box | None = None  # where it looked (window or whole frame)
+    scale: float | None = None
+    ocr_conf: float | None = None
+    detail: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if v is not None and v != ""}
+
+
+@dataclass
+class Resolution:
+    """A unique, confident point, or the reason there is none (category resolution|ambiguous)."""
+
+    point: Point | None
+    rung: str | None
+    evidence: list[Evidence] = field(default_factory=list)
+    category: Literal["resolution", "ambiguous"] | None = None
+    message: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.point is not None
+
+    @property
+    def winning(self) -> Evidence | None:
+        for e in self.evidence:
+            if e.verdict == "hit":
+                return e
+        return None

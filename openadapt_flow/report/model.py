@@ -1,0 +1,92 @@
+"""The report's content, built from the run directory's records only (manifest, state, journal)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from openadapt_flow.store.journal import read_records
+from openadapt_flow.store.rundir import RunDir
+
+
+def _step_rows(manifest: dict[str, Any], records: list[dict[str, Any]], frames: set[str]) -> list[dict[str, Any]]:
+    rows: dict[str, dict[str, Any]] = {}
+    order: list[str] = []
+    for r in records:
+        sid = r.get("step")
+        if not sid:
+            continue
+        if sid not in rows:
+            rows[sid] = {"id": sid, "status": "started", "checks": [], "evidence": []}
+            order.append(sid)
+        row, d, typ = rows[sid], r.get("data") or {}, r.get("type")
+        if typ == "step_started":
+            row.update(index=d.get("index"), action=d.get("action"), intent=d.get("intent"), status="started")
+        elif typ == "resolved":
+            row["evidence"] = d.get("evidence", [])
+            row["rung"] = d.get("rung")
+            row["point"] = d.get("point")
+            win = next((e for e in row["evidence"] if e.get("verdict") == "hit"), None)
+            best = win or (row["evidence"][-1] if row["evidence"] else {})
+            row["score"] = best.get("score")
+            row["runner_up"] = best.get("runner_up")
+            row["resolve_ms"] = round(sum(e.get("elapsed_ms", 0) for e in row["evidence"]), 1)
+        elif typ == "identity_checked":
+            row["checks"].append(d)
+        elif typ == "action_dispatched":
+            row["status"] = "dispatched"
+        elif typ == "postconditions":
+            row["checks"].extend(d.get("checks", []))
+        elif typ == "effect_verified":
+            row["effect"] = d
+        elif typ == "step_verified":
+            row["status"] = "verified"
+            row["elapsed_ms"] = d.get("elapsed_ms")
+        elif typ == "halted":
+            row["status"] = "halted"
+            row["halt"] = {"category": d.get("category"), "message": d.get("message"), "input_sent": d.get("input_sent")}
+    for sid, row in rows.items():
+        idx = row.get("index")
+        if idx is not None:
+            row["frames"] = {
+                k: f"frames/{idx:03d}-{sid}-{k}.png" for k in ("before", "after") if f"{idx:03d}-{sid}-{k}.png" in frames
+            }
+        if f"halt-{sid}.png" in frames:
+            row.setdefault("frames", {})["halt"] = f"frames/halt-{sid}.png"
+    steps = manifest_steps(manifest)
+    out = [rows[s] for s in order]
+    for s in steps:
+        if s not in rows:
+            out.append({"id": s, "status": "not_run"})
+    return out
+
+
+def manifest_steps(manifest: dict[str, Any]) -> list[str]:
+    return list(manifest.get("step_ids") or [])
+
+
+def build_report(run: RunDir) -> dict[str, Any]:
+    manifest = run.manifest()
+    state = run.state() if run.state_path.exists() else {"state": "PENDING"}
+    records = read_records(run.journal_path)
+    frames = {p.name for p in run.frames_dir.glob("*.png")} if run.frames_dir.exists() else set()
+    halt = next((r for r in reversed(records) if r.get("type") == "halted"), None)
+    started = records[0]["ts"] if records else None
+    finished = records[-1]["ts"] if records else None
+    return {
+        "run_id": manifest.get("run_id"),
+        "bundle": manifest.get("bundle", {}),
+        "backend": manifest.get("backend"),
+        "params": manifest.get("params"),
+        "state": state.get("state"),
+        "paused_reason": state.get("paused_reason"),
+        "transaction_outcome": state.get("transaction_outcome"),
+        "halt": (
+            {"step": halt.get("step"), **{k: halt["data"].get(k) for k in ("category", "message", "input_sent", "frame")}}
+            if halt
+            else None
+        ),
+        "started_at": started,
+        "finished_at": finished,
+        "model_calls": max((r["data"].get("model_calls", 0) for r in records if r.get("type") == "resolved"), default=0),
+        "steps": _step_rows(manifest, records, frames),
+    }

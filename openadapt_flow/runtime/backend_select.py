@@ -1,0 +1,60 @@
+"""Pick the backend from the config's `backend:` section and the CLI flags (flags win, field by field)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from openadapt_flow.backends.spec import BackendSpec, parse_url
+from openadapt_flow.errors import UsageError
+from openadapt_flow.runtime.config import BackendConfig
+
+
+def select_backend(cfg: BackendConfig, *, backend: str | None = None, url: str | None = None, rdp_host: str | None = None) -> BackendSpec:
+    """The backend spec a run uses. UsageError (exit 2) when nothing or something contradictory is given."""
+    if url and rdp_host:
+        raise UsageError("give either --url or --rdp-host, not both")
+    fields: dict[str, Any] = {}
+    if cfg.url:
+        fields.update(_spec_fields(parse_url(cfg.url)))
+    if cfg.kind:
+        if fields and fields["kind"] != cfg.kind:
+            raise UsageError(f"config backend: kind {cfg.kind!r} contradicts url {cfg.url!r}")
+        fields["kind"] = cfg.kind
+    for name in ("host", "port", "password_env", "display", "monitor", "connect_timeout_s"):
+        val = getattr(cfg, name)
+        if val is not None:
+            fields[name] = val
+    # flags override the config
+    if url:
+        flag = _spec_fields(parse_url(url))
+        if flag["kind"] != fields.get("kind"):
+            fields = {k: v for k, v in fields.items() if k in ("connect_timeout_s",)}
+        fields.update(flag)
+    if rdp_host:
+        host, _, port = rdp_host.partition(":")
+        if fields.get("kind") != "rdp":
+            fields = {k: v for k, v in fields.items() if k in ("connect_timeout_s",)}
+        fields.update(kind="rdp", host=host)
+        if port:
+            if not port.isdigit():
+                raise UsageError(f"--rdp-host {rdp_host!r}: port must be a number")
+            fields["port"] = int(port)
+    if backend:
+        if url and fields.get("kind") != backend:
+            raise UsageError(f"--backend {backend} contradicts --url {url}")
+        if backend != fields.get("kind"):
+            fields = {k: v for k, v in fields.items() if k in ("connect_timeout_s", "display", "monitor")}
+        fields["kind"] = backend
+    if "kind" not in fields:
+        raise UsageError("no backend: give --url vnc://host[:port], --backend screen, --rdp-host HOST, or a config backend: section")
+    if fields["kind"] != "screen":
+        fields.pop("display", None)
+        fields.pop("monitor", None)
+    return BackendSpec(**fields)
+
+
+def _spec_fields(spec: BackendSpec) -> dict[str, Any]:
+    defaults = BackendSpec.__dataclass_fields__
+    return {k: v for k, v in spec.to_json().items() if v != defaults[k].default or k == "kind"}
+
+

@@ -1,0 +1,99 @@
+"""The deployment config (`--config deploy.yaml`, schema openadapt-flow/config@1). Strict."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from openadapt_flow.bundle.models import Effect
+from openadapt_flow.bundle.yamlsrc import YamlDoc
+from openadapt_flow.errors import ConfigError
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class BackendConfig(_Strict):
+    kind: Literal["vnc", "screen", "rdp", "fixture"] | None = None
+    url: str | None = None
+    host: str | None = None
+    port: int | None = Field(default=None, ge=1, le=65535)
+    password_env: str | None = None
+    username: str | None = None
+    domain: str | None = None
+    display: str | None = None
+    monitor: int | None = Field(default=None, ge=0)
+    ignore_certificate: bool = False
+    connect_timeout_s: float = Field(default=10.0, gt=0, le=600)
+
+
+class RuntimeConfig(_Strict):
+    durable: bool = False
+    runs_root: str = "runs"
+    lease_ttl_s: float = Field(default=30, gt=0)
+    pause_ttl_s: float = Field(default=86400, gt=0)
+    settle_quiet_s: float = Field(default=0.15, gt=0, le=10)
+    settle_timeout_s: float = Field(default=5.0, gt=0, le=600)
+
+
+class ModelConfig(_Strict):
+    enabled: bool = False
+    url: str = "http://127.0.0.1:8080/v1"
+    model: str = "ui-grounder"
+    api_key_env: str | None = None
+    timeout_s: float = Field(default=30, gt=0)
+    allow_consequential: bool = False
+
+
+class LadderConfig(_Strict):
+    model: ModelConfig = Field(default_factory=ModelConfig)
+
+
+class PolicyConfig(_Strict):
+    max_steps: int | None = Field(default=None, gt=0)
+    max_duration_s: float | None = Field(default=None, gt=0)
+    max_model_calls: int | None = Field(default=None, ge=0)
+    max_retries_per_step: int | None = Field(default=None, ge=0)
+    require_effect_for_consequential: bool = False
+    forbid_model_for_consequential: bool = True
+    deny: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class ApprovalsConfig(_Strict):
+    operators: list[str] | None = None
+    quorum: int = Field(default=1, ge=1)
+    levels: list[str] | None = None
+
+
+class DeployConfig(_Strict):
+    schema_: Literal["openadapt-flow/config@1"] = Field(alias="schema")
+    backend: BackendConfig = Field(default_factory=BackendConfig)
+    runtime: RuntimeConfig = Field(default_factory=RuntimeConfig)
+    ladder: LadderConfig = Field(default_factory=LadderConfig)
+    effects: dict[str, Effect] = Field(default_factory=dict)
+    policy: PolicyConfig = Field(default_factory=PolicyConfig)
+    approvals: ApprovalsConfig = Field(default_factory=ApprovalsConfig)
+
+    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
+
+    @classmethod
+    def default(cls) -> "DeployConfig":
+        return cls.model_validate({"schema": "openadapt-flow/config@1"})
+
+
+def load_config(path: str | Path | None) -> DeployConfig:
+    """Parse a deployment config, or the defaults when no path is given. ConfigError (exit 2) otherwise."""
+    if path is None:
+        return DeployConfig.default()
+    doc = YamlDoc.read(Path(path), ConfigError)
+    if not isinstance(doc.data, dict):
+        raise ConfigError(f"{path}: expected a mapping at the top level")
+    if doc.data.get("schema") != "openadapt-flow/config@1":
+        raise doc.fail(("schema",), f"schema must be 'openadapt-flow/config@1' (got {doc.data.get('schema')!r})")
+    try:
+        return DeployConfig.model_validate(doc.data)
+    except ValidationError as e:
+        raise doc.validation_error(e) from None

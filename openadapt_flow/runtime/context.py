@@ -1,0 +1,44 @@
+"""Everything one run needs while it executes, in one place (built by the engine)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from openadapt_flow.backends.base import Backend
+from openadapt_flow.bundle.loader import LoadedBundle
+from openadapt_flow.bundle.params import BoundParams, Interpolator
+from openadapt_flow.ladder.ladder import Ladder
+from openadapt_flow.runtime.config import DeployConfig
+from openadapt_flow.store.journal import Journal
+from openadapt_flow.store.rundir import FrameWriter, RunDir
+from openadapt_flow.verify.screen import ScreenChecks
+
+
+class Progress:
+    """Callbacks the engine makes as steps run; the CLI renders them (rich on a TTY, plain otherwise)."""
+
+    def step_started(self, index: int, total: int, step_id: str, intent: str | None) -> None: ...
+
+    def step_finished(self, index: int, total: int, step_id: str, summary: dict[str, Any]) -> None: ...
+
+
+@dataclass
+class RunContext:
+    run_id: str
+    bundle: LoadedBundle
+    params: BoundParams
+    interp: Interpolator
+    backend: Backend
+    ladder: Ladder
+    checks: ScreenChecks
+    journal: Journal
+    run: RunDir
+    frames: FrameWriter
+    config: DeployConfig
+    progress: Progress = field(default_factory=Progress)
+    stop: threading.Event = field(default_factory=threading.Event)
+    lease_generation: int = 0
+    before_dispatch: Callable[[], None] | None = None  # fencing hook (durable runtime re-reads the lease)

@@ -1,0 +1,31 @@
+"""A halt: the run cannot be sure, so it stops instead of guessing."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+CATEGORIES = ("resolution", "ambiguous", "identity", "postcondition", "effect", "backend", "policy", "input")
+
+
+@dataclass
+class Halt(Exception):
+    """Raised inside the step lifecycle; the engine turns it into a FAILED run (or a durable pause)."""
+
+    category: str
+    message: str
+    step: str | None = None
+    dispatched: bool = False  # had input possibly been sent when it halted?
+    evidence: list[dict[str, Any]] = field(default_factory=list)
+    frame: np.ndarray | None = None
+    boxes: list[tuple[str, tuple[int, int, int, int]]] = field(default_factory=list)
+    point: tuple[int, int] | None = None
+
+    def __str__(self) -> str:
+        return f"{self.category}: {self.message}"
+
+
+class StopRequested(Exception):
+    """SIGTERM/SIGINT arrived; the step stopped at a safe boundary, before any input."""

@@ -1,0 +1,43 @@
+"""transaction_outcome (SPEC §8), classified from the journal alone — never from the checkpoint."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from openadapt_flow.bundle.models import Bundle
+
+HALTED_BEFORE_EFFECT = "HALTED_BEFORE_EFFECT"
+RECONCILIATION_REQUIRED = "RECONCILIATION_REQUIRED"
+
+
+def classify(bundle: Bundle, records: Iterable[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
+    """The outcome and its evidence: one entry per consequential step that was dispatched but not verified."""
+    consequential = {s.id for s in bundle.steps if s.is_consequential}
+    dispatched: dict[str, int] = {}
+    verified: set[str] = set()
+    last_effect: dict[str, dict[str, Any]] = {}
+    for r in records:
+        step, typ = r.get("step"), r.get("type")
+        if step not in consequential:
+            continue
+        if typ == "action_dispatched":
+            dispatched[step] = r["seq"]
+            verified.discard(step)
+            last_effect.pop(step, None)
+        elif typ == "step_verified":
+            verified.add(step)
+        elif typ == "effect_verified":
+            last_effect[step] = r.get("data", {})
+    evidence: list[dict[str, Any]] = []
+    outcome = HALTED_BEFORE_EFFECT
+    for step, seq in dispatched.items():
+        if step in verified:
+            continue
+        eff = last_effect.get(step)
+        verdict = eff.get("verdict") if eff else None
+        absent = verdict == "ABSENT"
+        evidence.append({"step": step, "dispatch_seq": seq, "effect_verdict": verdict or "NOT_VERIFIED", "positively_absent": absent})
+        if not absent:
+            outcome = RECONCILIATION_REQUIRED
+    return outcome, evidence

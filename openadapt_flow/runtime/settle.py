@@ -1,0 +1,33 @@
+"""Wait until the screen stops changing, bounded; never a fixed sleep."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from openadapt_flow.backends.base import Backend, Frame
+
+
+@dataclass
+class Settled:
+    frame: Frame
+    settled: bool
+    waited_s: float
+
+
+def settle(backend: Backend, quiet_s: float, timeout_s: float, *, expect_change_s: float = 0.0) -> Settled:
+    """Return a frame once no update arrived for `quiet_s` (or `timeout_s` passed).
+
+    `expect_change_s`: after an input, first give the application this long to
+    start reacting, so a slow app is not mistaken for a settled one.
+    """
+    start = time.monotonic()
+    if expect_change_s > 0:
+        backend.wait_for_update(expect_change_s)
+    deadline = start + timeout_s
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return Settled(backend.capture(), False, time.monotonic() - start)
+        if not backend.wait_for_update(min(quiet_s, remaining)):
+            return Settled(backend.capture(), True, time.monotonic() - start)

@@ -1,0 +1,254 @@
+"""The step lifecycle (SPEC §5) — the one place that journals, acts and verifies.
+
+step_started → settle → resolve → identity gate → effect baseline →
+action_dispatched (fsync'd BEFORE any input) → act → settle → postconditions →
+effect verification → step_verified.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from openadapt_flow.backends.base import Frame
+from openadapt_flow.bundle.keys import normalise_key
+from openadapt_flow.bundle.models import Landmark, Step, Target
+from openadapt_flow.errors import BackendError, FlowError
+from openadapt_flow.ladder.types import Point, Resolution
+from openadapt_flow.runtime.context import RunContext
+from openadapt_flow.runtime.halt import Halt, StopRequested
+from openadapt_flow.runtime.settle import settle
+from openadapt_flow.verify.effects import CONFIRMED, Reading, make_reader, resolve_effect, verify_effect
+
+REACT_S = 0.3  # how long an app may take to begin reacting to input
+
+
+@dataclass
+class StepRecord:
+    """What the engine reports about one verified step."""
+
+    step_id: str
+    rung: str | None = None
+    score: float | None = None
+    point: Point | None = None
+    elapsed_ms: float = 0.0
+    checks: list[dict[str, Any]] = field(default_factory=list)
+    effect: dict[str, Any] | None = None
+
+
+def _interp_target(ctx: RunContext, t: Target) -> Target:
+    return t.model_copy(
+        update={
+            "text": ctx.interp(t.text) if t.text else None,
+            "landmarks": [Landmark(text=ctx.interp(lm.text), dx=lm.dx, dy=lm.dy) for lm in t.landmarks],
+        }
+    )
+
+
+def _resolve(ctx: RunContext, step: Step, target: Target, frame: Frame, role: str) -> Resolution:
+    res = ctx.ladder.resolve(frame.pixels, _interp_target(ctx, target), consequential=step.is_consequential, intent=step.intent)
+    ctx.journal.append(
+        "resolved",
+        step.id,
+        {
+            "role": role,
+            "ok": res.ok,
+            "rung": res.rung,
+            "point": list(res.point) if res.point else None,
+            "category": res.category,
+            "message": res.message,
+            "evidence": [e.to_json() for e in res.evidence],
+            "model_calls": ctx.ladder.model_calls,
+        },
+    )
+    if not res.ok:
+        best = next((e for e in reversed(res.evidence) if e.box), None)
+        boxes = [(e.rung + " searched", e.search) for e in res.evidence if e.search]
+        if best is not None and best.box:
+            boxes.append((f"best {best.rung} {best.score or 0:.2f}", best.box))
+        raise Halt(
+            res.category or "resolution",
+            res.message or f"could not resolve the {role} of step {step.id!r}",
+            step=step.id,
+            evidence=[e.to_json() for e in res.evidence],
+            frame=frame.pixels,
+            boxes=boxes,
+        )
+    return res
+
+
+def _guard_rung(step: Step, res: Resolution, frame: Frame) -> None:
+    if step.is_consequential and res.rung not in ("template", "template-edges") and step.identity is None:
+        raise Halt(
+            "identity",
+            f"step {step.id!r} is consequential and was resolved by the {res.rung} rung, but declares no identity gate",
+            step=step.id,
+            frame=frame.pixels,
+            point=res.point,
+        )
+
+
+def _identity_gate(ctx: RunContext, step: Step, point: Point, frame: Frame) -> None:
+    if step.identity is None:
+        return
+    text = ctx.interp(step.identity.text)
+    check = ctx.checks.identity(frame.pixels, point, step.identity.near, text)
+    ctx.journal.append("identity_checked", step.id, check.to_json())
+    if not check.ok:
+        box = check.evidence.get("box")
+        raise Halt(
+            "identity",
+            f"identity gate of step {step.id!r}: expected text not read near the target ({check.detail})",
+            step=step.id,
+            frame=frame.pixels,
+            boxes=[("identity box", tuple(box))] if box else [],
+            point=point,
+        )
+
+
+def _act(ctx: RunContext, step: Step, point: Point | None, to_point: Point | None) -> None:
+    b = ctx.backend
+    a = step.action
+    if a in ("click", "double_click", "right_click"):
+        assert point is not None
+        b.click(point[0], point[1], button="right" if a == "right_click" else "left", count=2 if a == "double_click" else 1)
+    elif a == "type":
+        if point is not None:
+            b.click(point[0], point[1])
+        if not step.append:
+            # select the field's content so typing replaces it (End, then Shift+Home: single-line fields in Tk, GTK, Qt, Win32)
+            b.press(["end"])
+            b.press(["shift", "home"])
+        assert step.text is not None
+        b.type_text(ctx.interp(step.text, allow_secret=True))
+    elif a == "key":
+        for k in step.keys or []:
+            b.press([normalise_key(k)])
+    elif a == "hotkey":
+        b.press([normalise_key(k) for k in step.keys or []])
+    elif a == "scroll":
+        x, y = point if point is not None else (ctx.bundle.model.screen.width // 2, ctx.bundle.model.screen.height // 2)
+        b.scroll(x, y, int(step.clicks or 0))
+    elif a == "drag":
+        assert point is not None and to_point is not None
+        b.drag(point[0], point[1], to_point[0], to_point[1])
+    elif a == "wait":
+        if step.seconds:
+            ctx.stop.wait(step.seconds)  # a requested pause; a stop request cuts it short
+    else:
+        raise Halt("input", f"action {a!r} is a durable step kind and needs the durable runtime", step=step.id)
+
+
+def _postconditions(ctx: RunContext, step: Step, before: np.ndarray, point: Point | None, deadline: float) -> list[dict[str, Any]]:
+    """Poll fresh frames until every postcondition holds, or halt at the step's timeout."""
+    typed = None
+    if step.action == "type" and step.text and not ctx.interp.uses_secret(step.text):
+        typed = ctx.interp(step.text)
+    while True:
+        frame = ctx.backend.capture()
+        checks = []
+        for pc in step.expect:
+            text = None
+            if pc.text_present is not None or pc.text_absent is not None:
+                text = ctx.interp(pc.text_present if pc.text_present is not None else pc.text_absent or "")
+            checks.append(ctx.checks.postcondition(pc, frame.pixels, before, text))
+        if typed and point is not None:
+            band = (point[0] - 200, point[1] - 30, 400 + 200, 60)  # the field around the click, generous to the right
+            rb = ctx.checks.text(frame.pixels, typed, band)
+            rb.kind = "readback"
+            checks.append(rb)
+        if all(c.ok for c in checks):
+            return [c.to_json() for c in checks]
+        remaining = deadline - time.monotonic()
+        if remaining <= 0 or ctx.stop.is_set():
+            failed = [c for c in checks if not c.ok]
+            ctx.journal.append("postconditions", step.id, {"ok": False, "checks": [c.to_json() for c in checks]})
+            raise Halt(
+                "postcondition",
+                f"step {step.id!r}: " + "; ".join(f"{c.kind} {c.expected!r} did not hold ({c.detail})" for c in failed),
+                step=step.id,
+                dispatched=True,
+                frame=frame.pixels,
+                evidence=[c.to_json() for c in checks],
+            )
+        ctx.backend.wait_for_update(min(0.5, remaining))
+
+
+def run_gui_step(ctx: RunContext, index: int, step: Step) -> StepRecord:
+    """Run one GUI step through the whole lifecycle; raise Halt when it cannot be sure."""
+    t0 = time.monotonic()
+    rec = StepRecord(step.id)
+    ctx.journal.append("step_started", step.id, {"index": index, "action": step.action, "intent": step.intent})
+    rt = ctx.config.runtime
+    dispatched = False
+    try:
+        frame = settle(ctx.backend, rt.settle_quiet_s, rt.settle_timeout_s).frame
+        before = frame.pixels
+        point = to_point = None
+        if step.target is not None:
+            res = _resolve(ctx, step, step.target, frame, "target")
+            _guard_rung(step, res, frame)
+            point = res.point
+            rec.rung = res.rung
+            win = res.winning
+            rec.score = win.score if win else None
+            rec.point = point
+        if step.to is not None:
+            to_point = _resolve(ctx, step, step.to, frame, "to").point
+        if point is not None:
+            _identity_gate(ctx, step, point, frame)
+        effect = reader = baseline = None
+        if step.effect is not None:
+            effect = resolve_effect(step.effect, ctx.config.effects)
+            reader = make_reader(effect, ctx.params.values | {"run_id": ctx.run_id})
+            baseline = reader()
+            ctx.journal.append("effect_baseline", step.id, baseline.to_json())
+        if not step.text or not ctx.interp.uses_secret(step.text):
+            ctx.frames.save(f"{index:03d}-{step.id}-before.png", before)
+        if ctx.stop.is_set():
+            raise StopRequested()
+        if ctx.before_dispatch is not None:
+            ctx.before_dispatch()
+        dispatch = ctx.journal.append(
+            "action_dispatched",
+            step.id,
+            {"action": step.action, "point": list(point) if point else None, "lease_generation": ctx.lease_generation},
+        )
+        dispatched = True
+        dispatched_at = time.monotonic()
+        _act(ctx, step, point, to_point)
+        ctx.journal.append("action_sent", step.id, {"dispatch_seq": dispatch["seq"]})
+        settle(ctx.backend, rt.settle_quiet_s, min(rt.settle_timeout_s, step.timeout_s), expect_change_s=REACT_S)
+        rec.checks = _postconditions(ctx, step, before, point, dispatched_at + step.timeout_s)
+        if effect is not None and reader is not None:
+            verdict = verify_effect(effect, reader, baseline if isinstance(baseline, Reading) else None, dispatched_at)
+            ctx.journal.append("effect_verified", step.id, verdict.to_json())
+            rec.effect = verdict.to_json()
+            if verdict.verdict != CONFIRMED:
+                raise Halt(
+                    "effect",
+                    f"step {step.id!r}: declared effect is {verdict.verdict} after {verdict.waited_s:.1f}s ({verdict.observed.error if verdict.observed and verdict.observed.error else 'expectation not met'})",
+                    step=step.id,
+                    dispatched=True,
+                    evidence=[verdict.to_json()],
+                    frame=ctx.backend.capture().pixels,
+                )
+    except Halt as h:
+        h.step = h.step or step.id
+        h.dispatched = h.dispatched or dispatched
+        raise
+    except BackendError as e:
+        raise Halt("backend", f"step {step.id!r}: {e}", step=step.id, dispatched=dispatched) from None
+    except FlowError as e:  # e.g. a verifier misconfigured at run time
+        raise Halt("input", f"step {step.id!r}: {e}", step=step.id, dispatched=dispatched) from None
+    rec.elapsed_ms = (time.monotonic() - t0) * 1000
+    after = ctx.backend.capture().pixels
+    if not step.text or not ctx.interp.uses_secret(step.text):
+        ctx.frames.save(f"{index:03d}-{step.id}-after.png", after)
+    ctx.journal.append("step_verified", step.id, {"index": index, "rung": rec.rung, "elapsed_ms": round(rec.elapsed_ms, 1)})
+    return rec
+
+

@@ -1,0 +1,143 @@
+"""The run's append-only, hash-chained write-ahead log (`journal.jsonl`).
+
+Each line is `{seq, ts, type, step, data, prev_hash, hash}`; `hash` is an
+HMAC-SHA256 (installation key) over the record without `hash`, so an edit of
+any line breaks the chain from there on. Records whose loss would change what
+resume does are fsync'd before `append` returns.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from openadapt_flow.errors import RefusedError
+
+GENESIS = "0" * 64
+JOURNAL_FILE = "journal.jsonl"
+
+# Records that must be durable before the caller goes on (SPEC §5).
+FSYNC_TYPES = frozenset(
+    {"run_started", "action_dispatched", "step_verified", "halted", "run_finished", "paused", "interrupted", "decision", "run_resumed"}
+)
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _canonical(rec: dict[str, Any]) -> bytes:
+    return json.dumps(rec, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str).encode()
+
+
+def record_hash(key: bytes, rec: dict[str, Any]) -> str:
+    body = {k: v for k, v in rec.items() if k != "hash"}
+    return hmac.new(key, _canonical(body), hashlib.sha256).hexdigest()
+
+
+@dataclass
+class LoadResult:
+    records: list[dict[str, Any]]
+    truncated_bytes: int  # size of a torn tail that was cut off (0 if none)
+
+
+def load_journal(path: Path, key: bytes, *, repair: bool = False) -> LoadResult:
+    """Read and verify the chain. A torn last line is dropped (and cut from the file if `repair`).
+
+    Any other break raises RefusedError naming the first bad seq.
+    """
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise RefusedError(f"{path}: journal not found") from None
+    lines = raw.split(b"\n")
+    tail = lines.pop()  # bytes after the last newline: a torn write if non-empty
+    records: list[dict[str, Any]] = []
+    good_len = 0
+    prev = GENESIS
+    torn = len(tail)
+    for i, line in enumerate(lines):
+        try:
+            rec = json.loads(line)
+            if not isinstance(rec, dict):
+                raise ValueError
+        except ValueError:
+            if i == len(lines) - 1 and not tail:
+                torn = len(line) + 1  # last line garbled mid-write, newline included
+                break
+            raise RefusedError(f"{path}: journal line {i + 1} is not a valid record (seq {len(records) + 1}); refusing") from None
+        seq = len(records) + 1
+        if rec.get("seq") != seq or rec.get("prev_hash") != prev or rec.get("hash") != record_hash(key, rec):
+            raise RefusedError(f"{path}: journal chain broken at seq {seq} (edited, reordered or foreign record); refusing")
+        prev = rec["hash"]
+        records.append(rec)
+        good_len += len(line) + 1
+    if torn and repair:
+        with open(path, "r+b") as f:
+            f.truncate(good_len)
+            os.fsync(f.fileno())
+    return LoadResult(records, torn)
+
+
+class Journal:
+    """Appends chained records; one writer per run (the lease owner)."""
+
+    def __init__(self, path: Path, key: bytes, records: list[dict[str, Any]] | None = None) -> None:
+        self.path = path
+        self.key = key
+        recs = records or []
+        self.seq = recs[-1]["seq"] if recs else 0
+        self.last_hash = recs[-1]["hash"] if recs else GENESIS
+        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+
+    @classmethod
+    def open_existing(cls, path: Path, key: bytes) -> tuple["Journal", list[dict[str, Any]]]:
+        result = load_journal(path, key, repair=True)
+        return cls(path, key, result.records), result.records
+
+    def append(self, type_: str, step: str | None = None, data: dict[str, Any] | None = None, *, sync: bool | None = None) -> dict[str, Any]:
+        rec: dict[str, Any] = {
+            "seq": self.seq + 1,
+            "ts": now_iso(),
+            "type": type_,
+            "step": step,
+            "data": data or {},
+            "prev_hash": self.last_hash,
+        }
+        rec["hash"] = record_hash(self.key, rec)
+        line = json.dumps(rec, ensure_ascii=False, separators=(",", ":"), default=str).encode() + b"\n"
+        os.write(self._fd, line)
+        if sync if sync is not None else type_ in FSYNC_TYPES:
+            os.fsync(self._fd)
+        self.seq = rec["seq"]
+        self.last_hash = rec["hash"]
+        return rec
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.fsync(self._fd)
+            os.close(self._fd)
+            self._fd = -1
+
+
+def read_records(path: Path) -> list[dict[str, Any]]:
+    """Whole records in order, unverified (for views such as reports; decisions use load_journal)."""
+    out: list[dict[str, Any]] = []
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return out
+    for line in raw.split(b"\n"):
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(rec, dict):
+            out.append(rec)
+    return out

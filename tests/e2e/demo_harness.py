@@ -166,3 +166,40 @@ def wait_for_template(xvnc: XvncServer, template: np.ndarray, threshold: float =
         return (float(best), x, y) if best >= threshold else None
 
     return wait_until(seen, timeout, "a template on screen", interval=0.05)
+
+
+def settled_frame(xvnc: XvncServer, previous: np.ndarray | None = None, timeout: float = 10) -> np.ndarray:
+    """A frame that differs from `previous` (if given) and equals the capture after it: the redraw is done."""
+    last = [capture(xvnc)]
+
+    def stable() -> tuple[np.ndarray] | None:
+        frame = capture(xvnc)
+        same = np.array_equal(frame, last[0])
+        last[0] = frame
+        changed = previous is None or not np.array_equal(frame, previous)
+        return (frame,) if same and changed else None  # a tuple: an array has no truth value
+
+    return wait_until(stable, timeout, "a settled, changed frame", interval=0.05)[0]
+
+
+def tour(app: DemoApp, vendor: str = "ACME", amount: str = "12.50") -> dict[str, np.ndarray]:
+    """Enter one invoice through the UI by widget geometry; return the settled frame of each screen.
+
+    Keys: list, form (empty), filled, saved, list_after.
+    """
+    frames = {"list": settled_frame(app.xvnc)}
+    app.click(*app.center("list", "new"))
+    app.wait_screen("form")
+    frames["form"] = settled_frame(app.xvnc, frames["list"])
+    for field, value in (("vendor", vendor), ("amount", amount)):
+        app.click(*app.center("form", field))
+        app.type(value)
+    # xdotool returns once every key is queued on the server; Tk handles them before the Save click.
+    frames["filled"] = settled_frame(app.xvnc, frames["form"])
+    app.click(*app.center("form", "save"))
+    app.wait_screen("saved")
+    frames["saved"] = settled_frame(app.xvnc, frames["form"])
+    app.click(*app.center("saved", "back"))
+    app.wait_screen("list")
+    frames["list_after"] = settled_frame(app.xvnc, frames["saved"])
+    return frames

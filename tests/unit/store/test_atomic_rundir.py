@@ -1,0 +1,58 @@
+import os
+from datetime import datetime
+
+import numpy as np
+import pytest
+
+from openadapt_flow.errors import RunDirError
+from openadapt_flow.store.atomic import write_json_atomic
+from openadapt_flow.store.rundir import FrameWriter, RunDir, new_run_dir
+
+pytestmark = pytest.mark.timeout(30)
+
+
+def test_atomic_write_leaves_no_temp_and_replaces(tmp_path):
+    p = tmp_path / "state.json"
+    write_json_atomic(p, {"a": 1})
+    write_json_atomic(p, {"a": 2})
+    assert p.read_text().strip().endswith("}") and '"a": 2' in p.read_text()
+    assert [f.name for f in tmp_path.iterdir()] == ["state.json"]
+
+
+def test_failed_write_keeps_the_previous_file(tmp_path, monkeypatch):
+    p = tmp_path / "checkpoint.json"
+    write_json_atomic(p, {"ok": 1})
+
+    def boom(*a, **k):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(os, "fsync", boom)
+    with pytest.raises(OSError):
+        write_json_atomic(p, {"ok": 2})
+    assert '"ok": 1' in p.read_text()
+
+
+def test_default_run_dir_names_get_suffixes_and_never_reuse(tmp_path):
+    now = datetime(2026, 11, 29, 15, 0, 0)
+    a = new_run_dir(tmp_path, now=now)
+    b = new_run_dir(tmp_path, now=now)
+    assert a.name == "replay-20261129-150000" and b.name == "replay-20261129-150000-2"
+    (a / "manifest.json").write_text("{}")
+    with pytest.raises(RunDirError, match="already holds a run"):
+        new_run_dir(tmp_path, a)
+
+
+def test_open_refuses_non_runs(tmp_path):
+    with pytest.raises(RunDirError, match="not found"):
+        RunDir.open(tmp_path / "nope")
+    with pytest.raises(RunDirError, match="not a run directory"):
+        RunDir.open(tmp_path)
+
+
+def test_frame_writer_writes_pngs_off_thread(tmp_path):
+    fw = FrameWriter(tmp_path / "frames")
+    fw.save("a.png", np.zeros((10, 12, 3), np.uint8))
+    fw.save_now("halt.png", np.zeros((10, 12, 3), np.uint8))
+    fw.close()
+    assert sorted(p.name for p in (tmp_path / "frames").iterdir()) == ["a.png", "halt.png"]
+    assert (tmp_path / "frames/a.png").read_bytes()[:4] == b"\x89PNG"

@@ -77,9 +77,11 @@ class FakeBackend:
         return Frame(self._frame.copy(), time.monotonic())
 
     def wait_for_update(self, timeout: float) -> bool:
-        """Return at once: True if `set_frame` was called since the last capture."""
+        """Return at once: True if `set_frame` was called since the last capture or wait."""
         self._enter()
-        return self._version != self._seen_version
+        changed = self._version != self._seen_version
+        self._seen_version = self._version
+        return changed
 
     def click(self, x: int, y: int, button: str = "left", count: int = 1) -> None:
         self._enter()

@@ -49,6 +49,7 @@ BUTTON_MASKS = {"left": 1, "middle": 2, "right": 4}
 _WHEEL_UP, _WHEEL_DOWN = 8, 16  # buttons 4 and 5
 _DRAG_STEPS = 8
 _DRAG_STEP_S = 0.015  # pacing so toolkits see a gesture, not a teleport
+_ECHO_WAIT_S = 0.2  # longest wait for an app to echo a non-ASCII character (see type_text)
 
 
 def char_keysym(ch: str) -> int:
@@ -395,13 +396,38 @@ class VncBackend:
         self._send(events, "click")
 
     def type_text(self, text: str) -> None:
-        """Send each character as its keysym; the server picks the key and shift state for it."""
-        events = []
-        for ch in text:
-            sym = char_keysym(ch)
-            events += [("key", sym, 1, 0), ("key", sym, 0, 0)]
-        if events:
-            self._send(events, "typing")
+        """Send each character as its keysym; the server picks the key and shift state for it.
+
+        X-based servers (Xvnc, x11vnc) bind a keysym missing from their keymap to a
+        spare key code of the VNC keyboard on the fly; X's core keymap follows the
+        device that sent the last key. Measured on TigerVNC: when the unbound
+        character is the first key since another device (or none) typed, the app
+        sees the key code with no symbol and types nothing. So non-ASCII text starts
+        with a Shift tap confirmed by a round trip, and each non-ASCII character
+        after the first waits (bounded) for the screen to echo the previous one, so
+        no app looks a key code up after the server rebound it.
+        """
+        syms = [char_keysym(ch) for ch in text]  # refuse control characters before sending anything
+        chunks: list[list[int]] = [[]]
+        for ch, sym in zip(text, syms):
+            chunks[-1].append(sym)
+            if not ch.isascii():
+                chunks.append([])
+        if len(chunks) > 1:
+            self._send([("key", KEYSYMS["shift"], 1, 0), ("key", KEYSYMS["shift"], 0, 0)], "typing")
+            self._ping()
+        version = None
+        for chunk in filter(None, chunks):
+            if version is not None:
+                self._wait_for_change(version, _ECHO_WAIT_S)
+            with self._mirror.cond:
+                version = self._mirror.version
+            self._send([("key", s, down, 0) for s in chunk for down in (1, 0)], "typing")
+
+    def _wait_for_change(self, version: int, timeout: float) -> None:
+        mirror = self._mirror
+        with mirror.cond:
+            mirror.cond.wait_for(lambda: mirror.version != version or mirror.error is not None, timeout)
 
     def press(self, keys: list[str]) -> None:
         if not keys:

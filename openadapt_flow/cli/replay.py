@@ -11,6 +11,7 @@ import yaml
 from openadapt_flow.cli.common import emit_json, handle_errors
 from openadapt_flow.cli.progress import ConsoleProgress
 from openadapt_flow.errors import ParamError
+from openadapt_flow.report.render import write_reports
 from openadapt_flow.runtime.backend_select import select_backend
 from openadapt_flow.runtime.config import load_config
 from openadapt_flow.runtime.engine import ReplayRequest, replay
@@ -60,7 +61,7 @@ def replay_cmd(
         bundle=bundle, params=values, backend=spec, config=cfg, run_dir=run_dir,
         durable=durable, allow_model=allow_model, param_flags=flags,
     )
-    outcome = replay(req, progress=None if as_json else ConsoleProgress())
+    outcome = replay(req, progress=None if as_json else ConsoleProgress(), reporter=write_reports)
     summary = {
         "state": outcome.state,
         "exit_code": outcome.exit_code,

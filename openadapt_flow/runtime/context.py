@@ -41,4 +41,5 @@ class RunContext:
     progress: Progress = field(default_factory=Progress)
     stop: threading.Event = field(default_factory=threading.Event)
     lease_generation: int = 0
+    reporter: Callable[[RunDir], Any] | None = None
     before_dispatch: Callable[[], None] | None = None  # fencing hook (durable runtime re-reads the lease)

@@ -22,7 +22,6 @@ from openadapt_flow.bundle.params import BoundParams, Interpolator, bind_params
 from openadapt_flow.errors import FlowError, UsageError
 from openadapt_flow.ladder.ladder import Ladder, LadderOptions
 from openadapt_flow.ladder.model_rung import ModelClient
-from openadapt_flow.report.render import write_reports
 from openadapt_flow.runtime.config import DeployConfig
 from openadapt_flow.runtime.context import Progress, RunContext
 from openadapt_flow.runtime.outcome import classify
@@ -31,7 +30,7 @@ from openadapt_flow.runtime.states import EXIT_CODES
 from openadapt_flow.runtime.step import run_gui_step
 from openadapt_flow.store.journal import Journal, load_journal
 from openadapt_flow.store.keys import load_key
-from openadapt_flow.store.rundir import FrameWriter, RunDir, new_run_dir
+from openadapt_flow.store.rundir import FrameWriter, RunDir, check_new_run_dir, new_run_dir
 from openadapt_flow.vision.annotate import annotate
 from openadapt_flow.vision.ocr import OcrEngine
 from openadapt_flow.verify.screen import ScreenChecks
@@ -116,13 +115,26 @@ def prepare(req: ReplayRequest) -> tuple[LoadedBundle, BoundParams]:
     loaded = load_bundle(req.bundle)
     params = bind_params(loaded.model, req.params, from_flag=req.param_flags)
     durable = req.durable or req.config.runtime.durable or loaded.model.needs_durable
+    if req.run_dir is not None:
+        check_new_run_dir(req.run_dir)
     if durable:
         raise UsageError("the durable runtime (--durable, runtime.durable, or durable step kinds) is not available in this version")
     return loaded, params
 
 
-def replay(req: ReplayRequest, progress: Progress | None = None, backend_factory: Callable[[BackendSpec], Backend] = open_backend) -> RunOutcome:
-    """Run a bundle once. Bad input raises (exit 2, no run dir); everything after is a RunOutcome."""
+Reporter = Callable[[RunDir], Any]
+
+
+def replay(
+    req: ReplayRequest,
+    progress: Progress | None = None,
+    reporter: Reporter | None = None,
+    backend_factory: Callable[[BackendSpec], Backend] = open_backend,
+) -> RunOutcome:
+    """Run a bundle once. Bad input raises (exit 2, no run dir); everything after is a RunOutcome.
+
+    `reporter` renders the report at every stop (the report layer sits above the runtime).
+    """
     loaded, params = prepare(req)
     ocr = OcrEngine()
     ladder = _build_ladder(loaded, req.config, req.allow_model, ocr)
@@ -152,6 +164,7 @@ def replay(req: ReplayRequest, progress: Progress | None = None, backend_factory
             frames=frames,
             config=req.config,
             progress=progress or Progress(),
+            reporter=reporter,
         )
         with _stop_on_signals(ctx.stop):
             return _execute(ctx)
@@ -194,7 +207,8 @@ def _execute(ctx: RunContext) -> RunOutcome:
     journal.append("run_finished", None, {"state": state, "transaction_outcome": outcome, "outcome_evidence": evidence, "frame_errors": ctx.frames.errors})
     journal.close()
     run.write_state(state, transaction_outcome=outcome, halt_category=category, message=message or None)
-    write_reports(run)
+    if ctx.reporter is not None:
+        ctx.reporter(run)
     return RunOutcome(state, EXIT_CODES[state], run.path, message, category)
 
 
@@ -204,5 +218,5 @@ def _save_halt_frame(ctx: RunContext, h: Halt) -> str | None:
             h.frame = ctx.backend.capture().pixels
         except FlowError:
             return None
-    img = annotate(h.frame, h.boxes, h.point)
+    img = annotate(h.frame, search=h.search, best=h.best, point=h.point, label=f"{h.category}: {h.step or ''}")
     return ctx.frames.save_now(f"halt-{h.step or 'run'}.png", img)

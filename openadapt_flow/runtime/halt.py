@@ -20,7 +20,8 @@ class Halt(Exception):
     dispatched: bool = False  # had input possibly been sent when it halted?
     evidence: list[dict[str, Any]] = field(default_factory=list)
     frame: np.ndarray | None = None
-    boxes: list[tuple[str, tuple[int, int, int, int]]] = field(default_factory=list)
+    search: tuple[int, int, int, int] | None = None  # where the runtime looked (halt-frame annotation)
+    best: tuple[int, int, int, int] | None = None  # the best candidate it saw
     point: tuple[int, int] | None = None
 
     def __str__(self) -> str:

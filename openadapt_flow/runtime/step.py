@@ -65,17 +65,16 @@ def _resolve(ctx: RunContext, step: Step, target: Target, frame: Frame, role: st
         },
     )
     if not res.ok:
-        best = next((e for e in reversed(res.evidence) if e.box), None)
-        boxes = [(e.rung + " searched", e.search) for e in res.evidence if e.search]
-        if best is not None and best.box:
-            boxes.append((f"best {best.rung} {best.score or 0:.2f}", best.box))
+        best = max((e for e in res.evidence if e.box), key=lambda e: e.score or 0.0, default=None)
+        searched = next((e.search for e in res.evidence if e.search), None)
         raise Halt(
             res.category or "resolution",
             res.message or f"could not resolve the {role} of step {step.id!r}",
             step=step.id,
             evidence=[e.to_json() for e in res.evidence],
             frame=frame.pixels,
-            boxes=boxes,
+            search=searched,
+            best=best.box if best else None,
         )
     return res
 
@@ -104,7 +103,7 @@ def _identity_gate(ctx: RunContext, step: Step, point: Point, frame: Frame) -> N
             f"identity gate of step {step.id!r}: expected text not read near the target ({check.detail})",
             step=step.id,
             frame=frame.pixels,
-            boxes=[("identity box", tuple(box))] if box else [],
+            search=tuple(box) if box else None,
             point=point,
         )
 

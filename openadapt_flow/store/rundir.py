@@ -22,15 +22,20 @@ STATE = "state.json"
 SCHEMA_PREFIX = "openadapt-flow/"
 
 
+def check_new_run_dir(run_dir: Path) -> None:
+    """Refuse a --run-dir that holds a run or anything else (checked before connecting)."""
+    if (run_dir / MANIFEST).exists() or (run_dir / JOURNAL_FILE).exists():
+        raise RunDirError(f"{run_dir}: already holds a run; choose another --run-dir")
+    if run_dir.exists() and not run_dir.is_dir():
+        raise RunDirError(f"{run_dir}: exists and is not a directory")
+    if run_dir.is_dir() and any(run_dir.iterdir()):
+        raise RunDirError(f"{run_dir}: directory is not empty; choose another --run-dir")
+
+
 def new_run_dir(runs_root: Path, run_dir: Path | None = None, *, now: datetime | None = None) -> Path:
     """Create the run directory: the given one (empty or absent) or runs_root/replay-YYYYMMDD-HHMMSS[-N]."""
     if run_dir is not None:
-        if (run_dir / MANIFEST).exists() or (run_dir / JOURNAL_FILE).exists():
-            raise RunDirError(f"{run_dir}: already holds a run; choose another --run-dir")
-        if run_dir.exists() and not run_dir.is_dir():
-            raise RunDirError(f"{run_dir}: exists and is not a directory")
-        if run_dir.is_dir() and any(run_dir.iterdir()):
-            raise RunDirError(f"{run_dir}: directory is not empty; choose another --run-dir")
+        check_new_run_dir(run_dir)
         run_dir.mkdir(parents=True, exist_ok=True)
         return run_dir
     stamp = (now or datetime.now()).strftime("replay-%Y%m%d-%H%M%S")

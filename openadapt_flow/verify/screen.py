@@ -16,7 +16,7 @@ from openadapt_flow.bundle.models import Postcondition
 from openadapt_flow.ladder.types import Box, Point
 from openadapt_flow.vision.diff import changed_fraction
 from openadapt_flow.vision.ocr import OcrEngine
-from openadapt_flow.vision.template import best_match
+from openadapt_flow.vision.template import find_template
 
 TEMPLATE_PRESENT_MIN = 0.8
 REGION_CHANGED_MIN = 0.002
@@ -88,9 +88,10 @@ class ScreenChecks:
                 x, y, w, h = window
                 pad = 80
                 window = clip_box((x - pad, y - pad, w + 2 * pad, h + 2 * pad), frame.shape[1], frame.shape[0])
-            score, box = best_match(frame, templ, window)
-            ok = score >= TEMPLATE_PRESENT_MIN
-            return Check(kind, pc.template_present, ok, f"best score {score:.3f}", {"score": round(score, 3), "at": list(box) if box else None})
+            found = find_template(frame, templ, box=window, confident=TEMPLATE_PRESENT_MIN)
+            ok = found.score >= TEMPLATE_PRESENT_MIN and found.plausible(found.best)
+            box = found.best.box if found.best else None
+            return Check(kind, pc.template_present, ok, f"best score {found.score:.3f}", {"score": round(found.score, 3), "at": list(box) if box else None})
         assert pc.region_changed is not None
         region = self.scale_box(pc.region_changed)
         if before is None:

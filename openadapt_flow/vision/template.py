@@ -1,15 +1,22 @@
 """Template matching: normalised cross-correlation on grayscale or edge maps, multi-scale.
 
-Two feature modes share one search: `gray` (plain luminance) and `edges` (Sobel
-gradient magnitude), which survives a theme or colour change because
-inverting luminance leaves gradient magnitude unchanged. Every search returns
-the best candidate and the runner-up peak outside the best's footprint, so the
-caller can refuse to pick between look-alikes.
+Two feature modes share one search: `gray` (plain luminance) and `edges`
+(Sobel gradient magnitude), which survives a theme or colour change because
+inverting luminance leaves gradient magnitude unchanged.
+
+Whole-crop correlation is dominated by a widget's shape: a "Save" crop scores
+0.9+ on a "Send" or "Close" button of the same size. So every strong peak also
+gets a *detail* score: the worst block-wise |correlation| over the crop's
+textured blocks (text, icon strokes), which stays high only where the content
+itself matches, in either polarity. A search returns the best plausible
+candidate and the runner-up peak outside its footprint, so the caller can
+refuse to pick between look-alikes.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import cv2
@@ -23,10 +30,13 @@ DEFAULT_SCALES: tuple[float, ...] = (1.0, 0.8, 0.9, 1.1, 1.25)
 # correlation costs ~70 ms on two cores, a half-resolution one ~12 ms).
 COARSE_ABOVE_PX = 600_000
 COARSE_MIN_SIDE = 8  # the template's short side at coarse resolution
-COARSE_PEAKS = 6
-EDGE_CONTEXT = 2  # pixels of context the blur + Sobel kernels read
+COARSE_PEAKS = 40  # coarse peaks re-scored at full resolution (look-alike toolbars have many)
+EDGE_INSET = 2  # border of an edge map that depends on pixels outside the crop
 MIN_TEMPLATE_SIDE = 4
 FLAT_STD = 2.0  # a variant with less contrast than this correlates with noise
+BLOCK = 12  # detail block side at scale 1
+BLOCK_STD = 15.0  # blocks flatter than this say nothing about content
+DETAIL_MAX_CANDIDATES = 24
 
 
 def to_gray(rgb: np.ndarray) -> np.ndarray:
@@ -44,16 +54,6 @@ def edge_map(gray: np.ndarray) -> np.ndarray:
     return cv2.addWeighted(cv2.convertScaleAbs(sx), 0.5, cv2.convertScaleAbs(sy), 0.5, 0)
 
 
-def clip_box(box: Box, width: int, height: int) -> Box | None:
-    """The part of `box` inside a width x height image, or None if nothing is."""
-    x, y, w, h = box
-    x0, y0 = max(0, x), max(0, y)
-    x1, y1 = min(width, x + w), min(height, y + h)
-    if x1 <= x0 or y1 <= y0:
-        return None
-    return (x0, y0, x1 - x0, y1 - y0)
-
-
 def intersect(a: Box, b: Box) -> Box | None:
     """The overlap of two boxes, or None."""
     x0, y0 = max(a[0], b[0]), max(a[1], b[1])
@@ -61,6 +61,11 @@ def intersect(a: Box, b: Box) -> Box | None:
     if x1 <= x0 or y1 <= y0:
         return None
     return (x0, y0, x1 - x0, y1 - y0)
+
+
+def clip_box(box: Box, width: int, height: int) -> Box | None:
+    """The part of `box` inside a width x height image, or None if nothing is."""
+    return intersect(box, (0, 0, width, height))
 
 
 def pad_box(box: Box, pad: int, width: int, height: int) -> Box | None:
@@ -73,32 +78,63 @@ class TemplateImage:
     """One template crop with its gray/edge variants at each scale, computed once and cached."""
 
     def __init__(self, rgb: np.ndarray) -> None:
-        if rgb.ndim not in (2, 3) or rgb.dtype != np.uint8:
-            raise ValueError("a template must be a uint8 RGB or gray image")
+        if rgb.ndim not in (2, 3) or rgb.dtype != np.uint8 or min(rgb.shape[:2]) < 1:
+            raise ValueError("a template must be a non-empty uint8 RGB or gray image")
         self.rgb = rgb
         self.height, self.width = int(rgb.shape[0]), int(rgb.shape[1])
         self._gray = to_gray(rgb)
-        self._cache: dict[tuple[Mode, float], np.ndarray | None] = {}
+        self._cache: dict[tuple[str, float], np.ndarray | None] = {}
+        self._blocks: dict[float, list[Box]] = {}
 
-    def variant(self, mode: Mode, scale: float) -> np.ndarray | None:
-        """The template resized by `scale` in `mode`; None when too small or too flat to match."""
-        key = (mode, round(scale, 4))
+    def size(self, scale: float) -> tuple[int, int]:
+        return (max(1, round(self.width * scale)), max(1, round(self.height * scale)))
+
+    def gray(self, scale: float) -> np.ndarray | None:
+        """The gray crop resized by `scale`; None when too small to match."""
+        key = ("scaled", round(scale, 4))
         if key not in self._cache:
-            self._cache[key] = self._make(mode, scale)
+            w, h = self.size(scale)
+            if min(w, h) < MIN_TEMPLATE_SIDE:
+                self._cache[key] = None
+            elif (w, h) == (self.width, self.height):
+                self._cache[key] = self._gray
+            else:
+                interp = cv2.INTER_AREA if scale < 1 else cv2.INTER_LINEAR
+                self._cache[key] = cv2.resize(self._gray, (w, h), interpolation=interp)
         return self._cache[key]
 
-    def _make(self, mode: Mode, scale: float) -> np.ndarray | None:
-        w, h = round(self.width * scale), round(self.height * scale)
-        if min(w, h) < MIN_TEMPLATE_SIDE:
-            return None
-        gray = self._gray
-        if (w, h) != (self.width, self.height):
-            interp = cv2.INTER_AREA if scale < 1 else cv2.INTER_LINEAR
-            gray = cv2.resize(gray, (w, h), interpolation=interp)
-        feat = gray if mode == "gray" else edge_map(gray)
-        if float(feat.std()) < FLAT_STD:
-            return None
-        return np.ascontiguousarray(feat)
+    def variant(self, mode: Mode, scale: float) -> np.ndarray | None:
+        """The feature map matched in `mode` (edges are inset by EDGE_INSET); None if unusable."""
+        key = (mode, round(scale, 4))
+        if key not in self._cache:
+            gray = self.gray(scale)
+            feat: np.ndarray | None = None
+            if gray is not None and mode == "gray":
+                feat = gray
+            elif gray is not None and min(gray.shape) > 2 * EDGE_INSET + MIN_TEMPLATE_SIDE:
+                i = EDGE_INSET
+                feat = np.ascontiguousarray(edge_map(gray)[i:-i, i:-i])
+            if feat is not None and float(feat.std()) < FLAT_STD:
+                feat = None
+            self._cache[key] = feat
+        return self._cache[key]
+
+    def blocks(self, scale: float) -> list[Box]:
+        """Textured blocks of the scaled gray crop, the ones that carry its content."""
+        key = round(scale, 4)
+        if key not in self._blocks:
+            gray = self.gray(scale)
+            out: list[Box] = []
+            if gray is not None:
+                b = max(6, round(BLOCK * scale))
+                h, w = gray.shape
+                for y in range(0, max(1, h - b // 2), b):
+                    for x in range(0, max(1, w - b // 2), b):
+                        tile = gray[y : y + b, x : x + b]
+                        if float(tile.std()) >= BLOCK_STD:
+                            out.append((x, y, tile.shape[1], tile.shape[0]))
+            self._blocks[key] = out
+        return self._blocks[key]
 
 
 class FrameFeatures:
@@ -121,38 +157,39 @@ class FrameFeatures:
         if mode in self._full or box == self.frame_box:
             return self._whole(mode)[y : y + h, x : x + w]
         if mode == "gray":
+            if "gray" in self._full:
+                return self._full["gray"][y : y + h, x : x + w]
             return to_gray(self.rgb[y : y + h, x : x + w])
         # Edges of a crop read a few pixels beyond it, so cut with context and trim.
-        c = EDGE_CONTEXT
+        c = EDGE_INSET
         x0, y0 = max(0, x - c), max(0, y - c)
         x1, y1 = min(self.width, x + w + c), min(self.height, y + h + c)
-        edges = edge_map(to_gray(self.rgb[y0:y1, x0:x1]))
+        edges = edge_map(self.feature("gray", (x0, y0, x1 - x0, y1 - y0)))
         return edges[y - y0 : y - y0 + h, x - x0 : x - x0 + w]
 
     def _whole(self, mode: Mode) -> np.ndarray:
         if mode not in self._full:
-            gray = self._full.get("gray")
-            if gray is None:
-                gray = self._full["gray"] = to_gray(self.rgb)
+            if "gray" not in self._full:
+                self._full["gray"] = to_gray(self.rgb)
             if mode == "edges":
-                self._full["edges"] = edge_map(gray)
+                self._full["edges"] = edge_map(self._full["gray"])
         return self._full[mode]
 
     def coarse(self, mode: Mode, factor: int) -> np.ndarray:
         """Whole-frame feature map shrunk by an integer factor (area averaging)."""
         key = (mode, factor)
         if key not in self._coarse:
-            full = self._whole(mode)
             size = (max(1, self.width // factor), max(1, self.height // factor))
-            self._coarse[key] = cv2.resize(full, size, interpolation=cv2.INTER_AREA)
+            self._coarse[key] = cv2.resize(self._whole(mode), size, interpolation=cv2.INTER_AREA)
         return self._coarse[key]
 
 
 @dataclass(frozen=True)
 class Candidate:
-    score: float
-    box: Box  # where the (scaled) template sits, in frame pixels
+    score: float  # whole-crop normalised correlation in the search mode
+    box: Box  # where the (scaled) crop sits, in frame pixels
     scale: float
+    detail: float | None = None  # worst block-wise |correlation|; None when not computed
 
     @property
     def centre(self) -> tuple[float, float]:
@@ -160,17 +197,24 @@ class Candidate:
         return (x + w / 2, y + h / 2)
 
     def overlaps(self, other: "Candidate") -> bool:
-        """True when `other` is the same peak: its centre lies within half this footprint."""
+        """True when one centre lies within half the other's footprint: the same peak."""
         (cx, cy), (ox, oy) = self.centre, other.centre
-        return abs(cx - ox) < self.box[2] / 2 and abs(cy - oy) < self.box[3] / 2
+        half_w = max(self.box[2], other.box[2]) / 2
+        half_h = max(self.box[3], other.box[3]) / 2
+        return abs(cx - ox) < half_w and abs(cy - oy) < half_h
 
 
 @dataclass(frozen=True)
 class MatchResult:
-    best: Candidate | None
-    runner_up: Candidate | None
+    best: Candidate | None  # the best candidate whose detail holds, else the best-scoring one
+    runner_up: Candidate | None  # best other peak outside best's footprint (plausible ones first)
     search: Box
     mode: Mode
+    detail_min: float
+
+    def plausible(self, c: Candidate | None) -> bool:
+        """The candidate's content matches, not only its shape."""
+        return c is not None and c.detail is not None and c.detail >= self.detail_min
 
     @property
     def score(self) -> float:
@@ -179,10 +223,6 @@ class MatchResult:
     @property
     def runner_up_score(self) -> float:
         return self.runner_up.score if self.runner_up else 0.0
-
-    @property
-    def margin(self) -> float:
-        return self.score - self.runner_up_score
 
 
 def find_template(
@@ -193,98 +233,132 @@ def find_template(
     box: Box | None = None,
     scales: tuple[float, ...] = DEFAULT_SCALES,
     confident: float = 0.85,
+    detail_min: float = 0.6,
+    consider: float | None = None,
 ) -> MatchResult:
     """Best placement of `template` inside `box` and the runner-up peak outside its footprint.
 
-    The first scale is tried alone; the others only if it scores below `confident`.
+    The first scale is tried alone; the others only if it gives no plausible peak
+    scoring `confident`. Peaks scoring at least `consider` (default: confident - 0.1)
+    get a detail score.
     """
     feats = frame if isinstance(frame, FrameFeatures) else FrameFeatures(frame)
     tmpl = template if isinstance(template, TemplateImage) else TemplateImage(template)
+    floor = confident - 0.1 if consider is None else consider
     search = clip_box(box, feats.width, feats.height) if box else feats.frame_box
     if search is None:
-        return MatchResult(None, None, box or feats.frame_box, mode)
+        return MatchResult(None, None, box or feats.frame_box, mode, detail_min)
     found: list[Candidate] = []
     for i, scale in enumerate(scales):
-        found.extend(_search_scale(feats, tmpl, mode, search, scale))
-        if i == 0 and found and max(c.score for c in found) >= confident:
+        found = _merge(found, _search_scale(feats, tmpl, mode, search, scale, floor))
+        found = _with_detail(feats, tmpl, found, floor)
+        if i == 0 and any(c.score >= confident and (c.detail or 0) >= detail_min for c in found):
             break
     if not found:
-        return MatchResult(None, None, search, mode)
-    best = max(found, key=lambda c: c.score)
-    others = [c for c in found if not best.overlaps(c) and not c.overlaps(best)]
-    runner = max(others, key=lambda c: c.score) if others else None
-    return MatchResult(best, runner, search, mode)
+        return MatchResult(None, None, search, mode, detail_min)
+    plausible = [c for c in found if c.detail is not None and c.detail >= detail_min]
+    best = plausible[0] if plausible else found[0]
+    others = [c for c in found if not c.overlaps(best)]
+    rivals = [c for c in others if c in plausible]
+    runner = rivals[0] if rivals else (others[0] if others else None)
+    return MatchResult(best, runner, search, mode, detail_min)
 
 
-def score_at(
-    frame: FrameFeatures | np.ndarray,
-    template: TemplateImage | np.ndarray,
-    box: Box,
-    *,
-    mode: Mode = "gray",
-    scale: float = 1.0,
-    slack: int = 4,
-) -> float:
-    """How well the template correlates when placed at `box` (x, y of its top-left), give or take `slack` px."""
-    feats = frame if isinstance(frame, FrameFeatures) else FrameFeatures(frame)
-    tmpl = template if isinstance(template, TemplateImage) else TemplateImage(template)
-    x, y, _, _ = box
-    t = tmpl.variant(mode, scale)
-    if t is None:
+def detail_score(feats: FrameFeatures, tmpl: TemplateImage, box: Box, scale: float, shift: int = 1) -> float:
+    """Worst |correlation| of the crop's textured blocks against the frame at `box`, each free to move `shift` px."""
+    gray = tmpl.gray(scale)
+    blocks = tmpl.blocks(scale)
+    if gray is None:
         return 0.0
-    th, tw = t.shape
-    area = clip_box((x - slack, y - slack, tw + 2 * slack, th + 2 * slack), feats.width, feats.height)
-    if area is None or area[2] < tw or area[3] < th:
+    if not blocks:
+        return 1.0  # nothing textured to compare: the whole-crop score must decide
+    shift = max(1, round(shift * scale))
+    x, y, w, h = box
+    area = clip_box((x - shift, y - shift, w + 2 * shift, h + 2 * shift), feats.width, feats.height)
+    if area is None:
         return 0.0
-    res = cv2.matchTemplate(feats.feature(mode, area), t, cv2.TM_CCOEFF_NORMED)
-    return float(np.nan_to_num(res).max())
+    patch = feats.feature("gray", area)
+    ox, oy = x - area[0], y - area[1]  # crop origin inside the patch
+    worst = 1.0
+    for bx, by, bw, bh in blocks:
+        px0, py0 = max(0, ox + bx - shift), max(0, oy + by - shift)
+        tile = patch[py0 : oy + by + bh + shift, px0 : ox + bx + bw + shift]
+        if tile.shape[0] < bh or tile.shape[1] < bw:
+            return 0.0
+        res = cv2.matchTemplate(tile, gray[by : by + bh, bx : bx + bw], cv2.TM_CCOEFF_NORMED)
+        lo, hi, _, _ = cv2.minMaxLoc(res)
+        worst = min(worst, max(-lo, hi) if math.isfinite(lo) and math.isfinite(hi) else 0.0)
+    return worst
 
 
-def _search_scale(feats: FrameFeatures, tmpl: TemplateImage, mode: Mode, search: Box, scale: float) -> list[Candidate]:
+def _with_detail(feats: FrameFeatures, tmpl: TemplateImage, found: list[Candidate], floor: float) -> list[Candidate]:
+    out = []
+    for i, c in enumerate(found):
+        if c.detail is None and c.score >= floor and i < DETAIL_MAX_CANDIDATES:
+            c = replace(c, detail=detail_score(feats, tmpl, c.box, c.scale))
+        out.append(c)
+    return out
+
+
+def _merge(found: list[Candidate], new: list[Candidate]) -> list[Candidate]:
+    """Candidates from all scales, one per location (the best-scoring), strongest first."""
+    out: list[Candidate] = []
+    for c in sorted(found + new, key=lambda c: -c.score):
+        if not any(o.overlaps(c) for o in out):
+            out.append(c)
+    return out
+
+
+def _search_scale(
+    feats: FrameFeatures, tmpl: TemplateImage, mode: Mode, search: Box, scale: float, floor: float
+) -> list[Candidate]:
     """Up to a few separated peaks of one scale inside `search`, strongest first."""
     t = tmpl.variant(mode, scale)
     if t is None:
         return []
     th, tw = t.shape
+    inset = EDGE_INSET if mode == "edges" else 0
+    w, h = tw + 2 * inset, th + 2 * inset
     sx, sy, sw, sh = search
-    if sw < tw or sh < th:
+    if sw < w or sh < h:
         return []
-    factor = 2 if sw * sh > COARSE_ABOVE_PX and min(tw, th) >= 2 * COARSE_MIN_SIDE else 1
-    if factor == 1:
-        res = cv2.matchTemplate(feats.feature(mode, search), t, cv2.TM_CCOEFF_NORMED)
-        return [Candidate(s, (sx + px, sy + py, tw, th), scale) for s, px, py in _peaks(res, tw, th, 3)]
-    return _coarse_to_fine(feats, tmpl, mode, search, scale, factor)
+    if sw * sh > COARSE_ABOVE_PX and min(tw, th) >= 2 * COARSE_MIN_SIDE:
+        return _coarse_to_fine(feats, t, mode, search, scale, inset, 2, floor - 0.15)
+    inner = (sx + inset, sy + inset, sw - 2 * inset, sh - 2 * inset)
+    res = cv2.matchTemplate(feats.feature(mode, inner), t, cv2.TM_CCOEFF_NORMED)
+    return [Candidate(s, (sx + px, sy + py, w, h), scale) for s, px, py in _peaks(res, tw, th, 3)]
 
 
 def _coarse_to_fine(
-    feats: FrameFeatures, tmpl: TemplateImage, mode: Mode, search: Box, scale: float, factor: int
+    feats: FrameFeatures, t: np.ndarray, mode: Mode, search: Box, scale: float, inset: int, factor: int, floor: float
 ) -> list[Candidate]:
     # Peaks found at reduced resolution are re-scored at full resolution in a
-    # small neighbourhood, so reported scores are always full-resolution ones.
-    t = tmpl.variant(mode, scale)
-    assert t is not None
+    # small neighbourhood, so every reported score is a full-resolution one.
     th, tw = t.shape
     small_t = cv2.resize(t, (tw // factor, th // factor), interpolation=cv2.INTER_AREA)
     if float(small_t.std()) < FLAT_STD:
         return []
     sx, sy, sw, sh = search
-    coarse = feats.coarse(mode, factor)
-    cx0, cy0 = sx // factor, sy // factor
-    cx1, cy1 = (sx + sw) // factor, (sy + sh) // factor
-    region = coarse[cy0:cy1, cx0:cx1]
+    inner = (sx + inset, sy + inset, sw - 2 * inset, sh - 2 * inset)
+    cx0, cy0 = -(-inner[0] // factor), -(-inner[1] // factor)
+    cx1, cy1 = (inner[0] + inner[2]) // factor, (inner[1] + inner[3]) // factor
+    region = feats.coarse(mode, factor)[cy0:cy1, cx0:cx1]
     if region.shape[0] < small_t.shape[0] or region.shape[1] < small_t.shape[1]:
         return []
     res = cv2.matchTemplate(region, small_t, cv2.TM_CCOEFF_NORMED)
     out: list[Candidate] = []
     slack = 2 * factor
-    for _, px, py in _peaks(res, small_t.shape[1], small_t.shape[0], COARSE_PEAKS):
+    for cs, px, py in _peaks(res, small_t.shape[1], small_t.shape[0], COARSE_PEAKS):
+        if out and cs < floor:
+            break
         fx, fy = (cx0 + px) * factor, (cy0 + py) * factor
-        area = intersect((fx - slack, fy - slack, tw + 2 * slack, th + 2 * slack), search)
+        area = intersect((fx - slack, fy - slack, tw + 2 * slack, th + 2 * slack), inner)
         if area is None or area[2] < tw or area[3] < th:
             continue
         fine = cv2.matchTemplate(feats.feature(mode, area), t, cv2.TM_CCOEFF_NORMED)
         _, s, _, (bx, by) = cv2.minMaxLoc(np.nan_to_num(fine))
-        cand = Candidate(float(s), (area[0] + bx, area[1] + by, tw, th), scale)
+        box = (area[0] + bx - inset, area[1] + by - inset, tw + 2 * inset, th + 2 * inset)
+        cand = Candidate(float(s), box, scale)
         if not any(c.overlaps(cand) for c in out):
             out.append(cand)
     out.sort(key=lambda c: -c.score)

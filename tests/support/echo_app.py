@@ -7,6 +7,7 @@
 - a Canvas with a red marker square: every pointer event on it is appended to
   OUTDIR/events.log as `press|release|double|motion BUTTON X_ROOT Y_ROOT`, and
   every left press toggles the canvas background (a visible change to wait on);
+- OUTDIR/keys.log: every key press the Entry sees (key code, keysym, character), for diagnosis;
 - OUTDIR/ready.json, written once the window is drawn: the root-pixel boxes
   [x, y, w, h] of "entry", "canvas" and "marker". The window sits at +0+0.
 """
@@ -64,6 +65,8 @@ def main(outdir: Path) -> None:
     canvas.bind("<ButtonRelease>", lambda e: record("release", e))
     canvas.bind("<Double-Button-1>", on_double)
     canvas.bind("<B1-Motion>", lambda e: record("motion", e))
+    keys = (outdir / "keys.log").open("a", encoding="utf-8", buffering=1)
+    entry.bind("<KeyPress>", lambda e: keys.write(f"press {e.keycode} {e.keysym} {e.char!r}\n"), add="+")
     entry.bind("<Return>", on_return)
     entry.bind("<Control-a>", on_select_all)
 

@@ -1,0 +1,185 @@
+"""The resolution ladder: template → OCR → (optional) model, first unique confident answer wins.
+
+Rules (SPEC §4): every rung tried leaves evidence; two look-alikes are
+`ambiguous`, never a pick; a look-alike seen by the template rung may be told
+apart below only by information the template lacked (a landmark, or a label
+outside the crop); the model is off unless allowed, called at most once per
+resolve, never for a consequential step unless allowed, and believed only
+where a deterministic check passes at its point.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from openadapt_flow.bundle.models import Target
+from openadapt_flow.ladder.model_rung import ModelClient, ModelRung
+from openadapt_flow.ladder.ocr_rung import OcrRung, WordReader
+from openadapt_flow.ladder.template_rung import TemplateRung
+from openadapt_flow.ladder.types import Box, Evidence, Resolution
+from openadapt_flow.vision.ocr import OcrEngine
+from openadapt_flow.vision.template import DEFAULT_SCALES, FrameFeatures, TemplateImage, pad_box
+
+
+@dataclass(frozen=True)
+class LadderOptions:
+    threshold: float = 0.85  # grayscale correlation a template hit must reach
+    edge_threshold: float = 0.75  # the same on edge maps (theme/colour changes)
+    margin: float = 0.05  # a hit must beat any plausible look-alike by this much
+    detail_min: float = 0.6  # worst block-wise content correlation of a hit (tells "Save" from "Send")
+    padding: int = 80  # px around the recorded region searched first (recorded-frame pixels)
+    scales: tuple[float, ...] = DEFAULT_SCALES  # relative to the live/recorded frame size ratio; first tried alone
+    ocr_min_score: float = 80.0  # fuzzy similarity (0-100) of a text match
+    landmark_tol: int = 24  # px slack for a landmark's position
+    allow_model: bool = False
+    model_for_consequential: bool = False
+    model_check_threshold: float = 0.6  # template correlation at the model's point that confirms it
+
+
+class Ladder:
+    """Resolves a step's target on a live frame; counts the model calls it makes in `model_calls`."""
+
+    def __init__(
+        self,
+        templates: Mapping[str, np.ndarray],
+        recorded_size: tuple[int, int],
+        ocr: OcrEngine | None = None,
+        model: ModelClient | None = None,
+        options: LadderOptions | None = None,
+    ) -> None:
+        self.options = opts = options or LadderOptions()
+        self.recorded_size = recorded_size
+        self.templates = {path: TemplateImage(rgb) for path, rgb in templates.items()}
+        self.model_calls = 0
+        self._template = TemplateRung(
+            self.templates,
+            threshold=opts.threshold,
+            edge_threshold=opts.edge_threshold,
+            margin=opts.margin,
+            detail_min=opts.detail_min,
+            scales=opts.scales,
+        )
+        reader = WordReader(ocr if ocr is not None else OcrEngine)
+        self._ocr = OcrRung(
+            reader, self.templates, min_score=opts.ocr_min_score, landmark_tol=opts.landmark_tol, padding=opts.padding
+        )
+        self._model = (
+            ModelRung(
+                model,
+                self._ocr,
+                self.templates,
+                check_threshold=opts.model_check_threshold,
+                detail_min=opts.detail_min,
+                min_score=opts.ocr_min_score,
+            )
+            if model is not None
+            else None
+        )
+        self._frame: np.ndarray | None = None
+        self._feats: FrameFeatures | None = None
+
+    def resolve(
+        self, frame: np.ndarray, target: Target, *, consequential: bool = False, intent: str | None = None
+    ) -> Resolution:
+        """A unique, confident point for `target` on `frame`, or the reason there is none."""
+        feats = self._features(frame)
+        base = self.base_scale(feats.width, feats.height)
+        window = self.window(target, feats.width, feats.height)
+        evidence: list[Evidence] = []
+        lookalikes = False
+        if target.template is not None:
+            evidence += self._template.run(feats, target, window or feats.frame_box, base)
+            lookalikes = evidence[-1].verdict == "ambiguous"
+            if evidence[-1].verdict == "hit":
+                return self._hit(evidence)
+        if target.text is not None or target.landmarks:
+            evidence += self._ocr.run(feats.rgb, target, window=window, base_scale=base, lookalikes=lookalikes)
+            if evidence[-1].verdict == "hit":
+                return self._hit(evidence)
+        ambiguous = any(e.verdict == "ambiguous" for e in evidence)
+        if self._model is not None and self.options.allow_model:
+            ev = self._model_step(feats, target, intent, base, consequential, ambiguous)
+            evidence.append(ev)
+            if ev.verdict == "hit":
+                return self._hit(evidence)
+        category = "ambiguous" if ambiguous else "resolution"
+        return Resolution(None, None, evidence, category, failure_message(target, evidence, category))
+
+    def base_scale(self, width: int, height: int) -> float:
+        """Live/recorded frame size ratio (geometric mean of the two axes)."""
+        rw, rh = self.recorded_size
+        return float(np.sqrt((width / rw) * (height / rh)))
+
+    def window(self, target: Target, width: int, height: int) -> Box | None:
+        """The recorded region in live pixels, padded; None when the target has no region."""
+        if target.region is None:
+            return None
+        sx, sy = width / self.recorded_size[0], height / self.recorded_size[1]
+        x, y, w, h = target.region
+        live = (round(x * sx), round(y * sy), max(1, round(w * sx)), max(1, round(h * sy)))
+        pad = round(self.options.padding * self.base_scale(width, height))
+        return pad_box(live, pad, width, height) or (0, 0, width, height)
+
+    def _model_step(
+        self, feats: FrameFeatures, target: Target, intent: str | None, base: float, consequential: bool, ambiguous: bool
+    ) -> Evidence:
+        assert self._model is not None
+        if consequential and not self.options.model_for_consequential:
+            return Evidence("model", "skipped", 0.0, detail="consequential step: the policy keeps the model off")
+        if ambiguous:
+            return Evidence("model", "skipped", 0.0, detail="look-alikes: a model's pick among them cannot be checked")
+        if target.template is None and target.text is None:
+            return Evidence("model", "skipped", 0.0, detail="nothing to check a proposal against (landmarks only)")
+        self.model_calls += 1
+        return self._model.run(feats.rgb, feats, target, intent, base)
+
+    def _features(self, frame: np.ndarray) -> FrameFeatures:
+        # Keep the last frame's gray/edge maps: resolve and postconditions often ask about the same frame.
+        if frame is not self._frame or self._feats is None:
+            rgb = frame[..., :3] if frame.ndim == 3 and frame.shape[2] == 4 else frame
+            self._frame, self._feats = frame, FrameFeatures(rgb)
+        return self._feats
+
+    @staticmethod
+    def _hit(evidence: list[Evidence]) -> Resolution:
+        win = evidence[-1]
+        return Resolution(win.point, win.rung, evidence)
+
+
+def best_candidate(resolution: Resolution) -> Evidence | None:
+    """The evidence whose box is the best candidate seen (for the halt frame): a hit, else the highest score."""
+    if resolution.winning is not None:
+        return resolution.winning
+    boxed = [e for e in resolution.evidence if e.box is not None]
+    return max(boxed, key=lambda e: e.score or 0.0, default=None)
+
+
+def target_name(target: Target) -> str:
+    if target.text:
+        return f'"{target.text}"'
+    if target.template:
+        return target.template
+    return "landmarks " + ", ".join(f'"{lm.text}"' for lm in target.landmarks)
+
+
+def failure_message(target: Target, evidence: list[Evidence], category: str) -> str:
+    """One line naming the target and what each rung saw."""
+    name = target_name(target)
+    if category == "ambiguous":
+        amb = next(e for e in evidence if e.verdict == "ambiguous")
+        return f"target {name} is ambiguous ({amb.rung}: {amb.detail}); halting rather than picking one"
+    seen = []
+    tmpl = [e for e in evidence if e.rung.startswith("template") and e.score is not None]
+    if tmpl:
+        best = max(tmpl, key=lambda e: e.score or 0.0)
+        seen.append(f"best template {best.score:.2f} ({best.detail})")
+    if any(e.rung == "ocr" for e in evidence):
+        ocr_hits = [e for e in evidence if e.rung == "ocr" and e.score is not None]
+        seen.append(f"OCR best {max(e.score or 0 for e in ocr_hits):.2f}" if ocr_hits else "OCR read no match")
+    model = [e for e in evidence if e.rung == "model"]
+    if model:
+        seen.append(f"model {model[-1].verdict}: {model[-1].detail}")
+    return f"target {name} not found: " + ("; ".join(seen) if seen else "no rung could search for it")

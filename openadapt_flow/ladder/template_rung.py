@@ -1,0 +1,115 @@
+"""Template rung: find the recorded crop, first in the window around its recorded place, then anywhere.
+
+Order: window/gray → window/edges → frame/gray → frame/edges, each over the
+scale set, stopping at the first variant that is decisive (a hit, or two
+look-alikes). A local hit wins over any look-alike elsewhere on the frame,
+because the frame is searched only when the window has no confident match.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+
+from openadapt_flow.bundle.models import Target
+from openadapt_flow.ladder.types import Box, Evidence, Point
+from openadapt_flow.vision.template import DEFAULT_SCALES, FrameFeatures, MatchResult, Mode, TemplateImage, find_template
+
+RUNG_NAMES: dict[Mode, str] = {"gray": "template", "edges": "template-edges"}
+
+
+class TemplateRung:
+    """Decides whether a template match is unique and confident; never picks between look-alikes."""
+
+    def __init__(
+        self,
+        templates: Mapping[str, TemplateImage],
+        *,
+        threshold: float = 0.85,
+        edge_threshold: float = 0.75,
+        margin: float = 0.05,
+        detail_min: float = 0.6,
+        scales: tuple[float, ...] = DEFAULT_SCALES,
+    ) -> None:
+        self.templates = templates
+        self.thresholds: dict[Mode, float] = {"gray": threshold, "edges": edge_threshold}
+        self.margin = margin
+        self.detail_min = detail_min
+        self.scales = scales
+
+    def run(self, feats: FrameFeatures, target: Target, window: Box, base_scale: float) -> list[Evidence]:
+        """Evidence for every variant tried; the last one is the hit or the ambiguity if there is one."""
+        assert target.template is not None
+        tmpl = self.templates.get(target.template)
+        if tmpl is None:
+            return [Evidence("template", "error", 0.0, detail=f"template {target.template} was not loaded")]
+        scales = tuple(base_scale * f for f in self.scales)
+        areas = [window] if window == feats.frame_box else [window, feats.frame_box]
+        evidence: list[Evidence] = []
+        for area in areas:
+            for mode in ("gray", "edges"):
+                t0 = time.perf_counter()
+                result = find_template(
+                    feats,
+                    tmpl,
+                    mode=mode,
+                    box=area,
+                    scales=scales,
+                    confident=self.thresholds[mode],
+                    detail_min=self.detail_min,
+                )
+                elapsed = (time.perf_counter() - t0) * 1000
+                ev = self.judge(result, target, tmpl, elapsed)
+                evidence.append(ev)
+                if ev.verdict in ("hit", "ambiguous"):
+                    return evidence
+        return evidence
+
+    def judge(self, result: MatchResult, target: Target, tmpl: TemplateImage, elapsed_ms: float) -> Evidence:
+        """hit: confident, content matches, and no plausible rival within the margin; ambiguous: such a rival exists."""
+        rung = RUNG_NAMES[result.mode]
+        threshold = self.thresholds[result.mode]
+        best = result.best
+        if best is None:
+            return Evidence(rung, "miss", elapsed_ms, search=result.search, detail="no room for the template here")
+        rival = result.runner_up if result.plausible(result.runner_up) else None
+        ev = Evidence(
+            rung,
+            "miss",
+            elapsed_ms,
+            score=round(best.score, 4),
+            runner_up=round(result.runner_up.score, 4) if result.runner_up else None,
+            box=best.box,
+            search=result.search,
+            scale=round(best.scale, 4),
+        )
+        content = f"content {best.detail:.2f}" if best.detail is not None else "content not checked"
+        if best.score < threshold:
+            ev.detail = f"best {best.score:.2f} below {threshold:.2f}; {content}"
+            return ev
+        if not result.plausible(best):
+            ev.detail = f"shape matches but {content} is below {self.detail_min:.2f}: a different widget"
+            return ev
+        if rival is not None and best.score - rival.score < self.margin:
+            ev.verdict = "ambiguous"
+            ev.detail = (
+                f"look-alikes: {best.score:.2f} at {best.box[:2]} vs {rival.score:.2f} at {rival.box[:2]} "
+                f"(margin {self.margin:.2f})"
+            )
+            return ev
+        ev.verdict = "hit"
+        ev.point = click_point(target, tmpl, best.box)
+        if result.runner_up is not None and rival is None:
+            ev.detail = f"{content}; runner-up {result.runner_up.score:.2f} is a different widget"
+        else:
+            ev.detail = content
+        return ev
+
+
+def click_point(target: Target, tmpl: TemplateImage, box: Box) -> Point:
+    """Where the recording clicked inside the crop, carried to the crop's found box (and scale)."""
+    ox, oy = target.click_offset()
+    # The offset is in recorded-region pixels; the crop covers the region.
+    rw, rh = (target.region[2], target.region[3]) if target.region else (tmpl.width, tmpl.height)
+    x, y, w, h = box
+    return (x + round(ox * w / rw), y + round(oy * h / rh))

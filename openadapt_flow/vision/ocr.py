@@ -1,0 +1,216 @@
+"""OCR with Tesseract, and fuzzy search for a (multi-word) phrase among the words read.
+
+Tesseract runs with `--psm 11` (sparse text): UI frames are islands of short
+labels, and the default page-layout mode misses many of them. Small crops are
+upscaled before reading, which helps Tesseract with small UI fonts. Boxes are
+always returned in the coordinates of the image passed in, whatever was
+cropped or scaled on the way.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from dataclasses import dataclass
+
+import cv2
+import numpy as np
+import pytesseract
+from rapidfuzz import fuzz
+from rapidfuzz.distance import Levenshtein
+
+from openadapt_flow.errors import FlowError
+from openadapt_flow.vision.template import Box, clip_box, to_gray
+
+INSTALL_HINT = "install it with `apt-get install tesseract-ocr` (macOS: `brew install tesseract`)"
+_EDGE_PUNCT = re.compile(r"^[^\w]+|[^\w]+$")
+
+
+class OcrError(FlowError):
+    """Tesseract failed on an image."""
+
+
+class OcrUnavailable(OcrError):
+    """The tesseract binary is not installed or not on PATH."""
+
+
+@dataclass(frozen=True)
+class Word:
+    text: str
+    conf: float  # Tesseract's 0-100 confidence
+    box: Box
+
+    @property
+    def centre(self) -> tuple[float, float]:
+        x, y, w, h = self.box
+        return (x + w / 2, y + h / 2)
+
+
+@dataclass(frozen=True)
+class TextMatch:
+    text: str  # the words as read
+    score: float  # 0-100 fuzzy similarity to the query
+    box: Box  # union of the matched words' boxes
+    conf: float  # mean Tesseract confidence of the matched words
+
+    @property
+    def centre(self) -> tuple[float, float]:
+        x, y, w, h = self.box
+        return (x + w / 2, y + h / 2)
+
+
+def normalise(text: str) -> str:
+    """Case-folded words without surrounding punctuation, single-spaced."""
+    words = (_EDGE_PUNCT.sub("", w) for w in text.casefold().split())
+    return " ".join(w for w in words if w)
+
+
+def max_edits(query: str) -> int:
+    """Character edits tolerated for a query: none up to 5 chars, then one per 6 ("Save" never matches "Saved")."""
+    return len(query) // 6
+
+
+def phrases(words: list[Word], gap: float = 1.2) -> list[list[Word]]:
+    """Words grouped into left-to-right runs on one line, split where the gap exceeds `gap` x the text height."""
+    rows: list[list[Word]] = []
+    for w in sorted(words, key=lambda w: (w.centre[1], w.box[0])):
+        for row in rows:
+            ref = row[-1]
+            overlap = min(ref.box[1] + ref.box[3], w.box[1] + w.box[3]) - max(ref.box[1], w.box[1])
+            if overlap >= 0.5 * min(ref.box[3], w.box[3]):
+                row.append(w)
+                break
+        else:
+            rows.append([w])
+    out: list[list[Word]] = []
+    for row in rows:
+        row.sort(key=lambda w: w.box[0])
+        run = [row[0]]
+        for w in row[1:]:
+            prev = run[-1]
+            height = max(prev.box[3], w.box[3])
+            if w.box[0] - (prev.box[0] + prev.box[2]) > gap * height:
+                out.append(run)
+                run = []
+            run.append(w)
+        out.append(run)
+    return out
+
+
+def find_text(words: list[Word], query: str, min_score: float = 80.0) -> list[TextMatch]:
+    """Every non-overlapping run of words that fuzzily equals `query`, best first."""
+    q = normalise(query)
+    if not q:
+        return []
+    q_tight = q.replace(" ", "")
+    n = len(q.split())
+    found: list[TextMatch] = []
+    for run in phrases([w for w in words if normalise(w.text)]):
+        spans: list[tuple[float, int, int]] = []
+        for i in range(len(run)):
+            for j in range(i + 1, min(len(run), i + n + 1) + 1):
+                cand = normalise(" ".join(w.text for w in run[i:j]))
+                tight = cand.replace(" ", "")
+                if Levenshtein.distance(q_tight, tight) > max_edits(q_tight):
+                    continue
+                score = max(fuzz.ratio(q, cand), fuzz.ratio(q_tight, tight))
+                if score >= min_score:
+                    spans.append((score, i, j))
+        taken: set[int] = set()
+        for score, i, j in sorted(spans, key=lambda s: (-s[0], s[2] - s[1])):
+            if taken.intersection(range(i, j)):
+                continue
+            taken.update(range(i, j))
+            found.append(_as_match(run[i:j], score))
+    return sorted(found, key=lambda m: -m.score)
+
+
+def _as_match(words: list[Word], score: float) -> TextMatch:
+    x0 = min(w.box[0] for w in words)
+    y0 = min(w.box[1] for w in words)
+    x1 = max(w.box[0] + w.box[2] for w in words)
+    y1 = max(w.box[1] + w.box[3] for w in words)
+    conf = sum(w.conf for w in words) / len(words)
+    return TextMatch(" ".join(w.text for w in words), float(score), (x0, y0, x1 - x0, y1 - y0), conf)
+
+
+def local_contrast(gray: np.ndarray, factor: float = 1.0) -> np.ndarray:
+    """Dark strokes on white wherever text differs from its local background, in either polarity.
+
+    Tesseract binarises globally, so white text on a coloured button vanishes
+    into it; the distance from a median-filtered background does not care
+    which way round the contrast goes (light, dark and coloured themes alike).
+    """
+    k = 2 * round(5 * factor) + 1  # wider than the strokes of any label-sized font
+    background = cv2.medianBlur(gray, k)
+    return 255 - cv2.convertScaleAbs(cv2.absdiff(gray, background), alpha=3.0)
+
+
+class OcrEngine:
+    """Tesseract behind two calls: read the words in an image (or a box of it), or find a phrase."""
+
+    def __init__(
+        self,
+        *,
+        psm: int = 11,
+        lang: str = "eng",
+        upscale: float = 2.0,
+        upscale_max_side: int = 1000,
+        timeout_s: float = 20.0,
+        cmd: str | None = None,
+    ) -> None:
+        found = shutil.which(cmd or "tesseract")
+        if found is None:
+            raise OcrUnavailable(f"OCR needs the tesseract binary ({cmd or 'tesseract'} not found): {INSTALL_HINT}")
+        self.cmd = found
+        self.psm, self.lang, self.timeout_s = psm, lang, timeout_s
+        self.upscale, self.upscale_max_side = upscale, upscale_max_side
+        self.calls = 0
+
+    def read(self, image: np.ndarray, box: Box | None = None) -> list[Word]:
+        """Words Tesseract reads in `image` (or in `box` of it), with boxes in `image` coordinates."""
+        h, w = image.shape[:2]
+        area = clip_box(box, w, h) if box else (0, 0, w, h)
+        if area is None or min(area[2], area[3]) < 4:
+            return []
+        x, y, bw, bh = area
+        gray = to_gray(image[y : y + bh, x : x + bw])
+        factor = self.upscale if max(bw, bh) <= self.upscale_max_side else 1.0
+        if factor != 1.0:
+            gray = cv2.resize(gray, None, fx=factor, fy=factor, interpolation=cv2.INTER_CUBIC)
+        data = self._image_to_data(local_contrast(gray, factor))
+        words: list[Word] = []
+        for i, text in enumerate(data["text"]):
+            conf = float(data["conf"][i])
+            if conf < 0 or not str(text).strip():
+                continue
+            lx, ly = data["left"][i] / factor, data["top"][i] / factor
+            ww, wh = data["width"][i] / factor, data["height"][i] / factor
+            wbox = (x + round(lx), y + round(ly), max(1, round(ww)), max(1, round(wh)))
+            words.append(Word(str(text).strip(), conf, wbox))
+        return words
+
+    def find(self, image: np.ndarray, text: str, box: Box | None = None, min_score: float = 80.0) -> list[TextMatch]:
+        """Every place `text` is read in `image` (or `box` of it), best first."""
+        return find_text(self.read(image, box), text, min_score)
+
+    def _image_to_data(self, gray: np.ndarray) -> dict[str, list]:
+        # pytesseract keeps the binary path in a module global; set it per call
+        # so engines built with different binaries stay independent.
+        pytesseract.pytesseract.tesseract_cmd = self.cmd
+        self.calls += 1
+        try:
+            result: dict[str, list] = pytesseract.image_to_data(
+                gray,
+                lang=self.lang,
+                config=f"--psm {self.psm}",
+                output_type=pytesseract.Output.DICT,
+                timeout=self.timeout_s,
+            )
+        except pytesseract.TesseractNotFoundError as e:
+            raise OcrUnavailable(f"OCR needs the tesseract binary ({self.cmd} not runnable): {INSTALL_HINT}") from e
+        except pytesseract.TesseractError as e:
+            raise OcrError(f"tesseract failed: {e.message.strip() or e.status}") from e
+        except RuntimeError as e:  # pytesseract's timeout
+            raise OcrError(f"tesseract gave no answer within {self.timeout_s:g} s") from e
+        return result

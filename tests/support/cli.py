@@ -1,0 +1,31 @@
+"""Run the `flow` CLI as a subprocess, as users and scripts do."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def flow_env(tmp_path: Path, **extra: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env["FLOW_KEY_FILE"] = str(tmp_path / "install.key")
+    env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
+    env.pop("FLOW_DEBUG", None)
+    env.update(extra)
+    return env
+
+
+def run_flow(args: list[str], cwd: Path, env: dict[str, str] | None = None, timeout: float = 120, input: str | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "openadapt_flow", *args],
+        cwd=cwd,
+        env=env or flow_env(cwd),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        input=input,
+    )

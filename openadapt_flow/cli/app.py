@@ -6,6 +6,11 @@ import sys
 
 import typer
 
+try:  # typer ≥ 0.20 vendors click
+    from typer._click import exceptions as click_errors
+except ImportError:  # pragma: no cover - older typer on real click
+    from click import exceptions as click_errors  # type: ignore[no-redef]
+
 from openadapt_flow import __version__
 from openadapt_flow.cli.inspect import report_cmd, runs_cmd, schema_cmd, status_cmd, validate_cmd
 from openadapt_flow.cli.replay import replay_cmd
@@ -40,14 +45,30 @@ openadapt_app = typer.Typer(name="openadapt", no_args_is_help=True, add_completi
 openadapt_app.add_typer(app, name="flow")
 
 
+def _run(typer_app: typer.Typer, prog: str) -> None:
+    """Run with click's own error handling replaced: a usage error is one line and exit 2."""
+    try:
+        code = typer_app(prog_name=prog, standalone_mode=False)
+    except click_errors.NoArgsIsHelpError as e:
+        typer.echo(e.ctx.get_help() if e.ctx else str(e))
+        sys.exit(0)
+    except click_errors.UsageError as e:
+        hint = f" (see '{e.ctx.command_path} --help')" if e.ctx else ""
+        typer.echo(f"error: {e.format_message()}{hint}", err=True)
+        sys.exit(2)
+    except click_errors.ClickException as e:
+        typer.echo(f"error: {e.format_message()}", err=True)
+        sys.exit(e.exit_code)
+    sys.exit(code if isinstance(code, int) else 0)
+
+
 def main() -> None:
-    app(prog_name="flow")
+    _run(app, "flow")
 
 
 def openadapt_main() -> None:
-    openadapt_app(prog_name="openadapt")
+    _run(openadapt_app, "openadapt")
 
 
 if __name__ == "__main__":
     main()
-    sys.exit(0)

@@ -301,13 +301,3 @@ def test_screen_wait_for_update(screen: ScreenBackend, app: EchoApp) -> None:
     screen.click(cx + 100, cy)
     assert screen.wait_for_update(5) is True
 
-
-def test_vnc_and_screen_typing_alternate_on_one_display(screen: ScreenBackend, vnc: VncBackend, app: EchoApp) -> None:
-    """X keeps a keymap per input device; keys one device bound on the fly must not leak into the other's text."""
-    find_marker(vnc, app)
-    screen.click(*app.entry_point())
-    screen.type_text("ñé")
-    vnc.type_text("éß€")
-    screen.type_text("ë€")
-    text = type_and_submit(vnc, app, "ő")
-    assert text == "ñééß€ë€ő", (app.outdir / "keys.log").read_text()

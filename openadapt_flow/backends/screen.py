@@ -15,6 +15,7 @@ other platforms, for ASCII text, and non-ASCII text there is refused.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import importlib
 import math
 import os
@@ -53,6 +54,33 @@ def frame_to_input(x: int, y: int, region: dict[str, int], frame_w: int, frame_h
     return region["left"] + math.floor((x + 0.5) * sx), region["top"] + math.floor((y + 0.5) * sy)
 
 
+_IO_ERROR_HANDLER = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p)
+_IO_EXIT_HANDLER = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)
+_report_only = _IO_ERROR_HANDLER(lambda display: 0)
+_return_instead_of_exit = _IO_EXIT_HANDLER(lambda display, data: None)
+
+
+def _survive_x_io_errors(sct: Any) -> None:
+    """libX11 calls exit() when the X server goes away under a grab; make it return so mss raises instead.
+
+    Both of libX11's hooks must return: the process-wide I/O error handler and the
+    per-display exit handler (libX11 >= 1.7). Reaches into mss's Xlib backend for
+    its library and Display pointer; a no-op where either is missing.
+    """
+    impl = getattr(sct, "_impl", None)
+    xlib = getattr(impl, "xlib", None)
+    display = getattr(getattr(impl, "_handles", None), "display", None)
+    set_exit = getattr(xlib, "XSetIOErrorExitHandler", None)
+    if not display or set_exit is None:
+        return
+    xlib.XSetIOErrorHandler.argtypes = [_IO_ERROR_HANDLER]
+    xlib.XSetIOErrorHandler.restype = ctypes.c_void_p
+    xlib.XSetIOErrorHandler(_report_only)
+    set_exit.argtypes = [ctypes.c_void_p, _IO_EXIT_HANDLER, ctypes.c_void_p]
+    set_exit.restype = None
+    set_exit(display, _return_instead_of_exit, None)
+
+
 @contextlib.contextmanager
 def _display_env(display: str | None) -> Iterator[None]:
     """Set DISPLAY while X clients that read it at import time open their connection."""
@@ -77,7 +105,8 @@ def _load_pyautogui(display: str | None) -> ModuleType:
             if IS_X11 and display:
                 x11 = sys.modules["pyautogui._pyautogui_x11"]
                 if x11._display.get_display_name() != display:
-                    x11._display.close()
+                    with contextlib.suppress(*_INPUT_ERRORS):  # the old server may be gone already
+                        x11._display.close()
                     importlib.reload(x11)  # a second backend on another display: rebind keymap and connection
     except Exception as exc:  # Xlib raises several unrelated types here (auth, socket, display name)
         hint = " (python-xlib needs an Xauthority file: set XAUTHORITY; an empty file will do)" \
@@ -121,6 +150,8 @@ class ScreenBackend:
             try:
                 sct = mss.MSS(backend=backend, **kwargs)
                 sct.grab({"left": 0, "top": 0, "width": 1, "height": 1})
+                if backend == "xlib":
+                    _survive_x_io_errors(sct)
                 return sct
             except ScreenShotError as exc:
                 if sct is not None:
@@ -169,12 +200,22 @@ class ScreenBackend:
     def _input(self, what: str, fn: Callable[[], None]) -> None:
         if self._closed:
             raise ConnectionFailed("the screen backend is closed")
+        if IS_X11 and self.display:
+            bound = sys.modules["pyautogui._pyautogui_x11"]._display.get_display_name()
+            if bound != self.display:  # pyautogui is process-global: never send our input to another display
+                raise BackendError(f"pyautogui was rebound to display {bound} by another screen backend; "
+                                   f"open a new backend for {self.display}")
         try:
             fn()
         except self._gui.FailSafeException as exc:
             raise BackendError(f"{what} refused: the pointer is in a screen corner (pyautogui fail-safe)") from exc
         except _INPUT_ERRORS as exc:
             raise ConnectionFailed(f"{what} on {self.display or 'the screen'} failed: {exc}") from exc
+        except TypeError as exc:
+            # python-xlib 0.x indexes the OSError of a dropped X connection (`err[1]`) and raises this instead.
+            if isinstance(exc.__context__, OSError):
+                raise ConnectionFailed(f"{what} on {self.display}: lost the X connection ({exc.__context__})") from exc
+            raise
 
     def click(self, x: int, y: int, button: str = "left", count: int = 1) -> None:
         if button not in _BUTTONS:
@@ -186,13 +227,13 @@ class ScreenBackend:
         if not text:
             return
         if self._xdotool is not None:
-            self._xdotool_type(text)
+            self._xdotool_type(self._xdotool, text)
         elif text.isascii():
             self._input("typing", lambda: self._gui.write(text, _pause=False))
         else:
             raise BackendError("the screen backend can type non-ASCII text only on X11 with xdotool installed")
 
-    def _xdotool_type(self, text: str) -> None:
+    def _xdotool_type(self, xdotool: str, text: str) -> None:
         env = dict(os.environ, DISPLAY=self.display or "")
         if not text.isascii():
             # X keeps a keymap per input device and the core keymap follows the device that sent
@@ -200,12 +241,15 @@ class ScreenBackend:
             # the XTEST device: a key another device (e.g. Xvnc's VNC keyboard) bound on the fly
             # is gone by the time xdotool presses it (measured: "é" lost after a VNC client typed
             # one). A Shift tap through XTEST first makes the core keymap XTEST's.
-            self._input("typing", lambda: (self._gui.keyDown("shift", _pause=False),
-                                           self._gui.keyUp("shift", _pause=False)))
+            def tap_shift() -> None:
+                self._gui.keyDown("shift", _pause=False)
+                self._gui.keyUp("shift", _pause=False)
+
+            self._input("typing", tap_shift)
         # Its default 12 ms per key lets clients pick up xdotool's own rebinding of a spare key.
         timeout = self.spec.io_timeout_s + 0.05 * len(text)
         try:
-            done = subprocess.run([self._xdotool, "type", "--", text], env=env, capture_output=True, timeout=timeout)
+            done = subprocess.run([xdotool, "type", "--", text], env=env, capture_output=True, timeout=timeout)
         except subprocess.TimeoutExpired as exc:
             raise BackendTimeout(f"typing {len(text)} characters took over {timeout:.0f}s") from exc
         if done.returncode != 0:

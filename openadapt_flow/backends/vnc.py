@@ -31,7 +31,7 @@ from twisted.python.failure import Failure
 from vncdotool import rfb
 from vncdotool.const import AuthTypes, Encoding
 
-from openadapt_flow.backends.base import KEY_NAMES, Capabilities, Frame
+from openadapt_flow.backends.base import Capabilities, Frame
 from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.errors import AuthFailed, BackendError, BackendTimeout, ConnectionFailed, UsageError
 
@@ -43,13 +43,12 @@ KEYSYMS: dict[str, int] = {
     "ctrl": 0xFFE3, "shift": 0xFFE1, "alt": 0xFFE9, "super": 0xFFEB,
     **{f"f{i}": 0xFFBE + i - 1 for i in range(1, 13)},
 }
-assert set(KEYSYMS) == KEY_NAMES
 _TEXT_KEYSYMS = {"\n": 0xFF0D, "\r": 0xFF0D, "\t": 0xFF09, "\b": 0xFF08}
 BUTTON_MASKS = {"left": 1, "middle": 2, "right": 4}
 _WHEEL_UP, _WHEEL_DOWN = 8, 16  # buttons 4 and 5
 _DRAG_STEPS = 8
 _DRAG_STEP_S = 0.015  # pacing so toolkits see a gesture, not a teleport
-_ECHO_WAIT_S = 0.2  # longest wait for an app to echo a non-ASCII character (see type_text)
+_ECHO_WAIT_S = 0.5  # longest wait for an app to echo a non-ASCII character (see type_text)
 
 
 def char_keysym(ch: str) -> int:
@@ -87,7 +86,9 @@ def _ensure_reactor(timeout: float) -> None:
         started = threading.Event()
         reactor.callWhenRunning(started.set)
         threading.Thread(
-            target=reactor.run, kwargs={"installSignalHandlers": False}, name="openadapt-flow-rfb", daemon=True
+            # installSignalHandlers exists on every concrete reactor, not on the interface mypy sees.
+            target=lambda: reactor.run(installSignalHandlers=False),  # type: ignore[call-arg, misc]
+            name="openadapt-flow-rfb", daemon=True,
         ).start()
         if not started.wait(timeout):
             raise BackendTimeout(f"the RFB reactor thread did not start within {timeout}s")
@@ -272,7 +273,8 @@ class VncBackend:
         factory = _MirrorFactory(mirror, password)
 
         def start() -> None:
-            endpoint = HostnameEndpoint(reactor, spec.host, spec.effective_port, timeout=spec.connect_timeout_s)
+            host, port = str(spec.host), int(spec.effective_port or 5900)  # both checked by BackendSpec
+            endpoint = HostnameEndpoint(reactor, host, port, timeout=spec.connect_timeout_s)
             self._connecting = endpoint.connect(factory)
             self._connecting.addErrback(lambda f: mirror.fail(_connect_error(f, spec)))
 
@@ -474,8 +476,9 @@ class VncBackend:
 
         if reactor.running:
             reactor.callFromThread(hang_up)
-            if not mirror.disconnected.wait(self.spec.io_timeout_s) and mirror.client is not None:
-                reactor.callFromThread(mirror.client.transport.abortConnection)
+            client = mirror.client
+            if not mirror.disconnected.wait(self.spec.io_timeout_s) and client is not None:
+                reactor.callFromThread(client.transport.abortConnection)
 
     def __enter__(self) -> VncBackend:
         return self

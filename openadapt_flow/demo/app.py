@@ -42,7 +42,7 @@ class Theme:
 LIGHT = Theme(bg="#f4f4f4", fg="#101010", field_bg="#ffffff", button_bg="#dcdcdc", error="#b00020", banner_bg="#2d5fa0",
               outline="#707070")
 DARK = Theme(bg="#1c1c1c", fg="#ececec", field_bg="#2e2e2e", button_bg="#3c3c3c", error="#ff7b7b", banner_bg="#2d5fa0",
-             outline="#8a8a8a")
+             outline="#6a6a6a")
 
 # Boxes are (x, y, w, h) in window pixels; the window sits at +0+0, so these are screen pixels too.
 NORMAL_LAYOUT: dict[str, tuple[int, int, int, int]] = {
@@ -122,10 +122,13 @@ class InvoiceApp:
     def _button(self, key: str, text: str, command) -> tk.Button:
         t = self.theme
         screen = self.screens[key.split(".")[0]]
-        # Hover/active colours equal the resting ones, so a template never depends on where the pointer rests.
+        # Hover/active colours equal the resting ones, so a template never depends on where the pointer
+        # rests. Flat with a thin outline: a raised relief's bright bevel on the dark theme boxes the
+        # label in, and Tesseract then skips it as a graphic.
         w = tk.Button(screen, text=text, command=command, font=(FONT, -20), bg=t.button_bg, fg=t.fg,
-                      activebackground=t.button_bg, activeforeground=t.fg, relief="raised", bd=2,
-                      highlightthickness=0, takefocus=0, cursor="")
+                      activebackground=t.button_bg, activeforeground=t.fg, relief="flat", bd=0,
+                      highlightthickness=1, highlightbackground=t.outline, highlightcolor=t.outline,
+                      takefocus=0, cursor="")
         return self._put(key, w)
 
     def _entry(self, key: str) -> tk.Entry:

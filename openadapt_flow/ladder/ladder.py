@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 
@@ -105,7 +106,7 @@ class Ladder:
             evidence.append(ev)
             if ev.verdict == "hit":
                 return self._hit(evidence)
-        category = "ambiguous" if ambiguous else "resolution"
+        category: Literal["resolution", "ambiguous"] = "ambiguous" if ambiguous else "resolution"
         return Resolution(None, None, evidence, category, failure_message(target, evidence, category))
 
     def base_scale(self, width: int, height: int) -> float:
@@ -124,7 +125,13 @@ class Ladder:
         return pad_box(live, pad, width, height) or (0, 0, width, height)
 
     def _model_step(
-        self, feats: FrameFeatures, target: Target, intent: str | None, base: float, consequential: bool, ambiguous: bool
+        self,
+        feats: FrameFeatures,
+        target: Target,
+        intent: str | None,
+        base: float,
+        consequential: bool,
+        ambiguous: bool,
     ) -> Evidence:
         assert self._model is not None
         if consequential and not self.options.model_for_consequential:
@@ -139,7 +146,7 @@ class Ladder:
     def _features(self, frame: np.ndarray) -> FrameFeatures:
         # Keep the last frame's gray/edge maps: resolve and postconditions often ask about the same frame.
         if frame is not self._frame or self._feats is None:
-            rgb = frame[..., :3] if frame.ndim == 3 and frame.shape[2] == 4 else frame
+            rgb = np.ascontiguousarray(frame[..., :3]) if frame.ndim == 3 and frame.shape[2] == 4 else frame
             self._frame, self._feats = frame, FrameFeatures(rgb)
         return self._feats
 

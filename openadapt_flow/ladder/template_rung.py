@@ -13,7 +13,14 @@ from collections.abc import Mapping
 
 from openadapt_flow.bundle.models import Target
 from openadapt_flow.ladder.types import Box, Evidence, Point
-from openadapt_flow.vision.template import DEFAULT_SCALES, FrameFeatures, MatchResult, Mode, TemplateImage, find_template
+from openadapt_flow.vision.template import (
+    DEFAULT_SCALES,
+    FrameFeatures,
+    MatchResult,
+    Mode,
+    TemplateImage,
+    find_template,
+)
 
 RUNG_NAMES: dict[Mode, str] = {"gray": "template", "edges": "template-edges"}
 
@@ -58,7 +65,7 @@ class TemplateRung:
                     confident=self.thresholds[mode],
                     detail_min=self.detail_min,
                 )
-                elapsed = (time.perf_counter() - t0) * 1000
+                elapsed = round((time.perf_counter() - t0) * 1000, 3)
                 ev = self.judge(result, target, tmpl, elapsed)
                 evidence.append(ev)
                 if ev.verdict in ("hit", "ambiguous"):

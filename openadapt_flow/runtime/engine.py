@@ -158,7 +158,7 @@ def replay(
             interp=Interpolator(params, run_id),
             backend=backend,
             ladder=ladder,
-            checks=ScreenChecks(ocr, loaded.templates, scale),
+            checks=ScreenChecks(ocr, ladder.templates, scale),
             journal=journal,
             run=run,
             frames=frames,

@@ -16,7 +16,7 @@ from openadapt_flow.bundle.models import Postcondition
 from openadapt_flow.ladder.types import Box, Point
 from openadapt_flow.vision.diff import changed_fraction
 from openadapt_flow.vision.ocr import OcrEngine
-from openadapt_flow.vision.template import find_template
+from openadapt_flow.vision.template import TemplateImage, find_template
 
 TEMPLATE_PRESENT_MIN = 0.8
 REGION_CHANGED_MIN = 0.002
@@ -48,9 +48,9 @@ def clip_box(box: Box, width: int, height: int) -> Box | None:
 class ScreenChecks:
     """Judges screen facts with one OCR engine and the bundle's templates."""
 
-    def __init__(self, ocr: OcrEngine, templates: Mapping[str, np.ndarray], scale: tuple[float, float] = (1.0, 1.0)):
+    def __init__(self, ocr: OcrEngine, templates: Mapping[str, TemplateImage], scale: tuple[float, float] = (1.0, 1.0)):
         self.ocr = ocr
-        self.templates = templates
+        self.templates = templates  # prepared once (gray, edges, scales) and shared with the ladder
         self.sx, self.sy = scale
 
     def scale_box(self, box: Box) -> Box:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 import shutil
 from dataclasses import dataclass
+from typing import Any
 
 import cv2
 import numpy as np
@@ -194,13 +195,13 @@ class OcrEngine:
         """Every place `text` is read in `image` (or `box` of it), best first."""
         return find_text(self.read(image, box), text, min_score)
 
-    def _image_to_data(self, gray: np.ndarray) -> dict[str, list]:
+    def _image_to_data(self, gray: np.ndarray) -> dict[str, list[Any]]:
         # pytesseract keeps the binary path in a module global; set it per call
         # so engines built with different binaries stay independent.
         pytesseract.pytesseract.tesseract_cmd = self.cmd
         self.calls += 1
         try:
-            result: dict[str, list] = pytesseract.image_to_data(
+            result: dict[str, list[Any]] = pytesseract.image_to_data(
                 gray,
                 lang=self.lang,
                 config=f"--psm {self.psm}",

@@ -30,6 +30,7 @@ DEFAULT_SCALES: tuple[float, ...] = (1.0, 0.8, 0.9, 1.1, 1.25)
 # correlation costs ~70 ms on two cores, a half-resolution one ~12 ms).
 COARSE_ABOVE_PX = 600_000
 COARSE_MIN_SIDE = 8  # the template's short side at coarse resolution
+COARSE_FACTOR = 4  # shrink for templates big enough to stay COARSE_MIN_SIDE tall; else 2
 COARSE_PEAKS = 40  # coarse peaks re-scored at full resolution (look-alike toolbars have many)
 EDGE_INSET = 2  # border of an edge map that depends on pixels outside the crop
 MIN_TEMPLATE_SIDE = 4
@@ -323,7 +324,8 @@ def _search_scale(
     if sw < w or sh < h:
         return []
     if sw * sh > COARSE_ABOVE_PX and min(tw, th) >= 2 * COARSE_MIN_SIDE:
-        return _coarse_to_fine(feats, t, mode, search, scale, inset, 2, floor - 0.15)
+        factor = COARSE_FACTOR if min(tw, th) >= COARSE_FACTOR * COARSE_MIN_SIDE else 2
+        return _coarse_to_fine(feats, t, mode, search, scale, inset, factor, floor - 0.15)
     inner = (sx + inset, sy + inset, sw - 2 * inset, sh - 2 * inset)
     res = cv2.matchTemplate(feats.feature(mode, inner), t, cv2.TM_CCOEFF_NORMED)
     return [Candidate(s, (sx + px, sy + py, w, h), scale) for s, px, py in _peaks(res, tw, th, 3)]

@@ -24,7 +24,7 @@ from openadapt_flow.backends.base import Backend
 from openadapt_flow.backends.screen import ScreenBackend
 from openadapt_flow.backends.spec import BackendSpec, open_backend, parse_url
 from openadapt_flow.backends.vnc import VncBackend
-from openadapt_flow.errors import AuthFailed, BackendTimeout, ConnectionFailed, UsageError
+from openadapt_flow.errors import AuthFailed, BackendError, BackendTimeout, ConnectionFailed, UsageError
 from tests.support.xserver import XvncServer, free_port, start_xvnc, wait_until
 
 pytestmark = pytest.mark.timeout(60)
@@ -301,3 +301,28 @@ def test_screen_wait_for_update(screen: ScreenBackend, app: EchoApp) -> None:
     screen.click(cx + 100, cy)
     assert screen.wait_for_update(5) is True
 
+
+
+def test_screen_server_killed_is_reported_and_the_process_survives(
+    screen: ScreenBackend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """libX11 would exit() the process when its server dies under a grab; the backend makes that an error.
+
+    Runs last in this module: pyautogui is process-global and this rebinds it to a server that then dies.
+    """
+    server = start_xvnc(320, 240)
+    monkeypatch.setenv("XAUTHORITY", server.env["XAUTHORITY"])
+    backend = ScreenBackend(BackendSpec(kind="screen", display=f":{server.display}"))
+    try:
+        with pytest.raises(BackendError, match="rebound"):
+            screen.click(5, 5)  # its input would now land on the other display
+        assert backend.capture().width == 320
+        server.proc.kill()
+        server.proc.wait(timeout=10)
+        with pytest.raises(ConnectionFailed):
+            backend.capture()
+        with pytest.raises(ConnectionFailed):
+            backend.click(5, 5)
+    finally:
+        backend.close()
+        server.stop()

@@ -94,7 +94,9 @@ class ScriptedOcr(OcrEngine):
 
 
 def jpeg(frame: np.ndarray, quality: int = 20) -> np.ndarray:
-    return cv2.imdecode(cv2.imencode(".jpg", frame, [cv2.IMWRITE_JPEG_QUALITY, quality])[1], cv2.IMREAD_UNCHANGED)
+    out = cv2.imdecode(cv2.imencode(".jpg", frame, [cv2.IMWRITE_JPEG_QUALITY, quality])[1], cv2.IMREAD_UNCHANGED)
+    assert out is not None
+    return out
 
 
 def strict_ladder(model: FakeModel, **opts: Any) -> Ladder:
@@ -121,7 +123,7 @@ def test_honest_model_confirmed_by_the_template_check(model: FakeModel) -> None:
     uri = parts[1]["image_url"]["url"]
     assert uri.startswith("data:image/png;base64,")
     png = cv2.imdecode(np.frombuffer(base64.b64decode(uri.split(",", 1)[1]), np.uint8), cv2.IMREAD_UNCHANGED)
-    assert png.shape[:2] == (1080, 1920)
+    assert png is not None and png.shape[:2] == (1080, 1920)
 
 
 def test_lying_model_pointing_at_a_lookalike_is_refused(model: FakeModel) -> None:

@@ -183,6 +183,7 @@ def test_template_larger_than_the_frame_is_a_miss_not_a_crash() -> None:
 def test_a_higher_threshold_in_options_is_respected() -> None:
     frame = draw([SAVE, *OTHERS], LABELS, scale=1.0)
     jpeg = cv2.imdecode(cv2.imencode(".jpg", frame, [cv2.IMWRITE_JPEG_QUALITY, 20])[1], cv2.IMREAD_UNCHANGED)
+    assert jpeg is not None
     strict = make_ladder(options=LadderOptions(threshold=0.999, edge_threshold=0.999))
     assert not strict.resolve(jpeg, target()).ok
     assert make_ladder().resolve(jpeg, target()).ok

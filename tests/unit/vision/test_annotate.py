@@ -12,7 +12,9 @@ pytestmark = pytest.mark.timeout(60)
 
 def test_draws_search_best_point_on_a_copy() -> None:
     frame = np.full((200, 300, 3), 128, np.uint8)
-    out = annotate(frame, search=(10, 10, 200, 150), best=(50, 60, 40, 20), point=(150, 120), others=[(120, 20, 30, 20)])
+    out = annotate(
+        frame, search=(10, 10, 200, 150), best=(50, 60, 40, 20), point=(150, 120), others=[(120, 20, 30, 20)]
+    )
     assert (frame == 128).all()  # the input is untouched
     assert out.shape == frame.shape and out.dtype == np.uint8
     assert tuple(out[10, 100]) == SEARCH  # top edge of the search box

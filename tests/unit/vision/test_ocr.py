@@ -78,7 +78,8 @@ def test_finds_a_multi_word_phrase(engine: OcrEngine) -> None:
 def test_finds_every_occurrence(engine: OcrEngine) -> None:
     img = render([("Amount", 100, 100), ("Amount", 500, 300)])
     found = engine.find(img, "Amount")
-    assert sorted(m.box[0] for m in found) == pytest.approx([ink("Amount", 100, 100)[0], ink("Amount", 500, 300)[0]], abs=3)
+    expected = [ink("Amount", 100, 100)[0], ink("Amount", 500, 300)[0]]
+    assert sorted(m.box[0] for m in found) == pytest.approx(expected, abs=3)
 
 
 def test_missing_binary_is_a_flow_error_with_install_hint() -> None:

@@ -96,6 +96,14 @@ def _display_env(display: str | None) -> Iterator[None]:
             os.environ["DISPLAY"] = old
 
 
+def _x_alive(display: Any) -> bool:
+    try:
+        display.get_input_focus()  # a round trip
+        return True
+    except (*_INPUT_ERRORS, TypeError):  # TypeError: python-xlib's handling of a dropped socket, see _input
+        return False
+
+
 def _load_pyautogui(display: str | None) -> ModuleType:
     """Import pyautogui bound to `display`; it opens its X connection once, at import, from $DISPLAY."""
     try:
@@ -104,10 +112,10 @@ def _load_pyautogui(display: str | None) -> ModuleType:
 
             if IS_X11 and display:
                 x11 = sys.modules["pyautogui._pyautogui_x11"]
-                if x11._display.get_display_name() != display:
-                    with contextlib.suppress(*_INPUT_ERRORS):  # the old server may be gone already
+                if x11._display.get_display_name() != display or not _x_alive(x11._display):
+                    with contextlib.suppress(*_INPUT_ERRORS, TypeError):  # the old server may be gone already
                         x11._display.close()
-                    importlib.reload(x11)  # a second backend on another display: rebind keymap and connection
+                    importlib.reload(x11)  # another display, or a new server on the same one: reconnect
     except Exception as exc:  # Xlib raises several unrelated types here (auth, socket, display name)
         hint = " (python-xlib needs an Xauthority file: set XAUTHORITY; an empty file will do)" \
             if "xauthority" in str(exc).lower() else ""
@@ -134,6 +142,7 @@ class ScreenBackend:
             raise UsageError(f"monitor {index} not found: {self.display or 'this desktop'} has {len(monitors) - 1}")
         self.region = dict(monitors[index])
         self._gui = _load_pyautogui(self.display)
+        self._x_display = sys.modules["pyautogui._pyautogui_x11"]._display if IS_X11 else None
         self._xdotool = shutil.which("xdotool") if IS_X11 else None
         self.capabilities = Capabilities(
             unicode_typing=self._xdotool is not None, event_driven_updates=False,
@@ -200,11 +209,10 @@ class ScreenBackend:
     def _input(self, what: str, fn: Callable[[], None]) -> None:
         if self._closed:
             raise ConnectionFailed("the screen backend is closed")
-        if IS_X11 and self.display:
-            bound = sys.modules["pyautogui._pyautogui_x11"]._display.get_display_name()
-            if bound != self.display:  # pyautogui is process-global: never send our input to another display
-                raise BackendError(f"pyautogui was rebound to display {bound} by another screen backend; "
-                                   f"open a new backend for {self.display}")
+        if IS_X11 and sys.modules["pyautogui._pyautogui_x11"]._display is not self._x_display:
+            # pyautogui is process-global: never send our input through a connection another backend made.
+            raise BackendError(f"pyautogui was rebound to another X connection by a newer screen backend; "
+                               f"open a new backend for {self.display}")
         try:
             fn()
         except self._gui.FailSafeException as exc:

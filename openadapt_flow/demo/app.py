@@ -152,7 +152,7 @@ class InvoiceApp:
     def _build(self) -> None:
         self._label("list.title", "Invoices", size=-30, bold=True)
         self._button("list.new", "New invoice", self.show_form)
-        self.rows = self._label("list.rows", "", size=-18)
+        self.rows = self._label("list.rows", "", size=-20)
         self.rows.configure(anchor="nw")
         self._label("form.title", "New invoice", size=-30, bold=True)
         self._label("form.vendor_label", "Vendor")

@@ -19,6 +19,13 @@ def _fmt(v: Any, digits: int = 3) -> str:
     return str(v)
 
 
+def _backend(spec: Any) -> str:
+    if not isinstance(spec, dict):
+        return str(spec)
+    where = spec.get("path") or ":".join(str(spec[k]) for k in ("host", "port") if spec.get(k)) or spec.get("display") or ""
+    return f"{spec.get('kind')} {where}".strip()
+
+
 def _verdicts(row: dict[str, Any]) -> str:
     parts = [f"{'✓' if c.get('ok') else '✗'} {c.get('kind')}" for c in row.get("checks", [])]
     if row.get("effect"):
@@ -31,7 +38,7 @@ def render_markdown(rep: dict[str, Any]) -> str:
         f"# Run {rep['run_id']} — {rep['state']}",
         "",
         f"- bundle: `{rep['bundle'].get('name')}` ({rep['bundle'].get('digest')})",
-        f"- backend: `{rep.get('backend')}`",
+        f"- backend: `{_backend(rep.get('backend'))}`",
         f"- started: {rep.get('started_at')}  finished: {rep.get('finished_at')}",
         f"- model calls: {rep.get('model_calls')}",
     ]
@@ -96,7 +103,7 @@ def render_html(run: RunDir, rep: dict[str, Any]) -> str:
 tr.halted{{background:#fee}}tr.verified{{background:#efe}}img{{max-width:420px;border:1px solid #999}}figure{{display:inline-block;margin:4px}}
 .halt img{{max-width:100%}}</style></head><body>
 <h1>Run {e(str(rep['run_id']))} — {e(str(rep['state']))}</h1>
-<p>bundle <code>{e(str(rep['bundle'].get('name')))}</code> {e(str(rep['bundle'].get('digest')))}<br>backend <code>{e(str(rep.get('backend')))}</code></p>
+<p>bundle <code>{e(str(rep['bundle'].get('name')))}</code> {e(str(rep['bundle'].get('digest')))}<br>backend <code>{e(_backend(rep.get('backend')))}</code></p>
 {outcome}{halt}
 <table><tr><th>#</th><th>step</th><th>action</th><th>status</th><th>rung</th><th>score</th><th>runner-up</th><th>ms</th><th>verdicts, evidence, frames</th></tr>
 {''.join(rows)}</table></body></html>

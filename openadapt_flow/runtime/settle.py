@@ -22,8 +22,8 @@ def settle(backend: Backend, quiet_s: float, timeout_s: float, *, expect_change_
     start reacting, so a slow app is not mistaken for a settled one.
     """
     start = time.monotonic()
-    if expect_change_s > 0:
-        backend.wait_for_update(expect_change_s)
+    if expect_change_s > 0 and backend.wait_for_update(expect_change_s):
+        backend.capture()
     deadline = start + timeout_s
     while True:
         remaining = deadline - time.monotonic()
@@ -31,3 +31,4 @@ def settle(backend: Backend, quiet_s: float, timeout_s: float, *, expect_change_
             return Settled(backend.capture(), False, time.monotonic() - start)
         if not backend.wait_for_update(min(quiet_s, remaining)):
             return Settled(backend.capture(), True, time.monotonic() - start)
+        backend.capture()  # backends report change since the last capture: mark this update seen

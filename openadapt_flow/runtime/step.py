@@ -160,7 +160,10 @@ def _postconditions(ctx: RunContext, step: Step, before: np.ndarray, point: Poin
             rb.kind = "readback"
             checks.append(rb)
         if all(c.ok for c in checks):
-            return [c.to_json() for c in checks]
+            out = [c.to_json() for c in checks]
+            if out:
+                ctx.journal.append("postconditions", step.id, {"ok": True, "checks": out})
+            return out
         remaining = deadline - time.monotonic()
         if remaining <= 0 or ctx.stop.is_set():
             failed = [c for c in checks if not c.ok]

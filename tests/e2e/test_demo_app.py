@@ -55,8 +55,13 @@ def edge_scores(frame: np.ndarray, template: np.ndarray) -> np.ndarray:
     def grad(img: np.ndarray) -> np.ndarray:
         g = cv2.cvtColor(img, cv2.COLOR_BGR2GRAY).astype(np.float32)
         return cv2.magnitude(cv2.Sobel(g, cv2.CV_32F, 1, 0), cv2.Sobel(g, cv2.CV_32F, 0, 1))
-    # CCORR, not CCOEFF: on a flat patch CCOEFF divides by ~0 and reports spurious 1.0 peaks.
-    return cv2.matchTemplate(grad(frame), grad(template), cv2.TM_CCORR_NORMED)
+    f, t = grad(frame), grad(template)
+    # CCORR, not CCOEFF (which divides by ~0 on flat patches); and even CCORR_NORMED reports
+    # values above 1 over nearly edgeless windows, so windows with little edge energy are ruled out.
+    scores = cv2.matchTemplate(f, t, cv2.TM_CCORR_NORMED)
+    energy = cv2.matchTemplate(f * f, np.ones_like(t), cv2.TM_CCORR)
+    scores[energy < 0.25 * float((t * t).sum())] = 0.0
+    return scores
 
 
 def test_save_writes_the_row_and_shows_it(demo_app):

@@ -71,11 +71,12 @@ def _survive_x_io_errors(sct: Any) -> None:
     xlib = getattr(impl, "xlib", None)
     display = getattr(getattr(impl, "_handles", None), "display", None)
     set_exit = getattr(xlib, "XSetIOErrorExitHandler", None)
-    if not display or set_exit is None:
+    set_error = getattr(xlib, "XSetIOErrorHandler", None)
+    if not display or set_exit is None or set_error is None:
         return
-    xlib.XSetIOErrorHandler.argtypes = [_IO_ERROR_HANDLER]
-    xlib.XSetIOErrorHandler.restype = ctypes.c_void_p
-    xlib.XSetIOErrorHandler(_report_only)
+    set_error.argtypes = [_IO_ERROR_HANDLER]
+    set_error.restype = ctypes.c_void_p
+    set_error(_report_only)
     set_exit.argtypes = [ctypes.c_void_p, _IO_EXIT_HANDLER, ctypes.c_void_p]
     set_exit.restype = None
     set_exit(display, _return_instead_of_exit, None)
@@ -100,7 +101,7 @@ def _x_alive(display: Any) -> bool:
     try:
         display.get_input_focus()  # a round trip
         return True
-    except (*_INPUT_ERRORS, TypeError):  # TypeError: python-xlib's handling of a dropped socket, see _input
+    except _INPUT_ERRORS + (TypeError,):  # TypeError: python-xlib's handling of a dropped socket, see _input
         return False
 
 
@@ -136,12 +137,17 @@ class ScreenBackend:
         if IS_X11 and not self.display:
             raise UsageError("no X display for the screen backend: set DISPLAY or the spec's display")
         self._sct = self._open_mss()
-        monitors = self._sct.monitors
-        index = spec.monitor or 0  # mss: 0 is the whole desktop, 1.. are the monitors
-        if index >= len(monitors):
-            raise UsageError(f"monitor {index} not found: {self.display or 'this desktop'} has {len(monitors) - 1}")
-        self.region = dict(monitors[index])
-        self._gui = _load_pyautogui(self.display)
+        try:
+            monitors = self._sct.monitors
+            index = spec.monitor or 0  # mss: 0 is the whole desktop, 1.. are the monitors
+            if index >= len(monitors):
+                raise UsageError(f"monitor {index} not found: {self.display or 'this desktop'} "
+                                 f"has {len(monitors) - 1}")
+            self.region = dict(monitors[index])
+            self._gui = _load_pyautogui(self.display)
+        except BaseException:
+            self._sct.close()
+            raise
         self._x_display = sys.modules["pyautogui._pyautogui_x11"]._display if IS_X11 else None
         self._xdotool = shutil.which("xdotool") if IS_X11 else None
         self.capabilities = Capabilities(

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 import sys
+import warnings
 
 import typer
 
@@ -47,6 +49,9 @@ openadapt_app.add_typer(app, name="flow")
 
 def _run(typer_app: typer.Typer, prog: str) -> None:
     """Run with click's own error handling replaced: a usage error is one line and exit 2."""
+    if not os.environ.get("FLOW_DEBUG"):
+        # library deprecation chatter (e.g. VNC auth's DES in vncdotool) must not break one-line errors
+        warnings.simplefilter("ignore")
     try:
         code = typer_app(prog_name=prog, standalone_mode=False)
     except click_errors.NoArgsIsHelpError as e:

@@ -259,6 +259,20 @@ def test_vnc_refuses_a_frame_it_cannot_confirm() -> None:
         server.stop()
 
 
+def test_vnc_follows_a_desktop_resize() -> None:
+    server = start_xvnc(1024, 768)
+    backend = VncBackend(parse_url(server.url))
+    try:
+        subprocess.run(["xrandr", "-s", "800x600"], env=server.env, check=True, capture_output=True, timeout=10)
+        wait_until(lambda: backend.capture().pixels.shape == (600, 800, 3), 10, "the mirror at 800x600")
+        backend.click(799, 599)
+        with pytest.raises(UsageError, match="outside"):
+            backend.click(800, 10)
+    finally:
+        backend.close()
+        server.stop()
+
+
 # --- screen ------------------------------------------------------------------------------
 
 
@@ -292,6 +306,12 @@ def test_screen_types_unicode_and_clicks_land(screen: ScreenBackend, app: EchoAp
     screen.scroll(cx, cy, 2)
     wait_events(app, [f"press 1 {cx} {cy}", f"press 3 {cx + 60} {cy}"])
     wait_until(lambda: app.events().count(f"press 5 {cx} {cy}") == 2, 10, "two wheel-down presses")
+
+
+def test_screen_pins_a_monitor_and_refuses_a_missing_one(screen: ScreenBackend, xvnc: XvncServer) -> None:
+    assert screen.region == {"left": 0, "top": 0, "width": 1024, "height": 768}
+    with pytest.raises(UsageError, match="monitor 2 not found"):
+        ScreenBackend(BackendSpec(kind="screen", display=f":{xvnc.display}", monitor=2))
 
 
 def test_screen_wait_for_update(screen: ScreenBackend, app: EchoApp) -> None:

@@ -238,6 +238,7 @@ class ScreenBackend:
         self._input("click", lambda: self._gui.click(ix, iy, clicks=max(1, count), button=button, _pause=False))
 
     def type_text(self, text: str) -> None:
+        text = text.replace("\r\n", "\n")  # one Return per line break
         if not text:
             return
         if self._xdotool is not None:

@@ -409,6 +409,7 @@ class VncBackend:
         after the first waits (bounded) for the screen to echo the previous one, so
         no app looks a key code up after the server rebound it.
         """
+        text = text.replace("\r\n", "\n")  # one Return per line break, whatever the source's line endings
         syms = [char_keysym(ch) for ch in text]  # refuse control characters before sending anything
         chunks: list[list[int]] = [[]]
         for ch, sym in zip(text, syms):

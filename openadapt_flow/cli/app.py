@@ -14,6 +14,7 @@ except ImportError:  # pragma: no cover - older typer on real click
     from click import exceptions as click_errors  # type: ignore[no-redef]
 
 from openadapt_flow import __version__
+from openadapt_flow.cli.demo import demo_cmd
 from openadapt_flow.cli.inspect import report_cmd, runs_cmd, schema_cmd, status_cmd, validate_cmd
 from openadapt_flow.cli.replay import replay_cmd
 
@@ -30,6 +31,7 @@ app.command("status")(status_cmd)
 app.command("runs")(runs_cmd)
 app.command("report")(report_cmd)
 app.command("schema")(schema_cmd)
+app.command("demo")(demo_cmd)
 
 
 def _version(value: bool) -> None:

@@ -14,13 +14,15 @@ import json
 import os
 import sqlite3
 import tkinter as tk
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TypeVar
 
 VARIANTS = ("normal", "dark", "shifted", "twin")
+W = TypeVar("W", bound=tk.Widget)
 FONT = "DejaVu Sans"
 SCHEMA = (
     "CREATE TABLE IF NOT EXISTS invoices ("
@@ -39,10 +41,10 @@ class Theme:
     outline: str
 
 
-LIGHT = Theme(bg="#f4f4f4", fg="#101010", field_bg="#ffffff", button_bg="#dcdcdc", error="#b00020", banner_bg="#2d5fa0",
-              outline="#707070")
-DARK = Theme(bg="#1c1c1c", fg="#ececec", field_bg="#2e2e2e", button_bg="#3c3c3c", error="#ff7b7b", banner_bg="#2d5fa0",
-             outline="#6a6a6a")
+LIGHT = Theme(bg="#f4f4f4", fg="#101010", field_bg="#ffffff", button_bg="#dcdcdc", error="#b00020",
+              banner_bg="#2d5fa0", outline="#707070")
+DARK = Theme(bg="#1c1c1c", fg="#ececec", field_bg="#2e2e2e", button_bg="#3c3c3c", error="#ff7b7b",
+             banner_bg="#2d5fa0", outline="#6a6a6a")
 
 # Boxes are (x, y, w, h) in window pixels; the window sits at +0+0, so these are screen pixels too.
 NORMAL_LAYOUT: dict[str, tuple[int, int, int, int]] = {
@@ -119,7 +121,7 @@ class InvoiceApp:
                      font=(FONT, size, "bold" if bold else "normal"), bd=0, highlightthickness=0)
         return self._put(key, w)
 
-    def _button(self, key: str, text: str, command) -> tk.Button:
+    def _button(self, key: str, text: str, command: Callable[[], None]) -> tk.Button:
         t = self.theme
         screen = self.screens[key.split(".")[0]]
         # Hover/active colours equal the resting ones, so a template never depends on where the pointer
@@ -140,10 +142,10 @@ class InvoiceApp:
                      highlightcolor=t.outline, insertofftime=0, insertwidth=2,
                      selectbackground=t.button_bg, selectforeground=t.fg)
         # Tk binds Control-a to "line start"; replay selects all with it before typing, as on other desktops.
-        w.bind("<Control-a>", lambda e: (e.widget.select_range(0, "end"), e.widget.icursor("end"), "break")[-1])
+        w.bind("<Control-a>", _select_all)
         return self._put(key, w)
 
-    def _put(self, key: str, widget):
+    def _put(self, key: str, widget: W) -> W:
         x, y, w, h = self.boxes[key]
         widget.place(x=x, y=y, width=w, height=h)
         self.widgets[key] = widget
@@ -205,13 +207,13 @@ class InvoiceApp:
 
     def save(self) -> None:
         vendor = self.vendor.get().strip()
+        if not vendor:
+            self.error.configure(text="Vendor is required")
+            return
         try:
             amount = float(self.amount.get().strip())
         except ValueError:
             self.error.configure(text="Amount must be a number")
-            return
-        if not vendor:
-            self.error.configure(text="Vendor is required")
             return
         with self._connect() as db:
             if self.refute_save:
@@ -239,6 +241,13 @@ class InvoiceApp:
             db.close()
 
 
+def _select_all(event: "tk.Event[tk.Entry]") -> str:
+    entry = event.widget
+    entry.select_range(0, "end")
+    entry.icursor("end")
+    return "break"
+
+
 def _write_atomic(path: Path, text: str) -> None:
     tmp = path.with_name(path.name + ".tmp")
     tmp.write_text(text)
@@ -259,9 +268,7 @@ def main(argv: list[str] | None = None) -> None:
     root.geometry("800x600+0+0")
     root.resizable(False, False)
     app = InvoiceApp(root, args.db, args.variant, args.refute_save, args.geometry_file)
-    with app._connect():
-        pass  # create the table before anyone reads it
-    app.show_list()
+    app.show_list()  # creates the table if missing, before the ready file says anyone may read it
 
     def ready() -> None:
         if args.ready_file is not None:

@@ -145,17 +145,19 @@ def match_scores(frame: np.ndarray, template: np.ndarray) -> np.ndarray:
     return cv2.matchTemplate(gray, tmpl, cv2.TM_CCOEFF_NORMED)
 
 
-def peaks(scores: np.ndarray, threshold: float, suppress: tuple[int, int]) -> list[tuple[float, int, int]]:
-    """Local maxima ≥ threshold as (score, x, y), best first; a suppress-sized box around each is cleared."""
+def peaks(scores: np.ndarray, threshold: float, suppress: tuple[int, int],
+          limit: int = 20) -> list[tuple[float, int, int]]:
+    """Up to `limit` local maxima ≥ threshold as (score, x, y), best first (suppress: half-size cleared around each)."""
     work = scores.copy()
     found: list[tuple[float, int, int]] = []
     sw, sh = suppress
-    while True:
+    while len(found) < limit:
         _, best, _, (x, y) = cv2.minMaxLoc(work)
-        if best < threshold:
-            return found
+        if best < threshold or not np.isfinite(best):
+            break
         found.append((float(best), x, y))
-        work[max(0, y - sh):y + sh + 1, max(0, x - sw):x + sw + 1] = -1.0
+        work[max(0, y - sh):y + sh + 1, max(0, x - sw):x + sw + 1] = -np.inf
+    return found
 
 
 def wait_for_template(xvnc: XvncServer, template: np.ndarray, threshold: float = 0.95,

@@ -36,7 +36,8 @@ def ocr(frame: np.ndarray, box: tuple[int, int, int, int] | None = None,
     if local_contrast:
         # Distance from the local background, inverted: dark ink on white whatever the theme's polarity.
         gray = cv2.cvtColor(frame, cv2.COLOR_BGR2GRAY)
-        image = 255 - cv2.normalize(cv2.absdiff(gray, cv2.medianBlur(gray, 31)), None, 0, 255, cv2.NORM_MINMAX)
+        contrast = cv2.absdiff(gray, cv2.medianBlur(gray, 31)).astype(np.float32)
+        image = (255 - contrast * (255 / max(1.0, float(contrast.max())))).astype(np.uint8)
     data = pytesseract.image_to_data(image, config="--psm 11", output_type=pytesseract.Output.DICT)
     words: dict[str, float] = {}
     for text, conf in zip(data["text"], data["conf"]):

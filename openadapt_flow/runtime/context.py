@@ -1,4 +1,4 @@
-"""Everything one run needs while it executes, in one place (built by the engine)."""
+"""Everything one run needs while it executes, in one place (built by the engine or by resume)."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from openadapt_flow.bundle.params import BoundParams, Interpolator
 from openadapt_flow.ladder.ladder import Ladder
 from openadapt_flow.runtime.config import DeployConfig
 from openadapt_flow.store.journal import Journal
+from openadapt_flow.store.lease import Lease
 from openadapt_flow.store.rundir import FrameWriter, RunDir
 from openadapt_flow.verify.screen import ScreenChecks
 
@@ -39,7 +40,18 @@ class RunContext:
     frames: FrameWriter
     config: DeployConfig
     progress: Progress = field(default_factory=Progress)
-    stop: threading.Event = field(default_factory=threading.Event)
-    lease_generation: int = 0
     reporter: Callable[[RunDir], Any] | None = None
-    before_dispatch: Callable[[], None] | None = None  # fencing hook (durable runtime re-reads the lease)
+    stop: threading.Event = field(default_factory=threading.Event)
+    durable: bool = False
+    lease: Lease | None = None
+    verified: list[dict[str, Any]] = field(default_factory=list)  # step_verified/step_skipped records so far
+    approved_before: str | None = None  # an `approval: before` step the operator approved for this resume
+
+    @property
+    def lease_generation(self) -> int:
+        return self.lease.generation if self.lease else 0
+
+    def before_dispatch(self) -> None:
+        """Fencing: re-read the lease before any input (SPEC §5 invariant 7)."""
+        if self.lease is not None:
+            self.lease.fence()

@@ -24,16 +24,21 @@ from openadapt_flow.ladder.ladder import Ladder, LadderOptions
 from openadapt_flow.ladder.model_rung import ModelClient
 from openadapt_flow.runtime.config import DeployConfig
 from openadapt_flow.runtime.context import Progress, RunContext
+from openadapt_flow.runtime.halt import Halt, Pause, StopRequested
 from openadapt_flow.runtime.outcome import classify
-from openadapt_flow.runtime.halt import Halt, StopRequested
+from openadapt_flow.runtime.pause import open_pause
 from openadapt_flow.runtime.states import EXIT_CODES
 from openadapt_flow.runtime.step import run_gui_step
+from openadapt_flow.store.checkpoint import checkpoint_from_records, write_checkpoint
 from openadapt_flow.store.journal import Journal, load_journal
-from openadapt_flow.store.keys import load_key
+from openadapt_flow.store.keys import load_decision_key, load_key
+from openadapt_flow.store.lease import Lease, LeaseLost
 from openadapt_flow.store.rundir import FrameWriter, RunDir, check_new_run_dir, new_run_dir
+from openadapt_flow.verify.screen import ScreenChecks
 from openadapt_flow.vision.annotate import annotate
 from openadapt_flow.vision.ocr import OcrEngine
-from openadapt_flow.verify.screen import ScreenChecks
+
+Reporter = Callable[[RunDir], Any]
 
 
 @dataclass
@@ -58,7 +63,7 @@ class ReplayRequest:
 
 
 @contextmanager
-def _stop_on_signals(stop: threading.Event) -> Iterator[None]:
+def stop_on_signals(stop: threading.Event) -> Iterator[None]:
     """SIGTERM/SIGINT set `stop`; the engine stops at the next safe boundary."""
     if threading.current_thread() is not threading.main_thread():
         yield
@@ -77,7 +82,7 @@ def _stop_on_signals(stop: threading.Event) -> Iterator[None]:
             signal.signal(s, h)
 
 
-def _build_ladder(loaded: LoadedBundle, config: DeployConfig, allow_model: bool, ocr: OcrEngine) -> Ladder:
+def build_ladder(loaded: LoadedBundle, config: DeployConfig, allow_model: bool, ocr: OcrEngine) -> Ladder:
     mc = config.ladder.model
     use_model = allow_model or mc.enabled
     model = None
@@ -110,19 +115,34 @@ def _manifest(run_id: str, req: ReplayRequest, loaded: LoadedBundle, params: Bou
     }
 
 
-def prepare(req: ReplayRequest) -> tuple[LoadedBundle, BoundParams]:
+def prepare(req: ReplayRequest) -> tuple[LoadedBundle, BoundParams, bool]:
     """Everything that can fail on bad input, before a run directory or a connection exists."""
     loaded = load_bundle(req.bundle)
     params = bind_params(loaded.model, req.params, from_flag=req.param_flags)
-    durable = req.durable or req.config.runtime.durable or loaded.model.needs_durable
     if req.run_dir is not None:
         check_new_run_dir(req.run_dir)
-    if durable:
-        raise UsageError("the durable runtime (--durable, runtime.durable, or durable step kinds) is not available in this version")
-    return loaded, params
+    kinds = sorted({s.action for s in loaded.model.steps if s.is_durable_kind})
+    if kinds:
+        raise UsageError(f"durable step kinds ({', '.join(kinds)}) are not available in this version")
+    durable = req.durable or req.config.runtime.durable or loaded.model.needs_durable
+    return loaded, params, durable
 
 
-Reporter = Callable[[RunDir], Any]
+def make_context(
+    run: RunDir, run_id: str, loaded: LoadedBundle, params: BoundParams, backend: Backend, config: DeployConfig,
+    journal: Journal, allow_model: bool, durable: bool, progress: Progress | None, reporter: Reporter | None,
+) -> RunContext:
+    ocr = OcrEngine()
+    ladder = build_ladder(loaded, config, allow_model, ocr)
+    screen = loaded.model.screen
+    first = backend.capture()
+    scale = (first.width / screen.width, first.height / screen.height)
+    return RunContext(
+        run_id=run_id, bundle=loaded, params=params, interp=Interpolator(params, run_id), backend=backend,
+        ladder=ladder, checks=ScreenChecks(ocr, ladder.templates, scale), journal=journal, run=run,
+        frames=FrameWriter(run.frames_dir), config=config, progress=progress or Progress(), reporter=reporter,
+        durable=durable,
+    )
 
 
 def replay(
@@ -135,84 +155,106 @@ def replay(
 
     `reporter` renders the report at every stop (the report layer sits above the runtime).
     """
-    loaded, params = prepare(req)
-    ocr = OcrEngine()
-    ladder = _build_ladder(loaded, req.config, req.allow_model, ocr)
+    loaded, params, durable = prepare(req)
     key = load_key(create=True)
+    if durable:
+        load_decision_key(create=True)  # the first run that may pause creates it; approve/resume never do
     backend = backend_factory(req.backend)  # connect errors surface here, before any run dir exists
+    lease = None
     try:
-        run_path = new_run_dir(Path(req.config.runtime.runs_root), req.run_dir)
-        run = RunDir(run_path)
+        run = RunDir(new_run_dir(Path(req.config.runtime.runs_root), req.run_dir))
         run_id = f"run-{uuid.uuid4().hex[:12]}"
         run.snapshot_bundle(loaded.root, loaded.files)
-        run.write_json("manifest.json", "manifest@1", _manifest(run_id, req, loaded, params, durable=False))
+        run.write_json("manifest.json", "manifest@1", _manifest(run_id, req, loaded, params, durable))
+        if durable:
+            lease = Lease(run.path, req.config.runtime.lease_ttl_s).acquire()
+            lease.start_heartbeat()
         journal = Journal(run.journal_path, key)
-        frames = FrameWriter(run.frames_dir)
-        screen = loaded.model.screen
-        first = backend.capture()
-        scale = (first.width / screen.width, first.height / screen.height)
-        ctx = RunContext(
-            run_id=run_id,
-            bundle=loaded,
-            params=params,
-            interp=Interpolator(params, run_id),
-            backend=backend,
-            ladder=ladder,
-            checks=ScreenChecks(ocr, ladder.templates, scale),
-            journal=journal,
-            run=run,
-            frames=frames,
-            config=req.config,
-            progress=progress or Progress(),
-            reporter=reporter,
-        )
-        with _stop_on_signals(ctx.stop):
-            return _execute(ctx)
+        ctx = make_context(run, run_id, loaded, params, backend, req.config, journal, req.allow_model, durable, progress, reporter)
+        ctx.lease = lease
+        run.write_state("RUNNING")
+        journal.append("run_started", None, {"steps": len(loaded.model.steps), "durable": durable, "lease_generation": ctx.lease_generation})
+        with stop_on_signals(ctx.stop):
+            return execute(ctx, 0)
     finally:
+        if lease is not None:
+            lease.release()
         backend.close()
 
 
-def _execute(ctx: RunContext) -> RunOutcome:
+def execute(ctx: RunContext, start: int) -> RunOutcome:
+    """Run steps from `start` until the end, a halt, a pause or a stop; write the final state."""
     run, journal = ctx.run, ctx.journal
     steps = ctx.bundle.model.steps
-    run.write_state("RUNNING")
-    journal.append("run_started", None, {"steps": len(steps), "frame_size": None})
-    state, message, category = "COMPLETED", "", None
+    state, message, category, paused_reason, at_step = "COMPLETED", "", None, None, None
     try:
-        for i, step in enumerate(steps):
+        for i in range(start, len(steps)):
+            step = steps[i]
             if ctx.stop.is_set():
                 raise StopRequested()
+            if step.approval == "before" and ctx.approved_before != step.id:
+                raise Pause("awaiting_approval", step.id, f"step {step.id!r} needs an operator's approval before it acts")
             ctx.progress.step_started(i, len(steps), step.id, step.intent)
             rec = run_gui_step(ctx, i, step)
+            if ctx.durable and rec.verified is not None:
+                ctx.verified.append(rec.verified)
+                cp = checkpoint_from_records(ctx.verified)
+                assert cp is not None
+                write_checkpoint(run.path, cp)
             ctx.progress.step_finished(i, len(steps), step.id, {"ok": True, "rung": rec.rung, "score": rec.score, "ms": rec.elapsed_ms})
-    except StopRequested:
-        state, message = "INTERRUPTED", "stopped by signal at a step boundary; no input was pending"
-        journal.append("interrupted", None, {"message": message})
+    except LeaseLost:
+        ctx.frames.close()
+        journal.close()
+        raise
+    except StopRequested as s:
+        state = "INTERRUPTED"
+        message = "stopped by signal " + ("while verifying a dispatched step" if s.dispatched else "at a step boundary; no input was pending")
+        journal.append("interrupted", None, {"message": message, "input_pending": s.dispatched})
+    except Pause as p:
+        state, paused_reason, message, category, at_step = "PAUSED", p.reason, p.message, p.category, p.step
     except Halt as h:
-        state, message, category = "FAILED", h.message, h.category
-        frame_ref = _save_halt_frame(ctx, h)
+        category, message = h.category, h.message
+        frame_ref = save_halt_frame(ctx, h)
         journal.append(
             "halted",
             h.step,
             {"category": h.category, "message": h.message, "input_sent": h.dispatched, "evidence": h.evidence, "frame": frame_ref},
         )
         ctx.progress.step_finished(-1, len(steps), h.step or "", {"ok": False, "category": h.category, "message": h.message})
+        state, paused_reason, at_step = ("PAUSED", "awaiting_approval", h.step) if ctx.durable else ("FAILED", None, h.step)
     except FlowError as e:
-        state, message, category = "FAILED", str(e), "backend"
-        journal.append("halted", None, {"category": category, "message": message})
+        category, message = "backend", str(e)
+        journal.append("halted", None, {"category": category, "message": message, "input_sent": None})
+        state, paused_reason = ("PAUSED", "awaiting_approval") if ctx.durable else ("FAILED", None)
+    return finish(ctx, state, message, category, paused_reason, at_step)
+
+
+def finish(ctx: RunContext, state: str, message: str, category: str | None, paused_reason: str | None = None, step: str | None = None) -> RunOutcome:
+    """Write the stop: journal, state (with transaction_outcome), escalation when pausing, report."""
+    run, journal = ctx.run, ctx.journal
     ctx.frames.close()
     outcome = evidence = None
     if state != "COMPLETED":
-        outcome, evidence = classify(ctx.bundle.model, load_journal(run.journal_path, ctx.journal.key).records)
-    journal.append("run_finished", None, {"state": state, "transaction_outcome": outcome, "outcome_evidence": evidence, "frame_errors": ctx.frames.errors})
+        outcome, evidence = classify(ctx.bundle.model, load_journal(run.journal_path, journal.key).records)
+    cp = checkpoint_from_records(ctx.verified) if ctx.durable else None
+    if state == "PAUSED":
+        open_pause(ctx, paused_reason or "awaiting_approval", category or "approval", step or "", message, outcome, evidence or [], cp)
+    journal.append(
+        "run_finished" if state != "PAUSED" else "paused",
+        None,
+        {"state": state, "paused_reason": paused_reason, "transaction_outcome": outcome, "outcome_evidence": evidence, "frame_errors": ctx.frames.errors},
+    )
     journal.close()
-    run.write_state(state, transaction_outcome=outcome, halt_category=category, message=message or None)
+    run.write_state(
+        state, paused_reason=paused_reason, transaction_outcome=outcome, halt_category=category,
+        message=message or None, last_checkpoint_seq=cp["seq"] if cp else None,
+    )
     if ctx.reporter is not None:
         ctx.reporter(run)
     return RunOutcome(state, EXIT_CODES[state], run.path, message, category)
 
 
-def _save_halt_frame(ctx: RunContext, h: Halt) -> str | None:
+def save_halt_frame(ctx: RunContext, h: Halt) -> str | None:
     if h.frame is None:
         try:
             h.frame = ctx.backend.capture().pixels

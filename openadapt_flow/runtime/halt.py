@@ -29,4 +29,18 @@ class Halt(Exception):
 
 
 class StopRequested(Exception):
-    """SIGTERM/SIGINT arrived; the step stopped at a safe boundary, before any input."""
+    """SIGTERM/SIGINT arrived; the run stops at the next safe boundary (never between dispatch and input)."""
+
+    def __init__(self, dispatched: bool = False) -> None:
+        super().__init__("stop requested")
+        self.dispatched = dispatched
+
+
+@dataclass
+class Pause(Exception):
+    """A durable step asks for a human (or a timer/signal); the run pauses holding no process."""
+
+    reason: str  # awaiting_approval | awaiting_user | awaiting_signal | awaiting_timer | awaiting_child
+    step: str
+    message: str
+    category: str = "approval"

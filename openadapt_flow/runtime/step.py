@@ -37,6 +37,7 @@ class StepRecord:
     elapsed_ms: float = 0.0
     checks: list[dict[str, Any]] = field(default_factory=list)
     effect: dict[str, Any] | None = None
+    verified: dict[str, Any] | None = None  # the step_verified journal record
 
 
 def _interp_target(ctx: RunContext, t: Target) -> Target:
@@ -164,8 +165,10 @@ def _postconditions(ctx: RunContext, step: Step, before: np.ndarray, point: Poin
             if out:
                 ctx.journal.append("postconditions", step.id, {"ok": True, "checks": out})
             return out
+        if ctx.stop.is_set():
+            raise StopRequested(dispatched=True)
         remaining = deadline - time.monotonic()
-        if remaining <= 0 or ctx.stop.is_set():
+        if remaining <= 0:
             failed = [c for c in checks if not c.ok]
             ctx.journal.append("postconditions", step.id, {"ok": False, "checks": [c.to_json() for c in checks]})
             raise Halt(
@@ -212,8 +215,7 @@ def run_gui_step(ctx: RunContext, index: int, step: Step) -> StepRecord:
             ctx.frames.save(f"{index:03d}-{step.id}-before.png", before)
         if ctx.stop.is_set():
             raise StopRequested()
-        if ctx.before_dispatch is not None:
-            ctx.before_dispatch()
+        ctx.before_dispatch()
         dispatch = ctx.journal.append(
             "action_dispatched",
             step.id,
@@ -250,7 +252,31 @@ def run_gui_step(ctx: RunContext, index: int, step: Step) -> StepRecord:
     after = ctx.backend.capture().pixels
     if not step.text or not ctx.interp.uses_secret(step.text):
         ctx.frames.save(f"{index:03d}-{step.id}-after.png", after)
-    ctx.journal.append("step_verified", step.id, {"index": index, "rung": rec.rung, "elapsed_ms": round(rec.elapsed_ms, 1)})
+    rec.verified = ctx.journal.append(
+        "step_verified",
+        step.id,
+        {
+            "index": index,
+            "rung": rec.rung,
+            "elapsed_ms": round(rec.elapsed_ms, 1),
+            "verified_by": "runtime",
+            "effect": rec.effect,
+            "screen_facts": screen_facts(ctx, step),
+        },
+    )
     return rec
+
+
+def screen_facts(ctx: RunContext, step: Step) -> list[dict[str, Any]]:
+    """The step's postconditions that can be re-proved on one frame (resume checks them before acting)."""
+    facts: list[dict[str, Any]] = []
+    for pc in step.expect:
+        if pc.text_present is not None:
+            facts.append({"text_present": ctx.interp(pc.text_present)})
+        elif pc.text_absent is not None:
+            facts.append({"text_absent": ctx.interp(pc.text_absent)})
+        elif pc.template_present is not None:
+            facts.append({"template_present": pc.template_present, **({"region": list(pc.region)} if pc.region else {})})
+    return facts
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from openadapt_flow.errors import RefusedError
+from openadapt_flow.store.faults import crash_point
 
 GENESIS = "0" * 64
 JOURNAL_FILE = "journal.jsonl"
@@ -117,6 +118,7 @@ class Journal:
             os.fsync(self._fd)
         self.seq = rec["seq"]
         self.last_hash = rec["hash"]
+        crash_point("after:" + type_, step)
         return rec
 
     def close(self) -> None:

@@ -1,4 +1,8 @@
-"""The installation's HMAC key, used to chain the journal (and later to sign decisions)."""
+"""Keys of this installation: one chains journals, one signs decision tasks and approvals.
+
+Each lives in a 0600 file (env override, else the user's config dir), created
+only by a run that needs it — never by readers, `approve` or `resume`.
+"""
 
 from __future__ import annotations
 
@@ -10,39 +14,56 @@ from pathlib import Path
 from openadapt_flow.errors import RefusedError
 
 KEY_FILE_ENV = "FLOW_KEY_FILE"
+DECISION_KEY_FILE_ENV = "FLOW_DECISION_KEY_FILE"
+
+
+def _config_dir() -> Path:
+    return Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "openadapt-flow"
 
 
 def key_path() -> Path:
     env = os.environ.get(KEY_FILE_ENV)
-    if env:
-        return Path(env)
-    base = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
-    return base / "openadapt-flow" / "install.key"
+    return Path(env) if env else _config_dir() / "install.key"
 
 
-def load_key(create: bool) -> bytes:
-    """Read the key; create it (0600) only when `create` — readers of existing runs never create one."""
-    path = key_path()
+def decision_key_path() -> Path:
+    env = os.environ.get(DECISION_KEY_FILE_ENV)
+    return Path(env) if env else _config_dir() / "decision.key"
+
+
+def _load(path: Path, create: bool, what: str) -> bytes:
     try:
         data = path.read_bytes()
     except FileNotFoundError:
         if not create:
-            raise RefusedError(f"installation key {path} not found; cannot verify this run's journal") from None
+            raise RefusedError(f"{what} {path} not found") from None
         path.parent.mkdir(parents=True, exist_ok=True)
-        data = secrets.token_hex(32).encode()
         try:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         except FileExistsError:  # another process created it first
-            return load_key(create=False)
+            return _load(path, False, what)
         try:
-            os.write(fd, data)
+            os.write(fd, secrets.token_hex(32).encode())
             os.fsync(fd)
         finally:
             os.close(fd)
+        data = path.read_bytes()
+    except OSError as e:
+        raise RefusedError(f"{what} {path} unreadable: {e}") from None
     key = data.strip()
     if len(key) < 32:
-        raise RefusedError(f"installation key {path} is too short")
+        raise RefusedError(f"{what} {path} is too short")
     return key
+
+
+def load_key(create: bool) -> bytes:
+    """The journal-chaining key."""
+    return _load(key_path(), create, "installation key")
+
+
+def load_decision_key(create: bool) -> bytes:
+    """The decision-signing key (FLOW_DECISION_KEY_FILE)."""
+    return _load(decision_key_path(), create, "decision key")
 
 
 def key_id(key: bytes) -> str:

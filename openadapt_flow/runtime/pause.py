@@ -1,0 +1,76 @@
+"""Opening a durable pause: the pending escalation and its signed decision task (SPEC §9)."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from datetime import datetime, timezone
+from typing import Any
+
+from openadapt_flow.runtime.context import RunContext
+from openadapt_flow.runtime.outcome import RECONCILIATION_REQUIRED
+from openadapt_flow.store.checkpoint import checkpoint_digest
+from openadapt_flow.store.escalation import sign, write_pending
+from openadapt_flow.store.keys import key_id, load_decision_key
+
+
+def iso(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def allowed_decisions(ctx: RunContext, step_id: str, outcome: str | None, evidence: list[dict[str, Any]]) -> list[str]:
+    allowed = ["continue", "reject"]
+    uncertain = {e["step"] for e in evidence if not e.get("positively_absent")}
+    step = next((s for s in ctx.bundle.model.steps if s.id == step_id), None)
+    if step is not None and step.skippable and step_id not in uncertain:
+        allowed.append("skip")
+    if outcome == RECONCILIATION_REQUIRED:
+        allowed.append("reconcile")
+    return allowed
+
+
+def decision_task(ctx: RunContext, pause_id: str, step_id: str, category: str, allowed: list[str], cp: dict[str, Any] | None, expires: float) -> dict[str, Any]:
+    """The bounded question an operator answers: ids, digests and the question only (no frames, OCR text or values)."""
+    key = load_decision_key(create=False)
+    task = {
+        "run_id": ctx.run_id,
+        "pause_id": pause_id,
+        "checkpoint_digest": checkpoint_digest(cp),
+        "bundle_digest": ctx.bundle.digest,
+        "step": step_id,
+        "expected_transition": "PAUSED->RESUMING",
+        "allowed_decisions": allowed,
+        "expires_at": iso(expires),
+        "idempotency_scope": f"{ctx.run_id}/{pause_id}",
+        "key_id": key_id(key),
+        "question": f"Step {step_id!r} stopped ({category}). Which of {', '.join(allowed)}?",
+    }
+    task["signature"] = sign(key, task)
+    return task
+
+
+def open_pause(
+    ctx: RunContext, reason: str, category: str, step_id: str, message: str, outcome: str | None,
+    evidence: list[dict[str, Any]], cp: dict[str, Any] | None,
+) -> dict[str, Any]:
+    """Write pending_escalation.json (atomically) and journal it; the caller then writes state PAUSED."""
+    pause_id = "pause-" + uuid.uuid4().hex[:10]
+    expires = time.time() + ctx.config.runtime.pause_ttl_s
+    allowed = allowed_decisions(ctx, step_id, outcome, evidence)
+    body = {
+        "pause_id": pause_id,
+        "run_id": ctx.run_id,
+        "paused_reason": reason,
+        "category": category,
+        "step": step_id,
+        "message": message,
+        "transaction_outcome": outcome,
+        "evidence": evidence,
+        "allowed_decisions": allowed,
+        "created_at": iso(time.time()),
+        "expires_at": iso(expires),
+        "task": decision_task(ctx, pause_id, step_id, category, allowed, cp, expires),
+    }
+    write_pending(ctx.run.path, body)
+    ctx.journal.append("escalation_opened", step_id, {"pause_id": pause_id, "reason": reason, "category": category, "allowed": allowed})
+    return body

@@ -1,0 +1,102 @@
+"""checkpoint.json: the durable record that steps up to N were verified.
+
+The journal is the source of truth: every `step_verified` record carries what
+a checkpoint needs, so a checkpoint that lags the journal is rebuilt from it,
+and one that claims more than the journal (or disagrees with it) is tampering.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from openadapt_flow.errors import RefusedError
+from openadapt_flow.store.atomic import dumps, fsync_dir, write_json_atomic
+from openadapt_flow.store.faults import crash_point
+
+CHECKPOINT = "checkpoint.json"
+SCHEMA = "openadapt-flow/checkpoint@1"
+
+
+def checkpoint_from_records(records: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The checkpoint the journal implies: built from its last `step_verified` (or `step_skipped`) record."""
+    results: dict[str, Any] = {}
+    effects: dict[str, Any] = {}
+    last: dict[str, Any] | None = None
+    for r in records:
+        if r["type"] in ("step_verified", "step_skipped"):
+            d = r["data"]
+            if d.get("result") is not None:
+                results[r["step"]] = d["result"]
+            if d.get("effect") is not None:
+                effects[r["step"]] = d["effect"]
+            last = r
+    if last is None:
+        return None
+    d = last["data"]
+    return {
+        "schema": SCHEMA,
+        "seq": last["seq"],
+        "journal_hash": last["hash"],
+        "step": last["step"],
+        "step_index": d["index"],
+        "next_index": d["index"] + 1,
+        "verified_by": d.get("verified_by", "runtime"),
+        "results": results,
+        "effects": effects,
+        "screen_facts": d.get("screen_facts", []),
+    }
+
+
+def write_checkpoint(run_dir: Path, cp: dict[str, Any]) -> None:
+    """Atomic replace (temp, fsync, rename, fsync dir), with crash points inside for the crash matrix."""
+    path = run_dir / CHECKPOINT
+    tmp = path.with_name(f".{CHECKPOINT}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        os.write(fd, dumps(cp).encode())
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    crash_point("checkpoint:tmp_written", cp.get("step"))
+    os.replace(tmp, path)
+    fsync_dir(run_dir)
+    crash_point("checkpoint:renamed", cp.get("step"))
+
+
+def checkpoint_digest(cp: dict[str, Any] | None) -> str:
+    if cp is None:
+        return "sha256:none"
+    return "sha256:" + hashlib.sha256(json.dumps(cp, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def reconcile_checkpoint(run_dir: Path, records: list[dict[str, Any]]) -> tuple[dict[str, Any] | None, str]:
+    """Check checkpoint.json against the journal: (checkpoint, 'ok'|'rebuilt'). Tampering raises RefusedError."""
+    path = run_dir / CHECKPOINT
+    implied = checkpoint_from_records(records)
+    try:
+        on_disk = json.loads(path.read_text()) if path.exists() else None
+    except ValueError:
+        raise RefusedError(f"{path}: not valid JSON (tampered or corrupt); refusing") from None
+    if on_disk is None:
+        if implied is not None:
+            write_json_atomic(path, implied)
+            return implied, "rebuilt"
+        return None, "ok"
+    by_seq = {r["seq"]: r for r in records}
+    seq = on_disk.get("seq")
+    rec = by_seq.get(seq) if isinstance(seq, int) else None
+    if rec is None:
+        raise RefusedError(f"{path}: claims journal seq {seq}, which the journal does not have (tampered); refusing")
+    if rec["hash"] != on_disk.get("journal_hash") or rec["type"] not in ("step_verified", "step_skipped") or rec["step"] != on_disk.get("step"):
+        raise RefusedError(f"{path}: disagrees with journal record {seq} (tampered); refusing")
+    assert implied is not None
+    if implied["seq"] > seq:
+        write_json_atomic(path, implied)  # lagging: the journal is the source of truth
+        return implied, "rebuilt"
+    if checkpoint_digest(on_disk) != checkpoint_digest(implied):
+        raise RefusedError(f"{path}: content differs from what journal record {seq} says (tampered); refusing")
+    return on_disk, "ok"

@@ -1,0 +1,69 @@
+"""pending_escalation.json and approval.json: a signed decision task and the signed answer to it."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from openadapt_flow.errors import RefusedError
+from openadapt_flow.store.atomic import fsync_dir, write_json_atomic
+
+PENDING = "pending_escalation.json"
+APPROVAL = "approval.json"
+DECISIONS = "decisions"
+
+
+def _canonical(obj: Any) -> bytes:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str).encode()
+
+
+def sign(key: bytes, body: dict[str, Any]) -> str:
+    return hmac.new(key, _canonical(body), hashlib.sha256).hexdigest()
+
+
+def digest(body: dict[str, Any]) -> str:
+    return "sha256:" + hashlib.sha256(_canonical(body)).hexdigest()
+
+
+def verify(key: bytes, body: dict[str, Any], signature: str | None, what: str) -> None:
+    if not signature or not hmac.compare_digest(sign(key, body), signature):
+        raise RefusedError(f"{what}: signature does not verify (forged, edited, or signed with another key); refusing")
+
+
+def write_pending(run_dir: Path, body: dict[str, Any]) -> None:
+    write_json_atomic(run_dir / PENDING, {"schema": "openadapt-flow/pending_escalation@1", **body})
+
+
+def read_json_file(path: Path, what: str) -> dict[str, Any] | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as e:
+        raise RefusedError(f"{path}: {what} is unreadable or not JSON ({e}); refusing") from None
+    if not isinstance(data, dict):
+        raise RefusedError(f"{path}: {what} is not a JSON object; refusing")
+    return data
+
+
+def remove(path: Path) -> None:
+    try:
+        path.unlink()
+        fsync_dir(path.parent)
+    except FileNotFoundError:
+        pass
+
+
+def consume_approval(run_dir: Path, pause_id: str) -> Path:
+    """Move approval.json to decisions/<pause_id>.json: a decision is used once."""
+    dest_dir = run_dir / DECISIONS
+    dest_dir.mkdir(exist_ok=True)
+    dest = dest_dir / f"{pause_id}.json"
+    os.replace(run_dir / APPROVAL, dest)
+    fsync_dir(dest_dir)
+    fsync_dir(run_dir)
+    return dest

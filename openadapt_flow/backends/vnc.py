@@ -346,6 +346,12 @@ class VncBackend:
                     client.pointerEvent(a, b, c)
                 else:
                     client.keyEvent(a, down=bool(b))
+            # Hand the bytes to the kernel now, not on the reactor's next turn: once an input call
+            # returns, the input is on the wire even if this process is killed the next instant
+            # (the journal's `action_sent` must be true).
+            flush = getattr(client.transport, "doWrite", None)
+            if flush is not None:
+                flush()
 
         self._call(write, what)
 

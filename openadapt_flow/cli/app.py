@@ -15,6 +15,7 @@ except ImportError:  # pragma: no cover - older typer on real click
 
 from openadapt_flow import __version__
 from openadapt_flow.cli.demo import demo_cmd
+from openadapt_flow.cli.durable import approve_cmd, reconcile_cmd, resume_cmd
 from openadapt_flow.cli.inspect import report_cmd, runs_cmd, schema_cmd, status_cmd, validate_cmd
 from openadapt_flow.cli.replay import replay_cmd
 
@@ -32,6 +33,9 @@ app.command("runs")(runs_cmd)
 app.command("report")(report_cmd)
 app.command("schema")(schema_cmd)
 app.command("demo")(demo_cmd)
+app.command("approve")(approve_cmd)
+app.command("resume")(resume_cmd)
+app.command("reconcile")(reconcile_cmd)
 
 
 def _version(value: bool) -> None:

@@ -14,6 +14,7 @@ from openadapt_flow.report.render import write_reports
 from openadapt_flow.store.rundir import RunDir
 from openadapt_flow.bundle.models import Bundle
 from openadapt_flow.runtime.config import DeployConfig
+from openadapt_flow.runtime.lifecycle import effective_state
 from openadapt_flow.store.schemas import JournalRecord, ManifestFile, ReportFile, StateFile
 
 SCHEMAS = {
@@ -48,7 +49,7 @@ def validate_cmd(
 
 def _status_of(run: RunDir) -> dict:
     m = run.manifest()
-    st = run.state() if run.state_path.exists() else {"state": "PENDING"}
+    st = effective_state(run)
     return {
         "run_dir": str(run.path),
         "run_id": m.get("run_id"),
@@ -59,7 +60,20 @@ def _status_of(run: RunDir) -> dict:
         "halt_category": st.get("halt_category"),
         "message": st.get("message"),
         "updated_at": st.get("updated_at"),
+        "pending_decision": _pending(run),
+        "note": st.get("note"),
     }
+
+
+def _pending(run: RunDir) -> dict | None:
+    p = run.path / "pending_escalation.json"
+    if not p.is_file():
+        return None
+    try:
+        data = json.loads(p.read_text())
+    except ValueError:
+        return {"error": "pending_escalation.json unreadable"}
+    return {k: data.get(k) for k in ("pause_id", "category", "step", "allowed_decisions", "expires_at")}
 
 
 @handle_errors

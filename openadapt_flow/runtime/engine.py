@@ -166,9 +166,8 @@ def replay(
         run_id = f"run-{uuid.uuid4().hex[:12]}"
         run.snapshot_bundle(loaded.root, loaded.files)
         run.write_json("manifest.json", "manifest@1", _manifest(run_id, req, loaded, params, durable))
-        if durable:
-            lease = Lease(run.path, req.config.runtime.lease_ttl_s).acquire()
-            lease.start_heartbeat()
+        lease = Lease(run.path, req.config.runtime.lease_ttl_s).acquire()  # every run has one owner
+        lease.start_heartbeat()
         journal = Journal(run.journal_path, key)
         ctx = make_context(run, run_id, loaded, params, backend, req.config, journal, req.allow_model, durable, progress, reporter)
         ctx.lease = lease

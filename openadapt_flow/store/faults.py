@@ -12,6 +12,7 @@ import os
 import signal
 
 ENV = "FLOW_CRASH_AT"
+SIGNAL_ENV = "FLOW_CRASH_SIGNAL"  # TERM: deliver SIGTERM instead (a graceful stop at the same point)
 
 
 def crash_point(name: str, step: str | None = None) -> None:
@@ -20,4 +21,5 @@ def crash_point(name: str, step: str | None = None) -> None:
         return
     point, _, for_step = want.partition("@")
     if point == name and (not for_step or for_step == step):
-        os.kill(os.getpid(), signal.SIGKILL)
+        sig = signal.SIGTERM if os.environ.get(SIGNAL_ENV) == "TERM" else signal.SIGKILL
+        os.kill(os.getpid(), sig)

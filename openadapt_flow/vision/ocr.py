@@ -5,14 +5,22 @@ labels, and the default page-layout mode misses many of them. Small crops are
 upscaled before reading, which helps Tesseract with small UI fonts. Boxes are
 always returned in the coordinates of the image passed in, whatever was
 cropped or scaled on the way.
+
+Tesseract runs in-process through libtesseract when it loads (no process
+start or model load per call, see `tesseract_lib`), else as the `tesseract`
+command through pytesseract; both give the same words. Reads are cached by
+the content of the area read, so the same frame asked about twice (a
+postcondition and its negation, identity and readback) is read once.
 """
 
 from __future__ import annotations
 
 import re
 import shutil
+import zlib
+from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import cv2
 import numpy as np
@@ -22,8 +30,11 @@ from rapidfuzz.distance import Levenshtein
 
 from openadapt_flow.errors import FlowError
 from openadapt_flow.vision.template import Box, clip_box, to_gray
+from openadapt_flow.vision.tesseract_lib import LibraryReadFailed, LibraryUnavailable, TesseractLibrary
 
 INSTALL_HINT = "install it with `apt-get install tesseract-ocr` (macOS: `brew install tesseract`)"
+READ_CACHE_SIZE = 16  # areas remembered (a step reads a few: window, frame, identity box, readback band)
+Backend = Literal["auto", "library", "cli"]
 _EDGE_PUNCT = re.compile(r"^[^\w]+|[^\w]+$")
 
 
@@ -148,7 +159,11 @@ def local_contrast(gray: np.ndarray, factor: float = 1.0) -> np.ndarray:
 
 
 class OcrEngine:
-    """Tesseract behind two calls: read the words in an image (or a box of it), or find a phrase."""
+    """Tesseract behind two calls: read the words in an image (or a box of it), or find a phrase.
+
+    `backend`: "library" (libtesseract in-process), "cli" (the command) or
+    "auto" (the library when it loads, else the command). Naming `cmd` means the command.
+    """
 
     def __init__(
         self,
@@ -159,14 +174,30 @@ class OcrEngine:
         upscale_max_side: int = 1000,
         timeout_s: float = 20.0,
         cmd: str | None = None,
+        backend: Backend = "auto",
     ) -> None:
-        found = shutil.which(cmd or "tesseract")
-        if found is None:
-            raise OcrUnavailable(f"OCR needs the tesseract binary ({cmd or 'tesseract'} not found): {INSTALL_HINT}")
-        self.cmd = found
         self.psm, self.lang, self.timeout_s = psm, lang, timeout_s
         self.upscale, self.upscale_max_side = upscale, upscale_max_side
         self.calls = 0
+        self._cache: OrderedDict[tuple[Any, ...], list[Word]] = OrderedDict()
+        self._lib: TesseractLibrary | None = None
+        self.cmd: str | None = None
+        if backend in ("auto", "library") and cmd is None:
+            try:
+                self._lib = TesseractLibrary(lang)
+            except LibraryUnavailable as e:
+                if backend == "library":
+                    raise OcrUnavailable(f"OCR needs libtesseract ({e}): {INSTALL_HINT}") from None
+        if self._lib is None:
+            found = shutil.which(cmd or "tesseract")
+            if found is None:
+                raise OcrUnavailable(f"OCR needs the tesseract binary ({cmd or 'tesseract'} not found): {INSTALL_HINT}")
+            self.cmd = found
+
+    @property
+    def backend(self) -> str:
+        """Which Tesseract reads: "library" or "cli"."""
+        return "library" if self._lib is not None else "cli"
 
     def read(self, image: np.ndarray, box: Box | None = None) -> list[Word]:
         """Words Tesseract reads in `image` (or in `box` of it), with boxes in `image` coordinates."""
@@ -175,7 +206,21 @@ class OcrEngine:
         if area is None or min(area[2], area[3]) < 4:
             return []
         x, y, bw, bh = area
-        gray = to_gray(image[y : y + bh, x : x + bw])
+        crop = image[y : y + bh, x : x + bw]
+        # Keyed by content, not identity: a frame mutated or rebuilt in place is never served stale words.
+        key = (area, crop.shape, zlib.crc32(np.ascontiguousarray(crop).data))
+        if key in self._cache:
+            self._cache.move_to_end(key)
+            return list(self._cache[key])
+        words = self._read_crop(crop, x, y)
+        self._cache[key] = words
+        while len(self._cache) > READ_CACHE_SIZE:
+            self._cache.popitem(last=False)
+        return list(words)
+
+    def _read_crop(self, crop: np.ndarray, x: int, y: int) -> list[Word]:
+        bh, bw = crop.shape[:2]
+        gray = to_gray(crop)
         factor = self.upscale if max(bw, bh) <= self.upscale_max_side else 1.0
         if factor != 1.0:
             gray = cv2.resize(gray, None, fx=factor, fy=factor, interpolation=cv2.INTER_CUBIC)
@@ -196,10 +241,16 @@ class OcrEngine:
         return find_text(self.read(image, box), text, min_score)
 
     def _image_to_data(self, gray: np.ndarray) -> dict[str, list[Any]]:
+        self.calls += 1
+        if self._lib is not None:
+            try:
+                return self._lib.image_to_data(gray, self.psm, self.timeout_s)
+            except LibraryReadFailed as e:
+                raise OcrError(f"tesseract failed: {e}") from e
         # pytesseract keeps the binary path in a module global; set it per call
         # so engines built with different binaries stay independent.
+        assert self.cmd is not None
         pytesseract.pytesseract.tesseract_cmd = self.cmd
-        self.calls += 1
         try:
             result: dict[str, list[Any]] = pytesseract.image_to_data(
                 gray,

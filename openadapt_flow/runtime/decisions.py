@@ -1,0 +1,161 @@
+"""`flow approve`: a signed, bounded operator decision bound to one pause (SPEC §9)."""
+
+from __future__ import annotations
+
+import getpass
+import json
+import time
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from openadapt_flow.errors import RefusedError, UsageError
+from openadapt_flow.runtime.config import DeployConfig
+from openadapt_flow.store.atomic import write_json_atomic
+from openadapt_flow.store.checkpoint import CHECKPOINT, checkpoint_digest
+from openadapt_flow.store.escalation import APPROVAL, DECISIONS, PENDING, consume_approval, digest, read_json_file, remove, sign, verify
+from openadapt_flow.store.journal import Journal, now_iso
+from openadapt_flow.store.keys import load_decision_key, load_key
+from openadapt_flow.store.lease import Lease
+from openadapt_flow.store.rundir import RunDir
+
+DECISION_NAMES = ("continue", "skip", "reject", "teach", "escalate", "reconcile")
+
+
+def _epoch(iso: str) -> float:
+    return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
+
+
+def verified_pending(run: RunDir, key: bytes) -> dict[str, Any]:
+    """pending_escalation.json with its decision task's signature checked."""
+    pending = read_json_file(run.path / PENDING, "pending escalation")
+    if pending is None:
+        raise RefusedError(f"{run.path}: no pending escalation to decide on")
+    task = dict(pending.get("task") or {})
+    sig = task.pop("signature", None)
+    verify(key, task, sig, f"{run.path / PENDING}: decision task")
+    for field in ("pause_id", "step", "allowed_decisions", "run_id"):
+        if pending.get(field) != task.get(field):
+            raise RefusedError(f"{run.path / PENDING}: {field} differs from the signed task (tampered); refusing")
+    return pending
+
+
+def current_checkpoint(run: RunDir) -> dict[str, Any] | None:
+    return read_json_file(run.path / CHECKPOINT, "checkpoint")
+
+
+def check_approval(run: RunDir, pending: dict[str, Any], key: bytes, *, now: float | None = None) -> dict[str, Any]:
+    """The approval for this pause, or RefusedError naming exactly what is wrong with it."""
+    path = run.path / APPROVAL
+    approval = read_json_file(path, "approval")
+    pause_id = pending["pause_id"]
+    if approval is None:
+        if (run.path / DECISIONS / f"{pause_id}.json").exists():
+            raise RefusedError(f"{run.path}: the decision for {pause_id} was already used; a decision is consumed once")
+        raise RefusedError(f"{run.path}: awaiting an operator decision — run `flow approve {run.path} --decision continue --operator NAME`")
+    body = {k: v for k, v in approval.items() if k not in ("signature", "schema")}
+    verify(key, body, approval.get("signature"), f"{path}")
+    task = {k: v for k, v in pending["task"].items()}
+    if approval.get("run_id") != task["run_id"]:
+        raise RefusedError(f"{path}: approval is for run {approval.get('run_id')}, not {task['run_id']}; refusing")
+    if approval.get("pause_id") != pause_id:
+        raise RefusedError(f"{path}: approval is for pause {approval.get('pause_id')}, not the pending {pause_id}; refusing")
+    if approval.get("task_digest") != digest(task):
+        raise RefusedError(f"{path}: approval does not match the pending decision task; refusing")
+    if approval.get("checkpoint_digest") != checkpoint_digest(current_checkpoint(run)):
+        raise RefusedError(f"{path}: the checkpoint changed since the decision was made; refusing")
+    if (now or time.time()) > _epoch(task["expires_at"]):
+        raise RefusedError(f"{path}: decision task expired at {task['expires_at']}; refusing")
+    if approval.get("decision") not in task["allowed_decisions"]:
+        raise RefusedError(f"{path}: decision {approval.get('decision')!r} is not allowed for this pause")
+    return approval
+
+
+def _last_consumed(run: RunDir) -> dict[str, Any] | None:
+    d = run.path / DECISIONS
+    files = sorted(d.glob("*.json"), key=lambda p: p.stat().st_mtime) if d.is_dir() else []
+    return json.loads(files[-1].read_text()) if files else None
+
+
+def approve(
+    run_path: Path, decision: str, operator: str, *, note: str | None = None, effect: str | None = None,
+    reporter: Callable[[RunDir], Any] | None = None, os_user: str | None = None,
+) -> dict[str, Any]:
+    """Record a decision on the pending escalation; `reject` also ends the run BLOCKED. Returns a summary."""
+    if decision not in DECISION_NAMES:
+        raise UsageError(f"--decision {decision!r}: expected one of {', '.join(DECISION_NAMES)}")
+    if decision in ("teach", "escalate"):
+        raise UsageError(f"--decision {decision} is not available in this version")
+    if (decision == "reconcile") != (effect is not None):
+        raise UsageError("--effect landed|absent goes with --decision reconcile, and reconcile needs it")
+    if effect is not None and effect not in ("landed", "absent"):
+        raise UsageError(f"--effect {effect!r}: expected landed or absent")
+    if not operator.strip():
+        raise UsageError("--operator must name the person deciding")
+    run = RunDir.open(run_path)
+    manifest = run.manifest()
+    state = run.state() if run.state_path.exists() else {}
+    user = os_user or getpass.getuser()
+    if state.get("state") != "PAUSED" or state.get("paused_reason") != "awaiting_approval":
+        last = _last_consumed(run)
+        if last and last.get("decision") == decision and last.get("os_user") == user:
+            return {"recorded": False, "noop": True, "decision": decision, "state": state.get("state")}
+        raise RefusedError(f"{run.path}: run is {state.get('state')}{'(' + str(state.get('paused_reason')) + ')' if state.get('paused_reason') else ''}, not awaiting approval")
+    key = load_decision_key(create=False)
+    pending = verified_pending(run, key)
+    task = pending["task"]
+    if time.time() > _epoch(task["expires_at"]):
+        raise RefusedError(f"{run.path}: decision task {pending['pause_id']} expired at {task['expires_at']}")
+    if decision not in task["allowed_decisions"]:
+        raise RefusedError(f"--decision {decision} is not allowed for this pause (allowed: {', '.join(task['allowed_decisions'])})")
+    config = DeployConfig.model_validate(manifest["config"])
+    operators = config.approvals.operators
+    if operators is not None and user not in operators:
+        raise RefusedError(f"OS user {user!r} is not among approvals.operators; refusing")
+    existing = read_json_file(run.path / APPROVAL, "approval")
+    if existing is not None:
+        if existing.get("pause_id") == pending["pause_id"] and existing.get("decision") == decision and existing.get("effect") == effect:
+            return {"recorded": False, "noop": True, "decision": decision, "pause_id": pending["pause_id"]}
+        raise RefusedError(f"{run.path}: a different decision ({existing.get('decision')}) is already recorded for this pause")
+    body = {
+        "run_id": manifest["run_id"], "pause_id": pending["pause_id"], "task_digest": digest(task),
+        "checkpoint_digest": task["checkpoint_digest"], "step": pending["step"], "decision": decision, "effect": effect,
+        "operator": operator, "os_user": user, "note": note, "decided_at": now_iso(),
+    }
+    write_json_atomic(run.path / APPROVAL, {"schema": "openadapt-flow/approval@1", **body, "signature": sign(key, body)})
+    if decision == "reject":
+        _block(run, manifest, pending, body, reporter)
+    return {"recorded": True, "decision": decision, "pause_id": pending["pause_id"], "operator": operator, "os_user": user}
+
+
+def _block(run: RunDir, manifest: dict[str, Any], pending: dict[str, Any], decision: dict[str, Any], reporter: Callable[[RunDir], Any] | None) -> None:
+    """An operator's reject: BLOCKED with incident.json naming the operator — a recorded decision, not an error."""
+    config = DeployConfig.model_validate(manifest["config"])
+    lease = Lease(run.path, config.runtime.lease_ttl_s).acquire()
+    try:
+        journal, _ = Journal.open_existing(run.journal_path, load_key(create=False))
+        journal.append("decision", pending["step"], {k: decision[k] for k in ("pause_id", "decision", "operator", "os_user", "note")})
+        incident = {
+            "id": "incident-" + pending["pause_id"].removeprefix("pause-"),
+            "run_id": manifest["run_id"],
+            "rule": "operator_reject",
+            "decision": "reject",
+            "operator": decision["operator"],
+            "os_user": decision["os_user"],
+            "note": decision["note"],
+            "observed": pending.get("category"),
+            "limit": None,
+            "step": pending["step"],
+            "decided_at": decision["decided_at"],
+        }
+        run.write_json("incident.json", "incident@1", incident)
+        consume_approval(run.path, pending["pause_id"])
+        remove(run.path / PENDING)
+        journal.append("run_finished", None, {"state": "BLOCKED", "incident": incident["id"], "transaction_outcome": pending.get("transaction_outcome")})
+        journal.close()
+        run.write_state("BLOCKED", transaction_outcome=pending.get("transaction_outcome"), message=f"rejected by {decision['operator']}")
+    finally:
+        lease.release()
+    if reporter is not None:
+        reporter(run)

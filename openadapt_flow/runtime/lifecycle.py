@@ -1,0 +1,51 @@
+"""Run-directory transitions outside the step loop: owner death, liveness, terminal checks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from openadapt_flow.bundle.models import Bundle
+from openadapt_flow.runtime.config import DeployConfig
+from openadapt_flow.runtime.outcome import classify
+from openadapt_flow.store.journal import Journal
+from openadapt_flow.store.lease import LeaseInfo, try_lock, unlock
+from openadapt_flow.store.rundir import RunDir
+
+LIVE_STATES = ("RUNNING", "RESUMING", "PENDING")
+
+
+def lease_ttl(run: RunDir) -> float:
+    try:
+        cfg = DeployConfig.model_validate(run.manifest().get("config") or {"schema": "openadapt-flow/config@1"})
+        return cfg.runtime.lease_ttl_s
+    except Exception:  # an unreadable config must not stop a liveness check
+        return DeployConfig.default().runtime.lease_ttl_s
+
+
+def owner_gone(run: RunDir) -> bool:
+    """Has the process that owned this RUNNING run died? (Lock free on this host, or heartbeat stale elsewhere.)"""
+    fd = try_lock(run.path)
+    if fd is not None:
+        unlock(fd)
+        return True
+    info = LeaseInfo.read(run.path)
+    return info is not None and not info.owner_alive(lease_ttl(run))
+
+
+def effective_state(run: RunDir) -> dict[str, Any]:
+    """state.json as a reader should show it: a RUNNING run whose owner died shows as INTERRUPTED (nothing written)."""
+    st = run.state() if run.state_path.exists() else {"state": "PENDING"}
+    if st.get("state") in LIVE_STATES and owner_gone(run):
+        st = dict(st, state="INTERRUPTED", note="owner process is gone; `flow reconcile` or `flow resume` finalises it")
+    return st
+
+
+def finalize_interrupted(run: RunDir, journal: Journal, records: list[dict[str, Any]], bundle: Bundle, why: str) -> dict[str, Any]:
+    """Record an owner's death: INTERRUPTED with the transaction outcome classified from the journal."""
+    outcome, evidence = classify(bundle, records)
+    journal.append("interrupted", None, {"message": why, "transaction_outcome": outcome, "outcome_evidence": evidence})
+    prev = run.state() if run.state_path.exists() else {}
+    run.write_state(
+        "INTERRUPTED", transaction_outcome=outcome, message=why, last_checkpoint_seq=prev.get("last_checkpoint_seq"),
+    )
+    return {"state": "INTERRUPTED", "transaction_outcome": outcome}

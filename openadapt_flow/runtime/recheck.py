@@ -1,0 +1,104 @@
+"""Read-only re-checks on resume (SPEC §8): an uncertain step's effect and screen, the checkpoint's screen facts."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from openadapt_flow.bundle.models import Postcondition, Step
+from openadapt_flow.runtime.context import RunContext
+from openadapt_flow.runtime.settle import settle
+from openadapt_flow.verify.effects import ABSENT, CONFIRMED, Reading, judge, make_reader, resolve_effect
+
+CONFIRMED_DONE = "CONFIRMED"  # the step's work landed: checkpoint it, send no input
+POSITIVELY_ABSENT = "ABSENT"  # it provably did not land: it may be performed again
+UNKNOWN = "UNKNOWN"  # cannot tell: only an operator's reconcile decision moves on
+RETRYABLE = "RETRYABLE"  # a non-consequential step whose screen effect is not there: safe to perform again
+
+
+@dataclass
+class Uncertain:
+    index: int
+    step: Step
+    dispatch: dict[str, Any]
+    baseline: dict[str, Any] | None
+
+
+@dataclass
+class RecheckResult:
+    verdict: str
+    effect: dict[str, Any] | None = None
+    checks: list[dict[str, Any]] = field(default_factory=list)
+
+
+def find_uncertain(records: list[dict[str, Any]], steps: list[Step]) -> Uncertain | None:
+    """The step whose last action_dispatched has no step_verified after it (at most one: steps run in order)."""
+    index = {s.id: i for i, s in enumerate(steps)}
+    last_dispatch: dict[str, dict[str, Any]] = {}
+    baselines: dict[str, dict[str, Any]] = {}
+    for r in records:
+        sid = r.get("step")
+        if r["type"] == "effect_baseline":
+            baselines[sid] = r
+        elif r["type"] == "action_dispatched":
+            last_dispatch[sid] = r
+        elif r["type"] in ("step_verified", "step_skipped"):
+            last_dispatch.pop(sid, None)
+    if not last_dispatch:
+        return None
+    sid, rec = max(last_dispatch.items(), key=lambda kv: kv[1]["seq"])
+    base = baselines.get(sid)
+    if base is not None and base["seq"] > rec["seq"]:
+        base = None
+    return Uncertain(index[sid], steps[index[sid]], rec, base)
+
+
+def _epoch(ts: str) -> float:
+    return datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp()
+
+
+def check_facts(ctx: RunContext, facts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Judge one-frame screen facts on a fresh, settled frame."""
+    rt = ctx.config.runtime
+    frame = settle(ctx.backend, rt.settle_quiet_s, rt.settle_timeout_s).frame.pixels
+    out = []
+    for fact in facts:
+        pc = Postcondition.model_validate(fact)
+        text = pc.text_present if pc.text_present is not None else pc.text_absent
+        out.append(ctx.checks.postcondition(pc, frame, None, text).to_json())
+    return out
+
+
+def recheck(ctx: RunContext, u: Uncertain) -> RecheckResult:
+    """Re-read the uncertain step's effect (no sooner than timeout_s after dispatch) and its screen; send no input."""
+    step = u.step
+    facts = [
+        {k: (ctx.interp(v) if isinstance(v, str) and k in ("text_present", "text_absent") else v) for k, v in pc.model_dump(exclude_none=True).items()}
+        for pc in step.expect
+        if pc.region_changed is None
+    ]
+    checks = check_facts(ctx, facts) if facts else []
+    screen_ok = bool(checks) and all(c["ok"] for c in checks)
+    if step.effect is None:
+        if step.is_consequential:
+            return RecheckResult(UNKNOWN, None, checks)  # a write with no verifier is unverifiable
+        return RecheckResult(CONFIRMED_DONE if screen_ok else RETRYABLE, None, checks)
+    effect = resolve_effect(step.effect, ctx.config.effects)
+    due = _epoch(u.dispatch["ts"]) + effect.timeout_s
+    wait = due - time.time()
+    if wait > 0:
+        ctx.stop.wait(wait)  # ABSENT is only positive once timeout_s has passed since dispatch
+    baseline = None
+    if u.baseline is not None:
+        b = u.baseline["data"]
+        baseline = Reading(bool(b.get("ok")), b.get("value"), b.get("error", ""))
+    observed = make_reader(effect, ctx.params.values | {"run_id": ctx.run_id})()
+    verdict = judge(effect, baseline, observed)
+    ev = {"verdict": verdict, "baseline": baseline.to_json() if baseline else None, "observed": observed.to_json(), "read_after_dispatch_s": round(time.time() - _epoch(u.dispatch["ts"]), 3)}
+    if verdict == CONFIRMED:
+        return RecheckResult(CONFIRMED_DONE if screen_ok or not checks else UNKNOWN, ev, checks)
+    if verdict == ABSENT:
+        return RecheckResult(POSITIVELY_ABSENT, ev, checks)
+    return RecheckResult(UNKNOWN, ev, checks)

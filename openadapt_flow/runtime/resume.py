@@ -1,0 +1,188 @@
+"""`flow resume`: continue a paused or interrupted durable run from its last verified checkpoint (SPEC §8–§10).
+
+Never re-performs a checkpointed step; never blind-retries an uncertain one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from openadapt_flow.backends.base import Backend
+from openadapt_flow.backends.spec import BackendSpec, open_backend
+from openadapt_flow.bundle.loader import LoadedBundle, load_bundle
+from openadapt_flow.bundle.params import BoundParams, bind_params, secret_env_name
+from openadapt_flow.errors import FlowError, RefusedError
+from openadapt_flow.runtime.config import DeployConfig
+from openadapt_flow.runtime.context import Progress, RunContext
+from openadapt_flow.runtime.decisions import check_approval, verified_pending
+from openadapt_flow.runtime.engine import Reporter, RunOutcome, execute, finish, make_context, stop_on_signals
+from openadapt_flow.runtime.halt import Halt
+from openadapt_flow.runtime.lifecycle import LIVE_STATES, finalize_interrupted
+from openadapt_flow.runtime.recheck import CONFIRMED_DONE, POSITIVELY_ABSENT, RETRYABLE, check_facts, find_uncertain, recheck
+from openadapt_flow.runtime.states import EXIT_CODES
+from openadapt_flow.runtime.step import screen_facts
+from openadapt_flow.store.checkpoint import checkpoint_from_records, reconcile_checkpoint, write_checkpoint
+from openadapt_flow.store.escalation import PENDING, consume_approval, remove
+from openadapt_flow.store.journal import Journal
+from openadapt_flow.store.keys import load_decision_key, load_key
+from openadapt_flow.store.lease import Lease
+from openadapt_flow.store.rundir import RunDir
+
+BackendFactory = Callable[[BackendSpec], Backend]
+
+
+def _snapshot(run: RunDir, manifest: dict[str, Any]) -> LoadedBundle:
+    try:
+        loaded = load_bundle(run.bundle_dir)
+    except FlowError as e:
+        raise RefusedError(f"{run.bundle_dir}: bundle snapshot is unusable ({e}); refusing") from None
+    want = manifest["bundle"]["digest"]
+    if loaded.digest != want:
+        raise RefusedError(f"{run.bundle_dir}: bundle snapshot digest {loaded.digest} differs from the recorded {want}; refusing")
+    return loaded
+
+
+def _params(loaded: LoadedBundle, manifest: dict[str, Any], given: Mapping[str, Any]) -> BoundParams:
+    recorded = {k: v for k, v in manifest["params"].items() if not (isinstance(v, dict) and "secret_env" in v)}
+    params = bind_params(loaded.model, recorded)
+    for k, v in given.items():
+        if k not in params.values or str(params.values[k]) != str(bind_params(loaded.model, {**recorded, k: v}).values[k]):
+            raise RefusedError(f"--param {k}={v!r} differs from the run's bound value; a run keeps its params")
+    for name, spec in loaded.model.params.items():
+        if spec.secret and spec.required and name not in params.secrets:
+            raise RefusedError(f"secret param {name!r} must be in the environment ({secret_env_name(name)}) to resume")
+    return params
+
+
+def _backend_spec(manifest: dict[str, Any], override: BackendSpec | None) -> BackendSpec:
+    return override if override is not None else BackendSpec.from_json(manifest["backend"])
+
+
+def resume(
+    run_path: Path,
+    *,
+    backend: BackendSpec | None = None,
+    require_approval: bool = False,
+    params: Mapping[str, Any] | None = None,
+    progress: Progress | None = None,
+    reporter: Reporter | None = None,
+    backend_factory: BackendFactory = open_backend,
+) -> RunOutcome:
+    run = RunDir.open(run_path)
+    manifest = run.manifest()
+    if not manifest.get("durable"):
+        raise RefusedError(f"{run.path}: a non-durable run cannot be resumed (replay with --durable)")
+    config = DeployConfig.model_validate(manifest["config"])
+    lease = Lease(run.path, config.runtime.lease_ttl_s).acquire()
+    live: Backend | None = None
+    try:
+        journal, records = Journal.open_existing(run.journal_path, load_key(create=False))
+        dkey = load_decision_key(create=False)
+        loaded = _snapshot(run, manifest)
+        state = run.state() if run.state_path.exists() else {"state": "PENDING"}
+        if state["state"] in LIVE_STATES:
+            finalize_interrupted(run, journal, records, loaded.model, "owner process died; found by resume")
+            state = run.state()
+        if state["state"] in ("COMPLETED", "FAILED", "BLOCKED"):
+            journal.close()
+            return RunOutcome(state["state"], EXIT_CODES[state["state"]], run.path, "run is already terminal; nothing to do")
+        bound = _params(loaded, manifest, params or {})
+        cp, _how = reconcile_checkpoint(run.path, records)
+        pending = verified_pending(run, dkey) if (run.path / PENDING).exists() else None
+        approval = None
+        if pending is not None or require_approval:
+            if pending is None:
+                raise RefusedError(f"{run.path}: --require-approval, but nothing is pending for an operator to approve")
+            approval = check_approval(run, pending, dkey)
+        live = backend_factory(_backend_spec(manifest, backend))
+        ctx = make_context(run, manifest["run_id"], loaded, bound, live, config, journal, bool(manifest.get("allow_model")), True, progress, reporter)
+        ctx.lease = lease
+        ctx.verified = [r for r in records if r["type"] in ("step_verified", "step_skipped")]
+        with stop_on_signals(ctx.stop):
+            return _continue(ctx, records, cp, pending, approval)
+    finally:
+        lease.release()
+        if live is not None:
+            live.close()
+
+
+def _continue(ctx: RunContext, records: list[dict[str, Any]], cp: dict[str, Any] | None, pending: dict[str, Any] | None, approval: dict[str, Any] | None) -> RunOutcome:
+    run, journal = ctx.run, ctx.journal
+    decision = approval["decision"] if approval else None
+    journal.append("run_resumed", None, {"lease_generation": ctx.lease_generation, "decision": decision,
+                                          "pause_id": pending["pause_id"] if pending else None,
+                                          "operator": approval["operator"] if approval else None})
+    prev = {k: v for k, v in run.state().items() if k != "schema"}
+    run.write_state("RESUMING", last_checkpoint_seq=cp["seq"] if cp else None)
+    start = cp["next_index"] if cp else 0
+    try:
+        if cp and cp.get("screen_facts"):
+            checks = check_facts(ctx, cp["screen_facts"])
+            journal.append("checkpoint_reproved", cp["step"], {"ok": all(c["ok"] for c in checks), "checks": checks})
+            if not all(c["ok"] for c in checks):
+                raise Halt("postcondition", f"the screen no longer shows what held after step {cp['step']!r}: "
+                           + "; ".join(f"{c['kind']} {c['expected']!r}" for c in checks if not c["ok"]), step=cp["step"])
+        steps = ctx.bundle.model.steps
+        uncertain = find_uncertain(records, steps)
+        if uncertain is not None:
+            result = recheck(ctx, uncertain)
+            journal.append("rechecked", uncertain.step.id, {"verdict": result.verdict, "effect": result.effect, "checks": result.checks})
+            if decision == "reconcile":
+                journal.append("decision", uncertain.step.id, _decision_data(approval))
+                if approval and approval["effect"] == "landed":
+                    _checkpoint_step(ctx, uncertain.index, "operator", result.effect)
+                    start = uncertain.index + 1
+                else:
+                    start = uncertain.index
+            elif result.verdict == CONFIRMED_DONE:
+                _checkpoint_step(ctx, uncertain.index, "reconciled", result.effect)
+                start = uncertain.index + 1
+            elif result.verdict == RETRYABLE or (result.verdict == POSITIVELY_ABSENT and decision == "continue"):
+                start = uncertain.index  # performed again, after resolving afresh and passing the identity gate
+            else:
+                msg = f"step {uncertain.step.id!r} was dispatched but is {result.verdict} on re-check; nothing was sent"
+                if pending is None:  # an interrupted run: open a pause so an operator can decide
+                    finish(ctx, "PAUSED", msg, "uncertain", "awaiting_approval", uncertain.step.id)
+                    raise RefusedError(msg + "; the run now awaits an operator decision (flow approve)")
+                journal.close()
+                run.write_json("state.json", "state@1", prev)  # the approval stays unused
+                raise RefusedError(msg + "; an operator must reconcile it (flow approve --decision reconcile --effect landed|absent)")
+        elif decision == "skip" and pending is not None:
+            idx = next(i for i, s in enumerate(steps) if s.id == pending["step"])
+            rec = journal.append("step_skipped", pending["step"], {"index": idx, "verified_by": "operator", "operator": approval["operator"] if approval else None})
+            ctx.verified.append(rec)
+            write_checkpoint(run.path, checkpoint_from_records(ctx.verified) or {})
+            start = idx + 1
+        if decision == "continue" and pending is not None:
+            ctx.approved_before = pending["step"]
+        if approval is not None and pending is not None:
+            if decision != "reconcile":
+                journal.append("decision", pending["step"], _decision_data(approval))
+            consume_approval(run.path, pending["pause_id"])
+            remove(run.path / PENDING)
+        run.write_state("RUNNING", last_checkpoint_seq=(checkpoint_from_records(ctx.verified) or {}).get("seq"))
+    except Halt as h:
+        journal.append("halted", h.step, {"category": h.category, "message": h.message, "input_sent": False})
+        if approval is not None and pending is not None:
+            consume_approval(run.path, pending["pause_id"])
+            remove(run.path / PENDING)
+        return finish(ctx, "PAUSED", h.message, h.category, "awaiting_approval", h.step)
+    return execute(ctx, start)
+
+
+def _decision_data(approval: dict[str, Any] | None) -> dict[str, Any]:
+    a = approval or {}
+    return {k: a.get(k) for k in ("pause_id", "decision", "effect", "operator", "os_user", "note")}
+
+
+def _checkpoint_step(ctx: RunContext, index: int, verified_by: str, effect: dict[str, Any] | None) -> None:
+    step = ctx.bundle.model.steps[index]
+    rec = ctx.journal.append("step_verified", step.id, {"index": index, "verified_by": verified_by, "effect": effect, "screen_facts": screen_facts(ctx, step)})
+    ctx.verified.append(rec)
+    cp = checkpoint_from_records(ctx.verified)
+    assert cp is not None
+    write_checkpoint(ctx.run.path, cp)
+
+

@@ -1,0 +1,144 @@
+"""Tesseract in-process, through the C API of the system's libtesseract (ctypes, no compile).
+
+The `tesseract` command costs a process start and a model load (~95 ms on two
+cores) on every call; a handle made once keeps the model loaded. The output is
+the same TSV the command prints for `tsv`, parsed into the dict shape
+`pytesseract.image_to_data(..., output_type=DICT)` returns, so callers cannot
+tell which one read the image. One handle is not thread-safe: calls are
+serialised by a lock.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import threading
+from typing import Any
+
+import numpy as np
+
+LIB_NAMES = ("tesseract", "libtesseract.so.5", "libtesseract.so.4")
+_COLUMNS = ("level", "page_num", "block_num", "par_num", "line_num", "word_num",
+            "left", "top", "width", "height", "conf", "text")
+_INT_COLUMNS = frozenset(_COLUMNS[:10])
+
+
+class LibraryUnavailable(Exception):
+    """libtesseract could not be loaded or initialised (the caller falls back to the command)."""
+
+
+class LibraryReadFailed(Exception):
+    """Recognition failed or passed its deadline."""
+
+
+def _load() -> ctypes.CDLL:
+    errors = []
+    for name in LIB_NAMES:
+        path = ctypes.util.find_library(name) if "." not in name else name
+        if not path:
+            continue
+        try:
+            return ctypes.CDLL(path)
+        except OSError as e:
+            errors.append(str(e))
+    raise LibraryUnavailable("libtesseract not found" + (f" ({'; '.join(errors)})" if errors else ""))
+
+
+def _declare(lib: ctypes.CDLL) -> None:
+    p, i, c = ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p
+    sigs: dict[str, tuple[Any, list[Any]]] = {
+        "TessBaseAPICreate": (p, []),
+        "TessBaseAPIDelete": (None, [p]),
+        "TessBaseAPIInit3": (i, [p, c, c]),
+        "TessBaseAPISetPageSegMode": (None, [p, i]),
+        "TessBaseAPISetVariable": (i, [p, c, c]),
+        "TessBaseAPISetImage": (None, [p, ctypes.c_void_p, i, i, i, i]),
+        "TessBaseAPIRecognize": (i, [p, p]),
+        "TessBaseAPIGetTsvText": (ctypes.POINTER(ctypes.c_char), [p, i]),
+        "TessBaseAPIClear": (None, [p]),
+        "TessDeleteText": (None, [ctypes.POINTER(ctypes.c_char)]),
+        "TessMonitorCreate": (p, []),
+        "TessMonitorDelete": (None, [p]),
+        "TessMonitorSetDeadlineMSecs": (None, [p, i]),
+    }
+    for name, (res, args) in sigs.items():
+        try:
+            fn = getattr(lib, name)
+        except AttributeError:
+            raise LibraryUnavailable(f"libtesseract lacks {name}") from None
+        fn.restype, fn.argtypes = res, args
+
+
+class TesseractLibrary:
+    """One initialised Tesseract handle for one language; `image_to_data` reads a gray image."""
+
+    def __init__(self, lang: str = "eng") -> None:
+        self._lib = _load()
+        _declare(self._lib)
+        self._lock = threading.Lock()
+        self._api = self._lib.TessBaseAPICreate()
+        if not self._api:
+            raise LibraryUnavailable("TessBaseAPICreate failed")
+        if self._lib.TessBaseAPIInit3(self._api, None, lang.encode()) != 0:
+            self._lib.TessBaseAPIDelete(self._api)
+            self._api = None
+            raise LibraryUnavailable(f"libtesseract could not load language {lang!r} (is tesseract-ocr-{lang} installed?)")
+        # Tesseract prints notes ("Estimating resolution as ...") to stderr unless told where else.
+        self._lib.TessBaseAPISetVariable(self._api, b"debug_file", b"/dev/null")
+        self.lang = lang
+
+    def image_to_data(self, gray: np.ndarray, psm: int, timeout_s: float) -> dict[str, list[Any]]:
+        """Words (and their layout rows) of a uint8 gray image, as pytesseract's DICT output."""
+        img = np.ascontiguousarray(gray, dtype=np.uint8)
+        h, w = img.shape[:2]
+        with self._lock:
+            if self._api is None:
+                raise LibraryReadFailed("the Tesseract handle is closed")
+            lib, api = self._lib, self._api
+            lib.TessBaseAPISetPageSegMode(api, psm)
+            lib.TessBaseAPISetImage(api, img.ctypes.data, w, h, 1, int(img.strides[0]))
+            monitor = lib.TessMonitorCreate()
+            try:
+                lib.TessMonitorSetDeadlineMSecs(monitor, max(1, int(timeout_s * 1000)))
+                if lib.TessBaseAPIRecognize(api, monitor) != 0:
+                    raise LibraryReadFailed(f"recognition failed or took longer than {timeout_s:g} s")
+                raw = lib.TessBaseAPIGetTsvText(api, 0)
+                try:
+                    tsv = ctypes.string_at(raw).decode("utf-8", "replace") if raw else ""
+                finally:
+                    if raw:
+                        lib.TessDeleteText(raw)
+            finally:
+                lib.TessMonitorDelete(monitor)
+                lib.TessBaseAPIClear(api)
+        return parse_tsv(tsv)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._api is not None:
+                self._lib.TessBaseAPIDelete(self._api)
+                self._api = None
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # interpreter shutdown: the library may be gone already
+            pass
+
+
+def parse_tsv(tsv: str) -> dict[str, list[Any]]:
+    """Tesseract's TSV rows (no header) as columns; conf is a float, text a string, the rest ints."""
+    out: dict[str, list[Any]] = {k: [] for k in _COLUMNS}
+    for line in tsv.splitlines():
+        cells = line.split("\t")
+        if len(cells) < len(_COLUMNS) - 1 or not cells[0].isdigit():
+            continue  # a header row or a torn line
+        cells += [""] * (len(_COLUMNS) - len(cells))
+        for key, cell in zip(_COLUMNS, cells):
+            if key in _INT_COLUMNS:
+                out[key].append(int(cell))
+            elif key == "conf":
+                out[key].append(float(int(float(cell))))  # whole numbers, as the command prints them
+            else:
+                out[key].append(cell)
+    return out

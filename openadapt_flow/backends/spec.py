@@ -136,4 +136,8 @@ def open_backend(spec: BackendSpec) -> Backend:
         return ScreenBackend(spec)
     if spec.kind == "fake":
         raise UsageError("the fake backend is for tests: build FakeBackend(frame) directly")
+    if spec.kind == "fixture":
+        from openadapt_flow.backends.fixture import FixtureBackend
+
+        return FixtureBackend(spec)
     raise UsageError(f"{spec.kind} backend is not available yet")

@@ -114,10 +114,12 @@ def approve(
     if operators is not None and user not in operators:
         raise RefusedError(f"OS user {user!r} is not among approvals.operators; refusing")
     existing = read_json_file(run.path / APPROVAL, "approval")
-    if existing is not None:
-        if existing.get("pause_id") == pending["pause_id"] and existing.get("decision") == decision and existing.get("effect") == effect:
+    replaced = None
+    if existing is not None and existing.get("pause_id") == pending["pause_id"]:
+        if existing.get("decision") == decision and existing.get("effect") == effect:
             return {"recorded": False, "noop": True, "decision": decision, "pause_id": pending["pause_id"]}
-        raise RefusedError(f"{run.path}: a different decision ({existing.get('decision')}) is already recorded for this pause")
+        # an unused decision (e.g. one resume refused because the re-read stayed unknown) may be replaced
+        replaced = existing.get("decision")
     body = {
         "run_id": manifest["run_id"], "pause_id": pending["pause_id"], "task_digest": digest(task),
         "checkpoint_digest": task["checkpoint_digest"], "step": pending["step"], "decision": decision, "effect": effect,
@@ -126,7 +128,7 @@ def approve(
     write_json_atomic(run.path / APPROVAL, {"schema": "openadapt-flow/approval@1", **body, "signature": sign(key, body)})
     if decision == "reject":
         _block(run, manifest, pending, body, reporter)
-    return {"recorded": True, "decision": decision, "pause_id": pending["pause_id"], "operator": operator, "os_user": user}
+    return {"recorded": True, "decision": decision, "pause_id": pending["pause_id"], "operator": operator, "os_user": user, "replaced": replaced}
 
 
 def _block(run: RunDir, manifest: dict[str, Any], pending: dict[str, Any], decision: dict[str, Any], reporter: Callable[[RunDir], Any] | None) -> None:

@@ -199,6 +199,10 @@ class OcrEngine:
         """Which Tesseract reads: "library" or "cli"."""
         return "library" if self._lib is not None else "cli"
 
+    def clear_cache(self) -> None:
+        """Forget every read (a benchmark wants each read cold)."""
+        self._cache.clear()
+
     def read(self, image: np.ndarray, box: Box | None = None) -> list[Word]:
         """Words Tesseract reads in `image` (or in `box` of it), with boxes in `image` coordinates."""
         h, w = image.shape[:2]

@@ -1,0 +1,315 @@
+"""Durable pause, decisions and resume on the fake backend (real journal, checkpoint, signatures, SQLite)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+import threading
+from pathlib import Path
+
+import pytest
+
+from openadapt_flow.backends.fake import FakeBackend
+from openadapt_flow.backends.spec import BackendSpec
+from openadapt_flow.errors import RefusedError, UsageError
+from openadapt_flow.runtime.config import DeployConfig
+from openadapt_flow.runtime.decisions import approve
+from openadapt_flow.runtime.engine import ReplayRequest, replay
+from openadapt_flow.runtime.resume import resume
+from tests.unit.runtime.test_engine import POST, done, home, make_bundle
+
+pytestmark = pytest.mark.timeout(120)
+
+EFFECT = {"kind": "sql", "dsn_env": "LEDGER_DSN", "query": "select count(*) from posts where vendor = :vendor",
+          "expect": {"increase_by": 1}, "timeout_s": 0.3}
+SAVE = dict(POST, consequential=True, effect=EFFECT, timeout_s=2)
+AFTER = {"id": "finish", "action": "key", "keys": ["escape"]}
+
+
+@pytest.fixture(autouse=True)
+def env(tmp_path, monkeypatch):
+    monkeypatch.setenv("FLOW_KEY_FILE", str(tmp_path / "install.key"))
+    monkeypatch.setenv("FLOW_DECISION_KEY_FILE", str(tmp_path / "decision.key"))
+    monkeypatch.chdir(tmp_path)
+    db = tmp_path / "ledger.db"
+    c = sqlite3.connect(db)
+    c.execute("create table posts(vendor text)")
+    c.commit()
+    c.close()
+    monkeypatch.setenv("LEDGER_DSN", f"sqlite:///{db}")
+    return db
+
+
+def rows(db):
+    c = sqlite3.connect(db)
+    try:
+        return c.execute("select count(*) from posts").fetchone()[0]
+    finally:
+        c.close()
+
+
+class App:
+    """The fake desktop: Post writes a row (unless refute) and shows 'Posted'."""
+
+    def __init__(self, db, refute=False, write=True):
+        self.db, self.refute, self.write = db, refute, write
+        self.frame = home()
+        self.events: list[tuple] = []
+        self.backend = self.connect()
+
+    def connect(self) -> FakeBackend:
+        """A fresh connection to the same desktop (each run or resume builds its own backend)."""
+        self.backend = FakeBackend(self.frame, self.on_event)
+        self.backend.events = self.events
+        return self.backend
+
+    def show(self, frame):
+        self.frame = frame
+        self.backend.set_frame(frame)
+
+    def on_event(self, fake, ev):
+        if ev[0] == "click":
+            if self.write and not self.refute:
+                c = sqlite3.connect(self.db)
+                c.execute("insert into posts values ('ACME')")
+                c.commit()
+                c.close()
+            self.show(done())
+
+
+def cfg(tmp_path, **runtime):
+    return DeployConfig.model_validate({"schema": "openadapt-flow/config@1",
+                                        "runtime": {"runs_root": str(tmp_path / "runs"), "settle_quiet_s": 0.01, "durable": True, **runtime}})
+
+
+def start(tmp_path, app, steps=(SAVE, AFTER), config=None):
+    bundle = tmp_path / "b"
+    if not bundle.exists():
+        make_bundle(bundle, list(steps))
+    req = ReplayRequest(bundle=bundle, params={"vendor": "ACME"}, backend=BackendSpec(kind="fake"), config=config or cfg(tmp_path), run_dir=tmp_path / "run")
+    return replay(req, backend_factory=lambda spec: app.connect())
+
+
+def go(run_dir, app, **kw):
+    return resume(run_dir, backend_factory=lambda spec: app.connect(), **kw)
+
+
+def state(run_dir):
+    return json.loads((run_dir / "state.json").read_text())
+
+
+def test_refuted_write_pauses_with_positive_absence_and_a_signed_task(tmp_path, env):
+    out = start(tmp_path, App(env, refute=True))
+    assert (out.state, out.exit_code) == ("PAUSED", 3)
+    st = state(out.run_dir)
+    assert (st["paused_reason"], st["transaction_outcome"]) == ("awaiting_approval", "HALTED_BEFORE_EFFECT")
+    pending = json.loads((out.run_dir / "pending_escalation.json").read_text())
+    assert pending["category"] == "effect" and pending["step"] == "post"
+    assert set(pending["allowed_decisions"]) == {"continue", "reject"}
+    task = pending["task"]
+    assert task["signature"] and task["run_id"] and task["checkpoint_digest"] == "sha256:none"
+    assert "ACME" not in json.dumps(task)  # ids, digests and the question only
+
+
+def test_unavailable_verifier_needs_reconciliation_and_resume_never_blind_retries(tmp_path, env, monkeypatch):
+    monkeypatch.setenv("LEDGER_DSN", f"sqlite:///{tmp_path}/missing.db")
+    app = App(env)
+    out = start(tmp_path, app)
+    assert state(out.run_dir)["transaction_outcome"] == "RECONCILIATION_REQUIRED"
+    assert "reconcile" in json.loads((out.run_dir / "pending_escalation.json").read_text())["allowed_decisions"]
+    clicks = [e for e in app.events if e[0] == "click"]
+    approve(out.run_dir, "continue", "alice")
+    with pytest.raises(RefusedError, match="UNKNOWN on re-check"):
+        go(out.run_dir, app)
+    assert [e for e in app.events if e[0] == "click"] == clicks  # nothing sent
+    assert (out.run_dir / "approval.json").exists()  # the approval stays unused
+    assert state(out.run_dir)["state"] == "PAUSED"
+    approve(out.run_dir, "reconcile", "alice", effect="landed")  # replaces the unused decision
+    res = go(out.run_dir, app)
+    assert res.state == "COMPLETED"
+    assert [e for e in app.events if e[0] == "click"] == clicks
+    cp = json.loads((out.run_dir / "checkpoint.json").read_text())
+    assert cp["step"] == "finish"
+    recs = [json.loads(l) for l in (out.run_dir / "journal.jsonl").read_text().splitlines()]
+    assert any(r["type"] == "step_verified" and r["step"] == "post" and r["data"]["verified_by"] == "operator" for r in recs)
+
+
+def test_continue_after_a_positively_absent_write_performs_it_again(tmp_path, env):
+    app = App(env, refute=True)
+    out = start(tmp_path, app)
+    app.refute = False
+    app.show(home())  # the operator put the app back on its form
+    approve(out.run_dir, "continue", "alice")
+    res = go(out.run_dir, app)
+    assert res.state == "COMPLETED", res.message
+    assert rows(env) == 1
+
+
+def test_reject_blocks_with_an_incident_and_resume_exits_4(tmp_path, env):
+    app = App(env, refute=True)
+    out = start(tmp_path, app)
+    approve(out.run_dir, "reject", "bob", note="wrong vendor")
+    st = state(out.run_dir)
+    assert st["state"] == "BLOCKED"
+    inc = json.loads((out.run_dir / "incident.json").read_text())
+    assert (inc["operator"], inc["rule"], inc["step"]) == ("bob", "operator_reject", "post")
+    assert go(out.run_dir, app).exit_code == 4
+    assert approve(out.run_dir, "reject", "bob")["noop"]  # repeating the same decision is a no-op
+
+
+def test_a_decision_is_consumed_once_and_replays_are_refused(tmp_path, env):
+    app = App(env, refute=True)
+    out = start(tmp_path, app)
+    approve(out.run_dir, "continue", "alice")
+    saved = (out.run_dir / "approval.json").read_text()
+    res = go(out.run_dir, app)  # screen shows 'Posted', Post not found: pauses again
+    assert res.state == "PAUSED"
+    assert not (out.run_dir / "approval.json").exists() and list((out.run_dir / "decisions").glob("*.json"))
+    (out.run_dir / "approval.json").write_text(saved)  # replay the old approval against the new pause
+    with pytest.raises(RefusedError, match="not the pending"):
+        go(out.run_dir, app)
+
+
+def tamper_case(tmp_path, env, how):
+    app = App(env, refute=True)
+    out = start(tmp_path, app)
+    approve(out.run_dir, "continue", "alice")
+    how(out.run_dir, tmp_path)
+    with pytest.raises(RefusedError) as ei:
+        go(out.run_dir, app)
+    return str(ei.value)
+
+
+def edit_json(path: Path, fn):
+    data = json.loads(path.read_text())
+    fn(data)
+    path.write_text(json.dumps(data))
+
+
+TAMPER = {
+    "forged approval": (lambda d, t: edit_json(d / "approval.json", lambda a: a.update(operator="mallory")), "signature does not verify"),
+    "approval for another pause": (lambda d, t: edit_json(d / "approval.json", lambda a: a.update(pause_id="pause-x")), "signature does not verify"),
+    "edited journal line": (lambda d, t: (d / "journal.jsonl").write_text((d / "journal.jsonl").read_text().replace('"index":0', '"index":7', 1)), "chain broken"),
+    "changed template in snapshot": (lambda d, t: (d / "bundle/templates/post.png").write_bytes((d / "bundle/templates/post.png").read_bytes() + b"x"), "digest"),
+    "edited pending task": (lambda d, t: edit_json(d / "pending_escalation.json", lambda p: p["task"].update(allowed_decisions=["continue", "skip"])), "signature does not verify"),
+    "expired task": (None, "expired"),
+}
+
+
+@pytest.mark.parametrize("name", [k for k in TAMPER if TAMPER[k][0] is not None])
+def test_tampered_run_dirs_are_refused(tmp_path, env, name):
+    how, needle = TAMPER[name]
+    assert needle in tamper_case(tmp_path, env, how)
+
+
+def test_expired_decision_task_is_refused(tmp_path, env):
+    app = App(env, refute=True)
+    out = start(tmp_path, app, config=cfg(tmp_path, pause_ttl_s=0.001))
+    with pytest.raises(RefusedError, match="expired"):
+        approve(out.run_dir, "continue", "alice")
+
+
+def test_edited_checkpoint_is_refused(tmp_path, env):
+    app = App(env)
+    steps = [AFTER, dict(AFTER, id="again"), dict(POST, id="post", consequential=True, effect=EFFECT, timeout_s=1)]
+    app.refute = True
+    out = start(tmp_path, app, steps=steps)
+    assert out.state == "PAUSED"
+    edit_json(out.run_dir / "checkpoint.json", lambda c: c.update(next_index=2, step="again-x"))
+    approve_err = None
+    try:
+        approve(out.run_dir, "continue", "alice")
+    except RefusedError as e:
+        approve_err = e
+    with pytest.raises(RefusedError, match="tampered|checkpoint changed"):
+        go(out.run_dir, app)
+    assert approve_err is None
+
+
+def test_approval_from_another_run_is_refused(tmp_path, env):
+    app = App(env, refute=True)
+    out = start(tmp_path, app)
+    other_dir = tmp_path / "other"
+    other_dir.mkdir()
+    app2 = App(env, refute=True)
+    req = ReplayRequest(bundle=tmp_path / "b", params={"vendor": "ACME"}, backend=BackendSpec(kind="fake"), config=cfg(tmp_path), run_dir=other_dir / "run")
+    out2 = replay(req, backend_factory=lambda s: app2.connect())
+    approve(out2.run_dir, "continue", "alice")
+    shutil.copyfile(out2.run_dir / "approval.json", out.run_dir / "approval.json")
+    with pytest.raises(RefusedError, match="approval is for run"):
+        go(out.run_dir, app)
+
+
+def test_operators_list_is_enforced(tmp_path, env):
+    config = DeployConfig.model_validate({**cfg(tmp_path).model_dump(by_alias=True), "approvals": {"operators": ["alice"]}})
+    out = start(tmp_path, App(env, refute=True), config=config)
+    with pytest.raises(RefusedError, match="not among approvals.operators"):
+        approve(out.run_dir, "continue", "eve", os_user="eve")
+    assert approve(out.run_dir, "continue", "Alice Smith", os_user="alice")["recorded"]
+
+
+def test_decision_rules_bad_input(tmp_path, env):
+    out = start(tmp_path, App(env, refute=True))
+    with pytest.raises(RefusedError, match="not allowed for this pause"):
+        approve(out.run_dir, "skip", "alice")
+    with pytest.raises(UsageError, match="--effect"):
+        approve(out.run_dir, "reconcile", "alice")
+    with pytest.raises(UsageError, match="expected one of"):
+        approve(out.run_dir, "yolo", "alice")
+
+
+def test_require_approval_refuses_without_one(tmp_path, env):
+    app = App(env, refute=True)
+    out = start(tmp_path, app)
+    with pytest.raises(RefusedError, match="awaiting an operator decision"):
+        go(out.run_dir, app, require_approval=True)
+
+
+def test_two_concurrent_resumes_exactly_one_proceeds(tmp_path, env):
+    app = App(env, refute=True)
+    out = start(tmp_path, app)
+    app.refute = False
+    app.show(home())
+    approve(out.run_dir, "continue", "alice")
+    entered, release = threading.Event(), threading.Event()
+
+    def slow_connect(spec):
+        fb = app.connect()
+        real_capture = fb.capture
+
+        def slow_capture():
+            entered.set()
+            release.wait(30)
+            return real_capture()
+
+        fb.capture = slow_capture
+        return fb
+
+    result = {}
+    t = threading.Thread(target=lambda: result.setdefault("first", resume(out.run_dir, backend_factory=slow_connect)))
+    t.start()
+    assert entered.wait(30)
+    with pytest.raises(RefusedError, match="owned by a live process"):
+        resume(out.run_dir, backend_factory=lambda spec: FakeBackend(home()))
+    release.set()
+    t.join(60)
+    assert result["first"].state == "COMPLETED" and rows(env) == 1
+
+
+def test_approval_before_pauses_then_acts_once_approved(tmp_path, env):
+    app = App(env)
+    out = start(tmp_path, app, steps=(dict(SAVE, approval="before"), AFTER))
+    assert (out.state, state(out.run_dir)["paused_reason"]) == ("PAUSED", "awaiting_approval")
+    assert app.events == [] and rows(env) == 0
+    approve(out.run_dir, "continue", "alice")
+    assert go(out.run_dir, app).state == "COMPLETED"
+    assert rows(env) == 1
+
+
+def test_non_durable_runs_cannot_be_resumed(tmp_path, env):
+    app = App(env, refute=True)
+    out = start(tmp_path, app, config=cfg(tmp_path, durable=False))
+    assert out.state == "FAILED"
+    with pytest.raises(RefusedError, match="non-durable"):
+        go(out.run_dir, app)

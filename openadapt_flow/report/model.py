@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 from openadapt_flow.store.journal import read_records
@@ -87,6 +89,28 @@ def build_report(run: RunDir) -> dict[str, Any]:
         ),
         "started_at": started,
         "finished_at": finished,
+        "escalation": _json_or_none(run.path / "pending_escalation.json", drop=("task",)),
+        "decisions": _decisions(run),
+        "incident": _json_or_none(run.path / "incident.json"),
+        "checkpoint": _json_or_none(run.path / "checkpoint.json", drop=("screen_facts", "results", "effects")),
         "model_calls": max((r["data"].get("model_calls", 0) for r in records if r.get("type") == "resolved"), default=0),
         "steps": _step_rows(manifest, records, frames),
     }
+
+
+def _json_or_none(path: Path, drop: tuple[str, ...] = ()) -> dict[str, Any] | None:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    return {k: v for k, v in data.items() if k not in drop and k != "signature"} if isinstance(data, dict) else None
+
+
+def _decisions(run: RunDir) -> list[dict[str, Any]]:
+    """Consumed decisions (decisions/*.json) then any recorded but unused approval, without signatures."""
+    paths = sorted((run.path / "decisions").glob("*.json"), key=lambda p: p.stat().st_mtime) if (run.path / "decisions").is_dir() else []
+    out = [d for p in paths if (d := _json_or_none(p)) is not None]
+    pending = _json_or_none(run.path / "approval.json")
+    if pending is not None:
+        out.append({**pending, "unused": True})
+    return [{k: d.get(k) for k in ("pause_id", "step", "decision", "effect", "operator", "os_user", "note", "decided_at", "unused") if d.get(k) is not None} for d in out]

@@ -49,6 +49,16 @@ def render_markdown(rep: dict[str, Any]) -> str:
         lines += ["", f"**Halted** at step `{h.get('step')}` — {h.get('category')}: {h.get('message')}"]
         if h.get("frame"):
             lines.append(f"\n![halt frame]({h['frame']})")
+    if rep.get("escalation"):
+        esc = rep["escalation"]
+        lines += ["", f"**Pending decision** `{esc.get('pause_id')}` on `{esc.get('step')}` ({esc.get('category')}): "
+                  f"allowed {', '.join(esc.get('allowed_decisions') or [])}; expires {esc.get('expires_at')}"]
+    for d in rep.get("decisions") or []:
+        lines.append(f"- decision `{d.get('decision')}`{' --effect ' + d['effect'] if d.get('effect') else ''} on `{d.get('step')}` "
+                     f"by {d.get('operator')} ({d.get('os_user')}) at {d.get('decided_at')}{' — unused' if d.get('unused') else ''}")
+    if rep.get("incident"):
+        inc = rep["incident"]
+        lines.append(f"- incident `{inc.get('id')}`: {inc.get('rule')} by {inc.get('operator')} at step `{inc.get('step')}`")
     lines += [
         "",
         "| # | step | action | status | rung | score | runner-up | resolve ms | step ms | verdicts |",

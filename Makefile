@@ -2,7 +2,7 @@
 PY      ?= python3
 VENV    ?= .venv
 VPY     := $(VENV)/bin/python
-APT_PKGS := tesseract-ocr xvfb tigervnc-standalone-server tigervnc-tools xdotool fonts-dejavu-core
+APT_PKGS := tesseract-ocr xvfb tigervnc-standalone-server tigervnc-tools xdotool fonts-dejavu-core postgresql
 STAMP   := $(VENV)/.installed
 
 .PHONY: setup system-deps venv demo test unit e2e bench clean

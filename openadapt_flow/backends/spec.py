@@ -12,6 +12,7 @@ from typing import Any, Literal, cast, get_args
 from urllib.parse import urlsplit
 
 from openadapt_flow.backends.base import Backend
+from openadapt_flow.backends.rdp_wire import normalise_fingerprint
 from openadapt_flow.errors import UsageError
 
 Kind = Literal["vnc", "screen", "fake", "fixture", "rdp"]
@@ -31,6 +32,12 @@ class BackendSpec:
     password_env: str | None = None  # name of the env var holding the password
     display: str | None = None  # X11 display for `screen`; default $DISPLAY
     monitor: int | None = None  # `screen`: 1-based monitor to pin to; None = whole desktop
+    username: str | None = None  # rdp: the account to log on as
+    domain: str | None = None  # rdp: its domain, if any
+    ignore_certificate: bool = False  # rdp: accept any server certificate (default: trusted by a CA, or pinned)
+    cert_fingerprint: str | None = None  # rdp: pin the server certificate's SHA-256 fingerprint
+    width: int | None = None  # rdp: session size requested from the server; default 1024x768
+    height: int | None = None
     connect_timeout_s: float = 10.0
     io_timeout_s: float = 5.0  # bound on any one reply (liveness ping, input flush)
     freshness_limit_s: float = 2.0  # a frame not known current for longer is refused
@@ -48,9 +55,24 @@ class BackendSpec:
             raise UsageError(f"password_env {self.password_env!r} is not an environment variable name")
         if self.monitor is not None and self.monitor < 1:
             raise UsageError(f"monitor {self.monitor} must be 1 or more (1 is the first monitor)")
+        self._check_rdp()
         for name in ("connect_timeout_s", "io_timeout_s", "freshness_limit_s"):
             if not getattr(self, name) > 0:
                 raise UsageError(f"{name} must be positive, got {getattr(self, name)!r}")
+
+    def _check_rdp(self) -> None:
+        for name in ("username", "domain"):
+            value = getattr(self, name)
+            if value is not None and (not value or any(not ch.isprintable() for ch in value)):
+                raise UsageError(f"backend {name} {value!r} must be non-empty printable text")
+        if self.cert_fingerprint is not None:
+            if self.ignore_certificate:
+                raise UsageError("give either ignore_certificate or cert_fingerprint, not both")
+            object.__setattr__(self, "cert_fingerprint", normalise_fingerprint(self.cert_fingerprint))
+        for name in ("width", "height"):
+            value = getattr(self, name)
+            if value is not None and not 64 <= value <= 8192:
+                raise UsageError(f"{name} {value} must be between 64 and 8192 pixels")
 
     @property
     def effective_port(self) -> int | None:
@@ -140,4 +162,8 @@ def open_backend(spec: BackendSpec) -> Backend:
         from openadapt_flow.backends.fixture import FixtureBackend
 
         return FixtureBackend(spec)
+    if spec.kind == "rdp":
+        from openadapt_flow.backends.rdp import RdpBackend  # Xlib loads only when RDP is used
+
+        return RdpBackend(spec)
     raise UsageError(f"{spec.kind} backend is not available yet")

@@ -136,7 +136,7 @@ class Interpolator:
     def __init__(self, params: BoundParams, run_id: str = "", step_results: Mapping[str, Any] | None = None):
         self.params = params
         self.run_id = run_id
-        self.step_results = step_results or {}
+        self.step_results = {} if step_results is None else step_results
 
     def __call__(self, text: str, *, allow_secret: bool = False) -> str:
         def repl(m: re.Match) -> str:

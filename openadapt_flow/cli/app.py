@@ -15,7 +15,8 @@ except ImportError:  # pragma: no cover - older typer on real click
 
 from openadapt_flow import __version__
 from openadapt_flow.cli.demo import demo_cmd
-from openadapt_flow.cli.durable import approve_cmd, reconcile_cmd, resume_cmd
+from openadapt_flow.cli.fixture import fixture_app
+from openadapt_flow.cli.durable import answer_cmd, approve_cmd, reconcile_cmd, resume_cmd, signal_cmd, wait_cmd, worker_cmd
 from openadapt_flow.cli.inspect import report_cmd, runs_cmd, schema_cmd, status_cmd, validate_cmd
 from openadapt_flow.cli.replay import replay_cmd
 
@@ -33,9 +34,14 @@ app.command("runs")(runs_cmd)
 app.command("report")(report_cmd)
 app.command("schema")(schema_cmd)
 app.command("demo")(demo_cmd)
+app.add_typer(fixture_app, name="fixture")
 app.command("approve")(approve_cmd)
 app.command("resume")(resume_cmd)
 app.command("reconcile")(reconcile_cmd)
+app.command("answer")(answer_cmd)
+app.command("signal")(signal_cmd)
+app.command("wait")(wait_cmd)
+app.command("worker")(worker_cmd)
 
 
 def _version(value: bool) -> None:

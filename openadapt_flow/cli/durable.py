@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import getpass
+import json
+import time
 from pathlib import Path
 from typing import Optional
 
@@ -14,7 +17,13 @@ from openadapt_flow.errors import UsageError
 from openadapt_flow.report.render import write_reports
 from openadapt_flow.runtime.backend_select import select_backend
 from openadapt_flow.runtime.config import BackendConfig
-from openadapt_flow.runtime.decisions import approve
+from openadapt_flow.runtime.decisions import approve, deliver
+from openadapt_flow.runtime.lifecycle import effective_state
+from openadapt_flow.runtime.states import EXIT_CODES, TERMINAL
+from openadapt_flow.runtime.worker import Worker
+from openadapt_flow.store.rundir import RunDir
+
+STOPPED = TERMINAL | {"PAUSED"}
 from openadapt_flow.runtime.reconciler import reconcile_root
 from openadapt_flow.runtime.resume import resume
 
@@ -73,3 +82,73 @@ def reconcile_cmd(root: Path = typer.Argument(Path("runs"), help="runs root"), a
     for r in rows:
         if r["action"] != "none":
             typer.echo(f"{r['run_dir']}\t{r['action']}\t{r.get('state', '')}\t{r.get('transaction_outcome') or r.get('error', '')}")
+
+
+@handle_errors
+def answer_cmd(
+    run_dir: Path = typer.Argument(...),
+    value: str = typer.Argument(..., help="the answer (checked against the step's choices or type)"),
+    operator: Optional[str] = typer.Option(None, "--operator", help="who answers (default: the OS user)"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Answer a run that is PAUSED(awaiting_user); `flow resume` (or `flow worker`) continues it."""
+    out = deliver(run_dir, "answer", operator or getpass.getuser(), value=value)
+    emit_json(out) if as_json else typer.echo("already recorded" if out.get("noop") else f"recorded answer for {out['pause_id']}")
+
+
+@handle_errors
+def signal_cmd(
+    run_dir: Path = typer.Argument(...),
+    name: str = typer.Argument(..., help="the signal's name"),
+    data: Optional[str] = typer.Option(None, "--data", help="JSON payload"),
+    operator: Optional[str] = typer.Option(None, "--operator"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Signal a run that is PAUSED(awaiting_signal)."""
+    payload = None
+    if data is not None:
+        try:
+            payload = json.loads(data)
+        except ValueError as e:
+            raise UsageError(f"--data is not valid JSON ({e})") from None
+    out = deliver(run_dir, "signal", operator or getpass.getuser(), name=name, data=payload)
+    emit_json(out) if as_json else typer.echo("already recorded" if out.get("noop") else f"recorded signal {name} for {out['pause_id']}")
+
+
+@handle_errors
+def wait_cmd(
+    run_dir: Path = typer.Argument(...),
+    timeout: Optional[float] = typer.Option(None, "--timeout", help="give up after S seconds (exit 124)"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Block until the run is paused or terminal; exit with that state's code."""
+    run = RunDir.open(run_dir)
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        st = effective_state(run)
+        if st.get("state") in STOPPED:
+            if as_json:
+                emit_json({k: st.get(k) for k in ("state", "paused_reason", "transaction_outcome", "message")})
+            else:
+                typer.echo(st["state"] + (f"({st['paused_reason']})" if st.get("paused_reason") else ""))
+            raise typer.Exit(EXIT_CODES[st["state"]])
+        if deadline is not None and time.monotonic() > deadline:
+            typer.echo(f"timed out after {timeout}s; run is {st.get('state')}", err=True)
+            raise typer.Exit(124)
+        time.sleep(0.2)  # polling a file another process writes; bounded by --timeout
+
+
+@handle_errors
+def worker_cmd(
+    root: Path = typer.Argument(Path("runs"), help="runs root"),
+    once: bool = typer.Option(False, "--once", help="one scan, then exit (for cron/CI)"),
+    poll: float = typer.Option(0.5, "--poll", help="seconds between scans"),
+) -> None:
+    """Resume runs whose wait is satisfied (timer due, answer/signal delivered, approval recorded)."""
+    if not root.is_dir():
+        raise UsageError(f"{root}: runs root not found")
+    w = Worker(root, reporter=write_reports, log=lambda line: typer.echo(line))
+    if once:
+        w.run_once()
+    else:
+        w.serve(poll)

@@ -9,8 +9,11 @@ from openadapt_flow.errors import UsageError
 from openadapt_flow.runtime.config import BackendConfig
 
 
-def select_backend(cfg: BackendConfig, *, backend: str | None = None, url: str | None = None, rdp_host: str | None = None) -> BackendSpec:
-    """The backend spec a run uses. UsageError (exit 2) when nothing or something contradictory is given."""
+_RDP_ONLY = ("username", "domain", "ignore_certificate", "cert_fingerprint", "width", "height")
+
+
+def select_backend(cfg: BackendConfig, *, backend: str | None = None, url: str | None = None, rdp_host: str | None = None) -> BackendSpec | None:
+    """The backend spec a run uses (None when nothing names one). UsageError (exit 2) when contradictory."""
     if url and rdp_host:
         raise UsageError("give either --url or --rdp-host, not both")
     fields: dict[str, Any] = {}
@@ -20,9 +23,9 @@ def select_backend(cfg: BackendConfig, *, backend: str | None = None, url: str |
         if fields and fields["kind"] != cfg.kind:
             raise UsageError(f"config backend: kind {cfg.kind!r} contradicts url {cfg.url!r}")
         fields["kind"] = cfg.kind
-    for name in ("host", "port", "password_env", "display", "monitor", "connect_timeout_s"):
+    for name in ("host", "port", "password_env", "display", "monitor", "connect_timeout_s", *_RDP_ONLY):
         val = getattr(cfg, name)
-        if val is not None:
+        if val is not None and val is not False:
             fields[name] = val
     # flags override the config
     if url:
@@ -46,10 +49,13 @@ def select_backend(cfg: BackendConfig, *, backend: str | None = None, url: str |
             fields = {k: v for k, v in fields.items() if k in ("connect_timeout_s", "display", "monitor")}
         fields["kind"] = backend
     if "kind" not in fields:
-        raise UsageError("no backend: give --url vnc://host[:port], --backend screen, --rdp-host HOST, or a config backend: section")
+        return None
     if fields["kind"] != "screen":
         fields.pop("display", None)
         fields.pop("monitor", None)
+    if fields["kind"] != "rdp":
+        for name in _RDP_ONLY:
+            fields.pop(name, None)
     return BackendSpec(**fields)
 
 

@@ -27,6 +27,9 @@ class BackendConfig(_Strict):
     display: str | None = None
     monitor: int | None = Field(default=None, ge=0)
     ignore_certificate: bool = False
+    cert_fingerprint: str | None = None  # rdp: pinned SHA-256 of the server certificate
+    width: int | None = Field(default=None, ge=64, le=8192)  # rdp: session size (default 1024x768)
+    height: int | None = Field(default=None, ge=64, le=8192)
     connect_timeout_s: float = Field(default=10.0, gt=0, le=600)
 
 
@@ -64,6 +67,7 @@ class PolicyConfig(_Strict):
 
 class ApprovalsConfig(_Strict):
     operators: list[str] | None = None
+    auto_resume: bool = True  # may `flow worker` resume a run once its approval is recorded?
     quorum: int = Field(default=1, ge=1)
     levels: list[str] | None = None
 

@@ -46,6 +46,10 @@ class RunContext:
     lease: Lease | None = None
     verified: list[dict[str, Any]] = field(default_factory=list)  # step_verified/step_skipped records so far
     approved_before: str | None = None  # an `approval: before` step the operator approved for this resume
+    results: dict[str, Any] = field(default_factory=dict)  # step id -> checkpointed result ({steps.ID.…})
+    inbox: dict[str, dict[str, Any]] = field(default_factory=dict)  # step id -> answer/signal delivered for it
+    asked: set[str] = field(default_factory=set)  # ask_user steps whose question was already asked
+    timers: dict[str, float] = field(default_factory=dict)  # sleep/wait_until step id -> due epoch
 
     @property
     def lease_generation(self) -> int:

@@ -72,6 +72,78 @@ def check_approval(run: RunDir, pending: dict[str, Any], key: bytes, *, now: flo
     return approval
 
 
+def deliver(run_path: Path, kind: str, operator: str, *, value: str | None = None, name: str | None = None,
+            data: Any = None, os_user: str | None = None) -> dict[str, Any]:
+    """`flow answer` / `flow signal`: a signed delivery bound to the pause that waits for it."""
+    run = RunDir.open(run_path)
+    state = run.state() if run.state_path.exists() else {}
+    want = {"answer": "awaiting_user", "signal": "awaiting_signal"}[kind]
+    if state.get("state") != "PAUSED" or state.get("paused_reason") != want:
+        raise RefusedError(f"{run.path}: run is {state.get('state')}({state.get('paused_reason')}), not {want}")
+    key = load_decision_key(create=False)
+    pending = verified_pending(run, key)
+    step = _snapshot_step(run, pending["step"])
+    payload: dict[str, Any]
+    if kind == "answer":
+        assert value is not None
+        payload = {"value": _check_answer(step, value)}
+    else:
+        if name != step.signal:
+            raise RefusedError(f"{run.path}: step {step.id!r} waits for signal {step.signal!r}, not {name!r}")
+        payload = {"name": name, "data": data}
+    return _record(run, pending, key, kind, operator, os_user or getpass.getuser(), payload=payload)
+
+
+def _snapshot_step(run: RunDir, step_id: str) -> Any:
+    from openadapt_flow.bundle.loader import load_bundle  # the run's own snapshot, not the bundle on disk
+
+    model = load_bundle(run.bundle_dir).model
+    return next(s for s in model.steps if s.id == step_id)
+
+
+def _check_answer(step: Any, value: str) -> Any:
+    if step.choices:
+        if value not in step.choices:
+            raise UsageError(f"answer {value!r} is not one of {', '.join(step.choices)}")
+        return value
+    kind = step.type or "string"
+    try:
+        if kind == "number":
+            return float(value)
+        if kind == "integer":
+            return int(value)
+        if kind == "boolean":
+            if value.lower() not in ("true", "false", "yes", "no"):
+                raise ValueError
+            return value.lower() in ("true", "yes")
+    except ValueError:
+        raise UsageError(f"answer {value!r} is not a valid {kind}") from None
+    return value
+
+
+def _record(run: RunDir, pending: dict[str, Any], key: bytes, decision: str, operator: str, user: str,
+            *, effect: str | None = None, note: str | None = None, payload: dict[str, Any] | None = None) -> dict[str, Any]:
+    task = pending["task"]
+    if time.time() > _epoch(task["expires_at"]):
+        raise RefusedError(f"{run.path}: decision task {pending['pause_id']} expired at {task['expires_at']}")
+    if decision not in task["allowed_decisions"]:
+        raise RefusedError(f"--decision {decision} is not allowed for this pause (allowed: {', '.join(task['allowed_decisions'])})")
+    existing = read_json_file(run.path / APPROVAL, "approval")
+    replaced = None
+    if existing is not None and existing.get("pause_id") == pending["pause_id"]:
+        if existing.get("decision") == decision and existing.get("effect") == effect and existing.get("payload") == payload:
+            return {"recorded": False, "noop": True, "decision": decision, "pause_id": pending["pause_id"]}
+        # an unused decision (e.g. one resume refused because the re-read stayed unknown) may be replaced
+        replaced = existing.get("decision")
+    body = {
+        "run_id": task["run_id"], "pause_id": pending["pause_id"], "task_digest": digest(task),
+        "checkpoint_digest": task["checkpoint_digest"], "step": pending["step"], "decision": decision, "effect": effect,
+        "payload": payload, "operator": operator, "os_user": user, "note": note, "decided_at": now_iso(),
+    }
+    write_json_atomic(run.path / APPROVAL, {"schema": "openadapt-flow/approval@1", **body, "signature": sign(key, body)})
+    return {"recorded": True, "decision": decision, "pause_id": pending["pause_id"], "operator": operator, "os_user": user, "replaced": replaced}
+
+
 def _last_consumed(run: RunDir) -> dict[str, Any] | None:
     d = run.path / DECISIONS
     files = sorted(d.glob("*.json"), key=lambda p: p.stat().st_mtime) if d.is_dir() else []
@@ -97,38 +169,22 @@ def approve(
     manifest = run.manifest()
     state = run.state() if run.state_path.exists() else {}
     user = os_user or getpass.getuser()
-    if state.get("state") != "PAUSED" or state.get("paused_reason") != "awaiting_approval":
+    if state.get("state") != "PAUSED":
         last = _last_consumed(run)
         if last and last.get("decision") == decision and last.get("os_user") == user:
             return {"recorded": False, "noop": True, "decision": decision, "state": state.get("state")}
         raise RefusedError(f"{run.path}: run is {state.get('state')}{'(' + str(state.get('paused_reason')) + ')' if state.get('paused_reason') else ''}, not awaiting approval")
     key = load_decision_key(create=False)
     pending = verified_pending(run, key)
-    task = pending["task"]
-    if time.time() > _epoch(task["expires_at"]):
-        raise RefusedError(f"{run.path}: decision task {pending['pause_id']} expired at {task['expires_at']}")
-    if decision not in task["allowed_decisions"]:
-        raise RefusedError(f"--decision {decision} is not allowed for this pause (allowed: {', '.join(task['allowed_decisions'])})")
     config = DeployConfig.model_validate(manifest["config"])
     operators = config.approvals.operators
     if operators is not None and user not in operators:
         raise RefusedError(f"OS user {user!r} is not among approvals.operators; refusing")
-    existing = read_json_file(run.path / APPROVAL, "approval")
-    replaced = None
-    if existing is not None and existing.get("pause_id") == pending["pause_id"]:
-        if existing.get("decision") == decision and existing.get("effect") == effect:
-            return {"recorded": False, "noop": True, "decision": decision, "pause_id": pending["pause_id"]}
-        # an unused decision (e.g. one resume refused because the re-read stayed unknown) may be replaced
-        replaced = existing.get("decision")
-    body = {
-        "run_id": manifest["run_id"], "pause_id": pending["pause_id"], "task_digest": digest(task),
-        "checkpoint_digest": task["checkpoint_digest"], "step": pending["step"], "decision": decision, "effect": effect,
-        "operator": operator, "os_user": user, "note": note, "decided_at": now_iso(),
-    }
-    write_json_atomic(run.path / APPROVAL, {"schema": "openadapt-flow/approval@1", **body, "signature": sign(key, body)})
-    if decision == "reject":
+    out = _record(run, pending, key, decision, operator, user, effect=effect, note=note)
+    if decision == "reject" and out["recorded"]:
+        body = read_json_file(run.path / APPROVAL, "approval") or {}
         _block(run, manifest, pending, body, reporter)
-    return {"recorded": True, "decision": decision, "pause_id": pending["pause_id"], "operator": operator, "os_user": user, "replaced": replaced}
+    return out
 
 
 def _block(run: RunDir, manifest: dict[str, Any], pending: dict[str, Any], decision: dict[str, Any], reporter: Callable[[RunDir], Any] | None) -> None:

@@ -15,7 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from openadapt_flow import __version__
-from openadapt_flow.backends.base import Backend
+import numpy as np
+
+from openadapt_flow.backends.base import Backend, Capabilities, Frame
 from openadapt_flow.backends.spec import BackendSpec, open_backend
 from openadapt_flow.bundle.loader import LoadedBundle, load_bundle
 from openadapt_flow.bundle.params import BoundParams, Interpolator, bind_params
@@ -28,7 +30,8 @@ from openadapt_flow.runtime.halt import Halt, Pause, StopRequested
 from openadapt_flow.runtime.outcome import classify
 from openadapt_flow.runtime.pause import open_pause
 from openadapt_flow.runtime.states import EXIT_CODES
-from openadapt_flow.runtime.step import run_gui_step
+from openadapt_flow.runtime.durable_steps import run_durable_step
+from openadapt_flow.runtime.step import StepRecord, run_gui_step
 from openadapt_flow.store.checkpoint import checkpoint_from_records, write_checkpoint
 from openadapt_flow.store.journal import Journal, load_journal
 from openadapt_flow.store.keys import load_decision_key, load_key
@@ -50,11 +53,39 @@ class RunOutcome:
     category: str | None = None
 
 
+NO_BACKEND = "no backend: give --url vnc://host[:port], --backend screen, --rdp-host HOST, or a config backend: section"
+
+
+class NoDesktop:
+    """The backend of a run whose steps are all durable kinds (tools, questions, timers): no screen at all."""
+
+    name = "none"
+    capabilities = Capabilities()
+
+    def capture(self) -> Frame:
+        return Frame(np.zeros((1, 1, 3), np.uint8))
+
+    def wait_for_update(self, timeout: float) -> bool:
+        return False
+
+    def _no(self, *args: Any, **kw: Any) -> None:
+        raise UsageError("this run has no desktop backend")
+
+    click = type_text = press = scroll = drag = _no
+
+    def close(self) -> None:
+        pass
+
+
+def open_or_none(spec: BackendSpec | None, factory: Callable[[BackendSpec], Backend]) -> Backend:
+    return NoDesktop() if spec is None else factory(spec)  # type: ignore[return-value]
+
+
 @dataclass
 class ReplayRequest:
     bundle: Path
     params: Mapping[str, Any]
-    backend: BackendSpec
+    backend: BackendSpec | None
     config: DeployConfig
     run_dir: Path | None = None
     durable: bool = False
@@ -105,7 +136,7 @@ def _manifest(run_id: str, req: ReplayRequest, loaded: LoadedBundle, params: Bou
         "host": socket.gethostname(),
         "bundle": {"path": str(loaded.root.resolve()), "name": loaded.model.name, "digest": loaded.digest, "files": list(loaded.files)},
         "params": params.public(),
-        "backend": req.backend.to_json(),
+        "backend": req.backend.to_json() if req.backend else None,
         "step_ids": [s.id for s in loaded.model.steps],
         "durable": durable,
         "allow_model": req.allow_model,
@@ -121,9 +152,11 @@ def prepare(req: ReplayRequest) -> tuple[LoadedBundle, BoundParams, bool]:
     params = bind_params(loaded.model, req.params, from_flag=req.param_flags)
     if req.run_dir is not None:
         check_new_run_dir(req.run_dir)
-    kinds = sorted({s.action for s in loaded.model.steps if s.is_durable_kind})
+    if req.backend is None and any(not s.is_durable_kind for s in loaded.model.steps):
+        raise UsageError(NO_BACKEND)
+    kinds = sorted({s.action for s in loaded.model.steps if s.action == "flow"})
     if kinds:
-        raise UsageError(f"durable step kinds ({', '.join(kinds)}) are not available in this version")
+        raise UsageError("the `flow` (child bundle) step kind is not available in this version")
     durable = req.durable or req.config.runtime.durable or loaded.model.needs_durable
     return loaded, params, durable
 
@@ -137,11 +170,12 @@ def make_context(
     screen = loaded.model.screen
     first = backend.capture()
     scale = (first.width / screen.width, first.height / screen.height)
+    results: dict[str, Any] = {}
     return RunContext(
-        run_id=run_id, bundle=loaded, params=params, interp=Interpolator(params, run_id), backend=backend,
+        run_id=run_id, bundle=loaded, params=params, interp=Interpolator(params, run_id, results), backend=backend,
         ladder=ladder, checks=ScreenChecks(ocr, ladder.templates, scale), journal=journal, run=run,
         frames=FrameWriter(run.frames_dir), config=config, progress=progress or Progress(), reporter=reporter,
-        durable=durable,
+        durable=durable, results=results,
     )
 
 
@@ -159,7 +193,7 @@ def replay(
     key = load_key(create=True)
     if durable:
         load_decision_key(create=True)  # the first run that may pause creates it; approve/resume never do
-    backend = backend_factory(req.backend)  # connect errors surface here, before any run dir exists
+    backend = open_or_none(req.backend, backend_factory)  # connect errors surface here, before any run dir exists
     lease = None
     try:
         run = RunDir(new_run_dir(Path(req.config.runtime.runs_root), req.run_dir))
@@ -194,7 +228,10 @@ def execute(ctx: RunContext, start: int) -> RunOutcome:
             if step.approval == "before" and ctx.approved_before != step.id:
                 raise Pause("awaiting_approval", step.id, f"step {step.id!r} needs an operator's approval before it acts")
             ctx.progress.step_started(i, len(steps), step.id, step.intent)
-            rec = run_gui_step(ctx, i, step)
+            if step.is_durable_kind:
+                rec = StepRecord(step.id, verified=run_durable_step(ctx, i, step))
+            else:
+                rec = run_gui_step(ctx, i, step)
             if ctx.durable and rec.verified is not None:
                 ctx.verified.append(rec.verified)
                 cp = checkpoint_from_records(ctx.verified)

@@ -18,7 +18,13 @@ def iso(epoch: float) -> str:
     return datetime.fromtimestamp(epoch, timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-def allowed_decisions(ctx: RunContext, step_id: str, outcome: str | None, evidence: list[dict[str, Any]]) -> list[str]:
+WAIT_DECISIONS = {"awaiting_user": ["answer", "reject"], "awaiting_signal": ["signal", "reject"],
+                  "awaiting_timer": ["reject"], "awaiting_child": ["reject"]}
+
+
+def allowed_decisions(ctx: RunContext, reason: str, step_id: str, outcome: str | None, evidence: list[dict[str, Any]]) -> list[str]:
+    if reason in WAIT_DECISIONS:
+        return list(WAIT_DECISIONS[reason])
     allowed = ["continue", "reject"]
     uncertain = {e["step"] for e in evidence if not e.get("positively_absent")}
     step = next((s for s in ctx.bundle.model.steps if s.id == step_id), None)
@@ -29,7 +35,7 @@ def allowed_decisions(ctx: RunContext, step_id: str, outcome: str | None, eviden
     return allowed
 
 
-def decision_task(ctx: RunContext, pause_id: str, step_id: str, category: str, allowed: list[str], cp: dict[str, Any] | None, expires: float) -> dict[str, Any]:
+def decision_task(ctx: RunContext, pause_id: str, step_id: str, category: str, allowed: list[str], cp: dict[str, Any] | None, expires: float, due: float | None = None) -> dict[str, Any]:
     """The bounded question an operator answers: ids, digests and the question only (no frames, OCR text or values)."""
     key = load_decision_key(create=False)
     task = {
@@ -44,6 +50,7 @@ def decision_task(ctx: RunContext, pause_id: str, step_id: str, category: str, a
         "idempotency_scope": f"{ctx.run_id}/{pause_id}",
         "key_id": key_id(key),
         "question": f"Step {step_id!r} stopped ({category}). Which of {', '.join(allowed)}?",
+        "due_epoch": due,
     }
     task["signature"] = sign(key, task)
     return task
@@ -55,8 +62,11 @@ def open_pause(
 ) -> dict[str, Any]:
     """Write pending_escalation.json (atomically) and journal it; the caller then writes state PAUSED."""
     pause_id = "pause-" + uuid.uuid4().hex[:10]
+    due = ctx.timers.get(step_id) if reason == "awaiting_timer" else None
     expires = time.time() + ctx.config.runtime.pause_ttl_s
-    allowed = allowed_decisions(ctx, step_id, outcome, evidence)
+    if due is not None:
+        expires = max(expires, due + ctx.config.runtime.pause_ttl_s)
+    allowed = allowed_decisions(ctx, reason, step_id, outcome, evidence)
     body = {
         "pause_id": pause_id,
         "run_id": ctx.run_id,
@@ -69,7 +79,8 @@ def open_pause(
         "allowed_decisions": allowed,
         "created_at": iso(time.time()),
         "expires_at": iso(expires),
-        "task": decision_task(ctx, pause_id, step_id, category, allowed, cp, expires),
+        "due_epoch": due,
+        "task": decision_task(ctx, pause_id, step_id, category, allowed, cp, expires, due),
     }
     write_pending(ctx.run.path, body)
     ctx.journal.append("escalation_opened", step_id, {"pause_id": pause_id, "reason": reason, "category": category, "allowed": allowed})

@@ -5,6 +5,8 @@ Never re-performs a checkpointed step; never blind-retries an uncertain one.
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -17,14 +19,14 @@ from openadapt_flow.errors import FlowError, RefusedError
 from openadapt_flow.runtime.config import DeployConfig
 from openadapt_flow.runtime.context import Progress, RunContext
 from openadapt_flow.runtime.decisions import check_approval, verified_pending
-from openadapt_flow.runtime.engine import Reporter, RunOutcome, execute, finish, make_context, stop_on_signals
+from openadapt_flow.runtime.engine import Reporter, RunOutcome, execute, finish, make_context, open_or_none, stop_on_signals
 from openadapt_flow.runtime.halt import Halt
 from openadapt_flow.runtime.lifecycle import LIVE_STATES, finalize_interrupted
 from openadapt_flow.runtime.recheck import CONFIRMED_DONE, POSITIVELY_ABSENT, RETRYABLE, check_facts, find_uncertain, recheck
 from openadapt_flow.runtime.states import EXIT_CODES
 from openadapt_flow.runtime.step import screen_facts
 from openadapt_flow.store.checkpoint import checkpoint_from_records, reconcile_checkpoint, write_checkpoint
-from openadapt_flow.store.escalation import PENDING, consume_approval, remove
+from openadapt_flow.store.escalation import APPROVAL, PENDING, consume_approval, remove
 from openadapt_flow.store.journal import Journal
 from openadapt_flow.store.keys import load_decision_key, load_key
 from openadapt_flow.store.lease import Lease
@@ -56,8 +58,10 @@ def _params(loaded: LoadedBundle, manifest: dict[str, Any], given: Mapping[str, 
     return params
 
 
-def _backend_spec(manifest: dict[str, Any], override: BackendSpec | None) -> BackendSpec:
-    return override if override is not None else BackendSpec.from_json(manifest["backend"])
+def _backend_spec(manifest: dict[str, Any], override: BackendSpec | None) -> BackendSpec | None:
+    if override is not None:
+        return override
+    return BackendSpec.from_json(manifest["backend"]) if manifest.get("backend") else None
 
 
 def resume(
@@ -69,7 +73,9 @@ def resume(
     progress: Progress | None = None,
     reporter: Reporter | None = None,
     backend_factory: BackendFactory = open_backend,
+    stop: threading.Event | None = None,
 ) -> RunOutcome:
+    """Continue a paused or interrupted durable run; `stop` (e.g. a worker's) is set by SIGTERM/SIGINT."""
     run = RunDir.open(run_path)
     manifest = run.manifest()
     if not manifest.get("durable"):
@@ -92,14 +98,23 @@ def resume(
         cp, _how = reconcile_checkpoint(run.path, records)
         pending = verified_pending(run, dkey) if (run.path / PENDING).exists() else None
         approval = None
-        if pending is not None or require_approval:
+        waiting = _still_waiting(run, pending) if not require_approval else None
+        if waiting is not None:
+            journal.close()
+            return RunOutcome("PAUSED", EXIT_CODES["PAUSED"], run.path, waiting, pending["category"] if pending else None)
+        if pending is not None and (run.path / APPROVAL).exists() or require_approval or (pending and pending["paused_reason"] == "awaiting_approval"):
             if pending is None:
                 raise RefusedError(f"{run.path}: --require-approval, but nothing is pending for an operator to approve")
             approval = check_approval(run, pending, dkey)
-        live = backend_factory(_backend_spec(manifest, backend))
+        live = open_or_none(_backend_spec(manifest, backend), backend_factory)
         ctx = make_context(run, manifest["run_id"], loaded, bound, live, config, journal, bool(manifest.get("allow_model")), True, progress, reporter)
         ctx.lease = lease
+        if stop is not None:
+            ctx.stop = stop
         ctx.verified = [r for r in records if r["type"] in ("step_verified", "step_skipped")]
+        ctx.results.update((cp or {}).get("results", {}))
+        ctx.asked.update(r["step"] for r in records if r["type"] == "asked")
+        ctx.timers.update({r["step"]: r["data"]["due_epoch"] for r in records if r["type"] == "timer_set"})
         with stop_on_signals(ctx.stop):
             return _continue(ctx, records, cp, pending, approval)
     finally:
@@ -157,10 +172,13 @@ def _continue(ctx: RunContext, records: list[dict[str, Any]], cp: dict[str, Any]
             start = idx + 1
         if decision == "continue" and pending is not None:
             ctx.approved_before = pending["step"]
-        if approval is not None and pending is not None:
-            if decision != "reconcile":
-                journal.append("decision", pending["step"], _decision_data(approval))
-            consume_approval(run.path, pending["pause_id"])
+        if decision in ("answer", "signal") and pending is not None and approval is not None:
+            ctx.inbox[pending["step"]] = approval["payload"]
+        if pending is not None:
+            if approval is not None:
+                if decision != "reconcile":
+                    journal.append("decision", pending["step"], _decision_data(approval))
+                consume_approval(run.path, pending["pause_id"])
             remove(run.path / PENDING)
         run.write_state("RUNNING", last_checkpoint_seq=(checkpoint_from_records(ctx.verified) or {}).get("seq"))
     except Halt as h:
@@ -172,9 +190,24 @@ def _continue(ctx: RunContext, records: list[dict[str, Any]], cp: dict[str, Any]
     return execute(ctx, start)
 
 
+def _still_waiting(run: RunDir, pending: dict[str, Any] | None) -> str | None:
+    """Why a wait pause cannot continue yet (no answer/signal delivered, timer not due), or None."""
+    if pending is None:
+        return None
+    reason = pending["paused_reason"]
+    if reason in ("awaiting_user", "awaiting_signal") and not (run.path / APPROVAL).exists():
+        return f"still {reason} at step {pending['step']!r} (flow {'answer' if reason == 'awaiting_user' else 'signal'} {run.path} …)"
+    if reason == "awaiting_timer" and not (run.path / APPROVAL).exists():
+        due = pending.get("due_epoch") or 0
+        if time.time() < due:
+            return f"timer of step {pending['step']!r} is due in {due - time.time():.1f}s"
+    return None
+
+
 def _decision_data(approval: dict[str, Any] | None) -> dict[str, Any]:
     a = approval or {}
-    return {k: a.get(k) for k in ("pause_id", "decision", "effect", "operator", "os_user", "note")}
+    return {k: a.get(k) for k in ("pause_id", "decision", "effect", "operator", "os_user", "note")} | (
+        {"payload_keys": sorted(a["payload"])} if a.get("payload") else {})
 
 
 def _checkpoint_step(ctx: RunContext, index: int, verified_by: str, effect: dict[str, Any] | None) -> None:

@@ -1,3 +1,5 @@
+"""Verdicts (judge), the polling loop (verify_effect), named verifiers, and make_reader's dispatch."""
+
 import sqlite3
 
 import pytest
@@ -32,6 +34,11 @@ def insert(db, vendor="ACME", amount=10.0):
     c.close()
 
 
+def fake_clock(*times):
+    it = iter(times)
+    return lambda: next(it)
+
+
 def test_confirmed_when_the_row_lands(db):
     eff = effect(db)
     read = make_reader(eff, {"vendor": "ACME", "amount": 10.0})
@@ -40,36 +47,56 @@ def test_confirmed_when_the_row_lands(db):
     insert(db)
     v = verify_effect(eff, read, base, dispatched_at=0)
     assert v.verdict == CONFIRMED and v.observed.value == 1
+    assert v.to_json()["observed"] == {"ok": True, "value": 1} and v.to_json()["baseline"] == {"ok": True, "value": 0}
 
 
 def test_absent_only_after_the_timeout(db):
     eff = effect(db)
     read = make_reader(eff, {"vendor": "ACME", "amount": 10.0})
     base = read()
-    clock = iter([0.0, 0.1, 0.2, 0.6, 0.7])
-    v = verify_effect(eff, read, base, dispatched_at=0.0, clock=lambda: next(clock), wait=lambda s: None)
+    # two clock reads per poll: when the read began, when it ended
+    v = verify_effect(eff, read, base, dispatched_at=0.0, clock=fake_clock(0.0, 0.0, 0.1, 0.1, 0.2, 0.2, 0.6, 0.6), wait=lambda s: None)
     assert v.verdict == ABSENT and v.reads == 4 and v.waited_s >= 0.5
 
 
-def test_params_are_bound_not_formatted(db):
-    insert(db, vendor="x' or '1'='1")
-    read = make_reader(effect(db), {"vendor": "x' or '1'='1", "amount": 10.0})
-    assert read().value == 1
-    assert make_reader(effect(db), {"vendor": "' or 1=1 --", "amount": 10.0})().value == 0
-
-
-def test_conflicting_and_unavailable(db, tmp_path):
+def test_a_read_begun_before_the_timeout_cannot_prove_absence(db):
     eff = effect(db)
-    assert judge(eff, Reading(True, 0), Reading(True, 2)) == CONFLICTING
-    missing = effect(tmp_path / "gone.db")
-    r = make_reader(missing, {"vendor": "a", "amount": 1})()
-    assert not r.ok and judge(missing, Reading(True, 0), r) == UNAVAILABLE
+    waits = []
+    # the first read starts at 0.4 and ends at 0.9: past the timeout, but begun before it, so read again
+    v = verify_effect(eff, lambda: Reading(True, 0), Reading(True, 0), dispatched_at=0.0, clock=fake_clock(0.4, 0.9, 0.9, 1.0), wait=waits.append)
+    assert v.verdict == ABSENT and v.reads == 2 and waits == [0.0]
 
 
-def test_reader_is_read_only(db):
-    eff = Effect.model_validate({"kind": "sql", "dsn": f"sqlite:///{db}", "query": "insert into invoices values ('a', 1) returning 1"})
-    r = make_reader(eff, {})()
-    assert not r.ok and "readonly" in r.error.lower().replace(" ", "")
+def test_unavailable_is_retried_until_the_timeout_then_kept_as_evidence():
+    eff = Effect.model_validate({"kind": "file", "path": "/x", "expect": {"increase_by": 1}, "timeout_s": 0.2})
+    reads = iter([Reading(False, error="boom"), Reading(True, 1)])
+    v = verify_effect(eff, lambda: next(reads), Reading(True, 0), dispatched_at=0.0, clock=fake_clock(0.0, 0.0, 0.1, 0.1), wait=lambda s: None)
+    assert v.verdict == CONFIRMED and v.reads == 2
+    v = verify_effect(eff, lambda: Reading(False, error="HTTP 500"), Reading(True, 0), dispatched_at=0.0, clock=fake_clock(0.3, 0.3), wait=lambda s: None)
+    assert v.verdict == UNAVAILABLE and v.to_json()["observed"] == {"ok": False, "value": None, "error": "HTTP 500"}
+
+
+@pytest.mark.parametrize("expect, baseline, observed, verdict", [
+    ({"increase_by": 1}, Reading(True, 0), Reading(True, 1), CONFIRMED),
+    ({"increase_by": 1}, Reading(True, None), Reading(True, 1), CONFIRMED),   # a missing file/row reads as nothing
+    ({"increase_by": 1}, Reading(True, 3), Reading(True, 3), ABSENT),
+    ({"increase_by": 1}, Reading(True, 0), Reading(True, 2), CONFLICTING),
+    ({"increase_by": 1}, Reading(True, 2), Reading(True, 1), CONFLICTING),   # something was removed
+    ({"increase_by": 1}, Reading(True, 0), Reading(True, "n/a"), CONFLICTING),
+    ({"increase_by": 1}, None, Reading(True, 1), UNAVAILABLE),              # no baseline: a delta proves nothing
+    ({"increase_by": 1}, Reading(False, error="x"), Reading(True, 1), UNAVAILABLE),
+    ({"increase_by": 1}, Reading(True, 0), Reading(False, error="x"), UNAVAILABLE),
+    ({"equals": 1}, None, Reading(True, 1), CONFIRMED),
+    ({"equals": "paid"}, None, Reading(True, "paid"), CONFIRMED),
+    ({"equals": 10}, None, Reading(True, "10"), CONFIRMED),
+    ({"equals": "paid"}, None, Reading(True, "open"), ABSENT),
+    ({"equals": "sha256:ab"}, None, Reading(True, None), ABSENT),
+    ({}, None, Reading(True, "x"), CONFIRMED),
+    ({}, None, Reading(True, 0), ABSENT),
+])
+def test_judge(expect, baseline, observed, verdict):
+    eff = Effect.model_validate({"kind": "file", "path": "/x", "expect": expect})
+    assert judge(eff, baseline, observed) == verdict
 
 
 def test_named_verifier_from_config_and_env_dsn(db):
@@ -81,3 +108,15 @@ def test_named_verifier_from_config_and_env_dsn(db):
     assert make_reader(eff, {}, env={"LEDGER_DSN": f"sqlite:///{db}"})().value == 0
     with pytest.raises(ConfigError, match="does not define"):
         resolve_effect(Effect.model_validate({"use": "nope"}), named)
+
+
+@pytest.mark.parametrize("fields, message", [
+    ({"kind": "sql", "dsn": "sqlite:///x.db"}, "needs query"),
+    ({"kind": "sql", "query": "select 1"}, "needs dsn or dsn_env"),
+    ({"kind": "sql", "dsn": "mysql://h/db", "query": "select 1"}, "not supported"),
+    ({"kind": "http"}, "needs url"),
+    ({"kind": "file"}, "needs path"),
+])
+def test_misconfiguration_is_a_config_error_before_any_read(fields, message):
+    with pytest.raises(ConfigError, match=message):
+        make_reader(Effect.model_validate(fields), {}, env={})

@@ -1,0 +1,186 @@
+"""`flow fixture record|serve|check`: record a VNC fixture from a live server, serve one over RFB, check one."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import shutil
+import signal
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from openadapt_flow import __version__
+from openadapt_flow.backends.spec import parse_url
+from openadapt_flow.cli.common import emit_json, handle_errors
+from openadapt_flow.errors import UsageError
+from openadapt_flow.fixture.compile import compile_recording
+from openadapt_flow.fixture.model import FONTS_DIR, load_fixture
+from openadapt_flow.fixture.player import Player
+from openadapt_flow.fixture.recorder import LiveScreen, Recorder, Watch
+from openadapt_flow.fixture.server import PlayerScreen, RfbServer
+from openadapt_flow.fixture.sor import JsonlWatch, SqliteWatch
+from openadapt_flow.fixture.upstream import Upstream
+
+fixture_app = typer.Typer(name="fixture", help="Recorded VNC fixtures: record one from a live VNC server, serve one over RFB.",
+                          no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
+
+
+def _log(message: str) -> None:
+    print(f"fixture: {message}", file=sys.stderr, flush=True)
+
+
+def _password(env: str | None) -> str | None:
+    if env is None:
+        return None
+    value = os.environ.get(env)
+    if value is None:
+        raise UsageError(f"environment variable {env} (--password-env) is not set")
+    if not value or not value.isascii():
+        raise UsageError(f"the VNC password in {env} must be non-empty ASCII (VNC authentication takes bytes)")
+    return value
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@contextmanager
+def _until_signalled() -> Iterator[threading.Event]:
+    """An event set by SIGTERM or SIGINT while the block runs; the old handlers come back after."""
+    stop = threading.Event()
+    old = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield stop
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+
+
+def _listen(screen: PlayerScreen | LiveScreen, host: str, port: int, password: str | None) -> RfbServer:
+    try:
+        return RfbServer(screen, host, port, password, on_log=_log)
+    except OSError as e:
+        raise UsageError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
+
+
+@fixture_app.command("serve")
+@handle_errors
+def serve_cmd(
+    fixture: Path = typer.Argument(..., help="fixture folder (containing fixture.yaml)"),
+    port: int = typer.Option(5900, "--port", help="RFB port to listen on (0 picks a free one)", min=0, max=65535),
+    host: Optional[str] = typer.Option(None, "--host", help="address to listen on (default 127.0.0.1 only)"),
+    password_env: Optional[str] = typer.Option(None, "--password-env", help="env var holding a VNC password to require"),
+    db: Optional[Path] = typer.Option(None, "--db", help="system of record the fixture's effects write to (SQLite or JSON lines)"),
+    keep_state: bool = typer.Option(False, "--keep-state", help="do not go back to the initial state when the last client leaves"),
+) -> None:
+    """Serve a fixture over RFB 3.8 until SIGTERM/Ctrl+C; any VNC client can drive it."""
+    loaded = load_fixture(fixture)
+    password = _password(password_env)
+    bind = host or "127.0.0.1"
+    if not is_loopback(bind) and password is None:
+        _log(f"warning: serving on non-loopback {bind} with no password; anyone who can reach it can drive it")
+    if loaded.model.system_of_record is not None and db is None:
+        _log("warning: no --db given: the fixture's system-of-record effects will be logged, not written")
+    player = Player(loaded, db, on_log=_log)
+    server = _listen(PlayerScreen(player, f"fixture {loaded.model.name}", reset_when_idle=not keep_state),
+                     bind, port, password)
+    with _until_signalled() as stop:
+        server.start()
+        shown = f"[{bind}]" if ":" in bind else bind
+        typer.echo(f"serving fixture {loaded.model.name} on vnc://{shown}:{server.port} (Ctrl+C or SIGTERM stops)")
+        sys.stdout.flush()
+        while not stop.wait(0.5):
+            pass
+        server.stop()
+    typer.echo(f"stopped after {server.connections} connection(s); {len(player.unmatched)} unmatched input(s)")
+
+
+@fixture_app.command("record")
+@handle_errors
+def record_cmd(
+    url: str = typer.Option(..., "--url", help="the live VNC server: vnc://host[:port]"),
+    out: Path = typer.Option(..., "--out", help="new fixture folder to write"),
+    port: int = typer.Option(0, "--port", help="port your VNC viewer connects to (0 picks a free one)", min=0, max=65535),
+    host: Optional[str] = typer.Option(None, "--host", help="address the viewer connects to (default 127.0.0.1)"),
+    password_env: Optional[str] = typer.Option(None, "--password-env", help="env var holding the live server's VNC password"),
+    watch_sqlite: Optional[Path] = typer.Option(None, "--watch-sqlite", help="the app's SQLite file: rows it adds become effects"),
+    watch_jsonl: Optional[Path] = typer.Option(None, "--watch-jsonl", help="the app's JSON-lines file: lines it adds become effects"),
+    settle_ms: int = typer.Option(300, "--settle-ms", help="quiet time that counts as a settled screen", min=20, max=10000),
+    name: Optional[str] = typer.Option(None, "--name", help="fixture name (default: the folder name)"),
+    font: Optional[Path] = typer.Option(None, "--font", help="TrueType font the app draws field text in (default DejaVu Sans)"),
+) -> None:
+    """Record a fixture through a proxy: point a VNC viewer (or a script) at it, drive the app, then Ctrl+C."""
+    spec = parse_url(url)
+    if spec.kind != "vnc":
+        raise UsageError(f"fixture record needs a vnc:// URL, got {url!r}")
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise UsageError(f"{out} exists and is not an empty folder; choose a new --out")
+    if watch_sqlite is not None and watch_jsonl is not None:
+        raise UsageError("watch one system of record: --watch-sqlite or --watch-jsonl")
+    font_path = font or FONTS_DIR / "DejaVuSans.ttf"
+    if not font_path.is_file():
+        raise UsageError(f"--font {font_path}: file not found")
+    watch: Watch | None = SqliteWatch(watch_sqlite) if watch_sqlite else JsonlWatch(watch_jsonl) if watch_jsonl else None
+    upstream = Upstream(str(spec.host), int(spec.effective_port or 5900), _password(password_env), spec.connect_timeout_s)
+    try:
+        recorder = Recorder(upstream, settle_ms / 1000, watch, on_log=_log)
+        bind = host or "127.0.0.1"
+        server = _listen(LiveScreen(upstream, recorder), bind, port, None)
+        with _until_signalled() as stop:
+            server.start()
+            typer.echo(f"recording {upstream.url}: connect your VNC viewer to {bind}:{server.port} "
+                       "(Ctrl+C or SIGTERM finishes)")
+            sys.stdout.flush()
+            while not stop.wait(0.5) and upstream.error is None:
+                pass
+            server.stop()
+        if upstream.error:
+            _log(f"{upstream.error}; writing what was recorded")
+        rec = recorder.finish()
+    finally:
+        upstream.close()
+    font_name = font_path.name
+    if font is not None:
+        (out / "fonts").mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(font, out / "fonts" / font_name)
+    compiled = compile_recording(rec, out, name or out.resolve().name, font_path, font_name,
+                                 tool=f"openadapt-flow {__version__}")
+    for w in compiled.warnings:
+        _log(f"warning: {w}")
+    m = compiled.fixture.model
+    nfields = sum(len(s.fields) for s in m.states.values())
+    typer.echo(f"wrote {out}: {len(m.states)} states, {len(m.transitions)} transitions, {nfields} live fields "
+               f"from {len(rec.batches)} inputs")
+
+
+@fixture_app.command("check")
+@handle_errors
+def check_cmd(
+    fixture: Path = typer.Argument(..., help="fixture folder (containing fixture.yaml)"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Validate a fixture folder and summarise it."""
+    m = load_fixture(fixture).model
+    summary = {
+        "name": m.name, "screen": [m.screen.width, m.screen.height], "initial": m.initial,
+        "states": {k: [f.name for f in s.fields] for k, s in m.states.items()},
+        "transitions": [f"{t.from_} --{t.on.event}{' ' + t.on.key if t.on.key else ''}--> {t.to}"
+                        + (" (writes)" if t.effect else "") for t in m.transitions],
+    }
+    if as_json:
+        emit_json(summary)
+        return
+    typer.echo(f"{m.name}: {m.screen.width}x{m.screen.height}, {len(m.states)} states, initial {m.initial}")
+    for line in summary["transitions"]:
+        typer.echo(f"  {line}")

@@ -1,0 +1,103 @@
+"""`flow worker [ROOT]`: resume runs whose wait is satisfied — a timer due, an answer or signal delivered,
+an approval recorded (when the config allows auto-resume). Each run is resumed under its own lease, so
+several workers on one root never run the same run twice."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from openadapt_flow.errors import FlowError
+from openadapt_flow.runtime.config import DeployConfig
+from openadapt_flow.runtime.engine import Reporter, stop_on_signals
+from openadapt_flow.runtime.resume import resume
+from openadapt_flow.store.escalation import APPROVAL, PENDING
+from openadapt_flow.store.rundir import MANIFEST, STATE
+
+
+@dataclass
+class _Seen:
+    stamp: tuple[float, float, float]
+    ready_at: float | None  # epoch when the run becomes resumable; None = not by a worker
+
+
+def _mtime(p: Path) -> float:
+    try:
+        return p.stat().st_mtime
+    except FileNotFoundError:
+        return 0.0
+
+
+def _ready_at(run: Path) -> float | None:
+    """When (epoch) this run's wait is satisfied, read from its small state/pending files; None if never by a worker."""
+    try:
+        state = json.loads((run / STATE).read_text())
+    except (OSError, ValueError):
+        return None
+    if state.get("state") != "PAUSED":
+        return None
+    try:
+        pending = json.loads((run / PENDING).read_text())
+    except (OSError, ValueError):
+        return None
+    reason = pending.get("paused_reason")
+    if reason == "awaiting_timer":
+        return float(pending.get("due_epoch") or 0)
+    if not (run / APPROVAL).exists():
+        return None
+    if reason == "awaiting_approval":
+        try:
+            cfg = DeployConfig.model_validate(json.loads((run / MANIFEST).read_text())["config"])
+        except (OSError, ValueError, KeyError):
+            return None
+        return 0.0 if cfg.approvals.auto_resume else None
+    return 0.0  # an answer or signal was delivered
+
+
+class Worker:
+    """Scans a runs root cheaply: a run's files are re-read only when their mtimes change."""
+
+    def __init__(self, root: Path, reporter: Reporter | None = None, log: Callable[[str], None] = print) -> None:
+        self.root = root
+        self.reporter = reporter
+        self.log = log
+        self.stop = threading.Event()
+        self._seen: dict[Path, _Seen] = {}
+
+    def due_runs(self) -> list[Path]:
+        now = time.time()
+        due = []
+        for run in sorted(p for p in self.root.iterdir() if p.is_dir()) if self.root.is_dir() else []:
+            stamp = (_mtime(run / STATE), _mtime(run / PENDING), _mtime(run / APPROVAL))
+            seen = self._seen.get(run)
+            if seen is None or seen.stamp != stamp:
+                seen = self._seen[run] = _Seen(stamp, _ready_at(run) if stamp[0] else None)
+            if seen.ready_at is not None and seen.ready_at <= now:
+                due.append(run)
+        return due
+
+    def run_once(self) -> list[dict[str, Any]]:
+        done = []
+        for run in self.due_runs():
+            if self.stop.is_set():
+                break
+            try:
+                out = resume(run, reporter=self.reporter, stop=self.stop)
+                row = {"run_dir": str(run), "state": out.state, "message": out.message}
+            except FlowError as e:  # another worker owns it, or it was refused: report and go on
+                row = {"run_dir": str(run), "state": "SKIPPED", "message": str(e)}
+            self._seen.pop(run, None)
+            self.log(f"{row['run_dir']}\t{row['state']}\t{row['message'] or ''}")
+            done.append(row)
+        return done
+
+    def serve(self, poll_s: float = 0.5) -> None:
+        with stop_on_signals(self.stop):
+            while not self.stop.is_set():
+                self.run_once()
+                self.stop.wait(poll_s)

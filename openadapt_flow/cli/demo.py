@@ -1,12 +1,22 @@
-"""`flow demo`: the whole loop on the bundled demo app — start it on a private Xvnc, replay, report."""
+"""`flow demo`: the whole loop on the bundled demo — replay, verify in the system of record, report.
+
+By default the target is the bundled recorded fixture of the demo app, served
+over real RFB on a free loopback port from a thread of this process, so it
+needs no X server and no Xvnc. `--live` runs the real Tk app on a private Xvnc
+instead. Either way the app's SQLite lives in a temporary folder and the only
+thing left in the working directory is the run directory.
+"""
 
 from __future__ import annotations
 
 import os
 import shutil
 import sqlite3
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 
@@ -14,43 +24,97 @@ from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.cli.common import emit_json, handle_errors
 from openadapt_flow.cli.progress import ConsoleProgress
 from openadapt_flow.errors import UsageError
+from openadapt_flow.fixture.model import load_fixture
+from openadapt_flow.fixture.player import Player
+from openadapt_flow.fixture.server import PlayerScreen, RfbServer
 from openadapt_flow.report.render import write_reports
 from openadapt_flow.runtime.config import DeployConfig
 from openadapt_flow.runtime.engine import ReplayRequest, replay
+from openadapt_flow.vision.ocr import INSTALL_HINT, OcrEngine, OcrUnavailable
 
-DEMO_BUNDLE = Path(__file__).resolve().parents[1] / "demo" / "bundle"
+DEMO = Path(__file__).resolve().parents[1] / "demo"
+DEMO_BUNDLE = DEMO / "bundle"
+DEMO_FIXTURES = DEMO / "fixtures"
+PARAMS = {"vendor": "ACME Corp", "amount": "1250.50"}
+
+
+@contextmanager
+def _served_fixture(variant: str) -> Iterator[tuple[int, Path]]:
+    """The bundled fixture on 127.0.0.1:<free port>, its SQLite in a temporary folder; (port, db)."""
+    fixture = load_fixture(DEMO_FIXTURES / variant)
+    workdir = Path(tempfile.mkdtemp(prefix="flow-demo-"))
+    try:
+        db = workdir / "invoices.db"
+        player = Player(fixture, db)
+        with RfbServer(PlayerScreen(player, f"fixture {fixture.model.name}"), "127.0.0.1", 0) as server:
+            yield server.port, db
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+@contextmanager
+def _live_app(variant: str) -> Iterator[tuple[int, Path]]:
+    """The real demo app on a private loopback Xvnc; (port, db)."""
+    if shutil.which("Xvnc") is None:
+        raise UsageError("flow demo --live needs TigerVNC's Xvnc: run `make setup` "
+                         "(or apt-get install tigervnc-standalone-server); plain `flow demo` needs no X")
+    from openadapt_flow.demo.launch import start_demo  # only --live starts processes
+
+    demo = start_demo(variant=variant)
+    try:
+        yield demo.xvnc.port, demo.db_path
+    finally:
+        demo.stop()
+        shutil.rmtree(demo.workdir, ignore_errors=True)
+
+
+def _rows(db: Path) -> list[Any]:
+    try:
+        conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+        try:
+            return conn.execute("SELECT id, vendor, amount FROM invoices ORDER BY id").fetchall()
+        finally:
+            conn.close()
+    except sqlite3.Error:
+        return []
 
 
 @handle_errors
 def demo_cmd(
     run_dir: Optional[Path] = typer.Option(None, "--run-dir", help="run directory (default runs/replay-…)"),
-    variant: str = typer.Option("normal", "--variant", help="demo app variant: normal | dark | shifted | twin"),
+    variant: str = typer.Option("normal", "--variant", help="normal | dark (fixture or live); shifted | twin (--live only)"),
+    live: bool = typer.Option(False, "--live", help="drive the real app on a private Xvnc instead of the recorded fixture"),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
-    """Run the demo: the invoice app on a private loopback Xvnc, replayed over VNC, verified in its SQLite."""
-    if shutil.which("Xvnc") is None:
-        raise UsageError("flow demo needs TigerVNC's Xvnc: run `make setup` (or apt-get install tigervnc-standalone-server)")
-    from openadapt_flow.demo.launch import start_demo
-
-    demo = start_demo(variant=variant)
+    """Run the demo bundle over real RFB against the bundled recorded fixture (or --live: the real app on Xvnc)."""
+    if not live and not (DEMO_FIXTURES / variant).is_dir():
+        shipped = ", ".join(sorted(p.name for p in DEMO_FIXTURES.iterdir() if p.is_dir()))
+        raise UsageError(f"no recorded fixture for variant {variant!r} (shipped: {shipped}); "
+                         f"use --live for the other variants")
     try:
-        os.environ["DEMO_DB_DSN"] = f"sqlite:///{demo.db_path}"
+        OcrEngine()
+    except OcrUnavailable:
+        # The demo bundle checks text (postconditions, the identity gate before Save, typed-text readback):
+        # without OCR it cannot verify a single step, so it stops here rather than run unverified.
+        raise UsageError(f"flow demo verifies text on screen with Tesseract OCR, which is not installed: "
+                         f"{INSTALL_HINT}") from None
+    target = _live_app(variant) if live else _served_fixture(variant)
+    with target as (port, db):
+        os.environ["DEMO_DB_DSN"] = f"sqlite:///{db}"
         req = ReplayRequest(
             bundle=DEMO_BUNDLE,
-            params={"vendor": "ACME Corp", "amount": "1250.50"},
-            backend=BackendSpec(kind="vnc", host="127.0.0.1", port=demo.xvnc.port),
+            params=dict(PARAMS),
+            backend=BackendSpec(kind="vnc", host="127.0.0.1", port=port),
             config=DeployConfig.default(),
             run_dir=run_dir,
         )
         outcome = replay(req, progress=None if as_json else ConsoleProgress(), reporter=write_reports)
-        conn = sqlite3.connect(demo.db_path)
-        rows = conn.execute("SELECT id, vendor, amount FROM invoices").fetchall()
-        conn.close()
-    finally:
-        demo.stop()
+        rows = _rows(db)
+    source = f"live app ({variant}) on Xvnc" if live else f"recorded fixture ({variant}) over RFB"
     if as_json:
-        emit_json({"state": outcome.state, "run_dir": str(outcome.run_dir), "rows": rows})
+        emit_json({"state": outcome.state, "run_dir": str(outcome.run_dir), "rows": rows, "target": source,
+                   "report": str(outcome.run_dir / "report.html")})
     else:
-        typer.echo(f"{outcome.state}: the app's database now holds {rows}")
+        typer.echo(f"{outcome.state} against the {source}: the app's database now holds {rows}")
         typer.echo(f"report: {outcome.run_dir / 'REPORT.md'} and {outcome.run_dir / 'report.html'}")
     raise typer.Exit(outcome.exit_code)

@@ -118,6 +118,7 @@ def record_cmd(
     watch_jsonl: Optional[Path] = typer.Option(None, "--watch-jsonl", help="the app's JSON-lines file: lines it adds become effects"),
     settle_ms: int = typer.Option(300, "--settle-ms", help="quiet time that counts as a settled screen", min=20, max=10000),
     name: Optional[str] = typer.Option(None, "--name", help="fixture name (default: the folder name)"),
+    description: str = typer.Option("", "--description", help="one line saying what was recorded"),
     font: Optional[Path] = typer.Option(None, "--font", help="TrueType font the app draws field text in (default DejaVu Sans)"),
 ) -> None:
     """Record a fixture through a proxy: point a VNC viewer (or a script) at it, drive the app, then Ctrl+C."""
@@ -155,7 +156,7 @@ def record_cmd(
         (out / "fonts").mkdir(parents=True, exist_ok=True)
         shutil.copyfile(font, out / "fonts" / font_name)
     compiled = compile_recording(rec, out, name or out.resolve().name, font_path, font_name,
-                                 tool=f"openadapt-flow {__version__}")
+                                 description=description, tool=f"openadapt-flow {__version__}")
     for w in compiled.warnings:
         _log(f"warning: {w}")
     m = compiled.fixture.model

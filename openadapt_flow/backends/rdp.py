@@ -43,6 +43,7 @@ DEFAULT_SIZE = (1024, 768)
 BUTTONS = {"left": 1, "middle": 2, "right": 3}
 _WHEEL_UP, _WHEEL_DOWN = 4, 5
 _POLL_S = 0.05  # longest wait between grabs in wait_for_update when bytes arrive but pixels lag
+_FIRST_PAINT_QUIET_S = 0.25  # the server's first paint is done once it has been silent this long
 _DRAG_STEPS = 8
 _DRAG_STEP_S = 0.015  # pacing so toolkits see a gesture, not a teleport
 _LSGT_KEYCODE = 94  # the ISO key beside left Shift: a US (0x409) keyboard has none, so never press it
@@ -90,6 +91,7 @@ class RdpBackend:
                 self._x = xdisplay.Display(display.name)
                 self._sct = mss.MSS(display=display.name, backend="xlib")
             self._window = self._client_window(time.monotonic() + spec.io_timeout_s)
+            self._first_paint(time.monotonic() + spec.io_timeout_s)
             self._last = self._grab()
         except xerror.DisplayError as exc:
             self._session.close()
@@ -113,6 +115,15 @@ class RdpBackend:
                 raise BackendTimeout(f"the RDP client showed no window for {self.spec.url} "
                                      f"within {self.spec.io_timeout_s}s")
             time.sleep(0.02)
+
+    def _first_paint(self, deadline: float) -> None:
+        """Logon is seen at the first screen update; let the server finish the first paint before the first capture."""
+        proxy = self._proxy()
+        while time.monotonic() < deadline:
+            quiet_since = proxy.server_at
+            if not proxy.wait_server_after(quiet_since, _FIRST_PAINT_QUIET_S):
+                return
+        self._session.check()
 
     def _grab(self) -> np.ndarray:
         try:

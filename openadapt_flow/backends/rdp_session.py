@@ -265,7 +265,10 @@ class RdpSession:
             env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home),
                    "XDG_CONFIG_HOME": str(home / ".config"), "DISPLAY": self.display.name,
                    "XAUTHORITY": str(self.display.xauthority), "LANG": "C.UTF-8"}
-            self.client = FreeRdpClient(xfreerdp_args(exe, opts), password, env)
+            # FreeRDP logs through stdio, block-buffered into a pipe: line-buffer it, or logon is seen only at exit.
+            stdbuf = shutil.which("stdbuf")
+            prefix = [stdbuf, "-oL", "-eL"] if stdbuf else []
+            self.client = FreeRdpClient(prefix + xfreerdp_args(exe, opts), password, env)
             self._wait_logged_on(t0 + spec.connect_timeout_s)
             self.timings["logon_s"] = time.monotonic() - t0
         except BaseException:

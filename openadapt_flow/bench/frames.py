@@ -9,6 +9,7 @@ in, so a resolve is scored as hit, miss or wrong (a confident wrong point).
 from __future__ import annotations
 
 import json
+import shutil
 import signal
 import subprocess
 import sys
@@ -65,9 +66,20 @@ class Case:
         return self.frames[TARGETS[step_id][0]]
 
 
+@dataclass
+class DemoDesktop:
+    xvnc: XvncServer
+    geometry: Path  # the app's widget boxes, rewritten per screen
+    db: Path  # its SQLite system of record
+
+    @property
+    def url(self) -> str:
+        return f"vnc://127.0.0.1:{self.xvnc.port}"
+
+
 @contextmanager
-def demo_on_xvnc(width: int, height: int, variant: str) -> Iterator[tuple[XvncServer, Path]]:
-    """A private Xvnc of the given size running the demo app; yields the server and the app's geometry file."""
+def demo_on_xvnc(width: int, height: int, variant: str) -> Iterator[DemoDesktop]:
+    """A private Xvnc of the given size running the demo app; both stopped by pid on the way out."""
     xvnc = start_xvnc(width, height)
     workdir = Path(tempfile.mkdtemp(prefix="flow-bench-app-"))
     ready, geometry = workdir / "ready.json", workdir / "geometry.json"
@@ -79,11 +91,12 @@ def demo_on_xvnc(width: int, height: int, variant: str) -> Iterator[tuple[XvncSe
         wait_until(lambda: ready.exists() or app.poll() is not None, 30, "the demo app's first screen")
         if app.poll() is not None:
             raise RuntimeError(f"demo app exited with {app.returncode}: {(workdir / 'app.log').read_text()[-500:]}")
-        yield xvnc, geometry
+        yield DemoDesktop(xvnc, geometry, workdir / "invoices.db")
     finally:
         stop_process(app)
         log.close()
         xvnc.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
 
 
 def stop_process(proc: subprocess.Popen) -> None:
@@ -99,7 +112,9 @@ def stop_process(proc: subprocess.Popen) -> None:
 
 def capture_screens(width: int, height: int, variant: str) -> Screens:
     """Walk the demo app through list → form → filled → saved over VNC and keep each settled frame."""
-    with demo_on_xvnc(width, height, variant) as (xvnc, geometry_file):
+    with demo_on_xvnc(width, height, variant) as desk:
+        xvnc, geometry_file = desk.xvnc, desk.geometry
+
         def geometry() -> dict:
             return json.loads(geometry_file.read_text())
 

@@ -93,7 +93,7 @@ def build_report(run: RunDir) -> dict[str, Any]:
         "decisions": _decisions(run),
         "incident": _json_or_none(run.path / "incident.json"),
         "checkpoint": _json_or_none(run.path / "checkpoint.json", drop=("screen_facts", "results", "effects")),
-        "model_calls": max((r["data"].get("model_calls", 0) for r in records if r.get("type") == "resolved"), default=0),
+        "model_calls": sum(r["data"].get("model_calls", 0) for r in records if r.get("type") in ("resolved", "llm_call")),
         "steps": _step_rows(manifest, records, frames),
     }
 

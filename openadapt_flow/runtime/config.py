@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from openadapt_flow.bundle.models import Effect
 from openadapt_flow.bundle.yamlsrc import YamlDoc
@@ -55,6 +56,27 @@ class LadderConfig(_Strict):
     model: ModelConfig = Field(default_factory=ModelConfig)
 
 
+class DenyRule(_Strict):
+    """A step matching every given field is refused before it acts (BLOCKED with an incident)."""
+
+    step: str | None = None
+    action: str | None = None
+    call: str | None = None  # tool steps: module:function
+    text_matches: str | None = None  # regex over the step's typed text (after interpolation)
+    reason: str | None = None
+
+    @model_validator(mode="after")
+    def _some(self) -> "DenyRule":
+        if not any((self.step, self.action, self.call, self.text_matches)):
+            raise ValueError("a deny rule needs at least one of step, action, call, text_matches")
+        if self.text_matches is not None:
+            try:
+                re.compile(self.text_matches)
+            except re.error as e:
+                raise ValueError(f"text_matches is not a valid regex: {e}") from None
+        return self
+
+
 class PolicyConfig(_Strict):
     max_steps: int | None = Field(default=None, gt=0)
     max_duration_s: float | None = Field(default=None, gt=0)
@@ -62,7 +84,7 @@ class PolicyConfig(_Strict):
     max_retries_per_step: int | None = Field(default=None, ge=0)
     require_effect_for_consequential: bool = False
     forbid_model_for_consequential: bool = True
-    deny: list[dict[str, Any]] = Field(default_factory=list)
+    deny: list[DenyRule] = Field(default_factory=list)
 
 
 class ApprovalsConfig(_Strict):

@@ -11,7 +11,9 @@ from openadapt_flow.backends.base import Backend
 from openadapt_flow.bundle.loader import LoadedBundle
 from openadapt_flow.bundle.params import BoundParams, Interpolator
 from openadapt_flow.ladder.ladder import Ladder
+from openadapt_flow.bundle.models import Step
 from openadapt_flow.runtime.config import DeployConfig
+from openadapt_flow.runtime.policy import Budget, check_dispatch
 from openadapt_flow.store.journal import Journal
 from openadapt_flow.store.lease import Lease
 from openadapt_flow.store.rundir import FrameWriter, RunDir
@@ -50,12 +52,21 @@ class RunContext:
     inbox: dict[str, dict[str, Any]] = field(default_factory=dict)  # step id -> answer/signal delivered for it
     asked: set[str] = field(default_factory=set)  # ask_user steps whose question was already asked
     timers: dict[str, float] = field(default_factory=dict)  # sleep/wait_until step id -> due epoch
+    budget: Budget = field(default_factory=lambda: Budget([]))
 
     @property
     def lease_generation(self) -> int:
         return self.lease.generation if self.lease else 0
 
-    def before_dispatch(self) -> None:
-        """Fencing: re-read the lease before any input (SPEC §5 invariant 7)."""
+    def watch(self, records: list[dict[str, Any]]) -> None:
+        """Seed the budget from the journal so far and keep it counting every record appended."""
+        self.budget = Budget(records)
+        self.journal.observers.append(self.budget.note)
+
+    def before_dispatch(self, step: Step) -> None:
+        """Right before any input: the retry budget, then fencing — re-read the lease (SPEC §5 invariant 7)."""
+        blocked = check_dispatch(self.config.policy, self.budget, step)
+        if blocked is not None:
+            raise blocked
         if self.lease is not None:
             self.lease.fence()

@@ -95,7 +95,7 @@ def run_durable_step(ctx: RunContext, index: int, step: Step) -> dict[str, Any]:
         except UsageError as e:
             raise Halt("tool", str(e), step=step.id) from None
         args = _interp_args(ctx, step.args or {})
-        ctx.before_dispatch()
+        ctx.before_dispatch(step)
         ctx.journal.append("action_dispatched", step.id, {"action": "tool", "call": step.call, "lease_generation": ctx.lease_generation})
         try:
             value = fn(**args)

@@ -28,12 +28,13 @@ from openadapt_flow.runtime.config import DeployConfig
 from openadapt_flow.runtime.context import Progress, RunContext
 from openadapt_flow.runtime.halt import Halt, Pause, StopRequested
 from openadapt_flow.runtime.outcome import classify
+from openadapt_flow.runtime.policy import Blocked, check_step
 from openadapt_flow.runtime.pause import open_pause
 from openadapt_flow.runtime.states import EXIT_CODES
 from openadapt_flow.runtime.durable_steps import run_durable_step
 from openadapt_flow.runtime.step import StepRecord, run_gui_step
 from openadapt_flow.store.checkpoint import checkpoint_from_records, write_checkpoint
-from openadapt_flow.store.journal import Journal, load_journal
+from openadapt_flow.store.journal import Journal, load_journal, now_iso
 from openadapt_flow.store.keys import load_decision_key, load_key
 from openadapt_flow.store.lease import Lease, LeaseLost
 from openadapt_flow.store.rundir import FrameWriter, RunDir, check_new_run_dir, new_run_dir
@@ -205,6 +206,7 @@ def replay(
         journal = Journal(run.journal_path, key)
         ctx = make_context(run, run_id, loaded, params, backend, req.config, journal, req.allow_model, durable, progress, reporter)
         ctx.lease = lease
+        ctx.watch([])
         run.write_state("RUNNING")
         journal.append("run_started", None, {"steps": len(loaded.model.steps), "durable": durable, "lease_generation": ctx.lease_generation})
         with stop_on_signals(ctx.stop):
@@ -225,6 +227,10 @@ def execute(ctx: RunContext, start: int) -> RunOutcome:
             step = steps[i]
             if ctx.stop.is_set():
                 raise StopRequested()
+            typed = ctx.interp(step.text) if step.text and not ctx.interp.uses_secret(step.text) else None
+            blocked = check_step(ctx.config.policy, ctx.budget, step, typed)
+            if blocked is not None:
+                raise blocked
             if step.approval == "before" and ctx.approved_before != step.id:
                 raise Pause("awaiting_approval", step.id, f"step {step.id!r} needs an operator's approval before it acts")
             ctx.progress.step_started(i, len(steps), step.id, step.intent)
@@ -242,6 +248,9 @@ def execute(ctx: RunContext, start: int) -> RunOutcome:
         ctx.frames.close()
         journal.close()
         raise
+    except Blocked as b:
+        state, message, category, at_step = "BLOCKED", b.message, "policy", b.step
+        write_incident(ctx, b)
     except StopRequested as s:
         state = "INTERRUPTED"
         message = "stopped by signal " + ("while verifying a dispatched step" if s.dispatched else "at a step boundary; no input was pending")
@@ -288,6 +297,14 @@ def finish(ctx: RunContext, state: str, message: str, category: str | None, paus
     if ctx.reporter is not None:
         ctx.reporter(run)
     return RunOutcome(state, EXIT_CODES[state], run.path, message, category)
+
+
+def write_incident(ctx: RunContext, b: Blocked) -> None:
+    """ExecutionIncident: the policy decision that ended the run, on disk before the state says BLOCKED."""
+    incident = {"id": "incident-" + uuid.uuid4().hex[:10], "run_id": ctx.run_id, "rule": b.rule, "decision": "policy",
+                "observed": b.observed, "limit": b.limit, "step": b.step, "message": b.message, "decided_at": now_iso()}
+    ctx.run.write_json("incident.json", "incident@1", incident)
+    ctx.journal.append("blocked", b.step, {k: incident[k] for k in ("id", "rule", "observed", "limit")})
 
 
 def save_halt_frame(ctx: RunContext, h: Halt) -> str | None:

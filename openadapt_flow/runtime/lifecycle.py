@@ -43,7 +43,7 @@ def effective_state(run: RunDir) -> dict[str, Any]:
 def finalize_interrupted(run: RunDir, journal: Journal, records: list[dict[str, Any]], bundle: Bundle, why: str) -> dict[str, Any]:
     """Record an owner's death: INTERRUPTED with the transaction outcome classified from the journal."""
     outcome, evidence = classify(bundle, records)
-    journal.append("interrupted", None, {"message": why, "transaction_outcome": outcome, "outcome_evidence": evidence})
+    journal.append("interrupted", None, {"message": why, "finalized": True, "transaction_outcome": outcome, "outcome_evidence": evidence})
     prev = run.state() if run.state_path.exists() else {}
     run.write_state(
         "INTERRUPTED", transaction_outcome=outcome, message=why, last_checkpoint_seq=prev.get("last_checkpoint_seq"),

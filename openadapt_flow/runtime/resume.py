@@ -109,6 +109,7 @@ def resume(
         live = open_or_none(_backend_spec(manifest, backend), backend_factory)
         ctx = make_context(run, manifest["run_id"], loaded, bound, live, config, journal, bool(manifest.get("allow_model")), True, progress, reporter)
         ctx.lease = lease
+        ctx.watch(records)
         if stop is not None:
             ctx.stop = stop
         ctx.verified = [r for r in records if r["type"] in ("step_verified", "step_skipped")]

@@ -50,6 +50,7 @@ def _interp_target(ctx: RunContext, t: Target) -> Target:
 
 
 def _resolve(ctx: RunContext, step: Step, target: Target, frame: Frame, role: str) -> Resolution:
+    calls_before = ctx.ladder.model_calls
     res = ctx.ladder.resolve(frame.pixels, _interp_target(ctx, target), consequential=step.is_consequential, intent=step.intent)
     ctx.journal.append(
         "resolved",
@@ -62,7 +63,7 @@ def _resolve(ctx: RunContext, step: Step, target: Target, frame: Frame, role: st
             "category": res.category,
             "message": res.message,
             "evidence": [e.to_json() for e in res.evidence],
-            "model_calls": ctx.ladder.model_calls,
+            "model_calls": ctx.ladder.model_calls - calls_before,  # this resolve's calls; budgets sum them
         },
     )
     if not res.ok:
@@ -214,7 +215,7 @@ def run_gui_step(ctx: RunContext, index: int, step: Step) -> StepRecord:
             ctx.frames.save(f"{index:03d}-{step.id}-before.png", before)
         if ctx.stop.is_set():
             raise StopRequested()
-        ctx.before_dispatch()
+        ctx.before_dispatch(step)
         dispatch = ctx.journal.append(
             "action_dispatched",
             step.id,

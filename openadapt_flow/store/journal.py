@@ -15,6 +15,7 @@ import os
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 from openadapt_flow.errors import RefusedError
@@ -96,6 +97,7 @@ class Journal:
         self.seq = recs[-1]["seq"] if recs else 0
         self.last_hash = recs[-1]["hash"] if recs else GENESIS
         self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        self.observers: list[Callable[[dict[str, Any]], None]] = []  # e.g. budgets counting records
 
     @classmethod
     def open_existing(cls, path: Path, key: bytes) -> tuple["Journal", list[dict[str, Any]]]:
@@ -118,6 +120,8 @@ class Journal:
             os.fsync(self._fd)
         self.seq = rec["seq"]
         self.last_hash = rec["hash"]
+        for observe in self.observers:
+            observe(rec)
         crash_point("after:" + type_, step)
         return rec
 

@@ -1,0 +1,116 @@
+"""Policy and budgets (SPEC §11): limits and deny rules checked before a step acts.
+
+A violation is a recorded governance decision — BLOCKED with incident.json —
+not an exception. Counters span resumes: they are summed from the journal.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from openadapt_flow.bundle.models import Step
+from openadapt_flow.runtime.config import PolicyConfig
+
+SEGMENT_START = ("run_started", "run_resumed")
+SEGMENT_END = ("paused", "run_finished", "interrupted")
+
+
+@dataclass
+class Blocked(Exception):
+    rule: str
+    observed: Any
+    limit: Any
+    step: str | None
+    message: str
+
+
+def _ts(rec: dict[str, Any]) -> float:
+    return datetime.fromisoformat(rec["ts"].replace("Z", "+00:00")).timestamp()
+
+
+def running_seconds(records: list[dict[str, Any]]) -> float:
+    """RUNNING time of the run's closed segments. A segment that died without an end record counts to its
+    last record (a finalised death's own record is written later, by reconcile or resume, and does not count)."""
+    total, start, last = 0.0, None, None
+    for r in records:
+        if r["type"] in SEGMENT_START:
+            if start is not None and last is not None:
+                total += last - start
+            start = _ts(r)
+        elif r["type"] in SEGMENT_END and start is not None:
+            end = last if (r["type"] == "interrupted" and r["data"].get("finalized")) else _ts(r)
+            total += max(0.0, (end or start) - start)
+            start = None
+        last = _ts(r)
+    if start is not None and last is not None:
+        total += last - start
+    return total
+
+
+class Budget:
+    """What the policy limits, seeded from the journal (so limits span resumes) and kept current per record."""
+
+    def __init__(self, records: list[dict[str, Any]]) -> None:
+        self.steps_started = 0
+        self.dispatches: dict[str, int] = {}
+        self.model_calls = 0
+        for r in records:
+            self.note(r)
+        self.earlier_running_s = running_seconds(records)
+        self.segment_started = time.time()
+
+    @property
+    def running_s(self) -> float:
+        return self.earlier_running_s + (time.time() - self.segment_started)
+
+    def note(self, rec: dict[str, Any]) -> None:
+        if rec["type"] == "step_started":
+            self.steps_started += 1
+        elif rec["type"] == "action_dispatched":
+            self.dispatches[rec["step"]] = self.dispatches.get(rec["step"], 0) + 1
+        elif rec["type"] in ("resolved", "llm_call"):
+            self.model_calls += int(rec["data"].get("model_calls", 0) or 0)
+
+
+def check_step(policy: PolicyConfig, budget: Budget, step: Step, typed: str | None) -> Blocked | None:
+    """Before a step starts: step count, duration, model budget, deny rules, effect requirement."""
+    if policy.max_steps is not None and budget.steps_started >= policy.max_steps:
+        return Blocked("max_steps", budget.steps_started, policy.max_steps, step.id, f"the run has started {budget.steps_started} steps (max_steps {policy.max_steps})")
+    running_s = budget.running_s
+    if policy.max_duration_s is not None and running_s >= policy.max_duration_s:
+        return Blocked("max_duration_s", round(running_s, 1), policy.max_duration_s, step.id, f"the run has been RUNNING {running_s:.1f}s (max_duration_s {policy.max_duration_s})")
+    if policy.max_model_calls is not None and budget.model_calls > policy.max_model_calls:
+        return Blocked("max_model_calls", budget.model_calls, policy.max_model_calls, step.id, f"{budget.model_calls} model calls exceed max_model_calls {policy.max_model_calls}")
+    if policy.require_effect_for_consequential and step.is_consequential and step.effect is None:
+        return Blocked("require_effect_for_consequential", "no effect declared", "effect required", step.id, f"consequential step {step.id!r} declares no effect verifier")
+    for i, rule in enumerate(policy.deny):
+        if _matches(rule, step, typed):
+            why = rule.reason or f"deny rule {i + 1}"
+            return Blocked(f"deny[{i}]", step.id, rule.model_dump(exclude_none=True), step.id, f"step {step.id!r} is denied by policy ({why})")
+    return None
+
+
+def check_dispatch(policy: PolicyConfig, budget: Budget, step: Step) -> Blocked | None:
+    """Before input: a retry is a second action_dispatched for the same step."""
+    if policy.max_retries_per_step is None:
+        return None
+    retries = budget.dispatches.get(step.id, 0)  # dispatches so far; this one would be retry number `retries`
+    if retries > policy.max_retries_per_step:
+        return Blocked("max_retries_per_step", retries, policy.max_retries_per_step, step.id, f"step {step.id!r} was already dispatched {retries} times (max_retries_per_step {policy.max_retries_per_step})")
+    return None
+
+
+def _matches(rule: Any, step: Step, typed: str | None) -> bool:
+    if rule.step is not None and rule.step != step.id:
+        return False
+    if rule.action is not None and rule.action != step.action:
+        return False
+    if rule.call is not None and rule.call != step.call:
+        return False
+    if rule.text_matches is not None and not (typed is not None and re.search(rule.text_matches, typed)):
+        return False
+    return True

@@ -5,6 +5,7 @@ from __future__ import annotations
 import getpass
 import json
 import time
+import uuid
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -12,10 +13,12 @@ from typing import Any
 
 from openadapt_flow.errors import RefusedError, UsageError
 from openadapt_flow.runtime.config import DeployConfig
+from openadapt_flow.runtime.lifecycle import check_manifest
+from openadapt_flow.runtime.pause import iso
 from openadapt_flow.store.atomic import write_json_atomic
 from openadapt_flow.store.checkpoint import CHECKPOINT, checkpoint_digest
-from openadapt_flow.store.escalation import APPROVAL, DECISIONS, PENDING, consume_approval, digest, read_json_file, remove, sign, verify
-from openadapt_flow.store.journal import Journal, now_iso
+from openadapt_flow.store.escalation import APPROVAL, DECISIONS, PENDING, consume_approval, digest, read_json_file, remove, sign, verify, write_pending
+from openadapt_flow.store.journal import Journal, load_journal, now_iso
 from openadapt_flow.store.keys import load_decision_key, load_key
 from openadapt_flow.store.lease import Lease
 from openadapt_flow.store.rundir import RunDir
@@ -69,6 +72,9 @@ def check_approval(run: RunDir, pending: dict[str, Any], key: bytes, *, now: flo
         raise RefusedError(f"{path}: decision task expired at {task['expires_at']}; refusing")
     if approval.get("decision") not in task["allowed_decisions"]:
         raise RefusedError(f"{path}: decision {approval.get('decision')!r} is not allowed for this pause")
+    distinct = len({v.get("os_user") for v in approval.get("votes") or []})
+    if approval.get("decision") != "reject" and distinct < task.get("quorum", 1):
+        raise RefusedError(f"{path}: quorum not met: {distinct} of {task['quorum']} distinct operators have decided")
     return approval
 
 
@@ -121,29 +127,6 @@ def _check_answer(step: Any, value: str) -> Any:
     return value
 
 
-def _record(run: RunDir, pending: dict[str, Any], key: bytes, decision: str, operator: str, user: str,
-            *, effect: str | None = None, note: str | None = None, payload: dict[str, Any] | None = None) -> dict[str, Any]:
-    task = pending["task"]
-    if time.time() > _epoch(task["expires_at"]):
-        raise RefusedError(f"{run.path}: decision task {pending['pause_id']} expired at {task['expires_at']}")
-    if decision not in task["allowed_decisions"]:
-        raise RefusedError(f"--decision {decision} is not allowed for this pause (allowed: {', '.join(task['allowed_decisions'])})")
-    existing = read_json_file(run.path / APPROVAL, "approval")
-    replaced = None
-    if existing is not None and existing.get("pause_id") == pending["pause_id"]:
-        if existing.get("decision") == decision and existing.get("effect") == effect and existing.get("payload") == payload:
-            return {"recorded": False, "noop": True, "decision": decision, "pause_id": pending["pause_id"]}
-        # an unused decision (e.g. one resume refused because the re-read stayed unknown) may be replaced
-        replaced = existing.get("decision")
-    body = {
-        "run_id": task["run_id"], "pause_id": pending["pause_id"], "task_digest": digest(task),
-        "checkpoint_digest": task["checkpoint_digest"], "step": pending["step"], "decision": decision, "effect": effect,
-        "payload": payload, "operator": operator, "os_user": user, "note": note, "decided_at": now_iso(),
-    }
-    write_json_atomic(run.path / APPROVAL, {"schema": "openadapt-flow/approval@1", **body, "signature": sign(key, body)})
-    return {"recorded": True, "decision": decision, "pause_id": pending["pause_id"], "operator": operator, "os_user": user, "replaced": replaced}
-
-
 def _last_consumed(run: RunDir) -> dict[str, Any] | None:
     d = run.path / DECISIONS
     files = sorted(d.glob("*.json"), key=lambda p: p.stat().st_mtime) if d.is_dir() else []
@@ -152,13 +135,13 @@ def _last_consumed(run: RunDir) -> dict[str, Any] | None:
 
 def approve(
     run_path: Path, decision: str, operator: str, *, note: str | None = None, effect: str | None = None,
-    reporter: Callable[[RunDir], Any] | None = None, os_user: str | None = None,
+    reporter: Callable[[RunDir], Any] | None = None, os_user: str | None = None, now: float | None = None,
 ) -> dict[str, Any]:
     """Record a decision on the pending escalation; `reject` also ends the run BLOCKED. Returns a summary."""
     if decision not in DECISION_NAMES:
         raise UsageError(f"--decision {decision!r}: expected one of {', '.join(DECISION_NAMES)}")
-    if decision in ("teach", "escalate"):
-        raise UsageError(f"--decision {decision} is not available in this version")
+    if decision == "teach":
+        raise UsageError("--decision teach needs --point X,Y or --template PNG")
     if (decision == "reconcile") != (effect is not None):
         raise UsageError("--effect landed|absent goes with --decision reconcile, and reconcile needs it")
     if effect is not None and effect not in ("landed", "absent"):
@@ -175,16 +158,80 @@ def approve(
             return {"recorded": False, "noop": True, "decision": decision, "state": state.get("state")}
         raise RefusedError(f"{run.path}: run is {state.get('state')}{'(' + str(state.get('paused_reason')) + ')' if state.get('paused_reason') else ''}, not awaiting approval")
     key = load_decision_key(create=False)
+    check_manifest(run, load_journal(run.journal_path, load_key(create=False)).records)
     pending = verified_pending(run, key)
     config = DeployConfig.model_validate(manifest["config"])
     operators = config.approvals.operators
     if operators is not None and user not in operators:
         raise RefusedError(f"OS user {user!r} is not among approvals.operators; refusing")
-    out = _record(run, pending, key, decision, operator, user, effect=effect, note=note)
+    if decision == "escalate":  # allowed after expiry too: expiry voids the task, not the run
+        if "escalate" not in pending["task"]["allowed_decisions"]:
+            raise RefusedError("--decision escalate is not allowed for this pause")
+        return _escalate(run, manifest, pending, key, operator, user, note)
+    out = _record(run, pending, key, decision, operator, user, effect=effect, note=note, now=now)
     if decision == "reject" and out["recorded"]:
         body = read_json_file(run.path / APPROVAL, "approval") or {}
         _block(run, manifest, pending, body, reporter)
     return out
+
+
+def _record(run: RunDir, pending: dict[str, Any], key: bytes, decision: str, operator: str, user: str,
+            *, effect: str | None = None, note: str | None = None, payload: dict[str, Any] | None = None,
+            now: float | None = None) -> dict[str, Any]:
+    task = pending["task"]
+    if (now if now is not None else time.time()) > _epoch(task["expires_at"]):
+        raise RefusedError(f"{run.path}: decision task {pending['pause_id']} expired at {task['expires_at']}")
+    if decision not in task["allowed_decisions"]:
+        raise RefusedError(f"--decision {decision} is not allowed for this pause (allowed: {', '.join(task['allowed_decisions'])})")
+    existing = read_json_file(run.path / APPROVAL, "approval")
+    vote = {"operator": operator, "os_user": user, "note": note, "decided_at": now_iso()}
+    replaced, votes = None, [vote]
+    if existing is not None and existing.get("pause_id") == pending["pause_id"]:
+        same = existing.get("decision") == decision and existing.get("effect") == effect and existing.get("payload") == payload
+        if same:
+            earlier = existing.get("votes") or []
+            if user in {v.get("os_user") for v in earlier}:  # typed names never count twice for one OS user
+                return {"recorded": False, "noop": True, "decision": decision, "pause_id": pending["pause_id"]}
+            votes = earlier + [vote]
+        else:
+            # an unused decision (e.g. one resume refused because the re-read stayed unknown) may be replaced
+            replaced = existing.get("decision")
+    body = {
+        "run_id": task["run_id"], "pause_id": pending["pause_id"], "task_digest": digest(task),
+        "checkpoint_digest": task["checkpoint_digest"], "step": pending["step"], "decision": decision, "effect": effect,
+        "payload": payload, "votes": votes, "operator": votes[0]["operator"], "os_user": votes[0]["os_user"],
+        "note": votes[0]["note"], "decided_at": votes[-1]["decided_at"],
+    }
+    write_json_atomic(run.path / APPROVAL, {"schema": "openadapt-flow/approval@1", **body, "signature": sign(key, body)})
+    distinct = len({v["os_user"] for v in votes})
+    return {"recorded": True, "decision": decision, "pause_id": pending["pause_id"], "operator": operator, "os_user": user,
+            "replaced": replaced, "votes": distinct, "quorum": task.get("quorum", 1), "complete": distinct >= task.get("quorum", 1)}
+
+
+def _escalate(run: RunDir, manifest: dict[str, Any], pending: dict[str, Any], key: bytes, operator: str, user: str, note: str | None) -> dict[str, Any]:
+    """Re-issue the decision task at the next level (config approvals.levels); the run stays PAUSED."""
+    config = DeployConfig.model_validate(manifest["config"])
+    levels = config.approvals.levels or ["default"]
+    level = min(int(pending.get("level", 0)) + 1, len(levels) - 1)
+    lease = Lease(run.path, config.runtime.lease_ttl_s).acquire()
+    try:
+        journal, _ = Journal.open_existing(run.journal_path, load_key(create=False))
+        pause_id = "pause-" + uuid.uuid4().hex[:10]
+        expires = time.time() + config.runtime.pause_ttl_s
+        task = {k: v for k, v in pending["task"].items() if k != "signature"}
+        task.update(pause_id=pause_id, expires_at=iso(expires), level=levels[level], idempotency_scope=f"{task['run_id']}/{pause_id}")
+        task["signature"] = sign(key, task)
+        new = {k: v for k, v in pending.items() if k != "schema"}
+        new.update(pause_id=pause_id, expires_at=iso(expires), level=level, task=task, escalated_from=pending["pause_id"])
+        write_pending(run.path, new)
+        remove(run.path / APPROVAL)
+        journal.append("escalated", pending["step"], {"from": pending["pause_id"], "pause_id": pause_id, "level": levels[level], "operator": operator, "os_user": user, "note": note})
+        journal.close()
+        state = run.state()
+        run.write_state("PAUSED", **{k: state.get(k) for k in ("paused_reason", "transaction_outcome", "last_checkpoint_seq", "halt_category", "message")})
+    finally:
+        lease.release()
+    return {"recorded": True, "decision": "escalate", "pause_id": pause_id, "level": levels[level], "operator": operator, "os_user": user}
 
 
 def _block(run: RunDir, manifest: dict[str, Any], pending: dict[str, Any], decision: dict[str, Any], reporter: Callable[[RunDir], Any] | None) -> None:

@@ -208,7 +208,8 @@ def replay(
         ctx.lease = lease
         ctx.watch([])
         run.write_state("RUNNING")
-        journal.append("run_started", None, {"steps": len(loaded.model.steps), "durable": durable, "lease_generation": ctx.lease_generation})
+        journal.append("run_started", None, {"steps": len(loaded.model.steps), "durable": durable, "lease_generation": ctx.lease_generation,
+                                             "manifest_digest": run.manifest_digest()})
         with stop_on_signals(ctx.stop):
             return execute(ctx, 0)
     finally:

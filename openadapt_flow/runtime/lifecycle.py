@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from openadapt_flow.bundle.models import Bundle
+from openadapt_flow.errors import RefusedError
 from openadapt_flow.runtime.config import DeployConfig
 from openadapt_flow.runtime.outcome import classify
 from openadapt_flow.store.journal import Journal
@@ -49,3 +50,13 @@ def finalize_interrupted(run: RunDir, journal: Journal, records: list[dict[str, 
         "INTERRUPTED", transaction_outcome=outcome, message=why, last_checkpoint_seq=prev.get("last_checkpoint_seq"),
     )
     return {"state": "INTERRUPTED", "transaction_outcome": outcome}
+
+
+def check_manifest(run: RunDir, records: list[dict[str, Any]]) -> None:
+    """The manifest (params, backend, config and its policy) is pinned by the journal's first record."""
+    first = next((r for r in records if r["type"] == "run_started"), None)
+    want = (first or {}).get("data", {}).get("manifest_digest")
+    if want is None:
+        raise RefusedError(f"{run.path}: journal has no run_started record pinning the manifest; refusing")
+    if run.manifest_digest() != want:
+        raise RefusedError(f"{run.manifest_path}: manifest changed since the run started (tampered); refusing")

@@ -22,20 +22,30 @@ WAIT_DECISIONS = {"awaiting_user": ["answer", "reject"], "awaiting_signal": ["si
                   "awaiting_timer": ["reject"], "awaiting_child": ["reject"]}
 
 
-def allowed_decisions(ctx: RunContext, reason: str, step_id: str, outcome: str | None, evidence: list[dict[str, Any]]) -> list[str]:
+def allowed_decisions(ctx: RunContext, reason: str, category: str, step_id: str, outcome: str | None, evidence: list[dict[str, Any]]) -> list[str]:
     if reason in WAIT_DECISIONS:
-        return list(WAIT_DECISIONS[reason])
-    allowed = ["continue", "reject"]
+        return list(WAIT_DECISIONS[reason]) + ["escalate"]
+    allowed = ["continue", "reject", "escalate"]
     uncertain = {e["step"] for e in evidence if not e.get("positively_absent")}
     step = next((s for s in ctx.bundle.model.steps if s.id == step_id), None)
     if step is not None and step.skippable and step_id not in uncertain:
         allowed.append("skip")
     if outcome == RECONCILIATION_REQUIRED:
         allowed.append("reconcile")
+    if category in ("resolution", "ambiguous"):
+        allowed.append("teach")
     return allowed
 
 
-def decision_task(ctx: RunContext, pause_id: str, step_id: str, category: str, allowed: list[str], cp: dict[str, Any] | None, expires: float, due: float | None = None) -> dict[str, Any]:
+def _level(ctx: RunContext, index: int) -> str:
+    levels = ctx.config.approvals.levels or ["default"]
+    return levels[min(index, len(levels) - 1)]
+
+
+def decision_task(
+    ctx: RunContext, pause_id: str, step_id: str, category: str, allowed: list[str], cp: dict[str, Any] | None,
+    expires: float, due: float | None = None, *, quorum: int = 1, level: str = "default",
+) -> dict[str, Any]:
     """The bounded question an operator answers: ids, digests and the question only (no frames, OCR text or values)."""
     key = load_decision_key(create=False)
     task = {
@@ -51,6 +61,8 @@ def decision_task(ctx: RunContext, pause_id: str, step_id: str, category: str, a
         "key_id": key_id(key),
         "question": f"Step {step_id!r} stopped ({category}). Which of {', '.join(allowed)}?",
         "due_epoch": due,
+        "quorum": quorum,
+        "level": level,
     }
     task["signature"] = sign(key, task)
     return task
@@ -66,7 +78,9 @@ def open_pause(
     expires = time.time() + ctx.config.runtime.pause_ttl_s
     if due is not None:
         expires = max(expires, due + ctx.config.runtime.pause_ttl_s)
-    allowed = allowed_decisions(ctx, reason, step_id, outcome, evidence)
+    allowed = allowed_decisions(ctx, reason, category, step_id, outcome, evidence)
+    step = next((s for s in ctx.bundle.model.steps if s.id == step_id), None)
+    quorum = ctx.config.approvals.quorum if step is not None and step.is_consequential else 1
     body = {
         "pause_id": pause_id,
         "run_id": ctx.run_id,
@@ -80,7 +94,8 @@ def open_pause(
         "created_at": iso(time.time()),
         "expires_at": iso(expires),
         "due_epoch": due,
-        "task": decision_task(ctx, pause_id, step_id, category, allowed, cp, expires, due),
+        "level": 0,
+        "task": decision_task(ctx, pause_id, step_id, category, allowed, cp, expires, due, quorum=quorum, level=_level(ctx, 0)),
     }
     write_pending(ctx.run.path, body)
     ctx.journal.append("escalation_opened", step_id, {"pause_id": pause_id, "reason": reason, "category": category, "allowed": allowed})

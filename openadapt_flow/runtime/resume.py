@@ -21,7 +21,7 @@ from openadapt_flow.runtime.context import Progress, RunContext
 from openadapt_flow.runtime.decisions import check_approval, verified_pending
 from openadapt_flow.runtime.engine import Reporter, RunOutcome, execute, finish, make_context, open_or_none, stop_on_signals
 from openadapt_flow.runtime.halt import Halt
-from openadapt_flow.runtime.lifecycle import LIVE_STATES, finalize_interrupted
+from openadapt_flow.runtime.lifecycle import LIVE_STATES, check_manifest, finalize_interrupted
 from openadapt_flow.runtime.recheck import CONFIRMED_DONE, POSITIVELY_ABSENT, RETRYABLE, check_facts, find_uncertain, recheck
 from openadapt_flow.runtime.states import EXIT_CODES
 from openadapt_flow.runtime.step import screen_facts
@@ -85,6 +85,7 @@ def resume(
     live: Backend | None = None
     try:
         journal, records = Journal.open_existing(run.journal_path, load_key(create=False))
+        check_manifest(run, records)
         dkey = load_decision_key(create=False)
         loaded = _snapshot(run, manifest)
         state = run.state() if run.state_path.exists() else {"state": "PENDING"}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import queue
 import shutil
@@ -156,6 +157,9 @@ class RunDir:
 
     def manifest(self) -> dict[str, Any]:
         return self.read_json(MANIFEST)
+
+    def manifest_digest(self) -> str:
+        return "sha256:" + hashlib.sha256(self.manifest_path.read_bytes()).hexdigest()
 
     def state(self) -> dict[str, Any]:
         return self.read_json(STATE)

@@ -6,6 +6,7 @@ import json
 import shutil
 import sqlite3
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -23,7 +24,7 @@ pytestmark = pytest.mark.timeout(120)
 
 EFFECT = {"kind": "sql", "dsn_env": "LEDGER_DSN", "query": "select count(*) from posts where vendor = :vendor",
           "expect": {"increase_by": 1}, "timeout_s": 0.3}
-SAVE = dict(POST, consequential=True, effect=EFFECT, timeout_s=2)
+SAVE = dict(POST, consequential=True, effect=EFFECT, timeout_s=10)
 AFTER = {"id": "finish", "action": "key", "keys": ["escape"]}
 
 
@@ -106,7 +107,7 @@ def test_refuted_write_pauses_with_positive_absence_and_a_signed_task(tmp_path, 
     assert (st["paused_reason"], st["transaction_outcome"]) == ("awaiting_approval", "HALTED_BEFORE_EFFECT")
     pending = json.loads((out.run_dir / "pending_escalation.json").read_text())
     assert pending["category"] == "effect" and pending["step"] == "post"
-    assert set(pending["allowed_decisions"]) == {"continue", "reject"}
+    assert set(pending["allowed_decisions"]) == {"continue", "reject", "escalate"}
     task = pending["task"]
     assert task["signature"] and task["run_id"] and task["checkpoint_digest"] == "sha256:none"
     assert "ACME" not in json.dumps(task)  # ids, digests and the question only
@@ -312,4 +313,49 @@ def test_non_durable_runs_cannot_be_resumed(tmp_path, env):
     out = start(tmp_path, app, config=cfg(tmp_path, durable=False))
     assert out.state == "FAILED"
     with pytest.raises(RefusedError, match="non-durable"):
+        go(out.run_dir, app)
+
+
+def test_quorum_needs_distinct_os_users_for_consequential_steps(tmp_path, env):
+    config = DeployConfig.model_validate({**cfg(tmp_path).model_dump(by_alias=True), "approvals": {"quorum": 2}})
+    app = App(env, refute=True)
+    out = start(tmp_path, app, config=config)
+    app.refute = False
+    app.show(home())
+    assert approve(out.run_dir, "continue", "Alice", os_user="alice")["complete"] is False
+    assert approve(out.run_dir, "continue", "Alice (again, other name)", os_user="alice")["noop"]  # one OS user counts once
+    with pytest.raises(RefusedError, match="quorum not met: 1 of 2"):
+        go(out.run_dir, app)
+    assert approve(out.run_dir, "continue", "Bob", os_user="bob")["complete"] is True
+    assert go(out.run_dir, app).state == "COMPLETED"
+    assert rows(env) == 1
+
+
+def test_escalate_reissues_an_expired_task_at_the_next_level(tmp_path, env):
+    config = DeployConfig.model_validate({**cfg(tmp_path, pause_ttl_s=600).model_dump(by_alias=True),
+                                          "approvals": {"levels": ["team-lead", "manager"]}})
+    app = App(env, refute=True)
+    out = start(tmp_path, app, config=config)
+    old = json.loads((out.run_dir / "pending_escalation.json").read_text())
+    assert old["task"]["level"] == "team-lead"
+    later = time.time() + 3600  # an hour on: the task has expired
+    with pytest.raises(RefusedError, match="expired"):
+        approve(out.run_dir, "continue", "alice", now=later)
+    esc = approve(out.run_dir, "escalate", "alice", note="over to the manager", now=later)
+    assert esc["level"] == "manager"
+    new = json.loads((out.run_dir / "pending_escalation.json").read_text())
+    assert new["pause_id"] != old["pause_id"] and new["escalated_from"] == old["pause_id"]
+    app.refute = False
+    app.show(home())
+    approve(out.run_dir, "continue", "carol")
+    assert go(out.run_dir, app).state == "COMPLETED"
+
+
+def test_edited_manifest_is_refused(tmp_path, env):
+    app = App(env, refute=True)
+    out = start(tmp_path, app)
+    edit_json(out.run_dir / "manifest.json", lambda m: m["config"]["policy"].update(max_steps=999))
+    with pytest.raises(RefusedError, match="manifest changed"):
+        approve(out.run_dir, "continue", "alice")
+    with pytest.raises(RefusedError, match="manifest changed"):
         go(out.run_dir, app)

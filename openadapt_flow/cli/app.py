@@ -16,7 +16,7 @@ except ImportError:  # pragma: no cover - older typer on real click
 from openadapt_flow import __version__
 from openadapt_flow.cli.demo import demo_cmd
 from openadapt_flow.cli.fixture import fixture_app
-from openadapt_flow.cli.durable import answer_cmd, approve_cmd, reconcile_cmd, resume_cmd, signal_cmd, wait_cmd, worker_cmd
+from openadapt_flow.cli.durable import answer_cmd, approve_cmd, patch_app, reconcile_cmd, resume_cmd, signal_cmd, wait_cmd, worker_cmd
 from openadapt_flow.cli.inspect import report_cmd, runs_cmd, schema_cmd, status_cmd, validate_cmd
 from openadapt_flow.cli.replay import replay_cmd
 
@@ -42,6 +42,7 @@ app.command("answer")(answer_cmd)
 app.command("signal")(signal_cmd)
 app.command("wait")(wait_cmd)
 app.command("worker")(worker_cmd)
+app.add_typer(patch_app, name="patch")
 
 
 def _version(value: bool) -> None:

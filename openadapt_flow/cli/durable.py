@@ -20,6 +20,7 @@ from openadapt_flow.runtime.config import BackendConfig
 from openadapt_flow.runtime.decisions import approve, deliver
 from openadapt_flow.runtime.lifecycle import effective_state
 from openadapt_flow.runtime.states import EXIT_CODES, TERMINAL
+from openadapt_flow.runtime.teach import apply_patches
 from openadapt_flow.runtime.worker import Worker
 from openadapt_flow.store.rundir import RunDir
 
@@ -31,14 +32,23 @@ from openadapt_flow.runtime.resume import resume
 @handle_errors
 def approve_cmd(
     run_dir: Path = typer.Argument(..., help="run directory"),
-    decision: str = typer.Option("continue", "--decision", help="continue | skip | reject | reconcile"),
+    decision: str = typer.Option("continue", "--decision", help="continue | skip | reject | teach | escalate | reconcile"),
     operator: str = typer.Option(..., "--operator", help="who decides (recorded with the OS user)"),
     note: Optional[str] = typer.Option(None, "--note"),
     effect: Optional[str] = typer.Option(None, "--effect", help="with reconcile: landed | absent"),
+    point: Optional[str] = typer.Option(None, "--point", help="with teach: X,Y on the halt frame"),
+    template: Optional[Path] = typer.Option(None, "--template", help="with teach: a PNG crop of the target"),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Record a signed decision on the run's pending escalation."""
-    out = approve(run_dir, decision, operator, note=note, effect=effect, reporter=write_reports)
+    xy = None
+    if point is not None:
+        try:
+            px, py = (int(v) for v in point.split(","))
+        except ValueError:
+            raise UsageError(f"--point {point!r}: expected X,Y in halt-frame pixels") from None
+        xy = (px, py)
+    out = approve(run_dir, decision, operator, note=note, effect=effect, reporter=write_reports, point=xy, template=template)
     if as_json:
         emit_json(out)
     elif out.get("noop"):
@@ -152,3 +162,14 @@ def worker_cmd(
         w.run_once()
     else:
         w.serve(poll)
+
+
+patch_app = typer.Typer(help="Teach patches.", no_args_is_help=True)
+
+
+@patch_app.command("apply")
+@handle_errors
+def patch_apply_cmd(run_dir: Path = typer.Argument(...), bundle: Path = typer.Argument(...)) -> None:
+    """Apply a run's teach patches to a bundle folder (checked against the flow.yaml each was made from)."""
+    applied = apply_patches(RunDir.open(run_dir), bundle)
+    typer.echo(f"applied {len(applied)} patch(es) to {bundle}: {', '.join(applied) or 'none new'}")

@@ -15,6 +15,7 @@ from openadapt_flow.errors import RefusedError, UsageError
 from openadapt_flow.runtime.config import DeployConfig
 from openadapt_flow.runtime.lifecycle import check_manifest
 from openadapt_flow.runtime.pause import iso
+from openadapt_flow.runtime.teach import make_patch
 from openadapt_flow.store.atomic import write_json_atomic
 from openadapt_flow.store.checkpoint import CHECKPOINT, checkpoint_digest
 from openadapt_flow.store.escalation import APPROVAL, DECISIONS, PENDING, consume_approval, digest, read_json_file, remove, sign, verify, write_pending
@@ -136,12 +137,13 @@ def _last_consumed(run: RunDir) -> dict[str, Any] | None:
 def approve(
     run_path: Path, decision: str, operator: str, *, note: str | None = None, effect: str | None = None,
     reporter: Callable[[RunDir], Any] | None = None, os_user: str | None = None, now: float | None = None,
+    point: tuple[int, int] | None = None, template: Path | None = None,
 ) -> dict[str, Any]:
     """Record a decision on the pending escalation; `reject` also ends the run BLOCKED. Returns a summary."""
     if decision not in DECISION_NAMES:
         raise UsageError(f"--decision {decision!r}: expected one of {', '.join(DECISION_NAMES)}")
-    if decision == "teach":
-        raise UsageError("--decision teach needs --point X,Y or --template PNG")
+    if (decision == "teach") != (point is not None or template is not None):
+        raise UsageError("--decision teach needs --point X,Y (on the halt frame) or --template PNG, and only teach takes them")
     if (decision == "reconcile") != (effect is not None):
         raise UsageError("--effect landed|absent goes with --decision reconcile, and reconcile needs it")
     if effect is not None and effect not in ("landed", "absent"):
@@ -168,7 +170,13 @@ def approve(
         if "escalate" not in pending["task"]["allowed_decisions"]:
             raise RefusedError("--decision escalate is not allowed for this pause")
         return _escalate(run, manifest, pending, key, operator, user, note)
-    out = _record(run, pending, key, decision, operator, user, effect=effect, note=note, now=now)
+    payload = None
+    if decision == "teach":
+        if "teach" not in pending["task"]["allowed_decisions"]:
+            raise RefusedError("--decision teach is allowed only for resolution or ambiguity halts")
+        records = load_journal(run.journal_path, load_key(create=False)).records
+        payload = make_patch(run, pending, records, point=point, template=template)
+    out = _record(run, pending, key, decision, operator, user, effect=effect, note=note, now=now, payload=payload)
     if decision == "reject" and out["recorded"]:
         body = read_json_file(run.path / APPROVAL, "approval") or {}
         _block(run, manifest, pending, body, reporter)

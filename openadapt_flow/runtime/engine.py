@@ -315,4 +315,6 @@ def save_halt_frame(ctx: RunContext, h: Halt) -> str | None:
         except FlowError:
             return None
     img = annotate(h.frame, search=h.search, best=h.best, point=h.point, label=f"{h.category}: {h.step or ''}")
+    if h.step and ctx.durable and h.category in ("resolution", "ambiguous"):
+        ctx.frames.save_now(f"halt-{h.step}-raw.png", h.frame)  # what `teach` cuts a new template from
     return ctx.frames.save_now(f"halt-{h.step or 'run'}.png", img)

@@ -21,6 +21,7 @@ from openadapt_flow.runtime.context import Progress, RunContext
 from openadapt_flow.runtime.decisions import check_approval, verified_pending
 from openadapt_flow.runtime.engine import Reporter, RunOutcome, execute, finish, make_context, open_or_none, stop_on_signals
 from openadapt_flow.runtime.halt import Halt
+from openadapt_flow.runtime.teach import effective_bundle
 from openadapt_flow.runtime.lifecycle import LIVE_STATES, check_manifest, finalize_interrupted
 from openadapt_flow.runtime.recheck import CONFIRMED_DONE, POSITIVELY_ABSENT, RETRYABLE, check_facts, find_uncertain, recheck
 from openadapt_flow.runtime.states import EXIT_CODES
@@ -33,17 +34,6 @@ from openadapt_flow.store.lease import Lease
 from openadapt_flow.store.rundir import RunDir
 
 BackendFactory = Callable[[BackendSpec], Backend]
-
-
-def _snapshot(run: RunDir, manifest: dict[str, Any]) -> LoadedBundle:
-    try:
-        loaded = load_bundle(run.bundle_dir)
-    except FlowError as e:
-        raise RefusedError(f"{run.bundle_dir}: bundle snapshot is unusable ({e}); refusing") from None
-    want = manifest["bundle"]["digest"]
-    if loaded.digest != want:
-        raise RefusedError(f"{run.bundle_dir}: bundle snapshot digest {loaded.digest} differs from the recorded {want}; refusing")
-    return loaded
 
 
 def _params(loaded: LoadedBundle, manifest: dict[str, Any], given: Mapping[str, Any]) -> BoundParams:
@@ -87,7 +77,7 @@ def resume(
         journal, records = Journal.open_existing(run.journal_path, load_key(create=False))
         check_manifest(run, records)
         dkey = load_decision_key(create=False)
-        loaded = _snapshot(run, manifest)
+        loaded = effective_bundle(run, manifest, records)
         state = run.state() if run.state_path.exists() else {"state": "PENDING"}
         if state["state"] in LIVE_STATES:
             finalize_interrupted(run, journal, records, loaded.model, "owner process died; found by resume")
@@ -107,6 +97,12 @@ def resume(
             if pending is None:
                 raise RefusedError(f"{run.path}: --require-approval, but nothing is pending for an operator to approve")
             approval = check_approval(run, pending, dkey)
+        patch = None
+        if approval is not None and approval["decision"] == "teach":
+            patch = approval["payload"]
+            loaded = load_bundle(run.path / patch["bundle_dir"])  # resolved afresh with the taught target
+            if loaded.digest != patch["digest"]:
+                raise RefusedError(f"{patch['bundle_dir']}: taught bundle differs from the approved patch; refusing")
         live = open_or_none(_backend_spec(manifest, backend), backend_factory)
         ctx = make_context(run, manifest["run_id"], loaded, bound, live, config, journal, bool(manifest.get("allow_model")), True, progress, reporter)
         ctx.lease = lease
@@ -117,6 +113,8 @@ def resume(
         ctx.results.update((cp or {}).get("results", {}))
         ctx.asked.update(r["step"] for r in records if r["type"] == "asked")
         ctx.timers.update({r["step"]: r["data"]["due_epoch"] for r in records if r["type"] == "timer_set"})
+        if patch is not None:
+            journal.append("patched", patch["step"], {k: patch[k] for k in ("pause_id", "bundle_dir", "digest", "template", "region", "point")})
         with stop_on_signals(ctx.stop):
             return _continue(ctx, records, cp, pending, approval)
     finally:

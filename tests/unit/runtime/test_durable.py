@@ -359,3 +359,41 @@ def test_edited_manifest_is_refused(tmp_path, env):
         approve(out.run_dir, "continue", "alice")
     with pytest.raises(RefusedError, match="manifest changed"):
         go(out.run_dir, app)
+
+
+def test_teach_cuts_a_reviewable_patch_from_the_halt_frame_and_resolves_afresh(tmp_path, env):
+    from openadapt_flow.runtime.teach import apply_patches
+    from openadapt_flow.store.rundir import RunDir
+    from tests.support.screens import Canvas
+
+    renamed = Canvas().text(20, 20, "Ledger").button(300, 300, "Submit", w=140).array()
+    app = App(env)
+    out = start(tmp_path, app, steps=(dict(SAVE, target={"template": "templates/post.png", "region": [100, 100, 120, 40]}), AFTER))
+    assert out.state == "COMPLETED"  # the recorded app; now the app changes its button
+    app2 = App(env)
+    app2.frame = renamed
+    app2.connect()
+    (tmp_path / "run2").mkdir()
+    req = ReplayRequest(bundle=tmp_path / "b", params={"vendor": "ACME"}, backend=BackendSpec(kind="fake"), config=cfg(tmp_path), run_dir=tmp_path / "run2/run")
+    halted = replay(req, backend_factory=lambda s: app2.connect())
+    assert halted.state == "PAUSED" and halted.category == "resolution"
+    pending = json.loads((halted.run_dir / "pending_escalation.json").read_text())
+    assert "teach" in pending["allowed_decisions"]
+    with pytest.raises(UsageError, match="outside the halt frame"):
+        approve(halted.run_dir, "teach", "alice", point=(5000, 5))
+    out = approve(halted.run_dir, "teach", "alice", point=(370, 320))
+    patch_dir = halted.run_dir / "patches" / pending["pause_id"]
+    diff = (patch_dir / "flow.yaml.diff").read_text()
+    assert "-    template: templates/post.png" in diff and "taught" in diff
+    clicks_before = len([e for e in app2.events if e[0] == "click"])
+    res = go(halted.run_dir, app2)
+    assert res.state == "COMPLETED", res.message
+    click = [e for e in app2.events if e[0] == "click"][clicks_before]
+    assert abs(click[1] - 370) <= 2 and abs(click[2] - 320) <= 2  # resolved afresh on the live screen, not a blind click
+    recs = [json.loads(l) for l in (halted.run_dir / "journal.jsonl").read_text().splitlines()]
+    assert any(r["type"] == "patched" for r in recs)
+    # the reviewed patch applies to the bundle on disk, once
+    applied = apply_patches(RunDir.open(halted.run_dir), tmp_path / "b")
+    assert applied == [pending["pause_id"]]
+    assert "taught" in (tmp_path / "b/flow.yaml").read_text()
+    assert apply_patches(RunDir.open(halted.run_dir), tmp_path / "b") == []

@@ -1,0 +1,150 @@
+"""The `teach` decision: cut a new target from the halt frame, as a reviewable patch, resolved afresh on resume.
+
+A patch lives in `patches/<pause_id>/`: the new crop, the patched `flow.yaml`, a
+unified diff against the flow.yaml it was made from, and `patch.json` (digests).
+Resume builds the run's effective bundle from the snapshot plus its patches and
+checks every digest; `flow patch apply RUN BUNDLE` applies them to a bundle.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import cv2
+import numpy as np
+import yaml
+
+from openadapt_flow.bundle.loader import LoadedBundle, load_bundle
+from openadapt_flow.errors import FlowError, RefusedError, UsageError
+from openadapt_flow.store.atomic import write_json_atomic
+from openadapt_flow.store.rundir import RunDir
+
+PATCHES = "patches"
+
+
+def _sha(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def _read_png(path: Path) -> np.ndarray:
+    img = cv2.imread(str(path), cv2.IMREAD_COLOR)
+    if img is None:
+        raise UsageError(f"{path}: not a readable PNG")
+    return cv2.cvtColor(img, cv2.COLOR_BGR2RGB)
+
+
+def _write_png(path: Path, rgb: np.ndarray) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if not cv2.imwrite(str(path), cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR)):
+        raise FlowError(f"{path}: could not write PNG")
+
+
+def effective_bundle_dir(run: RunDir, records: list[dict[str, Any]]) -> Path:
+    applied = [r for r in records if r["type"] == "patched"]
+    return run.path / applied[-1]["data"]["bundle_dir"] if applied else run.bundle_dir
+
+
+def effective_bundle(run: RunDir, manifest: dict[str, Any], records: list[dict[str, Any]]) -> LoadedBundle:
+    """The snapshot (checked against the manifest digest), plus the patches the journal says were applied."""
+    try:
+        snap = load_bundle(run.bundle_dir)
+    except FlowError as e:
+        raise RefusedError(f"{run.bundle_dir}: bundle snapshot is unusable ({e}); refusing") from None
+    if snap.digest != manifest["bundle"]["digest"]:
+        raise RefusedError(f"{run.bundle_dir}: bundle snapshot digest {snap.digest} differs from the recorded {manifest['bundle']['digest']}; refusing")
+    applied = [r for r in records if r["type"] == "patched"]
+    if not applied:
+        return snap
+    last = applied[-1]["data"]
+    try:
+        loaded = load_bundle(run.path / last["bundle_dir"])
+    except FlowError as e:
+        raise RefusedError(f"{last['bundle_dir']}: patched bundle is unusable ({e}); refusing") from None
+    if loaded.digest != last["digest"]:
+        raise RefusedError(f"{last['bundle_dir']}: patched bundle digest differs from the journal's; refusing")
+    return loaded
+
+
+def make_patch(run: RunDir, pending: dict[str, Any], records: list[dict[str, Any]], *, point: tuple[int, int] | None, template: Path | None) -> dict[str, Any]:
+    """Cut the new crop from the raw halt frame and write the patch files; return its digests for the approval."""
+    step_id = pending["step"]
+    raw = run.frames_dir / f"halt-{step_id}-raw.png"
+    if not raw.is_file():
+        raise RefusedError(f"{raw}: no raw halt frame to teach from")
+    frame = _read_png(raw)
+    base_dir = effective_bundle_dir(run, records)
+    flow_text = (base_dir / "flow.yaml").read_text()
+    data = yaml.safe_load(flow_text)
+    step = next(s for s in data["steps"] if s["id"] == step_id)
+    target = step.get("target") or {}
+    fh, fw = frame.shape[:2]
+    if template is not None:
+        crop = _read_png(template)
+        ch, cw = crop.shape[:2]
+        res = cv2.matchTemplate(cv2.cvtColor(frame, cv2.COLOR_RGB2GRAY), cv2.cvtColor(crop, cv2.COLOR_RGB2GRAY), cv2.TM_CCOEFF_NORMED)
+        _, score, _, (x, y) = cv2.minMaxLoc(res)
+        if score < 0.9:
+            raise UsageError(f"--template {template}: not found on the halt frame (best score {score:.2f})")
+        px, py = point if point is not None else (x + cw // 2, y + ch // 2)
+    else:
+        assert point is not None
+        px, py = point
+        if not (0 <= px < fw and 0 <= py < fh):
+            raise UsageError(f"--point {px},{py} lies outside the halt frame ({fw}x{fh})")
+        rw, rh = (target.get("region") or [0, 0, 120, 40])[2:]
+        x, y = max(0, min(px - rw // 2, fw - rw)), max(0, min(py - rh // 2, fh - rh))
+        cw, ch = min(rw, fw), min(rh, fh)
+        crop = frame[y : y + ch, x : x + cw].copy()
+    if not (x <= px < x + cw and y <= py < y + ch):
+        raise UsageError(f"--point {px},{py} does not lie inside the taught crop")
+    patch_dir = run.path / PATCHES / pending["pause_id"]
+    bundle_dir = patch_dir / "bundle"
+    if patch_dir.exists():
+        shutil.rmtree(patch_dir)
+    shutil.copytree(base_dir, bundle_dir)
+    rel = f"templates/{step_id}-taught-{pending['pause_id'][-6:]}.png"
+    _write_png(bundle_dir / rel, crop)
+    target.update(template=rel, region=[int(x), int(y), int(cw), int(ch)], point=[int(px - x), int(py - y)])
+    step["target"] = target
+    new_text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+    (bundle_dir / "flow.yaml").write_text(new_text)
+    diff = "".join(difflib.unified_diff(flow_text.splitlines(True), new_text.splitlines(True), "a/flow.yaml", "b/flow.yaml"))
+    (patch_dir / "flow.yaml.diff").write_text(diff)
+    shutil.copyfile(bundle_dir / rel, patch_dir / Path(rel).name)
+    loaded = load_bundle(bundle_dir)  # the patched bundle must itself be valid
+    info = {"pause_id": pending["pause_id"], "step": step_id, "template": rel, "region": target["region"], "point": target["point"],
+            "base_flow_sha": _sha(flow_text.encode()), "patched_flow_sha": _sha(new_text.encode()), "crop_sha": _sha((bundle_dir / rel).read_bytes()),
+            "bundle_dir": str(bundle_dir.relative_to(run.path)), "digest": loaded.digest}
+    write_json_atomic(patch_dir / "patch.json", {"schema": "openadapt-flow/patch@1", **info})
+    return info
+
+
+def apply_patches(run: RunDir, bundle: Path) -> list[str]:
+    """`flow patch apply RUN BUNDLE`: apply the run's teach patches, in order, to a bundle folder on disk."""
+    root = run.path / PATCHES
+    patches = sorted(root.glob("*/patch.json"), key=lambda p: p.stat().st_mtime) if root.is_dir() else []
+    if not patches:
+        raise RefusedError(f"{run.path}: no teach patches to apply")
+    applied = []
+    for pj in patches:
+        info = json.loads(pj.read_text())
+        flow = bundle / "flow.yaml"
+        if not flow.is_file():
+            raise UsageError(f"{bundle}: no flow.yaml")
+        current = _sha(flow.read_bytes())
+        if current == info["patched_flow_sha"]:
+            continue  # already applied
+        if current != info["base_flow_sha"]:
+            raise RefusedError(f"{flow}: differs from the flow.yaml patch {info['pause_id']} was made against; refusing")
+        src = run.path / info["bundle_dir"]
+        (bundle / Path(info["template"]).parent).mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(src / info["template"], bundle / info["template"])
+        shutil.copyfile(src / "flow.yaml", flow)
+        applied.append(info["pause_id"])
+    load_bundle(bundle)
+    return applied

@@ -1,0 +1,362 @@
+"""The context a Python workflow's durable calls go through (SPEC §14).
+
+Every call — a tool, a question, a signal, a timer, a GUI replay, a child workflow, a model
+call, a domain action — passes through `WorkflowContext._call`: the one place that looks up
+the recorded output, else runs the call, then records it (journal `step_verified` with the
+result, then checkpoint). On resume the workflow runs again from the top and recorded calls
+return at once; a call whose kind or name differs from what the journal recorded at that
+position is a divergence (the code changed) and stops the run.
+
+Signals that stop the workflow at a pause or halt travel through user code as `WorkflowStop`,
+a BaseException, so an `except Exception` in a workflow cannot swallow them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import re
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Protocol
+
+from openadapt_flow.bundle.models import Step
+from openadapt_flow.errors import FlowError, RefusedError
+from openadapt_flow.runtime.context import RunContext
+from openadapt_flow.runtime.halt import Halt, Pause, StopRequested
+from openadapt_flow.runtime.policy import Blocked, check_step
+from openadapt_flow.runtime.workflow import entry_of, tool_info
+from openadapt_flow.runtime.workflow_llm import Llm, chat
+from openadapt_flow.store.checkpoint import checkpoint_from_records, write_checkpoint
+
+
+class WorkflowStop(BaseException):
+    """Carries a pause, halt, block, stop or divergence out through user code, which cannot catch it."""
+
+    def __init__(self, cause: Exception) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+
+
+class DivergedError(RefusedError):
+    """The workflow's calls no longer match its journal: the code changed under an in-flight run."""
+
+    def __init__(self, message: str, step: str | None) -> None:
+        super().__init__(message)
+        self.step = step
+
+
+@dataclass
+class Recorded:
+    """What a call body returns when the result is not the runtime's own (an operator reconciled it)."""
+
+    value: Any
+    verified_by: str
+
+
+@dataclass
+class Call:
+    """What the journal says about one call position: its header and every record of its step id."""
+
+    index: int
+    step: str
+    kind: str
+    name: str
+    records: list[dict[str, Any]] = field(default_factory=list)
+
+    def last(self, type_: str) -> dict[str, Any] | None:
+        return next((r for r in reversed(self.records) if r["type"] == type_), None)
+
+    @property
+    def verified(self) -> dict[str, Any] | None:
+        return self.last("step_verified")
+
+    @property
+    def open_dispatch(self) -> dict[str, Any] | None:
+        """The last action_dispatched, if nothing verified the call after it."""
+        d, v = self.last("action_dispatched"), self.verified
+        return d if d is not None and (v is None or v["seq"] < d["seq"]) else None
+
+    def decision_after(self, seq: int) -> dict[str, Any] | None:
+        return next((r["data"] for r in reversed(self.records) if r["type"] == "decision" and r["seq"] > seq), None)
+
+
+def history(records: list[dict[str, Any]]) -> dict[int, Call]:
+    """Calls by position, from the journal's `step_started` headers."""
+    calls: dict[int, Call] = {}
+    by_step: dict[str, Call] = {}
+    for r in records:
+        if r["type"] == "step_started" and "name" in r["data"] and r["step"] not in by_step:
+            call = Call(r["data"]["index"], r["step"], r["data"]["action"], r["data"]["name"])
+            calls[call.index] = by_step[r["step"]] = call
+        if r["step"] in by_step:
+            by_step[r["step"]].records.append(r)
+    return calls
+
+
+def call_steps(records: list[dict[str, Any]]) -> list[Step]:
+    """The calls as Steps (id and whether they write): what outcome classification needs of a workflow run."""
+    return [Step(id=c.step, action="tool", call=f"{c.kind}:{c.name}", consequential=bool(c.records[0]["data"].get("consequential")))
+            for c in sorted(history(records).values(), key=lambda c: c.index)]
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "call"
+
+
+def jsonable(value: Any, what: str) -> Any:
+    """The value as the journal will give it back on resume (a tuple becomes a list), so both runs see the same."""
+    try:
+        return json.loads(json.dumps(value))
+    except (TypeError, ValueError) as e:
+        raise Halt("tool", f"{what} returned something that is not JSON ({e})", dispatched=True) from None
+
+
+def invoke(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """Call a tool; an async one runs to completion on its own event loop (in a thread if one is running here)."""
+    value = fn(*args, **kwargs)
+    if not inspect.isawaitable(value):
+        return value
+
+    async def wait_for() -> Any:
+        return await value
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(wait_for())
+    box: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            box["value"] = asyncio.run(wait_for())
+        except BaseException as e:  # handed to the caller's thread below
+            box["error"] = e
+
+    t = threading.Thread(target=run, name="flow-async-tool")
+    t.start()
+    t.join()
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+class WorkflowContext:
+    """`ctx` in `def my_workflow(ctx, ...)`: every method is a durable call (awaitable in an async workflow)."""
+
+    def __init__(self, rc: RunContext, entry: str, calls: dict[int, Call], runner: ChildRunner, *, is_async: bool = False) -> None:
+        self.rc = rc
+        self.entry = entry
+        self.calls = calls
+        self.runner = runner
+        self.is_async = is_async
+        self.in_step = False
+        self.steps: list[Step] = []
+        self._next = 0
+        self._ids: dict[str, int] = {}
+        self.llm = Llm(self)
+
+    @property
+    def run_id(self) -> str:
+        return self.rc.run_id
+
+    # -- the one durable-step function ---------------------------------------------------------------
+
+    def _call(self, kind: str, name: str, base_id: str, fields: dict[str, Any], body: Callable[[Step, Call | None], Any]) -> Any:
+        """Look up the recorded output of this call, else run `body`, then record it: the only place that does."""
+        if self.in_step:
+            raise WorkflowStop(Halt("input", f"ctx.{kind} was called inside another durable call; durable calls cannot nest"))
+        index = self._next
+        self._next += 1
+        n = self._ids[base_id] = self._ids.get(base_id, 0) + 1
+        past = self.calls.get(index)
+        if past is not None and (past.kind, past.name) != (kind, name):
+            raise WorkflowStop(DivergedError(
+                f"workflow {self.entry} diverged from its journal at call #{index}: the journal recorded "
+                f"{past.kind} {past.name!r}, the code now calls {kind} {name!r} (the code changed under this run; "
+                "redeploy the version that started it, or start a new run)", past.step))
+        step = Step(id=past.step if past else (base_id if n == 1 else f"{base_id}-{n}"), **fields)
+        self.steps.append(step)
+        self.on_register(self.steps)
+        if past is not None and past.verified is not None:
+            return self._ret(past.verified["data"].get("result"))
+        rc = self.rc
+        try:
+            if rc.stop.is_set():
+                raise StopRequested()
+            if past is None:
+                blocked = check_step(rc.config.policy, rc.budget, step, None)
+                if blocked is not None:
+                    raise blocked
+                rc.journal.append("step_started", step.id, {"index": index, "action": kind, "name": name,
+                                                            "intent": f"{kind} {name}", "consequential": step.is_consequential}, sync=True)
+            rc.progress.step_started(index, max(index + 1, len(self.calls)), step.id, f"{kind} {name}")
+            self.in_step = True
+            try:
+                out = body(step, past)
+            finally:
+                self.in_step = False
+            rec = out if isinstance(out, Recorded) else Recorded(jsonable(out, f"{kind} {name!r}"), "runtime")
+        except Halt as h:
+            h.step = h.step or step.id
+            raise WorkflowStop(h) from None
+        except (Pause, Blocked, StopRequested, RefusedError) as e:
+            raise WorkflowStop(e) from None
+        verified = rc.journal.append("step_verified", step.id, {"index": index, "verified_by": rec.verified_by,
+                                                                 "result": rec.value, "screen_facts": []})
+        rc.verified.append(verified)
+        write_checkpoint(rc.run.path, checkpoint_from_records(rc.verified) or {})
+        rc.progress.step_finished(index, max(index + 1, len(self.calls)), step.id, {"ok": True, "rung": kind, "ms": 0})
+        return self._ret(rec.value)
+
+    def _ret(self, value: Any) -> Any:
+        if not self.is_async:
+            return value
+
+        async def result() -> Any:
+            return value
+
+        return result()
+
+    def unreached(self) -> None:
+        """At the workflow's return: a journal with calls the code no longer makes is a divergence too."""
+        later = [c for i, c in self.calls.items() if i >= self._next]
+        if later:
+            c = min(later, key=lambda c: c.index)
+            raise DivergedError(f"workflow {self.entry} diverged from its journal at call #{c.index}: the journal recorded "
+                                f"{c.kind} {c.name!r}, the code now returns without making it (the code changed under this run)", c.step)
+
+    # -- acting calls: guarded dispatch -------------------------------------------------------------
+
+    def _dispatch(self, step: Step, past: Call | None, what: str, act: Callable[[], Any]) -> Any:
+        """Approval before, never a blind re-run of an uncertain write, fencing, then the act itself."""
+        since = 0
+        open_ = past.open_dispatch if past is not None else None
+        if open_ is not None and step.is_consequential:
+            d = past.decision_after(open_["seq"]) if past is not None else None
+            if d is not None and d.get("decision") == "reconcile" and d.get("effect") == "landed":
+                return Recorded(None, "operator")
+            if not (d is not None and d.get("decision") == "reconcile" and d.get("effect") == "absent"):
+                raise Pause("awaiting_approval", step.id, f"{what} was dispatched but its result was never recorded; it is "
+                            "not re-run blindly: flow approve RUN --decision reconcile --effect landed|absent", category="uncertain")
+            since = open_["seq"]  # the operator established it did not happen: that decision authorises the retry
+        if step.approval == "before" and not since:
+            d = past.decision_after(0) if past is not None else None
+            if d is None or d.get("decision") != "continue":
+                raise Pause("awaiting_approval", step.id, f"{what} needs an operator's approval before it acts")
+        self.rc.before_dispatch(step)
+        self.rc.journal.append("action_dispatched", step.id, {"action": "tool", "call": step.call, "lease_generation": self.rc.lease_generation})
+        try:
+            return act()
+        except (Pause, Halt, Blocked, StopRequested, RefusedError):
+            raise
+        except Exception as e:  # a tool that raises halts like any step; the operator decides what next
+            raise Halt("tool", f"{what} raised {type(e).__name__}: {e}", step=step.id, dispatched=True) from None
+
+    # -- the calls ----------------------------------------------------------------------------------
+
+    def tool(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """Run `fn(*args, **kwargs)` once; its JSON result is recorded and returned from the journal on resume."""
+        info = tool_info(fn)
+        fields = {"action": "tool", "call": _call_name(fn, info.name), "consequential": info.consequential}
+        return self._call("tool", info.name, _slug(info.name), fields,
+                          lambda step, past: self._dispatch(step, past, f"tool {info.name!r}", lambda: invoke(fn, args, kwargs)))
+
+    def domain(self, action: Callable[..., Any], *args: Any, human_in_the_loop: bool = True, **kwargs: Any) -> Any:
+        """A named domain action (a write): paused for an operator's approval before each call when human_in_the_loop."""
+        info = tool_info(action)
+        fields = {"action": "tool", "call": _call_name(action, info.name), "consequential": True,
+                  "approval": "before" if human_in_the_loop else None}
+        return self._call("domain", info.name, _slug(info.name), fields,
+                          lambda step, past: self._dispatch(step, past, f"domain action {info.name!r}", lambda: invoke(action, args, kwargs)))
+
+    def ask_user(self, question: str, choices: list[str] | None = None, type: str | None = None) -> Any:
+        """Pause PAUSED(awaiting_user) until `flow answer RUN VALUE`; returns the answer (checked against choices/type)."""
+
+        def body(step: Step, past: Call | None) -> Any:
+            if type not in (None, "string", "number", "integer", "boolean"):
+                raise Halt("input", f"ask_user type {type!r}: expected string, number, integer or boolean")
+            if past is None or past.last("asked") is None:
+                self.rc.journal.append("asked", step.id, {"index": self._next - 1, "question": question, "choices": choices, "type": type}, sync=True)
+            raise Pause("awaiting_user", step.id, question, category="ask_user")
+
+        fields = {"action": "ask_user", "question": question, "choices": list(choices) if choices else None, "type": type}
+        return self._call("ask_user", "ask_user", "ask-user", fields, body)
+
+    def wait_signal(self, name: str) -> Any:
+        """Pause PAUSED(awaiting_signal) until `flow signal RUN NAME [--data JSON]`; returns the signal's data."""
+
+        def body(step: Step, past: Call | None) -> Any:
+            if past is None or past.last("waiting_signal") is None:
+                self.rc.journal.append("waiting_signal", step.id, {"signal": name})
+            raise Pause("awaiting_signal", step.id, f"waiting for signal {name!r}", category="wait_signal")
+
+        return self._call("wait_signal", name, "signal-" + _slug(name), {"action": "wait_signal", "signal": name}, body)
+
+    def sleep(self, seconds: float) -> Any:
+        """A durable timer: PAUSED(awaiting_timer) holding no process until due (then `flow resume` or `flow worker`)."""
+
+        def body(step: Step, past: Call | None) -> Any:
+            timer = past.last("timer_set") if past is not None else None
+            due = timer["data"]["due_epoch"] if timer else time.time() + float(seconds)
+            if timer is None:
+                self.rc.journal.append("timer_set", step.id, {"index": self._next - 1, "due_epoch": due}, sync=True)
+            self.rc.timers[step.id] = due
+            if time.time() >= due:
+                return None
+            when = datetime.fromtimestamp(due, timezone.utc).isoformat(timespec="seconds")
+            raise Pause("awaiting_timer", step.id, f"timer due at {when}", category="timer")
+
+        return self._call("sleep", "sleep", "sleep", {"action": "sleep", "seconds": float(seconds)}, body)
+
+    def replay(self, bundle: str | Path, params: dict[str, Any] | None = None) -> Any:
+        """Run a bundle's GUI steps as a child run (`children/<call id>`, each step checkpointed there) on the run's backend."""
+        name, values = str(bundle), dict(params or {})
+        fields = {"action": "flow", "bundle": name, "params": values}
+        return self._call("replay", name, "replay-" + _slug(Path(name).name), fields,
+                          lambda step, past: self.runner.replay(self, step, name, values))
+
+    def child(self, wf: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """Run another @workflow as a child run of this one (`children/<call id>`); returns what it returns."""
+        entry = entry_of(wf)
+        fields = {"action": "flow", "bundle": "workflow:" + entry}
+        return self._call("child", entry, "child-" + _slug(entry.rpartition(":")[2]), fields,
+                          lambda step, past: self.runner.child(self, step, wf, args, kwargs))
+
+    def generate(self, prompt: str, **options: Any) -> Any:
+        """`ctx.llm.generate`: one model call through the configured endpoint, recorded and counted in the model budget."""
+        model = options.get("model") or self.rc.config.ladder.model.model
+
+        def body(step: Step, past: Call | None) -> Any:
+            policy, budget = self.rc.config.policy, self.rc.budget
+            if policy.max_model_calls is not None and budget.model_calls >= policy.max_model_calls:
+                raise Blocked("max_model_calls", budget.model_calls + 1, policy.max_model_calls, step.id,
+                              f"model call {budget.model_calls + 1} would exceed max_model_calls {policy.max_model_calls}")
+            self.rc.before_dispatch(step)
+            self.rc.journal.append("llm_call", step.id, {"model_calls": 1, "model": model}, sync=True)  # counted even if it fails
+            try:
+                return chat(self.rc.config.ladder.model, prompt, **options)
+            except FlowError as e:
+                raise Halt("model", str(e), step=step.id, dispatched=True) from None
+
+        return self._call("llm", model, "llm", {"action": "tool", "call": "llm:" + model}, body)
+
+
+class ChildRunner(Protocol):
+    """Starts or continues child runs for a workflow (implemented by workflow_run, which owns the engine)."""
+
+    def replay(self, ctx: WorkflowContext, step: Step, bundle: str, params: dict[str, Any]) -> Any: ...
+
+    def child(self, ctx: WorkflowContext, step: Step, wf: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any: ...
+
+
+def _call_name(fn: Callable[..., Any], fallback: str) -> str:
+    try:
+        return entry_of(fn)
+    except AttributeError:
+        return f"tool:{fallback}"

@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from openadapt_flow.bundle.models import Postcondition, Step
+from openadapt_flow.errors import ConfigError
 from openadapt_flow.runtime.context import RunContext
 from openadapt_flow.runtime.settle import settle
 from openadapt_flow.verify.effects import ABSENT, CONFIRMED, Reading, judge, make_reader, resolve_effect
@@ -94,7 +95,10 @@ def recheck(ctx: RunContext, u: Uncertain) -> RecheckResult:
     if u.baseline is not None:
         b = u.baseline["data"]
         baseline = Reading(bool(b.get("ok")), b.get("value"), b.get("error", ""))
-    observed = make_reader(effect, ctx.params.values | {"run_id": ctx.run_id})()
+    try:
+        observed = make_reader(effect, ctx.params.values | {"run_id": ctx.run_id})()
+    except ConfigError as e:  # a verifier that cannot even be built reads nothing: unknown, not absent
+        observed = Reading(False, error=str(e))
     verdict = judge(effect, baseline, observed)
     ev = {"verdict": verdict, "baseline": baseline.to_json() if baseline else None, "observed": observed.to_json(), "read_after_dispatch_s": round(time.time() - _epoch(u.dispatch["ts"]), 3)}
     if verdict == CONFIRMED:

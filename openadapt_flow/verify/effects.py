@@ -98,10 +98,14 @@ def verify_effect(
     dispatched_at: float,
     *,
     poll_s: float = 0.1,
+    max_poll_s: float = 1.0,
     clock: Callable[[], float] = time.monotonic,
     wait: Callable[[float], None] = time.sleep,
 ) -> EffectVerdict:
-    """Poll until CONFIRMED; any other verdict is final only for a read begun `timeout_s` or more after dispatch."""
+    """Poll until CONFIRMED; any other verdict is final only for a read begun `timeout_s` or more after dispatch.
+
+    The interval grows from `poll_s` to `max_poll_s` so a long `timeout_s` does not hammer the system of record.
+    """
     reads = 0
     while True:
         began = clock() - dispatched_at  # a read that started early proves nothing about absence, however long it took
@@ -111,4 +115,4 @@ def verify_effect(
         elapsed = clock() - dispatched_at
         if verdict == CONFIRMED or began >= effect.timeout_s:
             return EffectVerdict(verdict, baseline, observed, reads, elapsed)
-        wait(min(poll_s, max(0.0, effect.timeout_s - elapsed)))
+        wait(min(poll_s * 1.5 ** (reads - 1), max_poll_s, max(0.0, effect.timeout_s - elapsed)))

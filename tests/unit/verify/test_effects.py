@@ -120,3 +120,17 @@ def test_named_verifier_from_config_and_env_dsn(db):
 def test_misconfiguration_is_a_config_error_before_any_read(fields, message):
     with pytest.raises(ConfigError, match=message):
         make_reader(Effect.model_validate(fields), {}, env={})
+
+
+def test_polling_backs_off_but_never_past_the_timeout():
+    eff = Effect.model_validate({"kind": "file", "path": "/x", "expect": {"increase_by": 1}, "timeout_s": 10})
+    now = [0.0]
+    waits: list[float] = []
+
+    def wait(s):
+        waits.append(round(s, 3))
+        now[0] += s
+
+    v = verify_effect(eff, lambda: Reading(True, 0), Reading(True, 0), dispatched_at=0.0, clock=lambda: now[0], wait=wait)
+    assert v.verdict == ABSENT and v.waited_s >= 10
+    assert waits[:4] == [0.1, 0.15, 0.225, 0.338] and max(waits) == 1.0 and round(sum(waits), 6) == 10

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from openadapt_flow.backends.base import Backend
@@ -53,6 +54,7 @@ class RunContext:
     asked: set[str] = field(default_factory=set)  # ask_user steps whose question was already asked
     timers: dict[str, float] = field(default_factory=dict)  # sleep/wait_until step id -> due epoch
     budget: Budget = field(default_factory=lambda: Budget([]))
+    children: dict[str, Path] = field(default_factory=dict)  # `flow` step id -> child run dir
 
     @property
     def lease_generation(self) -> int:

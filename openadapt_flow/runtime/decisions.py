@@ -9,6 +9,7 @@ import uuid
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from openadapt_flow.errors import RefusedError, UsageError
@@ -89,7 +90,8 @@ def deliver(run_path: Path, kind: str, operator: str, *, value: str | None = Non
         raise RefusedError(f"{run.path}: run is {state.get('state')}({state.get('paused_reason')}), not {want}")
     key = load_decision_key(create=False)
     pending = verified_pending(run, key)
-    step = _snapshot_step(run, pending["step"])
+    ask = pending["task"].get("ask")  # signed with the task; runs without a bundle (workflows) have only this
+    step = SimpleNamespace(id=pending["step"], **ask) if ask is not None else _snapshot_step(run, pending["step"])
     payload: dict[str, Any]
     if kind == "answer":
         assert value is not None

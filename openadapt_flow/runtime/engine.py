@@ -31,6 +31,7 @@ from openadapt_flow.runtime.outcome import classify
 from openadapt_flow.runtime.policy import Blocked, check_step
 from openadapt_flow.runtime.pause import open_pause
 from openadapt_flow.runtime.states import EXIT_CODES
+from openadapt_flow.runtime.child import run_child_step
 from openadapt_flow.runtime.durable_steps import run_durable_step
 from openadapt_flow.runtime.step import StepRecord, run_gui_step
 from openadapt_flow.store.checkpoint import checkpoint_from_records, write_checkpoint
@@ -92,6 +93,7 @@ class ReplayRequest:
     durable: bool = False
     allow_model: bool = False
     param_flags: frozenset[str] = frozenset()
+    parent_run: Path | None = None  # set for a child run started by a `flow` step
 
 
 @contextmanager
@@ -142,7 +144,7 @@ def _manifest(run_id: str, req: ReplayRequest, loaded: LoadedBundle, params: Bou
         "durable": durable,
         "allow_model": req.allow_model,
         "config": req.config.model_dump(mode="json", by_alias=True),
-        "parent_run": None,
+        "parent_run": str(req.parent_run) if req.parent_run else None,
         "child_runs": [],
     }
 
@@ -155,9 +157,6 @@ def prepare(req: ReplayRequest) -> tuple[LoadedBundle, BoundParams, bool]:
         check_new_run_dir(req.run_dir)
     if req.backend is None and any(not s.is_durable_kind for s in loaded.model.steps):
         raise UsageError(NO_BACKEND)
-    kinds = sorted({s.action for s in loaded.model.steps if s.action == "flow"})
-    if kinds:
-        raise UsageError("the `flow` (child bundle) step kind is not available in this version")
     durable = req.durable or req.config.runtime.durable or loaded.model.needs_durable
     return loaded, params, durable
 
@@ -235,7 +234,9 @@ def execute(ctx: RunContext, start: int) -> RunOutcome:
             if step.approval == "before" and ctx.approved_before != step.id:
                 raise Pause("awaiting_approval", step.id, f"step {step.id!r} needs an operator's approval before it acts")
             ctx.progress.step_started(i, len(steps), step.id, step.intent)
-            if step.is_durable_kind:
+            if step.action == "flow":
+                rec = StepRecord(step.id, verified=run_child_step(ctx, i, step))
+            elif step.is_durable_kind:
                 rec = StepRecord(step.id, verified=run_durable_step(ctx, i, step))
             else:
                 rec = run_gui_step(ctx, i, step)

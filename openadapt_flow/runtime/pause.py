@@ -44,7 +44,7 @@ def _level(ctx: RunContext, index: int) -> str:
 
 def decision_task(
     ctx: RunContext, pause_id: str, step_id: str, category: str, allowed: list[str], cp: dict[str, Any] | None,
-    expires: float, due: float | None = None, *, quorum: int = 1, level: str = "default",
+    expires: float, due: float | None = None, *, quorum: int = 1, level: str = "default", ask: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The bounded question an operator answers: ids, digests and the question only (no frames, OCR text or values)."""
     key = load_decision_key(create=False)
@@ -64,6 +64,8 @@ def decision_task(
         "quorum": quorum,
         "level": level,
     }
+    if ask is not None:  # what a waiting question accepts: `flow answer`/`flow signal` check against it (no bundle needed)
+        task["ask"] = ask
     task["signature"] = sign(key, task)
     return task
 
@@ -81,6 +83,8 @@ def open_pause(
     allowed = allowed_decisions(ctx, reason, category, step_id, outcome, evidence)
     step = next((s for s in ctx.bundle.model.steps if s.id == step_id), None)
     quorum = ctx.config.approvals.quorum if step is not None and step.is_consequential else 1
+    waiting = reason in ("awaiting_user", "awaiting_signal")
+    ask = {"choices": step.choices, "type": step.type, "signal": step.signal} if step is not None and waiting else None
     body = {
         "pause_id": pause_id,
         "run_id": ctx.run_id,
@@ -95,7 +99,7 @@ def open_pause(
         "expires_at": iso(expires),
         "due_epoch": due,
         "level": 0,
-        "task": decision_task(ctx, pause_id, step_id, category, allowed, cp, expires, due, quorum=quorum, level=_level(ctx, 0)),
+        "task": decision_task(ctx, pause_id, step_id, category, allowed, cp, expires, due, quorum=quorum, level=_level(ctx, 0), ask=ask),
     }
     write_pending(ctx.run.path, body)
     ctx.journal.append("escalation_opened", step_id, {"pause_id": pause_id, "reason": reason, "category": category, "allowed": allowed})

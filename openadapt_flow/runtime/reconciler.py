@@ -8,6 +8,7 @@ from typing import Any
 from openadapt_flow.bundle.loader import load_bundle
 from openadapt_flow.errors import FlowError
 from openadapt_flow.runtime.lifecycle import LIVE_STATES, finalize_interrupted, lease_ttl
+from openadapt_flow.runtime.workflow_run import run_bundle
 from openadapt_flow.store.journal import Journal
 from openadapt_flow.store.keys import load_key
 from openadapt_flow.store.lease import LeaseInfo, try_lock, unlock
@@ -33,7 +34,8 @@ def reconcile_one(path: Path) -> dict[str, Any]:
         why = "owner process died"
     try:
         journal, records = Journal.open_existing(run.journal_path, load_key(create=False))
-        bundle = load_bundle(run.bundle_dir).model
+        manifest = run.manifest()
+        bundle = run_bundle(manifest, records).model if manifest.get("kind") == "workflow" else load_bundle(run.bundle_dir).model
         result = finalize_interrupted(run, journal, records, bundle, why)
         journal.close()
     finally:

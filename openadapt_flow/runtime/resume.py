@@ -17,6 +17,7 @@ from openadapt_flow.bundle.loader import LoadedBundle, load_bundle
 from openadapt_flow.bundle.params import BoundParams, bind_params, secret_env_name
 from openadapt_flow.errors import FlowError, RefusedError
 from openadapt_flow.runtime.config import DeployConfig
+from openadapt_flow.runtime import workflow_run  # module import: workflow_run imports this module too
 from openadapt_flow.runtime.context import Progress, RunContext
 from openadapt_flow.runtime.decisions import check_approval, verified_pending
 from openadapt_flow.runtime.engine import Reporter, RunOutcome, execute, finish, make_context, open_or_none, stop_on_signals
@@ -68,6 +69,9 @@ def resume(
     """Continue a paused or interrupted durable run; `stop` (e.g. a worker's) is set by SIGTERM/SIGINT."""
     run = RunDir.open(run_path)
     manifest = run.manifest()
+    if manifest.get("kind") == "workflow":  # a Python workflow (SPEC §14): its code runs again on its journal
+        return workflow_run.resume_workflow(run, manifest, backend=backend, require_approval=require_approval, params=params, progress=progress,
+                                            reporter=reporter, backend_factory=backend_factory, stop=stop)
     if not manifest.get("durable"):
         raise RefusedError(f"{run.path}: a non-durable run cannot be resumed (replay with --durable)")
     config = DeployConfig.model_validate(manifest["config"])
@@ -85,6 +89,12 @@ def resume(
         if state["state"] in ("COMPLETED", "FAILED", "BLOCKED"):
             journal.close()
             return RunOutcome(state["state"], EXIT_CODES[state["state"]], run.path, "run is already terminal; nothing to do")
+        orphan = _orphaned(manifest)
+        if orphan:
+            journal.append("suspended", None, {"reason": orphan})
+            journal.close()
+            run.write_state("PAUSED", paused_reason="suspended_orphan", message=orphan)
+            return RunOutcome("PAUSED", EXIT_CODES["PAUSED"], run.path, orphan)
         bound = _params(loaded, manifest, params or {})
         cp, _how = reconcile_checkpoint(run.path, records)
         pending = verified_pending(run, dkey) if (run.path / PENDING).exists() else None
@@ -113,6 +123,7 @@ def resume(
         ctx.results.update((cp or {}).get("results", {}))
         ctx.asked.update(r["step"] for r in records if r["type"] == "asked")
         ctx.timers.update({r["step"]: r["data"]["due_epoch"] for r in records if r["type"] == "timer_set"})
+        ctx.children.update({r["step"]: run.path.parent / r["data"]["child_run"] for r in records if r["type"] == "child_started"})
         if patch is not None:
             journal.append("patched", patch["step"], {k: patch[k] for k in ("pause_id", "bundle_dir", "digest", "template", "region", "point")})
         with stop_on_signals(ctx.stop):
@@ -190,6 +201,22 @@ def _continue(ctx: RunContext, records: list[dict[str, Any]], cp: dict[str, Any]
     return execute(ctx, start)
 
 
+def _orphaned(manifest: dict[str, Any]) -> str | None:
+    """A child run whose parent run dir is gone or BLOCKED is suspended, not continued."""
+    parent = manifest.get("parent_run")
+    if not parent:
+        return None
+    p = Path(parent)
+    if not (p / "manifest.json").is_file():
+        return f"parent run {parent} is gone"
+    try:
+        if RunDir(p).state().get("state") == "BLOCKED":
+            return f"parent run {parent} is BLOCKED"
+    except FlowError:
+        return f"parent run {parent} is unreadable"
+    return None
+
+
 def _still_waiting(run: RunDir, pending: dict[str, Any] | None) -> str | None:
     """Why a wait pause cannot continue yet (no answer/signal delivered, timer not due), or None."""
     if pending is None:
@@ -197,6 +224,11 @@ def _still_waiting(run: RunDir, pending: dict[str, Any] | None) -> str | None:
     reason = pending["paused_reason"]
     if reason in ("awaiting_user", "awaiting_signal") and not (run.path / APPROVAL).exists():
         return f"still {reason} at step {pending['step']!r} (flow {'answer' if reason == 'awaiting_user' else 'signal'} {run.path} …)"
+    if reason == "awaiting_child":
+        child = run.path.with_name(f"{run.path.name}.{pending['step']}")
+        st = RunDir(child).state().get("state") if (child / "state.json").is_file() else None
+        if st in ("PAUSED", "RUNNING", "RESUMING"):
+            return f"child run {child.name} is {st}; resume it first"
     if reason == "awaiting_timer" and not (run.path / APPROVAL).exists():
         due = pending.get("due_epoch") or 0
         if time.time() < due:

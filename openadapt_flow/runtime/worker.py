@@ -22,7 +22,7 @@ from openadapt_flow.store.rundir import MANIFEST, STATE
 
 @dataclass
 class _Seen:
-    stamp: tuple[float, float, float]
+    stamp: tuple[float, float, float, float]
     ready_at: float | None  # epoch when the run becomes resumable; None = not by a worker
 
 
@@ -46,6 +46,13 @@ def _ready_at(run: Path) -> float | None:
     except (OSError, ValueError):
         return None
     reason = pending.get("paused_reason")
+    if reason == "awaiting_child":
+        child = run.with_name(f"{run.name}.{pending.get('step')}")
+        try:
+            child_state = json.loads((child / STATE).read_text()).get("state")
+        except (OSError, ValueError):
+            return None
+        return 0.0 if child_state in ("COMPLETED", "FAILED", "BLOCKED") else None
     if reason == "awaiting_timer":
         return float(pending.get("due_epoch") or 0)
     if not (run / APPROVAL).exists():
@@ -73,7 +80,8 @@ class Worker:
         now = time.time()
         due = []
         for run in sorted(p for p in self.root.iterdir() if p.is_dir()) if self.root.is_dir() else []:
-            stamp = (_mtime(run / STATE), _mtime(run / PENDING), _mtime(run / APPROVAL))
+            children = max((_mtime(c / STATE) for c in run.parent.glob(run.name + ".*")), default=0.0)  # `flow` child runs
+            stamp = (_mtime(run / STATE), _mtime(run / PENDING), _mtime(run / APPROVAL), children)
             seen = self._seen.get(run)
             if seen is None or seen.stamp != stamp:
                 seen = self._seen[run] = _Seen(stamp, _ready_at(run) if stamp[0] else None)

@@ -14,6 +14,7 @@ a BaseException, so an `except Exception` in a workflow cannot swallow them.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import inspect
 import json
 import re
@@ -25,7 +26,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Protocol
 
-from openadapt_flow.bundle.models import Step
+from openadapt_flow.bundle.loader import LoadedBundle
+from openadapt_flow.bundle.models import BUNDLE_SCHEMA, Bundle, Screen, Step
 from openadapt_flow.errors import FlowError, RefusedError
 from openadapt_flow.runtime.context import RunContext
 from openadapt_flow.runtime.halt import Halt, Pause, StopRequested
@@ -105,6 +107,13 @@ def call_steps(records: list[dict[str, Any]]) -> list[Step]:
             for c in sorted(history(records).values(), key=lambda c: c.index)]
 
 
+def journal_bundle(name: str, digest: str, steps: list[Step]) -> LoadedBundle:
+    """A workflow run's calls as the engine sees a bundle: what outcome classification, pauses and policy read."""
+    model = Bundle.model_construct(schema_=BUNDLE_SCHEMA, name=name, description=None, screen=Screen(width=1, height=1),
+                                   params={}, steps=list(steps))
+    return LoadedBundle(root=Path("."), model=model, templates={}, digest=digest, files=())
+
+
 def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "call"
 
@@ -118,7 +127,7 @@ def jsonable(value: Any, what: str) -> Any:
 
 
 def invoke(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """Call a tool; an async one runs to completion on its own event loop (in a thread if one is running here)."""
+    """Call a tool (or a workflow); an async one runs to completion on its own event loop (in a thread if one runs here)."""
     value = fn(*args, **kwargs)
     if not inspect.isawaitable(value):
         return value
@@ -138,7 +147,7 @@ def invoke(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
         except BaseException as e:  # handed to the caller's thread below
             box["error"] = e
 
-    t = threading.Thread(target=run, name="flow-async-tool")
+    t = threading.Thread(target=contextvars.copy_context().run, args=(run,), name="flow-async-call")
     t.start()
     t.join()
     if "error" in box:
@@ -156,7 +165,6 @@ class WorkflowContext:
         self.runner = runner
         self.is_async = is_async
         self.in_step = False
-        self.steps: list[Step] = []
         self._next = 0
         self._ids: dict[str, int] = {}
         self.llm = Llm(self)
@@ -181,8 +189,8 @@ class WorkflowContext:
                 f"{past.kind} {past.name!r}, the code now calls {kind} {name!r} (the code changed under this run; "
                 "redeploy the version that started it, or start a new run)", past.step))
         step = Step(id=past.step if past else (base_id if n == 1 else f"{base_id}-{n}"), **fields)
-        self.steps.append(step)
-        self.on_register(self.steps)
+        known = self.rc.bundle
+        self.rc.bundle = journal_bundle(known.model.name, known.digest, [s for s in known.model.steps if s.id != step.id] + [step])
         if past is not None and past.verified is not None:
             return self._ret(past.verified["data"].get("result"))
         rc = self.rc

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import queue
 import shutil
 import threading
@@ -159,7 +160,16 @@ class RunDir:
         return self.read_json(MANIFEST)
 
     def manifest_digest(self) -> str:
-        return "sha256:" + hashlib.sha256(self.manifest_path.read_bytes()).hexdigest()
+        """Digest of the manifest minus `child_runs` (the one field appended after the start)."""
+        body = {k: v for k, v in self.manifest().items() if k != "child_runs"}
+        return "sha256:" + hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+    def add_child(self, child: Path) -> None:
+        m = self.manifest()
+        rel = os.path.relpath(child, self.path)
+        if rel not in m.get("child_runs", []):
+            m["child_runs"] = [*m.get("child_runs", []), rel]
+            write_json_atomic(self.manifest_path, m)
 
     def state(self) -> dict[str, Any]:
         return self.read_json(STATE)

@@ -111,3 +111,41 @@ def test_a_tool_that_raises_halts_like_any_step(ws):
 def test_bad_tool_reference_is_a_halt_not_a_traceback(ws):
     out = start(ws, [{"id": "x", "action": "tool", "call": "no_such_module_zz:f"}])
     assert out.state == "PAUSED" and "cannot import" in out.message
+
+
+def test_flow_step_runs_a_linked_child_and_waits_for_it(ws):
+    child = ws / "child"
+    child.mkdir()
+    (child / "flow.yaml").write_text(yaml.safe_dump({
+        "schema": "openadapt-flow/bundle@1", "name": "child", "screen": {"width": 10, "height": 10},
+        "params": {"q": {"required": True}},
+        "steps": [{"id": "ok", "action": "ask_user", "question": "Approve {q}?", "choices": ["yes", "no"]}]}))
+    steps = [STEPS[0], {"id": "sub", "action": "flow", "bundle": "../child", "params": {"q": "{quarter}"}},
+             {"id": "done", "action": "tool", "call": "flowtools_t:record", "args": {"answer": "{steps.sub.state}", "data": "-"}}]
+    out = start(ws, steps)
+    run, kid = out.run_dir, out.run_dir.with_name("run.sub")
+    assert (out.state, state(run)["paused_reason"]) == ("PAUSED", "awaiting_child")
+    assert (state(kid)["state"], state(kid)["paused_reason"]) == ("PAUSED", "awaiting_user")
+    assert json.loads((kid / "manifest.json").read_text())["parent_run"] == str(run)
+    assert json.loads((run / "manifest.json").read_text())["child_runs"] == ["../run.sub"]
+    assert resume(run).exit_code == 3  # the child is still paused
+    deliver(kid, "answer", "ctl", value="yes")
+    assert resume(kid).state == "COMPLETED"
+    assert resume(run).state == "COMPLETED"
+    assert (ws / "tool.log").read_text().splitlines() == ["fetch", "record COMPLETED -"]
+
+
+def test_a_child_whose_parent_is_gone_is_suspended_orphan(ws):
+    import shutil
+
+    child = ws / "child"
+    child.mkdir()
+    (child / "flow.yaml").write_text(yaml.safe_dump({
+        "schema": "openadapt-flow/bundle@1", "name": "child", "screen": {"width": 10, "height": 10},
+        "steps": [{"id": "ok", "action": "ask_user", "question": "Go?"}]}))
+    out = start(ws, [{"id": "sub", "action": "flow", "bundle": "../child"}])
+    kid = out.run_dir.with_name("run.sub")
+    shutil.rmtree(out.run_dir)
+    deliver(kid, "answer", "ctl", value="anything")
+    res = resume(kid)
+    assert (res.state, state(kid)["paused_reason"]) == ("PAUSED", "suspended_orphan")

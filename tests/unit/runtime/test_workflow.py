@@ -1,0 +1,177 @@
+"""Python workflows (SPEC §14) in-process: recorded results never recomputed, async, @agent, divergence, children."""
+
+from __future__ import annotations
+
+import pytest
+
+import openadapt_flow
+from openadapt_flow.errors import RefusedError
+from openadapt_flow.runtime.decisions import approve, deliver
+from openadapt_flow.runtime.resume import resume
+from openadapt_flow.runtime.workflow_run import WorkflowRequest, start_workflow
+from tests.unit.runtime.workflow_support import SOURCE, config, journal, log, state, write_module
+
+pytestmark = pytest.mark.timeout(60)
+
+
+@pytest.fixture
+def ws(tmp_path, monkeypatch):
+    monkeypatch.setenv("FLOW_KEY_FILE", str(tmp_path / "k"))
+    monkeypatch.setenv("FLOW_DECISION_KEY_FILE", str(tmp_path / "dk"))
+    monkeypatch.setenv("WF_LOG", str(tmp_path / "wf.log"))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    write_module(tmp_path)
+    yield tmp_path
+    write_module(tmp_path)  # leave no edited copy imported for the next test
+
+
+def start(ws, entry, name="run", **args):
+    return start_workflow(WorkflowRequest(f"wf_mod:{entry}", args, None, config(ws), run_dir=ws / name))
+
+
+def test_recorded_results_return_without_running_again(ws):
+    out = start(ws, "report", quarter="Q3")
+    run = out.run_dir
+    assert (out.state, out.exit_code, state(run)["paused_reason"]) == ("PAUSED", 3, "awaiting_user")
+    assert log(ws) == ["fetch Q3"]  # the pause was not swallowed by the workflow's `except Exception`
+    assert resume(run).exit_code == 3  # nothing answered yet: still paused, nothing ran
+    deliver(run, "answer", "ctl", value="post")
+    out = resume(run)
+    assert out.state == "COMPLETED", out.message
+    assert log(ws) == ["fetch Q3", "post 1250"]  # fetch ran once; its result came from the journal
+    assert openadapt_flow.wait(run, timeout=5).result == {"answer": "post", "pair": [1, 2]}
+    recs = journal(run)
+    assert [r["step"] for r in recs if r["type"] == "asked"] == ["ask-user"]
+    assert [r["step"] for r in recs if r["type"] == "step_verified"] == ["fetch", "ask-user", "post"]
+    assert resume(run).state == "COMPLETED"  # terminal: nothing to do, nothing runs
+    assert log(ws) == ["fetch Q3", "post 1250"]
+
+
+def test_first_run_sees_what_a_resume_would_see(ws):
+    """A tuple result is recorded as a list; the first run already gets the list, so both runs agree."""
+    out = start(ws, "report", quarter="Q3")
+    deliver(out.run_dir, "answer", "ctl", value="hold")
+    assert resume(out.run_dir).state == "COMPLETED"
+    assert openadapt_flow.wait(out.run_dir).result == {"answer": "hold", "pair": [1, 2]}
+
+
+def test_async_workflow_awaits_its_calls_and_async_tools(ws):
+    out = start(ws, "areport", quarter="Q1")
+    assert state(out.run_dir)["paused_reason"] == "awaiting_user"
+    with pytest.raises(Exception, match="not a valid boolean"):
+        deliver(out.run_dir, "answer", "ctl", value="perhaps")
+    deliver(out.run_dir, "answer", "ctl", value="yes")
+    assert resume(out.run_dir).state == "COMPLETED"
+    assert log(ws) == ["afetch Q1", "fetch Q1"]
+    assert openadapt_flow.wait(out.run_dir).result == {"a": {"q": "Q1"}, "total": 1250, "ok": True}
+
+
+def test_agent_tool_methods_are_durable_steps_inside_its_workflows(ws):
+    out = start(ws, "Ledger.onboard", vendor="ACME")
+    assert state(out.run_dir)["paused_reason"] == "awaiting_signal"
+    with pytest.raises(RefusedError, match="waits for signal 'go'"):
+        deliver(out.run_dir, "signal", "ctl", name="stop")
+    deliver(out.run_dir, "signal", "ctl", name="go", data={"x": 1})
+    assert resume(out.run_dir).state == "COMPLETED"
+    assert log(ws) == ["lookup ACME", "lookup ACME"]  # two calls, each once: the first was not re-run on resume
+    steps = [r["step"] for r in journal(out.run_dir) if r["type"] == "step_verified"]
+    assert steps == ["ledger-lookup", "signal-go", "ledger-lookup-2"]
+    from wf_mod import Ledger  # outside a workflow the method is a plain call
+
+    assert Ledger().lookup("X") == {"vendor": "X", "id": 7}
+
+
+def test_async_agent_workflow(ws):
+    out = start(ws, "Ledger.aonboard", vendor="Initech")
+    assert out.state == "COMPLETED", out.message
+    assert openadapt_flow.wait(out.run_dir).result == 7
+
+
+def test_changed_code_is_refused_naming_the_first_mismatching_call(ws):
+    out = start(ws, "report", quarter="Q3")
+    deliver(out.run_dir, "answer", "ctl", value="post")
+    write_module(ws, SOURCE.replace('data = ctx.tool(fetch, quarter)', 'data = {"total": 1, "pair": []}\n    ctx.tool(post, 0)'))
+    with pytest.raises(RefusedError) as e:
+        resume(out.run_dir)
+    assert e.value.exit_code == 6
+    assert "call #0" in str(e.value) and "tool 'fetch'" in str(e.value) and "tool 'post'" in str(e.value)
+    assert log(ws) == ["fetch Q3"]  # nothing of the new code ran
+    assert state(out.run_dir)["halt_category"] == "divergence"
+    write_module(ws)  # redeploy the version that started it; an operator lets it go on
+    approve(out.run_dir, "continue", "alice")
+    assert resume(out.run_dir).state == "COMPLETED"
+    assert log(ws) == ["fetch Q3", "post 1250"]
+
+
+def test_code_that_stops_making_recorded_calls_is_a_divergence_too(ws):
+    out = start(ws, "report", quarter="Q3")
+    deliver(out.run_dir, "answer", "ctl", value="hold")
+    write_module(ws, SOURCE.replace('    data = ctx.tool(fetch, quarter)\n', '    return {}\n    data = ctx.tool(fetch, quarter)\n'))
+    with pytest.raises(RefusedError, match=r"call #0: the journal recorded tool 'fetch', the code now returns without making it"):
+        resume(out.run_dir)
+
+
+def test_a_raising_tool_pauses_and_continue_runs_it_again_but_a_write_needs_reconcile(ws):
+    (ws / "wf.log.fail").write_text("")
+    out = start(ws, "approve_post", total=9)
+    assert (state(out.run_dir)["paused_reason"], state(out.run_dir)["halt_category"]) == ("awaiting_approval", "approval")
+    assert log(ws) == []  # a domain action waits for approval before each call
+    approve(out.run_dir, "continue", "alice")
+    out = resume(out.run_dir)
+    assert (out.state, out.category) == ("PAUSED", "tool") and "ledger API down" in out.message
+    assert state(out.run_dir)["transaction_outcome"] == "RECONCILIATION_REQUIRED"
+    approve(out.run_dir, "continue", "alice")
+    with pytest.raises(RefusedError, match="uncertain; continue would re-run it blindly"):
+        resume(out.run_dir)
+    (ws / "wf.log.fail").unlink()
+    approve(out.run_dir, "reconcile", "alice", effect="absent")
+    assert resume(out.run_dir).state == "COMPLETED"
+    assert log(ws) == ["post 9", "post 9"]  # retried only after the operator established it had not landed
+
+
+def test_reconcile_landed_counts_the_write_as_done_without_running_it(ws):
+    (ws / "wf.log.fail").write_text("")
+    out = start(ws, "approve_post")
+    approve(out.run_dir, "continue", "alice")
+    resume(out.run_dir)
+    approve(out.run_dir, "reconcile", "alice", effect="landed")
+    assert resume(out.run_dir).state == "COMPLETED"
+    assert log(ws) == ["post 5"]
+    verified = [r for r in journal(out.run_dir) if r["type"] == "step_verified"]
+    assert verified[-1]["data"]["verified_by"] == "operator"
+
+
+def test_reject_on_a_domain_approval_blocks_the_run(ws):
+    out = start(ws, "approve_post")
+    approve(out.run_dir, "reject", "alice", note="not this quarter")
+    assert openadapt_flow.wait(out.run_dir, timeout=5).exit_code == 4
+    assert log(ws) == []
+
+
+def test_child_workflow_pauses_the_parent_until_the_child_can_go_on(ws):
+    out = start(ws, "parent")
+    child = out.run_dir / "children" / "child-report"
+    assert (out.state, state(out.run_dir)["paused_reason"]) == ("PAUSED", "awaiting_child")
+    assert state(child)["paused_reason"] == "awaiting_user"
+    again = resume(out.run_dir)
+    assert again.state == "PAUSED" and "flow answer" in again.message  # nothing changed, nothing ran
+    deliver(child, "answer", "ctl", value="post")
+    assert resume(out.run_dir).state == "COMPLETED"
+    assert log(ws) == ["fetch P", "fetch Q4", "post 1250"]
+    assert openadapt_flow.wait(out.run_dir).result == {"first": 1250, "child": {"answer": "post", "pair": [1, 2]}}
+    assert state(child)["state"] == "COMPLETED"
+
+
+def test_durable_calls_cannot_nest(ws):
+    out = start(ws, "nested")
+    assert (out.state, out.category) == ("PAUSED", "input") and "cannot nest" in out.message
+
+
+def test_an_exception_in_the_workflow_pauses_and_continue_reruns_the_code_not_the_tools(ws):
+    out = start(ws, "broken")
+    assert (out.state, out.category) == ("PAUSED", "workflow") and "ValueError: bug in the workflow" in out.message
+    write_module(ws, SOURCE.replace('raise ValueError("bug in the workflow")', 'return "fixed"'))
+    approve(out.run_dir, "continue", "alice")
+    assert resume(out.run_dir).state == "COMPLETED"
+    assert log(ws) == ["fetch B"]

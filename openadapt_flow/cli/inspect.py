@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Optional
 
 import typer
+from pydantic import BaseModel
 
 from openadapt_flow.bundle.loader import load_bundle
 from openadapt_flow.cli.common import emit_json, fail, handle_errors
@@ -17,7 +18,7 @@ from openadapt_flow.runtime.config import DeployConfig
 from openadapt_flow.runtime.lifecycle import effective_state
 from openadapt_flow.store.schemas import JournalRecord, ManifestFile, ReportFile, StateFile
 
-SCHEMAS = {
+SCHEMAS: dict[str, type[BaseModel]] = {
     "bundle": Bundle,
     "config": DeployConfig,
     "state": StateFile,

@@ -41,6 +41,8 @@ def find_uncertain(records: list[dict[str, Any]], steps: list[Step]) -> Uncertai
     baselines: dict[str, dict[str, Any]] = {}
     for r in records:
         sid = r.get("step")
+        if not isinstance(sid, str):
+            continue
         if r["type"] == "effect_baseline":
             baselines[sid] = r
         elif r["type"] == "action_dispatched":

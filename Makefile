@@ -2,10 +2,10 @@
 PY      ?= python3
 VENV    ?= .venv
 VPY     := $(VENV)/bin/python
-APT_PKGS := tesseract-ocr xvfb tigervnc-standalone-server tigervnc-tools xdotool fonts-dejavu-core postgresql
+APT_PKGS := tesseract-ocr xvfb tigervnc-standalone-server tigervnc-tools xdotool fonts-dejavu-core postgresql xrdp freerdp2-x11 openssl
 STAMP   := $(VENV)/.installed
 
-.PHONY: setup system-deps venv demo test unit e2e bench clean
+.PHONY: setup system-deps venv demo test unit e2e smoke bench clean
 
 setup: system-deps $(STAMP)
 
@@ -37,6 +37,10 @@ unit: setup
 
 e2e: setup
 	$(VPY) -m pytest -q tests/e2e
+
+# CI smoke: the recorded demo fixtures served over real RFB on loopback, replayed by `flow replay --url vnc://…`
+smoke: setup
+	$(VPY) -m pytest -q tests/e2e/test_fixture_smoke.py
 
 bench: setup
 	$(VPY) -m openadapt_flow.bench

@@ -1,8 +1,8 @@
 """RDP backend: FreeRDP's X11 client (xfreerdp) in a private Xvfb, captured and driven over X.
 
 Chosen by measurement (docs/rdp.md): the pure-Python client aardwolf fails the
-connection sequence against xrdp at three separate points, while xfreerdp 2
-logs on to xrdp in about a second. xfreerdp holds the RDP connection; it is
+connection sequence against xrdp (and again after each of three patches), while
+xfreerdp 2 logs on to xrdp in about 1.5 s. xfreerdp holds the RDP connection; it is
 dialled through our CONNECT proxy (rdp_proxy.py) and runs in an Xvfb of the
 session's size (rdp_session.py), so its undecorated window *is* the frame:
 capture grabs the display, input is XTEST events that xfreerdp forwards as RDP
@@ -42,11 +42,14 @@ from openadapt_flow.errors import BackendError, BackendTimeout, ConnectionFailed
 DEFAULT_SIZE = (1024, 768)
 BUTTONS = {"left": 1, "middle": 2, "right": 3}
 _WHEEL_UP, _WHEEL_DOWN = 4, 5
-_POLL_S = 0.05  # longest wait between grabs in wait_for_update when bytes arrive but pixels lag
+_POLL_S = 0.02  # re-grab interval while xfreerdp may still be painting what the server sent
+_PAINT_LAG_S = 0.2  # how long after the server's last bytes a paint may still land
 _FIRST_PAINT_QUIET_S = 0.25  # the server's first paint is done once it has been silent this long
+_PROBE_QUIET_S = 0.05  # likewise for the repaint a liveness probe asks for
 _DRAG_STEPS = 8
 _DRAG_STEP_S = 0.015  # pacing so toolkits see a gesture, not a teleport
-_LSGT_KEYCODE = 94  # the ISO key beside left Shift: a US (0x409) keyboard has none, so never press it
+_MAIN_BLOCK = (9, 96)  # evdev key codes of the typewriter block, Escape to F12
+_LSGT_KEYCODE = 94  # the ISO key beside left Shift: a US (0x409) keyboard has none
 _env_lock = threading.Lock()
 
 
@@ -91,13 +94,12 @@ class RdpBackend:
                 self._x = xdisplay.Display(display.name)
                 self._sct = mss.MSS(display=display.name, backend="xlib")
             self._window = self._client_window(time.monotonic() + spec.io_timeout_s)
-            self._first_paint(time.monotonic() + spec.io_timeout_s)
+            self._quiet(_FIRST_PAINT_QUIET_S, time.monotonic() + spec.io_timeout_s)  # logon shows at the first paint
             self._last = self._grab()
-        except xerror.DisplayError as exc:
-            self._session.close()
-            raise BackendError(f"cannot open the RDP client's display: {exc}") from None
-        except BaseException:
+        except BaseException as exc:
             self.close()
+            if isinstance(exc, (xerror.DisplayError, ScreenShotError)):
+                raise BackendError(f"cannot open the RDP client's display: {exc}") from None
             raise
 
     # -- plumbing
@@ -110,19 +112,23 @@ class RdpBackend:
             for win in root.query_tree().children:
                 attrs = win.get_attributes()
                 if attrs.map_state == X.IsViewable and attrs.win_class == X.InputOutput:
+                    geo = win.get_geometry()
+                    if (geo.x, geo.y, geo.width, geo.height) != (0, 0, self.width, self.height):
+                        raise BackendError(
+                            f"{self.spec.url} gave a {geo.width}x{geo.height} desktop at +{geo.x}+{geo.y}, "
+                            f"not the {self.width}x{self.height} requested (set width/height to the server's size)")
                     return win
             if time.monotonic() >= deadline:
                 raise BackendTimeout(f"the RDP client showed no window for {self.spec.url} "
                                      f"within {self.spec.io_timeout_s}s")
             time.sleep(0.02)
 
-    def _first_paint(self, deadline: float) -> None:
-        """Logon is seen at the first screen update; let the server finish the first paint before the first capture."""
+    def _quiet(self, quiet_s: float, deadline: float) -> None:
+        """Wait (bounded by `deadline`) until the server has sent nothing for `quiet_s`: its paint has landed."""
         proxy = self._proxy()
         while time.monotonic() < deadline:
-            quiet_since = proxy.server_at
-            if not proxy.wait_server_after(quiet_since, _FIRST_PAINT_QUIET_S):
-                return
+            if not proxy.wait_server_after(proxy.server_at, min(quiet_s, max(0.0, deadline - time.monotonic()))):
+                break
         self._session.check()
 
     def _grab(self) -> np.ndarray:
@@ -167,12 +173,17 @@ class RdpBackend:
         return int(x), int(y)
 
     def _keycode(self, keysym: int, label: str) -> tuple[int, bool]:
-        """The key code for `keysym` on the client's US keymap, and whether Shift must be held."""
-        for shifted in (False, True):
-            for code, index in self._x.keysym_to_keycodes(keysym):
-                if code != _LSGT_KEYCODE and index == int(shifted):
-                    return int(code), shifted
-        raise BackendError(f"{label!r} has no key on the RDP client's US keyboard")
+        """The key code for `keysym` on the client's US keymap, and whether Shift must be held.
+
+        The main block wins: Xvfb's evdev keymap also puts '(' and ')' on the keypad's paren keys
+        (unshifted), which xfreerdp has no scancode for, and '<' on the ISO key a US keyboard lacks.
+        """
+        candidates = [(not _MAIN_BLOCK[0] <= code <= _MAIN_BLOCK[1] or code == _LSGT_KEYCODE, index, code)
+                      for code, index in self._x.keysym_to_keycodes(keysym) if index in (0, 1)]
+        if not candidates:
+            raise BackendError(f"{label!r} has no key on the RDP client's US keyboard")
+        _outside, index, code = min(candidates)
+        return int(code), index == 1
 
     def _key(self, code: int, down: bool) -> None:
         xtest.fake_input(self._x, X.KeyPress if down else X.KeyRelease, code)
@@ -208,17 +219,19 @@ class RdpBackend:
             silent = sent - proxy.server_at
             raise BackendTimeout(f"{self.spec.url} did not answer within {self.spec.io_timeout_s}s; "
                                  f"refusing a frame {silent:.1f}s old")
-        self._wait_mapped(sent + self.spec.io_timeout_s)
-
-    def _wait_mapped(self, deadline: float) -> None:
+        # The server repaints the whole screen; grab only once that repaint has landed.
+        self._quiet(_PROBE_QUIET_S, sent + self.spec.io_timeout_s)
         while self._window.get_attributes().map_state != X.IsViewable:
-            if time.monotonic() >= deadline:
+            if time.monotonic() >= sent + self.spec.io_timeout_s:
                 raise BackendTimeout(f"the RDP client's window did not come back within {self.spec.io_timeout_s}s")
             time.sleep(0.005)
-        self._x.sync()
 
     def wait_for_update(self, timeout: float) -> bool:
-        """True as soon as the screen differs from the last capture; wakes on the server's bytes."""
+        """True as soon as the screen differs from the last capture.
+
+        Only the server's bytes change the screen: while it is silent this sleeps on
+        the proxy; after it spoke, it re-grabs every few ms until xfreerdp has painted.
+        """
         deadline = time.monotonic() + max(0.0, timeout)
         proxy = self._proxy()
         while True:
@@ -230,7 +243,8 @@ class RdpBackend:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return False
-            proxy.wait_server_after(checked, min(_POLL_S, remaining))
+            painting = checked - proxy.server_at < _PAINT_LAG_S
+            proxy.wait_server_after(checked, min(_POLL_S if painting else remaining, remaining))
 
     # -- Backend: input
 
@@ -308,11 +322,14 @@ class RdpBackend:
 
         self._input("drag", press)
         path = [(x1 + (x2 - x1) * i // _DRAG_STEPS, y1 + (y2 - y1) * i // _DRAG_STEPS) for i in range(1, _DRAG_STEPS + 1)]
-        for prev, (x, y) in zip([(x1, y1), *path], path):
-            if (x, y) != prev:  # X sends no motion (and xfreerdp nothing) for a move to where the pointer is
+        for prev, point in zip([(x1, y1), *path], path):
+            if point != prev:  # X sends no motion (and xfreerdp nothing) for a move to where the pointer is
                 time.sleep(_DRAG_STEP_S)
-                self._input("drag", lambda x=x, y=y: xtest.fake_input(self._x, X.MotionNotify, x=x, y=y))
+                self._input("drag", self._motion(*point))
         self._input("drag", lambda: xtest.fake_input(self._x, X.ButtonRelease, 1))
+
+    def _motion(self, x: int, y: int) -> Callable[[], None]:
+        return lambda: xtest.fake_input(self._x, X.MotionNotify, x=x, y=y)
 
     # -- lifecycle
 

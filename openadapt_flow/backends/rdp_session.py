@@ -14,6 +14,7 @@ its known-hosts file never outlives the session). Errors are mapped to ours here
 from __future__ import annotations
 
 import collections
+import ctypes
 import os
 import secrets
 import select
@@ -46,6 +47,18 @@ from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.errors import AuthFailed, BackendError, BackendTimeout, ConnectionFailed
 
 _STOP_WAIT_S = 5.0
+_PR_SET_PDEATHSIG = 1
+_PRCTL = getattr(ctypes.CDLL(None), "prctl", None)  # looked up here: the child between fork and exec must not dlopen
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec: get SIGTERM when our process dies, even by SIGKILL or OOM.
+
+    Strictly, when the thread that started the child exits; backends live on the thread that opened them.
+    Without prctl (not Linux) only close() stops the children.
+    """
+    if _PRCTL is not None:
+        _PRCTL(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 def _open(spec: BackendSpec) -> socket.socket:
@@ -79,7 +92,7 @@ def _server_certificate(spec: BackendSpec, verify: bool) -> bytes | None:
         else:
             ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
             ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
-            ctx.minimum_version = ssl.TLSVersion.TLSv1
+            ctx.minimum_version = ssl.TLSVersion.MINIMUM_SUPPORTED
             ctx.set_ciphers("ALL:@SECLEVEL=0")  # only reading the certificate: old servers must answer too
         with ctx.wrap_socket(sock, server_hostname=spec.host) as tls:
             return tls.getpeercert(binary_form=True)
@@ -141,7 +154,8 @@ class PrivateDisplay:
             self.proc = subprocess.Popen(
                 [exe, "-displayfd", str(write_fd), "-screen", "0", f"{width}x{height}x24",
                  "-auth", str(self.xauthority), "-nolisten", "tcp", "-noreset"],
-                stdout=log, stderr=subprocess.STDOUT, pass_fds=(write_fd,), start_new_session=True)
+                stdout=log, stderr=subprocess.STDOUT, pass_fds=(write_fd,), start_new_session=True,
+                preexec_fn=_die_with_parent)
         finally:
             os.close(write_fd)
             log.close()
@@ -201,7 +215,7 @@ class FreeRdpClient:
         self.logon_failure: str | None = None
         self.exited = False
         self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                     env=env, start_new_session=True)
+                                     env=env, start_new_session=True, preexec_fn=_die_with_parent)
         threading.Thread(target=self._read, name="openadapt-flow-xfreerdp-log", daemon=True).start()
         assert self.proc.stdin is not None
         try:
@@ -285,7 +299,7 @@ class RdpSession:
                                      max(0.0, min(0.1, deadline - time.monotonic())))
                 done, failure, exited = client.logged_on, client.logon_failure, client.exited
             if failure is not None:
-                raise AuthFailed(f"{self.url} refused the logon of {self.user!r} ({failure})")
+                raise AuthFailed(f"authentication failed: {self.url} refused the logon of {self.user!r} ({failure})")
             if done:
                 return
             if exited:

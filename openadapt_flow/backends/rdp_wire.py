@@ -124,7 +124,8 @@ class ClientOptions:
 
 def xfreerdp_args(exe: str, opts: ClientOptions) -> list[str]:
     """xfreerdp's arguments: one undecorated window of the session's size, US key codes, no redirections."""
-    args = [exe, f"/v:{opts.host}", f"/port:{opts.port}", f"/u:{opts.username}"]
+    host = f"[{opts.host}]" if ":" in opts.host else opts.host  # an IPv6 literal
+    args = [exe, f"/v:{host}", f"/port:{opts.port}", f"/u:{opts.username}"]
     if opts.domain:
         args.append(f"/d:{opts.domain}")
     cert = "/cert:ignore" if opts.pinned_fingerprint is None else f"/cert:deny,fingerprint:sha256:{opts.pinned_fingerprint}"
@@ -177,7 +178,7 @@ def classify_exit(code: int, *, url: str, user: str, logged_on: bool, lines: lis
     if logged_on:
         return ConnectionFailed(f"lost the connection to {url}: the session ended ({why})")
     if code in AUTH_EXITS:
-        return AuthFailed(f"{url} refused the logon of {user!r}: {AUTH_EXITS[code]} ({why})")
+        return AuthFailed(f"authentication failed: {url} refused the logon of {user!r}: {AUTH_EXITS[code]} ({why})")
     if code == 143 or any(_CERT_TROUBLE.search(line) for line in lines):
         return ConnectionFailed(f"{url}: the RDP client refused the server's certificate ({why}); "
                                 "pin it with cert_fingerprint or set ignore_certificate: true")
@@ -187,8 +188,8 @@ def classify_exit(code: int, *, url: str, user: str, logged_on: bool, lines: lis
         return BackendTimeout(f"{url} did not complete the logon in time ({why})")
     if code in _SESSION_ENDED:
         # xrdp (require_credentials, hidelogwindow) logs a failed logon off instead of saying why.
-        return AuthFailed(f"{url} ended the session during logon of {user!r}: wrong user name or password, "
-                          f"or the server could not start a session ({why})")
+        return AuthFailed(f"authentication failed: {url} ended the session during the logon of {user!r} "
+                          f"(wrong user name or password, or the server could not start a session; {why})")
     return ConnectionFailed(f"cannot connect to {url} ({why})")
 
 

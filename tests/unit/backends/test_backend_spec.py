@@ -94,8 +94,8 @@ def test_invalid_specs_are_usage_errors(kwargs: dict) -> None:
 @pytest.mark.parametrize(
     ("spec", "message"),
     [
-        (BackendSpec(kind="rdp", host="h"), "rdp backend is not available yet"),
-        (BackendSpec(kind="fixture", path="x"), "fixture backend is not available yet"),
+        (BackendSpec(kind="rdp", host="h"), "rdp backend needs a username"),  # refused before connecting
+        (BackendSpec(kind="fixture", path="x"), "x: fixture folder not found"),  # checked before anything is played
         (BackendSpec(kind="fake"), "FakeBackend"),
     ],
 )

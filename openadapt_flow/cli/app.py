@@ -19,6 +19,7 @@ from openadapt_flow.cli.fixture import fixture_app
 from openadapt_flow.cli.durable import answer_cmd, approve_cmd, patch_app, reconcile_cmd, resume_cmd, signal_cmd, wait_cmd, worker_cmd
 from openadapt_flow.cli.inspect import report_cmd, runs_cmd, schema_cmd, status_cmd, validate_cmd
 from openadapt_flow.cli.replay import replay_cmd
+from openadapt_flow.cli.workflow import run_py_cmd
 
 app = typer.Typer(
     name="flow",
@@ -42,6 +43,7 @@ app.command("answer")(answer_cmd)
 app.command("signal")(signal_cmd)
 app.command("wait")(wait_cmd)
 app.command("worker")(worker_cmd)
+app.command("run-py")(run_py_cmd)
 app.add_typer(patch_app, name="patch")
 
 

@@ -137,6 +137,8 @@ def record_cmd(
     try:
         recorder = Recorder(upstream, settle_ms / 1000, watch, on_log=_log)
         bind = host or "127.0.0.1"
+        if not is_loopback(bind):
+            _log(f"warning: the recording proxy on non-loopback {bind} has no password and drives the live app")
         server = _listen(LiveScreen(upstream, recorder), bind, port, None)
         with _until_signalled() as stop:
             server.start()

@@ -14,6 +14,7 @@ from openadapt_flow.cli.common import emit_json, fail, handle_errors
 from openadapt_flow.report.render import write_reports
 from openadapt_flow.store.rundir import RunDir
 from openadapt_flow.bundle.models import Bundle
+from openadapt_flow.fixture.model import Fixture
 from openadapt_flow.runtime.config import DeployConfig
 from openadapt_flow.runtime.lifecycle import effective_state
 from openadapt_flow.store.schemas import JournalRecord, ManifestFile, ReportFile, StateFile
@@ -25,6 +26,7 @@ SCHEMAS: dict[str, type[BaseModel]] = {
     "manifest": ManifestFile,
     "journal-record": JournalRecord,
     "report": ReportFile,
+    "fixture": Fixture,
 }
 
 

@@ -1,17 +1,65 @@
 import json
+import os
+import shutil
 
 import pytest
+from typer.testing import CliRunner
 
-from tests.support.cli import run_flow
+from openadapt_flow.cli import demo as demo_module
+from openadapt_flow.cli.app import app
+from openadapt_flow.vision.ocr import OcrUnavailable
+from tests.support.cli import flow_env, run_flow
 
 pytestmark = pytest.mark.timeout(120)
 
 
-def test_flow_demo_runs_the_whole_loop_and_opens_only_its_run_dir(tmp_path):
-    r = run_flow(["demo", "--json"], tmp_path)
+def no_x_env(tmp_path):
+    """No DISPLAY, and a PATH that holds tesseract only: no Xvnc, no X tools."""
+    bin_dir = tmp_path.parent / f"{tmp_path.name}-bin"
+    bin_dir.mkdir()
+    tesseract = shutil.which("tesseract")
+    if tesseract:
+        os.symlink(tesseract, bin_dir / "tesseract")
+    env = flow_env(tmp_path, PATH=str(bin_dir))
+    env.pop("DISPLAY", None)
+    return env
+
+
+def test_flow_demo_replays_the_recorded_fixture_over_rfb_with_no_x_and_opens_only_its_run_dir(tmp_path):
+    r = run_flow(["demo", "--json"], tmp_path, env=no_x_env(tmp_path))
     assert r.returncode == 0, r.stderr + r.stdout
     out = json.loads(r.stdout)
-    assert out["state"] == "COMPLETED"
+    assert out["state"] == "COMPLETED" and out["target"] == "recorded fixture (normal) over RFB"
     assert [row[1:] for row in out["rows"]] == [["ACME Corp", 1250.5]]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["install.key", "runs"]  # the key is FLOW_KEY_FILE, set by the test
     assert (tmp_path / out["run_dir"] / "report.html").is_file()
+    steps = json.loads((tmp_path / out["run_dir"] / "report.json").read_text())["steps"]
+    assert [s["status"] for s in steps] == ["verified"] * 5
+
+
+@pytest.mark.skipif(shutil.which("Xvnc") is None, reason="--live needs TigerVNC's Xvnc")
+def test_flow_demo_live_runs_the_real_app_on_xvnc(tmp_path):
+    r = run_flow(["demo", "--live", "--json"], tmp_path)
+    assert r.returncode == 0, r.stderr + r.stdout
+    out = json.loads(r.stdout)
+    assert out["state"] == "COMPLETED" and out["target"] == "live app (normal) on Xvnc"
+    assert [row[1:] for row in out["rows"]] == [["ACME Corp", 1250.5]]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["install.key", "runs"]
+
+
+def test_without_tesseract_demo_says_how_to_install_it_and_starts_nothing(tmp_path, monkeypatch):
+    def missing(*_a, **_k):
+        raise OcrUnavailable("OCR needs the tesseract binary")
+
+    monkeypatch.setattr(demo_module, "OcrEngine", missing)
+    monkeypatch.chdir(tmp_path)
+    r = CliRunner().invoke(app, ["demo"])
+    assert r.exit_code == 2
+    assert "Tesseract OCR, which is not installed" in r.stderr and "apt-get install tesseract-ocr" in r.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_variants_without_a_recording_need_live(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    r = CliRunner().invoke(app, ["demo", "--variant", "twin"])
+    assert r.exit_code == 2 and "use --live" in r.stderr and "dark, normal" in r.stderr

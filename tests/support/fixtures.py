@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import re
+import signal
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from tests.support.cli import flow_env
 from tests.support.screens import Canvas, save_png
 
 W, H = 480, 320
@@ -77,3 +82,41 @@ def write_fixture(root: Path, doc: dict[str, Any] | str | None = None) -> Path:
 def centre(box: tuple[int, int, int, int]) -> tuple[int, int]:
     x, y, w, h = box
     return x + w // 2, y + h // 2
+
+
+class Served:
+    """`flow fixture serve` as a subprocess on a free loopback port; stop() sends SIGTERM and returns its exit."""
+
+    def __init__(self, fixture: Path, cwd: Path, *extra: str, env: dict[str, str] | None = None) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "openadapt_flow", "fixture", "serve", str(fixture), "--port", "0", *extra],
+            cwd=cwd, env=env or flow_env(cwd), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()  # printed once the port is bound; empty if it failed
+        found = re.search(r"vnc://[^ ]+:(\d+) ", line)
+        if not found:
+            self.proc.kill()
+            raise RuntimeError(f"fixture serve did not start: {line}{self.proc.communicate(timeout=10)[1]}")
+        self.port = int(found.group(1))
+        self.url = f"vnc://127.0.0.1:{self.port}"
+        self.stdout = self.stderr = ""
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def stop(self, timeout: float = 10) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            out, err = self.proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            out, err = self.proc.communicate(timeout=timeout)
+        self.stdout, self.stderr = self.stdout + out, self.stderr + err
+        return int(self.proc.returncode)
+
+    def __enter__(self) -> "Served":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

@@ -1,3 +1,27 @@
 """openadapt-flow: replay demonstrated GUI workflows that verify every step and never guess."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 __version__ = "0.1.0"
+
+if TYPE_CHECKING:
+    from openadapt_flow.runtime.workflow import agent, tool, workflow
+    from openadapt_flow.runtime.workflow_wait import WaitResult, wait
+
+__all__ = ["WaitResult", "__version__", "agent", "tool", "wait", "workflow"]
+
+# The Python API (SPEC §14), imported on first use so `import openadapt_flow` stays cheap: the
+# decorators need only a light module; `wait` brings the runtime.
+_LAZY = {"workflow": "openadapt_flow.runtime.workflow", "tool": "openadapt_flow.runtime.workflow",
+         "agent": "openadapt_flow.runtime.workflow", "wait": "openadapt_flow.runtime.workflow_wait",
+         "WaitResult": "openadapt_flow.runtime.workflow_wait"}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module 'openadapt_flow' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(_LAZY[name]), name)

@@ -48,7 +48,7 @@ def decision_task(
 ) -> dict[str, Any]:
     """The bounded question an operator answers: ids, digests and the question only (no frames, OCR text or values)."""
     key = load_decision_key(create=False)
-    task = {
+    task: dict[str, Any] = {
         "run_id": ctx.run_id,
         "pause_id": pause_id,
         "checkpoint_digest": checkpoint_digest(cp),

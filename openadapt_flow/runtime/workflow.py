@@ -61,7 +61,7 @@ class _AgentTool:
 
     def __init__(self, fn: Callable[..., Any]) -> None:
         self.fn = fn
-        functools.update_wrapper(self, fn)
+        functools.update_wrapper(self, fn)  # type: ignore[arg-type]  # a descriptor that looks like its method
 
     def __get__(self, obj: Any, objtype: type | None = None) -> Any:
         if obj is None:

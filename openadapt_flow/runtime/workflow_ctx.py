@@ -188,12 +188,14 @@ class WorkflowContext:
                 f"workflow {self.entry} diverged from its journal at call #{index}: the journal recorded "
                 f"{past.kind} {past.name!r}, the code now calls {kind} {name!r} (the code changed under this run; "
                 "redeploy the version that started it, or start a new run)", past.step))
-        step = Step(id=past.step if past else (base_id if n == 1 else f"{base_id}-{n}"), **fields)
-        known = self.rc.bundle
-        self.rc.bundle = journal_bundle(known.model.name, known.digest, [s for s in known.model.steps if s.id != step.id] + [step])
+        try:
+            step = Step(id=past.step if past else (base_id if n == 1 else f"{base_id}-{n}"), **fields)
+        except ValueError as e:  # e.g. ask_user("") or a non-number sleep: the workflow's bug, an input halt
+            raise WorkflowStop(Halt("input", f"ctx.{kind}({name!r}): {str(e).splitlines()[-1].strip()}")) from None
         if past is not None and past.verified is not None:
             return self._ret(past.verified["data"].get("result"))
-        rc = self.rc
+        rc = self.rc  # the engine's view of the calls (pauses, outcome classification) gets this one as it runs
+        rc.bundle = journal_bundle(rc.bundle.model.name, rc.bundle.digest, [s for s in rc.bundle.model.steps if s.id != step.id] + [step])
         try:
             if rc.stop.is_set():
                 raise StopRequested()
@@ -204,6 +206,7 @@ class WorkflowContext:
                 rc.journal.append("step_started", step.id, {"index": index, "action": kind, "name": name,
                                                             "intent": f"{kind} {name}", "consequential": step.is_consequential}, sync=True)
             rc.progress.step_started(index, max(index + 1, len(self.calls)), step.id, f"{kind} {name}")
+            began = time.monotonic()
             self.in_step = True
             try:
                 out = body(step, past)
@@ -219,7 +222,7 @@ class WorkflowContext:
                                                                  "result": rec.value, "screen_facts": []})
         rc.verified.append(verified)
         write_checkpoint(rc.run.path, checkpoint_from_records(rc.verified) or {})
-        rc.progress.step_finished(index, max(index + 1, len(self.calls)), step.id, {"ok": True, "rung": kind, "ms": 0})
+        rc.progress.step_finished(index, max(index + 1, len(self.calls)), step.id, {"ok": True, "rung": kind, "ms": (time.monotonic() - began) * 1000})
         return self._ret(rec.value)
 
     def _ret(self, value: Any) -> Any:

@@ -5,7 +5,7 @@ A workflow run is a durable run whose manifest says `"kind": "workflow"` and nam
 call's records and its `step_verified` result. `flow resume` re-imports the entry and runs it
 again from the top: recorded calls return at once (see workflow_ctx). `ctx.replay` and
 `ctx.child` run as child runs in `children/<call id>/`, started by engine.replay / start_workflow
-and continued by resume.resume / resume_workflow, in the same process.
+and continued by resume.resume / resume_workflow, in the same process. `wait` is in workflow_wait.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import socket
 import sys
 import threading
 import time
+import traceback
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -39,20 +40,20 @@ from openadapt_flow.runtime.halt import Halt, Pause, StopRequested
 from openadapt_flow.runtime.lifecycle import LIVE_STATES, check_manifest, effective_state, finalize_interrupted
 from openadapt_flow.runtime.outcome import RECONCILIATION_REQUIRED
 from openadapt_flow.runtime.policy import Blocked
-from openadapt_flow.runtime.states import EXIT_CODES, TERMINAL
+from openadapt_flow.runtime.states import EXIT_CODES
 from openadapt_flow.runtime.workflow import ACTIVE, bind_args, entry_of, resolve_entry
 from openadapt_flow.runtime.workflow_ctx import (
     DivergedError, WorkflowContext, WorkflowStop, call_steps, history, invoke, journal_bundle, jsonable,
 )
+from openadapt_flow.runtime.workflow_wait import workflow_result
 from openadapt_flow.store.checkpoint import checkpoint_from_records, reconcile_checkpoint, write_checkpoint
 from openadapt_flow.store.escalation import APPROVAL, PENDING, consume_approval, read_json_file, remove
-from openadapt_flow.store.journal import Journal, read_records
+from openadapt_flow.store.journal import Journal
 from openadapt_flow.store.keys import load_decision_key, load_key
 from openadapt_flow.store.lease import Lease, LeaseLost
 from openadapt_flow.store.rundir import MANIFEST, RunDir, check_new_run_dir, new_run_dir
 
 BackendFactory = Callable[[BackendSpec], Backend]
-STOPPED = TERMINAL | {"PAUSED"}
 
 
 @dataclass
@@ -159,12 +160,17 @@ def drive(wctx: WorkflowContext, fn: Callable[..., Any], args: Mapping[str, Any]
     except Pause as p:
         state, reason, message, category, at = "PAUSED", p.reason, p.message, p.category, p.step
     except Exception as e:  # a halt, or the workflow's own code raised: a durable halt pauses for an operator
-        h = e if isinstance(e, Halt) else Halt("workflow", f"the workflow raised {type(e).__name__}: {e}")
+        h = e if isinstance(e, Halt) else Halt("workflow", f"the workflow raised {type(e).__name__}: {e}{_where(e)}")
         rc.journal.append("halted", h.step, {"category": h.category, "message": h.message, "input_sent": h.dispatched})
         state, reason, message, category, at = "PAUSED", "awaiting_approval", h.message, h.category, h.step
     finally:
         ACTIVE.reset(token)
     return finish(rc, state, message, category, reason, at)
+
+
+def _where(e: BaseException) -> str:
+    frames = traceback.extract_tb(e.__traceback__)
+    return f" (at {Path(frames[-1].filename).name}:{frames[-1].lineno})" if frames else ""
 
 
 def resume_workflow(run: RunDir, manifest: dict[str, Any], *, backend: BackendSpec | None = None, require_approval: bool = False,
@@ -175,6 +181,7 @@ def resume_workflow(run: RunDir, manifest: dict[str, Any], *, backend: BackendSp
         raise RefusedError(f"{run.path}: a workflow run keeps the args it started with; --param is not accepted")
     config = DeployConfig.model_validate(manifest["config"])
     lease = Lease(run.path, config.runtime.lease_ttl_s).acquire()
+    journal: Journal | None = None
     try:
         journal, records = Journal.open_existing(run.journal_path, load_key(create=False))
         dkey = load_decision_key(create=False)
@@ -184,29 +191,15 @@ def resume_workflow(run: RunDir, manifest: dict[str, Any], *, backend: BackendSp
             finalize_interrupted(run, journal, records, run_bundle(manifest, records).model, "owner process died; found by resume")
             state = run.state()
         if state["state"] in ("COMPLETED", "FAILED", "BLOCKED"):
-            journal.close()
             return RunOutcome(state["state"], EXIT_CODES[state["state"]], run.path, "run is already terminal; nothing to do")
         try:
             fn = resolve_entry(manifest["entry"])
         except UsageError as e:
             raise RefusedError(f"{run.path}: cannot load the run's workflow: {e}") from None
         reconcile_checkpoint(run.path, records)
-        pending = verified_pending(run, dkey) if (run.path / PENDING).exists() else None
-        if pending is not None and state["state"] != "PAUSED":
-            remove(run.path / PENDING)  # the process died while pausing: running again re-derives the pause
-            pending = None
-        waiting = None if require_approval else _waiting(run, pending)
+        pending, approval, waiting = _decision(run, journal, state["state"], dkey, require_approval)
         if waiting is not None:
-            journal.close()
             return RunOutcome("PAUSED", EXIT_CODES["PAUSED"], run.path, waiting, pending["category"] if pending else None)
-        approval = None
-        if require_approval or (pending is not None and ((run.path / APPROVAL).exists() or pending["paused_reason"] == "awaiting_approval")):
-            if pending is None:
-                raise RefusedError(f"{run.path}: --require-approval, but nothing is pending for an operator to approve")
-            approval = check_approval(run, pending, dkey)
-            if approval["decision"] == "continue" and pending.get("transaction_outcome") == RECONCILIATION_REQUIRED:
-                raise RefusedError(f"{run.path}: call {pending['step']!r} is uncertain; continue would re-run it blindly — "
-                                   "an operator must reconcile it (flow approve --decision reconcile --effect landed|absent)")
         rc = _context(run, manifest["run_id"], run_bundle(manifest, records), manifest["args"], config, journal, lease, records, progress, reporter, stop)
         journal.append("run_resumed", None, {"lease_generation": lease.generation, "pause_id": pending["pause_id"] if pending else None,
                                              "decision": approval["decision"] if approval else None,
@@ -219,7 +212,31 @@ def resume_workflow(run: RunDir, manifest: dict[str, Any], *, backend: BackendSp
         with stop_on_signals(rc.stop):
             return drive(wctx, fn, manifest["args"])
     finally:
+        if journal is not None:
+            journal.close()
         lease.release()
+
+
+def _decision(run: RunDir, journal: Journal, state: str, dkey: bytes, require_approval: bool
+              ) -> tuple[dict[str, Any] | None, dict[str, Any] | None, str | None]:
+    """The pause to resolve and its checked approval, or why the run must go on waiting. RefusedError if not allowed."""
+    pending = verified_pending(run, dkey) if (run.path / PENDING).exists() else None
+    if pending is not None and state != "PAUSED":  # the process died while pausing: running again re-derives the pause
+        journal.append("escalation_dropped", pending["step"], {"pause_id": pending["pause_id"], "why": f"run was {state}"})
+        remove(run.path / PENDING)
+        pending = None
+    waiting = None if require_approval else _waiting(run, pending)
+    if waiting is not None:
+        return pending, None, waiting
+    if not (require_approval or (pending is not None and ((run.path / APPROVAL).exists() or pending["paused_reason"] == "awaiting_approval"))):
+        return pending, None, None
+    if pending is None:
+        raise RefusedError(f"{run.path}: --require-approval, but nothing is pending for an operator to approve")
+    approval = check_approval(run, pending, dkey)
+    if approval["decision"] == "continue" and pending.get("transaction_outcome") == RECONCILIATION_REQUIRED:
+        raise RefusedError(f"{run.path}: call {pending['step']!r} is uncertain; continue would re-run it blindly — "
+                           "an operator must reconcile it (flow approve --decision reconcile --effect landed|absent)")
+    return pending, approval, None
 
 
 def _manifest_backend(manifest: dict[str, Any]) -> BackendSpec | None:
@@ -356,37 +373,6 @@ def _bundle_path(entry: str, bundle: str) -> Path:
     p = Path(bundle).expanduser()
     if p.is_absolute() or p.exists():
         return p.resolve()
-    module = sys.modules.get(entry.partition(":")[0])
-    beside = Path(module.__file__).parent / p if module is not None and getattr(module, "__file__", None) else p
+    source = getattr(sys.modules.get(entry.partition(":")[0]), "__file__", None)
+    beside = Path(source).parent / p if source else p
     return beside.resolve() if beside.exists() else p
-
-
-def workflow_result(run_path: Path) -> Any:
-    """What a completed workflow run returned (from its journal), or None."""
-    rec = next((r for r in reversed(read_records(run_path / "journal.jsonl")) if r.get("type") == "workflow_returned"), None)
-    return rec["data"].get("result") if rec else None
-
-
-@dataclass(frozen=True)
-class WaitResult:
-    state: str
-    paused_reason: str | None
-    exit_code: int
-    transaction_outcome: str | None = None
-    message: str | None = None
-    result: Any = None  # what the workflow returned, once COMPLETED
-
-
-def wait(run_dir: str | Path, timeout: float | None = None, poll_s: float = 0.1) -> WaitResult:
-    """Block until the run is paused or terminal (a run whose process died counts as INTERRUPTED); TimeoutError after `timeout`."""
-    run = RunDir.open(run_dir)
-    deadline = None if timeout is None else time.monotonic() + timeout
-    while True:
-        st = effective_state(run)
-        state = st.get("state", "PENDING")
-        if state in STOPPED:
-            return WaitResult(state, st.get("paused_reason"), EXIT_CODES[state], st.get("transaction_outcome"), st.get("message"),
-                              workflow_result(run.path) if state == "COMPLETED" else None)
-        if deadline is not None and time.monotonic() > deadline:
-            raise TimeoutError(f"{run.path}: still {state} after {timeout}s")
-        time.sleep(poll_s)  # another process writes state.json; polling it is bounded by `timeout`

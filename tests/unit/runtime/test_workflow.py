@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import json
+import time
+
 import pytest
 
 import openadapt_flow
+from openadapt_flow.demo.xvnc import wait_until
 from openadapt_flow.errors import RefusedError
 from openadapt_flow.runtime.decisions import approve, deliver
+from openadapt_flow.runtime.reconciler import reconcile_root
 from openadapt_flow.runtime.resume import resume
+from openadapt_flow.runtime.worker import Worker
 from openadapt_flow.runtime.workflow_run import WorkflowRequest, start_workflow
+from openadapt_flow.store.rundir import RunDir
 from tests.unit.runtime.workflow_support import SOURCE, config, journal, log, state, write_module
 
 pytestmark = pytest.mark.timeout(60)
@@ -175,3 +182,26 @@ def test_an_exception_in_the_workflow_pauses_and_continue_reruns_the_code_not_th
     approve(out.run_dir, "continue", "alice")
     assert resume(out.run_dir).state == "COMPLETED"
     assert log(ws) == ["fetch B"]
+
+
+def test_the_worker_resumes_a_workflow_whose_timer_is_due(ws):
+    out = start(ws, "nap", name="runs/nap")
+    assert state(out.run_dir)["paused_reason"] == "awaiting_timer"
+    worker = Worker(ws / "runs", log=lambda line: None)
+    assert worker.run_once() == []  # not due yet
+    due = json.loads((out.run_dir / "pending_escalation.json").read_text())["due_epoch"]
+    wait_until(lambda: time.time() >= due, 5, "the timer to be due")
+    assert [row["state"] for row in worker.run_once()] == ["COMPLETED"]
+    assert openadapt_flow.wait(out.run_dir).result == 1250 and log(ws) == ["fetch N"]
+
+
+def test_a_run_that_died_while_pausing_is_finalised_then_pauses_again_without_asking_twice(ws):
+    out = start(ws, "report", name="runs/r", quarter="Q3")
+    RunDir(out.run_dir).write_state("RUNNING")  # as if the process died after the pending file, before state PAUSED
+    assert [r["action"] for r in reconcile_root(ws / "runs")] == ["finalized"]
+    assert openadapt_flow.wait(out.run_dir, timeout=5).state == "INTERRUPTED"
+    again = resume(out.run_dir)
+    assert (again.state, state(out.run_dir)["paused_reason"]) == ("PAUSED", "awaiting_user")
+    recs = journal(out.run_dir)
+    assert [r["type"] for r in recs].count("asked") == 1 and [r["type"] for r in recs].count("escalation_dropped") == 1
+    assert log(ws) == ["fetch Q3"]

@@ -31,7 +31,8 @@ def typed(ctx, n: int, ok: bool = False, tags: list = None):
     (["wf_mod:report"], "needs --arg quarter=VALUE"),
     (["wf_mod:typed", "--arg", "n=three"], "--arg n='three' is not a valid int"),
     (["wf_mod:typed", "--arg", "n=3", "--arg", "ok=maybe"], "is not a valid bool"),
-    (["wf_mod:report", "--arg", "quarter=Q1", "--url", "vnc://"], "vnc backend needs a host"),
+    (["wf_mod:report", "--arg", "quarter=Q1", "--url", "vnc://"], "bad backend URL 'vnc://'"),
+    (["wf_mod:report", "--arg", "quarter=Q1", "--url", "vnc://127.0.0.1:1"], "127.0.0.1:1"),  # unreachable: found before any run dir
 ])
 def test_bad_input_is_one_line_and_exit_2(ws, args, message):
     r = run_flow(["run-py", *args, "--run-dir", str(ws / "run")], ws, env=flow_env(ws, WF_LOG=str(ws / "wf.log")))

@@ -9,9 +9,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 import openadapt_flow
+from openadapt_flow.report.model import build_report
 from openadapt_flow.runtime.decisions import deliver
 from openadapt_flow.runtime.resume import resume
 from openadapt_flow.runtime.workflow_run import WorkflowRequest, start_workflow
+from openadapt_flow.store.rundir import RunDir
 from tests.unit.runtime.workflow_support import SOURCE, config, journal, state, write_module
 
 pytestmark = pytest.mark.timeout(60)
@@ -100,7 +102,7 @@ def test_model_calls_are_recorded_and_not_repeated_on_resume(ws, llm):
     result = openadapt_flow.wait(out.run_dir).result
     assert result == ["echo: Summarize: Q3 report", "yes", "echo: Title for: echo: Summarize: Q3 report"]
     assert sum(r["data"]["model_calls"] for r in journal(out.run_dir) if r["type"] == "llm_call") == 2
-    assert json.loads((out.run_dir / "report.json").read_text())["model_calls"] == 2 if (out.run_dir / "report.json").exists() else True
+    assert build_report(RunDir(out.run_dir))["model_calls"] == 2
     assert "sk-test-123" not in (out.run_dir / "journal.jsonl").read_text()
 
 

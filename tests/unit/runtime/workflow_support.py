@@ -108,6 +108,12 @@ def nested(ctx):
 
 
 @workflow
+def nap(ctx, seconds: float = 0.3):
+    ctx.sleep(seconds)
+    return ctx.tool(fetch, "N")["total"]
+
+
+@workflow
 def broken(ctx):
     ctx.tool(fetch, "B")
     raise ValueError("bug in the workflow")

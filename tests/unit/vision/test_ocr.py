@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import os
 
+import cv2
 import numpy as np
 import pytest
 from PIL import Image, ImageDraw, ImageFont
 
 from openadapt_flow.errors import FlowError
-from openadapt_flow.vision.ocr import OcrEngine, OcrUnavailable, Word, find_text, local_contrast, normalise, phrases
+from openadapt_flow.vision.ocr import (
+    OcrEngine, OcrUnavailable, Word, find_text, local_contrast, median_background, normalise, phrases,
+)
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -136,3 +139,36 @@ def test_find_text_returns_non_overlapping_spans_best_first() -> None:
 
 def test_tesseract_merged_words_still_match() -> None:
     assert find_text([w("Newinvoice", 0, 0)], "New invoice")
+
+
+@pytest.mark.parametrize("k", [3, 11, 21])
+def test_median_background_equals_the_full_median_filter(k: int) -> None:
+    rng = np.random.default_rng(k)
+    img = np.full((200, 300), 240, np.uint8)
+    img[20:60, 10:290] = rng.integers(0, 255, (40, 280), dtype=np.uint8)  # texture across a band
+    img[120:125, 0:300] = 30  # a rule touching both edges
+    img[150:190, 250:300] = 90  # a block in the corner
+    img[0:3, 100:110] = 0  # marks on the top border
+    assert np.array_equal(median_background(img, k), cv2.medianBlur(img, k))
+
+
+def test_in_process_library_reads_exactly_what_the_command_reads() -> None:
+    try:
+        lib = OcrEngine(backend="library")
+    except OcrUnavailable:
+        pytest.skip("libtesseract is not loadable here")
+    img = render([("Save invoice", 40, 40), ("Vendor", 40, 120), ("Amount due", 300, 120)])
+    assert lib.backend == "library" and OcrEngine(backend="cli").backend == "cli"
+    for box in (None, (20, 20, 300, 150)):
+        assert lib.read(img, box) == OcrEngine(backend="cli").read(img, box)
+
+
+def test_a_second_read_of_the_same_pixels_is_served_from_the_cache(engine: OcrEngine) -> None:
+    img = render([("Save", 40, 40)])
+    engine.clear_cache()
+    calls = engine.calls
+    first = engine.read(img)
+    assert engine.read(img.copy()) == first and engine.calls == calls + 1  # same content, another array
+    img[45, 45] = (0, 0, 0) if img[45, 45].sum() else (255, 255, 255)
+    engine.read(img)
+    assert engine.calls == calls + 2  # one changed pixel is another read

@@ -1,0 +1,40 @@
+"""`flow run-py module:function`: start a Python workflow (SPEC §14)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from openadapt_flow.cli.common import emit_json, handle_errors
+from openadapt_flow.cli.progress import ConsoleProgress
+from openadapt_flow.report.render import write_reports
+from openadapt_flow.runtime.backend_select import select_backend
+from openadapt_flow.runtime.config import load_config
+from openadapt_flow.runtime.workflow import parse_arg_pairs
+from openadapt_flow.runtime.workflow_run import WorkflowRequest, start_workflow
+
+
+@handle_errors
+def run_py_cmd(
+    entry: str = typer.Argument(..., help="module:function (or module:Agent.method) of a @workflow; the current directory is importable"),
+    arg: list[str] = typer.Option([], "--arg", "-a", help="NAME=VALUE (repeatable), coerced to the function's annotations"),
+    backend: Optional[str] = typer.Option(None, "--backend", help="vnc | screen | fixture | rdp (what ctx.replay drives)"),
+    url: Optional[str] = typer.Option(None, "--url", help="vnc://host[:port], fixture:PATH, rdp://host[:port]"),
+    rdp_host: Optional[str] = typer.Option(None, "--rdp-host", help="RDP server host"),
+    config: Optional[Path] = typer.Option(None, "--config", help="deployment config (deploy.yaml)"),
+    run_dir: Optional[Path] = typer.Option(None, "--run-dir", help="run directory (default runs/replay-YYYYMMDD-HHMMSS)"),
+    as_json: bool = typer.Option(False, "--json", help="print a JSON summary on stdout"),
+) -> None:
+    """Start a durable Python workflow; every call through its ctx is checkpointed."""
+    cfg = load_config(config)
+    spec = select_backend(cfg.backend, backend=backend, url=url, rdp_host=rdp_host)
+    req = WorkflowRequest(entry, parse_arg_pairs(arg), spec, cfg, run_dir=run_dir, args_from_text=True)
+    out = start_workflow(req, progress=None if as_json else ConsoleProgress(), reporter=write_reports)
+    summary = {"state": out.state, "exit_code": out.exit_code, "run_dir": str(out.run_dir), "category": out.category, "message": out.message or None}
+    if as_json:
+        emit_json(summary)
+    else:
+        typer.echo(f"{out.state}: run dir {out.run_dir}" + (f" — {out.message}" if out.message else ""))
+    raise typer.Exit(out.exit_code)

@@ -1,0 +1,46 @@
+"""`openadapt_flow.wait(run_dir)`: block until a run is paused or terminal, so scripts never hang on a blocked or dead run."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from openadapt_flow.runtime.lifecycle import effective_state
+from openadapt_flow.runtime.states import EXIT_CODES, TERMINAL
+from openadapt_flow.store.journal import JOURNAL_FILE, read_records
+from openadapt_flow.store.rundir import RunDir
+
+STOPPED = TERMINAL | {"PAUSED"}
+
+
+def workflow_result(run_path: Path) -> Any:
+    """What a completed workflow run returned (from its journal), or None."""
+    rec = next((r for r in reversed(read_records(run_path / JOURNAL_FILE)) if r.get("type") == "workflow_returned"), None)
+    return rec["data"].get("result") if rec else None
+
+
+@dataclass(frozen=True)
+class WaitResult:
+    state: str
+    paused_reason: str | None
+    exit_code: int
+    transaction_outcome: str | None = None
+    message: str | None = None
+    result: Any = None  # what the workflow returned, once COMPLETED
+
+
+def wait(run_dir: str | Path, timeout: float | None = None, poll_s: float = 0.1) -> WaitResult:
+    """Block until the run is paused or terminal (a run whose process died counts as INTERRUPTED); TimeoutError after `timeout`."""
+    run = RunDir.open(run_dir)
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while True:
+        st = effective_state(run)
+        state = st.get("state", "PENDING")
+        if state in STOPPED:
+            return WaitResult(state, st.get("paused_reason"), EXIT_CODES[state], st.get("transaction_outcome"), st.get("message"),
+                              workflow_result(run.path) if state == "COMPLETED" else None)
+        if deadline is not None and time.monotonic() > deadline:
+            raise TimeoutError(f"{run.path}: still {state} after {timeout}s")
+        time.sleep(poll_s)  # another process writes state.json; polling it is bounded by `timeout`

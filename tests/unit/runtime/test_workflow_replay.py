@@ -1,0 +1,71 @@
+"""`ctx.replay` on the in-package fake backend: a bundle's GUI steps as a child run, its pauses surfacing in the parent."""
+
+from __future__ import annotations
+
+import pytest
+
+import openadapt_flow
+from openadapt_flow.backends.spec import BackendSpec
+from openadapt_flow.runtime.decisions import approve
+from openadapt_flow.runtime.resume import resume
+from openadapt_flow.runtime.workflow_run import WorkflowRequest, start_workflow
+from tests.unit.runtime.test_durable import AFTER, SAVE, App, env, rows  # noqa: F401 - env is a fixture
+from tests.unit.runtime.test_engine import make_bundle
+from tests.unit.runtime.workflow_support import SOURCE, config, log, state, write_module
+
+pytestmark = pytest.mark.timeout(120)
+
+GUI = SOURCE + '''
+
+@workflow
+def post_gui(ctx, vendor: str = "ACME"):
+    data = ctx.tool(fetch, "Q")
+    child = ctx.replay(os.environ["WF_BUNDLE"], params={"vendor": vendor})
+    return [data["total"], child["state"], child["run_dir"]]
+'''
+
+
+@pytest.fixture
+def ws(tmp_path, monkeypatch, env):  # noqa: F811 - the ledger fixture from test_durable
+    monkeypatch.setenv("FLOW_DECISION_KEY_FILE", str(tmp_path / "dk"))
+    monkeypatch.setenv("WF_LOG", str(tmp_path / "wf.log"))
+    monkeypatch.setenv("WF_BUNDLE", str(tmp_path / "b"))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    write_module(tmp_path, GUI)
+    yield tmp_path
+    write_module(tmp_path)
+
+
+def start(ws, app, backend=True):
+    cfg = config(ws, runtime={"runs_root": str(ws / "runs"), "settle_quiet_s": 0.01})
+    req = WorkflowRequest("wf_mod:post_gui", {}, BackendSpec(kind="fake") if backend else None, cfg, run_dir=ws / "run")
+    return start_workflow(req, backend_factory=lambda spec: app.connect())
+
+
+def test_a_child_pause_pauses_the_parent_and_both_go_on_after_the_decision(ws, env):  # noqa: F811
+    make_bundle(ws / "b", [dict(SAVE, approval="before"), AFTER])
+    app = App(env)
+    out = start(ws, app)
+    child = out.run_dir / "children" / "replay-b"
+    assert (out.state, state(out.run_dir)["paused_reason"]) == ("PAUSED", "awaiting_child")
+    assert state(child)["paused_reason"] == "awaiting_approval" and rows(env) == 0
+    assert "flow approve" in out.message
+    again = resume(out.run_dir, backend_factory=lambda spec: app.connect())
+    assert again.state == "PAUSED" and rows(env) == 0  # the child has no decision yet: nothing moves
+    approve(child, "continue", "alice")
+    done = resume(out.run_dir, backend_factory=lambda spec: app.connect())
+    assert done.state == "COMPLETED", done.message
+    assert rows(env) == 1 and log(ws) == ["fetch Q"]
+    assert openadapt_flow.wait(out.run_dir).result == [1250, "COMPLETED", "children/replay-b"]
+    assert state(child)["state"] == "COMPLETED"
+
+
+def test_replay_without_a_backend_pauses_and_a_resume_can_supply_one(ws, env):  # noqa: F811
+    make_bundle(ws / "b", [SAVE, AFTER])
+    app = App(env)
+    out = start(ws, app, backend=False)
+    assert (out.state, out.category) == ("PAUSED", "input") and "no backend" in out.message
+    approve(out.run_dir, "continue", "alice")
+    done = resume(out.run_dir, backend=BackendSpec(kind="fake"), backend_factory=lambda spec: app.connect())
+    assert done.state == "COMPLETED", done.message
+    assert rows(env) == 1 and log(ws) == ["fetch Q"]

@@ -132,6 +132,16 @@ class StepClock(Progress):
 
 
 @contextmanager
+def _replaced(owner: Any, attr: str, value: Any) -> Iterator[None]:
+    original = getattr(owner, attr)
+    setattr(owner, attr, value)
+    try:
+        yield
+    finally:
+        setattr(owner, attr, original)
+
+
+@contextmanager
 def bench_env(work: Path) -> Iterator[dict[str, str]]:
     """A journal key of the bench's own (never the user's) while measuring; the variables put back after."""
     saved = {k: os.environ.get(k) for k in ("FLOW_KEY_FILE", "FLOW_DECISION_KEY_FILE", "DEMO_DB_DSN")}
@@ -147,8 +157,12 @@ def bench_env(work: Path) -> Iterator[dict[str, str]]:
                 os.environ[k] = v
 
 
-def engine_overhead(work: Path, runs: int) -> dict[str, Any]:
-    """Replay the demo bundle `runs` times in-process over loopback VNC; per-step overhead from all but the first run."""
+def engine_overhead(work: Path, runs: int, make_ocr: Callable[[], OcrEngine] = OcrEngine) -> dict[str, Any]:
+    """Replay the demo bundle `runs` times in-process over loopback VNC; per-step overhead from all but the first run.
+
+    `make_ocr` stands in for the engine's `OcrEngine()` (to measure another OCR set-up the same way).
+    """
+    from openadapt_flow.runtime import engine as engine_mod
     from openadapt_flow.runtime.engine import ReplayRequest, replay
     from openadapt_flow.store import journal as journal_mod
 
@@ -164,7 +178,8 @@ def engine_overhead(work: Path, runs: int) -> dict[str, Any]:
     with demo_on_xvnc(1024, 768, "normal") as desk, bench_env(work):
         os.environ["DEMO_DB_DSN"] = f"sqlite:///{desk.db}"
         config = DeployConfig.model_validate({"schema": "openadapt-flow/config@1", "runtime": {"runs_root": str(work / "runs")}})
-        with meter.wrap(OcrEngine, "_image_to_data", "ocr"), meter.wrap(journal_mod.Journal, "append", "journal"):
+        with meter.wrap(OcrEngine, "_read_crop", "ocr"), meter.wrap(journal_mod.Journal, "append", "journal"), \
+                _replaced(engine_mod, "OcrEngine", make_ocr):
             for i in range(runs):
                 if i == 1:
                     clock.steps.clear()  # the first run pays imports and first-use set-up
@@ -257,7 +272,8 @@ def resume_to_first_action(work: Path, timeout: float = 90) -> dict[str, Any]:
             _wait(lambda: sum(r["type"] == "step_verified" for r in _journal(run_dir / "journal.jsonl")) >= 2 or first.poll() is not None,
                   timeout, "two verified steps")
             if first.poll() is not None:
-                return {"error": f"durable replay ended early (exit {first.returncode}): {first.stderr.read().decode()[-300:]}"}
+                early = first.stderr.read().decode(errors="replace") if first.stderr else ""
+                return {"error": f"durable replay ended early (exit {first.returncode}): {early[-300:]}"}
             first.send_signal(signal.SIGTERM)
             first.wait(timeout=30)
         finally:

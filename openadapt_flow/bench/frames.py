@@ -40,7 +40,8 @@ TARGETS: dict[str, tuple[str, str]] = {
     "back": ("saved", "back"),
 }
 MOVE = (100, 90)  # px a frame is translated for the "moved" case: beyond the 80 px search window
-CASES = ("healthy", "shifted", "scaled-0.8", "scaled-1.25", "dark", "dark-moved")
+CASES = ("healthy", "shifted", "scaled-0.8", "scaled-1.25", "dark", "dark-moved", "twin")
+NOWHERE: Box = (0, 0, 0, 0)  # truth for a target no click can be right about (two identical Save buttons)
 
 
 @dataclass
@@ -184,7 +185,7 @@ def _scale_box(box: Box, f: float) -> Box:
     return (round(box[0] * f), round(box[1] * f), round(box[2] * f), round(box[3] * f))
 
 
-def build_cases(normal: Screens, shifted: Screens, dark: Screens) -> list[Case]:
+def build_cases(normal: Screens, shifted: Screens, dark: Screens, twin: Screens) -> list[Case]:
     """The benchmark's cases on one screen size (see CASES)."""
     size = normal.size
     cases = [Case("healthy", size, normal.frames, _truth(normal)), Case("shifted", size, shifted.frames, _truth(shifted))]
@@ -195,15 +196,15 @@ def build_cases(normal: Screens, shifted: Screens, dark: Screens) -> list[Case]:
     dx, dy = MOVE
     moved = {k: translate(v, dx, dy) for k, v in dark.frames.items()}
     cases.append(Case("dark-moved", size, moved, {k: (b[0] + dx, b[1] + dy, b[2], b[3]) for k, b in _truth(dark).items()}))
+    # Two identical Save buttons, each 26 px from the recorded spot: either click is a guess, so counts as wrong.
+    cases.append(Case("twin", size, twin.frames, {**_truth(twin), "save": NOWHERE}))
     return cases
 
 
 def capture_cases(width: int, height: int) -> list[Case]:
-    """Capture the normal, shifted and dark variants on a width x height Xvnc and derive every case."""
-    normal = capture_screens(width, height, "normal")
-    shifted = capture_screens(width, height, "shifted")
-    dark = capture_screens(width, height, "dark")
-    return build_cases(normal, shifted, dark)
+    """Capture the normal, shifted, dark and twin variants on a width x height Xvnc and derive every case."""
+    variants = [capture_screens(width, height, v) for v in ("normal", "shifted", "dark", "twin")]
+    return build_cases(*variants)
 
 
 def inside(point: tuple[int, int] | None, box: Box) -> bool:

@@ -14,7 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from openadapt_flow.bench.frames import Case, inside, save_cases
+from openadapt_flow.bench.frames import TARGETS, Case, inside, save_cases
 from openadapt_flow.bench.stats import Cell
 from openadapt_flow.bundle.models import Step
 from openadapt_flow.ladder.ladder import Ladder
@@ -33,7 +33,8 @@ def _clean_env() -> dict[str, str]:
 def ensure_venv(venv: Path, log: list[str]) -> tuple[Path, str] | None:
     """The venv's python and the original's version, installing it first if needed; None (with a note) if impossible."""
     py = venv / "bin" / "python"
-    probe = subprocess.run([str(py), "-c", PROBE], capture_output=True, text=True, env=_clean_env()) if py.exists() else None
+    # -I: isolated, so neither the current folder nor the user's site can put our same-named package first.
+    probe = subprocess.run([str(py), "-I", "-c", PROBE], capture_output=True, text=True, env=_clean_env()) if py.exists() else None
     if probe is None or probe.returncode != 0:
         print(f"  installing {ORIG_REQUIREMENT} into {venv} (once; takes a minute or two) ...", flush=True)
         try:
@@ -44,7 +45,7 @@ def ensure_venv(venv: Path, log: list[str]) -> tuple[Path, str] | None:
             err = getattr(e, "stderr", "") or str(e)
             log.append(f"original engine skipped: could not install {ORIG_REQUIREMENT}: {str(err).strip()[-300:]}")
             return None
-        probe = subprocess.run([str(py), "-c", PROBE], capture_output=True, text=True, env=_clean_env())
+        probe = subprocess.run([str(py), "-I", "-c", PROBE], capture_output=True, text=True, env=_clean_env())
         if probe.returncode != 0:
             log.append(f"original engine skipped: installed but does not import: {probe.stderr.strip()[-300:]}")
             return None
@@ -54,8 +55,6 @@ def ensure_venv(venv: Path, log: list[str]) -> tuple[Path, str] | None:
 def _job(cases: list[Case], steps: list[Step], needles: dict[str, Path], lad: Ladder, folder: Path,
          reps: int, ocr_reps: int) -> dict:
     index = {(e["case"], e["screen"]): e["path"] for e in save_cases(cases, folder)}
-    from openadapt_flow.bench.frames import TARGETS
-
     job: dict[str, list] = {"template": [], "ocr": []}
     for case in cases:
         for step in steps:
@@ -80,7 +79,7 @@ def bench_orig(
     job = _job(cases, steps, needles, lad, folder, reps, ocr_reps)
     job_path, out_path = folder / "orig-job.json", folder / "orig-out.json"
     job_path.write_text(json.dumps(job))
-    proc = subprocess.run([str(py), str(DRIVER), str(job_path), str(out_path)], capture_output=True, text=True,
+    proc = subprocess.run([str(py), "-I", str(DRIVER), str(job_path), str(out_path)], capture_output=True, text=True,
                           timeout=1200, cwd=folder, env=_clean_env())
     if proc.returncode != 0:
         raise RuntimeError(f"the original engine's driver failed: {proc.stderr.strip()[-800:]}")

@@ -18,10 +18,12 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.pop(0)  # this script's folder holds our modules; never let them shadow the original's imports
+# This script's folder holds our modules: never let them shadow the original's imports (run it with -I too).
+_HERE = Path(__file__).resolve().parent
+sys.path[:] = [p for p in sys.path if p and Path(p).resolve() != _HERE]
 
-from openadapt_flow.vision import find_template, find_text_candidates  # noqa: E402
-from openadapt_flow.vision.ocr import clear_ocr_memo  # noqa: E402
+from openadapt_flow.vision import find_template, find_text_candidates  # type: ignore[attr-defined]  # noqa: E402
+from openadapt_flow.vision.ocr import clear_ocr_memo  # type: ignore[attr-defined]  # noqa: E402
 
 TEMPLATE_THRESHOLD = 0.985  # its resolver's TEMPLATE_THRESHOLD
 OCR_MIN_RATIO = 0.9  # its resolver's OCR_MIN_RATIO

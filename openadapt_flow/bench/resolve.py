@@ -18,14 +18,12 @@ import cv2
 import numpy as np
 from PIL import Image
 
-from openadapt_flow.bench.frames import Case, inside
+from openadapt_flow.bench.frames import BUNDLE_DIR, Case, inside
 from openadapt_flow.bench.stats import Cell
 from openadapt_flow.bundle.loader import load_bundle
 from openadapt_flow.bundle.models import Step, Target
 from openadapt_flow.ladder.ladder import Ladder, LadderOptions
 from openadapt_flow.vision.ocr import OcrEngine
-
-from openadapt_flow.bench.frames import BUNDLE_DIR
 
 AREAS = ("local", "full")
 FULL_FRAME_PADDING = 1_000_000  # a window padded past every edge is the whole frame
@@ -114,15 +112,9 @@ def bench_pyscreeze(
     cases: list[Case], steps: list[Step], templates: dict[str, np.ndarray], reps: int, folder: Path
 ) -> list[dict]:
     """pyscreeze.locate (the matcher behind pyautogui.locateOnScreen) with a needle file, as users call it."""
-    import pyscreeze
+    import pyscreeze  # type: ignore[import-untyped]
 
-    folder.mkdir(parents=True, exist_ok=True)
-    needles = {}
-    for step in steps:
-        assert step.target is not None and step.target.template is not None
-        path = folder / f"{_size(cases[0])}-{Path(step.target.template).name}"
-        cv2.imwrite(str(path), cv2.cvtColor(templates[step.target.template], cv2.COLOR_RGB2BGR))
-        needles[step.id] = str(path)
+    needles = write_needles(cases[0], steps, templates, folder)
     windows = ladder(cases[0].size, templates, "local")
     rows = []
     for variant, kwargs in PYSCREEZE_VARIANTS.items():
@@ -135,16 +127,29 @@ def bench_pyscreeze(
                     region = windows.window(step.target, *case.size) if area == "local" else None
                     box = None
                     for _ in range(reps):
-                        ms, box = _timed(lambda: _locate(pyscreeze, needles[step.id], shot, region, kwargs))
+                        ms, box = _timed(lambda: _locate(pyscreeze, str(needles[step.id]), shot, region, kwargs))
                         cell.ms.append(ms)
                     if box is None:
                         cell.score(None)
-                    else:
-                        x, y, w, h = (int(v) for v in box)
-                        cell.score(inside((x + w // 2, y + h // 2), case.truth[step.id]))
+                    else:  # clicked where the recording clicked inside the crop, as our rung does
+                        ox, oy = step.target.click_offset()
+                        cell.score(inside((int(box[0]) + ox, int(box[1]) + oy), case.truth[step.id]))
                 rows.append({"engine": "pyscreeze", "variant": variant, "size": _size(case), "case": case.name,
                              "area": area, **cell.to_json()})
     return rows
+
+
+def write_needles(case: Case, steps: list[Step], templates: dict[str, np.ndarray], folder: Path) -> dict[str, Path]:
+    """Each step's template as a PNG file (what a pyautogui user passes), per screen size."""
+    folder.mkdir(parents=True, exist_ok=True)
+    out = {}
+    for step in steps:
+        assert step.target is not None and step.target.template is not None
+        path = folder / f"{_size(case)}-{Path(step.target.template).name}"
+        if not path.exists():
+            cv2.imwrite(str(path), cv2.cvtColor(templates[step.target.template], cv2.COLOR_RGB2BGR))
+        out[step.id] = path
+    return out
 
 
 def _locate(pyscreeze: Any, needle: str, shot: Image.Image, region: Any, kwargs: dict[str, Any]) -> Any:

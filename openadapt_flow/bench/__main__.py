@@ -1,0 +1,187 @@
+"""`python -m openadapt_flow.bench` (`make bench`): measured speed beside what users would pick instead.
+
+Prints one table and the SPEC §17 verdicts, and writes bench/results.json.
+A benchmark, not a test: nothing here fails on a slow number. Every process
+it starts (Xvnc, the demo app, replays, the fixture server, the original
+engine's driver) is stopped by its own pid before it returns.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import cv2
+
+from openadapt_flow import __version__
+from openadapt_flow.bench import engine_cost, frames, orig, replay50, report, resolve
+from openadapt_flow.vision.ocr import OcrEngine
+
+SCHEMA = "openadapt-flow/bench@1"
+PARTS = ("template", "ocr", "pyscreeze", "orig", "engine", "resume", "replay")
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    ap = argparse.ArgumentParser(prog="python -m openadapt_flow.bench", description=__doc__.splitlines()[0])
+    ap.add_argument("--reps", type=int, default=10, help="resolves per (case, target) for the template rung and pyscreeze")
+    ap.add_argument("--ocr-reps", type=int, default=3, help="resolves per (case, target) for the OCR rung")
+    ap.add_argument("--orig-reps", type=int, default=3, help="resolves per (case, target) for the original's matcher")
+    ap.add_argument("--orig-ocr-reps", type=int, default=1, help="resolves per (case, target) for the original's OCR (~0.5 s each)")
+    ap.add_argument("--engine-runs", type=int, default=3, help="in-process demo replays for the overhead (first is warm-up)")
+    ap.add_argument("--sizes", default="1024x768,1920x1080", help="screen sizes, comma-separated WxH")
+    ap.add_argument("--ocr-backend", choices=("auto", "library", "cli"), default="auto",
+                    help="Tesseract in-process (library) or the command (cli), for the OCR rung and the in-process overhead runs")
+    ap.add_argument("--ocr-upscale", type=float, default=None, help="OCR upscale factor (default: the engine's)")
+    ap.add_argument("--skip", default="", help=f"parts to leave out, comma-separated: {','.join(PARTS)}")
+    ap.add_argument("--out", type=Path, default=Path("bench/results.json"))
+    ap.add_argument("--orig-venv", type=Path, default=Path("bench/.venv-orig"), help="venv for the original engine (made on first use)")
+    ap.add_argument("--work", type=Path, default=Path("bench/.work"), help="scratch folder, removed at the end")
+    args = ap.parse_args(argv)
+    args.skip = {p.strip() for p in args.skip.split(",") if p.strip()}
+    unknown = args.skip - set(PARTS)
+    if unknown:
+        ap.error(f"unknown part(s) in --skip: {', '.join(sorted(unknown))}")
+    args.sizes = [tuple(int(v) for v in s.lower().split("x")) for s in args.sizes.split(",") if s.strip()]
+    return args
+
+
+def machine(ocr: OcrEngine | None) -> dict[str, Any]:
+    return {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
+            "opencv": cv2.__version__, "openadapt_flow": __version__, "ocr_backend": ocr.backend if ocr else None,
+            "load_avg_at_start": [round(v, 2) for v in os.getloadavg()]}
+
+
+def step(label: str) -> float:
+    print(f"- {label} ...", flush=True)
+    return time.perf_counter()
+
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    work: Path = args.work.resolve()
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    notes: list[str] = []
+    ocr = _ocr_engine(args)() if "ocr" not in args.skip else None
+    results: dict[str, Any] = {"schema": SCHEMA, "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+                               "machine": machine(ocr), "settings": {k: v for k, v in vars(args).items() if k in
+                                                                     ("reps", "ocr_reps", "orig_reps", "orig_ocr_reps", "engine_runs",
+                                                                                 "ocr_backend", "ocr_upscale")},
+                               "sizes": [], "template": [], "ocr": [], "compare": [], "engine": {}, "replay50": [],
+                               "orig_version": None, "notes": notes}
+    results["settings"]["skip"] = sorted(args.skip)
+    steps = resolve.bundle_steps()
+    orig_py = None
+    if "orig" not in args.skip:
+        step("original engine's venv")
+        found = orig.ensure_venv(args.orig_venv.resolve(), notes)
+        if found:
+            orig_py, version = found
+            results["orig_version"] = f"openadapt-flow {version}"
+        else:
+            print(f"  {notes[-1]}")
+    for width, height in args.sizes:
+        size = f"{width}x{height}"
+        t0 = step(f"{size}: capturing the demo app (normal, shifted, dark) over VNC")
+        cases = frames.capture_cases(width, height)
+        results["sizes"].append(size)
+        templates = resolve.recorded_templates(cases[0], steps)
+        print(f"  {time.perf_counter() - t0:.1f} s; template rung ...", flush=True)
+        if "template" not in args.skip:
+            results["template"] += resolve.bench_template(cases, steps, templates, args.reps)
+        if ocr is not None:
+            print("  OCR rung ...", flush=True)
+            results["ocr"] += resolve.bench_ocr(cases, steps, templates, args.ocr_reps, ocr)
+        needles_dir = work / "needles"
+        if "pyscreeze" not in args.skip:
+            print("  pyscreeze ...", flush=True)
+            results["compare"] += resolve.bench_pyscreeze(cases, steps, templates, args.reps, needles_dir)
+        if orig_py is not None:
+            print("  original engine ...", flush=True)
+            needles = resolve.write_needles(cases[0], steps, templates, needles_dir)
+            try:
+                results["compare"] += orig.bench_orig(orig_py, cases, steps, needles, resolve.ladder(cases[0].size, templates, "local"),
+                                                      work / "frames", args.orig_reps, args.orig_ocr_reps, version)
+            except (RuntimeError, OSError, ValueError) as e:
+                notes.append(f"original engine at {size} failed: {e}")
+                print(f"  {notes[-1]}")
+    if "engine" not in args.skip:
+        step("engine overhead (demo bundle, in-process, loopback VNC)")
+        results["engine"]["overhead"] = _guard(lambda: engine_cost.engine_overhead(work, args.engine_runs, _ocr_engine(args)), notes)
+        step("journal append+fsync and checkpoint write")
+        results["engine"]["journal"] = engine_cost.journal_and_checkpoint(work, 50)
+    if "resume" not in args.skip:
+        step("resume to first action (`flow resume`)")
+        results["engine"]["resume"] = _resume(work, notes)
+    if "replay" not in args.skip:
+        step("50-step replay over loopback VNC")
+        results["replay50"].append(_guard(lambda: replay50.replay_vnc(work), notes, backend="vnc (demo app on Xvnc)"))
+        step("50-step replay over the recorded fixture")
+        results["replay50"].append(_guard(lambda: replay50.replay_fixture(work), notes, backend="fixture"))
+        step("50-step replay over the recorded fixture, shorter settle window")
+        results["replay50"].append(_guard(lambda: replay50.replay_fixture(work, settle_quiet_s=0.05), notes,
+                                          backend="fixture, settle_quiet_s=0.05"))
+    results["targets"] = report.targets(results)
+    shutil.rmtree(work, ignore_errors=True)
+    return results
+
+
+def _ocr_engine(args: argparse.Namespace) -> Any:
+    """A factory for the OCR engine the options ask for (the engine's defaults unless told otherwise)."""
+    kwargs: dict[str, Any] = {"backend": args.ocr_backend}
+    if args.ocr_upscale is not None:
+        kwargs["upscale"] = args.ocr_upscale
+    return lambda: OcrEngine(**kwargs)
+
+
+def _resume(work: Path, notes: list[str]) -> dict[str, Any]:
+    from openadapt_flow.cli.app import app
+
+    names = {getattr(c, "name", None) or getattr(c.callback, "__name__", "") for c in app.registered_commands}
+    if "resume" not in names:
+        return {"note": "n/a (not built yet)"}
+    return _guard(lambda: engine_cost.resume_to_first_action(work), notes)
+
+
+def _guard(fn: Any, notes: list[str], **extra: Any) -> dict[str, Any]:
+    try:
+        return fn()
+    except (RuntimeError, OSError, TimeoutError, ValueError) as e:
+        notes.append(f"{extra.get('backend', 'measurement')} failed: {e}")
+        print(f"  {notes[-1]}", flush=True)
+        return {**extra, "error": str(e)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    t0 = time.perf_counter()
+    results = run(args)
+    results["elapsed_s"] = round(time.perf_counter() - t0, 1)
+    results["machine"]["load_avg_at_end"] = [round(v, 2) for v in os.getloadavg()]
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(results, indent=1) + "\n")
+    m = results["machine"]
+    print(f"\nopenadapt-flow {m['openadapt_flow']} on {m['cpus']} CPUs, Python {m['python']}, OpenCV {m['opencv']}, "
+          f"Tesseract via {m['ocr_backend']}, load average {m['load_avg_at_start'][0]:.1f} → {m['load_avg_at_end'][0]:.1f}; "
+          f"ms per resolve; hits = clicks landing in the right widget "
+          f"(wrong = a confident click elsewhere); (×N) = their median / ours\n")
+    print(report.table(results))
+    print()
+    for t in results["targets"]:
+        met = "n/a" if t["met"] is None else ("met" if t["met"] else "MISSED")
+        print(f"§17 {t['name']}: {t['target']} — {t['shown']} — {met}")
+    for n in results["notes"]:
+        print(f"note: {n}")
+    print(f"\nwrote {args.out} in {results['elapsed_s']:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,43 @@
+"""`python -m openadapt_flow.bench` on a tiny run: the results file's shape, and that our rows are right, not fast."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from openadapt_flow.bench.__main__ import main
+from openadapt_flow.bench.frames import CASES
+
+pytestmark = [
+    pytest.mark.timeout(240),
+    pytest.mark.skipif(shutil.which("Xvnc") is None, reason="needs TigerVNC's Xvnc (make setup installs it)"),
+]
+
+
+def test_one_iteration_writes_every_row_and_never_a_wrong_click(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out, work = tmp_path / "results.json", tmp_path / "work"
+    args = ["--sizes", "1024x768", "--reps", "1", "--ocr-reps", "1", "--skip", "orig,engine,resume,replay",
+            "--out", str(out), "--work", str(work)]
+    assert main(args) == 0
+    res = json.loads(out.read_text())
+    assert res["schema"] == "openadapt-flow/bench@1" and res["sizes"] == ["1024x768"]
+    assert res["machine"]["cpus"] >= 1 and res["machine"]["ocr_backend"] in ("library", "cli")
+    assert {(r["case"], r["area"]) for r in res["template"]} == {(c, a) for c in CASES for a in ("local", "full")}
+    assert {r["case"] for r in res["ocr"]} == set(CASES)
+    for row in res["template"] + res["ocr"]:
+        assert row["n"] == 5 and row["median_ms"] <= row["p95_ms"] and row["targets"] == 5
+        assert row["wrong"] == 0, row  # ours halts on the twin Save buttons rather than guess
+    healthy = [r for r in res["template"] if r["case"] == "healthy"]
+    assert all(r["hits"] == 5 for r in healthy)
+    twin = [r for r in res["template"] if r["case"] == "twin"]
+    assert all(r["hits"] == 4 for r in twin)  # every step but the ambiguous Save
+    ps = [r for r in res["compare"] if r["engine"] == "pyscreeze"]
+    assert {r["variant"] for r in ps} == {"exact", "conf=0.9"}
+    assert any(r["case"] == "twin" and r["wrong"] == 1 for r in ps)  # pyscreeze clicks one of the twins
+    assert [t["met"] for t in res["targets"] if t["name"].startswith("engine overhead")] == [None]
+    assert not work.exists()
+    printed = capsys.readouterr().out
+    assert "| template, window first | 1024x768 | healthy |" in printed

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 import sys
 import warnings
@@ -14,37 +15,49 @@ except ImportError:  # pragma: no cover - older typer on real click
     from click import exceptions as click_errors  # type: ignore[no-redef]
 
 from openadapt_flow import __version__
-from openadapt_flow.cli.demo import demo_cmd
-from openadapt_flow.cli.fixture import fixture_app
-from openadapt_flow.cli.durable import answer_cmd, approve_cmd, patch_app, reconcile_cmd, resume_cmd, signal_cmd, wait_cmd, worker_cmd
-from openadapt_flow.cli.inspect import report_cmd, runs_cmd, schema_cmd, status_cmd, validate_cmd
-from openadapt_flow.cli.replay import replay_cmd
-from openadapt_flow.cli.workflow import run_py_cmd
 
-app = typer.Typer(
-    name="flow",
-    help="Replay demonstrated GUI workflows against live desktops; verify every step, never guess.",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
-)
-app.command("replay")(replay_cmd)
-app.command("validate")(validate_cmd)
-app.command("status")(status_cmd)
-app.command("runs")(runs_cmd)
-app.command("report")(report_cmd)
-app.command("schema")(schema_cmd)
-app.command("demo")(demo_cmd)
-app.add_typer(fixture_app, name="fixture")
-app.command("approve")(approve_cmd)
-app.command("resume")(resume_cmd)
-app.command("reconcile")(reconcile_cmd)
-app.command("answer")(answer_cmd)
-app.command("signal")(signal_cmd)
-app.command("wait")(wait_cmd)
-app.command("worker")(worker_cmd)
-app.command("run-py")(run_py_cmd)
-app.add_typer(patch_app, name="patch")
+# name -> (module, attribute, is a command group). Only the module of the command being run is imported,
+# so `flow resume` does not pay for the fixture recorder, the workflow API or the demo at start-up.
+COMMANDS: dict[str, tuple[str, str, bool]] = {
+    "replay": ("openadapt_flow.cli.replay", "replay_cmd", False),
+    "validate": ("openadapt_flow.cli.inspect", "validate_cmd", False),
+    "status": ("openadapt_flow.cli.inspect", "status_cmd", False),
+    "runs": ("openadapt_flow.cli.inspect", "runs_cmd", False),
+    "report": ("openadapt_flow.cli.inspect", "report_cmd", False),
+    "schema": ("openadapt_flow.cli.inspect", "schema_cmd", False),
+    "demo": ("openadapt_flow.cli.demo", "demo_cmd", False),
+    "fixture": ("openadapt_flow.cli.fixture", "fixture_app", True),
+    "approve": ("openadapt_flow.cli.durable", "approve_cmd", False),
+    "resume": ("openadapt_flow.cli.durable", "resume_cmd", False),
+    "reconcile": ("openadapt_flow.cli.durable", "reconcile_cmd", False),
+    "answer": ("openadapt_flow.cli.durable", "answer_cmd", False),
+    "signal": ("openadapt_flow.cli.durable", "signal_cmd", False),
+    "wait": ("openadapt_flow.cli.durable", "wait_cmd", False),
+    "worker": ("openadapt_flow.cli.durable", "worker_cmd", False),
+    "run-py": ("openadapt_flow.cli.workflow", "run_py_cmd", False),
+    "patch": ("openadapt_flow.cli.durable", "patch_app", True),
+}
+
+
+def build_app(only: str | None = None) -> typer.Typer:
+    """The `flow` app with every command, or with just `only` when the command line names one."""
+    flow = typer.Typer(
+        name="flow",
+        help="Replay demonstrated GUI workflows against live desktops; verify every step, never guess.",
+        no_args_is_help=True,
+        add_completion=False,
+        pretty_exceptions_enable=False,
+    )
+    flow.callback()(_root)
+    for name, (module, attr, group) in COMMANDS.items():
+        if only is not None and name != only:
+            continue
+        obj = getattr(importlib.import_module(module), attr)
+        if group:
+            flow.add_typer(obj, name=name)
+        else:
+            flow.command(name)(obj)
+    return flow
 
 
 def _version(value: bool) -> None:
@@ -53,13 +66,13 @@ def _version(value: bool) -> None:
         raise typer.Exit(0)
 
 
-@app.callback()
 def _root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="print the version")) -> None:
     """openadapt-flow."""
 
 
-openadapt_app = typer.Typer(name="openadapt", no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
-openadapt_app.add_typer(app, name="flow")
+def _command_named(argv: list[str]) -> str | None:
+    first = next((a for a in argv if not a.startswith("-")), None)
+    return first if first in COMMANDS else None
 
 
 def _run(typer_app: typer.Typer, prog: str) -> None:
@@ -83,12 +96,22 @@ def _run(typer_app: typer.Typer, prog: str) -> None:
 
 
 def main() -> None:
-    _run(app, "flow")
+    _run(build_app(_command_named(sys.argv[1:])), "flow")
 
 
 def openadapt_main() -> None:
-    _run(openadapt_app, "openadapt")
+    argv = sys.argv[1:]
+    outer = typer.Typer(name="openadapt", no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
+    outer.add_typer(build_app(_command_named(argv[1:]) if argv[:1] == ["flow"] else None), name="flow")
+    _run(outer, "openadapt")
 
 
 if __name__ == "__main__":
     main()
+
+
+def __getattr__(name: str) -> typer.Typer:
+    """`from openadapt_flow.cli.app import app`: the full app, built on first use (for CliRunner tests)."""
+    if name == "app":
+        return build_app()
+    raise AttributeError(name)

@@ -39,7 +39,7 @@ class RuntimeConfig(_Strict):
     runs_root: str = "runs"
     lease_ttl_s: float = Field(default=30, gt=0)
     pause_ttl_s: float = Field(default=86400, gt=0)
-    settle_quiet_s: float = Field(default=0.15, gt=0, le=10)
+    settle_quiet_s: float = Field(default=0.05, gt=0, le=10)
     settle_timeout_s: float = Field(default=5.0, gt=0, le=600)
 
 

@@ -81,6 +81,24 @@ def _resolve(ctx: RunContext, step: Step, target: Target, frame: Frame, role: st
     return res
 
 
+QUIET_BEFORE_GIVING_UP_S = 0.5
+
+
+def _resolve_while_changing(ctx: RunContext, step: Step, frame: Frame, deadline: float) -> tuple[Frame, Resolution]:
+    """Resolve; if that fails while the screen is still changing (a slow app), settle and try again until the
+    step's timeout. A screen that stays still for QUIET_BEFORE_GIVING_UP_S with no answer halts (no guessing)."""
+    assert step.target is not None
+    rt = ctx.config.runtime
+    while True:
+        remaining = deadline - time.monotonic()
+        try:
+            return frame, _resolve(ctx, step, step.target, frame, "target")
+        except Halt:
+            if remaining <= 0 or ctx.stop.is_set() or not ctx.backend.wait_for_update(min(QUIET_BEFORE_GIVING_UP_S, remaining)):
+                raise
+        frame = settle(ctx.backend, rt.settle_quiet_s, max(0.1, min(rt.settle_timeout_s, remaining))).frame
+
+
 def _guard_rung(step: Step, res: Resolution, frame: Frame) -> None:
     if step.is_consequential and res.rung not in ("template", "template-edges") and step.identity is None:
         raise Halt(
@@ -193,17 +211,20 @@ def run_gui_step(ctx: RunContext, index: int, step: Step) -> StepRecord:
     rt = ctx.config.runtime
     dispatched = False
     try:
-        frame = settle(ctx.backend, rt.settle_quiet_s, rt.settle_timeout_s).frame
-        before = frame.pixels
+        if ctx.backend.wait_for_update(0):  # the screen moved since our last look: let it settle
+            frame = settle(ctx.backend, rt.settle_quiet_s, rt.settle_timeout_s).frame
+        else:  # unchanged since the previous step's verified frame: already settled
+            frame = ctx.backend.capture()
         point = to_point = None
         if step.target is not None:
-            res = _resolve(ctx, step, step.target, frame, "target")
+            frame, res = _resolve_while_changing(ctx, step, frame, t0 + step.timeout_s)
             _guard_rung(step, res, frame)
             point = res.point
             rec.rung = res.rung
             win = res.winning
             rec.score = win.score if win else None
             rec.point = point
+        before = frame.pixels
         if step.to is not None:
             to_point = _resolve(ctx, step, step.to, frame, "to").point
         if point is not None:

@@ -24,8 +24,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote, urlparse
 
-import psycopg
-from psycopg.conninfo import conninfo_to_dict
 
 from openadapt_flow.bundle.models import Effect
 from openadapt_flow.bundle.params import PLACEHOLDER
@@ -110,8 +108,9 @@ class SqlReader:
             raise ConfigError(f"effect dsn scheme {self.scheme!r} is not supported (sqlite:///PATH or postgresql://…)")
         self.conninfo: dict[str, Any] = {}
         if self.scheme != "sqlite":
+            psycopg = _psycopg()
             try:
-                self.conninfo = conninfo_to_dict(self.dsn)
+                self.conninfo = psycopg.conninfo.conninfo_to_dict(self.dsn)
             except psycopg.ProgrammingError as e:
                 raise ConfigError(f"effect dsn is not a valid PostgreSQL URL: {self._scrub(str(e))}") from None
 
@@ -148,7 +147,7 @@ class SqlReader:
         info["options"] = f"{info.get('options', '')} {guard}".strip()
         info["connect_timeout"] = max(2, math.ceil(self.timeout_s))  # libpq's floor is 2 s
         info.setdefault("application_name", "openadapt-flow verifier")
-        with psycopg.connect(**info, autocommit=False) as conn:
+        with _psycopg().connect(**info, autocommit=False) as conn:
             conn.read_only = True
             with conn.cursor() as cur:
                 # prepare=True forces the extended protocol: one statement only, no `; COMMIT; INSERT …` smuggling
@@ -302,3 +301,11 @@ class FileReader:
             while chunk := f.read(1 << 20):
                 h.update(chunk)
         return "sha256:" + h.hexdigest()
+
+
+def _psycopg() -> Any:
+    """psycopg, imported on first use: only PostgreSQL verifiers need it, and it costs every CLI start ~30 ms."""
+    import psycopg
+    import psycopg.conninfo  # noqa: F401  (submodule used above)
+
+    return psycopg

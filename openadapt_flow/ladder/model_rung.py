@@ -13,8 +13,6 @@ import base64
 import json
 import re
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Mapping
 from typing import Any
 
@@ -22,7 +20,7 @@ import cv2
 import numpy as np
 
 from openadapt_flow.bundle.models import Target
-from openadapt_flow.errors import FlowError
+from openadapt_flow.ladder.chat_http import ModelError, post_chat
 from openadapt_flow.ladder.ocr_rung import OcrRung
 from openadapt_flow.ladder.template_rung import click_point
 from openadapt_flow.ladder.types import Evidence, Point
@@ -32,15 +30,11 @@ from openadapt_flow.vision.template import FrameFeatures, TemplateImage, find_te
 _JSON_OBJECT = re.compile(r"\{[^{}]*\}")
 
 
-class ModelError(FlowError):
-    """The grounding model could not be reached or gave no usable answer."""
-
-
 class ModelClient:
     """OpenAI-compatible chat-completions client for a grounding model (stdlib HTTP, always with a timeout)."""
 
     def __init__(self, base_url: str, model: str, *, api_key: str | None = None, timeout_s: float = 30.0) -> None:
-        self.url = base_url.rstrip("/") + "/chat/completions"
+        self.base_url = base_url
         self.model = model
         self.api_key = api_key
         self.timeout_s = timeout_s
@@ -65,31 +59,10 @@ class ModelClient:
                 }
             ],
         }
-        headers = {"Content-Type": "application/json"}
-        if self.api_key:
-            headers["Authorization"] = f"Bearer {self.api_key}"
-        req = urllib.request.Request(self.url, data=json.dumps(body).encode(), headers=headers, method="POST")
-        try:
-            with urllib.request.urlopen(req, timeout=self.timeout_s) as resp:
-                reply = json.loads(resp.read().decode("utf-8"))
-        except urllib.error.HTTPError as e:
-            raise ModelError(f"model endpoint {self.url} answered HTTP {e.code}") from e
-        except (urllib.error.URLError, TimeoutError, OSError) as e:
-            raise ModelError(f"model endpoint {self.url} unreachable or too slow ({self.timeout_s:g} s): {e}") from e
-        except ValueError as e:
-            raise ModelError(f"model endpoint {self.url} did not answer JSON") from e
-        return _parse_point(reply)
+        return _parse_point(post_chat(self.base_url, body, timeout_s=self.timeout_s, api_key=self.api_key))
 
 
-def _parse_point(reply: Any) -> Point:
-    try:
-        content = reply["choices"][0]["message"]["content"]
-    except (KeyError, IndexError, TypeError) as e:
-        raise ModelError("model reply has no choices[0].message.content") from e
-    if isinstance(content, list):  # content parts
-        content = " ".join(p.get("text", "") for p in content if isinstance(p, dict))
-    if not isinstance(content, str):
-        raise ModelError("model reply content is not text")
+def _parse_point(content: str) -> Point:
     for candidate in [content.strip(), *_JSON_OBJECT.findall(content)]:
         try:
             obj = json.loads(candidate)

@@ -1,0 +1,211 @@
+"""A live mirror of a VNC server's screen over RFB, kept current by incremental updates.
+
+The RFB protocol (vncdotool's `rfb.RFBClient`) runs in twisted's reactor thread.
+After every framebuffer update the client at once asks for the next incremental
+one, so the server pushes each change as it happens; `Mirror` holds the frame the
+reactor paints and commits, shared with callers under its condition variable.
+
+The reactor is process-global and cannot be restarted, so it is started once,
+on a daemon thread, and never stopped; each backend is one connection on it.
+Library errors are mapped to ours here: refused/unreachable/lost →
+ConnectionFailed, bad password → AuthFailed, no reply in time → BackendTimeout.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import warnings
+from typing import Any
+
+import numpy as np
+from twisted.internet import error as twisted_error
+from twisted.internet import protocol as twisted_protocol
+from twisted.internet import reactor
+from twisted.internet.defer import CancelledError
+from twisted.python.failure import Failure
+from vncdotool import rfb
+from vncdotool.const import AuthTypes, Encoding
+
+from openadapt_flow.backends.spec import BackendSpec
+from openadapt_flow.errors import AuthFailed, BackendError, BackendTimeout, ConnectionFailed
+
+# --- the process-global reactor ----------------------------------------------------------
+
+_reactor_lock = threading.Lock()
+
+
+def ensure_reactor(timeout: float) -> None:
+    """Start the process-global reactor on a daemon thread unless it already runs."""
+    with _reactor_lock:
+        if reactor.running:
+            return
+        if getattr(reactor, "_startedBefore", False):
+            raise BackendError("the twisted reactor was stopped in this process; VNC needs a new process")
+        started = threading.Event()
+        reactor.callWhenRunning(started.set)
+        threading.Thread(
+            # installSignalHandlers exists on every concrete reactor, not on the interface mypy sees.
+            target=lambda: reactor.run(installSignalHandlers=False),  # type: ignore[call-arg, misc]
+            name="openadapt-flow-rfb", daemon=True,
+        ).start()
+        if not started.wait(timeout):
+            raise BackendTimeout(f"the RFB reactor thread did not start within {timeout}s")
+
+
+# --- the protocol, running in the reactor thread -----------------------------------------
+
+
+class Mirror:
+    """The frame shared between the reactor thread (paints, commits) and callers (copy under `cond`)."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.cond = threading.Condition()
+        self.work = np.zeros((0, 0, 3), np.uint8)  # painted by the reactor between updates
+        self.front = np.zeros((0, 0, 3), np.uint8)  # last whole update, what capture copies
+        self.version = 0  # bumped when committed pixels differ from the previous frame
+        self.ready = False
+        self.heard_at = 0.0
+        self.error: BackendError | None = None
+        self.closing = False
+        self.client: MirrorClient | None = None
+        self.disconnected = threading.Event()
+
+    def fail(self, error: BackendError) -> None:
+        with self.cond:
+            if self.error is None and not self.closing:
+                self.error = error
+            self.cond.notify_all()
+
+    def resize(self, width: int, height: int) -> None:
+        old = self.work
+        self.work = np.zeros((height, width, 3), np.uint8)
+        h, w = min(height, old.shape[0]), min(width, old.shape[1])
+        self.work[:h, :w] = old[:h, :w]
+
+    def commit(self, rects: list[tuple[int, int, int, int]]) -> None:
+        with self.cond:
+            changed = False
+            if self.front.shape != self.work.shape:
+                self.front, changed = self.work.copy(), True
+            else:
+                for x, y, w, h in rects:
+                    src, dst = self.work[y:y + h, x:x + w], self.front[y:y + h, x:x + w]
+                    if not np.array_equal(src, dst):
+                        dst[...] = src
+                        changed = True
+            self.heard_at = time.monotonic()
+            if changed:
+                self.version += 1
+            self.ready = True
+            self.cond.notify_all()
+
+
+with warnings.catch_warnings():
+    # vncdotool warns that its paint hooks may change; we pin vncdotool and own these overrides.
+    warnings.simplefilter("ignore", FutureWarning)
+
+    class MirrorClient(rfb.RFBClient):
+        """Paints every update into its factory's `Mirror` and asks for the next one at once."""
+
+        SUPPORTED_AUTHS = {AuthTypes.NONE, AuthTypes.VNC_AUTHENTICATION}  # ARD auth would prompt on stdin
+        factory: MirrorFactory
+
+        def connectionMade(self) -> None:
+            super().connectionMade()
+            self.transport.setTcpNoDelay(True)
+            self.mirror = self.factory.mirror
+            self.mirror.client = self
+            self._full_next = False
+
+        def dataReceived(self, data: bytes) -> None:
+            self.mirror.heard_at = time.monotonic()
+            super().dataReceived(data)
+
+        def connectionLost(self, reason: Failure = twisted_protocol.connectionDone) -> None:
+            mirror = self.mirror
+            why = reason.getErrorMessage() if reason is not None else "closed"
+            if mirror.ready:
+                mirror.fail(ConnectionFailed(f"lost the connection to {mirror.url}: {why}"))
+            else:
+                mirror.fail(ConnectionFailed(f"{mirror.url} closed the connection during the handshake: {why}"))
+            mirror.client = None
+            mirror.disconnected.set()
+
+        def vncRequestPassword(self) -> None:
+            if self.factory.password is None:
+                self.mirror.fail(AuthFailed(
+                    f"{self.mirror.url} requires a password: set password_env to the name of an "
+                    "environment variable that holds it"))
+                self.transport.loseConnection()
+                return
+            self.sendPassword(self.factory.password)
+
+        def vncAuthFailed(self, reason: Any) -> None:
+            text = reason.decode("utf-8", "replace") if isinstance(reason, bytes) else str(reason)
+            self.mirror.fail(AuthFailed(f"{self.mirror.url} refused the password: {text}"))
+
+        def vncProtocolError(self, reason: str) -> None:
+            kind = AuthFailed if "security failure" in reason.lower() else ConnectionFailed
+            self.mirror.fail(kind(f"{self.mirror.url}: {reason}"))
+
+        def vncConnectionMade(self) -> None:
+            self.setPixelFormat(rfb.PixelFormat())  # 32 bpp little-endian: bytes R, G, B, pad
+            # RAW + CopyRect decode at memcpy speed; the pure-Python ZRLE/Hextile decoders would not.
+            self.setEncodings([Encoding.RAW, Encoding.COPY_RECTANGLE, Encoding.PSEUDO_CURSOR,
+                               Encoding.PSEUDO_DESKTOP_SIZE, Encoding.PSEUDO_LAST_RECT])
+            self.mirror.resize(self.width, self.height)
+            self.framebufferUpdateRequest(incremental=False)
+
+        def updateRectangle(self, x: int, y: int, width: int, height: int, data: bytes) -> None:
+            if not data:
+                return
+            pixels = np.frombuffer(data, np.uint8).reshape(height, width, 4)[:, :, :3]
+            target = self.mirror.work[y:y + height, x:x + width]
+            target[...] = pixels[:target.shape[0], :target.shape[1]]
+
+        def copyRectangle(self, srcx: int, srcy: int, x: int, y: int, width: int, height: int) -> None:
+            work = self.mirror.work
+            block = work[srcy:srcy + height, srcx:srcx + width].copy()
+            target = work[y:y + block.shape[0], x:x + block.shape[1]]
+            target[...] = block[:target.shape[0], :target.shape[1]]
+
+        def fillRectangle(self, x: int, y: int, width: int, height: int, color: bytes) -> None:
+            self.mirror.work[y:y + height, x:x + width] = np.frombuffer(color[:3], np.uint8)
+
+        def updateCursor(self, *args: Any) -> None:
+            pass  # the pointer is never painted into frames: templates must not see it
+
+        def updateDesktopSize(self, width: int, height: int) -> None:
+            self.width, self.height = width, height
+            self.mirror.resize(width, height)
+            self._full_next = True
+
+        def commitUpdate(self, rectangles: list[tuple[int, int, int, int]] | None = None) -> None:
+            self.mirror.commit(rectangles or [])
+            self.framebufferUpdateRequest(incremental=not self._full_next)
+            self._full_next = False
+
+
+class MirrorFactory(rfb.RFBFactory):
+    """Builds the `MirrorClient` of one connection, bound to its `Mirror` and password."""
+
+    protocol = MirrorClient
+
+    def __init__(self, mirror: Mirror, password: str | None) -> None:
+        super().__init__(password=password, shared=True)
+        self.mirror = mirror
+
+
+def connect_error(failure: Failure, spec: BackendSpec) -> BackendError:
+    """Our error for a failed TCP connect to the server of `spec`."""
+    exc, url = failure.value, spec.url
+    if isinstance(exc, twisted_error.ConnectionRefusedError):
+        return ConnectionFailed(f"{url} refused the connection (is a VNC server listening there?)")
+    if isinstance(exc, (twisted_error.TimeoutError, CancelledError)):
+        return BackendTimeout(f"connecting to {url} timed out after {spec.connect_timeout_s}s")
+    if isinstance(exc, twisted_error.DNSLookupError):
+        return ConnectionFailed(f"cannot resolve the host of {url}")
+    return ConnectionFailed(f"cannot connect to {url}: {failure.getErrorMessage()}")
+

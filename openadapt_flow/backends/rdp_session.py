@@ -28,6 +28,7 @@ import threading
 import time
 from pathlib import Path
 
+from openadapt_flow.procs import stop_process
 from openadapt_flow.backends.rdp_wire import (
     PROTOCOL_RDP,
     ClientOptions,
@@ -196,13 +197,7 @@ class PrivateDisplay:
 
 
 def _stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=_STOP_WAIT_S)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=_STOP_WAIT_S)
+    stop_process(proc, _STOP_WAIT_S)
 
 
 class FreeRdpClient:

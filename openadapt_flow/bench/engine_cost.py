@@ -24,7 +24,8 @@ from typing import Any
 
 from openadapt_flow.backends.base import Backend, Frame
 from openadapt_flow.backends.spec import BackendSpec, open_backend
-from openadapt_flow.bench.frames import BUNDLE_DIR, demo_on_xvnc, stop_process
+from openadapt_flow.bench.frames import BUNDLE_DIR, demo_on_xvnc
+from openadapt_flow.procs import stop_process
 from openadapt_flow.bench.stats import Cell
 from openadapt_flow.runtime.config import DeployConfig
 from openadapt_flow.runtime.context import Progress

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -23,6 +22,7 @@ from pathlib import Path
 import cv2
 import numpy as np
 
+from openadapt_flow.procs import stop_process
 from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.backends.vnc import VncBackend
 from openadapt_flow.demo.xvnc import XvncServer, start_xvnc, wait_until
@@ -98,17 +98,6 @@ def demo_on_xvnc(width: int, height: int, variant: str) -> Iterator[DemoDesktop]
         log.close()
         xvnc.stop()
         shutil.rmtree(workdir, ignore_errors=True)
-
-
-def stop_process(proc: subprocess.Popen) -> None:
-    """SIGTERM, then SIGKILL after 5 s: by this process's own pid only."""
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=5)
 
 
 def capture_screens(width: int, height: int, variant: str) -> Screens:

@@ -20,7 +20,8 @@ from typing import Any
 import yaml
 
 from openadapt_flow.bench.engine_cost import bench_env
-from openadapt_flow.bench.frames import BUNDLE_DIR, demo_on_xvnc, stop_process
+from openadapt_flow.bench.frames import BUNDLE_DIR, demo_on_xvnc
+from openadapt_flow.procs import stop_process
 
 INVOICES = 10
 # Names end in letters: typed-text readback misreads a last digit next to the caret ("ACME 8|" as "ACME g|").

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import getpass
 import json
-import time
 from pathlib import Path
 from typing import Optional
 
@@ -18,10 +17,10 @@ from openadapt_flow.report.render import write_reports
 from openadapt_flow.runtime.backend_select import select_backend
 from openadapt_flow.runtime.config import BackendConfig
 from openadapt_flow.runtime.decisions import approve, deliver
-from openadapt_flow.runtime.lifecycle import effective_state
-from openadapt_flow.runtime.states import EXIT_CODES, TERMINAL
+from openadapt_flow.runtime.states import TERMINAL
 from openadapt_flow.runtime.teach import apply_patches
 from openadapt_flow.runtime.worker import Worker
+from openadapt_flow.runtime.workflow_wait import wait
 from openadapt_flow.store.rundir import RunDir
 
 STOPPED = TERMINAL | {"PAUSED"}
@@ -132,20 +131,16 @@ def wait_cmd(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Block until the run is paused or terminal; exit with that state's code."""
-    run = RunDir.open(run_dir)
-    deadline = None if timeout is None else time.monotonic() + timeout
-    while True:
-        st = effective_state(run)
-        if st.get("state") in STOPPED:
-            if as_json:
-                emit_json({k: st.get(k) for k in ("state", "paused_reason", "transaction_outcome", "message")})
-            else:
-                typer.echo(st["state"] + (f"({st['paused_reason']})" if st.get("paused_reason") else ""))
-            raise typer.Exit(EXIT_CODES[st["state"]])
-        if deadline is not None and time.monotonic() > deadline:
-            typer.echo(f"timed out after {timeout}s; run is {st.get('state')}", err=True)
-            raise typer.Exit(124)
-        time.sleep(0.2)  # polling a file another process writes; bounded by --timeout
+    try:
+        res = wait(run_dir, timeout=timeout, poll_s=0.2)
+    except TimeoutError as e:
+        typer.echo(f"timed out: {e}", err=True)
+        raise typer.Exit(124) from None
+    if as_json:
+        emit_json({"state": res.state, "paused_reason": res.paused_reason, "transaction_outcome": res.transaction_outcome, "message": res.message})
+    else:
+        typer.echo(res.state + (f"({res.paused_reason})" if res.paused_reason else ""))
+    raise typer.Exit(res.exit_code)
 
 
 @handle_errors

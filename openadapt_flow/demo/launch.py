@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import signal
 import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from openadapt_flow.procs import stop_process
 from openadapt_flow.demo.xvnc import XvncServer, start_xvnc, wait_until
 
 
@@ -20,13 +20,7 @@ class RunningDemo:
     workdir: Path
 
     def stop(self) -> None:
-        if self.app.poll() is None:
-            self.app.send_signal(signal.SIGTERM)
-            try:
-                self.app.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.app.kill()
-                self.app.wait(timeout=5)
+        stop_process(self.app)
         self.xvnc.stop()
 
 

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from openadapt_flow.procs import stop_process
 
 
 def free_port() -> int:
@@ -71,13 +71,7 @@ class XvncServer:
         return f"vnc://127.0.0.1:{self.port}"
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=5)
+        stop_process(self.proc)
         shutil.rmtree(self.workdir, ignore_errors=True)
 
 

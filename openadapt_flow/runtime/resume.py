@@ -103,7 +103,8 @@ def resume(
         if waiting is not None:
             journal.close()
             return RunOutcome("PAUSED", EXIT_CODES["PAUSED"], run.path, waiting, pending["category"] if pending else None)
-        if pending is not None and (run.path / APPROVAL).exists() or require_approval or (pending and pending["paused_reason"] == "awaiting_approval"):
+        needs_decision = pending is not None and (pending["paused_reason"] == "awaiting_approval" or (run.path / APPROVAL).exists())
+        if needs_decision or require_approval:
             if pending is None:
                 raise RefusedError(f"{run.path}: --require-approval, but nothing is pending for an operator to approve")
             approval = check_approval(run, pending, dkey)

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from openadapt_flow.demo.launch import start_demo  # noqa: F401  (documented alternative to the fixture)
 from tests.e2e.demo_harness import BUNDLE_DIR
 from tests.support.cli import flow_env, run_flow
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import signal
 import sqlite3
 import subprocess
 import sys
@@ -22,6 +21,7 @@ import mss
 import numpy as np
 
 from tests.support.xserver import XvncServer, wait_until
+from openadapt_flow.procs import stop_process
 
 REPO = Path(__file__).resolve().parents[2]
 BUNDLE_DIR = REPO / "openadapt_flow" / "demo" / "bundle"
@@ -81,13 +81,7 @@ class DemoApp:
         xdotool(self.xvnc, "type", "--delay", "15", text)
 
     def stop(self) -> None:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(timeout=5)
+        stop_process(self.proc)
         if self._log is not None:
             self._log.close()
         shutil.rmtree(self.workdir, ignore_errors=True)

@@ -20,7 +20,7 @@ def free_port():
 
 @pytest.fixture
 def ws(tmp_path):
-    b = write_bundle(tmp_path / "bundle", minimal_flow(params={"vendor": {"type": "string", "required": True},
+    write_bundle(tmp_path / "bundle", minimal_flow(params={"vendor": {"type": "string", "required": True},
                                                                 "amount": {"type": "number"},
                                                                 "pw": {"type": "string", "secret": True}}))
     (tmp_path / "cfg-unknown.yaml").write_text("schema: openadapt-flow/config@1\nbackend: {kind: vnc, colour: red}\n")

@@ -10,7 +10,7 @@ from openadapt_flow.runtime.config import DeployConfig
 from openadapt_flow.runtime.decisions import approve
 from openadapt_flow.runtime.policy import Budget, running_seconds
 from tests.unit.runtime.test_engine import home
-from tests.unit.runtime.test_durable import AFTER, SAVE, App, env, go, start  # noqa: F401  (fixtures)
+from tests.unit.runtime.test_durable import SAVE, App, env, go, start  # noqa: F401  (env is a fixture)
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -108,10 +108,14 @@ def record(out: Path) -> None:
                              "point": list(point), **extra}
 
         list_frame = settled_frame(xvnc)
+        # Where each postcondition's text was read: the checks look there first.
+        seen: dict[str, list[int]] = {"Invoices": list(word_box(list_frame, "Invoices", app.box("list", "title")))}
         new = app.box("list", "new")
         cut("new-invoice", list_frame, new, (new[2] // 2, new[3] // 2), text="New invoice")
 
         form = click_and_wait(app, app.center("list", "new"), "form", list_frame)
+        for field, label in (("vendor", "Vendor"), ("amount", "Amount")):
+            seen[label] = list(word_box(form, label, app.box("form", f"{field}_label")))
         for field, label in (("vendor", "Vendor"), ("amount", "Amount")):
             region, point, offset = field_target(app, form, field, label)
             cut(f"{field}-field", form, region, point, text=label, text_offset=offset)
@@ -131,6 +135,7 @@ def record(out: Path) -> None:
         word_box(filled, VENDOR, (click[0] + near[0], click[1] + near[1], near[2], near[3]))
 
         saved = click_and_wait(app, click, "saved", filled)
+        seen["Saved"] = list(word_box(saved, "Saved", app.box("saved", "title")))
         rows = app.rows()
         if [(v, a) for _, v, a, _ in rows] != [(VENDOR, float(AMOUNT))]:
             raise SystemExit(f"Save did not write the expected row: {rows}")
@@ -140,7 +145,7 @@ def record(out: Path) -> None:
 
         for name, (frame, template, region) in crops.items():
             check_unique(frame, template, region, name)
-        write_bundle(out, crops, targets, near)
+        write_bundle(out, crops, targets, near, seen)
     finally:
         app.stop()
         xvnc.stop()
@@ -155,7 +160,14 @@ def identity_box(app: DemoApp, click: tuple[int, int]) -> list[int]:
             ew + m["left"] + m["right"], eh + m["top"] + m["bottom"]]
 
 
-def write_bundle(out: Path, crops: dict[str, Any], targets: dict[str, dict[str, Any]], near: list[int]) -> None:
+def write_bundle(out: Path, crops: dict[str, Any], targets: dict[str, dict[str, Any]], near: list[int],
+                 seen: dict[str, list[int]]) -> None:
+    def present(text: str) -> dict[str, Any]:
+        return {"text_present": text, "region": list(seen[text])}
+
+    def absent(text: str) -> dict[str, Any]:
+        return {"text_absent": text, "region": list(seen[text])}
+
     doc = {
         "schema": "openadapt-flow/bundle@1",
         "name": "demo-invoice",
@@ -167,7 +179,7 @@ def write_bundle(out: Path, crops: dict[str, Any], targets: dict[str, dict[str, 
         },
         "steps": [
             {"id": "open-form", "intent": "Open the new-invoice form", "action": "click",
-             "target": targets["new-invoice"], "expect": [{"text_present": "Vendor"}]},
+             "target": targets["new-invoice"], "expect": [present("Vendor")]},
             {"id": "vendor", "intent": "Enter the vendor name", "action": "type",
              "target": targets["vendor-field"], "text": "{vendor}"},
             {"id": "amount", "intent": "Enter the amount", "action": "type",
@@ -179,9 +191,9 @@ def write_bundle(out: Path, crops: dict[str, Any], targets: dict[str, dict[str, 
                         "query": "SELECT count(*) FROM invoices WHERE vendor = :vendor AND amount = :amount",
                         "expect": {"increase_by": 1}, "timeout_s": 5},
              # "Save" on the form is one letter from "Saved": the form must also be gone.
-             "expect": [{"text_present": "Saved"}, {"text_absent": "Amount"}]},
+             "expect": [present("Saved"), absent("Amount")]},
             {"id": "back", "intent": "Return to the invoice list", "action": "click",
-             "target": targets["back"], "expect": [{"text_present": "Invoices"}, {"text_absent": "Saved"}]},
+             "target": targets["back"], "expect": [present("Invoices"), absent("Saved")]},
         ],
     }
     Bundle.model_validate(doc)

@@ -86,20 +86,25 @@ class Postcondition(Strict):
     text_absent: str | None = None
     template_present: str | None = None
     region_changed: tuple[int, int, int, int] | None = None
-    region: tuple[int, int, int, int] | None = None  # where to look for template_present
+    region: tuple[int, int, int, int] | None = None  # where to look first (text_*, template_present)
 
     @model_validator(mode="after")
     def _one_kind(self) -> "Postcondition":
         kinds = [k for k in POSTCONDITION_KINDS if getattr(self, k) is not None]
         if len(kinds) != 1:
             raise ValueError(f"a postcondition needs exactly one of {', '.join(POSTCONDITION_KINDS)}")
-        if self.region is not None and self.template_present is None:
-            raise ValueError("region goes only with template_present")
+        if self.region is not None and self.region_changed is not None:
+            raise ValueError("region goes with text_present, text_absent or template_present, not region_changed")
         return self
 
     @property
     def kind(self) -> str:
         return next(k for k in POSTCONDITION_KINDS if getattr(self, k) is not None)
+
+    @property
+    def text(self) -> str | None:
+        """The text of a text_present or text_absent fact (uninterpolated)."""
+        return self.text_present if self.text_present is not None else self.text_absent
 
 
 POSTCONDITION_KINDS = ("text_present", "text_absent", "template_present", "region_changed")

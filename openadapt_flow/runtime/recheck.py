@@ -11,6 +11,7 @@ from openadapt_flow.bundle.models import Postcondition, Step
 from openadapt_flow.errors import ConfigError
 from openadapt_flow.runtime.context import RunContext
 from openadapt_flow.runtime.settle import settle
+from openadapt_flow.runtime.step import screen_facts
 from openadapt_flow.verify.effects import ABSENT, CONFIRMED, Reading, judge, make_reader, resolve_effect
 
 CONFIRMED_DONE = "CONFIRMED"  # the step's work landed: checkpoint it, send no input
@@ -66,22 +67,14 @@ def check_facts(ctx: RunContext, facts: list[dict[str, Any]]) -> list[dict[str, 
     """Judge one-frame screen facts on a fresh, settled frame."""
     rt = ctx.config.runtime
     frame = settle(ctx.backend, rt.settle_quiet_s, rt.settle_timeout_s).frame.pixels
-    out = []
-    for fact in facts:
-        pc = Postcondition.model_validate(fact)
-        text = pc.text_present if pc.text_present is not None else pc.text_absent
-        out.append(ctx.checks.postcondition(pc, frame, None, text).to_json())
-    return out
+    pcs = [Postcondition.model_validate(fact) for fact in facts]
+    return [c.to_json() for c in ctx.checks.postconditions(pcs, [pc.text for pc in pcs], frame, None)]
 
 
 def recheck(ctx: RunContext, u: Uncertain) -> RecheckResult:
     """Re-read the uncertain step's effect (no sooner than timeout_s after dispatch) and its screen; send no input."""
     step = u.step
-    facts = [
-        {k: (ctx.interp(v) if isinstance(v, str) and k in ("text_present", "text_absent") else v) for k, v in pc.model_dump(exclude_none=True).items()}
-        for pc in step.expect
-        if pc.region_changed is None
-    ]
+    facts = screen_facts(ctx, step)
     checks = check_facts(ctx, facts) if facts else []
     screen_ok = bool(checks) and all(c["ok"] for c in checks)
     if step.effect is None:

@@ -166,16 +166,12 @@ def _postconditions(ctx: RunContext, step: Step, before: np.ndarray, point: Poin
     typed = None
     if step.action == "type" and step.text and not ctx.interp.uses_secret(step.text):
         typed = ctx.interp(step.text)
+    texts = [ctx.interp(pc.text) if pc.text is not None else None for pc in step.expect]
+    band = (point[0] - 200, point[1] - 30, 400 + 200, 60) if typed and point is not None else None  # the field, generous to the right
     while True:
         frame = ctx.backend.capture()
-        checks = []
-        for pc in step.expect:
-            text = None
-            if pc.text_present is not None or pc.text_absent is not None:
-                text = ctx.interp(pc.text_present if pc.text_present is not None else pc.text_absent or "")
-            checks.append(ctx.checks.postcondition(pc, frame.pixels, before, text))
-        if typed and point is not None:
-            band = (point[0] - 200, point[1] - 30, 400 + 200, 60)  # the field around the click, generous to the right
+        checks = ctx.checks.postconditions(step.expect, texts, frame.pixels, before, also=(band,) if band else ())
+        if typed and band is not None:
             rb = ctx.checks.text(frame.pixels, typed, band)
             rb.kind = "readback"
             checks.append(rb)
@@ -292,15 +288,11 @@ def run_gui_step(ctx: RunContext, index: int, step: Step) -> StepRecord:
 
 
 def screen_facts(ctx: RunContext, step: Step) -> list[dict[str, Any]]:
-    """The step's postconditions that can be re-proved on one frame (resume checks them before acting)."""
-    facts: list[dict[str, Any]] = []
-    for pc in step.expect:
-        if pc.text_present is not None:
-            facts.append({"text_present": ctx.interp(pc.text_present)})
-        elif pc.text_absent is not None:
-            facts.append({"text_absent": ctx.interp(pc.text_absent)})
-        elif pc.template_present is not None:
-            facts.append({"template_present": pc.template_present, **({"region": list(pc.region)} if pc.region else {})})
-    return facts
+    """The step's postconditions that can be re-proved on one frame (resume checks them before acting), texts interpolated."""
+    return [
+        {k: (ctx.interp(v) if k in ("text_present", "text_absent") else v) for k, v in pc.model_dump(exclude_none=True, mode="json").items()}
+        for pc in step.expect
+        if pc.region_changed is None
+    ]
 
 

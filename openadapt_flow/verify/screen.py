@@ -20,6 +20,12 @@ from openadapt_flow.vision.template import TemplateImage, find_template
 
 TEMPLATE_PRESENT_MIN = 0.8
 REGION_CHANGED_MIN = 0.002
+TEMPLATE_PAD = 80  # px around a template_present region: the template may drift as a target does
+# Around a text fact's region. text_present's window is only the fast path (a miss there reads the
+# whole frame), so it is tight; text_absent's window is all it looks at, so it is wide: a wider
+# look can only make "absent" fail, never pass wrongly.
+TEXT_PRESENT_PAD = 24
+TEXT_ABSENT_PAD = 80
 
 
 @dataclass
@@ -70,24 +76,52 @@ class ScreenChecks:
         best = max(matches, key=lambda m: m.score)
         return Check("text_present", text, True, f"read {best.text!r}", {"score": round(best.score, 3), "at": list(best.box)})
 
+    def window(self, region: Box, pad: int) -> Box:
+        """A recorded region in this screen's pixels, padded by `pad` (callers clip it to the frame)."""
+        x, y, w, h = self.scale_box(region)
+        return (x - pad, y - pad, w + 2 * pad, h + 2 * pad)
+
+    def fact_window(self, pc: Postcondition) -> Box | None:
+        """Where a postcondition looks first, padded (None: the whole frame)."""
+        if pc.region is None:
+            return None
+        pad = {"text_present": TEXT_PRESENT_PAD, "text_absent": TEXT_ABSENT_PAD}.get(pc.kind, TEMPLATE_PAD)
+        return self.window(pc.region, pad)
+
+    def postconditions(self, pcs: list[Postcondition], texts: list[str | None], frame: np.ndarray,
+                       before: np.ndarray | None, also: tuple[Box, ...] = ()) -> list[Check]:
+        """Judge several postconditions on one frame; every area they (and `also`) read is read in one pass first."""
+        areas: list[Box | None] = [self.fact_window(pc) for pc in pcs if pc.kind in ("text_present", "text_absent")]
+        self.ocr.read_many(frame, areas + list(also))
+        return [self.postcondition(pc, frame, before, text) for pc, text in zip(pcs, texts)]
+
     def postcondition(self, pc: Postcondition, frame: np.ndarray, before: np.ndarray | None, text: str | None) -> Check:
-        """Judge one postcondition; `text` is its interpolated text for text kinds."""
+        """Judge one postcondition; `text` is its interpolated text for text kinds.
+
+        A text fact with a `region` is read there first (padded, see TEXT_PRESENT_PAD): `text_present`
+        still holds if the text is read anywhere else on the frame (it moved, as a target
+        may), `text_absent` then means absent from that region only.
+        """
         kind = pc.kind
+        window = self.fact_window(pc)
         if kind == "text_present":
             assert text is not None
-            return self.text(frame, text)
+            seen = self.text(frame, text, window) if window else None
+            if seen is None or not seen.ok:
+                seen = self.text(frame, text)
+                if window and seen.ok:
+                    seen.detail += " outside its region"
+            return seen
         if kind == "text_absent":
             assert text is not None
-            seen = self.text(frame, text)
-            return Check("text_absent", text, not seen.ok, "still shown" if seen.ok else "absent", seen.evidence)
+            seen = self.text(frame, text, window)
+            where = " in its region" if window else ""
+            return Check("text_absent", text, not seen.ok, ("still shown" if seen.ok else "absent") + where, seen.evidence)
         if kind == "template_present":
             assert pc.template_present is not None
             templ = self.templates[pc.template_present]
-            window = self.scale_box(pc.region) if pc.region else None
             if window is not None:
-                x, y, w, h = window
-                pad = 80
-                window = clip_box((x - pad, y - pad, w + 2 * pad, h + 2 * pad), frame.shape[1], frame.shape[0])
+                window = clip_box(window, frame.shape[1], frame.shape[0])
             found = find_template(frame, templ, box=window, confident=TEMPLATE_PRESENT_MIN)
             ok = found.score >= TEMPLATE_PRESENT_MIN and found.plausible(found.best)
             box = found.best.box if found.best else None

@@ -32,8 +32,8 @@ from rapidfuzz import fuzz
 from rapidfuzz.distance import Levenshtein
 
 from openadapt_flow.errors import FlowError
-from openadapt_flow.vision.template import Box, clip_box, to_gray
-from openadapt_flow.vision.tesseract_lib import LibraryReadFailed, LibraryUnavailable, TesseractLibrary
+from openadapt_flow.vision.template import Box, clip_box, contains, to_gray
+from openadapt_flow.vision.tesseract_lib import TUNING, LibraryReadFailed, LibraryUnavailable, TesseractLibrary
 
 INSTALL_HINT = "install it with `apt-get install tesseract-ocr` (macOS: `brew install tesseract`)"
 READ_CACHE_SIZE = 16  # areas remembered (a step reads a few: window, frame, identity box, readback band)
@@ -237,24 +237,56 @@ class OcrEngine:
         """Forget every read (a benchmark wants each read cold)."""
         self._cache.clear()
 
-    def read(self, image: np.ndarray, box: Box | None = None) -> list[Word]:
-        """Words Tesseract reads in `image` (or in `box` of it), with boxes in `image` coordinates."""
+    def _area(self, image: np.ndarray, box: Box | None) -> tuple[Box, tuple[Any, ...]] | None:
+        """The readable part of `box` (the whole image if None) and its cache key, or None if too small."""
         h, w = image.shape[:2]
         area = clip_box(box, w, h) if box else (0, 0, w, h)
         if area is None or min(area[2], area[3]) < 4:
-            return []
+            return None
         x, y, bw, bh = area
         crop = image[y : y + bh, x : x + bw]
         # Keyed by content, not identity: a frame mutated or rebuilt in place is never served stale words.
-        key = (area, crop.shape, zlib.crc32(np.ascontiguousarray(crop).data))
+        return area, (area, crop.shape, zlib.crc32(np.ascontiguousarray(crop).data))
+
+    def _remember(self, key: tuple[Any, ...], words: list[Word]) -> None:
+        self._cache[key] = words
+        self._cache.move_to_end(key)
+        while len(self._cache) > READ_CACHE_SIZE:
+            self._cache.popitem(last=False)
+
+    def read(self, image: np.ndarray, box: Box | None = None) -> list[Word]:
+        """Words Tesseract reads in `image` (or in `box` of it), with boxes in `image` coordinates."""
+        found = self._area(image, box)
+        if found is None:
+            return []
+        (x, y, bw, bh), key = found
         if key in self._cache:
             self._cache.move_to_end(key)
             return list(self._cache[key])
-        words = self._read_crop(crop, x, y)
-        self._cache[key] = words
-        while len(self._cache) > READ_CACHE_SIZE:
-            self._cache.popitem(last=False)
+        words = self._read_crop(image[y : y + bh, x : x + bw], x, y)
+        self._remember(key, words)
         return list(words)
+
+    def read_many(self, image: np.ndarray, boxes: list[Box | None]) -> None:
+        """Read several areas of one image with the fewest Tesseract calls, for `read` to answer from.
+
+        An area lying inside another is not read again: its words are the
+        larger read's words that lie wholly inside it (read with more context,
+        never fewer pixels). Largest first, so a whole-frame read serves every box.
+        """
+        areas: dict[Box, tuple[Any, ...]] = {}
+        for box in boxes:
+            found = self._area(image, box)
+            if found is not None:
+                areas[found[0]] = found[1]
+        read: list[tuple[Box, list[Word]]] = []
+        for area in sorted(areas, key=lambda a: -a[2] * a[3]):
+            key = areas[area]
+            outer = next((words for big, words in read if contains(big, area)), None)
+            if outer is None:
+                read.append((area, self.read(image, area)))
+            elif key not in self._cache:
+                self._remember(key, [wd for wd in outer if contains(area, wd.box)])
 
     def _read_crop(self, crop: np.ndarray, x: int, y: int) -> list[Word]:
         bh, bw = crop.shape[:2]
@@ -293,7 +325,7 @@ class OcrEngine:
             result: dict[str, list[Any]] = pytesseract.image_to_data(
                 gray,
                 lang=self.lang,
-                config=f"--psm {self.psm}",
+                config=f"--psm {self.psm} " + " ".join(f"-c {k}={v}" for k, v in TUNING.items()),
                 output_type=pytesseract.Output.DICT,
                 timeout=self.timeout_s,
             )

@@ -64,6 +64,12 @@ def intersect(a: Box, b: Box) -> Box | None:
     return (x0, y0, x1 - x0, y1 - y0)
 
 
+def contains(outer: Box, inner: Box) -> bool:
+    """Whether `inner` lies wholly inside `outer`."""
+    return (outer[0] <= inner[0] and outer[1] <= inner[1]
+            and inner[0] + inner[2] <= outer[0] + outer[2] and inner[1] + inner[3] <= outer[1] + outer[3])
+
+
 def clip_box(box: Box, width: int, height: int) -> Box | None:
     """The part of `box` inside a width x height image, or None if nothing is."""
     return intersect(box, (0, 0, width, height))

@@ -53,6 +53,8 @@ BAD = [
     ("hotkey unknown key", minimal_flow(steps=[{"id": "k", "action": "hotkey", "keys": ["ctrl", "hyper"]}]), "unknown key name 'hyper'"),
     ("no steps", minimal_flow(steps=[]), "steps"),
     ("postcondition two kinds", minimal_flow(steps=[step(expect=[{"text_present": "a", "text_absent": "b"}])]), "exactly one of"),
+    ("region with region_changed", minimal_flow(steps=[step(expect=[{"region_changed": [1, 1, 10, 10], "region": [1, 1, 10, 10]}])]), "not region_changed"),
+    ("text fact region outside screen", minimal_flow(steps=[step(expect=[{"text_present": "a", "region": [300, 230, 60, 24]}])]), "outside the screen"),
     ("effect both kind and use", minimal_flow(steps=[step(effect={"kind": "sql", "use": "x"})]), "exactly one of kind or use"),
     ("inline dsn password", minimal_flow(steps=[step(effect={"kind": "sql", "dsn": "postgresql://u:pw@h/db", "query": "select 1"})]), "passwords are not allowed inline"),
     ("query binds unknown", minimal_flow(steps=[step(effect={"kind": "sql", "dsn": "sqlite:///x.db", "query": "select count(*) from t where a = :ghost"})]), "binds :ghost"),

@@ -172,3 +172,20 @@ def test_a_second_read_of_the_same_pixels_is_served_from_the_cache(engine: OcrEn
     img[45, 45] = (0, 0, 0) if img[45, 45].sum() else (255, 255, 255)
     engine.read(img)
     assert engine.calls == calls + 2  # one changed pixel is another read
+
+
+def test_read_many_answers_an_inner_box_from_the_outer_read(engine: OcrEngine) -> None:
+    img = render([("Vendor", 40, 40), ("Amount", 400, 200), ("Invoices", 600, 350)])
+    inner, outer = (380, 185, 120, 40), (300, 150, 450, 240)
+    engine.clear_cache()
+    calls = engine.calls
+    engine.read_many(img, [inner, outer])
+    assert engine.calls == calls + 1  # one Tesseract call for both areas
+    assert [w.text for w in engine.read(img, inner)] == ["Amount"]  # only the words wholly inside
+    assert {w.text for w in engine.read(img, outer)} == {"Amount", "Invoices"}
+    assert engine.calls == calls + 1  # both answered from the cache
+    engine.read_many(img, [None, inner])  # the whole image is read once and serves the box too
+    assert engine.calls == calls + 2
+    engine.clear_cache()
+    alone = engine.read(img, inner)
+    assert [w.text for w in alone] == ["Amount"]  # what a read of the box alone finds

@@ -19,6 +19,7 @@ import threading
 import time
 from typing import Any, Callable
 
+import numpy as np
 from twisted.internet import reactor
 from twisted.internet.defer import Deferred
 from twisted.internet.endpoints import HostnameEndpoint
@@ -82,6 +83,7 @@ class VncBackend:
         )
         self._mirror = Mirror(spec.url)
         self._seen_version = 0
+        self._shot: tuple[int, np.ndarray] | None = None  # (mirror version, its read-only copy)
         self._closed = False
         self._connecting: Deferred | None = None
         self._connect(_password(spec))
@@ -177,7 +179,8 @@ class VncBackend:
     # -- Backend
 
     def capture(self) -> Frame:
-        """Copy the mirror; if the server has been silent past the freshness limit, confirm it first."""
+        """Copy the mirror (once per screen change: the copy is read-only and shared); if the server
+        has been silent past the freshness limit, confirm it first."""
         mirror, limit = self._mirror, self.spec.freshness_limit_s
         # The round trip lets the reactor handle any pending close before we trust the mirror.
         self._call(lambda client: None, "capture")
@@ -187,7 +190,11 @@ class VncBackend:
             if mirror.error is not None:
                 raise mirror.error
             self._seen_version = mirror.version
-            return Frame(mirror.front.copy(), time.monotonic())
+            if self._shot is None or self._shot[0] != mirror.version:
+                pixels = mirror.front.copy()
+                pixels.flags.writeable = False  # shared by every capture until the screen changes
+                self._shot = (mirror.version, pixels)
+            return Frame(self._shot[1], time.monotonic())
 
     def _ping(self) -> None:
         mirror, sent = self._mirror, time.monotonic()

@@ -170,11 +170,9 @@ def _postconditions(ctx: RunContext, step: Step, before: np.ndarray, point: Poin
     band = (point[0] - 200, point[1] - 30, 400 + 200, 60) if typed and point is not None else None  # the field, generous to the right
     while True:
         frame = ctx.backend.capture()
-        checks = ctx.checks.postconditions(step.expect, texts, frame.pixels, before, also=(band,) if band else ())
+        checks = ctx.checks.postconditions(step.expect, texts, frame.pixels, before)
         if typed and band is not None:
-            rb = ctx.checks.text(frame.pixels, typed, band)
-            rb.kind = "readback"
-            checks.append(rb)
+            checks.append(ctx.checks.readback(frame.pixels, before, typed, band))
         if all(c.ok for c in checks):
             out = [c.to_json() for c in checks]
             if out:

@@ -14,9 +14,9 @@ import numpy as np
 
 from openadapt_flow.bundle.models import Postcondition
 from openadapt_flow.ladder.types import Box, Point
-from openadapt_flow.vision.diff import changed_fraction
+from openadapt_flow.vision.diff import changed_box, changed_fraction
 from openadapt_flow.vision.ocr import OcrEngine
-from openadapt_flow.vision.template import TemplateImage, find_template
+from openadapt_flow.vision.template import TemplateImage, find_template, pad_box
 
 TEMPLATE_PRESENT_MIN = 0.8
 REGION_CHANGED_MIN = 0.002
@@ -24,8 +24,9 @@ TEMPLATE_PAD = 80  # px around a template_present region: the template may drift
 # Around a text fact's region. text_present's window is only the fast path (a miss there reads the
 # whole frame), so it is tight; text_absent's window is all it looks at, so it is wide: a wider
 # look can only make "absent" fail, never pass wrongly.
-TEXT_PRESENT_PAD = 24
-TEXT_ABSENT_PAD = 80
+TEXT_PRESENT_PAD = 12
+TEXT_ABSENT_PAD = 40
+READBACK_PAD = 6  # px around what typing changed: the glyphs' faint edges and Tesseract's margin
 
 
 @dataclass
@@ -89,10 +90,10 @@ class ScreenChecks:
         return self.window(pc.region, pad)
 
     def postconditions(self, pcs: list[Postcondition], texts: list[str | None], frame: np.ndarray,
-                       before: np.ndarray | None, also: tuple[Box, ...] = ()) -> list[Check]:
-        """Judge several postconditions on one frame; every area they (and `also`) read is read in one pass first."""
+                       before: np.ndarray | None) -> list[Check]:
+        """Judge several postconditions on one frame; every area they read is read in one pass first."""
         areas: list[Box | None] = [self.fact_window(pc) for pc in pcs if pc.kind in ("text_present", "text_absent")]
-        self.ocr.read_many(frame, areas + list(also))
+        self.ocr.read_many(frame, areas)
         return [self.postcondition(pc, frame, before, text) for pc, text in zip(pcs, texts)]
 
     def postcondition(self, pc: Postcondition, frame: np.ndarray, before: np.ndarray | None, text: str | None) -> Check:
@@ -132,6 +133,21 @@ class ScreenChecks:
             return Check(kind, str(list(pc.region_changed)), False, "no before frame to compare")
         frac = changed_fraction(before, frame, region)
         return Check(kind, str(list(pc.region_changed)), frac >= REGION_CHANGED_MIN, f"{frac:.4f} of pixels changed", {"changed": round(frac, 4)})
+
+    def readback(self, frame: np.ndarray, before: np.ndarray, typed: str, band: Box) -> Check:
+        """Is the typed text read in the field? The part of `band` the typing changed is read first, then all of it.
+
+        The changed part holds the new text (and whatever it replaced) but not
+        the field's label beside it: a quarter of the band's read time.
+        """
+        changed = changed_box(before, frame, band)
+        got = None
+        if changed is not None:
+            got = self.text(frame, typed, pad_box(changed, READBACK_PAD, frame.shape[1], frame.shape[0]))
+        if got is None or not got.ok:
+            got = self.text(frame, typed, band)
+        got.kind = "readback"
+        return got
 
     def identity(self, frame: np.ndarray, point: Point, near: tuple[int, int, int, int], text: str) -> Check:
         """The identity gate: `text` must be read inside `near` = [dx, dy, w, h] placed at the click point."""

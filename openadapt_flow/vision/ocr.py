@@ -33,7 +33,7 @@ from rapidfuzz.distance import Levenshtein
 
 from openadapt_flow.errors import FlowError
 from openadapt_flow.vision.template import Box, clip_box, contains, to_gray
-from openadapt_flow.vision.tesseract_lib import TUNING, LibraryReadFailed, LibraryUnavailable, TesseractLibrary
+from openadapt_flow.vision.tesseract_lib import LibraryReadFailed, LibraryUnavailable, TesseractLibrary
 
 INSTALL_HINT = "install it with `apt-get install tesseract-ocr` (macOS: `brew install tesseract`)"
 READ_CACHE_SIZE = 16  # areas remembered (a step reads a few: window, frame, identity box, readback band)
@@ -192,6 +192,29 @@ def median_background(gray: np.ndarray, k: int) -> np.ndarray:
     return out
 
 
+SECOND_LOOK_CONF = 80.0  # below this Tesseract confidence a big word is read again (clean reads are 90-96)
+SECOND_LOOK_HEIGHT = 18  # px: words this tall may have strokes wider than local_contrast's window
+SECOND_LOOK_PAD = 6
+SECOND_LOOK_LIKE = 50  # rapidfuzz partial_ratio: a doubtful word this close to the text sought may be it
+
+
+def _doubtful(word: Word) -> bool:
+    return word.conf < SECOND_LOOK_CONF and word.box[3] >= SECOND_LOOK_HEIGHT
+
+
+def _words(data: dict[str, list[Any]], factor: float, x: float, y: float) -> list[Word]:
+    """Tesseract's words, boxes mapped from a (scaled) crop at (x, y) back to image coordinates."""
+    words: list[Word] = []
+    for i, text in enumerate(data["text"]):
+        conf = float(data["conf"][i])
+        if conf < 0 or not str(text).strip():
+            continue
+        lx, ly = data["left"][i] / factor, data["top"][i] / factor
+        ww, wh = data["width"][i] / factor, data["height"][i] / factor
+        words.append(Word(str(text).strip(), conf, (round(x + lx), round(y + ly), max(1, round(ww)), max(1, round(wh)))))
+    return words
+
+
 class OcrEngine:
     """Tesseract behind two calls: read the words in an image (or a box of it), or find a phrase.
 
@@ -291,30 +314,65 @@ class OcrEngine:
     def _read_crop(self, crop: np.ndarray, x: int, y: int) -> list[Word]:
         bh, bw = crop.shape[:2]
         gray = to_gray(crop)
-        factor = self.upscale if max(bw, bh) <= self.upscale_max_side else 1.0
+        factor = self._factor(bw, bh)
         if factor != 1.0:
             gray = cv2.resize(gray, None, fx=factor, fy=factor, interpolation=cv2.INTER_CUBIC)
-        data = self._image_to_data(local_contrast(gray, factor))
-        words: list[Word] = []
-        for i, text in enumerate(data["text"]):
-            conf = float(data["conf"][i])
-            if conf < 0 or not str(text).strip():
-                continue
-            lx, ly = data["left"][i] / factor, data["top"][i] / factor
-            ww, wh = data["width"][i] / factor, data["height"][i] / factor
-            wbox = (x + round(lx), y + round(ly), max(1, round(ww)), max(1, round(wh)))
-            words.append(Word(str(text).strip(), conf, wbox))
-        return words
+        return _words(self._image_to_data(local_contrast(gray, factor)), factor, x, y)
+
+    def _factor(self, width: int, height: int) -> float:
+        return self.upscale if max(width, height) <= self.upscale_max_side else 1.0
+
+    def read_closely(self, image: np.ndarray, box: Box | None = None, like: str | None = None) -> list[Word]:
+        """`read`, with doubtful big words read again from the plain grey image, as one line.
+
+        `local_contrast` hollows out strokes wider than its median window (bold
+        titles: "Invoices" came back as "hevoices" at 49-66%); the plain image
+        has them solid. Only big words are doubted, so labels never pay for
+        this; with `like`, only words that might be that text.
+        """
+        q = normalise(like) if like else None
+        out: list[Word] = []
+        for w in self.read(image, box):
+            if _doubtful(w) and (q is None or fuzz.partial_ratio(q, normalise(w.text)) >= SECOND_LOOK_LIKE):
+                out.extend(self._second_look(image, w))
+            else:
+                out.append(w)
+        return out
+
+    def _second_look(self, image: np.ndarray, word: Word) -> list[Word]:
+        """The word re-read from the plain grey image, if that reading is surer; else the word."""
+        x, y, w, h = word.box
+        found = self._area(image, (x - SECOND_LOOK_PAD, y - SECOND_LOOK_PAD, w + 2 * SECOND_LOOK_PAD, h + 2 * SECOND_LOOK_PAD))
+        if found is None:
+            return [word]
+        (ax, ay, aw, ah), key = found
+        key += ("line",)
+        if key not in self._cache:
+            gray = to_gray(image[ay : ay + ah, ax : ax + aw])
+            factor = self._factor(aw, ah)
+            if factor != 1.0:
+                gray = cv2.resize(gray, None, fx=factor, fy=factor, interpolation=cv2.INTER_CUBIC)
+            self._remember(key, _words(self._image_to_data(gray, psm=7), factor, ax, ay))
+        again = self._cache[key]
+        if again and min(a.conf for a in again) > word.conf:
+            return list(again)
+        return [word]
 
     def find(self, image: np.ndarray, text: str, box: Box | None = None, min_score: float = 80.0) -> list[TextMatch]:
-        """Every place `text` is read in `image` (or `box` of it), best first."""
-        return find_text(self.read(image, box), text, min_score)
+        """Every place `text` is read in `image` (or `box` of it), best first.
 
-    def _image_to_data(self, gray: np.ndarray) -> dict[str, list[Any]]:
+        Only when the first reading has no match are its doubtful big words read
+        again (`read_closely`): a miss is never concluded from a hollow title.
+        """
+        found = find_text(self.read(image, box), text, min_score)
+        return found or find_text(self.read_closely(image, box, like=text), text, min_score)
+
+    def _image_to_data(self, gray: np.ndarray, psm: int | None = None) -> dict[str, list[Any]]:
         self.calls += 1
+        psm = psm or self.psm
         if self._lib is not None:
             try:
-                return self._lib.image_to_data(gray, self.psm, self.timeout_s)
+                return self._lib.image_to_data(np.ascontiguousarray(gray), psm, self.timeout_s)
             except LibraryReadFailed as e:
                 raise OcrError(f"tesseract failed: {e}") from e
         # pytesseract keeps the binary path in a module global; set it per call
@@ -325,7 +383,7 @@ class OcrEngine:
             result: dict[str, list[Any]] = pytesseract.image_to_data(
                 gray,
                 lang=self.lang,
-                config=f"--psm {self.psm} " + " ".join(f"-c {k}={v}" for k, v in TUNING.items()),
+                config=f"--psm {psm}",
                 output_type=pytesseract.Output.DICT,
                 timeout=self.timeout_s,
             )

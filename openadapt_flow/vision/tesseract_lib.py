@@ -39,12 +39,6 @@ class LibraryReadFailed(Exception):
     """Recognition failed or passed its deadline."""
 
 
-# Set on every handle (and passed to the command as -c): our images are always dark text on white
-# (`ocr.local_contrast`), so Tesseract's second, inverted read of each doubtful word can never
-# help; it cost 30-50% of a read on frames with stray marks (UI borders, cut-off words).
-TUNING = {"tessedit_do_invert": "0"}
-
-
 def _load() -> ctypes.CDLL:
     errors = []
     for name in LIB_NAMES:
@@ -118,8 +112,6 @@ class TesseractLibrary:
             raise LibraryUnavailable(f"libtesseract could not load language {lang!r} (is tesseract-ocr-{lang} installed?)")
         # Tesseract prints notes ("Estimating resolution as ...") to stderr unless told where else.
         self._lib.TessBaseAPISetVariable(self._api, b"debug_file", b"/dev/null")
-        for name, value in TUNING.items():
-            self._lib.TessBaseAPISetVariable(self._api, name.encode(), value.encode())
         self.lang = lang
 
     def image_to_data(self, gray: np.ndarray, psm: int, timeout_s: float) -> dict[str, list[Any]]:

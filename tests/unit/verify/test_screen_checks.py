@@ -60,7 +60,7 @@ def test_text_absent_with_a_region_looks_only_there(checks: ScreenChecks) -> Non
     assert ok and detail == "absent in its region"
     ok, _, _ = judge(checks, elsewhere, text_absent="Amount")  # without a region: the whole frame
     assert not ok
-    drifted = frame([("Amount", 150, 100)])  # 50 px off its region: still inside the wide absent window
+    drifted = frame([("Amount", 125, 75)])  # 25 px off its region: inside the absent window (padded 40 px)
     ok, detail, _ = judge(checks, drifted, text_absent="Amount", region=SAVED_AT)
     assert not ok and detail == "still shown in its region"
 

@@ -189,3 +189,25 @@ def test_read_many_answers_an_inner_box_from_the_outer_read(engine: OcrEngine) -
     engine.clear_cache()
     alone = engine.read(img, inner)
     assert [w.text for w in alone] == ["Amount"]  # what a read of the box alone finds
+
+
+def bold_title(text: str) -> np.ndarray:
+    """A bold 26 px title, strokes wider than local_contrast's median window (they come out hollow)."""
+    im = Image.new("RGB", (420, 120), (244, 244, 244))
+    bold = "/usr/share/fonts/truetype/dejavu/DejaVuSans-Bold.ttf"
+    f = ImageFont.truetype(bold, 26) if os.path.exists(bold) else font(26)
+    ImageDraw.Draw(im).text((30, 40), text, font=f, fill=(16, 16, 16))
+    return np.array(im)
+
+
+def test_a_hollow_bold_title_is_read_again_before_it_counts_as_missing(engine: OcrEngine) -> None:
+    img = bold_title("Invoices")
+    engine.clear_cache()
+    first = [w.text for w in engine.read(img)]
+    assert first != ["Invoices"]  # the hollow first reading this test is about
+    found = engine.find(img, "Invoices")
+    assert found and found[0].text == "Invoices"
+    assert [w.text for w in engine.read_closely(img, like="Invoices")] == ["Invoices"]
+    calls = engine.calls
+    assert engine.find(img, "Invoices")  # the second look is remembered
+    assert engine.calls == calls

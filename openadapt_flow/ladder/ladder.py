@@ -53,7 +53,7 @@ class Ladder:
     ) -> None:
         self.options = opts = options or LadderOptions()
         self.recorded_size = recorded_size
-        self.templates = {path: TemplateImage(rgb) for path, rgb in templates.items()}
+        self.templates = {path: TemplateImage(rgb).prepare() for path, rgb in templates.items()}
         self.model_calls = 0
         self._template = TemplateRung(
             self.templates,

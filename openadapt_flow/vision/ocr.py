@@ -215,6 +215,26 @@ def _words(data: dict[str, list[Any]], factor: float, x: float, y: float) -> lis
     return words
 
 
+def _merged(areas: list[Box]) -> list[Box]:
+    """The areas, overlapping ones joined while the union costs no more pixels than reading both."""
+    out = list(areas)
+    joined = True
+    while joined:
+        joined = False
+        for i in range(len(out)):
+            for j in range(i + 1, len(out)):
+                a, b = out[i], out[j]
+                x0, y0 = min(a[0], b[0]), min(a[1], b[1])
+                x1, y1 = max(a[0] + a[2], b[0] + b[2]), max(a[1] + a[3], b[1] + b[3])
+                if (x1 - x0) * (y1 - y0) <= a[2] * a[3] + b[2] * b[3]:
+                    out[i], joined = (x0, y0, x1 - x0, y1 - y0), True
+                    del out[j]
+                    break
+            if joined:
+                break
+    return out
+
+
 class OcrEngine:
     """Tesseract behind two calls: read the words in an image (or a box of it), or find a phrase.
 
@@ -293,9 +313,10 @@ class OcrEngine:
     def read_many(self, image: np.ndarray, boxes: list[Box | None]) -> None:
         """Read several areas of one image with the fewest Tesseract calls, for `read` to answer from.
 
-        An area lying inside another is not read again: its words are the
-        larger read's words that lie wholly inside it (read with more context,
-        never fewer pixels). Largest first, so a whole-frame read serves every box.
+        Overlapping areas are read as one when their union is no bigger than
+        the two apart (an area inside another always is); each area's words are
+        then the words of that read lying wholly inside it (read with more
+        context, never fewer pixels).
         """
         areas: dict[Box, tuple[Any, ...]] = {}
         for box in boxes:
@@ -303,13 +324,12 @@ class OcrEngine:
             if found is not None:
                 areas[found[0]] = found[1]
         read: list[tuple[Box, list[Word]]] = []
-        for area in sorted(areas, key=lambda a: -a[2] * a[3]):
-            key = areas[area]
-            outer = next((words for big, words in read if contains(big, area)), None)
-            if outer is None:
-                read.append((area, self.read(image, area)))
-            elif key not in self._cache:
-                self._remember(key, [wd for wd in outer if contains(area, wd.box)])
+        for outer in _merged([a for a, key in areas.items() if key not in self._cache]):
+            read.append((outer, self.read(image, outer)))
+        for area, key in areas.items():
+            words = next((words for big, words in read if contains(big, area)), None)
+            if words is not None and key not in self._cache:
+                self._remember(key, [wd for wd in words if contains(area, wd.box)])
 
     def _read_crop(self, crop: np.ndarray, x: int, y: int) -> list[Word]:
         bh, bw = crop.shape[:2]

@@ -93,6 +93,13 @@ class TemplateImage:
         self._cache: dict[tuple[str, float], np.ndarray | None] = {}
         self._blocks: dict[float, list[Box]] = {}
 
+    def prepare(self) -> "TemplateImage":
+        """Build what a healthy match needs (the gray variant and content blocks at scale 1) now,
+        when the bundle loads, not inside the first step that uses it; other scales and edges stay lazy."""
+        self.variant("gray", 1.0)
+        self.blocks(1.0)
+        return self
+
     def size(self, scale: float) -> tuple[int, int]:
         return (max(1, round(self.width * scale)), max(1, round(self.height * scale)))
 

@@ -211,3 +211,16 @@ def test_a_hollow_bold_title_is_read_again_before_it_counts_as_missing(engine: O
     calls = engine.calls
     assert engine.find(img, "Invoices")  # the second look is remembered
     assert engine.calls == calls
+
+
+def test_read_many_reads_overlapping_areas_once_and_far_ones_apart(engine: OcrEngine) -> None:
+    img = render([("Vendor", 40, 40), ("Amount", 400, 200), ("Invoices", 600, 350)])
+    engine.clear_cache()
+    calls = engine.calls
+    left, overlapping, far = (20, 20, 140, 60), (60, 25, 140, 60), (580, 330, 150, 60)
+    engine.read_many(img, [left, overlapping, far])
+    assert engine.calls == calls + 2  # left+overlapping as one union, far on its own
+    assert [w.text for w in engine.read(img, left)] == ["Vendor"]
+    assert [w.text for w in engine.read(img, far)] == ["Invoices"]
+    assert engine.read(img, overlapping) == []  # "Vendor" is not wholly inside it
+    assert engine.calls == calls + 2

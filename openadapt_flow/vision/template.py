@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
+from collections.abc import Iterator
 from typing import Literal
 
 import cv2
@@ -92,12 +93,13 @@ class TemplateImage:
         self._gray = to_gray(rgb)
         self._cache: dict[tuple[str, float], np.ndarray | None] = {}
         self._blocks: dict[float, list[Box]] = {}
+        self._block_sums: dict[float, BlockSums] = {}
 
     def prepare(self) -> "TemplateImage":
         """Build what a healthy match needs (the gray variant and content blocks at scale 1) now,
         when the bundle loads, not inside the first step that uses it; other scales and edges stay lazy."""
-        self.variant("gray", 1.0)
-        self.blocks(1.0)
+        if self.variant("gray", 1.0) is not None and self.blocks(1.0):
+            self.block_sums(1.0)
         return self
 
     def size(self, scale: float) -> tuple[int, int]:
@@ -149,6 +151,15 @@ class TemplateImage:
                             out.append((x, y, tile.shape[1], tile.shape[0]))
             self._blocks[key] = out
         return self._blocks[key]
+
+    def block_sums(self, scale: float) -> "BlockSums":
+        """The textured blocks ready for `detail_score`'s in-place pass (the crop must have some)."""
+        key = round(scale, 4)
+        if key not in self._block_sums:
+            gray = self.gray(scale)
+            assert gray is not None and self.blocks(scale)
+            self._block_sums[key] = BlockSums.of(gray, self.blocks(scale))
+        return self._block_sums[key]
 
 
 class FrameFeatures:
@@ -265,7 +276,7 @@ def find_template(
     found: list[Candidate] = []
     for i, scale in enumerate(scales):
         found = _merge(found, _search_scale(feats, tmpl, mode, search, scale, floor))
-        found = _with_detail(feats, tmpl, found, floor)
+        found = _with_detail(feats, tmpl, found, floor, detail_min)
         if i == 0 and any(c.score >= confident and (c.detail or 0) >= detail_min for c in found):
             break
     if not found:
@@ -278,8 +289,17 @@ def find_template(
     return MatchResult(best, runner, search, mode, detail_min)
 
 
-def detail_score(feats: FrameFeatures, tmpl: TemplateImage, box: Box, scale: float, shift: int = 1) -> float:
-    """Worst |correlation| of the crop's textured blocks against the frame at `box`, each free to move `shift` px."""
+def detail_score(
+    feats: FrameFeatures, tmpl: TemplateImage, box: Box, scale: float, shift: int = 1, need: float | None = None
+) -> float:
+    """Worst |correlation| of the crop's textured blocks against the frame at `box`, each free to move `shift` px.
+
+    With `need`, only as exact as deciding `score >= need` requires: if every
+    block already clears it in place (one vectorised pass over integral
+    images), that in-place worst, a lower bound, is the answer; otherwise the
+    blocks are searched one by one and the first that cannot clear it is the
+    answer, an upper bound. Either way the decision is the exact one.
+    """
     gray = tmpl.gray(scale)
     blocks = tmpl.blocks(scale)
     if gray is None:
@@ -293,6 +313,12 @@ def detail_score(feats: FrameFeatures, tmpl: TemplateImage, box: Box, scale: flo
         return 0.0
     patch = feats.feature("gray", area)
     ox, oy = x - area[0], y - area[1]  # crop origin inside the patch
+    if need is not None:
+        window = patch[oy : oy + gray.shape[0], ox : ox + gray.shape[1]]
+        if window.shape == gray.shape:
+            in_place = tmpl.block_sums(scale).correlation(window)
+            if in_place >= need:
+                return in_place
     worst = 1.0
     for bx, by, bw, bh in blocks:
         px0, py0 = max(0, ox + bx - shift), max(0, oy + by - shift)
@@ -302,14 +328,56 @@ def detail_score(feats: FrameFeatures, tmpl: TemplateImage, box: Box, scale: flo
         res = cv2.matchTemplate(tile, gray[by : by + bh, bx : bx + bw], cv2.TM_CCOEFF_NORMED)
         lo, hi, _, _ = cv2.minMaxLoc(res)
         worst = min(worst, max(-lo, hi) if math.isfinite(lo) and math.isfinite(hi) else 0.0)
+        if need is not None and worst < need:
+            return worst
     return worst
 
 
-def _with_detail(feats: FrameFeatures, tmpl: TemplateImage, found: list[Candidate], floor: float) -> list[Candidate]:
+@dataclass(frozen=True)
+class BlockSums:
+    """A template's textured blocks as integral-image corners, with the template's own sums per block."""
+
+    t: np.ndarray  # the scaled gray template, float64
+    y0: np.ndarray
+    y1: np.ndarray
+    x0: np.ndarray
+    x1: np.ndarray
+    n: np.ndarray  # pixels per block
+    st: np.ndarray  # the template's sum per block
+    var_t: np.ndarray  # n times the template's variance per block
+
+    @classmethod
+    def of(cls, gray: np.ndarray, blocks: list[Box]) -> "BlockSums":
+        b = np.array(blocks, dtype=np.int64)
+        it, it2 = cv2.integral2(gray, sdepth=cv2.CV_64F, sqdepth=cv2.CV_64F)
+        sums = cls(gray.astype(np.float64), b[:, 1], b[:, 1] + b[:, 3], b[:, 0], b[:, 0] + b[:, 2],
+                   (b[:, 2] * b[:, 3]).astype(np.float64), np.zeros(0), np.zeros(0))
+        st = sums.at(it)
+        return replace(sums, st=st, var_t=sums.at(it2) - st * st / sums.n)
+
+    def at(self, integral: np.ndarray) -> np.ndarray:
+        """Per-block sums out of an integral image of something the template's size."""
+        return integral[self.y1, self.x1] - integral[self.y0, self.x1] - integral[self.y1, self.x0] + integral[self.y0, self.x0]
+
+    def correlation(self, window: np.ndarray) -> float:
+        """Worst block-wise |TM_CCOEFF_NORMED| of the template against a same-size gray window, in place."""
+        iw, iw2 = cv2.integral2(window, sdepth=cv2.CV_64F, sqdepth=cv2.CV_64F)
+        sw, sww = self.at(iw), self.at(iw2)
+        stw = self.at(cv2.integral(window.astype(np.float64) * self.t, sdepth=cv2.CV_64F))
+        var_w = sww - sw * sw / self.n
+        cov = stw - self.st * sw / self.n
+        with np.errstate(invalid="ignore", divide="ignore"):
+            corr = np.where(var_w > 1e-6 * self.n, np.abs(cov) / np.sqrt(self.var_t * var_w), 0.0)
+        return float(corr.min())
+
+
+def _with_detail(
+    feats: FrameFeatures, tmpl: TemplateImage, found: list[Candidate], floor: float, need: float
+) -> list[Candidate]:
     out = []
     for i, c in enumerate(found):
         if c.detail is None and c.score >= floor and i < DETAIL_MAX_CANDIDATES:
-            c = replace(c, detail=detail_score(feats, tmpl, c.box, c.scale))
+            c = replace(c, detail=detail_score(feats, tmpl, c.box, c.scale, need=need))
         out.append(c)
     return out
 
@@ -380,15 +448,14 @@ def _coarse_to_fine(
     return out
 
 
-def _peaks(res: np.ndarray, tw: int, th: int, k: int) -> list[tuple[float, int, int]]:
-    """The k strongest peaks of a correlation map, each suppressing half a template around it."""
+def _peaks(res: np.ndarray, tw: int, th: int, k: int) -> Iterator[tuple[float, int, int]]:
+    """Up to k strongest peaks of a correlation map, strongest first, each suppressing half a template
+    around it; lazily, so a caller that has seen enough stops the search."""
     res = np.nan_to_num(res, nan=-1.0, posinf=-1.0, neginf=-1.0)
     rw, rh = max(1, tw // 2), max(1, th // 2)
-    out: list[tuple[float, int, int]] = []
     for _ in range(k):
         _, score, _, (px, py) = cv2.minMaxLoc(res)
         if score <= -1.0:
-            break
-        out.append((float(score), int(px), int(py)))
+            return
+        yield float(score), int(px), int(py)
         res[max(0, py - rh) : py + rh + 1, max(0, px - rw) : px + rw + 1] = -1.0
-    return out

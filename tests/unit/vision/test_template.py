@@ -176,3 +176,30 @@ def test_box_helpers() -> None:
 def test_rejects_non_uint8_templates() -> None:
     with pytest.raises(ValueError):
         TemplateImage(np.zeros((10, 10, 3), np.float32))
+
+
+@pytest.mark.parametrize("label,at,box", [
+    ("Save", (300, 200), (300, 200, 110, 40)),  # in place
+    ("Save", (301, 199), (300, 200, 110, 40)),  # one pixel off: only the shifted search sees it whole
+    ("Send", (300, 200), (300, 200, 110, 40)),  # same shape, other content
+    ("Sav", (300, 200), (300, 200, 110, 40)),
+])
+def test_detail_with_a_need_decides_exactly_as_the_full_score(label: str, at: tuple[int, int], box) -> None:
+    save = widget("Save")
+    f, t = FrameFeatures(place(scene(seed=3), widget(label), *at)), TemplateImage(save)
+    full = detail_score(f, t, box, 1.0)
+    for need in (0.4, 0.6, 0.8, 0.95):
+        quick = detail_score(f, t, box, 1.0, need=need)
+        assert (quick >= need) == (full >= need)
+        assert quick <= full + 1e-6 if quick >= need else quick >= full - 1e-6  # a lower bound when it passes, else an upper one
+
+
+def test_in_place_block_correlation_equals_opencv() -> None:
+    save = widget("Save")
+    img = place(scene(seed=5), widget("Send"), 300, 200)
+    t = TemplateImage(save)
+    window = cv2.cvtColor(img, cv2.COLOR_RGB2GRAY)[200:240, 300:410]
+    tgray = cv2.cvtColor(save, cv2.COLOR_RGB2GRAY)
+    want = min(abs(float(cv2.matchTemplate(window[y:y + h, x:x + w], tgray[y:y + h, x:x + w], cv2.TM_CCOEFF_NORMED)[0, 0]))
+               for x, y, w, h in t.blocks(1.0))
+    assert t.block_sums(1.0).correlation(window) == pytest.approx(want, abs=1e-4)

@@ -14,6 +14,7 @@ import numpy as np
 
 from openadapt_flow.bundle.models import Postcondition
 from openadapt_flow.ladder.types import Box, Point
+from openadapt_flow.vision.caret import without_caret
 from openadapt_flow.vision.diff import changed_box, changed_fraction
 from openadapt_flow.vision.ocr import OcrEngine
 from openadapt_flow.vision.template import TemplateImage, find_template, pad_box
@@ -138,16 +139,35 @@ class ScreenChecks:
         """Is the typed text read in the field? The part of `band` the typing changed is read first, then all of it.
 
         The changed part holds the new text (and whatever it replaced) but not
-        the field's label beside it: a quarter of the band's read time.
+        the field's label beside it: a quarter of the band's read time. If
+        neither reads it, the changed part is read once more with a trailing
+        text cursor painted out (`vision.caret`): painting only removes ink,
+        so it can rescue a glyph the cursor merged into, not invent one.
         """
         changed = changed_box(before, frame, band)
-        got = None
-        if changed is not None:
-            got = self.text(frame, typed, pad_box(changed, READBACK_PAD, frame.shape[1], frame.shape[0]))
+        area = pad_box(changed, READBACK_PAD, frame.shape[1], frame.shape[0]) if changed is not None else None
+        got = self.text(frame, typed, area) if area is not None else None
         if got is None or not got.ok:
             got = self.text(frame, typed, band)
+        if not got.ok and area is not None:
+            got = self._without_caret(frame, typed, area) or got
         got.kind = "readback"
         return got
+
+    def _without_caret(self, frame: np.ndarray, typed: str, area: Box) -> Check | None:
+        """The typed area read again with a trailing text cursor painted out (it can merge into the last glyph)."""
+        x, y, w, h = area
+        masked = without_caret(frame[y : y + h, x : x + w])
+        if masked is None:
+            return None
+        image, column = masked
+        matches = self.ocr.find(image, typed)
+        if not matches:
+            return None
+        best = max(matches, key=lambda m: m.score)
+        bx, by, bw, bh = best.box
+        return Check("readback", typed, True, f"read {best.text!r} with the text cursor at x={x + column} painted out",
+                     {"score": round(best.score, 3), "at": [x + bx, y + by, bw, bh]})
 
     def identity(self, frame: np.ndarray, point: Point, near: tuple[int, int, int, int], text: str) -> Check:
         """The identity gate: `text` must be read inside `near` = [dx, dy, w, h] placed at the click point."""

@@ -17,9 +17,9 @@ pytestmark = pytest.mark.timeout(180)
 PARAMS = ["--param", "vendor=ACME Corp", "--param", "amount=1250.50"]
 
 
-def replay(tmp_path: Path, app, bundle: Path = BUNDLE_DIR, extra: list[str] | None = None, **env: str):
+def replay(tmp_path: Path, app, bundle: Path = BUNDLE_DIR, extra: list[str] | None = None, params: list[str] = PARAMS, **env: str):
     run_dir = tmp_path / "run"
-    args = ["replay", str(bundle), "--url", app.xvnc.url, "--run-dir", str(run_dir), "--json", *PARAMS, *(extra or [])]
+    args = ["replay", str(bundle), "--url", app.xvnc.url, "--run-dir", str(run_dir), "--json", *params, *(extra or [])]
     r = run_flow(args, tmp_path, env=flow_env(tmp_path, DEMO_DB_DSN=f"sqlite:///{app.db_path}", **env))
     assert "Traceback" not in r.stderr, r.stderr
     return r, run_dir
@@ -50,6 +50,17 @@ def test_healthy_replay_writes_the_row_and_a_full_report(tmp_path, demo_app):
         assert (run_dir / f).is_file(), f
     assert "data:image/png;base64," in (run_dir / "report.html").read_text()
     assert rep["model_calls"] == 0
+
+
+def test_a_digit_merged_with_the_text_cursor_is_read_back_right(tmp_path, demo_app):
+    # The demo's caret does not blink and sits 1 px after the text: Tesseract reads "Acme 8|" as "Acme g|".
+    app = demo_app("normal")
+    r, run_dir = replay(tmp_path, app, params=["--param", "vendor=Acme 8", "--param", "amount=18.88"])
+    assert r.returncode == 0, r.stderr + r.stdout
+    assert [(v, a) for _, v, a, _ in app.rows()] == [("Acme 8", 18.88)]
+    vendor = next(s for s in report(run_dir)["steps"] if s["id"] == "vendor")
+    readback = next(c for c in vendor["checks"] if c["kind"] == "readback")
+    assert readback["ok"] and "text cursor" in readback["detail"], readback
 
 
 def test_dark_theme_succeeds_through_a_lower_rung(tmp_path, demo_app):

@@ -15,13 +15,15 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import hashlib
+import hmac
 import inspect
 import json
 import re
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, is_dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Protocol
@@ -69,6 +71,7 @@ class Call:
     step: str
     kind: str
     name: str
+    inputs: str | None = None  # keyed digest of the call's arguments (None in journals written before it was kept)
     records: list[dict[str, Any]] = field(default_factory=list)
 
     def last(self, type_: str) -> dict[str, Any] | None:
@@ -94,7 +97,7 @@ def history(records: list[dict[str, Any]]) -> dict[int, Call]:
     by_step: dict[str, Call] = {}
     for r in records:
         if r["type"] == "step_started" and "name" in r["data"] and r["step"] not in by_step:
-            call = Call(r["data"]["index"], r["step"], r["data"]["action"], r["data"]["name"])
+            call = Call(r["data"]["index"], r["step"], r["data"]["action"], r["data"]["name"], r["data"].get("inputs"))
             calls[call.index] = by_step[r["step"]] = call
         if r["step"] in by_step:
             by_step[r["step"]].records.append(r)
@@ -124,6 +127,23 @@ def jsonable(value: Any, what: str) -> Any:
         return json.loads(json.dumps(value))
     except (TypeError, ValueError) as e:
         raise Halt("tool", f"{what} returned something that is not JSON ({e})", dispatched=True) from None
+
+
+def _stable(value: Any) -> Any:
+    """What an argument JSON cannot say, as something equal in every process: dataclasses and pydantic
+    models by their fields, paths as text, sets sorted, bytes by digest; anything else by its type alone
+    (a connection or a client is a handle, and its repr carries a memory address)."""
+    if is_dataclass(value) and not isinstance(value, type):
+        return asdict(value)
+    if hasattr(value, "model_dump"):
+        return value.model_dump(mode="json")
+    if isinstance(value, Path):
+        return str(value)
+    if isinstance(value, (set, frozenset)):
+        return sorted(value, key=repr)
+    if isinstance(value, (bytes, bytearray)):
+        return "sha256:" + hashlib.sha256(value).hexdigest()
+    return f"<{type(value).__module__}.{type(value).__qualname__}>"
 
 
 def invoke(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -175,8 +195,14 @@ class WorkflowContext:
 
     # -- the one durable-step function ---------------------------------------------------------------
 
-    def _call(self, kind: str, name: str, base_id: str, fields: dict[str, Any], body: Callable[[Step, Call | None], Any]) -> Any:
-        """Look up the recorded output of this call, else run `body`, then record it: the only place that does."""
+    def _call(self, kind: str, name: str, base_id: str, fields: dict[str, Any], body: Callable[[Step, Call | None], Any],
+              inputs: Any = None) -> Any:
+        """Look up the recorded output of this call, else run `body`, then record it: the only place that does.
+
+        `inputs` are the call's arguments: a keyed digest of them is journaled, and a recorded result is
+        only ever returned to a call with the same ones (else the run diverged: the code or its inputs
+        changed, and the recorded result may not be theirs).
+        """
         if self.in_step:
             raise WorkflowStop(Halt("input", f"ctx.{kind} was called inside another durable call; durable calls cannot nest"))
         index = self._next
@@ -188,6 +214,13 @@ class WorkflowContext:
                 f"workflow {self.entry} diverged from its journal at call #{index}: the journal recorded "
                 f"{past.kind} {past.name!r}, the code now calls {kind} {name!r} (the code changed under this run; "
                 "redeploy the version that started it, or start a new run)", past.step))
+        digest = self._digest(inputs)
+        if past is not None and past.inputs is not None and past.inputs != digest:
+            raise WorkflowStop(DivergedError(
+                f"workflow {self.entry} diverged from its journal at call #{index}: {kind} {name!r} is called with "
+                "other arguments than the journal recorded, so its recorded result is not returned (the code or "
+                "what it computes its arguments from changed; a workflow must call with the same arguments on "
+                "resume: no clocks or random values in them)", past.step))
         try:
             step = Step(id=past.step if past else (base_id if n == 1 else f"{base_id}-{n}"), **fields)
         except ValueError as e:  # e.g. ask_user("") or a non-number sleep: the workflow's bug, an input halt
@@ -203,7 +236,7 @@ class WorkflowContext:
                 blocked = check_step(rc.config.policy, rc.budget, step, None)
                 if blocked is not None:
                     raise blocked
-                rc.journal.append("step_started", step.id, {"index": index, "action": kind, "name": name,
+                rc.journal.append("step_started", step.id, {"index": index, "action": kind, "name": name, "inputs": digest,
                                                             "intent": f"{kind} {name}", "consequential": step.is_consequential}, sync=True)
             rc.progress.step_started(index, max(index + 1, len(self.calls)), step.id, f"{kind} {name}")
             began = time.monotonic()
@@ -224,6 +257,12 @@ class WorkflowContext:
         write_checkpoint(rc.run.path, checkpoint_from_records(rc.verified) or {})
         rc.progress.step_finished(index, max(index + 1, len(self.calls)), step.id, {"ok": True, "rung": kind, "ms": (time.monotonic() - began) * 1000})
         return self._ret(rec.value)
+
+    def _digest(self, inputs: Any) -> str:
+        """HMAC-SHA256 (the journal's key) of the arguments as canonical JSON: comparable across resumes,
+        and no dictionary attack on a secret passed as an argument."""
+        text = json.dumps(inputs, sort_keys=True, separators=(",", ":"), default=_stable)
+        return hmac.new(self.rc.journal.key, text.encode(), hashlib.sha256).hexdigest()
 
     def _ret(self, value: Any) -> Any:
         if not self.is_async:
@@ -276,7 +315,8 @@ class WorkflowContext:
         info = tool_info(fn)
         fields = {"action": "tool", "call": _call_name(fn, info.name), "consequential": info.consequential}
         return self._call("tool", info.name, _slug(info.name), fields,
-                          lambda step, past: self._dispatch(step, past, f"tool {info.name!r}", lambda: invoke(fn, args, kwargs)))
+                          lambda step, past: self._dispatch(step, past, f"tool {info.name!r}", lambda: invoke(fn, args, kwargs)),
+                          inputs=[args, kwargs])
 
     def domain(self, action: Callable[..., Any], *args: Any, human_in_the_loop: bool = True, **kwargs: Any) -> Any:
         """A named domain action (a write): paused for an operator's approval before each call when human_in_the_loop."""
@@ -284,7 +324,8 @@ class WorkflowContext:
         fields = {"action": "tool", "call": _call_name(action, info.name), "consequential": True,
                   "approval": "before" if human_in_the_loop else None}
         return self._call("domain", info.name, _slug(info.name), fields,
-                          lambda step, past: self._dispatch(step, past, f"domain action {info.name!r}", lambda: invoke(action, args, kwargs)))
+                          lambda step, past: self._dispatch(step, past, f"domain action {info.name!r}", lambda: invoke(action, args, kwargs)),
+                          inputs=[args, kwargs, human_in_the_loop])
 
     def ask_user(self, question: str, choices: list[str] | None = None, type: str | None = None) -> Any:
         """Pause PAUSED(awaiting_user) until `flow answer RUN VALUE`; returns the answer (checked against choices/type)."""
@@ -297,7 +338,7 @@ class WorkflowContext:
             raise Pause("awaiting_user", step.id, question, category="ask_user")
 
         fields = {"action": "ask_user", "question": question, "choices": list(choices) if choices else None, "type": type}
-        return self._call("ask_user", "ask_user", "ask-user", fields, body)
+        return self._call("ask_user", "ask_user", "ask-user", fields, body, inputs=[question, choices, type])
 
     def wait_signal(self, name: str) -> Any:
         """Pause PAUSED(awaiting_signal) until `flow signal RUN NAME [--data JSON]`; returns the signal's data."""
@@ -330,14 +371,14 @@ class WorkflowContext:
         name, values = str(bundle), dict(params or {})
         fields = {"action": "flow", "bundle": name, "params": values}
         return self._call("replay", name, "replay-" + _slug(Path(name).name), fields,
-                          lambda step, past: self.runner.replay(self, step, name, values))
+                          lambda step, past: self.runner.replay(self, step, name, values), inputs=values)
 
     def child(self, wf: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """Run another @workflow as a child run of this one (`children/<call id>`); returns what it returns."""
         entry = entry_of(wf)
         fields = {"action": "flow", "bundle": "workflow:" + entry}
         return self._call("child", entry, "child-" + _slug(entry.rpartition(":")[2]), fields,
-                          lambda step, past: self.runner.child(self, step, wf, args, kwargs))
+                          lambda step, past: self.runner.child(self, step, wf, args, kwargs), inputs=[args, kwargs])
 
     def generate(self, prompt: str, **options: Any) -> Any:
         """`ctx.llm.generate`: one model call through the configured endpoint, recorded and counted in the model budget."""
@@ -355,7 +396,7 @@ class WorkflowContext:
             except FlowError as e:
                 raise Halt("model", str(e), step=step.id, dispatched=True) from None
 
-        return self._call("llm", model, "llm", {"action": "tool", "call": "llm:" + model}, body)
+        return self._call("llm", model, "llm", {"action": "tool", "call": "llm:" + model}, body, inputs=[prompt, options])
 
 
 class ChildRunner(Protocol):

@@ -111,6 +111,41 @@ def test_changed_code_is_refused_naming_the_first_mismatching_call(ws):
     assert log(ws) == ["fetch Q3", "post 1250"]
 
 
+def test_a_recorded_result_is_never_returned_to_a_call_with_other_arguments(ws):
+    out = start(ws, "report", quarter="Q3")  # fetch("Q3") recorded; paused on the question
+    deliver(out.run_dir, "answer", "ctl", value="hold")
+    write_module(ws, SOURCE.replace('data = ctx.tool(fetch, quarter)', 'data = ctx.tool(fetch, quarter + "-restated")'))
+    with pytest.raises(RefusedError, match=r"call #0: tool 'fetch' is called with other arguments than the journal recorded") as e:
+        resume(out.run_dir)
+    assert e.value.exit_code == 6
+    assert log(ws) == ["fetch Q3"]  # neither returned Q3's result for the new arguments nor ran fetch again
+    assert state(out.run_dir)["halt_category"] == "divergence"
+    started = next(r for r in journal(out.run_dir) if r["type"] == "step_started" and r["data"].get("name") == "fetch")
+    assert len(started["data"]["inputs"]) == 64 and "Q3" not in json.dumps(started["data"])  # a keyed digest, not the arguments
+    write_module(ws)  # the version that started it: same arguments, the recorded result comes back
+    approve(out.run_dir, "continue", "alice")
+    assert resume(out.run_dir).state == "COMPLETED"
+    assert log(ws) == ["fetch Q3"]
+
+
+def test_arguments_json_cannot_say_compare_stably_across_processes(ws):
+    from dataclasses import dataclass
+
+    from openadapt_flow.runtime.workflow_ctx import _stable
+
+    @dataclass
+    class Invoice:
+        vendor: str
+        amount: float
+
+    class Handle:  # a connection-like object: its repr carries a memory address
+        pass
+
+    assert _stable(Invoice("ACME", 12.5)) == {"vendor": "ACME", "amount": 12.5}
+    assert _stable(Handle()) == _stable(Handle()) == f"<{Handle.__module__}.{Handle.__qualname__}>"
+    assert _stable({3, 1, 2}) == [1, 2, 3]
+
+
 def test_code_that_stops_making_recorded_calls_is_a_divergence_too(ws):
     out = start(ws, "report", quarter="Q3")
     deliver(out.run_dir, "answer", "ctl", value="hold")

@@ -12,12 +12,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from openadapt_flow.backends.base import Backend
+from openadapt_flow.backends.spec import BackendSpec, open_backend
 from openadapt_flow.errors import FlowError
 from openadapt_flow.runtime.config import DeployConfig
 from openadapt_flow.runtime.engine import Reporter, stop_on_signals
 from openadapt_flow.runtime.resume import resume
 from openadapt_flow.store.escalation import APPROVAL, PENDING
-from openadapt_flow.store.rundir import MANIFEST, STATE
+from openadapt_flow.store.rundir import CHILDREN, MANIFEST, STATE
 
 
 @dataclass
@@ -47,12 +49,17 @@ def _ready_at(run: Path) -> float | None:
         return None
     reason = pending.get("paused_reason")
     if reason == "awaiting_child":
-        child = run.with_name(f"{run.name}.{pending.get('step')}")
+        sibling = run.with_name(f"{run.name}.{pending.get('step')}")  # a bundle's `flow` step: a run of the root
+        nested = run / CHILDREN / str(pending.get("step"))  # a workflow's ctx.replay / ctx.child: driven by its parent
+        child = nested if (nested / MANIFEST).is_file() else sibling
         try:
             child_state = json.loads((child / STATE).read_text()).get("state")
         except (OSError, ValueError):
             return None
-        return 0.0 if child_state in ("COMPLETED", "FAILED", "BLOCKED") else None
+        if child_state in ("COMPLETED", "FAILED", "BLOCKED"):
+            return 0.0
+        # No worker sees a nested child: its parent is due when the child's own wait is satisfied.
+        return _ready_at(child) if child == nested else None
     if reason == "awaiting_timer":
         return float(pending.get("due_epoch") or 0)
     if not (run / APPROVAL).exists():
@@ -66,13 +73,23 @@ def _ready_at(run: Path) -> float | None:
     return 0.0  # an answer or signal was delivered
 
 
+def _nested_stamp(run: Path) -> float:
+    """The newest state, pending or approval file of a workflow's child runs (`children/*`, recursively)."""
+    newest = 0.0
+    for child in (run / CHILDREN).glob("*"):
+        newest = max(newest, _mtime(child / STATE), _mtime(child / PENDING), _mtime(child / APPROVAL), _nested_stamp(child))
+    return newest
+
+
 class Worker:
     """Scans a runs root cheaply: a run's files are re-read only when their mtimes change."""
 
-    def __init__(self, root: Path, reporter: Reporter | None = None, log: Callable[[str], None] = print) -> None:
+    def __init__(self, root: Path, reporter: Reporter | None = None, log: Callable[[str], None] = print,
+                 backend_factory: Callable[[BackendSpec], Backend] = open_backend) -> None:
         self.root = root
         self.reporter = reporter
         self.log = log
+        self.backend_factory = backend_factory
         self.stop = threading.Event()
         self._seen: dict[Path, _Seen] = {}
 
@@ -80,8 +97,8 @@ class Worker:
         now = time.time()
         due = []
         for run in sorted(p for p in self.root.iterdir() if p.is_dir()) if self.root.is_dir() else []:
-            children = max((_mtime(c / STATE) for c in run.parent.glob(run.name + ".*")), default=0.0)  # `flow` child runs
-            stamp = (_mtime(run / STATE), _mtime(run / PENDING), _mtime(run / APPROVAL), children)
+            siblings = max((_mtime(c / STATE) for c in run.parent.glob(run.name + ".*")), default=0.0)  # `flow` child runs
+            stamp = (_mtime(run / STATE), _mtime(run / PENDING), _mtime(run / APPROVAL), siblings, _nested_stamp(run))
             seen = self._seen.get(run)
             if seen is None or seen.stamp != stamp:
                 seen = self._seen[run] = _Seen(stamp, _ready_at(run) if stamp[0] else None)
@@ -95,7 +112,7 @@ class Worker:
             if self.stop.is_set():
                 break
             try:
-                out = resume(run, reporter=self.reporter, stop=self.stop)
+                out = resume(run, reporter=self.reporter, stop=self.stop, backend_factory=self.backend_factory)
                 row = {"run_dir": str(run), "state": out.state, "message": out.message}
             except FlowError as e:  # another worker owns it, or it was refused: report and go on
                 row = {"run_dir": str(run), "state": "SKIPPED", "message": str(e)}

@@ -51,7 +51,7 @@ from openadapt_flow.store.escalation import APPROVAL, PENDING, consume_approval,
 from openadapt_flow.store.journal import Journal
 from openadapt_flow.store.keys import load_decision_key, load_key
 from openadapt_flow.store.lease import Lease, LeaseLost
-from openadapt_flow.store.rundir import MANIFEST, RunDir, check_new_run_dir, new_run_dir
+from openadapt_flow.store.rundir import CHILDREN, MANIFEST, RunDir, check_new_run_dir, new_run_dir
 
 BackendFactory = Callable[[BackendSpec], Backend]
 
@@ -272,7 +272,7 @@ def _waiting(run: RunDir, pending: dict[str, Any] | None) -> str | None:
         return None
     reason, step = pending["paused_reason"], pending["step"]
     if reason == "awaiting_child":
-        return child_waiting(run.path / "children" / step)
+        return child_waiting(run.path / CHILDREN / step)
     if reason == "awaiting_timer" and not (run.path / APPROVAL).exists():
         due = pending.get("due_epoch") or 0
         return f"timer of call {step!r} is due in {due - time.time():.1f}s" if time.time() < due else None
@@ -291,7 +291,7 @@ def child_waiting(child: Path) -> str | None:
     pending = read_json_file(child / PENDING, "pending escalation") or {}
     reason, step = pending.get("paused_reason"), pending.get("step")
     if reason == "awaiting_child":
-        return child_waiting(child / "children" / str(step))
+        return child_waiting(child / CHILDREN / str(step))
     if reason == "awaiting_timer":
         due = pending.get("due_epoch") or 0
         return f"child run {child}: timer due in {due - time.time():.1f}s" if time.time() < due else None
@@ -310,7 +310,7 @@ class Runner:
         self.factory = factory
 
     def replay(self, ctx: WorkflowContext, step: Step, bundle: str, params: dict[str, Any]) -> Any:
-        child = ctx.rc.run.path / "children" / step.id
+        child = ctx.rc.run.path / CHILDREN / step.id
         if (child / MANIFEST).is_file():
             out = self._continue(ctx, step, child, lambda: bundle_resume.resume(
                 child, backend=self.override, progress=ctx.rc.progress, reporter=ctx.rc.reporter, backend_factory=self.factory, stop=ctx.rc.stop))
@@ -322,7 +322,7 @@ class Runner:
         return {"run_id": manifest["run_id"], "run_dir": str(child.relative_to(ctx.rc.run.path)), "state": out.state}
 
     def child(self, ctx: WorkflowContext, step: Step, wf: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        child = ctx.rc.run.path / "children" / step.id
+        child = ctx.rc.run.path / CHILDREN / step.id
         if (child / MANIFEST).is_file():
             self._continue(ctx, step, child, lambda: resume_workflow(
                 RunDir(child), RunDir(child).manifest(), backend=self.override, progress=ctx.rc.progress, reporter=ctx.rc.reporter,

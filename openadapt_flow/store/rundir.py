@@ -21,6 +21,7 @@ from openadapt_flow.store.journal import JOURNAL_FILE, now_iso
 
 MANIFEST = "manifest.json"
 STATE = "state.json"
+CHILDREN = "children"  # a Python workflow's child runs (ctx.replay, ctx.child), one folder per call
 SCHEMA_PREFIX = "openadapt-flow/"
 
 

@@ -69,3 +69,22 @@ def test_replay_without_a_backend_pauses_and_a_resume_can_supply_one(ws, env):  
     done = resume(out.run_dir, backend=BackendSpec(kind="fake"), backend_factory=lambda spec: app.connect())
     assert done.state == "COMPLETED", done.message
     assert rows(env) == 1 and log(ws) == ["fetch Q"]
+
+
+def test_the_worker_resumes_a_parent_once_its_nested_childs_decision_is_recorded(ws, env):  # noqa: F811
+    from openadapt_flow.runtime.worker import Worker
+
+    make_bundle(ws / "b", [dict(SAVE, approval="before"), AFTER])
+    app = App(env)
+    cfg = config(ws, runtime={"runs_root": str(ws / "runs"), "settle_quiet_s": 0.01})
+    out = start_workflow(WorkflowRequest("wf_mod:post_gui", {}, BackendSpec(kind="fake"), cfg, run_dir=ws / "runs" / "wf"),
+                         backend_factory=lambda spec: app.connect())
+    child = out.run_dir / "children" / "replay-b"
+    assert (out.state, state(child)["paused_reason"]) == ("PAUSED", "awaiting_approval")
+    worker = Worker(ws / "runs", log=lambda line: None, backend_factory=lambda spec: app.connect())
+    assert worker.run_once() == []  # no decision on the child yet: nothing is due
+    approve(child, "continue", "alice")
+    done = worker.run_once()
+    assert [(r["run_dir"], r["state"]) for r in done] == [(str(out.run_dir), "COMPLETED")]
+    assert rows(env) == 1 and state(child)["state"] == "COMPLETED"
+    assert worker.run_once() == []

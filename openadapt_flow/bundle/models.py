@@ -122,13 +122,21 @@ class EffectExpect(Strict):
     equals: Any = None
 
 
+EFFECT_FIELDS = {  # the fields each kind reads; any other is refused (a typo must not silently verify nothing)
+    "sql": ("dsn", "dsn_env", "query"),
+    "http": ("url", "token_env", "json_path", "contains"),
+    "file": ("path", "contains"),
+}
+
+
 class Effect(Strict):
     kind: Literal["sql", "http", "file"] | None = None
     use: str | None = None
     dsn: str | None = None
-    dsn_env: str | None = None
+    dsn_env: str | None = None  # sql: the variable holding the DSN (with its password)
     query: str | None = None
     url: str | None = None
+    token_env: str | None = None  # http: the variable holding a bearer token
     path: str | None = None
     json_path: str | None = None
     contains: str | None = None
@@ -139,6 +147,12 @@ class Effect(Strict):
     def _check(self) -> "Effect":
         if (self.kind is None) == (self.use is None):
             raise ValueError("an effect needs exactly one of kind or use")
+        if self.kind is not None:
+            mine = EFFECT_FIELDS[self.kind]
+            alien = [f for fields in EFFECT_FIELDS.values() for f in fields if f not in mine and getattr(self, f) is not None]
+            if alien:
+                hint = " (an http effect's bearer token comes from token_env)" if self.kind == "http" and "dsn_env" in alien else ""
+                raise ValueError(f"a {self.kind} effect does not take {', '.join(dict.fromkeys(alien))}{hint}")
         return self
 
 

@@ -68,10 +68,10 @@ def to_pyformat(query: str) -> str:
     return "".join(out)
 
 
-def _env_secret(effect: Effect, env: Mapping[str, str], what: str) -> str:
-    val = env.get(effect.dsn_env or "")
+def _env_secret(field: str, name: str | None, env: Mapping[str, str], what: str) -> str:
+    val = env.get(name or "")
     if not val:
-        raise ConfigError(f"effect dsn_env {effect.dsn_env} is not set in the environment (it holds the {what})")
+        raise ConfigError(f"effect {field} {name} is not set in the environment (it holds the {what})")
     return val
 
 
@@ -101,7 +101,7 @@ class SqlReader:
             raise ConfigError(f"effect query binds {', '.join(':' + n for n in missing)}, which no bound param supplies")
         self.query = effect.query
         self.binds = {n: params[n] for n in sql_binds(effect.query)}
-        self.dsn = effect.dsn or _env_secret(effect, env, "dsn")
+        self.dsn = effect.dsn or _env_secret("dsn_env", effect.dsn_env, env, "dsn")
         self.timeout_s = read_timeout_s
         self.scheme = urlparse(self.dsn).scheme
         if self.scheme not in ("sqlite", "postgresql", "postgres"):
@@ -209,14 +209,13 @@ class HttpReader:
         if effect.contains == "":
             raise ConfigError("an http effect's contains must not be empty")
         if INLINE_PASSWORD.search(effect.url):
-            raise ConfigError("credentials are not allowed inline in an effect url; put a bearer token in the env var named by dsn_env")
+            raise ConfigError("credentials are not allowed inline in an effect url; put a bearer token in the env var named by token_env")
         self.url = fill_url(effect.url, params)
         if urlparse(self.url).scheme not in ("http", "https"):
             raise ConfigError(f"effect url {effect.url!r} must be http:// or https://")
         self.json_path = effect.json_path
         self.contains = effect.contains
-        # Effect has no header field: for http, dsn_env names the variable holding the bearer token.
-        self.token = _env_secret(effect, env, "bearer token") if effect.dsn_env else None
+        self.token = _env_secret("token_env", effect.token_env, env, "bearer token") if effect.token_env else None
         self.timeout_s = read_timeout_s
         self.opener = urllib.request.build_opener(_NoRedirect)
 

@@ -291,7 +291,7 @@ def test_http_timeout_is_unavailable(api):
 
 
 def test_http_bearer_token_from_the_environment(api):
-    eff = http_effect(api.url + "/secure", json_path="ok", dsn_env="LEDGER_TOKEN", expect={"equals": True})
+    eff = http_effect(api.url + "/secure", json_path="ok", token_env="LEDGER_TOKEN", expect={"equals": True})
     r = make_reader(eff, {}, {"LEDGER_TOKEN": "t0ken"})()
     assert r.ok and r.value is True
     assert api.seen[-1] == ("/secure", "Bearer t0ken")

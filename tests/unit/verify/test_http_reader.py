@@ -44,7 +44,7 @@ def test_dig_names_the_missing_step(path, message):
     ({"url": "http://u:p@h/x"}, {}, "not allowed inline"),
     ({"url": "http://h/x", "json_path": "a", "contains": "b"}, {}, "not both"),
     ({"url": "http://h/x", "contains": ""}, {}, "must not be empty"),
-    ({"url": "http://h/x", "dsn_env": "TOKEN"}, {}, "TOKEN is not set.*bearer token"),
+    ({"url": "http://h/x", "token_env": "TOKEN"}, {}, "TOKEN is not set.*bearer token"),
 ])
 def test_misconfigured_http_is_a_config_error(fields, env, message):
     with pytest.raises(ConfigError, match=message):

@@ -24,7 +24,7 @@ from openadapt_flow.store.rundir import CHILDREN, MANIFEST, STATE
 
 @dataclass
 class _Seen:
-    stamp: tuple[float, float, float, float]
+    stamp: tuple[float, ...]  # mtimes: state, pending, approval, sibling children, nested children
     ready_at: float | None  # epoch when the run becomes resumable; None = not by a worker
 
 

@@ -22,7 +22,7 @@ from openadapt_flow.errors import UsageError
 from openadapt_flow.fixture.compile import compile_recording
 from openadapt_flow.fixture.model import FONTS_DIR, load_fixture
 from openadapt_flow.fixture.player import Player
-from openadapt_flow.fixture.recorder import LiveScreen, Recorder, Watch
+from openadapt_flow.fixture.recorder import LiveScreen, Recorder, Recording, Watch
 from openadapt_flow.fixture.server import PlayerScreen, RfbServer
 from openadapt_flow.fixture.sor import JsonlWatch, SqliteWatch
 from openadapt_flow.fixture.upstream import Upstream
@@ -106,32 +106,19 @@ def serve_cmd(
     typer.echo(f"stopped after {server.connections} connection(s); {len(player.unmatched)} unmatched input(s)")
 
 
-@fixture_app.command("record")
-@handle_errors
-def record_cmd(
-    url: str = typer.Option(..., "--url", help="the live VNC server: vnc://host[:port]"),
-    out: Path = typer.Option(..., "--out", help="new fixture folder to write"),
-    port: int = typer.Option(0, "--port", help="port your VNC viewer connects to (0 picks a free one)", min=0, max=65535),
-    host: Optional[str] = typer.Option(None, "--host", help="address the viewer connects to (default 127.0.0.1)"),
-    password_env: Optional[str] = typer.Option(None, "--password-env", help="env var holding the live server's VNC password"),
-    watch_sqlite: Optional[Path] = typer.Option(None, "--watch-sqlite", help="the app's SQLite file: rows it adds become effects"),
-    watch_jsonl: Optional[Path] = typer.Option(None, "--watch-jsonl", help="the app's JSON-lines file: lines it adds become effects"),
-    settle_ms: int = typer.Option(300, "--settle-ms", help="quiet time that counts as a settled screen", min=20, max=10000),
-    name: Optional[str] = typer.Option(None, "--name", help="fixture name (default: the folder name)"),
-    description: str = typer.Option("", "--description", help="one line saying what was recorded"),
-    font: Optional[Path] = typer.Option(None, "--font", help="TrueType font the app draws field text in (default DejaVu Sans)"),
-) -> None:
-    """Record a fixture through a proxy: point a VNC viewer (or a script) at it, drive the app, then Ctrl+C."""
+def check_new_folder(out: Path, flag: str) -> None:
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise UsageError(f"{out} exists and is not an empty folder; choose a new {flag}")
+
+
+def record_session(url: str, port: int, host: str | None, password_env: str | None, watch_sqlite: Path | None,
+                   watch_jsonl: Path | None, settle_ms: int) -> Recording:
+    """Run the recording proxy in front of `url` until Ctrl+C or SIGTERM (or the live server goes); the recording."""
     spec = parse_url(url)
     if spec.kind != "vnc":
-        raise UsageError(f"fixture record needs a vnc:// URL, got {url!r}")
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise UsageError(f"{out} exists and is not an empty folder; choose a new --out")
+        raise UsageError(f"recording needs a vnc:// URL, got {url!r}")
     if watch_sqlite is not None and watch_jsonl is not None:
         raise UsageError("watch one system of record: --watch-sqlite or --watch-jsonl")
-    font_path = font or FONTS_DIR / "DejaVuSans.ttf"
-    if not font_path.is_file():
-        raise UsageError(f"--font {font_path}: file not found")
     watch: Watch | None = SqliteWatch(watch_sqlite) if watch_sqlite else JsonlWatch(watch_jsonl) if watch_jsonl else None
     upstream = Upstream(str(spec.host), int(spec.effective_port or 5900), _password(password_env), spec.connect_timeout_s)
     try:
@@ -150,9 +137,32 @@ def record_cmd(
             server.stop()
         if upstream.error:
             _log(f"{upstream.error}; writing what was recorded")
-        rec = recorder.finish()
+        return recorder.finish()
     finally:
         upstream.close()
+
+
+@fixture_app.command("record")
+@handle_errors
+def record_cmd(
+    url: str = typer.Option(..., "--url", help="the live VNC server: vnc://host[:port]"),
+    out: Path = typer.Option(..., "--out", help="new fixture folder to write"),
+    port: int = typer.Option(0, "--port", help="port your VNC viewer connects to (0 picks a free one)", min=0, max=65535),
+    host: Optional[str] = typer.Option(None, "--host", help="address the viewer connects to (default 127.0.0.1)"),
+    password_env: Optional[str] = typer.Option(None, "--password-env", help="env var holding the live server's VNC password"),
+    watch_sqlite: Optional[Path] = typer.Option(None, "--watch-sqlite", help="the app's SQLite file: rows it adds become effects"),
+    watch_jsonl: Optional[Path] = typer.Option(None, "--watch-jsonl", help="the app's JSON-lines file: lines it adds become effects"),
+    settle_ms: int = typer.Option(300, "--settle-ms", help="quiet time that counts as a settled screen", min=20, max=10000),
+    name: Optional[str] = typer.Option(None, "--name", help="fixture name (default: the folder name)"),
+    description: str = typer.Option("", "--description", help="one line saying what was recorded"),
+    font: Optional[Path] = typer.Option(None, "--font", help="TrueType font the app draws field text in (default DejaVu Sans)"),
+) -> None:
+    """Record a fixture through a proxy: point a VNC viewer (or a script) at it, drive the app, then Ctrl+C."""
+    check_new_folder(out, "--out")
+    font_path = font or FONTS_DIR / "DejaVuSans.ttf"
+    if not font_path.is_file():
+        raise UsageError(f"--font {font_path}: file not found")
+    rec = record_session(url, port, host, password_env, watch_sqlite, watch_jsonl, settle_ms)
     font_name = font_path.name
     if font is not None:
         (out / "fonts").mkdir(parents=True, exist_ok=True)

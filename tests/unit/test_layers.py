@@ -9,7 +9,7 @@ pytestmark = pytest.mark.timeout(30)
 
 PKG = Path(__file__).resolve().parents[2] / "openadapt_flow"
 # fixture sits between bundle and backends: backends/fixture.py plays fixtures, and fixture/ needs no backend.
-RANK = {"errors": 0, "procs": 0, "bundle": 1, "fixture": 1.5, "vision": 2, "backends": 2, "store": 2, "ladder": 3, "verify": 4,
+RANK = {"errors": 0, "procs": 0, "bundle": 1, "fixture": 1.5, "vision": 2, "backends": 2, "store": 2, "ladder": 3, "record": 3, "verify": 4,
         "runtime": 5, "report": 6, "cli": 7}
 # Siblings at the same rank must not import each other (vision never imports backends, store knows no runtime objects).
 SAME_RANK_OK = {("bundle", "bundle")}  # errors and procs (rank 0) import nothing of ours

@@ -1,0 +1,280 @@
+"""A recording (the fixture recorder's batches: an input, what it typed, the settled screens, the rows it
+wrote) compiled to a bundle folder: one step per input, its target cut from the screen it acted on and
+grown until unique there, typed text turned into params, facts the next screen must show, and, for an
+input that wrote to the system of record, a consequential step with its effect and an identity gate.
+
+A click followed by typing is a `type` step into that field, its param named after the column the value
+landed in (else after the field's label). Everything chosen is checked on the recorded frames as the
+replay will check it, and the bundle is loaded (validated) before it is reported written.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+from PIL import Image
+
+from openadapt_flow.bundle.loader import load_bundle
+from openadapt_flow.bundle.models import BUNDLE_SCHEMA
+from openadapt_flow.errors import UsageError
+from openadapt_flow.fixture.gestures import Gesture
+from openadapt_flow.fixture.infer import click_region, widget_box
+from openadapt_flow.fixture.recorder import Batch, Recording
+from openadapt_flow.fixture.textfield import EditBuffer
+from openadapt_flow.record.facts import field_label, screen_facts, target_crop, unique_crop
+from openadapt_flow.vision.ocr import OcrEngine, normalise
+from openadapt_flow.vision.template import Box, pad_box
+
+CLICKS = {"click": "click", "double_click": "double_click", "right_click": "right_click"}
+IDENTITY_PAD = 6
+FACE_PROBES = [(0, 0)] + [(dx, dy) for r in (6, 12) for dx, dy in ((0, -r), (0, r), (-r, 0), (r, 0))]
+HEADER = "# Compiled by `flow record` from a demonstration; review it (ids, params, facts, effects), then edit freely.\n"
+
+
+@dataclass
+class _Field:
+    box: Box
+    param: str
+    value: str = ""
+
+
+@dataclass
+class CompiledBundle:
+    path: Path
+    steps: list[dict[str, Any]]
+    params: dict[str, dict[str, Any]]
+    warnings: list[str] = field(default_factory=list)
+
+
+class _Compiler:
+    def __init__(self, rec: Recording, out: Path, name: str, ocr: OcrEngine, dsn_env: str) -> None:
+        self.rec, self.out, self.name, self.ocr, self.dsn_env = rec, out, name, ocr, dsn_env
+        self.steps: list[dict[str, Any]] = []
+        self.params: dict[str, dict[str, Any]] = {}
+        self.fields: list[_Field] = []
+        self.crops: dict[str, np.ndarray] = {}
+        self.warnings: list[str] = []
+        self.columns = _typed_columns(rec)
+
+    def run(self) -> None:
+        for i, b in enumerate(self.rec.batches, 1):
+            assert b.after is not None
+            lead = _lead(b.lead)
+            if lead is None and not b.edits:
+                continue
+            if lead is not None and lead.kind in CLICKS and b.edits:
+                self._type(i, b, lead)
+            elif lead is not None and lead.kind in CLICKS:
+                self._click(i, b, lead)
+            elif lead is not None and lead.kind == "key":
+                self._key(i, b, lead)
+            elif lead is not None and lead.kind.startswith("scroll"):
+                self._scroll(i, b, lead)
+            elif lead is not None:
+                self.warnings.append(f"input {i} ({lead.describe()}): bundles have no such action; left out")
+            else:
+                self._typed_without_click(i, b)
+
+    # -- steps -------------------------------------------------------------------------------------
+
+    def _target(self, i: int, frame: np.ndarray, g: Gesture, label_field: bool) -> tuple[dict[str, Any], Box, Box]:
+        """The target dict, the crop and the widget box for an input at (g.x, g.y) on `frame`."""
+        widget = _face(frame, g.x, g.y)
+        if widget is None:
+            widget = click_region(frame, g.x, g.y)
+            self.warnings.append(f"input {i} ({g.describe()}): no widget face under the pointer; the target is the area around it")
+        label = field_label(frame, widget, self.ocr) if label_field else None
+        crop, unique = unique_crop(frame, target_crop(frame, widget, label))
+        if not unique:
+            self.warnings.append(f"input {i} ({g.describe()}): its target looks like another on the same screen; "
+                                 "the replay halts as ambiguous there until the bundle says which (landmarks)")
+        x, y, w, h = crop
+        words = [wd.text for wd in self.ocr.read(frame, crop)]
+        text = " ".join(words) if words and len(" ".join(words)) <= 40 else None
+        path = f"templates/{len(self.crops) + 1:02d}.png"
+        self.crops[path] = np.ascontiguousarray(frame[y:y + h, x:x + w])
+        target: dict[str, Any] = {"template": path, "region": list(crop), "point": [g.x - x, g.y - y]}
+        if text:
+            target["text"] = text
+        return target, crop, widget
+
+    def _type(self, i: int, b: Batch, lead: Gesture) -> None:
+        target, _, widget = self._target(i, b.before, lead, label_field=True)
+        fld = next((f for f in self.fields if f.box == widget), None)
+        if fld is None:
+            label = target.get("text")
+            fld = _Field(widget, self._param_name(i, b, label))
+            self.fields.append(fld)
+        buf = EditBuffer(fld.value, len(fld.value))
+        for g in b.edits:
+            buf.apply(g)
+        fld.value = buf.text
+        column_value = self.columns.get(fld.value)
+        numeric = isinstance(column_value, (int, float)) and not isinstance(column_value, bool)
+        self.params[fld.param] = {"type": "number" if numeric else "string", "required": True,
+                                  "example": column_value if numeric else fld.value}
+        self._add(_slug(fld.param), {"intent": f"Type the {fld.param.replace('_', ' ')}", "action": "type", "target": target,
+                              "text": "{" + fld.param + "}"}, b)
+
+    def _click(self, i: int, b: Batch, lead: Gesture) -> None:
+        target, _, _ = self._target(i, b.before, lead, label_field=False)
+        what = target.get("text") or f"input {i}"
+        step = {"intent": f"{CLICKS[lead.kind].replace('_', ' ').capitalize()} {what}", "action": CLICKS[lead.kind],
+                "target": target}
+        self._add(_slug(target.get("text") or CLICKS[lead.kind]), step, b, lead)
+
+    def _key(self, i: int, b: Batch, lead: Gesture) -> None:
+        keys = lead.combo.split("+")
+        self._add(_slug("-".join(keys)), {"intent": f"Press {lead.combo}", "action": "hotkey" if len(keys) > 1 else "key",
+                                          "keys": keys}, b, lead)
+        if b.edits:
+            self._typed_without_click(i, b)
+
+    def _scroll(self, i: int, b: Batch, lead: Gesture) -> None:
+        clicks = sum(1 if g.kind == "scroll_down" else -1 for g in b.lead if g.kind.startswith("scroll"))
+        target, _, _ = self._target(i, b.before, lead, label_field=False)
+        self._add("scroll", {"intent": f"Scroll {'down' if clicks > 0 else 'up'}", "action": "scroll", "target": target,
+                             "clicks": clicks}, b, lead)
+
+    def _typed_without_click(self, i: int, b: Batch) -> None:
+        self.warnings.append(f"input {i}: {len(b.edits)} key(s) typed with no field clicked first; "
+                             "kept as literal text typed where the focus is")
+        buf = EditBuffer()
+        for g in b.edits:
+            buf.apply(g)
+        if buf.text:
+            self._add("type", {"intent": "Type at the focus", "action": "type", "text": buf.text, "append": True}, b)
+
+    # -- what every step gets ---------------------------------------------------------------------------
+
+    def _add(self, base: str, step: dict[str, Any], b: Batch, lead: Gesture | None = None) -> None:
+        assert b.after is not None
+        ids = {s["id"] for s in self.steps}
+        sid, n = base or "step", 2
+        while sid in ids:
+            sid, n = f"{base}-{n}", n + 1
+        step = {"id": sid, **step}
+        if step["action"] != "type":
+            facts = screen_facts(b.before, b.after, self.ocr, [f.value for f in self.fields])
+            expect = [{f.kind: f.text, "region": list(f.region)} if f.text else {"region_changed": list(f.region)} for f in facts]
+            if expect:
+                step["expect"] = expect
+        if b.writes:
+            self._consequential(step, b, lead)
+        self.steps.append(step)
+
+    def _consequential(self, step: dict[str, Any], b: Batch, lead: Gesture | None) -> None:
+        step["consequential"] = True
+        table, _ = b.writes[0]
+        rows = sum(1 for t, _ in b.writes if t == table)
+        bound = {col: f.param for f in self.fields for col, value in b.writes[0][1].items() if _same(value, f.value)}
+        if self.rec.sor_kind == "sqlite":
+            where = " AND ".join(f'"{col}" = :{param}' for col, param in bound.items())
+            query = f'SELECT count(*) FROM "{table}"' + (f" WHERE {where}" if where else "")
+            step["effect"] = {"kind": "sql", "dsn_env": self.dsn_env, "query": query, "expect": {"increase_by": rows}}
+        else:
+            self.warnings.append(f"step {step['id']!r} wrote to the {self.rec.sor_kind} store: declare its effect by hand")
+        shown = [f for f in self.fields if f.param in bound.values() and self._shows(b.before, f)]
+        if lead is not None and lead.kind in CLICKS and shown:
+            x, y, w, h = pad_box(shown[0].box, IDENTITY_PAD, b.before.shape[1], b.before.shape[0]) or shown[0].box
+            step["identity"] = {"text": "{" + shown[0].param + "}", "near": [x - lead.x, y - lead.y, w, h]}
+
+    def _shows(self, frame: np.ndarray, f: _Field) -> bool:
+        return bool(f.value.strip()) and bool(self.ocr.find(frame, f.value, pad_box(f.box, IDENTITY_PAD, frame.shape[1], frame.shape[0])))
+
+    def _param_name(self, i: int, b: Batch, label: str | None) -> str:
+        later = [v for batch in self.rec.batches[i - 1:] for _, row in batch.writes for v in row.items()]
+        names = {p for p in self.params}
+        typed = EditBuffer()
+        for g in b.edits:
+            typed.apply(g)
+        base = next((col for col, value in later if _same(value, typed.text)), None) or _slug(label or "") or "field"
+        name, n = _param_slug(base), 2
+        while name in names or name in {f.param for f in self.fields}:
+            name, n = f"{_param_slug(base)}_{n}", n + 1
+        return name
+
+    # -- output -------------------------------------------------------------------------------------------
+
+    def write(self) -> CompiledBundle:
+        if not self.steps:
+            raise UsageError("the recording has no input a bundle can replay (nothing was clicked, typed or pressed)")
+        h, w = self.rec.initial.shape[:2]
+        doc = {"schema": BUNDLE_SCHEMA, "name": self.name,
+               "description": f"Recorded from {self.rec.url}", "screen": {"width": int(w), "height": int(h)},
+               "params": self.params, "steps": self.steps}
+        tmp = self.out.with_name(self.out.name + ".partial")
+        shutil.rmtree(tmp, ignore_errors=True)
+        (tmp / "templates").mkdir(parents=True)
+        for path, crop in self.crops.items():
+            Image.fromarray(crop).save(tmp / path)
+        text = yaml.safe_dump(doc, sort_keys=False, default_flow_style=None, width=110, allow_unicode=True)
+        (tmp / "flow.yaml").write_text(HEADER + text, encoding="utf-8")
+        load_bundle(tmp)  # what we write must load: a compiler bug is caught here, not at replay
+        shutil.rmtree(self.out, ignore_errors=True)
+        tmp.rename(self.out)
+        return CompiledBundle(self.out, self.steps, self.params, self.warnings)
+
+
+def compile_bundle(rec: Recording, out: Path, name: str, ocr: OcrEngine | None = None, dsn_env: str | None = None) -> CompiledBundle:
+    """Compile a recording into a new bundle folder `out`; `dsn_env` names the variable an SQL effect reads its DSN from."""
+    c = _Compiler(rec, out, name, ocr or OcrEngine(), dsn_env or _param_slug(name).upper() + "_DSN")
+    c.run()
+    return c.write()
+
+
+def _face(frame: np.ndarray, x: int, y: int) -> Box | None:
+    """The widget face under (x, y); a click on a label's glyphs looks a little around them for the face."""
+    for dx, dy in FACE_PROBES:
+        box = widget_box(frame, min(max(0, x + dx), frame.shape[1] - 1), min(max(0, y + dy), frame.shape[0] - 1))
+        if box is not None and box[0] <= x < box[0] + box[2] and box[1] <= y < box[1] + box[3]:
+            return box
+    return None
+
+
+def _lead(gestures: list[Gesture]) -> Gesture | None:
+    doubles = [g for g in gestures if g.kind == "double_click"]
+    if doubles:
+        return doubles[-1]
+    acted = [g for g in gestures if g.kind != "press"]
+    return acted[-1] if acted else None
+
+
+def _typed_columns(rec: Recording) -> dict[str, Any]:
+    """Every value the recording wrote, by its text, so a typed value can find the column (and type) it became."""
+    out: dict[str, Any] = {}
+    for b in rec.batches:
+        for _, row in b.writes:
+            for value in row.values():
+                if isinstance(value, (int, float)) and not isinstance(value, bool):
+                    out.setdefault(f"{value}", value)
+                    out.setdefault(f"{value:.2f}", value)
+                elif isinstance(value, str):
+                    out.setdefault(value.strip(), value)
+    return out
+
+
+def _same(value: Any, typed: str) -> bool:
+    if isinstance(value, str):
+        return bool(typed.strip()) and value.strip() == typed.strip()
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        try:
+            return float(typed) == float(value)
+        except ValueError:
+            return False
+    return False
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", normalise(text)).strip("-")[:40].strip("-")
+
+
+def _param_slug(text: str) -> str:
+    name = re.sub(r"[^a-z0-9]+", "_", normalise(text)).strip("_")
+    return name if name and not name[0].isdigit() else f"p_{name}"

@@ -1,0 +1,94 @@
+"""`flow record` end to end: the demo app on a real Xvnc, the recording proxy as a subprocess, our VncBackend as
+the viewer doing the task once; the compiled bundle is then replayed with other values and writes their row."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+import signal
+import subprocess
+import sys
+
+import pytest
+import yaml
+
+from openadapt_flow.backends.spec import BackendSpec
+from openadapt_flow.backends.vnc import VncBackend
+from openadapt_flow.runtime.settle import settle
+from tests.support.cli import REPO, flow_env, run_flow
+
+pytestmark = pytest.mark.timeout(240)
+SCRIPT = REPO / "scripts" / "record_demo_fixture.py"
+
+
+def _driver():
+    spec = importlib.util.spec_from_file_location("record_demo_fixture", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def drive(port: int) -> None:
+    """The demo's five steps, as a user would do them in a viewer: the app ends on its list again."""
+    script = _driver()
+    viewer = VncBackend(BackendSpec(kind="vnc", host="127.0.0.1", port=port, io_timeout_s=15))
+    try:
+        settle(viewer, 0.2, 5)
+        for _, action, x, y, text in script.STEPS[:5]:
+            script.perform(viewer, action, x, y, text)
+            settle(viewer, 0.35, 10, expect_change_s=2.0)  # the recorder cuts on settled screens too
+    finally:
+        viewer.close()
+
+
+@pytest.fixture
+def recorded(tmp_path, demo_app):
+    app = demo_app("normal")
+    cmd = [sys.executable, "-m", "openadapt_flow", "record", "--url", app.xvnc.url, "--out", str(tmp_path / "bundle"),
+           "--fixture", str(tmp_path / "fx"), "--watch-sqlite", str(app.db_path), "--dsn-env", "DEMO_DB_DSN",
+           "--name", "invoice-entry", "--json"]
+    proc = subprocess.Popen(cmd, cwd=tmp_path, env=flow_env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()  # the proxy is listening once this is printed
+        port = re.search(r"connect your VNC viewer to [\w.:]+:(\d+)", line)
+        assert port, line + (proc.stderr.read() if proc.stderr else "")
+        drive(int(port.group(1)))
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+    assert proc.returncode == 0, err
+    return app, tmp_path / "bundle", json.loads(out), err
+
+
+def test_a_recorded_demonstration_compiles_to_a_bundle_that_replays_with_other_values(tmp_path, recorded):
+    app, bundle, summary, log = recorded
+    assert "Traceback" not in log, log
+    doc = yaml.safe_load((bundle / "flow.yaml").read_text())
+    steps = {s["id"]: s for s in doc["steps"]}
+    assert [s["action"] for s in doc["steps"]] == ["click", "type", "type", "click", "click"]
+    assert doc["params"]["vendor"]["example"] == "ACME Corp"  # named after the column the value landed in
+    assert doc["params"]["amount"] == {"type": "number", "required": True, "example": 1250.5}
+    save = doc["steps"][3]
+    assert save["consequential"] is True
+    assert save["effect"]["query"] == 'SELECT count(*) FROM "invoices" WHERE "vendor" = :vendor AND "amount" = :amount'
+    assert save["identity"]["text"] == "{vendor}"
+    assert any("text_present" in e for e in doc["steps"][0]["expect"])  # the form's words appeared
+    assert all("ACME" not in json.dumps(s.get("expect", [])) for s in steps.values())  # no fact on a typed value
+    assert (tmp_path / "fx" / "fixture.yaml").is_file()
+
+    env = flow_env(tmp_path, DEMO_DB_DSN=f"sqlite:///{app.db_path}")
+    assert run_flow(["validate", str(bundle)], tmp_path, env=env).returncode == 0
+    before = len(app.rows())
+    r = run_flow(["replay", str(bundle), "--url", app.xvnc.url, "--run-dir", str(tmp_path / "run"), "--json",
+                  "--param", "vendor=Globex Ltd", "--param", "amount=99.5"], tmp_path, env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    rows = app.rows()
+    assert len(rows) == before + 1 and rows[-1][1:3] == ("Globex Ltd", 99.5)
+    report = json.loads((tmp_path / "run" / "report.json").read_text())
+    assert next(s for s in report["steps"] if s["id"] == save["id"])["effect"]["verdict"] == "CONFIRMED"

@@ -1,0 +1,93 @@
+"""The bundle compiler on drawn screens with real Tesseract: which facts it picks, which it refuses, what steps it makes."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import yaml
+from PIL import Image, ImageDraw, ImageFont
+
+from openadapt_flow.bundle.loader import load_bundle
+from openadapt_flow.errors import UsageError
+from openadapt_flow.fixture.gestures import Gesture
+from openadapt_flow.fixture.recorder import Batch, Recording
+from openadapt_flow.record.compile import compile_bundle
+from openadapt_flow.record.facts import readable, screen_facts
+from openadapt_flow.vision.ocr import OcrEngine, Word
+
+pytestmark = pytest.mark.timeout(60)
+DEJAVU = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
+
+
+def screen(words: list[tuple[str, int, int]], buttons: list[tuple[str, int, int]] = ()) -> np.ndarray:
+    im = Image.new("RGB", (640, 400), (244, 244, 244))
+    d = ImageDraw.Draw(im)
+    font = ImageFont.truetype(DEJAVU, 18)
+    for text, x, y in buttons:
+        d.rectangle([x - 14, y - 10, x + d.textlength(text, font=font) + 14, y + 30], fill=(220, 220, 220), outline=(112, 112, 112))
+        d.text((x, y), text, font=font, fill=(16, 16, 16))
+    for text, x, y in words:
+        d.text((x, y), text, font=font, fill=(16, 16, 16))
+    return np.array(im)
+
+
+@pytest.fixture(scope="module")
+def ocr() -> OcrEngine:
+    return OcrEngine()
+
+
+def test_facts_skip_near_twins_typed_values_and_numbers(ocr: OcrEngine) -> None:
+    before = screen([("Vendor", 40, 60)], buttons=[("Save", 60, 200)])
+    after = screen([("Saved", 40, 20), ("ACME", 40, 60), ("#17", 200, 60), ("Invoices", 300, 300)])
+    facts = screen_facts(before, after, ocr, typed=["ACME"])
+    present = [f.text for f in facts if f.kind == "text_present"]
+    absent = [f.text for f in facts if f.kind == "text_absent"]
+    assert present == ["Invoices"]  # not "Saved" (one letter from "Save", which was there), not ACME or #17
+    assert absent == ["Vendor"]  # not "Save": "Saved" on the new screen would read as it
+
+
+def test_no_change_means_no_fact_and_unreadable_change_is_a_region(ocr: OcrEngine) -> None:
+    a = screen([("Vendor", 40, 60)])
+    assert screen_facts(a, a.copy(), ocr, []) == []
+    b = a.copy()
+    b[300:340, 400:480] = (30, 90, 200)  # a coloured block: a change with no words
+    (fact,) = screen_facts(a, b, ocr, [])
+    assert fact.kind == "region_changed" and fact.region == (400, 300, 80, 40)
+
+
+def test_readable_keeps_confident_words_only() -> None:
+    words = [Word("Invoices", 95, (0, 0, 1, 1)), Word("hevoices", 49, (0, 0, 1, 1)), Word("1250.50", 95, (0, 0, 1, 1)),
+             Word("Globex", 96, (0, 0, 1, 1)), Word("ok", 96, (0, 0, 1, 1))]
+    assert [w.text for w in readable(words, typed=["Globex Ltd"])] == ["Invoices"]
+
+
+def test_a_hotkey_that_changes_the_screen_compiles_to_a_hotkey_step_with_facts(tmp_path, ocr: OcrEngine) -> None:
+    form = screen([("Vendor", 40, 60)], buttons=[("Save", 60, 200)])
+    done = screen([("Invoices", 40, 20)])
+    rec = Recording(url="vnc://h:1", settle_s=0.3, initial=form,
+                    batches=[Batch(before=form, lead=[Gesture("key", key="ctrl+s", char=None)], after=done)])
+    out = compile_bundle(rec, tmp_path / "b", "save-it", ocr)
+    (step,) = yaml.safe_load((tmp_path / "b" / "flow.yaml").read_text())["steps"]
+    assert (step["action"], step["keys"]) == ("hotkey", ["ctrl", "s"])
+    assert {"text_present": "Invoices", "region": step["expect"][0]["region"]} in step["expect"]
+    assert load_bundle(out.path).model.steps[0].id == "ctrl-s"
+
+
+def test_a_click_on_a_button_is_cut_to_its_face_and_named_by_its_label(tmp_path, ocr: OcrEngine) -> None:
+    first = screen([("Invoices", 40, 20)], buttons=[("New invoice", 60, 100), ("Export", 300, 100)])
+    form = screen([("Vendor", 40, 60)])
+    rec = Recording(url="vnc://h:1", settle_s=0.3, initial=first,
+                    batches=[Batch(before=first, lead=[Gesture("press", 80, 110, key="click"), Gesture("click", 80, 110)], after=form)])
+    compile_bundle(rec, tmp_path / "b", "open", ocr)
+    (step,) = yaml.safe_load((tmp_path / "b" / "flow.yaml").read_text())["steps"]
+    assert step["id"] == "new-invoice" and step["target"]["text"] == "New invoice"
+    x, y, w, h = step["target"]["region"]
+    assert x <= 80 < x + w and y <= 110 < y + h and w < 200  # the button's face, not the whole row
+    assert step["target"]["point"] == [80 - x, 110 - y]
+
+
+def test_a_recording_with_no_usable_input_is_refused(tmp_path, ocr: OcrEngine) -> None:
+    a = screen([("Vendor", 40, 60)])
+    with pytest.raises(UsageError, match="no input a bundle can replay"):
+        compile_bundle(Recording(url="vnc://h:1", settle_s=0.3, initial=a, batches=[Batch(before=a, after=a)]), tmp_path / "b", "x", ocr)
+    assert not (tmp_path / "b").exists()

@@ -95,7 +95,7 @@ class _Compiler:
             self.warnings.append(f"input {i} ({g.describe()}): its target looks like another on the same screen; "
                                  "the replay halts as ambiguous there until the bundle says which (landmarks)")
         x, y, w, h = crop
-        words = [wd.text for wd in self.ocr.read(frame, crop)]
+        words = [wd.text for wd in self.ocr.read_closely(frame, crop)]
         text = " ".join(words) if words and len(" ".join(words)) <= 40 else None
         path = f"templates/{len(self.crops) + 1:02d}.png"
         self.crops[path] = np.ascontiguousarray(frame[y:y + h, x:x + w])

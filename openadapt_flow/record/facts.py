@@ -51,7 +51,7 @@ def screen_facts(before: np.ndarray, after: np.ndarray, ocr: OcrEngine, typed: l
     box = changed_box(before, after)
     if box is None:
         return []
-    was, now = ocr.read(before), ocr.read(after)
+    was, now = ocr.read_closely(before), ocr.read_closely(after)  # bold titles read again, not dropped as doubtful
     facts = []
     new = [w for w in readable(now, typed) if not find_text(was, w.text)]
     gone = [w for w in readable(was, typed) if not find_text(now, w.text)]

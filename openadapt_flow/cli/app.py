@@ -28,6 +28,7 @@ COMMANDS: dict[str, tuple[str, str, bool]] = {
     "demo": ("openadapt_flow.cli.demo", "demo_cmd", False),
     "fixture": ("openadapt_flow.cli.fixture", "fixture_app", True),
     "record": ("openadapt_flow.cli.record", "record_cmd", False),
+    "compile": ("openadapt_flow.cli.record", "compile_cmd", False),
     "approve": ("openadapt_flow.cli.durable", "approve_cmd", False),
     "resume": ("openadapt_flow.cli.durable", "resume_cmd", False),
     "reconcile": ("openadapt_flow.cli.durable", "reconcile_cmd", False),

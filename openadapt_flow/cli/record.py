@@ -1,4 +1,5 @@
-"""`flow record`: a demonstration, driven through a recording proxy, compiled to a bundle (and a fixture)."""
+"""`flow record`: a demonstration, driven through a recording proxy, compiled to a bundle (and a fixture);
+`flow compile`: a kept recording compiled again."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ from openadapt_flow.cli.fixture import check_new_folder, record_session
 from openadapt_flow.errors import UsageError
 from openadapt_flow.fixture.compile import compile_recording
 from openadapt_flow.fixture.model import FONTS_DIR
+from openadapt_flow.fixture.recorder import Recording
+from openadapt_flow.fixture.recording_io import load_recording, save_recording
 from openadapt_flow.record.compile import compile_bundle
 
 
@@ -26,6 +29,7 @@ def record_cmd(
     url: str = typer.Option(..., "--url", help="the live VNC server the demonstration runs on: vnc://host[:port]"),
     out: Path = typer.Option(..., "--out", help="new bundle folder to write"),
     fixture: Optional[Path] = typer.Option(None, "--fixture", help="also write the recording as a fixture folder (for CI)"),
+    recording: Optional[Path] = typer.Option(None, "--recording", help="also keep the raw recording here (flow compile compiles it again)"),
     port: int = typer.Option(0, "--port", help="port your VNC viewer connects to (0 picks a free one)", min=0, max=65535),
     host: Optional[str] = typer.Option(None, "--host", help="address the viewer connects to (default 127.0.0.1)"),
     password_env: Optional[str] = typer.Option(None, "--password-env", help="env var holding the live server's VNC password"),
@@ -38,20 +42,47 @@ def record_cmd(
 ) -> None:
     """Record a demonstration through a proxy (point a VNC viewer or a script at it, do the task, then Ctrl+C)
     and compile it to a bundle: one step per input, typed values as params, facts, effects."""
-    check_new_folder(out, "--out")
-    if fixture is not None:
-        check_new_folder(fixture, "--fixture")
-    bundle_name = name or out.resolve().name
-    if not bundle_name or not bundle_name.replace("-", "").replace("_", "").isalnum():
-        raise UsageError(f"bundle name {bundle_name!r} must be letters, digits, - and _ (give --name)")
+    bundle_name = _check_outputs(out, fixture, recording, name)
     rec = record_session(url, port, host, password_env, watch_sqlite, watch_jsonl, settle_ms)
     if not rec.batches:
         raise UsageError("nothing was recorded: no input reached the proxy")
-    compiled = compile_bundle(rec, out, bundle_name, dsn_env=dsn_env)
+    if recording is not None:
+        save_recording(rec, recording)  # first: the raw inputs survive whatever the compiler makes of them
+    _compile(rec, out, bundle_name, dsn_env, fixture, as_json)
+
+
+@handle_errors
+def compile_cmd(
+    recording: Path = typer.Argument(..., help="a recording folder (flow record --recording DIR)"),
+    out: Path = typer.Option(..., "--out", help="new bundle folder to write"),
+    fixture: Optional[Path] = typer.Option(None, "--fixture", help="also write the recording as a fixture folder"),
+    dsn_env: Optional[str] = typer.Option(None, "--dsn-env", help="variable the bundle's SQL effects read the DSN from (default NAME_DSN)"),
+    name: Optional[str] = typer.Option(None, "--name", help="bundle name (default: the folder name)"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Compile a kept recording (flow record --recording DIR) to a bundle: again, with other options or a newer compiler."""
+    bundle_name = _check_outputs(out, fixture, None, name)
+    _compile(load_recording(recording), out, bundle_name, dsn_env, fixture, as_json)
+
+
+def _check_outputs(out: Path, fixture: Path | None, recording: Path | None, name: str | None) -> str:
+    """Every output folder new (or empty), and the bundle's name; before anything is recorded."""
+    check_new_folder(out, "--out")
+    for folder, flag in ((fixture, "--fixture"), (recording, "--recording")):
+        if folder is not None:
+            check_new_folder(folder, flag)
+    bundle_name = name or out.resolve().name
+    if not bundle_name or not bundle_name.replace("-", "").replace("_", "").isalnum():
+        raise UsageError(f"bundle name {bundle_name!r} must be letters, digits, - and _ (give --name)")
+    return bundle_name
+
+
+def _compile(rec: Recording, out: Path, name: str, dsn_env: str | None, fixture: Path | None, as_json: bool) -> None:
+    compiled = compile_bundle(rec, out, name, dsn_env=dsn_env)
     for w in compiled.warnings:
         _log(f"warning: {w}")
     if fixture is not None:
-        fx = compile_recording(rec, fixture, bundle_name, FONTS_DIR / "DejaVuSans.ttf", tool=f"openadapt-flow {__version__}")
+        fx = compile_recording(rec, fixture, name, FONTS_DIR / "DejaVuSans.ttf", tool=f"openadapt-flow {__version__}")
         for w in fx.warnings:
             _log(f"warning (fixture): {w}")
     ids = [s["id"] for s in compiled.steps]
@@ -62,5 +93,4 @@ def record_cmd(
     typer.echo(f"wrote {out}: {len(ids)} steps ({', '.join(ids)}), "
                f"params {', '.join(compiled.params) or 'none'}" + (f"; fixture {fixture}" if fixture else ""))
     if compiled.params:
-        typer.echo("replay it: flow replay " + str(out) + " --url " + url + " "
-                   + " ".join(f"--param {k}=…" for k in compiled.params))
+        typer.echo(f"replay it: flow replay {out} --url {rec.url} " + " ".join(f"--param {k}=…" for k in compiled.params))

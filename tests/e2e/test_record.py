@@ -47,7 +47,7 @@ def drive(port: int) -> None:
 def recorded(tmp_path, demo_app):
     app = demo_app("normal")
     cmd = [sys.executable, "-m", "openadapt_flow", "record", "--url", app.xvnc.url, "--out", str(tmp_path / "bundle"),
-           "--fixture", str(tmp_path / "fx"), "--watch-sqlite", str(app.db_path), "--dsn-env", "DEMO_DB_DSN",
+           "--fixture", str(tmp_path / "fx"), "--recording", str(tmp_path / "rec"), "--watch-sqlite", str(app.db_path), "--dsn-env", "DEMO_DB_DSN",
            "--name", "invoice-entry", "--json"]
     proc = subprocess.Popen(cmd, cwd=tmp_path, env=flow_env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
@@ -92,3 +92,13 @@ def test_a_recorded_demonstration_compiles_to_a_bundle_that_replays_with_other_v
     assert len(rows) == before + 1 and rows[-1][1:3] == ("Globex Ltd", 99.5)
     report = json.loads((tmp_path / "run" / "report.json").read_text())
     assert next(s for s in report["steps"] if s["id"] == save["id"])["effect"]["verdict"] == "CONFIRMED"
+
+
+def test_a_kept_recording_compiles_again_to_the_same_bundle(tmp_path, recorded):
+    _, bundle, _, _ = recorded
+    r = run_flow(["compile", str(tmp_path / "rec"), "--out", str(tmp_path / "again"), "--name", "invoice-entry",
+                  "--dsn-env", "DEMO_DB_DSN"], tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert (tmp_path / "again" / "flow.yaml").read_text() == (bundle / "flow.yaml").read_text()
+    for png in (bundle / "templates").iterdir():
+        assert (tmp_path / "again" / "templates" / png.name).read_bytes() == png.read_bytes()

@@ -76,6 +76,7 @@ def test_a_hotkey_that_changes_the_screen_compiles_to_a_hotkey_step_with_facts(t
 def test_a_click_on_a_button_is_cut_to_its_face_and_named_by_its_label(tmp_path, ocr: OcrEngine) -> None:
     first = screen([("Invoices", 40, 20)], buttons=[("New invoice", 60, 100), ("Export", 300, 100)])
     form = screen([("Vendor", 40, 60)])
+    first.flags.writeable = False  # as captured frames are (one shared copy per screen change)
     rec = Recording(url="vnc://h:1", settle_s=0.3, initial=first,
                     batches=[Batch(before=first, lead=[Gesture("press", 80, 110, key="click"), Gesture("click", 80, 110)], after=form)])
     compile_bundle(rec, tmp_path / "b", "open", ocr)

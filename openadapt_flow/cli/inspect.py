@@ -15,6 +15,7 @@ from openadapt_flow.report.render import write_reports
 from openadapt_flow.store.rundir import RunDir
 from openadapt_flow.bundle.models import Bundle
 from openadapt_flow.fixture.model import Fixture
+from openadapt_flow.fixture.recording_io import RecordingDoc
 from openadapt_flow.runtime.config import DeployConfig
 from openadapt_flow.runtime.lifecycle import effective_state
 from openadapt_flow.store.schemas import JournalRecord, ManifestFile, ReportFile, StateFile
@@ -27,6 +28,7 @@ SCHEMAS: dict[str, type[BaseModel]] = {
     "journal-record": JournalRecord,
     "report": ReportFile,
     "fixture": Fixture,
+    "recording": RecordingDoc,
 }
 
 

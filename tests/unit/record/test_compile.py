@@ -92,3 +92,10 @@ def test_a_recording_with_no_usable_input_is_refused(tmp_path, ocr: OcrEngine) -
     with pytest.raises(UsageError, match="no input a bundle can replay"):
         compile_bundle(Recording(url="vnc://h:1", settle_s=0.3, initial=a, batches=[Batch(before=a, after=a)]), tmp_path / "b", "x", ocr)
     assert not (tmp_path / "b").exists()
+
+
+def test_the_recording_format_has_a_json_schema() -> None:
+    from openadapt_flow.cli.inspect import schema_json
+
+    doc = schema_json("recording")
+    assert doc["$id"] == "openadapt-flow/recording" and {"batches", "screen", "initial"} <= set(doc["properties"])

@@ -108,7 +108,8 @@ def _x_alive(display: Any) -> bool:
 def _load_pyautogui(display: str | None) -> ModuleType:
     """Import pyautogui bound to `display`; it opens its X connection once, at import, from $DISPLAY."""
     try:
-        with _display_env(display):
+        # python-xlib prints its Xauthority warnings to stdout; stdout is the --json output's, so they go to stderr
+        with _display_env(display), contextlib.redirect_stdout(sys.stderr):
             import pyautogui
 
             if IS_X11 and display:

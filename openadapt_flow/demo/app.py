@@ -261,11 +261,13 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--ready-file", type=Path, help="written once the first screen is drawn")
     ap.add_argument("--geometry-file", type=Path, help="JSON of widget boxes (screen pixels), rewritten per screen")
     ap.add_argument("--refute-save", action="store_true", help="show success on Save but write nothing")
+    ap.add_argument("--position", default="0,0", help="X,Y of the window on the screen (a monitor's origin)")
     args = ap.parse_args(argv)
+    x, y = (int(v) for v in args.position.split(","))
 
     root = tk.Tk(className="InvoiceDemo")
     root.title("Invoices")
-    root.geometry("800x600+0+0")
+    root.geometry(f"800x600+{x}+{y}")
     root.resizable(False, False)
     app = InvoiceApp(root, args.db, args.variant, args.refute_save, args.geometry_file)
     app.show_list()  # creates the table if missing, before the ready file says anyone may read it

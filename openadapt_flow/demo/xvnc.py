@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import socket
+import struct
 import subprocess
 import tempfile
 import time
@@ -75,8 +76,13 @@ class XvncServer:
         shutil.rmtree(self.workdir, ignore_errors=True)
 
 
-def start_xvnc(width: int = 1024, height: int = 768, password: str | None = None) -> XvncServer:
-    """Start Xvnc on a free display and loopback port; return once it accepts RFB connections."""
+def start_xvnc(width: int = 1024, height: int = 768, password: str | None = None,
+               monitors: list[tuple[int, int, int, int]] | None = None) -> XvncServer:
+    """Start Xvnc on a free display and loopback port; return once it accepts RFB connections.
+
+    `monitors` ([x, y, w, h] each, tiling the screen) splits the desktop into that many RandR monitors,
+    as a multi-monitor desktop has (no password then: the layout is set over RFB before anyone connects).
+    """
     exe = shutil.which("Xvnc")
     if exe is None:
         raise RuntimeError("Xvnc not installed (apt-get install tigervnc-standalone-server; `make setup` does it)")
@@ -87,7 +93,7 @@ def start_xvnc(width: int = 1024, height: int = 768, password: str | None = None
         args = [
             exe, f":{display}", "-geometry", f"{width}x{height}", "-depth", "24",
             "-rfbport", str(port), "-localhost", "-interface", "127.0.0.1",
-            "-nolisten", "tcp", "-AlwaysShared", "-AcceptSetDesktopSize=0",
+            "-nolisten", "tcp", "-AlwaysShared", f"-AcceptSetDesktopSize={1 if monitors else 0}",
         ]
         if password is None:
             args += ["-SecurityTypes", "None"]
@@ -102,5 +108,47 @@ def start_xvnc(width: int = 1024, height: int = 768, password: str | None = None
             proc.kill()
             raise
         if proc.poll() is None:
-            return XvncServer(display, port, proc, workdir, password)
+            server = XvncServer(display, port, proc, workdir, password)
+            if monitors:
+                try:
+                    set_monitors(server, width, height, monitors)
+                except BaseException:
+                    server.stop()
+                    raise
+            return server
     raise RuntimeError(f"Xvnc failed to start: {(workdir / 'xvnc.log').read_text()[-500:]}")
+
+
+def set_monitors(server: XvncServer, width: int, height: int, monitors: list[tuple[int, int, int, int]]) -> None:
+    """Lay the desktop out as `monitors` with an RFB SetDesktopSize (RFC 6143 ExtendedDesktopSize, message 251),
+    which Xvnc turns into one RandR output per screen; return once X reports them."""
+    with socket.create_connection(("127.0.0.1", server.port), timeout=10) as s:
+        def read(n: int) -> bytes:
+            data = b""
+            while len(data) < n:
+                chunk = s.recv(n - len(data))
+                if not chunk:
+                    raise ConnectionError("Xvnc closed the connection while the monitors were being set")
+                data += chunk
+            return data
+
+        read(12)
+        s.sendall(b"RFB 003.008\n")
+        read(read(1)[0])  # security types offered; we ask for None (the server was started without a password)
+        s.sendall(b"\x01")
+        read(4)  # SecurityResult
+        s.sendall(b"\x01")  # ClientInit: shared
+        read(4 + 16)  # size, pixel format
+        read(struct.unpack(">I", read(4))[0])  # desktop name
+        s.sendall(struct.pack(">BxHi", 2, 1, -308))  # SetEncodings: ExtendedDesktopSize, or SetDesktopSize is ignored
+        screens = b"".join(struct.pack(">IHHHHI", i + 1, x, y, w, h, 0) for i, (x, y, w, h) in enumerate(monitors))
+        s.sendall(struct.pack(">BxHHBx", 251, width, height, len(monitors)) + screens)
+        wait_until(lambda: _monitor_count(server.display) == len(monitors), 10,
+                   f"Xvnc :{server.display} to show {len(monitors)} monitors")
+
+
+def _monitor_count(display: int) -> int:
+    import mss  # the launcher's only use of it: see what a screen backend will see
+
+    with mss.MSS(backend="xlib", display=f":{display}") as m:
+        return len(m.monitors) - 1  # mss: [0] is the whole desktop

@@ -148,3 +148,42 @@ def _cfg(tmp_path: Path, port: int) -> Path:
     p = tmp_path / "deploy.yaml"
     p.write_text(f"schema: openadapt-flow/config@1\nbackend: {{url: 'vnc://127.0.0.1:{port}', password_env: VNC_PW}}\n")
     return p
+
+
+def test_screen_backend_pinned_to_the_second_monitor_sees_and_clicks_there(tmp_path):
+    import subprocess
+    import sys
+
+    from openadapt_flow.demo.xvnc import wait_until
+    from openadapt_flow.procs import stop_process
+
+    # A real two-monitor X desktop: Xvnc split into two RandR monitors side by side; the app on the right one.
+    xvnc = start_xvnc(2048, 768, monitors=[(0, 0, 1024, 768), (1024, 0, 1024, 768)])
+    db, ready = tmp_path / "invoices.db", tmp_path / "ready.json"
+    app = subprocess.Popen([sys.executable, "-m", "openadapt_flow.demo.app", "--db", str(db), "--ready-file", str(ready),
+                            "--position", "1024,0"], env=xvnc.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_until(lambda: ready.exists() or app.poll() is not None, 20, "the demo app on the second monitor")
+        env = flow_env(tmp_path, DEMO_DB_DSN=f"sqlite:///{db}", XAUTHORITY=xvnc.env["XAUTHORITY"])
+
+        def replay_on(monitor: int, name: str):
+            cfg = tmp_path / f"{name}.yaml"
+            cfg.write_text(yaml.safe_dump({"schema": "openadapt-flow/config@1",
+                                           "backend": {"kind": "screen", "display": f":{xvnc.display}", "monitor": monitor}}))
+            return run_flow(["replay", str(BUNDLE_DIR), "--config", str(cfg), "--run-dir", str(tmp_path / name), "--json", *PARAMS],
+                            tmp_path, env=env)
+
+        first = replay_on(1, "left")  # the left monitor is empty: nothing to find, nothing clicked
+        assert first.returncode == 1, first.stdout + first.stderr
+        assert json.loads(first.stdout)["category"] == "resolution"
+        r = replay_on(2, "right")  # frames are the right monitor's own pixels; clicks land 1024 px to the right
+        assert r.returncode == 0, r.stdout + r.stderr
+        import sqlite3
+
+        with sqlite3.connect(db) as con:
+            assert con.execute("SELECT vendor, amount FROM invoices").fetchall() == [("ACME Corp", 1250.5)]
+        frame = report(tmp_path / "right")["steps"][0]
+        assert frame["rung"] == "template"
+    finally:
+        stop_process(app)
+        xvnc.stop()

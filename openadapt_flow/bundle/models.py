@@ -143,6 +143,15 @@ class Effect(Strict):
     expect: EffectExpect = Field(default_factory=EffectExpect)
     timeout_s: float = Field(default=5.0, gt=0, le=3600)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _token_in_dsn_env(cls, data: Any) -> Any:
+        """Bundles, configs and in-flight runs' manifests from before token_env named an http effect's token
+        variable in dsn_env: still read that way, so an upgrade strands nothing."""
+        if isinstance(data, dict) and data.get("kind") == "http" and "dsn_env" in data and "token_env" not in data:
+            data = {("token_env" if k == "dsn_env" else k): v for k, v in data.items()}
+        return data
+
     @model_validator(mode="after")
     def _check(self) -> "Effect":
         if (self.kind is None) == (self.use is None):
@@ -151,8 +160,8 @@ class Effect(Strict):
             mine = EFFECT_FIELDS[self.kind]
             alien = [f for fields in EFFECT_FIELDS.values() for f in fields if f not in mine and getattr(self, f) is not None]
             if alien:
-                hint = " (an http effect's bearer token comes from token_env)" if self.kind == "http" and "dsn_env" in alien else ""
-                raise ValueError(f"a {self.kind} effect does not take {', '.join(dict.fromkeys(alien))}{hint}")
+                article = "an" if self.kind == "http" else "a"
+                raise ValueError(f"{article} {self.kind} effect does not take {', '.join(dict.fromkeys(alien))}")
         return self
 
 

@@ -14,6 +14,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from pydantic import ValidationError
+
 from openadapt_flow.bundle.models import Effect
 from openadapt_flow.errors import ConfigError
 from openadapt_flow.verify.readers import READ_TIMEOUT_S, FileReader, HttpReader, Reading, SqlReader
@@ -53,7 +55,10 @@ def resolve_effect(effect: Effect, named: Mapping[str, Effect]) -> Effect:
         raise ConfigError(f"effect uses {effect.use!r}, which the config's effects: section does not define")
     merged = base.model_dump(exclude_unset=True)
     merged.update(effect.model_dump(exclude_unset=True, exclude={"use"}))
-    return Effect.model_validate(merged)
+    try:
+        return Effect.model_validate(merged)
+    except ValidationError as e:  # the step's fields and the named verifier's do not make one effect
+        raise ConfigError(f"effect use {effect.use!r}: {e.errors()[0]['msg'].removeprefix('Value error, ')}") from None
 
 
 def make_reader(

@@ -56,7 +56,7 @@ BAD = [
     ("region with region_changed", minimal_flow(steps=[step(expect=[{"region_changed": [1, 1, 10, 10], "region": [1, 1, 10, 10]}])]), "not region_changed"),
     ("text fact region outside screen", minimal_flow(steps=[step(expect=[{"text_present": "a", "region": [300, 230, 60, 24]}])]), "outside the screen"),
     ("effect both kind and use", minimal_flow(steps=[step(effect={"kind": "sql", "use": "x"})]), "exactly one of kind or use"),
-    ("http effect with sql's dsn_env", minimal_flow(steps=[step(effect={"kind": "http", "url": "http://h/x", "dsn_env": "T"})]), "does not take dsn_env (an http effect's bearer token comes from token_env)"),
+    ("http effect with sql's query", minimal_flow(steps=[step(effect={"kind": "http", "url": "http://h/x", "query": "select 1"})]), "an http effect does not take query"),
     ("sql effect with http's url", minimal_flow(steps=[step(effect={"kind": "sql", "dsn": "sqlite:///x.db", "query": "select 1", "url": "http://h"})]), "a sql effect does not take url"),
     ("inline dsn password", minimal_flow(steps=[step(effect={"kind": "sql", "dsn": "postgresql://u:pw@h/db", "query": "select 1"})]), "passwords are not allowed inline"),
     ("query binds unknown", minimal_flow(steps=[step(effect={"kind": "sql", "dsn": "sqlite:///x.db", "query": "select count(*) from t where a = :ghost"})]), "binds :ghost"),

@@ -134,3 +134,17 @@ def test_polling_backs_off_but_never_past_the_timeout():
     v = verify_effect(eff, lambda: Reading(True, 0), Reading(True, 0), dispatched_at=0.0, clock=lambda: now[0], wait=wait)
     assert v.verdict == ABSENT and v.waited_s >= 10
     assert waits[:4] == [0.1, 0.15, 0.225, 0.338] and max(waits) == 1.0 and round(sum(waits), 6) == 10
+
+
+def test_an_http_effect_still_reads_a_token_named_in_dsn_env_and_a_bad_merge_is_a_config_error():
+    from openadapt_flow.bundle.models import Effect
+    from openadapt_flow.errors import ConfigError
+    from openadapt_flow.verify.effects import resolve_effect
+
+    named = {"api": Effect.model_validate({"kind": "http", "url": "http://h/x"}),
+             "db": Effect.model_validate({"kind": "sql", "dsn_env": "DB", "query": "select 1"})}
+    # bundles, configs and paused runs' manifests from before token_env said dsn_env: read the same way
+    merged = resolve_effect(Effect.model_validate({"use": "api", "dsn_env": "API_TOKEN"}), named)
+    assert (merged.token_env, merged.dsn_env) == ("API_TOKEN", None)
+    with pytest.raises(ConfigError, match="effect use 'db': a sql effect does not take url"):
+        resolve_effect(Effect.model_validate({"use": "db", "url": "http://h/y"}), named)

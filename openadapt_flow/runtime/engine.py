@@ -39,6 +39,7 @@ from openadapt_flow.store.journal import Journal, load_journal, now_iso
 from openadapt_flow.store.keys import load_decision_key, load_key
 from openadapt_flow.store.lease import Lease, LeaseLost
 from openadapt_flow.store.rundir import FrameWriter, RunDir, check_new_run_dir, new_run_dir
+from openadapt_flow.verify.effects import resolve_effect
 from openadapt_flow.verify.screen import ScreenChecks
 from openadapt_flow.vision.annotate import annotate
 from openadapt_flow.vision.ocr import OcrEngine
@@ -153,6 +154,9 @@ def prepare(req: ReplayRequest) -> tuple[LoadedBundle, BoundParams, bool]:
     """Everything that can fail on bad input, before a run directory or a connection exists."""
     loaded = load_bundle(req.bundle)
     params = bind_params(loaded.model, req.params, from_flag=req.param_flags)
+    for step in loaded.model.steps:  # a `use:` the config cannot satisfy is bad input now, not a halt mid-run
+        if step.effect is not None:
+            resolve_effect(step.effect, req.config.effects)
     if req.run_dir is not None:
         check_new_run_dir(req.run_dir)
     if req.backend is None and any(not s.is_durable_kind for s in loaded.model.steps):

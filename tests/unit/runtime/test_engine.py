@@ -223,3 +223,13 @@ def test_stop_request_interrupts_at_a_step_boundary(tmp_path):
         engine.run_gui_step = real
     assert (out.state, out.exit_code) == ("INTERRUPTED", 5)
     assert fake.events == [("press", ("tab",))]
+
+
+def test_an_effect_the_config_cannot_supply_is_refused_before_any_run_exists(tmp_path):
+    from openadapt_flow.errors import ConfigError
+
+    bundle = make_bundle(tmp_path / "b", [dict(POST, effect={"use": "ledger"})])
+    with pytest.raises(ConfigError, match="effect uses 'ledger', which the config's effects: section does not define") as e:
+        run(tmp_path, bundle, backend=None)
+    assert e.value.exit_code == 2
+    assert not (tmp_path / "run").exists()

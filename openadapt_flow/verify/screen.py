@@ -144,7 +144,8 @@ class ScreenChecks:
         text cursor painted out (`vision.caret`): painting only removes ink,
         so it can rescue a glyph the cursor merged into, not invent one.
         """
-        changed = changed_box(before, frame, band)
+        # a frame of another size has changed everywhere: no part of the band is singled out then
+        changed = changed_box(before, frame, band) if before.shape == frame.shape else None
         area = pad_box(changed, READBACK_PAD, frame.shape[1], frame.shape[0]) if changed is not None else None
         got = self.text(frame, typed, area) if area is not None else None
         if got is None or not got.ok:

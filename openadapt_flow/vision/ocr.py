@@ -32,7 +32,7 @@ from rapidfuzz import fuzz
 from rapidfuzz.distance import Levenshtein
 
 from openadapt_flow.errors import FlowError
-from openadapt_flow.vision.template import Box, clip_box, contains, to_gray
+from openadapt_flow.vision.template import Box, clip_box, contains, intersect, to_gray
 from openadapt_flow.vision.tesseract_lib import LibraryReadFailed, LibraryUnavailable, TesseractLibrary
 
 INSTALL_HINT = "install it with `apt-get install tesseract-ocr` (macOS: `brew install tesseract`)"
@@ -315,8 +315,9 @@ class OcrEngine:
 
         Overlapping areas are read as one when their union is no bigger than
         the two apart (an area inside another always is); each area's words are
-        then the words of that read lying wholly inside it (read with more
-        context, never fewer pixels).
+        then the words of that read that reach into it, whole (read with more
+        context, never fewer pixels: a text never goes missing from a window
+        because it sticks out of it).
         """
         areas: dict[Box, tuple[Any, ...]] = {}
         for box in boxes:
@@ -329,7 +330,9 @@ class OcrEngine:
         for area, key in areas.items():
             words = next((words for big, words in read if contains(big, area)), None)
             if words is not None and key not in self._cache:
-                self._remember(key, [wd for wd in words if contains(area, wd.box)])
+                # Words reaching into the area count, whole: a read of the area alone would have read their
+                # part in it, and a text_absent must not pass because a word sticks out of its window.
+                self._remember(key, [wd for wd in words if intersect(area, wd.box) is not None])
 
     def _read_crop(self, crop: np.ndarray, x: int, y: int) -> list[Word]:
         bh, bw = crop.shape[:2]

@@ -72,3 +72,22 @@ def test_postconditions_read_overlapping_windows_once(checks: ScreenChecks) -> N
     got = checks.postconditions(pcs, [pc.text for pc in pcs], img, None)
     assert [c.ok for c in got] == [True, True]
     assert checks.ocr.calls - calls == 1  # the present window lies inside the absent one
+
+
+def test_readback_never_looks_beyond_its_band_when_the_screen_size_changed(checks: ScreenChecks) -> None:
+    after = frame([("Acme Corp", 500, 400)])  # the value elsewhere (a list row); the field itself is empty
+    before = np.zeros((500, 780, 3), np.uint8)  # the desktop was resized between the two frames
+    got = checks.readback(after, before, "Acme Corp", (100, 70, 600, 60))
+    assert not got.ok
+
+
+def test_text_absent_judges_the_same_alone_and_read_together_with_another_fact(checks: ScreenChecks) -> None:
+    # "Invoice saved successfully" sticks out of the absent window; read in a union with the present
+    # fact's window, the words that only reach into the window must still count.
+    img = frame([("Invoice saved successfully", 150, 52), ("Ledger", 130, 75)])
+    absent = Postcondition(text_absent="Invoice saved successfully", region=(100, 50, 200, 20))
+    present = Postcondition(text_present="Ledger", region=(130, 75, 250, 20))
+    alone = checks.postcondition(absent, img, None, absent.text)
+    checks.ocr.clear_cache()
+    together = checks.postconditions([present, absent], [present.text, absent.text], img, None)
+    assert not alone.ok and [c.ok for c in together] == [True, False]

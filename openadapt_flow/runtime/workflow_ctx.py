@@ -24,9 +24,13 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, is_dataclass
-from datetime import datetime, timezone
-from pathlib import Path
+from datetime import date, datetime, timezone
+from datetime import time as dtime
+from decimal import Decimal
+from enum import Enum
+from pathlib import Path, PurePath
 from typing import Any, Protocol
+from uuid import UUID
 
 from openadapt_flow.bundle.loader import LoadedBundle
 from openadapt_flow.bundle.models import BUNDLE_SCHEMA, Bundle, Screen, Step
@@ -129,21 +133,35 @@ def jsonable(value: Any, what: str) -> Any:
         raise Halt("tool", f"{what} returned something that is not JSON ({e})", dispatched=True) from None
 
 
-def _stable(value: Any) -> Any:
-    """What an argument JSON cannot say, as something equal in every process: dataclasses and pydantic
-    models by their fields, paths as text, sets sorted, bytes by digest; anything else by its type alone
-    (a connection or a client is a handle, and its repr carries a memory address)."""
-    if is_dataclass(value) and not isinstance(value, type):
-        return asdict(value)
-    if hasattr(value, "model_dump"):
-        return value.model_dump(mode="json")
-    if isinstance(value, Path):
-        return str(value)
+def _canonical(value: Any) -> Any:
+    """The arguments as JSON that is equal in every process exactly when they are equal: mappings as
+    sorted [key, value] pairs (keys of any type), values JSON cannot say by what they mean — dates and
+    times as ISO text, decimals and UUIDs as text, enums by value, dataclasses and pydantic models by
+    their fields, paths as text, sets sorted, bytes by digest — each tagged with its type, and anything
+    else (a connection, a client: a handle whose repr carries a memory address) by its type alone."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, (list, tuple)):
+        return [_canonical(v) for v in value]
+    if isinstance(value, dict):
+        pairs = [[_canonical(k), _canonical(v)] for k, v in value.items()]
+        return {"dict": sorted(pairs, key=lambda p: json.dumps(p[0], sort_keys=True))}
+    kind = f"{type(value).__module__}.{type(value).__qualname__}"
     if isinstance(value, (set, frozenset)):
-        return sorted(value, key=repr)
+        return {kind: sorted((_canonical(v) for v in value), key=lambda v: json.dumps(v, sort_keys=True))}
+    if isinstance(value, Enum):
+        return {kind: _canonical(value.value)}
+    if isinstance(value, (datetime, date, dtime)):
+        return {kind: value.isoformat()}
+    if isinstance(value, (Decimal, UUID, PurePath)):
+        return {kind: str(value)}
     if isinstance(value, (bytes, bytearray)):
-        return "sha256:" + hashlib.sha256(value).hexdigest()
-    return f"<{type(value).__module__}.{type(value).__qualname__}>"
+        return {kind: hashlib.sha256(value).hexdigest()}
+    if is_dataclass(value) and not isinstance(value, type):
+        return {kind: _canonical(asdict(value))}
+    if hasattr(value, "model_dump"):
+        return {kind: _canonical(value.model_dump(mode="json"))}
+    return {kind: None}
 
 
 def invoke(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -261,7 +279,7 @@ class WorkflowContext:
     def _digest(self, inputs: Any) -> str:
         """HMAC-SHA256 (the journal's key) of the arguments as canonical JSON: comparable across resumes,
         and no dictionary attack on a secret passed as an argument."""
-        text = json.dumps(inputs, sort_keys=True, separators=(",", ":"), default=_stable)
+        text = json.dumps(_canonical(inputs), separators=(",", ":"))
         return hmac.new(self.rc.journal.key, text.encode(), hashlib.sha256).hexdigest()
 
     def _ret(self, value: Any) -> Any:

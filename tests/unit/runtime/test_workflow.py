@@ -128,10 +128,15 @@ def test_a_recorded_result_is_never_returned_to_a_call_with_other_arguments(ws):
     assert log(ws) == ["fetch Q3"]
 
 
-def test_arguments_json_cannot_say_compare_stably_across_processes(ws):
+def test_arguments_compare_by_what_they_mean_whatever_their_type(ws):
+    import datetime
+    import decimal
+    import enum
+    import json
+    import uuid
     from dataclasses import dataclass
 
-    from openadapt_flow.runtime.workflow_ctx import _stable
+    from openadapt_flow.runtime.workflow_ctx import _canonical
 
     @dataclass
     class Invoice:
@@ -141,9 +146,21 @@ def test_arguments_json_cannot_say_compare_stably_across_processes(ws):
     class Handle:  # a connection-like object: its repr carries a memory address
         pass
 
-    assert _stable(Invoice("ACME", 12.5)) == {"vendor": "ACME", "amount": 12.5}
-    assert _stable(Handle()) == _stable(Handle()) == f"<{Handle.__module__}.{Handle.__qualname__}>"
-    assert _stable({3, 1, 2}) == [1, 2, 3]
+    class Colour(enum.Enum):
+        RED = 1
+        BLUE = 2
+
+    def same(a, b) -> bool:
+        return json.dumps(_canonical(a)) == json.dumps(_canonical(b))
+
+    assert same({1: "a", "b": 2}, {"b": 2, 1: "a"}) and same({(1, 2): 3}, {(1, 2): 3})  # any keys, any order
+    assert not same({1: "a"}, {"1": "a"})
+    assert not same(datetime.date(2024, 1, 1), datetime.date(2025, 6, 30))  # a clock in the arguments is seen
+    assert not same(decimal.Decimal("1.10"), decimal.Decimal("1.20"))
+    assert not same(uuid.UUID(int=1), uuid.UUID(int=2)) and not same(Colour.RED, Colour.BLUE)
+    assert same(Invoice("ACME", 12.5), Invoice("ACME", 12.5)) and not same(Invoice("ACME", 12.5), Invoice("ACME", 13))
+    assert same(Handle(), Handle())  # a handle compares by its type alone
+    assert same({3, 1, 2}, {2, 3, 1}) and not same(b"a", b"b")
 
 
 def test_code_that_stops_making_recorded_calls_is_a_divergence_too(ws):

@@ -27,7 +27,7 @@ from openadapt_flow.fixture.gestures import Gesture
 from openadapt_flow.fixture.infer import click_region, widget_box
 from openadapt_flow.fixture.recorder import Batch, Recording
 from openadapt_flow.fixture.textfield import EditBuffer
-from openadapt_flow.record.facts import field_label, screen_facts, target_crop, unique_crop
+from openadapt_flow.record.facts import Fact, field_label, screen_facts, target_crop, unique_crop
 from openadapt_flow.vision.ocr import OcrEngine, normalise
 from openadapt_flow.vision.template import Box, pad_box
 
@@ -106,19 +106,25 @@ class _Compiler:
 
     def _type(self, i: int, b: Batch, lead: Gesture) -> None:
         target, _, widget = self._target(i, b.before, lead, label_field=True)
-        fld = next((f for f in self.fields if f.box == widget), None)
-        if fld is None:
-            label = target.get("text")
-            fld = _Field(widget, self._param_name(i, b, label))
-            self.fields.append(fld)
-        buf = EditBuffer(fld.value, len(fld.value))
+        # What the field held when the typing began, as read on the screen (a `type` step replaces it all,
+        # so the value is what the field holds after the edits, whatever came before).
+        shown = " ".join(w.text for w in self.ocr.read_closely(b.before, widget))
+        buf = EditBuffer(shown, len(shown))
         for g in b.edits:
             buf.apply(g)
-        fld.value = buf.text
-        column_value = self.columns.get(fld.value)
+        value = buf.text
+        fld = next((f for f in self.fields if f.box == widget), None)
+        if fld is None or fld.value != value:  # a new field, or another value in it: a param of its own
+            param = self._param_name(i, target.get("text"), value)
+            if fld is None:
+                fld = _Field(widget, param)
+                self.fields.append(fld)
+            fld.param = param
+        fld.value = value
+        column_value = self.columns.get(value)
         numeric = isinstance(column_value, (int, float)) and not isinstance(column_value, bool)
         self.params[fld.param] = {"type": "number" if numeric else "string", "required": True,
-                                  "example": column_value if numeric else fld.value}
+                                  "example": column_value if numeric else value}
         self._add(_slug(fld.param), {"intent": f"Type the {fld.param.replace('_', ' ')}", "action": "type", "target": target,
                               "text": "{" + fld.param + "}"}, b)
 
@@ -162,7 +168,8 @@ class _Compiler:
         step = {"id": sid, **step}
         if step["action"] != "type":
             facts = screen_facts(b.before, b.after, self.ocr, [f.value for f in self.fields])
-            expect = [{f.kind: f.text, "region": list(f.region)} if f.text else {"region_changed": list(f.region)} for f in facts]
+            paired = any(f.kind == "text_present" for f in facts)
+            expect = [_fact_doc(f, paired) for f in facts]
             if expect:
                 step["expect"] = expect
         if b.writes:
@@ -188,15 +195,13 @@ class _Compiler:
     def _shows(self, frame: np.ndarray, f: _Field) -> bool:
         return bool(f.value.strip()) and bool(self.ocr.find(frame, f.value, pad_box(f.box, IDENTITY_PAD, frame.shape[1], frame.shape[0])))
 
-    def _param_name(self, i: int, b: Batch, label: str | None) -> str:
+    def _param_name(self, i: int, label: str | None, value: str) -> str:
+        """Named after the column the value landed in (from this input on), else the field's label."""
         later = [v for batch in self.rec.batches[i - 1:] for _, row in batch.writes for v in row.items()]
-        names = {p for p in self.params}
-        typed = EditBuffer()
-        for g in b.edits:
-            typed.apply(g)
-        base = next((col for col, value in later if _same(value, typed.text)), None) or _slug(label or "") or "field"
+        taken = set(self.params) | {f.param for f in self.fields}
+        base = next((col for col, written in later if _same(written, value)), None) or _slug(label or "") or "field"
         name, n = _param_slug(base), 2
-        while name in names or name in {f.param for f in self.fields}:
+        while name in taken:
             name, n = f"{_param_slug(base)}_{n}", n + 1
         return name
 
@@ -227,6 +232,16 @@ def compile_bundle(rec: Recording, out: Path, name: str, ocr: OcrEngine | None =
     c = _Compiler(rec, out, name, ocr or OcrEngine(), dsn_env or _param_slug(name).upper() + "_DSN")
     c.run()
     return c.write()
+
+
+def _fact_doc(f: Fact, paired: bool) -> dict[str, Any]:
+    """A fact as the bundle says it. A text_absent keeps its region (absent from where it was) only beside a
+    text_present: alone it must hold on the whole frame, or a dialog that moved and stayed open would pass."""
+    if f.text is None:
+        return {"region_changed": list(f.region)}
+    if f.kind == "text_absent" and not paired:
+        return {f.kind: f.text}
+    return {f.kind: f.text, "region": list(f.region)}
 
 
 def _face(frame: np.ndarray, x: int, y: int) -> Box | None:

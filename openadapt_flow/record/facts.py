@@ -2,9 +2,9 @@
 
 A fact is chosen only when it will judge the same way at replay: a word read
 with confidence, not a typed value (that would tie the fact to the recorded
-params), not a number (ids and counters change per run), and not a near-twin
-of a word on the other screen ("Save" is one letter from "Saved": a
-`text_absent: Save` would see "Saved" and fail).
+params), not a number (ids and counters change per run), and not one the
+engine's own matcher would find on the other screen (a "new" word it would
+already have read before the input, a "gone" one it would still read after).
 """
 
 from __future__ import annotations

@@ -36,14 +36,14 @@ def ocr() -> OcrEngine:
     return OcrEngine()
 
 
-def test_facts_skip_near_twins_typed_values_and_numbers(ocr: OcrEngine) -> None:
-    before = screen([("Vendor", 40, 60)], buttons=[("Save", 60, 200)])
-    after = screen([("Saved", 40, 20), ("ACME", 40, 60), ("#17", 200, 60), ("Invoices", 300, 300)])
+def test_facts_skip_words_the_matcher_finds_on_the_other_screen_typed_values_and_numbers(ocr: OcrEngine) -> None:
+    before = screen([("Vendor", 40, 60), ("Invoice", 300, 100)], buttons=[("Save", 60, 200)])
+    after = screen([("Invoices", 300, 300), ("ACME", 40, 60), ("#17", 200, 60), ("Recorded", 40, 20)])
     facts = screen_facts(before, after, ocr, typed=["ACME"])
     present = [f.text for f in facts if f.kind == "text_present"]
     absent = [f.text for f in facts if f.kind == "text_absent"]
-    assert present == ["Invoices"]  # not "Saved" (one letter from "Save", which was there), not ACME or #17
-    assert absent == ["Vendor"]  # not "Save": "Saved" on the new screen would read as it
+    assert present == ["Recorded"]  # not "Invoices" (the matcher reads it as the "Invoice" that was there), not ACME or #17
+    assert absent == ["Vendor"]  # the longest word gone; "Invoice" is not gone to the matcher ("Invoices" is there)
 
 
 def test_no_change_means_no_fact_and_unreadable_change_is_a_region(ocr: OcrEngine) -> None:
@@ -99,3 +99,49 @@ def test_the_recording_format_has_a_json_schema() -> None:
 
     doc = schema_json("recording")
     assert doc["$id"] == "openadapt-flow/recording" and {"batches", "screen", "initial"} <= set(doc["properties"])
+
+
+def test_a_lone_text_absent_holds_on_the_whole_frame(tmp_path, ocr: OcrEngine) -> None:
+    dialog = screen([("Warning", 200, 100), ("Continue", 200, 200)])
+    closed = screen([])
+    rec = Recording(url="vnc://h:1", settle_s=0.3, initial=dialog,
+                    batches=[Batch(before=dialog, lead=[Gesture("key", key="escape")], after=closed)])
+    compile_bundle(rec, tmp_path / "b", "close", ocr)
+    (step,) = yaml.safe_load((tmp_path / "b" / "flow.yaml").read_text())["steps"]
+    assert step["expect"] == [{"text_absent": "Continue"}]  # nothing appeared: no region, the whole frame must lack it
+
+
+def test_two_entries_into_one_field_make_two_params_each_bound_to_its_own_save(tmp_path, ocr: OcrEngine) -> None:
+    def form(value: str = "", note: str = "") -> np.ndarray:
+        im = Image.new("RGB", (640, 400), (244, 244, 244))
+        d = ImageDraw.Draw(im)
+        f = ImageFont.truetype(DEJAVU, 18)
+        d.text((40, 60), "Vendor", font=f, fill=(16, 16, 16))
+        d.rectangle([140, 52, 440, 88], fill=(255, 255, 255), outline=(112, 112, 112))
+        if value:
+            d.text((150, 60), value, font=f, fill=(16, 16, 16))
+        d.rectangle([46, 190, 120, 230], fill=(220, 220, 220), outline=(112, 112, 112))
+        d.text((60, 200), "Save", font=f, fill=(16, 16, 16))
+        if note:
+            d.text((300, 300), note, font=f, fill=(16, 16, 16))
+        return np.array(im)
+
+    def typed(s: str) -> list[Gesture]:
+        return [Gesture("key", key=c, char=c) for c in s]
+
+    field_click = [Gesture("press", 200, 70, key="click"), Gesture("click", 200, 70)]
+    save_click = [Gesture("press", 80, 210, key="click"), Gesture("click", 80, 210)]
+    f0, f1, f2, f3 = form(), form("ACME"), form("", "Recorded"), form("Globex", "Recorded")
+    rec = Recording(url="vnc://h:1", settle_s=0.3, initial=f0, sor_kind="sqlite", batches=[
+        Batch(before=f0, lead=field_click, edits=typed("ACME"), after=f1),
+        Batch(before=f1, lead=save_click, after=f2, writes=[("invoices", {"vendor": "ACME"})]),
+        Batch(before=f2, lead=field_click, edits=typed("Globex"), after=f3),
+        Batch(before=f3, lead=save_click, after=form("", "Recorded twice"), writes=[("invoices", {"vendor": "Globex"})]),
+    ])
+    out = compile_bundle(rec, tmp_path / "b", "twice", ocr)
+    assert out.params == {"vendor": {"type": "string", "required": True, "example": "ACME"},
+                          "vendor_2": {"type": "string", "required": True, "example": "Globex"}}
+    saves = [s for s in out.steps if s.get("consequential")]
+    assert [s["effect"]["query"] for s in saves] == ['SELECT count(*) FROM "invoices" WHERE "vendor" = :vendor',
+                                                     'SELECT count(*) FROM "invoices" WHERE "vendor" = :vendor_2']
+    assert [s["identity"]["text"] for s in saves] == ["{vendor}", "{vendor_2}"]

@@ -92,7 +92,8 @@ class Ladder:
         evidence: list[Evidence] = []
         lookalikes = False
         if target.template is not None:
-            evidence += self._template.run(feats, target, window or feats.frame_box, base)
+            evidence += self._template.run(feats, target, window or feats.frame_box, base,
+                                           near=self.expected(target, feats.width, feats.height))
             lookalikes = evidence[-1].verdict == "ambiguous"
             if evidence[-1].verdict == "hit":
                 return self._hit(evidence)
@@ -114,13 +115,19 @@ class Ladder:
         rw, rh = self.recorded_size
         return float(np.sqrt((width / rw) * (height / rh)))
 
-    def window(self, target: Target, width: int, height: int) -> Box | None:
-        """The recorded region in live pixels, padded; None when the target has no region."""
+    def expected(self, target: Target, width: int, height: int) -> Box | None:
+        """The recorded region in live pixels; None when the target has no region."""
         if target.region is None:
             return None
         sx, sy = width / self.recorded_size[0], height / self.recorded_size[1]
         x, y, w, h = target.region
-        live = (round(x * sx), round(y * sy), max(1, round(w * sx)), max(1, round(h * sy)))
+        return (round(x * sx), round(y * sy), max(1, round(w * sx)), max(1, round(h * sy)))
+
+    def window(self, target: Target, width: int, height: int) -> Box | None:
+        """The recorded region in live pixels, padded; None when the target has no region."""
+        live = self.expected(target, width, height)
+        if live is None:
+            return None
         pad = round(self.options.padding * self.base_scale(width, height))
         return pad_box(live, pad, width, height) or (0, 0, width, height)
 

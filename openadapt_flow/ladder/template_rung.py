@@ -44,7 +44,7 @@ class TemplateRung:
         self.detail_min = detail_min
         self.scales = scales
 
-    def run(self, feats: FrameFeatures, target: Target, window: Box, base_scale: float) -> list[Evidence]:
+    def run(self, feats: FrameFeatures, target: Target, window: Box, base_scale: float, near: Box | None = None) -> list[Evidence]:
         """Evidence for every variant tried; the last one is the hit or the ambiguity if there is one."""
         assert target.template is not None
         tmpl = self.templates.get(target.template)
@@ -64,6 +64,7 @@ class TemplateRung:
                     scales=scales,
                     confident=self.thresholds[mode],
                     detail_min=self.detail_min,
+                    near=near if area == window and mode == "gray" else None,  # the healthy case: where it was
                 )
                 elapsed = round((time.perf_counter() - t0) * 1000, 3)
                 ev = self.judge(result, target, tmpl, elapsed)

@@ -33,6 +33,9 @@ COARSE_ABOVE_PX = 600_000
 COARSE_MIN_SIDE = 8  # the template's short side at coarse resolution
 COARSE_FACTOR = 4  # shrink for templates big enough to stay COARSE_MIN_SIDE tall; else 2
 COARSE_PEAKS = 40  # coarse peaks re-scored at full resolution (look-alike toolbars have many)
+NEAR_PAD = 12  # px around the recorded place searched at full resolution first
+COARSE_DROP = 0.2  # a half-resolution peak this far below the floor cannot become a candidate at full resolution
+RUNNERS_UP = 3
 EDGE_INSET = 2  # border of an edge map that depends on pixels outside the crop
 MIN_TEMPLATE_SIDE = 4
 FLAT_STD = 2.0  # a variant with less contrast than this correlates with noise
@@ -260,12 +263,14 @@ def find_template(
     confident: float = 0.85,
     detail_min: float = 0.6,
     consider: float | None = None,
+    near: Box | None = None,
 ) -> MatchResult:
     """Best placement of `template` inside `box` and the runner-up peak outside its footprint.
 
     The first scale is tried alone; the others only if it gives no plausible peak
     scoring `confident`. Peaks scoring at least `consider` (default: confident - 0.1)
-    get a detail score.
+    get a detail score. `near` (where the template was recorded, in live pixels)
+    is searched first: see `_near_first`.
     """
     feats = frame if isinstance(frame, FrameFeatures) else FrameFeatures(frame)
     tmpl = template if isinstance(template, TemplateImage) else TemplateImage(template)
@@ -273,6 +278,10 @@ def find_template(
     search = clip_box(box, feats.width, feats.height) if box else feats.frame_box
     if search is None:
         return MatchResult(None, None, box or feats.frame_box, mode, detail_min)
+    if near is not None and search[2] * search[3] <= COARSE_ABOVE_PX:  # a window; a whole frame goes coarse anyway
+        quick = _near_first(feats, tmpl, mode, search, near, scales[0], floor, confident, detail_min)
+        if quick is not None:
+            return quick
     found: list[Candidate] = []
     for i, scale in enumerate(scales):
         found = _merge(found, _search_scale(feats, tmpl, mode, search, scale, floor))
@@ -287,6 +296,68 @@ def find_template(
     rivals = [c for c in others if c in plausible]
     runner = rivals[0] if rivals else (others[0] if others else None)
     return MatchResult(best, runner, search, mode, detail_min)
+
+
+def _near_first(
+    feats: FrameFeatures, tmpl: TemplateImage, mode: Mode, search: Box, near: Box, scale: float,
+    floor: float, confident: float, detail_min: float,
+) -> MatchResult | None:
+    """The healthy case, cheaply: the template where it was recorded (± NEAR_PAD px, full resolution), and its
+    rivals anywhere in `search` from a half-resolution pass; None when it is not confidently there (the caller
+    then searches `search` at full resolution, as before).
+
+    Every candidate that could decide anything is scored at full resolution: the best, and each coarse peak
+    outside the best's footprint that comes within COARSE_DROP of the floor. Only a runner-up far below the
+    floor keeps its half-resolution score, as evidence that nothing else came close.
+    """
+    area = intersect(pad_box(near, NEAR_PAD, feats.width, feats.height) or near, search)
+    t = tmpl.variant(mode, scale)
+    if area is None or t is None or min(t.shape) < 2 * COARSE_MIN_SIDE:
+        return None
+    here = _with_detail(feats, tmpl, _search_scale(feats, tmpl, mode, area, scale, floor), floor, detail_min)
+    best = next((c for c in here if c.score >= confident and (c.detail or 0) >= detail_min), None)
+    if best is None:
+        return None
+    others = [c for c in _rivals(feats, t, mode, search, scale, floor, best) if not c.overlaps(best)]
+    others = _with_detail(feats, tmpl, sorted(others, key=lambda c: -c.score), floor, detail_min)
+    rivals = [c for c in others if c.detail is not None and c.detail >= detail_min]
+    runner = rivals[0] if rivals else (others[0] if others else None)
+    return MatchResult(best, runner, search, mode, detail_min)
+
+
+def _rivals(feats: FrameFeatures, t: np.ndarray, mode: Mode, search: Box, scale: float, floor: float,
+            best: Candidate) -> list[Candidate]:
+    """Peaks of a half-resolution search of `search` away from `best`: those near the floor re-scored at full
+    resolution, and the strongest of the rest with its coarse score."""
+    th, tw = t.shape
+    inset = EDGE_INSET if mode == "edges" else 0
+    sx, sy, sw, sh = search
+    inner = (sx + inset, sy + inset, sw - 2 * inset, sh - 2 * inset)
+    small_t = cv2.resize(t, (tw // 2, th // 2), interpolation=cv2.INTER_AREA)
+    region = cv2.resize(feats.feature(mode, inner), (inner[2] // 2, inner[3] // 2), interpolation=cv2.INTER_AREA)
+    if region.shape[0] < small_t.shape[0] or region.shape[1] < small_t.shape[1] or float(small_t.std()) < FLAT_STD:
+        return []
+    res = cv2.matchTemplate(region, small_t, cv2.TM_CCOEFF_NORMED)
+    out: list[Candidate] = []
+    for cs, px, py in _peaks(res, small_t.shape[1], small_t.shape[0], COARSE_PEAKS):
+        fx, fy = inner[0] + px * 2, inner[1] + py * 2
+        if best.overlaps(Candidate(cs, (fx - inset, fy - inset, tw + 2 * inset, th + 2 * inset), scale)):
+            continue  # the best itself, already scored at full resolution
+        if cs < floor - COARSE_DROP:
+            if not any(c.overlaps(Candidate(cs, (fx - inset, fy - inset, tw + 2 * inset, th + 2 * inset), scale)) for c in out):
+                out.append(Candidate(float(cs), (fx - inset, fy - inset, tw + 2 * inset, th + 2 * inset), scale))
+            if len(out) >= RUNNERS_UP:
+                break
+            continue
+        fine = intersect((fx - 4, fy - 4, tw + 8, th + 8), inner)
+        if fine is None or fine[2] < tw or fine[3] < th:
+            continue
+        scores = cv2.matchTemplate(feats.feature(mode, fine), t, cv2.TM_CCOEFF_NORMED)
+        _, s, _, (bx, by) = cv2.minMaxLoc(np.nan_to_num(scores))
+        cand = Candidate(float(s), (fine[0] + bx - inset, fine[1] + by - inset, tw + 2 * inset, th + 2 * inset), scale)
+        if not any(c.overlaps(cand) for c in out):
+            out.append(cand)
+    return out
 
 
 def detail_score(

@@ -126,6 +126,15 @@ def test_two_identical_buttons_in_the_window_are_ambiguous() -> None:
     assert "save.png" in res.message and "\n" not in res.message
 
 
+@pytest.mark.parametrize("dx, dy", [(0, 66), (0, 40), (0, -50), (0, -36)])
+def test_a_twin_anywhere_in_the_window_is_found_though_the_recorded_place_matches(dx: int, dy: int) -> None:
+    # The recorded place is matched first at full resolution; rivals in the rest of the window come from a
+    # half-resolution pass and must still be seen, however near the window's edge.
+    frame = draw([SAVE, Button("Save", 600 + dx, 520 + dy), *OTHERS], LABELS)
+    res = make_ladder().resolve(frame, target())
+    assert res.point is None and res.category == "ambiguous", res.evidence
+
+
 def test_lookalike_far_away_does_not_spoil_a_unique_local_match() -> None:
     t = target()
     frame = draw([SAVE, Button("Save", 1500, 900), *OTHERS], LABELS)

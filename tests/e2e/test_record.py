@@ -43,9 +43,9 @@ def drive(port: int) -> None:
         viewer.close()
 
 
-@pytest.fixture
-def recorded(tmp_path, demo_app):
-    app = demo_app("normal")
+@pytest.fixture(params=["normal", "dark"])
+def recorded(request, tmp_path, demo_app):
+    app = demo_app(request.param)
     cmd = [sys.executable, "-m", "openadapt_flow", "record", "--url", app.xvnc.url, "--out", str(tmp_path / "bundle"),
            "--fixture", str(tmp_path / "fx"), "--recording", str(tmp_path / "rec"), "--watch-sqlite", str(app.db_path), "--dsn-env", "DEMO_DB_DSN",
            "--name", "invoice-entry", "--json"]

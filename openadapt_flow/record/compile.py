@@ -32,7 +32,8 @@ from openadapt_flow.vision.ocr import OcrEngine, normalise
 from openadapt_flow.vision.template import Box, pad_box
 
 CLICKS = {"click": "click", "double_click": "double_click", "right_click": "right_click"}
-IDENTITY_PAD = 6
+IDENTITY_PAD = 6  # px around a field where its value is looked for when compiling
+IDENTITY_DRIFT = 40  # px the identity box reaches beyond the field: layouts drift between a field and its button
 FACE_PROBES = [(0, 0)] + [(dx, dy) for r in (6, 12) for dx, dy in ((0, -r), (0, r), (-r, 0), (r, 0))]
 HEADER = "# Compiled by `flow record` from a demonstration; review it (ids, params, facts, effects), then edit freely.\n"
 
@@ -189,7 +190,7 @@ class _Compiler:
             self.warnings.append(f"step {step['id']!r} wrote to the {self.rec.sor_kind} store: declare its effect by hand")
         shown = [f for f in self.fields if f.param in bound.values() and self._shows(b.before, f)]
         if lead is not None and lead.kind in CLICKS and shown:
-            x, y, w, h = pad_box(shown[0].box, IDENTITY_PAD, b.before.shape[1], b.before.shape[0]) or shown[0].box
+            x, y, w, h = pad_box(shown[0].box, IDENTITY_DRIFT, b.before.shape[1], b.before.shape[0]) or shown[0].box
             step["identity"] = {"text": "{" + shown[0].param + "}", "near": [x - lead.x, y - lead.y, w, h]}
 
     def _shows(self, frame: np.ndarray, f: _Field) -> bool:

@@ -102,3 +102,15 @@ def test_a_kept_recording_compiles_again_to_the_same_bundle(tmp_path, recorded):
     assert (tmp_path / "again" / "flow.yaml").read_text() == (bundle / "flow.yaml").read_text()
     for png in (bundle / "templates").iterdir():
         assert (tmp_path / "again" / "templates" / png.name).read_bytes() == png.read_bytes()
+
+
+@pytest.mark.parametrize("recorded", ["normal"], indirect=True)
+def test_a_compiled_bundle_survives_a_drifted_layout(tmp_path, recorded, demo_app):
+    app, bundle, _, _ = recorded
+    app.stop()
+    drifted = demo_app("shifted", db_path=app.db_path)  # a banner, every block moved 30-96 px, wider fields
+    env = flow_env(tmp_path, DEMO_DB_DSN=f"sqlite:///{app.db_path}")
+    r = run_flow(["replay", str(bundle), "--url", drifted.xvnc.url, "--run-dir", str(tmp_path / "drift"), "--json",
+                  "--param", "vendor=Initech", "--param", "amount=7"], tmp_path, env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert drifted.rows()[-1][1:3] == ("Initech", 7.0)

@@ -321,6 +321,8 @@ def _near_first(
     others = [c for c in _rivals(feats, t, mode, search, scale, floor, best) if not c.overlaps(best)]
     others = _with_detail(feats, tmpl, sorted(others, key=lambda c: -c.score), floor, detail_min)
     rivals = [c for c in others if c.detail is not None and c.detail >= detail_min]
+    if rivals and rivals[0].score > best.score:
+        return None  # something in the window matches better than the recorded place: the full search decides
     runner = rivals[0] if rivals else (others[0] if others else None)
     return MatchResult(best, runner, search, mode, detail_min)
 

@@ -196,3 +196,26 @@ def test_a_higher_threshold_in_options_is_respected() -> None:
     strict = make_ladder(options=LadderOptions(threshold=0.999, edge_threshold=0.999))
     assert not strict.resolve(jpeg, target()).ok
     assert make_ladder().resolve(jpeg, target()).ok
+
+
+def test_a_better_match_elsewhere_in_the_window_wins_over_a_look_alike_at_the_recorded_place() -> None:
+    # The real Save moved 50 px down; where it was stands a look-alike (its label drawn 2 px to the right), which
+    # alone would pass at the recorded place. Searching there first must not make it the answer: the whole
+    # window decides, as it did before.
+    from openadapt_flow.vision.template import find_template, pad_box
+
+    from .synthetic import button_box
+
+    t = target()
+    frame = draw([Button("Save", 600, 570), *OTHERS], LABELS)
+    x, y, w, h = button_box(Button("Save", 600, 570))
+    look_alike = frame[y:y + h, x:x + w].copy()
+    look_alike[4:-4, 4:-4] = np.roll(look_alike[4:-4, 4:-4], 2, axis=1)
+    rx, ry, _, _ = button_box(SAVE)
+    frame[ry:ry + h, rx:rx + w] = look_alike
+    lad = make_ladder()
+    near, tmpl = lad.expected(t, 1920, 1080), lad.templates[TEMPLATE]
+    there = find_template(frame, tmpl, box=pad_box(near, 12, 1920, 1080), scales=(1.0,))
+    assert there.best is not None and there.score >= 0.85 and there.plausible(there.best)  # it would pass alone
+    res = lad.resolve(frame, t)
+    assert res.point is not None and res.point[1] > near[1] + 40, res.evidence  # the real one, 50 px down

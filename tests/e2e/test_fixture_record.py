@@ -4,7 +4,6 @@ inputs and its frames compared with what the viewer saw on the live app."""
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 
@@ -15,18 +14,10 @@ from PIL import Image
 from openadapt_flow.backends.fixture import FixtureBackend
 from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.fixture.model import load_fixture
-from tests.support.cli import REPO, flow_env
+from tests.support.cli import REPO, flow_env, load_script
 
 pytestmark = pytest.mark.timeout(150)
 SCRIPT = REPO / "scripts" / "record_demo_fixture.py"
-
-
-def _script():
-    spec = importlib.util.spec_from_file_location("record_demo_fixture", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +45,7 @@ def test_recording_makes_states_transitions_fields_and_the_effect(recorded):
 
 def test_replaying_the_recording_reproduces_the_live_frames(recorded):
     fx, frames, _ = recorded
-    script = _script()
+    script = load_script("record_demo_fixture")
     fixture = load_fixture(fx)
     field_boxes = [f.box for f in fixture.fields("s2")]
     backend = FixtureBackend(BackendSpec(kind="fixture", path=str(fx)))

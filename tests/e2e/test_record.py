@@ -3,7 +3,6 @@ the viewer doing the task once; the compiled bundle is then replayed with other 
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import signal
@@ -16,23 +15,14 @@ import yaml
 from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.backends.vnc import VncBackend
 from openadapt_flow.runtime.settle import settle
-from tests.support.cli import REPO, flow_env, run_flow
+from tests.support.cli import flow_env, load_script, run_flow
 
 pytestmark = pytest.mark.timeout(240)
-SCRIPT = REPO / "scripts" / "record_demo_fixture.py"
-
-
-def _driver():
-    spec = importlib.util.spec_from_file_location("record_demo_fixture", SCRIPT)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def drive(port: int) -> None:
     """The demo's five steps, as a user would do them in a viewer: the app ends on its list again."""
-    script = _driver()
+    script = load_script("record_demo_fixture")
     viewer = VncBackend(BackendSpec(kind="vnc", host="127.0.0.1", port=port, io_timeout_s=15))
     try:
         settle(viewer, 0.2, 5)

@@ -29,3 +29,15 @@ def run_flow(args: list[str], cwd: Path, env: dict[str, str] | None = None, time
         timeout=timeout,
         input=input,
     )
+
+
+def load_script(name: str):
+    """A script of scripts/ imported as a module (they are run as files, not installed)."""
+    import importlib.util
+
+    path = REPO / "scripts" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

@@ -83,6 +83,8 @@ def start_xvnc(width: int = 1024, height: int = 768, password: str | None = None
     `monitors` ([x, y, w, h] each, tiling the screen) splits the desktop into that many RandR monitors,
     as a multi-monitor desktop has (no password then: the layout is set over RFB before anyone connects).
     """
+    if monitors and password is not None:
+        raise ValueError("monitors are set over an unauthenticated RFB connection: start Xvnc without a password")
     exe = shutil.which("Xvnc")
     if exe is None:
         raise RuntimeError("Xvnc not installed (apt-get install tigervnc-standalone-server; `make setup` does it)")
@@ -136,7 +138,8 @@ def set_monitors(server: XvncServer, width: int, height: int, monitors: list[tup
         s.sendall(b"RFB 003.008\n")
         read(read(1)[0])  # security types offered; we ask for None (the server was started without a password)
         s.sendall(b"\x01")
-        read(4)  # SecurityResult
+        if struct.unpack(">I", read(4))[0] != 0:
+            raise ConnectionError(f"Xvnc :{server.display} refused the connection that sets its monitors")
         s.sendall(b"\x01")  # ClientInit: shared
         read(4 + 16)  # size, pixel format
         read(struct.unpack(">I", read(4))[0])  # desktop name

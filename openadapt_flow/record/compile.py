@@ -33,6 +33,7 @@ from openadapt_flow.vision.template import Box, pad_box
 
 CLICKS = {"click": "click", "double_click": "double_click", "right_click": "right_click"}
 IDENTITY_PAD = 6  # px around a field where its value is looked for when compiling
+SHOWN_MIN_CONF = 80.0  # a field's earlier content is trusted from OCR only this sure (a grey placeholder is not)
 IDENTITY_DRIFT = 40  # px the identity box reaches beyond the field: layouts drift between a field and its button
 FACE_PROBES = [(0, 0)] + [(dx, dy) for r in (6, 12) for dx, dy in ((0, -r), (0, r), (-r, 0), (r, 0))]
 HEADER = "# Compiled by `flow record` from a demonstration; review it (ids, params, facts, effects), then edit freely.\n"
@@ -109,7 +110,8 @@ class _Compiler:
         target, _, widget = self._target(i, b.before, lead, label_field=True)
         # What the field held when the typing began, as read on the screen (a `type` step replaces it all,
         # so the value is what the field holds after the edits, whatever came before).
-        shown = " ".join(w.text for w in self.ocr.read_closely(b.before, widget))
+        selects_all = bool(b.edits) and (b.edits[0].key == "ctrl+a" or (b.edits[0].shift and b.edits[0].key in ("home", "end")))
+        shown = "" if selects_all else " ".join(w.text for w in self.ocr.read_closely(b.before, widget) if w.conf >= SHOWN_MIN_CONF)
         buf = EditBuffer(shown, len(shown))
         for g in b.edits:
             buf.apply(g)

@@ -5,7 +5,8 @@ it does not blink (or is caught on), Tesseract may read it as part of that
 glyph: "ACME 8|" came back as "ACME g|". The caret is told from glyphs by
 shape: the rightmost ink, at most CARET_MAX_WIDTH columns wide, reaching
 above the text's top and below its baseline (where an `l` or `I` stops), taller
-than the text by CARET_MIN_RATIO. Painting it out can only remove ink.
+than the text by CARET_MIN_RATIO, in one unbroken bar (a `j` has its dot apart).
+Painting it out can only remove ink.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ CARET_MAX_WIDTH = 3  # px: carets are 1-2 px wide
 CARET_MIN_RATIO = 1.15  # the caret spans the line (ascent + descent), text ink at most cap top to descender
 DESCENT_MIN = 0.12  # of the text's height: how far below the baseline a caret reaches, at least ...
 DESCENT_MIN_PX = 2  # ... and at least this many pixels
+CARET_MAX_GAP = 0  # px of a caret's column without ink: a drawn caret is one solid bar; a j's dot stands apart
 INK_BELOW = 160  # local_contrast output darker than this is ink
 BORDER_SPAN = 0.9  # ink across this much of the crop's width (or height) is a field's outline
 
@@ -70,7 +72,8 @@ def _caret_columns(ink: np.ndarray, columns: list[int], glyph_cols: np.ndarray) 
     for c in columns:
         r = np.flatnonzero(ink[:, c])
         if (r.size and r[0] < top and r[-1] >= baseline + max(DESCENT_MIN_PX, round(DESCENT_MIN * height))
-                and r[-1] - r[0] + 1 >= CARET_MIN_RATIO * height):
+                and r[-1] - r[0] + 1 >= CARET_MIN_RATIO * height
+                and r[-1] - r[0] + 1 - r.size <= CARET_MAX_GAP):  # one unbroken bar: a j or i has its dot apart
             marked.append(c)
         else:
             break

@@ -34,7 +34,8 @@ COARSE_MIN_SIDE = 8  # the template's short side at coarse resolution
 COARSE_FACTOR = 4  # shrink for templates big enough to stay COARSE_MIN_SIDE tall; else 2
 COARSE_PEAKS = 40  # coarse peaks re-scored at full resolution (look-alike toolbars have many)
 NEAR_PAD = 12  # px around the recorded place searched at full resolution first
-COARSE_DROP = 0.2  # a half-resolution peak this far below the floor cannot become a candidate at full resolution
+NEAR_MIN_PHASE = 0.5  # templates that lose more than this at half resolution skip the near-first search
+PHASE_SLACK = 0.1  # beyond what a template loses to itself at half resolution, what a rival may lose
 RUNNERS_UP = 3
 EDGE_INSET = 2  # border of an edge map that depends on pixels outside the crop
 MIN_TEMPLATE_SIDE = 4
@@ -97,6 +98,7 @@ class TemplateImage:
         self._cache: dict[tuple[str, float], np.ndarray | None] = {}
         self._blocks: dict[float, list[Box]] = {}
         self._block_sums: dict[float, BlockSums] = {}
+        self._phase: dict[tuple[str, str, float], float] = {}
 
     def prepare(self) -> "TemplateImage":
         """Build what a healthy match needs (the gray variant and content blocks at scale 1) now,
@@ -154,6 +156,25 @@ class TemplateImage:
                             out.append((x, y, tile.shape[1], tile.shape[0]))
             self._blocks[key] = out
         return self._blocks[key]
+
+    def half_phase(self, mode: Mode, scale: float) -> float:
+        """How well the variant still matches itself after a 2x downsample at the worst of the four grid
+        phases (a twin an odd number of pixels off the grid loses that much at half resolution): 0..1."""
+        key = ("phase", mode, round(scale, 4))
+        if key not in self._phase:
+            t = self.variant(mode, scale)
+            worst = 0.0
+            if t is not None and min(t.shape) >= 4:
+                small = cv2.resize(t, (t.shape[1] // 2, t.shape[0] // 2), interpolation=cv2.INTER_AREA)
+                worst = 1.0
+                for dx, dy in ((1, 0), (0, 1), (1, 1)):
+                    moved = cv2.copyMakeBorder(t, dy, 2, dx, 2, cv2.BORDER_REPLICATE)
+                    h, w = moved.shape[0] // 2 * 2, moved.shape[1] // 2 * 2
+                    half = cv2.resize(moved[:h, :w], (w // 2, h // 2), interpolation=cv2.INTER_AREA)
+                    score = float(np.nan_to_num(cv2.matchTemplate(half, small, cv2.TM_CCOEFF_NORMED)).max())
+                    worst = min(worst, score)
+            self._phase[key] = worst
+        return self._phase[key]
 
     def block_sums(self, scale: float) -> "BlockSums":
         """The textured blocks ready for `detail_score`'s in-place pass (the crop must have some)."""
@@ -307,8 +328,9 @@ def _near_first(
     then searches `search` at full resolution, as before).
 
     Every candidate that could decide anything is scored at full resolution: the best, and each coarse peak
-    outside the best's footprint that comes within COARSE_DROP of the floor. Only a runner-up far below the
-    floor keeps its half-resolution score, as evidence that nothing else came close.
+    outside the best's footprint that could reach the floor at full resolution (allowing for what the
+    template itself loses at half resolution off the 2x grid, `half_phase`). Only a runner-up far below
+    keeps its half-resolution score, as evidence that nothing else came close.
     """
     area = intersect(pad_box(near, NEAR_PAD, feats.width, feats.height) or near, search)
     t = tmpl.variant(mode, scale)
@@ -318,7 +340,15 @@ def _near_first(
     best = next((c for c in here if c.score >= confident and (c.detail or 0) >= detail_min), None)
     if best is None:
         return None
-    others = [c for c in _rivals(feats, t, mode, search, scale, floor, best) if not c.overlaps(best)]
+    # A twin off the 2x grid scores lower at half resolution by up to (1 - phase): every peak that could be
+    # one is re-scored at full resolution.
+    phase = tmpl.half_phase(mode, scale)
+    if phase < NEAR_MIN_PHASE:
+        return None  # fine detail that half resolution loses: only the full search can see its twins
+    found = _rivals(feats, t, mode, search, scale, floor - (1 - phase) - PHASE_SLACK, best)
+    if found is None:
+        return None  # the half-resolution pass cannot judge this template: the full search decides
+    others = [c for c in found if not c.overlaps(best)]
     others = _with_detail(feats, tmpl, sorted(others, key=lambda c: -c.score), floor, detail_min)
     rivals = [c for c in others if c.detail is not None and c.detail >= detail_min]
     if rivals and rivals[0].score > best.score:
@@ -327,25 +357,28 @@ def _near_first(
     return MatchResult(best, runner, search, mode, detail_min)
 
 
-def _rivals(feats: FrameFeatures, t: np.ndarray, mode: Mode, search: Box, scale: float, floor: float,
-            best: Candidate) -> list[Candidate]:
-    """Peaks of a half-resolution search of `search` away from `best`: those near the floor re-scored at full
-    resolution, and the strongest of the rest with its coarse score."""
+def _rivals(feats: FrameFeatures, t: np.ndarray, mode: Mode, search: Box, scale: float, rescore: float,
+            best: Candidate) -> list[Candidate] | None:
+    """Peaks of a half-resolution search of `search` away from `best`: those scoring `rescore` or more there
+    re-scored at full resolution, and the strongest of the rest with its coarse score; None when the
+    half-resolution template is too flat to judge anything."""
     th, tw = t.shape
     inset = EDGE_INSET if mode == "edges" else 0
     sx, sy, sw, sh = search
     inner = (sx + inset, sy + inset, sw - 2 * inset, sh - 2 * inset)
     small_t = cv2.resize(t, (tw // 2, th // 2), interpolation=cv2.INTER_AREA)
     region = cv2.resize(feats.feature(mode, inner), (inner[2] // 2, inner[3] // 2), interpolation=cv2.INTER_AREA)
-    if region.shape[0] < small_t.shape[0] or region.shape[1] < small_t.shape[1] or float(small_t.std()) < FLAT_STD:
-        return []
+    if float(small_t.std()) < FLAT_STD:
+        return None
+    if region.shape[0] < small_t.shape[0] or region.shape[1] < small_t.shape[1]:
+        return []  # no room for another placement: nothing to rival
     res = cv2.matchTemplate(region, small_t, cv2.TM_CCOEFF_NORMED)
     out: list[Candidate] = []
     for cs, px, py in _peaks(res, small_t.shape[1], small_t.shape[0], COARSE_PEAKS):
         fx, fy = inner[0] + px * 2, inner[1] + py * 2
         if best.overlaps(Candidate(cs, (fx - inset, fy - inset, tw + 2 * inset, th + 2 * inset), scale)):
             continue  # the best itself, already scored at full resolution
-        if cs < floor - COARSE_DROP:
+        if cs < rescore:
             if not any(c.overlaps(Candidate(cs, (fx - inset, fy - inset, tw + 2 * inset, th + 2 * inset), scale)) for c in out):
                 out.append(Candidate(float(cs), (fx - inset, fy - inset, tw + 2 * inset, th + 2 * inset), scale))
             if len(out) >= RUNNERS_UP:

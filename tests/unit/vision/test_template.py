@@ -203,3 +203,25 @@ def test_in_place_block_correlation_equals_opencv() -> None:
     want = min(abs(float(cv2.matchTemplate(window[y:y + h, x:x + w], tgray[y:y + h, x:x + w], cv2.TM_CCOEFF_NORMED)[0, 0]))
                for x, y, w, h in t.blocks(1.0))
     assert t.block_sums(1.0).correlation(window) == pytest.approx(want, abs=1e-4)
+
+
+@pytest.mark.parametrize("text, w, h, px, dx, dy", [("Save", 40, 22, 11, -33, 25), ("Edit", 36, 20, 10, 41, -27),
+                                                    ("Edit", 36, 20, 10, -45, 33)])
+def test_near_first_sees_a_twin_off_the_half_resolution_grid(text: str, w: int, h: int, px: int, dx: int, dy: int) -> None:
+    # Small text loses much of its match at half resolution when the twin sits an odd number of pixels off the
+    # 2x grid; the near-first search must still re-score it at full resolution, as the plain search sees it.
+    from PIL import Image, ImageDraw, ImageFont
+
+    im = Image.new("RGB", (640, 400), (240, 240, 240))
+    d = ImageDraw.Draw(im)
+    for x, y in [(300, 200), (300 + dx, 200 + dy)]:
+        d.rectangle([x, y, x + w - 1, y + h - 1], outline=(150, 150, 150), fill=(255, 255, 255))
+        d.text((x + 4, y + (h - px) // 2 - 1), text, font=ImageFont.truetype("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf", px),
+               fill=(20, 20, 20))
+    frame = np.array(im)
+    region = (297, 197, w + 6, h + 6)
+    tmpl = TemplateImage(np.ascontiguousarray(frame[197:197 + h + 6, 297:297 + w + 6]))
+    window = pad_box(region, 80, 640, 400)
+    quick, full = find_template(frame, tmpl, box=window, near=region), find_template(frame, tmpl, box=window)
+    assert full.runner_up is not None and full.plausible(full.runner_up) and full.runner_up.score > 0.99  # a real twin
+    assert quick.runner_up is not None and quick.plausible(quick.runner_up) and quick.runner_up.score > 0.99

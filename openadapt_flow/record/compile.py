@@ -92,7 +92,7 @@ class _Compiler:
             widget = click_region(frame, g.x, g.y)
             self.warnings.append(f"input {i} ({g.describe()}): no widget face under the pointer; the target is the area around it")
         label = field_label(frame, widget, self.ocr) if label_field else None
-        crop, unique = unique_crop(frame, target_crop(frame, widget, label))
+        crop, unique = unique_crop(frame, target_crop(frame, widget, label, (g.x, g.y)))
         if not unique:
             self.warnings.append(f"input {i} ({g.describe()}): its target looks like another on the same screen; "
                                  "the replay halts as ambiguous there until the bundle says which (landmarks)")
@@ -108,10 +108,13 @@ class _Compiler:
 
     def _type(self, i: int, b: Batch, lead: Gesture) -> None:
         target, _, widget = self._target(i, b.before, lead, label_field=True)
-        # What the field held when the typing began, as read on the screen (a `type` step replaces it all,
-        # so the value is what the field holds after the edits, whatever came before).
+        # What the field held when the typing began counts only where it is still there after it: a placeholder
+        # that vanished on typing, or text the typing replaced, is not part of the value.
+        assert b.after is not None
+        still = {normalise(w.text) for w in self.ocr.read_closely(b.after, widget)}
         selects_all = bool(b.edits) and (b.edits[0].key == "ctrl+a" or (b.edits[0].shift and b.edits[0].key in ("home", "end")))
-        shown = "" if selects_all else " ".join(w.text for w in self.ocr.read_closely(b.before, widget) if w.conf >= SHOWN_MIN_CONF)
+        kept = [w.text for w in self.ocr.read_closely(b.before, widget) if w.conf >= SHOWN_MIN_CONF and normalise(w.text) in still]
+        shown = "" if selects_all else " ".join(kept)
         buf = EditBuffer(shown, len(shown))
         for g in b.edits:
             buf.apply(g)

@@ -72,14 +72,15 @@ def field_label(frame: np.ndarray, field: Box, ocr: OcrEngine) -> Word | None:
     return max(words, key=lambda w: w.box[0], default=None)
 
 
-def target_crop(frame: np.ndarray, widget: Box, label: Word | None) -> Box:
-    """A button is its own face; a field is its label and its first few pixels (an empty field looks like every other)."""
+def target_crop(frame: np.ndarray, widget: Box, label: Word | None, click: tuple[int, int]) -> Box:
+    """A button is its own face; a field is its label and its first few pixels (an empty field looks like every
+    other), reaching at least past the click (the click point lies inside the crop)."""
     if label is None:
         return widget
     fx, fy, fw, fh = widget
     lx, ly, lw, lh = label.box
     x0, y0 = min(lx - 4, fx), min(ly - 4, fy)
-    x1, y1 = fx + min(fw, FIELD_PART), max(ly + lh + 4, fy + fh)
+    x1, y1 = min(fx + fw, max(fx + FIELD_PART, click[0] + 8)), max(ly + lh + 4, fy + fh)
     return pad_box((x0, y0, x1 - x0, y1 - y0), 0, frame.shape[1], frame.shape[0]) or widget
 
 

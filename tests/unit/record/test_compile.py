@@ -145,3 +145,21 @@ def test_two_entries_into_one_field_make_two_params_each_bound_to_its_own_save(t
     assert [s["effect"]["query"] for s in saves] == ['SELECT count(*) FROM "invoices" WHERE "vendor" = :vendor',
                                                      'SELECT count(*) FROM "invoices" WHERE "vendor" = :vendor_2']
     assert [s["identity"]["text"] for s in saves] == ["{vendor}", "{vendor_2}"]
+
+
+def test_a_placeholder_that_vanishes_on_typing_is_not_part_of_the_value(tmp_path, ocr: OcrEngine) -> None:
+    def form(text: str, colour: tuple[int, int, int]) -> np.ndarray:
+        im = Image.new("RGB", (640, 400), (244, 244, 244))
+        d = ImageDraw.Draw(im)
+        f = ImageFont.truetype(DEJAVU, 18)
+        d.text((40, 60), "Vendor", font=f, fill=(16, 16, 16))
+        d.rectangle([140, 52, 440, 88], fill=(255, 255, 255), outline=(112, 112, 112))
+        d.text((150, 60), text, font=f, fill=colour)
+        return np.array(im)
+
+    empty, typed = form("Search", (150, 150, 150)), form("ACME", (16, 16, 16))
+    click = [Gesture("press", 300, 70, key="click"), Gesture("click", 300, 70)]
+    rec = Recording(url="vnc://h:1", settle_s=0.3, initial=empty, batches=[
+        Batch(before=empty, lead=click, edits=[Gesture("key", key=c, char=c) for c in "ACME"], after=typed)])
+    out = compile_bundle(rec, tmp_path / "b", "search", ocr)
+    assert [p["example"] for p in out.params.values()] == ["ACME"]  # not "SearchACME"

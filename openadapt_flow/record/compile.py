@@ -67,7 +67,7 @@ class _Compiler:
     def run(self) -> None:
         for i, b in enumerate(self.rec.batches, 1):
             assert b.after is not None
-            lead = _lead(b.lead)
+            lead = b.acted
             if lead is None and not b.edits:
                 continue
             if lead is not None and lead.kind in CLICKS and b.edits:
@@ -257,14 +257,6 @@ def _face(frame: np.ndarray, x: int, y: int) -> Box | None:
         if box is not None and box[0] <= x < box[0] + box[2] and box[1] <= y < box[1] + box[3]:
             return box
     return None
-
-
-def _lead(gestures: list[Gesture]) -> Gesture | None:
-    doubles = [g for g in gestures if g.kind == "double_click"]
-    if doubles:
-        return doubles[-1]
-    acted = [g for g in gestures if g.kind != "press"]
-    return acted[-1] if acted else None
 
 
 def _typed_columns(rec: Recording) -> dict[str, Any]:

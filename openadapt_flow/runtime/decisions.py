@@ -12,6 +12,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from openadapt_flow.bundle.params import parse_number
 from openadapt_flow.errors import RefusedError, UsageError
 from openadapt_flow.runtime.config import DeployConfig
 from openadapt_flow.runtime.lifecycle import check_manifest
@@ -118,7 +119,7 @@ def _check_answer(step: Any, value: str) -> Any:
     kind = step.type or "string"
     try:
         if kind == "number":
-            return float(value)
+            return parse_number(value)  # finite only: nan/inf never reach a workflow
         if kind == "integer":
             return int(value)
         if kind == "boolean":

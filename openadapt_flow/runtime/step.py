@@ -20,6 +20,7 @@ from openadapt_flow.errors import BackendError, FlowError
 from openadapt_flow.ladder.types import Point, Resolution
 from openadapt_flow.runtime.context import RunContext
 from openadapt_flow.runtime.halt import Halt, StopRequested
+from openadapt_flow.runtime.policy import model_call_refusal
 from openadapt_flow.runtime.settle import settle
 from openadapt_flow.verify.effects import CONFIRMED, Reading, baseline_blocks, make_reader, resolve_effect, verify_effect
 
@@ -51,7 +52,8 @@ def _interp_target(ctx: RunContext, t: Target) -> Target:
 
 def _resolve(ctx: RunContext, step: Step, target: Target, frame: Frame, role: str) -> Resolution:
     calls_before = ctx.ladder.model_calls
-    res = ctx.ladder.resolve(frame.pixels, _interp_target(ctx, target), consequential=step.is_consequential, intent=step.intent)
+    res = ctx.ladder.resolve(frame.pixels, _interp_target(ctx, target), consequential=step.is_consequential, intent=step.intent,
+                             model_gate=lambda: model_call_refusal(ctx.config.policy, ctx.budget, step))
     ctx.journal.append(
         "resolved",
         step.id,

@@ -155,7 +155,8 @@ def approve(
         raise UsageError("--operator must name the person deciding")
     run = RunDir.open(run_path)
     manifest = run.manifest()
-    state = run.state() if run.state_path.exists() else {}
+    state = run.state() if run.state_path.exists() else {}  # a damaged state.json is refused (6)
+    current_checkpoint(run)  # so is a damaged checkpoint.json: no decision is recorded on what cannot be read
     user = os_user or getpass.getuser()
     if state.get("state") != "PAUSED":
         last = _last_consumed(run)

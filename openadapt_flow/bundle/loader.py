@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import zlib
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -58,8 +59,10 @@ def _safe_path(root: Path, rel: str) -> Path | str:
         real = path.resolve(strict=True)
     except FileNotFoundError:
         return "file not found"
+    except RuntimeError:  # Python 3.11's Path.resolve reports a symlink loop as RuntimeError (3.13: OSError)
+        return "symlink loop"
     except OSError as e:
-        return f"cannot read: {e}"
+        return f"cannot read: {e.strerror or e}"
     if not real.is_relative_to(root.resolve()):
         return "resolves outside the bundle folder (symlink?)"
     if not real.is_file():
@@ -71,18 +74,54 @@ def _load_png(doc: YamlDoc, loc: tuple, root: Path, rel: str, screen: tuple[int,
     got = _safe_path(root, rel)
     if isinstance(got, str):
         raise doc.fail(loc, f"template {rel!r}: {got}")
-    data = got.read_bytes()
-    if len(data) > MAX_TEMPLATE_BYTES:
-        raise doc.fail(loc, f"template {rel!r} is {len(data)} bytes (limit {MAX_TEMPLATE_BYTES})")
+    try:
+        size = got.stat().st_size
+        data = got.read_bytes() if size <= MAX_TEMPLATE_BYTES else b""
+    except OSError as e:
+        raise doc.fail(loc, f"template {rel!r}: cannot read: {e.strerror or e}") from None
+    if size > MAX_TEMPLATE_BYTES:
+        raise doc.fail(loc, f"template {rel!r} is {size} bytes (limit {MAX_TEMPLATE_BYTES})")
     if not data.startswith(PNG_MAGIC):
         raise doc.fail(loc, f"template {rel!r} is not a PNG file")
-    img = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR)
+    broken = png_problem(data)
+    if broken is not None:
+        raise doc.fail(loc, f"template {rel!r} is not a readable PNG ({broken})")
+    img = _decode_quietly(data)
     if img is None:
         raise doc.fail(loc, f"template {rel!r} is not a readable PNG")
     h, w = img.shape[:2]
     if w > screen[0] or h > screen[1]:
         raise doc.fail(loc, f"template {rel!r} ({w}x{h}) is larger than the screen {screen[0]}x{screen[1]}")
     return cv2.cvtColor(img, cv2.COLOR_BGR2RGB)
+
+
+def png_problem(data: bytes) -> str | None:
+    """Why the PNG's chunk structure is broken (truncated, bad CRC, no IEND), or None; checked before decoding
+    so a broken file is our one-line error, not a decoder's warning on stderr."""
+    pos = len(PNG_MAGIC)
+    while pos + 12 <= len(data):
+        length = int.from_bytes(data[pos:pos + 4], "big")
+        kind = data[pos + 4:pos + 8]
+        end = pos + 12 + length
+        if end > len(data):
+            return f"truncated inside its {kind.decode('latin-1')!r} chunk"
+        critical = kind[:1].isupper()  # as libpng: a bad ancillary chunk is skipped, a bad critical one is fatal
+        if critical and zlib.crc32(data[pos + 4:pos + 8 + length]) != int.from_bytes(data[end - 4:end], "big"):
+            return f"bad checksum in its {kind.decode('latin-1')!r} chunk"
+        if kind == b"IEND":
+            return None
+        pos = end
+    return "truncated (no IEND chunk)"
+
+
+def _decode_quietly(data: bytes) -> np.ndarray | None:
+    """cv2.imdecode with OpenCV's own logging silenced: a decoder complaint must not reach the user's stderr."""
+    level = cv2.utils.logging.getLogLevel()
+    cv2.utils.logging.setLogLevel(cv2.utils.logging.LOG_LEVEL_SILENT)
+    try:
+        return cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR)
+    finally:
+        cv2.utils.logging.setLogLevel(level)
 
 
 def _check_region(doc: YamlDoc, loc: tuple, region, screen: tuple[int, int], what: str) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections.abc import Iterator, Mapping
@@ -14,6 +15,8 @@ from openadapt_flow.errors import ParamError
 PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([^{}]*)\}")
 NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 STEP_REF = re.compile(r"^steps\.[a-z0-9-]+(\.[A-Za-z0-9_-]+)*$")
+INT_TEXT = re.compile(r"[+-]?\d+")
+DECIMAL_TEXT = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
 
 
 def secret_env_name(param: str) -> str:
@@ -57,10 +60,7 @@ def _coerce(name: str, spec: Param, raw: Any) -> Any:
         if t == "string":
             return str(raw)
         if t == "number":
-            if isinstance(raw, bool):
-                raise ValueError
-            v = float(raw)
-            return int(v) if v.is_integer() and not (isinstance(raw, str) and "." in raw) else v
+            return parse_number(raw)
         if t == "integer":
             if isinstance(raw, bool) or (isinstance(raw, float) and not raw.is_integer()):
                 raise ValueError
@@ -76,7 +76,38 @@ def _coerce(name: str, spec: Param, raw: Any) -> Any:
             raise ValueError
     except (TypeError, ValueError):
         pass
-    raise ParamError(f"param {name}: {raw!r} is not a valid {t}")
+    shown = repr(raw) if len(repr(raw)) <= 60 else repr(raw)[:57] + "…"
+    why = " (a number must be finite)" if t == "number" and _non_finite(raw) else ""
+    raise ParamError(f"param {name}: {shown} is not a valid {t}{why}")
+
+
+def parse_number(raw: Any) -> int | float:
+    """A finite number from an int, a float or plain decimal text ('12', '-1.5', '2e3'); ValueError otherwise.
+
+    `nan`, `inf`, `1e999` (past a double's range), `1_000`, hex and booleans are refused: a non-finite
+    amount must never reach an application."""
+    if isinstance(raw, bool):
+        raise ValueError(raw)
+    text = raw.strip() if isinstance(raw, str) else raw
+    if isinstance(text, str) and not DECIMAL_TEXT.fullmatch(text):
+        raise ValueError(raw)
+    try:
+        v = float(text)
+        exact = int(text) if isinstance(text, int) or (isinstance(text, str) and INT_TEXT.fullmatch(text)) else None
+    except OverflowError:
+        raise ValueError(raw) from None
+    if not math.isfinite(v):
+        raise ValueError(raw)
+    if exact is not None:
+        return exact  # '12345678901234567890' stays exactly that number
+    return int(v) if v.is_integer() and not (isinstance(text, str) and "." in text) else v
+
+
+def _non_finite(raw: Any) -> bool:
+    try:
+        return not isinstance(raw, bool) and not math.isfinite(float(raw))
+    except (TypeError, ValueError, OverflowError):
+        return False
 
 
 @dataclass

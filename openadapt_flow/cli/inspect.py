@@ -11,6 +11,7 @@ from pydantic import BaseModel
 
 from openadapt_flow.bundle.loader import load_bundle
 from openadapt_flow.cli.common import emit_json, fail, handle_errors
+from openadapt_flow.errors import FlowError
 from openadapt_flow.report.render import write_reports
 from openadapt_flow.store.rundir import RunDir
 from openadapt_flow.bundle.models import Bundle
@@ -76,7 +77,9 @@ def _pending(run: RunDir) -> dict | None:
         return None
     try:
         data = json.loads(p.read_text())
-    except ValueError:
+    except (OSError, ValueError):
+        data = None
+    if not isinstance(data, dict):
         return {"error": "pending_escalation.json unreadable"}
     return {k: data.get(k) for k in ("pause_id", "category", "step", "allowed_decisions", "expires_at")}
 
@@ -84,7 +87,11 @@ def _pending(run: RunDir) -> dict | None:
 @handle_errors
 def status_cmd(run_dir: Path = typer.Argument(...), as_json: bool = typer.Option(False, "--json")) -> None:
     """Show one run's state (read-only)."""
-    info = _status_of(RunDir.open(run_dir))
+    run = RunDir.open(run_dir)
+    try:
+        info = _status_of(run)
+    except FlowError as e:  # a damaged run file is shown, not failed on: status only reads (exit 0)
+        info = {"run_dir": str(run.path), "state": "UNREADABLE", "message": str(e)}
     if as_json:
         emit_json(info)
         return

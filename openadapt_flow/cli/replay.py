@@ -34,6 +34,8 @@ def parse_params(pairs: list[str], params_file: Path | None) -> tuple[dict[str, 
         if "=" not in pair or not pair.split("=", 1)[0]:
             raise ParamError(f"--param {pair!r}: expected NAME=VALUE")
         k, v = pair.split("=", 1)
+        if k in flags:  # which one was meant? a script that sets a param twice has a bug
+            raise ParamError(f"--param {k} is given more than once")
         values[k] = v
         flags.add(k)
     return values, frozenset(flags)

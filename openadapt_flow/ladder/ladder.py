@@ -10,7 +10,7 @@ where a deterministic check passes at its point.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
@@ -23,6 +23,8 @@ from openadapt_flow.ladder.template_rung import TemplateRung
 from openadapt_flow.ladder.types import Box, Evidence, Resolution
 from openadapt_flow.vision.ocr import OcrEngine
 from openadapt_flow.vision.template import DEFAULT_SCALES, FrameFeatures, TemplateImage, pad_box
+
+ModelGate = Callable[[], str | None]  # asked before a model call: why it may not be made, or None
 
 
 @dataclass(frozen=True)
@@ -83,9 +85,12 @@ class Ladder:
         self._feats: FrameFeatures | None = None
 
     def resolve(
-        self, frame: np.ndarray, target: Target, *, consequential: bool = False, intent: str | None = None
+        self, frame: np.ndarray, target: Target, *, consequential: bool = False, intent: str | None = None,
+        model_gate: ModelGate | None = None,
     ) -> Resolution:
-        """A unique, confident point for `target` on `frame`, or the reason there is none."""
+        """A unique, confident point for `target` on `frame`, or the reason there is none.
+
+        `model_gate`, asked right before a model call, returns why the call may not be made (or raises)."""
         feats = self._features(frame)
         base = self.base_scale(feats.width, feats.height)
         window = self.window(target, feats.width, feats.height)
@@ -103,7 +108,7 @@ class Ladder:
                 return self._hit(evidence)
         ambiguous = any(e.verdict == "ambiguous" for e in evidence)
         if self._model is not None and self.options.allow_model:
-            ev = self._model_step(feats, target, intent, base, consequential, ambiguous)
+            ev = self._model_step(feats, target, intent, base, consequential, ambiguous, model_gate)
             evidence.append(ev)
             if ev.verdict == "hit":
                 return self._hit(evidence)
@@ -139,6 +144,7 @@ class Ladder:
         base: float,
         consequential: bool,
         ambiguous: bool,
+        gate: ModelGate | None,
     ) -> Evidence:
         assert self._model is not None
         if consequential and not self.options.model_for_consequential:
@@ -147,6 +153,9 @@ class Ladder:
             return Evidence("model", "skipped", 0.0, detail="look-alikes: a model's pick among them cannot be checked")
         if target.template is None and target.text is None:
             return Evidence("model", "skipped", 0.0, detail="nothing to check a proposal against (landmarks only)")
+        refused = gate() if gate is not None else None
+        if refused is not None:
+            return Evidence("model", "skipped", 0.0, detail=refused)
         self.model_calls += 1
         return self._model.run(feats.rgb, feats, target, intent, base)
 

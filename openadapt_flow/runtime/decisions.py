@@ -12,6 +12,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from openadapt_flow.bundle.params import parse_number
 from openadapt_flow.errors import RefusedError, UsageError
 from openadapt_flow.runtime.config import DeployConfig
 from openadapt_flow.runtime.lifecycle import check_manifest
@@ -118,7 +119,7 @@ def _check_answer(step: Any, value: str) -> Any:
     kind = step.type or "string"
     try:
         if kind == "number":
-            return float(value)
+            return parse_number(value)  # finite only: nan/inf never reach a workflow
         if kind == "integer":
             return int(value)
         if kind == "boolean":
@@ -154,7 +155,8 @@ def approve(
         raise UsageError("--operator must name the person deciding")
     run = RunDir.open(run_path)
     manifest = run.manifest()
-    state = run.state() if run.state_path.exists() else {}
+    state = run.state() if run.state_path.exists() else {}  # a damaged state.json is refused (6)
+    current_checkpoint(run)  # so is a damaged checkpoint.json: no decision is recorded on what cannot be read
     user = os_user or getpass.getuser()
     if state.get("state") != "PAUSED":
         last = _last_consumed(run)

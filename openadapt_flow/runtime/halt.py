@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+MAX_MESSAGE = 400
 CATEGORIES = ("resolution", "ambiguous", "identity", "postcondition", "effect", "backend", "policy", "input")
 
 
@@ -23,6 +24,11 @@ class Halt(Exception):
     search: tuple[int, int, int, int] | None = None  # where the runtime looked (halt-frame annotation)
     best: tuple[int, int, int, int] | None = None  # the best candidate it saw
     point: tuple[int, int] | None = None
+
+    def __post_init__(self) -> None:
+        # a message quotes params and expected texts: a huge value must not make state.json or the one error line huge
+        if len(self.message) > MAX_MESSAGE:
+            self.message = self.message[: MAX_MESSAGE - 1] + "…"
 
     def __str__(self) -> str:
         return f"{self.category}: {self.message}"

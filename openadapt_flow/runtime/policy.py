@@ -58,6 +58,7 @@ class Budget:
         self.steps_started = 0
         self.dispatches: dict[str, int] = {}
         self.model_calls = 0
+        self.step_model_calls = 0  # in the step attempt under way (since its step_started)
         for r in records:
             self.note(r)
         self.earlier_running_s = running_seconds(records)
@@ -70,10 +71,25 @@ class Budget:
     def note(self, rec: dict[str, Any]) -> None:
         if rec["type"] == "step_started":
             self.steps_started += 1
+            self.step_model_calls = 0
         elif rec["type"] == "action_dispatched":
             self.dispatches[rec["step"]] = self.dispatches.get(rec["step"], 0) + 1
         elif rec["type"] in ("resolved", "llm_call"):
-            self.model_calls += int(rec["data"].get("model_calls", 0) or 0)
+            calls = int(rec["data"].get("model_calls", 0) or 0)
+            self.model_calls += calls
+            self.step_model_calls += calls
+
+
+def model_call_refusal(policy: PolicyConfig, budget: Budget, step: Step) -> str | None:
+    """Before a GUI step's model call (SPEC §4, §11): one call per step, and never past max_model_calls
+    (that would be a violation: Blocked is raised, and the call is not made)."""
+    if budget.step_model_calls >= 1:
+        return "the step has made its one model call (while the screen was changing); no second"
+    limit = policy.max_model_calls
+    if limit is not None and budget.model_calls >= limit:
+        raise Blocked("max_model_calls", budget.model_calls + 1, limit, step.id,
+                      f"model call {budget.model_calls + 1} would exceed max_model_calls {limit}")
+    return None
 
 
 def check_step(policy: PolicyConfig, budget: Budget, step: Step, typed: str | None) -> Blocked | None:

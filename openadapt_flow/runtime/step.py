@@ -20,8 +20,9 @@ from openadapt_flow.errors import BackendError, FlowError
 from openadapt_flow.ladder.types import Point, Resolution
 from openadapt_flow.runtime.context import RunContext
 from openadapt_flow.runtime.halt import Halt, StopRequested
+from openadapt_flow.runtime.policy import model_call_refusal
 from openadapt_flow.runtime.settle import settle
-from openadapt_flow.verify.effects import CONFIRMED, Reading, make_reader, resolve_effect, verify_effect
+from openadapt_flow.verify.effects import CONFIRMED, Reading, baseline_blocks, make_reader, resolve_effect, verify_effect
 
 REACT_S = 0.3  # how long an app may take to begin reacting to input
 
@@ -51,7 +52,8 @@ def _interp_target(ctx: RunContext, t: Target) -> Target:
 
 def _resolve(ctx: RunContext, step: Step, target: Target, frame: Frame, role: str) -> Resolution:
     calls_before = ctx.ladder.model_calls
-    res = ctx.ladder.resolve(frame.pixels, _interp_target(ctx, target), consequential=step.is_consequential, intent=step.intent)
+    res = ctx.ladder.resolve(frame.pixels, _interp_target(ctx, target), consequential=step.is_consequential, intent=step.intent,
+                             model_gate=lambda: model_call_refusal(ctx.config.policy, ctx.budget, step))
     ctx.journal.append(
         "resolved",
         step.id,
@@ -229,6 +231,11 @@ def run_gui_step(ctx: RunContext, index: int, step: Step) -> StepRecord:
             reader = make_reader(effect, ctx.params.values | {"run_id": ctx.run_id})
             baseline = reader()
             ctx.journal.append("effect_baseline", step.id, baseline.to_json())
+            blocked = baseline_blocks(effect, baseline)
+            if blocked is not None:  # no baseline, or one that already holds: no reading could prove this step's effect
+                raise Halt("effect", f"step {step.id!r}: {blocked}; no input was sent", step=step.id,
+                           evidence=[{"baseline": baseline.to_json(), "expect": effect.expect.model_dump(exclude_none=True)}],
+                           frame=frame.pixels, point=point)
         if not step.text or not ctx.interp.uses_secret(step.text):
             ctx.frames.save(f"{index:03d}-{step.id}-before.png", before)
         if ctx.stop.is_set():

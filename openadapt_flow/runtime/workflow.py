@@ -25,6 +25,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from openadapt_flow.bundle.params import parse_number
 from openadapt_flow.errors import UsageError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -173,7 +174,7 @@ def _coerce(name: str, hint: Any, value: str) -> Any:
         if hint is int:
             return int(value)
         if hint is float:
-            return float(value)
+            return float(parse_number(value))  # finite only
         if hint is bool:
             if value.lower() not in ("true", "false", "yes", "no", "1", "0"):
                 raise ValueError(value)

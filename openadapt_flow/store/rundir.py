@@ -15,7 +15,7 @@ from typing import Any
 import cv2
 import numpy as np
 
-from openadapt_flow.errors import RunDirError
+from openadapt_flow.errors import RefusedError, RunDirError
 from openadapt_flow.store.atomic import write_bytes_atomic, write_json_atomic
 from openadapt_flow.store.journal import JOURNAL_FILE, now_iso
 
@@ -51,6 +51,11 @@ def new_run_dir(runs_root: Path, run_dir: Path | None = None, *, now: datetime |
         except FileExistsError:
             continue
     raise RunDirError(f"{runs_root}: could not find a free run directory name for {stamp}")
+
+
+def _short(e: Exception) -> str:
+    text = str(e).splitlines()[0] if str(e) else type(e).__name__
+    return text[:120]
 
 
 def _encode_png(pixels: np.ndarray) -> bytes:
@@ -146,15 +151,17 @@ class RunDir:
         write_json_atomic(self.path / name, {"schema": SCHEMA_PREFIX + schema, **body})
 
     def read_json(self, name: str) -> dict[str, Any]:
+        """One of the run's JSON files. A damaged one (unreadable, not JSON, not an object) is a refusal (exit 6):
+        the run's records were tampered with or torn, which no better input can fix."""
         path = self.path / name
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
             raise RunDirError(f"{path}: missing") from None
         except (OSError, ValueError) as e:
-            raise RunDirError(f"{path}: unreadable or not JSON ({e})") from None
+            raise RefusedError(f"{path}: unreadable or not JSON ({_short(e)}); refusing a damaged run file") from None
         if not isinstance(data, dict):
-            raise RunDirError(f"{path}: expected a JSON object")
+            raise RefusedError(f"{path}: expected a JSON object; refusing a damaged run file")
         return data
 
     def manifest(self) -> dict[str, Any]:

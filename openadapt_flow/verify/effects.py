@@ -2,16 +2,20 @@
 
 Verdicts: CONFIRMED (the effect holds), ABSENT (read at least `timeout_s` after
 dispatch and not there), CONFLICTING (a change, but not the declared one),
-UNAVAILABLE (could not read). Only CONFIRMED lets a step be verified. The
+UNAVAILABLE (could not read, or no baseline to compare with), INDETERMINATE (the
+baseline already satisfied the expectation, so no reading can tell). Only CONFIRMED lets a step be verified. The
 readers themselves (sql, http, file) live in `verify.readers`.
 """
 
 from __future__ import annotations
 
+import math
 import os
+import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any
 
 from pydantic import ValidationError
@@ -20,10 +24,11 @@ from openadapt_flow.bundle.models import Effect
 from openadapt_flow.errors import ConfigError
 from openadapt_flow.verify.readers import READ_TIMEOUT_S, FileReader, HttpReader, Reading, SqlReader
 
-__all__ = ["ABSENT", "CONFIRMED", "CONFLICTING", "UNAVAILABLE", "EffectVerdict", "Reading", "judge", "make_reader",
-           "resolve_effect", "verify_effect"]
+__all__ = ["ABSENT", "CONFIRMED", "CONFLICTING", "INDETERMINATE", "UNAVAILABLE", "EffectVerdict", "Reading",
+           "baseline_blocks", "judge", "make_reader", "resolve_effect", "verify_effect"]
 
 CONFIRMED, ABSENT, CONFLICTING, UNAVAILABLE = "CONFIRMED", "ABSENT", "CONFLICTING", "UNAVAILABLE"
+INDETERMINATE = "INDETERMINATE"
 
 
 @dataclass
@@ -75,25 +80,76 @@ def make_reader(
     raise ConfigError(f"effect kind {effect.kind!r} is not supported")
 
 
+NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
+
+
+def _number(value: Any) -> Decimal | None:
+    """A finite number read from an int, a float or a plain decimal string; None for anything else.
+
+    Booleans, `nan`, `inf`, `1_000` and hex are not numbers here, so they never take part in arithmetic."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return Decimal(value)
+    if isinstance(value, float):
+        return Decimal(repr(value)) if math.isfinite(value) else None  # repr: 0.1 stays 0.1, as it was written
+    if isinstance(value, str) and NUMBER.fullmatch(value.strip()):
+        return Decimal(value.strip())
+    return None
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equality as a reader of the system of record means it: numbers as numbers ('11.50' = 11.5), a boolean
+    only equal to a boolean, anything else by value (a non-finite float as its text, so nan = nan)."""
+    na, nb = _number(a), _number(b)
+    if na is not None or nb is not None:
+        return na is not None and nb is not None and na == nb
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    a = str(a) if isinstance(a, float) else a
+    b = str(b) if isinstance(b, float) else b
+    return bool(a == b)
+
+
+def expects_value(effect: Effect) -> bool:
+    return effect.expect.increase_by is None and effect.expect.equals is not None
+
+
+def baseline_blocks(effect: Effect, baseline: Reading) -> str | None:
+    """Why this baseline forbids the step's input (SPEC §8), or None: unreadable, or it already satisfies the expectation."""
+    if not baseline.ok:
+        return f"the system of record could not be read before the step ({baseline.error or 'no reading'})"
+    if effect.expect.increase_by == 0:
+        return "increase_by: 0 holds before the step: its effect could never be told apart from nothing happening"
+    if expects_value(effect) and _same(baseline.value, effect.expect.equals):
+        return (f"the reading already equals {effect.expect.equals!r} before the step: its effect could never be told "
+                "apart from what was already there")
+    return None
+
+
 def judge(effect: Effect, baseline: Reading | None, observed: Reading) -> str:
-    """CONFIRMED / ABSENT (not yet) / CONFLICTING / UNAVAILABLE for one reading."""
-    if not observed.ok:
-        return UNAVAILABLE
+    """CONFIRMED / ABSENT / CONFLICTING / UNAVAILABLE for one reading against the baseline (SPEC §8's table)."""
+    if not observed.ok or baseline is None or not baseline.ok:
+        return UNAVAILABLE  # without a baseline no reading proves presence or absence
     exp = effect.expect
     if exp.increase_by is not None:
-        if baseline is None or not baseline.ok:
-            return UNAVAILABLE
-        try:
-            delta = float(observed.value or 0) - float(baseline.value or 0)
-        except (TypeError, ValueError):
-            return CONFLICTING
-        if delta == exp.increase_by:
+        # a missing file or row reads as nothing, which counts as 0 here
+        base = Decimal(0) if baseline.value is None else _number(baseline.value)
+        seen = Decimal(0) if observed.value is None else _number(observed.value)
+        if base is None or seen is None:
+            return ABSENT if _same(observed.value, baseline.value) else CONFLICTING
+        delta = seen - base
+        if delta == 0:
+            return ABSENT if exp.increase_by != 0 else INDETERMINATE
+        return CONFIRMED if delta == exp.increase_by else CONFLICTING
+    unchanged = _same(observed.value, baseline.value)
+    if expects_value(effect):
+        if _same(baseline.value, exp.equals):  # it held before: nothing can be proved either way
+            return INDETERMINATE if unchanged else CONFLICTING
+        if _same(observed.value, exp.equals):
             return CONFIRMED
-        return ABSENT if delta == 0 else CONFLICTING
-    if exp.equals is not None:
-        return CONFIRMED if observed.value == exp.equals or str(observed.value) == str(exp.equals) else ABSENT
-    # no expectation: any non-empty reading confirms
-    return CONFIRMED if observed.value not in (None, 0, "") else ABSENT
+        return ABSENT if unchanged else CONFLICTING
+    return ABSENT if unchanged else CONFIRMED
 
 
 def verify_effect(

@@ -15,7 +15,7 @@ import psycopg
 import pytest
 
 from openadapt_flow.bundle.models import Effect
-from openadapt_flow.verify.effects import ABSENT, CONFIRMED, CONFLICTING, UNAVAILABLE, make_reader, verify_effect
+from openadapt_flow.verify.effects import ABSENT, CONFIRMED, CONFLICTING, UNAVAILABLE, baseline_blocks, make_reader, verify_effect
 from tests.support.pg import PgServer, start_pg, why_not_available
 
 pytestmark = pytest.mark.timeout(60)
@@ -247,10 +247,16 @@ def test_http_json_path_confirmed_when_the_record_lands(api):
 
 
 def test_http_json_path_into_a_list_and_equals(api):
-    api.invoices.append({"vendor": "ACME", "status": "posted"})
+    api.invoices.append({"vendor": "ACME", "status": "draft"})
     eff = http_effect(api.url + "/api/invoices/ACME", json_path="data.items.0.status", expect={"equals": "posted"})
-    v = verify_effect(eff, make_reader(eff, {}, {}), None, time.monotonic())
+    read = make_reader(eff, {}, {})
+    base = read()
+    assert base.value == "draft" and baseline_blocks(eff, base) is None
+    api.invoices[0]["status"] = "posted"
+    v = verify_effect(eff, read, base, time.monotonic())
     assert v.verdict == CONFIRMED and v.observed.value == "posted"
+    # the same expectation with the value already there before the step: it could confirm nothing
+    assert "already equals 'posted'" in baseline_blocks(eff, read())
 
 
 def test_http_contains_counts_in_the_body(api):

@@ -113,9 +113,28 @@ def test_refuted_write_pauses_with_positive_absence_and_a_signed_task(tmp_path, 
     assert "ACME" not in json.dumps(task)  # ids, digests and the question only
 
 
-def test_unavailable_verifier_needs_reconciliation_and_resume_never_blind_retries(tmp_path, env, monkeypatch):
+def test_unreadable_baseline_halts_before_the_click(tmp_path, env, monkeypatch):
     monkeypatch.setenv("LEDGER_DSN", f"sqlite:///{tmp_path}/missing.db")
     app = App(env)
+    out = start(tmp_path, app)
+    st = state(out.run_dir)
+    assert (out.state, st["halt_category"], st["transaction_outcome"]) == ("PAUSED", "effect", "HALTED_BEFORE_EFFECT")
+    assert [e for e in app.events if e[0] == "click"] == [] and rows(env) == 0
+    recs = [json.loads(l) for l in (out.run_dir / "journal.jsonl").read_text().splitlines()]
+    assert not any(r["type"] == "action_dispatched" and r["step"] == "post" for r in recs)
+
+
+class VanishingLedger(App):
+    """The write lands, then the system of record becomes unreadable (moved away): the verifier is unavailable."""
+
+    def on_event(self, fake, ev):
+        super().on_event(fake, ev)
+        if ev[0] == "click":
+            self.db.rename(self.db.with_suffix(".moved"))
+
+
+def test_unavailable_verifier_needs_reconciliation_and_resume_never_blind_retries(tmp_path, env, monkeypatch):
+    app = VanishingLedger(env)
     out = start(tmp_path, app)
     assert state(out.run_dir)["transaction_outcome"] == "RECONCILIATION_REQUIRED"
     assert "reconcile" in json.loads((out.run_dir / "pending_escalation.json").read_text())["allowed_decisions"]

@@ -6,8 +6,8 @@ import pytest
 
 from openadapt_flow.bundle.models import Effect
 from openadapt_flow.errors import ConfigError
-from openadapt_flow.verify.effects import (ABSENT, CONFIRMED, CONFLICTING, UNAVAILABLE, Reading, judge, make_reader,
-                                           resolve_effect, verify_effect)
+from openadapt_flow.verify.effects import (ABSENT, CONFIRMED, CONFLICTING, INDETERMINATE, UNAVAILABLE, Reading, baseline_blocks,
+                                           judge, make_reader, resolve_effect, verify_effect)
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -86,13 +86,13 @@ def test_unavailable_is_retried_until_the_timeout_then_kept_as_evidence():
     ({"increase_by": 1}, None, Reading(True, 1), UNAVAILABLE),              # no baseline: a delta proves nothing
     ({"increase_by": 1}, Reading(False, error="x"), Reading(True, 1), UNAVAILABLE),
     ({"increase_by": 1}, Reading(True, 0), Reading(False, error="x"), UNAVAILABLE),
-    ({"equals": 1}, None, Reading(True, 1), CONFIRMED),
-    ({"equals": "paid"}, None, Reading(True, "paid"), CONFIRMED),
-    ({"equals": 10}, None, Reading(True, "10"), CONFIRMED),
-    ({"equals": "paid"}, None, Reading(True, "open"), ABSENT),
-    ({"equals": "sha256:ab"}, None, Reading(True, None), ABSENT),
-    ({}, None, Reading(True, "x"), CONFIRMED),
-    ({}, None, Reading(True, 0), ABSENT),
+    ({"equals": 1}, Reading(True, 0), Reading(True, 1), CONFIRMED),
+    ({"equals": "paid"}, Reading(True, "open"), Reading(True, "paid"), CONFIRMED),
+    ({"equals": 10}, Reading(True, None), Reading(True, "10"), CONFIRMED),
+    ({"equals": "paid"}, Reading(True, "open"), Reading(True, "open"), ABSENT),
+    ({"equals": "sha256:ab"}, Reading(True, None), Reading(True, None), ABSENT),
+    ({}, Reading(True, None), Reading(True, "x"), CONFIRMED),
+    ({}, Reading(True, 0), Reading(True, 0), ABSENT),
 ])
 def test_judge(expect, baseline, observed, verdict):
     eff = Effect.model_validate({"kind": "file", "path": "/x", "expect": expect})
@@ -148,3 +148,67 @@ def test_an_http_effect_still_reads_a_token_named_in_dsn_env_and_a_bad_merge_is_
     assert (merged.token_env, merged.dsn_env) == ("API_TOKEN", None)
     with pytest.raises(ConfigError, match="effect use 'db': a sql effect does not take url"):
         resolve_effect(Effect.model_validate({"use": "db", "url": "http://h/y"}), named)
+
+
+def _judge(expect, baseline, observed):
+    eff = Effect.model_validate({"kind": "file", "path": "/x", "expect": expect})
+    return judge(eff, Reading(True, baseline), Reading(True, observed))
+
+
+@pytest.mark.parametrize("expect, baseline, observed, verdict", [
+    # equals: v — CONFIRMED only when it became v; ABSENT only when nothing changed
+    ({"equals": 1}, 1, 1, INDETERMINATE),          # a count already at 1 proves no write
+    ({"equals": "paid"}, "paid", "paid", INDETERMINATE),
+    ({"equals": "paid"}, "open", "void", CONFLICTING),   # it changed, but not to the expectation
+    ({"equals": "paid"}, "paid", "open", CONFLICTING),
+    ({"equals": 2}, 0, 1, CONFLICTING),            # a write landed (0 → 1) that is not the declared one
+    ({"equals": 11.5}, "10", "11.50", CONFIRMED),  # numbers compare as numbers
+    ({"equals": "11.50"}, 10, 11.5, CONFIRMED),
+    ({"equals": 0.1}, 0, "0.1", CONFIRMED),
+    ({"equals": 1}, 0, True, CONFLICTING),         # a boolean is not the number 1
+    ({"equals": True}, False, 1, CONFLICTING),
+    ({"equals": True}, False, True, CONFIRMED),
+    ({"equals": "nan"}, "x", float("nan"), CONFIRMED),  # a non-finite float reads as its text, never as a number
+    ({"equals": 1}, 0, "1_0", CONFLICTING),
+    # no expectation: any change confirms, no change is absent
+    ({}, 1, 1, ABSENT),
+    ({}, "open", "paid", CONFIRMED),
+    ({}, "11.50", 11.5, ABSENT),
+    ({}, float("nan"), float("nan"), ABSENT),
+    # increase_by: the delta, computed exactly
+    ({"increase_by": 1}, "10", "11.00", CONFIRMED),
+    ({"increase_by": 1}, 2**60, 2**60 + 1, CONFIRMED),  # no float rounding of big counts
+    ({"increase_by": 1}, 2**60, 2**60, ABSENT),
+    ({"increase_by": 1}, "nan", "nan", ABSENT),     # unchanged text
+    ({"increase_by": 1}, "nan", "inf", CONFLICTING),
+    ({"increase_by": 1}, 0, "nan", CONFLICTING),
+    ({"increase_by": 1}, False, True, CONFLICTING),  # booleans take no part in arithmetic
+    ({"increase_by": 0}, 3, 3, INDETERMINATE),
+])
+def test_judge_against_the_baseline(expect, baseline, observed, verdict):
+    assert _judge(expect, baseline, observed) == verdict
+
+
+@pytest.mark.parametrize("expect", [{"equals": 1}, {"equals": "paid"}, {}])
+def test_no_baseline_confirms_nothing(expect):
+    eff = Effect.model_validate({"kind": "file", "path": "/x", "expect": expect})
+    assert judge(eff, None, Reading(True, "paid")) == UNAVAILABLE
+    assert judge(eff, Reading(False, error="locked"), Reading(True, 1)) == UNAVAILABLE
+
+
+@pytest.mark.parametrize("expect, baseline, blocks", [
+    ({"equals": 1}, Reading(True, 1), "already equals 1"),
+    ({"equals": 11.5}, Reading(True, "11.50"), "already equals 11.5"),
+    ({"equals": "paid"}, Reading(True, "paid"), "already equals 'paid'"),
+    ({"equals": 1}, Reading(True, True), None),
+    ({"equals": 1}, Reading(True, 0), None),
+    ({"increase_by": 1}, Reading(True, 5), None),
+    ({"increase_by": 0}, Reading(True, 5), "increase_by: 0"),
+    ({}, Reading(True, 5), None),
+    ({"increase_by": 1}, Reading(False, error="file is not a database"), "could not be read before the step (file is not a database)"),
+    ({}, Reading(False, error="x"), "could not be read"),
+])
+def test_a_baseline_that_cannot_be_read_or_already_holds_blocks_the_input(expect, baseline, blocks):
+    eff = Effect.model_validate({"kind": "file", "path": "/x", "expect": expect})
+    got = baseline_blocks(eff, baseline)
+    assert (got is None) if blocks is None else (blocks in got)

@@ -6,7 +6,8 @@ import pytest
 
 from openadapt_flow.bundle.models import Effect
 from openadapt_flow.errors import ConfigError
-from openadapt_flow.verify.effects import ABSENT, CONFIRMED, CONFLICTING, UNAVAILABLE, judge, make_reader, verify_effect
+from openadapt_flow.verify.effects import (ABSENT, CONFIRMED, CONFLICTING, INDETERMINATE, UNAVAILABLE, baseline_blocks, judge,
+                                           make_reader, verify_effect)
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -32,7 +33,8 @@ def test_a_file_that_was_already_there_did_not_appear(tmp_path):
     eff = file_effect(out, expect={"increase_by": 1})
     read = make_reader(eff, {})
     assert judge(eff, read(), read()) == ABSENT
-    assert judge(file_effect(out, expect={"equals": 1}), None, read()) == CONFIRMED
+    eq = file_effect(out, expect={"equals": 1})  # it existed before the step: nothing the step did can be proved
+    assert judge(eq, read(), read()) == INDETERMINATE and "already equals 1" in baseline_blocks(eq, read())
 
 
 def test_contains_counts_occurrences(tmp_path):
@@ -58,11 +60,12 @@ def test_sha256_reading_and_verdict(tmp_path):
     want = "sha256:" + hashlib.sha256(b"%PDF-1.7 final").hexdigest()
     eff = file_effect(p, expect={"equals": want})
     read = make_reader(eff, {})
-    assert read().value is None and judge(eff, None, read()) == ABSENT
-    p.write_bytes(b"%PDF-1.7 draft")
-    assert read().value.startswith("sha256:") and judge(eff, None, read()) == ABSENT
+    base = read()
+    assert base.value is None and judge(eff, base, read()) == ABSENT
+    p.write_bytes(b"%PDF-1.7 draft")  # a file appeared, but not the declared one
+    assert read().value.startswith("sha256:") and judge(eff, base, read()) == CONFLICTING
     p.write_bytes(b"%PDF-1.7 final")
-    assert read().value == want and judge(eff, None, read()) == CONFIRMED
+    assert read().value == want and judge(eff, base, read()) == CONFIRMED
 
 
 def test_unreadable_is_unavailable_with_evidence(tmp_path):

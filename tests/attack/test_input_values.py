@@ -1,0 +1,99 @@
+"""Odd values through the real path: non-finite numbers and duplicate flags are refused before anything runs;
+non-ASCII and huge strings either arrive exactly or halt safely, never as a wrong row or a giant error line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.e2e.demo_harness import BUNDLE_DIR
+from tests.support.cli import flow_env, run_flow
+
+pytestmark = pytest.mark.timeout(180)
+NOWHERE = "vnc://127.0.0.1:1"  # params are bound before any connection: a refusal never gets this far
+
+
+def refused(tmp_path: Path, *args: str) -> str:
+    run_dir = tmp_path / "run"
+    r = run_flow(["replay", str(BUNDLE_DIR), "--url", NOWHERE, "--durable", "--run-dir", str(run_dir), *args], tmp_path)
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr, r.stderr
+    assert not run_dir.exists()  # an error before the run directory exists leaves none
+    return r.stderr
+
+
+@pytest.mark.parametrize("amount", ["nan", "inf", "-inf", "Infinity", "1e999"])
+def test_a_non_finite_amount_flag_is_refused_with_exit_2(tmp_path, amount):
+    err = refused(tmp_path, "--param", "vendor=ACME", "--param", f"amount={amount}")
+    assert "param amount" in err and "not a valid number" in err
+
+
+@pytest.mark.parametrize("amount", [".nan", "-.inf", "1.0e999"])
+def test_a_non_finite_amount_in_a_params_file_is_refused_with_exit_2(tmp_path, amount):
+    (tmp_path / "p.yaml").write_text(f"vendor: ACME\namount: {amount}\n")
+    assert "not a valid number" in refused(tmp_path, "--params-file", str(tmp_path / "p.yaml"))
+
+
+def test_a_duplicate_param_flag_is_refused_with_exit_2(tmp_path):
+    err = refused(tmp_path, "--param", "vendor=ACME", "--param", "amount=1", "--param", "amount=1000")
+    assert "--param amount is given more than once" in err
+
+
+def test_a_non_finite_answer_to_a_number_question_is_refused(tmp_path):
+    root = tmp_path / "ask"
+    root.mkdir()
+    flow = {"schema": "openadapt-flow/bundle@1", "name": "ask", "screen": {"width": 100, "height": 100},
+            "steps": [{"id": "how-much", "action": "ask_user", "question": "Amount?", "type": "number"}]}
+    (root / "flow.yaml").write_text(yaml.safe_dump(flow))
+    env = flow_env(tmp_path, FLOW_DECISION_KEY_FILE=str(tmp_path / "decision.key"))
+    run_dir = tmp_path / "run"
+    assert run_flow(["replay", str(root), "--run-dir", str(run_dir)], tmp_path, env=env).returncode == 3
+    for bad in ("nan", "inf", "1e999"):
+        r = run_flow(["answer", str(run_dir), bad], tmp_path, env=env)
+        assert r.returncode == 2 and "not a valid number" in r.stderr, (bad, r.returncode, r.stderr)
+    assert run_flow(["answer", str(run_dir), "12.50"], tmp_path, env=env).returncode == 0
+    assert run_flow(["resume", str(run_dir)], tmp_path, env=env).returncode == 0
+    cp = json.loads((run_dir / "checkpoint.json").read_text())
+    assert "12.5" in json.dumps(cp)
+
+
+def demo_replay(tmp_path: Path, app, vendor: str):
+    env = flow_env(tmp_path, DEMO_DB_DSN=f"sqlite:///{app.db_path}")
+    params = tmp_path / "params.json"
+    params.write_text(json.dumps({"vendor": vendor, "amount": 12.5}))
+    run_dir = tmp_path / "run"
+    r = run_flow(["replay", str(BUNDLE_DIR), "--url", app.xvnc.url, "--durable", "--run-dir", str(run_dir),
+                  "--params-file", str(params)], tmp_path, env=env)
+    return run_dir, r
+
+
+@pytest.mark.parametrize("vendor", ["Zürich Müller", "Ωmega 東京 ✓"])
+def test_non_ascii_text_arrives_exactly_or_halts_before_the_write(tmp_path, demo_app, vendor):
+    app = demo_app("normal")
+    run_dir, r = demo_replay(tmp_path, app, vendor)
+    st = json.loads((run_dir / "state.json").read_text())
+    if r.returncode == 0:
+        assert [(v, a) for _, v, a, _ in app.rows()] == [(vendor, 12.5)]  # typed as characters, not key codes
+    else:  # what OCR cannot read back is not verified: a pause before Save, never a wrong row
+        assert (r.returncode, st["transaction_outcome"]) == (3, "HALTED_BEFORE_EFFECT"), r.stderr
+        assert app.rows() == []
+    manifest = json.loads((run_dir / "manifest.json").read_text())
+    assert manifest["params"]["vendor"] == vendor  # kept exactly, not escaped away
+    if vendor == "Zürich Müller":
+        assert r.returncode == 0, r.stderr + json.dumps(st)  # Latin-1 text is read back: this one must complete
+
+
+def test_a_huge_string_param_halts_safely_with_a_bounded_message(tmp_path, demo_app):
+    app = demo_app("normal")
+    vendor = "A" * 5000  # far wider than the field: what is typed cannot be read back
+    run_dir, r = demo_replay(tmp_path, app, vendor)
+    st = json.loads((run_dir / "state.json").read_text())
+    assert (r.returncode, st["transaction_outcome"]) == (3, "HALTED_BEFORE_EFFECT"), r.stderr
+    assert app.rows() == []
+    assert len(st["message"]) <= 400 and len(r.stderr) < 2000
+    pending = json.loads((run_dir / "pending_escalation.json").read_text())
+    assert len(pending["message"]) <= 400
+    assert json.loads((run_dir / "manifest.json").read_text())["params"]["vendor"] == vendor

@@ -93,7 +93,7 @@ def deliver(run_path: Path, kind: str, operator: str, *, value: str | None = Non
     with deciding(run, run.manifest()) as (_lease, records, state):
         key = load_decision_key(create=False)
         pending = pending_view(run, records, key)
-        if state.get("state") != "PAUSED" or pending is None or pending.get("paused_reason") != want:
+        if state.get("state") not in ("PAUSED", "INTERRUPTED") or pending is None or pending.get("paused_reason") != want:
             reason = pending.get("paused_reason") if pending else state.get("paused_reason")
             raise RefusedError(f"{run.path}: run is {state.get('state')}({reason}), not {want}")
         ask = pending["task"].get("ask")  # signed with the task; runs without a bundle (workflows) have only this
@@ -164,19 +164,18 @@ def approve(
     manifest = run.manifest()
     user = os_user or getpass.getuser()
     state = run.state() if run.state_path.exists() else {}
-    if state.get("state") != "PAUSED":
+    if state.get("state") in ("COMPLETED", "FAILED", "BLOCKED"):
         return _not_paused(run, state, decision, user)
     config = DeployConfig.model_validate(manifest["config"])
     operators = config.approvals.operators
     if operators is not None and user not in operators:
         raise RefusedError(f"OS user {user!r} is not among approvals.operators; refusing")
     with deciding(run, manifest) as (lease, records, state):
-        if state.get("state") != "PAUSED":  # decided (or resumed) by another command while this one waited
-            return _not_paused(run, state, decision, user)
         key = load_decision_key(create=False)
         pending = pending_view(run, records, key)
-        if pending is None:
-            raise RefusedError(f"{run.path}: no pending escalation to decide on")
+        # PAUSED, or INTERRUPTED while pausing (the journal has the pause; the state never said PAUSED)
+        if pending is None or state.get("state") not in ("PAUSED", "INTERRUPTED"):
+            return _not_paused(run, state, decision, user)  # e.g. decided or resumed by another command meanwhile
         if decision == "escalate":  # allowed after expiry too: expiry voids the task, not the run
             if "escalate" not in pending["task"]["allowed_decisions"]:
                 raise RefusedError("--decision escalate is not allowed for this pause")

@@ -27,6 +27,8 @@ def post(total):
         raise RuntimeError("ledger API down")
     log = Path(os.environ["POST_LOG"])
     log.write_text((log.read_text() if log.exists() else "") + f"post {total}\\n")
+    if Path(os.environ["POST_DOWN"] + ".die").exists():
+        raise SystemExit("killed after the write, before it was verified")
     return "posted"
 
 def done():

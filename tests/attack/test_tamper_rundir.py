@@ -21,7 +21,8 @@ import pytest
 from openadapt_flow.errors import RefusedError
 from openadapt_flow.runtime.decisions import approve
 from openadapt_flow.runtime.resume import resume
-from tests.attack.attack_support import Workspace, cut_journal, edit_json, env_for, records, ws  # noqa: F401
+from openadapt_flow.runtime.engine import ReplayRequest, replay
+from tests.attack.attack_support import STEPS, Workspace, cut_journal, edit_json, env_for, records, ws  # noqa: F401
 from tests.support.cli import flow_env, run_flow
 
 pytestmark = pytest.mark.timeout(90)
@@ -187,6 +188,23 @@ def test_tampered_run_dir_is_refused_or_harmless(ws, case):
         assert resume(run).state == "COMPLETED" and ws.posts() == 1
 
 
+def test_a_journal_cut_back_before_a_consequential_dispatch_cannot_send_the_write_again(ws):
+    """Killed after a write landed, before it was verified; the journal's tail (its action_dispatched) is cut so the
+    write would look never sent. The run ledger sealed the dispatch before the input: refused, one write."""
+    steps = [dict(s, consequential=True) if s["id"] == "post" else s for s in STEPS]
+    die = Path(str(ws.down) + ".die")
+    die.write_text("1")
+    with pytest.raises(SystemExit):
+        replay(ReplayRequest(bundle=ws.bundle(steps), params={}, backend=None, config=ws.config(), run_dir=ws.root / "run"))
+    die.unlink()
+    run = ws.root / "run"
+    assert ws.posts() == 1 and records(run)[-1]["type"] == "action_dispatched"
+    cut_journal(run, 1)
+    with pytest.raises(RefusedError, match="cut journal"):
+        resume(run)
+    assert ws.posts() == 1
+
+
 def test_a_deleted_pending_file_is_rebuilt_from_the_journal_and_still_needs_the_decision(ws):
     run = _pause(ws, P)
     before = json.loads((run / "pending_escalation.json").read_text())
@@ -225,7 +243,7 @@ def test_a_journal_ahead_of_the_seal_is_accepted(ws):
 def test_cli_refuses_tampered_run_in_one_line_with_exit_6(tmp_path, case):
     env = flow_env(tmp_path, **env_for(tmp_path))
     env["PYTHONPATH"] = str(tmp_path) + os.pathsep + env["PYTHONPATH"]
-    from tests.attack.attack_support import STEPS, TOOLS
+    from tests.attack.attack_support import TOOLS
     (tmp_path / "attack_tools.py").write_text(TOOLS)
     wsp = Workspace(tmp_path)
     wsp.down.write_text("down")

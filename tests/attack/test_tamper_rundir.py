@@ -140,6 +140,7 @@ CASES: dict[str, tuple[str, Callable[[Path], None], str]] = {
     # manifest.json: pinned by run_started
     "manifest config edited": (P, lambda run: edit_json(run / "manifest.json", durable=False, allow_model=True), R),
     "manifest run_id edited": (P, lambda run: edit_json(run / "manifest.json", run_id="run-000000000000"), R),
+    "bundle snapshot edited": (A, lambda run: (run / "bundle" / "flow.yaml").write_text((run / "bundle" / "flow.yaml").read_text() + "\n# x\n"), R),
     # approval.json: signed and bound to one pause
     "approval decision edited": (A, _approval(decision="skip"), R),
     "approval operator edited": (A, _approval(operator="mallory"), R),

@@ -41,7 +41,14 @@ def state_dir() -> Path:
 
 
 def _where(path: Path) -> str:
-    return str(Path(os.path.abspath(path)))
+    return os.path.realpath(path)  # one spelling per directory (symlinks and relative paths resolved)
+
+
+def _same_dir(known: str, path: Path) -> bool:
+    try:
+        return os.path.samefile(known, path)
+    except OSError:
+        return False
 
 
 def holds_run(path: Path, run_id: str) -> bool:
@@ -100,7 +107,7 @@ def claim(run_id: str, run_dir: Path, records: list[dict[str, Any]]) -> dict[str
     here = _where(run_dir)
     with Ledger(run_id).open() as entry:
         known = entry.get("path")
-        if known and known != here:
+        if known and known != here and not _same_dir(known, run_dir):
             if holds_run(Path(known), run_id):
                 raise RefusedError(
                     f"{run_dir}: run {run_id} is held by {known} (this directory is a copy); a run continues in one "
@@ -127,7 +134,8 @@ def _check_reaches(run_dir: Path, records: list[dict[str, Any]], seq: int, hash_
 def seal(run_id: str, run_dir: Path, seq: int, hash_: str | None) -> None:
     """Record the journal's end at a state transition (monotone: an end behind the recorded one is never written)."""
     with Ledger(run_id).open() as entry:
-        if entry.get("path") not in (None, _where(run_dir)):
+        known = entry.get("path")
+        if known and known != _where(run_dir) and not _same_dir(known, run_dir):
             return  # a copy's transitions never move the original's seal (the copy was refused before acting)
         old = entry.get("seal") or {}
         if seq >= (old.get("seq") or 0):

@@ -196,8 +196,16 @@ class RunDir:
             end = journal.last_hash if journal.seq else None
             doc.update(journal_seq=journal.seq, journal_hash=end)
             doc["seal"] = state_seal(journal.key, doc)
-            ledger.seal(self.manifest()["run_id"], self.path, journal.seq, end)
+            run_id = self._run_id()
+            if run_id is not None:  # a start that writes its state before the manifest: the ledger learns it next time
+                ledger.seal(run_id, self.path, journal.seq, end)
         write_json_atomic(self.state_path, doc)
+
+    def _run_id(self) -> str | None:
+        try:
+            return str(json.loads(self.manifest_path.read_text(encoding="utf-8"))["run_id"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
 
     def check_seal(self, records: list[dict[str, Any]], key: bytes) -> dict[str, Any] | None:
         """state.json, verified: sealed with this installation's key, and the journal reaches the end it names.

@@ -80,3 +80,10 @@ def test_an_unknown_run_is_adopted_and_a_foreign_entry_refused(tmp_path, state):
         ledger.claim("run-abc", a, RECS)
     with pytest.raises(RefusedError, match="not a valid run id"):
         ledger.Ledger("../x")
+
+
+def test_one_directory_reached_through_a_symlink_is_not_a_copy(tmp_path):
+    a = run_dir(tmp_path / "real" / "a")
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    ledger.seal("run-abc", tmp_path / "link" / "a", 2, "h2")
+    assert ledger.claim("run-abc", a, RECS)["path"] == str(a)

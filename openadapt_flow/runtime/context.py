@@ -15,6 +15,7 @@ from openadapt_flow.ladder.ladder import Ladder
 from openadapt_flow.bundle.models import Step
 from openadapt_flow.runtime.config import DeployConfig
 from openadapt_flow.runtime.policy import Budget, check_dispatch
+from openadapt_flow.store import ledger
 from openadapt_flow.store.journal import Journal
 from openadapt_flow.store.lease import Lease
 from openadapt_flow.store.rundir import FrameWriter, RunDir
@@ -64,6 +65,16 @@ class RunContext:
         """Seed the budget from the journal so far and keep it counting every record appended."""
         self.budget = Budget(records)
         self.journal.observers.append(self.budget.note)
+        self.journal.observers.append(self._seal_dispatch)
+
+    def _seal_dispatch(self, rec: dict[str, Any]) -> None:
+        """A consequential step's `action_dispatched` (fsync'd) is sealed in the run ledger before its input is sent,
+        so a journal cut back before it — which would let resume send the write again — is refused (SPEC §8)."""
+        if rec["type"] != "action_dispatched" or not self.durable:
+            return
+        step = next((s for s in self.bundle.model.steps if s.id == rec["step"]), None)
+        if step is not None and step.is_consequential:
+            ledger.seal(self.run_id, self.run.path, rec["seq"], rec["hash"])
 
     def before_dispatch(self, step: Step) -> None:
         """Right before any input: the retry budget, then fencing — re-read the lease (SPEC §5 invariant 7)."""

@@ -6,7 +6,8 @@ import getpass
 import json
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from types import SimpleNamespace
@@ -20,31 +21,35 @@ from openadapt_flow.runtime.pause import iso
 from openadapt_flow.runtime.teach import make_patch
 from openadapt_flow.store.atomic import write_json_atomic
 from openadapt_flow.store.checkpoint import CHECKPOINT, checkpoint_digest
-from openadapt_flow.store.escalation import APPROVAL, DECISIONS, PENDING, consume_approval, digest, read_json_file, remove, sign, verify, write_pending
+from openadapt_flow.store.escalation import APPROVAL, DECISIONS, digest, read_json_file, remove, sign, verify, write_pending
 from openadapt_flow.store.journal import Journal, load_journal, now_iso
+from openadapt_flow.runtime.truth import check_views, consume_decision, pending_view
 from openadapt_flow.store.keys import load_decision_key, load_key
 from openadapt_flow.store.lease import Lease
 from openadapt_flow.store.rundir import RunDir
 
 DECISION_NAMES = ("continue", "skip", "reject", "teach", "escalate", "reconcile")
+DECISION_WAIT_S = 10.0  # how long a decision waits for another command's hold on the run before it is refused
 
 
 def _epoch(iso: str) -> float:
     return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
 
 
-def verified_pending(run: RunDir, key: bytes) -> dict[str, Any]:
-    """pending_escalation.json with its decision task's signature checked."""
-    pending = read_json_file(run.path / PENDING, "pending escalation")
-    if pending is None:
-        raise RefusedError(f"{run.path}: no pending escalation to decide on")
-    task = dict(pending.get("task") or {})
-    sig = task.pop("signature", None)
-    verify(key, task, sig, f"{run.path / PENDING}: decision task")
-    for field in ("pause_id", "step", "allowed_decisions", "run_id"):
-        if pending.get(field) != task.get(field):
-            raise RefusedError(f"{run.path / PENDING}: {field} differs from the signed task (tampered); refusing")
-    return pending
+@contextmanager
+def deciding(run: RunDir, manifest: dict[str, Any]) -> Iterator[tuple[Lease, list[dict[str, Any]], dict[str, Any]]]:
+    """Hold the run's lease while a decision is read, checked and written, so two decisions never interleave.
+
+    Yields the lease, the journal's records and the sealed state (checked against the journal and the run ledger)."""
+    config = DeployConfig.model_validate(manifest["config"])
+    lease = Lease(run.path, config.runtime.lease_ttl_s).acquire(wait_s=DECISION_WAIT_S)
+    try:
+        key = load_key(create=False)
+        records = load_journal(run.journal_path, key, repair=True).records
+        check_manifest(run, records)
+        yield lease, records, check_views(run, records, key)
+    finally:
+        lease.release()
 
 
 def current_checkpoint(run: RunDir) -> dict[str, Any] | None:
@@ -85,23 +90,24 @@ def deliver(run_path: Path, kind: str, operator: str, *, value: str | None = Non
             data: Any = None, os_user: str | None = None) -> dict[str, Any]:
     """`flow answer` / `flow signal`: a signed delivery bound to the pause that waits for it."""
     run = RunDir.open(run_path)
-    state = run.state() if run.state_path.exists() else {}
     want = {"answer": "awaiting_user", "signal": "awaiting_signal"}[kind]
-    if state.get("state") != "PAUSED" or state.get("paused_reason") != want:
-        raise RefusedError(f"{run.path}: run is {state.get('state')}({state.get('paused_reason')}), not {want}")
-    key = load_decision_key(create=False)
-    pending = verified_pending(run, key)
-    ask = pending["task"].get("ask")  # signed with the task; runs without a bundle (workflows) have only this
-    step = SimpleNamespace(id=pending["step"], **ask) if ask is not None else _snapshot_step(run, pending["step"])
-    payload: dict[str, Any]
-    if kind == "answer":
-        assert value is not None
-        payload = {"value": _check_answer(step, value)}
-    else:
-        if name != step.signal:
-            raise RefusedError(f"{run.path}: step {step.id!r} waits for signal {step.signal!r}, not {name!r}")
-        payload = {"name": name, "data": data}
-    return _record(run, pending, key, kind, operator, os_user or getpass.getuser(), payload=payload)
+    with deciding(run, run.manifest()) as (_lease, records, state):
+        key = load_decision_key(create=False)
+        pending = pending_view(run, records, key)
+        if state.get("state") not in ("PAUSED", "INTERRUPTED") or pending is None or pending.get("paused_reason") != want:
+            reason = pending.get("paused_reason") if pending else state.get("paused_reason")
+            raise RefusedError(f"{run.path}: run is {state.get('state')}({reason}), not {want}")
+        ask = pending["task"].get("ask")  # signed with the task; runs without a bundle (workflows) have only this
+        step = SimpleNamespace(id=pending["step"], **ask) if ask is not None else _snapshot_step(run, pending["step"])
+        payload: dict[str, Any]
+        if kind == "answer":
+            assert value is not None
+            payload = {"value": _check_answer(step, value)}
+        else:
+            if name != step.signal:
+                raise RefusedError(f"{run.path}: step {step.id!r} waits for signal {step.signal!r}, not {name!r}")
+            payload = {"name": name, "data": data}
+        return _record(run, pending, key, kind, operator, os_user or getpass.getuser(), payload=payload)
 
 
 def _snapshot_step(run: RunDir, step_id: str) -> Any:
@@ -142,7 +148,9 @@ def approve(
     reporter: Callable[[RunDir], Any] | None = None, os_user: str | None = None, now: float | None = None,
     point: tuple[int, int] | None = None, template: Path | None = None,
 ) -> dict[str, Any]:
-    """Record a decision on the pending escalation; `reject` also ends the run BLOCKED. Returns a summary."""
+    """Record a decision on the pending escalation; `reject` also ends the run BLOCKED. Returns a summary.
+
+    Decisions are serialised under the run's lease: of two started at the same instant, the second sees the first."""
     if decision not in DECISION_NAMES:
         raise UsageError(f"--decision {decision!r}: expected one of {', '.join(DECISION_NAMES)}")
     if (decision == "teach") != (point is not None or template is not None):
@@ -155,36 +163,47 @@ def approve(
         raise UsageError("--operator must name the person deciding")
     run = RunDir.open(run_path)
     manifest = run.manifest()
-    state = run.state() if run.state_path.exists() else {}  # a damaged state.json is refused (6)
-    current_checkpoint(run)  # so is a damaged checkpoint.json: no decision is recorded on what cannot be read
     user = os_user or getpass.getuser()
-    if state.get("state") != "PAUSED":
-        last = _last_consumed(run)
-        if last and last.get("decision") == decision and last.get("os_user") == user:
-            return {"recorded": False, "noop": True, "decision": decision, "state": state.get("state")}
-        raise RefusedError(f"{run.path}: run is {state.get('state')}{'(' + str(state.get('paused_reason')) + ')' if state.get('paused_reason') else ''}, not awaiting approval")
-    key = load_decision_key(create=False)
-    check_manifest(run, load_journal(run.journal_path, load_key(create=False)).records)
-    pending = verified_pending(run, key)
+    state = run.state() if run.state_path.exists() else {}  # a damaged state.json is refused (6)
+    if state.get("state") in ("COMPLETED", "FAILED", "BLOCKED"):
+        return _not_paused(run, state, decision, user)
+    current_checkpoint(run)  # so is a damaged checkpoint.json: no decision is recorded on what cannot be read
     config = DeployConfig.model_validate(manifest["config"])
     operators = config.approvals.operators
     if operators is not None and user not in operators:
         raise RefusedError(f"OS user {user!r} is not among approvals.operators; refusing")
-    if decision == "escalate":  # allowed after expiry too: expiry voids the task, not the run
-        if "escalate" not in pending["task"]["allowed_decisions"]:
-            raise RefusedError("--decision escalate is not allowed for this pause")
-        return _escalate(run, manifest, pending, key, operator, user, note)
-    payload = None
-    if decision == "teach":
-        if "teach" not in pending["task"]["allowed_decisions"]:
-            raise RefusedError("--decision teach is allowed only for resolution or ambiguity halts")
-        records = load_journal(run.journal_path, load_key(create=False)).records
-        payload = make_patch(run, pending, records, point=point, template=template)
-    out = _record(run, pending, key, decision, operator, user, effect=effect, note=note, now=now, payload=payload)
-    if decision == "reject" and out["recorded"]:
-        body = read_json_file(run.path / APPROVAL, "approval") or {}
-        _block(run, manifest, pending, body, reporter)
+    with deciding(run, manifest) as (lease, records, state):
+        key = load_decision_key(create=False)
+        pending = pending_view(run, records, key)
+        # PAUSED, or INTERRUPTED while pausing (the journal has the pause; the state never said PAUSED)
+        if pending is None or state.get("state") not in ("PAUSED", "INTERRUPTED"):
+            return _not_paused(run, state, decision, user)  # e.g. decided or resumed by another command meanwhile
+        if decision == "escalate":  # allowed after expiry too: expiry voids the task, not the run
+            if "escalate" not in pending["task"]["allowed_decisions"]:
+                raise RefusedError("--decision escalate is not allowed for this pause")
+            return _escalate(run, manifest, pending, key, operator, user, note)
+        payload = None
+        if decision == "teach":
+            if "teach" not in pending["task"]["allowed_decisions"]:
+                raise RefusedError("--decision teach is allowed only for resolution or ambiguity halts")
+            payload = make_patch(run, pending, records, point=point, template=template)
+        out = _record(run, pending, key, decision, operator, user, effect=effect, note=note, now=now, payload=payload)
+        if decision == "reject" and out["recorded"]:
+            body = read_json_file(run.path / APPROVAL, "approval") or {}
+            _block(run, pending, body)
+    if decision == "reject" and out["recorded"] and reporter is not None:
+        reporter(run)
     return out
+
+
+def _not_paused(run: RunDir, state: dict[str, Any], decision: str, user: str) -> dict[str, Any]:
+    """A decision on a run that is not paused: a repeat of the decision that ended the pause is a no-op; else refused."""
+    last = _last_consumed(run)
+    if last and last.get("decision") == decision and last.get("os_user") == user:
+        return {"recorded": False, "noop": True, "decision": decision, "state": state.get("state")}
+    reason = f"({state['paused_reason']})" if state.get("paused_reason") else ""
+    why = f" ({state['message']})" if state.get("message") and state.get("state") == "BLOCKED" else ""
+    raise RefusedError(f"{run.path}: run is {state.get('state')}{reason}{why}, not awaiting approval")
 
 
 def _record(run: RunDir, pending: dict[str, Any], key: bytes, decision: str, operator: str, user: str,
@@ -198,22 +217,34 @@ def _record(run: RunDir, pending: dict[str, Any], key: bytes, decision: str, ope
     existing = read_json_file(run.path / APPROVAL, "approval")
     vote = {"operator": operator, "os_user": user, "note": note, "decided_at": now_iso()}
     replaced, votes = None, [vote]
+    superseded: list[dict[str, Any]] = []
     if existing is not None and existing.get("pause_id") == pending["pause_id"]:
+        earlier = existing.get("votes") or []
+        voters = {v.get("os_user") for v in earlier}
         same = existing.get("decision") == decision and existing.get("effect") == effect and existing.get("payload") == payload
         if same:
-            earlier = existing.get("votes") or []
-            if user in {v.get("os_user") for v in earlier}:  # typed names never count twice for one OS user
+            if user in voters:  # typed names never count twice for one OS user
                 return {"recorded": False, "noop": True, "decision": decision, "pause_id": pending["pause_id"]}
-            votes = earlier + [vote]
+            votes = earlier + [vote]  # quorum: distinct OS users accumulate on one decision
+        elif voters - {user}:
+            # another operator decided differently first: refused, naming that decision (nothing is silently lost)
+            raise RefusedError(
+                f"{run.path}: pause {pending['pause_id']} already has decision {existing.get('decision')!r} by "
+                f"{existing.get('operator')} ({', '.join(sorted(str(v) for v in voters))}) at {existing.get('decided_at')}; "
+                f"a different decision from another operator is refused — it is used by the next resume, or its operator may change it")
         else:
-            # an unused decision (e.g. one resume refused because the re-read stayed unknown) may be replaced
+            # an operator may change their own unused decision (e.g. after a resume refused an unknown re-read); kept below
             replaced = existing.get("decision")
+            superseded = (existing.get("superseded") or []) + [
+                {k: existing.get(k) for k in ("decision", "effect", "operator", "os_user", "note", "decided_at")}]
     body = {
         "run_id": task["run_id"], "pause_id": pending["pause_id"], "task_digest": digest(task),
         "checkpoint_digest": task["checkpoint_digest"], "step": pending["step"], "decision": decision, "effect": effect,
         "payload": payload, "votes": votes, "operator": votes[0]["operator"], "os_user": votes[0]["os_user"],
         "note": votes[0]["note"], "decided_at": votes[-1]["decided_at"],
     }
+    if superseded:
+        body["superseded"] = superseded
     write_json_atomic(run.path / APPROVAL, {"schema": "openadapt-flow/approval@1", **body, "signature": sign(key, body)})
     distinct = len({v["os_user"] for v in votes})
     return {"recorded": True, "decision": decision, "pause_id": pending["pause_id"], "operator": operator, "os_user": user,
@@ -221,58 +252,47 @@ def _record(run: RunDir, pending: dict[str, Any], key: bytes, decision: str, ope
 
 
 def _escalate(run: RunDir, manifest: dict[str, Any], pending: dict[str, Any], key: bytes, operator: str, user: str, note: str | None) -> dict[str, Any]:
-    """Re-issue the decision task at the next level (config approvals.levels); the run stays PAUSED."""
+    """Re-issue the decision task at the next level (config approvals.levels); the run stays PAUSED. Caller holds the lease."""
     config = DeployConfig.model_validate(manifest["config"])
     levels = config.approvals.levels or ["default"]
     level = min(int(pending.get("level", 0)) + 1, len(levels) - 1)
-    lease = Lease(run.path, config.runtime.lease_ttl_s).acquire()
-    try:
-        journal, _ = Journal.open_existing(run.journal_path, load_key(create=False))
-        pause_id = "pause-" + uuid.uuid4().hex[:10]
-        expires = time.time() + config.runtime.pause_ttl_s
-        task = {k: v for k, v in pending["task"].items() if k != "signature"}
-        task.update(pause_id=pause_id, expires_at=iso(expires), level=levels[level], idempotency_scope=f"{task['run_id']}/{pause_id}")
-        task["signature"] = sign(key, task)
-        new = {k: v for k, v in pending.items() if k != "schema"}
-        new.update(pause_id=pause_id, expires_at=iso(expires), level=level, task=task, escalated_from=pending["pause_id"])
-        write_pending(run.path, new)
-        remove(run.path / APPROVAL)
-        journal.append("escalated", pending["step"], {"from": pending["pause_id"], "pause_id": pause_id, "level": levels[level], "operator": operator, "os_user": user, "note": note})
-        journal.close()
-        state = run.state()
-        run.write_state("PAUSED", **{k: state.get(k) for k in ("paused_reason", "transaction_outcome", "last_checkpoint_seq", "halt_category", "message")})
-    finally:
-        lease.release()
+    journal, _ = Journal.open_existing(run.journal_path, load_key(create=False))
+    pause_id = "pause-" + uuid.uuid4().hex[:10]
+    expires = time.time() + config.runtime.pause_ttl_s
+    task = {k: v for k, v in pending["task"].items() if k != "signature"}
+    task.update(pause_id=pause_id, expires_at=iso(expires), level=levels[level], idempotency_scope=f"{task['run_id']}/{pause_id}")
+    task["signature"] = sign(key, task)
+    new = {k: v for k, v in pending.items() if k != "schema"}
+    new.update(pause_id=pause_id, expires_at=iso(expires), level=level, task=task, escalated_from=pending["pause_id"])
+    journal.append("escalated", pending["step"], {"from": pending["pause_id"], "pause_id": pause_id, "level": levels[level], "operator": operator,
+                                                  "os_user": user, "note": note, "pending": new})
+    write_pending(run.path, new)
+    remove(run.path / APPROVAL)
+    journal.close()
+    state = run.state()
+    run.write_state("PAUSED", journal=journal, **{k: state.get(k) for k in ("paused_reason", "transaction_outcome", "last_checkpoint_seq", "halt_category", "message")})
     return {"recorded": True, "decision": "escalate", "pause_id": pause_id, "level": levels[level], "operator": operator, "os_user": user}
 
 
-def _block(run: RunDir, manifest: dict[str, Any], pending: dict[str, Any], decision: dict[str, Any], reporter: Callable[[RunDir], Any] | None) -> None:
-    """An operator's reject: BLOCKED with incident.json naming the operator — a recorded decision, not an error."""
-    config = DeployConfig.model_validate(manifest["config"])
-    lease = Lease(run.path, config.runtime.lease_ttl_s).acquire()
-    try:
-        journal, _ = Journal.open_existing(run.journal_path, load_key(create=False))
-        journal.append("decision", pending["step"], {k: decision[k] for k in ("pause_id", "decision", "operator", "os_user", "note")})
-        incident = {
-            "id": "incident-" + pending["pause_id"].removeprefix("pause-"),
-            "run_id": manifest["run_id"],
-            "rule": "operator_reject",
-            "decision": "reject",
-            "operator": decision["operator"],
-            "os_user": decision["os_user"],
-            "note": decision["note"],
-            "observed": pending.get("category"),
-            "limit": None,
-            "step": pending["step"],
-            "decided_at": decision["decided_at"],
-        }
-        run.write_json("incident.json", "incident@1", incident)
-        consume_approval(run.path, pending["pause_id"])
-        remove(run.path / PENDING)
-        journal.append("run_finished", None, {"state": "BLOCKED", "incident": incident["id"], "transaction_outcome": pending.get("transaction_outcome")})
-        journal.close()
-        run.write_state("BLOCKED", transaction_outcome=pending.get("transaction_outcome"), message=f"rejected by {decision['operator']}")
-    finally:
-        lease.release()
-    if reporter is not None:
-        reporter(run)
+def _block(run: RunDir, pending: dict[str, Any], decision: dict[str, Any]) -> None:
+    """An operator's reject: BLOCKED with incident.json naming the operator — a recorded decision, not an error.
+    The caller holds the lease."""
+    journal, _ = Journal.open_existing(run.journal_path, load_key(create=False))
+    consume_decision(run, journal, pending, decision)
+    incident = {
+        "id": "incident-" + pending["pause_id"].removeprefix("pause-"),
+        "run_id": pending["run_id"],
+        "rule": "operator_reject",
+        "decision": "reject",
+        "operator": decision["operator"],
+        "os_user": decision["os_user"],
+        "note": decision["note"],
+        "observed": pending.get("category"),
+        "limit": None,
+        "step": pending["step"],
+        "decided_at": decision["decided_at"],
+    }
+    run.write_json("incident.json", "incident@1", incident)
+    journal.append("run_finished", None, {"state": "BLOCKED", "incident": incident["id"], "transaction_outcome": pending.get("transaction_outcome")})
+    journal.close()
+    run.write_state("BLOCKED", journal=journal, transaction_outcome=pending.get("transaction_outcome"), message=f"rejected by {decision['operator']}")

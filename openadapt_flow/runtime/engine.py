@@ -210,7 +210,7 @@ def replay(
         ctx = make_context(run, run_id, loaded, params, backend, req.config, journal, req.allow_model, durable, progress, reporter)
         ctx.lease = lease
         ctx.watch([])
-        run.write_state("RUNNING")
+        run.write_state("RUNNING", journal=journal)  # sealed at seq 0; the ledger learns which directory holds the run
         journal.append("run_started", None, {"steps": len(loaded.model.steps), "durable": durable, "lease_generation": ctx.lease_generation,
                                              "manifest_digest": run.manifest_digest()})
         with stop_on_signals(ctx.stop):
@@ -297,7 +297,7 @@ def finish(ctx: RunContext, state: str, message: str, category: str | None, paus
     )
     journal.close()
     run.write_state(
-        state, paused_reason=paused_reason, transaction_outcome=outcome, halt_category=category,
+        state, journal=journal, paused_reason=paused_reason, transaction_outcome=outcome, halt_category=category,
         message=message or None, last_checkpoint_seq=cp["seq"] if cp else None,
     )
     if ctx.reporter is not None:

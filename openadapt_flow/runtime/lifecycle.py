@@ -47,7 +47,7 @@ def finalize_interrupted(run: RunDir, journal: Journal, records: list[dict[str, 
     journal.append("interrupted", None, {"message": why, "finalized": True, "transaction_outcome": outcome, "outcome_evidence": evidence})
     prev = run.state() if run.state_path.exists() else {}
     run.write_state(
-        "INTERRUPTED", transaction_outcome=outcome, message=why, last_checkpoint_seq=prev.get("last_checkpoint_seq"),
+        "INTERRUPTED", journal=journal, transaction_outcome=outcome, message=why, last_checkpoint_seq=prev.get("last_checkpoint_seq"),
     )
     return {"state": "INTERRUPTED", "transaction_outcome": outcome}
 

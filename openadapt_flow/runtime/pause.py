@@ -74,7 +74,8 @@ def open_pause(
     ctx: RunContext, reason: str, category: str, step_id: str, message: str, outcome: str | None,
     evidence: list[dict[str, Any]], cp: dict[str, Any] | None,
 ) -> dict[str, Any]:
-    """Write pending_escalation.json (atomically) and journal it; the caller then writes state PAUSED."""
+    """Journal the pause (its `escalation_opened` record carries the whole pending body), then write its view
+    pending_escalation.json; the caller then journals `paused` and writes state PAUSED."""
     pause_id = "pause-" + uuid.uuid4().hex[:10]
     due = ctx.timers.get(step_id) if reason == "awaiting_timer" else None
     expires = time.time() + ctx.config.runtime.pause_ttl_s
@@ -101,6 +102,8 @@ def open_pause(
         "level": 0,
         "task": decision_task(ctx, pause_id, step_id, category, allowed, cp, expires, due, quorum=quorum, level=_level(ctx, 0), ask=ask),
     }
+    # The journal is the record of truth: its record carries the whole pause (fsync'd first); the file is a view of it.
+    ctx.journal.append("escalation_opened", step_id, {"pause_id": pause_id, "reason": reason, "category": category, "allowed": allowed,
+                                                      "pending": body})
     write_pending(ctx.run.path, body)
-    ctx.journal.append("escalation_opened", step_id, {"pause_id": pause_id, "reason": reason, "category": category, "allowed": allowed})
     return body

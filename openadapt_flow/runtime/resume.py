@@ -19,7 +19,8 @@ from openadapt_flow.errors import FlowError, RefusedError
 from openadapt_flow.runtime.config import DeployConfig
 from openadapt_flow.runtime import workflow_run  # module import: workflow_run imports this module too
 from openadapt_flow.runtime.context import Progress, RunContext
-from openadapt_flow.runtime.decisions import check_approval, verified_pending
+from openadapt_flow.runtime.decisions import check_approval
+from openadapt_flow.runtime.truth import catch_up_state, check_views, consume_decision, pending_view
 from openadapt_flow.runtime.engine import Reporter, RunOutcome, execute, finish, make_context, open_or_none, stop_on_signals
 from openadapt_flow.runtime.halt import Halt
 from openadapt_flow.runtime.teach import effective_bundle
@@ -28,7 +29,7 @@ from openadapt_flow.runtime.recheck import CONFIRMED_DONE, POSITIVELY_ABSENT, RE
 from openadapt_flow.runtime.states import EXIT_CODES
 from openadapt_flow.runtime.step import screen_facts
 from openadapt_flow.store.checkpoint import checkpoint_from_records, reconcile_checkpoint, write_checkpoint
-from openadapt_flow.store.escalation import APPROVAL, PENDING, consume_approval, remove
+from openadapt_flow.store.escalation import APPROVAL, PENDING, remove
 from openadapt_flow.store.journal import Journal
 from openadapt_flow.store.keys import load_decision_key, load_key
 from openadapt_flow.store.lease import Lease
@@ -82,7 +83,7 @@ def resume(
         check_manifest(run, records)
         dkey = load_decision_key(create=False)
         loaded = effective_bundle(run, manifest, records)
-        state = run.state() if run.state_path.exists() else {"state": "PENDING"}
+        state = catch_up_state(run, records, journal, check_views(run, records, journal.key))
         if state["state"] in LIVE_STATES:
             finalize_interrupted(run, journal, records, loaded.model, "owner process died; found by resume")
             state = run.state()
@@ -93,11 +94,11 @@ def resume(
         if orphan:
             journal.append("suspended", None, {"reason": orphan})
             journal.close()
-            run.write_state("PAUSED", paused_reason="suspended_orphan", message=orphan)
+            run.write_state("PAUSED", journal=journal, paused_reason="suspended_orphan", message=orphan)
             return RunOutcome("PAUSED", EXIT_CODES["PAUSED"], run.path, orphan)
         bound = _params(loaded, manifest, params or {})
         cp, _how = reconcile_checkpoint(run.path, records)
-        pending = verified_pending(run, dkey) if (run.path / PENDING).exists() else None
+        pending = pending_view(run, records, dkey)  # the journal's open pause; the file must agree with it
         approval = None
         waiting = _still_waiting(run, pending) if not require_approval else None
         if waiting is not None:
@@ -142,7 +143,7 @@ def _continue(ctx: RunContext, records: list[dict[str, Any]], cp: dict[str, Any]
                                           "pause_id": pending["pause_id"] if pending else None,
                                           "operator": approval["operator"] if approval else None})
     prev = {k: v for k, v in run.state().items() if k != "schema"}
-    run.write_state("RESUMING", last_checkpoint_seq=cp["seq"] if cp else None)
+    run.write_state("RESUMING", journal=journal, last_checkpoint_seq=cp["seq"] if cp else None)
     start = cp["next_index"] if cp else 0
     try:
         if cp and cp.get("screen_facts"):
@@ -188,16 +189,13 @@ def _continue(ctx: RunContext, records: list[dict[str, Any]], cp: dict[str, Any]
             ctx.inbox[pending["step"]] = approval["payload"]
         if pending is not None:
             if approval is not None:
-                if decision != "reconcile":
-                    journal.append("decision", pending["step"], _decision_data(approval))
-                consume_approval(run.path, pending["pause_id"])
+                consume_decision(run, journal, pending, approval)  # journaled, marked used in the run ledger, moved
             remove(run.path / PENDING)
-        run.write_state("RUNNING", last_checkpoint_seq=(checkpoint_from_records(ctx.verified) or {}).get("seq"))
+        run.write_state("RUNNING", journal=journal, last_checkpoint_seq=(checkpoint_from_records(ctx.verified) or {}).get("seq"))
     except Halt as h:
         journal.append("halted", h.step, {"category": h.category, "message": h.message, "input_sent": False})
         if approval is not None and pending is not None:
-            consume_approval(run.path, pending["pause_id"])
-            remove(run.path / PENDING)
+            consume_decision(run, journal, pending, approval)
         return finish(ctx, "PAUSED", h.message, h.category, "awaiting_approval", h.step)
     return execute(ctx, start)
 

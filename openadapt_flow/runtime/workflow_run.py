@@ -34,7 +34,8 @@ from openadapt_flow.errors import FlowError, RefusedError, UsageError
 from openadapt_flow.runtime import resume as bundle_resume
 from openadapt_flow.runtime.config import DeployConfig
 from openadapt_flow.runtime.context import Progress, RunContext
-from openadapt_flow.runtime.decisions import check_approval, verified_pending
+from openadapt_flow.runtime.decisions import check_approval
+from openadapt_flow.runtime.truth import catch_up_state, check_views, consume_decision, pending_view
 from openadapt_flow.runtime.engine import NoDesktop, ReplayRequest, Reporter, RunOutcome, finish, make_context, replay, stop_on_signals, write_incident
 from openadapt_flow.runtime.halt import Halt, Pause, StopRequested
 from openadapt_flow.runtime.lifecycle import LIVE_STATES, check_manifest, effective_state, finalize_interrupted
@@ -47,7 +48,7 @@ from openadapt_flow.runtime.workflow_ctx import (
 )
 from openadapt_flow.runtime.workflow_wait import workflow_result
 from openadapt_flow.store.checkpoint import checkpoint_from_records, reconcile_checkpoint, write_checkpoint
-from openadapt_flow.store.escalation import APPROVAL, PENDING, consume_approval, read_json_file, remove
+from openadapt_flow.store.escalation import APPROVAL, PENDING, read_json_file, remove
 from openadapt_flow.store.journal import Journal
 from openadapt_flow.store.keys import load_decision_key, load_key
 from openadapt_flow.store.lease import Lease, LeaseLost
@@ -106,7 +107,7 @@ def start_workflow(req: WorkflowRequest, progress: Progress | None = None, repor
     try:
         journal = Journal(run.journal_path, key)
         rc = _context(run, run_id, journal_bundle(req.entry, digest, []), args, req.config, journal, lease, [], progress, reporter, stop)
-        run.write_state("RUNNING")
+        run.write_state("RUNNING", journal=journal)
         journal.append("run_started", None, {"kind": "workflow", "entry": req.entry, "durable": True, "lease_generation": lease.generation,
                                              "manifest_digest": run.manifest_digest()})
         runner = Runner(req.backend, None, backend_factory)
@@ -186,7 +187,7 @@ def resume_workflow(run: RunDir, manifest: dict[str, Any], *, backend: BackendSp
         journal, records = Journal.open_existing(run.journal_path, load_key(create=False))
         dkey = load_decision_key(create=False)
         check_manifest(run, records)  # entry, args, backend and config are pinned by the journal's first record
-        state = run.state() if run.state_path.exists() else {"state": "PENDING"}
+        state = catch_up_state(run, records, journal, check_views(run, records, journal.key))
         if state["state"] in LIVE_STATES:
             finalize_interrupted(run, journal, records, run_bundle(manifest, records).model, "owner process died; found by resume")
             state = run.state()
@@ -197,16 +198,16 @@ def resume_workflow(run: RunDir, manifest: dict[str, Any], *, backend: BackendSp
         except UsageError as e:
             raise RefusedError(f"{run.path}: cannot load the run's workflow: {e}") from None
         reconcile_checkpoint(run.path, records)
-        pending, approval, waiting = _decision(run, journal, state["state"], dkey, require_approval)
+        pending, approval, waiting = _decision(run, journal, records, state["state"], dkey, require_approval)
         if waiting is not None:
             return RunOutcome("PAUSED", EXIT_CODES["PAUSED"], run.path, waiting, pending["category"] if pending else None)
         rc = _context(run, manifest["run_id"], run_bundle(manifest, records), manifest["args"], config, journal, lease, records, progress, reporter, stop)
         journal.append("run_resumed", None, {"lease_generation": lease.generation, "pause_id": pending["pause_id"] if pending else None,
                                              "decision": approval["decision"] if approval else None,
                                              "operator": approval["operator"] if approval else None})
-        run.write_state("RESUMING", last_checkpoint_seq=(checkpoint_from_records(rc.verified) or {}).get("seq"))
+        run.write_state("RESUMING", journal=journal, last_checkpoint_seq=(checkpoint_from_records(rc.verified) or {}).get("seq"))
         records = records + _apply(rc, records, pending, approval)
-        run.write_state("RUNNING", last_checkpoint_seq=(checkpoint_from_records(rc.verified) or {}).get("seq"))
+        run.write_state("RUNNING", journal=journal, last_checkpoint_seq=(checkpoint_from_records(rc.verified) or {}).get("seq"))
         runner = Runner(backend or _manifest_backend(manifest), backend, backend_factory)
         wctx = WorkflowContext(rc, manifest["entry"], history(records), runner, is_async=_is_async(fn))
         with stop_on_signals(rc.stop):
@@ -217,10 +218,10 @@ def resume_workflow(run: RunDir, manifest: dict[str, Any], *, backend: BackendSp
         lease.release()
 
 
-def _decision(run: RunDir, journal: Journal, state: str, dkey: bytes, require_approval: bool
+def _decision(run: RunDir, journal: Journal, records: list[dict[str, Any]], state: str, dkey: bytes, require_approval: bool
               ) -> tuple[dict[str, Any] | None, dict[str, Any] | None, str | None]:
     """The pause to resolve and its checked approval, or why the run must go on waiting. RefusedError if not allowed."""
-    pending = verified_pending(run, dkey) if (run.path / PENDING).exists() else None
+    pending = pending_view(run, records, dkey)  # the journal's open pause; the file must agree with it
     if pending is not None and state != "PAUSED":  # the process died while pausing: running again re-derives the pause
         journal.append("escalation_dropped", pending["step"], {"pause_id": pending["pause_id"], "why": f"run was {state}"})
         remove(run.path / PENDING)
@@ -261,7 +262,7 @@ def _apply(rc: RunContext, records: list[dict[str, Any]], pending: dict[str, Any
             rc.verified.append(rec)
             write_checkpoint(rc.run.path, checkpoint_from_records(rc.verified) or {})
             new.append(rec)
-        consume_approval(rc.run.path, pending["pause_id"])
+        consume_decision(rc.run, rc.journal, pending, approval)  # journaled above, marked used in the run ledger, moved
     remove(rc.run.path / PENDING)
     return new
 

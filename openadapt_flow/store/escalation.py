@@ -67,3 +67,29 @@ def consume_approval(run_dir: Path, pause_id: str) -> Path:
     fsync_dir(dest_dir)
     fsync_dir(run_dir)
     return dest
+
+
+# Pauses that go on without an operator's decision: `run_resumed` naming them closes them.
+NO_DECISION_REASONS = frozenset({"awaiting_timer", "awaiting_child", "suspended_orphan"})
+
+
+def journal_pause(records: list[dict[str, Any]]) -> tuple[dict[str, Any] | None, set[str]]:
+    """The pause the journal says is open (the full pending body its `escalation_opened` / `escalated` record
+    carries), and the ids of the pauses it has closed: decided (`decision`), re-issued (`escalated`), dropped,
+    resumed past (a pause that needs no decision), or ended with the run (`run_finished`)."""
+    open_: dict[str, Any] | None = None
+    closed: set[str] = set()
+    for r in records:
+        t, d = r["type"], r.get("data") or {}
+        if t in ("escalation_opened", "escalated"):
+            if open_ is not None:
+                closed.add(open_["pause_id"])
+            body = d.get("pending")
+            open_ = dict(body) if isinstance(body, dict) else {"pause_id": d.get("pause_id"), "legacy": True}
+        elif open_ is None:
+            continue
+        elif t == "run_finished" or (t in ("decision", "escalation_dropped") and d.get("pause_id") == open_["pause_id"]) or (
+                t == "run_resumed" and d.get("pause_id") == open_["pause_id"] and open_.get("paused_reason") in NO_DECISION_REASONS):
+            closed.add(open_["pause_id"])
+            open_ = None
+    return open_, closed

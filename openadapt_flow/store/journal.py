@@ -26,7 +26,8 @@ JOURNAL_FILE = "journal.jsonl"
 
 # Records that must be durable before the caller goes on (SPEC §5).
 FSYNC_TYPES = frozenset(
-    {"run_started", "action_dispatched", "step_verified", "halted", "run_finished", "paused", "interrupted", "decision", "run_resumed"}
+    {"run_started", "action_dispatched", "step_verified", "halted", "run_finished", "paused", "interrupted", "decision", "run_resumed",
+     "escalation_opened", "escalated", "escalation_dropped"}
 )
 
 
@@ -98,6 +99,7 @@ class Journal:
         self.last_hash = recs[-1]["hash"] if recs else GENESIS
         self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         self.observers: list[Callable[[dict[str, Any]], None]] = []  # e.g. budgets counting records
+        self.last_of: dict[str, dict[str, Any]] = {}  # the last record of each type this writer appended
 
     @classmethod
     def open_existing(cls, path: Path, key: bytes) -> tuple["Journal", list[dict[str, Any]]]:
@@ -120,10 +122,16 @@ class Journal:
             os.fsync(self._fd)
         self.seq = rec["seq"]
         self.last_hash = rec["hash"]
+        self.last_of[type_] = rec
         for observe in self.observers:
             observe(rec)
         crash_point("after:" + type_, step)
         return rec
+
+    def sync(self) -> None:
+        """Make every record appended so far durable (before a seal names the journal's end)."""
+        if self._fd >= 0:
+            os.fsync(self._fd)
 
     def close(self) -> None:
         if self._fd >= 0:

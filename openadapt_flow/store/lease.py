@@ -82,12 +82,21 @@ class Lease:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
-    def acquire(self) -> "Lease":
-        """Take the OS lock (RefusedError if a live process holds it) and bump the generation."""
+    def acquire(self, wait_s: float = 0.0) -> "Lease":
+        """Take the OS lock (RefusedError if a live process holds it for `wait_s`) and bump the generation.
+
+        Short commands (`approve`, `answer`, `signal`) wait a few seconds so that two of them started at the same
+        instant are serialised instead of one being refused for the other's milliseconds."""
         fd = os.open(self.run_dir / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() < deadline:
+                    self._stop.wait(0.02)  # polling the lock: flock has no timed wait
+                    continue
             os.close(fd)
             info = LeaseInfo.read(self.run_dir)
             who = f" (pid {info.pid} on {info.host})" if info else ""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import os
 import queue
@@ -16,8 +17,9 @@ import cv2
 import numpy as np
 
 from openadapt_flow.errors import RefusedError, RunDirError
+from openadapt_flow.store import ledger
 from openadapt_flow.store.atomic import write_bytes_atomic, write_json_atomic
-from openadapt_flow.store.journal import JOURNAL_FILE, now_iso
+from openadapt_flow.store.journal import JOURNAL_FILE, Journal, now_iso
 
 MANIFEST = "manifest.json"
 STATE = "state.json"
@@ -108,6 +110,12 @@ class FrameWriter:
         self._thread.join(timeout=10)
 
 
+def state_seal(key: bytes, doc: dict[str, Any]) -> str:
+    body = {k: v for k, v in doc.items() if k != "seal"}
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str).encode()
+    return hmac.new(key, b"openadapt-flow state seal\0" + canonical, hashlib.sha256).hexdigest()
+
+
 class RunDir:
     """Typed access to the files of one run directory."""
 
@@ -182,11 +190,56 @@ class RunDir:
     def state(self) -> dict[str, Any]:
         return self.read_json(STATE)
 
-    def write_state(self, state: str, **fields: Any) -> None:
-        body = {"state": state, "paused_reason": None, "transaction_outcome": None, "last_checkpoint_seq": None}
+    def write_state(self, state: str, *, journal: Journal | None = None, **fields: Any) -> None:
+        """Replace state.json. With the run's `journal`, the state is sealed: it names the journal's end (seq, hash)
+        and is HMAC-signed with the installation key, and the run ledger records the same end (SPEC §8), so a cut
+        journal tail or an edited state is detected. Every transition of a run passes its journal."""
+        body: dict[str, Any] = {"state": state, "paused_reason": None, "transaction_outcome": None, "last_checkpoint_seq": None}
         body.update(fields)
         body["updated_at"] = now_iso()
-        self.write_json(STATE, "state@1", body)
+        doc = {"schema": SCHEMA_PREFIX + "state@1", **body}
+        if journal is not None:
+            journal.sync()  # the seal may name a record that was appended without its own fsync
+            end = journal.last_hash if journal.seq else None
+            doc.update(journal_seq=journal.seq, journal_hash=end)
+            doc["seal"] = state_seal(journal.key, doc)
+            run_id = self._run_id()
+            if run_id is not None:  # a start that writes its state before the manifest: the ledger learns it next time
+                ledger.seal(run_id, self.path, journal.seq, end)
+        write_json_atomic(self.state_path, doc)
+
+    def _run_id(self) -> str | None:
+        try:
+            return str(json.loads(self.manifest_path.read_text(encoding="utf-8"))["run_id"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    def check_seal(self, records: list[dict[str, Any]], key: bytes) -> dict[str, Any] | None:
+        """state.json, verified: sealed with this installation's key, and the journal reaches the end it names.
+
+        The journal may be AHEAD of the seal (records written before a crash, or between transitions); BEHIND is a
+        cut tail or an older copy of the journal. None when the run has neither state nor journal yet.
+        """
+        path = self.state_path
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            if records:
+                raise RefusedError(f"{path}: missing while the journal has {len(records)} records (deleted); refusing") from None
+            return None
+        except (OSError, ValueError) as e:
+            raise RefusedError(f"{path}: unreadable or not JSON ({e}); refusing") from None
+        if not isinstance(doc, dict) or not isinstance(doc.get("seal"), str):
+            raise RefusedError(f"{path}: not sealed (edited, or not written by this tool); refusing")
+        if not hmac.compare_digest(state_seal(key, doc), doc["seal"]):
+            raise RefusedError(f"{path}: its seal does not verify (edited, or sealed with another key); refusing")
+        seq, end = doc.get("journal_seq"), doc.get("journal_hash")
+        if not isinstance(seq, int) or seq < 0:
+            raise RefusedError(f"{path}: names no journal end; refusing")
+        if seq > len(records) or (seq and records[seq - 1]["hash"] != end):
+            raise RefusedError(f"{self.journal_path}: ends at seq {len(records)}, but state.json was sealed at seq {seq} "
+                               f"(the journal's tail was cut, or it is another copy's); refusing")
+        return doc
 
     def snapshot_bundle(self, root: Path, files: tuple[str, ...]) -> None:
         """Copy the bundle files the run executes into `bundle/` (resume uses this copy)."""

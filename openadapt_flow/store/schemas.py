@@ -20,6 +20,9 @@ class StateFile(_Doc):
     halt_category: str | None = None
     message: str | None = None
     updated_at: str
+    journal_seq: int | None = None  # the journal's end when this state was written (its seal covers it)
+    journal_hash: str | None = None
+    seal: str | None = None  # HMAC (installation key) over the whole file; see RunDir.check_seal
 
 
 class ManifestFile(_Doc):

@@ -212,7 +212,7 @@ TAMPER = {
     "approval for another pause": (lambda d, t: edit_json(d / "approval.json", lambda a: a.update(pause_id="pause-x")), "signature does not verify"),
     "edited journal line": (lambda d, t: (d / "journal.jsonl").write_text((d / "journal.jsonl").read_text().replace('"index":0', '"index":7', 1)), "chain broken"),
     "changed template in snapshot": (lambda d, t: (d / "bundle/templates/post.png").write_bytes((d / "bundle/templates/post.png").read_bytes() + b"x"), "digest"),
-    "edited pending task": (lambda d, t: edit_json(d / "pending_escalation.json", lambda p: p["task"].update(allowed_decisions=["continue", "skip"])), "signature does not verify"),
+    "edited pending task": (lambda d, t: edit_json(d / "pending_escalation.json", lambda p: p["task"].update(allowed_decisions=["continue", "skip"])), "disagrees with the journal"),
     "expired task": (None, "expired"),
 }
 

@@ -1,0 +1,126 @@
+"""The journal is the record of truth (SPEC §8): state.json, checkpoint.json and pending_escalation.json are views.
+
+Every command that acts on a run (`resume`, `approve`, `answer`, `signal`) reads the views through here:
+
+- state.json must carry a valid seal whose journal end the journal reaches (a cut tail or an edited state is
+  refused), and the run ledger outside the run directory must agree (one directory per run; its seal and its
+  consumed decisions are reached by this journal);
+- the pause, its reason and what it needs come from the journal's `escalation_opened` / `escalated` record;
+  pending_escalation.json must equal it (an edit is refused) and is rebuilt from it when missing;
+- a decision is consumed by a journaled `decision` record, then in the ledger, then by moving approval.json.
+
+A view that lags the journal (a crash between the journal record and the file) is brought up to date; a view
+that disagrees with it is tampering (exit 6).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from openadapt_flow.errors import RefusedError
+from openadapt_flow.store import ledger
+from openadapt_flow.store.escalation import (
+    APPROVAL, DECISIONS, PENDING, consume_approval, journal_pause, read_json_file, remove, verify, write_pending,
+)
+from openadapt_flow.store.journal import Journal
+from openadapt_flow.store.rundir import RunDir
+
+TERMINAL = ("COMPLETED", "FAILED", "BLOCKED")
+
+
+def check_views(run: RunDir, records: list[dict[str, Any]], key: bytes) -> dict[str, Any]:
+    """state.json verified against the journal (its seal) and the run ledger; the state to act on."""
+    doc = run.check_seal(records, key)
+    ledger.claim(run.manifest()["run_id"], run.path, records)
+    return doc or {"state": "PENDING"}
+
+
+def catch_up_state(run: RunDir, records: list[dict[str, Any]], journal: Journal, state: dict[str, Any]) -> dict[str, Any]:
+    """A state that lags a journal which already ended the run (killed between `run_finished` and the state write)
+    is rebuilt from the journal, so the run is not run again."""
+    end = next((r for r in reversed(records) if r["type"] in ("run_finished", "run_resumed")), None)
+    if end is None or end["type"] != "run_finished" or state.get("state") == end["data"].get("state"):
+        return state
+    final = end["data"].get("state")
+    if final not in TERMINAL:
+        return state
+    run.write_state(final, journal=journal, transaction_outcome=end["data"].get("transaction_outcome"),
+                    message="state rebuilt from the journal's run_finished record")
+    return run.state()
+
+
+def verify_task(run: RunDir, pending: dict[str, Any], key: bytes) -> dict[str, Any]:
+    """The pending body's decision task is signed, and the body agrees with it."""
+    task = dict(pending.get("task") or {})
+    sig = task.pop("signature", None)
+    verify(key, task, sig, f"{run.path / PENDING}: decision task")
+    for field in ("pause_id", "step", "allowed_decisions", "run_id"):
+        if pending.get(field) != task.get(field):
+            raise RefusedError(f"{run.path / PENDING}: {field} differs from the signed task (tampered); refusing")
+    return pending
+
+
+def pending_view(run: RunDir, records: list[dict[str, Any]], key: bytes, *, repair: bool = True) -> dict[str, Any] | None:
+    """The open pause as the journal records it (None if none), with pending_escalation.json checked against it.
+
+    `repair` (under the run's lease): a missing view is rebuilt, a stale one (its pause closed in the journal) removed.
+    """
+    body, closed = journal_pause(records)
+    path = run.path / PENDING
+    on_disk = read_json_file(path, "pending escalation")
+    if body is not None and body.get("legacy"):  # journaled before pauses carried their body: the signed file is all there is
+        if on_disk is None or on_disk.get("pause_id") != body["pause_id"]:
+            raise RefusedError(f"{path}: missing or not the journal's pause {body['pause_id']}; refusing")
+        return verify_task(run, on_disk, key)
+    if repair:
+        _retire_used_approval(run, closed)
+    if body is None:
+        if on_disk is None:
+            return None
+        if on_disk.get("pause_id") in closed:  # the decision was journaled; the process died before removing the view
+            if repair:
+                remove(path)
+            return None
+        raise RefusedError(f"{path}: names pause {on_disk.get('pause_id')!r}, which the journal has not opened "
+                           "(tampered, or copied from another run); refusing")
+    if on_disk is None:
+        if repair:
+            write_pending(run.path, body)  # a deleted view is rebuilt from the journal
+    elif {k: v for k, v in on_disk.items() if k != "schema"} != body:
+        differs = sorted(k for k in set(on_disk) | set(body) if k != "schema" and on_disk.get(k) != body.get(k))
+        raise RefusedError(f"{path}: disagrees with the journal's pause {body['pause_id']} ({', '.join(differs)} edited); refusing")
+    return verify_task(run, body, key)
+
+
+def _retire_used_approval(run: RunDir, closed: set[str]) -> None:
+    """approval.json for a pause the journal already closed was used: move it where used decisions live."""
+    approval = run.path / APPROVAL
+    try:
+        data = read_json_file(approval, "approval")
+    except RefusedError:
+        return  # unreadable: check_approval names it if it is ever needed
+    # (one whose used copy is already there is a replay, left in place for check_approval to name)
+    if data is not None and data.get("pause_id") in closed and not (run.path / DECISIONS / f"{data['pause_id']}.json").exists():
+        consume_approval(run.path, data["pause_id"])
+
+
+def decision_data(approval: dict[str, Any] | None, pause_id: str) -> dict[str, Any]:
+    a = approval or {}
+    return {k: a.get(k) for k in ("decision", "effect", "operator", "os_user", "note")} | {"pause_id": pause_id} | (
+        {"payload_keys": sorted(a["payload"])} if a.get("payload") else {})
+
+
+def consume_decision(run: RunDir, journal: Journal, pending: dict[str, Any], approval: dict[str, Any] | None) -> dict[str, Any]:
+    """Use the decision on `pending` once: journal it (unless this writer just did), mark it used in the run ledger
+    (refused if it was used anywhere else), then move approval.json to decisions/ and remove the pending view."""
+    pause_id = pending["pause_id"]
+    rec = journal.last_of.get("decision")
+    if rec is None or (rec.get("data") or {}).get("pause_id") != pause_id:
+        rec = journal.append("decision", pending["step"], decision_data(approval, pause_id))
+    journal.sync()
+    ledger.consume(run.manifest()["run_id"], run.path, pause_id, (approval or {}).get("decision"), rec["seq"], rec["hash"])
+    if (run.path / APPROVAL).exists():
+        consume_approval(run.path, pause_id)
+    remove(run.path / PENDING)
+    return rec
+

@@ -1,0 +1,6 @@
+"""Every test (and every `flow` subprocess it starts) keeps the run ledger in a private state dir, never in ~."""
+
+import os
+import tempfile
+
+os.environ.setdefault("FLOW_STATE_DIR", tempfile.mkdtemp(prefix="flow-state-"))

@@ -22,7 +22,7 @@ from openadapt_flow.runtime.context import RunContext
 from openadapt_flow.runtime.halt import Halt, StopRequested
 from openadapt_flow.runtime.settle import settle
 from openadapt_flow.verify.effects import CONFIRMED, Reading, make_reader, resolve_effect, verify_effect
-from openadapt_flow.verify.screen import SCREEN_CHANGED, Check
+from openadapt_flow.verify.screen import SCREEN_CHANGED, Check, verification_plan
 from openadapt_flow.vision.diff import changed_box
 from openadapt_flow.vision.mask import FIELD_HALF_HEIGHT, field_band
 
@@ -169,10 +169,8 @@ def _fallback_area(ctx: RunContext, step: Step, acted: list[Point], target_box: 
     target and the points it acted at, or anywhere (None) when it acted at no point (key, hotkey, typing into the
     focused field). Not needed when expect, an effect or the typed text's readback verifies it, nor for a wait
     (it sends no input)."""
-    if step.expect or step.effect is not None or step.action == "wait":
+    if verification_plan(step) != "weak":
         return False, None
-    if step.action == "type" and acted and step.text and not ctx.interp.uses_secret(step.text):
-        return False, None  # readback reads the typed text in the field
     return True, ctx.checks.acted_area(acted, target_box)
 
 

@@ -12,7 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from openadapt_flow.bundle.models import Postcondition
+from openadapt_flow.bundle.models import Postcondition, Step
+from openadapt_flow.bundle.params import Interpolator
 from openadapt_flow.ladder.types import Box, Point
 from openadapt_flow.vision.caret import without_caret
 from openadapt_flow.vision.diff import changed_box, changed_fraction, changed_pixels
@@ -35,6 +36,19 @@ READBACK_PAD = 6  # px around what typing changed: the glyphs' faint edges and T
 ACTED_PAD = 100
 ACTED_MIN_PIXELS = 8
 SCREEN_CHANGED = "screen_changed"
+
+
+def verification_plan(step: Step) -> str:
+    """What will verify a GUI step: `declared` (expect or effect), `readback` (the typed text read in the field it
+    clicked), `weak` (nothing declared: only that the screen changed where it acted), `none` (a wait with nothing
+    declared; it sends no input)."""
+    if step.expect or step.effect is not None:
+        return "declared"
+    if step.action == "wait":
+        return "none"
+    if step.action == "type" and step.target is not None and step.text and not Interpolator.uses_secret(step.text):
+        return "readback"
+    return "weak"
 
 
 @dataclass

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-import cv2
 import numpy as np
 
 from openadapt_flow.vision.template import Box, clip_box
@@ -14,9 +13,7 @@ FIELD_LEFT = 200
 FIELD_RIGHT = 400
 FIELD_HALF_HEIGHT = 30
 TARGET_PAD = 6  # px around the matched target box: the field's border and a glyph's faint edge
-FILL = (96, 96, 96)  # RGB: a flat grey no OCR reads anything in
-HATCH = (140, 140, 140)
-HATCH_STEP = 12
+FILL = (96, 96, 96)  # RGB: flat grey, no pattern: hatching reads as glyphs and garbles the OCR of text beside it
 WHOLE_FRAME: Box = (0, 0, 1 << 20, 1 << 20)  # clipped to any frame: all of it
 
 
@@ -40,7 +37,7 @@ def field_band(point: tuple[int, int], target: Box | None = None, scale: tuple[f
 
 
 def paint_over(pixels: np.ndarray, boxes: Iterable[Box]) -> np.ndarray:
-    """A copy of `pixels` with every box (clipped to the frame) painted flat grey and hatched; idempotent."""
+    """A copy of `pixels` with every box (clipped to the frame) painted flat grey; idempotent."""
     out = np.ascontiguousarray(pixels).copy()
     h, w = out.shape[:2]
     for box in boxes:
@@ -48,9 +45,5 @@ def paint_over(pixels: np.ndarray, boxes: Iterable[Box]) -> np.ndarray:
         if clipped is None:
             continue
         x, y, bw, bh = clipped
-        region = out[y : y + bh, x : x + bw]
-        region[:] = FILL if region.ndim == 3 else FILL[0]
-        # diagonal hatching says "painted over on purpose", not "the app drew a grey box"
-        for d in range(0, bw + bh, HATCH_STEP):
-            cv2.line(region, (d, 0), (d - bh, bh), HATCH if region.ndim == 3 else HATCH[0], 1)
+        out[y : y + bh, x : x + bw] = FILL if out.ndim == 3 else FILL[0]
     return out

@@ -95,7 +95,8 @@ def build_report(run: RunDir) -> dict[str, Any]:
         "decisions": _decisions(run),
         "incident": _json_or_none(run.path / "incident.json"),
         "checkpoint": _json_or_none(run.path / "checkpoint.json", drop=("screen_facts", "results", "effects")),
-        "weakly_verified": [r["step"] for r in records if r.get("type") == "step_verified" and (r.get("data") or {}).get("verification") == "weak"],
+        "weakly_verified": list(dict.fromkeys(r["step"] for r in records if r.get("type") == "step_verified"
+                                              and (r.get("data") or {}).get("verification") == "weak")),
         "masked": _masked(records),
         "model_calls": sum(r["data"].get("model_calls", 0) for r in records if r.get("type") in ("resolved", "llm_call")),
         "steps": _step_rows(manifest, records, frames),

@@ -319,7 +319,6 @@ def save_halt_frame(ctx: RunContext, h: Halt) -> str | None:
             h.frame = ctx.backend.capture().pixels
         except FlowError:
             return None
-    h.frame = ctx.frames.masked(h.frame)  # masked before annotating, so what the ladder saw is drawn over the mask
     img = annotate(h.frame, search=h.search, best=h.best, point=h.point, label=f"{h.category}: {h.step or ''}")
     if h.step and ctx.durable and h.category in ("resolution", "ambiguous"):
         ctx.frames.save_now(f"halt-{h.step}-raw.png", h.frame)  # what `teach` cuts a new template from

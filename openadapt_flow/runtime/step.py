@@ -251,7 +251,7 @@ def run_gui_step(ctx: RunContext, index: int, step: Step) -> StepRecord:
     ctx.journal.append("step_started", step.id, {"index": index, "action": step.action, "intent": step.intent})
     rt = ctx.config.runtime
     dispatched = False
-    secret = bool(step.text) and ctx.interp.uses_secret(step.text or "")
+    secret = bool(step.text and ctx.interp.uses_secret(step.text))
     try:
         if ctx.backend.wait_for_update(0):  # the screen moved since our last look: let it settle
             frame = settle(ctx.backend, rt.settle_quiet_s, rt.settle_timeout_s).frame

@@ -14,12 +14,13 @@ from openadapt_flow.cli.common import emit_json, fail, handle_errors
 from openadapt_flow.errors import FlowError
 from openadapt_flow.report.render import write_reports
 from openadapt_flow.store.rundir import RunDir
-from openadapt_flow.bundle.models import Bundle
+from openadapt_flow.bundle.models import Bundle, Step
 from openadapt_flow.fixture.model import Fixture
 from openadapt_flow.fixture.recording_io import RecordingDoc
 from openadapt_flow.runtime.config import DeployConfig
 from openadapt_flow.runtime.lifecycle import effective_state
 from openadapt_flow.store.schemas import JournalRecord, ManifestFile, ReportFile, StateFile
+from openadapt_flow.verify.screen import verification_plan
 
 SCHEMAS: dict[str, type[BaseModel]] = {
     "bundle": Bundle,
@@ -46,11 +47,33 @@ def validate_cmd(
 ) -> None:
     """Validate a bundle without running it."""
     loaded = load_bundle(bundle)
-    info = {"ok": True, "name": loaded.model.name, "steps": len(loaded.model.steps), "digest": loaded.digest, "templates": len(loaded.templates)}
+    warnings = verification_warnings(loaded.model.steps)
+    info = {"ok": True, "name": loaded.model.name, "steps": len(loaded.model.steps), "digest": loaded.digest, "templates": len(loaded.templates),
+            "warnings": warnings}
     if as_json:
         emit_json(info)
     else:
         typer.echo(f"ok: {loaded.model.name}: {info['steps']} steps, {info['templates']} templates, {loaded.digest}")
+        for w in warnings:
+            typer.echo(f"warning: {w}", err=True)
+
+
+def verification_warnings(steps: list[Step]) -> list[str]:
+    """Steps that declare nothing to verify them (a bundle is still valid: they are weakly verified at run time)."""
+    out = []
+    for s in steps:
+        if s.is_durable_kind:
+            continue
+        plan = verification_plan(s)
+        if plan == "weak":
+            where = "where it acted" if s.target is not None else "anywhere on the screen"
+            why = "types a secret (never read back) and declares no expect" if s.action == "type" and s.target is not None else \
+                "declares nothing to verify it (no expect, no effect)"
+            out.append(f"step {s.id!r} ({s.action}) {why}: it will only be "
+                       f"weakly verified, by the screen changing {where}; add expect: to say what it should do")
+        elif plan == "none":
+            out.append(f"step {s.id!r} (wait) declares nothing to verify: it only waits; add expect: to wait for something")
+    return out
 
 
 def _status_of(run: RunDir) -> dict:

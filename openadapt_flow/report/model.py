@@ -43,6 +43,8 @@ def _step_rows(manifest: dict[str, Any], records: list[dict[str, Any]], frames: 
         elif typ == "step_verified":
             row["status"] = "verified"
             row["elapsed_ms"] = d.get("elapsed_ms")
+            if d.get("verification"):
+                row["verification"] = d["verification"]  # strong | weak (only: the screen changed where it acted) | none
         elif typ == "halted":
             row["status"] = "halted"
             row["halt"] = {"category": d.get("category"), "message": d.get("message"), "input_sent": d.get("input_sent")}
@@ -93,9 +95,22 @@ def build_report(run: RunDir) -> dict[str, Any]:
         "decisions": _decisions(run),
         "incident": _json_or_none(run.path / "incident.json"),
         "checkpoint": _json_or_none(run.path / "checkpoint.json", drop=("screen_facts", "results", "effects")),
+        "weakly_verified": list(dict.fromkeys(r["step"] for r in records if r.get("type") == "step_verified"
+                                              and (r.get("data") or {}).get("verification") == "weak")),
+        "masked": _masked(records),
         "model_calls": sum(r["data"].get("model_calls", 0) for r in records if r.get("type") in ("resolved", "llm_call")),
         "steps": _step_rows(manifest, records, frames),
     }
+
+
+def _masked(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The regions painted over in every frame saved after a secret was typed there (the last record per step)."""
+    out: dict[str, dict[str, Any]] = {}
+    for r in records:
+        if r.get("type") == "frames_masked" and r.get("step"):
+            d = r.get("data") or {}
+            out[r["step"]] = {"step": r["step"], "box": d.get("box"), "whole_frame": bool(d.get("whole_frame")), "from_seq": r.get("seq")}
+    return list(out.values())
 
 
 def _json_or_none(path: Path, drop: tuple[str, ...] = ()) -> dict[str, Any] | None:

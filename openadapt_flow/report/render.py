@@ -33,6 +33,23 @@ def _verdicts(row: dict[str, Any]) -> str:
     return ", ".join(parts) or "—"
 
 
+def _status(row: dict[str, Any]) -> str:
+    return "verified (weak)" if row["status"] == "verified" and row.get("verification") == "weak" else row["status"]
+
+
+def _notes(rep: dict[str, Any]) -> list[str]:
+    """Plain sentences about how far the run's verification and frames can be trusted."""
+    out = []
+    weak = rep.get("weakly_verified") or []
+    if weak:
+        out.append(f"Weakly verified ({len(weak)}): {', '.join(weak)} — these steps declare nothing to verify them (no expect, "
+                   "no effect, no typed text to read back); the only check was that the screen changed where they acted.")
+    for m in rep.get("masked") or []:
+        where = "the whole frame" if m.get("whole_frame") else f"region {m.get('box')}"
+        out.append(f"Frames masked: step {m.get('step')} typed a secret; {where} is painted over in every frame saved after it.")
+    return out
+
+
 def render_markdown(rep: dict[str, Any]) -> str:
     lines = [
         f"# Run {rep['run_id']} — {rep['state']}",
@@ -44,6 +61,7 @@ def render_markdown(rep: dict[str, Any]) -> str:
     ]
     if rep.get("transaction_outcome"):
         lines.append(f"- transaction_outcome: **{rep['transaction_outcome']}**")
+    lines += [f"- {n}" for n in _notes(rep)]
     if rep.get("halt"):
         h = rep["halt"]
         lines += ["", f"**Halted** at step `{h.get('step')}` — {h.get('category')}: {h.get('message')}"]
@@ -66,7 +84,7 @@ def render_markdown(rep: dict[str, Any]) -> str:
     ]
     for i, r in enumerate(rep["steps"]):
         lines.append(
-            f"| {i + 1} | `{r['id']}` | {r.get('action') or '—'} | {r['status']} | {r.get('rung') or '—'} | "
+            f"| {i + 1} | `{r['id']}` | {r.get('action') or '—'} | {_status(r)} | {r.get('rung') or '—'} | "
             f"{_fmt(r.get('score'))} | {_fmt(r.get('runner_up'))} | {_fmt(r.get('resolve_ms'), 1)} | "
             f"{_fmt(r.get('elapsed_ms'), 1)} | {_verdicts(r)} |"
         )
@@ -95,8 +113,8 @@ def render_html(run: RunDir, rep: dict[str, Any]) -> str:
             for x in r.get("evidence", [])
         )
         rows.append(
-            f"<tr class='{e(r['status'])}'><td>{i + 1}</td><td><b>{e(r['id'])}</b><br><small>{e(r.get('intent') or '')}</small></td>"
-            f"<td>{e(str(r.get('action') or ''))}</td><td>{e(r['status'])}</td><td>{e(str(r.get('rung') or '—'))}</td>"
+            f"<tr class='{e(r['status'])}{' weak' if r.get('verification') == 'weak' else ''}'><td>{i + 1}</td><td><b>{e(r['id'])}</b><br><small>{e(r.get('intent') or '')}</small></td>"
+            f"<td>{e(str(r.get('action') or ''))}</td><td>{e(_status(r))}</td><td>{e(str(r.get('rung') or '—'))}</td>"
             f"<td>{_fmt(r.get('score'))}</td><td>{_fmt(r.get('runner_up'))}</td><td>{_fmt(r.get('elapsed_ms'), 1)}</td>"
             f"<td>{e(_verdicts(r))}<ul>{ev}</ul>{imgs}</td></tr>"
         )
@@ -108,9 +126,10 @@ def render_html(run: RunDir, rep: dict[str, Any]) -> str:
             f"<p>{e(str(h.get('message')))}</p>{_img(run, h.get('frame'))}</section>"
         )
     outcome = f"<p>transaction_outcome: <b>{e(rep['transaction_outcome'])}</b></p>" if rep.get("transaction_outcome") else ""
+    outcome += "".join(f"<p class='note'>{e(n)}</p>" for n in _notes(rep))
     return f"""<!doctype html><html><head><meta charset="utf-8"><title>Run {e(str(rep['run_id']))}</title>
 <style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}td,th{{border:1px solid #ccc;padding:4px 8px;vertical-align:top}}
-tr.halted{{background:#fee}}tr.verified{{background:#efe}}img{{max-width:420px;border:1px solid #999}}figure{{display:inline-block;margin:4px}}
+tr.halted{{background:#fee}}tr.verified{{background:#efe}}tr.verified.weak{{background:#ffd}}.note{{background:#ffd;padding:4px}}img{{max-width:420px;border:1px solid #999}}figure{{display:inline-block;margin:4px}}
 .halt img{{max-width:100%}}</style></head><body>
 <h1>Run {e(str(rep['run_id']))} — {e(str(rep['state']))}</h1>
 <p>bundle <code>{e(str(rep['bundle'].get('name')))}</code> {e(str(rep['bundle'].get('digest')))}<br>backend <code>{e(_backend(rep.get('backend')))}</code></p>

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ from openadapt_flow.backends.base import Backend
 from openadapt_flow.bundle.loader import LoadedBundle
 from openadapt_flow.bundle.params import BoundParams, Interpolator
 from openadapt_flow.ladder.ladder import Ladder
+from openadapt_flow.ladder.types import Box
 from openadapt_flow.bundle.models import Step
 from openadapt_flow.runtime.config import DeployConfig
 from openadapt_flow.runtime.policy import Budget, check_dispatch
@@ -20,6 +22,7 @@ from openadapt_flow.store.journal import Journal
 from openadapt_flow.store.lease import Lease
 from openadapt_flow.store.rundir import FrameWriter, RunDir
 from openadapt_flow.verify.screen import ScreenChecks
+from openadapt_flow.vision.mask import WHOLE_FRAME, field_band, paint_over
 
 
 class Progress:
@@ -56,16 +59,30 @@ class RunContext:
     timers: dict[str, float] = field(default_factory=dict)  # sleep/wait_until step id -> due epoch
     budget: Budget = field(default_factory=lambda: Budget([]))
     children: dict[str, Path] = field(default_factory=dict)  # `flow` step id -> child run dir
+    masks: dict[str, Box] = field(default_factory=dict)  # secret-typing step id -> the frame region painted over in every saved frame
 
     @property
     def lease_generation(self) -> int:
         return self.lease.generation if self.lease else 0
 
     def watch(self, records: list[dict[str, Any]]) -> None:
-        """Seed the budget from the journal so far and keep it counting every record appended."""
+        """Seed the budget from the journal so far and keep it counting every record appended; mask the fields
+        secrets were typed into so far (a resumed run masks its frames as the first process did)."""
         self.budget = Budget(records)
         self.journal.observers.append(self.budget.note)
         self.journal.observers.append(self._seal_dispatch)
+        secret_steps = {s.id for s in self.bundle.model.steps if s.text and self.interp.uses_secret(s.text)}
+        noted = {r["step"] for r in records if r["type"] == "frames_masked"}
+        for step_id, box in secret_regions(records, secret_steps, (self.checks.sx, self.checks.sy)).items():
+            self.mask_secret(step_id, box, journal=step_id not in noted)
+
+    def mask_secret(self, step_id: str, box: Box | None, *, journal: bool = True) -> None:
+        """Paint `box` (None: the whole frame) over in every frame saved from now on: a secret was typed there."""
+        self.masks[step_id] = box or WHOLE_FRAME
+        self.frames.mask = partial(paint_over, boxes=tuple(self.masks.values()))
+        if journal:
+            self.journal.append("frames_masked", step_id, {"box": list(box) if box else None, "whole_frame": box is None,
+                                                           "why": "a secret was typed here"})
 
     def _seal_dispatch(self, rec: dict[str, Any]) -> None:
         """A consequential step's `action_dispatched` (fsync'd) is sealed in the run ledger before its input is sent,
@@ -83,3 +100,28 @@ class RunContext:
             raise blocked
         if self.lease is not None:
             self.lease.fence()
+
+
+def secret_regions(records: list[dict[str, Any]], secret_steps: set[str], scale: tuple[float, float]) -> dict[str, Box | None]:
+    """Where each secret-typing step that sent input typed (None: the whole frame), from the journal: its last
+    `frames_masked` record, else the band around its dispatched point and matched target box."""
+    out: dict[str, Box | None] = {}
+    target: dict[str, Box | None] = {}
+    for r in records:
+        sid, d = r.get("step"), r.get("data") or {}
+        if sid not in secret_steps:
+            continue
+        if r["type"] == "resolved" and d.get("role") == "target":
+            win = next((e for e in d.get("evidence") or [] if e.get("verdict") == "hit" and e.get("box")), None)
+            target[sid] = _box(win["box"]) if win else None
+        elif r["type"] == "action_dispatched":
+            p = d.get("point")
+            out[sid] = field_band((int(p[0]), int(p[1])), target.get(sid), scale) if p else None
+        elif r["type"] == "frames_masked":
+            out[sid] = _box(d["box"]) if d.get("box") else None
+    return out
+
+
+def _box(v: list[Any]) -> Box:
+    x, y, w, h = (int(n) for n in v)
+    return (x, y, w, h)

@@ -17,12 +17,15 @@ from openadapt_flow.backends.base import Frame
 from openadapt_flow.bundle.keys import normalise_key
 from openadapt_flow.bundle.models import Landmark, Step, Target
 from openadapt_flow.errors import BackendError, FlowError
-from openadapt_flow.ladder.types import Point, Resolution
+from openadapt_flow.ladder.types import Box, Point, Resolution
 from openadapt_flow.runtime.context import RunContext
 from openadapt_flow.runtime.halt import Halt, StopRequested
 from openadapt_flow.runtime.policy import model_call_refusal
 from openadapt_flow.runtime.settle import settle
 from openadapt_flow.verify.effects import CONFIRMED, Reading, baseline_blocks, make_reader, resolve_effect, verify_effect
+from openadapt_flow.verify.screen import SCREEN_CHANGED, Check, verification_plan
+from openadapt_flow.vision.diff import changed_box
+from openadapt_flow.vision.mask import FIELD_HALF_HEIGHT, field_band
 
 REACT_S = 0.3  # how long an app may take to begin reacting to input
 
@@ -163,18 +166,32 @@ def _act(ctx: RunContext, step: Step, point: Point | None, to_point: Point | Non
         raise Halt("input", f"action {a!r} is a durable step kind and needs the durable runtime", step=step.id)
 
 
-def _postconditions(ctx: RunContext, step: Step, before: np.ndarray, point: Point | None, deadline: float) -> list[dict[str, Any]]:
+def _fallback_area(ctx: RunContext, step: Step, acted: list[Point], target_box: Box | None) -> tuple[bool, Box | None]:
+    """Whether a step has nothing else to verify it, and then where it must change the screen (SPEC §5): around its
+    target and the points it acted at, or anywhere (None) when it acted at no point (key, hotkey, typing into the
+    focused field). Not needed when expect, an effect or the typed text's readback verifies it, nor for a wait
+    (it sends no input)."""
+    if verification_plan(step) != "weak":
+        return False, None
+    return True, ctx.checks.acted_area(acted, target_box)
+
+
+def _postconditions(ctx: RunContext, step: Step, before: np.ndarray, point: Point | None, deadline: float,
+                    target_box: Box | None = None, to_point: Point | None = None) -> list[dict[str, Any]]:
     """Poll fresh frames until every postcondition holds, or halt at the step's timeout."""
     typed = None
     if step.action == "type" and step.text and not ctx.interp.uses_secret(step.text):
         typed = ctx.interp(step.text)
     texts = [ctx.interp(pc.text) if pc.text is not None else None for pc in step.expect]
-    band = (point[0] - 200, point[1] - 30, 400 + 200, 60) if typed and point is not None else None  # the field, generous to the right
+    band = field_band(point, None, (ctx.checks.sx, ctx.checks.sy)) if typed and point is not None else None
+    fallback, area = _fallback_area(ctx, step, [p for p in (point, to_point) if p is not None], target_box)
     while True:
         frame = ctx.backend.capture()
         checks = ctx.checks.postconditions(step.expect, texts, frame.pixels, before)
         if typed and band is not None:
             checks.append(ctx.checks.readback(frame.pixels, before, typed, band))
+        if fallback:
+            checks.append(ctx.checks.changed_where_acted(frame.pixels, before, area))
         if all(c.ok for c in checks):
             out = [c.to_json() for c in checks]
             if out:
@@ -187,7 +204,7 @@ def _postconditions(ctx: RunContext, step: Step, before: np.ndarray, point: Poin
             ctx.journal.append("postconditions", step.id, {"ok": False, "checks": [c.to_json() for c in checks]})
             raise Halt(
                 "postcondition",
-                f"step {step.id!r}: " + "; ".join(f"{c.kind} {c.expected!r} did not hold ({c.detail})" for c in failed),
+                f"step {step.id!r}: " + "; ".join(_failed(c, step) for c in failed),
                 step=step.id,
                 dispatched=True,
                 frame=frame.pixels,
@@ -199,6 +216,36 @@ def _postconditions(ctx: RunContext, step: Step, before: np.ndarray, point: Poin
             ctx.stop.wait(max(0.0, pause - (time.monotonic() - t)))  # pace a backend that never blocks (fixture:)
 
 
+def _failed(c: Check, step: Step) -> str:
+    if c.kind == SCREEN_CHANGED:
+        return (f"the screen did not change {'around ' + c.expected if c.expected != 'anywhere' else 'anywhere'} within "
+                f"{step.timeout_s:g}s ({c.detail}); the step declares nothing else to verify it (add expect:)")
+    return f"{c.kind} {c.expected!r} did not hold ({c.detail})"
+
+
+def verification(checks: list[dict[str, Any]], effect: dict[str, Any] | None) -> str:
+    """How a verified step was verified: `strong` (a declared fact, an effect, the typed text read back),
+    `weak` (only: the screen changed where it acted), `none` (a wait with nothing declared: it sent no input)."""
+    if effect is not None or any(not c.get("weak") for c in checks):
+        return "strong"
+    return "weak" if checks else "none"
+
+
+def _mask_secret(ctx: RunContext, step: Step, point: Point | None, target_box: Box | None) -> None:
+    """From the dispatch of a step that types a secret on, every saved frame has the field it typed into painted
+    over; with no point (typing into the focused field) the whole frame, until the typing shows where it went."""
+    ctx.mask_secret(step.id, field_band(point, target_box, (ctx.checks.sx, ctx.checks.sy)) if point is not None else None)
+
+
+def _narrow_secret_mask(ctx: RunContext, step: Step, before: np.ndarray, after: np.ndarray) -> None:
+    """A secret typed with no point: mask where the typing changed the screen (padded) instead of the whole frame."""
+    changed = changed_box(before, after)
+    if changed is not None and before.shape == after.shape:
+        x, y, w, h = changed
+        pad = round(FIELD_HALF_HEIGHT * max(ctx.checks.sx, ctx.checks.sy))
+        ctx.mask_secret(step.id, (x - pad, y - pad, w + 2 * pad, h + 2 * pad))
+
+
 def run_gui_step(ctx: RunContext, index: int, step: Step) -> StepRecord:
     """Run one GUI step through the whole lifecycle; raise Halt when it cannot be sure."""
     t0 = time.monotonic()
@@ -206,12 +253,13 @@ def run_gui_step(ctx: RunContext, index: int, step: Step) -> StepRecord:
     ctx.journal.append("step_started", step.id, {"index": index, "action": step.action, "intent": step.intent})
     rt = ctx.config.runtime
     dispatched = False
+    secret = bool(step.text and ctx.interp.uses_secret(step.text))
     try:
         if ctx.backend.wait_for_update(0):  # the screen moved since our last look: let it settle
             frame = settle(ctx.backend, rt.settle_quiet_s, rt.settle_timeout_s).frame
         else:  # unchanged since the previous step's verified frame: already settled
             frame = ctx.backend.capture()
-        point = to_point = None
+        point = to_point = target_box = None
         if step.target is not None:
             frame, res = _resolve_while_changing(ctx, step, frame, t0 + step.timeout_s)
             _guard_rung(step, res, frame)
@@ -219,6 +267,7 @@ def run_gui_step(ctx: RunContext, index: int, step: Step) -> StepRecord:
             rec.rung = res.rung
             win = res.winning
             rec.score = win.score if win else None
+            target_box = win.box if win else None
             rec.point = point
         before = frame.pixels
         if step.to is not None:
@@ -236,7 +285,7 @@ def run_gui_step(ctx: RunContext, index: int, step: Step) -> StepRecord:
                 raise Halt("effect", f"step {step.id!r}: {blocked}; no input was sent", step=step.id,
                            evidence=[{"baseline": baseline.to_json(), "expect": effect.expect.model_dump(exclude_none=True)}],
                            frame=frame.pixels, point=point)
-        if not step.text or not ctx.interp.uses_secret(step.text):
+        if not secret:
             ctx.frames.save(f"{index:03d}-{step.id}-before.png", before)
         if ctx.stop.is_set():
             raise StopRequested()
@@ -248,10 +297,14 @@ def run_gui_step(ctx: RunContext, index: int, step: Step) -> StepRecord:
         )
         dispatched = True
         dispatched_at = time.monotonic()
+        if secret:
+            _mask_secret(ctx, step, point, target_box)
         _act(ctx, step, point, to_point)
         ctx.journal.append("action_sent", step.id, {"dispatch_seq": dispatch["seq"]})
-        settle(ctx.backend, rt.settle_quiet_s, min(rt.settle_timeout_s, step.timeout_s), expect_change_s=REACT_S)
-        rec.checks = _postconditions(ctx, step, before, point, dispatched_at + step.timeout_s)
+        settled = settle(ctx.backend, rt.settle_quiet_s, min(rt.settle_timeout_s, step.timeout_s), expect_change_s=REACT_S)
+        if secret and point is None:
+            _narrow_secret_mask(ctx, step, before, settled.frame.pixels)
+        rec.checks = _postconditions(ctx, step, before, point, dispatched_at + step.timeout_s, target_box, to_point)
         if effect is not None and reader is not None:
             verdict = verify_effect(effect, reader, baseline if isinstance(baseline, Reading) else None, dispatched_at)
             ctx.journal.append("effect_verified", step.id, verdict.to_json())
@@ -275,7 +328,7 @@ def run_gui_step(ctx: RunContext, index: int, step: Step) -> StepRecord:
         raise Halt("input", f"step {step.id!r}: {e}", step=step.id, dispatched=dispatched) from None
     rec.elapsed_ms = (time.monotonic() - t0) * 1000
     after = ctx.backend.capture().pixels
-    if not step.text or not ctx.interp.uses_secret(step.text):
+    if not secret:
         ctx.frames.save(f"{index:03d}-{step.id}-after.png", after)
     rec.verified = ctx.journal.append(
         "step_verified",
@@ -285,6 +338,7 @@ def run_gui_step(ctx: RunContext, index: int, step: Step) -> StepRecord:
             "rung": rec.rung,
             "elapsed_ms": round(rec.elapsed_ms, 1),
             "verified_by": "runtime",
+            "verification": verification(rec.checks, rec.effect),
             "effect": rec.effect,
             "screen_facts": screen_facts(ctx, step),
         },

@@ -11,7 +11,7 @@ import shutil
 import threading
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import cv2
 import numpy as np
@@ -76,6 +76,8 @@ class FrameWriter:
         self._thread = threading.Thread(target=self._run, name="frame-writer", daemon=True)
         self._thread.start()
         self.errors: list[str] = []
+        # Applied to every frame before it is queued or written (the runtime paints over fields secrets were typed into).
+        self.mask: Callable[[np.ndarray], np.ndarray] | None = None
 
     def _run(self) -> None:
         while True:
@@ -90,15 +92,19 @@ class FrameWriter:
             finally:
                 self._q.task_done()
 
+    def masked(self, pixels: np.ndarray) -> np.ndarray:
+        """A copy of `pixels` as it may be written: with the mask applied."""
+        return self.mask(pixels) if self.mask is not None else pixels.copy()
+
     def save(self, name: str, pixels: np.ndarray) -> str:
         self.dir.mkdir(exist_ok=True)
-        self._q.put((name, pixels.copy()))
+        self._q.put((name, self.masked(pixels)))
         return f"frames/{name}"
 
     def save_now(self, name: str, pixels: np.ndarray) -> str:
         """Write synchronously and durably (halt frames must be on disk before the process exits)."""
         self.dir.mkdir(exist_ok=True)
-        write_bytes_atomic(self.dir / name, _encode_png(pixels))
+        write_bytes_atomic(self.dir / name, _encode_png(self.masked(pixels)))
         return f"frames/{name}"
 
     def flush(self) -> None:

@@ -12,10 +12,12 @@ from typing import Any
 
 import numpy as np
 
-from openadapt_flow.bundle.models import Postcondition
+from openadapt_flow.bundle.models import Postcondition, Step
+from openadapt_flow.bundle.params import Interpolator
 from openadapt_flow.ladder.types import Box, Point
 from openadapt_flow.vision.caret import without_caret
-from openadapt_flow.vision.diff import changed_box, changed_fraction
+from openadapt_flow.vision.diff import changed_box, changed_fraction, changed_pixels
+from openadapt_flow.vision.mask import union
 from openadapt_flow.vision.ocr import OcrEngine
 from openadapt_flow.vision.template import TemplateImage, find_template, pad_box
 
@@ -28,6 +30,25 @@ TEMPLATE_PAD = 80  # px around a template_present region: the template may drift
 TEXT_PRESENT_PAD = 12
 TEXT_ABSENT_PAD = 40
 READBACK_PAD = 6  # px around what typing changed: the glyphs' faint edges and Tesseract's margin
+# The fallback check of a step that declares nothing to verify: the screen changed where it acted, i.e.
+# within ACTED_PAD px (scaled) of the matched target box and the point(s) it acted at. A handful of
+# pixels is enough (a focus ring, a caret, a pressed checkbox); less is noise.
+ACTED_PAD = 100
+ACTED_MIN_PIXELS = 8
+SCREEN_CHANGED = "screen_changed"
+
+
+def verification_plan(step: Step) -> str:
+    """What will verify a GUI step: `declared` (expect or effect), `readback` (the typed text read in the field it
+    clicked), `weak` (nothing declared: only that the screen changed where it acted), `none` (a wait with nothing
+    declared; it sends no input)."""
+    if step.expect or step.effect is not None:
+        return "declared"
+    if step.action == "wait":
+        return "none"
+    if step.action == "type" and step.target is not None and step.text and not Interpolator.uses_secret(step.text):
+        return "readback"
+    return "weak"
 
 
 @dataclass
@@ -134,6 +155,27 @@ class ScreenChecks:
             return Check(kind, str(list(pc.region_changed)), False, "no before frame to compare")
         frac = changed_fraction(before, frame, region)
         return Check(kind, str(list(pc.region_changed)), frac >= REGION_CHANGED_MIN, f"{frac:.4f} of pixels changed", {"changed": round(frac, 4)})
+
+    def acted_area(self, points: list[Point], target: Box | None) -> Box | None:
+        """Where a step acted: its matched target box and the points it acted at, padded by ACTED_PAD (None: nowhere
+        in particular, e.g. a key press, so the whole frame)."""
+        boxes = [(x, y, 1, 1) for x, y in points] + ([target] if target is not None else [])
+        if not boxes:
+            return None
+        x, y, w, h = boxes[0]
+        for b in boxes[1:]:
+            x, y, w, h = union((x, y, w, h), b)
+        px, py = round(ACTED_PAD * self.sx), round(ACTED_PAD * self.sy)
+        return (x - px, y - py, w + 2 * px, h + 2 * py)
+
+    def changed_where_acted(self, frame: np.ndarray, before: np.ndarray, area: Box | None) -> Check:
+        """Did the screen change inside `area` (None: anywhere) since `before`? A weak check: it proves the input
+        landed somewhere that reacts, not what it did."""
+        where = str(list(area)) if area is not None else "anywhere"
+        n = changed_pixels(before, frame, area)
+        ok = n >= ACTED_MIN_PIXELS
+        return Check(SCREEN_CHANGED, where, ok, f"{n} pixels changed" + ("" if ok else f" (fewer than {ACTED_MIN_PIXELS})"),
+                     {"changed_pixels": n, "weak": True})
 
     def readback(self, frame: np.ndarray, before: np.ndarray, typed: str, band: Box) -> Check:
         """Is the typed text read in the field? The part of `band` the typing changed is read first, then all of it.

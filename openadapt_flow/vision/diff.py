@@ -1,4 +1,5 @@
-"""Has the screen changed? Pixel-difference helpers for settle and the `region_changed` postcondition."""
+"""Has the screen changed? Pixel-difference helpers for settle, the `region_changed` postcondition and the
+fallback check that a step with nothing declared changed the screen where it acted."""
 
 from __future__ import annotations
 
@@ -23,6 +24,17 @@ def changed_fraction(a: np.ndarray, b: np.ndarray, box: Box | None = None, *, pi
         return 0.0
     x, y, bw, bh = area
     return cv2.countNonZero(_mask(a, b, area, pixel_tol)) / float(bw * bh)
+
+
+def changed_pixels(a: np.ndarray, b: np.ndarray, box: Box | None = None, *, pixel_tol: int = PIXEL_TOL) -> int:
+    """How many pixels in `box` (default: all) differ by more than `pixel_tol`; frames of different sizes: all of them."""
+    if a.shape != b.shape:
+        return int(b.shape[0] * b.shape[1])
+    h, w = a.shape[:2]
+    area = clip_box(box, w, h) if box else (0, 0, w, h)
+    if area is None:
+        return 0
+    return int(cv2.countNonZero(_mask(a, b, area, pixel_tol)))
 
 
 def same(

@@ -77,6 +77,10 @@ class App:
                 c.commit()
                 c.close()
             self.show(done())
+        elif ev[0] == "press":  # a key the app reacts to: a small mark in the corner toggles, so every press changes the screen
+            frame = self.frame.copy()
+            frame[466:476, 626:636] = 0 if frame[470, 630, 0] else 236
+            self.show(frame)
 
 
 def cfg(tmp_path, **runtime):

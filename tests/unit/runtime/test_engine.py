@@ -191,7 +191,7 @@ def test_lost_connection_mid_step_is_a_backend_halt(tmp_path):
 def test_secret_typing_never_reaches_the_run_dir(tmp_path, monkeypatch):
     monkeypatch.setenv("FLOW_SECRET_PW", "hunter2-sekrit")
     steps = [{"id": "pw", "action": "type", "text": "{secret:pw}"}]
-    fake = FakeBackend(home())
+    fake = FakeBackend(home(), lambda f, ev: f.set_frame(Canvas().text(20, 20, "Ledger").text(100, 200, "********").array()) if ev[0] == "type" else None)
     out = run(tmp_path, make_bundle(tmp_path / "b", steps, params={"pw": {"secret": True, "required": True}}), fake, params={})
     assert out.state == "COMPLETED", out.message
     assert ("type", "hunter2-sekrit") in fake.events
@@ -204,7 +204,7 @@ def test_secret_typing_never_reaches_the_run_dir(tmp_path, monkeypatch):
 
 
 def test_stop_request_interrupts_at_a_step_boundary(tmp_path):
-    fake = FakeBackend(home())
+    fake = FakeBackend(home(), lambda f, ev: f.set_frame(done()))  # the key press changes the screen (its only check)
     steps = [{"id": "a", "action": "key", "keys": ["tab"]}, {"id": "b", "action": "key", "keys": ["tab"]}]
     bundle = make_bundle(tmp_path / "b", steps)
     import openadapt_flow.runtime.engine as engine

@@ -24,7 +24,8 @@ from openadapt_flow.runtime.engine import Reporter, RunOutcome, execute, finish,
 from openadapt_flow.runtime.halt import Halt
 from openadapt_flow.runtime.teach import effective_bundle
 from openadapt_flow.runtime.lifecycle import LIVE_STATES, check_manifest, finalize_interrupted
-from openadapt_flow.runtime.recheck import CONFIRMED_DONE, POSITIVELY_ABSENT, RETRYABLE, check_facts, find_uncertain, recheck
+from openadapt_flow.runtime.recheck import (CONFIRMED_DONE, POSITIVELY_ABSENT, RETRYABLE, RecheckResult, Uncertain, check_facts,
+                                            find_uncertain, recheck)
 from openadapt_flow.runtime.states import EXIT_CODES
 from openadapt_flow.runtime.step import screen_facts
 from openadapt_flow.store.checkpoint import checkpoint_from_records, reconcile_checkpoint, write_checkpoint
@@ -145,17 +146,14 @@ def _continue(ctx: RunContext, records: list[dict[str, Any]], cp: dict[str, Any]
     run.write_state("RESUMING", last_checkpoint_seq=cp["seq"] if cp else None)
     start = cp["next_index"] if cp else 0
     try:
-        if cp and cp.get("screen_facts"):
-            checks = check_facts(ctx, cp["screen_facts"])
-            journal.append("checkpoint_reproved", cp["step"], {"ok": all(c["ok"] for c in checks), "checks": checks})
-            if not all(c["ok"] for c in checks):
-                raise Halt("postcondition", f"the screen no longer shows what held after step {cp['step']!r}: "
-                           + "; ".join(f"{c['kind']} {c['expected']!r}" for c in checks if not c["ok"]), step=cp["step"])
         steps = ctx.bundle.model.steps
         uncertain = find_uncertain(records, steps)
-        if uncertain is not None:
-            result = recheck(ctx, uncertain)
+        result = recheck(ctx, uncertain) if uncertain is not None else None  # first: it may have changed the screen
+        if uncertain is not None and result is not None:
             journal.append("rechecked", uncertain.step.id, {"verdict": result.verdict, "effect": result.effect, "checks": result.checks})
+        if cp and cp.get("screen_facts") and _screen_still_shows_checkpoint(uncertain, result, approval):
+            _reprove_checkpoint(ctx, cp)
+        if uncertain is not None and result is not None:
             if decision == "reconcile":
                 journal.append("decision", uncertain.step.id, _decision_data(approval))
                 if approval and approval["effect"] == "landed":
@@ -200,6 +198,30 @@ def _continue(ctx: RunContext, records: list[dict[str, Any]], cp: dict[str, Any]
             remove(run.path / PENDING)
         return finish(ctx, "PAUSED", h.message, h.category, "awaiting_approval", h.step)
     return execute(ctx, start)
+
+
+def _screen_still_shows_checkpoint(uncertain: Uncertain | None, result: RecheckResult | None, approval: dict[str, Any] | None) -> bool:
+    """Can the screen still show what held after the checkpoint? Only if no later input landed (SPEC §9, docs/durable.md).
+
+    Nothing dispatched after it: yes. An uncertain later step that will be performed again (its re-check found it
+    not done): its input did not take, so yes. A later step that landed (re-check CONFIRMED, or an operator's
+    `reconcile --effect landed`) changed the screen: its own re-checked facts stand in for the checkpoint's.
+    A re-check that is still unknown (or absent with no decision) refuses anyway, before any input.
+    """
+    if uncertain is None or result is None:
+        return True
+    decision = approval["decision"] if approval is not None else None
+    if decision == "reconcile":
+        return approval is not None and approval.get("effect") != "landed"
+    return result.verdict == RETRYABLE or (result.verdict == POSITIVELY_ABSENT and decision == "continue")
+
+
+def _reprove_checkpoint(ctx: RunContext, cp: dict[str, Any]) -> None:
+    checks = check_facts(ctx, cp["screen_facts"])
+    ctx.journal.append("checkpoint_reproved", cp["step"], {"ok": all(c["ok"] for c in checks), "checks": checks})
+    if not all(c["ok"] for c in checks):
+        raise Halt("postcondition", f"the screen no longer shows what held after step {cp['step']!r}: "
+                   + "; ".join(f"{c['kind']} {c['expected']!r}" for c in checks if not c["ok"]), step=cp["step"])
 
 
 def _orphaned(manifest: dict[str, Any]) -> str | None:

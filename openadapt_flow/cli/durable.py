@@ -90,7 +90,7 @@ def reconcile_cmd(root: Path = typer.Argument(Path("runs"), help="runs root"), a
         return
     for r in rows:
         if r["action"] != "none":
-            typer.echo(f"{r['run_dir']}\t{r['action']}\t{r.get('state', '')}\t{r.get('transaction_outcome') or r.get('error', '')}")
+            typer.echo(f"{r['run_dir']}\t{r['action']}\t{r.get('state') or ''}\t{r.get('transaction_outcome') or r.get('error') or r.get('reason', '')}")
 
 
 @handle_errors

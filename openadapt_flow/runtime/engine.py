@@ -27,6 +27,7 @@ from openadapt_flow.ladder.model_rung import ModelClient
 from openadapt_flow.runtime.config import DeployConfig
 from openadapt_flow.runtime.context import Progress, RunContext
 from openadapt_flow.runtime.halt import Halt, Pause, StopRequested
+from openadapt_flow.runtime.lifecycle import begin_run
 from openadapt_flow.runtime.outcome import classify
 from openadapt_flow.runtime.policy import Blocked, check_step
 from openadapt_flow.runtime.pause import open_pause
@@ -35,6 +36,7 @@ from openadapt_flow.runtime.child import run_child_step
 from openadapt_flow.runtime.durable_steps import run_durable_step
 from openadapt_flow.runtime.step import StepRecord, run_gui_step
 from openadapt_flow.store.checkpoint import checkpoint_from_records, write_checkpoint
+from openadapt_flow.store.faults import crash_point
 from openadapt_flow.store.journal import Journal, load_journal, now_iso
 from openadapt_flow.store.keys import load_decision_key, load_key
 from openadapt_flow.store.lease import Lease, LeaseLost
@@ -201,18 +203,18 @@ def replay(
     lease = None
     try:
         run = RunDir(new_run_dir(Path(req.config.runtime.runs_root), req.run_dir))
+        crash_point("start:dir_created")
         run_id = f"run-{uuid.uuid4().hex[:12]}"
-        run.snapshot_bundle(loaded.root, loaded.files)
-        run.write_json("manifest.json", "manifest@1", _manifest(run_id, req, loaded, params, durable))
         lease = Lease(run.path, req.config.runtime.lease_ttl_s).acquire()  # every run has one owner
         lease.start_heartbeat()
-        journal = Journal(run.journal_path, key)
+        crash_point("start:lease_acquired")
+        run.snapshot_bundle(loaded.root, loaded.files)
+        crash_point("start:bundle_copied")
+        journal, started = begin_run(run, key, _manifest(run_id, req, loaded, params, durable),
+                                     {"steps": len(loaded.model.steps), "durable": durable, "lease_generation": lease.generation})
         ctx = make_context(run, run_id, loaded, params, backend, req.config, journal, req.allow_model, durable, progress, reporter)
         ctx.lease = lease
-        ctx.watch([])
-        run.write_state("RUNNING")
-        journal.append("run_started", None, {"steps": len(loaded.model.steps), "durable": durable, "lease_generation": ctx.lease_generation,
-                                             "manifest_digest": run.manifest_digest()})
+        ctx.watch([started])
         with stop_on_signals(ctx.stop):
             return execute(ctx, 0)
     finally:

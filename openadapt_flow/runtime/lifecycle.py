@@ -8,9 +8,10 @@ from openadapt_flow.bundle.models import Bundle
 from openadapt_flow.errors import RefusedError
 from openadapt_flow.runtime.config import DeployConfig
 from openadapt_flow.runtime.outcome import classify
+from openadapt_flow.store.faults import crash_point
 from openadapt_flow.store.journal import Journal
 from openadapt_flow.store.lease import LeaseInfo, try_lock, unlock
-from openadapt_flow.store.rundir import RunDir
+from openadapt_flow.store.rundir import MANIFEST, SCHEMA_PREFIX, RunDir, digest_manifest
 
 LIVE_STATES = ("RUNNING", "RESUMING", "PENDING")
 
@@ -50,6 +51,19 @@ def finalize_interrupted(run: RunDir, journal: Journal, records: list[dict[str, 
         "INTERRUPTED", transaction_outcome=outcome, message=why, last_checkpoint_seq=prev.get("last_checkpoint_seq"),
     )
     return {"state": "INTERRUPTED", "transaction_outcome": outcome}
+
+
+def begin_run(run: RunDir, key: bytes, manifest: dict[str, Any], started: dict[str, Any]) -> tuple[Journal, dict[str, Any]]:
+    """Start a run atomically: journal `run_started` (pinning the manifest about to be written), state RUNNING, and only
+    then `manifest.json`, the file that makes a directory a run. A death before it leaves no run, and sent nothing."""
+    body = {"schema": SCHEMA_PREFIX + "manifest@1", **manifest}
+    journal = Journal(run.journal_path, key)
+    rec = journal.append("run_started", None, {**started, "manifest_digest": digest_manifest(body)})
+    run.write_state("RUNNING")
+    crash_point("start:state_written")
+    run.write_json(MANIFEST, "manifest@1", manifest)
+    crash_point("start:manifest_written")
+    return journal, rec
 
 
 def check_manifest(run: RunDir, records: list[dict[str, Any]]) -> None:

@@ -53,6 +53,12 @@ def new_run_dir(runs_root: Path, run_dir: Path | None = None, *, now: datetime |
     raise RunDirError(f"{runs_root}: could not find a free run directory name for {stamp}")
 
 
+def digest_manifest(manifest: dict[str, Any]) -> str:
+    """Digest of a manifest (as written, `schema` included) minus `child_runs`, the one field appended after the start."""
+    body = {k: v for k, v in manifest.items() if k != "child_runs"}
+    return "sha256:" + hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
 def _encode_png(pixels: np.ndarray) -> bytes:
     ok, buf = cv2.imencode(".png", cv2.cvtColor(pixels, cv2.COLOR_RGB2BGR), [cv2.IMWRITE_PNG_COMPRESSION, 1])
     if not ok:
@@ -139,6 +145,8 @@ class RunDir:
         if not p.is_dir():
             raise RunDirError(f"{p}: not a directory")
         if not (p / MANIFEST).is_file():
+            if (p / JOURNAL_FILE).is_file():  # a start-up cut before the manifest: a run that never began (SPEC §7)
+                raise RunDirError(f"{p}: not a run directory (its start-up was cut before {MANIFEST}; no input was sent — replay again)")
             raise RunDirError(f"{p}: not a run directory (no {MANIFEST})")
         return cls(p)
 
@@ -161,9 +169,7 @@ class RunDir:
         return self.read_json(MANIFEST)
 
     def manifest_digest(self) -> str:
-        """Digest of the manifest minus `child_runs` (the one field appended after the start)."""
-        body = {k: v for k, v in self.manifest().items() if k != "child_runs"}
-        return "sha256:" + hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+        return digest_manifest(self.manifest())
 
     def add_child(self, child: Path) -> None:
         m = self.manifest()

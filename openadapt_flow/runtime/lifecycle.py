@@ -43,7 +43,18 @@ def effective_state(run: RunDir) -> dict[str, Any]:
 
 
 def finalize_interrupted(run: RunDir, journal: Journal, records: list[dict[str, Any]], bundle: Bundle, why: str) -> dict[str, Any]:
-    """Record an owner's death: INTERRUPTED with the transaction outcome classified from the journal."""
+    """Record an owner's death: INTERRUPTED with the transaction outcome classified from the journal.
+
+    A journal that already ends with `run_finished` (the owner died, or the disk filled, after journaling its stop
+    but before state.json) only has its view brought up to date: the journal is the record of truth.
+    """
+    last = records[-1] if records else None
+    if last is not None and last["type"] == "run_finished" and last["data"].get("state") in ("COMPLETED", "FAILED", "BLOCKED", "INTERRUPTED"):
+        d = last["data"]
+        cp_seq = next((r["seq"] for r in reversed(records) if r["type"] in ("step_verified", "step_skipped")), None)
+        run.write_state(d["state"], transaction_outcome=d.get("transaction_outcome"), message=f"stop recorded in the journal (seq {last['seq']}); {why}",
+                        last_checkpoint_seq=cp_seq)
+        return {"state": d["state"], "transaction_outcome": d.get("transaction_outcome")}
     outcome, evidence = classify(bundle, records)
     journal.append("interrupted", None, {"message": why, "finalized": True, "transaction_outcome": outcome, "outcome_evidence": evidence})
     prev = run.state() if run.state_path.exists() else {}

@@ -28,6 +28,7 @@ from openadapt_flow.runtime.recheck import (CONFIRMED_DONE, POSITIVELY_ABSENT, R
                                             find_uncertain, recheck)
 from openadapt_flow.runtime.states import EXIT_CODES
 from openadapt_flow.runtime.step import screen_facts
+from openadapt_flow.store.atomic import StorageFault
 from openadapt_flow.store.checkpoint import checkpoint_from_records, reconcile_checkpoint, write_checkpoint
 from openadapt_flow.store.escalation import APPROVAL, PENDING, consume_approval, remove
 from openadapt_flow.store.journal import Journal
@@ -137,6 +138,18 @@ def resume(
 
 
 def _continue(ctx: RunContext, records: list[dict[str, Any]], cp: dict[str, Any] | None, pending: dict[str, Any] | None, approval: dict[str, Any] | None) -> RunOutcome:
+    try:
+        start = _reenter(ctx, records, cp, pending, approval)
+        return start if isinstance(start, RunOutcome) else execute(ctx, start)
+    except StorageFault as f:  # a full disk before the first step: INTERRUPTED (exit 5), resumable once space is freed
+        return finish(ctx, "INTERRUPTED", f.message, "storage")
+    finally:
+        ctx.frames.close()  # never exit with the frame writer alive (a C++ abort at interpreter shutdown)
+
+
+def _reenter(ctx: RunContext, records: list[dict[str, Any]], cp: dict[str, Any] | None, pending: dict[str, Any] | None,
+             approval: dict[str, Any] | None) -> int | RunOutcome:
+    """Re-check, re-prove and record the decision; the index to continue at (or the pause it ended in)."""
     run, journal = ctx.run, ctx.journal
     decision = approval["decision"] if approval else None
     journal.append("run_resumed", None, {"lease_generation": ctx.lease_generation, "decision": decision,
@@ -197,7 +210,7 @@ def _continue(ctx: RunContext, records: list[dict[str, Any]], cp: dict[str, Any]
             consume_approval(run.path, pending["pause_id"])
             remove(run.path / PENDING)
         return finish(ctx, "PAUSED", h.message, h.category, "awaiting_approval", h.step)
-    return execute(ctx, start)
+    return start
 
 
 def _screen_still_shows_checkpoint(uncertain: Uncertain | None, result: RecheckResult | None, approval: dict[str, Any] | None) -> bool:

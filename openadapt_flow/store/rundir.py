@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -16,7 +17,8 @@ import cv2
 import numpy as np
 
 from openadapt_flow.errors import RunDirError
-from openadapt_flow.store.atomic import write_bytes_atomic, write_json_atomic
+from openadapt_flow.store.atomic import StorageFault, fault_point, write_bytes_atomic, write_json_atomic
+from openadapt_flow.store.faults import io_fault
 from openadapt_flow.store.journal import JOURNAL_FILE, now_iso
 
 MANIFEST = "manifest.json"
@@ -67,7 +69,11 @@ def _encode_png(pixels: np.ndarray) -> bytes:
 
 
 class FrameWriter:
-    """Writes frames off the hot path on one background thread; `flush()` waits for all of them."""
+    """Writes frames off the hot path on one background thread; `flush()` waits for all of them.
+
+    A frame that cannot be written (full disk, I/O error, encode failure) never stops the run: it is listed in
+    `errors` (journaled with the run's stop and shown in the report).
+    """
 
     def __init__(self, frames_dir: Path) -> None:
         self.dir = frames_dir
@@ -83,27 +89,42 @@ class FrameWriter:
                 if item is None:
                     return
                 name, pixels = item
-                (self.dir / name).write_bytes(_encode_png(pixels))
+                path = self.dir / name
+                io_fault(fault_point(path))
+                path.write_bytes(_encode_png(pixels))
             except Exception as e:  # a lost frame must not kill the run; it is reported
                 self.errors.append(f"{item[0] if item else '?'}: {e}")
+                if item is not None:
+                    with contextlib.suppress(OSError):
+                        (self.dir / item[0]).unlink(missing_ok=True)  # no half-written PNG taking the space
             finally:
                 self._q.task_done()
 
-    def save(self, name: str, pixels: np.ndarray) -> str:
-        self.dir.mkdir(exist_ok=True)
+    def save(self, name: str, pixels: np.ndarray) -> str | None:
+        try:
+            self.dir.mkdir(exist_ok=True)
+        except OSError as e:
+            self.errors.append(f"{name}: {e}")
+            return None
         self._q.put((name, pixels.copy()))
         return f"frames/{name}"
 
-    def save_now(self, name: str, pixels: np.ndarray) -> str:
-        """Write synchronously and durably (halt frames must be on disk before the process exits)."""
-        self.dir.mkdir(exist_ok=True)
-        write_bytes_atomic(self.dir / name, _encode_png(pixels))
+    def save_now(self, name: str, pixels: np.ndarray) -> str | None:
+        """Write synchronously and durably (halt frames must be on disk before the process exits); None if it can't."""
+        try:
+            self.dir.mkdir(exist_ok=True)
+            write_bytes_atomic(self.dir / name, _encode_png(pixels))
+        except (OSError, RuntimeError, StorageFault) as e:
+            self.errors.append(f"{name}: {e}")
+            return None
         return f"frames/{name}"
 
     def flush(self) -> None:
         self._q.join()
 
     def close(self) -> None:
+        if not self._thread.is_alive():
+            return
         self.flush()
         self._q.put(None)
         self._thread.join(timeout=10)

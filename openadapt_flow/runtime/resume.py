@@ -16,7 +16,8 @@ from openadapt_flow.backends.spec import BackendSpec, open_backend
 from openadapt_flow.bundle.loader import LoadedBundle, load_bundle
 from openadapt_flow.bundle.params import BoundParams, bind_params, secret_env_name
 from openadapt_flow.errors import FlowError, RefusedError
-from openadapt_flow.runtime.config import DeployConfig
+from openadapt_flow.runtime.backend_select import BackendFlags, merge_backend, select_backend
+from openadapt_flow.runtime.config import BackendConfig, DeployConfig
 from openadapt_flow.runtime import workflow_run  # module import: workflow_run imports this module too
 from openadapt_flow.runtime.context import Progress, RunContext
 from openadapt_flow.runtime.decisions import check_approval, verified_pending
@@ -51,10 +52,17 @@ def _params(loaded: LoadedBundle, manifest: dict[str, Any], given: Mapping[str, 
     return params
 
 
-def _backend_spec(manifest: dict[str, Any], override: BackendSpec | None) -> BackendSpec | None:
+def _backend_spec(manifest: dict[str, Any], override: BackendSpec | None, flags: BackendFlags | None = None,
+                  config: BackendConfig | None = None) -> BackendSpec | None:
+    """The backend resume drives: a whole `override` spec; else the flags merged field by field onto `config`'s
+    backend section (`--config`) when it names one, or onto the run's recorded backend (its manifest)."""
     if override is not None:
         return override
-    return BackendSpec.from_json(manifest["backend"]) if manifest.get("backend") else None
+    flags = flags or BackendFlags()
+    if config is not None and (config.kind or config.url):
+        return select_backend(config, backend=flags.backend, url=flags.url, rdp_host=flags.rdp_host)
+    recorded = BackendSpec.from_json(manifest["backend"]) if manifest.get("backend") else None
+    return merge_backend(recorded, flags) if flags else recorded
 
 
 def resume(
@@ -67,10 +75,18 @@ def resume(
     reporter: Reporter | None = None,
     backend_factory: BackendFactory = open_backend,
     stop: threading.Event | None = None,
+    backend_flags: BackendFlags | None = None,
+    backend_config: BackendConfig | None = None,
+    upgrade_bundle: Path | None = None,
 ) -> RunOutcome:
-    """Continue a paused or interrupted durable run; `stop` (e.g. a worker's) is set by SIGTERM/SIGINT."""
+    """Continue a paused or interrupted durable run; `stop` (e.g. a worker's) is set by SIGTERM/SIGINT.
+
+    `backend_flags` and `backend_config` (`--config`'s backend section) override the recorded backend field by field.
+    """
     run = RunDir.open(run_path)
     manifest = run.manifest()
+    if backend_flags or backend_config is not None:
+        backend = _backend_spec(manifest, backend, backend_flags, backend_config)
     if manifest.get("kind") == "workflow":  # a Python workflow (SPEC §14): its code runs again on its journal
         return workflow_run.resume_workflow(run, manifest, backend=backend, require_approval=require_approval, params=params, progress=progress,
                                             reporter=reporter, backend_factory=backend_factory, stop=stop)

@@ -15,7 +15,7 @@ from openadapt_flow.backends.base import Backend
 from openadapt_flow.backends.spec import BackendSpec, open_backend
 from openadapt_flow.bundle.loader import LoadedBundle, load_bundle
 from openadapt_flow.bundle.params import BoundParams, bind_params, secret_env_name
-from openadapt_flow.errors import FlowError, RefusedError
+from openadapt_flow.errors import FlowError, RefusedError, UsageError
 from openadapt_flow.runtime.backend_select import BackendFlags, merge_backend, select_backend
 from openadapt_flow.runtime.config import BackendConfig, DeployConfig
 from openadapt_flow.runtime import workflow_run  # module import: workflow_run imports this module too
@@ -24,6 +24,7 @@ from openadapt_flow.runtime.decisions import check_approval, verified_pending
 from openadapt_flow.runtime.engine import Reporter, RunOutcome, execute, finish, make_context, open_or_none, stop_on_signals
 from openadapt_flow.runtime.halt import Halt
 from openadapt_flow.runtime.teach import effective_bundle
+from openadapt_flow.runtime.upgrade import upgrade_bundle as adopt_upgrade
 from openadapt_flow.runtime.lifecycle import LIVE_STATES, check_manifest, finalize_interrupted
 from openadapt_flow.runtime.recheck import (CONFIRMED_DONE, POSITIVELY_ABSENT, RETRYABLE, RecheckResult, Uncertain, check_facts,
                                             find_uncertain, recheck)
@@ -88,6 +89,8 @@ def resume(
     if backend_flags or backend_config is not None:
         backend = _backend_spec(manifest, backend, backend_flags, backend_config)
     if manifest.get("kind") == "workflow":  # a Python workflow (SPEC §14): its code runs again on its journal
+        if upgrade_bundle is not None:
+            raise UsageError("--upgrade-bundle applies to bundle runs, not to a Python workflow's run")
         return workflow_run.resume_workflow(run, manifest, backend=backend, require_approval=require_approval, params=params, progress=progress,
                                             reporter=reporter, backend_factory=backend_factory, stop=stop)
     if not manifest.get("durable"):
@@ -113,6 +116,8 @@ def resume(
             journal.close()
             run.write_state("PAUSED", paused_reason="suspended_orphan", message=orphan)
             return RunOutcome("PAUSED", EXIT_CODES["PAUSED"], run.path, orphan)
+        if upgrade_bundle is not None:
+            loaded = adopt_upgrade(run, journal, records, loaded, manifest, upgrade_bundle)
         bound = _params(loaded, manifest, params or {})
         cp, _how = reconcile_checkpoint(run.path, records)
         pending = verified_pending(run, dkey) if (run.path / PENDING).exists() else None

@@ -25,12 +25,13 @@ def lease_ttl(run: RunDir) -> float:
 
 
 def owner_gone(run: RunDir) -> bool:
-    """Has the process that owned this RUNNING run died? (Lock free on this host, or heartbeat stale elsewhere.)"""
+    """Has the process that owned this RUNNING run died? Lock free here and no fresh heartbeat from another host;
+    or lock held but its recorded owner gone (pid dead or reused: another start time) or its heartbeat stale."""
     fd = try_lock(run.path)
+    info = LeaseInfo.read(run.path)
     if fd is not None:
         unlock(fd)
-        return True
-    info = LeaseInfo.read(run.path)
+        return info is None or not info.held_elsewhere(lease_ttl(run))  # another host's lock is not ours to see
     return info is not None and not info.owner_alive(lease_ttl(run))
 
 

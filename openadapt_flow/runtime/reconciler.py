@@ -25,11 +25,14 @@ def reconcile_one(path: Path) -> dict[str, Any]:
     if st.get("state") not in LIVE_STATES:
         return {"run_dir": str(path), "action": "none", "state": st.get("state")}
     fd = try_lock(path)
+    info = LeaseInfo.read(path)
     if fd is None:
-        info = LeaseInfo.read(path)
         if info is None or info.owner_alive(lease_ttl(run)):
             return {"run_dir": str(path), "action": "none", "state": st.get("state"), "reason": "owner alive"}
-        why = f"owner {info.pid}@{info.host} stopped heartbeating"
+        why = f"owner {info.pid}@{info.host} is gone (pid dead or reused, or heartbeat stale)"
+    elif info is not None and info.held_elsewhere(lease_ttl(run)):  # our lock cannot see another host's owner
+        unlock(fd)
+        return {"run_dir": str(path), "action": "none", "state": st.get("state"), "reason": f"owner alive on {info.host}"}
     else:
         why = "owner process died"
     try:

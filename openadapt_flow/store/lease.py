@@ -53,6 +53,10 @@ class LeaseInfo:
         except (OSError, ValueError, KeyError, TypeError):
             return None
 
+    def held_elsewhere(self, ttl_s: float) -> bool:
+        """Named by a process on another host whose heartbeat is fresh: our OS lock cannot see it, the lease can."""
+        return self.host != socket.gethostname() and time.time() - self.heartbeat_epoch <= ttl_s
+
     def owner_alive(self, ttl_s: float) -> bool:
         """Is the process named here plausibly still working on the run?"""
         if time.time() - self.heartbeat_epoch > ttl_s:
@@ -92,8 +96,14 @@ class Lease:
             info = LeaseInfo.read(self.run_dir)
             who = f" (pid {info.pid} on {info.host})" if info else ""
             raise RefusedError(f"{self.run_dir}: run is owned by a live process{who}; refusing") from None
-        self._fd = fd
         prev = LeaseInfo.read(self.run_dir)
+        if prev is not None and prev.held_elsewhere(self.ttl_s):  # a live owner on another host: the lock is local only
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
+            age = time.time() - prev.heartbeat_epoch
+            raise RefusedError(f"{self.run_dir}: run is owned by pid {prev.pid} on {prev.host} (heartbeat {age:.0f}s ago, "
+                               f"lease TTL {self.ttl_s:.0f}s); refusing")
+        self._fd = fd
         self.generation = (prev.generation if prev else 0) + 1
         self._write()
         return self

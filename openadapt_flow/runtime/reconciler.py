@@ -9,6 +9,7 @@ from openadapt_flow.bundle.loader import load_bundle
 from openadapt_flow.errors import FlowError
 from openadapt_flow.runtime.lifecycle import LIVE_STATES, finalize_interrupted, lease_ttl
 from openadapt_flow.runtime.workflow_run import run_bundle
+from openadapt_flow.store.atomic import StorageFault
 from openadapt_flow.store.journal import JOURNAL_FILE, Journal
 from openadapt_flow.store.keys import load_key
 from openadapt_flow.store.lease import LeaseInfo, try_lock, unlock
@@ -65,6 +66,6 @@ def reconcile_root(root: Path) -> list[dict[str, Any]]:
     for path in run_dirs(root):
         try:
             out.append(reconcile_one(path))
-        except FlowError as e:  # one broken run must not stop the sweep; it is reported
+        except (FlowError, StorageFault) as e:  # one broken run (or a full disk) must not stop the sweep; it is reported
             out.append({"run_dir": str(path), "action": "error", "error": str(e)})
     return out

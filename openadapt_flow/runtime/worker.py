@@ -21,6 +21,7 @@ from openadapt_flow.runtime.engine import Reporter, stop_on_signals
 from openadapt_flow.runtime.lifecycle import LIVE_STATES, owner_gone
 from openadapt_flow.runtime.resume import resume
 from openadapt_flow.store.journal import JOURNAL_FILE, read_records
+from openadapt_flow.store.atomic import StorageFault
 from openadapt_flow.store.escalation import APPROVAL, PENDING
 from openadapt_flow.store.rundir import CHILDREN, MANIFEST, STATE, RunDir
 
@@ -152,7 +153,7 @@ class Worker:
             try:
                 out = resume(run, reporter=self.reporter, stop=self.stop, backend_factory=self.backend_factory)
                 row = {"run_dir": str(run), "state": out.state, "message": out.message}
-            except FlowError as e:  # another worker owns it, or it was refused: report and go on
+            except (FlowError, StorageFault) as e:  # another worker owns it, it was refused, or the disk is full: report, go on
                 row = {"run_dir": str(run), "state": "SKIPPED", "message": str(e)}
             self._seen.pop(run, None)
             if row["state"] in ("SKIPPED", "INTERRUPTED"):  # refused, unreachable, or stopped again: not every scan

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from openadapt_flow.errors import RefusedError
-from openadapt_flow.store.atomic import write_json_atomic
+from openadapt_flow.store.atomic import StorageFault, write_json_atomic
 from openadapt_flow.store.journal import now_iso
 
 LEASE = "lease.json"
@@ -105,7 +105,11 @@ class Lease:
                                f"lease TTL {self.ttl_s:.0f}s); refusing")
         self._fd = fd
         self.generation = (prev.generation if prev else 0) + 1
-        self._write()
+        try:
+            self._write()
+        except StorageFault:
+            self.release()
+            raise
         return self
 
     def _write(self) -> None:
@@ -121,7 +125,7 @@ class Lease:
                 try:
                     if self.still_owner():
                         self._write()
-                except OSError:
+                except (OSError, StorageFault):
                     pass  # a missed heartbeat only makes the lease look older
 
         self._thread = threading.Thread(target=beat, name="lease-heartbeat", daemon=True)

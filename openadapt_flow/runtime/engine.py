@@ -206,13 +206,17 @@ def replay(
         run = RunDir(new_run_dir(Path(req.config.runtime.runs_root), req.run_dir))
         crash_point("start:dir_created")
         run_id = f"run-{uuid.uuid4().hex[:12]}"
-        lease = Lease(run.path, req.config.runtime.lease_ttl_s).acquire()  # every run has one owner
-        lease.start_heartbeat()
-        crash_point("start:lease_acquired")
-        run.snapshot_bundle(loaded.root, loaded.files)
-        crash_point("start:bundle_copied")
-        journal, started = begin_run(run, key, _manifest(run_id, req, loaded, params, durable),
-                                     {"steps": len(loaded.model.steps), "durable": durable, "lease_generation": lease.generation})
+        try:
+            lease = Lease(run.path, req.config.runtime.lease_ttl_s).acquire()  # every run has one owner
+            lease.start_heartbeat()
+            crash_point("start:lease_acquired")
+            run.snapshot_bundle(loaded.root, loaded.files)
+            crash_point("start:bundle_copied")
+            journal, started = begin_run(run, key, _manifest(run_id, req, loaded, params, durable),
+                                         {"steps": len(loaded.model.steps), "durable": durable, "lease_generation": lease.generation})
+        except StorageFault as f:  # before manifest.json there is no run to resume: say so
+            f.message = f"the run could not start ({f.detail}); nothing was sent — replay again once the fault is gone"
+            raise
         ctx = make_context(run, run_id, loaded, params, backend, req.config, journal, req.allow_model, durable, progress, reporter)
         ctx.lease = lease
         ctx.watch([started])

@@ -17,7 +17,7 @@ import cv2
 import numpy as np
 
 from openadapt_flow.errors import RunDirError
-from openadapt_flow.store.atomic import StorageFault, fault_point, write_bytes_atomic, write_json_atomic
+from openadapt_flow.store.atomic import StorageFault, fault_point, is_storage_error, write_bytes_atomic, write_json_atomic
 from openadapt_flow.store.faults import io_fault
 from openadapt_flow.store.journal import JOURNAL_FILE, now_iso
 
@@ -212,5 +212,10 @@ class RunDir:
         """Copy the bundle files the run executes into `bundle/` (resume uses this copy)."""
         for rel in files:
             dst = self.bundle_dir / rel
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(root / rel, dst)
+            try:
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(root / rel, dst)
+            except OSError as e:
+                if not is_storage_error(e):
+                    raise
+                raise StorageFault(str(dst), e) from None

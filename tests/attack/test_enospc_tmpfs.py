@@ -37,7 +37,7 @@ def small_disk(tmp_path):
         subprocess.run(["umount", "-l", str(where)], check=False, timeout=30)
 
 
-@pytest.mark.parametrize("size", ["300k", "100k", "40k"])
+@pytest.mark.parametrize("size", ["300k", "100k", "40k", "16k"])
 def test_a_full_disk_interrupts_and_resume_finishes_once_space_is_freed(tmp_path, demo_app, small_disk, size):
     app = demo_app("normal")
     env = flow_env(tmp_path, DEMO_DB_DSN=f"sqlite:///{app.db_path}")

@@ -69,3 +69,15 @@ def test_flags_override_a_recorded_backend_field_by_field(recorded, flags, kept)
     spec = merge_backend(recorded, flags)
     assert spec is not None
     assert {k: getattr(spec, k) for k in kept} == kept
+
+
+def test_resume_takes_a_config_and_an_upgrade_bundle(tmp_path):
+    from tests.support.cli import run_flow
+
+    out = run_flow(["resume", "--help"], tmp_path)
+    assert out.returncode == 0 and "--config" in out.stdout and "--upgrade-bundle" in out.stdout
+    bad = tmp_path / "deploy.yaml"
+    bad.write_text("schema: openadapt-flow/config@1\nbackend: {kind: vnc, colour: red}\n")
+    (tmp_path / "run").mkdir()
+    r = run_flow(["resume", str(tmp_path / "run"), "--config", str(bad)], tmp_path)
+    assert r.returncode == 2 and "colour" in r.stderr and "Traceback" not in r.stderr

@@ -94,3 +94,22 @@ def test_a_full_disk_while_pausing_interrupts_instead(tmp_path, demo_app):
     assert res.returncode in (3, 6), res.stdout + res.stderr
     assert json.loads((run_dir / "state.json").read_text())["state"] == "PAUSED" and (run_dir / "pending_escalation.json").exists()
     assert app.rows() == []
+
+
+@pytest.mark.parametrize("point", ["journal", "state.json", "checkpoint.json"])
+def test_a_full_disk_during_resume_interrupts_it_and_a_later_resume_finishes(tmp_path, demo_app, point):
+    app = demo_app("normal")
+    env = flow_env(tmp_path, DEMO_DB_DSN=f"sqlite:///{app.db_path}")
+    runs = tmp_path / "runs"
+    run_dir = runs / "run"
+    r = _replay(tmp_path, app, env, run_dir, FLOW_CRASH_AT="after:action_sent@save")  # the save landed, unverified
+    assert r.returncode == -9, r.stderr
+    assert run_flow(["reconcile", str(runs)], tmp_path, env=env).returncode == 0
+    full = run_flow(["resume", str(run_dir)], tmp_path, env=dict(env, FLOW_IO_FAULT=point, FLOW_IO_FAULT_STICKY="1"))
+    assert full.returncode == 5, full.stdout + full.stderr
+    assert "internal error" not in full.stdout + full.stderr
+    load_journal(run_dir / "journal.jsonl", (tmp_path / "install.key").read_bytes())
+    assert run_flow(["reconcile", str(runs)], tmp_path, env=env).returncode == 0
+    res = run_flow(["resume", str(run_dir), "--json"], tmp_path, env=env)
+    assert res.returncode == 0, res.stdout + res.stderr
+    assert [(v, a) for _, v, a, _ in app.rows()] == [("ACME Corp", 1250.5)]

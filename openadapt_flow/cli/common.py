@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 import typer
 
 from openadapt_flow.errors import FlowError
+from openadapt_flow.store.atomic import StorageFault
 from openadapt_flow.store.lease import LeaseLost
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -34,7 +35,7 @@ def handle_errors(fn: F) -> F:
             raise
         except FlowError as e:
             fail(str(e).replace("\n", " "), e.exit_code)
-        except LeaseLost as e:
+        except (LeaseLost, StorageFault) as e:
             fail(str(e), e.exit_code)
         except KeyboardInterrupt:
             fail("interrupted", 5)

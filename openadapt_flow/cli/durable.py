@@ -14,8 +14,8 @@ from openadapt_flow.cli.progress import ConsoleProgress
 from openadapt_flow.cli.replay import parse_params
 from openadapt_flow.errors import UsageError
 from openadapt_flow.report.render import write_reports
-from openadapt_flow.runtime.backend_select import select_backend
-from openadapt_flow.runtime.config import BackendConfig
+from openadapt_flow.runtime.backend_select import BackendFlags
+from openadapt_flow.runtime.config import load_config
 from openadapt_flow.runtime.decisions import approve, deliver
 from openadapt_flow.runtime.states import TERMINAL
 from openadapt_flow.runtime.teach import apply_patches
@@ -64,13 +64,17 @@ def resume_cmd(
     url: Optional[str] = typer.Option(None, "--url"),
     rdp_host: Optional[str] = typer.Option(None, "--rdp-host"),
     param: list[str] = typer.Option([], "--param", "-p", help="must equal the run's bound value"),
+    config: Optional[Path] = typer.Option(None, "--config", help="deployment config: only its backend section is used"),
+    upgrade_bundle: Optional[Path] = typer.Option(None, "--upgrade-bundle", help="adopt a new version of the run's bundle"),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
-    """Continue a paused or interrupted durable run from its last verified checkpoint."""
-    spec = select_backend(BackendConfig(), backend=backend, url=url, rdp_host=rdp_host) if (backend or url or rdp_host) else None
+    """Continue a paused or interrupted durable run from its last verified checkpoint.
+
+    Backend flags override the run's recorded backend (or --config's) field by field."""
+    cfg = load_config(config).backend if config is not None else None
     values, _ = parse_params(param, None)
-    out = resume(run_dir, backend=spec, require_approval=require_approval, params=values,
-                 progress=None if as_json else ConsoleProgress(), reporter=write_reports)
+    out = resume(run_dir, backend_flags=BackendFlags(backend, url, rdp_host), backend_config=cfg, require_approval=require_approval,
+                 params=values, progress=None if as_json else ConsoleProgress(), reporter=write_reports, upgrade_bundle=upgrade_bundle)
     summary = {"state": out.state, "exit_code": out.exit_code, "run_dir": str(out.run_dir), "category": out.category, "message": out.message or None}
     if as_json:
         emit_json(summary)
@@ -90,7 +94,7 @@ def reconcile_cmd(root: Path = typer.Argument(Path("runs"), help="runs root"), a
         return
     for r in rows:
         if r["action"] != "none":
-            typer.echo(f"{r['run_dir']}\t{r['action']}\t{r.get('state', '')}\t{r.get('transaction_outcome') or r.get('error', '')}")
+            typer.echo(f"{r['run_dir']}\t{r['action']}\t{r.get('state') or ''}\t{r.get('transaction_outcome') or r.get('error') or r.get('reason', '')}")
 
 
 @handle_errors

@@ -77,7 +77,7 @@ def replay_cmd(
     else:
         typer.echo(f"{outcome.state}: run dir {outcome.run_dir} (report: {outcome.run_dir / 'report.html'})")
         if outcome.message:
-            typer.echo(f"  {outcome.category}: {outcome.message}", err=True)
+            typer.echo(f"  {outcome.category or 'note'}: {outcome.message}", err=True)
     raise typer.Exit(outcome.exit_code)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from openadapt_flow.backends.spec import BackendSpec, parse_url
@@ -10,6 +11,19 @@ from openadapt_flow.runtime.config import BackendConfig
 
 
 _RDP_ONLY = ("username", "domain", "ignore_certificate", "cert_fingerprint", "width", "height")
+_KIND_FREE = ("connect_timeout_s", "io_timeout_s", "freshness_limit_s")  # bounds that hold whatever the backend kind
+
+
+@dataclass(frozen=True)
+class BackendFlags:
+    """The backend flags of one command (`--backend`, `--url`, `--rdp-host`); each None when not given."""
+
+    backend: str | None = None
+    url: str | None = None
+    rdp_host: str | None = None
+
+    def __bool__(self) -> bool:
+        return bool(self.backend or self.url or self.rdp_host)
 
 
 def select_backend(cfg: BackendConfig, *, backend: str | None = None, url: str | None = None, rdp_host: str | None = None) -> BackendSpec | None:
@@ -27,16 +41,28 @@ def select_backend(cfg: BackendConfig, *, backend: str | None = None, url: str |
         val = getattr(cfg, name)
         if val is not None and val is not False:
             fields[name] = val
-    # flags override the config
+    return _finish(_apply_flags(fields, BackendFlags(backend, url, rdp_host)))
+
+
+def merge_backend(base: BackendSpec | None, flags: BackendFlags) -> BackendSpec | None:
+    """Flags over a recorded spec (a run's manifest), field by field: `--url` to another port keeps the password's
+    env name, the RDP account and the certificate pin; a flag naming another kind starts that kind afresh."""
+    if flags.url and flags.rdp_host:
+        raise UsageError("give either --url or --rdp-host, not both")
+    return _finish(_apply_flags(_spec_fields(base) if base is not None else {}, flags))
+
+
+def _apply_flags(fields: dict[str, Any], flags: BackendFlags) -> dict[str, Any]:
+    url, rdp_host, backend = flags.url, flags.rdp_host, flags.backend
     if url:
         flag = _spec_fields(parse_url(url))
         if flag["kind"] != fields.get("kind"):
-            fields = {k: v for k, v in fields.items() if k in ("connect_timeout_s",)}
+            fields = {k: v for k, v in fields.items() if k in _KIND_FREE}
         fields.update(flag)
     if rdp_host:
         host, _, port = rdp_host.partition(":")
         if fields.get("kind") != "rdp":
-            fields = {k: v for k, v in fields.items() if k in ("connect_timeout_s",)}
+            fields = {k: v for k, v in fields.items() if k in _KIND_FREE}
         fields.update(kind="rdp", host=host)
         if port:
             if not port.isdigit():
@@ -46,8 +72,12 @@ def select_backend(cfg: BackendConfig, *, backend: str | None = None, url: str |
         if url and fields.get("kind") != backend:
             raise UsageError(f"--backend {backend} contradicts --url {url}")
         if backend != fields.get("kind"):
-            fields = {k: v for k, v in fields.items() if k in ("connect_timeout_s", "display", "monitor")}
+            fields = {k: v for k, v in fields.items() if k in (*_KIND_FREE, "display", "monitor")}
         fields["kind"] = backend
+    return fields
+
+
+def _finish(fields: dict[str, Any]) -> BackendSpec | None:
     if "kind" not in fields:
         return None
     if fields["kind"] != "screen":
@@ -56,6 +86,8 @@ def select_backend(cfg: BackendConfig, *, backend: str | None = None, url: str |
     if fields["kind"] != "rdp":
         for name in _RDP_ONLY:
             fields.pop(name, None)
+    if fields["kind"] != "fixture":
+        fields.pop("path", None)
     return BackendSpec(**fields)
 
 

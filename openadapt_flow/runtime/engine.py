@@ -27,6 +27,7 @@ from openadapt_flow.ladder.model_rung import ModelClient
 from openadapt_flow.runtime.config import DeployConfig
 from openadapt_flow.runtime.context import Progress, RunContext
 from openadapt_flow.runtime.halt import Halt, Pause, StopRequested
+from openadapt_flow.runtime.lifecycle import begin_run
 from openadapt_flow.runtime.outcome import classify
 from openadapt_flow.runtime.policy import Blocked, check_step
 from openadapt_flow.runtime.pause import open_pause
@@ -34,7 +35,9 @@ from openadapt_flow.runtime.states import EXIT_CODES
 from openadapt_flow.runtime.child import run_child_step
 from openadapt_flow.runtime.durable_steps import run_durable_step
 from openadapt_flow.runtime.step import StepRecord, run_gui_step
+from openadapt_flow.store.atomic import StorageFault
 from openadapt_flow.store.checkpoint import checkpoint_from_records, write_checkpoint
+from openadapt_flow.store.faults import crash_point
 from openadapt_flow.store.journal import Journal, load_journal, now_iso
 from openadapt_flow.store.keys import load_decision_key, load_key
 from openadapt_flow.store.lease import Lease, LeaseLost
@@ -198,24 +201,30 @@ def replay(
     if durable:
         load_decision_key(create=True)  # the first run that may pause creates it; approve/resume never do
     backend = open_or_none(req.backend, backend_factory)  # connect errors surface here, before any run dir exists
-    lease = None
+    lease = ctx = None
     try:
         run = RunDir(new_run_dir(Path(req.config.runtime.runs_root), req.run_dir))
+        crash_point("start:dir_created")
         run_id = f"run-{uuid.uuid4().hex[:12]}"
-        run.snapshot_bundle(loaded.root, loaded.files)
-        run.write_json("manifest.json", "manifest@1", _manifest(run_id, req, loaded, params, durable))
-        lease = Lease(run.path, req.config.runtime.lease_ttl_s).acquire()  # every run has one owner
-        lease.start_heartbeat()
-        journal = Journal(run.journal_path, key)
+        try:
+            lease = Lease(run.path, req.config.runtime.lease_ttl_s).acquire()  # every run has one owner
+            lease.start_heartbeat()
+            crash_point("start:lease_acquired")
+            run.snapshot_bundle(loaded.root, loaded.files)
+            crash_point("start:bundle_copied")
+            journal, started = begin_run(run, key, _manifest(run_id, req, loaded, params, durable),
+                                         {"steps": len(loaded.model.steps), "durable": durable, "lease_generation": lease.generation})
+        except StorageFault as f:  # before manifest.json there is no run to resume: say so
+            f.message = f"the run could not start ({f.detail}); nothing was sent — replay again once the fault is gone"
+            raise
         ctx = make_context(run, run_id, loaded, params, backend, req.config, journal, req.allow_model, durable, progress, reporter)
         ctx.lease = lease
-        ctx.watch([])
-        run.write_state("RUNNING", journal=journal)  # sealed at seq 0; the ledger learns which directory holds the run
-        journal.append("run_started", None, {"steps": len(loaded.model.steps), "durable": durable, "lease_generation": ctx.lease_generation,
-                                             "manifest_digest": run.manifest_digest()})
+        ctx.watch([started])
         with stop_on_signals(ctx.stop):
             return execute(ctx, 0)
     finally:
+        if ctx is not None:
+            ctx.frames.close()  # never exit with the frame writer mid-encode (a C++ abort at interpreter shutdown)
         if lease is not None:
             lease.release()
         backend.close()
@@ -223,6 +232,15 @@ def replay(
 
 def execute(ctx: RunContext, start: int) -> RunOutcome:
     """Run steps from `start` until the end, a halt, a pause or a stop; write the final state."""
+    try:
+        stop = _run_steps(ctx, start)
+    except StorageFault as f:  # a full disk or an I/O error on the run's files: a safe boundary, never FAILED (SPEC §6)
+        stop = ("INTERRUPTED", f.message, "storage", None, None)
+    return finish(ctx, *stop)
+
+
+def _run_steps(ctx: RunContext, start: int) -> tuple[str, str, str | None, str | None, str | None]:
+    """The step loop; returns how it stopped: (state, message, category, paused_reason, step)."""
     run, journal = ctx.run, ctx.journal
     steps = ctx.bundle.model.steps
     state, message, category, paused_reason, at_step = "COMPLETED", "", None, None, None
@@ -277,13 +295,34 @@ def execute(ctx: RunContext, start: int) -> RunOutcome:
         category, message = "backend", str(e)
         journal.append("halted", None, {"category": category, "message": message, "input_sent": None})
         state, paused_reason = ("PAUSED", "awaiting_approval") if ctx.durable else ("FAILED", None)
-    return finish(ctx, state, message, category, paused_reason, at_step)
+    return state, message, category, paused_reason, at_step
 
 
 def finish(ctx: RunContext, state: str, message: str, category: str | None, paused_reason: str | None = None, step: str | None = None) -> RunOutcome:
-    """Write the stop: journal, state (with transaction_outcome), escalation when pausing, report."""
-    run, journal = ctx.run, ctx.journal
+    """Write the stop: journal, state (with transaction_outcome), escalation when pausing, report.
+
+    If the run's files cannot be written (StorageFault) the stop is INTERRUPTED (exit 5) with whatever reached the
+    journal; `flow reconcile`/`flow resume` finalise it once space is freed. A report that cannot be written never
+    changes the outcome.
+    """
     ctx.frames.close()
+    try:
+        _write_stop(ctx, state, message, category, paused_reason, step)
+    except StorageFault as f:
+        ctx.journal.close()
+        state, paused_reason = "INTERRUPTED", None
+        message = message + "; " + f.message if category == "storage" else f.message
+        category = "storage"
+    if ctx.reporter is not None:
+        try:
+            ctx.reporter(ctx.run)
+        except StorageFault as f:
+            message = (message + "; " if message else "") + f"report not written ({f.detail})"
+    return RunOutcome(state, EXIT_CODES[state], ctx.run.path, message, category)
+
+
+def _write_stop(ctx: RunContext, state: str, message: str, category: str | None, paused_reason: str | None, step: str | None) -> None:
+    run, journal = ctx.run, ctx.journal
     outcome = evidence = None
     if state != "COMPLETED":
         outcome, evidence = classify(ctx.bundle.model, load_journal(run.journal_path, journal.key).records)
@@ -300,9 +339,6 @@ def finish(ctx: RunContext, state: str, message: str, category: str | None, paus
         state, journal=journal, paused_reason=paused_reason, transaction_outcome=outcome, halt_category=category,
         message=message or None, last_checkpoint_seq=cp["seq"] if cp else None,
     )
-    if ctx.reporter is not None:
-        ctx.reporter(run)
-    return RunOutcome(state, EXIT_CODES[state], run.path, message, category)
 
 
 def write_incident(ctx: RunContext, b: Blocked) -> None:

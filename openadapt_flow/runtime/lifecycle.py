@@ -8,9 +8,10 @@ from openadapt_flow.bundle.models import Bundle
 from openadapt_flow.errors import RefusedError
 from openadapt_flow.runtime.config import DeployConfig
 from openadapt_flow.runtime.outcome import classify
+from openadapt_flow.store.faults import crash_point
 from openadapt_flow.store.journal import Journal
 from openadapt_flow.store.lease import LeaseInfo, try_lock, unlock
-from openadapt_flow.store.rundir import RunDir
+from openadapt_flow.store.rundir import MANIFEST, SCHEMA_PREFIX, RunDir, digest_manifest
 
 LIVE_STATES = ("RUNNING", "RESUMING", "PENDING")
 
@@ -24,12 +25,13 @@ def lease_ttl(run: RunDir) -> float:
 
 
 def owner_gone(run: RunDir) -> bool:
-    """Has the process that owned this RUNNING run died? (Lock free on this host, or heartbeat stale elsewhere.)"""
+    """Has the process that owned this RUNNING run died? Lock free here and no fresh heartbeat from another host;
+    or lock held but its recorded owner gone (pid dead or reused: another start time) or its heartbeat stale."""
     fd = try_lock(run.path)
+    info = LeaseInfo.read(run.path)
     if fd is not None:
         unlock(fd)
-        return True
-    info = LeaseInfo.read(run.path)
+        return info is None or not info.held_elsewhere(lease_ttl(run))  # another host's lock is not ours to see
     return info is not None and not info.owner_alive(lease_ttl(run))
 
 
@@ -42,7 +44,18 @@ def effective_state(run: RunDir) -> dict[str, Any]:
 
 
 def finalize_interrupted(run: RunDir, journal: Journal, records: list[dict[str, Any]], bundle: Bundle, why: str) -> dict[str, Any]:
-    """Record an owner's death: INTERRUPTED with the transaction outcome classified from the journal."""
+    """Record an owner's death: INTERRUPTED with the transaction outcome classified from the journal.
+
+    A journal that already ends with `run_finished` (the owner died, or the disk filled, after journaling its stop
+    but before state.json) only has its view brought up to date: the journal is the record of truth.
+    """
+    last = records[-1] if records else None
+    if last is not None and last["type"] == "run_finished" and last["data"].get("state") in ("COMPLETED", "FAILED", "BLOCKED", "INTERRUPTED"):
+        d = last["data"]
+        cp_seq = next((r["seq"] for r in reversed(records) if r["type"] in ("step_verified", "step_skipped")), None)
+        run.write_state(d["state"], journal=journal, transaction_outcome=d.get("transaction_outcome"), message=f"stop recorded in the journal (seq {last['seq']}); {why}",
+                        last_checkpoint_seq=cp_seq)
+        return {"state": d["state"], "transaction_outcome": d.get("transaction_outcome")}
     outcome, evidence = classify(bundle, records)
     journal.append("interrupted", None, {"message": why, "finalized": True, "transaction_outcome": outcome, "outcome_evidence": evidence})
     prev = run.state() if run.state_path.exists() else {}
@@ -50,6 +63,19 @@ def finalize_interrupted(run: RunDir, journal: Journal, records: list[dict[str, 
         "INTERRUPTED", journal=journal, transaction_outcome=outcome, message=why, last_checkpoint_seq=prev.get("last_checkpoint_seq"),
     )
     return {"state": "INTERRUPTED", "transaction_outcome": outcome}
+
+
+def begin_run(run: RunDir, key: bytes, manifest: dict[str, Any], started: dict[str, Any]) -> tuple[Journal, dict[str, Any]]:
+    """Start a run atomically: journal `run_started` (pinning the manifest about to be written), state RUNNING, and only
+    then `manifest.json`, the file that makes a directory a run. A death before it leaves no run, and sent nothing."""
+    body = {"schema": SCHEMA_PREFIX + "manifest@1", **manifest}
+    journal = Journal(run.journal_path, key)
+    rec = journal.append("run_started", None, {**started, "manifest_digest": digest_manifest(body)})
+    run.write_state("RUNNING", journal=journal)  # sealed; the ledger learns the run at its next state change
+    crash_point("start:state_written")
+    run.write_json(MANIFEST, "manifest@1", manifest)
+    crash_point("start:manifest_written")
+    return journal, rec
 
 
 def check_manifest(run: RunDir, records: list[dict[str, Any]]) -> None:

@@ -9,7 +9,8 @@ from openadapt_flow.bundle.loader import load_bundle
 from openadapt_flow.errors import FlowError
 from openadapt_flow.runtime.lifecycle import LIVE_STATES, finalize_interrupted, lease_ttl
 from openadapt_flow.runtime.workflow_run import run_bundle
-from openadapt_flow.store.journal import Journal
+from openadapt_flow.store.atomic import StorageFault
+from openadapt_flow.store.journal import JOURNAL_FILE, Journal
 from openadapt_flow.store.keys import load_key
 from openadapt_flow.store.lease import LeaseInfo, try_lock, unlock
 from openadapt_flow.store.rundir import MANIFEST, RunDir
@@ -25,11 +26,14 @@ def reconcile_one(path: Path) -> dict[str, Any]:
     if st.get("state") not in LIVE_STATES:
         return {"run_dir": str(path), "action": "none", "state": st.get("state")}
     fd = try_lock(path)
+    info = LeaseInfo.read(path)
     if fd is None:
-        info = LeaseInfo.read(path)
         if info is None or info.owner_alive(lease_ttl(run)):
             return {"run_dir": str(path), "action": "none", "state": st.get("state"), "reason": "owner alive"}
-        why = f"owner {info.pid}@{info.host} stopped heartbeating"
+        why = f"owner {info.pid}@{info.host} is gone (pid dead or reused, or heartbeat stale)"
+    elif info is not None and info.held_elsewhere(lease_ttl(run)):  # our lock cannot see another host's owner
+        unlock(fd)
+        return {"run_dir": str(path), "action": "none", "state": st.get("state"), "reason": f"owner alive on {info.host}"}
     else:
         why = "owner process died"
     try:
@@ -44,11 +48,24 @@ def reconcile_one(path: Path) -> dict[str, Any]:
     return {"run_dir": str(path), "action": "finalized", **result, "reason": why}
 
 
+def unstarted_dirs(root: Path) -> list[Path]:
+    """Directories whose start-up was cut before `manifest.json` (begin_run): never a run, and nothing was sent."""
+    if not root.is_dir():
+        return []
+    return sorted(p for p in root.iterdir() if p.is_dir() and not (p / MANIFEST).exists() and (p / JOURNAL_FILE).is_file())
+
+
 def reconcile_root(root: Path) -> list[dict[str, Any]]:
-    out = []
+    out: list[dict[str, Any]] = []
+    for path in unstarted_dirs(root):
+        fd = try_lock(path)
+        if fd is not None:  # its owner died before the run began; replay again (a live owner is still starting)
+            unlock(fd)
+            out.append({"run_dir": str(path), "action": "unstarted", "state": None,
+                        "reason": "start-up was cut before manifest.json; no input was sent"})
     for path in run_dirs(root):
         try:
             out.append(reconcile_one(path))
-        except FlowError as e:  # one broken run must not stop the sweep; it is reported
+        except (FlowError, StorageFault) as e:  # one broken run (or a full disk) must not stop the sweep; it is reported
             out.append({"run_dir": str(path), "action": "error", "error": str(e)})
     return out

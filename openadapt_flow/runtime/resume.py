@@ -15,8 +15,9 @@ from openadapt_flow.backends.base import Backend
 from openadapt_flow.backends.spec import BackendSpec, open_backend
 from openadapt_flow.bundle.loader import LoadedBundle, load_bundle
 from openadapt_flow.bundle.params import BoundParams, bind_params, secret_env_name
-from openadapt_flow.errors import FlowError, RefusedError
-from openadapt_flow.runtime.config import DeployConfig
+from openadapt_flow.errors import FlowError, RefusedError, UsageError
+from openadapt_flow.runtime.backend_select import BackendFlags, merge_backend, select_backend
+from openadapt_flow.runtime.config import BackendConfig, DeployConfig
 from openadapt_flow.runtime import workflow_run  # module import: workflow_run imports this module too
 from openadapt_flow.runtime.context import Progress, RunContext
 from openadapt_flow.runtime.decisions import check_approval
@@ -24,10 +25,13 @@ from openadapt_flow.runtime.truth import catch_up_state, check_views, consume_de
 from openadapt_flow.runtime.engine import Reporter, RunOutcome, execute, finish, make_context, open_or_none, stop_on_signals
 from openadapt_flow.runtime.halt import Halt
 from openadapt_flow.runtime.teach import effective_bundle
+from openadapt_flow.runtime.upgrade import upgrade_bundle as adopt_upgrade
 from openadapt_flow.runtime.lifecycle import LIVE_STATES, check_manifest, finalize_interrupted
-from openadapt_flow.runtime.recheck import CONFIRMED_DONE, POSITIVELY_ABSENT, RETRYABLE, check_facts, find_uncertain, recheck
+from openadapt_flow.runtime.recheck import (CONFIRMED_DONE, POSITIVELY_ABSENT, RETRYABLE, RecheckResult, Uncertain, check_facts,
+                                            find_uncertain, recheck)
 from openadapt_flow.runtime.states import EXIT_CODES
 from openadapt_flow.runtime.step import screen_facts
+from openadapt_flow.store.atomic import StorageFault
 from openadapt_flow.store.checkpoint import checkpoint_from_records, reconcile_checkpoint, write_checkpoint
 from openadapt_flow.store.escalation import APPROVAL, PENDING, remove
 from openadapt_flow.store.journal import Journal
@@ -50,10 +54,17 @@ def _params(loaded: LoadedBundle, manifest: dict[str, Any], given: Mapping[str, 
     return params
 
 
-def _backend_spec(manifest: dict[str, Any], override: BackendSpec | None) -> BackendSpec | None:
+def _backend_spec(manifest: dict[str, Any], override: BackendSpec | None, flags: BackendFlags | None = None,
+                  config: BackendConfig | None = None) -> BackendSpec | None:
+    """The backend resume drives: a whole `override` spec; else the flags merged field by field onto `config`'s
+    backend section (`--config`) when it names one, or onto the run's recorded backend (its manifest)."""
     if override is not None:
         return override
-    return BackendSpec.from_json(manifest["backend"]) if manifest.get("backend") else None
+    flags = flags or BackendFlags()
+    if config is not None and (config.kind or config.url):
+        return select_backend(config, backend=flags.backend, url=flags.url, rdp_host=flags.rdp_host)
+    recorded = BackendSpec.from_json(manifest["backend"]) if manifest.get("backend") else None
+    return merge_backend(recorded, flags) if flags else recorded
 
 
 def resume(
@@ -66,11 +77,21 @@ def resume(
     reporter: Reporter | None = None,
     backend_factory: BackendFactory = open_backend,
     stop: threading.Event | None = None,
+    backend_flags: BackendFlags | None = None,
+    backend_config: BackendConfig | None = None,
+    upgrade_bundle: Path | None = None,
 ) -> RunOutcome:
-    """Continue a paused or interrupted durable run; `stop` (e.g. a worker's) is set by SIGTERM/SIGINT."""
+    """Continue a paused or interrupted durable run; `stop` (e.g. a worker's) is set by SIGTERM/SIGINT.
+
+    `backend_flags` and `backend_config` (`--config`'s backend section) override the recorded backend field by field.
+    """
     run = RunDir.open(run_path)
     manifest = run.manifest()
+    if backend_flags or backend_config is not None:
+        backend = _backend_spec(manifest, backend, backend_flags, backend_config)
     if manifest.get("kind") == "workflow":  # a Python workflow (SPEC §14): its code runs again on its journal
+        if upgrade_bundle is not None:
+            raise UsageError("--upgrade-bundle applies to bundle runs, not to a Python workflow's run")
         return workflow_run.resume_workflow(run, manifest, backend=backend, require_approval=require_approval, params=params, progress=progress,
                                             reporter=reporter, backend_factory=backend_factory, stop=stop)
     if not manifest.get("durable"):
@@ -96,6 +117,8 @@ def resume(
             journal.close()
             run.write_state("PAUSED", journal=journal, paused_reason="suspended_orphan", message=orphan)
             return RunOutcome("PAUSED", EXIT_CODES["PAUSED"], run.path, orphan)
+        if upgrade_bundle is not None:
+            loaded = adopt_upgrade(run, journal, records, loaded, manifest, upgrade_bundle)
         bound = _params(loaded, manifest, params or {})
         cp, _how = reconcile_checkpoint(run.path, records)
         pending = pending_view(run, records, dkey)  # the journal's open pause; the file must agree with it
@@ -137,6 +160,18 @@ def resume(
 
 
 def _continue(ctx: RunContext, records: list[dict[str, Any]], cp: dict[str, Any] | None, pending: dict[str, Any] | None, approval: dict[str, Any] | None) -> RunOutcome:
+    try:
+        start = _reenter(ctx, records, cp, pending, approval)
+        return start if isinstance(start, RunOutcome) else execute(ctx, start)
+    except StorageFault as f:  # a full disk before the first step: INTERRUPTED (exit 5), resumable once space is freed
+        return finish(ctx, "INTERRUPTED", f.message, "storage")
+    finally:
+        ctx.frames.close()  # never exit with the frame writer alive (a C++ abort at interpreter shutdown)
+
+
+def _reenter(ctx: RunContext, records: list[dict[str, Any]], cp: dict[str, Any] | None, pending: dict[str, Any] | None,
+             approval: dict[str, Any] | None) -> int | RunOutcome:
+    """Re-check, re-prove and record the decision; the index to continue at (or the pause it ended in)."""
     run, journal = ctx.run, ctx.journal
     decision = approval["decision"] if approval else None
     journal.append("run_resumed", None, {"lease_generation": ctx.lease_generation, "decision": decision,
@@ -146,17 +181,14 @@ def _continue(ctx: RunContext, records: list[dict[str, Any]], cp: dict[str, Any]
     run.write_state("RESUMING", journal=journal, last_checkpoint_seq=cp["seq"] if cp else None)
     start = cp["next_index"] if cp else 0
     try:
-        if cp and cp.get("screen_facts"):
-            checks = check_facts(ctx, cp["screen_facts"])
-            journal.append("checkpoint_reproved", cp["step"], {"ok": all(c["ok"] for c in checks), "checks": checks})
-            if not all(c["ok"] for c in checks):
-                raise Halt("postcondition", f"the screen no longer shows what held after step {cp['step']!r}: "
-                           + "; ".join(f"{c['kind']} {c['expected']!r}" for c in checks if not c["ok"]), step=cp["step"])
         steps = ctx.bundle.model.steps
         uncertain = find_uncertain(records, steps)
-        if uncertain is not None:
-            result = recheck(ctx, uncertain)
+        result = recheck(ctx, uncertain) if uncertain is not None else None  # first: it may have changed the screen
+        if uncertain is not None and result is not None:
             journal.append("rechecked", uncertain.step.id, {"verdict": result.verdict, "effect": result.effect, "checks": result.checks})
+        if cp and cp.get("screen_facts") and _screen_still_shows_checkpoint(uncertain, result, approval):
+            _reprove_checkpoint(ctx, cp)
+        if uncertain is not None and result is not None:
             if decision == "reconcile":
                 journal.append("decision", uncertain.step.id, _decision_data(approval))
                 if approval and approval["effect"] == "landed":
@@ -197,7 +229,31 @@ def _continue(ctx: RunContext, records: list[dict[str, Any]], cp: dict[str, Any]
         if approval is not None and pending is not None:
             consume_decision(run, journal, pending, approval)
         return finish(ctx, "PAUSED", h.message, h.category, "awaiting_approval", h.step)
-    return execute(ctx, start)
+    return start
+
+
+def _screen_still_shows_checkpoint(uncertain: Uncertain | None, result: RecheckResult | None, approval: dict[str, Any] | None) -> bool:
+    """Can the screen still show what held after the checkpoint? Only if no later input landed (SPEC §9, docs/durable.md).
+
+    Nothing dispatched after it: yes. An uncertain later step that will be performed again (its re-check found it
+    not done): its input did not take, so yes. A later step that landed (re-check CONFIRMED, or an operator's
+    `reconcile --effect landed`) changed the screen: its own re-checked facts stand in for the checkpoint's.
+    A re-check that is still unknown (or absent with no decision) refuses anyway, before any input.
+    """
+    if uncertain is None or result is None:
+        return True
+    decision = approval["decision"] if approval is not None else None
+    if decision == "reconcile":
+        return approval is not None and approval.get("effect") != "landed"
+    return result.verdict == RETRYABLE or (result.verdict == POSITIVELY_ABSENT and decision == "continue")
+
+
+def _reprove_checkpoint(ctx: RunContext, cp: dict[str, Any]) -> None:
+    checks = check_facts(ctx, cp["screen_facts"])
+    ctx.journal.append("checkpoint_reproved", cp["step"], {"ok": all(c["ok"] for c in checks), "checks": checks})
+    if not all(c["ok"] for c in checks):
+        raise Halt("postcondition", f"the screen no longer shows what held after step {cp['step']!r}: "
+                   + "; ".join(f"{c['kind']} {c['expected']!r}" for c in checks if not c["ok"]), step=cp["step"])
 
 
 def _orphaned(manifest: dict[str, Any]) -> str | None:

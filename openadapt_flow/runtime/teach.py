@@ -44,8 +44,11 @@ def _write_png(path: Path, rgb: np.ndarray) -> None:
         raise FlowError(f"{path}: could not write PNG")
 
 
+LAYERS = ("patched", "bundle_upgraded")  # teach patches and `resume --upgrade-bundle` versions, the latest wins
+
+
 def effective_bundle_dir(run: RunDir, records: list[dict[str, Any]]) -> Path:
-    applied = [r for r in records if r["type"] == "patched"]
+    applied = [r for r in records if r["type"] in LAYERS]
     return run.path / applied[-1]["data"]["bundle_dir"] if applied else run.bundle_dir
 
 
@@ -57,16 +60,16 @@ def effective_bundle(run: RunDir, manifest: dict[str, Any], records: list[dict[s
         raise RefusedError(f"{run.bundle_dir}: bundle snapshot is unusable ({e}); refusing") from None
     if snap.digest != manifest["bundle"]["digest"]:
         raise RefusedError(f"{run.bundle_dir}: bundle snapshot digest {snap.digest} differs from the recorded {manifest['bundle']['digest']}; refusing")
-    applied = [r for r in records if r["type"] == "patched"]
+    applied = [r for r in records if r["type"] in LAYERS]
     if not applied:
         return snap
     last = applied[-1]["data"]
     try:
         loaded = load_bundle(run.path / last["bundle_dir"])
     except FlowError as e:
-        raise RefusedError(f"{last['bundle_dir']}: patched bundle is unusable ({e}); refusing") from None
+        raise RefusedError(f"{last['bundle_dir']}: patched or upgraded bundle is unusable ({e}); refusing") from None
     if loaded.digest != last["digest"]:
-        raise RefusedError(f"{last['bundle_dir']}: patched bundle digest differs from the journal's; refusing")
+        raise RefusedError(f"{last['bundle_dir']}: patched or upgraded bundle digest differs from the journal's; refusing")
     return loaded
 
 

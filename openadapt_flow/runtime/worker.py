@@ -1,6 +1,7 @@
 """`flow worker [ROOT]`: resume runs whose wait is satisfied — a timer due, an answer or signal delivered,
-an approval recorded (when the config allows auto-resume). Each run is resumed under its own lease, so
-several workers on one root never run the same run twice."""
+an approval recorded (when the config allows auto-resume) — and durable runs that were INTERRUPTED (or whose owner
+died) with nothing uncertain (SPEC §10, §19). Each run is resumed under its own lease, so several workers on one
+root never run the same run twice; a run whose resume was refused or interrupted again waits `retry_s`."""
 
 from __future__ import annotations
 
@@ -17,15 +18,26 @@ from openadapt_flow.backends.spec import BackendSpec, open_backend
 from openadapt_flow.errors import FlowError
 from openadapt_flow.runtime.config import DeployConfig
 from openadapt_flow.runtime.engine import Reporter, stop_on_signals
+from openadapt_flow.runtime.lifecycle import LIVE_STATES, owner_gone
 from openadapt_flow.runtime.resume import resume
+from openadapt_flow.store.journal import JOURNAL_FILE, read_records
+from openadapt_flow.store.atomic import StorageFault
 from openadapt_flow.store.escalation import APPROVAL, PENDING
-from openadapt_flow.store.rundir import CHILDREN, MANIFEST, STATE
+from openadapt_flow.store.rundir import CHILDREN, MANIFEST, STATE, RunDir
 
 
 @dataclass
 class _Seen:
     stamp: tuple[float, ...]  # mtimes: state, pending, approval, sibling children, nested children
     ready_at: float | None  # epoch when the run becomes resumable; None = not by a worker
+    live: bool = False  # state says RUNNING/RESUMING/PENDING: whether its owner died is re-checked every scan
+
+
+def _live(run: Path) -> bool:
+    try:
+        return json.loads((run / STATE).read_text()).get("state") in LIVE_STATES
+    except (OSError, ValueError):
+        return False
 
 
 def _mtime(p: Path) -> float:
@@ -41,6 +53,8 @@ def _ready_at(run: Path) -> float | None:
         state = json.loads((run / STATE).read_text())
     except (OSError, ValueError):
         return None
+    if state.get("state") == "INTERRUPTED":
+        return 0.0 if _nothing_uncertain(run) else None
     if state.get("state") != "PAUSED":
         return None
     try:
@@ -73,6 +87,26 @@ def _ready_at(run: Path) -> float | None:
     return 0.0  # an answer or signal was delivered
 
 
+def _nothing_uncertain(run: Path) -> bool:
+    """A durable run of the root (not a `flow` child: its parent drives it) with no dispatched-but-unverified step.
+
+    Read without verifying the chain: resume verifies everything before it acts, and refuses what does not hold.
+    """
+    try:
+        manifest = json.loads((run / MANIFEST).read_text())
+    except (OSError, ValueError):
+        return False
+    if not manifest.get("durable") or manifest.get("parent_run"):
+        return False
+    open_steps: set[Any] = set()
+    for r in read_records(run / JOURNAL_FILE):
+        if r.get("type") == "action_dispatched":
+            open_steps.add(r.get("step"))
+        elif r.get("type") in ("step_verified", "step_skipped"):
+            open_steps.discard(r.get("step"))
+    return not open_steps
+
+
 def _nested_stamp(run: Path) -> float:
     """The newest state, pending or approval file of a workflow's child runs (`children/*`, recursively)."""
     newest = 0.0
@@ -85,13 +119,15 @@ class Worker:
     """Scans a runs root cheaply: a run's files are re-read only when their mtimes change."""
 
     def __init__(self, root: Path, reporter: Reporter | None = None, log: Callable[[str], None] = print,
-                 backend_factory: Callable[[BackendSpec], Backend] = open_backend) -> None:
+                 backend_factory: Callable[[BackendSpec], Backend] = open_backend, retry_s: float = 30.0) -> None:
         self.root = root
         self.reporter = reporter
         self.log = log
         self.backend_factory = backend_factory
         self.stop = threading.Event()
         self._seen: dict[Path, _Seen] = {}
+        self._retry_at: dict[Path, float] = {}
+        self.retry_s = retry_s
 
     def due_runs(self) -> list[Path]:
         now = time.time()
@@ -101,8 +137,11 @@ class Worker:
             stamp = (_mtime(run / STATE), _mtime(run / PENDING), _mtime(run / APPROVAL), siblings, _nested_stamp(run))
             seen = self._seen.get(run)
             if seen is None or seen.stamp != stamp:
-                seen = self._seen[run] = _Seen(stamp, _ready_at(run) if stamp[0] else None)
-            if seen.ready_at is not None and seen.ready_at <= now:
+                seen = self._seen[run] = _Seen(stamp, _ready_at(run) if stamp[0] else None, _live(run) if stamp[0] else False)
+            ready = seen.ready_at
+            if seen.live and (run / MANIFEST).is_file() and owner_gone(RunDir(run)):  # its owner died: resume finalises it
+                ready = 0.0 if _nothing_uncertain(run) else None
+            if ready is not None and ready <= now and self._retry_at.get(run, 0.0) <= now:
                 due.append(run)
         return due
 
@@ -114,9 +153,11 @@ class Worker:
             try:
                 out = resume(run, reporter=self.reporter, stop=self.stop, backend_factory=self.backend_factory)
                 row = {"run_dir": str(run), "state": out.state, "message": out.message}
-            except FlowError as e:  # another worker owns it, or it was refused: report and go on
+            except (FlowError, StorageFault) as e:  # another worker owns it, it was refused, or the disk is full: report, go on
                 row = {"run_dir": str(run), "state": "SKIPPED", "message": str(e)}
             self._seen.pop(run, None)
+            if row["state"] in ("SKIPPED", "INTERRUPTED"):  # refused, unreachable, or stopped again: not every scan
+                self._retry_at[run] = time.time() + self.retry_s
             self.log(f"{row['run_dir']}\t{row['state']}\t{row['message'] or ''}")
             done.append(row)
         return done

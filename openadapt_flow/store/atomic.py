@@ -1,11 +1,48 @@
-"""Crash-safe file replacement: temp file, fsync, rename, fsync the directory."""
+"""Crash-safe file replacement: temp file, fsync, rename, fsync the directory.
+
+A full disk or an I/O error on the run's own files (ENOSPC, EIO, …) raises StorageFault: the run stops at the next
+safe boundary as INTERRUPTED (SPEC §6), never FAILED, and a half-written temp file is removed.
+"""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 from pathlib import Path
 from typing import Any
+
+from openadapt_flow.store.faults import io_fault
+
+STORAGE_ERRNOS = frozenset({errno.ENOSPC, errno.EIO, errno.EDQUOT, errno.EFBIG, errno.EROFS})
+
+
+class StorageFault(BaseException):
+    """The run's own files cannot be written (disk full, I/O error): stop at a safe boundary as INTERRUPTED (exit 5).
+
+    A BaseException, like LeaseLost, so that no handler meant for a step's ordinary errors turns it into a halt.
+    """
+
+    exit_code = 5
+
+    def __init__(self, where: str, error: OSError) -> None:
+        super().__init__(f"{where}: {error.strerror or error}")
+        self.where = where
+        self.errno = error.errno
+        self.detail = f"{where}: {error.strerror or error}"
+        self.message = f"cannot write the run's files ({self.detail}); stopped at a safe boundary, resume once the fault is gone"
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def is_storage_error(e: OSError) -> bool:
+    return e.errno in STORAGE_ERRNOS
+
+
+def fault_point(path: Path) -> str:
+    """The name FLOW_IO_FAULT matches for a file of the run: `state.json`, `frames/000-x-before.png`, …"""
+    return f"{path.parent.name}/{path.name}" if path.parent.name == "frames" else path.name
 
 
 def fsync_dir(path: Path) -> None:
@@ -20,17 +57,27 @@ def write_bytes_atomic(path: Path, data: bytes) -> None:
     """Replace `path` with `data` so a crash leaves either the old or the new file, never a mix."""
     path = Path(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
-        view = memoryview(data)
-        while view:
-            n = os.write(fd, view)
-            view = view[n:]
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
-    fsync_dir(path.parent)
+        io_fault(fault_point(path))
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            view = memoryview(data)
+            while view:
+                n = os.write(fd, view)
+                view = view[n:]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, path)
+        fsync_dir(path.parent)
+    except OSError as e:
+        if not is_storage_error(e):
+            raise
+        try:
+            tmp.unlink(missing_ok=True)  # never leave a half-written temp file taking the space
+        except OSError:
+            pass
+        raise StorageFault(str(path), e) from None
 
 
 def dumps(obj: Any) -> str:

@@ -7,6 +7,8 @@ and one that claims more than the journal (or disagrees with it) is tampering.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import hashlib
 import json
 import os
@@ -14,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from openadapt_flow.errors import RefusedError
-from openadapt_flow.store.atomic import dumps, fsync_dir, write_json_atomic
-from openadapt_flow.store.faults import crash_point
+from openadapt_flow.store.atomic import StorageFault, dumps, fsync_dir, is_storage_error, write_json_atomic
+from openadapt_flow.store.faults import crash_point, io_fault
 
 CHECKPOINT = "checkpoint.json"
 SCHEMA = "openadapt-flow/checkpoint@1"
@@ -55,15 +57,25 @@ def write_checkpoint(run_dir: Path, cp: dict[str, Any]) -> None:
     """Atomic replace (temp, fsync, rename, fsync dir), with crash points inside for the crash matrix."""
     path = run_dir / CHECKPOINT
     tmp = path.with_name(f".{CHECKPOINT}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
-        os.write(fd, dumps(cp).encode())
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    crash_point("checkpoint:tmp_written", cp.get("step"))
-    os.replace(tmp, path)
-    fsync_dir(run_dir)
+        io_fault(CHECKPOINT)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            data = dumps(cp).encode()
+            if os.write(fd, data) != len(data):
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        crash_point("checkpoint:tmp_written", cp.get("step"))
+        os.replace(tmp, path)
+        fsync_dir(run_dir)
+    except OSError as e:
+        if not is_storage_error(e):
+            raise
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)  # the previous checkpoint stays intact; the journal still has the step (rebuilt on resume)
+        raise StorageFault(str(path), e) from None
     crash_point("checkpoint:renamed", cp.get("step"))
 
 

@@ -1,18 +1,31 @@
-"""Named crash points for the crash-test matrix (tests/crash/).
+"""Named crash points and injected I/O faults, for the crash-test matrix (tests/crash/) and the full-disk suite.
 
 When the environment variable FLOW_CRASH_AT names a point (optionally
-`point@step-id`; journal points are `after:<record type>`), the process SIGKILLs itself there — the most abrupt death a
-run can suffer, at an exact place in the write-ahead protocol. Unset (always
-in production) it costs one dict lookup.
+`point@step-id`; journal points are `after:<record type>`, start-up points
+`start:<stage>`), the process SIGKILLs itself there — the most abrupt death a
+run can suffer, at an exact place in the write-ahead protocol.
+
+FLOW_IO_FAULT names write points (comma-separated shell patterns: `journal`,
+`journal:fsync`, `checkpoint.json`, `state.json`, `pending_escalation.json`,
+`frames/*`, `report*`, `manifest.json`, `lease.json`…) where a write raises
+OSError(ENOSPC) (FLOW_IO_FAULT_ERRNO=EIO for an I/O error), after skipping the
+first FLOW_IO_FAULT_SKIP matches. With FLOW_IO_FAULT_STICKY=1 the first fault
+fills the disk: every later write point fails too. Unset (always in
+production) each costs one dict lookup.
 """
 
 from __future__ import annotations
 
+import errno
+import fnmatch
 import os
 import signal
 
 ENV = "FLOW_CRASH_AT"
 SIGNAL_ENV = "FLOW_CRASH_SIGNAL"  # TERM: deliver SIGTERM instead (a graceful stop at the same point)
+IO_ENV = "FLOW_IO_FAULT"
+
+_io = {"seen": 0, "full": False}
 
 
 def crash_point(name: str, step: str | None = None) -> None:
@@ -23,3 +36,19 @@ def crash_point(name: str, step: str | None = None) -> None:
     if point == name and (not for_step or for_step == step):
         sig = signal.SIGTERM if os.environ.get(SIGNAL_ENV) == "TERM" else signal.SIGKILL
         os.kill(os.getpid(), sig)
+
+
+def io_fault(point: str) -> None:
+    """Raise the injected OSError at write point `point` when FLOW_IO_FAULT says so (see the module docstring)."""
+    want = os.environ.get(IO_ENV)
+    if not want:
+        return
+    if not _io["full"]:
+        if not any(fnmatch.fnmatchcase(point, pat.strip()) for pat in want.split(",")):
+            return
+        _io["seen"] += 1
+        if _io["seen"] <= int(os.environ.get("FLOW_IO_FAULT_SKIP", "0")):
+            return
+        _io["full"] = os.environ.get("FLOW_IO_FAULT_STICKY") == "1"
+    code = getattr(errno, os.environ.get("FLOW_IO_FAULT_ERRNO", "ENOSPC"))
+    raise OSError(code, f"{os.strerror(code)} (injected at {point})")

@@ -19,7 +19,8 @@ from collections.abc import Callable
 from typing import Any
 
 from openadapt_flow.errors import RefusedError
-from openadapt_flow.store.faults import crash_point
+from openadapt_flow.store.atomic import StorageFault, is_storage_error
+from openadapt_flow.store.faults import crash_point, io_fault
 
 GENESIS = "0" * 64
 JOURNAL_FILE = "journal.jsonl"
@@ -97,7 +98,12 @@ class Journal:
         recs = records or []
         self.seq = recs[-1]["seq"] if recs else 0
         self.last_hash = recs[-1]["hash"] if recs else GENESIS
-        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        except OSError as e:
+            raise (StorageFault(str(path), e) if is_storage_error(e) else e) from None
+        self._size = os.fstat(self._fd).st_size  # the end of the last whole record
+        self._broken: OSError | None = None
         self.observers: list[Callable[[dict[str, Any]], None]] = []  # e.g. budgets counting records
         self.last_of: dict[str, dict[str, Any]] = {}  # the last record of each type this writer appended
 
@@ -117,9 +123,7 @@ class Journal:
         }
         rec["hash"] = record_hash(self.key, rec)
         line = json.dumps(rec, ensure_ascii=False, separators=(",", ":"), default=str).encode() + b"\n"
-        os.write(self._fd, line)
-        if sync if sync is not None else type_ in FSYNC_TYPES:
-            os.fsync(self._fd)
+        self._write_whole(line, sync if sync is not None else type_ in FSYNC_TYPES)
         self.seq = rec["seq"]
         self.last_hash = rec["hash"]
         self.last_of[type_] = rec
@@ -128,16 +132,47 @@ class Journal:
         crash_point("after:" + type_, step)
         return rec
 
+    def _write_whole(self, line: bytes, sync: bool) -> None:
+        """Append one whole record or none: on a full disk or an I/O error the file is cut back to the last whole
+        record (a later append never follows a torn line) and StorageFault stops the run (SPEC §6)."""
+        if self._broken is not None:
+            raise StorageFault(str(self.path), self._broken)
+        try:
+            io_fault("journal")
+            done = 0
+            while done < len(line):
+                done += os.write(self._fd, line[done:])
+            if sync:
+                io_fault("journal:fsync")
+                os.fsync(self._fd)
+        except OSError as e:
+            if not is_storage_error(e):
+                raise
+            try:
+                os.ftruncate(self._fd, self._size)
+            except OSError:
+                self._broken = e  # a torn tail may remain: load truncates it; nothing more is appended after it
+            raise StorageFault(str(self.path), e) from None
+        self._size += len(line)
+
     def sync(self) -> None:
         """Make every record appended so far durable (before a seal names the journal's end)."""
         if self._fd >= 0:
-            os.fsync(self._fd)
+            try:
+                os.fsync(self._fd)
+            except OSError as e:
+                raise (StorageFault(str(self.path), e) if is_storage_error(e) else e) from None
 
     def close(self) -> None:
         if self._fd >= 0:
-            os.fsync(self._fd)
-            os.close(self._fd)
-            self._fd = -1
+            try:
+                os.fsync(self._fd)
+            except OSError as e:
+                if not is_storage_error(e):
+                    raise
+            finally:
+                os.close(self._fd)
+                self._fd = -1
 
 
 def read_records(path: Path) -> list[dict[str, Any]]:

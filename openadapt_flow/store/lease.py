@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from openadapt_flow.errors import RefusedError
-from openadapt_flow.store.atomic import write_json_atomic
+from openadapt_flow.store.atomic import StorageFault, write_json_atomic
 from openadapt_flow.store.journal import now_iso
 
 LEASE = "lease.json"
@@ -52,6 +52,10 @@ class LeaseInfo:
             return cls(**{k: data[k] for k in cls.__dataclass_fields__})
         except (OSError, ValueError, KeyError, TypeError):
             return None
+
+    def held_elsewhere(self, ttl_s: float) -> bool:
+        """Named by a process on another host whose heartbeat is fresh: our OS lock cannot see it, the lease can."""
+        return self.host != socket.gethostname() and time.time() - self.heartbeat_epoch <= ttl_s
 
     def owner_alive(self, ttl_s: float) -> bool:
         """Is the process named here plausibly still working on the run?"""
@@ -101,10 +105,20 @@ class Lease:
             info = LeaseInfo.read(self.run_dir)
             who = f" (pid {info.pid} on {info.host})" if info else ""
             raise RefusedError(f"{self.run_dir}: run is owned by a live process{who}; refusing") from None
-        self._fd = fd
         prev = LeaseInfo.read(self.run_dir)
+        if prev is not None and prev.held_elsewhere(self.ttl_s):  # a live owner on another host: the lock is local only
+            fcntl.flock(fd, fcntl.LOCK_UN)
+            os.close(fd)
+            age = time.time() - prev.heartbeat_epoch
+            raise RefusedError(f"{self.run_dir}: run is owned by pid {prev.pid} on {prev.host} (heartbeat {age:.0f}s ago, "
+                               f"lease TTL {self.ttl_s:.0f}s); refusing")
+        self._fd = fd
         self.generation = (prev.generation if prev else 0) + 1
-        self._write()
+        try:
+            self._write()
+        except StorageFault:
+            self.release()
+            raise
         return self
 
     def _write(self) -> None:
@@ -120,7 +134,7 @@ class Lease:
                 try:
                     if self.still_owner():
                         self._write()
-                except OSError:
+                except (OSError, StorageFault):
                     pass  # a missed heartbeat only makes the lease look older
 
         self._thread = threading.Thread(target=beat, name="lease-heartbeat", daemon=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import json
@@ -18,7 +19,8 @@ import numpy as np
 
 from openadapt_flow.errors import RefusedError, RunDirError
 from openadapt_flow.store import ledger
-from openadapt_flow.store.atomic import write_bytes_atomic, write_json_atomic
+from openadapt_flow.store.atomic import StorageFault, fault_point, is_storage_error, write_bytes_atomic, write_json_atomic
+from openadapt_flow.store.faults import io_fault
 from openadapt_flow.store.journal import JOURNAL_FILE, Journal, now_iso
 
 MANIFEST = "manifest.json"
@@ -60,6 +62,12 @@ def _short(e: Exception) -> str:
     return text[:120]
 
 
+def digest_manifest(manifest: dict[str, Any]) -> str:
+    """Digest of a manifest (as written, `schema` included) minus `child_runs`, the one field appended after the start."""
+    body = {k: v for k, v in manifest.items() if k != "child_runs"}
+    return "sha256:" + hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
 def _encode_png(pixels: np.ndarray) -> bytes:
     ok, buf = cv2.imencode(".png", cv2.cvtColor(pixels, cv2.COLOR_RGB2BGR), [cv2.IMWRITE_PNG_COMPRESSION, 1])
     if not ok:
@@ -68,7 +76,11 @@ def _encode_png(pixels: np.ndarray) -> bytes:
 
 
 class FrameWriter:
-    """Writes frames off the hot path on one background thread; `flush()` waits for all of them."""
+    """Writes frames off the hot path on one background thread; `flush()` waits for all of them.
+
+    A frame that cannot be written (full disk, I/O error, encode failure) never stops the run: it is listed in
+    `errors` (journaled with the run's stop and shown in the report).
+    """
 
     def __init__(self, frames_dir: Path) -> None:
         self.dir = frames_dir
@@ -86,9 +98,14 @@ class FrameWriter:
                 if item is None:
                     return
                 name, pixels = item
-                (self.dir / name).write_bytes(_encode_png(pixels))
+                path = self.dir / name
+                io_fault(fault_point(path))
+                path.write_bytes(_encode_png(pixels))
             except Exception as e:  # a lost frame must not kill the run; it is reported
                 self.errors.append(f"{item[0] if item else '?'}: {e}")
+                if item is not None:
+                    with contextlib.suppress(OSError):
+                        (self.dir / item[0]).unlink(missing_ok=True)  # no half-written PNG taking the space
             finally:
                 self._q.task_done()
 
@@ -96,21 +113,31 @@ class FrameWriter:
         """A copy of `pixels` as it may be written: with the mask applied."""
         return self.mask(pixels) if self.mask is not None else pixels.copy()
 
-    def save(self, name: str, pixels: np.ndarray) -> str:
-        self.dir.mkdir(exist_ok=True)
+    def save(self, name: str, pixels: np.ndarray) -> str | None:
+        try:
+            self.dir.mkdir(exist_ok=True)
+        except OSError as e:
+            self.errors.append(f"{name}: {e}")
+            return None
         self._q.put((name, self.masked(pixels)))
         return f"frames/{name}"
 
-    def save_now(self, name: str, pixels: np.ndarray) -> str:
-        """Write synchronously and durably (halt frames must be on disk before the process exits)."""
-        self.dir.mkdir(exist_ok=True)
-        write_bytes_atomic(self.dir / name, _encode_png(self.masked(pixels)))
+    def save_now(self, name: str, pixels: np.ndarray) -> str | None:
+        """Write synchronously and durably (halt frames must be on disk before the process exits); None if it can't."""
+        try:
+            self.dir.mkdir(exist_ok=True)
+            write_bytes_atomic(self.dir / name, _encode_png(self.masked(pixels)))
+        except (OSError, RuntimeError, StorageFault) as e:
+            self.errors.append(f"{name}: {e}")
+            return None
         return f"frames/{name}"
 
     def flush(self) -> None:
         self._q.join()
 
     def close(self) -> None:
+        if not self._thread.is_alive():
+            return
         self.flush()
         self._q.put(None)
         self._thread.join(timeout=10)
@@ -158,6 +185,8 @@ class RunDir:
         if not p.is_dir():
             raise RunDirError(f"{p}: not a directory")
         if not (p / MANIFEST).is_file():
+            if (p / JOURNAL_FILE).is_file():  # a start-up cut before the manifest: a run that never began (SPEC §7)
+                raise RunDirError(f"{p}: not a run directory (its start-up was cut before {MANIFEST}; no input was sent — replay again)")
             raise RunDirError(f"{p}: not a run directory (no {MANIFEST})")
         return cls(p)
 
@@ -182,9 +211,7 @@ class RunDir:
         return self.read_json(MANIFEST)
 
     def manifest_digest(self) -> str:
-        """Digest of the manifest minus `child_runs` (the one field appended after the start)."""
-        body = {k: v for k, v in self.manifest().items() if k != "child_runs"}
-        return "sha256:" + hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+        return digest_manifest(self.manifest())
 
     def add_child(self, child: Path) -> None:
         m = self.manifest()
@@ -251,5 +278,10 @@ class RunDir:
         """Copy the bundle files the run executes into `bundle/` (resume uses this copy)."""
         for rel in files:
             dst = self.bundle_dir / rel
-            dst.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(root / rel, dst)
+            try:
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(root / rel, dst)
+            except OSError as e:
+                if not is_storage_error(e):
+                    raise
+                raise StorageFault(str(dst), e) from None

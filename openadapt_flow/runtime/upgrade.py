@@ -1,0 +1,101 @@
+"""`flow resume --upgrade-bundle PATH` (SPEC §2): adopt a new version of a run's bundle mid-run, only where it cannot
+change what was already done.
+
+Adopted only when every step up to and including the last checkpoint — and any later step that was dispatched —
+is unchanged (same ids in the same places, same definition, same template bytes), the recorded params still bind,
+and the screen size is the same. The new version is snapshot into `upgrades/<n>/`, and the upgrade is journaled
+(`bundle_upgraded`, with both digests); later resumes use that snapshot, checked against the journaled digest.
+Anything else is refused (exit 6) and the run keeps its bundle.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+from openadapt_flow.bundle.loader import LoadedBundle, load_bundle
+from openadapt_flow.bundle.models import Step
+from openadapt_flow.bundle.params import bind_params
+from openadapt_flow.errors import FlowError, RefusedError
+from openadapt_flow.store.checkpoint import checkpoint_from_records
+from openadapt_flow.store.journal import Journal
+from openadapt_flow.store.rundir import RunDir
+
+UPGRADES = "upgrades"
+RECORD = "bundle_upgraded"
+
+
+def _templates(step: Step) -> list[str]:
+    """Every bundle file a step names (target, drag end, template postconditions)."""
+    out: list[str] = []
+
+    def walk(v: Any) -> None:
+        if isinstance(v, dict):
+            for k, x in v.items():
+                if k in ("template", "template_present") and isinstance(x, str):
+                    out.append(x)
+                else:
+                    walk(x)
+        elif isinstance(v, list):
+            for x in v:
+                walk(x)
+
+    walk(step.model_dump(mode="json"))
+    return out
+
+
+def _same_step(old: LoadedBundle, new: LoadedBundle, i: int) -> str | None:
+    """Why step i differs between the two versions, or None."""
+    if i >= len(new.model.steps):
+        return f"step {i + 1} ({old.model.steps[i].id!r}) is gone"
+    a, b = old.model.steps[i], new.model.steps[i]
+    if a.id != b.id:
+        return f"step {i + 1} is {b.id!r}, was {a.id!r}"
+    if a.model_dump(mode="json") != b.model_dump(mode="json"):
+        return f"step {a.id!r} changed"
+    for rel in _templates(a):
+        if (old.root / rel).read_bytes() != (new.root / rel).read_bytes():
+            return f"template {rel} of step {a.id!r} changed"
+    return None
+
+
+def upgrade_bundle(run: RunDir, journal: Journal, records: list[dict[str, Any]], current: LoadedBundle,
+                   manifest: dict[str, Any], path: Path) -> LoadedBundle:
+    """Check the new version against what the run already did, snapshot it, journal the upgrade; RefusedError if not."""
+    try:
+        new = load_bundle(path)
+    except FlowError as e:
+        raise RefusedError(f"--upgrade-bundle {path}: not a usable bundle ({e}); the run keeps its bundle") from None
+    if new.digest == current.digest:
+        return current
+    cp = checkpoint_from_records(records)
+    done = cp["step_index"] if cp else -1
+    index = {s.id: i for i, s in enumerate(current.model.steps)}
+    dispatched = [index[r["step"]] for r in records if r["type"] == "action_dispatched" and r["step"] in index]
+    last = max([done, *dispatched])
+    why = next((w for w in (_same_step(current, new, i) for i in range(last + 1)) if w), None)
+    if why is None and new.model.screen != current.model.screen:
+        why = "the screen size changed"
+    if why is None:
+        recorded = {k: v for k, v in manifest["params"].items() if not (isinstance(v, dict) and "secret_env" in v)}
+        try:
+            bind_params(new.model, recorded)
+        except FlowError as e:
+            why = f"the run's params do not bind to it ({e})"
+    if why is not None:
+        raise RefusedError(f"--upgrade-bundle {path}: {why}; steps up to the last checkpoint must be unchanged; refusing")
+    n = sum(1 for r in records if r["type"] == RECORD) + 1
+    rel = f"{UPGRADES}/{n}"
+    dest = run.path / rel
+    if dest.exists():
+        shutil.rmtree(dest)  # a snapshot left by an upgrade that died before it was journaled
+    for f in new.files:
+        (dest / f).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(new.root / f, dest / f)
+    adopted = load_bundle(dest)
+    if adopted.digest != new.digest:
+        raise RefusedError(f"{dest}: snapshot of the new bundle does not match it; refusing")
+    journal.append(RECORD, None, {"bundle_dir": rel, "digest": adopted.digest, "from_digest": current.digest,
+                                  "source": str(new.root.resolve()), "unchanged_through": last})
+    return adopted

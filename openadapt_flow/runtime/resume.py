@@ -122,6 +122,8 @@ def resume(
         bound = _params(loaded, manifest, params or {})
         cp, _how = reconcile_checkpoint(run.path, records)
         pending = pending_view(run, records, dkey)  # the journal's open pause; the file must agree with it
+        if pending is not None and state["state"] == "INTERRUPTED":
+            _restore_pause(run, journal, pending)
         approval = None
         waiting = _still_waiting(run, pending) if not require_approval else None
         if waiting is not None:
@@ -230,6 +232,16 @@ def _reenter(ctx: RunContext, records: list[dict[str, Any]], cp: dict[str, Any] 
             consume_decision(run, journal, pending, approval)
         return finish(ctx, "PAUSED", h.message, h.category, "awaiting_approval", h.step)
     return start
+
+
+def _restore_pause(run: RunDir, journal: Journal, pending: dict[str, Any]) -> None:
+    """A run interrupted while pausing (its pause is in the journal, the state never said PAUSED): the state says so
+    now, so status, wait and operators see the pause that awaits them."""
+    data = {"state": "PAUSED", "paused_reason": pending["paused_reason"], "transaction_outcome": pending.get("transaction_outcome"),
+            "restored": True}
+    journal.append("paused", None, data)
+    run.write_state("PAUSED", journal=journal, paused_reason=pending["paused_reason"], transaction_outcome=pending.get("transaction_outcome"),
+                    halt_category=pending.get("category"), message=pending.get("message"))
 
 
 def _screen_still_shows_checkpoint(uncertain: Uncertain | None, result: RecheckResult | None, approval: dict[str, Any] | None) -> bool:

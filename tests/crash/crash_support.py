@@ -16,9 +16,15 @@ import sys
 import tempfile
 import time
 import traceback
+import itertools
+import sqlite3
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+import pytest
+import yaml
 
 import openadapt_flow.cli.app as cli_app
 import openadapt_flow.cli.durable  # noqa: F401  (imported once here so each fork starts warm)
@@ -27,7 +33,9 @@ import openadapt_flow.cli.workflow  # noqa: F401
 from openadapt_flow.store.journal import load_journal
 from openadapt_flow.vision import ocr as _ocr
 from openadapt_flow.vision.tesseract_lib import LibraryUnavailable, TesseractLibrary
+from tests.e2e.demo_harness import BUNDLE_DIR, DemoApp, start_demo_app
 from tests.support.cli import flow_env
+from tests.support.xserver import XvncServer, start_xvnc
 
 
 def _warm_tesseract() -> None:
@@ -42,7 +50,7 @@ def _warm_tesseract() -> None:
 
 _warm_tesseract()
 
-__all__ = ["Result", "flow", "flow_env", "journal", "points_of", "state", "wait_for"]
+__all__ = ["CONSEQUENTIAL", "STEPS", "VENDOR", "demo_invariants", "uncertain", "verified", "Desktop", "Result", "desk", "flow", "flow_env", "journal", "points_of", "state", "wait_for"]
 
 
 @dataclass
@@ -143,10 +151,96 @@ def wait_for(cond: Any, timeout: float, what: str) -> None:
         time.sleep(0.02)
 
 
-@dataclass
-class Ledger:
-    """What the operator was asked to do during recovery."""
+VENDOR = "ACME Corp"
+STEPS = [s["id"] for s in yaml.safe_load((BUNDLE_DIR / "flow.yaml").read_text())["steps"]]
+CONSEQUENTIAL = "save"
 
-    answers: int = 0
-    signals: int = 0
-    approvals: list[str] = field(default_factory=list)
+
+@dataclass
+class Desktop:
+    """One Xvnc with the demo app, shared by the module's cases; `case()` hands out a fresh runs root and amount."""
+
+    xvnc: XvncServer
+    app: DemoApp
+    root: Path
+    counter: Iterator[int] = field(default_factory=lambda: itertools.count(1))
+
+    def env(self) -> dict[str, str]:
+        return flow_env(self.root, DEMO_DB_DSN=f"sqlite:///{self.app.db_path}", FLOW_DECISION_KEY_FILE=str(self.root / "decision.key"))
+
+    def rows(self, amount: float) -> int:
+        db = sqlite3.connect(self.app.db_path, timeout=5)
+        try:
+            return int(db.execute("SELECT count(*) FROM invoices WHERE vendor = ? AND amount = ?", (VENDOR, amount)).fetchone()[0])
+        finally:
+            db.close()
+
+    def ready(self) -> None:
+        """The app on its list screen (where the bundle starts); a crashed case may have left it elsewhere."""
+        try:
+            self.app.wait_screen("list", timeout=2)
+        except TimeoutError:
+            self.app.stop()
+            self.app = start_demo_app(self.xvnc, self.app.db_path)
+
+    def replay_args(self, run: Path, amount: float, bundle: Path = BUNDLE_DIR) -> list[str]:
+        return ["replay", str(bundle), "--url", self.xvnc.url, "--durable", "--run-dir", str(run),
+                "--param", f"vendor={VENDOR}", "--param", f"amount={amount}", "--json"]
+
+    def case(self) -> tuple[Path, float]:
+        self.ready()
+        n = next(self.counter)
+        root = self.root / f"case-{n}"
+        root.mkdir()
+        return root, 1000 + n + 0.25
+
+
+@pytest.fixture(scope="module")
+def desk(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Desktop]:
+    """One Xvnc with the demo app for a whole test module."""
+    root = tmp_path_factory.mktemp("crash-demo")
+    xvnc = start_xvnc(1024, 768)
+    d = None
+    try:
+        d = Desktop(xvnc, start_demo_app(xvnc, root / "invoices.db"), root)
+        yield d
+    finally:
+        if d is not None:
+            d.app.stop()
+        xvnc.stop()
+
+
+def verified(records: list[dict]) -> list[str]:
+    return [r["step"] for r in records if r["type"] == "step_verified"]
+
+
+def uncertain(records: list[dict], step: str) -> bool:
+    seqs = [r["seq"] for r in records if r["step"] == step and r["type"] == "action_dispatched"]
+    done = [r["seq"] for r in records if r["step"] == step and r["type"] == "step_verified"]
+    return bool(seqs) and not (done and max(done) > max(seqs))
+
+
+def demo_invariants(desk: Desktop, point: str, run: Path, env: dict[str, str], before: list[dict], amount: float) -> list[str]:
+    problems = []
+    if state(run)["state"] != "COMPLETED":
+        problems.append(f"{point}: state.json is {state(run)['state']}, not COMPLETED")
+    if desk.rows(amount) != 1:
+        problems.append(f"{point}: {desk.rows(amount)} rows in the system of record, want exactly 1")
+    after = journal(run, env)
+    done = verified(after)
+    if done != STEPS:
+        problems.append(f"{point}: steps verified {done}, want each once in order {STEPS}")
+    if done[: len(verified(before))] != verified(before):
+        problems.append(f"{point}: verified progress lost: before {verified(before)}, after {done}")
+    for step in STEPS:  # a checkpointed step is never dispatched again
+        seqs = [r["seq"] for r in after if r["step"] == step and r["type"] == "step_verified"]
+        again = [r["seq"] for r in after if r["step"] == step and r["type"] == "action_dispatched" and seqs and r["seq"] > seqs[0]]
+        if again:
+            problems.append(f"{point}: step {step!r} dispatched again after it was verified (seq {again})")
+    cp = json.loads((run / "checkpoint.json").read_text())
+    if (cp["step"], cp["next_index"]) != (STEPS[-1], len(STEPS)):
+        problems.append(f"{point}: checkpoint at {cp['step']}/{cp['next_index']}, want the last step")
+    again = flow(["resume", str(run)], run.parent, env)
+    if again.returncode != 0 or desk.rows(amount) != 1:
+        problems.append(f"{point}: resuming a COMPLETED run must do nothing and exit 0 (exit {again.returncode})")
+    return problems

@@ -10,79 +10,15 @@ its own amount, so its row is told apart); a case that leaves the app off its li
 
 from __future__ import annotations
 
-import itertools
-import json
-import sqlite3
-from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-import yaml
 
-from tests.crash.crash_support import flow, flow_env, journal, points_of, state
-from tests.e2e.demo_harness import BUNDLE_DIR, DemoApp, start_demo_app
-from tests.support.xserver import XvncServer, start_xvnc
+from tests.crash.crash_support import (  # noqa: F401  (desk: the shared desktop fixture)
+    CONSEQUENTIAL, STEPS, Desktop, demo_invariants, desk, flow, journal, points_of, state, uncertain, verified,
+)
 
 pytestmark = pytest.mark.timeout(240)
-
-STEPS = [s["id"] for s in yaml.safe_load((BUNDLE_DIR / "flow.yaml").read_text())["steps"]]
-CONSEQUENTIAL = "save"
-VENDOR = "ACME Corp"
-
-
-@dataclass
-class Desktop:
-    """One Xvnc with the demo app, shared by the module's cases; `case()` hands out a fresh runs root and amount."""
-
-    xvnc: XvncServer
-    app: DemoApp
-    root: Path
-    counter: Iterator[int] = field(default_factory=lambda: itertools.count(1))
-
-    def env(self) -> dict[str, str]:
-        return flow_env(self.root, DEMO_DB_DSN=f"sqlite:///{self.app.db_path}", FLOW_DECISION_KEY_FILE=str(self.root / "decision.key"))
-
-    def rows(self, amount: float) -> int:
-        db = sqlite3.connect(self.app.db_path, timeout=5)
-        try:
-            return int(db.execute("SELECT count(*) FROM invoices WHERE vendor = ? AND amount = ?", (VENDOR, amount)).fetchone()[0])
-        finally:
-            db.close()
-
-    def ready(self) -> None:
-        """The app on its list screen (where the bundle starts); a crashed case may have left it elsewhere."""
-        try:
-            self.app.wait_screen("list", timeout=2)
-        except TimeoutError:
-            self.app.stop()
-            self.app = start_demo_app(self.xvnc, self.app.db_path)
-
-    def case(self) -> tuple[Path, float]:
-        self.ready()
-        n = next(self.counter)
-        root = self.root / f"case-{n}"
-        root.mkdir()
-        return root, 1000 + n + 0.25
-
-
-@pytest.fixture(scope="module")
-def desk(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Desktop]:
-    root = tmp_path_factory.mktemp("crash-demo")
-    xvnc = start_xvnc(1024, 768)
-    d = None
-    try:
-        d = Desktop(xvnc, start_demo_app(xvnc, root / "invoices.db"), root)
-        yield d
-    finally:
-        if d is not None:
-            d.app.stop()
-        xvnc.stop()
-
-
-def replay_args(desk: Desktop, run: Path, amount: float, bundle: Path = BUNDLE_DIR) -> list[str]:
-    return ["replay", str(bundle), "--url", desk.xvnc.url, "--durable", "--run-dir", str(run),
-            "--param", f"vendor={VENDOR}", "--param", f"amount={amount}", "--json"]
 
 
 @pytest.fixture(scope="module")
@@ -90,7 +26,7 @@ def demo_points(desk: Desktop) -> dict[str, list[str]]:
     """Every crash point one uncrashed demo run passes, grouped by step ("run" for run-level records)."""
     root, amount = desk.case()
     env = desk.env()
-    r = flow(replay_args(desk, root / "run", amount), root, env)
+    r = flow(desk.replay_args(root / "run", amount), root, env)
     assert r.returncode == 0, r.stderr + r.stdout
     records = journal(root / "run", env)
     groups: dict[str, list[str]] = {s: [] for s in ["run", *STEPS]}
@@ -102,21 +38,11 @@ def demo_points(desk: Desktop) -> dict[str, list[str]]:
     return groups
 
 
-def verified(records: list[dict]) -> list[str]:
-    return [r["step"] for r in records if r["type"] == "step_verified"]
-
-
-def uncertain(records: list[dict], step: str) -> bool:
-    seqs = [r["seq"] for r in records if r["step"] == step and r["type"] == "action_dispatched"]
-    done = [r["seq"] for r in records if r["step"] == step and r["type"] == "step_verified"]
-    return bool(seqs) and not (done and max(done) > max(seqs))
-
-
 def crash_and_recover(desk: Desktop, point: str, signal: str = "KILL") -> list[str]:
     """One case; returns what went wrong (empty: every invariant held)."""
     root, amount = desk.case()
     env, run = desk.env(), root / "run"
-    r = flow(replay_args(desk, run, amount), root, dict(env, FLOW_CRASH_AT=point, FLOW_CRASH_SIGNAL=signal))
+    r = flow(desk.replay_args(run, amount), root, dict(env, FLOW_CRASH_AT=point, FLOW_CRASH_SIGNAL=signal))
     if not r.killed:
         return [f"{point}: the replay was not killed at the point (exit {r.returncode}) {r.stderr[-300:]}"]
     before = journal(run, env)
@@ -150,33 +76,7 @@ def crash_and_recover(desk: Desktop, point: str, signal: str = "KILL") -> list[s
         why = state(run)
         return problems + [f"{point}: resume ended {why['state']}({why.get('paused_reason')}) exit {res.returncode}: "
                            f"{(why.get('message') or res.stderr)[-300:]}"]
-    return problems + invariants(desk, point, run, env, before, amount)
-
-
-def invariants(desk: Desktop, point: str, run: Path, env: dict[str, str], before: list[dict], amount: float) -> list[str]:
-    problems = []
-    if state(run)["state"] != "COMPLETED":
-        problems.append(f"{point}: state.json is {state(run)['state']}, not COMPLETED")
-    if desk.rows(amount) != 1:
-        problems.append(f"{point}: {desk.rows(amount)} rows in the system of record, want exactly 1")
-    after = journal(run, env)
-    done = verified(after)
-    if done != STEPS:
-        problems.append(f"{point}: steps verified {done}, want each once in order {STEPS}")
-    if done[: len(verified(before))] != verified(before):
-        problems.append(f"{point}: verified progress lost: before {verified(before)}, after {done}")
-    for step in STEPS:  # a checkpointed step is never dispatched again
-        seqs = [r["seq"] for r in after if r["step"] == step and r["type"] == "step_verified"]
-        again = [r["seq"] for r in after if r["step"] == step and r["type"] == "action_dispatched" and seqs and r["seq"] > seqs[0]]
-        if again:
-            problems.append(f"{point}: step {step!r} dispatched again after it was verified (seq {again})")
-    cp = json.loads((run / "checkpoint.json").read_text())
-    if (cp["step"], cp["next_index"]) != (STEPS[-1], len(STEPS)):
-        problems.append(f"{point}: checkpoint at {cp['step']}/{cp['next_index']}, want the last step")
-    again = flow(["resume", str(run)], run.parent, env)
-    if again.returncode != 0 or desk.rows(amount) != 1:
-        problems.append(f"{point}: resuming a COMPLETED run must do nothing and exit 0 (exit {again.returncode})")
-    return problems
+    return problems + demo_invariants(desk, point, run, env, before, amount)
 
 
 @pytest.mark.parametrize("step", ["run", *STEPS])
@@ -194,7 +94,7 @@ def test_sigkill_at_every_journal_point_of_every_demo_step(desk, demo_points, st
 def test_sigterm_stops_at_a_safe_boundary_and_resumes(desk):
     root, amount = desk.case()
     env, run = desk.env(), root / "run"
-    r = flow(replay_args(desk, run, amount), root, dict(env, FLOW_CRASH_AT="after:action_sent@save", FLOW_CRASH_SIGNAL="TERM"))
+    r = flow(desk.replay_args(run, amount), root, dict(env, FLOW_CRASH_AT="after:action_sent@save", FLOW_CRASH_SIGNAL="TERM"))
     assert r.returncode == 5, r.stderr + r.stdout
     st = state(run)
     # SIGTERM arrived between input and verification: the step was verified first (the next safe boundary)

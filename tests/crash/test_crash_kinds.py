@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.crash.crash_support import Result, flow, flow_env, journal, points_of, state, wait_for
+from tests.crash.crash_support import Result, flow, parallel, flow_env, journal, points_of, state, wait_for
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -342,5 +342,6 @@ def test_sigkill_at_every_journal_point_of_every_durable_step_kind(tmp_path, enu
     # the enumeration saw what a durable run writes (a guard against an empty matrix)
     assert {"run_started", "action_dispatched", "step_verified", "asked", "timer_set", "waiting_signal", "paused",
             "run_resumed", "decision", "child_started", "run_finished" if name == "bundle" else "workflow_returned"} <= kinds, kinds
-    problems = [p for i, point in cases for p in crash_case(tmp_path, SCENARIOS[name], i, point, expected)]
+    found = parallel(lambda case: crash_case(tmp_path, SCENARIOS[name], case[0], case[1], expected), cases)
+    problems = [p for ps in found for p in ps]
     assert not problems, f"{len(problems)} problem(s) over {len(cases)} crash points:\n" + "\n".join(problems)

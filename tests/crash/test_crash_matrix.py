@@ -5,7 +5,9 @@ transaction_outcome is the one §8 prescribes, and verified progress is never lo
 
 The points are not listed by hand: one uncrashed run of the bundle is journaled, and every (record type, step) it wrote is
 a crash point, so a new record type is covered the day it is written. One desktop serves the whole module (each case has
-its own amount, so its row is told apart); a case that leaves the app off its list screen restarts the app.
+its own amount, so its row is told apart); a case that leaves the app off its list screen restarts the app. The bundle is
+the demo's with its effect's timeout_s cut from 5 s to 1 s (`Desktop.fast_bundle`): an uncertain save is re-read only
+that long after its dispatch, and many cases wait for it.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ def demo_points(desk: Desktop) -> dict[str, list[str]]:
     """Every crash point one uncrashed demo run passes, grouped by step ("run" for run-level records)."""
     root, amount = desk.case()
     env = desk.env()
-    r = flow(desk.replay_args(root / "run", amount), root, env)
+    r = flow(desk.replay_args(root / "run", amount, desk.fast_bundle()), root, env)
     assert r.returncode == 0, r.stderr + r.stdout
     records = journal(root / "run", env)
     groups: dict[str, list[str]] = {s: [] for s in ["run", *STEPS]}
@@ -42,7 +44,7 @@ def crash_and_recover(desk: Desktop, point: str, signal: str = "KILL") -> list[s
     """One case; returns what went wrong (empty: every invariant held)."""
     root, amount = desk.case()
     env, run = desk.env(), root / "run"
-    r = flow(desk.replay_args(run, amount), root, dict(env, FLOW_CRASH_AT=point, FLOW_CRASH_SIGNAL=signal))
+    r = flow(desk.replay_args(run, amount, desk.fast_bundle()), root, dict(env, FLOW_CRASH_AT=point, FLOW_CRASH_SIGNAL=signal))
     if not r.killed:
         return [f"{point}: the replay was not killed at the point (exit {r.returncode}) {r.stderr[-300:]}"]
     before = journal(run, env)

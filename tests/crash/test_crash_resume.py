@@ -12,8 +12,6 @@ write only once that timeout has passed since dispatch, and each case here waits
 
 from __future__ import annotations
 
-import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -21,19 +19,13 @@ import pytest
 from tests.crash.crash_support import (  # noqa: F401  (desk: the shared desktop fixture)
     CONSEQUENTIAL, Desktop, demo_invariants, desk, flow, journal, points_of, state, uncertain,
 )
-from tests.e2e.demo_harness import BUNDLE_DIR
 
 pytestmark = pytest.mark.timeout(240)
 
 
 @pytest.fixture(scope="module")
 def fast_bundle(desk: Desktop) -> Path:
-    dest = desk.root / "bundle-fast"
-    shutil.copytree(BUNDLE_DIR, dest)
-    text = (dest / "flow.yaml").read_text()
-    assert text.count("timeout_s: 5") == 1
-    (dest / "flow.yaml").write_text(text.replace("timeout_s: 5", "timeout_s: 1"))
-    return dest
+    return desk.fast_bundle()
 
 
 # situation -> (where the replay is killed, the operator's decision before the resume under test, or None)

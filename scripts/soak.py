@@ -53,6 +53,7 @@ class Figure:
     operator_decisions: int = 0
     told_landed: int = 0
     told_absent: int = 0
+    unkilled: int = 0  # replays that ended before their kill was due (and needed no recovery): not in `runs`
     kills_before_start: int = 0  # landed before the run directory existed (not counted in `kills`: no run to recover)
     killed_after: dict[str, int] = field(default_factory=dict)  # the last journal record at each kill: where it landed
     stuck_runs: list[dict[str, Any]] = field(default_factory=list)
@@ -60,7 +61,7 @@ class Figure:
 
     def line(self) -> str:
         return (f"runs COMPLETED with exactly one row: {self.completed_one_row} / stuck: {self.stuck} / double rows: {self.double}"
-                f"  ({self.runs} runs, {self.kills} kills of which {self.kills_in_resume} during resume, "
+                f"  ({self.runs} runs killed at least once, {self.kills} kills of which {self.kills_in_resume} during resume, "
                 f"operator decisions {self.operator_decisions}: landed {self.told_landed}, absent {self.told_absent}; seed {self.seed})")
 
 
@@ -211,7 +212,10 @@ class Soak:
         elif rows > 1:
             self.fig.double += 1
         elif st.get("state") == "COMPLETED":
-            if rows == 1:
+            if rows == 1 and not self.landings:
+                self.fig.runs -= 1
+                self.fig.unkilled += 1
+            elif rows == 1:
                 self.fig.completed_one_row += 1
             else:
                 self.fig.completed_without_row += 1  # a false COMPLETED: the write never landed

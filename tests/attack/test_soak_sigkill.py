@@ -8,19 +8,31 @@ must end COMPLETED with exactly one row: none stuck, none doubled, none COMPLETE
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import sys
 
 import pytest
 
-from tests.support.cli import load_script
+from tests.support.cli import REPO
 
 SEED = int(os.environ.get("FLOW_SOAK_SEED", "20261201"))
 KILLS = 8
 
 
+def load_soak():
+    """scripts/soak.py as a module (registered first: its dataclasses look their module up)."""
+    spec = importlib.util.spec_from_file_location("flow_soak", REPO / "scripts" / "soak.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["flow_soak"] = module
+    spec.loader.exec_module(module)
+    return module
+
+
 @pytest.mark.timeout(240)
 def test_random_sigkills_leave_no_run_stuck_and_no_row_doubled(tmp_path):
-    soak = load_script("soak")
+    soak = load_soak()
     print(f"soak seed {SEED} (FLOW_SOAK_SEED={SEED} reproduces the delays)")
     fig = soak.run_soak(kills=KILLS, seed=SEED, root=tmp_path)
     print(fig.line())

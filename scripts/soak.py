@@ -154,9 +154,13 @@ class Soak:
     # -- one run -----------------------------------------------------------------------------------------------------
 
     def calibrate(self) -> None:
-        """One uncrashed run: how long a replay process lives (kills are drawn over that span)."""
+        """Two uncrashed runs (the first warms the caches): how long a replay process lives, and when its run
+        directory appears; kills are drawn over that span."""
+        for n in (1, 2):
+            self._calibrate(self.root / f"calibration-{n}", 990 + n + 0.25)
+
+    def _calibrate(self, run: Path, amount: float) -> None:
         self.ready()
-        run, amount = self.root / "calibration", 999.25
         t0 = time.monotonic()
         proc = subprocess.Popen(self._cmd(["replay", str(BUNDLE_DIR), "--url", self.url, "--durable", "--run-dir", str(run),
                                            "--param", f"vendor={VENDOR}", "--param", f"amount={amount}", "--json"]),

@@ -106,3 +106,61 @@ def test_sigterm_stops_at_a_safe_boundary_and_resumes(desk):
     assert res.returncode == 0, res.stderr + res.stdout
     assert desk.rows(amount) == 1
     assert verified(journal(run, env)).count("save") == 1
+
+
+WORKFLOW = '''
+from openadapt_flow import workflow
+
+
+@workflow
+def post_invoice(ctx, bundle: str, amount: float):
+    out = ctx.replay(bundle, params={"vendor": "ACME Corp", "amount": amount})
+    return out["state"]
+'''
+
+
+def workflow_case(desk: Desktop, point: str | None) -> tuple[list[str], list[dict]]:
+    """`ctx.replay` of the demo bundle from a Python workflow, killed at `point` (None: uncrashed); recovered by resuming
+    the workflow, and by an operator on the child run only where its uncertain save is absent. (problems, journals)"""
+    root, amount = desk.case()
+    (root / "wfdemo.py").write_text(WORKFLOW)
+    env, run = desk.env(), root / "run"
+    args = ["run-py", "wfdemo:post_invoice", "--arg", f"bundle={desk.fast_bundle()}", "--arg", f"amount={amount}",
+            "--url", desk.xvnc.url, "--run-dir", str(run), "--json"]
+    r = flow(args, root, dict(env, FLOW_CRASH_AT=point) if point else env)
+    where = point or "uncrashed"
+    if point and not r.killed:
+        return [f"workflow {where}: not killed there (exit {r.returncode}) {r.stderr[-300:]}"], []
+    child = next(run.glob("children/*"), None)
+    before = journal(child, env) if child is not None and (child / "journal.jsonl").exists() else []
+    landed, problems = desk.rows(amount), []
+    flow(["reconcile", str(root)], root, env)
+    for _ in range(4):
+        res = flow(["resume", str(run), "--json"], root, env)
+        st = state(run)
+        if res.returncode == 0 and st["state"] == "COMPLETED":
+            break
+        child = next(run.glob("children/*"), None)
+        cst = state(child) if child is not None else {}
+        if (st.get("paused_reason"), cst.get("state"), cst.get("paused_reason")) != ("awaiting_child", "PAUSED", "awaiting_approval"):
+            return problems + [f"workflow {where}: resume left {st['state']}({st.get('paused_reason')}), child "
+                               f"{cst.get('state')}({cst.get('paused_reason')}): {(st.get('message') or res.stderr)[-300:]}"], []
+        if not (uncertain(journal(child, env), CONSEQUENTIAL) and landed == 0):
+            problems.append(f"workflow {where}: the child paused for an operator with nothing uncertain: {cst.get('message')}")
+        flow(["approve", str(child), "--decision", "continue", "--operator", "ops"], root, env)
+    else:
+        return problems + [f"workflow {where}: no COMPLETED after 4 resumes"], []
+    child = next(run.glob("children/*"))
+    problems += demo_invariants(desk, f"workflow {where}", child, env, before, amount)
+    return problems, journal(run, env) + journal(child, env)
+
+
+def test_sigkill_inside_a_workflow_replay_of_the_demo(desk):
+    """ctx.replay's own points (the call, the child's start and end) and the consequential save's points inside it."""
+    problems, records = workflow_case(desk, None)
+    assert not problems, problems
+    points = [p for p in points_of(records) if "@" not in p or p.endswith(f"@{CONSEQUENTIAL}") or "@replay-" in p]
+    assert {"after:child_started@replay-bundle-fast", f"after:action_dispatched@{CONSEQUENTIAL}", "after:workflow_returned"} <= set(points), points
+    print(f"{len(points)} points: {points}")
+    found = [p for point in points for p in workflow_case(desk, point)[0]]
+    assert not found, f"{len(found)} problem(s) over {len(points)} points:\n" + "\n".join(found)

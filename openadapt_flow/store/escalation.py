@@ -11,6 +11,7 @@ from typing import Any
 
 from openadapt_flow.errors import RefusedError
 from openadapt_flow.store.atomic import fsync_dir, write_json_atomic
+from openadapt_flow.store.faults import crash_point
 
 PENDING = "pending_escalation.json"
 APPROVAL = "approval.json"
@@ -63,9 +64,11 @@ def consume_approval(run_dir: Path, pause_id: str) -> Path:
     dest_dir = run_dir / DECISIONS
     dest_dir.mkdir(exist_ok=True)
     dest = dest_dir / f"{pause_id}.json"
+    crash_point("approval:consuming")
     os.replace(run_dir / APPROVAL, dest)
     fsync_dir(dest_dir)
     fsync_dir(run_dir)
+    crash_point("approval:consumed")
     return dest
 
 

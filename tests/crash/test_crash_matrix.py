@@ -1,98 +1,166 @@
-"""SPEC §5/§8/§10 crash matrix: SIGKILL (and SIGTERM) the replay at every journal point of the consequential save step,
-then `flow reconcile` + `flow resume` (+ `flow approve` where required). The system of record must end with exactly
-one copy of the write, the recorded transaction_outcome must be the one §8 prescribes, and verified progress is never lost."""
+"""SPEC §5/§8/§10 crash matrix on the real demo app (Tk + SQLite on Xvnc): SIGKILL the replay at every journal point of
+every one of its steps, and inside every checkpoint write; then `flow reconcile` + `flow resume` (+ `flow approve` exactly
+where §9 requires an operator). The system of record ends with exactly one copy of the write, the recorded
+transaction_outcome is the one §8 prescribes, and verified progress is never lost nor re-performed.
+
+The points are not listed by hand: one uncrashed run of the bundle is journaled, and every (record type, step) it wrote is
+a crash point, so a new record type is covered the day it is written. One desktop serves the whole module (each case has
+its own amount, so its row is told apart); a case that leaves the app off its list screen restarts the app. The bundle is
+the demo's with its effect's timeout_s cut from 5 s to 1 s (`Desktop.fast_bundle`): an uncertain save is re-read only
+that long after its dispatch, and many cases wait for it.
+"""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 
-from tests.e2e.demo_harness import BUNDLE_DIR
-from tests.support.cli import flow_env, run_flow
+from tests.crash.crash_support import (  # noqa: F401  (desk: the shared desktop fixture)
+    CONSEQUENTIAL, STEPS, Desktop, demo_invariants, desk, flow, journal, points_of, state, uncertain, verified,
+)
 
 pytestmark = pytest.mark.timeout(240)
-PARAMS = ["--param", "vendor=ACME Corp", "--param", "amount=1250.50"]
-
-# point -> (transaction_outcome after the crash, needs an operator's approval on resume)
-MATRIX = {
-    "after:effect_baseline@save": ("HALTED_BEFORE_EFFECT", False),  # before dispatch
-    "after:action_dispatched@save": ("RECONCILIATION_REQUIRED", True),  # after dispatch, before input
-    "after:action_sent@save": ("RECONCILIATION_REQUIRED", False),  # after input, before verify (re-read confirms)
-    "after:step_verified@save": ("HALTED_BEFORE_EFFECT", False),  # after verify, before checkpoint
-    "checkpoint:tmp_written@save": ("HALTED_BEFORE_EFFECT", False),  # during the checkpoint write
-    "checkpoint:renamed@save": ("HALTED_BEFORE_EFFECT", False),  # after the checkpoint
-}
 
 
-def journal(run_dir: Path) -> list[dict]:
-    return [json.loads(l) for l in (run_dir / "journal.jsonl").read_text().splitlines() if l.strip()]
+@pytest.fixture(scope="module")
+def demo_points(desk: Desktop) -> dict[str, list[str]]:
+    """Every crash point one uncrashed demo run passes, grouped by step ("run" for run-level records)."""
+    root, amount = desk.case()
+    env = desk.env()
+    r = flow(desk.replay_args(root / "run", amount, desk.fast_bundle()), root, env)
+    assert r.returncode == 0, r.stderr + r.stdout
+    records = journal(root / "run", env)
+    groups: dict[str, list[str]] = {s: [] for s in ["run", *STEPS]}
+    for p in points_of(records):
+        step = p.partition("@")[2] or "run"
+        groups[step].append(p)
+    for step in STEPS:  # the checkpoint write of every verified step, around its rename
+        groups[step] += [f"checkpoint:tmp_written@{step}", f"checkpoint:renamed@{step}"]
+    return groups
 
 
-def verified_steps(run_dir: Path) -> list[str]:
-    return [r["step"] for r in journal(run_dir) if r["type"] == "step_verified"]
+def crash_and_recover(desk: Desktop, point: str, signal: str = "KILL") -> list[str]:
+    """One case; returns what went wrong (empty: every invariant held)."""
+    root, amount = desk.case()
+    env, run = desk.env(), root / "run"
+    r = flow(desk.replay_args(run, amount, desk.fast_bundle()), root, dict(env, FLOW_CRASH_AT=point, FLOW_CRASH_SIGNAL=signal))
+    if not r.killed:
+        return [f"{point}: the replay was not killed at the point (exit {r.returncode}) {r.stderr[-300:]}"]
+    before = journal(run, env)
+    landed = desk.rows(amount)
+    save_uncertain = uncertain(before, CONSEQUENTIAL)
+    problems: list[str] = []
+
+    st = flow(["status", str(run), "--json"], root, env)
+    if st.returncode != 0 or st.json()["state"] != "INTERRUPTED" or state(run)["state"] != "RUNNING":
+        problems.append(f"{point}: status must show INTERRUPTED without writing it (exit {st.returncode}, {st.stdout[:200]})")
+    rc = flow(["reconcile", str(root), "--json"], root, env)
+    want = "RECONCILIATION_REQUIRED" if save_uncertain else "HALTED_BEFORE_EFFECT"
+    got = state(run)
+    if rc.returncode != 0 or (got["state"], got.get("transaction_outcome")) != ("INTERRUPTED", want):
+        problems.append(f"{point}: reconcile gave {got['state']}/{got.get('transaction_outcome')}, SPEC §8 says INTERRUPTED/{want} ({rc.stderr[-200:]})")
+
+    # §8/§9: an operator is needed exactly when the uncertain write's re-read is not CONFIRMED (here: it did not land)
+    needs_operator = save_uncertain and landed == 0
+    res = flow(["resume", str(run), "--json"], root, env)
+    if needs_operator:
+        paused = state(run)
+        if res.returncode != 6 or (paused["state"], paused.get("paused_reason")) != ("PAUSED", "awaiting_approval"):
+            problems.append(f"{point}: the save is uncertain and absent; resume must stop for an operator (exit {res.returncode}, {paused['state']})")
+        if desk.rows(amount) != 0:
+            problems.append(f"{point}: the uncertain save was retried without a decision")
+        ap = flow(["approve", str(run), "--decision", "continue", "--operator", "ops"], root, env)
+        if ap.returncode != 0:
+            return problems + [f"{point}: approve failed (exit {ap.returncode}): {ap.stderr[-300:]}"]
+        res = flow(["resume", str(run), "--json"], root, env)
+    if res.returncode != 0:
+        why = state(run)
+        return problems + [f"{point}: resume ended {why['state']}({why.get('paused_reason')}) exit {res.returncode}: "
+                           f"{(why.get('message') or res.stderr)[-300:]}"]
+    return problems + demo_invariants(desk, point, run, env, before, amount)
 
 
-def crash_then_recover(tmp_path: Path, app, point: str, signal: str = "KILL"):
-    env = flow_env(tmp_path, DEMO_DB_DSN=f"sqlite:///{app.db_path}")
-    run_dir = tmp_path / "run"
-    crash_env = dict(env, FLOW_CRASH_AT=point, FLOW_CRASH_SIGNAL=signal)
-    r = run_flow(["replay", str(BUNDLE_DIR), "--url", app.xvnc.url, "--durable", "--run-dir", str(run_dir), *PARAMS], tmp_path, env=crash_env)
-    return env, run_dir, r
+@pytest.mark.parametrize("step", ["run", *STEPS])
+def test_sigkill_at_every_journal_point_of_every_demo_step(desk, demo_points, step):
+    points = demo_points[step]
+    if step != "run":  # the enumeration saw the whole lifecycle of the step (a guard against an empty matrix)
+        assert {f"after:step_started@{step}", f"after:action_dispatched@{step}", f"after:action_sent@{step}",
+                f"after:step_verified@{step}"} <= set(points), points
+    else:
+        assert {"after:run_started", "after:run_finished"} <= set(points), points
+    problems = [p for point in points for p in crash_and_recover(desk, point)]
+    assert not problems, f"{len(problems)} problem(s) over {len(points)} points:\n" + "\n".join(problems)
 
 
-@pytest.mark.parametrize("point", list(MATRIX), ids=list(MATRIX))
-def test_sigkill_at_every_journal_point(tmp_path, demo_app, point):
-    app = demo_app("normal")
-    env, run_dir, r = crash_then_recover(tmp_path, app, point)
-    assert r.returncode == -9, (r.returncode, r.stderr)
-    before = verified_steps(run_dir)
-    assert before[:3] == ["open-form", "vendor", "amount"]
-
-    st = run_flow(["status", str(run_dir), "--json"], tmp_path, env=env)
-    assert st.returncode == 0 and json.loads(st.stdout)["state"] == "INTERRUPTED"  # shown, not written
-    assert json.loads((run_dir / "state.json").read_text())["state"] == "RUNNING"
-
-    rc = run_flow(["reconcile", str(tmp_path), "--json"], tmp_path, env=env)
-    assert rc.returncode == 0, rc.stderr
-    state = json.loads((run_dir / "state.json").read_text())
-    outcome, needs_approval = MATRIX[point]
-    assert (state["state"], state["transaction_outcome"]) == ("INTERRUPTED", outcome)
-
-    res = run_flow(["resume", str(run_dir), "--json"], tmp_path, env=env)
-    if needs_approval:
-        assert res.returncode == 6, res.stderr + res.stdout
-        assert app.rows() == []  # nothing was sent: the uncertain save was not retried blindly
-        state = json.loads((run_dir / "state.json").read_text())
-        assert (state["state"], state["paused_reason"]) == ("PAUSED", "awaiting_approval")
-        ap = run_flow(["approve", str(run_dir), "--decision", "continue", "--operator", "ops"], tmp_path, env=env)
-        assert ap.returncode == 0, ap.stderr
-        res = run_flow(["resume", str(run_dir), "--json"], tmp_path, env=env)
-    assert res.returncode == 0, res.stderr + res.stdout
-    assert json.loads(res.stdout)["state"] == "COMPLETED"
-    assert [(v, a) for _, v, a, _ in app.rows()] == [("ACME Corp", 1250.5)]  # exactly one copy
-    after = verified_steps(run_dir)
-    assert after[: len(before)] == before  # verified progress never lost
-    assert after.count("open-form") == 1 and after.count("save") == 1 and after[-1] == "back"
-    dispatched = [r["step"] for r in journal(run_dir) if r["type"] == "action_dispatched"]
-    assert dispatched.count("open-form") == 1 and dispatched.count("vendor") == 1  # checkpointed steps never re-performed
-    cp = json.loads((run_dir / "checkpoint.json").read_text())
-    assert cp["step"] == "back" and cp["next_index"] == 5
-    # a finished run resumed again does nothing and exits with its state's code
-    again = run_flow(["resume", str(run_dir)], tmp_path, env=env)
-    assert again.returncode == 0 and len(app.rows()) == 1
-
-
-def test_sigterm_stops_at_a_safe_boundary_and_resumes(tmp_path, demo_app):
-    app = demo_app("normal")
-    env, run_dir, r = crash_then_recover(tmp_path, app, "after:action_sent@save", signal="TERM")
+def test_sigterm_stops_at_a_safe_boundary_and_resumes(desk):
+    root, amount = desk.case()
+    env, run = desk.env(), root / "run"
+    r = flow(desk.replay_args(run, amount), root, dict(env, FLOW_CRASH_AT="after:action_sent@save", FLOW_CRASH_SIGNAL="TERM"))
     assert r.returncode == 5, r.stderr + r.stdout
-    state = json.loads((run_dir / "state.json").read_text())
+    st = state(run)
     # SIGTERM arrived between input and verification: the step was verified first (the next safe boundary)
-    assert (state["state"], state["transaction_outcome"]) == ("INTERRUPTED", "HALTED_BEFORE_EFFECT")
-    assert verified_steps(run_dir)[-1] == "save"
-    res = run_flow(["resume", str(run_dir), "--json"], tmp_path, env=env)
+    assert (st["state"], st["transaction_outcome"]) == ("INTERRUPTED", "HALTED_BEFORE_EFFECT")
+    assert verified(journal(run, env))[-1] == "save"
+    res = flow(["resume", str(run), "--json"], root, env)
     assert res.returncode == 0, res.stderr + res.stdout
-    assert len(app.rows()) == 1
-    assert verified_steps(run_dir).count("save") == 1
+    assert desk.rows(amount) == 1
+    assert verified(journal(run, env)).count("save") == 1
+
+
+WORKFLOW = '''
+from openadapt_flow import workflow
+
+
+@workflow
+def post_invoice(ctx, bundle: str, amount: float):
+    out = ctx.replay(bundle, params={"vendor": "ACME Corp", "amount": amount})
+    return out["state"]
+'''
+
+
+def workflow_case(desk: Desktop, point: str | None) -> tuple[list[str], list[dict]]:
+    """`ctx.replay` of the demo bundle from a Python workflow, killed at `point` (None: uncrashed); recovered by resuming
+    the workflow, and by an operator on the child run only where its uncertain save is absent. (problems, journals)"""
+    root, amount = desk.case()
+    (root / "wfdemo.py").write_text(WORKFLOW)
+    env, run = desk.env(), root / "run"
+    args = ["run-py", "wfdemo:post_invoice", "--arg", f"bundle={desk.fast_bundle()}", "--arg", f"amount={amount}",
+            "--url", desk.xvnc.url, "--run-dir", str(run), "--json"]
+    r = flow(args, root, dict(env, FLOW_CRASH_AT=point) if point else env)
+    where = point or "uncrashed"
+    if point and not r.killed:
+        return [f"workflow {where}: not killed there (exit {r.returncode}) {r.stderr[-300:]}"], []
+    child = next(run.glob("children/*"), None)
+    before = journal(child, env) if child is not None and (child / "journal.jsonl").exists() else []
+    landed, problems = desk.rows(amount), []
+    flow(["reconcile", str(root)], root, env)
+    for _ in range(4):
+        res = flow(["resume", str(run), "--json"], root, env)
+        st = state(run)
+        if res.returncode == 0 and st["state"] == "COMPLETED":
+            break
+        child = next(run.glob("children/*"), None)
+        cst = state(child) if child is not None else {}
+        if (st.get("paused_reason"), cst.get("state"), cst.get("paused_reason")) != ("awaiting_child", "PAUSED", "awaiting_approval"):
+            return problems + [f"workflow {where}: resume left {st['state']}({st.get('paused_reason')}), child "
+                               f"{cst.get('state')}({cst.get('paused_reason')}): {(st.get('message') or res.stderr)[-300:]}"], []
+        if not (uncertain(journal(child, env), CONSEQUENTIAL) and landed == 0):
+            problems.append(f"workflow {where}: the child paused for an operator with nothing uncertain: {cst.get('message')}")
+        flow(["approve", str(child), "--decision", "continue", "--operator", "ops"], root, env)
+    else:
+        return problems + [f"workflow {where}: no COMPLETED after 4 resumes"], []
+    child = next(run.glob("children/*"))
+    problems += demo_invariants(desk, f"workflow {where}", child, env, before, amount)
+    return problems, journal(run, env) + journal(child, env)
+
+
+def test_sigkill_inside_a_workflow_replay_of_the_demo(desk):
+    """ctx.replay's own points (the call, the child's start and end) and the consequential save's points inside it."""
+    problems, records = workflow_case(desk, None)
+    assert not problems, problems
+    points = [p for p in points_of(records) if "@" not in p or p.endswith(f"@{CONSEQUENTIAL}") or "@replay-" in p]
+    assert {"after:child_started@replay-bundle-fast", f"after:action_dispatched@{CONSEQUENTIAL}", "after:workflow_returned"} <= set(points), points
+    print(f"{len(points)} points: {points}")
+    found = [p for point in points for p in workflow_case(desk, point)[0]]
+    assert not found, f"{len(found)} problem(s) over {len(points)} points:\n" + "\n".join(found)

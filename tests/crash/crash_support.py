@@ -1,0 +1,297 @@
+"""Shared machinery of the crash matrices: a forked `flow` command, journal points, and the operator who recovers.
+
+A crash case SIGKILLs a real process, so it cannot run in the test's own process; starting a fresh interpreter
+for every command (~1 s of imports) would make the matrix too slow to cover every point. `flow()` forks the
+test process instead, after the package is imported once: the child is a real process running the real CLI
+(`openadapt_flow.cli.app.main`) with its own environment, cwd and stdout/stderr, and it dies exactly as a
+`flow` process would (SIGKILL at a crash point, or exit with the CLI's code).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import tempfile
+import time
+import traceback
+import itertools
+import shutil
+import sqlite3
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+import openadapt_flow.cli.app as cli_app
+import openadapt_flow.cli.durable  # noqa: F401  (imported once here so each fork starts warm)
+import openadapt_flow.cli.replay  # noqa: F401
+import openadapt_flow.cli.workflow  # noqa: F401
+from openadapt_flow.store.journal import load_journal
+from openadapt_flow.vision import ocr as _ocr
+from openadapt_flow.vision.tesseract_lib import LibraryUnavailable, TesseractLibrary
+from tests.e2e.demo_harness import BUNDLE_DIR, DemoApp, start_demo_app
+from tests.support.cli import flow_env
+from tests.support.xserver import XvncServer, start_xvnc
+
+
+def _warm_tesseract() -> None:
+    """Load the Tesseract model once here (OpenMP limited to one thread, so no pool to break on fork); every forked
+    command reads with this handle instead of loading its own (~0.4 s per process). What it reads is unchanged."""
+    try:
+        shared = TesseractLibrary("eng")
+    except LibraryUnavailable:
+        return
+    _ocr.TesseractLibrary = lambda lang="eng": shared if lang == "eng" else TesseractLibrary(lang)  # type: ignore[assignment,misc]
+
+
+_warm_tesseract()
+
+__all__ = ["parallel", "CONSEQUENTIAL", "STEPS", "VENDOR", "demo_invariants", "uncertain", "verified", "Desktop", "Result", "desk", "flow", "flow_env", "journal", "points_of", "state", "wait_for"]
+
+
+@dataclass
+class Result:
+    args: list[str]
+    returncode: int  # -9: SIGKILLed
+    stdout: str
+    stderr: str
+
+    @property
+    def killed(self) -> bool:
+        return self.returncode == -signal.SIGKILL
+
+    def json(self) -> Any:
+        return json.loads(self.stdout)
+
+
+def _child(args: list[str], cwd: Path, env: dict[str, str], out_fd: int, err_fd: int) -> None:
+    code = 70
+    try:
+        os.dup2(out_fd, 1)
+        os.dup2(err_fd, 2)
+        sys.stdout = open(1, "w", closefd=False)
+        sys.stderr = open(2, "w", closefd=False)
+        signal.alarm(0)  # pytest-timeout's alarm belongs to the test process
+        for s in (signal.SIGTERM, signal.SIGINT, signal.SIGALRM):
+            signal.signal(s, signal.SIG_DFL)
+        os.chdir(cwd)
+        os.environ.clear()
+        os.environ.update(env)
+        for p in reversed([p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]):
+            if p not in sys.path:
+                sys.path.insert(0, p)
+        sys.path.insert(0, str(cwd))  # as `python -m` puts the cwd first
+        sys.argv = ["flow", *args]
+        cli_app.main()
+        code = 0
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    except BaseException:
+        traceback.print_exc()
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(code)
+
+
+def flow(args: list[str], cwd: Path, env: dict[str, str], timeout: float = 90) -> Result:
+    """Run `flow ARGS` in a forked process; SIGKILL it (and fail) if it outlives `timeout`."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        pid = os.fork()
+        if pid == 0:
+            _child(args, cwd, env, out.fileno(), err.fileno())
+        deadline = time.monotonic() + timeout
+        while True:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                break
+            if time.monotonic() > deadline:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                raise TimeoutError(f"flow {' '.join(args)} did not finish in {timeout}s")
+            time.sleep(0.005)  # polling a child's exit; waitpid has no timeout
+        out.seek(0)
+        err.seek(0)
+        return Result(args, os.waitstatus_to_exitcode(status), out.read().decode(errors="replace"), err.read().decode(errors="replace"))
+
+
+def parallel(fn: Any, items: list[Any], workers: int = 2, timeout: float = 600) -> list[Any]:
+    """[fn(item) for item in items] over `workers` forked processes (results must be JSON); each worker takes every
+    workers-th item. A crash case is mostly waiting on fsync and on its own children, so two share two cores well."""
+    with tempfile.TemporaryDirectory() as tmp:
+        pids = []
+        for w in range(workers):
+            sys.stdout.flush()
+            sys.stderr.flush()
+            pid = os.fork()
+            if pid == 0:
+                code = 1
+                try:
+                    signal.alarm(0)
+                    out = [fn(item) for item in items[w::workers]]
+                    Path(tmp, f"{w}.json").write_text(json.dumps(out))
+                    code = 0
+                except BaseException:
+                    traceback.print_exc()
+                finally:
+                    os._exit(code)
+            pids.append(pid)
+        deadline = time.monotonic() + timeout
+        try:
+            for pid in pids:
+                while not os.waitpid(pid, os.WNOHANG)[0]:
+                    if time.monotonic() > deadline:
+                        raise TimeoutError(f"crash cases did not finish in {timeout}s")
+                    time.sleep(0.02)  # polling a child's exit; waitpid has no timeout
+        finally:
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                    os.waitpid(pid, 0)
+                except (ProcessLookupError, ChildProcessError):
+                    pass
+        parts = [json.loads(Path(tmp, f"{w}.json").read_text()) for w in range(workers)]
+    return [parts[i % workers][i // workers] for i in range(len(items))]
+
+
+def journal(run: Path, env: dict[str, str]) -> list[dict[str, Any]]:
+    """The run's journal, its hash chain verified with the installation key of `env` (a broken chain fails)."""
+    key = Path(env["FLOW_KEY_FILE"]).read_bytes().strip()
+    return load_journal(run / "journal.jsonl", key).records
+
+
+def state(run: Path) -> dict[str, Any]:
+    return json.loads((run / "state.json").read_text())
+
+
+def points_of(records: list[dict[str, Any]]) -> list[str]:
+    """Every distinct `after:<type>[@step]` crash point these records pass, in journal order."""
+    seen: list[str] = []
+    for r in records:
+        p = f"after:{r['type']}" + (f"@{r['step']}" if r.get("step") else "")
+        if p not in seen:
+            seen.append(p)
+    return seen
+
+
+def wait_for(cond: Any, timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while not cond():
+        if time.monotonic() > deadline:
+            raise TimeoutError(what)
+        time.sleep(0.02)
+
+
+VENDOR = "ACME Corp"
+STEPS = [s["id"] for s in yaml.safe_load((BUNDLE_DIR / "flow.yaml").read_text())["steps"]]
+CONSEQUENTIAL = "save"
+
+
+@dataclass
+class Desktop:
+    """One Xvnc with the demo app, shared by the module's cases; `case()` hands out a fresh runs root and amount."""
+
+    xvnc: XvncServer
+    app: DemoApp
+    root: Path
+    counter: Iterator[int] = field(default_factory=lambda: itertools.count(1))
+
+    def env(self) -> dict[str, str]:
+        return flow_env(self.root, DEMO_DB_DSN=f"sqlite:///{self.app.db_path}", FLOW_DECISION_KEY_FILE=str(self.root / "decision.key"))
+
+    def rows(self, amount: float) -> int:
+        db = sqlite3.connect(self.app.db_path, timeout=5)
+        try:
+            return int(db.execute("SELECT count(*) FROM invoices WHERE vendor = ? AND amount = ?", (VENDOR, amount)).fetchone()[0])
+        finally:
+            db.close()
+
+    def ready(self) -> None:
+        """The app on its list screen (where the bundle starts); a crashed case may have left it elsewhere."""
+        try:
+            self.app.wait_screen("list", timeout=2)
+        except TimeoutError:
+            self.app.stop()
+            self.app = start_demo_app(self.xvnc, self.app.db_path)
+
+    def replay_args(self, run: Path, amount: float, bundle: Path = BUNDLE_DIR) -> list[str]:
+        return ["replay", str(bundle), "--url", self.xvnc.url, "--durable", "--run-dir", str(run),
+                "--param", f"vendor={VENDOR}", "--param", f"amount={amount}", "--json"]
+
+    def fast_bundle(self) -> Path:
+        """The demo bundle with its effect's timeout_s cut from 5 to 1: a resume re-reads an uncertain write only once
+        that long has passed since dispatch, and ABSENT is judged only then — the matrix waits for it in many cases."""
+        dest = self.root / "bundle-fast"
+        if not dest.exists():
+            shutil.copytree(BUNDLE_DIR, dest)
+            text = (dest / "flow.yaml").read_text()
+            assert text.count("timeout_s: 5") == 1
+            (dest / "flow.yaml").write_text(text.replace("timeout_s: 5", "timeout_s: 1"))
+        return dest
+
+    def case(self) -> tuple[Path, float]:
+        self.ready()
+        n = next(self.counter)
+        root = self.root / f"case-{n}"
+        root.mkdir()
+        return root, 1000 + n + 0.25
+
+
+@pytest.fixture(scope="module")
+def desk(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Desktop]:
+    """One Xvnc with the demo app for a whole test module."""
+    root = tmp_path_factory.mktemp("crash-demo")
+    xvnc = start_xvnc(1024, 768)
+    d = None
+    try:
+        d = Desktop(xvnc, start_demo_app(xvnc, root / "invoices.db"), root)
+        yield d
+    finally:
+        if d is not None:
+            d.app.stop()
+        xvnc.stop()
+
+
+def verified(records: list[dict]) -> list[str]:
+    return [r["step"] for r in records if r["type"] == "step_verified"]
+
+
+def uncertain(records: list[dict], step: str) -> bool:
+    seqs = [r["seq"] for r in records if r["step"] == step and r["type"] == "action_dispatched"]
+    done = [r["seq"] for r in records if r["step"] == step and r["type"] == "step_verified"]
+    return bool(seqs) and not (done and max(done) > max(seqs))
+
+
+def demo_invariants(desk: Desktop, point: str, run: Path, env: dict[str, str], before: list[dict], amount: float) -> list[str]:
+    problems = []
+    if state(run)["state"] != "COMPLETED":
+        problems.append(f"{point}: state.json is {state(run)['state']}, not COMPLETED")
+    if desk.rows(amount) != 1:
+        problems.append(f"{point}: {desk.rows(amount)} rows in the system of record, want exactly 1")
+    after = journal(run, env)
+    done = verified(after)
+    if done != STEPS:
+        problems.append(f"{point}: steps verified {done}, want each once in order {STEPS}")
+    if done[: len(verified(before))] != verified(before):
+        problems.append(f"{point}: verified progress lost: before {verified(before)}, after {done}")
+    for step in STEPS:  # a checkpointed step is never dispatched again
+        seqs = [r["seq"] for r in after if r["step"] == step and r["type"] == "step_verified"]
+        again = [r["seq"] for r in after if r["step"] == step and r["type"] == "action_dispatched" and seqs and r["seq"] > seqs[0]]
+        if again:
+            problems.append(f"{point}: step {step!r} dispatched again after it was verified (seq {again})")
+    cp = json.loads((run / "checkpoint.json").read_text())
+    if (cp["step"], cp["next_index"]) != (STEPS[-1], len(STEPS)):
+        problems.append(f"{point}: checkpoint at {cp['step']}/{cp['next_index']}, want the last step")
+    again = flow(["resume", str(run)], run.parent, env)
+    if again.returncode != 0 or desk.rows(amount) != 1:
+        problems.append(f"{point}: resuming a COMPLETED run must do nothing and exit 0 (exit {again.returncode})")
+    return problems

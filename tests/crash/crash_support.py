@@ -295,3 +295,20 @@ def demo_invariants(desk: Desktop, point: str, run: Path, env: dict[str, str], b
     if again.returncode != 0 or desk.rows(amount) != 1:
         problems.append(f"{point}: resuming a COMPLETED run must do nothing and exit 0 (exit {again.returncode})")
     return problems
+
+
+def cut_startup(run: Path, root: Path, env: dict[str, str]) -> list[str] | None:
+    """A kill before `manifest.json` leaves no run (SPEC §7, atomic start-up): None if `run` is a run; otherwise what is
+    wrong with how the cut start-up is shown ([] if nothing), after clearing it away as an operator would before
+    replaying again."""
+    if (run / "manifest.json").exists() or not run.exists():
+        return None
+    problems = []
+    st = flow(["status", str(run)], root, env)
+    if st.returncode != 2 or "start-up was cut" not in st.stderr:
+        problems.append(f"{run.name}: a cut start-up must be named by status (exit 2), got {st.returncode}: {st.stderr[-200:]}")
+    raw = (run / "journal.jsonl").read_text() if (run / "journal.jsonl").exists() else ""
+    if '"action_dispatched"' in raw:
+        problems.append(f"{run.name}: a start-up cut before the manifest had dispatched input")
+    shutil.rmtree(run)
+    return problems

@@ -48,7 +48,8 @@ from openadapt_flow.runtime.workflow_ctx import (
 )
 from openadapt_flow.runtime.workflow_wait import workflow_result
 from openadapt_flow.store.checkpoint import checkpoint_from_records, reconcile_checkpoint, write_checkpoint
-from openadapt_flow.store.escalation import APPROVAL, PENDING, read_json_file, remove
+from openadapt_flow.store import ledger
+from openadapt_flow.store.escalation import APPROVAL, DECISIONS, PENDING, read_json_file, remove
 from openadapt_flow.store.journal import Journal
 from openadapt_flow.store.keys import load_decision_key, load_key
 from openadapt_flow.store.lease import Lease, LeaseLost
@@ -206,6 +207,7 @@ def resume_workflow(run: RunDir, manifest: dict[str, Any], *, backend: BackendSp
                                              "decision": approval["decision"] if approval else None,
                                              "operator": approval["operator"] if approval else None})
         run.write_state("RESUMING", journal=journal, last_checkpoint_seq=(checkpoint_from_records(rc.verified) or {}).get("seq"))
+        records = records + _journaled_deliveries(rc, records)
         records = records + _apply(rc, records, pending, approval)
         run.write_state("RUNNING", journal=journal, last_checkpoint_seq=(checkpoint_from_records(rc.verified) or {}).get("seq"))
         runner = Runner(backend or _manifest_backend(manifest), backend, backend_factory)
@@ -222,7 +224,8 @@ def _decision(run: RunDir, journal: Journal, records: list[dict[str, Any]], stat
               ) -> tuple[dict[str, Any] | None, dict[str, Any] | None, str | None]:
     """The pause to resolve and its checked approval, or why the run must go on waiting. RefusedError if not allowed."""
     pending = pending_view(run, records, dkey)  # the journal's open pause; the file must agree with it
-    if pending is not None and state != "PAUSED":  # the process died while pausing: running again re-derives the pause
+    if pending is not None and state != "PAUSED" and not _delivered_for(run, pending):
+        # the process died while pausing, before any decision could reach it: running again re-derives the pause
         journal.append("escalation_dropped", pending["step"], {"pause_id": pending["pause_id"], "why": f"run was {state}"})
         remove(run.path / PENDING)
         pending = None
@@ -240,6 +243,15 @@ def _decision(run: RunDir, journal: Journal, records: list[dict[str, Any]], stat
     return pending, approval, None
 
 
+def _delivered_for(run: RunDir, pending: dict[str, Any]) -> bool:
+    """Did an operator decide this pause (a resume that was using the decision died before journaling it)?"""
+    try:
+        approval = read_json_file(run.path / APPROVAL, "approval")
+    except RefusedError:
+        return True  # unreadable: check_approval names what is wrong with it
+    return approval is not None and approval.get("pause_id") == pending["pause_id"]
+
+
 def _manifest_backend(manifest: dict[str, Any]) -> BackendSpec | None:
     return BackendSpec.from_json(manifest["backend"]) if manifest.get("backend") else None
 
@@ -250,20 +262,46 @@ def _apply(rc: RunContext, records: list[dict[str, Any]], pending: dict[str, Any
         return []
     new: list[dict[str, Any]] = []
     if approval is not None:
-        step, decision = pending["step"], approval["decision"]
-        new.append(rc.journal.append("decision", step, {k: approval.get(k) for k in ("pause_id", "decision", "effect", "operator", "os_user", "note")}))
-        header = next((r for r in records if r["type"] == "step_started" and r["step"] == step), None)
-        done = any(r["type"] == "step_verified" and r["step"] == step for r in records)
-        if decision in ("answer", "signal") and header is not None and not done:
-            payload = approval.get("payload") or {}
-            value = payload.get("value") if decision == "answer" else payload.get("data")
-            rec = rc.journal.append("step_verified", step, {"index": header["data"]["index"], "verified_by": "operator", "result": value,
-                                                           "operator": approval.get("operator"), "screen_facts": []})
-            rc.verified.append(rec)
-            write_checkpoint(rc.run.path, checkpoint_from_records(rc.verified) or {})
-            new.append(rec)
+        data = {k: approval.get(k) for k in ("pause_id", "decision", "effect", "operator", "os_user", "note")}
+        if approval["decision"] in ("answer", "signal"):  # the journal carries what was delivered: the point of no return
+            data["value"] = _payload_value(approval)
+        decision = rc.journal.append("decision", pending["step"], data)
+        new += [decision] + _record_delivery(rc, records, decision)
         consume_decision(rc.run, rc.journal, pending, approval)  # journaled above, marked used in the run ledger, moved
     remove(rc.run.path / PENDING)
+    return new
+
+
+def _payload_value(approval: dict[str, Any]) -> Any:
+    payload = approval.get("payload") or {}
+    return payload.get("value") if approval.get("decision") == "answer" else payload.get("data")
+
+
+def _record_delivery(rc: RunContext, records: list[dict[str, Any]], decision: dict[str, Any]) -> list[dict[str, Any]]:
+    """A journaled answer or signal becomes its waiting call's recorded result (once: not if it already is)."""
+    d, step = decision["data"], decision["step"]
+    header = next((r for r in records if r["type"] == "step_started" and r["step"] == step), None)
+    done = any(r["type"] == "step_verified" and r["step"] == step for r in records)
+    if d.get("decision") not in ("answer", "signal") or header is None or done:
+        return []
+    value = d["value"] if "value" in d else _payload_value(read_json_file(rc.run.path / DECISIONS / f"{d['pause_id']}.json", "decision") or {})
+    rec = rc.journal.append("step_verified", step, {"index": header["data"]["index"], "verified_by": "operator", "result": value,
+                                                   "operator": d.get("operator"), "screen_facts": []})
+    rc.verified.append(rec)
+    write_checkpoint(rc.run.path, checkpoint_from_records(rc.verified) or {})
+    return [rec]
+
+
+def _journaled_deliveries(rc: RunContext, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Answers and signals a resume journaled, then died before recording as their calls' results: applied from the
+    journal now, and marked used in the run ledger (their approval files were retired by pending_view)."""
+    new: list[dict[str, Any]] = []
+    for call in history(records).values():
+        d = call.last("decision")
+        if call.verified is not None or d is None or d["data"].get("decision") not in ("answer", "signal"):
+            continue
+        new += _record_delivery(rc, records + new, d)
+        ledger.consume(rc.run_id, rc.run.path, d["data"]["pause_id"], d["data"]["decision"], d["seq"], d["hash"])
     return new
 
 

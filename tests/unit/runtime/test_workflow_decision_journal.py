@@ -1,0 +1,125 @@
+"""A workflow's answer, signal or decision is the point of no return once journaled (SPEC §8, §14, docs/durable.md):
+a resume killed at any point after the operator delivered it applies it — from the journal when it is there — and
+never asks again, never applies it twice, and leaves no stale approval behind to refuse a later pause."""
+
+from __future__ import annotations
+
+import pytest
+
+import openadapt_flow
+from openadapt_flow.runtime.decisions import deliver
+from openadapt_flow.runtime.reconciler import reconcile_root
+from openadapt_flow.runtime.resume import resume
+from openadapt_flow.runtime.workflow_run import WorkflowRequest, start_workflow
+from openadapt_flow.store import escalation as escalation_mod
+from openadapt_flow.store import journal as journal_mod
+from openadapt_flow.store.rundir import RunDir
+from tests.unit.runtime.workflow_support import config, journal, log, state, write_module
+
+pytestmark = pytest.mark.timeout(60)
+
+SOURCE = '''
+import os
+from pathlib import Path
+from openadapt_flow import tool, workflow
+
+
+def note(what):
+    with Path(os.environ["WF_LOG"]).open("a") as f:
+        f.write(what + "\\n")
+
+
+@tool(consequential=True)
+def post(what):
+    note(f"post {what}")
+    return "posted"
+
+
+@workflow
+def two_questions(ctx):
+    first = ctx.ask_user("Post it?", choices=["post", "hold"])
+    sig = ctx.wait_signal("go")
+    second = ctx.ask_user("Really?", choices=["yes", "no"])
+    ctx.tool(post, [first, sig, second])
+    return [first, sig, second]
+'''
+
+
+class Killed(BaseException):
+    """The process died here (a SIGKILL, without the kill: the test process goes on as the operator)."""
+
+
+@pytest.fixture
+def ws(tmp_path, monkeypatch):
+    monkeypatch.setenv("FLOW_KEY_FILE", str(tmp_path / "k"))
+    monkeypatch.setenv("FLOW_DECISION_KEY_FILE", str(tmp_path / "dk"))
+    monkeypatch.setenv("WF_LOG", str(tmp_path / "wf.log"))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.chdir(tmp_path)
+    write_module(tmp_path, SOURCE)
+    yield tmp_path
+    write_module(tmp_path)
+
+
+def kill_at(monkeypatch, point: str) -> None:
+    def crash(name: str, step: str | None = None) -> None:
+        if f"{name}@{step}" == point:
+            raise Killed(point)
+
+    monkeypatch.setattr(journal_mod, "crash_point", crash)
+    monkeypatch.setattr(escalation_mod, "crash_point", crash)
+
+
+def resume_killed_at(ws, monkeypatch, run, point: str) -> None:
+    kill_at(monkeypatch, point.removesuffix("+RESUMING"))
+    with pytest.raises(Killed):
+        resume(run)
+    if point.endswith("+RESUMING"):  # died a moment later: after the state said RESUMING, before the decision
+        RunDir(run).write_state("RESUMING")
+    monkeypatch.undo()  # the operator's own process: no crash point, same environment
+    monkeypatch.setenv("FLOW_KEY_FILE", str(ws / "k"))
+    monkeypatch.setenv("FLOW_DECISION_KEY_FILE", str(ws / "dk"))
+    monkeypatch.setenv("WF_LOG", str(ws / "wf.log"))
+    monkeypatch.syspath_prepend(str(ws))
+    monkeypatch.chdir(ws)
+    reconcile_root(ws / "runs")  # (a resume killed before it wrote RESUMING left the run PAUSED: nothing to finalise)
+
+
+def drive_to_end(run, deliveries: list[tuple[str, str]]) -> list[str]:
+    """Resume as an operator would: deliver only what the run is asking for; return what it asked for."""
+    asked = []
+    for _ in range(6):
+        out = resume(run)
+        if out.state != "PAUSED":
+            assert out.state == "COMPLETED", out.message
+            return asked
+        reason = state(run)["paused_reason"]
+        asked.append(reason)
+        kind, value = deliveries.pop(0)
+        assert reason == {"answer": "awaiting_user", "signal": "awaiting_signal"}[kind], (reason, kind)
+        deliver(run, kind, "ctl", value=value) if kind == "answer" else deliver(run, "signal", "ctl", name="go", data=value)
+    raise AssertionError("the run never completed")
+
+
+@pytest.mark.parametrize("point", [
+    "after:run_resumed@None", "after:run_resumed@None+RESUMING", "after:decision@ask-user", "after:step_verified@ask-user", "approval:consuming@None",
+    "after:decision@signal-go", "after:step_verified@signal-go",
+])
+def test_a_resume_killed_after_the_operator_delivered_never_asks_again(ws, monkeypatch, point):
+    out = start_workflow(WorkflowRequest("wf_mod:two_questions", {}, None, config(ws), run_dir=ws / "runs" / "r"))
+    run = out.run_dir
+    deliver(run, "answer", "ctl", value="post")
+    deliveries = [("signal", "s1"), ("answer", "yes")]
+    if "signal" in point:  # get to the signal's pause first, uncrashed
+        assert resume(run).state == "PAUSED" and state(run)["paused_reason"] == "awaiting_signal"
+        deliver(run, "signal", "ctl", name="go", data="s1")
+        deliveries = [("answer", "yes")]
+    resume_killed_at(ws, monkeypatch, run, point)
+    asked = drive_to_end(run, deliveries)
+    assert len(asked) == (1 if "signal" in point else 2), asked  # the delivered one was never asked for again
+    assert openadapt_flow.wait(run, timeout=5).result == ["post", "s1", "yes"]
+    assert log(ws) == ["post ['post', 's1', 'yes']"]
+    recs = journal(run)
+    verified = [r["step"] for r in recs if r["type"] == "step_verified"]
+    assert verified == ["ask-user", "signal-go", "ask-user-2", "post"]  # each applied exactly once
+    assert not (run / "approval.json").exists()

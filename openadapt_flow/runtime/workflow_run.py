@@ -34,22 +34,21 @@ from openadapt_flow.errors import FlowError, RefusedError, UsageError
 from openadapt_flow.runtime import resume as bundle_resume
 from openadapt_flow.runtime.config import DeployConfig
 from openadapt_flow.runtime.context import Progress, RunContext
-from openadapt_flow.runtime.decisions import check_approval
-from openadapt_flow.runtime.truth import catch_up_state, check_views, consume_decision, pending_view
+from openadapt_flow.runtime.truth import catch_up_state, check_views
 from openadapt_flow.runtime.engine import NoDesktop, ReplayRequest, Reporter, RunOutcome, finish, make_context, replay, stop_on_signals, write_incident
 from openadapt_flow.runtime.halt import Halt, Pause, StopRequested
-from openadapt_flow.runtime.lifecycle import LIVE_STATES, check_manifest, effective_state, finalize_interrupted
-from openadapt_flow.runtime.outcome import RECONCILIATION_REQUIRED
+from openadapt_flow.runtime.lifecycle import LIVE_STATES, begin_run, check_manifest, finalize_interrupted
 from openadapt_flow.runtime.policy import Blocked
 from openadapt_flow.runtime.states import EXIT_CODES
 from openadapt_flow.runtime.workflow import ACTIVE, bind_args, entry_of, resolve_entry
 from openadapt_flow.runtime.workflow_ctx import (
     DivergedError, WorkflowContext, WorkflowStop, call_steps, history, invoke, journal_bundle, jsonable,
 )
+from openadapt_flow.runtime.workflow_decide import apply_decision, child_waiting, decision_for, journaled_deliveries
 from openadapt_flow.runtime.workflow_wait import workflow_result
-from openadapt_flow.store.checkpoint import checkpoint_from_records, reconcile_checkpoint, write_checkpoint
-from openadapt_flow.store import ledger
-from openadapt_flow.store.escalation import APPROVAL, DECISIONS, PENDING, read_json_file, remove
+from openadapt_flow.store.atomic import StorageFault
+from openadapt_flow.store.checkpoint import checkpoint_from_records, reconcile_checkpoint
+from openadapt_flow.store.faults import crash_point
 from openadapt_flow.store.journal import Journal
 from openadapt_flow.store.keys import load_decision_key, load_key
 from openadapt_flow.store.lease import Lease, LeaseLost
@@ -94,28 +93,35 @@ def start_workflow(req: WorkflowRequest, progress: Progress | None = None, repor
     if req.backend is not None and req.probe_backend:
         backend_factory(req.backend).close()
     run = RunDir(new_run_dir(Path(req.config.runtime.runs_root), req.run_dir))
+    crash_point("start:dir_created")
     run_id = f"run-{uuid.uuid4().hex[:12]}"
     digest = _source_digest(fn, req.entry)
-    run.write_json(MANIFEST, "manifest@1", {
-        "run_id": run_id, "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "tool_version": __version__,
-        "host": socket.gethostname(), "kind": "workflow", "entry": req.entry, "args": args,
-        "bundle": {"path": None, "name": req.entry, "digest": digest, "files": []}, "params": args,
-        "backend": req.backend.to_json() if req.backend else None, "step_ids": [], "durable": True, "allow_model": False,
-        "config": req.config.model_dump(mode="json", by_alias=True), "parent_run": req.parent_run, "child_runs": [],
-    })
     lease = Lease(run.path, req.config.runtime.lease_ttl_s).acquire()
-    lease.start_heartbeat()
     try:
-        journal = Journal(run.journal_path, key)
-        rc = _context(run, run_id, journal_bundle(req.entry, digest, []), args, req.config, journal, lease, [], progress, reporter, stop)
-        run.write_state("RUNNING", journal=journal)
-        journal.append("run_started", None, {"kind": "workflow", "entry": req.entry, "durable": True, "lease_generation": lease.generation,
-                                             "manifest_digest": run.manifest_digest()})
+        lease.start_heartbeat()
+        crash_point("start:lease_acquired")
+        try:  # atomically (begin_run): a death before manifest.json leaves no run, and nothing ran
+            journal, started = begin_run(run, key, _manifest(run_id, req, args, digest),
+                                         {"kind": "workflow", "entry": req.entry, "durable": True, "lease_generation": lease.generation})
+        except StorageFault as f:
+            f.message = f"the run could not start ({f.detail}); nothing ran — start it again once the fault is gone"
+            raise
+        rc = _context(run, run_id, journal_bundle(req.entry, digest, []), args, req.config, journal, lease, [started], progress, reporter, stop)
         runner = Runner(req.backend, None, backend_factory)
         with stop_on_signals(rc.stop):
             return drive(WorkflowContext(rc, req.entry, {}, runner, is_async=_is_async(fn)), fn, args)
     finally:
         lease.release()
+
+
+def _manifest(run_id: str, req: WorkflowRequest, args: Mapping[str, Any], digest: str) -> dict[str, Any]:
+    return {
+        "run_id": run_id, "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "tool_version": __version__,
+        "host": socket.gethostname(), "kind": "workflow", "entry": req.entry, "args": args,
+        "bundle": {"path": None, "name": req.entry, "digest": digest, "files": []}, "params": args,
+        "backend": req.backend.to_json() if req.backend else None, "step_ids": [], "durable": True, "allow_model": False,
+        "config": req.config.model_dump(mode="json", by_alias=True), "parent_run": req.parent_run, "child_runs": [],
+    }
 
 
 def _is_async(fn: Callable[..., Any]) -> bool:
@@ -199,7 +205,7 @@ def resume_workflow(run: RunDir, manifest: dict[str, Any], *, backend: BackendSp
         except UsageError as e:
             raise RefusedError(f"{run.path}: cannot load the run's workflow: {e}") from None
         reconcile_checkpoint(run.path, records)
-        pending, approval, waiting = _decision(run, journal, records, state["state"], dkey, require_approval)
+        pending, approval, waiting = decision_for(run, journal, records, state["state"], dkey, require_approval)
         if waiting is not None:
             return RunOutcome("PAUSED", EXIT_CODES["PAUSED"], run.path, waiting, pending["category"] if pending else None)
         rc = _context(run, manifest["run_id"], run_bundle(manifest, records), manifest["args"], config, journal, lease, records, progress, reporter, stop)
@@ -207,8 +213,8 @@ def resume_workflow(run: RunDir, manifest: dict[str, Any], *, backend: BackendSp
                                              "decision": approval["decision"] if approval else None,
                                              "operator": approval["operator"] if approval else None})
         run.write_state("RESUMING", journal=journal, last_checkpoint_seq=(checkpoint_from_records(rc.verified) or {}).get("seq"))
-        records = records + _journaled_deliveries(rc, records)
-        records = records + _apply(rc, records, pending, approval)
+        records = records + journaled_deliveries(rc, records)
+        records = records + apply_decision(rc, records, pending, approval)
         run.write_state("RUNNING", journal=journal, last_checkpoint_seq=(checkpoint_from_records(rc.verified) or {}).get("seq"))
         runner = Runner(backend or _manifest_backend(manifest), backend, backend_factory)
         wctx = WorkflowContext(rc, manifest["entry"], history(records), runner, is_async=_is_async(fn))
@@ -220,124 +226,8 @@ def resume_workflow(run: RunDir, manifest: dict[str, Any], *, backend: BackendSp
         lease.release()
 
 
-def _decision(run: RunDir, journal: Journal, records: list[dict[str, Any]], state: str, dkey: bytes, require_approval: bool
-              ) -> tuple[dict[str, Any] | None, dict[str, Any] | None, str | None]:
-    """The pause to resolve and its checked approval, or why the run must go on waiting. RefusedError if not allowed."""
-    pending = pending_view(run, records, dkey)  # the journal's open pause; the file must agree with it
-    if pending is not None and state != "PAUSED" and not _delivered_for(run, pending):
-        # the process died while pausing, before any decision could reach it: running again re-derives the pause
-        journal.append("escalation_dropped", pending["step"], {"pause_id": pending["pause_id"], "why": f"run was {state}"})
-        remove(run.path / PENDING)
-        pending = None
-    waiting = None if require_approval else _waiting(run, pending)
-    if waiting is not None:
-        return pending, None, waiting
-    if not (require_approval or (pending is not None and ((run.path / APPROVAL).exists() or pending["paused_reason"] == "awaiting_approval"))):
-        return pending, None, None
-    if pending is None:
-        raise RefusedError(f"{run.path}: --require-approval, but nothing is pending for an operator to approve")
-    approval = check_approval(run, pending, dkey)
-    if approval["decision"] == "continue" and pending.get("transaction_outcome") == RECONCILIATION_REQUIRED:
-        raise RefusedError(f"{run.path}: call {pending['step']!r} is uncertain; continue would re-run it blindly — "
-                           "an operator must reconcile it (flow approve --decision reconcile --effect landed|absent)")
-    return pending, approval, None
-
-
-def _delivered_for(run: RunDir, pending: dict[str, Any]) -> bool:
-    """Did an operator decide this pause (a resume that was using the decision died before journaling it)?"""
-    try:
-        approval = read_json_file(run.path / APPROVAL, "approval")
-    except RefusedError:
-        return True  # unreadable: check_approval names what is wrong with it
-    return approval is not None and approval.get("pause_id") == pending["pause_id"]
-
-
 def _manifest_backend(manifest: dict[str, Any]) -> BackendSpec | None:
     return BackendSpec.from_json(manifest["backend"]) if manifest.get("backend") else None
-
-
-def _apply(rc: RunContext, records: list[dict[str, Any]], pending: dict[str, Any] | None, approval: dict[str, Any] | None) -> list[dict[str, Any]]:
-    """Journal the operator's decision; an answer or signal becomes the waiting call's recorded result."""
-    if pending is None:
-        return []
-    new: list[dict[str, Any]] = []
-    if approval is not None:
-        data = {k: approval.get(k) for k in ("pause_id", "decision", "effect", "operator", "os_user", "note")}
-        if approval["decision"] in ("answer", "signal"):  # the journal carries what was delivered: the point of no return
-            data["value"] = _payload_value(approval)
-        decision = rc.journal.append("decision", pending["step"], data)
-        new += [decision] + _record_delivery(rc, records, decision)
-        consume_decision(rc.run, rc.journal, pending, approval)  # journaled above, marked used in the run ledger, moved
-    remove(rc.run.path / PENDING)
-    return new
-
-
-def _payload_value(approval: dict[str, Any]) -> Any:
-    payload = approval.get("payload") or {}
-    return payload.get("value") if approval.get("decision") == "answer" else payload.get("data")
-
-
-def _record_delivery(rc: RunContext, records: list[dict[str, Any]], decision: dict[str, Any]) -> list[dict[str, Any]]:
-    """A journaled answer or signal becomes its waiting call's recorded result (once: not if it already is)."""
-    d, step = decision["data"], decision["step"]
-    header = next((r for r in records if r["type"] == "step_started" and r["step"] == step), None)
-    done = any(r["type"] == "step_verified" and r["step"] == step for r in records)
-    if d.get("decision") not in ("answer", "signal") or header is None or done:
-        return []
-    value = d["value"] if "value" in d else _payload_value(read_json_file(rc.run.path / DECISIONS / f"{d['pause_id']}.json", "decision") or {})
-    rec = rc.journal.append("step_verified", step, {"index": header["data"]["index"], "verified_by": "operator", "result": value,
-                                                   "operator": d.get("operator"), "screen_facts": []})
-    rc.verified.append(rec)
-    write_checkpoint(rc.run.path, checkpoint_from_records(rc.verified) or {})
-    return [rec]
-
-
-def _journaled_deliveries(rc: RunContext, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Answers and signals a resume journaled, then died before recording as their calls' results: applied from the
-    journal now, and marked used in the run ledger (their approval files were retired by pending_view)."""
-    new: list[dict[str, Any]] = []
-    for call in history(records).values():
-        d = call.last("decision")
-        if call.verified is not None or d is None or d["data"].get("decision") not in ("answer", "signal"):
-            continue
-        new += _record_delivery(rc, records + new, d)
-        ledger.consume(rc.run_id, rc.run.path, d["data"]["pause_id"], d["data"]["decision"], d["seq"], d["hash"])
-    return new
-
-
-def _waiting(run: RunDir, pending: dict[str, Any] | None) -> str | None:
-    """Why this pause cannot continue yet (nothing delivered, timer not due, child still paused), or None."""
-    if pending is None:
-        return None
-    reason, step = pending["paused_reason"], pending["step"]
-    if reason == "awaiting_child":
-        return child_waiting(run.path / CHILDREN / step)
-    if reason == "awaiting_timer" and not (run.path / APPROVAL).exists():
-        due = pending.get("due_epoch") or 0
-        return f"timer of call {step!r} is due in {due - time.time():.1f}s" if time.time() < due else None
-    if reason in ("awaiting_user", "awaiting_signal") and not (run.path / APPROVAL).exists():
-        return f"still {reason} at call {step!r} (flow {'answer' if reason == 'awaiting_user' else 'signal'} {run.path} …)"
-    return None
-
-
-def child_waiting(child: Path) -> str | None:
-    """Why a paused child run cannot continue yet, or None (it is ready, or not paused at all)."""
-    if not (child / MANIFEST).is_file():
-        return None
-    st = effective_state(RunDir(child))
-    if st.get("state") != "PAUSED":
-        return None
-    pending = read_json_file(child / PENDING, "pending escalation") or {}
-    reason, step = pending.get("paused_reason"), pending.get("step")
-    if reason == "awaiting_child":
-        return child_waiting(child / CHILDREN / str(step))
-    if reason == "awaiting_timer":
-        due = pending.get("due_epoch") or 0
-        return f"child run {child}: timer due in {due - time.time():.1f}s" if time.time() < due else None
-    if (child / APPROVAL).exists():
-        return None
-    how = {"awaiting_user": "flow answer", "awaiting_signal": "flow signal"}.get(str(reason), "flow approve")
-    return f"child run {child} is PAUSED({reason}) at {step!r}: {st.get('message') or ''} — decide there ({how} {child})"
 
 
 class Runner:

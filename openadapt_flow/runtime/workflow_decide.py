@@ -1,0 +1,142 @@
+"""A workflow run's pause and its decision on resume (SPEC §8, §14): which pause to resolve and with what approval, and
+how an answer or signal becomes its waiting call's recorded result.
+
+A journaled `decision` is the point of no return. It carries what was delivered (the answer, the signal's data), so a
+resume that died after journaling it applies it from the journal — never asks again, never applies it twice. A pause
+an operator decided is not dropped by a resume that died before using the decision: the next resume uses it.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from openadapt_flow.errors import RefusedError
+from openadapt_flow.runtime.context import RunContext
+from openadapt_flow.runtime.decisions import check_approval
+from openadapt_flow.runtime.lifecycle import effective_state
+from openadapt_flow.runtime.outcome import RECONCILIATION_REQUIRED
+from openadapt_flow.runtime.truth import consume_decision, pending_view
+from openadapt_flow.runtime.workflow_ctx import history
+from openadapt_flow.store import ledger
+from openadapt_flow.store.checkpoint import checkpoint_from_records, write_checkpoint
+from openadapt_flow.store.escalation import APPROVAL, DECISIONS, PENDING, read_json_file, remove
+from openadapt_flow.store.journal import Journal
+from openadapt_flow.store.rundir import CHILDREN, MANIFEST, RunDir
+
+
+def decision_for(run: RunDir, journal: Journal, records: list[dict[str, Any]], state: str, dkey: bytes, require_approval: bool
+                 ) -> tuple[dict[str, Any] | None, dict[str, Any] | None, str | None]:
+    """The pause to resolve and its checked approval, or why the run must go on waiting. RefusedError if not allowed."""
+    pending = pending_view(run, records, dkey)  # the journal's open pause; the file must agree with it
+    if pending is not None and state != "PAUSED" and not _delivered_for(run, pending):
+        # the process died while pausing, before any decision could reach it: running again re-derives the pause
+        journal.append("escalation_dropped", pending["step"], {"pause_id": pending["pause_id"], "why": f"run was {state}"})
+        remove(run.path / PENDING)
+        pending = None
+    waiting = None if require_approval else _waiting(run, pending)
+    if waiting is not None:
+        return pending, None, waiting
+    if not (require_approval or (pending is not None and ((run.path / APPROVAL).exists() or pending["paused_reason"] == "awaiting_approval"))):
+        return pending, None, None
+    if pending is None:
+        raise RefusedError(f"{run.path}: --require-approval, but nothing is pending for an operator to approve")
+    approval = check_approval(run, pending, dkey)
+    if approval["decision"] == "continue" and pending.get("transaction_outcome") == RECONCILIATION_REQUIRED:
+        raise RefusedError(f"{run.path}: call {pending['step']!r} is uncertain; continue would re-run it blindly — "
+                           "an operator must reconcile it (flow approve --decision reconcile --effect landed|absent)")
+    return pending, approval, None
+
+
+def _delivered_for(run: RunDir, pending: dict[str, Any]) -> bool:
+    """Did an operator decide this pause (a resume that was using the decision died before journaling it)?"""
+    try:
+        approval = read_json_file(run.path / APPROVAL, "approval")
+    except RefusedError:
+        return True  # unreadable: check_approval names what is wrong with it
+    return approval is not None and approval.get("pause_id") == pending["pause_id"]
+
+
+def apply_decision(rc: RunContext, records: list[dict[str, Any]], pending: dict[str, Any] | None, approval: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """Journal the operator's decision; an answer or signal becomes the waiting call's recorded result."""
+    if pending is None:
+        return []
+    new: list[dict[str, Any]] = []
+    if approval is not None:
+        data = {k: approval.get(k) for k in ("pause_id", "decision", "effect", "operator", "os_user", "note")}
+        if approval["decision"] in ("answer", "signal"):  # the journal carries what was delivered: the point of no return
+            data["value"] = _payload_value(approval)
+        decision = rc.journal.append("decision", pending["step"], data)
+        new += [decision] + _record_delivery(rc, records, decision)
+        consume_decision(rc.run, rc.journal, pending, approval)  # journaled above, marked used in the run ledger, moved
+    remove(rc.run.path / PENDING)
+    return new
+
+
+def _payload_value(approval: dict[str, Any]) -> Any:
+    payload = approval.get("payload") or {}
+    return payload.get("value") if approval.get("decision") == "answer" else payload.get("data")
+
+
+def _record_delivery(rc: RunContext, records: list[dict[str, Any]], decision: dict[str, Any]) -> list[dict[str, Any]]:
+    """A journaled answer or signal becomes its waiting call's recorded result (once: not if it already is)."""
+    d, step = decision["data"], decision["step"]
+    header = next((r for r in records if r["type"] == "step_started" and r["step"] == step), None)
+    done = any(r["type"] == "step_verified" and r["step"] == step for r in records)
+    if d.get("decision") not in ("answer", "signal") or header is None or done:
+        return []
+    value = d["value"] if "value" in d else _payload_value(read_json_file(rc.run.path / DECISIONS / f"{d['pause_id']}.json", "decision") or {})
+    rec = rc.journal.append("step_verified", step, {"index": header["data"]["index"], "verified_by": "operator", "result": value,
+                                                   "operator": d.get("operator"), "screen_facts": []})
+    rc.verified.append(rec)
+    write_checkpoint(rc.run.path, checkpoint_from_records(rc.verified) or {})
+    return [rec]
+
+
+def journaled_deliveries(rc: RunContext, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Answers and signals a resume journaled, then died before recording as their calls' results: applied from the
+    journal now, and marked used in the run ledger (their approval files were retired by pending_view)."""
+    new: list[dict[str, Any]] = []
+    for call in history(records).values():
+        d = call.last("decision")
+        if call.verified is not None or d is None or d["data"].get("decision") not in ("answer", "signal"):
+            continue
+        new += _record_delivery(rc, records + new, d)
+        ledger.consume(rc.run_id, rc.run.path, d["data"]["pause_id"], d["data"]["decision"], d["seq"], d["hash"])
+    return new
+
+
+def _waiting(run: RunDir, pending: dict[str, Any] | None) -> str | None:
+    """Why this pause cannot continue yet (nothing delivered, timer not due, child still paused), or None."""
+    if pending is None:
+        return None
+    reason, step = pending["paused_reason"], pending["step"]
+    if reason == "awaiting_child":
+        return child_waiting(run.path / CHILDREN / step)
+    if reason == "awaiting_timer" and not (run.path / APPROVAL).exists():
+        due = pending.get("due_epoch") or 0
+        return f"timer of call {step!r} is due in {due - time.time():.1f}s" if time.time() < due else None
+    if reason in ("awaiting_user", "awaiting_signal") and not (run.path / APPROVAL).exists():
+        return f"still {reason} at call {step!r} (flow {'answer' if reason == 'awaiting_user' else 'signal'} {run.path} …)"
+    return None
+
+
+def child_waiting(child: Path) -> str | None:
+    """Why a paused child run cannot continue yet, or None (it is ready, or not paused at all)."""
+    if not (child / MANIFEST).is_file():
+        return None
+    st = effective_state(RunDir(child))
+    if st.get("state") != "PAUSED":
+        return None
+    pending = read_json_file(child / PENDING, "pending escalation") or {}
+    reason, step = pending.get("paused_reason"), pending.get("step")
+    if reason == "awaiting_child":
+        return child_waiting(child / CHILDREN / str(step))
+    if reason == "awaiting_timer":
+        due = pending.get("due_epoch") or 0
+        return f"child run {child}: timer due in {due - time.time():.1f}s" if time.time() < due else None
+    if (child / APPROVAL).exists():
+        return None
+    how = {"awaiting_user": "flow answer", "awaiting_signal": "flow signal"}.get(str(reason), "flow approve")
+    return f"child run {child} is PAUSED({reason}) at {step!r}: {st.get('message') or ''} — decide there ({how} {child})"

@@ -16,7 +16,7 @@ from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.bundle.models import Step
 from openadapt_flow.runtime.context import RunContext
 from openadapt_flow.runtime.halt import Halt, Pause
-from openadapt_flow.runtime.lifecycle import LIVE_STATES
+from openadapt_flow.runtime.lifecycle import LIVE_STATES, effective_state
 from openadapt_flow.store.rundir import MANIFEST, RunDir
 
 
@@ -54,8 +54,14 @@ def run_child_step(ctx: RunContext, index: int, step: Step) -> dict[str, Any]:
 
     path = child_dir(ctx, step)
     if step.id in ctx.children and (path / MANIFEST).is_file():
-        state = child_state(path)
-        if state in ("PAUSED", "INTERRUPTED", *LIVE_STATES):  # a live state here is a child whose owner (this process) died
+        try:
+            state = effective_state(RunDir(path)).get("state")  # a child whose owner died (this process, killed) is INTERRUPTED
+        except Exception:  # an unreadable child is reported by the halt below
+            state = None
+        if state in LIVE_STATES:  # another process is driving it (an operator resumed it directly)
+            raise Pause("awaiting_child", step.id, f"child run {path.name} is {state} in another process; resume this run once it stops",
+                        category="child")
+        if state in ("PAUSED", "INTERRUPTED"):
             out = resume(path, reporter=ctx.reporter, backend_factory=lambda spec: _Borrowed(ctx.backend), stop=ctx.stop)
         else:
             out = None

@@ -278,7 +278,14 @@ def _block(run: RunDir, pending: dict[str, Any], decision: dict[str, Any]) -> No
     """An operator's reject: BLOCKED with incident.json naming the operator — a recorded decision, not an error.
     The caller holds the lease."""
     journal, _ = Journal.open_existing(run.journal_path, load_key(create=False))
-    consume_decision(run, journal, pending, decision)
+    block_run(run, journal, pending, decision)
+
+
+def block_run(run: RunDir, journal: Journal, pending: dict[str, Any], decision: dict[str, Any],
+              rec: dict[str, Any] | None = None) -> None:
+    """End the run BLOCKED on a reject: its `decision` record first (or `rec`, the journal's, when a process was
+    killed after it: resume ends the run from it), then incident.json and `run_finished`. Closes `journal`."""
+    consume_decision(run, journal, pending, decision, rec)
     incident = {
         "id": "incident-" + pending["pause_id"].removeprefix("pause-"),
         "run_id": pending["run_id"],

@@ -148,8 +148,8 @@ def journaled_decision(records: list[dict[str, Any]]) -> tuple[dict[str, Any], d
         return None
     data = last.get("data") or {}
     pause = _pause_body(records, data.get("pause_id"))
-    if pause is None or data.get("decision") is None:
-        return None  # a legacy record (keys only) or a pause the journal never opened: nothing to apply
+    if pause is None or data.get("decision") is None or "approval_digest" not in data:
+        return None  # a record that does not carry the whole decision (older runs), or a pause never opened
     approval = {k: data.get(k) for k in DECISION_FIELDS} | {"pause_id": data["pause_id"], "run_id": pause.get("run_id"),
                                                              "step": pause.get("step"), "from_journal": last["seq"]}
     return last, pause, approval
@@ -172,7 +172,14 @@ def consume_decision(run: RunDir, journal: Journal, pending: dict[str, Any], app
     if rec is None or (rec.get("data") or {}).get("pause_id") != pause_id:
         rec = record_decision(journal, pending, approval)
     ledger.consume(run.manifest()["run_id"], run.path, pause_id, (approval or {}).get("decision"), rec["seq"], rec["hash"])
-    if (run.path / APPROVAL).exists():
+    if _approval_pause(run) == pause_id:  # never another pause's approval (it would overwrite the used one)
         consume_approval(run.path, pause_id)
     remove(run.path / PENDING)
     return rec
+
+
+def _approval_pause(run: RunDir) -> Any:
+    try:
+        return (read_json_file(run.path / APPROVAL, "approval") or {}).get("pause_id")
+    except RefusedError:
+        return None  # unreadable: left for check_approval to name

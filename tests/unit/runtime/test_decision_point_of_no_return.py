@@ -15,6 +15,7 @@ from collections.abc import Callable
 import pytest
 import yaml
 
+from openadapt_flow.errors import RefusedError
 from openadapt_flow.runtime.config import DeployConfig
 from openadapt_flow.runtime.decisions import approve, deliver
 from openadapt_flow.runtime.engine import ReplayRequest, replay
@@ -101,6 +102,8 @@ def test_a_delivery_journaled_before_a_kill_is_applied_once_from_the_journal(ws,
     else:
         deliver(run, "signal", "ops", name="go", data={"x": "sig"})
     killed_at(monkeypatch, point, lambda: resume(run))
+    with pytest.raises(RefusedError, match="already decided"):  # no second delivery for a pause the journal decided
+        deliver(run, "answer", "ops2", value="hold") if kind == "answer" else deliver(run, "signal", "ops2", name="go", data={"x": 2})
 
     out = resume(run)  # no operator command in between: the journal holds the answer / signal
 
@@ -135,7 +138,7 @@ def _rec(seq: int, type_: str, step: str | None = None, **data):
 PAUSE = _rec(1, "escalation_opened", "save", pending={"pause_id": "pause-1", "run_id": "r", "step": "save",
                                                        "paused_reason": "awaiting_approval"})
 DECIDED = _rec(2, "decision", "save", pause_id="pause-1", decision="continue", effect=None, operator="ops", os_user="u",
-               payload=None)
+               payload=None, approval_digest="sha256:x", signature="s")
 
 
 def test_a_journaled_decision_is_in_force_until_its_first_effect():
@@ -145,3 +148,5 @@ def test_a_journaled_decision_is_in_force_until_its_first_effect():
                   _rec(5, "escalation_opened", "save", pending={"pause_id": "pause-2"}), _rec(5, "run_finished")):
         assert journaled_decision([PAUSE, DECIDED, _rec(3, "run_resumed"), spent]) is None, spent["type"]
     assert journaled_decision([PAUSE]) is None
+    keys_only = _rec(2, "decision", "save", pause_id="pause-1", decision="continue")  # an older run's record
+    assert journaled_decision([PAUSE, keys_only]) is None

@@ -23,7 +23,7 @@ from openadapt_flow.store.atomic import write_json_atomic
 from openadapt_flow.store.checkpoint import CHECKPOINT, checkpoint_digest
 from openadapt_flow.store.escalation import APPROVAL, DECISIONS, digest, read_json_file, remove, sign, verify, write_pending
 from openadapt_flow.store.journal import Journal, load_journal, now_iso
-from openadapt_flow.runtime.truth import check_views, consume_decision, pending_view
+from openadapt_flow.runtime.truth import check_views, consume_decision, journaled_decision, pending_view
 from openadapt_flow.store.keys import load_decision_key, load_key
 from openadapt_flow.store.lease import Lease
 from openadapt_flow.store.rundir import RunDir
@@ -50,6 +50,16 @@ def deciding(run: RunDir, manifest: dict[str, Any]) -> Iterator[tuple[Lease, lis
         yield lease, records, check_views(run, records, key)
     finally:
         lease.release()
+
+
+def _refuse_if_decided(run: RunDir, records: list[dict[str, Any]], pending: dict[str, Any] | None) -> None:
+    """A pause already decided in the journal (its process died before the decision took effect) takes no other
+    decision: the next `flow resume` applies the journaled one."""
+    carried = journaled_decision(records) if pending is None else None
+    if carried is not None:
+        rec, pause, _ = carried
+        raise RefusedError(f"{run.path}: pause {pause['pause_id']} is already decided ({rec['data'].get('decision')!r} by "
+                           f"{rec['data'].get('operator')}, journal seq {rec['seq']}); `flow resume {run.path}` applies it")
 
 
 def current_checkpoint(run: RunDir) -> dict[str, Any] | None:
@@ -94,6 +104,7 @@ def deliver(run_path: Path, kind: str, operator: str, *, value: str | None = Non
     with deciding(run, run.manifest()) as (_lease, records, state):
         key = load_decision_key(create=False)
         pending = pending_view(run, records, key)
+        _refuse_if_decided(run, records, pending)
         if state.get("state") not in ("PAUSED", "INTERRUPTED") or pending is None or pending.get("paused_reason") != want:
             reason = pending.get("paused_reason") if pending else state.get("paused_reason")
             raise RefusedError(f"{run.path}: run is {state.get('state')}({reason}), not {want}")
@@ -177,7 +188,7 @@ def approve(
         pending = pending_view(run, records, key)
         # PAUSED, or INTERRUPTED while pausing (the journal has the pause; the state never said PAUSED)
         if pending is None or state.get("state") not in ("PAUSED", "INTERRUPTED"):
-            return _not_paused(run, state, decision, user)  # e.g. decided or resumed by another command meanwhile
+            return _not_paused(run, state, decision, user, records)  # e.g. decided or resumed by another command meanwhile
         if decision == "escalate":  # allowed after expiry too: expiry voids the task, not the run
             if "escalate" not in pending["task"]["allowed_decisions"]:
                 raise RefusedError("--decision escalate is not allowed for this pause")
@@ -196,11 +207,14 @@ def approve(
     return out
 
 
-def _not_paused(run: RunDir, state: dict[str, Any], decision: str, user: str) -> dict[str, Any]:
+def _not_paused(run: RunDir, state: dict[str, Any], decision: str, user: str,
+                records: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """A decision on a run that is not paused: a repeat of the decision that ended the pause is a no-op; else refused."""
     last = _last_consumed(run)
     if last and last.get("decision") == decision and last.get("os_user") == user:
         return {"recorded": False, "noop": True, "decision": decision, "state": state.get("state")}
+    if records is not None:
+        _refuse_if_decided(run, records, None)
     reason = f"({state['paused_reason']})" if state.get("paused_reason") else ""
     why = f" ({state['message']})" if state.get("message") and state.get("state") == "BLOCKED" else ""
     raise RefusedError(f"{run.path}: run is {state.get('state')}{reason}{why}, not awaiting approval")
@@ -278,7 +292,14 @@ def _block(run: RunDir, pending: dict[str, Any], decision: dict[str, Any]) -> No
     """An operator's reject: BLOCKED with incident.json naming the operator — a recorded decision, not an error.
     The caller holds the lease."""
     journal, _ = Journal.open_existing(run.journal_path, load_key(create=False))
-    consume_decision(run, journal, pending, decision)
+    block_run(run, journal, pending, decision)
+
+
+def block_run(run: RunDir, journal: Journal, pending: dict[str, Any], decision: dict[str, Any],
+              rec: dict[str, Any] | None = None) -> None:
+    """End the run BLOCKED on a reject: its `decision` record first (or `rec`, the journal's, when a process was
+    killed after it: resume ends the run from it), then incident.json and `run_finished`. Closes `journal`."""
+    consume_decision(run, journal, pending, decision, rec)
     incident = {
         "id": "incident-" + pending["pause_id"].removeprefix("pause-"),
         "run_id": pending["run_id"],

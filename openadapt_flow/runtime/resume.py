@@ -9,7 +9,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from openadapt_flow.backends.base import Backend
 from openadapt_flow.backends.spec import BackendSpec, open_backend
@@ -20,8 +20,8 @@ from openadapt_flow.runtime.backend_select import BackendFlags, merge_backend, s
 from openadapt_flow.runtime.config import BackendConfig, DeployConfig
 from openadapt_flow.runtime import workflow_run  # module import: workflow_run imports this module too
 from openadapt_flow.runtime.context import Progress, RunContext
-from openadapt_flow.runtime.decisions import check_approval
-from openadapt_flow.runtime.truth import catch_up_state, check_views, consume_decision, pending_view
+from openadapt_flow.runtime.decisions import block_run, check_approval
+from openadapt_flow.runtime.truth import catch_up_state, check_views, consume_decision, journaled_decision, pending_view, record_decision
 from openadapt_flow.runtime.engine import Reporter, RunOutcome, execute, finish, make_context, open_or_none, stop_on_signals
 from openadapt_flow.runtime.halt import Halt
 from openadapt_flow.runtime.teach import effective_bundle
@@ -125,12 +125,18 @@ def resume(
         if pending is not None and state["state"] == "INTERRUPTED":
             _restore_pause(run, journal, pending)
         approval = None
-        waiting = _still_waiting(run, pending) if not require_approval else None
+        carried = journaled_decision(records) if pending is None else None  # decided, then killed before it took effect
+        if carried is not None:
+            _, pending, approval = carried
+            if approval["decision"] == "reject":  # killed between the reject's record and the run's end: end it now
+                block_run(run, journal, pending, approval, carried[0])
+                return RunOutcome("BLOCKED", EXIT_CODES["BLOCKED"], run.path, f"rejected by {approval['operator']}")
+        waiting = _still_waiting(run, pending) if not require_approval and carried is None else None
         if waiting is not None:
             journal.close()
             return RunOutcome("PAUSED", EXIT_CODES["PAUSED"], run.path, waiting, pending["category"] if pending else None)
         needs_decision = pending is not None and (pending["paused_reason"] == "awaiting_approval" or (run.path / APPROVAL).exists())
-        if needs_decision or require_approval:
+        if (needs_decision or require_approval) and carried is None:
             if pending is None:
                 raise RefusedError(f"{run.path}: --require-approval, but nothing is pending for an operator to approve")
             approval = check_approval(run, pending, dkey)
@@ -151,19 +157,20 @@ def resume(
         ctx.asked.update(r["step"] for r in records if r["type"] == "asked")
         ctx.timers.update({r["step"]: r["data"]["due_epoch"] for r in records if r["type"] == "timer_set"})
         ctx.children.update({r["step"]: run.path.parent / r["data"]["child_run"] for r in records if r["type"] == "child_started"})
-        if patch is not None:
+        if patch is not None and not any(r["type"] == "patched" and r["data"].get("pause_id") == patch["pause_id"] for r in records):
             journal.append("patched", patch["step"], {k: patch[k] for k in ("pause_id", "bundle_dir", "digest", "template", "region", "point")})
         with stop_on_signals(ctx.stop):
-            return _continue(ctx, records, cp, pending, approval)
+            return _continue(ctx, records, cp, pending, approval, carried[0] if carried else None)
     finally:
         lease.release()
         if live is not None:
             live.close()
 
 
-def _continue(ctx: RunContext, records: list[dict[str, Any]], cp: dict[str, Any] | None, pending: dict[str, Any] | None, approval: dict[str, Any] | None) -> RunOutcome:
+def _continue(ctx: RunContext, records: list[dict[str, Any]], cp: dict[str, Any] | None, pending: dict[str, Any] | None,
+              approval: dict[str, Any] | None, carried: dict[str, Any] | None) -> RunOutcome:
     try:
-        start = _reenter(ctx, records, cp, pending, approval)
+        start = _reenter(ctx, records, cp, pending, approval, carried)
         return start if isinstance(start, RunOutcome) else execute(ctx, start)
     except StorageFault as f:  # a full disk before the first step: INTERRUPTED (exit 5), resumable once space is freed
         return finish(ctx, "INTERRUPTED", f.message, "storage")
@@ -172,16 +179,22 @@ def _continue(ctx: RunContext, records: list[dict[str, Any]], cp: dict[str, Any]
 
 
 def _reenter(ctx: RunContext, records: list[dict[str, Any]], cp: dict[str, Any] | None, pending: dict[str, Any] | None,
-             approval: dict[str, Any] | None) -> int | RunOutcome:
-    """Re-check, re-prove and record the decision; the index to continue at (or the pause it ended in)."""
+             approval: dict[str, Any] | None, carried: dict[str, Any] | None = None) -> int | RunOutcome:
+    """Re-check, re-prove, journal the decision, apply it; the index to continue at (or the pause it ended in).
+
+    The `decision` record is the point of no return: it is journaled (whole) before the decision takes any effect, so a
+    resume killed after it finds it (`carried`) and applies it from the journal — never asking again, never journaling
+    a second one. What it authorises happens at most once: its first effect (a dispatch, a checkpoint) spends it."""
     run, journal = ctx.run, ctx.journal
     decision = approval["decision"] if approval else None
     journal.append("run_resumed", None, {"lease_generation": ctx.lease_generation, "decision": decision,
                                           "pause_id": pending["pause_id"] if pending else None,
-                                          "operator": approval["operator"] if approval else None})
+                                          "operator": approval["operator"] if approval else None,
+                                          "decision_seq": carried["seq"] if carried else None})
     prev = {k: v for k, v in run.state().items() if k != "schema"}
     run.write_state("RESUMING", journal=journal, last_checkpoint_seq=cp["seq"] if cp else None)
     start = cp["next_index"] if cp else 0
+    rec = carried
     try:
         steps = ctx.bundle.model.steps
         uncertain = find_uncertain(records, steps)
@@ -190,31 +203,23 @@ def _reenter(ctx: RunContext, records: list[dict[str, Any]], cp: dict[str, Any] 
             journal.append("rechecked", uncertain.step.id, {"verdict": result.verdict, "effect": result.effect, "checks": result.checks})
         if cp and cp.get("screen_facts") and _screen_still_shows_checkpoint(uncertain, result, approval):
             _reprove_checkpoint(ctx, cp)
+        if uncertain is not None and result is not None and not _covered(result, decision):
+            _refuse_uncertain(ctx, uncertain, result, pending, carried, prev)
+        if pending is not None and approval is not None:
+            rec = record_decision(journal, pending, approval, carried)  # the point of no return
         if uncertain is not None and result is not None:
-            if decision == "reconcile":
-                journal.append("decision", uncertain.step.id, _decision_data(approval))
-                if approval and approval["effect"] == "landed":
-                    _checkpoint_step(ctx, uncertain.index, "operator", result.effect)
-                    start = uncertain.index + 1
-                else:
-                    start = uncertain.index
-            elif result.verdict == CONFIRMED_DONE:
+            if decision == "reconcile" and approval is not None and approval["effect"] == "landed":
+                _checkpoint_step(ctx, uncertain.index, "operator", result.effect)
+                start = uncertain.index + 1
+            elif decision != "reconcile" and result.verdict == CONFIRMED_DONE:
                 _checkpoint_step(ctx, uncertain.index, "reconciled", result.effect)
                 start = uncertain.index + 1
-            elif result.verdict == RETRYABLE or (result.verdict == POSITIVELY_ABSENT and decision == "continue"):
-                start = uncertain.index  # performed again, after resolving afresh and passing the identity gate
-            else:
-                msg = f"step {uncertain.step.id!r} was dispatched but is {result.verdict} on re-check; nothing was sent"
-                if pending is None:  # an interrupted run: open a pause so an operator can decide
-                    finish(ctx, "PAUSED", msg, "uncertain", "awaiting_approval", uncertain.step.id)
-                    raise RefusedError(msg + "; the run now awaits an operator decision (flow approve)")
-                journal.close()
-                run.write_json("state.json", "state@1", prev)  # the approval stays unused
-                raise RefusedError(msg + "; an operator must reconcile it (flow approve --decision reconcile --effect landed|absent)")
+            else:  # RETRYABLE, ABSENT with `continue`, or reconciled absent: performed again, once, after resolving
+                start = uncertain.index  # afresh and passing the identity gate (its dispatch spends the decision)
         elif decision == "skip" and pending is not None:
             idx = next(i for i, s in enumerate(steps) if s.id == pending["step"])
-            rec = journal.append("step_skipped", pending["step"], {"index": idx, "verified_by": "operator", "operator": approval["operator"] if approval else None})
-            ctx.verified.append(rec)
+            skipped = journal.append("step_skipped", pending["step"], {"index": idx, "verified_by": "operator", "operator": approval["operator"] if approval else None})
+            ctx.verified.append(skipped)
             write_checkpoint(run.path, checkpoint_from_records(ctx.verified) or {})
             start = idx + 1
         if decision == "continue" and pending is not None:
@@ -223,15 +228,38 @@ def _reenter(ctx: RunContext, records: list[dict[str, Any]], cp: dict[str, Any] 
             ctx.inbox[pending["step"]] = approval["payload"]
         if pending is not None:
             if approval is not None:
-                consume_decision(run, journal, pending, approval)  # journaled, marked used in the run ledger, moved
+                consume_decision(run, journal, pending, approval, rec)  # marked used in the run ledger, moved
             remove(run.path / PENDING)
         run.write_state("RUNNING", journal=journal, last_checkpoint_seq=(checkpoint_from_records(ctx.verified) or {}).get("seq"))
     except Halt as h:
         journal.append("halted", h.step, {"category": h.category, "message": h.message, "input_sent": False})
         if approval is not None and pending is not None:
-            consume_decision(run, journal, pending, approval)
+            consume_decision(run, journal, pending, approval, rec)
         return finish(ctx, "PAUSED", h.message, h.category, "awaiting_approval", h.step)
     return start
+
+
+def _covered(result: RecheckResult, decision: str | None) -> bool:
+    """May resume go on from this re-check, given the decision (if any)?"""
+    return decision == "reconcile" or result.verdict in (CONFIRMED_DONE, RETRYABLE) or (
+        result.verdict == POSITIVELY_ABSENT and decision == "continue")
+
+
+def _refuse_uncertain(ctx: RunContext, uncertain: Uncertain, result: RecheckResult, pending: dict[str, Any] | None,
+                      carried: dict[str, Any] | None, prev: dict[str, Any]) -> NoReturn:
+    """An uncertain step that no decision covers: nothing is sent. An interrupted run opens a pause; a decided one
+    keeps its decision unused (an approval stays in approval.json, a journaled decision stays in force)."""
+    run, journal = ctx.run, ctx.journal
+    msg = f"step {uncertain.step.id!r} was dispatched but is {result.verdict} on re-check; nothing was sent"
+    if pending is None:  # an interrupted run: open a pause so an operator can decide
+        finish(ctx, "PAUSED", msg, "uncertain", "awaiting_approval", uncertain.step.id)
+        raise RefusedError(msg + "; the run now awaits an operator decision (flow approve)")
+    journal.close()
+    run.write_json("state.json", "state@1", prev)
+    if carried is not None:
+        raise RefusedError(msg + f"; the journaled decision {carried['data'].get('decision')!r} (seq {carried['seq']}) "
+                           "stays in force — resume again once the re-check is conclusive")
+    raise RefusedError(msg + "; an operator must reconcile it (flow approve --decision reconcile --effect landed|absent)")
 
 
 def _restore_pause(run: RunDir, journal: Journal, pending: dict[str, Any]) -> None:
@@ -301,12 +329,6 @@ def _still_waiting(run: RunDir, pending: dict[str, Any] | None) -> str | None:
         if time.time() < due:
             return f"timer of step {pending['step']!r} is due in {due - time.time():.1f}s"
     return None
-
-
-def _decision_data(approval: dict[str, Any] | None) -> dict[str, Any]:
-    a = approval or {}
-    return {k: a.get(k) for k in ("pause_id", "decision", "effect", "operator", "os_user", "note")} | (
-        {"payload_keys": sorted(a["payload"])} if a.get("payload") else {})
 
 
 def _checkpoint_step(ctx: RunContext, index: int, verified_by: str, effect: dict[str, Any] | None) -> None:

@@ -7,7 +7,9 @@ Every command that acts on a run (`resume`, `approve`, `answer`, `signal`) reads
   consumed decisions are reached by this journal);
 - the pause, its reason and what it needs come from the journal's `escalation_opened` / `escalated` record;
   pending_escalation.json must equal it (an edit is refused) and is rebuilt from it when missing;
-- a decision is consumed by a journaled `decision` record, then in the ledger, then by moving approval.json.
+- a decision is consumed by a journaled `decision` record carrying the whole decision (the point of no return:
+  a resume killed after it applies it from the journal, never asks again), then in the ledger, then by moving
+  approval.json.
 
 A view that lags the journal (a crash between the journal record and the file) is brought up to date; a view
 that disagrees with it is tampering (exit 6).
@@ -20,7 +22,7 @@ from typing import Any
 from openadapt_flow.errors import RefusedError
 from openadapt_flow.store import ledger
 from openadapt_flow.store.escalation import (
-    APPROVAL, DECISIONS, PENDING, consume_approval, journal_pause, read_json_file, remove, verify, write_pending,
+    APPROVAL, DECISIONS, PENDING, consume_approval, digest, journal_pause, read_json_file, remove, verify, write_pending,
 )
 from openadapt_flow.store.journal import Journal
 from openadapt_flow.store.rundir import RunDir
@@ -104,23 +106,80 @@ def _retire_used_approval(run: RunDir, closed: set[str]) -> None:
         consume_approval(run.path, data["pause_id"])
 
 
+DECISION_FIELDS = ("decision", "effect", "operator", "os_user", "note", "decided_at", "votes", "payload", "task_digest", "checkpoint_digest")
+# What the first thing done after a decision is: its application (a re-dispatch, a checkpoint, a skip, an answered
+# step), or the next pause, or the run's end. Any of them after the `decision` record spends it.
+SPENDS = ("action_dispatched", "step_verified", "step_skipped", "escalation_opened", "escalated", "run_finished")
+
+
 def decision_data(approval: dict[str, Any] | None, pause_id: str) -> dict[str, Any]:
+    """The whole decision, as the journal keeps it: enough to apply it from the journal alone (SPEC §9)."""
     a = approval or {}
-    return {k: a.get(k) for k in ("decision", "effect", "operator", "os_user", "note")} | {"pause_id": pause_id} | (
-        {"payload_keys": sorted(a["payload"])} if a.get("payload") else {})
+    body = {k: v for k, v in a.items() if k not in ("schema", "signature")}
+    return {k: a.get(k) for k in DECISION_FIELDS} | {"pause_id": pause_id, "approval_digest": digest(body) if body else None,
+                                                      "signature": a.get("signature")}
 
 
-def consume_decision(run: RunDir, journal: Journal, pending: dict[str, Any], approval: dict[str, Any] | None) -> dict[str, Any]:
-    """Use the decision on `pending` once: journal it (unless this writer just did), mark it used in the run ledger
-    (refused if it was used anywhere else), then move approval.json to decisions/ and remove the pending view."""
+def record_decision(journal: Journal, pending: dict[str, Any], approval: dict[str, Any] | None,
+                    carried: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The point of no return: the `decision` record for the open pause, journaled (fsync'd) before it takes any
+    effect. A decision this journal already holds for the pause (`carried`) is never journaled twice."""
     pause_id = pending["pause_id"]
+    if carried is not None and (carried.get("data") or {}).get("pause_id") == pause_id:
+        return carried
     rec = journal.last_of.get("decision")
     if rec is None or (rec.get("data") or {}).get("pause_id") != pause_id:
         rec = journal.append("decision", pending["step"], decision_data(approval, pause_id))
     journal.sync()
+    return rec
+
+
+def journaled_decision(records: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]] | None:
+    """A decision the journal holds but that has not taken effect yet (the process was killed after its record):
+    (its record, the pause it decided, the decision as `check_approval` returns it), or None. Once anything spends
+    it (see SPENDS) it is history: what it authorised happened, at most once."""
+    last: dict[str, Any] | None = None
+    for r in records:
+        if r["type"] == "decision":
+            last = r
+        elif last is not None and r["type"] in SPENDS:
+            last = None
+    if last is None:
+        return None
+    data = last.get("data") or {}
+    pause = _pause_body(records, data.get("pause_id"))
+    if pause is None or data.get("decision") is None or "approval_digest" not in data:
+        return None  # a record that does not carry the whole decision (older runs), or a pause never opened
+    approval = {k: data.get(k) for k in DECISION_FIELDS} | {"pause_id": data["pause_id"], "run_id": pause.get("run_id"),
+                                                             "step": pause.get("step"), "from_journal": last["seq"]}
+    return last, pause, approval
+
+
+def _pause_body(records: list[dict[str, Any]], pause_id: Any) -> dict[str, Any] | None:
+    for r in reversed(records):
+        body = (r.get("data") or {}).get("pending") if r["type"] in ("escalation_opened", "escalated") else None
+        if isinstance(body, dict) and body.get("pause_id") == pause_id:
+            return dict(body)
+    return None
+
+
+def consume_decision(run: RunDir, journal: Journal, pending: dict[str, Any], approval: dict[str, Any] | None,
+                     rec: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Use the decision on `pending` once: journal it (unless `rec`, or this writer, already did), mark it used in
+    the run ledger (refused if it was used anywhere else), then move approval.json to decisions/ and remove the
+    pending view."""
+    pause_id = pending["pause_id"]
+    if rec is None or (rec.get("data") or {}).get("pause_id") != pause_id:
+        rec = record_decision(journal, pending, approval)
     ledger.consume(run.manifest()["run_id"], run.path, pause_id, (approval or {}).get("decision"), rec["seq"], rec["hash"])
-    if (run.path / APPROVAL).exists():
+    if _approval_pause(run) == pause_id:  # never another pause's approval (it would overwrite the used one)
         consume_approval(run.path, pause_id)
     remove(run.path / PENDING)
     return rec
 
+
+def _approval_pause(run: RunDir) -> Any:
+    try:
+        return (read_json_file(run.path / APPROVAL, "approval") or {}).get("pause_id")
+    except RefusedError:
+        return None  # unreadable: left for check_approval to name

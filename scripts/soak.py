@@ -19,6 +19,7 @@ import argparse
 import json
 import os
 import random
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -54,6 +55,7 @@ class Figure:
     told_landed: int = 0
     told_absent: int = 0
     unkilled: int = 0  # replays that ended before their kill was due (and needed no recovery): not in `runs`
+    cut_startups: int = 0  # kills that cut a start-up before manifest.json: no run began; replayed again
     kills_before_start: int = 0  # landed before the run directory existed (not counted in `kills`: no run to recover)
     killed_after: dict[str, int] = field(default_factory=dict)  # the last journal record at each kill: where it landed
     stuck_runs: list[dict[str, Any]] = field(default_factory=list)
@@ -62,7 +64,8 @@ class Figure:
     def line(self) -> str:
         return (f"runs COMPLETED with exactly one row: {self.completed_one_row} / stuck: {self.stuck} / double rows: {self.double}"
                 f"  ({self.runs} runs killed at least once, {self.kills} kills of which {self.kills_in_resume} during resume, "
-                f"operator decisions {self.operator_decisions}: landed {self.told_landed}, absent {self.told_absent}; seed {self.seed})")
+                f"operator decisions {self.operator_decisions}: landed {self.told_landed}, absent {self.told_absent}; "
+                f"{self.cut_startups} start-ups cut and replayed; seed {self.seed})")
 
 
 class Soak:
@@ -195,16 +198,28 @@ class Soak:
         r = self.flow(["approve", str(run), *args, "--operator", "soak"])
         return r.returncode == 0
 
+    def replay_args(self, run: Path, amount: float) -> list[str]:
+        return ["replay", str(BUNDLE_DIR), "--url", self.url, "--durable", "--run-dir", str(run),
+                "--param", f"vendor={VENDOR}", "--param", f"amount={amount}", "--json"]
+
     def one_run(self, n: int, kills: int) -> None:
         self.ready()
         run, amount = self.root / f"run-{n:03d}", 1000 + n + 0.25
         self.fig.runs += 1
-        rc = self.kill_after(["replay", str(BUNDLE_DIR), "--url", self.url, "--durable", "--run-dir", str(run),
-                              "--param", f"vendor={VENDOR}", "--param", f"amount={amount}", "--json"],
+        rc = self.kill_after(self.replay_args(run, amount),
                              self.rng.uniform(0.9 * self.start_s, self.replay_s))  # a random instant of the run's life
         self.landings = []
         if rc == -9:
             self.kill_landed(run, "")
+        if run.exists() and not (run / "manifest.json").exists():
+            # the start-up was cut before manifest.json: no run began and nothing was sent (SPEC §7); the operator
+            # clears the directory away and replays the job again
+            self.fig.cut_startups += 1
+            if self.rows(amount):  # input before the manifest would break the start-up's promise: count it as a failure
+                self.fig.stuck += 1
+                self.fig.stuck_runs.append({"run": run.name, "why": "a start-up cut before its manifest wrote a row"})
+            shutil.rmtree(run)
+            self.flow(self.replay_args(run, amount))
         why = self.recover(run, amount, kills)
         rows, st = self.rows(amount), self.state(run)
         if not run.exists():  # killed before the run directory existed: nothing started, nothing to finish

@@ -91,7 +91,7 @@ def _start_child(ctx: RunContext, index: int, step: Step, path: Path) -> Any:
         ctx.children[step.id] = path
     spec = ctx.run.manifest().get("backend")
     req = ReplayRequest(bundle=bundle, params=params, backend=BackendSpec.from_json(spec) if spec else None, config=ctx.config,
-                        run_dir=path, durable=True, parent_run=ctx.run.path)
+                        run_dir=path, durable=True, parent_run=ctx.run.path, masks=dict(ctx.masks))
     out = replay(req, progress=ctx.progress, reporter=ctx.reporter, backend_factory=lambda _spec: _Borrowed(ctx.backend))
     ctx.run.add_child(path)
     return out

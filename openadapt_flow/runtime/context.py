@@ -71,8 +71,9 @@ class RunContext:
         self.budget = Budget(records)
         self.journal.observers.append(self.budget.note)
         self.journal.observers.append(self._seal_dispatch)
-        secret_steps = {s.id for s in self.bundle.model.steps if s.text and self.interp.uses_secret(s.text)}
         noted = {r["step"] for r in records if r["type"] == "frames_masked"}
+        # its own secret steps, and the masks a parent run handed over at its start (journaled as `parent:<step>`)
+        secret_steps = {s.id for s in self.bundle.model.steps if s.text and self.interp.uses_secret(s.text)} | noted
         for step_id, box in secret_regions(records, secret_steps, (self.checks.sx, self.checks.sy)).items():
             self.mask_secret(step_id, box, journal=step_id not in noted)
 

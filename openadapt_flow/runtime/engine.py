@@ -10,7 +10,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -98,6 +98,8 @@ class ReplayRequest:
     allow_model: bool = False
     param_flags: frozenset[str] = frozenset()
     parent_run: Path | None = None  # set for a child run started by a `flow` step
+    # the parent's secret masks (step id -> frame box): what it typed may still be on the screen the child sees
+    masks: Mapping[str, tuple[int, int, int, int]] = field(default_factory=dict)
 
 
 @contextmanager
@@ -220,6 +222,8 @@ def replay(
         ctx = make_context(run, run_id, loaded, params, backend, req.config, journal, req.allow_model, durable, progress, reporter)
         ctx.lease = lease
         ctx.watch([started])
+        for step_id, box in req.masks.items():  # journaled in the child too, so its own resumes mask as well
+            ctx.mask_secret(f"parent:{step_id}", box)
         with stop_on_signals(ctx.stop):
             return execute(ctx, 0)
     finally:

@@ -150,3 +150,43 @@ def test_masks_are_re_derived_from_the_journal():
     got = secret_regions(journal, {"pw", "pin", "otp", "never"}, (1.0, 1.0))
     assert got == {"pw": field_band((210, 113), (10, 90, 400, 46)), "pin": (100, 200, 50, 20), "otp": None}
 
+
+
+def test_a_child_run_masks_the_field_its_parent_typed_a_secret_into(tmp_path, monkeypatch):
+    monkeypatch.setenv("FLOW_SECRET_PW", SECRET)
+    app = App()
+    root = bundle(tmp_path / "b")
+    flow = yaml.safe_load((root / "flow.yaml").read_text())
+    first = screen()
+    child = root / "child"
+    save_png(child / "templates/post.png", crop(first, POST_BOX))
+    child_steps = [
+        {"id": "post", "action": "click", "target": {"template": "templates/post.png", "region": list(POST_BOX)},
+         "expect": [{"text_present": "Posted"}]},
+        {"id": "gone", "action": "click", "target": {"text": "Nowhere to be found"}, "timeout_s": 1},
+    ]
+    (child / "flow.yaml").write_text(yaml.safe_dump({"schema": "openadapt-flow/bundle@1", "name": "child", "screen": {"width": 640, "height": 480},
+                                                     "steps": child_steps}, sort_keys=False))
+    flow["steps"] = [flow["steps"][0], {"id": "sub", "action": "flow", "bundle": "child"}]
+    (root / "flow.yaml").write_text(yaml.safe_dump(flow, sort_keys=False))
+    req = ReplayRequest(bundle=root, params={}, backend=BackendSpec(kind="fake"), config=cfg(tmp_path), run_dir=tmp_path / "run")
+    out = replay(req, backend_factory=lambda spec: app.backend)
+    assert (out.state, out.category) == ("PAUSED", "child"), out.message
+    child_run = tmp_path / "run.sub"
+    assert {p.name for p in (child_run / "frames").glob("*.png")} >= {"000-post-after.png", "halt-gone.png"}
+    ocr = OcrEngine()
+    assert ocr.find(app.backend.frame, SECRET)  # the screen the child saw showed it
+    assert_no_secret(child_run, ocr)
+    handed = [r for r in records(child_run) if r["type"] == "frames_masked"]
+    assert [r["step"] for r in handed] == ["parent:pw"]
+    # a resumed child masks too: its masks come back from its own journal
+    from openadapt_flow.runtime.decisions import approve
+    from openadapt_flow.runtime.resume import resume
+
+    approve(child_run, "continue", "ops")
+    later = App()  # a fresh connection to the same screen, the secret still shown
+    later.typed, later.posted = SECRET, True
+    later.backend.set_frame(screen(SECRET, True))
+    again = resume(child_run, backend_factory=lambda spec: later.backend)
+    assert again.state == "PAUSED"
+    assert_no_secret(child_run, ocr)

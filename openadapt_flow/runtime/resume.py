@@ -26,7 +26,7 @@ from openadapt_flow.runtime.engine import Reporter, RunOutcome, execute, finish,
 from openadapt_flow.runtime.halt import Halt
 from openadapt_flow.runtime.teach import effective_bundle
 from openadapt_flow.runtime.upgrade import upgrade_bundle as adopt_upgrade
-from openadapt_flow.runtime.lifecycle import LIVE_STATES, check_manifest, finalize_interrupted
+from openadapt_flow.runtime.lifecycle import LIVE_STATES, check_manifest, effective_state, finalize_interrupted
 from openadapt_flow.runtime.recheck import (CONFIRMED_DONE, POSITIVELY_ABSENT, RETRYABLE, RecheckResult, Uncertain, check_facts,
                                             find_uncertain, recheck)
 from openadapt_flow.runtime.states import EXIT_CODES
@@ -321,7 +321,9 @@ def _still_waiting(run: RunDir, pending: dict[str, Any] | None) -> str | None:
         return f"still {reason} at step {pending['step']!r} (flow {'answer' if reason == 'awaiting_user' else 'signal'} {run.path} …)"
     if reason == "awaiting_child":
         child = run.path.with_name(f"{run.path.name}.{pending['step']}")
-        st = RunDir(child).state().get("state") if (child / "state.json").is_file() else None
+        # as a reader sees it: a child left RUNNING/RESUMING by a process that died is INTERRUPTED, and this run's own
+        # resume continues it (runtime/child.py); only a paused child or one a live process drives is waited for
+        st = effective_state(RunDir(child)).get("state") if (child / "state.json").is_file() else None
         if st in ("PAUSED", "RUNNING", "RESUMING"):
             return f"child run {child.name} is {st}; resume it first"
     if reason == "awaiting_timer" and not (run.path / APPROVAL).exists():

@@ -110,3 +110,32 @@ def test_a_child_whose_start_up_was_cut_is_started_afresh_by_the_parents_resume(
     assert json.loads((run / "manifest.json").read_text())["child_runs"] == ["../run.sub"]
     starts = [json.loads(line)["type"] for line in (kid / "journal.jsonl").read_text().splitlines()].count("run_started")
     assert starts == 1  # one run in the child's directory: a cut start-up left nothing behind to mix with it
+
+
+def test_a_parent_waiting_on_a_child_whose_resume_died_continues_the_child(ws, monkeypatch):
+    """The child paused (a question), was answered, and its resume died mid-way (state RESUMING, no owner): the
+    parent's resume must not tell the operator to resume a child that nobody is running — it continues it."""
+    from openadapt_flow.runtime.decisions import deliver
+
+    (ws / "child" / "flow.yaml").write_text(yaml.safe_dump({
+        "schema": "openadapt-flow/bundle@1", "name": "child", "screen": {"width": 10, "height": 10},
+        "params": {"q": {"required": True}},
+        "steps": [{"id": "ok", "action": "ask_user", "question": "Go on?", "choices": ["yes", "no"]}, *CHILD]}))
+    cfg = DeployConfig.model_validate({"schema": "openadapt-flow/config@1", "runtime": {"runs_root": str(ws / "runs")}})
+    run, kid = ws / "runs" / "run", ws / "runs" / "run.sub"
+    first = replay(ReplayRequest(bundle=ws / "b", params={"quarter": "Q3"}, backend=None, config=cfg, run_dir=run))
+    assert (first.state, json.loads((kid / "state.json").read_text())["paused_reason"]) == ("PAUSED", "awaiting_user")
+    deliver(kid, "answer", "ops", value="yes")
+    kill_at(monkeypatch, "after:decision@ok", 1)
+    with pytest.raises(Killed):
+        resume(kid)
+    monkeypatch.undo()
+    monkeypatch.setenv("FLOW_KEY_FILE", str(ws / "k"))
+    monkeypatch.setenv("FLOW_DECISION_KEY_FILE", str(ws / "dk"))
+    monkeypatch.setenv("TOOL_LOG", str(ws / "tool.log"))
+    monkeypatch.syspath_prepend(str(ws))
+    monkeypatch.chdir(ws)
+    assert json.loads((kid / "state.json").read_text())["state"] in ("RESUMING", "RUNNING")  # and nobody runs it
+    out = resume(run)
+    assert out.state == "COMPLETED", out.message
+    assert (ws / "tool.log").read_text().splitlines() == ["fetch Q3", "child_tool sub-Q3", "record COMPLETED"]

@@ -42,7 +42,7 @@ from openadapt_flow.store.journal import Journal, load_journal, now_iso
 from openadapt_flow.store.keys import load_decision_key, load_key
 from openadapt_flow.store.lease import Lease, LeaseLost
 from openadapt_flow.store.rundir import FrameWriter, RunDir, check_new_run_dir, new_run_dir
-from openadapt_flow.verify.effects import resolve_effect
+from openadapt_flow.verify.effects import make_reader, resolve_effect
 from openadapt_flow.verify.screen import ScreenChecks
 from openadapt_flow.vision.annotate import annotate
 from openadapt_flow.vision.ocr import OcrEngine
@@ -159,15 +159,21 @@ def prepare(req: ReplayRequest) -> tuple[LoadedBundle, BoundParams, bool]:
     """Everything that can fail on bad input, before a run directory or a connection exists."""
     loaded = load_bundle(req.bundle)
     params = bind_params(loaded.model, req.params, from_flag=req.param_flags)
-    for step in loaded.model.steps:  # a `use:` the config cannot satisfy is bad input now, not a halt mid-run
-        if step.effect is not None:
-            resolve_effect(step.effect, req.config.effects)
+    check_effects(loaded, req.config, params)
     if req.run_dir is not None:
         check_new_run_dir(req.run_dir)
     if req.backend is None and any(not s.is_durable_kind for s in loaded.model.steps):
         raise UsageError(NO_BACKEND)
     durable = req.durable or req.config.runtime.durable or loaded.model.needs_durable
     return loaded, params, durable
+
+
+def check_effects(loaded: LoadedBundle, config: DeployConfig, params: BoundParams) -> None:
+    """Every declared effect can be read with what this run has — its `use:` in the config, its env vars, its binds, a
+    DSN it understands — checked before the first input, not at the step that writes after a dozen inputs (exit 2)."""
+    for step in loaded.model.steps:
+        if step.effect is not None:
+            make_reader(resolve_effect(step.effect, config.effects), params.values | {"run_id": "run-check"})
 
 
 def make_context(

@@ -190,3 +190,4 @@ def test_a_child_run_masks_the_field_its_parent_typed_a_secret_into(tmp_path, mo
     again = resume(child_run, backend_factory=lambda spec: later.backend)
     assert again.state == "PAUSED"
     assert_no_secret(child_run, ocr)
+

@@ -135,7 +135,7 @@ def test_wrong_vnc_password_is_a_clear_error(tmp_path):
     server = start_xvnc(640, 480, password="right-pass")
     try:
         r = run_flow(["replay", str(BUNDLE_DIR), "--config", str(_cfg(tmp_path, server.port)), *PARAMS], tmp_path,
-                     env=flow_env(tmp_path, VNC_PW="wrong-pass"))
+                     env=flow_env(tmp_path, VNC_PW="wrong-pass", DEMO_DB_DSN=f"sqlite:///{tmp_path / 'invoices.db'}"))
         assert r.returncode == 2, r.stderr
         assert "auth" in r.stderr.lower() and len(r.stderr.strip().splitlines()) == 1
         assert "wrong-pass" not in r.stderr

@@ -55,14 +55,19 @@ class Killed(BaseException):
     """The process died here (a SIGKILL, without the kill: the test goes on as the operator)."""
 
 
+def workspace_env(monkeypatch: pytest.MonkeyPatch, ws) -> None:
+    """The keys, the tool log and the tools module of one workspace, as every command of the test sees them."""
+    monkeypatch.setenv("FLOW_KEY_FILE", str(ws / "k"))
+    monkeypatch.setenv("FLOW_DECISION_KEY_FILE", str(ws / "dk"))
+    monkeypatch.setenv("TOOL_LOG", str(ws / "tool.log"))
+    monkeypatch.syspath_prepend(str(ws))
+    monkeypatch.chdir(ws)
+
+
 @pytest.fixture
 def ws(tmp_path, monkeypatch):
-    monkeypatch.setenv("FLOW_KEY_FILE", str(tmp_path / "k"))
-    monkeypatch.setenv("FLOW_DECISION_KEY_FILE", str(tmp_path / "dk"))
-    monkeypatch.setenv("TOOL_LOG", str(tmp_path / "tool.log"))
     (tmp_path / "restart_tools.py").write_text(TOOLS)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.chdir(tmp_path)
+    workspace_env(monkeypatch, tmp_path)
     for name, params, steps in (("b", {"quarter": {"required": True}}, PARENT), ("child", {"q": {"required": True}}, CHILD)):
         (tmp_path / name).mkdir()
         (tmp_path / name / "flow.yaml").write_text(yaml.safe_dump({
@@ -95,12 +100,8 @@ def test_a_child_whose_start_up_was_cut_is_started_afresh_by_the_parents_resume(
     kill_at(monkeypatch, point, occurrence)
     with pytest.raises(Killed):
         replay(ReplayRequest(bundle=ws / "b", params={"quarter": "Q3"}, backend=None, config=cfg, run_dir=ws / "runs" / "run"))
-    monkeypatch.undo()
-    monkeypatch.setenv("FLOW_KEY_FILE", str(ws / "k"))
-    monkeypatch.setenv("FLOW_DECISION_KEY_FILE", str(ws / "dk"))
-    monkeypatch.setenv("TOOL_LOG", str(ws / "tool.log"))
-    monkeypatch.syspath_prepend(str(ws))
-    monkeypatch.chdir(ws)
+    monkeypatch.undo()  # the process "died": the operator's commands run in a clean one
+    workspace_env(monkeypatch, ws)
     reconcile_root(ws / "runs")
     run, kid = ws / "runs" / "run", ws / "runs" / "run.sub"
     out = resume(run)
@@ -129,12 +130,8 @@ def test_a_parent_waiting_on_a_child_whose_resume_died_continues_the_child(ws, m
     kill_at(monkeypatch, "after:decision@ok", 1)
     with pytest.raises(Killed):
         resume(kid)
-    monkeypatch.undo()
-    monkeypatch.setenv("FLOW_KEY_FILE", str(ws / "k"))
-    monkeypatch.setenv("FLOW_DECISION_KEY_FILE", str(ws / "dk"))
-    monkeypatch.setenv("TOOL_LOG", str(ws / "tool.log"))
-    monkeypatch.syspath_prepend(str(ws))
-    monkeypatch.chdir(ws)
+    monkeypatch.undo()  # the process "died": the operator's commands run in a clean one
+    workspace_env(monkeypatch, ws)
     assert json.loads((kid / "state.json").read_text())["state"] in ("RESUMING", "RUNNING")  # and nobody runs it
     out = resume(run)
     assert out.state == "COMPLETED", out.message

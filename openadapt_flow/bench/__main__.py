@@ -21,11 +21,14 @@ from typing import Any
 import cv2
 
 from openadapt_flow import __version__
-from openadapt_flow.bench import engine_cost, frames, orig, replay50, report, resolve
+from openadapt_flow.bench import drift, drift_corpus, drift_report, engine_cost, frames, orig, replay50, report, resolve
 from openadapt_flow.vision.ocr import OcrEngine
 
 SCHEMA = "openadapt-flow/bench@1"
-PARTS = ("template", "ocr", "pyscreeze", "orig", "engine", "resume", "replay")
+PARTS = ("template", "ocr", "pyscreeze", "orig", "engine", "resume", "replay", "drift")
+# Parts that capture and resolve the demo app's frames per screen size ("orig" joins them when one of them runs;
+# with them all skipped it runs on the drift corpus only).
+DEMO_PARTS = ("template", "ocr", "pyscreeze")
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -42,6 +45,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--skip", default="", help=f"parts to leave out, comma-separated: {','.join(PARTS)}")
     ap.add_argument("--out", type=Path, default=Path("bench/results.json"))
     ap.add_argument("--orig-venv", type=Path, default=Path("bench/.venv-orig"), help="venv for the original engine (made on first use)")
+    ap.add_argument("--drift-corpus", type=Path, default=drift_corpus.CORPUS_DIR, help="the drift corpus's folder")
     ap.add_argument("--work", type=Path, default=Path("bench/.work"), help="scratch folder, removed at the end")
     args = ap.parse_args(argv)
     args.skip = {p.strip() for p in args.skip.split(",") if p.strip()}
@@ -69,7 +73,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     notes: list[str] = []
-    ocr = _ocr_engine(args)() if "ocr" not in args.skip else None
+    ocr = _ocr_engine(args)() if not {"ocr", "drift"} <= args.skip else None
     results: dict[str, Any] = {"schema": SCHEMA, "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
                                "machine": machine(ocr), "settings": {k: v for k, v in vars(args).items() if k in
                                                                      ("reps", "ocr_reps", "orig_reps", "orig_ocr_reps", "engine_runs",
@@ -87,7 +91,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             results["orig_version"] = f"openadapt-flow {version}"
         else:
             print(f"  {notes[-1]}")
-    for width, height in args.sizes:
+    for width, height in (args.sizes if not set(DEMO_PARTS) <= args.skip else []):
         size = f"{width}x{height}"
         t0 = step(f"{size}: capturing the demo app (normal, shifted, dark) over VNC")
         cases = frames.capture_cases(width, height)
@@ -96,7 +100,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         print(f"  {time.perf_counter() - t0:.1f} s; template rung ...", flush=True)
         if "template" not in args.skip:
             results["template"] += resolve.bench_template(cases, steps, templates, args.reps)
-        if ocr is not None:
+        if ocr is not None and "ocr" not in args.skip:
             print("  OCR rung ...", flush=True)
             results["ocr"] += resolve.bench_ocr(cases, steps, templates, args.ocr_reps, ocr)
         needles_dir = work / "needles"
@@ -112,6 +116,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             except (RuntimeError, OSError, ValueError) as e:
                 notes.append(f"original engine at {size} failed: {e}")
                 print(f"  {notes[-1]}")
+    if "drift" not in args.skip:
+        step(f"drift corpus ({args.drift_corpus})")
+        results["drift"] = _guard(lambda: _drift(args, ocr, orig_py, results["orig_version"], work), notes)
     if "engine" not in args.skip:
         step("engine overhead (demo bundle, in-process, loopback VNC)")
         results["engine"]["overhead"] = _guard(lambda: engine_cost.engine_overhead(work, args.engine_runs, _ocr_engine(args)), notes)
@@ -131,6 +138,26 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     results["targets"] = report.targets(results)
     shutil.rmtree(work, ignore_errors=True)
     return results
+
+
+def _drift(args: argparse.Namespace, ocr: OcrEngine | None, orig_py: Path | None, orig_version: str | None,
+           work: Path) -> dict[str, Any]:
+    apps = drift_corpus.load_corpus(args.drift_corpus)
+    if not apps:
+        raise ValueError(f"no drift corpus under {args.drift_corpus} (no */targets.json)")
+    out: dict[str, Any] = {"corpus": str(args.drift_corpus), "digest": drift.frames_digest(apps),
+                           "apps": [f"{a.model.app} ({a.model.package}, {a.model.toolkit})" for a in apps],
+                           "orig_version": orig_version if orig_py is not None else None, "rows": []}
+    for app in apps:
+        print(f"  {app.model.app}: ours ...", flush=True)
+        out["rows"] += drift.bench_ours(app, args.reps, ocr)
+        print(f"  {app.model.app}: pyscreeze ...", flush=True)
+        out["rows"] += drift.bench_pyscreeze(app, args.reps)
+    if orig_py is not None:
+        print("  original engine ...", flush=True)
+        out["rows"] += drift.bench_orig(orig_py, apps, work / "drift", args.orig_reps, args.orig_ocr_reps)
+    out["verdicts"] = drift_report.verdicts(out)
+    return out
 
 
 def _ocr_engine(args: argparse.Namespace) -> Any:
@@ -177,6 +204,13 @@ def main(argv: list[str] | None = None) -> int:
     for t in results["targets"]:
         met = "n/a" if t["met"] is None else ("met" if t["met"] else "MISSED")
         print(f"§17 {t['name']}: {t['target']} — {t['shown']} — {met}")
+    if results.get("drift") and "rows" in results["drift"]:
+        print("\ndrift corpus (right/wrong/halted, median / p95 ms per resolve):\n")
+        print(drift_report.table(results["drift"]))
+        print()
+        for v in results["drift"]["verdicts"]:
+            met = "n/a" if v["met"] is None else ("met" if v["met"] else "MISSED")
+            print(f"issue 12 {v['name']}: {v['shown']} — {met}")
     for n in results["notes"]:
         print(f"note: {n}")
     print(f"\nwrote {args.out} in {results['elapsed_s']:.0f} s")

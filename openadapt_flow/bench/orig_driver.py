@@ -40,7 +40,7 @@ def template_item(item: dict, png: bytes, tmpl: bytes) -> dict:
     region, click, window = item["region"], item["click"], item["window"]
     near = (region[0], region[1])
     out = {}
-    for area in ("local", "full"):
+    for area in item.get("areas", ("local", "full")):
         ms, point = [], None
         for _ in range(item["reps"]):
             t0 = time.perf_counter()

@@ -149,7 +149,7 @@ def _run_driver(py: Path, job: dict[str, Any], work: Path, name: str) -> dict[st
 def bench_orig(py: Path, apps: list[AppCorpus], work: Path, reps: int, ocr_reps: int) -> list[dict[str, Any]]:
     """openadapt-flow 2.4.0's resolver: its template rung (window, then whole frame), then its OCR for a labelled miss."""
     work.mkdir(parents=True, exist_ok=True)
-    items: dict[tuple[str, str, str], tuple[AppCorpus, DriftTarget]] = {}
+    labels: dict[str, DriftTarget] = {}  # "app/drift/target" -> the target (for its label)
     tmpl_job: dict[str, list[Any]] = {"template": [], "ocr": []}
     for app in apps:
         lad = _ladder(app)
@@ -160,7 +160,7 @@ def bench_orig(py: Path, apps: list[AppCorpus], work: Path, reps: int, ocr_reps:
                 target = t.as_target()
                 window = lad.window(target, w, h) or (0, 0, w, h)
                 key = [app.model.app, drift, t.id]
-                items[tuple(key)] = (app, t)  # type: ignore[index]
+                labels["/".join(key)] = t
                 tmpl_job["template"].append({
                     "key": key, "frame": str(app.folder / _frame_file(app, drift, t)),
                     "template": str(app.folder / t.template), "region": list(t.region),
@@ -168,19 +168,19 @@ def bench_orig(py: Path, apps: list[AppCorpus], work: Path, reps: int, ocr_reps:
                     "areas": ["local"]})
     tmpl_out = _run_driver(py, tmpl_job, work, "drift-orig-template")
     ocr_job: dict[str, list[Any]] = {"template": [], "ocr": []}
-    found: dict[tuple[str, ...], dict[str, Any]] = {}
+    found: dict[str, dict[str, Any]] = {}
     for item, job_item in zip(tmpl_out["template"], tmpl_job["template"]):
-        key = tuple(item["key"])
-        found[key] = {"ms": item["local"]["ms"], "point": item["local"]["point"]}
-        _, t = items[key]  # type: ignore[index]
+        name = "/".join(item["key"])
+        found[name] = {"ms": item["local"]["ms"], "point": item["local"]["point"]}
+        t = labels[name]
         if item["local"]["point"] is None and t.text is not None:
             ocr_job["ocr"].append({"key": item["key"], "frame": job_item["frame"], "text": t.text,
                                    "text_offset": t.text_offset, "window": job_item["window"], "reps": ocr_reps})
     if ocr_job["ocr"]:
         for item in _run_driver(py, ocr_job, work, "drift-orig-ocr")["ocr"]:
-            key = tuple(item["key"])
-            base = statistics.median(found[key]["ms"])  # its template rung ran (and missed) before its OCR
-            found[key] = {"ms": [base + m for m in item["ms"]], "point": item["point"]}
+            name = "/".join(item["key"])
+            base = statistics.median(found[name]["ms"])  # its template rung ran (and missed) before its OCR
+            found[name] = {"ms": [base + m for m in item["ms"]], "point": item["point"]}
     return _orig_rows(apps, found)
 
 
@@ -188,17 +188,17 @@ def _frame_file(app: AppCorpus, drift: str, t: DriftTarget) -> str:
     return app.model.drifts[drift].frames[t.screen]
 
 
-def _orig_rows(apps: list[AppCorpus], found: dict[tuple[str, ...], dict[str, Any]]) -> list[dict[str, Any]]:
+def _orig_rows(apps: list[AppCorpus], found: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
     rows = []
     for app in apps:
         for drift in app.drifts:
             cell = DriftCell()
             for t in _targets(app, drift):
-                got = found[(app.model.app, drift, t.id)]
+                got = found[f"{app.model.app}/{drift}/{t.id}"]
                 cell.ms += got["ms"]
-                point = tuple(got["point"]) if got["point"] else None
+                point = (int(got["point"][0]), int(got["point"][1])) if got["point"] else None
                 truth = t.truth[drift]
-                cell.add(classify(point, truth), truth.unambiguous)  # type: ignore[arg-type]
+                cell.add(classify(point, truth), truth.unambiguous)
             rows.append({"app": app.model.app, "drift": drift, "engine": "orig", **cell.to_json()})
     return rows
 
@@ -209,8 +209,8 @@ def frames_digest(apps: list[AppCorpus]) -> str:
 
     h = hashlib.sha1()
     for app in apps:
-        for key in sorted(app.frames):
-            h.update(np.ascontiguousarray(app.frames[key]).tobytes())
-        for key in sorted(app.templates):
-            h.update(app.templates[key].tobytes())
+        for frame_key in sorted(app.frames):
+            h.update(np.ascontiguousarray(app.frames[frame_key]).tobytes())
+        for file in sorted(app.templates):
+            h.update(app.templates[file].tobytes())
     return h.hexdigest()[:12]

@@ -19,7 +19,7 @@ pytestmark = [
 
 def test_one_iteration_writes_every_row_and_never_a_wrong_click(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     out, work = tmp_path / "results.json", tmp_path / "work"
-    args = ["--sizes", "1024x768", "--reps", "1", "--ocr-reps", "1", "--skip", "orig,engine,resume,replay",
+    args = ["--sizes", "1024x768", "--reps", "1", "--ocr-reps", "1", "--skip", "orig,engine,resume,replay,drift",
             "--out", str(out), "--work", str(work)]
     assert main(args) == 0
     res = json.loads(out.read_text())

@@ -1,4 +1,4 @@
-"""Is a typed value what the field shows? One rule for words and numbers (docs/bundle.md, "Readback").
+r"""Is a typed value what the field shows? One rule for words and numbers (docs/bundle.md, "Readback").
 
 OCR is compared with the typed value character by character after the same
 canonical form is taken of both: case folded, spaces dropped, the frame

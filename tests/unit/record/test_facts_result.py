@@ -1,0 +1,69 @@
+"""The compiler checks what a demonstration was for: the result a final or consequential step shows, numbers
+included, placed relative to the target; a step with nothing it can check is reported. Real galculator frames
+(tests/data/galculator: 12 × 34 = on a clean start, and the same clicks after "5 +")."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+from PIL import Image
+
+from openadapt_flow.bundle.loader import load_bundle
+from openadapt_flow.fixture.gestures import Gesture
+from openadapt_flow.fixture.recorder import Batch, Recording
+from openadapt_flow.verify.screen import Anchor, ScreenChecks
+from openadapt_flow.record.compile import compile_bundle
+from openadapt_flow.vision.ocr import OcrEngine
+
+pytestmark = pytest.mark.timeout(120)
+DATA = Path(__file__).resolve().parents[2] / "data" / "galculator"
+
+
+def frame(name: str) -> np.ndarray:
+    return np.array(Image.open(DATA / f"{name}.png").convert("RGB"))
+
+
+@pytest.fixture(scope="module")
+def ocr() -> OcrEngine:
+    return OcrEngine()
+
+
+@pytest.fixture(scope="module")
+def compiled(tmp_path_factory, ocr: OcrEngine):
+    clicks = json.loads((DATA / "clicks.json").read_text())  # [key, x, y] for 1 2 × 3 4 =
+    batches = [Batch(before=frame(f"clean-{i}"), lead=[Gesture("press", x, y, key="click"), Gesture("click", x, y)],
+                     after=frame(f"clean-{i + 1}")) for i, (_, x, y) in enumerate(clicks)]
+    rec = Recording(url="vnc://h:1", settle_s=0.5, initial=frame("clean-0"), batches=batches)
+    return compile_bundle(rec, tmp_path_factory.mktemp("galc") / "b", "galc", ocr)
+
+
+def test_the_final_step_of_a_calculation_checks_the_number_it_showed(compiled) -> None:
+    last = yaml.safe_load((compiled.path / "flow.yaml").read_text())["steps"][-1]
+    results = [f for f in last.get("expect", []) if f.get("text_present") == "408"]
+    assert results, f"the '=' step checks {last.get('expect')}, not the result 408"
+    assert results[0]["relative_to"] == "target"
+    assert not any("region_changed" in f for f in last["expect"])  # the result replaces the weaker "something changed"
+
+
+def test_a_dirty_start_that_shows_another_result_fails_the_check(compiled, ocr: OcrEngine) -> None:
+    step = load_bundle(compiled.path).model.steps[-1]
+    checks = ScreenChecks(ocr, {})
+    recorded = step.target.recorded_point()
+    anchor = Anchor(recorded, recorded, (1.0, 1.0))
+    # started showing "5 +", the same clicks end at 413: the step must not verify
+    dirty = checks.postconditions(step.expect, [pc.text for pc in step.expect], frame("dirty-6"), frame("dirty-5"), anchor)
+    assert not all(c.ok for c in dirty)
+    clean = checks.postconditions(step.expect, [pc.text for pc in step.expect], frame("clean-6"), frame("clean-5"), anchor)
+    assert all(c.ok for c in clean), [c.to_json() for c in clean]
+
+
+def test_a_step_that_changed_nothing_checkable_is_reported_by_name(compiled) -> None:
+    steps = yaml.safe_load((compiled.path / "flow.yaml").read_text())["steps"]
+    times = steps[2]  # the "×" click: galculator's display does not change
+    assert "expect" not in times
+    assert any(f"step {times['id']!r}" in w and "nothing" in w for w in compiled.warnings), compiled.warnings
+    assert not any(f"step {s['id']!r}" in w for s in steps if "expect" in s for w in compiled.warnings)

@@ -1,14 +1,15 @@
 r"""Is a typed value what the field shows? One rule for words and numbers (docs/bundle.md, "Readback").
 
 OCR is compared with the typed value character by character after the same
-canonical form is taken of both: case folded, spaces dropped, the frame
-characters a cell or field border reads as (`| [ ] ( ) { } ' " \``) stripped
-from the ends, and the look-alike glyphs Tesseract confuses mapped to one
-class (`o`→`0`, `i l | !`→`1`, `s`→`5`, `b`→`8`, `z`→`2`, `,`→`.`). Nothing
-else is tolerated: "2arol Nguyen]" is not "Carol Nguyen", "12.5" is not
-"12.50". A field too narrow for its value shows it elided ("Carol …"): a read
-ending in an ellipsis matches when what it shows, at least ELIDED_MIN
-characters, is the value's beginning.
+canonical form is taken of both: case folded, spaces dropped, what a cell or
+field border reads as (`| [ ] ( ) { } ' " \` , . : ; _`) stripped from the
+ends (never `-` or `+`: a sign is part of a number), and the look-alike glyphs
+Tesseract confuses mapped to one class (`o`→`0`, `i l | !`→`1`, `s`→`5`,
+`b`→`8`, `z`→`2`, `,`→`.`). Nothing else is tolerated: "2arol Nguyen]" is not
+"Carol Nguyen", "1250.60" is not "1250.50", "12.5" is not "12.50". A field too
+narrow for its value shows it elided ("Carol …"): a read ending in an ellipsis
+matches when what it shows, at least ELIDED_MIN characters, is the value's
+beginning.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ import re
 from openadapt_flow.vision.ocr import TextMatch, Word, phrases
 
 ELIDED_MIN = 3
-_BORDER = "|[](){}'\"`"
+_FRAME = "|[](){}'\"`"
+_BORDER = _FRAME + ",.:;_"
 _LOOKALIKE = str.maketrans({"o": "0", "i": "1", "l": "1", "|": "1", "!": "1", "s": "5", "b": "8", "z": "2", ",": "."})
 _ELLIPSIS = re.compile(r"(\.{2,}|…)$")
 
@@ -37,7 +39,7 @@ def shows(typed: str, read: str, append: bool = False) -> bool:
     got = canonical(read)
     if got == want or (append and got.endswith(want)):
         return True
-    tail = "".join(read.split()).strip(_BORDER)
+    tail = "".join(read.split()).strip(_FRAME)  # an ellipsis' dots are kept
     if _ELLIPSIS.search(tail) and not append:
         visible = canonical(_ELLIPSIS.sub("", tail))
         return len(visible) >= ELIDED_MIN and want.startswith(visible)

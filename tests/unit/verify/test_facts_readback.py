@@ -23,12 +23,12 @@ def grid(cell_text: str = "", row_number: str = "3") -> np.ndarray:
     f = ImageFont.truetype(DEJAVU, 15)
     x, y, w, h = CELL
     d.rectangle([20, y, x, y + h], fill=(230, 230, 230), outline=(160, 160, 160))
-    d.text((40, y + 7), row_number, font=f, fill=(20, 20, 20))
+    d.text((x - 2 - d.textlength(row_number, font=f), y + 7), row_number, font=f, fill=(20, 20, 20))
     d.rectangle([x, y, x + w, y + h], fill=(255, 255, 255), outline=(160, 160, 160))
     d.rectangle([x + w, y, x + w + 150, y + h], fill=(255, 255, 255), outline=(160, 160, 160))
     d.text((x + w + 6, y + 7), "Cardiology", font=f, fill=(20, 20, 20))
     if cell_text:
-        d.text((x + 3, y + 7), cell_text, font=f, fill=(20, 20, 20))
+        d.text((x + 2, y + 7), cell_text, font=f, fill=(20, 20, 20))
     return np.array(im)
 
 
@@ -52,10 +52,10 @@ def test_an_elided_cell_reads_back_as_the_start_of_the_value(checks: ScreenCheck
 
 
 def test_the_value_is_read_in_its_cell_not_merged_with_the_row_number(checks: ScreenChecks) -> None:
-    got = checks.readback(grid("1250.50", row_number="12"), grid(row_number="12"), "1250.50", band(), POINT)
+    # read across the row, Tesseract makes one word of the row number, the border and the name: "12|Carol"
+    got = checks.readback(grid("Carol Nguyen", row_number="12"), grid(row_number="12"), "Carol Nguyen", band(), POINT)
     assert got.ok and "the field" in got.detail, got.detail
-    x, y, w, h = got.evidence["at"]
-    assert x >= CELL[0]  # read inside the cell, not with the row number
+    assert got.evidence["at"][0] >= CELL[0]
 
 
 def test_a_wrong_digit_fails_as_a_wrong_letter_does(checks: ScreenChecks) -> None:

@@ -74,6 +74,9 @@ def test_a_wrong_digit_fails_as_a_wrong_letter_does(checks: ScreenChecks) -> Non
     ("Carol Nguyen", "Ca…", False),  # too little shown to tell
     ("Carol Nguyen", "Carl …", False),
     ("1250.50", "125…", True),
+    ("Carol Nguyen", "Carol Nguyen,", True),  # a cell's edge read as a comma
+    ("-12", "12", False),  # a sign is part of the number
+    ("Nguyen", "Carol Nguyen", False),  # replacing, the field holds exactly the value
 ])
 def test_one_tolerance_for_words_and_numbers(typed: str, read: str, ok: bool) -> None:
     assert shows(typed, read) is ok

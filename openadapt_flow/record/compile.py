@@ -207,10 +207,11 @@ class _Compiler:
         facts = self._typed_fact(step["text"], b) if typed_here else \
             screen_facts(b.before, b.after, self.ocr, [f.value for f in self.fields])
         if self.input == self.last or b.writes:
-            params = {f.param: f.value for f in self.fields}
+            params = {f.param: f.value for f in self.fields if self.params.get(f.param, {}).get("type") == "string"}
             generated = {normalise(f"{v}") for _, row in b.writes for v in row.values()} - self.typed
-            result = result_fact(b.before, b.after, self.ocr, params, generated)
-            if result is not None and all(f.text != result.text for f in facts):
+            result = result_fact(b.before, b.after, self.ocr, params, self.typed, generated,
+                                 [f.text for f in facts if f.text])
+            if result is not None:
                 facts = [f for f in facts if f.kind != "region_changed"] + [result]
         return facts
 

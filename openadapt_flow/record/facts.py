@@ -57,24 +57,35 @@ def readable(words: list[Word], typed: list[str]) -> list[Word]:
     return out
 
 
-def result_fact(before: np.ndarray, after: np.ndarray, ocr: OcrEngine, params: dict[str, str],
-                generated: set[str]) -> Fact | None:
+def result_fact(before: np.ndarray, after: np.ndarray, ocr: OcrEngine, params: dict[str, str], typed: Collection[str],
+                generated: set[str], chosen: Collection[str] = ()) -> Fact | None:
     """The result a step showed: the word that appeared where the screen changed, numbers included, the most
-    result-like (with digits, then tallest, then longest); as `{param}` when it is a param's recorded value. Values
-    the system made (`generated`: written, never typed: ids) are not results. None when nothing new is read."""
+    result-like (with digits, then a param's value, then tallest, then longest); as `{param}` when it is a string
+    param's whole recorded value (`params`). Any other typed text (a word of a longer value, a number the app
+    formats its own way: `1250.50` for 1250.5) is no result, nor a value the system made (`generated`: written,
+    never typed: ids), nor a word already `chosen` as a fact. None when nothing new is read."""
     box = changed_box(before, after)
     if box is None:
         return None
     area = pad_box(box, RESULT_PAD, after.shape[1], after.shape[0]) or box
     was, now = ocr.read_closely(before, area), ocr.read_closely(after, area)
+    by_value = {normalise(v): name for name, v in params.items() if normalise(v)}
     pool = [w for w in now if w.conf >= RESULT_MIN_CONF and re.search(r"[a-z0-9]", normalise(w.text))
-            and normalise(w.text) not in generated and not find_text(was, w.text)]
+            and normalise(w.text) not in generated and normalise(w.text) not in {normalise(c) for c in chosen}
+            and (normalise(w.text) in by_value or not shows_typed(w.text, typed))
+            and not find_text(_at(was, w.box), w.text)]
     if not pool:
         return None
-    best = max(pool, key=lambda w: (bool(re.search(r"[0-9]", w.text)), w.box[3], len(normalise(w.text))))
-    by_value = {normalise(v): name for name, v in params.items() if normalise(v)}
+    best = max(pool, key=lambda w: (bool(re.search(r"[0-9]", w.text)), normalise(w.text) in by_value, w.box[3],
+                                    len(normalise(w.text))))
     param = by_value.get(normalise(best.text))
     return Fact("text_present", "{" + param + "}" if param else _EDGE.sub("", best.text), best.box)
+
+
+def _at(words: list[Word], box: Box) -> list[Word]:
+    """The words read where `box` is (a word shown there before is no result; the same word elsewhere may be)."""
+    x, y, w, h = box
+    return [v for v in words if intersect(v.box, (x - 4, y - 4, w + 8, h + 8)) is not None]
 
 
 def name_of(words: list[Word], avoid: Collection[str]) -> str | None:

@@ -67,3 +67,51 @@ def test_a_step_that_changed_nothing_checkable_is_reported_by_name(compiled) -> 
     assert "expect" not in times
     assert any(f"step {times['id']!r}" in w and "nothing" in w for w in compiled.warnings), compiled.warnings
     assert not any(f"step {s['id']!r}" in w for s in steps if "expect" in s for w in compiled.warnings)
+
+
+DEJAVU = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
+
+
+def form(value: str = "", message: str = "") -> np.ndarray:
+    from PIL import ImageDraw, ImageFont
+
+    im = Image.new("RGB", (640, 400), (244, 244, 244))
+    d = ImageDraw.Draw(im)
+    f = ImageFont.truetype(DEJAVU, 18)
+    d.text((40, 60), "Vendor", font=f, fill=(16, 16, 16))
+    d.rectangle([140, 52, 440, 88], fill=(255, 255, 255), outline=(112, 112, 112))
+    if value:
+        d.text((150, 60), value, font=f, fill=(16, 16, 16))
+    d.rectangle([46, 190, 120, 230], fill=(220, 220, 220), outline=(112, 112, 112))
+    d.text((60, 200), "Save", font=f, fill=(16, 16, 16))
+    if message:
+        d.text((160, 300), message, font=ImageFont.truetype(DEJAVU, 24), fill=(16, 16, 16))
+    return np.array(im)
+
+
+def test_a_result_that_is_a_typed_value_is_checked_as_its_param_and_an_id_is_not_checked(tmp_path, ocr) -> None:
+    field = [Gesture("press", 200, 70, key="click"), Gesture("click", 200, 70)]
+    save = [Gesture("press", 80, 210, key="click"), Gesture("click", 80, 210)]
+    f0, f1, f2 = form(), form("Globex"), form("", "Posted Globex #17")
+    rec = Recording(url="vnc://h:1", settle_s=0.3, initial=f0, sor_kind="sqlite", batches=[
+        Batch(before=f0, lead=field, edits=[Gesture("key", key=c, char=c) for c in "Globex"], after=f1),
+        Batch(before=f1, lead=save, after=f2, writes=[("invoices", {"id": 17, "vendor": "Globex"})]),
+    ])
+    out = compile_bundle(rec, tmp_path / "b", "post", ocr)
+    saved = out.steps[-1]
+    texts = [f.get("text_present") for f in saved["expect"]]
+    assert "{vendor}" in texts, saved["expect"]  # replayed with another vendor, the check follows the param
+    assert not any(t and "17" in t for t in texts)  # the row id the store made differs every run
+    assert load_bundle(out.path).model.steps[-1].expect
+
+
+def test_text_typed_at_the_focus_is_read_back_where_it_showed(tmp_path, ocr) -> None:
+    f0, f1 = form(), form("Initech")
+    rec = Recording(url="vnc://h:1", settle_s=0.3, initial=f0, batches=[
+        Batch(before=f0, edits=[Gesture("key", key=c, char=c) for c in "Initech"], after=f1)])
+    (step,) = compile_bundle(rec, tmp_path / "b", "focus", ocr).steps
+    assert step["action"] == "type" and "target" not in step
+    (fact,) = step["expect"]
+    assert fact["text_present"] == "Initech" and "relative_to" not in fact
+    x, y, w, h = fact["region"]
+    assert 140 <= x and x + w <= 440 and 52 <= y and y + h <= 88  # in the field, where the typing went

@@ -37,6 +37,7 @@ CLICKS = {"click": "click", "double_click": "double_click", "right_click": "righ
 IDENTITY_PAD = 6  # px around a field where its value is looked for when compiling
 SHOWN_MIN_CONF = 80.0  # a field's earlier content is trusted from OCR only this sure (a grey placeholder is not)
 IDENTITY_DRIFT = 40  # px the identity box reaches beyond the field: layouts drift between a field and its button
+FACE_MIN = 12  # px: a smaller "face" is a glyph's ink (a bold "4"), and a template of it matches any other "4"
 FACE_PROBES = [(0, 0)] + [(dx, dy) for r in (6, 12) for dx, dy in ((0, -r), (0, r), (-r, 0), (r, 0))]
 HEADER = "# Compiled by `flow record` from a demonstration; review it (ids, params, facts, effects), then edit freely.\n"
 
@@ -98,6 +99,8 @@ class _Compiler:
         widget = _face(frame, g.x, g.y)
         if widget is None:
             widget = click_region(frame, g.x, g.y)
+            if min(widget[2:]) < FACE_MIN:  # a glyph's ink: the area around the click instead
+                widget = pad_box((g.x, g.y, 1, 1), FACE_MIN, frame.shape[1], frame.shape[0]) or widget
             self.warnings.append(f"input {i} ({g.describe()}): no widget face under the pointer; the target is the area around it")
         label = field_label(frame, widget, self.ocr, self.typed) if label_field else None
         base = target_crop(frame, widget, label, (g.x, g.y))
@@ -298,7 +301,7 @@ def _face(frame: np.ndarray, x: int, y: int) -> Box | None:
     """The widget face under (x, y); a click on a label's glyphs looks a little around them for the face."""
     for dx, dy in FACE_PROBES:
         box = widget_box(frame, min(max(0, x + dx), frame.shape[1] - 1), min(max(0, y + dy), frame.shape[0] - 1))
-        if box is not None and box[0] <= x < box[0] + box[2] and box[1] <= y < box[1] + box[3]:
+        if box is not None and box[0] <= x < box[0] + box[2] and box[1] <= y < box[1] + box[3] and min(box[2:]) >= FACE_MIN:
             return box
     return None
 

@@ -115,3 +115,20 @@ def test_text_typed_at_the_focus_is_read_back_where_it_showed(tmp_path, ocr) -> 
     assert fact["text_present"] == "Initech" and "relative_to" not in fact
     x, y, w, h = fact["region"]
     assert 140 <= x and x + w <= 440 and 52 <= y and y + h <= 88  # in the field, where the typing went
+
+
+def test_a_calculation_typed_at_the_keyboard_stays_literal_and_checks_its_result(tmp_path, ocr) -> None:
+    # "12*34=" typed with no field clicked: literal keys (nothing says which part would be a param, and a param
+    # would make the recorded result wrong for other values), checked by the result the display shows
+    keys = [Gesture("key", key=c, char=c) for c in "12*34="]
+    rec = Recording(url="vnc://h:1", settle_s=0.5, initial=frame("clean-0"),
+                    batches=[Batch(before=frame("clean-0"), edits=keys, after=frame("clean-6"))])
+    out = compile_bundle(rec, tmp_path / "b", "galc-keys", ocr)
+    (step,) = out.steps
+    assert (step["action"], step["text"], out.params) == ("type", "12*34=", {})
+    assert [f["text_present"] for f in step["expect"]] == ["408"]
+
+
+def test_a_glyph_is_not_taken_for_a_button_face(compiled) -> None:
+    four = compiled.steps[4]["target"]  # the "4" button: its bold glyph is not its face
+    assert min(four["region"][2:]) >= 12

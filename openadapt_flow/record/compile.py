@@ -27,8 +27,8 @@ from openadapt_flow.fixture.gestures import Gesture
 from openadapt_flow.fixture.infer import click_region, widget_box
 from openadapt_flow.fixture.recorder import Batch, Recording
 from openadapt_flow.fixture.textfield import EditBuffer
-from openadapt_flow.record.facts import (Fact, field_label, name_of, result_fact, screen_facts, shows_typed, target_crop,
-                                         unique_crop)
+from openadapt_flow.record.facts import (Fact, field_label, name_of, result_fact, screen_facts, shows_typed, still_shown,
+                                         target_crop, unique_crop)
 from openadapt_flow.vision.ocr import OcrEngine, normalise
 from openadapt_flow.vision.diff import changed_box
 from openadapt_flow.vision.template import Box, pad_box
@@ -36,6 +36,7 @@ from openadapt_flow.vision.template import Box, pad_box
 CLICKS = {"click": "click", "double_click": "double_click", "right_click": "right_click"}
 IDENTITY_PAD = 6  # px around a field where its value is looked for when compiling
 SHOWN_MIN_CONF = 80.0  # a field's earlier content is trusted from OCR only this sure (a grey placeholder is not)
+RESULT_AREA_PAD = 8  # px around the last change, read for what a no-change step still shows
 IDENTITY_DRIFT = 40  # px the identity box reaches beyond the field: layouts drift between a field and its button
 FACE_MIN = 12  # px: a smaller "face" is a glyph's ink (a bold "4"), and a template of it matches any other "4"
 FACE_PROBES = [(0, 0)] + [(dx, dy) for r in (6, 12) for dx, dy in ((0, -r), (0, r), (-r, 0), (r, 0))]
@@ -68,6 +69,7 @@ class _Compiler:
         self.columns = _typed_columns(rec)
         self.typed = _typed_values(rec)  # every value typed anywhere: no template, label or name may hold one
         self.input = 0  # the input being compiled (1-based)
+        self.changed: Box | None = None  # where the last input that changed the screen changed it
         self.last = max((i for i, b in enumerate(rec.batches, 1) if b.acted is not None or b.edits), default=0)
 
     def run(self) -> None:
@@ -205,18 +207,37 @@ class _Compiler:
         step is checked numbers included, as a param where it is a typed value, else as the recorded literal."""
         assert b.after is not None
         typed_here = step["action"] == "type"
+        changed, last = changed_box(b.before, b.after), self.changed
+        if changed is not None:
+            self.changed = pad_box(changed, RESULT_AREA_PAD, b.after.shape[1], b.after.shape[0])
         if typed_here and "target" in step:
             return []  # the runtime reads the value back from the field's crop
         facts = self._typed_fact(step["text"], b) if typed_here else \
             screen_facts(b.before, b.after, self.ocr, [f.value for f in self.fields])
+        params = {f.param: f.value for f in self.fields if self.params.get(f.param, {}).get("type") == "string"}
+        if changed is None and last is not None and not b.writes:
+            # nothing changed (a calculator's "×"): it may only be checked that what the last change showed still
+            # shows there; the weak "the screen changes where it acted" would halt every replay of it
+            still = still_shown(b.after, last, self.ocr, params, self.typed) or self._still_looks(b.after, last)
+            what = f"{still.text!r}" if still.kind == "text_present" else "what it showed (a crop)"
+            self.warnings.append(f"step {step['id']!r} (input {self.input}): the screen did not change in the recording; "
+                                 f"it checks only that {what} is still shown where the last change was")
+            return [still]
         if self.input == self.last or b.writes:
-            params = {f.param: f.value for f in self.fields if self.params.get(f.param, {}).get("type") == "string"}
             generated = {normalise(f"{v}") for _, row in b.writes for v in row.values()} - self.typed
             result = result_fact(b.before, b.after, self.ocr, params, self.typed, generated,
                                  [f.text for f in facts if f.text])
             if result is not None:
                 facts = [f for f in facts if f.kind != "region_changed"] + [result]
         return facts
+
+    def _still_looks(self, after: np.ndarray, area: Box) -> Fact:
+        """The last changed area as it looks after a step that changed nothing: a template it must still match
+        (OCR cannot read every display: galculator's bold digits)."""
+        x, y, w, h = area
+        path = f"templates/{len(self.crops) + 1:02d}.png"
+        self.crops[path] = np.ascontiguousarray(after[y:y + h, x:x + w])
+        return Fact("template_present", path, area)
 
     def _typed_fact(self, text: str, b: Batch) -> list[Fact]:
         """Text typed at the focus, where it showed after the typing (none when it shows nowhere, e.g. keys a
@@ -290,6 +311,8 @@ def _fact_doc(f: Fact, paired: bool, relative: bool) -> dict[str, Any]:
     text_present: alone it must hold on the whole frame, or a dialog that moved and stayed open would pass. A
     step with a target places the areas of its facts relative to where the target is found (a moved window)."""
     where = {"relative_to": "target"} if relative else {}
+    if f.kind == "template_present":
+        return {f.kind: f.text, "region": list(f.region), **where}
     if f.text is None:
         return {"region_changed": list(f.region), **where}
     if f.kind == "text_absent" and not paired:

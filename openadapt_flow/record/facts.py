@@ -40,8 +40,8 @@ _EDGE = re.compile(r"^[^\w]+|[^\w]+$")
 
 @dataclass(frozen=True)
 class Fact:
-    kind: str  # text_present | text_absent | region_changed
-    text: str | None
+    kind: str  # text_present | text_absent | region_changed | template_present
+    text: str | None  # the text; a template_present's template path
     region: Box
 
 
@@ -74,6 +74,19 @@ def result_fact(before: np.ndarray, after: np.ndarray, ocr: OcrEngine, params: d
             and normalise(w.text) not in generated and normalise(w.text) not in {normalise(c) for c in chosen}
             and (normalise(w.text) in by_value or not shows_typed(w.text, typed))
             and not find_text(_at(was, w.box), w.text)]
+    return _most_result_like(pool, by_value)
+
+
+def still_shown(after: np.ndarray, area: Box, ocr: OcrEngine, params: dict[str, str], typed: Collection[str]) -> Fact | None:
+    """For a step that changed nothing: what the screen still shows in `area` (where the last change was: a
+    calculator's display after "×"), chosen and written as a result is. None when nothing there reads surely."""
+    by_value = {normalise(v): name for name, v in params.items() if normalise(v)}
+    pool = [w for w in ocr.read_closely(after, area) if w.conf >= RESULT_MIN_CONF and re.search(r"[a-z0-9]", normalise(w.text))
+            and (normalise(w.text) in by_value or not shows_typed(w.text, typed))]
+    return _most_result_like(pool, by_value)
+
+
+def _most_result_like(pool: list[Word], by_value: dict[str, str]) -> Fact | None:
     if not pool:
         return None
     best = max(pool, key=lambda w: (bool(re.search(r"[0-9]", w.text)), normalise(w.text) in by_value, w.box[3],

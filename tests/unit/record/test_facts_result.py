@@ -61,13 +61,25 @@ def test_a_dirty_start_that_shows_another_result_fails_the_check(compiled, ocr: 
     assert all(c.ok for c in clean), [c.to_json() for c in clean]
 
 
-def test_a_step_that_changed_nothing_checkable_is_reported_by_name(compiled) -> None:
+def test_a_step_that_changed_nothing_checks_what_the_last_change_still_shows_and_is_reported(compiled) -> None:
     steps = yaml.safe_load((compiled.path / "flow.yaml").read_text())["steps"]
-    times = steps[2]  # the "×" click: galculator's display does not change
-    assert "expect" not in times
-    assert any(f"step {times['id']!r}" in w and "nothing" in w for w in compiled.warnings), compiled.warnings
-    assert not any(f"step {s['id']!r}" in w for s in steps if "expect" in s for w in compiled.warnings)
+    times = steps[2]  # the "×" click: galculator's display does not change, it still shows 12
+    (fact,) = times["expect"]  # OCR cannot read the bold display's "12": a crop of it must still match
+    crop = np.array(Image.open(compiled.path / fact["template_present"]).convert("RGB"))
+    x, y, w, h = fact["region"]
+    assert np.array_equal(crop, frame("clean-3")[y:y + h, x:x + w]) and fact["relative_to"] == "target"
+    assert x <= 269 and x + w >= 311  # the display digits (where "1", "12" appeared)
+    assert any(f"step {times['id']!r}" in w and "did not change" in w for w in compiled.warnings), compiled.warnings
 
+
+def test_a_step_with_nothing_it_can_check_is_reported_by_name(tmp_path, ocr) -> None:
+    still = form()
+    click = [Gesture("press", 80, 210, key="click"), Gesture("click", 80, 210)]
+    rec = Recording(url="vnc://h:1", settle_s=0.3, initial=still, batches=[Batch(before=still, lead=click, after=still.copy())])
+    out = compile_bundle(rec, tmp_path / "b", "noop", ocr)
+    (step,) = out.steps
+    assert "expect" not in step
+    assert any(f"step {step['id']!r}" in w and "nothing" in w for w in out.warnings), out.warnings
 
 DEJAVU = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
 

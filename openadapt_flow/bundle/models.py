@@ -87,6 +87,9 @@ class Postcondition(Strict):
     template_present: str | None = None
     region_changed: tuple[int, int, int, int] | None = None
     region: tuple[int, int, int, int] | None = None  # where to look first (text_*, template_present)
+    # `target`: region / region_changed are recorded-frame pixels that move with the step's target: at replay
+    # they are placed relative to where the target was found, not where it was recorded. None: absolute.
+    relative_to: Literal["target"] | None = None
 
     @model_validator(mode="after")
     def _one_kind(self) -> "Postcondition":
@@ -95,7 +98,14 @@ class Postcondition(Strict):
             raise ValueError(f"a postcondition needs exactly one of {', '.join(POSTCONDITION_KINDS)}")
         if self.region is not None and self.region_changed is not None:
             raise ValueError("region goes with text_present, text_absent or template_present, not region_changed")
+        if self.relative_to is not None and self.region is None and self.region_changed is None:
+            raise ValueError("relative_to needs a region (or region_changed) to place")
         return self
+
+    @property
+    def box(self) -> tuple[int, int, int, int] | None:
+        """The fact's recorded area: its region, or the region_changed box."""
+        return self.region if self.region is not None else self.region_changed
 
     @property
     def kind(self) -> str:

@@ -27,14 +27,18 @@ from openadapt_flow.fixture.gestures import Gesture
 from openadapt_flow.fixture.infer import click_region, widget_box
 from openadapt_flow.fixture.recorder import Batch, Recording
 from openadapt_flow.fixture.textfield import EditBuffer
-from openadapt_flow.record.facts import Fact, field_label, screen_facts, target_crop, unique_crop
+from openadapt_flow.record.facts import (Fact, field_label, name_of, result_fact, screen_facts, shows_typed, still_shown,
+                                         target_crop, unique_crop)
 from openadapt_flow.vision.ocr import OcrEngine, normalise
+from openadapt_flow.vision.diff import changed_box
 from openadapt_flow.vision.template import Box, pad_box
 
 CLICKS = {"click": "click", "double_click": "double_click", "right_click": "right_click"}
 IDENTITY_PAD = 6  # px around a field where its value is looked for when compiling
 SHOWN_MIN_CONF = 80.0  # a field's earlier content is trusted from OCR only this sure (a grey placeholder is not)
+RESULT_AREA_PAD = 8  # px around the last change, read for what a no-change step still shows
 IDENTITY_DRIFT = 40  # px the identity box reaches beyond the field: layouts drift between a field and its button
+FACE_MIN = 12  # px: a smaller "face" is a glyph's ink (a bold "4"), and a template of it matches any other "4"
 FACE_PROBES = [(0, 0)] + [(dx, dy) for r in (6, 12) for dx, dy in ((0, -r), (0, r), (-r, 0), (r, 0))]
 HEADER = "# Compiled by `flow record` from a demonstration; review it (ids, params, facts, effects), then edit freely.\n"
 
@@ -63,6 +67,10 @@ class _Compiler:
         self.crops: dict[str, np.ndarray] = {}
         self.warnings: list[str] = []
         self.columns = _typed_columns(rec)
+        self.typed = _typed_values(rec)  # every value typed anywhere: no template, label or name may hold one
+        self.input = 0  # the input being compiled (1-based)
+        self.changed: Box | None = None  # where the last input that changed the screen changed it
+        self.last = max((i for i, b in enumerate(rec.batches, 1) if b.acted is not None or b.edits), default=0)
 
     def run(self) -> None:
         for i, b in enumerate(self.rec.batches, 1):
@@ -70,6 +78,7 @@ class _Compiler:
             lead = b.acted
             if lead is None and not b.edits:
                 continue
+            self.input = i
             if lead is not None and lead.kind in CLICKS and b.edits:
                 self._type(i, b, lead)
             elif lead is not None and lead.kind in CLICKS:
@@ -85,29 +94,37 @@ class _Compiler:
 
     # -- steps -------------------------------------------------------------------------------------
 
-    def _target(self, i: int, frame: np.ndarray, g: Gesture, label_field: bool) -> tuple[dict[str, Any], Box, Box]:
-        """The target dict, the crop and the widget box for an input at (g.x, g.y) on `frame`."""
+    def _target(self, i: int, frame: np.ndarray, g: Gesture, label_field: bool) -> tuple[dict[str, Any], Box, str | None]:
+        """The target dict, the widget box and a name (None: no word on it is fit to name it) for an input at
+        (g.x, g.y) on `frame`. Neither its template, its text nor its label holds a typed value (finding a cell by
+        the recorded patient's name beside it would halt every other patient)."""
         widget = _face(frame, g.x, g.y)
         if widget is None:
             widget = click_region(frame, g.x, g.y)
+            if min(widget[2:]) < FACE_MIN:  # a glyph's ink: the area around the click instead
+                widget = pad_box((g.x, g.y, 1, 1), FACE_MIN, frame.shape[1], frame.shape[0]) or widget
             self.warnings.append(f"input {i} ({g.describe()}): no widget face under the pointer; the target is the area around it")
-        label = field_label(frame, widget, self.ocr) if label_field else None
-        crop, unique = unique_crop(frame, target_crop(frame, widget, label, (g.x, g.y)))
+        label = field_label(frame, widget, self.ocr, self.typed) if label_field else None
+        base = target_crop(frame, widget, label, (g.x, g.y))
+        crop, unique = unique_crop(frame, base, lambda box: not self._holds_typed(frame, box))
         if not unique:
             self.warnings.append(f"input {i} ({g.describe()}): its target looks like another on the same screen; "
                                  "the replay halts as ambiguous there until the bundle says which (landmarks)")
         x, y, w, h = crop
-        words = [wd.text for wd in self.ocr.read_closely(frame, crop)]
-        text = " ".join(words) if words and len(" ".join(words)) <= 40 else None
+        read = [wd for wd in self.ocr.read_closely(frame, crop) if not shows_typed(wd.text, self.typed)]
+        text = " ".join(wd.text for wd in read) or None
         path = f"templates/{len(self.crops) + 1:02d}.png"
         self.crops[path] = np.ascontiguousarray(frame[y:y + h, x:x + w])
         target: dict[str, Any] = {"template": path, "region": list(crop), "point": [g.x - x, g.y - y]}
-        if text:
+        if text and len(text) <= 40:
             target["text"] = text
-        return target, crop, widget
+        return target, widget, name_of(read, self.typed)
+
+    def _holds_typed(self, frame: np.ndarray, box: Box) -> bool:
+        return bool(self.typed) and any(shows_typed(w.text, self.typed) for w in self.ocr.read(frame, box))
 
     def _type(self, i: int, b: Batch, lead: Gesture) -> None:
-        target, _, widget = self._target(i, b.before, lead, label_field=True)
+        target, widget, name = self._target(i, b.before, lead, label_field=True)
         # What the field held when the typing began counts only where it is still there after it: a placeholder
         # that vanished on typing, or text the typing replaced, is not part of the value.
         assert b.after is not None
@@ -121,7 +138,7 @@ class _Compiler:
         value = buf.text
         fld = next((f for f in self.fields if f.box == widget), None)
         if fld is None or fld.value != value:  # a new field, or another value in it: a param of its own
-            param = self._param_name(i, target.get("text"), value)
+            param = self._param_name(i, name, value)
             if fld is None:
                 fld = _Field(widget, param)
                 self.fields.append(fld)
@@ -135,11 +152,11 @@ class _Compiler:
                               "text": "{" + fld.param + "}"}, b)
 
     def _click(self, i: int, b: Batch, lead: Gesture) -> None:
-        target, _, _ = self._target(i, b.before, lead, label_field=False)
-        what = target.get("text") or f"input {i}"
+        target, _, name = self._target(i, b.before, lead, label_field=False)
+        what = name or target.get("text") or f"input {i}"
         step = {"intent": f"{CLICKS[lead.kind].replace('_', ' ').capitalize()} {what}", "action": CLICKS[lead.kind],
                 "target": target}
-        self._add(_slug(target.get("text") or CLICKS[lead.kind]), step, b, lead)
+        self._add(_slug(name or CLICKS[lead.kind]), step, b, lead)
 
     def _key(self, i: int, b: Batch, lead: Gesture) -> None:
         keys = lead.combo.split("+")
@@ -172,15 +189,64 @@ class _Compiler:
         while sid in ids:
             sid, n = f"{base}-{n}", n + 1
         step = {"id": sid, **step}
-        if step["action"] != "type":
-            facts = screen_facts(b.before, b.after, self.ocr, [f.value for f in self.fields])
-            paired = any(f.kind == "text_present" for f in facts)
-            expect = [_fact_doc(f, paired) for f in facts]
-            if expect:
-                step["expect"] = expect
+        facts = self._facts(step, b)
+        paired = any(f.kind == "text_present" for f in facts)
+        expect = [_fact_doc(f, paired, "target" in step) for f in facts]
+        if expect:
+            step["expect"] = expect
         if b.writes:
             self._consequential(step, b, lead)
+        elif not expect and not (step["action"] == "type" and "target" in step):
+            self.warnings.append(f"step {sid!r} (input {self.input}): the recording shows nothing it changed that the replay can "
+                                 "check, so it is verified only weakly (the screen changes where it acts); add expect: by hand")
         self.steps.append(step)
+
+    def _facts(self, step: dict[str, Any], b: Batch) -> list[Fact]:
+        """What the screen after the step must show. A typed value is read back where it went (the readback of a
+        `type` with a target; else a fact where it appeared). A result shown after the final or a consequential
+        step is checked numbers included, as a param where it is a typed value, else as the recorded literal."""
+        assert b.after is not None
+        typed_here = step["action"] == "type"
+        changed, last = changed_box(b.before, b.after), self.changed
+        if changed is not None:
+            self.changed = pad_box(changed, RESULT_AREA_PAD, b.after.shape[1], b.after.shape[0])
+        if typed_here and "target" in step:
+            return []  # the runtime reads the value back from the field's crop
+        facts = self._typed_fact(step["text"], b) if typed_here else \
+            screen_facts(b.before, b.after, self.ocr, [f.value for f in self.fields])
+        params = {f.param: f.value for f in self.fields if self.params.get(f.param, {}).get("type") == "string"}
+        if changed is None and last is not None and not b.writes:
+            # nothing changed (a calculator's "×"): it may only be checked that what the last change showed still
+            # shows there; the weak "the screen changes where it acted" would halt every replay of it
+            still = still_shown(b.after, last, self.ocr, params, self.typed) or self._still_looks(b.after, last)
+            what = f"{still.text!r}" if still.kind == "text_present" else "what it showed (a crop)"
+            self.warnings.append(f"step {step['id']!r} (input {self.input}): the screen did not change in the recording; "
+                                 f"it checks only that {what} is still shown where the last change was")
+            return [still]
+        if self.input == self.last or b.writes:
+            generated = {normalise(f"{v}") for _, row in b.writes for v in row.values()} - self.typed
+            result = result_fact(b.before, b.after, self.ocr, params, self.typed, generated,
+                                 [f.text for f in facts if f.text])
+            if result is not None:
+                facts = [f for f in facts if f.kind != "region_changed"] + [result]
+        return facts
+
+    def _still_looks(self, after: np.ndarray, area: Box) -> Fact:
+        """The last changed area as it looks after a step that changed nothing: a template it must still match
+        (OCR cannot read every display: galculator's bold digits)."""
+        x, y, w, h = area
+        path = f"templates/{len(self.crops) + 1:02d}.png"
+        self.crops[path] = np.ascontiguousarray(after[y:y + h, x:x + w])
+        return Fact("template_present", path, area)
+
+    def _typed_fact(self, text: str, b: Batch) -> list[Fact]:
+        """Text typed at the focus, where it showed after the typing (none when it shows nowhere, e.g. keys a
+        calculator turns into a result)."""
+        assert b.after is not None
+        box = changed_box(b.before, b.after)
+        area = pad_box(box, IDENTITY_PAD, b.after.shape[1], b.after.shape[0]) if box is not None else None
+        found = self.ocr.find(b.after, text, area) if area is not None and text.strip() else []
+        return [Fact("text_present", text, found[0].box)] if found else []
 
     def _consequential(self, step: dict[str, Any], b: Batch, lead: Gesture | None) -> None:
         step["consequential"] = True
@@ -240,23 +306,39 @@ def compile_bundle(rec: Recording, out: Path, name: str, ocr: OcrEngine | None =
     return c.write()
 
 
-def _fact_doc(f: Fact, paired: bool) -> dict[str, Any]:
+def _fact_doc(f: Fact, paired: bool, relative: bool) -> dict[str, Any]:
     """A fact as the bundle says it. A text_absent keeps its region (absent from where it was) only beside a
-    text_present: alone it must hold on the whole frame, or a dialog that moved and stayed open would pass."""
+    text_present: alone it must hold on the whole frame, or a dialog that moved and stayed open would pass. A
+    step with a target places the areas of its facts relative to where the target is found (a moved window)."""
+    where = {"relative_to": "target"} if relative else {}
+    if f.kind == "template_present":
+        return {f.kind: f.text, "region": list(f.region), **where}
     if f.text is None:
-        return {"region_changed": list(f.region)}
+        return {"region_changed": list(f.region), **where}
     if f.kind == "text_absent" and not paired:
         return {f.kind: f.text}
-    return {f.kind: f.text, "region": list(f.region)}
+    return {f.kind: f.text, "region": list(f.region), **where}
 
 
 def _face(frame: np.ndarray, x: int, y: int) -> Box | None:
     """The widget face under (x, y); a click on a label's glyphs looks a little around them for the face."""
     for dx, dy in FACE_PROBES:
         box = widget_box(frame, min(max(0, x + dx), frame.shape[1] - 1), min(max(0, y + dy), frame.shape[0] - 1))
-        if box is not None and box[0] <= x < box[0] + box[2] and box[1] <= y < box[1] + box[3]:
+        if box is not None and box[0] <= x < box[0] + box[2] and box[1] <= y < box[1] + box[3] and min(box[2:]) >= FACE_MIN:
             return box
     return None
+
+
+def _typed_values(rec: Recording) -> set[str]:
+    """Every value typed in the recording, and each word of it, normalised (as typed, whatever the field held)."""
+    out: set[str] = set()
+    for b in rec.batches:
+        buf = EditBuffer()
+        for g in b.edits:
+            buf.apply(g)
+        value = normalise(buf.text)
+        out.update(v for v in [value, *value.split()] if len(v) >= 2)
+    return out
 
 
 def _typed_columns(rec: Recording) -> dict[str, Any]:

@@ -5,11 +5,16 @@ with confidence, not a typed value (that would tie the fact to the recorded
 params), not a number (ids and counters change per run), and not one the
 engine's own matcher would find on the other screen (a "new" word it would
 already have read before the input, a "gone" one it would still read after).
+
+A result is the exception: what a final or consequential step shows is what
+the demonstration was for, so it is checked numbers included (`result_fact`):
+as `{param}` where it is a typed value, else as the recorded literal.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 
 import numpy as np
@@ -20,17 +25,23 @@ from openadapt_flow.vision.template import Box, find_template, intersect, pad_bo
 
 FACT_MIN_CONF = 85.0
 FACT_MIN_LEN = 3
+RESULT_MIN_CONF = 80.0
+RESULT_PAD = 8  # px around the changed area read for a result
+NAME_MIN_CONF = 85.0  # a word names a step or param only when read this surely
+NAME_MIN_LEN = 3
+NAME_WORDS = 3
 LABEL_REACH = 320  # px left of a field searched for its label
 FIELD_PART = 60  # px of an (empty, alike) field kept beside its label in a template
 GROW = 16  # px a template grows per try until it is unique on its screen
 GROW_TRIES = 5
 UNIQUE_MARGIN = 0.08  # the runner-up must score this much below the crop itself
+_EDGE = re.compile(r"^[^\w]+|[^\w]+$")
 
 
 @dataclass(frozen=True)
 class Fact:
-    kind: str  # text_present | text_absent | region_changed
-    text: str | None
+    kind: str  # text_present | text_absent | region_changed | template_present
+    text: str | None  # the text; a template_present's template path
     region: Box
 
 
@@ -44,6 +55,63 @@ def readable(words: list[Word], typed: list[str]) -> list[Word]:
             continue
         out.append(w)
     return out
+
+
+def result_fact(before: np.ndarray, after: np.ndarray, ocr: OcrEngine, params: dict[str, str], typed: Collection[str],
+                generated: set[str], chosen: Collection[str] = ()) -> Fact | None:
+    """The result a step showed: the word that appeared where the screen changed, numbers included, the most
+    result-like (with digits, then a param's value, then tallest, then longest); as `{param}` when it is a string
+    param's whole recorded value (`params`). Any other typed text (a word of a longer value, a number the app
+    formats its own way: `1250.50` for 1250.5) is no result, nor a value the system made (`generated`: written,
+    never typed: ids), nor a word already `chosen` as a fact. None when nothing new is read."""
+    box = changed_box(before, after)
+    if box is None:
+        return None
+    area = pad_box(box, RESULT_PAD, after.shape[1], after.shape[0]) or box
+    was, now = ocr.read_closely(before, area), ocr.read_closely(after, area)
+    by_value = {normalise(v): name for name, v in params.items() if normalise(v)}
+    pool = [w for w in now if w.conf >= RESULT_MIN_CONF and re.search(r"[a-z0-9]", normalise(w.text))
+            and normalise(w.text) not in generated and normalise(w.text) not in {normalise(c) for c in chosen}
+            and (normalise(w.text) in by_value or not shows_typed(w.text, typed))
+            and not find_text(_at(was, w.box), w.text)]
+    return _most_result_like(pool, by_value)
+
+
+def still_shown(after: np.ndarray, area: Box, ocr: OcrEngine, params: dict[str, str], typed: Collection[str]) -> Fact | None:
+    """For a step that changed nothing: what the screen still shows in `area` (where the last change was: a
+    calculator's display after "×"), chosen and written as a result is. None when nothing there reads surely."""
+    by_value = {normalise(v): name for name, v in params.items() if normalise(v)}
+    pool = [w for w in ocr.read_closely(after, area) if w.conf >= RESULT_MIN_CONF and re.search(r"[a-z0-9]", normalise(w.text))
+            and (normalise(w.text) in by_value or not shows_typed(w.text, typed))]
+    return _most_result_like(pool, by_value)
+
+
+def _most_result_like(pool: list[Word], by_value: dict[str, str]) -> Fact | None:
+    if not pool:
+        return None
+    best = max(pool, key=lambda w: (bool(re.search(r"[0-9]", w.text)), normalise(w.text) in by_value, w.box[3],
+                                    len(normalise(w.text))))
+    param = by_value.get(normalise(best.text))
+    return Fact("text_present", "{" + param + "}" if param else _EDGE.sub("", best.text), best.box)
+
+
+def _at(words: list[Word], box: Box) -> list[Word]:
+    """The words read where `box` is (a word shown there before is no result; the same word elsewhere may be)."""
+    x, y, w, h = box
+    return [v for v in words if intersect(v.box, (x - 4, y - 4, w + 8, h + 8)) is not None]
+
+
+def name_of(words: list[Word], avoid: Collection[str]) -> str | None:
+    """A name for a step or param from the words read on its target, only from words that look real: read
+    surely, letters only, long enough, with a vowel and no run of four consonants, not a typed value. OCR noise
+    (`browsg`, `als`) names nothing; the caller falls back to `click-N` or the column name."""
+    good = []
+    for w in words:
+        n = normalise(w.text)
+        if (w.conf >= NAME_MIN_CONF and len(n) >= NAME_MIN_LEN and n.isalpha() and n not in avoid
+                and re.search(r"[aeiouy]", n) and not re.search(r"[^aeiouy]{4}", n)):
+            good.append(n)
+    return " ".join(good[:NAME_WORDS]) or None
 
 
 def screen_facts(before: np.ndarray, after: np.ndarray, ocr: OcrEngine, typed: list[str]) -> list[Fact]:
@@ -64,12 +132,19 @@ def screen_facts(before: np.ndarray, after: np.ndarray, ocr: OcrEngine, typed: l
     return facts
 
 
-def field_label(frame: np.ndarray, field: Box, ocr: OcrEngine) -> Word | None:
-    """The word nearest left of a field on its row: its label."""
+def field_label(frame: np.ndarray, field: Box, ocr: OcrEngine, avoid: Collection[str] = ()) -> Word | None:
+    """The word nearest left of a field on its row: its label. None when that word is a typed value (`avoid`):
+    then the field sits in a row of data (a table), and anything further left is data too."""
     fx, fy, fw, fh = field
     row = (max(0, fx - LABEL_REACH), fy, min(fx, LABEL_REACH), fh)
     words = [w for w in ocr.read(frame, row) if w.box[0] + w.box[2] <= fx and len(normalise(w.text)) >= 2]
-    return max(words, key=lambda w: w.box[0], default=None)
+    label = max(words, key=lambda w: w.box[0], default=None)
+    return None if label is not None and shows_typed(label.text, avoid) else label
+
+
+def shows_typed(text: str, avoid: Collection[str]) -> bool:
+    """Does `text` hold a typed value (or a word of one)?"""
+    return any(w in avoid for w in normalise(text).split()) or normalise(text) in avoid
 
 
 def target_crop(frame: np.ndarray, widget: Box, label: Word | None, click: tuple[int, int]) -> Box:
@@ -84,8 +159,9 @@ def target_crop(frame: np.ndarray, widget: Box, label: Word | None, click: tuple
     return pad_box((x0, y0, x1 - x0, y1 - y0), 0, frame.shape[1], frame.shape[0]) or widget
 
 
-def unique_crop(frame: np.ndarray, box: Box) -> tuple[Box, bool]:
-    """`box`, grown until its crop matches only itself on the frame (True), or the last try (False)."""
+def unique_crop(frame: np.ndarray, box: Box, allowed: Callable[[Box], bool] = lambda _: True) -> tuple[Box, bool]:
+    """`box`, grown until its crop matches only itself on the frame (True), or the last try (False). A growth that
+    is not `allowed` (it would take in a typed value) is not made: the last allowed box is returned."""
     h, w = frame.shape[:2]
     for _ in range(GROW_TRIES):
         x, y, bw, bh = box
@@ -95,7 +171,7 @@ def unique_crop(frame: np.ndarray, box: Box) -> tuple[Box, bool]:
         if mine and runner < found.score - UNIQUE_MARGIN:
             return box, True
         grown = pad_box(box, GROW, w, h)
-        if grown is None or grown == box:
+        if grown is None or grown == box or not allowed(grown):
             break
         box = grown
     return box, False

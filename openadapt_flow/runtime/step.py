@@ -23,7 +23,7 @@ from openadapt_flow.runtime.halt import Halt, StopRequested
 from openadapt_flow.runtime.policy import model_call_refusal
 from openadapt_flow.runtime.settle import settle
 from openadapt_flow.verify.effects import CONFIRMED, Reading, baseline_blocks, make_reader, resolve_effect, verify_effect
-from openadapt_flow.verify.screen import SCREEN_CHANGED, Check, verification_plan
+from openadapt_flow.verify.screen import SCREEN_CHANGED, Anchor, Check, verification_plan
 from openadapt_flow.vision.diff import changed_box
 from openadapt_flow.vision.mask import FIELD_HALF_HEIGHT, field_band
 
@@ -176,8 +176,18 @@ def _fallback_area(ctx: RunContext, step: Step, acted: list[Point], target_box: 
     return True, ctx.checks.acted_area(acted, target_box)
 
 
+def _anchor(ctx: RunContext, step: Step, point: Point | None, scale: float | None) -> Anchor | None:
+    """Where the step's target was recorded and found: facts `relative_to: target` are placed by it. A template hit
+    knows the scale it matched at; otherwise the screen's size ratio is the best guess."""
+    recorded = step.target.recorded_point() if step.target is not None else None
+    if recorded is None or point is None:
+        return None
+    return Anchor(recorded, point, (scale, scale) if scale else (ctx.checks.sx, ctx.checks.sy))
+
+
 def _postconditions(ctx: RunContext, step: Step, before: np.ndarray, point: Point | None, deadline: float,
-                    target_box: Box | None = None, to_point: Point | None = None) -> list[dict[str, Any]]:
+                    target_box: Box | None = None, to_point: Point | None = None,
+                    anchor: Anchor | None = None) -> list[dict[str, Any]]:
     """Poll fresh frames until every postcondition holds, or halt at the step's timeout."""
     typed = None
     if step.action == "type" and step.text and not ctx.interp.uses_secret(step.text):
@@ -187,9 +197,9 @@ def _postconditions(ctx: RunContext, step: Step, before: np.ndarray, point: Poin
     fallback, area = _fallback_area(ctx, step, [p for p in (point, to_point) if p is not None], target_box)
     while True:
         frame = ctx.backend.capture()
-        checks = ctx.checks.postconditions(step.expect, texts, frame.pixels, before)
+        checks = ctx.checks.postconditions(step.expect, texts, frame.pixels, before, anchor)
         if typed and band is not None:
-            checks.append(ctx.checks.readback(frame.pixels, before, typed, band))
+            checks.append(ctx.checks.readback(frame.pixels, before, typed, band, point, step.append))
         if fallback:
             checks.append(ctx.checks.changed_where_acted(frame.pixels, before, area))
         if all(c.ok for c in checks):
@@ -259,7 +269,7 @@ def run_gui_step(ctx: RunContext, index: int, step: Step) -> StepRecord:
             frame = settle(ctx.backend, rt.settle_quiet_s, rt.settle_timeout_s).frame
         else:  # unchanged since the previous step's verified frame: already settled
             frame = ctx.backend.capture()
-        point = to_point = target_box = None
+        point = to_point = target_box = anchor = None
         if step.target is not None:
             frame, res = _resolve_while_changing(ctx, step, frame, t0 + step.timeout_s)
             _guard_rung(step, res, frame)
@@ -269,6 +279,7 @@ def run_gui_step(ctx: RunContext, index: int, step: Step) -> StepRecord:
             rec.score = win.score if win else None
             target_box = win.box if win else None
             rec.point = point
+            anchor = _anchor(ctx, step, point, win.scale if win else None)
         before = frame.pixels
         if step.to is not None:
             to_point = _resolve(ctx, step, step.to, frame, "to").point
@@ -304,7 +315,7 @@ def run_gui_step(ctx: RunContext, index: int, step: Step) -> StepRecord:
         settled = settle(ctx.backend, rt.settle_quiet_s, min(rt.settle_timeout_s, step.timeout_s), expect_change_s=REACT_S)
         if secret and point is None:
             _narrow_secret_mask(ctx, step, before, settled.frame.pixels)
-        rec.checks = _postconditions(ctx, step, before, point, dispatched_at + step.timeout_s, target_box, to_point)
+        rec.checks = _postconditions(ctx, step, before, point, dispatched_at + step.timeout_s, target_box, to_point, anchor)
         if effect is not None and reader is not None:
             verdict = verify_effect(effect, reader, baseline if isinstance(baseline, Reading) else None, dispatched_at)
             ctx.journal.append("effect_verified", step.id, verdict.to_json())
@@ -340,16 +351,18 @@ def run_gui_step(ctx: RunContext, index: int, step: Step) -> StepRecord:
             "verified_by": "runtime",
             "verification": verification(rec.checks, rec.effect),
             "effect": rec.effect,
-            "screen_facts": screen_facts(ctx, step),
+            "screen_facts": screen_facts(ctx, step, anchor),
         },
     )
     return rec
 
 
-def screen_facts(ctx: RunContext, step: Step) -> list[dict[str, Any]]:
-    """The step's postconditions that can be re-proved on one frame (resume checks them before acting), texts interpolated."""
+def screen_facts(ctx: RunContext, step: Step, anchor: Anchor | None = None) -> list[dict[str, Any]]:
+    """The step's postconditions that can be re-proved on one frame (resume checks them before acting), texts
+    interpolated, areas that move with the target placed where it was found this time."""
     return [
-        {k: (ctx.interp(v) if k in ("text_present", "text_absent") else v) for k, v in pc.model_dump(exclude_none=True, mode="json").items()}
+        {k: (ctx.interp(v) if k in ("text_present", "text_absent") else v)
+         for k, v in ctx.checks.anchored(pc, anchor).model_dump(exclude_none=True, mode="json").items()}
         for pc in step.expect
         if pc.region_changed is None
     ]

@@ -14,12 +14,14 @@ import numpy as np
 
 from openadapt_flow.bundle.models import Postcondition, Step
 from openadapt_flow.bundle.params import Interpolator
+from openadapt_flow.fixture.infer import widget_box
 from openadapt_flow.ladder.types import Box, Point
 from openadapt_flow.vision.caret import without_caret
 from openadapt_flow.vision.diff import changed_box, changed_fraction, changed_pixels
 from openadapt_flow.vision.mask import union
 from openadapt_flow.vision.ocr import OcrEngine
 from openadapt_flow.vision.template import TemplateImage, find_template, pad_box
+from openadapt_flow.verify.readback import find_typed
 
 TEMPLATE_PRESENT_MIN = 0.8
 REGION_CHANGED_MIN = 0.002
@@ -30,6 +32,7 @@ TEMPLATE_PAD = 80  # px around a template_present region: the template may drift
 TEXT_PRESENT_PAD = 12
 TEXT_ABSENT_PAD = 40
 READBACK_PAD = 6  # px around what typing changed: the glyphs' faint edges and Tesseract's margin
+FACE_INSET = 2  # px a field's face is read inside its edge: a cell border reads as a glyph
 # The fallback check of a step that declares nothing to verify: the screen changed where it acted, i.e.
 # within ACTED_PAD px (scaled) of the matched target box and the point(s) it acted at. A handful of
 # pixels is enough (a focus ring, a caret, a pressed checkbox); less is noise.
@@ -65,6 +68,28 @@ class Check:
         return {"kind": self.kind, "expected": self.expected, "ok": self.ok, "detail": self.detail, **self.evidence}
 
 
+@dataclass(frozen=True)
+class Anchor:
+    """Where a step's target was recorded and where it was found now: a fact marked `relative_to: target` is
+    placed by it, so a moved window moves the fact's area with it (recorded offsets scaled by `scale`)."""
+
+    recorded: Point  # the target's click point in the recorded frame
+    live: Point  # the resolved click point in this frame
+    scale: tuple[float, float]
+
+    def place(self, box: Box) -> Box:
+        """A recorded-frame box moved with the target, in this frame's pixels."""
+        x, y, w, h = box
+        sx, sy = self.scale
+        rx, ry = self.recorded
+        lx, ly = self.live
+        return (lx + round((x - rx) * sx), ly + round((y - ry) * sy), round(w * sx), round(h * sy))
+
+
+def _digits(text: str) -> str:
+    return "".join(ch for ch in text if ch.isdigit())
+
+
 def clip_box(box: Box, width: int, height: int) -> Box | None:
     x, y, w, h = box
     x0, y0 = max(0, x), max(0, y)
@@ -86,6 +111,26 @@ class ScreenChecks:
         x, y, w, h = box
         return (round(x * self.sx), round(y * self.sy), round(w * self.sx), round(h * self.sy))
 
+    def place(self, pc: Postcondition, anchor: Anchor | None) -> Box | None:
+        """A fact's area in this frame: moved with the target when it is `relative_to: target` and the target was
+        found (else, as for older bundles, at its recorded place scaled to this screen)."""
+        box = pc.box
+        if box is None:
+            return None
+        if pc.relative_to == "target" and anchor is not None:
+            return anchor.place(box)
+        return self.scale_box(box)
+
+    def anchored(self, pc: Postcondition, anchor: Anchor | None) -> Postcondition:
+        """The fact with its area at the absolute recorded-frame place it had in this frame (what a checkpoint keeps:
+        resume re-proves it where the target was, with no target to resolve)."""
+        if pc.relative_to != "target" or anchor is None or pc.box is None:
+            return pc
+        x, y, w, h = anchor.place(pc.box)
+        box = (round(x / self.sx), round(y / self.sy), max(1, round(w / self.sx)), max(1, round(h / self.sy)))
+        key = "region" if pc.region is not None else "region_changed"
+        return pc.model_copy(update={key: box, "relative_to": None})
+
     def text(self, frame: np.ndarray, text: str, box: Box | None = None) -> Check:
         """Is `text` read by OCR in the frame (or inside `box`)?"""
         if box is not None:
@@ -93,7 +138,9 @@ class ScreenChecks:
             if clipped is None:
                 return Check("text_present", text, False, "search box lies outside the frame")
             box = clipped
-        matches = self.ocr.find(frame, text, box=box)
+        # fuzzy reading tolerates an edit per 6 characters in words; a number's digits are compared exactly
+        # ("1234567" is not "1234568": a result off by one digit is a wrong result)
+        matches = [m for m in self.ocr.find(frame, text, box=box) if _digits(m.text) == _digits(text)]
         if not matches:
             return Check("text_present", text, False, "not read", {"box": box} if box else {})
         best = max(matches, key=lambda m: m.score)
@@ -104,21 +151,25 @@ class ScreenChecks:
         x, y, w, h = self.scale_box(region)
         return (x - pad, y - pad, w + 2 * pad, h + 2 * pad)
 
-    def fact_window(self, pc: Postcondition) -> Box | None:
+    def fact_window(self, pc: Postcondition, anchor: Anchor | None = None) -> Box | None:
         """Where a postcondition looks first, padded (None: the whole frame)."""
         if pc.region is None:
             return None
         pad = {"text_present": TEXT_PRESENT_PAD, "text_absent": TEXT_ABSENT_PAD}.get(pc.kind, TEMPLATE_PAD)
-        return self.window(pc.region, pad)
+        placed = self.place(pc, anchor)
+        assert placed is not None
+        x, y, w, h = placed
+        return (x - pad, y - pad, w + 2 * pad, h + 2 * pad)
 
     def postconditions(self, pcs: list[Postcondition], texts: list[str | None], frame: np.ndarray,
-                       before: np.ndarray | None) -> list[Check]:
+                       before: np.ndarray | None, anchor: Anchor | None = None) -> list[Check]:
         """Judge several postconditions on one frame; every area they read is read in one pass first."""
-        areas: list[Box | None] = [self.fact_window(pc) for pc in pcs if pc.kind in ("text_present", "text_absent")]
+        areas: list[Box | None] = [self.fact_window(pc, anchor) for pc in pcs if pc.kind in ("text_present", "text_absent")]
         self.ocr.read_many(frame, areas)
-        return [self.postcondition(pc, frame, before, text) for pc, text in zip(pcs, texts)]
+        return [self.postcondition(pc, frame, before, text, anchor) for pc, text in zip(pcs, texts)]
 
-    def postcondition(self, pc: Postcondition, frame: np.ndarray, before: np.ndarray | None, text: str | None) -> Check:
+    def postcondition(self, pc: Postcondition, frame: np.ndarray, before: np.ndarray | None, text: str | None,
+                      anchor: Anchor | None = None) -> Check:
         """Judge one postcondition; `text` is its interpolated text for text kinds.
 
         A text fact with a `region` is read there first (padded, see TEXT_PRESENT_PAD): `text_present`
@@ -126,7 +177,7 @@ class ScreenChecks:
         may), `text_absent` then means absent from that region only.
         """
         kind = pc.kind
-        window = self.fact_window(pc)
+        window = self.fact_window(pc, anchor)
         if kind == "text_present":
             assert text is not None
             seen = self.text(frame, text, window) if window else None
@@ -149,8 +200,8 @@ class ScreenChecks:
             ok = found.score >= TEMPLATE_PRESENT_MIN and found.plausible(found.best)
             box = found.best.box if found.best else None
             return Check(kind, pc.template_present, ok, f"best score {found.score:.3f}", {"score": round(found.score, 3), "at": list(box) if box else None})
-        assert pc.region_changed is not None
-        region = self.scale_box(pc.region_changed)
+        region = self.place(pc, anchor)
+        assert pc.region_changed is not None and region is not None
         if before is None:
             return Check(kind, str(list(pc.region_changed)), False, "no before frame to compare")
         frac = changed_fraction(before, frame, region)
@@ -177,40 +228,61 @@ class ScreenChecks:
         return Check(SCREEN_CHANGED, where, ok, f"{n} pixels changed" + ("" if ok else f" (fewer than {ACTED_MIN_PIXELS})"),
                      {"changed_pixels": n, "weak": True})
 
-    def readback(self, frame: np.ndarray, before: np.ndarray, typed: str, band: Box) -> Check:
-        """Is the typed text read in the field? The part of `band` the typing changed is read first, then all of it.
+    def readback(self, frame: np.ndarray, before: np.ndarray, typed: str, band: Box, point: Point | None = None,
+                 append: bool = False) -> Check:
+        """Is the typed text what the field shows (`verify.readback`: one rule for words and numbers)?
 
-        The changed part holds the new text (and whatever it replaced) but not
-        the field's label beside it: a quarter of the band's read time. If
-        neither reads it, the changed part is read once more with a trailing
-        text cursor painted out (`vision.caret`): painting only removes ink,
-        so it can rescue a glyph the cursor merged into, not invent one.
+        Read first from the crop of the edited field itself (the uniform face under the point typing clicked: no
+        row number, label or border beside it), then from the part of `band` the typing changed, then all of the
+        band. If none shows it, the changed part is read once more with a trailing text cursor painted out
+        (`vision.caret`): painting only removes ink, so it can rescue a glyph the cursor merged into, not invent one.
         """
+        face = self._field_face(frame, point)
         # a frame of another size has changed everywhere: no part of the band is singled out then
         changed = changed_box(before, frame, band) if before.shape == frame.shape else None
         area = pad_box(changed, READBACK_PAD, frame.shape[1], frame.shape[0]) if changed is not None else None
-        got = self.text(frame, typed, area) if area is not None else None
-        if got is None or not got.ok:
-            got = self.text(frame, typed, band)
-        if not got.ok and area is not None:
-            got = self._without_caret(frame, typed, area) or got
-        got.kind = "readback"
-        return got
+        tried: list[str] = []
+        for where, box in (("the field", face), ("what the typing changed", area), ("the band", band)):
+            if box is None:
+                continue
+            clipped = clip_box(box, frame.shape[1], frame.shape[0])
+            if clipped is None:
+                continue
+            words = self.ocr.read(frame, clipped)
+            found = find_typed(words, typed, append)
+            if found is not None:
+                return Check("readback", typed, True, f"read {found.text!r} in {where}",
+                             {"at": list(found.box), "conf": round(found.conf, 1)})
+            tried.append(f"{where}: {' '.join(w.text for w in words)[:60]!r}")
+        if area is not None:
+            got = self._without_caret(frame, typed, area, append)
+            if got is not None:
+                return got
+        return Check("readback", typed, False, "not read (" + "; ".join(tried) + ")", {"box": list(band)})
 
-    def _without_caret(self, frame: np.ndarray, typed: str, area: Box) -> Check | None:
+    def _field_face(self, frame: np.ndarray, point: Point | None) -> Box | None:
+        """The edited field's face, inset past its border (None: no uniform face under the point)."""
+        if point is None or not (0 <= point[0] < frame.shape[1] and 0 <= point[1] < frame.shape[0]):
+            return None
+        face = widget_box(frame, point[0], point[1])
+        if face is None:
+            return None
+        x, y, w, h = face
+        return (x + FACE_INSET, y + FACE_INSET, w - 2 * FACE_INSET, h - 2 * FACE_INSET) if min(w, h) > 4 * FACE_INSET else face
+
+    def _without_caret(self, frame: np.ndarray, typed: str, area: Box, append: bool) -> Check | None:
         """The typed area read again with a trailing text cursor painted out (it can merge into the last glyph)."""
         x, y, w, h = area
         masked = without_caret(frame[y : y + h, x : x + w])
         if masked is None:
             return None
         image, column = masked
-        matches = self.ocr.find(image, typed)
-        if not matches:
+        best = find_typed(self.ocr.read(image), typed, append)
+        if best is None:
             return None
-        best = max(matches, key=lambda m: m.score)
         bx, by, bw, bh = best.box
         return Check("readback", typed, True, f"read {best.text!r} with the text cursor at x={x + column} painted out",
-                     {"score": round(best.score, 3), "at": [x + bx, y + by, bw, bh]})
+                     {"at": [x + bx, y + by, bw, bh], "conf": round(best.conf, 1)})
 
     def identity(self, frame: np.ndarray, point: Point, near: tuple[int, int, int, int], text: str) -> Check:
         """The identity gate: `text` must be read inside `near` = [dx, dy, w, h] placed at the click point."""

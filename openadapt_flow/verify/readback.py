@@ -1,0 +1,69 @@
+r"""Is a typed value what the field shows? One rule for words and numbers (docs/bundle.md, "Readback").
+
+OCR is compared with the typed value character by character after the same
+canonical form is taken of both: case folded, spaces dropped, what a cell or
+field border reads as (`| [ ] ( ) { } ' " \` , . : ; _`) stripped from the
+ends (never `-` or `+`: a sign is part of a number), and the look-alike glyphs
+Tesseract confuses mapped to one class (`o`→`0`, `i l | !`→`1`, `s`→`5`,
+`b`→`8`, `z`→`2`, `,`→`.`). Nothing else is tolerated: "2arol Nguyen]" is not
+"Carol Nguyen", "1250.60" is not "1250.50", "12.5" is not "12.50". A field too
+narrow for its value shows it elided ("Carol …"): a read ending in an ellipsis
+matches when what it shows, at least ELIDED_MIN characters, is the value's
+beginning.
+"""
+
+from __future__ import annotations
+
+import re
+
+from openadapt_flow.vision.ocr import TextMatch, Word, phrases
+
+ELIDED_MIN = 3
+_FRAME = "|[](){}'\"`"
+_BORDER = _FRAME + ",.:;_"
+_LOOKALIKE = str.maketrans({"o": "0", "i": "1", "l": "1", "|": "1", "!": "1", "s": "5", "b": "8", "z": "2", ",": "."})
+_ELLIPSIS = re.compile(r"(\.{2,}|…)$")
+
+
+def canonical(text: str) -> str:
+    """The form a typed value and its reading are compared in."""
+    tight = "".join(text.casefold().split()).strip(_BORDER)
+    return tight.translate(_LOOKALIKE)
+
+
+def shows(typed: str, read: str, append: bool = False) -> bool:
+    """Does a field that reads `read` show `typed` (or, with `append`, end with it)?"""
+    want = canonical(typed)
+    if not want:
+        return False
+    got = canonical(read)
+    if got == want or (append and got.endswith(want)):
+        return True
+    tail = "".join(read.split()).strip(_FRAME)  # an ellipsis' dots are kept
+    if _ELLIPSIS.search(tail) and not append:
+        visible = canonical(_ELLIPSIS.sub("", tail))
+        return len(visible) >= ELIDED_MIN and want.startswith(visible)
+    return False
+
+
+def find_typed(words: list[Word], typed: str, append: bool = False) -> TextMatch | None:
+    """The run of words on one line that shows `typed` exactly (by `shows`), the longest first; None if none does."""
+    n = max(1, len(typed.split()))
+    best: TextMatch | None = None
+    for run in phrases([w for w in words if w.text.strip()]):
+        for i in range(len(run)):
+            for j in range(i + 1, min(len(run), i + n + 2) + 1):
+                part = run[i:j]
+                if shows(typed, " ".join(w.text for w in part), append):
+                    match = _as_match(part)
+                    if best is None or len(match.text) > len(best.text):
+                        best = match
+    return best
+
+
+def _as_match(words: list[Word]) -> TextMatch:
+    x0, y0 = min(w.box[0] for w in words), min(w.box[1] for w in words)
+    x1 = max(w.box[0] + w.box[2] for w in words)
+    y1 = max(w.box[1] + w.box[3] for w in words)
+    conf = sum(w.conf for w in words) / len(words)
+    return TextMatch(" ".join(w.text for w in words), 100.0, (x0, y0, x1 - x0, y1 - y0), conf)

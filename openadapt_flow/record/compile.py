@@ -172,6 +172,9 @@ class _Compiler:
         while sid in ids:
             sid, n = f"{base}-{n}", n + 1
         step = {"id": sid, **step}
+        if b.inert:
+            self.warnings.append(f"step {sid!r}: the screen did not change after its input (was it delivered?); "
+                                 "no screen fact can check it")
         if step["action"] != "type":
             facts = screen_facts(b.before, b.after, self.ocr, [f.value for f in self.fields])
             paired = any(f.kind == "text_present" for f in facts)
@@ -191,6 +194,13 @@ class _Compiler:
             where = " AND ".join(f'"{col}" = :{param}' for col, param in bound.items())
             query = f'SELECT count(*) FROM "{table}"' + (f" WHERE {where}" if where else "")
             step["effect"] = {"kind": "sql", "dsn_env": self.dsn_env, "query": query, "expect": {"increase_by": rows}}
+        elif self.rec.sor_kind == "file":
+            effect = _file_effect(b.writes[-1][1], self.fields)
+            if effect is not None:
+                step["effect"] = effect
+            else:
+                self.warnings.append(f"step {step['id']!r} changed {b.writes[-1][1].get('path')}, but holds no typed "
+                                     "value there to count: declare its effect by hand")
         else:
             self.warnings.append(f"step {step['id']!r} wrote to the {self.rec.sor_kind} store: declare its effect by hand")
         shown = [f for f in self.fields if f.param in bound.values() and self._shows(b.before, f)]
@@ -256,6 +266,20 @@ def _face(frame: np.ndarray, x: int, y: int) -> Box | None:
         box = widget_box(frame, min(max(0, x + dx), frame.shape[1] - 1), min(max(0, y + dy), frame.shape[0] - 1))
         if box is not None and box[0] <= x < box[0] + box[2] and box[1] <= y < box[1] + box[3]:
             return box
+    return None
+
+
+def _file_effect(change: dict[str, Any], fields: list[_Field]) -> dict[str, Any] | None:
+    """A watched file's change as a file effect: the count of the longest typed value the new content holds more
+    often than before (`contains: "{param}"`), else the file's existence when the step created it."""
+    new, old = change.get("content") or "", change.get("previous") or ""
+    held = [f for f in fields if f.value.strip() and new.count(f.value) > old.count(f.value)]
+    if held:
+        f = max(held, key=lambda f: len(f.value))
+        return {"kind": "file", "path": change["path"], "contains": "{" + f.param + "}",
+                "expect": {"increase_by": new.count(f.value) - old.count(f.value)}}
+    if change.get("previous") is None and change.get("content") is not None:
+        return {"kind": "file", "path": change["path"], "expect": {"equals": 1}}
     return None
 
 

@@ -8,7 +8,7 @@ import shutil
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Optional
@@ -69,9 +69,10 @@ def _until_signalled() -> Iterator[threading.Event]:
             signal.signal(sig, handler)
 
 
-def _listen(screen: PlayerScreen | LiveScreen, host: str, port: int, password: str | None) -> RfbServer:
+def _listen(screen: PlayerScreen | LiveScreen, host: str, port: int, password: str | None,
+            log: Callable[[str], None] = _log) -> RfbServer:
     try:
-        return RfbServer(screen, host, port, password, on_log=_log)
+        return RfbServer(screen, host, port, password, on_log=log)
     except OSError as e:
         raise UsageError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
 
@@ -127,8 +128,9 @@ def make_watch(watch_sqlite: Path | None, watch_jsonl: Path | None, watch_file: 
 
 
 def record_session(url: str, port: int, host: str | None, password_env: str | None, watch: Watch | None,
-                   settle_ms: int) -> Recording:
-    """Run the recording proxy in front of `url` until Ctrl+C or SIGTERM (or the live server goes); the recording."""
+                   settle_ms: int, log: Callable[[str], None] = _log) -> Recording:
+    """Run the recording proxy in front of `url` until Ctrl+C or SIGTERM (or the live server goes); the recording.
+    `log` prints progress lines (prefixed by the command that records)."""
     spec = parse_url(url)
     if spec.kind != "vnc":
         raise UsageError(f"recording needs a vnc:// URL, got {url!r}")
@@ -136,12 +138,12 @@ def record_session(url: str, port: int, host: str | None, password_env: str | No
     # before there is somewhere to send it.
     upstream = Upstream(str(spec.host), int(spec.effective_port or 5900), _password(password_env), spec.connect_timeout_s)
     try:
-        recorder = Recorder(upstream, settle_ms / 1000, watch, on_log=_log)
+        recorder = Recorder(upstream, settle_ms / 1000, watch, on_log=log)
         bind = host or "127.0.0.1"
         if not is_loopback(bind):
-            _log(f"warning: the recording proxy on non-loopback {bind} has no password and drives the live app")
+            log(f"warning: the recording proxy on non-loopback {bind} has no password and drives the live app")
         live = LiveScreen(upstream, recorder)
-        server = _listen(live, bind, port, None)
+        server = _listen(live, bind, port, None, log)
         try:
             with _until_signalled() as stop:
                 server.start()
@@ -152,11 +154,11 @@ def record_session(url: str, port: int, host: str | None, password_env: str | No
                     pass
                 server.stop()
             if not live.drain(DRAIN_S):  # input still queued behind a held press reaches the app first
-                _log(f"input still queued after {DRAIN_S:g}s; writing what was recorded")
+                log(f"input still queued after {DRAIN_S:g}s; writing what was recorded")
         finally:
             live.close()
         if upstream.error:
-            _log(f"{upstream.error}; writing what was recorded")
+            log(f"{upstream.error}; writing what was recorded")
         return recorder.finish()
     finally:
         upstream.close()

@@ -45,7 +45,7 @@ def record_cmd(
     """Record a demonstration through a proxy (point a VNC viewer or a script at it, do the task, then Ctrl+C)
     and compile it to a bundle: one step per input, typed values as params, facts, effects."""
     bundle_name = _check_outputs(out, fixture, recording, name)
-    rec = record_session(url, port, host, password_env, make_watch(watch_sqlite, watch_jsonl, watch_file), settle_ms)
+    rec = record_session(url, port, host, password_env, make_watch(watch_sqlite, watch_jsonl, watch_file), settle_ms, _log)
     if not rec.batches:
         raise UsageError("nothing was recorded: no input reached the proxy")
     if recording is not None:

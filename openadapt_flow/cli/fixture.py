@@ -8,7 +8,7 @@ import shutil
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Optional
@@ -24,8 +24,10 @@ from openadapt_flow.fixture.model import FONTS_DIR, load_fixture
 from openadapt_flow.fixture.player import Player
 from openadapt_flow.fixture.recorder import LiveScreen, Recorder, Recording, Watch
 from openadapt_flow.fixture.server import PlayerScreen, RfbServer
-from openadapt_flow.fixture.sor import JsonlWatch, SqliteWatch
+from openadapt_flow.fixture.sor import FileWatch, JsonlWatch, SqliteWatch
 from openadapt_flow.fixture.upstream import Upstream
+
+DRAIN_S = 30.0  # longest wait, after the viewer stops, for queued input to reach the app
 
 fixture_app = typer.Typer(name="fixture", help="Recorded VNC fixtures: record one from a live VNC server, serve one over RFB.",
                           no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
@@ -67,9 +69,10 @@ def _until_signalled() -> Iterator[threading.Event]:
             signal.signal(sig, handler)
 
 
-def _listen(screen: PlayerScreen | LiveScreen, host: str, port: int, password: str | None) -> RfbServer:
+def _listen(screen: PlayerScreen | LiveScreen, host: str, port: int, password: str | None,
+            log: Callable[[str], None] = _log) -> RfbServer:
     try:
-        return RfbServer(screen, host, port, password, on_log=_log)
+        return RfbServer(screen, host, port, password, on_log=log)
     except OSError as e:
         raise UsageError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None
 
@@ -111,32 +114,51 @@ def check_new_folder(out: Path, flag: str) -> None:
         raise UsageError(f"{out} exists and is not an empty folder; choose a new {flag}")
 
 
-def record_session(url: str, port: int, host: str | None, password_env: str | None, watch_sqlite: Path | None,
-                   watch_jsonl: Path | None, settle_ms: int) -> Recording:
-    """Run the recording proxy in front of `url` until Ctrl+C or SIGTERM (or the live server goes); the recording."""
+def make_watch(watch_sqlite: Path | None, watch_jsonl: Path | None, watch_file: Path | None) -> Watch | None:
+    """The one system of record a recording watches, if any (two or more: exit 2)."""
+    given = [(flag, p) for flag, p in (("--watch-sqlite", watch_sqlite), ("--watch-jsonl", watch_jsonl),
+                                       ("--watch-file", watch_file)) if p is not None]
+    if len(given) > 1:
+        raise UsageError(f"watch one system of record: {' or '.join(flag for flag, _ in given)}")
+    if watch_file is not None:
+        if watch_file.exists() and not watch_file.is_file():
+            raise UsageError(f"--watch-file {watch_file}: not a file")
+        return FileWatch(watch_file.resolve())
+    return SqliteWatch(watch_sqlite) if watch_sqlite else JsonlWatch(watch_jsonl) if watch_jsonl else None
+
+
+def record_session(url: str, port: int, host: str | None, password_env: str | None, watch: Watch | None,
+                   settle_ms: int, log: Callable[[str], None] = _log) -> Recording:
+    """Run the recording proxy in front of `url` until Ctrl+C or SIGTERM (or the live server goes); the recording.
+    `log` prints progress lines (prefixed by the command that records)."""
     spec = parse_url(url)
     if spec.kind != "vnc":
         raise UsageError(f"recording needs a vnc:// URL, got {url!r}")
-    if watch_sqlite is not None and watch_jsonl is not None:
-        raise UsageError("watch one system of record: --watch-sqlite or --watch-jsonl")
-    watch: Watch | None = SqliteWatch(watch_sqlite) if watch_sqlite else JsonlWatch(watch_jsonl) if watch_jsonl else None
+    # The live server is connected and its first frame in before the proxy listens: no viewer input can come
+    # before there is somewhere to send it.
     upstream = Upstream(str(spec.host), int(spec.effective_port or 5900), _password(password_env), spec.connect_timeout_s)
     try:
-        recorder = Recorder(upstream, settle_ms / 1000, watch, on_log=_log)
+        recorder = Recorder(upstream, settle_ms / 1000, watch, on_log=log)
         bind = host or "127.0.0.1"
         if not is_loopback(bind):
-            _log(f"warning: the recording proxy on non-loopback {bind} has no password and drives the live app")
-        server = _listen(LiveScreen(upstream, recorder), bind, port, None)
-        with _until_signalled() as stop:
-            server.start()
-            typer.echo(f"recording {upstream.url}: connect your VNC viewer to {bind}:{server.port} "
-                       "(Ctrl+C or SIGTERM finishes)")
-            sys.stdout.flush()
-            while not stop.wait(0.5) and upstream.error is None:
-                pass
-            server.stop()
+            log(f"warning: the recording proxy on non-loopback {bind} has no password and drives the live app")
+        live = LiveScreen(upstream, recorder)
+        server = _listen(live, bind, port, None, log)
+        try:
+            with _until_signalled() as stop:
+                server.start()
+                typer.echo(f"recording {upstream.url}: connect your VNC viewer to {bind}:{server.port} "
+                           "(Ctrl+C or SIGTERM finishes)")
+                sys.stdout.flush()
+                while not stop.wait(0.5) and upstream.error is None:
+                    pass
+                server.stop()
+            if not live.drain(DRAIN_S):  # input still queued behind a held press reaches the app first
+                log(f"input still queued after {DRAIN_S:g}s; writing what was recorded")
+        finally:
+            live.close()
         if upstream.error:
-            _log(f"{upstream.error}; writing what was recorded")
+            log(f"{upstream.error}; writing what was recorded")
         return recorder.finish()
     finally:
         upstream.close()
@@ -162,7 +184,7 @@ def record_cmd(
     font_path = font or FONTS_DIR / "DejaVuSans.ttf"
     if not font_path.is_file():
         raise UsageError(f"--font {font_path}: file not found")
-    rec = record_session(url, port, host, password_env, watch_sqlite, watch_jsonl, settle_ms)
+    rec = record_session(url, port, host, password_env, make_watch(watch_sqlite, watch_jsonl, None), settle_ms)
     font_name = font_path.name
     if font is not None:
         (out / "fonts").mkdir(parents=True, exist_ok=True)

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Optional
 
@@ -11,7 +12,7 @@ import typer
 
 from openadapt_flow import __version__
 from openadapt_flow.cli.common import emit_json, handle_errors
-from openadapt_flow.cli.fixture import check_new_folder, record_session
+from openadapt_flow.cli.fixture import check_new_folder, make_watch, record_session
 from openadapt_flow.errors import UsageError
 from openadapt_flow.fixture.compile import compile_recording
 from openadapt_flow.fixture.model import FONTS_DIR
@@ -35,6 +36,7 @@ def record_cmd(
     password_env: Optional[str] = typer.Option(None, "--password-env", help="env var holding the live server's VNC password"),
     watch_sqlite: Optional[Path] = typer.Option(None, "--watch-sqlite", help="the app's SQLite file: rows a step adds make it consequential, with an effect"),
     watch_jsonl: Optional[Path] = typer.Option(None, "--watch-jsonl", help="the app's JSON-lines file: lines a step adds make it consequential"),
+    watch_file: Optional[Path] = typer.Option(None, "--watch-file", help="a text file the app saves: a step that changes it is consequential, with a file effect"),
     dsn_env: Optional[str] = typer.Option(None, "--dsn-env", help="variable the bundle's SQL effects read the DSN from (default NAME_DSN)"),
     settle_ms: int = typer.Option(300, "--settle-ms", help="quiet time that counts as a settled screen", min=20, max=10000),
     name: Optional[str] = typer.Option(None, "--name", help="bundle name (default: the folder name)"),
@@ -43,7 +45,7 @@ def record_cmd(
     """Record a demonstration through a proxy (point a VNC viewer or a script at it, do the task, then Ctrl+C)
     and compile it to a bundle: one step per input, typed values as params, facts, effects."""
     bundle_name = _check_outputs(out, fixture, recording, name)
-    rec = record_session(url, port, host, password_env, watch_sqlite, watch_jsonl, settle_ms)
+    rec = record_session(url, port, host, password_env, make_watch(watch_sqlite, watch_jsonl, watch_file), settle_ms, _log)
     if not rec.batches:
         raise UsageError("nothing was recorded: no input reached the proxy")
     if recording is not None:
@@ -82,6 +84,9 @@ def _compile(rec: Recording, out: Path, name: str, dsn_env: str | None, fixture:
     for w in compiled.warnings:
         _log(f"warning: {w}")
     if fixture is not None:
+        if rec.sor_kind == "file":  # fixtures play SQLite and JSON-lines stores only
+            _log("warning (fixture): a fixture does not write files; the watched file's changes are left out of it")
+            rec = replace(rec, sor_kind=None, batches=[replace(b, writes=[]) for b in rec.batches])
         fx = compile_recording(rec, fixture, name, FONTS_DIR / "DejaVuSans.ttf", tool=f"openadapt-flow {__version__}")
         for w in fx.warnings:
             _log(f"warning (fixture): {w}")

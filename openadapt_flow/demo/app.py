@@ -3,7 +3,9 @@
 Run as ``python -m openadapt_flow.demo.app --db PATH [--variant normal|dark|shifted|twin]``.
 Every widget is placed at fixed pixel coordinates in an 800x600 window at the
 top-left of the screen, so recorded templates stay valid across runs; the
-variants perturb exactly one thing each (theme, layout, a duplicated button).
+variants perturb exactly one thing each (theme, layout, a duplicated button, and
+`hover`: buttons light up under the pointer and a status bar shows a tip for them,
+as most desktop toolkits do).
 Nothing here imports the rest of openadapt_flow: it stands for a foreign app.
 """
 
@@ -21,13 +23,18 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TypeVar
 
-VARIANTS = ("normal", "dark", "shifted", "twin")
+VARIANTS = ("normal", "dark", "shifted", "twin", "hover")
 W = TypeVar("W", bound=tk.Widget)
 FONT = "DejaVu Sans"
 SCHEMA = (
     "CREATE TABLE IF NOT EXISTS invoices ("
     "id INTEGER PRIMARY KEY, vendor TEXT, amount REAL, created_at TEXT)"
 )
+
+
+HOVER_BG = "#8fc1f5"  # the hover variant's button under the pointer
+TIPS = {"list.new": "Opens an empty invoice form", "form.save": "Stores the invoice permanently",
+        "saved.back": "Returns to the overview"}
 
 
 @dataclass(frozen=True)
@@ -111,6 +118,9 @@ class InvoiceApp:
             banner.place(x=0, y=0, width=800, height=48)
         for name in ("list", "form", "saved"):
             self.screens[name] = tk.Frame(root, bg=self.theme.bg, highlightthickness=0, bd=0)
+        self.status = tk.Label(root, text="", bg=self.theme.bg, fg=self.theme.fg, anchor="w", font=(FONT, -18), bd=0)
+        if variant == "hover":
+            self.status.place(x=40, y=560, width=700, height=30)
         self._build()
 
     # -- widgets -------------------------------------------------------------
@@ -127,10 +137,14 @@ class InvoiceApp:
         # Hover/active colours equal the resting ones, so a template never depends on where the pointer
         # rests. Flat with a thin outline: a raised relief's bright bevel on the dark theme boxes the
         # label in, and Tesseract then skips it as a graphic.
+        hover = self.variant == "hover"
         w = tk.Button(screen, text=text, command=command, font=(FONT, -20), bg=t.button_bg, fg=t.fg,
-                      activebackground=t.button_bg, activeforeground=t.fg, relief="flat", bd=0,
+                      activebackground=HOVER_BG if hover else t.button_bg, activeforeground=t.fg, relief="flat", bd=0,
                       highlightthickness=1, highlightbackground=t.outline, highlightcolor=t.outline,
                       takefocus=0, cursor="")
+        if hover and key in TIPS:
+            w.bind("<Enter>", lambda _e: self.status.configure(text=TIPS[key]), add="+")
+            w.bind("<Leave>", lambda _e: self.status.configure(text=""), add="+")
         return self._put(key, w)
 
     def _entry(self, key: str) -> tk.Entry:
@@ -176,7 +190,8 @@ class InvoiceApp:
             if other != name:
                 frame.place_forget()
         self.screens[name].place(x=0, y=0, width=800, height=600)
-        self.screens[name].lower()  # below the shifted variant's banner
+        self.screens[name].lower()  # below the shifted variant's banner and the hover variant's status bar
+        self.status.configure(text="")
         self.current = name
         self.root.update_idletasks()
         self._record_geometry(name)

@@ -189,6 +189,9 @@ class _Compiler:
         while sid in ids:
             sid, n = f"{base}-{n}", n + 1
         step = {"id": sid, **step}
+        if b.inert:
+            self.warnings.append(f"step {sid!r}: the screen did not change after its input (was it delivered?); "
+                                 "no screen fact can check it")
         facts = self._facts(step, b)
         paired = any(f.kind == "text_present" for f in facts)
         expect = [_fact_doc(f, paired, "target" in step) for f in facts]
@@ -213,7 +216,7 @@ class _Compiler:
         if typed_here and "target" in step:
             return []  # the runtime reads the value back from the field's crop
         facts = self._typed_fact(step["text"], b) if typed_here else \
-            screen_facts(b.before, b.after, self.ocr, [f.value for f in self.fields])
+            screen_facts(b.before, b.after, self.ocr, [f.value for f in self.fields], b.later)
         params = {f.param: f.value for f in self.fields if self.params.get(f.param, {}).get("type") == "string"}
         if changed is None and last is not None and not b.writes:
             # nothing changed (a calculator's "×"): it may only be checked that what the last change showed still
@@ -257,6 +260,13 @@ class _Compiler:
             where = " AND ".join(f'"{col}" = :{param}' for col, param in bound.items())
             query = f'SELECT count(*) FROM "{table}"' + (f" WHERE {where}" if where else "")
             step["effect"] = {"kind": "sql", "dsn_env": self.dsn_env, "query": query, "expect": {"increase_by": rows}}
+        elif self.rec.sor_kind == "file":
+            effect = _file_effect(b.writes[-1][1], self.fields)
+            if effect is not None:
+                step["effect"] = effect
+            else:
+                self.warnings.append(f"step {step['id']!r} changed {b.writes[-1][1].get('path')}, but holds no typed "
+                                     "value there to count: declare its effect by hand")
         else:
             self.warnings.append(f"step {step['id']!r} wrote to the {self.rec.sor_kind} store: declare its effect by hand")
         shown = [f for f in self.fields if f.param in bound.values() and self._shows(b.before, f)]
@@ -339,6 +349,20 @@ def _typed_values(rec: Recording) -> set[str]:
         value = normalise(buf.text)
         out.update(v for v in [value, *value.split()] if len(v) >= 2)
     return out
+
+
+def _file_effect(change: dict[str, Any], fields: list[_Field]) -> dict[str, Any] | None:
+    """A watched file's change as a file effect: the count of the longest typed value the new content holds more
+    often than before (`contains: "{param}"`), else the file's existence when the step created it."""
+    new, old = change.get("content") or "", change.get("previous") or ""
+    held = [f for f in fields if f.value.strip() and new.count(f.value) > old.count(f.value)]
+    if held:
+        f = max(held, key=lambda f: len(f.value))
+        return {"kind": "file", "path": change["path"], "contains": "{" + f.param + "}",
+                "expect": {"increase_by": new.count(f.value) - old.count(f.value)}}
+    if change.get("previous") is None and change.get("content") is not None:
+        return {"kind": "file", "path": change["path"], "expect": {"equals": 1}}
+    return None
 
 
 def _typed_columns(rec: Recording) -> dict[str, Any]:

@@ -114,14 +114,19 @@ def name_of(words: list[Word], avoid: Collection[str]) -> str | None:
     return " ".join(good[:NAME_WORDS]) or None
 
 
-def screen_facts(before: np.ndarray, after: np.ndarray, ocr: OcrEngine, typed: list[str]) -> list[Fact]:
-    """At most one word that appeared and one that vanished; else the changed area; [] if nothing changed."""
+def screen_facts(before: np.ndarray, after: np.ndarray, ocr: OcrEngine, typed: list[str],
+                 later: np.ndarray | None = None) -> list[Fact]:
+    """At most one word that appeared and one that vanished; else the changed area; [] if nothing changed.
+
+    `later` is the screen once the pointer had moved on (the recorder's `later`): a word that appeared only
+    while the pointer rested on the step's own target (a status tip, a tooltip) is not there and is no fact."""
     box = changed_box(before, after)
     if box is None:
         return []
     was, now = ocr.read_closely(before), ocr.read_closely(after)  # bold titles read again, not dropped as doubtful
+    stays = ocr.read_closely(later) if later is not None else None
     facts = []
-    new = [w for w in readable(now, typed) if not find_text(was, w.text)]
+    new = [w for w in readable(now, typed) if not find_text(was, w.text) and (stays is None or find_text(stays, w.text))]
     gone = [w for w in readable(was, typed) if not find_text(now, w.text)]
     for kind, pool in (("text_present", new), ("text_absent", gone)):
         if pool:

@@ -76,7 +76,7 @@ def make_reader(
     if effect.kind == "http":
         return HttpReader(effect, params, env, read_timeout_s).read
     if effect.kind == "file":
-        return FileReader(effect).read
+        return FileReader(effect, params).read
     raise ConfigError(f"effect kind {effect.kind!r} is not supported")
 
 

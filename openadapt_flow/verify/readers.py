@@ -17,7 +17,7 @@ import sqlite3
 import time
 import urllib.error
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
@@ -34,6 +34,7 @@ MAX_BODY = 8 * 1024 * 1024
 # `:name` binds, found outside string literals, quoted identifiers and comments; `::type` casts are not binds.
 SQL_TOKENS = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|--[^\n]*|/\*.*?\*/|::|:([A-Za-z_][A-Za-z0-9_]*)", re.S)
 INLINE_PASSWORD = re.compile(r"://[^/@]*:[^/@]*@")
+NAMED_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")  # a file's contains: only {name} is a placeholder
 
 
 @dataclass
@@ -159,18 +160,28 @@ class SqlReader:
 
 def fill_url(template: str, params: Mapping[str, Any]) -> str:
     """Fill `{name}` placeholders from params, each URL-quoted; `{{`/`}}` are literal braces."""
+    return fill_text(template, params, "url", lambda text: quote(text, safe=""))
+
+
+def fill_contains(template: str, params: Mapping[str, Any]) -> str:
+    """A file effect's `contains` with its `{name}`s filled; any other brace is literal (file content is free text)."""
+    return fill_text(template, params, "contains", pattern=NAMED_PLACEHOLDER)
+
+
+def fill_text(template: str, params: Mapping[str, Any], what: str, escape: Callable[[str], str] = str,
+              pattern: re.Pattern[str] = PLACEHOLDER) -> str:
+    """Fill `{name}` placeholders from params (`escape`d); `{{`/`}}` are literal braces; `what` names the field."""
 
     def repl(m: re.Match[str]) -> str:
         if m.group(1) is None:
             return m.group(0)[0]
         name = m.group(1)
         if name not in params:
-            raise ConfigError(f"effect url uses {{{name}}}, which no bound param supplies")
+            raise ConfigError(f"effect {what} uses {{{name}}}, which no bound param supplies")
         value = params[name]
-        text = str(int(value)) if isinstance(value, float) and value.is_integer() else str(value)
-        return quote(text, safe="")
+        return escape(str(int(value)) if isinstance(value, float) and value.is_integer() else str(value))
 
-    return PLACEHOLDER.sub(repl, template)
+    return pattern.sub(repl, template)
 
 
 def dig(doc: Any, path: str) -> Any:
@@ -268,15 +279,18 @@ def _snippet(body: bytes) -> str:
 
 
 class FileReader:
-    """Reads a file: occurrences of `contains`; `sha256:<hex>` when the expectation is a hash; else 1 if it exists, 0 if not."""
+    """Reads a file: occurrences of `contains` (its `{param}`s filled); `sha256:<hex>` when the expectation is a hash;
+    else 1 if it exists, 0 if not."""
 
-    def __init__(self, effect: Effect) -> None:
+    def __init__(self, effect: Effect, params: Mapping[str, Any] | None = None) -> None:
         if not effect.path:
             raise ConfigError("a file effect needs path")
         self.path = Path(effect.path)
         if effect.contains == "":
             raise ConfigError("a file effect's contains must not be empty")
-        self.contains = effect.contains
+        self.contains = fill_contains(effect.contains, params or {}) if effect.contains is not None else None
+        if self.contains == "":
+            raise ConfigError("a file effect's contains is empty once its params are filled")
         exp = effect.expect.equals
         self.hash = isinstance(exp, str) and exp.startswith("sha256:")
         if self.hash and self.contains is not None:

@@ -29,6 +29,7 @@ LIB_NAMES = ("tesseract", "libtesseract.so.5", "libtesseract.so.4")
 _COLUMNS = ("level", "page_num", "block_num", "par_num", "line_num", "word_num",
             "left", "top", "width", "height", "conf", "text")
 _INT_COLUMNS = frozenset(_COLUMNS[:10])
+LEPT_SEVERITY_NONE = 6  # leptonica's L_SEVERITY_NONE (environ.h): no messages at all
 
 
 class LibraryUnavailable(Exception):
@@ -77,6 +78,19 @@ def _declare(lib: ctypes.CDLL) -> None:
         fn.restype, fn.argtypes = res, args
 
 
+def _quiet_leptonica(lib: ctypes.CDLL) -> None:
+    """Leptonica, the image library under Tesseract, writes its own complaints to the process's stderr ("Error in
+    boxClipToRectangle: box outside rectangle" when a word box falls outside the image): they are not ours to show
+    (a read that fails reports itself), and in `flow record` they landed among the user's output. Set its message
+    severity to none. Reached through libtesseract's handle, which resolves its dependencies' symbols."""
+    try:
+        set_severity = lib.setMsgSeverity
+    except AttributeError:  # a leptonica without it: its messages stay
+        return
+    set_severity.restype, set_severity.argtypes = ctypes.c_int, [ctypes.c_int]
+    set_severity(LEPT_SEVERITY_NONE)
+
+
 @contextmanager
 def _openmp_thread_limit() -> Iterator[None]:
     """OMP_THREAD_LIMIT=1 while libtesseract (and with it libgomp) loads, unless the user set OpenMP up.
@@ -112,6 +126,7 @@ class TesseractLibrary:
             raise LibraryUnavailable(f"libtesseract could not load language {lang!r} (is tesseract-ocr-{lang} installed?)")
         # Tesseract prints notes ("Estimating resolution as ...") to stderr unless told where else.
         self._lib.TessBaseAPISetVariable(self._api, b"debug_file", b"/dev/null")
+        _quiet_leptonica(self._lib)
         self.lang = lang
 
     def image_to_data(self, gray: np.ndarray, psm: int, timeout_s: float) -> dict[str, list[Any]]:

@@ -1,0 +1,102 @@
+"""`flow record --watch-file`: a tiny Tk app that saves a text file, recorded on a real Xvnc; the step after which
+the file changed becomes consequential with a file effect counting the typed param, and the bundle replays with
+another value, the effect CONFIRMED."""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from openadapt_flow.backends.spec import BackendSpec
+from openadapt_flow.backends.vnc import VncBackend
+from openadapt_flow.procs import stop_process
+from openadapt_flow.runtime.settle import settle
+from tests.support.cli import REPO, flow_env, load_script, run_flow
+from tests.support.note_app import ENTRY, SAVE
+from tests.support.xserver import wait_until
+
+pytestmark = pytest.mark.timeout(240)
+
+
+@pytest.fixture
+def notes(xvnc, tmp_path):
+    path, ready = tmp_path / "notes.txt", tmp_path / "ready"
+    proc = subprocess.Popen([sys.executable, str(REPO / "tests" / "support" / "note_app.py"), str(path), str(ready)],
+                            env=xvnc.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_until(lambda: ready.exists() or proc.poll() is not None, 20, "the note app's ready file")
+        assert proc.poll() is None, "the note app exited"
+        yield path
+    finally:
+        stop_process(proc)
+
+
+def centre(box):
+    return box[0] + box[2] // 2, box[1] + box[3] // 2
+
+
+def drive(port: int) -> None:
+    perform = load_script("record_demo_fixture").perform
+    viewer = VncBackend(BackendSpec(kind="vnc", host="127.0.0.1", port=port, io_timeout_s=15))
+    try:
+        settle(viewer, 0.2, 5)
+        perform(viewer, "type", *centre(ENTRY), "hello world")
+        settle(viewer, 0.35, 10, expect_change_s=2.0)
+        perform(viewer, "click", *centre(SAVE), "")
+        settle(viewer, 0.35, 10, expect_change_s=2.0)
+    finally:
+        viewer.close()
+
+
+def record(xvnc, tmp_path: Path, path: Path) -> tuple[dict, str]:
+    cmd = [sys.executable, "-m", "openadapt_flow", "record", "--url", xvnc.url, "--out", str(tmp_path / "bundle"),
+           "--watch-file", str(path), "--name", "notes", "--json"]
+    proc = subprocess.Popen(cmd, cwd=tmp_path, env=flow_env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        port = re.search(r"connect your VNC viewer to [\w.:]+:(\d+)", line)
+        assert port, line + (proc.stderr.read() if proc.stderr else "")
+        drive(int(port.group(1)))
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+    assert proc.returncode == 0, err
+    return json.loads(out), err
+
+
+def test_a_step_that_changed_the_watched_file_checks_the_typed_value_in_it(tmp_path, xvnc, notes):
+    summary, log = record(xvnc, tmp_path, notes)
+    assert notes.read_text() == "Note: hello world\n"
+    doc = yaml.safe_load((tmp_path / "bundle" / "flow.yaml").read_text())
+    assert [s["action"] for s in doc["steps"]] == ["type", "click"]
+    (param,) = doc["params"]
+    assert doc["params"][param]["example"] == "hello world"
+    save = doc["steps"][1]
+    assert save["consequential"] is True
+    assert save["effect"] == {"kind": "file", "path": str(notes.resolve()), "contains": "{" + param + "}",
+                              "expect": {"increase_by": 1}}
+    assert not doc["steps"][0].get("consequential")
+
+    r = run_flow(["replay", str(tmp_path / "bundle"), "--url", xvnc.url, "--run-dir", str(tmp_path / "run"), "--json",
+                  "--param", f"{param}=goodbye moon"], tmp_path)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert notes.read_text() == "Note: goodbye moon\n"
+    report = json.loads((tmp_path / "run" / "report.json").read_text())
+    assert next(s for s in report["steps"] if s["id"] == save["id"])["effect"]["verdict"] == "CONFIRMED"
+
+
+def test_watch_file_is_one_system_of_record_among_the_watch_flags(tmp_path):
+    r = run_flow(["record", "--url", "vnc://127.0.0.1:1", "--out", str(tmp_path / "b"), "--watch-file", str(tmp_path / "f"),
+                  "--watch-sqlite", str(tmp_path / "db")], tmp_path)
+    assert r.returncode == 2 and "watch one system of record" in r.stderr and "Traceback" not in r.stderr

@@ -1,0 +1,103 @@
+"""`flow record` on the demo app's `hover` variant (buttons light up under the pointer, a status bar shows a tip for
+each), driven like a person in a viewer: the pointer glides to each target and rests there before pressing. The
+bundle must not carry the hovered look in a template nor a status tip in a fact, and must replay with other values."""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import yaml
+from PIL import Image
+
+from openadapt_flow.backends.spec import BackendSpec
+from openadapt_flow.backends.vnc import VncBackend
+from openadapt_flow.demo.app import HOVER_BG, TIPS
+from openadapt_flow.runtime.settle import settle
+from tests.support.cli import flow_env, load_script, run_flow
+
+pytestmark = pytest.mark.timeout(300)
+HOVER_RGB = tuple(int(HOVER_BG[i:i + 2], 16) for i in (1, 3, 5))
+
+
+def glide(viewer: VncBackend, start: tuple[int, int], end: tuple[int, int], steps: int = 8) -> None:
+    """Move the pointer from start to end in small steps, as a hand does, then let the screen settle (hover drawn)."""
+    for i in range(1, steps + 1):
+        x = round(start[0] + (end[0] - start[0]) * i / steps)
+        y = round(start[1] + (end[1] - start[1]) * i / steps)
+        viewer._send([("ptr", x, y, 0)], "move")
+    settle(viewer, 0.35, 10)
+
+
+def drive(port: int) -> None:
+    script = load_script("record_demo_fixture")
+    viewer = VncBackend(BackendSpec(kind="vnc", host="127.0.0.1", port=port, io_timeout_s=15))
+    try:
+        settle(viewer, 0.2, 5)
+        at = (700, 400)
+        viewer._send([("ptr", *at, 0)], "move")
+        for _, action, x, y, text in script.STEPS[:5]:
+            glide(viewer, at, (x, y))
+            script.perform(viewer, action, x, y, text)
+            settle(viewer, 0.35, 10, expect_change_s=2.0)
+            at = (x, y)
+        glide(viewer, at, (700, 400))  # and away, as a person leaves the last button
+    finally:
+        viewer.close()
+
+
+def hovered_pixels(image: np.ndarray) -> int:
+    return int(np.all(image[:, :, :3] == HOVER_RGB, axis=2).sum())
+
+
+def test_a_recording_made_with_a_hovering_pointer_has_no_hover_in_templates_or_facts(tmp_path, demo_app):
+    app = demo_app("hover")
+    bundle, rec = tmp_path / "bundle", tmp_path / "rec"
+    cmd = [sys.executable, "-m", "openadapt_flow", "record", "--url", app.xvnc.url, "--out", str(bundle),
+           "--recording", str(rec), "--watch-sqlite", str(app.db_path), "--dsn-env", "DEMO_DB_DSN",
+           "--name", "invoice-hover", "--json"]
+    proc = subprocess.Popen(cmd, cwd=tmp_path, env=flow_env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        port = re.search(r"connect your VNC viewer to [\w.:]+:(\d+)", line)
+        assert port, line + (proc.stderr.read() if proc.stderr else "")
+        drive(int(port.group(1)))
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+    assert proc.returncode == 0, err
+    doc = yaml.safe_load((bundle / "flow.yaml").read_text())
+    assert [s["action"] for s in doc["steps"]] == ["click", "type", "type", "click", "click"]
+
+    for png in sorted((bundle / "templates").iterdir()):
+        assert hovered_pixels(np.array(Image.open(png).convert("RGB"))) == 0, f"{png.name} is cut in the hovered look"
+    on_screens = {"invoice", "form", "the", "new", "save", "back"}  # tip words the app also shows without hover
+    tip_words = {w.casefold() for tip in TIPS.values() for w in tip.split() if len(w) >= 3} - on_screens
+    assert "permanently" in tip_words and "overview" in tip_words
+    facts = json.dumps([s.get("expect", []) for s in doc["steps"]]).casefold()
+    assert not {w for w in tip_words if re.search(rf"\b{w}\b", facts)}, facts
+
+    # The proxy saw the hover (the press-time frames show it) and chose frames without it.
+    recording = json.loads((rec / "recording.json").read_text())
+    pressed = [np.array(Image.open(rec / b["pressed"])) for b in recording["batches"]]
+    assert sum(hovered_pixels(f) > 0 for f in pressed) >= 3  # New invoice, Save, Back were pressed lit
+    for b in recording["batches"]:
+        assert hovered_pixels(np.array(Image.open(rec / b["before"]))) == 0
+        assert hovered_pixels(np.array(Image.open(rec / b["after"]))) == 0  # before the pointer went on to the next
+
+    env = flow_env(tmp_path, DEMO_DB_DSN=f"sqlite:///{app.db_path}")
+    before = len(app.rows())
+    r = run_flow(["replay", str(bundle), "--url", app.xvnc.url, "--run-dir", str(tmp_path / "run"), "--json",
+                  "--param", "vendor=Globex Ltd", "--param", "amount=99.5"], tmp_path, env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    rows = app.rows()
+    assert len(rows) == before + 1 and rows[-1][1:3] == ("Globex Ltd", 99.5)

@@ -32,7 +32,7 @@ class LadderOptions:
     threshold: float = 0.85  # grayscale correlation a template hit must reach
     edge_threshold: float = 0.75  # the same on edge maps (theme/colour changes)
     margin: float = 0.05  # a hit must beat any plausible look-alike by this much
-    detail_min: float = 0.6  # worst block-wise content correlation of a hit (tells "Save" from "Send")
+    detail_min: float = 0.7  # worst block-wise content correlation of a hit (tells "Save" from "Send")
     padding: int = 80  # px around the recorded region searched first (recorded-frame pixels)
     scales: tuple[float, ...] = DEFAULT_SCALES  # relative to the live/recorded frame size ratio; first tried alone
     ocr_min_score: float = 80.0  # fuzzy similarity (0-100) of a text match

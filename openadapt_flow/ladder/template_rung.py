@@ -15,6 +15,7 @@ from openadapt_flow.bundle.models import Target
 from openadapt_flow.ladder.types import Box, Evidence, Point
 from openadapt_flow.vision.template import (
     DEFAULT_SCALES,
+    Candidate,
     FrameFeatures,
     MatchResult,
     Mode,
@@ -74,19 +75,20 @@ class TemplateRung:
         return evidence
 
     def judge(self, result: MatchResult, target: Target, tmpl: TemplateImage, elapsed_ms: float) -> Evidence:
-        """hit: confident, content matches, and no plausible rival within the margin; ambiguous: such a rival exists."""
+        """hit: confident, content matches, and every other peak ranks at least the margin lower; ambiguous: one
+        does not. The margin is on the rank (shape and content together), whatever the other peak looks like."""
         rung = RUNG_NAMES[result.mode]
         threshold = self.thresholds[result.mode]
-        best = result.best
+        best, runner = result.best, result.runner_up
         if best is None:
             return Evidence(rung, "miss", elapsed_ms, search=result.search, detail="no room for the template here")
-        rival = result.runner_up if result.plausible(result.runner_up) else None
         ev = Evidence(
             rung,
             "miss",
             elapsed_ms,
             score=round(best.score, 4),
-            runner_up=round(result.runner_up.score, 4) if result.runner_up else None,
+            rank=round(best.rank, 4),
+            runner_up=round(runner.rank, 4) if runner else None,
             box=best.box,
             search=result.search,
             scale=round(best.scale, 4),
@@ -98,20 +100,22 @@ class TemplateRung:
         if not result.plausible(best):
             ev.detail = f"shape matches but {content} is below {self.detail_min:.2f}: a different widget"
             return ev
-        if rival is not None and best.score - rival.score < self.margin:
+        if runner is not None and best.rank - runner.rank < self.margin:
             ev.verdict = "ambiguous"
             ev.detail = (
-                f"look-alikes: {best.score:.2f} at {best.box[:2]} vs {rival.score:.2f} at {rival.box[:2]} "
+                f"look-alikes: {_describe(best)} at {best.box[:2]} vs {_describe(runner)} at {runner.box[:2]} "
                 f"(margin {self.margin:.2f})"
             )
             return ev
         ev.verdict = "hit"
         ev.point = click_point(target, tmpl, best.box)
-        if result.runner_up is not None and rival is None:
-            ev.detail = f"{content}; runner-up {result.runner_up.score:.2f} is a different widget"
-        else:
-            ev.detail = content
+        ev.detail = f"rank {best.rank:.2f} ({content})" + (f"; runner-up {_describe(runner)}" if runner else "")
         return ev
+
+
+def _describe(c: Candidate) -> str:
+    content = f"content {c.detail:.2f}" if c.detail is not None else "content unchecked"
+    return f"rank {c.rank:.2f} (shape {c.score:.2f}, {content})"
 
 
 def click_point(target: Target, tmpl: TemplateImage, box: Box) -> Point:

@@ -36,7 +36,7 @@ class TemplateRung:
         threshold: float = 0.85,
         edge_threshold: float = 0.75,
         margin: float = 0.05,
-        detail_min: float = 0.6,
+        detail_min: float = 0.7,
         scales: tuple[float, ...] = DEFAULT_SCALES,
     ) -> None:
         self.templates = templates

@@ -1,15 +1,19 @@
 """Template rung: find the recorded crop, first in the window around its recorded place, then anywhere.
 
-Order: window/gray → window/edges → frame/gray → frame/edges, each over the
-scale set, stopping at the first variant that is decisive (a hit, or two
-look-alikes). A local hit wins over any look-alike elsewhere on the frame,
-because the frame is searched only when the window has no confident match.
+Order: each local place in gray, then each in edges, then the whole frame
+in gray and in edges, stopping at the first variant that is decisive (a
+hit, or two look-alikes). A local hit wins over any look-alike elsewhere on
+the frame, because the frame is searched only when no window has a
+confident match. The places (the ladder chooses them) are the recorded
+pixel place at the natural size, and, on a frame of another size, the
+recorded place scaled with the frame.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from openadapt_flow.bundle.models import Target
 from openadapt_flow.ladder.types import Box, Evidence, Point
@@ -24,6 +28,15 @@ from openadapt_flow.vision.template import (
 )
 
 RUNG_NAMES: dict[Mode, str] = {"gray": "template", "edges": "template-edges"}
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where to look: a window, where in it the crop should be (None: anywhere), and the scales to try there."""
+
+    window: Box
+    near: Box | None
+    scales: tuple[float, ...]
 
 
 class TemplateRung:
@@ -45,33 +58,37 @@ class TemplateRung:
         self.detail_min = detail_min
         self.scales = scales
 
-    def run(self, feats: FrameFeatures, target: Target, window: Box, base_scale: float, near: Box | None = None) -> list[Evidence]:
-        """Evidence for every variant tried; the last one is the hit or the ambiguity if there is one."""
+    def run(self, feats: FrameFeatures, target: Target, places: list[Place], frame_scales: tuple[float, ...]) -> list[Evidence]:
+        """Evidence for every variant tried; the last one is the hit or the ambiguity if there is one.
+
+        Each local place (a window, where the crop should be in it, and the scales to try there) is searched
+        in gray, then each in edges; the whole frame, over `frame_scales`, only when none was decisive."""
         assert target.template is not None
         tmpl = self.templates.get(target.template)
         if tmpl is None:
             return [Evidence("template", "error", 0.0, detail=f"template {target.template} was not loaded")]
-        scales = tuple(base_scale * f for f in self.scales)
-        areas = [window] if window == feats.frame_box else [window, feats.frame_box]
+        frame = Place(feats.frame_box, None, frame_scales)
+        searches = [(p, mode) for mode in ("gray", "edges") for p in places]
+        if all(p.window != feats.frame_box for p in places):
+            searches += [(frame, "gray"), (frame, "edges")]
         evidence: list[Evidence] = []
-        for area in areas:
-            for mode in ("gray", "edges"):
-                t0 = time.perf_counter()
-                result = find_template(
-                    feats,
-                    tmpl,
-                    mode=mode,
-                    box=area,
-                    scales=scales,
-                    confident=self.thresholds[mode],
-                    detail_min=self.detail_min,
-                    near=near if area == window and mode == "gray" else None,  # the healthy case: where it was
-                )
-                elapsed = round((time.perf_counter() - t0) * 1000, 3)
-                ev = self.judge(result, target, tmpl, elapsed)
-                evidence.append(ev)
-                if ev.verdict in ("hit", "ambiguous"):
-                    return evidence
+        for place, mode in searches:
+            t0 = time.perf_counter()
+            result = find_template(
+                feats,
+                tmpl,
+                mode=mode,
+                box=place.window,
+                scales=place.scales,
+                confident=self.thresholds[mode],
+                detail_min=self.detail_min,
+                near=place.near if mode == "gray" else None,  # the healthy case: where it was
+            )
+            elapsed = round((time.perf_counter() - t0) * 1000, 3)
+            ev = self.judge(result, target, tmpl, elapsed)
+            evidence.append(ev)
+            if ev.verdict in ("hit", "ambiguous"):
+                return evidence
         return evidence
 
     def judge(self, result: MatchResult, target: Target, tmpl: TemplateImage, elapsed_ms: float) -> Evidence:

@@ -62,15 +62,20 @@ class TemplateRung:
         """Evidence for every variant tried; the last one is the hit or the ambiguity if there is one.
 
         Each local place (a window, where the crop should be in it, and the scales to try there) is searched
-        in gray, then each in edges; the whole frame, over `frame_scales`, only when none was decisive."""
+        in gray, then each in edges; the whole frame only when none was decisive: at the first of `frame_scales`
+        in gray and edges, then over all of them in gray and edges."""
         assert target.template is not None
         tmpl = self.templates.get(target.template)
         if tmpl is None:
             return [Evidence("template", "error", 0.0, detail=f"template {target.template} was not loaded")]
-        frame = Place(feats.frame_box, None, frame_scales)
         searches = [(p, mode) for mode in ("gray", "edges") for p in places]
         if all(p.window != feats.frame_box for p in places):
-            searches += [(frame, "gray"), (frame, "edges")]
+            # The first scale in both modes before the rest in either: a dark theme at the natural size costs
+            # two single-scale passes, not a fruitless gray pass over every scale first.
+            first, every = Place(feats.frame_box, None, frame_scales[:1]), Place(feats.frame_box, None, frame_scales)
+            searches += [(first, "gray"), (first, "edges")]
+            if len(frame_scales) > 1:
+                searches += [(every, "gray"), (every, "edges")]
         evidence: list[Evidence] = []
         for place, mode in searches:
             t0 = time.perf_counter()

@@ -72,3 +72,21 @@ def test_a_scaled_screen_is_still_found_at_the_scaled_place() -> None:
         assert res.ok and res.point is not None, (label, res.message)
         assert inside(res.point, (round(x * s), round(y * s), round(w * s), round(h * s))), (label, res.point)
         assert res.evidence[-1].scale == pytest.approx(s, abs=0.01)
+
+
+@pytest.mark.parametrize("theme, rung", [("recorded", "template"), ("dark", "template-edges")])
+def test_a_window_moved_beyond_the_search_window_is_found_on_the_whole_frame_without_ocr(theme: str, rung: str) -> None:
+    # Adwaita:dark keeps the layout and inverts the label against the face but not the borders: no plain
+    # correlation survives it, and every keypad button is the same shape in edges: only the content (the
+    # label) tells them apart, and it must, without OCR and without clicking a neighbour.
+    dx, dy = 150, 110  # past the 80 px window around each recorded place
+    window = desktop(theme)[WINDOW_AT[1] : WINDOW_AT[1] + 343, WINDOW_AT[0] : WINDOW_AT[0] + 331]
+    live = np.zeros_like(desktop(theme))
+    live[WINDOW_AT[1] + dy : WINDOW_AT[1] + dy + 343, WINDOW_AT[0] + dx : WINDOW_AT[0] + dx + 331] = window
+    lad = ladder()
+    for label in TARGETS:
+        res = lad.resolve(live, Target(template=label, region=RECORDED[label]))
+        x, y, w, h = RECORDED[label]
+        assert res.ok and res.point is not None, (label, res.message)
+        assert inside(res.point, (x + dx, y + dy, w, h)), (label, res.point, res.evidence[-1])
+        assert res.rung == rung

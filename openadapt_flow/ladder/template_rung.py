@@ -58,7 +58,9 @@ class TemplateRung:
         self.detail_min = detail_min
         self.scales = scales
 
-    def run(self, feats: FrameFeatures, target: Target, places: list[Place], frame_scales: tuple[float, ...]) -> list[Evidence]:
+    def run(
+        self, feats: FrameFeatures, target: Target, places: list[Place], frame_scales: tuple[float, ...]
+    ) -> list[Evidence]:
         """Evidence for every variant tried; the last one is the hit or the ambiguity if there is one.
 
         Each local place (a window, where the crop should be in it, and the scales to try there) is searched
@@ -68,14 +70,13 @@ class TemplateRung:
         tmpl = self.templates.get(target.template)
         if tmpl is None:
             return [Evidence("template", "error", 0.0, detail=f"template {target.template} was not loaded")]
-        searches = [(p, mode) for mode in ("gray", "edges") for p in places]
+        modes: tuple[Mode, Mode] = ("gray", "edges")
+        searches = [(p, mode) for mode in modes for p in places]
         if all(p.window != feats.frame_box for p in places):
             # The first scale in both modes before the rest in either: a dark theme at the natural size costs
             # two single-scale passes, not a fruitless gray pass over every scale first.
             first, every = Place(feats.frame_box, None, frame_scales[:1]), Place(feats.frame_box, None, frame_scales)
-            searches += [(first, "gray"), (first, "edges")]
-            if len(frame_scales) > 1:
-                searches += [(every, "gray"), (every, "edges")]
+            searches += [(first, m) for m in modes] + ([(every, m) for m in modes] if len(frame_scales) > 1 else [])
         evidence: list[Evidence] = []
         for place, mode in searches:
             t0 = time.perf_counter()

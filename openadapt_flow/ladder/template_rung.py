@@ -98,8 +98,8 @@ class TemplateRung:
         return evidence
 
     def judge(self, result: MatchResult, target: Target, tmpl: TemplateImage, elapsed_ms: float) -> Evidence:
-        """hit: confident, content matches, and every other peak ranks at least the margin lower; ambiguous: one
-        does not. The margin is on the rank (shape and content together), whatever the other peak looks like."""
+        """hit: the rank (shape and content together) clears the threshold, the content clears `detail_min`, and
+        every other peak ranks at least the margin lower; ambiguous: one does not, whatever it looks like."""
         rung = RUNG_NAMES[result.mode]
         threshold = self.thresholds[result.mode]
         best, runner = result.best, result.runner_up
@@ -119,6 +119,9 @@ class TemplateRung:
         content = f"content {best.detail:.2f}" if best.detail is not None else "content not checked"
         if best.score < threshold:
             ev.detail = f"best {best.score:.2f} below {threshold:.2f}; {content}"
+            return ev
+        if best.rank < threshold:
+            ev.detail = f"best rank {best.rank:.2f} below {threshold:.2f} (shape {best.score:.2f}, {content})"
             return ev
         if not result.plausible(best):
             ev.detail = f"shape matches but {content} is below {self.detail_min:.2f}: a different widget"

@@ -47,7 +47,9 @@ def ladder() -> Ladder:
 
 
 @pytest.mark.parametrize("theme, rung", [("recorded", "template"), ("dark", "template-edges")])
-def test_natural_size_on_a_bigger_screen_is_found_by_the_template_rung_at_the_recorded_place(theme: str, rung: str) -> None:
+def test_natural_size_on_a_bigger_screen_is_found_by_the_template_rung_at_the_recorded_place(
+    theme: str, rung: str
+) -> None:
     lad, live = ladder(), on_big_screen(theme)
     assert WINDOW_AT == (100, 100)
     for label in TARGETS:

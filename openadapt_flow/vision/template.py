@@ -311,8 +311,8 @@ def find_template(
 ) -> MatchResult:
     """Best placement of `template` inside `box` and the runner-up peak outside its footprint.
 
-    The first scale is tried alone; the others only if it gives no plausible peak
-    scoring `confident`. Peaks scoring at least `consider` (default: confident - 0.1)
+    The first scale is tried alone; the others only if it gives no peak whose
+    content holds and whose rank reaches `confident`. Peaks scoring at least `consider` (default: confident - 0.1)
     get a detail score. `near` (where the template was recorded, in live pixels)
     is searched first: see `_near_first`.
     """
@@ -330,7 +330,7 @@ def find_template(
     for i, scale in enumerate(scales):
         found = _merge(found, _search_scale(feats, tmpl, mode, search, scale, floor))
         found = _with_detail(feats, tmpl, found, floor, detail_min)
-        if i == 0 and any(c.score >= confident and (c.detail or 0) >= detail_min for c in found):
+        if i == 0 and any(c.rank >= confident and (c.detail or 0) >= detail_min for c in found):
             break
     if not found:
         return MatchResult(None, None, search, mode, detail_min)
@@ -364,7 +364,7 @@ def _near_first(
         return None
     here = _with_detail(feats, tmpl, _search_scale(feats, tmpl, mode, area, scale, floor), floor, detail_min)
     best = ranked(here)[0] if here else None
-    if best is None or best.score < confident or (best.detail or 0) < detail_min:
+    if best is None or best.rank < confident or (best.detail or 0) < detail_min:
         return None
     # A twin off the 2x grid scores lower at half resolution by up to (1 - phase): every peak that could be
     # one is re-scored at full resolution.

@@ -19,10 +19,10 @@ import numpy as np
 from openadapt_flow.bundle.models import Target
 from openadapt_flow.ladder.model_rung import ModelClient, ModelRung
 from openadapt_flow.ladder.ocr_rung import OcrRung, WordReader
-from openadapt_flow.ladder.template_rung import TemplateRung
+from openadapt_flow.ladder.template_rung import Place, TemplateRung
 from openadapt_flow.ladder.types import Box, Evidence, Resolution
 from openadapt_flow.vision.ocr import OcrEngine
-from openadapt_flow.vision.template import DEFAULT_SCALES, FrameFeatures, TemplateImage, pad_box
+from openadapt_flow.vision.template import DEFAULT_SCALES, FrameFeatures, TemplateImage, clip_box, pad_box
 
 ModelGate = Callable[[], str | None]  # asked before a model call: why it may not be made, or None
 
@@ -32,9 +32,10 @@ class LadderOptions:
     threshold: float = 0.85  # grayscale correlation a template hit must reach
     edge_threshold: float = 0.75  # the same on edge maps (theme/colour changes)
     margin: float = 0.05  # a hit must beat any plausible look-alike by this much
-    detail_min: float = 0.6  # worst block-wise content correlation of a hit (tells "Save" from "Send")
+    detail_min: float = 0.7  # worst block-wise content correlation of a hit (tells "Save" from "Send")
     padding: int = 80  # px around the recorded region searched first (recorded-frame pixels)
     scales: tuple[float, ...] = DEFAULT_SCALES  # relative to the live/recorded frame size ratio; first tried alone
+    # (on a frame of another size, the natural size 1.0 is tried first at the recorded pixel place)
     ocr_min_score: float = 80.0  # fuzzy similarity (0-100) of a text match
     landmark_tol: int = 24  # px slack for a landmark's position
     allow_model: bool = False
@@ -97,8 +98,8 @@ class Ladder:
         evidence: list[Evidence] = []
         lookalikes = False
         if target.template is not None:
-            evidence += self._template.run(feats, target, window or feats.frame_box, base,
-                                           near=self.expected(target, feats.width, feats.height))
+            evidence += self._template.run(feats, target, self.places(target, feats.width, feats.height),
+                                           self.frame_scales(base))
             lookalikes = evidence[-1].verdict == "ambiguous"
             if evidence[-1].verdict == "hit":
                 return self._hit(evidence)
@@ -127,6 +128,29 @@ class Ladder:
         sx, sy = width / self.recorded_size[0], height / self.recorded_size[1]
         x, y, w, h = target.region
         return (round(x * sx), round(y * sy), max(1, round(w * sx)), max(1, round(h * sy)))
+
+    def places(self, target: Target, width: int, height: int) -> list[Place]:
+        """Where the template rung looks first. On a frame of the recorded size: the padded recorded region.
+        On another size: the recorded pixel place at the natural size (scale 1: a bigger screen, the app at its
+        own pixel size), then the region scaled with the frame over the scale set (a scaled session)."""
+        base = self.base_scale(width, height)
+        if target.region is None:
+            return [Place((0, 0, width, height), None, self.frame_scales(base))]
+        scaled = Place(self.window(target, width, height) or (0, 0, width, height),
+                       self.expected(target, width, height), tuple(base * f for f in self.options.scales))
+        if abs(base - 1.0) < 1e-3:
+            return [scaled]
+        x, y, w, h = target.region
+        near = clip_box((x, y, w, h), width, height)
+        window = pad_box((x, y, w, h), self.options.padding, width, height)
+        if near is None or window is None or near[2:] != (w, h):
+            return [scaled]  # the recorded place is off this frame: only the scaled one exists
+        return [Place(window, near, (1.0,)), scaled]
+
+    def frame_scales(self, base: float) -> tuple[float, ...]:
+        """The whole frame's scale set: the frame ratio's set, and the natural size."""
+        scales = tuple(base * f for f in self.options.scales)
+        return scales if any(abs(s - 1.0) < 1e-3 for s in scales) else scales + (1.0,)
 
     def window(self, target: Target, width: int, height: int) -> Box | None:
         """The recorded region in live pixels, padded; None when the target has no region."""

@@ -1,20 +1,25 @@
 """Template rung: find the recorded crop, first in the window around its recorded place, then anywhere.
 
-Order: window/gray → window/edges → frame/gray → frame/edges, each over the
-scale set, stopping at the first variant that is decisive (a hit, or two
-look-alikes). A local hit wins over any look-alike elsewhere on the frame,
-because the frame is searched only when the window has no confident match.
+Order: each local place in gray, then each in edges, then the whole frame
+in gray and in edges, stopping at the first variant that is decisive (a
+hit, or two look-alikes). A local hit wins over any look-alike elsewhere on
+the frame, because the frame is searched only when no window has a
+confident match. The places (the ladder chooses them) are the recorded
+pixel place at the natural size, and, on a frame of another size, the
+recorded place scaled with the frame.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from openadapt_flow.bundle.models import Target
 from openadapt_flow.ladder.types import Box, Evidence, Point
 from openadapt_flow.vision.template import (
     DEFAULT_SCALES,
+    Candidate,
     FrameFeatures,
     MatchResult,
     Mode,
@@ -23,6 +28,15 @@ from openadapt_flow.vision.template import (
 )
 
 RUNG_NAMES: dict[Mode, str] = {"gray": "template", "edges": "template-edges"}
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where to look: a window, where in it the crop should be (None: anywhere), and the scales to try there."""
+
+    window: Box
+    near: Box | None
+    scales: tuple[float, ...]
 
 
 class TemplateRung:
@@ -35,7 +49,7 @@ class TemplateRung:
         threshold: float = 0.85,
         edge_threshold: float = 0.75,
         margin: float = 0.05,
-        detail_min: float = 0.6,
+        detail_min: float = 0.7,
         scales: tuple[float, ...] = DEFAULT_SCALES,
     ) -> None:
         self.templates = templates
@@ -44,49 +58,60 @@ class TemplateRung:
         self.detail_min = detail_min
         self.scales = scales
 
-    def run(self, feats: FrameFeatures, target: Target, window: Box, base_scale: float, near: Box | None = None) -> list[Evidence]:
-        """Evidence for every variant tried; the last one is the hit or the ambiguity if there is one."""
+    def run(
+        self, feats: FrameFeatures, target: Target, places: list[Place], frame_scales: tuple[float, ...]
+    ) -> list[Evidence]:
+        """Evidence for every variant tried; the last one is the hit or the ambiguity if there is one.
+
+        Each local place (a window, where the crop should be in it, and the scales to try there) is searched
+        in gray, then each in edges; the whole frame only when none was decisive: at the first of `frame_scales`
+        in gray and edges, then over all of them in gray and edges."""
         assert target.template is not None
         tmpl = self.templates.get(target.template)
         if tmpl is None:
             return [Evidence("template", "error", 0.0, detail=f"template {target.template} was not loaded")]
-        scales = tuple(base_scale * f for f in self.scales)
-        areas = [window] if window == feats.frame_box else [window, feats.frame_box]
+        modes: tuple[Mode, Mode] = ("gray", "edges")
+        searches = [(p, mode) for mode in modes for p in places]
+        if all(p.window != feats.frame_box for p in places):
+            # The first scale in both modes before the rest in either: a dark theme at the natural size costs
+            # two single-scale passes, not a fruitless gray pass over every scale first.
+            first, every = Place(feats.frame_box, None, frame_scales[:1]), Place(feats.frame_box, None, frame_scales)
+            searches += [(first, m) for m in modes] + ([(every, m) for m in modes] if len(frame_scales) > 1 else [])
         evidence: list[Evidence] = []
-        for area in areas:
-            for mode in ("gray", "edges"):
-                t0 = time.perf_counter()
-                result = find_template(
-                    feats,
-                    tmpl,
-                    mode=mode,
-                    box=area,
-                    scales=scales,
-                    confident=self.thresholds[mode],
-                    detail_min=self.detail_min,
-                    near=near if area == window and mode == "gray" else None,  # the healthy case: where it was
-                )
-                elapsed = round((time.perf_counter() - t0) * 1000, 3)
-                ev = self.judge(result, target, tmpl, elapsed)
-                evidence.append(ev)
-                if ev.verdict in ("hit", "ambiguous"):
-                    return evidence
+        for place, mode in searches:
+            t0 = time.perf_counter()
+            result = find_template(
+                feats,
+                tmpl,
+                mode=mode,
+                box=place.window,
+                scales=place.scales,
+                confident=self.thresholds[mode],
+                detail_min=self.detail_min,
+                near=place.near if mode == "gray" else None,  # the healthy case: where it was
+            )
+            elapsed = round((time.perf_counter() - t0) * 1000, 3)
+            ev = self.judge(result, target, tmpl, elapsed)
+            evidence.append(ev)
+            if ev.verdict in ("hit", "ambiguous"):
+                return evidence
         return evidence
 
     def judge(self, result: MatchResult, target: Target, tmpl: TemplateImage, elapsed_ms: float) -> Evidence:
-        """hit: confident, content matches, and no plausible rival within the margin; ambiguous: such a rival exists."""
+        """hit: the rank (shape and content together) clears the threshold, the content clears `detail_min`, and
+        every other peak ranks at least the margin lower; ambiguous: one does not, whatever it looks like."""
         rung = RUNG_NAMES[result.mode]
         threshold = self.thresholds[result.mode]
-        best = result.best
+        best, runner = result.best, result.runner_up
         if best is None:
             return Evidence(rung, "miss", elapsed_ms, search=result.search, detail="no room for the template here")
-        rival = result.runner_up if result.plausible(result.runner_up) else None
         ev = Evidence(
             rung,
             "miss",
             elapsed_ms,
             score=round(best.score, 4),
-            runner_up=round(result.runner_up.score, 4) if result.runner_up else None,
+            rank=round(best.rank, 4),
+            runner_up=round(runner.rank, 4) if runner else None,
             box=best.box,
             search=result.search,
             scale=round(best.scale, 4),
@@ -95,23 +120,28 @@ class TemplateRung:
         if best.score < threshold:
             ev.detail = f"best {best.score:.2f} below {threshold:.2f}; {content}"
             return ev
+        if best.rank < threshold:
+            ev.detail = f"best rank {best.rank:.2f} below {threshold:.2f} (shape {best.score:.2f}, {content})"
+            return ev
         if not result.plausible(best):
             ev.detail = f"shape matches but {content} is below {self.detail_min:.2f}: a different widget"
             return ev
-        if rival is not None and best.score - rival.score < self.margin:
+        if runner is not None and best.rank - runner.rank < self.margin:
             ev.verdict = "ambiguous"
             ev.detail = (
-                f"look-alikes: {best.score:.2f} at {best.box[:2]} vs {rival.score:.2f} at {rival.box[:2]} "
+                f"look-alikes: {_describe(best)} at {best.box[:2]} vs {_describe(runner)} at {runner.box[:2]} "
                 f"(margin {self.margin:.2f})"
             )
             return ev
         ev.verdict = "hit"
         ev.point = click_point(target, tmpl, best.box)
-        if result.runner_up is not None and rival is None:
-            ev.detail = f"{content}; runner-up {result.runner_up.score:.2f} is a different widget"
-        else:
-            ev.detail = content
+        ev.detail = f"rank {best.rank:.2f} ({content})" + (f"; runner-up {_describe(runner)}" if runner else "")
         return ev
+
+
+def _describe(c: Candidate) -> str:
+    content = f"content {c.detail:.2f}" if c.detail is not None else "content unchecked"
+    return f"rank {c.rank:.2f} (shape {c.score:.2f}, {content})"
 
 
 def click_point(target: Target, tmpl: TemplateImage, box: Box) -> Point:

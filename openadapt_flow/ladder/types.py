@@ -19,7 +19,8 @@ class Evidence:
     verdict: Verdict
     elapsed_ms: float
     score: float | None = None
-    runner_up: float | None = None
+    rank: float | None = None  # template: shape and content together, the score the margin applies to
+    runner_up: float | None = None  # template: the runner-up's rank; ocr: its similarity
     point: Point | None = None
     box: Box | None = None  # best candidate, even on a miss
     search: Box | None = None  # where it looked (window or whole frame)

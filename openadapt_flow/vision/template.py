@@ -8,9 +8,10 @@ Whole-crop correlation is dominated by a widget's shape: a "Save" crop scores
 0.9+ on a "Send" or "Close" button of the same size. So every strong peak also
 gets a *detail* score: the worst block-wise |correlation| over the crop's
 textured blocks (text, icon strokes), which stays high only where the content
-itself matches, in either polarity. A search returns the best plausible
-candidate and the runner-up peak outside its footprint, so the caller can
-refuse to pick between look-alikes.
+itself matches, in either polarity. Each candidate is ranked by shape and
+content together (`Candidate.rank`); a search returns the best-ranked one
+and the best-ranked other peak outside its footprint, so the caller can
+refuse to pick between look-alikes by one margin on that rank.
 """
 
 from __future__ import annotations
@@ -42,6 +43,9 @@ MIN_TEMPLATE_SIDE = 4
 FLAT_STD = 2.0  # a variant with less contrast than this correlates with noise
 BLOCK = 12  # detail block side at scale 1
 BLOCK_STD = 15.0  # blocks flatter than this say nothing about content
+MIN_BLOCK_SIDE = 4  # a block scaled smaller than this is dropped
+CONTENT_FULL = 0.8  # content this close counts in full towards a candidate's rank (a twin with one block spoilt
+# by a neighbour's edge still ties); below it the rank falls in proportion
 DETAIL_MAX_CANDIDATES = 24
 
 
@@ -141,19 +145,25 @@ class TemplateImage:
         return self._cache[key]
 
     def blocks(self, scale: float) -> list[Box]:
-        """Textured blocks of the scaled gray crop, the ones that carry its content."""
+        """Textured blocks of the crop, chosen once at scale 1 and carried to each scale: every scale is judged
+        on the same content (re-chosen per scale, a blurred outline drops out and a look-alike of the rest passes)."""
         key = round(scale, 4)
         if key not in self._blocks:
-            gray = self.gray(scale)
             out: list[Box] = []
-            if gray is not None:
-                b = max(6, round(BLOCK * scale))
-                h, w = gray.shape
-                for y in range(0, max(1, h - b // 2), b):
-                    for x in range(0, max(1, w - b // 2), b):
-                        tile = gray[y : y + b, x : x + b]
+            if key == 1.0:
+                h, w = self._gray.shape
+                for y in range(0, max(1, h - BLOCK // 2), BLOCK):
+                    for x in range(0, max(1, w - BLOCK // 2), BLOCK):
+                        tile = self._gray[y : y + BLOCK, x : x + BLOCK]
                         if float(tile.std()) >= BLOCK_STD:
                             out.append((x, y, tile.shape[1], tile.shape[0]))
+            elif self.gray(scale) is not None:
+                sw, sh = self.size(scale)
+                for x, y, bw, bh in self.blocks(1.0):
+                    x0, y0 = min(sw - 1, round(x * scale)), min(sh - 1, round(y * scale))
+                    x1, y1 = min(sw, round((x + bw) * scale)), min(sh, round((y + bh) * scale))
+                    if min(x1 - x0, y1 - y0) >= MIN_BLOCK_SIDE:
+                        out.append((x0, y0, x1 - x0, y1 - y0))
             self._blocks[key] = out
         return self._blocks[key]
 
@@ -241,6 +251,15 @@ class Candidate:
     detail: float | None = None  # worst block-wise |correlation|; None when not computed
 
     @property
+    def rank(self) -> float:
+        """Shape and content together, the score look-alikes are told apart by: the whole-crop score, scaled
+        down as the content falls below CONTENT_FULL. Unchecked content counts as full (an upper bound), so
+        an unchecked rival is never ranked too low."""
+        if self.detail is None:
+            return self.score
+        return self.score * min(1.0, max(0.0, self.detail) / CONTENT_FULL)
+
+    @property
     def centre(self) -> tuple[float, float]:
         x, y, w, h = self.box
         return (x + w / 2, y + h / 2)
@@ -255,8 +274,8 @@ class Candidate:
 
 @dataclass(frozen=True)
 class MatchResult:
-    best: Candidate | None  # the best candidate whose detail holds, else the best-scoring one
-    runner_up: Candidate | None  # best other peak outside best's footprint (plausible ones first)
+    best: Candidate | None  # the best-ranked candidate (shape and content together)
+    runner_up: Candidate | None  # the best-ranked other peak outside best's footprint, whatever it is
     search: Box
     mode: Mode
     detail_min: float
@@ -273,6 +292,10 @@ class MatchResult:
     def runner_up_score(self) -> float:
         return self.runner_up.score if self.runner_up else 0.0
 
+    @property
+    def runner_up_rank(self) -> float:
+        return self.runner_up.rank if self.runner_up else 0.0
+
 
 def find_template(
     frame: FrameFeatures | np.ndarray,
@@ -288,8 +311,8 @@ def find_template(
 ) -> MatchResult:
     """Best placement of `template` inside `box` and the runner-up peak outside its footprint.
 
-    The first scale is tried alone; the others only if it gives no plausible peak
-    scoring `confident`. Peaks scoring at least `consider` (default: confident - 0.1)
+    The first scale is tried alone; the others only if it gives no peak whose
+    content holds and whose rank reaches `confident`. Peaks scoring at least `consider` (default: confident - 0.1)
     get a detail score. `near` (where the template was recorded, in live pixels)
     is searched first: see `_near_first`.
     """
@@ -307,16 +330,19 @@ def find_template(
     for i, scale in enumerate(scales):
         found = _merge(found, _search_scale(feats, tmpl, mode, search, scale, floor))
         found = _with_detail(feats, tmpl, found, floor, detail_min)
-        if i == 0 and any(c.score >= confident and (c.detail or 0) >= detail_min for c in found):
+        if i == 0 and any(c.rank >= confident and (c.detail or 0) >= detail_min for c in found):
             break
     if not found:
         return MatchResult(None, None, search, mode, detail_min)
-    plausible = [c for c in found if c.detail is not None and c.detail >= detail_min]
-    best = plausible[0] if plausible else found[0]
-    others = [c for c in found if not c.overlaps(best)]
-    rivals = [c for c in others if c in plausible]
-    runner = rivals[0] if rivals else (others[0] if others else None)
+    best, runner = ranked(found)
     return MatchResult(best, runner, search, mode, detail_min)
+
+
+def ranked(found: list[Candidate]) -> tuple[Candidate, Candidate | None]:
+    """The best-ranked candidate and the best-ranked one outside its footprint (strongest shape first on ties)."""
+    best = max(found, key=lambda c: (c.rank, c.score))
+    others = [c for c in found if not c.overlaps(best)]
+    return best, max(others, key=lambda c: (c.rank, c.score), default=None)
 
 
 def _near_first(
@@ -337,8 +363,8 @@ def _near_first(
     if area is None or t is None or min(t.shape) < 2 * COARSE_MIN_SIDE:
         return None
     here = _with_detail(feats, tmpl, _search_scale(feats, tmpl, mode, area, scale, floor), floor, detail_min)
-    best = next((c for c in here if c.score >= confident and (c.detail or 0) >= detail_min), None)
-    if best is None:
+    best = ranked(here)[0] if here else None
+    if best is None or best.rank < confident or (best.detail or 0) < detail_min:
         return None
     # A twin off the 2x grid scores lower at half resolution by up to (1 - phase): every peak that could be
     # one is re-scored at full resolution.
@@ -350,10 +376,9 @@ def _near_first(
         return None  # the half-resolution pass cannot judge this template: the full search decides
     others = [c for c in found if not c.overlaps(best)]
     others = _with_detail(feats, tmpl, sorted(others, key=lambda c: -c.score), floor, detail_min)
-    rivals = [c for c in others if c.detail is not None and c.detail >= detail_min]
-    if rivals and rivals[0].score > best.score:
+    runner = max(others, key=lambda c: (c.rank, c.score), default=None)
+    if runner is not None and runner.rank > best.rank:
         return None  # something in the window matches better than the recorded place: the full search decides
-    runner = rivals[0] if rivals else (others[0] if others else None)
     return MatchResult(best, runner, search, mode, detail_min)
 
 
@@ -400,11 +425,13 @@ def detail_score(
 ) -> float:
     """Worst |correlation| of the crop's textured blocks against the frame at `box`, each free to move `shift` px.
 
-    With `need`, only as exact as deciding `score >= need` requires: if every
-    block already clears it in place (one vectorised pass over integral
-    images), that in-place worst, a lower bound, is the answer; otherwise the
-    blocks are searched one by one and the first that cannot clear it is the
-    answer, an upper bound. Either way the decision is the exact one.
+    With `need`, only as exact as deciding `score >= need` and ranking the
+    candidate (`Candidate.rank`) require: if every block already clears both
+    `need` and CONTENT_FULL in place (one vectorised pass over integral
+    images), that in-place worst, a lower bound, is the answer (the rank is
+    then exact: full content); otherwise the blocks are searched one by one,
+    and the first that cannot clear `need` is the answer, an upper bound
+    (never a hit; as a rival, ranked no lower than it is); else the exact worst.
     """
     gray = tmpl.gray(scale)
     blocks = tmpl.blocks(scale)
@@ -423,7 +450,7 @@ def detail_score(
         window = patch[oy : oy + gray.shape[0], ox : ox + gray.shape[1]]
         if window.shape == gray.shape:
             in_place = tmpl.block_sums(scale).correlation(window)
-            if in_place >= need:
+            if in_place >= max(need, CONTENT_FULL):
                 return in_place
     worst = 1.0
     for bx, by, bw, bh in blocks:

@@ -164,7 +164,8 @@ def test_missing_target_halts_with_the_best_candidate_box() -> None:
     res = make_ladder().resolve(frame, target())
     assert not res.ok and res.category == "resolution"
     assert "templates/save.png" in res.message and "not found" in res.message
-    assert [e.rung for e in res.evidence] == ["template", "template-edges", "template", "template-edges"]
+    # the window, then the whole frame at the first scale, then at every scale; gray and edges each
+    assert [e.rung for e in res.evidence] == ["template", "template-edges"] * 3
     best = best_candidate(res)
     assert best is not None and best.box is not None
     assert all(e.box is not None and e.search is not None for e in res.evidence)

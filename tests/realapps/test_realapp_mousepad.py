@@ -51,7 +51,8 @@ def run_case(recorded: Recorded, tmp_path: Path, drift_name: str, drift: Drift, 
              dirty: bool = False) -> None:
     params = list(recorded.doc["params"])
     assert len(params) == 1, recorded.doc["params"]
-    doc = tmp_path / "list.txt"
+    # the same document the demonstration saved (a file effect names its path), as it was, or dirty
+    doc = recorded.recording.parent / "list.txt"
     start = DIRTY_DOC if dirty else DOC
     doc.write_text(start)
     line = "Call the bank"

@@ -15,11 +15,10 @@ import re
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
-
-import numpy as np
+from typing import Any
 
 from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.backends.vnc import VncBackend
@@ -194,13 +193,16 @@ def replay(bundle: Path, app: RunningApp, params: dict[str, str], run_dir: Path,
 def judge(app: str, drift: str, code: int, report: dict[str, Any], right: bool, untouched: bool, detail: str,
           wrong_click: bool, expectation: str = "complete", reason: str = "") -> Replay:
     """Classify a replay and register it. right: the system of record shows the intended result; untouched: it
-    shows no write at all (a halt before the consequential step)."""
-    if code == 0 and right:
-        outcome = "completed"
-    elif code in (1, 3, 4) and untouched and not wrong_click:
-        outcome = "halted"
-    else:
+    shows no write at all (a halt before the consequential step). A safe halt is a durable run's pause or block
+    (exit 3 or 4) with no wrong write and no wrong click; exit 0 with a wrong result is a false success."""
+    if wrong_click or (code == 0 and not right) or not (right or untouched):
         outcome = "WRONG"
+    elif code == 0:
+        outcome = "completed"
+    elif code in (3, 4):
+        outcome = "halted"  # untouched, or the right write made and not confirmed
+    else:
+        outcome = f"failed (exit {code})"
     result = Replay(app, drift, code, report.get("state"), outcome, detail, report.get("halt"), wrong_click,
                     false_success=(code == 0 and not right), expectation=expectation, reason=reason,
                     steps=report.get("steps", []))
@@ -209,17 +211,14 @@ def judge(app: str, drift: str, code: int, report: dict[str, Any], right: bool, 
 
 
 def check(result: Replay) -> None:
-    """The test's verdict: never a wrong result; where the expectation is `complete`, a completed run."""
+    """The test's verdict: never a wrong result; where the expectation is `complete`, a completed run; else a
+    completed run or a safe halt."""
     msg = result.summary() + "\n" + result.evidence()
     assert result.outcome != "WRONG", "wrong result or wrong write: " + msg
     if result.expectation == "complete":
         assert result.outcome == "completed", "should have completed: " + msg
+    assert result.outcome in ("completed", "halted"), "neither completed nor halted safely: " + msg
 
 
 def launch(name: str, args: list[str], drift: Drift) -> RunningApp:
     return start_app(name, args, drift)
-
-
-def crop(frame: np.ndarray, box: tuple[int, int, int, int]) -> np.ndarray:
-    x, y, w, h = box
-    return frame[max(0, y):y + h, max(0, x):x + w]

@@ -2,10 +2,10 @@
 PY      ?= python3
 VENV    ?= .venv
 VPY     := $(VENV)/bin/python
-APT_PKGS := tesseract-ocr xvfb tigervnc-standalone-server tigervnc-tools xdotool x11-xserver-utils fonts-dejavu-core postgresql xrdp freerdp2-x11 openssl galculator
+APT_PKGS := tesseract-ocr xvfb tigervnc-standalone-server tigervnc-tools xdotool x11-xserver-utils fonts-dejavu-core postgresql xrdp freerdp2-x11 openssl sqlitebrowser galculator mousepad
 STAMP   := $(VENV)/.installed
 
-.PHONY: setup system-deps venv demo test unit e2e smoke bench clean
+.PHONY: setup system-deps venv demo test unit e2e realapps smoke bench clean
 
 setup: system-deps $(STAMP)
 
@@ -37,6 +37,10 @@ unit: setup
 
 e2e: setup
 	$(VPY) -m pytest -q tests/e2e
+
+# the real-app suite alone: sqlitebrowser, galculator, mousepad recorded and replayed under drift (~6 min)
+realapps: setup
+	$(VPY) -m pytest -q tests/realapps
 
 # CI smoke: the recorded demo fixtures served over real RFB on loopback, replayed by `flow replay --url vnc://…`
 smoke: setup

@@ -90,10 +90,18 @@ def _configure_mousepad(home: Path, config: Path, drift: Drift) -> None:
            "[org/xfce/mousepad/state/window]\nwidth=uint32 600\nheight=uint32 400\nleft=uint32 0\ntop=uint32 0\n")
 
 
+# sqlitebrowser 3.12's QMainWindow::saveState with every dock closed (Edit Cell, Remote, SQL Log, Plot, DB Schema):
+# the Browse Data tab then has the width to show its whole toolbar (New Record is hidden in the overflow otherwise).
+# Made once by closing the docks and quitting; QSettings' own escaping, written as it wrote it.
+_SQLITEBROWSER_NO_DOCKS = (
+    r'''"@ByteArray(\0\0\0\xff\0\0\0\0\xfd\0\0\0\x1\0\0\0\x1\0\0\x1r\0\0\x2\x65\xfc\x2\0\0\0\x2\xfb\0\0\0\x10\0\x64\0o\0\x63\0k\0\x45\0\x64\0i\0t\0\0\0\0;\0\0\0\xd4\0\0\0\xd4\0\xff\xff\xff\xfc\0\0\0;\0\0\x2\x65\0\0\0\0\0\xff\xff\xff\xfa\xff\xff\xff\xff\x2\0\0\0\x4\xfb\0\0\0\xe\0\x64\0o\0\x63\0k\0L\0o\0g\0\0\0\0\0\xff\xff\xff\xff\0\0\0\x8f\0\xff\xff\xff\xfb\0\0\0\x10\0\x64\0o\0\x63\0k\0P\0l\0o\0t\0\0\0\0\0\xff\xff\xff\xff\0\0\0\xe5\0\xff\xff\xff\xfb\0\0\0\x14\0\x64\0o\0\x63\0k\0S\0\x63\0h\0\x65\0m\0\x61\0\0\0\0\0\xff\xff\xff\xff\0\0\0k\0\xff\xff\xff\xfb\0\0\0\x14\0\x64\0o\0\x63\0k\0R\0\x65\0m\0o\0t\0\x65\0\0\0\0\0\xff\xff\xff\xff\0\0\x1z\0\xff\xff\xff\0\0\x3\xe8\0\0\x2\x65\0\0\0\x4\0\0\0\x4\0\0\0\b\0\0\0\b\xfc\0\0\0\x1\0\0\0\x2\0\0\0\x3\0\0\0\x12\0t\0o\0o\0l\0\x62\0\x61\0r\0\x44\0\x42\x1\0\0\0\0\xff\xff\xff\xff\0\0\0\0\0\0\0\0\0\0\0\x1c\0t\0o\0o\0l\0\x62\0\x61\0r\0P\0r\0o\0j\0\x65\0\x63\0t\x1\0\0\x2\x39\xff\xff\xff\xff\0\0\0\0\0\0\0\0\0\0\0\x1c\0t\0o\0o\0l\0\x62\0\x61\0r\0\x45\0x\0t\0r\0\x61\0\x44\0\x42\x1\0\0\x3:\xff\xff\xff\xff\0\0\0\0\0\0\0\0)"''')
+
+
 def _configure_sqlitebrowser(home: Path, config: Path, drift: Drift) -> None:
-    # appStyle 1 is its own dark style (a Qt stylesheet); no version check over the network, no welcome tab state
+    # appStyle 1 is its own dark style (a Qt stylesheet); no version check over the network; no docks
     _write(config / "sqlitebrowser" / "sqlitebrowser.conf",
-           f"[%General]\nappStyle={1 if drift.dark else 0}\n\n[checkversion]\nenabled=false\n")
+           f"[%General]\nappStyle={1 if drift.dark else 0}\nlanguage=en_US\n\n[checkversion]\nenabled=false\n\n"
+           f"[MainWindow]\nwindowState={_SQLITEBROWSER_NO_DOCKS}\n")
 
 
 APPS: dict[str, AppSpec] = {

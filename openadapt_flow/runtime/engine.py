@@ -30,6 +30,7 @@ from openadapt_flow.runtime.halt import Halt, Pause, StopRequested
 from openadapt_flow.runtime.lifecycle import begin_run
 from openadapt_flow.runtime.outcome import classify
 from openadapt_flow.runtime.policy import Blocked, check_step
+from openadapt_flow.runtime.preflight import check_effects, probe_effects
 from openadapt_flow.runtime.pause import open_pause
 from openadapt_flow.runtime.states import EXIT_CODES
 from openadapt_flow.runtime.child import run_child_step
@@ -42,7 +43,6 @@ from openadapt_flow.store.journal import Journal, load_journal, now_iso
 from openadapt_flow.store.keys import load_decision_key, load_key
 from openadapt_flow.store.lease import Lease, LeaseLost
 from openadapt_flow.store.rundir import FrameWriter, RunDir, check_new_run_dir, new_run_dir
-from openadapt_flow.verify.effects import make_reader, resolve_effect
 from openadapt_flow.verify.screen import ScreenChecks
 from openadapt_flow.vision.annotate import annotate
 from openadapt_flow.vision.ocr import OcrEngine
@@ -168,14 +168,6 @@ def prepare(req: ReplayRequest) -> tuple[LoadedBundle, BoundParams, bool]:
     return loaded, params, durable
 
 
-def check_effects(loaded: LoadedBundle, config: DeployConfig, params: BoundParams) -> None:
-    """Every declared effect can be read with what this run has — its `use:` in the config, its env vars, its binds, a
-    DSN it understands — checked before the first input, not at the step that writes after a dozen inputs (exit 2)."""
-    for step in loaded.model.steps:
-        if step.effect is not None:
-            make_reader(resolve_effect(step.effect, config.effects), params.values | {"run_id": "run-check"})
-
-
 def make_context(
     run: RunDir, run_id: str, loaded: LoadedBundle, params: BoundParams, backend: Backend, config: DeployConfig,
     journal: Journal, allow_model: bool, durable: bool, progress: Progress | None, reporter: Reporter | None,
@@ -211,9 +203,11 @@ def replay(
     backend = open_or_none(req.backend, backend_factory)  # connect errors surface here, before any run dir exists
     lease = ctx = None
     try:
+        run_id = f"run-{uuid.uuid4().hex[:12]}"
+        # after the backend opened (a fixture creates its system of record then), before the run dir and any input
+        probe_effects(loaded, req.config, params, run_id)
         run = RunDir(new_run_dir(Path(req.config.runtime.runs_root), req.run_dir))
         crash_point("start:dir_created")
-        run_id = f"run-{uuid.uuid4().hex[:12]}"
         try:
             lease = Lease(run.path, req.config.runtime.lease_ttl_s).acquire()  # every run has one owner
             lease.start_heartbeat()

@@ -30,7 +30,7 @@ from openadapt_flow.runtime.halt import Halt, Pause, StopRequested
 from openadapt_flow.runtime.lifecycle import begin_run
 from openadapt_flow.runtime.outcome import classify
 from openadapt_flow.runtime.policy import Blocked, check_step
-from openadapt_flow.runtime.preflight import check_effects, probe_effects
+from openadapt_flow.runtime.preflight import check_effects, check_model_key, probe_effects
 from openadapt_flow.runtime.pause import open_pause
 from openadapt_flow.runtime.states import EXIT_CODES
 from openadapt_flow.runtime.child import run_child_step
@@ -160,6 +160,7 @@ def prepare(req: ReplayRequest) -> tuple[LoadedBundle, BoundParams, bool]:
     loaded = load_bundle(req.bundle)
     params = bind_params(loaded.model, req.params, from_flag=req.param_flags)
     check_effects(loaded, req.config, params)
+    check_model_key(req.config, req.allow_model)
     if req.run_dir is not None:
         check_new_run_dir(req.run_dir)
     if req.backend is None and any(not s.is_durable_kind for s in loaded.model.steps):

@@ -52,6 +52,14 @@ def source(effect: Effect) -> str:
     return f"path {effect.path}"
 
 
+def check_model_key(config: DeployConfig, allow_model: bool) -> None:
+    """A model rung that will be used has the API key its config names (else its first call fails mid-run)."""
+    mc = config.ladder.model
+    if (allow_model or mc.enabled) and mc.api_key_env and not os.environ.get(mc.api_key_env):
+        raise ConfigError(f"ladder.model.api_key_env {mc.api_key_env} is not set in the environment (the model rung "
+                          "is on: --allow-model or ladder.model.enabled)")
+
+
 def check_effects(loaded: LoadedBundle, config: DeployConfig, params: BoundParams, run_id: str = PREFLIGHT_RUN_ID) -> None:
     """Every declared effect can be read with what this run has — its `use:` in the config, its env vars, its binds, a
     DSN it understands (exit 2, before a run directory or a connection exists)."""

@@ -16,6 +16,7 @@ from openadapt_flow.bundle.params import bind_params
 from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.errors import ConfigError
 from openadapt_flow.runtime.decisions import approve
+from openadapt_flow.runtime.config import DeployConfig
 from openadapt_flow.runtime.engine import ReplayRequest, replay
 from openadapt_flow.runtime.preflight import probe_effects
 from openadapt_flow.runtime.resume import resume
@@ -137,3 +138,19 @@ def test_an_http_effect_that_answers_an_error_is_refused_before_any_input(tmp_pa
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_a_model_rung_without_its_api_key_is_refused_before_any_input(tmp_path, env, monkeypatch):
+    monkeypatch.delenv("GROUNDER_KEY", raising=False)
+    config = DeployConfig.model_validate({"schema": "openadapt-flow/config@1", "ladder": {"model": {"api_key_env": "GROUNDER_KEY"}},
+                                          "runtime": {"runs_root": str(tmp_path / "runs"), "settle_quiet_s": 0.01}})
+    make_bundle(tmp_path / "b", [dict(FIRST, timeout_s=1)])
+    fake = FakeBackend(home())
+    req = ReplayRequest(bundle=tmp_path / "b", params={"vendor": "ACME"}, backend=BackendSpec(kind="fake"), config=config,
+                        run_dir=tmp_path / "run", allow_model=True)
+    with pytest.raises(ConfigError, match="api_key_env GROUNDER_KEY is not set"):
+        replay(req, backend_factory=lambda spec: fake)
+    assert fake.events == [] and not (tmp_path / "run").exists()
+    out = replay(ReplayRequest(bundle=tmp_path / "b", params={"vendor": "ACME"}, backend=BackendSpec(kind="fake"), config=config,
+                               run_dir=tmp_path / "run"), backend_factory=lambda spec: fake)  # model off: no key needed
+    assert out.run_dir.exists() and fake.events  # it ran

@@ -28,11 +28,6 @@ from openadapt_flow.vision.diff import changed_box
 from openadapt_flow.vision.mask import FIELD_HALF_HEIGHT, field_band
 
 REACT_S = 0.3  # how long an app may take to begin reacting to input
-# A `type` step's click is answered before its keys are sent: the screen must settle, and stay quiet for this long
-# after the click. Toolkits hold a click for their double-click interval before acting on it alone (Qt opens the
-# editor of an already-selected table cell only then, and refuses to start editing until it has), and keys sent
-# inside that window go to the table, not the cell. Qt and GTK default to 400 ms, Windows to 500 ms.
-FIELD_READY_S = 0.5
 # How a `type` step selects the field's content so that typing replaces it (docs/bundle.md, "type"):
 # F2 opens the editor of a table cell that is not in edit mode yet (Qt item views, spreadsheets; the editor opens
 # with its text) and is ignored by a text field or spin box; End then Shift+Home selects the text of the single-line
@@ -155,7 +150,10 @@ def _act(ctx: RunContext, step: Step, point: Point | None, to_point: Point | Non
         if point is not None:
             b.click(point[0], point[1])
             rt = ctx.config.runtime
-            settle(b, rt.settle_quiet_s, min(rt.settle_timeout_s, step.timeout_s), hold_s=FIELD_READY_S)
+            # The click is answered before the keys go: the screen settles and stays quiet until field_ready_s after
+            # it. Toolkits hold a click for their double-click interval before acting on it alone (Qt opens an
+            # already-selected table cell's editor only then, and takes keys sent sooner as table navigation).
+            settle(b, rt.settle_quiet_s, min(rt.settle_timeout_s, step.timeout_s), hold_s=rt.field_ready_s)
         if not step.append:
             for keys in SELECT_FIELD_KEYS:
                 b.press(keys)

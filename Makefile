@@ -2,7 +2,7 @@
 PY      ?= python3
 VENV    ?= .venv
 VPY     := $(VENV)/bin/python
-APT_PKGS := tesseract-ocr xvfb tigervnc-standalone-server tigervnc-tools xdotool x11-xserver-utils fonts-dejavu-core postgresql xrdp freerdp2-x11 openssl
+APT_PKGS := tesseract-ocr xvfb tigervnc-standalone-server tigervnc-tools xdotool x11-xserver-utils fonts-dejavu-core postgresql xrdp freerdp2-x11 openssl sqlitebrowser galculator mousepad
 STAMP   := $(VENV)/.installed
 
 .PHONY: setup system-deps venv demo test unit e2e smoke bench clean

@@ -143,3 +143,39 @@ def test_typing_into_an_already_selected_cell_waits_for_its_editor(tmp_path, bro
     r, run_dir = replay(tmp_path, browser, bundle, {"name": "Erin Walsh"})
     assert r.returncode == 0, r.stdout + r.stderr
     assert rows(people_db) == [ROWS[0], (2, "Erin Walsh", "South"), ROWS[2]]
+
+
+def test_typing_replaces_the_value_of_a_qt_spin_box(tmp_path, people_db):
+    """Edit Pragmas' User Version is a QSpinBox holding 7: the typed 42 replaces it (not 742 or 427), judged by
+    PRAGMA user_version after Save."""
+    with sqlite3.connect(people_db) as c:
+        c.execute("PRAGMA user_version = 7")
+    app = start_app("sqlitebrowser", [str(people_db)])
+    try:
+        click(app, *centre(word_box(app.screenshot(), "Edit Pragmas")))
+        wait_until(lambda: word_boxes(app.settle(), "User Version"), 20, "the Edit Pragmas tab")
+        frame = app.settle()
+        root = tmp_path / "bundle"
+        (root / "templates").mkdir(parents=True)
+        lx, ly, lw, lh = word_box(frame, "User Version")
+        field = [lx - 4, ly - 10, lw + 200, lh + 20]  # the label and the spin box right of it
+        cx, cy, cw, ch = word_box(frame, "Cancel")  # Tesseract does not read the default button's "Save"
+        save = [cx - 116, cy - 10, 84, ch + 20]  # the Save button, left of Cancel's icon
+        for name, (x, y, w, h) in (("version", field), ("save", save)):
+            cv2.imwrite(str(root / "templates" / f"{name}.png"), cv2.cvtColor(frame[y:y + h, x:x + w], cv2.COLOR_RGB2BGR))
+        steps = [
+            {"id": "version", "intent": "Type the user version", "action": "type", "text": "{secret:version}",
+             "target": {"template": "templates/version.png", "region": field, "point": [lw + 140, lh // 2 + 10]}},
+            {"id": "save", "intent": "Save the pragmas", "action": "click", "consequential": True,
+             "target": {"template": "templates/save.png", "region": save},
+             "effect": {"kind": "sql", "dsn": f"sqlite:///{people_db}", "query": "PRAGMA user_version", "expect": {"equals": 42}}},
+        ]
+        doc = {"schema": "openadapt-flow/bundle@1", "name": "set-version", "screen": {"width": frame.shape[1], "height": frame.shape[0]},
+               "params": {"version": {"type": "string", "secret": True}}, "steps": steps}
+        (root / "flow.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
+        r, _ = replay(tmp_path, app, root, {"version": "42"})
+        assert r.returncode == 0, r.stdout + r.stderr
+    finally:
+        app.stop()
+    with sqlite3.connect(people_db) as c:
+        assert c.execute("PRAGMA user_version").fetchone()[0] == 42

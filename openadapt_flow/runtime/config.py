@@ -41,6 +41,10 @@ class RuntimeConfig(_Strict):
     pause_ttl_s: float = Field(default=86400, gt=0)
     settle_quiet_s: float = Field(default=0.05, gt=0, le=10)
     settle_timeout_s: float = Field(default=5.0, gt=0, le=600)
+    # A `type` step's keys wait until the screen stayed quiet this long after its click: a toolkit's double-click
+    # interval (Qt/GTK 400 ms, Windows 500 ms), during which a click on an already-selected table cell is held
+    # before its editor opens. 0 for an app known to act on a click at once (saves up to this much per type step).
+    field_ready_s: float = Field(default=0.5, ge=0, le=5)
 
 
 class ModelConfig(_Strict):

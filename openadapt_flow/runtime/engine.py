@@ -30,6 +30,7 @@ from openadapt_flow.runtime.halt import Halt, Pause, StopRequested
 from openadapt_flow.runtime.lifecycle import begin_run
 from openadapt_flow.runtime.outcome import classify
 from openadapt_flow.runtime.policy import Blocked, check_step
+from openadapt_flow.runtime.preflight import check_effects, check_model_key, probe_effects
 from openadapt_flow.runtime.pause import open_pause
 from openadapt_flow.runtime.states import EXIT_CODES
 from openadapt_flow.runtime.child import run_child_step
@@ -42,7 +43,6 @@ from openadapt_flow.store.journal import Journal, load_journal, now_iso
 from openadapt_flow.store.keys import load_decision_key, load_key
 from openadapt_flow.store.lease import Lease, LeaseLost
 from openadapt_flow.store.rundir import FrameWriter, RunDir, check_new_run_dir, new_run_dir
-from openadapt_flow.verify.effects import make_reader, resolve_effect
 from openadapt_flow.verify.screen import ScreenChecks
 from openadapt_flow.vision.annotate import annotate
 from openadapt_flow.vision.ocr import OcrEngine
@@ -160,20 +160,13 @@ def prepare(req: ReplayRequest) -> tuple[LoadedBundle, BoundParams, bool]:
     loaded = load_bundle(req.bundle)
     params = bind_params(loaded.model, req.params, from_flag=req.param_flags)
     check_effects(loaded, req.config, params)
+    check_model_key(req.config, req.allow_model)
     if req.run_dir is not None:
         check_new_run_dir(req.run_dir)
     if req.backend is None and any(not s.is_durable_kind for s in loaded.model.steps):
         raise UsageError(NO_BACKEND)
     durable = req.durable or req.config.runtime.durable or loaded.model.needs_durable
     return loaded, params, durable
-
-
-def check_effects(loaded: LoadedBundle, config: DeployConfig, params: BoundParams) -> None:
-    """Every declared effect can be read with what this run has — its `use:` in the config, its env vars, its binds, a
-    DSN it understands — checked before the first input, not at the step that writes after a dozen inputs (exit 2)."""
-    for step in loaded.model.steps:
-        if step.effect is not None:
-            make_reader(resolve_effect(step.effect, config.effects), params.values | {"run_id": "run-check"})
 
 
 def make_context(
@@ -211,9 +204,11 @@ def replay(
     backend = open_or_none(req.backend, backend_factory)  # connect errors surface here, before any run dir exists
     lease = ctx = None
     try:
+        run_id = f"run-{uuid.uuid4().hex[:12]}"
+        # after the backend opened (a fixture creates its system of record then), before the run dir and any input
+        probe_effects(loaded, req.config, params, run_id)
         run = RunDir(new_run_dir(Path(req.config.runtime.runs_root), req.run_dir))
         crash_point("start:dir_created")
-        run_id = f"run-{uuid.uuid4().hex[:12]}"
         try:
             lease = Lease(run.path, req.config.runtime.lease_ttl_s).acquire()  # every run has one owner
             lease.start_heartbeat()

@@ -22,7 +22,8 @@ from openadapt_flow.runtime import workflow_run  # module import: workflow_run i
 from openadapt_flow.runtime.context import Progress, RunContext
 from openadapt_flow.runtime.decisions import block_run, check_approval
 from openadapt_flow.runtime.truth import catch_up_state, check_views, consume_decision, journaled_decision, pending_view, record_decision
-from openadapt_flow.runtime.engine import check_effects, Reporter, RunOutcome, execute, finish, make_context, open_or_none, stop_on_signals
+from openadapt_flow.runtime.preflight import check_effects, check_model_key, probe_effects
+from openadapt_flow.runtime.engine import Reporter, RunOutcome, execute, finish, make_context, open_or_none, stop_on_signals
 from openadapt_flow.runtime.halt import Halt
 from openadapt_flow.runtime.teach import effective_bundle
 from openadapt_flow.runtime.upgrade import upgrade_bundle as adopt_upgrade
@@ -121,6 +122,7 @@ def resume(
             loaded = adopt_upgrade(run, journal, records, loaded, manifest, upgrade_bundle)
         bound = _params(loaded, manifest, params or {})
         check_effects(loaded, config, bound)  # a verifier that cannot be built is found before any input, not at its step
+        check_model_key(config, bool(manifest.get("allow_model")))
         cp, _how = reconcile_checkpoint(run.path, records)
         pending = pending_view(run, records, dkey)  # the journal's open pause; the file must agree with it
         if pending is not None and state["state"] == "INTERRUPTED":
@@ -148,6 +150,8 @@ def resume(
             if loaded.digest != patch["digest"]:
                 raise RefusedError(f"{patch['bundle_dir']}: taught bundle differs from the approved patch; refusing")
         live = open_or_none(_backend_spec(manifest, backend), backend_factory)
+        # every system of record that steps still to come will read answers now, before any input
+        probe_effects(loaded, config, bound, manifest["run_id"], started={r["step"] for r in records if r["type"] == "step_started"})
         ctx = make_context(run, manifest["run_id"], loaded, bound, live, config, journal, bool(manifest.get("allow_model")), True, progress, reporter)
         ctx.lease = lease
         ctx.watch(records)

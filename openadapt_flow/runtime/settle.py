@@ -15,20 +15,26 @@ class Settled:
     waited_s: float
 
 
-def settle(backend: Backend, quiet_s: float, timeout_s: float, *, expect_change_s: float = 0.0) -> Settled:
+def settle(backend: Backend, quiet_s: float, timeout_s: float, *, expect_change_s: float = 0.0,
+           hold_s: float = 0.0) -> Settled:
     """Return a frame once no update arrived for `quiet_s` (or `timeout_s` passed).
 
     `expect_change_s`: after an input, first give the application this long to
     start reacting, so a slow app is not mistaken for a settled one.
+    `hold_s`: the screen must also stay quiet until this long after the start: a reaction a toolkit delays on
+    purpose (an item view opens a clicked cell's editor only once its double-click interval has passed) is
+    then seen and waited out. The wait is on updates, so a backend that never blocks (fixture:) pays nothing.
     """
     start = time.monotonic()
     if expect_change_s > 0 and backend.wait_for_update(expect_change_s):
         backend.capture()
     deadline = start + timeout_s
+    held = start + min(hold_s, timeout_s)
     while True:
-        remaining = deadline - time.monotonic()
+        now = time.monotonic()
+        remaining = deadline - now
         if remaining <= 0:
-            return Settled(backend.capture(), False, time.monotonic() - start)
-        if not backend.wait_for_update(min(quiet_s, remaining)):
+            return Settled(backend.capture(), False, now - start)
+        if not backend.wait_for_update(min(max(quiet_s, held - now), remaining)):
             return Settled(backend.capture(), True, time.monotonic() - start)
         backend.capture()  # backends report change since the last capture: mark this update seen

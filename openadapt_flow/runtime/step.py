@@ -28,6 +28,13 @@ from openadapt_flow.vision.diff import changed_box
 from openadapt_flow.vision.mask import FIELD_HALF_HEIGHT, field_band
 
 REACT_S = 0.3  # how long an app may take to begin reacting to input
+# How a `type` step selects the field's content so that typing replaces it (docs/bundle.md, "type"):
+# F2 opens the editor of a table cell that is not in edit mode yet (Qt item views, spreadsheets; the editor opens
+# with its text) and is ignored by a text field or spin box; End then Shift+Home selects the text of the single-line
+# field that has the keys now, in Tk, GTK, Qt and Win32. Ctrl+A would select every cell of a table and, in Tk,
+# move the caret instead of selecting; End and Shift+Home alone move a table's current cell (the typed value then
+# lands in the row's first column).
+SELECT_FIELD_KEYS = (["f2"], ["end"], ["shift", "home"])
 
 
 @dataclass
@@ -142,10 +149,14 @@ def _act(ctx: RunContext, step: Step, point: Point | None, to_point: Point | Non
     elif a == "type":
         if point is not None:
             b.click(point[0], point[1])
+            rt = ctx.config.runtime
+            # The click is answered before the keys go: the screen settles and stays quiet until field_ready_s after
+            # it. Toolkits hold a click for their double-click interval before acting on it alone (Qt opens an
+            # already-selected table cell's editor only then, and takes keys sent sooner as table navigation).
+            settle(b, rt.settle_quiet_s, min(rt.settle_timeout_s, step.timeout_s), hold_s=rt.field_ready_s)
         if not step.append:
-            # select the field's content so typing replaces it (End, then Shift+Home: single-line fields in Tk, GTK, Qt, Win32)
-            b.press(["end"])
-            b.press(["shift", "home"])
+            for keys in SELECT_FIELD_KEYS:
+                b.press(keys)
         assert step.text is not None
         b.type_text(ctx.interp(step.text, allow_secret=True))
     elif a == "key":

@@ -110,13 +110,12 @@ def test_an_unreadable_ledger_means_save_is_never_clicked(tmp_path, demo_app):
     garbage.write_bytes(b"this is not an SQLite database" * 100)
     env, run_dir, r = replay(tmp_path, app, variant(tmp_path, query=MATCHING, expect={"increase_by": 1}, timeout_s=2),
                              dsn=f"sqlite:///{garbage}")
-    assert r.returncode == 3, r.stderr + r.stdout
-    st = state(run_dir)
-    assert (st["halt_category"], st["transaction_outcome"]) == ("effect", "HALTED_BEFORE_EFFECT")
-    assert "could not be read before the step" in st["message"]
-    assert dispatched(run_dir, "save") == 0
+    # the preflight reads the ledger once before the first input: refused there (exit 2), not at Save
+    assert r.returncode == 2, r.stderr + r.stdout
+    assert "step 'save'" in r.stderr and "DEMO_DB_DSN" in r.stderr and "cannot be read before the run starts" in r.stderr
+    assert not run_dir.exists()  # no run, so no action_dispatched at all
     assert app.rows() == []
-    assert app.current_screen() == "form"  # Save was never pressed
+    assert app.current_screen() == "list"  # not even the first click reached the app
 
 
 def test_the_saved_amount_compares_as_a_number(tmp_path, demo_app):

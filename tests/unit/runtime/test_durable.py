@@ -117,13 +117,22 @@ def test_refuted_write_pauses_with_positive_absence_and_a_signed_task(tmp_path, 
     assert "ACME" not in json.dumps(task)  # ids, digests and the question only
 
 
-def test_unreadable_baseline_halts_before_the_click(tmp_path, env, monkeypatch):
-    monkeypatch.setenv("LEDGER_DSN", f"sqlite:///{tmp_path}/missing.db")
-    app = App(env)
-    out = start(tmp_path, app)
+class LedgerGoneBeforeSave(App):
+    """The system of record answers the preflight, then goes away before the writing step reads its baseline.
+    (One missing from the start is refused before any input: tests/unit/runtime/test_typing_preflight.py.)"""
+
+    def on_event(self, fake, ev):
+        if ev[0] == "press" and self.db.exists():
+            self.db.rename(self.db.with_suffix(".gone"))
+        super().on_event(fake, ev)
+
+
+def test_unreadable_baseline_halts_before_the_click(tmp_path, env):
+    app = LedgerGoneBeforeSave(env)
+    out = start(tmp_path, app, steps=(dict(AFTER, id="first"), SAVE))
     st = state(out.run_dir)
     assert (out.state, st["halt_category"], st["transaction_outcome"]) == ("PAUSED", "effect", "HALTED_BEFORE_EFFECT")
-    assert [e for e in app.events if e[0] == "click"] == [] and rows(env) == 0
+    assert [e for e in app.events if e[0] == "click"] == [] and rows(env.with_suffix(".gone")) == 0
     recs = [json.loads(l) for l in (out.run_dir / "journal.jsonl").read_text().splitlines()]
     assert not any(r["type"] == "action_dispatched" and r["step"] == "post" for r in recs)
 

@@ -17,6 +17,7 @@ import numpy as np
 
 from openadapt_flow.fixture.gestures import Gesture
 from openadapt_flow.fixture.infer import widget_box
+from openadapt_flow.record.facts import is_unique, unique_crop
 from openadapt_flow.vision.template import BLOCK, BLOCK_STD, Box, TemplateImage, to_gray
 
 RING = 24  # px the ring around the click widens per try
@@ -32,6 +33,20 @@ def featureless(frame: np.ndarray, box: Box) -> bool:
     x, y, w, h = box
     tmpl = TemplateImage(np.ascontiguousarray(frame[y:y + h, x:x + w]))
     return tmpl.variant("gray", 1.0) is None or not tmpl.blocks(1.0)
+
+
+def cut_target(frame: np.ndarray, click: tuple[int, int], base: Box, fits: Callable[[Box], bool],
+               blank: bool) -> tuple[Box, bool, str | None]:
+    """The crop a target is cut to, whether it is unique on its screen, and a note for the compiler's warnings:
+    `base` grown until unique, a featureless (`blank`) one toward the nearest detail (`anchored_crop`)."""
+    if not blank:
+        return (*unique_crop(frame, base, fits), None)
+    anchored = anchored_crop(frame, click, base, fits, lambda box: is_unique(frame, box))
+    if anchored is None:
+        return (*unique_crop(frame, base, fits), "a click on a featureless area with no detail near enough to anchor "
+                "it; no rung can search for its target: give it landmarks by hand")
+    return anchored, True, "a click on a featureless area; its target takes in the nearest detail, the click kept at " \
+        "its recorded offset from it"
 
 
 def anchored_crop(frame: np.ndarray, click: tuple[int, int], base: Box, fits: Callable[[Box], bool],

@@ -27,9 +27,9 @@ from openadapt_flow.fixture.gestures import Gesture
 from openadapt_flow.fixture.infer import click_region, widget_box
 from openadapt_flow.fixture.recorder import Batch, Recording
 from openadapt_flow.fixture.textfield import EditBuffer
-from openadapt_flow.record.anchor import anchored_crop, featureless, text_area, typed_at_caret
-from openadapt_flow.record.facts import (Fact, field_label, is_unique, name_of, result_fact, screen_facts, shows_typed,
-                                         still_shown, target_crop, unique_crop)
+from openadapt_flow.record.anchor import cut_target, featureless, text_area, typed_at_caret
+from openadapt_flow.record.facts import (Fact, field_label, name_of, result_fact, screen_facts, shows_typed, still_shown,
+                                         target_crop)
 from openadapt_flow.vision.ocr import OcrEngine, normalise
 from openadapt_flow.vision.diff import changed_box
 from openadapt_flow.vision.template import Box, pad_box
@@ -108,47 +108,46 @@ class _Compiler:
         label = field_label(frame, widget, self.ocr, self.typed) if label_field else None
         base = target_crop(frame, widget, label, (g.x, g.y))
         blank = featureless(frame, base)
-        crop, unique = self._crop(i, frame, g, base, blank)
+        crop, unique, note = cut_target(frame, (g.x, g.y), base, lambda box: not self._holds_typed(frame, box), blank)
+        if note:
+            self.warnings.append(f"input {i} ({g.describe()}): {note}")
         if not unique:
             self.warnings.append(f"input {i} ({g.describe()}): its target looks like another on the same screen; "
                                  "the replay halts as ambiguous there until the bundle says which (landmarks)")
         x, y, w, h = crop
-        # the words an anchored crop took in are its anchor, not the target's text or name (they may stand far away)
-        read = [] if blank else [wd for wd in self.ocr.read_closely(frame, crop) if not shows_typed(wd.text, self.typed)]
+        read = [wd for wd in self.ocr.read_closely(frame, crop) if not shows_typed(wd.text, self.typed)]
         text = " ".join(wd.text for wd in read) or None
         path = f"templates/{len(self.crops) + 1:02d}.png"
         self.crops[path] = np.ascontiguousarray(frame[y:y + h, x:x + w])
         target: dict[str, Any] = {"template": path, "region": list(crop), "point": [g.x - x, g.y - y]}
         if text and len(text) <= 40:
             target["text"] = text
+        if blank:  # the words an anchored crop took in are its anchor, not the target's label or name (they stand away)
+            target.pop("text", None)
+            read = []
         return target, widget, name_of(read, self.typed)
-
-    def _crop(self, i: int, frame: np.ndarray, g: Gesture, base: Box, blank: bool) -> tuple[Box, bool]:
-        """`base` grown until unique; a featureless one (the blank page below a text) toward the nearest detail."""
-        def fits(box: Box) -> bool:
-            return not self._holds_typed(frame, box)
-        if not blank:
-            return unique_crop(frame, base, fits)
-        anchored = anchored_crop(frame, (g.x, g.y), base, fits, lambda box: is_unique(frame, box))
-        if anchored is None:
-            self.warnings.append(f"input {i} ({g.describe()}): a click on a featureless area with no detail near "
-                                 "enough to anchor it; no rung can search for its target: give it landmarks by hand")
-            return unique_crop(frame, base, fits)
-        self.warnings.append(f"input {i} ({g.describe()}): a click on a featureless area; its target takes in the "
-                             "nearest detail, the click kept at its recorded offset from it")
-        return anchored, True
 
     def _holds_typed(self, frame: np.ndarray, box: Box) -> bool:
         return bool(self.typed) and any(shows_typed(w.text, self.typed) for w in self.ocr.read(frame, box))
 
     def _type(self, i: int, b: Batch, lead: Gesture) -> None:
         target, widget, name = self._target(i, b.before, lead, label_field=True)
+        # What the field held when the typing began counts only where it is still there after it: a placeholder
+        # that vanished on typing, or text the typing replaced, is not part of the value.
+        assert b.after is not None
+        still = {normalise(w.text) for w in self.ocr.read_closely(b.after, widget)}
+        selects_all = bool(b.edits) and (b.edits[0].key == "ctrl+a" or (b.edits[0].shift and b.edits[0].key in ("home", "end")))
+        kept = [w.text for w in self.ocr.read_closely(b.before, widget) if w.conf >= SHOWN_MIN_CONF and normalise(w.text) in still]
+        shown = "" if selects_all else " ".join(kept)
+        buf = EditBuffer(shown, len(shown))
+        for g in b.edits:
+            buf.apply(g)
+        value = buf.text
         # Typing into a multi-line text area (a document's page) that only typed goes in at the caret the click put
         # there: the step appends (the replay's End, Shift+Home would select, and replace, the caret's line) and
         # the value is what was typed, not the document around it.
         at_caret = typed_at_caret(b.edits) if text_area(b.before, lead.x, lead.y) is not None else None
-        value = at_caret if at_caret is not None else self._field_value(b, widget)
-        name = name or ("text" if at_caret is not None else None)
+        value, name = (at_caret, name or "text") if at_caret is not None else (value, name)
         fld = next((f for f in self.fields if f.box == widget), None)
         if fld is None or fld.value != value:  # a new field, or another value in it: a param of its own
             param = self._param_name(i, name, value)
@@ -164,19 +163,6 @@ class _Compiler:
         step = {"intent": f"Type the {fld.param.replace('_', ' ')}", "action": "type", "target": target,
                 "text": "{" + fld.param + "}"}
         self._add(_slug(fld.param), {**step, "append": True} if at_caret is not None else step, b)
-
-    def _field_value(self, b: Batch, widget: Box) -> str:
-        """The value a field holds after the edits. What it held when the typing began counts only where it is
-        still there after it: a placeholder that vanished on typing, or text the typing replaced, is not part of it."""
-        assert b.after is not None
-        still = {normalise(w.text) for w in self.ocr.read_closely(b.after, widget)}
-        selects_all = bool(b.edits) and (b.edits[0].key == "ctrl+a" or (b.edits[0].shift and b.edits[0].key in ("home", "end")))
-        kept = [w.text for w in self.ocr.read_closely(b.before, widget) if w.conf >= SHOWN_MIN_CONF and normalise(w.text) in still]
-        shown = "" if selects_all else " ".join(kept)
-        buf = EditBuffer(shown, len(shown))
-        for g in b.edits:
-            buf.apply(g)
-        return buf.text
 
     def _click(self, i: int, b: Batch, lead: Gesture) -> None:
         target, _, name = self._target(i, b.before, lead, label_field=False)

@@ -105,3 +105,25 @@ def test_typing_at_the_caret_of_a_page_appends_only_what_was_typed(compiled) -> 
     assert step["text"] == "{text}"
     save = doc["steps"][1]
     assert save["effect"]["contains"] == "{text}"
+
+
+def test_a_line_typed_earlier_on_the_page_is_not_what_a_later_click_is_found_by(tmp_path) -> None:
+    """Two lines typed in turn, each after a click below the text: the second click's crop takes in the page's
+    own text, not the first typed line (another value there would halt it). A longer value that reaches into the
+    crop halts the step (its content no longer matches): safe, not a click elsewhere."""
+    ocr = OcrEngine()
+    one, two, three = editor(["Shopping list"]), editor(["Shopping list", "Buy milk"]), \
+        editor(["Shopping list", "Buy milk", "Call mom"])
+    click = [Gesture("press", *CLICK, key="click"), Gesture("click", *CLICK)]
+    rec = Recording(url="vnc://h:1", settle_s=0.3, initial=one, batches=[
+        Batch(before=one, lead=click, edits=[Gesture("key", key=c, char=c) for c in "Buy milk"], after=two),
+        Batch(before=two, lead=click, edits=[Gesture("key", key=c, char=c) for c in "Call mom"], after=three)])
+    bundle = compile_bundle(rec, tmp_path / "b", "two-lines", ocr)
+    second = yaml.safe_load((bundle.path / "flow.yaml").read_text())["steps"][1]
+    assert second.get("append") is True
+    crop = np.array(Image.open(bundle.path / second["target"]["template"]).convert("RGB"))
+    assert not featureless(crop, (0, 0, crop.shape[1], crop.shape[0]))
+    assert not {"buy", "milk"} & {w.text.lower() for w in ocr.read(crop)}
+    res = resolve(second, crop, editor(["Shopping list", "Eggs"]))  # another first line
+    assert res.ok and res.point == CLICK, res.message
+    assert not resolve(second, crop, editor(["Shopping list", "Bread and butter and jam"])).ok

@@ -127,3 +127,23 @@ def test_a_line_typed_earlier_on_the_page_is_not_what_a_later_click_is_found_by(
     res = resolve(second, crop, editor(["Shopping list", "Eggs"]))  # another first line
     assert res.ok and res.point == CLICK, res.message
     assert not resolve(second, crop, editor(["Shopping list", "Bread and butter and jam"])).ok
+
+
+def test_typing_into_a_single_line_field_still_replaces_its_content(tmp_path) -> None:
+    """Only a multi-line text area appends: a field (a line tall) is cleared by End, Shift+Home as before."""
+    def form(value: str) -> np.ndarray:
+        im = Image.new("RGB", (640, 400), (244, 244, 244))
+        d = ImageDraw.Draw(im)
+        f = ImageFont.truetype(SANS, 18)
+        d.text((40, 60), "Vendor", font=f, fill=(16, 16, 16))
+        d.rectangle([140, 52, 440, 88], fill=(255, 255, 255), outline=(112, 112, 112))
+        d.text((150, 60), value, font=f, fill=(16, 16, 16))
+        return np.array(im)
+
+    click = [Gesture("press", 300, 70, key="click"), Gesture("click", 300, 70)]
+    rec = Recording(url="vnc://h:1", settle_s=0.3, initial=form("ACME"), batches=[
+        Batch(before=form("ACME"), lead=click, edits=[Gesture("key", key=c, char=c) for c in " Ltd"], after=form("ACME Ltd"))])
+    out = compile_bundle(rec, tmp_path / "b", "vendor", OcrEngine())
+    (step,) = out.steps
+    assert "append" not in step
+    assert [p["example"] for p in out.params.values()] == ["ACME Ltd"]

@@ -27,8 +27,9 @@ from openadapt_flow.fixture.gestures import Gesture
 from openadapt_flow.fixture.infer import click_region, widget_box
 from openadapt_flow.fixture.recorder import Batch, Recording
 from openadapt_flow.fixture.textfield import EditBuffer
+from openadapt_flow.record.anchor import cut_target, featureless, text_area, typed_at_caret
 from openadapt_flow.record.facts import (Fact, field_label, name_of, result_fact, screen_facts, shows_typed, still_shown,
-                                         target_crop, unique_crop)
+                                         target_crop)
 from openadapt_flow.vision.ocr import OcrEngine, normalise
 from openadapt_flow.vision.diff import changed_box
 from openadapt_flow.vision.template import Box, pad_box
@@ -106,7 +107,10 @@ class _Compiler:
             self.warnings.append(f"input {i} ({g.describe()}): no widget face under the pointer; the target is the area around it")
         label = field_label(frame, widget, self.ocr, self.typed) if label_field else None
         base = target_crop(frame, widget, label, (g.x, g.y))
-        crop, unique = unique_crop(frame, base, lambda box: not self._holds_typed(frame, box))
+        blank = featureless(frame, base)
+        crop, unique, note = cut_target(frame, (g.x, g.y), base, lambda box: not self._holds_typed(frame, box), blank)
+        if note:
+            self.warnings.append(f"input {i} ({g.describe()}): {note}")
         if not unique:
             self.warnings.append(f"input {i} ({g.describe()}): its target looks like another on the same screen; "
                                  "the replay halts as ambiguous there until the bundle says which (landmarks)")
@@ -118,6 +122,9 @@ class _Compiler:
         target: dict[str, Any] = {"template": path, "region": list(crop), "point": [g.x - x, g.y - y]}
         if text and len(text) <= 40:
             target["text"] = text
+        if blank:  # the words an anchored crop took in are its anchor, not the target's label or name (they stand away)
+            target.pop("text", None)
+            read = []
         return target, widget, name_of(read, self.typed)
 
     def _holds_typed(self, frame: np.ndarray, box: Box) -> bool:
@@ -136,6 +143,11 @@ class _Compiler:
         for g in b.edits:
             buf.apply(g)
         value = buf.text
+        # Typing into a multi-line text area (a document's page) that only typed goes in at the caret the click put
+        # there: the step appends (the replay's End, Shift+Home would select, and replace, the caret's line) and
+        # the value is what was typed, not the document around it.
+        at_caret = typed_at_caret(b.edits) if text_area(b.before, lead.x, lead.y) is not None else None
+        value, name = (at_caret, name or "text") if at_caret is not None else (value, name)
         fld = next((f for f in self.fields if f.box == widget), None)
         if fld is None or fld.value != value:  # a new field, or another value in it: a param of its own
             param = self._param_name(i, name, value)
@@ -148,8 +160,9 @@ class _Compiler:
         numeric = isinstance(column_value, (int, float)) and not isinstance(column_value, bool)
         self.params[fld.param] = {"type": "number" if numeric else "string", "required": True,
                                   "example": column_value if numeric else value}
-        self._add(_slug(fld.param), {"intent": f"Type the {fld.param.replace('_', ' ')}", "action": "type", "target": target,
-                              "text": "{" + fld.param + "}"}, b)
+        step = {"intent": f"Type the {fld.param.replace('_', ' ')}", "action": "type", "target": target,
+                "text": "{" + fld.param + "}"}
+        self._add(_slug(fld.param), {**step, "append": True} if at_caret is not None else step, b)
 
     def _click(self, i: int, b: Batch, lead: Gesture) -> None:
         target, _, name = self._target(i, b.before, lead, label_field=False)

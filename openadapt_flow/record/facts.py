@@ -169,14 +169,19 @@ def unique_crop(frame: np.ndarray, box: Box, allowed: Callable[[Box], bool] = la
     is not `allowed` (it would take in a typed value) is not made: the last allowed box is returned."""
     h, w = frame.shape[:2]
     for _ in range(GROW_TRIES):
-        x, y, bw, bh = box
-        found = find_template(frame, np.ascontiguousarray(frame[y:y + bh, x:x + bw]), confident=0.9)
-        mine = found.best is not None and intersect(found.best.box, box) is not None
-        runner = found.runner_up.score if found.runner_up and found.plausible(found.runner_up) else 0.0
-        if mine and runner < found.score - UNIQUE_MARGIN:
+        if is_unique(frame, box):
             return box, True
         grown = pad_box(box, GROW, w, h)
         if grown is None or grown == box or not allowed(grown):
             break
         box = grown
     return box, False
+
+
+def is_unique(frame: np.ndarray, box: Box) -> bool:
+    """Does the crop at `box` match itself best on the frame, every other place at least UNIQUE_MARGIN lower?"""
+    x, y, bw, bh = box
+    found = find_template(frame, np.ascontiguousarray(frame[y:y + bh, x:x + bw]), confident=0.9)
+    mine = found.best is not None and intersect(found.best.box, box) is not None
+    runner = found.runner_up.score if found.runner_up and found.plausible(found.runner_up) else 0.0
+    return mine and runner < found.score - UNIQUE_MARGIN

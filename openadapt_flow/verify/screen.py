@@ -20,7 +20,7 @@ from openadapt_flow.vision.caret import without_caret
 from openadapt_flow.vision.diff import changed_box, changed_fraction, changed_pixels
 from openadapt_flow.vision.mask import union
 from openadapt_flow.vision.ocr import OcrEngine
-from openadapt_flow.vision.template import TemplateImage, find_template, pad_box
+from openadapt_flow.vision.template import TemplateImage, find_template, intersect, pad_box
 from openadapt_flow.verify.readback import find_typed
 
 TEMPLATE_PRESENT_MIN = 0.8
@@ -233,14 +233,19 @@ class ScreenChecks:
         """Is the typed text what the field shows (`verify.readback`: one rule for words and numbers)?
 
         Read first from the crop of the edited field itself (the uniform face under the point typing clicked: no
-        row number, label or border beside it), then from the part of `band` the typing changed, then all of the
-        band. If none shows it, the changed part is read once more with a trailing text cursor painted out
+        row number, label or border beside it), then from the part of `band` the typing changed (of the whole text
+        area clicked in, for typing appended where no field face is), then all of the band. If none shows it, the changed part is read once more with a trailing text cursor painted out
         (`vision.caret`): painting only removes ink, so it can rescue a glyph the cursor merged into, not invent one.
         """
         face = self._field_face(frame, point)
+        # Typing at the caret in a text area bigger than any field (a document's page) shows where the caret is,
+        # which a click below the text put lines away from the click: what changed is looked for in the whole area.
+        page = self._text_area(frame, point) if append and face is None else None
         # a frame of another size has changed everywhere: no part of the band is singled out then
-        changed = changed_box(before, frame, band) if before.shape == frame.shape else None
+        changed = changed_box(before, frame, page or band) if before.shape == frame.shape else None
         area = pad_box(changed, READBACK_PAD, frame.shape[1], frame.shape[0]) if changed is not None else None
+        if area is not None and page is not None:
+            area = intersect(area, page)  # the page's own border reads as a glyph
         tried: list[str] = []
         for where, box in (("the field", face), ("what the typing changed", area), ("the band", band)):
             if box is None:
@@ -269,6 +274,17 @@ class ScreenChecks:
             return None
         x, y, w, h = face
         return (x + FACE_INSET, y + FACE_INSET, w - 2 * FACE_INSET, h - 2 * FACE_INSET) if min(w, h) > 4 * FACE_INSET else face
+
+    @staticmethod
+    def _text_area(frame: np.ndarray, point: Point | None) -> Box | None:
+        """The uniform area under the point however big (a page), inset past its border; None off the frame."""
+        if point is None or not (0 <= point[0] < frame.shape[1] and 0 <= point[1] < frame.shape[0]):
+            return None
+        area = widget_box(frame, point[0], point[1], max_fraction=1.0)
+        if area is None or min(area[2:]) <= 4 * FACE_INSET:
+            return area
+        x, y, w, h = area
+        return (x + FACE_INSET, y + FACE_INSET, w - 2 * FACE_INSET, h - 2 * FACE_INSET)
 
     def _without_caret(self, frame: np.ndarray, typed: str, area: Box, append: bool) -> Check | None:
         """The typed area read again with a trailing text cursor painted out (it can merge into the last glyph)."""

@@ -9,7 +9,10 @@ Tesseract confuses mapped to one class (`o`→`0`, `i l | !`→`1`, `s`→`5`,
 "Carol Nguyen", "1250.60" is not "1250.50", "12.5" is not "12.50". A field too
 narrow for its value shows it elided ("Carol …"): a read ending in an ellipsis
 matches when what it shows, at least ELIDED_MIN characters, is the value's
-beginning.
+beginning. A character outside ASCII (ü, Ω, 東) is outside what the OCR model
+reads: it matches any one character at its place, so the value's length and
+every other character are still proven ("Zürich Müller" is read "Zirich
+Miller").
 """
 
 from __future__ import annotations
@@ -31,13 +34,18 @@ def canonical(text: str) -> str:
     return tight.translate(_LOOKALIKE)
 
 
+def _same(want: str, got: str) -> bool:
+    """Equal, a character outside ASCII in `want` matching any one character of `got` at its place."""
+    return len(want) == len(got) and all(w == g or not w.isascii() for w, g in zip(want, got))
+
+
 def shows(typed: str, read: str, append: bool = False) -> bool:
     """Does a field that reads `read` show `typed` (or, with `append`, end with it)?"""
     want = canonical(typed)
     if not want:
         return False
     got = canonical(read)
-    if got == want or (append and got.endswith(want)):
+    if _same(want, got) or (append and _same(want, got[-len(want):])):
         return True
     tail = "".join(read.split()).strip(_FRAME)  # an ellipsis' dots are kept
     if _ELLIPSIS.search(tail) and not append:

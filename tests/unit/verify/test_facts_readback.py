@@ -80,3 +80,14 @@ def test_a_wrong_digit_fails_as_a_wrong_letter_does(checks: ScreenChecks) -> Non
 ])
 def test_one_tolerance_for_words_and_numbers(typed: str, read: str, ok: bool) -> None:
     assert shows(typed, read) is ok
+
+
+@pytest.mark.parametrize("typed,read,ok", [
+    ("Zürich Müller", "Zirich Miller", True),  # what the OCR model cannot read stands for one character
+    ("Zürich Müller", "Zrich Miller", False),  # a character missing is still caught
+    ("Zürich Müller", "Zirich Milley", False),  # and every ASCII one is still proven
+    ("Ωmega", "Qmega", True),
+    ("Ωmega", "Qmegb", False),
+])
+def test_a_character_outside_what_ocr_reads_matches_one_character_at_its_place(typed: str, read: str, ok: bool) -> None:
+    assert shows(typed, read) is ok

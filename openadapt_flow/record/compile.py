@@ -29,6 +29,7 @@ from openadapt_flow.fixture.recorder import Batch, Recording
 from openadapt_flow.fixture.textfield import EditBuffer
 from openadapt_flow.record.facts import (Fact, field_label, name_of, result_fact, screen_facts, shows_typed, still_shown,
                                          target_crop, unique_crop)
+from openadapt_flow.record.proof import fact_check, proven, readback_check
 from openadapt_flow.vision.ocr import OcrEngine, normalise
 from openadapt_flow.vision.diff import changed_box
 from openadapt_flow.vision.template import Box, pad_box
@@ -150,6 +151,11 @@ class _Compiler:
                                   "example": column_value if numeric else value}
         self._add(_slug(fld.param), {"intent": f"Type the {fld.param.replace('_', ' ')}", "action": "type", "target": target,
                               "text": "{" + fld.param + "}"}, b)
+        assert b.after is not None
+        read = readback_check(b.before, b.after, self.ocr, value, (lead.x, lead.y))
+        if value.strip() and not read.ok:  # nothing else can check it: the replay always reads a typed value back
+            self.warnings.append(f"step {self.steps[-1]['id']!r} (input {i}): the replay reads {value!r} back from the field, "
+                                 f"and its check does not read it on the recorded screen ({read.detail}): expect a halt there")
 
     def _click(self, i: int, b: Batch, lead: Gesture) -> None:
         target, _, name = self._target(i, b.before, lead, label_field=False)
@@ -192,7 +198,7 @@ class _Compiler:
         if b.inert:
             self.warnings.append(f"step {sid!r}: the screen did not change after its input (was it delivered?); "
                                  "no screen fact can check it")
-        facts = self._facts(step, b)
+        facts = self._proven(sid, self._facts(step, b), b, "target" in step)
         paired = any(f.kind == "text_present" for f in facts)
         expect = [_fact_doc(f, paired, "target" in step) for f in facts]
         if expect:
@@ -233,6 +239,15 @@ class _Compiler:
             if result is not None:
                 facts = [f for f in facts if f.kind != "region_changed"] + [result]
         return facts
+
+    def _proven(self, sid: str, facts: list[Fact], b: Batch, relative: bool) -> list[Fact]:
+        """The facts as the replay will judge them, tried on the recorded after-frame (`record.proof`)."""
+        assert b.after is not None
+        after, values = b.after, {f.param: f.value for f in self.fields}
+        return proven(facts, lambda f, paired: _fact_doc(f, paired, relative),
+                      lambda doc: fact_check(doc, b.before, after, self.ocr, values, self.crops),
+                      lambda f: self._still_looks(after, pad_box(f.region, IDENTITY_PAD, after.shape[1], after.shape[0]) or f.region),
+                      lambda msg: self.warnings.append(f"step {sid!r} (input {self.input}): {msg}"))
 
     def _still_looks(self, after: np.ndarray, area: Box) -> Fact:
         """The last changed area as it looks after a step that changed nothing: a template it must still match

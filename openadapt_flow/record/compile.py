@@ -30,6 +30,7 @@ from openadapt_flow.fixture.textfield import EditBuffer
 from openadapt_flow.record.facts import (Fact, field_label, name_of, result_fact, screen_facts, shows_typed, still_shown,
                                          target_crop, unique_crop)
 from openadapt_flow.record.proof import fact_check, proven, readback_check
+from openadapt_flow.verify.readback import find_typed
 from openadapt_flow.vision.ocr import OcrEngine, normalise
 from openadapt_flow.vision.diff import changed_box
 from openadapt_flow.vision.template import Box, pad_box
@@ -258,13 +259,20 @@ class _Compiler:
         return Fact("template_present", path, area)
 
     def _typed_fact(self, text: str, b: Batch) -> list[Fact]:
-        """Text typed at the focus, where it showed after the typing (none when it shows nowhere, e.g. keys a
-        calculator turns into a result)."""
+        """Text typed at the focus, where it showed after the typing, read as a field's readback is (none when it
+        shows nowhere, e.g. keys a calculator turns into a result)."""
         assert b.after is not None
         box = changed_box(b.before, b.after)
         area = pad_box(box, IDENTITY_PAD, b.after.shape[1], b.after.shape[0]) if box is not None else None
-        found = self.ocr.find(b.after, text, area) if area is not None and text.strip() else []
-        return [Fact("text_present", text, found[0].box)] if found else []
+        if area is None or not text.strip():
+            return []
+        found = self.ocr.find(b.after, text, area)
+        if found:
+            return [Fact("text_present", text, found[0].box)]
+        # bold display digits (galculator's) are read only as one line of plain grey, as the readback reads them;
+        # the replay's text check cannot read them either, so `_proven` checks a crop of them instead
+        line = find_typed(self.ocr.read_line(b.after, area), text)
+        return [Fact("text_present", text, line.box)] if line is not None else []
 
     def _consequential(self, step: dict[str, Any], b: Batch, lead: Gesture | None) -> None:
         step["consequential"] = True

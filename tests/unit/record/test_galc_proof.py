@@ -103,3 +103,18 @@ def test_a_text_absent_is_judged_as_written_once_its_pair_is_gone() -> None:
     out = proven(facts, doc_of, judge, crop, warned.append)
     assert out == [facts[1]]
     assert {"text_absent": "Unsaved"} in judge.seen
+
+
+def test_digits_typed_with_no_field_clicked_are_checked_where_they_appeared(tmp_path, ocr) -> None:
+    """1 2 typed at the focus show in the bold display, which only the line reading reads: the step checks a crop
+    of them there (the replay's text check cannot read them), and that crop is not found on a display showing 56."""
+    keys = [Gesture("key", key=k, char=k) for k in "12"]
+    rec = Recording(url="vnc://h:1", settle_s=0.5, initial=frame("typed-before"),
+                    batches=[Batch(before=frame("typed-before"), edits=keys, after=frame("typed-12"))])
+    compiled = compile_bundle(rec, tmp_path / "b", "galc", ocr)
+    expect = compiled.steps[0].get("expect", [])
+    assert len(expect) == 1 and "template_present" in expect[0], compiled.steps[0]
+    crops = {expect[0]["template_present"]: np.array(Image.open(compiled.path / expect[0]["template_present"]).convert("RGB"))}
+    assert fact_check(expect[0], frame("typed-before"), frame("typed-12"), ocr, {}, crops).ok
+    assert not fact_check(expect[0], frame("typed-56-before"), frame("typed-56-halt"), ocr, {}, crops).ok
+    assert not fact_check(expect[0], frame("typed-before"), frame("typed-before"), ocr, {}, crops).ok

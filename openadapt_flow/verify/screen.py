@@ -236,6 +236,9 @@ class ScreenChecks:
         row number, label or border beside it), then from the part of `band` the typing changed (of the whole text
         area clicked in, for typing appended where no field face is), then all of the band. If none shows it, the changed part is read once more with a trailing text cursor painted out
         (`vision.caret`): painting only removes ink, so it can rescue a glyph the cursor merged into, not invent one.
+        Last, the field and the changed part are read as one line of plain grey (`OcrEngine.read_line`): bold
+        display digits (galculator's) are hollowed out by the screen reading's local contrast. Every reading is held
+        to the same exact rule (`verify.readback`), so another way of reading cannot loosen what counts as shown.
         """
         face = self._field_face(frame, point)
         # Typing at the caret in a text area bigger than any field (a document's page) shows where the caret is,
@@ -263,6 +266,15 @@ class ScreenChecks:
             got = self._without_caret(frame, typed, area, append)
             if got is not None:
                 return got
+        for where, box in (("the field", face), ("what the typing changed", area)):
+            clipped = clip_box(box, frame.shape[1], frame.shape[0]) if box is not None else None
+            words = self.ocr.read_line(frame, clipped) if clipped is not None else []
+            found = find_typed(words, typed, append)
+            if found is not None:
+                return Check("readback", typed, True, f"read {found.text!r} in {where}, as one line of plain grey",
+                             {"at": list(found.box), "conf": round(found.conf, 1)})
+            if clipped is not None:
+                tried.append(f"{where} as one line: {' '.join(w.text for w in words)[:60]!r}")
         return Check("readback", typed, False, "not read (" + "; ".join(tried) + ")", {"box": list(band)})
 
     def _field_face(self, frame: np.ndarray, point: Point | None) -> Box | None:

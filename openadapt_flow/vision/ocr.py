@@ -365,21 +365,31 @@ class OcrEngine:
     def _second_look(self, image: np.ndarray, word: Word) -> list[Word]:
         """The word re-read from the plain grey image, if that reading is surer; else the word."""
         x, y, w, h = word.box
-        found = self._area(image, (x - SECOND_LOOK_PAD, y - SECOND_LOOK_PAD, w + 2 * SECOND_LOOK_PAD, h + 2 * SECOND_LOOK_PAD))
+        again = self.read_line(image, (x - SECOND_LOOK_PAD, y - SECOND_LOOK_PAD, w + 2 * SECOND_LOOK_PAD, h + 2 * SECOND_LOOK_PAD))
+        if again and min(a.conf for a in again) > word.conf:
+            return again
+        return [word]
+
+    def read_line(self, image: np.ndarray, box: Box | None = None) -> list[Word]:
+        """The words in `box` read as one line from the plain grey image (dark text on light: a dark area is
+        inverted), not through `local_contrast`: bold display digits (a calculator's) have strokes wider than its
+        median window and come back hollow or not at all. For one line of text known to be there (a readback, a
+        doubtful big word); `read` stays the reading of whole screens."""
+        found = self._area(image, box)
         if found is None:
-            return [word]
+            return []
         (ax, ay, aw, ah), key = found
         key += ("line",)
         if key not in self._cache:
             gray = to_gray(image[ay : ay + ah, ax : ax + aw])
+            if float(gray.mean()) < 128:
+                gray = 255 - gray
             factor = self._factor(aw, ah)
             if factor != 1.0:
                 gray = cv2.resize(gray, None, fx=factor, fy=factor, interpolation=cv2.INTER_CUBIC)
             self._remember(key, _words(self._image_to_data(gray, psm=7), factor, ax, ay))
-        again = self._cache[key]
-        if again and min(a.conf for a in again) > word.conf:
-            return list(again)
-        return [word]
+        self._cache.move_to_end(key)
+        return list(self._cache[key])
 
     def find(self, image: np.ndarray, text: str, box: Box | None = None, min_score: float = 80.0) -> list[TextMatch]:
         """Every place `text` is read in `image` (or `box` of it), best first.

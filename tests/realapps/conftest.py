@@ -6,6 +6,9 @@ intended result. A wrong click is a replay whose system of record or screen show
 the target its step meant (a digit in the calculator that was never asked for, a value in another column, text
 in the wrong place of the file); it is judged from the result, so a wrong click that a later step happened to
 undo is not seen. A false success is exit 0 with a wrong result.
+
+Under pytest-xdist (`make test` runs `-n 2 --dist loadfile`) the replays happen in workers: each worker hands its
+results to the controller at the end (`workeroutput`), and the controller prints the one figure.
 """
 
 from __future__ import annotations
@@ -14,7 +17,22 @@ import json
 import os
 from pathlib import Path
 
-from tests.realapps.realapp_harness import RESULTS
+import pytest
+
+from tests.realapps.realapp_harness import RESULTS, Replay
+
+WORKER_KEY = "realapps_results"
+
+
+def pytest_sessionfinish(session):
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:  # an xdist worker: the controller prints the figure
+        workeroutput[WORKER_KEY] = json.dumps([r.__dict__ for r in RESULTS], default=str)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):  # noqa: ARG001 - xdist's hook signature
+    RESULTS.extend(Replay(**r) for r in json.loads(getattr(node, "workeroutput", {}).get(WORKER_KEY, "[]")))
 
 
 def pytest_terminal_summary(terminalreporter, exitstatus, config):  # noqa: ARG001 - pytest's hook signature

@@ -9,8 +9,9 @@ pytestmark = pytest.mark.timeout(30)
 
 PKG = Path(__file__).resolve().parents[2] / "openadapt_flow"
 # fixture sits between bundle and backends: backends/fixture.py plays fixtures, and fixture/ needs no backend.
-RANK = {"errors": 0, "procs": 0, "bundle": 1, "fixture": 1.5, "vision": 2, "backends": 2, "store": 2, "ladder": 3, "record": 3, "verify": 4,
-        "runtime": 5, "report": 6, "cli": 7}
+RANK = {"errors": 0, "procs": 0, "bundle": 1, "fixture": 1.5, "vision": 2, "backends": 2, "store": 2, "ladder": 3, "verify": 4,
+        "record": 4.5, "runtime": 5, "report": 6, "cli": 7}
+# record (the compiler) sits above verify: it tries each fact it chooses with the code the replay judges it with.
 # Siblings at the same rank must not import each other (vision never imports backends, store knows no runtime objects).
 SAME_RANK_OK = {("bundle", "bundle")}  # errors and procs (rank 0) import nothing of ours
 

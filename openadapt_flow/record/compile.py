@@ -112,7 +112,8 @@ class _Compiler:
                                  "the replay halts as ambiguous there until the bundle says which (landmarks)")
         x, y, w, h = crop
         read = [wd for wd in self.ocr.read_closely(frame, crop) if not shows_typed(wd.text, self.typed)]
-        text = " ".join(wd.text for wd in read) or None
+        # a word needs two letters or digits in a row to be looked for by OCR or to name the step ("|" is an icon's edge)
+        text = " ".join(wd.text for wd in read if re.search(r"[^\W_]{2}", wd.text)) or None
         path = f"templates/{len(self.crops) + 1:02d}.png"
         self.crops[path] = np.ascontiguousarray(frame[y:y + h, x:x + w])
         target: dict[str, Any] = {"template": path, "region": list(crop), "point": [g.x - x, g.y - y]}

@@ -9,7 +9,10 @@ Tesseract confuses mapped to one class (`o`→`0`, `i l | !`→`1`, `s`→`5`,
 "Carol Nguyen", "1250.60" is not "1250.50", "12.5" is not "12.50". A field too
 narrow for its value shows it elided ("Carol …"): a read ending in an ellipsis
 matches when what it shows, at least ELIDED_MIN characters, is the value's
-beginning.
+beginning. A field's editor too narrow for its value scrolls it to the end it
+was typed at ("erine Johnson" in a Qt table cell): a read matches when it is
+the value's end and shows at least SCROLLED_SHARE of it (SCROLLED_MIN
+characters or more); a glyph the field's edge cuts may be lost, never invented.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ import re
 from openadapt_flow.vision.ocr import TextMatch, Word, phrases
 
 ELIDED_MIN = 3
+SCROLLED_MIN = 6
+SCROLLED_SHARE = 0.6
 _FRAME = "|[](){}'\"`"
 _BORDER = _FRAME + ",.:;_"
 _LOOKALIKE = str.maketrans({"o": "0", "i": "1", "l": "1", "|": "1", "!": "1", "s": "5", "b": "8", "z": "2", ",": "."})
@@ -40,10 +45,12 @@ def shows(typed: str, read: str, append: bool = False) -> bool:
     if got == want or (append and got.endswith(want)):
         return True
     tail = "".join(read.split()).strip(_FRAME)  # an ellipsis' dots are kept
-    if _ELLIPSIS.search(tail) and not append:
+    if append:
+        return False
+    if _ELLIPSIS.search(tail):
         visible = canonical(_ELLIPSIS.sub("", tail))
         return len(visible) >= ELIDED_MIN and want.startswith(visible)
-    return False
+    return len(got) >= max(SCROLLED_MIN, SCROLLED_SHARE * len(want)) and want.endswith(got)
 
 
 def find_typed(words: list[Word], typed: str, append: bool = False) -> TextMatch | None:

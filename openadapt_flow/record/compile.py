@@ -217,7 +217,7 @@ class _Compiler:
         if typed_here and "target" in step:
             return []  # the runtime reads the value back from the field's crop
         facts = self._typed_fact(step["text"], b) if typed_here else \
-            screen_facts(b.before, b.after, self.ocr, [f.value for f in self.fields], b.later)
+            screen_facts(b.before, b.after, self.ocr, [f.value for f in self.fields] + self.rec.data_values, b.later)
         params = {f.param: f.value for f in self.fields if self.params.get(f.param, {}).get("type") == "string"}
         if changed is None and last is not None and not b.writes:
             # nothing changed (a calculator's "×"): it may only be checked that what the last change showed still
@@ -229,6 +229,7 @@ class _Compiler:
             return [still]
         if self.input == self.last or b.writes:
             generated = {normalise(f"{v}") for _, row in b.writes for v in row.values()} - self.typed
+            generated |= {w for v in self.rec.data_values for w in [normalise(v), *normalise(v).split()]}  # other rows
             result = result_fact(b.before, b.after, self.ocr, params, self.typed, generated,
                                  [f.text for f in facts if f.text])
             if result is not None:

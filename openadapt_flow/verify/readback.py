@@ -10,9 +10,11 @@ Tesseract confuses mapped to one class (`o`→`0`, `i l | !`→`1`, `s`→`5`,
 narrow for its value shows it elided ("Carol …"): a read ending in an ellipsis
 matches when what it shows, at least ELIDED_MIN characters, is the value's
 beginning. A field's editor too narrow for its value scrolls it to the end it
-was typed at ("erine Johnson" in a Qt table cell): a read matches when it is
-the value's end and shows at least SCROLLED_SHARE of it (SCROLLED_MIN
-characters or more); a glyph the field's edge cuts may be lost, never invented.
+was typed at ("erine Johnson" in a Qt table cell): read from a field whose
+left edge cuts its text (`scrolled`: ink in its first columns), a read shorter
+than the value matches when it is the value's end and shows at least SCROLLED_SHARE of it (SCROLLED_MIN
+characters or more), the first character read being allowed to be what the
+field's edge left of a cut glyph ("prine Johnson").
 """
 
 from __future__ import annotations
@@ -36,8 +38,9 @@ def canonical(text: str) -> str:
     return tight.translate(_LOOKALIKE)
 
 
-def shows(typed: str, read: str, append: bool = False) -> bool:
-    """Does a field that reads `read` show `typed` (or, with `append`, end with it)?"""
+def shows(typed: str, read: str, append: bool = False, scrolled: bool = False) -> bool:
+    """Does a field that reads `read` show `typed` (or, with `append`, end with it)? `scrolled`: the read is of a
+    field whose text the field's left edge cuts (its editor scrolled to the end typed at)."""
     want = canonical(typed)
     if not want:
         return False
@@ -50,10 +53,13 @@ def shows(typed: str, read: str, append: bool = False) -> bool:
     if _ELLIPSIS.search(tail):
         visible = canonical(_ELLIPSIS.sub("", tail))
         return len(visible) >= ELIDED_MIN and want.startswith(visible)
-    return len(got) >= max(SCROLLED_MIN, SCROLLED_SHARE * len(want)) and want.endswith(got)
+    if not scrolled or len(got) >= len(want):
+        return False
+    shown = [got, got[1:]]  # the first glyph may be what the field's edge left of a cut one
+    return any(len(s) >= max(SCROLLED_MIN, SCROLLED_SHARE * len(want)) and want.endswith(s) for s in shown)
 
 
-def find_typed(words: list[Word], typed: str, append: bool = False) -> TextMatch | None:
+def find_typed(words: list[Word], typed: str, append: bool = False, scrolled: bool = False) -> TextMatch | None:
     """The run of words on one line that shows `typed` exactly (by `shows`), the longest first; None if none does."""
     n = max(1, len(typed.split()))
     best: TextMatch | None = None
@@ -61,7 +67,7 @@ def find_typed(words: list[Word], typed: str, append: bool = False) -> TextMatch
         for i in range(len(run)):
             for j in range(i + 1, min(len(run), i + n + 2) + 1):
                 part = run[i:j]
-                if shows(typed, " ".join(w.text for w in part), append):
+                if shows(typed, " ".join(w.text for w in part), append, scrolled):
                     match = _as_match(part)
                     if best is None or len(match.text) > len(best.text):
                         best = match

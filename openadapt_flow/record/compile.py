@@ -194,13 +194,17 @@ class _Compiler:
             self.warnings.append(f"step {sid!r}: the screen did not change after its input (was it delivered?); "
                                  "no screen fact can check it")
         facts = self._facts(step, b)
-        if "target" not in step and any(f.kind == "region_changed" for f in facts):
-            # a key acts where the focus is: an area at recorded screen pixels is not where a moved window shows it
+        # a key acts where the focus is: the field the step before it found (Enter commits the cell typed into), so
+        # its areas are placed from there at replay; with no target before it, an area at recorded screen pixels is
+        # not where a moved window shows it
+        focused = "target" not in step and step["action"] in ("key", "hotkey") and bool(self.steps) \
+            and "target" in self.steps[-1]
+        if "target" not in step and not focused and any(f.kind == "region_changed" for f in facts):
             facts = [f for f in facts if f.kind != "region_changed"]
             self.warnings.append(f"step {sid!r} (input {self.input}): it changed no word the replay can read, only an area "
                                  "of the screen, which has no target to be placed by; it is checked for changing the screen anywhere")
         paired = any(f.kind == "text_present" for f in facts)
-        expect = [_fact_doc(f, paired, "target" in step) for f in facts]
+        expect = [_fact_doc(f, paired, "target" in step or focused) for f in facts]
         if expect:
             step["expect"] = expect
         if b.writes:

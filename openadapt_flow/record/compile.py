@@ -30,7 +30,7 @@ from openadapt_flow.fixture.textfield import EditBuffer
 from openadapt_flow.record.facts import (Fact, field_label, name_of, result_fact, screen_facts, shows_typed, still_shown,
                                          target_crop, unique_crop)
 from openadapt_flow.vision.ocr import OcrEngine, normalise
-from openadapt_flow.vision.diff import changed_box
+from openadapt_flow.vision.diff import changed_box, changed_fraction
 from openadapt_flow.vision.template import Box, pad_box
 
 CLICKS = {"click": "click", "double_click": "double_click", "right_click": "right_click"}
@@ -40,6 +40,8 @@ RESULT_AREA_PAD = 8  # px around the last change, read for what a no-change step
 IDENTITY_DRIFT = 40  # px the identity box reaches beyond the field: layouts drift between a field and its button
 FACE_MIN = 12  # px: a smaller "face" is a glyph's ink (a bold "4"), and a template of it matches any other "4"
 FACE_PROBES = [(0, 0)] + [(dx, dy) for r in (6, 12) for dx, dy in ((0, -r), (0, r), (-r, 0), (r, 0))]
+FOCUS_CHANGED_FLOOR = 0.01  # a smaller least share is left to the replay's default (any visible change)
+FOCUS_CHANGED_SHARE = 0.5  # of the share of a key step's area that changed in the recording: the least a replay must change
 HEADER = "# Compiled by `flow record` from a demonstration; review it (ids, params, facts, effects), then edit freely.\n"
 
 
@@ -205,6 +207,12 @@ class _Compiler:
                                  "of the screen, which has no target to be placed by; it is checked for changing the screen anywhere")
         paired = any(f.kind == "text_present" for f in facts)
         expect = [_fact_doc(f, paired, "target" in step or focused) for f in facts]
+        for doc in expect if focused else []:
+            # Enter committing a cell redraws most of it; the same key taken by a completer's popup barely touches it
+            least = round(changed_fraction(b.before, b.after, tuple(doc["region_changed"])) * FOCUS_CHANGED_SHARE, 3) \
+                if "region_changed" in doc else 0.0
+            if least >= FOCUS_CHANGED_FLOOR:
+                doc["changed_min"] = least
         if expect:
             step["expect"] = expect
         if b.writes:

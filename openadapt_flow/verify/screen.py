@@ -208,7 +208,9 @@ class ScreenChecks:
         if before is None:
             return Check(kind, str(list(pc.region_changed)), False, "no before frame to compare")
         frac = changed_fraction(before, frame, region)
-        return Check(kind, str(list(pc.region_changed)), frac >= REGION_CHANGED_MIN, f"{frac:.4f} of pixels changed", {"changed": round(frac, 4)})
+        least = pc.changed_min or REGION_CHANGED_MIN
+        return Check(kind, str(list(pc.region_changed)), frac >= least, f"{frac:.4f} of pixels changed (at least {least:g})",
+                     {"changed": round(frac, 4)})
 
     def acted_area(self, points: list[Point], target: Box | None) -> Box | None:
         """Where a step acted: its matched target box and the points it acted at, padded by ACTED_PAD (None: nowhere

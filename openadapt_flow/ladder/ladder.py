@@ -100,9 +100,9 @@ class Ladder:
         if target.template is not None:
             evidence += self._template.run(feats, target, self.places(target, feats.width, feats.height),
                                            self.frame_scales(base))
-            lookalikes = evidence[-1].verdict == "ambiguous"
-            if evidence[-1].verdict == "hit":
+            if evidence[-1].verdict == "hit" and not self._unconfirmed(feats.rgb, target, evidence[-1], base):
                 return self._hit(evidence)
+            lookalikes = evidence[-1].verdict == "ambiguous"
         if target.text is not None or target.landmarks:
             evidence += self._ocr.run(feats.rgb, target, window=window, base_scale=base, lookalikes=lookalikes)
             if evidence[-1].verdict == "hit":
@@ -182,6 +182,18 @@ class Ladder:
             return Evidence("model", "skipped", 0.0, detail=refused)
         self.model_calls += 1
         return self._model.run(feats.rgb, feats, target, intent, base)
+
+    def _unconfirmed(self, frame: np.ndarray, target: Target, hit: Evidence, base: float) -> bool:
+        """A template hit on a target with landmarks (a table cell and its column's header) must have at least one
+        of them where it was recorded: a cell of the same look in another column (widths change) is a look-alike,
+        not a hit (its evidence turns `ambiguous`); the OCR rung then needs a landmark to decide."""
+        if not target.landmarks or hit.point is None:
+            return False
+        if self._ocr._confirmed(frame, hit.point, target.landmarks, base):
+            return False
+        hit.verdict = "ambiguous"
+        hit.detail += "; a look-alike: no landmark (" + ", ".join(repr(lm.text) for lm in target.landmarks) + ") where it was recorded"
+        return True
 
     def _features(self, frame: np.ndarray) -> FrameFeatures:
         # Keep the last frame's gray/edge maps: resolve and postconditions often ask about the same frame.

@@ -40,6 +40,8 @@ RESULT_AREA_PAD = 8  # px around the last change, read for what a no-change step
 IDENTITY_DRIFT = 40  # px the identity box reaches beyond the field: layouts drift between a field and its button
 FACE_MIN = 12  # px: a smaller "face" is a glyph's ink (a bold "4"), and a template of it matches any other "4"
 FACE_PROBES = [(0, 0)] + [(dx, dy) for r in (6, 12) for dx, dy in ((0, -r), (0, r), (-r, 0), (r, 0))]
+HEADER_REACH = 400  # px above a cell searched for its column's header
+HEADER_SLACK = 8  # px a header's centre may lie beside its column (a header wider than a narrow column)
 FOCUS_CHANGED_FLOOR = 0.01  # a smaller least share is left to the replay's default (any visible change)
 FOCUS_CHANGED_SHARE = 0.5  # of the share of a key step's area that changed in the recording: the least a replay must change
 HEADER = "# Compiled by `flow record` from a demonstration; review it (ids, params, facts, effects), then edit freely.\n"
@@ -72,6 +74,7 @@ class _Compiler:
         self.typed = _typed_values(rec)  # every value typed anywhere: no template, label or name may hold one
         self.input = 0  # the input being compiled (1-based)
         self.changed: Box | None = None  # where the last input that changed the screen changed it
+        self.labelled = False  # the last target had a label beside it
         self.last = max((i for i, b in enumerate(rec.batches, 1) if b.acted is not None or b.edits), default=0)
 
     def run(self) -> None:
@@ -121,7 +124,21 @@ class _Compiler:
         target: dict[str, Any] = {"template": path, "region": list(crop), "point": [g.x - x, g.y - y]}
         if text and len(text) <= 40:
             target["text"] = text
+        self.labelled = label is not None
         return target, widget, name_of(read, self.typed)
+
+    def _column_header(self, frame: np.ndarray, widget: Box, g: Gesture, column: str) -> dict[str, Any] | None:
+        """A landmark for a cell with no label beside it (the words on its row are data): its column's header, the
+        column's name read above the cell in the cell's own column, once on the whole screen."""
+        fx, fy, fw, _ = widget
+        found = self.ocr.find(frame, column)  # the whole screen: a crop of it reads a bold header less surely
+        if len(found) != 1:
+            return None
+        (m,) = found
+        cx, cy = m.box[0] + m.box[2] // 2, m.box[1] + m.box[3] // 2
+        if not (fx - HEADER_SLACK <= cx < fx + fw + HEADER_SLACK and fy - HEADER_REACH <= cy < fy):
+            return None
+        return {"text": column, "dx": cx - g.x, "dy": cy - g.y}
 
     def _holds_typed(self, frame: np.ndarray, box: Box) -> bool:
         return bool(self.typed) and any(shows_typed(w.text, self.typed) for w in self.ocr.read(frame, box))
@@ -147,6 +164,11 @@ class _Compiler:
                 self.fields.append(fld)
             fld.param = param
         fld.value = value
+        column = next((col for b2 in self.rec.batches[i - 1:] for _, row in b2.writes for col, v in row.items()
+                       if _same(v, value)), None)
+        header = self._column_header(b.before, widget, lead, column) if column and not self.labelled else None
+        if header is not None:
+            target["landmarks"] = [header]
         column_value = self.columns.get(value)
         numeric = isinstance(column_value, (int, float)) and not isinstance(column_value, bool)
         self.params[fld.param] = {"type": "number" if numeric else "string", "required": True,

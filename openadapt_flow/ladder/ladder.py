@@ -190,6 +190,7 @@ class Ladder:
         not a hit (its evidence turns `ambiguous`); the OCR rung then needs a landmark to decide."""
         if not target.landmarks or hit.point is None:
             return False
+        base = hit.scale or base  # the app's own scale where the hit was (natural size on a bigger screen: 1)
         if self._ocr._confirmed(frame, hit.point, target.landmarks, base):
             return False
         # A small crop can fail to read a small header: only a landmark read elsewhere on the whole screen, and

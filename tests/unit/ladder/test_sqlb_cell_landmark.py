@@ -46,3 +46,9 @@ def test_a_look_alike_cell_in_another_column_is_not_clicked_but_the_cell_under_i
 def test_a_hit_with_its_landmark_where_recorded_stands():
     res = ladder().resolve(table(RECORDED[0], 400).array(), target())
     assert res.ok and res.rung.startswith("template")
+
+
+def test_a_landmark_read_nowhere_is_no_evidence_against_a_hit():
+    c = Canvas().button(RECORDED[0], RECORDED[1], "NULL", w=CELL_W, h=CELL_H)  # the headers are not on this screen
+    res = ladder().resolve(c.button(400, RECORDED[1], "Other", w=CELL_W, h=CELL_H).array(), target())
+    assert res.ok and res.rung.startswith("template")

@@ -90,6 +90,8 @@ class Postcondition(Strict):
     # `target`: region / region_changed are recorded-frame pixels that move with the step's target: at replay
     # they are placed relative to where the target was found, not where it was recorded. None: absolute.
     relative_to: Literal["target"] | None = None
+    # region_changed only: the share of its pixels that must change (default: any visible change, 0.2%)
+    changed_min: float | None = Field(default=None, gt=0, le=1)
 
     @model_validator(mode="after")
     def _one_kind(self) -> "Postcondition":
@@ -100,6 +102,8 @@ class Postcondition(Strict):
             raise ValueError("region goes with text_present, text_absent or template_present, not region_changed")
         if self.relative_to is not None and self.region is None and self.region_changed is None:
             raise ValueError("relative_to needs a region (or region_changed) to place")
+        if self.changed_min is not None and self.region_changed is None:
+            raise ValueError("changed_min goes with region_changed")
         return self
 
     @property

@@ -10,18 +10,19 @@ where a deterministic check passes at its point.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
 
-from openadapt_flow.bundle.models import Target
+from openadapt_flow.bundle.models import Landmark, Target
 from openadapt_flow.ladder.model_rung import ModelClient, ModelRung
 from openadapt_flow.ladder.ocr_rung import OcrRung, WordReader
 from openadapt_flow.ladder.template_rung import Place, TemplateRung
 from openadapt_flow.ladder.types import Box, Evidence, Resolution
-from openadapt_flow.vision.ocr import OcrEngine
+from openadapt_flow.vision.ocr import OcrEngine, find_text
 from openadapt_flow.vision.template import DEFAULT_SCALES, FrameFeatures, TemplateImage, clip_box, pad_box
 
 ModelGate = Callable[[], str | None]  # asked before a model call: why it may not be made, or None
@@ -100,9 +101,9 @@ class Ladder:
         if target.template is not None:
             evidence += self._template.run(feats, target, self.places(target, feats.width, feats.height),
                                            self.frame_scales(base))
-            lookalikes = evidence[-1].verdict == "ambiguous"
-            if evidence[-1].verdict == "hit":
+            if evidence[-1].verdict == "hit" and not self._unconfirmed(feats.rgb, target, evidence[-1], base):
                 return self._hit(evidence)
+            lookalikes = evidence[-1].verdict == "ambiguous"
         if target.text is not None or target.landmarks:
             evidence += self._ocr.run(feats.rgb, target, window=window, base_scale=base, lookalikes=lookalikes)
             if evidence[-1].verdict == "hit":
@@ -182,6 +183,30 @@ class Ladder:
             return Evidence("model", "skipped", 0.0, detail=refused)
         self.model_calls += 1
         return self._model.run(feats.rgb, feats, target, intent, base)
+
+    def _unconfirmed(self, frame: np.ndarray, target: Target, hit: Evidence, base: float) -> bool:
+        """A template hit on a target with landmarks (a table cell and its column's header) must have at least one
+        of them where it was recorded: a cell of the same look in another column (widths change) is a look-alike,
+        not a hit (its evidence turns `ambiguous`); the OCR rung then needs a landmark to decide."""
+        if not target.landmarks or hit.point is None:
+            return False
+        base = hit.scale or base  # the app's own scale where the hit was (natural size on a bigger screen: 1)
+        if self._ocr._confirmed(frame, hit.point, target.landmarks, base):
+            return False
+        # A small crop can fail to read a small header: only a landmark read elsewhere on the whole screen, and
+        # nowhere near where the hit puts it, makes the hit a look-alike.
+        words = self._ocr.reader.read(frame)
+        seen = [(lm, m) for lm in target.landmarks for m in find_text(words, lm.text, self.options.ocr_min_score)]
+        if not seen or any(self._near(hit.point, lm, m.centre, m.box[2], base) for lm, m in seen):
+            return False
+        hit.verdict = "ambiguous"
+        hit.detail += "; a look-alike: no landmark (" + ", ".join(repr(lm.text) for lm in target.landmarks) + ") where it was recorded"
+        return True
+
+    def _near(self, point: tuple[int, int], lm: Landmark, at: tuple[float, float], width: int, base: float) -> bool:
+        """Is a landmark read at `at` where it should be relative to `point` (the OCR rung's tolerance)?"""
+        tol = (self.options.landmark_tol + 0.1 * math.hypot(lm.dx, lm.dy)) * base
+        return abs(at[0] - (point[0] + lm.dx * base)) <= tol + width / 2 and abs(at[1] - (point[1] + lm.dy * base)) <= tol
 
     def _features(self, frame: np.ndarray) -> FrameFeatures:
         # Keep the last frame's gray/edge maps: resolve and postconditions often ask about the same frame.

@@ -33,7 +33,7 @@ from openadapt_flow.record.facts import (Fact, field_label, name_of, result_fact
 from openadapt_flow.record.proof import fact_check, proven, readback_check
 from openadapt_flow.verify.readback import find_typed
 from openadapt_flow.vision.ocr import OcrEngine, normalise
-from openadapt_flow.vision.diff import changed_box
+from openadapt_flow.vision.diff import changed_box, changed_fraction
 from openadapt_flow.vision.template import Box, pad_box
 
 CLICKS = {"click": "click", "double_click": "double_click", "right_click": "right_click"}
@@ -43,6 +43,10 @@ RESULT_AREA_PAD = 8  # px around the last change, read for what a no-change step
 IDENTITY_DRIFT = 40  # px the identity box reaches beyond the field: layouts drift between a field and its button
 FACE_MIN = 12  # px: a smaller "face" is a glyph's ink (a bold "4"), and a template of it matches any other "4"
 FACE_PROBES = [(0, 0)] + [(dx, dy) for r in (6, 12) for dx, dy in ((0, -r), (0, r), (-r, 0), (r, 0))]
+HEADER_REACH = 400  # px above a cell searched for its column's header
+HEADER_SLACK = 8  # px a header's centre may lie beside its column (a header wider than a narrow column)
+FOCUS_CHANGED_FLOOR = 0.01  # a smaller least share is left to the replay's default (any visible change)
+FOCUS_CHANGED_SHARE = 0.5  # of the share of a key step's area that changed in the recording: the least a replay must change
 HEADER = "# Compiled by `flow record` from a demonstration; review it (ids, params, facts, effects), then edit freely.\n"
 
 
@@ -73,6 +77,7 @@ class _Compiler:
         self.typed = _typed_values(rec)  # every value typed anywhere: no template, label or name may hold one
         self.input = 0  # the input being compiled (1-based)
         self.changed: Box | None = None  # where the last input that changed the screen changed it
+        self.labelled = False  # the last target had a label beside it
         self.last = max((i for i, b in enumerate(rec.batches, 1) if b.acted is not None or b.edits), default=0)
 
     def run(self) -> None:
@@ -118,7 +123,8 @@ class _Compiler:
                                  "the replay halts as ambiguous there until the bundle says which (landmarks)")
         x, y, w, h = crop
         read = [wd for wd in self.ocr.read_closely(frame, crop) if not shows_typed(wd.text, self.typed)]
-        text = " ".join(wd.text for wd in read) or None
+        # a word needs two letters or digits in a row to be looked for by OCR or to name the step ("|" is an icon's edge)
+        text = " ".join(wd.text for wd in read if re.search(r"[^\W_]{2}", wd.text)) or None
         path = f"templates/{len(self.crops) + 1:02d}.png"
         self.crops[path] = np.ascontiguousarray(frame[y:y + h, x:x + w])
         target: dict[str, Any] = {"template": path, "region": list(crop), "point": [g.x - x, g.y - y]}
@@ -127,7 +133,21 @@ class _Compiler:
         if blank:  # the words an anchored crop took in are its anchor, not the target's label or name (they stand away)
             target.pop("text", None)
             read = []
+        self.labelled = label is not None
         return target, widget, name_of(read, self.typed)
+
+    def _column_header(self, frame: np.ndarray, widget: Box, g: Gesture, column: str) -> dict[str, Any] | None:
+        """A landmark for a cell with no label beside it (the words on its row are data): its column's header, the
+        column's name read above the cell in the cell's own column, once on the whole screen."""
+        fx, fy, fw, _ = widget
+        found = self.ocr.find(frame, column)  # the whole screen: a crop of it reads a bold header less surely
+        if len(found) != 1:
+            return None
+        (m,) = found
+        cx, cy = m.box[0] + m.box[2] // 2, m.box[1] + m.box[3] // 2
+        if not (fx - HEADER_SLACK <= cx < fx + fw + HEADER_SLACK and fy - HEADER_REACH <= cy < fy):
+            return None
+        return {"text": column, "dx": cx - g.x, "dy": cy - g.y}
 
     def _holds_typed(self, frame: np.ndarray, box: Box) -> bool:
         return bool(self.typed) and any(shows_typed(w.text, self.typed) for w in self.ocr.read(frame, box))
@@ -158,6 +178,11 @@ class _Compiler:
                 self.fields.append(fld)
             fld.param = param
         fld.value = value
+        column = next((col for b2 in self.rec.batches[i - 1:] for _, row in b2.writes for col, v in row.items()
+                       if _same(v, value)), None)
+        header = self._column_header(b.before, widget, lead, column) if column and not self.labelled else None
+        if header is not None:
+            target["landmarks"] = [header]
         column_value = self.columns.get(value)
         numeric = isinstance(column_value, (int, float)) and not isinstance(column_value, bool)
         self.params[fld.param] = {"type": "number" if numeric else "string", "required": True,
@@ -213,8 +238,23 @@ class _Compiler:
             self.warnings.append(f"step {sid!r}: the screen did not change after its input (was it delivered?); "
                                  "no screen fact can check it")
         facts = self._proven(sid, self._facts(step, b), b, "target" in step)
+        # a key acts where the focus is: the field the step before it found (Enter commits the cell typed into), so
+        # its areas are placed from there at replay; with no target before it, an area at recorded screen pixels is
+        # not where a moved window shows it
+        focused = "target" not in step and step["action"] in ("key", "hotkey") and bool(self.steps) \
+            and "target" in self.steps[-1]
+        if "target" not in step and not focused and any(f.kind == "region_changed" for f in facts):
+            facts = [f for f in facts if f.kind != "region_changed"]
+            self.warnings.append(f"step {sid!r} (input {self.input}): it changed no word the replay can read, only an area "
+                                 "of the screen, which has no target to be placed by; it is checked for changing the screen anywhere")
         paired = any(f.kind == "text_present" for f in facts)
-        expect = [_fact_doc(f, paired, "target" in step) for f in facts]
+        expect = [_fact_doc(f, paired, "target" in step or focused) for f in facts]
+        for doc in expect if focused else []:
+            # Enter committing a cell redraws most of it; the same key taken by a completer's popup barely touches it
+            least = round(changed_fraction(b.before, b.after, tuple(doc["region_changed"])) * FOCUS_CHANGED_SHARE, 3) \
+                if "region_changed" in doc else 0.0
+            if least >= FOCUS_CHANGED_FLOOR:
+                doc["changed_min"] = least
         if expect:
             step["expect"] = expect
         if b.writes:
@@ -236,7 +276,7 @@ class _Compiler:
         if typed_here and "target" in step:
             return []  # the runtime reads the value back from the field's crop
         facts = self._typed_fact(step["text"], b) if typed_here else \
-            screen_facts(b.before, b.after, self.ocr, [f.value for f in self.fields], b.later)
+            screen_facts(b.before, b.after, self.ocr, [f.value for f in self.fields] + self.rec.data_values, b.later)
         params = {f.param: f.value for f in self.fields if self.params.get(f.param, {}).get("type") == "string"}
         if changed is None and last is not None and not b.writes:
             # nothing changed (a calculator's "×"): it may only be checked that what the last change showed still
@@ -248,6 +288,7 @@ class _Compiler:
             return [still]
         if self.input == self.last or b.writes:
             generated = {normalise(f"{v}") for _, row in b.writes for v in row.values()} - self.typed
+            generated |= {w for v in self.rec.data_values for w in [normalise(v), *normalise(v).split()]}  # other rows
             result = result_fact(b.before, b.after, self.ocr, params, self.typed, generated,
                                  [f.text for f in facts if f.text])
             if result is not None:

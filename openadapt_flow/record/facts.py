@@ -35,6 +35,7 @@ FIELD_PART = 60  # px of an (empty, alike) field kept beside its label in a temp
 GROW = 16  # px a template grows per try until it is unique on its screen
 GROW_TRIES = 5
 UNIQUE_MARGIN = 0.08  # the runner-up must score this much below the crop itself
+TYPED_INSIDE_MIN = 4  # letters: a shorter typed word ("ab") inside a word read is chance, not the value
 _EDGE = re.compile(r"^[^\w]+|[^\w]+$")
 
 
@@ -148,8 +149,12 @@ def field_label(frame: np.ndarray, field: Box, ocr: OcrEngine, avoid: Collection
 
 
 def shows_typed(text: str, avoid: Collection[str]) -> bool:
-    """Does `text` hold a typed value (or a word of one)?"""
-    return any(w in avoid for w in normalise(text).split()) or normalise(text) in avoid
+    """Does `text` hold a typed value (or a word of one)? OCR glues a cell's text to its neighbours (`3i\\Grace`
+    for row 3's "Grace"): a typed word of TYPED_INSIDE_MIN letters or more counts anywhere inside a word read."""
+    n = normalise(text)
+    parts = set(n.split()) | set(re.split(r"[^\w]+", n))
+    return n in avoid or any(w in avoid for w in parts) or any(
+        len(a) >= TYPED_INSIDE_MIN and a.isalpha() and a in p for a in avoid for p in parts)
 
 
 def target_crop(frame: np.ndarray, widget: Box, label: Word | None, click: tuple[int, int]) -> Box:

@@ -21,7 +21,7 @@ from openadapt_flow.store import ledger
 from openadapt_flow.store.journal import Journal
 from openadapt_flow.store.lease import Lease
 from openadapt_flow.store.rundir import FrameWriter, RunDir
-from openadapt_flow.verify.screen import ScreenChecks
+from openadapt_flow.verify.screen import Anchor, ScreenChecks
 from openadapt_flow.vision.mask import WHOLE_FRAME, field_band, paint_over
 
 
@@ -60,6 +60,7 @@ class RunContext:
     budget: Budget = field(default_factory=lambda: Budget([]))
     children: dict[str, Path] = field(default_factory=dict)  # `flow` step id -> child run dir
     masks: dict[str, Box] = field(default_factory=dict)  # secret-typing step id -> the frame region painted over in every saved frame
+    focus: Anchor | None = None  # where the last step with a target found it: a key step's facts are placed from there
 
     @property
     def lease_generation(self) -> int:

@@ -290,7 +290,9 @@ def run_gui_step(ctx: RunContext, index: int, step: Step) -> StepRecord:
             rec.score = win.score if win else None
             target_box = win.box if win else None
             rec.point = point
-            anchor = _anchor(ctx, step, point, win.scale if win else None)
+            anchor = ctx.focus = _anchor(ctx, step, point, win.scale if win else None)
+        elif step.action in ("key", "hotkey"):
+            anchor = ctx.focus  # keys act on the focused field: `relative_to: target` facts move with it
         before = frame.pixels
         if step.to is not None:
             to_point = _resolve(ctx, step, step.to, frame, "to").point

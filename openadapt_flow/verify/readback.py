@@ -9,10 +9,15 @@ Tesseract confuses mapped to one class (`o`→`0`, `i l | !`→`1`, `s`→`5`,
 "Carol Nguyen", "1250.60" is not "1250.50", "12.5" is not "12.50". A field too
 narrow for its value shows it elided ("Carol …"): a read ending in an ellipsis
 matches when what it shows, at least ELIDED_MIN characters, is the value's
-beginning. A character outside ASCII (ü, Ω, 東) is outside what the OCR model
-reads: it matches any one character at its place, so the value's length and
-every other character are still proven ("Zürich Müller" is read "Zirich
-Miller").
+beginning. A field's editor too narrow for its value scrolls it to the end it
+was typed at ("erine Johnson" in a Qt table cell): read from a field whose
+left edge cuts its text (`scrolled`: ink in its first columns), a read shorter
+than the value matches when it is the value's end and shows at least SCROLLED_SHARE of it (SCROLLED_MIN
+characters or more), the first character read being allowed to be what the
+field's edge left of a cut glyph ("prine Johnson"). A character outside ASCII
+(ü, Ω, 東) is outside what the OCR model reads: it matches any one character at
+its place, so the value's length and every other character are still proven
+("Zürich Müller" is read "Zirich Miller").
 """
 
 from __future__ import annotations
@@ -22,6 +27,8 @@ import re
 from openadapt_flow.vision.ocr import TextMatch, Word, phrases
 
 ELIDED_MIN = 3
+SCROLLED_MIN = 6
+SCROLLED_SHARE = 0.6
 _FRAME = "|[](){}'\"`"
 _BORDER = _FRAME + ",.:;_"
 _LOOKALIKE = str.maketrans({"o": "0", "i": "1", "l": "1", "|": "1", "!": "1", "s": "5", "b": "8", "z": "2", ",": "."})
@@ -39,8 +46,9 @@ def _same(want: str, got: str) -> bool:
     return len(want) == len(got) and all(w == g or not w.isascii() for w, g in zip(want, got))
 
 
-def shows(typed: str, read: str, append: bool = False) -> bool:
-    """Does a field that reads `read` show `typed` (or, with `append`, end with it)?"""
+def shows(typed: str, read: str, append: bool = False, scrolled: bool = False) -> bool:
+    """Does a field that reads `read` show `typed` (or, with `append`, end with it)? `scrolled`: the read is of a
+    field whose text the field's left edge cuts (its editor scrolled to the end typed at)."""
     want = canonical(typed)
     if not want:
         return False
@@ -48,13 +56,18 @@ def shows(typed: str, read: str, append: bool = False) -> bool:
     if _same(want, got) or (append and _same(want, got[-len(want):])):
         return True
     tail = "".join(read.split()).strip(_FRAME)  # an ellipsis' dots are kept
-    if _ELLIPSIS.search(tail) and not append:
+    if append:
+        return False
+    if _ELLIPSIS.search(tail):
         visible = canonical(_ELLIPSIS.sub("", tail))
         return len(visible) >= ELIDED_MIN and want.startswith(visible)
-    return False
+    if not scrolled or len(got) >= len(want):
+        return False
+    shown = [got, got[1:]]  # the first glyph may be what the field's edge left of a cut one
+    return any(len(s) >= max(SCROLLED_MIN, SCROLLED_SHARE * len(want)) and want.endswith(s) for s in shown)
 
 
-def find_typed(words: list[Word], typed: str, append: bool = False) -> TextMatch | None:
+def find_typed(words: list[Word], typed: str, append: bool = False, scrolled: bool = False) -> TextMatch | None:
     """The run of words on one line that shows `typed` exactly (by `shows`), the longest first; None if none does."""
     n = max(1, len(typed.split()))
     best: TextMatch | None = None
@@ -62,7 +75,7 @@ def find_typed(words: list[Word], typed: str, append: bool = False) -> TextMatch
         for i in range(len(run)):
             for j in range(i + 1, min(len(run), i + n + 2) + 1):
                 part = run[i:j]
-                if shows(typed, " ".join(w.text for w in part), append):
+                if shows(typed, " ".join(w.text for w in part), append, scrolled):
                     match = _as_match(part)
                     if best is None or len(match.text) > len(best.text):
                         best = match

@@ -33,6 +33,9 @@ TEXT_PRESENT_PAD = 12
 TEXT_ABSENT_PAD = 40
 READBACK_PAD = 6  # px around what typing changed: the glyphs' faint edges and Tesseract's margin
 FACE_INSET = 2  # px a field's face is read inside its edge: a cell border reads as a glyph
+CUT_COLUMNS = 2  # px at a face's left (inside its border) where a field showing its value whole has no ink
+CUT_INK = 80  # grey levels from the face's background that count as ink
+FACE_PROBES = ((0, 0), (0, -6), (0, 6), (0, -10), (0, 10))  # the point may lie on the typed glyphs' ink: look above/below
 # The fallback check of a step that declares nothing to verify: the screen changed where it acted, i.e.
 # within ACTED_PAD px (scaled) of the matched target box and the point(s) it acted at. A handful of
 # pixels is enough (a focus ring, a caret, a pressed checkbox); less is noise.
@@ -205,7 +208,9 @@ class ScreenChecks:
         if before is None:
             return Check(kind, str(list(pc.region_changed)), False, "no before frame to compare")
         frac = changed_fraction(before, frame, region)
-        return Check(kind, str(list(pc.region_changed)), frac >= REGION_CHANGED_MIN, f"{frac:.4f} of pixels changed", {"changed": round(frac, 4)})
+        least = pc.changed_min or REGION_CHANGED_MIN
+        return Check(kind, str(list(pc.region_changed)), frac >= least, f"{frac:.4f} of pixels changed (at least {least:g})",
+                     {"changed": round(frac, 4)})
 
     def acted_area(self, points: list[Point], target: Box | None) -> Box | None:
         """Where a step acted: its matched target box and the points it acted at, padded by ACTED_PAD (None: nowhere
@@ -257,7 +262,7 @@ class ScreenChecks:
             if clipped is None:
                 continue
             words = self.ocr.read(frame, clipped)
-            found = find_typed(words, typed, append)
+            found = find_typed(words, typed, append, scrolled=where == "the field" and cut_at_left(frame, clipped))
             if found is not None:
                 return Check("readback", typed, True, f"read {found.text!r} in {where}",
                              {"at": list(found.box), "conf": round(found.conf, 1)})
@@ -281,7 +286,14 @@ class ScreenChecks:
         """The edited field's face, inset past its border (None: no uniform face under the point)."""
         if point is None or not (0 <= point[0] < frame.shape[1] and 0 <= point[1] < frame.shape[0]):
             return None
-        face = widget_box(frame, point[0], point[1])
+        face = None
+        for dx, dy in FACE_PROBES:
+            px, py = point[0] + dx, point[1] + dy
+            if 0 <= py < frame.shape[0]:
+                box = widget_box(frame, px, py)
+                if box is not None and box[0] <= point[0] < box[0] + box[2] and box[1] <= point[1] < box[1] + box[3]:
+                    face = box
+                    break
         if face is None:
             return None
         x, y, w, h = face
@@ -318,3 +330,14 @@ class ScreenChecks:
         box = (point[0] + round(dx * self.sx), point[1] + round(dy * self.sy), round(w * self.sx), round(h * self.sy))
         got = self.text(frame, text, box)
         return Check("identity", text, got.ok, got.detail, {**got.evidence, "box": list(box)})
+
+
+def cut_at_left(frame: np.ndarray, face: Box) -> bool:
+    """Does text reach the very left of a field's face (read inside its border): a glyph cut by the edge of an
+    editor scrolled to the end of a value too long for it? A field that shows its value whole has a margin there."""
+    x, y, w, h = face
+    gray = frame[y:y + h, x:x + w].astype(np.int16).mean(axis=2) if frame.ndim == 3 else frame[y:y + h, x:x + w]
+    if gray.size == 0 or w < 4:
+        return False
+    background = float(np.median(gray))
+    return bool((np.abs(gray[:, :CUT_COLUMNS] - background) > CUT_INK).any())

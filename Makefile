@@ -29,8 +29,10 @@ venv: $(STAMP)
 demo: setup
 	$(VENV)/bin/flow demo
 
+# two workers, each test file on one of them (a file's module-scoped recordings are made once); every e2e server
+# (Xvnc, PostgreSQL, the apps) is private to its test, on a free display and port
 test: setup
-	$(VPY) -m pytest -q
+	$(VPY) -m pytest -q -n 2 --dist loadfile
 
 unit: setup
 	$(VPY) -m pytest -q tests/unit

@@ -27,6 +27,9 @@ AREA_INSET = 3  # px: the area's own border is left out
 PAD = BLOCK // 2  # px kept around the detail (a grid block cuts glyphs)
 MULTILINE_MIN_H = 60  # px: a uniform area this tall is a text area (entries, table cells, spin boxes are 20-40 px)
 
+FACE_MIN = 12  # px: a smaller "face" is a glyph's ink (a bold "4"), and a template of it matches any other "4"
+FACE_PROBES = [(0, 0)] + [(dx, dy) for r in (6, 12) for dx, dy in ((0, -r), (0, r), (-r, 0), (r, 0))]
+
 
 def featureless(frame: np.ndarray, box: Box) -> bool:
     """Does the crop hold nothing the template matcher can judge content by (no textured block)?"""
@@ -124,3 +127,12 @@ def typed_at_caret(edits: Sequence[Gesture]) -> str | None:
         else:
             return None
     return text
+
+
+def face_at(frame: np.ndarray, x: int, y: int) -> Box | None:
+    """The widget face under (x, y); a click on a label's glyphs looks a little around them for the face."""
+    for dx, dy in FACE_PROBES:
+        box = widget_box(frame, min(max(0, x + dx), frame.shape[1] - 1), min(max(0, y + dy), frame.shape[0] - 1))
+        if box is not None and box[0] <= x < box[0] + box[2] and box[1] <= y < box[1] + box[3] and min(box[2:]) >= FACE_MIN:
+            return box
+    return None

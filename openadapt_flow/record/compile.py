@@ -24,12 +24,13 @@ from openadapt_flow.bundle.loader import load_bundle
 from openadapt_flow.bundle.models import BUNDLE_SCHEMA
 from openadapt_flow.errors import UsageError
 from openadapt_flow.fixture.gestures import Gesture
-from openadapt_flow.fixture.infer import click_region, widget_box
+from openadapt_flow.fixture.infer import click_region
 from openadapt_flow.fixture.recorder import Batch, Recording
 from openadapt_flow.fixture.textfield import EditBuffer
-from openadapt_flow.record.anchor import cut_target, featureless, text_area, typed_at_caret
-from openadapt_flow.record.facts import (Fact, field_label, name_of, result_fact, screen_facts, shows_typed, still_shown,
+from openadapt_flow.record.anchor import FACE_MIN, cut_target, face_at, featureless, text_area, typed_at_caret
+from openadapt_flow.record.facts import (Fact, fact_doc, field_label, name_of, result_fact, screen_facts, shows_typed, still_shown,
                                          target_crop)
+from openadapt_flow.record.values import file_effect, param_slug, same, slug, typed_columns, typed_values
 from openadapt_flow.record.proof import fact_check, proven, readback_check
 from openadapt_flow.verify.readback import find_typed
 from openadapt_flow.vision.ocr import OcrEngine, normalise
@@ -41,8 +42,6 @@ IDENTITY_PAD = 6  # px around a field where its value is looked for when compili
 SHOWN_MIN_CONF = 80.0  # a field's earlier content is trusted from OCR only this sure (a grey placeholder is not)
 RESULT_AREA_PAD = 8  # px around the last change, read for what a no-change step still shows
 IDENTITY_DRIFT = 40  # px the identity box reaches beyond the field: layouts drift between a field and its button
-FACE_MIN = 12  # px: a smaller "face" is a glyph's ink (a bold "4"), and a template of it matches any other "4"
-FACE_PROBES = [(0, 0)] + [(dx, dy) for r in (6, 12) for dx, dy in ((0, -r), (0, r), (-r, 0), (r, 0))]
 HEADER_REACH = 400  # px above a cell searched for its column's header
 HEADER_SLACK = 8  # px a header's centre may lie beside its column (a header wider than a narrow column)
 FOCUS_CHANGED_FLOOR = 0.01  # a smaller least share is left to the replay's default (any visible change)
@@ -73,8 +72,8 @@ class _Compiler:
         self.fields: list[_Field] = []
         self.crops: dict[str, np.ndarray] = {}
         self.warnings: list[str] = []
-        self.columns = _typed_columns(rec)
-        self.typed = _typed_values(rec)  # every value typed anywhere: no template, label or name may hold one
+        self.columns = typed_columns(rec)
+        self.typed = typed_values(rec)  # every value typed anywhere: no template, label or name may hold one
         self.input = 0  # the input being compiled (1-based)
         self.changed: Box | None = None  # where the last input that changed the screen changed it
         self.labelled = False  # the last target had a label beside it
@@ -106,7 +105,7 @@ class _Compiler:
         """The target dict, the widget box and a name (None: no word on it is fit to name it) for an input at
         (g.x, g.y) on `frame`. Neither its template, its text nor its label holds a typed value (finding a cell by
         the recorded patient's name beside it would halt every other patient)."""
-        widget = _face(frame, g.x, g.y)
+        widget = face_at(frame, g.x, g.y)
         if widget is None:
             widget = click_region(frame, g.x, g.y)
             if min(widget[2:]) < FACE_MIN:  # a glyph's ink: the area around the click instead
@@ -179,7 +178,7 @@ class _Compiler:
             fld.param = param
         fld.value = value
         column = next((col for b2 in self.rec.batches[i - 1:] for _, row in b2.writes for col, v in row.items()
-                       if _same(v, value)), None)
+                       if same(v, value)), None)
         header = self._column_header(b.before, widget, lead, column) if column and not self.labelled else None
         if header is not None:
             target["landmarks"] = [header]
@@ -189,7 +188,7 @@ class _Compiler:
                                   "example": column_value if numeric else value}
         step = {"intent": f"Type the {fld.param.replace('_', ' ')}", "action": "type", "target": target,
                 "text": "{" + fld.param + "}"}
-        self._add(_slug(fld.param), {**step, "append": True} if at_caret is not None else step, b)
+        self._add(slug(fld.param), {**step, "append": True} if at_caret is not None else step, b)
         assert b.after is not None
         read = readback_check(b.before, b.after, self.ocr, value, (lead.x, lead.y), append=at_caret is not None)
         if value.strip() and not read.ok:  # nothing else can check it: the replay always reads a typed value back
@@ -201,11 +200,11 @@ class _Compiler:
         what = name or target.get("text") or f"input {i}"
         step = {"intent": f"{CLICKS[lead.kind].replace('_', ' ').capitalize()} {what}", "action": CLICKS[lead.kind],
                 "target": target}
-        self._add(_slug(name or CLICKS[lead.kind]), step, b, lead)
+        self._add(slug(name or CLICKS[lead.kind]), step, b, lead)
 
     def _key(self, i: int, b: Batch, lead: Gesture) -> None:
         keys = lead.combo.split("+")
-        self._add(_slug("-".join(keys)), {"intent": f"Press {lead.combo}", "action": "hotkey" if len(keys) > 1 else "key",
+        self._add(slug("-".join(keys)), {"intent": f"Press {lead.combo}", "action": "hotkey" if len(keys) > 1 else "key",
                                           "keys": keys}, b, lead)
         if b.edits:
             self._typed_without_click(i, b)
@@ -248,7 +247,7 @@ class _Compiler:
             self.warnings.append(f"step {sid!r} (input {self.input}): it changed no word the replay can read, only an area "
                                  "of the screen, which has no target to be placed by; it is checked for changing the screen anywhere")
         paired = any(f.kind == "text_present" for f in facts)
-        expect = [_fact_doc(f, paired, "target" in step or focused) for f in facts]
+        expect = [fact_doc(f, paired, "target" in step or focused) for f in facts]
         for doc in expect if focused else []:
             # Enter committing a cell redraws most of it; the same key taken by a completer's popup barely touches it
             least = round(changed_fraction(b.before, b.after, tuple(doc["region_changed"])) * FOCUS_CHANGED_SHARE, 3) \
@@ -299,7 +298,7 @@ class _Compiler:
         """The facts as the replay will judge them, tried on the recorded after-frame (`record.proof`)."""
         assert b.after is not None
         after, values = b.after, {f.param: f.value for f in self.fields}
-        return proven(facts, lambda f, paired: _fact_doc(f, paired, relative),
+        return proven(facts, lambda f, paired: fact_doc(f, paired, relative),
                       lambda doc: fact_check(doc, b.before, after, self.ocr, values, self.crops),
                       lambda f: self._still_looks(after, pad_box(f.region, IDENTITY_PAD, after.shape[1], after.shape[0]) or f.region),
                       lambda msg: self.warnings.append(f"step {sid!r} (input {self.input}): {msg}"))
@@ -332,13 +331,13 @@ class _Compiler:
         step["consequential"] = True
         table, _ = b.writes[0]
         rows = sum(1 for t, _ in b.writes if t == table)
-        bound = {col: f.param for f in self.fields for col, value in b.writes[0][1].items() if _same(value, f.value)}
+        bound = {col: f.param for f in self.fields for col, value in b.writes[0][1].items() if same(value, f.value)}
         if self.rec.sor_kind == "sqlite":
             where = " AND ".join(f'"{col}" = :{param}' for col, param in bound.items())
             query = f'SELECT count(*) FROM "{table}"' + (f" WHERE {where}" if where else "")
             step["effect"] = {"kind": "sql", "dsn_env": self.dsn_env, "query": query, "expect": {"increase_by": rows}}
         elif self.rec.sor_kind == "file":
-            effect = _file_effect(b.writes[-1][1], self.fields)
+            effect = file_effect(b.writes[-1][1], self.fields)
             if effect is not None:
                 step["effect"] = effect
             else:
@@ -358,10 +357,10 @@ class _Compiler:
         """Named after the column the value landed in (from this input on), else the field's label."""
         later = [v for batch in self.rec.batches[i - 1:] for _, row in batch.writes for v in row.items()]
         taken = set(self.params) | {f.param for f in self.fields}
-        base = next((col for col, written in later if _same(written, value)), None) or _slug(label or "") or "field"
-        name, n = _param_slug(base), 2
+        base = next((col for col, written in later if same(written, value)), None) or slug(label or "") or "field"
+        name, n = param_slug(base), 2
         while name in taken:
-            name, n = f"{_param_slug(base)}_{n}", n + 1
+            name, n = f"{param_slug(base)}_{n}", n + 1
         return name
 
     # -- output -------------------------------------------------------------------------------------------
@@ -388,89 +387,6 @@ class _Compiler:
 
 def compile_bundle(rec: Recording, out: Path, name: str, ocr: OcrEngine | None = None, dsn_env: str | None = None) -> CompiledBundle:
     """Compile a recording into a new bundle folder `out`; `dsn_env` names the variable an SQL effect reads its DSN from."""
-    c = _Compiler(rec, out, name, ocr or OcrEngine(), dsn_env or _param_slug(name).upper() + "_DSN")
+    c = _Compiler(rec, out, name, ocr or OcrEngine(), dsn_env or param_slug(name).upper() + "_DSN")
     c.run()
     return c.write()
-
-
-def _fact_doc(f: Fact, paired: bool, relative: bool) -> dict[str, Any]:
-    """A fact as the bundle says it. A text_absent keeps its region (absent from where it was) only beside a
-    text_present: alone it must hold on the whole frame, or a dialog that moved and stayed open would pass. A
-    step with a target places the areas of its facts relative to where the target is found (a moved window)."""
-    where = {"relative_to": "target"} if relative else {}
-    if f.kind == "template_present":
-        return {f.kind: f.text, "region": list(f.region), **where}
-    if f.text is None:
-        return {"region_changed": list(f.region), **where}
-    if f.kind == "text_absent" and not paired:
-        return {f.kind: f.text}
-    return {f.kind: f.text, "region": list(f.region), **where}
-
-
-def _face(frame: np.ndarray, x: int, y: int) -> Box | None:
-    """The widget face under (x, y); a click on a label's glyphs looks a little around them for the face."""
-    for dx, dy in FACE_PROBES:
-        box = widget_box(frame, min(max(0, x + dx), frame.shape[1] - 1), min(max(0, y + dy), frame.shape[0] - 1))
-        if box is not None and box[0] <= x < box[0] + box[2] and box[1] <= y < box[1] + box[3] and min(box[2:]) >= FACE_MIN:
-            return box
-    return None
-
-
-def _typed_values(rec: Recording) -> set[str]:
-    """Every value typed in the recording, and each word of it, normalised (as typed, whatever the field held)."""
-    out: set[str] = set()
-    for b in rec.batches:
-        buf = EditBuffer()
-        for g in b.edits:
-            buf.apply(g)
-        value = normalise(buf.text)
-        out.update(v for v in [value, *value.split()] if len(v) >= 2)
-    return out
-
-
-def _file_effect(change: dict[str, Any], fields: list[_Field]) -> dict[str, Any] | None:
-    """A watched file's change as a file effect: the count of the longest typed value the new content holds more
-    often than before (`contains: "{param}"`), else the file's existence when the step created it."""
-    new, old = change.get("content") or "", change.get("previous") or ""
-    held = [f for f in fields if f.value.strip() and new.count(f.value) > old.count(f.value)]
-    if held:
-        f = max(held, key=lambda f: len(f.value))
-        return {"kind": "file", "path": change["path"], "contains": "{" + f.param + "}",
-                "expect": {"increase_by": new.count(f.value) - old.count(f.value)}}
-    if change.get("previous") is None and change.get("content") is not None:
-        return {"kind": "file", "path": change["path"], "expect": {"equals": 1}}
-    return None
-
-
-def _typed_columns(rec: Recording) -> dict[str, Any]:
-    """Every value the recording wrote, by its text, so a typed value can find the column (and type) it became."""
-    out: dict[str, Any] = {}
-    for b in rec.batches:
-        for _, row in b.writes:
-            for value in row.values():
-                if isinstance(value, (int, float)) and not isinstance(value, bool):
-                    out.setdefault(f"{value}", value)
-                    out.setdefault(f"{value:.2f}", value)
-                elif isinstance(value, str):
-                    out.setdefault(value.strip(), value)
-    return out
-
-
-def _same(value: Any, typed: str) -> bool:
-    if isinstance(value, str):
-        return bool(typed.strip()) and value.strip() == typed.strip()
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        try:
-            return float(typed) == float(value)
-        except ValueError:
-            return False
-    return False
-
-
-def _slug(text: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", normalise(text)).strip("-")[:40].strip("-")
-
-
-def _param_slug(text: str) -> str:
-    name = re.sub(r"[^a-z0-9]+", "_", normalise(text)).strip("_")
-    return name if name and not name[0].isdigit() else f"p_{name}"

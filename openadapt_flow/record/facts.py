@@ -16,6 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -190,3 +191,17 @@ def is_unique(frame: np.ndarray, box: Box) -> bool:
     mine = found.best is not None and intersect(found.best.box, box) is not None
     runner = found.runner_up.score if found.runner_up and found.plausible(found.runner_up) else 0.0
     return mine and runner < found.score - UNIQUE_MARGIN
+
+
+def fact_doc(f: Fact, paired: bool, relative: bool) -> dict[str, Any]:
+    """A fact as the bundle says it. A text_absent keeps its region (absent from where it was) only beside a
+    text_present: alone it must hold on the whole frame, or a dialog that moved and stayed open would pass. A
+    step with a target places the areas of its facts relative to where the target is found (a moved window)."""
+    where = {"relative_to": "target"} if relative else {}
+    if f.kind == "template_present":
+        return {f.kind: f.text, "region": list(f.region), **where}
+    if f.text is None:
+        return {"region_changed": list(f.region), **where}
+    if f.kind == "text_absent" and not paired:
+        return {f.kind: f.text}
+    return {f.kind: f.text, "region": list(f.region), **where}

@@ -1,0 +1,79 @@
+"""What a recording's values are: the text typed, the values the watched store received, and the names (step ids,
+params) made from them."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from openadapt_flow.fixture.recorder import Recording
+from openadapt_flow.fixture.textfield import EditBuffer
+from openadapt_flow.vision.ocr import normalise
+
+
+class Typed(Protocol):
+    """A field a value was typed into, under the param it became."""
+
+    param: str
+    value: str
+
+
+def typed_values(rec: Recording) -> set[str]:
+    """Every value typed in the recording, and each word of it, normalised (as typed, whatever the field held)."""
+    out: set[str] = set()
+    for b in rec.batches:
+        buf = EditBuffer()
+        for g in b.edits:
+            buf.apply(g)
+        value = normalise(buf.text)
+        out.update(v for v in [value, *value.split()] if len(v) >= 2)
+    return out
+
+
+def file_effect(change: dict[str, Any], fields: Sequence[Typed]) -> dict[str, Any] | None:
+    """A watched file's change as a file effect: the count of the longest typed value the new content holds more
+    often than before (`contains: "{param}"`), else the file's existence when the step created it."""
+    new, old = change.get("content") or "", change.get("previous") or ""
+    held = [f for f in fields if f.value.strip() and new.count(f.value) > old.count(f.value)]
+    if held:
+        f = max(held, key=lambda f: len(f.value))
+        return {"kind": "file", "path": change["path"], "contains": "{" + f.param + "}",
+                "expect": {"increase_by": new.count(f.value) - old.count(f.value)}}
+    if change.get("previous") is None and change.get("content") is not None:
+        return {"kind": "file", "path": change["path"], "expect": {"equals": 1}}
+    return None
+
+
+def typed_columns(rec: Recording) -> dict[str, Any]:
+    """Every value the recording wrote, by its text, so a typed value can find the column (and type) it became."""
+    out: dict[str, Any] = {}
+    for b in rec.batches:
+        for _, row in b.writes:
+            for value in row.values():
+                if isinstance(value, (int, float)) and not isinstance(value, bool):
+                    out.setdefault(f"{value}", value)
+                    out.setdefault(f"{value:.2f}", value)
+                elif isinstance(value, str):
+                    out.setdefault(value.strip(), value)
+    return out
+
+
+def same(value: Any, typed: str) -> bool:
+    if isinstance(value, str):
+        return bool(typed.strip()) and value.strip() == typed.strip()
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        try:
+            return float(typed) == float(value)
+        except ValueError:
+            return False
+    return False
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", normalise(text)).strip("-")[:40].strip("-")
+
+
+def param_slug(text: str) -> str:
+    name = re.sub(r"[^a-z0-9]+", "_", normalise(text)).strip("_")
+    return name if name and not name[0].isdigit() else f"p_{name}"

@@ -38,6 +38,8 @@ NEAR_PAD = 12  # px around the recorded place searched at full resolution first
 NEAR_MIN_PHASE = 0.5  # templates that lose more than this at half resolution skip the near-first search
 PHASE_SLACK = 0.1  # beyond what a template loses to itself at half resolution, what a rival may lose
 RUNNERS_UP = 3
+EDGE_GAIN = 3.0  # edges at least ~1/3 of the strongest saturate: an icon's outline on a light or a dark
+# background (a restyle) weighs the same in the correlation
 EDGE_INSET = 2  # border of an edge map that depends on pixels outside the crop
 MIN_TEMPLATE_SIDE = 4
 FLAT_STD = 2.0  # a variant with less contrast than this correlates with noise
@@ -47,6 +49,10 @@ MIN_BLOCK_SIDE = 4  # a block scaled smaller than this is dropped
 CONTENT_FULL = 0.8  # content this close counts in full towards a candidate's rank (a twin with one block spoilt
 # by a neighbour's edge still ties); below it the rank falls in proportion
 DETAIL_MAX_CANDIDATES = 24
+BACKGROUND_TOLERANCE = 6  # gray levels from a crop's background colour that still count as background
+BACKGROUND_CHANGED = 48  # how far a restyled background must be from the crop's own to be set aside
+BACKGROUND_FLAT = 0.9  # share of a restyled background that must be one colour
+MIN_FOREGROUND = 16  # foreground pixels a block needs before its foreground alone is compared
 
 
 def to_gray(rgb: np.ndarray) -> np.ndarray:
@@ -57,11 +63,13 @@ def to_gray(rgb: np.ndarray) -> np.ndarray:
 
 
 def edge_map(gray: np.ndarray) -> np.ndarray:
-    """Gradient magnitude (|Sobel x| + |Sobel y|, uint8), identical for an image and its negative."""
+    """Gradient magnitude (|Sobel x| + |Sobel y|, uint8), identical for an image and its negative, saturated
+    (EDGE_GAIN) so an outline counts alike against a light or a dark background."""
     blurred = cv2.GaussianBlur(gray, (3, 3), 0)
     sx = cv2.Sobel(blurred, cv2.CV_16S, 1, 0, ksize=3)
     sy = cv2.Sobel(blurred, cv2.CV_16S, 0, 1, ksize=3)
-    return cv2.addWeighted(cv2.convertScaleAbs(sx), 0.5, cv2.convertScaleAbs(sy), 0.5, 0)
+    mag = cv2.addWeighted(cv2.convertScaleAbs(sx), 0.5, cv2.convertScaleAbs(sy), 0.5, 0)
+    return cv2.convertScaleAbs(mag, alpha=EDGE_GAIN)
 
 
 def intersect(a: Box, b: Box) -> Box | None:
@@ -103,6 +111,7 @@ class TemplateImage:
         self._blocks: dict[float, list[Box]] = {}
         self._block_sums: dict[float, BlockSums] = {}
         self._phase: dict[tuple[str, str, float], float] = {}
+        self._fg: dict[float, tuple[np.ndarray, int]] = {}
 
     def prepare(self) -> "TemplateImage":
         """Build what a healthy match needs (the gray variant and content blocks at scale 1) now,
@@ -185,6 +194,22 @@ class TemplateImage:
                     worst = min(worst, score)
             self._phase[key] = worst
         return self._phase[key]
+
+    def background_mask(self, scale: float) -> tuple[np.ndarray, int]:
+        """Pixels of the scaled gray crop that are not its background (the commonest value on its border, as far
+        as it reaches from the border: an icon's white inside is foreground): True; and that background value."""
+        key = round(scale, 4)
+        if key not in self._fg:
+            gray = self.gray(scale)
+            assert gray is not None
+            border = np.concatenate([gray[0], gray[-1], gray[:, 0], gray[:, -1]])
+            bg = int(np.bincount(border, minlength=256).argmax())
+            near_bg = (np.abs(gray.astype(np.int16) - bg) <= BACKGROUND_TOLERANCE).astype(np.uint8)
+            _, labels = cv2.connectedComponents(near_bg, connectivity=4)
+            edge_labels = np.unique(np.concatenate([labels[0], labels[-1], labels[:, 0], labels[:, -1]]))
+            outside = np.isin(labels, edge_labels[edge_labels > 0])  # background reached from the border only
+            self._fg[key] = (~outside, bg)
+        return self._fg[key]
 
     def block_sums(self, scale: float) -> "BlockSums":
         """The textured blocks ready for `detail_score`'s in-place pass (the crop must have some)."""
@@ -329,7 +354,7 @@ def find_template(
     found: list[Candidate] = []
     for i, scale in enumerate(scales):
         found = _merge(found, _search_scale(feats, tmpl, mode, search, scale, floor))
-        found = _with_detail(feats, tmpl, found, floor, detail_min)
+        found = _with_detail(feats, tmpl, found, floor, detail_min, mode)
         if i == 0 and any(c.rank >= confident and (c.detail or 0) >= detail_min for c in found):
             break
     if not found:
@@ -362,7 +387,7 @@ def _near_first(
     t = tmpl.variant(mode, scale)
     if area is None or t is None or min(t.shape) < 2 * COARSE_MIN_SIDE:
         return None
-    here = _with_detail(feats, tmpl, _search_scale(feats, tmpl, mode, area, scale, floor), floor, detail_min)
+    here = _with_detail(feats, tmpl, _search_scale(feats, tmpl, mode, area, scale, floor), floor, detail_min, mode)
     best = ranked(here)[0] if here else None
     if best is None or best.rank < confident or (best.detail or 0) < detail_min:
         return None
@@ -375,7 +400,7 @@ def _near_first(
     if found is None:
         return None  # the half-resolution pass cannot judge this template: the full search decides
     others = [c for c in found if not c.overlaps(best)]
-    others = _with_detail(feats, tmpl, sorted(others, key=lambda c: -c.score), floor, detail_min)
+    others = _with_detail(feats, tmpl, sorted(others, key=lambda c: -c.score), floor, detail_min, mode)
     runner = max(others, key=lambda c: (c.rank, c.score), default=None)
     if runner is not None and runner.rank > best.rank:
         return None  # something in the window matches better than the recorded place: the full search decides
@@ -421,7 +446,8 @@ def _rivals(feats: FrameFeatures, t: np.ndarray, mode: Mode, search: Box, scale:
 
 
 def detail_score(
-    feats: FrameFeatures, tmpl: TemplateImage, box: Box, scale: float, shift: int = 1, need: float | None = None
+    feats: FrameFeatures, tmpl: TemplateImage, box: Box, scale: float, shift: int = 1, need: float | None = None,
+    mode: Mode = "gray",
 ) -> float:
     """Worst |correlation| of the crop's textured blocks against the frame at `box`, each free to move `shift` px.
 
@@ -460,10 +486,43 @@ def detail_score(
             return 0.0
         res = cv2.matchTemplate(tile, gray[by : by + bh, bx : bx + bw], cv2.TM_CCOEFF_NORMED)
         lo, hi, _, _ = cv2.minMaxLoc(res)
-        worst = min(worst, max(-lo, hi) if math.isfinite(lo) and math.isfinite(hi) else 0.0)
+        got = max(-lo, hi) if math.isfinite(lo) and math.isfinite(hi) else 0.0
+        if mode == "edges" and got < CONTENT_FULL:
+            got = max(got, _foreground_correlation(tile, gray, tmpl.background_mask(scale), (bx, by, bw, bh)))
+        worst = min(worst, got)
         if need is not None and worst < need:
             return worst
     return worst
+
+
+def _foreground_correlation(tile: np.ndarray, gray: np.ndarray, fg: tuple[np.ndarray, int], block: Box) -> float:
+    """Best |correlation| of a block's foreground pixels (those unlike the crop's background) over the
+    tile's shifts: an icon kept as it was, its background restyled (light to dark), still matches."""
+    bx, by, bw, bh = block
+    mask, bg = fg[0][by : by + bh, bx : bx + bw], fg[1]
+    n = int(mask.sum())
+    if n < max(MIN_FOREGROUND, bw * bh // 4) or n == mask.size:
+        return 0.0
+    t = gray[by : by + bh, bx : bx + bw][mask].astype(np.float64)
+    t -= t.mean()
+    var_t = float((t * t).sum())
+    if var_t <= 1e-6:
+        return 0.0
+    best = 0.0
+    for dy in range(tile.shape[0] - bh + 1):
+        for dx in range(tile.shape[1] - bw + 1):
+            window = tile[dy : dy + bh, dx : dx + bw]
+            around = window[~mask].astype(np.float64)
+            ground = float(np.median(around))
+            flat = float(np.mean(np.abs(around - ground) <= BACKGROUND_TOLERANCE))
+            if abs(ground - bg) < BACKGROUND_CHANGED or flat < BACKGROUND_FLAT:
+                continue  # only a background restyled to another flat colour is set aside
+            w = window[mask].astype(np.float64)
+            w -= w.mean()
+            var_w = float((w * w).sum())
+            if var_w > 1e-6:
+                best = max(best, abs(float((t * w).sum())) / math.sqrt(var_t * var_w))
+    return best
 
 
 @dataclass(frozen=True)
@@ -505,12 +564,13 @@ class BlockSums:
 
 
 def _with_detail(
-    feats: FrameFeatures, tmpl: TemplateImage, found: list[Candidate], floor: float, need: float
+    feats: FrameFeatures, tmpl: TemplateImage, found: list[Candidate], floor: float, need: float,
+    mode: Mode = "gray",
 ) -> list[Candidate]:
     out = []
     for i, c in enumerate(found):
         if c.detail is None and c.score >= floor and i < DETAIL_MAX_CANDIDATES:
-            c = replace(c, detail=detail_score(feats, tmpl, c.box, c.scale, need=need))
+            c = replace(c, detail=detail_score(feats, tmpl, c.box, c.scale, need=need, mode=mode))
         out.append(c)
     return out
 

@@ -38,7 +38,7 @@ NEAR_PAD = 12  # px around the recorded place searched at full resolution first
 NEAR_MIN_PHASE = 0.5  # templates that lose more than this at half resolution skip the near-first search
 PHASE_SLACK = 0.1  # beyond what a template loses to itself at half resolution, what a rival may lose
 RUNNERS_UP = 3
-EDGE_GAIN = 3.0  # edges at least ~1/3 of the strongest saturate: an icon's outline on a light or a dark
+EDGE_GAIN = 1.0  # edges at least ~1/3 of the strongest saturate: an icon's outline on a light or a dark
 # background (a restyle) weighs the same in the correlation
 EDGE_INSET = 2  # border of an edge map that depends on pixels outside the crop
 MIN_TEMPLATE_SIDE = 4
@@ -52,6 +52,7 @@ DETAIL_MAX_CANDIDATES = 24
 BACKGROUND_TOLERANCE = 6  # gray levels from a crop's background colour that still count as background
 BACKGROUND_CHANGED = 48  # how far a restyled background must be from the crop's own to be set aside
 BACKGROUND_FLAT = 0.9  # share of a restyled background that must be one colour
+RESTYLE_FOREGROUND = (0.2, 0.9)  # share of a crop its foreground must cover for the restyled search
 MIN_FOREGROUND = 16  # foreground pixels a block needs before its foreground alone is compared
 
 
@@ -512,10 +513,7 @@ def _foreground_correlation(tile: np.ndarray, gray: np.ndarray, fg: tuple[np.nda
     for dy in range(tile.shape[0] - bh + 1):
         for dx in range(tile.shape[1] - bw + 1):
             window = tile[dy : dy + bh, dx : dx + bw]
-            around = window[~mask].astype(np.float64)
-            ground = float(np.median(around))
-            flat = float(np.mean(np.abs(around - ground) <= BACKGROUND_TOLERANCE))
-            if abs(ground - bg) < BACKGROUND_CHANGED or flat < BACKGROUND_FLAT:
+            if not _restyled_ground(window[~mask], bg):
                 continue  # only a background restyled to another flat colour is set aside
             w = window[mask].astype(np.float64)
             w -= w.mean()
@@ -602,7 +600,40 @@ def _search_scale(
         return _coarse_to_fine(feats, t, mode, search, scale, inset, factor, floor - 0.15)
     inner = (sx + inset, sy + inset, sw - 2 * inset, sh - 2 * inset)
     res = cv2.matchTemplate(feats.feature(mode, inner), t, cv2.TM_CCOEFF_NORMED)
-    return [Candidate(s, (sx + px, sy + py, w, h), scale) for s, px, py in _peaks(res, tw, th, 3)]
+    found = [Candidate(s, (sx + px, sy + py, w, h), scale) for s, px, py in _peaks(res, tw, th, 3)]
+    if mode == "edges":
+        found = sorted(found + _restyled_peaks(feats, tmpl, search, scale), key=lambda c: -c.score)
+    return found
+
+
+def _restyled_peaks(feats: FrameFeatures, tmpl: TemplateImage, search: Box, scale: float) -> list[Candidate]:
+    """Peaks of the crop's foreground alone (its background left out) in gray, kept only where the frame
+    around them is one flat colour far from the recorded background: an icon kept as it was while a theme
+    restyled the toolbar (light to dark), whose outline edges change with the contrast but whose pixels don't."""
+    gray = tmpl.gray(scale)
+    if gray is None:
+        return []
+    fg, bg = tmpl.background_mask(scale)
+    if not RESTYLE_FOREGROUND[0] <= float(fg.mean()) <= RESTYLE_FOREGROUND[1]:
+        return []
+    th, tw = gray.shape
+    res = cv2.matchTemplate(feats.feature("gray", search), gray, cv2.TM_CCOEFF_NORMED, mask=fg.astype(np.uint8))
+    res = np.nan_to_num(res, nan=0.0, posinf=0.0, neginf=0.0)
+    out = []
+    for score, px, py in _peaks(res, tw, th, 3):
+        window = feats.feature("gray", (search[0] + px, search[1] + py, tw, th))
+        if _restyled_ground(window[~fg], bg):
+            out.append(Candidate(score, (search[0] + px, search[1] + py, tw, th), scale))
+    return out
+
+
+def _restyled_ground(around: np.ndarray, bg: int) -> bool:
+    """Whether pixels where the crop had its background `bg` are now one other flat colour."""
+    if around.size == 0:
+        return False
+    ground = float(np.median(around))
+    flat = float(np.mean(np.abs(around.astype(np.float64) - ground) <= BACKGROUND_TOLERANCE))
+    return abs(ground - bg) >= BACKGROUND_CHANGED and flat >= BACKGROUND_FLAT
 
 
 def _coarse_to_fine(

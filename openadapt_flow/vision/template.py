@@ -24,6 +24,8 @@ from typing import Literal
 import cv2
 import numpy as np
 
+from openadapt_flow.vision.restyle import RESTYLE_FOREGROUND, foreground_correlation, foreground_mask, restyled_ground
+
 Box = tuple[int, int, int, int]  # x, y, w, h
 Mode = Literal["gray", "edges"]
 
@@ -38,8 +40,6 @@ NEAR_PAD = 12  # px around the recorded place searched at full resolution first
 NEAR_MIN_PHASE = 0.5  # templates that lose more than this at half resolution skip the near-first search
 PHASE_SLACK = 0.1  # beyond what a template loses to itself at half resolution, what a rival may lose
 RUNNERS_UP = 3
-EDGE_GAIN = 1.0  # edges at least ~1/3 of the strongest saturate: an icon's outline on a light or a dark
-# background (a restyle) weighs the same in the correlation
 EDGE_INSET = 2  # border of an edge map that depends on pixels outside the crop
 MIN_TEMPLATE_SIDE = 4
 FLAT_STD = 2.0  # a variant with less contrast than this correlates with noise
@@ -49,11 +49,6 @@ MIN_BLOCK_SIDE = 4  # a block scaled smaller than this is dropped
 CONTENT_FULL = 0.8  # content this close counts in full towards a candidate's rank (a twin with one block spoilt
 # by a neighbour's edge still ties); below it the rank falls in proportion
 DETAIL_MAX_CANDIDATES = 24
-BACKGROUND_TOLERANCE = 6  # gray levels from a crop's background colour that still count as background
-BACKGROUND_CHANGED = 48  # how far a restyled background must be from the crop's own to be set aside
-BACKGROUND_FLAT = 0.9  # share of a restyled background that must be one colour
-RESTYLE_FOREGROUND = (0.2, 0.9)  # share of a crop its foreground must cover for the restyled search
-MIN_FOREGROUND = 16  # foreground pixels a block needs before its foreground alone is compared
 
 
 def to_gray(rgb: np.ndarray) -> np.ndarray:
@@ -64,13 +59,11 @@ def to_gray(rgb: np.ndarray) -> np.ndarray:
 
 
 def edge_map(gray: np.ndarray) -> np.ndarray:
-    """Gradient magnitude (|Sobel x| + |Sobel y|, uint8), identical for an image and its negative, saturated
-    (EDGE_GAIN) so an outline counts alike against a light or a dark background."""
+    """Gradient magnitude (|Sobel x| + |Sobel y|, uint8), identical for an image and its negative."""
     blurred = cv2.GaussianBlur(gray, (3, 3), 0)
     sx = cv2.Sobel(blurred, cv2.CV_16S, 1, 0, ksize=3)
     sy = cv2.Sobel(blurred, cv2.CV_16S, 0, 1, ksize=3)
-    mag = cv2.addWeighted(cv2.convertScaleAbs(sx), 0.5, cv2.convertScaleAbs(sy), 0.5, 0)
-    return cv2.convertScaleAbs(mag, alpha=EDGE_GAIN)
+    return cv2.addWeighted(cv2.convertScaleAbs(sx), 0.5, cv2.convertScaleAbs(sy), 0.5, 0)
 
 
 def intersect(a: Box, b: Box) -> Box | None:
@@ -203,13 +196,7 @@ class TemplateImage:
         if key not in self._fg:
             gray = self.gray(scale)
             assert gray is not None
-            border = np.concatenate([gray[0], gray[-1], gray[:, 0], gray[:, -1]])
-            bg = int(np.bincount(border, minlength=256).argmax())
-            near_bg = (np.abs(gray.astype(np.int16) - bg) <= BACKGROUND_TOLERANCE).astype(np.uint8)
-            _, labels = cv2.connectedComponents(near_bg, connectivity=4)
-            edge_labels = np.unique(np.concatenate([labels[0], labels[-1], labels[:, 0], labels[:, -1]]))
-            outside = np.isin(labels, edge_labels[edge_labels > 0])  # background reached from the border only
-            self._fg[key] = (~outside, bg)
+            self._fg[key] = foreground_mask(gray)
         return self._fg[key]
 
     def block_sums(self, scale: float) -> "BlockSums":
@@ -489,38 +476,11 @@ def detail_score(
         lo, hi, _, _ = cv2.minMaxLoc(res)
         got = max(-lo, hi) if math.isfinite(lo) and math.isfinite(hi) else 0.0
         if mode == "edges" and got < CONTENT_FULL:
-            got = max(got, _foreground_correlation(tile, gray, tmpl.background_mask(scale), (bx, by, bw, bh)))
+            got = max(got, foreground_correlation(tile, gray, tmpl.background_mask(scale), (bx, by, bw, bh)))
         worst = min(worst, got)
         if need is not None and worst < need:
             return worst
     return worst
-
-
-def _foreground_correlation(tile: np.ndarray, gray: np.ndarray, fg: tuple[np.ndarray, int], block: Box) -> float:
-    """Best |correlation| of a block's foreground pixels (those unlike the crop's background) over the
-    tile's shifts: an icon kept as it was, its background restyled (light to dark), still matches."""
-    bx, by, bw, bh = block
-    mask, bg = fg[0][by : by + bh, bx : bx + bw], fg[1]
-    n = int(mask.sum())
-    if n < max(MIN_FOREGROUND, bw * bh // 4) or n == mask.size:
-        return 0.0
-    t = gray[by : by + bh, bx : bx + bw][mask].astype(np.float64)
-    t -= t.mean()
-    var_t = float((t * t).sum())
-    if var_t <= 1e-6:
-        return 0.0
-    best = 0.0
-    for dy in range(tile.shape[0] - bh + 1):
-        for dx in range(tile.shape[1] - bw + 1):
-            window = tile[dy : dy + bh, dx : dx + bw]
-            if not _restyled_ground(window[~mask], bg):
-                continue  # only a background restyled to another flat colour is set aside
-            w = window[mask].astype(np.float64)
-            w -= w.mean()
-            var_w = float((w * w).sum())
-            if var_w > 1e-6:
-                best = max(best, abs(float((t * w).sum())) / math.sqrt(var_t * var_w))
-    return best
 
 
 @dataclass(frozen=True)
@@ -622,18 +582,9 @@ def _restyled_peaks(feats: FrameFeatures, tmpl: TemplateImage, search: Box, scal
     out = []
     for score, px, py in _peaks(res, tw, th, 3):
         window = feats.feature("gray", (search[0] + px, search[1] + py, tw, th))
-        if _restyled_ground(window[~fg], bg):
+        if restyled_ground(window[~fg], bg):
             out.append(Candidate(score, (search[0] + px, search[1] + py, tw, th), scale))
     return out
-
-
-def _restyled_ground(around: np.ndarray, bg: int) -> bool:
-    """Whether pixels where the crop had its background `bg` are now one other flat colour."""
-    if around.size == 0:
-        return False
-    ground = float(np.median(around))
-    flat = float(np.mean(np.abs(around.astype(np.float64) - ground) <= BACKGROUND_TOLERANCE))
-    return abs(ground - bg) >= BACKGROUND_CHANGED and flat >= BACKGROUND_FLAT
 
 
 def _coarse_to_fine(

@@ -20,6 +20,8 @@ BACKGROUND_TOLERANCE = 6  # gray levels from a crop's background colour that sti
 BACKGROUND_CHANGED = 48  # how far a restyled background must be from the crop's own to be set aside
 BACKGROUND_FLAT = 0.9  # share of a restyled background that must be one colour
 RESTYLE_FOREGROUND = (0.2, 0.9)  # share of a crop its foreground must cover for the restyled search
+RESTYLE_MAX_OLD_GROUND = 0.05  # share of a search window still in the recorded background colour above which
+# the window is not restyled (an icon's white inside on a dark toolbar: ~1%)
 MIN_FOREGROUND = 16  # foreground pixels a block needs before its foreground alone is compared
 
 
@@ -52,6 +54,9 @@ def foreground_correlation(tile: np.ndarray, gray: np.ndarray, fg: tuple[np.ndar
     n = int(mask.sum())
     if n < max(MIN_FOREGROUND, bw * bh // 4) or n == mask.size:
         return 0.0
+    cy, cx = (tile.shape[0] - bh) // 2, (tile.shape[1] - bw) // 2
+    if tile.shape[0] < bh or tile.shape[1] < bw or not restyled_ground(tile[cy : cy + bh, cx : cx + bw][~mask], bg):
+        return 0.0  # the background in place is not restyled: nothing to set aside (and no cost)
     t = gray[by : by + bh, bx : bx + bw][mask].astype(np.float64)
     t -= t.mean()
     var_t = float((t * t).sum())

@@ -24,7 +24,14 @@ from typing import Literal
 import cv2
 import numpy as np
 
-from openadapt_flow.vision.restyle import RESTYLE_FOREGROUND, foreground_correlation, foreground_mask, restyled_ground
+from openadapt_flow.vision.restyle import (
+    BACKGROUND_TOLERANCE,
+    RESTYLE_FOREGROUND,
+    RESTYLE_MAX_OLD_GROUND,
+    foreground_correlation,
+    foreground_mask,
+    restyled_ground,
+)
 
 Box = tuple[int, int, int, int]  # x, y, w, h
 Mode = Literal["gray", "edges"]
@@ -561,7 +568,7 @@ def _search_scale(
     inner = (sx + inset, sy + inset, sw - 2 * inset, sh - 2 * inset)
     res = cv2.matchTemplate(feats.feature(mode, inner), t, cv2.TM_CCOEFF_NORMED)
     found = [Candidate(s, (sx + px, sy + py, w, h), scale) for s, px, py in _peaks(res, tw, th, 3)]
-    if mode == "edges":
+    if mode == "edges" and sw * sh <= COARSE_ABOVE_PX:  # a window: a restyle is looked past near the recorded place
         found = sorted(found + _restyled_peaks(feats, tmpl, search, scale), key=lambda c: -c.score)
     return found
 
@@ -577,7 +584,10 @@ def _restyled_peaks(feats: FrameFeatures, tmpl: TemplateImage, search: Box, scal
     if not RESTYLE_FOREGROUND[0] <= float(fg.mean()) <= RESTYLE_FOREGROUND[1]:
         return []
     th, tw = gray.shape
-    res = cv2.matchTemplate(feats.feature("gray", search), gray, cv2.TM_CCOEFF_NORMED, mask=fg.astype(np.uint8))
+    area = feats.feature("gray", search)
+    if float(np.mean(np.abs(area.astype(np.int16) - bg) <= BACKGROUND_TOLERANCE)) > RESTYLE_MAX_OLD_GROUND:
+        return []  # the recorded background colour is still common here: no restyle to see past
+    res = cv2.matchTemplate(area, gray, cv2.TM_CCOEFF_NORMED, mask=fg.astype(np.uint8))
     res = np.nan_to_num(res, nan=0.0, posinf=0.0, neginf=0.0)
     out = []
     for score, px, py in _peaks(res, tw, th, 3):

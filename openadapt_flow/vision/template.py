@@ -24,6 +24,15 @@ from typing import Literal
 import cv2
 import numpy as np
 
+from openadapt_flow.vision.restyle import (
+    BACKGROUND_TOLERANCE,
+    RESTYLE_FOREGROUND,
+    RESTYLE_MAX_OLD_GROUND,
+    foreground_correlation,
+    foreground_mask,
+    restyled_ground,
+)
+
 Box = tuple[int, int, int, int]  # x, y, w, h
 Mode = Literal["gray", "edges"]
 
@@ -103,6 +112,7 @@ class TemplateImage:
         self._blocks: dict[float, list[Box]] = {}
         self._block_sums: dict[float, BlockSums] = {}
         self._phase: dict[tuple[str, str, float], float] = {}
+        self._fg: dict[float, tuple[np.ndarray, int]] = {}
 
     def prepare(self) -> "TemplateImage":
         """Build what a healthy match needs (the gray variant and content blocks at scale 1) now,
@@ -185,6 +195,16 @@ class TemplateImage:
                     worst = min(worst, score)
             self._phase[key] = worst
         return self._phase[key]
+
+    def background_mask(self, scale: float) -> tuple[np.ndarray, int]:
+        """Pixels of the scaled gray crop that are not its background (the commonest value on its border, as far
+        as it reaches from the border: an icon's white inside is foreground): True; and that background value."""
+        key = round(scale, 4)
+        if key not in self._fg:
+            gray = self.gray(scale)
+            assert gray is not None
+            self._fg[key] = foreground_mask(gray)
+        return self._fg[key]
 
     def block_sums(self, scale: float) -> "BlockSums":
         """The textured blocks ready for `detail_score`'s in-place pass (the crop must have some)."""
@@ -329,7 +349,7 @@ def find_template(
     found: list[Candidate] = []
     for i, scale in enumerate(scales):
         found = _merge(found, _search_scale(feats, tmpl, mode, search, scale, floor))
-        found = _with_detail(feats, tmpl, found, floor, detail_min)
+        found = _with_detail(feats, tmpl, found, floor, detail_min, mode)
         if i == 0 and any(c.rank >= confident and (c.detail or 0) >= detail_min for c in found):
             break
     if not found:
@@ -362,7 +382,7 @@ def _near_first(
     t = tmpl.variant(mode, scale)
     if area is None or t is None or min(t.shape) < 2 * COARSE_MIN_SIDE:
         return None
-    here = _with_detail(feats, tmpl, _search_scale(feats, tmpl, mode, area, scale, floor), floor, detail_min)
+    here = _with_detail(feats, tmpl, _search_scale(feats, tmpl, mode, area, scale, floor), floor, detail_min, mode)
     best = ranked(here)[0] if here else None
     if best is None or best.rank < confident or (best.detail or 0) < detail_min:
         return None
@@ -375,7 +395,7 @@ def _near_first(
     if found is None:
         return None  # the half-resolution pass cannot judge this template: the full search decides
     others = [c for c in found if not c.overlaps(best)]
-    others = _with_detail(feats, tmpl, sorted(others, key=lambda c: -c.score), floor, detail_min)
+    others = _with_detail(feats, tmpl, sorted(others, key=lambda c: -c.score), floor, detail_min, mode)
     runner = max(others, key=lambda c: (c.rank, c.score), default=None)
     if runner is not None and runner.rank > best.rank:
         return None  # something in the window matches better than the recorded place: the full search decides
@@ -421,7 +441,8 @@ def _rivals(feats: FrameFeatures, t: np.ndarray, mode: Mode, search: Box, scale:
 
 
 def detail_score(
-    feats: FrameFeatures, tmpl: TemplateImage, box: Box, scale: float, shift: int = 1, need: float | None = None
+    feats: FrameFeatures, tmpl: TemplateImage, box: Box, scale: float, shift: int = 1, need: float | None = None,
+    mode: Mode = "gray",
 ) -> float:
     """Worst |correlation| of the crop's textured blocks against the frame at `box`, each free to move `shift` px.
 
@@ -460,7 +481,10 @@ def detail_score(
             return 0.0
         res = cv2.matchTemplate(tile, gray[by : by + bh, bx : bx + bw], cv2.TM_CCOEFF_NORMED)
         lo, hi, _, _ = cv2.minMaxLoc(res)
-        worst = min(worst, max(-lo, hi) if math.isfinite(lo) and math.isfinite(hi) else 0.0)
+        got = max(-lo, hi) if math.isfinite(lo) and math.isfinite(hi) else 0.0
+        if mode == "edges" and got < CONTENT_FULL:
+            got = max(got, foreground_correlation(tile, gray, tmpl.background_mask(scale), (bx, by, bw, bh)))
+        worst = min(worst, got)
         if need is not None and worst < need:
             return worst
     return worst
@@ -505,12 +529,13 @@ class BlockSums:
 
 
 def _with_detail(
-    feats: FrameFeatures, tmpl: TemplateImage, found: list[Candidate], floor: float, need: float
+    feats: FrameFeatures, tmpl: TemplateImage, found: list[Candidate], floor: float, need: float,
+    mode: Mode = "gray",
 ) -> list[Candidate]:
     out = []
     for i, c in enumerate(found):
         if c.detail is None and c.score >= floor and i < DETAIL_MAX_CANDIDATES:
-            c = replace(c, detail=detail_score(feats, tmpl, c.box, c.scale, need=need))
+            c = replace(c, detail=detail_score(feats, tmpl, c.box, c.scale, need=need, mode=mode))
         out.append(c)
     return out
 
@@ -542,7 +567,34 @@ def _search_scale(
         return _coarse_to_fine(feats, t, mode, search, scale, inset, factor, floor - 0.15)
     inner = (sx + inset, sy + inset, sw - 2 * inset, sh - 2 * inset)
     res = cv2.matchTemplate(feats.feature(mode, inner), t, cv2.TM_CCOEFF_NORMED)
-    return [Candidate(s, (sx + px, sy + py, w, h), scale) for s, px, py in _peaks(res, tw, th, 3)]
+    found = [Candidate(s, (sx + px, sy + py, w, h), scale) for s, px, py in _peaks(res, tw, th, 3)]
+    if mode == "edges" and sw * sh <= COARSE_ABOVE_PX:  # a window: a restyle is looked past near the recorded place
+        found = sorted(found + _restyled_peaks(feats, tmpl, search, scale), key=lambda c: -c.score)
+    return found
+
+
+def _restyled_peaks(feats: FrameFeatures, tmpl: TemplateImage, search: Box, scale: float) -> list[Candidate]:
+    """Peaks of the crop's foreground alone (its background left out) in gray, kept only where the frame
+    around them is one flat colour far from the recorded background: an icon kept as it was while a theme
+    restyled the toolbar (light to dark), whose outline edges change with the contrast but whose pixels don't."""
+    gray = tmpl.gray(scale)
+    if gray is None:
+        return []
+    fg, bg = tmpl.background_mask(scale)
+    if not RESTYLE_FOREGROUND[0] <= float(fg.mean()) <= RESTYLE_FOREGROUND[1]:
+        return []
+    th, tw = gray.shape
+    area = feats.feature("gray", search)
+    if float(np.mean(np.abs(area.astype(np.int16) - bg) <= BACKGROUND_TOLERANCE)) > RESTYLE_MAX_OLD_GROUND:
+        return []  # the recorded background colour is still common here: no restyle to see past
+    res = cv2.matchTemplate(area, gray, cv2.TM_CCOEFF_NORMED, mask=fg.astype(np.uint8))
+    res = np.nan_to_num(res, nan=0.0, posinf=0.0, neginf=0.0)
+    out = []
+    for score, px, py in _peaks(res, tw, th, 3):
+        window = feats.feature("gray", (search[0] + px, search[1] + py, tw, th))
+        if restyled_ground(window[~fg], bg):
+            out.append(Candidate(score, (search[0] + px, search[1] + py, tw, th), scale))
+    return out
 
 
 def _coarse_to_fine(

@@ -7,6 +7,7 @@ its own pid. Waits are on conditions (socket accepts), never blind sleeps.
 from __future__ import annotations
 
 import os
+import random
 import shutil
 import socket
 import struct
@@ -15,20 +16,45 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+
 from openadapt_flow.procs import stop_process
 
 
+PORT_SPAN = 10000  # loopback ports per parallel test worker, below the kernel's ephemeral range (32768+)
+
+
+def _worker() -> int | None:
+    """The pytest-xdist worker number (gw0 -> 0), or None outside a parallel test run."""
+    name = os.environ.get("PYTEST_XDIST_WORKER", "")
+    return int(name[2:]) if name.startswith("gw") and name[2:].isdigit() else None
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A free loopback port. Under parallel test workers each takes ports from its own range, so a server one
+    worker starts can never take the port another just picked for its own (and be mistaken for it)."""
+    worker = _worker()
+    if worker is None or worker > 1:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            return int(s.getsockname()[1])
+    low = 12000 + worker * PORT_SPAN
+    for port in random.sample(range(low, low + PORT_SPAN), 200):
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError(f"no free loopback port between {low} and {low + PORT_SPAN}")
 
 
 def _free_display() -> int:
-    for n in range(40, 400):
+    worker = _worker()
+    low, high = (40, 400) if worker is None else (40 + 180 * (worker % 2), 220 + 180 * (worker % 2))
+    for n in range(low, high):
         if not Path(f"/tmp/.X11-unix/X{n}").exists() and not Path(f"/tmp/.X{n}-lock").exists():
             return n
-    raise RuntimeError("no free X display number between 40 and 400")
+    raise RuntimeError(f"no free X display number between {low} and {high}")
 
 
 def wait_until(cond, timeout: float, what: str, interval: float = 0.02):

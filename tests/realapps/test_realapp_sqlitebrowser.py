@@ -115,10 +115,19 @@ def test_sqlitebrowser_replays_unedited_with_another_patient(recorded, tmp_path)
     run_case(recorded, tmp_path, "other values", Drift(), "complete")
 
 
+# DB Browser sizes its table's columns from the data and the window as they come up; under load the launcher's
+# resize can land before or after that, so a launch's name column is sometimes narrower than the recording's. The
+# clinic cell's template then also matches a NULL cell of the name column, and its column-header landmark is not
+# where the recording had it: the replay halts as ambiguous there (before Write Changes: no wrong row). Measured:
+# moved, natural-size and dark completed in most runs and halted so in the others (docs/record.md).
+COLUMN_RACE = ("the table's column widths vary between launches; when the name column comes up narrower than "
+               "recorded the clinic cell is ambiguous with a NULL cell, and halting there is the safe answer")
+
+
 @pytest.mark.parametrize("drift_name,drift,expectation,reason", [
-    ("window moved", Drift(position=(20, 50)), "complete", ""),
-    ("screen 1920x1080, natural size", Drift(screen=(1920, 1080)), "complete", ""),
-    ("dark theme", Drift(dark=True), "complete", ""),
+    ("window moved", Drift(position=(20, 50)), "complete_or_halt", COLUMN_RACE),
+    ("screen 1920x1080, natural size", Drift(screen=(1920, 1080)), "complete_or_halt", COLUMN_RACE),
+    ("dark theme", Drift(dark=True), "complete_or_halt", COLUMN_RACE),
     ("scale 1.25", Drift(scale=1.25), "complete_or_halt", "Qt lays the window out again at 1.25: toolbar icons move "
      "into the overflow and cells grow; a halt is the safe answer where a target is no longer shown"),
 ])

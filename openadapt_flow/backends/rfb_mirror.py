@@ -13,6 +13,7 @@ ConnectionFailed, bad password → AuthFailed, no reply in time → BackendTimeo
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 import warnings
@@ -33,12 +34,19 @@ from openadapt_flow.errors import AuthFailed, BackendError, BackendTimeout, Conn
 # --- the process-global reactor ----------------------------------------------------------
 
 _reactor_lock = threading.Lock()
+_reactor_pid: int | None = None  # the process whose thread runs the reactor
 
 
 def ensure_reactor(timeout: float) -> None:
     """Start the process-global reactor on a daemon thread unless it already runs."""
+    global _reactor_pid
     with _reactor_lock:
         if reactor.running:
+            if _reactor_pid not in (None, os.getpid()):
+                # a forked child inherits the reactor's "running" state but not its thread: nothing would ever
+                # answer (a connect would wait out its whole timeout for a first frame)
+                raise BackendError("this process was forked from one running the RFB reactor; VNC needs a new "
+                                   "process (spawn it, do not fork)")
             return
         if getattr(reactor, "_startedBefore", False):
             raise BackendError("the twisted reactor was stopped in this process; VNC needs a new process")
@@ -49,6 +57,7 @@ def ensure_reactor(timeout: float) -> None:
             target=lambda: reactor.run(installSignalHandlers=False),  # type: ignore[call-arg, misc]
             name="openadapt-flow-rfb", daemon=True,
         ).start()
+        _reactor_pid = os.getpid()
         if not started.wait(timeout):
             raise BackendTimeout(f"the RFB reactor thread did not start within {timeout}s")
 

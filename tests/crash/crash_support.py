@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -101,8 +102,22 @@ def _child(args: list[str], cwd: Path, env: dict[str, str], out_fd: int, err_fd:
             os._exit(code)
 
 
+def _spawn(args: list[str], cwd: Path, env: dict[str, str], timeout: float) -> Result:
+    """`flow ARGS` as a new process (`python -m openadapt_flow`): slower to start than a fork, safe after VNC."""
+    try:
+        p = subprocess.run([sys.executable, "-m", "openadapt_flow", *args], cwd=cwd, env=env, capture_output=True,
+                           text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as e:
+        raise TimeoutError(f"flow {' '.join(args)} did not finish in {timeout}s") from e
+    return Result(args, p.returncode, p.stdout, p.stderr)
+
+
 def flow(args: list[str], cwd: Path, env: dict[str, str], timeout: float = 90) -> Result:
-    """Run `flow ARGS` in a forked process; SIGKILL it (and fail) if it outlives `timeout`."""
+    """Run `flow ARGS` in a forked process; SIGKILL it (and fail) if it outlives `timeout`. A process whose RFB
+    reactor runs (this test worker used VNC in-process before: pytest-xdist hands a worker many test files) cannot
+    fork a working VNC client — the child would inherit a running reactor without its thread — so it spawns."""
+    if reactor_running():
+        return _spawn(args, cwd, env, timeout)
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         sys.stdout.flush()
         sys.stderr.flush()
@@ -122,6 +137,12 @@ def flow(args: list[str], cwd: Path, env: dict[str, str], timeout: float = 90) -
         out.seek(0)
         err.seek(0)
         return Result(args, os.waitstatus_to_exitcode(status), out.read().decode(errors="replace"), err.read().decode(errors="replace"))
+
+
+def reactor_running() -> bool:
+    """Has this process started the RFB client's reactor thread (openadapt_flow.backends.rfb_mirror)?"""
+    mirror = sys.modules.get("openadapt_flow.backends.rfb_mirror")
+    return mirror is not None and getattr(mirror, "_reactor_pid", None) is not None
 
 
 def parallel(fn: Any, items: list[Any], workers: int = 2, timeout: float = 600) -> list[Any]:

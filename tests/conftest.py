@@ -4,3 +4,5 @@ import os
 import tempfile
 
 os.environ.setdefault("FLOW_STATE_DIR", tempfile.mkdtemp(prefix="flow-state-"))
+
+pytest_plugins = ["tests.realapps.figure"]  # the real-app suite's figure, printed by the controller

@@ -1,0 +1,53 @@
+"""The real-app suite's figure: at the end of the session, the figure and the matrix (app x drift -> outcome).
+
+Counting, honestly: every replay of a recorded bundle (unedited: the compiler's flow.yaml as written, run with
+other values or under a drift) is one of M; it is one of N when it exited 0 AND the system of record shows the
+intended result. A wrong click is a replay whose system of record or screen shows an input that landed outside
+the target its step meant (a digit in the calculator that was never asked for, a value in another column, text
+in the wrong place of the file); it is judged from the result, so a wrong click that a later step happened to
+undo is not seen. A false success is exit 0 with a wrong result.
+
+Under pytest-xdist (`make test` runs `-n 2 --dist loadfile`) the replays happen in workers: each worker hands its
+results to the controller at the end (`workeroutput`), and the controller prints the one figure. The hooks are loaded from tests/conftest.py (`pytest_plugins`): under xdist
+the controller collects nothing, so a conftest in tests/realapps would not be loaded there.
+"""
+
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.realapps.realapp_harness import RESULTS, Replay
+
+WORKER_KEY = "realapps_results"
+
+
+def pytest_sessionfinish(session):
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:  # an xdist worker: the controller prints the figure
+        workeroutput[WORKER_KEY] = json.dumps([r.__dict__ for r in RESULTS], default=str)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):  # noqa: ARG001 - xdist's hook signature
+    RESULTS.extend(Replay(**r) for r in json.loads(getattr(node, "workeroutput", {}).get(WORKER_KEY, "[]")))
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):  # noqa: ARG001 - pytest's hook signature
+    if not RESULTS:
+        return
+    tr = terminalreporter
+    n = sum(1 for r in RESULTS if r.outcome == "completed")
+    wrong = sum(1 for r in RESULTS if r.wrong_click)
+    false = sum(1 for r in RESULTS if r.false_success)
+    tr.section("real-app suite")
+    for r in RESULTS:
+        tr.write_line(r.summary() + (f"  [a halt is acceptable: {r.reason}]" if r.expectation != "complete" else ""))
+    tr.write_line(f"recorded bundles replayed unedited {n}/{len(RESULTS)}, wrong clicks {wrong}, false successes {false}")
+    out = os.environ.get("FLOW_REALAPPS_RESULTS")
+    if out:
+        Path(out).write_text(json.dumps([r.__dict__ for r in RESULTS], indent=1, default=str))

@@ -30,9 +30,12 @@ demo: setup
 	$(VENV)/bin/flow demo
 
 # two workers, each test file on one of them (a file's module-scoped recordings are made once); every e2e server
-# (Xvnc, PostgreSQL, the apps) is private to its test, on a free display and port
+# (Xvnc, PostgreSQL, the apps) is private to its test, on a free display and port. The crash tests go first, in
+# workers of their own: they fork the CLI from the test process, which must not have run a VNC client itself (a
+# forked child inherits the RFB reactor's "running" without its thread; the kit then spawns, much slower).
 test: setup
-	$(VPY) -m pytest -q -n 2 --dist loadfile
+	$(VPY) -m pytest -q -n 2 --dist loadfile tests/crash
+	$(VPY) -m pytest -q -n 2 --dist loadfile --ignore=tests/crash
 
 unit: setup
 	$(VPY) -m pytest -q tests/unit

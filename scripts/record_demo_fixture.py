@@ -63,7 +63,7 @@ def drive(port: int, frames: Path | None) -> None:
             perform(backend, action, x, y, text)
             # the recorder holds the next press until the live screen settles; this wait is only so
             # the frame saved here is the settled result of this step
-            last = settle(backend, 0.35, 10, expect_change_s=2.0).frame.pixels
+            last = settle(backend, 0.35, 10, expect_change_s=6.0).frame.pixels  # every step changes the screen: under load its change may start late
             if frames is not None:
                 Image.fromarray(last).save(frames / f"{i:02d}-{name}.png")
     finally:

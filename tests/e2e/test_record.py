@@ -4,10 +4,6 @@ the viewer doing the task once; the compiled bundle is then replayed with other 
 from __future__ import annotations
 
 import json
-import re
-import signal
-import subprocess
-import sys
 
 import pytest
 import yaml
@@ -15,7 +11,7 @@ import yaml
 from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.backends.vnc import VncBackend
 from openadapt_flow.runtime.settle import settle
-from tests.support.cli import flow_env, load_script, run_flow
+from tests.support.cli import flow_env, load_script, record_via_proxy, run_flow
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -36,23 +32,11 @@ def drive(port: int) -> None:
 @pytest.fixture(params=["normal", "dark"])
 def recorded(request, tmp_path, demo_app):
     app = demo_app(request.param)
-    cmd = [sys.executable, "-m", "openadapt_flow", "record", "--url", app.xvnc.url, "--out", str(tmp_path / "bundle"),
-           "--fixture", str(tmp_path / "fx"), "--recording", str(tmp_path / "rec"), "--watch-sqlite", str(app.db_path), "--dsn-env", "DEMO_DB_DSN",
-           "--name", "invoice-entry", "--json"]
-    proc = subprocess.Popen(cmd, cwd=tmp_path, env=flow_env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()  # the proxy is listening once this is printed
-        port = re.search(r"connect your VNC viewer to [\w.:]+:(\d+)", line)
-        assert port, line + (proc.stderr.read() if proc.stderr else "")
-        drive(int(port.group(1)))
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=10)
-    assert proc.returncode == 0, err
+    r = record_via_proxy(["--url", app.xvnc.url, "--out", str(tmp_path / "bundle"), "--fixture", str(tmp_path / "fx"),
+                          "--recording", str(tmp_path / "rec"), "--watch-sqlite", str(app.db_path), "--dsn-env",
+                          "DEMO_DB_DSN", "--name", "invoice-entry", "--json"], tmp_path, drive)
+    assert r.returncode == 0, r.stderr
+    out, err = r.stdout, r.stderr
     return app, tmp_path / "bundle", json.loads(out), err
 
 

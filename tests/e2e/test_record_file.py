@@ -5,8 +5,6 @@ another value, the effect CONFIRMED."""
 from __future__ import annotations
 
 import json
-import re
-import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -18,7 +16,7 @@ from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.backends.vnc import VncBackend
 from openadapt_flow.procs import stop_process
 from openadapt_flow.runtime.settle import settle
-from tests.support.cli import REPO, flow_env, load_script, run_flow
+from tests.support.cli import REPO, load_script, record_via_proxy, run_flow
 from tests.support.note_app import ENTRY, SAVE
 from tests.support.xserver import wait_until
 
@@ -56,23 +54,10 @@ def drive(port: int) -> None:
 
 
 def record(xvnc, tmp_path: Path, path: Path) -> tuple[dict, str]:
-    cmd = [sys.executable, "-m", "openadapt_flow", "record", "--url", xvnc.url, "--out", str(tmp_path / "bundle"),
-           "--watch-file", str(path), "--name", "notes", "--json"]
-    proc = subprocess.Popen(cmd, cwd=tmp_path, env=flow_env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        port = re.search(r"connect your VNC viewer to [\w.:]+:(\d+)", line)
-        assert port, line + (proc.stderr.read() if proc.stderr else "")
-        drive(int(port.group(1)))
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=10)
-    assert proc.returncode == 0, err
-    return json.loads(out), err
+    r = record_via_proxy(["--url", xvnc.url, "--out", str(tmp_path / "bundle"), "--watch-file", str(path), "--name",
+                          "notes", "--json"], tmp_path, drive)
+    assert r.returncode == 0, r.stderr
+    return json.loads(r.stdout), r.stderr
 
 
 def test_a_step_that_changed_the_watched_file_checks_the_typed_value_in_it(tmp_path, xvnc, notes):

@@ -6,9 +6,6 @@ from __future__ import annotations
 
 import json
 import re
-import signal
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -19,7 +16,7 @@ from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.backends.vnc import VncBackend
 from openadapt_flow.demo.app import HOVER_BG, TIPS
 from openadapt_flow.runtime.settle import settle
-from tests.support.cli import flow_env, load_script, run_flow
+from tests.support.cli import flow_env, load_script, record_via_proxy, run_flow
 
 pytestmark = pytest.mark.timeout(300)
 HOVER_RGB = tuple(int(HOVER_BG[i:i + 2], 16) for i in (1, 3, 5))
@@ -58,23 +55,9 @@ def hovered_pixels(image: np.ndarray) -> int:
 def test_a_recording_made_with_a_hovering_pointer_has_no_hover_in_templates_or_facts(tmp_path, demo_app):
     app = demo_app("hover")
     bundle, rec = tmp_path / "bundle", tmp_path / "rec"
-    cmd = [sys.executable, "-m", "openadapt_flow", "record", "--url", app.xvnc.url, "--out", str(bundle),
-           "--recording", str(rec), "--watch-sqlite", str(app.db_path), "--dsn-env", "DEMO_DB_DSN",
-           "--name", "invoice-hover", "--json"]
-    proc = subprocess.Popen(cmd, cwd=tmp_path, env=flow_env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        port = re.search(r"connect your VNC viewer to [\w.:]+:(\d+)", line)
-        assert port, line + (proc.stderr.read() if proc.stderr else "")
-        drive(int(port.group(1)))
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=120)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=10)
-    assert proc.returncode == 0, err
+    r = record_via_proxy(["--url", app.xvnc.url, "--out", str(bundle), "--recording", str(rec), "--watch-sqlite",
+                          str(app.db_path), "--dsn-env", "DEMO_DB_DSN", "--name", "invoice-hover", "--json"], tmp_path, drive)
+    assert r.returncode == 0, r.stderr
     doc = yaml.safe_load((bundle / "flow.yaml").read_text())
     assert [s["action"] for s in doc["steps"]] == ["click", "type", "type", "click", "click"]
 

@@ -6,16 +6,12 @@ forwarded (the press waits for the screen to settle): the app got the press, nev
 
 from __future__ import annotations
 
-import re
-import signal
 import socket
 import struct
-import subprocess
-import sys
 
 import pytest
 
-from tests.support.cli import flow_env
+from tests.support.cli import record_via_proxy
 from tests.support.xserver import wait_until
 
 pytestmark = pytest.mark.timeout(120)
@@ -46,20 +42,12 @@ def click_and_hang_up(port: int, x: int, y: int) -> None:
 
 def test_a_click_sent_the_instant_a_viewer_connected_reaches_the_app(tmp_path, demo_app):
     app = demo_app("normal")
-    cmd = [sys.executable, "-m", "openadapt_flow", "record", "--url", app.xvnc.url, "--out", str(tmp_path / "b"), "--json"]
-    proc = subprocess.Popen(cmd, cwd=tmp_path, env=flow_env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        assert proc.stdout is not None
-        line = proc.stdout.readline()
-        port = re.search(r"connect your VNC viewer to [\w.:]+:(\d+)", line)
-        assert port, line + (proc.stderr.read() if proc.stderr else "")
-        click_and_hang_up(int(port.group(1)), *NEW_INVOICE)
+
+    def demonstrate(port: int) -> None:
+        click_and_hang_up(port, *NEW_INVOICE)
         wait_until(lambda: app.current_screen() == "form", 10, "the form the click opens")
-        proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=10)
-    assert proc.returncode == 0, err
+
+    r = record_via_proxy(["--url", app.xvnc.url, "--out", str(tmp_path / "b"), "--json"], tmp_path, demonstrate, timeout=60)
+    assert r.returncode == 0, r.stderr
+    err = r.stderr
     assert "cut 1: click at (130, 112)" in err

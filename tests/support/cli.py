@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -42,3 +44,23 @@ def load_script(name: str):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def record_via_proxy(args: list[str], cwd: Path, demonstrate, timeout: float = 120) -> subprocess.CompletedProcess:
+    """`flow record ARGS` as a subprocess: `demonstrate(port)` drives the proxy's printed port like a viewer, then
+    Ctrl+C ends the recording. Returns the finished process (stdout, stderr as text); it never outlives this call."""
+    cmd = [sys.executable, "-m", "openadapt_flow", "record", *args]
+    proc = subprocess.Popen(cmd, cwd=cwd, env=flow_env(cwd), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()  # the proxy is listening once this is printed
+        port = re.search(r"connect your VNC viewer to [\w.:]+:(\d+)", line)
+        assert port, line + (proc.stderr.read() if proc.stderr else "")
+        demonstrate(int(port.group(1)))
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=timeout)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)

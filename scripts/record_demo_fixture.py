@@ -63,7 +63,10 @@ def drive(port: int, frames: Path | None) -> None:
             perform(backend, action, x, y, text)
             # the recorder holds the next press until the live screen settles; this wait is only so
             # the frame saved here is the settled result of this step
-            last = settle(backend, 0.35, 10, expect_change_s=6.0).frame.pixels  # every step changes the screen: under load its change may start late
+            # every step changes the screen: under load its change may start late; typed text is drawn key by key,
+            # and a starved app can pause longer between two keys than between a click and its repaint
+            quiet = 1.0 if action == "type" else 0.35
+            last = settle(backend, quiet, 10, expect_change_s=6.0).frame.pixels
             if frames is not None:
                 Image.fromarray(last).save(frames / f"{i:02d}-{name}.png")
     finally:

@@ -21,11 +21,9 @@ from typing import Any, Callable
 
 import numpy as np
 from twisted.internet import reactor
-from twisted.internet.defer import Deferred
-from twisted.internet.endpoints import HostnameEndpoint
 
 from openadapt_flow.backends.base import Capabilities, Frame
-from openadapt_flow.backends.rfb_mirror import Mirror, MirrorClient, MirrorFactory, connect_error, ensure_reactor
+from openadapt_flow.backends.rfb_mirror import MirrorClient, close_mirror, open_mirror
 from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.bundle.keys import KEYSYMS, char_keysym, key_keysym
 from openadapt_flow.errors import BackendError, BackendTimeout, ConnectionFailed, UsageError
@@ -52,34 +50,11 @@ class VncBackend:
         self.capabilities = Capabilities(
             unicode_typing=True, event_driven_updates=True, freshness_limit_s=spec.freshness_limit_s
         )
-        self._mirror = Mirror(spec.url)
-        self._seen_version = 0
         self._shot: tuple[int, np.ndarray] | None = None  # (mirror version, its read-only copy)
         self._closed = False
-        self._connecting: Deferred | None = None
-        self._connect(_password(spec))
-
-    def _connect(self, password: str | None) -> None:
-        ensure_reactor(self.spec.io_timeout_s)
-        spec, mirror = self.spec, self._mirror
-        factory = MirrorFactory(mirror, password)
-
-        def start() -> None:
-            host, port = str(spec.host), int(spec.effective_port or 5900)  # both checked by BackendSpec
-            endpoint = HostnameEndpoint(reactor, host, port, timeout=spec.connect_timeout_s)
-            self._connecting = endpoint.connect(factory)
-            self._connecting.addErrback(lambda f: mirror.fail(connect_error(f, spec)))
-
-        reactor.callFromThread(start)
-        with mirror.cond:
-            mirror.cond.wait_for(lambda: mirror.ready or mirror.error is not None, spec.connect_timeout_s)
-            error = mirror.error
-            if error is None and not mirror.ready:
-                error = BackendTimeout(f"no first frame from {spec.url} within {spec.connect_timeout_s}s")
-            self._seen_version = mirror.version
-        if error is not None:
-            self.close()
-            raise error
+        self._mirror, self._connecting = open_mirror(spec, _password(spec))
+        with self._mirror.cond:
+            self._seen_version = self._mirror.version
 
     # -- plumbing
 
@@ -265,24 +240,7 @@ class VncBackend:
         if self._closed:
             return
         self._closed = True
-        mirror = self._mirror
-        with mirror.cond:
-            mirror.closing = True
-            mirror.cond.notify_all()
-
-        def hang_up() -> None:
-            if self._connecting is not None and not self._connecting.called:
-                self._connecting.cancel()
-            if mirror.client is not None:
-                mirror.client.transport.loseConnection()
-            else:
-                mirror.disconnected.set()
-
-        if reactor.running:
-            reactor.callFromThread(hang_up)
-            client = mirror.client
-            if not mirror.disconnected.wait(self.spec.io_timeout_s) and client is not None:
-                reactor.callFromThread(client.transport.abortConnection)
+        close_mirror(self._mirror, self._connecting, self.spec.io_timeout_s)
 
     def __enter__(self) -> VncBackend:
         return self

@@ -5,8 +5,10 @@ After every framebuffer update the client at once asks for the next incremental
 one, so the server pushes each change as it happens; `Mirror` holds the frame the
 reactor paints and commits, shared with callers under its condition variable.
 
+It is the one RFB client: the VNC backend and the recording proxy's upstream
+(`backends/upstream.py`) each hold one connection (`open_mirror`/`close_mirror`).
 The reactor is process-global and cannot be restarted, so it is started once,
-on a daemon thread, and never stopped; each backend is one connection on it.
+on a daemon thread, and never stopped; each connection lives on it.
 Library errors are mapped to ours here: refused/unreachable/lost →
 ConnectionFailed, bad password → AuthFailed, no reply in time → BackendTimeout.
 """
@@ -226,13 +228,13 @@ def connect_error(failure: Failure, spec: BackendSpec) -> BackendError:
     return ConnectionFailed(f"cannot connect to {url}: {failure.getErrorMessage()}")
 
 
-
 # --- one connection: open (first frame in) and close, called from the caller's thread -------
 
 
-def open_mirror(spec: BackendSpec, password: str | None, password_hint: str = PASSWORD_HINT) -> tuple[Mirror, Deferred]:
+def open_mirror(spec: BackendSpec, password: str | None,
+                password_hint: str = PASSWORD_HINT) -> tuple[Mirror, Deferred | None]:
     """Connect a mirror to the server of `spec` and wait for its first frame; our error if none comes.
-    Returns the mirror and the connect Deferred `close_mirror` needs."""
+    Returns the mirror and the connect Deferred (None if the reactor never got to it) for `close_mirror`."""
     ensure_reactor(spec.io_timeout_s)
     mirror = Mirror(spec.url)
     factory = MirrorFactory(mirror, password, password_hint)
@@ -253,21 +255,21 @@ def open_mirror(spec: BackendSpec, password: str | None, password_hint: str = PA
         if error is None and not mirror.ready:
             error = BackendTimeout(f"no first frame from {spec.url} within {spec.connect_timeout_s}s")
     started.wait(spec.io_timeout_s)
-    connecting = box.get("connecting") or Deferred()
+    connecting = box.get("connecting")
     if error is not None:
         close_mirror(mirror, connecting, spec.io_timeout_s)
         raise error
     return mirror, connecting
 
 
-def close_mirror(mirror: Mirror, connecting: Deferred, io_timeout_s: float) -> None:
+def close_mirror(mirror: Mirror, connecting: Deferred | None, io_timeout_s: float) -> None:
     """Hang up (cancel a connect still under way) and wait, bounded, for the connection to go."""
     with mirror.cond:
         mirror.closing = True
         mirror.cond.notify_all()
 
     def hang_up() -> None:
-        if not connecting.called:
+        if connecting is not None and not connecting.called:
             connecting.cancel()
         if mirror.client is not None:
             mirror.client.transport.loseConnection()

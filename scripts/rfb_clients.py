@@ -7,7 +7,7 @@ VNC backend's own client (`backends/rfb_mirror.py`: vncdotool's RFBClient in the
 process-wide twisted reactor thread). Until that change it had a hand-written
 socket client of its own; pass its source to compare the two on the same server:
 
-    git show a32989e:openadapt_flow/fixture/upstream.py > /tmp/handwritten_upstream.py
+    git show 12fb01d:openadapt_flow/fixture/upstream.py > /tmp/handwritten_upstream.py
     .venv/bin/python scripts/rfb_clients.py --handwritten /tmp/handwritten_upstream.py
 
 Every client connects at once to one `fixture.server.RfbServer` whose screen this

@@ -34,6 +34,7 @@ demo: setup
 # workers of their own: they fork the CLI from the test process, which must not have run a VNC client itself (a
 # forked child inherits the RFB reactor's "running" without its thread; the kit then spawns, much slower).
 test: setup
+	$(VENV)/bin/lint-imports
 	$(VPY) -m pytest -q -n 2 --dist loadfile tests/crash
 	$(VPY) -m pytest -q -n 2 --dist loadfile --ignore=tests/crash
 

@@ -4,10 +4,10 @@ Coordinates are always *frame pixels*: the point (x, y) in the array returned
 by `capture()`. A backend that drives a scaled or multi-monitor desktop maps
 frame pixels to its own input coordinates internally.
 
-Key names are backend-neutral, lower-case: letters/digits as themselves, and
-`enter tab escape backspace delete space home end pageup pagedown up down left
-right insert f1..f12 ctrl shift alt super`. A hotkey is a list of them, pressed
-in order and released in reverse.
+Key names are backend-neutral, lower-case (`bundle.keys.KEY_NAMES`): letters/digits
+as themselves, and `enter tab escape backspace delete space home end pageup pagedown
+up down left right insert f1..f12 ctrl shift alt super`. A hotkey is a list of them,
+pressed in order and released in reverse.
 """
 
 from __future__ import annotations
@@ -17,14 +17,6 @@ from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 import numpy as np
-
-from openadapt_flow.bundle.keys import KEY_NAMES, normalise_key  # noqa: F401  (re-exported)
-
-
-def is_valid_key(name: str) -> bool:
-    """True for a key name every backend understands."""
-    n = normalise_key(name)
-    return n in KEY_NAMES or (len(n) == 1 and n.isprintable())
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,8 @@ from typing import Callable
 
 import numpy as np
 
-from openadapt_flow.backends.base import Capabilities, Frame, is_valid_key
+from openadapt_flow.backends.base import Capabilities, Frame
+from openadapt_flow.bundle.keys import is_valid_key
 from openadapt_flow.errors import BackendError, ConnectionFailed, UsageError
 
 BUTTONS = ("left", "right", "middle")

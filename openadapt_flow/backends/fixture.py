@@ -17,8 +17,9 @@ from pathlib import Path
 
 from openadapt_flow.backends.base import Capabilities, Frame
 from openadapt_flow.backends.spec import BackendSpec
+from openadapt_flow.bundle.keys import char_keysym, key_keysym
 from openadapt_flow.errors import ConnectionFailed, UsageError
-from openadapt_flow.fixture.player import Player, char_keysym, key_keysym, open_player
+from openadapt_flow.fixture.player import Player, open_player
 
 SOR_ENV = "FLOW_FIXTURE_DB"
 BUTTON_MASKS = {"left": 1, "middle": 2, "right": 4}
@@ -86,19 +87,13 @@ class FixtureBackend:
         self._pointer(events)
 
     def type_text(self, text: str) -> None:
-        try:
-            syms = [char_keysym(ch) for ch in text.replace("\r\n", "\n")]
-        except ValueError as e:
-            raise UsageError(str(e)) from None
+        syms = [char_keysym(ch) for ch in text.replace("\r\n", "\n")]
         self._keys([(s, down) for s in syms for down in (True, False)])
 
     def press(self, keys: list[str]) -> None:
         if not keys:
             raise UsageError("press needs at least one key")
-        try:
-            syms = [key_keysym(k) for k in keys]
-        except ValueError as e:
-            raise UsageError(str(e)) from None
+        syms = [key_keysym(k) for k in keys]
         self._keys([(s, True) for s in syms] + [(s, False) for s in reversed(syms)])
 
     def scroll(self, x: int, y: int, clicks: int) -> None:

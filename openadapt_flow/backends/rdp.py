@@ -35,8 +35,9 @@ from Xlib.ext import xtest
 
 from openadapt_flow.backends.base import Capabilities, Frame
 from openadapt_flow.backends.rdp_session import RdpSession
-from openadapt_flow.backends.rdp_wire import KEYSYMS, char_keysym, key_keysym
+from openadapt_flow.backends.rdp_wire import char_keysym, key_keysym
 from openadapt_flow.backends.spec import BackendSpec
+from openadapt_flow.bundle.keys import KEYSYMS
 from openadapt_flow.errors import BackendError, BackendTimeout, ConnectionFailed, UsageError
 
 DEFAULT_SIZE = (1024, 768)

@@ -4,7 +4,7 @@
   real client connects (MS-RDPBCGR 2.2.1.1 and 2.2.1.2),
 - SHA-256 certificate fingerprints in the form FreeRDP pins them,
 - xfreerdp's command line, and what its exit codes and log lines mean,
-- X keysyms for our key names (typing goes through X key codes on the private display),
+- which characters and keys can be typed over RDP (the shared keysym table, ASCII only),
 - the Xauthority record that guards the private display.
 """
 
@@ -16,6 +16,7 @@ import string
 import struct
 from dataclasses import dataclass
 
+from openadapt_flow.bundle import keys
 from openadapt_flow.errors import AuthFailed, BackendError, BackendTimeout, ConnectionFailed, UsageError
 
 # --- X.224 negotiation -------------------------------------------------------------------------------
@@ -195,29 +196,15 @@ def classify_exit(code: int, *, url: str, user: str, logged_on: bool, lines: lis
 
 # --- keys --------------------------------------------------------------------------------------------
 
-# X11 keysyms for the backend-neutral key names; the private display's keymap turns them into key codes,
-# which xfreerdp sends as RDP scancodes.
-KEYSYMS: dict[str, int] = {
-    "enter": 0xFF0D, "tab": 0xFF09, "escape": 0xFF1B, "backspace": 0xFF08, "delete": 0xFFFF,
-    "space": 0x20, "home": 0xFF50, "end": 0xFF57, "pageup": 0xFF55, "pagedown": 0xFF56,
-    "up": 0xFF52, "down": 0xFF54, "left": 0xFF51, "right": 0xFF53, "insert": 0xFF63,
-    "ctrl": 0xFFE3, "shift": 0xFFE1, "alt": 0xFFE9, "super": 0xFFEB,
-    **{f"f{i}": 0xFFBE + i - 1 for i in range(1, 13)},
-}
-_TEXT_KEYSYMS = {"\n": 0xFF0D, "\t": 0xFF09}
+# The keysyms are the shared table's (bundle.keys); the private display's keymap turns them into key codes,
+# which xfreerdp sends as RDP scancodes. xfreerdp 2 sends scancodes only (it has no Unicode input), so a
+# character outside ASCII has no key to press: refused, never approximated.
 
 
 def char_keysym(ch: str) -> int:
-    """The keysym for one character we can type over RDP here: printable ASCII, newline and tab.
-
-    xfreerdp 2 sends key presses as scancodes only (it has no Unicode input), so a
-    character outside ASCII has no key to press: refused, never approximated.
-    """
-    if ch in _TEXT_KEYSYMS:
-        return _TEXT_KEYSYMS[ch]
-    cp = ord(ch)
-    if 0x20 <= cp <= 0x7E:
-        return cp
+    """The keysym for one character we can type over RDP here: printable ASCII and the text control keys."""
+    if ch.isascii():
+        return keys.char_keysym(ch)
     if ch.isprintable():
         raise BackendError(f"cannot type {ch!r} over RDP: the FreeRDP 2 client sends key scancodes only, "
                            "so non-ASCII text cannot be typed (see docs/rdp.md)")
@@ -225,12 +212,10 @@ def char_keysym(ch: str) -> int:
 
 
 def key_keysym(name: str) -> int:
-    """The keysym for a backend-neutral key name or a single printable ASCII character."""
-    if name in KEYSYMS:
-        return KEYSYMS[name]
+    """The keysym for a normalised key name or a single printable ASCII character."""
     if len(name) == 1 and name.isprintable():
         return char_keysym(name)
-    raise UsageError(f"unknown key name {name!r}")
+    return keys.key_keysym(name)
 
 
 # --- the private display's Xauthority ----------------------------------------------------------------

@@ -5,8 +5,10 @@ After every framebuffer update the client at once asks for the next incremental
 one, so the server pushes each change as it happens; `Mirror` holds the frame the
 reactor paints and commits, shared with callers under its condition variable.
 
+It is the one RFB client: the VNC backend and the recording proxy's upstream
+(`backends/upstream.py`) each hold one connection (`open_mirror`/`close_mirror`).
 The reactor is process-global and cannot be restarted, so it is started once,
-on a daemon thread, and never stopped; each backend is one connection on it.
+on a daemon thread, and never stopped; each connection lives on it.
 Library errors are mapped to ours here: refused/unreachable/lost →
 ConnectionFailed, bad password → AuthFailed, no reply in time → BackendTimeout.
 """
@@ -17,19 +19,22 @@ import os
 import threading
 import time
 import warnings
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 from twisted.internet import error as twisted_error
 from twisted.internet import protocol as twisted_protocol
 from twisted.internet import reactor
-from twisted.internet.defer import CancelledError
+from twisted.internet.defer import CancelledError, Deferred
+from twisted.internet.endpoints import HostnameEndpoint
 from twisted.python.failure import Failure
 from vncdotool import rfb
 from vncdotool.const import AuthTypes, Encoding
 
 from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.errors import AuthFailed, BackendError, BackendTimeout, ConnectionFailed
+
+PASSWORD_HINT = "set password_env to the name of an environment variable that holds it"
 
 # --- the process-global reactor ----------------------------------------------------------
 
@@ -76,6 +81,8 @@ class Mirror:
         self.version = 0  # bumped when committed pixels differ from the previous frame
         self.ready = False
         self.heard_at = 0.0
+        self.changed_at = time.monotonic()  # when committed pixels last changed: "settled" is measured from it
+        self.wakers: list[Callable[[], None]] = []  # called (reactor thread, no lock held) after each change
         self.error: BackendError | None = None
         self.closing = False
         self.client: MirrorClient | None = None
@@ -107,8 +114,12 @@ class Mirror:
             self.heard_at = time.monotonic()
             if changed:
                 self.version += 1
+                self.changed_at = self.heard_at
             self.ready = True
             self.cond.notify_all()
+            wakers = list(self.wakers) if changed else []
+        for wake in wakers:
+            wake()
 
 
 with warnings.catch_warnings():
@@ -144,9 +155,7 @@ with warnings.catch_warnings():
 
         def vncRequestPassword(self) -> None:
             if self.factory.password is None:
-                self.mirror.fail(AuthFailed(
-                    f"{self.mirror.url} requires a password: set password_env to the name of an "
-                    "environment variable that holds it"))
+                self.mirror.fail(AuthFailed(f"{self.mirror.url} requires a password: {self.factory.password_hint}"))
                 self.transport.loseConnection()
                 return
             self.sendPassword(self.factory.password)
@@ -202,9 +211,9 @@ class MirrorFactory(rfb.RFBFactory):
 
     protocol = MirrorClient
 
-    def __init__(self, mirror: Mirror, password: str | None) -> None:
+    def __init__(self, mirror: Mirror, password: str | None, password_hint: str = PASSWORD_HINT) -> None:
         super().__init__(password=password, shared=True)
-        self.mirror = mirror
+        self.mirror, self.password_hint = mirror, password_hint
 
 
 def connect_error(failure: Failure, spec: BackendSpec) -> BackendError:
@@ -218,3 +227,57 @@ def connect_error(failure: Failure, spec: BackendSpec) -> BackendError:
         return ConnectionFailed(f"cannot resolve the host of {url}")
     return ConnectionFailed(f"cannot connect to {url}: {failure.getErrorMessage()}")
 
+
+# --- one connection: open (first frame in) and close, called from the caller's thread -------
+
+
+def open_mirror(spec: BackendSpec, password: str | None,
+                password_hint: str = PASSWORD_HINT) -> tuple[Mirror, Deferred | None]:
+    """Connect a mirror to the server of `spec` and wait for its first frame; our error if none comes.
+    Returns the mirror and the connect Deferred (None if the reactor never got to it) for `close_mirror`."""
+    ensure_reactor(spec.io_timeout_s)
+    mirror = Mirror(spec.url)
+    factory = MirrorFactory(mirror, password, password_hint)
+    box: dict[str, Deferred] = {}
+    started = threading.Event()
+
+    def start() -> None:
+        host, port = str(spec.host), int(spec.effective_port or 5900)  # both checked by BackendSpec
+        endpoint = HostnameEndpoint(reactor, host, port, timeout=spec.connect_timeout_s)
+        box["connecting"] = endpoint.connect(factory)
+        box["connecting"].addErrback(lambda f: mirror.fail(connect_error(f, spec)))
+        started.set()
+
+    reactor.callFromThread(start)
+    with mirror.cond:
+        mirror.cond.wait_for(lambda: mirror.ready or mirror.error is not None, spec.connect_timeout_s)
+        error = mirror.error
+        if error is None and not mirror.ready:
+            error = BackendTimeout(f"no first frame from {spec.url} within {spec.connect_timeout_s}s")
+    started.wait(spec.io_timeout_s)
+    connecting = box.get("connecting")
+    if error is not None:
+        close_mirror(mirror, connecting, spec.io_timeout_s)
+        raise error
+    return mirror, connecting
+
+
+def close_mirror(mirror: Mirror, connecting: Deferred | None, io_timeout_s: float) -> None:
+    """Hang up (cancel a connect still under way) and wait, bounded, for the connection to go."""
+    with mirror.cond:
+        mirror.closing = True
+        mirror.cond.notify_all()
+
+    def hang_up() -> None:
+        if connecting is not None and not connecting.called:
+            connecting.cancel()
+        if mirror.client is not None:
+            mirror.client.transport.loseConnection()
+        else:
+            mirror.disconnected.set()
+
+    if reactor.running:
+        reactor.callFromThread(hang_up)
+        client = mirror.client
+        if not mirror.disconnected.wait(io_timeout_s) and client is not None:
+            reactor.callFromThread(client.transport.abortConnection)

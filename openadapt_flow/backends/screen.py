@@ -30,8 +30,9 @@ import mss
 import numpy as np
 from mss.exception import ScreenShotError
 
-from openadapt_flow.backends.base import KEY_NAMES, Capabilities, Frame
+from openadapt_flow.backends.base import Capabilities, Frame
 from openadapt_flow.backends.spec import BackendSpec
+from openadapt_flow.bundle.keys import KEY_NAMES
 from openadapt_flow.errors import BackendError, BackendTimeout, ConnectionFailed, UsageError
 
 IS_X11 = sys.platform.startswith("linux")

@@ -11,7 +11,6 @@ from dataclasses import asdict, dataclass, fields
 from typing import Any, Literal, cast, get_args
 from urllib.parse import urlsplit
 
-from openadapt_flow.backends.base import Backend
 from openadapt_flow.backends.rdp_wire import normalise_fingerprint
 from openadapt_flow.errors import UsageError
 
@@ -145,25 +144,3 @@ def parse_url(url: str) -> BackendSpec:
         raise UsageError(f"bad backend URL {_redacted(text)!r}: port 0 is not a port")
     return BackendSpec(kind=cast(Kind, scheme), host=parts.hostname, port=port)
 
-
-def open_backend(spec: BackendSpec) -> Backend:
-    """Connect to the desktop `spec` names and return a ready backend (first frame received)."""
-    if spec.kind == "vnc":
-        from openadapt_flow.backends.vnc import VncBackend  # twisted loads only when VNC is used
-
-        return VncBackend(spec)
-    if spec.kind == "screen":
-        from openadapt_flow.backends.screen import ScreenBackend
-
-        return ScreenBackend(spec)
-    if spec.kind == "fake":
-        raise UsageError("the fake backend is for tests: build FakeBackend(frame) directly")
-    if spec.kind == "fixture":
-        from openadapt_flow.backends.fixture import FixtureBackend
-
-        return FixtureBackend(spec)
-    if spec.kind == "rdp":
-        from openadapt_flow.backends.rdp import RdpBackend  # Xlib loads only when RDP is used
-
-        return RdpBackend(spec)
-    raise UsageError(f"{spec.kind} backend is not available yet")

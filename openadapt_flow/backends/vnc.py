@@ -21,49 +21,18 @@ from typing import Any, Callable
 
 import numpy as np
 from twisted.internet import reactor
-from twisted.internet.defer import Deferred
-from twisted.internet.endpoints import HostnameEndpoint
 
 from openadapt_flow.backends.base import Capabilities, Frame
-from openadapt_flow.backends.rfb_mirror import Mirror, MirrorClient, MirrorFactory, connect_error, ensure_reactor
+from openadapt_flow.backends.rfb_mirror import MirrorClient, close_mirror, open_mirror
 from openadapt_flow.backends.spec import BackendSpec
+from openadapt_flow.bundle.keys import KEYSYMS, char_keysym, key_keysym
 from openadapt_flow.errors import BackendError, BackendTimeout, ConnectionFailed, UsageError
 
-# X11 keysyms, which RFB key events carry (RFC 6143 §7.5.4).
-KEYSYMS: dict[str, int] = {
-    "enter": 0xFF0D, "tab": 0xFF09, "escape": 0xFF1B, "backspace": 0xFF08, "delete": 0xFFFF,
-    "space": 0x20, "home": 0xFF50, "end": 0xFF57, "pageup": 0xFF55, "pagedown": 0xFF56,
-    "up": 0xFF52, "down": 0xFF54, "left": 0xFF51, "right": 0xFF53, "insert": 0xFF63,
-    "ctrl": 0xFFE3, "shift": 0xFFE1, "alt": 0xFFE9, "super": 0xFFEB,
-    **{f"f{i}": 0xFFBE + i - 1 for i in range(1, 13)},
-}
-_TEXT_KEYSYMS = {"\n": 0xFF0D, "\r": 0xFF0D, "\t": 0xFF09, "\b": 0xFF08}
 BUTTON_MASKS = {"left": 1, "middle": 2, "right": 4}
 _WHEEL_UP, _WHEEL_DOWN = 8, 16  # buttons 4 and 5
 _DRAG_STEPS = 8
 _DRAG_STEP_S = 0.015  # pacing so toolkits see a gesture, not a teleport
 _ECHO_WAIT_S = 0.5  # longest wait for an app to echo a non-ASCII character (see type_text)
-
-
-def char_keysym(ch: str) -> int:
-    """The keysym for one character: Latin-1 maps to itself, other Unicode to 0x01000000 + code point."""
-    if ch in _TEXT_KEYSYMS:
-        return _TEXT_KEYSYMS[ch]
-    cp = ord(ch)
-    if 0x20 <= cp <= 0x7E or 0xA0 <= cp <= 0xFF:
-        return cp
-    if cp < 0x20 or 0x7F <= cp < 0xA0:
-        raise UsageError(f"cannot type control character {ch!r}")
-    return 0x01000000 + cp
-
-
-def key_keysym(name: str) -> int:
-    """The keysym for a backend-neutral key name (see base.KEY_NAMES) or a single character."""
-    if name in KEYSYMS:
-        return KEYSYMS[name]
-    if len(name) == 1 and name.isprintable():
-        return char_keysym(name)
-    raise UsageError(f"unknown key name {name!r}")
 
 
 # --- the backend, called from the caller's thread ----------------------------------------
@@ -81,34 +50,11 @@ class VncBackend:
         self.capabilities = Capabilities(
             unicode_typing=True, event_driven_updates=True, freshness_limit_s=spec.freshness_limit_s
         )
-        self._mirror = Mirror(spec.url)
-        self._seen_version = 0
         self._shot: tuple[int, np.ndarray] | None = None  # (mirror version, its read-only copy)
         self._closed = False
-        self._connecting: Deferred | None = None
-        self._connect(_password(spec))
-
-    def _connect(self, password: str | None) -> None:
-        ensure_reactor(self.spec.io_timeout_s)
-        spec, mirror = self.spec, self._mirror
-        factory = MirrorFactory(mirror, password)
-
-        def start() -> None:
-            host, port = str(spec.host), int(spec.effective_port or 5900)  # both checked by BackendSpec
-            endpoint = HostnameEndpoint(reactor, host, port, timeout=spec.connect_timeout_s)
-            self._connecting = endpoint.connect(factory)
-            self._connecting.addErrback(lambda f: mirror.fail(connect_error(f, spec)))
-
-        reactor.callFromThread(start)
-        with mirror.cond:
-            mirror.cond.wait_for(lambda: mirror.ready or mirror.error is not None, spec.connect_timeout_s)
-            error = mirror.error
-            if error is None and not mirror.ready:
-                error = BackendTimeout(f"no first frame from {spec.url} within {spec.connect_timeout_s}s")
-            self._seen_version = mirror.version
-        if error is not None:
-            self.close()
-            raise error
+        self._mirror, self._connecting = open_mirror(spec, _password(spec))
+        with self._mirror.cond:
+            self._seen_version = self._mirror.version
 
     # -- plumbing
 
@@ -294,24 +240,7 @@ class VncBackend:
         if self._closed:
             return
         self._closed = True
-        mirror = self._mirror
-        with mirror.cond:
-            mirror.closing = True
-            mirror.cond.notify_all()
-
-        def hang_up() -> None:
-            if self._connecting is not None and not self._connecting.called:
-                self._connecting.cancel()
-            if mirror.client is not None:
-                mirror.client.transport.loseConnection()
-            else:
-                mirror.disconnected.set()
-
-        if reactor.running:
-            reactor.callFromThread(hang_up)
-            client = mirror.client
-            if not mirror.disconnected.wait(self.spec.io_timeout_s) and client is not None:
-                reactor.callFromThread(client.transport.abortConnection)
+        close_mirror(self._mirror, self._connecting, self.spec.io_timeout_s)
 
     def __enter__(self) -> VncBackend:
         return self

@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from openadapt_flow.backends.base import Backend, Frame
-from openadapt_flow.backends.spec import BackendSpec, open_backend
+from openadapt_flow.backends.factory import open_backend
+from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.bench.frames import BUNDLE_DIR, demo_on_xvnc
 from openadapt_flow.procs import stop_process
 from openadapt_flow.bench.stats import Cell

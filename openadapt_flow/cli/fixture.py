@@ -17,6 +17,7 @@ import typer
 
 from openadapt_flow import __version__
 from openadapt_flow.backends.spec import parse_url
+from openadapt_flow.backends.upstream import Upstream
 from openadapt_flow.cli.common import emit_json, handle_errors
 from openadapt_flow.errors import UsageError
 from openadapt_flow.fixture.compile import compile_recording
@@ -25,7 +26,6 @@ from openadapt_flow.fixture.player import Player
 from openadapt_flow.fixture.recorder import LiveScreen, Recorder, Recording, Watch
 from openadapt_flow.fixture.server import PlayerScreen, RfbServer
 from openadapt_flow.fixture.sor import FileWatch, JsonlWatch, SqliteWatch
-from openadapt_flow.fixture.upstream import Upstream
 
 DRAIN_S = 30.0  # longest wait, after the viewer stops, for queued input to reach the app
 

@@ -18,7 +18,8 @@ from openadapt_flow import __version__
 import numpy as np
 
 from openadapt_flow.backends.base import Backend, Capabilities, Frame
-from openadapt_flow.backends.spec import BackendSpec, open_backend
+from openadapt_flow.backends.factory import open_backend
+from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.bundle.loader import LoadedBundle, load_bundle
 from openadapt_flow.bundle.params import BoundParams, Interpolator, bind_params
 from openadapt_flow.errors import FlowError, UsageError

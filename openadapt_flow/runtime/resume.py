@@ -12,7 +12,8 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from openadapt_flow.backends.base import Backend
-from openadapt_flow.backends.spec import BackendSpec, open_backend
+from openadapt_flow.backends.factory import open_backend
+from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.bundle.loader import LoadedBundle, load_bundle
 from openadapt_flow.bundle.params import BoundParams, bind_params, secret_env_name
 from openadapt_flow.errors import FlowError, RefusedError, UsageError

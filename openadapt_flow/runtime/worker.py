@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from openadapt_flow.backends.base import Backend
-from openadapt_flow.backends.spec import BackendSpec, open_backend
+from openadapt_flow.backends.factory import open_backend
+from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.errors import FlowError
 from openadapt_flow.runtime.config import DeployConfig
 from openadapt_flow.runtime.engine import Reporter, stop_on_signals

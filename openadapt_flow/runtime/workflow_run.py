@@ -26,7 +26,8 @@ from typing import Any
 
 from openadapt_flow import __version__
 from openadapt_flow.backends.base import Backend
-from openadapt_flow.backends.spec import BackendSpec, open_backend
+from openadapt_flow.backends.factory import open_backend
+from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.bundle.loader import LoadedBundle
 from openadapt_flow.bundle.models import Step
 from openadapt_flow.bundle.params import BoundParams

@@ -22,7 +22,8 @@ import pytest
 
 from openadapt_flow.backends.base import Backend
 from openadapt_flow.backends.screen import ScreenBackend
-from openadapt_flow.backends.spec import BackendSpec, open_backend, parse_url
+from openadapt_flow.backends.factory import open_backend
+from openadapt_flow.backends.spec import BackendSpec, parse_url
 from openadapt_flow.backends.vnc import VncBackend
 from openadapt_flow.errors import AuthFailed, BackendError, BackendTimeout, ConnectionFailed, UsageError
 from tests.support.xserver import XvncServer, free_port, start_xvnc, wait_until

@@ -29,7 +29,8 @@ import numpy as np
 import pytest
 
 from openadapt_flow.backends.rdp import RdpBackend
-from openadapt_flow.backends.spec import BackendSpec, open_backend
+from openadapt_flow.backends.factory import open_backend
+from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.errors import BackendError, ConnectionFailed, UsageError
 from tests.e2e.demo_harness import BUNDLE_DIR, start_demo_app
 from tests.support.cli import flow_env, run_flow

@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from openadapt_flow.backends.spec import BackendSpec, open_backend
+from openadapt_flow.backends.factory import open_backend
+from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.demo.xvnc import start_xvnc, wait_until
 from openadapt_flow.fixture.gestures import Gesture
 from openadapt_flow.fixture.recorder import Batch, Recording

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from openadapt_flow.backends.base import KEY_NAMES
 from openadapt_flow.backends.screen import frame_to_input
-from openadapt_flow.backends.vnc import KEYSYMS, char_keysym, key_keysym
+from openadapt_flow.bundle.keys import KEY_NAMES, KEYSYMS, char_keysym, key_keysym
 from openadapt_flow.errors import UsageError
 
 pytestmark = pytest.mark.timeout(60)

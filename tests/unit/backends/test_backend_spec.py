@@ -6,7 +6,8 @@ import json
 
 import pytest
 
-from openadapt_flow.backends.spec import BackendSpec, open_backend, parse_url
+from openadapt_flow.backends.factory import open_backend
+from openadapt_flow.backends.spec import BackendSpec, parse_url
 from openadapt_flow.errors import UsageError
 
 pytestmark = pytest.mark.timeout(60)

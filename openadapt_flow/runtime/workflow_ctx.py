@@ -34,7 +34,7 @@ from uuid import UUID
 
 from openadapt_flow.bundle.loader import LoadedBundle
 from openadapt_flow.bundle.models import BUNDLE_SCHEMA, Bundle, Screen, Step
-from openadapt_flow.errors import FlowError, RefusedError
+from openadapt_flow.errors import FlowError, RefusedError, RunSignal
 from openadapt_flow.runtime.context import RunContext
 from openadapt_flow.runtime.halt import Halt, Pause, StopRequested
 from openadapt_flow.runtime.policy import Blocked, check_step
@@ -43,10 +43,10 @@ from openadapt_flow.runtime.workflow_llm import Llm, chat
 from openadapt_flow.store.checkpoint import checkpoint_from_records, write_checkpoint
 
 
-class WorkflowStop(BaseException):
+class WorkflowStop(RunSignal):
     """Carries a pause, halt, block, stop or divergence out through user code, which cannot catch it."""
 
-    def __init__(self, cause: Exception) -> None:
+    def __init__(self, cause: BaseException) -> None:
         super().__init__(str(cause))
         self.cause = cause
 
@@ -321,9 +321,9 @@ class WorkflowContext:
         self.rc.journal.append("action_dispatched", step.id, {"action": "tool", "call": step.call, "lease_generation": self.rc.lease_generation})
         try:
             return act()
-        except (Pause, Halt, Blocked, StopRequested, RefusedError):
+        except RefusedError:
             raise
-        except Exception as e:  # a tool that raises halts like any step; the operator decides what next
+        except Exception as e:  # (RunSignals are BaseExceptions: they pass) a tool that raises halts like any step; the operator decides what next
             raise Halt("tool", f"{what} raised {type(e).__name__}: {e}", step=step.id, dispatched=True) from None
 
     # -- the calls ----------------------------------------------------------------------------------

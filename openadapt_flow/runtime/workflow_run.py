@@ -167,13 +167,19 @@ def drive(wctx: WorkflowContext, fn: Callable[..., Any], args: Mapping[str, Any]
         rc.journal.append("interrupted", None, {"message": message, "input_pending": False})
     except Pause as p:
         state, reason, message, category, at = "PAUSED", p.reason, p.message, p.category, p.step
-    except Exception as e:  # a halt, or the workflow's own code raised: a durable halt pauses for an operator
-        h = e if isinstance(e, Halt) else Halt("workflow", f"the workflow raised {type(e).__name__}: {e}{_where(e)}")
-        rc.journal.append("halted", h.step, {"category": h.category, "message": h.message, "input_sent": h.dispatched})
-        state, reason, message, category, at = "PAUSED", "awaiting_approval", h.message, h.category, h.step
+    except Halt as h:  # a durable halt pauses for an operator
+        state, reason, message, category, at = _halted(rc, h)
+    except Exception as e:  # the workflow's own code raised (RunSignals are BaseExceptions: not caught here)
+        state, reason, message, category, at = _halted(rc, Halt("workflow", f"the workflow raised {type(e).__name__}: {e}{_where(e)}"))
     finally:
         ACTIVE.reset(token)
     return finish(rc, state, message, category, reason, at)
+
+
+def _halted(rc: RunContext, h: Halt) -> tuple[str, str, str, str, str | None]:
+    """A halt in a workflow (always durable): journaled, then a pause for an operator."""
+    rc.journal.append("halted", h.step, {"category": h.category, "message": h.message, "input_sent": h.dispatched})
+    return "PAUSED", "awaiting_approval", h.message, h.category, h.step
 
 
 def _where(e: BaseException) -> str:

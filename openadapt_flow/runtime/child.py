@@ -45,7 +45,7 @@ def child_state(path: Path) -> str | None:
 
 
 def run_child_step(ctx: RunContext, index: int, step: Step) -> dict[str, Any]:
-    """Start the child (or continue the one already started) and complete, pause or halt accordingly.
+    """Start the child (or continue the one already started); its step's verified data, or a pause or halt.
 
     A child whose start-up was cut (journaled `child_started`, then no `manifest.json`: begin_run never finished, or
     the directory was never made) is no run and sent nothing: it is started afresh, at the same path.
@@ -53,7 +53,7 @@ def run_child_step(ctx: RunContext, index: int, step: Step) -> dict[str, Any]:
     from openadapt_flow.runtime.resume import resume
 
     path = child_dir(ctx, step)
-    if step.id in ctx.children and (path / MANIFEST).is_file():
+    if step.id in ctx.fold.children and (path / MANIFEST).is_file():
         try:
             state = effective_state(RunDir(path)).get("state")  # a child whose owner died (this process, killed) is INTERRUPTED
         except Exception:  # an unreadable child is reported by the halt below
@@ -70,9 +70,7 @@ def run_child_step(ctx: RunContext, index: int, step: Step) -> dict[str, Any]:
         out = _start_child(ctx, index, step, path)
     state = out.state if out is not None else child_state(path)
     if state == "COMPLETED":
-        rec = ctx.journal.append("step_verified", step.id, {"index": index, "verified_by": "runtime", "result": {"child_run": path.name, "state": state}, "screen_facts": []})
-        ctx.results[step.id] = {"child_run": path.name, "state": state}
-        return rec
+        return {"index": index, "verified_by": "runtime", "result": {"child_run": path.name, "state": state}, "screen_facts": []}
     if state == "PAUSED":
         raise Pause("awaiting_child", step.id, f"child run {path.name} is paused; resume it, then this run", category="child")
     raise Halt("child", f"child run {path.name} ended {state}", step=step.id)
@@ -84,11 +82,10 @@ def _start_child(ctx: RunContext, index: int, step: Step, path: Path) -> Any:
     base = Path(ctx.run.manifest()["bundle"]["path"])
     bundle = (base / (step.bundle or "")).resolve()
     params = {k: ctx.interp(v) if isinstance(v, str) else v for k, v in (step.params or {}).items()}
-    if step.id in ctx.children:  # a start-up that was cut: nothing in the directory is a run (begin_run), clear it
+    if step.id in ctx.fold.children:  # a start-up that was cut: nothing in the directory is a run (begin_run), clear it
         shutil.rmtree(path, ignore_errors=True)
     else:
         ctx.journal.append("child_started", step.id, {"index": index, "child_run": os.path.relpath(path, ctx.run.path.parent), "bundle": str(bundle)})
-        ctx.children[step.id] = path
     spec = ctx.run.manifest().get("backend")
     req = ReplayRequest(bundle=bundle, params=params, backend=BackendSpec.from_json(spec) if spec else None, config=ctx.config,
                         run_dir=path, durable=True, parent_run=ctx.run.path, masks=dict(ctx.masks))

@@ -6,7 +6,6 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 from openadapt_flow.backends.base import Backend
@@ -16,6 +15,7 @@ from openadapt_flow.ladder.ladder import Ladder
 from openadapt_flow.ladder.types import Box
 from openadapt_flow.bundle.models import Step
 from openadapt_flow.runtime.config import DeployConfig
+from openadapt_flow.runtime.fold import RunProgress
 from openadapt_flow.runtime.policy import Budget, check_dispatch
 from openadapt_flow.store import ledger
 from openadapt_flow.store.journal import Journal
@@ -51,14 +51,9 @@ class RunContext:
     stop: threading.Event = field(default_factory=threading.Event)
     durable: bool = False
     lease: Lease | None = None
-    verified: list[dict[str, Any]] = field(default_factory=list)  # step_verified/step_skipped records so far
+    fold: RunProgress = field(default_factory=RunProgress)  # what the journal says the run has done (runtime/fold.py)
     approved_before: str | None = None  # an `approval: before` step the operator approved for this resume
-    results: dict[str, Any] = field(default_factory=dict)  # step id -> checkpointed result ({steps.ID.…})
     inbox: dict[str, dict[str, Any]] = field(default_factory=dict)  # step id -> answer/signal delivered for it
-    asked: set[str] = field(default_factory=set)  # ask_user steps whose question was already asked
-    timers: dict[str, float] = field(default_factory=dict)  # sleep/wait_until step id -> due epoch
-    budget: Budget = field(default_factory=lambda: Budget([]))
-    children: dict[str, Path] = field(default_factory=dict)  # `flow` step id -> child run dir
     masks: dict[str, Box] = field(default_factory=dict)  # secret-typing step id -> the frame region painted over in every saved frame
     focus: Anchor | None = None  # where the last step with a target found it: a key step's facts are placed from there
 
@@ -66,11 +61,16 @@ class RunContext:
     def lease_generation(self) -> int:
         return self.lease.generation if self.lease else 0
 
+    @property
+    def budget(self) -> Budget:
+        return self.fold.budget
+
     def watch(self, records: list[dict[str, Any]]) -> None:
-        """Seed the budget from the journal so far and keep it counting every record appended; mask the fields
+        """Fold the journal so far (progress, budget) and keep folding every record appended; mask the fields
         secrets were typed into so far (a resumed run masks its frames as the first process did)."""
-        self.budget = Budget(records)
-        self.journal.observers.append(self.budget.note)
+        self.fold.run_path = self.run.path
+        self.fold.seed(records)
+        self.journal.observers.append(self.fold.note)
         self.journal.observers.append(self._seal_dispatch)
         noted = {r["step"] for r in records if r["type"] == "frames_masked"}
         # its own secret steps, and the masks a parent run handed over at its start (journaled as `parent:<step>`)

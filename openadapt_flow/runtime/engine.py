@@ -10,6 +10,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from functools import partial
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ import numpy as np
 from openadapt_flow.backends.base import Backend, Capabilities, Frame
 from openadapt_flow.backends.spec import BackendSpec, open_backend
 from openadapt_flow.bundle.loader import LoadedBundle, load_bundle
+from openadapt_flow.bundle.models import Step
 from openadapt_flow.bundle.params import BoundParams, Interpolator, bind_params
 from openadapt_flow.errors import FlowError, UsageError
 from openadapt_flow.ladder.ladder import Ladder, LadderOptions
@@ -35,9 +37,10 @@ from openadapt_flow.runtime.pause import open_pause
 from openadapt_flow.runtime.states import EXIT_CODES
 from openadapt_flow.runtime.child import run_child_step
 from openadapt_flow.runtime.durable_steps import run_durable_step
+from openadapt_flow.runtime.durable import durable_call
+from openadapt_flow.runtime.fold import RunProgress
 from openadapt_flow.runtime.step import StepRecord, run_gui_step
 from openadapt_flow.store.atomic import StorageFault
-from openadapt_flow.store.checkpoint import checkpoint_from_records, write_checkpoint
 from openadapt_flow.store.faults import crash_point
 from openadapt_flow.store.journal import Journal, load_journal, now_iso
 from openadapt_flow.store.keys import load_decision_key, load_key
@@ -178,12 +181,12 @@ def make_context(
     screen = loaded.model.screen
     first = backend.capture()
     scale = (first.width / screen.width, first.height / screen.height)
-    results: dict[str, Any] = {}
+    fold = RunProgress(run.path)
     return RunContext(
-        run_id=run_id, bundle=loaded, params=params, interp=Interpolator(params, run_id, results), backend=backend,
+        run_id=run_id, bundle=loaded, params=params, interp=Interpolator(params, run_id, fold.results), backend=backend,
         ladder=ladder, checks=ScreenChecks(ocr, ladder.templates, scale), journal=journal, run=run,
         frames=FrameWriter(run.frames_dir), config=config, progress=progress or Progress(), reporter=reporter,
-        durable=durable, results=results,
+        durable=durable, fold=fold,
     )
 
 
@@ -250,29 +253,12 @@ def _run_steps(ctx: RunContext, start: int) -> tuple[str, str, str | None, str |
     steps = ctx.bundle.model.steps
     state, message, category, paused_reason, at_step = "COMPLETED", "", None, None, None
     try:
-        for i in range(start, len(steps)):
+        for i in range(start, len(steps)):  # the bundle's body: each step one durable call
             step = steps[i]
-            if ctx.stop.is_set():
-                raise StopRequested()
-            typed = ctx.interp(step.text) if step.text and not ctx.interp.uses_secret(step.text) else None
-            blocked = check_step(ctx.config.policy, ctx.budget, step, typed)
-            if blocked is not None:
-                raise blocked
-            if step.approval == "before" and ctx.approved_before != step.id:
-                raise Pause("awaiting_approval", step.id, f"step {step.id!r} needs an operator's approval before it acts")
-            ctx.progress.step_started(i, len(steps), step.id, step.intent)
-            if step.action == "flow":
-                rec = StepRecord(step.id, verified=run_child_step(ctx, i, step))
-            elif step.is_durable_kind:
-                rec = StepRecord(step.id, verified=run_durable_step(ctx, i, step))
-            else:
-                rec = run_gui_step(ctx, i, step)
-            if ctx.durable and rec.verified is not None:
-                ctx.verified.append(rec.verified)
-                cp = checkpoint_from_records(ctx.verified)
-                assert cp is not None
-                write_checkpoint(run.path, cp)
-            ctx.progress.step_finished(i, len(steps), step.id, {"ok": True, "rung": rec.rung, "score": rec.score, "ms": rec.elapsed_ms})
+            ran: list[StepRecord] = []
+            durable_call(ctx, step.id, partial(_perform, ctx, i, step, ran))
+            for rec in ran:
+                ctx.progress.step_finished(i, len(steps), step.id, {"ok": True, "rung": rec.rung, "score": rec.score, "ms": rec.elapsed_ms})
     except LeaseLost:
         ctx.frames.close()
         journal.close()
@@ -303,6 +289,27 @@ def _run_steps(ctx: RunContext, start: int) -> tuple[str, str, str | None, str |
     return state, message, category, paused_reason, at_step
 
 
+def _perform(ctx: RunContext, i: int, step: Step, ran: list[StepRecord]) -> dict[str, Any]:
+    """Run one bundle step (policy and approval first); the data of its `step_verified` record."""
+    if ctx.stop.is_set():
+        raise StopRequested()
+    typed = ctx.interp(step.text) if step.text and not ctx.interp.uses_secret(step.text) else None
+    blocked = check_step(ctx.config.policy, ctx.budget, step, typed)
+    if blocked is not None:
+        raise blocked
+    if step.approval == "before" and ctx.approved_before != step.id:
+        raise Pause("awaiting_approval", step.id, f"step {step.id!r} needs an operator's approval before it acts")
+    ctx.progress.step_started(i, len(ctx.bundle.model.steps), step.id, step.intent)
+    if step.action == "flow":
+        rec = StepRecord(step.id, data=run_child_step(ctx, i, step))
+    elif step.is_durable_kind:
+        rec = StepRecord(step.id, data=run_durable_step(ctx, i, step))
+    else:
+        rec = run_gui_step(ctx, i, step)
+    ran.append(rec)
+    return rec.data
+
+
 def finish(ctx: RunContext, state: str, message: str, category: str | None, paused_reason: str | None = None, step: str | None = None) -> RunOutcome:
     """Write the stop: journal, state (with transaction_outcome), escalation when pausing, report.
 
@@ -331,7 +338,7 @@ def _write_stop(ctx: RunContext, state: str, message: str, category: str | None,
     outcome = evidence = None
     if state != "COMPLETED":
         outcome, evidence = classify(ctx.bundle.model, load_journal(run.journal_path, journal.key).records)
-    cp = checkpoint_from_records(ctx.verified) if ctx.durable else None
+    cp = ctx.fold.checkpoint() if ctx.durable else None
     if state == "PAUSED":
         open_pause(ctx, paused_reason or "awaiting_approval", category or "approval", step or "", message, outcome, evidence or [], cp)
     journal.append(

@@ -77,7 +77,7 @@ def open_pause(
     """Journal the pause (its `escalation_opened` record carries the whole pending body), then write its view
     pending_escalation.json; the caller then journals `paused` and writes state PAUSED."""
     pause_id = "pause-" + uuid.uuid4().hex[:10]
-    due = ctx.timers.get(step_id) if reason == "awaiting_timer" else None
+    due = ctx.fold.timers.get(step_id) if reason == "awaiting_timer" else None
     expires = time.time() + ctx.config.runtime.pause_ttl_s
     if due is not None:
         expires = max(expires, due + ctx.config.runtime.pause_ttl_s)

@@ -20,6 +20,7 @@ from openadapt_flow.runtime.backend_select import BackendFlags, merge_backend, s
 from openadapt_flow.runtime.config import BackendConfig, DeployConfig
 from openadapt_flow.runtime import workflow_run  # module import: workflow_run imports this module too
 from openadapt_flow.runtime.context import Progress, RunContext
+from openadapt_flow.runtime.durable import record_verified
 from openadapt_flow.runtime.decisions import block_run, check_approval
 from openadapt_flow.runtime.truth import catch_up_state, check_views, consume_decision, journaled_decision, pending_view, record_decision
 from openadapt_flow.runtime.preflight import check_effects, check_model_key, probe_effects
@@ -33,7 +34,7 @@ from openadapt_flow.runtime.recheck import (CONFIRMED_DONE, POSITIVELY_ABSENT, R
 from openadapt_flow.runtime.states import EXIT_CODES
 from openadapt_flow.runtime.step import screen_facts
 from openadapt_flow.store.atomic import StorageFault
-from openadapt_flow.store.checkpoint import checkpoint_from_records, reconcile_checkpoint, write_checkpoint
+from openadapt_flow.store.checkpoint import reconcile_checkpoint
 from openadapt_flow.store.escalation import APPROVAL, PENDING, remove
 from openadapt_flow.store.journal import Journal
 from openadapt_flow.store.keys import load_decision_key, load_key
@@ -157,11 +158,6 @@ def resume(
         ctx.watch(records)
         if stop is not None:
             ctx.stop = stop
-        ctx.verified = [r for r in records if r["type"] in ("step_verified", "step_skipped")]
-        ctx.results.update((cp or {}).get("results", {}))
-        ctx.asked.update(r["step"] for r in records if r["type"] == "asked")
-        ctx.timers.update({r["step"]: r["data"]["due_epoch"] for r in records if r["type"] == "timer_set"})
-        ctx.children.update({r["step"]: run.path.parent / r["data"]["child_run"] for r in records if r["type"] == "child_started"})
         if patch is not None and not any(r["type"] == "patched" and r["data"].get("pause_id") == patch["pause_id"] for r in records):
             journal.append("patched", patch["step"], {k: patch[k] for k in ("pause_id", "bundle_dir", "digest", "template", "region", "point")})
         with stop_on_signals(ctx.stop):
@@ -223,9 +219,8 @@ def _reenter(ctx: RunContext, records: list[dict[str, Any]], cp: dict[str, Any] 
                 start = uncertain.index  # afresh and passing the identity gate (its dispatch spends the decision)
         elif decision == "skip" and pending is not None:
             idx = next(i for i, s in enumerate(steps) if s.id == pending["step"])
-            skipped = journal.append("step_skipped", pending["step"], {"index": idx, "verified_by": "operator", "operator": approval["operator"] if approval else None})
-            ctx.verified.append(skipped)
-            write_checkpoint(run.path, checkpoint_from_records(ctx.verified) or {})
+            record_verified(ctx, pending["step"], {"index": idx, "verified_by": "operator", "operator": approval["operator"] if approval else None},
+                            kind="step_skipped")
             start = idx + 1
         if decision == "continue" and pending is not None:
             ctx.approved_before = pending["step"]
@@ -235,7 +230,7 @@ def _reenter(ctx: RunContext, records: list[dict[str, Any]], cp: dict[str, Any] 
             if approval is not None:
                 consume_decision(run, journal, pending, approval, rec)  # marked used in the run ledger, moved
             remove(run.path / PENDING)
-        run.write_state("RUNNING", journal=journal, last_checkpoint_seq=(checkpoint_from_records(ctx.verified) or {}).get("seq"))
+        run.write_state("RUNNING", journal=journal, last_checkpoint_seq=(ctx.fold.checkpoint() or {}).get("seq"))
     except Halt as h:
         journal.append("halted", h.step, {"category": h.category, "message": h.message, "input_sent": False})
         if approval is not None and pending is not None:
@@ -340,10 +335,6 @@ def _still_waiting(run: RunDir, pending: dict[str, Any] | None) -> str | None:
 
 def _checkpoint_step(ctx: RunContext, index: int, verified_by: str, effect: dict[str, Any] | None) -> None:
     step = ctx.bundle.model.steps[index]
-    rec = ctx.journal.append("step_verified", step.id, {"index": index, "verified_by": verified_by, "effect": effect, "screen_facts": screen_facts(ctx, step)})
-    ctx.verified.append(rec)
-    cp = checkpoint_from_records(ctx.verified)
-    assert cp is not None
-    write_checkpoint(ctx.run.path, cp)
+    record_verified(ctx, step.id, {"index": index, "verified_by": verified_by, "effect": effect, "screen_facts": screen_facts(ctx, step)})
 
 

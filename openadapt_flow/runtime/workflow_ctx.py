@@ -36,11 +36,11 @@ from openadapt_flow.bundle.loader import LoadedBundle
 from openadapt_flow.bundle.models import BUNDLE_SCHEMA, Bundle, Screen, Step
 from openadapt_flow.errors import FlowError, RefusedError, RunSignal
 from openadapt_flow.runtime.context import RunContext
+from openadapt_flow.runtime.durable import durable_call
 from openadapt_flow.runtime.halt import Halt, Pause, StopRequested
 from openadapt_flow.runtime.policy import Blocked, check_step
 from openadapt_flow.runtime.workflow import entry_of, tool_info
 from openadapt_flow.runtime.workflow_llm import Llm, chat
-from openadapt_flow.store.checkpoint import checkpoint_from_records, write_checkpoint
 
 
 class WorkflowStop(RunSignal):
@@ -215,7 +215,7 @@ class WorkflowContext:
 
     def _call(self, kind: str, name: str, base_id: str, fields: dict[str, Any], body: Callable[[Step, Call | None], Any],
               inputs: Any = None) -> Any:
-        """Look up the recorded output of this call, else run `body`, then record it: the only place that does.
+        """Look up the recorded output of this call, else run `body`, then record it (runtime/durable.py's durable_call).
 
         `inputs` are the call's arguments: a keyed digest of them is journaled, and a recorded result is
         only ever returned to a call with the same ones (else the run diverged: the code or its inputs
@@ -243,11 +243,12 @@ class WorkflowContext:
             step = Step(id=past.step if past else (base_id if n == 1 else f"{base_id}-{n}"), **fields)
         except ValueError as e:  # e.g. ask_user("") or a non-number sleep: the workflow's bug, an input halt
             raise WorkflowStop(Halt("input", f"ctx.{kind}({name!r}): {str(e).splitlines()[-1].strip()}")) from None
-        if past is not None and past.verified is not None:
-            return self._ret(past.verified["data"].get("result"))
-        rc = self.rc  # the engine's view of the calls (pauses, outcome classification) gets this one as it runs
-        rc.bundle = journal_bundle(rc.bundle.model.name, rc.bundle.digest, [s for s in rc.bundle.model.steps if s.id != step.id] + [step])
-        try:
+        rc = self.rc
+        began: list[float] = []
+
+        def perform() -> dict[str, Any]:
+            """Not in the journal yet: run it (the engine's view of the calls — pauses, outcome — gets it first)."""
+            rc.bundle = journal_bundle(rc.bundle.model.name, rc.bundle.digest, [s for s in rc.bundle.model.steps if s.id != step.id] + [step])
             if rc.stop.is_set():
                 raise StopRequested()
             if past is None:
@@ -257,24 +258,25 @@ class WorkflowContext:
                 rc.journal.append("step_started", step.id, {"index": index, "action": kind, "name": name, "inputs": digest,
                                                             "intent": f"{kind} {name}", "consequential": step.is_consequential}, sync=True)
             rc.progress.step_started(index, max(index + 1, len(self.calls)), step.id, f"{kind} {name}")
-            began = time.monotonic()
+            began.append(time.monotonic())
             self.in_step = True
             try:
                 out = body(step, past)
             finally:
                 self.in_step = False
             rec = out if isinstance(out, Recorded) else Recorded(jsonable(out, f"{kind} {name!r}"), "runtime")
+            return {"index": index, "verified_by": rec.verified_by, "result": rec.value, "screen_facts": []}
+
+        try:
+            verified = durable_call(rc, step.id, perform)
         except Halt as h:
             h.step = h.step or step.id
             raise WorkflowStop(h) from None
         except (Pause, Blocked, StopRequested, RefusedError) as e:
             raise WorkflowStop(e) from None
-        verified = rc.journal.append("step_verified", step.id, {"index": index, "verified_by": rec.verified_by,
-                                                                 "result": rec.value, "screen_facts": []})
-        rc.verified.append(verified)
-        write_checkpoint(rc.run.path, checkpoint_from_records(rc.verified) or {})
-        rc.progress.step_finished(index, max(index + 1, len(self.calls)), step.id, {"ok": True, "rung": kind, "ms": (time.monotonic() - began) * 1000})
-        return self._ret(rec.value)
+        if began:
+            rc.progress.step_finished(index, max(index + 1, len(self.calls)), step.id, {"ok": True, "rung": kind, "ms": (time.monotonic() - began[0]) * 1000})
+        return self._ret(verified["data"].get("result"))
 
     def _digest(self, inputs: Any) -> str:
         """HMAC-SHA256 (the journal's key) of the arguments as canonical JSON: comparable across resumes,
@@ -376,7 +378,6 @@ class WorkflowContext:
             due = timer["data"]["due_epoch"] if timer else time.time() + float(seconds)
             if timer is None:
                 self.rc.journal.append("timer_set", step.id, {"index": self._next - 1, "due_epoch": due}, sync=True)
-            self.rc.timers[step.id] = due
             if time.time() >= due:
                 return None
             when = datetime.fromtimestamp(due, timezone.utc).isoformat(timespec="seconds")

@@ -47,7 +47,7 @@ from openadapt_flow.runtime.workflow_ctx import (
 from openadapt_flow.runtime.workflow_decide import apply_decision, child_waiting, decision_for, journaled_deliveries
 from openadapt_flow.runtime.workflow_wait import workflow_result
 from openadapt_flow.store.atomic import StorageFault
-from openadapt_flow.store.checkpoint import checkpoint_from_records, reconcile_checkpoint
+from openadapt_flow.store.checkpoint import reconcile_checkpoint
 from openadapt_flow.store.faults import crash_point
 from openadapt_flow.store.journal import Journal
 from openadapt_flow.store.keys import load_decision_key, load_key
@@ -134,7 +134,6 @@ def _context(run: RunDir, run_id: str, loaded: LoadedBundle, args: Mapping[str, 
     rc = make_context(run, run_id, loaded, BoundParams(dict(args)), NoDesktop(), config, journal, False, True, progress, reporter)
     rc.lease = lease
     rc.watch(records)
-    rc.verified = [r for r in records if r["type"] in ("step_verified", "step_skipped")]
     if stop is not None:
         rc.stop = stop
     return rc
@@ -218,10 +217,10 @@ def resume_workflow(run: RunDir, manifest: dict[str, Any], *, backend: BackendSp
         journal.append("run_resumed", None, {"lease_generation": lease.generation, "pause_id": pending["pause_id"] if pending else None,
                                              "decision": approval["decision"] if approval else None,
                                              "operator": approval["operator"] if approval else None})
-        run.write_state("RESUMING", journal=journal, last_checkpoint_seq=(checkpoint_from_records(rc.verified) or {}).get("seq"))
+        run.write_state("RESUMING", journal=journal, last_checkpoint_seq=(rc.fold.checkpoint() or {}).get("seq"))
         records = records + journaled_deliveries(rc, records)
         records = records + apply_decision(rc, records, pending, approval)
-        run.write_state("RUNNING", journal=journal, last_checkpoint_seq=(checkpoint_from_records(rc.verified) or {}).get("seq"))
+        run.write_state("RUNNING", journal=journal, last_checkpoint_seq=(rc.fold.checkpoint() or {}).get("seq"))
         runner = Runner(backend or _manifest_backend(manifest), backend, backend_factory)
         wctx = WorkflowContext(rc, manifest["entry"], history(records), runner, is_async=_is_async(fn))
         with stop_on_signals(rc.stop):

@@ -16,6 +16,7 @@ from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.bundle.models import Step
 from openadapt_flow.runtime.context import RunContext
 from openadapt_flow.runtime.halt import Halt, Pause
+from openadapt_flow.runtime.launch import ReplayRequest
 from openadapt_flow.runtime.lifecycle import LIVE_STATES, effective_state
 from openadapt_flow.store.rundir import MANIFEST, RunDir
 
@@ -50,8 +51,7 @@ def run_child_step(ctx: RunContext, index: int, step: Step) -> dict[str, Any]:
     A child whose start-up was cut (journaled `child_started`, then no `manifest.json`: begin_run never finished, or
     the directory was never made) is no run and sent nothing: it is started afresh, at the same path.
     """
-    from openadapt_flow.runtime.resume import resume
-
+    assert ctx.runs is not None
     path = child_dir(ctx, step)
     if step.id in ctx.fold.children and (path / MANIFEST).is_file():
         try:
@@ -62,7 +62,7 @@ def run_child_step(ctx: RunContext, index: int, step: Step) -> dict[str, Any]:
             raise Pause("awaiting_child", step.id, f"child run {path.name} is {state} in another process; resume this run once it stops",
                         category="child")
         if state in ("PAUSED", "INTERRUPTED"):
-            out = resume(path, reporter=ctx.reporter, backend_factory=lambda spec: _Borrowed(ctx.backend), stop=ctx.stop)
+            out = ctx.runs.resume(path, reporter=ctx.reporter, backend_factory=lambda spec: _Borrowed(ctx.backend), stop=ctx.stop)
         else:
             out = None
         ctx.run.add_child(path)  # (a no-op unless the parent died before linking it)
@@ -77,8 +77,7 @@ def run_child_step(ctx: RunContext, index: int, step: Step) -> dict[str, Any]:
 
 
 def _start_child(ctx: RunContext, index: int, step: Step, path: Path) -> Any:
-    from openadapt_flow.runtime.engine import ReplayRequest, replay  # the child uses the same engine
-
+    assert ctx.runs is not None
     base = Path(ctx.run.manifest()["bundle"]["path"])
     bundle = (base / (step.bundle or "")).resolve()
     params = {k: ctx.interp(v) if isinstance(v, str) else v for k, v in (step.params or {}).items()}
@@ -89,6 +88,6 @@ def _start_child(ctx: RunContext, index: int, step: Step, path: Path) -> Any:
     spec = ctx.run.manifest().get("backend")
     req = ReplayRequest(bundle=bundle, params=params, backend=BackendSpec.from_json(spec) if spec else None, config=ctx.config,
                         run_dir=path, durable=True, parent_run=ctx.run.path, masks=dict(ctx.masks))
-    out = replay(req, progress=ctx.progress, reporter=ctx.reporter, backend_factory=lambda _spec: _Borrowed(ctx.backend))
+    out = ctx.runs.replay(req, progress=ctx.progress, reporter=ctx.reporter, backend_factory=lambda _spec: _Borrowed(ctx.backend))
     ctx.run.add_child(path)
     return out

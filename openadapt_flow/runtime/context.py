@@ -13,9 +13,11 @@ from openadapt_flow.bundle.loader import LoadedBundle
 from openadapt_flow.bundle.params import BoundParams, Interpolator
 from openadapt_flow.ladder.ladder import Ladder
 from openadapt_flow.ladder.types import Box
-from openadapt_flow.bundle.models import Step
+from openadapt_flow.bundle.models import Bundle, Step
+from openadapt_flow.errors import UsageError
 from openadapt_flow.runtime.config import DeployConfig
 from openadapt_flow.runtime.fold import RunProgress
+from openadapt_flow.runtime.launch import Runs
 from openadapt_flow.runtime.policy import Budget, check_dispatch
 from openadapt_flow.store import ledger
 from openadapt_flow.store.journal import Journal
@@ -36,7 +38,7 @@ class Progress:
 @dataclass
 class RunContext:
     run_id: str
-    bundle: LoadedBundle
+    bundle: LoadedBundle | None  # what a bundle run executes; None for a workflow run (its steps are its calls)
     params: BoundParams
     interp: Interpolator
     backend: Backend
@@ -51,6 +53,9 @@ class RunContext:
     stop: threading.Event = field(default_factory=threading.Event)
     durable: bool = False
     lease: Lease | None = None
+    steps: dict[str, Step] = field(default_factory=dict)  # the run's steps by id: a bundle's, or a workflow's calls so far
+    digest: str = ""  # what a decision task pins: the bundle's digest, or the workflow's source digest
+    runs: Runs | None = None  # how a step starts or continues a child run (runtime/runs.py)
     fold: RunProgress = field(default_factory=RunProgress)  # what the journal says the run has done (runtime/fold.py)
     approved_before: str | None = None  # an `approval: before` step the operator approved for this resume
     inbox: dict[str, dict[str, Any]] = field(default_factory=dict)  # step id -> answer/signal delivered for it
@@ -60,6 +65,13 @@ class RunContext:
     @property
     def lease_generation(self) -> int:
         return self.lease.generation if self.lease else 0
+
+    @property
+    def model(self) -> Bundle:
+        """The bundle a bundle run executes."""
+        if self.bundle is None:
+            raise UsageError("a workflow run has no bundle steps")
+        return self.bundle.model
 
     @property
     def budget(self) -> Budget:
@@ -74,7 +86,7 @@ class RunContext:
         self.journal.observers.append(self._seal_dispatch)
         noted = {r["step"] for r in records if r["type"] == "frames_masked"}
         # its own secret steps, and the masks a parent run handed over at its start (journaled as `parent:<step>`)
-        secret_steps = {s.id for s in self.bundle.model.steps if s.text and self.interp.uses_secret(s.text)} | noted
+        secret_steps = {s.id for s in self.steps.values() if s.text and self.interp.uses_secret(s.text)} | noted
         for step_id, box in secret_regions(records, secret_steps, (self.checks.sx, self.checks.sy)).items():
             self.mask_secret(step_id, box, journal=step_id not in noted)
 
@@ -91,7 +103,7 @@ class RunContext:
         so a journal cut back before it — which would let resume send the write again — is refused (SPEC §8)."""
         if rec["type"] != "action_dispatched" or not self.durable:
             return
-        step = next((s for s in self.bundle.model.steps if s.id == rec["step"]), None)
+        step = self.steps.get(rec["step"])
         if step is not None and step.is_consequential:
             ledger.seal(self.run_id, self.run.path, rec["seq"], rec["hash"])
 

@@ -21,7 +21,7 @@ import numpy as np
 from openadapt_flow.backends.base import Backend, Capabilities, Frame
 from openadapt_flow.backends.spec import BackendSpec, open_backend
 from openadapt_flow.bundle.loader import LoadedBundle, load_bundle
-from openadapt_flow.bundle.models import Step
+from openadapt_flow.bundle.models import Screen, Step
 from openadapt_flow.bundle.params import BoundParams, Interpolator, bind_params
 from openadapt_flow.errors import FlowError, UsageError
 from openadapt_flow.ladder.ladder import Ladder, LadderOptions
@@ -38,6 +38,7 @@ from openadapt_flow.runtime.states import EXIT_CODES
 from openadapt_flow.runtime.child import run_child_step
 from openadapt_flow.runtime.durable_steps import run_durable_step
 from openadapt_flow.runtime.durable import durable_call
+from openadapt_flow.runtime.launch import BackendFactory, ReplayRequest, Reporter, RunOutcome, Runs
 from openadapt_flow.runtime.fold import RunProgress
 from openadapt_flow.runtime.step import StepRecord, run_gui_step
 from openadapt_flow.store.atomic import StorageFault
@@ -50,18 +51,7 @@ from openadapt_flow.verify.screen import ScreenChecks
 from openadapt_flow.vision.annotate import annotate
 from openadapt_flow.vision.ocr import OcrEngine
 
-Reporter = Callable[[RunDir], Any]
-
-
-@dataclass
-class RunOutcome:
-    state: str
-    exit_code: int
-    run_dir: Path
-    message: str = ""
-    category: str | None = None
-
-
+NO_SCREEN = Screen(width=1, height=1)  # a workflow run's context has no bundle screen to scale from
 NO_BACKEND = "no backend: give --url vnc://host[:port], --backend screen, --rdp-host HOST, or a config backend: section"
 
 
@@ -90,21 +80,6 @@ def open_or_none(spec: BackendSpec | None, factory: Callable[[BackendSpec], Back
     return NoDesktop() if spec is None else factory(spec)  # type: ignore[return-value]
 
 
-@dataclass
-class ReplayRequest:
-    bundle: Path
-    params: Mapping[str, Any]
-    backend: BackendSpec | None
-    config: DeployConfig
-    run_dir: Path | None = None
-    durable: bool = False
-    allow_model: bool = False
-    param_flags: frozenset[str] = frozenset()
-    parent_run: Path | None = None  # set for a child run started by a `flow` step
-    # the parent's secret masks (step id -> frame box): what it typed may still be on the screen the child sees
-    masks: Mapping[str, tuple[int, int, int, int]] = field(default_factory=dict)
-
-
 @contextmanager
 def stop_on_signals(stop: threading.Event) -> Iterator[None]:
     """SIGTERM/SIGINT set `stop`; the engine stops at the next safe boundary."""
@@ -125,7 +100,7 @@ def stop_on_signals(stop: threading.Event) -> Iterator[None]:
             signal.signal(s, h)
 
 
-def build_ladder(loaded: LoadedBundle, config: DeployConfig, allow_model: bool, ocr: OcrEngine) -> Ladder:
+def build_ladder(loaded: LoadedBundle | None, config: DeployConfig, allow_model: bool, ocr: OcrEngine) -> Ladder:
     mc = config.ladder.model
     use_model = allow_model or mc.enabled
     model = None
@@ -136,8 +111,8 @@ def build_ladder(loaded: LoadedBundle, config: DeployConfig, allow_model: bool, 
         allow_model=use_model,
         model_for_consequential=mc.allow_consequential and not config.policy.forbid_model_for_consequential,
     )
-    screen = loaded.model.screen
-    return Ladder(loaded.templates, (screen.width, screen.height), ocr=ocr, model=model, options=options)
+    screen = loaded.model.screen if loaded is not None else NO_SCREEN
+    return Ladder(loaded.templates if loaded is not None else {}, (screen.width, screen.height), ocr=ocr, model=model, options=options)
 
 
 def _manifest(run_id: str, req: ReplayRequest, loaded: LoadedBundle, params: BoundParams, durable: bool) -> dict[str, Any]:
@@ -173,12 +148,14 @@ def prepare(req: ReplayRequest) -> tuple[LoadedBundle, BoundParams, bool]:
 
 
 def make_context(
-    run: RunDir, run_id: str, loaded: LoadedBundle, params: BoundParams, backend: Backend, config: DeployConfig,
+    run: RunDir, run_id: str, loaded: LoadedBundle | None, params: BoundParams, backend: Backend, config: DeployConfig,
     journal: Journal, allow_model: bool, durable: bool, progress: Progress | None, reporter: Reporter | None,
+    *, runs: Runs, digest: str | None = None,
 ) -> RunContext:
+    """The context of a bundle run (`loaded`), or of a workflow run (None: no bundle; its calls add its steps)."""
     ocr = OcrEngine()
     ladder = build_ladder(loaded, config, allow_model, ocr)
-    screen = loaded.model.screen
+    screen = loaded.model.screen if loaded is not None else NO_SCREEN
     first = backend.capture()
     scale = (first.width / screen.width, first.height / screen.height)
     fold = RunProgress(run.path)
@@ -186,19 +163,17 @@ def make_context(
         run_id=run_id, bundle=loaded, params=params, interp=Interpolator(params, run_id, fold.results), backend=backend,
         ladder=ladder, checks=ScreenChecks(ocr, ladder.templates, scale), journal=journal, run=run,
         frames=FrameWriter(run.frames_dir), config=config, progress=progress or Progress(), reporter=reporter,
-        durable=durable, fold=fold,
+        durable=durable, fold=fold, runs=runs, steps={s.id: s for s in loaded.model.steps} if loaded is not None else {},
+        digest=digest if digest is not None else loaded.digest if loaded is not None else "",
     )
 
 
-def replay(
-    req: ReplayRequest,
-    progress: Progress | None = None,
-    reporter: Reporter | None = None,
-    backend_factory: Callable[[BackendSpec], Backend] = open_backend,
-) -> RunOutcome:
+def start_bundle(req: ReplayRequest, runs: Runs, progress: Progress | None = None, reporter: Reporter | None = None,
+                 backend_factory: BackendFactory = open_backend) -> RunOutcome:
     """Run a bundle once. Bad input raises (exit 2, no run dir); everything after is a RunOutcome.
 
-    `reporter` renders the report at every stop (the report layer sits above the runtime).
+    `reporter` renders the report at every stop (the report layer sits above the runtime); `runs` starts or continues
+    the child runs of its `flow` steps.
     """
     loaded, params, durable = prepare(req)
     key = load_key(create=True)
@@ -223,7 +198,7 @@ def replay(
         except StorageFault as f:  # before manifest.json there is no run to resume: say so
             f.message = f"the run could not start ({f.detail}); nothing was sent — replay again once the fault is gone"
             raise
-        ctx = make_context(run, run_id, loaded, params, backend, req.config, journal, req.allow_model, durable, progress, reporter)
+        ctx = make_context(run, run_id, loaded, params, backend, req.config, journal, req.allow_model, durable, progress, reporter, runs=runs)
         ctx.lease = lease
         ctx.watch([started])
         for step_id, box in req.masks.items():  # journaled in the child too, so its own resumes mask as well
@@ -250,7 +225,7 @@ def execute(ctx: RunContext, start: int) -> RunOutcome:
 def _run_steps(ctx: RunContext, start: int) -> tuple[str, str, str | None, str | None, str | None]:
     """The step loop; returns how it stopped: (state, message, category, paused_reason, step)."""
     run, journal = ctx.run, ctx.journal
-    steps = ctx.bundle.model.steps
+    steps = ctx.model.steps
     state, message, category, paused_reason, at_step = "COMPLETED", "", None, None, None
     try:
         for i in range(start, len(steps)):  # the bundle's body: each step one durable call
@@ -299,7 +274,7 @@ def _perform(ctx: RunContext, i: int, step: Step, ran: list[StepRecord]) -> dict
         raise blocked
     if step.approval == "before" and ctx.approved_before != step.id:
         raise Pause("awaiting_approval", step.id, f"step {step.id!r} needs an operator's approval before it acts")
-    ctx.progress.step_started(i, len(ctx.bundle.model.steps), step.id, step.intent)
+    ctx.progress.step_started(i, len(ctx.model.steps), step.id, step.intent)
     if step.action == "flow":
         rec = StepRecord(step.id, data=run_child_step(ctx, i, step))
     elif step.is_durable_kind:
@@ -337,7 +312,7 @@ def _write_stop(ctx: RunContext, state: str, message: str, category: str | None,
     run, journal = ctx.run, ctx.journal
     outcome = evidence = None
     if state != "COMPLETED":
-        outcome, evidence = classify(ctx.bundle.model, load_journal(run.journal_path, journal.key).records)
+        outcome, evidence = classify(ctx.steps.values(), load_journal(run.journal_path, journal.key).records)
     cp = ctx.fold.checkpoint() if ctx.durable else None
     if state == "PAUSED":
         open_pause(ctx, paused_reason or "awaiting_approval", category or "approval", step or "", message, outcome, evidence or [], cp)

@@ -165,7 +165,7 @@ def _act(ctx: RunContext, step: Step, point: Point | None, to_point: Point | Non
     elif a == "hotkey":
         b.press([normalise_key(k) for k in step.keys or []])
     elif a == "scroll":
-        x, y = point if point is not None else (ctx.bundle.model.screen.width // 2, ctx.bundle.model.screen.height // 2)
+        x, y = point if point is not None else (ctx.model.screen.width // 2, ctx.model.screen.height // 2)
         b.scroll(x, y, int(step.clicks or 0))
     elif a == "drag":
         assert point is not None and to_point is not None

@@ -32,9 +32,9 @@ from pathlib import Path, PurePath
 from typing import Any, Protocol
 from uuid import UUID
 
-from openadapt_flow.bundle.loader import LoadedBundle
-from openadapt_flow.bundle.models import BUNDLE_SCHEMA, Bundle, Screen, Step
+from openadapt_flow.bundle.models import Step
 from openadapt_flow.errors import FlowError, RefusedError, RunSignal
+from openadapt_flow.runtime.calls import Call
 from openadapt_flow.runtime.context import RunContext
 from openadapt_flow.runtime.durable import durable_call
 from openadapt_flow.runtime.halt import Halt, Pause, StopRequested
@@ -65,60 +65,6 @@ class Recorded:
 
     value: Any
     verified_by: str
-
-
-@dataclass
-class Call:
-    """What the journal says about one call position: its header and every record of its step id."""
-
-    index: int
-    step: str
-    kind: str
-    name: str
-    inputs: str | None = None  # keyed digest of the call's arguments (None in journals written before it was kept)
-    records: list[dict[str, Any]] = field(default_factory=list)
-
-    def last(self, type_: str) -> dict[str, Any] | None:
-        return next((r for r in reversed(self.records) if r["type"] == type_), None)
-
-    @property
-    def verified(self) -> dict[str, Any] | None:
-        return self.last("step_verified")
-
-    @property
-    def open_dispatch(self) -> dict[str, Any] | None:
-        """The last action_dispatched, if nothing verified the call after it."""
-        d, v = self.last("action_dispatched"), self.verified
-        return d if d is not None and (v is None or v["seq"] < d["seq"]) else None
-
-    def decision_after(self, seq: int) -> dict[str, Any] | None:
-        return next((r["data"] for r in reversed(self.records) if r["type"] == "decision" and r["seq"] > seq), None)
-
-
-def history(records: list[dict[str, Any]]) -> dict[int, Call]:
-    """Calls by position, from the journal's `step_started` headers."""
-    calls: dict[int, Call] = {}
-    by_step: dict[str, Call] = {}
-    for r in records:
-        if r["type"] == "step_started" and "name" in r["data"] and r["step"] not in by_step:
-            call = Call(r["data"]["index"], r["step"], r["data"]["action"], r["data"]["name"], r["data"].get("inputs"))
-            calls[call.index] = by_step[r["step"]] = call
-        if r["step"] in by_step:
-            by_step[r["step"]].records.append(r)
-    return calls
-
-
-def call_steps(records: list[dict[str, Any]]) -> list[Step]:
-    """The calls as Steps (id and whether they write): what outcome classification needs of a workflow run."""
-    return [Step(id=c.step, action="tool", call=f"{c.kind}:{c.name}", consequential=bool(c.records[0]["data"].get("consequential")))
-            for c in sorted(history(records).values(), key=lambda c: c.index)]
-
-
-def journal_bundle(name: str, digest: str, steps: list[Step]) -> LoadedBundle:
-    """A workflow run's calls as the engine sees a bundle: what outcome classification, pauses and policy read."""
-    model = Bundle.model_construct(schema_=BUNDLE_SCHEMA, name=name, description=None, screen=Screen(width=1, height=1),
-                                   params={}, steps=list(steps))
-    return LoadedBundle(root=Path("."), model=model, templates={}, digest=digest, files=())
 
 
 def _slug(text: str) -> str:
@@ -248,7 +194,7 @@ class WorkflowContext:
 
         def perform() -> dict[str, Any]:
             """Not in the journal yet: run it (the engine's view of the calls — pauses, outcome — gets it first)."""
-            rc.bundle = journal_bundle(rc.bundle.model.name, rc.bundle.digest, [s for s in rc.bundle.model.steps if s.id != step.id] + [step])
+            rc.steps[step.id] = step
             if rc.stop.is_set():
                 raise StopRequested()
             if past is None:

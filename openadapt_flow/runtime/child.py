@@ -18,7 +18,7 @@ from openadapt_flow.runtime.context import RunContext
 from openadapt_flow.runtime.halt import Halt, Pause
 from openadapt_flow.runtime.launch import ReplayRequest
 from openadapt_flow.runtime.lifecycle import LIVE_STATES, effective_state
-from openadapt_flow.store.rundir import MANIFEST, RunDir
+from openadapt_flow.store.rundir import RunDir
 
 
 class _Borrowed:
@@ -53,7 +53,7 @@ def run_child_step(ctx: RunContext, index: int, step: Step) -> dict[str, Any]:
     """
     assert ctx.runs is not None
     path = child_dir(ctx, step)
-    if step.id in ctx.fold.children and (path / MANIFEST).is_file():
+    if step.id in ctx.fold.children and RunDir(path).manifest_path.is_file():
         try:
             state = effective_state(RunDir(path)).get("state")  # a child whose owner died (this process, killed) is INTERRUPTED
         except Exception:  # an unreadable child is reported by the halt below

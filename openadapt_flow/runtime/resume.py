@@ -237,7 +237,7 @@ def _reenter(ctx: RunContext, records: list[dict[str, Any]], cp: dict[str, Any] 
                                           "decision_seq": carried["seq"] if carried else None})
     prev = {k: v for k, v in run.state().items() if k != "schema"}
     run.write_state("RESUMING", journal=journal, last_checkpoint_seq=cp["seq"] if cp else None)
-    start = cp["next_index"] if cp else 0
+    start = ctx.fold.next_index  # the step after the last verified one, folded from the journal
     rec = carried
     try:
         steps = ctx.model.steps
@@ -366,7 +366,7 @@ def _still_waiting(run: RunDir, pending: dict[str, Any] | None) -> str | None:
         child = run.path.with_name(f"{run.path.name}.{pending['step']}")
         # as a reader sees it: a child left RUNNING/RESUMING by a process that died is INTERRUPTED, and this run's own
         # resume continues it (runtime/child.py); only a paused child or one a live process drives is waited for
-        st = effective_state(RunDir(child)).get("state") if (child / "state.json").is_file() else None
+        st = effective_state(RunDir(child)).get("state") if RunDir(child).state_path.is_file() else None
         if st in ("PAUSED", "RUNNING", "RESUMING"):
             return f"child run {child.name} is {st}; resume it first"
     if reason == "awaiting_timer" and not (run.path / APPROVAL).exists():

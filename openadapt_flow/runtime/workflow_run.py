@@ -48,7 +48,7 @@ from openadapt_flow.store.faults import crash_point
 from openadapt_flow.store.journal import Journal
 from openadapt_flow.store.keys import load_decision_key, load_key
 from openadapt_flow.store.lease import Lease, LeaseLost
-from openadapt_flow.store.rundir import CHILDREN, MANIFEST, RunDir, check_new_run_dir, new_run_dir
+from openadapt_flow.store.rundir import CHILDREN, RunDir, check_new_run_dir, new_run_dir
 
 
 def _source_digest(fn: Callable[..., Any], entry: str) -> str:
@@ -211,7 +211,7 @@ class Runner:
 
     def replay(self, ctx: WorkflowContext, step: Step, bundle: str, params: dict[str, Any]) -> Any:
         child = ctx.rc.run.path / CHILDREN / step.id
-        if (child / MANIFEST).is_file():
+        if RunDir(child).manifest_path.is_file():
             out = self._continue(ctx, step, child, lambda: self._resume(ctx, child))
         else:
             req = ReplayRequest(bundle=_bundle_path(ctx.entry, bundle), params=params, backend=self.spec, config=ctx.rc.config,
@@ -222,7 +222,7 @@ class Runner:
 
     def child(self, ctx: WorkflowContext, step: Step, wf: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         child = ctx.rc.run.path / CHILDREN / step.id
-        if (child / MANIFEST).is_file():
+        if RunDir(child).manifest_path.is_file():
             self._continue(ctx, step, child, lambda: self._resume(ctx, child))
         else:
             try:

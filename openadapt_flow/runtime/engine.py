@@ -8,16 +8,15 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import partial
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from openadapt_flow import __version__
 import numpy as np
 
+from openadapt_flow import __version__
 from openadapt_flow.backends.base import Backend, Capabilities, Frame
 from openadapt_flow.backends.spec import BackendSpec, open_backend
 from openadapt_flow.bundle.loader import LoadedBundle, load_bundle
@@ -26,20 +25,20 @@ from openadapt_flow.bundle.params import BoundParams, Interpolator, bind_params
 from openadapt_flow.errors import FlowError, UsageError
 from openadapt_flow.ladder.ladder import Ladder, LadderOptions
 from openadapt_flow.ladder.model_rung import ModelClient
+from openadapt_flow.runtime.child import run_child_step
 from openadapt_flow.runtime.config import DeployConfig
 from openadapt_flow.runtime.context import Progress, RunContext
+from openadapt_flow.runtime.durable import durable_call
+from openadapt_flow.runtime.durable_steps import run_durable_step
+from openadapt_flow.runtime.fold import RunProgress
 from openadapt_flow.runtime.halt import Halt, Pause, StopRequested
+from openadapt_flow.runtime.launch import BackendFactory, ReplayRequest, Reporter, RunOutcome, Runs
 from openadapt_flow.runtime.lifecycle import begin_run
 from openadapt_flow.runtime.outcome import classify
+from openadapt_flow.runtime.pause import open_pause
 from openadapt_flow.runtime.policy import Blocked, check_step
 from openadapt_flow.runtime.preflight import check_effects, check_model_key, probe_effects
-from openadapt_flow.runtime.pause import open_pause
 from openadapt_flow.runtime.states import EXIT_CODES
-from openadapt_flow.runtime.child import run_child_step
-from openadapt_flow.runtime.durable_steps import run_durable_step
-from openadapt_flow.runtime.durable import durable_call
-from openadapt_flow.runtime.launch import BackendFactory, ReplayRequest, Reporter, RunOutcome, Runs
-from openadapt_flow.runtime.fold import RunProgress
 from openadapt_flow.runtime.step import StepRecord, run_gui_step
 from openadapt_flow.store.atomic import StorageFault
 from openadapt_flow.store.faults import crash_point
@@ -213,55 +212,70 @@ def start_bundle(req: ReplayRequest, runs: Runs, progress: Progress | None = Non
         backend.close()
 
 
+Stop = tuple[str, str, str | None, str | None, str | None]  # state, message, category, paused_reason, step
+
+
 def execute(ctx: RunContext, start: int) -> RunOutcome:
-    """Run steps from `start` until the end, a halt, a pause or a stop; write the final state."""
+    """Run a bundle's steps from `start` until the end, a halt, a pause or a stop; write the final state."""
     try:
-        stop = _run_steps(ctx, start)
+        stop = run_body(ctx, partial(_steps, ctx, start))
     except StorageFault as f:  # a full disk or an I/O error on the run's files: a safe boundary, never FAILED (SPEC §6)
         stop = ("INTERRUPTED", f.message, "storage", None, None)
     return finish(ctx, *stop)
 
 
-def _run_steps(ctx: RunContext, start: int) -> tuple[str, str, str | None, str | None, str | None]:
-    """The step loop; returns how it stopped: (state, message, category, paused_reason, step)."""
-    run, journal = ctx.run, ctx.journal
+def _steps(ctx: RunContext, start: int) -> None:
+    """A bundle run's body: each step one durable call."""
     steps = ctx.model.steps
-    state, message, category, paused_reason, at_step = "COMPLETED", "", None, None, None
+    for i in range(start, len(steps)):
+        step = steps[i]
+        ran: list[StepRecord] = []
+        durable_call(ctx, step.id, partial(_perform, ctx, i, step, ran))
+        for rec in ran:
+            ctx.progress.step_finished(i, len(steps), step.id, {"ok": True, "rung": rec.rung, "score": rec.score, "ms": rec.elapsed_ms})
+
+
+def run_body(ctx: RunContext, body: Callable[[], None]) -> Stop:
+    """Run a run's body — a bundle's step loop, a workflow's code — to its end or the RunSignal that stops it, and
+    say how it stopped. The one place a signal becomes a run's stop, for every kind of run."""
     try:
-        for i in range(start, len(steps)):  # the bundle's body: each step one durable call
-            step = steps[i]
-            ran: list[StepRecord] = []
-            durable_call(ctx, step.id, partial(_perform, ctx, i, step, ran))
-            for rec in ran:
-                ctx.progress.step_finished(i, len(steps), step.id, {"ok": True, "rung": rec.rung, "score": rec.score, "ms": rec.elapsed_ms})
+        body()
     except LeaseLost:
         ctx.frames.close()
-        journal.close()
+        ctx.journal.close()
         raise
     except Blocked as b:
-        state, message, category, at_step = "BLOCKED", b.message, "policy", b.step
         write_incident(ctx, b)
+        return "BLOCKED", b.message, "policy", None, b.step
     except StopRequested as s:
-        state = "INTERRUPTED"
-        message = "stopped by signal " + ("while verifying a dispatched step" if s.dispatched else "at a step boundary; no input was pending")
-        journal.append("interrupted", None, {"message": message, "input_pending": s.dispatched})
+        if ctx.bundle is None:
+            message = "stopped by signal at a call boundary; no call was in flight"
+        else:
+            message = "stopped by signal " + ("while verifying a dispatched step" if s.dispatched else "at a step boundary; no input was pending")
+        ctx.journal.append("interrupted", None, {"message": message, "input_pending": s.dispatched})
+        return "INTERRUPTED", message, None, None, None
     except Pause as p:
-        state, paused_reason, message, category, at_step = "PAUSED", p.reason, p.message, p.category, p.step
+        return "PAUSED", p.message, p.category, p.reason, p.step
     except Halt as h:
-        category, message = h.category, h.message
-        frame_ref = save_halt_frame(ctx, h)
-        journal.append(
-            "halted",
-            h.step,
-            {"category": h.category, "message": h.message, "input_sent": h.dispatched, "evidence": h.evidence, "frame": frame_ref},
-        )
-        ctx.progress.step_finished(-1, len(steps), h.step or "", {"ok": False, "category": h.category, "message": h.message})
-        state, paused_reason, at_step = ("PAUSED", "awaiting_approval", h.step) if ctx.durable else ("FAILED", None, h.step)
+        return _halted(ctx, h)
     except FlowError as e:
-        category, message = "backend", str(e)
-        journal.append("halted", None, {"category": category, "message": message, "input_sent": None})
-        state, paused_reason = ("PAUSED", "awaiting_approval") if ctx.durable else ("FAILED", None)
-    return state, message, category, paused_reason, at_step
+        if ctx.bundle is None:  # a workflow's body turns its own errors into halts; what passes is the caller's
+            raise
+        ctx.journal.append("halted", None, {"category": "backend", "message": str(e), "input_sent": None})
+        return ("PAUSED" if ctx.durable else "FAILED"), str(e), "backend", ("awaiting_approval" if ctx.durable else None), None
+    return "COMPLETED", "", None, None, None
+
+
+def _halted(ctx: RunContext, h: Halt) -> Stop:
+    """Journal the halt; a durable run (every workflow run) then pauses for an operator, any other fails."""
+    if ctx.bundle is None:
+        ctx.journal.append("halted", h.step, {"category": h.category, "message": h.message, "input_sent": h.dispatched})
+        return "PAUSED", h.message, h.category, "awaiting_approval", h.step
+    frame_ref = save_halt_frame(ctx, h)
+    ctx.journal.append("halted", h.step, {"category": h.category, "message": h.message, "input_sent": h.dispatched,
+                                          "evidence": h.evidence, "frame": frame_ref})
+    ctx.progress.step_finished(-1, len(ctx.model.steps), h.step or "", {"ok": False, "category": h.category, "message": h.message})
+    return ("PAUSED", h.message, h.category, "awaiting_approval", h.step) if ctx.durable else ("FAILED", h.message, h.category, None, h.step)
 
 
 def _perform(ctx: RunContext, i: int, step: Step, ran: list[StepRecord]) -> dict[str, Any]:

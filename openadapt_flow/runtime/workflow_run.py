@@ -21,6 +21,7 @@ import time
 import traceback
 import uuid
 from collections.abc import Callable, Mapping
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,7 @@ from openadapt_flow.errors import FlowError, RefusedError, UsageError
 from openadapt_flow.runtime.calls import call_steps, history
 from openadapt_flow.runtime.config import DeployConfig
 from openadapt_flow.runtime.context import Progress, RunContext
-from openadapt_flow.runtime.engine import NoDesktop, finish, make_context, stop_on_signals, write_incident
+from openadapt_flow.runtime.engine import NoDesktop, finish, make_context, run_body, stop_on_signals
 from openadapt_flow.runtime.halt import Halt, Pause, StopRequested
 from openadapt_flow.runtime.launch import BackendFactory, ReplayRequest, Reporter, RunOutcome, Runs, WorkflowRequest
 from openadapt_flow.runtime.lifecycle import begin_run
@@ -47,7 +48,7 @@ from openadapt_flow.store.checkpoint import reconcile_checkpoint
 from openadapt_flow.store.faults import crash_point
 from openadapt_flow.store.journal import Journal
 from openadapt_flow.store.keys import load_decision_key, load_key
-from openadapt_flow.store.lease import Lease, LeaseLost
+from openadapt_flow.store.lease import Lease
 from openadapt_flow.store.rundir import CHILDREN, RunDir, check_new_run_dir, new_run_dir
 
 
@@ -122,45 +123,33 @@ def _context(run: RunDir, run_id: str, digest: str, args: Mapping[str, Any], con
 
 
 def drive(wctx: WorkflowContext, fn: Callable[..., Any], args: Mapping[str, Any]) -> RunOutcome:
-    """Run the workflow function to its return, a pause, a halt, a block or a stop; write the stop like the engine."""
+    """Run the workflow function to its return, a pause, a halt, a block or a stop (engine.run_body, as a bundle's
+    steps run); write the stop. A run whose code diverged from its journal is paused and refused."""
     rc = wctx.rc
-    state, message, category, reason, at = "COMPLETED", "", None, None, None
+    try:
+        stop = run_body(rc, partial(_body, wctx, fn, args))
+    except DivergedError as d:
+        finish(rc, "PAUSED", str(d), "divergence", "awaiting_approval", d.step)
+        raise RefusedError(str(d)) from None
+    return finish(rc, *stop)
+
+
+def _body(wctx: WorkflowContext, fn: Callable[..., Any], args: Mapping[str, Any]) -> None:
+    """A workflow run's body: its own code. What that code raises (other than a divergence) is a halt."""
     token = ACTIVE.set(wctx)
     try:
         try:
             value = invoke(fn, (wctx,), dict(args))
             wctx.unreached()
-            rc.journal.append("workflow_returned", None, {"result": jsonable(value, "the workflow")}, sync=True)
+            wctx.rc.journal.append("workflow_returned", None, {"result": jsonable(value, "the workflow")}, sync=True)
         except WorkflowStop as s:
             raise s.cause from None
-    except LeaseLost:
-        rc.frames.close()
-        rc.journal.close()
+    except DivergedError:
         raise
-    except DivergedError as d:
-        finish(rc, "PAUSED", str(d), "divergence", "awaiting_approval", d.step)
-        raise RefusedError(str(d)) from None
-    except Blocked as b:
-        state, message, category, at = "BLOCKED", b.message, "policy", b.step
-        write_incident(rc, b)
-    except StopRequested:
-        state, message = "INTERRUPTED", "stopped by signal at a call boundary; no call was in flight"
-        rc.journal.append("interrupted", None, {"message": message, "input_pending": False})
-    except Pause as p:
-        state, reason, message, category, at = "PAUSED", p.reason, p.message, p.category, p.step
-    except Halt as h:  # a durable halt pauses for an operator
-        state, reason, message, category, at = _halted(rc, h)
     except Exception as e:  # the workflow's own code raised (RunSignals are BaseExceptions: not caught here)
-        state, reason, message, category, at = _halted(rc, Halt("workflow", f"the workflow raised {type(e).__name__}: {e}{_where(e)}"))
+        raise Halt("workflow", f"the workflow raised {type(e).__name__}: {e}{_where(e)}") from None
     finally:
         ACTIVE.reset(token)
-    return finish(rc, state, message, category, reason, at)
-
-
-def _halted(rc: RunContext, h: Halt) -> tuple[str, str, str, str, str | None]:
-    """A halt in a workflow (always durable): journaled, then a pause for an operator."""
-    rc.journal.append("halted", h.step, {"category": h.category, "message": h.message, "input_sent": h.dispatched})
-    return "PAUSED", "awaiting_approval", h.message, h.category, h.step
 
 
 def _where(e: BaseException) -> str:

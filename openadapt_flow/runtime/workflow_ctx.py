@@ -173,18 +173,9 @@ class WorkflowContext:
         self._next += 1
         n = self._ids[base_id] = self._ids.get(base_id, 0) + 1
         past = self.calls.get(index)
-        if past is not None and (past.kind, past.name) != (kind, name):
-            raise WorkflowStop(DivergedError(
-                f"workflow {self.entry} diverged from its journal at call #{index}: the journal recorded "
-                f"{past.kind} {past.name!r}, the code now calls {kind} {name!r} (the code changed under this run; "
-                "redeploy the version that started it, or start a new run)", past.step))
         digest = self._digest(inputs)
-        if past is not None and past.inputs is not None and past.inputs != digest:
-            raise WorkflowStop(DivergedError(
-                f"workflow {self.entry} diverged from its journal at call #{index}: {kind} {name!r} is called with "
-                "other arguments than the journal recorded, so its recorded result is not returned (the code or "
-                "what it computes its arguments from changed; a workflow must call with the same arguments on "
-                "resume: no clocks or random values in them)", past.step))
+        if past is not None:
+            self._check_same(past, index, kind, name, digest)
         try:
             step = Step(id=past.step if past else (base_id if n == 1 else f"{base_id}-{n}"), **fields)
         except ValueError as e:  # e.g. ask_user("") or a non-number sleep: the workflow's bug, an input halt
@@ -223,6 +214,20 @@ class WorkflowContext:
         if began:
             rc.progress.step_finished(index, max(index + 1, len(self.calls)), step.id, {"ok": True, "rung": kind, "ms": (time.monotonic() - began[0]) * 1000})
         return self._ret(verified["data"].get("result"))
+
+    def _check_same(self, past: Call, index: int, kind: str, name: str, digest: str) -> None:
+        """The call the journal recorded at this position must be this one, with the same arguments."""
+        if (past.kind, past.name) != (kind, name):
+            raise WorkflowStop(DivergedError(
+                f"workflow {self.entry} diverged from its journal at call #{index}: the journal recorded "
+                f"{past.kind} {past.name!r}, the code now calls {kind} {name!r} (the code changed under this run; "
+                "redeploy the version that started it, or start a new run)", past.step))
+        if past.inputs is not None and past.inputs != digest:
+            raise WorkflowStop(DivergedError(
+                f"workflow {self.entry} diverged from its journal at call #{index}: {kind} {name!r} is called with "
+                "other arguments than the journal recorded, so its recorded result is not returned (the code or "
+                "what it computes its arguments from changed; a workflow must call with the same arguments on "
+                "resume: no clocks or random values in them)", past.step))
 
     def _digest(self, inputs: Any) -> str:
         """HMAC-SHA256 (the journal's key) of the arguments as canonical JSON: comparable across resumes,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
@@ -22,6 +23,4 @@ _LAZY = {"workflow": "openadapt_flow.runtime.workflow", "tool": "openadapt_flow.
 def __getattr__(name: str) -> Any:
     if name not in _LAZY:
         raise AttributeError(f"module 'openadapt_flow' has no attribute {name!r}")
-    import importlib
-
     return getattr(importlib.import_module(_LAZY[name]), name)

@@ -12,7 +12,17 @@
     ├── RunDirError                a run directory is missing, not a run, or unusable; exit 2
     └── RefusedError               valid input not allowed now (tampered, live owner); exit 6
 
-The CLI prints `str(error)` on one line and exits with `error.exit_code`.
+    RunSignal (BaseException)      the run's control flow: how a run stops, never an error to handle
+    ├── Halt                       runtime/halt.py: cannot be sure; FAILED, or a durable pause
+    ├── Pause                      runtime/halt.py: a durable step waits for a human, a signal or a timer
+    ├── StopRequested              runtime/halt.py: SIGTERM/SIGINT; stop at the next safe boundary
+    ├── Blocked                    runtime/policy.py: a policy rule or budget stops the run (BLOCKED)
+    ├── WorkflowStop               runtime/workflow_ctx.py: carries a signal out through a workflow's code
+    ├── LeaseLost                  store/lease.py: another process took the run over; exit 6
+    └── StorageFault               store/atomic.py: the run's files cannot be written; exit 5
+
+The CLI prints `str(error)` on one line and exits with `error.exit_code`. A RunSignal derives from BaseException so
+that no `except Exception` meant for a step's (or a workflow's, or a tool's) ordinary errors swallows it.
 """
 
 from __future__ import annotations
@@ -72,3 +82,9 @@ class BackendTimeout(BackendError):
 
 class RefusedError(FlowError):
     exit_code = 6
+
+
+class RunSignal(BaseException):
+    """Base of the signals that steer a run (halt, pause, stop, block, lost lease, storage fault); not errors."""
+
+    exit_code = 1

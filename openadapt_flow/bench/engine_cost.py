@@ -165,7 +165,8 @@ def engine_overhead(work: Path, runs: int, make_ocr: Callable[[], OcrEngine] = O
     `make_ocr` stands in for the engine's `OcrEngine()` (to measure another OCR set-up the same way).
     """
     from openadapt_flow.runtime import engine as engine_mod
-    from openadapt_flow.runtime.engine import ReplayRequest, replay
+    from openadapt_flow.runtime.launch import ReplayRequest
+    from openadapt_flow.runtime.runs import replay
     from openadapt_flow.store import journal as journal_mod
 
     meter = Meter()

@@ -29,7 +29,8 @@ from openadapt_flow.fixture.player import Player
 from openadapt_flow.fixture.server import PlayerScreen, RfbServer
 from openadapt_flow.report.render import write_reports
 from openadapt_flow.runtime.config import DeployConfig
-from openadapt_flow.runtime.engine import ReplayRequest, replay
+from openadapt_flow.runtime.launch import ReplayRequest
+from openadapt_flow.runtime.runs import replay
 from openadapt_flow.vision.ocr import INSTALL_HINT, OcrEngine, OcrUnavailable
 
 DEMO = Path(__file__).resolve().parents[1] / "demo"

@@ -25,7 +25,7 @@ from openadapt_flow.store.rundir import RunDir
 
 STOPPED = TERMINAL | {"PAUSED"}
 from openadapt_flow.runtime.reconciler import reconcile_root
-from openadapt_flow.runtime.resume import resume
+from openadapt_flow.runtime.runs import resume
 
 
 @handle_errors

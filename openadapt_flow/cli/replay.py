@@ -14,7 +14,8 @@ from openadapt_flow.errors import ParamError
 from openadapt_flow.report.render import write_reports
 from openadapt_flow.runtime.backend_select import select_backend
 from openadapt_flow.runtime.config import load_config
-from openadapt_flow.runtime.engine import ReplayRequest, replay
+from openadapt_flow.runtime.launch import ReplayRequest
+from openadapt_flow.runtime.runs import replay
 
 
 def parse_params(pairs: list[str], params_file: Path | None) -> tuple[dict[str, Any], frozenset[str]]:

@@ -13,7 +13,8 @@ from openadapt_flow.report.render import write_reports
 from openadapt_flow.runtime.backend_select import select_backend
 from openadapt_flow.runtime.config import load_config
 from openadapt_flow.runtime.workflow import parse_arg_pairs
-from openadapt_flow.runtime.workflow_run import WorkflowRequest, start_workflow
+from openadapt_flow.runtime.launch import WorkflowRequest
+from openadapt_flow.runtime.runs import start_workflow
 
 
 @handle_errors

@@ -6,7 +6,6 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 from openadapt_flow.backends.base import Backend
@@ -14,8 +13,11 @@ from openadapt_flow.bundle.loader import LoadedBundle
 from openadapt_flow.bundle.params import BoundParams, Interpolator
 from openadapt_flow.ladder.ladder import Ladder
 from openadapt_flow.ladder.types import Box
-from openadapt_flow.bundle.models import Step
+from openadapt_flow.bundle.models import Bundle, Step
+from openadapt_flow.errors import UsageError
 from openadapt_flow.runtime.config import DeployConfig
+from openadapt_flow.runtime.fold import RunProgress
+from openadapt_flow.runtime.launch import Runs
 from openadapt_flow.runtime.policy import Budget, check_dispatch
 from openadapt_flow.store import ledger
 from openadapt_flow.store.journal import Journal
@@ -36,7 +38,7 @@ class Progress:
 @dataclass
 class RunContext:
     run_id: str
-    bundle: LoadedBundle
+    bundle: LoadedBundle | None  # what a bundle run executes; None for a workflow run (its steps are its calls)
     params: BoundParams
     interp: Interpolator
     backend: Backend
@@ -51,14 +53,12 @@ class RunContext:
     stop: threading.Event = field(default_factory=threading.Event)
     durable: bool = False
     lease: Lease | None = None
-    verified: list[dict[str, Any]] = field(default_factory=list)  # step_verified/step_skipped records so far
+    steps: dict[str, Step] = field(default_factory=dict)  # the run's steps by id: a bundle's, or a workflow's calls so far
+    digest: str = ""  # what a decision task pins: the bundle's digest, or the workflow's source digest
+    runs: Runs | None = None  # how a step starts or continues a child run (runtime/runs.py)
+    fold: RunProgress = field(default_factory=RunProgress)  # what the journal says the run has done (runtime/fold.py)
     approved_before: str | None = None  # an `approval: before` step the operator approved for this resume
-    results: dict[str, Any] = field(default_factory=dict)  # step id -> checkpointed result ({steps.ID.…})
     inbox: dict[str, dict[str, Any]] = field(default_factory=dict)  # step id -> answer/signal delivered for it
-    asked: set[str] = field(default_factory=set)  # ask_user steps whose question was already asked
-    timers: dict[str, float] = field(default_factory=dict)  # sleep/wait_until step id -> due epoch
-    budget: Budget = field(default_factory=lambda: Budget([]))
-    children: dict[str, Path] = field(default_factory=dict)  # `flow` step id -> child run dir
     masks: dict[str, Box] = field(default_factory=dict)  # secret-typing step id -> the frame region painted over in every saved frame
     focus: Anchor | None = None  # where the last step with a target found it: a key step's facts are placed from there
 
@@ -66,15 +66,27 @@ class RunContext:
     def lease_generation(self) -> int:
         return self.lease.generation if self.lease else 0
 
+    @property
+    def model(self) -> Bundle:
+        """The bundle a bundle run executes."""
+        if self.bundle is None:
+            raise UsageError("a workflow run has no bundle steps")
+        return self.bundle.model
+
+    @property
+    def budget(self) -> Budget:
+        return self.fold.budget
+
     def watch(self, records: list[dict[str, Any]]) -> None:
-        """Seed the budget from the journal so far and keep it counting every record appended; mask the fields
+        """Fold the journal so far (progress, budget) and keep folding every record appended; mask the fields
         secrets were typed into so far (a resumed run masks its frames as the first process did)."""
-        self.budget = Budget(records)
-        self.journal.observers.append(self.budget.note)
+        self.fold.run_path = self.run.path
+        self.fold.seed(records)
+        self.journal.observers.append(self.fold.note)
         self.journal.observers.append(self._seal_dispatch)
         noted = {r["step"] for r in records if r["type"] == "frames_masked"}
         # its own secret steps, and the masks a parent run handed over at its start (journaled as `parent:<step>`)
-        secret_steps = {s.id for s in self.bundle.model.steps if s.text and self.interp.uses_secret(s.text)} | noted
+        secret_steps = {s.id for s in self.steps.values() if s.text and self.interp.uses_secret(s.text)} | noted
         for step_id, box in secret_regions(records, secret_steps, (self.checks.sx, self.checks.sy)).items():
             self.mask_secret(step_id, box, journal=step_id not in noted)
 
@@ -91,7 +103,7 @@ class RunContext:
         so a journal cut back before it — which would let resume send the write again — is refused (SPEC §8)."""
         if rec["type"] != "action_dispatched" or not self.durable:
             return
-        step = next((s for s in self.bundle.model.steps if s.id == rec["step"]), None)
+        step = self.steps.get(rec["step"])
         if step is not None and step.is_consequential:
             ledger.seal(self.run_id, self.run.path, rec["seq"], rec["hash"])
 

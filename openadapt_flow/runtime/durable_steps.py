@@ -18,14 +18,9 @@ from openadapt_flow.runtime.context import RunContext
 from openadapt_flow.runtime.halt import Halt, Pause
 
 
-def _verified(ctx: RunContext, index: int, step: Step, result: dict[str, Any], verified_by: str = "runtime") -> dict[str, Any]:
-    rec = ctx.journal.append("step_verified", step.id, {"index": index, "verified_by": verified_by, "result": result, "screen_facts": []})
-    ctx.results[step.id] = result
-    return rec
-
-
-def _asked(ctx: RunContext, step: Step) -> bool:
-    return step.id in ctx.asked
+def _verified(index: int, result: dict[str, Any], verified_by: str = "runtime") -> dict[str, Any]:
+    """The data of a durable step's `step_verified` record (runtime/durable.py records it)."""
+    return {"index": index, "verified_by": verified_by, "result": result, "screen_facts": []}
 
 
 def parse_when(value: str) -> float:
@@ -65,29 +60,27 @@ def _interp_args(ctx: RunContext, value: Any) -> Any:
 
 
 def run_durable_step(ctx: RunContext, index: int, step: Step) -> dict[str, Any]:
-    """Complete a durable step (returning its step_verified record) or raise Pause/Halt."""
+    """Complete a durable step (returning its step_verified data) or raise Pause/Halt."""
     a = step.action
     inbox = ctx.inbox.pop(step.id, None)
     if a == "ask_user":
         if inbox is not None:
-            return _verified(ctx, index, step, {"answer": inbox["value"]}, "operator")
-        if not _asked(ctx, step):
+            return _verified(index, {"answer": inbox["value"]}, "operator")
+        if step.id not in ctx.fold.asked:
             ctx.journal.append("asked", step.id, {"index": index, "question": ctx.interp(step.question or ""), "choices": step.choices, "type": step.type})
-            ctx.asked.add(step.id)
         raise Pause("awaiting_user", step.id, ctx.interp(step.question or ""), category="ask_user")
     if a == "wait_signal":
         if inbox is not None:
-            return _verified(ctx, index, step, {"signal": inbox["name"], "data": inbox.get("data")}, "operator")
+            return _verified(index, {"signal": inbox["name"], "data": inbox.get("data")}, "operator")
         ctx.journal.append("waiting_signal", step.id, {"index": index, "signal": step.signal})
         raise Pause("awaiting_signal", step.id, f"waiting for signal {step.signal!r}", category="wait_signal")
     if a in ("sleep", "wait_until"):
-        due = ctx.timers.get(step.id)
+        due = ctx.fold.timers.get(step.id)
         if due is None:
             due = time.time() + float(step.seconds or 0) if a == "sleep" else parse_when(ctx.interp(step.at or ""))
-            ctx.timers[step.id] = due
             ctx.journal.append("timer_set", step.id, {"index": index, "due_epoch": due})
         if time.time() >= due:
-            return _verified(ctx, index, step, {"due_epoch": due, "fired_epoch": time.time()})
+            return _verified(index, {"due_epoch": due, "fired_epoch": time.time()})
         raise Pause("awaiting_timer", step.id, f"timer due at {datetime.fromtimestamp(due, timezone.utc).isoformat(timespec='seconds')}", category="timer")
     if a == "tool":
         try:
@@ -104,5 +97,5 @@ def run_durable_step(ctx: RunContext, index: int, step: Step) -> dict[str, Any]:
             raise Halt("tool", f"tool {step.call} returned or took something that is not JSON ({e})", step=step.id, dispatched=True) from None
         except Exception as e:  # a tool that raises halts like any step
             raise Halt("tool", f"tool {step.call} raised {type(e).__name__}: {e}", step=step.id, dispatched=True) from None
-        return _verified(ctx, index, step, {"result": value})
+        return _verified(index, {"result": value})
     raise Halt("input", f"step kind {a!r} is not supported here", step=step.id)

@@ -8,37 +8,40 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
-from openadapt_flow import __version__
 import numpy as np
 
+from openadapt_flow import __version__
 from openadapt_flow.backends.base import Backend, Capabilities, Frame
 from openadapt_flow.backends.factory import open_backend
 from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.bundle.loader import LoadedBundle, load_bundle
+from openadapt_flow.bundle.models import Screen, Step
 from openadapt_flow.bundle.params import BoundParams, Interpolator, bind_params
 from openadapt_flow.errors import FlowError, UsageError
 from openadapt_flow.ladder.ladder import Ladder, LadderOptions
 from openadapt_flow.ladder.model_rung import ModelClient
+from openadapt_flow.runtime.child import run_child_step
 from openadapt_flow.runtime.config import DeployConfig
 from openadapt_flow.runtime.context import Progress, RunContext
+from openadapt_flow.runtime.durable import durable_call
+from openadapt_flow.runtime.durable_steps import run_durable_step
+from openadapt_flow.runtime.fold import RunProgress
 from openadapt_flow.runtime.halt import Halt, Pause, StopRequested
+from openadapt_flow.runtime.launch import BackendFactory, ReplayRequest, Reporter, RunOutcome, Runs
 from openadapt_flow.runtime.lifecycle import begin_run
 from openadapt_flow.runtime.outcome import classify
+from openadapt_flow.runtime.pause import open_pause
 from openadapt_flow.runtime.policy import Blocked, check_step
 from openadapt_flow.runtime.preflight import check_effects, check_model_key, probe_effects
-from openadapt_flow.runtime.pause import open_pause
 from openadapt_flow.runtime.states import EXIT_CODES
-from openadapt_flow.runtime.child import run_child_step
-from openadapt_flow.runtime.durable_steps import run_durable_step
 from openadapt_flow.runtime.step import StepRecord, run_gui_step
 from openadapt_flow.store.atomic import StorageFault
-from openadapt_flow.store.checkpoint import checkpoint_from_records, write_checkpoint
 from openadapt_flow.store.faults import crash_point
 from openadapt_flow.store.journal import Journal, load_journal, now_iso
 from openadapt_flow.store.keys import load_decision_key, load_key
@@ -48,18 +51,7 @@ from openadapt_flow.verify.screen import ScreenChecks
 from openadapt_flow.vision.annotate import annotate
 from openadapt_flow.vision.ocr import OcrEngine
 
-Reporter = Callable[[RunDir], Any]
-
-
-@dataclass
-class RunOutcome:
-    state: str
-    exit_code: int
-    run_dir: Path
-    message: str = ""
-    category: str | None = None
-
-
+NO_SCREEN = Screen(width=1, height=1)  # a workflow run's context has no bundle screen to scale from
 NO_BACKEND = "no backend: give --url vnc://host[:port], --backend screen, --rdp-host HOST, or a config backend: section"
 
 
@@ -88,21 +80,6 @@ def open_or_none(spec: BackendSpec | None, factory: Callable[[BackendSpec], Back
     return NoDesktop() if spec is None else factory(spec)  # type: ignore[return-value]
 
 
-@dataclass
-class ReplayRequest:
-    bundle: Path
-    params: Mapping[str, Any]
-    backend: BackendSpec | None
-    config: DeployConfig
-    run_dir: Path | None = None
-    durable: bool = False
-    allow_model: bool = False
-    param_flags: frozenset[str] = frozenset()
-    parent_run: Path | None = None  # set for a child run started by a `flow` step
-    # the parent's secret masks (step id -> frame box): what it typed may still be on the screen the child sees
-    masks: Mapping[str, tuple[int, int, int, int]] = field(default_factory=dict)
-
-
 @contextmanager
 def stop_on_signals(stop: threading.Event) -> Iterator[None]:
     """SIGTERM/SIGINT set `stop`; the engine stops at the next safe boundary."""
@@ -123,7 +100,7 @@ def stop_on_signals(stop: threading.Event) -> Iterator[None]:
             signal.signal(s, h)
 
 
-def build_ladder(loaded: LoadedBundle, config: DeployConfig, allow_model: bool, ocr: OcrEngine) -> Ladder:
+def build_ladder(loaded: LoadedBundle | None, config: DeployConfig, allow_model: bool, ocr: OcrEngine) -> Ladder:
     mc = config.ladder.model
     use_model = allow_model or mc.enabled
     model = None
@@ -134,8 +111,8 @@ def build_ladder(loaded: LoadedBundle, config: DeployConfig, allow_model: bool, 
         allow_model=use_model,
         model_for_consequential=mc.allow_consequential and not config.policy.forbid_model_for_consequential,
     )
-    screen = loaded.model.screen
-    return Ladder(loaded.templates, (screen.width, screen.height), ocr=ocr, model=model, options=options)
+    screen = loaded.model.screen if loaded is not None else NO_SCREEN
+    return Ladder(loaded.templates if loaded is not None else {}, (screen.width, screen.height), ocr=ocr, model=model, options=options)
 
 
 def _manifest(run_id: str, req: ReplayRequest, loaded: LoadedBundle, params: BoundParams, durable: bool) -> dict[str, Any]:
@@ -171,32 +148,32 @@ def prepare(req: ReplayRequest) -> tuple[LoadedBundle, BoundParams, bool]:
 
 
 def make_context(
-    run: RunDir, run_id: str, loaded: LoadedBundle, params: BoundParams, backend: Backend, config: DeployConfig,
+    run: RunDir, run_id: str, loaded: LoadedBundle | None, params: BoundParams, backend: Backend, config: DeployConfig,
     journal: Journal, allow_model: bool, durable: bool, progress: Progress | None, reporter: Reporter | None,
+    *, runs: Runs, digest: str | None = None,
 ) -> RunContext:
+    """The context of a bundle run (`loaded`), or of a workflow run (None: no bundle; its calls add its steps)."""
     ocr = OcrEngine()
     ladder = build_ladder(loaded, config, allow_model, ocr)
-    screen = loaded.model.screen
+    screen = loaded.model.screen if loaded is not None else NO_SCREEN
     first = backend.capture()
     scale = (first.width / screen.width, first.height / screen.height)
-    results: dict[str, Any] = {}
+    fold = RunProgress(run.path)
     return RunContext(
-        run_id=run_id, bundle=loaded, params=params, interp=Interpolator(params, run_id, results), backend=backend,
+        run_id=run_id, bundle=loaded, params=params, interp=Interpolator(params, run_id, fold.results), backend=backend,
         ladder=ladder, checks=ScreenChecks(ocr, ladder.templates, scale), journal=journal, run=run,
         frames=FrameWriter(run.frames_dir), config=config, progress=progress or Progress(), reporter=reporter,
-        durable=durable, results=results,
+        durable=durable, fold=fold, runs=runs, steps={s.id: s for s in loaded.model.steps} if loaded is not None else {},
+        digest=digest if digest is not None else loaded.digest if loaded is not None else "",
     )
 
 
-def replay(
-    req: ReplayRequest,
-    progress: Progress | None = None,
-    reporter: Reporter | None = None,
-    backend_factory: Callable[[BackendSpec], Backend] = open_backend,
-) -> RunOutcome:
+def start_bundle(req: ReplayRequest, runs: Runs, progress: Progress | None = None, reporter: Reporter | None = None,
+                 backend_factory: BackendFactory = open_backend) -> RunOutcome:
     """Run a bundle once. Bad input raises (exit 2, no run dir); everything after is a RunOutcome.
 
-    `reporter` renders the report at every stop (the report layer sits above the runtime).
+    `reporter` renders the report at every stop (the report layer sits above the runtime); `runs` starts or continues
+    the child runs of its `flow` steps.
     """
     loaded, params, durable = prepare(req)
     key = load_key(create=True)
@@ -221,7 +198,7 @@ def replay(
         except StorageFault as f:  # before manifest.json there is no run to resume: say so
             f.message = f"the run could not start ({f.detail}); nothing was sent — replay again once the fault is gone"
             raise
-        ctx = make_context(run, run_id, loaded, params, backend, req.config, journal, req.allow_model, durable, progress, reporter)
+        ctx = make_context(run, run_id, loaded, params, backend, req.config, journal, req.allow_model, durable, progress, reporter, runs=runs)
         ctx.lease = lease
         ctx.watch([started])
         for step_id, box in req.masks.items():  # journaled in the child too, so its own resumes mask as well
@@ -236,72 +213,91 @@ def replay(
         backend.close()
 
 
+Stop = tuple[str, str, str | None, str | None, str | None]  # state, message, category, paused_reason, step
+
+
 def execute(ctx: RunContext, start: int) -> RunOutcome:
-    """Run steps from `start` until the end, a halt, a pause or a stop; write the final state."""
+    """Run a bundle's steps from `start` until the end, a halt, a pause or a stop; write the final state."""
     try:
-        stop = _run_steps(ctx, start)
+        stop = run_body(ctx, partial(_steps, ctx, start))
     except StorageFault as f:  # a full disk or an I/O error on the run's files: a safe boundary, never FAILED (SPEC §6)
         stop = ("INTERRUPTED", f.message, "storage", None, None)
     return finish(ctx, *stop)
 
 
-def _run_steps(ctx: RunContext, start: int) -> tuple[str, str, str | None, str | None, str | None]:
-    """The step loop; returns how it stopped: (state, message, category, paused_reason, step)."""
-    run, journal = ctx.run, ctx.journal
-    steps = ctx.bundle.model.steps
-    state, message, category, paused_reason, at_step = "COMPLETED", "", None, None, None
-    try:
-        for i in range(start, len(steps)):
-            step = steps[i]
-            if ctx.stop.is_set():
-                raise StopRequested()
-            typed = ctx.interp(step.text) if step.text and not ctx.interp.uses_secret(step.text) else None
-            blocked = check_step(ctx.config.policy, ctx.budget, step, typed)
-            if blocked is not None:
-                raise blocked
-            if step.approval == "before" and ctx.approved_before != step.id:
-                raise Pause("awaiting_approval", step.id, f"step {step.id!r} needs an operator's approval before it acts")
-            ctx.progress.step_started(i, len(steps), step.id, step.intent)
-            if step.action == "flow":
-                rec = StepRecord(step.id, verified=run_child_step(ctx, i, step))
-            elif step.is_durable_kind:
-                rec = StepRecord(step.id, verified=run_durable_step(ctx, i, step))
-            else:
-                rec = run_gui_step(ctx, i, step)
-            if ctx.durable and rec.verified is not None:
-                ctx.verified.append(rec.verified)
-                cp = checkpoint_from_records(ctx.verified)
-                assert cp is not None
-                write_checkpoint(run.path, cp)
+def _steps(ctx: RunContext, start: int) -> None:
+    """A bundle run's body: each step one durable call."""
+    steps = ctx.model.steps
+    for i in range(start, len(steps)):
+        step = steps[i]
+        ran: list[StepRecord] = []
+        durable_call(ctx, step.id, partial(_perform, ctx, i, step, ran))
+        for rec in ran:
             ctx.progress.step_finished(i, len(steps), step.id, {"ok": True, "rung": rec.rung, "score": rec.score, "ms": rec.elapsed_ms})
+
+
+def run_body(ctx: RunContext, body: Callable[[], None]) -> Stop:
+    """Run a run's body — a bundle's step loop, a workflow's code — to its end or the RunSignal that stops it, and
+    say how it stopped. The one place a signal becomes a run's stop, for every kind of run."""
+    try:
+        body()
     except LeaseLost:
         ctx.frames.close()
-        journal.close()
+        ctx.journal.close()
         raise
     except Blocked as b:
-        state, message, category, at_step = "BLOCKED", b.message, "policy", b.step
         write_incident(ctx, b)
+        return "BLOCKED", b.message, "policy", None, b.step
     except StopRequested as s:
-        state = "INTERRUPTED"
-        message = "stopped by signal " + ("while verifying a dispatched step" if s.dispatched else "at a step boundary; no input was pending")
-        journal.append("interrupted", None, {"message": message, "input_pending": s.dispatched})
+        if ctx.bundle is None:
+            message = "stopped by signal at a call boundary; no call was in flight"
+        else:
+            message = "stopped by signal " + ("while verifying a dispatched step" if s.dispatched else "at a step boundary; no input was pending")
+        ctx.journal.append("interrupted", None, {"message": message, "input_pending": s.dispatched})
+        return "INTERRUPTED", message, None, None, None
     except Pause as p:
-        state, paused_reason, message, category, at_step = "PAUSED", p.reason, p.message, p.category, p.step
+        return "PAUSED", p.message, p.category, p.reason, p.step
     except Halt as h:
-        category, message = h.category, h.message
-        frame_ref = save_halt_frame(ctx, h)
-        journal.append(
-            "halted",
-            h.step,
-            {"category": h.category, "message": h.message, "input_sent": h.dispatched, "evidence": h.evidence, "frame": frame_ref},
-        )
-        ctx.progress.step_finished(-1, len(steps), h.step or "", {"ok": False, "category": h.category, "message": h.message})
-        state, paused_reason, at_step = ("PAUSED", "awaiting_approval", h.step) if ctx.durable else ("FAILED", None, h.step)
+        return _halted(ctx, h)
     except FlowError as e:
-        category, message = "backend", str(e)
-        journal.append("halted", None, {"category": category, "message": message, "input_sent": None})
-        state, paused_reason = ("PAUSED", "awaiting_approval") if ctx.durable else ("FAILED", None)
-    return state, message, category, paused_reason, at_step
+        if ctx.bundle is None:  # a workflow's body turns its own errors into halts; what passes is the caller's
+            raise
+        ctx.journal.append("halted", None, {"category": "backend", "message": str(e), "input_sent": None})
+        return ("PAUSED" if ctx.durable else "FAILED"), str(e), "backend", ("awaiting_approval" if ctx.durable else None), None
+    return "COMPLETED", "", None, None, None
+
+
+def _halted(ctx: RunContext, h: Halt) -> Stop:
+    """Journal the halt; a durable run (every workflow run) then pauses for an operator, any other fails."""
+    if ctx.bundle is None:
+        ctx.journal.append("halted", h.step, {"category": h.category, "message": h.message, "input_sent": h.dispatched})
+        return "PAUSED", h.message, h.category, "awaiting_approval", h.step
+    frame_ref = save_halt_frame(ctx, h)
+    ctx.journal.append("halted", h.step, {"category": h.category, "message": h.message, "input_sent": h.dispatched,
+                                          "evidence": h.evidence, "frame": frame_ref})
+    ctx.progress.step_finished(-1, len(ctx.model.steps), h.step or "", {"ok": False, "category": h.category, "message": h.message})
+    return ("PAUSED", h.message, h.category, "awaiting_approval", h.step) if ctx.durable else ("FAILED", h.message, h.category, None, h.step)
+
+
+def _perform(ctx: RunContext, i: int, step: Step, ran: list[StepRecord]) -> dict[str, Any]:
+    """Run one bundle step (policy and approval first); the data of its `step_verified` record."""
+    if ctx.stop.is_set():
+        raise StopRequested()
+    typed = ctx.interp(step.text) if step.text and not ctx.interp.uses_secret(step.text) else None
+    blocked = check_step(ctx.config.policy, ctx.budget, step, typed)
+    if blocked is not None:
+        raise blocked
+    if step.approval == "before" and ctx.approved_before != step.id:
+        raise Pause("awaiting_approval", step.id, f"step {step.id!r} needs an operator's approval before it acts")
+    ctx.progress.step_started(i, len(ctx.model.steps), step.id, step.intent)
+    if step.action == "flow":
+        rec = StepRecord(step.id, data=run_child_step(ctx, i, step))
+    elif step.is_durable_kind:
+        rec = StepRecord(step.id, data=run_durable_step(ctx, i, step))
+    else:
+        rec = run_gui_step(ctx, i, step)
+    ran.append(rec)
+    return rec.data
 
 
 def finish(ctx: RunContext, state: str, message: str, category: str | None, paused_reason: str | None = None, step: str | None = None) -> RunOutcome:
@@ -331,8 +327,8 @@ def _write_stop(ctx: RunContext, state: str, message: str, category: str | None,
     run, journal = ctx.run, ctx.journal
     outcome = evidence = None
     if state != "COMPLETED":
-        outcome, evidence = classify(ctx.bundle.model, load_journal(run.journal_path, journal.key).records)
-    cp = checkpoint_from_records(ctx.verified) if ctx.durable else None
+        outcome, evidence = classify(ctx.steps.values(), load_journal(run.journal_path, journal.key).records)
+    cp = ctx.fold.checkpoint() if ctx.durable else None
     if state == "PAUSED":
         open_pause(ctx, paused_reason or "awaiting_approval", category or "approval", step or "", message, outcome, evidence or [], cp)
     journal.append(

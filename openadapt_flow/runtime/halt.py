@@ -7,12 +7,14 @@ from typing import Any
 
 import numpy as np
 
+from openadapt_flow.errors import RunSignal
+
 MAX_MESSAGE = 400
 CATEGORIES = ("resolution", "ambiguous", "identity", "postcondition", "effect", "backend", "policy", "input")
 
 
 @dataclass
-class Halt(Exception):
+class Halt(RunSignal):
     """Raised inside the step lifecycle; the engine turns it into a FAILED run (or a durable pause)."""
 
     category: str
@@ -34,7 +36,7 @@ class Halt(Exception):
         return f"{self.category}: {self.message}"
 
 
-class StopRequested(Exception):
+class StopRequested(RunSignal):
     """SIGTERM/SIGINT arrived; the run stops at the next safe boundary (never between dispatch and input)."""
 
     def __init__(self, dispatched: bool = False) -> None:
@@ -43,7 +45,7 @@ class StopRequested(Exception):
 
 
 @dataclass
-class Pause(Exception):
+class Pause(RunSignal):
     """A durable step asks for a human (or a timer/signal); the run pauses holding no process."""
 
     reason: str  # awaiting_approval | awaiting_user | awaiting_signal | awaiting_timer | awaiting_child

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
-from openadapt_flow.bundle.models import Bundle
+from openadapt_flow.bundle.models import Step
 from openadapt_flow.errors import RefusedError
 from openadapt_flow.runtime.config import DeployConfig
 from openadapt_flow.runtime.outcome import classify
@@ -43,7 +44,7 @@ def effective_state(run: RunDir) -> dict[str, Any]:
     return st
 
 
-def finalize_interrupted(run: RunDir, journal: Journal, records: list[dict[str, Any]], bundle: Bundle, why: str) -> dict[str, Any]:
+def finalize_interrupted(run: RunDir, journal: Journal, records: list[dict[str, Any]], steps: Iterable[Step], why: str) -> dict[str, Any]:
     """Record an owner's death: INTERRUPTED with the transaction outcome classified from the journal.
 
     A journal that already ends with `run_finished` (the owner died, or the disk filled, after journaling its stop
@@ -56,7 +57,7 @@ def finalize_interrupted(run: RunDir, journal: Journal, records: list[dict[str, 
         run.write_state(d["state"], journal=journal, transaction_outcome=d.get("transaction_outcome"), message=f"stop recorded in the journal (seq {last['seq']}); {why}",
                         last_checkpoint_seq=cp_seq)
         return {"state": d["state"], "transaction_outcome": d.get("transaction_outcome")}
-    outcome, evidence = classify(bundle, records)
+    outcome, evidence = classify(steps, records)
     journal.append("interrupted", None, {"message": why, "finalized": True, "transaction_outcome": outcome, "outcome_evidence": evidence})
     prev = run.state() if run.state_path.exists() else {}
     run.write_state(

@@ -5,15 +5,15 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from openadapt_flow.bundle.models import Bundle
+from openadapt_flow.bundle.models import Step
 
 HALTED_BEFORE_EFFECT = "HALTED_BEFORE_EFFECT"
 RECONCILIATION_REQUIRED = "RECONCILIATION_REQUIRED"
 
 
-def classify(bundle: Bundle, records: Iterable[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
+def classify(steps: Iterable[Step], records: Iterable[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
     """The outcome and its evidence: one entry per consequential step that was dispatched but not verified."""
-    consequential = {s.id for s in bundle.steps if s.is_consequential}
+    consequential = {s.id for s in steps if s.is_consequential}
     dispatched: dict[str, int] = {}
     verified: set[str] = set()
     last_effect: dict[str, dict[str, Any]] = {}

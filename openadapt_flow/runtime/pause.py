@@ -27,7 +27,7 @@ def allowed_decisions(ctx: RunContext, reason: str, category: str, step_id: str,
         return list(WAIT_DECISIONS[reason]) + ["escalate"]
     allowed = ["continue", "reject", "escalate"]
     uncertain = {e["step"] for e in evidence if not e.get("positively_absent")}
-    step = next((s for s in ctx.bundle.model.steps if s.id == step_id), None)
+    step = ctx.steps.get(step_id)
     if step is not None and step.skippable and step_id not in uncertain:
         allowed.append("skip")
     if outcome == RECONCILIATION_REQUIRED:
@@ -52,7 +52,7 @@ def decision_task(
         "run_id": ctx.run_id,
         "pause_id": pause_id,
         "checkpoint_digest": checkpoint_digest(cp),
-        "bundle_digest": ctx.bundle.digest,
+        "bundle_digest": ctx.digest,
         "step": step_id,
         "expected_transition": "PAUSED->RESUMING",
         "allowed_decisions": allowed,
@@ -77,12 +77,12 @@ def open_pause(
     """Journal the pause (its `escalation_opened` record carries the whole pending body), then write its view
     pending_escalation.json; the caller then journals `paused` and writes state PAUSED."""
     pause_id = "pause-" + uuid.uuid4().hex[:10]
-    due = ctx.timers.get(step_id) if reason == "awaiting_timer" else None
+    due = ctx.fold.timers.get(step_id) if reason == "awaiting_timer" else None
     expires = time.time() + ctx.config.runtime.pause_ttl_s
     if due is not None:
         expires = max(expires, due + ctx.config.runtime.pause_ttl_s)
     allowed = allowed_decisions(ctx, reason, category, step_id, outcome, evidence)
-    step = next((s for s in ctx.bundle.model.steps if s.id == step_id), None)
+    step = ctx.steps.get(step_id)
     quorum = ctx.config.approvals.quorum if step is not None and step.is_consequential else 1
     waiting = reason in ("awaiting_user", "awaiting_signal")
     ask = {"choices": step.choices, "type": step.type, "signal": step.signal} if step is not None and waiting else None

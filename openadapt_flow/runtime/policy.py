@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from openadapt_flow.bundle.models import Step
+from openadapt_flow.errors import RunSignal
 from openadapt_flow.runtime.config import PolicyConfig
 
 SEGMENT_START = ("run_started", "run_resumed")
@@ -20,7 +21,7 @@ SEGMENT_END = ("paused", "run_finished", "interrupted")
 
 
 @dataclass
-class Blocked(Exception):
+class Blocked(RunSignal):
     rule: str
     observed: Any
     limit: Any

@@ -8,7 +8,7 @@ from typing import Any
 from openadapt_flow.bundle.loader import load_bundle
 from openadapt_flow.errors import FlowError
 from openadapt_flow.runtime.lifecycle import LIVE_STATES, finalize_interrupted, lease_ttl
-from openadapt_flow.runtime.workflow_run import run_bundle
+from openadapt_flow.runtime.calls import call_steps
 from openadapt_flow.store.atomic import StorageFault
 from openadapt_flow.store.journal import JOURNAL_FILE, Journal
 from openadapt_flow.store.keys import load_key
@@ -39,8 +39,8 @@ def reconcile_one(path: Path) -> dict[str, Any]:
     try:
         journal, records = Journal.open_existing(run.journal_path, load_key(create=False))
         manifest = run.manifest()
-        bundle = run_bundle(manifest, records).model if manifest.get("kind") == "workflow" else load_bundle(run.bundle_dir).model
-        result = finalize_interrupted(run, journal, records, bundle, why)
+        steps = call_steps(records) if manifest.get("kind") == "workflow" else load_bundle(run.bundle_dir).model.steps
+        result = finalize_interrupted(run, journal, records, steps, why)
         journal.close()
     finally:
         if fd is not None:

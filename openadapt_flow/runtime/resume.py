@@ -1,5 +1,7 @@
 """`flow resume`: continue a paused or interrupted durable run from its last verified checkpoint (SPEC §8–§10).
 
+One resume for every kind of run: it opens the run (lease, journal, views caught up, a dead owner's run finalised),
+then continues a bundle run here and a Python workflow's run in workflow_run.continue_workflow.
 Never re-performs a checkpointed step; never blind-retries an uncertain one.
 """
 
@@ -7,41 +9,42 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NoReturn
 
-from openadapt_flow.backends.base import Backend
 from openadapt_flow.backends.factory import open_backend
 from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.bundle.loader import LoadedBundle, load_bundle
 from openadapt_flow.bundle.params import BoundParams, bind_params, secret_env_name
 from openadapt_flow.errors import FlowError, RefusedError, UsageError
 from openadapt_flow.runtime.backend_select import BackendFlags, merge_backend, select_backend
+from openadapt_flow.runtime.calls import call_steps
 from openadapt_flow.runtime.config import BackendConfig, DeployConfig
-from openadapt_flow.runtime import workflow_run  # module import: workflow_run imports this module too
 from openadapt_flow.runtime.context import Progress, RunContext
 from openadapt_flow.runtime.decisions import block_run, check_approval
-from openadapt_flow.runtime.truth import catch_up_state, check_views, consume_decision, journaled_decision, pending_view, record_decision
-from openadapt_flow.runtime.preflight import check_effects, check_model_key, probe_effects
-from openadapt_flow.runtime.engine import Reporter, RunOutcome, execute, finish, make_context, open_or_none, stop_on_signals
+from openadapt_flow.runtime.durable import record_verified
+from openadapt_flow.runtime.engine import execute, finish, make_context, open_or_none, stop_on_signals
 from openadapt_flow.runtime.halt import Halt
-from openadapt_flow.runtime.teach import effective_bundle
-from openadapt_flow.runtime.upgrade import upgrade_bundle as adopt_upgrade
+from openadapt_flow.runtime.launch import BackendFactory, Reporter, RunOutcome, Runs
 from openadapt_flow.runtime.lifecycle import LIVE_STATES, check_manifest, effective_state, finalize_interrupted
+from openadapt_flow.runtime.preflight import check_effects, check_model_key, probe_effects
 from openadapt_flow.runtime.recheck import (CONFIRMED_DONE, POSITIVELY_ABSENT, RETRYABLE, RecheckResult, Uncertain, check_facts,
                                             find_uncertain, recheck)
 from openadapt_flow.runtime.states import EXIT_CODES
 from openadapt_flow.runtime.step import screen_facts
+from openadapt_flow.runtime.teach import effective_bundle
+from openadapt_flow.runtime.truth import catch_up_state, check_views, consume_decision, journaled_decision, pending_view, record_decision
+from openadapt_flow.runtime.upgrade import upgrade_bundle as adopt_upgrade
+from openadapt_flow.runtime.workflow_run import continue_workflow
 from openadapt_flow.store.atomic import StorageFault
-from openadapt_flow.store.checkpoint import checkpoint_from_records, reconcile_checkpoint, write_checkpoint
+from openadapt_flow.store.checkpoint import reconcile_checkpoint
 from openadapt_flow.store.escalation import APPROVAL, PENDING, remove
 from openadapt_flow.store.journal import Journal
 from openadapt_flow.store.keys import load_decision_key, load_key
 from openadapt_flow.store.lease import Lease
 from openadapt_flow.store.rundir import RunDir
-
-BackendFactory = Callable[[BackendSpec], Backend]
 
 
 def _params(loaded: LoadedBundle, manifest: dict[str, Any], given: Mapping[str, Any]) -> BoundParams:
@@ -71,6 +74,7 @@ def _backend_spec(manifest: dict[str, Any], override: BackendSpec | None, flags:
 
 def resume(
     run_path: Path,
+    runs: Runs,
     *,
     backend: BackendSpec | None = None,
     require_approval: bool = False,
@@ -83,7 +87,8 @@ def resume(
     backend_config: BackendConfig | None = None,
     upgrade_bundle: Path | None = None,
 ) -> RunOutcome:
-    """Continue a paused or interrupted durable run; `stop` (e.g. a worker's) is set by SIGTERM/SIGINT.
+    """Continue a paused or interrupted durable run of either kind, a bundle's or a Python workflow's (SPEC §14: its
+    code runs again on its journal); `stop` (e.g. a worker's) is set by SIGTERM/SIGINT.
 
     `backend_flags` and `backend_config` (`--config`'s backend section) override the recorded backend field by field.
     """
@@ -91,86 +96,120 @@ def resume(
     manifest = run.manifest()
     if backend_flags or backend_config is not None:
         backend = _backend_spec(manifest, backend, backend_flags, backend_config)
-    if manifest.get("kind") == "workflow":  # a Python workflow (SPEC §14): its code runs again on its journal
-        if upgrade_bundle is not None:
-            raise UsageError("--upgrade-bundle applies to bundle runs, not to a Python workflow's run")
-        return workflow_run.resume_workflow(run, manifest, backend=backend, require_approval=require_approval, params=params, progress=progress,
-                                            reporter=reporter, backend_factory=backend_factory, stop=stop)
-    if not manifest.get("durable"):
+    workflow = manifest.get("kind") == "workflow"
+    if workflow and upgrade_bundle is not None:
+        raise UsageError("--upgrade-bundle applies to bundle runs, not to a Python workflow's run")
+    if workflow and params:
+        raise RefusedError(f"{run.path}: a workflow run keeps the args it started with; --param is not accepted")
+    if not workflow and not manifest.get("durable"):
         raise RefusedError(f"{run.path}: a non-durable run cannot be resumed (replay with --durable)")
     config = DeployConfig.model_validate(manifest["config"])
     lease = Lease(run.path, config.runtime.lease_ttl_s).acquire()
-    live: Backend | None = None
+    journal: Journal | None = None
     try:
         journal, records = Journal.open_existing(run.journal_path, load_key(create=False))
-        check_manifest(run, records)
+        check_manifest(run, records)  # params (args), backend and config are pinned by the journal's first record
         dkey = load_decision_key(create=False)
-        loaded = effective_bundle(run, manifest, records)
+        loaded = None if workflow else effective_bundle(run, manifest, records)
         state = catch_up_state(run, records, journal, check_views(run, records, journal.key))
         if state["state"] in LIVE_STATES:
-            finalize_interrupted(run, journal, records, loaded.model, "owner process died; found by resume")
+            steps = call_steps(records) if loaded is None else loaded.model.steps
+            finalize_interrupted(run, journal, records, steps, "owner process died; found by resume")
             state = run.state()
         if state["state"] in ("COMPLETED", "FAILED", "BLOCKED"):
-            journal.close()
             return RunOutcome(state["state"], EXIT_CODES[state["state"]], run.path, "run is already terminal; nothing to do")
-        orphan = _orphaned(manifest)
-        if orphan:
-            journal.append("suspended", None, {"reason": orphan})
+        if loaded is None:
+            return continue_workflow(run, manifest, config, lease, journal, records, state["state"], dkey, runs, backend=backend,
+                                     require_approval=require_approval, progress=progress, reporter=reporter,
+                                     backend_factory=backend_factory, stop=stop)
+        how = _How(backend, require_approval, params or {}, progress, reporter, backend_factory, stop, upgrade_bundle)
+        return _continue_bundle(run, manifest, config, lease, journal, records, state["state"], dkey, loaded, runs, how)
+    finally:
+        if journal is not None:
             journal.close()
-            run.write_state("PAUSED", journal=journal, paused_reason="suspended_orphan", message=orphan)
-            return RunOutcome("PAUSED", EXIT_CODES["PAUSED"], run.path, orphan)
-        if upgrade_bundle is not None:
-            loaded = adopt_upgrade(run, journal, records, loaded, manifest, upgrade_bundle)
-        bound = _params(loaded, manifest, params or {})
-        check_effects(loaded, config, bound)  # a verifier that cannot be built is found before any input, not at its step
-        check_model_key(config, bool(manifest.get("allow_model")))
-        cp, _how = reconcile_checkpoint(run.path, records)
-        pending = pending_view(run, records, dkey)  # the journal's open pause; the file must agree with it
-        if pending is not None and state["state"] == "INTERRUPTED":
-            _restore_pause(run, journal, pending)
-        approval = None
-        carried = journaled_decision(records) if pending is None else None  # decided, then killed before it took effect
-        if carried is not None:
-            _, pending, approval = carried
-            if approval["decision"] == "reject":  # killed between the reject's record and the run's end: end it now
-                block_run(run, journal, pending, approval, carried[0])
-                return RunOutcome("BLOCKED", EXIT_CODES["BLOCKED"], run.path, f"rejected by {approval['operator']}")
-        waiting = _still_waiting(run, pending) if not require_approval and carried is None else None
-        if waiting is not None:
-            journal.close()
-            return RunOutcome("PAUSED", EXIT_CODES["PAUSED"], run.path, waiting, pending["category"] if pending else None)
-        needs_decision = pending is not None and (pending["paused_reason"] == "awaiting_approval" or (run.path / APPROVAL).exists())
-        if (needs_decision or require_approval) and carried is None:
-            if pending is None:
-                raise RefusedError(f"{run.path}: --require-approval, but nothing is pending for an operator to approve")
-            approval = check_approval(run, pending, dkey)
-        patch = None
-        if approval is not None and approval["decision"] == "teach":
-            patch = approval["payload"]
-            loaded = load_bundle(run.path / patch["bundle_dir"])  # resolved afresh with the taught target
-            if loaded.digest != patch["digest"]:
-                raise RefusedError(f"{patch['bundle_dir']}: taught bundle differs from the approved patch; refusing")
-        live = open_or_none(_backend_spec(manifest, backend), backend_factory)
+        lease.release()
+
+
+@dataclass(frozen=True)
+class _How:
+    """How a bundle run is resumed (the flags of `flow resume`)."""
+
+    backend: BackendSpec | None
+    require_approval: bool
+    params: Mapping[str, Any]
+    progress: Progress | None
+    reporter: Reporter | None
+    backend_factory: BackendFactory
+    stop: threading.Event | None
+    upgrade_bundle: Path | None
+
+
+def _continue_bundle(run: RunDir, manifest: dict[str, Any], config: DeployConfig, lease: Lease, journal: Journal,
+                     records: list[dict[str, Any]], state: str, dkey: bytes, loaded: LoadedBundle, runs: Runs, how: _How) -> RunOutcome:
+    """A bundle run's part of resume: its decision, then the step loop from the checkpoint (or the uncertain step)."""
+    orphan = _orphaned(manifest)
+    if orphan:
+        journal.append("suspended", None, {"reason": orphan})
+        journal.close()
+        run.write_state("PAUSED", journal=journal, paused_reason="suspended_orphan", message=orphan)
+        return RunOutcome("PAUSED", EXIT_CODES["PAUSED"], run.path, orphan)
+    if how.upgrade_bundle is not None:
+        loaded = adopt_upgrade(run, journal, records, loaded, manifest, how.upgrade_bundle)
+    bound = _params(loaded, manifest, how.params)
+    check_effects(loaded, config, bound)  # a verifier that cannot be built is found before any input, not at its step
+    check_model_key(config, bool(manifest.get("allow_model")))
+    cp, _how = reconcile_checkpoint(run.path, records)
+    decided = _decide(run, journal, records, state, dkey, how.require_approval)
+    if isinstance(decided, RunOutcome):
+        return decided
+    pending, approval, carried = decided
+    patch = None
+    if approval is not None and approval["decision"] == "teach":
+        patch = approval["payload"]
+        loaded = load_bundle(run.path / patch["bundle_dir"])  # resolved afresh with the taught target
+        if loaded.digest != patch["digest"]:
+            raise RefusedError(f"{patch['bundle_dir']}: taught bundle differs from the approved patch; refusing")
+    live = open_or_none(_backend_spec(manifest, how.backend), how.backend_factory)
+    try:
         # every system of record that steps still to come will read answers now, before any input
         probe_effects(loaded, config, bound, manifest["run_id"], started={r["step"] for r in records if r["type"] == "step_started"})
-        ctx = make_context(run, manifest["run_id"], loaded, bound, live, config, journal, bool(manifest.get("allow_model")), True, progress, reporter)
+        ctx = make_context(run, manifest["run_id"], loaded, bound, live, config, journal, bool(manifest.get("allow_model")), True,
+                           how.progress, how.reporter, runs=runs)
         ctx.lease = lease
         ctx.watch(records)
-        if stop is not None:
-            ctx.stop = stop
-        ctx.verified = [r for r in records if r["type"] in ("step_verified", "step_skipped")]
-        ctx.results.update((cp or {}).get("results", {}))
-        ctx.asked.update(r["step"] for r in records if r["type"] == "asked")
-        ctx.timers.update({r["step"]: r["data"]["due_epoch"] for r in records if r["type"] == "timer_set"})
-        ctx.children.update({r["step"]: run.path.parent / r["data"]["child_run"] for r in records if r["type"] == "child_started"})
+        if how.stop is not None:
+            ctx.stop = how.stop
         if patch is not None and not any(r["type"] == "patched" and r["data"].get("pause_id") == patch["pause_id"] for r in records):
             journal.append("patched", patch["step"], {k: patch[k] for k in ("pause_id", "bundle_dir", "digest", "template", "region", "point")})
         with stop_on_signals(ctx.stop):
-            return _continue(ctx, records, cp, pending, approval, carried[0] if carried else None)
+            return _continue(ctx, records, cp, pending, approval, carried)
     finally:
-        lease.release()
-        if live is not None:
-            live.close()
+        live.close()
+
+
+def _decide(run: RunDir, journal: Journal, records: list[dict[str, Any]], state: str, dkey: bytes, require_approval: bool
+            ) -> RunOutcome | tuple[dict[str, Any] | None, dict[str, Any] | None, dict[str, Any] | None]:
+    """The pause to resolve, its checked approval and the journaled decision carried over (or how the run stays)."""
+    pending = pending_view(run, records, dkey)  # the journal's open pause; the file must agree with it
+    if pending is not None and state == "INTERRUPTED":
+        _restore_pause(run, journal, pending)
+    approval = None
+    carried = journaled_decision(records) if pending is None else None  # decided, then killed before it took effect
+    if carried is not None:
+        _, pending, approval = carried
+        if approval["decision"] == "reject":  # killed between the reject's record and the run's end: end it now
+            block_run(run, journal, pending, approval, carried[0])
+            return RunOutcome("BLOCKED", EXIT_CODES["BLOCKED"], run.path, f"rejected by {approval['operator']}")
+    waiting = _still_waiting(run, pending) if not require_approval and carried is None else None
+    if waiting is not None:
+        journal.close()
+        return RunOutcome("PAUSED", EXIT_CODES["PAUSED"], run.path, waiting, pending["category"] if pending else None)
+    needs_decision = pending is not None and (pending["paused_reason"] == "awaiting_approval" or (run.path / APPROVAL).exists())
+    if (needs_decision or require_approval) and carried is None:
+        if pending is None:
+            raise RefusedError(f"{run.path}: --require-approval, but nothing is pending for an operator to approve")
+        approval = check_approval(run, pending, dkey)
+    return pending, approval, carried[0] if carried else None
 
 
 def _continue(ctx: RunContext, records: list[dict[str, Any]], cp: dict[str, Any] | None, pending: dict[str, Any] | None,
@@ -199,10 +238,10 @@ def _reenter(ctx: RunContext, records: list[dict[str, Any]], cp: dict[str, Any] 
                                           "decision_seq": carried["seq"] if carried else None})
     prev = {k: v for k, v in run.state().items() if k != "schema"}
     run.write_state("RESUMING", journal=journal, last_checkpoint_seq=cp["seq"] if cp else None)
-    start = cp["next_index"] if cp else 0
+    start = ctx.fold.next_index  # the step after the last verified one, folded from the journal
     rec = carried
     try:
-        steps = ctx.bundle.model.steps
+        steps = ctx.model.steps
         uncertain = find_uncertain(records, steps)
         result = recheck(ctx, uncertain) if uncertain is not None else None  # first: it may have changed the screen
         if uncertain is not None and result is not None:
@@ -224,9 +263,8 @@ def _reenter(ctx: RunContext, records: list[dict[str, Any]], cp: dict[str, Any] 
                 start = uncertain.index  # afresh and passing the identity gate (its dispatch spends the decision)
         elif decision == "skip" and pending is not None:
             idx = next(i for i, s in enumerate(steps) if s.id == pending["step"])
-            skipped = journal.append("step_skipped", pending["step"], {"index": idx, "verified_by": "operator", "operator": approval["operator"] if approval else None})
-            ctx.verified.append(skipped)
-            write_checkpoint(run.path, checkpoint_from_records(ctx.verified) or {})
+            record_verified(ctx, pending["step"], {"index": idx, "verified_by": "operator", "operator": approval["operator"] if approval else None},
+                            kind="step_skipped")
             start = idx + 1
         if decision == "continue" and pending is not None:
             ctx.approved_before = pending["step"]
@@ -236,7 +274,7 @@ def _reenter(ctx: RunContext, records: list[dict[str, Any]], cp: dict[str, Any] 
             if approval is not None:
                 consume_decision(run, journal, pending, approval, rec)  # marked used in the run ledger, moved
             remove(run.path / PENDING)
-        run.write_state("RUNNING", journal=journal, last_checkpoint_seq=(checkpoint_from_records(ctx.verified) or {}).get("seq"))
+        run.write_state("RUNNING", journal=journal, last_checkpoint_seq=(ctx.fold.checkpoint() or {}).get("seq"))
     except Halt as h:
         journal.append("halted", h.step, {"category": h.category, "message": h.message, "input_sent": False})
         if approval is not None and pending is not None:
@@ -329,7 +367,7 @@ def _still_waiting(run: RunDir, pending: dict[str, Any] | None) -> str | None:
         child = run.path.with_name(f"{run.path.name}.{pending['step']}")
         # as a reader sees it: a child left RUNNING/RESUMING by a process that died is INTERRUPTED, and this run's own
         # resume continues it (runtime/child.py); only a paused child or one a live process drives is waited for
-        st = effective_state(RunDir(child)).get("state") if (child / "state.json").is_file() else None
+        st = effective_state(RunDir(child)).get("state") if RunDir(child).state_path.is_file() else None
         if st in ("PAUSED", "RUNNING", "RESUMING"):
             return f"child run {child.name} is {st}; resume it first"
     if reason == "awaiting_timer" and not (run.path / APPROVAL).exists():
@@ -340,11 +378,7 @@ def _still_waiting(run: RunDir, pending: dict[str, Any] | None) -> str | None:
 
 
 def _checkpoint_step(ctx: RunContext, index: int, verified_by: str, effect: dict[str, Any] | None) -> None:
-    step = ctx.bundle.model.steps[index]
-    rec = ctx.journal.append("step_verified", step.id, {"index": index, "verified_by": verified_by, "effect": effect, "screen_facts": screen_facts(ctx, step)})
-    ctx.verified.append(rec)
-    cp = checkpoint_from_records(ctx.verified)
-    assert cp is not None
-    write_checkpoint(ctx.run.path, cp)
+    step = ctx.model.steps[index]
+    record_verified(ctx, step.id, {"index": index, "verified_by": verified_by, "effect": effect, "screen_facts": screen_facts(ctx, step)})
 
 

@@ -48,7 +48,7 @@ class StepRecord:
     elapsed_ms: float = 0.0
     checks: list[dict[str, Any]] = field(default_factory=list)
     effect: dict[str, Any] | None = None
-    verified: dict[str, Any] | None = None  # the step_verified journal record
+    data: dict[str, Any] = field(default_factory=dict)  # what its step_verified record says (runtime/durable.py records it)
 
 
 def _interp_target(ctx: RunContext, t: Target) -> Target:
@@ -165,7 +165,7 @@ def _act(ctx: RunContext, step: Step, point: Point | None, to_point: Point | Non
     elif a == "hotkey":
         b.press([normalise_key(k) for k in step.keys or []])
     elif a == "scroll":
-        x, y = point if point is not None else (ctx.bundle.model.screen.width // 2, ctx.bundle.model.screen.height // 2)
+        x, y = point if point is not None else (ctx.model.screen.width // 2, ctx.model.screen.height // 2)
         b.scroll(x, y, int(step.clicks or 0))
     elif a == "drag":
         assert point is not None and to_point is not None
@@ -268,7 +268,8 @@ def _narrow_secret_mask(ctx: RunContext, step: Step, before: np.ndarray, after: 
 
 
 def run_gui_step(ctx: RunContext, index: int, step: Step) -> StepRecord:
-    """Run one GUI step through the whole lifecycle; raise Halt when it cannot be sure."""
+    """Run one GUI step through the whole lifecycle up to its verification; raise Halt when it cannot be sure.
+    The caller (runtime/durable.py) records it verified."""
     t0 = time.monotonic()
     rec = StepRecord(step.id)
     ctx.journal.append("step_started", step.id, {"index": index, "action": step.action, "intent": step.intent})
@@ -354,19 +355,15 @@ def run_gui_step(ctx: RunContext, index: int, step: Step) -> StepRecord:
     after = ctx.backend.capture().pixels
     if not secret:
         ctx.frames.save(f"{index:03d}-{step.id}-after.png", after)
-    rec.verified = ctx.journal.append(
-        "step_verified",
-        step.id,
-        {
-            "index": index,
-            "rung": rec.rung,
-            "elapsed_ms": round(rec.elapsed_ms, 1),
-            "verified_by": "runtime",
-            "verification": verification(rec.checks, rec.effect),
-            "effect": rec.effect,
-            "screen_facts": screen_facts(ctx, step, anchor),
-        },
-    )
+    rec.data = {
+        "index": index,
+        "rung": rec.rung,
+        "elapsed_ms": round(rec.elapsed_ms, 1),
+        "verified_by": "runtime",
+        "verification": verification(rec.checks, rec.effect),
+        "effect": rec.effect,
+        "screen_facts": screen_facts(ctx, step, anchor),
+    }
     return rec
 
 

@@ -18,9 +18,10 @@ from openadapt_flow.backends.factory import open_backend
 from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.errors import FlowError
 from openadapt_flow.runtime.config import DeployConfig
-from openadapt_flow.runtime.engine import Reporter, stop_on_signals
+from openadapt_flow.runtime.engine import stop_on_signals
+from openadapt_flow.runtime.launch import Reporter
 from openadapt_flow.runtime.lifecycle import LIVE_STATES, owner_gone
-from openadapt_flow.runtime.resume import resume
+from openadapt_flow.runtime.runs import resume
 from openadapt_flow.store.journal import JOURNAL_FILE, read_records
 from openadapt_flow.store.atomic import StorageFault
 from openadapt_flow.store.escalation import APPROVAL, PENDING

@@ -23,7 +23,7 @@ import re
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field, is_dataclass
+from dataclasses import asdict, dataclass, is_dataclass
 from datetime import date, datetime, timezone
 from datetime import time as dtime
 from decimal import Decimal
@@ -32,21 +32,21 @@ from pathlib import Path, PurePath
 from typing import Any, Protocol
 from uuid import UUID
 
-from openadapt_flow.bundle.loader import LoadedBundle
-from openadapt_flow.bundle.models import BUNDLE_SCHEMA, Bundle, Screen, Step
-from openadapt_flow.errors import FlowError, RefusedError
+from openadapt_flow.bundle.models import Step
+from openadapt_flow.errors import FlowError, RefusedError, RunSignal
+from openadapt_flow.runtime.calls import Call
 from openadapt_flow.runtime.context import RunContext
+from openadapt_flow.runtime.durable import durable_call
 from openadapt_flow.runtime.halt import Halt, Pause, StopRequested
 from openadapt_flow.runtime.policy import Blocked, check_step
 from openadapt_flow.runtime.workflow import entry_of, tool_info
 from openadapt_flow.runtime.workflow_llm import Llm, chat
-from openadapt_flow.store.checkpoint import checkpoint_from_records, write_checkpoint
 
 
-class WorkflowStop(BaseException):
+class WorkflowStop(RunSignal):
     """Carries a pause, halt, block, stop or divergence out through user code, which cannot catch it."""
 
-    def __init__(self, cause: Exception) -> None:
+    def __init__(self, cause: BaseException) -> None:
         super().__init__(str(cause))
         self.cause = cause
 
@@ -65,60 +65,6 @@ class Recorded:
 
     value: Any
     verified_by: str
-
-
-@dataclass
-class Call:
-    """What the journal says about one call position: its header and every record of its step id."""
-
-    index: int
-    step: str
-    kind: str
-    name: str
-    inputs: str | None = None  # keyed digest of the call's arguments (None in journals written before it was kept)
-    records: list[dict[str, Any]] = field(default_factory=list)
-
-    def last(self, type_: str) -> dict[str, Any] | None:
-        return next((r for r in reversed(self.records) if r["type"] == type_), None)
-
-    @property
-    def verified(self) -> dict[str, Any] | None:
-        return self.last("step_verified")
-
-    @property
-    def open_dispatch(self) -> dict[str, Any] | None:
-        """The last action_dispatched, if nothing verified the call after it."""
-        d, v = self.last("action_dispatched"), self.verified
-        return d if d is not None and (v is None or v["seq"] < d["seq"]) else None
-
-    def decision_after(self, seq: int) -> dict[str, Any] | None:
-        return next((r["data"] for r in reversed(self.records) if r["type"] == "decision" and r["seq"] > seq), None)
-
-
-def history(records: list[dict[str, Any]]) -> dict[int, Call]:
-    """Calls by position, from the journal's `step_started` headers."""
-    calls: dict[int, Call] = {}
-    by_step: dict[str, Call] = {}
-    for r in records:
-        if r["type"] == "step_started" and "name" in r["data"] and r["step"] not in by_step:
-            call = Call(r["data"]["index"], r["step"], r["data"]["action"], r["data"]["name"], r["data"].get("inputs"))
-            calls[call.index] = by_step[r["step"]] = call
-        if r["step"] in by_step:
-            by_step[r["step"]].records.append(r)
-    return calls
-
-
-def call_steps(records: list[dict[str, Any]]) -> list[Step]:
-    """The calls as Steps (id and whether they write): what outcome classification needs of a workflow run."""
-    return [Step(id=c.step, action="tool", call=f"{c.kind}:{c.name}", consequential=bool(c.records[0]["data"].get("consequential")))
-            for c in sorted(history(records).values(), key=lambda c: c.index)]
-
-
-def journal_bundle(name: str, digest: str, steps: list[Step]) -> LoadedBundle:
-    """A workflow run's calls as the engine sees a bundle: what outcome classification, pauses and policy read."""
-    model = Bundle.model_construct(schema_=BUNDLE_SCHEMA, name=name, description=None, screen=Screen(width=1, height=1),
-                                   params={}, steps=list(steps))
-    return LoadedBundle(root=Path("."), model=model, templates={}, digest=digest, files=())
 
 
 def _slug(text: str) -> str:
@@ -215,7 +161,7 @@ class WorkflowContext:
 
     def _call(self, kind: str, name: str, base_id: str, fields: dict[str, Any], body: Callable[[Step, Call | None], Any],
               inputs: Any = None) -> Any:
-        """Look up the recorded output of this call, else run `body`, then record it: the only place that does.
+        """Look up the recorded output of this call, else run `body`, then record it (runtime/durable.py's durable_call).
 
         `inputs` are the call's arguments: a keyed digest of them is journaled, and a recorded result is
         only ever returned to a call with the same ones (else the run diverged: the code or its inputs
@@ -227,27 +173,19 @@ class WorkflowContext:
         self._next += 1
         n = self._ids[base_id] = self._ids.get(base_id, 0) + 1
         past = self.calls.get(index)
-        if past is not None and (past.kind, past.name) != (kind, name):
-            raise WorkflowStop(DivergedError(
-                f"workflow {self.entry} diverged from its journal at call #{index}: the journal recorded "
-                f"{past.kind} {past.name!r}, the code now calls {kind} {name!r} (the code changed under this run; "
-                "redeploy the version that started it, or start a new run)", past.step))
         digest = self._digest(inputs)
-        if past is not None and past.inputs is not None and past.inputs != digest:
-            raise WorkflowStop(DivergedError(
-                f"workflow {self.entry} diverged from its journal at call #{index}: {kind} {name!r} is called with "
-                "other arguments than the journal recorded, so its recorded result is not returned (the code or "
-                "what it computes its arguments from changed; a workflow must call with the same arguments on "
-                "resume: no clocks or random values in them)", past.step))
+        if past is not None:
+            self._check_same(past, index, kind, name, digest)
         try:
             step = Step(id=past.step if past else (base_id if n == 1 else f"{base_id}-{n}"), **fields)
         except ValueError as e:  # e.g. ask_user("") or a non-number sleep: the workflow's bug, an input halt
             raise WorkflowStop(Halt("input", f"ctx.{kind}({name!r}): {str(e).splitlines()[-1].strip()}")) from None
-        if past is not None and past.verified is not None:
-            return self._ret(past.verified["data"].get("result"))
-        rc = self.rc  # the engine's view of the calls (pauses, outcome classification) gets this one as it runs
-        rc.bundle = journal_bundle(rc.bundle.model.name, rc.bundle.digest, [s for s in rc.bundle.model.steps if s.id != step.id] + [step])
-        try:
+        rc = self.rc
+        began: list[float] = []
+
+        def perform() -> dict[str, Any]:
+            """Not in the journal yet: run it (the engine's view of the calls — pauses, outcome — gets it first)."""
+            rc.steps[step.id] = step
             if rc.stop.is_set():
                 raise StopRequested()
             if past is None:
@@ -257,24 +195,39 @@ class WorkflowContext:
                 rc.journal.append("step_started", step.id, {"index": index, "action": kind, "name": name, "inputs": digest,
                                                             "intent": f"{kind} {name}", "consequential": step.is_consequential}, sync=True)
             rc.progress.step_started(index, max(index + 1, len(self.calls)), step.id, f"{kind} {name}")
-            began = time.monotonic()
+            began.append(time.monotonic())
             self.in_step = True
             try:
                 out = body(step, past)
             finally:
                 self.in_step = False
             rec = out if isinstance(out, Recorded) else Recorded(jsonable(out, f"{kind} {name!r}"), "runtime")
+            return {"index": index, "verified_by": rec.verified_by, "result": rec.value, "screen_facts": []}
+
+        try:
+            verified = durable_call(rc, step.id, perform)
         except Halt as h:
             h.step = h.step or step.id
             raise WorkflowStop(h) from None
         except (Pause, Blocked, StopRequested, RefusedError) as e:
             raise WorkflowStop(e) from None
-        verified = rc.journal.append("step_verified", step.id, {"index": index, "verified_by": rec.verified_by,
-                                                                 "result": rec.value, "screen_facts": []})
-        rc.verified.append(verified)
-        write_checkpoint(rc.run.path, checkpoint_from_records(rc.verified) or {})
-        rc.progress.step_finished(index, max(index + 1, len(self.calls)), step.id, {"ok": True, "rung": kind, "ms": (time.monotonic() - began) * 1000})
-        return self._ret(rec.value)
+        if began:
+            rc.progress.step_finished(index, max(index + 1, len(self.calls)), step.id, {"ok": True, "rung": kind, "ms": (time.monotonic() - began[0]) * 1000})
+        return self._ret(verified["data"].get("result"))
+
+    def _check_same(self, past: Call, index: int, kind: str, name: str, digest: str) -> None:
+        """The call the journal recorded at this position must be this one, with the same arguments."""
+        if (past.kind, past.name) != (kind, name):
+            raise WorkflowStop(DivergedError(
+                f"workflow {self.entry} diverged from its journal at call #{index}: the journal recorded "
+                f"{past.kind} {past.name!r}, the code now calls {kind} {name!r} (the code changed under this run; "
+                "redeploy the version that started it, or start a new run)", past.step))
+        if past.inputs is not None and past.inputs != digest:
+            raise WorkflowStop(DivergedError(
+                f"workflow {self.entry} diverged from its journal at call #{index}: {kind} {name!r} is called with "
+                "other arguments than the journal recorded, so its recorded result is not returned (the code or "
+                "what it computes its arguments from changed; a workflow must call with the same arguments on "
+                "resume: no clocks or random values in them)", past.step))
 
     def _digest(self, inputs: Any) -> str:
         """HMAC-SHA256 (the journal's key) of the arguments as canonical JSON: comparable across resumes,
@@ -321,9 +274,9 @@ class WorkflowContext:
         self.rc.journal.append("action_dispatched", step.id, {"action": "tool", "call": step.call, "lease_generation": self.rc.lease_generation})
         try:
             return act()
-        except (Pause, Halt, Blocked, StopRequested, RefusedError):
+        except RefusedError:
             raise
-        except Exception as e:  # a tool that raises halts like any step; the operator decides what next
+        except Exception as e:  # (RunSignals are BaseExceptions: they pass) a tool that raises halts like any step; the operator decides what next
             raise Halt("tool", f"{what} raised {type(e).__name__}: {e}", step=step.id, dispatched=True) from None
 
     # -- the calls ----------------------------------------------------------------------------------
@@ -376,7 +329,6 @@ class WorkflowContext:
             due = timer["data"]["due_epoch"] if timer else time.time() + float(seconds)
             if timer is None:
                 self.rc.journal.append("timer_set", step.id, {"index": self._next - 1, "due_epoch": due}, sync=True)
-            self.rc.timers[step.id] = due
             if time.time() >= due:
                 return None
             when = datetime.fromtimestamp(due, timezone.utc).isoformat(timespec="seconds")

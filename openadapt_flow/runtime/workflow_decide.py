@@ -13,14 +13,14 @@ from pathlib import Path
 from typing import Any
 
 from openadapt_flow.errors import RefusedError
+from openadapt_flow.runtime.calls import history
 from openadapt_flow.runtime.context import RunContext
 from openadapt_flow.runtime.decisions import check_approval
+from openadapt_flow.runtime.durable import record_verified
 from openadapt_flow.runtime.lifecycle import effective_state
 from openadapt_flow.runtime.outcome import RECONCILIATION_REQUIRED
 from openadapt_flow.runtime.truth import consume_decision, pending_view
-from openadapt_flow.runtime.workflow_ctx import history
 from openadapt_flow.store import ledger
-from openadapt_flow.store.checkpoint import checkpoint_from_records, write_checkpoint
 from openadapt_flow.store.escalation import APPROVAL, DECISIONS, PENDING, read_json_file, remove
 from openadapt_flow.store.journal import Journal
 from openadapt_flow.store.rundir import CHILDREN, MANIFEST, RunDir
@@ -87,11 +87,8 @@ def _record_delivery(rc: RunContext, records: list[dict[str, Any]], decision: di
     if d.get("decision") not in ("answer", "signal") or header is None or done:
         return []
     value = d["value"] if "value" in d else _payload_value(read_json_file(rc.run.path / DECISIONS / f"{d['pause_id']}.json", "decision") or {})
-    rec = rc.journal.append("step_verified", step, {"index": header["data"]["index"], "verified_by": "operator", "result": value,
-                                                   "operator": d.get("operator"), "screen_facts": []})
-    rc.verified.append(rec)
-    write_checkpoint(rc.run.path, checkpoint_from_records(rc.verified) or {})
-    return [rec]
+    return [record_verified(rc, step, {"index": header["data"]["index"], "verified_by": "operator", "result": value,
+                                       "operator": d.get("operator"), "screen_facts": []})]
 
 
 def journaled_deliveries(rc: RunContext, records: list[dict[str, Any]]) -> list[dict[str, Any]]:

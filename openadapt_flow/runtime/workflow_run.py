@@ -1,11 +1,12 @@
-"""Starting, resuming and waiting on Python workflow runs (SPEC §14), on the engine's own machinery.
+"""Starting and continuing Python workflow runs (SPEC §14), on the engine's own machinery.
 
 A workflow run is a durable run whose manifest says `"kind": "workflow"` and names its entry
 (`module:function`) and args. Its journal holds one `step_started` header per call, then the
-call's records and its `step_verified` result. `flow resume` re-imports the entry and runs it
-again from the top: recorded calls return at once (see workflow_ctx). `ctx.replay` and
-`ctx.child` run as child runs in `children/<call id>/`, started by engine.replay / start_workflow
-and continued by resume.resume / resume_workflow, in the same process. `wait` is in workflow_wait.
+call's records and its `step_verified` result. `flow resume` (runtime/resume.py, the one resume)
+opens it and hands it to `continue_workflow`, which re-imports the entry and runs it again from
+the top: recorded calls return at once (runtime/durable.py). `ctx.replay` and `ctx.child` run as
+child runs in `children/<call id>/`, started and continued through the context's `Runs`
+(runtime/runs.py), in the same process. `wait` is in workflow_wait.
 """
 
 from __future__ import annotations
@@ -20,58 +21,36 @@ import time
 import traceback
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from openadapt_flow import __version__
-from openadapt_flow.backends.base import Backend
 from openadapt_flow.backends.factory import open_backend
 from openadapt_flow.backends.spec import BackendSpec
-from openadapt_flow.bundle.loader import LoadedBundle
 from openadapt_flow.bundle.models import Step
 from openadapt_flow.bundle.params import BoundParams
 from openadapt_flow.errors import FlowError, RefusedError, UsageError
-from openadapt_flow.runtime import resume as bundle_resume
+from openadapt_flow.runtime.calls import call_steps, history
 from openadapt_flow.runtime.config import DeployConfig
 from openadapt_flow.runtime.context import Progress, RunContext
-from openadapt_flow.runtime.truth import catch_up_state, check_views
-from openadapt_flow.runtime.engine import NoDesktop, ReplayRequest, Reporter, RunOutcome, finish, make_context, replay, stop_on_signals, write_incident
+from openadapt_flow.runtime.engine import NoDesktop, finish, make_context, run_body, stop_on_signals
 from openadapt_flow.runtime.halt import Halt, Pause, StopRequested
-from openadapt_flow.runtime.lifecycle import LIVE_STATES, begin_run, check_manifest, finalize_interrupted
+from openadapt_flow.runtime.launch import BackendFactory, ReplayRequest, Reporter, RunOutcome, Runs, WorkflowRequest
+from openadapt_flow.runtime.lifecycle import begin_run
 from openadapt_flow.runtime.policy import Blocked
 from openadapt_flow.runtime.states import EXIT_CODES
 from openadapt_flow.runtime.workflow import ACTIVE, bind_args, entry_of, resolve_entry
-from openadapt_flow.runtime.workflow_ctx import (
-    DivergedError, WorkflowContext, WorkflowStop, call_steps, history, invoke, journal_bundle, jsonable,
-)
+from openadapt_flow.runtime.workflow_ctx import DivergedError, WorkflowContext, WorkflowStop, invoke, jsonable
 from openadapt_flow.runtime.workflow_decide import apply_decision, child_waiting, decision_for, journaled_deliveries
 from openadapt_flow.runtime.workflow_wait import workflow_result
 from openadapt_flow.store.atomic import StorageFault
-from openadapt_flow.store.checkpoint import checkpoint_from_records, reconcile_checkpoint
+from openadapt_flow.store.checkpoint import reconcile_checkpoint
 from openadapt_flow.store.faults import crash_point
 from openadapt_flow.store.journal import Journal
 from openadapt_flow.store.keys import load_decision_key, load_key
-from openadapt_flow.store.lease import Lease, LeaseLost
-from openadapt_flow.store.rundir import CHILDREN, MANIFEST, RunDir, check_new_run_dir, new_run_dir
-
-BackendFactory = Callable[[BackendSpec], Backend]
-
-
-@dataclass
-class WorkflowRequest:
-    entry: str  # module:function (or module:Agent.method)
-    args: Mapping[str, Any]
-    backend: BackendSpec | None  # what ctx.replay drives
-    config: DeployConfig
-    run_dir: Path | None = None
-    args_from_text: bool = False  # `--arg k=v`: coerce to the function's annotations
-    parent_run: str | None = None
-    probe_backend: bool = True  # connect once before the run dir exists: an unreachable desktop is bad input
-
-
-def run_bundle(manifest: dict[str, Any], records: list[dict[str, Any]]) -> LoadedBundle:
-    return journal_bundle(manifest["entry"], manifest["bundle"]["digest"], call_steps(records))
+from openadapt_flow.store.lease import Lease
+from openadapt_flow.store.rundir import CHILDREN, RunDir, check_new_run_dir, new_run_dir
 
 
 def _source_digest(fn: Callable[..., Any], entry: str) -> str:
@@ -82,9 +61,10 @@ def _source_digest(fn: Callable[..., Any], entry: str) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
-def start_workflow(req: WorkflowRequest, progress: Progress | None = None, reporter: Reporter | None = None,
+def start_workflow(req: WorkflowRequest, runs: Runs, progress: Progress | None = None, reporter: Reporter | None = None,
                    backend_factory: BackendFactory = open_backend, stop: threading.Event | None = None) -> RunOutcome:
-    """Start a workflow run. Bad input (unknown entry, bad args, unreachable backend) raises before any run dir exists."""
+    """Start a workflow run. Bad input (unknown entry, bad args, unreachable backend) raises before any run dir exists.
+    `runs` starts and continues its child runs."""
     fn = resolve_entry(req.entry)
     args = bind_args(fn, req.args, from_text=req.args_from_text)
     if req.run_dir is not None:
@@ -107,7 +87,7 @@ def start_workflow(req: WorkflowRequest, progress: Progress | None = None, repor
         except StorageFault as f:
             f.message = f"the run could not start ({f.detail}); nothing ran — start it again once the fault is gone"
             raise
-        rc = _context(run, run_id, journal_bundle(req.entry, digest, []), args, req.config, journal, lease, [started], progress, reporter, stop)
+        rc = _context(run, run_id, digest, args, req.config, journal, lease, [started], progress, reporter, stop, runs)
         runner = Runner(req.backend, None, backend_factory)
         with stop_on_signals(rc.stop):
             return drive(WorkflowContext(rc, req.entry, {}, runner, is_async=_is_async(fn)), fn, args)
@@ -129,52 +109,48 @@ def _is_async(fn: Callable[..., Any]) -> bool:
     return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__func__", None))
 
 
-def _context(run: RunDir, run_id: str, loaded: LoadedBundle, args: Mapping[str, Any], config: DeployConfig, journal: Journal,
+def _context(run: RunDir, run_id: str, digest: str, args: Mapping[str, Any], config: DeployConfig, journal: Journal,
              lease: Lease, records: list[dict[str, Any]], progress: Progress | None, reporter: Reporter | None,
-             stop: threading.Event | None) -> RunContext:
-    rc = make_context(run, run_id, loaded, BoundParams(dict(args)), NoDesktop(), config, journal, False, True, progress, reporter)
+             stop: threading.Event | None, runs: Runs) -> RunContext:
+    """A workflow run's context: no bundle and no desktop; its steps are its calls, those the journal has to begin with."""
+    rc = make_context(run, run_id, None, BoundParams(dict(args)), NoDesktop(), config, journal, False, True, progress, reporter,
+                      runs=runs, digest=digest)
+    rc.steps.update((s.id, s) for s in call_steps(records))
     rc.lease = lease
     rc.watch(records)
-    rc.verified = [r for r in records if r["type"] in ("step_verified", "step_skipped")]
     if stop is not None:
         rc.stop = stop
     return rc
 
 
 def drive(wctx: WorkflowContext, fn: Callable[..., Any], args: Mapping[str, Any]) -> RunOutcome:
-    """Run the workflow function to its return, a pause, a halt, a block or a stop; write the stop like the engine."""
+    """Run the workflow function to its return, a pause, a halt, a block or a stop (engine.run_body, as a bundle's
+    steps run); write the stop. A run whose code diverged from its journal is paused and refused."""
     rc = wctx.rc
-    state, message, category, reason, at = "COMPLETED", "", None, None, None
+    try:
+        stop = run_body(rc, partial(_body, wctx, fn, args))
+    except DivergedError as d:
+        finish(rc, "PAUSED", str(d), "divergence", "awaiting_approval", d.step)
+        raise RefusedError(str(d)) from None
+    return finish(rc, *stop)
+
+
+def _body(wctx: WorkflowContext, fn: Callable[..., Any], args: Mapping[str, Any]) -> None:
+    """A workflow run's body: its own code. What that code raises (other than a divergence) is a halt."""
     token = ACTIVE.set(wctx)
     try:
         try:
             value = invoke(fn, (wctx,), dict(args))
             wctx.unreached()
-            rc.journal.append("workflow_returned", None, {"result": jsonable(value, "the workflow")}, sync=True)
+            wctx.rc.journal.append("workflow_returned", None, {"result": jsonable(value, "the workflow")}, sync=True)
         except WorkflowStop as s:
             raise s.cause from None
-    except LeaseLost:
-        rc.frames.close()
-        rc.journal.close()
+    except DivergedError:
         raise
-    except DivergedError as d:
-        finish(rc, "PAUSED", str(d), "divergence", "awaiting_approval", d.step)
-        raise RefusedError(str(d)) from None
-    except Blocked as b:
-        state, message, category, at = "BLOCKED", b.message, "policy", b.step
-        write_incident(rc, b)
-    except StopRequested:
-        state, message = "INTERRUPTED", "stopped by signal at a call boundary; no call was in flight"
-        rc.journal.append("interrupted", None, {"message": message, "input_pending": False})
-    except Pause as p:
-        state, reason, message, category, at = "PAUSED", p.reason, p.message, p.category, p.step
-    except Exception as e:  # a halt, or the workflow's own code raised: a durable halt pauses for an operator
-        h = e if isinstance(e, Halt) else Halt("workflow", f"the workflow raised {type(e).__name__}: {e}{_where(e)}")
-        rc.journal.append("halted", h.step, {"category": h.category, "message": h.message, "input_sent": h.dispatched})
-        state, reason, message, category, at = "PAUSED", "awaiting_approval", h.message, h.category, h.step
+    except Exception as e:  # the workflow's own code raised (RunSignals are BaseExceptions: not caught here)
+        raise Halt("workflow", f"the workflow raised {type(e).__name__}: {e}{_where(e)}") from None
     finally:
         ACTIVE.reset(token)
-    return finish(rc, state, message, category, reason, at)
 
 
 def _where(e: BaseException) -> str:
@@ -182,49 +158,33 @@ def _where(e: BaseException) -> str:
     return f" (at {Path(frames[-1].filename).name}:{frames[-1].lineno})" if frames else ""
 
 
-def resume_workflow(run: RunDir, manifest: dict[str, Any], *, backend: BackendSpec | None = None, require_approval: bool = False,
-                    params: Mapping[str, Any] | None = None, progress: Progress | None = None, reporter: Reporter | None = None,
-                    backend_factory: BackendFactory = open_backend, stop: threading.Event | None = None) -> RunOutcome:
-    """Continue a workflow run: apply the pending decision, then run the code again from the top on its journal."""
-    if params:
-        raise RefusedError(f"{run.path}: a workflow run keeps the args it started with; --param is not accepted")
-    config = DeployConfig.model_validate(manifest["config"])
-    lease = Lease(run.path, config.runtime.lease_ttl_s).acquire()
-    journal: Journal | None = None
+def continue_workflow(run: RunDir, manifest: dict[str, Any], config: DeployConfig, lease: Lease, journal: Journal,
+                      records: list[dict[str, Any]], state: str, dkey: bytes, runs: Runs, *, backend: BackendSpec | None,
+                      require_approval: bool, progress: Progress | None, reporter: Reporter | None, backend_factory: BackendFactory,
+                      stop: threading.Event | None) -> RunOutcome:
+    """A workflow run's part of `flow resume` (runtime/resume.py opened it): apply the pending decision, then run the
+    code again from the top on its journal."""
     try:
-        journal, records = Journal.open_existing(run.journal_path, load_key(create=False))
-        dkey = load_decision_key(create=False)
-        check_manifest(run, records)  # entry, args, backend and config are pinned by the journal's first record
-        state = catch_up_state(run, records, journal, check_views(run, records, journal.key))
-        if state["state"] in LIVE_STATES:
-            finalize_interrupted(run, journal, records, run_bundle(manifest, records).model, "owner process died; found by resume")
-            state = run.state()
-        if state["state"] in ("COMPLETED", "FAILED", "BLOCKED"):
-            return RunOutcome(state["state"], EXIT_CODES[state["state"]], run.path, "run is already terminal; nothing to do")
-        try:
-            fn = resolve_entry(manifest["entry"])
-        except UsageError as e:
-            raise RefusedError(f"{run.path}: cannot load the run's workflow: {e}") from None
-        reconcile_checkpoint(run.path, records)
-        pending, approval, waiting = decision_for(run, journal, records, state["state"], dkey, require_approval)
-        if waiting is not None:
-            return RunOutcome("PAUSED", EXIT_CODES["PAUSED"], run.path, waiting, pending["category"] if pending else None)
-        rc = _context(run, manifest["run_id"], run_bundle(manifest, records), manifest["args"], config, journal, lease, records, progress, reporter, stop)
-        journal.append("run_resumed", None, {"lease_generation": lease.generation, "pause_id": pending["pause_id"] if pending else None,
-                                             "decision": approval["decision"] if approval else None,
-                                             "operator": approval["operator"] if approval else None})
-        run.write_state("RESUMING", journal=journal, last_checkpoint_seq=(checkpoint_from_records(rc.verified) or {}).get("seq"))
-        records = records + journaled_deliveries(rc, records)
-        records = records + apply_decision(rc, records, pending, approval)
-        run.write_state("RUNNING", journal=journal, last_checkpoint_seq=(checkpoint_from_records(rc.verified) or {}).get("seq"))
-        runner = Runner(backend or _manifest_backend(manifest), backend, backend_factory)
-        wctx = WorkflowContext(rc, manifest["entry"], history(records), runner, is_async=_is_async(fn))
-        with stop_on_signals(rc.stop):
-            return drive(wctx, fn, manifest["args"])
-    finally:
-        if journal is not None:
-            journal.close()
-        lease.release()
+        fn = resolve_entry(manifest["entry"])
+    except UsageError as e:
+        raise RefusedError(f"{run.path}: cannot load the run's workflow: {e}") from None
+    reconcile_checkpoint(run.path, records)
+    pending, approval, waiting = decision_for(run, journal, records, state, dkey, require_approval)
+    if waiting is not None:
+        return RunOutcome("PAUSED", EXIT_CODES["PAUSED"], run.path, waiting, pending["category"] if pending else None)
+    rc = _context(run, manifest["run_id"], manifest["bundle"]["digest"], manifest["args"], config, journal, lease, records, progress,
+                  reporter, stop, runs)
+    journal.append("run_resumed", None, {"lease_generation": lease.generation, "pause_id": pending["pause_id"] if pending else None,
+                                         "decision": approval["decision"] if approval else None,
+                                         "operator": approval["operator"] if approval else None})
+    run.write_state("RESUMING", journal=journal, last_checkpoint_seq=(rc.fold.checkpoint() or {}).get("seq"))
+    records = records + journaled_deliveries(rc, records)
+    records = records + apply_decision(rc, records, pending, approval)
+    run.write_state("RUNNING", journal=journal, last_checkpoint_seq=(rc.fold.checkpoint() or {}).get("seq"))
+    runner = Runner(backend or _manifest_backend(manifest), backend, backend_factory)
+    wctx = WorkflowContext(rc, manifest["entry"], history(records), runner, is_async=_is_async(fn))
+    with stop_on_signals(rc.stop):
+        return drive(wctx, fn, manifest["args"])
 
 
 def _manifest_backend(manifest: dict[str, Any]) -> BackendSpec | None:
@@ -241,22 +201,19 @@ class Runner:
 
     def replay(self, ctx: WorkflowContext, step: Step, bundle: str, params: dict[str, Any]) -> Any:
         child = ctx.rc.run.path / CHILDREN / step.id
-        if (child / MANIFEST).is_file():
-            out = self._continue(ctx, step, child, lambda: bundle_resume.resume(
-                child, backend=self.override, progress=ctx.rc.progress, reporter=ctx.rc.reporter, backend_factory=self.factory, stop=ctx.rc.stop))
+        if RunDir(child).manifest_path.is_file():
+            out = self._continue(ctx, step, child, lambda: self._resume(ctx, child))
         else:
             req = ReplayRequest(bundle=_bundle_path(ctx.entry, bundle), params=params, backend=self.spec, config=ctx.rc.config,
                                 run_dir=child, durable=True)
-            out = self._start(ctx, step, child, bundle, lambda: replay(req, ctx.rc.progress, ctx.rc.reporter, self.factory))
+            out = self._start(ctx, step, child, bundle, lambda: _runs(ctx).replay(req, ctx.rc.progress, ctx.rc.reporter, self.factory))
         manifest = RunDir(child).manifest()
         return {"run_id": manifest["run_id"], "run_dir": str(child.relative_to(ctx.rc.run.path)), "state": out.state}
 
     def child(self, ctx: WorkflowContext, step: Step, wf: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         child = ctx.rc.run.path / CHILDREN / step.id
-        if (child / MANIFEST).is_file():
-            self._continue(ctx, step, child, lambda: resume_workflow(
-                RunDir(child), RunDir(child).manifest(), backend=self.override, progress=ctx.rc.progress, reporter=ctx.rc.reporter,
-                backend_factory=self.factory, stop=ctx.rc.stop))
+        if RunDir(child).manifest_path.is_file():
+            self._continue(ctx, step, child, lambda: self._resume(ctx, child))
         else:
             try:
                 named = inspect.signature(wf).bind(None, *args, **kwargs).arguments
@@ -264,8 +221,14 @@ class Runner:
                 raise Halt("input", f"ctx.child({entry_of(wf)}): {e}", step=step.id) from None
             given = {k: v for k, v in list(named.items())[1:]}
             req = WorkflowRequest(entry_of(wf), given, self.spec, ctx.rc.config, run_dir=child, parent_run=ctx.run_id, probe_backend=False)
-            self._start(ctx, step, child, req.entry, lambda: start_workflow(req, ctx.rc.progress, ctx.rc.reporter, self.factory, ctx.rc.stop))
+            self._start(ctx, step, child, req.entry,
+                        lambda: _runs(ctx).start_workflow(req, ctx.rc.progress, ctx.rc.reporter, self.factory, ctx.rc.stop))
         return workflow_result(child)
+
+    def _resume(self, ctx: WorkflowContext, child: Path) -> RunOutcome:
+        """The one resume, for a bundle child as for a workflow child."""
+        return _runs(ctx).resume(child, backend=self.override, progress=ctx.rc.progress, reporter=ctx.rc.reporter,
+                                 backend_factory=self.factory, stop=ctx.rc.stop)
 
     def _start(self, ctx: WorkflowContext, step: Step, child: Path, what: str, start: Callable[[], RunOutcome]) -> RunOutcome:
         shutil.rmtree(child, ignore_errors=True)  # a start that died before its manifest: nothing ran there
@@ -296,6 +259,11 @@ class Runner:
         if out.state == "BLOCKED":
             raise Blocked("child_blocked", "BLOCKED", None, step.id, f"child run {child} ended BLOCKED: {out.message}")
         raise Halt("child", f"child run {child} ended {out.state}: {out.message}", step=step.id)
+
+
+def _runs(ctx: WorkflowContext) -> Runs:
+    assert ctx.rc.runs is not None
+    return ctx.rc.runs
 
 
 def _bundle_path(entry: str, bundle: str) -> Path:

@@ -9,7 +9,7 @@ from typing import Any
 
 from openadapt_flow.runtime.lifecycle import effective_state
 from openadapt_flow.runtime.states import EXIT_CODES, TERMINAL
-from openadapt_flow.store.journal import JOURNAL_FILE, read_records
+from openadapt_flow.store.journal import read_records
 from openadapt_flow.store.rundir import RunDir
 
 STOPPED = TERMINAL | {"PAUSED"}
@@ -17,7 +17,7 @@ STOPPED = TERMINAL | {"PAUSED"}
 
 def workflow_result(run_path: Path) -> Any:
     """What a completed workflow run returned (from its journal), or None."""
-    rec = next((r for r in reversed(read_records(run_path / JOURNAL_FILE)) if r.get("type") == "workflow_returned"), None)
+    rec = next((r for r in reversed(read_records(RunDir(run_path).journal_path)) if r.get("type") == "workflow_returned"), None)
     return rec["data"].get("result") if rec else None
 
 

@@ -12,15 +12,16 @@ import os
 from pathlib import Path
 from typing import Any
 
+from openadapt_flow.errors import RunSignal
 from openadapt_flow.store.faults import io_fault
 
 STORAGE_ERRNOS = frozenset({errno.ENOSPC, errno.EIO, errno.EDQUOT, errno.EFBIG, errno.EROFS})
 
 
-class StorageFault(BaseException):
+class StorageFault(RunSignal):
     """The run's own files cannot be written (disk full, I/O error): stop at a safe boundary as INTERRUPTED (exit 5).
 
-    A BaseException, like LeaseLost, so that no handler meant for a step's ordinary errors turns it into a halt.
+    A RunSignal (a BaseException), like LeaseLost, so that no handler meant for a step's ordinary errors turns it into a halt.
     """
 
     exit_code = 5

@@ -11,7 +11,7 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from openadapt_flow.errors import RefusedError
+from openadapt_flow.errors import RefusedError, RunSignal
 from openadapt_flow.store.atomic import StorageFault, write_json_atomic
 from openadapt_flow.store.journal import now_iso
 
@@ -66,10 +66,10 @@ class LeaseInfo:
         return True  # another host with a fresh heartbeat: assume alive
 
 
-class LeaseLost(BaseException):
+class LeaseLost(RunSignal):
     """Another process took the run over: this one must stop at once, writing nothing more.
 
-    A BaseException so no handler meant for ordinary errors swallows it.
+    A RunSignal (a BaseException) so no handler meant for ordinary errors swallows it.
     """
 
     exit_code = 6

@@ -13,7 +13,8 @@ import pytest
 import yaml
 
 from openadapt_flow.runtime.config import DeployConfig
-from openadapt_flow.runtime.engine import ReplayRequest, RunOutcome, replay
+from openadapt_flow.runtime.launch import ReplayRequest, RunOutcome
+from openadapt_flow.runtime.runs import replay
 
 TOOLS = '''
 import os

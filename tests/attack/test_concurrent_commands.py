@@ -15,7 +15,7 @@ import pytest
 
 from openadapt_flow.errors import FlowError
 from openadapt_flow.runtime.decisions import approve
-from openadapt_flow.runtime.resume import resume
+from openadapt_flow.runtime.runs import resume
 from tests.attack.attack_support import STEPS, records, ws  # noqa: F401
 
 pytestmark = pytest.mark.timeout(180)

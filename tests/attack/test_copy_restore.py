@@ -13,7 +13,7 @@ import yaml
 
 from openadapt_flow.errors import RefusedError
 from openadapt_flow.runtime.decisions import approve
-from openadapt_flow.runtime.resume import resume
+from openadapt_flow.runtime.runs import resume
 from tests.attack.attack_support import ws  # noqa: F401
 from tests.e2e.demo_harness import BUNDLE_DIR
 from tests.support.cli import flow_env, run_flow

@@ -11,9 +11,10 @@ import yaml
 
 from openadapt_flow.runtime import engine, lifecycle
 from openadapt_flow.runtime.config import DeployConfig
-from openadapt_flow.runtime.engine import ReplayRequest, replay
+from openadapt_flow.runtime.launch import ReplayRequest
+from openadapt_flow.runtime.runs import replay
 from openadapt_flow.runtime.reconciler import reconcile_root
-from openadapt_flow.runtime.resume import resume
+from openadapt_flow.runtime.runs import resume
 from openadapt_flow.store import journal as journal_mod
 
 pytestmark = pytest.mark.timeout(60)

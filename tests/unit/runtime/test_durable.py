@@ -16,8 +16,9 @@ from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.errors import RefusedError, UsageError
 from openadapt_flow.runtime.config import DeployConfig
 from openadapt_flow.runtime.decisions import approve
-from openadapt_flow.runtime.engine import ReplayRequest, replay
-from openadapt_flow.runtime.resume import resume
+from openadapt_flow.runtime.launch import ReplayRequest
+from openadapt_flow.runtime.runs import replay
+from openadapt_flow.runtime.runs import resume
 from tests.unit.runtime.test_engine import POST, done, home, make_bundle
 
 pytestmark = pytest.mark.timeout(120)

@@ -11,8 +11,9 @@ import yaml
 from openadapt_flow.errors import RefusedError, UsageError
 from openadapt_flow.runtime.config import DeployConfig
 from openadapt_flow.runtime.decisions import deliver
-from openadapt_flow.runtime.engine import ReplayRequest, replay
-from openadapt_flow.runtime.resume import resume
+from openadapt_flow.runtime.launch import ReplayRequest
+from openadapt_flow.runtime.runs import replay
+from openadapt_flow.runtime.runs import resume
 from openadapt_flow.demo.xvnc import wait_until
 
 pytestmark = pytest.mark.timeout(60)

@@ -11,7 +11,8 @@ from openadapt_flow.backends.fake import FakeBackend
 from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.errors import ConnectionFailed
 from openadapt_flow.runtime.config import DeployConfig
-from openadapt_flow.runtime.engine import ReplayRequest, replay
+from openadapt_flow.runtime.launch import ReplayRequest
+from openadapt_flow.runtime.runs import replay
 from openadapt_flow.store.journal import load_journal
 from openadapt_flow.store.keys import load_key
 from tests.support.screens import Canvas, crop, save_png

@@ -19,22 +19,22 @@ def rec(seq, typ, step, **data):
 
 
 def test_nothing_dispatched_is_halted_before_effect():
-    out, ev = classify(B, [rec(1, "step_started", "save")])
+    out, ev = classify(B.steps, [rec(1, "step_started", "save")])
     assert out == HALTED_BEFORE_EFFECT and ev == []
 
 
 def test_dispatched_without_verification_needs_reconciliation():
-    out, ev = classify(B, [rec(1, "action_dispatched", "save")])
+    out, ev = classify(B.steps, [rec(1, "action_dispatched", "save")])
     assert out == RECONCILIATION_REQUIRED and ev[0]["effect_verdict"] == "NOT_VERIFIED"
 
 
 def test_positively_absent_effect_is_halted_before_effect():
-    out, ev = classify(B, [rec(1, "action_dispatched", "save"), rec(2, "effect_verified", "save", verdict="ABSENT")])
+    out, ev = classify(B.steps, [rec(1, "action_dispatched", "save"), rec(2, "effect_verified", "save", verdict="ABSENT")])
     assert out == HALTED_BEFORE_EFFECT and ev[0]["positively_absent"]
 
 
 def test_unavailable_verifier_needs_reconciliation_and_verified_steps_do_not_count():
-    out, _ = classify(B, [rec(1, "action_dispatched", "save"), rec(2, "effect_verified", "save", verdict="UNAVAILABLE")])
+    out, _ = classify(B.steps, [rec(1, "action_dispatched", "save"), rec(2, "effect_verified", "save", verdict="UNAVAILABLE")])
     assert out == RECONCILIATION_REQUIRED
-    out, ev = classify(B, [rec(1, "action_dispatched", "save"), rec(2, "step_verified", "save"), rec(3, "action_dispatched", "fill")])
+    out, ev = classify(B.steps, [rec(1, "action_dispatched", "save"), rec(2, "step_verified", "save"), rec(3, "action_dispatched", "fill")])
     assert out == HALTED_BEFORE_EFFECT and ev == []

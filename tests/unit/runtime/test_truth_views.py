@@ -10,7 +10,7 @@ import pytest
 from openadapt_flow.errors import RefusedError
 from openadapt_flow.runtime import truth
 from openadapt_flow.runtime.decisions import approve
-from openadapt_flow.runtime.resume import resume
+from openadapt_flow.runtime.runs import resume
 from openadapt_flow.store import ledger
 from openadapt_flow.store.escalation import journal_pause
 from openadapt_flow.store.journal import Journal

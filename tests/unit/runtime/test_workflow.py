@@ -12,9 +12,10 @@ from openadapt_flow.demo.xvnc import wait_until
 from openadapt_flow.errors import RefusedError
 from openadapt_flow.runtime.decisions import approve, deliver
 from openadapt_flow.runtime.reconciler import reconcile_root
-from openadapt_flow.runtime.resume import resume
+from openadapt_flow.runtime.runs import resume
 from openadapt_flow.runtime.worker import Worker
-from openadapt_flow.runtime.workflow_run import WorkflowRequest, start_workflow
+from openadapt_flow.runtime.launch import WorkflowRequest
+from openadapt_flow.runtime.runs import start_workflow
 from openadapt_flow.store.rundir import RunDir
 from tests.unit.runtime.workflow_support import SOURCE, config, journal, log, state, write_module
 

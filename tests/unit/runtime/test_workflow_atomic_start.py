@@ -9,7 +9,8 @@ import pytest
 from openadapt_flow.runtime import lifecycle
 from openadapt_flow.runtime import workflow_run
 from openadapt_flow.runtime.reconciler import reconcile_root
-from openadapt_flow.runtime.workflow_run import WorkflowRequest, start_workflow
+from openadapt_flow.runtime.launch import WorkflowRequest
+from openadapt_flow.runtime.runs import start_workflow
 from openadapt_flow.store import journal as journal_mod
 from openadapt_flow.store.atomic import StorageFault
 from tests.unit.runtime.workflow_support import config, log, state, write_module

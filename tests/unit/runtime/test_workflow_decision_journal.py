@@ -9,8 +9,9 @@ import pytest
 import openadapt_flow
 from openadapt_flow.runtime.decisions import deliver
 from openadapt_flow.runtime.reconciler import reconcile_root
-from openadapt_flow.runtime.resume import resume
-from openadapt_flow.runtime.workflow_run import WorkflowRequest, start_workflow
+from openadapt_flow.runtime.runs import resume
+from openadapt_flow.runtime.launch import WorkflowRequest
+from openadapt_flow.runtime.runs import start_workflow
 from openadapt_flow.store import escalation as escalation_mod
 from openadapt_flow.store import journal as journal_mod
 from openadapt_flow.store.rundir import RunDir

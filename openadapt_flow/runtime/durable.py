@@ -1,0 +1,34 @@
+"""The one durable step (SPEC §5, §14): record a verified step; perform a durable call.
+
+Every kind of step goes through here — a bundle's GUI steps, its tool/question/timer/child steps, a Python
+workflow's calls, an operator's answer delivered to a waiting call, a step an operator skipped or reconciled.
+As DBOS's step wrapper: look up the journal for the call's saved result, else run it, then record it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from openadapt_flow.runtime.context import RunContext
+from openadapt_flow.store.checkpoint import write_checkpoint
+
+
+def record_verified(ctx: RunContext, step_id: str, data: dict[str, Any], *, kind: str = "step_verified") -> dict[str, Any]:
+    """Journal `step_verified` (fsync'd; the fold notes it), then replace checkpoint.json (durable runs): the order of
+    SPEC §5. The journal record is the truth; a crash before the checkpoint is caught up from it on resume."""
+    rec = ctx.journal.append(kind, step_id, data)
+    if ctx.durable:
+        cp = ctx.fold.checkpoint()
+        assert cp is not None
+        write_checkpoint(ctx.run.path, cp)
+    return rec
+
+
+def durable_call(ctx: RunContext, step_id: str, body: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """The verified record of this step: the journal's, if it has one (never run twice), else `body()`'s data
+    recorded now. `body` raises a RunSignal (Halt, Pause, …) when the step cannot complete."""
+    saved = ctx.fold.saved(step_id)
+    if saved is not None:
+        return saved
+    return record_verified(ctx, step_id, body())

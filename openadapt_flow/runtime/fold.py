@@ -1,0 +1,73 @@
+"""Run progress as a fold over the journal: the one derivation of what a run has done so far.
+
+The same `RunProgress.note` reads every record: once over the journal at a run's start or resume
+(`seed`), then for each record as it is appended (a journal observer). So the run context keeps no
+second copy that could drift from the journal, and a resume sees exactly what the first process saw.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from openadapt_flow.runtime.policy import Budget
+from openadapt_flow.store.checkpoint import checkpoint_from_records
+
+VERIFIED = ("step_verified", "step_skipped")
+
+
+class RunProgress:
+    """Verified steps and their results, questions asked, timers set, child runs started, and the policy budget."""
+
+    def __init__(self, run_path: Path | None = None) -> None:
+        self.run_path = run_path
+        self.verified: list[dict[str, Any]] = []  # step_verified/step_skipped records, in journal order
+        self.results: dict[str, Any] = {}  # step id -> its recorded result ({steps.ID.…} interpolation reads it)
+        self.asked: set[str] = set()  # ask_user steps whose question was journaled
+        self.timers: dict[str, float] = {}  # sleep/wait_until step id -> due epoch
+        self.children: dict[str, Path] = {}  # step id -> the child run it started
+        self.budget = Budget([])
+
+    def seed(self, records: list[dict[str, Any]]) -> None:
+        """Fold the journal so far (in place: the interpolator holds `results`)."""
+        self.verified.clear()
+        self.results.clear()
+        self.asked.clear()
+        self.timers.clear()
+        self.children.clear()
+        for r in records:
+            self._fold(r)
+        self.budget = Budget(records)
+
+    def note(self, rec: dict[str, Any]) -> None:
+        """One record just appended (a journal observer)."""
+        self._fold(rec)
+        self.budget.note(rec)
+
+    def _fold(self, r: dict[str, Any]) -> None:
+        typ, step, d = r["type"], str(r.get("step")), r.get("data") or {}
+        if typ in VERIFIED:
+            self.verified.append(r)
+            if d.get("result") is not None:
+                self.results[step] = d["result"]
+        elif typ == "asked":
+            self.asked.add(step)
+        elif typ == "timer_set":
+            self.timers[step] = d["due_epoch"]
+        elif typ == "child_started" and self.run_path is not None:
+            # a bundle's `flow` step names it beside the run; a workflow's call, under the run's children/
+            self.children[step] = (self.run_path.parent / d["child_run"]) if "child_run" in d else (self.run_path / d["run_dir"])
+
+    def saved(self, step_id: str) -> dict[str, Any] | None:
+        """The record that made this step verified (or skipped), if the journal has one: its result is final."""
+        return next((r for r in reversed(self.verified) if r["step"] == step_id), None)
+
+    def checkpoint(self) -> dict[str, Any] | None:
+        """The checkpoint the journal implies (store/checkpoint.py builds it from the verified records)."""
+        return checkpoint_from_records(self.verified)
+
+    @property
+    def next_index(self) -> int:
+        """The bundle step to run next: the one after the last verified (or skipped) one."""
+        cp = self.checkpoint()
+        return cp["next_index"] if cp else 0

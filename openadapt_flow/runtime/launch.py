@@ -1,0 +1,66 @@
+"""What starts a run and what it ends with: the requests, the outcome, and `Runs`, the way back to the top.
+
+A step may start or continue another run (a bundle's `flow` step, a workflow's `ctx.replay`/`ctx.child`). It does
+so through the `Runs` its context carries, built once by runtime/runs.py (the composition root), so that no module
+below it imports the modules that start runs: the runtime has no import cycle.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from openadapt_flow.backends.base import Backend
+from openadapt_flow.backends.spec import BackendSpec
+from openadapt_flow.runtime.config import DeployConfig
+from openadapt_flow.store.rundir import RunDir
+
+Reporter = Callable[[RunDir], Any]
+BackendFactory = Callable[[BackendSpec], Backend]
+
+
+@dataclass
+class RunOutcome:
+    state: str
+    exit_code: int
+    run_dir: Path
+    message: str = ""
+    category: str | None = None
+
+
+@dataclass
+class ReplayRequest:
+    bundle: Path
+    params: Mapping[str, Any]
+    backend: BackendSpec | None
+    config: DeployConfig
+    run_dir: Path | None = None
+    durable: bool = False
+    allow_model: bool = False
+    param_flags: frozenset[str] = frozenset()
+    parent_run: Path | None = None  # set for a child run started by a `flow` step
+    # the parent's secret masks (step id -> frame box): what it typed may still be on the screen the child sees
+    masks: Mapping[str, tuple[int, int, int, int]] = field(default_factory=dict)
+
+
+@dataclass
+class WorkflowRequest:
+    entry: str  # module:function (or module:Agent.method)
+    args: Mapping[str, Any]
+    backend: BackendSpec | None  # what ctx.replay drives
+    config: DeployConfig
+    run_dir: Path | None = None
+    args_from_text: bool = False  # `--arg k=v`: coerce to the function's annotations
+    parent_run: str | None = None
+    probe_backend: bool = True  # connect once before the run dir exists: an unreachable desktop is bad input
+
+
+@dataclass(frozen=True)
+class Runs:
+    """Start a bundle run, start a workflow run, resume any run (runtime/runs.py's functions)."""
+
+    replay: Callable[..., RunOutcome]
+    start_workflow: Callable[..., RunOutcome]
+    resume: Callable[..., RunOutcome]

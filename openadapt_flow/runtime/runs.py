@@ -1,0 +1,47 @@
+"""Start and resume runs: the runtime's entry points and its composition root.
+
+`replay` starts a bundle run, `start_workflow` a Python workflow's run, `resume` continues either kind. Each hands
+the modules below the same `RUNS`, through which a step starts or continues a child run, so those modules never
+import this one (or each other in a circle).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from openadapt_flow.backends.factory import open_backend
+from openadapt_flow.backends.spec import BackendSpec
+from openadapt_flow.runtime import engine, resume as resuming, workflow_run
+from openadapt_flow.runtime.backend_select import BackendFlags
+from openadapt_flow.runtime.config import BackendConfig
+from openadapt_flow.runtime.context import Progress
+from openadapt_flow.runtime.launch import BackendFactory, ReplayRequest, Reporter, RunOutcome, Runs, WorkflowRequest
+
+
+def replay(req: ReplayRequest, progress: Progress | None = None, reporter: Reporter | None = None,
+           backend_factory: BackendFactory = open_backend) -> RunOutcome:
+    """Run a bundle once. Bad input raises (exit 2, no run dir); everything after is a RunOutcome."""
+    return engine.start_bundle(req, RUNS, progress, reporter, backend_factory)
+
+
+def start_workflow(req: WorkflowRequest, progress: Progress | None = None, reporter: Reporter | None = None,
+                   backend_factory: BackendFactory = open_backend, stop: threading.Event | None = None) -> RunOutcome:
+    """Start a Python workflow's run. Bad input raises before any run dir exists."""
+    return workflow_run.start_workflow(req, RUNS, progress, reporter, backend_factory, stop)
+
+
+def resume(run_path: Path, *, backend: BackendSpec | None = None, require_approval: bool = False,
+           params: Mapping[str, Any] | None = None, progress: Progress | None = None, reporter: Reporter | None = None,
+           backend_factory: BackendFactory = open_backend, stop: threading.Event | None = None,
+           backend_flags: BackendFlags | None = None, backend_config: BackendConfig | None = None,
+           upgrade_bundle: Path | None = None) -> RunOutcome:
+    """Continue a paused or interrupted durable run of any kind (runtime/resume.py)."""
+    return resuming.resume(run_path, RUNS, backend=backend, require_approval=require_approval, params=params, progress=progress,
+                           reporter=reporter, backend_factory=backend_factory, stop=stop, backend_flags=backend_flags,
+                           backend_config=backend_config, upgrade_bundle=upgrade_bundle)
+
+
+RUNS = Runs(replay=replay, start_workflow=start_workflow, resume=resume)

@@ -1,0 +1,96 @@
+"""The one durable step (runtime/durable.py) and run progress as a fold over the journal (runtime/fold.py)."""
+
+import json
+from types import SimpleNamespace
+
+import pytest
+
+from openadapt_flow.errors import FlowError, RunSignal
+from openadapt_flow.runtime.durable import durable_call, record_verified
+from openadapt_flow.runtime.fold import RunProgress
+from openadapt_flow.runtime.halt import Halt, Pause, StopRequested
+from openadapt_flow.runtime.policy import Blocked
+from openadapt_flow.runtime.workflow_ctx import WorkflowStop
+from openadapt_flow.store.atomic import StorageFault
+from openadapt_flow.store.checkpoint import CHECKPOINT, checkpoint_from_records
+from openadapt_flow.store.journal import Journal, load_journal
+from openadapt_flow.store.lease import LeaseLost
+
+pytestmark = pytest.mark.timeout(30)
+KEY = b"k" * 32
+
+
+def ctx_for(tmp_path, durable=True):
+    """What durable_call reads of a run context: its journal (folded as it is appended), run dir and durability."""
+    journal = Journal(tmp_path / "journal.jsonl", KEY)
+    fold = RunProgress(tmp_path)
+    journal.observers.append(fold.note)
+    return SimpleNamespace(journal=journal, fold=fold, durable=durable, run=SimpleNamespace(path=tmp_path))
+
+
+def test_a_call_runs_once_then_returns_its_journaled_result(tmp_path):
+    ctx = ctx_for(tmp_path)
+    ran = []
+
+    def body():
+        ran.append(1)
+        return {"index": 0, "verified_by": "runtime", "result": {"n": 7}, "screen_facts": []}
+
+    first = durable_call(ctx, "fetch", body)
+    again = durable_call(ctx, "fetch", body)
+    assert ran == [1] and again == first and first["data"]["result"] == {"n": 7}
+    assert [r["type"] for r in load_journal(tmp_path / "journal.jsonl", KEY).records] == ["step_verified"]
+
+
+def test_record_verified_journals_then_writes_the_checkpoint_the_journal_implies(tmp_path):
+    ctx = ctx_for(tmp_path)
+    record_verified(ctx, "a", {"index": 0, "verified_by": "runtime", "result": {"x": 1}, "screen_facts": []})
+    record_verified(ctx, "b", {"index": 1, "verified_by": "operator"}, kind="step_skipped")
+    records = load_journal(tmp_path / "journal.jsonl", KEY).records
+    on_disk = json.loads((tmp_path / CHECKPOINT).read_text())
+    assert on_disk == checkpoint_from_records(records)
+    assert on_disk["step"] == "b" and on_disk["next_index"] == 2 and on_disk["results"] == {"a": {"x": 1}}
+
+
+def test_a_run_that_is_not_durable_writes_no_checkpoint(tmp_path):
+    ctx = ctx_for(tmp_path, durable=False)
+    record_verified(ctx, "a", {"index": 0, "verified_by": "runtime", "screen_facts": []})
+    assert not (tmp_path / CHECKPOINT).exists() and ctx.fold.next_index == 1
+
+
+def test_a_body_that_signals_records_nothing(tmp_path):
+    ctx = ctx_for(tmp_path)
+
+    def body():
+        raise Pause("awaiting_user", "ask", "which?")
+
+    with pytest.raises(Pause):
+        durable_call(ctx, "ask", body)
+    assert ctx.fold.saved("ask") is None and not (tmp_path / CHECKPOINT).exists()
+
+
+def test_the_fold_seeded_from_a_journal_equals_the_fold_kept_while_it_was_written(tmp_path):
+    ctx = ctx_for(tmp_path)
+    j = ctx.journal
+    j.append("step_started", "q", {"index": 0})
+    j.append("asked", "q", {"index": 0, "question": "?"})
+    j.append("timer_set", "t", {"index": 1, "due_epoch": 123.0})
+    j.append("child_started", "sub", {"index": 2, "child_run": "run.sub", "bundle": "b"})
+    j.append("child_started", "replay-x", {"run_dir": "children/replay-x", "what": "b"})
+    j.append("resolved", "g", {"model_calls": 2})
+    j.append("action_dispatched", "g", {"action": "click"})
+    record_verified(ctx, "q", {"index": 0, "verified_by": "operator", "result": {"answer": "yes"}, "screen_facts": []})
+    seeded = RunProgress(tmp_path)
+    seeded.seed(load_journal(tmp_path / "journal.jsonl", KEY).records)
+    live = ctx.fold
+    for fold in (live, seeded):
+        assert fold.results == {"q": {"answer": "yes"}} and fold.asked == {"q"} and fold.timers == {"t": 123.0}
+        assert fold.children == {"sub": tmp_path.parent / "run.sub", "replay-x": tmp_path / "children/replay-x"}
+        assert fold.budget.model_calls == 2 and fold.budget.dispatches == {"g": 1} and fold.next_index == 1
+    assert seeded.checkpoint() == live.checkpoint()
+
+
+@pytest.mark.parametrize("signal", [Halt, Pause, StopRequested, Blocked, WorkflowStop, LeaseLost, StorageFault])
+def test_every_control_signal_is_a_run_signal_that_no_except_exception_swallows(signal):
+    assert issubclass(signal, RunSignal) and issubclass(signal, BaseException)
+    assert not issubclass(signal, Exception) and not issubclass(signal, FlowError)

@@ -24,30 +24,11 @@ from openadapt_flow.store.faults import crash_point
 from openadapt_flow.store.frames import FrameWriter
 from openadapt_flow.store.journal import LoadResult, parse_records, verify_chain
 from openadapt_flow.store.lease import LeaseInfo
-from openadapt_flow.store.memory_parts import MemoryJournal, MemoryLease, MemoryRecords
-from openadapt_flow.store.rundir import RUN_FILES, SCHEMA_PREFIX, digest_manifest, sealed_state, verify_seal
+from openadapt_flow.store.memory_parts import MemoryFrameWriter, MemoryJournal, MemoryLease, MemoryRecords, check_rel
+from openadapt_flow.store.rundir import RUN_FILES, digest_manifest
+from openadapt_flow.store.seal import SCHEMA_PREFIX, sealed_state, verify_seal
 
 PREFIX = "memory:"
-
-
-class MemoryFrameWriter(FrameWriter):
-    """Frames as artifacts `frames/<name>` of a memory run (still encoded off the hot path)."""
-
-    def __init__(self, run: "MemoryRun") -> None:
-        self._run_handle = run
-        super().__init__(Path(run.ref) / "frames")
-
-    def _prepare(self) -> None:
-        """Nothing to create."""
-
-    def _write(self, name: str, png: bytes) -> None:
-        self._run_handle.put_artifact(f"frames/{name}", png)
-
-    def _discard(self, name: str) -> None:
-        self._run_handle.recs.artifacts.pop(f"frames/{name}", None)
-
-    def _write_now(self, name: str, png: bytes) -> None:
-        self._write(name, png)
 
 
 class MemoryRun:
@@ -74,6 +55,16 @@ class MemoryRun:
     # JSON documents, kept as their text
     def _put(self, what: str, doc: dict[str, Any]) -> None:
         self.recs.docs[what] = dumps(doc)
+        self.recs.changed[what] = self.store.tick()
+
+    def _drop(self, what: str) -> str | None:
+        self.recs.changed[what] = self.store.tick()
+        return self.recs.docs.pop(what, None)
+
+    def stamp(self) -> tuple[float, float, float]:
+        docs, changed = self.recs.docs, self.recs.changed
+        state, pending, approval = (changed.get(k, 0.0) if k in docs else 0.0 for k in ("state", "pending", "approval"))
+        return state, pending, approval
 
     def _get(self, what: str) -> dict[str, Any] | None:
         text = self.recs.docs.get(what)
@@ -154,6 +145,9 @@ class MemoryRun:
             raise RefusedError(f"{self.describe('state')}: unreadable or not JSON ({e}); refusing") from None
         return verify_seal(doc, records, key, self.describe("state"), self.describe("journal"))
 
+    def restore_state(self, doc: dict[str, Any]) -> None:
+        self._put("state", {"schema": SCHEMA_PREFIX + "state@1", **doc})
+
     # checkpoint
     def read_checkpoint(self) -> dict[str, Any] | None:
         return self._get("checkpoint")
@@ -191,7 +185,7 @@ class MemoryRun:
         self._put("pending", {"schema": SCHEMA_PREFIX + "pending_escalation@1", **body})
 
     def remove_pending(self) -> None:
-        self.recs.docs.pop("pending", None)
+        self._drop("pending")
 
     def has_approval(self) -> bool:
         return "approval" in self.recs.docs
@@ -203,11 +197,11 @@ class MemoryRun:
         self._put("approval", {"schema": SCHEMA_PREFIX + "approval@1", **body, "signature": signature})
 
     def remove_approval(self) -> None:
-        self.recs.docs.pop("approval", None)
+        self._drop("approval")
 
     def consume_approval(self, pause_id: str) -> None:
         crash_point("approval:consuming")
-        text = self.recs.docs.pop("approval", None)
+        text = self._drop("approval")
         if text is None:
             raise RefusedError(f"{self.describe('approval')}: no approval to consume; refusing")
         self.recs.decisions.pop(pause_id, None)
@@ -238,17 +232,17 @@ class MemoryRun:
 
     # artifacts
     def put_artifact(self, rel: str, data: bytes) -> None:
-        _check_rel(rel)
+        check_rel(rel)
         arts = self.recs.artifacts
         arts.pop(rel, None)  # re-inserted: newest last
         arts[rel] = bytes(data)
 
     def get_artifact(self, rel: str) -> bytes | None:
-        _check_rel(rel)
+        check_rel(rel)
         return self.recs.artifacts.get(rel) if self.name in self.store.runs else None
 
     def list_artifacts(self, prefix: str) -> list[str]:
-        _check_rel(prefix)
+        check_rel(prefix)
         head = prefix.rstrip("/") + "/"
         return [r for r in self.recs.artifacts if r.startswith(head)] if self.name in self.store.runs else []
 
@@ -274,7 +268,7 @@ class MemoryRun:
             self.put_artifact(f"bundle/{rel}", (root / rel).read_bytes())
 
     def frame_writer(self) -> FrameWriter:
-        return MemoryFrameWriter(self)
+        return MemoryFrameWriter(self.ref, self.put_artifact, lambda rel: self.recs.artifacts.pop(rel, None))
 
     def frame_names(self) -> set[str]:
         return {r.removeprefix("frames/") for r in self.list_artifacts("frames") if r.endswith(".png")}
@@ -282,6 +276,10 @@ class MemoryRun:
     # children
     def child(self, name: str) -> "MemoryRun":
         return MemoryRun(self.store, f"{self.name}/children/{name}")
+
+    def children(self) -> list["MemoryRun"]:
+        head = f"{self.name}/children/"
+        return [MemoryRun(self.store, n) for n in sorted(self.store.runs) if n.startswith(head) and "/" not in n[len(head):]]
 
     def sibling(self, step: str) -> "MemoryRun":
         return MemoryRun(self.store, f"{self.name}.{step}")
@@ -292,18 +290,15 @@ class MemoryRun:
         ledger.check_entry(entry, self.ref, records)
         return dict(entry)
 
+    def ledger_seal(self, seq: int, hash_: str | None) -> None:
+        ledger.advance_seal(self.store.ledger_entry(self.manifest()["run_id"], self.ref), seq, hash_)
+
     def ledger_consume(self, pause_id: str, decision: str | None, seq: int, hash_: str) -> None:
         entry = self.store.ledger_entry(self.manifest()["run_id"], self.ref)
         ledger.mark_consumed(entry, self.ref, self.ref, pause_id, decision, seq, hash_)
 
     def ledger_consumed(self, pause_id: str) -> dict[str, Any] | None:
         return (self.store.ledger_entry(self.manifest()["run_id"], self.ref).get("consumed") or {}).get(pause_id)
-
-
-def _check_rel(rel: str) -> None:
-    parts = Path(rel).parts
-    if not parts or Path(rel).is_absolute() or ".." in parts:
-        raise RefusedError(f"{rel!r}: not a path inside the run; refusing")
 
 
 class MemoryStore:
@@ -313,6 +308,12 @@ class MemoryStore:
         self.runs: dict[str, MemoryRecords] = {}
         self.ledger: dict[str, dict[str, Any]] = {}
         self._scratch: Path | None = None
+        self._tick = 0.0
+
+    def tick(self) -> float:
+        """A logical clock for `stamp()`: every change of a run's documents moves it."""
+        self._tick += 1.0
+        return self._tick
 
     def records_of(self, name: str) -> MemoryRecords:
         return self.runs.setdefault(name, MemoryRecords())

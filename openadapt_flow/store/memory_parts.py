@@ -8,10 +8,12 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from openadapt_flow.errors import RefusedError
 from openadapt_flow.store.faults import crash_point
+from openadapt_flow.store.frames import FrameWriter
 from openadapt_flow.store.journal import GENESIS, make_record, now_iso
 from openadapt_flow.store.lease import LeaseInfo, LeaseLost, boot_id, process_start_time
 
@@ -22,6 +24,7 @@ class MemoryRecords:
     test can damage one as it would a file), the journal's bytes, artifacts, the owner lock and the lease."""
 
     docs: dict[str, str] = field(default_factory=dict)
+    changed: dict[str, float] = field(default_factory=dict)  # document -> the store's tick when it last changed
     decisions: dict[str, str] = field(default_factory=dict)  # pause_id -> consumed approval, in consumption order
     journal: bytearray = field(default_factory=bytearray)
     artifacts: dict[str, bytes] = field(default_factory=dict)  # insertion order = oldest first
@@ -100,3 +103,30 @@ class MemoryLease:
         if self._held:
             self._held = False
             self._recs.lock.release()
+
+
+class MemoryFrameWriter(FrameWriter):
+    """Frames as artifacts `frames/<name>` of a memory run (still encoded off the hot path)."""
+
+    def __init__(self, ref: str, put: Callable[[str, bytes], None], drop: Callable[[str], Any]) -> None:
+        self._put, self._drop = put, drop
+        super().__init__(Path(ref) / "frames")
+
+    def _prepare(self) -> None:
+        """Nothing to create."""
+
+    def _write(self, name: str, png: bytes) -> None:
+        self._put(f"frames/{name}", png)
+
+    def _discard(self, name: str) -> None:
+        self._drop(f"frames/{name}")
+
+    def _write_now(self, name: str, png: bytes) -> None:
+        self._write(name, png)
+
+
+def check_rel(rel: str) -> None:
+    """An artifact name is a relative path inside the run."""
+    parts = Path(rel).parts
+    if not parts or Path(rel).is_absolute() or ".." in parts:
+        raise RefusedError(f"{rel!r}: not a path inside the run; refusing")

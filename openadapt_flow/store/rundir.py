@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import hmac
 import json
 import os
 import shutil
@@ -14,10 +13,12 @@ from typing import Any
 
 from openadapt_flow.errors import RefusedError, RunDirError
 from openadapt_flow.store import checkpoint, escalation, ledger
+from openadapt_flow.store.base import JournalWriter
 from openadapt_flow.store.atomic import StorageFault, is_storage_error, write_bytes_atomic, write_json_atomic
 from openadapt_flow.store.frames import FrameWriter
-from openadapt_flow.store.journal import JOURNAL_FILE, Journal, LoadResult, load_journal, now_iso, read_records
+from openadapt_flow.store.journal import JOURNAL_FILE, Journal, LoadResult, load_journal, read_records
 from openadapt_flow.store.lease import LEASE, Lease, LeaseInfo, try_lock, unlock
+from openadapt_flow.store.seal import SCHEMA_PREFIX, sealed_state, verify_seal
 
 MANIFEST = "manifest.json"
 STATE = "state.json"
@@ -26,7 +27,6 @@ REPORT_FILES = ("report.json", "REPORT.md", "report.html")
 FRAMES = "frames"
 BUNDLE = "bundle"
 CHILDREN = "children"  # a Python workflow's child runs (ctx.replay, ctx.child), one folder per call
-SCHEMA_PREFIX = "openadapt-flow/"
 RUN_FILES = {"manifest": MANIFEST, "state": STATE, "journal": JOURNAL_FILE, "checkpoint": checkpoint.CHECKPOINT, "lease": LEASE,
              "pending": escalation.PENDING, "approval": escalation.APPROVAL, "incident": INCIDENT, "report": REPORT_FILES[0]}
 
@@ -64,52 +64,17 @@ def _short(e: Exception) -> str:
     return text[:120]
 
 
+def _mtime(p: Path) -> float:
+    try:
+        return p.stat().st_mtime
+    except FileNotFoundError:
+        return 0.0
+
+
 def digest_manifest(manifest: dict[str, Any]) -> str:
     """Digest of a manifest (as written, `schema` included) minus `child_runs`, the one field appended after the start."""
     body = {k: v for k, v in manifest.items() if k != "child_runs"}
     return "sha256:" + hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
-
-
-def state_seal(key: bytes, doc: dict[str, Any]) -> str:
-    body = {k: v for k, v in doc.items() if k != "seal"}
-    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str).encode()
-    return hmac.new(key, b"openadapt-flow state seal\0" + canonical, hashlib.sha256).hexdigest()
-
-
-def verify_seal(doc: Any, records: list[dict[str, Any]], key: bytes, where: str, journal_where: str) -> dict[str, Any] | None:
-    """A state document, verified: sealed with this installation's key, and the journal reaches the end it names.
-
-    The journal may be AHEAD of the seal (records written before a crash, or between transitions); BEHIND is a
-    cut tail or an older copy of the journal. None when the run has neither state nor journal yet.
-    """
-    if doc is None:
-        if records:
-            raise RefusedError(f"{where}: missing while the journal has {len(records)} records (deleted); refusing")
-        return None
-    if not isinstance(doc, dict) or not isinstance(doc.get("seal"), str):
-        raise RefusedError(f"{where}: not sealed (edited, or not written by this tool); refusing")
-    if not hmac.compare_digest(state_seal(key, doc), doc["seal"]):
-        raise RefusedError(f"{where}: its seal does not verify (edited, or sealed with another key); refusing")
-    seq, end = doc.get("journal_seq"), doc.get("journal_hash")
-    if not isinstance(seq, int) or seq < 0:
-        raise RefusedError(f"{where}: names no journal end; refusing")
-    if seq > len(records) or (seq and records[seq - 1]["hash"] != end):
-        raise RefusedError(f"{journal_where}: ends at seq {len(records)}, but state.json was sealed at seq {seq} "
-                           f"(the journal's tail was cut, or it is another copy's); refusing")
-    return doc
-
-
-def sealed_state(state: str, fields: dict[str, Any], journal: Any) -> dict[str, Any]:
-    """The state document a transition writes; with the run's journal, sealed with its end (SPEC §8)."""
-    body: dict[str, Any] = {"state": state, "paused_reason": None, "transaction_outcome": None, "last_checkpoint_seq": None}
-    body.update(fields)
-    body["updated_at"] = now_iso()
-    doc = {"schema": SCHEMA_PREFIX + "state@1", **body}
-    if journal is not None:
-        journal.sync()  # the seal may name a record that was appended without its own fsync
-        doc.update(journal_seq=journal.seq, journal_hash=journal.last_hash if journal.seq else None)
-        doc["seal"] = state_seal(journal.key, doc)
-    return doc
 
 
 class RunDir:
@@ -186,7 +151,7 @@ class RunDir:
     def state(self) -> dict[str, Any]:
         return self.read_json(STATE)
 
-    def write_state(self, state: str, *, journal: Journal | None = None, **fields: Any) -> None:
+    def write_state(self, state: str, *, journal: JournalWriter | None = None, **fields: Any) -> None:
         """Replace state.json. With the run's `journal`, the state is sealed: it names the journal's end (seq, hash)
         and is HMAC-signed with the installation key, and the run ledger records the same end (SPEC §8), so a cut
         journal tail or an edited state is detected. Every transition of a run passes its journal."""
@@ -260,6 +225,9 @@ class RunDir:
 
     def has_state(self) -> bool:
         return self.state_path.exists()
+
+    def restore_state(self, doc: dict[str, Any]) -> None:
+        self.write_json(STATE, "state@1", doc)
 
     def read_checkpoint(self) -> dict[str, Any] | None:
         return escalation.read_json_file(self.path / checkpoint.CHECKPOINT, "checkpoint")
@@ -377,8 +345,15 @@ class RunDir:
     def frame_names(self) -> set[str]:
         return {p.name for p in self.frames_dir.glob("*.png")} if self.frames_dir.exists() else set()
 
+    def stamp(self) -> tuple[float, float, float]:
+        return (_mtime(self.state_path), _mtime(self.path / escalation.PENDING), _mtime(self.path / escalation.APPROVAL))
+
     def child(self, name: str) -> "RunDir":
         return RunDir(self.path / CHILDREN / name)
+
+    def children(self) -> list["RunDir"]:
+        """A workflow's child runs (one per ctx.replay / ctx.child call)."""
+        return [RunDir(p) for p in (self.path / CHILDREN).glob("*")]
 
     def sibling(self, step: str) -> "RunDir":
         """A bundle `flow` step's child run: a run of the same root, named after its parent."""
@@ -386,6 +361,9 @@ class RunDir:
 
     def ledger_claim(self, records: list[dict[str, Any]]) -> dict[str, Any]:
         return ledger.claim(self.manifest()["run_id"], self.path, records)
+
+    def ledger_seal(self, seq: int, hash_: str | None) -> None:
+        ledger.seal(self.manifest()["run_id"], self.path, seq, hash_)
 
     def ledger_consume(self, pause_id: str, decision: str | None, seq: int, hash_: str) -> None:
         ledger.consume(self.manifest()["run_id"], self.path, pause_id, decision, seq, hash_)

@@ -307,3 +307,37 @@ def test_child_runs_live_under_their_parent(store):
     assert [r.ref for r in store.list_runs()] == [parent.ref]  # children are not runs of the root
     sib = parent.sibling("pay")
     assert sib.ref == parent.ref + ".pay"
+
+
+def test_a_change_of_state_pending_or_approval_moves_the_stamp_and_children_are_listed(store):
+    run = started(store)
+    assert run.stamp() == (0.0, 0.0, 0.0)
+    j = run.new_journal(KEY)
+    j.append("run_started")
+    run.write_state("RUNNING", journal=j)
+    first = run.stamp()
+    assert first[0] > 0 and first[1:] == (0.0, 0.0)
+    run.write_pending({"pause_id": "p"})
+    assert run.stamp()[1] > 0
+    run.remove_pending()
+    assert run.stamp()[1] == 0.0
+    for name in ("b", "a"):
+        store.create_run(run.child(name).ref).write_manifest({"run_id": f"run-1.{name}"})
+    assert sorted(c.run_id() for c in run.children()) == ["run-1.a", "run-1.b"]
+
+
+def test_a_restored_state_keeps_its_seal_and_the_ledger_seal_is_monotone(store):
+    run = started(store)
+    j = run.new_journal(KEY)
+    j.append("run_started")
+    j.append("action_dispatched", "pay")
+    run.write_state("RUNNING", journal=j)
+    before = run.state()
+    run.write_state("FAILED")  # unsealed
+    run.restore_state(before)
+    records = run.load_journal(KEY).records
+    assert run.check_seal(records, KEY)["seal"] == before["seal"]
+    run.ledger_seal(2, records[1]["hash"])
+    run.ledger_seal(1, records[0]["hash"])  # never moves back
+    with pytest.raises(RefusedError, match="ledger's seal is at seq 2"):
+        run.ledger_claim(records[:1])

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from openadapt_flow.bundle.loader import load_bundle
 from openadapt_flow.errors import RefusedError, RunDirError
 from openadapt_flow.store.base import RunHandle, RunStore
 from openadapt_flow.store.checkpoint import checkpoint_from_records
@@ -16,6 +17,7 @@ from openadapt_flow.store.filesystem import FilesystemStore
 from openadapt_flow.store.lease import LeaseLost
 from openadapt_flow.store.memory import MemoryStore
 from openadapt_flow.store.rundir import RunDir
+from tests.support.bundles import minimal_flow, write_bundle
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -341,3 +343,10 @@ def test_a_restored_state_keeps_its_seal_and_the_ledger_seal_is_monotone(store):
     run.ledger_seal(1, records[0]["hash"])  # never moves back
     with pytest.raises(RefusedError, match="ledger's seal is at seq 2"):
         run.ledger_claim(records[:1])
+
+
+def test_a_bundle_snapshot_loads_from_the_store_with_the_recorded_digest(store, tmp_path):
+    src = load_bundle(write_bundle(tmp_path / "b", minimal_flow()))
+    run = started(store)
+    run.snapshot_bundle(src.root, src.files)
+    assert load_bundle(run.artifact_dir("bundle")).digest == src.digest  # what resume checks against the manifest

@@ -155,7 +155,7 @@ def report_cmd(run_dir: Path = typer.Argument(...), as_json: bool = typer.Option
     if as_json:
         emit_json(rep)
     else:
-        typer.echo(f"wrote {run.ref}/REPORT.md and {run.ref}/report.html")
+        typer.echo(f"wrote {run.describe('report_md')} and {run.describe('report_html')}")
 
 
 @handle_errors

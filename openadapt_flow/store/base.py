@@ -31,7 +31,8 @@ Record = dict[str, Any]
 Unlock = Callable[[], None]
 
 # What a handle's `describe()` names in messages.
-RECORD_NAMES = ("manifest", "state", "journal", "checkpoint", "lease", "pending", "approval", "incident", "report")
+RECORD_NAMES = ("manifest", "state", "journal", "checkpoint", "lease", "pending", "approval", "incident", "report", "report_md",
+                "report_html")
 
 
 @runtime_checkable

@@ -13,8 +13,8 @@ from typing import Any
 
 from openadapt_flow.errors import RefusedError, RunDirError
 from openadapt_flow.store import checkpoint, escalation, ledger
-from openadapt_flow.store.base import JournalWriter
 from openadapt_flow.store.atomic import StorageFault, is_storage_error, write_bytes_atomic, write_json_atomic
+from openadapt_flow.store.base import JournalWriter
 from openadapt_flow.store.frames import FrameWriter
 from openadapt_flow.store.journal import JOURNAL_FILE, Journal, LoadResult, load_journal, read_records
 from openadapt_flow.store.lease import LEASE, Lease, LeaseInfo, try_lock, unlock
@@ -28,7 +28,8 @@ FRAMES = "frames"
 BUNDLE = "bundle"
 CHILDREN = "children"  # a Python workflow's child runs (ctx.replay, ctx.child), one folder per call
 RUN_FILES = {"manifest": MANIFEST, "state": STATE, "journal": JOURNAL_FILE, "checkpoint": checkpoint.CHECKPOINT, "lease": LEASE,
-             "pending": escalation.PENDING, "approval": escalation.APPROVAL, "incident": INCIDENT, "report": REPORT_FILES[0]}
+             "pending": escalation.PENDING, "approval": escalation.APPROVAL, "incident": INCIDENT, "report": REPORT_FILES[0],
+             "report_md": REPORT_FILES[1], "report_html": REPORT_FILES[2]}
 
 
 def check_new_run_dir(run_dir: Path) -> None:
@@ -78,7 +79,7 @@ def digest_manifest(manifest: dict[str, Any]) -> str:
 
 
 class RunDir:
-    """Typed access to the files of one run directory."""
+    """Typed access to the files of one run directory: the filesystem store's run handle (store/base.py RunHandle)."""
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
@@ -98,11 +99,11 @@ class RunDir:
 
     @property
     def frames_dir(self) -> Path:
-        return self.path / "frames"
+        return self.path / FRAMES
 
     @property
     def bundle_dir(self) -> Path:
-        return self.path / "bundle"
+        return self.path / BUNDLE
 
     @classmethod
     def open(cls, path: str | Path) -> "RunDir":

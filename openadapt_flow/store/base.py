@@ -23,6 +23,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from openadapt_flow.errors import RefusedError
+
 from openadapt_flow.store.frames import FrameWriter
 from openadapt_flow.store.journal import LoadResult
 from openadapt_flow.store.lease import LeaseInfo
@@ -33,6 +35,13 @@ Unlock = Callable[[], None]
 # What a handle's `describe()` names in messages.
 RECORD_NAMES = ("manifest", "state", "journal", "checkpoint", "lease", "pending", "approval", "incident", "report", "report_md",
                 "report_html")
+
+
+def check_artifact_name(rel: str) -> None:
+    """An artifact name is a relative path inside the run (`frames/x.png`, `patches/<pause>/bundle/flow.yaml`)."""
+    parts = Path(rel).parts
+    if not parts or Path(rel).is_absolute() or ".." in parts:
+        raise RefusedError(f"{rel!r}: not a path inside the run; refusing")
 
 
 @runtime_checkable

@@ -20,11 +20,12 @@ from typing import Any
 from openadapt_flow.errors import RefusedError, RunDirError
 from openadapt_flow.store import checkpoint, ledger
 from openadapt_flow.store.atomic import dumps
+from openadapt_flow.store.base import check_artifact_name
 from openadapt_flow.store.faults import crash_point
 from openadapt_flow.store.frames import FrameWriter
 from openadapt_flow.store.journal import LoadResult, parse_records, verify_chain
 from openadapt_flow.store.lease import LeaseInfo
-from openadapt_flow.store.memory_parts import MemoryFrameWriter, MemoryJournal, MemoryLease, MemoryRecords, check_rel
+from openadapt_flow.store.memory_parts import MemoryFrameWriter, MemoryJournal, MemoryLease, MemoryRecords
 from openadapt_flow.store.rundir import RUN_FILES, digest_manifest
 from openadapt_flow.store.seal import SCHEMA_PREFIX, sealed_state, verify_seal
 
@@ -232,17 +233,17 @@ class MemoryRun:
 
     # artifacts
     def put_artifact(self, rel: str, data: bytes) -> None:
-        check_rel(rel)
+        check_artifact_name(rel)
         arts = self.recs.artifacts
         arts.pop(rel, None)  # re-inserted: newest last
         arts[rel] = bytes(data)
 
     def get_artifact(self, rel: str) -> bytes | None:
-        check_rel(rel)
+        check_artifact_name(rel)
         return self.recs.artifacts.get(rel) if self.name in self.store.runs else None
 
     def list_artifacts(self, prefix: str) -> list[str]:
-        check_rel(prefix)
+        check_artifact_name(prefix)
         head = prefix.rstrip("/") + "/"
         return [r for r in self.recs.artifacts if r.startswith(head)] if self.name in self.store.runs else []
 

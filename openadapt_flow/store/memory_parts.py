@@ -124,9 +124,3 @@ class MemoryFrameWriter(FrameWriter):
     def _write_now(self, name: str, png: bytes) -> None:
         self._write(name, png)
 
-
-def check_rel(rel: str) -> None:
-    """An artifact name is a relative path inside the run."""
-    parts = Path(rel).parts
-    if not parts or Path(rel).is_absolute() or ".." in parts:
-        raise RefusedError(f"{rel!r}: not a path inside the run; refusing")

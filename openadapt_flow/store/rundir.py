@@ -14,7 +14,7 @@ from typing import Any
 from openadapt_flow.errors import RefusedError, RunDirError
 from openadapt_flow.store import checkpoint, escalation, ledger
 from openadapt_flow.store.atomic import StorageFault, is_storage_error, write_bytes_atomic, write_json_atomic
-from openadapt_flow.store.base import JournalWriter
+from openadapt_flow.store.base import JournalWriter, check_artifact_name
 from openadapt_flow.store.frames import FrameWriter
 from openadapt_flow.store.journal import JOURNAL_FILE, Journal, LoadResult, load_journal, read_records
 from openadapt_flow.store.lease import LEASE, Lease, LeaseInfo, try_lock, unlock
@@ -335,9 +335,7 @@ class RunDir:
         return self._artifact(prefix)
 
     def _artifact(self, rel: str) -> Path:
-        parts = Path(rel).parts
-        if not parts or Path(rel).is_absolute() or ".." in parts:
-            raise RefusedError(f"{rel!r}: not a path inside the run; refusing")
+        check_artifact_name(rel)
         return self.path / rel
 
     def frame_writer(self) -> FrameWriter:

@@ -31,6 +31,7 @@ from openadapt_flow.report.render import write_reports
 from openadapt_flow.runtime.config import DeployConfig
 from openadapt_flow.runtime.launch import ReplayRequest
 from openadapt_flow.runtime.runs import replay
+from openadapt_flow.store.rundir import RunDir
 from openadapt_flow.vision.ocr import INSTALL_HINT, OcrEngine, OcrUnavailable
 
 DEMO = Path(__file__).resolve().parents[1] / "demo"
@@ -112,10 +113,11 @@ def demo_cmd(
         outcome = replay(req, progress=None if as_json else ConsoleProgress(), reporter=write_reports)
         rows = _rows(db)
     source = f"live app ({variant}) on Xvnc" if live else f"recorded fixture ({variant}) over RFB"
+    run = RunDir(outcome.run_dir)
     if as_json:
         emit_json({"state": outcome.state, "run_dir": str(outcome.run_dir), "rows": rows, "target": source,
-                   "report": str(outcome.run_dir / "report.html")})
+                   "report": run.describe("report_html")})
     else:
         typer.echo(f"{outcome.state} against the {source}: the app's database now holds {rows}")
-        typer.echo(f"report: {outcome.run_dir / 'REPORT.md'} and {outcome.run_dir / 'report.html'}")
+        typer.echo(f"report: {run.describe('report_md')} and {run.describe('report_html')}")
     raise typer.Exit(outcome.exit_code)

@@ -13,6 +13,7 @@ from openadapt_flow.bundle.loader import load_bundle
 from openadapt_flow.cli.common import emit_json, fail, handle_errors
 from openadapt_flow.errors import FlowError
 from openadapt_flow.report.render import write_reports
+from openadapt_flow.store.filesystem import FilesystemStore
 from openadapt_flow.store.rundir import RunDir
 from openadapt_flow.bundle.models import Bundle, Step
 from openadapt_flow.fixture.model import Fixture
@@ -80,7 +81,7 @@ def _status_of(run: RunDir) -> dict:
     m = run.manifest()
     st = effective_state(run)
     return {
-        "run_dir": str(run.path),
+        "run_dir": run.ref,
         "run_id": m.get("run_id"),
         "bundle": (m.get("bundle") or {}).get("name"),
         "state": st.get("state"),
@@ -95,14 +96,13 @@ def _status_of(run: RunDir) -> dict:
 
 
 def _pending(run: RunDir) -> dict | None:
-    p = run.path / "pending_escalation.json"
-    if not p.is_file():
+    if not run.has_pending():
         return None
     try:
-        data = json.loads(p.read_text())
-    except (OSError, ValueError):
+        data = run.read_pending()
+    except FlowError:
         data = None
-    if not isinstance(data, dict):
+    if data is None:
         return {"error": "pending_escalation.json unreadable"}
     return {k: data.get(k) for k in ("pause_id", "category", "step", "allowed_decisions", "expires_at")}
 
@@ -114,7 +114,7 @@ def status_cmd(run_dir: Path = typer.Argument(...), as_json: bool = typer.Option
     try:
         info = _status_of(run)
     except FlowError as e:  # a damaged run file is shown, not failed on: status only reads (exit 0)
-        info = {"run_dir": str(run.path), "state": "UNREADABLE", "message": str(e)}
+        info = {"run_dir": run.ref, "state": "UNREADABLE", "message": str(e)}
     if as_json:
         emit_json(info)
         return
@@ -133,11 +133,11 @@ def runs_cmd(
     if not root.is_dir():
         fail(f"{root}: runs root not found", 2)
     rows = []
-    for d in sorted(p for p in root.iterdir() if (p / "manifest.json").is_file()):
+    for run in FilesystemStore(root).list_runs():
         try:
-            rows.append(_status_of(RunDir(d)))
+            rows.append(_status_of(run))
         except Exception as e:  # one unreadable run must not hide the others
-            rows.append({"run_dir": str(d), "state": "UNREADABLE", "message": str(e)})
+            rows.append({"run_dir": run.ref, "state": "UNREADABLE", "message": str(e)})
     if state:
         rows = [r for r in rows if r.get("state") == state.upper()]
     if as_json:
@@ -155,7 +155,7 @@ def report_cmd(run_dir: Path = typer.Argument(...), as_json: bool = typer.Option
     if as_json:
         emit_json(rep)
     else:
-        typer.echo(f"wrote {run.path / 'REPORT.md'} and {run.path / 'report.html'}")
+        typer.echo(f"wrote {run.describe('report_md')} and {run.describe('report_html')}")
 
 
 @handle_errors

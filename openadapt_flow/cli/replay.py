@@ -16,6 +16,7 @@ from openadapt_flow.runtime.backend_select import select_backend
 from openadapt_flow.runtime.config import load_config
 from openadapt_flow.runtime.launch import ReplayRequest
 from openadapt_flow.runtime.runs import replay
+from openadapt_flow.store.rundir import RunDir
 
 
 def parse_params(pairs: list[str], params_file: Path | None) -> tuple[dict[str, Any], frozenset[str]]:
@@ -65,18 +66,19 @@ def replay_cmd(
         durable=durable, allow_model=allow_model, param_flags=flags,
     )
     outcome = replay(req, progress=None if as_json else ConsoleProgress(), reporter=write_reports)
+    run = RunDir(outcome.run_dir)
     summary = {
         "state": outcome.state,
         "exit_code": outcome.exit_code,
         "run_dir": str(outcome.run_dir),
-        "report": str(outcome.run_dir / "REPORT.md"),
+        "report": run.describe("report_md"),
         "category": outcome.category,
         "message": outcome.message or None,
     }
     if as_json:
         emit_json(summary)
     else:
-        typer.echo(f"{outcome.state}: run dir {outcome.run_dir} (report: {outcome.run_dir / 'report.html'})")
+        typer.echo(f"{outcome.state}: run dir {outcome.run_dir} (report: {run.describe('report_html')})")
         if outcome.message:
             typer.echo(f"  {outcome.category or 'note'}: {outcome.message}", err=True)
     raise typer.Exit(outcome.exit_code)

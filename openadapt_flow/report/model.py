@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
-from openadapt_flow.store.journal import read_records
-from openadapt_flow.store.rundir import RunDir
+from openadapt_flow.errors import FlowError
+from openadapt_flow.store.base import RunHandle
 
 
 def _step_rows(manifest: dict[str, Any], records: list[dict[str, Any]], frames: set[str]) -> list[dict[str, Any]]:
@@ -68,11 +67,11 @@ def manifest_steps(manifest: dict[str, Any]) -> list[str]:
     return list(manifest.get("step_ids") or [])
 
 
-def build_report(run: RunDir) -> dict[str, Any]:
+def build_report(run: RunHandle) -> dict[str, Any]:
     manifest = run.manifest()
-    state = run.state() if run.state_path.exists() else {"state": "PENDING"}
-    records = read_records(run.journal_path)
-    frames = {p.name for p in run.frames_dir.glob("*.png")} if run.frames_dir.exists() else set()
+    state = run.state() if run.has_state() else {"state": "PENDING"}
+    records = run.read_records()
+    frames = run.frame_names()
     halt = next((r for r in reversed(records) if r.get("type") == "halted"), None)
     started = records[0]["ts"] if records else None
     finished = records[-1]["ts"] if records else None
@@ -91,10 +90,10 @@ def build_report(run: RunDir) -> dict[str, Any]:
         ),
         "started_at": started,
         "finished_at": finished,
-        "escalation": _json_or_none(run.path / "pending_escalation.json", drop=("task",)),
+        "escalation": _view(run.read_pending, drop=("task",)),
         "decisions": _decisions(run),
-        "incident": _json_or_none(run.path / "incident.json"),
-        "checkpoint": _json_or_none(run.path / "checkpoint.json", drop=("screen_facts", "results", "effects")),
+        "incident": _view(run.read_incident),
+        "checkpoint": _view(run.read_checkpoint, drop=("screen_facts", "results", "effects")),
         "weakly_verified": list(dict.fromkeys(r["step"] for r in records if r.get("type") == "step_verified"
                                               and (r.get("data") or {}).get("verification") == "weak")),
         "masked": _masked(records),
@@ -113,19 +112,19 @@ def _masked(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return list(out.values())
 
 
-def _json_or_none(path: Path, drop: tuple[str, ...] = ()) -> dict[str, Any] | None:
+def _view(read: Callable[[], dict[str, Any] | None], drop: tuple[str, ...] = ()) -> dict[str, Any] | None:
+    """A record as the report shows it (a damaged one is left out: a report only reads)."""
     try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
+        data = read()
+    except FlowError:
         return None
-    return {k: v for k, v in data.items() if k not in drop and k != "signature"} if isinstance(data, dict) else None
+    return {k: v for k, v in data.items() if k not in drop and k != "signature"} if data is not None else None
 
 
-def _decisions(run: RunDir) -> list[dict[str, Any]]:
-    """Consumed decisions (decisions/*.json) then any recorded but unused approval, without signatures."""
-    paths = sorted((run.path / "decisions").glob("*.json"), key=lambda p: p.stat().st_mtime) if (run.path / "decisions").is_dir() else []
-    out = [d for p in paths if (d := _json_or_none(p)) is not None]
-    pending = _json_or_none(run.path / "approval.json")
+def _decisions(run: RunHandle) -> list[dict[str, Any]]:
+    """Consumed decisions, then any recorded but unused approval, without signatures."""
+    out = [{k: v for k, v in d.items() if k != "signature"} for d in run.decisions()]
+    pending = _view(run.read_approval)
     if pending is not None:
         out.append({**pending, "unused": True})
     return [{k: d.get(k) for k in ("pause_id", "step", "decision", "effect", "operator", "os_user", "note", "decided_at", "unused") if d.get(k) is not None} for d in out]

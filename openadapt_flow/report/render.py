@@ -6,9 +6,9 @@ import base64
 import html
 from typing import Any
 
+from openadapt_flow.errors import FlowError
 from openadapt_flow.report.model import build_report
-from openadapt_flow.store.atomic import write_bytes_atomic
-from openadapt_flow.store.rundir import RunDir
+from openadapt_flow.store.base import RunHandle
 
 
 def _fmt(v: Any, digits: int = 3) -> str:
@@ -91,17 +91,20 @@ def render_markdown(rep: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _img(run: RunDir, rel: str | None) -> str:
+def _img(run: RunHandle, rel: str | None) -> str:
     if not rel:
         return ""
-    path = run.path / rel
-    if not path.is_file():
+    try:
+        png = run.get_artifact(rel)
+    except FlowError:  # a frame path that leaves the run (a tampered journal) is not shown
         return ""
-    data = base64.b64encode(path.read_bytes()).decode()
+    if png is None:
+        return ""
+    data = base64.b64encode(png).decode()
     return f'<img alt="{html.escape(rel)}" src="data:image/png;base64,{data}">'
 
 
-def render_html(run: RunDir, rep: dict[str, Any]) -> str:
+def render_html(run: RunHandle, rep: dict[str, Any]) -> str:
     e = html.escape
     rows = []
     for i, r in enumerate(rep["steps"]):
@@ -139,10 +142,8 @@ tr.halted{{background:#fee}}tr.verified{{background:#efe}}tr.verified.weak{{back
 """
 
 
-def write_reports(run: RunDir) -> dict[str, Any]:
+def write_reports(run: RunHandle) -> dict[str, Any]:
     """Write all three report files atomically; return the report."""
     rep = build_report(run)
-    run.write_json("report.json", "report@1", rep)
-    write_bytes_atomic(run.path / "REPORT.md", render_markdown(rep).encode())
-    write_bytes_atomic(run.path / "report.html", render_html(run, rep).encode())
+    run.write_reports(rep, render_markdown(rep), render_html(run, rep))
     return rep

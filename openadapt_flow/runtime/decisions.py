@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import getpass
-import json
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -13,19 +12,20 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+from openadapt_flow.bundle.loader import load_bundle
 from openadapt_flow.bundle.params import parse_number
 from openadapt_flow.errors import RefusedError, UsageError
 from openadapt_flow.runtime.config import DeployConfig
 from openadapt_flow.runtime.lifecycle import check_manifest
 from openadapt_flow.runtime.pause import iso
 from openadapt_flow.runtime.teach import make_patch
-from openadapt_flow.store.atomic import write_json_atomic
-from openadapt_flow.store.checkpoint import CHECKPOINT, checkpoint_digest
-from openadapt_flow.store.escalation import APPROVAL, DECISIONS, digest, read_json_file, remove, sign, verify, write_pending
-from openadapt_flow.store.journal import Journal, load_journal, now_iso
+from openadapt_flow.store.base import JournalWriter
+from openadapt_flow.store.checkpoint import checkpoint_digest
+from openadapt_flow.store.escalation import digest, sign, verify
+from openadapt_flow.store.journal import now_iso
 from openadapt_flow.runtime.truth import check_views, consume_decision, journaled_decision, pending_view
 from openadapt_flow.store.keys import load_decision_key, load_key
-from openadapt_flow.store.lease import Lease
+from openadapt_flow.store.base import RunLease
 from openadapt_flow.store.rundir import RunDir
 
 DECISION_NAMES = ("continue", "skip", "reject", "teach", "escalate", "reconcile")
@@ -37,15 +37,16 @@ def _epoch(iso: str) -> float:
 
 
 @contextmanager
-def deciding(run: RunDir, manifest: dict[str, Any]) -> Iterator[tuple[Lease, list[dict[str, Any]], dict[str, Any]]]:
+def deciding(run: RunDir, manifest: dict[str, Any]) -> Iterator[tuple[RunLease, list[dict[str, Any]], dict[str, Any]]]:
     """Hold the run's lease while a decision is read, checked and written, so two decisions never interleave.
 
     Yields the lease, the journal's records and the sealed state (checked against the journal and the run ledger)."""
     config = DeployConfig.model_validate(manifest["config"])
-    lease = Lease(run.path, config.runtime.lease_ttl_s).acquire(wait_s=DECISION_WAIT_S)
+    lease = run.lease(config.runtime.lease_ttl_s)
+    lease.acquire(wait_s=DECISION_WAIT_S)
     try:
         key = load_key(create=False)
-        records = load_journal(run.journal_path, key, repair=True).records
+        records = run.load_journal(key, repair=True).records
         check_manifest(run, records)
         yield lease, records, check_views(run, records, key)
     finally:
@@ -58,23 +59,23 @@ def _refuse_if_decided(run: RunDir, records: list[dict[str, Any]], pending: dict
     carried = journaled_decision(records) if pending is None else None
     if carried is not None:
         rec, pause, _ = carried
-        raise RefusedError(f"{run.path}: pause {pause['pause_id']} is already decided ({rec['data'].get('decision')!r} by "
-                           f"{rec['data'].get('operator')}, journal seq {rec['seq']}); `flow resume {run.path}` applies it")
+        raise RefusedError(f"{run.ref}: pause {pause['pause_id']} is already decided ({rec['data'].get('decision')!r} by "
+                           f"{rec['data'].get('operator')}, journal seq {rec['seq']}); `flow resume {run.ref}` applies it")
 
 
 def current_checkpoint(run: RunDir) -> dict[str, Any] | None:
-    return read_json_file(run.path / CHECKPOINT, "checkpoint")
+    return run.read_checkpoint()
 
 
 def check_approval(run: RunDir, pending: dict[str, Any], key: bytes, *, now: float | None = None) -> dict[str, Any]:
     """The approval for this pause, or RefusedError naming exactly what is wrong with it."""
-    path = run.path / APPROVAL
-    approval = read_json_file(path, "approval")
+    path = run.describe("approval")
+    approval = run.read_approval()
     pause_id = pending["pause_id"]
     if approval is None:
-        if (run.path / DECISIONS / f"{pause_id}.json").exists():
-            raise RefusedError(f"{run.path}: the decision for {pause_id} was already used; a decision is consumed once")
-        raise RefusedError(f"{run.path}: awaiting an operator decision — run `flow approve {run.path} --decision continue --operator NAME`")
+        if run.has_decision(pause_id):
+            raise RefusedError(f"{run.ref}: the decision for {pause_id} was already used; a decision is consumed once")
+        raise RefusedError(f"{run.ref}: awaiting an operator decision — run `flow approve {run.ref} --decision continue --operator NAME`")
     body = {k: v for k, v in approval.items() if k not in ("signature", "schema")}
     verify(key, body, approval.get("signature"), f"{path}")
     task = {k: v for k, v in pending["task"].items()}
@@ -96,10 +97,10 @@ def check_approval(run: RunDir, pending: dict[str, Any], key: bytes, *, now: flo
     return approval
 
 
-def deliver(run_path: Path, kind: str, operator: str, *, value: str | None = None, name: str | None = None,
+def deliver(run_path: Path | RunDir, kind: str, operator: str, *, value: str | None = None, name: str | None = None,
             data: Any = None, os_user: str | None = None) -> dict[str, Any]:
     """`flow answer` / `flow signal`: a signed delivery bound to the pause that waits for it."""
-    run = RunDir.open(run_path)
+    run = _open(run_path)
     want = {"answer": "awaiting_user", "signal": "awaiting_signal"}[kind]
     with deciding(run, run.manifest()) as (_lease, records, state):
         key = load_decision_key(create=False)
@@ -107,7 +108,7 @@ def deliver(run_path: Path, kind: str, operator: str, *, value: str | None = Non
         _refuse_if_decided(run, records, pending)
         if state.get("state") not in ("PAUSED", "INTERRUPTED") or pending is None or pending.get("paused_reason") != want:
             reason = pending.get("paused_reason") if pending else state.get("paused_reason")
-            raise RefusedError(f"{run.path}: run is {state.get('state')}({reason}), not {want}")
+            raise RefusedError(f"{run.ref}: run is {state.get('state')}({reason}), not {want}")
         ask = pending["task"].get("ask")  # signed with the task; runs without a bundle (workflows) have only this
         step = SimpleNamespace(id=pending["step"], **ask) if ask is not None else _snapshot_step(run, pending["step"])
         payload: dict[str, Any]
@@ -116,15 +117,17 @@ def deliver(run_path: Path, kind: str, operator: str, *, value: str | None = Non
             payload = {"value": _check_answer(step, value)}
         else:
             if name != step.signal:
-                raise RefusedError(f"{run.path}: step {step.id!r} waits for signal {step.signal!r}, not {name!r}")
+                raise RefusedError(f"{run.ref}: step {step.id!r} waits for signal {step.signal!r}, not {name!r}")
             payload = {"name": name, "data": data}
         return _record(run, pending, key, kind, operator, os_user or getpass.getuser(), payload=payload)
 
 
-def _snapshot_step(run: RunDir, step_id: str) -> Any:
-    from openadapt_flow.bundle.loader import load_bundle  # the run's own snapshot, not the bundle on disk
+def _open(run: Path | RunDir) -> RunDir:
+    return run if isinstance(run, RunDir) else RunDir.open(run)
 
-    model = load_bundle(run.bundle_dir).model
+
+def _snapshot_step(run: RunDir, step_id: str) -> Any:
+    model = load_bundle(run.artifact_dir("bundle")).model  # the run's own snapshot, not the bundle on disk
     return next(s for s in model.steps if s.id == step_id)
 
 
@@ -149,13 +152,12 @@ def _check_answer(step: Any, value: str) -> Any:
 
 
 def _last_consumed(run: RunDir) -> dict[str, Any] | None:
-    d = run.path / DECISIONS
-    files = sorted(d.glob("*.json"), key=lambda p: p.stat().st_mtime) if d.is_dir() else []
-    return json.loads(files[-1].read_text()) if files else None
+    used = run.decisions()
+    return used[-1] if used else None
 
 
 def approve(
-    run_path: Path, decision: str, operator: str, *, note: str | None = None, effect: str | None = None,
+    run_path: Path | RunDir, decision: str, operator: str, *, note: str | None = None, effect: str | None = None,
     reporter: Callable[[RunDir], Any] | None = None, os_user: str | None = None, now: float | None = None,
     point: tuple[int, int] | None = None, template: Path | None = None,
 ) -> dict[str, Any]:
@@ -172,10 +174,10 @@ def approve(
         raise UsageError(f"--effect {effect!r}: expected landed or absent")
     if not operator.strip():
         raise UsageError("--operator must name the person deciding")
-    run = RunDir.open(run_path)
+    run = _open(run_path)
     manifest = run.manifest()
     user = os_user or getpass.getuser()
-    state = run.state() if run.state_path.exists() else {}  # a damaged state.json is refused (6)
+    state = run.state() if run.has_state() else {}  # a damaged state.json is refused (6)
     if state.get("state") in ("COMPLETED", "FAILED", "BLOCKED"):
         return _not_paused(run, state, decision, user)
     current_checkpoint(run)  # so is a damaged checkpoint.json: no decision is recorded on what cannot be read
@@ -200,7 +202,7 @@ def approve(
             payload = make_patch(run, pending, records, point=point, template=template)
         out = _record(run, pending, key, decision, operator, user, effect=effect, note=note, now=now, payload=payload)
         if decision == "reject" and out["recorded"]:
-            body = read_json_file(run.path / APPROVAL, "approval") or {}
+            body = run.read_approval() or {}
             _block(run, pending, body)
     if decision == "reject" and out["recorded"] and reporter is not None:
         reporter(run)
@@ -217,7 +219,7 @@ def _not_paused(run: RunDir, state: dict[str, Any], decision: str, user: str,
         _refuse_if_decided(run, records, None)
     reason = f"({state['paused_reason']})" if state.get("paused_reason") else ""
     why = f" ({state['message']})" if state.get("message") and state.get("state") == "BLOCKED" else ""
-    raise RefusedError(f"{run.path}: run is {state.get('state')}{reason}{why}, not awaiting approval")
+    raise RefusedError(f"{run.ref}: run is {state.get('state')}{reason}{why}, not awaiting approval")
 
 
 def _record(run: RunDir, pending: dict[str, Any], key: bytes, decision: str, operator: str, user: str,
@@ -225,10 +227,10 @@ def _record(run: RunDir, pending: dict[str, Any], key: bytes, decision: str, ope
             now: float | None = None) -> dict[str, Any]:
     task = pending["task"]
     if (now if now is not None else time.time()) > _epoch(task["expires_at"]):
-        raise RefusedError(f"{run.path}: decision task {pending['pause_id']} expired at {task['expires_at']}")
+        raise RefusedError(f"{run.ref}: decision task {pending['pause_id']} expired at {task['expires_at']}")
     if decision not in task["allowed_decisions"]:
         raise RefusedError(f"--decision {decision} is not allowed for this pause (allowed: {', '.join(task['allowed_decisions'])})")
-    existing = read_json_file(run.path / APPROVAL, "approval")
+    existing = run.read_approval()
     vote = {"operator": operator, "os_user": user, "note": note, "decided_at": now_iso()}
     replaced, votes = None, [vote]
     superseded: list[dict[str, Any]] = []
@@ -243,7 +245,7 @@ def _record(run: RunDir, pending: dict[str, Any], key: bytes, decision: str, ope
         elif voters - {user}:
             # another operator decided differently first: refused, naming that decision (nothing is silently lost)
             raise RefusedError(
-                f"{run.path}: pause {pending['pause_id']} already has decision {existing.get('decision')!r} by "
+                f"{run.ref}: pause {pending['pause_id']} already has decision {existing.get('decision')!r} by "
                 f"{existing.get('operator')} ({', '.join(sorted(str(v) for v in voters))}) at {existing.get('decided_at')}; "
                 f"a different decision from another operator is refused — it is used by the next resume, or its operator may change it")
         else:
@@ -259,7 +261,7 @@ def _record(run: RunDir, pending: dict[str, Any], key: bytes, decision: str, ope
     }
     if superseded:
         body["superseded"] = superseded
-    write_json_atomic(run.path / APPROVAL, {"schema": "openadapt-flow/approval@1", **body, "signature": sign(key, body)})
+    run.write_approval(body, sign(key, body))
     distinct = len({v["os_user"] for v in votes})
     return {"recorded": True, "decision": decision, "pause_id": pending["pause_id"], "operator": operator, "os_user": user,
             "replaced": replaced, "votes": distinct, "quorum": task.get("quorum", 1), "complete": distinct >= task.get("quorum", 1)}
@@ -270,7 +272,7 @@ def _escalate(run: RunDir, manifest: dict[str, Any], pending: dict[str, Any], ke
     config = DeployConfig.model_validate(manifest["config"])
     levels = config.approvals.levels or ["default"]
     level = min(int(pending.get("level", 0)) + 1, len(levels) - 1)
-    journal, _ = Journal.open_existing(run.journal_path, load_key(create=False))
+    journal, _ = run.open_journal(load_key(create=False))
     pause_id = "pause-" + uuid.uuid4().hex[:10]
     expires = time.time() + config.runtime.pause_ttl_s
     task = {k: v for k, v in pending["task"].items() if k != "signature"}
@@ -280,8 +282,8 @@ def _escalate(run: RunDir, manifest: dict[str, Any], pending: dict[str, Any], ke
     new.update(pause_id=pause_id, expires_at=iso(expires), level=level, task=task, escalated_from=pending["pause_id"])
     journal.append("escalated", pending["step"], {"from": pending["pause_id"], "pause_id": pause_id, "level": levels[level], "operator": operator,
                                                   "os_user": user, "note": note, "pending": new})
-    write_pending(run.path, new)
-    remove(run.path / APPROVAL)
+    run.write_pending(new)
+    run.remove_approval()
     journal.close()
     state = run.state()
     run.write_state("PAUSED", journal=journal, **{k: state.get(k) for k in ("paused_reason", "transaction_outcome", "last_checkpoint_seq", "halt_category", "message")})
@@ -291,11 +293,11 @@ def _escalate(run: RunDir, manifest: dict[str, Any], pending: dict[str, Any], ke
 def _block(run: RunDir, pending: dict[str, Any], decision: dict[str, Any]) -> None:
     """An operator's reject: BLOCKED with incident.json naming the operator — a recorded decision, not an error.
     The caller holds the lease."""
-    journal, _ = Journal.open_existing(run.journal_path, load_key(create=False))
+    journal, _ = run.open_journal(load_key(create=False))
     block_run(run, journal, pending, decision)
 
 
-def block_run(run: RunDir, journal: Journal, pending: dict[str, Any], decision: dict[str, Any],
+def block_run(run: RunDir, journal: JournalWriter, pending: dict[str, Any], decision: dict[str, Any],
               rec: dict[str, Any] | None = None) -> None:
     """End the run BLOCKED on a reject: its `decision` record first (or `rec`, the journal's, when a process was
     killed after it: resume ends the run from it), then incident.json and `run_finished`. Closes `journal`."""
@@ -313,7 +315,7 @@ def block_run(run: RunDir, journal: Journal, pending: dict[str, Any], decision: 
         "step": pending["step"],
         "decided_at": decision["decided_at"],
     }
-    run.write_json("incident.json", "incident@1", incident)
+    run.write_incident(incident)
     journal.append("run_finished", None, {"state": "BLOCKED", "incident": incident["id"], "transaction_outcome": pending.get("transaction_outcome")})
     journal.close()
     run.write_state("BLOCKED", journal=journal, transaction_outcome=pending.get("transaction_outcome"), message=f"rejected by {decision['operator']}")

@@ -10,57 +10,54 @@ from openadapt_flow.errors import FlowError
 from openadapt_flow.runtime.lifecycle import LIVE_STATES, finalize_interrupted, lease_ttl
 from openadapt_flow.runtime.calls import call_steps
 from openadapt_flow.store.atomic import StorageFault
-from openadapt_flow.store.journal import JOURNAL_FILE, Journal
+from openadapt_flow.store.filesystem import FilesystemStore
 from openadapt_flow.store.keys import load_key
-from openadapt_flow.store.lease import LeaseInfo, try_lock, unlock
-from openadapt_flow.store.rundir import MANIFEST, RunDir
+from openadapt_flow.store.rundir import RunDir
 
 
 def run_dirs(root: Path) -> list[Path]:
-    return sorted(p for p in root.iterdir() if (p / MANIFEST).is_file()) if root.is_dir() else []
+    return [run.path for run in FilesystemStore(root).list_runs()]
 
 
 def reconcile_one(path: Path) -> dict[str, Any]:
     run = RunDir(path)
-    st = run.state() if run.state_path.exists() else {"state": "PENDING"}
+    st = run.state() if run.has_state() else {"state": "PENDING"}
     if st.get("state") not in LIVE_STATES:
         return {"run_dir": str(path), "action": "none", "state": st.get("state")}
-    fd = try_lock(path)
-    info = LeaseInfo.read(path)
-    if fd is None:
+    unlock = run.try_lock()
+    info = run.lease_info()
+    if unlock is None:
         if info is None or info.owner_alive(lease_ttl(run)):
             return {"run_dir": str(path), "action": "none", "state": st.get("state"), "reason": "owner alive"}
         why = f"owner {info.pid}@{info.host} is gone (pid dead or reused, or heartbeat stale)"
     elif info is not None and info.held_elsewhere(lease_ttl(run)):  # our lock cannot see another host's owner
-        unlock(fd)
+        unlock()
         return {"run_dir": str(path), "action": "none", "state": st.get("state"), "reason": f"owner alive on {info.host}"}
     else:
         why = "owner process died"
     try:
-        journal, records = Journal.open_existing(run.journal_path, load_key(create=False))
+        journal, records = run.open_journal(load_key(create=False))
         manifest = run.manifest()
-        steps = call_steps(records) if manifest.get("kind") == "workflow" else load_bundle(run.bundle_dir).model.steps
+        steps = call_steps(records) if manifest.get("kind") == "workflow" else load_bundle(run.artifact_dir("bundle")).model.steps
         result = finalize_interrupted(run, journal, records, steps, why)
         journal.close()
     finally:
-        if fd is not None:
-            unlock(fd)
+        if unlock is not None:
+            unlock()
     return {"run_dir": str(path), "action": "finalized", **result, "reason": why}
 
 
 def unstarted_dirs(root: Path) -> list[Path]:
     """Directories whose start-up was cut before `manifest.json` (begin_run): never a run, and nothing was sent."""
-    if not root.is_dir():
-        return []
-    return sorted(p for p in root.iterdir() if p.is_dir() and not (p / MANIFEST).exists() and (p / JOURNAL_FILE).is_file())
+    return [run.path for run in FilesystemStore(root).unstarted()]
 
 
 def reconcile_root(root: Path) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for path in unstarted_dirs(root):
-        fd = try_lock(path)
-        if fd is not None:  # its owner died before the run began; replay again (a live owner is still starting)
-            unlock(fd)
+        unlock = RunDir(path).try_lock()
+        if unlock is not None:  # its owner died before the run began; replay again (a live owner is still starting)
+            unlock()
             out.append({"run_dir": str(path), "action": "unstarted", "state": None,
                         "reason": "start-up was cut before manifest.json; no input was sent"})
     for path in run_dirs(root):

@@ -11,7 +11,6 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -21,8 +20,8 @@ import yaml
 
 from openadapt_flow.bundle.loader import LoadedBundle, load_bundle
 from openadapt_flow.errors import FlowError, RefusedError, UsageError
-from openadapt_flow.store.atomic import write_json_atomic
-from openadapt_flow.store.rundir import RunDir
+from openadapt_flow.store.atomic import dumps
+from openadapt_flow.store.base import RunHandle
 
 PATCHES = "patches"
 
@@ -32,40 +31,46 @@ def _sha(data: bytes) -> str:
 
 
 def _read_png(path: Path) -> np.ndarray:
-    img = cv2.imread(str(path), cv2.IMREAD_COLOR)
+    return _decode_png(path.read_bytes() if path.is_file() else b"", str(path))
+
+
+def _decode_png(data: bytes, where: str) -> np.ndarray:
+    img = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR) if data else None
     if img is None:
-        raise UsageError(f"{path}: not a readable PNG")
+        raise UsageError(f"{where}: not a readable PNG")
     return cv2.cvtColor(img, cv2.COLOR_BGR2RGB)
 
 
-def _write_png(path: Path, rgb: np.ndarray) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if not cv2.imwrite(str(path), cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR)):
-        raise FlowError(f"{path}: could not write PNG")
+def _encode_png(rgb: np.ndarray, where: str) -> bytes:
+    ok, buf = cv2.imencode(".png", cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR))
+    if not ok:
+        raise FlowError(f"{where}: could not write PNG")
+    return buf.tobytes()
 
 
 LAYERS = ("patched", "bundle_upgraded")  # teach patches and `resume --upgrade-bundle` versions, the latest wins
 
 
-def effective_bundle_dir(run: RunDir, records: list[dict[str, Any]]) -> Path:
+def effective_bundle_dir(run: RunHandle, records: list[dict[str, Any]]) -> Path:
     applied = [r for r in records if r["type"] in LAYERS]
-    return run.path / applied[-1]["data"]["bundle_dir"] if applied else run.bundle_dir
+    return run.artifact_dir(applied[-1]["data"]["bundle_dir"] if applied else "bundle")
 
 
-def effective_bundle(run: RunDir, manifest: dict[str, Any], records: list[dict[str, Any]]) -> LoadedBundle:
+def effective_bundle(run: RunHandle, manifest: dict[str, Any], records: list[dict[str, Any]]) -> LoadedBundle:
     """The snapshot (checked against the manifest digest), plus the patches the journal says were applied."""
+    snap_dir = run.artifact_dir("bundle")
     try:
-        snap = load_bundle(run.bundle_dir)
+        snap = load_bundle(snap_dir)
     except FlowError as e:
-        raise RefusedError(f"{run.bundle_dir}: bundle snapshot is unusable ({e}); refusing") from None
+        raise RefusedError(f"{snap_dir}: bundle snapshot is unusable ({e}); refusing") from None
     if snap.digest != manifest["bundle"]["digest"]:
-        raise RefusedError(f"{run.bundle_dir}: bundle snapshot digest {snap.digest} differs from the recorded {manifest['bundle']['digest']}; refusing")
+        raise RefusedError(f"{snap_dir}: bundle snapshot digest {snap.digest} differs from the recorded {manifest['bundle']['digest']}; refusing")
     applied = [r for r in records if r["type"] in LAYERS]
     if not applied:
         return snap
     last = applied[-1]["data"]
     try:
-        loaded = load_bundle(run.path / last["bundle_dir"])
+        loaded = load_bundle(run.artifact_dir(last["bundle_dir"]))
     except FlowError as e:
         raise RefusedError(f"{last['bundle_dir']}: patched or upgraded bundle is unusable ({e}); refusing") from None
     if loaded.digest != last["digest"]:
@@ -73,13 +78,14 @@ def effective_bundle(run: RunDir, manifest: dict[str, Any], records: list[dict[s
     return loaded
 
 
-def make_patch(run: RunDir, pending: dict[str, Any], records: list[dict[str, Any]], *, point: tuple[int, int] | None, template: Path | None) -> dict[str, Any]:
+def make_patch(run: RunHandle, pending: dict[str, Any], records: list[dict[str, Any]], *, point: tuple[int, int] | None, template: Path | None) -> dict[str, Any]:
     """Cut the new crop from the raw halt frame and write the patch files; return its digests for the approval."""
     step_id = pending["step"]
-    raw = run.frames_dir / f"halt-{step_id}-raw.png"
-    if not raw.is_file():
-        raise RefusedError(f"{raw}: no raw halt frame to teach from")
-    frame = _read_png(raw)
+    raw = f"frames/halt-{step_id}-raw.png"
+    raw_png = run.get_artifact(raw)
+    if raw_png is None:
+        raise RefusedError(f"{run.ref}/{raw}: no raw halt frame to teach from")
+    frame = _decode_png(raw_png, f"{run.ref}/{raw}")
     base_dir = effective_bundle_dir(run, records)
     flow_text = (base_dir / "flow.yaml").read_text()
     data = yaml.safe_load(flow_text)
@@ -105,37 +111,37 @@ def make_patch(run: RunDir, pending: dict[str, Any], records: list[dict[str, Any
         crop = frame[y : y + ch, x : x + cw].copy()
     if not (x <= px < x + cw and y <= py < y + ch):
         raise UsageError(f"--point {px},{py} does not lie inside the taught crop")
-    patch_dir = run.path / PATCHES / pending["pause_id"]
-    bundle_dir = patch_dir / "bundle"
-    if patch_dir.exists():
-        shutil.rmtree(patch_dir)
-    shutil.copytree(base_dir, bundle_dir)
+    patch_dir = f"{PATCHES}/{pending['pause_id']}"
+    bundle_dir = f"{patch_dir}/bundle"
+    run.remove_artifacts(patch_dir)
+    for f in sorted(p for p in base_dir.rglob("*") if p.is_file()):
+        run.put_artifact(f"{bundle_dir}/{f.relative_to(base_dir).as_posix()}", f.read_bytes())
     rel = f"templates/{step_id}-taught-{pending['pause_id'][-6:]}.png"
-    _write_png(bundle_dir / rel, crop)
+    crop_png = _encode_png(crop, f"{run.ref}/{bundle_dir}/{rel}")
+    run.put_artifact(f"{bundle_dir}/{rel}", crop_png)
     target.update(template=rel, region=[int(x), int(y), int(cw), int(ch)], point=[int(px - x), int(py - y)])
     step["target"] = target
     new_text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
-    (bundle_dir / "flow.yaml").write_text(new_text)
+    run.put_artifact(f"{bundle_dir}/flow.yaml", new_text.encode())
     diff = "".join(difflib.unified_diff(flow_text.splitlines(True), new_text.splitlines(True), "a/flow.yaml", "b/flow.yaml"))
-    (patch_dir / "flow.yaml.diff").write_text(diff)
-    shutil.copyfile(bundle_dir / rel, patch_dir / Path(rel).name)
-    loaded = load_bundle(bundle_dir)  # the patched bundle must itself be valid
+    run.put_artifact(f"{patch_dir}/flow.yaml.diff", diff.encode())
+    run.put_artifact(f"{patch_dir}/{Path(rel).name}", crop_png)
+    loaded = load_bundle(run.artifact_dir(bundle_dir))  # the patched bundle must itself be valid
     info = {"pause_id": pending["pause_id"], "step": step_id, "template": rel, "region": target["region"], "point": target["point"],
-            "base_flow_sha": _sha(flow_text.encode()), "patched_flow_sha": _sha(new_text.encode()), "crop_sha": _sha((bundle_dir / rel).read_bytes()),
-            "bundle_dir": str(bundle_dir.relative_to(run.path)), "digest": loaded.digest}
-    write_json_atomic(patch_dir / "patch.json", {"schema": "openadapt-flow/patch@1", **info})
+            "base_flow_sha": _sha(flow_text.encode()), "patched_flow_sha": _sha(new_text.encode()), "crop_sha": _sha(crop_png),
+            "bundle_dir": bundle_dir, "digest": loaded.digest}
+    run.put_artifact(f"{patch_dir}/patch.json", dumps({"schema": "openadapt-flow/patch@1", **info}).encode())
     return info
 
 
-def apply_patches(run: RunDir, bundle: Path) -> list[str]:
+def apply_patches(run: RunHandle, bundle: Path) -> list[str]:
     """`flow patch apply RUN BUNDLE`: apply the run's teach patches, in order, to a bundle folder on disk."""
-    root = run.path / PATCHES
-    patches = sorted(root.glob("*/patch.json"), key=lambda p: p.stat().st_mtime) if root.is_dir() else []
+    patches = [r for r in run.list_artifacts(PATCHES) if r.endswith("/patch.json") and r.count("/") == 2]
     if not patches:
-        raise RefusedError(f"{run.path}: no teach patches to apply")
+        raise RefusedError(f"{run.ref}: no teach patches to apply")
     applied = []
     for pj in patches:
-        info = json.loads(pj.read_text())
+        info = json.loads(run.get_artifact(pj) or b"{}")
         flow = bundle / "flow.yaml"
         if not flow.is_file():
             raise UsageError(f"{bundle}: no flow.yaml")
@@ -144,10 +150,9 @@ def apply_patches(run: RunDir, bundle: Path) -> list[str]:
             continue  # already applied
         if current != info["base_flow_sha"]:
             raise RefusedError(f"{flow}: differs from the flow.yaml patch {info['pause_id']} was made against; refusing")
-        src = run.path / info["bundle_dir"]
         (bundle / Path(info["template"]).parent).mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(src / info["template"], bundle / info["template"])
-        shutil.copyfile(src / "flow.yaml", flow)
+        (bundle / info["template"]).write_bytes(run.get_artifact(f"{info['bundle_dir']}/{info['template']}") or b"")
+        flow.write_bytes(run.get_artifact(f"{info['bundle_dir']}/flow.yaml") or b"")
         applied.append(info["pause_id"])
     load_bundle(bundle)
     return applied

@@ -20,24 +20,20 @@ from __future__ import annotations
 from typing import Any
 
 from openadapt_flow.errors import RefusedError
-from openadapt_flow.store import ledger
-from openadapt_flow.store.escalation import (
-    APPROVAL, DECISIONS, PENDING, consume_approval, digest, journal_pause, read_json_file, remove, verify, write_pending,
-)
-from openadapt_flow.store.journal import Journal
-from openadapt_flow.store.rundir import RunDir
+from openadapt_flow.store.base import JournalWriter, RunHandle
+from openadapt_flow.store.escalation import digest, journal_pause, verify
 
 TERMINAL = ("COMPLETED", "FAILED", "BLOCKED")
 
 
-def check_views(run: RunDir, records: list[dict[str, Any]], key: bytes) -> dict[str, Any]:
+def check_views(run: RunHandle, records: list[dict[str, Any]], key: bytes) -> dict[str, Any]:
     """state.json verified against the journal (its seal) and the run ledger; the state to act on."""
     doc = run.check_seal(records, key)
-    ledger.claim(run.manifest()["run_id"], run.path, records)
+    run.ledger_claim(records)
     return doc or {"state": "PENDING"}
 
 
-def catch_up_state(run: RunDir, records: list[dict[str, Any]], journal: Journal, state: dict[str, Any]) -> dict[str, Any]:
+def catch_up_state(run: RunHandle, records: list[dict[str, Any]], journal: JournalWriter, state: dict[str, Any]) -> dict[str, Any]:
     """A state that lags a journal which already ended the run (killed between `run_finished` and the state write)
     is rebuilt from the journal, so the run is not run again."""
     end = next((r for r in reversed(records) if r["type"] in ("run_finished", "run_resumed")), None)
@@ -51,25 +47,25 @@ def catch_up_state(run: RunDir, records: list[dict[str, Any]], journal: Journal,
     return run.state()
 
 
-def verify_task(run: RunDir, pending: dict[str, Any], key: bytes) -> dict[str, Any]:
+def verify_task(run: RunHandle, pending: dict[str, Any], key: bytes) -> dict[str, Any]:
     """The pending body's decision task is signed, and the body agrees with it."""
     task = dict(pending.get("task") or {})
     sig = task.pop("signature", None)
-    verify(key, task, sig, f"{run.path / PENDING}: decision task")
+    verify(key, task, sig, f"{run.describe('pending')}: decision task")
     for field in ("pause_id", "step", "allowed_decisions", "run_id"):
         if pending.get(field) != task.get(field):
-            raise RefusedError(f"{run.path / PENDING}: {field} differs from the signed task (tampered); refusing")
+            raise RefusedError(f"{run.describe('pending')}: {field} differs from the signed task (tampered); refusing")
     return pending
 
 
-def pending_view(run: RunDir, records: list[dict[str, Any]], key: bytes, *, repair: bool = True) -> dict[str, Any] | None:
+def pending_view(run: RunHandle, records: list[dict[str, Any]], key: bytes, *, repair: bool = True) -> dict[str, Any] | None:
     """The open pause as the journal records it (None if none), with pending_escalation.json checked against it.
 
     `repair` (under the run's lease): a missing view is rebuilt, a stale one (its pause closed in the journal) removed.
     """
     body, closed = journal_pause(records)
-    path = run.path / PENDING
-    on_disk = read_json_file(path, "pending escalation")
+    path = run.describe("pending")
+    on_disk = run.read_pending()
     if body is not None and body.get("legacy"):  # journaled before pauses carried their body: the signed file is all there is
         if on_disk is None or on_disk.get("pause_id") != body["pause_id"]:
             raise RefusedError(f"{path}: missing or not the journal's pause {body['pause_id']}; refusing")
@@ -81,29 +77,28 @@ def pending_view(run: RunDir, records: list[dict[str, Any]], key: bytes, *, repa
             return None
         if on_disk.get("pause_id") in closed:  # the decision was journaled; the process died before removing the view
             if repair:
-                remove(path)
+                run.remove_pending()
             return None
         raise RefusedError(f"{path}: names pause {on_disk.get('pause_id')!r}, which the journal has not opened "
                            "(tampered, or copied from another run); refusing")
     if on_disk is None:
         if repair:
-            write_pending(run.path, body)  # a deleted view is rebuilt from the journal
+            run.write_pending(body)  # a deleted view is rebuilt from the journal
     elif {k: v for k, v in on_disk.items() if k != "schema"} != body:
         differs = sorted(k for k in set(on_disk) | set(body) if k != "schema" and on_disk.get(k) != body.get(k))
         raise RefusedError(f"{path}: disagrees with the journal's pause {body['pause_id']} ({', '.join(differs)} edited); refusing")
     return verify_task(run, body, key)
 
 
-def _retire_used_approval(run: RunDir, closed: set[str]) -> None:
+def _retire_used_approval(run: RunHandle, closed: set[str]) -> None:
     """approval.json for a pause the journal already closed was used: move it where used decisions live."""
-    approval = run.path / APPROVAL
     try:
-        data = read_json_file(approval, "approval")
+        data = run.read_approval()
     except RefusedError:
         return  # unreadable: check_approval names it if it is ever needed
     # (one whose used copy is already there is a replay, left in place for check_approval to name)
-    if data is not None and data.get("pause_id") in closed and not (run.path / DECISIONS / f"{data['pause_id']}.json").exists():
-        consume_approval(run.path, data["pause_id"])
+    if data is not None and data.get("pause_id") in closed and not run.has_decision(data["pause_id"]):
+        run.consume_approval(data["pause_id"])
 
 
 DECISION_FIELDS = ("decision", "effect", "operator", "os_user", "note", "decided_at", "votes", "payload", "task_digest", "checkpoint_digest")
@@ -120,7 +115,7 @@ def decision_data(approval: dict[str, Any] | None, pause_id: str) -> dict[str, A
                                                       "signature": a.get("signature")}
 
 
-def record_decision(journal: Journal, pending: dict[str, Any], approval: dict[str, Any] | None,
+def record_decision(journal: JournalWriter, pending: dict[str, Any], approval: dict[str, Any] | None,
                     carried: dict[str, Any] | None = None) -> dict[str, Any]:
     """The point of no return: the `decision` record for the open pause, journaled (fsync'd) before it takes any
     effect. A decision this journal already holds for the pause (`carried`) is never journaled twice."""
@@ -163,7 +158,7 @@ def _pause_body(records: list[dict[str, Any]], pause_id: Any) -> dict[str, Any] 
     return None
 
 
-def consume_decision(run: RunDir, journal: Journal, pending: dict[str, Any], approval: dict[str, Any] | None,
+def consume_decision(run: RunHandle, journal: JournalWriter, pending: dict[str, Any], approval: dict[str, Any] | None,
                      rec: dict[str, Any] | None = None) -> dict[str, Any]:
     """Use the decision on `pending` once: journal it (unless `rec`, or this writer, already did), mark it used in
     the run ledger (refused if it was used anywhere else), then move approval.json to decisions/ and remove the
@@ -171,15 +166,15 @@ def consume_decision(run: RunDir, journal: Journal, pending: dict[str, Any], app
     pause_id = pending["pause_id"]
     if rec is None or (rec.get("data") or {}).get("pause_id") != pause_id:
         rec = record_decision(journal, pending, approval)
-    ledger.consume(run.manifest()["run_id"], run.path, pause_id, (approval or {}).get("decision"), rec["seq"], rec["hash"])
+    run.ledger_consume(pause_id, (approval or {}).get("decision"), rec["seq"], rec["hash"])
     if _approval_pause(run) == pause_id:  # never another pause's approval (it would overwrite the used one)
-        consume_approval(run.path, pause_id)
-    remove(run.path / PENDING)
+        run.consume_approval(pause_id)
+    run.remove_pending()
     return rec
 
 
-def _approval_pause(run: RunDir) -> Any:
+def _approval_pause(run: RunHandle) -> Any:
     try:
-        return (read_json_file(run.path / APPROVAL, "approval") or {}).get("pause_id")
+        return (run.read_approval() or {}).get("pause_id")
     except RefusedError:
         return None  # unreadable: left for check_approval to name

@@ -10,7 +10,6 @@ Anything else is refused (exit 6) and the run keeps its bundle.
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +18,7 @@ from openadapt_flow.bundle.models import Step
 from openadapt_flow.bundle.params import bind_params
 from openadapt_flow.errors import FlowError, RefusedError
 from openadapt_flow.store.checkpoint import checkpoint_from_records
-from openadapt_flow.store.journal import Journal
-from openadapt_flow.store.rundir import RunDir
+from openadapt_flow.store.base import JournalWriter, RunHandle
 
 UPGRADES = "upgrades"
 RECORD = "bundle_upgraded"
@@ -60,7 +58,7 @@ def _same_step(old: LoadedBundle, new: LoadedBundle, i: int) -> str | None:
     return None
 
 
-def upgrade_bundle(run: RunDir, journal: Journal, records: list[dict[str, Any]], current: LoadedBundle,
+def upgrade_bundle(run: RunHandle, journal: JournalWriter, records: list[dict[str, Any]], current: LoadedBundle,
                    manifest: dict[str, Any], path: Path) -> LoadedBundle:
     """Check the new version against what the run already did, snapshot it, journal the upgrade; RefusedError if not."""
     try:
@@ -87,12 +85,10 @@ def upgrade_bundle(run: RunDir, journal: Journal, records: list[dict[str, Any]],
         raise RefusedError(f"--upgrade-bundle {path}: {why}; steps up to the last checkpoint must be unchanged; refusing")
     n = sum(1 for r in records if r["type"] == RECORD) + 1
     rel = f"{UPGRADES}/{n}"
-    dest = run.path / rel
-    if dest.exists():
-        shutil.rmtree(dest)  # a snapshot left by an upgrade that died before it was journaled
+    run.remove_artifacts(rel)  # a snapshot left by an upgrade that died before it was journaled
     for f in new.files:
-        (dest / f).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(new.root / f, dest / f)
+        run.put_artifact(f"{rel}/{f}", (new.root / f).read_bytes())
+    dest = run.artifact_dir(rel)
     adopted = load_bundle(dest)
     if adopted.digest != new.digest:
         raise RefusedError(f"{dest}: snapshot of the new bundle does not match it; refusing")

@@ -5,7 +5,6 @@ root never run the same run twice; a run whose resume was refused or interrupted
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections.abc import Callable
@@ -22,86 +21,81 @@ from openadapt_flow.runtime.engine import stop_on_signals
 from openadapt_flow.runtime.launch import Reporter
 from openadapt_flow.runtime.lifecycle import LIVE_STATES, owner_gone
 from openadapt_flow.runtime.runs import resume
-from openadapt_flow.store.journal import JOURNAL_FILE, read_records
 from openadapt_flow.store.atomic import StorageFault
-from openadapt_flow.store.escalation import APPROVAL, PENDING
-from openadapt_flow.store.rundir import CHILDREN, MANIFEST, STATE, RunDir
+from openadapt_flow.store.base import RunHandle
+from openadapt_flow.store.filesystem import FilesystemStore
 
 
 @dataclass
 class _Seen:
-    stamp: tuple[float, ...]  # mtimes: state, pending, approval, sibling children, nested children
+    stamp: tuple[float, ...]  # state, pending, approval, sibling children, nested children
     ready_at: float | None  # epoch when the run becomes resumable; None = not by a worker
     live: bool = False  # state says RUNNING/RESUMING/PENDING: whether its owner died is re-checked every scan
 
 
-def _live(run: Path) -> bool:
+def _state(run: RunHandle) -> dict[str, Any] | None:
     try:
-        return json.loads((run / STATE).read_text()).get("state") in LIVE_STATES
-    except (OSError, ValueError):
-        return False
+        return run.state() if run.has_state() else None
+    except FlowError:
+        return None
 
 
-def _mtime(p: Path) -> float:
-    try:
-        return p.stat().st_mtime
-    except FileNotFoundError:
-        return 0.0
+def _live(run: RunHandle) -> bool:
+    return (_state(run) or {}).get("state") in LIVE_STATES
 
 
-def _ready_at(run: Path) -> float | None:
-    """When (epoch) this run's wait is satisfied, read from its small state/pending files; None if never by a worker."""
-    try:
-        state = json.loads((run / STATE).read_text())
-    except (OSError, ValueError):
+def _ready_at(run: RunHandle) -> float | None:
+    """When (epoch) this run's wait is satisfied, read from its small state/pending records; None if never by a worker."""
+    state = _state(run)
+    if state is None:
         return None
     if state.get("state") == "INTERRUPTED":
         return 0.0 if _nothing_uncertain(run) else None
     if state.get("state") != "PAUSED":
         return None
     try:
-        pending = json.loads((run / PENDING).read_text())
-    except (OSError, ValueError):
+        pending = run.read_pending()
+    except FlowError:
+        return None
+    if pending is None:
         return None
     reason = pending.get("paused_reason")
     if reason == "awaiting_child":
-        sibling = run.with_name(f"{run.name}.{pending.get('step')}")  # a bundle's `flow` step: a run of the root
-        nested = run / CHILDREN / str(pending.get("step"))  # a workflow's ctx.replay / ctx.child: driven by its parent
-        child = nested if (nested / MANIFEST).is_file() else sibling
-        try:
-            child_state = json.loads((child / STATE).read_text()).get("state")
-        except (OSError, ValueError):
+        nested = run.child(str(pending.get("step")))  # a workflow's ctx.replay / ctx.child: driven by its parent
+        child = nested if nested.has_manifest() else run.sibling(str(pending.get("step")))  # a bundle's `flow` step
+        child_state = (_state(child) or {}).get("state")
+        if child_state is None:
             return None
         if child_state in ("COMPLETED", "FAILED", "BLOCKED"):
             return 0.0
         # No worker sees a nested child: its parent is due when the child's own wait is satisfied.
-        return _ready_at(child) if child == nested else None
+        return _ready_at(child) if child is nested else None
     if reason == "awaiting_timer":
         return float(pending.get("due_epoch") or 0)
-    if not (run / APPROVAL).exists():
+    if not run.has_approval():
         return None
     if reason == "awaiting_approval":
         try:
-            cfg = DeployConfig.model_validate(json.loads((run / MANIFEST).read_text())["config"])
-        except (OSError, ValueError, KeyError):
+            cfg = DeployConfig.model_validate(run.manifest()["config"])
+        except (FlowError, ValueError, KeyError):
             return None
         return 0.0 if cfg.approvals.auto_resume else None
     return 0.0  # an answer or signal was delivered
 
 
-def _nothing_uncertain(run: Path) -> bool:
+def _nothing_uncertain(run: RunHandle) -> bool:
     """A durable run of the root (not a `flow` child: its parent drives it) with no dispatched-but-unverified step.
 
     Read without verifying the chain: resume verifies everything before it acts, and refuses what does not hold.
     """
     try:
-        manifest = json.loads((run / MANIFEST).read_text())
-    except (OSError, ValueError):
+        manifest = run.manifest()
+    except FlowError:
         return False
     if not manifest.get("durable") or manifest.get("parent_run"):
         return False
     open_steps: set[Any] = set()
-    for r in read_records(run / JOURNAL_FILE):
+    for r in run.read_records():
         if r.get("type") == "action_dispatched":
             open_steps.add(r.get("step"))
         elif r.get("type") in ("step_verified", "step_skipped"):
@@ -109,12 +103,9 @@ def _nothing_uncertain(run: Path) -> bool:
     return not open_steps
 
 
-def _nested_stamp(run: Path) -> float:
-    """The newest state, pending or approval file of a workflow's child runs (`children/*`, recursively)."""
-    newest = 0.0
-    for child in (run / CHILDREN).glob("*"):
-        newest = max(newest, _mtime(child / STATE), _mtime(child / PENDING), _mtime(child / APPROVAL), _nested_stamp(child))
-    return newest
+def _nested_stamp(run: RunHandle) -> float:
+    """The newest state, pending or approval change of a workflow's child runs (recursively)."""
+    return max((max(*child.stamp(), _nested_stamp(child)) for child in run.children()), default=0.0)
 
 
 class Worker:
@@ -123,6 +114,7 @@ class Worker:
     def __init__(self, root: Path, reporter: Reporter | None = None, log: Callable[[str], None] = print,
                  backend_factory: Callable[[BackendSpec], Backend] = open_backend, retry_s: float = 30.0) -> None:
         self.root = root
+        self.store = FilesystemStore(root)
         self.reporter = reporter
         self.log = log
         self.backend_factory = backend_factory
@@ -134,17 +126,19 @@ class Worker:
     def due_runs(self) -> list[Path]:
         now = time.time()
         due = []
-        for run in sorted(p for p in self.root.iterdir() if p.is_dir()) if self.root.is_dir() else []:
-            siblings = max((_mtime(c / STATE) for c in run.parent.glob(run.name + ".*")), default=0.0)  # `flow` child runs
-            stamp = (_mtime(run / STATE), _mtime(run / PENDING), _mtime(run / APPROVAL), siblings, _nested_stamp(run))
-            seen = self._seen.get(run)
+        runs = self.store.list_runs()
+        for run in runs:
+            path = run.path
+            siblings = max((c.stamp()[0] for c in runs if c.ref.startswith(run.ref + ".")), default=0.0)  # `flow` child runs
+            stamp = (*run.stamp(), siblings, _nested_stamp(run))
+            seen = self._seen.get(path)
             if seen is None or seen.stamp != stamp:
-                seen = self._seen[run] = _Seen(stamp, _ready_at(run) if stamp[0] else None, _live(run) if stamp[0] else False)
+                seen = self._seen[path] = _Seen(stamp, _ready_at(run) if stamp[0] else None, _live(run) if stamp[0] else False)
             ready = seen.ready_at
-            if seen.live and (run / MANIFEST).is_file() and owner_gone(RunDir(run)):  # its owner died: resume finalises it
+            if seen.live and owner_gone(run):  # its owner died: resume finalises it
                 ready = 0.0 if _nothing_uncertain(run) else None
-            if ready is not None and ready <= now and self._retry_at.get(run, 0.0) <= now:
-                due.append(run)
+            if ready is not None and ready <= now and self._retry_at.get(path, 0.0) <= now:
+                due.append(path)
         return due
 
     def run_once(self) -> list[dict[str, Any]]:

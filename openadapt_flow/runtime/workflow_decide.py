@@ -20,39 +20,37 @@ from openadapt_flow.runtime.durable import record_verified
 from openadapt_flow.runtime.lifecycle import effective_state
 from openadapt_flow.runtime.outcome import RECONCILIATION_REQUIRED
 from openadapt_flow.runtime.truth import consume_decision, pending_view
-from openadapt_flow.store import ledger
-from openadapt_flow.store.escalation import APPROVAL, DECISIONS, PENDING, read_json_file, remove
-from openadapt_flow.store.journal import Journal
-from openadapt_flow.store.rundir import CHILDREN, MANIFEST, RunDir
+from openadapt_flow.store.base import JournalWriter, RunHandle
+from openadapt_flow.store.rundir import RunDir
 
 
-def decision_for(run: RunDir, journal: Journal, records: list[dict[str, Any]], state: str, dkey: bytes, require_approval: bool
+def decision_for(run: RunDir, journal: JournalWriter, records: list[dict[str, Any]], state: str, dkey: bytes, require_approval: bool
                  ) -> tuple[dict[str, Any] | None, dict[str, Any] | None, str | None]:
     """The pause to resolve and its checked approval, or why the run must go on waiting. RefusedError if not allowed."""
     pending = pending_view(run, records, dkey)  # the journal's open pause; the file must agree with it
     if pending is not None and state != "PAUSED" and not _delivered_for(run, pending):
         # the process died while pausing, before any decision could reach it: running again re-derives the pause
         journal.append("escalation_dropped", pending["step"], {"pause_id": pending["pause_id"], "why": f"run was {state}"})
-        remove(run.path / PENDING)
+        run.remove_pending()
         pending = None
     waiting = None if require_approval else _waiting(run, pending)
     if waiting is not None:
         return pending, None, waiting
-    if not (require_approval or (pending is not None and ((run.path / APPROVAL).exists() or pending["paused_reason"] == "awaiting_approval"))):
+    if not (require_approval or (pending is not None and (run.has_approval() or pending["paused_reason"] == "awaiting_approval"))):
         return pending, None, None
     if pending is None:
-        raise RefusedError(f"{run.path}: --require-approval, but nothing is pending for an operator to approve")
+        raise RefusedError(f"{run.ref}: --require-approval, but nothing is pending for an operator to approve")
     approval = check_approval(run, pending, dkey)
     if approval["decision"] == "continue" and pending.get("transaction_outcome") == RECONCILIATION_REQUIRED:
-        raise RefusedError(f"{run.path}: call {pending['step']!r} is uncertain; continue would re-run it blindly — "
+        raise RefusedError(f"{run.ref}: call {pending['step']!r} is uncertain; continue would re-run it blindly — "
                            "an operator must reconcile it (flow approve --decision reconcile --effect landed|absent)")
     return pending, approval, None
 
 
-def _delivered_for(run: RunDir, pending: dict[str, Any]) -> bool:
+def _delivered_for(run: RunHandle, pending: dict[str, Any]) -> bool:
     """Did an operator decide this pause (a resume that was using the decision died before journaling it)?"""
     try:
-        approval = read_json_file(run.path / APPROVAL, "approval")
+        approval = run.read_approval()
     except RefusedError:
         return True  # unreadable: check_approval names what is wrong with it
     return approval is not None and approval.get("pause_id") == pending["pause_id"]
@@ -70,7 +68,7 @@ def apply_decision(rc: RunContext, records: list[dict[str, Any]], pending: dict[
         decision = rc.journal.append("decision", pending["step"], data)
         new += [decision] + _record_delivery(rc, records, decision)
         consume_decision(rc.run, rc.journal, pending, approval)  # journaled above, marked used in the run ledger, moved
-    remove(rc.run.path / PENDING)
+    rc.run.remove_pending()
     return new
 
 
@@ -86,7 +84,7 @@ def _record_delivery(rc: RunContext, records: list[dict[str, Any]], decision: di
     done = any(r["type"] == "step_verified" and r["step"] == step for r in records)
     if d.get("decision") not in ("answer", "signal") or header is None or done:
         return []
-    value = d["value"] if "value" in d else _payload_value(read_json_file(rc.run.path / DECISIONS / f"{d['pause_id']}.json", "decision") or {})
+    value = d["value"] if "value" in d else _payload_value(rc.run.read_decision(d["pause_id"]) or {})
     return [record_verified(rc, step, {"index": header["data"]["index"], "verified_by": "operator", "result": value,
                                        "operator": d.get("operator"), "screen_facts": []})]
 
@@ -100,7 +98,7 @@ def journaled_deliveries(rc: RunContext, records: list[dict[str, Any]]) -> list[
         if call.verified is not None or d is None or d["data"].get("decision") not in ("answer", "signal"):
             continue
         new += _record_delivery(rc, records + new, d)
-        ledger.consume(rc.run_id, rc.run.path, d["data"]["pause_id"], d["data"]["decision"], d["seq"], d["hash"])
+        rc.run.ledger_consume(d["data"]["pause_id"], d["data"]["decision"], d["seq"], d["hash"])
     return new
 
 
@@ -110,30 +108,31 @@ def _waiting(run: RunDir, pending: dict[str, Any] | None) -> str | None:
         return None
     reason, step = pending["paused_reason"], pending["step"]
     if reason == "awaiting_child":
-        return child_waiting(run.path / CHILDREN / step)
-    if reason == "awaiting_timer" and not (run.path / APPROVAL).exists():
+        return child_waiting(run.child(step))
+    if reason == "awaiting_timer" and not run.has_approval():
         due = pending.get("due_epoch") or 0
         return f"timer of call {step!r} is due in {due - time.time():.1f}s" if time.time() < due else None
-    if reason in ("awaiting_user", "awaiting_signal") and not (run.path / APPROVAL).exists():
-        return f"still {reason} at call {step!r} (flow {'answer' if reason == 'awaiting_user' else 'signal'} {run.path} …)"
+    if reason in ("awaiting_user", "awaiting_signal") and not run.has_approval():
+        return f"still {reason} at call {step!r} (flow {'answer' if reason == 'awaiting_user' else 'signal'} {run.ref} …)"
     return None
 
 
-def child_waiting(child: Path) -> str | None:
+def child_waiting(child_run: RunDir | Path) -> str | None:
     """Why a paused child run cannot continue yet, or None (it is ready, or not paused at all)."""
-    if not (child / MANIFEST).is_file():
+    child = child_run if isinstance(child_run, RunDir) else RunDir(child_run)  # workflow_run passes its path today
+    if not child.has_manifest():
         return None
-    st = effective_state(RunDir(child))
+    st = effective_state(child)
     if st.get("state") != "PAUSED":
         return None
-    pending = read_json_file(child / PENDING, "pending escalation") or {}
+    pending = child.read_pending() or {}
     reason, step = pending.get("paused_reason"), pending.get("step")
     if reason == "awaiting_child":
-        return child_waiting(child / CHILDREN / str(step))
+        return child_waiting(child.child(str(step)))
     if reason == "awaiting_timer":
         due = pending.get("due_epoch") or 0
-        return f"child run {child}: timer due in {due - time.time():.1f}s" if time.time() < due else None
-    if (child / APPROVAL).exists():
+        return f"child run {child.ref}: timer due in {due - time.time():.1f}s" if time.time() < due else None
+    if child.has_approval():
         return None
     how = {"awaiting_user": "flow answer", "awaiting_signal": "flow signal"}.get(str(reason), "flow approve")
-    return f"child run {child} is PAUSED({reason}) at {step!r}: {st.get('message') or ''} — decide there ({how} {child})"
+    return f"child run {child.ref} is PAUSED({reason}) at {step!r}: {st.get('message') or ''} — decide there ({how} {child.ref})"

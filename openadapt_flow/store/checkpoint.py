@@ -88,27 +88,36 @@ def checkpoint_digest(cp: dict[str, Any] | None) -> str:
 def reconcile_checkpoint(run_dir: Path, records: list[dict[str, Any]]) -> tuple[dict[str, Any] | None, str]:
     """Check checkpoint.json against the journal: (checkpoint, 'ok'|'rebuilt'). Tampering raises RefusedError."""
     path = run_dir / CHECKPOINT
-    implied = checkpoint_from_records(records)
     try:
         on_disk = json.loads(path.read_text()) if path.exists() else None
     except ValueError:
         raise RefusedError(f"{path}: not valid JSON (tampered or corrupt); refusing") from None
-    if on_disk is None:
-        if implied is not None:
-            write_json_atomic(path, implied)
-            return implied, "rebuilt"
-        return None, "ok"
+    cp, status = judge_checkpoint(on_disk, records, str(path))
+    if status == "rebuilt":
+        write_json_atomic(path, cp)  # lagging or missing: the journal is the source of truth
+    return cp, status
+
+
+def judge_checkpoint(stored: Any, records: list[dict[str, Any]], where: str) -> tuple[dict[str, Any] | None, str]:
+    """A stored checkpoint judged against the journal (every store): (the checkpoint to use, 'ok'|'rebuilt').
+
+    'rebuilt' (missing or lagging: the caller writes the returned one back); one ahead of or disagreeing with the
+    journal is tampering (RefusedError)."""
+    implied = checkpoint_from_records(records)
+    if stored is None:
+        return (implied, "rebuilt") if implied is not None else (None, "ok")
+    if not isinstance(stored, dict):
+        raise RefusedError(f"{where}: not a JSON object (tampered or corrupt); refusing")
     by_seq = {r["seq"]: r for r in records}
-    seq = on_disk.get("seq")
+    seq = stored.get("seq")
     rec = by_seq.get(seq) if isinstance(seq, int) else None
     if rec is None:
-        raise RefusedError(f"{path}: claims journal seq {seq}, which the journal does not have (tampered); refusing")
-    if rec["hash"] != on_disk.get("journal_hash") or rec["type"] not in ("step_verified", "step_skipped") or rec["step"] != on_disk.get("step"):
-        raise RefusedError(f"{path}: disagrees with journal record {seq} (tampered); refusing")
+        raise RefusedError(f"{where}: claims journal seq {seq}, which the journal does not have (tampered); refusing")
+    if rec["hash"] != stored.get("journal_hash") or rec["type"] not in ("step_verified", "step_skipped") or rec["step"] != stored.get("step"):
+        raise RefusedError(f"{where}: disagrees with journal record {seq} (tampered); refusing")
     assert implied is not None
     if implied["seq"] > seq:
-        write_json_atomic(path, implied)  # lagging: the journal is the source of truth
         return implied, "rebuilt"
-    if checkpoint_digest(on_disk) != checkpoint_digest(implied):
-        raise RefusedError(f"{path}: content differs from what journal record {seq} says (tampered); refusing")
-    return on_disk, "ok"
+    if checkpoint_digest(stored) != checkpoint_digest(implied):
+        raise RefusedError(f"{where}: content differs from what journal record {seq} says (tampered); refusing")
+    return stored, "ok"

@@ -51,15 +51,11 @@ class LoadResult:
     truncated_bytes: int  # size of a torn tail that was cut off (0 if none)
 
 
-def load_journal(path: Path, key: bytes, *, repair: bool = False) -> LoadResult:
-    """Read and verify the chain. A torn last line is dropped (and cut from the file if `repair`).
+def verify_chain(raw: bytes, key: bytes, where: str) -> tuple[list[dict[str, Any]], int, int]:
+    """Parse and verify the chain of a journal's bytes: (records, length of the whole records, torn tail length).
 
-    Any other break raises RefusedError naming the first bad seq.
-    """
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise RefusedError(f"{path}: journal not found") from None
+    A torn last line is dropped; any other break raises RefusedError naming the first bad seq. Every store reads its
+    journal through here, so the chain is checked the same way wherever records live."""
     lines = raw.split(b"\n")
     tail = lines.pop()  # bytes after the last newline: a torn write if non-empty
     records: list[dict[str, Any]] = []
@@ -75,18 +71,52 @@ def load_journal(path: Path, key: bytes, *, repair: bool = False) -> LoadResult:
             if i == len(lines) - 1 and not tail:
                 torn = len(line) + 1  # last line garbled mid-write, newline included
                 break
-            raise RefusedError(f"{path}: journal line {i + 1} is not a valid record (seq {len(records) + 1}); refusing") from None
+            raise RefusedError(f"{where}: journal line {i + 1} is not a valid record (seq {len(records) + 1}); refusing") from None
         seq = len(records) + 1
         if rec.get("seq") != seq or rec.get("prev_hash") != prev or rec.get("hash") != record_hash(key, rec):
-            raise RefusedError(f"{path}: journal chain broken at seq {seq} (edited, reordered or foreign record); refusing")
+            raise RefusedError(f"{where}: journal chain broken at seq {seq} (edited, reordered or foreign record); refusing")
         prev = rec["hash"]
         records.append(rec)
         good_len += len(line) + 1
+    return records, good_len, torn
+
+
+def load_journal(path: Path, key: bytes, *, repair: bool = False) -> LoadResult:
+    """Read and verify the chain. A torn last line is dropped (and cut from the file if `repair`).
+
+    Any other break raises RefusedError naming the first bad seq.
+    """
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        raise RefusedError(f"{path}: journal not found") from None
+    records, good_len, torn = verify_chain(raw, key, str(path))
     if torn and repair:
         with open(path, "r+b") as f:
             f.truncate(good_len)
             os.fsync(f.fileno())
     return LoadResult(records, torn)
+
+
+def make_record(key: bytes, seq: int, prev_hash: str, type_: str, step: str | None, data: dict[str, Any] | None
+                ) -> tuple[dict[str, Any], bytes]:
+    """The next chained record and its journal line (every store writes the same bytes)."""
+    rec: dict[str, Any] = {"seq": seq, "ts": now_iso(), "type": type_, "step": step, "data": data or {}, "prev_hash": prev_hash}
+    rec["hash"] = record_hash(key, rec)
+    return rec, json.dumps(rec, ensure_ascii=False, separators=(",", ":"), default=str).encode() + b"\n"
+
+
+def parse_records(raw: bytes) -> list[dict[str, Any]]:
+    """Whole records in order, unverified."""
+    out: list[dict[str, Any]] = []
+    for line in raw.split(b"\n"):
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(rec, dict):
+            out.append(rec)
+    return out
 
 
 class Journal:
@@ -113,16 +143,7 @@ class Journal:
         return cls(path, key, result.records), result.records
 
     def append(self, type_: str, step: str | None = None, data: dict[str, Any] | None = None, *, sync: bool | None = None) -> dict[str, Any]:
-        rec: dict[str, Any] = {
-            "seq": self.seq + 1,
-            "ts": now_iso(),
-            "type": type_,
-            "step": step,
-            "data": data or {},
-            "prev_hash": self.last_hash,
-        }
-        rec["hash"] = record_hash(self.key, rec)
-        line = json.dumps(rec, ensure_ascii=False, separators=(",", ":"), default=str).encode() + b"\n"
+        rec, line = make_record(self.key, self.seq + 1, self.last_hash, type_, step, data)
         self._write_whole(line, sync if sync is not None else type_ in FSYNC_TYPES)
         self.seq = rec["seq"]
         self.last_hash = rec["hash"]
@@ -177,16 +198,7 @@ class Journal:
 
 def read_records(path: Path) -> list[dict[str, Any]]:
     """Whole records in order, unverified (for views such as reports; decisions use load_journal)."""
-    out: list[dict[str, Any]] = []
     try:
-        raw = path.read_bytes()
+        return parse_records(path.read_bytes())
     except FileNotFoundError:
-        return out
-    for line in raw.split(b"\n"):
-        try:
-            rec = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(rec, dict):
-            out.append(rec)
-    return out
+        return []

@@ -114,21 +114,44 @@ def claim(run_id: str, run_dir: Path, records: list[dict[str, Any]]) -> dict[str
                     f"place only — remove one copy (keep the one to continue) and run the command there; refusing")
             entry["relocated_from"] = known  # the run was moved: the ledger follows it (its seal and decisions stay)
         entry["path"] = here
-        entry.setdefault("consumed", {})
-        seal = entry.setdefault("seal", {"seq": 0, "hash": None})
-        _check_reaches(run_dir, records, seal.get("seq") or 0, seal.get("hash"), "the run ledger's seal")
-        for pause_id, used in entry["consumed"].items():
-            _check_reaches(run_dir, records, used.get("seq") or 0, used.get("hash"), f"the consumed decision for {pause_id}")
+        check_entry(entry, str(run_dir), records)
         return dict(entry)
 
 
-def _check_reaches(run_dir: Path, records: list[dict[str, Any]], seq: int, hash_: str | None, what: str) -> None:
+def check_entry(entry: dict[str, Any], where: str, records: list[dict[str, Any]]) -> None:
+    """The journal must reach the entry's seal and every consumed decision's record (any store's ledger)."""
+    entry.setdefault("consumed", {})
+    seal = entry.setdefault("seal", {"seq": 0, "hash": None})
+    _check_reaches(where, records, seal.get("seq") or 0, seal.get("hash"), "the run ledger's seal")
+    for pause_id, used in entry["consumed"].items():
+        _check_reaches(where, records, used.get("seq") or 0, used.get("hash"), f"the consumed decision for {pause_id}")
+
+
+def _check_reaches(where: str, records: list[dict[str, Any]], seq: int, hash_: str | None, what: str) -> None:
     if seq <= 0:
         return
     if len(records) < seq or records[seq - 1].get("hash") != hash_:
         raise RefusedError(
-            f"{run_dir}: the journal ends at seq {len(records)} but {what} is at seq {seq} — an older copy of the run "
+            f"{where}: the journal ends at seq {len(records)} but {what} is at seq {seq} — an older copy of the run "
             f"or a cut journal; refusing")
+
+
+def advance_seal(entry: dict[str, Any], seq: int, hash_: str | None) -> None:
+    """Monotone: an end behind the recorded one is never written."""
+    old = entry.get("seal") or {}
+    if seq >= (old.get("seq") or 0):
+        entry["seal"] = {"seq": seq, "hash": hash_}
+
+
+def mark_consumed(entry: dict[str, Any], where: str, here: str, pause_id: str, decision: str | None, seq: int, hash_: str) -> None:
+    """Mark the decision for `pause_id` used at journal record (seq, hash); a use at any other record is refused."""
+    used = (entry.get("consumed") or {}).get(pause_id)
+    if used is not None and (used.get("seq"), used.get("hash")) != (seq, hash_):
+        raise RefusedError(f"{where}: the decision for {pause_id} was already used (in {used.get('path')} at "
+                           f"{used.get('at')}); a decision is consumed once; refusing")
+    entry.setdefault("consumed", {})[pause_id] = {"decision": decision, "seq": seq, "hash": hash_, "path": here,
+                                                  "at": (used or {}).get("at") or now_iso()}
+    advance_seal(entry, seq, hash_)
 
 
 def seal(run_id: str, run_dir: Path, seq: int, hash_: str | None) -> None:
@@ -137,9 +160,7 @@ def seal(run_id: str, run_dir: Path, seq: int, hash_: str | None) -> None:
         known = entry.get("path")
         if known and known != _where(run_dir) and not _same_dir(known, run_dir):
             return  # a copy's transitions never move the original's seal (the copy was refused before acting)
-        old = entry.get("seal") or {}
-        if seq >= (old.get("seq") or 0):
-            entry["seal"] = {"seq": seq, "hash": hash_}
+        advance_seal(entry, seq, hash_)
         entry.setdefault("path", _where(run_dir))
         entry.setdefault("consumed", {})
 
@@ -156,13 +177,5 @@ def consume(run_id: str, run_dir: Path, pause_id: str, decision: str | None, seq
     else it is refused."""
     here = _where(run_dir)
     with Ledger(run_id).open() as entry:
-        used = (entry.get("consumed") or {}).get(pause_id)
-        if used is not None and (used.get("seq"), used.get("hash")) != (seq, hash_):
-            raise RefusedError(f"{run_dir}: the decision for {pause_id} was already used (in {used.get('path')} at "
-                               f"{used.get('at')}); a decision is consumed once; refusing")
-        entry.setdefault("consumed", {})[pause_id] = {"decision": decision, "seq": seq, "hash": hash_, "path": here,
-                                                      "at": (used or {}).get("at") or now_iso()}
-        old = entry.get("seal") or {}
-        if seq >= (old.get("seq") or 0):
-            entry["seal"] = {"seq": seq, "hash": hash_}
+        mark_consumed(entry, str(run_dir), here, pause_id, decision, seq, hash_)
         entry.setdefault("path", here)

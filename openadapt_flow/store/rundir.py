@@ -1,32 +1,35 @@
-"""The run directory: where a run's manifest, journal, state, frames and report live."""
+"""The run directory: the filesystem store's run handle (SPEC §7 layout) — manifest, journal, state, frames, report."""
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import hmac
 import json
 import os
-import queue
 import shutil
-import threading
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Callable
-
-import cv2
-import numpy as np
+from typing import Any
 
 from openadapt_flow.errors import RefusedError, RunDirError
-from openadapt_flow.store import ledger
-from openadapt_flow.store.atomic import StorageFault, fault_point, is_storage_error, write_bytes_atomic, write_json_atomic
-from openadapt_flow.store.faults import io_fault
-from openadapt_flow.store.journal import JOURNAL_FILE, Journal, now_iso
+from openadapt_flow.store import checkpoint, escalation, ledger
+from openadapt_flow.store.atomic import StorageFault, is_storage_error, write_bytes_atomic, write_json_atomic
+from openadapt_flow.store.base import JournalWriter, check_artifact_name
+from openadapt_flow.store.frames import FrameWriter
+from openadapt_flow.store.journal import JOURNAL_FILE, Journal, LoadResult, load_journal, read_records
+from openadapt_flow.store.lease import LEASE, Lease, LeaseInfo, try_lock, unlock
+from openadapt_flow.store.seal import SCHEMA_PREFIX, sealed_state, verify_seal
 
 MANIFEST = "manifest.json"
 STATE = "state.json"
+INCIDENT = "incident.json"
+REPORT_FILES = ("report.json", "REPORT.md", "report.html")
+FRAMES = "frames"
+BUNDLE = "bundle"
 CHILDREN = "children"  # a Python workflow's child runs (ctx.replay, ctx.child), one folder per call
-SCHEMA_PREFIX = "openadapt-flow/"
+RUN_FILES = {"manifest": MANIFEST, "state": STATE, "journal": JOURNAL_FILE, "checkpoint": checkpoint.CHECKPOINT, "lease": LEASE,
+             "pending": escalation.PENDING, "approval": escalation.APPROVAL, "incident": INCIDENT, "report": REPORT_FILES[0],
+             "report_md": REPORT_FILES[1], "report_html": REPORT_FILES[2]}
 
 
 def check_new_run_dir(run_dir: Path) -> None:
@@ -62,100 +65,26 @@ def _short(e: Exception) -> str:
     return text[:120]
 
 
+def _mtime(p: Path) -> float:
+    try:
+        return p.stat().st_mtime
+    except FileNotFoundError:
+        return 0.0
+
+
 def digest_manifest(manifest: dict[str, Any]) -> str:
     """Digest of a manifest (as written, `schema` included) minus `child_runs`, the one field appended after the start."""
     body = {k: v for k, v in manifest.items() if k != "child_runs"}
     return "sha256:" + hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
-def _encode_png(pixels: np.ndarray) -> bytes:
-    ok, buf = cv2.imencode(".png", cv2.cvtColor(pixels, cv2.COLOR_RGB2BGR), [cv2.IMWRITE_PNG_COMPRESSION, 1])
-    if not ok:
-        raise RuntimeError("PNG encode failed")
-    return buf.tobytes()
-
-
-class FrameWriter:
-    """Writes frames off the hot path on one background thread; `flush()` waits for all of them.
-
-    A frame that cannot be written (full disk, I/O error, encode failure) never stops the run: it is listed in
-    `errors` (journaled with the run's stop and shown in the report).
-    """
-
-    def __init__(self, frames_dir: Path) -> None:
-        self.dir = frames_dir
-        self._q: queue.Queue = queue.Queue()
-        self._thread = threading.Thread(target=self._run, name="frame-writer", daemon=True)
-        self._thread.start()
-        self.errors: list[str] = []
-        # Applied to every frame before it is queued or written (the runtime paints over fields secrets were typed into).
-        self.mask: Callable[[np.ndarray], np.ndarray] | None = None
-
-    def _run(self) -> None:
-        while True:
-            item = self._q.get()
-            try:
-                if item is None:
-                    return
-                name, pixels = item
-                path = self.dir / name
-                io_fault(fault_point(path))
-                path.write_bytes(_encode_png(pixels))
-            except Exception as e:  # a lost frame must not kill the run; it is reported
-                self.errors.append(f"{item[0] if item else '?'}: {e}")
-                if item is not None:
-                    with contextlib.suppress(OSError):
-                        (self.dir / item[0]).unlink(missing_ok=True)  # no half-written PNG taking the space
-            finally:
-                self._q.task_done()
-
-    def masked(self, pixels: np.ndarray) -> np.ndarray:
-        """A copy of `pixels` as it may be written: with the mask applied."""
-        return self.mask(pixels) if self.mask is not None else pixels.copy()
-
-    def save(self, name: str, pixels: np.ndarray) -> str | None:
-        try:
-            self.dir.mkdir(exist_ok=True)
-        except OSError as e:
-            self.errors.append(f"{name}: {e}")
-            return None
-        self._q.put((name, self.masked(pixels)))
-        return f"frames/{name}"
-
-    def save_now(self, name: str, pixels: np.ndarray) -> str | None:
-        """Write synchronously and durably (halt frames must be on disk before the process exits); None if it can't."""
-        try:
-            self.dir.mkdir(exist_ok=True)
-            write_bytes_atomic(self.dir / name, _encode_png(self.masked(pixels)))
-        except (OSError, RuntimeError, StorageFault) as e:
-            self.errors.append(f"{name}: {e}")
-            return None
-        return f"frames/{name}"
-
-    def flush(self) -> None:
-        self._q.join()
-
-    def close(self) -> None:
-        if not self._thread.is_alive():
-            return
-        self.flush()
-        self._q.put(None)
-        self._thread.join(timeout=10)
-
-
-def state_seal(key: bytes, doc: dict[str, Any]) -> str:
-    body = {k: v for k, v in doc.items() if k != "seal"}
-    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str).encode()
-    return hmac.new(key, b"openadapt-flow state seal\0" + canonical, hashlib.sha256).hexdigest()
-
-
 class RunDir:
-    """Typed access to the files of one run directory."""
+    """Typed access to the files of one run directory: the filesystem store's run handle (store/base.py RunHandle)."""
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
 
-    # paths
+    # paths (for the runtime modules that still open files by path; new code uses the handle methods below)
     @property
     def manifest_path(self) -> Path:
         return self.path / MANIFEST
@@ -170,11 +99,11 @@ class RunDir:
 
     @property
     def frames_dir(self) -> Path:
-        return self.path / "frames"
+        return self.path / FRAMES
 
     @property
     def bundle_dir(self) -> Path:
-        return self.path / "bundle"
+        return self.path / BUNDLE
 
     @classmethod
     def open(cls, path: str | Path) -> "RunDir":
@@ -223,22 +152,15 @@ class RunDir:
     def state(self) -> dict[str, Any]:
         return self.read_json(STATE)
 
-    def write_state(self, state: str, *, journal: Journal | None = None, **fields: Any) -> None:
+    def write_state(self, state: str, *, journal: JournalWriter | None = None, **fields: Any) -> None:
         """Replace state.json. With the run's `journal`, the state is sealed: it names the journal's end (seq, hash)
         and is HMAC-signed with the installation key, and the run ledger records the same end (SPEC §8), so a cut
         journal tail or an edited state is detected. Every transition of a run passes its journal."""
-        body: dict[str, Any] = {"state": state, "paused_reason": None, "transaction_outcome": None, "last_checkpoint_seq": None}
-        body.update(fields)
-        body["updated_at"] = now_iso()
-        doc = {"schema": SCHEMA_PREFIX + "state@1", **body}
+        doc = sealed_state(state, fields, journal)
         if journal is not None:
-            journal.sync()  # the seal may name a record that was appended without its own fsync
-            end = journal.last_hash if journal.seq else None
-            doc.update(journal_seq=journal.seq, journal_hash=end)
-            doc["seal"] = state_seal(journal.key, doc)
             run_id = self._run_id()
             if run_id is not None:  # a start that writes its state before the manifest: the ledger learns it next time
-                ledger.seal(run_id, self.path, journal.seq, end)
+                ledger.seal(run_id, self.path, doc["journal_seq"], doc["journal_hash"])
         write_json_atomic(self.state_path, doc)
 
     def _run_id(self) -> str | None:
@@ -248,31 +170,15 @@ class RunDir:
             return None
 
     def check_seal(self, records: list[dict[str, Any]], key: bytes) -> dict[str, Any] | None:
-        """state.json, verified: sealed with this installation's key, and the journal reaches the end it names.
-
-        The journal may be AHEAD of the seal (records written before a crash, or between transitions); BEHIND is a
-        cut tail or an older copy of the journal. None when the run has neither state nor journal yet.
-        """
+        """state.json, verified against the journal (see verify_seal). None when the run has neither state nor journal."""
         path = self.state_path
         try:
             doc = json.loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
-            if records:
-                raise RefusedError(f"{path}: missing while the journal has {len(records)} records (deleted); refusing") from None
-            return None
+            doc = None
         except (OSError, ValueError) as e:
             raise RefusedError(f"{path}: unreadable or not JSON ({e}); refusing") from None
-        if not isinstance(doc, dict) or not isinstance(doc.get("seal"), str):
-            raise RefusedError(f"{path}: not sealed (edited, or not written by this tool); refusing")
-        if not hmac.compare_digest(state_seal(key, doc), doc["seal"]):
-            raise RefusedError(f"{path}: its seal does not verify (edited, or sealed with another key); refusing")
-        seq, end = doc.get("journal_seq"), doc.get("journal_hash")
-        if not isinstance(seq, int) or seq < 0:
-            raise RefusedError(f"{path}: names no journal end; refusing")
-        if seq > len(records) or (seq and records[seq - 1]["hash"] != end):
-            raise RefusedError(f"{self.journal_path}: ends at seq {len(records)}, but state.json was sealed at seq {seq} "
-                               f"(the journal's tail was cut, or it is another copy's); refusing")
-        return doc
+        return verify_seal(doc, records, key, str(path), str(self.journal_path))
 
     def snapshot_bundle(self, root: Path, files: tuple[str, ...]) -> None:
         """Copy the bundle files the run executes into `bundle/` (resume uses this copy)."""
@@ -285,3 +191,181 @@ class RunDir:
                 if not is_storage_error(e):
                     raise
                 raise StorageFault(str(dst), e) from None
+
+    # --- the run-store handle (store/base.py RunHandle): every file of the run is named here, nowhere else ---
+    @property
+    def ref(self) -> str:
+        return str(self.path)
+
+    def describe(self, what: str) -> str:
+        return str(self.path / RUN_FILES[what])
+
+    def has_manifest(self) -> bool:
+        return self.manifest_path.is_file()
+
+    def write_manifest(self, body: dict[str, Any]) -> None:
+        self.write_json(MANIFEST, "manifest@1", body)
+
+    def run_id(self) -> str | None:
+        return self._run_id()
+
+    def has_journal(self) -> bool:
+        return self.journal_path.is_file()
+
+    def load_journal(self, key: bytes, *, repair: bool = False) -> LoadResult:
+        return load_journal(self.journal_path, key, repair=repair)
+
+    def open_journal(self, key: bytes) -> tuple[Journal, list[dict[str, Any]]]:
+        return Journal.open_existing(self.journal_path, key)
+
+    def new_journal(self, key: bytes) -> Journal:
+        return Journal(self.journal_path, key)
+
+    def read_records(self) -> list[dict[str, Any]]:
+        return read_records(self.journal_path)
+
+    def has_state(self) -> bool:
+        return self.state_path.exists()
+
+    def restore_state(self, doc: dict[str, Any]) -> None:
+        self.write_json(STATE, "state@1", doc)
+
+    def read_checkpoint(self) -> dict[str, Any] | None:
+        return escalation.read_json_file(self.path / checkpoint.CHECKPOINT, "checkpoint")
+
+    def write_checkpoint(self, cp: dict[str, Any]) -> None:
+        checkpoint.write_checkpoint(self.path, cp)
+
+    def reconcile_checkpoint(self, records: list[dict[str, Any]]) -> tuple[dict[str, Any] | None, str]:
+        return checkpoint.reconcile_checkpoint(self.path, records)
+
+    def lease(self, ttl_s: float = 30.0) -> Lease:
+        return Lease(self.path, ttl_s)
+
+    def lease_info(self) -> LeaseInfo | None:
+        return LeaseInfo.read(self.path)
+
+    def try_lock(self) -> Callable[[], None] | None:
+        fd = try_lock(self.path)
+        return None if fd is None else (lambda: unlock(fd))
+
+    def has_pending(self) -> bool:
+        return (self.path / escalation.PENDING).is_file()
+
+    def read_pending(self) -> dict[str, Any] | None:
+        return escalation.read_json_file(self.path / escalation.PENDING, "pending escalation")
+
+    def write_pending(self, body: dict[str, Any]) -> None:
+        escalation.write_pending(self.path, body)
+
+    def remove_pending(self) -> None:
+        escalation.remove(self.path / escalation.PENDING)
+
+    def has_approval(self) -> bool:
+        return (self.path / escalation.APPROVAL).exists()
+
+    def read_approval(self) -> dict[str, Any] | None:
+        return escalation.read_json_file(self.path / escalation.APPROVAL, "approval")
+
+    def write_approval(self, body: dict[str, Any], signature: str) -> None:
+        write_json_atomic(self.path / escalation.APPROVAL, {"schema": SCHEMA_PREFIX + "approval@1", **body, "signature": signature})
+
+    def remove_approval(self) -> None:
+        escalation.remove(self.path / escalation.APPROVAL)
+
+    def consume_approval(self, pause_id: str) -> None:
+        escalation.consume_approval(self.path, pause_id)
+
+    def has_decision(self, pause_id: str) -> bool:
+        return (self.path / escalation.DECISIONS / f"{pause_id}.json").exists()
+
+    def read_decision(self, pause_id: str) -> dict[str, Any] | None:
+        return escalation.read_json_file(self.path / escalation.DECISIONS / f"{pause_id}.json", "decision")
+
+    def decisions(self) -> list[dict[str, Any]]:
+        """Consumed decisions, oldest first (unreadable ones left out: views only)."""
+        d = self.path / escalation.DECISIONS
+        out = []
+        for p in sorted(d.glob("*.json"), key=lambda p: p.stat().st_mtime) if d.is_dir() else []:
+            try:
+                data = json.loads(p.read_text())
+            except (OSError, ValueError):
+                continue
+            if isinstance(data, dict):
+                out.append(data)
+        return out
+
+    def write_incident(self, body: dict[str, Any]) -> None:
+        self.write_json(INCIDENT, "incident@1", body)
+
+    def read_incident(self) -> dict[str, Any] | None:
+        return escalation.read_json_file(self.path / INCIDENT, "incident")
+
+    def write_reports(self, report: dict[str, Any], markdown: str, html: str) -> None:
+        self.write_json(REPORT_FILES[0], "report@1", report)
+        write_bytes_atomic(self.path / REPORT_FILES[1], markdown.encode())
+        write_bytes_atomic(self.path / REPORT_FILES[2], html.encode())
+
+    def put_artifact(self, rel: str, data: bytes) -> None:
+        path = self._artifact(rel)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_bytes_atomic(path, data)
+
+    def get_artifact(self, rel: str) -> bytes | None:
+        try:
+            return self._artifact(rel).read_bytes()
+        except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+            return None
+
+    def list_artifacts(self, prefix: str) -> list[str]:
+        """Files under `prefix`, as paths relative to the run, oldest first."""
+        root = self._artifact(prefix)
+        files = [p for p in root.rglob("*") if p.is_file()] if root.is_dir() else []
+        return [p.relative_to(self.path).as_posix() for p in sorted(files, key=lambda p: (p.stat().st_mtime, p.as_posix()))]
+
+    def remove_artifacts(self, prefix: str) -> None:
+        root = self._artifact(prefix)
+        if root.is_dir():
+            shutil.rmtree(root)
+        elif root.exists():
+            root.unlink()
+
+    def artifact_dir(self, prefix: str) -> Path:
+        """The directory holding the artifacts under `prefix` (here they are files already)."""
+        return self._artifact(prefix)
+
+    def _artifact(self, rel: str) -> Path:
+        check_artifact_name(rel)
+        return self.path / rel
+
+    def frame_writer(self) -> FrameWriter:
+        return FrameWriter(self.frames_dir)
+
+    def frame_names(self) -> set[str]:
+        return {p.name for p in self.frames_dir.glob("*.png")} if self.frames_dir.exists() else set()
+
+    def stamp(self) -> tuple[float, float, float]:
+        return (_mtime(self.state_path), _mtime(self.path / escalation.PENDING), _mtime(self.path / escalation.APPROVAL))
+
+    def child(self, name: str) -> "RunDir":
+        return RunDir(self.path / CHILDREN / name)
+
+    def children(self) -> list["RunDir"]:
+        """A workflow's child runs (one per ctx.replay / ctx.child call)."""
+        return [RunDir(p) for p in (self.path / CHILDREN).glob("*")]
+
+    def sibling(self, step: str) -> "RunDir":
+        """A bundle `flow` step's child run: a run of the same root, named after its parent."""
+        return RunDir(self.path.with_name(f"{self.path.name}.{step}"))
+
+    def ledger_claim(self, records: list[dict[str, Any]]) -> dict[str, Any]:
+        return ledger.claim(self.manifest()["run_id"], self.path, records)
+
+    def ledger_seal(self, seq: int, hash_: str | None) -> None:
+        ledger.seal(self.manifest()["run_id"], self.path, seq, hash_)
+
+    def ledger_consume(self, pause_id: str, decision: str | None, seq: int, hash_: str) -> None:
+        ledger.consume(self.manifest()["run_id"], self.path, pause_id, decision, seq, hash_)
+
+    def ledger_consumed(self, pause_id: str) -> dict[str, Any] | None:
+        return ledger.consumed(self.manifest()["run_id"], pause_id)

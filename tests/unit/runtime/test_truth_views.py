@@ -8,7 +8,6 @@ import json
 import pytest
 
 from openadapt_flow.errors import RefusedError
-from openadapt_flow.runtime import truth
 from openadapt_flow.runtime.decisions import approve
 from openadapt_flow.runtime.runs import resume
 from openadapt_flow.store import ledger
@@ -33,7 +32,7 @@ def test_killed_after_the_decision_record_resumes_once_without_asking_again(ws, 
     run = ws.start().run_dir
     approve(run, "continue", "alice")
     with monkeypatch.context() as m, pytest.raises(Crash):
-        m.setattr(truth.ledger, "consume", die)
+        m.setattr(ledger, "consume", die)  # RunDir.ledger_consume marks it used in the run ledger
         resume(run)
     assert (run / "approval.json").exists() and (run / "pending_escalation.json").exists()  # views lag the journal
     out = resume(run)
@@ -46,7 +45,7 @@ def test_killed_after_the_ledger_marked_the_decision_used_resumes_once(ws, monke
     run = ws.start().run_dir
     approve(run, "continue", "alice")
     with monkeypatch.context() as m, pytest.raises(Crash):
-        m.setattr(truth, "consume_approval", die)
+        m.setattr(RunDir, "consume_approval", die)  # moving approval.json to decisions/
         resume(run)
     assert resume(run).state == "COMPLETED" and ws.posts() == 1
 

@@ -1,0 +1,102 @@
+"""Frames written off the hot path (SPEC §5 invariant 8): before/after PNGs on a background thread, halt frames now."""
+
+from __future__ import annotations
+
+import contextlib
+import queue
+import threading
+from pathlib import Path
+from typing import Callable
+
+import cv2
+import numpy as np
+
+from openadapt_flow.store.atomic import StorageFault, fault_point, write_bytes_atomic
+from openadapt_flow.store.faults import io_fault
+
+
+def _encode_png(pixels: np.ndarray) -> bytes:
+    ok, buf = cv2.imencode(".png", cv2.cvtColor(pixels, cv2.COLOR_RGB2BGR), [cv2.IMWRITE_PNG_COMPRESSION, 1])
+    if not ok:
+        raise RuntimeError("PNG encode failed")
+    return buf.tobytes()
+
+
+class FrameWriter:
+    """Writes frames off the hot path on one background thread; `flush()` waits for all of them.
+
+    A frame that cannot be written (full disk, I/O error, encode failure) never stops the run: it is listed in
+    `errors` (journaled with the run's stop and shown in the report).
+    """
+
+    def __init__(self, frames_dir: Path) -> None:
+        self.dir = frames_dir
+        self._q: queue.Queue = queue.Queue()
+        self._thread = threading.Thread(target=self._run, name="frame-writer", daemon=True)
+        self._thread.start()
+        self.errors: list[str] = []
+        # Applied to every frame before it is queued or written (the runtime paints over fields secrets were typed into).
+        self.mask: Callable[[np.ndarray], np.ndarray] | None = None
+
+    def _run(self) -> None:
+        while True:
+            item = self._q.get()
+            try:
+                if item is None:
+                    return
+                name, pixels = item
+                self._write(name, _encode_png(pixels))
+            except Exception as e:  # a lost frame must not kill the run; it is reported
+                self.errors.append(f"{item[0] if item else '?'}: {e}")
+                if item is not None:
+                    self._discard(item[0])
+            finally:
+                self._q.task_done()
+
+    def _prepare(self) -> None:
+        self.dir.mkdir(exist_ok=True)
+
+    def _write(self, name: str, png: bytes) -> None:
+        path = self.dir / name
+        io_fault(fault_point(path))
+        path.write_bytes(png)
+
+    def _discard(self, name: str) -> None:
+        with contextlib.suppress(OSError):
+            (self.dir / name).unlink(missing_ok=True)  # no half-written PNG taking the space
+
+    def _write_now(self, name: str, png: bytes) -> None:
+        self.dir.mkdir(exist_ok=True)
+        write_bytes_atomic(self.dir / name, png)
+
+    def masked(self, pixels: np.ndarray) -> np.ndarray:
+        """A copy of `pixels` as it may be written: with the mask applied."""
+        return self.mask(pixels) if self.mask is not None else pixels.copy()
+
+    def save(self, name: str, pixels: np.ndarray) -> str | None:
+        try:
+            self._prepare()
+        except OSError as e:
+            self.errors.append(f"{name}: {e}")
+            return None
+        self._q.put((name, self.masked(pixels)))
+        return f"frames/{name}"
+
+    def save_now(self, name: str, pixels: np.ndarray) -> str | None:
+        """Write synchronously and durably (halt frames must be on disk before the process exits); None if it can't."""
+        try:
+            self._write_now(name, _encode_png(self.masked(pixels)))
+        except (OSError, RuntimeError, StorageFault) as e:
+            self.errors.append(f"{name}: {e}")
+            return None
+        return f"frames/{name}"
+
+    def flush(self) -> None:
+        self._q.join()
+
+    def close(self) -> None:
+        if not self._thread.is_alive():
+            return
+        self.flush()
+        self._q.put(None)
+        self._thread.join(timeout=10)

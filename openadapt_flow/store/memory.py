@@ -1,0 +1,388 @@
+"""The memory store (SPEC §18 `memory:`): runs held in process memory, for development and tests.
+
+Records do not survive the process. The invariants do hold: the journal is the same hash-chained bytes (verified on
+every read, a torn tail cut), state is sealed with the journal's end, a checkpoint is judged against the journal,
+the lease fences a replaced owner, and a decision is consumed once (the store's own ledger). Artifacts are bytes in
+memory; code that needs a real directory (the bundle loader) gets one materialised from them into a private
+temporary directory that lives as long as the store.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import weakref
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from openadapt_flow.errors import RefusedError, RunDirError
+from openadapt_flow.store import checkpoint, ledger
+from openadapt_flow.store.atomic import dumps
+from openadapt_flow.store.base import check_artifact_name
+from openadapt_flow.store.faults import crash_point
+from openadapt_flow.store.frames import FrameWriter
+from openadapt_flow.store.journal import LoadResult, parse_records, verify_chain
+from openadapt_flow.store.lease import LeaseInfo
+from openadapt_flow.store.memory_parts import MemoryFrameWriter, MemoryJournal, MemoryLease, MemoryRecords
+from openadapt_flow.store.rundir import RUN_FILES, digest_manifest
+from openadapt_flow.store.seal import SCHEMA_PREFIX, sealed_state, verify_seal
+
+PREFIX = "memory:"
+
+
+class MemoryRun:
+    """One run of a MemoryStore (the store's run handle, store/base.py RunHandle)."""
+
+    def __init__(self, store: "MemoryStore", name: str) -> None:
+        self.store = store
+        self.name = name
+
+    @property
+    def recs(self) -> MemoryRecords:
+        return self.store.records_of(self.name)
+
+    @property
+    def ref(self) -> str:
+        return PREFIX + self.name
+
+    def __repr__(self) -> str:
+        return f"MemoryRun({self.ref!r})"
+
+    def describe(self, what: str) -> str:
+        return f"{self.ref}/{RUN_FILES[what]}"
+
+    # JSON documents, kept as their text
+    def _put(self, what: str, doc: dict[str, Any]) -> None:
+        self.recs.docs[what] = dumps(doc)
+        self.recs.changed[what] = self.store.tick()
+
+    def _drop(self, what: str) -> str | None:
+        self.recs.changed[what] = self.store.tick()
+        return self.recs.docs.pop(what, None)
+
+    def stamp(self) -> tuple[float, float, float]:
+        docs, changed = self.recs.docs, self.recs.changed
+        state, pending, approval = (changed.get(k, 0.0) if k in docs else 0.0 for k in ("state", "pending", "approval"))
+        return state, pending, approval
+
+    def _get(self, what: str) -> dict[str, Any] | None:
+        text = self.recs.docs.get(what)
+        if text is None:
+            return None
+        try:
+            data = json.loads(text)
+        except ValueError as e:
+            raise RefusedError(f"{self.describe(what)}: unreadable or not JSON ({e}); refusing a damaged run record") from None
+        if not isinstance(data, dict):
+            raise RefusedError(f"{self.describe(what)}: expected a JSON object; refusing a damaged run record")
+        return data
+
+    def _need(self, what: str) -> dict[str, Any]:
+        doc = self._get(what)
+        if doc is None:
+            raise RunDirError(f"{self.describe(what)}: missing")
+        return doc
+
+    # manifest
+    def has_manifest(self) -> bool:
+        return "manifest" in self.recs.docs
+
+    def manifest(self) -> dict[str, Any]:
+        return self._need("manifest")
+
+    def write_manifest(self, body: dict[str, Any]) -> None:
+        self._put("manifest", {"schema": SCHEMA_PREFIX + "manifest@1", **body})
+
+    def manifest_digest(self) -> str:
+        return digest_manifest(self.manifest())
+
+    def run_id(self) -> str | None:
+        doc = self._get("manifest") if self.has_manifest() else None
+        return str(doc["run_id"]) if doc and "run_id" in doc else None
+
+    # journal
+    def has_journal(self) -> bool:
+        return self.name in self.store.runs and bool(self.recs.journal)
+
+    def load_journal(self, key: bytes, *, repair: bool = False) -> LoadResult:
+        if not self.has_journal() and not self.has_manifest():
+            raise RefusedError(f"{self.describe('journal')}: journal not found")
+        records, good_len, torn = verify_chain(bytes(self.recs.journal), key, self.describe("journal"))
+        if torn and repair:
+            del self.recs.journal[good_len:]
+        return LoadResult(records, torn)
+
+    def open_journal(self, key: bytes) -> tuple[MemoryJournal, list[dict[str, Any]]]:
+        records = self.load_journal(key, repair=True).records
+        return MemoryJournal(self.recs, key, records), records
+
+    def new_journal(self, key: bytes) -> MemoryJournal:
+        return MemoryJournal(self.recs, key, self.load_journal(key).records if self.has_journal() else [])
+
+    def read_records(self) -> list[dict[str, Any]]:
+        return parse_records(bytes(self.recs.journal)) if self.name in self.store.runs else []
+
+    # state
+    def has_state(self) -> bool:
+        return "state" in self.recs.docs
+
+    def state(self) -> dict[str, Any]:
+        return self._need("state")
+
+    def write_state(self, state: str, *, journal: Any = None, **fields: Any) -> None:
+        doc = sealed_state(state, fields, journal)
+        run_id = self.run_id()
+        if journal is not None and run_id is not None:
+            ledger.advance_seal(self.store.ledger_entry(run_id, self.ref), doc["journal_seq"], doc["journal_hash"])
+        self._put("state", doc)
+
+    def check_seal(self, records: list[dict[str, Any]], key: bytes) -> dict[str, Any] | None:
+        text = self.recs.docs.get("state")
+        try:
+            doc = None if text is None else json.loads(text)
+        except ValueError as e:
+            raise RefusedError(f"{self.describe('state')}: unreadable or not JSON ({e}); refusing") from None
+        return verify_seal(doc, records, key, self.describe("state"), self.describe("journal"))
+
+    def restore_state(self, doc: dict[str, Any]) -> None:
+        self._put("state", {"schema": SCHEMA_PREFIX + "state@1", **doc})
+
+    # checkpoint
+    def read_checkpoint(self) -> dict[str, Any] | None:
+        return self._get("checkpoint")
+
+    def write_checkpoint(self, cp: dict[str, Any]) -> None:
+        crash_point("checkpoint:tmp_written", cp.get("step"))
+        self._put("checkpoint", cp)
+        crash_point("checkpoint:renamed", cp.get("step"))
+
+    def reconcile_checkpoint(self, records: list[dict[str, Any]]) -> tuple[dict[str, Any] | None, str]:
+        cp, status = checkpoint.judge_checkpoint(self._get("checkpoint"), records, self.describe("checkpoint"))
+        if status == "rebuilt" and cp is not None:
+            self._put("checkpoint", cp)
+        return cp, status
+
+    # lease
+    def lease(self, ttl_s: float = 30.0) -> MemoryLease:
+        return MemoryLease(self.recs, self.ref, ttl_s)
+
+    def lease_info(self) -> LeaseInfo | None:
+        return self.recs.lease
+
+    def try_lock(self) -> Any:
+        lock = self.recs.lock
+        return lock.release if lock.acquire(blocking=False) else None
+
+    # escalation, approval, decisions
+    def has_pending(self) -> bool:
+        return "pending" in self.recs.docs
+
+    def read_pending(self) -> dict[str, Any] | None:
+        return self._get("pending")
+
+    def write_pending(self, body: dict[str, Any]) -> None:
+        self._put("pending", {"schema": SCHEMA_PREFIX + "pending_escalation@1", **body})
+
+    def remove_pending(self) -> None:
+        self._drop("pending")
+
+    def has_approval(self) -> bool:
+        return "approval" in self.recs.docs
+
+    def read_approval(self) -> dict[str, Any] | None:
+        return self._get("approval")
+
+    def write_approval(self, body: dict[str, Any], signature: str) -> None:
+        self._put("approval", {"schema": SCHEMA_PREFIX + "approval@1", **body, "signature": signature})
+
+    def remove_approval(self) -> None:
+        self._drop("approval")
+
+    def consume_approval(self, pause_id: str) -> None:
+        crash_point("approval:consuming")
+        text = self._drop("approval")
+        if text is None:
+            raise RefusedError(f"{self.describe('approval')}: no approval to consume; refusing")
+        self.recs.decisions.pop(pause_id, None)
+        self.recs.decisions[pause_id] = text
+        crash_point("approval:consumed")
+
+    def has_decision(self, pause_id: str) -> bool:
+        return pause_id in self.recs.decisions
+
+    def read_decision(self, pause_id: str) -> dict[str, Any] | None:
+        text = self.recs.decisions.get(pause_id)
+        return None if text is None else json.loads(text)
+
+    def decisions(self) -> list[dict[str, Any]]:
+        return [json.loads(t) for t in self.recs.decisions.values()]
+
+    # incident, reports
+    def write_incident(self, body: dict[str, Any]) -> None:
+        self._put("incident", {"schema": SCHEMA_PREFIX + "incident@1", **body})
+
+    def read_incident(self) -> dict[str, Any] | None:
+        return self._get("incident")
+
+    def write_reports(self, report: dict[str, Any], markdown: str, html: str) -> None:
+        self._put("report", {"schema": SCHEMA_PREFIX + "report@1", **report})
+        self.put_artifact("REPORT.md", markdown.encode())
+        self.put_artifact("report.html", html.encode())
+
+    # artifacts
+    def put_artifact(self, rel: str, data: bytes) -> None:
+        check_artifact_name(rel)
+        arts = self.recs.artifacts
+        arts.pop(rel, None)  # re-inserted: newest last
+        arts[rel] = bytes(data)
+
+    def get_artifact(self, rel: str) -> bytes | None:
+        check_artifact_name(rel)
+        return self.recs.artifacts.get(rel) if self.name in self.store.runs else None
+
+    def list_artifacts(self, prefix: str) -> list[str]:
+        check_artifact_name(prefix)
+        head = prefix.rstrip("/") + "/"
+        return [r for r in self.recs.artifacts if r.startswith(head)] if self.name in self.store.runs else []
+
+    def remove_artifacts(self, prefix: str) -> None:
+        for rel in self.list_artifacts(prefix) + ([prefix] if prefix in self.recs.artifacts else []):
+            self.recs.artifacts.pop(rel, None)
+
+    def artifact_dir(self, prefix: str) -> Path:
+        """A private directory on disk holding a copy of the artifacts under `prefix` (e.g. the bundle snapshot, for
+        the bundle loader); re-materialised on every call, removed with the store."""
+        root = self.store.scratch() / self.name.replace("/", "__") / prefix
+        if root.exists():
+            shutil.rmtree(root)
+        root.mkdir(parents=True)
+        for rel in self.list_artifacts(prefix):
+            dest = root / rel[len(prefix.rstrip("/")) + 1:]
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_bytes(self.recs.artifacts[rel])
+        return root
+
+    def snapshot_bundle(self, root: Path, files: tuple[str, ...]) -> None:
+        for rel in files:
+            self.put_artifact(f"bundle/{rel}", (root / rel).read_bytes())
+
+    def frame_writer(self) -> FrameWriter:
+        return MemoryFrameWriter(self.ref, self.put_artifact, lambda rel: self.recs.artifacts.pop(rel, None))
+
+    def frame_names(self) -> set[str]:
+        return {r.removeprefix("frames/") for r in self.list_artifacts("frames") if r.endswith(".png")}
+
+    # children
+    def child(self, name: str) -> "MemoryRun":
+        return MemoryRun(self.store, f"{self.name}/children/{name}")
+
+    def children(self) -> list["MemoryRun"]:
+        head = f"{self.name}/children/"
+        return [MemoryRun(self.store, n) for n in sorted(self.store.runs) if n.startswith(head) and "/" not in n[len(head):]]
+
+    def sibling(self, step: str) -> "MemoryRun":
+        return MemoryRun(self.store, f"{self.name}.{step}")
+
+    # the run ledger (the store's own: it lives outside every run, as the filesystem's does)
+    def ledger_claim(self, records: list[dict[str, Any]]) -> dict[str, Any]:
+        entry = self.store.ledger_entry(self.manifest()["run_id"], self.ref)
+        ledger.check_entry(entry, self.ref, records)
+        return dict(entry)
+
+    def ledger_seal(self, seq: int, hash_: str | None) -> None:
+        ledger.advance_seal(self.store.ledger_entry(self.manifest()["run_id"], self.ref), seq, hash_)
+
+    def ledger_consume(self, pause_id: str, decision: str | None, seq: int, hash_: str) -> None:
+        entry = self.store.ledger_entry(self.manifest()["run_id"], self.ref)
+        ledger.mark_consumed(entry, self.ref, self.ref, pause_id, decision, seq, hash_)
+
+    def ledger_consumed(self, pause_id: str) -> dict[str, Any] | None:
+        return (self.store.ledger_entry(self.manifest()["run_id"], self.ref).get("consumed") or {}).get(pause_id)
+
+
+class MemoryStore:
+    """Runs in this process's memory; a run reference is `memory:NAME` (or NAME)."""
+
+    def __init__(self) -> None:
+        self.runs: dict[str, MemoryRecords] = {}
+        self.ledger: dict[str, dict[str, Any]] = {}
+        self._scratch: Path | None = None
+        self._tick = 0.0
+
+    def tick(self) -> float:
+        """A logical clock for `stamp()`: every change of a run's documents moves it."""
+        self._tick += 1.0
+        return self._tick
+
+    def records_of(self, name: str) -> MemoryRecords:
+        return self.runs.setdefault(name, MemoryRecords())
+
+    def ledger_entry(self, run_id: str, ref: str) -> dict[str, Any]:
+        """The run's entry; a second run claiming the same id while the first still holds it is refused."""
+        entry = self.ledger.setdefault(run_id, {"run_id": run_id})
+        known = entry.get("path")
+        if known and known != ref and self._holds(known, run_id):
+            raise RefusedError(f"{ref}: run {run_id} is held by {known} (this is a copy); refusing")
+        entry["path"] = ref
+        entry.setdefault("consumed", {})
+        return entry
+
+    def _holds(self, ref: str, run_id: str) -> bool:
+        name = ref.removeprefix(PREFIX)
+        return name in self.runs and MemoryRun(self, name).run_id() == run_id
+
+    def scratch(self) -> Path:
+        if self._scratch is None:
+            self._scratch = Path(tempfile.mkdtemp(prefix="flow-memory-store-"))
+            weakref.finalize(self, shutil.rmtree, self._scratch, True)
+        return self._scratch
+
+    def _holds_run(self, name: str) -> bool:
+        recs = self.runs.get(name)
+        return recs is not None and ("manifest" in recs.docs or bool(recs.journal))
+
+    def check_new(self, ref: str) -> None:
+        name = _name(ref)
+        if self._holds_run(name):
+            raise RunDirError(f"{PREFIX}{name}: already holds a run; choose another --run-dir")
+
+    def create_run(self, ref: str | None = None, *, now: datetime | None = None) -> MemoryRun:
+        if ref is not None:
+            self.check_new(ref)
+            name = _name(ref)
+        else:
+            stamp = (now or datetime.now()).strftime("replay-%Y%m%d-%H%M%S")
+            name = next(c for c in (stamp if n == 1 else f"{stamp}-{n}" for n in range(1, 10**6)) if c not in self.runs)
+        self.records_of(name)
+        return MemoryRun(self, name)
+
+    def open_run(self, ref: str) -> MemoryRun:
+        name = _name(ref)
+        recs = self.runs.get(name)
+        if recs is None:
+            raise RunDirError(f"{PREFIX}{name}: run not found")
+        if "manifest" not in recs.docs:
+            if recs.journal:
+                raise RunDirError(f"{PREFIX}{name}: not a run (its start-up was cut before the manifest; no input was sent — replay again)")
+            raise RunDirError(f"{PREFIX}{name}: not a run (no manifest)")
+        return MemoryRun(self, name)
+
+    def find_run(self, run_id: str) -> MemoryRun | None:
+        return next((r for r in self.list_runs() if r.run_id() == run_id), None)
+
+    def list_runs(self) -> list[MemoryRun]:
+        return [MemoryRun(self, n) for n in sorted(self.runs) if "/" not in n and "manifest" in self.runs[n].docs]
+
+    def unstarted(self) -> list[MemoryRun]:
+        return [MemoryRun(self, n) for n in sorted(self.runs)
+                if "/" not in n and "manifest" not in self.runs[n].docs and self.runs[n].journal]
+
+
+def _name(ref: str) -> str:
+    name = ref.removeprefix(PREFIX)
+    if not name or name.startswith("/") or ".." in name.split("/"):
+        raise RunDirError(f"{ref!r}: not a memory run name")
+    return name
+

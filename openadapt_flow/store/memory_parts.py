@@ -1,0 +1,126 @@
+"""The memory store's journal writer and lease: the same invariants as the filesystem's, held in process memory."""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from openadapt_flow.errors import RefusedError
+from openadapt_flow.store.faults import crash_point
+from openadapt_flow.store.frames import FrameWriter
+from openadapt_flow.store.journal import GENESIS, make_record, now_iso
+from openadapt_flow.store.lease import LeaseInfo, LeaseLost, boot_id, process_start_time
+
+
+@dataclass
+class MemoryRecords:
+    """Everything one run holds: JSON documents as their serialised text (so a read never aliases a write, and a
+    test can damage one as it would a file), the journal's bytes, artifacts, the owner lock and the lease."""
+
+    docs: dict[str, str] = field(default_factory=dict)
+    changed: dict[str, float] = field(default_factory=dict)  # document -> the store's tick when it last changed
+    decisions: dict[str, str] = field(default_factory=dict)  # pause_id -> consumed approval, in consumption order
+    journal: bytearray = field(default_factory=bytearray)
+    artifacts: dict[str, bytes] = field(default_factory=dict)  # insertion order = oldest first
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    lease: LeaseInfo | None = None
+
+
+class MemoryJournal:
+    """Appends chained records to a run's journal bytes; the same lines the filesystem journal writes."""
+
+    def __init__(self, recs: MemoryRecords, key: bytes, records: list[dict[str, Any]] | None = None) -> None:
+        self._recs = recs
+        self.key = key
+        self.seq = records[-1]["seq"] if records else 0
+        self.last_hash = records[-1]["hash"] if records else GENESIS
+        self.observers: list[Callable[[dict[str, Any]], None]] = []
+        self.last_of: dict[str, dict[str, Any]] = {}
+
+    def append(self, type_: str, step: str | None = None, data: dict[str, Any] | None = None, *,
+               sync: bool | None = None) -> dict[str, Any]:
+        rec, line = make_record(self.key, self.seq + 1, self.last_hash, type_, step, data)
+        self._recs.journal += line  # in memory every append is as durable as the process
+        self.seq, self.last_hash = rec["seq"], rec["hash"]
+        self.last_of[type_] = rec
+        for observe in self.observers:
+            observe(rec)
+        crash_point("after:" + type_, step)
+        return rec
+
+    def sync(self) -> None:
+        """Nothing to flush: records live as long as the process."""
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+
+class MemoryLease:
+    """The run's owner lock (a process-wide lock per run) plus a fencing generation."""
+
+    def __init__(self, recs: MemoryRecords, ref: str, ttl_s: float = 30.0) -> None:
+        self._recs = recs
+        self._ref = ref
+        self.ttl_s = ttl_s
+        self.generation = 0
+        self._held = False
+
+    def acquire(self, wait_s: float = 0.0) -> "MemoryLease":
+        got = self._recs.lock.acquire(timeout=wait_s) if wait_s > 0 else self._recs.lock.acquire(blocking=False)
+        if not got:
+            info = self._recs.lease
+            who = f" (pid {info.pid} on {info.host})" if info else ""
+            raise RefusedError(f"{self._ref}: run is owned by a live process{who}; refusing")
+        self._held = True
+        prev = self._recs.lease
+        self.generation = (prev.generation if prev else 0) + 1
+        self._write()
+        return self
+
+    def _write(self) -> None:
+        pid = os.getpid()
+        self._recs.lease = LeaseInfo(socket.gethostname(), pid, process_start_time(pid), boot_id(), now_iso(), time.time(),
+                                     self.generation)
+
+    def start_heartbeat(self) -> None:
+        """In one process the owner cannot go stale without the process (and the store) going too."""
+
+    def still_owner(self) -> bool:
+        info = self._recs.lease
+        return info is not None and info.generation == self.generation
+
+    def fence(self) -> None:
+        if not self.still_owner():
+            raise LeaseLost(f"{self._ref}: lease generation {self.generation} was replaced; this process must not act")
+
+    def release(self) -> None:
+        if self._held:
+            self._held = False
+            self._recs.lock.release()
+
+
+class MemoryFrameWriter(FrameWriter):
+    """Frames as artifacts `frames/<name>` of a memory run (still encoded off the hot path)."""
+
+    def __init__(self, ref: str, put: Callable[[str, bytes], None], drop: Callable[[str], Any]) -> None:
+        self._put, self._drop = put, drop
+        super().__init__(Path(ref) / "frames")
+
+    def _prepare(self) -> None:
+        """Nothing to create."""
+
+    def _write(self, name: str, png: bytes) -> None:
+        self._put(f"frames/{name}", png)
+
+    def _discard(self, name: str) -> None:
+        self._drop(f"frames/{name}")
+
+    def _write_now(self, name: str, png: bytes) -> None:
+        self._write(name, png)
+

@@ -6,9 +6,9 @@ import pytest
 
 import openadapt_flow
 from openadapt_flow.backends.spec import BackendSpec
-from openadapt_flow.runtime.decisions import approve
+from openadapt_flow.runtime.operate.decisions import approve
 from openadapt_flow.runtime.runs import resume
-from openadapt_flow.runtime.launch import WorkflowRequest
+from openadapt_flow.runtime.act.launch import WorkflowRequest
 from openadapt_flow.runtime.runs import start_workflow
 from tests.unit.runtime.test_durable import AFTER, SAVE, App, env, rows  # noqa: F401 - env is a fixture
 from tests.unit.runtime.test_engine import make_bundle

@@ -15,15 +15,15 @@ from typing import Any
 from openadapt_flow.bundle.loader import load_bundle
 from openadapt_flow.bundle.params import parse_number
 from openadapt_flow.errors import RefusedError, UsageError
-from openadapt_flow.runtime.config import DeployConfig
-from openadapt_flow.runtime.lifecycle import check_manifest
-from openadapt_flow.runtime.pause import iso
-from openadapt_flow.runtime.teach import make_patch
+from openadapt_flow.runtime.decide.config import DeployConfig
+from openadapt_flow.runtime.act.lifecycle import check_manifest
+from openadapt_flow.runtime.act.pause import iso
+from openadapt_flow.runtime.operate.teach import make_patch
 from openadapt_flow.store.base import JournalWriter
 from openadapt_flow.store.checkpoint import checkpoint_digest
 from openadapt_flow.store.escalation import digest, sign, verify
 from openadapt_flow.store.journal import now_iso
-from openadapt_flow.runtime.truth import check_views, consume_decision, journaled_decision, pending_view
+from openadapt_flow.runtime.operate.truth import check_views, consume_decision, journaled_decision, pending_view
 from openadapt_flow.store.keys import load_decision_key, load_key
 from openadapt_flow.store.base import RunLease
 from openadapt_flow.store.rundir import RunDir

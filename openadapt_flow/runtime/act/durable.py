@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from openadapt_flow.runtime.context import RunContext
+from openadapt_flow.runtime.act.context import RunContext
 from openadapt_flow.store.checkpoint import write_checkpoint
 
 

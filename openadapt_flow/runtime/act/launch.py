@@ -14,7 +14,7 @@ from typing import Any
 
 from openadapt_flow.backends.base import Backend
 from openadapt_flow.backends.spec import BackendSpec
-from openadapt_flow.runtime.config import DeployConfig
+from openadapt_flow.runtime.decide.config import DeployConfig
 from openadapt_flow.store.rundir import RunDir
 
 Reporter = Callable[[RunDir], Any]

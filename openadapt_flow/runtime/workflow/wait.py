@@ -7,8 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from openadapt_flow.runtime.lifecycle import effective_state
-from openadapt_flow.runtime.states import EXIT_CODES, TERMINAL
+from openadapt_flow.runtime.act.lifecycle import effective_state
+from openadapt_flow.runtime.decide.states import EXIT_CODES, TERMINAL
 from openadapt_flow.store.journal import read_records
 from openadapt_flow.store.rundir import RunDir
 

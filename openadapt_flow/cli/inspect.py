@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
-from pydantic import BaseModel
+from pydantic import TypeAdapter
 
 from openadapt_flow.bundle.loader import load_bundle
 from openadapt_flow.cli.common import emit_json, fail, handle_errors
@@ -19,23 +19,27 @@ from openadapt_flow.fixture.model import Fixture
 from openadapt_flow.fixture.recording_io import RecordingDoc
 from openadapt_flow.runtime.config import DeployConfig
 from openadapt_flow.runtime.lifecycle import effective_state
-from openadapt_flow.store.schemas import JournalRecord, ManifestFile, ReportFile, StateFile
+from openadapt_flow.store.records import RECORD_MODELS, JournalRecord
+from openadapt_flow.store.runfiles import FILE_MODELS
 from openadapt_flow.verify.screen import verification_plan
 
-SCHEMAS: dict[str, type[BaseModel]] = {
+# Every file format the tool reads or writes; `journal` is any journal record (a union on `type`),
+# `record-<type>` one record type.
+SCHEMAS: dict[str, Any] = {
     "bundle": Bundle,
     "config": DeployConfig,
-    "state": StateFile,
-    "manifest": ManifestFile,
-    "journal-record": JournalRecord,
-    "report": ReportFile,
     "fixture": Fixture,
     "recording": RecordingDoc,
+    **FILE_MODELS,
+    "decision": FILE_MODELS["approval"],  # decisions/<pause_id>.json: the approval, moved there when used
+    "journal": JournalRecord,
+    "journal-record": JournalRecord,
+    **{f"record-{name}": model for name, model in RECORD_MODELS.items()},
 }
 
 
-def schema_json(name: str) -> dict:
-    out = SCHEMAS[name].model_json_schema(by_alias=True)
+def schema_json(name: str) -> dict[str, Any]:
+    out = TypeAdapter(SCHEMAS[name]).json_schema(by_alias=True)
     out["$id"] = f"openadapt-flow/{name}"
     return out
 
@@ -159,7 +163,7 @@ def report_cmd(run_dir: Path = typer.Argument(...), as_json: bool = typer.Option
 
 
 @handle_errors
-def schema_cmd(name: str = typer.Argument(..., help=f"one of: {', '.join(sorted(SCHEMAS))}")) -> None:
+def schema_cmd(name: str = typer.Argument(..., help=f"one of: {', '.join(SCHEMAS)}")) -> None:
     """Print a JSON Schema for one of the tool's file formats."""
     if name not in SCHEMAS:
         fail(f"unknown schema {name!r} (one of: {', '.join(sorted(SCHEMAS))})", 2)

@@ -32,7 +32,6 @@ from openadapt_flow.runtime.outcome import classify
 from openadapt_flow.runtime.policy import Blocked, check_step
 from openadapt_flow.runtime.preflight import check_effects, check_model_key, probe_effects
 from openadapt_flow.runtime.pause import open_pause
-from openadapt_flow.runtime.states import EXIT_CODES
 from openadapt_flow.runtime.child import run_child_step
 from openadapt_flow.runtime.durable_steps import run_durable_step
 from openadapt_flow.runtime.step import StepRecord, run_gui_step
@@ -43,6 +42,7 @@ from openadapt_flow.store.journal import Journal, load_journal, now_iso
 from openadapt_flow.store.keys import load_decision_key, load_key
 from openadapt_flow.store.lease import Lease, LeaseLost
 from openadapt_flow.store.rundir import FrameWriter, RunDir, check_new_run_dir, new_run_dir
+from openadapt_flow.store.states import RunState
 from openadapt_flow.verify.screen import ScreenChecks
 from openadapt_flow.vision.annotate import annotate
 from openadapt_flow.vision.ocr import OcrEngine
@@ -323,7 +323,7 @@ def finish(ctx: RunContext, state: str, message: str, category: str | None, paus
             ctx.reporter(ctx.run)
         except StorageFault as f:
             message = (message + "; " if message else "") + f"report not written ({f.detail})"
-    return RunOutcome(state, EXIT_CODES[state], ctx.run.path, message, category)
+    return RunOutcome(state, RunState(state).exit_code, ctx.run.path, message, category)
 
 
 def _write_stop(ctx: RunContext, state: str, message: str, category: str | None, paused_reason: str | None, step: str | None) -> None:

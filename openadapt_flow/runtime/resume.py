@@ -30,7 +30,6 @@ from openadapt_flow.runtime.upgrade import upgrade_bundle as adopt_upgrade
 from openadapt_flow.runtime.lifecycle import LIVE_STATES, check_manifest, effective_state, finalize_interrupted
 from openadapt_flow.runtime.recheck import (CONFIRMED_DONE, POSITIVELY_ABSENT, RETRYABLE, RecheckResult, Uncertain, check_facts,
                                             find_uncertain, recheck)
-from openadapt_flow.runtime.states import EXIT_CODES
 from openadapt_flow.runtime.step import screen_facts
 from openadapt_flow.store.atomic import StorageFault
 from openadapt_flow.store.checkpoint import checkpoint_from_records, reconcile_checkpoint, write_checkpoint
@@ -39,6 +38,7 @@ from openadapt_flow.store.journal import Journal
 from openadapt_flow.store.keys import load_decision_key, load_key
 from openadapt_flow.store.lease import Lease
 from openadapt_flow.store.rundir import RunDir
+from openadapt_flow.store.states import RunState
 
 BackendFactory = Callable[[BackendSpec], Backend]
 
@@ -111,13 +111,13 @@ def resume(
             state = run.state()
         if state["state"] in ("COMPLETED", "FAILED", "BLOCKED"):
             journal.close()
-            return RunOutcome(state["state"], EXIT_CODES[state["state"]], run.path, "run is already terminal; nothing to do")
+            return RunOutcome(state["state"], RunState(state["state"]).exit_code, run.path, "run is already terminal; nothing to do")
         orphan = _orphaned(manifest)
         if orphan:
             journal.append("suspended", None, {"reason": orphan})
             journal.close()
             run.write_state("PAUSED", journal=journal, paused_reason="suspended_orphan", message=orphan)
-            return RunOutcome("PAUSED", EXIT_CODES["PAUSED"], run.path, orphan)
+            return RunOutcome("PAUSED", RunState.PAUSED.exit_code, run.path, orphan)
         if upgrade_bundle is not None:
             loaded = adopt_upgrade(run, journal, records, loaded, manifest, upgrade_bundle)
         bound = _params(loaded, manifest, params or {})
@@ -133,11 +133,11 @@ def resume(
             _, pending, approval = carried
             if approval["decision"] == "reject":  # killed between the reject's record and the run's end: end it now
                 block_run(run, journal, pending, approval, carried[0])
-                return RunOutcome("BLOCKED", EXIT_CODES["BLOCKED"], run.path, f"rejected by {approval['operator']}")
+                return RunOutcome("BLOCKED", RunState.BLOCKED.exit_code, run.path, f"rejected by {approval['operator']}")
         waiting = _still_waiting(run, pending) if not require_approval and carried is None else None
         if waiting is not None:
             journal.close()
-            return RunOutcome("PAUSED", EXIT_CODES["PAUSED"], run.path, waiting, pending["category"] if pending else None)
+            return RunOutcome("PAUSED", RunState.PAUSED.exit_code, run.path, waiting, pending["category"] if pending else None)
         needs_decision = pending is not None and (pending["paused_reason"] == "awaiting_approval" or (run.path / APPROVAL).exists())
         if (needs_decision or require_approval) and carried is None:
             if pending is None:

@@ -39,7 +39,6 @@ from openadapt_flow.runtime.engine import NoDesktop, ReplayRequest, Reporter, Ru
 from openadapt_flow.runtime.halt import Halt, Pause, StopRequested
 from openadapt_flow.runtime.lifecycle import LIVE_STATES, begin_run, check_manifest, finalize_interrupted
 from openadapt_flow.runtime.policy import Blocked
-from openadapt_flow.runtime.states import EXIT_CODES
 from openadapt_flow.runtime.workflow import ACTIVE, bind_args, entry_of, resolve_entry
 from openadapt_flow.runtime.workflow_ctx import (
     DivergedError, WorkflowContext, WorkflowStop, call_steps, history, invoke, journal_bundle, jsonable,
@@ -53,6 +52,7 @@ from openadapt_flow.store.journal import Journal
 from openadapt_flow.store.keys import load_decision_key, load_key
 from openadapt_flow.store.lease import Lease, LeaseLost
 from openadapt_flow.store.rundir import CHILDREN, MANIFEST, RunDir, check_new_run_dir, new_run_dir
+from openadapt_flow.store.states import RunState
 
 BackendFactory = Callable[[BackendSpec], Backend]
 
@@ -199,7 +199,7 @@ def resume_workflow(run: RunDir, manifest: dict[str, Any], *, backend: BackendSp
             finalize_interrupted(run, journal, records, run_bundle(manifest, records).model, "owner process died; found by resume")
             state = run.state()
         if state["state"] in ("COMPLETED", "FAILED", "BLOCKED"):
-            return RunOutcome(state["state"], EXIT_CODES[state["state"]], run.path, "run is already terminal; nothing to do")
+            return RunOutcome(state["state"], RunState(state["state"]).exit_code, run.path, "run is already terminal; nothing to do")
         try:
             fn = resolve_entry(manifest["entry"])
         except UsageError as e:
@@ -207,7 +207,7 @@ def resume_workflow(run: RunDir, manifest: dict[str, Any], *, backend: BackendSp
         reconcile_checkpoint(run.path, records)
         pending, approval, waiting = decision_for(run, journal, records, state["state"], dkey, require_approval)
         if waiting is not None:
-            return RunOutcome("PAUSED", EXIT_CODES["PAUSED"], run.path, waiting, pending["category"] if pending else None)
+            return RunOutcome("PAUSED", RunState.PAUSED.exit_code, run.path, waiting, pending["category"] if pending else None)
         rc = _context(run, manifest["run_id"], run_bundle(manifest, records), manifest["args"], config, journal, lease, records, progress, reporter, stop)
         journal.append("run_resumed", None, {"lease_generation": lease.generation, "pause_id": pending["pause_id"] if pending else None,
                                              "decision": approval["decision"] if approval else None,

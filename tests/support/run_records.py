@@ -12,7 +12,8 @@ torn writes, foreign keys) are not failed for their damage:
   signature verifies under a decision key the test used;
 - unsigned files (lease, incident, report, patch) when they parse as a JSON object: the tool writes every file
   atomically, so one that does not parse was damaged from outside.
-Any other JSON file in a run directory is an unknown run file and fails the test.
+Any other JSON file in a run directory is an unknown run file and fails the test. A test that writes run
+records the models must reject (to test this check) says so: `@pytest.mark.invalid_run_records("why")`.
 
 Loaded from tests/conftest.py. The totals (validated vs not provable) are printed at the end of the session.
 """
@@ -185,11 +186,21 @@ class RunRecordsInvalid(AssertionError):
     pass
 
 
+MARKER = "invalid_run_records"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", f"{MARKER}(reason): the test leaves run records the models must reject; not checked")
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item):
     result = yield  # a test that failed is not also failed on its run files
     tmp = getattr(item, "funcargs", {}).get("tmp_path")
-    if isinstance(tmp, Path) and tmp.is_dir():
+    opted_out = item.get_closest_marker(MARKER)
+    if opted_out is not None and not (opted_out.args and str(opted_out.args[0]).strip()):
+        raise RunRecordsInvalid(f"@pytest.mark.{MARKER} needs a reason")
+    if opted_out is None and isinstance(tmp, Path) and tmp.is_dir():
         t0 = time.perf_counter()
         problems = check_tree(tmp, TOTAL)
         TOTAL.seconds += time.perf_counter() - t0

@@ -20,6 +20,7 @@ Obj = dict[str, Any]
 Point = list[int]  # [x, y]
 Box = list[int]  # [x, y, w, h]
 VerifiedBy = Literal["runtime", "reconciled", "operator"]
+EffectVerdictName = Literal["CONFIRMED", "ABSENT", "CONFLICTING", "UNAVAILABLE", "INDETERMINATE"]
 Decision = Literal["continue", "skip", "reject", "teach", "escalate", "reconcile", "answer", "signal"]
 
 
@@ -110,7 +111,7 @@ class StepStarted(_Data):
 
 
 class Resolved(_Data):
-    role: Literal["target", "drag_to"] | str
+    role: Literal["target", "to"]
     ok: bool
     rung: str | None
     point: Point | None
@@ -155,7 +156,7 @@ class Reading(_Data):
 
 
 class EffectVerdict(_Data):
-    verdict: Literal["CONFIRMED", "ABSENT", "CONFLICTING", "UNAVAILABLE", "INDETERMINATE"] | str
+    verdict: EffectVerdictName
     baseline: Reading | None
     observed: Reading | None
     reads: int
@@ -170,7 +171,7 @@ class StepVerified(_Data):
     verified_by: VerifiedBy
     rung: str | None = None
     elapsed_ms: float | None = None
-    verification: Literal["strong", "weak", "none"] | str | None = None
+    verification: Literal["strong", "weak", "none"] | None = None
     effect: Obj | None = None
     result: Json = None
     operator: str | None = None
@@ -184,7 +185,7 @@ class StepSkipped(_Data):
 
 
 class Rechecked(_Data):
-    verdict: str
+    verdict: Literal["CONFIRMED", "ABSENT", "UNKNOWN", "RETRYABLE"]
     effect: Obj | None
     checks: list[Obj]
 

@@ -24,12 +24,17 @@ RUNS_V1 = REPO / "tests" / "data" / "runs-v1"
 
 
 def _written_types() -> set[str]:
-    """Every record type a `journal.append("<type>", …)` in the package names (bench excluded: its own scratch journals)."""
+    """Every record type a `journal.append("<type>", …)` in the package names (bench excluded: its own scratch
+    journals); the one type passed by name is `upgrade.RECORD`, and no other call passes a computed type."""
     found: set[str] = set()
+    named: set[str] = set()
     for path in PACKAGE.rglob("*.py"):
         if "bench" in path.parts:
             continue
-        found |= set(re.findall(r"journal\.append\(\s*\"(\w+)\"", path.read_text()))
+        text = path.read_text()
+        found |= set(re.findall(r"journal\.append\(\s*\"(\w+)\"", text))
+        named |= set(re.findall(r"journal\.append\(\s*([A-Za-z_][\w.]*)\s*,", text))
+    assert named == {"RECORD"}, named
     return found | {upgrade.RECORD}
 
 

@@ -45,6 +45,10 @@ def test_a_record_the_models_reject_is_named_by_file_and_seq(run: Path):
 
 
 def test_deliberate_damage_is_skipped_not_failed(run: Path):
+    key = _keys()[0][0]
+    journal = Journal(run / "journal.jsonl", key, load_journal(run / "journal.jsonl", key).records)
+    journal.append("note", None, {"why": "a test's own record type"})  # chained, but no runtime writes a `note`
+    journal.close()
     state = json.loads((run / "state.json").read_text())
     (run / "state.json").write_text(json.dumps({**state, "state": "COMPLETED?"}))  # its seal no longer verifies
     (run / "lease.json").write_text("{not json")  # torn from outside: the tool writes atomically
@@ -52,7 +56,7 @@ def test_deliberate_damage_is_skipped_not_failed(run: Path):
         f.write('{"seq": 22, "type": "forged"}\n')  # breaks the chain: not the tool's
     tally = Tally()
     assert check_run_dir(run, *_keys(), tally) == []
-    assert tally.records == 21 and tally.unproven == 2
+    assert tally.records == 21 and tally.unproven == 3
 
 
 @pytest.mark.invalid_run_records("puts an unknown JSON file in a run dir, to see it named")

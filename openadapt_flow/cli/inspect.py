@@ -1,48 +1,21 @@
-"""Read-only commands: validate, status, runs, report, schema."""
+"""Read-only commands: validate, status, runs, report."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Optional
+from typing import Optional
 
 import typer
-from pydantic import TypeAdapter
 
 from openadapt_flow.bundle.loader import load_bundle
 from openadapt_flow.cli.common import emit_json, fail, handle_errors
 from openadapt_flow.errors import FlowError
 from openadapt_flow.report.render import write_reports
 from openadapt_flow.store.rundir import RunDir
-from openadapt_flow.bundle.models import Bundle, Step
-from openadapt_flow.fixture.model import Fixture
-from openadapt_flow.fixture.recording_io import RecordingDoc
-from openadapt_flow.runtime.config import DeployConfig
+from openadapt_flow.bundle.models import Step
 from openadapt_flow.runtime.lifecycle import effective_state
-from openadapt_flow.store.records import RECORD_MODELS, JournalRecord
-from openadapt_flow.store.runfiles import FILE_MODELS
 from openadapt_flow.verify.screen import verification_plan
-
-# Every file format the tool reads or writes; `journal` is any journal record (a union on `type`),
-# `record-<type>` one record type.
-SCHEMAS: dict[str, Any] = {
-    "bundle": Bundle,
-    "config": DeployConfig,
-    "fixture": Fixture,
-    "recording": RecordingDoc,
-    **FILE_MODELS,
-    "decision": FILE_MODELS["approval"],  # decisions/<pause_id>.json: the approval, moved there when used
-    "journal": JournalRecord,
-    "journal-record": JournalRecord,
-    **{f"record-{name}": model for name, model in RECORD_MODELS.items()},
-}
-
-
-def schema_json(name: str) -> dict[str, Any]:
-    out = TypeAdapter(SCHEMAS[name]).json_schema(by_alias=True)
-    out["$id"] = f"openadapt-flow/{name}"
-    return out
-
 
 @handle_errors
 def validate_cmd(
@@ -160,11 +133,3 @@ def report_cmd(run_dir: Path = typer.Argument(...), as_json: bool = typer.Option
         emit_json(rep)
     else:
         typer.echo(f"wrote {run.path / 'REPORT.md'} and {run.path / 'report.html'}")
-
-
-@handle_errors
-def schema_cmd(name: str = typer.Argument(..., help=f"one of: {', '.join(SCHEMAS)}")) -> None:
-    """Print a JSON Schema for one of the tool's file formats."""
-    if name not in SCHEMAS:
-        fail(f"unknown schema {name!r} (one of: {', '.join(sorted(SCHEMAS))})", 2)
-    typer.echo(json.dumps(schema_json(name), indent=2))

@@ -9,6 +9,7 @@ workflow's JSON output) and effect readings (a system of record's value).
 
 from __future__ import annotations
 
+from functools import cache
 from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, create_model
@@ -25,7 +26,7 @@ Decision = Literal["continue", "skip", "reject", "teach", "escalate", "reconcile
 
 
 class _Data(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, defer_build=True)
 
 
 # ---- the start and end of a run ----
@@ -123,7 +124,7 @@ class Resolved(_Data):
 
 class Check(BaseModel):
     """One verdict (postcondition, identity, readback, re-proved fact). Open: each kind adds its own evidence keys."""
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", defer_build=True)
     kind: str
     expected: Json = None
     ok: bool
@@ -295,7 +296,7 @@ def _title(name: str) -> str:
 
 class RecordEnvelope(BaseModel):
     """`{seq, ts, type, step, data, prev_hash, hash}`; `hash` is the HMAC (installation key) of the rest."""
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     seq: int = Field(ge=1)
     ts: str
     type: str
@@ -347,9 +348,14 @@ RECORD_MODELS: dict[str, type[BaseModel]] = {
 }
 
 JournalRecord: Any = Annotated[Union[tuple(RECORD_MODELS.values())], Field(discriminator="type")]  # type: ignore[valid-type]
-JOURNAL_RECORD: TypeAdapter[Any] = TypeAdapter(JournalRecord)
+
+
+@cache
+def journal_record_adapter() -> TypeAdapter[Any]:
+    """The union's validator, built on first use (the models defer theirs too: importing this module stays cheap)."""
+    return TypeAdapter(JournalRecord)
 
 
 def validate_record(rec: Any) -> BaseModel:
     """One journal record, parsed into its type's model (pydantic.ValidationError if it is not one the runtime writes)."""
-    return JOURNAL_RECORD.validate_python(rec)  # type: ignore[no-any-return]
+    return journal_record_adapter().validate_python(rec)  # type: ignore[no-any-return]

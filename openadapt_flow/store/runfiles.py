@@ -20,7 +20,7 @@ Sha = str  # "sha256:<hex>"
 
 
 class _File(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, defer_build=True)
 
 
 def _schema(name: str) -> Any:

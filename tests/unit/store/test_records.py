@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from openadapt_flow.cli.inspect import SCHEMAS, schema_json
+from openadapt_flow.cli.schema import SCHEMAS, schema_json
 from openadapt_flow.runtime import upgrade
 from openadapt_flow.store.journal import FSYNC_TYPES
 from openadapt_flow.store.records import RECORD_TYPES, validate_record

@@ -214,6 +214,24 @@ def pytest_runtest_call(item: pytest.Item):
     return result
 
 
+WORKER_KEY = "run_records_tally"
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:  # an xdist worker: the controller prints the totals
+        workeroutput[WORKER_KEY] = json.dumps([TOTAL.dirs, TOTAL.records, TOTAL.files, TOTAL.unproven, TOTAL.seconds])
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node, error):  # noqa: ARG001 - xdist's hook signature
+    raw = getattr(node, "workeroutput", {}).get(WORKER_KEY)
+    if raw:
+        dirs, recs, files, unproven, seconds = json.loads(raw)
+        TOTAL.dirs, TOTAL.records, TOTAL.files = TOTAL.dirs + dirs, TOTAL.records + recs, TOTAL.files + files
+        TOTAL.unproven, TOTAL.seconds = TOTAL.unproven + unproven, TOTAL.seconds + seconds
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus, config):  # noqa: ARG001 - pytest's hook signature
     if TOTAL.dirs:
         terminalreporter.write_line(

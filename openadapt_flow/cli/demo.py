@@ -28,8 +28,8 @@ from openadapt_flow.fixture.model import load_fixture
 from openadapt_flow.fixture.player import Player
 from openadapt_flow.fixture.server import PlayerScreen, RfbServer
 from openadapt_flow.report.render import write_reports
-from openadapt_flow.runtime.config import DeployConfig
-from openadapt_flow.runtime.engine import ReplayRequest, replay
+from openadapt_flow.runtime.decide.config import DeployConfig
+from openadapt_flow.runtime.act.engine import ReplayRequest, replay
 from openadapt_flow.vision.ocr import INSTALL_HINT, OcrEngine, OcrUnavailable
 
 DEMO = Path(__file__).resolve().parents[1] / "demo"

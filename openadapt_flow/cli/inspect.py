@@ -14,7 +14,7 @@ from openadapt_flow.errors import FlowError
 from openadapt_flow.report.render import write_reports
 from openadapt_flow.store.rundir import RunDir
 from openadapt_flow.bundle.models import Step
-from openadapt_flow.runtime.lifecycle import effective_state
+from openadapt_flow.runtime.act.lifecycle import effective_state
 from openadapt_flow.verify.screen import verification_plan
 
 @handle_errors

@@ -12,9 +12,9 @@ from openadapt_flow.cli.common import emit_json, handle_errors
 from openadapt_flow.cli.progress import ConsoleProgress
 from openadapt_flow.errors import ParamError
 from openadapt_flow.report.render import write_reports
-from openadapt_flow.runtime.backend_select import select_backend
-from openadapt_flow.runtime.config import load_config
-from openadapt_flow.runtime.engine import ReplayRequest, replay
+from openadapt_flow.runtime.act.backend_select import select_backend
+from openadapt_flow.runtime.decide.config import load_config
+from openadapt_flow.runtime.act.engine import ReplayRequest, replay
 
 
 def parse_params(pairs: list[str], params_file: Path | None) -> tuple[dict[str, Any], frozenset[str]]:

@@ -10,10 +10,10 @@ import typer
 from openadapt_flow.cli.common import emit_json, handle_errors
 from openadapt_flow.cli.progress import ConsoleProgress
 from openadapt_flow.report.render import write_reports
-from openadapt_flow.runtime.backend_select import select_backend
-from openadapt_flow.runtime.config import load_config
-from openadapt_flow.runtime.workflow import parse_arg_pairs
-from openadapt_flow.runtime.workflow_run import WorkflowRequest, start_workflow
+from openadapt_flow.runtime.act.backend_select import select_backend
+from openadapt_flow.runtime.decide.config import load_config
+from openadapt_flow.runtime.workflow.api import parse_arg_pairs
+from openadapt_flow.runtime.workflow.run import WorkflowRequest, start_workflow
 
 
 @handle_errors

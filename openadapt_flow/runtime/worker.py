@@ -16,9 +16,9 @@ from typing import Any
 from openadapt_flow.backends.base import Backend
 from openadapt_flow.backends.spec import BackendSpec, open_backend
 from openadapt_flow.errors import FlowError
-from openadapt_flow.runtime.config import DeployConfig
-from openadapt_flow.runtime.engine import Reporter, stop_on_signals
-from openadapt_flow.runtime.lifecycle import LIVE_STATES, owner_gone
+from openadapt_flow.runtime.decide.config import DeployConfig
+from openadapt_flow.runtime.act.engine import Reporter, stop_on_signals
+from openadapt_flow.runtime.act.lifecycle import LIVE_STATES, owner_gone
 from openadapt_flow.runtime.resume import resume
 from openadapt_flow.store.journal import JOURNAL_FILE, read_records
 from openadapt_flow.store.atomic import StorageFault

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from openadapt_flow.runtime.config import DeployConfig
-from openadapt_flow.runtime.engine import ReplayRequest, RunOutcome, replay
+from openadapt_flow.runtime.decide.config import DeployConfig
+from openadapt_flow.runtime.act.engine import ReplayRequest, RunOutcome, replay
 
 TOOLS = '''
 import os

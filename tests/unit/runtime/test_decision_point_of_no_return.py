@@ -16,11 +16,11 @@ import pytest
 import yaml
 
 from openadapt_flow.errors import RefusedError
-from openadapt_flow.runtime.config import DeployConfig
-from openadapt_flow.runtime.decisions import approve, deliver
-from openadapt_flow.runtime.engine import ReplayRequest, replay
+from openadapt_flow.runtime.decide.config import DeployConfig
+from openadapt_flow.runtime.operate.decisions import approve, deliver
+from openadapt_flow.runtime.act.engine import ReplayRequest, replay
 from openadapt_flow.runtime.resume import resume
-from openadapt_flow.runtime.truth import journaled_decision
+from openadapt_flow.runtime.operate.truth import journaled_decision
 from openadapt_flow.store import escalation, journal as journal_mod
 from openadapt_flow.store.journal import load_journal
 from openadapt_flow.store.keys import load_key

@@ -9,9 +9,9 @@ import pytest
 import yaml
 
 from openadapt_flow.errors import RefusedError, UsageError
-from openadapt_flow.runtime.config import DeployConfig
-from openadapt_flow.runtime.decisions import deliver
-from openadapt_flow.runtime.engine import ReplayRequest, replay
+from openadapt_flow.runtime.decide.config import DeployConfig
+from openadapt_flow.runtime.operate.decisions import deliver
+from openadapt_flow.runtime.act.engine import ReplayRequest, replay
 from openadapt_flow.runtime.resume import resume
 from openadapt_flow.demo.xvnc import wait_until
 

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from openadapt_flow.errors import RefusedError
-from openadapt_flow.runtime.decisions import approve
+from openadapt_flow.runtime.operate.decisions import approve
 from openadapt_flow.runtime.resume import resume
 from tests.unit.runtime.test_durable import AFTER, SAVE, App, home, rows, start, env  # noqa: F401
 from tests.unit.runtime.test_engine import make_bundle, records

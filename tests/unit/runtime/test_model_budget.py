@@ -15,9 +15,9 @@ import pytest
 
 from openadapt_flow.backends.fake import FakeBackend
 from openadapt_flow.backends.spec import BackendSpec
-from openadapt_flow.runtime.config import DeployConfig
-from openadapt_flow.runtime.decisions import approve
-from openadapt_flow.runtime.engine import ReplayRequest, replay
+from openadapt_flow.runtime.decide.config import DeployConfig
+from openadapt_flow.runtime.operate.decisions import approve
+from openadapt_flow.runtime.act.engine import ReplayRequest, replay
 from openadapt_flow.runtime.resume import resume
 from tests.support.screens import Canvas
 from tests.unit.runtime.test_engine import POST, make_bundle

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from openadapt_flow.runtime.config import DeployConfig
-from openadapt_flow.runtime.decisions import approve
-from openadapt_flow.runtime.policy import Budget, running_seconds
+from openadapt_flow.runtime.decide.config import DeployConfig
+from openadapt_flow.runtime.operate.decisions import approve
+from openadapt_flow.runtime.decide.policy import Budget, running_seconds
 from tests.unit.runtime.test_engine import home
 from tests.unit.runtime.test_durable import SAVE, App, env, go, start  # noqa: F401  (env is a fixture)
 

@@ -8,8 +8,8 @@ import json
 import pytest
 
 from openadapt_flow.errors import RefusedError
-from openadapt_flow.runtime import truth
-from openadapt_flow.runtime.decisions import approve
+from openadapt_flow.runtime.operate import truth
+from openadapt_flow.runtime.operate.decisions import approve
 from openadapt_flow.runtime.resume import resume
 from openadapt_flow.store import ledger
 from openadapt_flow.store.escalation import journal_pause
@@ -52,7 +52,7 @@ def test_killed_after_the_ledger_marked_the_decision_used_resumes_once(ws, monke
 
 
 def test_killed_between_the_journaled_pause_and_its_file_still_needs_the_decision(ws, monkeypatch):
-    from openadapt_flow.runtime import pause
+    from openadapt_flow.runtime.act import pause
 
     with monkeypatch.context() as m, pytest.raises(Crash):
         m.setattr(pause, "write_pending", die)

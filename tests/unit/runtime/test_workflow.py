@@ -10,11 +10,11 @@ import pytest
 import openadapt_flow
 from openadapt_flow.demo.xvnc import wait_until
 from openadapt_flow.errors import RefusedError
-from openadapt_flow.runtime.decisions import approve, deliver
-from openadapt_flow.runtime.reconciler import reconcile_root
+from openadapt_flow.runtime.operate.decisions import approve, deliver
+from openadapt_flow.runtime.operate.reconciler import reconcile_root
 from openadapt_flow.runtime.resume import resume
 from openadapt_flow.runtime.worker import Worker
-from openadapt_flow.runtime.workflow_run import WorkflowRequest, start_workflow
+from openadapt_flow.runtime.workflow.run import WorkflowRequest, start_workflow
 from openadapt_flow.store.rundir import RunDir
 from tests.unit.runtime.workflow_support import SOURCE, config, journal, log, state, write_module
 
@@ -136,7 +136,7 @@ def test_arguments_compare_by_what_they_mean_whatever_their_type(ws):
     import uuid
     from dataclasses import dataclass
 
-    from openadapt_flow.runtime.workflow_ctx import _canonical
+    from openadapt_flow.runtime.workflow.ctx import _canonical
 
     @dataclass
     class Invoice:

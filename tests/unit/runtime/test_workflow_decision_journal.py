@@ -7,10 +7,10 @@ from __future__ import annotations
 import pytest
 
 import openadapt_flow
-from openadapt_flow.runtime.decisions import deliver
-from openadapt_flow.runtime.reconciler import reconcile_root
+from openadapt_flow.runtime.operate.decisions import deliver
+from openadapt_flow.runtime.operate.reconciler import reconcile_root
 from openadapt_flow.runtime.resume import resume
-from openadapt_flow.runtime.workflow_run import WorkflowRequest, start_workflow
+from openadapt_flow.runtime.workflow.run import WorkflowRequest, start_workflow
 from openadapt_flow.store import escalation as escalation_mod
 from openadapt_flow.store import journal as journal_mod
 from openadapt_flow.store.rundir import RunDir

@@ -10,9 +10,9 @@ import pytest
 
 import openadapt_flow
 from openadapt_flow.report.model import build_report
-from openadapt_flow.runtime.decisions import deliver
+from openadapt_flow.runtime.operate.decisions import deliver
 from openadapt_flow.runtime.resume import resume
-from openadapt_flow.runtime.workflow_run import WorkflowRequest, start_workflow
+from openadapt_flow.runtime.workflow.run import WorkflowRequest, start_workflow
 from openadapt_flow.store.rundir import RunDir
 from tests.unit.runtime.workflow_support import SOURCE, config, journal, state, write_module
 

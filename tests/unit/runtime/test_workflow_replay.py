@@ -6,9 +6,9 @@ import pytest
 
 import openadapt_flow
 from openadapt_flow.backends.spec import BackendSpec
-from openadapt_flow.runtime.decisions import approve
+from openadapt_flow.runtime.operate.decisions import approve
 from openadapt_flow.runtime.resume import resume
-from openadapt_flow.runtime.workflow_run import WorkflowRequest, start_workflow
+from openadapt_flow.runtime.workflow.run import WorkflowRequest, start_workflow
 from tests.unit.runtime.test_durable import AFTER, SAVE, App, env, rows  # noqa: F401 - env is a fixture
 from tests.unit.runtime.test_engine import make_bundle
 from tests.unit.runtime.workflow_support import SOURCE, config, log, state, write_module

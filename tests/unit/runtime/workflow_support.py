@@ -7,7 +7,7 @@ import json
 import sys
 from pathlib import Path
 
-from openadapt_flow.runtime.config import DeployConfig
+from openadapt_flow.runtime.decide.config import DeployConfig
 
 MODULE = "wf_mod"
 

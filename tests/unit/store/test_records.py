@@ -11,7 +11,7 @@ import pytest
 from pydantic import ValidationError
 
 from openadapt_flow.cli.schema import SCHEMAS, schema_json
-from openadapt_flow.runtime import upgrade
+from openadapt_flow.runtime.operate import upgrade
 from openadapt_flow.store.journal import FSYNC_TYPES
 from openadapt_flow.store.records import RECORD_TYPES, validate_record
 from openadapt_flow.store.runfiles import FILE_MODELS, Approval, Checkpoint, PendingEscalation, State, file_model

@@ -13,12 +13,12 @@ from pathlib import Path
 from typing import Any
 
 from openadapt_flow.errors import RefusedError
-from openadapt_flow.runtime.context import RunContext
-from openadapt_flow.runtime.decisions import check_approval
-from openadapt_flow.runtime.lifecycle import effective_state
-from openadapt_flow.runtime.outcome import RECONCILIATION_REQUIRED
-from openadapt_flow.runtime.truth import consume_decision, pending_view
-from openadapt_flow.runtime.workflow_ctx import history
+from openadapt_flow.runtime.act.context import RunContext
+from openadapt_flow.runtime.operate.decisions import check_approval
+from openadapt_flow.runtime.act.lifecycle import effective_state
+from openadapt_flow.runtime.decide.outcome import RECONCILIATION_REQUIRED
+from openadapt_flow.runtime.operate.truth import consume_decision, pending_view
+from openadapt_flow.runtime.workflow.ctx import history
 from openadapt_flow.store import ledger
 from openadapt_flow.store.checkpoint import checkpoint_from_records, write_checkpoint
 from openadapt_flow.store.escalation import APPROVAL, DECISIONS, PENDING, read_json_file, remove

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from openadapt_flow.runtime.lifecycle import effective_state
+from openadapt_flow.runtime.act.lifecycle import effective_state
 from openadapt_flow.store.journal import JOURNAL_FILE, read_records
 from openadapt_flow.store.rundir import RunDir
 from openadapt_flow.store.states import STOPPED_STATES, RunState

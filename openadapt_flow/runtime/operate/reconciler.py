@@ -7,8 +7,8 @@ from typing import Any
 
 from openadapt_flow.bundle.loader import load_bundle
 from openadapt_flow.errors import FlowError
-from openadapt_flow.runtime.lifecycle import LIVE_STATES, finalize_interrupted, lease_ttl
-from openadapt_flow.runtime.workflow_run import run_bundle
+from openadapt_flow.runtime.act.lifecycle import LIVE_STATES, finalize_interrupted, lease_ttl
+from openadapt_flow.runtime.workflow.run import run_bundle
 from openadapt_flow.store.atomic import StorageFault
 from openadapt_flow.store.journal import JOURNAL_FILE, Journal
 from openadapt_flow.store.keys import load_key

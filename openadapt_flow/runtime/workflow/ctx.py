@@ -35,11 +35,11 @@ from uuid import UUID
 from openadapt_flow.bundle.loader import LoadedBundle
 from openadapt_flow.bundle.models import BUNDLE_SCHEMA, Bundle, Screen, Step
 from openadapt_flow.errors import FlowError, RefusedError
-from openadapt_flow.runtime.context import RunContext
-from openadapt_flow.runtime.halt import Halt, Pause, StopRequested
-from openadapt_flow.runtime.policy import Blocked, check_step
-from openadapt_flow.runtime.workflow import entry_of, tool_info
-from openadapt_flow.runtime.workflow_llm import Llm, chat
+from openadapt_flow.runtime.act.context import RunContext
+from openadapt_flow.runtime.decide.halt import Halt, Pause, StopRequested
+from openadapt_flow.runtime.decide.policy import Blocked, check_step
+from openadapt_flow.runtime.workflow.api import entry_of, tool_info
+from openadapt_flow.runtime.workflow.llm import Llm, chat
 from openadapt_flow.store.checkpoint import checkpoint_from_records, write_checkpoint
 
 

@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from openadapt_flow.bundle.models import Step
-from openadapt_flow.runtime.config import PolicyConfig
+from openadapt_flow.runtime.decide.config import PolicyConfig
 
 SEGMENT_START = ("run_started", "run_resumed")
 SEGMENT_END = ("paused", "run_finished", "interrupted")

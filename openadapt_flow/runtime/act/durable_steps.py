@@ -14,8 +14,8 @@ from typing import Any
 
 from openadapt_flow.bundle.models import Step
 from openadapt_flow.errors import UsageError
-from openadapt_flow.runtime.context import RunContext
-from openadapt_flow.runtime.halt import Halt, Pause
+from openadapt_flow.runtime.act.context import RunContext
+from openadapt_flow.runtime.decide.halt import Halt, Pause
 
 
 def _verified(ctx: RunContext, index: int, step: Step, result: dict[str, Any], verified_by: str = "runtime") -> dict[str, Any]:

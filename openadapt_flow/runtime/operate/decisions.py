@@ -15,15 +15,15 @@ from typing import Any
 
 from openadapt_flow.bundle.params import parse_number
 from openadapt_flow.errors import RefusedError, UsageError
-from openadapt_flow.runtime.config import DeployConfig
-from openadapt_flow.runtime.lifecycle import check_manifest
-from openadapt_flow.runtime.pause import iso
-from openadapt_flow.runtime.teach import make_patch
+from openadapt_flow.runtime.decide.config import DeployConfig
+from openadapt_flow.runtime.act.lifecycle import check_manifest
+from openadapt_flow.runtime.act.pause import iso
+from openadapt_flow.runtime.operate.teach import make_patch
 from openadapt_flow.store.atomic import write_json_atomic
 from openadapt_flow.store.checkpoint import CHECKPOINT, checkpoint_digest
 from openadapt_flow.store.escalation import APPROVAL, DECISIONS, digest, read_json_file, remove, sign, verify, write_pending
 from openadapt_flow.store.journal import Journal, load_journal, now_iso
-from openadapt_flow.runtime.truth import check_views, consume_decision, journaled_decision, pending_view
+from openadapt_flow.runtime.operate.truth import check_views, consume_decision, journaled_decision, pending_view
 from openadapt_flow.store.keys import load_decision_key, load_key
 from openadapt_flow.store.lease import Lease
 from openadapt_flow.store.rundir import RunDir

@@ -15,8 +15,8 @@ from openadapt_flow.bundle.params import BoundParams, Interpolator
 from openadapt_flow.ladder.ladder import Ladder
 from openadapt_flow.ladder.types import Box
 from openadapt_flow.bundle.models import Step
-from openadapt_flow.runtime.config import DeployConfig
-from openadapt_flow.runtime.policy import Budget, check_dispatch
+from openadapt_flow.runtime.decide.config import DeployConfig
+from openadapt_flow.runtime.decide.policy import Budget, check_dispatch
 from openadapt_flow.store import ledger
 from openadapt_flow.store.journal import Journal
 from openadapt_flow.store.lease import Lease

@@ -14,9 +14,9 @@ from typing import Any
 
 from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.bundle.models import Step
-from openadapt_flow.runtime.context import RunContext
-from openadapt_flow.runtime.halt import Halt, Pause
-from openadapt_flow.runtime.lifecycle import LIVE_STATES, effective_state
+from openadapt_flow.runtime.act.context import RunContext
+from openadapt_flow.runtime.decide.halt import Halt, Pause
+from openadapt_flow.runtime.act.lifecycle import LIVE_STATES, effective_state
 from openadapt_flow.store.rundir import MANIFEST, RunDir
 
 
@@ -79,7 +79,7 @@ def run_child_step(ctx: RunContext, index: int, step: Step) -> dict[str, Any]:
 
 
 def _start_child(ctx: RunContext, index: int, step: Step, path: Path) -> Any:
-    from openadapt_flow.runtime.engine import ReplayRequest, replay  # the child uses the same engine
+    from openadapt_flow.runtime.act.engine import ReplayRequest, replay  # the child uses the same engine
 
     base = Path(ctx.run.manifest()["bundle"]["path"])
     bundle = (base / (step.bundle or "")).resolve()

@@ -32,19 +32,19 @@ from openadapt_flow.bundle.models import Step
 from openadapt_flow.bundle.params import BoundParams
 from openadapt_flow.errors import FlowError, RefusedError, UsageError
 from openadapt_flow.runtime import resume as bundle_resume
-from openadapt_flow.runtime.config import DeployConfig
-from openadapt_flow.runtime.context import Progress, RunContext
-from openadapt_flow.runtime.truth import catch_up_state, check_views
-from openadapt_flow.runtime.engine import NoDesktop, ReplayRequest, Reporter, RunOutcome, finish, make_context, replay, stop_on_signals, write_incident
-from openadapt_flow.runtime.halt import Halt, Pause, StopRequested
-from openadapt_flow.runtime.lifecycle import LIVE_STATES, begin_run, check_manifest, finalize_interrupted
-from openadapt_flow.runtime.policy import Blocked
-from openadapt_flow.runtime.workflow import ACTIVE, bind_args, entry_of, resolve_entry
-from openadapt_flow.runtime.workflow_ctx import (
+from openadapt_flow.runtime.decide.config import DeployConfig
+from openadapt_flow.runtime.act.context import Progress, RunContext
+from openadapt_flow.runtime.operate.truth import catch_up_state, check_views
+from openadapt_flow.runtime.act.engine import NoDesktop, ReplayRequest, Reporter, RunOutcome, finish, make_context, replay, stop_on_signals, write_incident
+from openadapt_flow.runtime.decide.halt import Halt, Pause, StopRequested
+from openadapt_flow.runtime.act.lifecycle import LIVE_STATES, begin_run, check_manifest, finalize_interrupted
+from openadapt_flow.runtime.decide.policy import Blocked
+from openadapt_flow.runtime.workflow.api import ACTIVE, bind_args, entry_of, resolve_entry
+from openadapt_flow.runtime.workflow.ctx import (
     DivergedError, WorkflowContext, WorkflowStop, call_steps, history, invoke, journal_bundle, jsonable,
 )
-from openadapt_flow.runtime.workflow_decide import apply_decision, child_waiting, decision_for, journaled_deliveries
-from openadapt_flow.runtime.workflow_wait import workflow_result
+from openadapt_flow.runtime.workflow.decision import apply_decision, child_waiting, decision_for, journaled_deliveries
+from openadapt_flow.runtime.workflow.wait import workflow_result
 from openadapt_flow.store.atomic import StorageFault
 from openadapt_flow.store.checkpoint import checkpoint_from_records, reconcile_checkpoint
 from openadapt_flow.store.faults import crash_point

@@ -24,7 +24,7 @@ COMMANDS: dict[str, tuple[str, str, bool]] = {
     "status": ("openadapt_flow.cli.inspect", "status_cmd", False),
     "runs": ("openadapt_flow.cli.inspect", "runs_cmd", False),
     "report": ("openadapt_flow.cli.inspect", "report_cmd", False),
-    "schema": ("openadapt_flow.cli.inspect", "schema_cmd", False),
+    "schema": ("openadapt_flow.cli.schema", "schema_cmd", False),
     "demo": ("openadapt_flow.cli.demo", "demo_cmd", False),
     "fixture": ("openadapt_flow.cli.fixture", "fixture_app", True),
     "record": ("openadapt_flow.cli.record", "record_cmd", False),

@@ -1,4 +1,4 @@
-"""Read-only commands: validate, status, runs, report, schema."""
+"""Read-only commands: validate, status, runs, report."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from pydantic import BaseModel
 
 from openadapt_flow.bundle.loader import load_bundle
 from openadapt_flow.cli.common import emit_json, fail, handle_errors
@@ -15,30 +14,10 @@ from openadapt_flow.errors import FlowError
 from openadapt_flow.report.render import write_reports
 from openadapt_flow.store.filesystem import FilesystemStore
 from openadapt_flow.store.rundir import RunDir
-from openadapt_flow.bundle.models import Bundle, Step
-from openadapt_flow.fixture.model import Fixture
-from openadapt_flow.fixture.recording_io import RecordingDoc
-from openadapt_flow.runtime.decide.config import DeployConfig
+from openadapt_flow.bundle.models import Step
 from openadapt_flow.runtime.act.lifecycle import effective_state
-from openadapt_flow.store.schemas import JournalRecord, ManifestFile, ReportFile, StateFile
 from openadapt_flow.verify.screen import verification_plan
 
-SCHEMAS: dict[str, type[BaseModel]] = {
-    "bundle": Bundle,
-    "config": DeployConfig,
-    "state": StateFile,
-    "manifest": ManifestFile,
-    "journal-record": JournalRecord,
-    "report": ReportFile,
-    "fixture": Fixture,
-    "recording": RecordingDoc,
-}
-
-
-def schema_json(name: str) -> dict:
-    out = SCHEMAS[name].model_json_schema(by_alias=True)
-    out["$id"] = f"openadapt-flow/{name}"
-    return out
 
 
 @handle_errors
@@ -156,11 +135,3 @@ def report_cmd(run_dir: Path = typer.Argument(...), as_json: bool = typer.Option
         emit_json(rep)
     else:
         typer.echo(f"wrote {run.describe('report_md')} and {run.describe('report_html')}")
-
-
-@handle_errors
-def schema_cmd(name: str = typer.Argument(..., help=f"one of: {', '.join(sorted(SCHEMAS))}")) -> None:
-    """Print a JSON Schema for one of the tool's file formats."""
-    if name not in SCHEMAS:
-        fail(f"unknown schema {name!r} (one of: {', '.join(sorted(SCHEMAS))})", 2)
-    typer.echo(json.dumps(schema_json(name), indent=2))

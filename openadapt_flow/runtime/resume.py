@@ -32,7 +32,7 @@ from openadapt_flow.runtime.act.lifecycle import LIVE_STATES, check_manifest, ef
 from openadapt_flow.runtime.act.preflight import check_effects, check_model_key, probe_effects
 from openadapt_flow.runtime.act.recheck import (CONFIRMED_DONE, POSITIVELY_ABSENT, RETRYABLE, RecheckResult, Uncertain, check_facts,
                                             find_uncertain, recheck)
-from openadapt_flow.runtime.decide.states import EXIT_CODES
+from openadapt_flow.store.states import RunState
 from openadapt_flow.runtime.act.step import screen_facts
 from openadapt_flow.runtime.operate.teach import effective_bundle
 from openadapt_flow.runtime.operate.truth import catch_up_state, check_views, consume_decision, journaled_decision, pending_view, record_decision
@@ -117,7 +117,7 @@ def resume(
             finalize_interrupted(run, journal, records, steps, "owner process died; found by resume")
             state = run.state()
         if state["state"] in ("COMPLETED", "FAILED", "BLOCKED"):
-            return RunOutcome(state["state"], EXIT_CODES[state["state"]], run.path, "run is already terminal; nothing to do")
+            return RunOutcome(state["state"], RunState(state["state"]).exit_code, run.path, "run is already terminal; nothing to do")
         if loaded is None:
             return continue_workflow(run, manifest, config, lease, journal, records, state["state"], dkey, runs, backend=backend,
                                      require_approval=require_approval, progress=progress, reporter=reporter,
@@ -152,7 +152,7 @@ def _continue_bundle(run: RunDir, manifest: dict[str, Any], config: DeployConfig
         journal.append("suspended", None, {"reason": orphan})
         journal.close()
         run.write_state("PAUSED", journal=journal, paused_reason="suspended_orphan", message=orphan)
-        return RunOutcome("PAUSED", EXIT_CODES["PAUSED"], run.path, orphan)
+        return RunOutcome("PAUSED", RunState.PAUSED.exit_code, run.path, orphan)
     if how.upgrade_bundle is not None:
         loaded = adopt_upgrade(run, journal, records, loaded, manifest, how.upgrade_bundle)
     bound = _params(loaded, manifest, how.params)
@@ -199,11 +199,11 @@ def _decide(run: RunDir, journal: Journal, records: list[dict[str, Any]], state:
         _, pending, approval = carried
         if approval["decision"] == "reject":  # killed between the reject's record and the run's end: end it now
             block_run(run, journal, pending, approval, carried[0])
-            return RunOutcome("BLOCKED", EXIT_CODES["BLOCKED"], run.path, f"rejected by {approval['operator']}")
+            return RunOutcome("BLOCKED", RunState.BLOCKED.exit_code, run.path, f"rejected by {approval['operator']}")
     waiting = _still_waiting(run, pending) if not require_approval and carried is None else None
     if waiting is not None:
         journal.close()
-        return RunOutcome("PAUSED", EXIT_CODES["PAUSED"], run.path, waiting, pending["category"] if pending else None)
+        return RunOutcome("PAUSED", RunState.PAUSED.exit_code, run.path, waiting, pending["category"] if pending else None)
     needs_decision = pending is not None and (pending["paused_reason"] == "awaiting_approval" or (run.path / APPROVAL).exists())
     if (needs_decision or require_approval) and carried is None:
         if pending is None:

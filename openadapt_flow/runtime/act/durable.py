@@ -8,13 +8,16 @@ As DBOS's step wrapper: look up the journal for the call's saved result, else ru
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 from openadapt_flow.runtime.act.context import RunContext
 from openadapt_flow.store.checkpoint import write_checkpoint
 
+# the two records that advance the checkpoint: a step verified, or one an operator skipped
+VerifiedKind = Literal["step_verified", "step_skipped"]
 
-def record_verified(ctx: RunContext, step_id: str, data: dict[str, Any], *, kind: str = "step_verified") -> dict[str, Any]:
+
+def record_verified(ctx: RunContext, step_id: str, data: dict[str, Any], *, kind: VerifiedKind = "step_verified") -> dict[str, Any]:
     """Journal `step_verified` (fsync'd; the fold notes it), then replace checkpoint.json (durable runs): the order of
     SPEC §5. The journal record is the truth; a crash before the checkpoint is caught up from it on resume."""
     rec = ctx.journal.append(kind, step_id, data)

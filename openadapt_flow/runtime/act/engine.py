@@ -39,7 +39,7 @@ from openadapt_flow.runtime.decide.outcome import classify
 from openadapt_flow.runtime.act.pause import open_pause
 from openadapt_flow.runtime.decide.policy import Blocked, check_step
 from openadapt_flow.runtime.act.preflight import check_effects, check_model_key, probe_effects
-from openadapt_flow.runtime.decide.states import EXIT_CODES
+from openadapt_flow.store.states import RunState
 from openadapt_flow.runtime.act.step import StepRecord, run_gui_step
 from openadapt_flow.store.atomic import StorageFault
 from openadapt_flow.store.faults import crash_point
@@ -320,7 +320,7 @@ def finish(ctx: RunContext, state: str, message: str, category: str | None, paus
             ctx.reporter(ctx.run)
         except StorageFault as f:
             message = (message + "; " if message else "") + f"report not written ({f.detail})"
-    return RunOutcome(state, EXIT_CODES[state], ctx.run.path, message, category)
+    return RunOutcome(state, RunState(state).exit_code, ctx.run.path, message, category)
 
 
 def _write_stop(ctx: RunContext, state: str, message: str, category: str | None, paused_reason: str | None, step: str | None) -> None:

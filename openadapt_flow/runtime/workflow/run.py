@@ -39,7 +39,7 @@ from openadapt_flow.runtime.decide.halt import Halt, Pause, StopRequested
 from openadapt_flow.runtime.act.launch import BackendFactory, ReplayRequest, Reporter, RunOutcome, Runs, WorkflowRequest
 from openadapt_flow.runtime.act.lifecycle import begin_run
 from openadapt_flow.runtime.decide.policy import Blocked
-from openadapt_flow.runtime.decide.states import EXIT_CODES
+from openadapt_flow.store.states import RunState
 from openadapt_flow.runtime.workflow.api import ACTIVE, bind_args, entry_of, resolve_entry
 from openadapt_flow.runtime.workflow.ctx import DivergedError, WorkflowContext, WorkflowStop, invoke, jsonable
 from openadapt_flow.runtime.workflow.decision import apply_decision, child_waiting, decision_for, journaled_deliveries
@@ -171,7 +171,7 @@ def continue_workflow(run: RunDir, manifest: dict[str, Any], config: DeployConfi
     reconcile_checkpoint(run.path, records)
     pending, approval, waiting = decision_for(run, journal, records, state, dkey, require_approval)
     if waiting is not None:
-        return RunOutcome("PAUSED", EXIT_CODES["PAUSED"], run.path, waiting, pending["category"] if pending else None)
+        return RunOutcome("PAUSED", RunState.PAUSED.exit_code, run.path, waiting, pending["category"] if pending else None)
     rc = _context(run, manifest["run_id"], manifest["bundle"]["digest"], manifest["args"], config, journal, lease, records, progress,
                   reporter, stop, runs)
     journal.append("run_resumed", None, {"lease_generation": lease.generation, "pause_id": pending["pause_id"] if pending else None,

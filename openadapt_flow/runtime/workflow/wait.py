@@ -8,11 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from openadapt_flow.runtime.act.lifecycle import effective_state
-from openadapt_flow.runtime.decide.states import EXIT_CODES, TERMINAL
+from openadapt_flow.store.states import STOPPED_STATES, RunState
 from openadapt_flow.store.journal import read_records
 from openadapt_flow.store.rundir import RunDir
-
-STOPPED = TERMINAL | {"PAUSED"}
 
 
 def workflow_result(run_path: Path) -> Any:
@@ -38,8 +36,8 @@ def wait(run_dir: str | Path, timeout: float | None = None, poll_s: float = 0.1)
     while True:
         st = effective_state(run)
         state = st.get("state", "PENDING")
-        if state in STOPPED:
-            return WaitResult(state, st.get("paused_reason"), EXIT_CODES[state], st.get("transaction_outcome"), st.get("message"),
+        if state in STOPPED_STATES:
+            return WaitResult(state, st.get("paused_reason"), RunState(state).exit_code, st.get("transaction_outcome"), st.get("message"),
                               workflow_result(run.path) if state == "COMPLETED" else None)
         if deadline is not None and time.monotonic() > deadline:
             raise TimeoutError(f"{run.path}: still {state} after {timeout}s")

@@ -95,7 +95,7 @@ def test_a_recording_with_no_usable_input_is_refused(tmp_path, ocr: OcrEngine) -
 
 
 def test_the_recording_format_has_a_json_schema() -> None:
-    from openadapt_flow.cli.inspect import schema_json
+    from openadapt_flow.cli.schema import schema_json
 
     doc = schema_json("recording")
     assert doc["$id"] == "openadapt-flow/recording" and {"batches", "screen", "initial"} <= set(doc["properties"])

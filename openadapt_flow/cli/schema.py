@@ -1,0 +1,48 @@
+"""`flow schema NAME`: the JSON Schema of one of the tool's file formats, generated from its pydantic model.
+
+Its own module: building the run-record models costs tens of milliseconds that `flow status` should not pay.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import typer
+from pydantic import TypeAdapter
+
+from openadapt_flow.bundle.models import Bundle
+from openadapt_flow.cli.common import fail, handle_errors
+from openadapt_flow.fixture.model import Fixture
+from openadapt_flow.fixture.recording_io import RecordingDoc
+from openadapt_flow.runtime.decide.config import DeployConfig
+from openadapt_flow.store.records import RECORD_MODELS, JournalRecord
+from openadapt_flow.store.runfiles import FILE_MODELS
+
+# Every file format the tool reads or writes; `journal` is any journal record (a union on `type`),
+# `record-<type>` one record type.
+SCHEMAS: dict[str, Any] = {
+    "bundle": Bundle,
+    "config": DeployConfig,
+    "fixture": Fixture,
+    "recording": RecordingDoc,
+    **FILE_MODELS,
+    "decision": FILE_MODELS["approval"],  # decisions/<pause_id>.json: the approval, moved there when used
+    "journal": JournalRecord,
+    "journal-record": JournalRecord,
+    **{f"record-{name}": model for name, model in RECORD_MODELS.items()},
+}
+
+
+def schema_json(name: str) -> dict[str, Any]:
+    out = TypeAdapter(SCHEMAS[name]).json_schema(by_alias=True)
+    out["$id"] = f"openadapt-flow/{name}"
+    return out
+
+
+@handle_errors
+def schema_cmd(name: str = typer.Argument(..., help=f"one of: {', '.join(SCHEMAS)}")) -> None:
+    """Print a JSON Schema for one of the tool's file formats."""
+    if name not in SCHEMAS:
+        fail(f"unknown schema {name!r} (one of: {', '.join(sorted(SCHEMAS))})", 2)
+    typer.echo(json.dumps(schema_json(name), indent=2))

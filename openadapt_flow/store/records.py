@@ -1,0 +1,361 @@
+"""Typed journal records: the envelope `{seq, ts, type, step, data, prev_hash, hash}` of every line of
+`journal.jsonl`, and the `data` of each record type the runtime writes, as a union discriminated on `type`.
+
+The models accept exactly what the runtime writes (SPEC §5, §7). `data` models forbid unknown keys; a key that
+only some writers of a type set is optional. Items whose keys are open by design stay `dict[str, Any]`: check
+evidence (`Check.to_json()` spreads each check's own evidence keys), rung evidence, step results (a tool's or a
+workflow's JSON output) and effect readings (a system of record's value).
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, create_model
+
+from openadapt_flow.store.states import PausedReason, RunState, TransactionOutcome
+
+Json = Any  # any JSON value: a tool's result, an answer, a signal's data
+Obj = dict[str, Any]
+Point = list[int]  # [x, y]
+Box = list[int]  # [x, y, w, h]
+VerifiedBy = Literal["runtime", "reconciled", "operator"]
+EffectVerdictName = Literal["CONFIRMED", "ABSENT", "CONFLICTING", "UNAVAILABLE", "INDETERMINATE"]
+Decision = Literal["continue", "skip", "reject", "teach", "escalate", "reconcile", "answer", "signal"]
+
+
+class _Data(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, defer_build=True)
+
+
+# ---- the start and end of a run ----
+
+class RunStarted(_Data):
+    """Pins the manifest (its digest) before manifest.json is written. Bundle runs count steps; workflows name their entry."""
+    steps: int | None = None
+    kind: Literal["workflow"] | None = None
+    entry: str | None = None
+    durable: bool
+    lease_generation: int
+    manifest_digest: str
+
+
+class RunStop(_Data):
+    """`run_finished` / `paused`: how the run stopped. A reject's end names its incident; a restored pause says so."""
+    state: RunState
+    paused_reason: PausedReason | None = None
+    transaction_outcome: TransactionOutcome | None = None
+    outcome_evidence: list[Obj] | None = None
+    frame_errors: list[str] | None = None
+    incident: str | None = None
+    restored: bool | None = None
+
+
+class Interrupted(_Data):
+    message: str
+    input_pending: bool | None = None
+    finalized: bool | None = None
+    transaction_outcome: TransactionOutcome | None = None
+    outcome_evidence: list[Obj] | None = None
+
+
+class Halted(_Data):
+    category: str
+    message: str
+    input_sent: bool | None
+    evidence: list[Obj] | None = None
+    frame: str | None = None
+
+
+class Blocked(_Data):
+    id: str
+    rule: str
+    observed: Json
+    limit: Json
+
+
+class RunResumed(_Data):
+    lease_generation: int
+    decision: Decision | None
+    pause_id: str | None
+    operator: str | None
+    decision_seq: int | None = None
+
+
+class Suspended(_Data):
+    reason: str
+
+
+class WorkflowReturned(_Data):
+    result: Json
+
+
+class BundleUpgraded(_Data):
+    bundle_dir: str
+    digest: str
+    from_digest: str
+    source: str
+    unchanged_through: int | None
+
+
+# ---- one step ----
+
+class StepStarted(_Data):
+    """A bundle step (`action`, `intent`), or a workflow call (`action` is its kind, `inputs` the HMAC of its args)."""
+    index: int
+    action: str
+    intent: str | None = None
+    name: str | None = None
+    inputs: str | None = None
+    consequential: bool | None = None
+
+
+class Resolved(_Data):
+    role: Literal["target", "to"]
+    ok: bool
+    rung: str | None
+    point: Point | None
+    category: Literal["resolution", "ambiguous"] | None
+    message: str
+    evidence: list[Obj]
+    model_calls: int
+
+
+class Check(BaseModel):
+    """One verdict (postcondition, identity, readback, re-proved fact). Open: each kind adds its own evidence keys."""
+    model_config = ConfigDict(extra="allow", defer_build=True)
+    kind: str
+    expected: Json = None
+    ok: bool
+    detail: str | None = None
+
+
+class Checks(_Data):
+    """`postconditions` / `checkpoint_reproved`."""
+    ok: bool
+    checks: list[Check]
+
+
+class ActionDispatched(_Data):
+    """Written and fsync'd before any input is sent, with the lease generation it was sent under (SPEC §5)."""
+    action: str
+    point: Point | None = None
+    call: str | None = None
+    lease_generation: int
+
+
+class ActionSent(_Data):
+    dispatch_seq: int
+
+
+class Reading(_Data):
+    """One read of a system of record (`effect_baseline`)."""
+    ok: bool
+    value: Json
+    error: str | None = None
+
+
+class EffectVerdict(_Data):
+    verdict: EffectVerdictName
+    baseline: Reading | None
+    observed: Reading | None
+    reads: int
+    waited_s: float
+    detail: str | None = None
+
+
+class StepVerified(_Data):
+    """A verified step: what a checkpoint is built from (engine steps carry rung and verification, durable kinds
+    and workflow calls a result, reconciled steps an effect, an operator's answer the operator)."""
+    index: int
+    verified_by: VerifiedBy
+    rung: str | None = None
+    elapsed_ms: float | None = None
+    verification: Literal["strong", "weak", "none"] | None = None
+    effect: Obj | None = None
+    result: Json = None
+    operator: str | None = None
+    screen_facts: list[Obj]
+
+
+class StepSkipped(_Data):
+    index: int
+    verified_by: Literal["operator"]
+    operator: str | None
+
+
+class Rechecked(_Data):
+    verdict: Literal["CONFIRMED", "ABSENT", "UNKNOWN", "RETRYABLE"]
+    effect: Obj | None
+    checks: list[Obj]
+
+
+class FramesMasked(_Data):
+    box: Box | None
+    whole_frame: bool
+    why: str
+
+
+# ---- durable kinds, workflow calls, children ----
+
+class Asked(_Data):
+    index: int
+    question: str
+    choices: list[str] | None
+    type: str | None
+
+
+class WaitingSignal(_Data):
+    index: int | None = None
+    signal: str | None
+
+
+class TimerSet(_Data):
+    index: int
+    due_epoch: float
+
+
+class LlmCall(_Data):
+    model_calls: int
+    model: str | None
+
+
+class ChildStarted(_Data):
+    """A bundle's child step (`child_run` relative to the runs root) or a workflow's child (`run_dir` under it)."""
+    index: int | None = None
+    child_run: str | None = None
+    bundle: str | None = None
+    run_dir: str | None = None
+    what: str | None = None
+
+
+# ---- pauses and decisions ----
+
+class EscalationOpened(_Data):
+    """The whole pause (`pending`, as pending_escalation.json holds it without `schema`): the record of truth."""
+    pause_id: str
+    reason: PausedReason
+    category: str
+    allowed: list[Decision]
+    pending: Obj
+
+
+class Escalated(_Data):
+    from_: str = Field(alias="from")
+    pause_id: str
+    level: str
+    operator: str
+    os_user: str
+    note: str | None
+    pending: Obj
+
+
+class EscalationDropped(_Data):
+    pause_id: str
+    why: str
+
+
+class DecisionRecord(_Data):
+    """The operator's decision, journaled before it takes effect. A bundle run keeps the whole signed approval
+    (digests, votes, signature); a workflow the decision and, for an answer or signal, the value delivered."""
+    pause_id: str
+    decision: Decision | None
+    effect: Literal["landed", "absent"] | None
+    operator: str | None
+    os_user: str | None
+    note: str | None
+    decided_at: str | None = None
+    votes: list[Obj] | None = None
+    payload: Obj | None = None
+    task_digest: str | None = None
+    checkpoint_digest: str | None = None
+    approval_digest: str | None = None
+    signature: str | None = None
+    value: Json = None
+
+
+class Patched(_Data):
+    pause_id: str
+    bundle_dir: str
+    digest: str
+    template: str
+    region: Box
+    point: Point
+
+
+def _record(name: str, data: type[BaseModel], doc: str) -> type[BaseModel]:
+    """The envelope of one record type: `type` is the discriminator, `data` that type's model."""
+    tag: Any = Literal[name]  # type: ignore[valid-type]
+    return create_model(_title(name), __base__=RecordEnvelope, __doc__=doc, __module__=__name__, type=(tag, ...), data=(data, ...))
+
+
+def _title(name: str) -> str:
+    return "".join(part.capitalize() for part in name.split("_")) + "Record"
+
+
+class RecordEnvelope(BaseModel):
+    """`{seq, ts, type, step, data, prev_hash, hash}`; `hash` is the HMAC (installation key) of the rest."""
+    model_config = ConfigDict(extra="forbid", defer_build=True)
+    seq: int = Field(ge=1)
+    ts: str
+    type: str
+    step: str | None
+    data: Obj
+    prev_hash: str = Field(pattern=r"^[0-9a-f]{64}$")
+    hash: str = Field(pattern=r"^[0-9a-f]{64}$")
+
+
+DATA_MODELS: dict[str, type[BaseModel]] = {
+    "run_started": RunStarted,
+    "run_finished": RunStop,
+    "paused": RunStop,
+    "interrupted": Interrupted,
+    "halted": Halted,
+    "blocked": Blocked,
+    "run_resumed": RunResumed,
+    "suspended": Suspended,
+    "workflow_returned": WorkflowReturned,
+    "bundle_upgraded": BundleUpgraded,
+    "step_started": StepStarted,
+    "resolved": Resolved,
+    "identity_checked": Check,
+    "postconditions": Checks,
+    "checkpoint_reproved": Checks,
+    "effect_baseline": Reading,
+    "action_dispatched": ActionDispatched,
+    "action_sent": ActionSent,
+    "effect_verified": EffectVerdict,
+    "step_verified": StepVerified,
+    "step_skipped": StepSkipped,
+    "rechecked": Rechecked,
+    "frames_masked": FramesMasked,
+    "asked": Asked,
+    "waiting_signal": WaitingSignal,
+    "timer_set": TimerSet,
+    "llm_call": LlmCall,
+    "child_started": ChildStarted,
+    "escalation_opened": EscalationOpened,
+    "escalated": Escalated,
+    "escalation_dropped": EscalationDropped,
+    "decision": DecisionRecord,
+    "patched": Patched,
+}
+RECORD_TYPES = tuple(DATA_MODELS)
+RECORD_MODELS: dict[str, type[BaseModel]] = {
+    name: _record(name, data, f"A `{name}` journal record; its data: {data.__doc__ or data.__name__}")
+    for name, data in DATA_MODELS.items()
+}
+
+JournalRecord: Any = Annotated[Union[tuple(RECORD_MODELS.values())], Field(discriminator="type")]  # type: ignore[valid-type]
+
+
+@cache
+def journal_record_adapter() -> TypeAdapter[Any]:
+    """The union's validator, built on first use (the models defer theirs too: importing this module stays cheap)."""
+    return TypeAdapter(JournalRecord)
+
+
+def validate_record(rec: Any) -> BaseModel:
+    """One journal record, parsed into its type's model (pydantic.ValidationError if it is not one the runtime writes)."""
+    return journal_record_adapter().validate_python(rec)  # type: ignore[no-any-return]

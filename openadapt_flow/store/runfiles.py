@@ -1,0 +1,274 @@
+"""Typed run files: a pydantic model for every JSON file of the run directory (SPEC §7), each named by the
+`schema` it carries (`openadapt-flow/<name>@1`). `flow schema NAME` prints their JSON Schemas.
+
+Models forbid unknown keys where every writer's field set is known. Left open, and why: `manifest.config` (a
+DeployConfig dump; its model lives in runtime/, which store/ may not import — `flow schema config` prints it),
+`manifest.backend` (a BackendSpec dump, likewise in backends/), and the report's per-step rows and the items
+copied into it from other files (views for people, rebuilt from the records at every stop).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from openadapt_flow.store.records import Box, Decision, Json, Obj, Point, VerifiedBy
+from openadapt_flow.store.states import PausedReason, RunState, TransactionOutcome
+
+Sha = str  # "sha256:<hex>"
+
+
+class _File(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, defer_build=True)
+
+
+def _schema(name: str) -> Any:
+    return Field(alias="schema", pattern=f"^openadapt-flow/{name}@1$")
+
+
+class BundleRef(_File):
+    path: str | None  # None for a Python workflow (no bundle folder)
+    name: str
+    digest: Sha
+    files: list[str]
+
+
+class Manifest(_File):
+    """manifest.json: written once at start; pinned by the journal's `run_started` (its digest minus child_runs)."""
+    schema_: str = _schema("manifest")
+    run_id: str
+    created_at: str
+    tool_version: str
+    host: str
+    kind: Literal["workflow"] | None = None
+    entry: str | None = None
+    args: Obj | None = None
+    bundle: BundleRef
+    params: Obj
+    backend: Obj | None
+    step_ids: list[str]
+    durable: bool
+    allow_model: bool
+    config: Obj
+    parent_run: str | None
+    child_runs: list[str]
+
+
+class State(_File):
+    """state.json: replaced on every transition; sealed (HMAC, installation key) over the journal's end."""
+    schema_: str = _schema("state")
+    state: RunState
+    paused_reason: PausedReason | None
+    transaction_outcome: TransactionOutcome | None
+    last_checkpoint_seq: int | None
+    halt_category: str | None = None
+    message: str | None = None
+    updated_at: str
+    journal_seq: int | None = Field(default=None, ge=0)
+    journal_hash: str | None = None
+    seal: str | None = None
+
+
+class Checkpoint(_File):
+    """checkpoint.json: the last verified (or skipped) step, as the journal's records up to `seq` imply it."""
+    schema_: str = _schema("checkpoint")
+    seq: int = Field(ge=1)
+    journal_hash: str
+    step: str
+    step_index: int = Field(ge=0)
+    next_index: int = Field(ge=1)
+    verified_by: VerifiedBy
+    results: dict[str, Json]
+    effects: dict[str, Obj]
+    screen_facts: list[Obj]
+
+
+class Lease(_File):
+    """lease.json: the owner process, renewed every few seconds; `generation` fences a replaced owner."""
+    schema_: str = _schema("lease")
+    host: str
+    pid: int
+    start_time: str | None
+    boot_id: str
+    heartbeat_at: str
+    heartbeat_epoch: float
+    generation: int = Field(ge=1)
+
+
+class Ask(_File):
+    choices: list[str] | None
+    type: str | None
+    signal: str | None
+
+
+class DecisionTask(_File):
+    """The signed, bounded question (ids, digests and the question only: no frames, OCR text or param values)."""
+    run_id: str
+    pause_id: str
+    checkpoint_digest: Sha
+    bundle_digest: Sha
+    step: str
+    expected_transition: Literal["PAUSED->RESUMING"]
+    allowed_decisions: list[Decision]
+    expires_at: str
+    idempotency_scope: str
+    key_id: str
+    question: str
+    due_epoch: float | None
+    quorum: int = Field(ge=1)
+    level: str
+    ask: Ask | None = None
+    signature: str
+
+
+class PendingBody(_File):
+    """A pause as the journal's `escalation_opened` / `escalated` record carries it (`pending`)."""
+    pause_id: str
+    run_id: str
+    paused_reason: PausedReason
+    category: str
+    step: str
+    message: str
+    transaction_outcome: TransactionOutcome | None
+    evidence: list[Obj]
+    allowed_decisions: list[Decision]
+    created_at: str
+    expires_at: str
+    due_epoch: float | None
+    level: int = Field(ge=0)
+    task: DecisionTask
+    escalated_from: str | None = None
+
+
+class PendingEscalation(PendingBody):
+    """pending_escalation.json: the open pause, a view of the journal; removed when it is resolved."""
+    schema_: str = _schema("pending_escalation")
+
+
+class Vote(_File):
+    operator: str
+    os_user: str
+    note: str | None
+    decided_at: str
+
+
+class Superseded(_File):
+    decision: Decision | None
+    effect: Literal["landed", "absent"] | None
+    operator: str | None
+    os_user: str | None
+    note: str | None
+    decided_at: str | None
+
+
+class Approval(_File):
+    """approval.json (and, once used, decisions/<pause_id>.json): the signed decision bound to one pause."""
+    schema_: str = _schema("approval")
+    run_id: str
+    pause_id: str
+    task_digest: Sha
+    checkpoint_digest: Sha
+    step: str
+    decision: Decision
+    effect: Literal["landed", "absent"] | None
+    payload: Obj | None
+    votes: list[Vote] = Field(min_length=1)
+    operator: str
+    os_user: str
+    note: str | None
+    decided_at: str
+    superseded: list[Superseded] | None = None
+    signature: str
+
+
+class Incident(_File):
+    """incident.json (ExecutionIncident): why a run ended BLOCKED — a policy rule, or an operator's reject."""
+    schema_: str = _schema("incident")
+    id: str
+    run_id: str
+    rule: str
+    decision: Literal["policy", "reject"]
+    observed: Json
+    limit: Json
+    step: str | None
+    message: str | None = None
+    operator: str | None = None
+    os_user: str | None = None
+    note: str | None = None
+    decided_at: str
+
+
+class Patch(_File):
+    """patches/<pause_id>/patch.json: what `teach` cut from the halt frame (beside the diff and the crop)."""
+    schema_: str = _schema("patch")
+    pause_id: str
+    step: str
+    template: str
+    region: Box
+    point: Point
+    base_flow_sha: str
+    patched_flow_sha: str
+    crop_sha: str
+    bundle_dir: str
+    digest: Sha
+
+
+class ReportHalt(_File):
+    step: str | None
+    category: str | None
+    message: str | None
+    input_sent: bool | None
+    frame: str | None
+
+
+class Report(_File):
+    """report.json: rendered at every stop from the records only (REPORT.md and report.html show the same)."""
+    schema_: str = _schema("report")
+    run_id: str | None
+    bundle: Obj
+    backend: Obj | None
+    params: Obj | None
+    state: RunState | None
+    paused_reason: PausedReason | None
+    transaction_outcome: TransactionOutcome | None
+    halt: ReportHalt | None
+    started_at: str | None
+    finished_at: str | None
+    escalation: Obj | None
+    decisions: list[Obj]
+    incident: Obj | None
+    checkpoint: Obj | None
+    weakly_verified: list[str]
+    masked: list[Obj]
+    model_calls: int
+    steps: list[Obj]
+
+
+# Every JSON file a run directory holds, by the name its `schema` carries.
+FILE_MODELS: dict[str, type[BaseModel]] = {
+    "manifest": Manifest,
+    "state": State,
+    "checkpoint": Checkpoint,
+    "lease": Lease,
+    "pending_escalation": PendingEscalation,
+    "approval": Approval,
+    "incident": Incident,
+    "patch": Patch,
+    "report": Report,
+}
+
+
+def file_model(relpath: str) -> type[BaseModel] | None:
+    """The model of the run file at `relpath` (relative to its run directory, `/`-separated); None for no JSON run file."""
+    parts = relpath.split("/")
+    if len(parts) == 1:
+        top: dict[str, type[BaseModel]] = {"manifest.json": Manifest, "state.json": State, "checkpoint.json": Checkpoint, "lease.json": Lease,
+                "pending_escalation.json": PendingEscalation, "approval.json": Approval, "incident.json": Incident,
+                "report.json": Report}
+        return top.get(parts[0])
+    if len(parts) == 2 and parts[0] == "decisions" and parts[1].endswith(".json"):
+        return Approval
+    if len(parts) == 3 and parts[0] == "patches" and parts[2] == "patch.json":
+        return Patch
+    return None

@@ -1,0 +1,91 @@
+"""Run states, paused reasons and transaction outcomes (SPEC §6, §8), as str enums: each member compares equal to
+the string written in state.json, so `RunState.PAUSED == "PAUSED"` and records stay byte-identical."""
+
+from __future__ import annotations
+
+from enum import Enum
+
+
+class RunState(str, Enum):
+    """A run's state. `live`: a process owns the run; `paused`: waits for a decision or an event, holding no
+    process; `terminal`: the run's process has stopped for good (`flow wait` returns); `final`: terminal and not
+    resumable (INTERRUPTED is terminal but a durable run resumes from it)."""
+
+    PENDING = "PENDING"
+    RUNNING = "RUNNING"
+    RESUMING = "RESUMING"
+    PAUSED = "PAUSED"
+    COMPLETED = "COMPLETED"
+    FAILED = "FAILED"
+    BLOCKED = "BLOCKED"
+    INTERRUPTED = "INTERRUPTED"
+
+    def __str__(self) -> str:
+        return self.value
+
+    @property
+    def exit_code(self) -> int:
+        """The exit code of every command that runs, resumes or waits on a run in this state."""
+        return _EXIT_CODES[self]
+
+    @property
+    def live(self) -> bool:
+        return self in (RunState.PENDING, RunState.RUNNING, RunState.RESUMING)
+
+    @property
+    def paused(self) -> bool:
+        return self is RunState.PAUSED
+
+    @property
+    def terminal(self) -> bool:
+        return self in (RunState.COMPLETED, RunState.FAILED, RunState.BLOCKED, RunState.INTERRUPTED)
+
+    @property
+    def final(self) -> bool:
+        return self.terminal and self is not RunState.INTERRUPTED
+
+    @property
+    def stopped(self) -> bool:
+        """Paused or terminal: no process will move the run on by itself (`flow wait` returns)."""
+        return self.paused or self.terminal
+
+
+_EXIT_CODES = {
+    RunState.COMPLETED: 0,
+    RunState.FAILED: 1,
+    RunState.PAUSED: 3,
+    RunState.BLOCKED: 4,
+    RunState.INTERRUPTED: 5,
+    RunState.PENDING: 0,
+    RunState.RUNNING: 0,
+    RunState.RESUMING: 0,
+}
+
+LIVE_STATES = frozenset(s for s in RunState if s.live)
+TERMINAL_STATES = frozenset(s for s in RunState if s.terminal)
+FINAL_STATES = frozenset(s for s in RunState if s.final)
+STOPPED_STATES = frozenset(s for s in RunState if s.stopped)
+
+
+class PausedReason(str, Enum):
+    """Why a run is PAUSED (SPEC §6)."""
+
+    AWAITING_APPROVAL = "awaiting_approval"
+    AWAITING_USER = "awaiting_user"
+    AWAITING_SIGNAL = "awaiting_signal"
+    AWAITING_TIMER = "awaiting_timer"
+    AWAITING_CHILD = "awaiting_child"
+    SUSPENDED_ORPHAN = "suspended_orphan"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class TransactionOutcome(str, Enum):
+    """What is known about consequential steps that are not checkpointed (SPEC §8)."""
+
+    HALTED_BEFORE_EFFECT = "HALTED_BEFORE_EFFECT"
+    RECONCILIATION_REQUIRED = "RECONCILIATION_REQUIRED"
+
+    def __str__(self) -> str:
+        return self.value

@@ -11,7 +11,6 @@ from collections.abc import Callable
 from typing import Any
 
 from openadapt_flow.runtime.context import RunContext
-from openadapt_flow.store.checkpoint import write_checkpoint
 
 
 def record_verified(ctx: RunContext, step_id: str, data: dict[str, Any], *, kind: str = "step_verified") -> dict[str, Any]:
@@ -21,7 +20,7 @@ def record_verified(ctx: RunContext, step_id: str, data: dict[str, Any], *, kind
     if ctx.durable:
         cp = ctx.fold.checkpoint()
         assert cp is not None
-        write_checkpoint(ctx.run.path, cp)
+        ctx.run.write_checkpoint(cp)
     return rec
 
 

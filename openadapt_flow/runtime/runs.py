@@ -19,6 +19,7 @@ from openadapt_flow.runtime.backend_select import BackendFlags
 from openadapt_flow.runtime.config import BackendConfig
 from openadapt_flow.runtime.context import Progress
 from openadapt_flow.runtime.launch import BackendFactory, ReplayRequest, Reporter, RunOutcome, Runs, WorkflowRequest
+from openadapt_flow.runtime.runref import RunRef
 
 
 def replay(req: ReplayRequest, progress: Progress | None = None, reporter: Reporter | None = None,
@@ -33,13 +34,14 @@ def start_workflow(req: WorkflowRequest, progress: Progress | None = None, repor
     return workflow_run.start_workflow(req, RUNS, progress, reporter, backend_factory, stop)
 
 
-def resume(run_path: Path, *, backend: BackendSpec | None = None, require_approval: bool = False,
+def resume(run: RunRef, *, backend: BackendSpec | None = None, require_approval: bool = False,
            params: Mapping[str, Any] | None = None, progress: Progress | None = None, reporter: Reporter | None = None,
            backend_factory: BackendFactory = open_backend, stop: threading.Event | None = None,
            backend_flags: BackendFlags | None = None, backend_config: BackendConfig | None = None,
            upgrade_bundle: Path | None = None) -> RunOutcome:
-    """Continue a paused or interrupted durable run of any kind (runtime/resume.py)."""
-    return resuming.resume(run_path, RUNS, backend=backend, require_approval=require_approval, params=params, progress=progress,
+    """Continue a paused or interrupted durable run of any kind (runtime/resume.py): a handle, a run directory or
+    `memory:NAME`."""
+    return resuming.resume(run, RUNS, backend=backend, require_approval=require_approval, params=params, progress=progress,
                            reporter=reporter, backend_factory=backend_factory, stop=stop, backend_flags=backend_flags,
                            backend_config=backend_config, upgrade_bundle=upgrade_bundle)
 

@@ -12,9 +12,7 @@ from typing import Any, TypeVar
 
 import typer
 
-from openadapt_flow.errors import FlowError
-from openadapt_flow.store.atomic import StorageFault
-from openadapt_flow.store.lease import LeaseLost
+from openadapt_flow.errors import FlowError, RunSignal
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -35,8 +33,8 @@ def handle_errors(fn: F) -> F:
             raise
         except FlowError as e:
             fail(str(e).replace("\n", " "), e.exit_code)
-        except (LeaseLost, StorageFault) as e:
-            fail(str(e), e.exit_code)
+        except RunSignal as e:  # a halt, pause, stop, block, lost lease or full disk that reached a command
+            fail(signal_line(e), e.exit_code)
         except KeyboardInterrupt:
             fail("interrupted", 5)
         except Exception as e:  # last resort: never a traceback unless asked for
@@ -45,6 +43,13 @@ def handle_errors(fn: F) -> F:
             fail(f"internal error: {type(e).__name__}: {e} (set FLOW_DEBUG=1 for a traceback)", 1)
 
     return wrapper  # type: ignore[return-value]
+
+
+def signal_line(signal: RunSignal) -> str:
+    """One line naming a run signal: its message (a carried signal's own), never its traceback."""
+    inner: BaseException = getattr(signal, "cause", None) or signal
+    text = getattr(inner, "message", None) or str(inner) or type(inner).__name__
+    return str(text).replace("\n", " ")
 
 
 def emit_json(obj: Any) -> None:

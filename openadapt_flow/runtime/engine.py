@@ -11,7 +11,6 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 import numpy as np

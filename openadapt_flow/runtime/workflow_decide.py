@@ -9,7 +9,6 @@ an operator decided is not dropped by a resume that died before using the decisi
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from typing import Any
 
 from openadapt_flow.errors import RefusedError

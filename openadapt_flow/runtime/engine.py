@@ -140,7 +140,7 @@ def prepare(req: ReplayRequest) -> tuple[LoadedBundle, BoundParams, bool]:
     check_effects(loaded, req.config, params)
     check_model_key(req.config, req.allow_model)
     if req.run_dir is not None:
-        store_for(req.config).check_new(str(req.run_dir))
+        store_for(req.config, req.run_dir).check_new(str(req.run_dir))
     if req.backend is None and any(not s.is_durable_kind for s in loaded.model.steps):
         raise UsageError(NO_BACKEND)
     durable = req.durable or req.config.runtime.durable or loaded.model.needs_durable
@@ -185,7 +185,7 @@ def start_bundle(req: ReplayRequest, runs: Runs, progress: Progress | None = Non
         run_id = f"run-{uuid.uuid4().hex[:12]}"
         # after the backend opened (a fixture creates its system of record then), before the run dir and any input
         probe_effects(loaded, req.config, params, run_id)
-        run = store_for(req.config).create_run(None if req.run_dir is None else str(req.run_dir))
+        run = store_for(req.config, req.run_dir).create_run(None if req.run_dir is None else str(req.run_dir))
         crash_point("start:dir_created")
         try:
             lease = run.lease(req.config.runtime.lease_ttl_s).acquire()  # every run has one owner

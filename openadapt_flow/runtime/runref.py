@@ -17,8 +17,11 @@ from openadapt_flow.store.select import open_store
 RunRef = RunHandle | Path | str
 
 
-def store_for(config: DeployConfig) -> RunStore:
-    """The store new runs of this config go to: `runtime.store`, else the filesystem under `runtime.runs_root`."""
+def store_for(config: DeployConfig, ref: Path | str | None = None) -> RunStore:
+    """The store a new run goes to: the one its reference names (`memory:NAME`), else the config's `runtime.store`,
+    else the filesystem under `runtime.runs_root`."""
+    if ref is not None and str(ref).startswith(PREFIX):
+        return store_of(str(ref))
     return open_store(config.runtime.store, config.runtime.runs_root)
 
 

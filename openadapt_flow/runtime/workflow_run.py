@@ -65,7 +65,7 @@ def start_workflow(req: WorkflowRequest, runs: Runs, progress: Progress | None =
     `runs` starts and continues its child runs."""
     fn = resolve_entry(req.entry)
     args = bind_args(fn, req.args, from_text=req.args_from_text)
-    store = store_for(req.config)
+    store = store_for(req.config, req.run_dir)
     if req.run_dir is not None:
         store.check_new(str(req.run_dir))
     key = load_key(create=True)

@@ -148,9 +148,13 @@ def kill_at(monkeypatch):
     return arm
 
 
-def test_killed_after_a_verified_write_resume_never_repeats_it(tmp_path, where, env, kill_at):
+@pytest.mark.parametrize("point, verified_by", [
+    ("after:action_sent@post", "reconciled"),  # the input was sent, nothing verified: uncertain, re-checked, landed
+    ("after:step_verified@post", "runtime"),  # verified and journaled, the checkpoint not yet written
+])
+def test_killed_after_a_write_was_sent_resume_never_sends_it_again(tmp_path, where, env, kill_at, point, verified_by):
     app = App(env)
-    kill_at("after:step_verified@post")
+    kill_at(point)
     with pytest.raises(Killed):
         start(tmp_path, where, app)
     kill_at(None)
@@ -158,8 +162,9 @@ def test_killed_after_a_verified_write_resume_never_repeats_it(tmp_path, where, 
     assert run.state()["state"] == "RUNNING" and rows(env) == 1 and len(clicks(app)) == 1  # died between records
     res = go(run, app)
     assert res.state == "COMPLETED", res.message
-    assert rows(env) == 1 and len(clicks(app)) == 1  # the confirmed write is never sent again
+    assert rows(env) == 1 and len(clicks(app)) == 1  # the write that landed is never sent again
     assert len(kinds(run, "interrupted")) == 1 and run.read_checkpoint()["step"] == "finish"
+    assert [r["data"]["verified_by"] for r in kinds(run, "step_verified") if r["step"] == "post"] == [verified_by]
 
 
 def test_killed_while_consuming_the_decision_resumes_once(tmp_path, where, env, kill_at):

@@ -8,16 +8,16 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
-    from openadapt_flow.runtime.workflow import agent, tool, workflow
-    from openadapt_flow.runtime.workflow_wait import WaitResult, wait
+    from openadapt_flow.runtime.workflow.api import agent, tool, workflow
+    from openadapt_flow.runtime.workflow.wait import WaitResult, wait
 
 __all__ = ["WaitResult", "__version__", "agent", "tool", "wait", "workflow"]
 
 # The Python API (SPEC §14), imported on first use so `import openadapt_flow` stays cheap: the
 # decorators need only a light module; `wait` brings the runtime.
-_LAZY = {"workflow": "openadapt_flow.runtime.workflow", "tool": "openadapt_flow.runtime.workflow",
-         "agent": "openadapt_flow.runtime.workflow", "wait": "openadapt_flow.runtime.workflow_wait",
-         "WaitResult": "openadapt_flow.runtime.workflow_wait"}
+_LAZY = {"workflow": "openadapt_flow.runtime.workflow.api", "tool": "openadapt_flow.runtime.workflow.api",
+         "agent": "openadapt_flow.runtime.workflow.api", "wait": "openadapt_flow.runtime.workflow.wait",
+         "WaitResult": "openadapt_flow.runtime.workflow.wait"}
 
 
 def __getattr__(name: str) -> Any:

@@ -30,7 +30,7 @@ sys.path.insert(0, str(REPO))
 from openadapt_flow.backends.spec import BackendSpec  # noqa: E402
 from openadapt_flow.backends.vnc import VncBackend  # noqa: E402
 from openadapt_flow.demo.launch import start_demo  # noqa: E402
-from openadapt_flow.runtime.settle import settle  # noqa: E402
+from openadapt_flow.runtime.act.settle import settle  # noqa: E402
 
 FIXTURES = REPO / "openadapt_flow" / "demo" / "fixtures"
 # (step, action, x, y, text): the demo bundle's click points, in the order the bundle runs them

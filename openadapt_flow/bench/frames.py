@@ -26,7 +26,7 @@ from openadapt_flow.procs import stop_process
 from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.backends.vnc import VncBackend
 from openadapt_flow.demo.xvnc import XvncServer, start_xvnc, wait_until
-from openadapt_flow.runtime.settle import settle
+from openadapt_flow.runtime.act.settle import settle
 
 Box = tuple[int, int, int, int]
 BUNDLE_DIR = Path(__file__).resolve().parents[1] / "demo" / "bundle"

@@ -14,8 +14,8 @@ from typing import Any, TypeVar
 import typer
 
 from openadapt_flow.errors import FlowError, RunDirError, RunSignal
-from openadapt_flow.runtime.config import DeployConfig
-from openadapt_flow.runtime.runref import open_ref
+from openadapt_flow.runtime.decide.config import DeployConfig
+from openadapt_flow.runtime.act.runref import open_ref
 from openadapt_flow.store.base import RunHandle, RunStore
 from openadapt_flow.store.filesystem import FilesystemStore
 from openadapt_flow.store.select import open_store

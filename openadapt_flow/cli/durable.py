@@ -14,14 +14,14 @@ from openadapt_flow.cli.progress import ConsoleProgress
 from openadapt_flow.cli.replay import parse_params
 from openadapt_flow.errors import UsageError
 from openadapt_flow.report.render import write_reports
-from openadapt_flow.runtime.backend_select import BackendFlags
-from openadapt_flow.runtime.config import load_config
-from openadapt_flow.runtime.decisions import approve, deliver
-from openadapt_flow.runtime.states import TERMINAL
-from openadapt_flow.runtime.teach import apply_patches
+from openadapt_flow.runtime.act.backend_select import BackendFlags
+from openadapt_flow.runtime.decide.config import load_config
+from openadapt_flow.runtime.operate.decisions import approve, deliver
+from openadapt_flow.runtime.decide.states import TERMINAL
+from openadapt_flow.runtime.operate.teach import apply_patches
 from openadapt_flow.runtime.worker import Worker
-from openadapt_flow.runtime.workflow_wait import wait
-from openadapt_flow.runtime.reconciler import reconcile_root
+from openadapt_flow.runtime.workflow.wait import wait
+from openadapt_flow.runtime.operate.reconciler import reconcile_root
 from openadapt_flow.runtime.runs import resume
 
 STOPPED = TERMINAL | {"PAUSED"}

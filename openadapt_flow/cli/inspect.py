@@ -17,8 +17,8 @@ from openadapt_flow.store.base import RunHandle
 from openadapt_flow.bundle.models import Bundle, Step
 from openadapt_flow.fixture.model import Fixture
 from openadapt_flow.fixture.recording_io import RecordingDoc
-from openadapt_flow.runtime.config import DeployConfig
-from openadapt_flow.runtime.lifecycle import effective_state
+from openadapt_flow.runtime.decide.config import DeployConfig
+from openadapt_flow.runtime.act.lifecycle import effective_state
 from openadapt_flow.store.schemas import JournalRecord, ManifestFile, ReportFile, StateFile
 from openadapt_flow.verify.screen import verification_plan
 

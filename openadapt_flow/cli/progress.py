@@ -7,7 +7,7 @@ from typing import Any
 
 from rich.console import Console
 
-from openadapt_flow.runtime.context import Progress
+from openadapt_flow.runtime.act.context import Progress
 
 
 class ConsoleProgress(Progress):

@@ -12,10 +12,10 @@ from openadapt_flow.cli.common import STORE_HELP, emit_json, handle_errors, with
 from openadapt_flow.cli.progress import ConsoleProgress
 from openadapt_flow.errors import ParamError
 from openadapt_flow.report.render import write_reports
-from openadapt_flow.runtime.backend_select import select_backend
-from openadapt_flow.runtime.config import load_config
-from openadapt_flow.runtime.launch import ReplayRequest
-from openadapt_flow.runtime.runref import open_ref
+from openadapt_flow.runtime.act.backend_select import select_backend
+from openadapt_flow.runtime.decide.config import load_config
+from openadapt_flow.runtime.act.launch import ReplayRequest
+from openadapt_flow.runtime.act.runref import open_ref
 from openadapt_flow.runtime.runs import replay
 
 

@@ -19,26 +19,26 @@ from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.bundle.loader import LoadedBundle, load_bundle
 from openadapt_flow.bundle.params import BoundParams, bind_params, secret_env_name
 from openadapt_flow.errors import FlowError, RefusedError, UsageError
-from openadapt_flow.runtime.backend_select import BackendFlags, merge_backend, select_backend
-from openadapt_flow.runtime.calls import call_steps
-from openadapt_flow.runtime.config import BackendConfig, DeployConfig
-from openadapt_flow.runtime.context import Progress, RunContext
-from openadapt_flow.runtime.decisions import block_run, check_approval
-from openadapt_flow.runtime.durable import record_verified
-from openadapt_flow.runtime.engine import execute, finish, make_context, open_or_none, stop_on_signals
-from openadapt_flow.runtime.halt import Halt
-from openadapt_flow.runtime.launch import BackendFactory, Reporter, RunOutcome, Runs
-from openadapt_flow.runtime.lifecycle import LIVE_STATES, check_manifest, effective_state, finalize_interrupted
-from openadapt_flow.runtime.preflight import check_effects, check_model_key, probe_effects
-from openadapt_flow.runtime.runref import RunRef, open_ref, ref_path, run_name
-from openadapt_flow.runtime.recheck import (CONFIRMED_DONE, POSITIVELY_ABSENT, RETRYABLE, RecheckResult, Uncertain, check_facts,
+from openadapt_flow.runtime.act.backend_select import BackendFlags, merge_backend, select_backend
+from openadapt_flow.runtime.decide.calls import call_steps
+from openadapt_flow.runtime.decide.config import BackendConfig, DeployConfig
+from openadapt_flow.runtime.act.context import Progress, RunContext
+from openadapt_flow.runtime.operate.decisions import block_run, check_approval
+from openadapt_flow.runtime.act.durable import record_verified
+from openadapt_flow.runtime.act.engine import execute, finish, make_context, open_or_none, stop_on_signals
+from openadapt_flow.runtime.decide.halt import Halt
+from openadapt_flow.runtime.act.launch import BackendFactory, Reporter, RunOutcome, Runs
+from openadapt_flow.runtime.act.lifecycle import LIVE_STATES, check_manifest, effective_state, finalize_interrupted
+from openadapt_flow.runtime.act.preflight import check_effects, check_model_key, probe_effects
+from openadapt_flow.runtime.act.runref import RunRef, open_ref, ref_path, run_name
+from openadapt_flow.runtime.act.recheck import (CONFIRMED_DONE, POSITIVELY_ABSENT, RETRYABLE, RecheckResult, Uncertain, check_facts,
                                             find_uncertain, recheck)
-from openadapt_flow.runtime.states import EXIT_CODES
-from openadapt_flow.runtime.step import screen_facts
-from openadapt_flow.runtime.teach import effective_bundle
-from openadapt_flow.runtime.truth import catch_up_state, check_views, consume_decision, journaled_decision, pending_view, record_decision
-from openadapt_flow.runtime.upgrade import upgrade_bundle as adopt_upgrade
-from openadapt_flow.runtime.workflow_run import continue_workflow
+from openadapt_flow.runtime.decide.states import EXIT_CODES
+from openadapt_flow.runtime.act.step import screen_facts
+from openadapt_flow.runtime.operate.teach import effective_bundle
+from openadapt_flow.runtime.operate.truth import catch_up_state, check_views, consume_decision, journaled_decision, pending_view, record_decision
+from openadapt_flow.runtime.operate.upgrade import upgrade_bundle as adopt_upgrade
+from openadapt_flow.runtime.workflow.run import continue_workflow
 from openadapt_flow.store.atomic import StorageFault
 from openadapt_flow.store.base import JournalWriter, RunHandle, RunLease
 from openadapt_flow.store.keys import load_decision_key, load_key
@@ -364,7 +364,7 @@ def _still_waiting(run: RunHandle, pending: dict[str, Any] | None) -> str | None
     if reason == "awaiting_child":
         child = run.sibling(pending["step"])
         # as a reader sees it: a child left RUNNING/RESUMING by a process that died is INTERRUPTED, and this run's own
-        # resume continues it (runtime/child.py); only a paused child or one a live process drives is waited for
+        # resume continues it (runtime/act/child.py); only a paused child or one a live process drives is waited for
         st = effective_state(child).get("state") if child.has_state() else None
         if st in ("PAUSED", "RUNNING", "RESUMING"):
             return f"child run {run_name(child)} is {st}; resume it first"

@@ -18,12 +18,14 @@ from typing import Any
 
 from openadapt_flow.backends.factory import open_backend
 from openadapt_flow.backends.spec import BackendSpec
-from openadapt_flow.runtime import engine, resume as resuming, workflow_run
-from openadapt_flow.runtime.backend_select import BackendFlags
-from openadapt_flow.runtime.config import BackendConfig
-from openadapt_flow.runtime.context import Progress
-from openadapt_flow.runtime.launch import BackendFactory, ReplayRequest, Reporter, RunOutcome, Runs, WorkflowRequest
-from openadapt_flow.runtime.runref import RunRef
+from openadapt_flow.runtime import resume as resuming
+from openadapt_flow.runtime.act import engine
+from openadapt_flow.runtime.workflow import run as workflow_run
+from openadapt_flow.runtime.act.backend_select import BackendFlags
+from openadapt_flow.runtime.decide.config import BackendConfig
+from openadapt_flow.runtime.act.context import Progress
+from openadapt_flow.runtime.act.launch import BackendFactory, ReplayRequest, Reporter, RunOutcome, Runs, WorkflowRequest
+from openadapt_flow.runtime.act.runref import RunRef
 
 
 def replay(req: ReplayRequest, progress: Progress | None = None, reporter: Reporter | None = None,

@@ -16,11 +16,11 @@ from openadapt_flow.backends.base import Backend
 from openadapt_flow.backends.factory import open_backend
 from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.errors import FlowError
-from openadapt_flow.runtime.config import DeployConfig
-from openadapt_flow.runtime.engine import stop_on_signals
-from openadapt_flow.runtime.launch import Reporter
-from openadapt_flow.runtime.lifecycle import LIVE_STATES, owner_gone
-from openadapt_flow.runtime.reconciler import as_store
+from openadapt_flow.runtime.decide.config import DeployConfig
+from openadapt_flow.runtime.act.engine import stop_on_signals
+from openadapt_flow.runtime.act.launch import Reporter
+from openadapt_flow.runtime.act.lifecycle import LIVE_STATES, owner_gone
+from openadapt_flow.runtime.operate.reconciler import as_store
 from openadapt_flow.runtime.runs import resume
 from openadapt_flow.store.atomic import StorageFault
 from openadapt_flow.store.base import RunHandle, RunStore

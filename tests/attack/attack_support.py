@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from openadapt_flow.runtime.config import DeployConfig
-from openadapt_flow.runtime.launch import ReplayRequest, RunOutcome
+from openadapt_flow.runtime.decide.config import DeployConfig
+from openadapt_flow.runtime.act.launch import ReplayRequest, RunOutcome
 from openadapt_flow.runtime.runs import replay
 
 TOOLS = '''

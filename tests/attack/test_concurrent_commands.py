@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from openadapt_flow.errors import FlowError
-from openadapt_flow.runtime.decisions import approve
+from openadapt_flow.runtime.operate.decisions import approve
 from openadapt_flow.runtime.runs import resume
 from tests.attack.attack_support import STEPS, records, ws  # noqa: F401
 

@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from openadapt_flow.errors import RefusedError
-from openadapt_flow.runtime.decisions import approve
+from openadapt_flow.runtime.operate.decisions import approve
 from openadapt_flow.runtime.runs import resume
 from tests.attack.attack_support import ws  # noqa: F401
 from tests.e2e.demo_harness import BUNDLE_DIR

@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 
 from openadapt_flow.errors import RefusedError
-from openadapt_flow.runtime.decisions import approve
+from openadapt_flow.runtime.operate.decisions import approve
 from openadapt_flow.runtime.runs import resume
-from openadapt_flow.runtime.launch import ReplayRequest
+from openadapt_flow.runtime.act.launch import ReplayRequest
 from openadapt_flow.runtime.runs import replay
 from tests.attack.attack_support import STEPS, Workspace, cut_journal, edit_json, env_for, records, ws  # noqa: F401
 from tests.support.cli import flow_env, run_flow

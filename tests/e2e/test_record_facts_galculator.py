@@ -19,7 +19,7 @@ from openadapt_flow.demo.xvnc import start_xvnc, wait_until
 from openadapt_flow.fixture.gestures import Gesture
 from openadapt_flow.fixture.recorder import Batch, Recording
 from openadapt_flow.record.compile import compile_bundle
-from openadapt_flow.runtime.settle import settle
+from openadapt_flow.runtime.act.settle import settle
 from tests.support.cli import flow_env, run_flow
 
 pytestmark = pytest.mark.timeout(240)  # galculator comes from the Makefile's APT_PKGS

@@ -15,7 +15,7 @@ import yaml
 from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.backends.vnc import VncBackend
 from openadapt_flow.procs import stop_process
-from openadapt_flow.runtime.settle import settle
+from openadapt_flow.runtime.act.settle import settle
 from tests.support.cli import REPO, load_script, record_via_proxy, run_flow
 from tests.support.note_app import ENTRY, SAVE
 from tests.support.xserver import wait_until

@@ -15,7 +15,7 @@ from PIL import Image
 from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.backends.vnc import VncBackend
 from openadapt_flow.demo.app import HOVER_BG, TIPS
-from openadapt_flow.runtime.settle import settle
+from openadapt_flow.runtime.act.settle import settle
 from tests.support.cli import flow_env, load_script, record_via_proxy, run_flow
 
 pytestmark = pytest.mark.timeout(300)

@@ -23,7 +23,7 @@ from typing import Any
 from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.backends.vnc import VncBackend
 from openadapt_flow.demo.thirdparty import Drift, RunningApp, start_app
-from openadapt_flow.runtime.settle import settle
+from openadapt_flow.runtime.act.settle import settle
 from tests.support.cli import flow_env, run_flow
 
 TRAVEL_MOVES = 5  # pointer events per leg of a journey

@@ -10,7 +10,7 @@ from openadapt_flow.bundle.models import Bundle
 from openadapt_flow.bundle.params import bind_params, parse_number
 from openadapt_flow.cli.replay import parse_params
 from openadapt_flow.errors import ParamError, UsageError
-from openadapt_flow.runtime.workflow import bind_args
+from openadapt_flow.runtime.workflow.api import bind_args
 
 pytestmark = pytest.mark.timeout(30)
 

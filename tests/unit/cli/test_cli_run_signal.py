@@ -6,9 +6,9 @@ import typer
 from typer.testing import CliRunner
 
 from openadapt_flow.cli.common import handle_errors
-from openadapt_flow.runtime.halt import Halt, Pause, StopRequested
-from openadapt_flow.runtime.policy import Blocked
-from openadapt_flow.runtime.workflow_ctx import WorkflowStop
+from openadapt_flow.runtime.decide.halt import Halt, Pause, StopRequested
+from openadapt_flow.runtime.decide.policy import Blocked
+from openadapt_flow.runtime.workflow.ctx import WorkflowStop
 from openadapt_flow.store.lease import LeaseLost
 
 pytestmark = pytest.mark.timeout(30)

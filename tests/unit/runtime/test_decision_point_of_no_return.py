@@ -16,12 +16,12 @@ import pytest
 import yaml
 
 from openadapt_flow.errors import RefusedError
-from openadapt_flow.runtime.config import DeployConfig
-from openadapt_flow.runtime.decisions import approve, deliver
-from openadapt_flow.runtime.launch import ReplayRequest
-from openadapt_flow.runtime.runref import open_ref
+from openadapt_flow.runtime.decide.config import DeployConfig
+from openadapt_flow.runtime.operate.decisions import approve, deliver
+from openadapt_flow.runtime.act.launch import ReplayRequest
+from openadapt_flow.runtime.act.runref import open_ref
 from openadapt_flow.runtime.runs import replay, resume
-from openadapt_flow.runtime.truth import journaled_decision
+from openadapt_flow.runtime.operate.truth import journaled_decision
 from openadapt_flow.store import escalation, journal as journal_mod, memory, memory_parts
 from openadapt_flow.store.keys import load_key
 

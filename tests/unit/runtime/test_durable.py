@@ -14,12 +14,12 @@ import pytest
 from openadapt_flow.backends.fake import FakeBackend
 from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.errors import RefusedError, UsageError
-from openadapt_flow.runtime.config import DeployConfig
-from openadapt_flow.runtime.decisions import approve
-from openadapt_flow.runtime.launch import ReplayRequest
+from openadapt_flow.runtime.decide.config import DeployConfig
+from openadapt_flow.runtime.operate.decisions import approve
+from openadapt_flow.runtime.act.launch import ReplayRequest
 from openadapt_flow.runtime.runs import replay
 from openadapt_flow.runtime.runs import resume
-from openadapt_flow.runtime.runref import open_ref
+from openadapt_flow.runtime.act.runref import open_ref
 from tests.unit.runtime.test_engine import POST, done, home, make_bundle
 
 pytestmark = pytest.mark.timeout(120)
@@ -419,7 +419,7 @@ def test_edited_manifest_is_refused(tmp_path, env):
 
 
 def test_teach_cuts_a_reviewable_patch_from_the_halt_frame_and_resolves_afresh(tmp_path, env):
-    from openadapt_flow.runtime.teach import apply_patches
+    from openadapt_flow.runtime.operate.teach import apply_patches
     from openadapt_flow.store.rundir import RunDir
     from tests.support.screens import Canvas
 

@@ -1,15 +1,15 @@
-"""The one durable step (runtime/durable.py) and run progress as a fold over the journal (runtime/fold.py)."""
+"""The one durable step (runtime/act/durable.py) and run progress as a fold over the journal (runtime/decide/fold.py)."""
 
 from types import SimpleNamespace
 
 import pytest
 
 from openadapt_flow.errors import FlowError, RunSignal
-from openadapt_flow.runtime.durable import durable_call, record_verified
-from openadapt_flow.runtime.fold import RunProgress
-from openadapt_flow.runtime.halt import Halt, Pause, StopRequested
-from openadapt_flow.runtime.policy import Blocked
-from openadapt_flow.runtime.workflow_ctx import WorkflowStop
+from openadapt_flow.runtime.act.durable import durable_call, record_verified
+from openadapt_flow.runtime.decide.fold import RunProgress
+from openadapt_flow.runtime.decide.halt import Halt, Pause, StopRequested
+from openadapt_flow.runtime.decide.policy import Blocked
+from openadapt_flow.runtime.workflow.ctx import WorkflowStop
 from openadapt_flow.store.atomic import StorageFault
 from openadapt_flow.store.checkpoint import checkpoint_from_records
 from openadapt_flow.store.filesystem import FilesystemStore

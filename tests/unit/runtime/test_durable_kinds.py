@@ -9,10 +9,10 @@ import pytest
 import yaml
 
 from openadapt_flow.errors import RefusedError, UsageError
-from openadapt_flow.runtime.config import DeployConfig
-from openadapt_flow.runtime.decisions import deliver
-from openadapt_flow.runtime.launch import ReplayRequest
-from openadapt_flow.runtime.runref import open_ref, run_name
+from openadapt_flow.runtime.decide.config import DeployConfig
+from openadapt_flow.runtime.operate.decisions import deliver
+from openadapt_flow.runtime.act.launch import ReplayRequest
+from openadapt_flow.runtime.act.runref import open_ref, run_name
 from openadapt_flow.runtime.runs import replay
 from openadapt_flow.runtime.runs import resume
 from openadapt_flow.demo.xvnc import wait_until

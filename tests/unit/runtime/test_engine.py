@@ -10,8 +10,8 @@ import yaml
 from openadapt_flow.backends.fake import FakeBackend
 from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.errors import ConnectionFailed
-from openadapt_flow.runtime.config import DeployConfig
-from openadapt_flow.runtime.launch import ReplayRequest
+from openadapt_flow.runtime.decide.config import DeployConfig
+from openadapt_flow.runtime.act.launch import ReplayRequest
 from openadapt_flow.runtime.runs import replay
 from openadapt_flow.store.journal import load_journal
 from openadapt_flow.store.keys import load_key
@@ -208,7 +208,7 @@ def test_stop_request_interrupts_at_a_step_boundary(tmp_path):
     fake = FakeBackend(home(), lambda f, ev: f.set_frame(done()))  # the key press changes the screen (its only check)
     steps = [{"id": "a", "action": "key", "keys": ["tab"]}, {"id": "b", "action": "key", "keys": ["tab"]}]
     bundle = make_bundle(tmp_path / "b", steps)
-    import openadapt_flow.runtime.engine as engine
+    import openadapt_flow.runtime.act.engine as engine
 
     real = engine.run_gui_step
 

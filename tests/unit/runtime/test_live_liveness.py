@@ -12,8 +12,8 @@ import time
 import pytest
 
 from openadapt_flow.errors import RefusedError
-from openadapt_flow.runtime.lifecycle import effective_state
-from openadapt_flow.runtime.reconciler import reconcile_one
+from openadapt_flow.runtime.act.lifecycle import effective_state
+from openadapt_flow.runtime.operate.reconciler import reconcile_one
 from openadapt_flow.runtime.runs import resume
 from openadapt_flow.runtime.worker import Worker
 from openadapt_flow.store.lease import LEASE, LeaseLost, boot_id, process_start_time, try_lock, unlock

@@ -11,7 +11,7 @@ import pytest
 
 from openadapt_flow.backends.base import Capabilities, Frame
 from openadapt_flow.backends.fake import FakeBackend
-from openadapt_flow.runtime.settle import settle
+from openadapt_flow.runtime.act.settle import settle
 from tests.support.screens import Canvas, crop, save_png
 from tests.unit.runtime.test_engine import OK_BOX, home, make_bundle, run
 

@@ -11,12 +11,12 @@ import pytest
 import openadapt_flow
 from openadapt_flow.demo.xvnc import wait_until
 from openadapt_flow.errors import RefusedError
-from openadapt_flow.runtime.decisions import approve, deliver
-from openadapt_flow.runtime.reconciler import reconcile_root
-from openadapt_flow.runtime.runref import open_ref
+from openadapt_flow.runtime.operate.decisions import approve, deliver
+from openadapt_flow.runtime.operate.reconciler import reconcile_root
+from openadapt_flow.runtime.act.runref import open_ref
 from openadapt_flow.runtime.runs import resume
 from openadapt_flow.runtime.worker import Worker
-from openadapt_flow.runtime.launch import WorkflowRequest
+from openadapt_flow.runtime.act.launch import WorkflowRequest
 from openadapt_flow.runtime.runs import start_workflow
 from openadapt_flow.store.rundir import RunDir
 from tests.unit.runtime.workflow_support import SOURCE, config, journal, log, state, write_module
@@ -165,7 +165,7 @@ def test_arguments_compare_by_what_they_mean_whatever_their_type(ws):
     import uuid
     from dataclasses import dataclass
 
-    from openadapt_flow.runtime.workflow_ctx import _canonical
+    from openadapt_flow.runtime.workflow.ctx import _canonical
 
     @dataclass
     class Invoice:

@@ -7,8 +7,8 @@ import json
 import sys
 from pathlib import Path
 
-from openadapt_flow.runtime.config import DeployConfig
-from openadapt_flow.runtime.runref import open_ref
+from openadapt_flow.runtime.decide.config import DeployConfig
+from openadapt_flow.runtime.act.runref import open_ref
 
 MODULE = "wf_mod"
 

@@ -4,7 +4,7 @@ A workflow run is a durable run whose manifest says `"kind": "workflow"` and nam
 (`module:function`) and args. Its journal holds one `step_started` header per call, then the
 call's records and its `step_verified` result. `flow resume` (runtime/resume.py, the one resume)
 opens it and hands it to `continue_workflow`, which re-imports the entry and runs it again from
-the top: recorded calls return at once (runtime/durable.py). `ctx.replay` and `ctx.child` run as
+the top: recorded calls return at once (runtime/act/durable.py). `ctx.replay` and `ctx.child` run as
 child runs in `children/<call id>/`, started and continued through the context's `Runs`
 (runtime/runs.py), in the same process. `wait` is in workflow_wait.
 """
@@ -30,20 +30,20 @@ from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.bundle.models import Step
 from openadapt_flow.bundle.params import BoundParams
 from openadapt_flow.errors import FlowError, RefusedError, UsageError
-from openadapt_flow.runtime.calls import call_steps, history
-from openadapt_flow.runtime.config import DeployConfig
-from openadapt_flow.runtime.context import Progress, RunContext
-from openadapt_flow.runtime.engine import NoDesktop, finish, make_context, run_body, stop_on_signals
-from openadapt_flow.runtime.halt import Halt, Pause, StopRequested
-from openadapt_flow.runtime.launch import BackendFactory, ReplayRequest, Reporter, RunOutcome, Runs, WorkflowRequest
-from openadapt_flow.runtime.lifecycle import begin_run
-from openadapt_flow.runtime.policy import Blocked
-from openadapt_flow.runtime.runref import ref_path, store_for
-from openadapt_flow.runtime.states import EXIT_CODES
-from openadapt_flow.runtime.workflow import ACTIVE, bind_args, entry_of, resolve_entry
-from openadapt_flow.runtime.workflow_ctx import DivergedError, WorkflowContext, WorkflowStop, invoke, jsonable
-from openadapt_flow.runtime.workflow_decide import apply_decision, child_waiting, decision_for, journaled_deliveries
-from openadapt_flow.runtime.workflow_wait import workflow_result
+from openadapt_flow.runtime.decide.calls import call_steps, history
+from openadapt_flow.runtime.decide.config import DeployConfig
+from openadapt_flow.runtime.act.context import Progress, RunContext
+from openadapt_flow.runtime.act.engine import NoDesktop, finish, make_context, run_body, stop_on_signals
+from openadapt_flow.runtime.decide.halt import Halt, Pause, StopRequested
+from openadapt_flow.runtime.act.launch import BackendFactory, ReplayRequest, Reporter, RunOutcome, Runs, WorkflowRequest
+from openadapt_flow.runtime.act.lifecycle import begin_run
+from openadapt_flow.runtime.decide.policy import Blocked
+from openadapt_flow.runtime.act.runref import ref_path, store_for
+from openadapt_flow.runtime.decide.states import EXIT_CODES
+from openadapt_flow.runtime.workflow.api import ACTIVE, bind_args, entry_of, resolve_entry
+from openadapt_flow.runtime.workflow.ctx import DivergedError, WorkflowContext, WorkflowStop, invoke, jsonable
+from openadapt_flow.runtime.workflow.decision import apply_decision, child_waiting, decision_for, journaled_deliveries
+from openadapt_flow.runtime.workflow.wait import workflow_result
 from openadapt_flow.store.atomic import StorageFault
 from openadapt_flow.store.base import JournalWriter, RunHandle, RunLease
 from openadapt_flow.store.faults import crash_point

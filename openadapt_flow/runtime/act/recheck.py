@@ -9,9 +9,9 @@ from typing import Any
 
 from openadapt_flow.bundle.models import Postcondition, Step
 from openadapt_flow.errors import ConfigError
-from openadapt_flow.runtime.context import RunContext
-from openadapt_flow.runtime.settle import settle
-from openadapt_flow.runtime.step import screen_facts
+from openadapt_flow.runtime.act.context import RunContext
+from openadapt_flow.runtime.act.settle import settle
+from openadapt_flow.runtime.act.step import screen_facts
 from openadapt_flow.verify.effects import ABSENT, CONFIRMED, Reading, judge, make_reader, resolve_effect
 
 CONFIRMED_DONE = "CONFIRMED"  # the step's work landed: checkpoint it, send no input

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from openadapt_flow.runtime.config import DeployConfig
+from openadapt_flow.runtime.decide.config import DeployConfig
 from openadapt_flow.store.base import RunHandle, RunStore
 from openadapt_flow.store.memory import PREFIX
 from openadapt_flow.store.select import open_store

@@ -25,22 +25,22 @@ from openadapt_flow.bundle.params import BoundParams, Interpolator, bind_params
 from openadapt_flow.errors import FlowError, UsageError
 from openadapt_flow.ladder.ladder import Ladder, LadderOptions
 from openadapt_flow.ladder.model_rung import ModelClient
-from openadapt_flow.runtime.child import run_child_step
-from openadapt_flow.runtime.config import DeployConfig
-from openadapt_flow.runtime.context import Progress, RunContext
-from openadapt_flow.runtime.durable import durable_call
-from openadapt_flow.runtime.durable_steps import run_durable_step
-from openadapt_flow.runtime.fold import RunProgress
-from openadapt_flow.runtime.halt import Halt, Pause, StopRequested
-from openadapt_flow.runtime.launch import BackendFactory, ReplayRequest, Reporter, RunOutcome, Runs
-from openadapt_flow.runtime.lifecycle import begin_run
-from openadapt_flow.runtime.outcome import classify
-from openadapt_flow.runtime.pause import open_pause
-from openadapt_flow.runtime.policy import Blocked, check_step
-from openadapt_flow.runtime.preflight import check_effects, check_model_key, probe_effects
-from openadapt_flow.runtime.runref import ref_path, store_for
-from openadapt_flow.runtime.states import EXIT_CODES
-from openadapt_flow.runtime.step import StepRecord, run_gui_step
+from openadapt_flow.runtime.act.child import run_child_step
+from openadapt_flow.runtime.decide.config import DeployConfig
+from openadapt_flow.runtime.act.context import Progress, RunContext
+from openadapt_flow.runtime.act.durable import durable_call
+from openadapt_flow.runtime.act.durable_steps import run_durable_step
+from openadapt_flow.runtime.decide.fold import RunProgress
+from openadapt_flow.runtime.decide.halt import Halt, Pause, StopRequested
+from openadapt_flow.runtime.act.launch import BackendFactory, ReplayRequest, Reporter, RunOutcome, Runs
+from openadapt_flow.runtime.act.lifecycle import begin_run
+from openadapt_flow.runtime.decide.outcome import classify
+from openadapt_flow.runtime.act.pause import open_pause
+from openadapt_flow.runtime.decide.policy import Blocked, check_step
+from openadapt_flow.runtime.act.preflight import check_effects, check_model_key, probe_effects
+from openadapt_flow.runtime.act.runref import ref_path, store_for
+from openadapt_flow.runtime.decide.states import EXIT_CODES
+from openadapt_flow.runtime.act.step import StepRecord, run_gui_step
 from openadapt_flow.store.atomic import StorageFault
 from openadapt_flow.store.faults import crash_point
 from openadapt_flow.store.journal import now_iso

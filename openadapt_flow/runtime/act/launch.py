@@ -14,7 +14,7 @@ from typing import Any
 
 from openadapt_flow.backends.base import Backend
 from openadapt_flow.backends.spec import BackendSpec
-from openadapt_flow.runtime.config import DeployConfig
+from openadapt_flow.runtime.decide.config import DeployConfig
 from openadapt_flow.store.base import RunHandle
 
 Reporter = Callable[[RunHandle], Any]
@@ -25,7 +25,7 @@ BackendFactory = Callable[[BackendSpec], Backend]
 class RunOutcome:
     state: str
     exit_code: int
-    run_dir: Path  # the run's reference (runtime/runref.py): its directory, or `memory:NAME`
+    run_dir: Path  # the run's reference (runtime/act/runref.py): its directory, or `memory:NAME`
     message: str = ""
     category: str | None = None
 

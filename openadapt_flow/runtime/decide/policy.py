@@ -14,7 +14,7 @@ from typing import Any
 
 from openadapt_flow.bundle.models import Step
 from openadapt_flow.errors import RunSignal
-from openadapt_flow.runtime.config import PolicyConfig
+from openadapt_flow.runtime.decide.config import PolicyConfig
 
 SEGMENT_START = ("run_started", "run_resumed")
 SEGMENT_END = ("paused", "run_finished", "interrupted")

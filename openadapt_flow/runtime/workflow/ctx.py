@@ -34,13 +34,13 @@ from uuid import UUID
 
 from openadapt_flow.bundle.models import Step
 from openadapt_flow.errors import FlowError, RefusedError, RunSignal
-from openadapt_flow.runtime.calls import Call
-from openadapt_flow.runtime.context import RunContext
-from openadapt_flow.runtime.durable import durable_call
-from openadapt_flow.runtime.halt import Halt, Pause, StopRequested
-from openadapt_flow.runtime.policy import Blocked, check_step
-from openadapt_flow.runtime.workflow import entry_of, tool_info
-from openadapt_flow.runtime.workflow_llm import Llm, chat
+from openadapt_flow.runtime.decide.calls import Call
+from openadapt_flow.runtime.act.context import RunContext
+from openadapt_flow.runtime.act.durable import durable_call
+from openadapt_flow.runtime.decide.halt import Halt, Pause, StopRequested
+from openadapt_flow.runtime.decide.policy import Blocked, check_step
+from openadapt_flow.runtime.workflow.api import entry_of, tool_info
+from openadapt_flow.runtime.workflow.llm import Llm, chat
 
 
 class WorkflowStop(RunSignal):
@@ -162,7 +162,7 @@ class WorkflowContext:
 
     def _call(self, kind: str, name: str, base_id: str, fields: dict[str, Any], body: Callable[[Step, Call | None], Any],
               inputs: Any = None) -> Any:
-        """Look up the recorded output of this call, else run `body`, then record it (runtime/durable.py's durable_call).
+        """Look up the recorded output of this call, else run `body`, then record it (runtime/act/durable.py's durable_call).
 
         `inputs` are the call's arguments: a keyed digest of them is journaled, and a recorded result is
         only ever returned to a call with the same ones (else the run diverged: the code or its inputs

@@ -18,10 +18,10 @@ from openadapt_flow.bundle.keys import normalise_key
 from openadapt_flow.bundle.models import Landmark, Step, Target
 from openadapt_flow.errors import BackendError, FlowError
 from openadapt_flow.ladder.types import Box, Point, Resolution
-from openadapt_flow.runtime.context import RunContext
-from openadapt_flow.runtime.halt import Halt, StopRequested
-from openadapt_flow.runtime.policy import model_call_refusal
-from openadapt_flow.runtime.settle import settle
+from openadapt_flow.runtime.act.context import RunContext
+from openadapt_flow.runtime.decide.halt import Halt, StopRequested
+from openadapt_flow.runtime.decide.policy import model_call_refusal
+from openadapt_flow.runtime.act.settle import settle
 from openadapt_flow.verify.effects import CONFIRMED, Reading, baseline_blocks, make_reader, resolve_effect, verify_effect
 from openadapt_flow.verify.screen import SCREEN_CHANGED, Anchor, Check, verification_plan
 from openadapt_flow.vision.diff import changed_box
@@ -48,7 +48,7 @@ class StepRecord:
     elapsed_ms: float = 0.0
     checks: list[dict[str, Any]] = field(default_factory=list)
     effect: dict[str, Any] | None = None
-    data: dict[str, Any] = field(default_factory=dict)  # what its step_verified record says (runtime/durable.py records it)
+    data: dict[str, Any] = field(default_factory=dict)  # what its step_verified record says (runtime/act/durable.py records it)
 
 
 def _interp_target(ctx: RunContext, t: Target) -> Target:
@@ -269,7 +269,7 @@ def _narrow_secret_mask(ctx: RunContext, step: Step, before: np.ndarray, after: 
 
 def run_gui_step(ctx: RunContext, index: int, step: Step) -> StepRecord:
     """Run one GUI step through the whole lifecycle up to its verification; raise Halt when it cannot be sure.
-    The caller (runtime/durable.py) records it verified."""
+    The caller (runtime/act/durable.py) records it verified."""
     t0 = time.monotonic()
     rec = StepRecord(step.id)
     ctx.journal.append("step_started", step.id, {"index": index, "action": step.action, "intent": step.intent})

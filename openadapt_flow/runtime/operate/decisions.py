@@ -15,12 +15,12 @@ from typing import Any
 from openadapt_flow.bundle.loader import load_bundle
 from openadapt_flow.bundle.params import parse_number
 from openadapt_flow.errors import RefusedError, UsageError
-from openadapt_flow.runtime.config import DeployConfig
-from openadapt_flow.runtime.lifecycle import check_manifest
-from openadapt_flow.runtime.pause import iso
-from openadapt_flow.runtime.runref import RunRef, open_ref
-from openadapt_flow.runtime.teach import make_patch
-from openadapt_flow.runtime.truth import check_views, consume_decision, journaled_decision, pending_view
+from openadapt_flow.runtime.decide.config import DeployConfig
+from openadapt_flow.runtime.act.lifecycle import check_manifest
+from openadapt_flow.runtime.act.pause import iso
+from openadapt_flow.runtime.act.runref import RunRef, open_ref
+from openadapt_flow.runtime.operate.teach import make_patch
+from openadapt_flow.runtime.operate.truth import check_views, consume_decision, journaled_decision, pending_view
 from openadapt_flow.store.base import JournalWriter, RunHandle, RunLease
 from openadapt_flow.store.checkpoint import checkpoint_digest
 from openadapt_flow.store.escalation import digest, sign, verify

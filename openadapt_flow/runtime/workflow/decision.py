@@ -12,13 +12,13 @@ import time
 from typing import Any
 
 from openadapt_flow.errors import RefusedError
-from openadapt_flow.runtime.calls import history
-from openadapt_flow.runtime.context import RunContext
-from openadapt_flow.runtime.decisions import check_approval
-from openadapt_flow.runtime.durable import record_verified
-from openadapt_flow.runtime.lifecycle import effective_state
-from openadapt_flow.runtime.outcome import RECONCILIATION_REQUIRED
-from openadapt_flow.runtime.truth import consume_decision, pending_view
+from openadapt_flow.runtime.decide.calls import history
+from openadapt_flow.runtime.act.context import RunContext
+from openadapt_flow.runtime.operate.decisions import check_approval
+from openadapt_flow.runtime.act.durable import record_verified
+from openadapt_flow.runtime.act.lifecycle import effective_state
+from openadapt_flow.runtime.decide.outcome import RECONCILIATION_REQUIRED
+from openadapt_flow.runtime.operate.truth import consume_decision, pending_view
 from openadapt_flow.store.base import JournalWriter, RunHandle
 
 

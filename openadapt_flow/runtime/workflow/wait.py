@@ -6,9 +6,9 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from openadapt_flow.runtime.lifecycle import effective_state
-from openadapt_flow.runtime.runref import RunRef, open_ref
-from openadapt_flow.runtime.states import EXIT_CODES, TERMINAL
+from openadapt_flow.runtime.act.lifecycle import effective_state
+from openadapt_flow.runtime.act.runref import RunRef, open_ref
+from openadapt_flow.runtime.decide.states import EXIT_CODES, TERMINAL
 from openadapt_flow.store.base import RunHandle
 
 STOPPED = TERMINAL | {"PAUSED"}

@@ -19,7 +19,7 @@ from openadapt_flow.bundle.loader import LoadedBundle
 from openadapt_flow.bundle.models import Effect, Step
 from openadapt_flow.bundle.params import BoundParams
 from openadapt_flow.errors import ConfigError
-from openadapt_flow.runtime.config import DeployConfig
+from openadapt_flow.runtime.decide.config import DeployConfig
 from openadapt_flow.verify.effects import Reading, make_reader, resolve_effect
 
 PREFLIGHT_RUN_ID = "run-check"  # the run id a reader is built with when no run exists yet (binds only)

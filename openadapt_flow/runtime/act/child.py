@@ -12,11 +12,11 @@ from typing import Any
 
 from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.bundle.models import Step
-from openadapt_flow.runtime.context import RunContext
-from openadapt_flow.runtime.halt import Halt, Pause
-from openadapt_flow.runtime.launch import ReplayRequest
-from openadapt_flow.runtime.lifecycle import LIVE_STATES, effective_state
-from openadapt_flow.runtime.runref import run_name
+from openadapt_flow.runtime.act.context import RunContext
+from openadapt_flow.runtime.decide.halt import Halt, Pause
+from openadapt_flow.runtime.act.launch import ReplayRequest
+from openadapt_flow.runtime.act.lifecycle import LIVE_STATES, effective_state
+from openadapt_flow.runtime.act.runref import run_name
 from openadapt_flow.store.base import RunHandle
 
 

@@ -14,12 +14,12 @@ from typing import Any
 
 from openadapt_flow.bundle.models import Step
 from openadapt_flow.errors import UsageError
-from openadapt_flow.runtime.context import RunContext
-from openadapt_flow.runtime.halt import Halt, Pause
+from openadapt_flow.runtime.act.context import RunContext
+from openadapt_flow.runtime.decide.halt import Halt, Pause
 
 
 def _verified(index: int, result: dict[str, Any], verified_by: str = "runtime") -> dict[str, Any]:
-    """The data of a durable step's `step_verified` record (runtime/durable.py records it)."""
+    """The data of a durable step's `step_verified` record (runtime/act/durable.py records it)."""
     return {"index": index, "verified_by": verified_by, "result": result, "screen_facts": []}
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from openadapt_flow.runtime.context import RunContext
+from openadapt_flow.runtime.act.context import RunContext
 
 
 def record_verified(ctx: RunContext, step_id: str, data: dict[str, Any], *, kind: str = "step_verified") -> dict[str, Any]:

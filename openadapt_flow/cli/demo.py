@@ -30,8 +30,8 @@ from openadapt_flow.fixture.server import PlayerScreen, RfbServer
 from openadapt_flow.report.render import write_reports
 from openadapt_flow.runtime.decide.config import DeployConfig
 from openadapt_flow.runtime.act.launch import ReplayRequest
+from openadapt_flow.runtime.act.runref import open_ref
 from openadapt_flow.runtime.runs import replay
-from openadapt_flow.store.rundir import RunDir
 from openadapt_flow.vision.ocr import INSTALL_HINT, OcrEngine, OcrUnavailable
 
 DEMO = Path(__file__).resolve().parents[1] / "demo"
@@ -113,7 +113,7 @@ def demo_cmd(
         outcome = replay(req, progress=None if as_json else ConsoleProgress(), reporter=write_reports)
         rows = _rows(db)
     source = f"live app ({variant}) on Xvnc" if live else f"recorded fixture ({variant}) over RFB"
-    run = RunDir(outcome.run_dir)
+    run = open_ref(outcome.run_dir)
     if as_json:
         emit_json({"state": outcome.state, "run_dir": str(outcome.run_dir), "rows": rows, "target": source,
                    "report": run.describe("report_html")})

@@ -9,7 +9,7 @@ from typing import Optional
 
 import typer
 
-from openadapt_flow.cli.common import emit_json, handle_errors
+from openadapt_flow.cli.common import RUN_HELP, STORE_HELP, emit_json, handle_errors, open_run_arg, root_store
 from openadapt_flow.cli.progress import ConsoleProgress
 from openadapt_flow.cli.replay import parse_params
 from openadapt_flow.errors import UsageError
@@ -20,21 +20,21 @@ from openadapt_flow.runtime.operate.decisions import approve, deliver
 from openadapt_flow.runtime.operate.teach import apply_patches
 from openadapt_flow.runtime.worker import Worker
 from openadapt_flow.runtime.workflow.wait import wait
-from openadapt_flow.store.rundir import RunDir
-
 from openadapt_flow.runtime.operate.reconciler import reconcile_root
 from openadapt_flow.runtime.runs import resume
 
 
+
 @handle_errors
 def approve_cmd(
-    run_dir: Path = typer.Argument(..., help="run directory"),
+    run_dir: Path = typer.Argument(..., help=RUN_HELP),
     decision: str = typer.Option("continue", "--decision", help="continue | skip | reject | teach | escalate | reconcile"),
     operator: str = typer.Option(..., "--operator", help="who decides (recorded with the OS user)"),
     note: Optional[str] = typer.Option(None, "--note"),
     effect: Optional[str] = typer.Option(None, "--effect", help="with reconcile: landed | absent"),
     point: Optional[str] = typer.Option(None, "--point", help="with teach: X,Y on the halt frame"),
     template: Optional[Path] = typer.Option(None, "--template", help="with teach: a PNG crop of the target"),
+    store: Optional[str] = typer.Option(None, "--store", help=STORE_HELP),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Record a signed decision on the run's pending escalation."""
@@ -45,7 +45,7 @@ def approve_cmd(
         except ValueError:
             raise UsageError(f"--point {point!r}: expected X,Y in halt-frame pixels") from None
         xy = (px, py)
-    out = approve(run_dir, decision, operator, note=note, effect=effect, reporter=write_reports, point=xy, template=template)
+    out = approve(open_run_arg(run_dir, store), decision, operator, note=note, effect=effect, reporter=write_reports, point=xy, template=template)
     if as_json:
         emit_json(out)
     elif out.get("noop"):
@@ -56,7 +56,7 @@ def approve_cmd(
 
 @handle_errors
 def resume_cmd(
-    run_dir: Path = typer.Argument(..., help="run directory"),
+    run_dir: Path = typer.Argument(..., help=RUN_HELP),
     require_approval: bool = typer.Option(False, "--require-approval", help="refuse unless a valid, unused approval exists"),
     backend: Optional[str] = typer.Option(None, "--backend"),
     url: Optional[str] = typer.Option(None, "--url"),
@@ -64,6 +64,7 @@ def resume_cmd(
     param: list[str] = typer.Option([], "--param", "-p", help="must equal the run's bound value"),
     config: Optional[Path] = typer.Option(None, "--config", help="deployment config: only its backend section is used"),
     upgrade_bundle: Optional[Path] = typer.Option(None, "--upgrade-bundle", help="adopt a new version of the run's bundle"),
+    store: Optional[str] = typer.Option(None, "--store", help=STORE_HELP),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Continue a paused or interrupted durable run from its last verified checkpoint.
@@ -71,7 +72,7 @@ def resume_cmd(
     Backend flags override the run's recorded backend (or --config's) field by field."""
     cfg = load_config(config).backend if config is not None else None
     values, _ = parse_params(param, None)
-    out = resume(run_dir, backend_flags=BackendFlags(backend, url, rdp_host), backend_config=cfg, require_approval=require_approval,
+    out = resume(open_run_arg(run_dir, store), backend_flags=BackendFlags(backend, url, rdp_host), backend_config=cfg, require_approval=require_approval,
                  params=values, progress=None if as_json else ConsoleProgress(), reporter=write_reports, upgrade_bundle=upgrade_bundle)
     summary = {"state": out.state, "exit_code": out.exit_code, "run_dir": str(out.run_dir), "category": out.category, "message": out.message or None}
     if as_json:
@@ -82,11 +83,11 @@ def resume_cmd(
 
 
 @handle_errors
-def reconcile_cmd(root: Path = typer.Argument(Path("runs"), help="runs root"), as_json: bool = typer.Option(False, "--json")) -> None:
+def reconcile_cmd(root: Path = typer.Argument(Path("runs"), help="runs root"),
+                  store: Optional[str] = typer.Option(None, "--store", help=STORE_HELP),
+                  as_json: bool = typer.Option(False, "--json")) -> None:
     """Finalise runs whose owner died as INTERRUPTED (never touches a live run)."""
-    if not root.is_dir():
-        raise UsageError(f"{root}: runs root not found")
-    rows = reconcile_root(root)
+    rows = reconcile_root(root_store(root, store))
     if as_json:
         emit_json(rows)
         return
@@ -97,22 +98,24 @@ def reconcile_cmd(root: Path = typer.Argument(Path("runs"), help="runs root"), a
 
 @handle_errors
 def answer_cmd(
-    run_dir: Path = typer.Argument(...),
+    run_dir: Path = typer.Argument(..., help=RUN_HELP),
     value: str = typer.Argument(..., help="the answer (checked against the step's choices or type)"),
     operator: Optional[str] = typer.Option(None, "--operator", help="who answers (default: the OS user)"),
+    store: Optional[str] = typer.Option(None, "--store", help=STORE_HELP),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Answer a run that is PAUSED(awaiting_user); `flow resume` (or `flow worker`) continues it."""
-    out = deliver(run_dir, "answer", operator or getpass.getuser(), value=value)
+    out = deliver(open_run_arg(run_dir, store), "answer", operator or getpass.getuser(), value=value)
     emit_json(out) if as_json else typer.echo("already recorded" if out.get("noop") else f"recorded answer for {out['pause_id']}")
 
 
 @handle_errors
 def signal_cmd(
-    run_dir: Path = typer.Argument(...),
+    run_dir: Path = typer.Argument(..., help=RUN_HELP),
     name: str = typer.Argument(..., help="the signal's name"),
     data: Optional[str] = typer.Option(None, "--data", help="JSON payload"),
     operator: Optional[str] = typer.Option(None, "--operator"),
+    store: Optional[str] = typer.Option(None, "--store", help=STORE_HELP),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Signal a run that is PAUSED(awaiting_signal)."""
@@ -122,19 +125,21 @@ def signal_cmd(
             payload = json.loads(data)
         except ValueError as e:
             raise UsageError(f"--data is not valid JSON ({e})") from None
-    out = deliver(run_dir, "signal", operator or getpass.getuser(), name=name, data=payload)
+    out = deliver(open_run_arg(run_dir, store), "signal", operator or getpass.getuser(), name=name, data=payload)
     emit_json(out) if as_json else typer.echo("already recorded" if out.get("noop") else f"recorded signal {name} for {out['pause_id']}")
 
 
 @handle_errors
 def wait_cmd(
-    run_dir: Path = typer.Argument(...),
+    run_dir: Path = typer.Argument(..., help=RUN_HELP),
     timeout: Optional[float] = typer.Option(None, "--timeout", help="give up after S seconds (exit 124)"),
+    store: Optional[str] = typer.Option(None, "--store", help=STORE_HELP),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Block until the run is paused or terminal; exit with that state's code."""
+    run = open_run_arg(run_dir, store)
     try:
-        res = wait(run_dir, timeout=timeout, poll_s=0.2)
+        res = wait(run, timeout=timeout, poll_s=0.2)
     except TimeoutError as e:
         typer.echo(f"timed out: {e}", err=True)
         raise typer.Exit(124) from None
@@ -150,11 +155,10 @@ def worker_cmd(
     root: Path = typer.Argument(Path("runs"), help="runs root"),
     once: bool = typer.Option(False, "--once", help="one scan, then exit (for cron/CI)"),
     poll: float = typer.Option(0.5, "--poll", help="seconds between scans"),
+    store: Optional[str] = typer.Option(None, "--store", help=STORE_HELP),
 ) -> None:
     """Resume runs whose wait is satisfied (timer due, answer/signal delivered, approval recorded)."""
-    if not root.is_dir():
-        raise UsageError(f"{root}: runs root not found")
-    w = Worker(root, reporter=write_reports, log=lambda line: typer.echo(line))
+    w = Worker(root_store(root, store), reporter=write_reports, log=lambda line: typer.echo(line))
     if once:
         w.run_once()
     else:
@@ -166,7 +170,8 @@ patch_app = typer.Typer(help="Teach patches.", no_args_is_help=True)
 
 @patch_app.command("apply")
 @handle_errors
-def patch_apply_cmd(run_dir: Path = typer.Argument(...), bundle: Path = typer.Argument(...)) -> None:
+def patch_apply_cmd(run_dir: Path = typer.Argument(..., help=RUN_HELP), bundle: Path = typer.Argument(...),
+                    store: Optional[str] = typer.Option(None, "--store", help=STORE_HELP)) -> None:
     """Apply a run's teach patches to a bundle folder (checked against the flow.yaml each was made from)."""
-    applied = apply_patches(RunDir.open(run_dir), bundle)
+    applied = apply_patches(open_run_arg(run_dir, store), bundle)
     typer.echo(f"applied {len(applied)} patch(es) to {bundle}: {', '.join(applied) or 'none new'}")

@@ -9,11 +9,10 @@ from typing import Optional
 import typer
 
 from openadapt_flow.bundle.loader import load_bundle
-from openadapt_flow.cli.common import emit_json, fail, handle_errors
+from openadapt_flow.cli.common import RUN_HELP, STORE_HELP, emit_json, fail, handle_errors, open_run_arg, root_store
 from openadapt_flow.errors import FlowError
 from openadapt_flow.report.render import write_reports
-from openadapt_flow.store.filesystem import FilesystemStore
-from openadapt_flow.store.rundir import RunDir
+from openadapt_flow.store.base import RunHandle
 from openadapt_flow.bundle.models import Step
 from openadapt_flow.runtime.act.lifecycle import effective_state
 from openadapt_flow.verify.screen import verification_plan
@@ -56,7 +55,7 @@ def verification_warnings(steps: list[Step]) -> list[str]:
     return out
 
 
-def _status_of(run: RunDir) -> dict:
+def _status_of(run: RunHandle) -> dict:
     m = run.manifest()
     st = effective_state(run)
     return {
@@ -74,7 +73,7 @@ def _status_of(run: RunDir) -> dict:
     }
 
 
-def _pending(run: RunDir) -> dict | None:
+def _pending(run: RunHandle) -> dict | None:
     if not run.has_pending():
         return None
     try:
@@ -87,9 +86,10 @@ def _pending(run: RunDir) -> dict | None:
 
 
 @handle_errors
-def status_cmd(run_dir: Path = typer.Argument(...), as_json: bool = typer.Option(False, "--json")) -> None:
+def status_cmd(run_dir: Path = typer.Argument(..., help=RUN_HELP), as_json: bool = typer.Option(False, "--json"),
+               store: Optional[str] = typer.Option(None, "--store", help=STORE_HELP)) -> None:
     """Show one run's state (read-only)."""
-    run = RunDir.open(run_dir)
+    run = open_run_arg(run_dir, store)
     try:
         info = _status_of(run)
     except FlowError as e:  # a damaged run file is shown, not failed on: status only reads (exit 0)
@@ -107,12 +107,11 @@ def runs_cmd(
     root: Path = typer.Argument(Path("runs"), help="runs root"),
     state: Optional[str] = typer.Option(None, "--state", help="only runs in this state"),
     as_json: bool = typer.Option(False, "--json"),
+    store: Optional[str] = typer.Option(None, "--store", help=STORE_HELP),
 ) -> None:
-    """A table of runs under ROOT (read-only)."""
-    if not root.is_dir():
-        fail(f"{root}: runs root not found", 2)
+    """A table of runs under ROOT, or in --store (read-only)."""
     rows = []
-    for run in FilesystemStore(root).list_runs():
+    for run in root_store(root, store).list_runs():
         try:
             rows.append(_status_of(run))
         except Exception as e:  # one unreadable run must not hide the others
@@ -127,9 +126,10 @@ def runs_cmd(
 
 
 @handle_errors
-def report_cmd(run_dir: Path = typer.Argument(...), as_json: bool = typer.Option(False, "--json")) -> None:
+def report_cmd(run_dir: Path = typer.Argument(..., help=RUN_HELP), as_json: bool = typer.Option(False, "--json"),
+               store: Optional[str] = typer.Option(None, "--store", help=STORE_HELP)) -> None:
     """Re-render a run's report from its records."""
-    run = RunDir.open(run_dir)
+    run = open_run_arg(run_dir, store)
     rep = write_reports(run)
     if as_json:
         emit_json(rep)

@@ -8,15 +8,15 @@ from typing import Any, Optional
 import typer
 import yaml
 
-from openadapt_flow.cli.common import emit_json, handle_errors
+from openadapt_flow.cli.common import STORE_HELP, emit_json, handle_errors, with_store
 from openadapt_flow.cli.progress import ConsoleProgress
 from openadapt_flow.errors import ParamError
 from openadapt_flow.report.render import write_reports
 from openadapt_flow.runtime.act.backend_select import select_backend
 from openadapt_flow.runtime.decide.config import load_config
 from openadapt_flow.runtime.act.launch import ReplayRequest
+from openadapt_flow.runtime.act.runref import open_ref
 from openadapt_flow.runtime.runs import replay
-from openadapt_flow.store.rundir import RunDir
 
 
 def parse_params(pairs: list[str], params_file: Path | None) -> tuple[dict[str, Any], frozenset[str]]:
@@ -54,11 +54,12 @@ def replay_cmd(
     config: Optional[Path] = typer.Option(None, "--config", help="deployment config (deploy.yaml)"),
     durable: bool = typer.Option(False, "--durable", help="run with the durable runtime"),
     run_dir: Optional[Path] = typer.Option(None, "--run-dir", help="run directory (default runs/replay-YYYYMMDD-HHMMSS)"),
+    store: Optional[str] = typer.Option(None, "--store", help=STORE_HELP),
     allow_model: bool = typer.Option(False, "--allow-model", help="allow the model rung (one call per step)"),
     as_json: bool = typer.Option(False, "--json", help="print a JSON summary on stdout"),
 ) -> None:
     """Replay a bundle: resolve, act and verify every step; halt instead of guessing."""
-    cfg = load_config(config)
+    cfg = with_store(load_config(config), store)
     values, flags = parse_params(param, params_file)
     spec = select_backend(cfg.backend, backend=backend, url=url, rdp_host=rdp_host)
     req = ReplayRequest(
@@ -66,7 +67,7 @@ def replay_cmd(
         durable=durable, allow_model=allow_model, param_flags=flags,
     )
     outcome = replay(req, progress=None if as_json else ConsoleProgress(), reporter=write_reports)
-    run = RunDir(outcome.run_dir)
+    run = open_ref(outcome.run_dir)
     summary = {
         "state": outcome.state,
         "exit_code": outcome.exit_code,

@@ -28,23 +28,20 @@ from openadapt_flow.runtime.act.durable import record_verified
 from openadapt_flow.runtime.act.engine import execute, finish, make_context, open_or_none, stop_on_signals
 from openadapt_flow.runtime.decide.halt import Halt
 from openadapt_flow.runtime.act.launch import BackendFactory, Reporter, RunOutcome, Runs
-from openadapt_flow.runtime.act.lifecycle import LIVE_STATES, check_manifest, effective_state, finalize_interrupted
+from openadapt_flow.runtime.act.lifecycle import check_manifest, effective_state, finalize_interrupted
 from openadapt_flow.runtime.act.preflight import check_effects, check_model_key, probe_effects
+from openadapt_flow.runtime.act.runref import RunRef, open_ref, ref_path, run_name
 from openadapt_flow.runtime.act.recheck import (CONFIRMED_DONE, POSITIVELY_ABSENT, RETRYABLE, RecheckResult, Uncertain, check_facts,
                                             find_uncertain, recheck)
-from openadapt_flow.store.states import RunState
+from openadapt_flow.store.states import FINAL_STATES, LIVE_STATES, RunState
 from openadapt_flow.runtime.act.step import screen_facts
 from openadapt_flow.runtime.operate.teach import effective_bundle
 from openadapt_flow.runtime.operate.truth import catch_up_state, check_views, consume_decision, journaled_decision, pending_view, record_decision
 from openadapt_flow.runtime.operate.upgrade import upgrade_bundle as adopt_upgrade
 from openadapt_flow.runtime.workflow.run import continue_workflow
 from openadapt_flow.store.atomic import StorageFault
-from openadapt_flow.store.checkpoint import reconcile_checkpoint
-from openadapt_flow.store.escalation import APPROVAL, PENDING, remove
-from openadapt_flow.store.journal import Journal
+from openadapt_flow.store.base import JournalWriter, RunHandle, RunLease
 from openadapt_flow.store.keys import load_decision_key, load_key
-from openadapt_flow.store.lease import Lease
-from openadapt_flow.store.rundir import RunDir
 
 
 def _params(loaded: LoadedBundle, manifest: dict[str, Any], given: Mapping[str, Any]) -> BoundParams:
@@ -73,7 +70,7 @@ def _backend_spec(manifest: dict[str, Any], override: BackendSpec | None, flags:
 
 
 def resume(
-    run_path: Path,
+    ref: RunRef,
     runs: Runs,
     *,
     backend: BackendSpec | None = None,
@@ -92,7 +89,7 @@ def resume(
 
     `backend_flags` and `backend_config` (`--config`'s backend section) override the recorded backend field by field.
     """
-    run = RunDir.open(run_path)
+    run = open_ref(ref)
     manifest = run.manifest()
     if backend_flags or backend_config is not None:
         backend = _backend_spec(manifest, backend, backend_flags, backend_config)
@@ -100,14 +97,14 @@ def resume(
     if workflow and upgrade_bundle is not None:
         raise UsageError("--upgrade-bundle applies to bundle runs, not to a Python workflow's run")
     if workflow and params:
-        raise RefusedError(f"{run.path}: a workflow run keeps the args it started with; --param is not accepted")
+        raise RefusedError(f"{run.ref}: a workflow run keeps the args it started with; --param is not accepted")
     if not workflow and not manifest.get("durable"):
-        raise RefusedError(f"{run.path}: a non-durable run cannot be resumed (replay with --durable)")
+        raise RefusedError(f"{run.ref}: a non-durable run cannot be resumed (replay with --durable)")
     config = DeployConfig.model_validate(manifest["config"])
-    lease = Lease(run.path, config.runtime.lease_ttl_s).acquire()
-    journal: Journal | None = None
+    lease = run.lease(config.runtime.lease_ttl_s).acquire()
+    journal: JournalWriter | None = None
     try:
-        journal, records = Journal.open_existing(run.journal_path, load_key(create=False))
+        journal, records = run.open_journal(load_key(create=False))
         check_manifest(run, records)  # params (args), backend and config are pinned by the journal's first record
         dkey = load_decision_key(create=False)
         loaded = None if workflow else effective_bundle(run, manifest, records)
@@ -116,8 +113,8 @@ def resume(
             steps = call_steps(records) if loaded is None else loaded.model.steps
             finalize_interrupted(run, journal, records, steps, "owner process died; found by resume")
             state = run.state()
-        if state["state"] in ("COMPLETED", "FAILED", "BLOCKED"):
-            return RunOutcome(state["state"], RunState(state["state"]).exit_code, run.path, "run is already terminal; nothing to do")
+        if state["state"] in FINAL_STATES:
+            return RunOutcome(state["state"], RunState(state["state"]).exit_code, ref_path(run), "run is already terminal; nothing to do")
         if loaded is None:
             return continue_workflow(run, manifest, config, lease, journal, records, state["state"], dkey, runs, backend=backend,
                                      require_approval=require_approval, progress=progress, reporter=reporter,
@@ -144,7 +141,7 @@ class _How:
     upgrade_bundle: Path | None
 
 
-def _continue_bundle(run: RunDir, manifest: dict[str, Any], config: DeployConfig, lease: Lease, journal: Journal,
+def _continue_bundle(run: RunHandle, manifest: dict[str, Any], config: DeployConfig, lease: RunLease, journal: JournalWriter,
                      records: list[dict[str, Any]], state: str, dkey: bytes, loaded: LoadedBundle, runs: Runs, how: _How) -> RunOutcome:
     """A bundle run's part of resume: its decision, then the step loop from the checkpoint (or the uncertain step)."""
     orphan = _orphaned(manifest)
@@ -152,13 +149,13 @@ def _continue_bundle(run: RunDir, manifest: dict[str, Any], config: DeployConfig
         journal.append("suspended", None, {"reason": orphan})
         journal.close()
         run.write_state("PAUSED", journal=journal, paused_reason="suspended_orphan", message=orphan)
-        return RunOutcome("PAUSED", RunState.PAUSED.exit_code, run.path, orphan)
+        return RunOutcome("PAUSED", RunState.PAUSED.exit_code, ref_path(run), orphan)
     if how.upgrade_bundle is not None:
         loaded = adopt_upgrade(run, journal, records, loaded, manifest, how.upgrade_bundle)
     bound = _params(loaded, manifest, how.params)
     check_effects(loaded, config, bound)  # a verifier that cannot be built is found before any input, not at its step
     check_model_key(config, bool(manifest.get("allow_model")))
-    cp, _how = reconcile_checkpoint(run.path, records)
+    cp, _how = run.reconcile_checkpoint(records)
     decided = _decide(run, journal, records, state, dkey, how.require_approval)
     if isinstance(decided, RunOutcome):
         return decided
@@ -166,7 +163,7 @@ def _continue_bundle(run: RunDir, manifest: dict[str, Any], config: DeployConfig
     patch = None
     if approval is not None and approval["decision"] == "teach":
         patch = approval["payload"]
-        loaded = load_bundle(run.path / patch["bundle_dir"])  # resolved afresh with the taught target
+        loaded = load_bundle(run.artifact_dir(patch["bundle_dir"]))  # resolved afresh with the taught target
         if loaded.digest != patch["digest"]:
             raise RefusedError(f"{patch['bundle_dir']}: taught bundle differs from the approved patch; refusing")
     live = open_or_none(_backend_spec(manifest, how.backend), how.backend_factory)
@@ -187,7 +184,7 @@ def _continue_bundle(run: RunDir, manifest: dict[str, Any], config: DeployConfig
         live.close()
 
 
-def _decide(run: RunDir, journal: Journal, records: list[dict[str, Any]], state: str, dkey: bytes, require_approval: bool
+def _decide(run: RunHandle, journal: JournalWriter, records: list[dict[str, Any]], state: str, dkey: bytes, require_approval: bool
             ) -> RunOutcome | tuple[dict[str, Any] | None, dict[str, Any] | None, dict[str, Any] | None]:
     """The pause to resolve, its checked approval and the journaled decision carried over (or how the run stays)."""
     pending = pending_view(run, records, dkey)  # the journal's open pause; the file must agree with it
@@ -199,15 +196,15 @@ def _decide(run: RunDir, journal: Journal, records: list[dict[str, Any]], state:
         _, pending, approval = carried
         if approval["decision"] == "reject":  # killed between the reject's record and the run's end: end it now
             block_run(run, journal, pending, approval, carried[0])
-            return RunOutcome("BLOCKED", RunState.BLOCKED.exit_code, run.path, f"rejected by {approval['operator']}")
+            return RunOutcome("BLOCKED", RunState.BLOCKED.exit_code, ref_path(run), f"rejected by {approval['operator']}")
     waiting = _still_waiting(run, pending) if not require_approval and carried is None else None
     if waiting is not None:
         journal.close()
-        return RunOutcome("PAUSED", RunState.PAUSED.exit_code, run.path, waiting, pending["category"] if pending else None)
-    needs_decision = pending is not None and (pending["paused_reason"] == "awaiting_approval" or (run.path / APPROVAL).exists())
+        return RunOutcome("PAUSED", RunState.PAUSED.exit_code, ref_path(run), waiting, pending["category"] if pending else None)
+    needs_decision = pending is not None and (pending["paused_reason"] == "awaiting_approval" or run.has_approval())
     if (needs_decision or require_approval) and carried is None:
         if pending is None:
-            raise RefusedError(f"{run.path}: --require-approval, but nothing is pending for an operator to approve")
+            raise RefusedError(f"{run.ref}: --require-approval, but nothing is pending for an operator to approve")
         approval = check_approval(run, pending, dkey)
     return pending, approval, carried[0] if carried else None
 
@@ -273,7 +270,7 @@ def _reenter(ctx: RunContext, records: list[dict[str, Any]], cp: dict[str, Any] 
         if pending is not None:
             if approval is not None:
                 consume_decision(run, journal, pending, approval, rec)  # marked used in the run ledger, moved
-            remove(run.path / PENDING)
+            run.remove_pending()
         run.write_state("RUNNING", journal=journal, last_checkpoint_seq=(ctx.fold.checkpoint() or {}).get("seq"))
     except Halt as h:
         journal.append("halted", h.step, {"category": h.category, "message": h.message, "input_sent": False})
@@ -299,14 +296,14 @@ def _refuse_uncertain(ctx: RunContext, uncertain: Uncertain, result: RecheckResu
         finish(ctx, "PAUSED", msg, "uncertain", "awaiting_approval", uncertain.step.id)
         raise RefusedError(msg + "; the run now awaits an operator decision (flow approve)")
     journal.close()
-    run.write_json("state.json", "state@1", prev)
+    run.restore_state(prev)
     if carried is not None:
         raise RefusedError(msg + f"; the journaled decision {carried['data'].get('decision')!r} (seq {carried['seq']}) "
                            "stays in force — resume again once the re-check is conclusive")
     raise RefusedError(msg + "; an operator must reconcile it (flow approve --decision reconcile --effect landed|absent)")
 
 
-def _restore_pause(run: RunDir, journal: Journal, pending: dict[str, Any]) -> None:
+def _restore_pause(run: RunHandle, journal: JournalWriter, pending: dict[str, Any]) -> None:
     """A run interrupted while pausing (its pause is in the journal, the state never said PAUSED): the state says so
     now, so status, wait and operators see the pause that awaits them."""
     data = {"state": "PAUSED", "paused_reason": pending["paused_reason"], "transaction_outcome": pending.get("transaction_outcome"),
@@ -341,36 +338,37 @@ def _reprove_checkpoint(ctx: RunContext, cp: dict[str, Any]) -> None:
 
 
 def _orphaned(manifest: dict[str, Any]) -> str | None:
-    """A child run whose parent run dir is gone or BLOCKED is suspended, not continued."""
+    """A child run whose parent run is gone or BLOCKED is suspended, not continued."""
     parent = manifest.get("parent_run")
     if not parent:
         return None
-    p = Path(parent)
-    if not (p / "manifest.json").is_file():
+    try:
+        run = open_ref(parent)
+    except FlowError:
         return f"parent run {parent} is gone"
     try:
-        if RunDir(p).state().get("state") == "BLOCKED":
+        if run.state().get("state") == "BLOCKED":
             return f"parent run {parent} is BLOCKED"
     except FlowError:
         return f"parent run {parent} is unreadable"
     return None
 
 
-def _still_waiting(run: RunDir, pending: dict[str, Any] | None) -> str | None:
+def _still_waiting(run: RunHandle, pending: dict[str, Any] | None) -> str | None:
     """Why a wait pause cannot continue yet (no answer/signal delivered, timer not due), or None."""
     if pending is None:
         return None
     reason = pending["paused_reason"]
-    if reason in ("awaiting_user", "awaiting_signal") and not (run.path / APPROVAL).exists():
-        return f"still {reason} at step {pending['step']!r} (flow {'answer' if reason == 'awaiting_user' else 'signal'} {run.path} …)"
+    if reason in ("awaiting_user", "awaiting_signal") and not run.has_approval():
+        return f"still {reason} at step {pending['step']!r} (flow {'answer' if reason == 'awaiting_user' else 'signal'} {run.ref} …)"
     if reason == "awaiting_child":
-        child = run.path.with_name(f"{run.path.name}.{pending['step']}")
+        child = run.sibling(pending["step"])
         # as a reader sees it: a child left RUNNING/RESUMING by a process that died is INTERRUPTED, and this run's own
         # resume continues it (runtime/act/child.py); only a paused child or one a live process drives is waited for
-        st = effective_state(RunDir(child)).get("state") if RunDir(child).state_path.is_file() else None
+        st = effective_state(child).get("state") if child.has_state() else None
         if st in ("PAUSED", "RUNNING", "RESUMING"):
-            return f"child run {child.name} is {st}; resume it first"
-    if reason == "awaiting_timer" and not (run.path / APPROVAL).exists():
+            return f"child run {run_name(child)} is {st}; resume it first"
+    if reason == "awaiting_timer" and not run.has_approval():
         due = pending.get("due_epoch") or 0
         if time.time() < due:
             return f"timer of step {pending['step']!r} is due in {due - time.time():.1f}s"

@@ -3,6 +3,10 @@
 `replay` starts a bundle run, `start_workflow` a Python workflow's run, `resume` continues either kind. Each hands
 the modules below the same `RUNS`, through which a step starts or continues a child run, so those modules never
 import this one (or each other in a circle).
+
+Runs live in the store the request's config names (`runtime.store`; SPEC §18): the filesystem by default, or
+`memory:` — this process's memory, for development and tests (a run there is gone with the process). `resume` takes
+a run handle or reference (a run directory, `memory:NAME`), as `RunOutcome.run_dir` gives it back.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from openadapt_flow.runtime.act.backend_select import BackendFlags
 from openadapt_flow.runtime.decide.config import BackendConfig
 from openadapt_flow.runtime.act.context import Progress
 from openadapt_flow.runtime.act.launch import BackendFactory, ReplayRequest, Reporter, RunOutcome, Runs, WorkflowRequest
+from openadapt_flow.runtime.act.runref import RunRef
 
 
 def replay(req: ReplayRequest, progress: Progress | None = None, reporter: Reporter | None = None,
@@ -35,13 +40,14 @@ def start_workflow(req: WorkflowRequest, progress: Progress | None = None, repor
     return workflow_run.start_workflow(req, RUNS, progress, reporter, backend_factory, stop)
 
 
-def resume(run_path: Path, *, backend: BackendSpec | None = None, require_approval: bool = False,
+def resume(run: RunRef, *, backend: BackendSpec | None = None, require_approval: bool = False,
            params: Mapping[str, Any] | None = None, progress: Progress | None = None, reporter: Reporter | None = None,
            backend_factory: BackendFactory = open_backend, stop: threading.Event | None = None,
            backend_flags: BackendFlags | None = None, backend_config: BackendConfig | None = None,
            upgrade_bundle: Path | None = None) -> RunOutcome:
-    """Continue a paused or interrupted durable run of any kind (runtime/resume.py)."""
-    return resuming.resume(run_path, RUNS, backend=backend, require_approval=require_approval, params=params, progress=progress,
+    """Continue a paused or interrupted durable run of any kind (runtime/resume.py): a handle, a run directory or
+    `memory:NAME`."""
+    return resuming.resume(run, RUNS, backend=backend, require_approval=require_approval, params=params, progress=progress,
                            reporter=reporter, backend_factory=backend_factory, stop=stop, backend_flags=backend_flags,
                            backend_config=backend_config, upgrade_bundle=upgrade_bundle)
 

@@ -19,11 +19,12 @@ from openadapt_flow.errors import FlowError
 from openadapt_flow.runtime.decide.config import DeployConfig
 from openadapt_flow.runtime.act.engine import stop_on_signals
 from openadapt_flow.runtime.act.launch import Reporter
-from openadapt_flow.runtime.act.lifecycle import LIVE_STATES, owner_gone
+from openadapt_flow.runtime.act.lifecycle import owner_gone
+from openadapt_flow.runtime.operate.reconciler import as_store
 from openadapt_flow.runtime.runs import resume
 from openadapt_flow.store.atomic import StorageFault
-from openadapt_flow.store.base import RunHandle
-from openadapt_flow.store.filesystem import FilesystemStore
+from openadapt_flow.store.base import RunHandle, RunStore
+from openadapt_flow.store.states import FINAL_STATES, LIVE_STATES
 
 
 @dataclass
@@ -66,7 +67,7 @@ def _ready_at(run: RunHandle) -> float | None:
         child_state = (_state(child) or {}).get("state")
         if child_state is None:
             return None
-        if child_state in ("COMPLETED", "FAILED", "BLOCKED"):
+        if child_state in FINAL_STATES:
             return 0.0
         # No worker sees a nested child: its parent is due when the child's own wait is satisfied.
         return _ready_at(child) if child is nested else None
@@ -111,24 +112,23 @@ def _nested_stamp(run: RunHandle) -> float:
 class Worker:
     """Scans a runs root cheaply: a run's files are re-read only when their mtimes change."""
 
-    def __init__(self, root: Path, reporter: Reporter | None = None, log: Callable[[str], None] = print,
+    def __init__(self, root: Path | RunStore, reporter: Reporter | None = None, log: Callable[[str], None] = print,
                  backend_factory: Callable[[BackendSpec], Backend] = open_backend, retry_s: float = 30.0) -> None:
-        self.root = root
-        self.store = FilesystemStore(root)
+        self.store = as_store(root)
         self.reporter = reporter
         self.log = log
         self.backend_factory = backend_factory
         self.stop = threading.Event()
-        self._seen: dict[Path, _Seen] = {}
-        self._retry_at: dict[Path, float] = {}
+        self._seen: dict[str, _Seen] = {}  # by run reference
+        self._retry_at: dict[str, float] = {}
         self.retry_s = retry_s
 
-    def due_runs(self) -> list[Path]:
+    def due_runs(self) -> list[RunHandle]:
         now = time.time()
         due = []
         runs = self.store.list_runs()
         for run in runs:
-            path = run.path
+            path = run.ref
             siblings = max((c.stamp()[0] for c in runs if c.ref.startswith(run.ref + ".")), default=0.0)  # `flow` child runs
             stamp = (*run.stamp(), siblings, _nested_stamp(run))
             seen = self._seen.get(path)
@@ -138,7 +138,7 @@ class Worker:
             if seen.live and owner_gone(run):  # its owner died: resume finalises it
                 ready = 0.0 if _nothing_uncertain(run) else None
             if ready is not None and ready <= now and self._retry_at.get(path, 0.0) <= now:
-                due.append(path)
+                due.append(run)
         return due
 
     def run_once(self) -> list[dict[str, Any]]:
@@ -148,12 +148,12 @@ class Worker:
                 break
             try:
                 out = resume(run, reporter=self.reporter, stop=self.stop, backend_factory=self.backend_factory)
-                row = {"run_dir": str(run), "state": out.state, "message": out.message}
+                row = {"run_dir": run.ref, "state": out.state, "message": out.message}
             except (FlowError, StorageFault) as e:  # another worker owns it, it was refused, or the disk is full: report, go on
-                row = {"run_dir": str(run), "state": "SKIPPED", "message": str(e)}
-            self._seen.pop(run, None)
+                row = {"run_dir": run.ref, "state": "SKIPPED", "message": str(e)}
+            self._seen.pop(run.ref, None)
             if row["state"] in ("SKIPPED", "INTERRUPTED"):  # refused, unreachable, or stopped again: not every scan
-                self._retry_at[run] = time.time() + self.retry_s
+                self._retry_at[run.ref] = time.time() + self.retry_s
             self.log(f"{row['run_dir']}\t{row['state']}\t{row['message'] or ''}")
             done.append(row)
         return done

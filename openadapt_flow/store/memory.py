@@ -10,6 +10,7 @@ temporary directory that lives as long as the store.
 from __future__ import annotations
 
 import json
+import posixpath
 import shutil
 import tempfile
 import weakref
@@ -20,7 +21,7 @@ from typing import Any
 from openadapt_flow.errors import RefusedError, RunDirError
 from openadapt_flow.store import checkpoint, ledger
 from openadapt_flow.store.atomic import dumps
-from openadapt_flow.store.base import check_artifact_name
+from openadapt_flow.store.base import RunHandle, check_artifact_name
 from openadapt_flow.store.faults import crash_point
 from openadapt_flow.store.frames import FrameWriter
 from openadapt_flow.store.journal import LoadResult, parse_records, verify_chain
@@ -101,6 +102,16 @@ class MemoryRun:
     def run_id(self) -> str | None:
         doc = self._get("manifest") if self.has_manifest() else None
         return str(doc["run_id"]) if doc and "run_id" in doc else None
+
+    def add_child(self, child: RunHandle) -> None:
+        m = self.manifest()
+        rel = posixpath.relpath(child.ref.removeprefix(PREFIX), self.name)
+        if rel not in m.get("child_runs", []):
+            m["child_runs"] = [*m.get("child_runs", []), rel]
+            self._put("manifest", m)
+
+    def discard(self) -> None:
+        self.store.runs.pop(self.name, None)
 
     # journal
     def has_journal(self) -> bool:

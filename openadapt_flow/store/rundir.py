@@ -14,7 +14,7 @@ from typing import Any
 from openadapt_flow.errors import RefusedError, RunDirError
 from openadapt_flow.store import checkpoint, escalation, ledger
 from openadapt_flow.store.atomic import StorageFault, is_storage_error, write_bytes_atomic, write_json_atomic
-from openadapt_flow.store.base import JournalWriter, check_artifact_name
+from openadapt_flow.store.base import JournalWriter, RunHandle, check_artifact_name
 from openadapt_flow.store.frames import FrameWriter
 from openadapt_flow.store.journal import JOURNAL_FILE, Journal, LoadResult, load_journal, read_records
 from openadapt_flow.store.lease import LEASE, Lease, LeaseInfo, try_lock, unlock
@@ -142,9 +142,9 @@ class RunDir:
     def manifest_digest(self) -> str:
         return digest_manifest(self.manifest())
 
-    def add_child(self, child: Path) -> None:
+    def add_child(self, child: RunHandle | Path) -> None:
         m = self.manifest()
-        rel = os.path.relpath(child, self.path)
+        rel = os.path.relpath(child if isinstance(child, Path) else child.ref, self.path)
         if rel not in m.get("child_runs", []):
             m["child_runs"] = [*m.get("child_runs", []), rel]
             write_json_atomic(self.manifest_path, m)
@@ -202,6 +202,9 @@ class RunDir:
 
     def has_manifest(self) -> bool:
         return self.manifest_path.is_file()
+
+    def discard(self) -> None:
+        shutil.rmtree(self.path, ignore_errors=True)
 
     def write_manifest(self, body: dict[str, Any]) -> None:
         self.write_json(MANIFEST, "manifest@1", body)

@@ -7,8 +7,6 @@ parent's step completes (COMPLETED) or halts (anything else).
 
 from __future__ import annotations
 
-import os
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +15,10 @@ from openadapt_flow.bundle.models import Step
 from openadapt_flow.runtime.act.context import RunContext
 from openadapt_flow.runtime.decide.halt import Halt, Pause
 from openadapt_flow.runtime.act.launch import ReplayRequest
-from openadapt_flow.runtime.act.lifecycle import LIVE_STATES, effective_state
-from openadapt_flow.store.rundir import RunDir
+from openadapt_flow.runtime.act.lifecycle import effective_state
+from openadapt_flow.runtime.act.runref import run_name
+from openadapt_flow.store.base import RunHandle
+from openadapt_flow.store.states import LIVE_STATES
 
 
 class _Borrowed:
@@ -34,13 +34,9 @@ class _Borrowed:
         pass
 
 
-def child_dir(ctx: RunContext, step: Step) -> Path:
-    return ctx.run.path.with_name(f"{ctx.run.path.name}.{step.id}")
-
-
-def child_state(path: Path) -> str | None:
+def child_state(child: RunHandle) -> str | None:
     try:
-        return RunDir(path).state().get("state")
+        return child.state().get("state")
     except Exception:  # an unreadable child is reported by the halt below
         return None
 
@@ -48,46 +44,47 @@ def child_state(path: Path) -> str | None:
 def run_child_step(ctx: RunContext, index: int, step: Step) -> dict[str, Any]:
     """Start the child (or continue the one already started); its step's verified data, or a pause or halt.
 
-    A child whose start-up was cut (journaled `child_started`, then no `manifest.json`: begin_run never finished, or
-    the directory was never made) is no run and sent nothing: it is started afresh, at the same path.
+    A child whose start-up was cut (journaled `child_started`, then no manifest: begin_run never finished, or the run
+    was never made) is no run and sent nothing: it is started afresh, under the same name.
     """
     assert ctx.runs is not None
-    path = child_dir(ctx, step)
-    if step.id in ctx.fold.children and RunDir(path).manifest_path.is_file():
+    child = ctx.run.sibling(step.id)
+    name = run_name(child)
+    if step.id in ctx.fold.children and child.has_manifest():
         try:
-            state = effective_state(RunDir(path)).get("state")  # a child whose owner died (this process, killed) is INTERRUPTED
+            state = effective_state(child).get("state")  # a child whose owner died (this process, killed) is INTERRUPTED
         except Exception:  # an unreadable child is reported by the halt below
             state = None
         if state in LIVE_STATES:  # another process is driving it (an operator resumed it directly)
-            raise Pause("awaiting_child", step.id, f"child run {path.name} is {state} in another process; resume this run once it stops",
+            raise Pause("awaiting_child", step.id, f"child run {name} is {state} in another process; resume this run once it stops",
                         category="child")
         if state in ("PAUSED", "INTERRUPTED"):
-            out = ctx.runs.resume(path, reporter=ctx.reporter, backend_factory=lambda spec: _Borrowed(ctx.backend), stop=ctx.stop)
+            out = ctx.runs.resume(child, reporter=ctx.reporter, backend_factory=lambda spec: _Borrowed(ctx.backend), stop=ctx.stop)
         else:
             out = None
-        ctx.run.add_child(path)  # (a no-op unless the parent died before linking it)
+        ctx.run.add_child(child)  # (a no-op unless the parent died before linking it)
     else:
-        out = _start_child(ctx, index, step, path)
-    state = out.state if out is not None else child_state(path)
+        out = _start_child(ctx, index, step, child)
+    state = out.state if out is not None else child_state(child)
     if state == "COMPLETED":
-        return {"index": index, "verified_by": "runtime", "result": {"child_run": path.name, "state": state}, "screen_facts": []}
+        return {"index": index, "verified_by": "runtime", "result": {"child_run": name, "state": state}, "screen_facts": []}
     if state == "PAUSED":
-        raise Pause("awaiting_child", step.id, f"child run {path.name} is paused; resume it, then this run", category="child")
-    raise Halt("child", f"child run {path.name} ended {state}", step=step.id)
+        raise Pause("awaiting_child", step.id, f"child run {name} is paused; resume it, then this run", category="child")
+    raise Halt("child", f"child run {name} ended {state}", step=step.id)
 
 
-def _start_child(ctx: RunContext, index: int, step: Step, path: Path) -> Any:
+def _start_child(ctx: RunContext, index: int, step: Step, child: RunHandle) -> Any:
     assert ctx.runs is not None
     base = Path(ctx.run.manifest()["bundle"]["path"])
     bundle = (base / (step.bundle or "")).resolve()
     params = {k: ctx.interp(v) if isinstance(v, str) else v for k, v in (step.params or {}).items()}
-    if step.id in ctx.fold.children:  # a start-up that was cut: nothing in the directory is a run (begin_run), clear it
-        shutil.rmtree(path, ignore_errors=True)
+    if step.id in ctx.fold.children:  # a start-up that was cut: nothing in it is a run (begin_run), clear it
+        child.discard()
     else:
-        ctx.journal.append("child_started", step.id, {"index": index, "child_run": os.path.relpath(path, ctx.run.path.parent), "bundle": str(bundle)})
+        ctx.journal.append("child_started", step.id, {"index": index, "child_run": run_name(child), "bundle": str(bundle)})
     spec = ctx.run.manifest().get("backend")
     req = ReplayRequest(bundle=bundle, params=params, backend=BackendSpec.from_json(spec) if spec else None, config=ctx.config,
-                        run_dir=path, durable=True, parent_run=ctx.run.path, masks=dict(ctx.masks))
+                        run_dir=child.ref, durable=True, parent_run=ctx.run.ref, masks=dict(ctx.masks))
     out = ctx.runs.replay(req, progress=ctx.progress, reporter=ctx.reporter, backend_factory=lambda _spec: _Borrowed(ctx.backend))
-    ctx.run.add_child(path)
+    ctx.run.add_child(child)
     return out

@@ -19,10 +19,8 @@ from openadapt_flow.runtime.decide.config import DeployConfig
 from openadapt_flow.runtime.decide.fold import RunProgress
 from openadapt_flow.runtime.act.launch import Runs
 from openadapt_flow.runtime.decide.policy import Budget, check_dispatch
-from openadapt_flow.store import ledger
-from openadapt_flow.store.journal import Journal
-from openadapt_flow.store.lease import Lease
-from openadapt_flow.store.rundir import FrameWriter, RunDir
+from openadapt_flow.store.base import JournalWriter, RunHandle, RunLease
+from openadapt_flow.store.frames import FrameWriter
 from openadapt_flow.verify.screen import Anchor, ScreenChecks
 from openadapt_flow.vision.mask import WHOLE_FRAME, field_band, paint_over
 
@@ -44,15 +42,15 @@ class RunContext:
     backend: Backend
     ladder: Ladder
     checks: ScreenChecks
-    journal: Journal
-    run: RunDir
+    journal: JournalWriter
+    run: RunHandle
     frames: FrameWriter
     config: DeployConfig
     progress: Progress = field(default_factory=Progress)
-    reporter: Callable[[RunDir], Any] | None = None
+    reporter: Callable[[RunHandle], Any] | None = None
     stop: threading.Event = field(default_factory=threading.Event)
     durable: bool = False
-    lease: Lease | None = None
+    lease: RunLease | None = None
     steps: dict[str, Step] = field(default_factory=dict)  # the run's steps by id: a bundle's, or a workflow's calls so far
     digest: str = ""  # what a decision task pins: the bundle's digest, or the workflow's source digest
     runs: Runs | None = None  # how a step starts or continues a child run (runtime/runs.py)
@@ -80,7 +78,6 @@ class RunContext:
     def watch(self, records: list[dict[str, Any]]) -> None:
         """Fold the journal so far (progress, budget) and keep folding every record appended; mask the fields
         secrets were typed into so far (a resumed run masks its frames as the first process did)."""
-        self.fold.run_path = self.run.path
         self.fold.seed(records)
         self.journal.observers.append(self.fold.note)
         self.journal.observers.append(self._seal_dispatch)
@@ -105,7 +102,7 @@ class RunContext:
             return
         step = self.steps.get(rec["step"])
         if step is not None and step.is_consequential:
-            ledger.seal(self.run_id, self.run.path, rec["seq"], rec["hash"])
+            self.run.ledger_seal(rec["seq"], rec["hash"])
 
     def before_dispatch(self, step: Step) -> None:
         """Right before any input: the retry budget, then fencing — re-read the lease (SPEC §5 invariant 7)."""

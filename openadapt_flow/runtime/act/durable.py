@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 from openadapt_flow.runtime.act.context import RunContext
-from openadapt_flow.store.checkpoint import write_checkpoint
+
 
 # the two records that advance the checkpoint: a step verified, or one an operator skipped
 VerifiedKind = Literal["step_verified", "step_skipped"]
@@ -24,7 +24,7 @@ def record_verified(ctx: RunContext, step_id: str, data: dict[str, Any], *, kind
     if ctx.durable:
         cp = ctx.fold.checkpoint()
         assert cp is not None
-        write_checkpoint(ctx.run.path, cp)
+        ctx.run.write_checkpoint(cp)
     return rec
 
 

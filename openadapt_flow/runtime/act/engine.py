@@ -11,7 +11,6 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -39,14 +38,15 @@ from openadapt_flow.runtime.decide.outcome import classify
 from openadapt_flow.runtime.act.pause import open_pause
 from openadapt_flow.runtime.decide.policy import Blocked, check_step
 from openadapt_flow.runtime.act.preflight import check_effects, check_model_key, probe_effects
+from openadapt_flow.runtime.act.runref import ref_path, store_for
 from openadapt_flow.store.states import RunState
 from openadapt_flow.runtime.act.step import StepRecord, run_gui_step
 from openadapt_flow.store.atomic import StorageFault
 from openadapt_flow.store.faults import crash_point
-from openadapt_flow.store.journal import Journal, load_journal, now_iso
+from openadapt_flow.store.journal import now_iso
 from openadapt_flow.store.keys import load_decision_key, load_key
-from openadapt_flow.store.lease import Lease, LeaseLost
-from openadapt_flow.store.rundir import FrameWriter, RunDir, check_new_run_dir, new_run_dir
+from openadapt_flow.store.base import JournalWriter, RunHandle
+from openadapt_flow.store.lease import LeaseLost
 from openadapt_flow.verify.screen import ScreenChecks
 from openadapt_flow.vision.annotate import annotate
 from openadapt_flow.vision.ocr import OcrEngine
@@ -140,7 +140,7 @@ def prepare(req: ReplayRequest) -> tuple[LoadedBundle, BoundParams, bool]:
     check_effects(loaded, req.config, params)
     check_model_key(req.config, req.allow_model)
     if req.run_dir is not None:
-        check_new_run_dir(req.run_dir)
+        store_for(req.config, req.run_dir).check_new(str(req.run_dir))
     if req.backend is None and any(not s.is_durable_kind for s in loaded.model.steps):
         raise UsageError(NO_BACKEND)
     durable = req.durable or req.config.runtime.durable or loaded.model.needs_durable
@@ -148,8 +148,8 @@ def prepare(req: ReplayRequest) -> tuple[LoadedBundle, BoundParams, bool]:
 
 
 def make_context(
-    run: RunDir, run_id: str, loaded: LoadedBundle | None, params: BoundParams, backend: Backend, config: DeployConfig,
-    journal: Journal, allow_model: bool, durable: bool, progress: Progress | None, reporter: Reporter | None,
+    run: RunHandle, run_id: str, loaded: LoadedBundle | None, params: BoundParams, backend: Backend, config: DeployConfig,
+    journal: JournalWriter, allow_model: bool, durable: bool, progress: Progress | None, reporter: Reporter | None,
     *, runs: Runs, digest: str | None = None,
 ) -> RunContext:
     """The context of a bundle run (`loaded`), or of a workflow run (None: no bundle; its calls add its steps)."""
@@ -158,11 +158,11 @@ def make_context(
     screen = loaded.model.screen if loaded is not None else NO_SCREEN
     first = backend.capture()
     scale = (first.width / screen.width, first.height / screen.height)
-    fold = RunProgress(run.path)
+    fold = RunProgress()
     return RunContext(
         run_id=run_id, bundle=loaded, params=params, interp=Interpolator(params, run_id, fold.results), backend=backend,
         ladder=ladder, checks=ScreenChecks(ocr, ladder.templates, scale), journal=journal, run=run,
-        frames=FrameWriter(run.frames_dir), config=config, progress=progress or Progress(), reporter=reporter,
+        frames=run.frame_writer(), config=config, progress=progress or Progress(), reporter=reporter,
         durable=durable, fold=fold, runs=runs, steps={s.id: s for s in loaded.model.steps} if loaded is not None else {},
         digest=digest if digest is not None else loaded.digest if loaded is not None else "",
     )
@@ -185,10 +185,10 @@ def start_bundle(req: ReplayRequest, runs: Runs, progress: Progress | None = Non
         run_id = f"run-{uuid.uuid4().hex[:12]}"
         # after the backend opened (a fixture creates its system of record then), before the run dir and any input
         probe_effects(loaded, req.config, params, run_id)
-        run = RunDir(new_run_dir(Path(req.config.runtime.runs_root), req.run_dir))
+        run = store_for(req.config, req.run_dir).create_run(None if req.run_dir is None else str(req.run_dir))
         crash_point("start:dir_created")
         try:
-            lease = Lease(run.path, req.config.runtime.lease_ttl_s).acquire()  # every run has one owner
+            lease = run.lease(req.config.runtime.lease_ttl_s).acquire()  # every run has one owner
             lease.start_heartbeat()
             crash_point("start:lease_acquired")
             run.snapshot_bundle(loaded.root, loaded.files)
@@ -320,14 +320,14 @@ def finish(ctx: RunContext, state: str, message: str, category: str | None, paus
             ctx.reporter(ctx.run)
         except StorageFault as f:
             message = (message + "; " if message else "") + f"report not written ({f.detail})"
-    return RunOutcome(state, RunState(state).exit_code, ctx.run.path, message, category)
+    return RunOutcome(state, RunState(state).exit_code, ref_path(ctx.run), message, category)
 
 
 def _write_stop(ctx: RunContext, state: str, message: str, category: str | None, paused_reason: str | None, step: str | None) -> None:
     run, journal = ctx.run, ctx.journal
     outcome = evidence = None
     if state != "COMPLETED":
-        outcome, evidence = classify(ctx.steps.values(), load_journal(run.journal_path, journal.key).records)
+        outcome, evidence = classify(ctx.steps.values(), run.load_journal(journal.key).records)
     cp = ctx.fold.checkpoint() if ctx.durable else None
     if state == "PAUSED":
         open_pause(ctx, paused_reason or "awaiting_approval", category or "approval", step or "", message, outcome, evidence or [], cp)
@@ -347,7 +347,7 @@ def write_incident(ctx: RunContext, b: Blocked) -> None:
     """ExecutionIncident: the policy decision that ended the run, on disk before the state says BLOCKED."""
     incident = {"id": "incident-" + uuid.uuid4().hex[:10], "run_id": ctx.run_id, "rule": b.rule, "decision": "policy",
                 "observed": b.observed, "limit": b.limit, "step": b.step, "message": b.message, "decided_at": now_iso()}
-    ctx.run.write_json("incident.json", "incident@1", incident)
+    ctx.run.write_incident(incident)
     ctx.journal.append("blocked", b.step, {k: incident[k] for k in ("id", "rule", "observed", "limit")})
 
 

@@ -15,9 +15,9 @@ from typing import Any
 from openadapt_flow.backends.base import Backend
 from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.runtime.decide.config import DeployConfig
-from openadapt_flow.store.rundir import RunDir
+from openadapt_flow.store.base import RunHandle
 
-Reporter = Callable[[RunDir], Any]
+Reporter = Callable[[RunHandle], Any]
 BackendFactory = Callable[[BackendSpec], Backend]
 
 
@@ -25,7 +25,7 @@ BackendFactory = Callable[[BackendSpec], Backend]
 class RunOutcome:
     state: str
     exit_code: int
-    run_dir: Path
+    run_dir: Path  # the run's reference (runtime/act/runref.py): its directory, or `memory:NAME`
     message: str = ""
     category: str | None = None
 
@@ -36,11 +36,11 @@ class ReplayRequest:
     params: Mapping[str, Any]
     backend: BackendSpec | None
     config: DeployConfig
-    run_dir: Path | None = None
+    run_dir: Path | str | None = None  # a reference in the config's store (runtime.store); None: a fresh name
     durable: bool = False
     allow_model: bool = False
     param_flags: frozenset[str] = frozenset()
-    parent_run: Path | None = None  # set for a child run started by a `flow` step
+    parent_run: str | None = None  # the parent's reference, for a child run started by a `flow` step
     # the parent's secret masks (step id -> frame box): what it typed may still be on the screen the child sees
     masks: Mapping[str, tuple[int, int, int, int]] = field(default_factory=dict)
 
@@ -51,7 +51,7 @@ class WorkflowRequest:
     args: Mapping[str, Any]
     backend: BackendSpec | None  # what ctx.replay drives
     config: DeployConfig
-    run_dir: Path | None = None
+    run_dir: Path | str | None = None
     args_from_text: bool = False  # `--arg k=v`: coerce to the function's annotations
     parent_run: str | None = None
     probe_backend: bool = True  # connect once before the run dir exists: an unreachable desktop is bad input

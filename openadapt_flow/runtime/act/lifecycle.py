@@ -10,14 +10,13 @@ from openadapt_flow.errors import RefusedError
 from openadapt_flow.runtime.decide.config import DeployConfig
 from openadapt_flow.runtime.decide.outcome import classify
 from openadapt_flow.store.faults import crash_point
-from openadapt_flow.store.journal import Journal
-from openadapt_flow.store.lease import LeaseInfo, try_lock, unlock
-from openadapt_flow.store.rundir import MANIFEST, SCHEMA_PREFIX, RunDir, digest_manifest
-
-LIVE_STATES = ("RUNNING", "RESUMING", "PENDING")
+from openadapt_flow.store.base import JournalWriter, RunHandle
+from openadapt_flow.store.rundir import SCHEMA_PREFIX, digest_manifest
+from openadapt_flow.store.states import LIVE_STATES, TERMINAL_STATES
 
 
-def lease_ttl(run: RunDir) -> float:
+
+def lease_ttl(run: RunHandle) -> float:
     try:
         cfg = DeployConfig.model_validate(run.manifest().get("config") or {"schema": "openadapt-flow/config@1"})
         return cfg.runtime.lease_ttl_s
@@ -25,33 +24,33 @@ def lease_ttl(run: RunDir) -> float:
         return DeployConfig.default().runtime.lease_ttl_s
 
 
-def owner_gone(run: RunDir) -> bool:
+def owner_gone(run: RunHandle) -> bool:
     """Has the process that owned this RUNNING run died? Lock free here and no fresh heartbeat from another host;
     or lock held but its recorded owner gone (pid dead or reused: another start time) or its heartbeat stale."""
-    fd = try_lock(run.path)
-    info = LeaseInfo.read(run.path)
-    if fd is not None:
-        unlock(fd)
+    unlock = run.try_lock()
+    info = run.lease_info()
+    if unlock is not None:
+        unlock()
         return info is None or not info.held_elsewhere(lease_ttl(run))  # another host's lock is not ours to see
     return info is not None and not info.owner_alive(lease_ttl(run))
 
 
-def effective_state(run: RunDir) -> dict[str, Any]:
+def effective_state(run: RunHandle) -> dict[str, Any]:
     """state.json as a reader should show it: a RUNNING run whose owner died shows as INTERRUPTED (nothing written)."""
-    st = run.state() if run.state_path.exists() else {"state": "PENDING"}
+    st = run.state() if run.has_state() else {"state": "PENDING"}
     if st.get("state") in LIVE_STATES and owner_gone(run):
         st = dict(st, state="INTERRUPTED", note="owner process is gone; `flow reconcile` or `flow resume` finalises it")
     return st
 
 
-def finalize_interrupted(run: RunDir, journal: Journal, records: list[dict[str, Any]], steps: Iterable[Step], why: str) -> dict[str, Any]:
+def finalize_interrupted(run: RunHandle, journal: JournalWriter, records: list[dict[str, Any]], steps: Iterable[Step], why: str) -> dict[str, Any]:
     """Record an owner's death: INTERRUPTED with the transaction outcome classified from the journal.
 
     A journal that already ends with `run_finished` (the owner died, or the disk filled, after journaling its stop
     but before state.json) only has its view brought up to date: the journal is the record of truth.
     """
     last = records[-1] if records else None
-    if last is not None and last["type"] == "run_finished" and last["data"].get("state") in ("COMPLETED", "FAILED", "BLOCKED", "INTERRUPTED"):
+    if last is not None and last["type"] == "run_finished" and last["data"].get("state") in TERMINAL_STATES:
         d = last["data"]
         cp_seq = next((r["seq"] for r in reversed(records) if r["type"] in ("step_verified", "step_skipped")), None)
         run.write_state(d["state"], journal=journal, transaction_outcome=d.get("transaction_outcome"), message=f"stop recorded in the journal (seq {last['seq']}); {why}",
@@ -59,31 +58,31 @@ def finalize_interrupted(run: RunDir, journal: Journal, records: list[dict[str, 
         return {"state": d["state"], "transaction_outcome": d.get("transaction_outcome")}
     outcome, evidence = classify(steps, records)
     journal.append("interrupted", None, {"message": why, "finalized": True, "transaction_outcome": outcome, "outcome_evidence": evidence})
-    prev = run.state() if run.state_path.exists() else {}
+    prev = run.state() if run.has_state() else {}
     run.write_state(
         "INTERRUPTED", journal=journal, transaction_outcome=outcome, message=why, last_checkpoint_seq=prev.get("last_checkpoint_seq"),
     )
     return {"state": "INTERRUPTED", "transaction_outcome": outcome}
 
 
-def begin_run(run: RunDir, key: bytes, manifest: dict[str, Any], started: dict[str, Any]) -> tuple[Journal, dict[str, Any]]:
+def begin_run(run: RunHandle, key: bytes, manifest: dict[str, Any], started: dict[str, Any]) -> tuple[JournalWriter, dict[str, Any]]:
     """Start a run atomically: journal `run_started` (pinning the manifest about to be written), state RUNNING, and only
     then `manifest.json`, the file that makes a directory a run. A death before it leaves no run, and sent nothing."""
     body = {"schema": SCHEMA_PREFIX + "manifest@1", **manifest}
-    journal = Journal(run.journal_path, key)
+    journal = run.new_journal(key)
     rec = journal.append("run_started", None, {**started, "manifest_digest": digest_manifest(body)})
     run.write_state("RUNNING", journal=journal)  # sealed; the ledger learns the run at its next state change
     crash_point("start:state_written")
-    run.write_json(MANIFEST, "manifest@1", manifest)
+    run.write_manifest(manifest)
     crash_point("start:manifest_written")
     return journal, rec
 
 
-def check_manifest(run: RunDir, records: list[dict[str, Any]]) -> None:
+def check_manifest(run: RunHandle, records: list[dict[str, Any]]) -> None:
     """The manifest (params, backend, config and its policy) is pinned by the journal's first record."""
     first = next((r for r in records if r["type"] == "run_started"), None)
     want = (first or {}).get("data", {}).get("manifest_digest")
     if want is None:
-        raise RefusedError(f"{run.path}: journal has no run_started record pinning the manifest; refusing")
+        raise RefusedError(f"{run.ref}: journal has no run_started record pinning the manifest; refusing")
     if run.manifest_digest() != want:
-        raise RefusedError(f"{run.manifest_path}: manifest changed since the run started (tampered); refusing")
+        raise RefusedError(f"{run.describe('manifest')}: manifest changed since the run started (tampered); refusing")

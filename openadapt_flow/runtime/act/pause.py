@@ -10,7 +10,7 @@ from typing import Any
 from openadapt_flow.runtime.act.context import RunContext
 from openadapt_flow.runtime.decide.outcome import RECONCILIATION_REQUIRED
 from openadapt_flow.store.checkpoint import checkpoint_digest
-from openadapt_flow.store.escalation import sign, write_pending
+from openadapt_flow.store.escalation import sign
 from openadapt_flow.store.keys import key_id, load_decision_key
 
 
@@ -105,5 +105,5 @@ def open_pause(
     # The journal is the record of truth: its record carries the whole pause (fsync'd first); the file is a view of it.
     ctx.journal.append("escalation_opened", step_id, {"pause_id": pause_id, "reason": reason, "category": category, "allowed": allowed,
                                                       "pending": body})
-    write_pending(ctx.run.path, body)
+    ctx.run.write_pending(body)
     return body

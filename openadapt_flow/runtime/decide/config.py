@@ -37,6 +37,8 @@ class BackendConfig(_Strict):
 class RuntimeConfig(_Strict):
     durable: bool = False
     runs_root: str = "runs"
+    # where runs live (SPEC §18): None, the filesystem under runs_root; `memory:` this process's memory (gone with it)
+    store: str | None = None
     lease_ttl_s: float = Field(default=30, gt=0)
     pause_ttl_s: float = Field(default=86400, gt=0)
     settle_quiet_s: float = Field(default=0.05, gt=0, le=10)

@@ -7,7 +7,6 @@ second copy that could drift from the journal, and a resume sees exactly what th
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from openadapt_flow.runtime.decide.policy import Budget
@@ -19,13 +18,12 @@ VERIFIED = ("step_verified", "step_skipped")
 class RunProgress:
     """Verified steps and their results, questions asked, timers set, child runs started, and the policy budget."""
 
-    def __init__(self, run_path: Path | None = None) -> None:
-        self.run_path = run_path
+    def __init__(self) -> None:
         self.verified: list[dict[str, Any]] = []  # step_verified/step_skipped records, in journal order
         self.results: dict[str, Any] = {}  # step id -> its recorded result ({steps.ID.…} interpolation reads it)
         self.asked: set[str] = set()  # ask_user steps whose question was journaled
         self.timers: dict[str, float] = {}  # sleep/wait_until step id -> due epoch
-        self.children: dict[str, Path] = {}  # step id -> the child run it started
+        self.children: dict[str, str] = {}  # step id -> the child run it started, as journaled (relative to the run)
         self.budget = Budget([])
 
     def seed(self, records: list[dict[str, Any]]) -> None:
@@ -54,9 +52,10 @@ class RunProgress:
             self.asked.add(step)
         elif typ == "timer_set":
             self.timers[step] = d["due_epoch"]
-        elif typ == "child_started" and self.run_path is not None:
-            # a bundle's `flow` step names it beside the run; a workflow's call, under the run's children/
-            self.children[step] = (self.run_path.parent / d["child_run"]) if "child_run" in d else (self.run_path / d["run_dir"])
+        elif typ == "child_started":
+            # a bundle's `flow` step names it beside the run (RunHandle.sibling); a workflow's call, under the run's
+            # children/ (RunHandle.child)
+            self.children[step] = d["child_run"] if "child_run" in d else d["run_dir"]
 
     def saved(self, step_id: str) -> dict[str, Any] | None:
         """The record that made this step verified (or skipped), if the journal has one: its result is final."""

@@ -17,6 +17,7 @@ CATEGORIES = ("resolution", "ambiguous", "identity", "postcondition", "effect", 
 class Halt(RunSignal):
     """Raised inside the step lifecycle; the engine turns it into a FAILED run (or a durable pause)."""
 
+    exit_code = 1  # FAILED, should one ever reach a command
     category: str
     message: str
     step: str | None = None
@@ -39,6 +40,8 @@ class Halt(RunSignal):
 class StopRequested(RunSignal):
     """SIGTERM/SIGINT arrived; the run stops at the next safe boundary (never between dispatch and input)."""
 
+    exit_code = 5  # INTERRUPTED
+
     def __init__(self, dispatched: bool = False) -> None:
         super().__init__("stop requested")
         self.dispatched = dispatched
@@ -47,6 +50,8 @@ class StopRequested(RunSignal):
 @dataclass
 class Pause(RunSignal):
     """A durable step asks for a human (or a timer/signal); the run pauses holding no process."""
+
+    exit_code = 3  # PAUSED
 
     reason: str  # awaiting_approval | awaiting_user | awaiting_signal | awaiting_timer | awaiting_child
     step: str

@@ -22,6 +22,8 @@ SEGMENT_END = ("paused", "run_finished", "interrupted")
 
 @dataclass
 class Blocked(RunSignal):
+    exit_code = 4  # BLOCKED
+
     rule: str
     observed: Any
     limit: Any

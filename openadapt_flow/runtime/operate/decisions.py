@@ -18,15 +18,15 @@ from openadapt_flow.errors import RefusedError, UsageError
 from openadapt_flow.runtime.decide.config import DeployConfig
 from openadapt_flow.runtime.act.lifecycle import check_manifest
 from openadapt_flow.runtime.act.pause import iso
+from openadapt_flow.runtime.act.runref import RunRef, open_ref
 from openadapt_flow.runtime.operate.teach import make_patch
-from openadapt_flow.store.base import JournalWriter
+from openadapt_flow.runtime.operate.truth import check_views, consume_decision, journaled_decision, pending_view
+from openadapt_flow.store.base import JournalWriter, RunHandle, RunLease
 from openadapt_flow.store.checkpoint import checkpoint_digest
 from openadapt_flow.store.escalation import digest, sign, verify
 from openadapt_flow.store.journal import now_iso
-from openadapt_flow.runtime.operate.truth import check_views, consume_decision, journaled_decision, pending_view
 from openadapt_flow.store.keys import load_decision_key, load_key
-from openadapt_flow.store.base import RunLease
-from openadapt_flow.store.rundir import RunDir
+from openadapt_flow.store.states import FINAL_STATES
 
 DECISION_NAMES = ("continue", "skip", "reject", "teach", "escalate", "reconcile")
 DECISION_WAIT_S = 10.0  # how long a decision waits for another command's hold on the run before it is refused
@@ -37,7 +37,7 @@ def _epoch(iso: str) -> float:
 
 
 @contextmanager
-def deciding(run: RunDir, manifest: dict[str, Any]) -> Iterator[tuple[RunLease, list[dict[str, Any]], dict[str, Any]]]:
+def deciding(run: RunHandle, manifest: dict[str, Any]) -> Iterator[tuple[RunLease, list[dict[str, Any]], dict[str, Any]]]:
     """Hold the run's lease while a decision is read, checked and written, so two decisions never interleave.
 
     Yields the lease, the journal's records and the sealed state (checked against the journal and the run ledger)."""
@@ -53,7 +53,7 @@ def deciding(run: RunDir, manifest: dict[str, Any]) -> Iterator[tuple[RunLease, 
         lease.release()
 
 
-def _refuse_if_decided(run: RunDir, records: list[dict[str, Any]], pending: dict[str, Any] | None) -> None:
+def _refuse_if_decided(run: RunHandle, records: list[dict[str, Any]], pending: dict[str, Any] | None) -> None:
     """A pause already decided in the journal (its process died before the decision took effect) takes no other
     decision: the next `flow resume` applies the journaled one."""
     carried = journaled_decision(records) if pending is None else None
@@ -63,11 +63,11 @@ def _refuse_if_decided(run: RunDir, records: list[dict[str, Any]], pending: dict
                            f"{rec['data'].get('operator')}, journal seq {rec['seq']}); `flow resume {run.ref}` applies it")
 
 
-def current_checkpoint(run: RunDir) -> dict[str, Any] | None:
+def current_checkpoint(run: RunHandle) -> dict[str, Any] | None:
     return run.read_checkpoint()
 
 
-def check_approval(run: RunDir, pending: dict[str, Any], key: bytes, *, now: float | None = None) -> dict[str, Any]:
+def check_approval(run: RunHandle, pending: dict[str, Any], key: bytes, *, now: float | None = None) -> dict[str, Any]:
     """The approval for this pause, or RefusedError naming exactly what is wrong with it."""
     path = run.describe("approval")
     approval = run.read_approval()
@@ -97,7 +97,7 @@ def check_approval(run: RunDir, pending: dict[str, Any], key: bytes, *, now: flo
     return approval
 
 
-def deliver(run_path: Path | RunDir, kind: str, operator: str, *, value: str | None = None, name: str | None = None,
+def deliver(run_path: RunRef, kind: str, operator: str, *, value: str | None = None, name: str | None = None,
             data: Any = None, os_user: str | None = None) -> dict[str, Any]:
     """`flow answer` / `flow signal`: a signed delivery bound to the pause that waits for it."""
     run = _open(run_path)
@@ -122,11 +122,11 @@ def deliver(run_path: Path | RunDir, kind: str, operator: str, *, value: str | N
         return _record(run, pending, key, kind, operator, os_user or getpass.getuser(), payload=payload)
 
 
-def _open(run: Path | RunDir) -> RunDir:
-    return run if isinstance(run, RunDir) else RunDir.open(run)
+def _open(run: RunRef) -> RunHandle:
+    return open_ref(run)
 
 
-def _snapshot_step(run: RunDir, step_id: str) -> Any:
+def _snapshot_step(run: RunHandle, step_id: str) -> Any:
     model = load_bundle(run.artifact_dir("bundle")).model  # the run's own snapshot, not the bundle on disk
     return next(s for s in model.steps if s.id == step_id)
 
@@ -151,14 +151,14 @@ def _check_answer(step: Any, value: str) -> Any:
     return value
 
 
-def _last_consumed(run: RunDir) -> dict[str, Any] | None:
+def _last_consumed(run: RunHandle) -> dict[str, Any] | None:
     used = run.decisions()
     return used[-1] if used else None
 
 
 def approve(
-    run_path: Path | RunDir, decision: str, operator: str, *, note: str | None = None, effect: str | None = None,
-    reporter: Callable[[RunDir], Any] | None = None, os_user: str | None = None, now: float | None = None,
+    run_path: RunRef, decision: str, operator: str, *, note: str | None = None, effect: str | None = None,
+    reporter: Callable[[RunHandle], Any] | None = None, os_user: str | None = None, now: float | None = None,
     point: tuple[int, int] | None = None, template: Path | None = None,
 ) -> dict[str, Any]:
     """Record a decision on the pending escalation; `reject` also ends the run BLOCKED. Returns a summary.
@@ -178,7 +178,7 @@ def approve(
     manifest = run.manifest()
     user = os_user or getpass.getuser()
     state = run.state() if run.has_state() else {}  # a damaged state.json is refused (6)
-    if state.get("state") in ("COMPLETED", "FAILED", "BLOCKED"):
+    if state.get("state") in FINAL_STATES:
         return _not_paused(run, state, decision, user)
     current_checkpoint(run)  # so is a damaged checkpoint.json: no decision is recorded on what cannot be read
     config = DeployConfig.model_validate(manifest["config"])
@@ -209,7 +209,7 @@ def approve(
     return out
 
 
-def _not_paused(run: RunDir, state: dict[str, Any], decision: str, user: str,
+def _not_paused(run: RunHandle, state: dict[str, Any], decision: str, user: str,
                 records: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """A decision on a run that is not paused: a repeat of the decision that ended the pause is a no-op; else refused."""
     last = _last_consumed(run)
@@ -222,7 +222,7 @@ def _not_paused(run: RunDir, state: dict[str, Any], decision: str, user: str,
     raise RefusedError(f"{run.ref}: run is {state.get('state')}{reason}{why}, not awaiting approval")
 
 
-def _record(run: RunDir, pending: dict[str, Any], key: bytes, decision: str, operator: str, user: str,
+def _record(run: RunHandle, pending: dict[str, Any], key: bytes, decision: str, operator: str, user: str,
             *, effect: str | None = None, note: str | None = None, payload: dict[str, Any] | None = None,
             now: float | None = None) -> dict[str, Any]:
     task = pending["task"]
@@ -267,7 +267,7 @@ def _record(run: RunDir, pending: dict[str, Any], key: bytes, decision: str, ope
             "replaced": replaced, "votes": distinct, "quorum": task.get("quorum", 1), "complete": distinct >= task.get("quorum", 1)}
 
 
-def _escalate(run: RunDir, manifest: dict[str, Any], pending: dict[str, Any], key: bytes, operator: str, user: str, note: str | None) -> dict[str, Any]:
+def _escalate(run: RunHandle, manifest: dict[str, Any], pending: dict[str, Any], key: bytes, operator: str, user: str, note: str | None) -> dict[str, Any]:
     """Re-issue the decision task at the next level (config approvals.levels); the run stays PAUSED. Caller holds the lease."""
     config = DeployConfig.model_validate(manifest["config"])
     levels = config.approvals.levels or ["default"]
@@ -290,14 +290,14 @@ def _escalate(run: RunDir, manifest: dict[str, Any], pending: dict[str, Any], ke
     return {"recorded": True, "decision": "escalate", "pause_id": pause_id, "level": levels[level], "operator": operator, "os_user": user}
 
 
-def _block(run: RunDir, pending: dict[str, Any], decision: dict[str, Any]) -> None:
+def _block(run: RunHandle, pending: dict[str, Any], decision: dict[str, Any]) -> None:
     """An operator's reject: BLOCKED with incident.json naming the operator — a recorded decision, not an error.
     The caller holds the lease."""
     journal, _ = run.open_journal(load_key(create=False))
     block_run(run, journal, pending, decision)
 
 
-def block_run(run: RunDir, journal: JournalWriter, pending: dict[str, Any], decision: dict[str, Any],
+def block_run(run: RunHandle, journal: JournalWriter, pending: dict[str, Any], decision: dict[str, Any],
               rec: dict[str, Any] | None = None) -> None:
     """End the run BLOCKED on a reject: its `decision` record first (or `rec`, the journal's, when a process was
     killed after it: resume ends the run from it), then incident.json and `run_finished`. Closes `journal`."""

@@ -1,4 +1,4 @@
-"""`flow reconcile [ROOT]`: finalise runs whose owner died as INTERRUPTED; never touch a live one."""
+"""`flow reconcile [ROOT]`: finalise runs whose owner died as INTERRUPTED; never touch a live one (any store)."""
 
 from __future__ import annotations
 
@@ -7,32 +7,36 @@ from typing import Any
 
 from openadapt_flow.bundle.loader import load_bundle
 from openadapt_flow.errors import FlowError
-from openadapt_flow.runtime.act.lifecycle import LIVE_STATES, finalize_interrupted, lease_ttl
+from openadapt_flow.runtime.act.lifecycle import finalize_interrupted, lease_ttl
 from openadapt_flow.runtime.decide.calls import call_steps
+from openadapt_flow.runtime.act.runref import RunRef, open_ref
 from openadapt_flow.store.atomic import StorageFault
+from openadapt_flow.store.base import RunStore
 from openadapt_flow.store.filesystem import FilesystemStore
 from openadapt_flow.store.keys import load_key
-from openadapt_flow.store.rundir import RunDir
+from openadapt_flow.store.states import LIVE_STATES
 
 
-def run_dirs(root: Path) -> list[Path]:
-    return [run.path for run in FilesystemStore(root).list_runs()]
+def as_store(root: Path | RunStore) -> RunStore:
+    """A runs root directory is the filesystem store there."""
+    return FilesystemStore(root) if isinstance(root, (Path, str)) else root
 
 
-def reconcile_one(path: Path) -> dict[str, Any]:
-    run = RunDir(path)
+def reconcile_one(ref: RunRef) -> dict[str, Any]:
+    run = open_ref(ref)
+    path = run.ref
     st = run.state() if run.has_state() else {"state": "PENDING"}
     if st.get("state") not in LIVE_STATES:
-        return {"run_dir": str(path), "action": "none", "state": st.get("state")}
+        return {"run_dir": path, "action": "none", "state": st.get("state")}
     unlock = run.try_lock()
     info = run.lease_info()
     if unlock is None:
         if info is None or info.owner_alive(lease_ttl(run)):
-            return {"run_dir": str(path), "action": "none", "state": st.get("state"), "reason": "owner alive"}
+            return {"run_dir": path, "action": "none", "state": st.get("state"), "reason": "owner alive"}
         why = f"owner {info.pid}@{info.host} is gone (pid dead or reused, or heartbeat stale)"
     elif info is not None and info.held_elsewhere(lease_ttl(run)):  # our lock cannot see another host's owner
         unlock()
-        return {"run_dir": str(path), "action": "none", "state": st.get("state"), "reason": f"owner alive on {info.host}"}
+        return {"run_dir": path, "action": "none", "state": st.get("state"), "reason": f"owner alive on {info.host}"}
     else:
         why = "owner process died"
     try:
@@ -44,25 +48,22 @@ def reconcile_one(path: Path) -> dict[str, Any]:
     finally:
         if unlock is not None:
             unlock()
-    return {"run_dir": str(path), "action": "finalized", **result, "reason": why}
+    return {"run_dir": path, "action": "finalized", **result, "reason": why}
 
 
-def unstarted_dirs(root: Path) -> list[Path]:
-    """Directories whose start-up was cut before `manifest.json` (begin_run): never a run, and nothing was sent."""
-    return [run.path for run in FilesystemStore(root).unstarted()]
-
-
-def reconcile_root(root: Path) -> list[dict[str, Any]]:
+def reconcile_root(root: Path | RunStore) -> list[dict[str, Any]]:
+    """Every run of a runs root (or store): start-ups that were cut are reported, runs whose owner died finalised."""
+    store = as_store(root)
     out: list[dict[str, Any]] = []
-    for path in unstarted_dirs(root):
-        unlock = RunDir(path).try_lock()
+    for run in store.unstarted():  # cut before the manifest (begin_run): never a run, and nothing was sent
+        unlock = run.try_lock()
         if unlock is not None:  # its owner died before the run began; replay again (a live owner is still starting)
             unlock()
-            out.append({"run_dir": str(path), "action": "unstarted", "state": None,
+            out.append({"run_dir": run.ref, "action": "unstarted", "state": None,
                         "reason": "start-up was cut before manifest.json; no input was sent"})
-    for path in run_dirs(root):
+    for run in store.list_runs():
         try:
-            out.append(reconcile_one(path))
+            out.append(reconcile_one(run))
         except (FlowError, StorageFault) as e:  # one broken run (or a full disk) must not stop the sweep; it is reported
-            out.append({"run_dir": str(path), "action": "error", "error": str(e)})
+            out.append({"run_dir": run.ref, "action": "error", "error": str(e)})
     return out

@@ -22,8 +22,8 @@ from typing import Any
 from openadapt_flow.errors import RefusedError
 from openadapt_flow.store.base import JournalWriter, RunHandle
 from openadapt_flow.store.escalation import digest, journal_pause, verify
+from openadapt_flow.store.states import FINAL_STATES
 
-TERMINAL = ("COMPLETED", "FAILED", "BLOCKED")
 
 
 def check_views(run: RunHandle, records: list[dict[str, Any]], key: bytes) -> dict[str, Any]:
@@ -40,7 +40,7 @@ def catch_up_state(run: RunHandle, records: list[dict[str, Any]], journal: Journ
     if end is None or end["type"] != "run_finished" or state.get("state") == end["data"].get("state"):
         return state
     final = end["data"].get("state")
-    if final not in TERMINAL:
+    if final not in FINAL_STATES:
         return state
     run.write_state(final, journal=journal, transaction_outcome=end["data"].get("transaction_outcome"),
                     message="state rebuilt from the journal's run_finished record")

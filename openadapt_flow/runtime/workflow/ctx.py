@@ -49,6 +49,7 @@ class WorkflowStop(RunSignal):
     def __init__(self, cause: BaseException) -> None:
         super().__init__(str(cause))
         self.cause = cause
+        self.exit_code = getattr(cause, "exit_code", 1)
 
 
 class DivergedError(RefusedError):

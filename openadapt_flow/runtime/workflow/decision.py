@@ -9,7 +9,6 @@ an operator decided is not dropped by a resume that died before using the decisi
 from __future__ import annotations
 
 import time
-from pathlib import Path
 from typing import Any
 
 from openadapt_flow.errors import RefusedError
@@ -21,10 +20,9 @@ from openadapt_flow.runtime.act.lifecycle import effective_state
 from openadapt_flow.runtime.decide.outcome import RECONCILIATION_REQUIRED
 from openadapt_flow.runtime.operate.truth import consume_decision, pending_view
 from openadapt_flow.store.base import JournalWriter, RunHandle
-from openadapt_flow.store.rundir import RunDir
 
 
-def decision_for(run: RunDir, journal: JournalWriter, records: list[dict[str, Any]], state: str, dkey: bytes, require_approval: bool
+def decision_for(run: RunHandle, journal: JournalWriter, records: list[dict[str, Any]], state: str, dkey: bytes, require_approval: bool
                  ) -> tuple[dict[str, Any] | None, dict[str, Any] | None, str | None]:
     """The pause to resolve and its checked approval, or why the run must go on waiting. RefusedError if not allowed."""
     pending = pending_view(run, records, dkey)  # the journal's open pause; the file must agree with it
@@ -102,7 +100,7 @@ def journaled_deliveries(rc: RunContext, records: list[dict[str, Any]]) -> list[
     return new
 
 
-def _waiting(run: RunDir, pending: dict[str, Any] | None) -> str | None:
+def _waiting(run: RunHandle, pending: dict[str, Any] | None) -> str | None:
     """Why this pause cannot continue yet (nothing delivered, timer not due, child still paused), or None."""
     if pending is None:
         return None
@@ -117,9 +115,8 @@ def _waiting(run: RunDir, pending: dict[str, Any] | None) -> str | None:
     return None
 
 
-def child_waiting(child_run: RunDir | Path) -> str | None:
+def child_waiting(child: RunHandle) -> str | None:
     """Why a paused child run cannot continue yet, or None (it is ready, or not paused at all)."""
-    child = child_run if isinstance(child_run, RunDir) else RunDir(child_run)  # workflow_run passes its path today
     if not child.has_manifest():
         return None
     st = effective_state(child)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import inspect
-import shutil
 import socket
 import sys
 import threading
@@ -39,18 +38,17 @@ from openadapt_flow.runtime.decide.halt import Halt, Pause, StopRequested
 from openadapt_flow.runtime.act.launch import BackendFactory, ReplayRequest, Reporter, RunOutcome, Runs, WorkflowRequest
 from openadapt_flow.runtime.act.lifecycle import begin_run
 from openadapt_flow.runtime.decide.policy import Blocked
+from openadapt_flow.runtime.act.runref import ref_path, store_for
 from openadapt_flow.store.states import RunState
 from openadapt_flow.runtime.workflow.api import ACTIVE, bind_args, entry_of, resolve_entry
 from openadapt_flow.runtime.workflow.ctx import DivergedError, WorkflowContext, WorkflowStop, invoke, jsonable
 from openadapt_flow.runtime.workflow.decision import apply_decision, child_waiting, decision_for, journaled_deliveries
 from openadapt_flow.runtime.workflow.wait import workflow_result
 from openadapt_flow.store.atomic import StorageFault
-from openadapt_flow.store.checkpoint import reconcile_checkpoint
+from openadapt_flow.store.base import JournalWriter, RunHandle, RunLease
 from openadapt_flow.store.faults import crash_point
-from openadapt_flow.store.journal import Journal
 from openadapt_flow.store.keys import load_decision_key, load_key
-from openadapt_flow.store.lease import Lease
-from openadapt_flow.store.rundir import CHILDREN, RunDir, check_new_run_dir, new_run_dir
+from openadapt_flow.store.rundir import CHILDREN
 
 
 def _source_digest(fn: Callable[..., Any], entry: str) -> str:
@@ -67,17 +65,18 @@ def start_workflow(req: WorkflowRequest, runs: Runs, progress: Progress | None =
     `runs` starts and continues its child runs."""
     fn = resolve_entry(req.entry)
     args = bind_args(fn, req.args, from_text=req.args_from_text)
+    store = store_for(req.config, req.run_dir)
     if req.run_dir is not None:
-        check_new_run_dir(req.run_dir)
+        store.check_new(str(req.run_dir))
     key = load_key(create=True)
     load_decision_key(create=True)  # workflows are always durable: the first run creates it
     if req.backend is not None and req.probe_backend:
         backend_factory(req.backend).close()
-    run = RunDir(new_run_dir(Path(req.config.runtime.runs_root), req.run_dir))
+    run = store.create_run(None if req.run_dir is None else str(req.run_dir))
     crash_point("start:dir_created")
     run_id = f"run-{uuid.uuid4().hex[:12]}"
     digest = _source_digest(fn, req.entry)
-    lease = Lease(run.path, req.config.runtime.lease_ttl_s).acquire()
+    lease = run.lease(req.config.runtime.lease_ttl_s).acquire()
     try:
         lease.start_heartbeat()
         crash_point("start:lease_acquired")
@@ -109,8 +108,8 @@ def _is_async(fn: Callable[..., Any]) -> bool:
     return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(getattr(fn, "__func__", None))
 
 
-def _context(run: RunDir, run_id: str, digest: str, args: Mapping[str, Any], config: DeployConfig, journal: Journal,
-             lease: Lease, records: list[dict[str, Any]], progress: Progress | None, reporter: Reporter | None,
+def _context(run: RunHandle, run_id: str, digest: str, args: Mapping[str, Any], config: DeployConfig, journal: JournalWriter,
+             lease: RunLease, records: list[dict[str, Any]], progress: Progress | None, reporter: Reporter | None,
              stop: threading.Event | None, runs: Runs) -> RunContext:
     """A workflow run's context: no bundle and no desktop; its steps are its calls, those the journal has to begin with."""
     rc = make_context(run, run_id, None, BoundParams(dict(args)), NoDesktop(), config, journal, False, True, progress, reporter,
@@ -158,7 +157,7 @@ def _where(e: BaseException) -> str:
     return f" (at {Path(frames[-1].filename).name}:{frames[-1].lineno})" if frames else ""
 
 
-def continue_workflow(run: RunDir, manifest: dict[str, Any], config: DeployConfig, lease: Lease, journal: Journal,
+def continue_workflow(run: RunHandle, manifest: dict[str, Any], config: DeployConfig, lease: RunLease, journal: JournalWriter,
                       records: list[dict[str, Any]], state: str, dkey: bytes, runs: Runs, *, backend: BackendSpec | None,
                       require_approval: bool, progress: Progress | None, reporter: Reporter | None, backend_factory: BackendFactory,
                       stop: threading.Event | None) -> RunOutcome:
@@ -167,11 +166,11 @@ def continue_workflow(run: RunDir, manifest: dict[str, Any], config: DeployConfi
     try:
         fn = resolve_entry(manifest["entry"])
     except UsageError as e:
-        raise RefusedError(f"{run.path}: cannot load the run's workflow: {e}") from None
-    reconcile_checkpoint(run.path, records)
+        raise RefusedError(f"{run.ref}: cannot load the run's workflow: {e}") from None
+    run.reconcile_checkpoint(records)
     pending, approval, waiting = decision_for(run, journal, records, state, dkey, require_approval)
     if waiting is not None:
-        return RunOutcome("PAUSED", RunState.PAUSED.exit_code, run.path, waiting, pending["category"] if pending else None)
+        return RunOutcome("PAUSED", RunState.PAUSED.exit_code, ref_path(run), waiting, pending["category"] if pending else None)
     rc = _context(run, manifest["run_id"], manifest["bundle"]["digest"], manifest["args"], config, journal, lease, records, progress,
                   reporter, stop, runs)
     journal.append("run_resumed", None, {"lease_generation": lease.generation, "pause_id": pending["pause_id"] if pending else None,
@@ -200,19 +199,18 @@ class Runner:
         self.factory = factory
 
     def replay(self, ctx: WorkflowContext, step: Step, bundle: str, params: dict[str, Any]) -> Any:
-        child = ctx.rc.run.path / CHILDREN / step.id
-        if RunDir(child).manifest_path.is_file():
+        child = ctx.rc.run.child(step.id)
+        if child.has_manifest():
             out = self._continue(ctx, step, child, lambda: self._resume(ctx, child))
         else:
             req = ReplayRequest(bundle=_bundle_path(ctx.entry, bundle), params=params, backend=self.spec, config=ctx.rc.config,
-                                run_dir=child, durable=True)
+                                run_dir=child.ref, durable=True)
             out = self._start(ctx, step, child, bundle, lambda: _runs(ctx).replay(req, ctx.rc.progress, ctx.rc.reporter, self.factory))
-        manifest = RunDir(child).manifest()
-        return {"run_id": manifest["run_id"], "run_dir": str(child.relative_to(ctx.rc.run.path)), "state": out.state}
+        return {"run_id": child.manifest()["run_id"], "run_dir": f"{CHILDREN}/{step.id}", "state": out.state}
 
     def child(self, ctx: WorkflowContext, step: Step, wf: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        child = ctx.rc.run.path / CHILDREN / step.id
-        if RunDir(child).manifest_path.is_file():
+        child = ctx.rc.run.child(step.id)
+        if child.has_manifest():
             self._continue(ctx, step, child, lambda: self._resume(ctx, child))
         else:
             try:
@@ -220,45 +218,46 @@ class Runner:
             except TypeError as e:
                 raise Halt("input", f"ctx.child({entry_of(wf)}): {e}", step=step.id) from None
             given = {k: v for k, v in list(named.items())[1:]}
-            req = WorkflowRequest(entry_of(wf), given, self.spec, ctx.rc.config, run_dir=child, parent_run=ctx.run_id, probe_backend=False)
+            req = WorkflowRequest(entry_of(wf), given, self.spec, ctx.rc.config, run_dir=child.ref, parent_run=ctx.run_id,
+                                  probe_backend=False)
             self._start(ctx, step, child, req.entry,
                         lambda: _runs(ctx).start_workflow(req, ctx.rc.progress, ctx.rc.reporter, self.factory, ctx.rc.stop))
         return workflow_result(child)
 
-    def _resume(self, ctx: WorkflowContext, child: Path) -> RunOutcome:
+    def _resume(self, ctx: WorkflowContext, child: RunHandle) -> RunOutcome:
         """The one resume, for a bundle child as for a workflow child."""
         return _runs(ctx).resume(child, backend=self.override, progress=ctx.rc.progress, reporter=ctx.rc.reporter,
                                  backend_factory=self.factory, stop=ctx.rc.stop)
 
-    def _start(self, ctx: WorkflowContext, step: Step, child: Path, what: str, start: Callable[[], RunOutcome]) -> RunOutcome:
-        shutil.rmtree(child, ignore_errors=True)  # a start that died before its manifest: nothing ran there
-        ctx.rc.journal.append("child_started", step.id, {"run_dir": str(child.relative_to(ctx.rc.run.path)), "what": what}, sync=True)
+    def _start(self, ctx: WorkflowContext, step: Step, child: RunHandle, what: str, start: Callable[[], RunOutcome]) -> RunOutcome:
+        child.discard()  # a start that died before its manifest: nothing ran there
+        ctx.rc.journal.append("child_started", step.id, {"run_dir": f"{CHILDREN}/{step.id}", "what": what}, sync=True)
         try:
             out = start()
         except FlowError as e:  # bad bundle, params or backend: the operator fixes it, then continue retries the call
             raise Halt(getattr(e, "kind", None) or "input", f"{step.action} {what}: {e}", step=step.id) from None
         return self._outcome(step, child, out)
 
-    def _continue(self, ctx: WorkflowContext, step: Step, child: Path, go: Callable[[], RunOutcome]) -> RunOutcome:
+    def _continue(self, ctx: WorkflowContext, step: Step, child: RunHandle, go: Callable[[], RunOutcome]) -> RunOutcome:
         waiting = child_waiting(child)
         if waiting is None:
             try:
                 return self._outcome(step, child, go())
             except RefusedError as e:
-                waiting = f"child run {child}: {e}"
-        raise Pause("awaiting_child", step.id, f"{waiting}; then flow resume {ctx.rc.run.path}", category="child")
+                waiting = f"child run {child.ref}: {e}"
+        raise Pause("awaiting_child", step.id, f"{waiting}; then flow resume {ctx.rc.run.ref}", category="child")
 
     @staticmethod
-    def _outcome(step: Step, child: Path, out: RunOutcome) -> RunOutcome:
+    def _outcome(step: Step, child: RunHandle, out: RunOutcome) -> RunOutcome:
         if out.state == "COMPLETED":
             return out
         if out.state == "PAUSED":
-            raise Pause("awaiting_child", step.id, child_waiting(child) or f"child run {child} is PAUSED: {out.message}", category="child")
+            raise Pause("awaiting_child", step.id, child_waiting(child) or f"child run {child.ref} is PAUSED: {out.message}", category="child")
         if out.state == "INTERRUPTED":
             raise StopRequested()
         if out.state == "BLOCKED":
-            raise Blocked("child_blocked", "BLOCKED", None, step.id, f"child run {child} ended BLOCKED: {out.message}")
-        raise Halt("child", f"child run {child} ended {out.state}: {out.message}", step=step.id)
+            raise Blocked("child_blocked", "BLOCKED", None, step.id, f"child run {child.ref} ended BLOCKED: {out.message}")
+        raise Halt("child", f"child run {child.ref} ended {out.state}: {out.message}", step=step.id)
 
 
 def _runs(ctx: WorkflowContext) -> Runs:

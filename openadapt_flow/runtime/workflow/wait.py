@@ -4,18 +4,17 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from openadapt_flow.runtime.act.lifecycle import effective_state
+from openadapt_flow.runtime.act.runref import RunRef, open_ref
 from openadapt_flow.store.states import STOPPED_STATES, RunState
-from openadapt_flow.store.journal import read_records
-from openadapt_flow.store.rundir import RunDir
+from openadapt_flow.store.base import RunHandle
 
 
-def workflow_result(run_path: Path) -> Any:
+def workflow_result(run: RunHandle) -> Any:
     """What a completed workflow run returned (from its journal), or None."""
-    rec = next((r for r in reversed(read_records(RunDir(run_path).journal_path)) if r.get("type") == "workflow_returned"), None)
+    rec = next((r for r in reversed(run.read_records()) if r.get("type") == "workflow_returned"), None)
     return rec["data"].get("result") if rec else None
 
 
@@ -29,16 +28,17 @@ class WaitResult:
     result: Any = None  # what the workflow returned, once COMPLETED
 
 
-def wait(run_dir: str | Path, timeout: float | None = None, poll_s: float = 0.1) -> WaitResult:
-    """Block until the run is paused or terminal (a run whose process died counts as INTERRUPTED); TimeoutError after `timeout`."""
-    run = RunDir.open(run_dir)
+def wait(run_dir: RunRef, timeout: float | None = None, poll_s: float = 0.1) -> WaitResult:
+    """Block until the run (a directory, `memory:NAME` or a handle) is paused or terminal (a run whose process died
+    counts as INTERRUPTED); TimeoutError after `timeout`."""
+    run = open_ref(run_dir)
     deadline = None if timeout is None else time.monotonic() + timeout
     while True:
         st = effective_state(run)
         state = st.get("state", "PENDING")
         if state in STOPPED_STATES:
             return WaitResult(state, st.get("paused_reason"), RunState(state).exit_code, st.get("transaction_outcome"), st.get("message"),
-                              workflow_result(run.path) if state == "COMPLETED" else None)
+                              workflow_result(run) if state == "COMPLETED" else None)
         if deadline is not None and time.monotonic() > deadline:
-            raise TimeoutError(f"{run.path}: still {state} after {timeout}s")
-        time.sleep(poll_s)  # another process writes state.json; polling it is bounded by `timeout`
+            raise TimeoutError(f"{run.ref}: still {state} after {timeout}s")
+        time.sleep(poll_s)  # another process (or thread) writes the state; polling it is bounded by `timeout`

@@ -4,7 +4,7 @@ was sent there, so the parent's resume starts the child afresh; a child that did
 
 from __future__ import annotations
 
-import json
+from pathlib import PosixPath
 
 import pytest
 import yaml
@@ -13,10 +13,11 @@ from openadapt_flow.runtime.act import engine
 from openadapt_flow.runtime.act import lifecycle
 from openadapt_flow.runtime.decide.config import DeployConfig
 from openadapt_flow.runtime.act.launch import ReplayRequest
-from openadapt_flow.runtime.runs import replay
 from openadapt_flow.runtime.operate.reconciler import reconcile_root
-from openadapt_flow.runtime.runs import resume
-from openadapt_flow.store import journal as journal_mod
+from openadapt_flow.runtime.act.runref import open_ref, run_name
+from openadapt_flow.runtime.runs import replay, resume
+from openadapt_flow.store import journal as journal_mod, memory_parts
+from openadapt_flow.store.select import open_store
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -66,15 +67,52 @@ def workspace_env(monkeypatch: pytest.MonkeyPatch, ws) -> None:
     monkeypatch.chdir(ws)
 
 
-@pytest.fixture
-def ws(tmp_path, monkeypatch):
+class Workspace(PosixPath):
+    """The test's folder, and the run store its runs go to (`filesystem`, or this process's `memory:`)."""
+
+    store = "filesystem"
+
+    def config(self) -> DeployConfig:
+        runtime = {"runs_root": str(self / "runs"), **({"store": "memory:"} if self.store == "memory" else {})}
+        return DeployConfig.model_validate({"schema": "openadapt-flow/config@1", "runtime": runtime})
+
+    def refs(self) -> tuple[str, str]:
+        """The parent run's reference and its `flow` child's."""
+        run = str(self / "runs" / "run") if self.store == "filesystem" else f"memory:{self.name}-run"
+        return run, run + ".sub"
+
+    def sweep(self) -> None:
+        """`flow reconcile` over this workspace's runs (of the memory store: only this test's)."""
+        if self.store == "filesystem":
+            reconcile_root(self / "runs")
+        else:
+            reconcile_root(Mine(self.refs()[0]))
+
+
+class Mine:
+    """This test's runs of the process's memory store (others' runs are not this test's to finalise)."""
+
+    def __init__(self, prefix: str) -> None:
+        self.store, self.prefix = open_store("memory:"), prefix
+
+    def list_runs(self):
+        return [r for r in self.store.list_runs() if r.ref.startswith(self.prefix)]
+
+    def unstarted(self):
+        return [r for r in self.store.unstarted() if r.ref.startswith(self.prefix)]
+
+
+@pytest.fixture(params=["filesystem", "memory"])
+def ws(request, tmp_path, monkeypatch):
     (tmp_path / "restart_tools.py").write_text(TOOLS)
     workspace_env(monkeypatch, tmp_path)
     for name, params, steps in (("b", {"quarter": {"required": True}}, PARENT), ("child", {"q": {"required": True}}, CHILD)):
         (tmp_path / name).mkdir()
         (tmp_path / name / "flow.yaml").write_text(yaml.safe_dump({
             "schema": "openadapt-flow/bundle@1", "name": name, "screen": {"width": 10, "height": 10}, "params": params, "steps": steps}))
-    return tmp_path
+    ws = Workspace(tmp_path)
+    ws.store = request.param
+    return ws
 
 
 def kill_at(monkeypatch, point: str, occurrence: int) -> None:
@@ -87,7 +125,7 @@ def kill_at(monkeypatch, point: str, occurrence: int) -> None:
             if seen["n"] == occurrence:
                 raise Killed(point)
 
-    for module in (journal_mod, engine, lifecycle):
+    for module in (journal_mod, memory_parts, engine, lifecycle):
         monkeypatch.setattr(module, "crash_point", crash)
 
 
@@ -98,20 +136,19 @@ def kill_at(monkeypatch, point: str, occurrence: int) -> None:
     ("start:manifest_written", 2),  # the child is a run (RUNNING, its owner dead): continued, not restarted
 ])
 def test_a_child_whose_start_up_was_cut_is_started_afresh_by_the_parents_resume(ws, monkeypatch, point, occurrence):
-    cfg = DeployConfig.model_validate({"schema": "openadapt-flow/config@1", "runtime": {"runs_root": str(ws / "runs")}})
     kill_at(monkeypatch, point, occurrence)
     with pytest.raises(Killed):
-        replay(ReplayRequest(bundle=ws / "b", params={"quarter": "Q3"}, backend=None, config=cfg, run_dir=ws / "runs" / "run"))
+        replay(ReplayRequest(bundle=ws / "b", params={"quarter": "Q3"}, backend=None, config=ws.config(), run_dir=ws.refs()[0]))
     monkeypatch.undo()  # the process "died": the operator's commands run in a clean one
     workspace_env(monkeypatch, ws)
-    reconcile_root(ws / "runs")
-    run, kid = ws / "runs" / "run", ws / "runs" / "run.sub"
-    out = resume(run)
+    ws.sweep()
+    out = resume(ws.refs()[0])
     assert out.state == "COMPLETED", out.message
+    run, kid = open_ref(ws.refs()[0]), open_ref(ws.refs()[1])
     assert (ws / "tool.log").read_text().splitlines() == ["fetch Q3", "child_tool sub-Q3", "record COMPLETED"]
-    assert json.loads((kid / "state.json").read_text())["state"] == "COMPLETED"
-    assert json.loads((run / "manifest.json").read_text())["child_runs"] == ["../run.sub"]
-    starts = [json.loads(line)["type"] for line in (kid / "journal.jsonl").read_text().splitlines()].count("run_started")
+    assert kid.state()["state"] == "COMPLETED"
+    assert run.manifest()["child_runs"] == [f"../{run_name(kid)}"]
+    starts = [r["type"] for r in kid.read_records()].count("run_started")
     assert starts == 1  # one run in the child's directory: a cut start-up left nothing behind to mix with it
 
 
@@ -124,17 +161,16 @@ def test_a_parent_waiting_on_a_child_whose_resume_died_continues_the_child(ws, m
         "schema": "openadapt-flow/bundle@1", "name": "child", "screen": {"width": 10, "height": 10},
         "params": {"q": {"required": True}},
         "steps": [{"id": "ok", "action": "ask_user", "question": "Go on?", "choices": ["yes", "no"]}, *CHILD]}))
-    cfg = DeployConfig.model_validate({"schema": "openadapt-flow/config@1", "runtime": {"runs_root": str(ws / "runs")}})
-    run, kid = ws / "runs" / "run", ws / "runs" / "run.sub"
-    first = replay(ReplayRequest(bundle=ws / "b", params={"quarter": "Q3"}, backend=None, config=cfg, run_dir=run))
-    assert (first.state, json.loads((kid / "state.json").read_text())["paused_reason"]) == ("PAUSED", "awaiting_user")
+    run, kid = ws.refs()
+    first = replay(ReplayRequest(bundle=ws / "b", params={"quarter": "Q3"}, backend=None, config=ws.config(), run_dir=run))
+    assert (first.state, open_ref(kid).state()["paused_reason"]) == ("PAUSED", "awaiting_user")
     deliver(kid, "answer", "ops", value="yes")
     kill_at(monkeypatch, "after:decision@ok", 1)
     with pytest.raises(Killed):
         resume(kid)
     monkeypatch.undo()  # the process "died": the operator's commands run in a clean one
     workspace_env(monkeypatch, ws)
-    assert json.loads((kid / "state.json").read_text())["state"] in ("RESUMING", "RUNNING")  # and nobody runs it
+    assert open_ref(kid).state()["state"] in ("RESUMING", "RUNNING")  # and nobody runs it
     out = resume(run)
     assert out.state == "COMPLETED", out.message
     assert (ws / "tool.log").read_text().splitlines() == ["fetch Q3", "child_tool sub-Q3", "record COMPLETED"]

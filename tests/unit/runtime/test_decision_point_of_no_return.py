@@ -9,8 +9,8 @@ directory exactly as the SIGKILL at that point would (tests/crash/ does the same
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
+from pathlib import PosixPath
 
 import pytest
 import yaml
@@ -19,11 +19,10 @@ from openadapt_flow.errors import RefusedError
 from openadapt_flow.runtime.decide.config import DeployConfig
 from openadapt_flow.runtime.operate.decisions import approve, deliver
 from openadapt_flow.runtime.act.launch import ReplayRequest
-from openadapt_flow.runtime.runs import replay
-from openadapt_flow.runtime.runs import resume
+from openadapt_flow.runtime.act.runref import open_ref
+from openadapt_flow.runtime.runs import replay, resume
 from openadapt_flow.runtime.operate.truth import journaled_decision
-from openadapt_flow.store import escalation, journal as journal_mod
-from openadapt_flow.store.journal import load_journal
+from openadapt_flow.store import escalation, journal as journal_mod, memory, memory_parts
 from openadapt_flow.store.keys import load_key
 
 pytestmark = pytest.mark.timeout(60)
@@ -48,15 +47,23 @@ class Killed(BaseException):
     """The process died here."""
 
 
-@pytest.fixture
-def ws(tmp_path, monkeypatch):
+class Workspace(PosixPath):
+    """The test's folder, and the run store its runs go to (`filesystem`, or this process's `memory:`)."""
+
+    store = "filesystem"
+
+
+@pytest.fixture(params=["filesystem", "memory"])
+def ws(request, tmp_path, monkeypatch):
     monkeypatch.setenv("FLOW_KEY_FILE", str(tmp_path / "k"))
     monkeypatch.setenv("FLOW_DECISION_KEY_FILE", str(tmp_path / "dk"))
     monkeypatch.setenv("TOOL_LOG", str(tmp_path / "tool.log"))
     (tmp_path / "flowtools_pnr.py").write_text(TOOLS)
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.chdir(tmp_path)
-    return tmp_path
+    ws = Workspace(tmp_path)
+    ws.store = request.param
+    return ws
 
 
 def start(ws, steps):
@@ -64,8 +71,11 @@ def start(ws, steps):
     root.mkdir()
     flow = {"schema": "openadapt-flow/bundle@1", "name": "pnr", "screen": {"width": 100, "height": 100}, "steps": steps}
     (root / "flow.yaml").write_text(yaml.safe_dump(flow, sort_keys=False))
-    cfg = DeployConfig.model_validate({"schema": "openadapt-flow/config@1", "runtime": {"runs_root": str(ws / "runs")}})
-    out = replay(ReplayRequest(bundle=root, params={}, backend=None, config=cfg, run_dir=ws / "run"))
+    memory_store = ws.store == "memory"
+    runtime = {"runs_root": str(ws / "runs"), **({"store": "memory:"} if memory_store else {})}
+    cfg = DeployConfig.model_validate({"schema": "openadapt-flow/config@1", "runtime": runtime})
+    ref = f"memory:{ws.name}-run" if memory_store else ws / "run"
+    out = replay(ReplayRequest(bundle=root, params={}, backend=None, config=cfg, run_dir=ref))
     assert out.state == "PAUSED", out
     return out.run_dir
 
@@ -79,18 +89,18 @@ def killed_at(monkeypatch, point: str, fn: Callable[[], object]) -> None:
             raise Killed(point)
 
     with monkeypatch.context() as m:
-        m.setattr(journal_mod, "crash_point", crash)
-        m.setattr(escalation, "crash_point", crash)
+        for module in (journal_mod, escalation, memory_parts, memory):  # the filesystem's and the memory store's points
+            m.setattr(module, "crash_point", crash)
         with pytest.raises(Killed):
             fn()
 
 
 def records(run):
-    return load_journal(run / "journal.jsonl", load_key(create=False)).records
+    return open_ref(run).load_journal(load_key(create=False)).records
 
 
 def state(run):
-    return json.loads((run / "state.json").read_text())
+    return open_ref(run).state()
 
 
 @pytest.mark.parametrize("kind", ["answer", "signal"])
@@ -116,7 +126,7 @@ def test_a_delivery_journaled_before_a_kill_is_applied_once_from_the_journal(ws,
     assert decisions[0]["data"]["payload"] and decisions[0]["data"]["signature"], decisions[0]["data"]
     assert (ws / "tool.log").read_text() == ("record post\n" if kind == "answer" else "record sig\n")
     pause_id = decisions[0]["data"]["pause_id"]
-    assert (run / "decisions" / f"{pause_id}.json").exists() and not (run / "approval.json").exists()
+    assert open_ref(run).has_decision(pause_id) and not open_ref(run).has_approval()
     assert pause["paused_reason"] in ("awaiting_user", "awaiting_signal")
 
 
@@ -127,7 +137,7 @@ def test_a_reject_journaled_before_a_kill_still_ends_the_run_blocked(ws, monkeyp
     out = resume(run)
 
     assert out.state == "BLOCKED", (out, state(run))
-    assert json.loads((run / "incident.json").read_text())["operator"] == "bob"
+    assert open_ref(run).read_incident()["operator"] == "bob"
     assert not (ws / "tool.log").exists(), "a rejected run went on"
     assert len([r for r in records(run) if r["type"] == "decision"]) == 1
 

@@ -19,6 +19,7 @@ from openadapt_flow.runtime.operate.decisions import approve
 from openadapt_flow.runtime.act.launch import ReplayRequest
 from openadapt_flow.runtime.runs import replay
 from openadapt_flow.runtime.runs import resume
+from openadapt_flow.runtime.act.runref import open_ref
 from tests.unit.runtime.test_engine import POST, done, home, make_bundle
 
 pytestmark = pytest.mark.timeout(120)
@@ -84,16 +85,30 @@ class App:
             self.show(frame)
 
 
-def cfg(tmp_path, **runtime):
+@pytest.fixture(params=["filesystem", "memory"])
+def store(request):
+    """The run store a test that reads its run only through the run handle runs on (SPEC §18): each, in turn."""
+    return request.param
+
+
+def cfg(tmp_path, store="filesystem", **runtime):
+    where = {"store": "memory:"} if store == "memory" else {}
     return DeployConfig.model_validate({"schema": "openadapt-flow/config@1",
-                                        "runtime": {"runs_root": str(tmp_path / "runs"), "settle_quiet_s": 0.01, "durable": True, **runtime}})
+                                        "runtime": {"runs_root": str(tmp_path / "runs"), "settle_quiet_s": 0.01, "durable": True,
+                                                    **where, **runtime}})
 
 
-def start(tmp_path, app, steps=(SAVE, AFTER), config=None):
+def ref(tmp_path, store="filesystem", name="run"):
+    """A new run's reference: a directory, or a name in this process's memory store unique to the test."""
+    return tmp_path / name if store == "filesystem" else f"memory:{tmp_path.name}-{name}"
+
+
+def start(tmp_path, app, steps=(SAVE, AFTER), config=None, store="filesystem"):
     bundle = tmp_path / "b"
     if not bundle.exists():
         make_bundle(bundle, list(steps))
-    req = ReplayRequest(bundle=bundle, params={"vendor": "ACME"}, backend=BackendSpec(kind="fake"), config=config or cfg(tmp_path), run_dir=tmp_path / "run")
+    req = ReplayRequest(bundle=bundle, params={"vendor": "ACME"}, backend=BackendSpec(kind="fake"), config=config or cfg(tmp_path, store),
+                        run_dir=ref(tmp_path, store))
     return replay(req, backend_factory=lambda spec: app.connect())
 
 
@@ -102,15 +117,23 @@ def go(run_dir, app, **kw):
 
 
 def state(run_dir):
-    return json.loads((run_dir / "state.json").read_text())
+    return open_ref(run_dir).state()
 
 
-def test_refuted_write_pauses_with_positive_absence_and_a_signed_task(tmp_path, env):
-    out = start(tmp_path, App(env, refute=True))
+def pending_of(run_dir):
+    return open_ref(run_dir).read_pending()
+
+
+def journal_records(run_dir):
+    return open_ref(run_dir).read_records()
+
+
+def test_refuted_write_pauses_with_positive_absence_and_a_signed_task(tmp_path, env, store):
+    out = start(tmp_path, App(env, refute=True), store=store)
     assert (out.state, out.exit_code) == ("PAUSED", 3)
     st = state(out.run_dir)
     assert (st["paused_reason"], st["transaction_outcome"]) == ("awaiting_approval", "HALTED_BEFORE_EFFECT")
-    pending = json.loads((out.run_dir / "pending_escalation.json").read_text())
+    pending = pending_of(out.run_dir)
     assert pending["category"] == "effect" and pending["step"] == "post"
     assert set(pending["allowed_decisions"]) == {"continue", "reject", "escalate"}
     task = pending["task"]
@@ -128,13 +151,13 @@ class LedgerGoneBeforeSave(App):
         super().on_event(fake, ev)
 
 
-def test_unreadable_baseline_halts_before_the_click(tmp_path, env):
+def test_unreadable_baseline_halts_before_the_click(tmp_path, env, store):
     app = LedgerGoneBeforeSave(env)
-    out = start(tmp_path, app, steps=(dict(AFTER, id="first"), SAVE))
+    out = start(tmp_path, app, store=store, steps=(dict(AFTER, id="first"), SAVE))
     st = state(out.run_dir)
     assert (out.state, st["halt_category"], st["transaction_outcome"]) == ("PAUSED", "effect", "HALTED_BEFORE_EFFECT")
     assert [e for e in app.events if e[0] == "click"] == [] and rows(env.with_suffix(".gone")) == 0
-    recs = [json.loads(l) for l in (out.run_dir / "journal.jsonl").read_text().splitlines()]
+    recs = journal_records(out.run_dir)
     assert not any(r["type"] == "action_dispatched" and r["step"] == "post" for r in recs)
 
 
@@ -147,31 +170,31 @@ class VanishingLedger(App):
             self.db.rename(self.db.with_suffix(".moved"))
 
 
-def test_unavailable_verifier_needs_reconciliation_and_resume_never_blind_retries(tmp_path, env, monkeypatch):
+def test_unavailable_verifier_needs_reconciliation_and_resume_never_blind_retries(tmp_path, env, store, monkeypatch):
     app = VanishingLedger(env)
-    out = start(tmp_path, app)
+    out = start(tmp_path, app, store=store)
     assert state(out.run_dir)["transaction_outcome"] == "RECONCILIATION_REQUIRED"
-    assert "reconcile" in json.loads((out.run_dir / "pending_escalation.json").read_text())["allowed_decisions"]
+    assert "reconcile" in pending_of(out.run_dir)["allowed_decisions"]
     clicks = [e for e in app.events if e[0] == "click"]
     approve(out.run_dir, "continue", "alice")
     with pytest.raises(RefusedError, match="UNKNOWN on re-check"):
         go(out.run_dir, app)
     assert [e for e in app.events if e[0] == "click"] == clicks  # nothing sent
-    assert (out.run_dir / "approval.json").exists()  # the approval stays unused
+    assert open_ref(out.run_dir).has_approval()  # the approval stays unused
     assert state(out.run_dir)["state"] == "PAUSED"
     approve(out.run_dir, "reconcile", "alice", effect="landed")  # replaces the unused decision
     res = go(out.run_dir, app)
     assert res.state == "COMPLETED"
     assert [e for e in app.events if e[0] == "click"] == clicks
-    cp = json.loads((out.run_dir / "checkpoint.json").read_text())
+    cp = open_ref(out.run_dir).read_checkpoint()
     assert cp["step"] == "finish"
-    recs = [json.loads(l) for l in (out.run_dir / "journal.jsonl").read_text().splitlines()]
+    recs = journal_records(out.run_dir)
     assert any(r["type"] == "step_verified" and r["step"] == "post" and r["data"]["verified_by"] == "operator" for r in recs)
 
 
-def test_continue_after_a_positively_absent_write_performs_it_again(tmp_path, env):
+def test_continue_after_a_positively_absent_write_performs_it_again(tmp_path, env, store):
     app = App(env, refute=True)
-    out = start(tmp_path, app)
+    out = start(tmp_path, app, store=store)
     app.refute = False
     app.show(home())  # the operator put the app back on its form
     approve(out.run_dir, "continue", "alice")
@@ -180,27 +203,28 @@ def test_continue_after_a_positively_absent_write_performs_it_again(tmp_path, en
     assert rows(env) == 1
 
 
-def test_reject_blocks_with_an_incident_and_resume_exits_4(tmp_path, env):
+def test_reject_blocks_with_an_incident_and_resume_exits_4(tmp_path, env, store):
     app = App(env, refute=True)
-    out = start(tmp_path, app)
+    out = start(tmp_path, app, store=store)
     approve(out.run_dir, "reject", "bob", note="wrong vendor")
     st = state(out.run_dir)
     assert st["state"] == "BLOCKED"
-    inc = json.loads((out.run_dir / "incident.json").read_text())
+    inc = open_ref(out.run_dir).read_incident()
     assert (inc["operator"], inc["rule"], inc["step"]) == ("bob", "operator_reject", "post")
     assert go(out.run_dir, app).exit_code == 4
     assert approve(out.run_dir, "reject", "bob")["noop"]  # repeating the same decision is a no-op
 
 
-def test_a_decision_is_consumed_once_and_replays_are_refused(tmp_path, env):
+def test_a_decision_is_consumed_once_and_replays_are_refused(tmp_path, env, store):
     app = App(env, refute=True)
-    out = start(tmp_path, app)
+    out = start(tmp_path, app, store=store)
     approve(out.run_dir, "continue", "alice")
-    saved = (out.run_dir / "approval.json").read_text()
+    run = open_ref(out.run_dir)
+    saved = run.read_approval()
     res = go(out.run_dir, app)  # screen shows 'Posted', Post not found: pauses again
     assert res.state == "PAUSED"
-    assert not (out.run_dir / "approval.json").exists() and list((out.run_dir / "decisions").glob("*.json"))
-    (out.run_dir / "approval.json").write_text(saved)  # replay the old approval against the new pause
+    assert not run.has_approval() and run.decisions()
+    run.write_approval({k: v for k, v in saved.items() if k not in ("schema", "signature")}, saved["signature"])  # replay the old approval against the new pause
     with pytest.raises(RefusedError, match="not the pending"):
         go(out.run_dir, app)
 
@@ -237,9 +261,9 @@ def test_tampered_run_dirs_are_refused(tmp_path, env, name):
     assert needle in tamper_case(tmp_path, env, how)
 
 
-def test_expired_decision_task_is_refused(tmp_path, env):
+def test_expired_decision_task_is_refused(tmp_path, env, store):
     app = App(env, refute=True)
-    out = start(tmp_path, app, config=cfg(tmp_path, pause_ttl_s=0.001))
+    out = start(tmp_path, app, store=store, config=cfg(tmp_path, store, pause_ttl_s=0.001))
     with pytest.raises(RefusedError, match="expired"):
         approve(out.run_dir, "continue", "alice")
 
@@ -275,16 +299,16 @@ def test_approval_from_another_run_is_refused(tmp_path, env):
         go(out.run_dir, app)
 
 
-def test_operators_list_is_enforced(tmp_path, env):
-    config = DeployConfig.model_validate({**cfg(tmp_path).model_dump(by_alias=True), "approvals": {"operators": ["alice"]}})
-    out = start(tmp_path, App(env, refute=True), config=config)
+def test_operators_list_is_enforced(tmp_path, env, store):
+    config = DeployConfig.model_validate({**cfg(tmp_path, store).model_dump(by_alias=True), "approvals": {"operators": ["alice"]}})
+    out = start(tmp_path, App(env, refute=True), store=store, config=config)
     with pytest.raises(RefusedError, match="not among approvals.operators"):
         approve(out.run_dir, "continue", "eve", os_user="eve")
     assert approve(out.run_dir, "continue", "Alice Smith", os_user="alice")["recorded"]
 
 
-def test_decision_rules_bad_input(tmp_path, env):
-    out = start(tmp_path, App(env, refute=True))
+def test_decision_rules_bad_input(tmp_path, env, store):
+    out = start(tmp_path, App(env, refute=True), store=store)
     with pytest.raises(RefusedError, match="not allowed for this pause"):
         approve(out.run_dir, "skip", "alice")
     with pytest.raises(UsageError, match="--effect"):
@@ -293,16 +317,16 @@ def test_decision_rules_bad_input(tmp_path, env):
         approve(out.run_dir, "yolo", "alice")
 
 
-def test_require_approval_refuses_without_one(tmp_path, env):
+def test_require_approval_refuses_without_one(tmp_path, env, store):
     app = App(env, refute=True)
-    out = start(tmp_path, app)
+    out = start(tmp_path, app, store=store)
     with pytest.raises(RefusedError, match="awaiting an operator decision"):
         go(out.run_dir, app, require_approval=True)
 
 
-def test_two_concurrent_resumes_exactly_one_proceeds(tmp_path, env):
+def test_two_concurrent_resumes_exactly_one_proceeds(tmp_path, env, store):
     app = App(env, refute=True)
-    out = start(tmp_path, app)
+    out = start(tmp_path, app, store=store)
     app.refute = False
     app.show(home())
     approve(out.run_dir, "continue", "alice")
@@ -331,9 +355,9 @@ def test_two_concurrent_resumes_exactly_one_proceeds(tmp_path, env):
     assert result["first"].state == "COMPLETED" and rows(env) == 1
 
 
-def test_approval_before_pauses_then_acts_once_approved(tmp_path, env):
+def test_approval_before_pauses_then_acts_once_approved(tmp_path, env, store):
     app = App(env)
-    out = start(tmp_path, app, steps=(dict(SAVE, approval="before"), AFTER))
+    out = start(tmp_path, app, store=store, steps=(dict(SAVE, approval="before"), AFTER))
     assert (out.state, state(out.run_dir)["paused_reason"]) == ("PAUSED", "awaiting_approval")
     assert app.events == [] and rows(env) == 0
     approve(out.run_dir, "continue", "alice")
@@ -341,18 +365,18 @@ def test_approval_before_pauses_then_acts_once_approved(tmp_path, env):
     assert rows(env) == 1
 
 
-def test_non_durable_runs_cannot_be_resumed(tmp_path, env):
+def test_non_durable_runs_cannot_be_resumed(tmp_path, env, store):
     app = App(env, refute=True)
-    out = start(tmp_path, app, config=cfg(tmp_path, durable=False))
+    out = start(tmp_path, app, store=store, config=cfg(tmp_path, store, durable=False))
     assert out.state == "FAILED"
     with pytest.raises(RefusedError, match="non-durable"):
         go(out.run_dir, app)
 
 
-def test_quorum_needs_distinct_os_users_for_consequential_steps(tmp_path, env):
-    config = DeployConfig.model_validate({**cfg(tmp_path).model_dump(by_alias=True), "approvals": {"quorum": 2}})
+def test_quorum_needs_distinct_os_users_for_consequential_steps(tmp_path, env, store):
+    config = DeployConfig.model_validate({**cfg(tmp_path, store).model_dump(by_alias=True), "approvals": {"quorum": 2}})
     app = App(env, refute=True)
-    out = start(tmp_path, app, config=config)
+    out = start(tmp_path, app, store=store, config=config)
     app.refute = False
     app.show(home())
     assert approve(out.run_dir, "continue", "Alice", os_user="alice")["complete"] is False
@@ -364,19 +388,19 @@ def test_quorum_needs_distinct_os_users_for_consequential_steps(tmp_path, env):
     assert rows(env) == 1
 
 
-def test_escalate_reissues_an_expired_task_at_the_next_level(tmp_path, env):
-    config = DeployConfig.model_validate({**cfg(tmp_path, pause_ttl_s=600).model_dump(by_alias=True),
+def test_escalate_reissues_an_expired_task_at_the_next_level(tmp_path, env, store):
+    config = DeployConfig.model_validate({**cfg(tmp_path, store, pause_ttl_s=600).model_dump(by_alias=True),
                                           "approvals": {"levels": ["team-lead", "manager"]}})
     app = App(env, refute=True)
-    out = start(tmp_path, app, config=config)
-    old = json.loads((out.run_dir / "pending_escalation.json").read_text())
+    out = start(tmp_path, app, store=store, config=config)
+    old = pending_of(out.run_dir)
     assert old["task"]["level"] == "team-lead"
     later = time.time() + 3600  # an hour on: the task has expired
     with pytest.raises(RefusedError, match="expired"):
         approve(out.run_dir, "continue", "alice", now=later)
     esc = approve(out.run_dir, "escalate", "alice", note="over to the manager", now=later)
     assert esc["level"] == "manager"
-    new = json.loads((out.run_dir / "pending_escalation.json").read_text())
+    new = pending_of(out.run_dir)
     assert new["pause_id"] != old["pause_id"] and new["escalated_from"] == old["pause_id"]
     app.refute = False
     app.show(home())

@@ -1,6 +1,5 @@
 """The one durable step (runtime/act/durable.py) and run progress as a fold over the journal (runtime/decide/fold.py)."""
 
-import json
 from types import SimpleNamespace
 
 import pytest
@@ -12,24 +11,32 @@ from openadapt_flow.runtime.decide.halt import Halt, Pause, StopRequested
 from openadapt_flow.runtime.decide.policy import Blocked
 from openadapt_flow.runtime.workflow.ctx import WorkflowStop
 from openadapt_flow.store.atomic import StorageFault
-from openadapt_flow.store.checkpoint import CHECKPOINT, checkpoint_from_records
-from openadapt_flow.store.journal import Journal, load_journal
+from openadapt_flow.store.checkpoint import checkpoint_from_records
+from openadapt_flow.store.filesystem import FilesystemStore
 from openadapt_flow.store.lease import LeaseLost
+from openadapt_flow.store.memory import MemoryStore
 
 pytestmark = pytest.mark.timeout(30)
 KEY = b"k" * 32
 
 
-def ctx_for(tmp_path, durable=True):
-    """What durable_call reads of a run context: its journal (folded as it is appended), run dir and durability."""
-    journal = Journal(tmp_path / "journal.jsonl", KEY)
-    fold = RunProgress(tmp_path)
+@pytest.fixture(params=["filesystem", "memory"])
+def run(request, tmp_path):
+    """A new run in either store (the durable step reaches it only through its handle)."""
+    store = FilesystemStore(tmp_path / "runs") if request.param == "filesystem" else MemoryStore()
+    return store.create_run()
+
+
+def ctx_for(run, durable=True):
+    """What durable_call reads of a run context: its journal (folded as it is appended), run and durability."""
+    journal = run.new_journal(KEY)
+    fold = RunProgress()
     journal.observers.append(fold.note)
-    return SimpleNamespace(journal=journal, fold=fold, durable=durable, run=SimpleNamespace(path=tmp_path))
+    return SimpleNamespace(journal=journal, fold=fold, durable=durable, run=run)
 
 
-def test_a_call_runs_once_then_returns_its_journaled_result(tmp_path):
-    ctx = ctx_for(tmp_path)
+def test_a_call_runs_once_then_returns_its_journaled_result(run):
+    ctx = ctx_for(run)
     ran = []
 
     def body():
@@ -39,38 +46,38 @@ def test_a_call_runs_once_then_returns_its_journaled_result(tmp_path):
     first = durable_call(ctx, "fetch", body)
     again = durable_call(ctx, "fetch", body)
     assert ran == [1] and again == first and first["data"]["result"] == {"n": 7}
-    assert [r["type"] for r in load_journal(tmp_path / "journal.jsonl", KEY).records] == ["step_verified"]
+    assert [r["type"] for r in run.load_journal(KEY).records] == ["step_verified"]
 
 
-def test_record_verified_journals_then_writes_the_checkpoint_the_journal_implies(tmp_path):
-    ctx = ctx_for(tmp_path)
+def test_record_verified_journals_then_writes_the_checkpoint_the_journal_implies(run):
+    ctx = ctx_for(run)
     record_verified(ctx, "a", {"index": 0, "verified_by": "runtime", "result": {"x": 1}, "screen_facts": []})
     record_verified(ctx, "b", {"index": 1, "verified_by": "operator"}, kind="step_skipped")
-    records = load_journal(tmp_path / "journal.jsonl", KEY).records
-    on_disk = json.loads((tmp_path / CHECKPOINT).read_text())
-    assert on_disk == checkpoint_from_records(records)
-    assert on_disk["step"] == "b" and on_disk["next_index"] == 2 and on_disk["results"] == {"a": {"x": 1}}
+    records = run.load_journal(KEY).records
+    stored = run.read_checkpoint()
+    assert stored == checkpoint_from_records(records)
+    assert stored["step"] == "b" and stored["next_index"] == 2 and stored["results"] == {"a": {"x": 1}}
 
 
-def test_a_run_that_is_not_durable_writes_no_checkpoint(tmp_path):
-    ctx = ctx_for(tmp_path, durable=False)
+def test_a_run_that_is_not_durable_writes_no_checkpoint(run):
+    ctx = ctx_for(run, durable=False)
     record_verified(ctx, "a", {"index": 0, "verified_by": "runtime", "screen_facts": []})
-    assert not (tmp_path / CHECKPOINT).exists() and ctx.fold.next_index == 1
+    assert run.read_checkpoint() is None and ctx.fold.next_index == 1
 
 
-def test_a_body_that_signals_records_nothing(tmp_path):
-    ctx = ctx_for(tmp_path)
+def test_a_body_that_signals_records_nothing(run):
+    ctx = ctx_for(run)
 
     def body():
         raise Pause("awaiting_user", "ask", "which?")
 
     with pytest.raises(Pause):
         durable_call(ctx, "ask", body)
-    assert ctx.fold.saved("ask") is None and not (tmp_path / CHECKPOINT).exists()
+    assert ctx.fold.saved("ask") is None and run.read_checkpoint() is None
 
 
-def test_the_fold_seeded_from_a_journal_equals_the_fold_kept_while_it_was_written(tmp_path):
-    ctx = ctx_for(tmp_path)
+def test_the_fold_seeded_from_a_journal_equals_the_fold_kept_while_it_was_written(run):
+    ctx = ctx_for(run)
     j = ctx.journal
     j.append("step_started", "q", {"index": 0})
     j.append("asked", "q", {"index": 0, "question": "?"})
@@ -80,12 +87,12 @@ def test_the_fold_seeded_from_a_journal_equals_the_fold_kept_while_it_was_writte
     j.append("resolved", "g", {"model_calls": 2})
     j.append("action_dispatched", "g", {"action": "click"})
     record_verified(ctx, "q", {"index": 0, "verified_by": "operator", "result": {"answer": "yes"}, "screen_facts": []})
-    seeded = RunProgress(tmp_path)
-    seeded.seed(load_journal(tmp_path / "journal.jsonl", KEY).records)
+    seeded = RunProgress()
+    seeded.seed(run.load_journal(KEY).records)
     live = ctx.fold
     for fold in (live, seeded):
         assert fold.results == {"q": {"answer": "yes"}} and fold.asked == {"q"} and fold.timers == {"t": 123.0}
-        assert fold.children == {"sub": tmp_path.parent / "run.sub", "replay-x": tmp_path / "children/replay-x"}
+        assert fold.children == {"sub": "run.sub", "replay-x": "children/replay-x"}
         assert fold.budget.model_calls == 2 and fold.budget.dispatches == {"g": 1} and fold.next_index == 1
     assert seeded.checkpoint() == live.checkpoint()
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import json
 import time
+from pathlib import PosixPath
 
 import pytest
 import yaml
@@ -12,6 +12,7 @@ from openadapt_flow.errors import RefusedError, UsageError
 from openadapt_flow.runtime.decide.config import DeployConfig
 from openadapt_flow.runtime.operate.decisions import deliver
 from openadapt_flow.runtime.act.launch import ReplayRequest
+from openadapt_flow.runtime.act.runref import open_ref, run_name
 from openadapt_flow.runtime.runs import replay
 from openadapt_flow.runtime.runs import resume
 from openadapt_flow.demo.xvnc import wait_until
@@ -45,15 +46,24 @@ STEPS = [
 ]
 
 
-@pytest.fixture
-def ws(tmp_path, monkeypatch):
+class Workspace(PosixPath):
+    """The test's folder, and the run store its runs go to (`filesystem`, or this process's `memory:`)."""
+
+    store = "filesystem"
+
+
+@pytest.fixture(params=["filesystem", "memory"])
+def ws(request, tmp_path, monkeypatch):
+    """A workspace whose runs live in each store in turn (the tests read them only through the run handle)."""
     monkeypatch.setenv("FLOW_KEY_FILE", str(tmp_path / "k"))
     monkeypatch.setenv("FLOW_DECISION_KEY_FILE", str(tmp_path / "dk"))
     monkeypatch.setenv("TOOL_LOG", str(tmp_path / "tool.log"))
     (tmp_path / "flowtools_t.py").write_text(TOOLS)
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.chdir(tmp_path)
-    return tmp_path
+    ws = Workspace(tmp_path)
+    ws.store = request.param
+    return ws
 
 
 def bundle(ws, steps):
@@ -66,19 +76,22 @@ def bundle(ws, steps):
 
 
 def start(ws, steps=STEPS):
-    cfg = DeployConfig.model_validate({"schema": "openadapt-flow/config@1", "runtime": {"runs_root": str(ws / "runs")}})
-    return replay(ReplayRequest(bundle=bundle(ws, steps), params={"quarter": "Q3"}, backend=None, config=cfg, run_dir=ws / "run"))
+    memory = ws.store == "memory"
+    runtime = {"runs_root": str(ws / "runs"), **({"store": "memory:"} if memory else {})}
+    cfg = DeployConfig.model_validate({"schema": "openadapt-flow/config@1", "runtime": runtime})
+    ref = f"memory:{ws.name}-run" if memory else ws / "run"
+    return replay(ReplayRequest(bundle=bundle(ws, steps), params={"quarter": "Q3"}, backend=None, config=cfg, run_dir=ref))
 
 
 def state(run):
-    return json.loads((run / "state.json").read_text())
+    return open_ref(run).state()
 
 
 def test_report_builder_story_pauses_hold_no_process_and_tools_run_once(ws):
     out = start(ws)
     run = out.run_dir
     assert (out.state, state(run)["paused_reason"]) == ("PAUSED", "awaiting_user")
-    assert json.loads((run / "checkpoint.json").read_text())["results"]["fetch"]["result"]["total"] == 1250
+    assert open_ref(run).read_checkpoint()["results"]["fetch"]["result"]["total"] == 1250
     assert resume(run).exit_code == 3  # nothing delivered yet: still paused, nothing changed
     with pytest.raises(UsageError, match="not one of post, hold"):
         deliver(run, "answer", "ctl", value="maybe")
@@ -88,7 +101,7 @@ def test_report_builder_story_pauses_hold_no_process_and_tools_run_once(ws):
     out = resume(run)
     assert (out.state, state(run)["paused_reason"]) == ("PAUSED", "awaiting_timer")
     assert resume(run).exit_code == 3  # not due yet
-    due = json.loads((run / "pending_escalation.json").read_text())["due_epoch"]
+    due = open_ref(run).read_pending()["due_epoch"]
     wait_until(lambda: time.time() >= due, 5, "the timer to be due")
     out = resume(run)
     assert (out.state, state(run)["paused_reason"]) == ("PAUSED", "awaiting_signal")
@@ -98,14 +111,14 @@ def test_report_builder_story_pauses_hold_no_process_and_tools_run_once(ws):
     out = resume(run)
     assert out.state == "COMPLETED", out.message
     assert (ws / "tool.log").read_text().splitlines() == ["fetch", "record post 5"]
-    recs = [json.loads(l) for l in (run / "journal.jsonl").read_text().splitlines()]
+    recs = open_ref(run).read_records()
     assert [r["step"] for r in recs if r["type"] == "asked"] == ["confirm"]  # asked once
 
 
 def test_a_tool_that_raises_halts_like_any_step(ws):
     out = start(ws, [{"id": "x", "action": "tool", "call": "flowtools_t:boom"}])
     assert out.state == "PAUSED"
-    pending = json.loads((out.run_dir / "pending_escalation.json").read_text())
+    pending = open_ref(out.run_dir).read_pending()
     assert pending["category"] == "tool" and "ledger API down" in pending["message"]
 
 
@@ -124,11 +137,11 @@ def test_flow_step_runs_a_linked_child_and_waits_for_it(ws):
     steps = [STEPS[0], {"id": "sub", "action": "flow", "bundle": "../child", "params": {"q": "{quarter}"}},
              {"id": "done", "action": "tool", "call": "flowtools_t:record", "args": {"answer": "{steps.sub.state}", "data": "-"}}]
     out = start(ws, steps)
-    run, kid = out.run_dir, out.run_dir.with_name("run.sub")
+    run, kid = open_ref(out.run_dir), open_ref(out.run_dir).sibling("sub")
     assert (out.state, state(run)["paused_reason"]) == ("PAUSED", "awaiting_child")
     assert (state(kid)["state"], state(kid)["paused_reason"]) == ("PAUSED", "awaiting_user")
-    assert json.loads((kid / "manifest.json").read_text())["parent_run"] == str(run)
-    assert json.loads((run / "manifest.json").read_text())["child_runs"] == ["../run.sub"]
+    assert kid.manifest()["parent_run"] == run.ref
+    assert run.manifest()["child_runs"] == [f"../{run_name(kid)}"]
     assert resume(run).exit_code == 3  # the child is still paused
     deliver(kid, "answer", "ctl", value="yes")
     assert resume(kid).state == "COMPLETED"
@@ -137,16 +150,14 @@ def test_flow_step_runs_a_linked_child_and_waits_for_it(ws):
 
 
 def test_a_child_whose_parent_is_gone_is_suspended_orphan(ws):
-    import shutil
-
     child = ws / "child"
     child.mkdir()
     (child / "flow.yaml").write_text(yaml.safe_dump({
         "schema": "openadapt-flow/bundle@1", "name": "child", "screen": {"width": 10, "height": 10},
         "steps": [{"id": "ok", "action": "ask_user", "question": "Go?"}]}))
     out = start(ws, [{"id": "sub", "action": "flow", "bundle": "../child"}])
-    kid = out.run_dir.with_name("run.sub")
-    shutil.rmtree(out.run_dir)
+    kid = open_ref(out.run_dir).sibling("sub")
+    open_ref(out.run_dir).discard()  # the parent run is gone
     deliver(kid, "answer", "ctl", value="anything")
     res = resume(kid)
     assert (res.state, state(kid)["paused_reason"]) == ("PAUSED", "suspended_orphan")

@@ -2,58 +2,58 @@
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from openadapt_flow.runtime.decide.config import DeployConfig
 from openadapt_flow.runtime.operate.decisions import approve
 from openadapt_flow.runtime.decide.policy import Budget, running_seconds
 from tests.unit.runtime.test_engine import home
-from tests.unit.runtime.test_durable import SAVE, App, env, go, start  # noqa: F401  (env is a fixture)
+from openadapt_flow.runtime.act.runref import open_ref
+from tests.unit.runtime.test_durable import SAVE, App, env, go, start, store  # noqa: F401  (env, store are fixtures)
 
 pytestmark = pytest.mark.timeout(60)
 
 
-def policy_cfg(tmp_path, durable=True, **policy):
+def policy_cfg(tmp_path, durable=True, store="filesystem", **policy):
+    where = {"store": "memory:"} if store == "memory" else {}
     return DeployConfig.model_validate({"schema": "openadapt-flow/config@1", "policy": policy,
-                                        "runtime": {"runs_root": str(tmp_path / "runs"), "settle_quiet_s": 0.01, "durable": durable}})
+                                        "runtime": {"runs_root": str(tmp_path / "runs"), "settle_quiet_s": 0.01, "durable": durable, **where}})
 
 
 def incident(run):
-    return json.loads((run / "incident.json").read_text())
+    return open_ref(run).read_incident()
 
 
-def test_max_steps_blocks_with_an_incident(tmp_path, env):
+def test_max_steps_blocks_with_an_incident(tmp_path, env, store):
     app = App(env)
-    out = start(tmp_path, app, config=policy_cfg(tmp_path, max_steps=1))
+    out = start(tmp_path, app, store=store, config=policy_cfg(tmp_path, store=store, max_steps=1))
     assert (out.state, out.exit_code) == ("BLOCKED", 4)
     inc = incident(out.run_dir)
     assert (inc["rule"], inc["observed"], inc["limit"], inc["step"]) == ("max_steps", 1, 1, "finish")
-    assert json.loads((out.run_dir / "state.json").read_text())["state"] == "BLOCKED"
+    assert open_ref(out.run_dir).state()["state"] == "BLOCKED"
     assert go(out.run_dir, app).exit_code == 4  # terminal: resume does nothing
 
 
-def test_deny_rule_on_typed_text_blocks_before_input(tmp_path, env):
+def test_deny_rule_on_typed_text_blocks_before_input(tmp_path, env, store):
     app = App(env)
     steps = [{"id": "note", "action": "type", "text": "DROP TABLE {vendor}"}]
-    out = start(tmp_path, app, steps=steps, config=policy_cfg(tmp_path, deny=[{"action": "type", "text_matches": "(?i)drop table", "reason": "no SQL in forms"}]))
+    out = start(tmp_path, app, steps=steps, store=store, config=policy_cfg(tmp_path, store=store, deny=[{"action": "type", "text_matches": "(?i)drop table", "reason": "no SQL in forms"}]))
     assert out.state == "BLOCKED" and incident(out.run_dir)["rule"] == "deny[0]"
     assert app.events == []
 
 
-def test_require_effect_for_consequential(tmp_path, env):
+def test_require_effect_for_consequential(tmp_path, env, store):
     app = App(env)
     steps = [dict(SAVE, effect=None)]
     steps[0].pop("effect")
-    out = start(tmp_path, app, steps=steps, config=policy_cfg(tmp_path, require_effect_for_consequential=True))
+    out = start(tmp_path, app, steps=steps, store=store, config=policy_cfg(tmp_path, store=store, require_effect_for_consequential=True))
     assert out.state == "BLOCKED" and incident(out.run_dir)["rule"] == "require_effect_for_consequential"
     assert app.events == []
 
 
-def test_retry_budget_counts_dispatches_across_resumes(tmp_path, env):
+def test_retry_budget_counts_dispatches_across_resumes(tmp_path, env, store):
     app = App(env, refute=True)
-    out = start(tmp_path, app, config=policy_cfg(tmp_path, max_retries_per_step=0))
+    out = start(tmp_path, app, store=store, config=policy_cfg(tmp_path, store=store, max_retries_per_step=0))
     assert out.state == "PAUSED"
     app.refute = False
     app.show(home())

@@ -51,10 +51,8 @@ def test_killed_after_the_ledger_marked_the_decision_used_resumes_once(ws, monke
 
 
 def test_killed_between_the_journaled_pause_and_its_file_still_needs_the_decision(ws, monkeypatch):
-    from openadapt_flow.runtime.act import pause
-
     with monkeypatch.context() as m, pytest.raises(Crash):
-        m.setattr(pause, "write_pending", die)
+        m.setattr(RunDir, "write_pending", die)  # the view after the journal's `escalation_opened`
         ws.start()
     ws.down.unlink()
     run = ws.root / "run"

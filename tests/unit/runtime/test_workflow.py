@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import PosixPath
 
 import pytest
 
@@ -12,6 +13,7 @@ from openadapt_flow.demo.xvnc import wait_until
 from openadapt_flow.errors import RefusedError
 from openadapt_flow.runtime.operate.decisions import approve, deliver
 from openadapt_flow.runtime.operate.reconciler import reconcile_root
+from openadapt_flow.runtime.act.runref import open_ref
 from openadapt_flow.runtime.runs import resume
 from openadapt_flow.runtime.worker import Worker
 from openadapt_flow.runtime.act.launch import WorkflowRequest
@@ -22,20 +24,46 @@ from tests.unit.runtime.workflow_support import SOURCE, config, journal, log, st
 pytestmark = pytest.mark.timeout(60)
 
 
-@pytest.fixture
-def ws(tmp_path, monkeypatch):
+class Workspace(PosixPath):
+    """The test's folder, and the run store its runs go to (`filesystem`, or this process's `memory:`)."""
+
+    store = "filesystem"
+
+
+def workspace(tmp_path, monkeypatch, store):
     monkeypatch.setenv("FLOW_KEY_FILE", str(tmp_path / "k"))
     monkeypatch.setenv("FLOW_DECISION_KEY_FILE", str(tmp_path / "dk"))
     monkeypatch.setenv("WF_LOG", str(tmp_path / "wf.log"))
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.chdir(tmp_path)
     write_module(tmp_path)
-    yield tmp_path
+    ws = Workspace(tmp_path)
+    ws.store = store
+    return ws
+
+
+@pytest.fixture(params=["filesystem", "memory"])
+def ws(request, tmp_path, monkeypatch):
+    """A workspace whose runs live in each store in turn (the tests read them only through the run handle)."""
+    yield workspace(tmp_path, monkeypatch, request.param)
     write_module(tmp_path)  # leave no edited copy imported for the next test
 
 
+@pytest.fixture
+def fs_ws(tmp_path, monkeypatch):
+    """A workspace on the filesystem store: for tests that scan a runs root or write a run's files themselves."""
+    yield workspace(tmp_path, monkeypatch, "filesystem")
+    write_module(tmp_path)
+
+
 def start(ws, entry, name="run", **args):
-    return start_workflow(WorkflowRequest(f"wf_mod:{entry}", args, None, config(ws), run_dir=ws / name))
+    cfg = config(ws)
+    if ws.store == "memory":
+        cfg = cfg.model_copy(update={"runtime": cfg.runtime.model_copy(update={"store": "memory:"})})
+        ref = f"memory:{ws.name}-{name}"
+    else:
+        ref = ws / name
+    return start_workflow(WorkflowRequest(f"wf_mod:{entry}", args, None, cfg, run_dir=ref))
 
 
 def test_recorded_results_return_without_running_again(ws):
@@ -211,7 +239,7 @@ def test_reject_on_a_domain_approval_blocks_the_run(ws):
 
 def test_child_workflow_pauses_the_parent_until_the_child_can_go_on(ws):
     out = start(ws, "parent")
-    child = out.run_dir / "children" / "child-report"
+    child = open_ref(out.run_dir).child("child-report")
     assert (out.state, state(out.run_dir)["paused_reason"]) == ("PAUSED", "awaiting_child")
     assert state(child)["paused_reason"] == "awaiting_user"
     again = resume(out.run_dir)
@@ -237,7 +265,8 @@ def test_an_exception_in_the_workflow_pauses_and_continue_reruns_the_code_not_th
     assert log(ws) == ["fetch B"]
 
 
-def test_the_worker_resumes_a_workflow_whose_timer_is_due(ws):
+def test_the_worker_resumes_a_workflow_whose_timer_is_due(fs_ws):
+    ws = fs_ws
     out = start(ws, "nap", name="runs/nap")
     assert state(out.run_dir)["paused_reason"] == "awaiting_timer"
     worker = Worker(ws / "runs", log=lambda line: None)
@@ -248,7 +277,8 @@ def test_the_worker_resumes_a_workflow_whose_timer_is_due(ws):
     assert openadapt_flow.wait(out.run_dir).result == 1250 and log(ws) == ["fetch N"]
 
 
-def test_a_run_that_died_while_pausing_is_finalised_then_pauses_again_without_asking_twice(ws):
+def test_a_run_that_died_while_pausing_is_finalised_then_pauses_again_without_asking_twice(fs_ws):
+    ws = fs_ws
     out = start(ws, "report", name="runs/r", quarter="Q3")
     RunDir(out.run_dir).write_state("RUNNING")  # as if the process died after the pending file, before state PAUSED
     assert [r["action"] for r in reconcile_root(ws / "runs")] == ["finalized"]

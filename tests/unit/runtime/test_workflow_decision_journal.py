@@ -4,17 +4,18 @@ never asks again, never applies it twice, and leaves no stale approval behind to
 
 from __future__ import annotations
 
+from pathlib import PosixPath
+
 import pytest
 
 import openadapt_flow
 from openadapt_flow.runtime.operate.decisions import deliver
-from openadapt_flow.runtime.operate.reconciler import reconcile_root
-from openadapt_flow.runtime.runs import resume
 from openadapt_flow.runtime.act.launch import WorkflowRequest
-from openadapt_flow.runtime.runs import start_workflow
-from openadapt_flow.store import escalation as escalation_mod
+from openadapt_flow.runtime.operate.reconciler import reconcile_one, reconcile_root
+from openadapt_flow.runtime.act.runref import open_ref
+from openadapt_flow.runtime.runs import resume, start_workflow
+from openadapt_flow.store import escalation as escalation_mod, memory as memory_mod, memory_parts
 from openadapt_flow.store import journal as journal_mod
-from openadapt_flow.store.rundir import RunDir
 from tests.unit.runtime.workflow_support import config, journal, log, state, write_module
 
 pytestmark = pytest.mark.timeout(60)
@@ -50,15 +51,23 @@ class Killed(BaseException):
     """The process died here (a SIGKILL, without the kill: the test process goes on as the operator)."""
 
 
-@pytest.fixture
-def ws(tmp_path, monkeypatch):
+class Workspace(PosixPath):
+    """The test's folder, and the run store its runs go to (`filesystem`, or this process's `memory:`)."""
+
+    store = "filesystem"
+
+
+@pytest.fixture(params=["filesystem", "memory"])
+def ws(request, tmp_path, monkeypatch):
     monkeypatch.setenv("FLOW_KEY_FILE", str(tmp_path / "k"))
     monkeypatch.setenv("FLOW_DECISION_KEY_FILE", str(tmp_path / "dk"))
     monkeypatch.setenv("WF_LOG", str(tmp_path / "wf.log"))
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.chdir(tmp_path)
     write_module(tmp_path, SOURCE)
-    yield tmp_path
+    ws = Workspace(tmp_path)
+    ws.store = request.param
+    yield ws
     write_module(tmp_path)
 
 
@@ -67,8 +76,8 @@ def kill_at(monkeypatch, point: str) -> None:
         if f"{name}@{step}" == point:
             raise Killed(point)
 
-    monkeypatch.setattr(journal_mod, "crash_point", crash)
-    monkeypatch.setattr(escalation_mod, "crash_point", crash)
+    for module in (journal_mod, escalation_mod, memory_parts, memory_mod):  # the filesystem's and the memory store's points
+        monkeypatch.setattr(module, "crash_point", crash)
 
 
 def resume_killed_at(ws, monkeypatch, run, point: str) -> None:
@@ -76,14 +85,16 @@ def resume_killed_at(ws, monkeypatch, run, point: str) -> None:
     with pytest.raises(Killed):
         resume(run)
     if point.endswith("+RESUMING"):  # died a moment later: after the state said RESUMING, before the decision
-        RunDir(run).write_state("RESUMING")
+        open_ref(run).write_state("RESUMING")
     monkeypatch.undo()  # the operator's own process: no crash point, same environment
     monkeypatch.setenv("FLOW_KEY_FILE", str(ws / "k"))
     monkeypatch.setenv("FLOW_DECISION_KEY_FILE", str(ws / "dk"))
     monkeypatch.setenv("WF_LOG", str(ws / "wf.log"))
     monkeypatch.syspath_prepend(str(ws))
     monkeypatch.chdir(ws)
-    reconcile_root(ws / "runs")  # (a resume killed before it wrote RESUMING left the run PAUSED: nothing to finalise)
+    # `flow reconcile` (a resume killed before it wrote RESUMING left the run PAUSED: nothing to finalise); in the
+    # process's memory store, of this test's run only
+    reconcile_root(ws / "runs") if ws.store == "filesystem" else reconcile_one(run)
 
 
 def drive_to_end(run, deliveries: list[tuple[str, str]]) -> list[str]:
@@ -107,7 +118,9 @@ def drive_to_end(run, deliveries: list[tuple[str, str]]) -> list[str]:
     "after:decision@signal-go", "after:step_verified@signal-go",
 ])
 def test_a_resume_killed_after_the_operator_delivered_never_asks_again(ws, monkeypatch, point):
-    out = start_workflow(WorkflowRequest("wf_mod:two_questions", {}, None, config(ws), run_dir=ws / "runs" / "r"))
+    cfg = config(ws, runtime={"runs_root": str(ws / "runs"), **({"store": "memory:"} if ws.store == "memory" else {})})
+    ref = f"memory:{ws.name}-r" if ws.store == "memory" else ws / "runs" / "r"
+    out = start_workflow(WorkflowRequest("wf_mod:two_questions", {}, None, cfg, run_dir=ref))
     run = out.run_dir
     deliver(run, "answer", "ctl", value="post")
     deliveries = [("signal", "s1"), ("answer", "yes")]
@@ -123,4 +136,4 @@ def test_a_resume_killed_after_the_operator_delivered_never_asks_again(ws, monke
     recs = journal(run)
     verified = [r["step"] for r in recs if r["type"] == "step_verified"]
     assert verified == ["ask-user", "signal-go", "ask-user-2", "post"]  # each applied exactly once
-    assert not (run / "approval.json").exists()
+    assert not open_ref(run).has_approval()

@@ -5,16 +5,16 @@ from __future__ import annotations
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import PosixPath
 
 import pytest
 
 import openadapt_flow
 from openadapt_flow.report.model import build_report
 from openadapt_flow.runtime.operate.decisions import deliver
-from openadapt_flow.runtime.runs import resume
 from openadapt_flow.runtime.act.launch import WorkflowRequest
-from openadapt_flow.runtime.runs import start_workflow
-from openadapt_flow.store.rundir import RunDir
+from openadapt_flow.runtime.act.runref import open_ref
+from openadapt_flow.runtime.runs import resume, start_workflow
 from tests.unit.runtime.workflow_support import SOURCE, config, journal, state, write_module
 
 pytestmark = pytest.mark.timeout(60)
@@ -63,8 +63,14 @@ class ChatServer:
         self.thread.join(timeout=5)
 
 
-@pytest.fixture
-def ws(tmp_path, monkeypatch):
+class Workspace(PosixPath):
+    """The test's folder, and the run store its runs go to (`filesystem`, or this process's `memory:`)."""
+
+    store = "filesystem"
+
+
+@pytest.fixture(params=["filesystem", "memory"])
+def ws(request, tmp_path, monkeypatch):
     monkeypatch.setenv("FLOW_KEY_FILE", str(tmp_path / "k"))
     monkeypatch.setenv("FLOW_DECISION_KEY_FILE", str(tmp_path / "dk"))
     monkeypatch.setenv("WF_LOG", str(tmp_path / "wf.log"))
@@ -72,7 +78,9 @@ def ws(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.chdir(tmp_path)
     write_module(tmp_path, LLM_WORKFLOWS)
-    yield tmp_path
+    ws = Workspace(tmp_path)
+    ws.store = request.param
+    yield ws
     write_module(tmp_path)
 
 
@@ -85,8 +93,9 @@ def llm():
 
 def start(ws, url, **policy):
     cfg = config(ws, ladder={"model": {"url": url, "model": "tiny-chat", "api_key_env": "WF_LLM_KEY", "timeout_s": 5}},
-                 policy=policy)
-    return start_workflow(WorkflowRequest("wf_mod:summarize", {"text": "Q3 report"}, None, cfg, run_dir=ws / "run"))
+                 policy=policy, runtime={"runs_root": str(ws / "runs"), **({"store": "memory:"} if ws.store == "memory" else {})})
+    ref = f"memory:{ws.name}-run" if ws.store == "memory" else ws / "run"
+    return start_workflow(WorkflowRequest("wf_mod:summarize", {"text": "Q3 report"}, None, cfg, run_dir=ref))
 
 
 def test_model_calls_are_recorded_and_not_repeated_on_resume(ws, llm):
@@ -103,8 +112,8 @@ def test_model_calls_are_recorded_and_not_repeated_on_resume(ws, llm):
     result = openadapt_flow.wait(out.run_dir).result
     assert result == ["echo: Summarize: Q3 report", "yes", "echo: Title for: echo: Summarize: Q3 report"]
     assert sum(r["data"]["model_calls"] for r in journal(out.run_dir) if r["type"] == "llm_call") == 2
-    assert build_report(RunDir(out.run_dir))["model_calls"] == 2
-    assert "sk-test-123" not in (out.run_dir / "journal.jsonl").read_text()
+    assert build_report(open_ref(out.run_dir))["model_calls"] == 2
+    assert "sk-test-123" not in json.dumps(journal(out.run_dir))
 
 
 def test_the_model_budget_spans_resumes_and_blocks(ws, llm):
@@ -113,7 +122,7 @@ def test_the_model_budget_spans_resumes_and_blocks(ws, llm):
     out = resume(out.run_dir)
     assert (out.state, out.exit_code) == ("BLOCKED", 4)
     assert len(llm.requests) == 1
-    incident = json.loads((out.run_dir / "incident.json").read_text())
+    incident = open_ref(out.run_dir).read_incident()
     assert (incident["rule"], incident["observed"], incident["limit"]) == ("max_model_calls", 2, 1)
 
 

@@ -10,7 +10,8 @@ from openadapt_flow.runtime.operate.decisions import approve
 from openadapt_flow.runtime.runs import resume
 from openadapt_flow.runtime.act.launch import WorkflowRequest
 from openadapt_flow.runtime.runs import start_workflow
-from tests.unit.runtime.test_durable import AFTER, SAVE, App, env, rows  # noqa: F401 - env is a fixture
+from openadapt_flow.runtime.act.runref import open_ref
+from tests.unit.runtime.test_durable import AFTER, SAVE, App, env, rows, store  # noqa: F401 - env, store are fixtures
 from tests.unit.runtime.test_engine import make_bundle
 from tests.unit.runtime.workflow_support import SOURCE, config, log, state, write_module
 
@@ -37,17 +38,19 @@ def ws(tmp_path, monkeypatch, env):  # noqa: F811 - the ledger fixture from test
     write_module(tmp_path)
 
 
-def start(ws, app, backend=True):
-    cfg = config(ws, runtime={"runs_root": str(ws / "runs"), "settle_quiet_s": 0.01})
-    req = WorkflowRequest("wf_mod:post_gui", {}, BackendSpec(kind="fake") if backend else None, cfg, run_dir=ws / "run")
+def start(ws, app, backend=True, store="filesystem"):
+    where = {"store": "memory:"} if store == "memory" else {}
+    cfg = config(ws, runtime={"runs_root": str(ws / "runs"), "settle_quiet_s": 0.01, **where})
+    ref = f"memory:{ws.name}-run" if store == "memory" else ws / "run"
+    req = WorkflowRequest("wf_mod:post_gui", {}, BackendSpec(kind="fake") if backend else None, cfg, run_dir=ref)
     return start_workflow(req, backend_factory=lambda spec: app.connect())
 
 
-def test_a_child_pause_pauses_the_parent_and_both_go_on_after_the_decision(ws, env):  # noqa: F811
+def test_a_child_pause_pauses_the_parent_and_both_go_on_after_the_decision(ws, env, store):  # noqa: F811
     make_bundle(ws / "b", [dict(SAVE, approval="before"), AFTER])
     app = App(env)
-    out = start(ws, app)
-    child = out.run_dir / "children" / "replay-b"
+    out = start(ws, app, store=store)
+    child = open_ref(out.run_dir).child("replay-b")
     assert (out.state, state(out.run_dir)["paused_reason"]) == ("PAUSED", "awaiting_child")
     assert state(child)["paused_reason"] == "awaiting_approval" and rows(env) == 0
     assert "flow approve" in out.message
@@ -61,10 +64,10 @@ def test_a_child_pause_pauses_the_parent_and_both_go_on_after_the_decision(ws, e
     assert state(child)["state"] == "COMPLETED"
 
 
-def test_replay_without_a_backend_pauses_and_a_resume_can_supply_one(ws, env):  # noqa: F811
+def test_replay_without_a_backend_pauses_and_a_resume_can_supply_one(ws, env, store):  # noqa: F811
     make_bundle(ws / "b", [SAVE, AFTER])
     app = App(env)
-    out = start(ws, app, backend=False)
+    out = start(ws, app, backend=False, store=store)
     assert (out.state, out.category) == ("PAUSED", "input") and "no backend" in out.message
     approve(out.run_dir, "continue", "alice")
     done = resume(out.run_dir, backend=BackendSpec(kind="fake"), backend_factory=lambda spec: app.connect())

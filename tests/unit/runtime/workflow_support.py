@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 from openadapt_flow.runtime.decide.config import DeployConfig
+from openadapt_flow.runtime.act.runref import open_ref
 
 MODULE = "wf_mod"
 
@@ -136,9 +137,9 @@ def log(root: Path) -> list[str]:
     return p.read_text().splitlines() if p.exists() else []
 
 
-def journal(run: Path) -> list[dict]:
-    return [json.loads(line) for line in (run / "journal.jsonl").read_text().splitlines()]
+def journal(run: Path | str) -> list[dict]:
+    return open_ref(run).read_records()
 
 
-def state(run: Path) -> dict:
-    return json.loads((run / "state.json").read_text())
+def state(run: Path | str) -> dict:
+    return open_ref(run).state()

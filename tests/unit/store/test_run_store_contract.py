@@ -299,6 +299,10 @@ def test_a_start_up_cut_before_the_manifest_is_no_run(store):
     assert [r.ref for r in store.unstarted()] == [cut.ref] and store.list_runs() == []
     with pytest.raises(RunDirError, match="start-up was cut"):
         store.open_run(cut.ref)
+    cut.discard()  # a start-up that was cut holds nothing to keep: it is cleared, and its name is free again
+    assert store.unstarted() == [] and not cut.has_journal()
+    store.check_new(cut.ref)
+    assert store.create_run(cut.ref).ref == cut.ref
 
 
 def test_child_runs_live_under_their_parent(store):
@@ -310,6 +314,11 @@ def test_child_runs_live_under_their_parent(store):
     assert [r.ref for r in store.list_runs()] == [parent.ref]  # children are not runs of the root
     sib = parent.sibling("pay")
     assert sib.ref == parent.ref + ".pay"
+    digest = parent.manifest_digest()
+    for linked in (child, store.create_run(sib.ref), child):  # linked in the manifest once each, in order
+        parent.add_child(linked)
+    assert parent.manifest()["child_runs"] == ["children/fetch", f"../{Path(sib.ref).name.removeprefix('memory:')}"]
+    assert parent.manifest_digest() == digest  # child_runs is outside the digest the journal pins
 
 
 def test_a_change_of_state_pending_or_approval_moves_the_stamp_and_children_are_listed(store):

@@ -57,7 +57,9 @@ class FixtureBackend:
         with self._lock:
             self._check()
             self._seen = self.player.version
-            return Frame(self.player.frame().copy(), time.monotonic())
+            # the player's frame is read-only and replaced (not changed) when the screen changes: share it, as the
+            # VNC backend shares its mirror's frame until the next update
+            return Frame(self.player.frame(), time.monotonic())
 
     def wait_for_update(self, timeout: float) -> bool:
         """True if the screen changed since the last capture. Never blocks: nothing changes on its own."""

@@ -130,11 +130,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if "replay" not in args.skip:
         step("50-step replay over loopback VNC")
         results["replay50"].append(_guard(lambda: replay50.replay_vnc(work), notes, backend="vnc (demo app on Xvnc)"))
-        step("50-step replay over the recorded fixture")
-        results["replay50"].append(_guard(lambda: replay50.replay_fixture(work), notes, backend="fixture"))
-        step("50-step replay over the recorded fixture, shorter settle window")
-        results["replay50"].append(_guard(lambda: replay50.replay_fixture(work, settle_quiet_s=0.05), notes,
-                                          backend="fixture, settle_quiet_s=0.05"))
+        step("50-step replay over the recorded fixture, in-process (fixture:PATH)")
+        results["replay50"].append(_guard(lambda: replay50.replay_fixture_inprocess(work), notes, backend=report.FIXTURE_INPROCESS))
+        step("50-step replay over the recorded fixture served over RFB")
+        results["replay50"].append(_guard(lambda: replay50.replay_fixture(work), notes, backend=report.FIXTURE_SERVED))
+        step("50-step replay over the recorded fixture served over RFB, no wait for a typed field (field_ready_s: 0)")
+        results["replay50"].append(_guard(lambda: replay50.replay_fixture(work, field_ready_s=0), notes,
+                                          backend=f"{report.FIXTURE_SERVED}, field_ready_s=0"))
     results["targets"] = report.targets(results)
     shutil.rmtree(work, ignore_errors=True)
     return results

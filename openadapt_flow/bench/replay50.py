@@ -4,7 +4,8 @@ Wall time is the process's, from start to exit; peak RSS is its VmHWM, read
 from /proc while it runs (the rusage of a waited child is no good here: Linux
 carries the parent's high-water mark across fork+exec into it). It runs against the
 demo app over loopback VNC and, where the recorded fixture of the demo app
-exists, against `flow fixture serve` of it.
+exists, against it played in-process (`--url fixture:PATH`) and served over
+RFB by `flow fixture serve`.
 """
 
 from __future__ import annotations
@@ -19,8 +20,10 @@ from typing import Any
 
 import yaml
 
+from openadapt_flow.backends.fixture import SOR_ENV
 from openadapt_flow.bench.engine_cost import bench_env
 from openadapt_flow.bench.frames import BUNDLE_DIR, demo_on_xvnc
+from openadapt_flow.bench.report import FIXTURE_INPROCESS, FIXTURE_SERVED
 from openadapt_flow.procs import stop_process
 
 INVOICES = 10
@@ -111,15 +114,17 @@ def replay_vnc(work: Path, timeout: float = 300) -> dict[str, Any]:
         return {"backend": "vnc (demo app on Xvnc)", **_replay(bundle, flags, desk.url, work / "run-x10-vnc", env, timeout)}
 
 
-def replay_fixture(work: Path, timeout: float = 300, settle_quiet_s: float | None = None) -> dict[str, Any]:
+def replay_fixture(work: Path, timeout: float = 300, field_ready_s: float | None = None) -> dict[str, Any]:
     """50 steps against `flow fixture serve` of the demo app's recorded fixture, over loopback RFB.
 
-    `settle_quiet_s` replays with that quiet window instead of the default (to show what settling costs).
+    `field_ready_s` replays with that wait between a type step's click and its keys instead of the default 0.5 s
+    (the demo app is Tk, which acts on a click at once: this shows what the wait costs).
     """
     if not (FIXTURE_DIR / "fixture.yaml").is_file():
-        return {"backend": "fixture", "skipped": "no recorded fixture of the demo app (openadapt_flow/demo/fixtures/normal)"}
+        return {"backend": FIXTURE_SERVED, "skipped": "no recorded fixture of the demo app (openadapt_flow/demo/fixtures/normal)"}
     bundle, flags = make_bundle(work / "bundle-x10")
-    db = work / f"fixture-invoices-{settle_quiet_s or 'default'}.db"
+    tag = "default" if field_ready_s is None else f"field-ready-{field_ready_s:g}"
+    db = work / f"fixture-invoices-{tag}.db"
     serve = [sys.executable, "-m", "openadapt_flow", "fixture", "serve", str(FIXTURE_DIR), "--port", "0", "--db", str(db)]
     with bench_env(work) as env:
         server = subprocess.Popen(serve, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
@@ -127,15 +132,28 @@ def replay_fixture(work: Path, timeout: float = 300, settle_quiet_s: float | Non
             line = server.stdout.readline() if server.stdout else ""
             m = _SERVING.search(line)
             if m is None:
-                return {"backend": "fixture", "skipped": f"fixture server did not start: {line.strip()[:200]!r}"}
+                return {"backend": FIXTURE_SERVED, "skipped": f"fixture server did not start: {line.strip()[:200]!r}"}
             env["DEMO_DB_DSN"] = f"sqlite:///{db}"
             url = f"vnc://127.0.0.1:{m.group(1)}"
-            config, label = None, "fixture (flow fixture serve)"
-            if settle_quiet_s is not None:
-                config = work / "settle.yaml"
-                config.write_text(f"schema: openadapt-flow/config@1\nruntime: {{settle_quiet_s: {settle_quiet_s}}}\n")
-                label += f", settle_quiet_s={settle_quiet_s:g}"
-            run_dir = work / f"run-x10-fixture-{settle_quiet_s or 'default'}"
-            return {"backend": label, **_replay(bundle, flags, url, run_dir, env, timeout, config)}
+            config, label = None, FIXTURE_SERVED
+            if field_ready_s is not None:
+                config = work / f"{tag}.yaml"
+                config.write_text(f"schema: openadapt-flow/config@1\nruntime: {{field_ready_s: {field_ready_s}}}\n")
+                label += f", field_ready_s={field_ready_s:g}"
+            return {"backend": label, **_replay(bundle, flags, url, work / f"run-x10-fixture-{tag}", env, timeout, config)}
         finally:
             stop_process(server)
+
+
+def replay_fixture_inprocess(work: Path, timeout: float = 300) -> dict[str, Any]:
+    """50 steps against the demo app's recorded fixture played in the replay's own process (`--url fixture:PATH`):
+    no socket, and a screen that changes only on input, so settling never waits."""
+    if not (FIXTURE_DIR / "fixture.yaml").is_file():
+        return {"backend": FIXTURE_INPROCESS, "skipped": "no recorded fixture of the demo app (openadapt_flow/demo/fixtures/normal)"}
+    bundle, flags = make_bundle(work / "bundle-x10")
+    db = work / "fixture-inprocess-invoices.db"
+    with bench_env(work) as env:
+        env[SOR_ENV] = str(db)
+        env["DEMO_DB_DSN"] = f"sqlite:///{db}"
+        return {"backend": FIXTURE_INPROCESS,
+                **_replay(bundle, flags, f"fixture:{FIXTURE_DIR.resolve()}", work / "run-x10-fixture-inprocess", env, timeout)}

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 
 from openadapt_flow.fixture.gestures import Gesture
-from openadapt_flow.fixture.infer import widget_box
+from openadapt_flow.fixture.widget import widget_box
 from openadapt_flow.record.facts import is_unique, unique_crop
 from openadapt_flow.vision.template import BLOCK, BLOCK_STD, Box, TemplateImage, to_gray
 

@@ -27,6 +27,10 @@ class FrameWriter:
 
     A frame that cannot be written (full disk, I/O error, encode failure) never stops the run: it is listed in
     `errors` (journaled with the run's stop and shown in the report).
+
+    A read-only frame (what backends hand out: shared until the screen changes) is queued as it is, not copied, and
+    the same frame saved twice in a row (a step's `after` is the next step's `before` on a still screen) is encoded
+    once: the queue then holds references, not copies, and the encoder keeps up with the run.
     """
 
     def __init__(self, frames_dir: Path) -> None:
@@ -37,6 +41,14 @@ class FrameWriter:
         self.errors: list[str] = []
         # Applied to every frame before it is queued or written (the runtime paints over fields secrets were typed into).
         self.mask: Callable[[np.ndarray], np.ndarray] | None = None
+        self._last: tuple[np.ndarray, bytes] | None = None  # the writer thread's last frame and its PNG
+
+    def _encode(self, pixels: np.ndarray) -> bytes:
+        if self._last is not None and self._last[0] is pixels:
+            return self._last[1]
+        png = _encode_png(pixels)
+        self._last = (pixels, png) if not pixels.flags.writeable else None
+        return png
 
     def _run(self) -> None:
         while True:
@@ -45,7 +57,7 @@ class FrameWriter:
                 if item is None:
                     return
                 name, pixels = item
-                self._write(name, _encode_png(pixels))
+                self._write(name, self._encode(pixels))
             except Exception as e:  # a lost frame must not kill the run; it is reported
                 self.errors.append(f"{item[0] if item else '?'}: {e}")
                 if item is not None:
@@ -70,8 +82,10 @@ class FrameWriter:
         write_bytes_atomic(self.dir / name, png)
 
     def masked(self, pixels: np.ndarray) -> np.ndarray:
-        """A copy of `pixels` as it may be written: with the mask applied."""
-        return self.mask(pixels) if self.mask is not None else pixels.copy()
+        """`pixels` as it may be written, with the mask applied; a copy unless it is read-only (nobody can change it)."""
+        if self.mask is not None:
+            return self.mask(pixels)
+        return pixels if not pixels.flags.writeable else pixels.copy()
 
     def save(self, name: str, pixels: np.ndarray) -> str | None:
         try:

@@ -14,7 +14,7 @@ import numpy as np
 
 from openadapt_flow.bundle.models import Postcondition, Step
 from openadapt_flow.bundle.params import Interpolator
-from openadapt_flow.fixture.infer import widget_box
+from openadapt_flow.fixture.widget import widget_box
 from openadapt_flow.ladder.types import Box, Point
 from openadapt_flow.vision.caret import without_caret
 from openadapt_flow.vision.diff import changed_box, changed_fraction, changed_pixels

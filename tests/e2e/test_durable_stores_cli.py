@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import sqlite3
 from pathlib import Path
 
 import pytest
@@ -20,20 +19,12 @@ import yaml
 from typer.testing import CliRunner
 
 from openadapt_flow.cli.app import app
-from tests.support.cli import REPO, flow_env, run_flow
+from tests.support.cli import flow_env, run_flow
+from tests.support.demo_invoices import BUNDLE, FIXTURES, PARAMS, invoice_rows
 
 pytestmark = pytest.mark.timeout(180)
-BUNDLE = REPO / "openadapt_flow" / "demo" / "bundle"
-FIXTURE = REPO / "openadapt_flow" / "demo" / "fixtures" / "normal"
-PARAMS = ["--param", "vendor=ACME Corp", "--param", "amount=1250.50"]
+FIXTURE = FIXTURES / "normal"
 
-
-def rows(db: Path) -> list[tuple[str, float]]:
-    conn = sqlite3.connect(db)
-    try:
-        return conn.execute("SELECT vendor, amount FROM invoices ORDER BY id").fetchall()
-    finally:
-        conn.close()
 
 
 def gated_bundle(tmp_path: Path) -> Path:
@@ -77,9 +68,9 @@ def test_pause_approve_resume_by_run_id_on_either_store(tmp_path, monkeypatch, s
     assert flow("approve", run_id, *where, "--decision", "continue", "--operator", "ops")[0] == 0
     code, out = flow("resume", run_id, *where, "--json")
     assert (code, json.loads(out)["state"]) == (0, "COMPLETED"), out
-    assert rows(db) == [("ACME Corp", 1250.5)]  # exactly one write
+    assert invoice_rows(db) == [("ACME Corp", 1250.5)]  # exactly one write
     code, out = flow("resume", run_id, *where, "--json")
-    assert code == 0 and "already terminal" in json.loads(out)["message"] and len(rows(db)) == 1
+    assert code == 0 and "already terminal" in json.loads(out)["message"] and len(invoice_rows(db)) == 1
     assert flow("approve", run_id, *where, "--decision", "continue", "--operator", "ops") == (0, "already recorded: continue\n")
     assert flow("approve", run_id, *where, "--decision", "reject", "--operator", "ops")[0] == 6  # the pause is gone: refused
     code, out = flow("status", run_id, *where, "--json")

@@ -5,27 +5,17 @@ Needs Tesseract (the bundle checks text) but no X server and no Xvnc."""
 from __future__ import annotations
 
 import json
-import sqlite3
 from pathlib import Path
 
 import pytest
 
 from openadapt_flow.backends.fixture import SOR_ENV
-from tests.support.cli import REPO, flow_env, run_flow
+from tests.support.cli import flow_env, run_flow
+from tests.support.demo_invoices import BUNDLE, FIXTURES, PARAMS, invoice_rows
 from tests.support.fixtures import Served
 
 pytestmark = pytest.mark.timeout(120)
-BUNDLE = REPO / "openadapt_flow" / "demo" / "bundle"
-FIXTURES = REPO / "openadapt_flow" / "demo" / "fixtures"
-PARAMS = ["--param", "vendor=ACME Corp", "--param", "amount=1250.50"]
 
-
-def rows(db: Path) -> list[tuple[str, float]]:
-    conn = sqlite3.connect(db)
-    try:
-        return conn.execute("SELECT vendor, amount FROM invoices ORDER BY id").fetchall()
-    finally:
-        conn.close()
 
 
 def replay(tmp_path: Path, url: str, db: Path, **env: str) -> tuple[dict, dict]:
@@ -48,7 +38,7 @@ def test_demo_bundle_over_rfb_against_the_recorded_fixture(tmp_path):
     save = next(s for s in rep["steps"] if s["id"] == "save")
     assert save["effect"]["verdict"] == "CONFIRMED"
     assert any(c["kind"] == "identity" and c["ok"] for c in save["checks"])  # OCR read the drawn vendor
-    assert rows(db) == [("ACME Corp", 1250.5)]  # the fixture's system-of-record change
+    assert invoice_rows(db) == [("ACME Corp", 1250.5)]  # the fixture's system-of-record change
     assert "inserted row 1 into invoices" in served.stderr
     assert "unmatched" not in served.stderr  # every input the bundle sent was one the recording knew
 
@@ -59,11 +49,11 @@ def test_drifted_dark_fixture_passes_through_a_lower_rung(tmp_path):
         out, rep = replay(tmp_path, served.url, db)
     rungs = [s["rung"] for s in rep["steps"]]
     assert any(r in ("template-edges", "ocr") for r in rungs), rungs
-    assert rows(db) == [("ACME Corp", 1250.5)]
+    assert invoice_rows(db) == [("ACME Corp", 1250.5)]
 
 
 def test_the_same_fixture_in_process_through_the_fixture_backend(tmp_path):
     db = tmp_path / "sor.db"
     out, rep = replay(tmp_path, f"fixture:{FIXTURES / 'normal'}", db, **{SOR_ENV: str(db)})
     assert [s["status"] for s in rep["steps"]] == ["verified"] * 5
-    assert rows(db) == [("ACME Corp", 1250.5)]
+    assert invoice_rows(db) == [("ACME Corp", 1250.5)]

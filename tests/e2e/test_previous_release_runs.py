@@ -11,29 +11,20 @@ from __future__ import annotations
 
 import json
 import shutil
-import sqlite3
 from pathlib import Path
 
 import pytest
 import yaml
 
 from tests.support.cli import REPO, flow_env, run_flow
+from tests.support.demo_invoices import BUNDLE, FIXTURES, PARAMS, invoice_rows
 from tests.support.fixtures import Served
 from tests.support.run_records import Tally, check_run_dir
 
 pytestmark = pytest.mark.timeout(240)
 DATA = REPO / "tests" / "data" / "runs-v1"
-BUNDLE = REPO / "openadapt_flow" / "demo" / "bundle"
-FIXTURE = REPO / "openadapt_flow" / "demo" / "fixtures" / "normal"
-PARAMS = ["--param", "vendor=ACME Corp", "--param", "amount=1250.50"]
+FIXTURE = FIXTURES / "normal"
 
-
-def _rows(db: Path) -> list[tuple[str, float]]:
-    conn = sqlite3.connect(db)
-    try:
-        return conn.execute("SELECT vendor, amount FROM invoices ORDER BY id").fetchall()
-    finally:
-        conn.close()
 
 
 def _prefix_bundle(tmp_path: Path, steps: int) -> Path:
@@ -87,6 +78,6 @@ def test_a_previous_release_run_validates_and_resumes_once(tmp_path, name, verif
         assert json.loads(r.stdout)["state"] == "COMPLETED"
         again = run_flow(["resume", str(run), "--url", served.url], tmp_path, env=env)
     assert again.returncode == 0 and "already terminal" in again.stdout + again.stderr
-    assert _rows(db) == [("ACME Corp", 1250.5)]  # exactly one row: the save, performed once
+    assert invoice_rows(db) == [("ACME Corp", 1250.5)]  # exactly one row: the save, performed once
     rep = json.loads((run / "report.json").read_text())
     assert [s["status"] for s in rep["steps"]] == ["verified"] * 5

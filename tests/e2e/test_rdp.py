@@ -237,8 +237,9 @@ class Xrdp:
         return dict(os.environ, DISPLAY=info[0], XAUTHORITY=f"/home/{USER}/.Xauthority")
 
     def spec(self, **kw: object) -> BackendSpec:
+        # a logon starts a whole X session (sesman, Xvnc, xauth): under a loaded CI machine that can pass 10 s
         fields = dict(kind="rdp", host="127.0.0.1", port=self.port, username=USER, password_env=PASSWORD_ENV,
-                      cert_fingerprint=self.fingerprint)
+                      cert_fingerprint=self.fingerprint, connect_timeout_s=30)
         fields.update(kw)
         return BackendSpec(**fields)  # type: ignore[arg-type]
 
@@ -273,6 +274,9 @@ def start_xrdp() -> Xrdp:
     password = "Fl0w-" + secrets.token_urlsafe(12)
     subprocess.run(["chpasswd"], input=f"{USER}:{password}\n".encode(), check=True, capture_output=True)
     subprocess.run(["usermod", "--unlock", USER], capture_output=True)
+    # the test user is ours alone: a session killed while xauth held its lock must not stall this one's logon
+    for stale in (".Xauthority-c", ".Xauthority-l", ".Xauthority-n"):
+        Path(f"/home/{USER}/{stale}").unlink(missing_ok=True)
     workdir = Path(tempfile.mkdtemp(prefix="flow-xrdp-"))
     workdir.chmod(0o711)  # the session script runs as the test user
     (workdir / "session").mkdir()

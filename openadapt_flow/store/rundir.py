@@ -83,6 +83,8 @@ class RunDir:
 
     def __init__(self, path: Path) -> None:
         self.path = Path(path)
+        self._id: str | None = None  # the manifest's run_id, read once: it never changes, and every state
+        # transition and consequential dispatch seals the ledger under it
 
     # paths (for the runtime modules that still open files by path; new code uses the handle methods below)
     @property
@@ -164,10 +166,18 @@ class RunDir:
         write_json_atomic(self.state_path, doc)
 
     def _run_id(self) -> str | None:
-        try:
-            return str(json.loads(self.manifest_path.read_text(encoding="utf-8"))["run_id"])
-        except (OSError, ValueError, KeyError, TypeError):
-            return None
+        if self._id is None:
+            try:
+                self._id = str(json.loads(self.manifest_path.read_text(encoding="utf-8"))["run_id"])
+            except (OSError, ValueError, KeyError, TypeError):
+                return None
+        return self._id
+
+    def _ledger_id(self) -> str:
+        """The run_id the ledger knows this run by; a missing or damaged manifest is refused as manifest() does."""
+        if self._id is None:
+            self._id = str(self.manifest()["run_id"])
+        return self._id
 
     def check_seal(self, records: list[dict[str, Any]], key: bytes) -> dict[str, Any] | None:
         """state.json, verified against the journal (see verify_seal). None when the run has neither state nor journal."""
@@ -365,10 +375,10 @@ class RunDir:
         return ledger.claim(self.manifest()["run_id"], self.path, records)
 
     def ledger_seal(self, seq: int, hash_: str | None) -> None:
-        ledger.seal(self.manifest()["run_id"], self.path, seq, hash_)
+        ledger.seal(self._ledger_id(), self.path, seq, hash_)
 
     def ledger_consume(self, pause_id: str, decision: str | None, seq: int, hash_: str) -> None:
-        ledger.consume(self.manifest()["run_id"], self.path, pause_id, decision, seq, hash_)
+        ledger.consume(self._ledger_id(), self.path, pause_id, decision, seq, hash_)
 
     def ledger_consumed(self, pause_id: str) -> dict[str, Any] | None:
-        return ledger.consumed(self.manifest()["run_id"], pause_id)
+        return ledger.consumed(self._ledger_id(), pause_id)

@@ -207,7 +207,8 @@ def test_a_workflow_and_its_child_run_pause_answer_and_resume_in_either_store(tm
     assert (tmp_path / "run" / "children").is_dir() == (kind == "filesystem")
 
 
-def test_the_filesystem_store_is_the_default(tmp_path, env, monkeypatch):
+def _replay_with_default_config(tmp_path, env, monkeypatch, run_dir=None):
+    """The SAVE bundle replayed with a config that names only a runs root (no store)."""
     for var, name in KEY_ENV.items():
         monkeypatch.setenv(var, str(tmp_path / name))
     monkeypatch.chdir(tmp_path)
@@ -216,22 +217,17 @@ def test_the_filesystem_store_is_the_default(tmp_path, env, monkeypatch):
     bundle = tmp_path / "b"
     make_bundle(bundle, [SAVE, AFTER])
     app = App(env)
-    out = replay(ReplayRequest(bundle=bundle, params={"vendor": "ACME"}, backend=BackendSpec(kind="fake"), config=config),
-                 backend_factory=lambda spec: app.connect())
+    return replay(ReplayRequest(bundle=bundle, params={"vendor": "ACME"}, backend=BackendSpec(kind="fake"), config=config,
+                                run_dir=run_dir), backend_factory=lambda spec: app.connect())
+
+
+def test_the_filesystem_store_is_the_default(tmp_path, env, monkeypatch):
+    out = _replay_with_default_config(tmp_path, env, monkeypatch)
     assert out.state == "COMPLETED" and [r.ref for r in FilesystemStore(tmp_path / "runs").list_runs()] == [str(out.run_dir)]
 
 
 def test_a_memory_reference_names_its_store_whatever_the_config_says(tmp_path, env, monkeypatch):
-    for var, name in KEY_ENV.items():
-        monkeypatch.setenv(var, str(tmp_path / name))
-    monkeypatch.chdir(tmp_path)
-    config = DeployConfig.model_validate({"schema": "openadapt-flow/config@1",
-                                          "runtime": {"runs_root": str(tmp_path / "runs"), "settle_quiet_s": 0.01, "durable": True}})
-    bundle = tmp_path / "b"
-    make_bundle(bundle, [SAVE, AFTER])
-    app = App(env)
     ref = f"memory:{tmp_path.name}-ref"
-    out = replay(ReplayRequest(bundle=bundle, params={"vendor": "ACME"}, backend=BackendSpec(kind="fake"), config=config, run_dir=ref),
-                 backend_factory=lambda spec: app.connect())
+    out = _replay_with_default_config(tmp_path, env, monkeypatch, run_dir=ref)
     assert out.state == "COMPLETED" and isinstance(open_ref(out.run_dir), MemoryRun) and str(out.run_dir) == ref
     assert not (tmp_path / ref).exists() and not (tmp_path / "runs").exists()  # no directory named after it

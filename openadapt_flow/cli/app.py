@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import importlib
+import inspect
 import os
 import sys
 import warnings
+from collections.abc import Callable
+from typing import Any
 
 import typer
+from typer.models import OptionInfo
 
 try:  # typer ≥ 0.20 vendors click
     from typer._click import exceptions as click_errors
@@ -15,6 +19,8 @@ except ImportError:  # pragma: no cover - older typer on real click
     from click import exceptions as click_errors  # type: ignore[no-redef]
 
 from openadapt_flow import __version__
+from openadapt_flow.cli.common import DEBUG_ENV, JSON_HELP, report_error, report_internal
+from openadapt_flow.cli.exits import exit_codes_epilog
 
 # name -> (module, attribute, is a command group). Only the module of the command being run is imported,
 # so `flow resume` does not pay for the fixture recorder, the workflow API or the demo at start-up.
@@ -47,8 +53,9 @@ def build_app(only: str | None = None) -> typer.Typer:
         name="flow",
         help="Replay demonstrated GUI workflows against live desktops; verify every step, never guess.",
         no_args_is_help=True,
-        add_completion=False,
+        add_completion=True,
         pretty_exceptions_enable=False,
+        epilog=exit_codes_epilog(),
     )
     flow.callback()(_root)
     for name, (module, attr, group) in COMMANDS.items():
@@ -56,10 +63,20 @@ def build_app(only: str | None = None) -> typer.Typer:
             continue
         obj = getattr(importlib.import_module(module), attr)
         if group:
+            for info in obj.registered_commands:
+                _json_help(info.callback)
             flow.add_typer(obj, name=name)
         else:
-            flow.command(name)(obj)
+            flow.command(name)(_json_help(obj))
     return flow
+
+
+def _json_help(command: Any) -> Any:
+    """Every command's --json says the same thing, given once here (JSON_HELP) where the command gives none."""
+    option = inspect.signature(command).parameters.get("as_json")
+    if option is not None and isinstance(option.default, OptionInfo) and not option.default.help:
+        option.default.help = JSON_HELP
+    return command
 
 
 def _version(value: bool) -> None:
@@ -77,35 +94,46 @@ def _command_named(argv: list[str]) -> str | None:
     return first if first in COMMANDS else None
 
 
-def _run(typer_app: typer.Typer, prog: str) -> None:
-    """Run with click's own error handling replaced: a usage error is one line and exit 2."""
-    if not os.environ.get("FLOW_DEBUG"):
+def _run(typer_app: typer.Typer, prog: str, argv: list[str]) -> None:
+    """Run with click's own error handling replaced: a usage error is one line and exit 2, a bug one line and exit 70
+    (the commands map their own errors in cli/common.py; this is the last resort). `--json` makes errors JSON too."""
+    if not os.environ.get(DEBUG_ENV):
         # library deprecation chatter (e.g. VNC auth's DES in vncdotool) must not break one-line errors
         warnings.simplefilter("ignore")
+    as_json = "--json" in argv
     try:
-        code = typer_app(prog_name=prog, standalone_mode=False)
+        code = typer_app(args=argv, prog_name=prog, standalone_mode=False)
     except click_errors.NoArgsIsHelpError as e:
         typer.echo(e.ctx.get_help() if e.ctx else str(e))
         sys.exit(0)
     except click_errors.UsageError as e:
         hint = f" (see '{e.ctx.command_path} --help')" if e.ctx else ""
-        typer.echo(f"error: {e.format_message()}{hint}", err=True)
-        sys.exit(2)
+        _exit_with(lambda: report_error(f"{e.format_message()}{hint}", 2, type(e).__name__, as_json))
     except click_errors.ClickException as e:
-        typer.echo(f"error: {e.format_message()}", err=True)
-        sys.exit(e.exit_code)
+        _exit_with(lambda: report_error(e.format_message(), e.exit_code, type(e).__name__, as_json))
+    except typer.Abort:
+        _exit_with(lambda: report_error("interrupted", 5, "KeyboardInterrupt", as_json))
+    except Exception as e:  # a bug outside any command (building the app, parsing): exit 70, never a traceback
+        _exit_with(lambda: report_internal(e, as_json))
     sys.exit(code if isinstance(code, int) else 0)
 
 
+def _exit_with(report: Callable[[], object]) -> None:
+    try:
+        report()
+    except typer.Exit as done:
+        sys.exit(done.exit_code)
+
+
 def main() -> None:
-    _run(build_app(_command_named(sys.argv[1:])), "flow")
+    _run(build_app(_command_named(sys.argv[1:])), "flow", sys.argv[1:])
 
 
 def openadapt_main() -> None:
     argv = sys.argv[1:]
     outer = typer.Typer(name="openadapt", no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
     outer.add_typer(build_app(_command_named(argv[1:]) if argv[:1] == ["flow"] else None), name="flow")
-    _run(outer, "openadapt")
+    _run(outer, "openadapt", argv)
 
 
 if __name__ == "__main__":

@@ -5,14 +5,17 @@ from __future__ import annotations
 import json
 import os
 import sys
+import tempfile
+import time
 import traceback
 from collections.abc import Callable
 from functools import wraps
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import typer
 
+from openadapt_flow.cli.exits import EXIT_INTERNAL, CliError, kind_of
 from openadapt_flow.errors import FlowError, RunDirError, RunSignal
 from openadapt_flow.runtime.decide.config import DeployConfig
 from openadapt_flow.runtime.act.runref import open_ref
@@ -22,31 +25,87 @@ from openadapt_flow.store.select import open_store
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+DEBUG_ENV = "FLOW_DEBUG"
 
-def fail(message: str, code: int) -> None:
+
+class CommandError(FlowError):
+    """An error a command raises with its own exit code (`fail`)."""
+
+    def __init__(self, message: str, code: int) -> None:
+        super().__init__(message)
+        self.exit_code = code
+
+
+def fail(message: str, code: int) -> NoReturn:
+    raise CommandError(message, code)
+
+
+def report_error(message: str, code: int, error_type: str, as_json: bool, traceback_file: str | None = None) -> NoReturn:
+    """One line on stderr (and, under --json, a CliError object on stdout); exit with `code`."""
+    message = message.replace("\n", " ")
+    if as_json:
+        err = CliError(error=message, exit_code=code, kind=kind_of(code), type=error_type, traceback_file=traceback_file)
+        emit_json(err.model_dump(by_alias=True))
     typer.echo(f"error: {message}", err=True)
     raise typer.Exit(code)
 
 
+def report_internal(exc: BaseException, as_json: bool, run_dir: Path | None = None) -> NoReturn:
+    """A bug: exit 70 with one line naming the exception and the file its traceback was saved to."""
+    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    if os.environ.get(DEBUG_ENV):
+        sys.stderr.write(text)
+    saved = save_traceback(text, run_dir)
+    where = f"traceback saved to {saved}" if saved else "the traceback could not be saved"
+    report_error(f"internal error: {type(exc).__name__}: {exc} ({where}; {DEBUG_ENV}=1 prints it)", EXIT_INTERNAL,
+                 type(exc).__name__, as_json, str(saved) if saved else None)
+
+
+def save_traceback(text: str, run_dir: Path | None) -> Path | None:
+    """Write a traceback under the run directory the command was given, else the user's cache dir, else /tmp."""
+    name = f"internal-error-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-{os.getpid()}.txt"
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "openadapt-flow" / "errors"
+    for folder in ([run_dir] if run_dir is not None else []) + [cache]:
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / name).write_text(text, encoding="utf-8")
+            return folder / name
+        except OSError:
+            continue
+    try:
+        fd, path = tempfile.mkstemp(prefix="openadapt-flow-", suffix=".txt")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        return Path(path)
+    except OSError:
+        return None
+
+
+def _given_run_dir(kwargs: dict[str, Any]) -> Path | None:
+    """The filesystem run directory a command was given (its RUN argument or --run-dir), if it holds a run."""
+    value = kwargs.get("run_dir")
+    return value if isinstance(value, Path) and (value / "manifest.json").is_file() else None
+
+
 def handle_errors(fn: F) -> F:
-    """Map FlowError to a one-line message and its exit code; anything else to one line and exit 1."""
+    """Map FlowError and RunSignal to a one-line message and their exit code; KeyboardInterrupt to 5; anything else,
+    a bug, to exit 70 (never 1, which means a FAILED run). `as_json=True` adds the error as JSON on stdout."""
 
     @wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
+        as_json = bool(kwargs.get("as_json"))
         try:
             return fn(*args, **kwargs)
         except typer.Exit:
             raise
         except FlowError as e:
-            fail(str(e).replace("\n", " "), e.exit_code)
+            report_error(str(e), e.exit_code, type(e).__name__, as_json)
         except RunSignal as e:  # a halt, pause, stop, block, lost lease or full disk that reached a command
-            fail(signal_line(e), e.exit_code)
+            report_error(signal_line(e), e.exit_code, type(e).__name__, as_json)
         except KeyboardInterrupt:
-            fail("interrupted", 5)
-        except Exception as e:  # last resort: never a traceback unless asked for
-            if os.environ.get("FLOW_DEBUG"):
-                traceback.print_exc()
-            fail(f"internal error: {type(e).__name__}: {e} (set FLOW_DEBUG=1 for a traceback)", 1)
+            report_error("interrupted", 5, "KeyboardInterrupt", as_json)
+        except Exception as e:  # last resort: a bug; never a traceback on the terminal unless asked for
+            report_internal(e, as_json, _given_run_dir(kwargs))
 
     return wrapper  # type: ignore[return-value]
 
@@ -58,6 +117,7 @@ def signal_line(signal: RunSignal) -> str:
     return str(text).replace("\n", " ")
 
 
+JSON_HELP = "print machine-readable JSON on stdout (an error too: a CliError object, see `flow schema error`)"
 STORE_HELP = ("where runs live (SPEC §18): a runs directory (default: runs) or memory: — this process's memory, so a run "
               "stored there is gone when the command exits (memory: is for the Python API and tests)")
 RUN_HELP = "run directory; or, with --store, the run's RUN_ID (or its name in that store)"
@@ -95,5 +155,12 @@ def with_store(cfg: DeployConfig, store: str | None) -> DeployConfig:
 
 
 def emit_json(obj: Any) -> None:
+    """One JSON document on stdout: a command's result under --json."""
     sys.stdout.write(json.dumps(obj, indent=2, default=str, ensure_ascii=False) + "\n")
+    sys.stdout.flush()
+
+
+def emit_json_line(obj: Any) -> None:
+    """One event of a long-running command under --json: one compact JSON object per line (JSON Lines)."""
+    sys.stdout.write(json.dumps(obj, default=str, ensure_ascii=False) + "\n")
     sys.stdout.flush()

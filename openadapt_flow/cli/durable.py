@@ -1,16 +1,18 @@
-"""Durable-run commands: approve, resume, reconcile."""
+"""Durable-run commands: approve, resume, reconcile, answer, signal, wait, worker, patch apply."""
 
 from __future__ import annotations
 
 import getpass
 import json
+import sys
 from pathlib import Path
 from typing import Optional
 
 import typer
 
-from openadapt_flow.cli.common import RUN_HELP, STORE_HELP, emit_json, handle_errors, open_run_arg, root_store
-from openadapt_flow.cli.progress import ConsoleProgress
+from openadapt_flow.cli.common import RUN_HELP, STORE_HELP, emit_json, emit_json_line, fail, handle_errors, open_run_arg, root_store
+from openadapt_flow.cli.exits import EXIT_TIMEOUT
+from openadapt_flow.cli.progress import step_progress, waiting
 from openadapt_flow.cli.replay import parse_params
 from openadapt_flow.errors import UsageError
 from openadapt_flow.report.render import write_reports
@@ -18,6 +20,7 @@ from openadapt_flow.runtime.act.backend_select import BackendFlags
 from openadapt_flow.runtime.decide.config import load_config
 from openadapt_flow.runtime.operate.decisions import approve, deliver
 from openadapt_flow.runtime.operate.teach import apply_patches
+from openadapt_flow.runtime.act.engine import stop_on_signals
 from openadapt_flow.runtime.worker import Worker
 from openadapt_flow.runtime.workflow.wait import wait
 from openadapt_flow.runtime.operate.reconciler import reconcile_root
@@ -30,7 +33,7 @@ def approve_cmd(
     run_dir: Path = typer.Argument(..., help=RUN_HELP),
     decision: str = typer.Option("continue", "--decision", help="continue | skip | reject | teach | escalate | reconcile"),
     operator: str = typer.Option(..., "--operator", help="who decides (recorded with the OS user)"),
-    note: Optional[str] = typer.Option(None, "--note"),
+    note: Optional[str] = typer.Option(None, "--note", help="free text recorded with the decision"),
     effect: Optional[str] = typer.Option(None, "--effect", help="with reconcile: landed | absent"),
     point: Optional[str] = typer.Option(None, "--point", help="with teach: X,Y on the halt frame"),
     template: Optional[Path] = typer.Option(None, "--template", help="with teach: a PNG crop of the target"),
@@ -58,9 +61,9 @@ def approve_cmd(
 def resume_cmd(
     run_dir: Path = typer.Argument(..., help=RUN_HELP),
     require_approval: bool = typer.Option(False, "--require-approval", help="refuse unless a valid, unused approval exists"),
-    backend: Optional[str] = typer.Option(None, "--backend"),
-    url: Optional[str] = typer.Option(None, "--url"),
-    rdp_host: Optional[str] = typer.Option(None, "--rdp-host"),
+    backend: Optional[str] = typer.Option(None, "--backend", help="vnc | screen | fixture | rdp (default: the run's own)"),
+    url: Optional[str] = typer.Option(None, "--url", help="vnc://host[:port], fixture:PATH, rdp://host[:port] (default: the run's own)"),
+    rdp_host: Optional[str] = typer.Option(None, "--rdp-host", help="RDP server host (default: the run's own)"),
     param: list[str] = typer.Option([], "--param", "-p", help="must equal the run's bound value"),
     config: Optional[Path] = typer.Option(None, "--config", help="deployment config: only its backend section is used"),
     upgrade_bundle: Optional[Path] = typer.Option(None, "--upgrade-bundle", help="adopt a new version of the run's bundle"),
@@ -72,8 +75,10 @@ def resume_cmd(
     Backend flags override the run's recorded backend (or --config's) field by field."""
     cfg = load_config(config).backend if config is not None else None
     values, _ = parse_params(param, None)
-    out = resume(open_run_arg(run_dir, store), backend_flags=BackendFlags(backend, url, rdp_host), backend_config=cfg, require_approval=require_approval,
-                 params=values, progress=None if as_json else ConsoleProgress(), reporter=write_reports, upgrade_bundle=upgrade_bundle)
+    with step_progress(not as_json) as progress:
+        out = resume(open_run_arg(run_dir, store), backend_flags=BackendFlags(backend, url, rdp_host), backend_config=cfg,
+                     require_approval=require_approval, params=values, progress=progress, reporter=write_reports,
+                     upgrade_bundle=upgrade_bundle)
     summary = {"state": out.state, "exit_code": out.exit_code, "run_dir": str(out.run_dir), "category": out.category, "message": out.message or None}
     if as_json:
         emit_json(summary)
@@ -114,7 +119,7 @@ def signal_cmd(
     run_dir: Path = typer.Argument(..., help=RUN_HELP),
     name: str = typer.Argument(..., help="the signal's name"),
     data: Optional[str] = typer.Option(None, "--data", help="JSON payload"),
-    operator: Optional[str] = typer.Option(None, "--operator"),
+    operator: Optional[str] = typer.Option(None, "--operator", help="who signals (default: the OS user)"),
     store: Optional[str] = typer.Option(None, "--store", help=STORE_HELP),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
@@ -139,10 +144,10 @@ def wait_cmd(
     """Block until the run is paused or terminal; exit with that state's code."""
     run = open_run_arg(run_dir, store)
     try:
-        res = wait(run, timeout=timeout, poll_s=0.2)
+        with waiting(f"waiting for {run.ref} to pause or end", enabled=not as_json):
+            res = wait(run, timeout=timeout, poll_s=0.2)
     except TimeoutError as e:
-        typer.echo(f"timed out: {e}", err=True)
-        raise typer.Exit(124) from None
+        fail(f"timed out: {e}", EXIT_TIMEOUT)
     if as_json:
         emit_json({"state": res.state, "paused_reason": res.paused_reason, "transaction_outcome": res.transaction_outcome, "message": res.message})
     else:
@@ -156,13 +161,31 @@ def worker_cmd(
     once: bool = typer.Option(False, "--once", help="one scan, then exit (for cron/CI)"),
     poll: float = typer.Option(0.5, "--poll", help="seconds between scans"),
     store: Optional[str] = typer.Option(None, "--store", help=STORE_HELP),
+    as_json: bool = typer.Option(False, "--json"),
 ) -> None:
-    """Resume runs whose wait is satisfied (timer due, answer/signal delivered, approval recorded)."""
-    w = Worker(root_store(root, store), reporter=write_reports, log=lambda line: typer.echo(line))
-    if once:
-        w.run_once()
+    """Resume runs whose wait is satisfied (timer due, answer/signal delivered, approval recorded).
+
+    One line per run it resumes (run, state, message); with --json, one JSON object per line
+    ({"run_dir", "state", "message"}), or with --once a JSON list."""
+    runs = root_store(root, store)
+    if as_json:
+        _worker_json(Worker(runs, reporter=write_reports, log=lambda line: None), once, poll)
+    elif once:
+        Worker(runs, reporter=write_reports, log=typer.echo).run_once()
     else:
-        w.serve(poll)
+        with waiting(f"worker: watching {store or root} every {poll:g}s (Ctrl+C stops)", lines=sys.stdout) as display:
+            Worker(runs, reporter=write_reports, log=display.line).serve(poll)
+
+
+def _worker_json(worker: Worker, once: bool, poll: float) -> None:
+    if once:
+        emit_json(worker.run_once())
+        return
+    with stop_on_signals(worker.stop):
+        while not worker.stop.is_set():
+            for row in worker.run_once():
+                emit_json_line(row)
+            worker.stop.wait(poll)
 
 
 patch_app = typer.Typer(help="Teach patches.", no_args_is_help=True)
@@ -170,8 +193,13 @@ patch_app = typer.Typer(help="Teach patches.", no_args_is_help=True)
 
 @patch_app.command("apply")
 @handle_errors
-def patch_apply_cmd(run_dir: Path = typer.Argument(..., help=RUN_HELP), bundle: Path = typer.Argument(...),
-                    store: Optional[str] = typer.Option(None, "--store", help=STORE_HELP)) -> None:
+def patch_apply_cmd(run_dir: Path = typer.Argument(..., help=RUN_HELP),
+                    bundle: Path = typer.Argument(..., help="the bundle folder to patch (its flow.yaml must be the one each patch was made from)"),
+                    store: Optional[str] = typer.Option(None, "--store", help=STORE_HELP),
+                    as_json: bool = typer.Option(False, "--json")) -> None:
     """Apply a run's teach patches to a bundle folder (checked against the flow.yaml each was made from)."""
     applied = apply_patches(open_run_arg(run_dir, store), bundle)
+    if as_json:
+        emit_json({"bundle": str(bundle), "applied": applied})
+        return
     typer.echo(f"applied {len(applied)} patch(es) to {bundle}: {', '.join(applied) or 'none new'}")

@@ -18,7 +18,8 @@ import typer
 from openadapt_flow import __version__
 from openadapt_flow.backends.spec import parse_url
 from openadapt_flow.backends.upstream import Upstream
-from openadapt_flow.cli.common import emit_json, handle_errors
+from openadapt_flow.cli.common import emit_json, emit_json_line, handle_errors
+from openadapt_flow.cli.progress import waiting
 from openadapt_flow.errors import UsageError
 from openadapt_flow.fixture.compile import compile_recording
 from openadapt_flow.fixture.model import FONTS_DIR, load_fixture
@@ -86,8 +87,12 @@ def serve_cmd(
     password_env: Optional[str] = typer.Option(None, "--password-env", help="env var holding a VNC password to require"),
     db: Optional[Path] = typer.Option(None, "--db", help="system of record the fixture's effects write to (SQLite or JSON lines)"),
     keep_state: bool = typer.Option(False, "--keep-state", help="do not go back to the initial state when the last client leaves"),
+    as_json: bool = typer.Option(False, "--json"),
 ) -> None:
-    """Serve a fixture over RFB 3.8 until SIGTERM/Ctrl+C; any VNC client can drive it."""
+    """Serve a fixture over RFB 3.8 until SIGTERM/Ctrl+C; any VNC client can drive it.
+
+    With --json, JSON Lines on stdout: {"event": "listening", "url", "port"} once the port is bound, then
+    {"event": "stopped", "connections", "unmatched"}."""
     loaded = load_fixture(fixture)
     password = _password(password_env)
     bind = host or "127.0.0.1"
@@ -100,13 +105,24 @@ def serve_cmd(
                      bind, port, password)
     with _until_signalled() as stop:
         server.start()
-        shown = f"[{bind}]" if ":" in bind else bind
-        typer.echo(f"serving fixture {loaded.model.name} on vnc://{shown}:{server.port} (Ctrl+C or SIGTERM stops)")
-        sys.stdout.flush()
+        url = f"vnc://{f'[{bind}]' if ':' in bind else bind}:{server.port}"
+        _announce(f"serving fixture {loaded.model.name} on {url} (Ctrl+C or SIGTERM stops)", as_json, url, server.port)
         while not stop.wait(0.5):
             pass
         server.stop()
-    typer.echo(f"stopped after {server.connections} connection(s); {len(player.unmatched)} unmatched input(s)")
+    if as_json:
+        emit_json_line({"event": "stopped", "connections": server.connections, "unmatched": len(player.unmatched)})
+    else:
+        typer.echo(f"stopped after {server.connections} connection(s); {len(player.unmatched)} unmatched input(s)")
+
+
+def _announce(message: str, as_json: bool, url: str, port: int) -> None:
+    """The first line on stdout once a listening command's port is bound (scripts wait for it)."""
+    if as_json:
+        emit_json_line({"event": "listening", "url": url, "port": port, "message": message})
+    else:
+        typer.echo(message)
+        sys.stdout.flush()
 
 
 def check_new_folder(out: Path, flag: str) -> None:
@@ -128,9 +144,9 @@ def make_watch(watch_sqlite: Path | None, watch_jsonl: Path | None, watch_file: 
 
 
 def record_session(url: str, port: int, host: str | None, password_env: str | None, watch: Watch | None,
-                   settle_ms: int, log: Callable[[str], None] = _log) -> Recording:
+                   settle_ms: int, log: Callable[[str], None] = _log, as_json: bool = False) -> Recording:
     """Run the recording proxy in front of `url` until Ctrl+C or SIGTERM (or the live server goes); the recording.
-    `log` prints progress lines (prefixed by the command that records)."""
+    `log` prints progress lines (prefixed by the command that records); `as_json` makes the listening line JSON."""
     spec = parse_url(url)
     if spec.kind != "vnc":
         raise UsageError(f"recording needs a vnc:// URL, got {url!r}")
@@ -147,11 +163,12 @@ def record_session(url: str, port: int, host: str | None, password_env: str | No
         try:
             with _until_signalled() as stop:
                 server.start()
-                typer.echo(f"recording {upstream.url}: connect your VNC viewer to {bind}:{server.port} "
-                           "(Ctrl+C or SIGTERM finishes)")
-                sys.stdout.flush()
-                while not stop.wait(0.5) and upstream.error is None:
-                    pass
+                _announce(f"recording {upstream.url}: connect your VNC viewer to {bind}:{server.port} "
+                          "(Ctrl+C or SIGTERM finishes)", as_json, f"vnc://{bind}:{server.port}", server.port)
+                with waiting(f"recording {upstream.url} through {bind}:{server.port}: do the task, then Ctrl+C",
+                             enabled=not as_json):
+                    while not stop.wait(0.5) and upstream.error is None:
+                        pass
                 server.stop()
             if not live.drain(DRAIN_S):  # input still queued behind a held press reaches the app first
                 log(f"input still queued after {DRAIN_S:g}s; writing what was recorded")
@@ -178,13 +195,15 @@ def record_cmd(
     name: Optional[str] = typer.Option(None, "--name", help="fixture name (default: the folder name)"),
     description: str = typer.Option("", "--description", help="one line saying what was recorded"),
     font: Optional[Path] = typer.Option(None, "--font", help="TrueType font the app draws field text in (default DejaVu Sans)"),
+    as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Record a fixture through a proxy: point a VNC viewer (or a script) at it, drive the app, then Ctrl+C."""
     check_new_folder(out, "--out")
     font_path = font or FONTS_DIR / "DejaVuSans.ttf"
     if not font_path.is_file():
         raise UsageError(f"--font {font_path}: file not found")
-    rec = record_session(url, port, host, password_env, make_watch(watch_sqlite, watch_jsonl, None), settle_ms)
+    rec = record_session(url, port, host, password_env, make_watch(watch_sqlite, watch_jsonl, None), settle_ms,
+                         as_json=as_json)
     font_name = font_path.name
     if font is not None:
         (out / "fonts").mkdir(parents=True, exist_ok=True)
@@ -195,6 +214,10 @@ def record_cmd(
         _log(f"warning: {w}")
     m = compiled.fixture.model
     nfields = sum(len(s.fields) for s in m.states.values())
+    if as_json:
+        emit_json_line({"event": "written", "fixture": str(out), "states": len(m.states), "transitions": len(m.transitions),
+                        "fields": nfields, "inputs": len(rec.batches), "warnings": compiled.warnings})
+        return
     typer.echo(f"wrote {out}: {len(m.states)} states, {len(m.transitions)} transitions, {nfields} live fields "
                f"from {len(rec.batches)} inputs")
 

@@ -11,7 +11,7 @@ from typing import Optional
 import typer
 
 from openadapt_flow import __version__
-from openadapt_flow.cli.common import emit_json, handle_errors
+from openadapt_flow.cli.common import emit_json, emit_json_line, handle_errors
 from openadapt_flow.cli.fixture import check_new_folder, make_watch, record_session
 from openadapt_flow.errors import UsageError
 from openadapt_flow.fixture.compile import compile_recording
@@ -43,14 +43,18 @@ def record_cmd(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Record a demonstration through a proxy (point a VNC viewer or a script at it, do the task, then Ctrl+C)
-    and compile it to a bundle: one step per input, typed values as params, facts, effects."""
+    and compile it to a bundle: one step per input, typed values as params, facts, effects.
+
+    With --json, JSON Lines on stdout: {"event": "listening", "url", "port"} once the proxy listens, then
+    {"event": "compiled", "bundle", "steps", "params", "fixture", "warnings"}."""
     bundle_name = _check_outputs(out, fixture, recording, name)
-    rec = record_session(url, port, host, password_env, make_watch(watch_sqlite, watch_jsonl, watch_file), settle_ms, _log)
+    rec = record_session(url, port, host, password_env, make_watch(watch_sqlite, watch_jsonl, watch_file), settle_ms, _log,
+                         as_json=as_json)
     if not rec.batches:
         raise UsageError("nothing was recorded: no input reached the proxy")
     if recording is not None:
         save_recording(rec, recording)  # first: the raw inputs survive whatever the compiler makes of them
-    _compile(rec, out, bundle_name, dsn_env, fixture, as_json)
+    _compile(rec, out, bundle_name, dsn_env, fixture, as_json, event="compiled")
 
 
 @handle_errors
@@ -79,7 +83,10 @@ def _check_outputs(out: Path, fixture: Path | None, recording: Path | None, name
     return bundle_name
 
 
-def _compile(rec: Recording, out: Path, name: str, dsn_env: str | None, fixture: Path | None, as_json: bool) -> None:
+def _compile(rec: Recording, out: Path, name: str, dsn_env: str | None, fixture: Path | None, as_json: bool,
+             event: str | None = None) -> None:
+    """Compile `rec` to a bundle (and a fixture) and print the result: under --json one document, or with `event`
+    one JSON line (the last of a long-running command's JSON Lines)."""
     compiled = compile_bundle(rec, out, name, dsn_env=dsn_env)
     for w in compiled.warnings:
         _log(f"warning: {w}")
@@ -92,8 +99,9 @@ def _compile(rec: Recording, out: Path, name: str, dsn_env: str | None, fixture:
             _log(f"warning (fixture): {w}")
     ids = [s["id"] for s in compiled.steps]
     if as_json:
-        emit_json({"bundle": str(out), "steps": ids, "params": compiled.params,
-                   "fixture": str(fixture) if fixture else None, "warnings": compiled.warnings})
+        result = {"bundle": str(out), "steps": ids, "params": compiled.params,
+                  "fixture": str(fixture) if fixture else None, "warnings": compiled.warnings}
+        emit_json_line({"event": event, **result}) if event else emit_json(result)
         return
     typer.echo(f"wrote {out}: {len(ids)} steps ({', '.join(ids)}), "
                f"params {', '.join(compiled.params) or 'none'}" + (f"; fixture {fixture}" if fixture else ""))

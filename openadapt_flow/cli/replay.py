@@ -9,7 +9,7 @@ import typer
 import yaml
 
 from openadapt_flow.cli.common import STORE_HELP, emit_json, handle_errors, with_store
-from openadapt_flow.cli.progress import ConsoleProgress
+from openadapt_flow.cli.progress import step_progress
 from openadapt_flow.errors import ParamError
 from openadapt_flow.report.render import write_reports
 from openadapt_flow.runtime.act.backend_select import select_backend
@@ -56,7 +56,7 @@ def replay_cmd(
     run_dir: Optional[Path] = typer.Option(None, "--run-dir", help="run directory (default runs/replay-YYYYMMDD-HHMMSS)"),
     store: Optional[str] = typer.Option(None, "--store", help=STORE_HELP),
     allow_model: bool = typer.Option(False, "--allow-model", help="allow the model rung (one call per step)"),
-    as_json: bool = typer.Option(False, "--json", help="print a JSON summary on stdout"),
+    as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Replay a bundle: resolve, act and verify every step; halt instead of guessing."""
     cfg = with_store(load_config(config), store)
@@ -66,7 +66,8 @@ def replay_cmd(
         bundle=bundle, params=values, backend=spec, config=cfg, run_dir=run_dir,
         durable=durable, allow_model=allow_model, param_flags=flags,
     )
-    outcome = replay(req, progress=None if as_json else ConsoleProgress(), reporter=write_reports)
+    with step_progress(not as_json) as progress:
+        outcome = replay(req, progress=progress, reporter=write_reports)
     run = open_ref(outcome.run_dir)
     summary = {
         "state": outcome.state,

@@ -13,6 +13,7 @@ from pydantic import TypeAdapter
 
 from openadapt_flow.bundle.models import Bundle
 from openadapt_flow.cli.common import fail, handle_errors
+from openadapt_flow.cli.exits import CliError
 from openadapt_flow.fixture.model import Fixture
 from openadapt_flow.fixture.recording_io import RecordingDoc
 from openadapt_flow.runtime.decide.config import DeployConfig
@@ -26,6 +27,7 @@ SCHEMAS: dict[str, Any] = {
     "config": DeployConfig,
     "fixture": Fixture,
     "recording": RecordingDoc,
+    "error": CliError,  # what a command prints on stdout when it fails under --json
     **FILE_MODELS,
     "decision": FILE_MODELS["approval"],  # decisions/<pause_id>.json: the approval, moved there when used
     "journal": JournalRecord,
@@ -41,8 +43,9 @@ def schema_json(name: str) -> dict[str, Any]:
 
 
 @handle_errors
-def schema_cmd(name: str = typer.Argument(..., help=f"one of: {', '.join(SCHEMAS)}")) -> None:
-    """Print a JSON Schema for one of the tool's file formats."""
+def schema_cmd(name: str = typer.Argument(..., help=f"one of: {', '.join(SCHEMAS)}"),
+               as_json: bool = typer.Option(False, "--json")) -> None:
+    """Print a JSON Schema for one of the tool's file formats (always JSON; --json makes an error JSON too)."""
     if name not in SCHEMAS:
         fail(f"unknown schema {name!r} (one of: {', '.join(sorted(SCHEMAS))})", 2)
     typer.echo(json.dumps(schema_json(name), indent=2))

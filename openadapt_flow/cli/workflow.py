@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 
 from openadapt_flow.cli.common import STORE_HELP, emit_json, handle_errors, with_store
-from openadapt_flow.cli.progress import ConsoleProgress
+from openadapt_flow.cli.progress import step_progress
 from openadapt_flow.report.render import write_reports
 from openadapt_flow.runtime.act.backend_select import select_backend
 from openadapt_flow.runtime.decide.config import load_config
@@ -27,13 +27,14 @@ def run_py_cmd(
     config: Optional[Path] = typer.Option(None, "--config", help="deployment config (deploy.yaml)"),
     run_dir: Optional[Path] = typer.Option(None, "--run-dir", help="run directory (default runs/replay-YYYYMMDD-HHMMSS)"),
     store: Optional[str] = typer.Option(None, "--store", help=STORE_HELP),
-    as_json: bool = typer.Option(False, "--json", help="print a JSON summary on stdout"),
+    as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Start a durable Python workflow; every call through its ctx is checkpointed."""
     cfg = with_store(load_config(config), store)
     spec = select_backend(cfg.backend, backend=backend, url=url, rdp_host=rdp_host)
     req = WorkflowRequest(entry, parse_arg_pairs(arg), spec, cfg, run_dir=run_dir, args_from_text=True)
-    out = start_workflow(req, progress=None if as_json else ConsoleProgress(), reporter=write_reports)
+    with step_progress(not as_json) as progress:
+        out = start_workflow(req, progress=progress, reporter=write_reports)
     summary = {"state": out.state, "exit_code": out.exit_code, "run_dir": str(out.run_dir), "category": out.category, "message": out.message or None}
     if as_json:
         emit_json(summary)

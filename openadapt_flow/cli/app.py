@@ -94,7 +94,7 @@ def _command_named(argv: list[str]) -> str | None:
     return first if first in COMMANDS else None
 
 
-def _run(typer_app: typer.Typer, prog: str, argv: list[str]) -> None:
+def _run(make_app: Callable[[], typer.Typer], prog: str, argv: list[str]) -> None:
     """Run with click's own error handling replaced: a usage error is one line and exit 2, a bug one line and exit 70
     (the commands map their own errors in cli/common.py; this is the last resort). `--json` makes errors JSON too."""
     if not os.environ.get(DEBUG_ENV):
@@ -102,7 +102,7 @@ def _run(typer_app: typer.Typer, prog: str, argv: list[str]) -> None:
         warnings.simplefilter("ignore")
     as_json = "--json" in argv
     try:
-        code = typer_app(args=argv, prog_name=prog, standalone_mode=False)
+        code = make_app()(args=argv, prog_name=prog, standalone_mode=False)
     except click_errors.NoArgsIsHelpError as e:
         typer.echo(e.ctx.get_help() if e.ctx else str(e))
         sys.exit(0)
@@ -126,14 +126,19 @@ def _exit_with(report: Callable[[], object]) -> None:
 
 
 def main() -> None:
-    _run(build_app(_command_named(sys.argv[1:])), "flow", sys.argv[1:])
+    argv = sys.argv[1:]
+    _run(lambda: build_app(_command_named(argv)), "flow", argv)
 
 
 def openadapt_main() -> None:
     argv = sys.argv[1:]
-    outer = typer.Typer(name="openadapt", no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
-    outer.add_typer(build_app(_command_named(argv[1:]) if argv[:1] == ["flow"] else None), name="flow")
-    _run(outer, "openadapt", argv)
+
+    def make() -> typer.Typer:
+        outer = typer.Typer(name="openadapt", no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
+        outer.add_typer(build_app(_command_named(argv[1:]) if argv[:1] == ["flow"] else None), name="flow")
+        return outer
+
+    _run(make, "openadapt", argv)
 
 
 if __name__ == "__main__":

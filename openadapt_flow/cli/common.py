@@ -41,11 +41,11 @@ def fail(message: str, code: int) -> NoReturn:
 
 
 def report_error(message: str, code: int, error_type: str, as_json: bool, traceback_file: str | None = None) -> NoReturn:
-    """One line on stderr (and, under --json, a CliError object on stdout); exit with `code`."""
+    """One line on stderr (and, under --json, a CliError object on one line of stdout); exit with `code`."""
     message = message.replace("\n", " ")
     if as_json:
         err = CliError(error=message, exit_code=code, kind=kind_of(code), type=error_type, traceback_file=traceback_file)
-        emit_json(err.model_dump(by_alias=True))
+        emit_json_line(err.model_dump(by_alias=True))  # one line: also a valid event of a JSON Lines command
     typer.echo(f"error: {message}", err=True)
     raise typer.Exit(code)
 

@@ -82,8 +82,8 @@ def cli_reference() -> str:
     """Every command of `flow`: usage, help, each argument and option (type, default, help), then the exit codes."""
     root = typer.main.get_command(build_app())
     out = [HEADER + "# CLI reference", "", _cell(root.help or ""), "",
-           "Every command takes `--json`: its result as JSON on stdout; an error is then also a JSON object on stdout "
-           "(below) beside the one line on stderr. Long-running commands (`worker`, `record`, `fixture record`, "
+           "Every command takes `--json`: its result as JSON on stdout; an error is then also a JSON object on one line "
+           "of stdout (below) beside the one line on stderr, with the same exit code. Long-running commands (`worker`, `record`, `fixture record`, "
            "`fixture serve`) print JSON Lines under `--json`: one object per line, each with an `event` (`worker`: one "
            "row per resumed run). Progress goes to stderr: a live bar on a terminal, plain lines otherwise.", "",
            "## Global options", "", *_params_table(root), ""]

@@ -21,6 +21,7 @@ from openadapt_flow.runtime.decide.config import DeployConfig
 from openadapt_flow.runtime.act.runref import open_ref
 from openadapt_flow.store.base import RunHandle, RunStore
 from openadapt_flow.store.filesystem import FilesystemStore
+from openadapt_flow.store.rundir import MANIFEST
 from openadapt_flow.store.select import open_store
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -84,7 +85,7 @@ def save_traceback(text: str, run_dir: Path | None) -> Path | None:
 def _given_run_dir(kwargs: dict[str, Any]) -> Path | None:
     """The filesystem run directory a command was given (its RUN argument or --run-dir), if it holds a run."""
     value = kwargs.get("run_dir")
-    return value if isinstance(value, Path) and (value / "manifest.json").is_file() else None
+    return value if isinstance(value, Path) and (value / MANIFEST).is_file() else None
 
 
 def handle_errors(fn: F) -> F:

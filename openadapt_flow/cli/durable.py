@@ -165,8 +165,8 @@ def worker_cmd(
 ) -> None:
     """Resume runs whose wait is satisfied (timer due, answer/signal delivered, approval recorded).
 
-    One line per run it resumes (run, state, message); with --json, one JSON object per line
-    ({"run_dir", "state", "message"}), or with --once a JSON list."""
+    One line per run it resumes (run, state, message); with --json, JSON Lines on stdout, one
+    {"event": "resumed", "run_dir", "state", "message"} per run (with --once: one JSON list of them)."""
     runs = root_store(root, store)
     if as_json:
         _worker_json(Worker(runs, reporter=write_reports, log=lambda line: None), once, poll)
@@ -179,12 +179,12 @@ def worker_cmd(
 
 def _worker_json(worker: Worker, once: bool, poll: float) -> None:
     if once:
-        emit_json(worker.run_once())
+        emit_json([{"event": "resumed", **row} for row in worker.run_once()])
         return
     with stop_on_signals(worker.stop):
         while not worker.stop.is_set():
             for row in worker.run_once():
-                emit_json_line(row)
+                emit_json_line({"event": "resumed", **row})
             worker.stop.wait(poll)
 
 

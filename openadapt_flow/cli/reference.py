@@ -42,6 +42,8 @@ def _commands(cmd: Any, path: list[str]) -> Iterator[tuple[list[str], Any]]:
 
 def _type_of(param: Any) -> str:
     ann = getattr(getattr(param, "type_descriptor", None), "annotation", None)
+    if typing.get_origin(ann) is list:
+        ann = (typing.get_args(ann) or (str,))[0]
     info = getattr(getattr(param, "type_descriptor", None), "parameter_info", None)
     name = TYPE_NAMES.get(ann, getattr(ann, "__name__", "TEXT").upper()) if ann is not None else "TEXT"
     if getattr(param, "is_flag", False):
@@ -84,8 +86,7 @@ def cli_reference() -> str:
     out = [HEADER + "# CLI reference", "", _cell(root.help or ""), "",
            "Every command takes `--json`: its result as JSON on stdout; an error is then also a JSON object on one line "
            "of stdout (below) beside the one line on stderr, with the same exit code. Long-running commands (`worker`, `record`, `fixture record`, "
-           "`fixture serve`) print JSON Lines under `--json`: one object per line, each with an `event` (`worker`: one "
-           "row per resumed run). Progress goes to stderr: a live bar on a terminal, plain lines otherwise.", "",
+           "`fixture serve`) print JSON Lines under `--json`: one object per line, each with an `event`. Progress goes to stderr: a live bar on a terminal, plain lines otherwise.", "",
            "## Global options", "", *_params_table(root), ""]
     for path, cmd in _commands(root, []):
         out += [f"## flow {' '.join(path)}", "", f"`{_usage(path, cmd)}`", "", (cmd.help or "").strip(), "",

@@ -53,3 +53,26 @@ def test_patch_apply_json_lists_the_patches_applied(flow, tmp_path, monkeypatch)
 def test_schema_accepts_json(flow):
     r = flow("schema", "config", "--json")
     assert r.code == 0 and json.loads(r.out)["$id"] == "openadapt-flow/config"
+
+
+def test_worker_json_prints_one_resumed_event_per_line_until_stopped(flow, tmp_path, monkeypatch):
+    import threading
+
+    from openadapt_flow.cli import durable
+
+    class OneScanWorker:
+        def __init__(self, store, reporter, log):
+            self.stop = threading.Event()
+
+        def run_once(self):
+            self.stop.set()  # as SIGTERM would after this scan
+            return [{"run_dir": "runs/a", "state": "COMPLETED", "message": None},
+                    {"run_dir": "runs/b", "state": "SKIPPED", "message": "owned by a live process"}]
+
+    monkeypatch.setattr(durable, "Worker", OneScanWorker)
+    (tmp_path / "runs").mkdir()
+    r = flow("worker", "runs", "--poll", "0.01", "--json")
+    assert r.code == 0, r.err
+    assert [json.loads(line) for line in r.out.splitlines()] == [
+        {"event": "resumed", "run_dir": "runs/a", "state": "COMPLETED", "message": None},
+        {"event": "resumed", "run_dir": "runs/b", "state": "SKIPPED", "message": "owned by a live process"}]

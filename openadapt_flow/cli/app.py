@@ -13,13 +13,8 @@ from typing import Any
 import typer
 from typer.models import OptionInfo
 
-try:  # typer ≥ 0.20 vendors click
-    from typer._click import exceptions as click_errors
-except ImportError:  # pragma: no cover - older typer on real click
-    from click import exceptions as click_errors  # type: ignore[no-redef]
-
 from openadapt_flow import __version__
-from openadapt_flow.cli.common import DEBUG_ENV, JSON_HELP, report_error, report_internal
+from openadapt_flow.cli.common import DEBUG_ENV, JSON_HELP, click_errors, report_error, report_internal
 from openadapt_flow.cli.exits import exit_codes_epilog
 
 # name -> (module, attribute, is a command group). Only the module of the command being run is imported,

@@ -15,6 +15,11 @@ from typing import Any, NoReturn, TypeVar
 
 import typer
 
+try:  # typer ≥ 0.20 vendors click
+    from typer._click import exceptions as click_errors
+except ImportError:  # pragma: no cover - older typer on real click
+    from click import exceptions as click_errors  # type: ignore[no-redef]
+
 from openadapt_flow.cli.exits import EXIT_INTERNAL, CliError, kind_of
 from openadapt_flow.errors import FlowError, RunDirError, RunSignal
 from openadapt_flow.runtime.decide.config import DeployConfig
@@ -97,8 +102,8 @@ def handle_errors(fn: F) -> F:
         as_json = bool(kwargs.get("as_json"))
         try:
             return fn(*args, **kwargs)
-        except typer.Exit:
-            raise
+        except (typer.Exit, typer.Abort, click_errors.ClickException):
+            raise  # an outcome's exit code, or a usage error for cli/app.py to print
         except FlowError as e:
             report_error(str(e), e.exit_code, type(e).__name__, as_json)
         except RunSignal as e:  # a halt, pause, stop, block, lost lease or full disk that reached a command

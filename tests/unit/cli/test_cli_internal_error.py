@@ -77,3 +77,14 @@ def test_an_unwritable_cache_dir_falls_back_to_a_temp_file(flow, monkeypatch, tm
     assert r.code == 70
     saved = saved_file(r.err.strip())
     assert saved.parent == tmp_path / "tmp" and "injected bug" in saved.read_text()
+
+
+def test_a_usage_error_raised_by_a_command_is_exit_2_not_an_internal_error(flow, monkeypatch):
+    import typer
+
+    def bad(*args, **kwargs):
+        raise typer.BadParameter("ROOT must be a folder")
+
+    monkeypatch.setattr(inspect_cmds, "root_store", bad)
+    r = flow("runs", "anywhere", "--json")
+    assert r.code == 2 and json.loads(r.out)["kind"] == "usage" and "ROOT must be a folder" in r.err

@@ -3,7 +3,9 @@ checked against the doc (0, or the `# exit N` its trailing comment names). Comme
 
 from __future__ import annotations
 
+import os
 import re
+import signal
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +33,19 @@ class Line:
     actual: int | None = None
 
 
+def write_files(text: str, lang: str, where: Path) -> list[Path]:
+    """Save every ```lang block whose first line is `# file: PATH` under `where`; the paths written."""
+    out = []
+    for block in fenced(text, lang):
+        first = block.splitlines()[0]
+        if first.startswith("# file: "):
+            path = where / first.removeprefix("# file: ").strip()
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(block)
+            out.append(path)
+    return out
+
+
 def commands(block: str) -> list[Line]:
     out = []
     for raw in block.splitlines():
@@ -50,9 +65,19 @@ def run_block(block: str, cwd: Path, env: dict[str, str], timeout: float) -> tup
     script = [f'exec 3>"{rc_file}"']
     for line in lines:
         script += [line.command, 'echo "$?" >&3']
-    r = subprocess.run(["bash", "-c", "\n".join(script)], cwd=cwd, env=env, capture_output=True, text=True,
-                       timeout=timeout)
+    # its own session, so whatever a line leaves running in the background (`… &`) is ended with it
+    proc = subprocess.Popen(["bash", "-c", "\n".join(script)], cwd=cwd, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        if proc.poll() is None:
+            proc.wait(timeout=10)
     codes = [int(x) for x in rc_file.read_text().split()] if rc_file.exists() else []
     for line, code in zip(lines, codes):
         line.actual = code
-    return lines, r.stdout + "\n--- stderr ---\n" + r.stderr
+    return lines, out + "\n--- stderr ---\n" + err

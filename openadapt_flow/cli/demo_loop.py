@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -52,9 +53,13 @@ OUTCOME_WORDS = {
 
 
 class DemoLoopError(FlowError):
-    """A step of the demo's loop did not end the way the demo shows it (exit 1: the loop itself failed)."""
+    """A step of the loop did not end as the demo shows it. Exits with that `flow` command's own code when it is a
+    run's outcome (FAILED 1, BLOCKED 4, INTERRUPTED 5, REFUSED 6); otherwise 70: the recorded look-alikes always
+    halt, so a run that did not is a bug in the tool."""
 
-    exit_code = 1
+    def __init__(self, message: str, code: int) -> None:
+        super().__init__(message)
+        self.exit_code = code if code in (1, 4, 5, 6) else 70
 
 
 @dataclass
@@ -95,12 +100,21 @@ class Loop:
         line = shlex.join(["flow", *args])
         self.result.commands.append(line)
         self.echo(f"$ {line}")
-        r = subprocess.run([sys.executable, "-m", "openadapt_flow", *args], env=self.env, capture_output=True,
-                           text=True, timeout=TIMEOUT_S)
-        for out in (r.stderr, r.stdout):
-            for text in out.splitlines():
-                self.echo(f"    {text}")
-        return r.returncode
+        # its output shown as it comes (progress, then the outcome line), indented under the command
+        proc = subprocess.Popen([sys.executable, "-m", "openadapt_flow", *args], env=self.env, text=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        timer = threading.Timer(TIMEOUT_S, proc.kill)  # a hung command ends the demo instead of hanging it
+        timer.start()
+        try:
+            assert proc.stdout is not None
+            for text in proc.stdout:
+                self.echo(f"    {text.rstrip()}")
+            return proc.wait()
+        finally:
+            timer.cancel()
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
 
 
 def _loop_dir(run_dir: Path | None) -> Path:
@@ -120,7 +134,6 @@ def explain(pending: dict[str, Any]) -> list[str]:
     return [
         f"Step '{pending.get('step')}' stopped and waits for an operator: "
         f"{CATEGORY_WORDS.get(category, category)}.",
-        f"  The engine said: {pending.get('message')}",
         f"  What it may already have done: {OUTCOME_WORDS.get(outcome, outcome)} ({outcome}).",
         f"  Decisions allowed: {', '.join(pending.get('allowed_decisions') or [])}; "
         f"the pause expires at {pending.get('expires_at')}.",
@@ -131,7 +144,7 @@ def _cut_both_saves(run_dir: Path, step: str, out: Path) -> None:
     """The operator's teaching crop: both Save buttons, cut from the raw halt frame."""
     raw = open_ref(run_dir).get_artifact(f"frames/halt-{step}-raw.png")
     if raw is None:
-        raise DemoLoopError(f"{run_dir}: no raw halt frame for step {step!r}")
+        raise DemoLoopError(f"{run_dir}: no raw halt frame for step {step!r}", 70)
     x, y, w, h = BOTH_SAVES
     Image.open(io.BytesIO(raw)).crop((x, y, x + w, y + h)).save(out)
 
@@ -160,7 +173,7 @@ def _run(bundle: Path, fixtures: Path, params: dict[str, str], run_dir: Path | N
         code = loop.flow("replay", _display(bundle), "--url", f"vnc://127.0.0.1:{port}", "--durable",
                          "--run-dir", res.run_dir, *param_args)
         if code != 3:
-            raise DemoLoopError(f"the durable run was meant to pause (exit 3) and exited {code}")
+            raise DemoLoopError(f"the durable run was meant to pause (exit 3) and exited {code}", code)
         pending = open_ref(target).read_pending() or {}
         res.halt = {k: pending.get(k) for k in ("step", "category", "transaction_outcome", "message",
                                                  "allowed_decisions")}
@@ -176,12 +189,12 @@ def _run(bundle: Path, fixtures: Path, params: dict[str, str], run_dir: Path | N
         code = loop.flow("approve", res.run_dir, "--decision", "teach", "--template", str(crop), "--point", point,
                          "--operator", OPERATOR, "--note", "the lower Save button")
         if code != 0:
-            raise DemoLoopError(f"flow approve exited {code}")
+            raise DemoLoopError(f"flow approve exited {code}", code)
         echo("")
         echo("A script (or `flow worker`) resumes it; --require-approval refuses unless a valid decision exists:")
         code = loop.flow("resume", res.run_dir, "--require-approval")
         res.state = open_ref(target).state().get("state", "")
         res.rows = read_rows(db)
         if code != 0:
-            raise DemoLoopError(f"flow resume exited {code} ({res.state})")
+            raise DemoLoopError(f"flow resume exited {code} ({res.state})", code)
     return res

@@ -109,3 +109,21 @@ def test_flow_demo_json_reports_the_loop_and_its_row(tmp_path):
     assert loop["state"] == "COMPLETED" and [row[1:] for row in loop["rows"]] == [["ACME Corp", 1250.5]]
     assert [c.split()[1] for c in loop["commands"]] == ["replay", "approve", "resume"]
     assert (tmp_path / loop["run_dir"] / "report.html").is_file()
+
+
+@pytest.mark.timeout(180)
+def test_a_loop_that_does_not_halt_is_reported_as_the_tools_bug_not_shown_as_a_success(tmp_path, monkeypatch):
+    from openadapt_flow.cli import demo_loop
+    from tests.support.cli import REPO
+
+    # the look-alike recording swapped for the healthy one: the durable run completes instead of pausing
+    monkeypatch.setattr(demo_loop, "LOOKALIKE", "normal")
+    for name, value in flow_env(tmp_path).items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.setenv("PYTHONPATH", str(REPO))
+    monkeypatch.setenv("FLOW_DECISION_KEY_FILE", str(tmp_path / "decision.key"))
+    monkeypatch.chdir(tmp_path)
+    r = CliRunner().invoke(app, ["demo"])
+    assert r.exit_code == 70, r.output
+    assert r.stderr.strip().splitlines()[-1] == "error: the durable run was meant to pause (exit 3) and exited 0"
+    assert "flow approve" not in r.stdout and "Traceback" not in r.output

@@ -1,33 +1,63 @@
 # openadapt-flow — `make demo` and `make test` each do their own set-up.
-PY      ?= python3
-VENV    ?= .venv
-VPY     := $(VENV)/bin/python
-APT_PKGS := tesseract-ocr xvfb tigervnc-standalone-server tigervnc-tools xdotool x11-xserver-utils fonts-dejavu-core postgresql xrdp freerdp2-x11 openssl sqlitebrowser galculator mousepad
-STAMP   := $(VENV)/.installed
+#
+# Each install step prints one line; what apt-get and pip print goes to $(LOG). A step that fails names the log
+# and shows its last lines. `make demo` installs only what the demo needs (Tesseract, the package); `make test`
+# installs everything the suite drives (Xvnc, PostgreSQL, xrdp/FreeRDP, the real apps, headless Chromium, …).
+PY        ?= python3
+VENV      ?= .venv
+VPY       := $(VENV)/bin/python
+LOG       ?= $(VENV)/setup.log
+# the demo replays a recorded fixture over loopback RFB: no X, no VNC server; its bundle checks text with OCR
+DEMO_PKGS := python3-venv tesseract-ocr
+# everything the test suite runs (tests/unit/test_system_packages.py checks every program used comes from these)
+APT_PKGS := make python3-venv tesseract-ocr xvfb tigervnc-standalone-server tigervnc-tools xdotool x11-xserver-utils fonts-dejavu-core postgresql xrdp freerdp2-x11 openssl sqlitebrowser galculator mousepad chromium chromium-driver
+TEST_EXTRAS ?= dev
+DEMO_STAMP := $(VENV)/.installed
+TEST_STAMP := $(VENV)/.installed-$(TEST_EXTRAS)
 
-.PHONY: setup system-deps venv demo test unit e2e realapps smoke bench clean
+# `$(STEP) "what" command args…`: one line for the step; its output to $(LOG); on failure the log's tail.
+STEP = sh -c 'what="$$1"; shift; mkdir -p "$$(dirname "$(LOG)")"; printf "%s ... " "$$what"; \
+  if "$$@" >>"$(LOG)" 2>&1; then echo ok; else rc=$$?; echo "failed (exit $$rc)"; \
+  echo "  last lines of $(LOG):"; tail -n 20 "$(LOG)" | sed "s/^/  | /"; exit $$rc; fi' step
 
-setup: system-deps $(STAMP)
-
-# Install missing system packages with apt-get when root; otherwise print the command.
-system-deps:
+# `$(call apt,PACKAGES,LABEL)`: install the missing ones with apt-get when root; otherwise print the command.
+define apt
 	@missing=""; \
-	for p in $(APT_PKGS); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; done; \
-	if [ -z "$$missing" ]; then echo "system packages: all present"; \
-	elif [ "$$(id -u)" = "0" ]; then echo "installing:$$missing"; \
-	  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $$missing; \
-	else echo "missing system packages:$$missing"; echo "run: sudo apt-get install -y$$missing"; exit 1; fi
+	for p in $(1); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; done; \
+	if [ -z "$$missing" ]; then echo "system packages for $(2): all $(words $(1)) present"; \
+	elif [ "$$(id -u)" = "0" ]; then \
+	  $(STEP) "system packages for $(2): apt-get update" apt-get update && \
+	  $(STEP) "system packages for $(2): installing$$missing" \
+	    env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $$missing; \
+	else echo "missing system packages for $(2):$$missing"; echo "run: sudo apt-get install -y$$missing"; exit 1; fi
+endef
 
-$(STAMP): pyproject.toml
-	test -x $(VPY) || $(PY) -m venv $(VENV)
-	$(VPY) -m pip install -q --upgrade pip
-	$(VPY) -m pip install -q -e '.[dev]'
-	touch $(STAMP)
+.PHONY: setup demo-setup system-deps demo-system-deps venv demo test unit e2e realapps smoke bench clean
 
-venv: $(STAMP)
+setup: system-deps $(TEST_STAMP)
 
-demo: setup
-	$(VENV)/bin/flow demo
+demo-setup: demo-system-deps $(DEMO_STAMP)
+
+system-deps:
+	$(call apt,$(APT_PKGS),the tests)
+
+demo-system-deps:
+	$(call apt,$(DEMO_PKGS),the demo)
+
+$(DEMO_STAMP): pyproject.toml
+	@test -x $(VPY) || $(STEP) "venv: creating $(VENV)" $(PY) -m venv $(VENV)
+	@$(STEP) "venv: upgrading pip" $(VPY) -m pip install --upgrade pip
+	@$(STEP) "venv: installing openadapt-flow (editable)" $(VPY) -m pip install -e .
+	@touch $@
+
+$(TEST_STAMP): $(DEMO_STAMP)
+	@$(STEP) "venv: installing the test tools ($(TEST_EXTRAS) extras)" $(VPY) -m pip install -e '.[$(TEST_EXTRAS)]'
+	@touch $@
+
+venv: $(TEST_STAMP)
+
+demo: demo-setup
+	@$(VENV)/bin/flow demo
 
 # two workers, each test file on one of them (a file's module-scoped recordings are made once); every e2e server
 # (Xvnc, PostgreSQL, the apps) is private to its test, on a free display and port. The crash tests go first, in
@@ -48,12 +78,14 @@ e2e: setup
 realapps: setup
 	$(VPY) -m pytest -q tests/realapps
 
-# CI smoke: the recorded demo fixtures served over real RFB on loopback, replayed by `flow replay --url vnc://…`
+# CI smoke: the recorded fixtures (fixtures/) served over real RFB on loopback, replayed by `flow replay --url vnc://…`
 smoke: setup
 	$(VPY) -m pytest -q tests/e2e/test_fixture_smoke.py
 
 bench: setup
 	$(VPY) -m openadapt_flow.bench
 
+# the runs root stays (runs/README.md); the runs in it go
 clean:
-	rm -rf $(VENV) runs .pytest_cache
+	rm -rf $(VENV) .pytest_cache
+	find runs -mindepth 1 -maxdepth 1 ! -name README.md -exec rm -rf {} +

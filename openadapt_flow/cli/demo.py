@@ -1,10 +1,12 @@
-"""`flow demo`: the whole loop on the bundled demo — replay, verify in the system of record, report.
+"""`flow demo`: the whole loop on the bundled demo — replay, verify in the system of record, report; then a
+durable run that halts, the operator's decision, and the resume that completes it (cli/demo_loop.py).
 
 By default the target is the bundled recorded fixture of the demo app, served
 over real RFB on a free loopback port from a thread of this process, so it
 needs no X server and no Xvnc. `--live` runs the real Tk app on a private Xvnc
-instead. Either way the app's SQLite lives in a temporary folder and the only
-thing left in the working directory is the run directory.
+for the healthy replay instead; the loop always runs on the recorded look-alike
+fixture. The apps' SQLite lives in a temporary folder and the only thing left in
+the working directory is the runs root.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import typer
 
 from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.cli.common import emit_json, handle_errors
+from openadapt_flow.cli.demo_loop import LOOKALIKE, LoopResult, run_loop
 from openadapt_flow.cli.progress import ConsoleProgress
 from openadapt_flow.errors import UsageError
 from openadapt_flow.fixture.model import load_fixture
@@ -38,6 +41,7 @@ DEMO = Path(__file__).resolve().parents[1] / "demo"
 DEMO_BUNDLE = DEMO / "bundle"
 DEMO_FIXTURES = DEMO / "fixtures"
 PARAMS = {"vendor": "ACME Corp", "amount": "1250.50"}
+HEALTHY = ("normal", "dark")  # the recorded variants a healthy replay runs on; `twin` is the loop's look-alike
 
 
 @contextmanager
@@ -81,25 +85,8 @@ def _rows(db: Path) -> list[Any]:
         return []
 
 
-@handle_errors
-def demo_cmd(
-    run_dir: Optional[Path] = typer.Option(None, "--run-dir", help="run directory (default runs/replay-…)"),
-    variant: str = typer.Option("normal", "--variant", help="normal | dark (fixture or live); shifted | twin (--live only)"),
-    live: bool = typer.Option(False, "--live", help="drive the real app on a private Xvnc instead of the recorded fixture"),
-    as_json: bool = typer.Option(False, "--json"),
-) -> None:
-    """Run the demo bundle over real RFB against the bundled recorded fixture (or --live: the real app on Xvnc)."""
-    if not live and not (DEMO_FIXTURES / variant).is_dir():
-        shipped = ", ".join(sorted(p.name for p in DEMO_FIXTURES.iterdir() if p.is_dir()))
-        raise UsageError(f"no recorded fixture for variant {variant!r} (shipped: {shipped}); "
-                         f"use --live for the other variants")
-    try:
-        OcrEngine()
-    except OcrUnavailable:
-        # The demo bundle checks text (postconditions, the identity gate before Save, typed-text readback):
-        # without OCR it cannot verify a single step, so it stops here rather than run unverified.
-        raise UsageError(f"flow demo verifies text on screen with Tesseract OCR, which is not installed: "
-                         f"{INSTALL_HINT}") from None
+def _healthy(variant: str, live: bool, run_dir: Optional[Path], as_json: bool) -> dict[str, Any]:
+    """The demo bundle once against the recorded fixture (or the live app); its outcome, rows and report."""
     target = _live_app(variant) if live else _served_fixture(variant)
     with target as (port, db):
         os.environ["DEMO_DB_DSN"] = f"sqlite:///{db}"
@@ -114,10 +101,58 @@ def demo_cmd(
         rows = _rows(db)
     source = f"live app ({variant}) on Xvnc" if live else f"recorded fixture ({variant}) over RFB"
     run = open_ref(outcome.run_dir)
-    if as_json:
-        emit_json({"state": outcome.state, "run_dir": str(outcome.run_dir), "rows": rows, "target": source,
-                   "report": run.describe("report_html")})
-    else:
+    if not as_json:
         typer.echo(f"{outcome.state} against the {source}: the app's database now holds {rows}")
         typer.echo(f"report: {run.describe('report_md')} and {run.describe('report_html')}")
-    raise typer.Exit(outcome.exit_code)
+    return {"state": outcome.state, "run_dir": str(outcome.run_dir), "rows": rows, "target": source,
+            "report": run.describe("report_html"), "exit_code": outcome.exit_code}
+
+
+def _loop(run_dir: Optional[Path], as_json: bool) -> LoopResult:
+    def echo(line: str) -> None:
+        typer.echo(line, err=as_json)  # with --json, stdout holds the JSON object only
+
+    echo("")
+    echo("== 2. A durable run that halts: the same bundle against the app with two identical Save buttons "
+         f"(fixtures/{LOOKALIKE}) ==")
+    res = run_loop(DEMO_BUNDLE, DEMO_FIXTURES, PARAMS, run_dir, echo, _rows)
+    echo("")
+    echo(f"{res.state}: the run resumed from its last checkpoint, resolved the taught Save afresh, verified the "
+         f"new row in the system of record and finished (report: {res.run_dir}/report.html). The app's invoices:")
+    echo("    id  vendor      amount")
+    for row in res.rows:
+        echo(f"    {row[0]:<3} {row[1]:<11} {row[2]}")
+    return res
+
+
+@handle_errors
+def demo_cmd(
+    run_dir: Optional[Path] = typer.Option(None, "--run-dir", help="the healthy replay's run directory (default runs/replay-…); the loop's gets `-loop` appended"),
+    variant: str = typer.Option("normal", "--variant", help="normal | dark (fixture or live); shifted | twin (--live only)"),
+    live: bool = typer.Option(False, "--live", help="drive the real app on a private Xvnc instead of the recorded fixture"),
+    no_loop: bool = typer.Option(False, "--no-loop", help="the healthy replay only: skip the halt → approve → resume loop"),
+    as_json: bool = typer.Option(False, "--json", help="one JSON object on stdout: the replay's outcome and, under `loop`, the loop's"),
+) -> None:
+    """The demo bundle replayed against the recorded app (no X needed; --live: the real app on Xvnc), then a durable
+    run that halts on two look-alike Save buttons, is approved and resumes to completion."""
+    if not live and variant not in HEALTHY:
+        raise UsageError(f"no recorded fixture of a healthy replay for variant {variant!r} (shipped: "
+                         f"{', '.join(sorted(HEALTHY))}; {LOOKALIKE} is the loop's look-alike); use --live for the other variants")
+    try:
+        OcrEngine()
+    except OcrUnavailable:
+        # The demo bundle checks text (postconditions, the identity gate before Save, typed-text readback):
+        # without OCR it cannot verify a single step, so it stops here rather than run unverified.
+        raise UsageError(f"flow demo verifies text on screen with Tesseract OCR, which is not installed: "
+                         f"{INSTALL_HINT}") from None
+    if not as_json:
+        typer.echo(f"== 1. A healthy replay: the demo bundle against the {'live' if live else 'recorded'} app ({variant}) ==")
+    out = _healthy(variant, live, run_dir, as_json)
+    code = out.pop("exit_code")
+    if code == 0 and not no_loop:
+        res = _loop(run_dir, as_json)
+        out["loop"] = {"run_dir": res.run_dir, "halt": res.halt, "commands": res.commands, "state": res.state,
+                       "rows": res.rows}
+    if as_json:
+        emit_json(out)
+    raise typer.Exit(code)

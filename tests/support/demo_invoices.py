@@ -9,7 +9,7 @@ from pathlib import Path
 from tests.support.cli import REPO
 
 BUNDLE = REPO / "openadapt_flow" / "demo" / "bundle"
-FIXTURES = REPO / "openadapt_flow" / "demo" / "fixtures"
+FIXTURES = REPO / "fixtures"  # the top-level recorded fixtures (SPEC §15)
 PARAMS = ["--param", "vendor=ACME Corp", "--param", "amount=1250.50"]
 
 

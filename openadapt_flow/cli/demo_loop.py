@@ -35,7 +35,6 @@ from openadapt_flow.runtime.act.runref import open_ref
 LOOKALIKE = "twin"
 # In the twin recording, Save sits twice at (170, 234) and (170, 286), 120x44 each; the recording clicked the lower.
 LOWER_SAVE = (230, 308)
-BOTH_SAVES = (150, 226, 160, 114)  # x, y, w, h: a crop that holds both buttons tells them apart
 OPERATOR = "demo"
 TIMEOUT_S = 120
 
@@ -140,15 +139,6 @@ def explain(pending: dict[str, Any]) -> list[str]:
     ]
 
 
-def _cut_both_saves(run_dir: Path, step: str, out: Path) -> None:
-    """The operator's teaching crop: both Save buttons, cut from the raw halt frame."""
-    raw = open_ref(run_dir).get_artifact(f"frames/halt-{step}-raw.png")
-    if raw is None:
-        raise DemoLoopError(f"{run_dir}: no raw halt frame for step {step!r}", 70)
-    x, y, w, h = BOTH_SAVES
-    Image.open(io.BytesIO(raw)).crop((x, y, x + w, y + h)).save(out)
-
-
 def run_loop(bundle: Path, fixtures: Path, params: dict[str, str], run_dir: Path | None,
              echo: Callable[[str], None], read_rows: Callable[[Path], list[Any]]) -> LoopResult:
     """Halt → approve → resume on the look-alike fixture; raises DemoLoopError where it departs from that."""
@@ -161,7 +151,7 @@ def run_loop(bundle: Path, fixtures: Path, params: dict[str, str], run_dir: Path
 
 def _run(bundle: Path, fixtures: Path, params: dict[str, str], run_dir: Path | None,
          echo: Callable[[str], None], read_rows: Callable[[Path], list[Any]], work: Path) -> LoopResult:
-    db, crop = work / "invoices.db", work / "both-saves.png"
+    db = work / "invoices.db"
     dsn = f"sqlite:///{db}"
     loop = Loop(echo, dict(os.environ, DEMO_DB_DSN=dsn))
     res = loop.result
@@ -183,10 +173,9 @@ def _run(bundle: Path, fixtures: Path, params: dict[str, str], run_dir: Path | N
         step = str(pending.get("step"))
         echo("")
         echo(f"The operator looks at {res.run_dir}/frames/halt-{step}.png, sees two Save buttons, and teaches the "
-             f"lower one with a crop that holds both (cut here from the halt frame into {crop}):")
-        _cut_both_saves(target, step, crop)
+             f"lower one by its point on that frame (the taught crop takes in enough around it to be unique):")
         point = f"{LOWER_SAVE[0]},{LOWER_SAVE[1]}"
-        code = loop.flow("approve", res.run_dir, "--decision", "teach", "--template", str(crop), "--point", point,
+        code = loop.flow("approve", res.run_dir, "--decision", "teach", "--point", point,
                          "--operator", OPERATOR, "--note", "the lower Save button")
         if code != 0:
             raise DemoLoopError(f"flow approve exited {code}", code)

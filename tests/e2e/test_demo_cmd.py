@@ -80,7 +80,7 @@ def test_flow_demo_shows_the_halt_approve_resume_loop_in_plain_words(tmp_path):
     # the three commands a user would type, in order, exactly as they were run
     assert [c.split()[:2] for c in commands] == [["flow", "replay"], ["flow", "approve"], ["flow", "resume"]]
     assert "--durable" in commands[0] and f"--run-dir {loop_dir}" in commands[0]
-    assert commands[1].startswith(f"flow approve {loop_dir} --decision teach --template ") and "--point 230,308" in commands[1]
+    assert commands[1].startswith(f"flow approve {loop_dir} --decision teach --point 230,308 ")
     assert commands[2] == f"flow resume {loop_dir} --require-approval"
     # the pause, in plain words, before the operator's command
     pause = out.index("Step 'save' stopped and waits for an operator")

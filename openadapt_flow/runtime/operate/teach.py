@@ -78,6 +78,42 @@ def effective_bundle(run: RunHandle, manifest: dict[str, Any], records: list[dic
     return loaded
 
 
+LOOKALIKE = 0.9  # a second place on the halt frame matching the crop this well would be a look-alike again
+GROW = 1.5  # each try widens the crop around the point by this factor, taking in more of the target's surroundings
+
+
+def _box(frame: np.ndarray, point: tuple[int, int], size: tuple[int, int]) -> tuple[int, int, int, int]:
+    fh, fw = frame.shape[:2]
+    cw, ch = min(size[0], fw), min(size[1], fh)
+    return max(0, min(point[0] - cw // 2, fw - cw)), max(0, min(point[1] - ch // 2, fh - ch)), cw, ch
+
+
+def _lookalike_elsewhere(gray: np.ndarray, box: tuple[int, int, int, int]) -> bool:
+    """Does the crop at `box` match anywhere on the frame but at its own place (within a few pixels)?"""
+    x, y, cw, ch = box
+    res = cv2.matchTemplate(gray, gray[y : y + ch, x : x + cw], cv2.TM_CCOEFF_NORMED)
+    res[max(0, y - 4) : y + 5, max(0, x - 4) : x + 5] = -1.0
+    return bool(res.size) and float(res.max()) >= LOOKALIKE
+
+
+def unique_crop_box(frame: np.ndarray, point: tuple[int, int], size: tuple[int, int]) -> tuple[int, int, int, int]:
+    """The crop the operator's point teaches: the target's recorded size around the point, widened until nothing
+    else on the halt frame looks like it (two identical buttons differ only by their surroundings). A point that
+    needs more than half the frame's width or height to be unique is refused: such a template would halt again
+    (or fail on any change elsewhere on the screen)."""
+    fh, fw = frame.shape[:2]
+    gray = cv2.cvtColor(frame, cv2.COLOR_RGB2GRAY)
+    w, h = max(8, size[0]), max(8, size[1])
+    while True:
+        box = _box(frame, point, (int(w), int(h)))
+        if not _lookalike_elsewhere(gray, box):
+            return box
+        w, h = w * GROW, h * GROW
+        if w > max(size[0], fw / 2) or h > max(size[1], fh / 2):
+            raise UsageError(f"--point {point[0]},{point[1]}: no crop around it up to half the halt frame is unique; "
+                             "teach with --template")
+
+
 def make_patch(run: RunHandle, pending: dict[str, Any], records: list[dict[str, Any]], *, point: tuple[int, int] | None, template: Path | None) -> dict[str, Any]:
     """Cut the new crop from the raw halt frame and write the patch files; return its digests for the approval."""
     step_id = pending["step"]
@@ -106,8 +142,7 @@ def make_patch(run: RunHandle, pending: dict[str, Any], records: list[dict[str, 
         if not (0 <= px < fw and 0 <= py < fh):
             raise UsageError(f"--point {px},{py} lies outside the halt frame ({fw}x{fh})")
         rw, rh = (target.get("region") or [0, 0, 120, 40])[2:]
-        x, y = max(0, min(px - rw // 2, fw - rw)), max(0, min(py - rh // 2, fh - rh))
-        cw, ch = min(rw, fw), min(rh, fh)
+        x, y, cw, ch = unique_crop_box(frame, (px, py), (rw, rh))
         crop = frame[y : y + ch, x : x + cw].copy()
     if not (x <= px < x + cw and y <= py < y + ch):
         raise UsageError(f"--point {px},{py} does not lie inside the taught crop")

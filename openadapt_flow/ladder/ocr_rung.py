@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from openadapt_flow.bundle.models import Landmark, Target
-from openadapt_flow.ladder.types import Box, Evidence, Point
+from openadapt_flow.ladder.types import Box, Evidence, Point, Seen
 from openadapt_flow.vision.ocr import OcrEngine, TextMatch, Word, find_text
 from openadapt_flow.vision.template import TemplateImage, clip_box, pad_box
 
@@ -254,4 +254,5 @@ def _evidence(best: _Candidate, cands: list[_Candidate]) -> Evidence:
         runner_up=round(max(others) / 100, 4) if others else None,
         box=best.match.box,
         ocr_conf=round(best.match.conf, 1),
+        candidates=[Seen(c.match.box, round(c.match.score / 100, 4), c.point) for c in cands] if others else None,
     )

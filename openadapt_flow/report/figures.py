@@ -74,19 +74,37 @@ def overlay(marks: Marks, px: float, cls: str) -> str:
     out = [f'<g class="{cls}-dashed">' + _rect(box, colour, 2 * px, f' stroke-dasharray="{_n(6 * px)} {_n(4 * px)}"') + "</g>"
            for box, colour in marks.dashed]
     out += [f'<g class="{cls}-box">' + _rect(box, colour, 2 * px) + "</g>" for box, colour in marks.boxes]
-    r = 5 * px
+    r = 3.5 * px
     for x, y in marks.points:
-        out.append(f'<g class="{cls}-click" stroke="{CLICK}" stroke-width="{_n(2 * px)}" fill="none">'
+        out.append(f'<g class="{cls}-click" stroke="{CLICK}" stroke-width="{_n(1.5 * px)}" fill="none">'
                    f'<circle cx="{_n(x)}" cy="{_n(y)}" r="{_n(r)}"/>'
-                   f'<path d="M{_n(x)} {_n(y - 2 * r)}V{_n(y + 2 * r)}M{_n(x - 2 * r)} {_n(y)}H{_n(x + 2 * r)}"/></g>')
+                   f'<path d="M{_n(x)} {_n(y - 1.8 * r)}V{_n(y + 1.8 * r)}M{_n(x - 1.8 * r)} {_n(y)}H{_n(x + 1.8 * r)}"/></g>')
     font = 12 * px
+    taken = [tuple(float(v) for v in box) for box, _ in marks.dashed + marks.boxes]
     for box, text, colour in marks.labels:
-        lx, ly = float(box[0]), box[1] - 3 * px
-        tw = font * 0.6 * len(text) + font * 0.6
-        out.append(f'<g class="{cls}-label"><rect x="{_n(lx)}" y="{_n(ly - font * 1.15)}" width="{_n(tw)}" '
-                   f'height="{_n(font * 1.35)}" fill="{colour}"/><text x="{_n(lx + font * 0.3)}" y="{_n(ly - font * 0.1)}" '
-                   f'font-size="{_n(font)}" font-family="monospace" font-weight="bold" fill="#fff">{html.escape(text)}</text></g>')
+        tw, th = font * 0.6 * len(text) + font * 0.6, font * 1.35
+        lx, ly = _place(box, tw, th, 4 * px, taken)
+        taken.append((lx, ly, tw, th))
+        out.append(f'<g class="{cls}-label"><rect x="{_n(lx)}" y="{_n(ly)}" width="{_n(tw)}" height="{_n(th)}" '
+                   f'fill="{colour}"/><text x="{_n(lx + font * 0.3)}" y="{_n(ly + font * 1.05)}" font-size="{_n(font)}" '
+                   f'font-family="monospace" font-weight="bold" fill="#fff">{html.escape(text)}</text></g>')
     return "".join(out)
+
+
+def _overlaps(a: tuple[float, ...], b: tuple[float, ...]) -> bool:
+    return a[0] < b[0] + b[2] and b[0] < a[0] + a[2] and a[1] < b[1] + b[3] and b[1] < a[1] + a[3]
+
+
+def _place(box: list[int], w: float, h: float, gap: float, taken: list[tuple[float, ...]]) -> tuple[float, float]:
+    """A label's corner beside `box`: to its right, else above, else below, else inside — the first spot that covers
+    no other mark (look-alikes often sit in a row or a column, a label must not hide a neighbour)."""
+    x, y, bw, bh = (float(v) for v in box)
+    spots = [(x + bw + gap, y + (bh - h) / 2), (x, y - h - gap), (x, y + bh + gap), (x + gap, y + gap)]
+    own = (x, y, bw, bh)
+    for sx, sy in spots:
+        if not any(_overlaps((sx, sy, w, h), t) for t in taken if t != own):
+            return sx, sy
+    return spots[0]
 
 
 def framed(png: bytes | None, rel: str, marks: Marks, *, width: int, cls: str, alt: str, embed: int = THUMB_W) -> str:

@@ -85,7 +85,8 @@ def _halt(run: RunHandle, rep: dict[str, Any]) -> str:
     marks = Marks()
     for c in cands:
         marks.dashed.append((c["box"], CANDIDATE))
-        marks.labels.append((c["box"], f"{c['label']} {scores_text(c)}", CANDIDATE))
+        best = max((v for v in c["scores"].values() if v is not None), default=None)
+        marks.labels.append((c["box"], f"{c['label']} {fmt(best, 2)}", CANDIDATE))
     rel = h.get("show_frame")
     picture = framed(_artifact(run, rel), str(rel), marks, width=HALT_W, cls="halt", alt=f"halt frame of {h.get('step')}", embed=HALT_W)
     rows = "".join(

@@ -28,8 +28,8 @@ WIDTH = 1280
 
 
 def chromium() -> str:
-    exe = shutil.which("chromium") or shutil.which("chromium-browser")
-    assert exe, "headless Chromium is needed: apt-get install chromium (make test installs it)"
+    exe = shutil.which("chromium")
+    assert exe, "headless Chromium is needed: apt-get install chromium (make test installs it: APT_PKGS)"
     return exe
 
 

@@ -33,7 +33,8 @@ border:1px solid #ddd;border-top:5px solid #999}.card b{display:block;font-size:
 .note{background:#fff6d0;padding:4px 8px;margin:4px 0}
 #halt{border:2px solid #d22;border-radius:6px;padding:12px;margin-bottom:14px;display:flex;flex-wrap:wrap;gap:16px}
 #halt .what{flex:1;min-width:360px}pre.next{background:#111;color:#eee;padding:8px 10px;border-radius:4px;
-white-space:pre-wrap;word-break:break-all;font-size:13px}
+white-space:pre-wrap;font-size:13px}
+#halt.earlier{border-color:#bbb}
 table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid #e3e3e3;padding:3px 6px;vertical-align:top;
 text-align:left}th{background:#f0f0f0;position:sticky;top:0}td.num{text-align:right;white-space:nowrap}
 tr.halted td:first-child{border-left:5px solid #d22}tr.verified td:first-child{border-left:5px solid #2e9d4a}
@@ -97,7 +98,10 @@ def _halt(run: RunHandle, rep: dict[str, Any]) -> str:
     table = ("<p>Every candidate the engine weighed, with its score. <b>None of them is the answer</b>: the engine "
              "halted rather than pick one.</p><table class='candidates'><tr><th></th><th>score by rung</th>"
              f"<th>box</th><th>click point</th></tr>{rows}</table>") if cands else ""
-    return (f"<section id='halt'><div class='what'><h2>Halted at step {e(str(h.get('step')))}: {e(str(h.get('category')))}</h2>"
+    earlier = rep.get("state") not in ("PAUSED", "FAILED")  # the run went on after it (a decision, a resume)
+    title, cls = ("Earlier halt", " class='earlier'") if earlier else ("Halted", "")
+    return (f"<section id='halt'{cls}><div class='what'>"
+            f"<h2>{title} at step {e(str(h.get('step')))}: {e(str(h.get('category')))}</h2>"
             f"<p>{e(str(h.get('message')))}</p>{table}{_next(rep)}</div>{picture}</section>")
 
 
@@ -164,13 +168,14 @@ def _evidence(r: dict[str, Any]) -> str:
 
 def _rows(run: RunHandle, rep: dict[str, Any]) -> str:
     out = []
+    ms = {t["id"]: t["ms"] for t in rep["summary"]["step_ms"]}
     for i, r in enumerate(rep["steps"]):
         cls = f"{r['status']}{' weak' if r.get('verification') == 'weak' else ''}"
         out.append(
             f"<tr class='{e(cls)}' id='step-{e(r['id'])}'><td class='num'>{i + 1}</td><td><b>{e(r['id'])}</b> "
             f"<small>{e(str(r.get('action') or ''))}</small><br><small>{e(r.get('intent') or '')}</small></td>"
             f"<td>{e(status_label(r))}</td><td>{e(str(r.get('rung') or '—'))}</td><td class='num'>{fmt(r.get('score'))}</td>"
-            f"<td class='num'>{fmt(r.get('runner_up'))}</td><td class='num'>{fmt(r.get('elapsed_ms'), 1)}</td>"
+            f"<td class='num'>{fmt(r.get('runner_up'))}</td><td class='num'>{fmt(ms.get(r['id']), 1)}</td>"
             f"<td class='frames'>{_frames(run, r, rep.get('halt'))}</td><td>{_evidence(r) or e(verdicts(r))}</td></tr>"
         )
     return "".join(out)

@@ -12,7 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
+from openadapt_flow.cli.app import app
 from openadapt_flow.report.model import build_report
 from openadapt_flow.report.page import render_html
 from openadapt_flow.store.rundir import RunDir
@@ -110,3 +112,17 @@ def test_an_ambiguous_plain_halt_says_to_replay_it_durable(env):
     fixture = shlex.quote(f"fixture:{env / 'twin-fixture'}")
     assert rep["next_commands"] == [
         f"flow replay {shlex.quote(str(BUNDLE))} --durable --param 'vendor=ACME Corp' --param amount=1250.5 --url {fixture}"]
+
+
+def test_the_printed_teach_command_is_one_flow_approve_accepts(env):
+    run_dir = Path(ambiguous_run(env).run_dir)
+    teach = json.loads((run_dir / "report.json").read_text())["next_commands"][1]
+    args = shlex.split(teach.replace('"$USER"', "ops"))
+    assert args[:2] == ["flow", "approve"]
+    r = CliRunner().invoke(app, args[1:])
+    assert r.exit_code == 0, r.output
+    approval = json.loads((run_dir / "approval.json").read_text())
+    assert (approval["decision"], approval["operator"]) == ("teach", "ops")
+    assert CliRunner().invoke(app, ["report", str(run_dir)]).exit_code == 0  # `flow report` re-renders it
+    rep = json.loads((run_dir / "report.json").read_text())  # the decision now waits for its resume
+    assert rep["next_commands"] == [f"flow resume {shlex.quote(str(run_dir))} --require-approval"]

@@ -10,6 +10,7 @@ import base64
 import html
 import struct
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 import cv2
@@ -33,6 +34,7 @@ def png_size(png: bytes) -> tuple[int, int] | None:
     return (int(w), int(h)) if w and h else None
 
 
+@lru_cache(maxsize=8)  # a step's after-frame is often the next one's before-frame, byte for byte
 def thumbnail(png: bytes, width: int) -> bytes | None:
     """A smaller PNG copy of `png` (the same one when it is already that small); None if it cannot be decoded."""
     size = png_size(png)
@@ -44,7 +46,7 @@ def thumbnail(png: bytes, width: int) -> bytes | None:
     if img is None:
         return None
     h = max(1, round(size[1] * width / size[0]))
-    ok, buf = cv2.imencode(".png", cv2.resize(img, (width, h), interpolation=cv2.INTER_AREA), [cv2.IMWRITE_PNG_COMPRESSION, 6])
+    ok, buf = cv2.imencode(".png", cv2.resize(img, (width, h), interpolation=cv2.INTER_AREA), [cv2.IMWRITE_PNG_COMPRESSION, 1])
     return buf.tobytes() if ok else None
 
 

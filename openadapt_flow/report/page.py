@@ -56,6 +56,7 @@ def _summary(rep: dict[str, Any]) -> str:
         _card(str(s["state"]), "outcome", f"outcome {s['state']}").replace("</small>", f" · exit {fmt(s['exit_code'])}</small>"),
         _card(seconds(s["duration_s"]), "running time"),
         *(_card(str(s[k]), k, k if s[k] else "") for k in ("verified", "weak", "halted")),  # coloured when any
+        *([_card(str(s["skipped"]), "skipped")] if s.get("skipped") else []),
         _card(str(s["not_run"]), "not run"),
         _card(str(s["steps_total"]), "steps"),
         _card(str(rep.get("model_calls") or 0), "model calls"),

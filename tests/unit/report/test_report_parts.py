@@ -9,6 +9,7 @@ import pytest
 
 from openadapt_flow.report.figures import Marks, overlay, png_size, step_chart, thumbnail
 from openadapt_flow.report.halt import candidates, next_commands
+from openadapt_flow.report.page import render_html
 from openadapt_flow.report.summary import running_seconds, summarize
 
 pytestmark = pytest.mark.timeout(30)
@@ -95,3 +96,27 @@ def test_thumbnails_are_smaller_copies_and_marks_keep_their_screen_size():
     wide = overlay(Marks(points=[[10, 10]]), 4.0, "t")
     narrow = overlay(Marks(points=[[10, 10]]), 1.0, "t")
     assert 'r="14"' in wide and 'r="3.5"' in narrow  # 3.5 screen px either way
+
+
+class NoFrames:
+    ref = "runs/r1"
+
+    def get_artifact(self, rel: str) -> bytes | None:
+        return None
+
+
+def page_of(state: str, **kw) -> str:
+    rows = [{"id": "a", "status": "verified", "verification": "strong", "elapsed_ms": 5.0},
+            {"id": "b", "status": "skipped"}, {"id": "c", "status": "verified", "elapsed_ms": 7.0}]
+    rep = {"run_id": "run-1", "state": state, "bundle": {"name": "b"}, "backend": None, "steps": rows,
+           "summary": summarize(state, rows, []), "next_commands": [], **kw}
+    return render_html(NoFrames(), rep)  # type: ignore[arg-type]
+
+
+def test_a_halt_the_run_went_on_from_is_an_earlier_halt_and_skips_are_counted():
+    halt = {"step": "b", "category": "ambiguous", "message": "m", "candidates": [
+        {"label": "A", "box": [1, 2, 3, 4], "point": [2, 4], "scores": {"template": 0.9}}]}
+    done = page_of("COMPLETED", halt=halt)
+    assert "Earlier halt at step b" in done and "<section id='halt' class='earlier'>" in done
+    assert "Halted at step b" in page_of("PAUSED", halt=halt)
+    assert 'data-summary="skipped">1<' in done and 'data-summary="verified">2<' in done

@@ -223,8 +223,7 @@ class OcrRung:
         top = max(support)
         winners = [c for c, s in zip(clusters, support) if s == top]
         best = winners[0]
-        xs, ys = [p[0] for p, _, _ in best], [p[1] for p, _, _ in best]
-        point = (round(sum(xs) / len(xs)), round(sum(ys) / len(ys)))
+        point = _mean_point(best)
         ev = Evidence(
             "ocr",
             "hit" if len(winners) == 1 else "ambiguous",
@@ -235,6 +234,8 @@ class OcrRung:
             search=window,
             ocr_conf=round(min(m.conf for _, _, m in best), 1),
         )
+        if len(winners) > 1:  # each place the landmarks fit equally: the landmark read there, and the point it implies
+            ev.candidates = [Seen(w[0][2].box, round(min(m.score for _, _, m in w) / 100, 4), _mean_point(w)) for w in winners]
         names = ", ".join(sorted({t for _, t, _ in best}))
         ev.detail = (
             f"landmarks only: {names} agree on one point"
@@ -242,6 +243,11 @@ class OcrRung:
             else f"landmarks only: {len(winners)} places fit {top} landmark(s) each"
         )
         return ev
+
+
+def _mean_point(votes: list[tuple[Point, str, TextMatch]]) -> Point:
+    xs, ys = [p[0] for p, _, _ in votes], [p[1] for p, _, _ in votes]
+    return (round(sum(xs) / len(xs)), round(sum(ys) / len(ys)))
 
 
 def _evidence(best: _Candidate, cands: list[_Candidate]) -> Evidence:

@@ -69,8 +69,8 @@ def next_commands(ref: str, rep: dict[str, Any], manifest: dict[str, Any]) -> li
     state, esc = rep.get("state"), rep.get("escalation")
     if state == "FAILED" and rep.get("halt"):
         return [_replay_command(manifest)]
-    if state == "INTERRUPTED":
-        return [f"flow resume {run}"]
+    if state == "INTERRUPTED":  # a non-durable run cannot be resumed (exit 6): it runs again, durable this time
+        return [f"flow resume {run}"] if manifest.get("durable") else [_replay_command(manifest)]
     if state != "PAUSED" or not esc:
         return []
     resume = f"flow resume {run} --require-approval"

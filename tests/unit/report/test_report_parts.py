@@ -46,7 +46,7 @@ MANIFEST = {"bundle": {"path": "/b/flow one"}, "params": {"vendor": "O'Neil", "p
 @pytest.mark.parametrize(("rep", "expected"), [
     (_rep("COMPLETED"), []),
     (_rep("BLOCKED"), []),
-    (_rep("INTERRUPTED"), ["flow resume runs/r1"]),
+    (_rep("INTERRUPTED"), ["flow replay '/b/flow one' --durable --param 'vendor=O'\"'\"'Neil' --url vnc://10.0.0.5:5901"]),
     (_rep("FAILED", halt={"step": "s"}), ["flow replay '/b/flow one' --durable --param 'vendor=O'\"'\"'Neil' --url vnc://10.0.0.5:5901"]),
     (_rep("PAUSED", escalation={"paused_reason": "awaiting_user"}), ["flow answer runs/r1 VALUE"]),
     (_rep("PAUSED", escalation={"paused_reason": "awaiting_signal"}), ["flow signal runs/r1 NAME"]),
@@ -59,6 +59,10 @@ MANIFEST = {"bundle": {"path": "/b/flow one"}, "params": {"vendor": "O'Neil", "p
 ])
 def test_the_next_commands_follow_from_how_the_run_stopped(rep, expected):
     assert next_commands("runs/r1", rep, MANIFEST) == expected
+
+
+def test_a_durable_run_that_was_interrupted_resumes():
+    assert next_commands("runs/r1", _rep("INTERRUPTED"), {**MANIFEST, "durable": True}) == ["flow resume runs/r1"]
 
 
 def test_a_secret_param_never_reaches_the_replay_command():

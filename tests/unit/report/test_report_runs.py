@@ -11,6 +11,7 @@ import shlex
 from pathlib import Path
 from typing import Any
 
+import cv2
 import pytest
 from typer.testing import CliRunner
 
@@ -18,6 +19,7 @@ from openadapt_flow.cli.app import app
 from openadapt_flow.report.model import build_report
 from openadapt_flow.report.page import render_html
 from openadapt_flow.store.rundir import RunDir
+from openadapt_flow.vision.annotate import BEST, SEARCH
 from tests.support.demo_invoices import BUNDLE
 from tests.unit.report.report_runs import BUTTON, TWIN_AT, ambiguous_run, healthy_run, run_env
 
@@ -109,6 +111,9 @@ def test_an_ambiguous_plain_halt_says_to_replay_it_durable(env):
     rep = json.loads((run_dir / "report.json").read_text())
     assert rep["state"] == "FAILED" and len(rep["halt"]["candidates"]) == 2
     assert rep["halt"]["show_frame"] == "frames/halt-open-form.png"  # no raw frame is kept for a plain run
+    annotated = cv2.imread(str(run_dir / "frames/halt-open-form.png"))[..., ::-1]
+    assert not (annotated == BEST).all(axis=2).any()  # the runtime marks neither look-alike as the best candidate
+    assert (annotated == SEARCH).all(axis=2).any()  # only where it searched
     fixture = shlex.quote(f"fixture:{env / 'twin-fixture'}")
     assert rep["next_commands"] == [
         f"flow replay {shlex.quote(str(BUNDLE))} --durable --param 'vendor=ACME Corp' --param amount=1250.5 --url {fixture}"]

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from openadapt_flow.bundle.models import Landmark, Target
-from openadapt_flow.ladder.types import Box, Evidence, Point
+from openadapt_flow.ladder.types import Box, Evidence, Point, Seen
 from openadapt_flow.vision.ocr import OcrEngine, TextMatch, Word, find_text
 from openadapt_flow.vision.template import TemplateImage, clip_box, pad_box
 
@@ -223,8 +223,7 @@ class OcrRung:
         top = max(support)
         winners = [c for c, s in zip(clusters, support) if s == top]
         best = winners[0]
-        xs, ys = [p[0] for p, _, _ in best], [p[1] for p, _, _ in best]
-        point = (round(sum(xs) / len(xs)), round(sum(ys) / len(ys)))
+        point = _mean_point(best)
         ev = Evidence(
             "ocr",
             "hit" if len(winners) == 1 else "ambiguous",
@@ -235,6 +234,8 @@ class OcrRung:
             search=window,
             ocr_conf=round(min(m.conf for _, _, m in best), 1),
         )
+        if len(winners) > 1:  # each place the landmarks fit equally: the landmark read there, and the point it implies
+            ev.candidates = [Seen(w[0][2].box, round(min(m.score for _, _, m in w) / 100, 4), _mean_point(w)) for w in winners]
         names = ", ".join(sorted({t for _, t, _ in best}))
         ev.detail = (
             f"landmarks only: {names} agree on one point"
@@ -242,6 +243,11 @@ class OcrRung:
             else f"landmarks only: {len(winners)} places fit {top} landmark(s) each"
         )
         return ev
+
+
+def _mean_point(votes: list[tuple[Point, str, TextMatch]]) -> Point:
+    xs, ys = [p[0] for p, _, _ in votes], [p[1] for p, _, _ in votes]
+    return (round(sum(xs) / len(xs)), round(sum(ys) / len(ys)))
 
 
 def _evidence(best: _Candidate, cands: list[_Candidate]) -> Evidence:
@@ -254,4 +260,5 @@ def _evidence(best: _Candidate, cands: list[_Candidate]) -> Evidence:
         runner_up=round(max(others) / 100, 4) if others else None,
         box=best.match.box,
         ocr_conf=round(best.match.conf, 1),
+        candidates=[Seen(c.match.box, round(c.match.score / 100, 4), c.point) for c in cands] if others else None,
     )

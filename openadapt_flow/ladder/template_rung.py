@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from openadapt_flow.bundle.models import Target
-from openadapt_flow.ladder.types import Box, Evidence, Point
+from openadapt_flow.ladder.types import Box, Evidence, Point, Seen
 from openadapt_flow.vision.template import (
     DEFAULT_SCALES,
     Candidate,
@@ -128,6 +128,7 @@ class TemplateRung:
             return ev
         if runner is not None and best.rank - runner.rank < self.margin:
             ev.verdict = "ambiguous"
+            ev.candidates = [Seen(c.box, round(c.rank, 4), click_point(target, tmpl, c.box)) for c in (best, runner)]
             ev.detail = (
                 f"look-alikes: {_describe(best)} at {best.box[:2]} vs {_describe(runner)} at {runner.box[:2]} "
                 f"(margin {self.margin:.2f})"

@@ -12,6 +12,15 @@ Verdict = Literal["hit", "miss", "ambiguous", "error", "skipped"]
 
 
 @dataclass
+class Seen:
+    """One candidate a rung weighed: where, how well it matched, and where a click on it would land."""
+
+    box: Box
+    score: float
+    point: Point
+
+
+@dataclass
 class Evidence:
     """What one rung saw. Journaled and shown in the report for every rung tried."""
 
@@ -27,6 +36,7 @@ class Evidence:
     scale: float | None = None
     ocr_conf: float | None = None
     detail: str = ""
+    candidates: list[Seen] | None = None  # when it weighed several (look-alikes): each, for the report to mark
 
     def to_json(self) -> dict[str, Any]:
         return {k: v for k, v in asdict(self).items() if v is not None and v != ""}

@@ -6,6 +6,8 @@ from collections.abc import Callable
 from typing import Any
 
 from openadapt_flow.errors import FlowError
+from openadapt_flow.report.halt import candidates, next_commands
+from openadapt_flow.report.summary import summarize
 from openadapt_flow.store.base import RunHandle
 
 
@@ -21,12 +23,16 @@ def _step_rows(manifest: dict[str, Any], records: list[dict[str, Any]], frames: 
             order.append(sid)
         row, d, typ = rows[sid], r.get("data") or {}, r.get("type")
         if typ == "step_started":
-            row.update(index=d.get("index"), action=d.get("action"), intent=d.get("intent"), status="started")
+            row.update(index=d.get("index"), action=d.get("action"), intent=d.get("intent"), status="started",
+                       started_at=r.get("ts"))
+        elif typ == "resolved" and d.get("role") == "to":
+            row["to_point"] = d.get("point")
         elif typ == "resolved":
             row["evidence"] = d.get("evidence", [])
             row["rung"] = d.get("rung")
             row["point"] = d.get("point")
             win = next((e for e in row["evidence"] if e.get("verdict") == "hit"), None)
+            row["box"] = win.get("box") if win else None
             best = win or (row["evidence"][-1] if row["evidence"] else {})
             row["score"] = best.get("score")
             row["runner_up"] = best.get("runner_up")
@@ -44,8 +50,12 @@ def _step_rows(manifest: dict[str, Any], records: list[dict[str, Any]], frames: 
             row["elapsed_ms"] = d.get("elapsed_ms")
             if d.get("verification"):
                 row["verification"] = d["verification"]  # strong | weak (only: the screen changed where it acted) | none
+        elif typ == "step_skipped":
+            row["status"] = "skipped"
+            row.setdefault("index", d.get("index"))
         elif typ == "halted":
             row["status"] = "halted"
+            row["halted_at"] = r.get("ts")
             row["halt"] = {"category": d.get("category"), "message": d.get("message"), "input_sent": d.get("input_sent")}
     for sid, row in rows.items():
         idx = row.get("index")
@@ -75,7 +85,8 @@ def build_report(run: RunHandle) -> dict[str, Any]:
     halt = next((r for r in reversed(records) if r.get("type") == "halted"), None)
     started = records[0]["ts"] if records else None
     finished = records[-1]["ts"] if records else None
-    return {
+    rows = _step_rows(manifest, records, frames)
+    rep = {
         "run_id": manifest.get("run_id"),
         "bundle": manifest.get("bundle", {}),
         "backend": manifest.get("backend"),
@@ -83,11 +94,7 @@ def build_report(run: RunHandle) -> dict[str, Any]:
         "state": state.get("state"),
         "paused_reason": state.get("paused_reason"),
         "transaction_outcome": state.get("transaction_outcome"),
-        "halt": (
-            {"step": halt.get("step"), **{k: halt["data"].get(k) for k in ("category", "message", "input_sent", "frame")}}
-            if halt
-            else None
-        ),
+        "halt": _halt(halt, frames) if halt else None,
         "started_at": started,
         "finished_at": finished,
         "escalation": _view(run.read_pending, drop=("task",)),
@@ -98,7 +105,23 @@ def build_report(run: RunHandle) -> dict[str, Any]:
                                               and (r.get("data") or {}).get("verification") == "weak")),
         "masked": _masked(records),
         "model_calls": sum(r["data"].get("model_calls", 0) for r in records if r.get("type") in ("resolved", "llm_call")),
-        "steps": _step_rows(manifest, records, frames),
+        "steps": rows,
+        "summary": summarize(state.get("state"), rows, records),
+    }
+    rep["next_commands"] = next_commands(run.ref, rep, manifest)
+    return rep
+
+
+def _halt(rec: dict[str, Any], frames: set[str]) -> dict[str, Any]:
+    """The halt record as the report shows it, with every candidate the ladder weighed and the frame to mark them on:
+    the unannotated halt frame where one was kept (durable resolution halts), else the annotated one."""
+    d, step = rec.get("data") or {}, rec.get("step")
+    raw = f"halt-{step}-raw.png"
+    return {
+        "step": step,
+        **{k: d.get(k) for k in ("category", "message", "input_sent", "frame")},
+        "candidates": candidates(d.get("evidence") or []),
+        "show_frame": f"frames/{raw}" if raw in frames else d.get("frame"),
     }
 
 

@@ -214,12 +214,43 @@ class Patch(_File):
     digest: Sha
 
 
+class ReportCandidate(_File):
+    """One candidate the ladder weighed before a halt, lettered (a name, not a rank): none of them is the answer."""
+    label: str
+    box: Box
+    scores: dict[str, float | None]  # by rung (template, template-edges, ocr, model)
+    point: Point  # where a click on it would land (else the box's centre): what `approve --decision teach --point` takes
+
+
 class ReportHalt(_File):
     step: str | None
     category: str | None
     message: str | None
     input_sent: bool | None
     frame: str | None
+    candidates: list[ReportCandidate] = []
+    show_frame: str | None = None  # the frame the candidates are drawn on: the raw halt frame where one was kept
+
+
+class ReportStepTime(_File):
+    id: str
+    ms: float | None
+    status: str | None
+    weak: bool
+
+
+class ReportSummary(_File):
+    """The report's summary: outcome, running time (pauses excluded), steps by result."""
+    state: RunState | None
+    exit_code: int | None
+    duration_s: float | None
+    steps_total: int
+    verified: int  # strongly verified
+    weak: int
+    halted: int
+    skipped: int
+    not_run: int
+    step_ms: list[ReportStepTime]
 
 
 class Report(_File):
@@ -243,6 +274,8 @@ class Report(_File):
     masked: list[Obj]
     model_calls: int
     steps: list[Obj]
+    summary: ReportSummary | None = None  # absent from reports of earlier versions
+    next_commands: list[str] = []  # the exact commands that move the run on from where it stopped
 
 
 # Every JSON file a run directory holds, by the name its `schema` carries.

@@ -88,7 +88,7 @@ def _resolve(ctx: RunContext, step: Step, target: Target, frame: Frame, role: st
             evidence=[e.to_json() for e in res.evidence],
             frame=frame.pixels,
             search=searched,
-            best=best.box if best else None,
+            best=best.box if best and res.category != "ambiguous" else None,  # look-alikes: none is the answer
         )
     return res
 

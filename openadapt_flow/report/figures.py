@@ -1,0 +1,152 @@
+"""The report's pictures: frame thumbnails with what the engine saw drawn over them (inline SVG on a thumbnail copy
+of a saved, already masked frame; the saved frames are never changed), and the time-per-step chart.
+
+Everything is inline SVG and data URIs: the page opens offline, from a file:// URL, with no script.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import struct
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+import cv2
+import numpy as np
+
+THUMB_W = 240  # px: the embedded copy of a step's frame (shown smaller; the link opens the saved frame at full size)
+STEP_W = 128  # px: a step's frame as shown
+HALT_W = 640  # px: the halt frame as shown, and its embedded copy
+BOX = "#0a7cff"
+CLICK = "#e0007a"
+SEARCH = "#d9a400"
+CANDIDATE = "#ff7a00"
+STATUS_COLOURS = {"verified": "#2e9d4a", "weak": "#d9a400", "halted": "#d22", "skipped": "#888", "started": "#888"}
+
+
+def png_size(png: bytes) -> tuple[int, int] | None:
+    """Width and height from a PNG's header (no decoding)."""
+    if len(png) < 24 or png[:8] != b"\x89PNG\r\n\x1a\n" or png[12:16] != b"IHDR":
+        return None
+    w, h = struct.unpack(">II", png[16:24])
+    return (int(w), int(h)) if w and h else None
+
+
+@lru_cache(maxsize=8)  # a step's after-frame is often the next one's before-frame, byte for byte
+def thumbnail(png: bytes, width: int) -> bytes | None:
+    """A smaller PNG copy of `png` (the same one when it is already that small); None if it cannot be decoded."""
+    size = png_size(png)
+    if size is None:
+        return None
+    if size[0] <= width:
+        return png
+    img = cv2.imdecode(np.frombuffer(png, np.uint8), cv2.IMREAD_COLOR)
+    if img is None:
+        return None
+    h = max(1, round(size[1] * width / size[0]))
+    ok, buf = cv2.imencode(".png", cv2.resize(img, (width, h), interpolation=cv2.INTER_AREA), [cv2.IMWRITE_PNG_COMPRESSION, 1])
+    return buf.tobytes() if ok else None
+
+
+@dataclass
+class Marks:
+    """What to draw on a frame, in the frame's own pixels."""
+
+    boxes: list[tuple[list[int], str]] = field(default_factory=list)  # box, colour
+    points: list[list[int]] = field(default_factory=list)
+    labels: list[tuple[list[int], str, str]] = field(default_factory=list)  # box, text, colour
+    dashed: list[tuple[list[int], str]] = field(default_factory=list)
+
+
+def _n(v: float) -> str:
+    return f"{v:.0f}" if abs(v - round(v)) < 0.05 else f"{v:.1f}"
+
+
+def _rect(box: list[int], colour: str, width: float, extra: str = "") -> str:
+    x, y, w, h = box
+    return (f'<rect x="{_n(x)}" y="{_n(y)}" width="{_n(w)}" height="{_n(h)}" fill="none" stroke="{colour}" '
+            f'stroke-width="{_n(width)}"{extra}/>')
+
+
+def overlay(marks: Marks, px: float, cls: str) -> str:
+    """SVG elements drawing `marks` in frame pixels; `px` is how many frame pixels one screen pixel covers, so the
+    marks keep their on-screen size however small the thumbnail."""
+    out = [f'<g class="{cls}-dashed">' + _rect(box, colour, 2 * px, f' stroke-dasharray="{_n(6 * px)} {_n(4 * px)}"') + "</g>"
+           for box, colour in marks.dashed]
+    out += [f'<g class="{cls}-box">' + _rect(box, colour, 2 * px) + "</g>" for box, colour in marks.boxes]
+    r = 3.5 * px
+    for x, y in marks.points:
+        out.append(f'<g class="{cls}-click" stroke="{CLICK}" stroke-width="{_n(1.5 * px)}" fill="none">'
+                   f'<circle cx="{_n(x)}" cy="{_n(y)}" r="{_n(r)}"/>'
+                   f'<path d="M{_n(x)} {_n(y - 1.8 * r)}V{_n(y + 1.8 * r)}M{_n(x - 1.8 * r)} {_n(y)}H{_n(x + 1.8 * r)}"/></g>')
+    font = 12 * px
+    taken = [tuple(float(v) for v in box) for box, _ in marks.dashed + marks.boxes]
+    for box, text, colour in marks.labels:
+        tw, th = font * 0.6 * len(text) + font * 0.6, font * 1.35
+        lx, ly = _place(box, tw, th, 4 * px, taken)
+        taken.append((lx, ly, tw, th))
+        out.append(f'<g class="{cls}-label"><rect x="{_n(lx)}" y="{_n(ly)}" width="{_n(tw)}" height="{_n(th)}" '
+                   f'fill="{colour}"/><text x="{_n(lx + font * 0.3)}" y="{_n(ly + font * 1.05)}" font-size="{_n(font)}" '
+                   f'font-family="monospace" font-weight="bold" fill="#fff">{html.escape(text)}</text></g>')
+    return "".join(out)
+
+
+def _overlaps(a: tuple[float, ...], b: tuple[float, ...]) -> bool:
+    return a[0] < b[0] + b[2] and b[0] < a[0] + a[2] and a[1] < b[1] + b[3] and b[1] < a[1] + a[3]
+
+
+def _place(box: list[int], w: float, h: float, gap: float, taken: list[tuple[float, ...]]) -> tuple[float, float]:
+    """A label's corner beside `box`: to its right, else above, else below, else inside — the first spot that covers
+    no other mark (look-alikes often sit in a row or a column, a label must not hide a neighbour)."""
+    x, y, bw, bh = (float(v) for v in box)
+    spots = [(x + bw + gap, y + (bh - h) / 2), (x, y - h - gap), (x, y + bh + gap), (x + gap, y + gap)]
+    own = (x, y, bw, bh)
+    for sx, sy in spots:
+        if not any(_overlaps((sx, sy, w, h), t) for t in taken if t != own):
+            return sx, sy
+    return spots[0]
+
+
+def framed(png: bytes | None, rel: str, marks: Marks, *, width: int, cls: str, alt: str, embed: int = THUMB_W) -> str:
+    """The frame at `rel` shown `width` px wide (an embedded copy at most `embed` px wide) with `marks` drawn over it,
+    linking to the saved frame at full size."""
+    if png is None:
+        return ""
+    size, small = png_size(png), thumbnail(png, max(width, embed))
+    if size is None or small is None:
+        return ""
+    w, h = size
+    shown = min(width, w)
+    data = base64.b64encode(small).decode()
+    return (f'<a class="frame {cls}" href="{html.escape(rel)}" title="open {html.escape(rel)} full size">'
+            f'<svg role="img" aria-label="{html.escape(alt)}" viewBox="0 0 {w} {h}" width="{shown}" '
+            f'height="{round(h * shown / w)}"><image width="{w}" height="{h}" href="data:image/png;base64,{data}"/>'
+            f'{overlay(marks, w / shown, cls)}</svg></a>')
+
+
+def step_chart(steps: list[dict[str, Any]], width: int = 720, height: int = 120) -> str:
+    """Time per step as an inline SVG bar chart, coloured by outcome; each bar's title names its step and time."""
+    timed = [s for s in steps if s.get("ms") is not None]
+    if not timed:
+        return '<p class="muted">no step timings recorded</p>'
+    top = max(float(s["ms"]) for s in timed) or 1.0
+    n = len(steps)
+    gap = 2 if n < 60 else 0
+    bar_w = min(40.0, max(1.0, (width - 40) / n - gap))
+    bars = []
+    for i, s in enumerate(steps):
+        ms = s.get("ms")
+        colour = STATUS_COLOURS["weak" if s.get("weak") else str(s.get("status"))] if s.get("status") in STATUS_COLOURS else "#888"
+        bh = 0.0 if ms is None else max(1.0, (height - 24) * float(ms) / top)
+        x = 36 + i * (bar_w + gap)
+        label = f"{i + 1}. {s['id']}: {'—' if ms is None else f'{ms:.0f} ms'} ({s.get('status')})"
+        bars.append(f'<rect class="bar" x="{x:.1f}" y="{height - 14 - bh:.1f}" width="{bar_w:.1f}" height="{bh:.1f}" '
+                    f'fill="{colour}"><title>{html.escape(label)}</title></rect>')
+    axis = (f'<text x="0" y="12" font-size="11">{top:.0f} ms</text><text x="0" y="{height - 16}" font-size="11">0</text>'
+            f'<line x1="34" y1="{height - 14}" x2="{width}" y2="{height - 14}" stroke="#999"/>'
+            f'<text x="36" y="{height - 2}" font-size="11">step 1</text>'
+            f'<text x="{width}" y="{height - 2}" font-size="11" text-anchor="end">step {n}</text>')
+    return (f'<svg class="chart" role="img" aria-label="time per step" viewBox="0 0 {width} {height}" width="{width}" '
+            f'height="{height}">{axis}{"".join(bars)}</svg>')

@@ -1,0 +1,92 @@
+"""What the report says about a halt: every candidate the ladder weighed (none of them the answer), the frame to
+show them on, and the exact commands an operator runs next."""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any
+
+LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+OPERATOR = '"$USER"'  # `flow approve` needs --operator; the OS user is recorded beside it anyway
+
+
+def _inside(point: list[int], box: list[int]) -> bool:
+    return box[0] <= point[0] < box[0] + box[2] and box[1] <= point[1] < box[1] + box[3]
+
+
+def _centre(box: list[int]) -> list[int]:
+    return [box[0] + box[2] // 2, box[1] + box[3] // 2]
+
+
+def candidates(evidence: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each place the rungs weighed, with every rung's score there and where a click on it would land, lettered in
+    reading order (top to bottom, then left to right): a letter names a candidate, it does not rank it. Boxes of
+    several rungs on one widget (the template's crop, the OCR'd label inside it) are one place."""
+    places: list[dict[str, Any]] = []
+    for ev in evidence:
+        listed = ev.get("candidates") or ([{"box": ev["box"], "score": ev.get("score")}] if ev.get("box") else [])
+        for c in listed:
+            box = [int(v) for v in c["box"]]
+            if len(box) != 4:
+                continue
+            rung, score = str(ev.get("rung")), c.get("score")
+            place = next((p for p in places if _inside(_centre(box), p["box"]) or _inside(_centre(p["box"]), box)), None)
+            if place is None:
+                point = c.get("point")
+                place = {"box": box, "point": [int(v) for v in point] if point else _centre(box), "scores": {}}
+                places.append(place)
+            old = place["scores"].get(rung)
+            if old is None or (score is not None and score > old):
+                place["scores"][rung] = score
+    places.sort(key=lambda p: (p["box"][1], p["box"][0]))
+    for i, p in enumerate(places):
+        p["label"] = LETTERS[i % len(LETTERS)] + ("" if i < len(LETTERS) else str(i // len(LETTERS)))
+    return places
+
+
+def _replay_command(manifest: dict[str, Any]) -> str:
+    """The run's replay re-run with `--durable`: its bundle, its non-secret params, its backend (secrets stay in the
+    environment, as the first run read them)."""
+    parts = ["flow", "replay", shlex.quote(str((manifest.get("bundle") or {}).get("path") or "BUNDLE")), "--durable"]
+    for name, value in (manifest.get("params") or {}).items():
+        if not isinstance(value, dict):  # a secret is recorded as {"secret_env": NAME}: never on a command line
+            parts += ["--param", shlex.quote(f"{name}={value}")]
+    backend = manifest.get("backend") or {}
+    kind = backend.get("kind")
+    if kind == "fixture" and backend.get("path"):
+        parts += ["--url", shlex.quote(f"fixture:{backend['path']}")]
+    elif kind in ("vnc", "rdp") and backend.get("host"):
+        port = f":{backend['port']}" if backend.get("port") else ""
+        parts += ["--url", shlex.quote(f"{kind}://{backend['host']}{port}")]
+    elif kind:
+        parts += ["--backend", shlex.quote(str(kind))]
+    return " ".join(parts)
+
+
+def next_commands(ref: str, rep: dict[str, Any], manifest: dict[str, Any]) -> list[str]:
+    """The exact commands that move this run on from where it stopped; none for a finished run."""
+    run = shlex.quote(ref)
+    state, esc = rep.get("state"), rep.get("escalation")
+    if state == "FAILED" and rep.get("halt"):
+        return [_replay_command(manifest)]
+    if state == "INTERRUPTED":  # a non-durable run cannot be resumed (exit 6): it runs again, durable this time
+        return [f"flow resume {run}"] if manifest.get("durable") else [_replay_command(manifest)]
+    if state != "PAUSED" or not esc:
+        return []
+    resume = f"flow resume {run} --require-approval"
+    if any(d.get("unused") for d in rep.get("decisions") or []):
+        return [resume]  # a decision is recorded and waits for its resume
+    reason, allowed = esc.get("paused_reason"), esc.get("allowed_decisions") or []
+    if reason == "awaiting_user":
+        return [f"flow answer {run} VALUE"]
+    if reason == "awaiting_signal":
+        return [f"flow signal {run} NAME"]
+    out = []
+    if "teach" in allowed:
+        for c in (rep.get("halt") or {}).get("candidates") or []:
+            x, y = c["point"]
+            out.append(f"flow approve {run} --decision teach --point {x},{y} --operator {OPERATOR}")
+    out += [f"flow approve {run} --decision {d} --operator {OPERATOR}" for d in ("continue", "skip", "reject") if d in allowed]
+    if "reconcile" in allowed:
+        out += [f"flow approve {run} --decision reconcile --effect {e} --operator {OPERATOR}" for e in ("landed", "absent")]
+    return out + [resume] if out else []

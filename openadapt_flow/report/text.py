@@ -1,0 +1,67 @@
+"""Words and numbers the report's Markdown and HTML share."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def fmt(v: Any, digits: int = 3) -> str:
+    if v is None:
+        return "—"
+    if isinstance(v, float):
+        return f"{v:.{digits}f}"
+    return str(v)
+
+
+def backend_label(spec: Any) -> str:
+    if not isinstance(spec, dict):
+        return str(spec)
+    where = spec.get("path") or ":".join(str(spec[k]) for k in ("host", "port") if spec.get(k)) or spec.get("display") or ""
+    return f"{spec.get('kind')} {where}".strip()
+
+
+def verdicts(row: dict[str, Any]) -> str:
+    parts = [f"{'✓' if c.get('ok') else '✗'} {c.get('kind')}" for c in row.get("checks", [])]
+    if row.get("effect"):
+        parts.append(f"effect {row['effect'].get('verdict')}")
+    return ", ".join(parts) or "—"
+
+
+def status_label(row: dict[str, Any]) -> str:
+    return "verified (weak)" if row["status"] == "verified" and row.get("verification") == "weak" else row["status"]
+
+
+def notes(rep: dict[str, Any]) -> list[str]:
+    """Plain sentences about how far the run's verification and frames can be trusted."""
+    out = []
+    weak = rep.get("weakly_verified") or []
+    if weak:
+        out.append(f"Weakly verified ({len(weak)}): {', '.join(weak)} — these steps declare nothing to verify them (no expect, "
+                   "no effect, no typed text to read back); the only check was that the screen changed where they acted.")
+    for m in rep.get("masked") or []:
+        where = "the whole frame" if m.get("whole_frame") else f"region {m.get('box')}"
+        out.append(f"Frames masked: step {m.get('step')} typed a secret; {where} is painted over in every frame saved after it.")
+    return out
+
+
+def seconds(v: float | None) -> str:
+    """A duration for people: 850 ms, 12.3 s, 4 min 05 s."""
+    if v is None:
+        return "—"
+    if v < 1:
+        return f"{v * 1000:.0f} ms"
+    if v < 120:
+        return f"{v:.1f} s"
+    return f"{int(v // 60)} min {int(v % 60):02d} s"
+
+
+def summary_line(s: dict[str, Any]) -> str:
+    """The summary in one line: outcome, running time, steps by result."""
+    return (f"outcome: {s['state']} (exit {fmt(s['exit_code'])}); running time {seconds(s['duration_s'])}; "
+            f"steps: {s['verified']} verified, {s['weak']} weak, {s['halted']} halted, {s['not_run']} not run "
+            f"of {s['steps_total']}")
+
+
+def scores_text(candidate: dict[str, Any], digits: int = 2) -> str:
+    """A candidate's score by each rung that saw it: "template 1.00 · ocr 0.97"."""
+    return " · ".join(f"{rung} {fmt(score, digits)}" for rung, score in (candidate.get("scores") or {}).items())

@@ -1,0 +1,126 @@
+"""The report's pieces on hand-made records: candidates from a halt's evidence, the next commands for each kind of
+stop, running time without the pauses, the chart and the marks."""
+
+from __future__ import annotations
+
+import cv2
+import numpy as np
+import pytest
+
+from openadapt_flow.report.figures import Marks, overlay, png_size, step_chart, thumbnail
+from openadapt_flow.report.halt import candidates, next_commands
+from openadapt_flow.report.page import render_html
+from openadapt_flow.report.summary import running_seconds, summarize
+
+pytestmark = pytest.mark.timeout(30)
+
+
+def test_one_widget_seen_by_several_rungs_is_one_candidate_and_letters_follow_reading_order():
+    evidence = [
+        {"rung": "template", "verdict": "ambiguous", "box": [40, 150, 180, 44], "score": 0.99,
+         "candidates": [{"box": [40, 150, 180, 44], "score": 0.99, "point": [130, 172]},
+                        {"box": [40, 90, 180, 44], "score": 0.98, "point": [130, 112]}]},
+        {"rung": "ocr", "verdict": "ambiguous", "box": [71, 104, 119, 15], "score": 1.0,
+         "candidates": [{"box": [71, 104, 119, 15], "score": 1.0, "point": [130, 111]},
+                        {"box": [71, 164, 119, 15], "score": 0.97, "point": [130, 171]}]},
+        {"rung": "template-edges", "verdict": "miss", "box": [600, 20, 50, 20], "score": 0.4},
+        {"rung": "model", "verdict": "skipped"},
+    ]
+    out = candidates(evidence)
+    assert [(c["label"], c["box"], c["point"], c["scores"]) for c in out] == [
+        ("A", [600, 20, 50, 20], [625, 30], {"template-edges": 0.4}),  # a miss's best box: centre, no click recorded
+        ("B", [40, 90, 180, 44], [130, 112], {"template": 0.98, "ocr": 1.0}),
+        ("C", [40, 150, 180, 44], [130, 172], {"template": 0.99, "ocr": 0.97}),
+    ]
+    assert candidates([]) == [] and candidates([{"rung": "ocr", "verdict": "miss"}]) == []
+
+
+def _rep(state: str, **kw):
+    return {"state": state, "halt": None, "escalation": None, "decisions": [], **kw}
+
+
+MANIFEST = {"bundle": {"path": "/b/flow one"}, "params": {"vendor": "O'Neil", "pw": {"secret_env": "PW"}},
+            "backend": {"kind": "vnc", "host": "10.0.0.5", "port": 5901}}
+
+
+@pytest.mark.parametrize(("rep", "expected"), [
+    (_rep("COMPLETED"), []),
+    (_rep("BLOCKED"), []),
+    (_rep("INTERRUPTED"), ["flow replay '/b/flow one' --durable --param 'vendor=O'\"'\"'Neil' --url vnc://10.0.0.5:5901"]),
+    (_rep("FAILED", halt={"step": "s"}), ["flow replay '/b/flow one' --durable --param 'vendor=O'\"'\"'Neil' --url vnc://10.0.0.5:5901"]),
+    (_rep("PAUSED", escalation={"paused_reason": "awaiting_user"}), ["flow answer runs/r1 VALUE"]),
+    (_rep("PAUSED", escalation={"paused_reason": "awaiting_signal"}), ["flow signal runs/r1 NAME"]),
+    (_rep("PAUSED", escalation={"paused_reason": "awaiting_approval", "allowed_decisions": ["continue", "reject", "reconcile"]}),
+     ['flow approve runs/r1 --decision continue --operator "$USER"', 'flow approve runs/r1 --decision reject --operator "$USER"',
+      'flow approve runs/r1 --decision reconcile --effect landed --operator "$USER"',
+      'flow approve runs/r1 --decision reconcile --effect absent --operator "$USER"', "flow resume runs/r1 --require-approval"]),
+    (_rep("PAUSED", escalation={"paused_reason": "awaiting_approval", "allowed_decisions": ["continue"]},
+          decisions=[{"decision": "continue", "unused": True}]), ["flow resume runs/r1 --require-approval"]),
+])
+def test_the_next_commands_follow_from_how_the_run_stopped(rep, expected):
+    assert next_commands("runs/r1", rep, MANIFEST) == expected
+
+
+def test_a_durable_run_that_was_interrupted_resumes():
+    assert next_commands("runs/r1", _rep("INTERRUPTED"), {**MANIFEST, "durable": True}) == ["flow resume runs/r1"]
+
+
+def test_a_secret_param_never_reaches_the_replay_command():
+    cmd = next_commands("r", _rep("FAILED", halt={"step": "s"}), MANIFEST)[0]
+    assert "pw" not in cmd and "PW" not in cmd
+
+
+def test_running_time_leaves_out_the_pauses():
+    recs = [{"type": "run_started", "ts": "2026-12-01T10:00:00.000Z"}, {"type": "paused", "ts": "2026-12-01T10:00:02.500Z"},
+            {"type": "run_resumed", "ts": "2026-12-01T11:00:00.000Z"}, {"type": "step_verified", "ts": "2026-12-01T11:00:01.000Z"},
+            {"type": "run_finished", "ts": "2026-12-01T11:00:01.250Z"}]
+    assert running_seconds(recs) == 3.75
+    assert running_seconds(recs[:2] + recs[2:4]) == 3.5  # a segment with no stop yet ends at the last record
+    assert running_seconds([]) is None
+
+
+def test_the_summary_counts_steps_by_result():
+    rows = [{"id": "a", "status": "verified", "verification": "strong", "elapsed_ms": 10.0},
+            {"id": "b", "status": "verified", "verification": "weak", "elapsed_ms": 20.0},
+            {"id": "c", "status": "halted", "started_at": "2026-12-01T10:00:00.000Z", "halted_at": "2026-12-01T10:00:00.300Z"},
+            {"id": "d", "status": "not_run"}]
+    s = summarize("FAILED", rows, [])
+    assert {k: s[k] for k in ("exit_code", "verified", "weak", "halted", "not_run", "steps_total")} == \
+        {"exit_code": 1, "verified": 1, "weak": 1, "halted": 1, "not_run": 1, "steps_total": 4}
+    assert [(t["id"], t["ms"]) for t in s["step_ms"]] == [("a", 10.0), ("b", 20.0), ("c", 300.0)]
+    chart = step_chart(s["step_ms"])
+    assert chart.count('<rect class="bar"') == 3 and "c: 300 ms (halted)" in chart
+
+
+def test_thumbnails_are_smaller_copies_and_marks_keep_their_screen_size():
+    ok, png = cv2.imencode(".png", np.full((300, 400, 3), 200, np.uint8))
+    small = thumbnail(png.tobytes(), 100)
+    assert small is not None and png_size(small) == (100, 75) and png_size(png.tobytes()) == (400, 300)
+    assert thumbnail(b"not a png", 100) is None
+    wide = overlay(Marks(points=[[10, 10]]), 4.0, "t")
+    narrow = overlay(Marks(points=[[10, 10]]), 1.0, "t")
+    assert 'r="14"' in wide and 'r="3.5"' in narrow  # 3.5 screen px either way
+
+
+class NoFrames:
+    ref = "runs/r1"
+
+    def get_artifact(self, rel: str) -> bytes | None:
+        return None
+
+
+def page_of(state: str, **kw) -> str:
+    rows = [{"id": "a", "status": "verified", "verification": "strong", "elapsed_ms": 5.0},
+            {"id": "b", "status": "skipped"}, {"id": "c", "status": "verified", "elapsed_ms": 7.0}]
+    rep = {"run_id": "run-1", "state": state, "bundle": {"name": "b"}, "backend": None, "steps": rows,
+           "summary": summarize(state, rows, []), "next_commands": [], **kw}
+    return render_html(NoFrames(), rep)  # type: ignore[arg-type]
+
+
+def test_a_halt_the_run_went_on_from_is_an_earlier_halt_and_skips_are_counted():
+    halt = {"step": "b", "category": "ambiguous", "message": "m", "candidates": [
+        {"label": "A", "box": [1, 2, 3, 4], "point": [2, 4], "scores": {"template": 0.9}}]}
+    done = page_of("COMPLETED", halt=halt)
+    assert "Earlier halt at step b" in done and "<section id='halt' class='earlier'>" in done
+    assert "Halted at step b" in page_of("PAUSED", halt=halt)
+    assert 'data-summary="skipped">1<' in done and 'data-summary="verified">2<' in done

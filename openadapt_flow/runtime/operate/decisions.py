@@ -204,7 +204,7 @@ def approve(
         if decision == "reject" and out["recorded"]:
             body = run.read_approval() or {}
             _block(run, pending, body)
-    if decision == "reject" and out["recorded"] and reporter is not None:
+    if out["recorded"] and reporter is not None:  # the report's "next" becomes the resume
         reporter(run)
     return out
 

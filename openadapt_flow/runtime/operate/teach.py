@@ -103,7 +103,7 @@ def unique_crop_box(frame: np.ndarray, point: tuple[int, int], size: tuple[int, 
     (or fail on any change elsewhere on the screen)."""
     fh, fw = frame.shape[:2]
     gray = cv2.cvtColor(frame, cv2.COLOR_RGB2GRAY)
-    w, h = max(8, size[0]), max(8, size[1])
+    w, h = float(max(8, size[0])), float(max(8, size[1]))
     while True:
         box = _box(frame, point, (int(w), int(h)))
         if not _lookalike_elsewhere(gray, box):

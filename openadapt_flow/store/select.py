@@ -1,4 +1,5 @@
-"""Choosing a run store (SPEC §18): `--store` / config `runtime.store`; a directory (default `runs`) or `memory:`."""
+"""Choosing a run store (SPEC §18): `--store` / config `runtime.store`; a directory (default `runs`), `memory:` or
+`postgresql://…`; and the store a run reference names (`memory:NAME`, `pg:NAME`, else a run directory)."""
 
 from __future__ import annotations
 
@@ -6,16 +7,45 @@ from openadapt_flow.errors import UsageError
 from openadapt_flow.store.base import RunStore
 from openadapt_flow.store.filesystem import FilesystemStore
 from openadapt_flow.store.memory import PREFIX, MemoryStore
+from openadapt_flow.store.postgres import PostgresStore
+from openadapt_flow.store.postgres_run import PREFIX as PG_PREFIX
+from openadapt_flow.store.postgres_schema import is_postgres, redact
 
 _MEMORY = MemoryStore()  # `memory:` is one store per process: runs live as long as it does
+# PostgreSQL stores this process opened, by their redacted spec (a manifest pins that form: a resume or a child run in
+# this process finds the store the command opened with its password); the last one opened answers `pg:NAME`.
+_POSTGRES: dict[str, PostgresStore] = {}
 
 
 def open_store(spec: str | None, default_root: str = "runs") -> RunStore:
-    """The store named by `spec`: `memory:` (this process's), a runs root directory, or (None) `default_root`."""
+    """The store named by `spec`: `memory:` (this process's), `postgresql://…`, a runs root directory, or (None)
+    `default_root`."""
     if spec is None or spec == "":
         return FilesystemStore(default_root)
     if spec == PREFIX:
         return _MEMORY
-    if "://" in spec or spec.startswith(PREFIX):
-        raise UsageError(f"--store {spec!r}: expected a runs directory or memory: (PostgreSQL stores are not available yet)")
+    if is_postgres(spec):
+        return postgres_store(spec)
+    if "://" in spec or spec.startswith(PREFIX) or spec.startswith(PG_PREFIX):
+        raise UsageError(f"--store {redact(spec)!r}: expected a runs directory, memory: or postgresql://…")
     return FilesystemStore(spec)
+
+
+def postgres_store(spec: str) -> PostgresStore:
+    """This process's store for `spec` (opened once; a spec without its password reuses the one opened with it)."""
+    key = redact(spec)
+    store = _POSTGRES.pop(key, None) or PostgresStore(spec)
+    _POSTGRES[key] = store  # most recently used last
+    return store
+
+
+def store_of_ref(ref: str) -> RunStore:
+    """The store a run reference names: `memory:NAME` this process's memory store, `pg:NAME` the PostgreSQL store this
+    process opened last, anything else the filesystem (a run directory)."""
+    if ref.startswith(PREFIX):
+        return _MEMORY
+    if ref.startswith(PG_PREFIX):
+        if not _POSTGRES:
+            raise UsageError(f"{ref}: a run of a PostgreSQL store; name the store with --store postgresql://…")
+        return next(reversed(_POSTGRES.values()))
+    return FilesystemStore()

@@ -15,9 +15,14 @@ import signal
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import psycopg
+import pytest
+
+from openadapt_flow.store.postgres_schema import migrate
 from tests.support.xserver import free_port, wait_until
 
 SUPERUSER = "flow"
@@ -126,3 +131,23 @@ def start_pg(password: str = "s3cret-pw") -> PgServer:
         if detail:
             raise RuntimeError(f"postgres did not start; log tail:\n{detail}")
         raise
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[PgServer]:
+    """One throwaway server per test session (per xdist worker); tests import this fixture by name."""
+    server = start_pg()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def store_spec(server: PgServer, schema: str) -> str:
+    """A `postgresql://…` store spec on a new, empty schema of the server's database (its search_path), migrated."""
+    with psycopg.connect(server.dsn(), autocommit=True) as c:
+        c.execute(f'CREATE SCHEMA "{schema}"'.encode())
+    spec = server.dsn() + f"?options=-csearch_path%3D{schema}"
+    with psycopg.connect(spec, autocommit=True) as c:
+        migrate(c, schema)
+    return spec

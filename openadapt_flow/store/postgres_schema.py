@@ -1,0 +1,115 @@
+"""The PostgreSQL store's connection spec and schema (SPEC §18): numbered migrations, applied by `flow store migrate`.
+
+Migrations are SQL files shipped in `openadapt_flow/store/migrations/` named `NNNN_name.sql`, applied in order, each in
+one transaction under an advisory lock (two `migrate` commands at once apply each file once). `flow_schema` records
+every applied version. A store whose schema is newer than this code is refused (exit 6), never half-read; one that is
+older (or empty) is refused until it is migrated.
+
+A connection spec may carry a password (`postgresql://user:pw@host/db`); it never leaves this module's connect call:
+every message, reference and manifest names the store by `redact(spec)` — libpq's own PGPASSWORD / ~/.pgpass supply
+the password to a spec without one.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from importlib import resources
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+import psycopg
+
+from openadapt_flow.errors import RefusedError, UsageError
+
+SCHEMES = ("postgresql://", "postgres://")
+MIGRATE_LOCK = 0x666C6F77  # "flow": the advisory lock key `migrate` holds while it applies files
+_VERSION_TABLE = ("CREATE TABLE IF NOT EXISTS flow_schema (version integer PRIMARY KEY, name text NOT NULL, "
+                  "applied_at timestamptz NOT NULL DEFAULT now())")
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    name: str
+    sql: str
+
+
+def is_postgres(spec: str) -> bool:
+    return spec.startswith(SCHEMES)
+
+
+def redact(spec: str) -> str:
+    """The spec with its password (in the netloc or a `password=` parameter) removed: safe to show and to record."""
+    parts = urlsplit(spec)
+    netloc = parts.netloc
+    if "@" in netloc:
+        userinfo, host = netloc.rsplit("@", 1)
+        netloc = f"{userinfo.split(':', 1)[0]}@{host}"
+    query = urlencode([(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k != "password"])
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+def scrub(text: str, spec: str) -> str:
+    """`text` (a driver's message) with the spec's password, should it appear, replaced."""
+    password = urlsplit(spec).password or dict(parse_qsl(urlsplit(spec).query)).get("password")
+    return text.replace(password, "***") if password else text
+
+
+def connect(spec: str) -> psycopg.Connection:
+    """An autocommit connection; a failure is one line naming the redacted spec (UsageError, exit 2)."""
+    try:
+        return psycopg.connect(spec, autocommit=True, application_name="openadapt-flow", connect_timeout=10)
+    except psycopg.Error as e:
+        detail = scrub(str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__, spec)
+        raise UsageError(f"--store {redact(spec)}: cannot connect ({detail})") from None
+
+
+def migrations() -> list[Migration]:
+    """The migrations this code ships, in version order."""
+    out = []
+    for entry in resources.files("openadapt_flow.store.migrations").iterdir():
+        m = re.fullmatch(r"(\d{4})_(\w+)\.sql", entry.name)
+        if m:
+            out.append(Migration(int(m.group(1)), m.group(2), entry.read_text(encoding="utf-8")))
+    return sorted(out, key=lambda m: m.version)
+
+
+def code_version() -> int:
+    return max((m.version for m in migrations()), default=0)
+
+
+def applied_version(conn: psycopg.Connection) -> int:
+    """The newest version applied to the database (0: none, or no flow_schema table)."""
+    if conn.execute("SELECT to_regclass('flow_schema')").fetchone() == (None,):
+        return 0
+    row = conn.execute("SELECT max(version) FROM flow_schema").fetchone()
+    return int(row[0]) if row and row[0] is not None else 0
+
+
+def check_schema(conn: psycopg.Connection, where: str) -> None:
+    """Refuse a store this code cannot read: newer than the code, or not (fully) migrated."""
+    have, know = applied_version(conn), code_version()
+    if have > know:
+        raise RefusedError(f"--store {where}: its schema is version {have}, newer than this openadapt-flow knows ({know}); "
+                           f"upgrade openadapt-flow; refusing")
+    if have < know:
+        raise RefusedError(f"--store {where}: schema version {have}, this openadapt-flow needs {know}; run "
+                           f"`flow store migrate --store {where}` first; refusing")
+
+
+def migrate(conn: psycopg.Connection, where: str) -> list[Migration]:
+    """Apply every shipped migration the database lacks, in order; the ones applied now. Idempotent."""
+    done: list[Migration] = []
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATE_LOCK,))
+        conn.execute(_VERSION_TABLE)
+        have = applied_version(conn)
+        if have > code_version():
+            raise RefusedError(f"--store {where}: its schema is version {have}, newer than this openadapt-flow knows "
+                               f"({code_version()}); upgrade openadapt-flow; refusing")
+        for m in migrations():
+            if m.version > have:
+                conn.execute(m.sql.encode())
+                conn.execute("INSERT INTO flow_schema (version, name) VALUES (%s, %s)", (m.version, m.name))
+                done.append(m)
+    return done

@@ -25,7 +25,7 @@ from openadapt_flow.errors import RunDirError
 from openadapt_flow.store.atomic import StorageFault
 from openadapt_flow.store.postgres_parts import PostgresLease
 from openadapt_flow.store.postgres_run import PREFIX, PostgresRun, run_name
-from openadapt_flow.store.postgres_schema import check_schema, connect, redact, scrub
+from openadapt_flow.store.postgres_schema import check_schema, connect, redact
 
 _HOLDS = "(manifest IS NOT NULL OR EXISTS (SELECT 1 FROM flow_journal j WHERE j.run = flow_runs.id))"
 
@@ -34,7 +34,7 @@ class PostgresStore:
     """Runs in a PostgreSQL database; a run reference is `pg:NAME` (or NAME)."""
 
     def __init__(self, spec: str) -> None:
-        self._spec = spec  # may carry a password: only ever passed to connect()
+        self._spec = spec
         self.where = redact(spec)
         self._local = threading.local()
         self._leases: dict[int, PostgresLease] = {}
@@ -57,7 +57,7 @@ class PostgresStore:
         return c
 
     def _fault(self, e: psycopg.OperationalError) -> StorageFault:
-        return StorageFault(self.where, OSError(errno.EIO, scrub(str(e).strip().splitlines()[0] if str(e) else "connection lost", self._spec)))
+        return StorageFault(self.where, OSError(errno.EIO, str(e).strip().splitlines()[0] if str(e).strip() else "connection lost"))
 
     def one(self, sql: str, params: Any = ()) -> Any:
         """The first row of a statement (None if it returned none)."""

@@ -7,24 +7,20 @@ ledger as a column of the run's row. Every invariant is the shared pure function
 
 from __future__ import annotations
 
-import hashlib
 import json
 import posixpath
-import shutil
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from openadapt_flow.errors import RefusedError, RunDirError
 from openadapt_flow.store import checkpoint, ledger
 from openadapt_flow.store.atomic import dumps
-from openadapt_flow.store.base import RunHandle, check_artifact_name
+from openadapt_flow.store.base import RunHandle
 from openadapt_flow.store.faults import crash_point
-from openadapt_flow.store.frames import FrameWriter
 from openadapt_flow.store.journal import LoadResult, parse_records, verify_chain
 from openadapt_flow.store.lease import LeaseInfo
-from openadapt_flow.store.memory_parts import MemoryFrameWriter
+from openadapt_flow.store.postgres_artifacts import PostgresArtifacts
 from openadapt_flow.store.postgres_parts import LOCK_NS, PostgresJournal, PostgresLease, lease_row
-from openadapt_flow.store.postgres_schema import is_postgres, redact
+from openadapt_flow.store.postgres_schema import is_postgres
 from openadapt_flow.store.rundir import RUN_FILES, digest_manifest
 from openadapt_flow.store.seal import SCHEMA_PREFIX, sealed_state, verify_seal
 
@@ -49,16 +45,7 @@ def run_name(ref: str) -> str:
     return name
 
 
-def scrub_manifest(body: dict[str, Any]) -> dict[str, Any]:
-    """The manifest with the store's connection spec redacted in the pinned config (no password in any record)."""
-    runtime = (body.get("config") or {}).get("runtime") or {}
-    spec = runtime.get("store")
-    if isinstance(spec, str) and is_postgres(spec) and spec != redact(spec):
-        return {**body, "config": {**body["config"], "runtime": {**runtime, "store": redact(spec)}}}
-    return body
-
-
-class PostgresRun:
+class PostgresRun(PostgresArtifacts):
     """One run of a PostgresStore; its reference is `pg:NAME`."""
 
     def __init__(self, store: "PostgresStore", name: str) -> None:
@@ -89,7 +76,8 @@ class PostgresRun:
         return self._id
 
     # JSON documents, kept as their text
-    def _text(self, what: str) -> str | None:
+    def doc_text(self, what: str) -> str | None:
+        """One document's text exactly as stored (None: absent)."""
         table, col, _ = DOCS[what]
         key = "id" if table == "flow_runs" else "run"
         row = self.store.one(f"SELECT {col} FROM {table} WHERE {key} = %s", (self.id(),))
@@ -115,7 +103,7 @@ class PostgresRun:
                            f"ON CONFLICT (run) DO UPDATE SET {col} = EXCLUDED.{col}{stamp}", {"text": text, "id": rid})
 
     def _get(self, what: str) -> dict[str, Any] | None:
-        text = self._text(what)
+        text = self.doc_text(what)
         if text is None:
             return None
         try:
@@ -140,13 +128,13 @@ class PostgresRun:
 
     # manifest
     def has_manifest(self) -> bool:
-        return self._text("manifest") is not None
+        return self.doc_text("manifest") is not None
 
     def manifest(self) -> dict[str, Any]:
         return self._need("manifest")
 
     def write_manifest(self, body: dict[str, Any]) -> None:
-        self._put("manifest", {"schema": SCHEMA_PREFIX + "manifest@1", **scrub_manifest(body)})
+        self._put("manifest", {"schema": SCHEMA_PREFIX + "manifest@1", **body})
 
     def manifest_digest(self) -> str:
         return digest_manifest(self.manifest())
@@ -194,7 +182,7 @@ class PostgresRun:
 
     # state
     def has_state(self) -> bool:
-        return self._text("state") is not None
+        return self.doc_text("state") is not None
 
     def state(self) -> dict[str, Any]:
         return self._need("state")
@@ -211,7 +199,7 @@ class PostgresRun:
         self._put("state", doc)
 
     def check_seal(self, records: list[dict[str, Any]], key: bytes) -> dict[str, Any] | None:
-        text = self._text("state")
+        text = self.doc_text("state")
         try:
             doc = None if text is None else json.loads(text)
         except ValueError as e:
@@ -254,7 +242,7 @@ class PostgresRun:
 
     # escalation, approval, decisions
     def has_pending(self) -> bool:
-        return self._text("pending") is not None
+        return self.doc_text("pending") is not None
 
     def read_pending(self) -> dict[str, Any] | None:
         return self._get("pending")
@@ -266,7 +254,7 @@ class PostgresRun:
         self.put_text("pending", None)
 
     def has_approval(self) -> bool:
-        return self._text("approval") is not None
+        return self.doc_text("approval") is not None
 
     def read_approval(self) -> dict[str, Any] | None:
         return self._get("approval")
@@ -298,8 +286,12 @@ class PostgresRun:
         return None if row is None else json.loads(row[0])
 
     def decisions(self) -> list[dict[str, Any]]:
-        rows = self.store.all("SELECT body FROM flow_decisions WHERE run = %s ORDER BY consumed_at", (self.id(),))
-        return [json.loads(r[0]) for r in rows]
+        return [json.loads(body) for _, body in self.decision_texts()]
+
+    def decision_texts(self) -> list[tuple[str, str]]:
+        """Consumed decisions as (pause_id, text), oldest first."""
+        rows = self.store.all("SELECT pause_id, body FROM flow_decisions WHERE run = %s ORDER BY consumed_at", (self.id(),))
+        return [(r[0], r[1]) for r in rows]
 
     # incident, reports
     def write_incident(self, body: dict[str, Any]) -> None:
@@ -312,62 +304,6 @@ class PostgresRun:
         self._put("report", {"schema": SCHEMA_PREFIX + "report@1", **report})
         self.put_artifact("REPORT.md", markdown.encode())
         self.put_artifact("report.html", html.encode())
-
-    # artifacts: names per run, bytes content-addressed
-    def put_artifact(self, rel: str, data: bytes) -> None:
-        check_artifact_name(rel)
-        digest = "sha256:" + hashlib.sha256(data).hexdigest()
-        self.store.run("WITH blob AS (INSERT INTO flow_blobs (digest, size, data) VALUES (%(d)s, %(n)s, %(b)s) "
-                       "ON CONFLICT DO NOTHING) INSERT INTO flow_artifacts (run, name, digest) VALUES (%(run)s, %(name)s, %(d)s) "
-                       "ON CONFLICT (run, name) DO UPDATE SET digest = EXCLUDED.digest, "
-                       "ord = nextval(pg_get_serial_sequence('flow_artifacts', 'ord'))",
-                       {"d": digest, "n": len(data), "b": bytes(data), "run": self.id(create=True), "name": rel})
-
-    def get_artifact(self, rel: str) -> bytes | None:
-        check_artifact_name(rel)
-        row = self.store.one("SELECT b.data FROM flow_artifacts a JOIN flow_blobs b ON b.digest = a.digest "
-                             "WHERE a.run = %s AND a.name = %s", (self.id(), rel))
-        return None if row is None else bytes(row[0])
-
-    def list_artifacts(self, prefix: str) -> list[str]:
-        check_artifact_name(prefix)
-        head = prefix.rstrip("/") + "/"
-        rows = self.store.all("SELECT name FROM flow_artifacts WHERE run = %s AND starts_with(name, %s) ORDER BY ord",
-                              (self.id(), head))
-        return [r[0] for r in rows]
-
-    def remove_artifacts(self, prefix: str) -> None:
-        check_artifact_name(prefix)
-        self.store.run("DELETE FROM flow_artifacts WHERE run = %s AND (name = %s OR starts_with(name, %s))",
-                       (self.id(), prefix, prefix.rstrip("/") + "/"))
-
-    def artifact_dir(self, prefix: str) -> Path:
-        """A private directory holding a copy of the artifacts under `prefix` (for the bundle loader); re-materialised
-        on every call, removed with the store."""
-        root = self.store.scratch() / self.name.replace("/", "__") / prefix
-        if root.exists():
-            shutil.rmtree(root)
-        root.mkdir(parents=True)
-        rows = self.store.all("SELECT a.name, b.data FROM flow_artifacts a JOIN flow_blobs b ON b.digest = a.digest "
-                              "WHERE a.run = %s AND starts_with(a.name, %s)", (self.id(), prefix.rstrip("/") + "/"))
-        for name, data in rows:
-            dest = root / name[len(prefix.rstrip("/")) + 1:]
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            dest.write_bytes(bytes(data))
-        return root
-
-    def snapshot_bundle(self, root: Path, files: tuple[str, ...]) -> None:
-        for rel in files:
-            self.put_artifact(f"bundle/{rel}", (root / rel).read_bytes())
-
-    def frame_writer(self) -> FrameWriter:
-        return MemoryFrameWriter(self.ref, self.put_artifact, self._drop_artifact)
-
-    def _drop_artifact(self, rel: str) -> None:
-        self.store.run("DELETE FROM flow_artifacts WHERE run = %s AND name = %s", (self.id(), rel))
-
-    def frame_names(self) -> set[str]:
-        return {r.removeprefix("frames/") for r in self.list_artifacts("frames") if r.endswith(".png")}
 
     # children
     def child(self, name: str) -> "PostgresRun":

@@ -5,9 +5,9 @@ one transaction under an advisory lock (two `migrate` commands at once apply eac
 every applied version. A store whose schema is newer than this code is refused (exit 6), never half-read; one that is
 older (or empty) is refused until it is migrated.
 
-A connection spec may carry a password (`postgresql://user:pw@host/db`); it never leaves this module's connect call:
-every message, reference and manifest names the store by `redact(spec)` — libpq's own PGPASSWORD / ~/.pgpass supply
-the password to a spec without one.
+A store spec never carries a password: it is pinned with the run's config in every manifest (and a command line is
+visible to every user of the machine), so `postgresql://user:pw@…` is refused with a one-line hint, and libpq's own
+PGPASSWORD / PGPASSFILE (~/.pgpass) supply it. Messages name a spec by `redact(spec)` all the same.
 """
 
 from __future__ import annotations
@@ -49,18 +49,20 @@ def redact(spec: str) -> str:
     return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
 
 
-def scrub(text: str, spec: str) -> str:
-    """`text` (a driver's message) with the spec's password, should it appear, replaced."""
-    password = urlsplit(spec).password or dict(parse_qsl(urlsplit(spec).query)).get("password")
-    return text.replace(password, "***") if password else text
+def check_spec(spec: str) -> None:
+    """Refuse a spec with a password in it (UsageError, exit 2), naming it without the password."""
+    if spec != redact(spec):
+        raise UsageError(f"--store {redact(spec)}: a password in the store URL would be recorded with every run's config; "
+                         f"give it in PGPASSWORD or a PGPASSFILE / ~/.pgpass entry instead")
 
 
 def connect(spec: str) -> psycopg.Connection:
     """An autocommit connection; a failure is one line naming the redacted spec (UsageError, exit 2)."""
+    check_spec(spec)
     try:
         return psycopg.connect(spec, autocommit=True, application_name="openadapt-flow", connect_timeout=10)
     except psycopg.Error as e:
-        detail = scrub(str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__, spec)
+        detail = str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__
         raise UsageError(f"--store {redact(spec)}: cannot connect ({detail})") from None
 
 

@@ -143,11 +143,15 @@ def pg_server() -> Iterator[PgServer]:
         server.stop()
 
 
-def store_spec(server: PgServer, schema: str) -> str:
-    """A `postgresql://…` store spec on a new, empty schema of the server's database (its search_path), migrated."""
+def store_spec(server: PgServer, schema: str, monkeypatch: pytest.MonkeyPatch | None = None, *, migrated: bool = True) -> str:
+    """A `postgresql://…` store spec (no password: a store URL never carries one) on a new, empty schema of the server's
+    database (its search_path), migrated unless told otherwise. With `monkeypatch`, PGPASSWORD is set for the test."""
     with psycopg.connect(server.dsn(), autocommit=True) as c:
         c.execute(f'CREATE SCHEMA "{schema}"'.encode())
-    spec = server.dsn() + f"?options=-csearch_path%3D{schema}"
-    with psycopg.connect(spec, autocommit=True) as c:
-        migrate(c, schema)
+    spec = f"postgresql://{SUPERUSER}@127.0.0.1:{server.port}/postgres?options=-csearch_path%3D{schema}"
+    if migrated:
+        with psycopg.connect(spec, autocommit=True, password=server.password) as c:
+            migrate(c, schema)
+    if monkeypatch is not None:
+        monkeypatch.setenv("PGPASSWORD", server.password)
     return spec

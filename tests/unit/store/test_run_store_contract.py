@@ -66,7 +66,7 @@ class Raw:
 def store(request, tmp_path, monkeypatch) -> RunStore:
     monkeypatch.setenv("FLOW_STATE_DIR", str(tmp_path / "state"))
     if request.param == "postgres":  # a fresh schema per test on the session's server
-        return PostgresStore(store_spec(request.getfixturevalue("pg_server"), f"t{abs(hash(request.node.nodeid)):x}"))
+        return PostgresStore(store_spec(request.getfixturevalue("pg_server"), f"t{abs(hash(request.node.nodeid)):x}", monkeypatch))
     return FilesystemStore(tmp_path / "runs") if request.param == "filesystem" else MemoryStore()
 
 

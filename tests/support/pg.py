@@ -91,8 +91,9 @@ def _run_as_owner(cmd: list[str], check: bool = True) -> subprocess.CompletedPro
     return proc
 
 
-def start_pg(password: str = "s3cret-pw") -> PgServer:
-    """initdb + start a private cluster on 127.0.0.1:<free port> with password (scram) auth over TCP."""
+def start_pg(password: str = "s3cret-pw", fsync: bool = False) -> PgServer:
+    """initdb + start a private cluster on 127.0.0.1:<free port> with password (scram) auth over TCP (fsync off unless
+    asked: tests need no durability across a power cut, a measurement of commit latency does)."""
     bindir = pg_bindir()
     if bindir is None:
         raise RuntimeError(str(why_not_available()))
@@ -113,7 +114,8 @@ def start_pg(password: str = "s3cret-pw") -> PgServer:
                        "--auth-host=scram-sha-256", "--auth-local=trust", "-E", "UTF8", "--locale=C", "--no-sync", "--no-instructions"])
         t1 = time.monotonic()
         port = free_port()
-        opts = f"-p {port} -k {workdir / 'sock'} -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off"
+        durability = "" if fsync else " -c fsync=off -c full_page_writes=off"
+        opts = f"-p {port} -k {workdir / 'sock'} -c listen_addresses=127.0.0.1{durability}"
         _run_as_owner([str(bindir / "pg_ctl"), "start", "-D", str(workdir / "data"), "-l", str(workdir / "log"), "-o", opts, "-w", "-t", "30"])
         pid = int((workdir / "data" / "postmaster.pid").read_text().split()[0])
         server = PgServer(port, password, workdir, bindir, pid)

@@ -15,13 +15,16 @@ import pytest
 from typer.testing import CliRunner
 
 from openadapt_flow.cli.app import app
-from openadapt_flow.errors import RefusedError
+from openadapt_flow.errors import RefusedError, RunDirError
+from openadapt_flow.runtime.act.runref import open_ref
 from openadapt_flow.store.journal import load_journal
 from openadapt_flow.store.keys import load_key
 from openadapt_flow.store.lease import LeaseLost
 from openadapt_flow.store.postgres import PostgresStore
 from openadapt_flow.store.postgres_run import PostgresRun
 from openadapt_flow.store.postgres_schema import code_version
+from openadapt_flow.store.select import open_store
+from tests.e2e.test_durable_stores_cli import gated_bundle
 from tests.support.cli import flow_env, run_flow
 from tests.support.demo_invoices import BUNDLE, FIXTURES, PARAMS, invoice_rows
 from tests.support.pg import PgServer, pg_server, store_spec  # noqa: F401 — pg_server: the session's server
@@ -201,3 +204,34 @@ def test_export_writes_a_run_directory_every_run_dir_tool_reads(spec, tmp_path, 
     assert r.returncode == 0 and json.loads(r.stdout)["state"] == "COMPLETED", r.stderr
     r = cli.invoke(app, ["export", "pg:done", "--store", spec, "--to", str(out)])
     assert r.exit_code == 2 and "already holds a run" in r.output  # never over a run directory
+
+
+# --- references: `pg:NAME` names a run of the store this process opened ---
+
+def test_a_pg_reference_resolves_to_the_store_this_process_opened(spec):
+    opened = open_store(spec)
+    assert open_store(spec) is opened and isinstance(opened, PostgresStore)
+    started(opened, "ref1")
+    assert open_ref("pg:ref1").manifest()["run_id"] == "run-ref1"  # what RunOutcome.run_dir and parent_run carry
+    with pytest.raises(RunDirError, match="run not found"):
+        open_ref("pg:nope")
+
+
+def test_the_worker_resumes_an_approved_run_of_the_store(spec, tmp_path, monkeypatch):
+    db = tmp_path / "sor.db"
+    for var, value in {"FLOW_KEY_FILE": tmp_path / "install.key", "FLOW_DECISION_KEY_FILE": tmp_path / "decision.key",
+                       "FLOW_STATE_DIR": tmp_path / "state", "FLOW_FIXTURE_DB": db, "DEMO_DB_DSN": f"sqlite:///{db}"}.items():
+        monkeypatch.setenv(var, str(value))
+    monkeypatch.chdir(tmp_path)
+    cli = CliRunner()
+    r = cli.invoke(app, ["replay", str(gated_bundle(tmp_path)), "--url", f"fixture:{FIXTURES / 'normal'}", "--store", spec,
+                         "--json", *PARAMS])
+    assert r.exit_code == 3, r.output
+    ref = json.loads(r.output)["run_dir"]
+    assert ref.startswith("pg:replay-")
+    assert cli.invoke(app, ["worker", "--store", spec, "--once"]).output == ""  # paused, undecided: not due
+    assert cli.invoke(app, ["approve", ref, "--store", spec, "--operator", "ops"]).exit_code == 0
+    r = cli.invoke(app, ["worker", "--store", spec, "--once"])
+    assert f"{ref}\tCOMPLETED" in r.output, r.output
+    assert invoice_rows(db) == [("ACME Corp", 1250.5)]
+    assert [run.ref for run in PostgresStore(spec).list_runs(state="COMPLETED")] == [ref]

@@ -42,6 +42,12 @@ _RENEW = ("UPDATE flow_leases SET heartbeat_at = now(), expires_at = now() + mak
           "WHERE run = %s AND generation = %s AND holder = %s AND expires_at > now()")
 
 
+def try_owner_lock(conn: psycopg.Connection, run: int) -> bool:
+    """Take the run's owner lock (a session advisory lock: the server frees it when the session ends) without waiting."""
+    row = conn.execute("SELECT pg_try_advisory_lock(%s, %s)", (LOCK_NS, run % 2**31)).fetchone()
+    return bool(row and row[0])
+
+
 def lease_row(conn: psycopg.Connection, run: int) -> tuple[LeaseInfo, str | None, bool, float] | None:
     """The lease row as (LeaseInfo, holder, expired, ttl_s). Heartbeat ages are the server's, mapped onto this
     host's clock, so a reader compares like with like whatever the hosts' clocks say."""
@@ -119,7 +125,7 @@ class PostgresLease:
         conn = store.connect()
         deadline = time.monotonic() + wait_s
         while True:
-            locked = bool(conn.execute("SELECT pg_try_advisory_lock(%s, %s)", (LOCK_NS, rid % 2**31)).fetchone()[0])  # type: ignore[index]
+            locked = try_owner_lock(conn, rid)
             seen = lease_row(conn, rid)
             if self._may_take(locked, seen):
                 break

@@ -19,7 +19,7 @@ from openadapt_flow.store.faults import crash_point
 from openadapt_flow.store.journal import LoadResult, parse_records, verify_chain
 from openadapt_flow.store.lease import LeaseInfo
 from openadapt_flow.store.postgres_artifacts import PostgresArtifacts
-from openadapt_flow.store.postgres_parts import LOCK_NS, PostgresJournal, PostgresLease, lease_row
+from openadapt_flow.store.postgres_parts import PostgresJournal, PostgresLease, lease_row, try_owner_lock
 from openadapt_flow.store.postgres_schema import is_postgres
 from openadapt_flow.store.rundir import RUN_FILES, digest_manifest
 from openadapt_flow.store.seal import SCHEMA_PREFIX, sealed_state, verify_seal
@@ -234,8 +234,8 @@ class PostgresRun(PostgresArtifacts):
 
     def try_lock(self) -> Any:
         """The run's owner lock (a session advisory lock on a connection of its own), or None if a live session holds it."""
-        conn, key = self.store.connect(), (LOCK_NS, self.id(create=True) % 2**31)
-        if not conn.execute("SELECT pg_try_advisory_lock(%s, %s)", key).fetchone()[0]:  # type: ignore[index]
+        conn = self.store.connect()
+        if not try_owner_lock(conn, self.id(create=True)):
             conn.close()
             return None
         return conn.close  # closing the session frees its lock

@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from openadapt_flow.cli.app import app
 from openadapt_flow.errors import RefusedError, RunDirError
 from openadapt_flow.runtime.act.runref import open_ref
-from openadapt_flow.store.journal import load_journal
+from openadapt_flow.store.journal import GENESIS, load_journal, make_record
 from openadapt_flow.store.keys import load_key
 from openadapt_flow.store.lease import LeaseLost
 from openadapt_flow.store.postgres import PostgresStore
@@ -84,6 +84,31 @@ def test_a_stale_generation_cannot_dispatch_and_its_journal_stays_as_the_new_own
     finally:
         b_lease.release()
         a_lease.release()
+
+
+def test_a_takeover_waits_for_a_dispatch_in_flight_and_then_reads_it(spec):
+    """The fencing check share-locks the lease row in the dispatch's own transaction: a takeover of an expired lease
+    cannot slip between the check and the commit — it waits, and the journal it then reads has the dispatch."""
+    run = started(PostgresStore(spec))
+    lease = run.lease(1.0).acquire()
+    rec, line = make_record(KEY, 1, GENESIS, "action_dispatched", "save", {"lease_generation": lease.generation})
+    with psycopg.connect(spec) as inflight:  # not autocommit: the dispatch's transaction stays open
+        assert inflight.execute("SELECT flow_append(%s, 1, 'action_dispatched', 'save', %s, true, true, %s, %s)",
+                                (run.id(), line, lease.generation, lease.holder)).fetchone() == (True,)
+        with psycopg.connect(spec, autocommit=True) as watch:
+            wait_until(lambda: watch.execute("SELECT expires_at <= now() FROM flow_leases").fetchone() == (True,), 10,
+                       "the holder's lease to expire (no heartbeat)")
+            taken: list[int] = []
+            taker = threading.Thread(target=lambda: taken.append(PostgresStore(spec).open_run("pg:r1").lease(30).acquire().generation))
+            taker.start()
+            wait_until(lambda: watch.execute("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND "
+                                             "query LIKE '%%INSERT INTO flow_leases%%'").fetchone() == (1,), 10,
+                       "the takeover to wait on the dispatch's lock")
+            assert taken == []
+            inflight.commit()
+            taker.join(30)
+    assert taken == [2] and [r["hash"] for r in run.load_journal(KEY).records] == [rec["hash"]]
+    lease.release()
 
 
 def test_a_released_lease_admits_no_dispatch_from_a_writer_that_holds_none(spec):

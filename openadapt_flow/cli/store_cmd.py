@@ -10,7 +10,8 @@ from openadapt_flow.cli.common import RUN_HELP, emit_json, handle_errors, open_r
 from openadapt_flow.errors import UsageError
 from openadapt_flow.store.postgres_export import export_run
 from openadapt_flow.store.postgres_run import PostgresRun
-from openadapt_flow.store.postgres_schema import code_version, connect, is_postgres, migrate, redact
+from openadapt_flow.store.postgres_schema import code_version, connect, migrate
+from openadapt_flow.store.postgres_spec import is_postgres, redact
 
 PG_HELP = ("the PostgreSQL store, postgresql://USER@HOST[:PORT]/DB (the password from PGPASSWORD or ~/.pgpass; one "
            "given in the URL is never recorded or shown)")

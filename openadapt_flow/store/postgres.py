@@ -24,8 +24,9 @@ import psycopg
 from openadapt_flow.errors import RunDirError
 from openadapt_flow.store.atomic import StorageFault
 from openadapt_flow.store.postgres_parts import PostgresLease
-from openadapt_flow.store.postgres_run import PREFIX, PostgresRun, run_name
-from openadapt_flow.store.postgres_schema import check_schema, connect, redact
+from openadapt_flow.store.postgres_run import PostgresRun, run_name
+from openadapt_flow.store.postgres_schema import check_schema, connect
+from openadapt_flow.store.postgres_spec import PREFIX, redact
 
 _HOLDS = "(manifest IS NOT NULL OR EXISTS (SELECT 1 FROM flow_journal j WHERE j.run = flow_runs.id))"
 

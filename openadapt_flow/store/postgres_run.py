@@ -20,14 +20,13 @@ from openadapt_flow.store.journal import LoadResult, parse_records, verify_chain
 from openadapt_flow.store.lease import LeaseInfo
 from openadapt_flow.store.postgres_artifacts import PostgresArtifacts
 from openadapt_flow.store.postgres_parts import PostgresJournal, PostgresLease, lease_row, try_owner_lock
-from openadapt_flow.store.postgres_schema import is_postgres
+from openadapt_flow.store.postgres_spec import PREFIX, is_postgres
 from openadapt_flow.store.rundir import RUN_FILES, digest_manifest
 from openadapt_flow.store.seal import SCHEMA_PREFIX, sealed_state, verify_seal
 
 if TYPE_CHECKING:
     from openadapt_flow.store.postgres import PostgresStore
 
-PREFIX = "pg:"
 NOW = "extract(epoch FROM clock_timestamp())"
 # document -> (table, column, change-clock column or None); the tables keyed by run hold one row per run
 DOCS: dict[str, tuple[str, str, str | None]] = {
@@ -87,7 +86,14 @@ class PostgresRun(PostgresArtifacts):
         self.put_text(what, dumps(doc), doc)
 
     def put_text(self, what: str, text: str | None, doc: dict[str, Any] | None = None) -> None:
-        """Replace (None: remove) one document's text in one statement."""
+        """Replace (None: remove) one document's text in one statement; the run's `state` and `run_id` columns follow
+        the document (`doc`, else what the text parses to)."""
+        if doc is None and text is not None:
+            try:
+                parsed = json.loads(text)
+            except ValueError:
+                parsed = None
+            doc = parsed if isinstance(parsed, dict) else None
         table, col, at = DOCS[what]
         rid = self.id(create=True)
         stamp = f", {at} = {NOW}" if at and text is not None else (f", {at} = NULL" if at else "")

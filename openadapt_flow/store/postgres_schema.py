@@ -5,9 +5,7 @@ one transaction under an advisory lock (two `migrate` commands at once apply eac
 every applied version. A store whose schema is newer than this code is refused (exit 6), never half-read; one that is
 older (or empty) is refused until it is migrated.
 
-A store spec never carries a password: it is pinned with the run's config in every manifest (and a command line is
-visible to every user of the machine), so `postgresql://user:pw@…` is refused with a one-line hint, and libpq's own
-PGPASSWORD / PGPASSFILE (~/.pgpass) supply it. Messages name a spec by `redact(spec)` all the same.
+A spec with a password is refused before connecting (postgres_spec.check_spec).
 """
 
 from __future__ import annotations
@@ -15,13 +13,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from importlib import resources
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 import psycopg
 
 from openadapt_flow.errors import RefusedError, UsageError
+from openadapt_flow.store.postgres_spec import check_spec, redact
 
-SCHEMES = ("postgresql://", "postgres://")
 MIGRATE_LOCK = 0x666C6F77  # "flow": the advisory lock key `migrate` holds while it applies files
 _VERSION_TABLE = ("CREATE TABLE IF NOT EXISTS flow_schema (version integer PRIMARY KEY, name text NOT NULL, "
                   "applied_at timestamptz NOT NULL DEFAULT now())")
@@ -32,28 +29,6 @@ class Migration:
     version: int
     name: str
     sql: str
-
-
-def is_postgres(spec: str) -> bool:
-    return spec.startswith(SCHEMES)
-
-
-def redact(spec: str) -> str:
-    """The spec with its password (in the netloc or a `password=` parameter) removed: safe to show and to record."""
-    parts = urlsplit(spec)
-    netloc = parts.netloc
-    if "@" in netloc:
-        userinfo, host = netloc.rsplit("@", 1)
-        netloc = f"{userinfo.split(':', 1)[0]}@{host}"
-    query = urlencode([(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k != "password"])
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
-
-
-def check_spec(spec: str) -> None:
-    """Refuse a spec with a password in it (UsageError, exit 2), naming it without the password."""
-    if spec != redact(spec):
-        raise UsageError(f"--store {redact(spec)}: a password in the store URL would be recorded with every run's config; "
-                         f"give it in PGPASSWORD or a PGPASSFILE / ~/.pgpass entry instead")
 
 
 def connect(spec: str) -> psycopg.Connection:

@@ -3,18 +3,23 @@
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING
+
 from openadapt_flow.errors import UsageError
 from openadapt_flow.store.base import RunStore
 from openadapt_flow.store.filesystem import FilesystemStore
 from openadapt_flow.store.memory import PREFIX, MemoryStore
-from openadapt_flow.store.postgres import PostgresStore
-from openadapt_flow.store.postgres_run import PREFIX as PG_PREFIX
-from openadapt_flow.store.postgres_schema import is_postgres, redact
+from openadapt_flow.store.postgres_spec import PREFIX as PG_PREFIX
+from openadapt_flow.store.postgres_spec import is_postgres, redact
+
+if TYPE_CHECKING:  # imported on first use below: the driver costs every `flow` start ~150 ms, and few stores need it
+    from openadapt_flow.store.postgres import PostgresStore
 
 _MEMORY = MemoryStore()  # `memory:` is one store per process: runs live as long as it does
-# PostgreSQL stores this process opened, by their redacted spec (a manifest pins that form: a resume or a child run in
-# this process finds the store the command opened with its password); the last one opened answers `pg:NAME`.
-_POSTGRES: dict[str, PostgresStore] = {}
+# PostgreSQL stores this process opened, by spec: a resume or a child run in this process (its config pins the spec)
+# reuses the store the command opened; the last one used answers `pg:NAME`.
+_POSTGRES: dict[str, "PostgresStore"] = {}
 
 
 def open_store(spec: str | None, default_root: str = "runs") -> RunStore:
@@ -31,11 +36,12 @@ def open_store(spec: str | None, default_root: str = "runs") -> RunStore:
     return FilesystemStore(spec)
 
 
-def postgres_store(spec: str) -> PostgresStore:
-    """This process's store for `spec` (opened once; a spec without its password reuses the one opened with it)."""
-    key = redact(spec)
-    store = _POSTGRES.pop(key, None) or PostgresStore(spec)
-    _POSTGRES[key] = store  # most recently used last
+def postgres_store(spec: str) -> "PostgresStore":
+    """This process's store for `spec`, opened once."""
+    store = _POSTGRES.pop(spec, None)
+    if store is None:
+        store = importlib.import_module("openadapt_flow.store.postgres").PostgresStore(spec)
+    _POSTGRES[spec] = store  # most recently used last
     return store
 
 

@@ -48,6 +48,8 @@ def migrations() -> list[Migration]:
         m = re.fullmatch(r"(\d{4})_(\w+)\.sql", entry.name)
         if m:
             out.append(Migration(int(m.group(1)), m.group(2), entry.read_text(encoding="utf-8")))
+    if not out:  # a broken installation (package data left out), never a store to judge
+        raise RuntimeError("openadapt_flow/store/migrations/*.sql is missing from this installation")
     return sorted(out, key=lambda m: m.version)
 
 

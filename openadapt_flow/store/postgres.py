@@ -41,6 +41,7 @@ class PostgresStore:
         self._leases: dict[int, PostgresLease] = {}
         self._scratch: Path | None = None
         check_schema(self.conn(), self.where)
+        self.lock_ns = int(self.one("SELECT 'flow_runs'::regclass::oid::bigint")[0])  # owner locks' namespace
 
     def __repr__(self) -> str:
         return f"PostgresStore({self.where!r})"

@@ -21,7 +21,6 @@ from openadapt_flow.store.lease import LeaseInfo, LeaseLost, boot_id, process_st
 if TYPE_CHECKING:
     from openadapt_flow.store.postgres_run import PostgresRun
 
-LOCK_NS = 0x666C6F77  # "flow": the advisory-lock namespace of run owner locks (key: the run's row id)
 FENCED_TYPES = frozenset({"action_dispatched"})  # committed only while the writer's lease generation holds
 
 _LEASE_INFO = ("SELECT host, pid, start_time, boot_id, to_char(heartbeat_at AT TIME ZONE 'UTC', "
@@ -42,9 +41,15 @@ _RENEW = ("UPDATE flow_leases SET heartbeat_at = now(), expires_at = now() + mak
           "WHERE run = %s AND generation = %s AND holder = %s AND expires_at > now()")
 
 
-def try_owner_lock(conn: psycopg.Connection, run: int) -> bool:
+def owner_lock_key(namespace: int, run: int) -> tuple[int, int]:
+    """The run's advisory-lock key: the store's namespace (its flow_runs table's oid: advisory locks are per database,
+    and two stores may share one in different schemas) and the run's row id."""
+    return namespace % 2**31, run % 2**31
+
+
+def try_owner_lock(conn: psycopg.Connection, namespace: int, run: int) -> bool:
     """Take the run's owner lock (a session advisory lock: the server frees it when the session ends) without waiting."""
-    row = conn.execute("SELECT pg_try_advisory_lock(%s, %s)", (LOCK_NS, run % 2**31)).fetchone()
+    row = conn.execute("SELECT pg_try_advisory_lock(%s, %s)", owner_lock_key(namespace, run)).fetchone()
     return bool(row and row[0])
 
 
@@ -125,7 +130,7 @@ class PostgresLease:
         conn = store.connect()
         deadline = time.monotonic() + wait_s
         while True:
-            locked = try_owner_lock(conn, rid)
+            locked = try_owner_lock(conn, store.lock_ns, rid)
             seen = lease_row(conn, rid)
             if self._may_take(locked, seen):
                 break
@@ -134,7 +139,7 @@ class PostgresLease:
                 who = f" (pid {seen[0].pid} on {seen[0].host})" if seen else ""
                 raise RefusedError(f"{self._run.ref}: run is owned by a live process{who}; refusing")
             if locked:
-                conn.execute("SELECT pg_advisory_unlock(%s, %s)", (LOCK_NS, rid % 2**31))
+                conn.execute("SELECT pg_advisory_unlock(%s, %s)", owner_lock_key(store.lock_ns, rid))
             self._stop.wait(0.02)  # polling: an advisory lock has no timed wait that leaves the session usable
         pid = os.getpid()
         got = conn.execute(_TAKE, {"run": rid, "holder": self.holder, "ttl": self.ttl_s, "host": socket.gethostname(),

@@ -241,7 +241,7 @@ class PostgresRun(PostgresArtifacts):
     def try_lock(self) -> Any:
         """The run's owner lock (a session advisory lock on a connection of its own), or None if a live session holds it."""
         conn = self.store.connect()
-        if not try_owner_lock(conn, self.id(create=True)):
+        if not try_owner_lock(conn, self.store.lock_ns, self.id(create=True)):
             conn.close()
             return None
         return conn.close  # closing the session frees its lock

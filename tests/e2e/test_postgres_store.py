@@ -21,6 +21,7 @@ from openadapt_flow.store.journal import GENESIS, load_journal, make_record
 from openadapt_flow.store.keys import load_key
 from openadapt_flow.store.lease import LeaseLost
 from openadapt_flow.store.postgres import PostgresStore
+from openadapt_flow.store.postgres_parts import PostgresLease
 from openadapt_flow.store.postgres_run import PostgresRun
 from openadapt_flow.store.postgres_schema import code_version
 from openadapt_flow.store.select import open_store
@@ -98,8 +99,8 @@ def test_a_takeover_waits_for_a_dispatch_in_flight_and_then_reads_it(spec):
         with psycopg.connect(spec, autocommit=True) as watch:
             wait_until(lambda: watch.execute("SELECT expires_at <= now() FROM flow_leases").fetchone() == (True,), 10,
                        "the holder's lease to expire (no heartbeat)")
-            taken: list[int] = []
-            taker = threading.Thread(target=lambda: taken.append(PostgresStore(spec).open_run("pg:r1").lease(30).acquire().generation))
+            taken: list[PostgresLease] = []
+            taker = threading.Thread(target=lambda: taken.append(PostgresStore(spec).open_run("pg:r1").lease(30).acquire()))
             taker.start()
             wait_until(lambda: watch.execute("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND "
                                              "query LIKE '%%INSERT INTO flow_leases%%'").fetchone() == (1,), 10,
@@ -107,8 +108,22 @@ def test_a_takeover_waits_for_a_dispatch_in_flight_and_then_reads_it(spec):
             assert taken == []
             inflight.commit()
             taker.join(30)
-    assert taken == [2] and [r["hash"] for r in run.load_journal(KEY).records] == [rec["hash"]]
+    assert [t.generation for t in taken] == [2] and [r["hash"] for r in run.load_journal(KEY).records] == [rec["hash"]]
+    taken[0].release()
     lease.release()
+
+
+def test_stores_in_two_schemas_of_one_database_lock_their_runs_apart(pg_server, spec, tmp_path, monkeypatch):
+    """Advisory locks are per database: each store's owner locks live in a namespace of its own."""
+    other = store_spec(pg_server, f"o_{tmp_path.name.lower()}", monkeypatch)
+    runs = [started(PostgresStore(s)) for s in (spec, other)]
+    assert runs[0].id() == runs[1].id()  # the same row id in each schema
+    leases = [run.lease(30).acquire() for run in runs]
+    try:
+        assert [lease.generation for lease in leases] == [1, 1]
+    finally:
+        for lease in leases:
+            lease.release()
 
 
 def test_a_released_lease_admits_no_dispatch_from_a_writer_that_holds_none(spec):
@@ -126,6 +141,7 @@ def test_two_writers_race_for_an_expired_lease_and_exactly_one_wins(spec):
     stores = [PostgresStore(spec) for _ in range(4)]
     run = started(stores[0])
     holder = run.lease(30).acquire()
+    winners = [holder]
     for round_ in range(5):
         expire(spec, run)
         gate = threading.Barrier(len(stores))
@@ -137,6 +153,7 @@ def test_two_writers_race_for_an_expired_lease_and_exactly_one_wins(spec):
             gate.wait()
             try:
                 won.append(lease.acquire().generation)
+                winners.append(lease)
             except RefusedError as e:
                 lost.append(str(e))
 
@@ -149,6 +166,8 @@ def test_two_writers_race_for_an_expired_lease_and_exactly_one_wins(spec):
         assert won[0] == round_ + 2 and run.lease_info().generation == won[0]
     with pytest.raises(LeaseLost):
         holder.fence()
+    for lease in winners:
+        lease.release()
 
 
 def test_a_live_holder_is_never_taken_over_and_its_heartbeat_keeps_it(spec):

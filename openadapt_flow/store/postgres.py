@@ -9,6 +9,7 @@ fault (the run stops at a safe boundary as INTERRUPTED, exit 5), as a failing di
 from __future__ import annotations
 
 import errno
+import os
 import shutil
 import tempfile
 import threading
@@ -27,6 +28,16 @@ from openadapt_flow.store.postgres_parts import PostgresLease
 from openadapt_flow.store.postgres_run import PostgresRun, run_name
 from openadapt_flow.store.postgres_schema import check_schema, connect
 from openadapt_flow.store.postgres_spec import PREFIX, redact
+
+SCRATCH = "flow-pg-store-"
+
+
+def _sweep_dead_scratch() -> None:
+    for path in Path(tempfile.gettempdir()).glob(f"{SCRATCH}*"):
+        pid = path.name[len(SCRATCH):].split("-", 1)[0]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            shutil.rmtree(path, ignore_errors=True)
+
 
 _HOLDS = "(manifest IS NOT NULL OR EXISTS (SELECT 1 FROM flow_journal j WHERE j.run = flow_runs.id))"
 
@@ -103,8 +114,11 @@ class PostgresStore:
             del self._leases[run.id()]
 
     def scratch(self) -> Path:
+        """This process's private directory for materialised artifacts, removed with the store; a killed process's
+        (SIGKILL skips every finaliser) is removed by the next one that makes its own."""
         if self._scratch is None:
-            self._scratch = Path(tempfile.mkdtemp(prefix="flow-pg-store-"))
+            _sweep_dead_scratch()
+            self._scratch = Path(tempfile.mkdtemp(prefix=f"{SCRATCH}{os.getpid()}-"))
             weakref.finalize(self, shutil.rmtree, self._scratch, True)
         return self._scratch
 

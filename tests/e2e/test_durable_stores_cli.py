@@ -21,6 +21,7 @@ from typer.testing import CliRunner
 from openadapt_flow.cli.app import app
 from tests.support.cli import flow_env, run_flow
 from tests.support.demo_invoices import BUNDLE, FIXTURES, PARAMS, invoice_rows
+from tests.support.pg import pg_server, store_spec  # noqa: F401 — pg_server: the session's PostgreSQL server
 
 pytestmark = pytest.mark.timeout(180)
 FIXTURE = FIXTURES / "normal"
@@ -38,15 +39,24 @@ def gated_bundle(tmp_path: Path) -> Path:
     return bundle
 
 
-@pytest.mark.parametrize("store", ["filesystem", "memory"])
-def test_pause_approve_resume_by_run_id_on_either_store(tmp_path, monkeypatch, store):
+def store_args(request: pytest.FixtureRequest, store: str, tmp_path: Path) -> tuple[list[str], str]:
+    """The --store flags and the --run-dir reference of a run in `store`."""
+    if store == "postgres":
+        spec = store_spec(request.getfixturevalue("pg_server"), f"loop_{tmp_path.name.lower()}", request.getfixturevalue("monkeypatch"))
+        return ["--store", spec], "pg:r1"
+    if store == "memory":
+        return ["--store", "memory:"], f"memory:{tmp_path.name}"
+    return ["--store", str(tmp_path / "runs")], str(tmp_path / "runs" / "r1")
+
+
+@pytest.mark.parametrize("store", ["filesystem", "memory", "postgres"])
+def test_pause_approve_resume_by_run_id_on_either_store(tmp_path, monkeypatch, store, request):
     db = tmp_path / "sor.db"
     for var, value in {"FLOW_KEY_FILE": tmp_path / "install.key", "FLOW_DECISION_KEY_FILE": tmp_path / "decision.key",
                        "FLOW_FIXTURE_DB": db, "DEMO_DB_DSN": f"sqlite:///{db}"}.items():
         monkeypatch.setenv(var, str(value))
     monkeypatch.chdir(tmp_path)
-    where = ["--store", "memory:"] if store == "memory" else ["--store", str(tmp_path / "runs")]
-    run_dir = f"memory:{tmp_path.name}" if store == "memory" else str(tmp_path / "runs" / "r1")
+    where, run_dir = store_args(request, store, tmp_path)
     cli = CliRunner()
 
     def flow(*args: str) -> tuple[int, str]:

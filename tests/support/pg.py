@@ -15,9 +15,14 @@ import signal
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import psycopg
+import pytest
+
+from openadapt_flow.store.postgres_schema import migrate
 from tests.support.xserver import free_port, wait_until
 
 SUPERUSER = "flow"
@@ -86,8 +91,9 @@ def _run_as_owner(cmd: list[str], check: bool = True) -> subprocess.CompletedPro
     return proc
 
 
-def start_pg(password: str = "s3cret-pw") -> PgServer:
-    """initdb + start a private cluster on 127.0.0.1:<free port> with password (scram) auth over TCP."""
+def start_pg(password: str = "s3cret-pw", fsync: bool = False) -> PgServer:
+    """initdb + start a private cluster on 127.0.0.1:<free port> with password (scram) auth over TCP (fsync off unless
+    asked: tests need no durability across a power cut, a measurement of commit latency does)."""
     bindir = pg_bindir()
     if bindir is None:
         raise RuntimeError(str(why_not_available()))
@@ -108,7 +114,8 @@ def start_pg(password: str = "s3cret-pw") -> PgServer:
                        "--auth-host=scram-sha-256", "--auth-local=trust", "-E", "UTF8", "--locale=C", "--no-sync", "--no-instructions"])
         t1 = time.monotonic()
         port = free_port()
-        opts = f"-p {port} -k {workdir / 'sock'} -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off"
+        durability = "" if fsync else " -c fsync=off -c full_page_writes=off"
+        opts = f"-p {port} -k {workdir / 'sock'} -c listen_addresses=127.0.0.1{durability}"
         _run_as_owner([str(bindir / "pg_ctl"), "start", "-D", str(workdir / "data"), "-l", str(workdir / "log"), "-o", opts, "-w", "-t", "30"])
         pid = int((workdir / "data" / "postmaster.pid").read_text().split()[0])
         server = PgServer(port, password, workdir, bindir, pid)
@@ -126,3 +133,27 @@ def start_pg(password: str = "s3cret-pw") -> PgServer:
         if detail:
             raise RuntimeError(f"postgres did not start; log tail:\n{detail}")
         raise
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[PgServer]:
+    """One throwaway server per test session (per xdist worker); tests import this fixture by name."""
+    server = start_pg()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def store_spec(server: PgServer, schema: str, monkeypatch: pytest.MonkeyPatch | None = None, *, migrated: bool = True) -> str:
+    """A `postgresql://…` store spec (no password: a store URL never carries one) on a new, empty schema of the server's
+    database (its search_path), migrated unless told otherwise. With `monkeypatch`, PGPASSWORD is set for the test."""
+    with psycopg.connect(server.dsn(), autocommit=True) as c:
+        c.execute(f'CREATE SCHEMA "{schema}"'.encode())
+    spec = f"postgresql://{SUPERUSER}@127.0.0.1:{server.port}/postgres?options=-csearch_path%3D{schema}"
+    if migrated:
+        with psycopg.connect(spec, autocommit=True, password=server.password) as c:
+            migrate(c, schema)
+    if monkeypatch is not None:
+        monkeypatch.setenv("PGPASSWORD", server.password)
+    return spec

@@ -12,7 +12,7 @@ from pathlib import Path
 from openadapt_flow.runtime.decide.config import DeployConfig
 from openadapt_flow.store.base import RunHandle, RunStore
 from openadapt_flow.store.memory import PREFIX
-from openadapt_flow.store.select import open_store
+from openadapt_flow.store.select import open_store, store_of_ref
 
 RunRef = RunHandle | Path | str
 
@@ -26,8 +26,9 @@ def store_for(config: DeployConfig, ref: Path | str | None = None) -> RunStore:
 
 
 def store_of(ref: str) -> RunStore:
-    """The store a reference names: `memory:NAME` this process's memory store, anything else a run directory."""
-    return open_store(PREFIX if ref.startswith(PREFIX) else None)
+    """The store a reference names: `memory:NAME` this process's memory store, `pg:NAME` the PostgreSQL store this
+    process opened, anything else a run directory."""
+    return store_of_ref(ref)
 
 
 def open_ref(ref: RunRef) -> RunHandle:

@@ -16,8 +16,11 @@ from openadapt_flow.store.checkpoint import checkpoint_from_records
 from openadapt_flow.store.filesystem import FilesystemStore
 from openadapt_flow.store.lease import LeaseLost
 from openadapt_flow.store.memory import MemoryStore
+from openadapt_flow.store.postgres import PostgresStore
+from openadapt_flow.store.postgres_run import PostgresRun
 from openadapt_flow.store.rundir import RunDir
 from tests.support.bundles import minimal_flow, write_bundle
+from tests.support.pg import pg_server, store_spec  # noqa: F401 — pg_server is a session fixture (one server per worker)
 
 # these tests exercise the store with small hand-made documents (an incident with two fields), not the runtime's records
 pytestmark = [pytest.mark.timeout(60), pytest.mark.invalid_run_records("store tests write partial documents on purpose")]
@@ -33,26 +36,37 @@ class Raw:
         self.run = run
 
     def journal(self) -> bytes:
+        if isinstance(self.run, PostgresRun):
+            return self.run.journal_bytes()
         if isinstance(self.run, RunDir):
             return self.run.journal_path.read_bytes()
         return bytes(self.run.recs.journal)  # type: ignore[attr-defined]
 
     def set_journal(self, data: bytes) -> None:
-        if isinstance(self.run, RunDir):
+        if isinstance(self.run, PostgresRun):  # one row per line, as the store writes them; a torn tail is a last row
+            lines = [line for line in data.splitlines(keepends=True) if line]
+            self.run.store.run("DELETE FROM flow_journal WHERE run = %s", (self.run.id(),))
+            for seq, line in enumerate(lines, 1):
+                self.run.store.run("INSERT INTO flow_journal (run, seq, line) VALUES (%s, %s, %s)", (self.run.id(), seq, line))
+        elif isinstance(self.run, RunDir):
             self.run.journal_path.write_bytes(data)
         else:
             self.run.recs.journal[:] = data  # type: ignore[attr-defined]
 
     def set_doc(self, what: str, doc: dict) -> None:
-        if isinstance(self.run, RunDir):
+        if isinstance(self.run, PostgresRun):
+            self.run.put_text(what, json.dumps(doc))
+        elif isinstance(self.run, RunDir):
             Path(self.run.describe(what)).write_text(json.dumps(doc))
         else:
             self.run.recs.docs[what] = json.dumps(doc)  # type: ignore[attr-defined]
 
 
-@pytest.fixture(params=["filesystem", "memory"])
+@pytest.fixture(params=["filesystem", "memory", "postgres"])
 def store(request, tmp_path, monkeypatch) -> RunStore:
     monkeypatch.setenv("FLOW_STATE_DIR", str(tmp_path / "state"))
+    if request.param == "postgres":  # a fresh schema per test on the session's server
+        return PostgresStore(store_spec(request.getfixturevalue("pg_server"), f"t{abs(hash(request.node.nodeid)):x}", monkeypatch))
     return FilesystemStore(tmp_path / "runs") if request.param == "filesystem" else MemoryStore()
 
 

@@ -1,0 +1,59 @@
+"""`flow store migrate` and `flow export`: the PostgreSQL run store's schema, and a stored run as a run directory."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+
+from openadapt_flow.cli.common import RUN_HELP, emit_json, handle_errors, open_run_arg
+from openadapt_flow.errors import UsageError
+from openadapt_flow.store.postgres_export import export_run
+from openadapt_flow.store.postgres_run import PostgresRun
+from openadapt_flow.store.postgres_schema import code_version, connect, migrate
+from openadapt_flow.store.postgres_spec import is_postgres, redact
+
+PG_HELP = ("the PostgreSQL store, postgresql://USER@HOST[:PORT]/DB (the password from PGPASSWORD or ~/.pgpass; one "
+           "given in the URL is never recorded or shown)")
+
+store_app = typer.Typer(name="store", help="The PostgreSQL run store (SPEC §18).", no_args_is_help=True,
+                        add_completion=False)
+
+
+def _postgres(spec: str) -> str:
+    if not is_postgres(spec):
+        raise UsageError(f"--store {redact(spec)!r}: expected postgresql://… (only the PostgreSQL store has a schema)")
+    return spec
+
+
+@store_app.command("migrate")
+@handle_errors
+def migrate_cmd(store: str = typer.Option(..., "--store", help=PG_HELP),
+                as_json: bool = typer.Option(False, "--json", help="print a JSON summary on stdout")) -> None:
+    """Apply the numbered schema migrations the store lacks (idempotent; a store newer than this code is refused)."""
+    where = redact(_postgres(store))
+    with connect(store) as conn:
+        applied = migrate(conn, where)
+    names = [f"{m.version:04d}_{m.name}" for m in applied]
+    if as_json:
+        emit_json({"store": where, "schema_version": code_version(), "applied": names})
+    elif names:
+        typer.echo(f"{where}: schema version {code_version()} (applied {', '.join(names)})")
+    else:
+        typer.echo(f"{where}: schema version {code_version()}, up to date")
+
+
+@handle_errors
+def export_cmd(run: str = typer.Argument(..., help=RUN_HELP),
+               store: str = typer.Option(..., "--store", help=PG_HELP),
+               to: Path = typer.Option(..., "--to", help="the new run directory to write (must not exist or be empty)"),
+               as_json: bool = typer.Option(False, "--json", help="print a JSON summary on stdout")) -> None:
+    """Write a stored run as a SPEC §7 run directory (verifiable journal, byte-identical report)."""
+    handle = open_run_arg(run, _postgres(store))
+    if not isinstance(handle, PostgresRun):
+        raise UsageError(f"{run}: not a run of the PostgreSQL store {redact(store)}")
+    files = export_run(handle, to)
+    if as_json:
+        emit_json({"run": handle.ref, "run_id": handle.run_id(), "to": str(to), "files": len(files)})
+    else:
+        typer.echo(f"exported {handle.ref} to {to} ({len(files)} files)")

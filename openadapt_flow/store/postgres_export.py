@@ -1,0 +1,53 @@
+"""`flow export`: a run of the PostgreSQL store written out as a SPEC §7 run directory, so that every tool that reads
+run directories (`flow status DIR`, `flow report`, an auditor's script) works on it.
+
+Documents are written as the exact text the store holds (the report byte for byte), the journal as its rows' lines
+(the same hash chain: it verifies under the installation key), artifacts as files, consumed decisions under
+`decisions/`, child runs under `children/`. The export is a copy to read: the run goes on living in the store.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+from pathlib import Path
+
+from openadapt_flow.store.atomic import write_bytes_atomic, write_json_atomic
+from openadapt_flow.store.base import check_artifact_name
+from openadapt_flow.store.escalation import DECISIONS
+from openadapt_flow.store.journal import JOURNAL_FILE
+from openadapt_flow.store.lease import LEASE
+from openadapt_flow.store.postgres_run import DOCS, PostgresRun
+from openadapt_flow.store.rundir import CHILDREN, RUN_FILES, check_new_run_dir
+
+
+def export_run(run: PostgresRun, dest: Path) -> list[str]:
+    """Write `run` (and its child runs) to the new directory `dest`; the files written, relative to it."""
+    check_new_run_dir(dest)
+    dest.mkdir(parents=True, exist_ok=True)
+    written: list[str] = []
+
+    def put(rel: str, data: bytes) -> None:
+        check_artifact_name(rel)
+        path = dest / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_bytes_atomic(path, data)
+        written.append(rel)
+
+    for what in DOCS:
+        text = run.doc_text(what)
+        if text is not None:
+            put(RUN_FILES[what], text.encode("utf-8"))
+    if run.has_journal():
+        put(JOURNAL_FILE, run.journal_bytes())
+    info = run.lease_info()
+    if info is not None:
+        write_json_atomic(dest / LEASE, {"schema": "openadapt-flow/lease@1", **asdict(info)})
+        written.append(LEASE)
+    for pause_id, body in run.decision_texts():
+        put(f"{DECISIONS}/{pause_id}.json", body.encode("utf-8"))
+    for name, data in run.artifacts():
+        put(name, data)
+    for child in run.children():
+        sub = child.name.rsplit("/", 1)[1]
+        written += [f"{CHILDREN}/{sub}/{rel}" for rel in export_run(child, dest / CHILDREN / sub)]
+    return written

@@ -1,0 +1,209 @@
+"""The PostgreSQL store's journal writer and lease (SPEC §5, §10, §18): the file journal's bytes, one row per record,
+and a lease row (holder, generation, expiry) that fences a replaced writer in the same transaction as its dispatch."""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import psycopg
+
+from openadapt_flow.errors import RefusedError
+from openadapt_flow.store.faults import crash_point
+from openadapt_flow.store.journal import FSYNC_TYPES, GENESIS, make_record
+from openadapt_flow.store.lease import LeaseInfo, LeaseLost, boot_id, process_start_time
+
+if TYPE_CHECKING:
+    from openadapt_flow.store.postgres_run import PostgresRun
+
+FENCED_TYPES = frozenset({"action_dispatched"})  # committed only while the writer's lease generation holds
+
+_LEASE_INFO = ("SELECT host, pid, start_time, boot_id, to_char(heartbeat_at AT TIME ZONE 'UTC', "
+               "'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), extract(epoch FROM now() - heartbeat_at)::float8, generation, holder, "
+               "expires_at <= now(), ttl_s FROM flow_leases WHERE run = %s")
+
+_TAKE = """
+INSERT INTO flow_leases (run, holder, generation, ttl_s, expires_at, heartbeat_at, host, pid, start_time, boot_id)
+VALUES (%(run)s, %(holder)s, 1, %(ttl)s, now() + make_interval(secs => %(ttl)s), now(), %(host)s, %(pid)s, %(start)s, %(boot)s)
+ON CONFLICT (run) DO UPDATE SET holder = EXCLUDED.holder, generation = flow_leases.generation + 1, ttl_s = EXCLUDED.ttl_s,
+    expires_at = EXCLUDED.expires_at, heartbeat_at = EXCLUDED.heartbeat_at, host = EXCLUDED.host, pid = EXCLUDED.pid,
+    start_time = EXCLUDED.start_time, boot_id = EXCLUDED.boot_id
+WHERE flow_leases.generation = %(seen)s
+RETURNING generation
+"""
+
+_RENEW = ("UPDATE flow_leases SET heartbeat_at = now(), expires_at = now() + make_interval(secs => ttl_s) "
+          "WHERE run = %s AND generation = %s AND holder = %s AND expires_at > now()")
+
+
+def owner_lock_key(namespace: int, run: int) -> tuple[int, int]:
+    """The run's advisory-lock key: the store's namespace (its flow_runs table's oid: advisory locks are per database,
+    and two stores may share one in different schemas) and the run's row id."""
+    return namespace % 2**31, run % 2**31
+
+
+def try_owner_lock(conn: psycopg.Connection, namespace: int, run: int) -> bool:
+    """Take the run's owner lock (a session advisory lock: the server frees it when the session ends) without waiting."""
+    row = conn.execute("SELECT pg_try_advisory_lock(%s, %s)", owner_lock_key(namespace, run)).fetchone()
+    return bool(row and row[0])
+
+
+def lease_row(conn: psycopg.Connection, run: int) -> tuple[LeaseInfo, str | None, bool, float] | None:
+    """The lease row as (LeaseInfo, holder, expired, ttl_s). Heartbeat ages are the server's, mapped onto this
+    host's clock, so a reader compares like with like whatever the hosts' clocks say."""
+    row = conn.execute(_LEASE_INFO, (run,)).fetchone()
+    if row is None:
+        return None
+    host, pid, start, boot, at, age, gen, holder, expired, ttl = row
+    return LeaseInfo(host, pid, start, boot, at, time.time() - age, gen), holder, bool(expired), float(ttl)
+
+
+class PostgresJournal:
+    """Appends chained records as rows; fsync types commit synchronously, `action_dispatched` only while fenced."""
+
+    def __init__(self, run: "PostgresRun", key: bytes, records: list[dict[str, Any]] | None = None) -> None:
+        self._run = run
+        self.key = key
+        self.seq = records[-1]["seq"] if records else 0
+        self.last_hash = records[-1]["hash"] if records else GENESIS
+        self.observers: list[Callable[[dict[str, Any]], None]] = []
+        self.last_of: dict[str, dict[str, Any]] = {}
+        self._unsynced = False
+
+    def append(self, type_: str, step: str | None = None, data: dict[str, Any] | None = None, *,
+               sync: bool | None = None) -> dict[str, Any]:
+        rec, line = make_record(self.key, self.seq + 1, self.last_hash, type_, step, data)
+        durable = sync if sync is not None else type_ in FSYNC_TYPES
+        fence = type_ in FENCED_TYPES
+        lease = self._run.store.held_lease(self._run) if fence else None
+        gen, holder = (lease.generation, lease.holder) if lease is not None else (0, "")
+        store = self._run.store
+        try:
+            ok = store.one("SELECT flow_append(%s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                           (self._run.id(create=True), rec["seq"], type_, step, line, durable, fence, gen, holder))[0]
+        except psycopg.errors.UniqueViolation:
+            raise LeaseLost(f"{self._run.ref}: journal seq {rec['seq']} was already written by another writer; "
+                            f"this process must not act") from None
+        if not ok:
+            raise LeaseLost(f"{self._run.ref}: lease generation {gen} is no longer held (replaced or expired); "
+                            f"{type_} not recorded, this process must not act")
+        self._unsynced = not durable
+        self.seq, self.last_hash = rec["seq"], rec["hash"]
+        self.last_of[type_] = rec
+        for observe in self.observers:
+            observe(rec)
+        crash_point("after:" + type_, step)
+        return rec
+
+    def sync(self) -> None:
+        """Make every record appended so far durable: a synchronous commit of a transaction with an id flushes the
+        WAL up to it, and with it every asynchronously committed record before it."""
+        if self._unsynced:
+            self._run.store.one("SELECT pg_current_xact_id()")
+            self._unsynced = False
+
+    def close(self) -> None:
+        self.sync()
+
+
+class PostgresLease:
+    """A run's owner: the lease row (holder token, generation, expiry) plus a session advisory lock that tells a live
+    holder's connection from a dead one. A holder that stalls past its expiry (SIGSTOP, partition) is taken over
+    without its lock, and the generation it read no longer admits its dispatches."""
+
+    def __init__(self, run: "PostgresRun", ttl_s: float = 30.0) -> None:
+        self._run = run
+        self.ttl_s = ttl_s
+        self.generation = 0
+        self.holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
+        self._conn: psycopg.Connection | None = None
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def acquire(self, wait_s: float = 0.0) -> "PostgresLease":
+        store, rid = self._run.store, self._run.id(create=True)
+        conn = store.connect()
+        deadline = time.monotonic() + wait_s
+        while True:
+            locked = try_owner_lock(conn, store.lock_ns, rid)
+            seen = lease_row(conn, rid)
+            if self._may_take(locked, seen):
+                break
+            if time.monotonic() >= deadline:
+                conn.close()
+                who = f" (pid {seen[0].pid} on {seen[0].host})" if seen else ""
+                raise RefusedError(f"{self._run.ref}: run is owned by a live process{who}; refusing")
+            if locked:
+                conn.execute("SELECT pg_advisory_unlock(%s, %s)", owner_lock_key(store.lock_ns, rid))
+            self._stop.wait(0.02)  # polling: an advisory lock has no timed wait that leaves the session usable
+        pid = os.getpid()
+        got = conn.execute(_TAKE, {"run": rid, "holder": self.holder, "ttl": self.ttl_s, "host": socket.gethostname(),
+                                   "pid": pid, "start": process_start_time(pid), "boot": boot_id(),
+                                   "seen": seen[0].generation if seen else -1}).fetchone()
+        if got is None:  # another process took it between our read and our write: exactly one wins
+            conn.close()
+            raise RefusedError(f"{self._run.ref}: run was just taken over by another process; refusing")
+        self.generation, self._conn = int(got[0]), conn
+        store.register_lease(self._run, self)
+        return self
+
+    @staticmethod
+    def _may_take(locked: bool, seen: tuple[LeaseInfo, str | None, bool, float] | None) -> bool:
+        """With the lock, the previous holder's session is gone: take over unless its row names a process that is
+        plausibly alive (another host with a fresh heartbeat). Without it, only an expired lease is taken."""
+        if seen is None:
+            return locked
+        info, holder, expired, ttl = seen
+        if expired:
+            return True
+        return locked and (holder is None or not info.owner_alive(ttl))
+
+    def start_heartbeat(self) -> None:
+        interval = max(0.2, self.ttl_s / 3)
+        conn, rid = self._conn, self._run.id()
+
+        def beat() -> None:
+            while not self._stop.wait(interval):
+                try:
+                    if conn is not None and conn.execute(_RENEW, (rid, self.generation, self.holder)).rowcount == 0:
+                        return  # replaced or expired: never resurrected; the next dispatch is fenced
+                except psycopg.Error:
+                    pass  # a missed heartbeat only makes the lease look older
+
+        self._thread = threading.Thread(target=beat, name="lease-heartbeat", daemon=True)
+        self._thread.start()
+
+    def still_owner(self) -> bool:
+        row = self._run.store.one("SELECT generation FROM flow_leases WHERE run = %s", (self._run.id(),))
+        return row is not None and row[0] == self.generation
+
+    def fence(self) -> None:
+        """Before any input: stop if the lease was replaced (another generation) or has expired."""
+        row = self._run.store.one("SELECT generation, holder, expires_at > now() FROM flow_leases WHERE run = %s",
+                                  (self._run.id(),))
+        if row is None or row[0] != self.generation or row[1] != self.holder:
+            raise LeaseLost(f"{self._run.ref}: lease generation {self.generation} was replaced; this process must not act")
+        if not row[2]:
+            raise LeaseLost(f"{self._run.ref}: lease generation {self.generation} expired (no heartbeat within "
+                            f"{self.ttl_s:.0f}s); this process must not act")
+
+    def release(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        conn, self._conn = self._conn, None
+        self._run.store.forget_lease(self._run, self)
+        if conn is None:
+            return
+        try:
+            conn.execute("UPDATE flow_leases SET holder = NULL, expires_at = now() WHERE run = %s AND generation = %s "
+                         "AND holder = %s", (self._run.id(), self.generation, self.holder))
+        except psycopg.Error:
+            pass  # the row expires on its own; closing the session frees the lock
+        finally:
+            conn.close()

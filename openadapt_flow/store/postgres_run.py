@@ -1,0 +1,363 @@
+"""A run of the PostgreSQL store (SPEC §18): the store's run handle (store/base.py RunHandle) over its tables.
+
+Documents are kept as the exact JSON text written (so a damaged one is refused as a damaged file is); the journal as
+one row per record holding the line the file journal would hold, verified with `verify_chain` on every read; the
+ledger as a column of the run's row. Every invariant is the shared pure function every store calls.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+from typing import TYPE_CHECKING, Any
+
+from openadapt_flow.errors import RefusedError, RunDirError
+from openadapt_flow.store import checkpoint, ledger
+from openadapt_flow.store.atomic import dumps
+from openadapt_flow.store.base import RunHandle
+from openadapt_flow.store.faults import crash_point
+from openadapt_flow.store.journal import LoadResult, parse_records, verify_chain
+from openadapt_flow.store.lease import LeaseInfo
+from openadapt_flow.store.postgres_artifacts import PostgresArtifacts
+from openadapt_flow.store.postgres_parts import PostgresJournal, PostgresLease, lease_row, try_owner_lock
+from openadapt_flow.store.postgres_spec import PREFIX, is_postgres
+from openadapt_flow.store.rundir import RUN_FILES, digest_manifest
+from openadapt_flow.store.seal import SCHEMA_PREFIX, sealed_state, verify_seal
+
+if TYPE_CHECKING:
+    from openadapt_flow.store.postgres import PostgresStore
+
+NOW = "extract(epoch FROM clock_timestamp())"
+# document -> (table, column, change-clock column or None); the tables keyed by run hold one row per run
+DOCS: dict[str, tuple[str, str, str | None]] = {
+    "manifest": ("flow_runs", "manifest", None), "state": ("flow_runs", "state_doc", "state_at"),
+    "report": ("flow_runs", "report", None), "checkpoint": ("flow_checkpoints", "body", None),
+    "pending": ("flow_escalations", "pending", "pending_at"), "approval": ("flow_escalations", "approval", "approval_at"),
+    "incident": ("flow_incidents", "body", None),
+}
+
+
+def run_name(ref: str) -> str:
+    name = ref.removeprefix(PREFIX)
+    if not name or name.startswith("/") or ".." in name.split("/") or is_postgres(name):
+        raise RunDirError(f"{ref!r}: not a run name in a PostgreSQL store")
+    return name
+
+
+class PostgresRun(PostgresArtifacts):
+    """One run of a PostgresStore; its reference is `pg:NAME`."""
+
+    def __init__(self, store: "PostgresStore", name: str) -> None:
+        self.store = store
+        self.name = name
+        self._id: int | None = None
+
+    @property
+    def ref(self) -> str:
+        return PREFIX + self.name
+
+    def __repr__(self) -> str:
+        return f"PostgresRun({self.ref!r})"
+
+    def describe(self, what: str) -> str:
+        return f"{self.ref}/{RUN_FILES[what]}"
+
+    def id(self, create: bool = False) -> int:
+        """The run's row id; created on the first write (a child or sibling handle names a run not yet stored)."""
+        if self._id is None:
+            row = self.store.one("SELECT id FROM flow_runs WHERE name = %s", (self.name,))
+            if row is None and create:
+                row = self.store.one("INSERT INTO flow_runs (name) VALUES (%s) ON CONFLICT (name) DO UPDATE "
+                                     "SET name = EXCLUDED.name RETURNING id", (self.name,))
+            if row is None:
+                return -1  # no such run: every read finds nothing
+            self._id = int(row[0])
+        return self._id
+
+    # JSON documents, kept as their text
+    def doc_text(self, what: str) -> str | None:
+        """One document's text exactly as stored (None: absent)."""
+        table, col, _ = DOCS[what]
+        key = "id" if table == "flow_runs" else "run"
+        row = self.store.one(f"SELECT {col} FROM {table} WHERE {key} = %s", (self.id(),))
+        return None if row is None else row[0]
+
+    def _put(self, what: str, doc: dict[str, Any]) -> None:
+        self.put_text(what, dumps(doc), doc)
+
+    def put_text(self, what: str, text: str | None, doc: dict[str, Any] | None = None) -> None:
+        """Replace (None: remove) one document's text in one statement; the run's `state` and `run_id` columns follow
+        the document (`doc`, else what the text parses to)."""
+        if doc is None and text is not None:
+            try:
+                parsed = json.loads(text)
+            except ValueError:
+                parsed = None
+            doc = parsed if isinstance(parsed, dict) else None
+        table, col, at = DOCS[what]
+        rid = self.id(create=True)
+        stamp = f", {at} = {NOW}" if at and text is not None else (f", {at} = NULL" if at else "")
+        if table == "flow_runs":
+            extra = {"state": ", state = %(state)s", "manifest": ", run_id = %(run_id)s"}.get(what, "")
+            self.store.run(f"UPDATE flow_runs SET {col} = %(text)s{stamp}{extra} WHERE id = %(id)s",
+                           {"text": text, "id": rid, "state": (doc or {}).get("state"), "run_id": (doc or {}).get("run_id")})
+        elif text is None and at is None:
+            self.store.run(f"DELETE FROM {table} WHERE run = %s", (rid,))
+        else:
+            vals = f"%(text)s, {NOW}" if at else "%(text)s"
+            self.store.run(f"INSERT INTO {table} (run, {col}{', ' + at if at else ''}) VALUES (%(id)s, {vals}) "
+                           f"ON CONFLICT (run) DO UPDATE SET {col} = EXCLUDED.{col}{stamp}", {"text": text, "id": rid})
+
+    def _get(self, what: str) -> dict[str, Any] | None:
+        text = self.doc_text(what)
+        if text is None:
+            return None
+        try:
+            data = json.loads(text)
+        except ValueError as e:
+            raise RefusedError(f"{self.describe(what)}: unreadable or not JSON ({e}); refusing a damaged run record") from None
+        if not isinstance(data, dict):
+            raise RefusedError(f"{self.describe(what)}: expected a JSON object; refusing a damaged run record")
+        return data
+
+    def _need(self, what: str) -> dict[str, Any]:
+        doc = self._get(what)
+        if doc is None:
+            raise RunDirError(f"{self.describe(what)}: missing")
+        return doc
+
+    def stamp(self) -> tuple[float, float, float]:
+        row = self.store.one("SELECT CASE WHEN r.state_doc IS NULL THEN 0 ELSE r.state_at END, "
+                             "CASE WHEN e.pending IS NULL THEN 0 ELSE e.pending_at END, "
+                             "CASE WHEN e.approval IS NULL THEN 0 ELSE e.approval_at END FROM flow_runs r LEFT JOIN flow_escalations e ON e.run = r.id WHERE r.id = %s", (self.id(),))
+        return (0.0, 0.0, 0.0) if row is None else (float(row[0] or 0), float(row[1] or 0), float(row[2] or 0))
+
+    # manifest
+    def has_manifest(self) -> bool:
+        return self.doc_text("manifest") is not None
+
+    def manifest(self) -> dict[str, Any]:
+        return self._need("manifest")
+
+    def write_manifest(self, body: dict[str, Any]) -> None:
+        self._put("manifest", {"schema": SCHEMA_PREFIX + "manifest@1", **body})
+
+    def manifest_digest(self) -> str:
+        return digest_manifest(self.manifest())
+
+    def run_id(self) -> str | None:
+        row = self.store.one("SELECT run_id FROM flow_runs WHERE id = %s", (self.id(),))
+        return None if row is None or row[0] is None else str(row[0])
+
+    def add_child(self, child: RunHandle) -> None:
+        m = self.manifest()
+        rel = posixpath.relpath(child.ref, self.ref)
+        if rel not in m.get("child_runs", []):
+            m["child_runs"] = [*m.get("child_runs", []), rel]
+            self._put("manifest", m)
+
+    def discard(self) -> None:
+        self.store.run("DELETE FROM flow_runs WHERE name = %s", (self.name,))
+        self._id = None
+
+    # journal
+    def journal_bytes(self) -> bytes:
+        return b"".join(bytes(r[0]) for r in self.store.all("SELECT line FROM flow_journal WHERE run = %s ORDER BY seq",
+                                                             (self.id(),)))
+
+    def has_journal(self) -> bool:
+        return self.store.one("SELECT 1 FROM flow_journal WHERE run = %s LIMIT 1", (self.id(),)) is not None
+
+    def load_journal(self, key: bytes, *, repair: bool = False) -> LoadResult:
+        if not self.has_journal() and not self.has_manifest():
+            raise RefusedError(f"{self.describe('journal')}: journal not found")
+        records, _good_len, torn = verify_chain(self.journal_bytes(), key, self.describe("journal"))
+        if torn and repair:  # rows are whole lines: the torn tail is the rows after the last whole record
+            self.store.run("DELETE FROM flow_journal WHERE run = %s AND seq > %s", (self.id(), len(records)))
+        return LoadResult(records, torn)
+
+    def open_journal(self, key: bytes) -> tuple[PostgresJournal, list[dict[str, Any]]]:
+        records = self.load_journal(key, repair=True).records
+        return PostgresJournal(self, key, records), records
+
+    def new_journal(self, key: bytes) -> PostgresJournal:
+        return PostgresJournal(self, key, self.load_journal(key).records if self.has_journal() else [])
+
+    def read_records(self) -> list[dict[str, Any]]:
+        return parse_records(self.journal_bytes())
+
+    # state
+    def has_state(self) -> bool:
+        return self.doc_text("state") is not None
+
+    def state(self) -> dict[str, Any]:
+        return self._need("state")
+
+    def write_state(self, state: str, *, journal: Any = None, **fields: Any) -> None:
+        doc = sealed_state(state, fields, journal)
+        if journal is not None and self.run_id() is not None:
+            with self.store.tx():
+                entry = self._ledger(lock=True)
+                ledger.advance_seal(entry, doc["journal_seq"], doc["journal_hash"])
+                self._save_ledger(entry)
+                self._put("state", doc)
+            return
+        self._put("state", doc)
+
+    def check_seal(self, records: list[dict[str, Any]], key: bytes) -> dict[str, Any] | None:
+        text = self.doc_text("state")
+        try:
+            doc = None if text is None else json.loads(text)
+        except ValueError as e:
+            raise RefusedError(f"{self.describe('state')}: unreadable or not JSON ({e}); refusing") from None
+        return verify_seal(doc, records, key, self.describe("state"), self.describe("journal"))
+
+    def restore_state(self, doc: dict[str, Any]) -> None:
+        self._put("state", {"schema": SCHEMA_PREFIX + "state@1", **doc})
+
+    # checkpoint
+    def read_checkpoint(self) -> dict[str, Any] | None:
+        return self._get("checkpoint")
+
+    def write_checkpoint(self, cp: dict[str, Any]) -> None:
+        crash_point("checkpoint:tmp_written", cp.get("step"))
+        self._put("checkpoint", cp)
+        crash_point("checkpoint:renamed", cp.get("step"))
+
+    def reconcile_checkpoint(self, records: list[dict[str, Any]]) -> tuple[dict[str, Any] | None, str]:
+        cp, status = checkpoint.judge_checkpoint(self._get("checkpoint"), records, self.describe("checkpoint"))
+        if status == "rebuilt" and cp is not None:
+            self._put("checkpoint", cp)
+        return cp, status
+
+    # lease
+    def lease(self, ttl_s: float = 30.0) -> PostgresLease:
+        return PostgresLease(self, ttl_s)
+
+    def lease_info(self) -> LeaseInfo | None:
+        seen = lease_row(self.store.conn(), self.id())
+        return None if seen is None else seen[0]
+
+    def try_lock(self) -> Any:
+        """The run's owner lock (a session advisory lock on a connection of its own), or None if a live session holds it."""
+        conn = self.store.connect()
+        if not try_owner_lock(conn, self.store.lock_ns, self.id(create=True)):
+            conn.close()
+            return None
+        return conn.close  # closing the session frees its lock
+
+    # escalation, approval, decisions
+    def has_pending(self) -> bool:
+        return self.doc_text("pending") is not None
+
+    def read_pending(self) -> dict[str, Any] | None:
+        return self._get("pending")
+
+    def write_pending(self, body: dict[str, Any]) -> None:
+        self._put("pending", {"schema": SCHEMA_PREFIX + "pending_escalation@1", **body})
+
+    def remove_pending(self) -> None:
+        self.put_text("pending", None)
+
+    def has_approval(self) -> bool:
+        return self.doc_text("approval") is not None
+
+    def read_approval(self) -> dict[str, Any] | None:
+        return self._get("approval")
+
+    def write_approval(self, body: dict[str, Any], signature: str) -> None:
+        self._put("approval", {"schema": SCHEMA_PREFIX + "approval@1", **body, "signature": signature})
+
+    def remove_approval(self) -> None:
+        self.put_text("approval", None)
+
+    def consume_approval(self, pause_id: str) -> None:
+        """Move the approval to decisions in one transaction: a decision is used once."""
+        crash_point("approval:consuming")
+        with self.store.tx():
+            row = self.store.one("UPDATE flow_escalations e SET approval = NULL, approval_at = NULL FROM "
+                                 "(SELECT approval FROM flow_escalations WHERE run = %s FOR UPDATE) old "
+                                 "WHERE e.run = %s AND old.approval IS NOT NULL RETURNING old.approval", (self.id(), self.id()))
+            if row is None:
+                raise RefusedError(f"{self.describe('approval')}: no approval to consume; refusing")
+            self.store.run("INSERT INTO flow_decisions (run, pause_id, body) VALUES (%s, %s, %s) ON CONFLICT (run, pause_id) "
+                           "DO UPDATE SET body = EXCLUDED.body, consumed_at = clock_timestamp()", (self.id(), pause_id, row[0]))
+        crash_point("approval:consumed")
+
+    def has_decision(self, pause_id: str) -> bool:
+        return self.read_decision(pause_id) is not None
+
+    def read_decision(self, pause_id: str) -> dict[str, Any] | None:
+        row = self.store.one("SELECT body FROM flow_decisions WHERE run = %s AND pause_id = %s", (self.id(), pause_id))
+        return None if row is None else json.loads(row[0])
+
+    def decisions(self) -> list[dict[str, Any]]:
+        return [json.loads(body) for _, body in self.decision_texts()]
+
+    def decision_texts(self) -> list[tuple[str, str]]:
+        """Consumed decisions as (pause_id, text), oldest first."""
+        rows = self.store.all("SELECT pause_id, body FROM flow_decisions WHERE run = %s ORDER BY consumed_at", (self.id(),))
+        return [(r[0], r[1]) for r in rows]
+
+    # incident, reports
+    def write_incident(self, body: dict[str, Any]) -> None:
+        self._put("incident", {"schema": SCHEMA_PREFIX + "incident@1", **body})
+
+    def read_incident(self) -> dict[str, Any] | None:
+        return self._get("incident")
+
+    def write_reports(self, report: dict[str, Any], markdown: str, html: str) -> None:
+        self._put("report", {"schema": SCHEMA_PREFIX + "report@1", **report})
+        self.put_artifact("REPORT.md", markdown.encode())
+        self.put_artifact("report.html", html.encode())
+
+    # children
+    def child(self, name: str) -> "PostgresRun":
+        return PostgresRun(self.store, f"{self.name}/children/{name}")
+
+    def children(self) -> list["PostgresRun"]:
+        head = f"{self.name}/children/"
+        rows = self.store.all("SELECT name FROM flow_runs WHERE starts_with(name, %s) AND strpos(substr(name, %s), '/') = 0 "
+                              "ORDER BY name", (head, len(head) + 1))
+        return [PostgresRun(self.store, r[0]) for r in rows]
+
+    def sibling(self, step: str) -> "PostgresRun":
+        return PostgresRun(self.store, f"{self.name}.{step}")
+
+    # the run ledger: a column of the run's row
+    def _ledger(self, lock: bool = False) -> dict[str, Any]:
+        row = self.store.one("SELECT ledger FROM flow_runs WHERE id = %s" + (" FOR UPDATE" if lock else ""), (self.id(),))
+        entry = dict(row[0]) if row and row[0] else {}
+        entry.setdefault("run_id", self.run_id())
+        entry.setdefault("path", self.ref)
+        entry.setdefault("consumed", {})
+        return entry
+
+    def _save_ledger(self, entry: dict[str, Any]) -> None:
+        self.store.run("UPDATE flow_runs SET ledger = %s::jsonb WHERE id = %s", (json.dumps(entry), self.id()))
+
+    def ledger_claim(self, records: list[dict[str, Any]]) -> dict[str, Any]:
+        self.manifest()
+        with self.store.tx():
+            entry = self._ledger(lock=True)
+            ledger.check_entry(entry, self.ref, records)
+            self._save_ledger(entry)
+        return dict(entry)
+
+    def ledger_seal(self, seq: int, hash_: str | None) -> None:
+        self.manifest()
+        with self.store.tx():
+            entry = self._ledger(lock=True)
+            ledger.advance_seal(entry, seq, hash_)
+            self._save_ledger(entry)
+
+    def ledger_consume(self, pause_id: str, decision: str | None, seq: int, hash_: str) -> None:
+        self.manifest()
+        with self.store.tx():
+            entry = self._ledger(lock=True)
+            ledger.mark_consumed(entry, self.ref, self.ref, pause_id, decision, seq, hash_)
+            self._save_ledger(entry)
+
+    def ledger_consumed(self, pause_id: str) -> dict[str, Any] | None:
+        self.manifest()
+        return (self._ledger().get("consumed") or {}).get(pause_id)

@@ -1,0 +1,94 @@
+"""The PostgreSQL store's connection spec and schema (SPEC §18): numbered migrations, applied by `flow store migrate`.
+
+Migrations are SQL files shipped in `openadapt_flow/store/migrations/` named `NNNN_name.sql`, applied in order, each in
+one transaction under an advisory lock (two `migrate` commands at once apply each file once). `flow_schema` records
+every applied version. A store whose schema is newer than this code is refused (exit 6), never half-read; one that is
+older (or empty) is refused until it is migrated.
+
+A spec with a password is refused before connecting (postgres_spec.check_spec).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from importlib import resources
+
+import psycopg
+
+from openadapt_flow.errors import RefusedError, UsageError
+from openadapt_flow.store.postgres_spec import check_spec, redact
+
+MIGRATE_LOCK = 0x666C6F77  # "flow": the advisory lock key `migrate` holds while it applies files
+_VERSION_TABLE = ("CREATE TABLE IF NOT EXISTS flow_schema (version integer PRIMARY KEY, name text NOT NULL, "
+                  "applied_at timestamptz NOT NULL DEFAULT now())")
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    name: str
+    sql: str
+
+
+def connect(spec: str) -> psycopg.Connection:
+    """An autocommit connection; a failure is one line naming the redacted spec (UsageError, exit 2)."""
+    check_spec(spec)
+    try:
+        return psycopg.connect(spec, autocommit=True, application_name="openadapt-flow", connect_timeout=10)
+    except psycopg.Error as e:
+        detail = str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__
+        raise UsageError(f"--store {redact(spec)}: cannot connect ({detail})") from None
+
+
+def migrations() -> list[Migration]:
+    """The migrations this code ships, in version order."""
+    out = []
+    for entry in resources.files("openadapt_flow.store.migrations").iterdir():
+        m = re.fullmatch(r"(\d{4})_(\w+)\.sql", entry.name)
+        if m:
+            out.append(Migration(int(m.group(1)), m.group(2), entry.read_text(encoding="utf-8")))
+    if not out:  # a broken installation (package data left out), never a store to judge
+        raise RuntimeError("openadapt_flow/store/migrations/*.sql is missing from this installation")
+    return sorted(out, key=lambda m: m.version)
+
+
+def code_version() -> int:
+    return max((m.version for m in migrations()), default=0)
+
+
+def applied_version(conn: psycopg.Connection) -> int:
+    """The newest version applied to the database (0: none, or no flow_schema table)."""
+    if conn.execute("SELECT to_regclass('flow_schema')").fetchone() == (None,):
+        return 0
+    row = conn.execute("SELECT max(version) FROM flow_schema").fetchone()
+    return int(row[0]) if row and row[0] is not None else 0
+
+
+def check_schema(conn: psycopg.Connection, where: str) -> None:
+    """Refuse a store this code cannot read: newer than the code, or not (fully) migrated."""
+    have, know = applied_version(conn), code_version()
+    if have > know:
+        raise RefusedError(f"--store {where}: its schema is version {have}, newer than this openadapt-flow knows ({know}); "
+                           f"upgrade openadapt-flow; refusing")
+    if have < know:
+        raise RefusedError(f"--store {where}: schema version {have}, this openadapt-flow needs {know}; run "
+                           f"`flow store migrate --store {where}` first; refusing")
+
+
+def migrate(conn: psycopg.Connection, where: str) -> list[Migration]:
+    """Apply every shipped migration the database lacks, in order; the ones applied now. Idempotent."""
+    done: list[Migration] = []
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (MIGRATE_LOCK,))
+        conn.execute(_VERSION_TABLE)
+        have = applied_version(conn)
+        if have > code_version():
+            raise RefusedError(f"--store {where}: its schema is version {have}, newer than this openadapt-flow knows "
+                               f"({code_version()}); upgrade openadapt-flow; refusing")
+        for m in migrations():
+            if m.version > have:
+                conn.execute(m.sql.encode())
+                conn.execute("INSERT INTO flow_schema (version, name) VALUES (%s, %s)", (m.version, m.name))
+                done.append(m)
+    return done

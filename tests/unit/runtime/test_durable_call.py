@@ -15,14 +15,19 @@ from openadapt_flow.store.checkpoint import checkpoint_from_records
 from openadapt_flow.store.filesystem import FilesystemStore
 from openadapt_flow.store.lease import LeaseLost
 from openadapt_flow.store.memory import MemoryStore
+from openadapt_flow.store.postgres import PostgresStore
+from tests.support.pg import pg_server, store_spec  # noqa: F401 — pg_server is a session fixture (one server per worker)
 
 pytestmark = pytest.mark.timeout(30)
 KEY = b"k" * 32
 
 
-@pytest.fixture(params=["filesystem", "memory"])
-def run(request, tmp_path):
-    """A new run in either store (the durable step reaches it only through its handle)."""
+@pytest.fixture(params=["filesystem", "memory", "postgres"])
+def run(request, tmp_path, monkeypatch):
+    """A new run in each store (the durable step reaches it only through its handle); PostgreSQL: a schema per test."""
+    if request.param == "postgres":
+        spec = store_spec(request.getfixturevalue("pg_server"), f"c{abs(hash(request.node.nodeid)):x}", monkeypatch)
+        return PostgresStore(spec).create_run()
     store = FilesystemStore(tmp_path / "runs") if request.param == "filesystem" else MemoryStore()
     return store.create_run()
 

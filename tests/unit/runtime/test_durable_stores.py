@@ -1,5 +1,6 @@
-"""The durable runtime on both run stores (SPEC §18: one interface; issue 13): the same scenarios, in process,
-against the filesystem store and the `memory:` store, asserting only through the run handle.
+"""The durable runtime on every run store (SPEC §18: one interface; issues 13 and 15): the same scenarios, in process,
+against the filesystem store, the `memory:` store and the PostgreSQL store (a real server, one schema per test),
+asserting only through the run handle.
 
 A kill is simulated in process at the crash kit's own fault points (FLOW_CRASH_AT): where a subprocess would SIGKILL
 itself, this process raises `Killed` (a BaseException, like a death nothing in the runtime may catch); the run's lease
@@ -25,16 +26,21 @@ from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.store import faults
 from openadapt_flow.store.filesystem import FilesystemStore
 from openadapt_flow.store.memory import MemoryRun
+from openadapt_flow.store.postgres_run import PostgresRun
 from openadapt_flow.store.rundir import RunDir
 from tests.unit.runtime.test_durable import AFTER, SAVE, App, VanishingLedger, env, home, rows  # noqa: F401 (env: a fixture)
 from tests.unit.runtime.test_engine import make_bundle
 from tests.unit.runtime.workflow_support import log, write_module
+from tests.support.pg import pg_server, store_spec  # noqa: F401 — pg_server is a session fixture (one server per worker)
 
 pytestmark = pytest.mark.timeout(120)
 KEY_ENV = {"FLOW_KEY_FILE": "install.key", "FLOW_DECISION_KEY_FILE": "decision.key"}
 
 
-@pytest.fixture(params=["filesystem", "memory"])
+HANDLES = {"filesystem": RunDir, "memory": MemoryRun, "postgres": PostgresRun}
+
+
+@pytest.fixture(params=["filesystem", "memory", "postgres"])
 def where(request, tmp_path, monkeypatch, env):
     """(config, run reference) of a new run in the store under test; `env` (test_durable) made the ledger database."""
     for var, name in KEY_ENV.items():
@@ -43,6 +49,9 @@ def where(request, tmp_path, monkeypatch, env):
     if request.param == "memory":
         runtime["store"] = "memory:"
         ref = f"memory:{tmp_path.name}"  # unique per test: the process's memory store outlives one test
+    elif request.param == "postgres":  # a fresh schema per test on the session's server
+        runtime["store"] = store_spec(request.getfixturevalue("pg_server"), f"d{abs(hash(request.node.nodeid)):x}", monkeypatch)
+        ref = "pg:run"
     else:
         ref = str(tmp_path / "run")
     config = DeployConfig.model_validate({"schema": "openadapt-flow/config@1", "runtime": runtime})
@@ -73,7 +82,7 @@ def test_each_store_holds_the_run_it_was_asked_for(tmp_path, where, env):
     kind, _, ref = where
     out = start(tmp_path, where, App(env, refute=True))
     run = open_ref(out.run_dir)
-    assert isinstance(run, RunDir if kind == "filesystem" else MemoryRun) and run.ref == ref
+    assert isinstance(run, HANDLES[kind]) and run.ref == ref
     assert (tmp_path / "run" / "manifest.json").is_file() == (kind == "filesystem")
     assert not (tmp_path / "runs").exists()  # a given run reference, never the default root
 

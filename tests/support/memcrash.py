@@ -1,8 +1,8 @@
 """`flow` commands on the `memory:` store, each one a process that the crash kit can kill, all in this test process.
 
 A memory store lives as long as its process, so a forked or spawned `flow` (tests/crash/crash_support.py) cannot show
-it. Here every command runs in this process (the real CLI, typer's runner: its exit code, stdout and stderr) with its
-own environment and working directory, against the process's one memory store (`open_store("memory:")`).
+it. Here every command runs in this process (the real entry point: its one-line errors and exit codes) with its own
+environment and working directory, against the process's one memory store (`open_store("memory:")`).
 
 The crash model (what a SIGKILL is, to the store): when the command reaches its FLOW_CRASH_AT point the kill handler
 (store/faults.py `kill_handler`) freezes the store's contents as they are (`MemoryStore.freeze`: every record and
@@ -17,6 +17,8 @@ one session shared by every command of a case (as the real app on Xvnc keeps its
 
 from __future__ import annotations
 
+import contextlib
+import io
 import itertools
 import json
 import os
@@ -30,8 +32,8 @@ from typing import Any
 
 import pytest
 import typer
-from typer.testing import CliRunner
 
+import openadapt_flow.cli.app as cli_app
 from openadapt_flow.backends import fixture as fixture_backend
 from openadapt_flow.cli.app import build_app
 from openadapt_flow.fixture.player import Player, open_player
@@ -43,7 +45,7 @@ from openadapt_flow.store.select import open_store
 from tests.support.cli import flow_env
 from tests.support.demo_invoices import BUNDLE, FIXTURES, invoice_rows
 
-_APP: list[typer.Typer] = []
+_APP: list[Any] = []
 
 
 class Killed(BaseException):
@@ -92,10 +94,31 @@ def _as_process(env: dict[str, str], cwd: Path) -> Iterator[None]:
         sys.path[:] = saved_path
 
 
+def _command() -> Any:
+    """The CLI's click command, built once (typer builds it anew on every call: ~0.1 s a command)."""
+    if not _APP:
+        _APP.append(typer.main.get_command(build_app()))
+    return _APP[0]
+
+
+def _main(args: list[str]) -> tuple[int, str, str]:
+    """The real `flow` entry point (cli/app.py: its one-line errors and exit codes) on `args`: (code, stdout, stderr)."""
+    out, err = io.StringIO(), io.StringIO()
+    saved_argv = sys.argv
+    sys.argv = ["flow", *args]
+    code = 0
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            cli_app._run(_command(), "flow")
+    except SystemExit as e:
+        code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+    finally:
+        sys.argv = saved_argv
+    return code, out.getvalue(), err.getvalue()
+
+
 def flow(args: list[str], cwd: Path, env: dict[str, str]) -> Result:
     """`flow ARGS` as one process on this process's memory store; killed (returncode -9) at env's FLOW_CRASH_AT."""
-    if not _APP:
-        _APP.append(build_app())
     store = memory_store()
     survivors: list[MemoryContents] = []
 
@@ -107,15 +130,15 @@ def flow(args: list[str], cwd: Path, env: dict[str, str]) -> Result:
     killed = False
     with _as_process(env, cwd), faults.kill_handler(die):
         try:
-            r = CliRunner().invoke(_APP[0], list(args), catch_exceptions=False)
+            code, out, err = _main([str(a) for a in args])
         except Killed:
             killed = True
     if survivors:
         store.restore(survivors[0])
         if not killed:
-            raise CrashSwallowed(f"flow {' '.join(args)}: reached its crash point and went on")
+            raise CrashSwallowed(f"flow {' '.join(map(str, args))}: reached its crash point and went on")
         return Result(list(args), -9, "", "")
-    return Result(list(args), r.exit_code, r.stdout, r.stderr)
+    return Result(list(args), code, out, err)
 
 
 def run_of(ref: str | Path) -> MemoryRun:
@@ -153,6 +176,22 @@ class FixtureDesktop:
     @property
     def url(self) -> str:
         return f"fixture:{self.fixture}"
+
+
+def cut_startup(run: str, root: Path, env: dict[str, str]) -> list[str] | None:
+    """crash_support.cut_startup on the memory store: None if `run` is a run; else what is wrong with how the cut
+    start-up is shown, after clearing it away (the store's `discard`) as an operator would before replaying."""
+    handle = run_of(run)
+    if handle.has_manifest() or not exists(run):
+        return None
+    problems = []
+    st = flow(["status", str(run)], root, env)
+    if st.returncode != 2 or "start-up was cut" not in st.stderr:
+        problems.append(f"{run}: a cut start-up must be named by status (exit 2), got {st.returncode}: {st.stderr[-200:]}")
+    if b'"action_dispatched"' in bytes(handle.recs.journal):
+        problems.append(f"{run}: a start-up cut before the manifest had dispatched input")
+    handle.discard()
+    return problems
 
 
 def fast_bundle(src: Path, dest: Path, timeout_s: float) -> Path:
@@ -248,17 +287,6 @@ class MemoryDesk:
     def consumed(run: str, pause_id: str) -> bool:
         return run_of(run).has_decision(pause_id)
 
-    def cut_startup(self, run: str, root: Path, env: dict[str, str]) -> list[str] | None:
-        """crash_support.cut_startup on the memory store: None if `run` is a run; else what is wrong with how the cut
-        start-up is shown, after clearing it away (the store's `discard`) as an operator would before replaying."""
-        handle = run_of(run)
-        if handle.has_manifest() or not exists(run):
-            return None
-        problems = []
-        st = self.flow(["status", str(run)], root, env)
-        if st.returncode != 2 or "start-up was cut" not in st.stderr:
-            problems.append(f"{run}: a cut start-up must be named by status (exit 2), got {st.returncode}: {st.stderr[-200:]}")
-        if b'"action_dispatched"' in bytes(handle.recs.journal):
-            problems.append(f"{run}: a start-up cut before the manifest had dispatched input")
-        handle.discard()
-        return problems
+    @staticmethod
+    def cut_startup(run: str, root: Path, env: dict[str, str]) -> list[str] | None:
+        return cut_startup(run, root, env)

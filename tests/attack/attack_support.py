@@ -6,8 +6,13 @@ The harm every attack looks for: `post` running without a valid, unused decision
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import os
+import shutil
+import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -15,6 +20,10 @@ import yaml
 from openadapt_flow.runtime.decide.config import DeployConfig
 from openadapt_flow.runtime.act.launch import ReplayRequest, RunOutcome
 from openadapt_flow.runtime.runs import replay
+from openadapt_flow.store.lease import LeaseInfo
+from openadapt_flow.store.memory import PREFIX
+from openadapt_flow.store.rundir import RUN_FILES
+from tests.support import memcrash
 
 TOOLS = '''
 import os
@@ -44,10 +53,20 @@ STEPS = [
 
 
 class Workspace:
-    def __init__(self, root: Path) -> None:
+    """The attack's run, in the store under test: run directories under `root`, or `memory:<root>-<name>` runs."""
+
+    def __init__(self, root: Path, store: str = "filesystem") -> None:
         self.root = root
+        self.store = store
         self.log = root / "post.log"
         self.down = root / "down"
+
+    def ref(self, run_dir: str) -> Path:
+        """Where a run named `run_dir` lives (a memory run's reference is `memory:NAME`, as RunOutcome.run_dir holds it)."""
+        return Path(f"{PREFIX}{self.root.name}-{run_dir}") if self.store == "memory" else self.root / run_dir
+
+    def files(self, run: Path) -> "RunFiles":
+        return RunFiles(run)
 
     def posts(self) -> int:
         return len(self.log.read_text().splitlines()) if self.log.exists() else 0
@@ -61,6 +80,8 @@ class Workspace:
 
     def config(self, **approvals: object) -> DeployConfig:
         body: dict = {"schema": "openadapt-flow/config@1", "runtime": {"runs_root": str(self.root / "runs"), "durable": True}}
+        if self.store == "memory":
+            body["runtime"]["store"] = PREFIX
         if approvals:
             body["approvals"] = approvals
         return DeployConfig.model_validate(body)
@@ -69,7 +90,7 @@ class Workspace:
         """Start with the ledger API down: the run pauses at `post` awaiting an operator; then the API comes back."""
         self.down.write_text("down")
         out = replay(ReplayRequest(bundle=self.bundle(steps), params={}, backend=None, config=self.config(**approvals),
-                                   run_dir=self.root / run_dir))
+                                   run_dir=self.ref(run_dir)))
         self.down.unlink()
         return out
 
@@ -79,27 +100,140 @@ def env_for(root: Path) -> dict[str, str]:
             "FLOW_STATE_DIR": str(root / "state"), "POST_LOG": str(root / "post.log"), "POST_DOWN": str(root / "down")}
 
 
-@pytest.fixture
-def ws(tmp_path, monkeypatch) -> Workspace:
+def _workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, store: str) -> Workspace:
     for k, v in env_for(tmp_path).items():
         monkeypatch.setenv(k, v)
     (tmp_path / "attack_tools.py").write_text(TOOLS)
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.chdir(tmp_path)
-    return Workspace(tmp_path)
+    return Workspace(tmp_path, store)
+
+
+@pytest.fixture
+def ws(tmp_path, monkeypatch) -> Workspace:
+    """The workspace on the filesystem store (for attacks on the run directory as files on disk)."""
+    return _workspace(tmp_path, monkeypatch, "filesystem")
+
+
+@pytest.fixture(params=["filesystem", "memory"])
+def wss(request, tmp_path, monkeypatch) -> Workspace:
+    """The workspace on each store: the filesystem, and this process's memory store."""
+    return _workspace(tmp_path, monkeypatch, request.param)
+
+
+_DOCS = {name: what for what, name in RUN_FILES.items() if what not in ("journal", "lease")}
+
+
+class RunFiles:
+    """A run's records as the files of its run directory (SPEC §7 names: what an attacker edits), on either store.
+
+    In the memory store a record is what the store holds (documents as their JSON text, the journal's bytes, the typed
+    lease, the consumed decisions, artifacts): an edit there is the same attack on the same bytes."""
+
+    def __init__(self, run: Path) -> None:
+        self.run = run
+        self.memory = str(run).startswith(PREFIX)
+
+    def _recs(self) -> Any:
+        return memcrash.run_of(str(self.run)).recs
+
+    def read(self, name: str) -> bytes:
+        if not self.memory:
+            return (self.run / name).read_bytes()
+        recs = self._recs()
+        if name == RUN_FILES["journal"]:
+            return bytes(recs.journal)
+        if name == RUN_FILES["lease"]:
+            return json.dumps(dataclasses.asdict(recs.lease)).encode()
+        if name in _DOCS:
+            return recs.docs[_DOCS[name]].encode("latin-1")
+        if name.startswith("decisions/"):
+            return recs.decisions[name.removeprefix("decisions/").removesuffix(".json")].encode()
+        return bytes(recs.artifacts[name])
+
+    def write(self, name: str, data: bytes) -> None:
+        if not self.memory:
+            (self.run / name).parent.mkdir(parents=True, exist_ok=True)
+            (self.run / name).write_bytes(data)
+            return
+        recs = self._recs()
+        if name == RUN_FILES["journal"]:
+            recs.journal[:] = data
+        elif name == RUN_FILES["lease"]:
+            try:  # an unreadable lease reads as none, as LeaseInfo.read does
+                recs.lease = LeaseInfo(**{k: json.loads(data)[k] for k in LeaseInfo.__dataclass_fields__})
+            except (ValueError, KeyError, TypeError):
+                recs.lease = None
+        elif name in _DOCS:
+            recs.docs[_DOCS[name]] = data.decode("latin-1")
+        elif name.startswith("decisions/"):
+            recs.decisions[name.removeprefix("decisions/").removesuffix(".json")] = data.decode()
+        else:
+            recs.artifacts[name] = bytes(data)
+
+    def delete(self, name: str) -> None:
+        if not self.memory:
+            p = self.run / name
+            shutil.rmtree(p) if p.is_dir() else p.unlink()
+            return
+        recs = self._recs()
+        if name == RUN_FILES["journal"]:
+            recs.journal[:] = b""
+        elif name == RUN_FILES["lease"]:
+            recs.lease = None
+        elif name == ".lock":
+            recs.lock = threading.Lock()  # a new lock file: a new inode
+        elif name in _DOCS:
+            del recs.docs[_DOCS[name]]
+        else:
+            del recs.artifacts[name]
+
+    def exists(self, name: str) -> bool:
+        try:
+            self.read(name)
+            return True
+        except (OSError, KeyError, TypeError):
+            return False
+
+    def decisions(self) -> list[str]:
+        """The consumed decisions, as `decisions/<pause>.json` names."""
+        if not self.memory:
+            return sorted(f"decisions/{p.name}" for p in (self.run / "decisions").glob("*.json"))
+        return [f"decisions/{p}.json" for p in self._recs().decisions]
+
+    def forget_ledger(self) -> None:
+        """The run ledger (outside the run: the filesystem's under FLOW_STATE_DIR, the memory store's its own) lost."""
+        if self.memory:
+            memcrash.memory_store().contents.ledger.clear()
+            return
+        for p in (Path(os.environ["FLOW_STATE_DIR"]) / "ledger").glob("*.json"):
+            p.unlink()
+
+    def json(self, name: str) -> dict:
+        return json.loads(self.read(name))
+
+    def edit_json(self, name: str, **changes: object) -> None:
+        data = self.json(name)
+        data.update(changes)
+        self.write(name, json.dumps(data).encode())
+
+    def records(self) -> list[dict]:
+        return [json.loads(line) for line in self.read(RUN_FILES["journal"]).decode().splitlines() if line.strip()]
+
+    def cut_journal(self, n: int) -> None:
+        """Drop the journal's last `n` whole records (a cut tail, not a torn line)."""
+        lines = self.read(RUN_FILES["journal"]).decode().splitlines(keepends=True)
+        self.write(RUN_FILES["journal"], "".join(lines[:-n]).encode())
 
 
 def records(run: Path) -> list[dict]:
-    return [json.loads(line) for line in (run / "journal.jsonl").read_text().splitlines() if line.strip()]
+    return RunFiles(run).records()
 
 
 def edit_json(path: Path, **changes: object) -> None:
-    data = json.loads(path.read_text())
-    data.update(changes)
-    path.write_text(json.dumps(data))
+    RunFiles(path.parent).edit_json(path.name, **changes)
 
 
 def cut_journal(run: Path, n: int) -> None:
     """Drop the journal's last `n` whole records (a cut tail, not a torn line)."""
-    lines = (run / "journal.jsonl").read_text().splitlines(keepends=True)
-    (run / "journal.jsonl").write_text("".join(lines[:-n]))
+    RunFiles(run).cut_journal(n)

@@ -24,6 +24,8 @@ from openadapt_flow.store.lease import LeaseInfo
 from openadapt_flow.store.memory import PREFIX
 from openadapt_flow.store.rundir import RUN_FILES
 from tests.support import memcrash
+from tests.support.cli import flow_env, run_flow
+from tests.support.demo_invoices import BUNDLE, invoice_rows
 
 TOOLS = '''
 import os
@@ -135,7 +137,7 @@ class RunFiles:
         self.memory = str(run).startswith(PREFIX)
 
     def _recs(self) -> Any:
-        return memcrash.run_of(str(self.run)).recs
+        return memcrash.memory_store().runs[str(self.run).removeprefix(PREFIX)]  # KeyError: no such run (none made)
 
     def read(self, name: str) -> bytes:
         if not self.memory:
@@ -190,8 +192,7 @@ class RunFiles:
 
     def exists(self, name: str) -> bool:
         try:
-            self.read(name)
-            return True
+            return bool(self.read(name)) or not self.memory  # a memory run's journal exists once it holds a record
         except (OSError, KeyError, TypeError):
             return False
 
@@ -237,3 +238,49 @@ def edit_json(path: Path, **changes: object) -> None:
 def cut_journal(run: Path, n: int) -> None:
     """Drop the journal's last `n` whole records (a cut tail, not a torn line)."""
     RunFiles(run).cut_journal(n)
+
+
+class DemoRuns:
+    """The demo invoice app and `flow` on one store, for the attacks on a real run: the app on Xvnc with `flow`
+    processes (filesystem), or the app's recorded fixture with `flow` commands of this process killed at their crash
+    points (memory: tests/support/memcrash.py)."""
+
+    def __init__(self, store: str, root: Path, url: str, env: dict[str, str], rows: Any, bundle: Path = BUNDLE) -> None:
+        self.store, self.root, self.url, self.env, self._rows, self.bundle = store, root, url, env, rows, bundle
+
+    @classmethod
+    def filesystem(cls, root: Path, app: Any) -> "DemoRuns":
+        env = flow_env(root, DEMO_DB_DSN=f"sqlite:///{app.db_path}")
+        return cls("filesystem", root, app.xvnc.url, env, lambda: [(v, a) for _, v, a, _ in app.rows()])
+
+    @classmethod
+    def memory(cls, root: Path, desk: memcrash.MemoryDesk) -> "DemoRuns":
+        desk.case()  # its save's effect re-read after 0.2 s, not 5 (the fixture writes before the click returns)
+        return cls("memory", root, desk.url, desk.env(), lambda: invoice_rows(desk.db) if desk.db.exists() else [],
+                   desk.fast_bundle())
+
+    def ref(self, name: str) -> Path:
+        return Path(f"{PREFIX}{self.root.name}-{name}") if self.store == "memory" else self.root / "runs" / name
+
+    def store_args(self) -> list[str]:
+        return ["--store", PREFIX] if self.store == "memory" else []
+
+    def scan_args(self) -> list[str]:
+        """What `flow reconcile` sweeps: the runs root, or the memory store."""
+        return ["--store", PREFIX] if self.store == "memory" else [str(self.root / "runs")]
+
+    def flow(self, args: list[str], **extra: str) -> Any:
+        """`flow ARGS` with the environment's `extra`; returncode -9 if killed at its FLOW_CRASH_AT point."""
+        run = memcrash.flow if self.store == "memory" else run_flow
+        return run([str(a) for a in args], self.root, env=dict(self.env, **extra))
+
+    def replay(self, run: Path, bundle: Path | None = None, **extra: str) -> Any:
+        return self.flow(["replay", bundle or self.bundle, "--url", self.url, "--durable", "--run-dir", run, *self.store_args(),
+                          "--param", "vendor=ACME Corp", "--param", "amount=1250.50"], **extra)
+
+    def rows(self) -> list[tuple[str, float]]:
+        """The system of record's invoices (vendor, amount), oldest first."""
+        return list(self._rows())
+
+    def records(self, run: Path) -> list[dict]:
+        return RunFiles(run).records()

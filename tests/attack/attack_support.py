@@ -10,6 +10,7 @@ import dataclasses
 import json
 import os
 import shutil
+import sqlite3
 import threading
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,7 @@ from openadapt_flow.store.memory import PREFIX
 from openadapt_flow.store.rundir import RUN_FILES
 from tests.support import memcrash
 from tests.support.cli import flow_env, run_flow
-from tests.support.demo_invoices import BUNDLE, invoice_rows
+from tests.support.demo_invoices import BUNDLE
 
 TOOLS = '''
 import os
@@ -245,19 +246,29 @@ class DemoRuns:
     processes (filesystem), or the app's recorded fixture with `flow` commands of this process killed at their crash
     points (memory: tests/support/memcrash.py)."""
 
-    def __init__(self, store: str, root: Path, url: str, env: dict[str, str], rows: Any, bundle: Path = BUNDLE) -> None:
-        self.store, self.root, self.url, self.env, self._rows, self.bundle = store, root, url, env, rows, bundle
+    def __init__(self, store: str, root: Path, url: str, db: Path, app: Any, bundle: Path = BUNDLE) -> None:
+        self.store, self.root, self.url, self.db, self.app, self.bundle = store, root, url, db, app, bundle
+        self.env = flow_env(root, DEMO_DB_DSN=f"sqlite:///{db}", FLOW_DECISION_KEY_FILE=str(root / "decision.key"))
 
     @classmethod
-    def filesystem(cls, root: Path, app: Any) -> "DemoRuns":
-        env = flow_env(root, DEMO_DB_DSN=f"sqlite:///{app.db_path}")
-        return cls("filesystem", root, app.xvnc.url, env, lambda: [(v, a) for _, v, a, _ in app.rows()])
+    def start(cls, store: str, request: pytest.FixtureRequest, root: Path, monkeypatch: pytest.MonkeyPatch,
+              refute_save: bool = False) -> "DemoRuns":
+        """The app on its list screen with an empty system of record; `refute_save`: Save shows "Saved" and writes
+        nothing (the real app's variant; the fixture's write goes to a database nobody reads)."""
+        if store == "filesystem":
+            app = request.getfixturevalue("demo_app")("normal", refute_save=refute_save)
+            return cls(store, root, app.xvnc.url, app.db_path, app)
+        desk = memcrash.MemoryDesk(root, monkeypatch)
+        desk.case(sink=root / "elsewhere.db" if refute_save else None)
+        # its save's effect re-read after 0.2 s, not 5 (the fixture writes before the click returns)
+        return cls(store, root, desk.url, desk.db, desk, desk.fast_bundle())
 
-    @classmethod
-    def memory(cls, root: Path, desk: memcrash.MemoryDesk) -> "DemoRuns":
-        desk.case()  # its save's effect re-read after 0.2 s, not 5 (the fixture writes before the click returns)
-        return cls("memory", root, desk.url, desk.env(), lambda: invoice_rows(desk.db) if desk.db.exists() else [],
-                   desk.fast_bundle())
+    def on_start_screen(self) -> bool:
+        """Has no input reached the app (it shows its first screen)?"""
+        if self.store == "filesystem":
+            return bool(self.app.current_screen() == "list")
+        player = self.app.desktop.player
+        return bool(player.state == player.fixture.model.initial)
 
     def ref(self, name: str) -> Path:
         return Path(f"{PREFIX}{self.root.name}-{name}") if self.store == "memory" else self.root / "runs" / name
@@ -280,7 +291,19 @@ class DemoRuns:
 
     def rows(self) -> list[tuple[str, float]]:
         """The system of record's invoices (vendor, amount), oldest first."""
-        return list(self._rows())
+        return [(v, a) for _, v, a in self._table()]
+
+    def _table(self) -> list[tuple[int, str, float]]:
+        if not self.db.exists():
+            return []
+        conn = sqlite3.connect(self.db, timeout=5)
+        try:
+            return [tuple(r) for r in conn.execute("SELECT id, vendor, amount FROM invoices ORDER BY id")]
+        finally:
+            conn.close()
+
+    def state(self, run: Path) -> dict:
+        return RunFiles(run).json("state.json")
 
     def records(self, run: Path) -> list[dict]:
         return RunFiles(run).records()

@@ -9,11 +9,8 @@ import pytest
 
 from tests.attack.attack_support import DemoRuns
 from tests.e2e.conftest import demo_app, xvnc  # noqa: F401
-from tests.support.memcrash import MemoryDesk
 
 
 @pytest.fixture(params=["filesystem", "memory"])
 def demo(request, tmp_path, monkeypatch) -> DemoRuns:
-    if request.param == "filesystem":
-        return DemoRuns.filesystem(tmp_path, request.getfixturevalue("demo_app")("normal"))
-    return DemoRuns.memory(tmp_path, MemoryDesk(tmp_path, monkeypatch))
+    return DemoRuns.start(request.param, request, tmp_path, monkeypatch)

@@ -223,13 +223,16 @@ class MemoryDesk:
         return flow_env(self.root, FLOW_FIXTURE_DB=str(self.db), DEMO_DB_DSN=f"sqlite:///{self.db}",
                         FLOW_DECISION_KEY_FILE=str(self.root / "decision.key"))
 
-    def case(self) -> tuple[Path, float]:
-        """A fresh case: its root, a new system of record and a new desktop session on the list screen."""
+    def case(self, sink: Path | None = None) -> tuple[Path, float]:
+        """A fresh case: its root, a new system of record and a new desktop session on the list screen (writing its
+        invoices to `sink` instead, if given: an app whose Save shows "Saved" and writes nothing anyone reads)."""
         n = next(self.counter)
         root = self.root / f"case-{n}"
         root.mkdir()
         self.db = root / "invoices.db"
-        self.desktop = FixtureDesktop(FIXTURES / "normal", self.db)
+        self.desktop = FixtureDesktop(FIXTURES / "normal", sink or self.db)
+        if sink is not None:
+            FixtureDesktop(FIXTURES / "normal", self.db)  # the checked database exists, empty, with the app's table
         self.monkeypatch.setattr(fixture_backend, "open_player", self._player)
         return root, 1250.5
 

@@ -103,7 +103,7 @@ def env_for(root: Path) -> dict[str, str]:
             "FLOW_STATE_DIR": str(root / "state"), "POST_LOG": str(root / "post.log"), "POST_DOWN": str(root / "down")}
 
 
-def _workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, store: str) -> Workspace:
+def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, store: str) -> Workspace:
     for k, v in env_for(tmp_path).items():
         monkeypatch.setenv(k, v)
     (tmp_path / "attack_tools.py").write_text(TOOLS)
@@ -115,13 +115,13 @@ def _workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, store: str) -> W
 @pytest.fixture
 def ws(tmp_path, monkeypatch) -> Workspace:
     """The workspace on the filesystem store (for attacks on the run directory as files on disk)."""
-    return _workspace(tmp_path, monkeypatch, "filesystem")
+    return workspace(tmp_path, monkeypatch, "filesystem")
 
 
 @pytest.fixture(params=["filesystem", "memory"])
 def wss(request, tmp_path, monkeypatch) -> Workspace:
     """The workspace on each store: the filesystem, and this process's memory store."""
-    return _workspace(tmp_path, monkeypatch, request.param)
+    return workspace(tmp_path, monkeypatch, request.param)
 
 
 _DOCS = {name: what for what, name in RUN_FILES.items() if what not in ("journal", "lease")}

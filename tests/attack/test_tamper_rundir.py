@@ -25,7 +25,7 @@ from openadapt_flow.runtime.act.launch import ReplayRequest
 from openadapt_flow.runtime.runs import replay
 from openadapt_flow.runtime.act.runref import open_ref
 from openadapt_flow.store.keys import load_key
-from tests.attack.attack_support import STEPS, TOOLS, RunFiles, Workspace, env_for, wss  # noqa: F401
+from tests.attack.attack_support import STEPS, TOOLS, RunFiles, Workspace, env_for, workspace, wss  # noqa: F401
 from tests.support import memcrash
 from tests.support.cli import flow_env, run_flow
 
@@ -267,3 +267,21 @@ def test_cli_refuses_tampered_run_in_one_line_with_exit_6(tmp_path, case, store)
     assert res.returncode == 6, res.stderr + res.stdout
     assert len(res.stderr.strip().splitlines()) == 1 and "Traceback" not in res.stderr, res.stderr
     assert wsp.posts() == 0
+
+
+def test_a_copy_of_a_memory_runs_records_under_another_name_writes_once(tmp_path, monkeypatch):
+    """The memory store's `cp -r` (test_copy_restore.py on disk): a paused run's records, its approval with them,
+    copied under a second name. The store's run ledger names the first as the run's holder: the copy is refused."""
+    ws = workspace(tmp_path, monkeypatch, "memory")
+    run = ws.start().run_dir
+    approve(run, "continue", "alice")
+    runs, name = memcrash.memory_store().runs, str(run).removeprefix("memory:")
+    runs[f"{name}-copy"] = runs[name].survivor()
+    copy = Path(f"memory:{name}-copy")
+    with pytest.raises(RefusedError, match=f"held by {run}"):
+        resume(copy)
+    assert ws.posts() == 0
+    assert resume(run).state == "COMPLETED" and ws.posts() == 1
+    with pytest.raises(RefusedError, match="held by|older copy|already used"):
+        resume(copy)
+    assert ws.posts() == 1

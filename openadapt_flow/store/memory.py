@@ -37,10 +37,10 @@ class MemoryRun:
     """One run of a MemoryStore (the store's run handle, store/base.py RunHandle), on the store's contents as they
     were when it was opened (a handle of a process that crashed writes only into what the crash discarded)."""
 
-    def __init__(self, store: "MemoryStore", name: str) -> None:
+    def __init__(self, store: "MemoryStore", name: str, contents: MemoryContents | None = None) -> None:
         self.store = store
         self.name = name
-        self.contents = store.contents
+        self.contents = contents or store.contents  # a child or sibling: the contents its parent's handle was opened on
 
     @property
     def recs(self) -> MemoryRecords:
@@ -292,20 +292,15 @@ class MemoryRun:
 
     # children
     def child(self, name: str) -> "MemoryRun":
-        return self._at(f"{self.name}/children/{name}")
+        return MemoryRun(self.store, f"{self.name}/children/{name}", self.contents)
 
     def children(self) -> list["MemoryRun"]:
         head = f"{self.name}/children/"
-        return [self._at(n) for n in sorted(self.contents.runs) if n.startswith(head) and "/" not in n[len(head):]]
+        runs = self.contents.runs
+        return [MemoryRun(self.store, n, self.contents) for n in sorted(runs) if n.startswith(head) and "/" not in n[len(head):]]
 
     def sibling(self, step: str) -> "MemoryRun":
-        return self._at(f"{self.name}.{step}")
-
-    def _at(self, name: str) -> "MemoryRun":
-        """Another run of the same contents (a dead process's handle never reaches the survivors' records)."""
-        run = MemoryRun(self.store, name)
-        run.contents = self.contents
-        return run
+        return MemoryRun(self.store, f"{self.name}.{step}", self.contents)
 
     # the run ledger (the store's own: it lives outside every run, as the filesystem's does)
     def ledger_claim(self, records: list[dict[str, Any]]) -> dict[str, Any]:

@@ -3,7 +3,9 @@
 When the environment variable FLOW_CRASH_AT names a point (optionally
 `point@step-id`; journal points are `after:<record type>`, start-up points
 `start:<stage>`), the process SIGKILLs itself there — the most abrupt death a
-run can suffer, at an exact place in the write-ahead protocol.
+run can suffer, at an exact place in the write-ahead protocol. A test that
+runs commands in its own process on the memory store installs a kill handler
+(`kill_handler`) that stands in for the SIGKILL (tests/support/memcrash.py).
 
 FLOW_IO_FAULT names write points (comma-separated shell patterns: `journal`,
 `journal:fsync`, `checkpoint.json`, `state.json`, `pending_escalation.json`,
@@ -20,12 +22,26 @@ import errno
 import fnmatch
 import os
 import signal
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 ENV = "FLOW_CRASH_AT"
 SIGNAL_ENV = "FLOW_CRASH_SIGNAL"  # TERM: deliver SIGTERM instead (a graceful stop at the same point)
 IO_ENV = "FLOW_IO_FAULT"
 
 _io = {"seen": 0, "full": False}
+_kill: list[Callable[[str], None]] = []  # the innermost kill handler last
+
+
+@contextmanager
+def kill_handler(handler: Callable[[str], None]) -> Iterator[None]:
+    """While the block runs, a SIGKILL crash point calls `handler(point)` instead of killing the process; the
+    handler must not return (it raises a BaseException that nothing in the runtime catches)."""
+    _kill.append(handler)
+    try:
+        yield
+    finally:
+        _kill.remove(handler)
 
 
 def crash_point(name: str, step: str | None = None) -> None:
@@ -35,6 +51,8 @@ def crash_point(name: str, step: str | None = None) -> None:
     point, _, for_step = want.partition("@")
     if point == name and (not for_step or for_step == step):
         sig = signal.SIGTERM if os.environ.get(SIGNAL_ENV) == "TERM" else signal.SIGKILL
+        if sig == signal.SIGKILL and _kill:
+            _kill[-1](want)
         os.kill(os.getpid(), sig)
 
 

@@ -26,7 +26,7 @@ from openadapt_flow.store.faults import crash_point
 from openadapt_flow.store.frames import FrameWriter
 from openadapt_flow.store.journal import LoadResult, parse_records, verify_chain
 from openadapt_flow.store.lease import LeaseInfo
-from openadapt_flow.store.memory_parts import MemoryFrameWriter, MemoryJournal, MemoryLease, MemoryRecords
+from openadapt_flow.store.memory_parts import MemoryContents, MemoryFrameWriter, MemoryJournal, MemoryLease, MemoryRecords
 from openadapt_flow.store.rundir import RUN_FILES, digest_manifest
 from openadapt_flow.store.seal import SCHEMA_PREFIX, sealed_state, verify_seal
 
@@ -34,15 +34,20 @@ PREFIX = "memory:"
 
 
 class MemoryRun:
-    """One run of a MemoryStore (the store's run handle, store/base.py RunHandle)."""
+    """One run of a MemoryStore (the store's run handle, store/base.py RunHandle), on the store's contents as they
+    were when it was opened (a handle of a process that crashed writes only into what the crash discarded)."""
 
-    def __init__(self, store: "MemoryStore", name: str) -> None:
+    def __init__(self, store: "MemoryStore", name: str, contents: MemoryContents | None = None) -> None:
         self.store = store
         self.name = name
+        self.contents = contents or store.contents  # a child or sibling: the contents its parent's handle was opened on
 
     @property
     def recs(self) -> MemoryRecords:
-        return self.store.records_of(self.name)
+        return self.contents.records_of(self.name)
+
+    def _entry(self, run_id: str) -> dict[str, Any]:
+        return self.contents.ledger_entry(run_id, self.ref, PREFIX)
 
     @property
     def ref(self) -> str:
@@ -111,11 +116,11 @@ class MemoryRun:
             self._put("manifest", m)
 
     def discard(self) -> None:
-        self.store.runs.pop(self.name, None)
+        self.contents.runs.pop(self.name, None)
 
     # journal
     def has_journal(self) -> bool:
-        return self.name in self.store.runs and bool(self.recs.journal)
+        return self.name in self.contents.runs and bool(self.recs.journal)
 
     def load_journal(self, key: bytes, *, repair: bool = False) -> LoadResult:
         if not self.has_journal() and not self.has_manifest():
@@ -133,7 +138,7 @@ class MemoryRun:
         return MemoryJournal(self.recs, key, self.load_journal(key).records if self.has_journal() else [])
 
     def read_records(self) -> list[dict[str, Any]]:
-        return parse_records(bytes(self.recs.journal)) if self.name in self.store.runs else []
+        return parse_records(bytes(self.recs.journal)) if self.name in self.contents.runs else []
 
     # state
     def has_state(self) -> bool:
@@ -146,7 +151,7 @@ class MemoryRun:
         doc = sealed_state(state, fields, journal)
         run_id = self.run_id()
         if journal is not None and run_id is not None:
-            ledger.advance_seal(self.store.ledger_entry(run_id, self.ref), doc["journal_seq"], doc["journal_hash"])
+            ledger.advance_seal(self._entry(run_id), doc["journal_seq"], doc["journal_hash"])
         self._put("state", doc)
 
     def check_seal(self, records: list[dict[str, Any]], key: bytes) -> dict[str, Any] | None:
@@ -251,12 +256,12 @@ class MemoryRun:
 
     def get_artifact(self, rel: str) -> bytes | None:
         check_artifact_name(rel)
-        return self.recs.artifacts.get(rel) if self.name in self.store.runs else None
+        return self.recs.artifacts.get(rel) if self.name in self.contents.runs else None
 
     def list_artifacts(self, prefix: str) -> list[str]:
         check_artifact_name(prefix)
         head = prefix.rstrip("/") + "/"
-        return [r for r in self.recs.artifacts if r.startswith(head)] if self.name in self.store.runs else []
+        return [r for r in self.recs.artifacts if r.startswith(head)] if self.name in self.contents.runs else []
 
     def remove_artifacts(self, prefix: str) -> None:
         for rel in self.list_artifacts(prefix) + ([prefix] if prefix in self.recs.artifacts else []):
@@ -287,62 +292,61 @@ class MemoryRun:
 
     # children
     def child(self, name: str) -> "MemoryRun":
-        return MemoryRun(self.store, f"{self.name}/children/{name}")
+        return MemoryRun(self.store, f"{self.name}/children/{name}", self.contents)
 
     def children(self) -> list["MemoryRun"]:
         head = f"{self.name}/children/"
-        return [MemoryRun(self.store, n) for n in sorted(self.store.runs) if n.startswith(head) and "/" not in n[len(head):]]
+        runs = self.contents.runs
+        return [MemoryRun(self.store, n, self.contents) for n in sorted(runs) if n.startswith(head) and "/" not in n[len(head):]]
 
     def sibling(self, step: str) -> "MemoryRun":
-        return MemoryRun(self.store, f"{self.name}.{step}")
+        return MemoryRun(self.store, f"{self.name}.{step}", self.contents)
 
     # the run ledger (the store's own: it lives outside every run, as the filesystem's does)
     def ledger_claim(self, records: list[dict[str, Any]]) -> dict[str, Any]:
-        entry = self.store.ledger_entry(self.manifest()["run_id"], self.ref)
+        entry = self._entry(self.manifest()["run_id"])
         ledger.check_entry(entry, self.ref, records)
         return dict(entry)
 
     def ledger_seal(self, seq: int, hash_: str | None) -> None:
-        ledger.advance_seal(self.store.ledger_entry(self.manifest()["run_id"], self.ref), seq, hash_)
+        ledger.advance_seal(self._entry(self.manifest()["run_id"]), seq, hash_)
 
     def ledger_consume(self, pause_id: str, decision: str | None, seq: int, hash_: str) -> None:
-        entry = self.store.ledger_entry(self.manifest()["run_id"], self.ref)
+        entry = self._entry(self.manifest()["run_id"])
         ledger.mark_consumed(entry, self.ref, self.ref, pause_id, decision, seq, hash_)
 
     def ledger_consumed(self, pause_id: str) -> dict[str, Any] | None:
-        return (self.store.ledger_entry(self.manifest()["run_id"], self.ref).get("consumed") or {}).get(pause_id)
+        return (self._entry(self.manifest()["run_id"]).get("consumed") or {}).get(pause_id)
 
 
 class MemoryStore:
-    """Runs in this process's memory; a run reference is `memory:NAME` (or NAME)."""
+    """Runs in this process's memory; a run reference is `memory:NAME` (or NAME).
+
+    A crash of the process (the crash kit's kill, in process: tests/support/memcrash.py) is `freeze()` at the crash
+    point and `restore()` of what it returned once the dead command has unwound: nothing written after the point
+    survives, and every owner lock is free, as the kernel frees a dead process's flock."""
 
     def __init__(self) -> None:
-        self.runs: dict[str, MemoryRecords] = {}
-        self.ledger: dict[str, dict[str, Any]] = {}
+        self.contents = MemoryContents()
         self._scratch: Path | None = None
         self._tick = 0.0
+
+    @property
+    def runs(self) -> dict[str, MemoryRecords]:
+        return self.contents.runs
+
+    def freeze(self) -> MemoryContents:
+        """What survives a crash at this instant (every record and artifact as it is, every owner gone)."""
+        return self.contents.survivor()
+
+    def restore(self, contents: MemoryContents) -> None:
+        """After a crash: `contents` (from `freeze`) are the store's; handles opened before keep the discarded ones."""
+        self.contents = contents
 
     def tick(self) -> float:
         """A logical clock for `stamp()`: every change of a run's documents moves it."""
         self._tick += 1.0
         return self._tick
-
-    def records_of(self, name: str) -> MemoryRecords:
-        return self.runs.setdefault(name, MemoryRecords())
-
-    def ledger_entry(self, run_id: str, ref: str) -> dict[str, Any]:
-        """The run's entry; a second run claiming the same id while the first still holds it is refused."""
-        entry = self.ledger.setdefault(run_id, {"run_id": run_id})
-        known = entry.get("path")
-        if known and known != ref and self._holds(known, run_id):
-            raise RefusedError(f"{ref}: run {run_id} is held by {known} (this is a copy); refusing")
-        entry["path"] = ref
-        entry.setdefault("consumed", {})
-        return entry
-
-    def _holds(self, ref: str, run_id: str) -> bool:
-        name = ref.removeprefix(PREFIX)
-        return name in self.runs and MemoryRun(self, name).run_id() == run_id
 
     def scratch(self) -> Path:
         if self._scratch is None:
@@ -366,7 +370,7 @@ class MemoryStore:
         else:
             stamp = (now or datetime.now()).strftime("replay-%Y%m%d-%H%M%S")
             name = next(c for c in (stamp if n == 1 else f"{stamp}-{n}" for n in range(1, 10**6)) if c not in self.runs)
-        self.records_of(name)
+        self.contents.records_of(name)
         return MemoryRun(self, name)
 
     def open_run(self, ref: str) -> MemoryRun:

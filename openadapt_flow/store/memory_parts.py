@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+import json
 import os
 import socket
 import threading
@@ -30,6 +32,49 @@ class MemoryRecords:
     artifacts: dict[str, bytes] = field(default_factory=dict)  # insertion order = oldest first
     lock: threading.Lock = field(default_factory=threading.Lock)
     lease: LeaseInfo | None = None
+
+    def survivor(self) -> "MemoryRecords":
+        """What a crash leaves of this run: a copy of every record as it is, the owner lock free (as the kernel frees
+        a dead process's flock); the lease document still names the dead owner."""
+        return MemoryRecords(dict(self.docs), dict(self.changed), dict(self.decisions), bytearray(self.journal),
+                             dict(self.artifacts), threading.Lock(), self.lease)
+
+
+@dataclass
+class MemoryContents:
+    """Every run and the run ledger of one memory store. A run handle keeps the contents it was opened on: after a
+    crash (`MemoryStore.restore`) the dead process's handles write only into contents nobody reads again."""
+
+    runs: dict[str, MemoryRecords] = field(default_factory=dict)
+    ledger: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def survivor(self) -> "MemoryContents":
+        """A copy of everything as it is now, every owner gone (see MemoryRecords.survivor)."""
+        return MemoryContents({n: r.survivor() for n, r in self.runs.items()}, copy.deepcopy(self.ledger))
+
+    def records_of(self, name: str) -> MemoryRecords:
+        return self.runs.setdefault(name, MemoryRecords())
+
+    def run_id_of(self, name: str) -> str | None:
+        recs = self.runs.get(name)
+        text = recs.docs.get("manifest") if recs is not None else None
+        try:
+            doc = json.loads(text) if text is not None else None
+        except ValueError:
+            doc = []
+        if doc is not None and not isinstance(doc, dict):
+            raise RefusedError(f"{name}: its manifest is unreadable or not a JSON object; refusing a damaged run record")
+        return str(doc["run_id"]) if doc and "run_id" in doc else None
+
+    def ledger_entry(self, run_id: str, ref: str, prefix: str) -> dict[str, Any]:
+        """The run's entry; a second run claiming the same id while the first still holds it is refused."""
+        entry = self.ledger.setdefault(run_id, {"run_id": run_id})
+        known = entry.get("path")
+        if known and known != ref and self.run_id_of(known.removeprefix(prefix)) == run_id:
+            raise RefusedError(f"{ref}: run {run_id} is held by {known} (this is a copy); refusing")
+        entry["path"] = ref
+        entry.setdefault("consumed", {})
+        return entry
 
 
 class MemoryJournal:

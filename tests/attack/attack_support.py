@@ -6,8 +6,14 @@ The harm every attack looks for: `post` running without a valid, unused decision
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import os
+import shutil
+import sqlite3
+import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -15,6 +21,12 @@ import yaml
 from openadapt_flow.runtime.decide.config import DeployConfig
 from openadapt_flow.runtime.act.launch import ReplayRequest, RunOutcome
 from openadapt_flow.runtime.runs import replay
+from openadapt_flow.store.lease import LeaseInfo
+from openadapt_flow.store.memory import PREFIX
+from openadapt_flow.store.rundir import RUN_FILES
+from tests.support import memcrash
+from tests.support.cli import flow_env, run_flow
+from tests.support.demo_invoices import BUNDLE
 
 TOOLS = '''
 import os
@@ -44,10 +56,20 @@ STEPS = [
 
 
 class Workspace:
-    def __init__(self, root: Path) -> None:
+    """The attack's run, in the store under test: run directories under `root`, or `memory:<root>-<name>` runs."""
+
+    def __init__(self, root: Path, store: str = "filesystem") -> None:
         self.root = root
+        self.store = store
         self.log = root / "post.log"
         self.down = root / "down"
+
+    def ref(self, run_dir: str) -> Path:
+        """Where a run named `run_dir` lives (a memory run's reference is `memory:NAME`, as RunOutcome.run_dir holds it)."""
+        return Path(f"{PREFIX}{self.root.name}-{run_dir}") if self.store == "memory" else self.root / run_dir
+
+    def files(self, run: Path) -> "RunFiles":
+        return RunFiles(run)
 
     def posts(self) -> int:
         return len(self.log.read_text().splitlines()) if self.log.exists() else 0
@@ -61,6 +83,8 @@ class Workspace:
 
     def config(self, **approvals: object) -> DeployConfig:
         body: dict = {"schema": "openadapt-flow/config@1", "runtime": {"runs_root": str(self.root / "runs"), "durable": True}}
+        if self.store == "memory":
+            body["runtime"]["store"] = PREFIX
         if approvals:
             body["approvals"] = approvals
         return DeployConfig.model_validate(body)
@@ -69,7 +93,7 @@ class Workspace:
         """Start with the ledger API down: the run pauses at `post` awaiting an operator; then the API comes back."""
         self.down.write_text("down")
         out = replay(ReplayRequest(bundle=self.bundle(steps), params={}, backend=None, config=self.config(**approvals),
-                                   run_dir=self.root / run_dir))
+                                   run_dir=self.ref(run_dir)))
         self.down.unlink()
         return out
 
@@ -79,27 +103,207 @@ def env_for(root: Path) -> dict[str, str]:
             "FLOW_STATE_DIR": str(root / "state"), "POST_LOG": str(root / "post.log"), "POST_DOWN": str(root / "down")}
 
 
-@pytest.fixture
-def ws(tmp_path, monkeypatch) -> Workspace:
+def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, store: str) -> Workspace:
     for k, v in env_for(tmp_path).items():
         monkeypatch.setenv(k, v)
     (tmp_path / "attack_tools.py").write_text(TOOLS)
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.chdir(tmp_path)
-    return Workspace(tmp_path)
+    return Workspace(tmp_path, store)
+
+
+@pytest.fixture
+def ws(tmp_path, monkeypatch) -> Workspace:
+    """The workspace on the filesystem store (for attacks on the run directory as files on disk)."""
+    return workspace(tmp_path, monkeypatch, "filesystem")
+
+
+@pytest.fixture(params=["filesystem", "memory"])
+def wss(request, tmp_path, monkeypatch) -> Workspace:
+    """The workspace on each store: the filesystem, and this process's memory store."""
+    return workspace(tmp_path, monkeypatch, request.param)
+
+
+_DOCS = {name: what for what, name in RUN_FILES.items() if what not in ("journal", "lease")}
+
+
+class RunFiles:
+    """A run's records as the files of its run directory (SPEC §7 names: what an attacker edits), on either store.
+
+    In the memory store a record is what the store holds (documents as their JSON text, the journal's bytes, the typed
+    lease, the consumed decisions, artifacts): an edit there is the same attack on the same bytes."""
+
+    def __init__(self, run: Path) -> None:
+        self.run = run
+        self.memory = str(run).startswith(PREFIX)
+
+    def _recs(self) -> Any:
+        return memcrash.memory_store().runs[str(self.run).removeprefix(PREFIX)]  # KeyError: no such run (none made)
+
+    def read(self, name: str) -> bytes:
+        if not self.memory:
+            return (self.run / name).read_bytes()
+        recs = self._recs()
+        if name == RUN_FILES["journal"]:
+            return bytes(recs.journal)
+        if name == RUN_FILES["lease"]:
+            return json.dumps(dataclasses.asdict(recs.lease)).encode()
+        if name in _DOCS:
+            return recs.docs[_DOCS[name]].encode("latin-1")
+        if name.startswith("decisions/"):
+            return recs.decisions[name.removeprefix("decisions/").removesuffix(".json")].encode()
+        return bytes(recs.artifacts[name])
+
+    def write(self, name: str, data: bytes) -> None:
+        if not self.memory:
+            (self.run / name).parent.mkdir(parents=True, exist_ok=True)
+            (self.run / name).write_bytes(data)
+            return
+        recs = self._recs()
+        if name == RUN_FILES["journal"]:
+            recs.journal[:] = data
+        elif name == RUN_FILES["lease"]:
+            try:  # an unreadable lease reads as none, as LeaseInfo.read does
+                recs.lease = LeaseInfo(**{k: json.loads(data)[k] for k in LeaseInfo.__dataclass_fields__})
+            except (ValueError, KeyError, TypeError):
+                recs.lease = None
+        elif name in _DOCS:
+            recs.docs[_DOCS[name]] = data.decode("latin-1")
+        elif name.startswith("decisions/"):
+            recs.decisions[name.removeprefix("decisions/").removesuffix(".json")] = data.decode()
+        else:
+            recs.artifacts[name] = bytes(data)
+
+    def delete(self, name: str) -> None:
+        if not self.memory:
+            p = self.run / name
+            shutil.rmtree(p) if p.is_dir() else p.unlink()
+            return
+        recs = self._recs()
+        if name == RUN_FILES["journal"]:
+            recs.journal[:] = b""
+        elif name == RUN_FILES["lease"]:
+            recs.lease = None
+        elif name == ".lock":
+            recs.lock = threading.Lock()  # a new lock file: a new inode
+        elif name in _DOCS:
+            del recs.docs[_DOCS[name]]
+        else:
+            del recs.artifacts[name]
+
+    def exists(self, name: str) -> bool:
+        try:
+            return bool(self.read(name)) or not self.memory  # a memory run's journal exists once it holds a record
+        except (OSError, KeyError, TypeError):
+            return False
+
+    def decisions(self) -> list[str]:
+        """The consumed decisions, as `decisions/<pause>.json` names."""
+        if not self.memory:
+            return sorted(f"decisions/{p.name}" for p in (self.run / "decisions").glob("*.json"))
+        return [f"decisions/{p}.json" for p in self._recs().decisions]
+
+    def forget_ledger(self) -> None:
+        """The run ledger (outside the run: the filesystem's under FLOW_STATE_DIR, the memory store's its own) lost."""
+        if self.memory:
+            memcrash.memory_store().contents.ledger.clear()
+            return
+        for p in (Path(os.environ["FLOW_STATE_DIR"]) / "ledger").glob("*.json"):
+            p.unlink()
+
+    def json(self, name: str) -> dict:
+        return json.loads(self.read(name))
+
+    def edit_json(self, name: str, **changes: object) -> None:
+        data = self.json(name)
+        data.update(changes)
+        self.write(name, json.dumps(data).encode())
+
+    def records(self) -> list[dict]:
+        return [json.loads(line) for line in self.read(RUN_FILES["journal"]).decode().splitlines() if line.strip()]
+
+    def cut_journal(self, n: int) -> None:
+        """Drop the journal's last `n` whole records (a cut tail, not a torn line)."""
+        lines = self.read(RUN_FILES["journal"]).decode().splitlines(keepends=True)
+        self.write(RUN_FILES["journal"], "".join(lines[:-n]).encode())
 
 
 def records(run: Path) -> list[dict]:
-    return [json.loads(line) for line in (run / "journal.jsonl").read_text().splitlines() if line.strip()]
+    return RunFiles(run).records()
 
 
 def edit_json(path: Path, **changes: object) -> None:
-    data = json.loads(path.read_text())
-    data.update(changes)
-    path.write_text(json.dumps(data))
+    RunFiles(path.parent).edit_json(path.name, **changes)
 
 
 def cut_journal(run: Path, n: int) -> None:
     """Drop the journal's last `n` whole records (a cut tail, not a torn line)."""
-    lines = (run / "journal.jsonl").read_text().splitlines(keepends=True)
-    (run / "journal.jsonl").write_text("".join(lines[:-n]))
+    RunFiles(run).cut_journal(n)
+
+
+class DemoRuns:
+    """The demo invoice app and `flow` on one store, for the attacks on a real run: the app on Xvnc with `flow`
+    processes (filesystem), or the app's recorded fixture with `flow` commands of this process killed at their crash
+    points (memory: tests/support/memcrash.py)."""
+
+    def __init__(self, store: str, root: Path, url: str, db: Path, app: Any, bundle: Path = BUNDLE) -> None:
+        self.store, self.root, self.url, self.db, self.app, self.bundle = store, root, url, db, app, bundle
+        self.env = flow_env(root, DEMO_DB_DSN=f"sqlite:///{db}", FLOW_DECISION_KEY_FILE=str(root / "decision.key"))
+
+    @classmethod
+    def start(cls, store: str, request: pytest.FixtureRequest, root: Path, monkeypatch: pytest.MonkeyPatch,
+              refute_save: bool = False) -> "DemoRuns":
+        """The app on its list screen with an empty system of record; `refute_save`: Save shows "Saved" and writes
+        nothing (the real app's variant; the fixture's write goes to a database nobody reads)."""
+        if store == "filesystem":
+            app = request.getfixturevalue("demo_app")("normal", refute_save=refute_save)
+            return cls(store, root, app.xvnc.url, app.db_path, app)
+        desk = memcrash.MemoryDesk(root, monkeypatch)
+        desk.case(sink=root / "elsewhere.db" if refute_save else None)
+        # its save's effect re-read after 0.2 s, not 5 (the fixture writes before the click returns)
+        return cls(store, root, desk.url, desk.db, desk, desk.fast_bundle())
+
+    def on_start_screen(self) -> bool:
+        """Has no input reached the app (it shows its first screen)?"""
+        if self.store == "filesystem":
+            return bool(self.app.current_screen() == "list")
+        player = self.app.desktop.player
+        return bool(player.state == player.fixture.model.initial)
+
+    def ref(self, name: str) -> Path:
+        return Path(f"{PREFIX}{self.root.name}-{name}") if self.store == "memory" else self.root / "runs" / name
+
+    def store_args(self) -> list[str]:
+        return ["--store", PREFIX] if self.store == "memory" else []
+
+    def scan_args(self) -> list[str]:
+        """What `flow reconcile` sweeps: the runs root, or the memory store."""
+        return ["--store", PREFIX] if self.store == "memory" else [str(self.root / "runs")]
+
+    def flow(self, args: list[str], **extra: str) -> Any:
+        """`flow ARGS` with the environment's `extra`; returncode -9 if killed at its FLOW_CRASH_AT point."""
+        run = memcrash.flow if self.store == "memory" else run_flow
+        return run([str(a) for a in args], self.root, env=dict(self.env, **extra))
+
+    def replay(self, run: Path, bundle: Path | None = None, **extra: str) -> Any:
+        return self.flow(["replay", bundle or self.bundle, "--url", self.url, "--durable", "--run-dir", run, *self.store_args(),
+                          "--param", "vendor=ACME Corp", "--param", "amount=1250.50"], **extra)
+
+    def rows(self) -> list[tuple[str, float]]:
+        """The system of record's invoices (vendor, amount), oldest first."""
+        return [(v, a) for _, v, a in self._table()]
+
+    def _table(self) -> list[tuple[int, str, float]]:
+        if not self.db.exists():
+            return []
+        conn = sqlite3.connect(self.db, timeout=5)
+        try:
+            return [tuple(r) for r in conn.execute("SELECT id, vendor, amount FROM invoices ORDER BY id")]
+        finally:
+            conn.close()
+
+    def state(self, run: Path) -> dict:
+        return RunFiles(run).json("state.json")
+
+    def records(self, run: Path) -> list[dict]:
+        return RunFiles(run).records()

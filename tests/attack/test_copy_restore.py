@@ -1,6 +1,9 @@
 """Copy and restore run directories (as backups, restores and careless `cp -r` do): a decision is used once per run
 and pause wherever the directory is, and only one directory holds a run (SPEC §8; the run ledger lives outside run
 directories). A run that was moved (the old directory is gone) continues where it now is.
+
+Filesystem only: copying, restoring and moving a run directory is an attack on files on disk; a memory run has no
+directory to copy (a copy of its records under another name: test_tamper_rundir.py).
 """
 
 from __future__ import annotations

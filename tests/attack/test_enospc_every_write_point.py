@@ -1,7 +1,10 @@
 """An injected ENOSPC/EIO at every write point of a real durable run (store/faults.py FLOW_IO_FAULT): the disk is full
 from that write on. Never FAILED, never a crash: exit 5 with a valid journal (or no run at all if the start-up did not
 finish: nothing was sent), and once space is back, reconcile + resume finish it with exactly one row. Frames and
-reports that cannot be written never stop a run."""
+reports that cannot be written never stop a run.
+
+Filesystem only: a full disk or an I/O error is a fault of files being written; the memory store writes no file.
+"""
 
 from __future__ import annotations
 

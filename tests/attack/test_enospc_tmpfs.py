@@ -1,6 +1,9 @@
 """A full disk under a real durable run (SPEC §6): ENOSPC on the run's own files is never FAILED and never a crash.
 The run stops at a safe boundary as INTERRUPTED (exit 5) — or completes, if only a view (the report) did not fit —
-its journal stays valid, and resume finishes it once space is freed, with exactly one row."""
+its journal stays valid, and resume finishes it once space is freed, with exactly one row.
+
+Filesystem only: a real full tmpfs under the run directory; the memory store writes no file.
+"""
 
 from __future__ import annotations
 

@@ -1,14 +1,18 @@
 """Damaged inputs get the right exit code and one line of our own: bad bundle files are bad input (2), a damaged
-run file is a refusal (6) for commands that act on it, and read-only `flow status` shows the damage (exit 0)."""
+run file is a refusal (6) for commands that act on it, and read-only `flow status` shows the damage (exit 0) — on
+both stores (a memory run's records damaged where the store holds them, its commands run in this process)."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
+from tests.attack.attack_support import RunFiles
+from tests.support import memcrash
 from tests.support.bundles import minimal_flow, write_bundle
 from tests.support.cli import flow_env, run_flow
 
@@ -46,25 +50,28 @@ def test_a_broken_png_template_is_our_one_line_and_no_decoder_warning(tmp_path, 
     assert "is not a readable PNG" in one_error_line(r)  # and nothing from OpenCV or libpng
 
 
-@pytest.fixture
-def paused(tmp_path) -> tuple[Path, dict]:
-    """A durable run paused awaiting approval (an `approval: before` tool step: no desktop needed)."""
+@pytest.fixture(params=["filesystem", "memory"])
+def paused(request, tmp_path) -> tuple[Path, dict, Any]:
+    """A durable run paused awaiting approval (an `approval: before` tool step: no desktop needed), on each store:
+    (run, env, flow) where `flow(args, cwd, env=…)` runs a command as the store needs (a process, or this one)."""
     root = tmp_path / "ab"
     root.mkdir()
     flow = {"schema": "openadapt-flow/bundle@1", "name": "approve-me", "screen": {"width": 100, "height": 100},
             "steps": [{"id": "post", "action": "tool", "call": "json:dumps", "args": {"obj": 1}, "approval": "before"}]}
     (root / "flow.yaml").write_text(yaml.safe_dump(flow))
     env = flow_env(tmp_path, FLOW_DECISION_KEY_FILE=str(tmp_path / "decision.key"))
-    run_dir = tmp_path / "run"
-    r = run_flow(["replay", str(root), "--run-dir", str(run_dir)], tmp_path, env=env)
+    memory = request.param == "memory"
+    run_dir = Path(f"memory:{tmp_path.name}-run") if memory else tmp_path / "run"
+    flow = memcrash.flow if memory else run_flow
+    r = flow(["replay", str(root), "--run-dir", str(run_dir), *(["--store", "memory:"] if memory else [])], tmp_path, env=env)
     assert r.returncode == 3, r.stderr
-    return run_dir, env
+    return run_dir, env, flow
 
 
 @pytest.mark.parametrize("content", ["garbage", "[1, 2]", ""])
 def test_a_damaged_state_file_is_shown_by_status_and_refused_by_resume_and_approve(tmp_path, paused, content):
-    run_dir, env = paused
-    (run_dir / "state.json").write_text(content)
+    run_dir, env, run_flow = paused
+    RunFiles(run_dir).write("state.json", content.encode())
     st = run_flow(["status", str(run_dir), "--json"], tmp_path, env=env)
     assert st.returncode == 0, st.stderr  # read-only: shows the problem
     info = json.loads(st.stdout)
@@ -75,17 +82,17 @@ def test_a_damaged_state_file_is_shown_by_status_and_refused_by_resume_and_appro
         r = run_flow(args, tmp_path, env=env)
         assert r.returncode == 6, (args, r.returncode, r.stderr)
         assert "state.json" in one_error_line(r)
-    assert not (run_dir / "approval.json").exists()
+    assert not RunFiles(run_dir).exists("approval.json")
 
 
 def test_a_decision_on_a_garbage_checkpoint_is_refused(tmp_path, paused):
-    run_dir, env = paused
-    (run_dir / "checkpoint.json").write_text('{"seq": garb')
+    run_dir, env, run_flow = paused
+    RunFiles(run_dir).write("checkpoint.json", b'{"seq": garb')
     r = run_flow(["approve", str(run_dir), "--decision", "continue", "--operator", "ops"], tmp_path, env=env)
     assert r.returncode == 6, r.stderr
     assert "checkpoint" in one_error_line(r)
-    assert not (run_dir / "approval.json").exists()  # nothing recorded
+    assert not RunFiles(run_dir).exists("approval.json")  # nothing recorded
     # without the damage (this pause never had a checkpoint) the same decision is taken: the refusal was about it
-    (run_dir / "checkpoint.json").unlink()
+    RunFiles(run_dir).delete("checkpoint.json")
     ok = run_flow(["approve", str(run_dir), "--decision", "continue", "--operator", "ops"], tmp_path, env=env)
     assert ok.returncode == 0, ok.stderr

@@ -1,62 +1,84 @@
 """Odd values through the real path: non-finite numbers and duplicate flags are refused before anything runs;
-non-ASCII and huge strings either arrive exactly or halt safely, never as a wrong row or a giant error line."""
+non-ASCII and huge strings either arrive exactly or halt safely, never as a wrong row or a giant error line.
+
+The refusals and the number answer run on both stores (`store`: a `flow` process on a run directory, or commands of
+this process on its memory store). The typed-text cases stay on the real app on Xvnc: what they test is how a real
+toolkit's text field shows non-ASCII and overlong text to OCR, which the recorded fixture renders by its own rules."""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
+from tests.attack.attack_support import RunFiles
 from tests.e2e.demo_harness import BUNDLE_DIR
+from tests.support import memcrash
 from tests.support.cli import flow_env, run_flow
 
 pytestmark = pytest.mark.timeout(180)
 NOWHERE = "vnc://127.0.0.1:1"  # params are bound before any connection: a refusal never gets this far
 
 
-def refused(tmp_path: Path, *args: str) -> str:
-    run_dir = tmp_path / "run"
-    r = run_flow(["replay", str(BUNDLE_DIR), "--url", NOWHERE, "--durable", "--run-dir", str(run_dir), *args], tmp_path)
+@pytest.fixture(params=["filesystem", "memory"])
+def store(request) -> str:
+    return request.param
+
+
+def on(store: str, tmp_path: Path) -> tuple[Path, list[str], Any]:
+    """(the run's reference, the --store flags, the command runner) of a run named `run` in `store`."""
+    if store == "memory":
+        return Path(f"memory:{tmp_path.name}-run"), ["--store", "memory:"], memcrash.flow
+    return tmp_path / "run", [], run_flow
+
+
+def refused(tmp_path: Path, store: str, *args: str) -> str:
+    run_dir, where, flow = on(store, tmp_path)
+    r = flow(["replay", str(BUNDLE_DIR), "--url", NOWHERE, "--durable", "--run-dir", str(run_dir), *where, *args], tmp_path,
+             env=flow_env(tmp_path))
     assert r.returncode == 2, (r.returncode, r.stderr)
     assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr, r.stderr
-    assert not run_dir.exists()  # an error before the run directory exists leaves none
+    assert not RunFiles(run_dir).exists("journal.jsonl") and not RunFiles(run_dir).exists("manifest.json")  # no run left
+    if store == "filesystem":
+        assert not run_dir.exists()  # an error before the run directory exists leaves none
     return r.stderr
 
 
 @pytest.mark.parametrize("amount", ["nan", "inf", "-inf", "Infinity", "1e999"])
-def test_a_non_finite_amount_flag_is_refused_with_exit_2(tmp_path, amount):
-    err = refused(tmp_path, "--param", "vendor=ACME", "--param", f"amount={amount}")
+def test_a_non_finite_amount_flag_is_refused_with_exit_2(tmp_path, store, amount):
+    err = refused(tmp_path, store, "--param", "vendor=ACME", "--param", f"amount={amount}")
     assert "param amount" in err and "not a valid number" in err
 
 
 @pytest.mark.parametrize("amount", [".nan", "-.inf", "1.0e999"])
-def test_a_non_finite_amount_in_a_params_file_is_refused_with_exit_2(tmp_path, amount):
+def test_a_non_finite_amount_in_a_params_file_is_refused_with_exit_2(tmp_path, store, amount):
     (tmp_path / "p.yaml").write_text(f"vendor: ACME\namount: {amount}\n")
-    assert "not a valid number" in refused(tmp_path, "--params-file", str(tmp_path / "p.yaml"))
+    assert "not a valid number" in refused(tmp_path, store, "--params-file", str(tmp_path / "p.yaml"))
 
 
-def test_a_duplicate_param_flag_is_refused_with_exit_2(tmp_path):
-    err = refused(tmp_path, "--param", "vendor=ACME", "--param", "amount=1", "--param", "amount=1000")
+def test_a_duplicate_param_flag_is_refused_with_exit_2(tmp_path, store):
+    err = refused(tmp_path, store, "--param", "vendor=ACME", "--param", "amount=1", "--param", "amount=1000")
     assert "--param amount is given more than once" in err
 
 
-def test_a_non_finite_answer_to_a_number_question_is_refused(tmp_path):
+def test_a_non_finite_answer_to_a_number_question_is_refused(tmp_path, store):
     root = tmp_path / "ask"
     root.mkdir()
     flow = {"schema": "openadapt-flow/bundle@1", "name": "ask", "screen": {"width": 100, "height": 100},
             "steps": [{"id": "how-much", "action": "ask_user", "question": "Amount?", "type": "number"}]}
     (root / "flow.yaml").write_text(yaml.safe_dump(flow))
     env = flow_env(tmp_path, FLOW_DECISION_KEY_FILE=str(tmp_path / "decision.key"))
-    run_dir = tmp_path / "run"
-    assert run_flow(["replay", str(root), "--run-dir", str(run_dir)], tmp_path, env=env).returncode == 3
+    run_dir, where, flow = on(store, tmp_path)
+    assert flow(["replay", str(root), "--run-dir", str(run_dir), *where], tmp_path, env=env).returncode == 3
     for bad in ("nan", "inf", "1e999"):
-        r = run_flow(["answer", str(run_dir), bad], tmp_path, env=env)
+        r = flow(["answer", str(run_dir), bad], tmp_path, env=env)
         assert r.returncode == 2 and "not a valid number" in r.stderr, (bad, r.returncode, r.stderr)
-    assert run_flow(["answer", str(run_dir), "12.50"], tmp_path, env=env).returncode == 0
-    assert run_flow(["resume", str(run_dir)], tmp_path, env=env).returncode == 0
-    cp = json.loads((run_dir / "checkpoint.json").read_text())
+    assert flow(["answer", str(run_dir), "12.50"], tmp_path, env=env).returncode == 0
+    assert flow(["resume", str(run_dir)], tmp_path, env=env).returncode == 0
+    cp = RunFiles(run_dir).json("checkpoint.json")
     assert "12.5" in json.dumps(cp)
 
 

@@ -4,6 +4,8 @@ The demo app's vendor field shows its text in the clear. A bundle types a secret
 later step whose target is missing; then an operator's `continue` resumes it and it halts there again. Every PNG
 the run wrote (before/after frames of later steps, raw and annotated halt frames, from both processes) is read with the
 project's OCR, and every file (report.html with its embedded frames included) is searched for the secret's value.
+
+Filesystem only: it reads every file and PNG the run left on disk (frames, report.html) for the secret.
 """
 
 from __future__ import annotations

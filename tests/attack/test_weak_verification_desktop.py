@@ -3,6 +3,9 @@
 `open-form` without its `expect` still changes the screen where it clicked (the form opens): weakly verified, and
 the report says so. A click on a plain label changes nothing: the run halts (postcondition) instead of recording
 a verified step with zero checks.
+
+Filesystem only: what it pins is verification on a real toolkit's screen, not the store (the runtime's
+weak-verification rules run on both stores in tests/unit).
 """
 
 from __future__ import annotations

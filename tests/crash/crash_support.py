@@ -37,6 +37,7 @@ from openadapt_flow.vision import ocr as _ocr
 from openadapt_flow.vision.tesseract_lib import LibraryUnavailable, TesseractLibrary
 from tests.e2e.demo_harness import BUNDLE_DIR, DemoApp, start_demo_app
 from tests.support.cli import flow_env
+from tests.support.memcrash import MemoryDesk
 from tests.support.xserver import XvncServer, start_xvnc
 
 
@@ -52,7 +53,7 @@ def _warm_tesseract() -> None:
 
 _warm_tesseract()
 
-__all__ = ["parallel", "CONSEQUENTIAL", "STEPS", "VENDOR", "demo_invariants", "uncertain", "verified", "Desktop", "Result", "desk", "flow", "flow_env", "journal", "points_of", "state", "wait_for"]
+__all__ = ["kit", "parallel", "CONSEQUENTIAL", "STEPS", "VENDOR", "demo_invariants", "uncertain", "verified", "Desktop", "Result", "desk", "flow", "flow_env", "journal", "points_of", "state", "wait_for"]
 
 
 @dataclass
@@ -266,6 +267,52 @@ class Desktop:
         root.mkdir()
         return root, 1000 + n + 0.25
 
+    # the store, as the matrices read it (tests/support/memcrash.py MemoryDesk: the same on the memory store)
+    store = "filesystem"
+    flow = staticmethod(flow)
+    state = staticmethod(state)
+    journal = staticmethod(journal)
+
+    @property
+    def url(self) -> str:
+        return self.xvnc.url
+
+    @staticmethod
+    def run_ref(root: Path) -> Path:
+        return root / "run"
+
+    @staticmethod
+    def store_args() -> list[str]:
+        return []
+
+    @staticmethod
+    def has_journal(run: Path) -> bool:
+        return (run / "journal.jsonl").exists()
+
+    @staticmethod
+    def reconcile_args(root: Path) -> list[str]:
+        return ["reconcile", str(root)]
+
+    @staticmethod
+    def children(run: Path) -> list[Path]:
+        return sorted(run.glob("children/*"))
+
+    @staticmethod
+    def checkpoint(run: Path) -> dict[str, Any]:
+        return json.loads((run / "checkpoint.json").read_text())
+
+    @staticmethod
+    def has_approval(run: Path) -> bool:
+        return (run / "approval.json").exists()
+
+    @staticmethod
+    def consumed(run: Path, pause_id: str) -> bool:
+        return (run / "decisions" / f"{pause_id}.json").exists()
+
+    @staticmethod
+    def cut_startup(run: Path, root: Path, env: dict[str, str]) -> list[str] | None:
+        return cut_startup(run, root, env)
+
 
 @pytest.fixture(scope="module")
 def desk(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Desktop]:
@@ -292,13 +339,30 @@ def uncertain(records: list[dict], step: str) -> bool:
     return bool(seqs) and not (done and max(done) > max(seqs))
 
 
-def demo_invariants(desk: Desktop, point: str, run: Path, env: dict[str, str], before: list[dict], amount: float) -> list[str]:
+@pytest.fixture(scope="module", params=["filesystem", "memory"])
+def kit(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """The crash matrices' desk on each store: the real demo app on Xvnc with forked `flow` processes (filesystem), or
+    the app's recorded fixture with `flow` commands killed in this process (memory, tests/support/memcrash.py)."""
+    if request.param == "filesystem":
+        yield request.getfixturevalue("desk")
+        return
+    mp = pytest.MonkeyPatch()
+    try:
+        yield MemoryDesk(tmp_path_factory.mktemp("crash-memory"), mp)
+    finally:
+        mp.undo()
+
+
+def demo_invariants(desk: Any, point: str, run: Any, env: dict[str, str], before: list[dict], amount: float) -> list[str]:
+    """Desktop or MemoryDesk: the run COMPLETED with exactly one row, each step verified once in order, no verified step
+    dispatched again, the checkpoint at the last step, and resuming it again does nothing."""
     problems = []
+    state = desk.state
     if state(run)["state"] != "COMPLETED":
-        problems.append(f"{point}: state.json is {state(run)['state']}, not COMPLETED")
+        problems.append(f"{point}: state is {state(run)['state']}, not COMPLETED")
     if desk.rows(amount) != 1:
         problems.append(f"{point}: {desk.rows(amount)} rows in the system of record, want exactly 1")
-    after = journal(run, env)
+    after = desk.journal(run, env)
     done = verified(after)
     if done != STEPS:
         problems.append(f"{point}: steps verified {done}, want each once in order {STEPS}")
@@ -309,10 +373,10 @@ def demo_invariants(desk: Desktop, point: str, run: Path, env: dict[str, str], b
         again = [r["seq"] for r in after if r["step"] == step and r["type"] == "action_dispatched" and seqs and r["seq"] > seqs[0]]
         if again:
             problems.append(f"{point}: step {step!r} dispatched again after it was verified (seq {again})")
-    cp = json.loads((run / "checkpoint.json").read_text())
+    cp = desk.checkpoint(run)
     if (cp["step"], cp["next_index"]) != (STEPS[-1], len(STEPS)):
         problems.append(f"{point}: checkpoint at {cp['step']}/{cp['next_index']}, want the last step")
-    again = flow(["resume", str(run)], run.parent, env)
+    again = desk.flow(["resume", str(run)], desk.root, env)
     if again.returncode != 0 or desk.rows(amount) != 1:
         problems.append(f"{point}: resuming a COMPLETED run must do nothing and exit 0 (exit {again.returncode})")
     return problems

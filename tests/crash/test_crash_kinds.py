@@ -19,11 +19,13 @@ import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 
 from tests.crash.crash_support import Result, cut_startup, flow, parallel, flow_env, journal, points_of, state, wait_for
+from tests.support import memcrash
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -123,8 +125,91 @@ class Scenario:
     name: str
     start: list[str]
 
-    def run_dir(self, root: Path) -> Path:
+
+class FilesystemRuns:
+    """The scenario's runs as run directories under its root, driven by forked `flow` processes."""
+
+    store = "filesystem"
+    flow = staticmethod(flow)
+    state = staticmethod(state)
+    journal = staticmethod(journal)
+    cut_startup = staticmethod(cut_startup)
+
+    @staticmethod
+    def ref(root: Path) -> Any:
         return root / "run"
+
+    @staticmethod
+    def reconcile_args(root: Path) -> list[str]:
+        return ["reconcile", str(root)]
+
+    @staticmethod
+    def start(sc: Scenario, root: Path) -> list[str]:
+        return sc.start
+
+    @staticmethod
+    def runs(root: Path) -> list[Any]:
+        """The scenario's run and every child run it started (bundle children beside it, workflow children inside it)."""
+        return sorted(p.parent for p in root.rglob("journal.jsonl"))
+
+    @staticmethod
+    def doc(run: Path, what: str) -> dict:
+        path = run / {"pending": "pending_escalation.json", "approval": "approval.json"}[what]
+        return json.loads(path.read_text()) if path.exists() else {}
+
+    @staticmethod
+    def child(run: Path, step: str) -> Any:
+        return run / "children" / step if (run / "children" / step).is_dir() else run.with_name(f"{run.name}.{step}")
+
+    @staticmethod
+    def name(run: Path) -> str:
+        return run.name
+
+
+class MemoryRuns:
+    """The scenario's runs in the memory store (`memory:<root>-run`, its children and siblings), each command a
+    process of this one that its crash point kills (tests/support/memcrash.py)."""
+
+    store = "memory"
+    flow = staticmethod(memcrash.flow)
+    state = staticmethod(memcrash.state)
+    journal = staticmethod(memcrash.journal)
+
+    @staticmethod
+    def ref(root: Path) -> Any:
+        return f"memory:{root.name}-run"
+
+    @staticmethod
+    def reconcile_args(root: Path) -> list[str]:
+        return ["reconcile", "--store", "memory:"]
+
+    def start(self, sc: Scenario, root: Path) -> list[str]:
+        args = list(sc.start)
+        args[args.index("--run-dir") + 1] = self.ref(root)
+        return [*args, "--store", "memory:"]
+
+    def runs(self, root: Path) -> list[Any]:
+        head = self.ref(root).removeprefix("memory:")
+        return ["memory:" + n for n, recs in sorted(memcrash.memory_store().runs.items()) if n.startswith(head) and recs.journal]
+
+    @staticmethod
+    def doc(run: str, what: str) -> dict:
+        handle = memcrash.run_of(run)
+        return (handle.read_pending() if what == "pending" else handle.read_approval()) or {}
+
+    @staticmethod
+    def child(run: str, step: str) -> Any:
+        inside = f"{run}/children/{step}"
+        return inside if memcrash.exists(inside) else f"{run}.{step}"
+
+    @staticmethod
+    def name(run: str) -> str:
+        return run.rsplit("/", 1)[-1]
+
+    cut_startup = staticmethod(memcrash.cut_startup)
+
+
+STORES = {"filesystem": FilesystemRuns(), "memory": MemoryRuns()}
 
 
 SCENARIOS = {
@@ -143,11 +228,6 @@ def workspace(root: Path) -> dict[str, str]:
                     XDG_STATE_HOME=str(root / "state"))
 
 
-def run_dirs(root: Path) -> list[Path]:
-    """The scenario's run and every child run it started (bundle children beside it, workflow children inside it)."""
-    return sorted(p.parent for p in root.rglob("journal.jsonl"))
-
-
 def side_effects(root: Path) -> list[str]:
     p = root / "side_effects.log"
     return p.read_text().splitlines() if p.exists() else []
@@ -159,23 +239,24 @@ class Operator:
 
     root: Path
     env: dict[str, str]
+    kit: Any
     problems: list[str] = field(default_factory=list)
     answered: Counter = field(default_factory=Counter)  # (run, step) -> times
     signalled: Counter = field(default_factory=Counter)
     approvals: list[str] = field(default_factory=list)
 
     def cmd(self, args: list[str]) -> Result:
-        r = flow(args, self.root, self.env)
+        r = self.kit.flow(args, self.root, self.env)
         if r.returncode != 0:
             self.problems.append(f"`flow {' '.join(args[:2])}` exited {r.returncode}: {r.stderr.strip()[-300:]}")
         return r
 
-    def settle(self, run: Path) -> list[Path]:
+    def settle(self, run: Any) -> list[Any]:
         """Satisfy `run`'s pause (and its paused child's); return the runs to resume, innermost first."""
-        st = state(run)
-        pending = json.loads((run / "pending_escalation.json").read_text()) if (run / "pending_escalation.json").exists() else {}
-        reason, step, key = st.get("paused_reason"), pending.get("step"), f"{run.name}:{pending.get('step')}"
-        decided = json.loads((run / "approval.json").read_text()) if (run / "approval.json").exists() else {}
+        st = self.kit.state(run)
+        pending = self.kit.doc(run, "pending")
+        reason, step, key = st.get("paused_reason"), pending.get("step"), f"{self.kit.name(run)}:{pending.get('step')}"
+        decided = self.kit.doc(run, "approval")
         if decided.get("pause_id") == pending.get("pause_id") and reason in ("awaiting_user", "awaiting_signal", "awaiting_approval"):
             return [run]  # decided already (the resume that was to use it died before it read it): resuming uses it
         if reason == "awaiting_user":
@@ -193,21 +274,21 @@ class Operator:
             due = float(pending.get("due_epoch") or 0)
             wait_for(lambda: time.time() >= due, 10, "the timer to be due")
         elif reason == "awaiting_child":
-            child = run / "children" / step if (run / "children" / step).is_dir() else run.with_name(f"{run.name}.{step}")
-            if state(child)["state"] == "PAUSED":
+            child = self.kit.child(run, step)
+            if self.kit.state(child)["state"] == "PAUSED":
                 return self.settle(child) + [run]
             return [child, run]
         elif reason == "awaiting_approval":
             self.approve(run, pending)
         return [run]
 
-    def approve(self, run: Path, pending: dict) -> None:
+    def approve(self, run: Any, pending: dict) -> None:
         """§8/§9: an operator is asked only about an uncertain write; told the truth, as the side-effect file shows it."""
-        records = journal(run, self.env)
+        records = self.kit.journal(run, self.env)
         open_writes = [s for s in CONSEQUENTIAL if uncertain(records, s)]
-        self.approvals.append(f"{run.name}:{pending.get('step')}")
+        self.approvals.append(f"{self.kit.name(run)}:{pending.get('step')}")
         if not open_writes:
-            self.problems.append(f"{run.name}: paused for an operator with no uncertain write: "
+            self.problems.append(f"{self.kit.name(run)}: paused for an operator with no uncertain write: "
                                  f"{pending.get('category')}: {pending.get('message', '')[:300]}")
         landed = any(line.split()[0] in {"post", "wf_post"} for line in side_effects(self.root))
         if "reconcile" in pending.get("allowed_decisions", []):
@@ -222,13 +303,13 @@ def uncertain(records: list[dict], step: str) -> bool:
     return bool(seqs) and not (done and max(done) > max(seqs))
 
 
-def snapshot(root: Path, env: dict[str, str]) -> dict[Path, int]:
-    return {p: len(journal(p, env)) for p in run_dirs(root)}
+def snapshot(kit: Any, root: Path, env: dict[str, str]) -> dict[Any, int]:
+    return {p: len(kit.journal(p, env)) for p in kit.runs(root)}
 
 
-def phase_points(root: Path, env: dict[str, str], before: dict[Path, int]) -> list[str]:
+def phase_points(kit: Any, root: Path, env: dict[str, str], before: dict[Any, int]) -> list[str]:
     """The crash points the last phase passed: its journal records, its checkpoint writes, its approval consumption."""
-    new = [r for p in run_dirs(root) for r in journal(p, env)[before.get(p, 0):]]
+    new = [r for p in kit.runs(root) for r in kit.journal(p, env)[before.get(p, 0):]]
     points = points_of(new)
     for r in new:
         if r["type"] in ("step_verified", "step_skipped"):
@@ -243,23 +324,23 @@ def drive(sc: Scenario, op: Operator, crash: tuple[int, str] | None = None, phas
     """Run the scenario (from `first`, default its start) to COMPLETED; True if phase `crash[0]` was killed at `crash[1]`.
 
     With `phases`, record each phase's crash points (the enumeration run)."""
-    run, queue, n, seen = sc.run_dir(op.root), [first or sc.start], 0, Counter()
+    run, queue, n, seen = op.kit.ref(op.root), [first or op.kit.start(sc, op.root)], 0, Counter()
     for _ in range(limit):
         args = queue.pop(0)
         env = dict(op.env, FLOW_CRASH_AT=crash[1]) if crash and crash[0] == n else op.env
-        before = snapshot(op.root, op.env) if phases is not None else {}
-        r = flow(args, op.root, env)
+        before = snapshot(op.kit, op.root, op.env) if phases is not None else {}
+        r = op.kit.flow(args, op.root, env)
         if r.killed:
             if crash and crash[0] == n:
                 return True
             op.problems.append(f"phase {n} ({' '.join(args[:2])}) died unexpectedly")
             return False
         if phases is not None:
-            phases.append(phase_points(op.root, op.env, before))
+            phases.append(phase_points(op.kit, op.root, op.env, before))
         n += 1
         if queue:
             continue
-        st = state(run)
+        st = op.kit.state(run)
         if st["state"] == "COMPLETED":
             return False
         if st["state"] != "PAUSED":
@@ -275,26 +356,27 @@ def drive(sc: Scenario, op: Operator, crash: tuple[int, str] | None = None, phas
     return False
 
 
-def check_invariants(sc: Scenario, op: Operator, expected_effects: Counter, before: dict[Path, list[dict]]) -> None:
-    p = op.problems
-    for run in run_dirs(op.root):
-        if state(run)["state"] != "COMPLETED":
-            p.append(f"{run.name}: ended {state(run)['state']}, not COMPLETED")
-        recs = journal(run, op.env)  # the chain verifies
+def check_invariants(sc: Scenario, op: Operator, expected_effects: Counter, before: dict[Any, list[dict]]) -> None:
+    p, kit = op.problems, op.kit
+    for run in kit.runs(op.root):
+        name = kit.name(run)
+        if kit.state(run)["state"] != "COMPLETED":
+            p.append(f"{name}: ended {kit.state(run)['state']}, not COMPLETED")
+        recs = kit.journal(run, op.env)  # the chain verifies
         verified = [r["step"] for r in recs if r["type"] == "step_verified"]
         twice = [s for s, c in Counter(verified).items() if c > 1]
         if twice:
-            p.append(f"{run.name}: steps verified more than once: {twice}")
+            p.append(f"{name}: steps verified more than once: {twice}")
         old = [r["step"] for r in before.get(run, []) if r["type"] == "step_verified"]
         if verified[: len(old)] != old:
-            p.append(f"{run.name}: verified progress lost: {old} before the crash, {verified} after")
+            p.append(f"{name}: verified progress lost: {old} before the crash, {verified} after")
         for step in set(verified):
             first = min(r["seq"] for r in recs if r["step"] == step and r["type"] == "step_verified")
             if any(r["type"] == "action_dispatched" and r["step"] == step and r["seq"] > first for r in recs):
-                p.append(f"{run.name}: step {step!r} was dispatched again after it was verified")
+                p.append(f"{name}: step {step!r} was dispatched again after it was verified")
         asked = Counter(r["step"] for r in recs if r["type"] == "asked")
         if any(c > 1 for c in asked.values()):
-            p.append(f"{run.name}: a question was asked more than once: {dict(asked)}")
+            p.append(f"{name}: a question was asked more than once: {dict(asked)}")
     got = Counter(side_effects(op.root))
     if got != expected_effects:
         p.append(f"tool side effects {dict(got)}, want each once: {dict(expected_effects)}")
@@ -303,13 +385,18 @@ def check_invariants(sc: Scenario, op: Operator, expected_effects: Counter, befo
             p.append(f"{what} {dict(counter)}: each pause must need exactly one")
 
 
+@pytest.fixture(scope="module", params=list(STORES))
+def kinds_kit(request: pytest.FixtureRequest) -> Any:
+    return STORES[request.param]
+
+
 @pytest.fixture(scope="module")
-def enumerated(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[list[list[str]], Counter]]:
+def enumerated(tmp_path_factory: pytest.TempPathFactory, kinds_kit: Any) -> dict[str, tuple[list[list[str]], Counter]]:
     """Each scenario driven once uncrashed: its phases' crash points and its side effects."""
     out = {}
     for name, sc in SCENARIOS.items():
-        root = tmp_path_factory.mktemp(f"enum-{name}")
-        op = Operator(root, workspace(root))
+        root = tmp_path_factory.mktemp(f"enum-{kinds_kit.store}-{name}")
+        op = Operator(root, workspace(root), kinds_kit)
         phases: list[list[str]] = []
         drive(sc, op, phases=phases)
         assert not op.problems, op.problems
@@ -320,34 +407,34 @@ def enumerated(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[list
     return out
 
 
-def crash_case(tmp: Path, sc: Scenario, phase: int, point: str, expected: Counter) -> list[str]:
+def crash_case(tmp: Path, kit: Any, sc: Scenario, phase: int, point: str, expected: Counter) -> list[str]:
     root = tmp / f"{sc.name}-{phase}-{point.replace(':', '_').replace('@', '_')}"
-    op = Operator(root, workspace(root))
+    op = Operator(root, workspace(root), kit)
     if not drive(sc, op, crash=(phase, point)):
         return [f"phase {phase} {point}: not killed there; " + "; ".join(op.problems)]
-    cut = cut_startup(sc.run_dir(root), root, op.env)
+    cut = kit.cut_startup(kit.ref(root), root, op.env)
     if cut is not None:  # no run began: replay again from the start, as an operator would
         op.problems += cut
         drive(sc, op)
         check_invariants(sc, op, expected, {})
         return [f"phase {phase} {point}: {p}" for p in op.problems]
-    before = {p: journal(p, op.env) for p in run_dirs(root)}
-    rc = flow(["reconcile", str(root), "--json"], root, op.env)
+    before = {p: kit.journal(p, op.env) for p in kit.runs(root)}
+    rc = kit.flow([*kit.reconcile_args(root), "--json"], root, op.env)
     if rc.returncode != 0:
         op.problems.append(f"reconcile exited {rc.returncode}: {rc.stderr[-300:]}")
-    drive(sc, op, first=["resume", str(sc.run_dir(root)), "--json"])
+    drive(sc, op, first=["resume", str(kit.ref(root)), "--json"])
     check_invariants(sc, op, expected, before)
     return [f"phase {phase} {point}: {p}" for p in op.problems]
 
 
 @pytest.mark.parametrize("name", list(SCENARIOS))
-def test_sigkill_at_every_journal_point_of_every_durable_step_kind(tmp_path, enumerated, name):
+def test_sigkill_at_every_journal_point_of_every_durable_step_kind(tmp_path, kinds_kit, enumerated, name):
     phases, expected = enumerated[name]
     cases = [(i, p) for i, pts in enumerate(phases) for p in pts]
     kinds = {p.partition(":")[2].partition("@")[0] for _, p in cases}
     # the enumeration saw what a durable run writes (a guard against an empty matrix)
     assert {"run_started", "action_dispatched", "step_verified", "asked", "timer_set", "waiting_signal", "paused",
             "run_resumed", "decision", "child_started", "run_finished" if name == "bundle" else "workflow_returned"} <= kinds, kinds
-    found = parallel(lambda case: crash_case(tmp_path, SCENARIOS[name], case[0], case[1], expected), cases)
+    found = parallel(lambda case: crash_case(tmp_path, kinds_kit, SCENARIOS[name], case[0], case[1], expected), cases)
     problems = [p for ps in found for p in ps]
     assert not problems, f"{len(problems)} problem(s) over {len(cases)} crash points:\n" + "\n".join(problems)

@@ -13,19 +13,20 @@ write only once that timeout has passed since dispatch, and each case here waits
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.crash.crash_support import (  # noqa: F401  (desk: the shared desktop fixture)
-    CONSEQUENTIAL, Desktop, demo_invariants, desk, flow, journal, points_of, state, uncertain,
+from tests.crash.crash_support import (  # noqa: F401  (desk, kit: the shared desktop fixtures)
+    CONSEQUENTIAL, demo_invariants, desk, kit, points_of, uncertain,
 )
 
 pytestmark = pytest.mark.timeout(240)
 
 
 @pytest.fixture(scope="module")
-def fast_bundle(desk: Desktop) -> Path:
-    return desk.fast_bundle()
+def fast_bundle(kit: Any) -> Path:
+    return kit.fast_bundle()
 
 
 # situation -> (where the replay is killed, the operator's decision before the resume under test, or None)
@@ -36,20 +37,21 @@ SITUATIONS = {
 }
 
 
-def prepare(desk: Desktop, bundle: Path, situation: str) -> tuple[Path, float, dict[str, str], list[dict]]:
+def prepare(desk: Any, bundle: Path, situation: str) -> tuple[Any, Path, float, dict[str, str], list[dict]]:
     """Crash the replay, reconcile, and (for a decided situation) let the first resume pause and the operator decide."""
     first, decision = SITUATIONS[situation]
     root, amount = desk.case()
-    env, run = desk.env(), root / "run"
+    env, run = desk.env(), desk.run_ref(root)
+    flow, state = desk.flow, desk.state
     r = flow(desk.replay_args(run, amount, bundle), root, dict(env, FLOW_CRASH_AT=first))
     assert r.killed, (first, r.returncode, r.stderr[-500:])
-    assert flow(["reconcile", str(root)], root, env).returncode == 0
+    assert flow(desk.reconcile_args(root), root, env).returncode == 0
     if decision is not None:
         paused = flow(["resume", str(run), "--json"], root, env)
         assert paused.returncode == 6 and state(run)["paused_reason"] == "awaiting_approval", paused.stderr
         ap = flow(["approve", str(run), "--decision", decision, "--operator", "ops"], root, env)
         assert ap.returncode == 0, ap.stderr
-    return run, amount, env, journal(run, env)
+    return run, root, amount, env, desk.journal(run, env)
 
 
 def resume_points(records: list[dict]) -> list[str]:
@@ -67,28 +69,28 @@ def resume_points(records: list[dict]) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def points(desk: Desktop, fast_bundle: Path) -> dict[str, list[str]]:
+def points(kit: Any, fast_bundle: Path) -> dict[str, list[str]]:
     out = {}
     for situation in SITUATIONS:
-        run, _amount, env, before = prepare(desk, fast_bundle, situation)
-        flow(["resume", str(run), "--json"], run.parent, env)
-        out[situation] = resume_points(journal(run, env)[len(before):])
-        if state(run)["state"] == "PAUSED":  # leave the app on its list screen for the next case
-            flow(["approve", str(run), "--decision", "continue", "--operator", "ops"], run.parent, env)
-            flow(["resume", str(run)], run.parent, env)
+        run, root, _amount, env, before = prepare(kit, fast_bundle, situation)
+        kit.flow(["resume", str(run), "--json"], root, env)
+        out[situation] = resume_points(kit.journal(run, env)[len(before):])
+        if kit.state(run)["state"] == "PAUSED":  # leave the app on its list screen for the next case
+            kit.flow(["approve", str(run), "--decision", "continue", "--operator", "ops"], root, env)
+            kit.flow(["resume", str(run)], root, env)
     return out
 
 
-def crash_resume(desk: Desktop, bundle: Path, situation: str, point: str) -> list[str]:
-    run, amount, env, before = prepare(desk, bundle, situation)
-    root = run.parent
-    decided = (run / "approval.json").exists()
+def crash_resume(desk: Any, bundle: Path, situation: str, point: str) -> list[str]:
+    run, root, amount, env, before = prepare(desk, bundle, situation)
+    flow, state, journal = desk.flow, desk.state, desk.journal
+    decided = desk.has_approval(run)
     r = flow(["resume", str(run), "--json"], root, dict(env, FLOW_CRASH_AT=point))
     if not r.killed:
         return [f"{situation} {point}: the resume was not killed there (exit {r.returncode}) {r.stderr[-300:]}"]
     landed = desk.rows(amount)
     problems: list[str] = []
-    rc = flow(["reconcile", str(root)], root, env)
+    rc = flow(desk.reconcile_args(root), root, env)
     if rc.returncode != 0:
         problems.append(f"{situation} {point}: reconcile exited {rc.returncode}: {rc.stderr[-300:]}")
     asked = 0
@@ -115,18 +117,18 @@ def crash_resume(desk: Desktop, bundle: Path, situation: str, point: str) -> lis
     problems += demo_invariants(desk, f"{situation} {point}", run, env, before, amount)
     pauses = {r["data"].get("pause_id") for r in journal(run, env) if r["type"] == "decision"}
     for pause in pauses:  # a decision is consumed exactly once: archived, and not left to be used again
-        if not (run / "decisions" / f"{pause}.json").exists():
+        if not desk.consumed(run, pause):
             problems.append(f"{situation} {point}: the decision for {pause} was applied but never consumed")
-    if (run / "approval.json").exists():
+    if desk.has_approval(run):
         problems.append(f"{situation} {point}: approval.json is left behind on a COMPLETED run (could be used again)")
     return problems
 
 
 @pytest.mark.parametrize("situation", list(SITUATIONS))
-def test_sigkill_at_every_point_of_resume_loses_no_decision_and_uses_none_twice(desk, fast_bundle, points, situation):
+def test_sigkill_at_every_point_of_resume_loses_no_decision_and_uses_none_twice(kit, fast_bundle, points, situation):
     pts = points[situation]
     assert "after:run_resumed" in pts and f"after:rechecked@{CONSEQUENTIAL}" in pts, pts
     if SITUATIONS[situation][1] is not None:
         assert {f"after:decision@{CONSEQUENTIAL}", "approval:consuming", "approval:consumed"} <= set(pts), pts
-    problems = [p for point in pts for p in crash_resume(desk, fast_bundle, situation, point)]
+    problems = [p for point in pts for p in crash_resume(kit, fast_bundle, situation, point)]
     assert not problems, f"{len(problems)} problem(s) over {len(pts)} points:\n" + "\n".join(problems)

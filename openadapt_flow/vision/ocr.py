@@ -260,11 +260,14 @@ class OcrEngine:
         self._lib: TesseractLibrary | None = None
         self.cmd: str | None = None
         if backend in ("auto", "library") and cmd is None:
+            # "auto" with the command there to fall back on loads the model in the background (see TesseractLibrary)
+            fallback = shutil.which("tesseract") if backend == "auto" else None
             try:
-                self._lib = TesseractLibrary(lang)
+                self._lib = TesseractLibrary(lang, background=fallback is not None)
             except LibraryUnavailable as e:
                 if backend == "library":
                     raise OcrUnavailable(f"OCR needs libtesseract ({e}): {INSTALL_HINT}") from None
+            self.cmd = fallback
         if self._lib is None:
             found = shutil.which(cmd or "tesseract")
             if found is None:
@@ -273,7 +276,12 @@ class OcrEngine:
 
     @property
     def backend(self) -> str:
-        """Which Tesseract reads: "library" or "cli"."""
+        """Which Tesseract reads: "library" or "cli" (waits for a model still loading)."""
+        if self._lib is not None:
+            try:
+                self._lib.wait_ready()
+            except LibraryUnavailable:
+                self._lib = None  # its model did not load: the command reads (it was found at start)
         return "library" if self._lib is not None else "cli"
 
     def clear_cache(self) -> None:
@@ -408,6 +416,8 @@ class OcrEngine:
                 return self._lib.image_to_data(np.ascontiguousarray(gray), psm, self.timeout_s)
             except LibraryReadFailed as e:
                 raise OcrError(f"tesseract failed: {e}") from e
+            except LibraryUnavailable:
+                self._lib = None  # its model did not load in the background: the command reads from now on
         assert self.cmd is not None
         try:
             return tesseract_cli.image_to_data(self.cmd, gray, self.lang, psm, self.timeout_s)

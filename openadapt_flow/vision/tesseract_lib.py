@@ -2,10 +2,10 @@
 
 The `tesseract` command costs a process start and a model load (~95 ms on two
 cores) on every call; a handle made once keeps the model loaded. The output is
-the same TSV the command prints for `tsv`, parsed into the dict shape
-`pytesseract.image_to_data(..., output_type=DICT)` returns, so callers cannot
-tell which one read the image. One handle is not thread-safe: calls are
-serialised by a lock.
+the same TSV the command prints for `tsv`, parsed into columns by
+`parse_tsv` (the command's reader, `tesseract_cli`, uses it too), so callers
+cannot tell which one read the image. Calls on one handle are serialised by
+a lock.
 
 Tesseract's OpenMP parallelism costs more than it gains on UI-sized images on
 a small machine (measured on 2 cores: a search-window read takes ~60 ms with

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import urllib.error
-import urllib.request
 from typing import Any
 
 from openadapt_flow.errors import FlowError
@@ -20,6 +18,11 @@ def post_chat(base_url: str, body: dict[str, Any], *, timeout_s: float, api_key:
     headers = {"Content-Type": "application/json"}
     if api_key:
         headers["Authorization"] = f"Bearer {api_key}"
+    # urllib.request is imported here, on the first call: only a model rung or a workflow's llm call needs it, and
+    # with http.client and email it costs every CLI start ~25 ms.
+    import urllib.error
+    import urllib.request
+
     req = urllib.request.Request(url, data=json.dumps(body).encode(), headers=headers, method="POST")
     try:
         with urllib.request.urlopen(req, timeout=timeout_s) as resp:

@@ -15,8 +15,6 @@ import re
 import socket
 import sqlite3
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -203,12 +201,6 @@ def dig(doc: Any, path: str) -> Any:
     return cur
 
 
-class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    # A redirect could carry the bearer token to another host: a 3xx is reported, not followed.
-    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
-        return None
-
-
 class HttpReader:
     """GETs the effect's url; the reading is the JSON value at `json_path`, or the count of `contains` in the body."""
 
@@ -228,7 +220,7 @@ class HttpReader:
         self.contains = effect.contains
         self.token = _env_secret("token_env", effect.token_env, env, "bearer token") if effect.token_env else None
         self.timeout_s = read_timeout_s
-        self.opener = urllib.request.build_opener(_NoRedirect)
+        self.opener = _no_redirect_opener()
 
     def read(self) -> Reading:
         try:
@@ -243,11 +235,12 @@ class HttpReader:
         if self.token:
             headers["Authorization"] = f"Bearer {self.token}"
         deadline = time.monotonic() + self.timeout_s
+        request = _urllib()
         try:
-            resp = self.opener.open(urllib.request.Request(self.url, headers=headers), timeout=self.timeout_s)
-        except urllib.error.HTTPError as e:
+            resp = self.opener.open(request.Request(self.url, headers=headers), timeout=self.timeout_s)
+        except request.HTTPError as e:
             raise RuntimeError(f"HTTP {e.code} {e.reason}: {_snippet(e.read(2048))}") from None
-        except urllib.error.URLError as e:
+        except request.URLError as e:
             if isinstance(e.reason, (TimeoutError, socket.timeout)):
                 raise TimeoutError() from None
             raise RuntimeError(f"{e.reason}") from None
@@ -314,6 +307,25 @@ class FileReader:
             while chunk := f.read(1 << 20):
                 h.update(chunk)
         return "sha256:" + h.hexdigest()
+
+
+def _urllib() -> Any:
+    """urllib.request, imported on first use: only http effects need it, and with http.client and email it costs
+    every CLI start ~25 ms (its HTTPError and URLError are urllib.error's)."""
+    import urllib.request
+
+    return urllib.request
+
+
+def _no_redirect_opener() -> Any:
+    """An opener that reports a 3xx instead of following it: a redirect could carry the bearer token to another host."""
+    request = _urllib()
+
+    class NoRedirect(request.HTTPRedirectHandler):  # type: ignore[misc, name-defined]
+        def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+            return None
+
+    return request.build_opener(NoRedirect)
 
 
 def _psycopg() -> Any:

@@ -11,10 +11,11 @@ Painting it out can only remove ink.
 
 from __future__ import annotations
 
+import cv2
 import numpy as np
 
 from openadapt_flow.vision.ocr import local_contrast
-from openadapt_flow.vision.template import to_gray
+from openadapt_flow.vision.template import Box, clip_box, to_gray
 
 CARET_MAX_WIDTH = 3  # px: carets are 1-2 px wide
 CARET_MIN_RATIO = 1.15  # the caret spans the line (ascent + descent), text ink at most cap top to descender
@@ -23,6 +24,11 @@ DESCENT_MIN_PX = 2  # ... and at least this many pixels
 CARET_MAX_GAP = 0  # px of a caret's column without ink: a drawn caret is one solid bar; a j's dot stands apart
 INK_BELOW = 160  # local_contrast output darker than this is ink
 BORDER_SPAN = 0.9  # ink across this much of the crop's width (or height) is a field's outline
+NEW_CARET_MIN_HEIGHT = 8  # px: a caret spans a line of text; shorter bars are glyph parts or noise
+NEW_CARET_TOL = 48  # grey levels: a pixel changed by more than this is part of the new mark
+NEW_CARET_FLAT = 12  # grey levels: where the caret now stands was plain background before (no glyph, no outline)
+GLYPH_MAX = 24  # px: a changed mark smaller than this either way is glyph-sized (a letter, an icon), not a ring or a fill
+NOISE_MAX = 3  # px: changed marks smaller than this are anti-aliasing specks
 
 
 def without_caret(crop: np.ndarray) -> tuple[np.ndarray, int] | None:
@@ -82,3 +88,36 @@ def _caret_columns(ink: np.ndarray, columns: list[int], glyph_cols: np.ndarray) 
 
 def _mode(values: list[int]) -> int:
     return int(np.bincount(np.asarray(values)).argmax())
+
+
+def caret_appeared(before: np.ndarray, after: np.ndarray, box: Box) -> bool:
+    """Whether a text caret shows in `box` of `after` that `before` did not have: a field took keyboard focus.
+
+    What changed in the box must hold exactly one solid upright bar, at most CARET_MAX_WIDTH wide and at least
+    NEW_CARET_MIN_HEIGHT tall, clear of the box's edges, standing where `before` was plain background — and nothing
+    else glyph-sized: a new word (its `l`s are bars too) or a recoloured glyph is not a caret; a focus ring or a
+    selection may change around it (large marks), an I-beam pointer has serifs. Anything doubtful is False.
+    """
+    h, w = after.shape[:2]
+    clipped = clip_box(box, w, h)
+    if clipped is None or before.shape != after.shape:
+        return False
+    x, y, bw, bh = clipped
+    b = to_gray(before[y : y + bh, x : x + bw]).astype(np.int16)
+    a = to_gray(after[y : y + bh, x : x + bw]).astype(np.int16)
+    changed = (np.abs(a - b) > NEW_CARET_TOL).astype(np.uint8)
+    n, _, stats, _ = cv2.connectedComponentsWithStats(changed, connectivity=8)
+    bars, glyphs = 0, 0
+    for cx, cy, cw, ch, area in stats[1:n]:
+        if cw <= CARET_MAX_WIDTH and ch >= NEW_CARET_MIN_HEIGHT and area == cw * ch:
+            inside = 0 < cx and cx + cw < bw and 0 < cy and cy + ch < bh
+            bars += 1 if inside and _on_plain_background(b, int(cx), int(cy), int(cw), int(ch)) else 2
+        elif max(cw, ch) < GLYPH_MAX and area >= NOISE_MAX:
+            glyphs += 1
+    return bars == 1 and glyphs == 0
+
+
+def _on_plain_background(before: np.ndarray, x: int, y: int, w: int, h: int) -> bool:
+    """`before` was plain where the bar now stands, one column either side included (no glyph, no outline there)."""
+    was = before[y : y + h, max(0, x - 1) : x + w + 1]
+    return int(was.max()) - int(was.min()) <= NEW_CARET_FLAT

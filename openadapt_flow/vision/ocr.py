@@ -11,7 +11,7 @@ cropped or scaled on the way.
 
 Tesseract runs in-process through libtesseract when it loads (no process
 start or model load per call, see `tesseract_lib`), else as the `tesseract`
-command through pytesseract; both give the same words. Reads are cached by
+command (`tesseract_cli`); both give the same words. Reads are cached by
 the content of the area read, so the same frame asked about twice (a
 postcondition and its negation, identity and readback) is read once.
 """
@@ -27,12 +27,12 @@ from typing import Any, Literal
 
 import cv2
 import numpy as np
-import pytesseract
 from rapidfuzz import fuzz
 from rapidfuzz.distance import Levenshtein
 
 from openadapt_flow.errors import FlowError
 from openadapt_flow.vision.template import Box, clip_box, contains, intersect, to_gray
+from openadapt_flow.vision import tesseract_cli
 from openadapt_flow.vision.tesseract_lib import LibraryReadFailed, LibraryUnavailable, TesseractLibrary
 
 INSTALL_HINT = "install it with `apt-get install tesseract-ocr` (macOS: `brew install tesseract`)"
@@ -260,11 +260,14 @@ class OcrEngine:
         self._lib: TesseractLibrary | None = None
         self.cmd: str | None = None
         if backend in ("auto", "library") and cmd is None:
+            # "auto" with the command there to fall back on loads the model in the background (see TesseractLibrary)
+            fallback = shutil.which("tesseract") if backend == "auto" else None
             try:
-                self._lib = TesseractLibrary(lang)
+                self._lib = TesseractLibrary(lang, background=fallback is not None)
             except LibraryUnavailable as e:
                 if backend == "library":
                     raise OcrUnavailable(f"OCR needs libtesseract ({e}): {INSTALL_HINT}") from None
+            self.cmd = fallback
         if self._lib is None:
             found = shutil.which(cmd or "tesseract")
             if found is None:
@@ -273,7 +276,12 @@ class OcrEngine:
 
     @property
     def backend(self) -> str:
-        """Which Tesseract reads: "library" or "cli"."""
+        """Which Tesseract reads: "library" or "cli" (waits for a model still loading)."""
+        if self._lib is not None:
+            try:
+                self._lib.wait_ready()
+            except LibraryUnavailable:
+                self._lib = None  # its model did not load: the command reads (it was found at start)
         return "library" if self._lib is not None else "cli"
 
     def clear_cache(self) -> None:
@@ -408,22 +416,12 @@ class OcrEngine:
                 return self._lib.image_to_data(np.ascontiguousarray(gray), psm, self.timeout_s)
             except LibraryReadFailed as e:
                 raise OcrError(f"tesseract failed: {e}") from e
-        # pytesseract keeps the binary path in a module global; set it per call
-        # so engines built with different binaries stay independent.
+            except LibraryUnavailable:
+                self._lib = None  # its model did not load in the background: the command reads from now on
         assert self.cmd is not None
-        pytesseract.pytesseract.tesseract_cmd = self.cmd
         try:
-            result: dict[str, list[Any]] = pytesseract.image_to_data(
-                gray,
-                lang=self.lang,
-                config=f"--psm {psm}",
-                output_type=pytesseract.Output.DICT,
-                timeout=self.timeout_s,
-            )
-        except pytesseract.TesseractNotFoundError as e:
-            raise OcrUnavailable(f"OCR needs the tesseract binary ({self.cmd} not runnable): {INSTALL_HINT}") from e
-        except pytesseract.TesseractError as e:
-            raise OcrError(f"tesseract failed: {e.message.strip() or e.status}") from e
-        except RuntimeError as e:  # pytesseract's timeout
-            raise OcrError(f"tesseract gave no answer within {self.timeout_s:g} s") from e
-        return result
+            return tesseract_cli.image_to_data(self.cmd, gray, self.lang, psm, self.timeout_s)
+        except tesseract_cli.CommandUnavailable as e:
+            raise OcrUnavailable(f"OCR needs the tesseract binary ({e}): {INSTALL_HINT}") from e
+        except tesseract_cli.CommandReadFailed as e:
+            raise OcrError(f"tesseract failed: {e}") from e

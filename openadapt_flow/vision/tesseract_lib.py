@@ -2,10 +2,10 @@
 
 The `tesseract` command costs a process start and a model load (~95 ms on two
 cores) on every call; a handle made once keeps the model loaded. The output is
-the same TSV the command prints for `tsv`, parsed into the dict shape
-`pytesseract.image_to_data(..., output_type=DICT)` returns, so callers cannot
-tell which one read the image. One handle is not thread-safe: calls are
-serialised by a lock.
+the same TSV the command prints for `tsv`, parsed into columns by
+`parse_tsv` (the command's reader, `tesseract_cli`, uses it too), so callers
+cannot tell which one read the image. Calls on one handle are serialised by
+a lock.
 
 Tesseract's OpenMP parallelism costs more than it gains on UI-sized images on
 a small machine (measured on 2 cores: a search-window read takes ~60 ms with
@@ -110,30 +110,62 @@ def _openmp_thread_limit() -> Iterator[None]:
 
 
 class TesseractLibrary:
-    """One initialised Tesseract handle for one language; `image_to_data` reads a gray image."""
+    """One initialised Tesseract handle for one language; `image_to_data` reads a gray image.
 
-    def __init__(self, lang: str = "eng") -> None:
+    With `background`, the language model (~0.1 s, most of the set-up) loads on a thread of its own while the
+    caller goes on (connecting, resolving a first target by template): the first read waits for it, and raises
+    LibraryUnavailable if it could not be loaded. The library itself loads at once (with OMP_THREAD_LIMIT set for
+    that moment only, which must not race the caller's own child processes).
+    """
+
+    def __init__(self, lang: str = "eng", *, background: bool = False) -> None:
         with _openmp_thread_limit():
             self._lib = _load()
         _declare(self._lib)
         self._lock = threading.Lock()
+        self._failed: str | None = None
         self._api = self._lib.TessBaseAPICreate()
         if not self._api:
             raise LibraryUnavailable("TessBaseAPICreate failed")
-        if self._lib.TessBaseAPIInit3(self._api, None, lang.encode()) != 0:
+        self.lang = lang
+        if not background:
+            self._init()
+            if self._failed is not None:
+                raise LibraryUnavailable(self._failed)
+            return
+        self._lock.acquire()  # held until the model is in: a read waits for it
+        threading.Thread(target=self._init_then_release, name="tesseract-init").start()  # not a daemon: never cut at exit
+
+    def _init(self) -> None:
+        if self._lib.TessBaseAPIInit3(self._api, None, self.lang.encode()) != 0:
             self._lib.TessBaseAPIDelete(self._api)
             self._api = None
-            raise LibraryUnavailable(f"libtesseract could not load language {lang!r} (is tesseract-ocr-{lang} installed?)")
+            self._failed = f"libtesseract could not load language {self.lang!r} (is tesseract-ocr-{self.lang} installed?)"
+            return
         # Tesseract prints notes ("Estimating resolution as ...") to stderr unless told where else.
         self._lib.TessBaseAPISetVariable(self._api, b"debug_file", b"/dev/null")
         _quiet_leptonica(self._lib)
-        self.lang = lang
+
+    def _init_then_release(self) -> None:
+        try:
+            self._init()
+        finally:
+            self._lock.release()
+
+    def wait_ready(self) -> None:
+        """Return once the model is loaded; LibraryUnavailable if it could not be."""
+        with self._lock:
+            pass
+        if self._failed is not None:
+            raise LibraryUnavailable(self._failed)
 
     def image_to_data(self, gray: np.ndarray, psm: int, timeout_s: float) -> dict[str, list[Any]]:
-        """Words (and their layout rows) of a uint8 gray image, as pytesseract's DICT output."""
+        """Words (and their layout rows) of a uint8 gray image, as `tesseract ... tsv` prints them (parse_tsv)."""
         img = np.ascontiguousarray(gray, dtype=np.uint8)
         h, w = img.shape[:2]
         with self._lock:
+            if self._failed is not None:
+                raise LibraryUnavailable(self._failed)
             if self._api is None:
                 raise LibraryReadFailed("the Tesseract handle is closed")
             lib, api = self._lib, self._api

@@ -48,7 +48,7 @@ def _warm_tesseract() -> None:
         shared = TesseractLibrary("eng")
     except LibraryUnavailable:
         return
-    _ocr.TesseractLibrary = lambda lang="eng": shared if lang == "eng" else TesseractLibrary(lang)  # type: ignore[assignment,misc]
+    _ocr.TesseractLibrary = lambda lang="eng", **kw: shared if lang == "eng" else TesseractLibrary(lang, **kw)  # type: ignore[assignment,misc]
 
 
 _warm_tesseract()

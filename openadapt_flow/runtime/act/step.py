@@ -24,6 +24,7 @@ from openadapt_flow.runtime.decide.policy import model_call_refusal
 from openadapt_flow.runtime.act.settle import settle
 from openadapt_flow.verify.effects import CONFIRMED, Reading, baseline_blocks, make_reader, resolve_effect, verify_effect
 from openadapt_flow.verify.screen import SCREEN_CHANGED, Anchor, Check, verification_plan
+from openadapt_flow.vision.caret import caret_appeared
 from openadapt_flow.vision.diff import changed_box
 from openadapt_flow.vision.mask import FIELD_HALF_HEIGHT, field_band
 
@@ -140,7 +141,8 @@ def _identity_gate(ctx: RunContext, step: Step, point: Point, frame: Frame) -> N
         )
 
 
-def _act(ctx: RunContext, step: Step, point: Point | None, to_point: Point | None) -> None:
+def _act(ctx: RunContext, step: Step, point: Point | None, to_point: Point | None, before: np.ndarray,
+         target_box: Box | None) -> None:
     b = ctx.backend
     a = step.action
     if a in ("click", "double_click", "right_click"):
@@ -153,7 +155,10 @@ def _act(ctx: RunContext, step: Step, point: Point | None, to_point: Point | Non
             # The click is answered before the keys go: the screen settles and stays quiet until field_ready_s after
             # it. Toolkits hold a click for their double-click interval before acting on it alone (Qt opens an
             # already-selected table cell's editor only then, and takes keys sent sooner as table navigation).
-            settle(b, rt.settle_quiet_s, min(rt.settle_timeout_s, step.timeout_s), hold_s=rt.field_ready_s)
+            # A caret new in the clicked field ends the wait early: the field has the keys, nothing is pending.
+            band = field_band(point, target_box, (ctx.checks.sx, ctx.checks.sy))
+            settle(b, rt.settle_quiet_s, min(rt.settle_timeout_s, step.timeout_s), hold_s=rt.field_ready_s,
+                   ready=lambda f: caret_appeared(before, f.pixels, band))
         if not step.append:
             for keys in SELECT_FIELD_KEYS:
                 b.press(keys)
@@ -324,7 +329,7 @@ def run_gui_step(ctx: RunContext, index: int, step: Step) -> StepRecord:
         dispatched_at = time.monotonic()
         if secret:
             _mask_secret(ctx, step, point, target_box)
-        _act(ctx, step, point, to_point)
+        _act(ctx, step, point, to_point, before, target_box)
         ctx.journal.append("action_sent", step.id, {"dispatch_seq": dispatch["seq"]})
         settled = settle(ctx.backend, rt.settle_quiet_s, min(rt.settle_timeout_s, step.timeout_s), expect_change_s=REACT_S)
         if secret and point is None:

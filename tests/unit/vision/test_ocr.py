@@ -11,7 +11,7 @@ from PIL import Image, ImageDraw, ImageFont
 
 from openadapt_flow.errors import FlowError
 from openadapt_flow.vision.ocr import (
-    OcrEngine, OcrUnavailable, Word, find_text, local_contrast, median_background, normalise, phrases,
+    OcrEngine, OcrError, OcrUnavailable, Word, find_text, local_contrast, median_background, normalise, phrases,
 )
 
 pytestmark = pytest.mark.timeout(60)
@@ -224,3 +224,19 @@ def test_read_many_reads_overlapping_areas_once_and_far_ones_apart(engine: OcrEn
     assert [w.text for w in engine.read(img, far)] == ["Invoices"]
     assert [w.text for w in engine.read(img, overlapping)] == ["Vendor"]  # it reaches into it: it counts, whole
     assert engine.calls == calls + 2
+
+
+def test_a_model_that_fails_to_load_in_the_background_leaves_the_command_to_read() -> None:
+    """"auto" loads the language model off the caller's path; when that fails (a language not installed), the
+    engine falls back to the command, found at start, as it did when the model loaded up front."""
+    engine = OcrEngine(lang="zzz-not-installed")
+    assert engine.backend == "cli" and engine.cmd is not None
+    with pytest.raises(OcrError):
+        engine.read(render([("Save", 40, 40)]))
+
+
+def test_a_read_waits_for_the_model_loading_in_the_background() -> None:
+    engine = OcrEngine()  # returns before the model is in; the first read must still see every word
+    img = render([("Save invoice", 40, 40)])
+    assert [w.text for w in engine.read(img)] == ["Save", "invoice"]
+    assert engine.backend == "library"

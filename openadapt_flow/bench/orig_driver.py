@@ -9,6 +9,11 @@ It imports nothing of ours. The calls and thresholds are those of its own
 resolver (runtime/resolver.py): the template rung at 0.985 in the padded
 recorded region with `prefer_near`, then the whole frame; the OCR rung reads
 the whole frame once and prefers candidates inside the padded region.
+
+The template is timed two ways, interleaved rep by rep so load falls on both
+alike: "as called" (`find_template` on PNG bytes, its decode included) and
+"matcher only" (its matcher function `_find_template_arrays` on the frame and
+template decoded once, untimed, by its own `_decode_gray`).
 """
 
 from __future__ import annotations
@@ -17,12 +22,14 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 # This script's folder holds our modules: never let them shadow the original's imports (run it with -I too).
 _HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if p and Path(p).resolve() != _HERE]
 
 from openadapt_flow.vision import find_template, find_text_candidates  # type: ignore[attr-defined]  # noqa: E402
+from openadapt_flow.vision.match import _decode_gray, _find_template_arrays  # type: ignore[import-not-found]  # noqa: E402
 from openadapt_flow.vision.ocr import clear_ocr_memo  # type: ignore[attr-defined]  # noqa: E402
 
 TEMPLATE_THRESHOLD = 0.985  # its resolver's TEMPLATE_THRESHOLD
@@ -36,23 +43,38 @@ def click_in(region: list[int], recorded: list[int], click: list[int]) -> list[i
     return [round(mx + (click[0] - ax) * mw / aw), round(my + (click[1] - ay) * mh / ah)]
 
 
+def _resolve(find: Any, screen: Any, tmpl: Any, area: str, window: list[int], near: tuple[int, int]) -> Any:
+    """Its resolver's template rung: the padded region first (local), then the whole frame."""
+    if area == "local":
+        m = find(screen, tmpl, search_region=tuple(window), threshold=TEMPLATE_THRESHOLD, prefer_near=near)
+        if m is not None:
+            return m
+    return find(screen, tmpl, threshold=TEMPLATE_THRESHOLD, prefer_near=near)
+
+
+def _timed(fn: Any) -> tuple[float, Any]:
+    t0 = time.perf_counter()
+    out = fn()
+    return (time.perf_counter() - t0) * 1000, out
+
+
 def template_item(item: dict, png: bytes, tmpl: bytes) -> dict:
     region, click, window = item["region"], item["click"], item["window"]
     near = (region[0], region[1])
+    screen_gray, tmpl_gray = _decode_gray(png), _decode_gray(tmpl)  # decoded once, outside every timer
     out = {}
     for area in item.get("areas", ("local", "full")):
-        ms, point = [], None
+        called: list[float] = []
+        matcher: list[float] = []
+        point = matcher_point = None
         for _ in range(item["reps"]):
-            t0 = time.perf_counter()
-            if area == "local":
-                m = find_template(png, tmpl, search_region=tuple(window), threshold=TEMPLATE_THRESHOLD, prefer_near=near)
-                if m is None:
-                    m = find_template(png, tmpl, threshold=TEMPLATE_THRESHOLD, prefer_near=near)
-            else:
-                m = find_template(png, tmpl, threshold=TEMPLATE_THRESHOLD, prefer_near=near)
-            ms.append((time.perf_counter() - t0) * 1000)
+            ms, m = _timed(lambda: _resolve(find_template, png, tmpl, area, window, near))
+            called.append(ms)
             point = click_in(list(m.region), region, click) if m is not None else None
-        out[area] = {"ms": ms, "point": point}
+            ms, m = _timed(lambda: _resolve(_find_template_arrays, screen_gray, tmpl_gray, area, window, near))
+            matcher.append(ms)
+            matcher_point = click_in(list(m.region), region, click) if m is not None else None
+        out[area] = {"ms": called, "point": point, "matcher_ms": matcher, "matcher_point": matcher_point}
     return out
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -65,9 +66,17 @@ def _timed(fn: Callable[[], Any]) -> tuple[float, Any]:
     return (time.perf_counter() - t0) * 1000, out
 
 
-def bench_template(cases: list[Case], steps: list[Step], templates: dict[str, np.ndarray], reps: int) -> list[dict]:
-    """Template rung per (case, area): ms per resolve and where it clicked."""
-    rows = []
+def bench_template(
+    cases: list[Case], steps: list[Step], templates: dict[str, np.ndarray], reps: int, folder: Path | None = None,
+    ours: bool = True,
+) -> tuple[list[dict], list[dict]]:
+    """Our template rung and (given a needle folder) pyscreeze, interleaved rep by rep on each (case, target).
+
+    Returns our rows (ms per `Ladder.resolve`, where it clicked) and pyscreeze's, each pyscreeze row timed as
+    called (needle file, PIL screenshot) and, in `matcher_only`, on arrays held in memory."""
+    ps = _Pyscreeze(cases[0], steps, templates, folder) if folder is not None else None
+    ours_rows: list[dict] = []
+    ps_cells = {(v, a, c.name): (Cell(), Cell()) for v in PYSCREEZE_VARIANTS for a in AREAS for c in cases}
     for area in AREAS:
         lad = ladder(cases[0].size, templates, area)
         for case in cases:
@@ -75,16 +84,31 @@ def bench_template(cases: list[Case], steps: list[Step], templates: dict[str, np
             for step in steps:
                 assert step.target is not None
                 target, frame = template_only(step.target), case.frame_for(step.id)
-                lad.resolve(frame.copy(), target)  # warm: the template's scaled variants are built once per run
-                res = None
+                if ours:
+                    lad.resolve(frame.copy(), target)  # warm: the template's scaled variants are built once per run
+                ps_calls = ps.calls(case, step, area, lad) if ps is not None else []
+                res, ps_boxes = None, [[None, None] for _ in ps_calls]  # last box: as called, matcher only
                 for _ in range(reps):
-                    f = frame.copy()
-                    ms, res = _timed(lambda: lad.resolve(f, target))
-                    cell.ms.append(ms)
-                assert res is not None
-                cell.score(inside(res.point, case.truth[step.id]) if res.ok else None)
-            rows.append({"size": _size(case), "case": case.name, "area": area, **cell.to_json()})
-    return rows
+                    if ours:
+                        f = frame.copy()
+                        ms, res = _timed(lambda: lad.resolve(f, target))
+                        cell.ms.append(ms)
+                    for i, (variant, called, matcher) in enumerate(ps_calls):
+                        for j, fn in enumerate((called, matcher)):
+                            ms, ps_boxes[i][j] = _timed(fn)
+                            ps_cells[(variant, area, case.name)][j].ms.append(ms)
+                if ours:
+                    assert res is not None
+                    cell.score(inside(res.point, case.truth[step.id]) if res.ok else None)
+                for (variant, _, _), boxes in zip(ps_calls, ps_boxes):
+                    for j, box in enumerate(boxes):
+                        ps_cells[(variant, area, case.name)][j].score(_box_hit(box, step.target, case.truth[step.id]))
+            if ours:
+                ours_rows.append({"size": _size(case), "case": case.name, "area": area, **cell.to_json()})
+    ps_rows = [{"engine": "pyscreeze", "variant": v, "size": _size(cases[0]), "case": c, "area": a,
+                **called.to_json(), "matcher_only": matcher.to_json()}
+               for (v, a, c), (called, matcher) in ps_cells.items()] if ps is not None else []
+    return ours_rows, ps_rows
 
 
 def bench_ocr(cases: list[Case], steps: list[Step], templates: dict[str, np.ndarray], reps: int, ocr: OcrEngine) -> list[dict]:
@@ -108,35 +132,42 @@ def bench_ocr(cases: list[Case], steps: list[Step], templates: dict[str, np.ndar
     return rows
 
 
-def bench_pyscreeze(
-    cases: list[Case], steps: list[Step], templates: dict[str, np.ndarray], reps: int, folder: Path
-) -> list[dict]:
-    """pyscreeze.locate (the matcher behind pyautogui.locateOnScreen) with a needle file, as users call it."""
-    import pyscreeze  # type: ignore[import-untyped]
+class _Pyscreeze:
+    """pyscreeze.locate (the matcher behind pyautogui.locateOnScreen), two ways per call.
 
-    needles = write_needles(cases[0], steps, templates, folder)
-    windows = ladder(cases[0].size, templates, "local")
-    rows = []
-    for variant, kwargs in PYSCREEZE_VARIANTS.items():
-        for area in AREAS:
-            for case in cases:
-                cell = Cell()
-                for step in steps:
-                    assert step.target is not None
-                    shot = Image.fromarray(case.frame_for(step.id))
-                    region = windows.window(step.target, *case.size) if area == "local" else None
-                    box = None
-                    for _ in range(reps):
-                        ms, box = _timed(lambda: _locate(pyscreeze, str(needles[step.id]), shot, region, kwargs))
-                        cell.ms.append(ms)
-                    if box is None:
-                        cell.score(None)
-                    else:  # clicked where the recording clicked inside the crop, as our rung does
-                        ox, oy = step.target.click_offset()
-                        cell.score(inside((int(box[0]) + ox, int(box[1]) + oy), case.truth[step.id]))
-                rows.append({"engine": "pyscreeze", "variant": variant, "size": _size(case), "case": case.name,
-                             "area": area, **cell.to_json()})
-    return rows
+    As called: a needle PNG file and a PIL screenshot, as `locateOnScreen` passes them (its file read and
+    conversions are timed). Matcher only: the needle and the frame as BGR arrays held in memory (its documented
+    OpenCV input), so only its own grayscale conversion and match are timed."""
+
+    def __init__(self, case: Case, steps: list[Step], templates: dict[str, np.ndarray], folder: Path) -> None:
+        import pyscreeze  # type: ignore[import-untyped]
+
+        self.mod = pyscreeze
+        self.needles = write_needles(case, steps, templates, folder)
+        self.needle_arrays = {s.id: cv2.cvtColor(templates[s.target.template], cv2.COLOR_RGB2BGR)
+                              for s in steps if s.target is not None and s.target.template is not None}
+        self.shots: dict[int, tuple[Image.Image, np.ndarray]] = {}
+
+    def calls(self, case: Case, step: Step, area: str, lad: Ladder) -> list[tuple[str, Callable[[], Any], Callable[[], Any]]]:
+        """(variant, as-called, matcher-only) per variant; the screenshot and arrays are made here, untimed."""
+        assert step.target is not None
+        frame = case.frame_for(step.id)
+        if id(frame) not in self.shots:
+            self.shots[id(frame)] = (Image.fromarray(frame), cv2.cvtColor(frame, cv2.COLOR_RGB2BGR))
+        shot, bgr = self.shots[id(frame)]
+        region = lad.window(step.target, *case.size) if area == "local" else None
+        needle, needle_bgr = str(self.needles[step.id]), self.needle_arrays[step.id]
+        return [(variant, partial(_locate, self.mod, needle, shot, region, kwargs),
+                 partial(_locate, self.mod, needle_bgr, bgr, region, kwargs))
+                for variant, kwargs in PYSCREEZE_VARIANTS.items()]
+
+
+def _box_hit(box: Any, target: Target, truth: tuple[int, int, int, int]) -> bool | None:
+    """Scored as our rung clicks: the box's origin plus the recorded click offset inside the crop."""
+    if box is None:
+        return None
+    ox, oy = target.click_offset()
+    return inside((int(box[0]) + ox, int(box[1]) + oy), truth)
 
 
 def write_needles(case: Case, steps: list[Step], templates: dict[str, np.ndarray], folder: Path) -> dict[str, Path]:
@@ -152,7 +183,7 @@ def write_needles(case: Case, steps: list[Step], templates: dict[str, np.ndarray
     return out
 
 
-def _locate(pyscreeze: Any, needle: str, shot: Image.Image, region: Any, kwargs: dict[str, Any]) -> Any:
+def _locate(pyscreeze: Any, needle: Any, shot: Any, region: Any, kwargs: dict[str, Any]) -> Any:
     try:
         return pyscreeze.locate(needle, shot, region=region, **kwargs)
     except pyscreeze.ImageNotFoundException:

@@ -22,6 +22,7 @@ import cv2
 
 from openadapt_flow import __version__
 from openadapt_flow.bench import drift, drift_corpus, drift_report, engine_cost, frames, orig, replay50, report, resolve
+from openadapt_flow.cli.progress import waiting
 from openadapt_flow.vision.ocr import OcrEngine
 
 SCHEMA = "openadapt-flow/bench@1"
@@ -194,7 +195,8 @@ def _guard(fn: Any, notes: list[str], **extra: Any) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     t0 = time.perf_counter()
-    results = run(args)
+    with waiting("make bench: measuring", lines=sys.stdout):  # a spinner on a TTY; every part's line prints above it
+        results = run(args)
     results["elapsed_s"] = round(time.perf_counter() - t0, 1)
     results["machine"]["load_avg_at_end"] = [round(v, 2) for v in os.getloadavg()]
     args.out.parent.mkdir(parents=True, exist_ok=True)

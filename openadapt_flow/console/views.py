@@ -14,7 +14,7 @@ from openadapt_flow.report.text import fmt
 from openadapt_flow.runtime.act.lifecycle import effective_state
 from openadapt_flow.store.base import RunHandle, RunStore
 
-STATE_ORDER = ("PAUSED", "INTERRUPTED", "RUNNING", "RESUMING", "PENDING", "BLOCKED", "FAILED", "SUCCEEDED")
+STATE_ORDER = ("PAUSED", "INTERRUPTED", "RUNNING", "RESUMING", "PENDING", "BLOCKED", "FAILED", "COMPLETED")
 
 
 def age(iso: str | None, now: float | None = None) -> str:

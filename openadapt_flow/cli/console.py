@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 import uvicorn
 
-from openadapt_flow.cli.common import STORE_HELP, handle_errors
+from openadapt_flow.cli.common import STORE_HELP, emit_json_line, handle_errors
 from openadapt_flow.console.app import create_app
 from openadapt_flow.errors import UsageError
 from openadapt_flow.store.select import open_store
@@ -28,6 +28,7 @@ def console_cmd(
     bind: str = typer.Option("127.0.0.1:8765", "--bind", help="HOST:PORT to listen on (loopback by default)"),
     tls_cert: Optional[Path] = typer.Option(None, "--tls-cert", help="PEM certificate: serve HTTPS (cookies then Secure)"),
     tls_key: Optional[Path] = typer.Option(None, "--tls-key", help="PEM private key for --tls-cert"),
+    as_json: bool = typer.Option(False, "--json", help="print where it listens as one JSON line"),
 ) -> None:
     """Serve the operator console: runs by state, paused runs' halt frames, decisions (operators log in)."""
     host, port = parse_bind(bind)
@@ -40,6 +41,10 @@ def console_cmd(
     if not runs.operators().all():
         typer.echo("no operators yet: enrol one with `flow operator add NAME` (nobody can log in until then)", err=True)
     scheme = "https" if tls_cert else "http"
-    typer.echo(f"flow console on {scheme}://{host}:{port}/ ({runs!r}); Ctrl-C stops it")
+    url = f"{scheme}://{host}:{port}/"
+    if as_json:
+        emit_json_line({"url": url, "store": repr(runs)})
+    else:
+        typer.echo(f"flow console on {url} ({runs!r}); Ctrl-C stops it")
     uvicorn.run(create_app(runs, secure=tls_cert is not None), host=host, port=port, log_level="warning",
                 ssl_certfile=str(tls_cert) if tls_cert else None, ssl_keyfile=str(tls_key) if tls_key else None)

@@ -14,14 +14,18 @@ from openadapt_flow.runtime.operate.operators import (add_operator, authenticate
 from openadapt_flow.store.filesystem import FilesystemStore
 from openadapt_flow.store.memory import MemoryStore
 from openadapt_flow.store.operators import AUDIT_FILE, OPERATORS_FILE
+from openadapt_flow.store.postgres import PostgresStore
+from tests.support.pg import pg_server, store_spec  # noqa: F401 — pg_server is a session fixture
 from tests.unit.runtime.test_engine import home
 from tests.unit.runtime.test_durable import App, cfg, env, go, rows, start, store  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.timeout(120)
 
 
-@pytest.fixture(params=["filesystem", "memory"])
-def book_store(request, tmp_path):
+@pytest.fixture(params=["filesystem", "memory", "postgres"])
+def book_store(request, tmp_path, monkeypatch):
+    if request.param == "postgres":  # a fresh schema per test on the session's server (migrations 0001…0003)
+        return PostgresStore(store_spec(request.getfixturevalue("pg_server"), f"o{abs(hash(request.node.nodeid)):x}", monkeypatch))
     return FilesystemStore(tmp_path / "runs") if request.param == "filesystem" else MemoryStore()
 
 

@@ -39,6 +39,8 @@ COMMANDS: dict[str, tuple[str, str, bool]] = {
     "worker": ("openadapt_flow.cli.durable", "worker_cmd", False),
     "run-py": ("openadapt_flow.cli.workflow", "run_py_cmd", False),
     "patch": ("openadapt_flow.cli.durable", "patch_app", True),
+    "operator": ("openadapt_flow.cli.operator", "operator_app", True),
+    "console": ("openadapt_flow.cli.console", "console_cmd", False),
     "store": ("openadapt_flow.cli.store_cmd", "store_app", True), "export": ("openadapt_flow.cli.store_cmd", "export_cmd", False),
 }
 

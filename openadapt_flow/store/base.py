@@ -28,6 +28,7 @@ from openadapt_flow.errors import RefusedError
 from openadapt_flow.store.frames import FrameWriter
 from openadapt_flow.store.journal import LoadResult
 from openadapt_flow.store.lease import LeaseInfo
+from openadapt_flow.store.operators import OperatorBook
 
 Record = dict[str, Any]
 Unlock = Callable[[], None]
@@ -189,3 +190,6 @@ class RunStore(Protocol):
 
     def unstarted(self) -> Sequence[RunHandle]:
         """Runs whose start-up was cut before the manifest (a journal, no manifest): never a run."""
+
+    def operators(self) -> OperatorBook:
+        """The store's operators and their audit log (SPEC §20)."""

@@ -7,6 +7,7 @@ from datetime import datetime
 from pathlib import Path
 
 from openadapt_flow.store.journal import JOURNAL_FILE
+from openadapt_flow.store.operators import FileOperatorBook
 from openadapt_flow.store.rundir import MANIFEST, RunDir, check_new_run_dir, new_run_dir
 
 
@@ -46,3 +47,7 @@ class FilesystemStore:
             return []
         return [RunDir(p) for p in sorted(self.root.iterdir())
                 if p.is_dir() and not (p / MANIFEST).exists() and (p / JOURNAL_FILE).is_file()]
+
+    def operators(self) -> FileOperatorBook:
+        """Operators and their audit log at the runs root (operators.json, operator_audit.jsonl), never in a run."""
+        return FileOperatorBook(self.root)

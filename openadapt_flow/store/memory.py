@@ -27,6 +27,7 @@ from openadapt_flow.store.frames import FrameWriter
 from openadapt_flow.store.journal import LoadResult, parse_records, verify_chain
 from openadapt_flow.store.lease import LeaseInfo
 from openadapt_flow.store.memory_parts import MemoryContents, MemoryFrameWriter, MemoryJournal, MemoryLease, MemoryRecords
+from openadapt_flow.store.operators import MemoryOperatorBook
 from openadapt_flow.store.rundir import RUN_FILES, digest_manifest
 from openadapt_flow.store.seal import SCHEMA_PREFIX, sealed_state, verify_seal
 
@@ -330,6 +331,10 @@ class MemoryStore:
         self.contents = MemoryContents()
         self._scratch: Path | None = None
         self._tick = 0.0
+        self.operator_book = MemoryOperatorBook()
+
+    def operators(self) -> MemoryOperatorBook:
+        return self.operator_book
 
     @property
     def runs(self) -> dict[str, MemoryRecords]:

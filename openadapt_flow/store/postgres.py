@@ -25,6 +25,7 @@ import psycopg
 from openadapt_flow.errors import RunDirError
 from openadapt_flow.store.atomic import StorageFault
 from openadapt_flow.store.postgres_parts import PostgresLease
+from openadapt_flow.store.postgres_operators import PostgresOperatorBook
 from openadapt_flow.store.postgres_run import PostgresRun, run_name
 from openadapt_flow.store.postgres_schema import check_schema, connect
 from openadapt_flow.store.postgres_spec import PREFIX, redact
@@ -169,3 +170,6 @@ class PostgresStore:
         rows = self.all("SELECT name FROM flow_runs WHERE manifest IS NULL AND strpos(name, '/') = 0 AND "
                         "EXISTS (SELECT 1 FROM flow_journal j WHERE j.run = flow_runs.id) ORDER BY name")
         return [PostgresRun(self, r[0]) for r in rows]
+
+    def operators(self) -> PostgresOperatorBook:
+        return PostgresOperatorBook(self)

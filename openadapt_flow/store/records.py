@@ -249,6 +249,7 @@ class Escalated(_Data):
     os_user: str
     note: str | None
     pending: Obj
+    channel: Literal["console", "phone", "cli"] | None = None
 
 
 class EscalationDropped(_Data):
@@ -266,6 +267,7 @@ class DecisionRecord(_Data):
     os_user: str | None
     note: str | None
     decided_at: str | None = None
+    channel: Literal["console", "phone", "cli"] | None = None
     votes: list[Obj] | None = None
     payload: Obj | None = None
     task_digest: str | None = None

@@ -96,6 +96,9 @@ class Lease(_File):
     generation: int = Field(ge=1)
 
 
+Channel = Literal["console", "phone", "cli"]  # how an operator's decision arrived (SPEC §20)
+
+
 class Ask(_File):
     choices: list[str] | None
     type: str | None
@@ -119,6 +122,7 @@ class DecisionTask(_File):
     quorum: int = Field(ge=1)
     level: str
     ask: Ask | None = None
+    channels: list[Channel] | None = None  # approvals.channels: only these (authenticated) channels may decide
     signature: str
 
 
@@ -151,6 +155,7 @@ class Vote(_File):
     os_user: str
     note: str | None
     decided_at: str
+    channel: Channel | None = None  # absent in runs decided before SPEC §20: the CLI
 
 
 class Superseded(_File):
@@ -160,6 +165,7 @@ class Superseded(_File):
     os_user: str | None
     note: str | None
     decided_at: str | None
+    channel: Channel | None = None
 
 
 class Approval(_File):
@@ -178,6 +184,7 @@ class Approval(_File):
     os_user: str
     note: str | None
     decided_at: str
+    channel: Channel | None = None
     superseded: list[Superseded] | None = None
     signature: str
 

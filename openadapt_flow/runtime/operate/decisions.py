@@ -29,7 +29,17 @@ from openadapt_flow.store.keys import load_decision_key, load_key
 from openadapt_flow.store.states import FINAL_STATES
 
 DECISION_NAMES = ("continue", "skip", "reject", "teach", "escalate", "reconcile")
+AUTHENTICATED_CHANNELS = ("console", "phone")  # an operator who logged in with a credential (SPEC §20)
+Audit = Callable[[dict[str, Any]], Any]  # appends an event to the store's operator audit log
 DECISION_WAIT_S = 10.0  # how long a decision waits for another command's hold on the run before it is refused
+
+
+def voter(vote: dict[str, Any]) -> str:
+    """Who a vote counts as for a quorum: the authenticated operator on an authenticated channel (one person on the
+    console and the phone is one voter), else the OS user (typed names never count twice for one OS user)."""
+    if vote.get("channel") in AUTHENTICATED_CHANNELS:
+        return "operator:" + str(vote.get("operator"))
+    return "os:" + str(vote.get("os_user"))
 
 
 def _epoch(iso: str) -> float:
@@ -91,14 +101,14 @@ def check_approval(run: RunHandle, pending: dict[str, Any], key: bytes, *, now: 
         raise RefusedError(f"{path}: decision task expired at {task['expires_at']}; refusing")
     if approval.get("decision") not in task["allowed_decisions"]:
         raise RefusedError(f"{path}: decision {approval.get('decision')!r} is not allowed for this pause")
-    distinct = len({v.get("os_user") for v in approval.get("votes") or []})
+    distinct = len({voter(v) for v in approval.get("votes") or []})
     if approval.get("decision") != "reject" and distinct < task.get("quorum", 1):
         raise RefusedError(f"{path}: quorum not met: {distinct} of {task['quorum']} distinct operators have decided")
     return approval
 
 
 def deliver(run_path: RunRef, kind: str, operator: str, *, value: str | None = None, name: str | None = None,
-            data: Any = None, os_user: str | None = None) -> dict[str, Any]:
+            data: Any = None, os_user: str | None = None, channel: str = "cli", audit: Audit | None = None) -> dict[str, Any]:
     """`flow answer` / `flow signal`: a signed delivery bound to the pause that waits for it."""
     run = _open(run_path)
     want = {"answer": "awaiting_user", "signal": "awaiting_signal"}[kind]
@@ -119,7 +129,8 @@ def deliver(run_path: RunRef, kind: str, operator: str, *, value: str | None = N
             if name != step.signal:
                 raise RefusedError(f"{run.ref}: step {step.id!r} waits for signal {step.signal!r}, not {name!r}")
             payload = {"name": name, "data": data}
-        return _record(run, pending, key, kind, operator, os_user or getpass.getuser(), payload=payload)
+        return _record(run, pending, key, kind, operator, os_user or getpass.getuser(), payload=payload, channel=channel,
+                       audit=audit)
 
 
 def _open(run: RunRef) -> RunHandle:
@@ -159,7 +170,7 @@ def _last_consumed(run: RunHandle) -> dict[str, Any] | None:
 def approve(
     run_path: RunRef, decision: str, operator: str, *, note: str | None = None, effect: str | None = None,
     reporter: Callable[[RunHandle], Any] | None = None, os_user: str | None = None, now: float | None = None,
-    point: tuple[int, int] | None = None, template: Path | None = None,
+    point: tuple[int, int] | None = None, template: Path | None = None, channel: str = "cli", audit: Audit | None = None,
 ) -> dict[str, Any]:
     """Record a decision on the pending escalation; `reject` also ends the run BLOCKED. Returns a summary.
 
@@ -183,8 +194,10 @@ def approve(
     current_checkpoint(run)  # so is a damaged checkpoint.json: no decision is recorded on what cannot be read
     config = DeployConfig.model_validate(manifest["config"])
     operators = config.approvals.operators
-    if operators is not None and user not in operators:
-        raise RefusedError(f"OS user {user!r} is not among approvals.operators; refusing")
+    authenticated = channel in AUTHENTICATED_CHANNELS  # approvals.operators names operators there, else OS users
+    if operators is not None and (operator if authenticated else user) not in operators:
+        who = f"operator {operator!r}" if authenticated else f"OS user {user!r}"
+        raise RefusedError(f"{who} is not among approvals.operators; refusing")
     with deciding(run, manifest) as (lease, records, state):
         key = load_decision_key(create=False)
         pending = pending_view(run, records, key)
@@ -194,13 +207,17 @@ def approve(
         if decision == "escalate":  # allowed after expiry too: expiry voids the task, not the run
             if "escalate" not in pending["task"]["allowed_decisions"]:
                 raise RefusedError("--decision escalate is not allowed for this pause")
-            return _escalate(run, manifest, pending, key, operator, user, note)
+            _check_channel(run, pending, channel)
+            out = _escalate(run, manifest, pending, key, operator, user, note, channel)
+            _audit(audit, run, out, channel)
+            return out
         payload = None
         if decision == "teach":
             if "teach" not in pending["task"]["allowed_decisions"]:
                 raise RefusedError("--decision teach is allowed only for resolution or ambiguity halts")
             payload = make_patch(run, pending, records, point=point, template=template)
-        out = _record(run, pending, key, decision, operator, user, effect=effect, note=note, now=now, payload=payload)
+        out = _record(run, pending, key, decision, operator, user, effect=effect, note=note, now=now, payload=payload,
+                      channel=channel, audit=audit)
         if decision == "reject" and out["recorded"]:
             body = run.read_approval() or {}
             _block(run, pending, body)
@@ -222,27 +239,51 @@ def _not_paused(run: RunHandle, state: dict[str, Any], decision: str, user: str,
     raise RefusedError(f"{run.ref}: run is {state.get('state')}{reason}{why}, not awaiting approval")
 
 
+def _check_channel(run: RunHandle, pending: dict[str, Any], channel: str) -> None:
+    allowed = pending["task"].get("channels")
+    if allowed and channel not in allowed:
+        raise RefusedError(f"{run.ref}: pause {pending['pause_id']} takes decisions only from an authenticated channel "
+                           f"({', '.join(allowed)}), not {channel}; refusing")
+
+
+def _audit(audit: Audit | None, run: RunHandle, out: dict[str, Any], channel: str) -> None:
+    if audit is not None and out.get("recorded"):
+        audit({"event": "decision", "operator": out.get("operator"), "os_user": out.get("os_user"), "channel": channel,
+               "run": run.ref, "pause_id": out.get("pause_id"), "decision": out.get("decision")})
+
+
 def _record(run: RunHandle, pending: dict[str, Any], key: bytes, decision: str, operator: str, user: str,
             *, effect: str | None = None, note: str | None = None, payload: dict[str, Any] | None = None,
-            now: float | None = None) -> dict[str, Any]:
+            now: float | None = None, channel: str = "cli", audit: Audit | None = None) -> dict[str, Any]:
+    out = _record_vote(run, pending, key, decision, operator, user, effect=effect, note=note, payload=payload, now=now,
+                       channel=channel)
+    _audit(audit, run, out, channel)
+    return out
+
+
+def _record_vote(run: RunHandle, pending: dict[str, Any], key: bytes, decision: str, operator: str, user: str,
+                 *, effect: str | None, note: str | None, payload: dict[str, Any] | None, now: float | None,
+                 channel: str) -> dict[str, Any]:
+    _check_channel(run, pending, channel)
     task = pending["task"]
     if (now if now is not None else time.time()) > _epoch(task["expires_at"]):
         raise RefusedError(f"{run.ref}: decision task {pending['pause_id']} expired at {task['expires_at']}")
     if decision not in task["allowed_decisions"]:
         raise RefusedError(f"--decision {decision} is not allowed for this pause (allowed: {', '.join(task['allowed_decisions'])})")
     existing = run.read_approval()
-    vote = {"operator": operator, "os_user": user, "note": note, "decided_at": now_iso()}
+    vote = {"operator": operator, "os_user": user, "note": note, "decided_at": now_iso(), "channel": channel}
+    me = voter(vote)
     replaced, votes = None, [vote]
     superseded: list[dict[str, Any]] = []
     if existing is not None and existing.get("pause_id") == pending["pause_id"]:
         earlier = existing.get("votes") or []
-        voters = {v.get("os_user") for v in earlier}
+        voters = {voter(v) for v in earlier}
         same = existing.get("decision") == decision and existing.get("effect") == effect and existing.get("payload") == payload
         if same:
-            if user in voters:  # typed names never count twice for one OS user
+            if me in voters:  # one voter (an authenticated operator, else an OS user) never counts twice
                 return {"recorded": False, "noop": True, "decision": decision, "pause_id": pending["pause_id"]}
             votes = earlier + [vote]  # quorum: distinct OS users accumulate on one decision
-        elif voters - {user}:
+        elif voters - {me}:
             # another operator decided differently first: refused, naming that decision (nothing is silently lost)
             raise RefusedError(
                 f"{run.ref}: pause {pending['pause_id']} already has decision {existing.get('decision')!r} by "
@@ -252,22 +293,23 @@ def _record(run: RunHandle, pending: dict[str, Any], key: bytes, decision: str, 
             # an operator may change their own unused decision (e.g. after a resume refused an unknown re-read); kept below
             replaced = existing.get("decision")
             superseded = (existing.get("superseded") or []) + [
-                {k: existing.get(k) for k in ("decision", "effect", "operator", "os_user", "note", "decided_at")}]
+                {k: existing.get(k) for k in ("decision", "effect", "operator", "os_user", "note", "decided_at", "channel")}]
     body = {
         "run_id": task["run_id"], "pause_id": pending["pause_id"], "task_digest": digest(task),
         "checkpoint_digest": task["checkpoint_digest"], "step": pending["step"], "decision": decision, "effect": effect,
         "payload": payload, "votes": votes, "operator": votes[0]["operator"], "os_user": votes[0]["os_user"],
-        "note": votes[0]["note"], "decided_at": votes[-1]["decided_at"],
+        "note": votes[0]["note"], "decided_at": votes[-1]["decided_at"], "channel": votes[0]["channel"],
     }
     if superseded:
         body["superseded"] = superseded
     run.write_approval(body, sign(key, body))
-    distinct = len({v["os_user"] for v in votes})
+    distinct = len({voter(v) for v in votes})
     return {"recorded": True, "decision": decision, "pause_id": pending["pause_id"], "operator": operator, "os_user": user,
             "replaced": replaced, "votes": distinct, "quorum": task.get("quorum", 1), "complete": distinct >= task.get("quorum", 1)}
 
 
-def _escalate(run: RunHandle, manifest: dict[str, Any], pending: dict[str, Any], key: bytes, operator: str, user: str, note: str | None) -> dict[str, Any]:
+def _escalate(run: RunHandle, manifest: dict[str, Any], pending: dict[str, Any], key: bytes, operator: str, user: str,
+              note: str | None, channel: str = "cli") -> dict[str, Any]:
     """Re-issue the decision task at the next level (config approvals.levels); the run stays PAUSED. Caller holds the lease."""
     config = DeployConfig.model_validate(manifest["config"])
     levels = config.approvals.levels or ["default"]
@@ -281,7 +323,7 @@ def _escalate(run: RunHandle, manifest: dict[str, Any], pending: dict[str, Any],
     new = {k: v for k, v in pending.items() if k != "schema"}
     new.update(pause_id=pause_id, expires_at=iso(expires), level=level, task=task, escalated_from=pending["pause_id"])
     journal.append("escalated", pending["step"], {"from": pending["pause_id"], "pause_id": pause_id, "level": levels[level], "operator": operator,
-                                                  "os_user": user, "note": note, "pending": new})
+                                                  "os_user": user, "note": note, "pending": new, "channel": channel})
     run.write_pending(new)
     run.remove_approval()
     journal.close()

@@ -1,0 +1,50 @@
+"""`flow console`: the local web console for operators (SPEC §20)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+import uvicorn
+
+from openadapt_flow.cli.common import STORE_HELP, emit_json_line, handle_errors
+from openadapt_flow.console.app import create_app
+from openadapt_flow.errors import UsageError
+from openadapt_flow.store.select import open_store
+
+
+def parse_bind(bind: str) -> tuple[str, int]:
+    host, sep, port = bind.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise UsageError(f"--bind {bind!r}: expected HOST:PORT, e.g. 127.0.0.1:8765")
+    return host.strip("[]"), int(port)
+
+
+@handle_errors
+def console_cmd(
+    root: Path = typer.Option(Path("runs"), "--root", help="runs root (the filesystem store)"),
+    store: Optional[str] = typer.Option(None, "--store", help=STORE_HELP),
+    bind: str = typer.Option("127.0.0.1:8765", "--bind", help="HOST:PORT to listen on (loopback by default)"),
+    tls_cert: Optional[Path] = typer.Option(None, "--tls-cert", help="PEM certificate: serve HTTPS (cookies then Secure)"),
+    tls_key: Optional[Path] = typer.Option(None, "--tls-key", help="PEM private key for --tls-cert"),
+    as_json: bool = typer.Option(False, "--json", help="print where it listens as one JSON line"),
+) -> None:
+    """Serve the operator console: runs by state, paused runs' halt frames, decisions (operators log in)."""
+    host, port = parse_bind(bind)
+    if (tls_cert is None) != (tls_key is None):
+        raise UsageError("--tls-cert and --tls-key go together")
+    for f in (tls_cert, tls_key):
+        if f is not None and not f.is_file():
+            raise UsageError(f"{f}: not a file")
+    runs = open_store(store, str(root))
+    if not runs.operators().all():
+        typer.echo("no operators yet: enrol one with `flow operator add NAME` (nobody can log in until then)", err=True)
+    scheme = "https" if tls_cert else "http"
+    url = f"{scheme}://{host}:{port}/"
+    if as_json:
+        emit_json_line({"url": url, "store": repr(runs)})
+    else:
+        typer.echo(f"flow console on {url} ({runs!r}); Ctrl-C stops it")
+    uvicorn.run(create_app(runs, secure=tls_cert is not None), host=host, port=port, log_level="warning",
+                ssl_certfile=str(tls_cert) if tls_cert else None, ssl_keyfile=str(tls_key) if tls_key else None)

@@ -1,0 +1,189 @@
+"""The console's web app (Starlette): login, runs by state, a run's pause, decisions, live updates (SSE), frames.
+
+Every page, frame and event needs a session; every POST needs the session's CSRF token (the login form its own,
+double-submitted); logins are rate-limited per client and per name; every login, failed login and decision goes to
+the store's audit log. Decisions go through `approve`/`deliver` with channel `console` and the logged-in operator.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from importlib import resources
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from jinja2 import Environment, PackageLoader, select_autoescape
+from sse_starlette.sse import EventSourceResponse
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.routing import Route
+
+from openadapt_flow.console.decide import decide_from_form
+from openadapt_flow.console.sessions import RateLimit, Session, Sessions
+from openadapt_flow.console.views import find, run_page, runs_by_state
+from openadapt_flow.errors import FlowError, RefusedError
+from openadapt_flow.runtime.operate.operators import authenticate, check_active
+from openadapt_flow.store.base import RunStore
+
+COOKIE, LOGIN_COOKIE = "flow_session", "flow_login"
+POLL_S = 0.5  # how often the event stream looks for a change (store stamps: cheap)
+HEADERS = {"Cache-Control": "no-store", "X-Frame-Options": "DENY", "X-Content-Type-Options": "nosniff",
+           "Referrer-Policy": "no-referrer",
+           "Content-Security-Policy": "default-src 'self'; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'"}
+_SCRIPT = (resources.files("openadapt_flow.console") / "templates" / "console.js").read_text(encoding="utf-8")
+_ENV = Environment(loader=PackageLoader("openadapt_flow.console", "templates"), autoescape=select_autoescape())
+
+
+@dataclass
+class Console:
+    """The console's state (store, sessions, login limit) and its request handlers."""
+
+    store: RunStore
+    secure: bool = False
+    sessions: Sessions = field(default_factory=Sessions)
+    limit: RateLimit = field(default_factory=RateLimit)
+
+    def page(self, name: str, status: int = 200, **ctx: Any) -> HTMLResponse:
+        return HTMLResponse(_ENV.get_template(name).render(**ctx), status_code=status, headers=HEADERS)
+
+    def cookie(self, resp: Response, name: str, value: str, max_age: int) -> None:
+        resp.set_cookie(name, value, max_age=max_age, httponly=True, samesite="strict", secure=self.secure, path="/")
+
+    def session(self, request: Request) -> Session | None:
+        s = self.sessions.get(request.cookies.get(COOKIE))
+        if s is None:
+            return None
+        try:
+            check_active(self.store, s.operator)
+        except RefusedError:
+            self.sessions.drop_operator(s.operator)  # disabled since login: the session ends now
+            return None
+        return s
+
+    def login_form(self, error: str = "", status: int = 200) -> Response:
+        token = secrets.token_urlsafe(24)
+        resp = self.page("login.html", status, csrf=token, error=error)
+        self.cookie(resp, LOGIN_COOKIE, token, 600)
+        return resp
+
+    async def login(self, request: Request) -> Response:
+        if request.method == "GET":
+            return self.login_form()
+        form = await request.form()
+        name, given = str(form.get("name") or ""), str(form.get("csrf") or "")
+        expected = request.cookies.get(LOGIN_COOKIE) or ""
+        if not given or not secrets.compare_digest(given, expected):
+            return self.login_form("The form expired; try again.", 403)
+        keys = (f"client:{_client(request)}", f"name:{name}")
+        if self.limit.blocked(*keys):
+            self.store.operators().audit({"event": "login_failed", "operator": name, "channel": "console",
+                                          "client": _client(request), "why": "rate limited"})
+            return self.login_form("Too many failed logins; wait a minute.", 429)
+        try:
+            op = await asyncio.to_thread(authenticate, self.store, name, str(form.get("credential") or ""),
+                                         channel="console", client=_client(request))
+        except RefusedError as e:
+            self.limit.failed(*keys)
+            return self.login_form(str(e), 401)
+        s = self.sessions.open(op["name"], op["role"])
+        resp = RedirectResponse("/", status_code=303)
+        self.cookie(resp, COOKIE, s.token, int(self.sessions.ttl_s))
+        resp.delete_cookie(LOGIN_COOKIE, path="/")
+        return resp
+
+    async def logout(self, request: Request) -> Response:
+        s = self.session(request)
+        form = await request.form()
+        if s is None or not s.csrf_ok(str(form.get("csrf") or "")):
+            return Response("forbidden", 403, headers=HEADERS)
+        self.sessions.close(s.token)
+        resp = RedirectResponse("/login", status_code=303)
+        resp.delete_cookie(COOKIE, path="/")
+        return resp
+
+    async def index(self, request: Request) -> Response:
+        s = self.session(request)
+        if s is None:
+            return RedirectResponse("/login", status_code=303)
+        groups = await asyncio.to_thread(runs_by_state, self.store)
+        return self.page("runs.html", s=s, groups=groups, part=request.query_params.get("part"))
+
+    async def run_view(self, request: Request) -> Response:
+        s = self.session(request)
+        if s is None:
+            return RedirectResponse("/login", status_code=303)
+        run = find(self.store, request.path_params["run_id"])
+        if run is None:
+            return self.page("error.html", 404, s=s, error="no such run")
+        ctx = await asyncio.to_thread(run_page, run)
+        return self.page("run.html", s=s, part=request.query_params.get("part"), msg=request.query_params.get("msg"), **ctx)
+
+    async def frame(self, request: Request) -> Response:
+        if self.session(request) is None:
+            return Response("login required", 401, headers=HEADERS)
+        run, rel = find(self.store, request.path_params["run_id"]), request.query_params.get("rel") or ""
+        if run is None or not rel.startswith("frames/"):
+            return Response("not found", 404, headers=HEADERS)
+        try:
+            png = run.get_artifact(rel)
+        except FlowError:
+            png = None
+        return Response(png, media_type="image/png", headers=HEADERS) if png else Response("not found", 404, headers=HEADERS)
+
+    async def decide(self, request: Request) -> Response:
+        s = self.session(request)
+        form = await request.form()
+        if s is None:
+            return Response("login required", 401, headers=HEADERS)
+        if not s.csrf_ok(str(form.get("csrf") or "")):
+            return self.page("error.html", 403, s=s, error="missing or wrong CSRF token; reload the page")
+        run = find(self.store, request.path_params["run_id"])
+        if run is None:
+            return self.page("error.html", 404, s=s, error="no such run")
+        try:
+            out = await asyncio.to_thread(decide_from_form, self.store, run, s.operator, dict(form))
+        except FlowError as e:
+            return self.page("error.html", 400 if e.exit_code == 2 else 409, s=s, error=str(e),
+                          back=f"/runs/{request.path_params['run_id']}")
+        return RedirectResponse(f"/runs/{request.path_params['run_id']}?msg={out}", status_code=303)
+
+    async def events(self, request: Request) -> Response:
+        if self.session(request) is None:
+            return Response("login required", 401, headers=HEADERS)
+        run_id = request.query_params.get("run")
+
+        def stamp() -> Any:
+            if run_id:
+                run = find(self.store, run_id)
+                return run.stamp() if run else None
+            return tuple((r.ref, r.stamp()) for r in self.store.list_runs())
+
+        async def stream() -> AsyncIterator[dict[str, str]]:
+            last = await asyncio.to_thread(stamp)
+            while self.session(request) is not None:
+                await asyncio.sleep(POLL_S)
+                now = await asyncio.to_thread(stamp)
+                if now != last:
+                    last = now
+                    yield {"event": "changed", "data": "1"}
+
+        return EventSourceResponse(stream(), headers={"Cache-Control": "no-store"})
+
+    async def script(self, request: Request) -> Response:
+        return Response(_SCRIPT, media_type="text/javascript", headers=HEADERS)
+
+
+def _client(request: Request) -> str:
+    return request.client.host if request.client else "?"
+
+
+def create_app(store: RunStore, *, secure: bool = False) -> Starlette:
+    c = Console(store, secure)
+    return Starlette(routes=[
+        Route("/", c.index), Route("/login", c.login, methods=["GET", "POST"]), Route("/logout", c.logout, methods=["POST"]),
+        Route("/runs/{run_id}", c.run_view), Route("/runs/{run_id}/decide", c.decide, methods=["POST"]),
+        Route("/frame/{run_id}", c.frame), Route("/events", c.events), Route("/console.js", c.script),
+    ])

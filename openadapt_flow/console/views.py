@@ -1,0 +1,85 @@
+"""What the console shows: runs by state, and one run's pause with its annotated halt frame (the report's figure)."""
+
+from __future__ import annotations
+
+import html
+import time
+from datetime import datetime
+from typing import Any
+
+from openadapt_flow.errors import FlowError
+from openadapt_flow.report.figures import CANDIDATE, Marks, overlay, png_size
+from openadapt_flow.report.model import build_report
+from openadapt_flow.report.text import fmt
+from openadapt_flow.runtime.act.lifecycle import effective_state
+from openadapt_flow.store.base import RunHandle, RunStore
+
+STATE_ORDER = ("PAUSED", "INTERRUPTED", "RUNNING", "RESUMING", "PENDING", "BLOCKED", "FAILED", "COMPLETED")
+
+
+def age(iso: str | None, now: float | None = None) -> str:
+    if not iso:
+        return ""
+    try:
+        s = (now or time.time()) - datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return ""
+    for unit, n in (("d", 86400), ("h", 3600), ("m", 60)):
+        if s >= n:
+            return f"{int(s // n)}{unit}"
+    return f"{max(0, int(s))}s"
+
+
+def run_row(run: RunHandle) -> dict[str, Any]:
+    m, st = run.manifest(), effective_state(run)
+    return {"run_id": m.get("run_id"), "ref": run.ref, "bundle": (m.get("bundle") or {}).get("name"),
+            "state": st.get("state"), "reason": st.get("paused_reason") or st.get("halt_category") or "",
+            "message": st.get("message") or "", "age": age(st.get("updated_at"))}
+
+
+def runs_by_state(store: RunStore) -> list[tuple[str, list[dict[str, Any]]]]:
+    rows: list[dict[str, Any]] = []
+    for run in store.list_runs():
+        try:
+            rows.append(run_row(run))
+        except FlowError as e:  # one unreadable run must not hide the others
+            rows.append({"run_id": None, "ref": run.ref, "state": "UNREADABLE", "reason": "", "message": str(e), "age": ""})
+    states = sorted({str(r["state"]) for r in rows}, key=lambda s: (STATE_ORDER.index(s) if s in STATE_ORDER else 99, s))
+    return [(s, [r for r in rows if r["state"] == s]) for s in states]
+
+
+def find(store: RunStore, run_id: str) -> RunHandle | None:
+    try:
+        return store.find_run(run_id)
+    except FlowError:
+        return None
+
+
+def halt_figure(run_id: str, halt: dict[str, Any] | None, png: bytes | None) -> dict[str, Any] | None:
+    """The halt frame as an SVG (the frame fetched from the console, the candidates lettered with their scores)."""
+    if not halt or png is None or png_size(png) is None:
+        return None
+    w, h = png_size(png) or (0, 0)
+    marks = Marks()
+    for c in halt.get("candidates") or []:
+        marks.dashed.append((c["box"], CANDIDATE))
+        best = max((v for v in c["scores"].values() if v is not None), default=None)
+        marks.labels.append((c["box"], f"{c['label']} {fmt(best, 2)}", CANDIDATE))
+    src = f"/frame/{html.escape(run_id)}?rel={html.escape(str(halt.get('show_frame')))}"
+    svg = (f'<svg id="halt-frame" role="img" aria-label="halt frame of {html.escape(str(halt.get("step")))}" '
+           f'viewBox="0 0 {w} {h}" data-width="{w}" data-height="{h}"><image width="{w}" height="{h}" href="{src}"/>'
+           f'{overlay(marks, max(1.0, w / 640), "halt")}</svg>')
+    return {"svg": svg, "width": w, "height": h, "candidates": halt.get("candidates") or []}
+
+
+def run_page(run: RunHandle) -> dict[str, Any]:
+    """Everything the run page shows."""
+    row = run_row(run)
+    pending = run.read_pending() if run.has_pending() else None
+    rep = build_report(run)
+    halt = rep.get("halt") if pending else None
+    png = run.get_artifact(str(halt["show_frame"])) if halt and halt.get("show_frame") else None
+    approval = run.read_approval() if run.has_approval() else None
+    return {"run": row, "pending": pending, "ask": ((pending or {}).get("task") or {}).get("ask"),
+            "figure": halt_figure(str(row["run_id"]), halt, png), "approval": approval,
+            "incident": run.read_incident() if row["state"] == "BLOCKED" else None, "steps": rep.get("steps") or []}

@@ -1,0 +1,108 @@
+"""Authenticated operators (SPEC §20): enrol, list, disable, reset, authenticate — and the audit log of it all.
+
+A credential is generated (`secrets`), shown once, and kept only as an argon2id hash in the store's OperatorBook.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from typing import Any
+
+from argon2 import PasswordHasher
+from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
+
+from openadapt_flow.errors import RefusedError, UsageError
+from openadapt_flow.store.base import RunStore
+from openadapt_flow.store.journal import now_iso
+
+ROLES = ("approver", "admin")
+CHANNELS = ("console", "phone", "cli")
+AUTHENTICATED_CHANNELS = ("console", "phone")
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,63}")
+_HASHER = PasswordHasher()  # argon2id with the library's recommended parameters (RFC 9106 low-memory profile)
+# compared against when the operator does not exist, so an unknown name costs the same time as a wrong credential
+_DUMMY_HASH = _HASHER.hash(secrets.token_urlsafe(24))
+
+
+def _check_name(name: str) -> str:
+    if not _NAME.fullmatch(name):
+        raise UsageError(f"operator name {name!r}: letters, digits and . _ @ - (up to 64), starting with a letter or digit")
+    return name
+
+
+def new_credential() -> str:
+    return secrets.token_urlsafe(18)
+
+
+def add_operator(store: RunStore, name: str, role: str = "approver") -> str:
+    """Enrol `name`; returns the credential (shown once — only its hash is stored)."""
+    _check_name(name)
+    if role not in ROLES:
+        raise UsageError(f"--role {role!r}: expected one of {', '.join(ROLES)}")
+    book = store.operators()
+    if book.get(name) is not None:
+        raise RefusedError(f"operator {name!r} already exists; `flow operator reset {name}` issues a new credential")
+    credential = new_credential()
+    now = now_iso()
+    book.put({"name": name, "role": role, "hash": _HASHER.hash(credential), "disabled": False, "created_at": now,
+              "changed_at": now})
+    book.audit({"event": "operator_added", "operator": name, "role": role})
+    return credential
+
+
+def _existing(store: RunStore, name: str) -> dict[str, Any]:
+    record = store.operators().get(name)
+    if record is None:
+        raise UsageError(f"no operator {name!r} (see `flow operator list`)")
+    return record
+
+
+def list_operators(store: RunStore) -> list[dict[str, Any]]:
+    """Every operator without its hash."""
+    return [{k: v for k, v in r.items() if k != "hash"} for r in store.operators().all()]
+
+
+def disable_operator(store: RunStore, name: str) -> None:
+    record = _existing(store, name)
+    record.update(disabled=True, changed_at=now_iso())
+    store.operators().put(record)
+    store.operators().audit({"event": "operator_disabled", "operator": name})
+
+
+def reset_operator(store: RunStore, name: str) -> str:
+    """A new credential for `name` (re-enables a disabled operator); the old one stops working."""
+    record = _existing(store, name)
+    credential = new_credential()
+    record.update(hash=_HASHER.hash(credential), disabled=False, changed_at=now_iso())
+    store.operators().put(record)
+    store.operators().audit({"event": "operator_reset", "operator": name})
+    return credential
+
+
+def authenticate(store: RunStore, name: str, credential: str, *, channel: str, client: str | None = None) -> dict[str, Any]:
+    """The operator's record (without hash) if `credential` is theirs and they are enabled; RefusedError otherwise.
+    Every attempt is audited (`login` / `login_failed`)."""
+    book = store.operators()
+    record = book.get(name) if _NAME.fullmatch(name or "") else None
+    ok = False
+    try:
+        ok = _HASHER.verify(record["hash"] if record else _DUMMY_HASH, credential) and record is not None
+    except (VerifyMismatchError, VerificationError, InvalidHashError):
+        ok = False
+    if ok and record is not None and record.get("disabled"):
+        book.audit({"event": "login_failed", "operator": name, "channel": channel, "client": client, "why": "disabled"})
+        raise RefusedError(f"operator {name!r} is disabled")
+    if not ok or record is None:
+        book.audit({"event": "login_failed", "operator": name, "channel": channel, "client": client, "why": "bad credential"})
+        raise RefusedError("unknown operator or wrong credential")
+    book.audit({"event": "login", "operator": name, "channel": channel, "client": client})
+    return {k: v for k, v in record.items() if k != "hash"}
+
+
+def check_active(store: RunStore, name: str) -> dict[str, Any]:
+    """An operator still allowed to decide (not disabled since their login); RefusedError otherwise."""
+    record = store.operators().get(name)
+    if record is None or record.get("disabled"):
+        raise RefusedError(f"operator {name!r} is disabled or unknown; refusing")
+    return {k: v for k, v in record.items() if k != "hash"}

@@ -7,7 +7,7 @@ job (runtime/operate/operators.py); the store only keeps the records.
 
 The filesystem store keeps both at the runs root (`operators.json`, written atomically; `operator_audit.jsonl`,
 appended and fsync'd) — never inside a run directory. The memory store keeps them in memory; PostgreSQL in
-`flow_operators` / `flow_operator_audit` (migration 0003).
+`flow_operators` / `flow_operator_audit` (migration 0002).
 """
 
 from __future__ import annotations

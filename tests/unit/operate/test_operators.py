@@ -24,7 +24,7 @@ pytestmark = pytest.mark.timeout(120)
 
 @pytest.fixture(params=["filesystem", "memory", "postgres"])
 def book_store(request, tmp_path, monkeypatch):
-    if request.param == "postgres":  # a fresh schema per test on the session's server (migrations 0001…0003)
+    if request.param == "postgres":  # a fresh schema per test on the session's server (migrations 0001…0002)
         return PostgresStore(store_spec(request.getfixturevalue("pg_server"), f"o{abs(hash(request.node.nodeid)):x}", monkeypatch))
     return FilesystemStore(tmp_path / "runs") if request.param == "filesystem" else MemoryStore()
 

@@ -1,0 +1,119 @@
+"""The fleet on a real PostgreSQL (SPEC §19): fleet workers (procrastinate) over served fixture desktops, each with
+one shared system of record; runs submitted to the store all complete exactly once, and a killed worker's run is
+finalised INTERRUPTED by another worker's reconciler and completed elsewhere with exactly one row."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from openadapt_flow.runtime.fleet.queue import submit
+from tests.support.cli import REPO, flow_env
+from tests.support.demo_invoices import BUNDLE, invoice_rows
+from tests.support.pg import PgServer, pg_server, store_spec  # noqa: F401 — pg_server: the session's server
+from tests.support.xserver import free_port, wait_until
+
+pytestmark = pytest.mark.timeout(180)
+DESKS = 4
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+class Fleet:
+    def __init__(self, tmp: Path, spec: str, password: str) -> None:
+        self.tmp, self.spec = tmp, spec
+        self.db = tmp / "app.db"  # the back office's system of record: every desktop's app saves into it
+        self.env = flow_env(tmp, PGPASSWORD=password, DEMO_DB_DSN=f"sqlite:///{self.db}")
+        self.procs: list[subprocess.Popen[bytes]] = []
+        ports = [free_port() for _ in range(DESKS)]
+        for port in ports:
+            self._spawn(["fixture", "serve", str(REPO / "fixtures" / "normal"), "--keep-state", "--port", str(port),
+                         "--db", str(self.db)], f"serve-{port}")
+        for port in ports:
+            wait_until(lambda: _listening(port), 30, f"fixture desktop on {port}")
+        lines = [f'  - {{name: desk{i}, labels: [invoices], backend: {{kind: vnc, url: "vnc://127.0.0.1:{p}"}}}}'
+                 for i, p in enumerate(ports)]
+        self.targets = tmp / "targets.yaml"
+        self.targets.write_text("schema: openadapt-flow/targets@1\ntargets:\n" + "\n".join(lines) + "\n")
+        (tmp / "deploy.yaml").write_text("schema: openadapt-flow/config@1\nruntime: {lease_ttl_s: 3}\n")
+
+    def _spawn(self, args: list[str], log: str) -> subprocess.Popen[bytes]:
+        out = open(self.tmp / f"{log}.log", "wb")
+        proc = subprocess.Popen([sys.executable, "-m", "openadapt_flow", *args], cwd=self.tmp, env=self.env,
+                                stdout=out, stderr=subprocess.STDOUT)
+        self.procs.append(proc)
+        return proc
+
+    def worker(self, name: str) -> subprocess.Popen[bytes]:
+        return self._spawn(["worker", "--store", self.spec, "--targets", str(self.targets), "--config",
+                            str(self.tmp / "deploy.yaml"), "--name", name], name)
+
+    def states(self, names: list[str]) -> dict[str, str | None]:
+        with psycopg.connect(self.spec, autocommit=True, password=self.env["PGPASSWORD"]) as c:
+            rows = c.execute("SELECT name, state FROM flow_runs WHERE name = ANY(%s)", (names,)).fetchall()
+        return {n: s for n, s in rows}
+
+    def rows(self) -> list[tuple[str, float]]:
+        return sorted(invoice_rows(self.db)) if self.db.exists() else []
+
+    def close(self) -> None:
+        for p in self.procs:
+            if p.poll() is None:
+                os.kill(p.pid, signal.SIGCONT)
+                p.terminate()
+        for p in self.procs:
+            try:
+                p.wait(10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait(5)
+
+
+@pytest.fixture
+def fleet(pg_server: PgServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Fleet]:
+    spec = store_spec(pg_server, f"f_{tmp_path.name.lower()}", monkeypatch)
+    f = Fleet(tmp_path, spec, pg_server.password)
+    try:
+        yield f
+    finally:
+        f.close()
+
+
+def _submit(fleet: Fleet, n: int) -> list[str]:
+    """n runs of the recorded invoice (the fixture desktops show what was recorded: the same params every time)."""
+    return [submit(fleet.spec, BUNDLE, {"vendor": "ACME Corp", "amount": "1250.50"}, "invoices").removeprefix("pg:")
+            for _ in range(n)]
+
+
+def _saves(fleet: Fleet, names: list[str]) -> dict[str, int]:
+    """How many times each run dispatched its write (the `save` click), from its journal rows."""
+    with psycopg.connect(fleet.spec, autocommit=True, password=fleet.env["PGPASSWORD"]) as c:
+        rows = c.execute("SELECT r.name, count(j.seq) FROM flow_runs r LEFT JOIN flow_journal j ON j.run = r.id "
+                         "AND j.type = 'action_dispatched' AND j.step = 'save' WHERE r.name = ANY(%s) GROUP BY r.name",
+                         (names,)).fetchall()
+    return {n: int(k) for n, k in rows}
+
+
+def _all(fleet: Fleet, names: list[str], state: str) -> bool:
+    states = fleet.states(names)
+    return len(states) == len(names) and set(states.values()) == {state}
+
+
+def test_submitted_runs_all_complete_exactly_once_over_three_workers_and_four_desktops(fleet):
+    names = _submit(fleet, 12)
+    for w in ("w1", "w2", "w3"):
+        fleet.worker(w)
+    wait_until(lambda: _all(fleet, names, "COMPLETED"), 150, "every submitted run COMPLETED")
+    assert _saves(fleet, names) == {n: 1 for n in names}
+    assert fleet.rows() == [("ACME Corp", 1250.5)] * len(names)

@@ -5,6 +5,7 @@ finalised INTERRUPTED by another worker's reconciler and completed elsewhere wit
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -90,10 +91,31 @@ def fleet(pg_server: PgServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
         f.close()
 
 
-def _submit(fleet: Fleet, n: int) -> list[str]:
+def _submit(fleet: Fleet, n: int, bundle: Path = BUNDLE) -> list[str]:
     """n runs of the recorded invoice (the fixture desktops show what was recorded: the same params every time)."""
-    return [submit(fleet.spec, BUNDLE, {"vendor": "ACME Corp", "amount": "1250.50"}, "invoices").removeprefix("pg:")
+    return [submit(fleet.spec, bundle, {"vendor": "ACME Corp", "amount": "1250.50"}, "invoices").removeprefix("pg:")
             for _ in range(n)]
+
+
+def _without_effect(tmp: Path) -> Path:
+    """The demo bundle without its `save` effect probe: its query counts (vendor, amount) rows, and concurrent runs of
+    the one recorded invoice all add that row, so one run's "increase by 1" would see another's. Exactly-once is then
+    checked by the journals (one `save` dispatch each) and the row count."""
+    out = tmp / "bundle"
+    shutil.copytree(BUNDLE, out)
+    flow = out / "flow.yaml"
+    text = flow.read_text()
+    start = text.index("  effect:\n")
+    end = text.index("  expect:\n", start)
+    flow.write_text(text[:start] + text[end:])
+    return out
+
+
+def _journal_types(fleet: Fleet, name: str) -> list[str]:
+    with psycopg.connect(fleet.spec, autocommit=True, password=fleet.env["PGPASSWORD"]) as c:
+        rows = c.execute("SELECT j.type FROM flow_journal j JOIN flow_runs r ON r.id = j.run WHERE r.name = %s ORDER BY j.seq",
+                         (name,)).fetchall()
+    return [r[0] for r in rows]
 
 
 def _saves(fleet: Fleet, names: list[str]) -> dict[str, int]:
@@ -111,9 +133,25 @@ def _all(fleet: Fleet, names: list[str], state: str) -> bool:
 
 
 def test_submitted_runs_all_complete_exactly_once_over_three_workers_and_four_desktops(fleet):
-    names = _submit(fleet, 12)
+    names = _submit(fleet, 12, _without_effect(fleet.tmp))
     for w in ("w1", "w2", "w3"):
         fleet.worker(w)
     wait_until(lambda: _all(fleet, names, "COMPLETED"), 150, "every submitted run COMPLETED")
     assert _saves(fleet, names) == {n: 1 for n in names}
     assert fleet.rows() == [("ACME Corp", 1250.5)] * len(names)
+
+
+def test_a_killed_workers_run_is_finalised_interrupted_and_completed_once_by_another(fleet):
+    [name] = _submit(fleet, 1)
+    doomed = fleet.worker("w1")
+    wait_until(lambda: "action_dispatched" in _journal_types(fleet, name), 60, "the run's first input")
+    doomed.send_signal(signal.SIGKILL)
+    doomed.wait(10)
+    assert fleet.states([name]) == {name: "RUNNING"}  # nobody told the store: its owner just vanished
+    fleet.worker("w2")
+    fleet.worker("w3")
+    wait_until(lambda: _all(fleet, [name], "COMPLETED"), 90, "the killed worker's run COMPLETED elsewhere")
+    types = _journal_types(fleet, name)
+    assert "interrupted" in types and types.index("interrupted") < types.index("run_completed" if "run_completed" in types else "interrupted") + 1
+    assert _saves(fleet, [name]) == {name: 1}
+    assert fleet.rows() == [("ACME Corp", 1250.5)]

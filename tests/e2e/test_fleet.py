@@ -4,6 +4,7 @@ finalised INTERRUPTED by another worker's reconciler and completed elsewhere wit
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -47,7 +48,7 @@ class Fleet:
                  for i, p in enumerate(ports)]
         self.targets = tmp / "targets.yaml"
         self.targets.write_text("schema: openadapt-flow/targets@1\ntargets:\n" + "\n".join(lines) + "\n")
-        (tmp / "deploy.yaml").write_text("schema: openadapt-flow/config@1\nruntime: {lease_ttl_s: 3}\n")
+        (tmp / "deploy.yaml").write_text("schema: openadapt-flow/config@1\nruntime: {lease_ttl_s: 5}\n")
 
     def _spawn(self, args: list[str], log: str) -> subprocess.Popen[bytes]:
         out = open(self.tmp / f"{log}.log", "wb")
@@ -154,17 +155,55 @@ def test_submitted_runs_all_complete_exactly_once_over_three_workers_and_four_de
     assert fleet.rows() == [("ACME Corp", 1250.5)] * len(names)
 
 
-def test_a_killed_workers_run_is_finalised_interrupted_and_completed_once_by_another(fleet):
+def _sql(fleet: Fleet, query: str, *args: object) -> list[tuple]:
+    with psycopg.connect(fleet.spec, autocommit=True, password=fleet.env["PGPASSWORD"]) as c:
+        return c.execute(query, args).fetchall()  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("after", ["pruned", "same_name"])
+def test_a_killed_workers_run_is_finalised_interrupted_and_completed_once_by_another(fleet, after):
+    """procrastinate's own recovery leaves the dead worker's job in `doing` when its worker row is pruned, or when the
+    worker comes back under the same name: the run's lease in our store is what the reconciler goes by."""
     [name] = _submit(fleet, 1)
     doomed = fleet.worker("w1")
     wait_until(lambda: _frozen_between_steps(fleet, name, doomed), 60, "the worker frozen mid-run, between two steps")
     doomed.send_signal(signal.SIGKILL)
     doomed.wait(10)
     assert fleet.states([name]) == {name: "RUNNING"}  # nobody told the store: its owner just vanished
-    fleet.worker("w2")
+    [(job, worker_id)] = _sql(fleet, "SELECT id, worker_id FROM procrastinate_jobs WHERE task_name = 'flow.start'")
+    if after == "pruned":
+        _sql(fleet, "DELETE FROM procrastinate_workers WHERE id = %s RETURNING id", worker_id)
+        fleet.worker("w2")
+    else:
+        fleet.worker("w1")
     fleet.worker("w3")
     wait_until(lambda: _all(fleet, [name], "COMPLETED"), 90, "the killed worker's run COMPLETED elsewhere")
     types = _journal_types(fleet, name)
-    assert types.count("interrupted") == 1 and "run_resumed" in types[types.index("interrupted"):]
+    assert types.count("interrupted") == 1 and "run_resumed" in types[types.index("interrupted"):], types
+    assert _saves(fleet, [name]) == {name: 1}
+    assert fleet.rows() == [("ACME Corp", 1250.5)]
+    assert _sql(fleet, "SELECT status FROM procrastinate_jobs WHERE id = %s", job) == [("doing",)]  # the hole is real
+
+
+def _dispatch_generations(fleet: Fleet, name: str) -> list[tuple[str, int | None]]:
+    """Every `interrupted` and `action_dispatched` record in order, the latter with its lease generation."""
+    rows = _sql(fleet, "SELECT j.type, j.line FROM flow_journal j JOIN flow_runs r ON r.id = j.run WHERE r.name = %s "
+                       "AND j.type IN ('interrupted', 'action_dispatched') ORDER BY j.seq", name)
+    return [(t, json.loads(bytes(line))["data"].get("lease_generation")) for t, line in rows]
+
+
+def test_a_worker_stopped_past_its_lease_is_fenced_and_the_run_completes_once_elsewhere(fleet):
+    [name] = _submit(fleet, 1)
+    stalled = fleet.worker("w1")
+    wait_until(lambda: _frozen_between_steps(fleet, name, stalled), 60, "the worker frozen mid-run, between two steps")
+    fleet.worker("w2")  # its reconciler sees the lease expire (5 s without a heartbeat) and finalises the run
+    wait_until(lambda: "interrupted" in _journal_types(fleet, name), 60, "the stalled worker's run finalised INTERRUPTED")
+    stalled.send_signal(signal.SIGCONT)  # it wakes up believing it owns the run; it still holds its desktop
+    wait_until(lambda: _all(fleet, [name], "COMPLETED"), 90, "the run COMPLETED by the other worker")
+    records = _dispatch_generations(fleet, name)
+    cut = records.index(("interrupted", None))
+    before = {g for _, g in records[:cut]}
+    after = {g for t, g in records[cut + 1:] if t == "action_dispatched"}
+    assert len(before) == 1 and after and min(after) > max(before), records  # not one input from the stalled worker after
     assert _saves(fleet, [name]) == {name: 1}
     assert fleet.rows() == [("ACME Corp", 1250.5)]

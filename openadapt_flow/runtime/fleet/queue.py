@@ -122,8 +122,16 @@ class Fleet:
                                 run_dir=PREFIX + name, durable=True, param_flags=frozenset(params))
             return replay(req, reporter=self.reporter).state
 
-    def resume(self, ref: str, label: str | None = None) -> str:
-        with self.desks.hold(label) as target:
+    def _desk_of(self, ref: str) -> str | None:
+        """The target a run was driving: its app's state lives on that desktop, so it resumes there (waiting for it)."""
+        backend = postgres_store(self.spec).open_run(ref).manifest().get("backend") or {}
+        for target in self.desks.targets.targets:
+            if target.spec().to_json() == backend:
+                return target.name
+        return None
+
+    def resume(self, ref: str) -> str:
+        with self.desks.hold(self._desk_of(ref)) as target:
             return resume(ref, backend=target.spec(), reporter=self.reporter).state
 
     def reconcile(self, timestamp: int) -> None:

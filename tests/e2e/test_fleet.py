@@ -146,8 +146,8 @@ def _all(fleet: Fleet, names: list[str], state: str) -> bool:
     return len(states) == len(names) and set(states.values()) == {state}
 
 
-def test_submitted_runs_all_complete_exactly_once_over_three_workers_and_four_desktops(fleet):
-    names = _submit(fleet, 12, _without_effect(fleet.tmp))
+def test_forty_submitted_runs_all_complete_exactly_once_over_three_workers_and_four_desktops(fleet):
+    names = _submit(fleet, 40, _without_effect(fleet.tmp))
     for w in ("w1", "w2", "w3"):
         fleet.worker(w)
     wait_until(lambda: _all(fleet, names, "COMPLETED"), 150, "every submitted run COMPLETED")

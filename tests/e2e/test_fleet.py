@@ -18,7 +18,7 @@ import psycopg
 import pytest
 
 from openadapt_flow.runtime.fleet.queue import submit
-from tests.support.cli import REPO, flow_env
+from tests.support.cli import REPO, flow_env, run_flow
 from tests.support.demo_invoices import BUNDLE, invoice_rows
 from tests.support.pg import PgServer, pg_server, store_spec  # noqa: F401 — pg_server: the session's server
 from tests.support.xserver import free_port, wait_until
@@ -207,3 +207,30 @@ def test_a_worker_stopped_past_its_lease_is_fenced_and_the_run_completes_once_el
     assert len(before) == 1 and after and min(after) > max(before), records  # not one input from the stalled worker after
     assert _saves(fleet, [name]) == {name: 1}
     assert fleet.rows() == [("ACME Corp", 1250.5)]
+
+
+def test_submit_prints_the_run_id_and_bad_input_is_one_line_exit_2(pg_server, tmp_path, monkeypatch):
+    spec = store_spec(pg_server, f"f_{tmp_path.name.lower()}", monkeypatch)
+    env = flow_env(tmp_path, PGPASSWORD=pg_server.password)
+    r = run_flow(["submit", str(BUNDLE), "--store", spec, "--param", "vendor=ACME Corp", "--target", "invoices", "--json"],
+                 tmp_path, env)
+    assert r.returncode == 0, r.stderr
+    ref = json.loads(r.stdout)["run_id"]
+    assert ref.startswith("pg:fleet-")
+    with psycopg.connect(spec, autocommit=True, password=pg_server.password) as c:
+        assert c.execute("SELECT label, params FROM flow_submissions WHERE name = %s", (ref[3:],)).fetchall() == \
+            [("invoices", {"vendor": "ACME Corp"})]
+        assert c.execute("SELECT task_name, status FROM procrastinate_jobs").fetchall() == [("flow.start", "todo")]
+    (tmp_path / "dup.yaml").write_text("schema: openadapt-flow/targets@1\ntargets:\n"
+                                       + '  - {name: a, backend: {url: "vnc://127.0.0.1:5901"}}\n' * 2)
+    (tmp_path / "old.yaml").write_text('schema: openadapt-flow/targets@0\ntargets: [{name: a, backend: {url: "vnc://h"}}]\n')
+    bad = {
+        ("submit", str(BUNDLE), "--store", str(tmp_path / "runs")): "needs the PostgreSQL store",
+        ("submit", str(tmp_path / "nope"), "--store", spec): "nope",
+        ("worker", "--store", spec, "--targets", str(tmp_path / "dup.yaml")): "unique",
+        ("worker", "--store", spec, "--targets", str(tmp_path / "old.yaml")): "schema",
+        ("worker", "--targets", str(tmp_path / "dup.yaml")): "needs --store",
+    }
+    for args, words in bad.items():
+        r = run_flow(list(args), tmp_path, env)
+        assert r.returncode == 2 and words in r.stderr and len(r.stderr.strip().splitlines()) == 1, (args, r.stderr)

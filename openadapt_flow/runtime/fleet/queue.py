@@ -53,12 +53,25 @@ def queue_app(spec: str) -> App:
     return App(connector=PsycopgConnector(conninfo=spec))
 
 
+# What `flow submit` records for a fleet worker to start the run: the bundle travels in the database (no shared disk).
+SUBMISSIONS = """
+CREATE TABLE IF NOT EXISTS flow_submissions (
+    name          text PRIMARY KEY,             -- the run's name in the store (flow_runs.name once it starts)
+    bundle        bytea NOT NULL,               -- the bundle folder as a gzipped tar
+    params        jsonb NOT NULL DEFAULT '{}',
+    label         text,                         -- --target LABEL: a target with this name or label runs it
+    submitted_at  timestamptz NOT NULL DEFAULT now()
+)"""
+
+
 def ensure_queue_schema(spec: str) -> None:
-    """procrastinate's tables beside ours (applied once; concurrent starters serialise on an advisory lock)."""
+    """The fleet's tables — procrastinate's, and flow_submissions — beside the run store's (which must be migrated);
+    applied once, concurrent starters serialised on an advisory lock."""
     with psycopg.connect(spec, autocommit=True) as conn:
         check_schema(conn, redact(spec))
         conn.execute("SELECT pg_advisory_lock(hashtext('flow-queue-schema'))")
         try:
+            conn.execute(SUBMISSIONS)
             row = conn.execute("SELECT to_regclass('procrastinate_jobs')").fetchone()
             if row is None or row[0] is None:
                 app = queue_app(spec)

@@ -20,6 +20,7 @@ from typing import Any
 
 import psycopg
 from procrastinate import App, PsycopgConnector, RetryStrategy
+from procrastinate.exceptions import AlreadyEnqueued
 
 from openadapt_flow.bundle.loader import load_bundle
 from openadapt_flow.errors import RunDirError
@@ -29,6 +30,7 @@ from openadapt_flow.runtime.fleet.desks import Desks, NoDesktopFree
 from openadapt_flow.runtime.operate.reconciler import reconcile_root
 from openadapt_flow.runtime.runs import replay, resume
 from openadapt_flow.runtime.worker import Worker
+from openadapt_flow.store.lease import LeaseLost
 from openadapt_flow.store.postgres_schema import check_schema
 from openadapt_flow.store.postgres_spec import PREFIX, redact
 from openadapt_flow.store.select import postgres_store
@@ -133,7 +135,10 @@ class Fleet:
                 tar.extractall(tmp, filter="data")
             req = ReplayRequest(bundle=Path(tmp) / "bundle", params=params, backend=target.spec(), config=self.config,
                                 run_dir=PREFIX + name, durable=True, param_flags=frozenset(params))
-            return replay(req, reporter=self.reporter).state
+            try:
+                return replay(req, reporter=self.reporter).state
+            except LeaseLost as e:  # stalled past the TTL: the store fenced us; the reconciler gave the run to another
+                return f"fenced: {e}"
 
     def _desk_of(self, ref: str) -> str | None:
         """The target a run was driving: its app's state lives on that desktop, so it resumes there (waiting for it)."""
@@ -145,16 +150,26 @@ class Fleet:
 
     def resume(self, ref: str) -> str:
         with self.desks.hold(self._desk_of(ref)) as target:
-            return resume(ref, backend=target.spec(), reporter=self.reporter).state
+            try:
+                return resume(ref, backend=target.spec(), reporter=self.reporter).state
+            except LeaseLost as e:
+                return f"fenced: {e}"
 
     def reconcile(self, timestamp: int) -> None:
         """Finalise runs whose owner is gone (by our lease), then enqueue every resume that is due."""
         store = postgres_store(self.spec)
         reconcile_root(store)
         for name in store.all(ORPHANS, (STALE_S,)):
-            self.app.configure_task("flow.start", queue=QUEUE, queueing_lock=f"start:{name[0]}").defer(name=name[0])
+            self._enqueue("flow.start", f"start:{name[0]}", name=name[0])
         for run in Worker(store).due_runs():
-            self.app.configure_task("flow.resume", queue=QUEUE, queueing_lock=f"resume:{run.ref}").defer(ref=run.ref)
+            self._enqueue("flow.resume", f"resume:{run.ref}", ref=run.ref)
+
+    def _enqueue(self, task: str, lock: str, **kwargs: str) -> None:
+        """Queue a job unless one for the same run is queued already (its queueing lock)."""
+        try:
+            self.app.configure_task(task, queue=QUEUE, queueing_lock=lock).defer(**kwargs)
+        except AlreadyEnqueued:
+            pass
 
     def serve(self, concurrency: int, name: str | None = None) -> None:
         with self.app.open():

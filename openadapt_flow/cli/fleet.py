@@ -1,0 +1,75 @@
+"""The fleet's commands (SPEC §19): `flow submit` and `flow worker` — the store form (`--targets`) is a fleet worker
+on procrastinate; without `--targets` it is the run-root worker of cli/durable.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from openadapt_flow.cli import durable
+from openadapt_flow.cli.common import STORE_HELP, emit_json, handle_errors
+from openadapt_flow.cli.replay import parse_params
+from openadapt_flow.errors import UsageError
+from openadapt_flow.report.render import write_reports
+from openadapt_flow.runtime.decide.config import load_config
+from openadapt_flow.runtime.fleet.desks import Desks
+from openadapt_flow.runtime.fleet.queue import Fleet, ensure_queue_schema, submit
+from openadapt_flow.runtime.fleet.targets import load_targets
+from openadapt_flow.store.postgres_spec import check_spec, is_postgres, redact
+
+
+def _postgres(store: str) -> str:
+    if not is_postgres(store):
+        raise UsageError(f"--store {redact(store)!r}: the fleet needs the PostgreSQL store (postgresql://…)")
+    check_spec(store)
+    return store
+
+
+@handle_errors
+def submit_cmd(
+    bundle: Path = typer.Argument(..., help="bundle folder (containing flow.yaml)"),
+    store: str = typer.Option(..., "--store", help="the fleet's PostgreSQL store, postgresql://…"),
+    param: list[str] = typer.Option([], "--param", "-p", help="NAME=VALUE (repeatable)"),
+    target: Optional[str] = typer.Option(None, "--target", help="run on a target with this name or label"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Submit a durable run to the fleet: it is queued, and a fleet worker with a free desktop starts it."""
+    values, _ = parse_params(param, None)
+    ref = submit(_postgres(store), bundle, values, target)
+    if as_json:
+        emit_json({"run_id": ref})
+    else:
+        typer.echo(ref)
+
+
+@handle_errors
+def worker_cmd(
+    root: Path = typer.Argument(Path("runs"), help="runs root (the run-root worker; not with --targets)"),
+    once: bool = typer.Option(False, "--once", help="one scan, then exit (run-root worker)"),
+    poll: float = typer.Option(0.5, "--poll", help="seconds between scans (run-root worker)"),
+    store: Optional[str] = typer.Option(None, "--store", help=STORE_HELP),
+    targets: Optional[Path] = typer.Option(None, "--targets", help="targets.yaml: with a postgresql:// --store, be a fleet worker"),
+    concurrency: int = typer.Option(0, "--concurrency", min=0, help="fleet: runs at once (default: one per target)"),
+    config: Optional[Path] = typer.Option(None, "--config", help="fleet: deployment config for the runs it starts"),
+    name: Optional[str] = typer.Option(None, "--name", help="fleet: this worker's name in the queue"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Resume runs whose wait is satisfied (timer due, answer/signal delivered, approval recorded); with --targets and a
+    postgresql:// --store, a fleet worker: it starts submitted runs and resumes due ones on the desktops of targets.yaml,
+    one run per desktop at a time, and reconciles the runs of dead workers.
+
+    One line per run it resumes (run, state, message); with --json, JSON Lines on stdout, one
+    {"event": "resumed", "run_dir", "state", "message"} per run (with --once: one JSON list of them)."""
+    if targets is None:
+        durable.worker_cmd(root=root, once=once, poll=poll, store=store, as_json=as_json)
+        return
+    if store is None:
+        raise UsageError("--targets needs --store postgresql://… (the fleet's store)")
+    spec = _postgres(store)
+    doc = load_targets(targets)
+    ensure_queue_schema(spec)
+    fleet = Fleet(spec, Desks(spec, doc), load_config(config), write_reports)
+    typer.echo(f"fleet worker on {redact(spec)}: {len(doc.targets)} desktop(s)", err=True)
+    fleet.serve(concurrency or len(doc.targets), name)

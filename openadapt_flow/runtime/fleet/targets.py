@@ -1,0 +1,75 @@
+"""targets.yaml (`openadapt-flow/targets@1`): the desktops a fleet worker may drive (SPEC §19)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from openadapt_flow.backends.spec import BackendSpec
+from openadapt_flow.errors import ConfigError
+from openadapt_flow.runtime.act.backend_select import select_backend
+from openadapt_flow.runtime.decide.config import BackendConfig
+
+TARGETS_SCHEMA = "openadapt-flow/targets@1"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+
+class TargetBackend(_Strict):
+    kind: Literal["vnc", "rdp", "screen", "fixture"] | None = Field(default=None, description="as a config's backend.kind")
+    url: str | None = Field(default=None, description="vnc://host[:port], rdp://host[:port] or fixture:PATH (no credentials)")
+    password_env: str | None = Field(default=None, description="the environment variable holding the desktop's password")
+
+
+class Target(_Strict):
+    name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$", description="the desktop's name (unique in the file)")
+    labels: list[str] = Field(default_factory=list, description="a run submitted with --target LABEL runs on a target with it")
+    backend: TargetBackend
+
+    def spec(self) -> BackendSpec:
+        """The backend spec this desktop is driven with."""
+        cfg = BackendConfig(kind=self.backend.kind, url=self.backend.url, password_env=self.backend.password_env)
+        out = select_backend(cfg)
+        if out is None:
+            raise ConfigError(f"target {self.name}: its backend names no desktop (give url or kind)")
+        return out
+
+    def serves(self, label: str | None) -> bool:
+        return label is None or label == self.name or label in self.labels
+
+
+class TargetsFile(_Strict):
+    schema_: Literal["openadapt-flow/targets@1"] = Field(alias="schema", description="always openadapt-flow/targets@1")
+    targets: list[Target] = Field(min_length=1, description="the desktops; each runs one run at a time")
+
+    @model_validator(mode="after")
+    def _unique(self) -> "TargetsFile":
+        names = [t.name for t in self.targets]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise ValueError(f"target names must be unique: {', '.join(dup)}")
+        return self
+
+
+def load_targets(path: Path) -> TargetsFile:
+    """Parse and check targets.yaml (every target's backend too). ConfigError (exit 2) otherwise."""
+    try:
+        doc = yaml.safe_load(path.read_text())
+    except OSError as e:
+        raise ConfigError(f"{path}: cannot read targets file ({e.strerror or e})") from None
+    except yaml.YAMLError as e:
+        raise ConfigError(f"{path}: not YAML ({str(e).splitlines()[0]})") from None
+    try:
+        out = TargetsFile.model_validate(doc)
+    except ValidationError as e:
+        first = e.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "(top)"
+        raise ConfigError(f"{path}: {where}: {first['msg']}") from None
+    for t in out.targets:
+        t.spec()
+    return out

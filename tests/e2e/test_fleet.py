@@ -1,0 +1,236 @@
+"""The fleet on a real PostgreSQL (SPEC §19): fleet workers (procrastinate) over served fixture desktops, each with
+one shared system of record; runs submitted to the store all complete exactly once, and a killed worker's run is
+finalised INTERRUPTED by another worker's reconciler and completed elsewhere with exactly one row."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from openadapt_flow.runtime.fleet.queue import submit
+from tests.support.cli import REPO, flow_env, run_flow
+from tests.support.demo_invoices import BUNDLE, invoice_rows
+from tests.support.pg import PgServer, pg_server, store_spec  # noqa: F401 — pg_server: the session's server
+from tests.support.xserver import free_port, wait_until
+
+pytestmark = pytest.mark.timeout(180)
+DESKS = 4
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+class Fleet:
+    def __init__(self, tmp: Path, spec: str, password: str) -> None:
+        self.tmp, self.spec = tmp, spec
+        self.db = tmp / "app.db"  # the back office's system of record: every desktop's app saves into it
+        self.env = flow_env(tmp, PGPASSWORD=password, DEMO_DB_DSN=f"sqlite:///{self.db}")
+        self.procs: list[subprocess.Popen[bytes]] = []
+        ports = [free_port() for _ in range(DESKS)]
+        for port in ports:
+            self._spawn(["fixture", "serve", str(REPO / "fixtures" / "normal"), "--keep-state", "--port", str(port),
+                         "--db", str(self.db)], f"serve-{port}")
+        for port in ports:
+            wait_until(lambda: _listening(port), 30, f"fixture desktop on {port}")
+        lines = [f'  - {{name: desk{i}, labels: [invoices], backend: {{kind: vnc, url: "vnc://127.0.0.1:{p}"}}}}'
+                 for i, p in enumerate(ports)]
+        self.targets = tmp / "targets.yaml"
+        self.targets.write_text("schema: openadapt-flow/targets@1\ntargets:\n" + "\n".join(lines) + "\n")
+        (tmp / "deploy.yaml").write_text("schema: openadapt-flow/config@1\nruntime: {lease_ttl_s: 5}\n")
+
+    def _spawn(self, args: list[str], log: str) -> subprocess.Popen[bytes]:
+        out = open(self.tmp / f"{log}.log", "wb")
+        proc = subprocess.Popen([sys.executable, "-m", "openadapt_flow", *args], cwd=self.tmp, env=self.env,
+                                stdout=out, stderr=subprocess.STDOUT)
+        self.procs.append(proc)
+        return proc
+
+    def worker(self, name: str) -> subprocess.Popen[bytes]:
+        return self._spawn(["worker", "--store", self.spec, "--targets", str(self.targets), "--config",
+                            str(self.tmp / "deploy.yaml"), "--name", name], name)
+
+    def states(self, names: list[str]) -> dict[str, str | None]:
+        with psycopg.connect(self.spec, autocommit=True, password=self.env["PGPASSWORD"]) as c:
+            rows = c.execute("SELECT name, state FROM flow_runs WHERE name = ANY(%s)", (names,)).fetchall()
+        return {n: s for n, s in rows}
+
+    def rows(self) -> list[tuple[str, float]]:
+        return sorted(invoice_rows(self.db)) if self.db.exists() else []
+
+    def close(self) -> None:
+        for p in self.procs:
+            if p.poll() is None:
+                os.kill(p.pid, signal.SIGCONT)
+                p.terminate()
+        for p in self.procs:
+            try:
+                p.wait(10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait(5)
+
+
+@pytest.fixture
+def fleet(pg_server: PgServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Fleet]:
+    spec = store_spec(pg_server, f"f_{tmp_path.name.lower()}", monkeypatch)
+    f = Fleet(tmp_path, spec, pg_server.password)
+    try:
+        yield f
+    finally:
+        f.close()
+
+
+def _submit(fleet: Fleet, n: int, bundle: Path = BUNDLE) -> list[str]:
+    """n runs of the recorded invoice (the fixture desktops show what was recorded: the same params every time)."""
+    return [submit(fleet.spec, bundle, {"vendor": "ACME Corp", "amount": "1250.50"}, "invoices").removeprefix("pg:")
+            for _ in range(n)]
+
+
+def _without_effect(tmp: Path) -> Path:
+    """The demo bundle without its `save` effect probe: its query counts (vendor, amount) rows, and concurrent runs of
+    the one recorded invoice all add that row, so one run's "increase by 1" would see another's. Exactly-once is then
+    checked by the journals (one `save` dispatch each) and the row count."""
+    out = tmp / "bundle"
+    shutil.copytree(BUNDLE, out)
+    flow = out / "flow.yaml"
+    text = flow.read_text()
+    start = text.index("  effect:\n")
+    end = text.index("  expect:\n", start)
+    flow.write_text(text[:start] + text[end:])
+    return out
+
+
+def _frozen_between_steps(fleet: Fleet, name: str, worker: subprocess.Popen[bytes]) -> bool:
+    """SIGSTOP the worker; keep it stopped if its run has verified a step and has no input in flight (a kill there
+    leaves nothing uncertain, so the reconciler may resume it), else let it go on."""
+    worker.send_signal(signal.SIGSTOP)
+    types = _journal_types(fleet, name)
+    dispatched = [i for i, t in enumerate(types) if t == "action_dispatched"]
+    verified = [i for i, t in enumerate(types) if t == "step_verified"]
+    if dispatched and verified and verified[-1] > dispatched[-1]:
+        return True
+    worker.send_signal(signal.SIGCONT)
+    return False
+
+
+def _journal_types(fleet: Fleet, name: str) -> list[str]:
+    with psycopg.connect(fleet.spec, autocommit=True, password=fleet.env["PGPASSWORD"]) as c:
+        rows = c.execute("SELECT j.type FROM flow_journal j JOIN flow_runs r ON r.id = j.run WHERE r.name = %s ORDER BY j.seq",
+                         (name,)).fetchall()
+    return [r[0] for r in rows]
+
+
+def _saves(fleet: Fleet, names: list[str]) -> dict[str, int]:
+    """How many times each run dispatched its write (the `save` click), from its journal rows."""
+    with psycopg.connect(fleet.spec, autocommit=True, password=fleet.env["PGPASSWORD"]) as c:
+        rows = c.execute("SELECT r.name, count(j.seq) FROM flow_runs r LEFT JOIN flow_journal j ON j.run = r.id "
+                         "AND j.type = 'action_dispatched' AND j.step = 'save' WHERE r.name = ANY(%s) GROUP BY r.name",
+                         (names,)).fetchall()
+    return {n: int(k) for n, k in rows}
+
+
+def _all(fleet: Fleet, names: list[str], state: str) -> bool:
+    states = fleet.states(names)
+    return len(states) == len(names) and set(states.values()) == {state}
+
+
+def test_forty_submitted_runs_all_complete_exactly_once_over_three_workers_and_four_desktops(fleet):
+    names = _submit(fleet, 40, _without_effect(fleet.tmp))
+    for w in ("w1", "w2", "w3"):
+        fleet.worker(w)
+    wait_until(lambda: _all(fleet, names, "COMPLETED"), 150, "every submitted run COMPLETED")
+    assert _saves(fleet, names) == {n: 1 for n in names}
+    assert fleet.rows() == [("ACME Corp", 1250.5)] * len(names)
+
+
+def _sql(fleet: Fleet, query: str, *args: object) -> list[tuple]:
+    with psycopg.connect(fleet.spec, autocommit=True, password=fleet.env["PGPASSWORD"]) as c:
+        return c.execute(query, args).fetchall()  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("after", ["pruned", "same_name"])
+def test_a_killed_workers_run_is_finalised_interrupted_and_completed_once_by_another(fleet, after):
+    """procrastinate's own recovery leaves the dead worker's job in `doing` when its worker row is pruned, or when the
+    worker comes back under the same name: the run's lease in our store is what the reconciler goes by."""
+    [name] = _submit(fleet, 1)
+    doomed = fleet.worker("w1")
+    wait_until(lambda: _frozen_between_steps(fleet, name, doomed), 60, "the worker frozen mid-run, between two steps")
+    doomed.send_signal(signal.SIGKILL)
+    doomed.wait(10)
+    assert fleet.states([name]) == {name: "RUNNING"}  # nobody told the store: its owner just vanished
+    [(job, worker_id)] = _sql(fleet, "SELECT id, worker_id FROM procrastinate_jobs WHERE task_name = 'flow.start'")
+    if after == "pruned":
+        _sql(fleet, "DELETE FROM procrastinate_workers WHERE id = %s RETURNING id", worker_id)
+        fleet.worker("w2")
+    else:
+        fleet.worker("w1")
+    fleet.worker("w3")
+    wait_until(lambda: _all(fleet, [name], "COMPLETED"), 90, "the killed worker's run COMPLETED elsewhere")
+    types = _journal_types(fleet, name)
+    assert types.count("interrupted") == 1 and "run_resumed" in types[types.index("interrupted"):], types
+    assert _saves(fleet, [name]) == {name: 1}
+    assert fleet.rows() == [("ACME Corp", 1250.5)]
+    assert _sql(fleet, "SELECT status FROM procrastinate_jobs WHERE id = %s", job) == [("doing",)]  # the hole is real
+
+
+def _dispatch_generations(fleet: Fleet, name: str) -> list[tuple[str, int | None]]:
+    """Every `interrupted` and `action_dispatched` record in order, the latter with its lease generation."""
+    rows = _sql(fleet, "SELECT j.type, j.line FROM flow_journal j JOIN flow_runs r ON r.id = j.run WHERE r.name = %s "
+                       "AND j.type IN ('interrupted', 'action_dispatched') ORDER BY j.seq", name)
+    return [(t, json.loads(bytes(line))["data"].get("lease_generation")) for t, line in rows]
+
+
+def test_a_worker_stopped_past_its_lease_is_fenced_and_the_run_completes_once_elsewhere(fleet):
+    [name] = _submit(fleet, 1)
+    stalled = fleet.worker("w1")
+    wait_until(lambda: _frozen_between_steps(fleet, name, stalled), 60, "the worker frozen mid-run, between two steps")
+    fleet.worker("w2")  # its reconciler sees the lease expire (5 s without a heartbeat) and finalises the run
+    wait_until(lambda: "interrupted" in _journal_types(fleet, name), 60, "the stalled worker's run finalised INTERRUPTED")
+    stalled.send_signal(signal.SIGCONT)  # it wakes up believing it owns the run; it still holds its desktop
+    wait_until(lambda: _all(fleet, [name], "COMPLETED"), 90, "the run COMPLETED by the other worker")
+    records = _dispatch_generations(fleet, name)
+    cut = records.index(("interrupted", None))
+    before = {g for _, g in records[:cut]}
+    after = {g for t, g in records[cut + 1:] if t == "action_dispatched"}
+    assert len(before) == 1 and after and min(after) > max(before), records  # not one input from the stalled worker after
+    assert _saves(fleet, [name]) == {name: 1}
+    assert fleet.rows() == [("ACME Corp", 1250.5)]
+
+
+def test_submit_prints_the_run_id_and_bad_input_is_one_line_exit_2(pg_server, tmp_path, monkeypatch):
+    spec = store_spec(pg_server, f"f_{tmp_path.name.lower()}", monkeypatch)
+    env = flow_env(tmp_path, PGPASSWORD=pg_server.password)
+    r = run_flow(["submit", str(BUNDLE), "--store", spec, "--param", "vendor=ACME Corp", "--target", "invoices", "--json"],
+                 tmp_path, env)
+    assert r.returncode == 0, r.stderr
+    ref = json.loads(r.stdout)["run_id"]
+    assert ref.startswith("pg:fleet-")
+    with psycopg.connect(spec, autocommit=True, password=pg_server.password) as c:
+        assert c.execute("SELECT label, params FROM flow_submissions WHERE name = %s", (ref[3:],)).fetchall() == \
+            [("invoices", {"vendor": "ACME Corp"})]
+        assert c.execute("SELECT task_name, status FROM procrastinate_jobs").fetchall() == [("flow.start", "todo")]
+    (tmp_path / "dup.yaml").write_text("schema: openadapt-flow/targets@1\ntargets:\n"
+                                       + '  - {name: a, backend: {url: "vnc://127.0.0.1:5901"}}\n' * 2)
+    (tmp_path / "old.yaml").write_text('schema: openadapt-flow/targets@0\ntargets: [{name: a, backend: {url: "vnc://h"}}]\n')
+    bad = {
+        ("submit", str(BUNDLE), "--store", str(tmp_path / "runs")): "needs the PostgreSQL store",
+        ("submit", str(tmp_path / "nope"), "--store", spec): "nope",
+        ("worker", "--store", spec, "--targets", str(tmp_path / "dup.yaml")): "unique",
+        ("worker", "--store", spec, "--targets", str(tmp_path / "old.yaml")): "schema",
+        ("worker", "--targets", str(tmp_path / "dup.yaml")): "needs --store",
+    }
+    for args, words in bad.items():
+        r = run_flow(list(args), tmp_path, env)
+        assert r.returncode == 2 and words in r.stderr and len(r.stderr.strip().splitlines()) == 1, (args, r.stderr)

@@ -17,6 +17,7 @@ from openadapt_flow.cli.exits import CliError
 from openadapt_flow.fixture.model import Fixture
 from openadapt_flow.fixture.recording_io import RecordingDoc
 from openadapt_flow.runtime.decide.config import DeployConfig
+from openadapt_flow.runtime.fleet.targets import TargetsFile
 from openadapt_flow.store.records import RECORD_MODELS, JournalRecord
 from openadapt_flow.store.runfiles import FILE_MODELS
 
@@ -27,6 +28,7 @@ SCHEMAS: dict[str, Any] = {
     "config": DeployConfig,
     "fixture": Fixture,
     "recording": RecordingDoc,
+    "targets": TargetsFile,  # a fleet worker's desktops (SPEC §19)
     "error": CliError,  # what a command prints on stdout when it fails under --json
     **FILE_MODELS,
     "decision": FILE_MODELS["approval"],  # decisions/<pause_id>.json: the approval, moved there when used

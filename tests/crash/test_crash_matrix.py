@@ -17,8 +17,9 @@ from typing import Any
 
 import pytest
 
+from tests.crash.crash_kit import kit  # noqa: F401  (the store-parametrized desk)
 from tests.crash.crash_support import (  # noqa: F401  (desk, kit: the shared desktop fixtures)
-    CONSEQUENTIAL, STEPS, Desktop, demo_invariants, desk, kit, points_of, uncertain, verified,
+    CONSEQUENTIAL, STEPS, Desktop, demo_invariants, desk, points_of, uncertain, verified,
 )
 
 pytestmark = pytest.mark.timeout(240)

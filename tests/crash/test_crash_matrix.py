@@ -173,6 +173,7 @@ def workflow_case(desk: Any, point: str | None) -> tuple[list[str], list[dict]]:
     return problems, journal(run, env) + journal(child, env)
 
 
+@pytest.mark.parametrize("kit", ["filesystem", "memory"], indirect=True)  # PostgreSQL: the demo matrix has every point (time)
 def test_sigkill_inside_a_workflow_replay_of_the_demo(kit):
     """ctx.replay's own points (the call, the child's start and end) and the consequential save's points inside it."""
     problems, records = workflow_case(kit, None)

@@ -109,7 +109,7 @@ def _main(args: list[str]) -> tuple[int, str, str]:
     code = 0
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            cli_app._run(_command(), "flow")
+            cli_app._run(_command, "flow", list(args))  # the built click command takes what a Typer app does
     except SystemExit as e:
         code = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
     finally:

@@ -23,12 +23,23 @@ STORES = ["filesystem", "memory", "postgres"]
 @pytest.fixture(scope="module", params=STORES)
 def kit(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """The crash matrices' desk on each store (the module's desktop and, on postgres, a schema of its own)."""
-    if request.param == "filesystem":
+    yield from desk_on(request.param, request, tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def pg_kit(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """The desk on the PostgreSQL store only (test_crash_matrix_pg.py: the demo matrix there, in a file of its own so
+    that `--dist loadfile` runs it beside the other matrices)."""
+    yield from desk_on("postgres", request, tmp_path_factory)
+
+
+def desk_on(store: str, request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    if store == "filesystem":
         yield request.getfixturevalue("desk")
         return
     mp = pytest.MonkeyPatch()
     try:
-        if request.param == "postgres":
+        if store == "postgres":
             yield PgDesk(request.getfixturevalue("desk"), request.getfixturevalue("pg_server"), f"crash_{uuid.uuid4().hex[:12]}", mp)
         else:
             yield MemoryDesk(tmp_path_factory.mktemp("crash-memory"), mp)

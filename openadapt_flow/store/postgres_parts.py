@@ -155,12 +155,14 @@ class PostgresLease:
     @staticmethod
     def _may_take(locked: bool, seen: tuple[LeaseInfo, str | None, bool, float] | None) -> bool:
         """With the lock, the previous holder's session is gone: take over unless its row names a process that is
-        plausibly alive (another host with a fresh heartbeat). Without it, only an expired lease is taken."""
+        plausibly alive (another host with a fresh heartbeat). Without it, only an expired lease of a holder that
+        stalled is taken — a released one (no holder) whose lock is held is being taken by a live session right now:
+        wait for it, or two commands started at once race to the row and one is refused after the other's milliseconds."""
         if seen is None:
             return locked
         info, holder, expired, ttl = seen
         if expired:
-            return True
+            return locked or holder is not None
         return locked and (holder is None or not info.owner_alive(ttl))
 
     def start_heartbeat(self) -> None:
@@ -203,6 +205,7 @@ class PostgresLease:
         try:
             conn.execute("UPDATE flow_leases SET holder = NULL, expires_at = now() WHERE run = %s AND generation = %s "
                          "AND holder = %s", (self._run.id(), self.generation, self.holder))
+            conn.execute("SELECT pg_advisory_unlock(%s, %s)", owner_lock_key(self._run.store.lock_ns, self._run.id()))
         except psycopg.Error:
             pass  # the row expires on its own; closing the session frees the lock
         finally:

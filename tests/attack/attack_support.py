@@ -12,6 +12,7 @@ import os
 import shutil
 import sqlite3
 import threading
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -23,10 +24,15 @@ from openadapt_flow.runtime.act.launch import ReplayRequest, RunOutcome
 from openadapt_flow.runtime.runs import replay
 from openadapt_flow.store.lease import LeaseInfo
 from openadapt_flow.store.memory import PREFIX
+from openadapt_flow.store.postgres import PostgresStore
+from openadapt_flow.store.postgres_run import PostgresRun, run_name
+from openadapt_flow.store.postgres_spec import PREFIX as PG_PREFIX
+from openadapt_flow.store.select import store_of_ref
 from openadapt_flow.store.rundir import RUN_FILES
 from tests.support import memcrash
 from tests.support.cli import flow_env, run_flow
 from tests.support.demo_invoices import BUNDLE
+from tests.support.pg import store_spec
 
 TOOLS = '''
 import os
@@ -58,14 +64,17 @@ STEPS = [
 class Workspace:
     """The attack's run, in the store under test: run directories under `root`, or `memory:<root>-<name>` runs."""
 
-    def __init__(self, root: Path, store: str = "filesystem") -> None:
+    def __init__(self, root: Path, store: str = "filesystem", spec: str | None = None) -> None:
         self.root = root
         self.store = store
+        self.spec = spec  # the postgres store's `postgresql://…` (its own schema)
         self.log = root / "post.log"
         self.down = root / "down"
 
     def ref(self, run_dir: str) -> Path:
         """Where a run named `run_dir` lives (a memory run's reference is `memory:NAME`, as RunOutcome.run_dir holds it)."""
+        if self.store == "postgres":
+            return Path(f"{PG_PREFIX}{run_dir}")
         return Path(f"{PREFIX}{self.root.name}-{run_dir}") if self.store == "memory" else self.root / run_dir
 
     def files(self, run: Path) -> "RunFiles":
@@ -85,6 +94,8 @@ class Workspace:
         body: dict = {"schema": "openadapt-flow/config@1", "runtime": {"runs_root": str(self.root / "runs"), "durable": True}}
         if self.store == "memory":
             body["runtime"]["store"] = PREFIX
+        elif self.store == "postgres":
+            body["runtime"]["store"] = self.spec
         if approvals:
             body["approvals"] = approvals
         return DeployConfig.model_validate(body)
@@ -103,13 +114,19 @@ def env_for(root: Path) -> dict[str, str]:
             "FLOW_STATE_DIR": str(root / "state"), "POST_LOG": str(root / "post.log"), "POST_DOWN": str(root / "down")}
 
 
-def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, store: str) -> Workspace:
+def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, store: str, spec: str | None = None) -> Workspace:
     for k, v in env_for(tmp_path).items():
         monkeypatch.setenv(k, v)
     (tmp_path / "attack_tools.py").write_text(TOOLS)
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.chdir(tmp_path)
-    return Workspace(tmp_path, store)
+    return Workspace(tmp_path, store, spec)
+
+
+def pg_workspace(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Workspace:
+    """The workspace on the PostgreSQL store: a new schema of the session's server (`pg_server`), runs `pg:NAME`."""
+    spec = store_spec(request.getfixturevalue("pg_server"), f"a_{uuid.uuid4().hex[:12]}", monkeypatch)
+    return workspace(tmp_path, monkeypatch, "postgres", spec)
 
 
 @pytest.fixture
@@ -118,9 +135,11 @@ def ws(tmp_path, monkeypatch) -> Workspace:
     return workspace(tmp_path, monkeypatch, "filesystem")
 
 
-@pytest.fixture(params=["filesystem", "memory"])
+@pytest.fixture(params=["filesystem", "memory", "postgres"])
 def wss(request, tmp_path, monkeypatch) -> Workspace:
-    """The workspace on each store: the filesystem, and this process's memory store."""
+    """The workspace on each store: the filesystem, this process's memory store, a schema of the PostgreSQL server."""
+    if request.param == "postgres":
+        return pg_workspace(request, tmp_path, monkeypatch)
     return workspace(tmp_path, monkeypatch, request.param)
 
 
@@ -136,11 +155,20 @@ class RunFiles:
     def __init__(self, run: Path) -> None:
         self.run = run
         self.memory = str(run).startswith(PREFIX)
+        self.pg = str(run).startswith(PG_PREFIX)
+
+    def _row(self) -> PostgresRun:
+        """The run's rows in the PostgreSQL store this process opened last (the run's own, for an in-process run)."""
+        store = store_of_ref(str(self.run))
+        assert isinstance(store, PostgresStore)
+        return PostgresRun(store, run_name(str(self.run)))
 
     def _recs(self) -> Any:
         return memcrash.memory_store().runs[str(self.run).removeprefix(PREFIX)]  # KeyError: no such run (none made)
 
     def read(self, name: str) -> bytes:
+        if self.pg:
+            return _pg_read(self._row(), name)
         if not self.memory:
             return (self.run / name).read_bytes()
         recs = self._recs()
@@ -155,6 +183,8 @@ class RunFiles:
         return bytes(recs.artifacts[name])
 
     def write(self, name: str, data: bytes) -> None:
+        if self.pg:
+            return _pg_write(self._row(), name, data)
         if not self.memory:
             (self.run / name).parent.mkdir(parents=True, exist_ok=True)
             (self.run / name).write_bytes(data)
@@ -175,6 +205,8 @@ class RunFiles:
             recs.artifacts[name] = bytes(data)
 
     def delete(self, name: str) -> None:
+        if self.pg:
+            return _pg_write(self._row(), name, None)
         if not self.memory:
             p = self.run / name
             shutil.rmtree(p) if p.is_dir() else p.unlink()
@@ -193,12 +225,14 @@ class RunFiles:
 
     def exists(self, name: str) -> bool:
         try:
-            return bool(self.read(name)) or not self.memory  # a memory run's journal exists once it holds a record
+            return bool(self.read(name)) or not (self.memory or self.pg)  # a stored journal exists once it holds a record
         except (OSError, KeyError, TypeError):
             return False
 
     def decisions(self) -> list[str]:
         """The consumed decisions, as `decisions/<pause>.json` names."""
+        if self.pg:
+            return [f"decisions/{p}.json" for p, _ in self._row().decision_texts()]
         if not self.memory:
             return sorted(f"decisions/{p.name}" for p in (self.run / "decisions").glob("*.json"))
         return [f"decisions/{p}.json" for p in self._recs().decisions]
@@ -226,6 +260,41 @@ class RunFiles:
         """Drop the journal's last `n` whole records (a cut tail, not a torn line)."""
         lines = self.read(RUN_FILES["journal"]).decode().splitlines(keepends=True)
         self.write(RUN_FILES["journal"], "".join(lines[:-n]).encode())
+
+
+def _pg_read(run: PostgresRun, name: str) -> bytes:
+    """A run file's bytes as the PostgreSQL store holds them: the journal's rows, a document's text, a decision's body."""
+    if name == RUN_FILES["journal"]:
+        return run.journal_bytes()
+    if name.startswith("decisions/"):
+        row = run.store.one("SELECT body FROM flow_decisions WHERE run = %s AND pause_id = %s",
+                            (run.id(), name.removeprefix("decisions/").removesuffix(".json")))
+    else:
+        row = (run.doc_text(_DOCS[name]),) if name in _DOCS else None
+    if row is None or row[0] is None:
+        raise KeyError(name)  # what this kit does not model on PostgreSQL (the lease, artifacts) fails the case loudly
+    return str(row[0]).encode("latin-1")
+
+
+def _pg_write(run: PostgresRun, name: str, data: bytes | None) -> None:
+    """Tamper in SQL: the journal's rows replaced by `data`'s lines (seq, type and step columns from each line, the line
+    bytes as given), or a document's text (None: removed)."""
+    if name != RUN_FILES["journal"]:
+        # a text column cannot hold NUL: the nearest garbage an attacker can store there
+        run.put_text(_DOCS[name], None if data is None else data.decode("latin-1").replace("\x00", "?"))
+        return
+    lines = (data or b"").splitlines(keepends=True)
+    with run.store.tx():
+        run.store.run("DELETE FROM flow_journal WHERE run = %s", (run.id(),))
+        for n, line in enumerate(lines, 1):
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                rec = {}
+            rec = rec if isinstance(rec, dict) else {}
+            seq = rec.get("seq") if isinstance(rec.get("seq"), int) else n  # a dropped row leaves its gap
+            run.store.run("INSERT INTO flow_journal (run, seq, type, step, line) VALUES (%s, %s, %s, %s, %s)",
+                          (run.id(), seq, rec.get("type"), rec.get("step"), line))
 
 
 def records(run: Path) -> list[dict]:

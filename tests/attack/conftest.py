@@ -9,6 +9,7 @@ import pytest
 
 from tests.attack.attack_support import DemoRuns
 from tests.e2e.conftest import demo_app, xvnc  # noqa: F401
+from tests.support.pg import pg_server  # noqa: F401  (the session's PostgreSQL server: the postgres store's)
 
 
 @pytest.fixture(params=["filesystem", "memory"])

@@ -17,6 +17,7 @@ import pytest
 from openadapt_flow.errors import FlowError
 from openadapt_flow.runtime.operate.decisions import approve
 from openadapt_flow.runtime.runs import resume
+from openadapt_flow.store import select
 from tests.attack.attack_support import STEPS, RunFiles, Workspace, records, wss  # noqa: F401
 
 pytestmark = pytest.mark.timeout(180)
@@ -32,7 +33,14 @@ def _resume(run: str) -> dict[str, Any]:
     return {"state": out.state}
 
 
-def _worker(barrier: Any, results: Any, name: str, fn: Any, args: tuple) -> None:
+_INHERITED: list[Any] = []
+
+
+def _worker(barrier: Any, results: Any, name: str, fn: Any, args: tuple, spec: str | None = None) -> None:
+    if spec is not None:  # a forked process opens its own PostgreSQL store (the parent's socket stays the parent's)
+        _INHERITED.extend(select._POSTGRES.values())  # kept referenced: never closed (a close would end the parent's session)
+        select._POSTGRES.clear()
+        select.open_store(spec)
     barrier.wait(30)
     try:
         results.put((name, "ok", fn(*args)))
@@ -41,13 +49,14 @@ def _worker(barrier: Any, results: Any, name: str, fn: Any, args: tuple) -> None
 
 
 def at_once(ws: Workspace, *calls: tuple[str, Any, tuple]) -> dict[str, tuple[str, Any]]:
-    """Run each (name, fn, args) in its own process (a thread, on the memory store), released together;
+    """Run each (name, fn, args) in its own process (a thread, on the memory store; on PostgreSQL, each process with its
+    own connections), released together;
     {name: (status, result or message)}."""
     if ws.store == "memory":
         return _threads_at_once(*calls)
     ctx = mp.get_context("fork")
     barrier, results = ctx.Barrier(len(calls)), ctx.Queue()
-    procs = [ctx.Process(target=_worker, args=(barrier, results, name, fn, args)) for name, fn, args in calls]
+    procs = [ctx.Process(target=_worker, args=(barrier, results, name, fn, args, ws.spec)) for name, fn, args in calls]
     for p in procs:
         p.start()
     out = {}

@@ -37,7 +37,6 @@ from openadapt_flow.vision import ocr as _ocr
 from openadapt_flow.vision.tesseract_lib import LibraryUnavailable, TesseractLibrary
 from tests.e2e.demo_harness import BUNDLE_DIR, DemoApp, start_demo_app
 from tests.support.cli import flow_env
-from tests.support.memcrash import MemoryDesk
 from tests.support.xserver import XvncServer, start_xvnc
 
 
@@ -53,7 +52,7 @@ def _warm_tesseract() -> None:
 
 _warm_tesseract()
 
-__all__ = ["kit", "parallel", "CONSEQUENTIAL", "STEPS", "VENDOR", "demo_invariants", "uncertain", "verified", "Desktop", "Result", "desk", "flow", "flow_env", "journal", "points_of", "state", "wait_for"]
+__all__ = ["parallel", "CONSEQUENTIAL", "STEPS", "VENDOR", "demo_invariants", "uncertain", "verified", "Desktop", "Result", "desk", "flow", "flow_env", "journal", "points_of", "state", "wait_for"]
 
 
 @dataclass
@@ -337,20 +336,6 @@ def uncertain(records: list[dict], step: str) -> bool:
     seqs = [r["seq"] for r in records if r["step"] == step and r["type"] == "action_dispatched"]
     done = [r["seq"] for r in records if r["step"] == step and r["type"] == "step_verified"]
     return bool(seqs) and not (done and max(done) > max(seqs))
-
-
-@pytest.fixture(scope="module", params=["filesystem", "memory"])
-def kit(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """The crash matrices' desk on each store: the real demo app on Xvnc with forked `flow` processes (filesystem), or
-    the app's recorded fixture with `flow` commands killed in this process (memory, tests/support/memcrash.py)."""
-    if request.param == "filesystem":
-        yield request.getfixturevalue("desk")
-        return
-    mp = pytest.MonkeyPatch()
-    try:
-        yield MemoryDesk(tmp_path_factory.mktemp("crash-memory"), mp)
-    finally:
-        mp.undo()
 
 
 def demo_invariants(desk: Any, point: str, run: Any, env: dict[str, str], before: list[dict], amount: float) -> list[str]:

@@ -17,8 +17,9 @@ from typing import Any
 
 import pytest
 
+from tests.crash.crash_kit import kit  # noqa: F401  (the store-parametrized desk)
 from tests.crash.crash_support import (  # noqa: F401  (desk, kit: the shared desktop fixtures)
-    CONSEQUENTIAL, STEPS, Desktop, demo_invariants, desk, kit, points_of, uncertain, verified,
+    CONSEQUENTIAL, STEPS, Desktop, demo_invariants, desk, points_of, uncertain, verified,
 )
 
 pytestmark = pytest.mark.timeout(240)
@@ -26,6 +27,10 @@ pytestmark = pytest.mark.timeout(240)
 
 @pytest.fixture(scope="module")
 def demo_points(kit: Any) -> dict[str, list[str]]:
+    return enumerate_points(kit)
+
+
+def enumerate_points(kit: Any) -> dict[str, list[str]]:
     """Every crash point one uncrashed demo run passes, grouped by step ("run" for run-level records)."""
     root, amount = kit.case()
     env, run = kit.env(), kit.run_ref(root)
@@ -91,6 +96,7 @@ def crash_and_recover(desk: Any, point: str, signal: str = "KILL") -> list[str]:
     return problems + demo_invariants(desk, point, run, env, before, amount)
 
 
+@pytest.mark.parametrize("kit", ["filesystem", "memory"], indirect=True)  # postgres: test_crash_matrix_pg.py
 @pytest.mark.parametrize("step", ["run", *STEPS])
 def test_sigkill_at_every_journal_point_of_every_demo_step(kit, demo_points, step):
     points = demo_points[step]
@@ -103,7 +109,12 @@ def test_sigkill_at_every_journal_point_of_every_demo_step(kit, demo_points, ste
     assert not problems, f"{len(problems)} problem(s) over {len(points)} points:\n" + "\n".join(problems)
 
 
+@pytest.mark.parametrize("kit", ["filesystem", "memory"], indirect=True)  # postgres: test_crash_matrix_pg.py
 def test_sigterm_stops_at_a_safe_boundary_and_resumes(kit):
+    sigterm_case(kit)
+
+
+def sigterm_case(kit: Any) -> None:
     root, amount = kit.case()
     env, run = kit.env(), kit.run_ref(root)
     r = kit.flow(kit.replay_args(run, amount), root, dict(env, FLOW_CRASH_AT="after:action_sent@save", FLOW_CRASH_SIGNAL="TERM"))
@@ -172,6 +183,7 @@ def workflow_case(desk: Any, point: str | None) -> tuple[list[str], list[dict]]:
     return problems, journal(run, env) + journal(child, env)
 
 
+@pytest.mark.parametrize("kit", ["filesystem", "memory"], indirect=True)  # PostgreSQL: the demo matrix has every point (time)
 def test_sigkill_inside_a_workflow_replay_of_the_demo(kit):
     """ctx.replay's own points (the call, the child's start and end) and the consequential save's points inside it."""
     problems, records = workflow_case(kit, None)

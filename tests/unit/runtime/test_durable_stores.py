@@ -2,16 +2,18 @@
 against the filesystem store, the `memory:` store and the PostgreSQL store (a real server, one schema per test),
 asserting only through the run handle.
 
-A kill is simulated in process at the crash kit's own fault points (FLOW_CRASH_AT): where a subprocess would SIGKILL
-itself, this process raises `Killed` (a BaseException, like a death nothing in the runtime may catch); the run's lease
-is let go on the way out, as a dead process's would be. tests/crash/ kills real processes on the filesystem store.
+A kill is simulated in process at the crash kit's own fault points (FLOW_CRASH_AT): the store's kill handler
+(store/faults.py `kill_handler`) raises `Killed` there (a BaseException, like a death nothing in the runtime may catch).
+On the memory store the store's contents are frozen at that instant and restored after (tests/support/memcrash.py's
+crash model), so nothing the dying code writes while it unwinds survives; on the filesystem and PostgreSQL stores such
+writes land, so these cases are a fast approximation there — tests/crash/ SIGKILLs real `flow` processes on the
+filesystem and PostgreSQL stores (and kills in-process commands with this model on the memory store).
 """
 
 from __future__ import annotations
 
-import os
-import signal
-import types
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 
@@ -25,9 +27,11 @@ from openadapt_flow.runtime.runs import replay, resume, start_workflow
 from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.store import faults
 from openadapt_flow.store.filesystem import FilesystemStore
-from openadapt_flow.store.memory import MemoryRun
+from openadapt_flow.store.memory import MemoryRun, MemoryStore
+from openadapt_flow.store.memory_parts import MemoryContents
 from openadapt_flow.store.postgres_run import PostgresRun
 from openadapt_flow.store.rundir import RunDir
+from openadapt_flow.store.select import open_store
 from tests.unit.runtime.test_durable import AFTER, SAVE, App, VanishingLedger, env, home, rows  # noqa: F401 (env: a fixture)
 from tests.unit.runtime.test_engine import make_bundle
 from tests.unit.runtime.workflow_support import log, write_module
@@ -137,36 +141,38 @@ class Killed(BaseException):
     """This process 'died' at a crash point."""
 
 
-@pytest.fixture
-def kill_at(monkeypatch):
-    """FLOW_CRASH_AT=point: the crash kit's SIGKILL of its own process becomes a `Killed` raised right there."""
+@contextmanager
+def killed_at(where, monkeypatch, point: str) -> Iterator[None]:
+    """The block dies at FLOW_CRASH_AT=`point`: the store's kill handler (store/faults.py) raises `Killed` there, and
+    the block must die. On the memory store the store's contents are frozen at that instant and restored after
+    (tests/support/memcrash.py's model): what the dying code writes while it unwinds is thrown away."""
+    memory = open_store("memory:")
+    assert isinstance(memory, MemoryStore)
+    survivors: list[MemoryContents] = []
 
-    def kill(pid: int, sig: int) -> None:
-        if pid == os.getpid() and sig == signal.SIGKILL:
-            raise Killed(os.environ[faults.ENV])
-        os.kill(pid, sig)
+    def die(p: str) -> None:
+        if where[0] == "memory" and not survivors:
+            survivors.append(memory.freeze())
+        raise Killed(p)
 
-    monkeypatch.setattr(faults, "os", types.SimpleNamespace(environ=os.environ, getpid=os.getpid, kill=kill))
-
-    def arm(point: str | None) -> None:
-        if point is None:
-            monkeypatch.delenv(faults.ENV, raising=False)
-        else:
-            monkeypatch.setenv(faults.ENV, point)
-
-    return arm
+    monkeypatch.setenv(faults.ENV, point)
+    try:
+        with faults.kill_handler(die), pytest.raises(Killed):
+            yield
+    finally:
+        monkeypatch.delenv(faults.ENV, raising=False)
+        if survivors:
+            memory.restore(survivors[0])
 
 
 @pytest.mark.parametrize("point, verified_by", [
     ("after:action_sent@post", "reconciled"),  # the input was sent, nothing verified: uncertain, re-checked, landed
     ("after:step_verified@post", "runtime"),  # verified and journaled, the checkpoint not yet written
 ])
-def test_killed_after_a_write_was_sent_resume_never_sends_it_again(tmp_path, where, env, kill_at, point, verified_by):
+def test_killed_after_a_write_was_sent_resume_never_sends_it_again(tmp_path, where, env, monkeypatch, point, verified_by):
     app = App(env)
-    kill_at(point)
-    with pytest.raises(Killed):
+    with killed_at(where, monkeypatch, point):
         start(tmp_path, where, app)
-    kill_at(None)
     run = open_ref(where[2])
     assert run.state()["state"] == "RUNNING" and rows(env) == 1 and len(clicks(app)) == 1  # died between records
     res = go(run, app)
@@ -176,17 +182,15 @@ def test_killed_after_a_write_was_sent_resume_never_sends_it_again(tmp_path, whe
     assert [r["data"]["verified_by"] for r in kinds(run, "step_verified") if r["step"] == "post"] == [verified_by]
 
 
-def test_killed_while_consuming_the_decision_resumes_once(tmp_path, where, env, kill_at):
+def test_killed_while_consuming_the_decision_resumes_once(tmp_path, where, env, monkeypatch):
     app = App(env, refute=True)
     run = open_ref(start(tmp_path, where, app).run_dir)
     app.refute = False
     app.show(home())
     approve(run, "continue", "alice")
-    kill_at("approval:consuming")
-    with pytest.raises(Killed):
+    with killed_at(where, monkeypatch, "approval:consuming"):
         go(run, app)
-    kill_at(None)
-    res = go(run, app)
+    res = go(open_ref(where[2]), app)  # a new process's handle (on memory: the contents the kill left)
     assert res.state == "COMPLETED", res.message
     assert rows(env) == 1 and len(kinds(run, "decision")) == 1  # journaled once, applied once, never asked again
 

@@ -48,7 +48,10 @@ def test_flow_help_ends_with_every_exit_code(flow):
         assert line is not None and e.kind in line, (e, epilog)
 
 
-def test_show_completion_prints_a_bash_script(flow):
+def test_show_completion_prints_a_bash_script(flow, monkeypatch):
+    # typer detects the calling shell from the process tree (shellingham); under make/CI the parent may be `sh` or
+    # nothing it knows, so the shell is named explicitly (typer's own switch for naming it instead of detecting)
+    monkeypatch.setenv("_TYPER_COMPLETE_TEST_DISABLE_SHELL_DETECTION", "1")
     r = flow("--show-completion", "bash")
     assert r.code == 0, r.err
     assert "_FLOW_COMPLETE=complete_bash" in r.out and "complete -o default -F _flow_completion flow" in r.out

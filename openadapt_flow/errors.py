@@ -61,6 +61,10 @@ class RunDirError(UsageError):
     pass
 
 
+class CutStartup(RunDirError):
+    """A run whose start-up was cut before its manifest (SPEC §7): not a run, and nothing was sent."""
+
+
 class BackendError(FlowError):
     """A backend failure. Exit 2 when raised before a run starts (connect)."""
 

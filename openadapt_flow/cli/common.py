@@ -21,7 +21,7 @@ except ImportError:  # pragma: no cover - older typer on real click
     from click import exceptions as click_errors  # type: ignore[no-redef]
 
 from openadapt_flow.cli.exits import EXIT_INTERNAL, CliError, kind_of
-from openadapt_flow.errors import FlowError, RunDirError, RunSignal
+from openadapt_flow.errors import CutStartup, FlowError, RunDirError, RunSignal
 from openadapt_flow.runtime.decide.config import DeployConfig
 from openadapt_flow.runtime.act.runref import open_ref
 from openadapt_flow.store.base import RunHandle, RunStore
@@ -140,6 +140,8 @@ def open_run_arg(run: Path | str, store: str | None) -> RunHandle:
         return found
     try:
         return runs.open_run(str(run))
+    except CutStartup:
+        raise  # the store's own words: its start-up was cut, nothing was sent
     except RunDirError:
         raise RunDirError(f"{run}: no run with this id or name in --store {store}") from None
 

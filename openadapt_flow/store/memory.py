@@ -18,7 +18,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from openadapt_flow.errors import RefusedError, RunDirError
+from openadapt_flow.errors import CutStartup, RefusedError, RunDirError
 from openadapt_flow.store import checkpoint, ledger
 from openadapt_flow.store.atomic import dumps
 from openadapt_flow.store.base import RunHandle, check_artifact_name
@@ -385,7 +385,7 @@ class MemoryStore:
             raise RunDirError(f"{PREFIX}{name}: run not found")
         if "manifest" not in recs.docs:
             if recs.journal:
-                raise RunDirError(f"{PREFIX}{name}: not a run (its start-up was cut before the manifest; no input was sent — replay again)")
+                raise CutStartup(f"{PREFIX}{name}: not a run (its start-up was cut before the manifest; no input was sent — replay again)")
             raise RunDirError(f"{PREFIX}{name}: not a run (no manifest)")
         return MemoryRun(self, name)
 

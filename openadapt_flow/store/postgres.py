@@ -22,7 +22,7 @@ from typing import Any
 
 import psycopg
 
-from openadapt_flow.errors import RunDirError
+from openadapt_flow.errors import CutStartup, RunDirError
 from openadapt_flow.store.atomic import StorageFault
 from openadapt_flow.store.postgres_parts import PostgresLease
 from openadapt_flow.store.postgres_operators import PostgresOperatorBook
@@ -152,7 +152,7 @@ class PostgresStore:
         if row is None or not (row[0] or row[1]):
             raise RunDirError(f"{PREFIX}{name}: run not found")
         if not row[0]:
-            raise RunDirError(f"{PREFIX}{name}: not a run (its start-up was cut before the manifest; no input was sent — replay again)")
+            raise CutStartup(f"{PREFIX}{name}: not a run (its start-up was cut before the manifest; no input was sent — replay again)")
         return PostgresRun(self, name)
 
     def find_run(self, run_id: str) -> PostgresRun | None:

@@ -11,7 +11,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from openadapt_flow.errors import RefusedError, RunDirError
+from openadapt_flow.errors import CutStartup, RefusedError, RunDirError
 from openadapt_flow.store import checkpoint, escalation, ledger
 from openadapt_flow.store.atomic import StorageFault, is_storage_error, write_bytes_atomic, write_json_atomic
 from openadapt_flow.store.base import JournalWriter, RunHandle, check_artifact_name
@@ -117,7 +117,7 @@ class RunDir:
             raise RunDirError(f"{p}: not a directory")
         if not (p / MANIFEST).is_file():
             if (p / JOURNAL_FILE).is_file():  # a start-up cut before the manifest: a run that never began (SPEC §7)
-                raise RunDirError(f"{p}: not a run directory (its start-up was cut before {MANIFEST}; no input was sent — replay again)")
+                raise CutStartup(f"{p}: not a run directory (its start-up was cut before {MANIFEST}; no input was sent — replay again)")
             raise RunDirError(f"{p}: not a run directory (no {MANIFEST})")
         return cls(p)
 

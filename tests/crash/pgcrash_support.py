@@ -120,9 +120,9 @@ class PgDesk:
             return None
         problems = []
         st = self.flow(["status", ref], root, env)
-        # with --store, cli/common.py open_run_arg replaces the store's "start-up was cut" with "no run with this id or
-        # name" (a finding of this kit, reported for its owner); either way a one-line refusal, exit 2, no run
-        if st.returncode != 2 or not ("start-up was cut" in st.stderr or "no run with this id or name" in st.stderr):
+        # the store's own words reach the operator (this kit once found `--store` replacing them with "no run with
+        # this id or name"): a one-line refusal, exit 2, naming the cut start-up
+        if st.returncode != 2 or "start-up was cut" not in st.stderr:
             problems.append(f"{ref}: a cut start-up must be named by status (exit 2), got {st.returncode}: {st.stderr[-200:]}")
         if b'"action_dispatched"' in handle.journal_bytes():
             problems.append(f"{ref}: a start-up cut before the manifest had dispatched input")

@@ -45,6 +45,7 @@ def _level(ctx: RunContext, index: int) -> str:
 def decision_task(
     ctx: RunContext, pause_id: str, step_id: str, category: str, allowed: list[str], cp: dict[str, Any] | None,
     expires: float, due: float | None = None, *, quorum: int = 1, level: str = "default", ask: dict[str, Any] | None = None,
+    channels: list[str] | None = None,
 ) -> dict[str, Any]:
     """The bounded question an operator answers: ids, digests and the question only (no frames, OCR text or values)."""
     key = load_decision_key(create=False)
@@ -66,6 +67,8 @@ def decision_task(
     }
     if ask is not None:  # what a waiting question accepts: `flow answer`/`flow signal` check against it (no bundle needed)
         task["ask"] = ask
+    if channels:  # signed with the task: a decision from any other channel is refused (decisions._check_channel)
+        task["channels"] = channels
     task["signature"] = sign(key, task)
     return task
 
@@ -83,7 +86,9 @@ def open_pause(
         expires = max(expires, due + ctx.config.runtime.pause_ttl_s)
     allowed = allowed_decisions(ctx, reason, category, step_id, outcome, evidence)
     step = ctx.steps.get(step_id)
-    quorum = ctx.config.approvals.quorum if step is not None and step.is_consequential else 1
+    consequential = step is not None and step.is_consequential
+    quorum = ctx.config.approvals.quorum if consequential else 1
+    channels = list(ctx.config.approvals.channels or []) if consequential else None
     waiting = reason in ("awaiting_user", "awaiting_signal")
     ask = {"choices": step.choices, "type": step.type, "signal": step.signal} if step is not None and waiting else None
     body = {
@@ -100,7 +105,8 @@ def open_pause(
         "expires_at": iso(expires),
         "due_epoch": due,
         "level": 0,
-        "task": decision_task(ctx, pause_id, step_id, category, allowed, cp, expires, due, quorum=quorum, level=_level(ctx, 0), ask=ask),
+        "task": decision_task(ctx, pause_id, step_id, category, allowed, cp, expires, due, quorum=quorum, level=_level(ctx, 0), ask=ask,
+                              channels=channels),
     }
     # The journal is the record of truth: its record carries the whole pause (fsync'd first); the file is a view of it.
     ctx.journal.append("escalation_opened", step_id, {"pause_id": pause_id, "reason": reason, "category": category, "allowed": allowed,

@@ -107,6 +107,9 @@ class ApprovalsConfig(_Strict):
                                                      "consequential step")
     levels: list[str] | None = Field(default=None, description="escalation levels: `escalate` moves a pause to the next "
                                                                "(the last repeats)")
+    channels: list[Literal["console", "phone", "cli"]] | None = Field(
+        default=None, description="where a decision on a consequential step may come from (SPEC §20); e.g. [console, "
+                                  "phone] refuses `flow approve` on the runner host for them; unset: any channel")
 
 
 class DeployConfig(_Strict):

@@ -99,3 +99,18 @@ def test_quorum_counts_distinct_authenticated_operators(tmp_path, env, store):  
     assert audited[0]["event"] == "decision" and audited[0]["operator"] == "alice" and audited[0]["channel"] == "console"
     assert go(out.run_dir, app).state == "COMPLETED"
     assert rows(env) == 1
+
+
+def test_approvals_channels_refuse_the_runner_hosts_cli_on_a_consequential_step(tmp_path, env, store):  # noqa: F811
+    """approvals.channels: [console] is signed into the pause's task; `flow approve` (channel cli) is refused, an
+    operator on the console decides, and the run completes with one row."""
+    config = DeployConfig.model_validate({**cfg(tmp_path, store).model_dump(by_alias=True), "approvals": {"channels": ["console"]}})
+    app = App(env, refute=True)
+    out = start(tmp_path, app, store=store, config=config)
+    app.refute = False
+    app.show(home())
+    with pytest.raises(RefusedError, match="only from an authenticated channel"):
+        approve(out.run_dir, "continue", "root", os_user="root")  # the runner host's CLI
+    assert approve(out.run_dir, "continue", "alice", os_user="svc", channel="console")["recorded"]
+    assert go(out.run_dir, app).state == "COMPLETED"
+    assert rows(env) == 1

@@ -88,7 +88,7 @@ def open_pause(
     step = ctx.steps.get(step_id)
     consequential = step is not None and step.is_consequential
     quorum = ctx.config.approvals.quorum if consequential else 1
-    channels = list(ctx.config.approvals.channels or []) if consequential else None
+    channels: list[str] | None = [str(c) for c in ctx.config.approvals.channels or []] if consequential else None
     waiting = reason in ("awaiting_user", "awaiting_signal")
     ask = {"choices": step.choices, "type": step.type, "signal": step.signal} if step is not None and waiting else None
     body = {

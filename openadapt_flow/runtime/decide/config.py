@@ -101,10 +101,12 @@ class PolicyConfig(_Strict):
 
 
 class ApprovalsConfig(_Strict):
-    operators: list[str] | None = Field(default=None, description="who may decide (OS users); unset: anyone")
+    operators: list[str] | None = Field(default=None, description="who may decide (operator names on console/phone, "
+                                                                   "OS users on cli); unset: anyone")
     auto_resume: bool = Field(default=True, description="may `flow worker` resume a run once its approval is recorded")
-    quorum: int = Field(default=1, ge=1, description="distinct OS users that must record the same decision on a "
-                                                     "consequential step")
+    quorum: int = Field(default=1, ge=1, description="distinct voters that must record the same decision on a "
+                                                     "consequential step (an authenticated operator on console/phone, "
+                                                     "the OS user on cli)")
     levels: list[str] | None = Field(default=None, description="escalation levels: `escalate` moves a pause to the next "
                                                                "(the last repeats)")
     channels: list[Literal["console", "phone", "cli"]] | None = Field(

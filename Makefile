@@ -65,8 +65,8 @@ demo: demo-setup
 # forked child inherits the RFB reactor's "running" without its thread; the kit then spawns, much slower).
 test: setup
 	$(VENV)/bin/lint-imports
-	$(VPY) -m pytest -q -n 2 --dist loadfile tests/crash
-	$(VPY) -m pytest -q -n 2 --dist loadfile --ignore=tests/crash
+	$(VPY) -m pytest -q -n 2 --dist loadfile --durations=10 tests/crash
+	$(VPY) -m pytest -q -n 2 --dist loadfile --durations=25 --ignore=tests/crash
 
 unit: setup
 	$(VPY) -m pytest -q tests/unit

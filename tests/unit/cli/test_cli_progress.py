@@ -86,7 +86,7 @@ def test_a_replay_on_a_pseudo_terminal_shows_the_live_bar(tmp_path):
 
     master, slave = os.openpty()
     try:
-        proc = subprocess.Popen([sys.executable, "-m", "openadapt_flow", "demo", "--run-dir", str(tmp_path / "run")],
+        proc = subprocess.Popen([sys.executable, "-m", "openadapt_flow", "demo", "--no-loop", "--run-dir", str(tmp_path / "run")],
                                 cwd=tmp_path, env={**flow_env(tmp_path), "COLUMNS": "120", "TERM": "xterm"},
                                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=slave)
         chunks = []

@@ -19,22 +19,22 @@ from pathlib import Path
 from typing import Any
 
 from openadapt_flow.errors import CutStartup, RefusedError, RunDirError
-from openadapt_flow.store import checkpoint, ledger
+from openadapt_flow.store import ledger
 from openadapt_flow.store.atomic import dumps
 from openadapt_flow.store.base import RunHandle, check_artifact_name
+from openadapt_flow.store.docrun import DocumentRun
 from openadapt_flow.store.faults import crash_point
 from openadapt_flow.store.frames import FrameWriter
 from openadapt_flow.store.journal import LoadResult, parse_records, verify_chain
 from openadapt_flow.store.lease import LeaseInfo
 from openadapt_flow.store.memory_parts import MemoryContents, MemoryFrameWriter, MemoryJournal, MemoryLease, MemoryRecords
 from openadapt_flow.store.operators import MemoryOperatorBook
-from openadapt_flow.store.rundir import RUN_FILES, digest_manifest
-from openadapt_flow.store.seal import SCHEMA_PREFIX, sealed_state, verify_seal
+from openadapt_flow.store.seal import sealed_state, verify_seal
 
 PREFIX = "memory:"
 
 
-class MemoryRun:
+class MemoryRun(DocumentRun):
     """One run of a MemoryStore (the store's run handle, store/base.py RunHandle), on the store's contents as they
     were when it was opened (a handle of a process that crashed writes only into what the crash discarded)."""
 
@@ -56,9 +56,6 @@ class MemoryRun:
 
     def __repr__(self) -> str:
         return f"MemoryRun({self.ref!r})"
-
-    def describe(self, what: str) -> str:
-        return f"{self.ref}/{RUN_FILES[what]}"
 
     # JSON documents, kept as their text
     def _put(self, what: str, doc: dict[str, Any]) -> None:
@@ -86,24 +83,9 @@ class MemoryRun:
             raise RefusedError(f"{self.describe(what)}: expected a JSON object; refusing a damaged run record")
         return data
 
-    def _need(self, what: str) -> dict[str, Any]:
-        doc = self._get(what)
-        if doc is None:
-            raise RunDirError(f"{self.describe(what)}: missing")
-        return doc
-
     # manifest
     def has_manifest(self) -> bool:
         return "manifest" in self.recs.docs
-
-    def manifest(self) -> dict[str, Any]:
-        return self._need("manifest")
-
-    def write_manifest(self, body: dict[str, Any]) -> None:
-        self._put("manifest", {"schema": SCHEMA_PREFIX + "manifest@1", **body})
-
-    def manifest_digest(self) -> str:
-        return digest_manifest(self.manifest())
 
     def run_id(self) -> str | None:
         doc = self._get("manifest") if self.has_manifest() else None
@@ -145,9 +127,6 @@ class MemoryRun:
     def has_state(self) -> bool:
         return "state" in self.recs.docs
 
-    def state(self) -> dict[str, Any]:
-        return self._need("state")
-
     def write_state(self, state: str, *, journal: Any = None, **fields: Any) -> None:
         doc = sealed_state(state, fields, journal)
         run_id = self.run_id()
@@ -162,24 +141,6 @@ class MemoryRun:
         except ValueError as e:
             raise RefusedError(f"{self.describe('state')}: unreadable or not JSON ({e}); refusing") from None
         return verify_seal(doc, records, key, self.describe("state"), self.describe("journal"))
-
-    def restore_state(self, doc: dict[str, Any]) -> None:
-        self._put("state", {"schema": SCHEMA_PREFIX + "state@1", **doc})
-
-    # checkpoint
-    def read_checkpoint(self) -> dict[str, Any] | None:
-        return self._get("checkpoint")
-
-    def write_checkpoint(self, cp: dict[str, Any]) -> None:
-        crash_point("checkpoint:tmp_written", cp.get("step"))
-        self._put("checkpoint", cp)
-        crash_point("checkpoint:renamed", cp.get("step"))
-
-    def reconcile_checkpoint(self, records: list[dict[str, Any]]) -> tuple[dict[str, Any] | None, str]:
-        cp, status = checkpoint.judge_checkpoint(self._get("checkpoint"), records, self.describe("checkpoint"))
-        if status == "rebuilt" and cp is not None:
-            self._put("checkpoint", cp)
-        return cp, status
 
     # lease
     def lease(self, ttl_s: float = 30.0) -> MemoryLease:
@@ -196,23 +157,11 @@ class MemoryRun:
     def has_pending(self) -> bool:
         return "pending" in self.recs.docs
 
-    def read_pending(self) -> dict[str, Any] | None:
-        return self._get("pending")
-
-    def write_pending(self, body: dict[str, Any]) -> None:
-        self._put("pending", {"schema": SCHEMA_PREFIX + "pending_escalation@1", **body})
-
     def remove_pending(self) -> None:
         self._drop("pending")
 
     def has_approval(self) -> bool:
         return "approval" in self.recs.docs
-
-    def read_approval(self) -> dict[str, Any] | None:
-        return self._get("approval")
-
-    def write_approval(self, body: dict[str, Any], signature: str) -> None:
-        self._put("approval", {"schema": SCHEMA_PREFIX + "approval@1", **body, "signature": signature})
 
     def remove_approval(self) -> None:
         self._drop("approval")
@@ -237,17 +186,6 @@ class MemoryRun:
         return [json.loads(t) for t in self.recs.decisions.values()]
 
     # incident, reports
-    def write_incident(self, body: dict[str, Any]) -> None:
-        self._put("incident", {"schema": SCHEMA_PREFIX + "incident@1", **body})
-
-    def read_incident(self) -> dict[str, Any] | None:
-        return self._get("incident")
-
-    def write_reports(self, report: dict[str, Any], markdown: str, html: str) -> None:
-        self._put("report", {"schema": SCHEMA_PREFIX + "report@1", **report})
-        self.put_artifact("REPORT.md", markdown.encode())
-        self.put_artifact("report.html", html.encode())
-
     # artifacts
     def put_artifact(self, rel: str, data: bytes) -> None:
         check_artifact_name(rel)

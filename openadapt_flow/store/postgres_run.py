@@ -12,17 +12,17 @@ import posixpath
 from typing import TYPE_CHECKING, Any
 
 from openadapt_flow.errors import RefusedError, RunDirError
-from openadapt_flow.store import checkpoint, ledger
+from openadapt_flow.store import ledger
 from openadapt_flow.store.atomic import dumps
 from openadapt_flow.store.base import RunHandle
+from openadapt_flow.store.docrun import DocumentRun
 from openadapt_flow.store.faults import crash_point
 from openadapt_flow.store.journal import LoadResult, parse_records, verify_chain
 from openadapt_flow.store.lease import LeaseInfo
 from openadapt_flow.store.postgres_artifacts import PostgresArtifacts
 from openadapt_flow.store.postgres_parts import PostgresJournal, PostgresLease, lease_row, try_owner_lock
 from openadapt_flow.store.postgres_spec import PREFIX, is_postgres
-from openadapt_flow.store.rundir import RUN_FILES, digest_manifest
-from openadapt_flow.store.seal import SCHEMA_PREFIX, sealed_state, verify_seal
+from openadapt_flow.store.seal import sealed_state, verify_seal
 
 if TYPE_CHECKING:
     from openadapt_flow.store.postgres import PostgresStore
@@ -44,7 +44,7 @@ def run_name(ref: str) -> str:
     return name
 
 
-class PostgresRun(PostgresArtifacts):
+class PostgresRun(PostgresArtifacts, DocumentRun):
     """One run of a PostgresStore; its reference is `pg:NAME`."""
 
     def __init__(self, store: "PostgresStore", name: str) -> None:
@@ -58,9 +58,6 @@ class PostgresRun(PostgresArtifacts):
 
     def __repr__(self) -> str:
         return f"PostgresRun({self.ref!r})"
-
-    def describe(self, what: str) -> str:
-        return f"{self.ref}/{RUN_FILES[what]}"
 
     def id(self, create: bool = False) -> int:
         """The run's row id; created on the first write (a child or sibling handle names a run not yet stored)."""
@@ -120,12 +117,6 @@ class PostgresRun(PostgresArtifacts):
             raise RefusedError(f"{self.describe(what)}: expected a JSON object; refusing a damaged run record")
         return data
 
-    def _need(self, what: str) -> dict[str, Any]:
-        doc = self._get(what)
-        if doc is None:
-            raise RunDirError(f"{self.describe(what)}: missing")
-        return doc
-
     def stamp(self) -> tuple[float, float, float]:
         row = self.store.one("SELECT CASE WHEN r.state_doc IS NULL THEN 0 ELSE r.state_at END, "
                              "CASE WHEN e.pending IS NULL THEN 0 ELSE e.pending_at END, "
@@ -135,15 +126,6 @@ class PostgresRun(PostgresArtifacts):
     # manifest
     def has_manifest(self) -> bool:
         return self.doc_text("manifest") is not None
-
-    def manifest(self) -> dict[str, Any]:
-        return self._need("manifest")
-
-    def write_manifest(self, body: dict[str, Any]) -> None:
-        self._put("manifest", {"schema": SCHEMA_PREFIX + "manifest@1", **body})
-
-    def manifest_digest(self) -> str:
-        return digest_manifest(self.manifest())
 
     def run_id(self) -> str | None:
         row = self.store.one("SELECT run_id FROM flow_runs WHERE id = %s", (self.id(),))
@@ -190,9 +172,6 @@ class PostgresRun(PostgresArtifacts):
     def has_state(self) -> bool:
         return self.doc_text("state") is not None
 
-    def state(self) -> dict[str, Any]:
-        return self._need("state")
-
     def write_state(self, state: str, *, journal: Any = None, **fields: Any) -> None:
         doc = sealed_state(state, fields, journal)
         if journal is not None and self.run_id() is not None:
@@ -211,24 +190,6 @@ class PostgresRun(PostgresArtifacts):
         except ValueError as e:
             raise RefusedError(f"{self.describe('state')}: unreadable or not JSON ({e}); refusing") from None
         return verify_seal(doc, records, key, self.describe("state"), self.describe("journal"))
-
-    def restore_state(self, doc: dict[str, Any]) -> None:
-        self._put("state", {"schema": SCHEMA_PREFIX + "state@1", **doc})
-
-    # checkpoint
-    def read_checkpoint(self) -> dict[str, Any] | None:
-        return self._get("checkpoint")
-
-    def write_checkpoint(self, cp: dict[str, Any]) -> None:
-        crash_point("checkpoint:tmp_written", cp.get("step"))
-        self._put("checkpoint", cp)
-        crash_point("checkpoint:renamed", cp.get("step"))
-
-    def reconcile_checkpoint(self, records: list[dict[str, Any]]) -> tuple[dict[str, Any] | None, str]:
-        cp, status = checkpoint.judge_checkpoint(self._get("checkpoint"), records, self.describe("checkpoint"))
-        if status == "rebuilt" and cp is not None:
-            self._put("checkpoint", cp)
-        return cp, status
 
     # lease
     def lease(self, ttl_s: float = 30.0) -> PostgresLease:
@@ -250,23 +211,11 @@ class PostgresRun(PostgresArtifacts):
     def has_pending(self) -> bool:
         return self.doc_text("pending") is not None
 
-    def read_pending(self) -> dict[str, Any] | None:
-        return self._get("pending")
-
-    def write_pending(self, body: dict[str, Any]) -> None:
-        self._put("pending", {"schema": SCHEMA_PREFIX + "pending_escalation@1", **body})
-
     def remove_pending(self) -> None:
         self.put_text("pending", None)
 
     def has_approval(self) -> bool:
         return self.doc_text("approval") is not None
-
-    def read_approval(self) -> dict[str, Any] | None:
-        return self._get("approval")
-
-    def write_approval(self, body: dict[str, Any], signature: str) -> None:
-        self._put("approval", {"schema": SCHEMA_PREFIX + "approval@1", **body, "signature": signature})
 
     def remove_approval(self) -> None:
         self.put_text("approval", None)
@@ -300,17 +249,6 @@ class PostgresRun(PostgresArtifacts):
         return [(r[0], r[1]) for r in rows]
 
     # incident, reports
-    def write_incident(self, body: dict[str, Any]) -> None:
-        self._put("incident", {"schema": SCHEMA_PREFIX + "incident@1", **body})
-
-    def read_incident(self) -> dict[str, Any] | None:
-        return self._get("incident")
-
-    def write_reports(self, report: dict[str, Any], markdown: str, html: str) -> None:
-        self._put("report", {"schema": SCHEMA_PREFIX + "report@1", **report})
-        self.put_artifact("REPORT.md", markdown.encode())
-        self.put_artifact("report.html", html.encode())
-
     # children
     def child(self, name: str) -> "PostgresRun":
         return PostgresRun(self.store, f"{self.name}/children/{name}")

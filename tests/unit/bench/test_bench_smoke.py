@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
 
 from openadapt_flow.bench.__main__ import main
 from openadapt_flow.bench.frames import CASES
+from tests.support.cli import flow_env
+from tests.support.tty import run_on_tty
 
 pytestmark = [
     pytest.mark.timeout(240),
@@ -46,30 +49,9 @@ def test_one_iteration_writes_every_row_and_never_a_wrong_click(tmp_path: Path, 
 def test_on_a_terminal_the_bench_shows_a_spinner_with_its_lines_above(tmp_path: Path) -> None:
     """`make bench` on a TTY: a live spinner on stderr while it measures (here with every part skipped, so only the
     results file is written), and its table on stdout as without a terminal."""
-    import os
-    import select
-    import subprocess
-    import sys
-
-    from tests.support.cli import flow_env
-
     parts = "template,ocr,pyscreeze,orig,engine,resume,replay,drift"
-    master, slave = os.openpty()
-    try:
-        proc = subprocess.Popen([sys.executable, "-m", "openadapt_flow.bench", "--skip", parts, "--out",
-                                 str(tmp_path / "r.json"), "--work", str(tmp_path / "w")], cwd=tmp_path,
-                                env={**flow_env(tmp_path), "COLUMNS": "120", "TERM": "xterm"},
-                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=slave)
-        chunks = []
-        while proc.poll() is None or select.select([master], [], [], 0)[0]:
-            if select.select([master], [], [], 0.2)[0]:
-                chunks.append(os.read(master, 65536))
-        out = proc.stdout.read().decode() if proc.stdout else ""
-        proc.wait(timeout=60)
-    finally:
-        os.close(slave)
-        os.close(master)
-    shown = b"".join(chunks).decode("utf-8", "replace")
-    assert proc.returncode == 0, shown + out
+    code, shown, out = run_on_tty([sys.executable, "-m", "openadapt_flow.bench", "--skip", parts, "--out",
+                                   str(tmp_path / "r.json"), "--work", str(tmp_path / "w")], tmp_path, flow_env(tmp_path))
+    assert code == 0, shown + out
     assert "\x1b[" in shown and "make bench: measuring" in shown, shown
     assert "openadapt-flow" in out and (tmp_path / "r.json").is_file()

@@ -12,6 +12,7 @@ import pytest
 
 from openadapt_flow.cli.progress import ConsoleProgress, PlainProgress, waiting
 from tests.support.cli import REPO
+from tests.support.tty import run_on_tty
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -84,21 +85,8 @@ def test_a_replay_on_a_pseudo_terminal_shows_the_live_bar(tmp_path):
     """`flow demo` (a real replay over RFB of the bundled fixture) with its stderr on a pseudo-TTY."""
     from tests.support.cli import flow_env
 
-    master, slave = os.openpty()
-    try:
-        proc = subprocess.Popen([sys.executable, "-m", "openadapt_flow", "demo", "--no-loop", "--run-dir", str(tmp_path / "run")],
-                                cwd=tmp_path, env={**flow_env(tmp_path), "COLUMNS": "120", "TERM": "xterm"},
-                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=slave)
-        chunks = []
-        while proc.poll() is None or select.select([master], [], [], 0)[0]:
-            if select.select([master], [], [], 0.2)[0]:
-                chunks.append(os.read(master, 65536))
-        out = proc.stdout.read().decode() if proc.stdout else ""
-        proc.wait(timeout=60)
-    finally:
-        os.close(slave)
-        os.close(master)
-    shown = b"".join(chunks).decode("utf-8", "replace")
-    assert proc.returncode == 0, shown + out
+    code, shown, out = run_on_tty([sys.executable, "-m", "openadapt_flow", "demo", "--no-loop", "--run-dir",
+                                   str(tmp_path / "run")], tmp_path, flow_env(tmp_path))
+    assert code == 0, shown + out
     assert "\x1b[" in shown and "rung=" in shown, shown
     assert re.search(r"\d+/\d+", shown)  # the bar's done/total

@@ -263,10 +263,14 @@ class ScreenBackend:
                 self._gui.keyUp("shift", _pause=False)
 
             self._input("typing", tap_shift)
-        # Its default 12 ms per key lets clients pick up xdotool's own rebinding of a spare key.
-        timeout = self.spec.io_timeout_s + 0.05 * len(text)
+        # xdotool rebinds a spare key for a character the layout lacks; the client must see the new mapping before
+        # the key arrives. Its default 12 ms per key was enough on a quiet machine but lost an "ë" on a loaded one
+        # (CI, 2 cores busy): non-ASCII text is typed at 40 ms per key.
+        delay_ms = 12 if text.isascii() else 40
+        timeout = self.spec.io_timeout_s + (delay_ms / 1000 + 0.04) * len(text)
         try:
-            done = subprocess.run([xdotool, "type", "--", text], env=env, capture_output=True, timeout=timeout)
+            done = subprocess.run([xdotool, "type", "--delay", str(delay_ms), "--", text], env=env, capture_output=True,
+                                  timeout=timeout)
         except subprocess.TimeoutExpired as exc:
             raise BackendTimeout(f"typing {len(text)} characters took over {timeout:.0f}s") from exc
         if done.returncode != 0:

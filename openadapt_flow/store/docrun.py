@@ -1,17 +1,18 @@
 """What a run handle does the same in every store that keeps a run's files as JSON documents by name (the `memory:`
 and PostgreSQL stores): the §7 file names in messages, the schema tag each document is written with, the checkpoint's
-crash points and repair. A store supplies `ref`, `_get`, `_put` and `put_artifact`; the filesystem store writes files
+crash points and repair. A store supplies `ref`, `doc_text`, `_put` and `put_artifact`; the filesystem store writes files
 (store/rundir.py) and needs none of this."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
-from openadapt_flow.errors import RunDirError
+from openadapt_flow.errors import RefusedError, RunDirError
 from openadapt_flow.store import checkpoint
 from openadapt_flow.store.faults import crash_point
 from openadapt_flow.store.rundir import RUN_FILES, digest_manifest
-from openadapt_flow.store.seal import SCHEMA_PREFIX
+from openadapt_flow.store.seal import SCHEMA_PREFIX, verify_seal
 
 
 class DocumentRun:
@@ -21,8 +22,29 @@ class DocumentRun:
     def ref(self) -> str:
         raise NotImplementedError
 
-    def _get(self, what: str) -> dict[str, Any] | None:
+    def doc_text(self, what: str) -> str | None:
+        """One document's text exactly as stored (None: absent)."""
         raise NotImplementedError
+
+    def _get(self, what: str) -> dict[str, Any] | None:
+        text = self.doc_text(what)
+        if text is None:
+            return None
+        try:
+            data = json.loads(text)
+        except ValueError as e:
+            raise RefusedError(f"{self.describe(what)}: unreadable or not JSON ({e}); refusing a damaged run record") from None
+        if not isinstance(data, dict):
+            raise RefusedError(f"{self.describe(what)}: expected a JSON object; refusing a damaged run record")
+        return data
+
+    def check_seal(self, records: list[dict[str, Any]], key: bytes) -> dict[str, Any] | None:
+        text = self.doc_text("state")
+        try:
+            doc = None if text is None else json.loads(text)
+        except ValueError as e:
+            raise RefusedError(f"{self.describe('state')}: unreadable or not JSON ({e}); refusing") from None
+        return verify_seal(doc, records, key, self.describe("state"), self.describe("journal"))
 
     def _put(self, what: str, doc: dict[str, Any]) -> None:
         raise NotImplementedError

@@ -29,7 +29,7 @@ from openadapt_flow.store.journal import LoadResult, parse_records, verify_chain
 from openadapt_flow.store.lease import LeaseInfo
 from openadapt_flow.store.memory_parts import MemoryContents, MemoryFrameWriter, MemoryJournal, MemoryLease, MemoryRecords
 from openadapt_flow.store.operators import MemoryOperatorBook
-from openadapt_flow.store.seal import sealed_state, verify_seal
+from openadapt_flow.store.seal import sealed_state
 
 PREFIX = "memory:"
 
@@ -66,22 +66,13 @@ class MemoryRun(DocumentRun):
         self.recs.changed[what] = self.store.tick()
         return self.recs.docs.pop(what, None)
 
+    def doc_text(self, what: str) -> str | None:
+        return self.recs.docs.get(what)
+
     def stamp(self) -> tuple[float, float, float]:
         docs, changed = self.recs.docs, self.recs.changed
         state, pending, approval = (changed.get(k, 0.0) if k in docs else 0.0 for k in ("state", "pending", "approval"))
         return state, pending, approval
-
-    def _get(self, what: str) -> dict[str, Any] | None:
-        text = self.recs.docs.get(what)
-        if text is None:
-            return None
-        try:
-            data = json.loads(text)
-        except ValueError as e:
-            raise RefusedError(f"{self.describe(what)}: unreadable or not JSON ({e}); refusing a damaged run record") from None
-        if not isinstance(data, dict):
-            raise RefusedError(f"{self.describe(what)}: expected a JSON object; refusing a damaged run record")
-        return data
 
     # manifest
     def has_manifest(self) -> bool:
@@ -133,14 +124,6 @@ class MemoryRun(DocumentRun):
         if journal is not None and run_id is not None:
             ledger.advance_seal(self._entry(run_id), doc["journal_seq"], doc["journal_hash"])
         self._put("state", doc)
-
-    def check_seal(self, records: list[dict[str, Any]], key: bytes) -> dict[str, Any] | None:
-        text = self.recs.docs.get("state")
-        try:
-            doc = None if text is None else json.loads(text)
-        except ValueError as e:
-            raise RefusedError(f"{self.describe('state')}: unreadable or not JSON ({e}); refusing") from None
-        return verify_seal(doc, records, key, self.describe("state"), self.describe("journal"))
 
     # lease
     def lease(self, ttl_s: float = 30.0) -> MemoryLease:

@@ -22,7 +22,7 @@ from openadapt_flow.store.lease import LeaseInfo
 from openadapt_flow.store.postgres_artifacts import PostgresArtifacts
 from openadapt_flow.store.postgres_parts import PostgresJournal, PostgresLease, lease_row, try_owner_lock
 from openadapt_flow.store.postgres_spec import PREFIX, is_postgres
-from openadapt_flow.store.seal import sealed_state, verify_seal
+from openadapt_flow.store.seal import sealed_state
 
 if TYPE_CHECKING:
     from openadapt_flow.store.postgres import PostgresStore
@@ -105,18 +105,6 @@ class PostgresRun(PostgresArtifacts, DocumentRun):
             self.store.run(f"INSERT INTO {table} (run, {col}{', ' + at if at else ''}) VALUES (%(id)s, {vals}) "
                            f"ON CONFLICT (run) DO UPDATE SET {col} = EXCLUDED.{col}{stamp}", {"text": text, "id": rid})
 
-    def _get(self, what: str) -> dict[str, Any] | None:
-        text = self.doc_text(what)
-        if text is None:
-            return None
-        try:
-            data = json.loads(text)
-        except ValueError as e:
-            raise RefusedError(f"{self.describe(what)}: unreadable or not JSON ({e}); refusing a damaged run record") from None
-        if not isinstance(data, dict):
-            raise RefusedError(f"{self.describe(what)}: expected a JSON object; refusing a damaged run record")
-        return data
-
     def stamp(self) -> tuple[float, float, float]:
         row = self.store.one("SELECT CASE WHEN r.state_doc IS NULL THEN 0 ELSE r.state_at END, "
                              "CASE WHEN e.pending IS NULL THEN 0 ELSE e.pending_at END, "
@@ -182,14 +170,6 @@ class PostgresRun(PostgresArtifacts, DocumentRun):
                 self._put("state", doc)
             return
         self._put("state", doc)
-
-    def check_seal(self, records: list[dict[str, Any]], key: bytes) -> dict[str, Any] | None:
-        text = self.doc_text("state")
-        try:
-            doc = None if text is None else json.loads(text)
-        except ValueError as e:
-            raise RefusedError(f"{self.describe('state')}: unreadable or not JSON ({e}); refusing") from None
-        return verify_seal(doc, records, key, self.describe("state"), self.describe("journal"))
 
     # lease
     def lease(self, ttl_s: float = 30.0) -> PostgresLease:

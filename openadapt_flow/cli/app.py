@@ -42,6 +42,7 @@ COMMANDS: dict[str, tuple[str, str, bool]] = {
     "patch": ("openadapt_flow.cli.durable", "patch_app", True),
     "operator": ("openadapt_flow.cli.operator", "operator_app", True),
     "console": ("openadapt_flow.cli.console", "console_cmd", False),
+    "queue": ("openadapt_flow.cli.phone", "queue_app", True), "relay": ("openadapt_flow.cli.phone", "relay_cmd", False),
     "store": ("openadapt_flow.cli.store_cmd", "store_app", True), "export": ("openadapt_flow.cli.store_cmd", "export_cmd", False),
 }
 

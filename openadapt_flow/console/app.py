@@ -22,7 +22,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from openadapt_flow.console.decide import decide_from_form
-from openadapt_flow.console.sessions import RateLimit, Session, Sessions
+from openadapt_flow.auth.sessions import RateLimit, Session, Sessions
 from openadapt_flow.console.views import find, run_page, runs_by_state
 from openadapt_flow.errors import FlowError, RefusedError
 from openadapt_flow.runtime.operate.operators import authenticate, check_active

@@ -5,13 +5,9 @@ A credential is generated (`secrets`), shown once, and kept only as an argon2id 
 
 from __future__ import annotations
 
-import re
-import secrets
 from typing import Any
 
-from argon2 import PasswordHasher
-from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
-
+from openadapt_flow.auth.credentials import check_name, hash_credential, new_credential, valid_name, verify_credential
 from openadapt_flow.errors import RefusedError, UsageError
 from openadapt_flow.store.base import RunStore
 from openadapt_flow.store.journal import now_iso
@@ -19,25 +15,11 @@ from openadapt_flow.store.journal import now_iso
 ROLES = ("approver", "admin")
 CHANNELS = ("console", "phone", "cli")
 AUTHENTICATED_CHANNELS = ("console", "phone")
-_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,63}")
-_HASHER = PasswordHasher()  # argon2id with the library's recommended parameters (RFC 9106 low-memory profile)
-# compared against when the operator does not exist, so an unknown name costs the same time as a wrong credential
-_DUMMY_HASH = _HASHER.hash(secrets.token_urlsafe(24))
-
-
-def _check_name(name: str) -> str:
-    if not _NAME.fullmatch(name):
-        raise UsageError(f"operator name {name!r}: letters, digits and . _ @ - (up to 64), starting with a letter or digit")
-    return name
-
-
-def new_credential() -> str:
-    return secrets.token_urlsafe(18)
 
 
 def add_operator(store: RunStore, name: str, role: str = "approver") -> str:
     """Enrol `name`; returns the credential (shown once — only its hash is stored)."""
-    _check_name(name)
+    check_name(name)
     if role not in ROLES:
         raise UsageError(f"--role {role!r}: expected one of {', '.join(ROLES)}")
     book = store.operators()
@@ -45,7 +27,7 @@ def add_operator(store: RunStore, name: str, role: str = "approver") -> str:
         raise RefusedError(f"operator {name!r} already exists; `flow operator reset {name}` issues a new credential")
     credential = new_credential()
     now = now_iso()
-    book.put({"name": name, "role": role, "hash": _HASHER.hash(credential), "disabled": False, "created_at": now,
+    book.put({"name": name, "role": role, "hash": hash_credential(credential), "disabled": False, "created_at": now,
               "changed_at": now})
     book.audit({"event": "operator_added", "operator": name, "role": role})
     return credential
@@ -74,7 +56,7 @@ def reset_operator(store: RunStore, name: str) -> str:
     """A new credential for `name` (re-enables a disabled operator); the old one stops working."""
     record = _existing(store, name)
     credential = new_credential()
-    record.update(hash=_HASHER.hash(credential), disabled=False, changed_at=now_iso())
+    record.update(hash=hash_credential(credential), disabled=False, changed_at=now_iso())
     store.operators().put(record)
     store.operators().audit({"event": "operator_reset", "operator": name})
     return credential
@@ -84,12 +66,8 @@ def authenticate(store: RunStore, name: str, credential: str, *, channel: str, c
     """The operator's record (without hash) if `credential` is theirs and they are enabled; RefusedError otherwise.
     Every attempt is audited (`login` / `login_failed`)."""
     book = store.operators()
-    record = book.get(name) if _NAME.fullmatch(name or "") else None
-    ok = False
-    try:
-        ok = _HASHER.verify(record["hash"] if record else _DUMMY_HASH, credential) and record is not None
-    except (VerifyMismatchError, VerificationError, InvalidHashError):
-        ok = False
+    record = book.get(name) if valid_name(name) else None
+    ok = verify_credential(record["hash"] if record else None, credential)
     if ok and record is not None and record.get("disabled"):
         book.audit({"event": "login_failed", "operator": name, "channel": channel, "client": client, "why": "disabled"})
         raise RefusedError(f"operator {name!r} is disabled")

@@ -8,7 +8,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from openadapt_flow.console.app import create_app
-from openadapt_flow.console.sessions import RateLimit, Sessions
+from openadapt_flow.auth.sessions import RateLimit, Sessions
 from openadapt_flow.runtime.operate.operators import add_operator
 from openadapt_flow.store.memory import MemoryStore
 

@@ -1,4 +1,5 @@
-"""Console sessions, CSRF tokens and the login rate limit, held in the console process's memory.
+"""Web sessions, CSRF tokens and the login rate limit (the console and the phone queue), held in the serving
+process's memory.
 
 A session is a random token in an HttpOnly, SameSite=Strict cookie (Secure under TLS) naming one logged-in operator,
 with its own CSRF token and an expiry; restarting the console logs everyone out.

@@ -1,0 +1,219 @@
+"""The queue's web app (Starlette): the phone page for its operators, and the relay API (phone/queue/api.py).
+
+The phone page is an installable web app (manifest.webmanifest, a service worker that shows each push as a
+notification). Operators log in with a credential from `flow queue operator add`; sessions, CSRF tokens and the login
+rate limit are the console's (openadapt_flow.auth). A decision is signed with the queue's Ed25519 key and waits for
+the relay, which verifies it on the runner's side and acknowledges it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from jinja2 import Environment, PackageLoader, select_autoescape
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.routing import Route
+
+from openadapt_flow.auth.sessions import RateLimit, Session, Sessions
+from openadapt_flow.errors import RefusedError
+from openadapt_flow.phone.context import PhoneDecision, decision_bytes, parse_context, sign_bytes
+from openadapt_flow.phone.queue import api
+from openadapt_flow.phone.queue.db import QueueDB
+from openadapt_flow.phone.queue.keys import vapid_public
+from openadapt_flow.phone.queue.push import push_all
+
+COOKIE, LOGIN_COOKIE = "queue_session", "queue_login"
+HEADERS = {"Cache-Control": "no-store", "X-Frame-Options": "DENY", "X-Content-Type-Options": "nosniff",
+           "Referrer-Policy": "no-referrer",
+           "Content-Security-Policy": "default-src 'self'; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'"}
+_ENV = Environment(loader=PackageLoader("openadapt_flow.phone.queue", "templates"), autoescape=select_autoescape())
+_STATIC = {"sw.js": "text/javascript", "app.js": "text/javascript", "manifest.webmanifest": "application/manifest+json",
+           "icon.svg": "image/svg+xml"}
+MAX_SUBSCRIPTION = 2048
+
+
+def _static(name: str) -> str:
+    return (resources.files("openadapt_flow.phone.queue") / "templates" / name).read_text(encoding="utf-8")
+
+
+def iso_now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def _epoch(iso: str) -> float:
+    return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
+
+
+@dataclass
+class Queue:
+    """The queue's state (database, keys, sessions) and its phone-page handlers."""
+
+    db: QueueDB
+    key: Ed25519PrivateKey
+    vapid: Path
+    contact: str
+    secure: bool = False
+    sessions: Sessions = field(default_factory=Sessions)
+    limit: RateLimit = field(default_factory=RateLimit)
+    changed: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def push(self, payload: bytes) -> int:
+        return push_all(self.db.devices(), payload, self.vapid, self.contact, self.db.audit)
+
+    def page(self, name: str, status: int = 200, **ctx: Any) -> HTMLResponse:
+        return HTMLResponse(_ENV.get_template(name).render(**ctx), status_code=status, headers=HEADERS)
+
+    def cookie(self, resp: Response, name: str, value: str, max_age: int) -> None:
+        resp.set_cookie(name, value, max_age=max_age, httponly=True, samesite="strict", secure=self.secure, path="/")
+
+    def session(self, request: Request) -> Session | None:
+        s = self.sessions.get(request.cookies.get(COOKIE))
+        if s is not None and not self.db.operator_active(s.operator):
+            self.sessions.drop_operator(s.operator)
+            return None
+        return s
+
+    async def body(self, request: Request, withhold: str | None = None) -> dict[str, Any]:
+        """The form posted, its body kept in the database (the login's credential withheld: it is not run data, and
+        a queue must never keep a credential in the clear)."""
+        raw = await request.body()
+        form = dict(await request.form())
+        kept = raw
+        if withhold and withhold in form:
+            kept = json.dumps({k: ("[withheld]" if k == withhold else str(v)) for k, v in form.items()}).encode()
+        await asyncio.to_thread(self.db.log_request, request.method, request.url.path, kept)
+        return form
+
+    def login_form(self, error: str = "", status: int = 200) -> Response:
+        token = secrets.token_urlsafe(24)
+        resp = self.page("login.html", status, csrf=token, error=error)
+        self.cookie(resp, LOGIN_COOKIE, token, 600)
+        return resp
+
+    async def login(self, request: Request) -> Response:
+        if request.method == "GET":
+            return self.login_form()
+        form = await self.body(request, withhold="credential")
+        name, given = str(form.get("name") or ""), str(form.get("csrf") or "")
+        if not given or not secrets.compare_digest(given, request.cookies.get(LOGIN_COOKIE) or ""):
+            return self.login_form("The form expired; try again.", 403)
+        client = request.client.host if request.client else "?"
+        keys = (f"client:{client}", f"name:{name}")
+        if self.limit.blocked(*keys):
+            return self.login_form("Too many failed logins; wait a minute.", 429)
+        try:
+            await asyncio.to_thread(self.db.authenticate, name, str(form.get("credential") or ""), client)
+        except RefusedError as e:
+            self.limit.failed(*keys)
+            return self.login_form(str(e), 401)
+        s = self.sessions.open(name, "approver")
+        resp = RedirectResponse("/", status_code=303)
+        self.cookie(resp, COOKIE, s.token, int(self.sessions.ttl_s))
+        resp.delete_cookie(LOGIN_COOKIE, path="/")
+        return resp
+
+    async def logout(self, request: Request) -> Response:
+        s, form = self.session(request), await self.body(request)
+        if s is None or not s.csrf_ok(str(form.get("csrf") or "")):
+            return Response("forbidden", 403, headers=HEADERS)
+        self.sessions.close(s.token)
+        resp = RedirectResponse("/login", status_code=303)
+        resp.delete_cookie(COOKIE, path="/")
+        return resp
+
+    async def index(self, request: Request) -> Response:
+        s = self.session(request)
+        if s is None:
+            return RedirectResponse("/login", status_code=303)
+        tasks = await asyncio.to_thread(self.db.tasks, "open")
+        now = time.time()
+        return self.page("tasks.html", s=s, tasks=[t for t in tasks if _epoch(t["expires_at"]) > now],
+                         msg=request.query_params.get("msg"), vapid=vapid_public(self.vapid))
+
+    async def decide(self, request: Request) -> Response:
+        s, form = self.session(request), await self.body(request)
+        if s is None:
+            return Response("login required", 401, headers=HEADERS)
+        if not s.csrf_ok(str(form.get("csrf") or "")):
+            return self.page("error.html", 403, error="missing or wrong CSRF token; reload the page")
+        try:
+            msg = await asyncio.to_thread(self.sign_decision, str(form.get("task") or ""), str(form.get("operation") or ""),
+                                          s.operator)
+        except RefusedError as e:
+            return self.page("error.html", 409, error=str(e))
+        self.changed.set()  # wake every relay waiting for a decision
+        self.changed = asyncio.Event()
+        return RedirectResponse(f"/?msg={msg}", status_code=303)
+
+    def sign_decision(self, task_id: str, operation: str, operator: str) -> str:
+        found = self.db.task(task_id)
+        if found is None or found[1] != "open":
+            raise RefusedError(f"task {task_id or '?'} is not open (decided, withdrawn or unknown)")
+        ctx = parse_context(found[0])
+        if operation not in ctx.allowed:
+            raise RefusedError(f"{operation!r} is not allowed for this pause (allowed: {', '.join(ctx.allowed)})")
+        if time.time() > _epoch(ctx.expires_at):
+            raise RefusedError(f"the pause expired at {ctx.expires_at}; nothing recorded")
+        d = PhoneDecision.model_validate({
+            "decision_id": "d-" + secrets.token_hex(8), "run_id": ctx.run_id, "pause_id": ctx.pause_id,
+            "checkpoint_digest": ctx.checkpoint_digest, "operation": operation, "expires_at": ctx.expires_at,
+            "idempotency_scope": ctx.idempotency_scope, "operator": operator, "decided_at": iso_now()})
+        data = decision_bytes(d)
+        self.db.add_decision(d.decision_id, task_id, data, sign_bytes(self.key, data))
+        self.db.audit({"event": "decision", "operator": operator, "task": task_id, "operation": operation})
+        return f"sent: {operation} by {operator}"
+
+    async def subscribe(self, request: Request) -> Response:
+        """Enrol the logged-in operator's device: a PushSubscription (endpoint and keys) as JSON."""
+        s = self.session(request)
+        raw = await request.body()
+        await asyncio.to_thread(self.db.log_request, request.method, request.url.path, raw)
+        if s is None:
+            return JSONResponse({"error": "login required"}, 401)
+        if not s.csrf_ok(request.headers.get("x-csrf-token")):
+            return JSONResponse({"error": "missing or wrong CSRF token"}, 403)
+        try:
+            sub = json.loads(raw)
+            keys = sub["keys"]
+            endpoint = str(sub["endpoint"])
+            clean = {"endpoint": endpoint, "keys": {"p256dh": str(keys["p256dh"]), "auth": str(keys["auth"])}}
+        except (ValueError, KeyError, TypeError):
+            return JSONResponse({"error": "expected a PushSubscription: endpoint, keys.p256dh, keys.auth"}, 400)
+        if not endpoint.startswith("https://") or len(raw) > MAX_SUBSCRIPTION:
+            return JSONResponse({"error": "the push endpoint must be an https:// URL"}, 400)
+        await asyncio.to_thread(self.db.add_device, s.operator, clean)
+        await asyncio.to_thread(self.db.audit, {"event": "device_enrolled", "operator": s.operator})
+        return JSONResponse({"ok": True}, 201)
+
+    async def static(self, request: Request) -> Response:
+        name = request.url.path.lstrip("/")
+        return Response(_static(name), media_type=_STATIC[name], headers={**HEADERS, "Cache-Control": "no-cache"})
+
+
+def create_app(db: QueueDB, key: Ed25519PrivateKey, vapid: Path, *, contact: str, secure: bool = False) -> Starlette:
+    q = Queue(db, key, vapid, contact, secure)
+
+    def relay(handler: Any) -> Any:
+        async def call(request: Request) -> Response:
+            return await handler(q, request)
+        return call
+
+    return Starlette(routes=[
+        Route("/", q.index), Route("/login", q.login, methods=["GET", "POST"]), Route("/logout", q.logout, methods=["POST"]),
+        Route("/decide", q.decide, methods=["POST"]), Route("/subscribe", q.subscribe, methods=["POST"]),
+        *(Route("/" + name, q.static) for name in _STATIC),
+        Route("/api/key", relay(api.key_proof)), Route("/api/tasks", relay(api.publish), methods=["POST"]),
+        Route("/api/decisions", relay(api.decisions)),
+        Route("/api/decisions/{decision_id}/ack", relay(api.ack), methods=["POST"]),
+    ])

@@ -75,15 +75,20 @@ class Lane:
             except httpx.TransportError:
                 assert self.proc.poll() is None and time.monotonic() < deadline, "flow queue serve did not start"
                 time.sleep(0.1)
-        self.key = self.flow("queue", "key", "--db", str(self.db), "--json")["key"]
-        assert self.key == started["key"]
-        self.token = self.flow("queue", "relay-token", "--db", str(self.db), "--json")["token"]
-        self.credential = self.flow("queue", "operator", "add", "pat", "--db", str(self.db), "--json")["credential"]
+        key, token, operator = self.flow(["queue", "key"], ["queue", "relay-token"], ["queue", "operator", "add", "pat"])
+        assert key["key"] == started["key"]
+        self.key, self.token, self.credential = key["key"], token["token"], operator["credential"]
 
-    def flow(self, *args: str) -> dict:
-        r = run_flow(list(args), self.tmp, env=self.env, timeout=60)
-        assert r.returncode == 0, r.stderr
-        return json.loads(r.stdout)
+    def flow(self, *commands: list[str]) -> list[dict]:
+        """Run the `flow` commands side by side (each on the queue's database, with --json); their JSON."""
+        procs = [subprocess.Popen([sys.executable, "-m", "openadapt_flow", *c, "--db", str(self.db), "--json"], cwd=self.tmp,
+                                  env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for c in commands]
+        outs = []
+        for p in procs:
+            out, err = p.communicate(timeout=60)
+            assert p.returncode == 0, err
+            outs.append(json.loads(out))
+        return outs
 
     def relay(self, root: Path, *extra: str, key: str | None = None) -> subprocess.Popen:
         return subprocess.Popen([sys.executable, "-m", "openadapt_flow", "relay", "--queue", self.url, "--queue-key",
@@ -99,9 +104,16 @@ class Lane:
         return client
 
 
-@pytest.fixture
-def certs(tmp_path) -> TestCerts:
-    return make_test_ca(tmp_path / "ca")
+@pytest.fixture(scope="module")
+def certs(tmp_path_factory) -> TestCerts:
+    return make_test_ca(tmp_path_factory.mktemp("ca"))
+
+
+@pytest.fixture(scope="module")
+def lane(tmp_path_factory, certs):
+    """One queue for the module's tests (each test relays its own runs root)."""
+    with ExitStack() as stack:
+        yield Lane(tmp_path_factory.mktemp("lane"), stack, certs)
 
 
 @pytest.fixture
@@ -185,11 +197,10 @@ def ocr_words(run: Path) -> set[str]:
     return {w for w in words if len(w) >= 3}
 
 
-def test_a_phone_decision_resumes_the_run_and_nothing_but_the_closed_context_left(tmp_path, certs, phone):
+def test_a_phone_decision_resumes_the_run_and_nothing_but_the_closed_context_left(tmp_path, lane, phone):
     browser = phone
     browser.set_window_size(390, 844)
     with ExitStack() as stack:
-        lane = Lane(tmp_path, stack, certs)
         db = tmp_path / "invoices.db"
         run_env = {**lane.env, "DEMO_DB_DSN": f"sqlite:///{db}"}
         port = stack.enter_context(_served(DEMO_FIXTURES / "normal", db))
@@ -232,7 +243,6 @@ def test_a_phone_decision_resumes_the_run_and_nothing_but_the_closed_context_lef
         r = run_flow(["resume", "runs/r1", "--require-approval"], tmp_path, env=run_env, timeout=180)
         assert r.returncode == 0, r.stdout + r.stderr
         assert len(_rows(db)) == 1
-        stop(lane.proc)
 
         # the audit, by value
         secrets = {v for v in PARAMS.values()} | {str(float(PARAMS["amount"]))}
@@ -254,9 +264,8 @@ def test_a_phone_decision_resumes_the_run_and_nothing_but_the_closed_context_lef
         (REPO / "build" / "phone-audit.json").write_text(json.dumps(figures, indent=2))
 
 
-def test_a_relay_pointed_at_a_queue_with_another_key_refuses_to_start(tmp_path, certs):
+def test_a_relay_pointed_at_a_queue_with_another_key_refuses_to_start(tmp_path, lane):
     with ExitStack() as stack:
-        lane = Lane(tmp_path, stack, certs)
         (tmp_path / "runs").mkdir()
         other = "ed25519:" + "A" * 43  # a well-formed key that is not the queue's
         relay = lane.relay(tmp_path / "runs", key=other)

@@ -16,6 +16,7 @@ import sys
 import threading
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -113,13 +114,18 @@ class Relay:
         return out
 
     def publish(self) -> int:
-        n = 0
+        """Publish each new pause; withdraw those this relay published that are no longer open. How many published."""
+        n, open_now = 0, set()
         for ctx in self.contexts():
+            open_now.add(ctx.task_id())
             if ctx.task_id() in self.published:
                 continue
             self.call("POST", "/api/tasks", data=context_bytes(ctx))
             self.published.add(ctx.task_id())
             n += 1
+        for gone in sorted(self.published - open_now):
+            self.call("POST", f"/api/withdraw?task={urllib.parse.quote(gone, safe='')}", data=b"")
+            self.published.discard(gone)
         return n
 
     def poll(self, wait: float = POLL_WAIT_S) -> int:

@@ -172,11 +172,14 @@ def paused_run(tmp: Path, env: dict, port: int, name: str) -> Path:
     return tmp / "runs" / name
 
 
-def listening_inodes(pid: int) -> set[str]:
-    """Inodes of the sockets `pid` holds that are in LISTEN state (TCP state 0A), from /proc."""
+def sockets(pid: int) -> tuple[set[str], set[str]]:
+    """(inodes of the sockets `pid` holds, those of them in LISTEN state — TCP state 0A), from /proc."""
     held = set()
     for fd in Path(f"/proc/{pid}/fd").iterdir():
-        target = os.readlink(fd)
+        try:
+            target = os.readlink(fd)
+        except FileNotFoundError:  # closed meanwhile
+            continue
         if target.startswith("socket:["):
             held.add(target[8:-1])
     listening = set()
@@ -185,7 +188,7 @@ def listening_inodes(pid: int) -> set[str]:
             cols = line.split()
             if cols[3] == "0A":
                 listening.add(cols[9])
-    return held & listening
+    return held, held & listening
 
 
 def ocr_words(run: Path) -> set[str]:
@@ -213,7 +216,7 @@ def test_a_phone_decision_resumes_the_run_and_nothing_but_the_closed_context_lef
         relay = lane.relay(tmp_path / "runs")
         stack.callback(stop, relay)
         assert lane.push.arrived.wait(60), relay.stderr.read() if relay.poll() is not None else "no push"
-        assert listening_inodes(relay.pid) == set()  # the runner side opens no port, while it runs
+        assert sockets(relay.pid)[1] == set()  # the runner side opens no port, while it runs
         msg = lane.push.messages[0]
         pushed = json.loads(lane.push.decrypt(msg))
         assert pushed["intent"] == INTENT and pushed["step"] == "save" and pushed["bundle"] == "demo-invoice"
@@ -273,3 +276,20 @@ def test_a_relay_pointed_at_a_queue_with_another_key_refuses_to_start(tmp_path, 
         out, err = relay.communicate(timeout=60)
         assert relay.returncode == 6, err
         assert "not --queue-key" in err and len(err.strip().splitlines()) == 1
+
+
+def test_the_relay_opens_no_listening_socket(tmp_path, lane):
+    (tmp_path / "runs").mkdir()
+    relay = lane.relay(tmp_path / "runs")
+    try:
+        line = relay.stderr.readline()  # printed once the queue proved its key: the relay is in its loop
+        assert "proved key" in line, line + (relay.stderr.read() if relay.poll() is not None else "")
+        deadline = time.monotonic() + 30
+        while not sockets(relay.pid)[0]:  # its long-poll's connection: the check sees the sockets it holds
+            assert relay.poll() is None and time.monotonic() < deadline, "the relay never connected"
+            time.sleep(0.05)
+        held, listening = sockets(relay.pid)
+        assert held and listening == set()
+        assert sockets(lane.proc.pid)[1]  # the same check does see a listening socket: the queue's
+    finally:
+        stop(relay)

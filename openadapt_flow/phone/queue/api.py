@@ -29,7 +29,8 @@ def _error(status: int, message: str) -> JSONResponse:
 async def relay_body(q: "Queue", request: Request) -> tuple[bytes, Response | None]:
     """The request's body (kept in the database) and, if the relay token is wrong, the 401 to send."""
     body = await request.body()
-    await asyncio.to_thread(q.db.log_request, request.method, request.url.path, body)
+    if body or request.method != "GET":  # a long-poll every few seconds has no body to keep
+        await asyncio.to_thread(q.db.log_request, request.method, request.url.path, body)
     auth = request.headers.get("authorization", "")
     token = auth.removeprefix("Bearer ") if auth.startswith("Bearer ") else ""
     ok = await asyncio.to_thread(q.db.relay_ok, token)
@@ -63,6 +64,21 @@ async def publish(q: "Queue", request: Request) -> Response:
         sent = await asyncio.to_thread(q.push, data)
         return JSONResponse({"task": ctx.task_id(), "new": True, "pushed": sent}, status_code=201)
     return JSONResponse({"task": ctx.task_id(), "new": False, "pushed": 0})
+
+
+async def withdraw(q: "Queue", request: Request) -> Response:
+    """The relay saw the pause end on the runner (decided there, resumed, re-issued): the phone stops offering it."""
+    _, denied = await relay_body(q, request)
+    if denied:
+        return denied
+    task_id = request.query_params.get("task", "")
+    found = await asyncio.to_thread(q.db.task, task_id)
+    if found is None:
+        return _error(404, "no such task")
+    if found[1] == "open":
+        await asyncio.to_thread(q.db.set_task_status, task_id, "withdrawn")
+        await asyncio.to_thread(q.db.audit, {"event": "withdrawn", "task": task_id})
+    return JSONResponse({"ok": True})
 
 
 async def decisions(q: "Queue", request: Request) -> Response:

@@ -214,6 +214,6 @@ def create_app(db: QueueDB, key: Ed25519PrivateKey, vapid: Path, *, contact: str
         Route("/decide", q.decide, methods=["POST"]), Route("/subscribe", q.subscribe, methods=["POST"]),
         *(Route("/" + name, q.static) for name in _STATIC),
         Route("/api/key", relay(api.key_proof)), Route("/api/tasks", relay(api.publish), methods=["POST"]),
-        Route("/api/decisions", relay(api.decisions)),
+        Route("/api/decisions", relay(api.decisions)), Route("/api/withdraw", relay(api.withdraw), methods=["POST"]),
         Route("/api/decisions/{decision_id}/ack", relay(api.ack), methods=["POST"]),
     ])

@@ -89,3 +89,13 @@ def test_publish_decide_poll_ack(queue):
     assert client.get("/api/decisions?wait=0", headers=auth).json()["decisions"] == []
     bodies = [b for (b,) in db._q("SELECT body FROM requests")]
     assert credential.encode() not in b"".join(bodies) and any(b"[withheld]" in b for b in bodies)
+
+
+def test_a_withdrawn_task_is_no_longer_offered(queue):
+    db, _, client, token, _ = queue
+    auth = {"Authorization": f"Bearer {token}"}
+    assert client.post("/api/tasks", content=canonical(CONTEXT), headers=auth).status_code == 201
+    assert client.post("/api/withdraw?task=nope", headers=auth).status_code == 404
+    assert client.post("/api/withdraw?task=run-1/pause-1").status_code == 401
+    assert client.post("/api/withdraw?task=run-1/pause-1", headers=auth).status_code == 200
+    assert db.tasks("open") == [] and db.tasks("withdrawn")[0]["pause_id"] == "pause-1"

@@ -99,3 +99,16 @@ def test_a_withdrawn_task_is_no_longer_offered(queue):
     assert client.post("/api/withdraw?task=run-1/pause-1").status_code == 401
     assert client.post("/api/withdraw?task=run-1/pause-1", headers=auth).status_code == 200
     assert db.tasks("open") == [] and db.tasks("withdrawn")[0]["pause_id"] == "pause-1"
+
+
+def test_the_phone_page_is_an_installable_web_app(queue):
+    _, _, client, _, _ = queue
+    manifest = client.get("/manifest.webmanifest")
+    assert manifest.headers["content-type"].startswith("application/manifest+json")
+    m = manifest.json()
+    assert (m["start_url"], m["display"]) == ("/", "standalone") and m["icons"][0]["src"] == "/icon.svg"
+    assert client.get("/icon.svg").status_code == 200
+    sw = client.get("/sw.js")
+    assert sw.headers["content-type"].startswith("text/javascript")
+    assert 'addEventListener("push"' in sw.text and "showNotification" in sw.text
+    assert 'rel="manifest"' in client.get("/login").text

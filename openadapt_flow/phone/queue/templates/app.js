@@ -17,3 +17,15 @@
     }
   });
 })();
+// The task list follows the queue without a reload: when the set of open tasks changes, the page reloads.
+(function () {
+  if (!document.body.dataset.vapid) return;
+  const ids = (root) => Array.from(root.querySelectorAll("section.task")).map((s) => s.dataset.task).join(" ");
+  const shown = ids(document);
+  setInterval(async () => {
+    const r = await fetch("/", { credentials: "same-origin" });
+    if (!r.ok) return;
+    const page = new DOMParser().parseFromString(await r.text(), "text/html");
+    if (ids(page) !== shown) location.reload();
+  }, 5000);
+})();

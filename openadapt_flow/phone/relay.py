@@ -109,7 +109,7 @@ class Relay:
             except FlowError as e:
                 self.log(f"relay: {run.ref}: not published ({e})")
                 continue
-            if ctx is not None:
+            if ctx is not None and _epoch(ctx.expires_at) > self.now():  # an expired task takes no decision
                 out.append(ctx)
         return out
 

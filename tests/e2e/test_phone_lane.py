@@ -191,6 +191,14 @@ def sockets(pid: int) -> tuple[set[str], set[str]]:
     return held, held & listening
 
 
+def acked(db: Path) -> list[tuple]:
+    conn = sqlite3.connect(db)
+    try:
+        return conn.execute("SELECT status, outcome FROM decisions").fetchall()
+    finally:
+        conn.close()
+
+
 def ocr_words(run: Path) -> set[str]:
     """Every word OCR reads from the run's frames (3+ characters: shorter ones are everywhere in JSON)."""
     engine, words = OcrEngine(), set()
@@ -242,6 +250,9 @@ def test_a_phone_decision_resumes_the_run_and_nothing_but_the_closed_context_lef
             time.sleep(0.1)
         approval = json.loads(approval_file.read_text())
         assert (approval["decision"], approval["operator"], approval["channel"]) == ("continue", "pat", "phone")
+        while acked(lane.db) != [("recorded", "recorded")]:  # the relay tells the queue, in its closed vocabulary
+            assert relay.poll() is None and time.monotonic() < deadline, "the relay did not acknowledge the decision"
+            time.sleep(0.1)
         stop(relay)
         r = run_flow(["resume", "runs/r1", "--require-approval"], tmp_path, env=run_env, timeout=180)
         assert r.returncode == 0, r.stdout + r.stderr

@@ -146,7 +146,7 @@ class Relay:
         try:
             run, d = self.verify(body, str(item.get("signature") or ""))
             out = approve(run, d.operation, d.operator, note=note_of(d.decision_id), channel="phone",
-                          audit=self.store.operators().audit, reporter=write_reports)
+                          audit=self.store.operators().audit, reporter=write_reports, pause_id=d.pause_id)
         except Refusal as e:
             self.log(f"relay: refused decision {body.get('decision_id')}: {e}")
             return "refused", e.reason

@@ -171,10 +171,12 @@ def approve(
     run_path: RunRef, decision: str, operator: str, *, note: str | None = None, effect: str | None = None,
     reporter: Callable[[RunHandle], Any] | None = None, os_user: str | None = None, now: float | None = None,
     point: tuple[int, int] | None = None, template: Path | None = None, channel: str = "cli", audit: Audit | None = None,
+    pause_id: str | None = None,
 ) -> dict[str, Any]:
     """Record a decision on the pending escalation; `reject` also ends the run BLOCKED. Returns a summary.
 
-    Decisions are serialised under the run's lease: of two started at the same instant, the second sees the first."""
+    Decisions are serialised under the run's lease: of two started at the same instant, the second sees the first.
+    `pause_id`, if given, must be the open pause's, checked under that lease."""
     if decision not in DECISION_NAMES:
         raise UsageError(f"--decision {decision!r}: expected one of {', '.join(DECISION_NAMES)}")
     if (decision == "teach") != (point is not None or template is not None):
@@ -204,6 +206,8 @@ def approve(
         # PAUSED, or INTERRUPTED while pausing (the journal has the pause; the state never said PAUSED)
         if pending is None or state.get("state") not in ("PAUSED", "INTERRUPTED"):
             return _not_paused(run, state, decision, user, records)  # e.g. decided or resumed by another command meanwhile
+        if pause_id is not None and pending["pause_id"] != pause_id:  # a phone decision binds the pause it was shown
+            raise RefusedError(f"{run.ref}: the decision is for pause {pause_id}, but the open pause is {pending['pause_id']}")
         if decision == "escalate":  # allowed after expiry too: expiry voids the task, not the run
             if "escalate" not in pending["task"]["allowed_decisions"]:
                 raise RefusedError("--decision escalate is not allowed for this pause")

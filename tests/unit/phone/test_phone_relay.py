@@ -10,9 +10,11 @@ import sqlite3
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from openadapt_flow.errors import RefusedError
 from openadapt_flow.phone.context import PhoneDecision, context_bytes, decision_bytes, sign_bytes
 from openadapt_flow.phone.project import closed_context
 from openadapt_flow.phone.relay import Relay, _epoch
+from openadapt_flow.runtime.operate.decisions import approve
 from openadapt_flow.store.filesystem import FilesystemStore
 from tests.unit.runtime.test_durable import AFTER, SAVE, App, start
 
@@ -102,3 +104,11 @@ def test_an_expired_pause_refuses_its_decision(paused):
     r.now = lambda: _epoch(run.read_pending()["expires_at"]) + 1
     assert r.apply(signed(run)) == ("refused", "expired")
     assert run.read_approval() is None
+
+
+def test_approve_checks_the_pause_a_phone_decision_names_under_the_runs_lease(paused):
+    _, run = paused  # the pause re-issued between the relay's check and the recording: approve refuses, records nothing
+    with pytest.raises(RefusedError, match="the open pause is"):
+        approve(run, "continue", "pat", channel="phone", pause_id="pause-0000000000")
+    assert run.read_approval() is None
+    assert approve(run, "continue", "pat", channel="phone", pause_id=run.read_pending()["pause_id"])["recorded"]

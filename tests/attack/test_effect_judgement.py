@@ -5,7 +5,9 @@ Each case is a variant of the demo bundle whose save step declares a different e
 before Save never confirms it, a change that is not the declared one is never "absent", and a ledger that cannot
 be read before Save means Save is never clicked. On both stores (`judge`: the real app with `flow` processes, or the
 recorded fixture with in-process commands on the memory store; its "Save writes nothing" app writes to a database
-nobody reads).
+nobody reads); on PostgreSQL (the real app, `flow` processes naming a schema) the three that are about what the store
+keeps: a halt before Save with no dispatch journaled, a conflicting write's decision refused at resume, and no run
+row at all when the preflight refuses (the two left judge values, not records).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.attack.attack_support import DemoRuns, RunFiles
+from tests.attack.attack_support import STORES, DemoRuns, RunFiles
 from tests.e2e.demo_harness import BUNDLE_DIR
 
 pytestmark = pytest.mark.timeout(180)
@@ -63,6 +65,7 @@ def dispatched(run_dir: Path, step: str) -> int:
     return sum(1 for r in RunFiles(run_dir).records() if r["type"] == "action_dispatched" and r["step"] == step)
 
 
+@pytest.mark.parametrize("judge", STORES, indirect=True)
 def test_a_value_that_already_holds_halts_before_save_and_writes_nothing(tmp_path, judge):
     demo = judge()
     seed_row(demo.db)  # the count the step expects is already 1 before Save
@@ -87,6 +90,7 @@ def test_a_dropped_write_with_no_expectation_is_not_confirmed_by_an_older_row(tm
     assert len(demo.rows()) == 1
 
 
+@pytest.mark.parametrize("judge", STORES, indirect=True)
 def test_a_landed_write_that_is_not_the_declared_value_is_conflicting_and_never_sent_again(tmp_path, judge):
     demo = judge()
     # the author expected two invoices in all; Save makes one: a change, but not the declared one
@@ -103,6 +107,7 @@ def test_a_landed_write_that_is_not_the_declared_value_is_conflicting_and_never_
     assert dispatched(run_dir, "save") == 1 and len(demo.rows()) == 1
 
 
+@pytest.mark.parametrize("judge", STORES, indirect=True)
 def test_an_unreadable_ledger_means_save_is_never_clicked(tmp_path, judge):
     demo = judge()
     garbage = tmp_path / "ledger.db"
@@ -113,7 +118,7 @@ def test_an_unreadable_ledger_means_save_is_never_clicked(tmp_path, judge):
     assert r.returncode == 2, r.stderr + r.stdout
     assert "step 'save'" in r.stderr and "DEMO_DB_DSN" in r.stderr and "cannot be read before the run starts" in r.stderr
     assert not RunFiles(run_dir).exists("journal.jsonl")  # no run, so no action_dispatched at all
-    assert demo.store == "memory" or not run_dir.exists()
+    assert demo.store != "filesystem" or not run_dir.exists()
     assert demo.rows() == []
     assert demo.on_start_screen()  # not even the first click reached the app
 

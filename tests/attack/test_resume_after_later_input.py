@@ -1,6 +1,7 @@
 """A kill after a later step's input landed (or was about to): resume re-checks that step first and re-proves the
 checkpoint's screen facts only where the screen can still show them. The run must finish with exactly one row. On
-both stores (`demo`: a `flow` process SIGKILLed, or an in-process command on the memory store killed there)."""
+every store (`demo`: a `flow` process SIGKILLed — its runs in a run directory or a PostgreSQL schema — or an
+in-process command on the memory store killed there)."""
 
 from __future__ import annotations
 
@@ -8,12 +9,13 @@ import json
 
 import pytest
 
-from tests.attack.attack_support import DemoRuns
+from tests.attack.attack_support import DemoRuns, on_stores
 
 pytestmark = pytest.mark.timeout(240)
 
 
-@pytest.mark.parametrize("point", ["after:action_sent@back", "after:action_dispatched@back"])
+@pytest.mark.parametrize("demo,point", on_stores(["after:action_sent@back", "after:action_dispatched@back"],
+                                                 ["after:action_sent@back"]), indirect=["demo"])
 def test_kill_after_the_step_after_the_checkpoint_still_finishes(demo: DemoRuns, point):
     run_dir = demo.ref("run")
     r = demo.replay(run_dir, FLOW_CRASH_AT=point)

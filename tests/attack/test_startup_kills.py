@@ -1,6 +1,7 @@
 """A kill at every point of a run's start-up (SPEC §7, begin_run): either no run exists yet (nothing was sent, and
 a fresh replay finishes) or the run is whole and reconcile + resume finish it. Never a run that can't be resumed.
-On both stores (`demo`: a `flow` process SIGKILLed, or an in-process command on the memory store killed there)."""
+On every store (`demo`: a `flow` process SIGKILLed — its runs in a run directory or a PostgreSQL schema — or an
+in-process command on the memory store killed there)."""
 
 from __future__ import annotations
 
@@ -8,14 +9,18 @@ import json
 
 import pytest
 
-from tests.attack.attack_support import DemoRuns, RunFiles
+from tests.attack.attack_support import DemoRuns, RunFiles, on_stores
 
 pytestmark = pytest.mark.timeout(240)
 BEFORE_THE_RUN = ["start:dir_created", "start:lease_acquired", "start:bundle_copied", "after:run_started", "start:state_written"]
 RUN_IS_WHOLE = ["start:manifest_written"]
 
 
-@pytest.mark.parametrize("point", BEFORE_THE_RUN + RUN_IS_WHOLE)
+# on PostgreSQL: a run row with no journal, a journal with no manifest (unstarted), a whole run
+ON_POSTGRES = ["start:dir_created", "after:run_started", "start:manifest_written"]
+
+
+@pytest.mark.parametrize("demo,point", on_stores(BEFORE_THE_RUN + RUN_IS_WHOLE, ON_POSTGRES), indirect=["demo"])
 def test_a_kill_during_start_up_never_strands_a_run(demo: DemoRuns, point):
     run_dir = demo.ref("run")
     r = demo.replay(run_dir, FLOW_CRASH_AT=point)
@@ -27,7 +32,9 @@ def test_a_kill_during_start_up_never_strands_a_run(demo: DemoRuns, point):
     assert rc.returncode == 0, rc.stderr
     rows = {x["run_dir"]: x for x in json.loads(rc.stdout)}
     if point in BEFORE_THE_RUN:  # no manifest yet: not a run; nothing was sent, so the job is simply replayed
-        assert st.returncode == 2 and ("not a run directory" if demo.store == "filesystem" else "not a run") in st.stdout + st.stderr
+        # an empty run row is no run to the PostgreSQL store: not found, as a name it never held
+        not_a_run = {"filesystem": "not a run directory", "memory": "not a run", "postgres": "no run with this id or name"}
+        assert st.returncode == 2 and not_a_run[demo.store] in st.stdout + st.stderr
         if RunFiles(run_dir).exists("journal.jsonl"):
             assert rows[str(run_dir)]["action"] == "unstarted" and "no input was sent" in rows[str(run_dir)]["reason"]
         res = demo.flow(["resume", run_dir])

@@ -113,9 +113,10 @@ STORES = ["filesystem", "memory", "postgres"]
 
 
 def on_stores(points: list[str], on_postgres: list[str]) -> list[Any]:
-    """(store, point) cases for `@pytest.mark.parametrize("demo,point", …, indirect=["demo"])`: every point on the
-    filesystem and memory stores, `on_postgres` of them on PostgreSQL (its real `flow` processes on the real app cost
-    ~10 s a case; the demo crash matrix on PostgreSQL, tests/crash/test_crash_matrix_pg.py, has every point)."""
+    """(store, point) cases for `@pytest.mark.parametrize("demo,point", …, indirect=["demo"])` (or any store fixture
+    and value): every point on the filesystem and memory stores, `on_postgres` of them on PostgreSQL (its real `flow`
+    processes on the real app cost ~10 s a case; the demo crash matrix on PostgreSQL, tests/crash/test_crash_matrix_pg.py,
+    has every kill point)."""
     assert set(on_postgres) <= set(points)
     return [pytest.param(s, p, id=f"{s}-{p}") for s in STORES for p in points if s != "postgres" or p in on_postgres]
 

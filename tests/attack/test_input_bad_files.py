@@ -1,20 +1,24 @@
 """Damaged inputs get the right exit code and one line of our own: bad bundle files are bad input (2), a damaged
 run file is a refusal (6) for commands that act on it, and read-only `flow status` shows the damage (exit 0) — on
-both stores (a memory run's records damaged where the store holds them, its commands run in this process)."""
+every store (a memory run's records damaged where the store holds them, its commands run in this process; a
+PostgreSQL run's rows edited in SQL, its commands processes naming the store)."""
 
 from __future__ import annotations
 
 import json
+import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from tests.attack.attack_support import RunFiles
+from openadapt_flow.store.select import postgres_store
+from tests.attack.attack_support import STORES, RunFiles, on_stores
 from tests.support import memcrash
 from tests.support.bundles import minimal_flow, write_bundle
 from tests.support.cli import flow_env, run_flow
+from tests.support.pg import store_spec
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -51,9 +55,10 @@ def test_a_broken_png_template_is_our_one_line_and_no_decoder_warning(tmp_path, 
 
 
 @pytest.fixture(params=["filesystem", "memory"])
-def paused(request, tmp_path) -> tuple[Path, dict, Any]:
+def paused(request, tmp_path, monkeypatch) -> tuple[Path, dict, Any]:
     """A durable run paused awaiting approval (an `approval: before` tool step: no desktop needed), on each store:
-    (run, env, flow) where `flow(args, cwd, env=…)` runs a command as the store needs (a process, or this one)."""
+    (run, env, flow) where `flow(args, cwd, env=…)` runs a command as the store needs (a process, or this one); on
+    PostgreSQL (where a test asks for it) a process naming a schema of the session's server, its rows damaged in SQL."""
     root = tmp_path / "ab"
     root.mkdir()
     flow = {"schema": "openadapt-flow/bundle@1", "name": "approve-me", "screen": {"width": 100, "height": 100},
@@ -63,12 +68,22 @@ def paused(request, tmp_path) -> tuple[Path, dict, Any]:
     memory = request.param == "memory"
     run_dir = Path(f"memory:{tmp_path.name}-run") if memory else tmp_path / "run"
     flow = memcrash.flow if memory else run_flow
-    r = flow(["replay", str(root), "--run-dir", str(run_dir), *(["--store", "memory:"] if memory else [])], tmp_path, env=env)
+    where = ["--store", "memory:"] if memory else []
+    if request.param == "postgres":
+        server = request.getfixturevalue("pg_server")
+        spec = store_spec(server, f"f_{uuid.uuid4().hex[:12]}", monkeypatch)
+        postgres_store(spec)  # this process's reads and edits of `pg:run` (RunFiles)
+        env["PGPASSWORD"] = server.password
+        run_dir = Path("pg:run")
+
+        def flow(args: list[str], cwd: Path, env: dict[str, str]) -> Any:
+            return run_flow([*args, "--store", spec], cwd, env=env)
+    r = flow(["replay", str(root), "--run-dir", str(run_dir), *where], tmp_path, env=env)
     assert r.returncode == 3, r.stderr
     return run_dir, env, flow
 
 
-@pytest.mark.parametrize("content", ["garbage", "[1, 2]", ""])
+@pytest.mark.parametrize("paused,content", on_stores(["garbage", "[1, 2]", ""], ["garbage"]), indirect=["paused"])
 def test_a_damaged_state_file_is_shown_by_status_and_refused_by_resume_and_approve(tmp_path, paused, content):
     run_dir, env, run_flow = paused
     RunFiles(run_dir).write("state.json", content.encode())
@@ -85,6 +100,7 @@ def test_a_damaged_state_file_is_shown_by_status_and_refused_by_resume_and_appro
     assert not RunFiles(run_dir).exists("approval.json")
 
 
+@pytest.mark.parametrize("paused", STORES, indirect=True)
 def test_a_decision_on_a_garbage_checkpoint_is_refused(tmp_path, paused):
     run_dir, env, run_flow = paused
     RunFiles(run_dir).write("checkpoint.json", b'{"seq": garb')

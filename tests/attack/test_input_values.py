@@ -1,69 +1,93 @@
 """Odd values through the real path: non-finite numbers and duplicate flags are refused before anything runs;
 non-ASCII and huge strings either arrive exactly or halt safely, never as a wrong row or a giant error line.
 
-The refusals and the number answer run on both stores (`store`: a `flow` process on a run directory, or commands of
+The refusals and the number answer run on every store (`store`: a `flow` process on a run directory or naming a
+PostgreSQL schema — there one value of each refusal: they are refused before any store is touched — or commands of
 this process on its memory store). The typed-text cases stay on the real app on Xvnc: what they test is how a real
 toolkit's text field shows non-ASCII and overlong text to OCR, which the recorded fixture renders by its own rules."""
 
 from __future__ import annotations
 
 import json
+import uuid
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from tests.attack.attack_support import RunFiles
+from openadapt_flow.store.select import postgres_store
+from tests.attack.attack_support import STORES, RunFiles, on_stores
 from tests.e2e.demo_harness import BUNDLE_DIR
 from tests.support import memcrash
 from tests.support.cli import flow_env, run_flow
+from tests.support.pg import store_spec
 
 pytestmark = pytest.mark.timeout(180)
 NOWHERE = "vnc://127.0.0.1:1"  # params are bound before any connection: a refusal never gets this far
 
 
+@dataclass
+class Store:
+    name: str
+    spec: str = ""  # postgres: the store's URL (its own schema of the session's server)
+    password: str = ""
+
+
 @pytest.fixture(params=["filesystem", "memory"])
-def store(request) -> str:
-    return request.param
+def store(request, monkeypatch) -> Store:
+    """The store a test's commands use; postgres where a test asks for it (`on_stores`, or the STORES parameter)."""
+    if request.param != "postgres":
+        return Store(request.param)
+    server = request.getfixturevalue("pg_server")
+    spec = store_spec(server, f"v_{uuid.uuid4().hex[:12]}", monkeypatch)
+    postgres_store(spec)  # this process's reads of `pg:run` (RunFiles); each `flow` is a process of its own
+    return Store("postgres", spec, server.password)
 
 
-def on(store: str, tmp_path: Path) -> tuple[Path, list[str], Any]:
+def on(store: Store, tmp_path: Path) -> tuple[Path, list[str], Any]:
     """(the run's reference, the --store flags, the command runner) of a run named `run` in `store`."""
-    if store == "memory":
+    if store.name == "memory":
         return Path(f"memory:{tmp_path.name}-run"), ["--store", "memory:"], memcrash.flow
+    if store.name == "postgres":
+        def pg_flow(args: list[str], cwd: Path, env: dict[str, str]) -> Any:
+            return run_flow([*args, "--store", store.spec], cwd, env=dict(env, PGPASSWORD=store.password))
+        return Path("pg:run"), [], pg_flow
     return tmp_path / "run", [], run_flow
 
 
-def refused(tmp_path: Path, store: str, *args: str) -> str:
+def refused(tmp_path: Path, store: Store, *args: str) -> str:
     run_dir, where, flow = on(store, tmp_path)
     r = flow(["replay", str(BUNDLE_DIR), "--url", NOWHERE, "--durable", "--run-dir", str(run_dir), *where, *args], tmp_path,
              env=flow_env(tmp_path))
     assert r.returncode == 2, (r.returncode, r.stderr)
     assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr, r.stderr
     assert not RunFiles(run_dir).exists("journal.jsonl") and not RunFiles(run_dir).exists("manifest.json")  # no run left
-    if store == "filesystem":
+    if store.name == "filesystem":
         assert not run_dir.exists()  # an error before the run directory exists leaves none
     return r.stderr
 
 
-@pytest.mark.parametrize("amount", ["nan", "inf", "-inf", "Infinity", "1e999"])
+@pytest.mark.parametrize("store,amount", on_stores(["nan", "inf", "-inf", "Infinity", "1e999"], ["nan"]), indirect=["store"])
 def test_a_non_finite_amount_flag_is_refused_with_exit_2(tmp_path, store, amount):
     err = refused(tmp_path, store, "--param", "vendor=ACME", "--param", f"amount={amount}")
     assert "param amount" in err and "not a valid number" in err
 
 
-@pytest.mark.parametrize("amount", [".nan", "-.inf", "1.0e999"])
+@pytest.mark.parametrize("store,amount", on_stores([".nan", "-.inf", "1.0e999"], [".nan"]), indirect=["store"])
 def test_a_non_finite_amount_in_a_params_file_is_refused_with_exit_2(tmp_path, store, amount):
     (tmp_path / "p.yaml").write_text(f"vendor: ACME\namount: {amount}\n")
     assert "not a valid number" in refused(tmp_path, store, "--params-file", str(tmp_path / "p.yaml"))
 
 
+@pytest.mark.parametrize("store", STORES, indirect=True)
 def test_a_duplicate_param_flag_is_refused_with_exit_2(tmp_path, store):
     err = refused(tmp_path, store, "--param", "vendor=ACME", "--param", "amount=1", "--param", "amount=1000")
     assert "--param amount is given more than once" in err
 
 
+@pytest.mark.parametrize("store", STORES, indirect=True)
 def test_a_non_finite_answer_to_a_number_question_is_refused(tmp_path, store):
     root = tmp_path / "ask"
     root.mkdir()

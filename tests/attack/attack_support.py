@@ -135,6 +135,16 @@ def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, store: str, spec:
     return Workspace(tmp_path, store, spec)
 
 
+def pg_store(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> tuple[str, str]:
+    """A new schema of the session's server (`pg_server`) for `flow` processes: (its store spec, the password for their
+    PGPASSWORD). This process reads `pg:NAME` there (store_of_ref: the store it opened last); each `flow` is a process
+    of its own, so none shares this process's connection."""
+    server = request.getfixturevalue("pg_server")
+    spec = store_spec(server, f"p_{uuid.uuid4().hex[:12]}", monkeypatch)
+    postgres_store(spec)
+    return spec, server.password
+
+
 def pg_workspace(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Workspace:
     """The workspace on the PostgreSQL store: a new schema of the session's server (`pg_server`), runs `pg:NAME`."""
     spec = store_spec(request.getfixturevalue("pg_server"), f"a_{uuid.uuid4().hex[:12]}", monkeypatch)
@@ -344,10 +354,8 @@ class DemoRuns:
             app = request.getfixturevalue("demo_app")("normal", refute_save=refute_save)
             if store == "filesystem":
                 return cls(store, root, app.xvnc.url, app.db_path, app)
-            server = request.getfixturevalue("pg_server")
-            spec = store_spec(server, f"d_{uuid.uuid4().hex[:12]}", monkeypatch)
-            postgres_store(spec)  # this process's reads of `pg:NAME` (RunFiles); every `flow` is a process of its own
-            return cls(store, root, app.xvnc.url, app.db_path, app, spec=spec, password=server.password)
+            spec, password = pg_store(request, monkeypatch)
+            return cls(store, root, app.xvnc.url, app.db_path, app, spec=spec, password=password)
         desk = memcrash.MemoryDesk(root, monkeypatch)
         desk.case(sink=root / "elsewhere.db" if refute_save else None)
         # its save's effect re-read after 0.2 s, not 5 (the fixture writes before the click returns)

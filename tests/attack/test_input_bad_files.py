@@ -6,19 +6,16 @@ PostgreSQL run's rows edited in SQL, its commands processes naming the store).""
 from __future__ import annotations
 
 import json
-import uuid
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from openadapt_flow.store.select import postgres_store
-from tests.attack.attack_support import STORES, RunFiles, on_stores
+from tests.attack.attack_support import STORES, RunFiles, on_stores, pg_store
 from tests.support import memcrash
 from tests.support.bundles import minimal_flow, write_bundle
 from tests.support.cli import flow_env, run_flow
-from tests.support.pg import store_spec
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -70,10 +67,7 @@ def paused(request, tmp_path, monkeypatch) -> tuple[Path, dict, Any]:
     flow = memcrash.flow if memory else run_flow
     where = ["--store", "memory:"] if memory else []
     if request.param == "postgres":
-        server = request.getfixturevalue("pg_server")
-        spec = store_spec(server, f"f_{uuid.uuid4().hex[:12]}", monkeypatch)
-        postgres_store(spec)  # this process's reads and edits of `pg:run` (RunFiles)
-        env["PGPASSWORD"] = server.password
+        spec, env["PGPASSWORD"] = pg_store(request, monkeypatch)
         run_dir = Path("pg:run")
 
         def flow(args: list[str], cwd: Path, env: dict[str, str]) -> Any:

@@ -9,7 +9,6 @@ toolkit's text field shows non-ASCII and overlong text to OCR, which the recorde
 from __future__ import annotations
 
 import json
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -17,12 +16,10 @@ from typing import Any
 import pytest
 import yaml
 
-from openadapt_flow.store.select import postgres_store
-from tests.attack.attack_support import STORES, RunFiles, on_stores
+from tests.attack.attack_support import STORES, RunFiles, on_stores, pg_store
 from tests.e2e.demo_harness import BUNDLE_DIR
 from tests.support import memcrash
 from tests.support.cli import flow_env, run_flow
-from tests.support.pg import store_spec
 
 pytestmark = pytest.mark.timeout(180)
 NOWHERE = "vnc://127.0.0.1:1"  # params are bound before any connection: a refusal never gets this far
@@ -40,10 +37,7 @@ def store(request, monkeypatch) -> Store:
     """The store a test's commands use; postgres where a test asks for it (`on_stores`, or the STORES parameter)."""
     if request.param != "postgres":
         return Store(request.param)
-    server = request.getfixturevalue("pg_server")
-    spec = store_spec(server, f"v_{uuid.uuid4().hex[:12]}", monkeypatch)
-    postgres_store(spec)  # this process's reads of `pg:run` (RunFiles); each `flow` is a process of its own
-    return Store("postgres", spec, server.password)
+    return Store("postgres", *pg_store(request, monkeypatch))
 
 
 def on(store: Store, tmp_path: Path) -> tuple[Path, list[str], Any]:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,13 +24,11 @@ import yaml
 
 from openadapt_flow.runtime.act.runref import open_ref
 from openadapt_flow.store.base import RunHandle
-from openadapt_flow.store.select import postgres_store
 from openadapt_flow.vision.ocr import OcrEngine, normalise
-from tests.attack.attack_support import STORES
+from tests.attack.attack_support import STORES, pg_store
 from tests.e2e.demo_harness import BUNDLE_DIR, capture
 from tests.support import memcrash
 from tests.support.cli import flow_env, run_flow
-from tests.support.pg import store_spec
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -78,10 +75,7 @@ def commands(request, tmp_path, monkeypatch, demo_app) -> Iterator[tuple[Command
                    FLOW_DECISION_KEY_FILE=str(tmp_path / "decision.key"))
     spec = ""
     if request.param == "postgres":
-        server = request.getfixturevalue("pg_server")
-        spec = store_spec(server, f"s_{uuid.uuid4().hex[:12]}", monkeypatch)
-        postgres_store(spec)  # this process's reads of `pg:run`; each `flow` is a process of its own
-        env["PGPASSWORD"] = server.password
+        spec, env["PGPASSWORD"] = pg_store(request, monkeypatch)
     yield Commands(request.param, tmp_path, env, spec), app
 
 

@@ -29,6 +29,7 @@ from openadapt_flow.store.postgres_run import PostgresRun, run_name
 from openadapt_flow.store.postgres_spec import PREFIX as PG_PREFIX
 from openadapt_flow.store.select import postgres_store, store_of_ref
 from openadapt_flow.store.rundir import RUN_FILES
+from tests.crash import crash_support
 from tests.support import memcrash
 from tests.support.cli import flow_env, run_flow
 from tests.support.demo_invoices import BUNDLE
@@ -113,10 +114,9 @@ STORES = ["filesystem", "memory", "postgres"]
 
 
 def on_stores(points: list[str], on_postgres: list[str]) -> list[Any]:
-    """(store, point) cases for `@pytest.mark.parametrize("demo,point", …, indirect=["demo"])` (or any store fixture
-    and value): every point on the filesystem and memory stores, `on_postgres` of them on PostgreSQL (its real `flow`
-    processes on the real app cost ~10 s a case; the demo crash matrix on PostgreSQL, tests/crash/test_crash_matrix_pg.py,
-    has every kill point)."""
+    """(store, point) cases for `@pytest.mark.parametrize("demo,point", …, indirect=["demo"])`: every point on the
+    filesystem and memory stores, `on_postgres` of them on PostgreSQL (a module whose cases cost several real `flow`
+    commands each, where another PostgreSQL matrix has every point)."""
     assert set(on_postgres) <= set(points)
     return [pytest.param(s, p, id=f"{s}-{p}") for s in STORES for p in points if s != "postgres" or p in on_postgres]
 
@@ -143,6 +143,12 @@ def pg_store(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) ->
     spec = store_spec(server, f"p_{uuid.uuid4().hex[:12]}", monkeypatch)
     postgres_store(spec)
     return spec, server.password
+
+
+def forked_flow(args: list[str], cwd: Path, env: dict[str, str]) -> Any:
+    """`flow ARGS` as a forked process of this one (tests/crash/crash_support.py: the real CLI, its own environment and
+    PostgreSQL connections; ~1.5 s less than a new interpreter), killed (-9) at its FLOW_CRASH_AT point."""
+    return crash_support.flow([str(a) for a in args], cwd, env, timeout=120)
 
 
 def pg_workspace(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Workspace:
@@ -382,7 +388,7 @@ class DemoRuns:
 
     def flow(self, args: list[str], **extra: str) -> Any:
         """`flow ARGS` with the environment's `extra`; returncode -9 if killed at its FLOW_CRASH_AT point."""
-        run = memcrash.flow if self.store == "memory" else run_flow
+        run = {"memory": memcrash.flow, "postgres": forked_flow}.get(self.store, run_flow)
         args = [str(a) for a in args]
         if self.store == "postgres" and "--store" not in args:
             args += self.store_args()  # every command that takes a run names its store

@@ -3,11 +3,9 @@
 Each case is a variant of the demo bundle whose save step declares a different effect; the run goes through
 `flow replay --durable` over Xvnc, and the rows the app wrote are counted afterwards. A value that already held
 before Save never confirms it, a change that is not the declared one is never "absent", and a ledger that cannot
-be read before Save means Save is never clicked. On both stores (`judge`: the real app with `flow` processes, or the
-recorded fixture with in-process commands on the memory store; its "Save writes nothing" app writes to a database
-nobody reads); on PostgreSQL (the real app, `flow` processes naming a schema) the three that are about what the store
-keeps: a halt before Save with no dispatch journaled, a conflicting write's decision refused at resume, and no run
-row at all when the preflight refuses (the two left judge values, not records).
+be read before Save means Save is never clicked. On every store (`judge`: the real app with `flow` processes, their runs in a run
+directory or a PostgreSQL schema, or the recorded fixture with in-process commands on the memory store; its "Save
+writes nothing" app writes to a database nobody reads).
 """
 
 from __future__ import annotations
@@ -48,7 +46,7 @@ def seed_row(db: Path, vendor: str = "ACME Corp", amount: float = 1250.5) -> Non
         c.close()
 
 
-@pytest.fixture(params=["filesystem", "memory"])
+@pytest.fixture(params=STORES)
 def judge(request, tmp_path, monkeypatch) -> Any:
     """start(refute_save=False) -> DemoRuns: the demo app and `flow` on each store."""
     return lambda refute_save=False: DemoRuns.start(request.param, request, tmp_path, monkeypatch, refute_save)
@@ -65,7 +63,6 @@ def dispatched(run_dir: Path, step: str) -> int:
     return sum(1 for r in RunFiles(run_dir).records() if r["type"] == "action_dispatched" and r["step"] == step)
 
 
-@pytest.mark.parametrize("judge", STORES, indirect=True)
 def test_a_value_that_already_holds_halts_before_save_and_writes_nothing(tmp_path, judge):
     demo = judge()
     seed_row(demo.db)  # the count the step expects is already 1 before Save
@@ -90,7 +87,6 @@ def test_a_dropped_write_with_no_expectation_is_not_confirmed_by_an_older_row(tm
     assert len(demo.rows()) == 1
 
 
-@pytest.mark.parametrize("judge", STORES, indirect=True)
 def test_a_landed_write_that_is_not_the_declared_value_is_conflicting_and_never_sent_again(tmp_path, judge):
     demo = judge()
     # the author expected two invoices in all; Save makes one: a change, but not the declared one
@@ -107,7 +103,6 @@ def test_a_landed_write_that_is_not_the_declared_value_is_conflicting_and_never_
     assert dispatched(run_dir, "save") == 1 and len(demo.rows()) == 1
 
 
-@pytest.mark.parametrize("judge", STORES, indirect=True)
 def test_an_unreadable_ledger_means_save_is_never_clicked(tmp_path, judge):
     demo = judge()
     garbage = tmp_path / "ledger.db"

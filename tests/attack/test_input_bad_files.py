@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.attack.attack_support import STORES, RunFiles, on_stores, pg_store
+from tests.attack.attack_support import STORES, RunFiles, forked_flow, pg_store
 from tests.support import memcrash
 from tests.support.bundles import minimal_flow, write_bundle
 from tests.support.cli import flow_env, run_flow
@@ -51,11 +51,11 @@ def test_a_broken_png_template_is_our_one_line_and_no_decoder_warning(tmp_path, 
     assert "is not a readable PNG" in one_error_line(r)  # and nothing from OpenCV or libpng
 
 
-@pytest.fixture(params=["filesystem", "memory"])
+@pytest.fixture(params=STORES)
 def paused(request, tmp_path, monkeypatch) -> tuple[Path, dict, Any]:
     """A durable run paused awaiting approval (an `approval: before` tool step: no desktop needed), on each store:
     (run, env, flow) where `flow(args, cwd, env=…)` runs a command as the store needs (a process, or this one); on
-    PostgreSQL (where a test asks for it) a process naming a schema of the session's server, its rows damaged in SQL."""
+    PostgreSQL a forked process naming a schema of the session's server, its rows damaged in SQL."""
     root = tmp_path / "ab"
     root.mkdir()
     flow = {"schema": "openadapt-flow/bundle@1", "name": "approve-me", "screen": {"width": 100, "height": 100},
@@ -71,13 +71,13 @@ def paused(request, tmp_path, monkeypatch) -> tuple[Path, dict, Any]:
         run_dir = Path("pg:run")
 
         def flow(args: list[str], cwd: Path, env: dict[str, str]) -> Any:
-            return run_flow([*args, "--store", spec], cwd, env=env)
+            return forked_flow([*args, "--store", spec], cwd, env)
     r = flow(["replay", str(root), "--run-dir", str(run_dir), *where], tmp_path, env=env)
     assert r.returncode == 3, r.stderr
     return run_dir, env, flow
 
 
-@pytest.mark.parametrize("paused,content", on_stores(["garbage", "[1, 2]", ""], ["garbage"]), indirect=["paused"])
+@pytest.mark.parametrize("content", ["garbage", "[1, 2]", ""])
 def test_a_damaged_state_file_is_shown_by_status_and_refused_by_resume_and_approve(tmp_path, paused, content):
     run_dir, env, run_flow = paused
     RunFiles(run_dir).write("state.json", content.encode())
@@ -94,7 +94,6 @@ def test_a_damaged_state_file_is_shown_by_status_and_refused_by_resume_and_appro
     assert not RunFiles(run_dir).exists("approval.json")
 
 
-@pytest.mark.parametrize("paused", STORES, indirect=True)
 def test_a_decision_on_a_garbage_checkpoint_is_refused(tmp_path, paused):
     run_dir, env, run_flow = paused
     RunFiles(run_dir).write("checkpoint.json", b'{"seq": garb')

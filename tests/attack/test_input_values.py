@@ -2,8 +2,7 @@
 non-ASCII and huge strings either arrive exactly or halt safely, never as a wrong row or a giant error line.
 
 The refusals and the number answer run on every store (`store`: a `flow` process on a run directory or naming a
-PostgreSQL schema — there one value of each refusal: they are refused before any store is touched — or commands of
-this process on its memory store). The typed-text cases stay on the real app on Xvnc: what they test is how a real
+PostgreSQL schema, or commands of this process on its memory store). The typed-text cases stay on the real app on Xvnc: what they test is how a real
 toolkit's text field shows non-ASCII and overlong text to OCR, which the recorded fixture renders by its own rules."""
 
 from __future__ import annotations
@@ -16,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.attack.attack_support import STORES, RunFiles, on_stores, pg_store
+from tests.attack.attack_support import STORES, RunFiles, forked_flow, pg_store
 from tests.e2e.demo_harness import BUNDLE_DIR
 from tests.support import memcrash
 from tests.support.cli import flow_env, run_flow
@@ -32,9 +31,9 @@ class Store:
     password: str = ""
 
 
-@pytest.fixture(params=["filesystem", "memory"])
+@pytest.fixture(params=STORES)
 def store(request, monkeypatch) -> Store:
-    """The store a test's commands use; postgres where a test asks for it (`on_stores`, or the STORES parameter)."""
+    """The store a test's commands use (postgres: forked `flow` processes naming a schema of the session's server)."""
     if request.param != "postgres":
         return Store(request.param)
     return Store("postgres", *pg_store(request, monkeypatch))
@@ -46,7 +45,7 @@ def on(store: Store, tmp_path: Path) -> tuple[Path, list[str], Any]:
         return Path(f"memory:{tmp_path.name}-run"), ["--store", "memory:"], memcrash.flow
     if store.name == "postgres":
         def pg_flow(args: list[str], cwd: Path, env: dict[str, str]) -> Any:
-            return run_flow([*args, "--store", store.spec], cwd, env=dict(env, PGPASSWORD=store.password))
+            return forked_flow([*args, "--store", store.spec], cwd, dict(env, PGPASSWORD=store.password))
         return Path("pg:run"), [], pg_flow
     return tmp_path / "run", [], run_flow
 
@@ -63,25 +62,23 @@ def refused(tmp_path: Path, store: Store, *args: str) -> str:
     return r.stderr
 
 
-@pytest.mark.parametrize("store,amount", on_stores(["nan", "inf", "-inf", "Infinity", "1e999"], ["nan"]), indirect=["store"])
+@pytest.mark.parametrize("amount", ["nan", "inf", "-inf", "Infinity", "1e999"])
 def test_a_non_finite_amount_flag_is_refused_with_exit_2(tmp_path, store, amount):
     err = refused(tmp_path, store, "--param", "vendor=ACME", "--param", f"amount={amount}")
     assert "param amount" in err and "not a valid number" in err
 
 
-@pytest.mark.parametrize("store,amount", on_stores([".nan", "-.inf", "1.0e999"], [".nan"]), indirect=["store"])
+@pytest.mark.parametrize("amount", [".nan", "-.inf", "1.0e999"])
 def test_a_non_finite_amount_in_a_params_file_is_refused_with_exit_2(tmp_path, store, amount):
     (tmp_path / "p.yaml").write_text(f"vendor: ACME\namount: {amount}\n")
     assert "not a valid number" in refused(tmp_path, store, "--params-file", str(tmp_path / "p.yaml"))
 
 
-@pytest.mark.parametrize("store", STORES, indirect=True)
 def test_a_duplicate_param_flag_is_refused_with_exit_2(tmp_path, store):
     err = refused(tmp_path, store, "--param", "vendor=ACME", "--param", "amount=1", "--param", "amount=1000")
     assert "--param amount is given more than once" in err
 
 
-@pytest.mark.parametrize("store", STORES, indirect=True)
 def test_a_non_finite_answer_to_a_number_question_is_refused(tmp_path, store):
     root = tmp_path / "ask"
     root.mkdir()

@@ -9,13 +9,12 @@ import json
 
 import pytest
 
-from tests.attack.attack_support import DemoRuns, on_stores
+from tests.attack.attack_support import DemoRuns
 
 pytestmark = pytest.mark.timeout(240)
 
 
-@pytest.mark.parametrize("demo,point", on_stores(["after:action_sent@back", "after:action_dispatched@back"],
-                                                 ["after:action_sent@back"]), indirect=["demo"])
+@pytest.mark.parametrize("point", ["after:action_sent@back", "after:action_dispatched@back"])
 def test_kill_after_the_step_after_the_checkpoint_still_finishes(demo: DemoRuns, point):
     run_dir = demo.ref("run")
     r = demo.replay(run_dir, FLOW_CRASH_AT=point)

@@ -16,8 +16,9 @@ RESUME_POINTS = ["after:run_resumed", "after:rechecked@save", "after:step_verifi
                  "after:step_started@back", "after:action_dispatched@back", "after:action_sent@back"]
 
 
-# on PostgreSQL: the resume's lease taken and its run_resumed committed; the uncertain save re-read and journaled
-ON_POSTGRES = ["after:run_resumed", "after:rechecked@save"]
+# on PostgreSQL (each case ~6 s): the resume's run_resumed, the uncertain save re-read and then verified, the next
+# step's dispatch; every resume point is in test_crash_resume.py's PostgreSQL case
+ON_POSTGRES = ["after:run_resumed", "after:rechecked@save", "after:step_verified@save", "after:action_dispatched@back"]
 
 
 @pytest.mark.parametrize("demo,point", on_stores(RESUME_POINTS, ON_POSTGRES), indirect=["demo"])

@@ -25,7 +25,7 @@ import yaml
 from openadapt_flow.runtime.act.runref import open_ref
 from openadapt_flow.store.base import RunHandle
 from openadapt_flow.vision.ocr import OcrEngine, normalise
-from tests.attack.attack_support import STORES, pg_store
+from tests.attack.attack_support import STORES, forked_flow, pg_store
 from tests.e2e.demo_harness import BUNDLE_DIR, capture
 from tests.support import memcrash
 from tests.support.cli import flow_env, run_flow
@@ -61,8 +61,9 @@ class Commands:
     def flow(self, args: list[str]) -> Any:
         if self.store == "memory":
             return memcrash.flow([*args, "--store", "memory:"] if args[0] == "replay" else args, self.tmp_path, self.env)
-        extra = ["--store", self.spec] if self.store == "postgres" else []
-        return run_flow([*args, *extra], self.tmp_path, env=self.env)
+        if self.store == "postgres":
+            return forked_flow([*args, "--store", self.spec], self.tmp_path, self.env)
+        return run_flow(args, self.tmp_path, env=self.env)
 
     def handle(self) -> RunHandle:
         return open_ref(self.run)

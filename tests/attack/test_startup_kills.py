@@ -9,18 +9,14 @@ import json
 
 import pytest
 
-from tests.attack.attack_support import DemoRuns, RunFiles, on_stores
+from tests.attack.attack_support import DemoRuns, RunFiles
 
 pytestmark = pytest.mark.timeout(240)
 BEFORE_THE_RUN = ["start:dir_created", "start:lease_acquired", "start:bundle_copied", "after:run_started", "start:state_written"]
 RUN_IS_WHOLE = ["start:manifest_written"]
 
 
-# on PostgreSQL: a run row with no journal, a journal with no manifest (unstarted), a whole run
-ON_POSTGRES = ["start:dir_created", "after:run_started", "start:manifest_written"]
-
-
-@pytest.mark.parametrize("demo,point", on_stores(BEFORE_THE_RUN + RUN_IS_WHOLE, ON_POSTGRES), indirect=["demo"])
+@pytest.mark.parametrize("point", BEFORE_THE_RUN + RUN_IS_WHOLE)
 def test_a_kill_during_start_up_never_strands_a_run(demo: DemoRuns, point):
     run_dir = demo.ref("run")
     r = demo.replay(run_dir, FLOW_CRASH_AT=point)

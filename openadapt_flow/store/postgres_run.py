@@ -258,9 +258,20 @@ class PostgresRun(PostgresArtifacts, DocumentRun):
         self.manifest()
         with self.store.tx():
             entry = self._ledger(lock=True)
+            self._check_holder()
             ledger.check_entry(entry, self.ref, records)
             self._save_ledger(entry)
         return dict(entry)
+
+    def _check_holder(self) -> None:
+        """A run is held by the first row that stored its manifest: a later row with the same run_id (the run's rows
+        copied under another name) is a copy, refused while the first still holds the run (SPEC §8, as the runs
+        root's ledger refuses a copied run directory)."""
+        run_id = self.run_id()
+        first = self.store.one("SELECT name FROM flow_runs WHERE run_id = %s AND manifest IS NOT NULL AND id < %s "
+                               "ORDER BY id LIMIT 1", (run_id, self.id()))
+        if first is not None:
+            raise RefusedError(f"{self.ref}: run {run_id} is held by {PREFIX}{first[0]} (this is a copy); refusing")
 
     def ledger_seal(self, seq: int, hash_: str | None) -> None:
         self.manifest()

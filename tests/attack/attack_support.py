@@ -27,8 +27,9 @@ from openadapt_flow.store.memory import PREFIX
 from openadapt_flow.store.postgres import PostgresStore
 from openadapt_flow.store.postgres_run import PostgresRun, run_name
 from openadapt_flow.store.postgres_spec import PREFIX as PG_PREFIX
-from openadapt_flow.store.select import store_of_ref
+from openadapt_flow.store.select import postgres_store, store_of_ref
 from openadapt_flow.store.rundir import RUN_FILES
+from tests.crash import crash_support
 from tests.support import memcrash
 from tests.support.cli import flow_env, run_flow
 from tests.support.demo_invoices import BUNDLE
@@ -109,6 +110,17 @@ class Workspace:
         return out
 
 
+STORES = ["filesystem", "memory", "postgres"]
+
+
+def on_stores(points: list[str], on_postgres: list[str]) -> list[Any]:
+    """(store, point) cases for `@pytest.mark.parametrize("demo,point", …, indirect=["demo"])`: every point on the
+    filesystem and memory stores, `on_postgres` of them on PostgreSQL (a module whose cases cost several real `flow`
+    commands each, where another PostgreSQL matrix has every point)."""
+    assert set(on_postgres) <= set(points)
+    return [pytest.param(s, p, id=f"{s}-{p}") for s in STORES for p in points if s != "postgres" or p in on_postgres]
+
+
 def env_for(root: Path) -> dict[str, str]:
     return {"FLOW_KEY_FILE": str(root / "install.key"), "FLOW_DECISION_KEY_FILE": str(root / "decision.key"),
             "FLOW_STATE_DIR": str(root / "state"), "POST_LOG": str(root / "post.log"), "POST_DOWN": str(root / "down")}
@@ -123,6 +135,22 @@ def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, store: str, spec:
     return Workspace(tmp_path, store, spec)
 
 
+def pg_store(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> tuple[str, str]:
+    """A new schema of the session's server (`pg_server`) for `flow` processes: (its store spec, the password for their
+    PGPASSWORD). This process reads `pg:NAME` there (store_of_ref: the store it opened last); each `flow` is a process
+    of its own, so none shares this process's connection."""
+    server = request.getfixturevalue("pg_server")
+    spec = store_spec(server, f"p_{uuid.uuid4().hex[:12]}", monkeypatch)
+    postgres_store(spec)
+    return spec, server.password
+
+
+def forked_flow(args: list[str], cwd: Path, env: dict[str, str]) -> Any:
+    """`flow ARGS` as a forked process of this one (tests/crash/crash_support.py: the real CLI, its own environment and
+    PostgreSQL connections; ~1.5 s less than a new interpreter), killed (-9) at its FLOW_CRASH_AT point."""
+    return crash_support.flow([str(a) for a in args], cwd, env, timeout=120)
+
+
 def pg_workspace(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Workspace:
     """The workspace on the PostgreSQL store: a new schema of the session's server (`pg_server`), runs `pg:NAME`."""
     spec = store_spec(request.getfixturevalue("pg_server"), f"a_{uuid.uuid4().hex[:12]}", monkeypatch)
@@ -135,7 +163,7 @@ def ws(tmp_path, monkeypatch) -> Workspace:
     return workspace(tmp_path, monkeypatch, "filesystem")
 
 
-@pytest.fixture(params=["filesystem", "memory", "postgres"])
+@pytest.fixture(params=STORES)
 def wss(request, tmp_path, monkeypatch) -> Workspace:
     """The workspace on each store: the filesystem, this process's memory store, a schema of the PostgreSQL server."""
     if request.param == "postgres":
@@ -312,21 +340,28 @@ def cut_journal(run: Path, n: int) -> None:
 
 class DemoRuns:
     """The demo invoice app and `flow` on one store, for the attacks on a real run: the app on Xvnc with `flow`
-    processes (filesystem), or the app's recorded fixture with `flow` commands of this process killed at their crash
-    points (memory: tests/support/memcrash.py)."""
+    processes (filesystem; postgres: the same processes, each naming a schema of the session's server with `--store`),
+    or the app's recorded fixture with `flow` commands of this process killed at their crash points (memory:
+    tests/support/memcrash.py)."""
 
-    def __init__(self, store: str, root: Path, url: str, db: Path, app: Any, bundle: Path = BUNDLE) -> None:
-        self.store, self.root, self.url, self.db, self.app, self.bundle = store, root, url, db, app, bundle
+    def __init__(self, store: str, root: Path, url: str, db: Path, app: Any, bundle: Path = BUNDLE, spec: str | None = None,
+                 password: str | None = None) -> None:
+        self.store, self.root, self.url, self.db, self.app, self.bundle, self.spec = store, root, url, db, app, bundle, spec
         self.env = flow_env(root, DEMO_DB_DSN=f"sqlite:///{db}", FLOW_DECISION_KEY_FILE=str(root / "decision.key"))
+        if password is not None:
+            self.env["PGPASSWORD"] = password  # a store URL never carries one
 
     @classmethod
     def start(cls, store: str, request: pytest.FixtureRequest, root: Path, monkeypatch: pytest.MonkeyPatch,
               refute_save: bool = False) -> "DemoRuns":
         """The app on its list screen with an empty system of record; `refute_save`: Save shows "Saved" and writes
         nothing (the real app's variant; the fixture's write goes to a database nobody reads)."""
-        if store == "filesystem":
+        if store != "memory":
             app = request.getfixturevalue("demo_app")("normal", refute_save=refute_save)
-            return cls(store, root, app.xvnc.url, app.db_path, app)
+            if store == "filesystem":
+                return cls(store, root, app.xvnc.url, app.db_path, app)
+            spec, password = pg_store(request, monkeypatch)
+            return cls(store, root, app.xvnc.url, app.db_path, app, spec=spec, password=password)
         desk = memcrash.MemoryDesk(root, monkeypatch)
         desk.case(sink=root / "elsewhere.db" if refute_save else None)
         # its save's effect re-read after 0.2 s, not 5 (the fixture writes before the click returns)
@@ -334,25 +369,30 @@ class DemoRuns:
 
     def on_start_screen(self) -> bool:
         """Has no input reached the app (it shows its first screen)?"""
-        if self.store == "filesystem":
+        if self.store != "memory":
             return bool(self.app.current_screen() == "list")
         player = self.app.desktop.player
         return bool(player.state == player.fixture.model.initial)
 
     def ref(self, name: str) -> Path:
+        if self.store == "postgres":
+            return Path(f"{PG_PREFIX}{name}")
         return Path(f"{PREFIX}{self.root.name}-{name}") if self.store == "memory" else self.root / "runs" / name
 
     def store_args(self) -> list[str]:
-        return ["--store", PREFIX] if self.store == "memory" else []
+        return {"memory": ["--store", PREFIX], "postgres": ["--store", str(self.spec)]}.get(self.store, [])
 
     def scan_args(self) -> list[str]:
-        """What `flow reconcile` sweeps: the runs root, or the memory store."""
-        return ["--store", PREFIX] if self.store == "memory" else [str(self.root / "runs")]
+        """What `flow reconcile` sweeps: the runs root, or the store."""
+        return self.store_args() or [str(self.root / "runs")]
 
     def flow(self, args: list[str], **extra: str) -> Any:
         """`flow ARGS` with the environment's `extra`; returncode -9 if killed at its FLOW_CRASH_AT point."""
-        run = memcrash.flow if self.store == "memory" else run_flow
-        return run([str(a) for a in args], self.root, env=dict(self.env, **extra))
+        run = {"memory": memcrash.flow, "postgres": forked_flow}.get(self.store, run_flow)
+        args = [str(a) for a in args]
+        if self.store == "postgres" and "--store" not in args:
+            args += self.store_args()  # every command that takes a run names its store
+        return run(args, self.root, env=dict(self.env, **extra))
 
     def replay(self, run: Path, bundle: Path | None = None, **extra: str) -> Any:
         return self.flow(["replay", bundle or self.bundle, "--url", self.url, "--durable", "--run-dir", run, *self.store_args(),

@@ -3,9 +3,9 @@
 Each case is a variant of the demo bundle whose save step declares a different effect; the run goes through
 `flow replay --durable` over Xvnc, and the rows the app wrote are counted afterwards. A value that already held
 before Save never confirms it, a change that is not the declared one is never "absent", and a ledger that cannot
-be read before Save means Save is never clicked. On both stores (`judge`: the real app with `flow` processes, or the
-recorded fixture with in-process commands on the memory store; its "Save writes nothing" app writes to a database
-nobody reads).
+be read before Save means Save is never clicked. On every store (`judge`: the real app with `flow` processes, their runs in a run
+directory or a PostgreSQL schema, or the recorded fixture with in-process commands on the memory store; its "Save
+writes nothing" app writes to a database nobody reads).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.attack.attack_support import DemoRuns, RunFiles
+from tests.attack.attack_support import STORES, DemoRuns, RunFiles
 from tests.e2e.demo_harness import BUNDLE_DIR
 
 pytestmark = pytest.mark.timeout(180)
@@ -46,7 +46,7 @@ def seed_row(db: Path, vendor: str = "ACME Corp", amount: float = 1250.5) -> Non
         c.close()
 
 
-@pytest.fixture(params=["filesystem", "memory"])
+@pytest.fixture(params=STORES)
 def judge(request, tmp_path, monkeypatch) -> Any:
     """start(refute_save=False) -> DemoRuns: the demo app and `flow` on each store."""
     return lambda refute_save=False: DemoRuns.start(request.param, request, tmp_path, monkeypatch, refute_save)
@@ -113,7 +113,7 @@ def test_an_unreadable_ledger_means_save_is_never_clicked(tmp_path, judge):
     assert r.returncode == 2, r.stderr + r.stdout
     assert "step 'save'" in r.stderr and "DEMO_DB_DSN" in r.stderr and "cannot be read before the run starts" in r.stderr
     assert not RunFiles(run_dir).exists("journal.jsonl")  # no run, so no action_dispatched at all
-    assert demo.store == "memory" or not run_dir.exists()
+    assert demo.store != "filesystem" or not run_dir.exists()
     assert demo.rows() == []
     assert demo.on_start_screen()  # not even the first click reached the app
 

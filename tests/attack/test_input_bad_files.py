@@ -1,6 +1,7 @@
 """Damaged inputs get the right exit code and one line of our own: bad bundle files are bad input (2), a damaged
 run file is a refusal (6) for commands that act on it, and read-only `flow status` shows the damage (exit 0) — on
-both stores (a memory run's records damaged where the store holds them, its commands run in this process)."""
+every store (a memory run's records damaged where the store holds them, its commands run in this process; a
+PostgreSQL run's rows edited in SQL, its commands processes naming the store)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.attack.attack_support import RunFiles
+from tests.attack.attack_support import STORES, RunFiles, forked_flow, pg_store
 from tests.support import memcrash
 from tests.support.bundles import minimal_flow, write_bundle
 from tests.support.cli import flow_env, run_flow
@@ -50,10 +51,11 @@ def test_a_broken_png_template_is_our_one_line_and_no_decoder_warning(tmp_path, 
     assert "is not a readable PNG" in one_error_line(r)  # and nothing from OpenCV or libpng
 
 
-@pytest.fixture(params=["filesystem", "memory"])
-def paused(request, tmp_path) -> tuple[Path, dict, Any]:
+@pytest.fixture(params=STORES)
+def paused(request, tmp_path, monkeypatch) -> tuple[Path, dict, Any]:
     """A durable run paused awaiting approval (an `approval: before` tool step: no desktop needed), on each store:
-    (run, env, flow) where `flow(args, cwd, env=…)` runs a command as the store needs (a process, or this one)."""
+    (run, env, flow) where `flow(args, cwd, env=…)` runs a command as the store needs (a process, or this one); on
+    PostgreSQL a forked process naming a schema of the session's server, its rows damaged in SQL."""
     root = tmp_path / "ab"
     root.mkdir()
     flow = {"schema": "openadapt-flow/bundle@1", "name": "approve-me", "screen": {"width": 100, "height": 100},
@@ -63,7 +65,14 @@ def paused(request, tmp_path) -> tuple[Path, dict, Any]:
     memory = request.param == "memory"
     run_dir = Path(f"memory:{tmp_path.name}-run") if memory else tmp_path / "run"
     flow = memcrash.flow if memory else run_flow
-    r = flow(["replay", str(root), "--run-dir", str(run_dir), *(["--store", "memory:"] if memory else [])], tmp_path, env=env)
+    where = ["--store", "memory:"] if memory else []
+    if request.param == "postgres":
+        spec, env["PGPASSWORD"] = pg_store(request, monkeypatch)
+        run_dir = Path("pg:run")
+
+        def flow(args: list[str], cwd: Path, env: dict[str, str]) -> Any:
+            return forked_flow([*args, "--store", spec], cwd, env)
+    r = flow(["replay", str(root), "--run-dir", str(run_dir), *where], tmp_path, env=env)
     assert r.returncode == 3, r.stderr
     return run_dir, env, flow
 

@@ -1,20 +1,21 @@
 """Odd values through the real path: non-finite numbers and duplicate flags are refused before anything runs;
 non-ASCII and huge strings either arrive exactly or halt safely, never as a wrong row or a giant error line.
 
-The refusals and the number answer run on both stores (`store`: a `flow` process on a run directory, or commands of
-this process on its memory store). The typed-text cases stay on the real app on Xvnc: what they test is how a real
+The refusals and the number answer run on every store (`store`: a `flow` process on a run directory or naming a
+PostgreSQL schema, or commands of this process on its memory store). The typed-text cases stay on the real app on Xvnc: what they test is how a real
 toolkit's text field shows non-ASCII and overlong text to OCR, which the recorded fixture renders by its own rules."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from tests.attack.attack_support import RunFiles
+from tests.attack.attack_support import STORES, RunFiles, forked_flow, pg_store
 from tests.e2e.demo_harness import BUNDLE_DIR
 from tests.support import memcrash
 from tests.support.cli import flow_env, run_flow
@@ -23,26 +24,40 @@ pytestmark = pytest.mark.timeout(180)
 NOWHERE = "vnc://127.0.0.1:1"  # params are bound before any connection: a refusal never gets this far
 
 
-@pytest.fixture(params=["filesystem", "memory"])
-def store(request) -> str:
-    return request.param
+@dataclass
+class Store:
+    name: str
+    spec: str = ""  # postgres: the store's URL (its own schema of the session's server)
+    password: str = ""
 
 
-def on(store: str, tmp_path: Path) -> tuple[Path, list[str], Any]:
+@pytest.fixture(params=STORES)
+def store(request, monkeypatch) -> Store:
+    """The store a test's commands use (postgres: forked `flow` processes naming a schema of the session's server)."""
+    if request.param != "postgres":
+        return Store(request.param)
+    return Store("postgres", *pg_store(request, monkeypatch))
+
+
+def on(store: Store, tmp_path: Path) -> tuple[Path, list[str], Any]:
     """(the run's reference, the --store flags, the command runner) of a run named `run` in `store`."""
-    if store == "memory":
+    if store.name == "memory":
         return Path(f"memory:{tmp_path.name}-run"), ["--store", "memory:"], memcrash.flow
+    if store.name == "postgres":
+        def pg_flow(args: list[str], cwd: Path, env: dict[str, str]) -> Any:
+            return forked_flow([*args, "--store", store.spec], cwd, dict(env, PGPASSWORD=store.password))
+        return Path("pg:run"), [], pg_flow
     return tmp_path / "run", [], run_flow
 
 
-def refused(tmp_path: Path, store: str, *args: str) -> str:
+def refused(tmp_path: Path, store: Store, *args: str) -> str:
     run_dir, where, flow = on(store, tmp_path)
     r = flow(["replay", str(BUNDLE_DIR), "--url", NOWHERE, "--durable", "--run-dir", str(run_dir), *where, *args], tmp_path,
              env=flow_env(tmp_path))
     assert r.returncode == 2, (r.returncode, r.stderr)
     assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr, r.stderr
     assert not RunFiles(run_dir).exists("journal.jsonl") and not RunFiles(run_dir).exists("manifest.json")  # no run left
-    if store == "filesystem":
+    if store.name == "filesystem":
         assert not run_dir.exists()  # an error before the run directory exists leaves none
     return r.stderr
 

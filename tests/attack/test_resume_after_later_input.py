@@ -1,6 +1,7 @@
 """A kill after a later step's input landed (or was about to): resume re-checks that step first and re-proves the
 checkpoint's screen facts only where the screen can still show them. The run must finish with exactly one row. On
-both stores (`demo`: a `flow` process SIGKILLed, or an in-process command on the memory store killed there)."""
+every store (`demo`: a `flow` process SIGKILLed — its runs in a run directory or a PostgreSQL schema — or an
+in-process command on the memory store killed there)."""
 
 from __future__ import annotations
 

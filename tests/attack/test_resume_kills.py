@@ -1,6 +1,7 @@
 """A kill at every point of `flow resume` itself, after a kill that left the save step uncertain: reconcile + resume
-again must still finish with exactly one row, the save never dispatched twice, verified progress never lost. On both
-stores (`demo`: a `flow` process SIGKILLed, or an in-process command on the memory store killed there)."""
+again must still finish with exactly one row, the save never dispatched twice, verified progress never lost. On every
+store (`demo`: a `flow` process SIGKILLed — its runs in a run directory or a PostgreSQL schema — or an in-process
+command on the memory store killed there)."""
 
 from __future__ import annotations
 
@@ -8,14 +9,19 @@ import json
 
 import pytest
 
-from tests.attack.attack_support import DemoRuns
+from tests.attack.attack_support import DemoRuns, on_stores
 
 pytestmark = pytest.mark.timeout(240)
 RESUME_POINTS = ["after:run_resumed", "after:rechecked@save", "after:step_verified@save", "checkpoint:renamed@save",
                  "after:step_started@back", "after:action_dispatched@back", "after:action_sent@back"]
 
 
-@pytest.mark.parametrize("point", RESUME_POINTS)
+# on PostgreSQL (each case ~6 s): the resume's run_resumed, the uncertain save re-read and then verified, the next
+# step's dispatch; every resume point is in test_crash_resume.py's PostgreSQL case
+ON_POSTGRES = ["after:run_resumed", "after:rechecked@save", "after:step_verified@save", "after:action_dispatched@back"]
+
+
+@pytest.mark.parametrize("demo,point", on_stores(RESUME_POINTS, ON_POSTGRES), indirect=["demo"])
 def test_a_kill_inside_resume_is_itself_resumable(demo: DemoRuns, point):
     run_dir = demo.ref("run")
     r = demo.replay(run_dir, FLOW_CRASH_AT="after:action_sent@save")

@@ -1,6 +1,7 @@
 """`flow resume --upgrade-bundle` on a real desktop: a version that changes a step the run already did is refused
 (exit 6, nothing sent); one that changes only what is left is adopted, journaled, and the run finishes with one row.
-On both stores (`demo`: the real app with `flow` processes, or the recorded fixture in process on the memory store)."""
+On every store (`demo`: the real app with `flow` processes, their runs in a run directory or a PostgreSQL schema, or
+the recorded fixture in process on the memory store)."""
 
 from __future__ import annotations
 

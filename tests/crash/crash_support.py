@@ -32,6 +32,7 @@ import openadapt_flow.cli.app as cli_app
 import openadapt_flow.cli.durable  # noqa: F401  (imported once here so each fork starts warm)
 import openadapt_flow.cli.replay  # noqa: F401
 import openadapt_flow.cli.workflow  # noqa: F401
+from openadapt_flow.store import select as store_select
 from openadapt_flow.store.journal import load_journal
 from openadapt_flow.vision import ocr as _ocr
 from openadapt_flow.vision.tesseract_lib import LibraryUnavailable, TesseractLibrary
@@ -70,9 +71,16 @@ class Result:
         return json.loads(self.stdout)
 
 
+_INHERITED: list[Any] = []  # in a forked child: the parent's open PostgreSQL stores, kept alive, never used
+
+
 def _child(args: list[str], cwd: Path, env: dict[str, str], out_fd: int, err_fd: int) -> None:
     code = 70
     try:
+        # the command opens its own PostgreSQL stores: the parent's (store/select.py keeps one per spec) share its
+        # socket, and must not even be finalised here (closing one would end the parent's session)
+        _INHERITED.append(store_select._POSTGRES)
+        store_select._POSTGRES = {}
         os.dup2(out_fd, 1)
         os.dup2(err_fd, 2)
         sys.stdout = open(1, "w", closefd=False)

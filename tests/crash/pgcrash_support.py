@@ -23,39 +23,17 @@ from tests.crash.crash_support import BUNDLE_DIR, VENDOR, Desktop, Result, flow
 from tests.support.pg import PgServer, store_spec
 
 
-class PgDesk:
-    """The shared Xvnc desktop of a module, its runs in one PostgreSQL schema (`pg:case-N`)."""
+class PgRuns:
+    """Runs in one PostgreSQL schema of the session's server (`pg:NAME`), driven by forked `flow` processes that each
+    name the store (`--store postgresql://…`, the password from PGPASSWORD), read by this process's own store handle."""
 
     store = "postgres"
 
-    def __init__(self, desk: Desktop, server: PgServer, schema: str, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.desk = desk
+    def __init__(self, server: PgServer, schema: str, monkeypatch: pytest.MonkeyPatch) -> None:
         self.server = server
         self.spec = store_spec(server, schema, monkeypatch)  # PGPASSWORD for this process's own reads
         self._stores: dict[int, PostgresStore] = {}
 
-    # the desktop, as Desktop has it
-    @property
-    def root(self) -> Path:
-        return self.desk.root
-
-    @property
-    def url(self) -> str:
-        return self.desk.url
-
-    def case(self) -> tuple[Path, float]:
-        return self.desk.case()
-
-    def rows(self, amount: float) -> int:
-        return self.desk.rows(amount)
-
-    def fast_bundle(self) -> Path:
-        return self.desk.fast_bundle()
-
-    def env(self) -> dict[str, str]:
-        return dict(self.desk.env(), PGPASSWORD=self.server.password)
-
-    # the commands: each names the store
     def store_args(self) -> list[str]:
         return ["--store", self.spec]
 
@@ -63,18 +41,7 @@ class PgDesk:
         args = [str(a) for a in args]
         if "--store" not in args:
             args += self.store_args()
-        return flow(args, cwd, env, timeout)
-
-    def replay_args(self, run: str, amount: float, bundle: Path = BUNDLE_DIR) -> list[str]:
-        return ["replay", str(bundle), "--url", self.url, "--durable", "--run-dir", str(run), *self.store_args(),
-                "--param", f"vendor={VENDOR}", "--param", f"amount={amount}", "--json"]
-
-    def reconcile_args(self, root: Path) -> list[str]:
-        return ["reconcile", *self.store_args()]
-
-    @staticmethod
-    def run_ref(root: Path) -> str:
-        return f"pg:{root.name}"
+        return flow(args, cwd, dict(env, PGPASSWORD=self.server.password), timeout)
 
     # the store, as the matrices read it
     def pg(self) -> PostgresStore:
@@ -86,6 +53,12 @@ class PgDesk:
 
     def run(self, ref: str | Path) -> PostgresRun:
         return PostgresRun(self.pg(), run_name(str(ref)))
+
+    def names(self, head: str) -> list[str]:
+        """The names of the schema's runs starting with `head` that hold a journal, in name order."""
+        rows = self.pg().all("SELECT name FROM flow_runs r WHERE starts_with(name, %s) AND "
+                             "EXISTS (SELECT 1 FROM flow_journal j WHERE j.run = r.id) ORDER BY name", (head,))
+        return [r[0] for r in rows]
 
     def state(self, ref: str | Path) -> dict[str, Any]:
         return self.run(ref).state()
@@ -128,3 +101,43 @@ class PgDesk:
             problems.append(f"{ref}: a start-up cut before the manifest had dispatched input")
         handle.discard()
         return problems
+
+
+class PgDesk(PgRuns):
+    """The shared Xvnc desktop of a module, its runs in one PostgreSQL schema (`pg:case-N`)."""
+
+    def __init__(self, desk: Desktop, server: PgServer, schema: str, monkeypatch: pytest.MonkeyPatch) -> None:
+        super().__init__(server, schema, monkeypatch)
+        self.desk = desk
+
+    # the desktop, as Desktop has it
+    @property
+    def root(self) -> Path:
+        return self.desk.root
+
+    @property
+    def url(self) -> str:
+        return self.desk.url
+
+    def case(self) -> tuple[Path, float]:
+        return self.desk.case()
+
+    def rows(self, amount: float) -> int:
+        return self.desk.rows(amount)
+
+    def fast_bundle(self) -> Path:
+        return self.desk.fast_bundle()
+
+    def env(self) -> dict[str, str]:
+        return dict(self.desk.env(), PGPASSWORD=self.server.password)
+
+    def replay_args(self, run: str, amount: float, bundle: Path = BUNDLE_DIR) -> list[str]:
+        return ["replay", str(bundle), "--url", self.url, "--durable", "--run-dir", str(run), *self.store_args(),
+                "--param", f"vendor={VENDOR}", "--param", f"amount={amount}", "--json"]
+
+    def reconcile_args(self, root: Path) -> list[str]:
+        return ["reconcile", *self.store_args()]
+
+    @staticmethod
+    def run_ref(root: Path) -> str:
+        return f"pg:{root.name}"

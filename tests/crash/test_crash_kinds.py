@@ -392,11 +392,15 @@ def kinds_kit(request: pytest.FixtureRequest) -> Any:
 
 @pytest.fixture(scope="module")
 def enumerated(tmp_path_factory: pytest.TempPathFactory, kinds_kit: Any) -> dict[str, tuple[list[list[str]], Counter]]:
+    return enumerate_scenarios(tmp_path_factory, kinds_kit)
+
+
+def enumerate_scenarios(tmp_path_factory: pytest.TempPathFactory, kit: Any) -> dict[str, tuple[list[list[str]], Counter]]:
     """Each scenario driven once uncrashed: its phases' crash points and its side effects."""
     out = {}
     for name, sc in SCENARIOS.items():
-        root = tmp_path_factory.mktemp(f"enum-{kinds_kit.store}-{name}")
-        op = Operator(root, workspace(root), kinds_kit)
+        root = tmp_path_factory.mktemp(f"enum-{kit.store}-{name}")
+        op = Operator(root, workspace(root), kit)
         phases: list[list[str]] = []
         drive(sc, op, phases=phases)
         assert not op.problems, op.problems
@@ -429,12 +433,23 @@ def crash_case(tmp: Path, kit: Any, sc: Scenario, phase: int, point: str, expect
 
 @pytest.mark.parametrize("name", list(SCENARIOS))
 def test_sigkill_at_every_journal_point_of_every_durable_step_kind(tmp_path, kinds_kit, enumerated, name):
+    crash_matrix(tmp_path, kinds_kit, enumerated, name, every_case)
+
+
+def every_case(cases: list[tuple[int, str]]) -> list[tuple[int, str]]:
+    return cases
+
+
+def crash_matrix(tmp_path: Path, kit: Any, enumerated: dict[str, tuple[list[list[str]], Counter]], name: str,
+                 choose: Any) -> None:
+    """Kill the scenario at each of the cases `choose` picks from all of them (phase, point) and recover; no problem."""
     phases, expected = enumerated[name]
     cases = [(i, p) for i, pts in enumerate(phases) for p in pts]
     kinds = {p.partition(":")[2].partition("@")[0] for _, p in cases}
     # the enumeration saw what a durable run writes (a guard against an empty matrix)
     assert {"run_started", "action_dispatched", "step_verified", "asked", "timer_set", "waiting_signal", "paused",
             "run_resumed", "decision", "child_started", "run_finished" if name == "bundle" else "workflow_returned"} <= kinds, kinds
-    found = parallel(lambda case: crash_case(tmp_path, kinds_kit, SCENARIOS[name], case[0], case[1], expected), cases)
+    cases = choose(cases)
+    found = parallel(lambda case: crash_case(tmp_path, kit, SCENARIOS[name], case[0], case[1], expected), cases)
     problems = [p for ps in found for p in ps]
     assert not problems, f"{len(problems)} problem(s) over {len(cases)} crash points:\n" + "\n".join(problems)

@@ -2,7 +2,7 @@
 
 Documents are kept as the exact JSON text written (so a damaged one is refused as a damaged file is); the journal as
 one row per record holding the line the file journal would hold, verified with `verify_chain` on every read; the
-ledger as a column of the run's row. Every invariant is the shared pure function every store calls.
+ledger in its own table keyed by run_id (outside the run's rows, so a restored backup of them cannot rewind it). Every invariant is the shared pure function every store calls.
 """
 
 from __future__ import annotations
@@ -242,9 +242,11 @@ class PostgresRun(PostgresArtifacts, DocumentRun):
     def sibling(self, step: str) -> "PostgresRun":
         return PostgresRun(self.store, f"{self.name}.{step}")
 
-    # the run ledger: a column of the run's row
+    # the run ledger: a row of flow_ledger keyed by run_id, outside the run's rows (as a runs root's ledger is outside
+    # every run directory), naming the row that holds the run
     def _ledger(self, lock: bool = False) -> dict[str, Any]:
-        row = self.store.one("SELECT ledger FROM flow_runs WHERE id = %s" + (" FOR UPDATE" if lock else ""), (self.id(),))
+        row = self.store.one("SELECT entry FROM flow_ledger WHERE run_id = %s" + (" FOR UPDATE" if lock else ""),
+                             (self.run_id(),))
         entry = dict(row[0]) if row and row[0] else {}
         entry.setdefault("run_id", self.run_id())
         entry.setdefault("path", self.ref)
@@ -252,26 +254,36 @@ class PostgresRun(PostgresArtifacts, DocumentRun):
         return entry
 
     def _save_ledger(self, entry: dict[str, Any]) -> None:
-        self.store.run("UPDATE flow_runs SET ledger = %s::jsonb WHERE id = %s", (json.dumps(entry), self.id()))
+        self.store.run("INSERT INTO flow_ledger (run_id, holder, entry) VALUES (%s, %s, %s::jsonb) ON CONFLICT (run_id) "
+                       "DO UPDATE SET entry = EXCLUDED.entry", (self.run_id(), self.name, json.dumps(entry)))
 
     def ledger_claim(self, records: list[dict[str, Any]]) -> dict[str, Any]:
         self.manifest()
         with self.store.tx():
+            self.store.run("SELECT pg_advisory_xact_lock(hashtext('flow_ledger:' || %s))", (self.run_id(),))
             entry = self._ledger(lock=True)
-            self._check_holder()
+            self._hold(entry)
             ledger.check_entry(entry, self.ref, records)
             self._save_ledger(entry)
         return dict(entry)
 
-    def _check_holder(self) -> None:
-        """A run is held by the first row that stored its manifest: a later row with the same run_id (the run's rows
-        copied under another name) is a copy, refused while the first still holds the run (SPEC §8, as the runs
-        root's ledger refuses a copied run directory)."""
+    def _hold(self, entry: dict[str, Any]) -> None:
+        """This row must be the one the ledger names as holding the run. Another row with the same run_id while the
+        named one still holds it is a copy (its rows copied under another name), refused (SPEC §8, as the runs root's
+        ledger refuses a copied run directory); a holder gone (the run's rows moved or restored under another name)
+        lets this row take the run over, the ledger's seal and consumed decisions still binding it."""
         run_id = self.run_id()
-        first = self.store.one("SELECT name FROM flow_runs WHERE run_id = %s AND manifest IS NOT NULL AND id < %s "
-                               "ORDER BY id LIMIT 1", (run_id, self.id()))
-        if first is not None:
-            raise RefusedError(f"{self.ref}: run {run_id} is held by {PREFIX}{first[0]} (this is a copy); refusing")
+        row = self.store.one("SELECT holder FROM flow_ledger WHERE run_id = %s", (run_id,))
+        holder = row[0] if row else None
+        if holder is not None and holder != self.name:
+            held = self.store.one("SELECT 1 FROM flow_runs WHERE name = %s AND run_id = %s", (holder, run_id))
+            if held is not None:
+                raise RefusedError(f"{self.ref}: run {run_id} is held by {PREFIX}{holder} (this is a copy); a run "
+                                   f"continues in one place only; refusing")
+            entry["relocated_from"] = f"{PREFIX}{holder}"
+        entry["path"] = self.ref
+        self.store.run("INSERT INTO flow_ledger (run_id, holder, entry) VALUES (%s, %s, '{}'::jsonb) ON CONFLICT (run_id) "
+                       "DO UPDATE SET holder = EXCLUDED.holder", (run_id, self.name))
 
     def ledger_seal(self, seq: int, hash_: str | None) -> None:
         self.manifest()

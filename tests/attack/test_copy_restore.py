@@ -35,10 +35,6 @@ from tests.e2e.demo_harness import BUNDLE_DIR
 from tests.support.cli import flow_env, run_flow
 
 pytestmark = pytest.mark.timeout(120)
-# the run ledger is a column of the run's row on PostgreSQL: a backup of the rows rewinds it (see the report of
-# helper PGATTACK; the fix is a ledger keyed by run_id outside the run's rows, as the runs root's ledger is)
-LEDGER_IN_ROW = pytest.mark.xfail(strict=True, reason="bug: the PostgreSQL run ledger lives in the run's row, so a "
-                                  "restored backup of the rows brings back an older ledger and its decision is used again")
 
 
 class DirCopies:
@@ -135,11 +131,6 @@ def copies(request, tmp_path, monkeypatch) -> Any:
     return DirCopies(workspace(tmp_path, monkeypatch, "filesystem"))
 
 
-def on_postgres(mark: Any) -> Any:
-    """`copies` on both stores, `mark` on its postgres case."""
-    return pytest.mark.parametrize("copies", ["filesystem", pytest.param("postgres", marks=mark)], indirect=True)
-
-
 def test_a_copied_paused_run_with_a_copied_approval_writes_once(copies):
     ws = copies.ws
     run = ws.start().run_dir
@@ -179,7 +170,6 @@ def test_a_moved_run_continues_where_it_now_is(copies):
     assert ws.posts() == 1
 
 
-@on_postgres(LEDGER_IN_ROW)
 def test_an_older_backup_restored_in_place_cannot_use_its_decision_again(copies):
     ws = copies.ws
     run = ws.start().run_dir
@@ -192,7 +182,6 @@ def test_an_older_backup_restored_in_place_cannot_use_its_decision_again(copies)
     assert ws.posts() == 1
 
 
-@on_postgres(LEDGER_IN_ROW)
 def test_a_backup_restored_elsewhere_after_the_run_moved_on_is_refused(copies):
     ws = copies.ws
     run = ws.start().run_dir

@@ -26,6 +26,11 @@ PHONE_DECISIONS = ("continue", "skip", "reject", "escalate")
 KEY_PREFIX = "ed25519:"
 PROOF_PREFIX = b"openadapt-flow/queue-key-proof@1:"  # the queue signs this + a relay's nonce to prove its key
 _ID = r"^[A-Za-z0-9][A-Za-z0-9._:/@-]{0,199}$"
+# the fields that are not ids are closed too, so no free text can ride in them: a word of a closed vocabulary, a
+# sha256 digest, an ISO-8601 time
+_WORD = r"^([A-Za-z][A-Za-z_]{0,63})?$"
+_DIGEST = r"^sha256:([0-9a-f]{64}|none)$"
+_TIME = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]{1,6})?(Z|[+-][0-9]{2}:[0-9]{2})$"
 
 
 class PhoneContext(BaseModel):
@@ -39,11 +44,11 @@ class PhoneContext(BaseModel):
     bundle: str = Field(max_length=200, description="the bundle's name")
     step: str = Field(pattern=_ID)
     intent: str = Field(max_length=500, description="the step's intent as written in the bundle (placeholders kept)")
-    category: str = Field(max_length=64)
-    transaction_outcome: str | None = Field(default=None, max_length=64)
-    allowed: list[Literal["continue", "skip", "reject", "escalate"]] = Field(min_length=1)
-    expires_at: str = Field(max_length=40)
-    checkpoint_digest: str | None = Field(default=None, max_length=100)
+    category: str = Field(pattern=_WORD)
+    transaction_outcome: str | None = Field(default=None, pattern=_WORD)
+    allowed: list[Literal["continue", "skip", "reject", "escalate"]] = Field(min_length=1, max_length=4)
+    expires_at: str = Field(pattern=_TIME)
+    checkpoint_digest: str | None = Field(default=None, pattern=_DIGEST)
     idempotency_scope: str = Field(pattern=_ID)
 
     def task_id(self) -> str:
@@ -59,12 +64,12 @@ class PhoneDecision(BaseModel):
     decision_id: str = Field(pattern=_ID)
     run_id: str = Field(pattern=_ID)
     pause_id: str = Field(pattern=_ID)
-    checkpoint_digest: str | None = None
+    checkpoint_digest: str | None = Field(default=None, pattern=_DIGEST)
     operation: Literal["continue", "skip", "reject", "escalate"]
-    expires_at: str
+    expires_at: str = Field(pattern=_TIME)
     idempotency_scope: str = Field(pattern=_ID)
-    operator: str = Field(max_length=64)
-    decided_at: str
+    operator: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$")  # an operator name as the queue enrols it
+    decided_at: str = Field(pattern=_TIME)
 
 
 def canonical(body: dict[str, Any]) -> bytes:

@@ -29,7 +29,8 @@ def closed_context(run: RunHandle, pending: dict[str, Any]) -> PhoneContext | No
     """The closed context of `run`'s open pause, or None when a phone can take no decision on it."""
     task = pending["task"]
     allowed = [d for d in task["allowed_decisions"] if d in PHONE_DECISIONS]
-    if not allowed:
+    channels = task.get("channels")
+    if not allowed or (channels and "phone" not in channels):  # approvals.channels leaves the phone out: not shown
         return None
     manifest = run.manifest()
     return PhoneContext.model_validate({

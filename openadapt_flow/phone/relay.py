@@ -136,8 +136,17 @@ class Relay:
             status, reason = self.apply(item)
             did = str((item.get("decision") or {}).get("decision_id") or "")
             if did:
-                self.call("POST", f"/api/decisions/{did}/ack", {"status": status, "reason": reason})
+                self.acknowledge(did, status, reason)
         return len(items)
+
+    def acknowledge(self, decision_id: str, status: str, reason: str) -> None:
+        """Tell the queue what became of a decision. A queue that no longer holds it pending (another relay on the
+        same store acknowledged it first) is logged, not fatal: the decision is recorded or refused either way."""
+        try:
+            self.call("POST", f"/api/decisions/{urllib.parse.quote(decision_id, safe='')}/ack",
+                      {"status": status, "reason": reason})
+        except RefusedError as e:
+            self.log(f"relay: acknowledging decision {decision_id}: {e}")
 
     def apply(self, item: dict[str, Any]) -> tuple[str, str]:
         """Verify one signed decision and record it; ("recorded"|"refused", reason). Refusals are logged, one line."""
@@ -149,7 +158,9 @@ class Relay:
                           audit=self.store.operators().audit, reporter=write_reports, pause_id=d.pause_id)
         except Refusal as e:
             self.log(f"relay: refused decision {body.get('decision_id')}: {e}")
-            return "refused", e.reason
+            # a decision already recorded (a relay restarted before its ack, or another relay on the same store) is
+            # acknowledged as recorded: the queue must not tell its operator that a decision the run took was refused
+            return ("recorded" if e.reason == "replayed" else "refused"), e.reason
         except FlowError as e:
             self.log(f"relay: refused decision {body.get('decision_id')}: {e}")
             return "refused", "approve"
@@ -176,6 +187,7 @@ class Relay:
             open_ = pending.get("pause_id") if pending else "none"
             raise Refusal("pause", f"decision is for pause {d.pause_id}; {run.ref}'s open pause is {open_}")
         _check_bindings(run, pending["task"], d, self.now())
+        _check_votes(run, d)
         return run, d
 
 
@@ -189,6 +201,23 @@ def _check_bindings(run: RunHandle, task: dict[str, Any], d: Any, now: float) ->
         raise Refusal("expired", f"decision task {task['pause_id']} expired at {task['expires_at']} (or names another expiry)")
     if d.operation not in task["allowed_decisions"]:
         raise Refusal("operation", f"{d.operation!r} is not allowed for pause {task['pause_id']}")
+
+
+def _check_votes(run: RunHandle, d: Any) -> None:
+    """The phone lane is one voter per pause, and never a voter already counted on another channel: a queue (honest,
+    it closes a task after one decision; compromised, it holds the signing key) cannot add a second phone vote to meet
+    a quorum alone, nor speak for a name that already voted on the console or the CLI (an operator, or the OS user a
+    CLI vote counts as) — that would count one person twice or change another channel's decision."""
+    approval = run.read_approval() if run.has_approval() else None
+    if approval is None or approval.get("pause_id") != d.pause_id:
+        return
+    for vote in approval.get("votes") or [approval]:
+        if vote.get("channel") == "phone":
+            raise Refusal("quorum", f"pause {d.pause_id} already has a phone vote (by {vote.get('operator')}); "
+                                    f"the phone lane is one voter")
+        if d.operator in (vote.get("operator"), vote.get("os_user")):
+            raise Refusal("quorum", f"{d.operator} already voted on pause {d.pause_id} on channel "
+                                    f"{vote.get('channel')}; a phone decision does not count them twice")
 
 
 def _carries(run: RunHandle, note: str) -> bool:

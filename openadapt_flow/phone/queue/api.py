@@ -17,9 +17,10 @@ if TYPE_CHECKING:
     from openadapt_flow.phone.queue.app import Queue
 
 MAX_WAIT_S = 55.0
+MAX_BODY = 8192  # a closed context is well under 2 KiB
 ACK_STATUSES = ("recorded", "refused")
 ACK_REASONS = ("recorded", "noop", "signature", "run", "pause", "checkpoint", "operation", "expired", "scope", "replayed",
-               "not_open", "approve")
+               "not_open", "approve", "quorum")
 
 
 def _error(status: int, message: str) -> JSONResponse:
@@ -27,14 +28,18 @@ def _error(status: int, message: str) -> JSONResponse:
 
 
 async def relay_body(q: "Queue", request: Request) -> tuple[bytes, Response | None]:
-    """The request's body (kept in the database) and, if the relay token is wrong, the 401 to send."""
-    body = await request.body()
-    if body or request.method != "GET":  # a long-poll every few seconds has no body to keep
-        await asyncio.to_thread(q.db.log_request, request.method, request.url.path, body)
+    """The request's body (kept in the database) and, if the relay token is wrong, the 401 to send. Only a relay's
+    bodies are kept: anyone on the network may send one without a token, and a queue must not store what they say."""
     auth = request.headers.get("authorization", "")
     token = auth.removeprefix("Bearer ") if auth.startswith("Bearer ") else ""
-    ok = await asyncio.to_thread(q.db.relay_ok, token)
-    return body, (None if ok else _error(401, "relay token required"))
+    if not await asyncio.to_thread(q.db.relay_ok, token):
+        return b"", _error(401, "relay token required")
+    body = await request.body()
+    if len(body) > MAX_BODY:
+        return b"", _error(413, f"body over {MAX_BODY} bytes")
+    if body or request.method != "GET":  # a long-poll every few seconds has no body to keep
+        await asyncio.to_thread(q.db.log_request, request.method, request.url.path, body)
+    return body, None
 
 
 async def key_proof(q: "Queue", request: Request) -> Response:

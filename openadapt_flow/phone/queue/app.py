@@ -23,7 +23,9 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.middleware import Middleware
 from starlette.routing import Route
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from openadapt_flow.auth.sessions import RateLimit, Session, Sessions
 from openadapt_flow.errors import RefusedError
@@ -41,6 +43,7 @@ _ENV = Environment(loader=PackageLoader("openadapt_flow.phone.queue", "templates
 _STATIC = {"sw.js": "text/javascript", "app.js": "text/javascript", "manifest.webmanifest": "application/manifest+json",
            "icon.svg": "image/svg+xml"}
 MAX_SUBSCRIPTION = 2048
+HSTS = "max-age=31536000"
 
 
 def _static(name: str) -> str:
@@ -124,7 +127,8 @@ class Queue:
         return resp
 
     async def logout(self, request: Request) -> Response:
-        s, form = self.session(request), await self.body(request)
+        s = self.session(request)
+        form = await self.body(request) if s is not None else {}
         if s is None or not s.csrf_ok(str(form.get("csrf") or "")):
             return Response("forbidden", 403, headers=HEADERS)
         self.sessions.close(s.token)
@@ -142,9 +146,10 @@ class Queue:
                          msg=request.query_params.get("msg"), vapid=vapid_public(self.vapid))
 
     async def decide(self, request: Request) -> Response:
-        s, form = self.session(request), await self.body(request)
-        if s is None:
+        s = self.session(request)
+        if s is None:  # nothing an anonymous client sends is kept
             return Response("login required", 401, headers=HEADERS)
+        form = await self.body(request)
         if not s.csrf_ok(str(form.get("csrf") or "")):
             return self.page("error.html", 403, error="missing or wrong CSRF token; reload the page")
         try:
@@ -177,10 +182,10 @@ class Queue:
     async def subscribe(self, request: Request) -> Response:
         """Enrol the logged-in operator's device: a PushSubscription (endpoint and keys) as JSON."""
         s = self.session(request)
-        raw = await request.body()
-        await asyncio.to_thread(self.db.log_request, request.method, request.url.path, raw)
         if s is None:
             return JSONResponse({"error": "login required"}, 401)
+        raw = await request.body()
+        await asyncio.to_thread(self.db.log_request, request.method, request.url.path, raw)
         if not s.csrf_ok(request.headers.get("x-csrf-token")):
             return JSONResponse({"error": "missing or wrong CSRF token"}, 403)
         try:
@@ -201,6 +206,20 @@ class Queue:
         return Response(_static(name), media_type=_STATIC[name], headers={**HEADERS, "Cache-Control": "no-cache"})
 
 
+class Hsts:
+    """Every response over TLS carries HSTS, so a phone that once reached the queue never asks it over plain HTTP."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        async def sending(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": [*message.get("headers", []), (b"strict-transport-security", HSTS.encode())]}
+            await send(message)
+        await self.app(scope, receive, sending if scope["type"] == "http" else send)
+
+
 def create_app(db: QueueDB, key: Ed25519PrivateKey, vapid: Path, *, contact: str, secure: bool = False) -> Starlette:
     q = Queue(db, key, vapid, contact, secure)
 
@@ -209,7 +228,7 @@ def create_app(db: QueueDB, key: Ed25519PrivateKey, vapid: Path, *, contact: str
             return await handler(q, request)
         return call
 
-    return Starlette(routes=[
+    return Starlette(middleware=[Middleware(Hsts)] if secure else [], routes=[
         Route("/", q.index), Route("/login", q.login, methods=["GET", "POST"]), Route("/logout", q.logout, methods=["POST"]),
         Route("/decide", q.decide, methods=["POST"]), Route("/subscribe", q.subscribe, methods=["POST"]),
         *(Route("/" + name, q.static) for name in _STATIC),

@@ -19,7 +19,7 @@ from openadapt_flow.phone.queue.keys import key_paths, signing_key, vapid_key
 pytestmark = pytest.mark.timeout(60)
 CONTEXT = {"schema": "openadapt-flow/phone-context@1", "run_id": "run-1", "pause_id": "pause-1", "bundle": "b",
            "step": "save", "intent": "Save {vendor}", "category": "approval", "transaction_outcome": None,
-           "allowed": ["continue", "reject"], "expires_at": "2099-01-01T00:00:00Z", "checkpoint_digest": "sha256:ab",
+           "allowed": ["continue", "reject"], "expires_at": "2099-01-01T00:00:00Z", "checkpoint_digest": "sha256:" + "ab" * 32,
            "idempotency_scope": "run-1/pause-1"}
 
 
@@ -81,7 +81,7 @@ def test_publish_decide_poll_ack(queue):
     d = item["decision"]
     verify_bytes(key.public_key(), canonical(d), item["signature"], "decision")
     assert (d["run_id"], d["pause_id"], d["operation"], d["operator"]) == ("run-1", "pause-1", "continue", "pat")
-    assert (d["checkpoint_digest"], d["expires_at"], d["idempotency_scope"]) == ("sha256:ab", CONTEXT["expires_at"], "run-1/pause-1")
+    assert (d["checkpoint_digest"], d["expires_at"], d["idempotency_scope"]) == (CONTEXT["checkpoint_digest"], CONTEXT["expires_at"], "run-1/pause-1")
     ack = {"status": "recorded", "reason": "free text from the runner"}
     assert client.post(f"/api/decisions/{d['decision_id']}/ack", json=ack, headers=auth).status_code == 400
     ack["reason"] = "recorded"

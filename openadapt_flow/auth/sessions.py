@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 SESSION_TTL_S = 8 * 3600.0
 LOGIN_WINDOW_S = 60.0
+MAX_KEYS = 10_000  # past this many remembered keys, those with no recent failure are swept
 LOGIN_FAILURES = 5  # failed logins per client (and per operator name) in the window before logins are refused
 
 
@@ -80,9 +81,18 @@ class RateLimit:
         return q
 
     def blocked(self, *keys: str) -> bool:
+        """Whether any key is over its limit. A key whose failures all aged out is forgotten, so a stream of made-up
+        names or clients does not grow the table without bound."""
         now = time.monotonic()
         with self._lock:
-            return any(len(self._recent(k, now)) >= self.limit for k in keys)
+            out = any(len(self._recent(k, now)) >= self.limit for k in keys)
+            for k in keys:
+                if not self._fails.get(k):
+                    self._fails.pop(k, None)
+            if len(self._fails) > MAX_KEYS:
+                for k in [k for k, q in self._fails.items() if not self._recent(k, now)]:
+                    del self._fails[k]
+            return out
 
     def failed(self, *keys: str) -> None:
         now = time.monotonic()

@@ -302,3 +302,21 @@ def test_logins_are_rate_limited_and_the_session_cookie_is_locked(queue):
     page = client.get("/").text  # a logged-in session's CSRF token is its own: another's does not decide
     csrf = re.search(r'name="csrf" value="([^"]+)"', page).group(1)
     assert fresh.post("/decide", data={"csrf": csrf, "task": "r/p", "operation": "continue"}).status_code == 401
+
+
+def test_a_relay_sees_and_touches_only_the_tasks_it_published(tmp_path, env, queue):
+    db, key, client, token, credential = queue
+    store, run = pause(tmp_path, env)
+    relay(store, key, client, token).publish()
+    task = db.tasks()[0]["idempotency_scope"]
+    other = {"Authorization": f"Bearer {db.add_relay_token()}"}  # another runner's relay on the same queue
+    assert client.post(f"/api/withdraw?task={task}", headers=other).status_code == 404
+    assert client.post("/api/tasks", content=db._q("SELECT context FROM tasks")[0][0], headers=other).status_code == 409
+    login(client, "pat", credential)
+    csrf = re.search(r'name="csrf" value="([^"]+)"', client.get("/").text).group(1)
+    client.post("/decide", data={"csrf": csrf, "task": task, "operation": "continue"})
+    assert client.get("/api/decisions?wait=0", headers=other).json()["decisions"] == []
+    [item] = client.get("/api/decisions?wait=0", headers={"Authorization": f"Bearer {token}"}).json()["decisions"]
+    ack = {"status": "refused", "reason": "run"}
+    assert client.post(f"/api/decisions/{item['decision']['decision_id']}/ack", json=ack, headers=other).status_code == 404
+    assert db.decision_status(task) == ("pending", None)

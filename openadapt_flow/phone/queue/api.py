@@ -27,23 +27,25 @@ def _error(status: int, message: str) -> JSONResponse:
     return JSONResponse({"error": message}, status_code=status)
 
 
-async def relay_body(q: "Queue", request: Request) -> tuple[bytes, Response | None]:
-    """The request's body (kept in the database) and, if the relay token is wrong, the 401 to send. Only a relay's
-    bodies are kept: anyone on the network may send one without a token, and a queue must not store what they say."""
+async def relay_body(q: "Queue", request: Request) -> tuple[bytes, str, Response | None]:
+    """The request's body (kept in the database), the relay its token names and, if the token is wrong, the 401 to
+    send. Only a relay's bodies are kept: anyone on the network may send one without a token, and a queue must not
+    store what they say. A relay sees and touches only the tasks it published (and their decisions)."""
     auth = request.headers.get("authorization", "")
     token = auth.removeprefix("Bearer ") if auth.startswith("Bearer ") else ""
-    if not await asyncio.to_thread(q.db.relay_ok, token):
-        return b"", _error(401, "relay token required")
+    relay = await asyncio.to_thread(q.db.relay_of, token)
+    if relay is None:
+        return b"", "", _error(401, "relay token required")
     body = await request.body()
     if len(body) > MAX_BODY:
-        return b"", _error(413, f"body over {MAX_BODY} bytes")
+        return b"", relay, _error(413, f"body over {MAX_BODY} bytes")
     if body or request.method != "GET":  # a long-poll every few seconds has no body to keep
         await asyncio.to_thread(q.db.log_request, request.method, request.url.path, body)
-    return body, None
+    return body, relay, None
 
 
 async def key_proof(q: "Queue", request: Request) -> Response:
-    _, denied = await relay_body(q, request)
+    _, _, denied = await relay_body(q, request)
     if denied:
         return denied
     nonce = request.query_params.get("nonce", "")
@@ -53,13 +55,13 @@ async def key_proof(q: "Queue", request: Request) -> Response:
 
 
 async def publish(q: "Queue", request: Request) -> Response:
-    body, denied = await relay_body(q, request)
+    body, relay, denied = await relay_body(q, request)
     if denied:
         return denied
     try:
         ctx = parse_context(json.loads(body))
         data = context_bytes(ctx)
-        new = await asyncio.to_thread(q.db.put_task, ctx.task_id(), data)
+        new = await asyncio.to_thread(q.db.put_task, ctx.task_id(), data, relay)
     except ValueError:
         return _error(400, "body is not JSON")
     except FlowError as e:
@@ -73,11 +75,11 @@ async def publish(q: "Queue", request: Request) -> Response:
 
 async def withdraw(q: "Queue", request: Request) -> Response:
     """The relay saw the pause end on the runner (decided there, resumed, re-issued): the phone stops offering it."""
-    _, denied = await relay_body(q, request)
+    _, relay, denied = await relay_body(q, request)
     if denied:
         return denied
     task_id = request.query_params.get("task", "")
-    found = await asyncio.to_thread(q.db.task, task_id)
+    found = await asyncio.to_thread(q.db.task_of, task_id, relay)
     if found is None:
         return _error(404, "no such task")
     if found[1] == "open":
@@ -88,7 +90,7 @@ async def withdraw(q: "Queue", request: Request) -> Response:
 
 async def decisions(q: "Queue", request: Request) -> Response:
     """Signed decisions not yet acknowledged; waits (up to `wait` seconds) for one when there is none."""
-    _, denied = await relay_body(q, request)
+    _, relay, denied = await relay_body(q, request)
     if denied:
         return denied
     try:
@@ -99,7 +101,7 @@ async def decisions(q: "Queue", request: Request) -> Response:
     deadline = loop.time() + wait
     while True:
         changed = q.changed  # taken before reading, so a decision added meanwhile still wakes this wait
-        rows = await asyncio.to_thread(q.db.pending_decisions)
+        rows = await asyncio.to_thread(q.db.pending_decisions, relay)
         left = deadline - loop.time()
         if rows or left <= 0:
             return JSONResponse({"decisions": rows})
@@ -110,7 +112,7 @@ async def decisions(q: "Queue", request: Request) -> Response:
 
 
 async def ack(q: "Queue", request: Request) -> Response:
-    body, denied = await relay_body(q, request)
+    body, relay, denied = await relay_body(q, request)
     if denied:
         return denied
     try:
@@ -121,7 +123,7 @@ async def ack(q: "Queue", request: Request) -> Response:
     if status not in ACK_STATUSES or reason not in ACK_REASONS:  # a closed vocabulary: no free text from the runner
         return _error(400, f"status one of {ACK_STATUSES}, reason one of {ACK_REASONS}")
     decision_id = request.path_params["decision_id"]
-    if not await asyncio.to_thread(q.db.ack, decision_id, status, reason):
+    if not await asyncio.to_thread(q.db.ack, decision_id, status, reason, relay):
         return _error(404, "no such pending decision")
     await asyncio.to_thread(q.db.audit, {"event": "ack", "decision": decision_id, "status": status, "reason": reason})
     return JSONResponse({"ok": True})

@@ -19,7 +19,8 @@ SCHEMA = """
 CREATE TABLE IF NOT EXISTS operators (name TEXT PRIMARY KEY, hash TEXT NOT NULL, disabled INTEGER NOT NULL DEFAULT 0,
                                       created_at REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS relay_tokens (digest TEXT PRIMARY KEY, created_at REAL NOT NULL);
-CREATE TABLE IF NOT EXISTS tasks (id TEXT PRIMARY KEY, context BLOB NOT NULL, status TEXT NOT NULL, created_at REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS tasks (id TEXT PRIMARY KEY, context BLOB NOT NULL, status TEXT NOT NULL, created_at REAL NOT NULL,
+                                  relay TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS devices (id INTEGER PRIMARY KEY, operator TEXT NOT NULL, endpoint TEXT NOT NULL UNIQUE,
                                     subscription TEXT NOT NULL, created_at REAL NOT NULL);
 CREATE TABLE IF NOT EXISTS decisions (seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, task_id TEXT NOT NULL UNIQUE,
@@ -84,8 +85,10 @@ class QueueDB:
         self.audit({"event": "relay_token_added"})
         return token
 
-    def relay_ok(self, token: str) -> bool:
-        return bool(token) and bool(self._q("SELECT 1 FROM relay_tokens WHERE digest = ?", (_digest(token),)))
+    def relay_of(self, token: str) -> str | None:
+        """The relay a token names (its digest: the tasks it publishes are its own), or None for no such token."""
+        digest = _digest(token)
+        return digest if token and self._q("SELECT 1 FROM relay_tokens WHERE digest = ?", (digest,)) else None
 
     # requests and audit ------------------------------------------------------------------------------------------
     def log_request(self, method: str, path: str, body: bytes) -> None:
@@ -95,15 +98,21 @@ class QueueDB:
         self._q("INSERT INTO audit (at, event) VALUES (?, ?)", (time.time(), json.dumps(event, sort_keys=True)))
 
     # tasks -------------------------------------------------------------------------------------------------------
-    def put_task(self, task_id: str, context: bytes) -> bool:
-        """Store a closed context; False if this pause was already published (the same bytes)."""
-        rows = self._q("SELECT context FROM tasks WHERE id = ?", (task_id,))
+    def put_task(self, task_id: str, context: bytes, relay: str) -> bool:
+        """Store a closed context published by `relay`; False if it already published this pause (the same bytes)."""
+        rows = self._q("SELECT context, relay FROM tasks WHERE id = ?", (task_id,))
         if rows:
-            if bytes(rows[0][0]) != context:
-                raise RefusedError(f"task {task_id} was published with another context; refusing")
+            if bytes(rows[0][0]) != context or rows[0][1] != relay:
+                raise RefusedError(f"task {task_id} was published with another context or by another relay; refusing")
             return False
-        self._q("INSERT INTO tasks VALUES (?, ?, 'open', ?)", (task_id, context, time.time()))
+        self._q("INSERT INTO tasks (id, context, status, created_at, relay) VALUES (?, ?, 'open', ?, ?)",
+                (task_id, context, time.time(), relay))
         return True
+
+    def task_of(self, task_id: str, relay: str) -> tuple[dict[str, Any], str] | None:
+        """The task if `relay` published it (a relay never sees nor touches another relay's tasks)."""
+        rows = self._q("SELECT 1 FROM tasks WHERE id = ? AND relay = ?", (task_id, relay))
+        return self.task(task_id) if rows else None
 
     def task(self, task_id: str) -> tuple[dict[str, Any], str] | None:
         rows = self._q("SELECT context, status FROM tasks WHERE id = ?", (task_id,))
@@ -140,12 +149,15 @@ class QueueDB:
                 self._db.execute("ROLLBACK")
                 raise
 
-    def pending_decisions(self) -> list[dict[str, Any]]:
-        rows = self._q("SELECT body, signature FROM decisions WHERE status = 'pending' ORDER BY seq")
+    def pending_decisions(self, relay: str) -> list[dict[str, Any]]:
+        """The decisions not yet acknowledged on the tasks `relay` published."""
+        rows = self._q("SELECT d.body, d.signature FROM decisions d JOIN tasks t ON t.id = d.task_id "
+                       "WHERE d.status = 'pending' AND t.relay = ? ORDER BY d.seq", (relay,))
         return [{"decision": json.loads(b), "signature": s} for b, s in rows]
 
-    def ack(self, decision_id: str, status: str, outcome: str) -> bool:
-        rows = self._q("SELECT task_id FROM decisions WHERE id = ? AND status = 'pending'", (decision_id,))
+    def ack(self, decision_id: str, status: str, outcome: str, relay: str) -> bool:
+        rows = self._q("SELECT d.task_id FROM decisions d JOIN tasks t ON t.id = d.task_id "
+                       "WHERE d.id = ? AND d.status = 'pending' AND t.relay = ?", (decision_id, relay))
         if not rows:
             return False
         self._q("UPDATE decisions SET status = ?, outcome = ? WHERE id = ?", (status, outcome, decision_id))

@@ -9,6 +9,7 @@ import re
 import pytest
 from starlette.testclient import TestClient
 
+from openadapt_flow.auth.sessions import RateLimit
 from openadapt_flow.errors import RefusedError, UsageError
 from openadapt_flow.phone.context import (PROOF_PREFIX, canonical, load_public, parse_context, public_text,
                                           verify_bytes)
@@ -112,3 +113,14 @@ def test_the_phone_page_is_an_installable_web_app(queue):
     assert sw.headers["content-type"].startswith("text/javascript")
     assert 'addEventListener("push"' in sw.text and "showNotification" in sw.text
     assert 'rel="manifest"' in client.get("/login").text
+
+
+def test_the_login_rate_limit_forgets_keys_whose_failures_aged_out():
+    limit = RateLimit(limit=2, window_s=0.0)  # every failure ages out at once
+    for i in range(100):
+        limit.failed(f"name:made-up-{i}")
+        assert not limit.blocked(f"name:made-up-{i}")
+    assert limit._fails == {}
+    held = RateLimit(limit=2, window_s=3600.0)
+    held.failed("client:a"), held.failed("client:a")
+    assert held.blocked("client:a", "name:x") and not held.blocked("client:b")

@@ -31,7 +31,7 @@ from openadapt_flow.phone.context import (PROOF_PREFIX, PhoneContext, canonical,
                                           public_text, verify_bytes)
 from openadapt_flow.phone.project import closed_context
 from openadapt_flow.report.render import write_reports
-from openadapt_flow.runtime.operate.decisions import approve
+from openadapt_flow.runtime.operate.decisions import approve, phone_vote_conflict
 from openadapt_flow.store.base import RunHandle, RunStore
 from openadapt_flow.store.checkpoint import checkpoint_digest
 
@@ -204,20 +204,11 @@ def _check_bindings(run: RunHandle, task: dict[str, Any], d: Any, now: float) ->
 
 
 def _check_votes(run: RunHandle, d: Any) -> None:
-    """The phone lane is one voter per pause, and never a voter already counted on another channel: a queue (honest,
-    it closes a task after one decision; compromised, it holds the signing key) cannot add a second phone vote to meet
-    a quorum alone, nor speak for a name that already voted on the console or the CLI (an operator, or the OS user a
-    CLI vote counts as) — that would count one person twice or change another channel's decision."""
-    approval = run.read_approval() if run.has_approval() else None
-    if approval is None or approval.get("pause_id") != d.pause_id:
-        return
-    for vote in approval.get("votes") or [approval]:
-        if vote.get("channel") == "phone":
-            raise Refusal("quorum", f"pause {d.pause_id} already has a phone vote (by {vote.get('operator')}); "
-                                    f"the phone lane is one voter")
-        if d.operator in (vote.get("operator"), vote.get("os_user")):
-            raise Refusal("quorum", f"{d.operator} already voted on pause {d.pause_id} on channel "
-                                    f"{vote.get('channel')}; a phone decision does not count them twice")
+    """The phone lane's voting rule (decisions.phone_vote_conflict), checked before recording so the queue hears
+    `quorum`; `approve` checks it again under the run's lease."""
+    conflict = phone_vote_conflict(run.read_approval() if run.has_approval() else None, d.pause_id, d.operator)
+    if conflict is not None:
+        raise Refusal("quorum", conflict)
 
 
 def _carries(run: RunHandle, note: str) -> bool:

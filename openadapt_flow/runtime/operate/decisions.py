@@ -42,6 +42,23 @@ def voter(vote: dict[str, Any]) -> str:
     return "os:" + str(vote.get("os_user"))
 
 
+def phone_vote_conflict(approval: dict[str, Any] | None, pause_id: str, operator: str) -> str | None:
+    """Why a phone vote by `operator` on `pause_id` may not be added to `approval`, or None. The phone lane is one
+    voter per pause and never a voter already counted on another channel: a hosted queue (honest, it closes a task
+    after one decision; compromised, it holds the signing key) cannot add a second phone vote to meet a quorum alone,
+    nor speak for a name that already voted on the console or the CLI (counting one person twice, or changing
+    another channel's decision)."""
+    if approval is None or approval.get("pause_id") != pause_id:
+        return None
+    for vote in approval.get("votes") or [approval]:
+        if vote.get("channel") == "phone":
+            return f"pause {pause_id} already has a phone vote (by {vote.get('operator')}); the phone lane is one voter"
+        if operator in (vote.get("operator"), vote.get("os_user")):
+            return (f"{operator} already voted on pause {pause_id} on channel {vote.get('channel')}; a phone decision "
+                    f"does not count them twice")
+    return None
+
+
 def _epoch(iso: str) -> float:
     return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
 
@@ -275,6 +292,9 @@ def _record_vote(run: RunHandle, pending: dict[str, Any], key: bytes, decision: 
     if decision not in task["allowed_decisions"]:
         raise RefusedError(f"--decision {decision} is not allowed for this pause (allowed: {', '.join(task['allowed_decisions'])})")
     existing = run.read_approval()
+    conflict = phone_vote_conflict(existing, pending["pause_id"], operator) if channel == "phone" else None
+    if conflict is not None:  # checked again here, under the run's lease: a local vote may have landed meanwhile
+        raise RefusedError(f"{run.ref}: {conflict}; refusing")
     vote = {"operator": operator, "os_user": user, "note": note, "decided_at": now_iso(), "channel": channel}
     me = voter(vote)
     replaced, votes = None, [vote]

@@ -269,3 +269,31 @@ def test_a_store_not_migrated_for_the_fleet_is_refused_in_one_line_exit_6(pg_ser
         c.execute("UPDATE flow_queue_schema SET version = '02.00.00_01'")
     r = run_flow(["submit", str(BUNDLE), "-p", "vendor=A", "-p", "amount=1", "--store", migrated], tmp_path, env)
     assert r.returncode == 6 and "procrastinate schema is 02.00.00_01" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def _approval_before_save(tmp: Path) -> Path:
+    """The demo bundle with `approval: before` on its consequential `save`: every run pauses there for a decision."""
+    out = tmp / "approve-bundle"
+    shutil.copytree(BUNDLE, out)
+    flow = out / "flow.yaml"
+    flow.write_text(flow.read_text().replace("  consequential: true\n", "  consequential: true\n  approval: before\n"))
+    return out
+
+
+def test_an_approval_on_a_fleet_run_enqueues_its_resume_in_the_same_transaction(fleet):
+    """SPEC §19: the decision enqueues the resume (migration 0003's trigger), not a scan: with no worker alive, the
+    approve alone leaves the run's resume job queued; the next worker to come up runs it (LISTEN/NOTIFY wakes an idle one)."""
+    [name] = _submit(fleet, 1, _approval_before_save(fleet.tmp))
+    first = fleet.worker("w1")
+    assert _flow(fleet, "wait", f"pg:{name}", "--timeout", "90").returncode == 3  # PAUSED(awaiting_approval)
+    first.terminate()
+    assert first.wait(20) == 0
+    assert _sql(fleet, "SELECT count(*) FROM procrastinate_jobs WHERE task_name = 'flow.resume'") == [(0,)]
+    r = _flow(fleet, "approve", f"pg:{name}", "--operator", "ops")
+    assert r.returncode == 0, r.stderr
+    assert _sql(fleet, "SELECT status, args FROM procrastinate_jobs WHERE task_name = 'flow.resume'") == \
+        [("todo", {"ref": f"pg:{name}"})]
+    fleet.worker("w2")
+    wait_until(lambda: _all(fleet, [name], "COMPLETED"), 90, "the approved run resumed and COMPLETED")
+    assert _saves(fleet, [name]) == {name: 1}
+    assert fleet.rows() == [("ACME Corp", 1250.5)]

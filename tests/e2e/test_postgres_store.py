@@ -7,6 +7,7 @@ test gets a schema of its own. The contract every store keeps is tests/unit/stor
 from __future__ import annotations
 
 import json
+import os
 import threading
 from pathlib import Path
 
@@ -250,6 +251,32 @@ def test_export_writes_a_run_directory_every_run_dir_tool_reads(spec, tmp_path, 
     assert r.returncode == 0 and json.loads(r.stdout)["state"] == "COMPLETED", r.stderr
     r = cli.invoke(app, ["export", "pg:done", "--store", spec, "--to", str(out)])
     assert r.exit_code == 2 and "already holds a run" in r.output  # never over a run directory
+
+
+def test_an_exported_run_directory_is_read_but_never_resumed_or_decided_on(spec, tmp_path, monkeypatch):
+    """A paused run exported is a copy: acting on it would run its remaining steps in two places (the copy and the
+    store). Every command that acts refuses it in one line (exit 6) naming the store; status and report read it."""
+    db = tmp_path / "sor.db"
+    env = flow_env(tmp_path, FLOW_KEY_FILE=str(tmp_path / "install.key"), FLOW_DECISION_KEY_FILE=str(tmp_path / "decision.key"),
+                   FLOW_STATE_DIR=str(tmp_path / "state"), FLOW_FIXTURE_DB=str(db), DEMO_DB_DSN=f"sqlite:///{db}",
+                   PGPASSWORD=os.environ["PGPASSWORD"])
+    r = run_flow(["replay", str(gated_bundle(tmp_path)), "--url", f"fixture:{FIXTURES / 'normal'}", "--store", spec,
+                  "--run-dir", "pg:gated", "--json", *PARAMS], tmp_path, env)
+    assert r.returncode == 3, r.stderr
+    out = tmp_path / "copy"
+    assert run_flow(["export", "pg:gated", "--store", spec, "--to", str(out)], tmp_path, env).returncode == 0
+    for args in (["approve", str(out), "--operator", "ops"], ["resume", str(out)], ["answer", str(out), "yes"],
+                 ["signal", str(out), "go"], ["approve", str(out), "--operator", "ops", "--decision", "reject"]):
+        r = run_flow(args, tmp_path, env)
+        assert r.returncode == 6 and len(r.stderr.strip().splitlines()) == 1, (args, r.stderr)
+        assert "an export of pg:gated --store postgresql://" in r.stderr and "refusing" in r.stderr, r.stderr
+    r = run_flow(["status", str(out), "--json"], tmp_path, env)
+    assert r.returncode == 0 and json.loads(r.stdout)["state"] == "PAUSED", r.stderr
+    assert run_flow(["report", str(out)], tmp_path, env).returncode == 0
+    assert invoice_rows(db) == []  # nothing ran from the copy
+    assert run_flow(["approve", "pg:gated", "--store", spec, "--operator", "ops"], tmp_path, env).returncode == 0
+    assert run_flow(["resume", "pg:gated", "--store", spec], tmp_path, env).returncode == 0  # the run, in its store
+    assert invoice_rows(db) == [("ACME Corp", 1250.5)]
 
 
 # --- references: `pg:NAME` names a run of the store this process opened ---

@@ -15,7 +15,8 @@ from openadapt_flow.errors import UsageError
 from openadapt_flow.report.render import write_reports
 from openadapt_flow.runtime.decide.config import load_config
 from openadapt_flow.runtime.fleet.desks import Desks
-from openadapt_flow.runtime.fleet.queue import Fleet, ensure_queue_schema, submit
+from openadapt_flow.runtime.fleet.queue import Fleet
+from openadapt_flow.runtime.fleet.submit import fleet_store, submit
 from openadapt_flow.runtime.fleet.targets import load_targets
 from openadapt_flow.store.postgres_spec import check_spec, is_postgres, redact
 
@@ -35,7 +36,8 @@ def submit_cmd(
     target: Optional[str] = typer.Option(None, "--target", help="run on a target with this name or label"),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
-    """Submit a durable run to the fleet: it is queued, and a fleet worker with a free desktop starts it."""
+    """Submit a durable run to the fleet: the run is created PENDING in the store (`flow status`/`wait` see it) and
+    queued; a fleet worker with a free desktop starts it."""
     values, _ = parse_params(param, None)
     ref = submit(_postgres(store), bundle, values, target)
     if as_json:
@@ -69,7 +71,7 @@ def worker_cmd(
         raise UsageError("--targets needs --store postgresql://… (the fleet's store)")
     spec = _postgres(store)
     doc = load_targets(targets)
-    ensure_queue_schema(spec)
+    fleet_store(spec)  # a store `flow store migrate` has not brought to this code's schemas is refused (exit 6)
     fleet = Fleet(spec, Desks(spec, doc), load_config(config), write_reports)
     typer.echo(f"fleet worker on {redact(spec)}: {len(doc.targets)} desktop(s)", err=True)
     fleet.serve(concurrency or len(doc.targets), name)

@@ -1,4 +1,5 @@
-"""`flow store migrate` and `flow export`: the PostgreSQL run store's schema, and a stored run as a run directory."""
+"""`flow store migrate`, `flow store gc` and `flow export`: the PostgreSQL run store's schema, its unreferenced blobs,
+and a stored run as a run directory."""
 
 from __future__ import annotations
 
@@ -8,10 +9,12 @@ import typer
 
 from openadapt_flow.cli.common import RUN_HELP, emit_json, handle_errors, open_run_arg
 from openadapt_flow.errors import UsageError
+from openadapt_flow.store.postgres_artifacts import GC_MIN_AGE_S, gc_blobs
 from openadapt_flow.store.postgres_export import export_run
 from openadapt_flow.store.postgres_run import PostgresRun
 from openadapt_flow.store.postgres_schema import code_version, connect, migrate
 from openadapt_flow.store.postgres_spec import is_postgres, redact
+from openadapt_flow.store.select import postgres_store
 
 PG_HELP = ("the PostgreSQL store, postgresql://USER@HOST[:PORT]/DB (the password from PGPASSWORD or ~/.pgpass; one "
            "given in the URL is never recorded or shown)")
@@ -41,6 +44,22 @@ def migrate_cmd(store: str = typer.Option(..., "--store", help=PG_HELP),
         typer.echo(f"{where}: schema version {code_version()} (applied {', '.join(names)})")
     else:
         typer.echo(f"{where}: schema version {code_version()}, up to date")
+
+
+@store_app.command("gc")
+@handle_errors
+def gc_cmd(store: str = typer.Option(..., "--store", help=PG_HELP),
+           min_age: float = typer.Option(GC_MIN_AGE_S, "--min-age", min=0,
+                                         help="seconds a blob must have gone unwritten and unreferenced (a write in flight "
+                                              "always touches its blob)"),
+           as_json: bool = typer.Option(False, "--json", help="print a JSON summary on stdout")) -> None:
+    """Delete the artifact blobs no run references (replaced or removed artifacts, discarded runs); only those."""
+    where = redact(_postgres(store))
+    blobs, size = gc_blobs(postgres_store(store), min_age)
+    if as_json:
+        emit_json({"store": where, "deleted_blobs": blobs, "deleted_bytes": size})
+    else:
+        typer.echo(f"{where}: deleted {blobs} unreferenced blob(s), {size} bytes")
 
 
 @handle_errors

@@ -1,5 +1,6 @@
 """Artifacts of a PostgreSQL run (SPEC §18): names per run in `flow_artifacts`, bytes content-addressed in `flow_blobs`
-(a frame shown twice, or a bundle snapshotted by a hundred runs, is stored once)."""
+(a frame shown twice, or a bundle snapshotted by a hundred runs, is stored once), and `flow store gc` (gc_blobs), which
+deletes the blobs no run references any more (a replaced or removed artifact, a discarded run)."""
 
 from __future__ import annotations
 
@@ -9,12 +10,41 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import psycopg
+
+from openadapt_flow.errors import RefusedError
 from openadapt_flow.store.base import check_artifact_name
 from openadapt_flow.store.frames import FrameWriter
 from openadapt_flow.store.memory_parts import MemoryFrameWriter
 
 if TYPE_CHECKING:
     from openadapt_flow.store.postgres import PostgresStore
+
+GC_MIN_AGE_S = 3600.0
+_GC = """
+DELETE FROM flow_blobs b
+WHERE b.touched_at < now() - make_interval(secs => %s)
+  AND NOT EXISTS (SELECT 1 FROM flow_artifacts a WHERE a.digest = b.digest)
+RETURNING b.size
+"""
+
+
+def gc_blobs(store: "PostgresStore", min_age_s: float = GC_MIN_AGE_S) -> tuple[int, int]:
+    """Delete the blobs no artifact references and nothing wrote or referenced for `min_age_s`; (blobs, bytes) freed.
+
+    Never during a write, by an age threshold: every artifact write stores or touches its blob in the same statement
+    that inserts the reference, so a blob being (re)referenced right now was touched just now and is not a candidate;
+    a concurrent delete meets the writer's row lock, and once the writer commits, the row it re-reads is young. The
+    foreign key from flow_artifacts is the last line: the database never lets a referenced blob go.
+    """
+    for _ in range(3):
+        try:
+            with store.tx():
+                rows = store.all(_GC, (min_age_s,))
+            return len(rows), sum(int(r[0]) for r in rows)
+        except psycopg.errors.ForeignKeyViolation:  # a reference committed between the scan and the delete: again
+            continue
+    raise RefusedError(f"--store {store.where}: blobs kept being referenced during gc; run it again; refusing")
 
 
 class PostgresArtifacts:
@@ -33,8 +63,10 @@ class PostgresArtifacts:
     def put_artifact(self, rel: str, data: bytes) -> None:
         check_artifact_name(rel)
         digest = "sha256:" + hashlib.sha256(data).hexdigest()
+        # the blob and its reference in one statement; a blob stored already is touched (and row-locked till the
+        # reference commits), so `flow store gc` never takes it from under this write (gc_blobs)
         self.store.run("WITH blob AS (INSERT INTO flow_blobs (digest, size, data) VALUES (%(d)s, %(n)s, %(b)s) "
-                       "ON CONFLICT DO NOTHING) INSERT INTO flow_artifacts (run, name, digest) VALUES (%(run)s, %(name)s, %(d)s) "
+                       "ON CONFLICT (digest) DO UPDATE SET touched_at = now()) INSERT INTO flow_artifacts (run, name, digest) VALUES (%(run)s, %(name)s, %(d)s) "
                        "ON CONFLICT (run, name) DO UPDATE SET digest = EXCLUDED.digest, "
                        "ord = nextval(pg_get_serial_sequence('flow_artifacts', 'ord'))",
                        {"d": digest, "n": len(data), "b": bytes(data), "run": self.id(create=True), "name": rel})

@@ -3,7 +3,8 @@ run directories (`flow status DIR`, `flow report`, an auditor's script) works on
 
 Documents are written as the exact text the store holds (the report byte for byte), the journal as its rows' lines
 (the same hash chain: it verifies under the installation key), artifacts as files, consumed decisions under
-`decisions/`, child runs under `children/`. The export is a copy to read: the run goes on living in the store.
+`decisions/`, child runs under `children/`. The export is a copy to read: the run goes on living in the store, so
+the directory is marked (`EXPORTED_FROM`, naming the run and its store) and resume/approve/answer/signal refuse it.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from openadapt_flow.store.escalation import DECISIONS
 from openadapt_flow.store.journal import JOURNAL_FILE
 from openadapt_flow.store.lease import LEASE
 from openadapt_flow.store.postgres_run import DOCS, PostgresRun
+from openadapt_flow.store.postgres_spec import EXPORT_MARK
 from openadapt_flow.store.rundir import CHILDREN, RUN_FILES, check_new_run_dir
 
 
@@ -24,7 +26,8 @@ def export_run(run: PostgresRun, dest: Path) -> list[str]:
     """Write `run` (and its child runs) to the new directory `dest`; the files written, relative to it."""
     check_new_run_dir(dest)
     dest.mkdir(parents=True, exist_ok=True)
-    written: list[str] = []
+    written: list[str] = [EXPORT_MARK]
+    write_bytes_atomic(dest / EXPORT_MARK, f"{run.ref} --store {run.store.where}\n".encode())  # first: a cut export is marked
 
     def put(rel: str, data: bytes) -> None:
         check_artifact_name(rel)

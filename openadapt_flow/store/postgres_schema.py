@@ -2,7 +2,8 @@
 
 Migrations are SQL files shipped in `openadapt_flow/store/migrations/` named `NNNN_name.sql`, applied in order, each in
 one transaction under an advisory lock (two `migrate` commands at once apply each file once). `flow_schema` records
-every applied version. A store whose schema is newer than this code is refused (exit 6), never half-read; one that is
+every applied version. Migration 0003 (the fleet) first applies procrastinate's own schema, pinned by its version
+(store/postgres_queue.py). A store whose schema is newer than this code is refused (exit 6), never half-read; one that is
 older (or empty) is refused until it is migrated.
 
 A spec with a password is refused before connecting (postgres_spec.check_spec).
@@ -17,6 +18,7 @@ from importlib import resources
 import psycopg
 
 from openadapt_flow.errors import RefusedError, UsageError
+from openadapt_flow.store.postgres_queue import QUEUE_MIGRATION, apply_queue_schema
 from openadapt_flow.store.postgres_spec import check_spec, redact
 
 MIGRATE_LOCK = 0x666C6F77  # "flow": the advisory lock key `migrate` holds while it applies files
@@ -88,6 +90,8 @@ def migrate(conn: psycopg.Connection, where: str) -> list[Migration]:
                                f"({code_version()}); upgrade openadapt-flow; refusing")
         for m in migrations():
             if m.version > have:
+                if m.version == QUEUE_MIGRATION:  # the fleet's tables stand on procrastinate's
+                    apply_queue_schema(conn)
                 conn.execute(m.sql.encode())
                 conn.execute("INSERT INTO flow_schema (version, name) VALUES (%s, %s)", (m.version, m.name))
                 done.append(m)

@@ -18,6 +18,7 @@ from openadapt_flow.store.base import JournalWriter, RunHandle, check_artifact_n
 from openadapt_flow.store.frames import FrameWriter
 from openadapt_flow.store.journal import JOURNAL_FILE, Journal, LoadResult, load_journal, read_records
 from openadapt_flow.store.lease import LEASE, Lease, LeaseInfo, try_lock, unlock
+from openadapt_flow.store.postgres_spec import refuse_exported
 from openadapt_flow.store.seal import SCHEMA_PREFIX, sealed_state, verify_seal
 
 MANIFEST = "manifest.json"
@@ -253,6 +254,7 @@ class RunDir:
         return checkpoint.reconcile_checkpoint(self.path, records)
 
     def lease(self, ttl_s: float = 30.0) -> Lease:
+        refuse_exported(self.path)  # every command that acts on a run takes its lease; an export is a copy to read
         return Lease(self.path, ttl_s)
 
     def lease_info(self) -> LeaseInfo | None:

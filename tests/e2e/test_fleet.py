@@ -17,7 +17,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from openadapt_flow.runtime.fleet.queue import submit
+from openadapt_flow.runtime.fleet.submit import submit
 from tests.support.cli import REPO, flow_env, run_flow
 from tests.support.demo_invoices import BUNDLE, invoice_rows
 from tests.support.pg import PgServer, pg_server, store_spec  # noqa: F401 — pg_server: the session's server
@@ -146,13 +146,26 @@ def _all(fleet: Fleet, names: list[str], state: str) -> bool:
     return len(states) == len(names) and set(states.values()) == {state}
 
 
+def _flow(fleet: Fleet, *args: str) -> subprocess.CompletedProcess[str]:
+    return run_flow([*args, "--store", fleet.spec], fleet.tmp, fleet.env)
+
+
 def test_forty_submitted_runs_all_complete_exactly_once_over_three_workers_and_four_desktops(fleet):
     names = _submit(fleet, 40, _without_effect(fleet.tmp))
+    # submitted runs are runs of the store at once, PENDING, before any worker exists
+    first = json.loads(_flow(fleet, "status", f"pg:{names[0]}", "--json").stdout)
+    assert first["state"] == "PENDING" and first["run_id"].startswith("run-"), first
+    listed = {r["run_dir"]: r["state"] for r in json.loads(_flow(fleet, "runs", "--json").stdout)}
+    assert listed == {f"pg:{n}": "PENDING" for n in names}
+    waited = _flow(fleet, "wait", first["run_id"], "--timeout", "0.5")
+    assert waited.returncode == 124 and "still PENDING" in waited.stderr, waited.stderr
     for w in ("w1", "w2", "w3"):
         fleet.worker(w)
+    assert _flow(fleet, "wait", first["run_id"], "--timeout", "150").returncode == 0  # a worker started that very run
     wait_until(lambda: _all(fleet, names, "COMPLETED"), 150, "every submitted run COMPLETED")
     assert _saves(fleet, names) == {n: 1 for n in names}
     assert fleet.rows() == [("ACME Corp", 1250.5)] * len(names)
+    assert _sql(fleet, "SELECT count(*) FROM flow_runs") == [(40,)]  # started in place: no second row for any run
 
 
 def _sql(fleet: Fleet, query: str, *args: object) -> list[tuple]:
@@ -212,15 +225,19 @@ def test_a_worker_stopped_past_its_lease_is_fenced_and_the_run_completes_once_el
 def test_submit_prints_the_run_id_and_bad_input_is_one_line_exit_2(pg_server, tmp_path, monkeypatch):
     spec = store_spec(pg_server, f"f_{tmp_path.name.lower()}", monkeypatch)
     env = flow_env(tmp_path, PGPASSWORD=pg_server.password)
-    r = run_flow(["submit", str(BUNDLE), "--store", spec, "--param", "vendor=ACME Corp", "--target", "invoices", "--json"],
+    r = run_flow(["submit", str(BUNDLE), "--store", spec, "--param", "vendor=ACME Corp", "--param", "amount=1250.50", "--target", "invoices",
+                  "--json"],
                  tmp_path, env)
     assert r.returncode == 0, r.stderr
     ref = json.loads(r.stdout)["run_id"]
     assert ref.startswith("pg:fleet-")
     with psycopg.connect(spec, autocommit=True, password=pg_server.password) as c:
-        assert c.execute("SELECT label, params FROM flow_submissions WHERE name = %s", (ref[3:],)).fetchall() == \
-            [("invoices", {"vendor": "ACME Corp"})]
-        assert c.execute("SELECT task_name, status FROM procrastinate_jobs").fetchall() == [("flow.start", "todo")]
+        assert c.execute("SELECT s.label, r.state, r.manifest::jsonb->'params' FROM flow_submissions s JOIN flow_runs r "
+                         "ON r.id = s.run WHERE r.name = %s", (ref[3:],)).fetchall() == [("invoices", "PENDING", {"vendor": "ACME Corp", "amount": 1250.5})]
+        assert c.execute("SELECT task_name, status, args FROM procrastinate_jobs").fetchall() == \
+            [("flow.start", "todo", {"name": ref[3:]})]  # enqueued with the run, by the submission's insert
+    r = run_flow(["status", ref, "--store", spec, "--json"], tmp_path, env)
+    assert json.loads(r.stdout)["state"] == "PENDING" and json.loads(r.stdout)["bundle"] == "demo-invoice", r.stdout
     (tmp_path / "dup.yaml").write_text("schema: openadapt-flow/targets@1\ntargets:\n"
                                        + '  - {name: a, backend: {url: "vnc://127.0.0.1:5901"}}\n' * 2)
     (tmp_path / "old.yaml").write_text('schema: openadapt-flow/targets@0\ntargets: [{name: a, backend: {url: "vnc://h"}}]\n')
@@ -234,3 +251,49 @@ def test_submit_prints_the_run_id_and_bad_input_is_one_line_exit_2(pg_server, tm
     for args, words in bad.items():
         r = run_flow(list(args), tmp_path, env)
         assert r.returncode == 2 and words in r.stderr and len(r.stderr.strip().splitlines()) == 1, (args, r.stderr)
+
+
+def test_a_store_not_migrated_for_the_fleet_is_refused_in_one_line_exit_6(pg_server, tmp_path, monkeypatch):
+    """The fleet's tables and procrastinate's schema come only from `flow store migrate` (migration 0003, with the
+    procrastinate schema version it applied pinned): never created behind the operator's back by a submit or worker."""
+    env = flow_env(tmp_path, PGPASSWORD=pg_server.password)
+    bare = store_spec(pg_server, f"f_{tmp_path.name.lower()}_bare", monkeypatch, migrated=False)
+    (tmp_path / "t.yaml").write_text('schema: openadapt-flow/targets@1\ntargets: [{name: a, backend: {url: "vnc://127.0.0.1:5901"}}]\n')
+    for args in (["submit", str(BUNDLE), "-p", "vendor=A", "-p", "amount=1"], ["worker", "--targets", str(tmp_path / "t.yaml")]):
+        r = run_flow([*args, "--store", bare], tmp_path, env)
+        assert r.returncode == 6 and "flow store migrate" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    with psycopg.connect(bare, autocommit=True, password=pg_server.password) as c:
+        assert c.execute("SELECT to_regclass('procrastinate_jobs')").fetchone() == (None,)  # nothing was created
+    migrated = store_spec(pg_server, f"f_{tmp_path.name.lower()}_old", monkeypatch)
+    with psycopg.connect(migrated, autocommit=True, password=pg_server.password) as c:
+        c.execute("UPDATE flow_queue_schema SET version = '02.00.00_01'")
+    r = run_flow(["submit", str(BUNDLE), "-p", "vendor=A", "-p", "amount=1", "--store", migrated], tmp_path, env)
+    assert r.returncode == 6 and "procrastinate schema is 02.00.00_01" in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+
+
+def _approval_before_save(tmp: Path) -> Path:
+    """The demo bundle with `approval: before` on its consequential `save`: every run pauses there for a decision."""
+    out = tmp / "approve-bundle"
+    shutil.copytree(BUNDLE, out)
+    flow = out / "flow.yaml"
+    flow.write_text(flow.read_text().replace("  consequential: true\n", "  consequential: true\n  approval: before\n"))
+    return out
+
+
+def test_an_approval_on_a_fleet_run_enqueues_its_resume_in_the_same_transaction(fleet):
+    """SPEC §19: the decision enqueues the resume (migration 0003's trigger), not a scan: with no worker alive, the
+    approve alone leaves the run's resume job queued; the next worker to come up runs it (LISTEN/NOTIFY wakes an idle one)."""
+    [name] = _submit(fleet, 1, _approval_before_save(fleet.tmp))
+    first = fleet.worker("w1")
+    assert _flow(fleet, "wait", f"pg:{name}", "--timeout", "90").returncode == 3  # PAUSED(awaiting_approval)
+    first.terminate()
+    assert first.wait(20) == 0
+    assert _sql(fleet, "SELECT count(*) FROM procrastinate_jobs WHERE task_name = 'flow.resume'") == [(0,)]
+    r = _flow(fleet, "approve", f"pg:{name}", "--operator", "ops")
+    assert r.returncode == 0, r.stderr
+    assert _sql(fleet, "SELECT status, args FROM procrastinate_jobs WHERE task_name = 'flow.resume'") == \
+        [("todo", {"ref": f"pg:{name}"})]
+    fleet.worker("w2")
+    wait_until(lambda: _all(fleet, [name], "COMPLETED"), 90, "the approved run resumed and COMPLETED")
+    assert _saves(fleet, [name]) == {name: 1}
+    assert fleet.rows() == [("ACME Corp", 1250.5)]

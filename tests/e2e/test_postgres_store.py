@@ -6,7 +6,9 @@ test gets a schema of its own. The contract every store keeps is tests/unit/stor
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 import threading
 from pathlib import Path
 
@@ -252,6 +254,32 @@ def test_export_writes_a_run_directory_every_run_dir_tool_reads(spec, tmp_path, 
     assert r.exit_code == 2 and "already holds a run" in r.output  # never over a run directory
 
 
+def test_an_exported_run_directory_is_read_but_never_resumed_or_decided_on(spec, tmp_path, monkeypatch):
+    """A paused run exported is a copy: acting on it would run its remaining steps in two places (the copy and the
+    store). Every command that acts refuses it in one line (exit 6) naming the store; status and report read it."""
+    db = tmp_path / "sor.db"
+    env = flow_env(tmp_path, FLOW_KEY_FILE=str(tmp_path / "install.key"), FLOW_DECISION_KEY_FILE=str(tmp_path / "decision.key"),
+                   FLOW_STATE_DIR=str(tmp_path / "state"), FLOW_FIXTURE_DB=str(db), DEMO_DB_DSN=f"sqlite:///{db}",
+                   PGPASSWORD=os.environ["PGPASSWORD"])
+    r = run_flow(["replay", str(gated_bundle(tmp_path)), "--url", f"fixture:{FIXTURES / 'normal'}", "--store", spec,
+                  "--run-dir", "pg:gated", "--json", *PARAMS], tmp_path, env)
+    assert r.returncode == 3, r.stderr
+    out = tmp_path / "copy"
+    assert run_flow(["export", "pg:gated", "--store", spec, "--to", str(out)], tmp_path, env).returncode == 0
+    for args in (["approve", str(out), "--operator", "ops"], ["resume", str(out)], ["answer", str(out), "yes"],
+                 ["signal", str(out), "go"], ["approve", str(out), "--operator", "ops", "--decision", "reject"]):
+        r = run_flow(args, tmp_path, env)
+        assert r.returncode == 6 and len(r.stderr.strip().splitlines()) == 1, (args, r.stderr)
+        assert "an export of pg:gated --store postgresql://" in r.stderr and "refusing" in r.stderr, r.stderr
+    r = run_flow(["status", str(out), "--json"], tmp_path, env)
+    assert r.returncode == 0 and json.loads(r.stdout)["state"] == "PAUSED", r.stderr
+    assert run_flow(["report", str(out)], tmp_path, env).returncode == 0
+    assert invoice_rows(db) == []  # nothing ran from the copy
+    assert run_flow(["approve", "pg:gated", "--store", spec, "--operator", "ops"], tmp_path, env).returncode == 0
+    assert run_flow(["resume", "pg:gated", "--store", spec], tmp_path, env).returncode == 0  # the run, in its store
+    assert invoice_rows(db) == [("ACME Corp", 1250.5)]
+
+
 # --- references: `pg:NAME` names a run of the store this process opened ---
 
 def test_a_pg_reference_resolves_to_the_store_this_process_opened(spec):
@@ -281,3 +309,61 @@ def test_the_worker_resumes_an_approved_run_of_the_store(spec, tmp_path, monkeyp
     assert f"{ref}\tCOMPLETED" in r.output, r.output
     assert invoice_rows(db) == [("ACME Corp", 1250.5)]
     assert [run.ref for run in PostgresStore(spec).list_runs(state="COMPLETED")] == [ref]
+
+
+# --- blob GC: `flow store gc` deletes the blobs no run references, and only those ---
+
+def _blobs(spec: str) -> dict[str, bool]:
+    """Every blob's digest -> whether an artifact references it."""
+    with psycopg.connect(spec, autocommit=True) as c:
+        rows = c.execute("SELECT b.digest, EXISTS (SELECT 1 FROM flow_artifacts a WHERE a.digest = b.digest) FROM flow_blobs b").fetchall()
+    return {d: ref for d, ref in rows}
+
+
+def _age(spec: str, seconds: int) -> None:
+    with psycopg.connect(spec, autocommit=True) as c:
+        c.execute("UPDATE flow_blobs SET touched_at = now() - make_interval(secs => %s)", (seconds,))
+
+
+def test_gc_deletes_exactly_the_unreferenced_blobs_and_never_one_a_write_is_referencing(spec, tmp_path):
+    store = PostgresStore(spec)
+    kept, gone = started(store, "kept"), started(store, "gone")
+    kept.put_artifact("frames/a.png", b"shared")  # referenced by both runs: stays while one does
+    gone.put_artifact("frames/a.png", b"shared")
+    kept.put_artifact("REPORT.md", b"old report")  # replaced below: its old blob is garbage
+    kept.put_artifact("REPORT.md", b"new report")
+    gone.put_artifact("frames/b.png", b"only gone's")
+    gone.discard()  # its rows cascade; its blobs are left to gc
+    kept.put_artifact("frames/c.png", b"reused later")
+    kept.remove_artifacts("frames/c.png")
+    assert sorted(_blobs(spec).values()) == [False, False, False, True, True]
+    cli = CliRunner()
+    r = cli.invoke(app, ["store", "gc", "--store", spec, "--json"])
+    assert r.exit_code == 0 and json.loads(r.output)["deleted_blobs"] == 0, r.output  # all younger than the hour
+    _age(spec, 7200)
+    # a run references an old unreferenced blob again, its transaction still open while gc runs: gc must not take it
+    writer = psycopg.connect(spec)
+    with writer.transaction():
+        writer.execute(  # put_artifact's statement, on a transaction held open
+            "WITH blob AS (INSERT INTO flow_blobs (digest, size, data) VALUES (%(d)s, 12, %(b)s) "
+            "ON CONFLICT (digest) DO UPDATE SET touched_at = now()) INSERT INTO flow_artifacts (run, name, digest) "
+            "VALUES (%(run)s, 'frames/c.png', %(d)s)",
+            {"d": "sha256:" + hashlib.sha256(b"reused later").hexdigest(), "b": b"reused later", "run": kept.id()})
+        result: list[str] = []
+        gc = threading.Thread(target=lambda: result.append(cli.invoke(app, ["store", "gc", "--store", spec, "--json"]).output))
+        gc.start()
+        wait_until(lambda: _waiting_on_a_lock(spec), 20, "gc waiting on the writer's row lock")
+    writer.close()
+    gc.join(30)
+    assert json.loads(result[0])["deleted_blobs"] == 2, result  # the replaced report and gone's own frame
+    assert sorted(_blobs(spec).values()) == [True, True, True]
+    assert kept.get_artifact("frames/c.png") == b"reused later" and kept.get_artifact("frames/a.png") == b"shared"
+    assert kept.get_artifact("REPORT.md") == b"new report"
+    r = cli.invoke(app, ["store", "gc", "--store", spec, "--min-age", "0"])
+    assert r.exit_code == 0 and "deleted 0 unreferenced blob(s)" in r.output, r.output  # every blob left is referenced
+
+
+def _waiting_on_a_lock(spec: str) -> bool:
+    with psycopg.connect(spec, autocommit=True) as c:
+        return c.execute("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%DELETE FROM flow_blobs%'"
+                         ).fetchone() == (1,)

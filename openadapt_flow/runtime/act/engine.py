@@ -33,7 +33,7 @@ from openadapt_flow.runtime.act.durable_steps import run_durable_step
 from openadapt_flow.runtime.decide.fold import RunProgress
 from openadapt_flow.runtime.decide.halt import Halt, Pause, StopRequested
 from openadapt_flow.runtime.act.launch import BackendFactory, ReplayRequest, Reporter, RunOutcome, Runs
-from openadapt_flow.runtime.act.lifecycle import begin_run
+from openadapt_flow.runtime.act.lifecycle import begin_run, check_queued
 from openadapt_flow.runtime.decide.outcome import classify
 from openadapt_flow.runtime.act.pause import open_pause
 from openadapt_flow.runtime.decide.policy import Blocked, check_step
@@ -139,7 +139,7 @@ def prepare(req: ReplayRequest) -> tuple[LoadedBundle, BoundParams, bool]:
     params = bind_params(loaded.model, req.params, from_flag=req.param_flags)
     check_effects(loaded, req.config, params)
     check_model_key(req.config, req.allow_model)
-    if req.run_dir is not None:
+    if req.run_dir is not None and not req.submitted:
         store_for(req.config, req.run_dir).check_new(str(req.run_dir))
     if req.backend is None and any(not s.is_durable_kind for s in loaded.model.steps):
         raise UsageError(NO_BACKEND)
@@ -182,14 +182,18 @@ def start_bundle(req: ReplayRequest, runs: Runs, progress: Progress | None = Non
     backend = open_or_none(req.backend, backend_factory)  # connect errors surface here, before any run dir exists
     lease = ctx = None
     try:
-        run_id = f"run-{uuid.uuid4().hex[:12]}"
+        store = store_for(req.config, req.run_dir)
+        submitted = store.open_run(str(req.run_dir)) if req.submitted else None  # keeps the run_id it was submitted with
+        run_id = submitted.manifest()["run_id"] if submitted is not None else f"run-{uuid.uuid4().hex[:12]}"
         # after the backend opened (a fixture creates its system of record then), before the run dir and any input
         probe_effects(loaded, req.config, params, run_id)
-        run = store_for(req.config, req.run_dir).create_run(None if req.run_dir is None else str(req.run_dir))
+        run = submitted or store.create_run(None if req.run_dir is None else str(req.run_dir))
         crash_point("start:dir_created")
         try:
             lease = run.lease(req.config.runtime.lease_ttl_s).acquire()  # every run has one owner
             lease.start_heartbeat()
+            if submitted is not None:
+                check_queued(run)  # under the lease: a run already started is never started twice
             crash_point("start:lease_acquired")
             run.snapshot_bundle(loaded.root, loaded.files)
             crash_point("start:bundle_copied")

@@ -38,6 +38,7 @@ class ReplayRequest:
     config: DeployConfig
     run_dir: Path | str | None = None  # a reference in the config's store (runtime.store); None: a fresh name
     durable: bool = False
+    submitted: bool = False  # run_dir names a run `flow submit` created (PENDING, SPEC §19): start that run, once
     allow_model: bool = False
     param_flags: frozenset[str] = frozenset()
     parent_run: str | None = None  # the parent's reference, for a child run started by a `flow` step

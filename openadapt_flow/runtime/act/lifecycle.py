@@ -24,9 +24,24 @@ def lease_ttl(run: RunHandle) -> float:
         return DeployConfig.default().runtime.lease_ttl_s
 
 
+def queued(run: RunHandle) -> bool:
+    """A run submitted to the fleet (SPEC §19) that no worker has started yet: its state document says PENDING (only
+    `flow submit` writes one) and it has no journal. No process owns it, so none can have died under it."""
+    return run.has_state() and not run.has_journal() and run.state().get("state") == "PENDING"
+
+
+def check_queued(run: RunHandle) -> None:
+    """The submitted run a worker is about to start is still queued (RefusedError, exit 6, if it was started)."""
+    if not queued(run):
+        raise RefusedError(f"{run.ref}: already started (a submitted run is started once); refusing")
+
+
 def owner_gone(run: RunHandle) -> bool:
     """Has the process that owned this RUNNING run died? Lock free here and no fresh heartbeat from another host;
-    or lock held but its recorded owner gone (pid dead or reused: another start time) or its heartbeat stale."""
+    or lock held but its recorded owner gone (pid dead or reused: another start time) or its heartbeat stale.
+    A queued run has no owner yet: none is gone."""
+    if queued(run):
+        return False
     unlock = run.try_lock()
     info = run.lease_info()
     if unlock is not None:

@@ -7,7 +7,7 @@ from typing import Any
 
 from openadapt_flow.bundle.loader import load_bundle
 from openadapt_flow.errors import FlowError
-from openadapt_flow.runtime.act.lifecycle import finalize_interrupted, lease_ttl
+from openadapt_flow.runtime.act.lifecycle import finalize_interrupted, lease_ttl, queued
 from openadapt_flow.runtime.decide.calls import call_steps
 from openadapt_flow.runtime.act.runref import RunRef, open_ref
 from openadapt_flow.store.atomic import StorageFault
@@ -26,7 +26,7 @@ def reconcile_one(ref: RunRef) -> dict[str, Any]:
     run = open_ref(ref)
     path = run.ref
     st = run.state() if run.has_state() else {"state": "PENDING"}
-    if st.get("state") not in LIVE_STATES:
+    if st.get("state") not in LIVE_STATES or queued(run):  # a submitted run no worker has started has no owner to lose
         return {"run_dir": path, "action": "none", "state": st.get("state")}
     unlock = run.try_lock()
     info = run.lease_info()

@@ -10,6 +10,7 @@ the report fold and the template; no socket), logged in as a bench operator. The
 
 from __future__ import annotations
 
+import os
 import re
 import socket
 import subprocess
@@ -160,3 +161,14 @@ def _listening(port: int) -> bool:
 
 def _epoch(iso: str) -> float:
     return datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp()
+
+
+def console_bench(work: Path, env: dict[str, str], iterations: int, clicks: int, poll_s: float) -> dict[str, Any]:
+    """The 200-step paused run's page, then `clicks` decisions to their `run_resumed` (none with clicks=0)."""
+    work.mkdir(parents=True, exist_ok=True)
+    run_dir = paused_run(work, env)
+    out: dict[str, Any] = {"page": page_time(run_dir, iterations)}
+    if clicks:
+        out["click"] = click_to_resumed(run_dir, env, clicks, poll_s)
+    out["load_avg_1m"] = round(os.getloadavg()[0], 2)
+    return out

@@ -186,32 +186,35 @@ def _wait_done(rig: Rig, names: list[str], timeout: float, progress: Progress) -
 
 def _timeline(rig: Rig, names: list[str]) -> dict[str, dict[str, Any]]:
     """Per run: its claims, its first action_dispatched ts, its run_finished ts, and its dispatches per step."""
-    out: dict[str, dict[str, Any]] = {n: {"claims": [], "dispatches": {}, "first": None, "finished": None} for n in names}
+    out: dict[str, dict[str, Any]] = {n: {"claims": [], "dispatches": {}, "first": None, "started": None, "finished": None} for n in names}
     with rig.connect() as c:
         for name, at in c.execute("SELECT name, extract(epoch FROM claimed_at) FROM bench_claims WHERE name = ANY(%s)",
                                   (names,)).fetchall():
             out[name]["claims"].append(float(at))
         rows = c.execute("SELECT r.name, j.type, j.step, j.line FROM flow_journal j JOIN flow_runs r ON r.id = j.run "
-                         "WHERE r.name = ANY(%s) AND j.type IN ('action_dispatched', 'run_finished') ORDER BY j.seq",
+                         "WHERE r.name = ANY(%s) AND j.type IN ('run_started', 'action_dispatched', 'run_finished') ORDER BY j.seq",
                          (names,)).fetchall()
     for name, type_, step, line in rows:
         ts = _epoch(json.loads(bytes(line))["ts"])
         run = out[name]
         if type_ == "run_finished":
             run["finished"] = ts
+        elif type_ == "run_started":
+            run["started"] = ts
         else:
             run["dispatches"][step] = run["dispatches"].get(step, 0) + 1
             run["first"] = run["first"] if run["first"] is not None else ts
     return out
 
 
-def _latencies(timeline: dict[str, dict[str, Any]]) -> list[float]:
-    """Per run, ms from the last claim of its start job at or before its first action to that action."""
+def _latencies(timeline: dict[str, dict[str, Any]], until: str = "first") -> list[float]:
+    """Per run, ms from the last claim of its start job at or before its first action to that action (`until`
+    "started": to its `run_started` record instead: the part spent before the run exists)."""
     out = []
     for run in timeline.values():
         claims = [c for c in run["claims"] if run["first"] is not None and c <= run["first"]]
-        if claims:
-            out.append((run["first"] - max(claims)) * 1000)
+        if claims and run[until] is not None:
+            out.append((run[until] - max(claims)) * 1000)
     return out
 
 
@@ -253,7 +256,8 @@ def throughput(rig: Rig, bundle: Path, n_workers: int, runs: int, progress: Prog
     lat = _latencies(timeline)
     states = _states(rig, names)
     return {"workers": n_workers, "runs": runs, "completed": states.get("COMPLETED", 0), "window_s": round(window, 2),
-            "runs_per_min": round(runs / window * 60, 1), "claim_to_first_action_ms": _pcts(lat), **cpu}
+            "runs_per_min": round(runs / window * 60, 1), "claim_to_first_action_ms": _pcts(lat),
+            "claim_to_run_started_ms": _pcts(_latencies(timeline, "started")), **cpu}
 
 
 def _pcts(ms: list[float]) -> dict[str, Any]:
@@ -294,6 +298,7 @@ def drain(rig: Rig, bundle: Path, runs: int, n_workers: int, progress: Progress)
 def fleet_bench(work: Path, env: dict[str, str], runs: int, drain_runs: int, workers: tuple[int, ...],
                 progress: Progress) -> dict[str, Any]:
     """Every fleet figure on one rig: throughput per worker count, the scaling efficiency, the drain."""
+    work.mkdir(parents=True, exist_ok=True)
     invoice, short = bundles(work)
     rig = Rig(work, env)
     try:

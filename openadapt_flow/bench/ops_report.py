@@ -37,8 +37,11 @@ def console_lines(console: dict[str, Any]) -> list[str]:
     if "error" in console:
         return [f"console: failed: {console['error']}"]
     p, c = console["page"], console.get("click")
-    out = [f"console: paused run's page ({p['steps_verified']} verified steps, {p['page_kb']} KB), in-process: "
-           f"p50 {p['p50_ms']} / p99 {p['p99_ms']} ms over {p['iterations']}; load {console['load_avg_1m']}"]
+    out = [f"console: paused run's page ({p['steps_verified']} verified steps, {p['page_kb']} KB), in-process, over "
+           f"{p['iterations']}: served p50 {p['p50_ms']} / p99 {p['p99_ms']} ms (CPU p50 {p['cpu_p50_ms']} / p99 "
+           f"{p['cpu_p99_ms']} ms); its fold uncached, as on the first view after a change: p50 {p['fold_p50_ms']} / "
+           f"p99 {p['fold_p99_ms']} ms (CPU p50 {p['fold_cpu_p50_ms']} / p99 {p['fold_cpu_p99_ms']} ms); "
+           f"load {console['load_avg_1m']}"]
     if c:
         out.append(f"  click on a decision → run_resumed (flow worker RUNS --poll {c['worker_poll_s']}): p50 {c['p50_ms']} / "
                    f"max {c['max_ms']} ms over {c['clicks']} (the POST alone: p50 {c['post_p50_ms']} ms)")
@@ -57,8 +60,10 @@ def goals(results: dict[str, Any]) -> list[dict[str, Any]]:
     out.append({"name": "issue 15 drain: none lost, none run twice", "target": "0 / 0",
                 "measured": None, "shown": "not measured" if drain is None else f"{drain['lost']} lost / {drain['not_once']} not once",
                 "met": ok})
-    page = (console.get("page") or {}).get("p99_ms")
-    out.append(_goal("issue 16 200-step paused run's page p99", "≤ 150 ms", page, 150, "ms"))
+    page = console.get("page") or {}
+    out.append(_goal("issue 16 200-step paused run's page p99 (served)", "≤ 150 ms", page.get("p99_ms"), 150, "ms"))
+    out.append(_goal("issue 16 200-step paused run's page p99 (first view after a change)", "≤ 150 ms",
+                     page.get("fold_p99_ms"), 150, "ms"))
     return out
 
 

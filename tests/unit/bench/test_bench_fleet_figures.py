@@ -51,12 +51,13 @@ def _fleet(p99_worst: float, lost: int = 0) -> dict:
 
 
 def test_goals_take_the_worst_worker_count_and_a_lost_run_misses_the_drain():
-    console = {"page": {"p99_ms": 140.0}}
+    console = {"page": {"p99_ms": 40.0, "fold_p99_ms": 140.0}}
     met = {g["name"]: g["met"] for g in ops_report.goals({"fleet": _fleet(90.0), "console": console})}
-    assert list(met.values()) == [True, True, True]
-    missed = {g["name"]: g["met"] for g in ops_report.goals({"fleet": _fleet(120.0, lost=1), "console": {"page": {"p99_ms": 151.0}}})}
-    assert list(missed.values()) == [False, False, False]
-    assert [g["met"] for g in ops_report.goals({})] == [None, None, None]  # skipped: not measured
+    assert list(met.values()) == [True, True, True, True]
+    slow = {"page": {"p99_ms": 151.0, "fold_p99_ms": 151.0}}
+    missed = {g["name"]: g["met"] for g in ops_report.goals({"fleet": _fleet(120.0, lost=1), "console": slow})}
+    assert list(missed.values()) == [False, False, False, False]
+    assert [g["met"] for g in ops_report.goals({})] == [None, None, None, None]  # skipped: not measured
 
 
 def test_every_fleet_line_prints_cpu_and_load_beside_its_figure():

@@ -89,13 +89,15 @@ class Rig:
 
     def __init__(self, work: Path, env: dict[str, str]) -> None:
         self.work = work
+        self._pgpassword: str | None = None
         self.server: PgServer = start_pg(fsync=True)  # as deployed: action_dispatched's synchronous commit hits the disk
         self.procs: list[subprocess.Popen[bytes]] = []
         self.desks: list[subprocess.Popen[bytes]] = []
         try:
             self.spec = schema_spec(self.server, "bench_fleet")
             self.env = {**env, "PGPASSWORD": self.server.password}
-            os.environ["PGPASSWORD"] = self.server.password  # this process's submits and queries
+            self._pgpassword = os.environ.get("PGPASSWORD")
+            os.environ["PGPASSWORD"] = self.server.password  # this process's submits and queries; put back by close
             ensure_queue_schema(self.spec)
             with self.connect() as c:
                 c.execute(CLAIMS.encode())
@@ -144,7 +146,10 @@ class Rig:
         for p in self.procs:
             stop_process(p)
         self.server.stop()
-        os.environ.pop("PGPASSWORD", None)
+        if self._pgpassword is None:
+            os.environ.pop("PGPASSWORD", None)
+        else:
+            os.environ["PGPASSWORD"] = self._pgpassword
 
 
 def _listening(port: int) -> bool:

@@ -82,8 +82,9 @@ realapps: setup
 smoke: setup
 	$(VPY) -m pytest -q tests/e2e/test_fixture_smoke.py
 
+# make bench BENCH_ARGS='--skip fleet --fleet-drain 100': options as in `python -m openadapt_flow.bench --help`
 bench: setup
-	$(VPY) -m openadapt_flow.bench
+	$(VPY) -m openadapt_flow.bench $(BENCH_ARGS)
 
 # the runs root stays (runs/README.md); the runs in it go
 clean:

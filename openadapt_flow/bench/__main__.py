@@ -21,12 +21,13 @@ from typing import Any
 import cv2
 
 from openadapt_flow import __version__
-from openadapt_flow.bench import drift, drift_corpus, drift_report, engine_cost, frames, orig, replay50, report, resolve
+from openadapt_flow.bench import (console_cost, drift, drift_corpus, drift_report, engine_cost, fleet, frames, ops_report, orig,
+                                  replay50, report, resolve)
 from openadapt_flow.cli.progress import waiting
 from openadapt_flow.vision.ocr import OcrEngine
 
 SCHEMA = "openadapt-flow/bench@1"
-PARTS = ("template", "ocr", "pyscreeze", "orig", "engine", "resume", "replay", "drift")
+PARTS = ("template", "ocr", "pyscreeze", "orig", "engine", "resume", "replay", "drift", "fleet", "console")
 # Parts that capture and resolve the demo app's frames per screen size ("orig" joins them when one of them runs;
 # with them all skipped it runs on the drift corpus only).
 DEMO_PARTS = ("template", "ocr", "pyscreeze")
@@ -43,6 +44,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--ocr-backend", choices=("auto", "library", "cli"), default="auto",
                     help="Tesseract in-process (library) or the command (cli), for the OCR rung and the in-process overhead runs")
     ap.add_argument("--ocr-upscale", type=float, default=None, help="OCR upscale factor (default: the engine's)")
+    ap.add_argument("--fleet-runs", type=int, default=24, help="fleet: runs queued per worker count for the throughput")
+    ap.add_argument("--fleet-workers", default="1,2,4", help="fleet: worker process counts, comma-separated")
+    ap.add_argument("--fleet-drain", type=int, default=1000, help="fleet: short runs queued and drained (0: none)")
+    ap.add_argument("--console-iterations", type=int, default=200, help="console: timed loads of the 200-step paused run's page")
+    ap.add_argument("--console-clicks", type=int, default=5, help="console: decisions timed to their run_resumed (0: none)")
+    ap.add_argument("--console-poll", type=float, default=0.05, help="console: the `flow worker RUNS --poll` while clicks are timed")
     ap.add_argument("--skip", default="", help=f"parts to leave out, comma-separated: {','.join(PARTS)}")
     ap.add_argument("--out", type=Path, default=Path("bench/results.json"))
     ap.add_argument("--orig-venv", type=Path, default=Path("bench/.venv-orig"), help="venv for the original engine (made on first use)")
@@ -53,6 +60,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     unknown = args.skip - set(PARTS)
     if unknown:
         ap.error(f"unknown part(s) in --skip: {', '.join(sorted(unknown))}")
+    try:
+        args.fleet_workers = tuple(int(v) for v in args.fleet_workers.split(",") if v.strip())
+    except ValueError:
+        ap.error(f"--fleet-workers {args.fleet_workers!r}: expected counts like 1,2,4")
     args.sizes = [tuple(int(v) for v in s.lower().split("x")) for s in args.sizes.split(",") if s.strip()]
     return args
 
@@ -141,9 +152,27 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         step("50-step replay over the recorded fixture served over RFB, no wait for a typed field (field_ready_s: 0)")
         results["replay50"].append(_guard(lambda: replay50.replay_fixture(work, field_ready_s=0), notes,
                                           backend=f"{report.FIXTURE_SERVED}, field_ready_s=0"))
-    results["targets"] = report.targets(results)
+    _fleet_and_console(args, work, results, notes)
+    results["targets"] = report.targets(results) + ops_report.goals(results)
     shutil.rmtree(work, ignore_errors=True)
     return results
+
+
+def _fleet_and_console(args: argparse.Namespace, work: Path, results: dict[str, Any], notes: list[str]) -> None:
+    def progress(line: str) -> None:
+        print(f"  {line}", flush=True)
+
+    if "fleet" not in args.skip:
+        step(f"fleet: {','.join(map(str, args.fleet_workers))} workers x {args.fleet_runs} runs, then a "
+             f"{args.fleet_drain}-run drain (PostgreSQL, 4 fixture desktops)")
+        with engine_cost.bench_env(work) as env:
+            results["fleet"] = _guard(lambda: fleet.fleet_bench(work / "fleet", env, args.fleet_runs, args.fleet_drain,
+                                                                args.fleet_workers, progress), notes)
+    if "console" not in args.skip:
+        step("console: a 200-step paused run's page, and a click to run_resumed")
+        with engine_cost.bench_env(work) as env:
+            results["console"] = _guard(lambda: console_cost.console_bench(work / "console", env, args.console_iterations,
+                                                                           args.console_clicks, args.console_poll), notes)
 
 
 def _drift(args: argparse.Namespace, ocr: OcrEngine | None, orig_py: Path | None, orig_version: str | None,
@@ -211,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
     print()
     for t in results["targets"]:
         met = "n/a" if t["met"] is None else ("met" if t["met"] else "MISSED")
-        print(f"§17 {t['name']}: {t['target']} — {t['shown']} — {met}")
+        print(f"{'' if t['name'].startswith('issue') else '§17 '}{t['name']}: {t['target']} — {t['shown']} — {met}")
     if results.get("drift") and "rows" in results["drift"]:
         print("\ndrift corpus (right/wrong/halted, median / p95 ms per resolve):\n")
         print(drift_report.table(results["drift"]))
@@ -219,6 +248,10 @@ def main(argv: list[str] | None = None) -> int:
         for v in results["drift"]["verdicts"]:
             met = "n/a" if v["met"] is None else ("met" if v["met"] else "MISSED")
             print(f"issue 12 {v['name']}: {v['shown']} — {met}")
+    for part, lines in (("fleet", ops_report.fleet_lines), ("console", ops_report.console_lines)):
+        if results.get(part):
+            print()
+            print("\n".join(lines(results[part])))
     for n in results["notes"]:
         print(f"note: {n}")
     print(f"\nwrote {args.out} in {results['elapsed_s']:.0f} s")

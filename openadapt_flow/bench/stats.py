@@ -1,4 +1,4 @@
-"""Timing summaries: medians and 95th percentiles of millisecond samples, and hit counts."""
+"""Timing summaries: medians and percentiles of millisecond samples, and hit counts."""
 
 from __future__ import annotations
 
@@ -10,8 +10,13 @@ from typing import Any
 
 def p95(samples: list[float]) -> float:
     """Nearest-rank 95th percentile."""
+    return percentile(samples, 95)
+
+
+def percentile(samples: list[float], pct: float) -> float:
+    """Nearest-rank percentile (`pct` in 0..100) of a non-empty list."""
     ordered = sorted(samples)
-    return ordered[max(0, math.ceil(0.95 * len(ordered)) - 1)]
+    return ordered[max(0, math.ceil(pct / 100 * len(ordered)) - 1)]
 
 
 @dataclass

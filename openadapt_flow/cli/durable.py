@@ -18,14 +18,29 @@ from openadapt_flow.errors import UsageError
 from openadapt_flow.report.render import write_reports
 from openadapt_flow.runtime.act.backend_select import BackendFlags
 from openadapt_flow.runtime.decide.config import load_config
-from openadapt_flow.runtime.operate.decisions import approve, deliver
+from openadapt_flow.runtime.operate.decisions import Audit, approve, deliver
 from openadapt_flow.runtime.operate.teach import apply_patches
 from openadapt_flow.runtime.act.engine import stop_on_signals
 from openadapt_flow.runtime.worker import Worker
 from openadapt_flow.runtime.workflow.wait import wait
+from openadapt_flow.store.filesystem import FilesystemStore
+from openadapt_flow.store.memory import PREFIX as MEMORY_PREFIX
+from openadapt_flow.store.select import open_store, store_of_ref
 from openadapt_flow.runtime.operate.reconciler import reconcile_root
 from openadapt_flow.runtime.runs import resume
 
+
+CLI_CHANNEL = "cli"  # SPEC §20: a decision typed on the runner host, made by the OS user (no credential)
+
+
+def cli_audit(run: Path, store: str | None) -> Audit:
+    """Where a CLI decision is audited, as the console's are: --store's operator log, else that of the runs root holding
+    the run directory (or of this process's memory store)."""
+    if store is not None:
+        return open_store(store).operators().audit
+    if str(run).startswith(MEMORY_PREFIX):
+        return store_of_ref(str(run)).operators().audit
+    return FilesystemStore(Path(run).resolve().parent).operators().audit
 
 
 @handle_errors
@@ -48,7 +63,8 @@ def approve_cmd(
         except ValueError:
             raise UsageError(f"--point {point!r}: expected X,Y in halt-frame pixels") from None
         xy = (px, py)
-    out = approve(open_run_arg(run_dir, store), decision, operator, note=note, effect=effect, reporter=write_reports, point=xy, template=template)
+    out = approve(open_run_arg(run_dir, store), decision, operator, note=note, effect=effect, reporter=write_reports, point=xy,
+                  template=template, channel=CLI_CHANNEL, audit=cli_audit(run_dir, store))
     if as_json:
         emit_json(out)
     elif out.get("noop"):
@@ -110,7 +126,8 @@ def answer_cmd(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Answer a run that is PAUSED(awaiting_user); `flow resume` (or `flow worker`) continues it."""
-    out = deliver(open_run_arg(run_dir, store), "answer", operator or getpass.getuser(), value=value)
+    out = deliver(open_run_arg(run_dir, store), "answer", operator or getpass.getuser(), value=value, channel=CLI_CHANNEL,
+                  audit=cli_audit(run_dir, store))
     emit_json(out) if as_json else typer.echo("already recorded" if out.get("noop") else f"recorded answer for {out['pause_id']}")
 
 
@@ -130,7 +147,8 @@ def signal_cmd(
             payload = json.loads(data)
         except ValueError as e:
             raise UsageError(f"--data is not valid JSON ({e})") from None
-    out = deliver(open_run_arg(run_dir, store), "signal", operator or getpass.getuser(), name=name, data=payload)
+    out = deliver(open_run_arg(run_dir, store), "signal", operator or getpass.getuser(), name=name, data=payload,
+                  channel=CLI_CHANNEL, audit=cli_audit(run_dir, store))
     emit_json(out) if as_json else typer.echo("already recorded" if out.get("noop") else f"recorded signal {name} for {out['pause_id']}")
 
 

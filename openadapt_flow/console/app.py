@@ -23,7 +23,7 @@ from starlette.routing import Route
 
 from openadapt_flow.console.decide import decide_from_form
 from openadapt_flow.auth.sessions import RateLimit, Session, Sessions
-from openadapt_flow.console.views import find, run_page, runs_by_state
+from openadapt_flow.console.views import PageCache, find, runs_by_state
 from openadapt_flow.errors import FlowError, RefusedError
 from openadapt_flow.runtime.operate.operators import authenticate, check_active
 from openadapt_flow.store.base import RunStore
@@ -45,6 +45,7 @@ class Console:
     secure: bool = False
     sessions: Sessions = field(default_factory=Sessions)
     limit: RateLimit = field(default_factory=RateLimit)
+    pages: PageCache = field(default_factory=PageCache)
 
     def page(self, name: str, status: int = 200, **ctx: Any) -> HTMLResponse:
         return HTMLResponse(_ENV.get_template(name).render(**ctx), status_code=status, headers=HEADERS)
@@ -118,7 +119,7 @@ class Console:
         run = find(self.store, request.path_params["run_id"])
         if run is None:
             return self.page("error.html", 404, s=s, error="no such run")
-        ctx = await asyncio.to_thread(run_page, run)
+        ctx = await asyncio.to_thread(self.pages.page, run)
         return self.page("run.html", s=s, part=request.query_params.get("part"), msg=request.query_params.get("msg"), **ctx)
 
     async def frame(self, request: Request) -> Response:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import html
+import threading
 import time
+from collections import OrderedDict
 from datetime import datetime
 from typing import Any
 
@@ -14,6 +16,7 @@ from openadapt_flow.report.text import fmt
 from openadapt_flow.runtime.act.lifecycle import effective_state
 from openadapt_flow.store.base import RunHandle, RunStore
 
+AT_REST = ("PAUSED", "BLOCKED", "FAILED", "COMPLETED")  # no journal record is added without a new stamp
 STATE_ORDER = ("PAUSED", "INTERRUPTED", "RUNNING", "RESUMING", "PENDING", "BLOCKED", "FAILED", "COMPLETED")
 
 
@@ -75,11 +78,43 @@ def halt_figure(run_id: str, halt: dict[str, Any] | None, png: bytes | None) -> 
 def run_page(run: RunHandle) -> dict[str, Any]:
     """Everything the run page shows."""
     row = run_row(run)
+    return {"run": row, **_folded(run, row)}
+
+
+def _folded(run: RunHandle, row: dict[str, Any]) -> dict[str, Any]:
+    """The page's costly part: the report's fold of the whole journal, the halt frame."""
     pending = run.read_pending() if run.has_pending() else None
     rep = build_report(run)
     halt = rep.get("halt") if pending else None
     png = run.get_artifact(str(halt["show_frame"])) if halt and halt.get("show_frame") else None
     approval = run.read_approval() if run.has_approval() else None
-    return {"run": row, "pending": pending, "ask": ((pending or {}).get("task") or {}).get("ask"),
+    return {"pending": pending, "ask": ((pending or {}).get("task") or {}).get("ask"),
             "figure": halt_figure(str(row["run_id"]), halt, png), "approval": approval,
             "incident": run.read_incident() if row["state"] == "BLOCKED" else None, "steps": rep.get("steps") or []}
+
+
+class PageCache:
+    """Run pages' costly part kept by the run's stamp, for runs at rest: a paused or finished run's journal, pending,
+    approval and incident change only with a new stamp (a decision, a resume, an escalation). The row (state, age)
+    is read fresh for every page; a run in motion is folded every time."""
+
+    def __init__(self, size: int = 32) -> None:
+        self.size = size
+        self._lock = threading.Lock()
+        self._parts: OrderedDict[str, tuple[Any, dict[str, Any]]] = OrderedDict()
+
+    def page(self, run: RunHandle) -> dict[str, Any]:
+        stamp = run.stamp()
+        row = run_row(run)
+        with self._lock:
+            hit = self._parts.get(run.ref)
+        if hit is not None and hit[0] == stamp:
+            return {"run": row, **hit[1]}
+        parts = _folded(run, row)
+        if row["state"] in AT_REST and run.stamp() == stamp:
+            with self._lock:
+                self._parts[run.ref] = (stamp, parts)
+                self._parts.move_to_end(run.ref)
+                while len(self._parts) > self.size:
+                    self._parts.popitem(last=False)
+        return {"run": row, **parts}

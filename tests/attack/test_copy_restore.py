@@ -200,11 +200,6 @@ def test_a_backup_restored_elsewhere_after_the_run_moved_on_is_refused(copies):
     assert ws.posts() == 1
 
 
-EXPORT_RESUMABLE = pytest.mark.xfail(strict=True, reason="bug: `flow resume` takes an export of a PostgreSQL run as a "
-                                     "run directory of its own (the runs root's ledger has no entry for it) and writes again")
-
-
-@EXPORT_RESUMABLE
 def test_an_export_of_a_postgres_run_is_not_a_second_run(request, tmp_path, monkeypatch):
     """`flow export` writes a run directory to read (SPEC §7 files, the approval with them); resuming it as a run of
     its own would use the decision a second time."""
@@ -215,7 +210,7 @@ def test_an_export_of_a_postgres_run_is_not_a_second_run(request, tmp_path, monk
     assert isinstance(store, PostgresStore)
     export_run(PostgresRun(store, "run"), tmp_path / "exported")
     assert resume(run).state == "COMPLETED" and ws.posts() == 1
-    with pytest.raises(RefusedError):
+    with pytest.raises(RefusedError, match="export"):
         resume(tmp_path / "exported")
     assert ws.posts() == 1
 

@@ -270,6 +270,7 @@ def _check_channel(run: RunHandle, pending: dict[str, Any], channel: str) -> Non
 def _audit(audit: Audit | None, run: RunHandle, out: dict[str, Any], channel: str) -> None:
     if audit is not None and out.get("recorded"):
         audit({"event": "decision", "operator": out.get("operator"), "os_user": out.get("os_user"), "channel": channel,
+               "authenticated": channel in AUTHENTICATED_CHANNELS,  # on `cli` the name is typed: the OS user vouches
                "run": run.ref, "pause_id": out.get("pause_id"), "decision": out.get("decision")})
 
 

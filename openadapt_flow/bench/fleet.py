@@ -40,7 +40,7 @@ from openadapt_flow.bench.replay50 import FIXTURE_DIR
 from openadapt_flow.bench.stats import percentile
 from openadapt_flow.demo.xvnc import free_port, wait_until
 from openadapt_flow.procs import stop_process
-from openadapt_flow.runtime.fleet.queue import ensure_queue_schema, submit
+from openadapt_flow.runtime.fleet.submit import submit
 
 DESKS = 4
 PARAMS = {"vendor": "ACME Corp", "amount": "1250.50"}
@@ -98,7 +98,6 @@ class Rig:
             self.env = {**env, "PGPASSWORD": self.server.password}
             self._pgpassword = os.environ.get("PGPASSWORD")
             os.environ["PGPASSWORD"] = self.server.password  # this process's submits and queries; put back by close
-            ensure_queue_schema(self.spec)
             with self.connect() as c:
                 c.execute(CLAIMS.encode())
             self.db = work / "fleet-sor.db"

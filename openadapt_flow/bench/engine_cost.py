@@ -146,12 +146,16 @@ def _replaced(owner: Any, attr: str, value: Any) -> Iterator[None]:
 # What a `flow` process imports for the bench's commands: compiled once before any of them is timed.
 WARM_IMPORTS = ("openadapt_flow.cli.replay", "openadapt_flow.cli.durable", "openadapt_flow.cli.fixture",
                 "openadapt_flow.backends.vnc", "openadapt_flow.backends.fixture", "openadapt_flow.fixture.server")
-ENV_KEYS = ("FLOW_KEY_FILE", "FLOW_DECISION_KEY_FILE", "DEMO_DB_DSN", "PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX")
+ENV_KEYS = ("FLOW_KEY_FILE", "FLOW_DECISION_KEY_FILE", "DEMO_DB_DSN", "PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX",
+            "PYTHONPATH")
+# The checkout this bench runs from: the processes it starts import the same code (not another install's).
+SOURCE_ROOT = Path(__file__).resolve().parents[2]
 
 
 @contextmanager
 def bench_env(work: Path) -> Iterator[dict[str, str]]:
-    """A journal key of the bench's own (never the user's) while measuring; the variables put back after.
+    """A journal key of the bench's own (never the user's) while measuring, and this checkout first on PYTHONPATH;
+    the variables put back after.
 
     The processes it starts run from compiled bytecode, as an installed package does: cached under the scratch
     folder (never beside the sources), compiled by one untimed process first. A shell with
@@ -163,6 +167,7 @@ def bench_env(work: Path) -> Iterator[dict[str, str]]:
     os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
     cache = work / "pycache"
     os.environ["PYTHONPYCACHEPREFIX"] = str(cache)
+    os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(SOURCE_ROOT), saved["PYTHONPATH"]) if p)
     try:
         if not cache.is_dir():
             subprocess.run([sys.executable, "-c", "import " + ", ".join(WARM_IMPORTS)], env=dict(os.environ),

@@ -24,6 +24,7 @@ from openadapt_flow.runtime.act.engine import stop_on_signals
 from openadapt_flow.runtime.worker import Worker
 from openadapt_flow.runtime.workflow.wait import wait
 from openadapt_flow.store.filesystem import FilesystemStore
+from openadapt_flow.store.rundir import runs_root
 from openadapt_flow.store.memory import PREFIX as MEMORY_PREFIX
 from openadapt_flow.store.select import open_store, store_of_ref
 from openadapt_flow.runtime.operate.reconciler import reconcile_root
@@ -40,7 +41,7 @@ def cli_audit(run: Path, store: str | None) -> Audit:
         return open_store(store).operators().audit
     if str(run).startswith(MEMORY_PREFIX):
         return store_of_ref(str(run)).operators().audit
-    return FilesystemStore(Path(run).resolve().parent).operators().audit
+    return FilesystemStore(runs_root(Path(run))).operators().audit
 
 
 @handle_errors

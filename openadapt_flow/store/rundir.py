@@ -79,6 +79,15 @@ def digest_manifest(manifest: dict[str, Any]) -> str:
     return "sha256:" + hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
+def runs_root(run: Path) -> Path:
+    """The runs root holding a run directory: its parent, or for a workflow's child run (`P/children/NAME`) that of
+    the outermost run. The root's own files (the operator book, its audit log) are never written inside a run."""
+    path = Path(run).resolve()
+    while path.parent.name == CHILDREN and (path.parent.parent / "manifest.json").exists():
+        path = path.parent.parent
+    return path.parent
+
+
 class RunDir:
     """Typed access to the files of one run directory: the filesystem store's run handle (store/base.py RunHandle)."""
 

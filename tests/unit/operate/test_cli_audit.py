@@ -17,6 +17,7 @@ from openadapt_flow.runtime.act.runref import open_ref
 from openadapt_flow.runtime.decide.config import DeployConfig
 from openadapt_flow.runtime.runs import replay
 from openadapt_flow.store.filesystem import FilesystemStore
+from openadapt_flow.store.rundir import runs_root
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -82,3 +83,18 @@ def test_flow_signal_is_audited_unauthenticated_on_channel_cli(root):
     run = _paused(root, {"id": "g", "action": "wait_signal", "signal": "go"})
     _flow("signal", str(run), "go", "--data", '{"x": 1}')
     _expect_one(root, run, "signal", getpass.getuser())
+
+
+def test_a_child_runs_decision_is_audited_at_the_runs_root_not_inside_its_parent(tmp_path: Path) -> None:
+    """A workflow's child run lives at RUN/children/NAME: its runs root is the outermost run's parent, so the audit
+    log (and its lock) never lands in `children/`, where it would read as another child run."""
+    parent = tmp_path / "runs" / "wf"
+    child = parent / "children" / "replay-a"
+    grandchild = child / "children" / "b"
+    for p in (parent, child, grandchild):
+        p.mkdir(parents=True)
+        (p / "manifest.json").write_text("{}")
+    assert runs_root(grandchild) == runs_root(child) == runs_root(parent) == (tmp_path / "runs").resolve()
+    lone = tmp_path / "elsewhere" / "children" / "x"  # a folder named children that is no run's
+    lone.mkdir(parents=True)
+    assert runs_root(lone) == lone.parent.resolve()

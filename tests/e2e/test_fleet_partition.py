@@ -65,8 +65,9 @@ class PartitionedFleet:
         self._spawn([], ["fixture", "serve", str(REPO / "fixtures" / "normal"), "--keep-state", "--port", str(port),
                          "--db", str(self.db)], "desk")
         wait_until(lambda: _listening(port), 30, f"fixture desktop on {port}")
-        # the hold point: the namespace's worker recording its `save` dispatch (the Bind message carries both words)
-        self.gate = Gate(b"action_dispatched", b"save")
+        # the hold point: the namespace's worker recording `save`'s dispatch (flow_append's Bind message carries both
+        # as parameters, each after its 4-byte length)
+        self.gate = Gate(b"\x00\x00\x00\x11action_dispatched", b"\x00\x00\x00\x04save")
         self.relays = [Relay(self.ns.outer, port, self.inputs), Relay(self.ns.outer, server.port, self.gate)]
         self.ns_spec = spec.replace(f"127.0.0.1:{server.port}", f"{self.ns.outer}:{self.relays[1].port}")
         self.targets = tmp / "targets.yaml"

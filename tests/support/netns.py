@@ -40,7 +40,7 @@ def _free_subnet() -> ipaddress.IPv4Network:
     used = [ipaddress.ip_interface(w).network for line in _run("ip", "-o", "-4", "addr").splitlines()
             for w in line.split()[3:4]]
     for _ in range(100):
-        net = ipaddress.ip_network(f"10.200.{random.randrange(256)}.{4 * random.randrange(64)}/30")
+        net = ipaddress.IPv4Network(f"10.200.{random.randrange(256)}.{4 * random.randrange(64)}/30")
         if not any(net.overlaps(u) for u in used):
             return net
     raise RuntimeError("no free /30 in 10.200.0.0/16")

@@ -31,7 +31,7 @@ pytestmark = pytest.mark.timeout(120)
 TTL_S = 5
 # `flow` with procrastinate's job outcomes logged ("… ended with status: Success, … - Result: fenced: …"): a fenced
 # job ends quietly otherwise, and its result is how the test sees the store's LeaseLost in the cut-off worker
-FLOW_LOGGING_JOBS = ("import logging, sys; logging.basicConfig(format='%(name)s %(message)s'); "
+FLOW_LOGGING_JOBS = ("import logging; logging.basicConfig(format='%(name)s %(message)s'); "
                      "logging.getLogger('procrastinate.worker').setLevel(logging.INFO); "
                      "from openadapt_flow.cli.app import main; main()")
 

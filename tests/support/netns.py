@@ -9,6 +9,9 @@ permanent so ARP, which the cut drops too, cannot fail and turn the partition in
 namespace's own `net.ipv4.tcp_rto_max_ms` (per namespace, Linux ≥ 6.15) caps the worker's TCP retransmission backoff
 at 1 s, so its connections carry on within about a second of the heal rather than after a minute of backoff.
 
+`Gate` holds one chosen request at a relay (a hold point to time the cut on, instead of polling from outside);
+`RfbInputs` counts the key and pointer events each client connection sends a desktop.
+
 Needs root (CAP_NET_ADMIN) and iproute2. Names are unique per instance; `close()` removes the veth and the namespace.
 """
 

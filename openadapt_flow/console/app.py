@@ -17,11 +17,12 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, select_autoescape
 from sse_starlette.sse import EventSourceResponse
 from starlette.applications import Starlette
+from starlette.background import BackgroundTask
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from openadapt_flow.console.decide import decide_from_form
+from openadapt_flow.console.decide import decide_from_form, refresh_reports
 from openadapt_flow.auth.sessions import RateLimit, Session, Sessions
 from openadapt_flow.console.views import PageCache, find, runs_by_state
 from openadapt_flow.errors import FlowError, RefusedError
@@ -149,7 +150,10 @@ class Console:
         except FlowError as e:
             return self.page("error.html", 400 if e.exit_code == 2 else 409, s=s, error=str(e),
                           back=f"/runs/{request.path_params['run_id']}")
-        return RedirectResponse(f"/runs/{request.path_params['run_id']}?msg={out}", status_code=303)
+        # answered first; the reports are rendered after the response is sent (a thread: the event loop stays free)
+        later = BackgroundTask(asyncio.to_thread, refresh_reports, run, out.stamp) if out.stamp is not None else None
+        return RedirectResponse(f"/runs/{request.path_params['run_id']}?msg={out.summary}", status_code=303,
+                                background=later)
 
     async def events(self, request: Request) -> Response:
         if self.session(request) is None:

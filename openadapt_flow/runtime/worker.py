@@ -115,9 +115,9 @@ HOLD_WAIT_S = 5.0  # how long a refused resume waits for a brief holder of the r
 HOLD_POLL_S = 0.05  # how often it looks: the lock has no timed wait that every store offers
 
 
-def _wait_for_holder(run: RunHandle, deadline: float, stop: threading.Event) -> bool:
-    """True once another command that held `run`'s lock when we looked has let go of it (before `deadline`); False if
-    nobody held it (the refusal was not the lock's) or the holder kept it past the deadline.
+def _wait_for_holder(run: RunHandle, deadline: float, stop: threading.Event) -> bool | None:
+    """Once `run`'s lock is free: True if another command held it when we first looked (and let go before
+    `deadline`), False if it was free at once; None if the holder kept it past the deadline (or the worker stops).
 
     Looks with the store's `try_lock` (held for an instant, writing nothing), never by taking the lease."""
     held = False
@@ -128,7 +128,7 @@ def _wait_for_holder(run: RunHandle, deadline: float, stop: threading.Event) -> 
             return held
         held = True
         if time.monotonic() >= deadline or stop.wait(HOLD_POLL_S):
-            return False
+            return None
 
 
 class Worker:
@@ -183,16 +183,21 @@ class Worker:
         return done
 
     def _resume(self, run: RunHandle) -> Any:
-        """Resume `run`; a refusal that came while another command held the run's lock is tried again once that
-        holder lets go (bounded by `hold_wait_s`). A refusal with the lock free right after it was not the lock's:
-        it stands, as does one whose holder keeps the run past the bound (another worker's resume, a live owner)."""
+        """Resume `run`. After a refusal it looks at the run's lock: while another command holds it (a decision being
+        recorded, a status read) it waits, up to `hold_wait_s`, and tries again as soon as that holder lets go. If the
+        lock is free when it looks, a holder may have let go in between: it tries once more at once. A second refusal
+        with the lock free stands (a real refusal), as does one whose holder keeps the run past the bound (another
+        worker's resume, a live owner): the run then waits `retry_s`."""
         deadline = time.monotonic() + self.hold_wait_s
+        free_retry = True
         while True:
             try:
                 return resume(run, reporter=self.reporter, stop=self.stop, backend_factory=self.backend_factory)
             except RefusedError:
-                if self.stop.is_set() or not _wait_for_holder(run, deadline, self.stop):
+                held = _wait_for_holder(run, deadline, self.stop)
+                if held is None or self.stop.is_set() or not (held or free_retry):
                     raise
+                free_retry = free_retry and held
 
     def serve(self, poll_s: float = 0.5) -> None:
         with stop_on_signals(self.stop):

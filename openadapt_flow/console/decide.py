@@ -1,11 +1,14 @@
 """A decision posted from the console, checked against the open pause and recorded as `flow approve` records it.
 
 The run's reports are re-rendered after the answer (`refresh_reports`, a background task of the POST), not before
-it: for a 200-step run that is 2–3.5 s the operator would otherwise wait for nothing."""
+it: for a 200-step run that is 1–3.5 s the operator would otherwise wait for nothing. It first gives a worker a
+moment to take the decision up: a resume that starts writes the reports itself when it stops, so the console does not
+render them too, on the same cores, while that resume is getting under way."""
 
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,6 +19,9 @@ from openadapt_flow.report.render import render_markdown
 from openadapt_flow.runtime.operate.decisions import DECISION_NAMES, approve, deliver
 from openadapt_flow.store.atomic import StorageFault
 from openadapt_flow.store.base import RunHandle, RunStore
+
+REPORT_GRACE_S = 2.0  # how long the console waits for a worker's resume to take a decision up before it reports
+GRACE_POLL_S = 0.05  # how often it looks at the run's stamp meanwhile (three stats on a run directory)
 
 
 def _point(form: dict[str, Any]) -> tuple[int, int]:
@@ -67,12 +73,15 @@ def decide_from_form(store: RunStore, run: RunHandle, operator: str, form: dict[
     return Decided(f"recorded: {decision} by {operator}{votes}", stamp)
 
 
-def refresh_reports(run: RunHandle, stamp: Any) -> bool:
+def refresh_reports(run: RunHandle, stamp: Any, grace_s: float = REPORT_GRACE_S) -> bool:
     """Re-render `run`'s reports as `flow approve` does after a decision (its "next" becomes the resume), unless the
-    run moved on since the decision (its stamp changed: a resume started, which writes the reports itself when it
-    stops, or another decision, which renders its own). True if written. A report only reads: a failure to render
-    leaves the old files for `flow report` to redo."""
+    run moves on within `grace_s` or while they render (its stamp changes: a resume started, which writes the reports
+    itself when it stops, or another decision, which renders its own). True if written. A report only reads: a failure
+    to render leaves the old files for `flow report` to redo."""
+    deadline = time.monotonic() + grace_s
     try:
+        while run.stamp() == stamp and time.monotonic() < deadline:
+            time.sleep(GRACE_POLL_S)
         if run.stamp() != stamp:
             return False
         rep = build_report(run)

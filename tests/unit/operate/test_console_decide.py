@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import re
+import threading
 
 import pytest
 from starlette.testclient import TestClient
@@ -15,7 +16,7 @@ from openadapt_flow.runtime.act.runref import open_ref
 from openadapt_flow.runtime.operate.decisions import approve
 from openadapt_flow.runtime.operate.operators import add_operator
 from openadapt_flow.store.filesystem import FilesystemStore
-from tests.unit.runtime.test_durable import App, start, env  # noqa: F401
+from tests.unit.runtime.test_durable import App, go, home, start, env  # noqa: F401
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -44,7 +45,7 @@ class _Order:
 def _console(tmp_path, events: list[str]):
     store = FilesystemStore(tmp_path)
     cred = add_operator(store, "alice")
-    client = TestClient(_Order(console_app.create_app(store), events), base_url="http://127.0.0.1")
+    client = TestClient(_Order(console_app.create_app(store, report_grace_s=0.0), events), base_url="http://127.0.0.1")
     r = client.post("/login", data={"csrf": _hidden(client.get("/login").text, "csrf"), "name": "alice",
                                     "credential": cred}, follow_redirects=False)
     assert r.status_code == 303
@@ -83,8 +84,24 @@ def test_a_report_is_not_rendered_over_a_run_that_moved_on(tmp_path, env):
     run = open_ref(out.run_dir)
     stamp = run.stamp()
     approve(run, "continue", "alice")  # the run moved on after the stamp was taken (as a resume would move it)
-    assert refresh_reports(run, stamp) is False and not (out.run_dir / "report.html").exists()
-    assert refresh_reports(run, run.stamp()) is True and (out.run_dir / "report.html").exists()
+    assert refresh_reports(run, stamp, grace_s=0.0) is False and not (out.run_dir / "report.html").exists()
+    assert refresh_reports(run, run.stamp(), grace_s=0.0) is True and (out.run_dir / "report.html").exists()
+
+
+def test_a_resume_that_takes_the_decision_up_within_the_grace_writes_the_report_itself(tmp_path, env):
+    app = App(env, refute=True)
+    out = start(tmp_path, app)
+    run = open_ref(out.run_dir)
+    app.refute = False
+    app.show(home())
+    approve(run, "continue", "alice")
+    stamp = run.stamp()
+    moved: list[bool] = []
+    t = threading.Thread(target=lambda: moved.append(refresh_reports(run, stamp, grace_s=60.0)))
+    t.start()
+    assert go(out.run_dir, app).state == "COMPLETED"  # the resume moves the run on: the console leaves the report
+    t.join(60)
+    assert moved == [False] and not (out.run_dir / "report.html").exists()
 
 
 def test_the_halt_view_is_the_reports_halt(tmp_path, env):

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import os
+from datetime import datetime, timezone
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 import uvicorn
@@ -32,7 +33,7 @@ def _db(path: Path) -> QueueDB:
     return QueueDB(path)
 
 
-def _say(as_json: bool, obj: dict[str, str], line: str) -> None:
+def _say(as_json: bool, obj: dict[str, Any], line: str) -> None:
     if as_json:
         emit_json(obj)
     else:
@@ -105,6 +106,34 @@ def queue_operator_add_cmd(
     credential = _db(db).add_operator(name)
     _say(as_json, {"operator": name, "credential": credential},
          f"queue operator {name}: credential {credential}\n(shown once; only its hash is stored)")
+
+
+@queue_operator_app.command("list")
+@handle_errors
+def queue_operator_list_cmd(
+    db: Path = typer.Option(DEFAULT_DB, "--db", help=DB_HELP),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """The queue's operators (never their credentials), with how many phones each has enrolled."""
+    rows = _db(db).operators()
+    if as_json:
+        emit_json(rows)
+        return
+    for r in rows:
+        when = datetime.fromtimestamp(r["created_at"], timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+        typer.echo(f"{r['name']}\t{'disabled' if r['disabled'] else 'active'}\t{r['devices']} phone(s)\t{when}")
+
+
+@queue_operator_app.command("disable")
+@handle_errors
+def queue_operator_disable_cmd(
+    name: str = typer.Argument(..., help="the queue operator to disable"),
+    db: Path = typer.Option(DEFAULT_DB, "--db", help=DB_HELP),
+    as_json: bool = typer.Option(False, "--json", help=JSON_HELP),
+) -> None:
+    """Disable a phone operator: their logins and sessions are refused from now on, and their phones get no pushes."""
+    _db(db).disable_operator(name)
+    _say(as_json, {"operator": name, "disabled": True}, f"queue operator {name}: disabled")
 
 
 @handle_errors

@@ -17,11 +17,12 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, select_autoescape
 from sse_starlette.sse import EventSourceResponse
 from starlette.applications import Starlette
+from starlette.background import BackgroundTask
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from openadapt_flow.console.decide import decide_from_form
+from openadapt_flow.console.decide import REPORT_GRACE_S, decide_from_form, refresh_reports
 from openadapt_flow.auth.sessions import RateLimit, Session, Sessions
 from openadapt_flow.console.views import PageCache, find, runs_by_state
 from openadapt_flow.errors import FlowError, RefusedError
@@ -46,6 +47,7 @@ class Console:
     sessions: Sessions = field(default_factory=Sessions)
     limit: RateLimit = field(default_factory=RateLimit)
     pages: PageCache = field(default_factory=PageCache)
+    report_grace_s: float = REPORT_GRACE_S  # after a decision: how long a worker's resume may take it up before we report
 
     def page(self, name: str, status: int = 200, **ctx: Any) -> HTMLResponse:
         return HTMLResponse(_ENV.get_template(name).render(**ctx), status_code=status, headers=HEADERS)
@@ -149,7 +151,11 @@ class Console:
         except FlowError as e:
             return self.page("error.html", 400 if e.exit_code == 2 else 409, s=s, error=str(e),
                           back=f"/runs/{request.path_params['run_id']}")
-        return RedirectResponse(f"/runs/{request.path_params['run_id']}?msg={out}", status_code=303)
+        # answered first; the reports are rendered after the response is sent (a thread: the event loop stays free)
+        later = (BackgroundTask(asyncio.to_thread, refresh_reports, run, out.stamp, self.report_grace_s)
+                 if out.stamp is not None else None)
+        return RedirectResponse(f"/runs/{request.path_params['run_id']}?msg={out.summary}", status_code=303,
+                                background=later)
 
     async def events(self, request: Request) -> Response:
         if self.session(request) is None:
@@ -181,8 +187,8 @@ def _client(request: Request) -> str:
     return request.client.host if request.client else "?"
 
 
-def create_app(store: RunStore, *, secure: bool = False) -> Starlette:
-    c = Console(store, secure)
+def create_app(store: RunStore, *, secure: bool = False, report_grace_s: float = REPORT_GRACE_S) -> Starlette:
+    c = Console(store, secure, report_grace_s=report_grace_s)
     return Starlette(routes=[
         Route("/", c.index), Route("/login", c.login, methods=["GET", "POST"]), Route("/logout", c.logout, methods=["POST"]),
         Route("/runs/{run_id}", c.run_view), Route("/runs/{run_id}/decide", c.decide, methods=["POST"]),

@@ -1,14 +1,27 @@
-"""A decision posted from the console, checked against the open pause and recorded as `flow approve` records it."""
+"""A decision posted from the console, checked against the open pause and recorded as `flow approve` records it.
+
+The run's reports are re-rendered after the answer (`refresh_reports`, a background task of the POST), not before
+it: for a 200-step run that is 1–3.5 s the operator would otherwise wait for nothing. It first gives a worker a
+moment to take the decision up: a resume that starts writes the reports itself when it stops, so the console does not
+render them too, on the same cores, while that resume is getting under way."""
 
 from __future__ import annotations
 
 import json
+import time
+from dataclasses import dataclass
 from typing import Any
 
-from openadapt_flow.errors import RefusedError, UsageError
-from openadapt_flow.report.render import write_reports
+from openadapt_flow.errors import FlowError, RefusedError, UsageError
+from openadapt_flow.report.model import build_report
+from openadapt_flow.report.page import render_html
+from openadapt_flow.report.render import render_markdown
 from openadapt_flow.runtime.operate.decisions import DECISION_NAMES, approve, deliver
+from openadapt_flow.store.atomic import StorageFault
 from openadapt_flow.store.base import RunHandle, RunStore
+
+REPORT_GRACE_S = 2.0  # how long the console waits for a worker's resume to take a decision up before it reports
+GRACE_POLL_S = 0.05  # how often it looks at the run's stamp meanwhile (three stats on a run directory)
 
 
 def _point(form: dict[str, Any]) -> tuple[int, int]:
@@ -18,9 +31,18 @@ def _point(form: dict[str, Any]) -> tuple[int, int]:
         raise UsageError("teach needs the point clicked on the halt frame") from None
 
 
-def decide_from_form(store: RunStore, run: RunHandle, operator: str, form: dict[str, Any]) -> str:
-    """Record the decision in `form` for `run`'s open pause; a one-line summary. The form names the pause it was
-    shown: a pause decided, resumed or re-issued since (a replayed or stale form, another run's pause) is refused."""
+@dataclass(frozen=True)
+class Decided:
+    """What the console answers: a one-line summary, and the run's stamp right after a recorded operator decision
+    (None when nothing new was recorded, or for an answer or signal, which `flow answer`/`signal` do not report)."""
+
+    summary: str
+    stamp: Any = None
+
+
+def decide_from_form(store: RunStore, run: RunHandle, operator: str, form: dict[str, Any]) -> Decided:
+    """Record the decision in `form` for `run`'s open pause. The form names the pause it was shown: a pause decided,
+    resumed or re-issued since (a replayed or stale form, another run's pause) is refused."""
     pending = run.read_pending() if run.has_pending() else None
     pause_id = str(form.get("pause_id") or "")
     if pending is None or pending.get("pause_id") != pause_id:
@@ -41,11 +63,32 @@ def decide_from_form(store: RunStore, run: RunHandle, operator: str, form: dict[
     elif decision in DECISION_NAMES:
         point = _point(form) if decision == "teach" else None
         effect = str(form["effect"]) if decision == "reconcile" and form.get("effect") else None
-        out = approve(run, decision, operator, note=note, effect=effect, reporter=write_reports, point=point,
-                      channel="console", audit=audit)
+        out = approve(run, decision, operator, note=note, effect=effect, point=point, channel="console", audit=audit)
     else:
         raise UsageError(f"unknown decision {decision!r}")
     if out.get("noop"):
-        return f"already recorded: {decision}"
+        return Decided(f"already recorded: {decision}")
     votes = f" ({out['votes']} of {out['quorum']})" if "votes" in out and out.get("quorum", 1) > 1 else ""
-    return f"recorded: {decision} by {operator}{votes}"
+    stamp = run.stamp() if out.get("recorded") and decision in DECISION_NAMES else None
+    return Decided(f"recorded: {decision} by {operator}{votes}", stamp)
+
+
+def refresh_reports(run: RunHandle, stamp: Any, grace_s: float = REPORT_GRACE_S) -> bool:
+    """Re-render `run`'s reports as `flow approve` does after a decision (its "next" becomes the resume), unless the
+    run moves on within `grace_s` or while they render (its stamp changes: a resume started, which writes the reports
+    itself when it stops, or another decision, which renders its own). True if written. A report only reads: a failure
+    to render leaves the old files for `flow report` to redo."""
+    deadline = time.monotonic() + grace_s
+    try:
+        while run.stamp() == stamp and time.monotonic() < deadline:
+            time.sleep(GRACE_POLL_S)
+        if run.stamp() != stamp:
+            return False
+        rep = build_report(run)
+        markdown, page = render_markdown(rep), render_html(run, rep)
+        if run.stamp() != stamp:
+            return False
+        run.write_reports(rep, markdown, page)
+    except (FlowError, StorageFault):
+        return False
+    return True

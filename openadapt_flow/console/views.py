@@ -11,7 +11,7 @@ from typing import Any
 
 from openadapt_flow.errors import FlowError
 from openadapt_flow.report.figures import CANDIDATE, Marks, overlay, png_size
-from openadapt_flow.report.model import build_report
+from openadapt_flow.report.model import halt_view
 from openadapt_flow.report.text import fmt
 from openadapt_flow.runtime.act.lifecycle import effective_state
 from openadapt_flow.store.base import RunHandle, RunStore
@@ -82,15 +82,15 @@ def run_page(run: RunHandle) -> dict[str, Any]:
 
 
 def _folded(run: RunHandle, row: dict[str, Any]) -> dict[str, Any]:
-    """The page's costly part: the report's fold of the whole journal, the halt frame."""
+    """The page's costly part: the journal read for the halt (the report's halt view, not its fold of every step),
+    the halt frame."""
     pending = run.read_pending() if run.has_pending() else None
-    rep = build_report(run)
-    halt = rep.get("halt") if pending else None
+    halt = halt_view(run) if pending else None
     png = run.get_artifact(str(halt["show_frame"])) if halt and halt.get("show_frame") else None
     approval = run.read_approval() if run.has_approval() else None
     return {"pending": pending, "ask": ((pending or {}).get("task") or {}).get("ask"),
             "figure": halt_figure(str(row["run_id"]), halt, png), "approval": approval,
-            "incident": run.read_incident() if row["state"] == "BLOCKED" else None, "steps": rep.get("steps") or []}
+            "incident": run.read_incident() if row["state"] == "BLOCKED" else None}
 
 
 class PageCache:

@@ -82,7 +82,6 @@ def build_report(run: RunHandle) -> dict[str, Any]:
     state = run.state() if run.has_state() else {"state": "PENDING"}
     records = run.read_records()
     frames = run.frame_names()
-    halt = next((r for r in reversed(records) if r.get("type") == "halted"), None)
     started = records[0]["ts"] if records else None
     finished = records[-1]["ts"] if records else None
     rows = _step_rows(manifest, records, frames)
@@ -94,7 +93,7 @@ def build_report(run: RunHandle) -> dict[str, Any]:
         "state": state.get("state"),
         "paused_reason": state.get("paused_reason"),
         "transaction_outcome": state.get("transaction_outcome"),
-        "halt": _halt(halt, frames) if halt else None,
+        "halt": halt_view(run, records, frames),
         "started_at": started,
         "finished_at": finished,
         "escalation": _view(run.read_pending, drop=("task",)),
@@ -110,6 +109,17 @@ def build_report(run: RunHandle) -> dict[str, Any]:
     }
     rep["next_commands"] = next_commands(run.ref, rep, manifest)
     return rep
+
+
+def halt_view(run: RunHandle, records: list[dict[str, Any]] | None = None, frames: set[str] | None = None
+              ) -> dict[str, Any] | None:
+    """The run's last halt as the report shows it (`build_report(run)["halt"]`), without the report's fold of every
+    step: what the console's run page needs. `records` and `frames` are read from the run unless given."""
+    records = run.read_records() if records is None else records
+    halt = next((r for r in reversed(records) if r.get("type") == "halted"), None)
+    if halt is None:
+        return None
+    return _halt(halt, run.frame_names() if frames is None else frames)
 
 
 def _halt(rec: dict[str, Any], frames: set[str]) -> dict[str, Any]:

@@ -1,7 +1,9 @@
 """`flow worker [ROOT]`: resume runs whose wait is satisfied — a timer due, an answer or signal delivered,
 an approval recorded (when the config allows auto-resume) — and durable runs that were INTERRUPTED (or whose owner
 died) with nothing uncertain (SPEC §10, §19). Each run is resumed under its own lease, so several workers on one
-root never run the same run twice; a run whose resume was refused or interrupted again waits `retry_s`."""
+root never run the same run twice. A resume refused while another command holds the run for a moment (a decision
+being recorded, a status read) is tried again as soon as that holder lets go (waiting at most `hold_wait_s`); a run
+whose resume was refused for any other reason, or interrupted again, waits `retry_s`."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from typing import Any
 from openadapt_flow.backends.base import Backend
 from openadapt_flow.backends.factory import open_backend
 from openadapt_flow.backends.spec import BackendSpec
-from openadapt_flow.errors import FlowError
+from openadapt_flow.errors import FlowError, RefusedError
 from openadapt_flow.runtime.decide.config import DeployConfig
 from openadapt_flow.runtime.act.engine import stop_on_signals
 from openadapt_flow.runtime.act.launch import Reporter
@@ -109,11 +111,32 @@ def _nested_stamp(run: RunHandle) -> float:
     return max((max(*child.stamp(), _nested_stamp(child)) for child in run.children()), default=0.0)
 
 
+HOLD_WAIT_S = 5.0  # how long a refused resume waits for a brief holder of the run (a decision, a status read) to let go
+HOLD_POLL_S = 0.05  # how often it looks: the lock has no timed wait that every store offers
+
+
+def _wait_for_holder(run: RunHandle, deadline: float, stop: threading.Event) -> bool | None:
+    """Once `run`'s lock is free: True if another command held it when we first looked (and let go before
+    `deadline`), False if it was free at once; None if the holder kept it past the deadline (or the worker stops).
+
+    Looks with the store's `try_lock` (held for an instant, writing nothing), never by taking the lease."""
+    held = False
+    while True:
+        unlock = run.try_lock()
+        if unlock is not None:
+            unlock()
+            return held
+        held = True
+        if time.monotonic() >= deadline or stop.wait(HOLD_POLL_S):
+            return None
+
+
 class Worker:
     """Scans a runs root cheaply: a run's files are re-read only when their mtimes change."""
 
     def __init__(self, root: Path | RunStore, reporter: Reporter | None = None, log: Callable[[str], None] = print,
-                 backend_factory: Callable[[BackendSpec], Backend] = open_backend, retry_s: float = 30.0) -> None:
+                 backend_factory: Callable[[BackendSpec], Backend] = open_backend, retry_s: float = 30.0,
+                 hold_wait_s: float = HOLD_WAIT_S) -> None:
         self.store = as_store(root)
         self.reporter = reporter
         self.log = log
@@ -122,6 +145,7 @@ class Worker:
         self._seen: dict[str, _Seen] = {}  # by run reference
         self._retry_at: dict[str, float] = {}
         self.retry_s = retry_s
+        self.hold_wait_s = hold_wait_s
 
     def due_runs(self) -> list[RunHandle]:
         now = time.time()
@@ -147,7 +171,7 @@ class Worker:
             if self.stop.is_set():
                 break
             try:
-                out = resume(run, reporter=self.reporter, stop=self.stop, backend_factory=self.backend_factory)
+                out = self._resume(run)
                 row = {"run_dir": run.ref, "state": out.state, "message": out.message}
             except (FlowError, StorageFault) as e:  # another worker owns it, it was refused, or the disk is full: report, go on
                 row = {"run_dir": run.ref, "state": "SKIPPED", "message": str(e)}
@@ -157,6 +181,23 @@ class Worker:
             self.log(f"{row['run_dir']}\t{row['state']}\t{row['message'] or ''}")
             done.append(row)
         return done
+
+    def _resume(self, run: RunHandle) -> Any:
+        """Resume `run`. After a refusal it looks at the run's lock: while another command holds it (a decision being
+        recorded, a status read) it waits, up to `hold_wait_s`, and tries again as soon as that holder lets go. If the
+        lock is free when it looks, a holder may have let go in between: it tries once more at once. A second refusal
+        with the lock free stands (a real refusal), as does one whose holder keeps the run past the bound (another
+        worker's resume, a live owner): the run then waits `retry_s`."""
+        deadline = time.monotonic() + self.hold_wait_s
+        free_retry = True
+        while True:
+            try:
+                return resume(run, reporter=self.reporter, stop=self.stop, backend_factory=self.backend_factory)
+            except RefusedError:
+                held = _wait_for_holder(run, deadline, self.stop)
+                if held is None or self.stop.is_set() or not (held or free_retry):
+                    raise
+                free_retry = free_retry and held
 
     def serve(self, poll_s: float = 0.5) -> None:
         with stop_on_signals(self.stop):

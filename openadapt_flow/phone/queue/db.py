@@ -75,6 +75,28 @@ class QueueDB:
         self.audit({"event": "login", "operator": name, "client": client})
         return name
 
+    def operators(self) -> list[dict[str, Any]]:
+        """Every queue operator without its hash: name, disabled, enrolled phones (push subscriptions), created_at."""
+        rows = self._q("SELECT o.name, o.disabled, o.created_at, (SELECT count(*) FROM devices d WHERE d.operator = o.name) "
+                       "FROM operators o ORDER BY o.name")
+        return [{"name": n, "disabled": bool(d), "devices": int(c), "created_at": float(at)} for n, d, at, c in rows]
+
+    def disable_operator(self, name: str) -> None:
+        """Refuse `name`'s logins and sessions from now on, and forget their phones: no task's context is pushed to
+        them any more. UsageError for an unknown name."""
+        if not self._q("SELECT 1 FROM operators WHERE name = ?", (name,)):
+            raise UsageError(f"no queue operator {name!r} (see `flow queue operator list`)")
+        with self._lock:
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+                self._db.execute("UPDATE operators SET disabled = 1 WHERE name = ?", (name,))
+                self._db.execute("DELETE FROM devices WHERE operator = ?", (name,))
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+        self.audit({"event": "operator_disabled", "operator": name})
+
     def operator_active(self, name: str) -> bool:
         return bool(self._q("SELECT 1 FROM operators WHERE name = ? AND disabled = 0", (name,)))
 
@@ -130,7 +152,9 @@ class QueueDB:
                 (operator, subscription["endpoint"], json.dumps(subscription), time.time()))
 
     def devices(self) -> list[dict[str, Any]]:
-        return [json.loads(r[0]) for r in self._q("SELECT subscription FROM devices ORDER BY id")]
+        """The push subscriptions of active operators (a disabled operator's phone gets no task's context)."""
+        return [json.loads(r[0]) for r in self._q("SELECT d.subscription FROM devices d JOIN operators o ON o.name = d.operator "
+                                                   "WHERE o.disabled = 0 ORDER BY d.id")]
 
     # decisions ---------------------------------------------------------------------------------------------------
     def add_decision(self, decision_id: str, task_id: str, body: bytes, signature: str) -> None:

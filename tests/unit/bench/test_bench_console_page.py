@@ -39,8 +39,8 @@ def paused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
 
 def test_a_paused_run_is_folded_once_per_stamp_and_a_decision_shows_at_once(paused, monkeypatch):
     folds = []
-    real = views.build_report
-    monkeypatch.setattr(views, "build_report", lambda run: folds.append(run.ref) or real(run))
+    real = views.halt_view
+    monkeypatch.setattr(views, "halt_view", lambda run: folds.append(run.ref) or real(run))
     cache = PageCache()
     first = cache.page(paused)
     assert first["run"]["state"] == "PAUSED" and first["approval"] is None
@@ -54,8 +54,8 @@ def test_a_paused_run_is_folded_once_per_stamp_and_a_decision_shows_at_once(paus
 
 def test_a_run_in_motion_is_folded_every_time(paused, monkeypatch):
     folds = []
-    real = views.build_report
-    monkeypatch.setattr(views, "build_report", lambda run: folds.append(run.ref) or real(run))
+    real = views.halt_view
+    monkeypatch.setattr(views, "halt_view", lambda run: folds.append(run.ref) or real(run))
     monkeypatch.setattr(views, "run_row", lambda run: {"run_id": "r", "state": "RUNNING", "age": "1s"})
     cache = PageCache()
     cache.page(paused)

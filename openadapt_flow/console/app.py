@@ -8,22 +8,21 @@ the store's audit log. Decisions go through `approve`/`deliver` with channel `co
 from __future__ import annotations
 
 import asyncio
-import secrets
 from importlib import resources
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 from sse_starlette.sse import EventSourceResponse
 from starlette.applications import Starlette
 from starlette.background import BackgroundTask
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, RedirectResponse, Response
+from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
 from openadapt_flow.console.decide import REPORT_GRACE_S, decide_from_form, refresh_reports
-from openadapt_flow.auth.sessions import RateLimit, Session, Sessions
+from openadapt_flow.auth.web import HEADERS, LoginSite, client_of
 from openadapt_flow.console.views import PageCache, find, runs_by_state
 from openadapt_flow.errors import FlowError, RefusedError
 from openadapt_flow.runtime.operate.operators import authenticate, check_active
@@ -31,81 +30,36 @@ from openadapt_flow.store.base import RunStore
 
 COOKIE, LOGIN_COOKIE = "flow_session", "flow_login"
 POLL_S = 0.5  # how often the event stream looks for a change (store stamps: cheap)
-HEADERS = {"Cache-Control": "no-store", "X-Frame-Options": "DENY", "X-Content-Type-Options": "nosniff",
-           "Referrer-Policy": "no-referrer",
-           "Content-Security-Policy": "default-src 'self'; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'"}
 _SCRIPT = (resources.files("openadapt_flow.console") / "templates" / "console.js").read_text(encoding="utf-8")
 _ENV = Environment(loader=PackageLoader("openadapt_flow.console", "templates"), autoescape=select_autoescape())
 
 
 @dataclass
-class Console:
-    """The console's state (store, sessions, login limit) and its request handlers."""
+class Console(LoginSite):
+    """The console's state (store, page cache) and its request handlers; logins and sessions as every site's."""
+
+    env: ClassVar[Environment] = _ENV
+    cookie_name: ClassVar[str] = COOKIE
+    login_cookie: ClassVar[str] = LOGIN_COOKIE
 
     store: RunStore
-    secure: bool = False
-    sessions: Sessions = field(default_factory=Sessions)
-    limit: RateLimit = field(default_factory=RateLimit)
     pages: PageCache = field(default_factory=PageCache)
     report_grace_s: float = REPORT_GRACE_S  # after a decision: how long a worker's resume may take it up before we report
 
-    def page(self, name: str, status: int = 200, **ctx: Any) -> HTMLResponse:
-        return HTMLResponse(_ENV.get_template(name).render(**ctx), status_code=status, headers=HEADERS)
-
-    def cookie(self, resp: Response, name: str, value: str, max_age: int) -> None:
-        resp.set_cookie(name, value, max_age=max_age, httponly=True, samesite="strict", secure=self.secure, path="/")
-
-    def session(self, request: Request) -> Session | None:
-        s = self.sessions.get(request.cookies.get(COOKIE))
-        if s is None:
-            return None
+    def active(self, operator: str) -> bool:
         try:
-            check_active(self.store, s.operator)
+            check_active(self.store, operator)
         except RefusedError:
-            self.sessions.drop_operator(s.operator)  # disabled since login: the session ends now
-            return None
-        return s
+            return False
+        return True
 
-    def login_form(self, error: str = "", status: int = 200) -> Response:
-        token = secrets.token_urlsafe(24)
-        resp = self.page("login.html", status, csrf=token, error=error)
-        self.cookie(resp, LOGIN_COOKIE, token, 600)
-        return resp
+    async def check_login(self, name: str, credential: str, client: str) -> tuple[str, str]:
+        op = await asyncio.to_thread(authenticate, self.store, name, credential, channel="console", client=client)
+        return op["name"], op["role"]
 
-    async def login(self, request: Request) -> Response:
-        if request.method == "GET":
-            return self.login_form()
-        form = await request.form()
-        name, given = str(form.get("name") or ""), str(form.get("csrf") or "")
-        expected = request.cookies.get(LOGIN_COOKIE) or ""
-        if not given or not secrets.compare_digest(given, expected):
-            return self.login_form("The form expired; try again.", 403)
-        keys = (f"client:{_client(request)}", f"name:{name}")
-        if self.limit.blocked(*keys):
-            self.store.operators().audit({"event": "login_failed", "operator": name, "channel": "console",
-                                          "client": _client(request), "why": "rate limited"})
-            return self.login_form("Too many failed logins; wait a minute.", 429)
-        try:
-            op = await asyncio.to_thread(authenticate, self.store, name, str(form.get("credential") or ""),
-                                         channel="console", client=_client(request))
-        except RefusedError as e:
-            self.limit.failed(*keys)
-            return self.login_form(str(e), 401)
-        s = self.sessions.open(op["name"], op["role"])
-        resp = RedirectResponse("/", status_code=303)
-        self.cookie(resp, COOKIE, s.token, int(self.sessions.ttl_s))
-        resp.delete_cookie(LOGIN_COOKIE, path="/")
-        return resp
-
-    async def logout(self, request: Request) -> Response:
-        s = self.session(request)
-        form = await request.form()
-        if s is None or not s.csrf_ok(str(form.get("csrf") or "")):
-            return Response("forbidden", 403, headers=HEADERS)
-        self.sessions.close(s.token)
-        resp = RedirectResponse("/login", status_code=303)
-        resp.delete_cookie(COOKIE, path="/")
-        return resp
+    def login_refused(self, name: str, client: str, why: str) -> None:
+        self.store.operators().audit({"event": "login_failed", "operator": name, "channel": "console",
+                                      "client": client, "why": why})
 
     async def index(self, request: Request) -> Response:
         s = self.session(request)
@@ -183,12 +137,8 @@ class Console:
         return Response(_SCRIPT, media_type="text/javascript", headers=HEADERS)
 
 
-def _client(request: Request) -> str:
-    return request.client.host if request.client else "?"
-
-
 def create_app(store: RunStore, *, secure: bool = False, report_grace_s: float = REPORT_GRACE_S) -> Starlette:
-    c = Console(store, secure, report_grace_s=report_grace_s)
+    c = Console(store=store, secure=secure, report_grace_s=report_grace_s)
     return Starlette(routes=[
         Route("/", c.index), Route("/login", c.login, methods=["GET", "POST"]), Route("/logout", c.logout, methods=["POST"]),
         Route("/runs/{run_id}", c.run_view), Route("/runs/{run_id}/decide", c.decide, methods=["POST"]),

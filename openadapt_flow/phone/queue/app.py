@@ -16,18 +16,18 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.middleware import Middleware
 from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from openadapt_flow.auth.sessions import RateLimit, Session, Sessions
+from openadapt_flow.auth.web import HEADERS, LoginSite
 from openadapt_flow.errors import RefusedError
 from openadapt_flow.phone.context import PhoneDecision, decision_bytes, parse_context, sign_bytes
 from openadapt_flow.phone.queue import api
@@ -36,9 +36,6 @@ from openadapt_flow.phone.queue.keys import vapid_public
 from openadapt_flow.phone.queue.push import push_all
 
 COOKIE, LOGIN_COOKIE = "queue_session", "queue_login"
-HEADERS = {"Cache-Control": "no-store", "X-Frame-Options": "DENY", "X-Content-Type-Options": "nosniff",
-           "Referrer-Policy": "no-referrer",
-           "Content-Security-Policy": "default-src 'self'; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'"}
 _ENV = Environment(loader=PackageLoader("openadapt_flow.phone.queue", "templates"), autoescape=select_autoescape())
 _STATIC = {"sw.js": "text/javascript", "app.js": "text/javascript", "manifest.webmanifest": "application/manifest+json",
            "icon.svg": "image/svg+xml"}
@@ -59,35 +56,30 @@ def _epoch(iso: str) -> float:
 
 
 @dataclass
-class Queue:
-    """The queue's state (database, keys, sessions) and its phone-page handlers."""
+class Queue(LoginSite):
+    """The queue's state (database, keys) and its phone-page handlers; logins and sessions as every site's."""
+
+    env: ClassVar[Environment] = _ENV
+    cookie_name: ClassVar[str] = COOKIE
+    login_cookie: ClassVar[str] = LOGIN_COOKIE
 
     db: QueueDB
     key: Ed25519PrivateKey
     vapid: Path
     contact: str
-    secure: bool = False
-    sessions: Sessions = field(default_factory=Sessions)
-    limit: RateLimit = field(default_factory=RateLimit)
     changed: asyncio.Event = field(default_factory=asyncio.Event)
 
     def push(self, payload: bytes) -> int:
         return push_all(self.db.devices(), payload, self.vapid, self.contact, self.db.audit)
 
-    def page(self, name: str, status: int = 200, **ctx: Any) -> HTMLResponse:
-        return HTMLResponse(_ENV.get_template(name).render(**ctx), status_code=status, headers=HEADERS)
+    def active(self, operator: str) -> bool:
+        return self.db.operator_active(operator)
 
-    def cookie(self, resp: Response, name: str, value: str, max_age: int) -> None:
-        resp.set_cookie(name, value, max_age=max_age, httponly=True, samesite="strict", secure=self.secure, path="/")
+    async def check_login(self, name: str, credential: str, client: str) -> tuple[str, str]:
+        await asyncio.to_thread(self.db.authenticate, name, credential, client)
+        return name, "approver"
 
-    def session(self, request: Request) -> Session | None:
-        s = self.sessions.get(request.cookies.get(COOKIE))
-        if s is not None and not self.db.operator_active(s.operator):
-            self.sessions.drop_operator(s.operator)
-            return None
-        return s
-
-    async def body(self, request: Request, withhold: str | None = None) -> dict[str, Any]:
+    async def read_form(self, request: Request, withhold: str | None = None) -> dict[str, Any]:
         """The form posted, its body kept in the database (the login's credential withheld: it is not run data, and
         a queue must never keep a credential in the clear)."""
         raw = await request.body()
@@ -97,44 +89,6 @@ class Queue:
             kept = json.dumps({k: ("[withheld]" if k == withhold else str(v)) for k, v in form.items()}).encode()
         await asyncio.to_thread(self.db.log_request, request.method, request.url.path, kept)
         return form
-
-    def login_form(self, error: str = "", status: int = 200) -> Response:
-        token = secrets.token_urlsafe(24)
-        resp = self.page("login.html", status, csrf=token, error=error)
-        self.cookie(resp, LOGIN_COOKIE, token, 600)
-        return resp
-
-    async def login(self, request: Request) -> Response:
-        if request.method == "GET":
-            return self.login_form()
-        form = await self.body(request, withhold="credential")
-        name, given = str(form.get("name") or ""), str(form.get("csrf") or "")
-        if not given or not secrets.compare_digest(given, request.cookies.get(LOGIN_COOKIE) or ""):
-            return self.login_form("The form expired; try again.", 403)
-        client = request.client.host if request.client else "?"
-        keys = (f"client:{client}", f"name:{name}")
-        if self.limit.blocked(*keys):
-            return self.login_form("Too many failed logins; wait a minute.", 429)
-        try:
-            await asyncio.to_thread(self.db.authenticate, name, str(form.get("credential") or ""), client)
-        except RefusedError as e:
-            self.limit.failed(*keys)
-            return self.login_form(str(e), 401)
-        s = self.sessions.open(name, "approver")
-        resp = RedirectResponse("/", status_code=303)
-        self.cookie(resp, COOKIE, s.token, int(self.sessions.ttl_s))
-        resp.delete_cookie(LOGIN_COOKIE, path="/")
-        return resp
-
-    async def logout(self, request: Request) -> Response:
-        s = self.session(request)
-        form = await self.body(request) if s is not None else {}
-        if s is None or not s.csrf_ok(str(form.get("csrf") or "")):
-            return Response("forbidden", 403, headers=HEADERS)
-        self.sessions.close(s.token)
-        resp = RedirectResponse("/login", status_code=303)
-        resp.delete_cookie(COOKIE, path="/")
-        return resp
 
     async def index(self, request: Request) -> Response:
         s = self.session(request)
@@ -149,7 +103,7 @@ class Queue:
         s = self.session(request)
         if s is None:  # nothing an anonymous client sends is kept
             return Response("login required", 401, headers=HEADERS)
-        form = await self.body(request)
+        form = await self.read_form(request)
         if not s.csrf_ok(str(form.get("csrf") or "")):
             return self.page("error.html", 403, error="missing or wrong CSRF token; reload the page")
         try:
@@ -221,7 +175,7 @@ class Hsts:
 
 
 def create_app(db: QueueDB, key: Ed25519PrivateKey, vapid: Path, *, contact: str, secure: bool = False) -> Starlette:
-    q = Queue(db, key, vapid, contact, secure)
+    q = Queue(db=db, key=key, vapid=vapid, contact=contact, secure=secure)
 
     def relay(handler: Any) -> Any:
         async def call(request: Request) -> Response:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 import secrets
-import sqlite3
 import urllib.request
 
 import pytest
@@ -20,9 +19,6 @@ from starlette.testclient import TestClient
 from openadapt_flow.errors import RefusedError, UsageError
 from openadapt_flow.phone.context import PhoneContext, PhoneDecision, canonical, decision_bytes, parse_context, sign_bytes
 from openadapt_flow.phone.project import closed_context
-from openadapt_flow.phone.queue.app import create_app
-from openadapt_flow.phone.queue.db import QueueDB
-from openadapt_flow.phone.queue.keys import signing_key, vapid_key
 from openadapt_flow.phone.relay import Relay, serve
 from openadapt_flow.runtime.decide.config import DeployConfig
 from openadapt_flow.runtime.operate.decisions import approve, check_approval
@@ -31,22 +27,11 @@ from openadapt_flow.runtime.runs import replay
 from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.store.filesystem import FilesystemStore
 from openadapt_flow.store.keys import load_decision_key
+from tests.support.phone_kit import env, queue  # noqa: F401 (fixtures)
 from tests.unit.runtime.test_durable import AFTER, SAVE, App, cfg, make_bundle
 
 pytestmark = pytest.mark.timeout(60)
 STEPS = (dict(SAVE, approval="before", intent="Post it for {vendor}"), AFTER)
-
-
-@pytest.fixture
-def env(tmp_path, monkeypatch):
-    monkeypatch.setenv("FLOW_KEY_FILE", str(tmp_path / "install.key"))
-    monkeypatch.setenv("FLOW_DECISION_KEY_FILE", str(tmp_path / "decision.key"))
-    monkeypatch.chdir(tmp_path)
-    db = tmp_path / "ledger.db"
-    with sqlite3.connect(db) as c:
-        c.execute("create table posts(vendor text)")
-    monkeypatch.setenv("LEDGER_DSN", f"sqlite:///{db}")
-    return db
 
 
 def pause(tmp_path, env, name="run", **approvals):
@@ -74,16 +59,6 @@ class Routed(Relay):
         if r.status_code >= 400:
             raise RefusedError(f"{path}: HTTP {r.status_code}")
         return dict(r.json())
-
-
-@pytest.fixture
-def queue(tmp_path):
-    path = tmp_path / "q.sqlite3"
-    db = QueueDB(path)
-    key = signing_key(path, create=True)
-    client = TestClient(create_app(db, key, vapid_key(path, create=True), contact="mailto:q@localhost", secure=True),
-                        base_url="https://testserver")
-    return db, key, client, db.add_relay_token(), db.add_operator("pat")
 
 
 def relay(store, key, client=None, token="t") -> Routed:

@@ -13,25 +13,14 @@ from openadapt_flow.auth.sessions import RateLimit
 from openadapt_flow.errors import RefusedError, UsageError
 from openadapt_flow.phone.context import (PROOF_PREFIX, canonical, load_public, parse_context, public_text,
                                           verify_bytes)
-from openadapt_flow.phone.queue.app import create_app
-from openadapt_flow.phone.queue.db import QueueDB
-from openadapt_flow.phone.queue.keys import key_paths, signing_key, vapid_key
+from openadapt_flow.phone.queue.keys import key_paths
+from tests.support.phone_kit import queue  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.timeout(60)
 CONTEXT = {"schema": "openadapt-flow/phone-context@1", "run_id": "run-1", "pause_id": "pause-1", "bundle": "b",
            "step": "save", "intent": "Save {vendor}", "category": "approval", "transaction_outcome": None,
            "allowed": ["continue", "reject"], "expires_at": "2099-01-01T00:00:00Z", "checkpoint_digest": "sha256:" + "ab" * 32,
            "idempotency_scope": "run-1/pause-1"}
-
-
-@pytest.fixture
-def queue(tmp_path):
-    db_path = tmp_path / "q.sqlite3"
-    db = QueueDB(db_path)
-    key = signing_key(db_path, create=True)
-    client = TestClient(create_app(db, key, vapid_key(db_path, create=True), contact="mailto:q@localhost", secure=True),
-                        base_url="https://testserver")
-    return db, key, client, db.add_relay_token(), db.add_operator("pat")
 
 
 def test_keys_are_private_files_and_the_public_key_round_trips(tmp_path, queue):

@@ -5,7 +5,6 @@ or a decision the pause does not allow is refused and nothing is recorded. The p
 from __future__ import annotations
 
 import secrets
-import sqlite3
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -16,22 +15,11 @@ from openadapt_flow.phone.project import closed_context
 from openadapt_flow.phone.relay import Relay, _epoch
 from openadapt_flow.runtime.operate.decisions import approve
 from openadapt_flow.store.filesystem import FilesystemStore
+from tests.support.phone_kit import env  # noqa: F401 (a fixture)
 from tests.unit.runtime.test_durable import AFTER, SAVE, App, start
 
 pytestmark = pytest.mark.timeout(60)
 QUEUE = Ed25519PrivateKey.generate()
-
-
-@pytest.fixture
-def env(tmp_path, monkeypatch):
-    monkeypatch.setenv("FLOW_KEY_FILE", str(tmp_path / "install.key"))
-    monkeypatch.setenv("FLOW_DECISION_KEY_FILE", str(tmp_path / "decision.key"))
-    monkeypatch.chdir(tmp_path)
-    db = tmp_path / "ledger.db"
-    with sqlite3.connect(db) as c:
-        c.execute("create table posts(vendor text)")
-    monkeypatch.setenv("LEDGER_DSN", f"sqlite:///{db}")
-    return db
 
 
 @pytest.fixture

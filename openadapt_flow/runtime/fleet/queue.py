@@ -11,20 +11,22 @@ run's owner gone by its lease, finalises it, and enqueues a fresh resume job; a 
 
 from __future__ import annotations
 
+import threading
+
 from procrastinate import App, PsycopgConnector, RetryStrategy
 from procrastinate.exceptions import AlreadyEnqueued
 
-from openadapt_flow.errors import RefusedError, RunDirError
+from openadapt_flow.errors import FlowError, RefusedError
 from openadapt_flow.runtime.act.launch import ReplayRequest, Reporter
-from openadapt_flow.runtime.act.lifecycle import queued
 from openadapt_flow.runtime.decide.config import DeployConfig
 from openadapt_flow.runtime.fleet.desks import Desks, NoDesktopFree
+from openadapt_flow.runtime.fleet.start import BundleCache, fail_start, read_submission
 from openadapt_flow.runtime.fleet.submit import fleet_store
 from openadapt_flow.runtime.operate.reconciler import reconcile_root
 from openadapt_flow.runtime.runs import replay, resume
 from openadapt_flow.runtime.worker import Worker
 from openadapt_flow.store.lease import LeaseLost
-from openadapt_flow.store.postgres_spec import PREFIX
+from openadapt_flow.vision.ocr import OcrEngine
 
 QUEUE = "flow"
 RETRY = RetryStrategy(max_attempts=100_000, wait=1, retry_exceptions={NoDesktopFree})
@@ -60,6 +62,8 @@ class Fleet:
         self.desks = desks
         self.config = config.model_copy(update={"runtime": config.runtime.model_copy(update={"store": spec})})
         self.reporter = reporter
+        self.bundles = BundleCache()
+        self._local = threading.local()  # per job thread: an OCR engine whose model is loaded once, not per run
         self.app = queue_app(spec)
         self.app.task(name="flow.start", queue=QUEUE, retry=RETRY)(self.start)
         self.app.task(name="flow.resume", queue=QUEUE, retry=RETRY)(self.resume)
@@ -68,24 +72,35 @@ class Fleet:
 
     def start(self, name: str) -> str:
         """Start the submitted run `name` on a free desktop that serves its label (once: a run begun is left to the
-        reconciler, which resumes it if its worker died)."""
-        store = fleet_store(self.spec)
-        row = store.one("SELECT s.label FROM flow_submissions s JOIN flow_runs r ON r.id = s.run WHERE r.name = %s", (name,))
-        if row is None:
-            raise RunDirError(f"{PREFIX}{name}: no such submitted run")
-        run = store.open_run(PREFIX + name)
-        if not queued(run):
+        reconciler, which resumes it if its worker died). A start that fails for good ends the run FAILED."""
+        sub = read_submission(fleet_store(self.spec), name)
+        if not sub.queued:
             return "started already"
-        recorded = {k: v for k, v in run.manifest()["params"].items() if not (isinstance(v, dict) and "secret_env" in v)}
-        with self.desks.hold(row[0]) as target:
-            req = ReplayRequest(bundle=run.artifact_dir("bundle"), params=recorded, backend=target.spec(), config=self.config,
-                                run_dir=run.ref, durable=True, submitted=True)
-            try:
+        where = ""
+        try:
+            loaded = self.bundles.bundle(sub.run)
+            with self.desks.hold(sub.label) as target:
+                where = f" on desktop {target.name}"
+                req = ReplayRequest(bundle=loaded.root, params=sub.params, backend=target.spec(), config=self.config,
+                                    run_dir=sub.run.ref, durable=True, submitted=True, loaded=loaded, ocr=self._ocr())
                 return replay(req, reporter=self.reporter).state
-            except LeaseLost as e:  # stalled past the TTL: the store fenced us; the reconciler gave the run to another
-                return f"fenced: {e}"
-            except RefusedError as e:  # another worker started it first (a re-queued job): started once
-                return f"not started: {e}"
+        except LeaseLost as e:  # stalled past the TTL: the store fenced us; the reconciler gave the run to another
+            return f"fenced: {e}"
+        except NoDesktopFree:
+            raise  # procrastinate retries it shortly
+        except RefusedError as e:  # another worker started it first (a re-queued job): started once
+            return f"not started: {e}"
+        except FlowError as e:  # bad bundle, unreachable desktop: the run never began, and never will by retrying
+            return fail_start(sub.run, where, e, self.config.runtime.lease_ttl_s)
+
+    def _ocr(self) -> OcrEngine:
+        """This job thread's OCR engine, its read cache emptied: a run reads as with a fresh engine, minus the model
+        load (~0.1 CPU s on a thread of its own, beside the run's first step)."""
+        engine: OcrEngine | None = getattr(self._local, "ocr", None)
+        if engine is None:
+            engine = self._local.ocr = OcrEngine()
+        engine.clear_cache()
+        return engine
 
     def _desk_of(self, ref: str) -> str | None:
         """The target a run was driving: its app's state lives on that desktop, so it resumes there (waiting for it)."""
@@ -119,6 +134,9 @@ class Fleet:
             pass
 
     def serve(self, concurrency: int, name: str | None = None) -> None:
-        with self.app.open():
-            self.app.run_worker(queues=[QUEUE], concurrency=concurrency, name=name, wait=True, listen_notify=True,
-                                delete_jobs="successful")
+        try:
+            with self.app.open():
+                self.app.run_worker(queues=[QUEUE], concurrency=concurrency, name=name, wait=True, listen_notify=True,
+                                    delete_jobs="successful")
+        finally:
+            self.desks.close()

@@ -82,6 +82,21 @@ class Desks:
             raise NoDesktopFree(f"no target of this worker serves {label!r}")
         raise NoDesktopFree(f"every desktop serving {label or 'any run'} is busy")
 
+    def open_sessions(self) -> None:
+        """Open every desktop's session now (a worker starting up), not on its first hold."""
+        for target in self.targets.targets:
+            with self._guard:
+                if target.name in self._mine:
+                    continue
+                self._mine.add(target.name)
+            try:
+                self._session(target.name)
+            except psycopg.OperationalError:
+                pass  # opened on its first hold instead
+            finally:
+                with self._guard:
+                    self._mine.discard(target.name)
+
     def close(self) -> None:
         for conn in self._sessions.values():
             conn.close()

@@ -11,7 +11,10 @@ run's owner gone by its lease, finalises it, and enqueues a fresh resume job; a 
 
 from __future__ import annotations
 
-import threading
+import importlib
+import queue
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from procrastinate import App, PsycopgConnector, RetryStrategy
 from procrastinate.exceptions import AlreadyEnqueued
@@ -30,6 +33,8 @@ from openadapt_flow.vision.ocr import OcrEngine
 
 QUEUE = "flow"
 RETRY = RetryStrategy(max_attempts=100_000, wait=1, retry_exceptions={NoDesktopFree})
+# the backend module each kind of desktop needs (backends/factory.py imports it on a first connect), for warm_up
+BACKEND_MODULES = {k: f"openadapt_flow.backends.{k}" for k in ("vnc", "rdp", "screen", "fixture")}
 STALE_S = 30.0  # procrastinate's stalled_worker_timeout: a worker silent this long is gone
 # Submitted runs still queued (PENDING, no journal) with no live start job: its worker was killed before the run
 # began (the job left in `doing`, its worker row pruned or the worker restarted under the same name). A job queued
@@ -63,7 +68,7 @@ class Fleet:
         self.config = config.model_copy(update={"runtime": config.runtime.model_copy(update={"store": spec})})
         self.reporter = reporter
         self.bundles = BundleCache()
-        self._local = threading.local()  # per job thread: an OCR engine whose model is loaded once, not per run
+        self._ocrs: queue.SimpleQueue[OcrEngine] = queue.SimpleQueue()  # idle OCR engines: a model loaded once, not per run
         self.app = queue_app(spec)
         self.app.task(name="flow.start", queue=QUEUE, retry=RETRY)(self.start)
         self.app.task(name="flow.resume", queue=QUEUE, retry=RETRY)(self.resume)
@@ -81,9 +86,10 @@ class Fleet:
             loaded = self.bundles.bundle(sub.run)
             with self.desks.hold(sub.label) as target:
                 where = f" on desktop {target.name}"
-                req = ReplayRequest(bundle=loaded.root, params=sub.params, backend=target.spec(), config=self.config,
-                                    run_dir=sub.run.ref, durable=True, submitted=True, loaded=loaded, ocr=self._ocr())
-                return replay(req, reporter=self.reporter).state
+                with self._ocr() as ocr:
+                    req = ReplayRequest(bundle=loaded.root, params=sub.params, backend=target.spec(), config=self.config,
+                                        run_dir=sub.run.ref, durable=True, submitted=True, loaded=loaded, ocr=ocr)
+                    return replay(req, reporter=self.reporter).state
         except LeaseLost as e:  # stalled past the TTL: the store fenced us; the reconciler gave the run to another
             return f"fenced: {e}"
         except NoDesktopFree:
@@ -93,14 +99,29 @@ class Fleet:
         except FlowError as e:  # bad bundle, unreachable desktop: the run never began, and never will by retrying
             return fail_start(sub.run, where, e, self.config.runtime.lease_ttl_s)
 
-    def _ocr(self) -> OcrEngine:
-        """This job thread's OCR engine, its read cache emptied: a run reads as with a fresh engine, minus the model
-        load (~0.1 CPU s on a thread of its own, beside the run's first step)."""
-        engine: OcrEngine | None = getattr(self._local, "ocr", None)
-        if engine is None:
-            engine = self._local.ocr = OcrEngine()
+    @contextmanager
+    def _ocr(self) -> Iterator[OcrEngine]:
+        """An idle OCR engine for one run (a new one if none is idle), its read cache emptied: the run reads as with a
+        fresh engine, minus the model load (~0.1 CPU s, beside the run's first step)."""
+        try:
+            engine = self._ocrs.get_nowait()
+        except queue.Empty:
+            engine = OcrEngine()
         engine.clear_cache()
-        return engine
+        try:
+            yield engine
+        finally:
+            self._ocrs.put(engine)
+
+    def warm_up(self, concurrency: int) -> None:
+        """Before the first claim, pay what every worker's first run would: its desktops' backend modules (VNC loads
+        twisted: ~0.4 s), one OCR engine per concurrent run, one session per desktop."""
+        for kind in sorted({t.spec().kind for t in self.desks.targets.targets}):
+            if kind in BACKEND_MODULES:
+                importlib.import_module(BACKEND_MODULES[kind])
+        for _ in range(concurrency):
+            self._ocrs.put(OcrEngine())
+        self.desks.open_sessions()
 
     def _desk_of(self, ref: str) -> str | None:
         """The target a run was driving: its app's state lives on that desktop, so it resumes there (waiting for it)."""
@@ -134,6 +155,7 @@ class Fleet:
             pass
 
     def serve(self, concurrency: int, name: str | None = None) -> None:
+        self.warm_up(concurrency)
         try:
             with self.app.open():
                 self.app.run_worker(queues=[QUEUE], concurrency=concurrency, name=name, wait=True, listen_notify=True,

@@ -332,6 +332,7 @@ def test_a_submitted_run_that_cannot_start_ends_failed_with_its_reason(pg_server
         c.execute("INSERT INTO flow_blobs (digest, size, data) VALUES ('sha256:junk', 4, 'junk')")
         c.execute("UPDATE flow_artifacts SET digest = 'sha256:junk' FROM flow_runs r WHERE r.id = run AND r.name = %s "
                   "AND flow_artifacts.name = 'bundle/flow.yaml'", (broken,))
+    # in this order: the worker has the first run's bundle cached when the second's snapshot (other bytes) comes
     for name, words in ((unreachable, "could not start on desktop desk0: "), (broken, "could not start: ")):
         assert tasks.start(name).startswith(words)
         doc, shown = _status(spec, tmp_path, pg_server.password, name)

@@ -192,7 +192,7 @@ def start_bundle(req: ReplayRequest, runs: Runs, progress: Progress | None = Non
         submitted = store.open_run(str(req.run_dir)) if req.submitted else None
         recorded = submitted.manifest() if submitted is not None else None  # keeps the run_id it was submitted with
         run_id = recorded["run_id"] if recorded is not None else f"run-{uuid.uuid4().hex[:12]}"
-        if backend is not None:  # after the backend opened (a fixture creates its system of record then), before the run dir and any input
+        if backend is not None:  # after the backend opened (a fixture creates its system of record), before the run dir
             probe_effects(loaded, req.config, params, run_id)
         run = submitted or store.create_run(None if req.run_dir is None else str(req.run_dir))
         crash_point("start:dir_created")

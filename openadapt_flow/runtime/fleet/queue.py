@@ -38,7 +38,8 @@ BACKEND_MODULES = {k: f"openadapt_flow.backends.{k}" for k in ("vnc", "rdp", "sc
 STALE_S = 30.0  # procrastinate's stalled_worker_timeout: a worker silent this long is gone
 # Submitted runs still queued (PENDING, no journal) with no live start job: its worker was killed before the run
 # began (the job left in `doing`, its worker row pruned or the worker restarted under the same name). A job queued
-# (todo), failed (bad input), or run by a worker that still heartbeats is live.
+# (todo), failed (not a start failure, which ends the run FAILED: a storage fault, a bug), or run by a worker that
+# still heartbeats is live.
 ORPHANS = """
 SELECT r.name FROM flow_submissions s JOIN flow_runs r ON r.id = s.run
 WHERE r.state = 'PENDING' AND NOT EXISTS (SELECT 1 FROM flow_journal j WHERE j.run = r.id)

@@ -99,7 +99,7 @@ def fail_start(run: PostgresRun, where: str, error: Exception, ttl_s: float) -> 
         return "not failed: another worker holds the run"
     try:
         if not queued(run):
-            return "not failed: the run began elsewhere"
+            return f"not failed: the run has begun ({message})"
         run.write_state("FAILED", message=message)
         return message
     finally:

@@ -28,7 +28,7 @@ from openadapt_flow.runtime.act.durable import record_verified
 from openadapt_flow.runtime.act.engine import execute, finish, make_context, open_or_none, stop_on_signals
 from openadapt_flow.runtime.decide.halt import Halt
 from openadapt_flow.runtime.act.launch import BackendFactory, Reporter, RunOutcome, Runs
-from openadapt_flow.runtime.act.lifecycle import check_manifest, effective_state, finalize_interrupted
+from openadapt_flow.runtime.act.lifecycle import check_manifest, effective_state, finalize_interrupted, queued
 from openadapt_flow.runtime.act.preflight import check_effects, check_model_key, probe_effects
 from openadapt_flow.runtime.act.runref import RunRef, open_ref, ref_path, run_name
 from openadapt_flow.runtime.act.recheck import (CONFIRMED_DONE, POSITIVELY_ABSENT, RETRYABLE, RecheckResult, Uncertain, check_facts,
@@ -90,6 +90,8 @@ def resume(
     `backend_flags` and `backend_config` (`--config`'s backend section) override the recorded backend field by field.
     """
     run = open_ref(ref)
+    if queued(run):  # submitted (SPEC §19), never started: its start job, not a resume, begins it
+        raise RefusedError(f"{run.ref}: queued for a fleet worker (submitted, not started yet); nothing to resume; refusing")
     manifest = run.manifest()
     if backend_flags or backend_config is not None:
         backend = _backend_spec(manifest, backend, backend_flags, backend_config)

@@ -13,11 +13,16 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import psycopg
 import pytest
 
+from openadapt_flow.runtime.decide.config import DeployConfig
+from openadapt_flow.runtime.fleet.desks import Desks
+from openadapt_flow.runtime.fleet.queue import Fleet as FleetTasks
 from openadapt_flow.runtime.fleet.submit import submit
+from openadapt_flow.runtime.fleet.targets import load_targets
 from tests.support.cli import REPO, flow_env, run_flow
 from tests.support.demo_invoices import BUNDLE, invoice_rows
 from tests.support.pg import PgServer, pg_server, store_spec  # noqa: F401 — pg_server: the session's server
@@ -297,3 +302,56 @@ def test_an_approval_on_a_fleet_run_enqueues_its_resume_in_the_same_transaction(
     wait_until(lambda: _all(fleet, [name], "COMPLETED"), 90, "the approved run resumed and COMPLETED")
     assert _saves(fleet, [name]) == {name: 1}
     assert fleet.rows() == [("ACME Corp", 1250.5)]
+
+
+def _in_process_fleet(spec: str, tmp: Path, monkeypatch: pytest.MonkeyPatch, url: str) -> Any:
+    """A fleet worker's tasks in this process (no queue served), with one desktop at `url`."""
+    for k, v in flow_env(tmp).items():
+        if k.startswith(("FLOW_", "XDG_")):
+            monkeypatch.setenv(k, v)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp / "config"))
+    (tmp / "t.yaml").write_text(f'schema: openadapt-flow/targets@1\ntargets: [{{name: desk0, backend: {{url: "{url}"}}}}]\n')
+    return FleetTasks(spec, Desks(spec, load_targets(tmp / "t.yaml")), DeployConfig.default(), None)
+
+
+def _status(spec: str, tmp: Path, password: str, name: str) -> tuple[dict[str, Any], str]:
+    env = flow_env(tmp, PGPASSWORD=password, XDG_CONFIG_HOME=str(tmp / "config"))
+    shown = run_flow(["status", f"pg:{name}", "--store", spec], tmp, env)
+    return json.loads(run_flow(["status", f"pg:{name}", "--store", spec, "--json"], tmp, env).stdout), shown.stdout
+
+
+def test_a_submitted_run_that_cannot_start_ends_failed_with_its_reason(pg_server, tmp_path, monkeypatch):
+    """An unreachable desktop, a bundle snapshot that does not load: the run never began, and retrying the same start
+    cannot help — it ends FAILED (SPEC §6: the run itself could not proceed; no policy or operator decided it) with a
+    one-line reason `flow status` shows, not PENDING forever behind a failed job."""
+    spec = store_spec(pg_server, f"f_{tmp_path.name.lower()}", monkeypatch)
+    tasks = _in_process_fleet(spec, tmp_path, monkeypatch, f"vnc://127.0.0.1:{free_port()}")  # nothing listens there
+    unreachable, broken = (submit(spec, BUNDLE, {"vendor": "ACME Corp", "amount": "1250.50"}, None).removeprefix("pg:")
+                           for _ in range(2))
+    with psycopg.connect(spec, autocommit=True, password=pg_server.password) as c:
+        c.execute("INSERT INTO flow_blobs (digest, size, data) VALUES ('sha256:junk', 4, 'junk')")
+        c.execute("UPDATE flow_artifacts SET digest = 'sha256:junk' FROM flow_runs r WHERE r.id = run AND r.name = %s "
+                  "AND flow_artifacts.name = 'bundle/flow.yaml'", (broken,))
+    # in this order: the worker has the first run's bundle cached when the second's snapshot (other bytes) comes
+    for name, words in ((unreachable, "could not start on desktop desk0: "), (broken, "could not start: ")):
+        assert tasks.start(name).startswith(words)
+        doc, shown = _status(spec, tmp_path, pg_server.password, name)
+        assert doc["state"] == "FAILED" and doc["message"].startswith(words) and "\n" not in doc["message"], doc
+        assert f"message: {doc['message']}" in shown
+        assert tasks.start(name) == "started already"  # a re-run job leaves a final run alone
+    assert _sql_on(spec, pg_server.password, "SELECT count(*) FROM flow_journal") == [(0,)]  # nothing began, nothing sent
+
+
+def _sql_on(spec: str, password: str, query: str) -> list[tuple]:
+    with psycopg.connect(spec, autocommit=True, password=password) as c:
+        return c.execute(query).fetchall()
+
+
+def test_resume_of_a_queued_run_says_it_waits_for_a_fleet_worker_exit_6(pg_server, tmp_path, monkeypatch):
+    spec = store_spec(pg_server, f"f_{tmp_path.name.lower()}", monkeypatch)
+    name = submit(spec, BUNDLE, {"vendor": "ACME Corp", "amount": "1250.50"}, None).removeprefix("pg:")
+    r = run_flow(["resume", f"pg:{name}", "--store", spec], tmp_path, flow_env(tmp_path, PGPASSWORD=pg_server.password))
+    assert r.returncode == 6 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert "queued for a fleet worker" in r.stderr and f"pg:{name}" in r.stderr, r.stderr
+    assert _sql_on(spec, pg_server.password, "SELECT state FROM flow_runs") == [("PENDING",)]
+    assert _sql_on(spec, pg_server.password, "SELECT count(*) FROM flow_leases") == [(0,)]  # not even its lease was taken

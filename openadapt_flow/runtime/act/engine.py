@@ -9,6 +9,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from functools import partial
 from typing import Any
@@ -135,7 +136,7 @@ def _manifest(run_id: str, req: ReplayRequest, loaded: LoadedBundle, params: Bou
 
 def prepare(req: ReplayRequest) -> tuple[LoadedBundle, BoundParams, bool]:
     """Everything that can fail on bad input, before a run directory or a connection exists."""
-    loaded = load_bundle(req.bundle)
+    loaded = req.loaded if req.loaded is not None else load_bundle(req.bundle)
     params = bind_params(loaded.model, req.params, from_flag=req.param_flags)
     check_effects(loaded, req.config, params)
     check_model_key(req.config, req.allow_model)
@@ -150,10 +151,11 @@ def prepare(req: ReplayRequest) -> tuple[LoadedBundle, BoundParams, bool]:
 def make_context(
     run: RunHandle, run_id: str, loaded: LoadedBundle | None, params: BoundParams, backend: Backend, config: DeployConfig,
     journal: JournalWriter, allow_model: bool, durable: bool, progress: Progress | None, reporter: Reporter | None,
-    *, runs: Runs, digest: str | None = None,
+    *, runs: Runs, digest: str | None = None, ocr: OcrEngine | None = None,
 ) -> RunContext:
-    """The context of a bundle run (`loaded`), or of a workflow run (None: no bundle; its calls add its steps)."""
-    ocr = OcrEngine()
+    """The context of a bundle run (`loaded`), or of a workflow run (None: no bundle; its calls add its steps); `ocr`: an
+    engine to reuse (a fleet worker's, loaded once), else a new one."""
+    ocr = ocr if ocr is not None else OcrEngine()
     ladder = build_ladder(loaded, config, allow_model, ocr)
     screen = loaded.model.screen if loaded is not None else NO_SCREEN
     first = backend.capture()
@@ -173,36 +175,47 @@ def start_bundle(req: ReplayRequest, runs: Runs, progress: Progress | None = Non
     """Run a bundle once. Bad input raises (exit 2, no run dir); everything after is a RunOutcome.
 
     `reporter` renders the report at every stop (the report layer sits above the runtime); `runs` starts or continues
-    the child runs of its `flow` steps.
+    the child runs of its `flow` steps. A submitted run (SPEC §19) exists already: its desktop is connected to on a
+    thread while the run is opened and its lease taken, not after; an error of either surfaces before `run_started`.
     """
     loaded, params, durable = prepare(req)
     key = load_key(create=True)
     if durable:
         load_decision_key(create=True)  # the first run that may pause creates it; approve/resume never do
-    backend = open_or_none(req.backend, backend_factory)  # connect errors surface here, before any run dir exists
+    pool = ThreadPoolExecutor(1, thread_name_prefix="connect") if req.submitted else None
+    connecting = pool.submit(open_or_none, req.backend, backend_factory) if pool is not None else None
+    # connect errors surface here, before any run dir exists
+    backend: Backend | None = open_or_none(req.backend, backend_factory) if connecting is None else None
     lease = ctx = None
     try:
         store = store_for(req.config, req.run_dir)
-        submitted = store.open_run(str(req.run_dir)) if req.submitted else None  # keeps the run_id it was submitted with
-        run_id = submitted.manifest()["run_id"] if submitted is not None else f"run-{uuid.uuid4().hex[:12]}"
-        # after the backend opened (a fixture creates its system of record then), before the run dir and any input
-        probe_effects(loaded, req.config, params, run_id)
+        submitted = store.open_run(str(req.run_dir)) if req.submitted else None
+        recorded = submitted.manifest() if submitted is not None else None  # keeps the run_id it was submitted with
+        run_id = recorded["run_id"] if recorded is not None else f"run-{uuid.uuid4().hex[:12]}"
+        if backend is not None:  # after the backend opened (a fixture creates its system of record), before the run dir
+            probe_effects(loaded, req.config, params, run_id)
         run = submitted or store.create_run(None if req.run_dir is None else str(req.run_dir))
         crash_point("start:dir_created")
         try:
             lease = run.lease(req.config.runtime.lease_ttl_s).acquire()  # every run has one owner
             lease.start_heartbeat()
-            if submitted is not None:
+            if recorded is not None:
                 check_queued(run)  # under the lease: a run already started is never started twice
             crash_point("start:lease_acquired")
-            run.snapshot_bundle(loaded.root, loaded.files)
+            if connecting is not None:
+                backend = connecting.result()
+                probe_effects(loaded, req.config, params, run_id)
+            if recorded is None or recorded["bundle"]["digest"] != loaded.digest:  # a submitted run holds these bytes
+                run.snapshot_bundle(loaded.root, loaded.files)
             crash_point("start:bundle_copied")
             journal, started = begin_run(run, key, _manifest(run_id, req, loaded, params, durable),
                                          {"steps": len(loaded.model.steps), "durable": durable, "lease_generation": lease.generation})
         except StorageFault as f:  # before manifest.json there is no run to resume: say so
             f.message = f"the run could not start ({f.detail}); nothing was sent — replay again once the fault is gone"
             raise
-        ctx = make_context(run, run_id, loaded, params, backend, req.config, journal, req.allow_model, durable, progress, reporter, runs=runs)
+        assert backend is not None
+        ctx = make_context(run, run_id, loaded, params, backend, req.config, journal, req.allow_model, durable, progress, reporter,
+                           runs=runs, ocr=req.ocr)
         ctx.lease = lease
         ctx.watch([started])
         for step_id, box in req.masks.items():  # journaled in the child too, so its own resumes mask as well
@@ -214,7 +227,12 @@ def start_bundle(req: ReplayRequest, runs: Runs, progress: Progress | None = Non
             ctx.frames.close()  # never exit with the frame writer mid-encode (a C++ abort at interpreter shutdown)
         if lease is not None:
             lease.release()
-        backend.close()
+        if backend is None and connecting is not None and connecting.exception() is None:
+            backend = connecting.result()  # stopped before it was used: still closed
+        if backend is not None:
+            backend.close()
+        if pool is not None:
+            pool.shutdown()
 
 
 Stop = tuple[str, str, str | None, str | None, str | None]  # state, message, category, paused_reason, step

@@ -14,8 +14,10 @@ from typing import Any
 
 from openadapt_flow.backends.base import Backend
 from openadapt_flow.backends.spec import BackendSpec
+from openadapt_flow.bundle.loader import LoadedBundle
 from openadapt_flow.runtime.decide.config import DeployConfig
 from openadapt_flow.store.base import RunHandle
+from openadapt_flow.vision.ocr import OcrEngine
 
 Reporter = Callable[[RunHandle], Any]
 BackendFactory = Callable[[BackendSpec], Backend]
@@ -39,6 +41,8 @@ class ReplayRequest:
     run_dir: Path | str | None = None  # a reference in the config's store (runtime.store); None: a fresh name
     durable: bool = False
     submitted: bool = False  # run_dir names a run `flow submit` created (PENDING, SPEC §19): start that run, once
+    loaded: LoadedBundle | None = None  # `bundle` already loaded (a fleet worker's cache of the same bytes), else None
+    ocr: OcrEngine | None = None  # an OCR engine to reuse (a fleet worker's, its model loaded once), else a new one
     allow_model: bool = False
     param_flags: frozenset[str] = frozenset()
     parent_run: str | None = None  # the parent's reference, for a child run started by a `flow` step

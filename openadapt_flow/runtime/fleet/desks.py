@@ -1,5 +1,9 @@
 """One run per desktop at a time: a worker holds a desktop by a PostgreSQL session advisory lock on its name,
-so two workers (on any machines) never drive the same screen; a dead worker's session ends and frees it."""
+so two workers (on any machines) never drive the same screen; a dead worker's session ends and frees it.
+
+Each desktop keeps one session of its own for the worker's life (opened on first use, reopened if it broke): holding
+a desktop is then one statement, not a new authenticated connection per job. The lock is released explicitly at the
+end of each hold; a session that broke under a hold took its lock with it."""
 
 from __future__ import annotations
 
@@ -12,6 +16,9 @@ import psycopg
 from openadapt_flow.errors import FlowError
 from openadapt_flow.runtime.fleet.targets import Target, TargetsFile
 
+_TRY = "SELECT pg_try_advisory_lock(hashtext('flow-desk'), hashtext(%s))"
+_UNLOCK = "SELECT pg_advisory_unlock(hashtext('flow-desk'), hashtext(%s))"
+
 
 class NoDesktopFree(FlowError):
     """Every desktop that serves the run is busy: the job is retried shortly."""
@@ -22,7 +29,33 @@ class Desks:
         self.spec = spec
         self.targets = targets
         self._mine: set[str] = set()
+        self._sessions: dict[str, psycopg.Connection] = {}
         self._guard = threading.Lock()
+
+    def _session(self, name: str) -> psycopg.Connection:
+        """The desktop's own session (only its holder uses it: `_mine` guards it)."""
+        conn = self._sessions.get(name)
+        if conn is None or conn.closed or conn.broken:
+            conn = self._sessions[name] = psycopg.connect(self.spec, autocommit=True, application_name="openadapt-flow desk")
+        return conn
+
+    def _try(self, name: str) -> psycopg.Connection | None:
+        """The desktop's session holding its lock, or None if another session holds it."""
+        for _ in range(2):  # a session that broke while idle (server restart) is reopened once
+            try:
+                conn = self._session(name)
+                row = conn.execute(_TRY, (name,)).fetchone()
+                return conn if row is not None and row[0] else None
+            except psycopg.OperationalError:
+                self._sessions.pop(name, None)
+        return None
+
+    @staticmethod
+    def _release(conn: psycopg.Connection, name: str) -> None:
+        try:
+            conn.execute(_UNLOCK, (name,))
+        except psycopg.Error:
+            conn.close()  # ends the session: the lock goes with it
 
     @contextmanager
     def hold(self, label: str | None) -> Iterator[Target]:
@@ -34,16 +67,37 @@ class Desks:
                 if target.name in self._mine:
                     continue
                 self._mine.add(target.name)
-            conn = psycopg.connect(self.spec, autocommit=True)
             try:
-                row = conn.execute("SELECT pg_try_advisory_lock(hashtext('flow-desk'), hashtext(%s))", (target.name,)).fetchone()
-                if row is not None and row[0]:
-                    yield target
-                    return
+                conn = self._try(target.name)
+                if conn is not None:
+                    try:
+                        yield target
+                        return
+                    finally:
+                        self._release(conn, target.name)
             finally:
-                conn.close()  # ends the session: the advisory lock goes with it
                 with self._guard:
                     self._mine.discard(target.name)
-        if not any(t.serves(label) for t in self.targets.targets):
-            raise FlowError(f"no target of this worker serves {label!r}")
+        if not any(t.serves(label) for t in self.targets.targets):  # another worker's targets may: retried too
+            raise NoDesktopFree(f"no target of this worker serves {label!r}")
         raise NoDesktopFree(f"every desktop serving {label or 'any run'} is busy")
+
+    def open_sessions(self) -> None:
+        """Open every desktop's session now (a worker starting up), not on its first hold."""
+        for target in self.targets.targets:
+            with self._guard:
+                if target.name in self._mine:
+                    continue
+                self._mine.add(target.name)
+            try:
+                self._session(target.name)
+            except psycopg.OperationalError:
+                pass  # opened on its first hold instead
+            finally:
+                with self._guard:
+                    self._mine.discard(target.name)
+
+    def close(self) -> None:
+        for conn in self._sessions.values():
+            conn.close()
+        self._sessions.clear()

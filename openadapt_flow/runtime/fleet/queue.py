@@ -11,27 +11,35 @@ run's owner gone by its lease, finalises it, and enqueues a fresh resume job; a 
 
 from __future__ import annotations
 
+import importlib
+import queue
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from procrastinate import App, PsycopgConnector, RetryStrategy
 from procrastinate.exceptions import AlreadyEnqueued
 
-from openadapt_flow.errors import RefusedError, RunDirError
+from openadapt_flow.errors import FlowError, RefusedError
 from openadapt_flow.runtime.act.launch import ReplayRequest, Reporter
-from openadapt_flow.runtime.act.lifecycle import queued
 from openadapt_flow.runtime.decide.config import DeployConfig
 from openadapt_flow.runtime.fleet.desks import Desks, NoDesktopFree
+from openadapt_flow.runtime.fleet.start import BundleCache, fail_start, read_submission
 from openadapt_flow.runtime.fleet.submit import fleet_store
 from openadapt_flow.runtime.operate.reconciler import reconcile_root
 from openadapt_flow.runtime.runs import replay, resume
 from openadapt_flow.runtime.worker import Worker
 from openadapt_flow.store.lease import LeaseLost
-from openadapt_flow.store.postgres_spec import PREFIX
+from openadapt_flow.vision.ocr import OcrEngine
 
 QUEUE = "flow"
 RETRY = RetryStrategy(max_attempts=100_000, wait=1, retry_exceptions={NoDesktopFree})
+# the backend module each kind of desktop needs (backends/factory.py imports it on a first connect), for warm_up
+BACKEND_MODULES = {k: f"openadapt_flow.backends.{k}" for k in ("vnc", "rdp", "screen", "fixture")}
 STALE_S = 30.0  # procrastinate's stalled_worker_timeout: a worker silent this long is gone
 # Submitted runs still queued (PENDING, no journal) with no live start job: its worker was killed before the run
 # began (the job left in `doing`, its worker row pruned or the worker restarted under the same name). A job queued
-# (todo), failed (bad input), or run by a worker that still heartbeats is live.
+# (todo), failed (not a start failure, which ends the run FAILED: a storage fault, a bug), or run by a worker that
+# still heartbeats is live.
 ORPHANS = """
 SELECT r.name FROM flow_submissions s JOIN flow_runs r ON r.id = s.run
 WHERE r.state = 'PENDING' AND NOT EXISTS (SELECT 1 FROM flow_journal j WHERE j.run = r.id)
@@ -60,6 +68,8 @@ class Fleet:
         self.desks = desks
         self.config = config.model_copy(update={"runtime": config.runtime.model_copy(update={"store": spec})})
         self.reporter = reporter
+        self.bundles = BundleCache()
+        self._ocrs: queue.SimpleQueue[OcrEngine] = queue.SimpleQueue()  # idle OCR engines: a model loaded once, not per run
         self.app = queue_app(spec)
         self.app.task(name="flow.start", queue=QUEUE, retry=RETRY)(self.start)
         self.app.task(name="flow.resume", queue=QUEUE, retry=RETRY)(self.resume)
@@ -68,24 +78,51 @@ class Fleet:
 
     def start(self, name: str) -> str:
         """Start the submitted run `name` on a free desktop that serves its label (once: a run begun is left to the
-        reconciler, which resumes it if its worker died)."""
-        store = fleet_store(self.spec)
-        row = store.one("SELECT s.label FROM flow_submissions s JOIN flow_runs r ON r.id = s.run WHERE r.name = %s", (name,))
-        if row is None:
-            raise RunDirError(f"{PREFIX}{name}: no such submitted run")
-        run = store.open_run(PREFIX + name)
-        if not queued(run):
+        reconciler, which resumes it if its worker died). A start that fails for good ends the run FAILED."""
+        sub = read_submission(fleet_store(self.spec), name)
+        if not sub.queued:
             return "started already"
-        recorded = {k: v for k, v in run.manifest()["params"].items() if not (isinstance(v, dict) and "secret_env" in v)}
-        with self.desks.hold(row[0]) as target:
-            req = ReplayRequest(bundle=run.artifact_dir("bundle"), params=recorded, backend=target.spec(), config=self.config,
-                                run_dir=run.ref, durable=True, submitted=True)
-            try:
-                return replay(req, reporter=self.reporter).state
-            except LeaseLost as e:  # stalled past the TTL: the store fenced us; the reconciler gave the run to another
-                return f"fenced: {e}"
-            except RefusedError as e:  # another worker started it first (a re-queued job): started once
-                return f"not started: {e}"
+        where = ""
+        try:
+            loaded = self.bundles.bundle(sub.run)
+            with self.desks.hold(sub.label) as target:
+                where = f" on desktop {target.name}"
+                with self._ocr() as ocr:
+                    req = ReplayRequest(bundle=loaded.root, params=sub.params, backend=target.spec(), config=self.config,
+                                        run_dir=sub.run.ref, durable=True, submitted=True, loaded=loaded, ocr=ocr)
+                    return replay(req, reporter=self.reporter).state
+        except LeaseLost as e:  # stalled past the TTL: the store fenced us; the reconciler gave the run to another
+            return f"fenced: {e}"
+        except NoDesktopFree:
+            raise  # procrastinate retries it shortly
+        except RefusedError as e:  # another worker started it first (a re-queued job): started once
+            return f"not started: {e}"
+        except FlowError as e:  # bad bundle, unreachable desktop: the run never began, and never will by retrying
+            return fail_start(sub.run, where, e, self.config.runtime.lease_ttl_s)
+
+    @contextmanager
+    def _ocr(self) -> Iterator[OcrEngine]:
+        """An idle OCR engine for one run (a new one if none is idle), its read cache emptied: the run reads as with a
+        fresh engine, minus the model load (~0.1 CPU s, beside the run's first step)."""
+        try:
+            engine = self._ocrs.get_nowait()
+        except queue.Empty:
+            engine = OcrEngine()
+        engine.clear_cache()
+        try:
+            yield engine
+        finally:
+            self._ocrs.put(engine)
+
+    def warm_up(self, concurrency: int) -> None:
+        """Before the first claim, pay what every worker's first run would: its desktops' backend modules (VNC loads
+        twisted: ~0.4 s), one OCR engine per concurrent run, one session per desktop."""
+        for kind in sorted({t.spec().kind for t in self.desks.targets.targets}):
+            if kind in BACKEND_MODULES:
+                importlib.import_module(BACKEND_MODULES[kind])
+        for _ in range(concurrency):
+            self._ocrs.put(OcrEngine())
+        self.desks.open_sessions()
 
     def _desk_of(self, ref: str) -> str | None:
         """The target a run was driving: its app's state lives on that desktop, so it resumes there (waiting for it)."""
@@ -119,6 +156,10 @@ class Fleet:
             pass
 
     def serve(self, concurrency: int, name: str | None = None) -> None:
-        with self.app.open():
-            self.app.run_worker(queues=[QUEUE], concurrency=concurrency, name=name, wait=True, listen_notify=True,
-                                delete_jobs="successful")
+        self.warm_up(concurrency)
+        try:
+            with self.app.open():
+                self.app.run_worker(queues=[QUEUE], concurrency=concurrency, name=name, wait=True, listen_notify=True,
+                                    delete_jobs="successful")
+        finally:
+            self.desks.close()

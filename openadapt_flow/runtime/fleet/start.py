@@ -1,0 +1,106 @@
+"""What a fleet worker does before it hands a submitted run to the engine, kept short (issue 15: claim-to-first-action):
+one query reads the submission, and the run's bundle is loaded once per worker per snapshot.
+
+A submitted run's bundle is its own snapshot artifact (`flow submit` wrote it), content-addressed: each file's blob is
+named by the sha256 of its bytes. Two runs whose snapshots list the same (file, digest) pairs hold provably the same
+bytes, so the bundle loaded and validated for one is the bundle of the other (`BundleCache`). It is loaded from a
+directory named by that key, so the manifest's bundle path names the snapshot it ran.
+
+A start that fails for good before the run began — the bundle does not load, the desktop cannot be reached — ends the
+run FAILED with the one-line reason (SPEC §6: the run itself could not proceed and is not resumable; nothing was sent,
+and no policy or operator decided it, so not BLOCKED), under the run's lease, so a run another worker began meanwhile is
+never touched.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from typing import Any
+
+from openadapt_flow.bundle.loader import LoadedBundle, load_bundle
+from openadapt_flow.errors import RefusedError, RunDirError
+from openadapt_flow.runtime.act.lifecycle import queued
+from openadapt_flow.store.postgres import PostgresStore
+from openadapt_flow.store.postgres_run import PostgresRun
+from openadapt_flow.store.postgres_spec import PREFIX
+
+_SUBMISSION = """
+SELECT s.label, r.manifest, r.state = 'PENDING' AND NOT EXISTS (SELECT 1 FROM flow_journal j WHERE j.run = r.id)
+FROM flow_submissions s JOIN flow_runs r ON r.id = s.run WHERE r.name = %s
+"""
+_SNAPSHOT = "SELECT name, digest FROM flow_artifacts WHERE run = %s AND starts_with(name, 'bundle/') ORDER BY name"
+_BLOBS = "SELECT a.name, b.data FROM flow_artifacts a JOIN flow_blobs b ON b.digest = a.digest WHERE a.run = %s AND starts_with(a.name, 'bundle/')"
+START_FAILED = "could not start"
+
+
+@dataclass(frozen=True)
+class Submission:
+    """A submitted run as its start job reads it: its label, its params as recorded (secrets come from the
+    environment), and whether it is still queued."""
+
+    run: PostgresRun
+    label: str | None
+    params: dict[str, Any]
+    queued: bool
+
+
+def read_submission(store: PostgresStore, name: str) -> Submission:
+    """The submission of run `name` in one query (RunDirError if there is none)."""
+    row = store.one(_SUBMISSION, (name,))
+    if row is None:
+        raise RunDirError(f"{PREFIX}{name}: no such submitted run")
+    label, manifest, waiting = row
+    params = json.loads(manifest).get("params", {}) if manifest else {}
+    recorded = {k: v for k, v in params.items() if not (isinstance(v, dict) and "secret_env" in v)}
+    return Submission(PostgresRun(store, name), label, recorded, bool(waiting))
+
+
+class BundleCache:
+    """Bundles this worker loaded, by the (file, blob digest) pairs of a run's snapshot; the most recent `size` kept."""
+
+    def __init__(self, size: int = 16) -> None:
+        self.size = size
+        self._loaded: OrderedDict[str, LoadedBundle] = OrderedDict()
+        self._guard = threading.Lock()
+
+    def bundle(self, run: PostgresRun) -> LoadedBundle:
+        """The run's bundle snapshot, loaded (BundleError if it does not load)."""
+        pairs = run.store.all(_SNAPSHOT, (run.id(),))
+        key = hashlib.sha256("\n".join(f"{n} {d}" for n, d in pairs).encode()).hexdigest()
+        with self._guard:
+            hit = self._loaded.get(key)
+            if hit is not None:
+                self._loaded.move_to_end(key)
+                return hit
+        root = run.store.scratch() / f"bundle-{key[:20]}"
+        for name, data in run.store.all(_BLOBS, (run.id(),)):
+            dest = root / name.removeprefix("bundle/")
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_bytes(bytes(data))
+        loaded = load_bundle(root)
+        with self._guard:
+            self._loaded[key] = loaded
+            while len(self._loaded) > self.size:
+                self._loaded.popitem(last=False)
+        return loaded
+
+
+def fail_start(run: PostgresRun, where: str, error: Exception, ttl_s: float) -> str:
+    """End a run that could not start FAILED with the reason (`where`: " on desktop NAME" or ""), if it is still
+    queued (under its lease)."""
+    message = f"{START_FAILED}{where}: {str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__}"
+    try:
+        lease = run.lease(ttl_s).acquire()
+    except RefusedError:
+        return "not failed: another worker holds the run"
+    try:
+        if not queued(run):
+            return f"not failed: the run has begun ({message})"
+        run.write_state("FAILED", message=message)
+        return message
+    finally:
+        lease.release()

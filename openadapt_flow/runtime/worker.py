@@ -131,6 +131,24 @@ def _wait_for_holder(run: RunHandle, deadline: float, stop: threading.Event) -> 
             return None
 
 
+def resume_past_holders(run: RunHandle, hold_wait_s: float, stop: threading.Event, **kwargs: Any) -> Any:
+    """Resume `run` (`kwargs` go to `resume`). After a refusal it looks at the run's lock: while another command holds
+    it (a decision being recorded, a status read) it waits, up to `hold_wait_s`, and tries again as soon as that holder
+    lets go. If the lock is free when it looks, a holder may have let go in between: it tries once more at once. A
+    second refusal with the lock free stands (a real refusal), as does one whose holder keeps the run past the bound
+    (another worker's resume, a live owner). A `flow worker` and a fleet worker's resume job both resume this way."""
+    deadline = time.monotonic() + hold_wait_s
+    free_retry = True
+    while True:
+        try:
+            return resume(run, stop=stop, **kwargs)
+        except RefusedError:
+            held = _wait_for_holder(run, deadline, stop)
+            if held is None or stop.is_set() or not (held or free_retry):
+                raise
+            free_retry = free_retry and held
+
+
 class Worker:
     """Scans a runs root cheaply: a run's files are re-read only when their mtimes change."""
 
@@ -183,21 +201,8 @@ class Worker:
         return done
 
     def _resume(self, run: RunHandle) -> Any:
-        """Resume `run`. After a refusal it looks at the run's lock: while another command holds it (a decision being
-        recorded, a status read) it waits, up to `hold_wait_s`, and tries again as soon as that holder lets go. If the
-        lock is free when it looks, a holder may have let go in between: it tries once more at once. A second refusal
-        with the lock free stands (a real refusal), as does one whose holder keeps the run past the bound (another
-        worker's resume, a live owner): the run then waits `retry_s`."""
-        deadline = time.monotonic() + self.hold_wait_s
-        free_retry = True
-        while True:
-            try:
-                return resume(run, reporter=self.reporter, stop=self.stop, backend_factory=self.backend_factory)
-            except RefusedError:
-                held = _wait_for_holder(run, deadline, self.stop)
-                if held is None or self.stop.is_set() or not (held or free_retry):
-                    raise
-                free_retry = free_retry and held
+        return resume_past_holders(run, self.hold_wait_s, self.stop, reporter=self.reporter,
+                                   backend_factory=self.backend_factory)
 
     def serve(self, poll_s: float = 0.5) -> None:
         with stop_on_signals(self.stop):

@@ -355,3 +355,20 @@ def test_resume_of_a_queued_run_says_it_waits_for_a_fleet_worker_exit_6(pg_serve
     assert "queued for a fleet worker" in r.stderr and f"pg:{name}" in r.stderr, r.stderr
     assert _sql_on(spec, pg_server.password, "SELECT state FROM flow_runs") == [("PENDING",)]
     assert _sql_on(spec, pg_server.password, "SELECT count(*) FROM flow_leases") == [(0,)]  # not even its lease was taken
+
+
+def test_a_desktops_lock_session_is_probed_so_a_cut_off_worker_frees_it(pg_server, tmp_path, monkeypatch):
+    """A worker partitioned from PostgreSQL must not keep its desktop locked for TCP's default ~2 h: the server probes
+    each desk session (10 s idle, 3 probes 5 s apart), so the lock goes in about a lease's time. Checked where the
+    server keeps it: the held desk's own session's settings, read over that session."""
+    spec = store_spec(pg_server, f"f_{tmp_path.name.lower()}", monkeypatch)
+    (tmp_path / "t.yaml").write_text('schema: openadapt-flow/targets@1\ntargets: [{name: desk0, backend: {url: "vnc://127.0.0.1:5999"}}]\n')
+    desks = Desks(spec, load_targets(tmp_path / "t.yaml"))
+    try:
+        with desks.hold(None) as target:
+            session = desks._sessions[target.name]
+            got = [session.execute(f"SHOW {k}").fetchone()[0]
+                   for k in ("tcp_keepalives_idle", "tcp_keepalives_interval", "tcp_keepalives_count")]
+            assert got == ["10", "5", "3"]  # seconds, seconds, probes (0 would mean the OS default)
+    finally:
+        desks.close()

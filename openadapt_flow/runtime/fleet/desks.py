@@ -16,6 +16,12 @@ import psycopg
 from openadapt_flow.errors import FlowError
 from openadapt_flow.runtime.fleet.targets import Target, TargetsFile
 
+# A worker cut off from PostgreSQL (partitioned, its host gone) must not keep its desktops locked until TCP's default
+# keepalive gives up (~2 h): the server probes each desk session after 10 s idle and ends it after 3 unanswered probes
+# 5 s apart, freeing the desktop in about the lease's time. Safe: a cut-off worker cannot send input anyway — every
+# input needs its action_dispatched committed under a lease it no longer holds (fencing).
+KEEPALIVE = {"keepalives": 1, "keepalives_idle": 10, "keepalives_interval": 5, "keepalives_count": 3,
+             "options": "-c tcp_keepalives_idle=10 -c tcp_keepalives_interval=5 -c tcp_keepalives_count=3"}
 _TRY = "SELECT pg_try_advisory_lock(hashtext('flow-desk'), hashtext(%s))"
 _UNLOCK = "SELECT pg_advisory_unlock(hashtext('flow-desk'), hashtext(%s))"
 
@@ -36,7 +42,8 @@ class Desks:
         """The desktop's own session (only its holder uses it: `_mine` guards it)."""
         conn = self._sessions.get(name)
         if conn is None or conn.closed or conn.broken:
-            conn = self._sessions[name] = psycopg.connect(self.spec, autocommit=True, application_name="openadapt-flow desk")
+            conn = self._sessions[name] = psycopg.connect(self.spec, autocommit=True, application_name="openadapt-flow desk",
+                                                          **KEEPALIVE)
         return conn
 
     def _try(self, name: str) -> psycopg.Connection | None:

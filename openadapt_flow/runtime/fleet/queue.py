@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib
 import queue
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -26,8 +27,8 @@ from openadapt_flow.runtime.fleet.desks import Desks, NoDesktopFree
 from openadapt_flow.runtime.fleet.start import BundleCache, fail_start, read_submission
 from openadapt_flow.runtime.fleet.submit import fleet_store
 from openadapt_flow.runtime.operate.reconciler import reconcile_root
-from openadapt_flow.runtime.runs import replay, resume
-from openadapt_flow.runtime.worker import Worker
+from openadapt_flow.runtime.runs import replay
+from openadapt_flow.runtime.worker import HOLD_WAIT_S, Worker, resume_past_holders
 from openadapt_flow.store.lease import LeaseLost
 from openadapt_flow.vision.ocr import OcrEngine
 
@@ -133,9 +134,14 @@ class Fleet:
         return None
 
     def resume(self, ref: str) -> str:
+        """Resume on the run's desktop. A decision's transaction enqueues this job, so it may be claimed while the
+        deciding command still holds the run: a resume refused while another command holds it briefly is tried again
+        as soon as that holder lets go (runtime/worker.resume_past_holders), not left to the next reconcile scan."""
         with self.desks.hold(self._desk_of(ref)) as target:
             try:
-                return resume(ref, backend=target.spec(), reporter=self.reporter).state
+                run = fleet_store(self.spec).open_run(ref)
+                return resume_past_holders(run, HOLD_WAIT_S, threading.Event(), backend=target.spec(),
+                                           reporter=self.reporter).state
             except LeaseLost as e:
                 return f"fenced: {e}"
 

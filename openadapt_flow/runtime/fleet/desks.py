@@ -10,6 +10,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import psycopg
 
@@ -20,7 +21,7 @@ from openadapt_flow.runtime.fleet.targets import Target, TargetsFile
 # keepalive gives up (~2 h): the server probes each desk session after 10 s idle and ends it after 3 unanswered probes
 # 5 s apart, freeing the desktop in about the lease's time. Safe: a cut-off worker cannot send input anyway — every
 # input needs its action_dispatched committed under a lease it no longer holds (fencing).
-KEEPALIVE = {"keepalives": 1, "keepalives_idle": 10, "keepalives_interval": 5, "keepalives_count": 3,
+KEEPALIVE: dict[str, Any] = {"keepalives": 1, "keepalives_idle": 10, "keepalives_interval": 5, "keepalives_count": 3,
              "options": "-c tcp_keepalives_idle=10 -c tcp_keepalives_interval=5 -c tcp_keepalives_count=3"}
 _TRY = "SELECT pg_try_advisory_lock(hashtext('flow-desk'), hashtext(%s))"
 _UNLOCK = "SELECT pg_advisory_unlock(hashtext('flow-desk'), hashtext(%s))"

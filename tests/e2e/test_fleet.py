@@ -5,7 +5,6 @@ finalised INTERRUPTED by another worker's reconciler and completed elsewhere wit
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import signal
 import socket
@@ -26,6 +25,7 @@ from openadapt_flow.runtime.fleet.targets import load_targets
 from tests.support.cli import REPO, flow_env, run_flow
 from tests.support.demo_invoices import BUNDLE, invoice_rows
 from tests.support.pg import PgServer, pg_server, store_spec  # noqa: F401 — pg_server: the session's server
+from tests.support.stopping import stop_procs
 from tests.support.xserver import free_port, wait_until
 
 pytestmark = pytest.mark.timeout(180)
@@ -75,16 +75,7 @@ class Fleet:
         return sorted(invoice_rows(self.db)) if self.db.exists() else []
 
     def close(self) -> None:
-        for p in self.procs:
-            if p.poll() is None:
-                os.kill(p.pid, signal.SIGCONT)
-                p.terminate()
-        for p in self.procs:
-            try:
-                p.wait(10)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait(5)
+        stop_procs(self.procs)
 
 
 @pytest.fixture

@@ -7,9 +7,7 @@ write with LeaseLost, and the run completes exactly once, with one row in the sy
 from __future__ import annotations
 
 import json
-import os
 import re
-import signal
 import socket
 import subprocess
 import sys
@@ -21,6 +19,7 @@ import psycopg
 import pytest
 
 from openadapt_flow.runtime.fleet.submit import submit
+from tests.support.stopping import stop_procs
 from tests.support.cli import REPO, flow_env
 from tests.support.demo_invoices import BUNDLE, invoice_rows
 from tests.support.netns import Gate, Namespace, Relay, RfbInputs
@@ -104,16 +103,7 @@ class PartitionedFleet:
 
     def close(self) -> None:
         try:
-            for p in self.procs:
-                if p.poll() is None:
-                    os.kill(p.pid, signal.SIGCONT)
-                    p.terminate()
-            for p in self.procs:
-                try:
-                    p.wait(10)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait(5)
+            stop_procs(self.procs)
             for r in self.relays:
                 r.close()
         finally:

@@ -193,8 +193,24 @@ class InvoiceApp:
         self.screens[name].lower()  # below the shifted variant's banner and the hover variant's status bar
         self.status.configure(text="")
         self.current = name
-        self.root.update_idletasks()
+        self._drawn()
         self._record_geometry(name)
+
+    def _drawn(self) -> None:
+        """Return once the X server has drawn the screen: the geometry file naming a screen promises its pixels.
+
+        Tk draws in idle handlers and again on the server's Expose events, and Xlib buffers the requests; under load
+        a reader told "list" could capture the new screen's bare background, still for two captures in a row. A
+        round trip (XQueryPointer) flushes the drawing and brings the Expose events; `update` draws them; a second
+        round trip returns once the server has those pixels too.
+        """
+        mapped = self.root.winfo_viewable()
+        self.root.update_idletasks()
+        if not mapped:
+            return  # the first screen, before the window is mapped: `main` writes the ready file once it is drawn
+        self.root.winfo_pointerxy()
+        self.root.update()
+        self.root.winfo_pointerxy()
 
     def _record_geometry(self, name: str) -> None:
         if self.geometry_file is None:
@@ -288,6 +304,7 @@ def main(argv: list[str] | None = None) -> None:
     app.show_list()  # creates the table if missing, before the ready file says anyone may read it
 
     def ready() -> None:
+        app._drawn()
         if args.ready_file is not None:
             _write_atomic(args.ready_file, json.dumps({"pid": os.getpid(), "variant": args.variant}))
 

@@ -158,10 +158,27 @@ def test_forty_submitted_runs_all_complete_exactly_once_over_three_workers_and_f
     for w in ("w1", "w2", "w3"):
         fleet.worker(w)
     assert _flow(fleet, "wait", first["run_id"], "--timeout", "150").returncode == 0  # a worker started that very run
-    wait_until(lambda: _all(fleet, names, "COMPLETED"), 150, "every submitted run COMPLETED")
+    try:
+        wait_until(lambda: _all(fleet, names, "COMPLETED"), 150, "every submitted run COMPLETED")
+    except TimeoutError:
+        raise AssertionError(_stuck(fleet, names)) from None
     assert _saves(fleet, names) == {n: 1 for n in names}
     assert fleet.rows() == [("ACME Corp", 1250.5)] * len(names)
     assert _sql(fleet, "SELECT count(*) FROM flow_runs") == [(40,)]  # started in place: no second row for any run
+
+
+def _stuck(fleet: Fleet, names: list[str]) -> str:
+    """What a run that did not complete was doing: its state, its last records and its jobs, and the workers' last
+    log lines (a timeout alone says nothing about why)."""
+    lines = []
+    for name, state in sorted(fleet.states(names).items()):
+        if state != "COMPLETED":
+            jobs = _sql(fleet, "SELECT task_name, status, attempts FROM procrastinate_jobs WHERE args->>'name' = %s", name)
+            status = json.loads(_flow(fleet, "status", f"pg:{name}", "--json").stdout or "{}")
+            lines.append(f"{name}: {state} ({json.dumps(status)[:400]}), last records {_journal_types(fleet, name)[-4:]}, jobs {jobs}")
+    for log in sorted(fleet.tmp.glob("w*.log")):
+        lines.append(f"--- {log.name}: " + " | ".join(log.read_text(errors="replace").splitlines()[-8:]))
+    return "\n".join(lines)
 
 
 def _sql(fleet: Fleet, query: str, *args: object) -> list[tuple]:

@@ -4,7 +4,7 @@ one query reads the submission, and the run's bundle is loaded once per worker p
 A submitted run's bundle is its own snapshot artifact (`flow submit` wrote it), content-addressed: each file's blob is
 named by the sha256 of its bytes. Two runs whose snapshots list the same (file, digest) pairs hold provably the same
 bytes, so the bundle loaded and validated for one is the bundle of the other (`BundleCache`). It is loaded from a
-directory named by that key, so the manifest's bundle path names the snapshot it ran.
+directory named after that key, so the manifest's bundle path names the snapshot it ran.
 
 A start that fails for good before the run began — the bundle does not load, the desktop cannot be reached — ends the
 run FAILED with the one-line reason (SPEC §6: the run itself could not proceed and is not resumable; nothing was sent,
@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import tempfile
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from openadapt_flow.bundle.loader import LoadedBundle, load_bundle
@@ -60,32 +62,50 @@ def read_submission(store: PostgresStore, name: str) -> Submission:
 
 
 class BundleCache:
-    """Bundles this worker loaded, by the (file, blob digest) pairs of a run's snapshot; the most recent `size` kept."""
+    """Bundles this worker loaded, by the (file, blob digest) pairs of a run's snapshot; the most recent `size` kept.
+
+    A worker starts runs on several desktops at once, so two of its threads may miss the same snapshot together: one of
+    them writes and loads it while the other waits for that load (each snapshot is written by one thread, into a
+    directory of its own, never over files another run may still be reading).
+    """
 
     def __init__(self, size: int = 16) -> None:
         self.size = size
         self._loaded: OrderedDict[str, LoadedBundle] = OrderedDict()
+        self._loading: dict[str, threading.Lock] = {}
         self._guard = threading.Lock()
+
+    def _hit(self, key: str) -> LoadedBundle | None:
+        with self._guard:
+            hit = self._loaded.get(key)
+            if hit is not None:
+                self._loaded.move_to_end(key)
+            return hit
 
     def bundle(self, run: PostgresRun) -> LoadedBundle:
         """The run's bundle snapshot, loaded (BundleError if it does not load)."""
         pairs = run.store.all(_SNAPSHOT, (run.id(),))
         key = hashlib.sha256("\n".join(f"{n} {d}" for n, d in pairs).encode()).hexdigest()
+        hit = self._hit(key)
+        if hit is not None:
+            return hit
         with self._guard:
-            hit = self._loaded.get(key)
+            loading = self._loading.setdefault(key, threading.Lock())
+        with loading:
+            hit = self._hit(key)  # loaded by the thread this one waited for
             if hit is not None:
-                self._loaded.move_to_end(key)
                 return hit
-        root = run.store.scratch() / f"bundle-{key[:20]}"
-        for name, data in run.store.all(_BLOBS, (run.id(),)):
-            dest = root / name.removeprefix("bundle/")
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            dest.write_bytes(bytes(data))
-        loaded = load_bundle(root)
-        with self._guard:
-            self._loaded[key] = loaded
-            while len(self._loaded) > self.size:
-                self._loaded.popitem(last=False)
+            root = Path(tempfile.mkdtemp(prefix=f"bundle-{key[:20]}-", dir=run.store.scratch()))
+            for name, data in run.store.all(_BLOBS, (run.id(),)):
+                dest = root / name.removeprefix("bundle/")
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                dest.write_bytes(bytes(data))
+            loaded = load_bundle(root)
+            with self._guard:
+                self._loaded[key] = loaded
+                self._loading.pop(key, None)
+                while len(self._loaded) > self.size:
+                    self._loaded.popitem(last=False)
         return loaded
 
 

@@ -18,8 +18,10 @@ import psycopg
 import pytest
 
 from openadapt_flow.runtime.decide.config import DeployConfig
-from openadapt_flow.runtime.fleet.desks import Desks
+from openadapt_flow.runtime.fleet.desks import Desks, NoDesktopFree
+from openadapt_flow.runtime.fleet.queue import DesktopSilent
 from openadapt_flow.runtime.fleet.queue import Fleet as FleetTasks
+from openadapt_flow.runtime.fleet.start import START_TRIES
 from openadapt_flow.runtime.fleet.submit import submit
 from openadapt_flow.runtime.fleet.targets import load_targets
 from tests.support.cli import REPO, flow_env, run_flow
@@ -38,7 +40,8 @@ def _listening(port: int) -> bool:
 
 
 class Fleet:
-    def __init__(self, tmp: Path, spec: str, password: str) -> None:
+    def __init__(self, tmp: Path, spec: str, password: str, silent: int = 0) -> None:
+        """DESKS fixture desktops, and `silent` more that never answer (nothing listens at their port)."""
         self.tmp, self.spec = tmp, spec
         self.db = tmp / "app.db"  # the back office's system of record: every desktop's app saves into it
         self.env = flow_env(tmp, PGPASSWORD=password, DEMO_DB_DSN=f"sqlite:///{self.db}")
@@ -50,7 +53,7 @@ class Fleet:
         for port in ports:
             wait_until(lambda: _listening(port), 30, f"fixture desktop on {port}")
         lines = [f'  - {{name: desk{i}, labels: [invoices], backend: {{kind: vnc, url: "vnc://127.0.0.1:{p}"}}}}'
-                 for i, p in enumerate(ports)]
+                 for i, p in enumerate([free_port() for _ in range(silent)] + ports)]  # the silent ones first
         self.targets = tmp / "targets.yaml"
         self.targets.write_text("schema: openadapt-flow/targets@1\ntargets:\n" + "\n".join(lines) + "\n")
         (tmp / "deploy.yaml").write_text("schema: openadapt-flow/config@1\nruntime: {lease_ttl_s: 5}\n")
@@ -79,9 +82,9 @@ class Fleet:
 
 
 @pytest.fixture
-def fleet(pg_server: PgServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Fleet]:
+def fleet(pg_server: PgServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, request: pytest.FixtureRequest) -> Iterator[Fleet]:
     spec = store_spec(pg_server, f"f_{tmp_path.name.lower()}", monkeypatch)
-    f = Fleet(tmp_path, spec, pg_server.password)
+    f = Fleet(tmp_path, spec, pg_server.password, getattr(request, "param", 0))
     try:
         yield f
     finally:
@@ -109,13 +112,14 @@ def _without_effect(tmp: Path) -> Path:
 
 
 def _frozen_between_steps(fleet: Fleet, name: str, worker: subprocess.Popen[bytes]) -> bool:
-    """SIGSTOP the worker; keep it stopped if its run has verified a step and has no input in flight (a kill there
-    leaves nothing uncertain, so the reconciler may resume it), else let it go on."""
+    """SIGSTOP the worker; keep it stopped if its run has verified a step, has no input in flight (a kill there
+    leaves nothing uncertain, so the reconciler may resume it) and has its write (`save`) still to send, so the run
+    has input left for another worker to send; else let it go on."""
     worker.send_signal(signal.SIGSTOP)
     types = _journal_types(fleet, name)
     dispatched = [i for i, t in enumerate(types) if t == "action_dispatched"]
     verified = [i for i, t in enumerate(types) if t == "step_verified"]
-    if dispatched and verified and verified[-1] > dispatched[-1]:
+    if dispatched and verified and verified[-1] > dispatched[-1] and not _saves(fleet, [name]).get(name):
         return True
     worker.send_signal(signal.SIGCONT)
     return False
@@ -146,7 +150,10 @@ def _flow(fleet: Fleet, *args: str) -> subprocess.CompletedProcess[str]:
     return run_flow([*args, "--store", fleet.spec], fleet.tmp, fleet.env)
 
 
+@pytest.mark.parametrize("fleet", [1], indirect=True, ids=["and a silent fifth"])
 def test_forty_submitted_runs_all_complete_exactly_once_over_three_workers_and_four_desktops(fleet):
+    """...and a fifth desktop, first in the targets file, that never answers: the starts that reach it are started
+    again elsewhere (it rests, for every worker), and no run is lost to it."""
     names = _submit(fleet, 40, _without_effect(fleet.tmp))
     # submitted runs are runs of the store at once, PENDING, before any worker exists
     first = json.loads(_flow(fleet, "status", f"pg:{names[0]}", "--json").stdout)
@@ -165,6 +172,8 @@ def test_forty_submitted_runs_all_complete_exactly_once_over_three_workers_and_f
     assert _saves(fleet, names) == {n: 1 for n in names}
     assert fleet.rows() == [("ACME Corp", 1250.5)] * len(names)
     assert _sql(fleet, "SELECT count(*) FROM flow_runs") == [(40,)]  # started in place: no second row for any run
+    [(tried, failures)] = _sql(fleet, "SELECT (SELECT sum(start_tries) FROM flow_submissions), failures FROM flow_desk_rest")
+    assert 1 <= tried == failures, (tried, failures)  # the silent desktop was tried, and rested after each try
 
 
 def _stuck(fleet: Fleet, names: list[str]) -> str:
@@ -318,6 +327,7 @@ def _in_process_fleet(spec: str, tmp: Path, monkeypatch: pytest.MonkeyPatch, url
         if k.startswith(("FLOW_", "XDG_")):
             monkeypatch.setenv(k, v)
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp / "config"))
+    monkeypatch.setenv("DEMO_DB_DSN", f"sqlite:///{tmp / 'app.db'}")  # the bundle's effect reads it: the run can begin
     (tmp / "t.yaml").write_text(f'schema: openadapt-flow/targets@1\ntargets: [{{name: desk0, backend: {{url: "{url}"}}}}]\n')
     return FleetTasks(spec, Desks(spec, load_targets(tmp / "t.yaml")), DeployConfig.default(), None)
 
@@ -329,13 +339,25 @@ def _status(spec: str, tmp: Path, password: str, name: str) -> tuple[dict[str, A
 
 
 def test_a_submitted_run_that_cannot_start_ends_failed_with_its_reason(pg_server, tmp_path, monkeypatch):
-    """An unreachable desktop, a bundle snapshot that does not load: the run never began, and retrying the same start
-    cannot help — it ends FAILED (SPEC §6: the run itself could not proceed; no policy or operator decided it) with a
-    one-line reason `flow status` shows, not PENDING forever behind a failed job."""
+    """A desktop that never answers (after START_TRIES starts), a bundle snapshot that does not load (at once): the run
+    never began, and starting it again cannot help — it ends FAILED (SPEC §6: the run itself could not proceed; no
+    policy or operator decided it) with a one-line reason `flow status` shows, not PENDING forever behind a failed job."""
     spec = store_spec(pg_server, f"f_{tmp_path.name.lower()}", monkeypatch)
     tasks = _in_process_fleet(spec, tmp_path, monkeypatch, f"vnc://127.0.0.1:{free_port()}")  # nothing listens there
     unreachable, broken = (submit(spec, BUNDLE, {"vendor": "ACME Corp", "amount": "1250.50"}, None).removeprefix("pg:")
                            for _ in range(2))
+    with pytest.raises(DesktopSilent, match="desktop desk0 did not answer"):  # procrastinate retries the job
+        tasks.start(unreachable)
+    with pytest.raises(NoDesktopFree, match="busy or resting"), tasks.desks.hold(None):  # the silent desktop rests
+        pass
+    assert _sql_on(spec, pg_server.password, "SELECT name, failures FROM flow_desk_rest") == [("desk0", 1)]  # for every worker
+    _sql_on(spec, pg_server.password, "UPDATE flow_desk_rest SET rest_until = now() RETURNING name")  # its rest is over
+    tasks.desks.rest_s = 0.0  # and no rest from here: each start below tries the desktop again
+    for _ in range(START_TRIES - 2):
+        with pytest.raises(DesktopSilent):
+            tasks.start(unreachable)
+    assert _sql_on(spec, pg_server.password, "SELECT r.state, s.start_tries FROM flow_submissions s JOIN flow_runs r "
+                                             "ON r.id = s.run WHERE r.name = '%s'" % unreachable) == [("PENDING", START_TRIES - 1)]
     with psycopg.connect(spec, autocommit=True, password=pg_server.password) as c:
         c.execute("INSERT INTO flow_blobs (digest, size, data) VALUES ('sha256:junk', 4, 'junk')")
         c.execute("UPDATE flow_artifacts SET digest = 'sha256:junk' FROM flow_runs r WHERE r.id = run AND r.name = %s "
@@ -378,5 +400,7 @@ def test_a_desktops_lock_session_is_probed_so_a_cut_off_worker_frees_it(pg_serve
             got = [session.execute(f"SHOW {k}").fetchone()[0]
                    for k in ("tcp_keepalives_idle", "tcp_keepalives_interval", "tcp_keepalives_count")]
             assert got == ["10", "5", "3"]  # seconds, seconds, probes (0 would mean the OS default)
+            # ...beside the spec's own options, not instead of them: the session is in the store's schema
+            assert session.execute("SELECT current_schema()").fetchone()[0] == f"f_{tmp_path.name.lower()}"
     finally:
         desks.close()

@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import psycopg
+from psycopg.conninfo import conninfo_to_dict
 
 from openadapt_flow.errors import FlowError
 from openadapt_flow.runtime.fleet.targets import Target, TargetsFile
@@ -21,14 +22,31 @@ from openadapt_flow.runtime.fleet.targets import Target, TargetsFile
 # keepalive gives up (~2 h): the server probes each desk session after 10 s idle and ends it after 3 unanswered probes
 # 5 s apart, freeing the desktop in about the lease's time. Safe: a cut-off worker cannot send input anyway — every
 # input needs its action_dispatched committed under a lease it no longer holds (fencing).
-KEEPALIVE: dict[str, Any] = {"keepalives": 1, "keepalives_idle": 10, "keepalives_interval": 5, "keepalives_count": 3,
-             "options": "-c tcp_keepalives_idle=10 -c tcp_keepalives_interval=5 -c tcp_keepalives_count=3"}
-_TRY = "SELECT pg_try_advisory_lock(hashtext('flow-desk'), hashtext(%s))"
+KEEPALIVE: dict[str, Any] = {"keepalives": 1, "keepalives_idle": 10, "keepalives_interval": 5, "keepalives_count": 3}
+SERVER_KEEPALIVE = "-c tcp_keepalives_idle=10 -c tcp_keepalives_interval=5 -c tcp_keepalives_count=3"
+
+
+def desk_conninfo(spec: str) -> dict[str, Any]:
+    """The store's connection parameters for a desk session, with the keepalives; the spec's own server options (its
+    schema's search_path) kept beside the server's keepalive settings, not replaced by them."""
+    params: dict[str, Any] = {**conninfo_to_dict(spec), **KEEPALIVE}
+    params["options"] = f"{params.get('options') or ''} {SERVER_KEEPALIVE}".strip()
+    return params
+
+
+# the desktop's lock, unless it rests (no row then: a resting desktop is not locked, only passed over)
+_TRY = """SELECT pg_try_advisory_lock(hashtext('flow-desk'), hashtext(%(n)s)) FROM (SELECT 1) one
+WHERE NOT EXISTS (SELECT 1 FROM flow_desk_rest WHERE name = %(n)s AND rest_until > now())"""
 _UNLOCK = "SELECT pg_advisory_unlock(hashtext('flow-desk'), hashtext(%s))"
+_REST = """INSERT INTO flow_desk_rest AS d (name, failures, rest_until) VALUES (%(n)s, 1, now() + make_interval(secs => %(rest)s))
+ON CONFLICT (name) DO UPDATE SET failures = d.failures + 1,
+    rest_until = now() + make_interval(secs => least(%(rest)s * power(2, d.failures), %(max)s))"""
+REST_S = 5.0  # a desktop that did not answer is left alone this long by every worker, doubling per failure in a row
+REST_MAX_S = 300.0
 
 
 class NoDesktopFree(FlowError):
-    """Every desktop that serves the run is busy: the job is retried shortly."""
+    """Every desktop that serves the run is busy or rests: the job is retried shortly."""
 
 
 class Desks:
@@ -38,21 +56,32 @@ class Desks:
         self._mine: set[str] = set()
         self._sessions: dict[str, psycopg.Connection] = {}
         self._guard = threading.Lock()
+        self.rest_s = REST_S
+
+    def did_not_answer(self, name: str) -> None:
+        """The desktop this thread holds did not answer a connection: every worker leaves it alone for a while, twice
+        as long after each failure in a row (REST_S, doubling, at most REST_MAX_S), so a dead desktop is not where every
+        run goes, nor where a retried start goes next."""
+        self._session(name).execute(_REST, {"n": name, "rest": self.rest_s, "max": REST_MAX_S})
+
+    def answered(self, name: str) -> None:
+        """The desktop this thread holds answered: it is chosen as any other again."""
+        self._session(name).execute("DELETE FROM flow_desk_rest WHERE name = %s", (name,))
 
     def _session(self, name: str) -> psycopg.Connection:
         """The desktop's own session (only its holder uses it: `_mine` guards it)."""
         conn = self._sessions.get(name)
         if conn is None or conn.closed or conn.broken:
-            conn = self._sessions[name] = psycopg.connect(self.spec, autocommit=True, application_name="openadapt-flow desk",
-                                                          **KEEPALIVE)
+            conn = self._sessions[name] = psycopg.connect(autocommit=True, application_name="openadapt-flow desk",
+                                                          **desk_conninfo(self.spec))
         return conn
 
     def _try(self, name: str) -> psycopg.Connection | None:
-        """The desktop's session holding its lock, or None if another session holds it."""
+        """The desktop's session holding its lock, or None if another session holds it or it rests."""
         for _ in range(2):  # a session that broke while idle (server restart) is reopened once
             try:
                 conn = self._session(name)
-                row = conn.execute(_TRY, (name,)).fetchone()
+                row = conn.execute(_TRY, {"n": name}).fetchone()
                 return conn if row is not None and row[0] else None
             except psycopg.OperationalError:
                 self._sessions.pop(name, None)
@@ -88,7 +117,7 @@ class Desks:
                     self._mine.discard(target.name)
         if not any(t.serves(label) for t in self.targets.targets):  # another worker's targets may: retried too
             raise NoDesktopFree(f"no target of this worker serves {label!r}")
-        raise NoDesktopFree(f"every desktop serving {label or 'any run'} is busy")
+        raise NoDesktopFree(f"every desktop serving {label or 'any run'} is busy or resting")
 
     def open_sessions(self) -> None:
         """Open every desktop's session now (a worker starting up), not on its first hold."""

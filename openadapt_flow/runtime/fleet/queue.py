@@ -20,11 +20,11 @@ from contextlib import contextmanager
 from procrastinate import App, PsycopgConnector, RetryStrategy
 from procrastinate.exceptions import AlreadyEnqueued
 
-from openadapt_flow.errors import FlowError, RefusedError
+from openadapt_flow.errors import BackendTimeout, ConnectionFailed, FlowError, RefusedError
 from openadapt_flow.runtime.act.launch import ReplayRequest, Reporter
 from openadapt_flow.runtime.decide.config import DeployConfig
 from openadapt_flow.runtime.fleet.desks import Desks, NoDesktopFree
-from openadapt_flow.runtime.fleet.start import BundleCache, fail_start, read_submission
+from openadapt_flow.runtime.fleet.start import START_TRIES, BundleCache, count_start_try, fail_start, read_submission
 from openadapt_flow.runtime.fleet.submit import fleet_store
 from openadapt_flow.runtime.operate.reconciler import reconcile_root
 from openadapt_flow.runtime.runs import replay
@@ -33,7 +33,13 @@ from openadapt_flow.store.lease import LeaseLost
 from openadapt_flow.vision.ocr import OcrEngine
 
 QUEUE = "flow"
-RETRY = RetryStrategy(max_attempts=100_000, wait=1, retry_exceptions={NoDesktopFree})
+
+
+class DesktopSilent(FlowError):
+    """The desktop a start held did not answer; the start is retried (on another desktop if one serves the run)."""
+
+
+RETRY = RetryStrategy(max_attempts=100_000, wait=1, retry_exceptions={NoDesktopFree, DesktopSilent})
 # the backend module each kind of desktop needs (backends/factory.py imports it on a first connect), for warm_up
 BACKEND_MODULES = {k: f"openadapt_flow.backends.{k}" for k in ("vnc", "rdp", "screen", "fixture")}
 STALE_S = 30.0  # procrastinate's stalled_worker_timeout: a worker silent this long is gone
@@ -83,23 +89,34 @@ class Fleet:
         sub = read_submission(fleet_store(self.spec), name)
         if not sub.queued:
             return "started already"
-        where = ""
+        desk: str | None = None
         try:
             loaded = self.bundles.bundle(sub.run)
-            with self.desks.hold(sub.label) as target:
-                where = f" on desktop {target.name}"
-                with self._ocr() as ocr:
-                    req = ReplayRequest(bundle=loaded.root, params=sub.params, backend=target.spec(), config=self.config,
-                                        run_dir=sub.run.ref, durable=True, submitted=True, loaded=loaded, ocr=ocr)
-                    return replay(req, reporter=self.reporter).state
+            with self.desks.hold(sub.label) as target, self._ocr() as ocr:
+                desk = target.name
+                req = ReplayRequest(bundle=loaded.root, params=sub.params, backend=target.spec(), config=self.config,
+                                    run_dir=sub.run.ref, durable=True, submitted=True, loaded=loaded, ocr=ocr)
+                try:
+                    state = replay(req, reporter=self.reporter).state
+                except (ConnectionFailed, BackendTimeout):
+                    self.desks.did_not_answer(desk)  # it rests, for every worker
+                    raise
+                self.desks.answered(desk)
+                return state
+        except (ConnectionFailed, BackendTimeout) as e:  # the desktop did not answer: the run is started again
+            if desk is None:
+                raise
+            if count_start_try(sub.run) < START_TRIES:
+                raise DesktopSilent(f"desktop {desk} did not answer: {e}") from e
+            return fail_start(sub.run, f" on desktop {desk}", e, self.config.runtime.lease_ttl_s)
         except LeaseLost as e:  # stalled past the TTL: the store fenced us; the reconciler gave the run to another
             return f"fenced: {e}"
         except NoDesktopFree:
             raise  # procrastinate retries it shortly
         except RefusedError as e:  # another worker started it first (a re-queued job): started once
             return f"not started: {e}"
-        except FlowError as e:  # bad bundle, unreachable desktop: the run never began, and never will by retrying
-            return fail_start(sub.run, where, e, self.config.runtime.lease_ttl_s)
+        except FlowError as e:  # bad bundle, a login refused: the run never began, and never will by retrying
+            return fail_start(sub.run, f" on desktop {desk}" if desk else "", e, self.config.runtime.lease_ttl_s)
 
     @contextmanager
     def _ocr(self) -> Iterator[OcrEngine]:

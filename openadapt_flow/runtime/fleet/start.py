@@ -6,7 +6,9 @@ named by the sha256 of its bytes. Two runs whose snapshots list the same (file, 
 bytes, so the bundle loaded and validated for one is the bundle of the other (`BundleCache`). It is loaded from a
 directory named after that key, so the manifest's bundle path names the snapshot it ran.
 
-A start that fails for good before the run began — the bundle does not load, the desktop cannot be reached — ends the
+A start whose desktop did not answer is tried again (`count_start_try`: START_TRIES in all, counted in the store), on
+another desktop when one serves the run: the worker rests the silent one (runtime/fleet/desks.py). A start that fails
+for good before the run began — the bundle does not load, the desktop refuses the login or stays silent — ends the
 run FAILED with the one-line reason (SPEC §6: the run itself could not proceed and is not resumable; nothing was sent,
 and no policy or operator decided it, so not BLOCKED), under the run's lease, so a run another worker began meanwhile is
 never touched.
@@ -37,6 +39,7 @@ FROM flow_submissions s JOIN flow_runs r ON r.id = s.run WHERE r.name = %s
 _SNAPSHOT = "SELECT name, digest FROM flow_artifacts WHERE run = %s AND starts_with(name, 'bundle/') ORDER BY name"
 _BLOBS = "SELECT a.name, b.data FROM flow_artifacts a JOIN flow_blobs b ON b.digest = a.digest WHERE a.run = %s AND starts_with(a.name, 'bundle/')"
 START_FAILED = "could not start"
+START_TRIES = 3  # starts of one run whose desktop did not answer, before it ends FAILED
 
 
 @dataclass(frozen=True)
@@ -107,6 +110,13 @@ class BundleCache:
                 while len(self._loaded) > self.size:
                     self._loaded.popitem(last=False)
         return loaded
+
+
+def count_start_try(run: PostgresRun) -> int:
+    """One more start of this submitted run whose desktop did not answer; how many there were."""
+    row = run.store.one("UPDATE flow_submissions SET start_tries = start_tries + 1 WHERE run = %s RETURNING start_tries",
+                        (run.id(),))
+    return int(row[0]) if row is not None else START_TRIES
 
 
 def fail_start(run: PostgresRun, where: str, error: Exception, ttl_s: float) -> str:

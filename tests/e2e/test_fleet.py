@@ -198,8 +198,11 @@ def _sql(fleet: Fleet, query: str, *args: object) -> list[tuple]:
 @pytest.mark.parametrize("after", ["pruned", "same_name"])
 def test_a_killed_workers_run_is_finalised_interrupted_and_completed_once_by_another(fleet, after):
     """procrastinate's own recovery leaves the dead worker's job in `doing` when its worker row is pruned, or when the
-    worker comes back under the same name: the run's lease in our store is what the reconciler goes by."""
+    worker comes back under the same name: the run's lease in our store is what the reconciler goes by. And the
+    reconcile task's own job may stall the same way (its worker died while reconciling): that must not stop the next."""
     [name] = _submit(fleet, 1)
+    _sql(fleet, "INSERT INTO procrastinate_jobs (queue_name, task_name, queueing_lock, args, status) VALUES "
+                "('flow', 'flow.reconcile', 'reconcile', '{\"timestamp\": 0}', 'doing') RETURNING id")
     doomed = fleet.worker("w1")
     wait_until(lambda: _frozen_between_steps(fleet, name, doomed), 60, "the worker frozen mid-run, between two steps")
     doomed.send_signal(signal.SIGKILL)

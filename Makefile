@@ -66,14 +66,15 @@ bytecode: setup
 demo: demo-setup
 	@$(VENV)/bin/flow demo
 
-# two workers, each test file on one of them (a file's module-scoped recordings are made once); every e2e server
-# (Xvnc, PostgreSQL, the apps) is private to its test, on a free display and port. The crash tests go first, in
-# workers of their own: they fork the CLI from the test process, which must not have run a VNC client itself (a
+# each test file on one worker (a file's module-scoped recordings are made once); every e2e server (Xvnc, PostgreSQL,
+# the apps) is private to its test, on a free display and port. Three workers for the rest on two cores: most of its
+# time is waiting on servers, apps and subprocesses (measured: 989 s at -n 2, 811 s at -n 3); the crash tests are
+# CPU-bound, two workers. The crash tests go first, in workers of their own: they fork the CLI from the test process, which must not have run a VNC client itself (a
 # forked child inherits the RFB reactor's "running" without its thread; the kit then spawns, much slower).
 test: bytecode
 	$(VENV)/bin/lint-imports
 	$(VPY) -m pytest -q -n 2 --dist loadfile --durations=10 tests/crash
-	$(VPY) -m pytest -q -n 2 --dist loadfile --durations=25 --ignore=tests/crash
+	$(VPY) -m pytest -q -n 3 --dist loadfile --durations=25 --ignore=tests/crash
 
 unit: bytecode
 	$(VPY) -m pytest -q tests/unit

@@ -32,7 +32,8 @@ BUTTON_MASKS = {"left": 1, "middle": 2, "right": 4}
 _WHEEL_UP, _WHEEL_DOWN = 8, 16  # buttons 4 and 5
 _DRAG_STEPS = 8
 _DRAG_STEP_S = 0.015  # pacing so toolkits see a gesture, not a teleport
-_ECHO_WAIT_S = 0.5  # longest wait for an app to echo a non-ASCII character (see type_text)
+_ECHO_WAIT_S = 2.0  # longest wait for an app to echo a non-ASCII character (see type_text)
+_ECHO_QUIET_S = 0.08  # the screen still this long after it changed: the app drew what it was sent
 
 
 # --- the backend, called from the caller's thread ----------------------------------------
@@ -185,7 +186,10 @@ class VncBackend:
         sees the key code with no symbol and types nothing. So non-ASCII text starts
         with a Shift tap confirmed by a round trip, and each non-ASCII character
         after the first waits (bounded) for the screen to echo the previous one, so
-        no app looks a key code up after the server rebound it.
+        no app looks a key code up after the server rebound it. The echo is a change
+        followed by a still screen, not the first change: on a loaded machine the
+        app drew the chunk's first letters, the next character was sent and rebound
+        the key code before the app read the previous one ("Café" came out "Caf").
         """
         text = text.replace("\r\n", "\n")  # one Return per line break, whatever the source's line endings
         syms = [char_keysym(ch) for ch in text]  # refuse control characters before sending anything
@@ -200,15 +204,27 @@ class VncBackend:
         version = None
         for chunk in filter(None, chunks):
             if version is not None:
-                self._wait_for_change(version, _ECHO_WAIT_S)
+                self._wait_for_echo(version, _ECHO_WAIT_S)
             with self._mirror.cond:
                 version = self._mirror.version
             self._send([("key", s, down, 0) for s in chunk for down in (1, 0)], "typing")
 
-    def _wait_for_change(self, version: int, timeout: float) -> None:
+    def _wait_for_echo(self, version: int, timeout: float) -> None:
+        """Wait, at most `timeout`, until the screen changed since `version` and then held still for _ECHO_QUIET_S."""
         mirror = self._mirror
+        deadline = time.monotonic() + timeout
         with mirror.cond:
-            mirror.cond.wait_for(lambda: mirror.version != version or mirror.error is not None, timeout)
+            seen = version
+            changed = False
+            while mirror.error is None:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return
+                moved = mirror.cond.wait_for(lambda: mirror.version != seen or mirror.error is not None,
+                                             min(_ECHO_QUIET_S, left) if changed else left)
+                if not moved and changed:
+                    return  # still since its last change: the echo is drawn
+                changed, seen = changed or moved, mirror.version
 
     def press(self, keys: list[str]) -> None:
         if not keys:

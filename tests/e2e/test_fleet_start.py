@@ -3,6 +3,7 @@ loaded once per worker, and threads of one worker that start runs of the same sn
 
 from __future__ import annotations
 
+import shutil
 import threading
 from pathlib import Path
 
@@ -50,3 +51,22 @@ def test_threads_starting_runs_of_one_snapshot_together_all_load_it_whole(pg_ser
         assert len({id(v) for v in got.values()}) == 1, "one load for one snapshot, the other threads wait for it"
         loaded = next(iter(got.values()))
         assert isinstance(loaded, LoadedBundle) and loaded.model == load_bundle(BUNDLE).model
+
+
+def test_a_snapshot_evicted_and_needed_again_is_loaded_from_its_one_directory(pg_server: PgServer, tmp_path: Path,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """A worker's cache keeps `size` bundles; one evicted and started again is read back from the directory its key
+    names (the same bytes), not written anew: a long-lived worker keeps one directory per snapshot it ever ran."""
+    spec = store_spec(pg_server, f"s_{tmp_path.name.lower()}", monkeypatch)
+    store = fleet_store(spec)
+    other = tmp_path / "other"
+    shutil.copytree(BUNDLE, other)
+    (other / "flow.yaml").write_text((other / "flow.yaml").read_text() + "\n# another snapshot\n")
+    a, b, a_again = (submit(spec, bundle, {"vendor": "ACME Corp", "amount": "1250.50"}, None).removeprefix("pg:")
+                     for bundle in (BUNDLE, other, BUNDLE))
+    cache = BundleCache(size=1)
+    first = cache.bundle(PostgresRun(store, a))
+    assert cache.bundle(PostgresRun(store, b)).root != first.root  # another snapshot: another directory; `a` evicted
+    again = cache.bundle(PostgresRun(store, a_again))
+    assert again is not first and again.root == first.root and again.model == first.model
+    assert sorted(p.name for p in store.scratch().iterdir()) == sorted({first.root.name, cache.bundle(PostgresRun(store, b)).root.name})

@@ -4,7 +4,7 @@ one query reads the submission, and the run's bundle is loaded once per worker p
 A submitted run's bundle is its own snapshot artifact (`flow submit` wrote it), content-addressed: each file's blob is
 named by the sha256 of its bytes. Two runs whose snapshots list the same (file, digest) pairs hold provably the same
 bytes, so the bundle loaded and validated for one is the bundle of the other (`BundleCache`). It is loaded from a
-directory named after that key, so the manifest's bundle path names the snapshot it ran.
+directory named by that key, so the manifest's bundle path names the snapshot it ran.
 
 A start whose desktop did not answer is tried again (`count_start_try`: START_TRIES in all, counted in the store), on
 another desktop when one serves the run: the worker rests the silent one (runtime/fleet/desks.py). A start that fails
@@ -68,8 +68,9 @@ class BundleCache:
     """Bundles this worker loaded, by the (file, blob digest) pairs of a run's snapshot; the most recent `size` kept.
 
     A worker starts runs on several desktops at once, so two of its threads may miss the same snapshot together: one of
-    them writes and loads it while the other waits for that load (each snapshot is written by one thread, into a
-    directory of its own, never over files another run may still be reading).
+    them writes and loads it while the other waits for that load. A snapshot is written once per worker, into a
+    directory of its own renamed into place whole, never over files another run may still be reading; one evicted
+    and needed again is loaded from that directory (its name is its content's key).
     """
 
     def __init__(self, size: int = 16) -> None:
@@ -98,11 +99,14 @@ class BundleCache:
             hit = self._hit(key)  # loaded by the thread this one waited for
             if hit is not None:
                 return hit
-            root = Path(tempfile.mkdtemp(prefix=f"bundle-{key[:20]}-", dir=run.store.scratch()))
-            for name, data in run.store.all(_BLOBS, (run.id(),)):
-                dest = root / name.removeprefix("bundle/")
-                dest.parent.mkdir(parents=True, exist_ok=True)
-                dest.write_bytes(bytes(data))
+            root = run.store.scratch() / f"bundle-{key[:20]}"
+            if not root.exists():  # else loaded before and evicted since: the same bytes, complete (renamed in whole)
+                part = Path(tempfile.mkdtemp(prefix=f"{root.name}-", dir=root.parent))
+                for name, data in run.store.all(_BLOBS, (run.id(),)):
+                    dest = part / name.removeprefix("bundle/")
+                    dest.parent.mkdir(parents=True, exist_ok=True)
+                    dest.write_bytes(bytes(data))
+                part.rename(root)
             loaded = load_bundle(root)
             with self._guard:
                 self._loaded[key] = loaded

@@ -15,7 +15,7 @@ from typing import Any
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
 
-from openadapt_flow.errors import FlowError
+from openadapt_flow.errors import BackendTimeout, ConnectionFailed, FlowError
 from openadapt_flow.runtime.fleet.targets import Target, TargetsFile
 
 # A worker cut off from PostgreSQL (partitioned, its host gone) must not keep its desktops locked until TCP's default
@@ -34,9 +34,11 @@ def desk_conninfo(spec: str) -> dict[str, Any]:
     return params
 
 
-# the desktop's lock, unless it rests (no row then: a resting desktop is not locked, only passed over)
-_TRY = """SELECT pg_try_advisory_lock(hashtext('flow-desk'), hashtext(%(n)s)) FROM (SELECT 1) one
-WHERE NOT EXISTS (SELECT 1 FROM flow_desk_rest WHERE name = %(n)s AND rest_until > now())"""
+# the desktop's lock, unless it rests (no row then: a resting desktop is not locked, only passed over), and whether
+# it failed before (a rest over): only then does a hold that went well have a row to clear
+_TRY = """SELECT pg_try_advisory_lock(hashtext('flow-desk'), hashtext(%(n)s)),
+    EXISTS (SELECT 1 FROM flow_desk_rest WHERE name = %(n)s)
+FROM (SELECT 1) one WHERE NOT EXISTS (SELECT 1 FROM flow_desk_rest WHERE name = %(n)s AND rest_until > now())"""
 _UNLOCK = "SELECT pg_advisory_unlock(hashtext('flow-desk'), hashtext(%s))"
 _REST = """INSERT INTO flow_desk_rest AS d (name, failures, rest_until) VALUES (%(n)s, 1, now() + make_interval(secs => %(rest)s))
 ON CONFLICT (name) DO UPDATE SET failures = d.failures + 1,
@@ -58,16 +60,6 @@ class Desks:
         self._guard = threading.Lock()
         self.rest_s = REST_S
 
-    def did_not_answer(self, name: str) -> None:
-        """The desktop this thread holds did not answer a connection: every worker leaves it alone for a while, twice
-        as long after each failure in a row (REST_S, doubling, at most REST_MAX_S), so a dead desktop is not where every
-        run goes, nor where a retried start goes next."""
-        self._session(name).execute(_REST, {"n": name, "rest": self.rest_s, "max": REST_MAX_S})
-
-    def answered(self, name: str) -> None:
-        """The desktop this thread holds answered: it is chosen as any other again."""
-        self._session(name).execute("DELETE FROM flow_desk_rest WHERE name = %s", (name,))
-
     def _session(self, name: str) -> psycopg.Connection:
         """The desktop's own session (only its holder uses it: `_mine` guards it)."""
         conn = self._sessions.get(name)
@@ -76,13 +68,14 @@ class Desks:
                                                           **desk_conninfo(self.spec))
         return conn
 
-    def _try(self, name: str) -> psycopg.Connection | None:
-        """The desktop's session holding its lock, or None if another session holds it or it rests."""
+    def _try(self, name: str) -> tuple[psycopg.Connection, bool] | None:
+        """The desktop's session holding its lock, and whether it failed before; None if another session holds it or
+        it rests."""
         for _ in range(2):  # a session that broke while idle (server restart) is reopened once
             try:
                 conn = self._session(name)
                 row = conn.execute(_TRY, {"n": name}).fetchone()
-                return conn if row is not None and row[0] else None
+                return (conn, bool(row[1])) if row is not None and row[0] else None
             except psycopg.OperationalError:
                 self._sessions.pop(name, None)
         return None
@@ -96,7 +89,11 @@ class Desks:
 
     @contextmanager
     def hold(self, label: str | None) -> Iterator[Target]:
-        """A free desktop serving `label`, held until the block ends. NoDesktopFree if none is."""
+        """A free desktop serving `label` that does not rest, held until the block ends. NoDesktopFree if none is.
+
+        A block that fails because the desktop did not answer (ConnectionFailed, BackendTimeout) rests it, for every
+        worker: REST_S, twice as long after each failure in a row, at most REST_MAX_S, so a dead desktop is not where
+        every run goes, nor where a retried start goes next. A block that ends well clears its failures."""
         for target in self.targets.targets:
             if not target.serves(label):
                 continue
@@ -105,13 +102,20 @@ class Desks:
                     continue
                 self._mine.add(target.name)
             try:
-                conn = self._try(target.name)
-                if conn is not None:
+                held = self._try(target.name)
+                if held is not None:
+                    conn, failed_before = held
                     try:
                         yield target
-                        return
+                    except (ConnectionFailed, BackendTimeout):
+                        conn.execute(_REST, {"n": target.name, "rest": self.rest_s, "max": REST_MAX_S})
+                        raise
+                    else:
+                        if failed_before:
+                            conn.execute("DELETE FROM flow_desk_rest WHERE name = %s", (target.name,))
                     finally:
                         self._release(conn, target.name)
+                    return
             finally:
                 with self._guard:
                     self._mine.discard(target.name)

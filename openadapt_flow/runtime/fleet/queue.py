@@ -96,14 +96,8 @@ class Fleet:
                 desk = target.name
                 req = ReplayRequest(bundle=loaded.root, params=sub.params, backend=target.spec(), config=self.config,
                                     run_dir=sub.run.ref, durable=True, submitted=True, loaded=loaded, ocr=ocr)
-                try:
-                    state = replay(req, reporter=self.reporter).state
-                except (ConnectionFailed, BackendTimeout):
-                    self.desks.did_not_answer(desk)  # it rests, for every worker
-                    raise
-                self.desks.answered(desk)
-                return state
-        except (ConnectionFailed, BackendTimeout) as e:  # the desktop did not answer: the run is started again
+                return replay(req, reporter=self.reporter).state
+        except (ConnectionFailed, BackendTimeout) as e:  # the desktop did not answer (it rests now): start again
             if desk is None:
                 raise
             if count_start_try(sub.run) < START_TRIES:

@@ -58,6 +58,12 @@ class AppSpec:
     toolkit: str  # "gtk" or "qt"
     configure: Callable[[Path, Path, Drift], None]  # (home, xdg_config_home, drift) -> writes config files
     window_size: tuple[int, int] | None = None  # resize the window to this once mapped (its default does not fit 1024x768)
+    # the toolkit's own way to take a drift (a theme or scale flag, an X resource, a JVM property): extra argv
+    # after `command` and the launch's args, and extra environment, both from (home, drift)
+    drift_args: Callable[[Path, Drift], list[str]] | None = None
+    drift_env: Callable[[Path, Drift], dict[str, str]] | None = None
+    # run before the launch, once Xvnc is up (e.g. `xrdb -merge` of the app's X resources): (home, env, drift)
+    prepare: Callable[[Path, dict[str, str], Drift], None] | None = None
 
 
 def _write(path: Path, text: str) -> None:
@@ -110,6 +116,12 @@ APPS: dict[str, AppSpec] = {
     "galculator": AppSpec("galculator", ("galculator",), "galculator", "gtk", _configure_galculator),
     "mousepad": AppSpec("mousepad", ("mousepad",), "mousepad", "gtk", _configure_mousepad),
 }
+
+
+def register(spec: AppSpec) -> AppSpec:
+    """Add an application to APPS (the real-app corpus defines its toolkit samples beside its tests)."""
+    APPS[spec.name] = spec
+    return spec
 
 
 def _xdotool(env: dict[str, str], *args: str, timeout: float = 10) -> str:
@@ -192,7 +204,10 @@ class RunningApp:
     @property
     def env(self) -> dict[str, str]:
         """The environment the app runs in (DISPLAY, its private HOME, theme and scale variables)."""
-        return _app_env(self.xvnc, self.home, self.drift)
+        env = _app_env(self.xvnc, self.home, self.drift)
+        if self.spec.drift_env is not None:
+            env.update(self.spec.drift_env(self.home, self.drift))
+        return env
 
     def refresh_geometry(self) -> tuple[int, int, int, int]:
         geo = window_geometry(self.xvnc.env, self.window)
@@ -263,7 +278,12 @@ def start_app(name: str, args: list[str] | tuple[str, ...] = (), drift: Drift | 
     log_path = home / "app.log"
     try:
         env = _app_env(xvnc, home, drift)
-        proc = subprocess.Popen([*spec.command, *args], env=env, cwd=home, stdout=log_path.open("wb"),
+        if spec.drift_env is not None:
+            env.update(spec.drift_env(home, drift))
+        if spec.prepare is not None:
+            spec.prepare(home, env, drift)
+        extra = spec.drift_args(home, drift) if spec.drift_args is not None else []
+        proc = subprocess.Popen([*spec.command, *args, *extra], env=env, cwd=home, stdout=log_path.open("wb"),
                                 stderr=subprocess.STDOUT)
     except BaseException:
         xvnc.stop()

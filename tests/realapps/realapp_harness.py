@@ -145,7 +145,7 @@ def flow_supports(command: str, option: str) -> bool:
 
 
 def record(app: RunningApp, out: Path, name: str, demonstrate: Callable[[Person], None], watch: list[str],
-           dsn_env: str | None = None) -> Recorded:
+           dsn_env: str | None = None, extra: list[str] | None = None) -> Recorded:
     """`flow record` on the app while `demonstrate` plays a person at a viewer connected to the proxy."""
     import yaml
 
@@ -153,6 +153,7 @@ def record(app: RunningApp, out: Path, name: str, demonstrate: Callable[[Person]
            "--recording", str(out / "rec"), "--name", name, "--json", *watch]
     if dsn_env:
         cmd += ["--dsn-env", dsn_env]
+    cmd += extra or []
     proc = subprocess.Popen(cmd, cwd=out, env=flow_env(out), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         assert proc.stdout is not None

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -19,6 +20,11 @@ from openadapt_flow.fixture.model import FONTS_DIR
 from openadapt_flow.fixture.recorder import Recording
 from openadapt_flow.fixture.recording_io import load_recording, save_recording
 from openadapt_flow.record.compile import compile_bundle
+
+
+PARAM_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+PARAM_HELP = ("NAME=VALUE: VALUE, an example you type in the demonstration, varies: every occurrence of it in typed "
+              "text becomes {NAME} (also inside a longer line); other typed text stays literal. Repeatable")
 
 
 def _log(message: str) -> None:
@@ -40,6 +46,7 @@ def record_cmd(
     dsn_env: Optional[str] = typer.Option(None, "--dsn-env", help="variable the bundle's SQL effects read the DSN from (default NAME_DSN)"),
     settle_ms: int = typer.Option(300, "--settle-ms", help="quiet time that counts as a settled screen", min=20, max=10000),
     name: Optional[str] = typer.Option(None, "--name", help="bundle name (default: the folder name)"),
+    param: list[str] = typer.Option([], "--param", help=PARAM_HELP),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Record a demonstration through a proxy (point a VNC viewer or a script at it, do the task, then Ctrl+C)
@@ -48,13 +55,14 @@ def record_cmd(
     With --json, JSON Lines on stdout: {"event": "listening", "url", "port"} once the proxy listens, then
     {"event": "compiled", "bundle", "steps", "params", "fixture", "warnings"}."""
     bundle_name = _check_outputs(out, fixture, recording, name)
+    examples = parse_examples(param)
     rec = record_session(url, port, host, password_env, make_watch(watch_sqlite, watch_jsonl, watch_file), settle_ms, _log,
                          as_json=as_json)
     if not rec.batches:
         raise UsageError("nothing was recorded: no input reached the proxy")
     if recording is not None:
         save_recording(rec, recording)  # first: the raw inputs survive whatever the compiler makes of them
-    _compile(rec, out, bundle_name, dsn_env, fixture, as_json, event="compiled")
+    _compile(rec, out, bundle_name, dsn_env, fixture, as_json, examples, event="compiled")
 
 
 @handle_errors
@@ -64,11 +72,13 @@ def compile_cmd(
     fixture: Optional[Path] = typer.Option(None, "--fixture", help="also write the recording as a fixture folder"),
     dsn_env: Optional[str] = typer.Option(None, "--dsn-env", help="variable the bundle's SQL effects read the DSN from (default NAME_DSN)"),
     name: Optional[str] = typer.Option(None, "--name", help="bundle name (default: the folder name)"),
+    param: list[str] = typer.Option([], "--param", help=PARAM_HELP),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Compile a kept recording (flow record --recording DIR) to a bundle: again, with other options or a newer compiler."""
     bundle_name = _check_outputs(out, fixture, None, name)
-    _compile(load_recording(recording), out, bundle_name, dsn_env, fixture, as_json)
+    examples = parse_examples(param)
+    _compile(load_recording(recording), out, bundle_name, dsn_env, fixture, as_json, examples)
 
 
 def _check_outputs(out: Path, fixture: Path | None, recording: Path | None, name: str | None) -> str:
@@ -83,11 +93,27 @@ def _check_outputs(out: Path, fixture: Path | None, recording: Path | None, name
     return bundle_name
 
 
+def parse_examples(items: list[str]) -> dict[str, str]:
+    """`--param NAME=VALUE` options as {NAME: VALUE}; a malformed one is a usage error naming it."""
+    out: dict[str, str] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        name = name.strip()
+        if not sep or not PARAM_NAME.fullmatch(name):
+            raise UsageError(f"--param {item!r}: expected NAME=VALUE with NAME letters, digits and _ (not first a digit)")
+        if not value:
+            raise UsageError(f"--param {name}: the example value is empty (give the text you will type)")
+        if name in out or value in out.values():
+            raise UsageError(f"--param {item!r}: {'the name' if name in out else 'the value'} is given twice")
+        out[name] = value
+    return out
+
+
 def _compile(rec: Recording, out: Path, name: str, dsn_env: str | None, fixture: Path | None, as_json: bool,
-             event: str | None = None) -> None:
+             examples: dict[str, str] | None = None, event: str | None = None) -> None:
     """Compile `rec` to a bundle (and a fixture) and print the result: under --json one document, or with `event`
     one JSON line (the last of a long-running command's JSON Lines)."""
-    compiled = compile_bundle(rec, out, name, dsn_env=dsn_env)
+    compiled = compile_bundle(rec, out, name, dsn_env=dsn_env, examples=examples)
     for w in compiled.warnings:
         _log(f"warning: {w}")
     if fixture is not None:

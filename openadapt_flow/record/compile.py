@@ -51,9 +51,14 @@ HEADER = "# Compiled by `flow record` from a demonstration; review it (ids, para
 
 @dataclass
 class _Field:
-    box: Box
+    box: Box | None  # None: typed at the focus, no field clicked
     param: str
     value: str = ""
+
+
+def _literal(text: str) -> str:
+    """Typed text as a bundle's `type` text: braces doubled, so nothing in it reads as a `{param}`."""
+    return text.replace("{", "{{").replace("}", "}}")
 
 
 @dataclass
@@ -65,8 +70,13 @@ class CompiledBundle:
 
 
 class _Compiler:
-    def __init__(self, rec: Recording, out: Path, name: str, ocr: OcrEngine, dsn_env: str) -> None:
+    def __init__(self, rec: Recording, out: Path, name: str, ocr: OcrEngine, dsn_env: str,
+                 examples: dict[str, str] | None = None) -> None:
         self.rec, self.out, self.name, self.ocr, self.dsn_env = rec, out, name, ocr, dsn_env
+        # `flow record --param NAME=VALUE`: exactly these values vary, wherever they were typed; other typed text is literal
+        self.examples = dict(examples or {})
+        self.typed_value = ""  # the literal value of the `type` step being added (its text may be `{param}`)
+        self.in_field = False  # the focus is a field a value was typed into (no click elsewhere since)
         self.steps: list[dict[str, Any]] = []
         self.params: dict[str, dict[str, Any]] = {}
         self.fields: list[_Field] = []
@@ -169,26 +179,16 @@ class _Compiler:
         # the value is what was typed, not the document around it.
         at_caret = typed_at_caret(b.edits) if text_area(b.before, lead.x, lead.y) is not None else None
         value, name = (at_caret, name or "text") if at_caret is not None else (value, name)
-        fld = next((f for f in self.fields if f.box == widget), None)
-        if fld is None or fld.value != value:  # a new field, or another value in it: a param of its own
-            param = self._param_name(i, name, value)
-            if fld is None:
-                fld = _Field(widget, param)
-                self.fields.append(fld)
-            fld.param = param
-        fld.value = value
+        text, what = self._bind(i, widget, name, value)
         column = next((col for b2 in self.rec.batches[i - 1:] for _, row in b2.writes for col, v in row.items()
                        if same(v, value)), None)
         header = self._column_header(b.before, widget, lead, column) if column and not self.labelled else None
         if header is not None:
             target["landmarks"] = [header]
-        column_value = self.columns.get(value)
-        numeric = isinstance(column_value, (int, float)) and not isinstance(column_value, bool)
-        self.params[fld.param] = {"type": "number" if numeric else "string", "required": True,
-                                  "example": column_value if numeric else value}
-        step = {"intent": f"Type the {fld.param.replace('_', ' ')}", "action": "type", "target": target,
-                "text": "{" + fld.param + "}"}
-        self._add(slug(fld.param), {**step, "append": True} if at_caret is not None else step, b)
+        step = {"intent": f"Type the {what.replace('_', ' ')}", "action": "type", "target": target, "text": text}
+        self.typed_value = value
+        self.in_field = True
+        self._add(slug(what), {**step, "append": True} if at_caret is not None else step, b)
         assert b.after is not None
         read = readback_check(b.before, b.after, self.ocr, value, (lead.x, lead.y), append=at_caret is not None)
         if value.strip() and not read.ok:  # nothing else can check it: the replay always reads a typed value back
@@ -196,6 +196,7 @@ class _Compiler:
                                  f"and its check does not read it on the recorded screen ({read.detail}): expect a halt there")
 
     def _click(self, i: int, b: Batch, lead: Gesture) -> None:
+        self.in_field = False
         target, _, name = self._target(i, b.before, lead, label_field=False)
         what = name or target.get("text") or f"input {i}"
         step = {"intent": f"{CLICKS[lead.kind].replace('_', ' ').capitalize()} {what}", "action": CLICKS[lead.kind],
@@ -221,8 +222,55 @@ class _Compiler:
         buf = EditBuffer()
         for g in b.edits:
             buf.apply(g)
-        if buf.text:
-            self._add("type", {"intent": "Type at the focus", "action": "type", "text": buf.text, "append": True}, b)
+        if not buf.text:
+            return
+        # Without --param, typing that goes on in a field a value was typed into (a document's next line, after
+        # Enter) is a value of its own, a param as the first run was; keys at a focus no click chose (a calculator's
+        # "12*34=") stay literal: nothing says they are a field, and a param would make the recorded result wrong.
+        varies = self.examples or self.in_field
+        text, what = self._bind(i, None, None, buf.text) if varies else (_literal(buf.text), "text")
+        self.typed_value = buf.text
+        self._add("type", {"intent": f"Type the {what.replace('_', ' ')} at the focus", "action": "type", "text": text,
+                           "append": True}, b)
+
+    def _bind(self, i: int, widget: Box | None, label: str | None, value: str) -> tuple[str, str]:
+        """The `type` text for typed `value` and a name for its step. With --param examples, each example inside
+        it becomes its param and the rest stays literal; without, the whole value is one param of its own, named
+        after the column it landed in, else its field's label, else `text`."""
+        if self.examples:
+            return self._templated(widget, value)
+        fld = next((f for f in self.fields if widget is not None and f.box == widget), None)
+        if fld is None or fld.value != value:  # a new field, or another value in it: a param of its own
+            param = self._param_name(i, label or ("text" if widget is None else None), value)
+            if fld is None:
+                fld = _Field(widget, param)
+                self.fields.append(fld)
+            fld.param = param
+        fld.value = value
+        self._declare(fld.param, value)
+        return "{" + fld.param + "}", fld.param
+
+    def _templated(self, widget: Box | None, value: str) -> tuple[str, str]:
+        """`value` with every --param example in it replaced by `{name}` (the longest first), the rest literal."""
+        by_value = {v: k for k, v in self.examples.items()}
+        pattern = re.compile("|".join(re.escape(v) for v in sorted(by_value, key=len, reverse=True)))
+        out, used, pos = [], [], 0
+        for m in pattern.finditer(value):
+            out += [_literal(value[pos:m.start()]), "{" + by_value[m.group(0)] + "}"]
+            used.append(by_value[m.group(0)])
+            pos = m.end()
+        out.append(_literal(value[pos:]))
+        for name in used:
+            if not any(f.param == name for f in self.fields):
+                self.fields.append(_Field(widget, name, self.examples[name]))
+            self._declare(name, self.examples[name])
+        return "".join(out), used[0] if used else "text"
+
+    def _declare(self, param: str, value: str) -> None:
+        column_value = self.columns.get(value)
+        numeric = isinstance(column_value, (int, float)) and not isinstance(column_value, bool)
+        self.params[param] = {"type": "number" if numeric else "string", "required": True,
+                              "example": column_value if numeric else value}
 
     # -- what every step gets ---------------------------------------------------------------------------
 
@@ -274,7 +322,7 @@ class _Compiler:
             self.changed = pad_box(changed, RESULT_AREA_PAD, b.after.shape[1], b.after.shape[0])
         if typed_here and "target" in step:
             return []  # the runtime reads the value back from the field's crop
-        facts = self._typed_fact(step["text"], b) if typed_here else \
+        facts = self._typed_fact(self.typed_value, step["text"], b) if typed_here else \
             screen_facts(b.before, b.after, self.ocr, [f.value for f in self.fields] + self.rec.data_values, b.later)
         params = {f.param: f.value for f in self.fields if self.params.get(f.param, {}).get("type") == "string"}
         if changed is None and last is not None and not b.writes:
@@ -311,9 +359,10 @@ class _Compiler:
         self.crops[path] = np.ascontiguousarray(after[y:y + h, x:x + w])
         return Fact("template_present", path, area)
 
-    def _typed_fact(self, text: str, b: Batch) -> list[Fact]:
+    def _typed_fact(self, text: str, says: str, b: Batch) -> list[Fact]:
         """Text typed at the focus, where it showed after the typing, read as a field's readback is (none when it
-        shows nowhere, e.g. keys a calculator turns into a result)."""
+        shows nowhere, e.g. keys a calculator turns into a result); the fact says `says` (the step's text, its
+        params as `{name}`)."""
         assert b.after is not None
         box = changed_box(b.before, b.after)
         area = pad_box(box, IDENTITY_PAD, b.after.shape[1], b.after.shape[0]) if box is not None else None
@@ -321,11 +370,11 @@ class _Compiler:
             return []
         found = self.ocr.find(b.after, text, area)
         if found:
-            return [Fact("text_present", text, found[0].box)]
+            return [Fact("text_present", says, found[0].box)]
         # bold display digits (galculator's) are read only as one line of plain grey, as the readback reads them;
         # the replay's text check cannot read them either, so `_proven` checks a crop of them instead
         line = find_typed(self.ocr.read_line(b.after, area), text)
-        return [Fact("text_present", text, line.box)] if line is not None else []
+        return [Fact("text_present", says, line.box)] if line is not None else []
 
     def _consequential(self, step: dict[str, Any], b: Batch, lead: Gesture | None) -> None:
         step["consequential"] = True
@@ -347,10 +396,13 @@ class _Compiler:
             self.warnings.append(f"step {step['id']!r} wrote to the {self.rec.sor_kind} store: declare its effect by hand")
         shown = [f for f in self.fields if f.param in bound.values() and self._shows(b.before, f)]
         if lead is not None and lead.kind in CLICKS and shown:
+            assert shown[0].box is not None
             x, y, w, h = pad_box(shown[0].box, IDENTITY_DRIFT, b.before.shape[1], b.before.shape[0]) or shown[0].box
             step["identity"] = {"text": "{" + shown[0].param + "}", "near": [x - lead.x, y - lead.y, w, h]}
 
     def _shows(self, frame: np.ndarray, f: _Field) -> bool:
+        if f.box is None:
+            return False
         return bool(f.value.strip()) and bool(self.ocr.find(frame, f.value, pad_box(f.box, IDENTITY_PAD, frame.shape[1], frame.shape[0])))
 
     def _param_name(self, i: int, label: str | None, value: str) -> str:
@@ -363,11 +415,24 @@ class _Compiler:
             name, n = f"{param_slug(base)}_{n}", n + 1
         return name
 
+    def _from_store(self, param: str) -> bool:
+        """Was the param named after the column its value landed in (the system of record names it)?"""
+        return any(col == param or param_slug(col) == param for b in self.rec.batches for _, row in b.writes for col in row)
+
     # -- output -------------------------------------------------------------------------------------------
 
     def write(self) -> CompiledBundle:
         if not self.steps:
             raise UsageError("the recording has no input a bundle can replay (nothing was clicked, typed or pressed)")
+        unused = [f"{k}={v!r}" for k, v in self.examples.items() if k not in self.params]
+        if unused:  # a warning, not an error: the demonstration is not lost for a misspelt example
+            self.warnings.append(f"--param {', '.join(unused)}: that value was never typed in the recording, so the "
+                                 "bundle has no such param (give the text exactly as typed; flow compile can redo it)")
+        guessed = [p for p in self.params if not self.examples and not self._from_store(p)]
+        if guessed:
+            self.warnings.append(f"typed text became param(s) {', '.join(guessed)}: each typed run is one param, named after "
+                                 "its field; if only part of a run varies, record with --param NAME=VALUE (every "
+                                 "occurrence of VALUE in typed text becomes {NAME}, the rest stays literal)")
         h, w = self.rec.initial.shape[:2]
         doc = {"schema": BUNDLE_SCHEMA, "name": self.name,
                "description": f"Recorded from {self.rec.url}", "screen": {"width": int(w), "height": int(h)},
@@ -385,8 +450,10 @@ class _Compiler:
         return CompiledBundle(self.out, self.steps, self.params, self.warnings)
 
 
-def compile_bundle(rec: Recording, out: Path, name: str, ocr: OcrEngine | None = None, dsn_env: str | None = None) -> CompiledBundle:
-    """Compile a recording into a new bundle folder `out`; `dsn_env` names the variable an SQL effect reads its DSN from."""
-    c = _Compiler(rec, out, name, ocr or OcrEngine(), dsn_env or param_slug(name).upper() + "_DSN")
+def compile_bundle(rec: Recording, out: Path, name: str, ocr: OcrEngine | None = None, dsn_env: str | None = None,
+                   examples: dict[str, str] | None = None) -> CompiledBundle:
+    """Compile a recording into a new bundle folder `out`; `dsn_env` names the variable an SQL effect reads its DSN
+    from; `examples` (`--param NAME=VALUE`) says which typed values vary: each becomes `{NAME}` wherever it was typed."""
+    c = _Compiler(rec, out, name, ocr or OcrEngine(), dsn_env or param_slug(name).upper() + "_DSN", examples)
     c.run()
     return c.write()

@@ -37,17 +37,25 @@ def pytest_testnodedown(node, error):  # noqa: ARG001 - xdist's hook signature
     RESULTS.extend(Replay(**r) for r in json.loads(getattr(node, "workeroutput", {}).get(WORKER_KEY, "[]")))
 
 
+def figure(results: list[Replay]) -> str:
+    """The suite's figure over some replays: completed unedited of all, wrong writes (a wrong click or result in the
+    system of record), false successes (exit 0 with a wrong result)."""
+    n = sum(1 for r in results if r.outcome == "completed")
+    wrong = sum(1 for r in results if r.outcome == "WRONG")
+    false = sum(1 for r in results if r.false_success)
+    return f"recorded bundles replayed unedited {n}/{len(results)}, wrong writes {wrong}, false successes {false}"
+
+
 def pytest_terminal_summary(terminalreporter, exitstatus, config):  # noqa: ARG001 - pytest's hook signature
     if not RESULTS:
         return
     tr = terminalreporter
-    n = sum(1 for r in RESULTS if r.outcome == "completed")
-    wrong = sum(1 for r in RESULTS if r.wrong_click)
-    false = sum(1 for r in RESULTS if r.false_success)
     tr.section("real-app suite")
     for r in RESULTS:
         tr.write_line(r.summary() + (f"  [a halt is acceptable: {r.reason}]" if r.expectation != "complete" else ""))
-    tr.write_line(f"recorded bundles replayed unedited {n}/{len(RESULTS)}, wrong clicks {wrong}, false successes {false}")
+    for app in sorted({r.app for r in RESULTS}):
+        tr.write_line(f"  {app}: " + figure([r for r in RESULTS if r.app == app]))
+    tr.write_line(f"{len({r.app for r in RESULTS})} apps: " + figure(RESULTS))
     out = os.environ.get("FLOW_REALAPPS_RESULTS")
     if out:
         Path(out).write_text(json.dumps([r.__dict__ for r in RESULTS], indent=1, default=str))

@@ -74,7 +74,7 @@ demo: demo-setup
 test: bytecode
 	$(VENV)/bin/lint-imports
 	$(VPY) -m pytest -q -n 2 --dist loadfile --durations=10 tests/crash
-	$(VPY) -m pytest -q -n 3 --dist loadfile --durations=25 --ignore=tests/crash
+	$(VPY) -m pytest -q -n 3 --dist loadfile --durations=25 --ignore=tests/crash -m "not corpus_full"
 
 unit: bytecode
 	$(VPY) -m pytest -q tests/unit

@@ -24,6 +24,8 @@ EXIT_CODES: tuple[ExitCode, ...] = (
     ExitCode(4, "blocked", "BLOCKED: a policy, a budget or an operator's reject"),
     ExitCode(5, "interrupted", "INTERRUPTED: the process was stopped (SIGTERM/SIGINT) or its disk failed; `flow resume`"),
     ExitCode(6, "refused", "REFUSED: valid input not allowed now (no or used approval, tampered run dir, live owner)"),
+    ExitCode(7, "landed", "FAILED_AFTER_EFFECT: the run could not proceed after a write of it landed; do not re-run it "
+                          "from the start (it would write twice): finish by hand"),
     ExitCode(70, "internal", "internal error: a bug in the tool itself, never a run's outcome (traceback saved to a file)"),
     ExitCode(124, "timeout", "`flow wait --timeout` ran out before the run paused or ended"),
 )

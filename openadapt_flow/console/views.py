@@ -16,8 +16,8 @@ from openadapt_flow.report.text import fmt
 from openadapt_flow.runtime.act.lifecycle import effective_state
 from openadapt_flow.store.base import RunHandle, RunStore
 
-AT_REST = ("PAUSED", "BLOCKED", "FAILED", "COMPLETED")  # no journal record is added without a new stamp
-STATE_ORDER = ("PAUSED", "INTERRUPTED", "RUNNING", "RESUMING", "PENDING", "BLOCKED", "FAILED", "COMPLETED")
+AT_REST = ("PAUSED", "BLOCKED", "FAILED", "FAILED_AFTER_EFFECT", "COMPLETED")  # no journal record is added without a new stamp
+STATE_ORDER = ("PAUSED", "INTERRUPTED", "RUNNING", "RESUMING", "PENDING", "BLOCKED", "FAILED_AFTER_EFFECT", "FAILED", "COMPLETED")
 
 
 def age(iso: str | None, now: float | None = None) -> str:

@@ -70,7 +70,9 @@ def next_commands(ref: str, rep: dict[str, Any], manifest: dict[str, Any]) -> li
     if state == "FAILED" and rep.get("halt"):
         return [_replay_command(manifest)]
     if state == "INTERRUPTED":  # a non-durable run cannot be resumed (exit 6): it runs again, durable this time
-        return [f"flow resume {run}"] if manifest.get("durable") else [_replay_command(manifest)]
+        if manifest.get("durable"):
+            return [f"flow resume {run}"]
+        return [] if rep.get("landed") else [_replay_command(manifest)]  # a write landed: running again writes twice
     if state != "PAUSED" or not esc:
         return []
     resume = f"flow resume {run} --require-approval"

@@ -100,6 +100,7 @@ def build_report(run: RunHandle) -> dict[str, Any]:
         "decisions": _decisions(run),
         "incident": _view(run.read_incident),
         "checkpoint": _view(run.read_checkpoint, drop=("screen_facts", "results", "effects")),
+        "landed": _landed(records),
         "weakly_verified": list(dict.fromkeys(r["step"] for r in records if r.get("type") == "step_verified"
                                               and (r.get("data") or {}).get("verification") == "weak")),
         "masked": _masked(records),
@@ -109,6 +110,12 @@ def build_report(run: RunHandle) -> dict[str, Any]:
     }
     rep["next_commands"] = next_commands(run.ref, rep, manifest)
     return rep
+
+
+def _landed(records: list[dict[str, Any]]) -> list[str]:
+    """The consequential steps whose write landed, as the run's last stop recorded them (none once it completed)."""
+    stop = next((r for r in reversed(records) if r.get("type") in ("run_finished", "paused")), None)
+    return list((stop.get("data") or {}).get("landed") or []) if stop else []
 
 
 def halt_view(run: RunHandle, records: list[dict[str, Any]] | None = None, frames: set[str] | None = None

@@ -21,14 +21,14 @@ STYLE = """
 body{font:14px/1.4 system-ui,sans-serif;margin:0 auto;padding:16px 24px;max-width:1400px;color:#222;background:#fff}
 h1{font-size:20px;margin:0 0 4px}h2{font-size:17px;margin:0 0 6px}.meta{color:#555;margin:0 0 12px}
 .badge{display:inline-block;padding:2px 10px;border-radius:4px;color:#fff;background:#666;font-size:15px}
-.badge.COMPLETED{background:#2e9d4a}.badge.FAILED,.badge.BLOCKED{background:#d22}.badge.PAUSED{background:#e07000}
+.badge.COMPLETED{background:#2e9d4a}.badge.FAILED,.badge.FAILED_AFTER_EFFECT,.badge.BLOCKED{background:#d22}.badge.PAUSED{background:#e07000}
 .badge.INTERRUPTED{background:#7a4fd0}
 #summary{display:flex;flex-wrap:wrap;gap:16px;align-items:flex-start;border:1px solid #ddd;border-radius:6px;
 padding:12px;margin-bottom:14px;background:#f7f8fa}
 .cards{display:flex;flex-wrap:wrap;gap:8px}.card{min-width:84px;padding:6px 10px;border-radius:5px;background:#fff;
 border:1px solid #ddd;border-top:5px solid #999}.card b{display:block;font-size:22px}.card small{color:#555}
 .card.verified{border-top-color:#2e9d4a}.card.weak{border-top-color:#d9a400}.card.halted{border-top-color:#d22}
-.card.outcome.COMPLETED{border-top-color:#2e9d4a}.card.outcome.FAILED,.card.outcome.BLOCKED{border-top-color:#d22}
+.card.outcome.COMPLETED{border-top-color:#2e9d4a}.card.outcome.FAILED,.card.outcome.FAILED_AFTER_EFFECT,.card.outcome.BLOCKED{border-top-color:#d22}
 .card.outcome.PAUSED{border-top-color:#e07000}figure{margin:0}figcaption{color:#555;font-size:12px}
 .note{background:#fff6d0;padding:4px 8px;margin:4px 0}
 #halt{border:2px solid #d22;border-radius:6px;padding:12px;margin-bottom:14px;display:flex;flex-wrap:wrap;gap:16px}
@@ -97,7 +97,7 @@ def _halt(run: RunHandle, rep: dict[str, Any]) -> str:
     table = ("<p>Every candidate the engine weighed, with its score. <b>None of them is the answer</b>: the engine "
              "halted rather than pick one.</p><table class='candidates'><tr><th></th><th>score by rung</th>"
              f"<th>box</th><th>click point</th></tr>{rows}</table>") if cands else ""
-    earlier = rep.get("state") not in ("PAUSED", "FAILED")  # the run went on after it (a decision, a resume)
+    earlier = rep.get("state") not in ("PAUSED", "FAILED", "FAILED_AFTER_EFFECT")  # the run went on after it (a decision, a resume)
     title, cls = ("Earlier halt", " class='earlier'") if earlier else ("Halted", "")
     return (f"<section id='halt'{cls}><div class='what'>"
             f"<h2>{title} at step {e(str(h.get('step')))}: {e(str(h.get('category')))}</h2>"

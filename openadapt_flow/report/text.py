@@ -34,6 +34,15 @@ def status_label(row: dict[str, Any]) -> str:
 def notes(rep: dict[str, Any]) -> list[str]:
     """Plain sentences about how far the run's verification and frames can be trusted."""
     out = []
+    landed = rep.get("landed") or []
+    if landed and rep.get("state") != "COMPLETED":
+        steps = ", ".join(landed)
+        if rep.get("state") == "PAUSED":
+            out.append(f"The write landed (step {steps}); it is checkpointed and a resume goes on after it: do not "
+                       "re-run this bundle from the start, which would write again.")
+        else:
+            out.append(f"The write landed (step {steps}); do not re-run this bundle from the start, which would write "
+                       "again: finish what is left by hand.")
     weak = rep.get("weakly_verified") or []
     if weak:
         out.append(f"Weakly verified ({len(weak)}): {', '.join(weak)} — these steps declare nothing to verify them (no expect, "

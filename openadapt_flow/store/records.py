@@ -50,6 +50,7 @@ class RunStop(_Data):
     frame_errors: list[str] | None = None
     incident: str | None = None
     restored: bool | None = None
+    landed: list[str] | None = None  # consequential steps whose write landed, when the run stops short of COMPLETED
 
 
 class Interrupted(_Data):

@@ -277,6 +277,7 @@ class Report(_File):
     decisions: list[Obj]
     incident: Obj | None
     checkpoint: Obj | None
+    landed: list[str] = []  # consequential steps whose write landed when the run stopped short of COMPLETED
     weakly_verified: list[str]
     masked: list[Obj]
     model_calls: int

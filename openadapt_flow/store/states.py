@@ -17,6 +17,9 @@ class RunState(str, Enum):
     PAUSED = "PAUSED"
     COMPLETED = "COMPLETED"
     FAILED = "FAILED"
+    # a run that could not proceed after a consequential write of it landed (a non-durable halt; docs/decisions.md,
+    # "A landed write is never a plain FAILED"): not resumable, and never run again from the start (it would write twice)
+    FAILED_AFTER_EFFECT = "FAILED_AFTER_EFFECT"
     BLOCKED = "BLOCKED"
     INTERRUPTED = "INTERRUPTED"
 
@@ -38,7 +41,8 @@ class RunState(str, Enum):
 
     @property
     def terminal(self) -> bool:
-        return self in (RunState.COMPLETED, RunState.FAILED, RunState.BLOCKED, RunState.INTERRUPTED)
+        return self in (RunState.COMPLETED, RunState.FAILED, RunState.FAILED_AFTER_EFFECT, RunState.BLOCKED,
+                        RunState.INTERRUPTED)
 
     @property
     def final(self) -> bool:
@@ -53,6 +57,7 @@ class RunState(str, Enum):
 _EXIT_CODES = {
     RunState.COMPLETED: 0,
     RunState.FAILED: 1,
+    RunState.FAILED_AFTER_EFFECT: 7,
     RunState.PAUSED: 3,
     RunState.BLOCKED: 4,
     RunState.INTERRUPTED: 5,

@@ -35,7 +35,7 @@ from openadapt_flow.runtime.decide.fold import RunProgress
 from openadapt_flow.runtime.decide.halt import Halt, Pause, StopRequested
 from openadapt_flow.runtime.act.launch import BackendFactory, ReplayRequest, Reporter, RunOutcome, Runs
 from openadapt_flow.runtime.act.lifecycle import begin_run, check_queued
-from openadapt_flow.runtime.decide.outcome import classify
+from openadapt_flow.runtime.decide.outcome import classify, landed
 from openadapt_flow.runtime.act.pause import open_pause
 from openadapt_flow.runtime.decide.policy import Blocked, check_step
 from openadapt_flow.runtime.act.preflight import check_effects, check_model_key, probe_effects
@@ -331,7 +331,7 @@ def finish(ctx: RunContext, state: str, message: str, category: str | None, paus
     """
     ctx.frames.close()
     try:
-        _write_stop(ctx, state, message, category, paused_reason, step)
+        state, message = _write_stop(ctx, state, message, category, paused_reason, step)
     except StorageFault as f:
         ctx.journal.close()
         state, paused_reason = "INTERRUPTED", None
@@ -345,24 +345,36 @@ def finish(ctx: RunContext, state: str, message: str, category: str | None, paus
     return RunOutcome(state, RunState(state).exit_code, ref_path(ctx.run), message, category)
 
 
-def _write_stop(ctx: RunContext, state: str, message: str, category: str | None, paused_reason: str | None, step: str | None) -> None:
+def _write_stop(ctx: RunContext, state: str, message: str, category: str | None, paused_reason: str | None,
+                step: str | None) -> tuple[str, str]:
+    """Journal and write the stop; the state and message written (FAILED becomes FAILED_AFTER_EFFECT when a
+    consequential write of the run landed)."""
     run, journal = ctx.run, ctx.journal
     outcome = evidence = None
+    landed_steps: list[str] = []
     if state != "COMPLETED":
-        outcome, evidence = classify(ctx.steps.values(), run.load_journal(journal.key).records)
+        records = run.load_journal(journal.key).records
+        outcome, evidence = classify(ctx.steps.values(), records)
+        landed_steps = landed(ctx.steps.values(), records)
+        if state == "FAILED" and landed_steps:  # a plain FAILED invites a re-run, which would write again
+            state = "FAILED_AFTER_EFFECT"
+            message = f"{message} — the write of step {', '.join(landed_steps)} landed; do not re-run this bundle " \
+                "from the start: finish the remaining steps by hand"
     cp = ctx.fold.checkpoint() if ctx.durable else None
     if state == "PAUSED":
         open_pause(ctx, paused_reason or "awaiting_approval", category or "approval", step or "", message, outcome, evidence or [], cp)
     journal.append(
         "run_finished" if state != "PAUSED" else "paused",
         None,
-        {"state": state, "paused_reason": paused_reason, "transaction_outcome": outcome, "outcome_evidence": evidence, "frame_errors": ctx.frames.errors},
+        {"state": state, "paused_reason": paused_reason, "transaction_outcome": outcome, "outcome_evidence": evidence, "frame_errors": ctx.frames.errors,
+         **({"landed": landed_steps} if landed_steps else {})},
     )
     journal.close()
     run.write_state(
         state, journal=journal, paused_reason=paused_reason, transaction_outcome=outcome, halt_category=category,
         message=message or None, last_checkpoint_seq=cp["seq"] if cp else None,
     )
+    return state, message
 
 
 def write_incident(ctx: RunContext, b: Blocked) -> None:

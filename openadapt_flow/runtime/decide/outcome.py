@@ -41,3 +41,20 @@ def classify(steps: Iterable[Step], records: Iterable[dict[str, Any]]) -> tuple[
         if not absent:
             outcome = RECONCILIATION_REQUIRED
     return outcome, evidence
+
+
+def landed(steps: Iterable[Step], records: Iterable[dict[str, Any]]) -> list[str]:
+    """The consequential steps whose write is known to have landed, in the order they landed: the step was verified,
+    or its effect was read CONFIRMED (its postconditions may still have failed after). A run that stops short of
+    COMPLETED with one of these must never be re-run from the start: that would write again."""
+    consequential = {s.id for s in steps if s.is_consequential}
+    out: dict[str, None] = {}
+    for r in records:
+        step, typ = r.get("step"), r.get("type")
+        if step not in consequential:
+            continue
+        if typ == "action_dispatched":
+            out.pop(step, None)  # dispatched again (performed again once known absent): judged afresh
+        elif typ == "step_verified" or (typ == "effect_verified" and (r.get("data") or {}).get("verdict") == "CONFIRMED"):
+            out[step] = None
+    return list(out)

@@ -13,6 +13,8 @@ from openadapt_flow.errors import ConnectionFailed
 from openadapt_flow.runtime.decide.config import DeployConfig
 from openadapt_flow.runtime.act.launch import ReplayRequest
 from openadapt_flow.runtime.runs import replay
+from openadapt_flow.report.render import write_reports
+from openadapt_flow.store.filesystem import RunDir
 from openadapt_flow.store.journal import load_journal
 from openadapt_flow.store.keys import load_key
 from tests.support.screens import Canvas, crop, save_png
@@ -234,3 +236,42 @@ def test_an_effect_the_config_cannot_supply_is_refused_before_any_run_exists(tmp
         run(tmp_path, bundle, backend=None)
     assert e.value.exit_code == 2
     assert not (tmp_path / "run").exists()
+
+
+def test_a_halt_after_the_write_landed_is_not_a_plain_failure(tmp_path, monkeypatch):
+    """Issue 23 finding 3: the row landed, a later step halts. A non-durable run must not end a plain FAILED (exit 1),
+    which a retry loop re-runs and writes twice: FAILED_AFTER_EFFECT (exit 7), the report saying the write landed
+    and offering no re-run command."""
+    db = make_db(tmp_path)
+    monkeypatch.setenv("LEDGER_DSN", f"sqlite:///{db}")
+
+    def on_event(fake, ev):
+        c = sqlite3.connect(db)
+        c.execute("insert into posts values ('ACME')")
+        c.commit()
+        c.close()
+        fake.set_frame(done())
+
+    close = {"id": "close", "intent": "Close the ledger", "action": "click",
+             "target": {"template": "templates/post.png", "region": list(OK_BOX), "text": "Post"}}
+    out = run(tmp_path, make_bundle(tmp_path / "b", [dict(POST, effect=EFFECT), close]), FakeBackend(home(), on_event))
+    assert (out.state, out.exit_code) == ("FAILED_AFTER_EFFECT", 7), out.message
+    assert "landed" in out.message and "do not re-run" in out.message
+    state = json.loads((out.run_dir / "state.json").read_text())
+    assert state["state"] == "FAILED_AFTER_EFFECT"
+    stop = next(r for r in records(out.run_dir) if r["type"] == "run_finished")
+    assert stop["data"]["landed"] == ["post"]
+    report = write_reports(RunDir.open(str(out.run_dir)))
+    assert report["landed"] == ["post"] and report["next_commands"] == []
+    assert "The write landed (step post); do not re-run" in (out.run_dir / "REPORT.md").read_text()
+
+
+def test_a_halt_before_any_write_landed_stays_failed(tmp_path, monkeypatch):
+    """The other side: nothing landed, FAILED (exit 1) as before, with the re-run command offered."""
+    db = make_db(tmp_path)
+    monkeypatch.setenv("LEDGER_DSN", f"sqlite:///{db}")
+    fake = FakeBackend(home(), lambda f, ev: f.set_frame(done()))  # shows success, writes nothing
+    out = run(tmp_path, make_bundle(tmp_path / "b", [dict(POST, effect=EFFECT)]), fake)
+    assert (out.state, out.exit_code) == ("FAILED", 1)
+    report = write_reports(RunDir.open(str(out.run_dir)))
+    assert report["landed"] == [] and report["next_commands"]

@@ -110,11 +110,12 @@ def test_file_models_by_path():
 
 def test_run_state_carries_exit_code_and_kind():
     assert RunState.PAUSED == "PAUSED" and "PAUSED" in STOPPED_STATES and json.dumps(RunState.PAUSED) == '"PAUSED"'
-    assert {s.value: s.exit_code for s in RunState} == {"COMPLETED": 0, "FAILED": 1, "PAUSED": 3, "BLOCKED": 4, "INTERRUPTED": 5,
-                                                        "PENDING": 0, "RUNNING": 0, "RESUMING": 0}
+    assert {s.value: s.exit_code for s in RunState} == {"COMPLETED": 0, "FAILED": 1, "FAILED_AFTER_EFFECT": 7, "PAUSED": 3,
+                                                        "BLOCKED": 4, "INTERRUPTED": 5, "PENDING": 0, "RUNNING": 0, "RESUMING": 0}
     assert LIVE_STATES == {"PENDING", "RUNNING", "RESUMING"}
-    assert TERMINAL_STATES == {"COMPLETED", "FAILED", "BLOCKED", "INTERRUPTED"}  # SPEC §6: four terminal states
-    assert FINAL_STATES == {"COMPLETED", "FAILED", "BLOCKED"}  # INTERRUPTED is terminal, and resumable
+    # SPEC §6's four terminal states, and FAILED_AFTER_EFFECT (docs/decisions.md: a landed write is never a plain FAILED)
+    assert TERMINAL_STATES == {"COMPLETED", "FAILED", "FAILED_AFTER_EFFECT", "BLOCKED", "INTERRUPTED"}
+    assert FINAL_STATES == {"COMPLETED", "FAILED", "FAILED_AFTER_EFFECT", "BLOCKED"}  # INTERRUPTED is terminal, and resumable
     assert STOPPED_STATES == TERMINAL_STATES | {"PAUSED"}
     assert {r.value for r in PausedReason} == {"awaiting_approval", "awaiting_user", "awaiting_signal", "awaiting_timer",
                                                "awaiting_child", "suspended_orphan"}

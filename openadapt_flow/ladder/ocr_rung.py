@@ -90,6 +90,8 @@ class OcrRung:
         for area in areas:
             t0 = time.perf_counter()
             matches = find_text(self.reader.read(frame, area), target.text, self.min_score)
+            if not matches:  # a small dialog's label missed at 1x: read it again enlarged (no-op for a big area)
+                matches = find_text(self.reader.engine.read_enlarged(frame, area), target.text, self.min_score)
             cands = [_Candidate(self.click_for(m, target, base_scale, frame), m) for m in matches]
             ev = self._decide(frame, target, cands, base_scale, lookalikes and target.text_offset is None)
             ev.search = area

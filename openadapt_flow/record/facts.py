@@ -144,7 +144,10 @@ def field_label(frame: np.ndarray, field: Box, ocr: OcrEngine, avoid: Collection
     then the field sits in a row of data (a table), and anything further left is data too."""
     fx, fy, fw, fh = field
     row = (max(0, fx - LABEL_REACH), fy, min(fx, LABEL_REACH), fh)
-    words = [w for w in ocr.read(frame, row) if w.box[0] + w.box[2] <= fx and len(normalise(w.text)) >= 2]
+    def left_of(read: list[Word]) -> list[Word]:
+        return [w for w in read if w.box[0] + w.box[2] <= fx and len(normalise(w.text)) >= 2]
+
+    words = left_of(ocr.read(frame, row)) or left_of(ocr.read_enlarged(frame, row))  # a small font missed at 1x
     label = max(words, key=lambda w: w.box[0], default=None)
     return None if label is not None and shows_typed(label.text, avoid) else label
 

@@ -39,14 +39,15 @@ def featureless(frame: np.ndarray, box: Box) -> bool:
 
 
 def cut_target(frame: np.ndarray, click: tuple[int, int], base: Box, fits: Callable[[Box], bool],
-               blank: bool) -> tuple[Box, bool, str | None]:
+               blank: bool, crop_of: Callable[[Box], np.ndarray] | None = None) -> tuple[Box, bool, str | None]:
     """The crop a target is cut to, whether it is unique on its screen, and a note for the compiler's warnings:
-    `base` grown until unique, a featureless (`blank`) one toward the nearest detail (`anchored_crop`)."""
+    `base` grown until unique, a featureless (`blank`) one toward the nearest detail (`anchored_crop`). Uniqueness
+    is judged on the template as `crop_of` cuts it (at rest: `transient.RestLook`)."""
     if not blank:
-        return (*unique_crop(frame, base, fits), None)
-    anchored = anchored_crop(frame, click, base, fits, lambda box: is_unique(frame, box))
+        return (*unique_crop(frame, base, fits, crop_of), None)
+    anchored = anchored_crop(frame, click, base, fits, lambda box: is_unique(frame, box, crop_of))
     if anchored is None:
-        return (*unique_crop(frame, base, fits), "a click on a featureless area with no detail near enough to anchor "
+        return (*unique_crop(frame, base, fits, crop_of), "a click on a featureless area with no detail near enough to anchor "
                 "it; no rung can search for its target: give it landmarks by hand")
     return anchored, True, "a click on a featureless area; its target takes in the nearest detail, the click kept at " \
         "its recorded offset from it"

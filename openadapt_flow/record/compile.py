@@ -32,6 +32,7 @@ from openadapt_flow.record.facts import (Fact, fact_doc, field_label, name_of, r
                                          target_crop)
 from openadapt_flow.record.values import file_effect, param_slug, same, slug, typed_columns, typed_values
 from openadapt_flow.record.proof import fact_check, proven, readback_check
+from openadapt_flow.record.transient import RestLook, recorded_screens
 from openadapt_flow.verify.readback import find_typed
 from openadapt_flow.vision.ocr import OcrEngine, normalise
 from openadapt_flow.vision.diff import changed_box, changed_fraction
@@ -87,6 +88,7 @@ class _Compiler:
         self.input = 0  # the input being compiled (1-based)
         self.changed: Box | None = None  # where the last input that changed the screen changed it
         self.labelled = False  # the last target had a label beside it
+        self.screens = recorded_screens(rec)
         self.last = max((i for i, b in enumerate(rec.batches, 1) if b.acted is not None or b.edits), default=0)
 
     def run(self) -> None:
@@ -124,7 +126,9 @@ class _Compiler:
         label = field_label(frame, widget, self.ocr, self.typed) if label_field else None
         base = target_crop(frame, widget, label, (g.x, g.y))
         blank = featureless(frame, base)
-        crop, unique, note = cut_target(frame, (g.x, g.y), base, lambda box: not self._holds_typed(frame, box), blank)
+        rest = RestLook(frame, self.screens)  # focus rings, carets, selections: not part of the target
+        crop, unique, note = cut_target(frame, (g.x, g.y), base, lambda box: not self._holds_typed(frame, box), blank,
+                                        rest.crop)
         if note:
             self.warnings.append(f"input {i} ({g.describe()}): {note}")
         if not unique:
@@ -135,7 +139,10 @@ class _Compiler:
         # a word needs two letters or digits in a row to be looked for by OCR or to name the step ("|" is an icon's edge)
         text = " ".join(wd.text for wd in read if re.search(r"[^\W_]{2}", wd.text)) or None
         path = f"templates/{len(self.crops) + 1:02d}.png"
-        self.crops[path] = np.ascontiguousarray(frame[y:y + h, x:x + w])
+        self.crops[path] = rest.crop(crop)
+        if crop in rest.changed:
+            self.warnings.append(f"input {i} ({g.describe()}): {rest.changed[crop]} px of its target showed a state "
+                                 "(focus, caret, selection) that another recorded screen did not; painted out of the template")
         target: dict[str, Any] = {"template": path, "region": list(crop), "point": [g.x - x, g.y - y]}
         if text and len(text) <= 40:
             target["text"] = text

@@ -173,12 +173,14 @@ def target_crop(frame: np.ndarray, widget: Box, label: Word | None, click: tuple
     return pad_box((x0, y0, x1 - x0, y1 - y0), 0, frame.shape[1], frame.shape[0]) or widget
 
 
-def unique_crop(frame: np.ndarray, box: Box, allowed: Callable[[Box], bool] = lambda _: True) -> tuple[Box, bool]:
+def unique_crop(frame: np.ndarray, box: Box, allowed: Callable[[Box], bool] = lambda _: True,
+                crop_of: Callable[[Box], np.ndarray] | None = None) -> tuple[Box, bool]:
     """`box`, grown until its crop matches only itself on the frame (True), or the last try (False). A growth that
-    is not `allowed` (it would take in a typed value) is not made: the last allowed box is returned."""
+    is not `allowed` (it would take in a typed value) is not made: the last allowed box is returned. `crop_of`: the
+    template a box would be cut as (a crop at rest, `transient.RestLook`); default the frame's own pixels."""
     h, w = frame.shape[:2]
     for _ in range(GROW_TRIES):
-        if is_unique(frame, box):
+        if is_unique(frame, box, crop_of):
             return box, True
         grown = pad_box(box, GROW, w, h)
         if grown is None or grown == box or not allowed(grown):
@@ -187,10 +189,12 @@ def unique_crop(frame: np.ndarray, box: Box, allowed: Callable[[Box], bool] = la
     return box, False
 
 
-def is_unique(frame: np.ndarray, box: Box) -> bool:
-    """Does the crop at `box` match itself best on the frame, every other place at least UNIQUE_MARGIN lower?"""
+def is_unique(frame: np.ndarray, box: Box, crop_of: Callable[[Box], np.ndarray] | None = None) -> bool:
+    """Does the crop at `box` (as `crop_of` cuts it) match itself best on the frame, every other place at least
+    UNIQUE_MARGIN lower?"""
     x, y, bw, bh = box
-    found = find_template(frame, np.ascontiguousarray(frame[y:y + bh, x:x + bw]), confident=0.9)
+    crop = crop_of(box) if crop_of is not None else np.ascontiguousarray(frame[y:y + bh, x:x + bw])
+    found = find_template(frame, crop, confident=0.9)
     mine = found.best is not None and intersect(found.best.box, box) is not None
     runner = found.runner_up.score if found.runner_up and found.plausible(found.runner_up) else 0.0
     return mine and runner < found.score - UNIQUE_MARGIN

@@ -14,6 +14,10 @@ from openadapt_flow.errors import UsageError
 from openadapt_flow.store.select import open_store
 
 
+ALLOW_HOST_HELP = ("a name (NAME, or NAME:PORT) browsers reach it by besides the bound address and localhost; "
+                   "repeat for more. Any other Host header is refused (421): DNS rebinding")
+
+
 def parse_bind(bind: str) -> tuple[str, int]:
     host, sep, port = bind.rpartition(":")
     if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
@@ -28,6 +32,7 @@ def console_cmd(
     bind: str = typer.Option("127.0.0.1:8765", "--bind", help="HOST:PORT to listen on (loopback by default)"),
     tls_cert: Optional[Path] = typer.Option(None, "--tls-cert", help="PEM certificate: serve HTTPS (cookies then Secure)"),
     tls_key: Optional[Path] = typer.Option(None, "--tls-key", help="PEM private key for --tls-cert"),
+    allow_host: list[str] = typer.Option([], "--allow-host", help=ALLOW_HOST_HELP),
     as_json: bool = typer.Option(False, "--json", help="print where it listens as one JSON line"),
 ) -> None:
     """Serve the operator console: runs by state, paused runs' halt frames, decisions (operators log in)."""
@@ -38,6 +43,7 @@ def console_cmd(
         if f is not None and not f.is_file():
             raise UsageError(f"{f}: not a file")
     runs = open_store(store, str(root))
+    app = create_app(runs, secure=tls_cert is not None, allowed_hosts=[host, *allow_host])
     if not runs.operators().all():
         typer.echo("no operators yet: enrol one with `flow operator add NAME` (nobody can log in until then)", err=True)
     scheme = "https" if tls_cert else "http"
@@ -46,5 +52,5 @@ def console_cmd(
         emit_json_line({"url": url, "store": repr(runs)})
     else:
         typer.echo(f"flow console on {url} ({runs!r}); Ctrl-C stops it")
-    uvicorn.run(create_app(runs, secure=tls_cert is not None), host=host, port=port, log_level="warning",
+    uvicorn.run(app, host=host, port=port, log_level="warning",
                 ssl_certfile=str(tls_cert) if tls_cert else None, ssl_keyfile=str(tls_key) if tls_key else None)

@@ -11,7 +11,7 @@ import typer
 import uvicorn
 
 from openadapt_flow.cli.common import JSON_HELP, STORE_HELP, emit_json, emit_json_line, handle_errors, root_store
-from openadapt_flow.cli.console import parse_bind
+from openadapt_flow.cli.console import ALLOW_HOST_HELP, parse_bind
 from openadapt_flow.errors import UsageError
 from openadapt_flow.phone.context import load_public, public_text
 from openadapt_flow.phone.queue.app import create_app
@@ -49,6 +49,7 @@ def serve_cmd(
     db: Path = typer.Option(DEFAULT_DB, "--db", help=DB_HELP),
     contact: str = typer.Option("mailto:flow-queue@localhost", "--contact",
                                 help="the VAPID `sub` claim push services may write to (mailto: or https: URL)"),
+    allow_host: list[str] = typer.Option([], "--allow-host", help=ALLOW_HOST_HELP),
     as_json: bool = typer.Option(False, "--json", help="print where it listens and its public key as one JSON line"),
 ) -> None:
     """Serve the decision queue: the phone page, Web Push to enrolled phones, the relay API (HTTPS)."""
@@ -60,12 +61,13 @@ def serve_cmd(
         raise UsageError(f"--contact {contact!r}: expected mailto:ADDRESS or an https:// URL")
     queue = _db(db)
     key, vapid = signing_key(db, create=True), vapid_key(db, create=True)
+    app = create_app(queue, key, vapid, contact=contact, secure=True, allowed_hosts=[host, *allow_host])
     url = f"https://{host}:{port}/"
     if as_json:
         emit_json_line({"url": url, "key": public_text(key), "vapid": vapid_public(vapid)})
     else:
         typer.echo(f"flow queue on {url}; decisions signed by {public_text(key)}; Ctrl-C stops it")
-    uvicorn.run(create_app(queue, key, vapid, contact=contact, secure=True), host=host, port=port, log_level="warning",
+    uvicorn.run(app, host=host, port=port, log_level="warning",
                 ssl_certfile=str(tls_cert), ssl_keyfile=str(tls_key))
 
 

@@ -8,8 +8,9 @@ the store's audit log. Decisions go through `approve`/`deliver` with channel `co
 from __future__ import annotations
 
 import asyncio
+import re
 from importlib import resources
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -22,6 +23,7 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
 from openadapt_flow.console.decide import REPORT_GRACE_S, decide_from_form, refresh_reports
+from openadapt_flow.auth.edge import edge
 from openadapt_flow.auth.web import HEADERS, LoginSite, client_of
 from openadapt_flow.console.views import PageCache, find, runs_by_state
 from openadapt_flow.errors import FlowError, RefusedError
@@ -29,6 +31,8 @@ from openadapt_flow.runtime.operate.operators import authenticate, check_active
 from openadapt_flow.store.base import RunStore
 
 COOKIE, LOGIN_COOKIE = "flow_session", "flow_login"
+FRAME_NAME = re.compile(r"frames/[A-Za-z0-9][A-Za-z0-9._-]{0,200}\.png")  # a frame the engine names; no other path
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 POLL_S = 0.5  # how often the event stream looks for a change (store stamps: cheap)
 _SCRIPT = (resources.files("openadapt_flow.console") / "templates" / "console.js").read_text(encoding="utf-8")
 _ENV = Environment(loader=PackageLoader("openadapt_flow.console", "templates"), autoescape=select_autoescape())
@@ -82,13 +86,16 @@ class Console(LoginSite):
         if self.session(request) is None:
             return Response("login required", 401, headers=HEADERS)
         run, rel = find(self.store, request.path_params["run_id"]), request.query_params.get("rel") or ""
-        if run is None or not rel.startswith("frames/"):
+        if run is None or not FRAME_NAME.fullmatch(rel):
             return Response("not found", 404, headers=HEADERS)
         try:
             png = run.get_artifact(rel)
-        except FlowError:
+        except (FlowError, OSError, ValueError):
             png = None
-        return Response(png, media_type="image/png", headers=HEADERS) if png else Response("not found", 404, headers=HEADERS)
+        # a PNG or nothing: a file planted in frames/ (a symlink to the decision key, the operators' hashes) is not one
+        if not png or not png.startswith(PNG_MAGIC):
+            return Response("not found", 404, headers=HEADERS)
+        return Response(png, media_type="image/png", headers=HEADERS)
 
     async def decide(self, request: Request) -> Response:
         s = self.session(request)
@@ -137,9 +144,12 @@ class Console(LoginSite):
         return Response(_SCRIPT, media_type="text/javascript", headers=HEADERS)
 
 
-def create_app(store: RunStore, *, secure: bool = False, report_grace_s: float = REPORT_GRACE_S) -> Starlette:
+def create_app(store: RunStore, *, secure: bool = False, report_grace_s: float = REPORT_GRACE_S,
+               allowed_hosts: Iterable[str] = ()) -> Starlette:
+    """The console's app. `secure`: served over TLS (Secure cookies, HSTS). `allowed_hosts`: the names it answers to
+    besides its own address and loopback (auth/edge.py); UsageError for one that is not a host."""
     c = Console(store=store, secure=secure, report_grace_s=report_grace_s)
-    return Starlette(routes=[
+    return Starlette(middleware=edge("console", secure=secure, allowed_hosts=allowed_hosts), routes=[
         Route("/", c.index), Route("/login", c.login, methods=["GET", "POST"]), Route("/logout", c.logout, methods=["POST"]),
         Route("/runs/{run_id}", c.run_view), Route("/runs/{run_id}/decide", c.decide, methods=["POST"]),
         Route("/frame/{run_id}", c.frame), Route("/events", c.events), Route("/console.js", c.script),

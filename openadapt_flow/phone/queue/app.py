@@ -12,6 +12,7 @@ import asyncio
 import json
 import secrets
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from importlib import resources
@@ -23,10 +24,9 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, RedirectResponse, Response
-from starlette.middleware import Middleware
 from starlette.routing import Route
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from openadapt_flow.auth.edge import edge
 from openadapt_flow.auth.web import HEADERS, LoginSite
 from openadapt_flow.errors import RefusedError
 from openadapt_flow.phone.context import PhoneDecision, decision_bytes, parse_context, sign_bytes
@@ -40,7 +40,6 @@ _ENV = Environment(loader=PackageLoader("openadapt_flow.phone.queue", "templates
 _STATIC = {"sw.js": "text/javascript", "app.js": "text/javascript", "manifest.webmanifest": "application/manifest+json",
            "icon.svg": "image/svg+xml"}
 MAX_SUBSCRIPTION = 2048
-HSTS = "max-age=31536000"
 
 
 def _static(name: str) -> str:
@@ -160,21 +159,10 @@ class Queue(LoginSite):
         return Response(_static(name), media_type=_STATIC[name], headers={**HEADERS, "Cache-Control": "no-cache"})
 
 
-class Hsts:
-    """Every response over TLS carries HSTS, so a phone that once reached the queue never asks it over plain HTTP."""
-
-    def __init__(self, app: ASGIApp) -> None:
-        self.app = app
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        async def sending(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                message = {**message, "headers": [*message.get("headers", []), (b"strict-transport-security", HSTS.encode())]}
-            await send(message)
-        await self.app(scope, receive, sending if scope["type"] == "http" else send)
-
-
-def create_app(db: QueueDB, key: Ed25519PrivateKey, vapid: Path, *, contact: str, secure: bool = False) -> Starlette:
+def create_app(db: QueueDB, key: Ed25519PrivateKey, vapid: Path, *, contact: str, secure: bool = False,
+               allowed_hosts: Iterable[str] = ()) -> Starlette:
+    """The queue's app. `secure`: served over TLS (Secure cookies, HSTS). `allowed_hosts`: the names it answers to
+    besides its own address and loopback (auth/edge.py); UsageError for one that is not a host."""
     q = Queue(db=db, key=key, vapid=vapid, contact=contact, secure=secure)
 
     def relay(handler: Any) -> Any:
@@ -182,7 +170,7 @@ def create_app(db: QueueDB, key: Ed25519PrivateKey, vapid: Path, *, contact: str
             return await handler(q, request)
         return call
 
-    return Starlette(middleware=[Middleware(Hsts)] if secure else [], routes=[
+    return Starlette(middleware=edge("queue", secure=secure, allowed_hosts=allowed_hosts), routes=[
         Route("/", q.index), Route("/login", q.login, methods=["GET", "POST"]), Route("/logout", q.logout, methods=["POST"]),
         Route("/decide", q.decide, methods=["POST"]), Route("/subscribe", q.subscribe, methods=["POST"]),
         *(Route("/" + name, q.static) for name in _STATIC),

@@ -112,9 +112,9 @@ class HostCheck:
         given = headers.getlist("host")
         host = authority(given[0]) if len(given) == 1 else None
         if host is None or not self.hosts.allows(host[0], host[1], server):
-            shown = given[0] if len(given) == 1 else f"{len(given)} Host headers"
-            await self._refuse(scope, receive, send, 421, f"Host {shown[:200]!r} is not this {self.site}'s "
-                               f"(listed: the bound address, localhost, --allow-host)")
+            why = (f"Host {given[0][:200]!r} is not this {self.site}'s (the bound address, localhost, --allow-host)"
+                   if len(given) == 1 else "no Host header" if not given else f"{len(given)} Host headers")
+            await self._refuse(scope, receive, send, 421, why)
             return
         origin = headers.get("origin")
         if origin is not None and scope.get("method", "GET") not in SAFE_METHODS and not self._origin_ok(origin, server):

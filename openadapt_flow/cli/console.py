@@ -8,14 +8,15 @@ from typing import Optional
 import typer
 import uvicorn
 
+from openadapt_flow.auth.edge import Hosts
 from openadapt_flow.cli.common import STORE_HELP, emit_json_line, handle_errors
 from openadapt_flow.console.app import create_app
 from openadapt_flow.errors import UsageError
 from openadapt_flow.store.select import open_store
 
 
-ALLOW_HOST_HELP = ("a name (NAME, or NAME:PORT) browsers reach it by besides the bound address and localhost; "
-                   "repeat for more. Any other Host header is refused (421): DNS rebinding")
+ALLOW_HOST_HELP = ("a name (NAME or NAME:PORT) clients reach it by, besides the bound address and localhost "
+                   "(repeatable); a request under any other Host is refused (421), against DNS rebinding")
 
 
 def parse_bind(bind: str) -> tuple[str, int]:
@@ -37,6 +38,7 @@ def console_cmd(
 ) -> None:
     """Serve the operator console: runs by state, paused runs' halt frames, decisions (operators log in)."""
     host, port = parse_bind(bind)
+    Hosts.parse([host, *allow_host])  # a bad --allow-host is one line before anything starts
     if (tls_cert is None) != (tls_key is None):
         raise UsageError("--tls-cert and --tls-key go together")
     for f in (tls_cert, tls_key):

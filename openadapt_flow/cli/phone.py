@@ -10,6 +10,7 @@ from typing import Any, Optional
 import typer
 import uvicorn
 
+from openadapt_flow.auth.edge import Hosts
 from openadapt_flow.cli.common import JSON_HELP, STORE_HELP, emit_json, emit_json_line, handle_errors, root_store
 from openadapt_flow.cli.console import ALLOW_HOST_HELP, parse_bind
 from openadapt_flow.errors import UsageError
@@ -54,6 +55,7 @@ def serve_cmd(
 ) -> None:
     """Serve the decision queue: the phone page, Web Push to enrolled phones, the relay API (HTTPS)."""
     host, port = parse_bind(bind)
+    Hosts.parse([host, *allow_host])  # a bad --allow-host is one line before anything starts
     for f in (tls_cert, tls_key):
         if not f.is_file():
             raise UsageError(f"{f}: not a file")

@@ -30,7 +30,7 @@ from openadapt_flow.store.filesystem import FilesystemStore, RunDir
 from openadapt_flow.store.keys import load_decision_key
 from tests.attack.web_support import (NAME_XSS, NOTE_XSS, OCR_XSS, PARAM_XSS, Served, assert_inert, hidden,
                                       pause_for_approval, pause_on_screen_text)
-from tests.support.cli import flow_env
+from tests.support.cli import flow_env, run_flow
 from tests.support.phone_kit import env  # noqa: F401 (a fixture)
 from tests.support.testca import make_test_ca
 
@@ -328,6 +328,17 @@ def test_the_bound_address_loopback_and_listed_names_are_served(gallery, host):
     c = served_login(site, gallery.desk)
     r = c.get(f"/runs/{gallery.approval}", headers={"Host": host.format(port=site.port)})
     assert r.status_code == 200 and gallery.approval in r.text
+
+
+@pytest.mark.parametrize("entry", ["evil example", "evil.example:99999", "*.example"])
+@pytest.mark.parametrize("command", ["console", "queue serve"])
+def test_an_allow_host_that_is_not_a_host_is_one_line_and_exit_2(tmp_path, command, entry):
+    ca = make_test_ca(tmp_path / "ca")
+    args = ["console", "--root", "runs"] if command == "console" else \
+        ["queue", "serve", "--tls-cert", str(ca.cert), "--tls-key", str(ca.key), "--db", "q.sqlite3"]
+    r = run_flow([*args, "--allow-host", entry, "--bind", "127.0.0.1:9"], tmp_path, timeout=60)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr, r.stderr
+    assert repr(entry) in r.stderr and not (tmp_path / "q.sqlite3").exists()  # refused before anything was made
 
 
 def test_a_request_without_one_host_is_refused(gallery):

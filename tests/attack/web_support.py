@@ -62,7 +62,7 @@ def pause_for_approval(tmp: Path, ledger: Path, name: str, *, params: dict[str, 
     return str(FilesystemStore(tmp / "runs").open_run(tmp / "runs" / name).manifest()["run_id"])
 
 
-def pause_on_screen_text(tmp: Path, name: str, value: str, shown: str) -> str:
+def pause_on_screen_text(tmp: Path, name: str, value: str, shown: str, intent: str = INTENT_XSS) -> str:
     """A run that types `value` into a field whose application then shows `shown`: its readback fails and the pause's
     message carries what OCR read there (and the value typed). Its run_id."""
     field = Canvas().text(20, 20, "Ledger").button(100, 100, "Post").array()
@@ -72,7 +72,7 @@ def pause_on_screen_text(tmp: Path, name: str, value: str, shown: str) -> str:
         if ev[0] == "type":
             fake.set_frame(after)
 
-    bundle = make_bundle(tmp / f"typed-{name}", [{"id": "name", "action": "type", "text": "{vendor}", "intent": INTENT_XSS,
+    bundle = make_bundle(tmp / f"typed-{name}", [{"id": "name", "action": "type", "text": "{vendor}", "intent": intent,
                                                    "target": POST["target"], "timeout_s": 1}], frame=field)
     out = replay(ReplayRequest(bundle=bundle, params={"vendor": value}, backend=BackendSpec(kind="fake"),
                                config=runs_config(tmp), run_dir=tmp / "runs" / name),

@@ -28,6 +28,7 @@ PAD = BLOCK // 2  # px kept around the detail (a grid block cuts glyphs)
 MULTILINE_MIN_H = 60  # px: a uniform area this tall is a text area (entries, table cells, spin boxes are 20-40 px)
 
 FACE_MIN = 12  # px: a smaller "face" is a glyph's ink (a bold "4"), and a template of it matches any other "4"
+GRADIENT_STEP = 6  # levels per channel a gradient face changes by from one pixel to the next (a border changes by more)
 FACE_PROBES = [(0, 0)] + [(dx, dy) for r in (6, 12) for dx, dy in ((0, -r), (0, r), (-r, 0), (r, 0))]
 
 
@@ -131,9 +132,24 @@ def typed_at_caret(edits: Sequence[Gesture]) -> str | None:
 
 
 def face_at(frame: np.ndarray, x: int, y: int) -> Box | None:
-    """The widget face under (x, y); a click on a label's glyphs looks a little around them for the face."""
+    """The widget face under (x, y): the uniform area at the click itself; else (a click on a label's glyphs, or on
+    a face drawn as a gradient: Fusion's, Adwaita's, Metal's buttons) the smallest area holding the click found a
+    little around it, of one colour or followed step by step through a gradient. The smallest: a probe beside a
+    gradient button lands on the window around it, whose plain background also holds the click, and the template
+    would be the whole window."""
+    own = widget_box(frame, x, y)
+    if own is not None and min(own[2:]) >= FACE_MIN and _holds(own, x, y):
+        return own
+    h, w = frame.shape[:2]
+    found: list[Box] = []
     for dx, dy in FACE_PROBES:
-        box = widget_box(frame, min(max(0, x + dx), frame.shape[1] - 1), min(max(0, y + dy), frame.shape[0] - 1))
-        if box is not None and box[0] <= x < box[0] + box[2] and box[1] <= y < box[1] + box[3] and min(box[2:]) >= FACE_MIN:
-            return box
-    return None
+        px, py = min(max(0, x + dx), w - 1), min(max(0, y + dy), h - 1)
+        for step in (0, GRADIENT_STEP):
+            box = widget_box(frame, px, py, step=step)
+            if box is not None and _holds(box, x, y) and min(box[2:]) >= FACE_MIN:
+                found.append(box)
+    return min(found, key=lambda b: b[2] * b[3], default=None)
+
+
+def _holds(box: Box, x: int, y: int) -> bool:
+    return box[0] <= x < box[0] + box[2] and box[1] <= y < box[1] + box[3]

@@ -33,6 +33,7 @@ NAME_MIN_LEN = 3
 NAME_WORDS = 3
 LABEL_REACH = 320  # px left of a field searched for its label
 FIELD_PART = 60  # px of an (empty, alike) field kept beside its label in a template
+LABEL_SURE = 80.0  # a field's label read less surely than this at 1x is read again enlarged
 GROW = 16  # px a template grows per try until it is unique on its screen
 GROW_TRIES = 5
 UNIQUE_MARGIN = 0.08  # the runner-up must score this much below the crop itself
@@ -147,8 +148,11 @@ def field_label(frame: np.ndarray, field: Box, ocr: OcrEngine, avoid: Collection
     def left_of(read: list[Word]) -> list[Word]:
         return [w for w in read if w.box[0] + w.box[2] <= fx and len(normalise(w.text)) >= 2]
 
-    words = left_of(ocr.read(frame, row)) or left_of(ocr.read_enlarged(frame, row))  # a small font missed at 1x
-    label = max(words, key=lambda w: w.box[0], default=None)
+    label = max(left_of(ocr.read(frame, row)), key=lambda w: w.box[0], default=None)
+    if label is None or label.conf < LABEL_SURE:  # a small font missed or half read at 1x ("it" for "Patient")
+        again = max(left_of(ocr.read_enlarged(frame, row)), key=lambda w: w.box[0], default=None)
+        if again is not None and (label is None or again.conf > label.conf):
+            label = again
     return None if label is not None and shows_typed(label.text, avoid) else label
 
 

@@ -1,11 +1,12 @@
 """A target's look at rest: what a focus ring, a caret, a selection or any other transient state drew into the
 screen a template is cut from is taken out of the template.
 
-The rule holds for every toolkit because it asks the demonstration, not the toolkit: a pixel of a target's crop
+The rule holds for every toolkit because it asks the demonstration, not the toolkit: a mark of a target's crop
 that looks different in another recorded screen where the same widget is still there, in the same place and
-mostly unchanged, shows a state (a field's focus ring and caret go when the focus moves on; a selection goes when
-another row is picked; a typed field fills). Such pixels are painted over from their surroundings (OpenCV's
-inpainting), so the template shows the widget as it looks at rest, and the crop's uniqueness is judged on that
+mostly unchanged, and that is drawn as states are drawn (an outline: a focus ring, a selection's frame; a solid
+bar: a caret), shows a state (a field's focus ring and caret go when the focus moves on; a selection's frame goes
+when another row is picked). What changed as data (a value typed later, a cell's text) is glyphs, neither outline
+nor bar, and stays. Such marks are painted over from their surroundings (OpenCV's inpainting), so the template shows the widget as it looks at rest, and the crop's uniqueness is judged on that
 look: an empty focused field that was unique only by its ring grows to take in its label. Screens where the
 pointer rests on the crop are not compared (their hovered look is `hover.unhovered`'s business), nor screens where
 most of the crop changed (another widget, a closed dialog: not a state of this one).
@@ -20,12 +21,19 @@ import cv2
 import numpy as np
 
 from openadapt_flow.fixture.recorder import Recording
-from openadapt_flow.vision.template import Box, clip_box, intersect
+from openadapt_flow.vision.ocr import local_contrast
+from openadapt_flow.vision.template import Box, clip_box, intersect, to_gray
 
 STATE_TOL = 24  # grey levels (any channel): a smaller difference is rendering noise, not a state
 SAME_MAX_SHARE = 0.35  # a screen where more of the crop changed shows something else there, not a state of it
+CONTENT_CHANGED_MAX = 0.2  # of a crop's content marks (label, icon, text): more changed, and the widget is not there
 POINTER_PAD = 8  # px: a screen whose pointer rests this near the crop is not compared (its hovered look)
 INPAINT_RADIUS = 3
+BAR_MAX, BAR_MIN_LEN = 3, 8  # px: a caret or an underline: a solid stroke this thin and at least this long
+OUTLINE_MIN, OUTLINE_MIN_LEN = 8, 24  # px: an outline's bounding box at least this big both ways, this long one way
+OUTLINE_BAND = 3  # px from its bounding box's edge ...
+OUTLINE_SHARE = 0.9  # ... where this share of an outline's pixels lie (a word's do not)
+INK_BELOW = 160  # local_contrast darker than this is a mark (as vision.caret reads ink)
 
 
 @dataclass(frozen=True)
@@ -45,13 +53,19 @@ class RestLook:
     changed: dict[Box, int] = field(default_factory=dict)  # box -> transient pixels painted over (for the notes)
 
     def mask(self, box: Box) -> np.ndarray:
-        """The crop's pixels that showed a state: True where another comparable screen differs."""
+        """The crop's pixels that showed a state: its marks drawn as states are drawn (`state_shaped`) that a
+        comparable screen showed otherwise. A screen is comparable when the crop's other marks (its label, its
+        icon, its text) are still there in it: the widget is in place (not a page navigated on, a dialog closed);
+        a crop with no other mark, when at most SAME_MAX_SHARE of it changed."""
         h, w = self.frame.shape[:2]
         clipped = clip_box(box, w, h)
         assert clipped is not None
         x, y, bw, bh = clipped
         mine = self.frame[y : y + bh, x : x + bw].astype(np.int16)
-        out = np.zeros((bh, bw), bool)
+        ink = local_contrast(to_gray(np.ascontiguousarray(self.frame[y : y + bh, x : x + bw]))) < INK_BELOW
+        labels, shaped = state_shaped(ink)
+        kept = ink & ~shaped[labels]  # the crop's own content: what must still be there for a screen to compare
+        changed = np.zeros((bh, bw), bool)
         near = (x - POINTER_PAD, y - POINTER_PAD, bw + 2 * POINTER_PAD, bh + 2 * POINTER_PAD)
         for s in self.others:
             if s.pixels is self.frame or s.pixels.shape != self.frame.shape:
@@ -60,10 +74,15 @@ class RestLook:
                 continue
             diff = (np.abs(s.pixels[y : y + bh, x : x + bw].astype(np.int16) - mine) > STATE_TOL)
             diff = diff.any(axis=2) if diff.ndim == 3 else diff
-            share = float(diff.mean())
-            if 0 < share <= SAME_MAX_SHARE:
-                out |= diff
-        return out
+            if kept.any():
+                comparable = int((diff & kept).sum()) <= CONTENT_CHANGED_MAX * int(kept.sum())
+            else:
+                comparable = 0 < float(diff.mean()) <= SAME_MAX_SHARE
+            if comparable:
+                changed |= diff
+        touched = np.zeros(len(shaped), bool)
+        touched[np.unique(labels[changed & ink])] = True
+        return (shaped & touched)[labels] & ink
 
     def crop(self, box: Box) -> np.ndarray:
         """The frame's crop at `box` with its state pixels painted from their surroundings."""
@@ -75,6 +94,24 @@ class RestLook:
         grown = cv2.dilate(mask.astype(np.uint8), np.ones((3, 3), np.uint8))  # a state's anti-aliased edge too
         self.changed[box] = int(grown.sum())
         return cv2.inpaint(crop, grown, INPAINT_RADIUS, cv2.INPAINT_TELEA)
+
+
+def state_shaped(ink: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The crop's marks (connected `ink`) and, per mark, whether it is drawn as a state is drawn: an outline (a
+    focus ring, a selection's or the current cell's frame: a long mark whose pixels all lie near its own bounding
+    box's edge) or a bar (a caret, a focus underline: one solid stroke at most BAR_MAX px thick). A glyph's stem is
+    a bar too; it is painted out only where it changed in a comparable screen, which a label's glyphs do not."""
+    n, labels, stats, _ = cv2.connectedComponentsWithStats(ink.astype(np.uint8), connectivity=8)
+    shaped = np.zeros(n, bool)
+    for i in range(1, n):
+        bx, by, bw, bh, area = (int(v) for v in stats[i])
+        if min(bw, bh) <= BAR_MAX and max(bw, bh) >= BAR_MIN_LEN and area == bw * bh:
+            shaped[i] = True
+        elif min(bw, bh) >= OUTLINE_MIN and max(bw, bh) >= OUTLINE_MIN_LEN:
+            ys, xs = np.nonzero(labels[by : by + bh, bx : bx + bw] == i)
+            edge = np.minimum(np.minimum(xs, bw - 1 - xs), np.minimum(ys, bh - 1 - ys))
+            shaped[i] = float((edge < OUTLINE_BAND).mean()) >= OUTLINE_SHARE
+    return labels, shaped
 
 
 def recorded_screens(rec: Recording) -> list[Screen]:

@@ -16,7 +16,7 @@ from openadapt_flow.bundle.models import Postcondition, Step
 from openadapt_flow.bundle.params import Interpolator
 from openadapt_flow.fixture.widget import widget_box
 from openadapt_flow.ladder.types import Box, Point
-from openadapt_flow.vision.caret import without_caret
+from openadapt_flow.vision.caret import without_caret, without_caret_in_lines
 from openadapt_flow.vision.diff import changed_box, changed_fraction, changed_pixels
 from openadapt_flow.vision.mask import union
 from openadapt_flow.vision.ocr import OcrEngine
@@ -311,14 +311,19 @@ class ScreenChecks:
         return (x + FACE_INSET, y + FACE_INSET, w - 2 * FACE_INSET, h - 2 * FACE_INSET)
 
     def _without_caret(self, frame: np.ndarray, typed: str, area: Box, append: bool) -> Check | None:
-        """The typed area read again with a trailing text cursor painted out (it can merge into the last glyph)."""
+        """The typed area read again with a trailing text cursor painted out (it can merge into the last glyph): a
+        thin bar (`without_caret`), else a caret drawn as a block or an I-beam at the end of a line of text
+        (`without_caret_in_lines`: Xaw's block, Motif's I-beam, Tk's 2 px bar)."""
         x, y, w, h = area
-        masked = without_caret(frame[y : y + h, x : x + w])
-        if masked is None:
-            return None
-        image, column = masked
-        best = find_typed(self.ocr.read(image), typed, append)
-        if best is None:
+        crop = frame[y : y + h, x : x + w]
+        for masked in (without_caret(crop), without_caret_in_lines(crop)):  # a thin bar; a block, an I-beam
+            if masked is None:
+                continue
+            image, column = masked
+            best = find_typed(self.ocr.read(image), typed, append)
+            if best is not None:
+                break
+        else:
             return None
         bx, by, bw, bh = best.box
         return Check("readback", typed, True, f"read {best.text!r} with the text cursor at x={x + column} painted out",

@@ -121,3 +121,127 @@ def _on_plain_background(before: np.ndarray, x: int, y: int, w: int, h: int) -> 
     """`before` was plain where the bar now stands, one column either side included (no glyph, no outline there)."""
     was = before[y : y + h, max(0, x - 1) : x + w + 1]
     return int(was.max()) - int(was.min()) <= NEW_CARET_FLAT
+
+
+CARET_INK = 60  # grey levels from the crop's background: ink of a caret drawn solid (a block's inside included)
+BLOCK_MIN_WIDTH = 4  # px: a filled rectangle this wide at the end of the text is a block caret (no glyph is one)
+BLOCK_MIN_SHARE = 0.8  # of the text's height a block caret spans at least
+SERIF_ROWS = 2  # px from an I-beam's stem ends where its serifs lie
+LINE_TOP_COLUMNS = 4  # the text's top is where at least this many of its columns reach
+
+
+def without_caret_in_lines(crop: np.ndarray) -> tuple[np.ndarray, int] | None:
+    """`without_drawn_caret` where a caret may stand in a crop of several lines (a page's changed area): at each
+    tall solid column that ends the ink on its rows (the end of a line of text), rightmost first, on those rows
+    only. The whole crop (gray) with the first caret found painted out, and its column."""
+    gray = to_gray(crop)
+    ink = np.abs(gray.astype(np.int16) - int(np.median(gray))) > CARET_INK
+    h, w = ink.shape
+    ink[ink.sum(axis=1) >= BORDER_SPAN * w, :] = False
+    ink[:, ink.sum(axis=0) >= BORDER_SPAN * h] = False
+    tried: set[tuple[int, int]] = set()
+    for c in range(w - 1, -1, -1):
+        span = _span(ink[:, c])
+        if span is None or not span[2] or span[1] - span[0] + 1 < NEW_CARET_MIN_HEIGHT or span[:2] in tried:
+            continue
+        t, b = span[:2]
+        tried.add((t, b))
+        end = min(w, c + 2 * SERIF_ROWS + 2)  # an I-beam's serifs reach this far right of its stem
+        if ink[t : b + 1, end:].any():
+            continue  # more ink on these rows further right: not the end of a line
+        y0, y1 = max(0, t - 1), min(h, b + 2)
+        found = without_drawn_caret(crop[y0:y1, :end])
+        if found is not None:
+            out = gray.copy()
+            out[y0:y1, :end] = found[0]
+            return out, found[1]
+    return None
+
+
+def without_drawn_caret(crop: np.ndarray) -> tuple[np.ndarray, int] | None:
+    """The crop (as gray) with a caret drawn in a shape other than a thin bar painted out: a block (a filled cell
+    after the last glyph: Xaw's, a terminal's) or an I-beam (a stem with serifs, which may touch the last glyph:
+    Motif's); and the caret's first column. Read on the plain grey image (`local_contrast` hollows a block out).
+    Only the caret's own pixels are painted (an I-beam's serifs where they overlap a glyph: their rows only), so
+    painting can only remove ink; a shape that is not clearly a caret is None."""
+    gray = to_gray(crop)
+    background = int(np.median(gray))
+    ink = np.abs(gray.astype(np.int16) - background) > CARET_INK
+    h, w = ink.shape
+    ink[ink.sum(axis=1) >= BORDER_SPAN * w, :] = False
+    ink[:, ink.sum(axis=0) >= BORDER_SPAN * h] = False
+    cols = np.flatnonzero(ink.any(axis=0))
+    if cols.size < 2:
+        return None
+    spans = [_span(ink[:, c]) for c in range(w)]
+    solid = [s is not None and s[2] for s in spans]  # one unbroken run
+    right = int(cols[-1])
+    # a block: solid columns of one span, side by side at the very end of the ink
+    end_span = spans[right]
+    block: list[int] = []
+    if end_span is not None and end_span[2]:
+        c = right
+        while c >= 0 and solid[c] and spans[c] == end_span:
+            block.append(c)
+            c -= 1
+    # the text's line from the glyphs left of where a caret may stand (a block's cells, an I-beam's serifs)
+    glyphs = cols[cols < right - (len(block) + 1 if block else 2 * SERIF_ROWS + 3)]
+    if glyphs.size == 0:
+        return None
+    top, baseline = _line(ink, glyphs)
+    if len(block) >= BLOCK_MIN_WIDTH and end_span is not None:
+        t, b = end_span[:2]
+        if b - t + 1 >= BLOCK_MIN_SHARE * (baseline - top + 1):
+            out = gray.copy()
+            out[t : b + 1, min(block) : right + 1] = background
+            return out, min(block)
+    return _without_ibeam(gray, ink, spans, solid, right, top, baseline, background)
+
+
+def _without_ibeam(gray: np.ndarray, ink: np.ndarray, spans: list[tuple[int, int, bool] | None], solid: list[bool],
+                   right: int, top: int, baseline: int, background: int) -> tuple[np.ndarray, int] | None:
+    height = baseline - top + 1
+    for stem in range(right, max(-1, right - 2 * SERIF_ROWS - 3), -1):  # the stem stands within a serif of the end
+        span = spans[stem]
+        if not solid[stem] or span is None:
+            continue
+        t, b = span[:2]
+        reach = b >= baseline + max(DESCENT_MIN_PX, round(DESCENT_MIN * height)) and t <= top
+        if not reach or b - t + 1 < CARET_MIN_RATIO * height:
+            return None
+        ends = np.zeros(ink.shape[0], bool)
+        ends[t : t + SERIF_ROWS] = ends[b - SERIF_ROWS + 1 : b + 1] = True
+        if any(ink[:, c][~ends].any() for c in range(stem + 1, right + 1)):
+            return None  # ink right of the stem that is no serif: a glyph, not a caret's end
+        out = gray.copy()
+        left = stem  # a bar caret 2-3 px wide: the solid columns of the same span beside the stem
+        while left - 1 >= 0 and stem - (left - 1) < CARET_MAX_WIDTH and solid[left - 1] and spans[left - 1] == span:
+            left -= 1
+        out[t : b + 1, left : stem + 1] = background
+        for c in range(stem + 1, min(ink.shape[1], stem + 1 + 2 * SERIF_ROWS)):
+            out[ends & ink[:, c], c] = background
+        for c in range(max(0, left - 2 * SERIF_ROWS), left):
+            out[ends & ink[:, c], c] = background  # the serifs' left halves, over the last glyph's top or foot
+        return out, left
+    return None
+
+
+def _span(column: np.ndarray) -> tuple[int, int, bool] | None:
+    rows = np.flatnonzero(column)
+    if rows.size == 0:
+        return None
+    return int(rows[0]), int(rows[-1]), bool(rows[-1] - rows[0] + 1 == rows.size)
+
+
+def _line(ink: np.ndarray, glyph_cols: np.ndarray) -> tuple[int, int]:
+    """The text's top and baseline from its glyphs' columns (most glyphs stand on the baseline)."""
+    tops, bottoms = [], []
+    for c in glyph_cols:
+        r = np.flatnonzero(ink[:, c])
+        if r.size:
+            tops.append(int(r[0]))
+            bottoms.append(int(r[-1]))
+    # the top reached by a tenth of the columns (at least 4): the line above's descenders caught in the crop do not
+    # lift it
+    k = max(LINE_TOP_COLUMNS, len(tops) // 10)
+    return sorted(tops)[min(k, len(tops)) - 1], _mode(bottoms)

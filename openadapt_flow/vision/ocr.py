@@ -408,14 +408,15 @@ class OcrEngine:
         again (`read_closely`): a miss is never concluded from a hollow title.
         """
         found = find_text(self.read(image, box), text, min_score)
-        found = found or find_text(self.read_closely(image, box, like=text), text, min_score)
-        return found or find_text(self.read_enlarged(image, box), text, min_score)
+        return found or find_text(self.read_closely(image, box, like=text), text, min_score)
 
     def read_enlarged(self, image: np.ndarray, box: Box | None = None) -> list[Word]:
         """The words of a small area (a dialog, a form: at most ENLARGE_MAX_PX) read again at ENLARGE_FACTOR;
         nothing for a bigger one. Small default toolkit fonts (GTK's and Qt's 9-10 pt, Xaw's 7x13) sit at the edge
         of what Tesseract reads as they are, and a label it missed at 1x it often reads at 2x, where outlined
-        buttons read worse (the module's note): so `find` looks here only after a miss, never instead."""
+        buttons read worse (the module's note): so the OCR rung and the recorder's label search look here only after a
+        miss, never instead. Never a readback: enlarged, a 'j' and a caret read as ';', which a readback's border
+        stripping would pass for the value without its last letter."""
         if type(self).read is not OcrEngine.read:  # an engine whose `read` is scripted (a test's) reads only that
             return []
         found = self._area(image, box)

@@ -133,3 +133,17 @@ def test_a_widget_that_never_changed_keeps_every_pixel() -> None:
     assert np.array_equal(rest.crop(ok), f0[130:159, 220:291]) and ok not in rest.changed
     field = (110, 40, 181, 31)
     assert field in [b for b in [field] if rest.mask(field).any()]  # the ring went when the focus moved on
+
+
+def test_a_page_navigated_on_is_no_state_of_the_form() -> None:
+    """The screen after Save shows another page in the same place, its background a shade off the field's white (by
+    less than the state tolerance): few pixels differ, but the label's glyphs are gone, so the widget is not there
+    and nothing of the form's crop is painted out (the label stays in the template)."""
+    from openadapt_flow.record.transient import RestLook, Screen
+
+    f0 = form(None)
+    page = np.full_like(f0, (244, 244, 242))
+    crop = (10, 40, 200, 31)  # the Patient label and the start of its field
+    rest = RestLook(f0, [Screen(page)])
+    assert not rest.mask(crop).any()
+    assert np.array_equal(rest.crop(crop), f0[40:71, 10:210])

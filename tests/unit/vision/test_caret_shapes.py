@@ -1,0 +1,52 @@
+"""Carets drawn other than as a thin bar, caught by the replay's readback on real toolkits (issue 23 corpus): Motif's
+I-beam touching the last glyph (NEdit: 'Diaz' read 'Diad,'), Xaw's block after it (xedit: 'Diaa]'), Tk's 2 px bar
+flush against it (a 'c' read 'q'). Each crop is a replay's frame of the real app; painted out, the line reads exactly.
+Painting removes only a caret's own pixels: a line without a caret, or ending in a glyph, is left alone."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from openadapt_flow.verify.readback import find_typed
+from openadapt_flow.vision.caret import without_caret_in_lines
+from openadapt_flow.vision.ocr import OcrEngine
+
+pytestmark = pytest.mark.timeout(60)
+DATA = Path(__file__).resolve().parents[2] / "data" / "carets"
+
+
+@pytest.fixture(scope="module")
+def ocr() -> OcrEngine:
+    return OcrEngine()
+
+
+def crop(name: str) -> np.ndarray:
+    return np.asarray(Image.open(DATA / name).convert("RGB"))
+
+
+@pytest.mark.parametrize("name,typed", [
+    ("motif-nedit-ibeam.png", "Patient: Rosa Diaz"),
+    ("xaw-xedit-block.png", "Patient: Rosa Diaz"),
+    ("tk-bar-2px.png", "Riverside Clinic"),
+])
+def test_a_caret_drawn_at_the_end_of_the_line_is_painted_out(ocr: OcrEngine, name: str, typed: str) -> None:
+    image = crop(name)
+    assert find_typed(ocr.read(image), typed, append=True) is None, "the caret no longer garbles this read"
+    found = without_caret_in_lines(image)
+    assert found is not None, "no caret found"
+    painted, column = found
+    assert find_typed(ocr.read(painted), typed, append=True) is not None, [w.text for w in ocr.read(painted)]
+    assert int((painted != np.asarray(Image.fromarray(image).convert("L"))).sum()) < 120  # a caret's pixels, no more
+
+
+@pytest.mark.parametrize("name", ["motif-nedit-ibeam.png", "xaw-xedit-block.png", "tk-bar-2px.png"])
+def test_a_line_whose_caret_is_gone_is_left_alone(name: str) -> None:
+    """The same line with the caret already painted out has none left: a glyph ('z', 'c') is never taken for one."""
+    found = without_caret_in_lines(crop(name))
+    assert found is not None
+    again = np.repeat(found[0][:, :, None], 3, axis=2)
+    assert without_caret_in_lines(again) is None

@@ -24,7 +24,10 @@ import numpy as np
 from openadapt_flow.demo.xvnc import XvncServer, start_xvnc, wait_until
 from openadapt_flow.procs import stop_process
 
-NEEDS = ("xdotool", "sqlitebrowser", "galculator", "mousepad")  # Debian packages: xdotool sqlitebrowser galculator mousepad
+# the programs the real-app corpus runs (tests/realapps/ registers the rest of its apps beside their tests): Debian
+# packages xdotool sqlitebrowser galculator mousepad x11-apps (xedit) nedit zenity openjdk-17-jre (java) chromium
+# x11-xserver-utils (xrdb); and python3-pyqt6, whose Qt 6 form runs under Debian's /usr/bin/python3
+NEEDS = ("xdotool", "sqlitebrowser", "galculator", "mousepad", "xedit", "nedit", "zenity", "java", "chromium", "xrdb")
 
 
 @dataclass(frozen=True)
@@ -71,7 +74,7 @@ def _write(path: Path, text: str) -> None:
     path.write_text(text)
 
 
-def _gtk_common(home: Path, config: Path, drift: Drift) -> None:
+def gtk_common(home: Path, config: Path, drift: Drift) -> None:
     # no caret blink (a blinking caret keeps a screen from ever settling), no animations, no recent-files writes
     _write(config / "gtk-3.0" / "settings.ini",
            "[Settings]\ngtk-cursor-blink=false\ngtk-enable-animations=false\ngtk-recent-files-enabled=false\n"
@@ -79,14 +82,14 @@ def _gtk_common(home: Path, config: Path, drift: Drift) -> None:
 
 
 def _configure_galculator(home: Path, config: Path, drift: Drift) -> None:
-    _gtk_common(home, config, drift)
+    gtk_common(home, config, drift)
     # basic mode, no remembered window place: the defaults, written out so a stray user config cannot differ
     _write(config / "galculator" / "galculator.conf",
            "[general]\nmode=basic\nremember_display=false\nrem_valuex=-1\nrem_valuey=-1\n")
 
 
 def _configure_mousepad(home: Path, config: Path, drift: Drift) -> None:
-    _gtk_common(home, config, drift)
+    gtk_common(home, config, drift)
     # GSETTINGS_BACKEND=keyfile reads this file: no autosave, no session restore, no remembered size or state
     _write(config / "glib-2.0" / "settings" / "keyfile",
            "[org/xfce/mousepad/preferences/file]\nautosave-timer=uint32 0\nsession-restore='never'\n"

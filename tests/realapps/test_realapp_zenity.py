@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from openadapt_flow.demo.thirdparty import AppSpec, Drift, RunningApp, _gtk_common, register
+from openadapt_flow.demo.thirdparty import AppSpec, Drift, RunningApp, gtk_common, register
 from tests.realapps.realapp_harness import Person, Recorded, check, judge, launch, record, replay
 
 pytestmark = pytest.mark.timeout(300)
@@ -25,7 +25,7 @@ FORMS = ("zenity --forms --title=Referral --text='New referral' --add-entry=Pati
 # the launch's first arg is the file the values go to; a dark theme (GTK_THEME) and the scale (GDK_DPI_SCALE) come
 # from start_app's GTK drift
 register(AppSpec("zenity", ("sh", "-c", f'out=$1; shift; exec {FORMS} "$@" >"$out"', "zenity-forms"), "zenity",
-                 "gtk", _gtk_common))
+                 "gtk", gtk_common))
 
 EXAMPLE = {"patient": "Maria Lopez", "clinic": "Harbor Pediatrics"}
 HALF_FILLED = "Northside"  # the dirty start: someone typed a clinic into the dialog and left it

@@ -329,10 +329,14 @@ class ScreenChecks:
         return Check("readback", typed, True, f"read {best.text!r} with the text cursor at x={x + column} painted out",
                      {"at": [x + bx, y + by, bw, bh], "conf": round(best.conf, 1)})
 
-    def identity(self, frame: np.ndarray, point: Point, near: tuple[int, int, int, int], text: str) -> Check:
-        """The identity gate: `text` must be read inside `near` = [dx, dy, w, h] placed at the click point."""
+    def identity(self, frame: np.ndarray, point: Point, near: tuple[int, int, int, int], text: str,
+                 scale: tuple[float, float] | None = None) -> Check:
+        """The identity gate: `text` must be read inside `near` = [dx, dy, w, h] placed at the click point, scaled by
+        `scale` (the scale the target matched at: an app drawn 25 % bigger spaces its fields 25 % wider), else by the
+        screen's size ratio."""
+        sx, sy = scale or (self.sx, self.sy)
         dx, dy, w, h = near
-        box = (point[0] + round(dx * self.sx), point[1] + round(dy * self.sy), round(w * self.sx), round(h * self.sy))
+        box = (point[0] + round(dx * sx), point[1] + round(dy * sy), round(w * sx), round(h * sy))
         got = self.text(frame, text, box)
         return Check("identity", text, got.ok, got.detail, {**got.evidence, "box": list(box)})
 

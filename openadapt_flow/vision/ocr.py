@@ -67,6 +67,7 @@ class TextMatch:
     score: float  # 0-100 fuzzy similarity to the query
     box: Box  # union of the matched words' boxes
     conf: float  # mean Tesseract confidence of the matched words
+    whole: bool = False  # the words are a phrase of their own on their line (a label), not part of a longer one
 
     @property
     def centre(self) -> tuple[float, float]:
@@ -136,17 +137,17 @@ def find_text(words: list[Word], query: str, min_score: float = 80.0) -> list[Te
             if taken.intersection(range(i, j)):
                 continue
             taken.update(range(i, j))
-            found.append(_as_match(run[i:j], score))
+            found.append(_as_match(run[i:j], score, whole=(i, j) == (0, len(run))))
     return sorted(found, key=lambda m: -m.score)
 
 
-def _as_match(words: list[Word], score: float) -> TextMatch:
+def _as_match(words: list[Word], score: float, whole: bool = False) -> TextMatch:
     x0 = min(w.box[0] for w in words)
     y0 = min(w.box[1] for w in words)
     x1 = max(w.box[0] + w.box[2] for w in words)
     y1 = max(w.box[1] + w.box[3] for w in words)
     conf = sum(w.conf for w in words) / len(words)
-    return TextMatch(" ".join(w.text for w in words), float(score), (x0, y0, x1 - x0, y1 - y0), conf)
+    return TextMatch(" ".join(w.text for w in words), float(score), (x0, y0, x1 - x0, y1 - y0), conf, whole)
 
 
 def local_contrast(gray: np.ndarray, factor: float = 1.0) -> np.ndarray:

@@ -123,11 +123,11 @@ def _guard_rung(step: Step, res: Resolution, frame: Frame) -> None:
         )
 
 
-def _identity_gate(ctx: RunContext, step: Step, point: Point, frame: Frame) -> None:
+def _identity_gate(ctx: RunContext, step: Step, point: Point, frame: Frame, anchor: Anchor | None) -> None:
     if step.identity is None:
         return
     text = ctx.interp(step.identity.text)
-    check = ctx.checks.identity(frame.pixels, point, step.identity.near, text)
+    check = ctx.checks.identity(frame.pixels, point, step.identity.near, text, anchor.scale if anchor else None)
     ctx.journal.append("identity_checked", step.id, check.to_json())
     if not check.ok:
         box = check.evidence.get("box")
@@ -303,7 +303,7 @@ def run_gui_step(ctx: RunContext, index: int, step: Step) -> StepRecord:
         if step.to is not None:
             to_point = _resolve(ctx, step, step.to, frame, "to").point
         if point is not None:
-            _identity_gate(ctx, step, point, frame)
+            _identity_gate(ctx, step, point, frame, anchor)
         effect = reader = baseline = None
         if step.effect is not None:
             effect = resolve_effect(step.effect, ctx.config.effects)

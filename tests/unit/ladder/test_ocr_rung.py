@@ -175,3 +175,17 @@ def test_a_landmark_breaks_a_template_tie() -> None:
     res = Ladder({"t/save.png": crop(draw([save]), region)}, SIZE, ocr=ScriptedOcr(words)).resolve(live, t)
     assert res.ok, res.message
     assert near(res.point, (sx, sy), tol=4) and not near(res.point, (tx, ty), tol=4)
+
+
+def test_a_fields_label_is_the_phrase_of_its_own_not_the_word_inside_a_heading() -> None:
+    """A web form's heading 'Patient intake' above the 'Patient' field (issue 23 corpus, dirty start: the field's
+    template missed on a prefilled value): the label matched as a phrase of its own decides; the same word inside a
+    longer line does not make it ambiguous. Two labels of their own would still be ambiguous."""
+    heading = [Word("Patient", 92, (300, 100, 70, 16)), Word("intake", 92, (376, 100, 56, 16))]
+    label = Word("Patient", 93, (300, 185, 60, 14))
+    t = Target(text="Patient", region=label.box, text_offset=(150, 0))
+    res = Ladder({}, SIZE, ocr=ScriptedOcr([*heading, label])).resolve(draw([]), t)
+    assert res.ok and res.rung == "ocr" and res.point == (round(label.centre[0]) + 150, round(label.centre[1]))
+    twin = Word("Patient", 93, (300, 215, 60, 14))  # near enough that place cannot decide either
+    res = Ladder({}, SIZE, ocr=ScriptedOcr([*heading, label, twin])).resolve(draw([]), t)
+    assert res.point is None and res.category == "ambiguous"

@@ -91,3 +91,15 @@ def test_text_absent_judges_the_same_alone_and_read_together_with_another_fact(c
     checks.ocr.clear_cache()
     together = checks.postconditions([present, absent], [present.text, absent.text], img, None)
     assert not alone.ok and [c.ok for c in together] == [True, False]
+
+
+def test_the_identity_gate_scales_with_the_match(checks: ScreenChecks) -> None:
+    """An app drawn 25 % bigger (Tk at scale 1.25, issue 23 corpus) spaces the value it shows from the Save button 25 %
+    further: the gate's box, recorded at scale 1, is placed at the scale the target matched at, not the screen's
+    ratio (1 here), or its left edge cuts the value."""
+    point = (600, 300)
+    near = (-348, -94, 432, 74)  # recorded: "Katherine" about 300 px left of and 80 px above Save
+    img = frame([("Katherine Johnson", point[0] - 420, point[1] - 100)])
+    assert not checks.identity(img, point, near, "Katherine Johnson").ok
+    got = checks.identity(img, point, near, "Katherine Johnson", (1.25, 1.25))
+    assert got.ok, got.detail

@@ -238,6 +238,14 @@ def test_a_post_from_a_foreign_origin_is_refused(desk, route, origin):
     assert csrf_case(desk, route, lambda own: own, origin=BASE).resp.status_code == 303  # the console's own pages
 
 
+def test_the_pages_let_a_browser_name_their_own_origin(gallery):
+    """Under `Referrer-Policy: no-referrer` a browser sends `Origin: null` on the page's own form posts, which the
+    Origin check refuses (any page can send null): the console's forms would stop working in a real browser
+    (tests/e2e/test_console_browser.py logs in and decides in Chromium)."""
+    for r in (gallery.desk.client().get("/login"), gallery.alice.get("/"), gallery.alice.get(f"/runs/{gallery.approval}")):
+        assert r.headers["referrer-policy"] == "same-origin"
+
+
 # sessions --------------------------------------------------------------------------------------------------------
 
 def test_a_session_cookie_fixed_before_login_is_replaced_and_worthless(desk):

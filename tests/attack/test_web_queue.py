@@ -181,6 +181,13 @@ def test_a_post_from_a_foreign_origin_is_refused(q, route, origin):
     assert r.status_code in (201, 303), r.text
 
 
+def test_the_pages_let_a_browser_name_their_own_origin(q):
+    """As the console's: under `no-referrer` the phone page's login, decisions and subscription would carry
+    `Origin: null` and be refused (tests/e2e/test_phone_lane.py logs in and decides in Chromium)."""
+    for r in (q.client().get("/login"), q.login().get("/")):
+        assert r.headers["referrer-policy"] == "same-origin"
+
+
 # sessions --------------------------------------------------------------------------------------------------------
 
 def test_a_session_cookie_fixed_before_login_is_replaced_and_worthless(q):

@@ -47,6 +47,7 @@ HEADER_REACH = 400  # px above a cell searched for its column's header
 HEADER_SLACK = 8  # px a header's centre may lie beside its column (a header wider than a narrow column)
 FOCUS_CHANGED_FLOOR = 0.01  # a smaller least share is left to the replay's default (any visible change)
 FOCUS_CHANGED_SHARE = 0.5  # of the share of a key step's area that changed in the recording: the least a replay must change
+CUT_EDGE = 1  # px: a word read this near a crop's left or right side is cut by it
 HEADER = "# Compiled by `flow record` from a demonstration; review it (ids, params, facts, effects), then edit freely.\n"
 
 
@@ -136,6 +137,8 @@ class _Compiler:
                                  "the replay halts as ambiguous there until the bundle says which (landmarks)")
         x, y, w, h = crop
         read = [wd for wd in self.ocr.read_closely(frame, crop) if not shows_typed(wd.text, self.typed)]
+        # a word the crop's side cuts is a neighbour's ("it]" of Quit beside xedit's Save): not the target's text
+        read = [wd for wd in read if x + CUT_EDGE < wd.box[0] and wd.box[0] + wd.box[2] < x + w - CUT_EDGE] or read
         # a word needs two letters or digits in a row to be looked for by OCR or to name the step ("|" is an icon's edge)
         text = " ".join(wd.text for wd in read if re.search(r"[^\W_]{2}", wd.text)) or None
         path = f"templates/{len(self.crops) + 1:02d}.png"

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+import cv2
 import numpy as np
 
 from openadapt_flow.bundle.models import Postcondition, Step
@@ -32,6 +33,7 @@ TEMPLATE_PAD = 80  # px around a template_present region: the template may drift
 TEXT_PRESENT_PAD = 12
 TEXT_ABSENT_PAD = 40
 READBACK_PAD = 6  # px around what typing changed: the glyphs' faint edges and Tesseract's margin
+PAINTED_MARGIN = 10  # px of background around a crop read again with its caret painted out
 FACE_INSET = 2  # px a field's face is read inside its edge: a cell border reads as a glyph
 CUT_COLUMNS = 2  # px at a face's left (inside its border) where a field showing its value whole has no ink
 CUT_INK = 80  # grey levels from the face's background that count as ink
@@ -320,12 +322,17 @@ class ScreenChecks:
             if masked is None:
                 continue
             image, column = masked
+            # read with a margin of the crop's own background: Tesseract misreads a line pressed against the edge of
+            # a tight crop (a line above cut in half over it: "Pat: 'ient")
+            image = cv2.copyMakeBorder(image, PAINTED_MARGIN, PAINTED_MARGIN, PAINTED_MARGIN, PAINTED_MARGIN,
+                                       cv2.BORDER_CONSTANT, value=int(np.median(image)))
             best = find_typed(self.ocr.read(image), typed, append)
             if best is not None:
                 break
         else:
             return None
         bx, by, bw, bh = best.box
+        bx, by = bx - PAINTED_MARGIN, by - PAINTED_MARGIN
         return Check("readback", typed, True, f"read {best.text!r} with the text cursor at x={x + column} painted out",
                      {"at": [x + bx, y + by, bw, bh], "conf": round(best.conf, 1)})
 

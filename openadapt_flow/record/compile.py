@@ -47,7 +47,7 @@ HEADER_REACH = 400  # px above a cell searched for its column's header
 HEADER_SLACK = 8  # px a header's centre may lie beside its column (a header wider than a narrow column)
 FOCUS_CHANGED_FLOOR = 0.01  # a smaller least share is left to the replay's default (any visible change)
 FOCUS_CHANGED_SHARE = 0.5  # of the share of a key step's area that changed in the recording: the least a replay must change
-CUT_EDGE = 1  # px: a word read this near a crop's left or right side is cut by it
+CUT_INK = 60  # grey levels from the crop's background: ink on a crop's side column cuts a glyph
 HEADER = "# Compiled by `flow record` from a demonstration; review it (ids, params, facts, effects), then edit freely.\n"
 
 
@@ -61,6 +61,19 @@ class _Field:
 def _literal(text: str) -> str:
     """Typed text as a bundle's `type` text: braces doubled, so nothing in it reads as a `{param}`."""
     return text.replace("{", "{{").replace("}", "}}")
+
+
+def _cut_by_side(frame: np.ndarray, crop: Box, word: Box) -> bool:
+    """Does the crop's left or right side cut the word's glyphs (ink on the side column, in the word's rows, where
+    the word reaches it)? Tesseract's box of a word at a tight crop's side is no evidence by itself."""
+    x, y, w, h = crop
+    gray = frame[y:y + h, x:x + w].astype(np.int16).mean(axis=2) if frame.ndim == 3 else frame[y:y + h, x:x + w]
+    background = float(np.median(gray))
+    rows = slice(max(0, word[1] - y), max(0, word[1] - y) + word[3])
+    for col, reaches in ((0, word[0] <= x + 1), (w - 1, word[0] + word[2] >= x + w - 1)):
+        if reaches and (np.abs(gray[rows, col] - background) > CUT_INK).any():
+            return True
+    return False
 
 
 @dataclass
@@ -138,7 +151,7 @@ class _Compiler:
         x, y, w, h = crop
         read = [wd for wd in self.ocr.read_closely(frame, crop) if not shows_typed(wd.text, self.typed)]
         # a word the crop's side cuts is a neighbour's ("it]" of Quit beside xedit's Save): not the target's text
-        read = [wd for wd in read if x + CUT_EDGE < wd.box[0] and wd.box[0] + wd.box[2] < x + w - CUT_EDGE] or read
+        read = [wd for wd in read if not _cut_by_side(frame, crop, wd.box)] or read
         # a word needs two letters or digits in a row to be looked for by OCR or to name the step ("|" is an icon's edge)
         text = " ".join(wd.text for wd in read if re.search(r"[^\W_]{2}", wd.text)) or None
         path = f"templates/{len(self.crops) + 1:02d}.png"

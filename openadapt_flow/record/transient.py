@@ -30,9 +30,11 @@ CONTENT_CHANGED_MAX = 0.2  # of a crop's content marks (label, icon, text): more
 POINTER_PAD = 8  # px: a screen whose pointer rests this near the crop is not compared (its hovered look)
 INPAINT_RADIUS = 3
 BAR_MAX, BAR_MIN_LEN = 3, 8  # px: a caret or an underline: a solid stroke this thin and at least this long
-OUTLINE_MIN, OUTLINE_MIN_LEN = 8, 24  # px: an outline's bounding box at least this big both ways, this long one way
-OUTLINE_BAND = 3  # px from its bounding box's edge ...
-OUTLINE_SHARE = 0.9  # ... where this share of an outline's pixels lie (a word's do not)
+OUTLINE_MIN_LEN = 24  # px: a ring or a line at least this long one way (a glyph is shorter)
+# a mark at most this many pixels per unit of its bounding box's half-perimeter is a thin stroke (a ring t px thick
+# has 2t); the edge of a filled area (a selected or inverted widget) reads as a band ~10 px thick and is not one
+STROKE_MAX = 6.5
+STATE_MAX_SHARE = 0.25  # a "state" painting more of the crop than this is something bigger changing: nothing painted
 INK_BELOW = 160  # local_contrast darker than this is a mark (as vision.caret reads ink)
 
 
@@ -80,9 +82,9 @@ class RestLook:
                 comparable = 0 < float(diff.mean()) <= SAME_MAX_SHARE
             if comparable:
                 changed |= diff
-        touched = np.zeros(len(shaped), bool)
-        touched[np.unique(labels[changed & ink])] = True
-        return (shaped & touched)[labels] & ink
+        # the state marks' pixels that changed (a caret's part under a glyph typed later stays: it did not change)
+        marks = shaped[labels] & ink & cv2.dilate(changed.astype(np.uint8), np.ones((3, 3), np.uint8)).astype(bool)
+        return marks if marks.mean() <= STATE_MAX_SHARE else np.zeros_like(marks)
 
     def crop(self, box: Box) -> np.ndarray:
         """The frame's crop at `box` with its state pixels painted from their surroundings."""
@@ -97,9 +99,9 @@ class RestLook:
 
 
 def state_shaped(ink: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The crop's marks (connected `ink`) and, per mark, whether it is drawn as a state is drawn: an outline (a
-    focus ring, a selection's or the current cell's frame: a long mark whose pixels all lie near its own bounding
-    box's edge) or a bar (a caret, a focus underline: one solid stroke at most BAR_MAX px thick). A glyph's stem is
+    """The crop's marks (connected `ink`) and, per mark, whether it is drawn as a state is drawn: a long thin stroke
+    (a focus ring, a selection's or the current cell's frame, an underline) or a bar (a caret: one solid stroke at
+    most BAR_MAX px thick). A glyph's stem is
     a bar too; it is painted out only where it changed in a comparable screen, which a label's glyphs do not."""
     n, labels, stats, _ = cv2.connectedComponentsWithStats(ink.astype(np.uint8), connectivity=8)
     shaped = np.zeros(n, bool)
@@ -107,10 +109,8 @@ def state_shaped(ink: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         bx, by, bw, bh, area = (int(v) for v in stats[i])
         if min(bw, bh) <= BAR_MAX and max(bw, bh) >= BAR_MIN_LEN and area == bw * bh:
             shaped[i] = True
-        elif min(bw, bh) >= OUTLINE_MIN and max(bw, bh) >= OUTLINE_MIN_LEN:
-            ys, xs = np.nonzero(labels[by : by + bh, bx : bx + bw] == i)
-            edge = np.minimum(np.minimum(xs, bw - 1 - xs), np.minimum(ys, bh - 1 - ys))
-            shaped[i] = float((edge < OUTLINE_BAND).mean()) >= OUTLINE_SHARE
+        elif max(bw, bh) >= OUTLINE_MIN_LEN and area <= STROKE_MAX * (bw + bh):
+            shaped[i] = True  # a long thin stroke: a ring (whole, or a bracket where the crop's side cuts it)
     return labels, shaped
 
 

@@ -112,13 +112,13 @@ class OcrRung:
         if len(cands) == 1 and not need_landmark:
             ev.verdict, ev.point, ev.detail = "hit", best.point, f"read {best.match.text!r}"
             return ev
-        # a field's label is a phrase of its own beside the field: the same word inside a longer line (a heading
-        # "Patient intake" over the "Patient" field) is not it
+        # a target's text (a field's label, a button's word) is a phrase of its own: the same word inside a longer
+        # line (a heading "Patient intake" over the "Patient" field) is not it
         wholes = [c for c in cands if c.match.whole]
-        if target.text_offset is not None and len(cands) > 1 and len(wholes) == 1:
+        if not need_landmark and len(cands) > 1 and len(wholes) == 1:
             ev = _evidence(wholes[0], cands)
             ev.verdict, ev.point = "hit", wholes[0].point
-            ev.detail = f"{len(cands)} matches for {text!r}; one is a phrase of its own (the field's label)"
+            ev.detail = f"{len(cands)} matches for {text!r}; one is a phrase of its own, the others part of a longer line"
             return ev
         why = (
             f"{len(cands)} matches for {text!r}"

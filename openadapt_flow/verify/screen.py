@@ -327,6 +327,9 @@ class ScreenChecks:
             image = cv2.copyMakeBorder(image, PAINTED_MARGIN, PAINTED_MARGIN, PAINTED_MARGIN, PAINTED_MARGIN,
                                        cv2.BORDER_CONSTANT, value=int(np.median(image)))
             best = find_typed(self.ocr.read(image), typed, append)
+            # and enlarged, once the caret is gone (a small, unsmoothed font loses a glyph at 1x: Swing's "K" at a
+            # field's edge); never before: enlarged, a 'j' and a caret read ';', which the rule would strip
+            best = best or find_typed(self.ocr.read_enlarged(image), typed, append)
             if best is not None:
                 break
         else:

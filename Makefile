@@ -82,9 +82,10 @@ unit: bytecode
 e2e: bytecode
 	$(VPY) -m pytest -q tests/e2e
 
-# the real-app suite alone: sqlitebrowser, galculator, mousepad recorded and replayed under drift (~6 min)
+# the whole real-app corpus (tests/realapps: 10 apps, 8 toolkits), every app recorded once and replayed with other
+# values, moved, dark, at scale 1.25 and from a dirty start; prints the figure per app and in total (~3 min, 3 workers)
 realapps: bytecode
-	$(VPY) -m pytest -q tests/realapps
+	$(VPY) -m pytest -q -n 3 --dist loadfile tests/realapps
 
 # CI smoke: the recorded fixtures (fixtures/) served over real RFB on loopback, replayed by `flow replay --url vnc://…`
 smoke: bytecode

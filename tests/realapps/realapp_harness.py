@@ -24,6 +24,7 @@ from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.backends.vnc import VncBackend
 from openadapt_flow.demo.thirdparty import Drift, RunningApp, start_app
 from openadapt_flow.runtime.act.settle import settle
+from tests.realapps.open_halts import open_halt
 from tests.support.cli import flow_env, run_flow
 
 TRAVEL_MOVES = 5  # pointer events per leg of a journey
@@ -196,6 +197,9 @@ def judge(app: str, drift: str, code: int, report: dict[str, Any], right: bool, 
     """Classify a replay and register it. right: the system of record shows the intended result; untouched: it
     shows no write at all (a halt before the consequential step). A safe halt is a durable run's pause or block
     (exit 3 or 4) with no wrong write and no wrong click; exit 0 with a wrong result is a false success."""
+    known = open_halt(app, drift) if expectation == "complete" else None
+    if known is not None:  # a case that still halts today, with its reason (tests/realapps/open_halts.py)
+        expectation, reason = "complete_or_halt", f"open: {known}"
     if wrong_click or (code == 0 and not right) or not (right or untouched):
         outcome = "WRONG"
     elif code == 0:

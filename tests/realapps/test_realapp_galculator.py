@@ -160,6 +160,7 @@ def test_galculator_recording_checks_the_result_it_computed(recorded):
     assert "408" in facts, f"the '=' step checks no result: {last}"
 
 
+@pytest.mark.corpus_full
 def test_galculator_replays_unedited_with_another_typed_operand(recorded_typed, tmp_path):
     run_case(recorded_typed, tmp_path, "other values (typed operand)", Drift(), "56", "complete_or_halt",
              "56 x 34 = 1904 is not the recorded 408: unless the compiler relates the result to the param, its "
@@ -168,16 +169,18 @@ def test_galculator_replays_unedited_with_another_typed_operand(recorded_typed, 
 
 @pytest.mark.parametrize("drift_name,drift,expectation,reason", [
     ("as recorded", Drift(), "complete", ""),
-    ("window moved", Drift(position=(260, 170)), "complete", ""),
-    ("screen 1920x1080, natural size", Drift(screen=(1920, 1080)), "complete", ""),
-    ("dark theme", Drift(dark=True), "complete", ""),
-    ("scale 1.25", Drift(scale=1.25), "complete_or_halt", "every button and glyph is 25% bigger; the recorded "
-     "templates may not be tried at that scale, and a halt is the safe answer"),
+    pytest.param("window moved", Drift(position=(260, 170)), "complete", "", marks=pytest.mark.corpus_full),
+    pytest.param("screen 1920x1080, natural size", Drift(screen=(1920, 1080)), "complete", "", marks=pytest.mark.corpus_full),
+    pytest.param("dark theme", Drift(dark=True), "complete", "", marks=pytest.mark.corpus_full),
+    pytest.param("scale 1.25", Drift(scale=1.25), "complete_or_halt", "every button and glyph is 25% bigger; the "
+                 "recorded templates may not be tried at that scale, and a halt is the safe answer",
+                 marks=pytest.mark.corpus_full),
 ])
 def test_galculator_replay_under_drift(recorded, tmp_path, drift_name, drift, expectation, reason):
     run_case(recorded, tmp_path, drift_name, drift, "12", expectation, reason)
 
 
+@pytest.mark.corpus_full
 def test_galculator_dirty_start_is_never_a_false_success(recorded, tmp_path):
     """Started on "5 +", the recorded keys make 5 + 12 x 34 = 413: the run must halt, or show 408 (finding 1)."""
     run_case(recorded, tmp_path, "dirty start (5 +)", Drift(), "12", "complete_or_halt",

@@ -81,6 +81,7 @@ def test_mousepad_replays_unedited_with_another_line(recorded, tmp_path):
     run_case(recorded, tmp_path, "other values", Drift(), "complete")
 
 
+@pytest.mark.corpus_full
 @pytest.mark.parametrize("drift_name,drift,expectation,reason", [
     ("window moved", Drift(position=(150, 120)), "complete", ""),
     ("screen 1920x1080, natural size", Drift(screen=(1920, 1080)), "complete", ""),
@@ -92,6 +93,7 @@ def test_mousepad_replay_under_drift(recorded, tmp_path, drift_name, drift, expe
     run_case(recorded, tmp_path, drift_name, drift, expectation, reason)
 
 
+@pytest.mark.corpus_full
 def test_mousepad_dirty_start_keeps_the_text_already_there(recorded, tmp_path):
     run_case(recorded, tmp_path, "dirty start (text already in the doc)", Drift(), "complete_or_halt",
              "the document has a line the demonstration did not see; a halt is safe, losing 'Eggs' is not",

@@ -124,6 +124,7 @@ COLUMN_RACE = ("the table's column widths vary between launches; when the name c
                "recorded the clinic cell is ambiguous with a NULL cell, and halting there is the safe answer")
 
 
+@pytest.mark.corpus_full
 @pytest.mark.parametrize("drift_name,drift,expectation,reason", [
     ("window moved", Drift(position=(20, 50)), "complete_or_halt", COLUMN_RACE),
     ("screen 1920x1080, natural size", Drift(screen=(1920, 1080)), "complete_or_halt", COLUMN_RACE),
@@ -135,6 +136,7 @@ def test_sqlitebrowser_replay_under_drift(recorded, tmp_path, drift_name, drift,
     run_case(recorded, tmp_path, drift_name, drift, expectation, reason)
 
 
+@pytest.mark.corpus_full
 def test_sqlitebrowser_dirty_start_never_writes_into_another_row(recorded, tmp_path):
     run_case(recorded, tmp_path, "dirty start (extra row, row selected)", Drift(), "complete_or_halt",
              "the new record's row is one lower than recorded; a halt is safe, typing into an existing row is not",

@@ -127,6 +127,8 @@ CARET_INK = 60  # grey levels from the crop's background: ink of a caret drawn s
 BLOCK_MIN_WIDTH = 4  # px: a filled rectangle this wide at the end of the text is a block caret (no glyph is one)
 BLOCK_MIN_SHARE = 0.8  # of the text's height a block caret spans at least
 SERIF_ROWS = 2  # px from an I-beam's stem ends where its serifs lie
+CARET_GAP = 0.6  # line heights at most between the last glyph and a caret after it (a space is ~0.3)
+LINE_GAP = 2  # line heights right of a caret kept clear of ink: the text goes on closer (a field's border may be further)
 LINE_TOP_COLUMNS = 4  # the text's top is where at least this many of its columns reach
 
 
@@ -147,10 +149,10 @@ def without_caret_in_lines(crop: np.ndarray) -> tuple[np.ndarray, int] | None:
         t, b = span[:2]
         tried.add((t, b))
         end = min(w, c + 2 * SERIF_ROWS + 2)  # an I-beam's serifs reach this far right of its stem
-        if ink[t : b + 1, end:].any():
-            continue  # more ink on these rows further right: not the end of a line
+        if ink[t : b + 1, end : end + LINE_GAP * (b - t + 1)].any():
+            continue  # text goes on right after it on these rows: not the end of a line (a field's border is further)
         y0, y1 = max(0, t - 1), min(h, b + 2)
-        found = without_drawn_caret(crop[y0:y1, :end])
+        found = without_drawn_caret(crop[y0:y1, :end], strip_borders=False)
         if found is not None:
             out = gray.copy()
             out[y0:y1, :end] = found[0]
@@ -158,7 +160,7 @@ def without_caret_in_lines(crop: np.ndarray) -> tuple[np.ndarray, int] | None:
     return None
 
 
-def without_drawn_caret(crop: np.ndarray) -> tuple[np.ndarray, int] | None:
+def without_drawn_caret(crop: np.ndarray, strip_borders: bool = True) -> tuple[np.ndarray, int] | None:
     """The crop (as gray) with a caret drawn in a shape other than a thin bar painted out: a block (a filled cell
     after the last glyph: Xaw's, a terminal's) or an I-beam (a stem with serifs, which may touch the last glyph:
     Motif's); and the caret's first column. Read on the plain grey image (`local_contrast` hollows a block out).
@@ -168,8 +170,9 @@ def without_drawn_caret(crop: np.ndarray) -> tuple[np.ndarray, int] | None:
     background = int(np.median(gray))
     ink = np.abs(gray.astype(np.int16) - background) > CARET_INK
     h, w = ink.shape
-    ink[ink.sum(axis=1) >= BORDER_SPAN * w, :] = False
-    ink[:, ink.sum(axis=0) >= BORDER_SPAN * h] = False
+    if strip_borders:  # a field's outline; not in a line's own rows, where a caret spans them all
+        ink[ink.sum(axis=1) >= BORDER_SPAN * w, :] = False
+        ink[:, ink.sum(axis=0) >= BORDER_SPAN * h] = False
     cols = np.flatnonzero(ink.any(axis=0))
     if cols.size < 2:
         return None
@@ -189,6 +192,9 @@ def without_drawn_caret(crop: np.ndarray) -> tuple[np.ndarray, int] | None:
     if glyphs.size == 0:
         return None
     top, baseline = _line(ink, glyphs)
+    caret_left = min(block) if block else right - 2 * SERIF_ROWS - 2
+    if caret_left - int(glyphs.max()) > CARET_GAP * (baseline - top + 1):
+        return None  # a caret stands right after the text it ends; a tall line further off is a border
     if len(block) >= BLOCK_MIN_WIDTH and end_span is not None:
         t, b = end_span[:2]
         if b - t + 1 >= BLOCK_MIN_SHARE * (baseline - top + 1):

@@ -1,6 +1,7 @@
 """Carets drawn other than as a thin bar, caught by the replay's readback on real toolkits (issue 23 corpus): Motif's
 I-beam touching the last glyph (NEdit: 'Diaz' read 'Diad,'), Xaw's block after it (xedit: 'Diaa]'), Tk's 2 px bar
-flush against it (a 'c' read 'q'). Each crop is a replay's frame of the real app; painted out, the line reads exactly.
+flush against it (a 'c' read 'q'), Chromium's 1 px bar at scale 1.25 inside the field's focus ring (whose far side is
+a taller line and no caret). Each crop is a replay's frame of the real app; painted out, the line reads exactly.
 Painting removes only a caret's own pixels: a line without a caret, or ending in a glyph, is left alone."""
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ def crop(name: str) -> np.ndarray:
     ("motif-nedit-ibeam.png", "Patient: Rosa Diaz"),
     ("xaw-xedit-block.png", "Patient: Rosa Diaz"),
     ("tk-bar-2px.png", "Riverside Clinic"),
+    ("chromium-bar-in-ring.png", "Riverside Clinic"),  # 1 px, taller than the line, inside a focus ring at 1.25
 ])
 def test_a_caret_drawn_at_the_end_of_the_line_is_painted_out(ocr: OcrEngine, name: str, typed: str) -> None:
     image = crop(name)
@@ -43,7 +45,8 @@ def test_a_caret_drawn_at_the_end_of_the_line_is_painted_out(ocr: OcrEngine, nam
     assert int((painted != np.asarray(Image.fromarray(image).convert("L"))).sum()) < 120  # a caret's pixels, no more
 
 
-@pytest.mark.parametrize("name", ["motif-nedit-ibeam.png", "xaw-xedit-block.png", "tk-bar-2px.png"])
+@pytest.mark.parametrize("name", ["motif-nedit-ibeam.png", "xaw-xedit-block.png", "tk-bar-2px.png",
+                                  "chromium-bar-in-ring.png"])
 def test_a_line_whose_caret_is_gone_is_left_alone(name: str) -> None:
     """The same line with the caret already painted out has none left: a glyph ('z', 'c') is never taken for one."""
     found = without_caret_in_lines(crop(name))

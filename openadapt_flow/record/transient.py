@@ -34,6 +34,9 @@ OUTLINE_MIN_LEN = 24  # px: a ring or a line at least this long one way (a glyph
 # a mark at most this many pixels per unit of its bounding box's half-perimeter is a thin stroke (a ring t px thick
 # has 2t); the edge of a filled area (a selected or inverted widget) reads as a band ~10 px thick and is not one
 STROKE_MAX = 6.5
+USUAL_AGREE = 0.95  # of the passing look's pixels a later screen shows as the earlier one did
+USUAL_MIN_PX = 20  # ... judged on at least this many pixels
+HOVER_REACH = 24  # px around a later screen's pointer where its own widget's hovered look is not judged
 STATE_MAX_SHARE = 0.25  # a "state" painting more of the crop than this is something bigger changing: nothing painted
 INK_BELOW = 160  # local_contrast darker than this is a mark (as vision.caret reads ink)
 
@@ -54,11 +57,14 @@ class RestLook:
     others: Sequence[Screen]
     changed: dict[Box, int] = field(default_factory=dict)  # box -> transient pixels painted over (for the notes)
 
-    def mask(self, box: Box) -> np.ndarray:
-        """The crop's pixels that showed a state: its marks drawn as states are drawn (`state_shaped`) that a
-        comparable screen showed otherwise. A screen is comparable when the crop's other marks (its label, its
-        icon, its text) are still there in it: the widget is in place (not a page navigated on, a dialog closed);
-        a crop with no other mark, when at most SAME_MAX_SHARE of it changed."""
+    def _comparable(self, box: Box, hovered: bool = False
+                    ) -> tuple[np.ndarray, np.ndarray, list[tuple[int, np.ndarray, np.ndarray, tuple[int, int] | None]]]:
+        """The crop's ink, which of it is state-shaped, and the comparable screens: (-1 before the frame or +1 after
+        it, the screen's crop, where it differs from the frame's, where the pointer rests in the crop if it does).
+        A screen is comparable when the crop's other marks
+        (its label, its icon, its text) are still there in it: the widget is in place (not a page navigated on, a
+        dialog closed); a crop with no other mark, when at most SAME_MAX_SHARE of it changed. Screens where the
+        pointer rests near the crop are not (their hovered look), unless `hovered`."""
         h, w = self.frame.shape[:2]
         clipped = clip_box(box, w, h)
         assert clipped is not None
@@ -67,35 +73,87 @@ class RestLook:
         ink = local_contrast(to_gray(np.ascontiguousarray(self.frame[y : y + bh, x : x + bw]))) < INK_BELOW
         labels, shaped = state_shaped(ink)
         kept = ink & ~shaped[labels]  # the crop's own content: what must still be there for a screen to compare
-        changed = np.zeros((bh, bw), bool)
         near = (x - POINTER_PAD, y - POINTER_PAD, bw + 2 * POINTER_PAD, bh + 2 * POINTER_PAD)
+        side, out = -1, []
         for s in self.others:
-            if s.pixels is self.frame or s.pixels.shape != self.frame.shape:
+            if s.pixels is self.frame:
+                side = 1
                 continue
+            if s.pixels.shape != self.frame.shape:
+                continue
+            pointer = None
             if s.pointer is not None and intersect(near, (s.pointer[0], s.pointer[1], 1, 1)) is not None:
-                continue
-            diff = (np.abs(s.pixels[y : y + bh, x : x + bw].astype(np.int16) - mine) > STATE_TOL)
+                if not hovered:
+                    continue
+                pointer = (s.pointer[0] - x, s.pointer[1] - y)
+            theirs = s.pixels[y : y + bh, x : x + bw].astype(np.int16)
+            diff = np.abs(theirs - mine) > STATE_TOL
             diff = diff.any(axis=2) if diff.ndim == 3 else diff
             if kept.any():
                 comparable = int((diff & kept).sum()) <= CONTENT_CHANGED_MAX * int(kept.sum())
             else:
                 comparable = 0 < float(diff.mean()) <= SAME_MAX_SHARE
             if comparable:
+                out.append((side, theirs, diff, pointer))
+        return ink, shaped[labels], out
+
+    def mask(self, box: Box) -> np.ndarray:
+        """The crop's pixels that showed a state: its marks drawn as states are drawn (`state_shaped`) whose pixels
+        a comparable later screen showed otherwise (at most STATE_MAX_SHARE of the crop, else none)."""
+        ink, shaped, screens = self._comparable(box)
+        changed = np.zeros(ink.shape, bool)
+        for side, _, diff, _ in screens:
+            if side > 0:  # gone later (a focus that moved on); a look that came before and stays is the screen's now
                 changed |= diff
         # the state marks' pixels that changed (a caret's part under a glyph typed later stays: it did not change)
-        marks = shaped[labels] & ink & cv2.dilate(changed.astype(np.uint8), np.ones((3, 3), np.uint8)).astype(bool)
+        marks = shaped & ink & cv2.dilate(changed.astype(np.uint8), np.ones((3, 3), np.uint8)).astype(bool)
         return marks if marks.mean() <= STATE_MAX_SHARE else np.zeros_like(marks)
 
+    def usual(self, box: Box) -> tuple[np.ndarray, np.ndarray] | None:
+        """The crop with the pixels where the frame showed a passing look put back as the screens before and after
+        it show them (a neighbour left highlighted by the pointer's path: xedit's Quit beside Save), and where; None
+        when the frame's look is the usual one. A look seen both before and after the frame is the widget's usual
+        one; a look seen only in the frame was passing (a look the step itself caused would stay after it)."""
+        _, _, screens = self._comparable(box, hovered=True)
+        x, y, bw, bh = box
+        mine = self.frame[y : y + bh, x : x + bw].astype(np.int16)
+        later = [(theirs, pointer) for side, theirs, _, pointer in screens if side > 0]
+        rows, cols = np.mgrid[0:bh, 0:bw]
+        for side, theirs, diff, pointer in reversed([s for s in screens if s[0] < 0]):  # the nearest first
+            if pointer is not None or not diff.any() or float(diff.mean()) > SAME_MAX_SHARE:
+                continue
+            for after, at in later:
+                agree = np.abs(after - theirs) <= STATE_TOL
+                agree = agree.all(axis=2) if agree.ndim == 3 else agree
+                judged = diff.copy()
+                if at is not None:  # the pointer's own widget may look hovered there: judged away from it only
+                    judged &= np.hypot(cols - at[0], rows - at[1]) > HOVER_REACH
+                if judged.sum() >= USUAL_MIN_PX and float(agree[judged].mean()) >= USUAL_AGREE:
+                    out = mine.copy()
+                    out[diff] = theirs[diff]
+                    return out.astype(np.uint8), diff
+        return None
+
     def crop(self, box: Box) -> np.ndarray:
-        """The frame's crop at `box` with its state pixels painted from their surroundings."""
+        """The frame's crop at `box` as the widget usually looks (`usual`), with its state pixels painted from their
+        surroundings (`mask`)."""
         x, y, bw, bh = box
         crop = np.ascontiguousarray(self.frame[y : y + bh, x : x + bw])
+        usual = self.usual(box)
+        restored = 0
+        if usual is not None:
+            crop, where = np.ascontiguousarray(usual[0]), usual[1]
+            restored = int(where.sum())
         mask = self.mask(box)
-        if not mask.any():
-            return crop
-        grown = cv2.dilate(mask.astype(np.uint8), np.ones((3, 3), np.uint8))  # a state's anti-aliased edge too
-        self.changed[box] = int(grown.sum())
-        return cv2.inpaint(crop, grown, INPAINT_RADIUS, cv2.INPAINT_TELEA)
+        if usual is not None:  # what was put back, and its edge (a border beside it is no state)
+            mask &= ~cv2.dilate(usual[1].astype(np.uint8), np.ones((5, 5), np.uint8)).astype(bool)
+        if mask.any():
+            grown = cv2.dilate(mask.astype(np.uint8), np.ones((3, 3), np.uint8))  # a state's anti-aliased edge too
+            restored += int(grown.sum())
+            crop = cv2.inpaint(crop, grown, INPAINT_RADIUS, cv2.INPAINT_TELEA)
+        if restored:
+            self.changed[box] = restored
+        return crop
 
 
 def state_shaped(ink: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -128,6 +128,7 @@ BLOCK_MIN_WIDTH = 4  # px: a filled rectangle this wide at the end of the text i
 BLOCK_MIN_SHARE = 0.8  # of the text's height a block caret spans at least
 SERIF_ROWS = 2  # px from an I-beam's stem ends where its serifs lie
 CARET_GAP = 0.6  # line heights at most between the last glyph and a caret after it (a space is ~0.3)
+CARET_CLEAR_MIN = 3  # px above and below a caret's stroke free of ink in its column (a third of its height, at least)
 LINE_GAP = 2  # line heights right of a caret kept clear of ink: the text goes on closer (a field's border may be further)
 LINE_TOP_COLUMNS = 4  # the text's top is where at least this many of its columns reach
 
@@ -141,22 +142,24 @@ def without_caret_in_lines(crop: np.ndarray) -> tuple[np.ndarray, int] | None:
     h, w = ink.shape
     ink[ink.sum(axis=1) >= BORDER_SPAN * w, :] = False
     ink[:, ink.sum(axis=0) >= BORDER_SPAN * h] = False
-    tried: set[tuple[int, int]] = set()
     for c in range(w - 1, -1, -1):
-        span = _span(ink[:, c])
-        if span is None or not span[2] or span[1] - span[0] + 1 < NEW_CARET_MIN_HEIGHT or span[:2] in tried:
-            continue
-        t, b = span[:2]
-        tried.add((t, b))
-        end = min(w, c + 2 * SERIF_ROWS + 2)  # an I-beam's serifs reach this far right of its stem
-        if ink[t : b + 1, end : end + LINE_GAP * (b - t + 1)].any():
-            continue  # text goes on right after it on these rows: not the end of a line (a field's border is further)
-        y0, y1 = max(0, t - 1), min(h, b + 2)
-        found = without_drawn_caret(crop[y0:y1, :end], strip_borders=False)
-        if found is not None:
-            out = gray.copy()
-            out[y0:y1, :end] = found[0]
-            return out, found[1]
+        rows = np.flatnonzero(ink[:, c])
+        for run in np.split(rows, np.flatnonzero(np.diff(rows) > 1) + 1) if rows.size else []:
+            t, b = int(run[0]), int(run[-1])  # one unbroken stroke of the column (a line above has its own)
+            if b - t + 1 < NEW_CARET_MIN_HEIGHT:
+                continue
+            clear = max(CARET_CLEAR_MIN, (b - t + 1) // 3)  # a caret stands alone: a j's stem has its dot above
+            if ink[max(0, t - clear) : t, c].any() or ink[b + 1 : b + 1 + clear, c].any():
+                continue
+            end = min(w, c + 2 * SERIF_ROWS + 2)  # an I-beam's serifs reach this far right of its stem
+            if ink[t : b + 1, end : end + LINE_GAP * (b - t + 1)].any():
+                continue  # the text goes on right after it on these rows: not a line's end (a border is further)
+            y0, y1 = max(0, t - 1), min(h, b + 2)
+            found = without_drawn_caret(crop[y0:y1, :end], strip_borders=False)
+            if found is not None:
+                out = gray.copy()
+                out[y0:y1, :end] = found[0]
+                return out, found[1]
     return None
 
 

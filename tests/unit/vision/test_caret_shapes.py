@@ -34,6 +34,7 @@ def crop(name: str) -> np.ndarray:
     ("xaw-xedit-block.png", "Patient: Rosa Diaz"),
     ("tk-bar-2px.png", "Riverside Clinic"),
     ("chromium-bar-in-ring.png", "Riverside Clinic"),  # 1 px, taller than the line, inside a focus ring at 1.25
+    ("tk-bar-below-another-line.png", "Riverside Clinic"),  # the field above in the same columns as the caret
 ])
 def test_a_caret_drawn_at_the_end_of_the_line_is_painted_out(ocr: OcrEngine, name: str, typed: str) -> None:
     image = crop(name)
@@ -46,7 +47,7 @@ def test_a_caret_drawn_at_the_end_of_the_line_is_painted_out(ocr: OcrEngine, nam
 
 
 @pytest.mark.parametrize("name", ["motif-nedit-ibeam.png", "xaw-xedit-block.png", "tk-bar-2px.png",
-                                  "chromium-bar-in-ring.png"])
+                                  "chromium-bar-in-ring.png", "tk-bar-below-another-line.png"])
 def test_a_line_whose_caret_is_gone_is_left_alone(name: str) -> None:
     """The same line with the caret already painted out has none left: a glyph ('z', 'c') is never taken for one."""
     found = without_caret_in_lines(crop(name))

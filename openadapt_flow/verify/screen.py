@@ -33,6 +33,7 @@ TEMPLATE_PAD = 80  # px around a template_present region: the template may drift
 TEXT_PRESENT_PAD = 12
 TEXT_ABSENT_PAD = 40
 READBACK_PAD = 6  # px around what typing changed: the glyphs' faint edges and Tesseract's margin
+IDENTITY_SCALES = (0.8, 1.0, 1.25)  # an identity box with no scale known covers these (the template rung's range)
 PAINTED_MARGIN = 10  # px of background around a crop read again with its caret painted out
 FACE_INSET = 2  # px a field's face is read inside its edge: a cell border reads as a glyph
 CUT_COLUMNS = 2  # px at a face's left (inside its border) where a field showing its value whole has no ink
@@ -340,13 +341,17 @@ class ScreenChecks:
                      {"at": [x + bx, y + by, bw, bh], "conf": round(best.conf, 1)})
 
     def identity(self, frame: np.ndarray, point: Point, near: tuple[int, int, int, int], text: str,
-                 scale: tuple[float, float] | None = None) -> Check:
+                 scale: float | None = None) -> Check:
         """The identity gate: `text` must be read inside `near` = [dx, dy, w, h] placed at the click point, scaled by
-        `scale` (the scale the target matched at: an app drawn 25 % bigger spaces its fields 25 % wider), else by the
-        screen's size ratio."""
-        sx, sy = scale or (self.sx, self.sy)
+        `scale` (the scale the target's template matched at, the screen's ratio included: an app drawn 25 % bigger
+        spaces its fields 25 % wider); with no scale known (a target found by its text), the box covers where `near` falls at every scale a
+        template is searched at (IDENTITY_SCALES, times the screen's size ratio)."""
         dx, dy, w, h = near
-        box = (point[0] + round(dx * sx), point[1] + round(dy * sy), round(w * sx), round(h * sy))
+        scales = [(scale, scale)] if scale else [(f * self.sx, f * self.sy) for f in IDENTITY_SCALES]
+        boxes = [(point[0] + round(dx * sx), point[1] + round(dy * sy), round(w * sx), round(h * sy)) for sx, sy in scales]
+        box = boxes[0]
+        for other in boxes[1:]:
+            box = union(box, other)
         got = self.text(frame, text, box)
         return Check("identity", text, got.ok, got.detail, {**got.evidence, "box": list(box)})
 

@@ -123,11 +123,13 @@ def _guard_rung(step: Step, res: Resolution, frame: Frame) -> None:
         )
 
 
-def _identity_gate(ctx: RunContext, step: Step, point: Point, frame: Frame, anchor: Anchor | None) -> None:
+def _identity_gate(ctx: RunContext, step: Step, point: Point, frame: Frame, scale: float | None) -> None:
+    """The step's identity text read near its target: at the scale the target's template matched at, else (found by
+    its text: no scale known) anywhere the box reaches at the scales a template is searched at."""
     if step.identity is None:
         return
     text = ctx.interp(step.identity.text)
-    check = ctx.checks.identity(frame.pixels, point, step.identity.near, text, anchor.scale if anchor else None)
+    check = ctx.checks.identity(frame.pixels, point, step.identity.near, text, scale)
     ctx.journal.append("identity_checked", step.id, check.to_json())
     if not check.ok:
         box = check.evidence.get("box")
@@ -286,7 +288,7 @@ def run_gui_step(ctx: RunContext, index: int, step: Step) -> StepRecord:
             frame = settle(ctx.backend, rt.settle_quiet_s, rt.settle_timeout_s).frame
         else:  # unchanged since the previous step's verified frame: already settled
             frame = ctx.backend.capture()
-        point = to_point = target_box = anchor = None
+        point = to_point = target_box = anchor = match_scale = None
         if step.target is not None:
             frame, res = _resolve_while_changing(ctx, step, frame, t0 + step.timeout_s)
             _guard_rung(step, res, frame)
@@ -296,14 +298,15 @@ def run_gui_step(ctx: RunContext, index: int, step: Step) -> StepRecord:
             rec.score = win.score if win else None
             target_box = win.box if win else None
             rec.point = point
-            anchor = ctx.focus = _anchor(ctx, step, point, win.scale if win else None)
+            match_scale = win.scale if win else None
+            anchor = ctx.focus = _anchor(ctx, step, point, match_scale)
         elif step.action in ("key", "hotkey"):
             anchor = ctx.focus  # keys act on the focused field: `relative_to: target` facts move with it
         before = frame.pixels
         if step.to is not None:
             to_point = _resolve(ctx, step, step.to, frame, "to").point
         if point is not None:
-            _identity_gate(ctx, step, point, frame, anchor)
+            _identity_gate(ctx, step, point, frame, match_scale)
         effect = reader = baseline = None
         if step.effect is not None:
             effect = resolve_effect(step.effect, ctx.config.effects)

@@ -96,10 +96,12 @@ def test_text_absent_judges_the_same_alone_and_read_together_with_another_fact(c
 def test_the_identity_gate_scales_with_the_match(checks: ScreenChecks) -> None:
     """An app drawn 25 % bigger (Tk at scale 1.25, issue 23 corpus) spaces the value it shows from the Save button 25 %
     further: the gate's box, recorded at scale 1, is placed at the scale the target matched at, not the screen's
-    ratio (1 here), or its left edge cuts the value."""
+    ratio (1 here), or its left edge cuts the value; a target found by OCR has no scale, and its gate covers them all."""
     point = (600, 300)
     near = (-348, -94, 432, 74)  # recorded: "Katherine" about 300 px left of and 80 px above Save
     img = frame([("Katherine Johnson", point[0] - 420, point[1] - 100)])
-    assert not checks.identity(img, point, near, "Katherine Johnson").ok
-    got = checks.identity(img, point, near, "Katherine Johnson", (1.25, 1.25))
+    assert not checks.identity(img, point, near, "Katherine Johnson", 1.0).ok  # the template matched at 1: not here
+    got = checks.identity(img, point, near, "Katherine Johnson", 1.25)
     assert got.ok, got.detail
+    # found by its text, no scale known: the box covers where the gate falls at the template rung's scales
+    assert checks.identity(img, point, near, "Katherine Johnson").ok

@@ -151,7 +151,9 @@ def field_label(frame: np.ndarray, field: Box, ocr: OcrEngine, avoid: Collection
     label = max(left_of(ocr.read(frame, row)), key=lambda w: w.box[0], default=None)
     if label is None or label.conf < LABEL_SURE:  # a small font missed or half read at 1x ("it" for "Patient")
         again = max(left_of(ocr.read_enlarged(frame, row)), key=lambda w: w.box[0], default=None)
-        if again is not None and (label is None or again.conf > label.conf):
+        # taken only when it reads as a word, surely (a table row's "3 3" read enlarged gave "al")
+        if (again is not None and again.conf >= LABEL_SURE and len(normalise(again.text)) >= 3
+                and normalise(again.text).isalpha() and (label is None or again.conf > label.conf)):
             label = again
     return None if label is not None and shows_typed(label.text, avoid) else label
 

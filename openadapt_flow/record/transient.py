@@ -98,8 +98,9 @@ class RestLook:
         return ink, shaped[labels], out
 
     def mask(self, box: Box) -> np.ndarray:
-        """The crop's pixels that showed a state: its marks drawn as states are drawn (`state_shaped`) whose pixels
-        a comparable later screen showed otherwise (at most STATE_MAX_SHARE of the crop, else none)."""
+        """The crop's pixels that showed a state: its marks drawn as states are drawn (`state_shaped`), there since the
+        recording began, whose pixels a comparable later screen showed otherwise (at most STATE_MAX_SHARE of the
+        crop, else none)."""
         ink, shaped, screens = self._comparable(box)
         changed = np.zeros(ink.shape, bool)
         for side, _, diff, _ in screens:
@@ -107,7 +108,18 @@ class RestLook:
                 changed |= diff
         # the state marks' pixels that changed (a caret's part under a glyph typed later stays: it did not change)
         marks = shaped & ink & cv2.dilate(changed.astype(np.uint8), np.ones((3, 3), np.uint8)).astype(bool)
+        marks &= self._since_start(box)  # a state an input brought (the current cell after New Record) is kept
         return marks if marks.mean() <= STATE_MAX_SHARE else np.zeros_like(marks)
+
+    def _since_start(self, box: Box) -> np.ndarray:
+        """The crop's pixels that look as they did on the recording's first screen: a state shown there (a focus
+        the window had when recording began) was no input's doing; the replay may not have it."""
+        x, y, bw, bh = box
+        first = self.others[0].pixels if self.others else self.frame
+        if first.shape != self.frame.shape:
+            return np.zeros((bh, bw), bool)
+        same = np.abs(first[y : y + bh, x : x + bw].astype(np.int16) - self.frame[y : y + bh, x : x + bw]) <= STATE_TOL
+        return same.all(axis=2) if same.ndim == 3 else same
 
     def usual(self, box: Box) -> tuple[np.ndarray, np.ndarray] | None:
         """The crop with the pixels where the frame showed a passing look put back as the screens before and after

@@ -17,7 +17,7 @@ from openadapt_flow.bundle.models import Postcondition, Step
 from openadapt_flow.bundle.params import Interpolator
 from openadapt_flow.fixture.widget import widget_box
 from openadapt_flow.ladder.types import Box, Point
-from openadapt_flow.vision.caret import without_caret, without_caret_in_lines
+from openadapt_flow.vision.caret import FAINT_CARET_INK, without_caret, without_caret_in_lines
 from openadapt_flow.vision.diff import changed_box, changed_fraction, changed_pixels
 from openadapt_flow.vision.mask import union
 from openadapt_flow.vision.ocr import OcrEngine
@@ -319,7 +319,11 @@ class ScreenChecks:
         (`without_caret_in_lines`: Xaw's block, Motif's I-beam, Tk's 2 px bar)."""
         x, y, w, h = area
         crop = frame[y : y + h, x : x + w]
-        for masked in (without_caret(crop), without_caret_in_lines(crop)):  # a thin bar; a block, an I-beam
+        # a thin bar; a block, an I-beam; one drawn faintly (a black block on a dark theme)
+        tries = (lambda: without_caret(crop), lambda: without_caret_in_lines(crop),
+                 lambda: without_caret_in_lines(crop, FAINT_CARET_INK))
+        for attempt in tries:
+            masked = attempt()
             if masked is None:
                 continue
             image, column = masked

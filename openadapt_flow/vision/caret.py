@@ -124,6 +124,7 @@ def _on_plain_background(before: np.ndarray, x: int, y: int, w: int, h: int) -> 
 
 
 CARET_INK = 60  # grey levels from the crop's background: ink of a caret drawn solid (a block's inside included)
+FAINT_CARET_INK = 24  # ... a caret drawn faintly: a black block on a dark theme's #202020 is 32 away
 BLOCK_MIN_WIDTH = 4  # px: a filled rectangle this wide at the end of the text is a block caret (no glyph is one)
 BLOCK_MIN_SHARE = 0.8  # of the text's height a block caret spans at least
 SERIF_ROWS = 2  # px from an I-beam's stem ends where its serifs lie
@@ -133,12 +134,12 @@ LINE_GAP = 2  # line heights right of a caret kept clear of ink: the text goes o
 LINE_TOP_COLUMNS = 4  # the text's top is where at least this many of its columns reach
 
 
-def without_caret_in_lines(crop: np.ndarray) -> tuple[np.ndarray, int] | None:
+def without_caret_in_lines(crop: np.ndarray, ink_tol: int = CARET_INK) -> tuple[np.ndarray, int] | None:
     """`without_drawn_caret` where a caret may stand in a crop of several lines (a page's changed area): at each
     tall solid column that ends the ink on its rows (the end of a line of text), rightmost first, on those rows
     only. The whole crop (gray) with the first caret found painted out, and its column."""
     gray = to_gray(crop)
-    ink = np.abs(gray.astype(np.int16) - int(np.median(gray))) > CARET_INK
+    ink = np.abs(gray.astype(np.int16) - int(np.median(gray))) > ink_tol
     h, w = ink.shape
     ink[ink.sum(axis=1) >= BORDER_SPAN * w, :] = False
     ink[:, ink.sum(axis=0) >= BORDER_SPAN * h] = False
@@ -155,7 +156,7 @@ def without_caret_in_lines(crop: np.ndarray) -> tuple[np.ndarray, int] | None:
             if ink[t : b + 1, end : end + LINE_GAP * (b - t + 1)].any():
                 continue  # the text goes on right after it on these rows: not a line's end (a border is further)
             y0, y1 = max(0, t - 1), min(h, b + 2)
-            found = without_drawn_caret(crop[y0:y1, :end], strip_borders=False)
+            found = without_drawn_caret(crop[y0:y1, :end], strip_borders=False, ink_tol=ink_tol)
             if found is not None:
                 out = gray.copy()
                 out[y0:y1, :end] = found[0]
@@ -163,7 +164,8 @@ def without_caret_in_lines(crop: np.ndarray) -> tuple[np.ndarray, int] | None:
     return None
 
 
-def without_drawn_caret(crop: np.ndarray, strip_borders: bool = True) -> tuple[np.ndarray, int] | None:
+def without_drawn_caret(crop: np.ndarray, strip_borders: bool = True, ink_tol: int = CARET_INK
+                        ) -> tuple[np.ndarray, int] | None:
     """The crop (as gray) with a caret drawn in a shape other than a thin bar painted out: a block (a filled cell
     after the last glyph: Xaw's, a terminal's) or an I-beam (a stem with serifs, which may touch the last glyph:
     Motif's); and the caret's first column. Read on the plain grey image (`local_contrast` hollows a block out).
@@ -171,11 +173,17 @@ def without_drawn_caret(crop: np.ndarray, strip_borders: bool = True) -> tuple[n
     painting can only remove ink; a shape that is not clearly a caret is None."""
     gray = to_gray(crop)
     background = int(np.median(gray))
-    ink = np.abs(gray.astype(np.int16) - background) > CARET_INK
+    ink = np.abs(gray.astype(np.int16) - background) > ink_tol
     h, w = ink.shape
     if strip_borders:  # a field's outline; not in a line's own rows, where a caret spans them all
         ink[ink.sum(axis=1) >= BORDER_SPAN * w, :] = False
         ink[:, ink.sum(axis=0) >= BORDER_SPAN * h] = False
+    else:  # a line's own rows: the line above's descenders and the line below's ascenders caught at the edges go
+        n, labels, stats, _ = cv2.connectedComponentsWithStats(ink.astype(np.uint8), connectivity=8)
+        for i in range(1, n):
+            top, height = int(stats[i][1]), int(stats[i][3])
+            if (top == 0 and top + height < h / 2) or (top + height == h and top > h / 2):
+                ink[labels == i] = False
     cols = np.flatnonzero(ink.any(axis=0))
     if cols.size < 2:
         return None

@@ -166,7 +166,8 @@ class OcrRung:
         key = f"{target.template}\0{target.text}"
         if key not in self._crop_text:
             crop = self.templates[target.template].rgb
-            found = find_text(self.reader.engine.read(crop), target.text, self.min_score)
+            found = (find_text(self.reader.engine.read(crop), target.text, self.min_score)
+                     or find_text(self.reader.engine.read_enlarged(crop), target.text, self.min_score))
             if found:
                 tx, ty = found[0].centre
                 ox, oy = target.click_offset()

@@ -36,7 +36,7 @@ from openadapt_flow.record.transient import RestLook, recorded_screens
 from openadapt_flow.verify.readback import find_typed
 from openadapt_flow.vision.ocr import OcrEngine, normalise
 from openadapt_flow.vision.diff import changed_box, changed_fraction
-from openadapt_flow.vision.template import Box, pad_box
+from openadapt_flow.vision.template import Box, intersect, pad_box
 
 CLICKS = {"click": "click", "double_click": "double_click", "right_click": "right_click"}
 IDENTITY_PAD = 6  # px around a field where its value is looked for when compiling
@@ -152,6 +152,9 @@ class _Compiler:
         read = [wd for wd in self.ocr.read_closely(frame, crop) if not shows_typed(wd.text, self.typed)]
         # a word the crop's side cuts is a neighbour's ("it]" of Quit beside xedit's Save): not the target's text
         read = [wd for wd in read if not _cut_by_side(frame, crop, wd.box)] or read
+        if label is not None and not shows_typed(label.text, self.typed):  # the label as its own search read it
+            # (enlarged where 1x half-read it: Swing's "Patient" read "it" in the crop) over the crop's reading there
+            read = sorted([label, *(wd for wd in read if intersect(wd.box, label.box) is None)], key=lambda wd: wd.box[0])
         # a word needs two letters or digits in a row to be looked for by OCR or to name the step ("|" is an icon's edge)
         text = " ".join(wd.text for wd in read if re.search(r"[^\W_]{2}", wd.text)) or None
         path = f"templates/{len(self.crops) + 1:02d}.png"
@@ -200,9 +203,11 @@ class _Compiler:
         # Typing into a multi-line text area (a document's page) that only typed goes in at the caret the click put
         # there: the step appends (the replay's End, Shift+Home would select, and replace, the caret's line) and
         # the value is what was typed, not the document around it.
-        at_caret = typed_at_caret(b.edits) if text_area(b.before, lead.x, lead.y) is not None else None
+        page = text_area(b.before, lead.x, lead.y)
+        at_caret = typed_at_caret(b.edits) if page is not None else None
         value, name = (at_caret, name or "text") if at_caret is not None else (value, name)
-        text, what = self._bind(i, widget, name, value)
+        # a value typed at the caret shows somewhere on the page, not at the click below the text: the page is its field
+        text, what = self._bind(i, page if at_caret is not None else widget, name, value)
         column = next((col for b2 in self.rec.batches[i - 1:] for _, row in b2.writes for col, v in row.items()
                        if same(v, value)), None)
         header = self._column_header(b.before, widget, lead, column) if column and not self.labelled else None
@@ -412,6 +417,8 @@ class _Compiler:
             effect = file_effect(b.writes[-1][1], self.fields)
             if effect is not None:
                 step["effect"] = effect
+                # the params the saved file must hold: the document on screen shows them before it is saved
+                bound = {p: p for p in re.findall(r"\{(\w+)\}", str(effect.get("contains", "")))}
             else:
                 self.warnings.append(f"step {step['id']!r} changed {b.writes[-1][1].get('path')}, but holds no typed "
                                      "value there to count: declare its effect by hand")

@@ -34,7 +34,7 @@ from openadapt_flow.record.values import file_effect, param_slug, same, slug, ty
 from openadapt_flow.record.proof import fact_check, proven, readback_check
 from openadapt_flow.record.transient import RestLook, recorded_screens
 from openadapt_flow.verify.readback import find_typed
-from openadapt_flow.vision.ocr import OcrEngine, normalise
+from openadapt_flow.vision.ocr import OcrEngine, find_text, normalise
 from openadapt_flow.vision.diff import changed_box, changed_fraction
 from openadapt_flow.vision.template import Box, intersect, pad_box
 
@@ -431,9 +431,11 @@ class _Compiler:
             step["identity"] = {"text": "{" + shown[0].param + "}", "near": [x - lead.x, y - lead.y, w, h]}
 
     def _shows(self, frame: np.ndarray, f: _Field) -> bool:
-        if f.box is None:
+        """Is the field's value read where it was typed (at 1x, else enlarged: the identity gate reads the same way)?"""
+        if f.box is None or not f.value.strip():
             return False
-        return bool(f.value.strip()) and bool(self.ocr.find(frame, f.value, pad_box(f.box, IDENTITY_PAD, frame.shape[1], frame.shape[0])))
+        box = pad_box(f.box, IDENTITY_PAD, frame.shape[1], frame.shape[0])
+        return bool(self.ocr.find(frame, f.value, box) or find_text(self.ocr.read_enlarged(frame, box), f.value))
 
     def _param_name(self, i: int, label: str | None, value: str) -> str:
         """Named after the column the value landed in (from this input on), else the field's label."""

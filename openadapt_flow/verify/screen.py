@@ -20,7 +20,7 @@ from openadapt_flow.ladder.types import Box, Point
 from openadapt_flow.vision.caret import FAINT_CARET_INK, without_caret, without_caret_in_lines
 from openadapt_flow.vision.diff import changed_box, changed_fraction, changed_pixels
 from openadapt_flow.vision.mask import union
-from openadapt_flow.vision.ocr import OcrEngine
+from openadapt_flow.vision.ocr import OcrEngine, find_text
 from openadapt_flow.vision.template import TemplateImage, find_template, intersect, pad_box
 from openadapt_flow.verify.readback import find_typed
 
@@ -357,6 +357,10 @@ class ScreenChecks:
         for other in boxes[1:]:
             box = union(box, other)
         got = self.text(frame, text, box)
+        if not got.ok:  # a small, bold default font (Xaw's) misread at 1x: the box read enlarged, the same rule
+            found = [m for m in find_text(self.ocr.read_enlarged(frame, box), text) if _digits(m.text) == _digits(text)]
+            if found:
+                got = Check("text_present", text, True, f"read {found[0].text!r}, enlarged", {"at": list(found[0].box)})
         return Check("identity", text, got.ok, got.detail, {**got.evidence, "box": list(box)})
 
 

@@ -12,14 +12,14 @@ page's query string.
 
 from __future__ import annotations
 
-import sqlite3
 import sys
 from pathlib import Path
 
 import pytest
 
 from openadapt_flow.demo.thirdparty import AppSpec, Drift, register
-from tests.realapps.realapp_harness import Person, Recorded, check, judge, launch, record, replay
+from tests.realapps.patient_form import check_bundle, record_form, replay_form
+from tests.realapps.realapp_harness import Person, Recorded
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -40,23 +40,9 @@ def _chromium_drift(home: Path, drift: Drift) -> list[str]:
 register(AppSpec("webform", (sys.executable, str(APP_DIR / "webform.py")), "127.0.0.1", "chromium", _configure,
                  drift_args=_chromium_drift))
 
-ROWS = [("Ada Lovelace", "North"), ("Alan Turing", "South")]
-EXAMPLE = ("Maria Lopez", "Harbor Pediatrics")
 # places in the recorded layout (window 640x400 at 0,0 of a 1024x768 screen)
 HEADING, PATIENT_LABEL, CLINIC_LABEL = (107, 36), (54, 80), (48, 122)
 PATIENT, CLINIC, SAVE = (230, 80), (250, 122), (390, 165)
-
-
-def make_db(path: Path, rows: list[tuple[str, str]]) -> Path:
-    with sqlite3.connect(path) as c:
-        c.execute("CREATE TABLE patients(id INTEGER PRIMARY KEY, patient TEXT, clinic TEXT)")
-        c.executemany("INSERT INTO patients(patient, clinic) VALUES (?, ?)", rows)
-    return path
-
-
-def read_rows(path: Path) -> list[tuple]:
-    with sqlite3.connect(path) as c:
-        return c.execute("SELECT id, patient, clinic FROM patients ORDER BY id").fetchall()
 
 
 def demonstrate(p: Person) -> None:
@@ -70,50 +56,16 @@ def demonstrate(p: Person) -> None:
 
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory) -> Recorded:
-    out = tmp_path_factory.mktemp("webform-recording")  # kept: pytest keeps the last sessions' folders
-    db = make_db(out / "clinic.db", ROWS)
-    app = launch("webform", [str(db)], Drift())
-    try:
-        rec = record(app, out, "web-patient-intake", demonstrate, ["--watch-sqlite", str(db)], dsn_env="CLINIC_DSN",
-                     extra=["--param", f"patient={EXAMPLE[0]}", "--param", f"clinic={EXAMPLE[1]}"])
-    finally:
-        app.stop()
-    assert [r[1:] for r in read_rows(db)] == ROWS + [EXAMPLE], "the demonstration itself went wrong"
-    return rec
+    return record_form("webform", tmp_path_factory.mktemp("webform-recording"), "web-patient-intake", demonstrate)
 
 
 def run_case(recorded: Recorded, tmp_path: Path, drift_name: str, drift: Drift, expectation: str, reason: str = "",
              prefill: str | None = None) -> None:
-    db = make_db(tmp_path / "clinic.db", ROWS)
-    before = read_rows(db)
-    want = ("Katherine Johnson", "Riverside Clinic")
-    app = launch("webform", [str(db), *(["--patient", prefill] if prefill else [])], drift)
-    try:
-        code, report, out = replay(recorded.bundle, app, {"patient": want[0], "clinic": want[1]}, tmp_path / "run",
-                                   tmp_path, {"CLINIC_DSN": f"sqlite:///{db}"})
-    finally:
-        app.stop()
-    after = read_rows(db)
-    added = [r for r in after if r not in before]
-    kept = all(r in after for r in before)
-    right = kept and len(after) == len(before) + 1 and [r[1:] for r in added] == [want]
-    result = judge("webform", drift_name, code, report, right, after == before,
-                   f"rows added {added}, existing rows {'kept' if kept else 'CHANGED'}",
-                   wrong_click=not right and after != before, expectation=expectation, reason=reason)
-    check(result)
+    replay_form("webform", recorded, tmp_path, drift_name, drift, expectation, reason, prefill)
 
 
 def test_webform_recording_types_both_params_and_saves_once(recorded):
-    steps = recorded.doc["steps"]
-    assert set(recorded.doc["params"]) == {"patient", "clinic"}, recorded.doc["params"]
-    assert [s["text"] for s in steps if s["action"] == "type"] == ["{patient}", "{clinic}"]
-    save = [s for s in steps if s.get("consequential")]
-    assert len(save) == 1 and save[0]["action"] == "click", [s["id"] for s in steps]
-    assert save[0]["effect"]["kind"] == "sql", save[0]
-    assert save[0]["effect"]["query"] == ('SELECT count(*) FROM "patients" WHERE "patient" = :patient '
-                                          'AND "clinic" = :clinic'), save[0]["effect"]
-    for s in steps:  # no template or fact built on a value the demonstration typed
-        assert "Maria" not in str(s.get("expect", "")) and "Maria" not in str(s.get("target", "")), s
+    check_bundle(recorded)
 
 
 def test_webform_replays_unedited_with_another_patient(recorded, tmp_path):

@@ -32,7 +32,7 @@ from openadapt_flow.record.facts import (Fact, fact_doc, field_label, name_of, r
                                          target_crop)
 from openadapt_flow.record.values import file_effect, param_slug, same, slug, typed_columns, typed_values
 from openadapt_flow.record.proof import fact_check, proven, readback_check
-from openadapt_flow.record.transient import RestLook, recorded_screens
+from openadapt_flow.record.transient import RestLook, recorded_screens, without_passing
 from openadapt_flow.verify.readback import find_typed
 from openadapt_flow.vision.ocr import OcrEngine, find_text, normalise
 from openadapt_flow.vision.diff import changed_box, changed_fraction
@@ -101,6 +101,7 @@ class _Compiler:
         self.typed = typed_values(rec)  # every value typed anywhere: no template, label or name may hold one
         self.input = 0  # the input being compiled (1-based)
         self.changed: Box | None = None  # where the last input that changed the screen changed it
+        self.passing: np.ndarray | None = None  # the input's screen's pixels that showed a neighbour's passing look
         self.labelled = False  # the last target had a label beside it
         self.screens = recorded_screens(rec)
         self.last = max((i for i, b in enumerate(rec.batches, 1) if b.acted is not None or b.edits), default=0)
@@ -159,6 +160,10 @@ class _Compiler:
         text = " ".join(wd.text for wd in read if re.search(r"[^\W_]{2}", wd.text)) or None
         path = f"templates/{len(self.crops) + 1:02d}.png"
         self.crops[path] = rest.crop(crop)
+        usual = rest.usual(crop)
+        if usual is not None:  # a neighbour's passing look: its ending is no effect of this step (`_facts`)
+            self.passing = np.zeros(frame.shape[:2], bool)
+            self.passing[y:y + h, x:x + w] = usual[1]
         if crop in rest.changed:
             self.warnings.append(f"input {i} ({g.describe()}): {rest.changed[crop]} px of its target showed a state "
                                  "(focus, caret, selection) that another recorded screen did not; painted out of the template")
@@ -345,13 +350,15 @@ class _Compiler:
         step is checked numbers included, as a param where it is a typed value, else as the recorded literal."""
         assert b.after is not None
         typed_here = step["action"] == "type"
-        changed, last = changed_box(b.before, b.after), self.changed
+        before = without_passing(b.before, b.after, self.passing)
+        self.passing = None
+        changed, last = changed_box(before, b.after), self.changed
         if changed is not None:
             self.changed = pad_box(changed, RESULT_AREA_PAD, b.after.shape[1], b.after.shape[0])
         if typed_here and "target" in step:
             return []  # the runtime reads the value back from the field's crop
         facts = self._typed_fact(self.typed_value, step["text"], b) if typed_here else \
-            screen_facts(b.before, b.after, self.ocr, [f.value for f in self.fields] + self.rec.data_values, b.later)
+            screen_facts(before, b.after, self.ocr, [f.value for f in self.fields] + self.rec.data_values, b.later)
         params = {f.param: f.value for f in self.fields if self.params.get(f.param, {}).get("type") == "string"}
         if changed is None and last is not None and not b.writes:
             # nothing changed (a calculator's "×"): it may only be checked that what the last change showed still

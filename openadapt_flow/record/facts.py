@@ -129,8 +129,11 @@ def screen_facts(before: np.ndarray, after: np.ndarray, ocr: OcrEngine, typed: l
     was, now = ocr.read_closely(before), ocr.read_closely(after)  # bold titles read again, not dropped as doubtful
     stays = ocr.read_closely(later) if later is not None else None
     facts = []
-    new = [w for w in readable(now, typed) if not find_text(was, w.text) and (stays is None or find_text(stays, w.text))]
-    gone = [w for w in readable(was, typed) if not find_text(now, w.text)]
+    # only where pixels changed: a word read differently where nothing changed (OCR grouping a border with it,
+    # "fQuit") is no fact
+    new = [w for w in readable(now, typed) if not find_text(was, w.text) and (stays is None or find_text(stays, w.text))
+           and _changed_under(before, after, w.box)]
+    gone = [w for w in readable(was, typed) if not find_text(now, w.text) and _changed_under(before, after, w.box)]
     for kind, pool in (("text_present", new), ("text_absent", gone)):
         if pool:
             best = max(pool, key=lambda w: (len(normalise(w.text)), w.conf))
@@ -218,3 +221,10 @@ def fact_doc(f: Fact, paired: bool, relative: bool) -> dict[str, Any]:
     if f.kind == "text_absent" and not paired:
         return {f.kind: f.text}
     return {f.kind: f.text, "region": list(f.region), **where}
+
+
+def _changed_under(before: np.ndarray, after: np.ndarray, box: Box) -> bool:
+    """Did any pixel change under a word's box (the word itself, not only its reading)?"""
+    x, y, w, h = box
+    a, b = before[max(0, y):y + h, max(0, x):x + w], after[max(0, y):y + h, max(0, x):x + w]
+    return a.shape != b.shape or bool((a != b).any())

@@ -199,3 +199,21 @@ def recorded_screens(rec: Recording) -> list[Screen]:
             if frame is not None:
                 out.append(Screen(frame, pointer))
     return out
+
+
+def without_passing(before: np.ndarray, after: np.ndarray, passing: np.ndarray | None) -> np.ndarray:
+    """`before` with every change to `after` that touches `passing` (a neighbour's passing look found in the step's
+    target, `RestLook.usual`) taken back: its ending (the pointer moved on) is no effect of the step, and no fact."""
+    if passing is None or before.shape != after.shape or not passing.any():
+        return before
+    far = np.abs(before.astype(np.int16) - after.astype(np.int16)) > STATE_TOL
+    diff = np.asarray(far.any(axis=2) if far.ndim == 3 else far, dtype=bool)
+    joined = cv2.dilate(diff.astype(np.uint8), np.ones((5, 5), np.uint8))  # a widget's look: its pieces as one
+    n, labels = cv2.connectedComponents(joined, connectivity=8)
+    hit = [int(v) for v in np.unique(labels[passing & diff]) if v > 0]
+    if not hit:
+        return before
+    out = before.copy()
+    back = np.isin(labels, hit) & diff
+    out[back] = after[back]
+    return out

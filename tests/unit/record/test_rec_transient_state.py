@@ -175,3 +175,17 @@ def test_a_neighbour_left_lit_by_the_pointers_path_is_cut_as_it_usually_looks() 
     assert np.array_equal(rest.crop(crop), plain[5:40, 40:150])
     stays = RestLook(passing, [Screen(plain), Screen(passing), Screen(buttons("Quit"), (115, 22))])
     assert np.array_equal(stays.crop(crop), passing[5:40, 40:150])
+
+
+def test_a_passing_look_that_ends_is_no_effect_of_the_step() -> None:
+    """After Save, Quit shows plain again (the pointer's path had left it lit): that change is taken back before the
+    step's facts are chosen; a change elsewhere (a message line) stays."""
+    from openadapt_flow.record.transient import without_passing
+
+    before, after = buttons("Quit"), buttons(None)
+    after[80:100, 10:200] = 0  # the message line the step wrote
+    passing = np.zeros(before.shape[:2], bool)
+    passing[11:34, 40:70] = True  # the part of Quit's look the Save template's crop put back
+    fixed = without_passing(before, after, passing)
+    assert np.array_equal(fixed[5:40], after[5:40])  # Quit's ending is no change any more
+    assert not np.array_equal(fixed[80:100], after[80:100])  # the message line still is

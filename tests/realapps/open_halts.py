@@ -6,27 +6,19 @@ begins). Remove a line when its case completes in `make realapps` three times in
 from __future__ import annotations
 
 OPEN_HALTS: dict[tuple[str, str], str] = {
-    ("xedit", "other values"): "the Save template was cut while the pointer's path left Quit in its highlighted "
-    "(inverted) look beside it; no replay shows Quit so, and OCR reads Save but a consequential click needs its "
-    "template (or an identity gate): add landmarks or cut the template again with `flow patch`",
-    ("xedit", "window moved"): "the click below the text anchors on a blank page that matches at several heights "
-    "once the window moved (the recorder warned: 'looks like another on the same screen'); give it a landmark",
-    ("xedit", "dark theme"): "Xaw's block caret in the dark colours is read as a quote mark after the last letter "
-    "('Diaz\u2019'); the readback refuses it rather than strip a glyph",
-    ("xedit", "scale 1.25"): "the Save template (see 'other values') does not match at 1.25 either",
-    ("xedit", "dirty start"): "the Save template (see 'other values')",
-    ("nedit", "scale 1.25"): "the blank-page click is anchored on a fragment of the text above ('ist'), which a 25% "
-    "bigger font moves and resizes: the template rung refuses it",
-    ("nedit", "dirty start"): "with an extra line above, Motif's I-beam caret still merges into the last letter in one "
-    "of the readback's crops ('Diad_')",
-    ("tkform", "dark theme"): "Tk's light caret on the dark field is read into the last letter ('Cliniq') by every "
-    "crop of the readback",
-    ("webform", "scale 1.25"): "Chromium's caret at 1.25 merges into the last letter ('Cliniq') in some runs",
-    ("swingform", "scale 1.25"): "the identity gate's text is not read at Swing's 1.25 fonts (unsmoothed bold)",
-    ("swingform", "dirty start"): "the recorder read the Clinic label as 'cli', and with the field prefilled the "
-    "template misses: OCR cannot find 'cli'",
-    ("zenity", "scale 1.25"): "GTK scrolls the entry at 1.25 and cuts the value's first letter at the field's edge "
-    "('<atherine Johnson'); the readback refuses a value it cannot read whole",
+    ("xedit", "other values"): "completes in the last runs; kept while its Save step's template and facts still depend "
+    "on the pointer's recorded path (a neighbour left highlighted: its usual look is put back, see docs/record.md)",
+    ("xedit", "window moved"): "the click below the text anchors on a blank page that matches at several heights once "
+    "the window moved (the recorder warns: 'looks like another on the same screen'); give the step a landmark",
+    ("xedit", "dark theme"): "Xaw draws its buttons without a visible border in the dark colours: the Save template, "
+    "cut in the light look, misses, and a fact read off the status line may not read; teach the Save target",
+    ("xedit", "scale 1.25"): "scale 1.25 swaps Xaw's 7x13 bitmap font for 9x15, other glyphs, not bigger ones: the Save "
+    "template and the status-line fact were cut in the 7x13 glyphs",
+    ("xedit", "dirty start"): "the same Save step as 'other values'",
+    ("nedit", "scale 1.25"): "the blank-page click is anchored on a fragment of the text above ('ist'), and scale 1.25 "
+    "swaps the 6x13 bitmap font for 8x16: the template rung refuses it; give the step a landmark",
+    ("zenity", "scale 1.25"): "GTK scrolls the entry at 1.25 and hides the value's first letter whole ('atherine "
+    "Johnson'); the readback refuses a value it cannot read whole rather than guess it was cut",
 }
 
 

@@ -64,12 +64,7 @@ def _caret_columns(ink: np.ndarray, columns: list[int], glyph_cols: np.ndarray) 
     """Of `columns` (right to left), those up to the first that belongs to a glyph. A caret spans the line
     from above the text's top to below its baseline (into the descender zone); an `l`, `I` or `1` beside
     short letters reaches above them too, but stands on the baseline."""
-    tops, bottoms = [], []
-    for c in glyph_cols:
-        r = np.flatnonzero(ink[:, c])
-        if r.size:
-            tops.append(int(r[0]))
-            bottoms.append(int(r[-1]))
+    tops, bottoms = _ends(ink, glyph_cols)
     if not bottoms:
         return []
     top, baseline = min(tops), _mode(bottoms)  # most glyphs stand on the baseline; descenders are the few
@@ -252,13 +247,19 @@ def _span(column: np.ndarray) -> tuple[int, int, bool] | None:
 
 def _line(ink: np.ndarray, glyph_cols: np.ndarray) -> tuple[int, int]:
     """The text's top and baseline from its glyphs' columns (most glyphs stand on the baseline)."""
-    tops, bottoms = [], []
-    for c in glyph_cols:
-        r = np.flatnonzero(ink[:, c])
-        if r.size:
-            tops.append(int(r[0]))
-            bottoms.append(int(r[-1]))
+    tops, bottoms = _ends(ink, glyph_cols)
     # the top reached by a tenth of the columns (at least 4): the line above's descenders caught in the crop do not
     # lift it
     k = max(LINE_TOP_COLUMNS, len(tops) // 10)
     return sorted(tops)[min(k, len(tops)) - 1], _mode(bottoms)
+
+
+def _ends(ink: np.ndarray, cols: np.ndarray) -> tuple[list[int], list[int]]:
+    """The first and last inked row of each column that has ink."""
+    tops, bottoms = [], []
+    for c in cols:
+        r = np.flatnonzero(ink[:, c])
+        if r.size:
+            tops.append(int(r[0]))
+            bottoms.append(int(r[-1]))
+    return tops, bottoms

@@ -27,6 +27,8 @@ AREA_INSET = 3  # px: the area's own border is left out
 PAD = BLOCK // 2  # px kept around the detail (a grid block cuts glyphs)
 MULTILINE_MIN_H = 60  # px: a uniform area this tall is a text area (entries, table cells, spin boxes are 20-40 px)
 
+PERIOD_MAX = 4  # px: a block equal to itself shifted by this little repeats (a stipple, a line) ...
+PERIOD_TOL = 8  # ... within this many grey levels
 FACE_MIN = 12  # px: a smaller "face" is a glyph's ink (a bold "4"), and a template of it matches any other "4"
 GRADIENT_STEP = 6  # levels per channel a gradient face changes by from one pixel to the next (a border changes by more)
 FACE_PROBES = [(0, 0)] + [(dx, dy) for r in (6, 12) for dx, dy in ((0, -r), (0, r), (-r, 0), (r, 0))]
@@ -102,11 +104,18 @@ def _grow(frame: np.ndarray, click: tuple[int, int], base: Box, blocks: np.ndarr
 
 
 def _textured_blocks(frame: np.ndarray) -> np.ndarray:
-    """Top-left corners (x, y) of the frame's BLOCK-sized grid cells as textured as a template's content blocks."""
+    """Top-left corners (x, y) of the frame's BLOCK-sized grid cells as textured as a template's content blocks, and
+    not repeating themselves a few pixels on (a scrollbar's stipple, a border line): such a detail looks the same
+    wherever it is slid along itself, and a blank area anchored on it matches at every height (xedit's page)."""
     gray = to_gray(frame).astype(np.float32)
     hb, wb = gray.shape[0] // BLOCK, gray.shape[1] // BLOCK
-    std = gray[:hb * BLOCK, :wb * BLOCK].reshape(hb, BLOCK, wb, BLOCK).std(axis=(1, 3))
-    ys, xs = np.nonzero(std >= BLOCK_STD)
+    cells = gray[:hb * BLOCK, :wb * BLOCK].reshape(hb, BLOCK, wb, BLOCK)
+    std = cells.std(axis=(1, 3))
+    periodic = np.zeros((hb, wb), bool)
+    for p in range(1, PERIOD_MAX + 1):
+        periodic |= (np.abs(cells[:, p:] - cells[:, :-p]) <= PERIOD_TOL).all(axis=(1, 3))
+        periodic |= (np.abs(cells[:, :, :, p:] - cells[:, :, :, :-p]) <= PERIOD_TOL).all(axis=(1, 3))
+    ys, xs = np.nonzero((std >= BLOCK_STD) & ~periodic)
     return np.stack([xs * BLOCK, ys * BLOCK], axis=1) if len(xs) else np.zeros((0, 2), int)
 
 

@@ -149,7 +149,8 @@ def field_label(frame: np.ndarray, field: Box, ocr: OcrEngine, avoid: Collection
     fx, fy, fw, fh = field
     row = (max(0, fx - LABEL_REACH), fy, min(fx, LABEL_REACH), fh)
     def left_of(read: list[Word]) -> list[Word]:
-        return [w for w in read if w.box[0] + w.box[2] <= fx and len(normalise(w.text)) >= 2]
+        return [w for w in read if w.box[0] + w.box[2] <= fx and len(normalise(w.text)) >= 2
+                and not repeats(frame, w.box)]
 
     label = max(left_of(ocr.read(frame, row)), key=lambda w: w.box[0], default=None)
     if label is None or label.conf < LABEL_SURE:  # a small font missed or half read at 1x ("it" for "Patient")
@@ -228,3 +229,16 @@ def _changed_under(before: np.ndarray, after: np.ndarray, box: Box) -> bool:
     x, y, w, h = box
     a, b = before[max(0, y):y + h, max(0, x):x + w], after[max(0, y):y + h, max(0, x):x + w]
     return a.shape != b.shape or bool((a != b).any())
+
+
+REPEAT_MAX = 4  # px: a patch equal to itself shifted down this little is a texture (a stipple), not text
+REPEAT_TOL = 8  # grey levels
+
+
+def repeats(frame: np.ndarray, box: Box) -> bool:
+    """Does the patch repeat itself a few pixels down (a scrollbar's stipple OCR reads as "aI")? Text does not."""
+    x, y, w, h = box
+    patch = frame[max(0, y):y + h, max(0, x):x + w].astype(np.int16)
+    patch = patch.mean(axis=2) if patch.ndim == 3 else patch
+    return patch.shape[0] > REPEAT_MAX and any(
+        bool((np.abs(patch[p:] - patch[:-p]) <= REPEAT_TOL).all()) for p in range(1, REPEAT_MAX + 1))

@@ -189,3 +189,17 @@ def test_a_passing_look_that_ends_is_no_effect_of_the_step() -> None:
     fixed = without_passing(before, after, passing)
     assert np.array_equal(fixed[5:40], after[5:40])  # Quit's ending is no change any more
     assert not np.array_equal(fixed[80:100], after[80:100])  # the message line still is
+
+
+def test_a_stipple_is_neither_a_label_nor_an_anchor() -> None:
+    """An Xaw scrollbar's stipple repeats itself a row or two down: OCR reads it as a word ("aI"), and a blank page
+    anchored on it matches at every height once the window moved. Text does not repeat so."""
+    from openadapt_flow.record.anchor import _textured_blocks
+    from openadapt_flow.record.facts import repeats
+
+    page = np.full((240, 240, 3), 255, np.uint8)
+    page[:, :12] = 0
+    page[:, :12][(np.add.outer(np.arange(240), np.arange(12)) % 2) == 0] = 255  # a checkerboard stipple
+    assert repeats(page, (0, 40, 12, 14))
+    assert not len(_textured_blocks(page))
+    assert not repeats(form(None), (16, 47, 48, 14))  # the form's "Patient" label

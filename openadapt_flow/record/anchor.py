@@ -17,7 +17,7 @@ import numpy as np
 
 from openadapt_flow.fixture.gestures import Gesture
 from openadapt_flow.fixture.widget import widget_box
-from openadapt_flow.record.facts import is_unique, unique_crop
+from openadapt_flow.record.facts import is_unique, repeats, unique_crop
 from openadapt_flow.vision.template import BLOCK, BLOCK_STD, Box, TemplateImage, to_gray
 
 RING = 24  # px the ring around the click widens per try
@@ -27,8 +27,6 @@ AREA_INSET = 3  # px: the area's own border is left out
 PAD = BLOCK // 2  # px kept around the detail (a grid block cuts glyphs)
 MULTILINE_MIN_H = 60  # px: a uniform area this tall is a text area (entries, table cells, spin boxes are 20-40 px)
 
-PERIOD_MAX = 4  # px: a block equal to itself shifted by this little repeats (a stipple, a line) ...
-PERIOD_TOL = 8  # ... within this many grey levels
 FACE_MIN = 12  # px: a smaller "face" is a glyph's ink (a bold "4"), and a template of it matches any other "4"
 GRADIENT_STEP = 6  # levels per channel a gradient face changes by from one pixel to the next (a border changes by more)
 FACE_PROBES = [(0, 0)] + [(dx, dy) for r in (6, 12) for dx, dy in ((0, -r), (0, r), (-r, 0), (r, 0))]
@@ -110,12 +108,9 @@ def _textured_blocks(frame: np.ndarray) -> np.ndarray:
     gray = to_gray(frame).astype(np.float32)
     hb, wb = gray.shape[0] // BLOCK, gray.shape[1] // BLOCK
     cells = gray[:hb * BLOCK, :wb * BLOCK].reshape(hb, BLOCK, wb, BLOCK)
-    std = cells.std(axis=(1, 3))
-    periodic = np.zeros((hb, wb), bool)
-    for p in range(1, PERIOD_MAX + 1):
-        periodic |= (np.abs(cells[:, p:] - cells[:, :-p]) <= PERIOD_TOL).all(axis=(1, 3))
-        periodic |= (np.abs(cells[:, :, :, p:] - cells[:, :, :, :-p]) <= PERIOD_TOL).all(axis=(1, 3))
-    ys, xs = np.nonzero((std >= BLOCK_STD) & ~periodic)
+    ys, xs = np.nonzero(cells.std(axis=(1, 3)) >= BLOCK_STD)
+    keep = [not repeats(cells[y, :, x, :]) for y, x in zip(ys, xs)]
+    ys, xs = ys[keep], xs[keep]
     return np.stack([xs * BLOCK, ys * BLOCK], axis=1) if len(xs) else np.zeros((0, 2), int)
 
 

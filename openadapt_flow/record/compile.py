@@ -160,7 +160,7 @@ class _Compiler:
         text = " ".join(wd.text for wd in read if re.search(r"[^\W_]{2}", wd.text)) or None
         path = f"templates/{len(self.crops) + 1:02d}.png"
         self.crops[path] = rest.crop(crop)
-        usual = rest.usual(crop)
+        usual = rest.usual(crop)  # computed once already, for the crop
         if usual is not None:  # a neighbour's passing look: its ending is no effect of this step (`_facts`)
             self.passing = np.zeros(frame.shape[:2], bool)
             self.passing[y:y + h, x:x + w] = usual[1]

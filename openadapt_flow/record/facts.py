@@ -150,7 +150,7 @@ def field_label(frame: np.ndarray, field: Box, ocr: OcrEngine, avoid: Collection
     row = (max(0, fx - LABEL_REACH), fy, min(fx, LABEL_REACH), fh)
     def left_of(read: list[Word]) -> list[Word]:
         return [w for w in read if w.box[0] + w.box[2] <= fx and len(normalise(w.text)) >= 2
-                and not repeats(frame, w.box)]
+                and not repeats(frame[w.box[1]:w.box[1] + w.box[3], w.box[0]:w.box[0] + w.box[2]])]
 
     label = max(left_of(ocr.read(frame, row)), key=lambda w: w.box[0], default=None)
     if label is None or label.conf < LABEL_SURE:  # a small font missed or half read at 1x ("it" for "Patient")
@@ -231,14 +231,16 @@ def _changed_under(before: np.ndarray, after: np.ndarray, box: Box) -> bool:
     return a.shape != b.shape or bool((a != b).any())
 
 
-REPEAT_MAX = 4  # px: a patch equal to itself shifted down this little is a texture (a stipple), not text
-REPEAT_TOL = 8  # grey levels
+REPEAT_MAX = 4  # px: a patch equal to itself shifted by this little, down or across, is a texture ...
+REPEAT_TOL = 8  # ... within this many grey levels
 
 
-def repeats(frame: np.ndarray, box: Box) -> bool:
-    """Does the patch repeat itself a few pixels down (a scrollbar's stipple OCR reads as "aI")? Text does not."""
-    x, y, w, h = box
-    patch = frame[max(0, y):y + h, max(0, x):x + w].astype(np.int16)
-    patch = patch.mean(axis=2) if patch.ndim == 3 else patch
-    return patch.shape[0] > REPEAT_MAX and any(
-        bool((np.abs(patch[p:] - patch[:-p]) <= REPEAT_TOL).all()) for p in range(1, REPEAT_MAX + 1))
+def repeats(patch: np.ndarray) -> bool:
+    """Does the patch (gray or RGB) repeat itself a few pixels down or across: a scrollbar's stipple (which OCR reads
+    as "aI"), a border line? Such a detail looks the same wherever it is slid along itself; text does not."""
+    gray = patch.astype(np.float32)
+    gray = gray.mean(axis=2) if gray.ndim == 3 else gray
+    h, w = gray.shape
+    return any((h > p and bool((np.abs(gray[p:] - gray[:-p]) <= REPEAT_TOL).all()))
+               or (w > p and bool((np.abs(gray[:, p:] - gray[:, :-p]) <= REPEAT_TOL).all()))
+               for p in range(1, REPEAT_MAX + 1))

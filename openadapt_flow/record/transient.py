@@ -41,6 +41,11 @@ STATE_MAX_SHARE = 0.25  # a "state" painting more of the crop than this is somet
 INK_BELOW = 160  # local_contrast darker than this is a mark (as vision.caret reads ink)
 
 
+# a crop's ink, which of it is state-shaped, and its comparable screens: (-1 before the frame / +1 after, the screen's
+# crop, where it differs from the frame's, the pointer's place in the crop when it rests near it)
+Comparable = tuple[np.ndarray, np.ndarray, list[tuple[int, np.ndarray, np.ndarray, "tuple[int, int] | None"]]]
+
+
 @dataclass(frozen=True)
 class Screen:
     """A settled recorded screen and where the pointer was on it (None: away, or not known to be near)."""
@@ -56,15 +61,22 @@ class RestLook:
     frame: np.ndarray
     others: Sequence[Screen]
     changed: dict[Box, int] = field(default_factory=dict)  # box -> transient pixels painted over (for the notes)
+    # per box, computed once: uniqueness tries a box, the template is cut from it, its facts ask for its usual look
+    _seen: dict[Box, Comparable] = field(default_factory=dict, repr=False)
+    _usual: dict[Box, tuple[np.ndarray, np.ndarray] | None] = field(default_factory=dict, repr=False)
 
-    def _comparable(self, box: Box, hovered: bool = False
-                    ) -> tuple[np.ndarray, np.ndarray, list[tuple[int, np.ndarray, np.ndarray, tuple[int, int] | None]]]:
+    def _comparable(self, box: Box) -> Comparable:
+        if box not in self._seen:
+            self._seen[box] = self._compare(box)
+        return self._seen[box]
+
+    def _compare(self, box: Box) -> Comparable:
         """The crop's ink, which of it is state-shaped, and the comparable screens: (-1 before the frame or +1 after
         it, the screen's crop, where it differs from the frame's, where the pointer rests in the crop if it does).
         A screen is comparable when the crop's other marks
         (its label, its icon, its text) are still there in it: the widget is in place (not a page navigated on, a
-        dialog closed); a crop with no other mark, when at most SAME_MAX_SHARE of it changed. Screens where the
-        pointer rests near the crop are not (their hovered look), unless `hovered`."""
+        dialog closed); a crop with no other mark, when at most SAME_MAX_SHARE of it changed. A screen whose pointer
+        rests near the crop is marked so (its hovered look): `mask` leaves it out, `usual` judges it away from it."""
         h, w = self.frame.shape[:2]
         clipped = clip_box(box, w, h)
         assert clipped is not None
@@ -83,8 +95,6 @@ class RestLook:
                 continue
             pointer = None
             if s.pointer is not None and intersect(near, (s.pointer[0], s.pointer[1], 1, 1)) is not None:
-                if not hovered:
-                    continue
                 pointer = (s.pointer[0] - x, s.pointer[1] - y)
             theirs = s.pixels[y : y + bh, x : x + bw].astype(np.int16)
             diff = np.abs(theirs - mine) > STATE_TOL
@@ -103,8 +113,8 @@ class RestLook:
         crop, else none)."""
         ink, shaped, screens = self._comparable(box)
         changed = np.zeros(ink.shape, bool)
-        for side, _, diff, _ in screens:
-            if side > 0:  # gone later (a focus that moved on); a look that came before and stays is the screen's now
+        for side, _, diff, pointer in screens:
+            if side > 0 and pointer is None:  # gone later (a focus that moved on); a look that came before and stays is the screen's now
                 changed |= diff
         # the state marks' pixels that changed (a caret's part under a glyph typed later stays: it did not change)
         marks = shaped & ink & cv2.dilate(changed.astype(np.uint8), np.ones((3, 3), np.uint8)).astype(bool)
@@ -126,7 +136,12 @@ class RestLook:
         it show them (a neighbour left highlighted by the pointer's path: xedit's Quit beside Save), and where; None
         when the frame's look is the usual one. A look seen both before and after the frame is the widget's usual
         one; a look seen only in the frame was passing (a look the step itself caused would stay after it)."""
-        _, _, screens = self._comparable(box, hovered=True)
+        if box not in self._usual:
+            self._usual[box] = self._usual_look(box)
+        return self._usual[box]
+
+    def _usual_look(self, box: Box) -> tuple[np.ndarray, np.ndarray] | None:
+        _, _, screens = self._comparable(box)
         x, y, bw, bh = box
         mine = self.frame[y : y + bh, x : x + bw].astype(np.int16)
         later = [(theirs, pointer) for side, theirs, _, pointer in screens if side > 0]

@@ -200,6 +200,6 @@ def test_a_stipple_is_neither_a_label_nor_an_anchor() -> None:
     page = np.full((240, 240, 3), 255, np.uint8)
     page[:, :12] = 0
     page[:, :12][(np.add.outer(np.arange(240), np.arange(12)) % 2) == 0] = 255  # a checkerboard stipple
-    assert repeats(page, (0, 40, 12, 14))
+    assert repeats(page[40:54, 0:12])
     assert not len(_textured_blocks(page))
-    assert not repeats(form(None), (16, 47, 48, 14))  # the form's "Patient" label
+    assert not repeats(form(None)[47:61, 16:64])  # the form's "Patient" label

@@ -1,4 +1,4 @@
-"""The bench's one table (Markdown, so the docs can quote it as printed) and its check against SPEC §17."""
+"""The bench's one table (Markdown, so the docs can quote it as printed) and its check against spec §17."""
 
 from __future__ import annotations
 
@@ -118,7 +118,7 @@ def _engine_rows(results: dict[str, Any]) -> list[tuple[str, str, str]]:
 
 
 def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
-    """SPEC §17's targets (the raised ones where turn 2 raised them), each with what this run measured and whether
+    """spec §17's targets (the raised ones where turn 2 raised them), each with what this run measured and whether
     it was met (None: not measured)."""
     out: list[dict[str, Any]] = []
 
@@ -162,7 +162,7 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def targets_table(rows: list[dict[str, Any]]) -> str:
-    lines = ["| SPEC §17 target | limit | measured | met |", "|---|---|---|---|"]
+    lines = ["| spec §17 target | limit | measured | met |", "|---|---|---|---|"]
     for r in rows:
         met = "n/a" if r["met"] is None else ("yes" if r["met"] else "**no**")
         lines.append(f"| {r['name']} | {r['target']} | {r['shown']} | {met} |")

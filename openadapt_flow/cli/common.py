@@ -124,7 +124,7 @@ def signal_line(signal: RunSignal) -> str:
 
 
 JSON_HELP = "print machine-readable JSON on stdout (an error too: a CliError object, see `flow schema error`)"
-STORE_HELP = ("where runs live (SPEC §18): a runs directory (default: runs); postgresql://USER@HOST/DB (the password from "
+STORE_HELP = ("where runs live: a runs directory (default: runs); postgresql://USER@HOST/DB (the password from "
               "PGPASSWORD or ~/.pgpass, never the URL); or memory: — this process's memory, so a run stored there is "
               "gone when the command exits (memory: is for the Python API and tests)")
 RUN_HELP = "run directory; or, with --store, the run's RUN_ID (or its name in that store)"

@@ -1,4 +1,4 @@
-"""`flow queue …` (the hosted decision queue) and `flow relay` (the runner's outbound side): SPEC §21."""
+"""`flow queue …` (the hosted decision queue) and `flow relay` (the runner's outbound side): spec §21."""
 
 from __future__ import annotations
 
@@ -20,8 +20,8 @@ from openadapt_flow.phone.queue.db import QueueDB
 from openadapt_flow.phone.queue.keys import signing_key, vapid_key, vapid_public
 from openadapt_flow.phone.relay import POLL_WAIT_S, Relay, serve
 
-queue_app = typer.Typer(help="The hosted decision queue of the phone lane: it sees closed contexts only (SPEC §21).",
-                        no_args_is_help=True)
+queue_app = typer.Typer(help="The hosted decision queue of the phone lane: it sees closed contexts only (ids and the "
+                             "step's intent as written, never frames, OCR text or param values).", no_args_is_help=True)
 DB_HELP = "the queue's SQLite database (made if missing; its keys live beside it as DB.ed25519.pem and DB.vapid.pem)"
 DEFAULT_DB = Path("queue.sqlite3")
 

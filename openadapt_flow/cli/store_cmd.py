@@ -19,8 +19,8 @@ from openadapt_flow.store.select import postgres_store
 PG_HELP = ("the PostgreSQL store, postgresql://USER@HOST[:PORT]/DB (the password from PGPASSWORD or ~/.pgpass; one "
            "given in the URL is never recorded or shown)")
 
-store_app = typer.Typer(name="store", help="The PostgreSQL run store (SPEC §18).", no_args_is_help=True,
-                        add_completion=False)
+store_app = typer.Typer(name="store", help="The PostgreSQL run store: its schema migrations and blob collection.",
+                        no_args_is_help=True, add_completion=False)
 
 
 def _postgres(spec: str) -> str:
@@ -67,7 +67,7 @@ def export_cmd(run: str = typer.Argument(..., help=RUN_HELP),
                store: str = typer.Option(..., "--store", help=PG_HELP),
                to: Path = typer.Option(..., "--to", help="the new run directory to write (must not exist or be empty)"),
                as_json: bool = typer.Option(False, "--json", help="print a JSON summary on stdout")) -> None:
-    """Write a stored run as a SPEC §7 run directory (verifiable journal, byte-identical report)."""
+    """Write a stored run as a run directory with a filesystem run's files (verifiable journal, byte-identical report)."""
     handle = open_run_arg(run, _postgres(store))
     if not isinstance(handle, PostgresRun):
         raise UsageError(f"{run}: not a run of the PostgreSQL store {redact(store)}")

@@ -39,7 +39,7 @@ class BackendConfig(_Strict):
 class RuntimeConfig(_Strict):
     durable: bool = Field(default=False, description="run with the durable runtime (checkpoints, pauses, resume); as --durable")
     runs_root: str = Field(default="runs", description="the folder new run directories are made in")
-    store: str | None = Field(default=None, description="where runs live (SPEC §18): unset, the filesystem under runs_root; "
+    store: str | None = Field(default=None, description="where runs live: unset, the filesystem under runs_root; "
                                                         "`memory:` this process's memory (gone with it); as --store")
     lease_ttl_s: float = Field(default=30, gt=0, description="seconds without a heartbeat after which a run's owner counts as gone")
     pause_ttl_s: float = Field(default=86400, gt=0, description="seconds a pause's decision task stays valid (then `escalate` renews it)")
@@ -110,7 +110,7 @@ class ApprovalsConfig(_Strict):
     levels: list[str] | None = Field(default=None, description="escalation levels: `escalate` moves a pause to the next "
                                                                "(the last repeats)")
     channels: list[Literal["console", "phone", "cli"]] | None = Field(
-        default=None, description="where a decision on a consequential step may come from (SPEC §20); e.g. [console, "
+        default=None, description="where a decision on a consequential step may come from; e.g. [console, "
                                   "phone] refuses `flow approve` on the runner host for them; unset: any channel")
 
 

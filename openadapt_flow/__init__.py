@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 
 __all__ = ["WaitResult", "__version__", "agent", "tool", "wait", "workflow"]
 
-# The Python API (SPEC §14), imported on first use so `import openadapt_flow` stays cheap: the
+# The Python API (spec §14), imported on first use so `import openadapt_flow` stays cheap: the
 # decorators need only a light module; `wait` brings the runtime.
 _LAZY = {"workflow": "openadapt_flow.runtime.workflow.api", "tool": "openadapt_flow.runtime.workflow.api",
          "agent": "openadapt_flow.runtime.workflow.api", "wait": "openadapt_flow.runtime.workflow.wait",

@@ -62,7 +62,7 @@ class RunDirError(UsageError):
 
 
 class CutStartup(RunDirError):
-    """A run whose start-up was cut before its manifest (SPEC §7): not a run, and nothing was sent."""
+    """A run whose start-up was cut before its manifest (spec §7): not a run, and nothing was sent."""
 
 
 class BackendError(FlowError):

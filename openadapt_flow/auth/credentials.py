@@ -1,4 +1,4 @@
-"""Operator credentials: generated, shown once, kept only as an argon2id hash (SPEC §20). One hasher for every book
+"""Operator credentials: generated, shown once, kept only as an argon2id hash (spec §20). One hasher for every book
 that keeps credentials (the run store's operators, the phone queue's own)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""What a web site with operator logins does alike (the console, SPEC §20; the phone queue, SPEC §21): pages with
+"""What a web site with operator logins does alike (the console, spec §20; the phone queue, spec §21): pages with
 strict headers, the session cookie (HttpOnly, SameSite=Strict, Secure under TLS), a session that ends when its
 operator is disabled, the rate-limited login with a double-submitted CSRF token, and logout.
 

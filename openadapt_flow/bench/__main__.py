@@ -1,6 +1,6 @@
 """`python -m openadapt_flow.bench` (`make bench`): measured speed beside what users would pick instead.
 
-Prints one table and the SPEC §17 verdicts, and writes bench/results.json.
+Prints one table and the spec §17 verdicts, and writes bench/results.json.
 A benchmark, not a test: nothing here fails on a slow number. Every process
 it starts (Xvnc, the demo app, replays, the fixture server, the original
 engine's driver) is stopped by its own pid before it returns.

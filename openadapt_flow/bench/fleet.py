@@ -1,4 +1,4 @@
-"""The fleet bench (issue 15, SPEC §19): fleet workers on a throwaway PostgreSQL over 4 served fixture desktops.
+"""The fleet bench (issue 15, spec §19): fleet workers on a throwaway PostgreSQL over 4 served fixture desktops.
 
 - Throughput in runs/minute for 1, 2 and 4 worker processes (`flow worker --concurrency 1` each) and the scaling
   efficiency throughput_N / (N x throughput_1). The runs (the demo's 5-step invoice without its effect probe: runs on

@@ -1,4 +1,4 @@
-"""`flow console`: the local web console for operators (SPEC §20)."""
+"""`flow console`: the local web console for operators (spec §20)."""
 
 from __future__ import annotations
 

@@ -31,7 +31,7 @@ from openadapt_flow.runtime.operate.reconciler import reconcile_root
 from openadapt_flow.runtime.runs import resume
 
 
-CLI_CHANNEL = "cli"  # SPEC §20: a decision typed on the runner host, made by the OS user (no credential)
+CLI_CHANNEL = "cli"  # spec §20: a decision typed on the runner host, made by the OS user (no credential)
 
 
 def cli_audit(run: Path, store: str | None) -> Audit:

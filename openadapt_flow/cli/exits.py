@@ -1,4 +1,4 @@
-"""The exit codes (SPEC §6) in one table — the CLI exits with them, `flow --help` and docs/cli.md print them — and
+"""The exit codes (spec §6) in one table — the CLI exits with them, `flow --help` and docs/cli.md print them — and
 the JSON object an error is under `--json` (`flow schema error`)."""
 
 from __future__ import annotations

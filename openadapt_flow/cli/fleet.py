@@ -1,4 +1,4 @@
-"""The fleet's commands (SPEC §19): `flow submit` and `flow worker` — the store form (`--targets`) is a fleet worker
+"""The fleet's commands (spec §19): `flow submit` and `flow worker` — the store form (`--targets`) is a fleet worker
 on procrastinate; without `--targets` it is the run-root worker of cli/durable.py."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`flow operator add|list|disable|reset`: authenticated operators, kept in the store (SPEC §20)."""
+"""`flow operator add|list|disable|reset`: authenticated operators, kept in the store (spec §20)."""
 
 from __future__ import annotations
 

@@ -28,7 +28,7 @@ SCHEMAS: dict[str, Any] = {
     "config": DeployConfig,
     "fixture": Fixture,
     "recording": RecordingDoc,
-    "targets": TargetsFile,  # a fleet worker's desktops (SPEC §19)
+    "targets": TargetsFile,  # a fleet worker's desktops (spec §19)
     "error": CliError,  # what a command prints on stdout when it fails under --json
     **FILE_MODELS,
     "decision": FILE_MODELS["approval"],  # decisions/<pause_id>.json: the approval, moved there when used

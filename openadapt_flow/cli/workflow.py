@@ -1,4 +1,4 @@
-"""`flow run-py module:function`: start a Python workflow (SPEC §14)."""
+"""`flow run-py module:function`: start a Python workflow (spec §14)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The resolution ladder: template → OCR → (optional) model, first unique confident answer wins.
 
-Rules (SPEC §4): every rung tried leaves evidence; two look-alikes are
+Rules (spec §4): every rung tried leaves evidence; two look-alikes are
 `ambiguous`, never a pick; a look-alike seen by the template rung may be told
 apart below only by information the template lacked (a landmark, or a label
 outside the crop); the model is off unless allowed, called at most once per

@@ -1,4 +1,4 @@
-"""The hosted phone lane (SPEC §21): a hosted decision queue (`phone.queue`) that only ever sees a pause's closed
+"""The hosted phone lane (spec §21): a hosted decision queue (`phone.queue`) that only ever sees a pause's closed
 context, and a relay beside the runner (`phone.relay`) that publishes that context over outbound HTTPS, fetches the
 queue's Ed25519-signed decisions and records them as `flow approve` does, with channel `phone`.
 

@@ -1,4 +1,4 @@
-"""The closed context of a pause and the decision the queue signs (SPEC §21) — the only things that cross the lane.
+"""The closed context of a pause and the decision the queue signs (spec §21) — the only things that cross the lane.
 
 A closed context names a pause and asks the question as the bundle's author wrote it: ids, the bundle's name, the
 step's id and intent template (no param value substituted), category, transaction_outcome, the decisions allowed from

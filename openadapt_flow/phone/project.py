@@ -1,4 +1,4 @@
-"""The projection of a pause onto its closed context (SPEC §21): what the relay may tell the hosted queue.
+"""The projection of a pause onto its closed context (spec §21): what the relay may tell the hosted queue.
 
 Only ids, the bundle's name, the step's id and intent as written in the run's own bundle snapshot (a `{param}`
 placeholder stays a placeholder), the category, transaction_outcome, the decisions a phone may take, the expiry and

@@ -1,4 +1,4 @@
-"""`flow relay`: the runner's side of the phone lane (SPEC §21) — outbound HTTPS only, no listening socket.
+"""`flow relay`: the runner's side of the phone lane (spec §21) — outbound HTTPS only, no listening socket.
 
 It proves the queue holds the key it was given (`--queue-key`), publishes the closed context of each pause in the
 store, long-polls the queue's decisions, verifies each one's Ed25519 signature and every binding against the pending

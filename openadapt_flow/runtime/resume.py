@@ -1,4 +1,4 @@
-"""`flow resume`: continue a paused or interrupted durable run from its last verified checkpoint (SPEC §8–§10).
+"""`flow resume`: continue a paused or interrupted durable run from its last verified checkpoint (spec §8–§10).
 
 One resume for every kind of run: it opens the run (lease, journal, views caught up, a dead owner's run finalised),
 then continues a bundle run here and a Python workflow's run in workflow_run.continue_workflow.
@@ -84,13 +84,13 @@ def resume(
     backend_config: BackendConfig | None = None,
     upgrade_bundle: Path | None = None,
 ) -> RunOutcome:
-    """Continue a paused or interrupted durable run of either kind, a bundle's or a Python workflow's (SPEC §14: its
+    """Continue a paused or interrupted durable run of either kind, a bundle's or a Python workflow's (spec §14: its
     code runs again on its journal); `stop` (e.g. a worker's) is set by SIGTERM/SIGINT.
 
     `backend_flags` and `backend_config` (`--config`'s backend section) override the recorded backend field by field.
     """
     run = open_ref(ref)
-    if queued(run):  # submitted (SPEC §19), never started: its start job, not a resume, begins it
+    if queued(run):  # submitted (spec §19), never started: its start job, not a resume, begins it
         raise RefusedError(f"{run.ref}: queued for a fleet worker (submitted, not started yet); nothing to resume; refusing")
     manifest = run.manifest()
     if backend_flags or backend_config is not None:
@@ -316,7 +316,7 @@ def _restore_pause(run: RunHandle, journal: JournalWriter, pending: dict[str, An
 
 
 def _screen_still_shows_checkpoint(uncertain: Uncertain | None, result: RecheckResult | None, approval: dict[str, Any] | None) -> bool:
-    """Can the screen still show what held after the checkpoint? Only if no later input landed (SPEC §9, docs/durable.md).
+    """Can the screen still show what held after the checkpoint? Only if no later input landed (spec §9, docs/durable.md).
 
     Nothing dispatched after it: yes. An uncertain later step that will be performed again (its re-check found it
     not done): its input did not take, so yes. A later step that landed (re-check CONFIRMED, or an operator's

@@ -4,7 +4,7 @@
 the modules below the same `RUNS`, through which a step starts or continues a child run, so those modules never
 import this one (or each other in a circle).
 
-Runs live in the store the request's config names (`runtime.store`; SPEC §18): the filesystem by default, or
+Runs live in the store the request's config names (`runtime.store`; spec §18): the filesystem by default, or
 `memory:` — this process's memory, for development and tests (a run there is gone with the process). `resume` takes
 a run handle or reference (a run directory, `memory:NAME`), as `RunOutcome.run_dir` gives it back.
 """

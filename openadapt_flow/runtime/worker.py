@@ -1,6 +1,6 @@
 """`flow worker [ROOT]`: resume runs whose wait is satisfied — a timer due, an answer or signal delivered,
 an approval recorded (when the config allows auto-resume) — and durable runs that were INTERRUPTED (or whose owner
-died) with nothing uncertain (SPEC §10, §19). Each run is resumed under its own lease, so several workers on one
+died) with nothing uncertain (spec §10, §19). Each run is resumed under its own lease, so several workers on one
 root never run the same run twice. A resume refused while another command holds the run for a moment (a decision
 being recorded, a status read) is tried again as soon as that holder lets go (waiting at most `hold_wait_s`); a run
 whose resume was refused for any other reason, or interrupted again, waits `retry_s`."""

@@ -1,7 +1,7 @@
 """Crash-safe file replacement: temp file, fsync, rename, fsync the directory.
 
 A full disk or an I/O error on the run's own files (ENOSPC, EIO, …) raises StorageFault: the run stops at the next
-safe boundary as INTERRUPTED (SPEC §6), never FAILED, and a half-written temp file is removed.
+safe boundary as INTERRUPTED (spec §6), never FAILED, and a half-written temp file is removed.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The run-store interface (SPEC §18): where a run's records and artifacts live, behind one small protocol.
+"""The run-store interface (spec §18): where a run's records and artifacts live, behind one small protocol.
 
 Protocols, not an abstract base class: the filesystem store's run handle is `RunDir` (with `Journal` and `Lease`),
 which the runtime has used by name since the first build; a structural protocol lets it conform as it is, and lets
@@ -9,11 +9,11 @@ consume-once rule — lives in pure functions (`journal.verify_chain`, `seal.ver
 documents it holds.
 
 A store holds runs; a run handle holds one run's:
-- records: manifest, journal (append-only, hash-chained; fsync'd per SPEC §5), state (sealed), checkpoint,
+- records: manifest, journal (append-only, hash-chained; fsync'd per spec §5), state (sealed), checkpoint,
   lease (+ an exclusive owner lock), pending escalation, approval and consumed decisions, incident, reports;
 - artifacts: named byte blobs (`frames/…`, `bundle/…`, `patches/…`, `upgrades/…`), and a directory on disk holding
   those under a prefix for code that needs a real path (the bundle loader);
-- the run ledger's entry (SPEC §8: one place per run, its seal, its consumed decisions), kept outside the run.
+- the run ledger's entry (spec §8: one place per run, its seal, its consumed decisions), kept outside the run.
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ class JournalWriter(Protocol):
 
 @runtime_checkable
 class RunLease(Protocol):
-    """Ownership of a run: an exclusive lock plus a fencing generation (SPEC §5 invariant 7)."""
+    """Ownership of a run: an exclusive lock plus a fencing generation (spec §5 invariant 7)."""
 
     ttl_s: float
     generation: int
@@ -178,7 +178,7 @@ class RunStore(Protocol):
     """Where runs live: create one, open or find one, list them."""
 
     def create_run(self, ref: str | None = None, *, now: datetime | None = None) -> RunHandle:
-        """A new run: `ref` (must hold no run) or a fresh `replay-YYYYMMDD-HHMMSS[-N]` (SPEC §7 collision rules)."""
+        """A new run: `ref` (must hold no run) or a fresh `replay-YYYYMMDD-HHMMSS[-N]` (spec §7 collision rules)."""
 
     def check_new(self, ref: str) -> None: ...
 
@@ -192,4 +192,4 @@ class RunStore(Protocol):
         """Runs whose start-up was cut before the manifest (a journal, no manifest): never a run."""
 
     def operators(self) -> OperatorBook:
-        """The store's operators and their audit log (SPEC §20)."""
+        """The store's operators and their audit log (spec §20)."""

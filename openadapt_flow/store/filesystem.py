@@ -1,4 +1,4 @@
-"""The filesystem store (SPEC §18 `runs/`, the default): one §7 run directory per run under a runs root."""
+"""The filesystem store (spec §18 `runs/`, the default): one §7 run directory per run under a runs root."""
 
 from __future__ import annotations
 

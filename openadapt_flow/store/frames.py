@@ -1,4 +1,4 @@
-"""Frames written off the hot path (SPEC §5 invariant 8): before/after PNGs on a background thread, halt frames now."""
+"""Frames written off the hot path (spec §5 invariant 8): before/after PNGs on a background thread, halt frames now."""
 
 from __future__ import annotations
 

@@ -25,7 +25,7 @@ from openadapt_flow.store.faults import crash_point, io_fault
 GENESIS = "0" * 64
 JOURNAL_FILE = "journal.jsonl"
 
-# Records that must be durable before the caller goes on (SPEC §5).
+# Records that must be durable before the caller goes on (spec §5).
 FSYNC_TYPES = frozenset(
     {"run_started", "action_dispatched", "step_verified", "halted", "run_finished", "paused", "interrupted", "decision", "run_resumed",
      "escalation_opened", "escalated", "escalation_dropped"}
@@ -155,7 +155,7 @@ class Journal:
 
     def _write_whole(self, line: bytes, sync: bool) -> None:
         """Append one whole record or none: on a full disk or an I/O error the file is cut back to the last whole
-        record (a later append never follows a torn line) and StorageFault stops the run (SPEC §6)."""
+        record (a later append never follows a torn line) and StorageFault stops the run (spec §6)."""
         if self._broken is not None:
             raise StorageFault(str(self.path), self._broken)
         try:

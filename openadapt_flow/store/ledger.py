@@ -1,4 +1,4 @@
-"""The run ledger: what this installation knows about each run, kept OUTSIDE every run directory (SPEC §8).
+"""The run ledger: what this installation knows about each run, kept OUTSIDE every run directory (spec §8).
 
 A run directory can be copied (a backup, a restore, a careless `cp -r`); a copy carries the same journal, the same
 pending pause and, once copied in, the same approval. What a copy cannot carry is this ledger, one small file per

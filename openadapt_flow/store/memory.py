@@ -1,4 +1,4 @@
-"""The memory store (SPEC §18 `memory:`): runs held in process memory, for development and tests.
+"""The memory store (spec §18 `memory:`): runs held in process memory, for development and tests.
 
 Records do not survive the process. The invariants do hold: the journal is the same hash-chained bytes (verified on
 every read, a torn tail cut), state is sealed with the journal's end, a checkpoint is judged against the journal,

@@ -1,4 +1,4 @@
-"""Operator records and the operator audit log, kept in the store (SPEC §20).
+"""Operator records and the operator audit log, kept in the store (spec §20).
 
 An operator record is `{"name", "role", "hash" (argon2id), "disabled", "created_at", "changed_at"}` — never a
 plaintext credential. The audit log is append-only and hash-chained like the journal (each entry names the previous

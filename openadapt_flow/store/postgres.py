@@ -1,4 +1,4 @@
-"""The PostgreSQL store (SPEC §18 `postgresql://…`): runs in tables, for production and many machines.
+"""The PostgreSQL store (spec §18 `postgresql://…`): runs in tables, for production and many machines.
 
 A store is opened by its connection spec; its schema must be the one this code ships (`flow store migrate`). Each
 thread talks over its own autocommit connection (the frame writer writes frames while the run thread journals); a

@@ -1,4 +1,4 @@
-"""Artifacts of a PostgreSQL run (SPEC §18): names per run in `flow_artifacts`, bytes content-addressed in `flow_blobs`
+"""Artifacts of a PostgreSQL run (spec §18): names per run in `flow_artifacts`, bytes content-addressed in `flow_blobs`
 (a frame shown twice, or a bundle snapshotted by a hundred runs, is stored once), and `flow store gc` (gc_blobs), which
 deletes the blobs no run references any more (a replaced or removed artifact, a discarded run)."""
 

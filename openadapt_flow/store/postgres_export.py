@@ -1,4 +1,4 @@
-"""`flow export`: a run of the PostgreSQL store written out as a SPEC §7 run directory, so that every tool that reads
+"""`flow export`: a run of the PostgreSQL store written out as a spec §7 run directory, so that every tool that reads
 run directories (`flow status DIR`, `flow report`, an auditor's script) works on it.
 
 Documents are written as the exact text the store holds (the report byte for byte), the journal as its rows' lines

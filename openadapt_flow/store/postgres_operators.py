@@ -1,4 +1,4 @@
-"""Operators and the operator audit log in a PostgreSQL store (SPEC §20; tables of migration 0002)."""
+"""Operators and the operator audit log in a PostgreSQL store (spec §20; tables of migration 0002)."""
 
 from __future__ import annotations
 

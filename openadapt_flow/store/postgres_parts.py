@@ -1,4 +1,4 @@
-"""The PostgreSQL store's journal writer and lease (SPEC §5, §10, §18): the file journal's bytes, one row per record,
+"""The PostgreSQL store's journal writer and lease (spec §5, §10, §18): the file journal's bytes, one row per record,
 and a lease row (holder, generation, expiry) that fences a replaced writer in the same transaction as its dispatch."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""procrastinate's own schema in the PostgreSQL store (SPEC §19): applied by `flow store migrate` with migration 0003,
+"""procrastinate's own schema in the PostgreSQL store (spec §19): applied by `flow store migrate` with migration 0003,
 from the `schema.sql` shipped inside the installed procrastinate package, and pinned.
 
 procrastinate versions its schema by the migration files it ships (`procrastinate/sql/migrations/NN.NN.NN_NN_*.sql`);

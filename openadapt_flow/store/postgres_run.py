@@ -1,4 +1,4 @@
-"""A run of the PostgreSQL store (SPEC §18): the store's run handle (store/base.py RunHandle) over its tables.
+"""A run of the PostgreSQL store (spec §18): the store's run handle (store/base.py RunHandle) over its tables.
 
 Documents are kept as the exact JSON text written (so a damaged one is refused as a damaged file is); the journal as
 one row per record holding the line the file journal would hold, verified with `verify_chain` on every read; the
@@ -269,7 +269,7 @@ class PostgresRun(PostgresArtifacts, DocumentRun):
 
     def _hold(self, entry: dict[str, Any]) -> None:
         """This row must be the one the ledger names as holding the run. Another row with the same run_id while the
-        named one still holds it is a copy (its rows copied under another name), refused (SPEC §8, as the runs root's
+        named one still holds it is a copy (its rows copied under another name), refused (spec §8, as the runs root's
         ledger refuses a copied run directory); a holder gone (the run's rows moved or restored under another name)
         lets this row take the run over, the ledger's seal and consumed decisions still binding it."""
         run_id = self.run_id()

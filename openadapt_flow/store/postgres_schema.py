@@ -1,4 +1,4 @@
-"""The PostgreSQL store's connection spec and schema (SPEC §18): numbered migrations, applied by `flow store migrate`.
+"""The PostgreSQL store's connection spec and schema (spec §18): numbered migrations, applied by `flow store migrate`.
 
 Migrations are SQL files shipped in `openadapt_flow/store/migrations/` named `NNNN_name.sql`, applied in order, each in
 one transaction under an advisory lock (two `migrate` commands at once apply each file once). `flow_schema` records

@@ -1,4 +1,4 @@
-"""How a PostgreSQL store and its runs are named (SPEC §18), importable without the driver: every `flow` command
+"""How a PostgreSQL store and its runs are named (spec §18), importable without the driver: every `flow` command
 resolves `--store` and run references through here, and only a PostgreSQL store pays for importing psycopg.
 
 A store spec is `postgresql://USER@HOST[:PORT]/DB[?options=…]` and never carries a password: it is pinned with the

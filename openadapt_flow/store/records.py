@@ -1,7 +1,7 @@
 """Typed journal records: the envelope `{seq, ts, type, step, data, prev_hash, hash}` of every line of
 `journal.jsonl`, and the `data` of each record type the runtime writes, as a union discriminated on `type`.
 
-The models accept exactly what the runtime writes (SPEC §5, §7). `data` models forbid unknown keys; a key that
+The models accept exactly what the runtime writes (spec §5, §7). `data` models forbid unknown keys; a key that
 only some writers of a type set is optional. Items whose keys are open by design stay `dict[str, Any]`: check
 evidence (`Check.to_json()` spreads each check's own evidence keys), rung evidence, step results (a tool's or a
 workflow's JSON output) and effect readings (a system of record's value).
@@ -139,7 +139,7 @@ class Checks(_Data):
 
 
 class ActionDispatched(_Data):
-    """Written and fsync'd before any input is sent, with the lease generation it was sent under (SPEC §5)."""
+    """Written and fsync'd before any input is sent, with the lease generation it was sent under (spec §5)."""
     action: str
     point: Point | None = None
     call: str | None = None

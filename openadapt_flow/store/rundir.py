@@ -1,4 +1,4 @@
-"""The run directory: the filesystem store's run handle (SPEC §7 layout) — manifest, journal, state, frames, report."""
+"""The run directory: the filesystem store's run handle (spec §7 layout) — manifest, journal, state, frames, report."""
 
 from __future__ import annotations
 
@@ -126,7 +126,7 @@ class RunDir:
         if not p.is_dir():
             raise RunDirError(f"{p}: not a directory")
         if not (p / MANIFEST).is_file():
-            if (p / JOURNAL_FILE).is_file():  # a start-up cut before the manifest: a run that never began (SPEC §7)
+            if (p / JOURNAL_FILE).is_file():  # a start-up cut before the manifest: a run that never began (spec §7)
                 raise CutStartup(f"{p}: not a run directory (its start-up was cut before {MANIFEST}; no input was sent — replay again)")
             raise RunDirError(f"{p}: not a run directory (no {MANIFEST})")
         return cls(p)
@@ -166,7 +166,7 @@ class RunDir:
 
     def write_state(self, state: str, *, journal: JournalWriter | None = None, **fields: Any) -> None:
         """Replace state.json. With the run's `journal`, the state is sealed: it names the journal's end (seq, hash)
-        and is HMAC-signed with the installation key, and the run ledger records the same end (SPEC §8), so a cut
+        and is HMAC-signed with the installation key, and the run ledger records the same end (spec §8), so a cut
         journal tail or an edited state is detected. Every transition of a run passes its journal."""
         doc = sealed_state(state, fields, journal)
         if journal is not None:

@@ -1,4 +1,4 @@
-"""Typed run files: a pydantic model for every JSON file of the run directory (SPEC §7), each named by the
+"""Typed run files: a pydantic model for every JSON file of the run directory (spec §7), each named by the
 `schema` it carries (`openadapt-flow/<name>@1`). `flow schema NAME` prints their JSON Schemas.
 
 Models forbid unknown keys where every writer's field set is known. Left open, and why: `manifest.config` (a
@@ -96,7 +96,7 @@ class Lease(_File):
     generation: int = Field(ge=1)
 
 
-Channel = Literal["console", "phone", "cli"]  # how an operator's decision arrived (SPEC §20)
+Channel = Literal["console", "phone", "cli"]  # how an operator's decision arrived (spec §20)
 
 
 class Ask(_File):
@@ -155,7 +155,7 @@ class Vote(_File):
     os_user: str
     note: str | None
     decided_at: str
-    channel: Channel | None = None  # absent in runs decided before SPEC §20: the CLI
+    channel: Channel | None = None  # absent in runs decided before spec §20: the CLI
 
 
 class Superseded(_File):

@@ -1,4 +1,4 @@
-"""The state seal (SPEC §8): state names the journal's end (seq, hash) and is HMAC-signed with the installation key,
+"""The state seal (spec §8): state names the journal's end (seq, hash) and is HMAC-signed with the installation key,
 so a cut journal tail or an edited state is detected — the same check for every store."""
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def verify_seal(doc: Any, records: list[dict[str, Any]], key: bytes, where: str,
 
 
 def sealed_state(state: str, fields: dict[str, Any], journal: Any) -> dict[str, Any]:
-    """The state document a transition writes; with the run's journal, sealed with its end (SPEC §8)."""
+    """The state document a transition writes; with the run's journal, sealed with its end (spec §8)."""
     body: dict[str, Any] = {"state": state, "paused_reason": None, "transaction_outcome": None, "last_checkpoint_seq": None}
     body.update(fields)
     body["updated_at"] = now_iso()

@@ -1,4 +1,4 @@
-"""Choosing a run store (SPEC §18): `--store` / config `runtime.store`; a directory (default `runs`), `memory:` or
+"""Choosing a run store (spec §18): `--store` / config `runtime.store`; a directory (default `runs`), `memory:` or
 `postgresql://…`; and the store a run reference names (`memory:NAME`, `pg:NAME`, else a run directory)."""
 
 from __future__ import annotations

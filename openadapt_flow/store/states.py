@@ -1,4 +1,4 @@
-"""Run states, paused reasons and transaction outcomes (SPEC §6, §8), as str enums: each member compares equal to
+"""Run states, paused reasons and transaction outcomes (spec §6, §8), as str enums: each member compares equal to
 the string written in state.json, so `RunState.PAUSED == "PAUSED"` and records stay byte-identical."""
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ STOPPED_STATES = frozenset(s for s in RunState if s.stopped)
 
 
 class PausedReason(str, Enum):
-    """Why a run is PAUSED (SPEC §6)."""
+    """Why a run is PAUSED (spec §6)."""
 
     AWAITING_APPROVAL = "awaiting_approval"
     AWAITING_USER = "awaiting_user"
@@ -87,7 +87,7 @@ class PausedReason(str, Enum):
 
 
 class TransactionOutcome(str, Enum):
-    """What is known about consequential steps that are not checkpointed (SPEC §8)."""
+    """What is known about consequential steps that are not checkpointed (spec §8)."""
 
     HALTED_BEFORE_EFFECT = "HALTED_BEFORE_EFFECT"
     RECONCILIATION_REQUIRED = "RECONCILIATION_REQUIRED"

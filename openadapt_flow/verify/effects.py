@@ -116,7 +116,7 @@ def expects_value(effect: Effect) -> bool:
 
 
 def baseline_blocks(effect: Effect, baseline: Reading) -> str | None:
-    """Why this baseline forbids the step's input (SPEC §8), or None: unreadable, or it already satisfies the expectation."""
+    """Why this baseline forbids the step's input (spec §8), or None: unreadable, or it already satisfies the expectation."""
     if not baseline.ok:
         return f"the system of record could not be read before the step ({baseline.error or 'no reading'})"
     if effect.expect.increase_by == 0:
@@ -128,7 +128,7 @@ def baseline_blocks(effect: Effect, baseline: Reading) -> str | None:
 
 
 def judge(effect: Effect, baseline: Reading | None, observed: Reading) -> str:
-    """CONFIRMED / ABSENT / CONFLICTING / UNAVAILABLE for one reading against the baseline (SPEC §8's table)."""
+    """CONFIRMED / ABSENT / CONFLICTING / UNAVAILABLE for one reading against the baseline (spec §8's table)."""
     if not observed.ok or baseline is None or not baseline.ok:
         return UNAVAILABLE  # without a baseline no reading proves presence or absence
     exp = effect.expect

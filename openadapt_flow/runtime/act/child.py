@@ -1,4 +1,4 @@
-"""The `flow` step kind: a child bundle run as its own durable run, linked both ways (SPEC §2, §6).
+"""The `flow` step kind: a child bundle run as its own durable run, linked both ways (spec §2, §6).
 
 The child runs in this process on the parent's live backend. The parent is
 PAUSED(awaiting_child) only while the child is paused; when the child ends the

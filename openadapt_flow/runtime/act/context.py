@@ -97,7 +97,7 @@ class RunContext:
 
     def _seal_dispatch(self, rec: dict[str, Any]) -> None:
         """A consequential step's `action_dispatched` (fsync'd) is sealed in the run ledger before its input is sent,
-        so a journal cut back before it — which would let resume send the write again — is refused (SPEC §8)."""
+        so a journal cut back before it — which would let resume send the write again — is refused (spec §8)."""
         if rec["type"] != "action_dispatched" or not self.durable:
             return
         step = self.steps.get(rec["step"])
@@ -105,7 +105,7 @@ class RunContext:
             self.run.ledger_seal(rec["seq"], rec["hash"])
 
     def before_dispatch(self, step: Step) -> None:
-        """Right before any input: the retry budget, then fencing — re-read the lease (SPEC §5 invariant 7)."""
+        """Right before any input: the retry budget, then fencing — re-read the lease (spec §5 invariant 7)."""
         blocked = check_dispatch(self.config.policy, self.budget, step)
         if blocked is not None:
             raise blocked

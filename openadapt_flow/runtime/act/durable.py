@@ -1,4 +1,4 @@
-"""The one durable step (SPEC §5, §14): record a verified step; perform a durable call.
+"""The one durable step (spec §5, §14): record a verified step; perform a durable call.
 
 Every kind of step goes through here — a bundle's GUI steps, its tool/question/timer/child steps, a Python
 workflow's calls, an operator's answer delivered to a waiting call, a step an operator skipped or reconciled.
@@ -19,7 +19,7 @@ VerifiedKind = Literal["step_verified", "step_skipped"]
 
 def record_verified(ctx: RunContext, step_id: str, data: dict[str, Any], *, kind: VerifiedKind = "step_verified") -> dict[str, Any]:
     """Journal `step_verified` (fsync'd; the fold notes it), then replace checkpoint.json (durable runs): the order of
-    SPEC §5. The journal record is the truth; a crash before the checkpoint is caught up from it on resume."""
+    spec §5. The journal record is the truth; a crash before the checkpoint is caught up from it on resume."""
     rec = ctx.journal.append(kind, step_id, data)
     if ctx.durable:
         cp = ctx.fold.checkpoint()

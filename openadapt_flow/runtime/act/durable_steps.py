@@ -1,4 +1,4 @@
-"""Durable step kinds (SPEC §2): ask_user, wait_signal, sleep, wait_until, tool, flow.
+"""Durable step kinds (spec §2): ask_user, wait_signal, sleep, wait_until, tool, flow.
 
 Each either completes with a JSON result that is checkpointed (and restored on
 resume, never recomputed) or raises Pause, leaving no process behind.

@@ -175,7 +175,7 @@ def start_bundle(req: ReplayRequest, runs: Runs, progress: Progress | None = Non
     """Run a bundle once. Bad input raises (exit 2, no run dir); everything after is a RunOutcome.
 
     `reporter` renders the report at every stop (the report layer sits above the runtime); `runs` starts or continues
-    the child runs of its `flow` steps. A submitted run (SPEC §19) exists already: its desktop is connected to on a
+    the child runs of its `flow` steps. A submitted run (spec §19) exists already: its desktop is connected to on a
     thread while the run is opened and its lease taken, not after; an error of either surfaces before `run_started`.
     """
     loaded, params, durable = prepare(req)
@@ -242,7 +242,7 @@ def execute(ctx: RunContext, start: int) -> RunOutcome:
     """Run a bundle's steps from `start` until the end, a halt, a pause or a stop; write the final state."""
     try:
         stop = run_body(ctx, partial(_steps, ctx, start))
-    except StorageFault as f:  # a full disk or an I/O error on the run's files: a safe boundary, never FAILED (SPEC §6)
+    except StorageFault as f:  # a full disk or an I/O error on the run's files: a safe boundary, never FAILED (spec §6)
         stop = ("INTERRUPTED", f.message, "storage", None, None)
     return finish(ctx, *stop)
 

@@ -40,7 +40,7 @@ class ReplayRequest:
     config: DeployConfig
     run_dir: Path | str | None = None  # a reference in the config's store (runtime.store); None: a fresh name
     durable: bool = False
-    submitted: bool = False  # run_dir names a run `flow submit` created (PENDING, SPEC §19): start that run, once
+    submitted: bool = False  # run_dir names a run `flow submit` created (PENDING, spec §19): start that run, once
     loaded: LoadedBundle | None = None  # `bundle` already loaded (a fleet worker's cache of the same bytes), else None
     ocr: OcrEngine | None = None  # an OCR engine to reuse (a fleet worker's, its model loaded once), else a new one
     allow_model: bool = False

@@ -25,7 +25,7 @@ def lease_ttl(run: RunHandle) -> float:
 
 
 def queued(run: RunHandle) -> bool:
-    """A run submitted to the fleet (SPEC §19) that no worker has started yet: its state document says PENDING (only
+    """A run submitted to the fleet (spec §19) that no worker has started yet: its state document says PENDING (only
     `flow submit` writes one) and it has no journal. No process owns it, so none can have died under it."""
     return run.has_state() and not run.has_journal() and run.state().get("state") == "PENDING"
 

@@ -1,4 +1,4 @@
-"""Opening a durable pause: the pending escalation and its signed decision task (SPEC §9)."""
+"""Opening a durable pause: the pending escalation and its signed decision task (spec §9)."""
 
 from __future__ import annotations
 

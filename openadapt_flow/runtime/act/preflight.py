@@ -1,4 +1,4 @@
-"""Preflight: everything a run needs, checked before its first input (SPEC §16: bad input is exit 2, never a halt
+"""Preflight: everything a run needs, checked before its first input (spec §16: bad input is exit 2, never a halt
 at the step that writes after a dozen inputs).
 
 Params (required, typed, secrets in the environment) and templates (present, decodable) are checked by loading

@@ -1,4 +1,4 @@
-"""Read-only re-checks on resume (SPEC §8): an uncertain step's effect and screen, the checkpoint's screen facts."""
+"""Read-only re-checks on resume (spec §8): an uncertain step's effect and screen, the checkpoint's screen facts."""
 
 from __future__ import annotations
 

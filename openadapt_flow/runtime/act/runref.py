@@ -1,7 +1,7 @@
 """Which store a run lives in: the one a run's config names (`runtime.store`), or the one its reference names.
 
 A run reference is what `RunOutcome.run_dir`, a manifest's `parent_run` and every message name a run by: a run
-directory, or `memory:NAME` (this process's memory store, SPEC §18). The runtime opens and creates runs only
+directory, or `memory:NAME` (this process's memory store, spec §18). The runtime opens and creates runs only
 through these — the store alone knows where a run's records live.
 """
 

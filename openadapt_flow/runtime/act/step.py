@@ -1,4 +1,4 @@
-"""The step lifecycle (SPEC §5) — the one place that journals, acts and verifies.
+"""The step lifecycle (spec §5) — the one place that journals, acts and verifies.
 
 step_started → settle → resolve → identity gate → effect baseline →
 action_dispatched (fsync'd BEFORE any input) → act → settle → postconditions →
@@ -185,7 +185,7 @@ def _act(ctx: RunContext, step: Step, point: Point | None, to_point: Point | Non
 
 
 def _fallback_area(ctx: RunContext, step: Step, acted: list[Point], target_box: Box | None) -> tuple[bool, Box | None]:
-    """Whether a step has nothing else to verify it, and then where it must change the screen (SPEC §5): around its
+    """Whether a step has nothing else to verify it, and then where it must change the screen (spec §5): around its
     target and the points it acted at, or anywhere (None) when it acted at no point (key, hotkey, typing into the
     focused field). Not needed when expect, an effect or the typed text's readback verifies it, nor for a wait
     (it sends no input)."""

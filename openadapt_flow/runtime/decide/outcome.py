@@ -1,4 +1,4 @@
-"""transaction_outcome (SPEC §8), classified from the journal alone — never from the checkpoint."""
+"""transaction_outcome (spec §8), classified from the journal alone — never from the checkpoint."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Policy and budgets (SPEC §11): limits and deny rules checked before a step acts.
+"""Policy and budgets (spec §11): limits and deny rules checked before a step acts.
 
 A violation is a recorded governance decision — BLOCKED with incident.json —
 not an exception. Counters span resumes: they are summed from the journal.
@@ -84,7 +84,7 @@ class Budget:
 
 
 def model_call_refusal(policy: PolicyConfig, budget: Budget, step: Step) -> str | None:
-    """Before a GUI step's model call (SPEC §4, §11): one call per step, and never past max_model_calls
+    """Before a GUI step's model call (spec §4, §11): one call per step, and never past max_model_calls
     (that would be a violation: Blocked is raised, and the call is not made)."""
     if budget.step_model_calls >= 1:
         return "the step has made its one model call (while the screen was changing); no second"

@@ -1,1 +1,1 @@
-"""The fleet (SPEC §19): runs submitted to the PostgreSQL store, driven by workers on procrastinate."""
+"""The fleet (spec §19): runs submitted to the PostgreSQL store, driven by workers on procrastinate."""

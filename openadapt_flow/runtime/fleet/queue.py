@@ -1,4 +1,4 @@
-"""The fleet's queue on procrastinate (SPEC §19): `flow submit` creates the run PENDING and its start job
+"""The fleet's queue on procrastinate (spec §19): `flow submit` creates the run PENDING and its start job
 (runtime/fleet/submit.py); fleet workers run start and resume jobs, each on a desktop it holds. A pause or decision on
 a fleet run enqueues its resume in the transaction that records it (migration 0003's triggers), and the job's insert
 NOTIFYs the queue, waking an idle worker. A periodic reconcile task on any worker — every lease TTL, the safety net,
@@ -62,7 +62,7 @@ def queue_app(spec: str) -> App:
 
 
 def reconcile_cron(ttl_s: float) -> str:
-    """Every lease TTL (SPEC §19: no polling loop faster than it), as procrastinate's cron (its sixth field: seconds)."""
+    """Every lease TTL (spec §19: no polling loop faster than it), as procrastinate's cron (its sixth field: seconds)."""
     every = round(ttl_s)
     return "* * * * *" if every >= 60 else f"* * * * * */{max(1, every)}"
 

@@ -9,7 +9,7 @@ directory named by that key, so the manifest's bundle path names the snapshot it
 A start whose desktop did not answer is tried again (`count_start_try`: START_TRIES in all, counted in the store), on
 another desktop when one serves the run: the worker rests the silent one (runtime/fleet/desks.py). A start that fails
 for good before the run began — the bundle does not load, the desktop refuses the login or stays silent — ends the
-run FAILED with the one-line reason (SPEC §6: the run itself could not proceed and is not resumable; nothing was sent,
+run FAILED with the one-line reason (spec §6: the run itself could not proceed and is not resumable; nothing was sent,
 and no policy or operator decided it, so not BLOCKED), under the run's lease, so a run another worker began meanwhile is
 never touched.
 """

@@ -1,4 +1,4 @@
-"""`flow submit` (SPEC §19): the run is created in the store at once — PENDING, with its manifest and its bundle
+"""`flow submit` (spec §19): the run is created in the store at once — PENDING, with its manifest and its bundle
 snapshot — so `flow status`, `flow runs` and `flow wait` see it before any worker does; the row in flow_submissions
 that says which desktops may run it enqueues its start job in the same transaction (migration 0003's trigger).
 

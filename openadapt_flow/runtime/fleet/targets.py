@@ -1,4 +1,4 @@
-"""targets.yaml (`openadapt-flow/targets@1`): the desktops a fleet worker may drive (SPEC §19)."""
+"""targets.yaml (`openadapt-flow/targets@1`): the desktops a fleet worker may drive (spec §19)."""
 
 from __future__ import annotations
 

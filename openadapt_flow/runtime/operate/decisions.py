@@ -1,4 +1,4 @@
-"""`flow approve`: a signed, bounded operator decision bound to one pause (SPEC §9)."""
+"""`flow approve`: a signed, bounded operator decision bound to one pause (spec §9)."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ from openadapt_flow.store.keys import load_decision_key, load_key
 from openadapt_flow.store.states import FINAL_STATES
 
 DECISION_NAMES = ("continue", "skip", "reject", "teach", "escalate", "reconcile")
-AUTHENTICATED_CHANNELS = ("console", "phone")  # an operator who logged in with a credential (SPEC §20)
+AUTHENTICATED_CHANNELS = ("console", "phone")  # an operator who logged in with a credential (spec §20)
 Audit = Callable[[dict[str, Any]], Any]  # appends an event to the store's operator audit log
 DECISION_WAIT_S = 10.0  # how long a decision waits for another command's hold on the run before it is refused
 

@@ -1,4 +1,4 @@
-"""Authenticated operators (SPEC §20): enrol, list, disable, reset, authenticate — and the audit log of it all.
+"""Authenticated operators (spec §20): enrol, list, disable, reset, authenticate — and the audit log of it all.
 
 A credential is generated (`secrets`), shown once, and kept only as an argon2id hash in the store's OperatorBook.
 """

@@ -1,4 +1,4 @@
-"""The journal is the record of truth (SPEC §8): state.json, checkpoint.json and pending_escalation.json are views.
+"""The journal is the record of truth (spec §8): state.json, checkpoint.json and pending_escalation.json are views.
 
 Every command that acts on a run (`resume`, `approve`, `answer`, `signal`) reads the views through here:
 
@@ -108,7 +108,7 @@ SPENDS = ("action_dispatched", "step_verified", "step_skipped", "escalation_open
 
 
 def decision_data(approval: dict[str, Any] | None, pause_id: str) -> dict[str, Any]:
-    """The whole decision, as the journal keeps it: enough to apply it from the journal alone (SPEC §9)."""
+    """The whole decision, as the journal keeps it: enough to apply it from the journal alone (spec §9)."""
     a = approval or {}
     body = {k: v for k, v in a.items() if k not in ("schema", "signature")}
     return {k: a.get(k) for k in DECISION_FIELDS} | {"pause_id": pause_id, "approval_digest": digest(body) if body else None,

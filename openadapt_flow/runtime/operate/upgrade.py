@@ -1,4 +1,4 @@
-"""`flow resume --upgrade-bundle PATH` (SPEC §2): adopt a new version of a run's bundle mid-run, only where it cannot
+"""`flow resume --upgrade-bundle PATH` (spec §2): adopt a new version of a run's bundle mid-run, only where it cannot
 change what was already done.
 
 Adopted only when every step up to and including the last checkpoint — and any later step that was dispatched —

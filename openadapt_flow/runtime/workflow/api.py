@@ -1,4 +1,4 @@
-"""Python workflows (SPEC §14): the decorators users write, and how an entry point is found and called.
+"""Python workflows (spec §14): the decorators users write, and how an entry point is found and called.
 
 Light on purpose: `from openadapt_flow import workflow, tool` imports this module only. The
 durable machinery lives in `workflow_ctx` (the context a workflow's calls go through) and

@@ -1,4 +1,4 @@
-"""The context a Python workflow's durable calls go through (SPEC §14).
+"""The context a Python workflow's durable calls go through (spec §14).
 
 Every call — a tool, a question, a signal, a timer, a GUI replay, a child workflow, a model
 call, a domain action — passes through `WorkflowContext._call`: the one place that looks up

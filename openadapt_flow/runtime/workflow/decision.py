@@ -1,4 +1,4 @@
-"""A workflow run's pause and its decision on resume (SPEC §8, §14): which pause to resolve and with what approval, and
+"""A workflow run's pause and its decision on resume (spec §8, §14): which pause to resolve and with what approval, and
 how an answer or signal becomes its waiting call's recorded result.
 
 A journaled `decision` is the point of no return. It carries what was delivered (the answer, the signal's data), so a

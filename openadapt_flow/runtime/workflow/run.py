@@ -1,4 +1,4 @@
-"""Starting and continuing Python workflow runs (SPEC §14), on the engine's own machinery.
+"""Starting and continuing Python workflow runs (spec §14), on the engine's own machinery.
 
 A workflow run is a durable run whose manifest says `"kind": "workflow"` and names its entry
 (`module:function`) and args. Its journal holds one `step_started` header per call, then the

@@ -1,4 +1,4 @@
--- The PostgreSQL run store (SPEC §18), first schema. Applied by `flow store migrate` in one transaction.
+-- The PostgreSQL run store (spec §18), first schema. Applied by `flow store migrate` in one transaction.
 -- Every table is prefixed flow_ so the store can share a database with the fleet's queue (procrastinate_*).
 
 CREATE TABLE flow_runs (
@@ -6,11 +6,11 @@ CREATE TABLE flow_runs (
     name        text NOT NULL UNIQUE,          -- the run's name in the store: replay-YYYYMMDD-HHMMSS[-N], r1, p/children/x, p.step
     run_id      text,                          -- the manifest's run_id (NULL until the manifest is written)
     state       text,                          -- the state document's `state`, mirrored for listing runs by state
-    manifest    text,                          -- the JSON documents, kept as the exact text written (SPEC §7 files)
+    manifest    text,                          -- the JSON documents, kept as the exact text written (spec §7 files)
     state_doc   text,
     state_at    double precision,              -- clock of the last change (stamp(): cheap change detection)
     report      text,
-    ledger      jsonb NOT NULL DEFAULT '{}',   -- the run ledger entry (SPEC §8): seal, consumed decisions
+    ledger      jsonb NOT NULL DEFAULT '{}',   -- the run ledger entry (spec §8): seal, consumed decisions
     created_at  timestamptz NOT NULL DEFAULT now()
 );
 CREATE INDEX flow_runs_run_id ON flow_runs (run_id);
@@ -33,7 +33,7 @@ CREATE TABLE flow_checkpoints (
     written_at  timestamptz NOT NULL DEFAULT now()
 );
 
--- The owner of a run: holder token, fencing generation, expiry renewed by the heartbeat (SPEC §5 invariant 7, §10).
+-- The owner of a run: holder token, fencing generation, expiry renewed by the heartbeat (spec §5 invariant 7, §10).
 CREATE TABLE flow_leases (
     run           bigint PRIMARY KEY REFERENCES flow_runs (id) ON DELETE CASCADE,
     holder        text,                        -- NULL once released
@@ -87,7 +87,7 @@ CREATE TABLE flow_artifacts (
 );
 
 -- Append one journal record in one round trip. Records whose loss would change what resume does commit with
--- synchronous_commit on (SPEC §5: durable before the caller goes on); the rest commit asynchronously (a lost tail of
+-- synchronous_commit on (spec §5: durable before the caller goes on); the rest commit asynchronously (a lost tail of
 -- them is harmless, and WAL order keeps the journal a prefix). With p_fence (action_dispatched), the record commits only
 -- while the writer still holds the lease generation it read, checked in the same transaction under a share lock on the
 -- lease row, so a takeover either waits for this commit (and then reads the record) or fences it out.

@@ -1,4 +1,4 @@
--- Operators and their append-only audit log (SPEC §20). The credential is an argon2id hash inside `doc`, never plaintext.
+-- Operators and their append-only audit log (spec §20). The credential is an argon2id hash inside `doc`, never plaintext.
 
 CREATE TABLE flow_operators (
     name        text PRIMARY KEY,

@@ -1,4 +1,4 @@
--- The fleet (SPEC §19). Before this file, `flow store migrate` applies procrastinate's own schema (the schema.sql of
+-- The fleet (spec §19). Before this file, `flow store migrate` applies procrastinate's own schema (the schema.sql of
 -- the installed procrastinate) and records its version in flow_queue_schema (store/postgres_queue.py).
 
 -- A run submitted to the fleet: `flow submit` creates the run itself (flow_runs: manifest, bundle snapshot, state
@@ -35,7 +35,7 @@ END
 $$;
 CREATE TRIGGER flow_submissions_enqueue AFTER INSERT ON flow_submissions FOR EACH ROW EXECUTE FUNCTION flow_submitted();
 
--- A fleet run's pause or decision enqueues its resume (SPEC §19), on the rules the run-root worker goes by
+-- A fleet run's pause or decision enqueues its resume (spec §19), on the rules the run-root worker goes by
 -- (runtime/worker.py _ready_at): an answer or a signal at once; an approval when the run's config lets a worker resume
 -- it (approvals.auto_resume, default true); a timer's pause at its due time. Runs not submitted to the fleet are left
 -- to whoever runs them.

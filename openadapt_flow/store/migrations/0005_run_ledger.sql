@@ -1,4 +1,4 @@
--- The run ledger (SPEC §8) leaves the run's row: a table keyed by run_id, naming the row that holds the run.
+-- The run ledger (spec §8) leaves the run's row: a table keyed by run_id, naming the row that holds the run.
 -- As a runs root's ledger lives outside every run directory, this table lives outside every run's rows, so a backup
 -- of a run's rows restored later (in place, or under another name) cannot bring back an older ledger: its journal
 -- no longer reaches the seal, or its decision is already consumed, and it is refused.

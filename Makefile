@@ -10,7 +10,7 @@ LOG       ?= $(VENV)/setup.log
 # the demo replays a recorded fixture over loopback RFB: no X, no VNC server; its bundle checks text with OCR
 DEMO_PKGS := python3-venv tesseract-ocr
 # everything the test suite runs (tests/unit/test_system_packages.py checks every program used comes from these)
-APT_PKGS := make python3-venv tesseract-ocr xvfb tigervnc-standalone-server tigervnc-tools xdotool x11-xserver-utils fonts-dejavu-core postgresql xrdp freerdp2-x11 openssl sqlitebrowser galculator mousepad chromium chromium-driver x11-apps xfonts-base nedit zenity featherpad python3-pyqt6 openjdk-17-jre openjdk-17-jdk-headless
+APT_PKGS := make python3-venv tesseract-ocr xvfb tigervnc-standalone-server tigervnc-tools tigervnc-viewer xdotool x11-xserver-utils fonts-dejavu-core postgresql xrdp freerdp2-x11 openssl sqlitebrowser galculator mousepad chromium chromium-driver x11-apps xfonts-base nedit zenity featherpad python3-pyqt6 openjdk-17-jre openjdk-17-jdk-headless
 TEST_EXTRAS ?= dev
 DEMO_STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-$(TEST_EXTRAS)

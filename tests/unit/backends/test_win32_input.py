@@ -157,3 +157,21 @@ def test_an_unaware_process_is_fine_only_at_100_percent() -> None:
     check_dpi(UNAWARE, [Monitor(0, 0, 1920, 1080, 96)])
     with pytest.raises(BackendError, match=r"monitor 1 at 125 % but this process is not DPI aware \(100 %\)"):
         check_dpi(UNAWARE, [Monitor(0, 0, 1920, 1080, 120)])
+
+
+def test_the_screen_backend_types_and_presses_through_sendinput_on_windows() -> None:
+    from openadapt_flow.backends import screen
+
+    api = FakeApi()
+    backend = object.__new__(screen.ScreenBackend)  # its Windows wiring only: no mss, no pyautogui
+    backend._win32 = Win32Input(api)
+    backend._closed = False
+    backend._input = lambda what, fn: fn()  # type: ignore[method-assign]
+    backend.type_text("Zoë\r\n")
+    backend.press(["shift", "home"])
+    typed, chord = api.sent
+    assert [scan for _, _, scan, flags in typed if not flags & KEYEVENTF_KEYUP] == [ord("Z"), ord("o"), ord("ë"), 0x1C]
+    assert [(scan, flags) for _, _, scan, flags in chord[:2]] == [
+        (0x2A, KEYEVENTF_SCANCODE), (0x47, KEYEVENTF_SCANCODE | KEYEVENTF_EXTENDEDKEY)]
+    with pytest.raises(UsageError, match="press needs at least one key"):
+        backend.press([])

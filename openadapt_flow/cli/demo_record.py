@@ -24,6 +24,7 @@ from openadapt_flow.cli.fixture import check_new_folder, make_watch, record_sess
 from openadapt_flow.cli.progress import ConsoleProgress
 from openadapt_flow.cli.record import PARAM_NAME
 from openadapt_flow.errors import UsageError
+from openadapt_flow.fixture.recorder import Recording
 from openadapt_flow.record.compile import CompiledBundle, compile_bundle
 from openadapt_flow.report.render import write_reports
 from openadapt_flow.runtime.act.launch import ReplayRequest
@@ -86,7 +87,7 @@ def _log(line: str) -> None:
     print(f"record: {line}", file=sys.stderr, flush=True)
 
 
-def _compile(rec: Any, out: Path, echo: Echo) -> CompiledBundle:
+def _compile(rec: Recording, out: Path, echo: Echo) -> CompiledBundle:
     echo("")
     echo(f"== 2. Compiling what you did to a bundle: {out} ==")
     compiled = compile_bundle(rec, out, NAME, dsn_env=DSN_ENV)
@@ -135,8 +136,8 @@ def _what_next(bundle: Path, compiled: CompiledBundle, code: int, echo: Echo) ->
 def record_tutorial(out: Path, viewer_port: int, values: dict[str, str], run_dir: Optional[Path], echo: Echo) -> int:
     """The whole tutorial; the replay's exit code."""
     if shutil.which("Xvnc") is None:
-        raise UsageError("flow demo --record needs TigerVNC's Xvnc for the app's desktop: run `make setup` "
-                         "(or apt-get install tigervnc-standalone-server)")
+        raise UsageError("flow demo --record needs TigerVNC's Xvnc for the app's desktop: run `make demo-record` "
+                         "(or apt-get install tigervnc-standalone-server python3-tk)")
     check_new_folder(out, "--out")
     from openadapt_flow.demo.launch import start_demo  # starts processes: only --record imports it
     from openadapt_flow.demo.xvnc import free_port

@@ -17,7 +17,7 @@ import sqlite3
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.cli.fixture import check_new_folder, make_watch, record_session
@@ -31,6 +31,9 @@ from openadapt_flow.runtime.act.launch import ReplayRequest
 from openadapt_flow.runtime.act.runref import open_ref
 from openadapt_flow.runtime.decide.config import DeployConfig
 from openadapt_flow.runtime.runs import replay
+
+if TYPE_CHECKING:
+    from openadapt_flow.demo.launch import RunningDemo
 
 NAME = "my-invoice"
 DSN_ENV = "DEMO_DB_DSN"
@@ -101,7 +104,7 @@ def _compile(rec: Recording, out: Path, echo: Echo) -> CompiledBundle:
     return compiled
 
 
-def _replay(bundle: Path, compiled: CompiledBundle, values: dict[str, str], demo: Any, run_dir: Optional[Path],
+def _replay(bundle: Path, compiled: CompiledBundle, values: dict[str, str], demo: RunningDemo, run_dir: Optional[Path],
             echo: Echo) -> int:
     params = {k: values.get(k, str(spec.get("example", ""))) for k, spec in compiled.params.items()}
     shown = ", ".join(f"{k}={v}" for k, v in params.items()) or "no params"

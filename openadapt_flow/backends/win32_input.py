@@ -6,9 +6,10 @@ non-ASCII on a US layout) and presses keys with keybd_event and scancode 0, so H
 Delete go without their extended flag: Windows takes them for the numeric keypad's and, with NumLock on,
 releases Shift around them (shift+home, the select-the-field chord every `type` step sends, selects nothing).
 Here text goes as KEYEVENTF_UNICODE events, one per UTF-16 code unit (any character, any layout), and key names
-as set-1 scancodes with the extended flag where the key has one. pyautogui also makes the process only *system* DPI aware; capture (mss) and input
-must agree on pixels on every monitor, so the process is made per-monitor aware first, and a desktop whose
-monitors would be scaled differently from the process's is refused rather than clicked at the wrong place.
+as set-1 scancodes with the extended flag where the key has one. pyautogui also makes the process only *system*
+DPI aware; capture (mss) and input must agree on pixels on every monitor, so the process is made per-monitor
+aware first, and a desktop whose monitors would be scaled differently from the process's is refused rather than
+clicked at the wrong place.
 
 Everything here is plain Python over a `Win32Api` (win32_api.WindllApi binds it on Windows), so the tests drive
 it with a fake on any OS.

@@ -7,6 +7,7 @@ app's database."""
 from __future__ import annotations
 
 import ast
+from contextlib import contextmanager
 import json
 import re
 import signal
@@ -66,30 +67,37 @@ def demonstrate(laptop: XvncServer, command: str, tmp_path: Path) -> None:
         stop_process(viewer)
 
 
-def start_tutorial(tmp_path: Path, *args: str) -> tuple[subprocess.Popen, list[str]]:
-    """`flow demo --record ARGS` running; its stdout lines up to the recorder's "listening" line."""
+@contextmanager
+def tutorial(tmp_path: Path, *args: str) -> Iterator[tuple[subprocess.Popen, list[str]]]:
+    """`flow demo --record ARGS` running, with its stdout lines up to the recorder's "listening" line. However the
+    test ends, the command is ended as a user would (SIGTERM: it stops its own Xvnc and app), killed only if it
+    does not exit then."""
     cmd = [sys.executable, "-m", "openadapt_flow", "demo", "--record", *args]
     proc = subprocess.Popen(cmd, cwd=tmp_path, env=flow_env(tmp_path), stdout=subprocess.PIPE,
                             stderr=(tmp_path / "stderr.txt").open("w"), text=True)
-    assert proc.stdout is not None
-    lines: list[str] = []
-    while not any("connect your VNC viewer to" in line for line in lines):
-        line = proc.stdout.readline()
-        assert line, "".join(lines) + (tmp_path / "stderr.txt").read_text()
-        lines.append(line)
-    return proc, lines
+    try:
+        assert proc.stdout is not None
+        lines: list[str] = []
+        while not any("connect your VNC viewer to" in line for line in lines):
+            line = proc.stdout.readline()
+            assert line, "".join(lines) + (tmp_path / "stderr.txt").read_text()
+            lines.append(line)
+        yield proc, lines
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=10)
 
 
 def finish(proc: subprocess.Popen) -> str:
     """Ctrl+C, as the tutorial says; the rest of stdout once the command has compiled, replayed and exited."""
-    try:
-        proc.send_signal(signal.SIGINT)
-        out, _ = proc.communicate(timeout=180)
-        return out
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(timeout=10)
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=180)
+    return out
 
 
 @pytest.fixture
@@ -104,14 +112,15 @@ def laptop(monkeypatch) -> Iterator[XvncServer]:
 
 
 def test_the_recording_tutorial_records_compiles_and_replays_with_new_values(tmp_path, laptop):
-    proc, head = start_tutorial(tmp_path, "--out", "mine", "--run-dir", "run", "--param", "vendor=Initech")
-    text = "".join(head)
-    command = re.search(r"on this machine:\s+(vncviewer localhost:(\d+))\n", text)
-    port = int(command.group(2))
-    assert re.search(rf"ssh -N -L {port}:localhost:{port} \S+@\S+", text), text
-    assert "click \"Save\"" in text
-    demonstrate(laptop, command.group(1), tmp_path)
-    out = finish(proc)
+    with tutorial(tmp_path, "--out", "mine", "--run-dir", "run", "--param", "vendor=Initech") as (proc, head):
+        text = "".join(head)
+        command = re.search(r"on this machine:\s+(vncviewer localhost:(\d+))\n", text)
+        assert command, text
+        port = int(command.group(2))
+        assert re.search(rf"ssh -N -L {port}:localhost:{port} \S+@\S+", text), text
+        assert "click \"Save\"" in text
+        demonstrate(laptop, command.group(1), tmp_path)
+        out = finish(proc)
     log = (tmp_path / "stderr.txt").read_text()
     assert proc.returncode == 0, out + log
     assert "Traceback" not in log + out
@@ -128,8 +137,8 @@ def test_the_recording_tutorial_records_compiles_and_replays_with_new_values(tmp
 
 
 def test_stopping_before_any_input_says_what_was_missing(tmp_path):
-    proc, _ = start_tutorial(tmp_path, "--out", "mine")
-    out = finish(proc)
+    with tutorial(tmp_path, "--out", "mine") as (proc, _):
+        out = finish(proc)
     err = (tmp_path / "stderr.txt").read_text()
     assert proc.returncode == 2, out + err
     assert "nothing was recorded: no viewer input reached the recorder on port" in err

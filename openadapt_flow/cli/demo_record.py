@@ -12,6 +12,7 @@ from __future__ import annotations
 import getpass
 import os
 import shutil
+import signal
 import socket
 import sqlite3
 import sys
@@ -86,6 +87,11 @@ def _rows(db: Path) -> list[tuple[Any, ...]]:
         return []
 
 
+def _hung_up(*_: object) -> None:
+    """SIGHUP (the terminal or the SSH session went away) ends the command through its clean-up, not around it."""
+    raise SystemExit(129)
+
+
 def _log(line: str) -> None:
     print(f"record: {line}", file=sys.stderr, flush=True)
 
@@ -146,6 +152,7 @@ def record_tutorial(out: Path, viewer_port: int, values: dict[str, str], run_dir
     from openadapt_flow.demo.xvnc import free_port
 
     demo = start_demo()
+    hang_up = signal.signal(signal.SIGHUP, _hung_up) if hasattr(signal, "SIGHUP") else None
     try:
         port = viewer_port or free_port()
         user, host = _user_host()
@@ -166,5 +173,7 @@ def record_tutorial(out: Path, viewer_port: int, values: dict[str, str], run_dir
         _what_next(out, compiled, code, echo)
         return code
     finally:
+        if hang_up is not None:
+            signal.signal(signal.SIGHUP, hang_up)
         demo.stop()
         shutil.rmtree(demo.workdir, ignore_errors=True)

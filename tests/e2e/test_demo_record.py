@@ -145,6 +145,18 @@ def test_stopping_before_any_input_says_what_was_missing(tmp_path):
     assert "Traceback" not in err and not (tmp_path / "mine").exists()
 
 
+def test_a_hang_up_stops_the_desktop_it_started(tmp_path):
+    # the user's SSH session drops while recording: the Xvnc and the app go with the command, not left behind
+    with tutorial(tmp_path, "--out", "mine") as (proc, head):
+        display = re.search(r"private desktop \(Xvnc :(\d+)", "".join(head)).group(1)
+        lock = Path(f"/tmp/.X{display}-lock")
+        assert lock.exists()
+        proc.send_signal(signal.SIGHUP)
+        assert proc.wait(timeout=30) == 129
+        wait_until(lambda: not lock.exists(), 10, f"Xvnc :{display} to stop")
+    assert not (tmp_path / "mine").exists()
+
+
 def test_bad_options_are_refused_in_one_line_before_anything_starts(tmp_path):
     (tmp_path / "taken").mkdir()
     (tmp_path / "taken" / "flow.yaml").write_text("")

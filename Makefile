@@ -9,8 +9,10 @@ VPY       := $(VENV)/bin/python
 LOG       ?= $(VENV)/setup.log
 # the demo replays a recorded fixture over loopback RFB: no X, no VNC server; its bundle checks text with OCR
 DEMO_PKGS := python3-venv tesseract-ocr
+# `flow demo --record` drives the real demo app (Tk) on a private Xvnc, for the viewer you bring
+RECORD_PKGS := $(DEMO_PKGS) tigervnc-standalone-server python3-tk
 # everything the test suite runs (tests/unit/test_system_packages.py checks every program used comes from these)
-APT_PKGS := make python3-venv tesseract-ocr xvfb tigervnc-standalone-server tigervnc-tools xdotool x11-xserver-utils fonts-dejavu-core postgresql xrdp freerdp2-x11 openssl sqlitebrowser galculator mousepad chromium chromium-driver x11-apps xfonts-base nedit zenity featherpad python3-pyqt6 openjdk-17-jre openjdk-17-jdk-headless
+APT_PKGS := make python3-venv tesseract-ocr xvfb tigervnc-standalone-server tigervnc-tools tigervnc-viewer python3-tk xdotool x11-xserver-utils fonts-dejavu-core postgresql xrdp freerdp2-x11 openssl sqlitebrowser galculator mousepad chromium chromium-driver x11-apps xfonts-base nedit zenity featherpad python3-pyqt6 openjdk-17-jre openjdk-17-jdk-headless
 TEST_EXTRAS ?= dev
 DEMO_STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-$(TEST_EXTRAS)
@@ -32,7 +34,7 @@ define apt
 	else echo "missing system packages for $(2):$$missing"; echo "run: sudo apt-get install -y$$missing"; exit 1; fi
 endef
 
-.PHONY: setup demo-setup system-deps demo-system-deps venv bytecode demo test unit e2e realapps smoke bench clean
+.PHONY: setup demo-setup record-setup system-deps demo-system-deps venv bytecode demo demo-record test unit e2e realapps smoke bench clean
 
 setup: system-deps $(TEST_STAMP)
 
@@ -43,6 +45,9 @@ system-deps:
 
 demo-system-deps:
 	$(call apt,$(DEMO_PKGS),the demo)
+
+record-setup: $(DEMO_STAMP)
+	$(call apt,$(RECORD_PKGS),the recording tutorial)
 
 $(DEMO_STAMP): pyproject.toml
 	@test -x $(VPY) || $(STEP) "venv: creating $(VENV)" $(PY) -m venv $(VENV)
@@ -65,6 +70,10 @@ bytecode: setup
 
 demo: demo-setup
 	@$(VENV)/bin/flow demo
+
+# the recording tutorial (docs/record.md): you record the demo app through your VNC viewer, it compiles and replays
+demo-record: demo-setup record-setup
+	@$(VENV)/bin/flow demo --record
 
 # each test file on one worker (a file's module-scoped recordings are made once); every e2e server (Xvnc, PostgreSQL,
 # the apps) is private to its test, on a free display and port. Three workers for the rest on two cores: most of its

@@ -1,4 +1,4 @@
-"""Local-screen backend: mss captures, pyautogui sends input, xdotool types text on X11.
+"""Local-screen backend: mss captures, pyautogui sends input, xdotool types text on X11, SendInput on Windows.
 
 Frame pixels are mapped to input coordinates through the captured region: the
 region's geometry (mss monitor units, which are pyautogui's units on X11,
@@ -8,8 +8,11 @@ scale, and its left/top gives the offset of a pinned monitor.
 Typing goes through `xdotool type` on X11: it resolves each character to a
 keysym and, when the current layout has no key for it, briefly maps one, so
 accented and non-Latin text arrives intact on any layout. pyautogui.write
-sends US-layout key codes and cannot type non-ASCII at all; it is used only on
-other platforms, for ASCII text, and non-ASCII text there is refused.
+sends US-layout key codes and cannot type non-ASCII at all. On Windows, text
+and keys go through SendInput (win32_input.py: Unicode events, scancodes with
+the extended flag) in a process made per-monitor DPI aware first; pyautogui
+there only moves and clicks the pointer. Elsewhere (macOS) pyautogui types
+ASCII text, and non-ASCII text is refused.
 """
 
 from __future__ import annotations
@@ -32,10 +35,12 @@ from mss.exception import ScreenShotError
 
 from openadapt_flow.backends.base import Capabilities, Frame
 from openadapt_flow.backends.spec import BackendSpec
+from openadapt_flow.backends.win32_input import Win32Input
 from openadapt_flow.bundle.keys import KEY_NAMES
 from openadapt_flow.errors import BackendError, BackendTimeout, ConnectionFailed, UsageError
 
 IS_X11 = sys.platform.startswith("linux")
+IS_WINDOWS = sys.platform == "win32"
 _INPUT_ERRORS: tuple[type[BaseException], ...] = (OSError,)
 if IS_X11:
     import Xlib.error  # python-xlib, pyautogui's X11 transport; importing it opens no connection
@@ -126,10 +131,17 @@ def _load_pyautogui(display: str | None) -> ModuleType:
     return pyautogui
 
 
+def _open_win32() -> Win32Input:  # pragma: no cover - Windows only (win32_input is tested with a fake)
+    from openadapt_flow.backends.win32_api import WindllApi
+
+    return Win32Input(WindllApi())
+
+
 class ScreenBackend:
     """Drives the local screen (or an X display named in the spec), optionally pinned to one monitor."""
 
     name = "screen"
+    _win32: Win32Input | None = None  # Windows' SendInput typing and keys (set in __init__ there)
 
     def __init__(self, spec: BackendSpec) -> None:
         if spec.kind != "screen":
@@ -138,6 +150,8 @@ class ScreenBackend:
         self.display = (spec.display or os.environ.get("DISPLAY")) if IS_X11 else None
         if IS_X11 and not self.display:
             raise UsageError("no X display for the screen backend: set DISPLAY or the spec's display")
+        # before mss and pyautogui: the first DPI awareness a process sets is the one it keeps
+        self._win32 = _open_win32() if IS_WINDOWS else None
         self._sct = self._open_mss()
         try:
             monitors = self._sct.monitors
@@ -153,7 +167,7 @@ class ScreenBackend:
         self._x_display = sys.modules["pyautogui._pyautogui_x11"]._display if IS_X11 else None
         self._xdotool = shutil.which("xdotool") if IS_X11 else None
         self.capabilities = Capabilities(
-            unicode_typing=self._xdotool is not None, event_driven_updates=False,
+            unicode_typing=self._xdotool is not None or self._win32 is not None, event_driven_updates=False,
             freshness_limit_s=spec.freshness_limit_s,
         )
         self._last: np.ndarray | None = None
@@ -243,12 +257,16 @@ class ScreenBackend:
         text = text.replace("\r\n", "\n")  # one Return per line break
         if not text:
             return
-        if self._xdotool is not None:
+        if self._win32 is not None:
+            win32 = self._win32
+            self._input("typing", lambda: win32.type_text(text))
+        elif self._xdotool is not None:
             self._xdotool_type(self._xdotool, text)
         elif text.isascii():
             self._input("typing", lambda: self._gui.write(text, _pause=False))
         else:
-            raise BackendError("the screen backend can type non-ASCII text only on X11 with xdotool installed")
+            raise BackendError("the screen backend can type non-ASCII text only on X11 with xdotool installed, "
+                               "or on Windows")
 
     def _xdotool_type(self, xdotool: str, text: str) -> None:
         env = dict(os.environ, DISPLAY=self.display or "")
@@ -280,6 +298,10 @@ class ScreenBackend:
     def press(self, keys: list[str]) -> None:
         if not keys:
             raise UsageError("press needs at least one key")
+        if self._win32 is not None:
+            win32 = self._win32
+            self._input("key press", lambda: win32.press(keys))
+            return
         names = []
         for key in keys:
             if key not in KEY_NAMES and not (len(key) == 1 and key.isprintable()):

@@ -15,6 +15,7 @@ import os
 import shutil
 import sqlite3
 import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -125,6 +126,20 @@ def _loop(run_dir: Optional[Path], as_json: bool) -> LoopResult:
     return res
 
 
+def _record(out: Optional[Path], viewer_port: int, param: list[str], run_dir: Optional[Path], conflicting: bool) -> None:
+    from openadapt_flow.cli.demo_record import record_tutorial, replay_values  # the recorder, only for --record
+
+    if conflicting:
+        raise UsageError("--record runs the live app and its own steps: drop --live, --variant, --no-loop and --json")
+    values = replay_values(param)
+    try:
+        OcrEngine()
+    except OcrUnavailable:
+        raise UsageError(f"flow demo --record compiles with Tesseract OCR, which is not installed: {INSTALL_HINT}") from None
+    bundle = out or Path("recorded") / time.strftime("my-invoice-%Y%m%d-%H%M%S")
+    raise typer.Exit(record_tutorial(bundle, viewer_port, values, run_dir, typer.echo))
+
+
 @handle_errors
 def demo_cmd(
     run_dir: Optional[Path] = typer.Option(None, "--run-dir", help="the healthy replay's run directory (default runs/replay-…); the loop's gets `-loop` appended"),
@@ -132,9 +147,18 @@ def demo_cmd(
     live: bool = typer.Option(False, "--live", help="drive the real app on a private Xvnc instead of the recorded fixture"),
     no_loop: bool = typer.Option(False, "--no-loop", help="the healthy replay only: skip the halt → approve → resume loop"),
     as_json: bool = typer.Option(False, "--json", help="one JSON object on stdout: the replay's outcome and, under `loop`, the loop's"),
+    record: bool = typer.Option(False, "--record", help="record it yourself: the app on a private Xvnc, your VNC viewer through the recorder, Ctrl+C compiles and replays with new values"),
+    record_out: Optional[Path] = typer.Option(None, "--out", help="with --record: the new bundle folder (default recorded/my-invoice-<time>)"),
+    viewer_port: int = typer.Option(0, "--viewer-port", help="with --record: the port your VNC viewer connects to (0 picks a free one)", min=0, max=65535),
+    param: list[str] = typer.Option([], "--param", help="with --record: NAME=VALUE the replay types for a recorded param (default vendor=Globex Ltd, amount=99.50). Repeatable"),
 ) -> None:
     """The demo bundle replayed against the recorded app (no X needed; --live: the real app on Xvnc), then a durable
-    run that halts on two look-alike Save buttons, is approved and resumes to completion."""
+    run that halts on two look-alike Save buttons, is approved and resumes to completion. --record: record the demo
+    app yourself through a VNC viewer, compile it to a bundle and replay it with new values."""
+    if record:
+        _record(record_out, viewer_port, param, run_dir, conflicting=live or no_loop or as_json or variant != "normal")
+    if record_out is not None or viewer_port or param:
+        raise UsageError("--out, --viewer-port and --param belong to flow demo --record")
     if not live and variant not in HEALTHY:
         raise UsageError(f"no recorded fixture of a healthy replay for variant {variant!r} (shipped: "
                          f"{', '.join(sorted(HEALTHY))}; {LOOKALIKE} is the loop's look-alike); use --live for the other variants")

@@ -19,9 +19,33 @@ class RunningDemo:
     db_path: Path
     workdir: Path
 
+    variant: str = "normal"
+
     def stop(self) -> None:
         stop_process(self.app)
         self.xvnc.stop()
+
+    def restart_app(self, timeout: float = 20) -> None:
+        """The app stopped and started again on the same desktop and database: back on its first screen."""
+        stop_process(self.app)
+        self.app = _start_app(self.xvnc, self.db_path, self.variant, self.workdir, timeout)
+
+
+def _start_app(xvnc: XvncServer, db: Path, variant: str, workdir: Path, timeout: float) -> subprocess.Popen:
+    """The demo app on `xvnc`, returned once its first screen is drawn (stopped again if it is not)."""
+    ready = workdir / "ready.json"
+    ready.unlink(missing_ok=True)
+    args = [sys.executable, "-m", "openadapt_flow.demo.app", "--db", str(db), "--variant", variant, "--ready-file", str(ready)]
+    with (workdir / "app.log").open("wb") as log:
+        app = subprocess.Popen(args, env=xvnc.env, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        wait_until(lambda: ready.exists() or app.poll() is not None, timeout, "the demo app to draw its first screen")
+        if app.poll() is not None:
+            raise RuntimeError(f"demo app exited with {app.returncode}: {(workdir / 'app.log').read_text()[-500:]}")
+    except BaseException:
+        stop_process(app)
+        raise
+    return app
 
 
 def start_demo(db_path: Path | None = None, variant: str = "normal", timeout: float = 20) -> RunningDemo:
@@ -29,16 +53,9 @@ def start_demo(db_path: Path | None = None, variant: str = "normal", timeout: fl
     xvnc = start_xvnc(1024, 768)
     workdir = Path(tempfile.mkdtemp(prefix="flow-demo-"))
     db = db_path or workdir / "invoices.db"
-    ready = workdir / "ready.json"
-    args = [sys.executable, "-m", "openadapt_flow.demo.app", "--db", str(db), "--variant", variant, "--ready-file", str(ready)]
-    log = (workdir / "app.log").open("wb")
-    app = subprocess.Popen(args, env=xvnc.env, stdout=log, stderr=subprocess.STDOUT)
-    demo = RunningDemo(xvnc, app, db, workdir)
     try:
-        wait_until(lambda: ready.exists() or app.poll() is not None, timeout, "the demo app to draw its first screen")
-        if app.poll() is not None:
-            raise RuntimeError(f"demo app exited with {app.returncode}: {(workdir / 'app.log').read_text()[-500:]}")
+        app = _start_app(xvnc, db, variant, workdir, timeout)
     except BaseException:
-        demo.stop()
+        xvnc.stop()
         raise
-    return demo
+    return RunningDemo(xvnc, app, db, workdir, variant)

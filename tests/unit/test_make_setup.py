@@ -62,3 +62,14 @@ def test_a_failed_step_names_the_log_and_shows_its_tail(tmp_path):
     assert r.returncode != 0
     assert r.stdout.startswith("probing ... failed (exit 100)\n")
     assert f"last lines of {log}" in r.stdout and "| E: unable to locate package" in r.stdout
+
+
+def test_make_demo_record_adds_only_xvnc_and_tk_to_the_demos_packages(tmp_path):
+    record = packages("RECORD_PKGS")
+    assert record == ["$(DEMO_PKGS)", "tigervnc-standalone-server", "python3-tk"]
+    assert set(record[1:]) <= set(packages("APT_PKGS"))  # make test installs what the tutorial needs too
+    r = make(tmp_path, "-n", "demo-record", f"VENV={tmp_path}/venv")
+    assert r.returncode == 0, r.stderr
+    assert "for p in python3-venv tesseract-ocr tigervnc-standalone-server python3-tk; do" in r.stdout
+    assert "xrdp" not in r.stdout and "[dev]" not in r.stdout
+    assert r.stdout.rstrip().endswith(f"{tmp_path}/venv/bin/flow demo --record")

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from openadapt_flow import __version__
+from openadapt_flow.version import __version__
 from openadapt_flow.bundle.loader import load_bundle
 from openadapt_flow.bundle.params import bind_params
 from openadapt_flow.runtime.decide.config import DeployConfig

@@ -11,7 +11,7 @@ from typing import Any
 from openadapt_flow.errors import RefusedError, RunDirError
 from openadapt_flow.store import checkpoint
 from openadapt_flow.store.faults import crash_point
-from openadapt_flow.store.rundir import RUN_FILES, digest_manifest
+from openadapt_flow.store.layout import RUN_FILES, digest_manifest
 from openadapt_flow.store.seal import SCHEMA_PREFIX, verify_seal
 
 

@@ -48,7 +48,7 @@ from openadapt_flow.store.atomic import StorageFault
 from openadapt_flow.store.base import JournalWriter, RunHandle, RunLease
 from openadapt_flow.store.faults import crash_point
 from openadapt_flow.store.keys import load_decision_key, load_key
-from openadapt_flow.store.rundir import CHILDREN
+from openadapt_flow.store import CHILDREN
 
 
 def _source_digest(fn: Callable[..., Any], entry: str) -> str:

@@ -8,17 +8,12 @@ import hashlib
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
-
 import psycopg
 
 from openadapt_flow.errors import RefusedError
 from openadapt_flow.store.base import check_artifact_name
-from openadapt_flow.store.frames import FrameWriter
-from openadapt_flow.store.memory_parts import MemoryFrameWriter
-
-if TYPE_CHECKING:
-    from openadapt_flow.store.postgres import PostgresStore
+from openadapt_flow.store.frames import ArtifactFrameWriter, FrameWriter
+from openadapt_flow.store.postgres.connector import PostgresConnector
 
 GC_MIN_AGE_S = 3600.0
 _GC = """
@@ -29,7 +24,7 @@ RETURNING b.size
 """
 
 
-def gc_blobs(store: "PostgresStore", min_age_s: float = GC_MIN_AGE_S) -> tuple[int, int]:
+def gc_blobs(store: PostgresConnector, min_age_s: float = GC_MIN_AGE_S) -> tuple[int, int]:
     """Delete the blobs no artifact references and nothing wrote or referenced for `min_age_s`; (blobs, bytes) freed.
 
     Never during a write, by an age threshold: every artifact write stores or touches its blob in the same statement
@@ -50,7 +45,7 @@ def gc_blobs(store: "PostgresStore", min_age_s: float = GC_MIN_AGE_S) -> tuple[i
 class PostgresArtifacts:
     """The artifact half of a PostgreSQL run handle (PostgresRun)."""
 
-    store: "PostgresStore"
+    store: PostgresConnector
     name: str
 
     @property
@@ -109,7 +104,7 @@ class PostgresArtifacts:
             self.put_artifact(f"bundle/{rel}", (root / rel).read_bytes())
 
     def frame_writer(self) -> FrameWriter:
-        return MemoryFrameWriter(self.ref, self.put_artifact, self._drop_artifact)
+        return ArtifactFrameWriter(self.ref, self.put_artifact, self._drop_artifact)
 
     def _drop_artifact(self, rel: str) -> None:
         self.store.run("DELETE FROM flow_artifacts WHERE run = %s AND name = %s", (self.id(), rel))

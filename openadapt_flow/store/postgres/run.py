@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import posixpath
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from openadapt_flow.errors import RefusedError, RunDirError
 from openadapt_flow.store import ledger
@@ -19,13 +19,12 @@ from openadapt_flow.store.docrun import DocumentRun
 from openadapt_flow.store.faults import crash_point
 from openadapt_flow.store.journal import LoadResult, parse_records, verify_chain
 from openadapt_flow.store.lease import LeaseInfo
-from openadapt_flow.store.postgres_artifacts import PostgresArtifacts
-from openadapt_flow.store.postgres_parts import PostgresJournal, PostgresLease, lease_row, try_owner_lock
-from openadapt_flow.store.postgres_spec import PREFIX, is_postgres
+from openadapt_flow.store.postgres.artifacts import PostgresArtifacts
+from openadapt_flow.store.postgres.connector import PostgresConnector
+from openadapt_flow.store.postgres.journal import PostgresJournal
+from openadapt_flow.store.postgres.lease import PostgresLease, lease_row, try_owner_lock
+from openadapt_flow.store.postgres.spec import PREFIX, is_postgres
 from openadapt_flow.store.seal import sealed_state
-
-if TYPE_CHECKING:
-    from openadapt_flow.store.postgres import PostgresStore
 
 NOW = "extract(epoch FROM clock_timestamp())"
 # document -> (table, column, change-clock column or None); the tables keyed by run hold one row per run
@@ -45,9 +44,10 @@ def run_name(ref: str) -> str:
 
 
 class PostgresRun(PostgresArtifacts, DocumentRun):
-    """One run of a PostgresStore; its reference is `pg:NAME`."""
+    """One run of a PostgreSQL store; its reference is `pg:NAME`. `store` is the store's connector (the store itself
+    is one), the only object of the store a run talks through."""
 
-    def __init__(self, store: "PostgresStore", name: str) -> None:
+    def __init__(self, store: PostgresConnector, name: str) -> None:
         self.store = store
         self.name = name
         self._id: int | None = None
@@ -148,10 +148,10 @@ class PostgresRun(PostgresArtifacts, DocumentRun):
 
     def open_journal(self, key: bytes) -> tuple[PostgresJournal, list[dict[str, Any]]]:
         records = self.load_journal(key, repair=True).records
-        return PostgresJournal(self, key, records), records
+        return PostgresJournal(self, self.store, key, records), records
 
     def new_journal(self, key: bytes) -> PostgresJournal:
-        return PostgresJournal(self, key, self.load_journal(key).records if self.has_journal() else [])
+        return PostgresJournal(self, self.store, key, self.load_journal(key).records if self.has_journal() else [])
 
     def read_records(self) -> list[dict[str, Any]]:
         return parse_records(self.journal_bytes())
@@ -173,7 +173,7 @@ class PostgresRun(PostgresArtifacts, DocumentRun):
 
     # lease
     def lease(self, ttl_s: float = 30.0) -> PostgresLease:
-        return PostgresLease(self, ttl_s)
+        return PostgresLease(self, self.store, ttl_s)
 
     def lease_info(self) -> LeaseInfo | None:
         seen = lease_row(self.store.conn(), self.id())

@@ -24,10 +24,10 @@ from openadapt_flow.store.atomic import dumps
 from openadapt_flow.store.base import RunHandle, check_artifact_name
 from openadapt_flow.store.docrun import DocumentRun
 from openadapt_flow.store.faults import crash_point
-from openadapt_flow.store.frames import FrameWriter
+from openadapt_flow.store.frames import ArtifactFrameWriter, FrameWriter
 from openadapt_flow.store.journal import LoadResult, parse_records, verify_chain
 from openadapt_flow.store.lease import LeaseInfo
-from openadapt_flow.store.memory_parts import MemoryContents, MemoryFrameWriter, MemoryJournal, MemoryLease, MemoryRecords
+from openadapt_flow.store.memory.parts import MemoryContents, MemoryJournal, MemoryLease, MemoryRecords
 from openadapt_flow.store.operators import MemoryOperatorBook
 from openadapt_flow.store.seal import sealed_state
 
@@ -207,7 +207,7 @@ class MemoryRun(DocumentRun):
             self.put_artifact(f"bundle/{rel}", (root / rel).read_bytes())
 
     def frame_writer(self) -> FrameWriter:
-        return MemoryFrameWriter(self.ref, self.put_artifact, lambda rel: self.recs.artifacts.pop(rel, None))
+        return ArtifactFrameWriter(self.ref, self.put_artifact, lambda rel: self.recs.artifacts.pop(rel, None))
 
     def frame_names(self) -> set[str]:
         return {r.removeprefix("frames/") for r in self.list_artifacts("frames") if r.endswith(".png")}

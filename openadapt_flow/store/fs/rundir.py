@@ -23,8 +23,8 @@ from openadapt_flow.store.lease import LeaseInfo
 from openadapt_flow.store.seal import SCHEMA_PREFIX, sealed_state, verify_seal
 
 
-# The file `flow export` writes into the run directory it makes: the stored run it copies (`pg:NAME --store SPEC`, store/postgres/export.py).
-# Plain text, not JSON (no §7 run record): a marker that the directory is a copy to read.
+# The file `flow export` (store/postgres/export.py) writes into the run directory it makes: the stored run it copies
+# (`pg:NAME --store SPEC`). Plain text, not JSON (no §7 run record): a marker that the directory is a copy to read.
 EXPORT_MARK = "EXPORTED_FROM"
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from openadapt_flow.version import __version__
 
 if TYPE_CHECKING:
     from openadapt_flow.runtime.workflow.api import agent, tool, workflow

@@ -20,7 +20,7 @@ from typing import Any
 
 import cv2
 
-from openadapt_flow import __version__
+from openadapt_flow.version import __version__
 from openadapt_flow.bench import (console_cost, drift, drift_corpus, drift_report, engine_cost, fleet, frames, ops_report, orig,
                                   replay50, report, resolve)
 from openadapt_flow.cli.progress import waiting

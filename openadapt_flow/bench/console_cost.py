@@ -34,7 +34,7 @@ from openadapt_flow.console.views import run_page
 from openadapt_flow.demo.xvnc import free_port, wait_until
 from openadapt_flow.procs import stop_process
 from openadapt_flow.runtime.operate.operators import add_operator, reset_operator
-from openadapt_flow.store.filesystem import FilesystemStore
+from openadapt_flow.store import FilesystemStore
 
 INVOICES = 40  # x 5 steps = 200
 OPERATOR = "bench"

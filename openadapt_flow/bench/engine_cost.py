@@ -30,7 +30,7 @@ from openadapt_flow.procs import stop_process
 from openadapt_flow.bench.stats import Cell
 from openadapt_flow.runtime.decide.config import DeployConfig
 from openadapt_flow.runtime.act.context import Progress
-from openadapt_flow.store.journal import Journal
+from openadapt_flow.store import Journal
 from openadapt_flow.vision.ocr import OcrEngine
 
 PARAMS = {"vendor": "ACME", "amount": "12.50"}
@@ -189,7 +189,6 @@ def engine_overhead(work: Path, runs: int, make_ocr: Callable[[], OcrEngine] = O
     from openadapt_flow.runtime.act import engine as engine_mod
     from openadapt_flow.runtime.act.launch import ReplayRequest
     from openadapt_flow.runtime.runs import replay
-    from openadapt_flow.store import journal as journal_mod
 
     meter = Meter()
     holder: dict[str, TimedBackend] = {}
@@ -203,7 +202,7 @@ def engine_overhead(work: Path, runs: int, make_ocr: Callable[[], OcrEngine] = O
     with demo_on_xvnc(1024, 768, "normal") as desk, bench_env(work):
         os.environ["DEMO_DB_DSN"] = f"sqlite:///{desk.db}"
         config = DeployConfig.model_validate({"schema": "openadapt-flow/config@1", "runtime": {"runs_root": str(work / "runs")}})
-        with meter.wrap(OcrEngine, "_read_crop", "ocr"), meter.wrap(journal_mod.Journal, "append", "journal"), \
+        with meter.wrap(OcrEngine, "_read_crop", "ocr"), meter.wrap(Journal, "append", "journal"), \
                 _replaced(engine_mod, "OcrEngine", make_ocr):
             for i in range(runs):
                 if i == 1:

@@ -21,7 +21,7 @@ from pathlib import Path
 import psycopg
 
 from openadapt_flow.demo.xvnc import free_port, wait_until
-from openadapt_flow.store.postgres_schema import migrate
+from openadapt_flow.store import pg_migrate as migrate
 
 SUPERUSER = "flow"
 

@@ -13,7 +13,7 @@ from typing import Any
 import typer
 from typer.models import OptionInfo
 
-from openadapt_flow import __version__
+from openadapt_flow.version import __version__
 from openadapt_flow.cli.common import DEBUG_ENV, JSON_HELP, click_errors, report_error, report_internal
 from openadapt_flow.cli.exits import exit_codes_epilog
 

@@ -25,8 +25,7 @@ from openadapt_flow.errors import CutStartup, FlowError, RunDirError, RunSignal
 from openadapt_flow.runtime.decide.config import DeployConfig
 from openadapt_flow.runtime.act.runref import open_ref
 from openadapt_flow.store.base import RunHandle, RunStore
-from openadapt_flow.store.filesystem import FilesystemStore
-from openadapt_flow.store.rundir import MANIFEST
+from openadapt_flow.store import FilesystemStore, MANIFEST
 from openadapt_flow.store.select import open_store
 
 F = TypeVar("F", bound=Callable[..., Any])

@@ -23,9 +23,7 @@ from openadapt_flow.runtime.operate.teach import apply_patches
 from openadapt_flow.runtime.act.engine import stop_on_signals
 from openadapt_flow.runtime.worker import Worker
 from openadapt_flow.runtime.workflow.wait import wait
-from openadapt_flow.store.filesystem import FilesystemStore
-from openadapt_flow.store.rundir import runs_root
-from openadapt_flow.store.memory import PREFIX as MEMORY_PREFIX
+from openadapt_flow.store import FilesystemStore, MEMORY_PREFIX, runs_root
 from openadapt_flow.store.select import open_store, store_of_ref
 from openadapt_flow.runtime.operate.reconciler import reconcile_root
 from openadapt_flow.runtime.runs import resume

@@ -15,7 +15,7 @@ from typing import Optional
 
 import typer
 
-from openadapt_flow import __version__
+from openadapt_flow.version import __version__
 from openadapt_flow.backends.spec import parse_url
 from openadapt_flow.backends.upstream import Upstream
 from openadapt_flow.cli.common import emit_json, emit_json_line, handle_errors

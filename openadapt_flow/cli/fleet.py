@@ -18,7 +18,7 @@ from openadapt_flow.runtime.fleet.desks import Desks
 from openadapt_flow.runtime.fleet.queue import Fleet
 from openadapt_flow.runtime.fleet.submit import fleet_store, submit
 from openadapt_flow.runtime.fleet.targets import load_targets
-from openadapt_flow.store.postgres_spec import check_spec, is_postgres, redact
+from openadapt_flow.store import check_spec, is_postgres, redact
 
 
 def _postgres(store: str) -> str:

@@ -11,7 +11,7 @@ from typing import Optional
 
 import typer
 
-from openadapt_flow import __version__
+from openadapt_flow.version import __version__
 from openadapt_flow.cli.common import emit_json, emit_json_line, handle_errors
 from openadapt_flow.cli.fixture import check_new_folder, make_watch, record_session
 from openadapt_flow.errors import UsageError

@@ -9,11 +9,10 @@ import typer
 
 from openadapt_flow.cli.common import RUN_HELP, emit_json, handle_errors, open_run_arg
 from openadapt_flow.errors import UsageError
-from openadapt_flow.store.postgres_artifacts import GC_MIN_AGE_S, gc_blobs
-from openadapt_flow.store.postgres_export import export_run
-from openadapt_flow.store.postgres_run import PostgresRun
-from openadapt_flow.store.postgres_schema import code_version, connect, migrate
-from openadapt_flow.store.postgres_spec import is_postgres, redact
+from openadapt_flow.store import (
+    GC_MIN_AGE_S, PostgresRun, export_run, gc_blobs, is_postgres, pg_code_version as code_version,
+    pg_connect as connect, pg_migrate as migrate, redact
+)
 from openadapt_flow.store.select import postgres_store
 
 PG_HELP = ("the PostgreSQL store, postgresql://USER@HOST[:PORT]/DB (the password from PGPASSWORD or ~/.pgpass; one "

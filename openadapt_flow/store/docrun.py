@@ -1,22 +1,77 @@
-"""What a run handle does the same in every store that keeps a run's files as JSON documents by name (the `memory:`
-and PostgreSQL stores): the §7 file names in messages, the schema tag each document is written with, the checkpoint's
-crash points and repair. A store supplies `ref`, `doc_text`, `_put` and `put_artifact`; the filesystem store writes files
-(store/rundir.py) and needs none of this."""
+"""The one document-run base: what a run handle does the same in every store that keeps a run's files as JSON
+documents by name and its journal as the file journal's bytes (the `memory:` and PostgreSQL stores) — the §7 file
+names in messages, the schema tag each document is written with, the checkpoint's crash points and repair, reading
+and repairing the journal, child runs by name, materialising artifacts. A store supplies where documents, journal
+bytes, decisions and artifacts live (the methods below that raise NotImplementedError); the filesystem store writes
+files (store/fs/rundir.py) and needs none of this."""
 
 from __future__ import annotations
 
 import json
-from typing import Any
+import posixpath
+import shutil
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any, Self
 
 from openadapt_flow.errors import RefusedError, RunDirError
 from openadapt_flow.store import checkpoint
+from openadapt_flow.store.base import RunHandle
 from openadapt_flow.store.faults import crash_point
-from openadapt_flow.store.rundir import RUN_FILES, digest_manifest
+from openadapt_flow.store.frames import ArtifactFrameWriter, FrameWriter
+from openadapt_flow.store.journal import JournalWriterBase, LoadResult, parse_records, verify_chain
+from openadapt_flow.store.layout import RUN_FILES, digest_manifest
 from openadapt_flow.store.seal import SCHEMA_PREFIX, verify_seal
 
 
 class DocumentRun:
-    """The document-shaped half of a RunHandle (store/base.py), on top of a store's `_get`/`_put`."""
+    """The document-shaped part of a RunHandle (store/base.py), on top of a store's documents, journal and artifacts."""
+
+    name: str  # the run's name in its store (`ref` without the store's prefix)
+
+    # what a store supplies
+    def _handle(self, name: str) -> Self:
+        """A handle on the run `name` of the same store (and contents)."""
+        raise NotImplementedError
+
+    def _remove(self, what: str) -> None:
+        """Remove one document."""
+        raise NotImplementedError
+
+    def journal_bytes(self) -> bytes:
+        """The journal's lines as stored (b"": none)."""
+        raise NotImplementedError
+
+    def has_journal(self) -> bool:
+        raise NotImplementedError
+
+    def _cut_journal(self, records: int, good_len: int) -> None:
+        """Drop a torn tail: keep the first `records` records (`good_len` bytes)."""
+        raise NotImplementedError
+
+    def _writer(self, key: bytes, records: list[dict[str, Any]]) -> JournalWriterBase:
+        raise NotImplementedError
+
+    def decision_texts(self) -> list[tuple[str, str]]:
+        """Consumed decisions as (pause_id, text), oldest first."""
+        raise NotImplementedError
+
+    def read_decision(self, pause_id: str) -> dict[str, Any] | None:
+        raise NotImplementedError
+
+    def _drop_artifact(self, rel: str) -> None:
+        raise NotImplementedError
+
+    def list_artifacts(self, prefix: str) -> list[str]:
+        raise NotImplementedError
+
+    def _artifacts_under(self, prefix: str) -> Iterable[tuple[str, bytes]]:
+        """The artifacts under `prefix` as (name, bytes)."""
+        raise NotImplementedError
+
+    def _scratch(self) -> Path:
+        """The store's private directory for materialised artifacts."""
+        raise NotImplementedError
 
     @property
     def ref(self) -> str:
@@ -61,14 +116,51 @@ class DocumentRun:
             raise RunDirError(f"{self.describe(what)}: missing")
         return doc
 
+    def has_manifest(self) -> bool:
+        return self.doc_text("manifest") is not None
+
     def manifest(self) -> dict[str, Any]:
         return self._need("manifest")
+
+    def _link(self, child: RunHandle) -> str:
+        """How the manifest's `child_runs` names a child: its reference relative to this run's."""
+        return posixpath.relpath(child.ref, self.ref)
+
+    def add_child(self, child: RunHandle) -> None:
+        m = self.manifest()
+        rel = self._link(child)
+        if rel not in m.get("child_runs", []):
+            m["child_runs"] = [*m.get("child_runs", []), rel]
+            self._put("manifest", m)
 
     def write_manifest(self, body: dict[str, Any]) -> None:
         self._put("manifest", {"schema": SCHEMA_PREFIX + "manifest@1", **body})
 
     def manifest_digest(self) -> str:
         return digest_manifest(self.manifest())
+
+    # journal
+    def load_journal(self, key: bytes, *, repair: bool = False) -> LoadResult:
+        if not self.has_journal() and not self.has_manifest():
+            raise RefusedError(f"{self.describe('journal')}: journal not found")
+        records, good_len, torn = verify_chain(self.journal_bytes(), key, self.describe("journal"))
+        if torn and repair:
+            self._cut_journal(len(records), good_len)
+        return LoadResult(records, torn)
+
+    def open_journal(self, key: bytes) -> tuple[JournalWriterBase, list[dict[str, Any]]]:
+        records = self.load_journal(key, repair=True).records
+        return self._writer(key, records), records
+
+    def new_journal(self, key: bytes) -> JournalWriterBase:
+        return self._writer(key, self.load_journal(key).records if self.has_journal() else [])
+
+    def read_records(self) -> list[dict[str, Any]]:
+        return parse_records(self.journal_bytes())
+
+    # state
+    def has_state(self) -> bool:
+        return self.doc_text("state") is not None
 
     def state(self) -> dict[str, Any]:
         return self._need("state")
@@ -92,8 +184,26 @@ class DocumentRun:
         return cp, status
 
     # escalation, approval, incident, reports
+    def has_pending(self) -> bool:
+        return self.doc_text("pending") is not None
+
     def read_pending(self) -> dict[str, Any] | None:
         return self._get("pending")
+
+    def remove_pending(self) -> None:
+        self._remove("pending")
+
+    def has_approval(self) -> bool:
+        return self.doc_text("approval") is not None
+
+    def remove_approval(self) -> None:
+        self._remove("approval")
+
+    def has_decision(self, pause_id: str) -> bool:
+        return self.read_decision(pause_id) is not None
+
+    def decisions(self) -> list[dict[str, Any]]:
+        return [json.loads(text) for _, text in self.decision_texts()]
 
     def write_pending(self, body: dict[str, Any]) -> None:
         self._put("pending", {"schema": SCHEMA_PREFIX + "pending_escalation@1", **body})
@@ -114,3 +224,35 @@ class DocumentRun:
         self._put("report", {"schema": SCHEMA_PREFIX + "report@1", **report})
         self.put_artifact("REPORT.md", markdown.encode())
         self.put_artifact("report.html", html.encode())
+
+    # artifacts
+    def artifact_dir(self, prefix: str) -> Path:
+        """A private directory on disk holding a copy of the artifacts under `prefix` (e.g. the bundle snapshot, for
+        the bundle loader); re-materialised on every call, removed with the store."""
+        root = self._scratch() / self.name.replace("/", "__") / prefix
+        if root.exists():
+            shutil.rmtree(root)
+        root.mkdir(parents=True)
+        for rel, data in self._artifacts_under(prefix):
+            dest = root / rel[len(prefix.rstrip("/")) + 1:]
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_bytes(data)
+        return root
+
+    def snapshot_bundle(self, root: Path, files: tuple[str, ...]) -> None:
+        for rel in files:
+            self.put_artifact(f"bundle/{rel}", (root / rel).read_bytes())
+
+    def frame_writer(self) -> FrameWriter:
+        return ArtifactFrameWriter(self.ref, self.put_artifact, self._drop_artifact)
+
+    def frame_names(self) -> set[str]:
+        return {r.removeprefix("frames/") for r in self.list_artifacts("frames") if r.endswith(".png")}
+
+    # children
+    def child(self, name: str) -> Self:
+        return self._handle(f"{self.name}/children/{name}")
+
+    def sibling(self, step: str) -> Self:
+        """A bundle `flow` step's child run: a run of the same store, named after its parent."""
+        return self._handle(f"{self.name}.{step}")

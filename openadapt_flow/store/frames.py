@@ -6,7 +6,7 @@ import contextlib
 import queue
 import threading
 from pathlib import Path
-from typing import Callable
+from typing import Any, Callable
 
 import cv2
 import numpy as np
@@ -35,7 +35,7 @@ class FrameWriter:
 
     def __init__(self, frames_dir: Path) -> None:
         self.dir = frames_dir
-        self._q: queue.Queue = queue.Queue()
+        self._q: queue.Queue[tuple[str, np.ndarray] | None] = queue.Queue()
         self._thread = threading.Thread(target=self._run, name="frame-writer", daemon=True)
         self._thread.start()
         self.errors: list[str] = []
@@ -114,3 +114,24 @@ class FrameWriter:
         self.flush()
         self._q.put(None)
         self._thread.join(timeout=10)
+
+
+class ArtifactFrameWriter(FrameWriter):
+    """Frames as artifacts `frames/<name>` of a run kept as documents (the memory and PostgreSQL stores), still
+    encoded off the hot path."""
+
+    def __init__(self, ref: str, put: Callable[[str, bytes], None], drop: Callable[[str], Any]) -> None:
+        self._put, self._drop = put, drop
+        super().__init__(Path(ref) / "frames")
+
+    def _prepare(self) -> None:
+        """Nothing to create."""
+
+    def _write(self, name: str, png: bytes) -> None:
+        self._put(f"frames/{name}", png)
+
+    def _discard(self, name: str) -> None:
+        self._drop(f"frames/{name}")
+
+    def _write_now(self, name: str, png: bytes) -> None:
+        self._write(name, png)

@@ -54,7 +54,7 @@ def _same_dir(known: str, path: Path) -> bool:
 def holds_run(path: Path, run_id: str) -> bool:
     """Does the directory at `path` still hold run `run_id` (its manifest names it)?"""
     try:
-        return json.loads((path / "manifest.json").read_text(encoding="utf-8")).get("run_id") == run_id
+        return bool(json.loads((path / "manifest.json").read_text(encoding="utf-8")).get("run_id") == run_id)
     except (OSError, ValueError, AttributeError):
         return False
 

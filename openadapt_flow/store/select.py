@@ -1,4 +1,5 @@
-"""Choosing a run store (spec §18): `--store` / config `runtime.store`; a directory (default `runs`), `memory:` or
+"""Choosing a run store (spec §18), the one way code outside store/ reaches a dialect (store/fs, store/memory,
+store/postgres): `--store` / config `runtime.store`; a directory (default `runs`), `memory:` or
 `postgresql://…`; and the store a run reference names (`memory:NAME`, `pg:NAME`, else a run directory)."""
 
 from __future__ import annotations
@@ -8,13 +9,13 @@ from typing import TYPE_CHECKING
 
 from openadapt_flow.errors import UsageError
 from openadapt_flow.store.base import RunStore
-from openadapt_flow.store.filesystem import FilesystemStore
-from openadapt_flow.store.memory import PREFIX, MemoryStore
-from openadapt_flow.store.postgres_spec import PREFIX as PG_PREFIX
-from openadapt_flow.store.postgres_spec import is_postgres, redact
+from openadapt_flow.store.fs.store import FilesystemStore
+from openadapt_flow.store.memory.store import PREFIX, MemoryStore
+from openadapt_flow.store.postgres.spec import PREFIX as PG_PREFIX
+from openadapt_flow.store.postgres.spec import is_postgres, redact
 
 if TYPE_CHECKING:  # imported on first use below: the driver costs every `flow` start ~150 ms, and few stores need it
-    from openadapt_flow.store.postgres import PostgresStore
+    from openadapt_flow.store.postgres.store import PostgresStore
 
 _MEMORY = MemoryStore()  # `memory:` is one store per process: runs live as long as it does
 # PostgreSQL stores this process opened, by spec: a resume or a child run in this process (its config pins the spec)
@@ -40,7 +41,7 @@ def postgres_store(spec: str) -> "PostgresStore":
     """This process's store for `spec`, opened once."""
     store = _POSTGRES.pop(spec, None)
     if store is None:
-        store = importlib.import_module("openadapt_flow.store.postgres").PostgresStore(spec)
+        store = importlib.import_module("openadapt_flow.store.postgres.store").PostgresStore(spec)
     _POSTGRES[spec] = store  # most recently used last
     return store
 

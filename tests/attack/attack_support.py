@@ -23,12 +23,10 @@ from openadapt_flow.runtime.decide.config import DeployConfig
 from openadapt_flow.runtime.act.launch import ReplayRequest, RunOutcome
 from openadapt_flow.runtime.runs import replay
 from openadapt_flow.store.lease import LeaseInfo
-from openadapt_flow.store.memory import PREFIX
-from openadapt_flow.store.postgres import PostgresStore
-from openadapt_flow.store.postgres_run import PostgresRun, run_name
-from openadapt_flow.store.postgres_spec import PREFIX as PG_PREFIX
+from openadapt_flow.store import (
+    MEMORY_PREFIX as PREFIX, PG_PREFIX, PostgresRun, PostgresStore, RUN_FILES, pg_run_name as run_name
+)
 from openadapt_flow.store.select import postgres_store, store_of_ref
-from openadapt_flow.store.rundir import RUN_FILES
 from tests.crash import crash_support
 from tests.support import memcrash
 from tests.support.cli import flow_env, run_flow

@@ -26,9 +26,7 @@ import yaml
 from openadapt_flow.errors import RefusedError
 from openadapt_flow.runtime.operate.decisions import approve
 from openadapt_flow.runtime.runs import resume
-from openadapt_flow.store.postgres import PostgresStore
-from openadapt_flow.store.postgres_export import export_run
-from openadapt_flow.store.postgres_run import PostgresRun, run_name
+from openadapt_flow.store import PostgresRun, PostgresStore, export_run, pg_run_name as run_name
 from openadapt_flow.store.select import store_of_ref
 from tests.attack.attack_support import Workspace, pg_workspace, workspace
 from tests.e2e.demo_harness import BUNDLE_DIR

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from openadapt_flow.store.journal import load_journal
+from openadapt_flow.store import load_journal
 from tests.e2e.demo_harness import BUNDLE_DIR
 from tests.support.cli import flow_env, run_flow
 

@@ -25,7 +25,7 @@ from openadapt_flow.runtime.operate.decisions import approve, check_approval
 from openadapt_flow.runtime.act.launch import ReplayRequest
 from openadapt_flow.runtime.runs import replay
 from openadapt_flow.backends.spec import BackendSpec
-from openadapt_flow.store.filesystem import FilesystemStore
+from openadapt_flow.store import FilesystemStore
 from openadapt_flow.store.keys import load_decision_key
 from tests.support.phone_kit import env, queue  # noqa: F401 (fixtures)
 from tests.unit.runtime.test_durable import AFTER, SAVE, App, cfg, make_bundle

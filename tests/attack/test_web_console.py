@@ -26,7 +26,7 @@ from openadapt_flow.console.app import create_app
 from openadapt_flow.errors import RefusedError
 from openadapt_flow.runtime.operate.decisions import check_approval
 from openadapt_flow.runtime.operate.operators import add_operator, disable_operator
-from openadapt_flow.store.filesystem import FilesystemStore, RunDir
+from openadapt_flow.store import FilesystemStore, RunDir
 from openadapt_flow.store.keys import load_decision_key
 from tests.attack.web_support import (NAME_XSS, NOTE_XSS, OCR_XSS, PARAM_XSS, Served, assert_inert, hidden,
                                       pause_for_approval, pause_on_screen_text)

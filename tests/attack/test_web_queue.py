@@ -27,7 +27,7 @@ from openadapt_flow.errors import RefusedError
 from openadapt_flow.phone.context import canonical, sign_bytes
 from openadapt_flow.phone.queue.db import QueueDB
 from openadapt_flow.runtime.operate.decisions import approve, check_approval
-from openadapt_flow.store.filesystem import FilesystemStore
+from openadapt_flow.store import FilesystemStore
 from openadapt_flow.store.keys import load_decision_key
 from openadapt_flow.vision.ocr import OcrEngine
 from tests.attack.test_phone_attacks import Routed, forged, pause, relay

@@ -23,7 +23,7 @@ from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.runtime.act.launch import ReplayRequest
 from openadapt_flow.runtime.decide.config import DeployConfig
 from openadapt_flow.runtime.runs import replay
-from openadapt_flow.store.filesystem import FilesystemStore
+from openadapt_flow.store import FilesystemStore
 from tests.e2e.test_console_browser import free_port
 from tests.support.screens import Canvas
 from tests.support.testca import TestCerts

@@ -32,8 +32,7 @@ import openadapt_flow.cli.app as cli_app
 import openadapt_flow.cli.durable  # noqa: F401  (imported once here so each fork starts warm)
 import openadapt_flow.cli.replay  # noqa: F401
 import openadapt_flow.cli.workflow  # noqa: F401
-from openadapt_flow.store import select as store_select
-from openadapt_flow.store.journal import load_journal
+from openadapt_flow.store import load_journal, select as store_select
 from openadapt_flow.vision import ocr as _ocr
 from openadapt_flow.vision.tesseract_lib import LibraryUnavailable, TesseractLibrary
 from tests.e2e.demo_harness import BUNDLE_DIR, DemoApp, start_demo_app

@@ -17,8 +17,7 @@ from typing import Any
 import pytest
 
 from openadapt_flow.store.journal import verify_chain
-from openadapt_flow.store.postgres import PostgresStore
-from openadapt_flow.store.postgres_run import PostgresRun, run_name
+from openadapt_flow.store import PostgresRun, PostgresStore, pg_run_name as run_name
 from tests.crash.crash_support import BUNDLE_DIR, VENDOR, Desktop, Result, flow
 from tests.support.pg import PgServer, store_spec
 

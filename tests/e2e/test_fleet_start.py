@@ -12,7 +12,7 @@ import pytest
 from openadapt_flow.bundle.loader import LoadedBundle, load_bundle
 from openadapt_flow.runtime.fleet.start import BundleCache
 from openadapt_flow.runtime.fleet.submit import fleet_store, submit
-from openadapt_flow.store.postgres_run import PostgresRun
+from openadapt_flow.store import PostgresRun
 from tests.support.demo_invoices import BUNDLE
 from tests.support.pg import PgServer, pg_server, store_spec  # noqa: F401 — pg_server: the session's server
 

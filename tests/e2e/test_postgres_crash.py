@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from openadapt_flow.store.postgres import PostgresStore
+from openadapt_flow.store import PostgresStore
 from tests.crash.crash_support import (  # noqa: F401  (desk: the crash matrix's desktop fixture)
     CONSEQUENTIAL, STEPS, Desktop, desk, flow, uncertain, verified,
 )

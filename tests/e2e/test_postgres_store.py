@@ -19,13 +19,13 @@ from typer.testing import CliRunner
 from openadapt_flow.cli.app import app
 from openadapt_flow.errors import RefusedError, RunDirError
 from openadapt_flow.runtime.act.runref import open_ref
-from openadapt_flow.store.journal import GENESIS, load_journal, make_record
+from openadapt_flow.store.journal import GENESIS, make_record
+from openadapt_flow.store import (
+    PostgresLease, PostgresRun, PostgresStore, load_journal, pg_code_version as code_version,
+    pg_migrations as migrations
+)
 from openadapt_flow.store.keys import load_key
 from openadapt_flow.store.lease import LeaseLost
-from openadapt_flow.store.postgres import PostgresStore
-from openadapt_flow.store.postgres_parts import PostgresLease
-from openadapt_flow.store.postgres_run import PostgresRun
-from openadapt_flow.store.postgres_schema import code_version, migrations
 from openadapt_flow.store.select import open_store
 from tests.e2e.test_durable_stores_cli import gated_bundle
 from tests.support.cli import flow_env, run_flow

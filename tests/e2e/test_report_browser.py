@@ -19,7 +19,7 @@ import pytest
 from openadapt_flow.report.figures import BOX, CANDIDATE, CLICK, HALT_W, STATUS_COLOURS, STEP_W
 from openadapt_flow.report.model import build_report
 from openadapt_flow.report.page import render_html
-from openadapt_flow.store.rundir import RunDir
+from openadapt_flow.store import RunDir
 from tests.unit.report.report_runs import BUTTON, TWIN_AT, ambiguous_run, healthy_run, run_env
 
 pytestmark = pytest.mark.timeout(240)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import openadapt_flow
-from openadapt_flow.store.lease import try_lock, unlock
+from openadapt_flow.store.fs.lease import try_lock, unlock
 from tests.e2e.demo_harness import BUNDLE_DIR
 from tests.support.cli import flow_env, run_flow
 from tests.support.xserver import wait_until

@@ -37,10 +37,8 @@ import openadapt_flow.cli.app as cli_app
 from openadapt_flow.backends import fixture as fixture_backend
 from openadapt_flow.cli.app import build_app
 from openadapt_flow.fixture.player import Player, open_player
-from openadapt_flow.store import faults
+from openadapt_flow.store import MEMORY_PREFIX as PREFIX, MemoryContents, MemoryRun, MemoryStore, faults
 from openadapt_flow.store.journal import verify_chain
-from openadapt_flow.store.memory import PREFIX, MemoryRun, MemoryStore
-from openadapt_flow.store.memory_parts import MemoryContents
 from openadapt_flow.store.select import open_store
 from tests.support.cli import flow_env
 from tests.support.demo_invoices import BUNDLE, FIXTURES, invoice_rows

@@ -36,7 +36,7 @@ from openadapt_flow.store.escalation import sign
 from openadapt_flow.store.journal import record_hash
 from openadapt_flow.store.keys import DECISION_KEY_FILE_ENV, KEY_FILE_ENV, decision_key_path, key_path
 from openadapt_flow.store.records import RECORD_TYPES, validate_record
-from openadapt_flow.store.rundir import digest_manifest
+from openadapt_flow.store import digest_manifest
 from openadapt_flow.store.seal import state_seal
 from openadapt_flow.store.runfiles import file_model
 

@@ -16,3 +16,12 @@ def test_mypy_finds_no_type_errors(tmp_path) -> None:
     r = subprocess.run([sys.executable, "-m", "mypy", "--cache-dir", str(tmp_path / "cache")], cwd=REPO,
                        capture_output=True, text=True)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+@pytest.mark.timeout(300)
+def test_the_store_type_checks_strictly(tmp_path) -> None:
+    """store/ holds the run's records for every other part: it is held to `mypy --strict` (no Any leaking out, every
+    generic parameterised)."""
+    r = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--cache-dir", str(tmp_path / "cache"), "openadapt_flow/store"],
+                       cwd=REPO, capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr

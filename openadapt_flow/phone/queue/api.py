@@ -5,22 +5,31 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from openadapt_flow.errors import FlowError
 from openadapt_flow.phone.context import PROOF_PREFIX, context_bytes, parse_context, public_text, sign_bytes
-
-if TYPE_CHECKING:
-    from openadapt_flow.phone.queue.app import Queue
+from openadapt_flow.phone.queue.db import QueueDB
 
 MAX_WAIT_S = 55.0
 MAX_BODY = 8192  # a closed context is well under 2 KiB
 ACK_STATUSES = ("recorded", "refused")
 ACK_REASONS = ("recorded", "noop", "signature", "run", "pause", "checkpoint", "operation", "expired", "scope", "replayed",
                "not_open", "approve", "quorum")
+
+
+class Queue(Protocol):
+    """What the API needs of the queue (phone/queue/app.py's Queue, which imports this module, has it)."""
+
+    db: QueueDB
+    key: Ed25519PrivateKey
+    changed: asyncio.Event
+
+    def push(self, payload: bytes) -> int: ...
 
 
 def _error(status: int, message: str) -> JSONResponse:

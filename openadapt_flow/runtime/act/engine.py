@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from openadapt_flow import __version__
+from openadapt_flow.version import __version__
 from openadapt_flow.backends.base import Backend, Capabilities, Frame
 from openadapt_flow.backends.factory import open_backend
 from openadapt_flow.backends.spec import BackendSpec

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from openadapt_flow.runtime.decide.config import DeployConfig
 from openadapt_flow.store.base import RunHandle, RunStore
-from openadapt_flow.store.memory import PREFIX
+from openadapt_flow.store import MEMORY_PREFIX as PREFIX
 from openadapt_flow.store.select import open_store, store_of_ref
 
 RunRef = RunHandle | Path | str

@@ -28,9 +28,7 @@ from typing import Any
 from openadapt_flow.bundle.loader import LoadedBundle, load_bundle
 from openadapt_flow.errors import RefusedError, RunDirError
 from openadapt_flow.runtime.act.lifecycle import queued
-from openadapt_flow.store.postgres import PostgresStore
-from openadapt_flow.store.postgres_run import PostgresRun
-from openadapt_flow.store.postgres_spec import PREFIX
+from openadapt_flow.store import PG_PREFIX as PREFIX, PostgresRun, PostgresStore
 
 _SUBMISSION = """
 SELECT s.label, r.manifest, r.state = 'PENDING' AND NOT EXISTS (SELECT 1 FROM flow_journal j WHERE j.run = r.id)

@@ -17,13 +17,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from openadapt_flow import __version__
+from openadapt_flow.version import __version__
 from openadapt_flow.bundle.loader import load_bundle
 from openadapt_flow.bundle.params import bind_params
 from openadapt_flow.runtime.decide.config import DeployConfig
-from openadapt_flow.store.postgres import PostgresStore
-from openadapt_flow.store.postgres_queue import check_queue_schema
-from openadapt_flow.store.postgres_spec import PREFIX
+from openadapt_flow.store import PG_PREFIX as PREFIX, PostgresStore, check_queue_schema
 from openadapt_flow.store.select import postgres_store
 
 PENDING_MESSAGE = "submitted to the fleet; waits for a worker with a free desktop"

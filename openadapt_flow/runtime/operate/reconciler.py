@@ -12,7 +12,7 @@ from openadapt_flow.runtime.decide.calls import call_steps
 from openadapt_flow.runtime.act.runref import RunRef, open_ref
 from openadapt_flow.store.atomic import StorageFault
 from openadapt_flow.store.base import RunStore
-from openadapt_flow.store.filesystem import FilesystemStore
+from openadapt_flow.store import FilesystemStore
 from openadapt_flow.store.keys import load_key
 from openadapt_flow.store.states import LIVE_STATES
 

@@ -24,7 +24,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from openadapt_flow import __version__
+from openadapt_flow.version import __version__
 from openadapt_flow.backends.factory import open_backend
 from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.bundle.models import Step
@@ -48,7 +48,7 @@ from openadapt_flow.store.atomic import StorageFault
 from openadapt_flow.store.base import JournalWriter, RunHandle, RunLease
 from openadapt_flow.store.faults import crash_point
 from openadapt_flow.store.keys import load_decision_key, load_key
-from openadapt_flow.store.rundir import CHILDREN
+from openadapt_flow.store import CHILDREN
 
 
 def _source_digest(fn: Callable[..., Any], entry: str) -> str:

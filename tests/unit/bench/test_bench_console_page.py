@@ -14,7 +14,7 @@ from openadapt_flow.runtime.act.launch import ReplayRequest
 from openadapt_flow.runtime.decide.config import DeployConfig
 from openadapt_flow.runtime.operate.decisions import approve
 from openadapt_flow.runtime.runs import replay
-from openadapt_flow.store.filesystem import FilesystemStore
+from openadapt_flow.store import FilesystemStore
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -16,8 +16,7 @@ from openadapt_flow.runtime.act.launch import ReplayRequest
 from openadapt_flow.runtime.act.runref import open_ref
 from openadapt_flow.runtime.decide.config import DeployConfig
 from openadapt_flow.runtime.runs import replay
-from openadapt_flow.store.filesystem import FilesystemStore
-from openadapt_flow.store.rundir import runs_root
+from openadapt_flow.store import FilesystemStore, runs_root
 
 pytestmark = pytest.mark.timeout(60)
 

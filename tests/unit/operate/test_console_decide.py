@@ -15,7 +15,7 @@ from openadapt_flow.report.model import build_report, halt_view
 from openadapt_flow.runtime.act.runref import open_ref
 from openadapt_flow.runtime.operate.decisions import approve
 from openadapt_flow.runtime.operate.operators import add_operator
-from openadapt_flow.store.filesystem import FilesystemStore
+from openadapt_flow.store import FilesystemStore
 from tests.unit.runtime.test_durable import App, go, home, start, env  # noqa: F401
 
 pytestmark = pytest.mark.timeout(120)

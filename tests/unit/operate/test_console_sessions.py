@@ -10,7 +10,7 @@ from starlette.testclient import TestClient
 from openadapt_flow.console.app import create_app
 from openadapt_flow.auth.sessions import RateLimit, Sessions
 from openadapt_flow.runtime.operate.operators import add_operator
-from openadapt_flow.store.memory import MemoryStore
+from openadapt_flow.store import MemoryStore
 
 pytestmark = pytest.mark.timeout(60)
 

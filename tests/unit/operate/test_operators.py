@@ -11,10 +11,8 @@ from openadapt_flow.runtime.decide.config import DeployConfig
 from openadapt_flow.runtime.operate.decisions import approve
 from openadapt_flow.runtime.operate.operators import (add_operator, authenticate, check_active, disable_operator,
                                                       list_operators, reset_operator)
-from openadapt_flow.store.filesystem import FilesystemStore
-from openadapt_flow.store.memory import MemoryStore
+from openadapt_flow.store import FilesystemStore, MemoryStore, PostgresStore
 from openadapt_flow.store.operators import AUDIT_FILE, OPERATORS_FILE
-from openadapt_flow.store.postgres import PostgresStore
 from tests.support.pg import pg_server, store_spec  # noqa: F401 — pg_server is a session fixture
 from tests.unit.runtime.test_engine import home
 from tests.unit.runtime.test_durable import App, cfg, env, go, rows, start, store  # noqa: F401  (fixtures)

@@ -14,7 +14,7 @@ from openadapt_flow.phone.context import PhoneDecision, context_bytes, decision_
 from openadapt_flow.phone.project import closed_context
 from openadapt_flow.phone.relay import Relay, _epoch
 from openadapt_flow.runtime.operate.decisions import approve
-from openadapt_flow.store.filesystem import FilesystemStore
+from openadapt_flow.store import FilesystemStore
 from tests.support.phone_kit import env  # noqa: F401 (a fixture)
 from tests.unit.runtime.test_durable import AFTER, SAVE, App, start
 

@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 from openadapt_flow.cli.app import app
 from openadapt_flow.report.model import build_report
 from openadapt_flow.report.page import render_html
-from openadapt_flow.store.rundir import RunDir
+from openadapt_flow.store import RunDir
 from openadapt_flow.vision.annotate import BEST, SEARCH
 from tests.support.demo_invoices import BUNDLE
 from tests.unit.report.report_runs import BUTTON, TWIN_AT, ambiguous_run, healthy_run, run_env

@@ -16,7 +16,7 @@ from openadapt_flow.runtime.act.launch import ReplayRequest
 from openadapt_flow.runtime.operate.reconciler import reconcile_root
 from openadapt_flow.runtime.act.runref import open_ref, run_name
 from openadapt_flow.runtime.runs import replay, resume
-from openadapt_flow.store import journal as journal_mod, memory_parts
+from openadapt_flow.store import journal as journal_mod
 from openadapt_flow.store.select import open_store
 
 pytestmark = pytest.mark.timeout(60)
@@ -125,7 +125,7 @@ def kill_at(monkeypatch, point: str, occurrence: int) -> None:
             if seen["n"] == occurrence:
                 raise Killed(point)
 
-    for module in (journal_mod, memory_parts, engine, lifecycle):
+    for module in (journal_mod, engine, lifecycle):
         monkeypatch.setattr(module, "crash_point", crash)
 
 

@@ -22,7 +22,8 @@ from openadapt_flow.runtime.act.launch import ReplayRequest
 from openadapt_flow.runtime.act.runref import open_ref
 from openadapt_flow.runtime.runs import replay, resume
 from openadapt_flow.runtime.operate.truth import journaled_decision
-from openadapt_flow.store import escalation, journal as journal_mod, memory, memory_parts
+from openadapt_flow.store import escalation, journal as journal_mod
+from openadapt_flow.store.memory import store as memory
 from openadapt_flow.store.keys import load_key
 
 pytestmark = pytest.mark.timeout(60)
@@ -89,7 +90,7 @@ def killed_at(monkeypatch, point: str, fn: Callable[[], object]) -> None:
             raise Killed(point)
 
     with monkeypatch.context() as m:
-        for module in (journal_mod, escalation, memory_parts, memory):  # the filesystem's and the memory store's points
+        for module in (journal_mod, escalation, memory):  # the filesystem's and the memory store's points
             m.setattr(module, "crash_point", crash)
         with pytest.raises(Killed):
             fn()

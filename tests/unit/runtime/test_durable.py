@@ -420,7 +420,7 @@ def test_edited_manifest_is_refused(tmp_path, env):
 
 def test_teach_cuts_a_reviewable_patch_from_the_halt_frame_and_resolves_afresh(tmp_path, env):
     from openadapt_flow.runtime.operate.teach import apply_patches
-    from openadapt_flow.store.rundir import RunDir
+    from openadapt_flow.store import RunDir
     from tests.support.screens import Canvas
 
     renamed = Canvas().text(20, 20, "Ledger").button(300, 300, "Submit", w=140).array()

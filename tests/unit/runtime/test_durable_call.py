@@ -12,10 +12,8 @@ from openadapt_flow.runtime.decide.policy import Blocked
 from openadapt_flow.runtime.workflow.ctx import WorkflowStop
 from openadapt_flow.store.atomic import StorageFault
 from openadapt_flow.store.checkpoint import checkpoint_from_records
-from openadapt_flow.store.filesystem import FilesystemStore
+from openadapt_flow.store import FilesystemStore, MemoryStore, PostgresStore
 from openadapt_flow.store.lease import LeaseLost
-from openadapt_flow.store.memory import MemoryStore
-from openadapt_flow.store.postgres import PostgresStore
 from tests.support.pg import pg_server, store_spec  # noqa: F401 — pg_server is a session fixture (one server per worker)
 
 pytestmark = pytest.mark.timeout(30)

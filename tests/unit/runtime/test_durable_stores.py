@@ -25,12 +25,7 @@ from openadapt_flow.runtime.act.launch import ReplayRequest, WorkflowRequest
 from openadapt_flow.runtime.act.runref import open_ref
 from openadapt_flow.runtime.runs import replay, resume, start_workflow
 from openadapt_flow.backends.spec import BackendSpec
-from openadapt_flow.store import faults
-from openadapt_flow.store.filesystem import FilesystemStore
-from openadapt_flow.store.memory import MemoryRun, MemoryStore
-from openadapt_flow.store.memory_parts import MemoryContents
-from openadapt_flow.store.postgres_run import PostgresRun
-from openadapt_flow.store.rundir import RunDir
+from openadapt_flow.store import FilesystemStore, MemoryContents, MemoryRun, MemoryStore, PostgresRun, RunDir, faults
 from openadapt_flow.store.select import open_store
 from tests.unit.runtime.test_durable import AFTER, SAVE, App, VanishingLedger, env, home, rows  # noqa: F401 (env: a fixture)
 from tests.unit.runtime.test_engine import make_bundle

@@ -14,8 +14,7 @@ from openadapt_flow.runtime.decide.config import DeployConfig
 from openadapt_flow.runtime.act.launch import ReplayRequest
 from openadapt_flow.runtime.runs import replay
 from openadapt_flow.report.render import write_reports
-from openadapt_flow.store.filesystem import RunDir
-from openadapt_flow.store.journal import load_journal
+from openadapt_flow.store import RunDir, load_journal
 from openadapt_flow.store.keys import load_key
 from tests.support.screens import Canvas, crop, save_png
 

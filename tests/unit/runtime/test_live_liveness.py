@@ -16,8 +16,9 @@ from openadapt_flow.runtime.act.lifecycle import effective_state
 from openadapt_flow.runtime.operate.reconciler import reconcile_one
 from openadapt_flow.runtime.runs import resume
 from openadapt_flow.runtime.worker import Worker
-from openadapt_flow.store.lease import LEASE, LeaseLost, boot_id, process_start_time, try_lock, unlock
-from openadapt_flow.store.rundir import RunDir
+from openadapt_flow.store.lease import LEASE, LeaseLost, boot_id, process_start_time
+from openadapt_flow.store.fs.lease import try_lock, unlock
+from openadapt_flow.store import RunDir
 from tests.unit.runtime.test_durable import App, rows, start, env  # noqa: F401
 from tests.unit.runtime.test_engine import done, records
 

@@ -18,7 +18,7 @@ from openadapt_flow.report.render import write_reports
 from openadapt_flow.runtime.act.context import secret_regions
 from openadapt_flow.runtime.act.launch import ReplayRequest
 from openadapt_flow.runtime.runs import replay
-from openadapt_flow.store.rundir import RunDir
+from openadapt_flow.store import RunDir
 from openadapt_flow.vision.mask import FILL, field_band
 from openadapt_flow.vision.ocr import OcrEngine
 from tests.support.screens import Canvas, crop, save_png

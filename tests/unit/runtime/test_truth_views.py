@@ -10,11 +10,9 @@ import pytest
 from openadapt_flow.errors import RefusedError
 from openadapt_flow.runtime.operate.decisions import approve
 from openadapt_flow.runtime.runs import resume
-from openadapt_flow.store import ledger
+from openadapt_flow.store import Journal, RunDir, ledger
 from openadapt_flow.store.escalation import journal_pause
-from openadapt_flow.store.journal import Journal
 from openadapt_flow.store.keys import load_key
-from openadapt_flow.store.rundir import RunDir
 from tests.attack.attack_support import records, ws  # noqa: F401
 
 pytestmark = pytest.mark.timeout(60)

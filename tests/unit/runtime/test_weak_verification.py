@@ -10,7 +10,7 @@ import pytest
 
 from openadapt_flow.backends.fake import FakeBackend
 from openadapt_flow.report.render import write_reports
-from openadapt_flow.store.rundir import RunDir
+from openadapt_flow.store import RunDir
 from tests.support.bundles import minimal_flow, write_bundle
 from tests.support.cli import run_flow
 from tests.support.screens import Canvas

@@ -18,7 +18,7 @@ from openadapt_flow.runtime.runs import resume
 from openadapt_flow.runtime.worker import Worker
 from openadapt_flow.runtime.act.launch import WorkflowRequest
 from openadapt_flow.runtime.runs import start_workflow
-from openadapt_flow.store.rundir import RunDir
+from openadapt_flow.store import RunDir
 from tests.unit.runtime.workflow_support import SOURCE, config, journal, log, state, write_module
 
 pytestmark = pytest.mark.timeout(60)

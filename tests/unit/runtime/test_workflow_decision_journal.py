@@ -14,7 +14,8 @@ from openadapt_flow.runtime.act.launch import WorkflowRequest
 from openadapt_flow.runtime.operate.reconciler import reconcile_one, reconcile_root
 from openadapt_flow.runtime.act.runref import open_ref
 from openadapt_flow.runtime.runs import resume, start_workflow
-from openadapt_flow.store import escalation as escalation_mod, memory as memory_mod, memory_parts
+from openadapt_flow.store import escalation as escalation_mod
+from openadapt_flow.store.memory import store as memory_mod
 from openadapt_flow.store import journal as journal_mod
 from tests.unit.runtime.workflow_support import config, journal, log, state, write_module
 
@@ -76,7 +77,7 @@ def kill_at(monkeypatch, point: str) -> None:
         if f"{name}@{step}" == point:
             raise Killed(point)
 
-    for module in (journal_mod, escalation_mod, memory_parts, memory_mod):  # the filesystem's and the memory store's points
+    for module in (journal_mod, escalation_mod, memory_mod):  # the filesystem's and the memory store's points
         monkeypatch.setattr(module, "crash_point", crash)
 
 

@@ -6,7 +6,7 @@ import pytest
 
 from openadapt_flow.errors import RunDirError
 from openadapt_flow.store.atomic import write_json_atomic
-from openadapt_flow.store.rundir import FrameWriter, RunDir, new_run_dir
+from openadapt_flow.store import FrameWriter, RunDir, new_run_dir
 
 pytestmark = pytest.mark.timeout(30)
 

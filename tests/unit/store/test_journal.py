@@ -3,7 +3,8 @@ import json
 import pytest
 
 from openadapt_flow.errors import RefusedError
-from openadapt_flow.store.journal import GENESIS, Journal, load_journal, record_hash
+from openadapt_flow.store.journal import GENESIS, record_hash
+from openadapt_flow.store import Journal, load_journal
 
 pytestmark = pytest.mark.timeout(30)
 KEY = b"k" * 64

@@ -7,9 +7,8 @@ import errno
 
 import pytest
 
-from openadapt_flow.store import faults
+from openadapt_flow.store import Journal, faults, load_journal
 from openadapt_flow.store.atomic import StorageFault, write_json_atomic
-from openadapt_flow.store.journal import Journal, load_journal
 
 KEY = b"k" * 32
 
@@ -49,7 +48,7 @@ def test_a_partial_journal_write_is_cut_back(tmp_path, monkeypatch):
             return real_write(fd, bytes(data[: len(data) // 2]))
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr("openadapt_flow.store.journal.os.write", half_then_full)
+    monkeypatch.setattr("openadapt_flow.store.fs.journal.os.write", half_then_full)
     with pytest.raises(StorageFault):
         j.append("step_verified", "save")
     assert path.stat().st_size == size  # no torn line for a later record to follow

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from openadapt_flow.store.journal import Journal, load_journal
+from openadapt_flow.store import Journal, load_journal
 from tests.support.run_records import Tally, check_run_dir, check_tree, run_dirs
 
 pytestmark = pytest.mark.timeout(60)

@@ -13,12 +13,8 @@ from openadapt_flow.bundle.loader import load_bundle
 from openadapt_flow.errors import RefusedError, RunDirError
 from openadapt_flow.store.base import RunHandle, RunStore
 from openadapt_flow.store.checkpoint import checkpoint_from_records
-from openadapt_flow.store.filesystem import FilesystemStore
+from openadapt_flow.store import FilesystemStore, MemoryStore, PostgresRun, PostgresStore, RunDir
 from openadapt_flow.store.lease import LeaseLost
-from openadapt_flow.store.memory import MemoryStore
-from openadapt_flow.store.postgres import PostgresStore
-from openadapt_flow.store.postgres_run import PostgresRun
-from openadapt_flow.store.rundir import RunDir
 from tests.support.bundles import minimal_flow, write_bundle
 from tests.support.pg import pg_server, store_spec  # noqa: F401 — pg_server is a session fixture (one server per worker)
 

@@ -10,8 +10,7 @@ import numpy as np
 import pytest
 
 from openadapt_flow.store.checkpoint import checkpoint_from_records
-from openadapt_flow.store.filesystem import FilesystemStore
-from openadapt_flow.store.memory import MemoryStore
+from openadapt_flow.store import FilesystemStore, MemoryStore
 
 # the layout is pinned with small hand-made documents (an incident with two fields), not the runtime's records
 pytestmark = [pytest.mark.timeout(60), pytest.mark.invalid_run_records("store tests write partial documents on purpose")]

@@ -7,8 +7,7 @@ from pathlib import Path
 import pytest
 
 from openadapt_flow.errors import UsageError
-from openadapt_flow.store.filesystem import FilesystemStore
-from openadapt_flow.store.memory import MemoryStore
+from openadapt_flow.store import FilesystemStore, MemoryStore
 from openadapt_flow.store.select import open_store
 
 pytestmark = pytest.mark.timeout(30)

@@ -16,7 +16,7 @@ import tempfile
 import weakref
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from openadapt_flow.errors import CutStartup, RefusedError, RunDirError
 from openadapt_flow.store import ledger
@@ -24,10 +24,8 @@ from openadapt_flow.store.atomic import dumps
 from openadapt_flow.store.base import RunHandle, check_artifact_name
 from openadapt_flow.store.docrun import DocumentRun
 from openadapt_flow.store.faults import crash_point
-from openadapt_flow.store.frames import FrameWriter
-from openadapt_flow.store.journal import LoadResult, parse_records, verify_chain
 from openadapt_flow.store.lease import LeaseInfo
-from openadapt_flow.store.memory_parts import MemoryContents, MemoryFrameWriter, MemoryJournal, MemoryLease, MemoryRecords
+from openadapt_flow.store.memory.parts import MemoryContents, MemoryJournal, MemoryLease, MemoryRecords
 from openadapt_flow.store.operators import MemoryOperatorBook
 from openadapt_flow.store.seal import sealed_state
 
@@ -66,6 +64,9 @@ class MemoryRun(DocumentRun):
         self.recs.changed[what] = self.store.tick()
         return self.recs.docs.pop(what, None)
 
+    def _remove(self, what: str) -> None:
+        self._drop(what)
+
     def doc_text(self, what: str) -> str | None:
         return self.recs.docs.get(what)
 
@@ -75,19 +76,12 @@ class MemoryRun(DocumentRun):
         return state, pending, approval
 
     # manifest
-    def has_manifest(self) -> bool:
-        return "manifest" in self.recs.docs
-
     def run_id(self) -> str | None:
         doc = self._get("manifest") if self.has_manifest() else None
         return str(doc["run_id"]) if doc and "run_id" in doc else None
 
-    def add_child(self, child: RunHandle) -> None:
-        m = self.manifest()
-        rel = posixpath.relpath(child.ref.removeprefix(PREFIX), self.name)
-        if rel not in m.get("child_runs", []):
-            m["child_runs"] = [*m.get("child_runs", []), rel]
-            self._put("manifest", m)
+    def _link(self, child: RunHandle) -> str:
+        return posixpath.relpath(child.ref.removeprefix(PREFIX), self.name)  # names, without the store's prefix
 
     def discard(self) -> None:
         self.contents.runs.pop(self.name, None)
@@ -96,28 +90,16 @@ class MemoryRun(DocumentRun):
     def has_journal(self) -> bool:
         return self.name in self.contents.runs and bool(self.recs.journal)
 
-    def load_journal(self, key: bytes, *, repair: bool = False) -> LoadResult:
-        if not self.has_journal() and not self.has_manifest():
-            raise RefusedError(f"{self.describe('journal')}: journal not found")
-        records, good_len, torn = verify_chain(bytes(self.recs.journal), key, self.describe("journal"))
-        if torn and repair:
-            del self.recs.journal[good_len:]
-        return LoadResult(records, torn)
+    def journal_bytes(self) -> bytes:
+        return bytes(self.recs.journal) if self.name in self.contents.runs else b""
 
-    def open_journal(self, key: bytes) -> tuple[MemoryJournal, list[dict[str, Any]]]:
-        records = self.load_journal(key, repair=True).records
-        return MemoryJournal(self.recs, key, records), records
+    def _cut_journal(self, records: int, good_len: int) -> None:
+        del self.recs.journal[good_len:]
 
-    def new_journal(self, key: bytes) -> MemoryJournal:
-        return MemoryJournal(self.recs, key, self.load_journal(key).records if self.has_journal() else [])
-
-    def read_records(self) -> list[dict[str, Any]]:
-        return parse_records(bytes(self.recs.journal)) if self.name in self.contents.runs else []
+    def _writer(self, key: bytes, records: list[dict[str, Any]]) -> MemoryJournal:
+        return MemoryJournal(self.recs, key, records)
 
     # state
-    def has_state(self) -> bool:
-        return "state" in self.recs.docs
-
     def write_state(self, state: str, *, journal: Any = None, **fields: Any) -> None:
         doc = sealed_state(state, fields, journal)
         run_id = self.run_id()
@@ -137,18 +119,6 @@ class MemoryRun(DocumentRun):
         return lock.release if lock.acquire(blocking=False) else None
 
     # escalation, approval, decisions
-    def has_pending(self) -> bool:
-        return "pending" in self.recs.docs
-
-    def remove_pending(self) -> None:
-        self._drop("pending")
-
-    def has_approval(self) -> bool:
-        return "approval" in self.recs.docs
-
-    def remove_approval(self) -> None:
-        self._drop("approval")
-
     def consume_approval(self, pause_id: str) -> None:
         crash_point("approval:consuming")
         text = self._drop("approval")
@@ -158,17 +128,13 @@ class MemoryRun(DocumentRun):
         self.recs.decisions[pause_id] = text
         crash_point("approval:consumed")
 
-    def has_decision(self, pause_id: str) -> bool:
-        return pause_id in self.recs.decisions
-
     def read_decision(self, pause_id: str) -> dict[str, Any] | None:
         text = self.recs.decisions.get(pause_id)
         return None if text is None else json.loads(text)
 
-    def decisions(self) -> list[dict[str, Any]]:
-        return [json.loads(t) for t in self.recs.decisions.values()]
+    def decision_texts(self) -> list[tuple[str, str]]:
+        return list(self.recs.decisions.items())
 
-    # incident, reports
     # artifacts
     def put_artifact(self, rel: str, data: bytes) -> None:
         check_artifact_name(rel)
@@ -189,40 +155,23 @@ class MemoryRun(DocumentRun):
         for rel in self.list_artifacts(prefix) + ([prefix] if prefix in self.recs.artifacts else []):
             self.recs.artifacts.pop(rel, None)
 
-    def artifact_dir(self, prefix: str) -> Path:
-        """A private directory on disk holding a copy of the artifacts under `prefix` (e.g. the bundle snapshot, for
-        the bundle loader); re-materialised on every call, removed with the store."""
-        root = self.store.scratch() / self.name.replace("/", "__") / prefix
-        if root.exists():
-            shutil.rmtree(root)
-        root.mkdir(parents=True)
-        for rel in self.list_artifacts(prefix):
-            dest = root / rel[len(prefix.rstrip("/")) + 1:]
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            dest.write_bytes(self.recs.artifacts[rel])
-        return root
+    def _drop_artifact(self, rel: str) -> None:
+        self.recs.artifacts.pop(rel, None)
 
-    def snapshot_bundle(self, root: Path, files: tuple[str, ...]) -> None:
-        for rel in files:
-            self.put_artifact(f"bundle/{rel}", (root / rel).read_bytes())
+    def _artifacts_under(self, prefix: str) -> list[tuple[str, bytes]]:
+        return [(rel, self.recs.artifacts[rel]) for rel in self.list_artifacts(prefix)]
 
-    def frame_writer(self) -> FrameWriter:
-        return MemoryFrameWriter(self.ref, self.put_artifact, lambda rel: self.recs.artifacts.pop(rel, None))
-
-    def frame_names(self) -> set[str]:
-        return {r.removeprefix("frames/") for r in self.list_artifacts("frames") if r.endswith(".png")}
+    def _scratch(self) -> Path:
+        return self.store.scratch()
 
     # children
-    def child(self, name: str) -> "MemoryRun":
-        return MemoryRun(self.store, f"{self.name}/children/{name}", self.contents)
+    def _handle(self, name: str) -> Self:
+        return type(self)(self.store, name, self.contents)
 
     def children(self) -> list["MemoryRun"]:
         head = f"{self.name}/children/"
         runs = self.contents.runs
         return [MemoryRun(self.store, n, self.contents) for n in sorted(runs) if n.startswith(head) and "/" not in n[len(head):]]
-
-    def sibling(self, step: str) -> "MemoryRun":
-        return MemoryRun(self.store, f"{self.name}.{step}", self.contents)
 
     # the run ledger (the store's own: it lives outside every run, as the filesystem's does)
     def ledger_claim(self, records: list[dict[str, Any]]) -> dict[str, Any]:

@@ -1,5 +1,5 @@
-"""The PostgreSQL store's journal writer and lease (spec §5, §10, §18): the file journal's bytes, one row per record,
-and a lease row (holder, generation, expiry) that fences a replaced writer in the same transaction as its dispatch."""
+"""The PostgreSQL store's lease (spec §5, §10): a lease row (holder, generation, expiry) that fences a replaced
+writer in the same transaction as its dispatch, and a session advisory lock that tells a live holder from a dead one."""
 
 from __future__ import annotations
 
@@ -8,20 +8,12 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
 
 import psycopg
 
 from openadapt_flow.errors import RefusedError
-from openadapt_flow.store.faults import crash_point
-from openadapt_flow.store.journal import FSYNC_TYPES, GENESIS, make_record
 from openadapt_flow.store.lease import LeaseInfo, LeaseLost, boot_id, process_start_time
-
-if TYPE_CHECKING:
-    from openadapt_flow.store.postgres_run import PostgresRun
-
-FENCED_TYPES = frozenset({"action_dispatched"})  # committed only while the writer's lease generation holds
+from openadapt_flow.store.postgres.connector import PostgresConnector, RunRow
 
 _LEASE_INFO = ("SELECT host, pid, start_time, boot_id, to_char(heartbeat_at AT TIME ZONE 'UTC', "
                "'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), extract(epoch FROM now() - heartbeat_at)::float8, generation, holder, "
@@ -63,61 +55,14 @@ def lease_row(conn: psycopg.Connection, run: int) -> tuple[LeaseInfo, str | None
     return LeaseInfo(host, pid, start, boot, at, time.time() - age, gen), holder, bool(expired), float(ttl)
 
 
-class PostgresJournal:
-    """Appends chained records as rows; fsync types commit synchronously, `action_dispatched` only while fenced."""
-
-    def __init__(self, run: "PostgresRun", key: bytes, records: list[dict[str, Any]] | None = None) -> None:
-        self._run = run
-        self.key = key
-        self.seq = records[-1]["seq"] if records else 0
-        self.last_hash = records[-1]["hash"] if records else GENESIS
-        self.observers: list[Callable[[dict[str, Any]], None]] = []
-        self.last_of: dict[str, dict[str, Any]] = {}
-        self._unsynced = False
-
-    def append(self, type_: str, step: str | None = None, data: dict[str, Any] | None = None, *,
-               sync: bool | None = None) -> dict[str, Any]:
-        rec, line = make_record(self.key, self.seq + 1, self.last_hash, type_, step, data)
-        durable = sync if sync is not None else type_ in FSYNC_TYPES
-        fence = type_ in FENCED_TYPES
-        lease = self._run.store.held_lease(self._run) if fence else None
-        gen, holder = (lease.generation, lease.holder) if lease is not None else (0, "")
-        store = self._run.store
-        try:
-            ok = store.one("SELECT flow_append(%s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                           (self._run.id(create=True), rec["seq"], type_, step, line, durable, fence, gen, holder))[0]
-        except psycopg.errors.UniqueViolation:
-            raise LeaseLost(f"{self._run.ref}: journal seq {rec['seq']} was already written by another writer; "
-                            f"this process must not act") from None
-        if not ok:
-            raise LeaseLost(f"{self._run.ref}: lease generation {gen} is no longer held (replaced or expired); "
-                            f"{type_} not recorded, this process must not act")
-        self._unsynced = not durable
-        self.seq, self.last_hash = rec["seq"], rec["hash"]
-        self.last_of[type_] = rec
-        for observe in self.observers:
-            observe(rec)
-        crash_point("after:" + type_, step)
-        return rec
-
-    def sync(self) -> None:
-        """Make every record appended so far durable: a synchronous commit of a transaction with an id flushes the
-        WAL up to it, and with it every asynchronously committed record before it."""
-        if self._unsynced:
-            self._run.store.one("SELECT pg_current_xact_id()")
-            self._unsynced = False
-
-    def close(self) -> None:
-        self.sync()
-
-
 class PostgresLease:
     """A run's owner: the lease row (holder token, generation, expiry) plus a session advisory lock that tells a live
     holder's connection from a dead one. A holder that stalls past its expiry (SIGSTOP, partition) is taken over
     without its lock, and the generation it read no longer admits its dispatches."""
 
-    def __init__(self, run: "PostgresRun", ttl_s: float = 30.0) -> None:
+    def __init__(self, run: RunRow, db: PostgresConnector, ttl_s: float = 30.0) -> None:
         self._run = run
+        self._db = db
         self.ttl_s = ttl_s
         self.generation = 0
         self.holder = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:12]}"
@@ -126,7 +71,7 @@ class PostgresLease:
         self._thread: threading.Thread | None = None
 
     def acquire(self, wait_s: float = 0.0) -> "PostgresLease":
-        store, rid = self._run.store, self._run.id(create=True)
+        store, rid = self._db, self._run.id(create=True)
         conn = store.connect()
         deadline = time.monotonic() + wait_s
         while True:
@@ -181,12 +126,12 @@ class PostgresLease:
         self._thread.start()
 
     def still_owner(self) -> bool:
-        row = self._run.store.one("SELECT generation FROM flow_leases WHERE run = %s", (self._run.id(),))
+        row = self._db.one("SELECT generation FROM flow_leases WHERE run = %s", (self._run.id(),))
         return row is not None and row[0] == self.generation
 
     def fence(self) -> None:
         """Before any input: stop if the lease was replaced (another generation) or has expired."""
-        row = self._run.store.one("SELECT generation, holder, expires_at > now() FROM flow_leases WHERE run = %s",
+        row = self._db.one("SELECT generation, holder, expires_at > now() FROM flow_leases WHERE run = %s",
                                   (self._run.id(),))
         if row is None or row[0] != self.generation or row[1] != self.holder:
             raise LeaseLost(f"{self._run.ref}: lease generation {self.generation} was replaced; this process must not act")
@@ -199,13 +144,13 @@ class PostgresLease:
         if self._thread is not None:
             self._thread.join(timeout=5)
         conn, self._conn = self._conn, None
-        self._run.store.forget_lease(self._run, self)
+        self._db.forget_lease(self._run, self)
         if conn is None:
             return
         try:
             conn.execute("UPDATE flow_leases SET holder = NULL, expires_at = now() WHERE run = %s AND generation = %s "
                          "AND holder = %s", (self._run.id(), self.generation, self.holder))
-            conn.execute("SELECT pg_advisory_unlock(%s, %s)", owner_lock_key(self._run.store.lock_ns, self._run.id()))
+            conn.execute("SELECT pg_advisory_unlock(%s, %s)", owner_lock_key(self._db.lock_ns, self._run.id()))
         except psycopg.Error:
             pass  # the row expires on its own; closing the session frees the lock
         finally:

@@ -1,4 +1,4 @@
-"""The memory store's journal writer and lease: the same invariants as the filesystem's, held in process memory."""
+"""The memory store's records, journal writer and lease: the same invariants as the filesystem's, held in process memory."""
 
 from __future__ import annotations
 
@@ -8,15 +8,11 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from openadapt_flow.errors import RefusedError
-from openadapt_flow.store.faults import crash_point
-from openadapt_flow.store.frames import FrameWriter
-from openadapt_flow.store.journal import GENESIS, make_record, now_iso
+from openadapt_flow.store.journal import JournalWriterBase, now_iso
 from openadapt_flow.store.lease import LeaseInfo, LeaseLost, boot_id, process_start_time
 
 
@@ -77,33 +73,15 @@ class MemoryContents:
         return entry
 
 
-class MemoryJournal:
-    """Appends chained records to a run's journal bytes; the same lines the filesystem journal writes."""
+class MemoryJournal(JournalWriterBase):
+    """A run's journal as bytes in memory: the same lines the filesystem journal writes."""
 
     def __init__(self, recs: MemoryRecords, key: bytes, records: list[dict[str, Any]] | None = None) -> None:
+        super().__init__(key, records)
         self._recs = recs
-        self.key = key
-        self.seq = records[-1]["seq"] if records else 0
-        self.last_hash = records[-1]["hash"] if records else GENESIS
-        self.observers: list[Callable[[dict[str, Any]], None]] = []
-        self.last_of: dict[str, dict[str, Any]] = {}
 
-    def append(self, type_: str, step: str | None = None, data: dict[str, Any] | None = None, *,
-               sync: bool | None = None) -> dict[str, Any]:
-        rec, line = make_record(self.key, self.seq + 1, self.last_hash, type_, step, data)
+    def _persist(self, rec: dict[str, Any], line: bytes, durable: bool) -> None:
         self._recs.journal += line  # in memory every append is as durable as the process
-        self.seq, self.last_hash = rec["seq"], rec["hash"]
-        self.last_of[type_] = rec
-        for observe in self.observers:
-            observe(rec)
-        crash_point("after:" + type_, step)
-        return rec
-
-    def sync(self) -> None:
-        """Nothing to flush: records live as long as the process."""
-
-    def close(self) -> None:
-        """Nothing to release."""
 
 
 class MemoryLease:
@@ -148,24 +126,3 @@ class MemoryLease:
         if self._held:
             self._held = False
             self._recs.lock.release()
-
-
-class MemoryFrameWriter(FrameWriter):
-    """Frames as artifacts `frames/<name>` of a memory run (still encoded off the hot path)."""
-
-    def __init__(self, ref: str, put: Callable[[str, bytes], None], drop: Callable[[str], Any]) -> None:
-        self._put, self._drop = put, drop
-        super().__init__(Path(ref) / "frames")
-
-    def _prepare(self) -> None:
-        """Nothing to create."""
-
-    def _write(self, name: str, png: bytes) -> None:
-        self._put(f"frames/{name}", png)
-
-    def _discard(self, name: str) -> None:
-        self._drop(f"frames/{name}")
-
-    def _write_now(self, name: str, png: bytes) -> None:
-        self._write(name, png)
-

@@ -5,20 +5,13 @@ deletes the blobs no run references any more (a replaced or removed artifact, a 
 from __future__ import annotations
 
 import hashlib
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
-
 import psycopg
 
 from openadapt_flow.errors import RefusedError
 from openadapt_flow.store.base import check_artifact_name
-from openadapt_flow.store.frames import FrameWriter
-from openadapt_flow.store.memory_parts import MemoryFrameWriter
-
-if TYPE_CHECKING:
-    from openadapt_flow.store.postgres import PostgresStore
+from openadapt_flow.store.postgres.connector import PostgresConnector
 
 GC_MIN_AGE_S = 3600.0
 _GC = """
@@ -29,7 +22,7 @@ RETURNING b.size
 """
 
 
-def gc_blobs(store: "PostgresStore", min_age_s: float = GC_MIN_AGE_S) -> tuple[int, int]:
+def gc_blobs(store: PostgresConnector, min_age_s: float = GC_MIN_AGE_S) -> tuple[int, int]:
     """Delete the blobs no artifact references and nothing wrote or referenced for `min_age_s`; (blobs, bytes) freed.
 
     Never during a write, by an age threshold: every artifact write stores or touches its blob in the same statement
@@ -50,7 +43,7 @@ def gc_blobs(store: "PostgresStore", min_age_s: float = GC_MIN_AGE_S) -> tuple[i
 class PostgresArtifacts:
     """The artifact half of a PostgreSQL run handle (PostgresRun)."""
 
-    store: "PostgresStore"
+    store: PostgresConnector
     name: str
 
     @property
@@ -89,33 +82,17 @@ class PostgresArtifacts:
         self.store.run("DELETE FROM flow_artifacts WHERE run = %s AND (name = %s OR starts_with(name, %s))",
                        (self.id(), prefix, prefix.rstrip("/") + "/"))
 
-    def artifact_dir(self, prefix: str) -> Path:
-        """A private directory holding a copy of the artifacts under `prefix` (for the bundle loader); re-materialised
-        on every call, removed with the store."""
-        root = self.store.scratch() / self.name.replace("/", "__") / prefix
-        if root.exists():
-            shutil.rmtree(root)
-        root.mkdir(parents=True)
-        rows = self.store.all("SELECT a.name, b.data FROM flow_artifacts a JOIN flow_blobs b ON b.digest = a.digest "
-                              "WHERE a.run = %s AND starts_with(a.name, %s)", (self.id(), prefix.rstrip("/") + "/"))
-        for name, data in rows:
-            dest = root / name[len(prefix.rstrip("/")) + 1:]
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            dest.write_bytes(bytes(data))
-        return root
-
-    def snapshot_bundle(self, root: Path, files: tuple[str, ...]) -> None:
-        for rel in files:
-            self.put_artifact(f"bundle/{rel}", (root / rel).read_bytes())
-
-    def frame_writer(self) -> FrameWriter:
-        return MemoryFrameWriter(self.ref, self.put_artifact, self._drop_artifact)
-
     def _drop_artifact(self, rel: str) -> None:
         self.store.run("DELETE FROM flow_artifacts WHERE run = %s AND name = %s", (self.id(), rel))
 
-    def frame_names(self) -> set[str]:
-        return {r.removeprefix("frames/") for r in self.list_artifacts("frames") if r.endswith(".png")}
+    def _artifacts_under(self, prefix: str) -> Iterator[tuple[str, bytes]]:
+        rows = self.store.all("SELECT a.name, b.data FROM flow_artifacts a JOIN flow_blobs b ON b.digest = a.digest "
+                              "WHERE a.run = %s AND starts_with(a.name, %s)", (self.id(), prefix.rstrip("/") + "/"))
+        for name, data in rows:
+            yield name, bytes(data)
+
+    def _scratch(self) -> Path:
+        return self.store.scratch()
 
     def artifacts(self) -> Iterator[tuple[str, bytes]]:
         """Every artifact of the run as (name, bytes), oldest first."""

@@ -6,9 +6,10 @@ import json
 from datetime import datetime
 from pathlib import Path
 
+from openadapt_flow.store.fs.rundir import RunDir, check_new_run_dir, new_run_dir
 from openadapt_flow.store.journal import JOURNAL_FILE
+from openadapt_flow.store.layout import MANIFEST
 from openadapt_flow.store.operators import FileOperatorBook
-from openadapt_flow.store.rundir import MANIFEST, RunDir, check_new_run_dir, new_run_dir
 
 
 class FilesystemStore:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import shutil
@@ -16,21 +15,27 @@ from openadapt_flow.store import checkpoint, escalation, ledger
 from openadapt_flow.store.atomic import StorageFault, is_storage_error, write_bytes_atomic, write_json_atomic
 from openadapt_flow.store.base import JournalWriter, RunHandle, check_artifact_name
 from openadapt_flow.store.frames import FrameWriter
-from openadapt_flow.store.journal import JOURNAL_FILE, Journal, LoadResult, load_journal, read_records
-from openadapt_flow.store.lease import LEASE, Lease, LeaseInfo, try_lock, unlock
-from openadapt_flow.store.postgres_spec import refuse_exported
+from openadapt_flow.store.fs.journal import Journal, load_journal, read_records
+from openadapt_flow.store.fs.lease import Lease, try_lock, unlock
+from openadapt_flow.store.journal import JOURNAL_FILE, LoadResult
+from openadapt_flow.store.layout import BUNDLE, CHILDREN, FRAMES, INCIDENT, MANIFEST, REPORT_FILES, RUN_FILES, STATE, digest_manifest
+from openadapt_flow.store.lease import LeaseInfo
 from openadapt_flow.store.seal import SCHEMA_PREFIX, sealed_state, verify_seal
 
-MANIFEST = "manifest.json"
-STATE = "state.json"
-INCIDENT = "incident.json"
-REPORT_FILES = ("report.json", "REPORT.md", "report.html")
-FRAMES = "frames"
-BUNDLE = "bundle"
-CHILDREN = "children"  # a Python workflow's child runs (ctx.replay, ctx.child), one folder per call
-RUN_FILES = {"manifest": MANIFEST, "state": STATE, "journal": JOURNAL_FILE, "checkpoint": checkpoint.CHECKPOINT, "lease": LEASE,
-             "pending": escalation.PENDING, "approval": escalation.APPROVAL, "incident": INCIDENT, "report": REPORT_FILES[0],
-             "report_md": REPORT_FILES[1], "report_html": REPORT_FILES[2]}
+
+# The file `flow export` (store/postgres/export.py) writes into the run directory it makes: the stored run it copies
+# (`pg:NAME --store SPEC`). Plain text, not JSON (no §7 run record): a marker that the directory is a copy to read.
+EXPORT_MARK = "EXPORTED_FROM"
+
+
+def refuse_exported(run_dir: Path) -> None:
+    """An exported run directory is a copy of a run that lives on in its store: resuming or deciding on it would run
+    its remaining steps in two places. Refused (exit 6), naming the store; reading it (status, report) is fine."""
+    mark = run_dir / EXPORT_MARK
+    if mark.is_file():
+        origin = mark.read_text(encoding="utf-8", errors="replace").strip()
+        raise RefusedError(f"{run_dir}: an export of {origin} (a copy to read); decide on and resume the run in its store "
+                           f"({origin}), never in the copy; refusing")
 
 
 def check_new_run_dir(run_dir: Path) -> None:
@@ -71,12 +76,6 @@ def _mtime(p: Path) -> float:
         return p.stat().st_mtime
     except FileNotFoundError:
         return 0.0
-
-
-def digest_manifest(manifest: dict[str, Any]) -> str:
-    """Digest of a manifest (as written, `schema` included) minus `child_runs`, the one field appended after the start."""
-    body = {k: v for k, v in manifest.items() if k != "child_runs"}
-    return "sha256:" + hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
 def runs_root(run: Path) -> Path:

@@ -9,16 +9,12 @@ referred to as `pg:NAME`.
 
 from __future__ import annotations
 
-from pathlib import Path
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from openadapt_flow.errors import RefusedError, UsageError
+from openadapt_flow.errors import UsageError
 
 SCHEMES = ("postgresql://", "postgres://")
 PREFIX = "pg:"
-# The file `flow export` writes into the run directory it makes: the stored run it copies (`pg:NAME --store SPEC`).
-# Plain text, not JSON (no §7 run record): a marker that the directory is a copy to read.
-EXPORT_MARK = "EXPORTED_FROM"
 
 
 def is_postgres(spec: str) -> bool:
@@ -41,13 +37,3 @@ def check_spec(spec: str) -> None:
     if spec != redact(spec):
         raise UsageError(f"--store {redact(spec)}: a password in the store URL would be recorded with every run's config; "
                          f"give it in PGPASSWORD or a PGPASSFILE / ~/.pgpass entry instead")
-
-
-def refuse_exported(run_dir: Path) -> None:
-    """An exported run directory is a copy of a run that lives on in its store: resuming or deciding on it would run
-    its remaining steps in two places. Refused (exit 6), naming the store; reading it (status, report) is fine."""
-    mark = run_dir / EXPORT_MARK
-    if mark.is_file():
-        origin = mark.read_text(encoding="utf-8", errors="replace").strip()
-        raise RefusedError(f"{run_dir}: an export of {origin} (a copy to read); decide on and resume the run in its store "
-                           f"({origin}), never in the copy; refusing")

@@ -3,19 +3,17 @@
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from openadapt_flow.store.operators import chain_entry, verify_audit
-
-if TYPE_CHECKING:
-    from openadapt_flow.store.postgres import PostgresStore
+from openadapt_flow.store.postgres.connector import PostgresConnector
 
 Record = dict[str, Any]
 AUDIT_LOCK = 0x666C6F61  # advisory lock key held while an audit entry is chained and appended
 
 
 class PostgresOperatorBook:
-    def __init__(self, store: "PostgresStore") -> None:
+    def __init__(self, store: PostgresConnector) -> None:
         self.store = store
 
     def get(self, name: str) -> Record | None:

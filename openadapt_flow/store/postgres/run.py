@@ -8,24 +8,20 @@ ledger in its own table keyed by run_id (outside the run's rows, so a restored b
 from __future__ import annotations
 
 import json
-import posixpath
-from typing import TYPE_CHECKING, Any
+from typing import Any, Self
 
 from openadapt_flow.errors import RefusedError, RunDirError
 from openadapt_flow.store import ledger
 from openadapt_flow.store.atomic import dumps
-from openadapt_flow.store.base import RunHandle
 from openadapt_flow.store.docrun import DocumentRun
 from openadapt_flow.store.faults import crash_point
-from openadapt_flow.store.journal import LoadResult, parse_records, verify_chain
 from openadapt_flow.store.lease import LeaseInfo
-from openadapt_flow.store.postgres_artifacts import PostgresArtifacts
-from openadapt_flow.store.postgres_parts import PostgresJournal, PostgresLease, lease_row, try_owner_lock
-from openadapt_flow.store.postgres_spec import PREFIX, is_postgres
+from openadapt_flow.store.postgres.artifacts import PostgresArtifacts
+from openadapt_flow.store.postgres.connector import PostgresConnector
+from openadapt_flow.store.postgres.journal import PostgresJournal
+from openadapt_flow.store.postgres.lease import PostgresLease, lease_row, try_owner_lock
+from openadapt_flow.store.postgres.spec import PREFIX, is_postgres
 from openadapt_flow.store.seal import sealed_state
-
-if TYPE_CHECKING:
-    from openadapt_flow.store.postgres import PostgresStore
 
 NOW = "extract(epoch FROM clock_timestamp())"
 # document -> (table, column, change-clock column or None); the tables keyed by run hold one row per run
@@ -45,9 +41,10 @@ def run_name(ref: str) -> str:
 
 
 class PostgresRun(PostgresArtifacts, DocumentRun):
-    """One run of a PostgresStore; its reference is `pg:NAME`."""
+    """One run of a PostgreSQL store; its reference is `pg:NAME`. `store` is the store's connector (the store itself
+    is one), the only object of the store a run talks through."""
 
-    def __init__(self, store: "PostgresStore", name: str) -> None:
+    def __init__(self, store: PostgresConnector, name: str) -> None:
         self.store = store
         self.name = name
         self._id: int | None = None
@@ -82,6 +79,9 @@ class PostgresRun(PostgresArtifacts, DocumentRun):
     def _put(self, what: str, doc: dict[str, Any]) -> None:
         self.put_text(what, dumps(doc), doc)
 
+    def _remove(self, what: str) -> None:
+        self.put_text(what, None)
+
     def put_text(self, what: str, text: str | None, doc: dict[str, Any] | None = None) -> None:
         """Replace (None: remove) one document's text in one statement; the run's `state` and `run_id` columns follow
         the document (`doc`, else what the text parses to)."""
@@ -112,19 +112,9 @@ class PostgresRun(PostgresArtifacts, DocumentRun):
         return (0.0, 0.0, 0.0) if row is None else (float(row[0] or 0), float(row[1] or 0), float(row[2] or 0))
 
     # manifest
-    def has_manifest(self) -> bool:
-        return self.doc_text("manifest") is not None
-
     def run_id(self) -> str | None:
         row = self.store.one("SELECT run_id FROM flow_runs WHERE id = %s", (self.id(),))
         return None if row is None or row[0] is None else str(row[0])
-
-    def add_child(self, child: RunHandle) -> None:
-        m = self.manifest()
-        rel = posixpath.relpath(child.ref, self.ref)
-        if rel not in m.get("child_runs", []):
-            m["child_runs"] = [*m.get("child_runs", []), rel]
-            self._put("manifest", m)
 
     def discard(self) -> None:
         self.store.run("DELETE FROM flow_runs WHERE name = %s", (self.name,))
@@ -138,28 +128,13 @@ class PostgresRun(PostgresArtifacts, DocumentRun):
     def has_journal(self) -> bool:
         return self.store.one("SELECT 1 FROM flow_journal WHERE run = %s LIMIT 1", (self.id(),)) is not None
 
-    def load_journal(self, key: bytes, *, repair: bool = False) -> LoadResult:
-        if not self.has_journal() and not self.has_manifest():
-            raise RefusedError(f"{self.describe('journal')}: journal not found")
-        records, _good_len, torn = verify_chain(self.journal_bytes(), key, self.describe("journal"))
-        if torn and repair:  # rows are whole lines: the torn tail is the rows after the last whole record
-            self.store.run("DELETE FROM flow_journal WHERE run = %s AND seq > %s", (self.id(), len(records)))
-        return LoadResult(records, torn)
+    def _cut_journal(self, records: int, good_len: int) -> None:
+        self.store.run("DELETE FROM flow_journal WHERE run = %s AND seq > %s", (self.id(), records))  # rows are whole lines
 
-    def open_journal(self, key: bytes) -> tuple[PostgresJournal, list[dict[str, Any]]]:
-        records = self.load_journal(key, repair=True).records
-        return PostgresJournal(self, key, records), records
-
-    def new_journal(self, key: bytes) -> PostgresJournal:
-        return PostgresJournal(self, key, self.load_journal(key).records if self.has_journal() else [])
-
-    def read_records(self) -> list[dict[str, Any]]:
-        return parse_records(self.journal_bytes())
+    def _writer(self, key: bytes, records: list[dict[str, Any]]) -> PostgresJournal:
+        return PostgresJournal(self, self.store, key, records)
 
     # state
-    def has_state(self) -> bool:
-        return self.doc_text("state") is not None
-
     def write_state(self, state: str, *, journal: Any = None, **fields: Any) -> None:
         doc = sealed_state(state, fields, journal)
         if journal is not None and self.run_id() is not None:
@@ -173,7 +148,7 @@ class PostgresRun(PostgresArtifacts, DocumentRun):
 
     # lease
     def lease(self, ttl_s: float = 30.0) -> PostgresLease:
-        return PostgresLease(self, ttl_s)
+        return PostgresLease(self, self.store, ttl_s)
 
     def lease_info(self) -> LeaseInfo | None:
         seen = lease_row(self.store.conn(), self.id())
@@ -188,18 +163,6 @@ class PostgresRun(PostgresArtifacts, DocumentRun):
         return conn.close  # closing the session frees its lock
 
     # escalation, approval, decisions
-    def has_pending(self) -> bool:
-        return self.doc_text("pending") is not None
-
-    def remove_pending(self) -> None:
-        self.put_text("pending", None)
-
-    def has_approval(self) -> bool:
-        return self.doc_text("approval") is not None
-
-    def remove_approval(self) -> None:
-        self.put_text("approval", None)
-
     def consume_approval(self, pause_id: str) -> None:
         """Move the approval to decisions in one transaction: a decision is used once."""
         crash_point("approval:consuming")
@@ -213,34 +176,24 @@ class PostgresRun(PostgresArtifacts, DocumentRun):
                            "DO UPDATE SET body = EXCLUDED.body, consumed_at = clock_timestamp()", (self.id(), pause_id, row[0]))
         crash_point("approval:consumed")
 
-    def has_decision(self, pause_id: str) -> bool:
-        return self.read_decision(pause_id) is not None
-
     def read_decision(self, pause_id: str) -> dict[str, Any] | None:
         row = self.store.one("SELECT body FROM flow_decisions WHERE run = %s AND pause_id = %s", (self.id(), pause_id))
         return None if row is None else json.loads(row[0])
-
-    def decisions(self) -> list[dict[str, Any]]:
-        return [json.loads(body) for _, body in self.decision_texts()]
 
     def decision_texts(self) -> list[tuple[str, str]]:
         """Consumed decisions as (pause_id, text), oldest first."""
         rows = self.store.all("SELECT pause_id, body FROM flow_decisions WHERE run = %s ORDER BY consumed_at", (self.id(),))
         return [(r[0], r[1]) for r in rows]
 
-    # incident, reports
     # children
-    def child(self, name: str) -> "PostgresRun":
-        return PostgresRun(self.store, f"{self.name}/children/{name}")
+    def _handle(self, name: str) -> Self:
+        return type(self)(self.store, name)
 
     def children(self) -> list["PostgresRun"]:
         head = f"{self.name}/children/"
         rows = self.store.all("SELECT name FROM flow_runs WHERE starts_with(name, %s) AND strpos(substr(name, %s), '/') = 0 "
                               "ORDER BY name", (head, len(head) + 1))
         return [PostgresRun(self.store, r[0]) for r in rows]
-
-    def sibling(self, step: str) -> "PostgresRun":
-        return PostgresRun(self.store, f"{self.name}.{step}")
 
     # the run ledger: a row of flow_ledger keyed by run_id, outside the run's rows (as a runs root's ledger is outside
     # every run directory), naming the row that holds the run

@@ -1,12 +1,12 @@
 """The PostgreSQL store's connection spec and schema (spec §18): numbered migrations, applied by `flow store migrate`.
 
-Migrations are SQL files shipped in `openadapt_flow/store/migrations/` named `NNNN_name.sql`, applied in order, each in
+Migrations are SQL files shipped in `openadapt_flow/store/postgres/migrations/` named `NNNN_name.sql`, applied in order, each in
 one transaction under an advisory lock (two `migrate` commands at once apply each file once). `flow_schema` records
 every applied version. Migration 0003 (the fleet) first applies procrastinate's own schema, pinned by its version
-(store/postgres_queue.py). A store whose schema is newer than this code is refused (exit 6), never half-read; one that is
+(store/postgres/queue.py). A store whose schema is newer than this code is refused (exit 6), never half-read; one that is
 older (or empty) is refused until it is migrated.
 
-A spec with a password is refused before connecting (postgres_spec.check_spec).
+A spec with a password is refused before connecting (spec.check_spec).
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from importlib import resources
 import psycopg
 
 from openadapt_flow.errors import RefusedError, UsageError
-from openadapt_flow.store.postgres_queue import QUEUE_MIGRATION, apply_queue_schema
-from openadapt_flow.store.postgres_spec import check_spec, redact
+from openadapt_flow.store.postgres.queue import QUEUE_MIGRATION, apply_queue_schema
+from openadapt_flow.store.postgres.spec import check_spec, redact
 
 MIGRATE_LOCK = 0x666C6F77  # "flow": the advisory lock key `migrate` holds while it applies files
 _VERSION_TABLE = ("CREATE TABLE IF NOT EXISTS flow_schema (version integer PRIMARY KEY, name text NOT NULL, "
@@ -46,12 +46,12 @@ def connect(spec: str) -> psycopg.Connection:
 def migrations() -> list[Migration]:
     """The migrations this code ships, in version order."""
     out = []
-    for entry in resources.files("openadapt_flow.store.migrations").iterdir():
+    for entry in resources.files("openadapt_flow.store.postgres.migrations").iterdir():
         m = re.fullmatch(r"(\d{4})_(\w+)\.sql", entry.name)
         if m:
             out.append(Migration(int(m.group(1)), m.group(2), entry.read_text(encoding="utf-8")))
     if not out:  # a broken installation (package data left out), never a store to judge
-        raise RuntimeError("openadapt_flow/store/migrations/*.sql is missing from this installation")
+        raise RuntimeError("openadapt_flow/store/postgres/migrations/*.sql is missing from this installation")
     return sorted(out, key=lambda m: m.version)
 
 

@@ -14,12 +14,9 @@ from pathlib import Path
 
 from openadapt_flow.store.atomic import write_bytes_atomic, write_json_atomic
 from openadapt_flow.store.base import check_artifact_name
-from openadapt_flow.store.escalation import DECISIONS
-from openadapt_flow.store.journal import JOURNAL_FILE
-from openadapt_flow.store.lease import LEASE
-from openadapt_flow.store.postgres_run import DOCS, PostgresRun
-from openadapt_flow.store.postgres_spec import EXPORT_MARK
-from openadapt_flow.store.rundir import CHILDREN, RUN_FILES, check_new_run_dir
+from openadapt_flow.store.fs.rundir import EXPORT_MARK, check_new_run_dir
+from openadapt_flow.store.layout import CHILDREN, DECISIONS, JOURNAL_FILE, LEASE, RUN_FILES
+from openadapt_flow.store.postgres.run import DOCS, PostgresRun
 
 
 def export_run(run: PostgresRun, dest: Path) -> list[str]:

@@ -1,0 +1,33 @@
+"""A run's records by name (spec §7): the file each record is in a run directory, which every store uses to name a
+record in messages and which `flow export` writes; the manifest's digest."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from openadapt_flow.store.checkpoint import CHECKPOINT
+from openadapt_flow.store.escalation import APPROVAL, DECISIONS, PENDING
+from openadapt_flow.store.journal import JOURNAL_FILE
+from openadapt_flow.store.lease import LEASE
+
+__all__ = ["APPROVAL", "BUNDLE", "CHECKPOINT", "CHILDREN", "DECISIONS", "FRAMES", "INCIDENT", "JOURNAL_FILE", "LEASE",
+           "MANIFEST", "PENDING", "REPORT_FILES", "RUN_FILES", "STATE", "digest_manifest"]
+
+MANIFEST = "manifest.json"
+STATE = "state.json"
+INCIDENT = "incident.json"
+REPORT_FILES = ("report.json", "REPORT.md", "report.html")
+FRAMES = "frames"
+BUNDLE = "bundle"
+CHILDREN = "children"  # a Python workflow's child runs (ctx.replay, ctx.child), one folder per call
+RUN_FILES = {"manifest": MANIFEST, "state": STATE, "journal": JOURNAL_FILE, "checkpoint": CHECKPOINT, "lease": LEASE,
+             "pending": PENDING, "approval": APPROVAL, "incident": INCIDENT, "report": REPORT_FILES[0],
+             "report_md": REPORT_FILES[1], "report_html": REPORT_FILES[2]}
+
+
+def digest_manifest(manifest: dict[str, Any]) -> str:
+    """Digest of a manifest (as written, `schema` included) minus `child_runs`, the one field appended after the start."""
+    body = {k: v for k, v in manifest.items() if k != "child_runs"}
+    return "sha256:" + hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()

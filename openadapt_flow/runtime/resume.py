@@ -8,7 +8,6 @@ Never re-performs a checkpointed step; never blind-retries an uncertain one.
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,12 +24,13 @@ from openadapt_flow.runtime.decide.config import BackendConfig, DeployConfig
 from openadapt_flow.runtime.act.context import Progress, RunContext
 from openadapt_flow.runtime.operate.decisions import block_run, check_approval
 from openadapt_flow.runtime.act.durable import record_verified
-from openadapt_flow.runtime.act.engine import execute, finish, make_context, open_or_none, stop_on_signals
+from openadapt_flow.runtime.act.durable.waiting import still_waiting
+from openadapt_flow.runtime.act.engine import execute, finish, make_context, open_or_none, record_halt, stop_on_signals
 from openadapt_flow.runtime.decide.halt import Halt
 from openadapt_flow.runtime.act.launch import BackendFactory, Reporter, RunOutcome, Runs
-from openadapt_flow.runtime.act.lifecycle import check_manifest, effective_state, finalize_interrupted, queued
+from openadapt_flow.runtime.act.lifecycle import check_manifest, finalize_interrupted, queued
 from openadapt_flow.runtime.act.preflight import check_effects, check_model_key, probe_effects
-from openadapt_flow.runtime.act.runref import RunRef, open_ref, ref_path, run_name
+from openadapt_flow.runtime.act.runref import RunRef, open_ref, ref_path
 from openadapt_flow.runtime.act.recheck import (CONFIRMED_DONE, POSITIVELY_ABSENT, RETRYABLE, RecheckResult, Uncertain, check_facts,
                                             find_uncertain, recheck)
 from openadapt_flow.store.states import FINAL_STATES, LIVE_STATES, RunState
@@ -199,7 +199,7 @@ def _decide(run: RunHandle, journal: JournalWriter, records: list[dict[str, Any]
         if approval["decision"] == "reject":  # killed between the reject's record and the run's end: end it now
             block_run(run, journal, pending, approval, carried[0])
             return RunOutcome("BLOCKED", RunState.BLOCKED.exit_code, ref_path(run), f"rejected by {approval['operator']}")
-    waiting = _still_waiting(run, pending) if not require_approval and carried is None else None
+    waiting = still_waiting(run, pending) if not require_approval and carried is None else None
     if waiting is not None:
         journal.close()
         return RunOutcome("PAUSED", RunState.PAUSED.exit_code, ref_path(run), waiting, pending["category"] if pending else None)
@@ -275,7 +275,7 @@ def _reenter(ctx: RunContext, records: list[dict[str, Any]], cp: dict[str, Any] 
             run.remove_pending()
         run.write_state("RUNNING", journal=journal, last_checkpoint_seq=(ctx.fold.checkpoint() or {}).get("seq"))
     except Halt as h:
-        journal.append("halted", h.step, {"category": h.category, "message": h.message, "input_sent": False})
+        record_halt(ctx, h, input_sent=False)
         if approval is not None and pending is not None:
             consume_decision(run, journal, pending, approval, rec)
         return finish(ctx, "PAUSED", h.message, h.category, "awaiting_approval", h.step)
@@ -353,27 +353,6 @@ def _orphaned(manifest: dict[str, Any]) -> str | None:
             return f"parent run {parent} is BLOCKED"
     except FlowError:
         return f"parent run {parent} is unreadable"
-    return None
-
-
-def _still_waiting(run: RunHandle, pending: dict[str, Any] | None) -> str | None:
-    """Why a wait pause cannot continue yet (no answer/signal delivered, timer not due), or None."""
-    if pending is None:
-        return None
-    reason = pending["paused_reason"]
-    if reason in ("awaiting_user", "awaiting_signal") and not run.has_approval():
-        return f"still {reason} at step {pending['step']!r} (flow {'answer' if reason == 'awaiting_user' else 'signal'} {run.ref} …)"
-    if reason == "awaiting_child":
-        child = run.sibling(pending["step"])
-        # as a reader sees it: a child left RUNNING/RESUMING by a process that died is INTERRUPTED, and this run's own
-        # resume continues it (runtime/act/child.py); only a paused child or one a live process drives is waited for
-        st = effective_state(child).get("state") if child.has_state() else None
-        if st in ("PAUSED", "RUNNING", "RESUMING"):
-            return f"child run {run_name(child)} is {st}; resume it first"
-    if reason == "awaiting_timer" and not run.has_approval():
-        due = pending.get("due_epoch") or 0
-        if time.time() < due:
-            return f"timer of step {pending['step']!r} is due in {due - time.time():.1f}s"
     return None
 
 

@@ -29,20 +29,20 @@ from openadapt_flow.backends.factory import open_backend
 from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.bundle.models import Step
 from openadapt_flow.bundle.params import BoundParams
-from openadapt_flow.errors import FlowError, RefusedError, UsageError
+from openadapt_flow.errors import RefusedError, UsageError
 from openadapt_flow.runtime.decide.calls import call_steps, history
 from openadapt_flow.runtime.decide.config import DeployConfig
 from openadapt_flow.runtime.act.context import Progress, RunContext
 from openadapt_flow.runtime.act.engine import NoDesktop, finish, make_context, run_body, stop_on_signals
-from openadapt_flow.runtime.decide.halt import Halt, Pause, StopRequested
+from openadapt_flow.runtime.decide.halt import Halt
 from openadapt_flow.runtime.act.launch import BackendFactory, ReplayRequest, Reporter, RunOutcome, Runs, WorkflowRequest
+from openadapt_flow.runtime.act.durable.child import ChildCall, run_child
 from openadapt_flow.runtime.act.lifecycle import begin_run
-from openadapt_flow.runtime.decide.policy import Blocked
 from openadapt_flow.runtime.act.runref import ref_path, store_for
 from openadapt_flow.store.states import RunState
 from openadapt_flow.runtime.workflow.api import ACTIVE, bind_args, entry_of, resolve_entry
 from openadapt_flow.runtime.workflow.ctx import DivergedError, WorkflowContext, WorkflowStop, invoke, jsonable
-from openadapt_flow.runtime.workflow.decision import apply_decision, child_waiting, decision_for, journaled_deliveries
+from openadapt_flow.runtime.workflow.decision import apply_decision, decision_for, journaled_deliveries
 from openadapt_flow.runtime.workflow.wait import workflow_result
 from openadapt_flow.store.atomic import StorageFault
 from openadapt_flow.store.base import JournalWriter, RunHandle, RunLease
@@ -191,7 +191,8 @@ def _manifest_backend(manifest: dict[str, Any]) -> BackendSpec | None:
 
 
 class Runner:
-    """Starts or continues the child runs of `ctx.replay` and `ctx.child`, in this process, under their own leases."""
+    """Starts or continues the child runs of `ctx.replay` and `ctx.child`, in this process, under their own leases, through
+    the one child mechanism (runtime/act/durable/child.py, as a bundle's `flow` step)."""
 
     def __init__(self, spec: BackendSpec | None, override: BackendSpec | None, factory: BackendFactory) -> None:
         self.spec = spec  # what a new child drives: the run's backend (or the resume's override)
@@ -199,20 +200,16 @@ class Runner:
         self.factory = factory
 
     def replay(self, ctx: WorkflowContext, step: Step, bundle: str, params: dict[str, Any]) -> Any:
-        child = ctx.rc.run.child(step.id)
-        if child.has_manifest():
-            out = self._continue(ctx, step, child, lambda: self._resume(ctx, child))
-        else:
+        def start(child: RunHandle) -> RunOutcome:
             req = ReplayRequest(bundle=_bundle_path(ctx.entry, bundle), params=params, backend=self.spec, config=ctx.rc.config,
-                                run_dir=child.ref, durable=True)
-            out = self._start(ctx, step, child, bundle, lambda: _runs(ctx).replay(req, ctx.rc.progress, ctx.rc.reporter, self.factory))
-        return {"run_id": child.manifest()["run_id"], "run_dir": f"{CHILDREN}/{step.id}", "state": out.state}
+                                run_dir=child.ref, durable=True, parent_run=ctx.rc.run.ref)
+            return _runs(ctx).replay(req, ctx.rc.progress, ctx.rc.reporter, self.factory)
+
+        child = run_child(ctx.rc, ChildCall(step, ctx.index, bundle, start, partial(self._resume, ctx)))
+        return {"run_id": child.manifest()["run_id"], "run_dir": f"{CHILDREN}/{step.id}", "state": "COMPLETED"}
 
     def child(self, ctx: WorkflowContext, step: Step, wf: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        child = ctx.rc.run.child(step.id)
-        if child.has_manifest():
-            self._continue(ctx, step, child, lambda: self._resume(ctx, child))
-        else:
+        def start(child: RunHandle) -> RunOutcome:
             try:
                 named = inspect.signature(wf).bind(None, *args, **kwargs).arguments
             except TypeError as e:
@@ -220,44 +217,14 @@ class Runner:
             given = {k: v for k, v in list(named.items())[1:]}
             req = WorkflowRequest(entry_of(wf), given, self.spec, ctx.rc.config, run_dir=child.ref, parent_run=ctx.run_id,
                                   probe_backend=False)
-            self._start(ctx, step, child, req.entry,
-                        lambda: _runs(ctx).start_workflow(req, ctx.rc.progress, ctx.rc.reporter, self.factory, ctx.rc.stop))
-        return workflow_result(child)
+            return _runs(ctx).start_workflow(req, ctx.rc.progress, ctx.rc.reporter, self.factory, ctx.rc.stop)
+
+        return workflow_result(run_child(ctx.rc, ChildCall(step, ctx.index, entry_of(wf), start, partial(self._resume, ctx))))
 
     def _resume(self, ctx: WorkflowContext, child: RunHandle) -> RunOutcome:
         """The one resume, for a bundle child as for a workflow child."""
         return _runs(ctx).resume(child, backend=self.override, progress=ctx.rc.progress, reporter=ctx.rc.reporter,
                                  backend_factory=self.factory, stop=ctx.rc.stop)
-
-    def _start(self, ctx: WorkflowContext, step: Step, child: RunHandle, what: str, start: Callable[[], RunOutcome]) -> RunOutcome:
-        child.discard()  # a start that died before its manifest: nothing ran there
-        ctx.rc.journal.append("child_started", step.id, {"run_dir": f"{CHILDREN}/{step.id}", "what": what}, sync=True)
-        try:
-            out = start()
-        except FlowError as e:  # bad bundle, params or backend: the operator fixes it, then continue retries the call
-            raise Halt(getattr(e, "kind", None) or "input", f"{step.action} {what}: {e}", step=step.id) from None
-        return self._outcome(step, child, out)
-
-    def _continue(self, ctx: WorkflowContext, step: Step, child: RunHandle, go: Callable[[], RunOutcome]) -> RunOutcome:
-        waiting = child_waiting(child)
-        if waiting is None:
-            try:
-                return self._outcome(step, child, go())
-            except RefusedError as e:
-                waiting = f"child run {child.ref}: {e}"
-        raise Pause("awaiting_child", step.id, f"{waiting}; then flow resume {ctx.rc.run.ref}", category="child")
-
-    @staticmethod
-    def _outcome(step: Step, child: RunHandle, out: RunOutcome) -> RunOutcome:
-        if out.state == "COMPLETED":
-            return out
-        if out.state == "PAUSED":
-            raise Pause("awaiting_child", step.id, child_waiting(child) or f"child run {child.ref} is PAUSED: {out.message}", category="child")
-        if out.state == "INTERRUPTED":
-            raise StopRequested()
-        if out.state == "BLOCKED":
-            raise Blocked("child_blocked", "BLOCKED", None, step.id, f"child run {child.ref} ended BLOCKED: {out.message}")
-        raise Halt("child", f"child run {child.ref} ended {out.state}: {out.message}", step=step.id)
 
 
 def _runs(ctx: WorkflowContext) -> Runs:

@@ -20,7 +20,7 @@ from openadapt_flow.runtime.decide.halt import Halt
 
 
 def _verified(index: int, result: dict[str, Any], verified_by: str = "runtime") -> dict[str, Any]:
-    """The data of a durable step's `step_verified` record (runtime/act/durable.py records it)."""
+    """The data of a durable step's `step_verified` record (runtime/act/durable records it)."""
     return {"index": index, "verified_by": verified_by, "result": result, "screen_facts": []}
 
 

@@ -160,7 +160,7 @@ class WorkflowContext:
 
     def _call(self, kind: str, name: str, base_id: str, fields: dict[str, Any], body: Callable[[Step, Call | None], Any],
               inputs: Any = None) -> Any:
-        """Look up the recorded output of this call, else run `body`, then record it (runtime/act/durable.py's durable_call).
+        """Look up the recorded output of this call, else run `body`, then record it (runtime/act/durable's durable_call).
 
         `inputs` are the call's arguments: a keyed digest of them is journaled, and a recorded result is
         only ever returned to a call with the same ones (else the run diverged: the code or its inputs

@@ -1,4 +1,4 @@
-"""A workflow run's pause and its decision on resume (SPEC §8, §14): which pause to resolve and with what approval, and
+"""A workflow run's decision on resume (SPEC §8, §14): how the plan's decision (runtime/resume/plan.py) is journaled and
 how an answer or signal becomes its waiting call's recorded result.
 
 A journaled `decision` is the point of no return. It carries what was delivered (the answer, the signal's data), so a
@@ -10,47 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from openadapt_flow.errors import RefusedError
 from openadapt_flow.runtime.decide.calls import history
 from openadapt_flow.runtime.act.context import RunContext
-from openadapt_flow.runtime.operate.decisions import check_approval
 from openadapt_flow.runtime.act.durable import record_verified
-from openadapt_flow.runtime.act.durable.waiting import still_waiting
-from openadapt_flow.runtime.decide.outcome import RECONCILIATION_REQUIRED
-from openadapt_flow.runtime.operate.truth import consume_decision, pending_view, record_decision
-from openadapt_flow.store.base import JournalWriter, RunHandle
-
-
-def decision_for(run: RunHandle, journal: JournalWriter, records: list[dict[str, Any]], state: str, dkey: bytes, require_approval: bool
-                 ) -> tuple[dict[str, Any] | None, dict[str, Any] | None, str | None]:
-    """The pause to resolve and its checked approval, or why the run must go on waiting. RefusedError if not allowed."""
-    pending = pending_view(run, records, dkey)  # the journal's open pause; the file must agree with it
-    if pending is not None and state != "PAUSED" and not _delivered_for(run, pending):
-        # the process died while pausing, before any decision could reach it: running again re-derives the pause
-        journal.append("escalation_dropped", pending["step"], {"pause_id": pending["pause_id"], "why": f"run was {state}"})
-        run.remove_pending()
-        pending = None
-    waiting = None if require_approval else still_waiting(run, pending)
-    if waiting is not None:
-        return pending, None, waiting
-    if not (require_approval or (pending is not None and (run.has_approval() or pending["paused_reason"] == "awaiting_approval"))):
-        return pending, None, None
-    if pending is None:
-        raise RefusedError(f"{run.ref}: --require-approval, but nothing is pending for an operator to approve")
-    approval = check_approval(run, pending, dkey)
-    if approval["decision"] == "continue" and pending.get("transaction_outcome") == RECONCILIATION_REQUIRED:
-        raise RefusedError(f"{run.ref}: call {pending['step']!r} is uncertain; continue would re-run it blindly — "
-                           "an operator must reconcile it (flow approve --decision reconcile --effect landed|absent)")
-    return pending, approval, None
-
-
-def _delivered_for(run: RunHandle, pending: dict[str, Any]) -> bool:
-    """Did an operator decide this pause (a resume that was using the decision died before journaling it)?"""
-    try:
-        approval = run.read_approval()
-    except RefusedError:
-        return True  # unreadable: check_approval names what is wrong with it
-    return approval is not None and approval.get("pause_id") == pending["pause_id"]
+from openadapt_flow.runtime.operate.truth import consume_decision, record_decision
 
 
 def apply_decision(rc: RunContext, records: list[dict[str, Any]], pending: dict[str, Any] | None, approval: dict[str, Any] | None) -> list[dict[str, Any]]:

@@ -195,13 +195,14 @@ class Runner:
         return {"run_id": child.manifest()["run_id"], "run_dir": f"{CHILDREN}/{step.id}", "state": "COMPLETED"}
 
     def child(self, ctx: WorkflowContext, step: Step, wf: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        try:  # bad arguments halt before any child run is begun
+            named = inspect.signature(wf).bind(None, *args, **kwargs).arguments
+        except TypeError as e:
+            raise Halt("input", f"ctx.child({entry_of(wf)}): {e}", step=step.id) from None
+        given = {k: v for k, v in list(named.items())[1:]}
+
         def start(child: RunHandle) -> RunOutcome:
-            try:
-                named = inspect.signature(wf).bind(None, *args, **kwargs).arguments
-            except TypeError as e:
-                raise Halt("input", f"ctx.child({entry_of(wf)}): {e}", step=step.id) from None
-            given = {k: v for k, v in list(named.items())[1:]}
-            req = WorkflowRequest(entry_of(wf), given, self.spec, ctx.rc.config, run_dir=child.ref, parent_run=ctx.run_id,
+            req = WorkflowRequest(entry_of(wf), given, self.spec, ctx.rc.config, run_dir=child.ref, parent_run=ctx.rc.run.ref,
                                   probe_backend=False)
             return _runs(ctx).start_workflow(req, ctx.rc.progress, ctx.rc.reporter, self.factory, ctx.rc.stop)
 

@@ -12,20 +12,17 @@ a run handle or reference (a run directory, `memory:NAME`), as `RunOutcome.run_d
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
-from pathlib import Path
+from dataclasses import replace
 from typing import Any
 
 from openadapt_flow.backends.factory import open_backend
-from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.runtime import resume as resuming
 from openadapt_flow.runtime.act import engine
 from openadapt_flow.runtime.workflow import run as workflow_run
-from openadapt_flow.runtime.act.backend_select import BackendFlags
-from openadapt_flow.runtime.decide.config import BackendConfig
 from openadapt_flow.runtime.act.context import Progress
 from openadapt_flow.runtime.act.launch import BackendFactory, ReplayRequest, Reporter, RunOutcome, Runs, WorkflowRequest
 from openadapt_flow.runtime.act.runref import RunRef
+from openadapt_flow.runtime.resume.plan import ResumeRequest
 
 
 def replay(req: ReplayRequest, progress: Progress | None = None, reporter: Reporter | None = None,
@@ -40,16 +37,11 @@ def start_workflow(req: WorkflowRequest, progress: Progress | None = None, repor
     return workflow_run.start_workflow(req, RUNS, progress, reporter, backend_factory, stop)
 
 
-def resume(run: RunRef, *, backend: BackendSpec | None = None, require_approval: bool = False,
-           params: Mapping[str, Any] | None = None, progress: Progress | None = None, reporter: Reporter | None = None,
-           backend_factory: BackendFactory = open_backend, stop: threading.Event | None = None,
-           backend_flags: BackendFlags | None = None, backend_config: BackendConfig | None = None,
-           upgrade_bundle: Path | None = None) -> RunOutcome:
-    """Continue a paused or interrupted durable run of any kind (runtime/resume.py): a handle, a run directory or
-    `memory:NAME`."""
-    return resuming.resume(run, RUNS, backend=backend, require_approval=require_approval, params=params, progress=progress,
-                           reporter=reporter, backend_factory=backend_factory, stop=stop, backend_flags=backend_flags,
-                           backend_config=backend_config, upgrade_bundle=upgrade_bundle)
+def resume(run: RunRef, req: ResumeRequest | None = None, **fields: Any) -> RunOutcome:
+    """Continue a paused or interrupted durable run of any kind (runtime/resume/): a handle, a run directory or
+    `memory:NAME`. How: a ResumeRequest, or its fields by keyword (`backend=`, `require_approval=`, `params=`,
+    `progress=`, `reporter=`, `backend_factory=`, `stop=`, `backend_flags=`, `backend_config=`, `upgrade_bundle=`)."""
+    return resuming.resume(run, RUNS, replace(req or ResumeRequest(), **fields))
 
 
 RUNS = Runs(replay=replay, start_workflow=start_workflow, resume=resume)

@@ -24,6 +24,7 @@ from openadapt_flow.runtime.act.launch import Reporter
 from openadapt_flow.runtime.act.lifecycle import owner_gone
 from openadapt_flow.runtime.operate.reconciler import as_store
 from openadapt_flow.runtime.runs import resume
+from openadapt_flow.runtime.act.durable.waiting import child_of
 from openadapt_flow.store.atomic import StorageFault
 from openadapt_flow.store.base import RunHandle, RunStore
 from openadapt_flow.store.states import FINAL_STATES, LIVE_STATES
@@ -64,15 +65,14 @@ def _ready_at(run: RunHandle) -> float | None:
         return None
     reason = pending.get("paused_reason")
     if reason == "awaiting_child":
-        nested = run.child(str(pending.get("step")))  # a workflow's ctx.replay / ctx.child: driven by its parent
-        child = nested if nested.has_manifest() else run.sibling(str(pending.get("step")))  # a bundle's `flow` step
+        child = child_of(run, str(pending.get("step")))  # driven by its parent (runtime/act/durable/child.py)
         child_state = (_state(child) or {}).get("state")
         if child_state is None:
             return None
         if child_state in FINAL_STATES:
             return 0.0
-        # No worker sees a nested child: its parent is due when the child's own wait is satisfied.
-        return _ready_at(child) if child is nested else None
+        # No worker drives a child: its parent is due when the child's own wait is satisfied.
+        return _ready_at(child)
     if reason == "awaiting_timer":
         return float(pending.get("due_epoch") or 0)
     if not run.has_approval():

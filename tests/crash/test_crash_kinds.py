@@ -1,7 +1,8 @@
 """Crash matrix of the durable step kinds (SPEC §2, §5, §8, §9, §14): SIGKILL at every journal point of every step kind
 — tool (plain and consequential), ask_user, sleep, wait_until, wait_signal, a child `flow` step, and a Python workflow's
-ctx.tool / ctx.ask_user / ctx.sleep / ctx.wait_signal / ctx.replay / ctx.child — and at every point of every `resume`
-on the way (run_resumed, decision, the approval's consumption, checkpoint writes…).
+ctx.tool / ctx.ask_user / ctx.sleep / ctx.wait_signal / ctx.replay / ctx.child / ctx.domain (a dispatch an operator
+approves first) — and at every point of every `resume` on the way (run_resumed, decision, the approval's consumption,
+checkpoint writes…).
 
 The points come from the journal: the scenario is driven once uncrashed, phase by phase (the start, then each
 `flow resume` after the operator answered, signalled or waited), and every (record type, step) that a phase journals
@@ -74,6 +75,12 @@ def wf_post(total: int) -> str:
     return "posted"
 
 
+@tool(consequential=True)
+def wf_book(total: int) -> str:
+    note(f"wf_book {total}")
+    return "booked"
+
+
 @tool
 def kid_tool(q: str) -> str:
     note("kid_tool " + q)
@@ -94,7 +101,8 @@ def report(ctx, quarter: str = "Q3"):
     sub = ctx.replay("sub", params={"q": quarter})
     k = ctx.child(kid, quarter)
     posted = ctx.tool(wf_post, data["total"])
-    return {"answer": answer, "sig": sig, "sub": sub["state"], "kid": k, "posted": posted}
+    booked = ctx.domain(wf_book, data["total"])
+    return {"answer": answer, "sig": sig, "sub": sub["state"], "kid": k, "posted": posted, "booked": booked}
 '''
 
 PARENT = {"schema": "openadapt-flow/bundle@1", "name": "kinds", "screen": {"width": 100, "height": 100},
@@ -116,7 +124,9 @@ CHILD = {"schema": "openadapt-flow/bundle@1", "name": "kinds-child", "screen": {
 SUB = {"schema": "openadapt-flow/bundle@1", "name": "kinds-sub", "screen": {"width": 10, "height": 10},
        "params": {"q": {"required": True}}, "steps": [
            {"id": "sub-tool", "action": "tool", "call": "ktools:child_tool", "args": {"q": "sub-{q}"}}]}
-CONSEQUENTIAL = {"post", "wf-post"}  # the writes: their side effect lines say whether they ran ("the truth")
+# the writes, and the side effect line each writes ("the truth": whether it ran)
+WRITES = {"post": "post", "wf-post": "wf_post", "wf-book": "wf_book"}
+CONSEQUENTIAL = set(WRITES)
 ANSWERS = {"awaiting_user": ["post", "yes"]}
 
 
@@ -244,6 +254,7 @@ class Operator:
     answered: Counter = field(default_factory=Counter)  # (run, step) -> times
     signalled: Counter = field(default_factory=Counter)
     approvals: list[str] = field(default_factory=list)
+    approved_before: Counter = field(default_factory=Counter)  # (run, step) -> approvals given before it acted
 
     def cmd(self, args: list[str]) -> Result:
         r = self.kit.flow(args, self.root, self.env)
@@ -283,14 +294,22 @@ class Operator:
         return [run]
 
     def approve(self, run: Any, pending: dict) -> None:
-        """§8/§9: an operator is asked only about an uncertain write; told the truth, as the side-effect file shows it."""
+        """§8/§9: an operator is asked about an uncertain write, and before a write that needs approval (once each);
+        told the truth, as the side-effect file shows it."""
         records = self.kit.journal(run, self.env)
         open_writes = [s for s in CONSEQUENTIAL if uncertain(records, s)]
-        self.approvals.append(f"{self.kit.name(run)}:{pending.get('step')}")
+        key = f"{self.kit.name(run)}:{pending.get('step')}"
+        if pending.get("category") == "approval" and not open_writes:  # a write that needs approval before it acts
+            if self.approved_before[key]:
+                self.problems.append(f"{key}: approval asked again after it was given (the approval was lost)")
+            self.approved_before[key] += 1
+            self.cmd(["approve", str(run), "--decision", "continue", "--operator", "ops"])
+            return
+        self.approvals.append(key)
         if not open_writes:
             self.problems.append(f"{self.kit.name(run)}: paused for an operator with no uncertain write: "
                                  f"{pending.get('category')}: {pending.get('message', '')[:300]}")
-        landed = any(line.split()[0] in {"post", "wf_post"} for line in side_effects(self.root))
+        landed = any(line.split()[0] in {WRITES[s] for s in open_writes} for line in side_effects(self.root))
         if "reconcile" in pending.get("allowed_decisions", []):
             self.cmd(["approve", str(run), "--decision", "reconcile", "--effect", "landed" if landed else "absent", "--operator", "ops"])
         else:
@@ -380,7 +399,7 @@ def check_invariants(sc: Scenario, op: Operator, expected_effects: Counter, befo
     got = Counter(side_effects(op.root))
     if got != expected_effects:
         p.append(f"tool side effects {dict(got)}, want each once: {dict(expected_effects)}")
-    for what, counter in (("answered", op.answered), ("signalled", op.signalled)):
+    for what, counter in (("answered", op.answered), ("signalled", op.signalled), ("approved before acting", op.approved_before)):
         if any(c != 1 for c in counter.values()):
             p.append(f"{what} {dict(counter)}: each pause must need exactly one")
 
@@ -404,7 +423,8 @@ def enumerate_scenarios(tmp_path_factory: pytest.TempPathFactory, kit: Any) -> d
         phases: list[list[str]] = []
         drive(sc, op, phases=phases)
         assert not op.problems, op.problems
-        assert not op.approvals  # an uncrashed run never needs an operator's approval
+        assert not op.approvals  # an uncrashed run never needs an operator's approval of an uncertain write
+        assert {k.rpartition(":")[2] for k in op.approved_before} == ({"wf-book"} if name == "workflow" else set()), op.approved_before
         check_invariants(sc, op, Counter(side_effects(root)), {})
         assert not op.problems, op.problems
         out[name] = (phases, Counter(side_effects(root)))
@@ -450,6 +470,7 @@ def crash_matrix(tmp_path: Path, kit: Any, enumerated: dict[str, tuple[list[list
     assert {"run_started", "action_dispatched", "step_verified", "asked", "timer_set", "waiting_signal", "paused",
             "run_resumed", "decision", "child_started", "run_finished" if name == "bundle" else "workflow_returned"} <= kinds, kinds
     cases = choose(cases)
+    print(f"{kit.store} {name}: {len(cases)} crash cases")
     found = parallel(lambda case: crash_case(tmp_path, kit, SCENARIOS[name], case[0], case[1], expected), cases)
     problems = [p for ps in found for p in ps]
     assert not problems, f"{len(problems)} problem(s) over {len(cases)} crash points:\n" + "\n".join(problems)

@@ -4,9 +4,9 @@ recovered by the same operator, under the same invariants (COMPLETED, every tool
 once, every step verified once and in order, nothing verified dispatched again, no uncertain write blindly retried,
 the chain holds). In a file of its own so that `--dist loadfile` runs it beside the other matrices.
 
-Which points: not the full cross product (130 cases, ~100 s on this store, more than this matrix may cost) but 54:
-every crash point of the consequential writes (`post`, `wf-post`: where a lost or doubled write would show) and, over
-the other steps, every kind of point once and every step at least once (`cover`). A point is a journal record, a
+Which points: a Python workflow's calls at every one of their points (the whole cross product of that scenario); of the
+bundle's step kinds, every crash point of the consequential writes (`post`: where a lost or doubled write would show)
+and, over the other steps, every kind of point once and every step at least once (`cover`). A point is a journal record, a
 checkpoint write or an approval's consumption: what the store does there is the same SQL whatever the step, and each
 step kind's own runtime code is the filesystem and memory matrices' (they run the whole cross product).
 """
@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from tests.crash.pgcrash_support import PgRuns
-from tests.crash.test_crash_kinds import CONSEQUENTIAL, SCENARIOS, Scenario, crash_matrix, enumerate_scenarios
+from tests.crash.test_crash_kinds import CONSEQUENTIAL, Scenario, crash_matrix, enumerate_scenarios, every_case
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -99,6 +99,12 @@ def test_cover_takes_every_consequential_point_and_every_kind_and_step_once():
                             (1, "after:step_started@done"), (2, "after:action_sent@post")]
 
 
-@pytest.mark.parametrize("name", list(SCENARIOS))
-def test_sigkill_at_every_kind_of_point_of_every_durable_step_kind_on_postgres(tmp_path, pg_kinds, pg_enumerated, name):
-    crash_matrix(tmp_path, pg_kinds, pg_enumerated, name, cover)
+def test_sigkill_at_every_kind_of_point_of_every_bundle_step_kind_on_postgres(tmp_path, pg_kinds, pg_enumerated):
+    crash_matrix(tmp_path, pg_kinds, pg_enumerated, "bundle", cover)
+
+
+def test_sigkill_at_every_journal_point_of_every_workflow_call_on_postgres(tmp_path, pg_kinds, pg_enumerated):
+    """A Python workflow's calls (tool, ask_user, sleep, wait_signal, replay, child, the consequential tool and the
+    approved domain action) killed at every point, as on the filesystem and in memory: the calls are the same durable
+    calls as a bundle's, but the workflow's code runs again from the top on every resume — every point is worth it."""
+    crash_matrix(tmp_path, pg_kinds, pg_enumerated, "workflow", every_case)

@@ -183,9 +183,13 @@ def workflow_case(desk: Any, point: str | None) -> tuple[list[str], list[dict]]:
     return problems, journal(run, env) + journal(child, env)
 
 
-@pytest.mark.parametrize("kit", ["filesystem", "memory"], indirect=True)  # PostgreSQL: the demo matrix has every point (time)
+@pytest.mark.parametrize("kit", ["filesystem", "memory"], indirect=True)  # postgres: test_crash_matrix_pg.py
 def test_sigkill_inside_a_workflow_replay_of_the_demo(kit):
     """ctx.replay's own points (the call, the child's start and end) and the consequential save's points inside it."""
+    workflow_matrix(kit)
+
+
+def workflow_matrix(kit: Any) -> None:
     problems, records = workflow_case(kit, None)
     assert not problems, problems
     points = [p for p in points_of(records) if "@" not in p or p.endswith(f"@{CONSEQUENTIAL}") or "@replay-" in p]

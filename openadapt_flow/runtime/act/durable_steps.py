@@ -7,19 +7,20 @@ resume, never recomputed) or raises Pause, leaving no process behind.
 from __future__ import annotations
 
 import importlib
-import json
 import time
 from datetime import datetime, timezone
+from functools import partial
 from typing import Any
 
 from openadapt_flow.bundle.models import Step
 from openadapt_flow.errors import UsageError
 from openadapt_flow.runtime.act.context import RunContext
-from openadapt_flow.runtime.decide.halt import Halt, Pause
+from openadapt_flow.runtime.act.durable import calls
+from openadapt_flow.runtime.decide.halt import Halt
 
 
 def _verified(index: int, result: dict[str, Any], verified_by: str = "runtime") -> dict[str, Any]:
-    """The data of a durable step's `step_verified` record (runtime/act/durable.py records it)."""
+    """The data of a durable step's `step_verified` record (runtime/act/durable records it)."""
     return {"index": index, "verified_by": verified_by, "result": result, "screen_facts": []}
 
 
@@ -60,42 +61,31 @@ def _interp_args(ctx: RunContext, value: Any) -> Any:
 
 
 def run_durable_step(ctx: RunContext, index: int, step: Step) -> dict[str, Any]:
-    """Complete a durable step (returning its step_verified data) or raise Pause/Halt."""
+    """Complete a durable step (returning its step_verified data) or raise Pause/Halt: the durable calls of
+    runtime/act/durable/calls.py, as a Python workflow's context makes them."""
     a = step.action
     inbox = ctx.inbox.pop(step.id, None)
     if a == "ask_user":
         if inbox is not None:
             return _verified(index, {"answer": inbox["value"]}, "operator")
-        if step.id not in ctx.fold.asked:
-            ctx.journal.append("asked", step.id, {"index": index, "question": ctx.interp(step.question or ""), "choices": step.choices, "type": step.type})
-        raise Pause("awaiting_user", step.id, ctx.interp(step.question or ""), category="ask_user")
+        calls.ask_user(ctx, step.id, index, ctx.interp(step.question or ""), step.choices, step.type)
     if a == "wait_signal":
         if inbox is not None:
             return _verified(index, {"signal": inbox["name"], "data": inbox.get("data")}, "operator")
-        ctx.journal.append("waiting_signal", step.id, {"index": index, "signal": step.signal})
-        raise Pause("awaiting_signal", step.id, f"waiting for signal {step.signal!r}", category="wait_signal")
+        calls.wait_signal(ctx, step.id, index, step.signal)
     if a in ("sleep", "wait_until"):
-        due = ctx.fold.timers.get(step.id)
-        if due is None:
-            due = time.time() + float(step.seconds or 0) if a == "sleep" else parse_when(ctx.interp(step.at or ""))
-            ctx.journal.append("timer_set", step.id, {"index": index, "due_epoch": due})
-        if time.time() >= due:
-            return _verified(index, {"due_epoch": due, "fired_epoch": time.time()})
-        raise Pause("awaiting_timer", step.id, f"timer due at {datetime.fromtimestamp(due, timezone.utc).isoformat(timespec='seconds')}", category="timer")
+        due = calls.sleep(ctx, step.id, index, partial(_due, ctx, step))
+        return _verified(index, {"due_epoch": due, "fired_epoch": time.time()})
     if a == "tool":
         try:
             fn = load_callable(step.call or "")
         except UsageError as e:
             raise Halt("tool", str(e), step=step.id) from None
         args = _interp_args(ctx, step.args or {})
-        ctx.before_dispatch(step)
-        ctx.journal.append("action_dispatched", step.id, {"action": "tool", "call": step.call, "lease_generation": ctx.lease_generation})
-        try:
-            value = fn(**args)
-            json.dumps(value)
-        except TypeError as e:
-            raise Halt("tool", f"tool {step.call} returned or took something that is not JSON ({e})", step=step.id, dispatched=True) from None
-        except Exception as e:  # a tool that raises halts like any step
-            raise Halt("tool", f"tool {step.call} raised {type(e).__name__}: {e}", step=step.id, dispatched=True) from None
+        value = calls.dispatch(ctx, step, f"tool {step.call}", lambda: fn(**args), approved=ctx.approved_before == step.id)
         return _verified(index, {"result": value})
     raise Halt("input", f"step kind {a!r} is not supported here", step=step.id)
+
+
+def _due(ctx: RunContext, step: Step) -> float:
+    return time.time() + float(step.seconds or 0) if step.action == "sleep" else parse_when(ctx.interp(step.at or ""))

@@ -34,7 +34,7 @@ from openadapt_flow.runtime.act.durable_steps import run_durable_step
 from openadapt_flow.runtime.decide.fold import RunProgress
 from openadapt_flow.runtime.decide.halt import Halt, Pause, StopRequested
 from openadapt_flow.runtime.act.launch import BackendFactory, ReplayRequest, Reporter, RunOutcome, Runs
-from openadapt_flow.runtime.act.lifecycle import begin_run, check_queued
+from openadapt_flow.runtime.act.lifecycle import begin_run, check_queued, record_interrupted
 from openadapt_flow.runtime.decide.outcome import classify, landed
 from openadapt_flow.runtime.act.pause import open_pause
 from openadapt_flow.runtime.decide.policy import Blocked, check_step
@@ -275,7 +275,7 @@ def run_body(ctx: RunContext, body: Callable[[], None]) -> Stop:
             message = "stopped by signal at a call boundary; no call was in flight"
         else:
             message = "stopped by signal " + ("while verifying a dispatched step" if s.dispatched else "at a step boundary; no input was pending")
-        ctx.journal.append("interrupted", None, {"message": message, "input_pending": s.dispatched})
+        record_interrupted(ctx.journal, message, input_pending=s.dispatched)
         return "INTERRUPTED", message, None, None, None
     except Pause as p:
         return "PAUSED", p.message, p.category, p.reason, p.step
@@ -284,19 +284,23 @@ def run_body(ctx: RunContext, body: Callable[[], None]) -> Stop:
     except FlowError as e:
         if ctx.bundle is None:  # a workflow's body turns its own errors into halts; what passes is the caller's
             raise
-        ctx.journal.append("halted", None, {"category": "backend", "message": str(e), "input_sent": None})
+        record_halt(ctx, Halt("backend", str(e)), input_sent=None)
         return ("PAUSED" if ctx.durable else "FAILED"), str(e), "backend", ("awaiting_approval" if ctx.durable else None), None
     return "COMPLETED", "", None, None, None
+
+
+def record_halt(ctx: RunContext, h: Halt, **more: Any) -> None:
+    """Journal the halt (`halted`, its one writer): what stopped, and whether input was sent."""
+    ctx.journal.append("halted", h.step, {"category": h.category, "message": h.message, "input_sent": h.dispatched, **more})
 
 
 def _halted(ctx: RunContext, h: Halt) -> Stop:
     """Journal the halt; a durable run (every workflow run) then pauses for an operator, any other fails."""
     if ctx.bundle is None:
-        ctx.journal.append("halted", h.step, {"category": h.category, "message": h.message, "input_sent": h.dispatched})
+        record_halt(ctx, h)
         return "PAUSED", h.message, h.category, "awaiting_approval", h.step
     frame_ref = save_halt_frame(ctx, h)
-    ctx.journal.append("halted", h.step, {"category": h.category, "message": h.message, "input_sent": h.dispatched,
-                                          "evidence": h.evidence, "frame": frame_ref})
+    record_halt(ctx, h, evidence=h.evidence, frame=frame_ref)
     ctx.progress.step_finished(-1, len(ctx.model.steps), h.step or "", {"ok": False, "category": h.category, "message": h.message})
     return ("PAUSED", h.message, h.category, "awaiting_approval", h.step) if ctx.durable else ("FAILED", h.message, h.category, None, h.step)
 

@@ -59,6 +59,11 @@ def effective_state(run: RunHandle) -> dict[str, Any]:
     return st
 
 
+def record_interrupted(journal: JournalWriter, message: str, **fields: Any) -> dict[str, Any]:
+    """Journal `interrupted` (its one writer): a stop at a safe boundary, or an owner's death found later (finalized)."""
+    return journal.append("interrupted", None, {"message": message, **fields})
+
+
 def finalize_interrupted(run: RunHandle, journal: JournalWriter, records: list[dict[str, Any]], steps: Iterable[Step], why: str) -> dict[str, Any]:
     """Record an owner's death: INTERRUPTED with the transaction outcome classified from the journal.
 
@@ -73,7 +78,7 @@ def finalize_interrupted(run: RunHandle, journal: JournalWriter, records: list[d
                         last_checkpoint_seq=cp_seq)
         return {"state": d["state"], "transaction_outcome": d.get("transaction_outcome")}
     outcome, evidence = classify(steps, records)
-    journal.append("interrupted", None, {"message": why, "finalized": True, "transaction_outcome": outcome, "outcome_evidence": evidence})
+    record_interrupted(journal, why, finalized=True, transaction_outcome=outcome, outcome_evidence=evidence)
     prev = run.state() if run.has_state() else {}
     run.write_state(
         "INTERRUPTED", journal=journal, transaction_outcome=outcome, message=why, last_checkpoint_seq=prev.get("last_checkpoint_seq"),

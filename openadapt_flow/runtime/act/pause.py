@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
@@ -42,13 +43,21 @@ def _level(ctx: RunContext, index: int) -> str:
     return levels[min(index, len(levels) - 1)]
 
 
-def decision_task(
-    ctx: RunContext, pause_id: str, step_id: str, category: str, allowed: list[str], cp: dict[str, Any] | None,
-    expires: float, due: float | None = None, *, quorum: int = 1, level: str = "default", ask: dict[str, Any] | None = None,
-    channels: list[str] | None = None,
-) -> dict[str, Any]:
-    """The bounded question an operator answers: ids, digests and the question only (no frames, OCR text or values)."""
+@dataclass(frozen=True)
+class TaskTerms:
+    """Who answers a pause and how: the quorum, the approval level, what a waiting question accepts, the channels."""
+
+    quorum: int = 1
+    level: str = "default"
+    ask: dict[str, Any] | None = None
+    channels: list[str] | None = None
+
+
+def decision_task(ctx: RunContext, pause: dict[str, Any], cp: dict[str, Any] | None, terms: TaskTerms) -> dict[str, Any]:
+    """The bounded question an operator answers about `pause` (its pending body): ids, digests and the question only
+    (no frames, OCR text or values)."""
     key = load_decision_key(create=False)
+    pause_id, step_id, allowed = pause["pause_id"], pause["step"], pause["allowed_decisions"]
     task: dict[str, Any] = {
         "run_id": ctx.run_id,
         "pause_id": pause_id,
@@ -57,18 +66,18 @@ def decision_task(
         "step": step_id,
         "expected_transition": "PAUSED->RESUMING",
         "allowed_decisions": allowed,
-        "expires_at": iso(expires),
+        "expires_at": pause["expires_at"],
         "idempotency_scope": f"{ctx.run_id}/{pause_id}",
         "key_id": key_id(key),
-        "question": f"Step {step_id!r} stopped ({category}). Which of {', '.join(allowed)}?",
-        "due_epoch": due,
-        "quorum": quorum,
-        "level": level,
+        "question": f"Step {step_id!r} stopped ({pause['category']}). Which of {', '.join(allowed)}?",
+        "due_epoch": pause["due_epoch"],
+        "quorum": terms.quorum,
+        "level": terms.level,
     }
-    if ask is not None:  # what a waiting question accepts: `flow answer`/`flow signal` check against it (no bundle needed)
-        task["ask"] = ask
-    if channels:  # signed with the task: a decision from any other channel is refused (decisions._check_channel)
-        task["channels"] = channels
+    if terms.ask is not None:  # what a waiting question accepts: `flow answer`/`flow signal` check against it (no bundle needed)
+        task["ask"] = terms.ask
+    if terms.channels:  # signed with the task: a decision from any other channel is refused (decisions._check_channel)
+        task["channels"] = terms.channels
     task["signature"] = sign(key, task)
     return task
 
@@ -91,7 +100,7 @@ def open_pause(
     channels: list[str] | None = [str(c) for c in ctx.config.approvals.channels or []] if consequential else None
     waiting = reason in ("awaiting_user", "awaiting_signal")
     ask = {"choices": step.choices, "type": step.type, "signal": step.signal} if step is not None and waiting else None
-    body = {
+    body: dict[str, Any] = {
         "pause_id": pause_id,
         "run_id": ctx.run_id,
         "paused_reason": reason,
@@ -105,9 +114,8 @@ def open_pause(
         "expires_at": iso(expires),
         "due_epoch": due,
         "level": 0,
-        "task": decision_task(ctx, pause_id, step_id, category, allowed, cp, expires, due, quorum=quorum, level=_level(ctx, 0), ask=ask,
-                              channels=channels),
     }
+    body["task"] = decision_task(ctx, body, cp, TaskTerms(quorum, _level(ctx, 0), ask, channels))
     # The journal is the record of truth: its record carries the whole pause (fsync'd first); the file is a view of it.
     ctx.journal.append("escalation_opened", step_id, {"pause_id": pause_id, "reason": reason, "category": category, "allowed": allowed,
                                                       "pending": body})

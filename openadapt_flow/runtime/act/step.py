@@ -19,6 +19,7 @@ from openadapt_flow.bundle.models import Landmark, Step, Target
 from openadapt_flow.errors import BackendError, FlowError
 from openadapt_flow.ladder.types import Box, Point, Resolution
 from openadapt_flow.runtime.act.context import RunContext
+from openadapt_flow.runtime.act.durable import calls
 from openadapt_flow.runtime.decide.halt import Halt, StopRequested
 from openadapt_flow.runtime.decide.policy import model_call_refusal
 from openadapt_flow.runtime.act.settle import settle
@@ -279,7 +280,7 @@ def run_gui_step(ctx: RunContext, index: int, step: Step) -> StepRecord:
     The caller (runtime/act/durable.py) records it verified."""
     t0 = time.monotonic()
     rec = StepRecord(step.id)
-    ctx.journal.append("step_started", step.id, {"index": index, "action": step.action, "intent": step.intent})
+    calls.started(ctx, step, index, intent=step.intent)
     rt = ctx.config.runtime
     dispatched = False
     secret = bool(step.text and ctx.interp.uses_secret(step.text))
@@ -322,12 +323,7 @@ def run_gui_step(ctx: RunContext, index: int, step: Step) -> StepRecord:
             ctx.frames.save(f"{index:03d}-{step.id}-before.png", before)
         if ctx.stop.is_set():
             raise StopRequested()
-        ctx.before_dispatch(step)
-        dispatch = ctx.journal.append(
-            "action_dispatched",
-            step.id,
-            {"action": step.action, "point": list(point) if point else None, "lease_generation": ctx.lease_generation},
-        )
+        dispatch = calls.dispatched(ctx, step, point)
         dispatched = True
         dispatched_at = time.monotonic()
         if secret:

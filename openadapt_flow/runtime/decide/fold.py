@@ -22,6 +22,7 @@ class RunProgress:
         self.verified: list[dict[str, Any]] = []  # step_verified/step_skipped records, in journal order
         self.results: dict[str, Any] = {}  # step id -> its recorded result ({steps.ID.…} interpolation reads it)
         self.asked: set[str] = set()  # ask_user steps whose question was journaled
+        self.signals: set[str] = set()  # wait_signal steps whose wait was journaled
         self.timers: dict[str, float] = {}  # sleep/wait_until step id -> due epoch
         self.children: dict[str, str] = {}  # step id -> the child run it started, as journaled (relative to the run)
         self.budget = Budget([])
@@ -31,6 +32,7 @@ class RunProgress:
         self.verified.clear()
         self.results.clear()
         self.asked.clear()
+        self.signals.clear()
         self.timers.clear()
         self.children.clear()
         for r in records:
@@ -50,11 +52,13 @@ class RunProgress:
                 self.results[step] = d["result"]
         elif typ == "asked":
             self.asked.add(step)
+        elif typ == "waiting_signal":
+            self.signals.add(step)
         elif typ == "timer_set":
             self.timers[step] = d["due_epoch"]
         elif typ == "child_started":
-            # a bundle's `flow` step names it beside the run (RunHandle.sibling); a workflow's call, under the run's
-            # children/ (RunHandle.child)
+            # under the run's children/ (`run_dir`, runtime/act/durable/child.py); a bundle run of earlier code named it
+            # beside the run (`child_run`, RunHandle.sibling)
             self.children[step] = d["child_run"] if "child_run" in d else d["run_dir"]
 
     def saved(self, step_id: str) -> dict[str, Any] | None:

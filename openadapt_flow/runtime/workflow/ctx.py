@@ -24,7 +24,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, is_dataclass
-from datetime import date, datetime, timezone
+from datetime import date, datetime
 from datetime import time as dtime
 from decimal import Decimal
 from enum import Enum
@@ -36,7 +36,8 @@ from openadapt_flow.bundle.models import Step
 from openadapt_flow.errors import FlowError, RefusedError, RunSignal
 from openadapt_flow.runtime.decide.calls import Call
 from openadapt_flow.runtime.act.context import RunContext
-from openadapt_flow.runtime.act.durable import durable_call
+from openadapt_flow.runtime.act.durable import calls, durable_call
+from openadapt_flow.runtime.act.durable.calls import jsonable
 from openadapt_flow.runtime.decide.halt import Halt, Pause, StopRequested
 from openadapt_flow.runtime.decide.policy import Blocked, check_step
 from openadapt_flow.runtime.workflow.api import entry_of, tool_info
@@ -70,14 +71,6 @@ class Recorded:
 
 def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-") or "call"
-
-
-def jsonable(value: Any, what: str) -> Any:
-    """The value as the journal will give it back on resume (a tuple becomes a list), so both runs see the same."""
-    try:
-        return json.loads(json.dumps(value))
-    except (TypeError, ValueError) as e:
-        raise Halt("tool", f"{what} returned something that is not JSON ({e})", dispatched=True) from None
 
 
 def _canonical(value: Any) -> Any:
@@ -158,11 +151,16 @@ class WorkflowContext:
     def run_id(self) -> str:
         return self.rc.run_id
 
+    @property
+    def index(self) -> int:
+        """The position of the call being made (its `step_started` index)."""
+        return self._next - 1
+
     # -- the one durable-step function ---------------------------------------------------------------
 
     def _call(self, kind: str, name: str, base_id: str, fields: dict[str, Any], body: Callable[[Step, Call | None], Any],
               inputs: Any = None) -> Any:
-        """Look up the recorded output of this call, else run `body`, then record it (runtime/act/durable.py's durable_call).
+        """Look up the recorded output of this call, else run `body`, then record it (runtime/act/durable's durable_call).
 
         `inputs` are the call's arguments: a keyed digest of them is journaled, and a recorded result is
         only ever returned to a call with the same ones (else the run diverged: the code or its inputs
@@ -193,8 +191,8 @@ class WorkflowContext:
                 blocked = check_step(rc.config.policy, rc.budget, step, None)
                 if blocked is not None:
                     raise blocked
-                rc.journal.append("step_started", step.id, {"index": index, "action": kind, "name": name, "inputs": digest,
-                                                            "intent": f"{kind} {name}", "consequential": step.is_consequential}, sync=True)
+                calls.started(rc, step, index, intent=f"{kind} {name}", sync=True, action=kind, name=name, inputs=digest,
+                              consequential=step.is_consequential)
             rc.progress.step_started(index, max(index + 1, len(self.calls)), step.id, f"{kind} {name}")
             began.append(time.monotonic())
             self.in_step = True
@@ -256,7 +254,8 @@ class WorkflowContext:
     # -- acting calls: guarded dispatch -------------------------------------------------------------
 
     def _dispatch(self, step: Step, past: Call | None, what: str, act: Callable[[], Any]) -> Any:
-        """Approval before, never a blind re-run of an uncertain write, fencing, then the act itself."""
+        """Never a blind re-run of an uncertain write; then the durable dispatch (calls.dispatch: approval before,
+        fencing, `action_dispatched`, the act itself), approved by an operator's `continue` where the step needs it."""
         since = 0
         open_ = past.open_dispatch if past is not None else None
         if open_ is not None and step.is_consequential:
@@ -267,18 +266,9 @@ class WorkflowContext:
                 raise Pause("awaiting_approval", step.id, f"{what} was dispatched but its result was never recorded; it is "
                             "not re-run blindly: flow approve RUN --decision reconcile --effect landed|absent", category="uncertain")
             since = open_["seq"]  # the operator established it did not happen: that decision authorises the retry
-        if step.approval == "before" and not since:
-            d = past.decision_after(0) if past is not None else None
-            if d is None or d.get("decision") != "continue":
-                raise Pause("awaiting_approval", step.id, f"{what} needs an operator's approval before it acts")
-        self.rc.before_dispatch(step)
-        self.rc.journal.append("action_dispatched", step.id, {"action": "tool", "call": step.call, "lease_generation": self.rc.lease_generation})
-        try:
-            return act()
-        except RefusedError:
-            raise
-        except Exception as e:  # (RunSignals are BaseExceptions: they pass) a tool that raises halts like any step; the operator decides what next
-            raise Halt("tool", f"{what} raised {type(e).__name__}: {e}", step=step.id, dispatched=True) from None
+        d = past.decision_after(0) if past is not None else None
+        approved = bool(since) or (d is not None and d.get("decision") == "continue")
+        return calls.dispatch(self.rc, step, what, act, approved=approved)
 
     # -- the calls ----------------------------------------------------------------------------------
 
@@ -305,9 +295,7 @@ class WorkflowContext:
         def body(step: Step, past: Call | None) -> Any:
             if type not in (None, "string", "number", "integer", "boolean"):
                 raise Halt("input", f"ask_user type {type!r}: expected string, number, integer or boolean")
-            if past is None or past.last("asked") is None:
-                self.rc.journal.append("asked", step.id, {"index": self._next - 1, "question": question, "choices": choices, "type": type}, sync=True)
-            raise Pause("awaiting_user", step.id, question, category="ask_user")
+            calls.ask_user(self.rc, step.id, self.index, question, choices, type)
 
         fields = {"action": "ask_user", "question": question, "choices": list(choices) if choices else None, "type": type}
         return self._call("ask_user", "ask_user", "ask-user", fields, body, inputs=[question, choices, type])
@@ -316,9 +304,7 @@ class WorkflowContext:
         """Pause PAUSED(awaiting_signal) until `flow signal RUN NAME [--data JSON]`; returns the signal's data."""
 
         def body(step: Step, past: Call | None) -> Any:
-            if past is None or past.last("waiting_signal") is None:
-                self.rc.journal.append("waiting_signal", step.id, {"signal": name})
-            raise Pause("awaiting_signal", step.id, f"waiting for signal {name!r}", category="wait_signal")
+            calls.wait_signal(self.rc, step.id, self.index, name)
 
         return self._call("wait_signal", name, "signal-" + _slug(name), {"action": "wait_signal", "signal": name}, body)
 
@@ -326,14 +312,7 @@ class WorkflowContext:
         """A durable timer: PAUSED(awaiting_timer) holding no process until due (then `flow resume` or `flow worker`)."""
 
         def body(step: Step, past: Call | None) -> Any:
-            timer = past.last("timer_set") if past is not None else None
-            due = timer["data"]["due_epoch"] if timer else time.time() + float(seconds)
-            if timer is None:
-                self.rc.journal.append("timer_set", step.id, {"index": self._next - 1, "due_epoch": due}, sync=True)
-            if time.time() >= due:
-                return None
-            when = datetime.fromtimestamp(due, timezone.utc).isoformat(timespec="seconds")
-            raise Pause("awaiting_timer", step.id, f"timer due at {when}", category="timer")
+            calls.sleep(self.rc, step.id, self.index, lambda: time.time() + float(seconds))
 
         return self._call("sleep", "sleep", "sleep", {"action": "sleep", "seconds": float(seconds)}, body)
 

@@ -1,4 +1,4 @@
-"""A workflow run's pause and its decision on resume (spec §8, §14): which pause to resolve and with what approval, and
+"""A workflow run's decision on resume (spec §8, §14): how the plan's decision (runtime/resume/plan.py) is journaled and
 how an answer or signal becomes its waiting call's recorded result.
 
 A journaled `decision` is the point of no return. It carries what was delivered (the answer, the signal's data), so a
@@ -8,50 +8,12 @@ an operator decided is not dropped by a resume that died before using the decisi
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
-from openadapt_flow.errors import RefusedError
 from openadapt_flow.runtime.decide.calls import history
 from openadapt_flow.runtime.act.context import RunContext
-from openadapt_flow.runtime.operate.decisions import check_approval
 from openadapt_flow.runtime.act.durable import record_verified
-from openadapt_flow.runtime.act.lifecycle import effective_state
-from openadapt_flow.runtime.decide.outcome import RECONCILIATION_REQUIRED
-from openadapt_flow.runtime.operate.truth import consume_decision, pending_view
-from openadapt_flow.store.base import JournalWriter, RunHandle
-
-
-def decision_for(run: RunHandle, journal: JournalWriter, records: list[dict[str, Any]], state: str, dkey: bytes, require_approval: bool
-                 ) -> tuple[dict[str, Any] | None, dict[str, Any] | None, str | None]:
-    """The pause to resolve and its checked approval, or why the run must go on waiting. RefusedError if not allowed."""
-    pending = pending_view(run, records, dkey)  # the journal's open pause; the file must agree with it
-    if pending is not None and state != "PAUSED" and not _delivered_for(run, pending):
-        # the process died while pausing, before any decision could reach it: running again re-derives the pause
-        journal.append("escalation_dropped", pending["step"], {"pause_id": pending["pause_id"], "why": f"run was {state}"})
-        run.remove_pending()
-        pending = None
-    waiting = None if require_approval else _waiting(run, pending)
-    if waiting is not None:
-        return pending, None, waiting
-    if not (require_approval or (pending is not None and (run.has_approval() or pending["paused_reason"] == "awaiting_approval"))):
-        return pending, None, None
-    if pending is None:
-        raise RefusedError(f"{run.ref}: --require-approval, but nothing is pending for an operator to approve")
-    approval = check_approval(run, pending, dkey)
-    if approval["decision"] == "continue" and pending.get("transaction_outcome") == RECONCILIATION_REQUIRED:
-        raise RefusedError(f"{run.ref}: call {pending['step']!r} is uncertain; continue would re-run it blindly — "
-                           "an operator must reconcile it (flow approve --decision reconcile --effect landed|absent)")
-    return pending, approval, None
-
-
-def _delivered_for(run: RunHandle, pending: dict[str, Any]) -> bool:
-    """Did an operator decide this pause (a resume that was using the decision died before journaling it)?"""
-    try:
-        approval = run.read_approval()
-    except RefusedError:
-        return True  # unreadable: check_approval names what is wrong with it
-    return approval is not None and approval.get("pause_id") == pending["pause_id"]
+from openadapt_flow.runtime.operate.truth import consume_decision, record_decision
 
 
 def apply_decision(rc: RunContext, records: list[dict[str, Any]], pending: dict[str, Any] | None, approval: dict[str, Any] | None) -> list[dict[str, Any]]:
@@ -60,10 +22,8 @@ def apply_decision(rc: RunContext, records: list[dict[str, Any]], pending: dict[
         return []
     new: list[dict[str, Any]] = []
     if approval is not None:
-        data = {k: approval.get(k) for k in ("pause_id", "decision", "effect", "operator", "os_user", "note")}
-        if approval["decision"] in ("answer", "signal"):  # the journal carries what was delivered: the point of no return
-            data["value"] = _payload_value(approval)
-        decision = rc.journal.append("decision", pending["step"], data)
+        # the journal carries the whole decision, what was delivered included (its payload): the point of no return
+        decision = record_decision(rc.journal, pending, approval)
         new += [decision] + _record_delivery(rc, records, decision)
         consume_decision(rc.run, rc.journal, pending, approval)  # journaled above, marked used in the run ledger, moved
     rc.run.remove_pending()
@@ -75,6 +35,16 @@ def _payload_value(approval: dict[str, Any]) -> Any:
     return payload.get("value") if approval.get("decision") == "answer" else payload.get("data")
 
 
+def _delivered(rc: RunContext, d: dict[str, Any]) -> Any:
+    """What a journaled answer or signal delivered: its payload (a journal of earlier code: its `value`, else the
+    decision file)."""
+    if "value" in d:
+        return d["value"]
+    if d.get("payload") is not None:
+        return _payload_value(d)
+    return _payload_value(rc.run.read_decision(d["pause_id"]) or {})
+
+
 def _record_delivery(rc: RunContext, records: list[dict[str, Any]], decision: dict[str, Any]) -> list[dict[str, Any]]:
     """A journaled answer or signal becomes its waiting call's recorded result (once: not if it already is)."""
     d, step = decision["data"], decision["step"]
@@ -82,7 +52,7 @@ def _record_delivery(rc: RunContext, records: list[dict[str, Any]], decision: di
     done = any(r["type"] == "step_verified" and r["step"] == step for r in records)
     if d.get("decision") not in ("answer", "signal") or header is None or done:
         return []
-    value = d["value"] if "value" in d else _payload_value(rc.run.read_decision(d["pause_id"]) or {})
+    value = _delivered(rc, d)
     return [record_verified(rc, step, {"index": header["data"]["index"], "verified_by": "operator", "result": value,
                                        "operator": d.get("operator"), "screen_facts": []})]
 
@@ -98,38 +68,3 @@ def journaled_deliveries(rc: RunContext, records: list[dict[str, Any]]) -> list[
         new += _record_delivery(rc, records + new, d)
         rc.run.ledger_consume(d["data"]["pause_id"], d["data"]["decision"], d["seq"], d["hash"])
     return new
-
-
-def _waiting(run: RunHandle, pending: dict[str, Any] | None) -> str | None:
-    """Why this pause cannot continue yet (nothing delivered, timer not due, child still paused), or None."""
-    if pending is None:
-        return None
-    reason, step = pending["paused_reason"], pending["step"]
-    if reason == "awaiting_child":
-        return child_waiting(run.child(step))
-    if reason == "awaiting_timer" and not run.has_approval():
-        due = pending.get("due_epoch") or 0
-        return f"timer of call {step!r} is due in {due - time.time():.1f}s" if time.time() < due else None
-    if reason in ("awaiting_user", "awaiting_signal") and not run.has_approval():
-        return f"still {reason} at call {step!r} (flow {'answer' if reason == 'awaiting_user' else 'signal'} {run.ref} …)"
-    return None
-
-
-def child_waiting(child: RunHandle) -> str | None:
-    """Why a paused child run cannot continue yet, or None (it is ready, or not paused at all)."""
-    if not child.has_manifest():
-        return None
-    st = effective_state(child)
-    if st.get("state") != "PAUSED":
-        return None
-    pending = child.read_pending() or {}
-    reason, step = pending.get("paused_reason"), pending.get("step")
-    if reason == "awaiting_child":
-        return child_waiting(child.child(str(step)))
-    if reason == "awaiting_timer":
-        due = pending.get("due_epoch") or 0
-        return f"child run {child.ref}: timer due in {due - time.time():.1f}s" if time.time() < due else None
-    if child.has_approval():
-        return None
-    how = {"awaiting_user": "flow answer", "awaiting_signal": "flow signal"}.get(str(reason), "flow approve")
-    return f"child run {child.ref} is PAUSED({reason}) at {step!r}: {st.get('message') or ''} — decide there ({how} {child.ref})"

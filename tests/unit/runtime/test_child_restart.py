@@ -79,7 +79,7 @@ class Workspace(PosixPath):
     def refs(self) -> tuple[str, str]:
         """The parent run's reference and its `flow` child's."""
         run = str(self / "runs" / "run") if self.store == "filesystem" else f"memory:{self.name}-run"
-        return run, run + ".sub"
+        return run, run + "/children/sub"  # a child lives inside its parent (runtime/act/durable/child.py)
 
     def sweep(self) -> None:
         """`flow reconcile` over this workspace's runs (of the memory store: only this test's)."""
@@ -147,7 +147,7 @@ def test_a_child_whose_start_up_was_cut_is_started_afresh_by_the_parents_resume(
     run, kid = open_ref(ws.refs()[0]), open_ref(ws.refs()[1])
     assert (ws / "tool.log").read_text().splitlines() == ["fetch Q3", "child_tool sub-Q3", "record COMPLETED"]
     assert kid.state()["state"] == "COMPLETED"
-    assert run.manifest()["child_runs"] == [f"../{run_name(kid)}"]
+    assert run.manifest()["child_runs"] == [f"children/{run_name(kid)}"]
     starts = [r["type"] for r in kid.read_records()].count("run_started")
     assert starts == 1  # one run in the child's directory: a cut start-up left nothing behind to mix with it
 

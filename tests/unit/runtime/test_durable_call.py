@@ -1,4 +1,4 @@
-"""The one durable step (runtime/act/durable.py) and run progress as a fold over the journal (runtime/decide/fold.py)."""
+"""The one durable step (runtime/act/durable/) and run progress as a fold over the journal (runtime/decide/fold.py)."""
 
 from types import SimpleNamespace
 

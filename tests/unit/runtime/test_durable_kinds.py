@@ -137,11 +137,11 @@ def test_flow_step_runs_a_linked_child_and_waits_for_it(ws):
     steps = [STEPS[0], {"id": "sub", "action": "flow", "bundle": "../child", "params": {"q": "{quarter}"}},
              {"id": "done", "action": "tool", "call": "flowtools_t:record", "args": {"answer": "{steps.sub.state}", "data": "-"}}]
     out = start(ws, steps)
-    run, kid = open_ref(out.run_dir), open_ref(out.run_dir).sibling("sub")
+    run, kid = open_ref(out.run_dir), open_ref(out.run_dir).child("sub")
     assert (out.state, state(run)["paused_reason"]) == ("PAUSED", "awaiting_child")
     assert (state(kid)["state"], state(kid)["paused_reason"]) == ("PAUSED", "awaiting_user")
     assert kid.manifest()["parent_run"] == run.ref
-    assert run.manifest()["child_runs"] == [f"../{run_name(kid)}"]
+    assert run.manifest()["child_runs"] == [f"children/{run_name(kid)}"]  # one layout: inside its parent, as a workflow's
     assert resume(run).exit_code == 3  # the child is still paused
     deliver(kid, "answer", "ctl", value="yes")
     assert resume(kid).state == "COMPLETED"
@@ -149,15 +149,15 @@ def test_flow_step_runs_a_linked_child_and_waits_for_it(ws):
     assert (ws / "tool.log").read_text().splitlines() == ["fetch", "record COMPLETED -"]
 
 
-def test_a_child_whose_parent_is_gone_is_suspended_orphan(ws):
+def test_a_child_whose_parent_is_blocked_is_suspended_orphan(ws):
     child = ws / "child"
     child.mkdir()
     (child / "flow.yaml").write_text(yaml.safe_dump({
         "schema": "openadapt-flow/bundle@1", "name": "child", "screen": {"width": 10, "height": 10},
         "steps": [{"id": "ok", "action": "ask_user", "question": "Go?"}]}))
     out = start(ws, [{"id": "sub", "action": "flow", "bundle": "../child"}])
-    kid = open_ref(out.run_dir).sibling("sub")
-    open_ref(out.run_dir).discard()  # the parent run is gone
+    kid = open_ref(out.run_dir).child("sub")
+    open_ref(out.run_dir).write_state("BLOCKED", message="rejected")  # the parent run was ended (its child lives in it)
     deliver(kid, "answer", "ctl", value="anything")
     res = resume(kid)
     assert (res.state, state(kid)["paused_reason"]) == ("PAUSED", "suspended_orphan")

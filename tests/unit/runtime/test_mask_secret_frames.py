@@ -173,7 +173,7 @@ def test_a_child_run_masks_the_field_its_parent_typed_a_secret_into(tmp_path, mo
     req = ReplayRequest(bundle=root, params={}, backend=BackendSpec(kind="fake"), config=cfg(tmp_path), run_dir=tmp_path / "run")
     out = replay(req, backend_factory=lambda spec: app.backend)
     assert (out.state, out.category) == ("PAUSED", "child"), out.message
-    child_run = tmp_path / "run.sub"
+    child_run = tmp_path / "run" / "children" / "sub"
     assert {p.name for p in (child_run / "frames").glob("*.png")} >= {"000-post-after.png", "halt-gone.png"}
     ocr = OcrEngine()
     assert ocr.find(app.backend.frame, SECRET)  # the screen the child saw showed it

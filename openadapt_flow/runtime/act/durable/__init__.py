@@ -3,6 +3,10 @@
 Every kind of step goes through here — a bundle's GUI steps, its tool/question/timer/child steps, a Python
 workflow's calls, an operator's answer delivered to a waiting call, a step an operator skipped or reconciled.
 As DBOS's step wrapper: look up the journal for the call's saved result, else run it, then record it.
+
+The package holds the rest of the durable vocabulary, written once for bundles and Python workflows alike:
+`calls` (ask_user, wait_signal, sleep, dispatch), `child` (one child-run mechanism and layout), `waiting` (why an
+open pause cannot continue yet) and `marks` (the run-level records a stop or a resume journals).
 """
 
 from __future__ import annotations
@@ -11,6 +15,8 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 from openadapt_flow.runtime.act.context import RunContext
+
+__all__ = ["VerifiedKind", "durable_call", "record_verified"]
 
 
 # the two records that advance the checkpoint: a step verified, or one an operator skipped

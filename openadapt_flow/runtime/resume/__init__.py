@@ -1,0 +1,78 @@
+"""`flow resume`: continue a paused or interrupted durable run from its last verified checkpoint (spec §8–§10).
+
+One resume path for every kind of run: it opens the run (lease, journal, views caught up, a dead owner's run
+finalised), turns its open pause into a plan (plan.py: the pause to resolve, the decision, the verified checkpoint to
+continue from, or why it must go on waiting), journals `run_resumed` there alone, then continues a bundle's steps
+(bundle.py) or a Python workflow's code (workflow.py). Never re-performs a checkpointed step; never blind-retries an
+uncertain one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from openadapt_flow.errors import RefusedError, UsageError
+from openadapt_flow.runtime.act.launch import RunOutcome, Runs
+from openadapt_flow.runtime.act.lifecycle import check_manifest, finalize_interrupted, queued
+from openadapt_flow.runtime.act.runref import RunRef, open_ref, ref_path
+from openadapt_flow.runtime.decide.calls import call_steps
+from openadapt_flow.runtime.decide.config import DeployConfig
+from openadapt_flow.runtime.operate.teach import effective_bundle
+from openadapt_flow.runtime.operate.truth import catch_up_state, check_views
+from openadapt_flow.runtime.resume.bundle import backend_spec, continue_bundle
+from openadapt_flow.runtime.resume.plan import Opened, ResumePlan, ResumeRequest, plan_resume, resumed
+from openadapt_flow.runtime.resume.workflow import continue_workflow
+from openadapt_flow.store.base import JournalWriter, RunHandle
+from openadapt_flow.store.keys import load_decision_key, load_key
+from openadapt_flow.store.states import FINAL_STATES, LIVE_STATES, RunState
+
+__all__ = ["Opened", "ResumePlan", "ResumeRequest", "plan_resume", "resume", "resumed"]
+
+
+def resume(ref: RunRef, runs: Runs, req: ResumeRequest | None = None) -> RunOutcome:
+    """Continue a paused or interrupted durable run of either kind, a bundle's or a Python workflow's (spec §14: its
+    code runs again on its journal); `req.stop` (e.g. a worker's) is set by SIGTERM/SIGINT."""
+    req = req or ResumeRequest()
+    run = open_ref(ref)
+    if queued(run):  # submitted (spec §19), never started: its start job, not a resume, begins it
+        raise RefusedError(f"{run.ref}: queued for a fleet worker (submitted, not started yet); nothing to resume; refusing")
+    manifest = run.manifest()
+    if req.backend_flags or req.backend_config is not None:
+        req = replace(req, backend=backend_spec(manifest, req.backend, req.backend_flags, req.backend_config))
+    workflow = manifest.get("kind") == "workflow"
+    _check_request(run, manifest, req, workflow)
+    config = DeployConfig.model_validate(manifest["config"])
+    lease = run.lease(config.runtime.lease_ttl_s).acquire()
+    journal: JournalWriter | None = None
+    try:
+        journal, records = run.open_journal(load_key(create=False))
+        check_manifest(run, records)  # params (args), backend and config are pinned by the journal's first record
+        o = Opened(run, manifest, config, lease, journal, records, "", load_decision_key(create=False), runs, req,
+                   None if workflow else effective_bundle(run, manifest, records))
+        o.state = _caught_up(o)
+        if o.state in FINAL_STATES:
+            return RunOutcome(o.state, RunState(o.state).exit_code, ref_path(run), "run is already terminal; nothing to do")
+        return continue_workflow(o) if workflow else continue_bundle(o)
+    finally:
+        if journal is not None:
+            journal.close()
+        lease.release()
+
+
+def _check_request(run: RunHandle, manifest: dict[str, object], req: ResumeRequest, workflow: bool) -> None:
+    if workflow and req.upgrade_bundle is not None:
+        raise UsageError("--upgrade-bundle applies to bundle runs, not to a Python workflow's run")
+    if workflow and req.params:
+        raise RefusedError(f"{run.ref}: a workflow run keeps the args it started with; --param is not accepted")
+    if not workflow and not manifest.get("durable"):
+        raise RefusedError(f"{run.ref}: a non-durable run cannot be resumed (replay with --durable)")
+
+
+def _caught_up(o: Opened) -> str:
+    """The run's state with its views caught up from the journal; a run whose owner died is finalised INTERRUPTED."""
+    state = catch_up_state(o.run, o.records, o.journal, check_views(o.run, o.records, o.journal.key))
+    if state["state"] in LIVE_STATES:
+        steps = call_steps(o.records) if o.loaded is None else o.loaded.model.steps
+        finalize_interrupted(o.run, o.journal, o.records, steps, "owner process died; found by resume")
+        state = o.run.state()
+    return str(state["state"])

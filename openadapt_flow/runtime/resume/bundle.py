@@ -1,0 +1,247 @@
+"""A bundle run's part of the one resume (spec §8–§10): its own checks (orphan, upgrade, params, effects), the plan
+(plan.py), then the step loop from the verified checkpoint — or from the uncertain step, re-checked first, never
+blind-retried."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, NoReturn
+
+from openadapt_flow.bundle.loader import LoadedBundle, load_bundle
+from openadapt_flow.bundle.params import BoundParams, bind_params, secret_env_name
+from openadapt_flow.errors import FlowError, RefusedError
+from openadapt_flow.runtime.act.backend_select import BackendFlags, merge_backend, select_backend
+from openadapt_flow.backends.spec import BackendSpec
+from openadapt_flow.runtime.act.context import RunContext
+from openadapt_flow.runtime.act.durable import record_verified
+from openadapt_flow.runtime.act.engine import execute, finish, make_context, open_or_none, record_halt, stop_on_signals
+from openadapt_flow.runtime.act.launch import RunOutcome
+from openadapt_flow.runtime.act.preflight import check_effects, check_model_key, probe_effects
+from openadapt_flow.runtime.act.recheck import (CONFIRMED_DONE, POSITIVELY_ABSENT, RETRYABLE, RecheckResult, Uncertain, check_facts,
+                                                find_uncertain, recheck)
+from openadapt_flow.runtime.act.runref import open_ref, ref_path
+from openadapt_flow.runtime.act.step import screen_facts
+from openadapt_flow.runtime.decide.config import BackendConfig
+from openadapt_flow.runtime.decide.halt import Halt
+from openadapt_flow.runtime.operate.truth import consume_decision, record_decision
+from openadapt_flow.runtime.operate.upgrade import upgrade_bundle as adopt_upgrade
+from openadapt_flow.runtime.resume.plan import Opened, ResumePlan, plan_resume, resumed
+from openadapt_flow.store.atomic import StorageFault
+from openadapt_flow.store.states import RunState
+
+
+def continue_bundle(o: Opened) -> RunOutcome:
+    """Resume a bundle run: suspended if its parent is gone, else its plan, then its steps on a live backend."""
+    orphan = _orphaned(o.manifest)
+    if orphan:
+        o.journal.append("suspended", None, {"reason": orphan})
+        o.journal.close()
+        o.run.write_state("PAUSED", journal=o.journal, paused_reason="suspended_orphan", message=orphan)
+        return RunOutcome("PAUSED", RunState.PAUSED.exit_code, ref_path(o.run), orphan)
+    assert o.loaded is not None
+    if o.req.upgrade_bundle is not None:
+        o.loaded = adopt_upgrade(o.run, o.journal, o.records, o.loaded, o.manifest, o.req.upgrade_bundle)
+    bound = _params(o.loaded, o.manifest, o.req.params or {})
+    check_effects(o.loaded, o.config, bound)  # a verifier that cannot be built is found before any input, not at its step
+    check_model_key(o.config, bool(o.manifest.get("allow_model")))
+    plan = plan_resume(o)
+    if plan.stop is not None:
+        return plan.stop
+    patch = _taught(o, plan)
+    live = open_or_none(backend_spec(o.manifest, o.req.backend), o.req.backend_factory)
+    try:
+        # every system of record that steps still to come will read answers now, before any input
+        probe_effects(o.loaded, o.config, bound, o.manifest["run_id"], started={r["step"] for r in o.records if r["type"] == "step_started"})
+        ctx = make_context(o.run, o.manifest["run_id"], o.loaded, bound, live, o.config, o.journal, bool(o.manifest.get("allow_model")),
+                           True, o.req.progress, o.req.reporter, runs=o.runs)
+        ctx.lease = o.lease
+        ctx.watch(o.records)
+        if o.req.stop is not None:
+            ctx.stop = o.req.stop
+        if patch is not None and not any(r["type"] == "patched" and r["data"].get("pause_id") == patch["pause_id"] for r in o.records):
+            o.journal.append("patched", patch["step"], {k: patch[k] for k in ("pause_id", "bundle_dir", "digest", "template", "region", "point")})
+        with stop_on_signals(ctx.stop):
+            return _continue(ctx, o.records, plan)
+    finally:
+        live.close()
+
+
+def _taught(o: Opened, plan: ResumePlan) -> dict[str, Any] | None:
+    """A `teach` decision's patch: the bundle is resolved afresh with the taught target (it must be the approved one)."""
+    if plan.decision != "teach":
+        return None
+    assert plan.approval is not None
+    patch: dict[str, Any] = plan.approval["payload"]
+    o.loaded = load_bundle(o.run.artifact_dir(patch["bundle_dir"]))
+    if o.loaded.digest != patch["digest"]:
+        raise RefusedError(f"{patch['bundle_dir']}: taught bundle differs from the approved patch; refusing")
+    return patch
+
+
+def backend_spec(manifest: dict[str, Any], override: BackendSpec | None, flags: BackendFlags | None = None,
+                 config: BackendConfig | None = None) -> BackendSpec | None:
+    """The backend resume drives: a whole `override` spec; else the flags merged field by field onto `config`'s
+    backend section (`--config`) when it names one, or onto the run's recorded backend (its manifest)."""
+    if override is not None:
+        return override
+    flags = flags or BackendFlags()
+    if config is not None and (config.kind or config.url):
+        return select_backend(config, backend=flags.backend, url=flags.url, rdp_host=flags.rdp_host)
+    recorded = BackendSpec.from_json(manifest["backend"]) if manifest.get("backend") else None
+    return merge_backend(recorded, flags) if flags else recorded
+
+
+def _continue(ctx: RunContext, records: list[dict[str, Any]], plan: ResumePlan) -> RunOutcome:
+    try:
+        start = _reenter(ctx, records, plan)
+        return start if isinstance(start, RunOutcome) else execute(ctx, start)
+    except StorageFault as f:  # a full disk before the first step: INTERRUPTED (exit 5), resumable once space is freed
+        return finish(ctx, "INTERRUPTED", f.message, "storage")
+    finally:
+        ctx.frames.close()  # never exit with the frame writer alive (a C++ abort at interpreter shutdown)
+
+
+def _params(loaded: LoadedBundle, manifest: dict[str, Any], given: Mapping[str, Any]) -> BoundParams:
+    recorded = {k: v for k, v in manifest["params"].items() if not (isinstance(v, dict) and "secret_env" in v)}
+    params = bind_params(loaded.model, recorded)
+    for k, v in given.items():
+        if k not in params.values or str(params.values[k]) != str(bind_params(loaded.model, {**recorded, k: v}).values[k]):
+            raise RefusedError(f"--param {k}={v!r} differs from the run's bound value; a run keeps its params")
+    for name, spec in loaded.model.params.items():
+        if spec.secret and spec.required and name not in params.secrets:
+            raise RefusedError(f"secret param {name!r} must be in the environment ({secret_env_name(name)}) to resume")
+    return params
+
+
+
+def _reenter(ctx: RunContext, records: list[dict[str, Any]], plan: ResumePlan) -> int | RunOutcome:
+    """Journal the resume, re-check, re-prove, journal the decision, apply it; the index to continue at (or the pause
+    it ended in).
+
+    The `decision` record is the point of no return: it is journaled (whole) before the decision takes any effect, so a
+    resume killed after it finds it (`carried`) and applies it from the journal — never asking again, never journaling
+    a second one. What it authorises happens at most once: its first effect (a dispatch, a checkpoint) spends it."""
+    run, journal, pending, approval = ctx.run, ctx.journal, plan.pending, plan.approval
+    prev = {k: v for k, v in run.state().items() if k != "schema"}
+    resumed(ctx, plan)
+    rec = plan.carried
+    try:
+        uncertain = find_uncertain(records, ctx.model.steps)
+        result = recheck(ctx, uncertain) if uncertain is not None else None  # first: it may have changed the screen
+        if uncertain is not None and result is not None:
+            journal.append("rechecked", uncertain.step.id, {"verdict": result.verdict, "effect": result.effect, "checks": result.checks})
+        cp = plan.checkpoint
+        if cp and cp.get("screen_facts") and _screen_still_shows_checkpoint(uncertain, result, approval):
+            _reprove_checkpoint(ctx, cp)
+        if uncertain is not None and result is not None and not _covered(result, plan.decision):
+            _refuse_uncertain(ctx, uncertain, result, plan, prev)
+        if pending is not None and approval is not None:
+            rec = record_decision(journal, pending, approval, plan.carried)  # the point of no return
+        start = _apply(ctx, plan, uncertain, result)
+        if pending is not None:
+            if approval is not None:
+                consume_decision(run, journal, pending, approval, rec)  # marked used in the run ledger, moved
+            run.remove_pending()
+        run.write_state("RUNNING", journal=journal, last_checkpoint_seq=(ctx.fold.checkpoint() or {}).get("seq"))
+    except Halt as h:
+        record_halt(ctx, h, input_sent=False)
+        if approval is not None and pending is not None:
+            consume_decision(run, journal, pending, approval, rec)
+        return finish(ctx, "PAUSED", h.message, h.category, "awaiting_approval", h.step)
+    return start
+
+
+def _apply(ctx: RunContext, plan: ResumePlan, uncertain: Uncertain | None, result: RecheckResult | None) -> int:
+    """The decision's (and the re-check's) effect: the index of the step to continue at."""
+    pending, approval, decision = plan.pending, plan.approval, plan.decision
+    start = ctx.fold.next_index  # the step after the last verified one, folded from the journal
+    if uncertain is not None and result is not None:
+        if decision == "reconcile" and approval is not None and approval["effect"] == "landed":
+            _checkpoint_step(ctx, uncertain.index, "operator", result.effect)
+            start = uncertain.index + 1
+        elif decision != "reconcile" and result.verdict == CONFIRMED_DONE:
+            _checkpoint_step(ctx, uncertain.index, "reconciled", result.effect)
+            start = uncertain.index + 1
+        else:  # RETRYABLE, ABSENT with `continue`, or reconciled absent: performed again, once, after resolving
+            start = uncertain.index  # afresh and passing the identity gate (its dispatch spends the decision)
+    elif decision == "skip" and pending is not None:
+        idx = next(i for i, s in enumerate(ctx.model.steps) if s.id == pending["step"])
+        record_verified(ctx, pending["step"], {"index": idx, "verified_by": "operator", "operator": approval["operator"] if approval else None},
+                        kind="step_skipped")
+        start = idx + 1
+    if decision == "continue" and pending is not None:
+        ctx.approved_before = pending["step"]
+    if decision in ("answer", "signal") and pending is not None and approval is not None:
+        ctx.inbox[pending["step"]] = approval["payload"]
+    return start
+
+
+def _covered(result: RecheckResult, decision: str | None) -> bool:
+    """May resume go on from this re-check, given the decision (if any)?"""
+    return decision == "reconcile" or result.verdict in (CONFIRMED_DONE, RETRYABLE) or (
+        result.verdict == POSITIVELY_ABSENT and decision == "continue")
+
+
+def _refuse_uncertain(ctx: RunContext, uncertain: Uncertain, result: RecheckResult, plan: ResumePlan, prev: dict[str, Any]) -> NoReturn:
+    """An uncertain step that no decision covers: nothing is sent. An interrupted run opens a pause; a decided one
+    keeps its decision unused (an approval stays in approval.json, a journaled decision stays in force)."""
+    run, journal = ctx.run, ctx.journal
+    msg = f"step {uncertain.step.id!r} was dispatched but is {result.verdict} on re-check; nothing was sent"
+    pending, carried = plan.pending, plan.carried
+    if pending is None:  # an interrupted run: open a pause so an operator can decide
+        finish(ctx, "PAUSED", msg, "uncertain", "awaiting_approval", uncertain.step.id)
+        raise RefusedError(msg + "; the run now awaits an operator decision (flow approve)")
+    journal.close()
+    run.restore_state(prev)
+    if carried is not None:
+        raise RefusedError(msg + f"; the journaled decision {carried['data'].get('decision')!r} (seq {carried['seq']}) "
+                           "stays in force — resume again once the re-check is conclusive")
+    raise RefusedError(msg + "; an operator must reconcile it (flow approve --decision reconcile --effect landed|absent)")
+
+
+def _screen_still_shows_checkpoint(uncertain: Uncertain | None, result: RecheckResult | None, approval: dict[str, Any] | None) -> bool:
+    """Can the screen still show what held after the checkpoint? Only if no later input landed (spec §9, docs/durable.md).
+
+    Nothing dispatched after it: yes. An uncertain later step that will be performed again (its re-check found it
+    not done): its input did not take, so yes. A later step that landed (re-check CONFIRMED, or an operator's
+    `reconcile --effect landed`) changed the screen: its own re-checked facts stand in for the checkpoint's.
+    A re-check that is still unknown (or absent with no decision) refuses anyway, before any input.
+    """
+    if uncertain is None or result is None:
+        return True
+    decision = approval["decision"] if approval is not None else None
+    if decision == "reconcile":
+        return approval is not None and approval.get("effect") != "landed"
+    return result.verdict == RETRYABLE or (result.verdict == POSITIVELY_ABSENT and decision == "continue")
+
+
+def _reprove_checkpoint(ctx: RunContext, cp: dict[str, Any]) -> None:
+    checks = check_facts(ctx, cp["screen_facts"])
+    ctx.journal.append("checkpoint_reproved", cp["step"], {"ok": all(c["ok"] for c in checks), "checks": checks})
+    if not all(c["ok"] for c in checks):
+        raise Halt("postcondition", f"the screen no longer shows what held after step {cp['step']!r}: "
+                   + "; ".join(f"{c['kind']} {c['expected']!r}" for c in checks if not c["ok"]), step=cp["step"])
+
+
+def _orphaned(manifest: dict[str, Any]) -> str | None:
+    """A child run whose parent run is gone or BLOCKED is suspended, not continued."""
+    parent = manifest.get("parent_run")
+    if not parent:
+        return None
+    try:
+        run = open_ref(parent)
+    except FlowError:
+        return f"parent run {parent} is gone"
+    try:
+        if run.state().get("state") == "BLOCKED":
+            return f"parent run {parent} is BLOCKED"
+    except FlowError:
+        return f"parent run {parent} is unreadable"
+    return None
+
+
+def _checkpoint_step(ctx: RunContext, index: int, verified_by: str, effect: dict[str, Any] | None) -> None:
+    step = ctx.model.steps[index]
+    record_verified(ctx, step.id, {"index": index, "verified_by": verified_by, "effect": effect, "screen_facts": screen_facts(ctx, step)})
+
+

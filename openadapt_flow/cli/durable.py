@@ -29,6 +29,7 @@ from openadapt_flow.store.memory import PREFIX as MEMORY_PREFIX
 from openadapt_flow.store.select import open_store, store_of_ref
 from openadapt_flow.runtime.operate.reconciler import reconcile_root
 from openadapt_flow.runtime.runs import resume
+from openadapt_flow.store.states import DecisionKind
 
 
 CLI_CHANNEL = "cli"  # SPEC §20: a decision typed on the runner host, made by the OS user (no credential)
@@ -47,7 +48,7 @@ def cli_audit(run: Path, store: str | None) -> Audit:
 @handle_errors
 def approve_cmd(
     run_dir: Path = typer.Argument(..., help=RUN_HELP),
-    decision: str = typer.Option("continue", "--decision", help="continue | skip | reject | teach | escalate | reconcile"),
+    decision: str = typer.Option(DecisionKind.CONTINUE.value, "--decision", help="continue | skip | reject | teach | escalate | reconcile"),
     operator: str = typer.Option(..., "--operator", help="who decides (recorded with the OS user)"),
     note: Optional[str] = typer.Option(None, "--note", help="free text recorded with the decision"),
     effect: Optional[str] = typer.Option(None, "--effect", help="with reconcile: landed | absent"),
@@ -127,7 +128,7 @@ def answer_cmd(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Answer a run that is PAUSED(awaiting_user); `flow resume` (or `flow worker`) continues it."""
-    out = deliver(open_run_arg(run_dir, store), "answer", operator or getpass.getuser(), value=value, channel=CLI_CHANNEL,
+    out = deliver(open_run_arg(run_dir, store), DecisionKind.ANSWER, operator or getpass.getuser(), value=value, channel=CLI_CHANNEL,
                   audit=cli_audit(run_dir, store))
     emit_json(out) if as_json else typer.echo("already recorded" if out.get("noop") else f"recorded answer for {out['pause_id']}")
 
@@ -148,7 +149,7 @@ def signal_cmd(
             payload = json.loads(data)
         except ValueError as e:
             raise UsageError(f"--data is not valid JSON ({e})") from None
-    out = deliver(open_run_arg(run_dir, store), "signal", operator or getpass.getuser(), name=name, data=payload,
+    out = deliver(open_run_arg(run_dir, store), DecisionKind.SIGNAL, operator or getpass.getuser(), name=name, data=payload,
                   channel=CLI_CHANNEL, audit=cli_audit(run_dir, store))
     emit_json(out) if as_json else typer.echo("already recorded" if out.get("noop") else f"recorded signal {name} for {out['pause_id']}")
 

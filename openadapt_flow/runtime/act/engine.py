@@ -40,7 +40,7 @@ from openadapt_flow.runtime.act.pause import open_pause
 from openadapt_flow.runtime.decide.policy import Blocked, check_step
 from openadapt_flow.runtime.act.preflight import check_effects, check_model_key, probe_effects
 from openadapt_flow.runtime.act.runref import ref_path, store_for
-from openadapt_flow.store.states import RunState
+from openadapt_flow.store.states import PausedReason, RunState
 from openadapt_flow.runtime.act.step import StepRecord, run_gui_step
 from openadapt_flow.store.atomic import StorageFault
 from openadapt_flow.store.faults import crash_point
@@ -243,7 +243,7 @@ def execute(ctx: RunContext, start: int) -> RunOutcome:
     try:
         stop = run_body(ctx, partial(_steps, ctx, start))
     except StorageFault as f:  # a full disk or an I/O error on the run's files: a safe boundary, never FAILED (SPEC §6)
-        stop = ("INTERRUPTED", f.message, "storage", None, None)
+        stop = (RunState.INTERRUPTED, f.message, "storage", None, None)
     return finish(ctx, *stop)
 
 
@@ -269,16 +269,16 @@ def run_body(ctx: RunContext, body: Callable[[], None]) -> Stop:
         raise
     except Blocked as b:
         write_incident(ctx, b)
-        return "BLOCKED", b.message, "policy", None, b.step
+        return RunState.BLOCKED, b.message, "policy", None, b.step
     except StopRequested as s:
         if ctx.bundle is None:
             message = "stopped by signal at a call boundary; no call was in flight"
         else:
             message = "stopped by signal " + ("while verifying a dispatched step" if s.dispatched else "at a step boundary; no input was pending")
         ctx.journal.append("interrupted", None, {"message": message, "input_pending": s.dispatched})
-        return "INTERRUPTED", message, None, None, None
+        return RunState.INTERRUPTED, message, None, None, None
     except Pause as p:
-        return "PAUSED", p.message, p.category, p.reason, p.step
+        return RunState.PAUSED, p.message, p.category, p.reason, p.step
     except Halt as h:
         return _halted(ctx, h)
     except FlowError as e:
@@ -286,14 +286,14 @@ def run_body(ctx: RunContext, body: Callable[[], None]) -> Stop:
             raise
         ctx.journal.append("halted", None, {"category": "backend", "message": str(e), "input_sent": None})
         return ("PAUSED" if ctx.durable else "FAILED"), str(e), "backend", ("awaiting_approval" if ctx.durable else None), None
-    return "COMPLETED", "", None, None, None
+    return RunState.COMPLETED, "", None, None, None
 
 
 def _halted(ctx: RunContext, h: Halt) -> Stop:
     """Journal the halt; a durable run (every workflow run) then pauses for an operator, any other fails."""
     if ctx.bundle is None:
         ctx.journal.append("halted", h.step, {"category": h.category, "message": h.message, "input_sent": h.dispatched})
-        return "PAUSED", h.message, h.category, "awaiting_approval", h.step
+        return RunState.PAUSED, h.message, h.category, PausedReason.AWAITING_APPROVAL, h.step
     frame_ref = save_halt_frame(ctx, h)
     ctx.journal.append("halted", h.step, {"category": h.category, "message": h.message, "input_sent": h.dispatched,
                                           "evidence": h.evidence, "frame": frame_ref})
@@ -310,7 +310,7 @@ def _perform(ctx: RunContext, i: int, step: Step, ran: list[StepRecord]) -> dict
     if blocked is not None:
         raise blocked
     if step.approval == "before" and ctx.approved_before != step.id:
-        raise Pause("awaiting_approval", step.id, f"step {step.id!r} needs an operator's approval before it acts")
+        raise Pause(PausedReason.AWAITING_APPROVAL, step.id, f"step {step.id!r} needs an operator's approval before it acts")
     ctx.progress.step_started(i, len(ctx.model.steps), step.id, step.intent)
     if step.action == "flow":
         rec = StepRecord(step.id, data=run_child_step(ctx, i, step))
@@ -334,7 +334,7 @@ def finish(ctx: RunContext, state: str, message: str, category: str | None, paus
         state, message = _write_stop(ctx, state, message, category, paused_reason, step)
     except StorageFault as f:
         ctx.journal.close()
-        state, paused_reason = "INTERRUPTED", None
+        state, paused_reason = RunState.INTERRUPTED, None
         message = message + "; " + f.message if category == "storage" else f.message
         category = "storage"
     if ctx.reporter is not None:
@@ -352,19 +352,19 @@ def _write_stop(ctx: RunContext, state: str, message: str, category: str | None,
     run, journal = ctx.run, ctx.journal
     outcome = evidence = None
     landed_steps: list[str] = []
-    if state != "COMPLETED":
+    if state != RunState.COMPLETED:
         records = run.load_journal(journal.key).records
         outcome, evidence = classify(ctx.steps.values(), records)
         landed_steps = landed(ctx.steps.values(), records)
-        if state == "FAILED" and landed_steps:  # a plain FAILED invites a re-run, which would write again
-            state = "FAILED_AFTER_EFFECT"
+        if state == RunState.FAILED and landed_steps:  # a plain FAILED invites a re-run, which would write again
+            state = RunState.FAILED_AFTER_EFFECT
             message = f"{message} — the write of step {', '.join(landed_steps)} landed; do not re-run this bundle " \
                 "from the start: finish the remaining steps by hand"
     cp = ctx.fold.checkpoint() if ctx.durable else None
-    if state == "PAUSED":
+    if state == RunState.PAUSED:
         open_pause(ctx, paused_reason or "awaiting_approval", category or "approval", step or "", message, outcome, evidence or [], cp)
     journal.append(
-        "run_finished" if state != "PAUSED" else "paused",
+        "run_finished" if state != RunState.PAUSED else "paused",
         None,
         {"state": state, "paused_reason": paused_reason, "transaction_outcome": outcome, "outcome_evidence": evidence, "frame_errors": ctx.frames.errors,
          **({"landed": landed_steps} if landed_steps else {})},

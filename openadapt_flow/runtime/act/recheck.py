@@ -13,6 +13,7 @@ from openadapt_flow.runtime.act.context import RunContext
 from openadapt_flow.runtime.act.settle import settle
 from openadapt_flow.runtime.act.step import screen_facts
 from openadapt_flow.verify.effects import ABSENT, CONFIRMED, Reading, judge, make_reader, resolve_effect
+from openadapt_flow.store.states import RecordType, is_a
 
 CONFIRMED_DONE = "CONFIRMED"  # the step's work landed: checkpoint it, send no input
 POSITIVELY_ABSENT = "ABSENT"  # it provably did not land: it may be performed again
@@ -44,11 +45,11 @@ def find_uncertain(records: list[dict[str, Any]], steps: list[Step]) -> Uncertai
         sid = r.get("step")
         if not isinstance(sid, str):
             continue
-        if r["type"] == "effect_baseline":
+        if is_a(r, RecordType.EFFECT_BASELINE):
             baselines[sid] = r
-        elif r["type"] == "action_dispatched":
+        elif is_a(r, RecordType.ACTION_DISPATCHED):
             last_dispatch[sid] = r
-        elif r["type"] in ("step_verified", "step_skipped"):
+        elif is_a(r, RecordType.STEP_VERIFIED, RecordType.STEP_SKIPPED):
             last_dispatch.pop(sid, None)
     if not last_dispatch:
         return None

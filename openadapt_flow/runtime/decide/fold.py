@@ -11,6 +11,7 @@ from typing import Any
 
 from openadapt_flow.runtime.decide.policy import Budget
 from openadapt_flow.store.checkpoint import checkpoint_from_records
+from openadapt_flow.store.states import RecordType
 
 VERIFIED = ("step_verified", "step_skipped")
 
@@ -48,11 +49,11 @@ class RunProgress:
             self.verified.append(r)
             if d.get("result") is not None:
                 self.results[step] = d["result"]
-        elif typ == "asked":
+        elif typ == RecordType.ASKED:
             self.asked.add(step)
-        elif typ == "timer_set":
+        elif typ == RecordType.TIMER_SET:
             self.timers[step] = d["due_epoch"]
-        elif typ == "child_started":
+        elif typ == RecordType.CHILD_STARTED:
             # a bundle's `flow` step names it beside the run (RunHandle.sibling); a workflow's call, under the run's
             # children/ (RunHandle.child)
             self.children[step] = d["child_run"] if "child_run" in d else d["run_dir"]

@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from openadapt_flow.bundle.models import Step
+from openadapt_flow.store.states import RecordType
 
 HALTED_BEFORE_EFFECT = "HALTED_BEFORE_EFFECT"
 RECONCILIATION_REQUIRED = "RECONCILIATION_REQUIRED"
@@ -21,13 +22,13 @@ def classify(steps: Iterable[Step], records: Iterable[dict[str, Any]]) -> tuple[
         step, typ = r.get("step"), r.get("type")
         if step not in consequential:
             continue
-        if typ == "action_dispatched":
+        if typ == RecordType.ACTION_DISPATCHED:
             dispatched[step] = r["seq"]
             verified.discard(step)
             last_effect.pop(step, None)
-        elif typ == "step_verified":
+        elif typ == RecordType.STEP_VERIFIED:
             verified.add(step)
-        elif typ == "effect_verified":
+        elif typ == RecordType.EFFECT_VERIFIED:
             last_effect[step] = r.get("data", {})
     evidence: list[dict[str, Any]] = []
     outcome = HALTED_BEFORE_EFFECT
@@ -53,8 +54,8 @@ def landed(steps: Iterable[Step], records: Iterable[dict[str, Any]]) -> list[str
         step, typ = r.get("step"), r.get("type")
         if step not in consequential:
             continue
-        if typ == "action_dispatched":
+        if typ == RecordType.ACTION_DISPATCHED:
             out.pop(step, None)  # dispatched again (performed again once known absent): judged afresh
-        elif typ == "step_verified" or (typ == "effect_verified" and (r.get("data") or {}).get("verdict") == "CONFIRMED"):
+        elif typ == RecordType.STEP_VERIFIED or (typ == RecordType.EFFECT_VERIFIED and (r.get("data") or {}).get("verdict") == "CONFIRMED"):
             out[step] = None
     return list(out)

@@ -15,9 +15,10 @@ from typing import Any
 from openadapt_flow.bundle.models import Step
 from openadapt_flow.errors import RunSignal
 from openadapt_flow.runtime.decide.config import PolicyConfig
+from openadapt_flow.store.states import RecordType, is_a
 
-SEGMENT_START = ("run_started", "run_resumed")
-SEGMENT_END = ("paused", "run_finished", "interrupted")
+SEGMENT_START = (RecordType.RUN_STARTED, RecordType.RUN_RESUMED)
+SEGMENT_END = (RecordType.PAUSED, RecordType.RUN_FINISHED, RecordType.INTERRUPTED)
 
 
 @dataclass
@@ -40,12 +41,12 @@ def running_seconds(records: list[dict[str, Any]]) -> float:
     last record (a finalised death's own record is written later, by reconcile or resume, and does not count)."""
     total, start, last = 0.0, None, None
     for r in records:
-        if r["type"] in SEGMENT_START:
+        if is_a(r, *SEGMENT_START):
             if start is not None and last is not None:
                 total += last - start
             start = _ts(r)
-        elif r["type"] in SEGMENT_END and start is not None:
-            end = last if (r["type"] == "interrupted" and r["data"].get("finalized")) else _ts(r)
+        elif is_a(r, *SEGMENT_END) and start is not None:
+            end = last if (is_a(r, RecordType.INTERRUPTED) and r["data"].get("finalized")) else _ts(r)
             total += max(0.0, (end or start) - start)
             start = None
         last = _ts(r)
@@ -72,12 +73,12 @@ class Budget:
         return self.earlier_running_s + (time.time() - self.segment_started)
 
     def note(self, rec: dict[str, Any]) -> None:
-        if rec["type"] == "step_started":
+        if is_a(rec, RecordType.STEP_STARTED):
             self.steps_started += 1
             self.step_model_calls = 0
-        elif rec["type"] == "action_dispatched":
+        elif is_a(rec, RecordType.ACTION_DISPATCHED):
             self.dispatches[rec["step"]] = self.dispatches.get(rec["step"], 0) + 1
-        elif rec["type"] in ("resolved", "llm_call"):
+        elif is_a(rec, RecordType.RESOLVED, RecordType.LLM_CALL):
             calls = int(rec["data"].get("model_calls", 0) or 0)
             self.model_calls += calls
             self.step_model_calls += calls

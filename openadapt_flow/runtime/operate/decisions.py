@@ -26,9 +26,9 @@ from openadapt_flow.store.checkpoint import checkpoint_digest
 from openadapt_flow.store.escalation import digest, sign, verify
 from openadapt_flow.store.journal import now_iso
 from openadapt_flow.store.keys import load_decision_key, load_key
-from openadapt_flow.store.states import FINAL_STATES
+from openadapt_flow.store.states import DecisionKind, FINAL_STATES, PausedReason, RunState
 
-DECISION_NAMES = ("continue", "skip", "reject", "teach", "escalate", "reconcile")
+DECISION_NAMES = (DecisionKind.CONTINUE, DecisionKind.SKIP, DecisionKind.REJECT, DecisionKind.TEACH, DecisionKind.ESCALATE, DecisionKind.RECONCILE)
 AUTHENTICATED_CHANNELS = ("console", "phone")  # an operator who logged in with a credential (SPEC §20)
 Audit = Callable[[dict[str, Any]], Any]  # appends an event to the store's operator audit log
 DECISION_WAIT_S = 10.0  # how long a decision waits for another command's hold on the run before it is refused
@@ -119,7 +119,7 @@ def check_approval(run: RunHandle, pending: dict[str, Any], key: bytes, *, now: 
     if approval.get("decision") not in task["allowed_decisions"]:
         raise RefusedError(f"{path}: decision {approval.get('decision')!r} is not allowed for this pause")
     distinct = len({voter(v) for v in approval.get("votes") or []})
-    if approval.get("decision") != "reject" and distinct < task.get("quorum", 1):
+    if approval.get("decision") != DecisionKind.REJECT and distinct < task.get("quorum", 1):
         raise RefusedError(f"{path}: quorum not met: {distinct} of {task['quorum']} distinct operators have decided")
     return approval
 
@@ -128,18 +128,18 @@ def deliver(run_path: RunRef, kind: str, operator: str, *, value: str | None = N
             data: Any = None, os_user: str | None = None, channel: str = "cli", audit: Audit | None = None) -> dict[str, Any]:
     """`flow answer` / `flow signal`: a signed delivery bound to the pause that waits for it."""
     run = _open(run_path)
-    want = {"answer": "awaiting_user", "signal": "awaiting_signal"}[kind]
+    want = {"answer": PausedReason.AWAITING_USER, "signal": PausedReason.AWAITING_SIGNAL}[kind]
     with deciding(run, run.manifest()) as (_lease, records, state):
         key = load_decision_key(create=False)
         pending = pending_view(run, records, key)
         _refuse_if_decided(run, records, pending)
-        if state.get("state") not in ("PAUSED", "INTERRUPTED") or pending is None or pending.get("paused_reason") != want:
+        if state.get("state") not in (RunState.PAUSED, RunState.INTERRUPTED) or pending is None or pending.get("paused_reason") != want:
             reason = pending.get("paused_reason") if pending else state.get("paused_reason")
             raise RefusedError(f"{run.ref}: run is {state.get('state')}({reason}), not {want}")
         ask = pending["task"].get("ask")  # signed with the task; runs without a bundle (workflows) have only this
         step = SimpleNamespace(id=pending["step"], **ask) if ask is not None else _snapshot_step(run, pending["step"])
         payload: dict[str, Any]
-        if kind == "answer":
+        if kind == DecisionKind.ANSWER:
             assert value is not None
             payload = {"value": _check_answer(step, value)}
         else:
@@ -196,9 +196,9 @@ def approve(
     `pause_id`, if given, must be the open pause's, checked under that lease."""
     if decision not in DECISION_NAMES:
         raise UsageError(f"--decision {decision!r}: expected one of {', '.join(DECISION_NAMES)}")
-    if (decision == "teach") != (point is not None or template is not None):
+    if (decision == DecisionKind.TEACH) != (point is not None or template is not None):
         raise UsageError("--decision teach needs --point X,Y (on the halt frame) or --template PNG, and only teach takes them")
-    if (decision == "reconcile") != (effect is not None):
+    if (decision == DecisionKind.RECONCILE) != (effect is not None):
         raise UsageError("--effect landed|absent goes with --decision reconcile, and reconcile needs it")
     if effect is not None and effect not in ("landed", "absent"):
         raise UsageError(f"--effect {effect!r}: expected landed or absent")
@@ -221,25 +221,25 @@ def approve(
         key = load_decision_key(create=False)
         pending = pending_view(run, records, key)
         # PAUSED, or INTERRUPTED while pausing (the journal has the pause; the state never said PAUSED)
-        if pending is None or state.get("state") not in ("PAUSED", "INTERRUPTED"):
+        if pending is None or state.get("state") not in (RunState.PAUSED, RunState.INTERRUPTED):
             return _not_paused(run, state, decision, user, records)  # e.g. decided or resumed by another command meanwhile
         if pause_id is not None and pending["pause_id"] != pause_id:  # a phone decision binds the pause it was shown
             raise RefusedError(f"{run.ref}: the decision is for pause {pause_id}, but the open pause is {pending['pause_id']}")
-        if decision == "escalate":  # allowed after expiry too: expiry voids the task, not the run
-            if "escalate" not in pending["task"]["allowed_decisions"]:
+        if decision == DecisionKind.ESCALATE:  # allowed after expiry too: expiry voids the task, not the run
+            if DecisionKind.ESCALATE not in pending["task"]["allowed_decisions"]:
                 raise RefusedError("--decision escalate is not allowed for this pause")
             _check_channel(run, pending, channel)
             out = _escalate(run, manifest, pending, key, operator, user, note, channel)
             _audit(audit, run, out, channel)
             return out
         payload = None
-        if decision == "teach":
-            if "teach" not in pending["task"]["allowed_decisions"]:
+        if decision == DecisionKind.TEACH:
+            if DecisionKind.TEACH not in pending["task"]["allowed_decisions"]:
                 raise RefusedError("--decision teach is allowed only for resolution or ambiguity halts")
             payload = make_patch(run, pending, records, point=point, template=template)
         out = _record(run, pending, key, decision, operator, user, effect=effect, note=note, now=now, payload=payload,
                       channel=channel, audit=audit)
-        if decision == "reject" and out["recorded"]:
+        if decision == DecisionKind.REJECT and out["recorded"]:
             body = run.read_approval() or {}
             _block(run, pending, body)
     if out["recorded"] and reporter is not None:  # the report's "next" becomes the resume
@@ -256,7 +256,7 @@ def _not_paused(run: RunHandle, state: dict[str, Any], decision: str, user: str,
     if records is not None:
         _refuse_if_decided(run, records, None)
     reason = f"({state['paused_reason']})" if state.get("paused_reason") else ""
-    why = f" ({state['message']})" if state.get("message") and state.get("state") == "BLOCKED" else ""
+    why = f" ({state['message']})" if state.get("message") and state.get("state") == RunState.BLOCKED else ""
     raise RefusedError(f"{run.ref}: run is {state.get('state')}{reason}{why}, not awaiting approval")
 
 
@@ -353,8 +353,8 @@ def _escalate(run: RunHandle, manifest: dict[str, Any], pending: dict[str, Any],
     run.remove_approval()
     journal.close()
     state = run.state()
-    run.write_state("PAUSED", journal=journal, **{k: state.get(k) for k in ("paused_reason", "transaction_outcome", "last_checkpoint_seq", "halt_category", "message")})
-    return {"recorded": True, "decision": "escalate", "pause_id": pause_id, "level": levels[level], "operator": operator, "os_user": user}
+    run.write_state(RunState.PAUSED, journal=journal, **{k: state.get(k) for k in ("paused_reason", "transaction_outcome", "last_checkpoint_seq", "halt_category", "message")})
+    return {"recorded": True, "decision": DecisionKind.ESCALATE, "pause_id": pause_id, "level": levels[level], "operator": operator, "os_user": user}
 
 
 def _block(run: RunHandle, pending: dict[str, Any], decision: dict[str, Any]) -> None:
@@ -373,7 +373,7 @@ def block_run(run: RunHandle, journal: JournalWriter, pending: dict[str, Any], d
         "id": "incident-" + pending["pause_id"].removeprefix("pause-"),
         "run_id": pending["run_id"],
         "rule": "operator_reject",
-        "decision": "reject",
+        "decision": DecisionKind.REJECT,
         "operator": decision["operator"],
         "os_user": decision["os_user"],
         "note": decision["note"],
@@ -383,6 +383,6 @@ def block_run(run: RunHandle, journal: JournalWriter, pending: dict[str, Any], d
         "decided_at": decision["decided_at"],
     }
     run.write_incident(incident)
-    journal.append("run_finished", None, {"state": "BLOCKED", "incident": incident["id"], "transaction_outcome": pending.get("transaction_outcome")})
+    journal.append("run_finished", None, {"state": RunState.BLOCKED, "incident": incident["id"], "transaction_outcome": pending.get("transaction_outcome")})
     journal.close()
-    run.write_state("BLOCKED", journal=journal, transaction_outcome=pending.get("transaction_outcome"), message=f"rejected by {decision['operator']}")
+    run.write_state(RunState.BLOCKED, journal=journal, transaction_outcome=pending.get("transaction_outcome"), message=f"rejected by {decision['operator']}")

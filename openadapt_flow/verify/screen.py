@@ -7,8 +7,7 @@ capturing are the runtime's job.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 import cv2
 import numpy as np
@@ -17,6 +16,7 @@ from openadapt_flow.bundle.models import Postcondition, Step
 from openadapt_flow.bundle.params import Interpolator
 from openadapt_flow.fixture.widget import widget_box
 from openadapt_flow.ladder.types import Box, Point
+from openadapt_flow.store.records import Check
 from openadapt_flow.vision.caret import FAINT_CARET_INK, without_caret, without_caret_in_lines
 from openadapt_flow.vision.diff import changed_box, changed_fraction, changed_pixels
 from openadapt_flow.vision.mask import union
@@ -58,20 +58,6 @@ def verification_plan(step: Step) -> str:
     if step.action == "type" and step.target is not None and step.text and not Interpolator.uses_secret(step.text):
         return "readback"
     return "weak"
-
-
-@dataclass
-class Check:
-    """One fact and whether it held, with what was seen."""
-
-    kind: str
-    expected: str
-    ok: bool
-    detail: str = ""
-    evidence: dict[str, Any] = field(default_factory=dict)
-
-    def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "expected": self.expected, "ok": self.ok, "detail": self.detail, **self.evidence}
 
 
 @dataclass(frozen=True)
@@ -190,7 +176,7 @@ class ScreenChecks:
             if seen is None or not seen.ok:
                 seen = self.text(frame, text)
                 if window and seen.ok:
-                    seen.detail += " outside its region"
+                    seen.detail = (seen.detail or "") + " outside its region"
             return seen
         if kind == "text_absent":
             assert text is not None

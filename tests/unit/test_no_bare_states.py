@@ -17,11 +17,12 @@ variable (a record's type read earlier) has a string constant equal to a `Record
 from __future__ import annotations
 
 import ast
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import get_args
 
-from openadapt_flow.store.records import DATA_MODELS, Decision
+from openadapt_flow.store.records import DATA_MODELS, Check, Decision, EffectVerdict, Reading
 from openadapt_flow.store.states import DecisionKind, PausedReason, RecordType, RunState
 
 PACKAGE = Path(__file__).resolve().parents[2] / "openadapt_flow"
@@ -108,3 +109,32 @@ def test_no_record_type_compared_as_a_string() -> None:
 def test_the_vocabularies_match_the_record_models() -> None:
     assert {m.value for m in RecordType} == set(DATA_MODELS)
     assert {m.value for m in DecisionKind} == set(get_args(Decision))
+
+
+def test_a_record_model_is_the_one_class_of_its_name() -> None:
+    """The runtime's verdicts (Check, EffectVerdict, Reading) are the journal's models, and the policy's run signal
+    is not a second `Blocked`: no class elsewhere takes the name of a model of `store/records.py`."""
+    records = PACKAGE / "store" / "records.py"
+    models = {n.name for n in ast.parse(records.read_text()).body if isinstance(n, ast.ClassDef)}
+    twins = [f"{path.relative_to(PACKAGE)}:{node.lineno}: {node.name}" for path in sorted(PACKAGE.rglob("*.py"))
+             if path != records for node in ast.walk(ast.parse(path.read_text()))
+             if isinstance(node, ast.ClassDef) and node.name in models]
+    assert twins == []
+
+
+def test_the_verdicts_write_what_journals_on_disk_hold() -> None:
+    """A verdict's JSON is byte-for-byte what the dataclasses it replaced wrote, and a journal's record reads back
+    into the same class."""
+
+    check = Check("text_present", "Total", True, "read 'Total'", {"score": 0.91, "at": [1, 2, 3, 4]})
+    assert json.dumps(check.to_json()) == ('{"kind": "text_present", "expected": "Total", "ok": true, "detail": '
+                                           '"read \'Total\'", "score": 0.91, "at": [1, 2, 3, 4]}')
+    assert Check("readback", "x", False).to_json() == {"kind": "readback", "expected": "x", "ok": False, "detail": ""}
+    assert Check.model_validate(check.to_json()).evidence == {"score": 0.91, "at": [1, 2, 3, 4]}
+    assert Reading(False, error="boom").to_json() == {"ok": False, "value": None, "error": "boom"}
+    assert Reading(True, 3).to_json() == {"ok": True, "value": 3}
+    verdict = EffectVerdict(verdict="CONFIRMED", baseline=Reading(True, 0), observed=Reading(True, 1), reads=2,
+                            waited_s=0.12345)
+    assert json.dumps(verdict.to_json()) == ('{"verdict": "CONFIRMED", "baseline": {"ok": true, "value": 0}, "observed": '
+                                             '{"ok": true, "value": 1}, "reads": 2, "waited_s": 0.123, "detail": ""}')
+    assert EffectVerdict.model_validate(verdict.to_json()).to_json() == verdict.to_json()

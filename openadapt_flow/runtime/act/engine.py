@@ -37,9 +37,10 @@ from openadapt_flow.runtime.act.launch import BackendFactory, ReplayRequest, Rep
 from openadapt_flow.runtime.act.lifecycle import begin_run, check_queued
 from openadapt_flow.runtime.decide.outcome import classify, landed
 from openadapt_flow.runtime.act.pause import open_pause
-from openadapt_flow.runtime.decide.policy import Blocked, check_step
+from openadapt_flow.runtime.decide.policy import PolicyBlock, check_step
 from openadapt_flow.runtime.act.preflight import check_effects, check_model_key, probe_effects
 from openadapt_flow.runtime.act.runref import ref_path, store_for
+from openadapt_flow.store.records import Blocked
 from openadapt_flow.store.states import PausedReason, RunState
 from openadapt_flow.runtime.act.step import StepRecord, run_gui_step
 from openadapt_flow.store.atomic import StorageFault
@@ -267,7 +268,7 @@ def run_body(ctx: RunContext, body: Callable[[], None]) -> Stop:
         ctx.frames.close()
         ctx.journal.close()
         raise
-    except Blocked as b:
+    except PolicyBlock as b:
         write_incident(ctx, b)
         return RunState.BLOCKED, b.message, "policy", None, b.step
     except StopRequested as s:
@@ -377,12 +378,13 @@ def _write_stop(ctx: RunContext, state: str, message: str, category: str | None,
     return state, message
 
 
-def write_incident(ctx: RunContext, b: Blocked) -> None:
+def write_incident(ctx: RunContext, b: PolicyBlock) -> None:
     """ExecutionIncident: the policy decision that ended the run, on disk before the state says BLOCKED."""
-    incident = {"id": "incident-" + uuid.uuid4().hex[:10], "run_id": ctx.run_id, "rule": b.rule, "decision": "policy",
-                "observed": b.observed, "limit": b.limit, "step": b.step, "message": b.message, "decided_at": now_iso()}
+    blocked = Blocked(id="incident-" + uuid.uuid4().hex[:10], rule=b.rule, observed=b.observed, limit=b.limit)
+    incident = {"id": blocked.id, "run_id": ctx.run_id, "rule": b.rule, "decision": "policy", "observed": b.observed,
+                "limit": b.limit, "step": b.step, "message": b.message, "decided_at": now_iso()}
     ctx.run.write_incident(incident)
-    ctx.journal.append("blocked", b.step, {k: incident[k] for k in ("id", "rule", "observed", "limit")})
+    ctx.journal.append("blocked", b.step, blocked.model_dump())
 
 
 def save_halt_frame(ctx: RunContext, h: Halt) -> str | None:

@@ -38,7 +38,7 @@ from openadapt_flow.runtime.decide.calls import Call
 from openadapt_flow.runtime.act.context import RunContext
 from openadapt_flow.runtime.act.durable import durable_call
 from openadapt_flow.runtime.decide.halt import Halt, Pause, StopRequested
-from openadapt_flow.runtime.decide.policy import Blocked, check_step
+from openadapt_flow.runtime.decide.policy import PolicyBlock, check_step
 from openadapt_flow.runtime.workflow.api import entry_of, tool_info
 from openadapt_flow.runtime.workflow.llm import Llm, chat
 
@@ -210,7 +210,7 @@ class WorkflowContext:
         except Halt as h:
             h.step = h.step or step.id
             raise WorkflowStop(h) from None
-        except (Pause, Blocked, StopRequested, RefusedError) as e:
+        except (Pause, PolicyBlock, StopRequested, RefusedError) as e:
             raise WorkflowStop(e) from None
         if began:
             rc.progress.step_finished(index, max(index + 1, len(self.calls)), step.id, {"ok": True, "rung": kind, "ms": (time.monotonic() - began[0]) * 1000})
@@ -358,7 +358,7 @@ class WorkflowContext:
         def body(step: Step, past: Call | None) -> Any:
             policy, budget = self.rc.config.policy, self.rc.budget
             if policy.max_model_calls is not None and budget.model_calls >= policy.max_model_calls:
-                raise Blocked("max_model_calls", budget.model_calls + 1, policy.max_model_calls, step.id,
+                raise PolicyBlock("max_model_calls", budget.model_calls + 1, policy.max_model_calls, step.id,
                               f"model call {budget.model_calls + 1} would exceed max_model_calls {policy.max_model_calls}")
             self.rc.before_dispatch(step)
             self.rc.journal.append("llm_call", step.id, {"model_calls": 1, "model": model}, sync=True)  # counted even if it fails

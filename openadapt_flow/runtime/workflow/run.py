@@ -37,7 +37,7 @@ from openadapt_flow.runtime.act.engine import NoDesktop, finish, make_context, r
 from openadapt_flow.runtime.decide.halt import Halt, Pause, StopRequested
 from openadapt_flow.runtime.act.launch import BackendFactory, ReplayRequest, Reporter, RunOutcome, Runs, WorkflowRequest
 from openadapt_flow.runtime.act.lifecycle import begin_run
-from openadapt_flow.runtime.decide.policy import Blocked
+from openadapt_flow.runtime.decide.policy import PolicyBlock
 from openadapt_flow.runtime.act.runref import ref_path, store_for
 from openadapt_flow.store.states import RunState
 from openadapt_flow.runtime.workflow.api import ACTIVE, bind_args, entry_of, resolve_entry
@@ -256,7 +256,7 @@ class Runner:
         if out.state == "INTERRUPTED":
             raise StopRequested()
         if out.state == "BLOCKED":
-            raise Blocked("child_blocked", "BLOCKED", None, step.id, f"child run {child.ref} ended BLOCKED: {out.message}")
+            raise PolicyBlock("child_blocked", "BLOCKED", None, step.id, f"child run {child.ref} ended BLOCKED: {out.message}")
         raise Halt("child", f"child run {child.ref} ended {out.state}: {out.message}", step=step.id)
 
 

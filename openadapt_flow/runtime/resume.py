@@ -25,7 +25,7 @@ from openadapt_flow.runtime.decide.config import BackendConfig, DeployConfig
 from openadapt_flow.runtime.act.context import Progress, RunContext
 from openadapt_flow.runtime.operate.decisions import block_run, check_approval
 from openadapt_flow.runtime.act.durable import record_verified
-from openadapt_flow.runtime.act.engine import execute, finish, make_context, open_or_none, stop_on_signals
+from openadapt_flow.runtime.act.engine import RunInputs, RunSetup, execute, finish, make_context, open_or_none, stop_on_signals
 from openadapt_flow.runtime.decide.halt import Halt
 from openadapt_flow.runtime.act.launch import BackendFactory, Reporter, RunOutcome, Runs
 from openadapt_flow.runtime.act.lifecycle import check_manifest, effective_state, finalize_interrupted, queued
@@ -172,8 +172,8 @@ def _continue_bundle(run: RunHandle, manifest: dict[str, Any], config: DeployCon
     try:
         # every system of record that steps still to come will read answers now, before any input
         probe_effects(loaded, config, bound, manifest["run_id"], started={r["step"] for r in records if r["type"] == "step_started"})
-        ctx = make_context(run, manifest["run_id"], loaded, bound, live, config, journal, bool(manifest.get("allow_model")), True,
-                           how.progress, how.reporter, runs=runs)
+        ctx = make_context(run, manifest["run_id"], journal, live, RunInputs(loaded, bound),
+                           RunSetup(config, runs, bool(manifest.get("allow_model")), True, how.progress, how.reporter))
         ctx.lease = lease
         ctx.watch(records)
         if how.stop is not None:

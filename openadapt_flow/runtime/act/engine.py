@@ -9,8 +9,9 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -47,7 +48,7 @@ from openadapt_flow.store.atomic import StorageFault
 from openadapt_flow.store.faults import crash_point
 from openadapt_flow.store.journal import now_iso
 from openadapt_flow.store.keys import load_decision_key, load_key
-from openadapt_flow.store.base import JournalWriter, RunHandle
+from openadapt_flow.store.base import JournalWriter, RunHandle, RunLease
 from openadapt_flow.store.lease import LeaseLost
 from openadapt_flow.verify.screen import ScreenChecks
 from openadapt_flow.vision.annotate import annotate
@@ -149,26 +150,64 @@ def prepare(req: ReplayRequest) -> tuple[LoadedBundle, BoundParams, bool]:
     return loaded, params, durable
 
 
-def make_context(
-    run: RunHandle, run_id: str, loaded: LoadedBundle | None, params: BoundParams, backend: Backend, config: DeployConfig,
-    journal: JournalWriter, allow_model: bool, durable: bool, progress: Progress | None, reporter: Reporter | None,
-    *, runs: Runs, digest: str | None = None, ocr: OcrEngine | None = None,
-) -> RunContext:
-    """The context of a bundle run (`loaded`), or of a workflow run (None: no bundle; its calls add its steps); `ocr`: an
-    engine to reuse (a fleet worker's, loaded once), else a new one."""
-    ocr = ocr if ocr is not None else OcrEngine()
-    ladder = build_ladder(loaded, config, allow_model, ocr)
+@dataclass(frozen=True)
+class RunInputs:
+    """What a run replays: its bundle (None: a workflow, whose calls add its steps), its bound parameters, and the
+    digest its manifest pins (None: the bundle's own)."""
+
+    loaded: LoadedBundle | None
+    params: BoundParams
+    digest: str | None = None
+
+
+@dataclass(frozen=True)
+class RunSetup:
+    """How a run is driven: its deployment config, who starts its child runs, whether the model rung may be used and
+    the run is durable, who hears of its progress and renders its report, and an OCR engine to reuse (a fleet
+    worker's, loaded once; None: a new one)."""
+
+    config: DeployConfig
+    runs: Runs
+    allow_model: bool = False
+    durable: bool = True
+    progress: Progress | None = None
+    reporter: Reporter | None = None
+    ocr: OcrEngine | None = None
+
+
+def make_context(run: RunHandle, run_id: str, journal: JournalWriter, backend: Backend, inputs: RunInputs,
+                 setup: RunSetup) -> RunContext:
+    """The context of a bundle run, or of a workflow run (`inputs.loaded` None: no bundle)."""
+    loaded, config = inputs.loaded, setup.config
+    ocr = setup.ocr if setup.ocr is not None else OcrEngine()
+    ladder = build_ladder(loaded, config, setup.allow_model, ocr)
     screen = loaded.model.screen if loaded is not None else NO_SCREEN
     first = backend.capture()
     scale = (first.width / screen.width, first.height / screen.height)
     fold = RunProgress()
     return RunContext(
-        run_id=run_id, bundle=loaded, params=params, interp=Interpolator(params, run_id, fold.results), backend=backend,
-        ladder=ladder, checks=ScreenChecks(ocr, ladder.templates, scale), journal=journal, run=run,
-        frames=run.frame_writer(), config=config, progress=progress or Progress(), reporter=reporter,
-        durable=durable, fold=fold, runs=runs, steps={s.id: s for s in loaded.model.steps} if loaded is not None else {},
-        digest=digest if digest is not None else loaded.digest if loaded is not None else "",
+        run_id=run_id, bundle=loaded, params=inputs.params, interp=Interpolator(inputs.params, run_id, fold.results),
+        backend=backend, ladder=ladder, checks=ScreenChecks(ocr, ladder.templates, scale), journal=journal, run=run,
+        frames=run.frame_writer(), config=config, progress=setup.progress or Progress(), reporter=setup.reporter,
+        durable=setup.durable, fold=fold, runs=setup.runs, steps={s.id: s for s in loaded.model.steps} if loaded is not None else {},
+        digest=inputs.digest if inputs.digest is not None else loaded.digest if loaded is not None else "",
     )
+
+
+@dataclass
+class _Start:
+    """A bundle run being started: its checked input, the desktop (a submitted run's connecting on a thread), and
+    what the end of the run lets go of."""
+
+    req: ReplayRequest
+    loaded: LoadedBundle
+    params: BoundParams
+    durable: bool
+    pool: ThreadPoolExecutor | None = None
+    connecting: Future[Backend] | None = None
+    backend: Backend | None = None
+    lease: RunLease | None = None
+    ctx: RunContext | None = None
 
 
 def start_bundle(req: ReplayRequest, runs: Runs, progress: Progress | None = None, reporter: Reporter | None = None,
@@ -183,57 +222,71 @@ def start_bundle(req: ReplayRequest, runs: Runs, progress: Progress | None = Non
     key = load_key(create=True)
     if durable:
         load_decision_key(create=True)  # the first run that may pause creates it; approve/resume never do
-    pool = ThreadPoolExecutor(1, thread_name_prefix="connect") if req.submitted else None
-    connecting = pool.submit(open_or_none, req.backend, backend_factory) if pool is not None else None
-    # connect errors surface here, before any run dir exists
-    backend: Backend | None = open_or_none(req.backend, backend_factory) if connecting is None else None
-    lease = ctx = None
+    st = _Start(req, loaded, params, durable)
+    if req.submitted:
+        st.pool = ThreadPoolExecutor(1, thread_name_prefix="connect")
+        st.connecting = st.pool.submit(open_or_none, req.backend, backend_factory)
+    else:  # connect errors surface here, before any run dir exists
+        st.backend = open_or_none(req.backend, backend_factory)
     try:
-        store = store_for(req.config, req.run_dir)
-        submitted = store.open_run(str(req.run_dir)) if req.submitted else None
-        recorded = submitted.manifest() if submitted is not None else None  # keeps the run_id it was submitted with
-        run_id = recorded["run_id"] if recorded is not None else f"run-{uuid.uuid4().hex[:12]}"
-        if backend is not None:  # after the backend opened (a fixture creates its system of record), before the run dir
-            probe_effects(loaded, req.config, params, run_id)
-        run = submitted or store.create_run(None if req.run_dir is None else str(req.run_dir))
-        crash_point("start:dir_created")
-        try:
-            lease = run.lease(req.config.runtime.lease_ttl_s).acquire()  # every run has one owner
-            lease.start_heartbeat()
-            if recorded is not None:
-                check_queued(run)  # under the lease: a run already started is never started twice
-            crash_point("start:lease_acquired")
-            if connecting is not None:
-                backend = connecting.result()
-                probe_effects(loaded, req.config, params, run_id)
-            if recorded is None or recorded["bundle"]["digest"] != loaded.digest:  # a submitted run holds these bytes
-                run.snapshot_bundle(loaded.root, loaded.files)
-            crash_point("start:bundle_copied")
-            journal, started = begin_run(run, key, _manifest(run_id, req, loaded, params, durable),
-                                         {"steps": len(loaded.model.steps), "durable": durable, "lease_generation": lease.generation})
-        except StorageFault as f:  # before manifest.json there is no run to resume: say so
-            f.message = f"the run could not start ({f.detail}); nothing was sent — replay again once the fault is gone"
-            raise
-        assert backend is not None
-        ctx = make_context(run, run_id, loaded, params, backend, req.config, journal, req.allow_model, durable, progress, reporter,
-                           runs=runs, ocr=req.ocr)
-        ctx.lease = lease
+        run, run_id, journal, started = _open_run(st, key)
+        assert st.backend is not None
+        ctx = st.ctx = make_context(run, run_id, journal, st.backend, RunInputs(loaded, params),
+                                    RunSetup(req.config, runs, req.allow_model, durable, progress, reporter, req.ocr))
+        ctx.lease = st.lease
         ctx.watch([started])
         for step_id, box in req.masks.items():  # journaled in the child too, so its own resumes mask as well
             ctx.mask_secret(f"parent:{step_id}", box)
         with stop_on_signals(ctx.stop):
             return execute(ctx, 0)
     finally:
-        if ctx is not None:
-            ctx.frames.close()  # never exit with the frame writer mid-encode (a C++ abort at interpreter shutdown)
-        if lease is not None:
-            lease.release()
-        if backend is None and connecting is not None and connecting.exception() is None:
-            backend = connecting.result()  # stopped before it was used: still closed
-        if backend is not None:
-            backend.close()
-        if pool is not None:
-            pool.shutdown()
+        _let_go(st)
+
+
+def _open_run(st: _Start, key: bytes) -> tuple[RunHandle, str, JournalWriter, dict[str, Any]]:
+    """Create (or, submitted, open) the run, take its lease, copy the bundle and write `run_started`: the run, its
+    id, its journal and that first record."""
+    req, loaded, params = st.req, st.loaded, st.params
+    store = store_for(req.config, req.run_dir)
+    submitted = store.open_run(str(req.run_dir)) if req.submitted else None
+    recorded = submitted.manifest() if submitted is not None else None  # keeps the run_id it was submitted with
+    run_id = recorded["run_id"] if recorded is not None else f"run-{uuid.uuid4().hex[:12]}"
+    if st.backend is not None:  # after the backend opened (a fixture creates its system of record), before the run dir
+        probe_effects(loaded, req.config, params, run_id)
+    run = submitted or store.create_run(None if req.run_dir is None else str(req.run_dir))
+    crash_point("start:dir_created")
+    try:
+        st.lease = lease = run.lease(req.config.runtime.lease_ttl_s).acquire()  # every run has one owner
+        lease.start_heartbeat()
+        if recorded is not None:
+            check_queued(run)  # under the lease: a run already started is never started twice
+        crash_point("start:lease_acquired")
+        if st.connecting is not None:
+            st.backend = st.connecting.result()
+            probe_effects(loaded, req.config, params, run_id)
+        if recorded is None or recorded["bundle"]["digest"] != loaded.digest:  # a submitted run holds these bytes
+            run.snapshot_bundle(loaded.root, loaded.files)
+        crash_point("start:bundle_copied")
+        journal, started = begin_run(run, key, _manifest(run_id, req, loaded, params, st.durable),
+                                     {"steps": len(loaded.model.steps), "durable": st.durable, "lease_generation": lease.generation})
+    except StorageFault as f:  # before manifest.json there is no run to resume: say so
+        f.message = f"the run could not start ({f.detail}); nothing was sent — replay again once the fault is gone"
+        raise
+    return run, run_id, journal, started
+
+
+def _let_go(st: _Start) -> None:
+    """The end of a start, however it ended: frames flushed, lease released, desktop closed."""
+    if st.ctx is not None:
+        st.ctx.frames.close()  # never exit with the frame writer mid-encode (a C++ abort at interpreter shutdown)
+    if st.lease is not None:
+        st.lease.release()
+    if st.backend is None and st.connecting is not None and st.connecting.exception() is None:
+        st.backend = st.connecting.result()  # stopped before it was used: still closed
+    if st.backend is not None:
+        st.backend.close()
+    if st.pool is not None:
+        st.pool.shutdown()
 
 
 Stop = tuple[str, str, str | None, str | None, str | None]  # state, message, category, paused_reason, step

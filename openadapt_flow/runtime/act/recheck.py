@@ -90,7 +90,7 @@ def recheck(ctx: RunContext, u: Uncertain) -> RecheckResult:
     baseline = None
     if u.baseline is not None:
         b = u.baseline["data"]
-        baseline = Reading(bool(b.get("ok")), b.get("value"), b.get("error", ""))
+        baseline = Reading(bool(b.get("ok")), b.get("value"), error=b.get("error", ""))
     try:
         observed = make_reader(effect, ctx.params.values | {"run_id": ctx.run_id})()
     except ConfigError as e:  # a verifier that cannot even be built reads nothing: unknown, not absent

@@ -33,7 +33,7 @@ from openadapt_flow.errors import FlowError, RefusedError, UsageError
 from openadapt_flow.runtime.decide.calls import call_steps, history
 from openadapt_flow.runtime.decide.config import DeployConfig
 from openadapt_flow.runtime.act.context import Progress, RunContext
-from openadapt_flow.runtime.act.engine import NoDesktop, finish, make_context, run_body, stop_on_signals
+from openadapt_flow.runtime.act.engine import NoDesktop, RunInputs, RunSetup, finish, make_context, run_body, stop_on_signals
 from openadapt_flow.runtime.decide.halt import Halt, Pause, StopRequested
 from openadapt_flow.runtime.act.launch import BackendFactory, ReplayRequest, Reporter, RunOutcome, Runs, WorkflowRequest
 from openadapt_flow.runtime.act.lifecycle import begin_run
@@ -112,8 +112,8 @@ def _context(run: RunHandle, run_id: str, digest: str, args: Mapping[str, Any], 
              lease: RunLease, records: list[dict[str, Any]], progress: Progress | None, reporter: Reporter | None,
              stop: threading.Event | None, runs: Runs) -> RunContext:
     """A workflow run's context: no bundle and no desktop; its steps are its calls, those the journal has to begin with."""
-    rc = make_context(run, run_id, None, BoundParams(dict(args)), NoDesktop(), config, journal, False, True, progress, reporter,
-                      runs=runs, digest=digest)
+    rc = make_context(run, run_id, journal, NoDesktop(), RunInputs(None, BoundParams(dict(args)), digest),
+                      RunSetup(config, runs, progress=progress, reporter=reporter))
     rc.steps.update((s.id, s) for s in call_steps(records))
     rc.lease = lease
     rc.watch(records)

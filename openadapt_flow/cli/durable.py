@@ -18,7 +18,7 @@ from openadapt_flow.errors import UsageError
 from openadapt_flow.report.render import write_reports
 from openadapt_flow.runtime.act.backend_select import BackendFlags
 from openadapt_flow.runtime.decide.config import load_config
-from openadapt_flow.runtime.operate.decisions import Audit, approve, deliver
+from openadapt_flow.runtime.operate.decisions import Audit, DecisionOptions, approve, deliver
 from openadapt_flow.runtime.operate.teach import apply_patches
 from openadapt_flow.runtime.act.engine import stop_on_signals
 from openadapt_flow.runtime.worker import Worker
@@ -65,8 +65,8 @@ def approve_cmd(
         except ValueError:
             raise UsageError(f"--point {point!r}: expected X,Y in halt-frame pixels") from None
         xy = (px, py)
-    out = approve(open_run_arg(run_dir, store), decision, operator, note=note, effect=effect, reporter=write_reports, point=xy,
-                  template=template, channel=CLI_CHANNEL, audit=cli_audit(run_dir, store))
+    out = approve(open_run_arg(run_dir, store), decision, operator, note=note, effect=effect, channel=CLI_CHANNEL,
+                  options=DecisionOptions(point=xy, template=template, reporter=write_reports, audit=cli_audit(run_dir, store)))
     if as_json:
         emit_json(out)
     elif out.get("noop"):
@@ -129,7 +129,7 @@ def answer_cmd(
 ) -> None:
     """Answer a run that is PAUSED(awaiting_user); `flow resume` (or `flow worker`) continues it."""
     out = deliver(open_run_arg(run_dir, store), DecisionKind.ANSWER, operator or getpass.getuser(), value=value, channel=CLI_CHANNEL,
-                  audit=cli_audit(run_dir, store))
+                  options=DecisionOptions(audit=cli_audit(run_dir, store)))
     emit_json(out) if as_json else typer.echo("already recorded" if out.get("noop") else f"recorded answer for {out['pause_id']}")
 
 
@@ -150,7 +150,7 @@ def signal_cmd(
         except ValueError as e:
             raise UsageError(f"--data is not valid JSON ({e})") from None
     out = deliver(open_run_arg(run_dir, store), DecisionKind.SIGNAL, operator or getpass.getuser(), name=name, data=payload,
-                  channel=CLI_CHANNEL, audit=cli_audit(run_dir, store))
+                  channel=CLI_CHANNEL, options=DecisionOptions(audit=cli_audit(run_dir, store)))
     emit_json(out) if as_json else typer.echo("already recorded" if out.get("noop") else f"recorded signal {name} for {out['pause_id']}")
 
 

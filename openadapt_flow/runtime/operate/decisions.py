@@ -7,6 +7,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from types import SimpleNamespace
@@ -125,8 +126,9 @@ def check_approval(run: RunHandle, pending: dict[str, Any], key: bytes, *, now: 
 
 
 def deliver(run_path: RunRef, kind: str, operator: str, *, value: str | None = None, name: str | None = None,
-            data: Any = None, os_user: str | None = None, channel: str = "cli", audit: Audit | None = None) -> dict[str, Any]:
-    """`flow answer` / `flow signal`: a signed delivery bound to the pause that waits for it."""
+            data: Any = None, channel: str = "cli", options: DecisionOptions | None = None) -> dict[str, Any]:
+    """`flow answer` / `flow signal`: a signed delivery bound to the pause that waits for it (`options.audit` logs it)."""
+    opts = options or DecisionOptions()
     run = _open(run_path)
     want = {"answer": PausedReason.AWAITING_USER, "signal": PausedReason.AWAITING_SIGNAL}[kind]
     with deciding(run, run.manifest()) as (_lease, records, state):
@@ -146,8 +148,8 @@ def deliver(run_path: RunRef, kind: str, operator: str, *, value: str | None = N
             if name != step.signal:
                 raise RefusedError(f"{run.ref}: step {step.id!r} waits for signal {step.signal!r}, not {name!r}")
             payload = {"name": name, "data": data}
-        return _record(run, pending, key, kind, operator, os_user or getpass.getuser(), payload=payload, channel=channel,
-                       audit=audit)
+        vote = Vote(kind, operator, getpass.getuser(), channel=channel, payload=payload)
+        return _record(run, pending, key, vote, opts)
 
 
 def _open(run: RunRef) -> RunHandle:
@@ -184,19 +186,61 @@ def _last_consumed(run: RunHandle) -> dict[str, Any] | None:
     return used[-1] if used else None
 
 
-def approve(
-    run_path: RunRef, decision: str, operator: str, *, note: str | None = None, effect: str | None = None,
-    reporter: Callable[[RunHandle], Any] | None = None, os_user: str | None = None, now: float | None = None,
-    point: tuple[int, int] | None = None, template: Path | None = None, channel: str = "cli", audit: Audit | None = None,
-    pause_id: str | None = None,
-) -> dict[str, Any]:
+@dataclass(frozen=True)
+class DecisionOptions:
+    """What binds and follows a decision beyond who decides what: a teach's target (a point on the halt frame, or a
+    template PNG), the pause the decider was shown (a phone binds it), the clock (tests), and who is told once it is
+    recorded (the report's rewrite, the store's operator audit log)."""
+
+    point: tuple[int, int] | None = None
+    template: Path | None = None
+    pause_id: str | None = None
+    now: float | None = None
+    reporter: Callable[[RunHandle], Any] | None = None
+    audit: Audit | None = None
+
+
+@dataclass(frozen=True)
+class Vote:
+    """One operator's decision on a pause, as `approve` or `deliver` records it in the signed approval."""
+
+    decision: str
+    operator: str
+    user: str  # the OS user running the command
+    channel: str = "cli"
+    effect: str | None = None
+    note: str | None = None
+    payload: dict[str, Any] | None = None
+
+
+def approve(run_path: RunRef, decision: str, operator: str, *, note: str | None = None, effect: str | None = None,
+            os_user: str | None = None, channel: str = "cli", options: DecisionOptions | None = None) -> dict[str, Any]:
     """Record a decision on the pending escalation; `reject` also ends the run BLOCKED. Returns a summary.
 
     Decisions are serialised under the run's lease: of two started at the same instant, the second sees the first.
-    `pause_id`, if given, must be the open pause's, checked under that lease."""
+    `options.pause_id`, if given, must be the open pause's, checked under that lease."""
+    opts = options or DecisionOptions()
+    _check_decision_args(decision, operator, effect, opts)
+    run = _open(run_path)
+    manifest = run.manifest()
+    vote = Vote(decision, operator, os_user or getpass.getuser(), channel, effect, note)
+    state = run.state() if run.has_state() else {}  # a damaged state.json is refused (6)
+    if state.get("state") in FINAL_STATES:
+        return _not_paused(run, state, decision, vote.user)
+    current_checkpoint(run)  # so is a damaged checkpoint.json: no decision is recorded on what cannot be read
+    _check_operator(DeployConfig.model_validate(manifest["config"]), vote)
+    with deciding(run, manifest) as (_lease, records, state):
+        out = _decide(run, manifest, records, state, vote, opts)
+    if out["recorded"] and opts.reporter is not None:  # the report's "next" becomes the resume
+        opts.reporter(run)
+    return out
+
+
+def _check_decision_args(decision: str, operator: str, effect: str | None, opts: DecisionOptions) -> None:
+    """Bad input, refused before the run is read."""
     if decision not in DECISION_NAMES:
         raise UsageError(f"--decision {decision!r}: expected one of {', '.join(DECISION_NAMES)}")
-    if (decision == DecisionKind.TEACH) != (point is not None or template is not None):
+    if (decision == DecisionKind.TEACH) != (opts.point is not None or opts.template is not None):
         raise UsageError("--decision teach needs --point X,Y (on the halt frame) or --template PNG, and only teach takes them")
     if (decision == DecisionKind.RECONCILE) != (effect is not None):
         raise UsageError("--effect landed|absent goes with --decision reconcile, and reconcile needs it")
@@ -204,46 +248,42 @@ def approve(
         raise UsageError(f"--effect {effect!r}: expected landed or absent")
     if not operator.strip():
         raise UsageError("--operator must name the person deciding")
-    run = _open(run_path)
-    manifest = run.manifest()
-    user = os_user or getpass.getuser()
-    state = run.state() if run.has_state() else {}  # a damaged state.json is refused (6)
-    if state.get("state") in FINAL_STATES:
-        return _not_paused(run, state, decision, user)
-    current_checkpoint(run)  # so is a damaged checkpoint.json: no decision is recorded on what cannot be read
-    config = DeployConfig.model_validate(manifest["config"])
+
+
+def _check_operator(config: DeployConfig, vote: Vote) -> None:
+    """approvals.operators names who may decide: operators on an authenticated channel, else OS users."""
     operators = config.approvals.operators
-    authenticated = channel in AUTHENTICATED_CHANNELS  # approvals.operators names operators there, else OS users
-    if operators is not None and (operator if authenticated else user) not in operators:
-        who = f"operator {operator!r}" if authenticated else f"OS user {user!r}"
+    authenticated = vote.channel in AUTHENTICATED_CHANNELS
+    if operators is not None and (vote.operator if authenticated else vote.user) not in operators:
+        who = f"operator {vote.operator!r}" if authenticated else f"OS user {vote.user!r}"
         raise RefusedError(f"{who} is not among approvals.operators; refusing")
-    with deciding(run, manifest) as (lease, records, state):
-        key = load_decision_key(create=False)
-        pending = pending_view(run, records, key)
-        # PAUSED, or INTERRUPTED while pausing (the journal has the pause; the state never said PAUSED)
-        if pending is None or state.get("state") not in (RunState.PAUSED, RunState.INTERRUPTED):
-            return _not_paused(run, state, decision, user, records)  # e.g. decided or resumed by another command meanwhile
-        if pause_id is not None and pending["pause_id"] != pause_id:  # a phone decision binds the pause it was shown
-            raise RefusedError(f"{run.ref}: the decision is for pause {pause_id}, but the open pause is {pending['pause_id']}")
-        if decision == DecisionKind.ESCALATE:  # allowed after expiry too: expiry voids the task, not the run
-            if DecisionKind.ESCALATE not in pending["task"]["allowed_decisions"]:
-                raise RefusedError("--decision escalate is not allowed for this pause")
-            _check_channel(run, pending, channel)
-            out = _escalate(run, manifest, pending, key, operator, user, note, channel)
-            _audit(audit, run, out, channel)
-            return out
-        payload = None
-        if decision == DecisionKind.TEACH:
-            if DecisionKind.TEACH not in pending["task"]["allowed_decisions"]:
-                raise RefusedError("--decision teach is allowed only for resolution or ambiguity halts")
-            payload = make_patch(run, pending, records, point=point, template=template)
-        out = _record(run, pending, key, decision, operator, user, effect=effect, note=note, now=now, payload=payload,
-                      channel=channel, audit=audit)
-        if decision == DecisionKind.REJECT and out["recorded"]:
-            body = run.read_approval() or {}
-            _block(run, pending, body)
-    if out["recorded"] and reporter is not None:  # the report's "next" becomes the resume
-        reporter(run)
+
+
+def _decide(run: RunHandle, manifest: dict[str, Any], records: list[dict[str, Any]], state: dict[str, Any], vote: Vote,
+            opts: DecisionOptions) -> dict[str, Any]:
+    """Under the run's lease: escalate, or record the vote (a teach's patch made first; a reject ends the run)."""
+    key = load_decision_key(create=False)
+    pending = pending_view(run, records, key)
+    # PAUSED, or INTERRUPTED while pausing (the journal has the pause; the state never said PAUSED)
+    if pending is None or state.get("state") not in (RunState.PAUSED, RunState.INTERRUPTED):
+        return _not_paused(run, state, vote.decision, vote.user, records)  # e.g. decided or resumed by another command meanwhile
+    if opts.pause_id is not None and pending["pause_id"] != opts.pause_id:  # a phone decision binds the pause it was shown
+        raise RefusedError(f"{run.ref}: the decision is for pause {opts.pause_id}, but the open pause is {pending['pause_id']}")
+    allowed = pending["task"]["allowed_decisions"]
+    if vote.decision == DecisionKind.ESCALATE:  # allowed after expiry too: expiry voids the task, not the run
+        if DecisionKind.ESCALATE not in allowed:
+            raise RefusedError("--decision escalate is not allowed for this pause")
+        _check_channel(run, pending, vote.channel)
+        out = _escalate(run, manifest, pending, key, vote)
+        _audit(opts.audit, run, out, vote.channel)
+        return out
+    if vote.decision == DecisionKind.TEACH:
+        if DecisionKind.TEACH not in allowed:
+            raise RefusedError("--decision teach is allowed only for resolution or ambiguity halts")
+        vote = replace(vote, payload=make_patch(run, pending, records, point=opts.point, template=opts.template))
+    out = _record(run, pending, key, vote, opts)
+    if vote.decision == DecisionKind.REJECT and out["recorded"]:
+        _block(run, pending, run.read_approval() or {})
     return out
 
 
@@ -274,18 +314,15 @@ def _audit(audit: Audit | None, run: RunHandle, out: dict[str, Any], channel: st
                "run": run.ref, "pause_id": out.get("pause_id"), "decision": out.get("decision")})
 
 
-def _record(run: RunHandle, pending: dict[str, Any], key: bytes, decision: str, operator: str, user: str,
-            *, effect: str | None = None, note: str | None = None, payload: dict[str, Any] | None = None,
-            now: float | None = None, channel: str = "cli", audit: Audit | None = None) -> dict[str, Any]:
-    out = _record_vote(run, pending, key, decision, operator, user, effect=effect, note=note, payload=payload, now=now,
-                       channel=channel)
-    _audit(audit, run, out, channel)
+def _record(run: RunHandle, pending: dict[str, Any], key: bytes, vote: Vote, opts: DecisionOptions) -> dict[str, Any]:
+    out = _record_vote(run, pending, key, vote, opts.now)
+    _audit(opts.audit, run, out, vote.channel)
     return out
 
 
-def _record_vote(run: RunHandle, pending: dict[str, Any], key: bytes, decision: str, operator: str, user: str,
-                 *, effect: str | None, note: str | None, payload: dict[str, Any] | None, now: float | None,
-                 channel: str) -> dict[str, Any]:
+def _record_vote(run: RunHandle, pending: dict[str, Any], key: bytes, vote: Vote, now: float | None) -> dict[str, Any]:
+    decision, operator, user, channel = vote.decision, vote.operator, vote.user, vote.channel
+    effect, note, payload = vote.effect, vote.note, vote.payload
     _check_channel(run, pending, channel)
     task = pending["task"]
     if (now if now is not None else time.time()) > _epoch(task["expires_at"]):
@@ -296,9 +333,9 @@ def _record_vote(run: RunHandle, pending: dict[str, Any], key: bytes, decision: 
     conflict = phone_vote_conflict(existing, pending["pause_id"], operator) if channel == "phone" else None
     if conflict is not None:  # checked again here, under the run's lease: a local vote may have landed meanwhile
         raise RefusedError(f"{run.ref}: {conflict}; refusing")
-    vote = {"operator": operator, "os_user": user, "note": note, "decided_at": now_iso(), "channel": channel}
-    me = voter(vote)
-    replaced, votes = None, [vote]
+    ballot = {"operator": operator, "os_user": user, "note": note, "decided_at": now_iso(), "channel": channel}
+    me = voter(ballot)
+    replaced, votes = None, [ballot]
     superseded: list[dict[str, Any]] = []
     if existing is not None and existing.get("pause_id") == pending["pause_id"]:
         earlier = existing.get("votes") or []
@@ -307,7 +344,7 @@ def _record_vote(run: RunHandle, pending: dict[str, Any], key: bytes, decision: 
         if same:
             if me in voters:  # one voter (an authenticated operator, else an OS user) never counts twice
                 return {"recorded": False, "noop": True, "decision": decision, "pause_id": pending["pause_id"]}
-            votes = earlier + [vote]  # quorum: distinct OS users accumulate on one decision
+            votes = earlier + [ballot]  # quorum: distinct OS users accumulate on one decision
         elif voters - {me}:
             # another operator decided differently first: refused, naming that decision (nothing is silently lost)
             raise RefusedError(
@@ -333,9 +370,9 @@ def _record_vote(run: RunHandle, pending: dict[str, Any], key: bytes, decision: 
             "replaced": replaced, "votes": distinct, "quorum": task.get("quorum", 1), "complete": distinct >= task.get("quorum", 1)}
 
 
-def _escalate(run: RunHandle, manifest: dict[str, Any], pending: dict[str, Any], key: bytes, operator: str, user: str,
-              note: str | None, channel: str = "cli") -> dict[str, Any]:
+def _escalate(run: RunHandle, manifest: dict[str, Any], pending: dict[str, Any], key: bytes, vote: Vote) -> dict[str, Any]:
     """Re-issue the decision task at the next level (config approvals.levels); the run stays PAUSED. Caller holds the lease."""
+    operator, user, note, channel = vote.operator, vote.user, vote.note, vote.channel
     config = DeployConfig.model_validate(manifest["config"])
     levels = config.approvals.levels or ["default"]
     level = min(int(pending.get("level", 0)) + 1, len(levels) - 1)

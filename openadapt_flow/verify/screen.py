@@ -21,7 +21,7 @@ from openadapt_flow.vision.caret import FAINT_CARET_INK, without_caret, without_
 from openadapt_flow.vision.diff import changed_box, changed_fraction, changed_pixels
 from openadapt_flow.vision.mask import union
 from openadapt_flow.vision.ocr import OcrEngine, find_text
-from openadapt_flow.vision.template import TemplateImage, find_template, intersect, pad_box
+from openadapt_flow.vision.template import TemplateImage, Thresholds, find_template, intersect, pad_box
 from openadapt_flow.verify.readback import find_typed
 
 TEMPLATE_PRESENT_MIN = 0.8
@@ -188,7 +188,7 @@ class ScreenChecks:
             templ = self.templates[pc.template_present]
             if window is not None:
                 window = clip_box(window, frame.shape[1], frame.shape[0])
-            found = find_template(frame, templ, box=window, confident=TEMPLATE_PRESENT_MIN)
+            found = find_template(frame, templ, box=window, thresholds=Thresholds(confident=TEMPLATE_PRESENT_MIN))
             ok = found.score >= TEMPLATE_PRESENT_MIN and found.plausible(found.best)
             box = found.best.box if found.best else None
             return Check(kind, pc.template_present, ok, f"best score {found.score:.3f}", {"score": round(found.score, 3), "at": list(box) if box else None})

@@ -20,7 +20,7 @@ from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.errors import FlowError, RefusedError
 from openadapt_flow.runtime.decide.config import DeployConfig
 from openadapt_flow.runtime.act.engine import stop_on_signals
-from openadapt_flow.runtime.act.launch import Reporter
+from openadapt_flow.runtime.act.launch import Reporter, RunOutcome
 from openadapt_flow.runtime.act.lifecycle import owner_gone
 from openadapt_flow.runtime.operate.reconciler import as_store
 from openadapt_flow.runtime.runs import resume
@@ -131,7 +131,7 @@ def _wait_for_holder(run: RunHandle, deadline: float, stop: threading.Event) -> 
             return None
 
 
-def resume_past_holders(run: RunHandle, hold_wait_s: float, stop: threading.Event, **kwargs: Any) -> Any:
+def resume_past_holders(run: RunHandle, hold_wait_s: float, stop: threading.Event, **kwargs: Any) -> RunOutcome:
     """Resume `run` (`kwargs` go to `resume`). After a refusal it looks at the run's lock: while another command holds
     it (a decision being recorded, a status read) it waits, up to `hold_wait_s`, and tries again as soon as that holder
     lets go. If the lock is free when it looks, a holder may have let go in between: it tries once more at once. A

@@ -333,7 +333,7 @@ class Patched(_Data):
 
 def _record(name: str, data: type[BaseModel], doc: str) -> type[BaseModel]:
     """The envelope of one record type: `type` is the discriminator, `data` that type's model."""
-    tag: Any = Literal[name]  # type: ignore[valid-type]
+    tag: Any = Literal[name]
     return create_model(_title(name), __base__=RecordEnvelope, __doc__=doc, __module__=__name__, type=(tag, ...), data=(data, ...))
 
 
@@ -394,7 +394,7 @@ RECORD_MODELS: dict[str, type[BaseModel]] = {
     for name, data in DATA_MODELS.items()
 }
 
-JournalRecord: Any = Annotated[Union[tuple(RECORD_MODELS.values())], Field(discriminator="type")]  # type: ignore[valid-type]
+JournalRecord: Any = Annotated[Union[tuple(RECORD_MODELS.values())], Field(discriminator="type")]
 
 
 @cache

@@ -80,7 +80,7 @@ class NoDesktop:
 
 
 def open_or_none(spec: BackendSpec | None, factory: Callable[[BackendSpec], Backend]) -> Backend:
-    return NoDesktop() if spec is None else factory(spec)  # type: ignore[return-value]
+    return NoDesktop() if spec is None else factory(spec)
 
 
 @contextmanager

@@ -11,7 +11,8 @@ from openadapt_flow.runtime.decide.config import DeployConfig
 from openadapt_flow.runtime.decide.outcome import classify
 from openadapt_flow.store.faults import crash_point
 from openadapt_flow.store.base import JournalWriter, RunHandle
-from openadapt_flow.store.rundir import SCHEMA_PREFIX, digest_manifest
+from openadapt_flow.store.rundir import digest_manifest
+from openadapt_flow.store.seal import SCHEMA_PREFIX
 from openadapt_flow.store.states import LIVE_STATES, RecordType, RunState, TERMINAL_STATES, is_a
 
 

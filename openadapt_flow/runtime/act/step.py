@@ -24,7 +24,8 @@ from openadapt_flow.runtime.decide.halt import Halt, StopRequested
 from openadapt_flow.runtime.decide.policy import model_call_refusal
 from openadapt_flow.runtime.act.settle import settle
 from openadapt_flow.verify.effects import CONFIRMED, Reading, baseline_blocks, make_reader, resolve_effect, verify_effect
-from openadapt_flow.verify.screen import SCREEN_CHANGED, Anchor, Check, verification_plan
+from openadapt_flow.store.records import Check
+from openadapt_flow.verify.screen import SCREEN_CHANGED, Anchor, verification_plan
 from openadapt_flow.vision.caret import caret_appeared
 from openadapt_flow.vision.diff import changed_box
 from openadapt_flow.vision.mask import FIELD_HALF_HEIGHT, field_band

@@ -25,8 +25,8 @@ RETRYABLE = "RETRYABLE"  # a non-consequential step whose screen effect is not t
 class Uncertain:
     index: int
     step: Step
-    dispatch: dict[str, Any]
-    baseline: dict[str, Any] | None
+    dispatch: dict[str, Any]  # its last action_dispatched record
+    baseline: Reading | None  # what its effect_baseline read, if one preceded that dispatch
 
 
 @dataclass
@@ -57,7 +57,9 @@ def find_uncertain(records: list[dict[str, Any]], steps: list[Step]) -> Uncertai
     base = baselines.get(sid)
     if base is not None and base["seq"] > rec["seq"]:
         base = None
-    return Uncertain(index[sid], steps[index[sid]], rec, base)
+    b = base["data"] if base is not None else None
+    reading = Reading(bool(b.get("ok")), b.get("value"), error=b.get("error", "")) if b is not None else None
+    return Uncertain(index[sid], steps[index[sid]], rec, reading)
 
 
 def _epoch(ts: str) -> float:
@@ -87,10 +89,7 @@ def recheck(ctx: RunContext, u: Uncertain) -> RecheckResult:
     wait = due - time.time()
     if wait > 0:
         ctx.stop.wait(wait)  # ABSENT is only positive once timeout_s has passed since dispatch
-    baseline = None
-    if u.baseline is not None:
-        b = u.baseline["data"]
-        baseline = Reading(bool(b.get("ok")), b.get("value"), error=b.get("error", ""))
+    baseline = u.baseline
     try:
         observed = make_reader(effect, ctx.params.values | {"run_id": ctx.run_id})()
     except ConfigError as e:  # a verifier that cannot even be built reads nothing: unknown, not absent

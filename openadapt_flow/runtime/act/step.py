@@ -24,7 +24,7 @@ from openadapt_flow.runtime.decide.halt import Halt, StopRequested
 from openadapt_flow.runtime.decide.policy import model_call_refusal
 from openadapt_flow.runtime.act.settle import settle
 from openadapt_flow.verify.effects import CONFIRMED, Reading, baseline_blocks, make_reader, resolve_effect, verify_effect
-from openadapt_flow.store.records import Check
+from openadapt_flow.store.records import Check, EffectVerdict
 from openadapt_flow.verify.screen import SCREEN_CHANGED, Anchor, verification_plan
 from openadapt_flow.vision.caret import caret_appeared
 from openadapt_flow.vision.diff import changed_box
@@ -49,8 +49,8 @@ class StepRecord:
     score: float | None = None
     point: Point | None = None
     elapsed_ms: float = 0.0
-    checks: list[dict[str, Any]] = field(default_factory=list)
-    effect: dict[str, Any] | None = None
+    checks: list[Check] = field(default_factory=list)
+    effect: EffectVerdict | None = None
     data: dict[str, Any] = field(default_factory=dict)  # what its step_verified record says (runtime/act/durable.py records it)
 
 
@@ -207,7 +207,7 @@ def _anchor(ctx: RunContext, step: Step, point: Point | None, scale: float | Non
 
 def _postconditions(ctx: RunContext, step: Step, before: np.ndarray, point: Point | None, deadline: float,
                     target_box: Box | None = None, to_point: Point | None = None,
-                    anchor: Anchor | None = None) -> list[dict[str, Any]]:
+                    anchor: Anchor | None = None) -> list[Check]:
     """Poll fresh frames until every postcondition holds, or halt at the step's timeout."""
     typed = None
     if step.action == "type" and step.text and not ctx.interp.uses_secret(step.text):
@@ -223,10 +223,9 @@ def _postconditions(ctx: RunContext, step: Step, before: np.ndarray, point: Poin
         if fallback:
             checks.append(ctx.checks.changed_where_acted(frame.pixels, before, area))
         if all(c.ok for c in checks):
-            out = [c.to_json() for c in checks]
-            if out:
-                ctx.journal.append("postconditions", step.id, {"ok": True, "checks": out})
-            return out
+            if checks:
+                ctx.journal.append("postconditions", step.id, {"ok": True, "checks": [c.to_json() for c in checks]})
+            return checks
         # a stop request is honoured after this step is verified (the next safe boundary), not here
         remaining = deadline - time.monotonic()
         if remaining <= 0:
@@ -253,10 +252,10 @@ def _failed(c: Check, step: Step) -> str:
     return f"{c.kind} {c.expected!r} did not hold ({c.detail})"
 
 
-def verification(checks: list[dict[str, Any]], effect: dict[str, Any] | None) -> str:
+def verification(checks: list[Check], effect: EffectVerdict | None) -> str:
     """How a verified step was verified: `strong` (a declared fact, an effect, the typed text read back),
     `weak` (only: the screen changed where it acted), `none` (a wait with nothing declared: it sent no input)."""
-    if effect is not None or any(not c.get("weak") for c in checks):
+    if effect is not None or any(not c.evidence.get("weak") for c in checks):
         return "strong"
     return "weak" if checks else "none"
 
@@ -408,7 +407,7 @@ def _verify_effect(run: _GuiStep, baseline: _Baseline, dispatched_at: float) -> 
     ctx, step = run.ctx, run.step
     verdict = verify_effect(baseline.effect, baseline.read, baseline.reading, dispatched_at)
     ctx.journal.append("effect_verified", step.id, verdict.to_json())
-    run.rec.effect = verdict.to_json()
+    run.rec.effect = verdict
     if verdict.verdict != CONFIRMED:
         why = verdict.observed.error if verdict.observed and verdict.observed.error else "expectation not met"
         raise Halt("effect", f"step {step.id!r}: declared effect is {verdict.verdict} after {verdict.waited_s:.1f}s ({why})",
@@ -428,7 +427,7 @@ def _verified(run: _GuiStep, anchor: Anchor | None) -> StepRecord:
         "elapsed_ms": round(rec.elapsed_ms, 1),
         "verified_by": "runtime",
         "verification": verification(rec.checks, rec.effect),
-        "effect": rec.effect,
+        "effect": rec.effect.to_json() if rec.effect is not None else None,
         "screen_facts": screen_facts(ctx, step, anchor),
     }
     return rec

@@ -148,7 +148,7 @@ def deliver(run_path: RunRef, kind: str, operator: str, *, value: str | None = N
             if name != step.signal:
                 raise RefusedError(f"{run.ref}: step {step.id!r} waits for signal {step.signal!r}, not {name!r}")
             payload = {"name": name, "data": data}
-        vote = Vote(kind, operator, getpass.getuser(), channel=channel, payload=payload)
+        vote = OperatorDecision(kind, operator, getpass.getuser(), channel=channel, payload=payload)
         return _record(run, pending, key, vote, opts)
 
 
@@ -201,7 +201,7 @@ class DecisionOptions:
 
 
 @dataclass(frozen=True)
-class Vote:
+class OperatorDecision:
     """One operator's decision on a pause, as `approve` or `deliver` records it in the signed approval."""
 
     decision: str
@@ -223,7 +223,7 @@ def approve(run_path: RunRef, decision: str, operator: str, *, note: str | None 
     _check_decision_args(decision, operator, effect, opts)
     run = _open(run_path)
     manifest = run.manifest()
-    vote = Vote(decision, operator, os_user or getpass.getuser(), channel, effect, note)
+    vote = OperatorDecision(decision, operator, os_user or getpass.getuser(), channel, effect, note)
     state = run.state() if run.has_state() else {}  # a damaged state.json is refused (6)
     if state.get("state") in FINAL_STATES:
         return _not_paused(run, state, decision, vote.user)
@@ -250,7 +250,7 @@ def _check_decision_args(decision: str, operator: str, effect: str | None, opts:
         raise UsageError("--operator must name the person deciding")
 
 
-def _check_operator(config: DeployConfig, vote: Vote) -> None:
+def _check_operator(config: DeployConfig, vote: OperatorDecision) -> None:
     """approvals.operators names who may decide: operators on an authenticated channel, else OS users."""
     operators = config.approvals.operators
     authenticated = vote.channel in AUTHENTICATED_CHANNELS
@@ -259,7 +259,7 @@ def _check_operator(config: DeployConfig, vote: Vote) -> None:
         raise RefusedError(f"{who} is not among approvals.operators; refusing")
 
 
-def _decide(run: RunHandle, manifest: dict[str, Any], records: list[dict[str, Any]], state: dict[str, Any], vote: Vote,
+def _decide(run: RunHandle, manifest: dict[str, Any], records: list[dict[str, Any]], state: dict[str, Any], vote: OperatorDecision,
             opts: DecisionOptions) -> dict[str, Any]:
     """Under the run's lease: escalate, or record the vote (a teach's patch made first; a reject ends the run)."""
     key = load_decision_key(create=False)
@@ -314,13 +314,13 @@ def _audit(audit: Audit | None, run: RunHandle, out: dict[str, Any], channel: st
                "run": run.ref, "pause_id": out.get("pause_id"), "decision": out.get("decision")})
 
 
-def _record(run: RunHandle, pending: dict[str, Any], key: bytes, vote: Vote, opts: DecisionOptions) -> dict[str, Any]:
+def _record(run: RunHandle, pending: dict[str, Any], key: bytes, vote: OperatorDecision, opts: DecisionOptions) -> dict[str, Any]:
     out = _record_vote(run, pending, key, vote, opts.now)
     _audit(opts.audit, run, out, vote.channel)
     return out
 
 
-def _record_vote(run: RunHandle, pending: dict[str, Any], key: bytes, vote: Vote, now: float | None) -> dict[str, Any]:
+def _record_vote(run: RunHandle, pending: dict[str, Any], key: bytes, vote: OperatorDecision, now: float | None) -> dict[str, Any]:
     decision, operator, user, channel = vote.decision, vote.operator, vote.user, vote.channel
     effect, note, payload = vote.effect, vote.note, vote.payload
     _check_channel(run, pending, channel)
@@ -370,7 +370,7 @@ def _record_vote(run: RunHandle, pending: dict[str, Any], key: bytes, vote: Vote
             "replaced": replaced, "votes": distinct, "quorum": task.get("quorum", 1), "complete": distinct >= task.get("quorum", 1)}
 
 
-def _escalate(run: RunHandle, manifest: dict[str, Any], pending: dict[str, Any], key: bytes, vote: Vote) -> dict[str, Any]:
+def _escalate(run: RunHandle, manifest: dict[str, Any], pending: dict[str, Any], key: bytes, vote: OperatorDecision) -> dict[str, Any]:
     """Re-issue the decision task at the next level (config approvals.levels); the run stays PAUSED. Caller holds the lease."""
     operator, user, note, channel = vote.operator, vote.user, vote.note, vote.channel
     config = DeployConfig.model_validate(manifest["config"])

@@ -29,7 +29,7 @@ from openadapt_flow.bench.frames import BUNDLE_DIR, demo_on_xvnc
 from openadapt_flow.procs import stop_process
 from openadapt_flow.bench.stats import Cell
 from openadapt_flow.runtime.decide.config import DeployConfig
-from openadapt_flow.runtime.act.context import Progress
+from openadapt_flow.runtime.act.context import Progress, StepSummary
 from openadapt_flow.store.journal import Journal
 from openadapt_flow.vision.ocr import OcrEngine
 from openadapt_flow.store.states import RecordType, is_a
@@ -124,7 +124,7 @@ class StepClock(Progress):
     def step_started(self, index: int, total: int, step_id: str, intent: str | None) -> None:
         self._start = self._counters()
 
-    def step_finished(self, index: int, total: int, step_id: str, summary: dict[str, Any]) -> None:
+    def step_finished(self, index: int, total: int, step_id: str, summary: StepSummary) -> None:
         if not summary.get("ok") or not self._start:
             return
         end = self._counters()

@@ -6,7 +6,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from typing import Any, Required, TypedDict
 
 from openadapt_flow.backends.base import Backend
 from openadapt_flow.bundle.loader import LoadedBundle
@@ -26,12 +26,24 @@ from openadapt_flow.vision.mask import WHOLE_FRAME, field_band, paint_over
 from openadapt_flow.store.states import RecordType, is_a
 
 
+class StepSummary(TypedDict, total=False):
+    """What a progress display is told of a finished step: verified (`rung`, `score`, `ms`) or halted (`category`,
+    `message`)."""
+
+    ok: Required[bool]
+    rung: str | None
+    score: float | None
+    ms: float
+    category: str
+    message: str
+
+
 class Progress:
     """Callbacks the engine makes as steps run; the CLI renders them (rich on a TTY, plain otherwise)."""
 
     def step_started(self, index: int, total: int, step_id: str, intent: str | None) -> None: ...
 
-    def step_finished(self, index: int, total: int, step_id: str, summary: dict[str, Any]) -> None: ...
+    def step_finished(self, index: int, total: int, step_id: str, summary: StepSummary) -> None: ...
 
 
 @dataclass

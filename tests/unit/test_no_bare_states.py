@@ -50,8 +50,15 @@ def _modules() -> Iterator[tuple[str, ast.Module, list[str]]]:
 
 
 def _items(node: ast.expr) -> list[ast.expr]:
-    """A node and, for a tuple/list/set display, its items."""
-    return [node, *node.elts] if isinstance(node, (ast.Tuple, ast.List, ast.Set)) else [node]
+    """A node and what its value may be: a tuple/list/set display's items, either branch of `a if c else b`, each
+    operand of `a or b`."""
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return [node, *node.elts]
+    if isinstance(node, ast.IfExp):
+        return [node, *_items(node.body), *_items(node.orelse)]
+    if isinstance(node, ast.BoolOp):
+        return [node, *(item for value in node.values for item in _items(value))]
+    return [node]
 
 
 def _acted_on(tree: ast.Module) -> Iterator[ast.expr]:
@@ -66,10 +73,12 @@ def _acted_on(tree: ast.Module) -> Iterator[ast.expr]:
             yield from _items(node.value)
         elif isinstance(node, ast.Call):
             keyed = isinstance(node.func, ast.Attribute) and node.func.attr in ("get", "pop", "setdefault")
-            yield from node.args[1:] if keyed else node.args
-            yield from (k.value for k in node.keywords)
+            for arg in [*(node.args[1:] if keyed else node.args), *(k.value for k in node.keywords)]:
+                yield from _items(arg)
         elif isinstance(node, ast.Dict):
-            yield from node.values
+            for value in node.values:
+                if value is not None:
+                    yield from _items(value)
 
 
 def _str(node: ast.expr) -> str | None:

@@ -13,7 +13,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -352,7 +352,9 @@ def _halted(ctx: RunContext, h: Halt) -> Stop:
     ctx.journal.append("halted", h.step, {"category": h.category, "message": h.message, "input_sent": h.dispatched,
                                           "evidence": h.evidence, "frame": frame_ref})
     ctx.progress.step_finished(-1, len(ctx.model.steps), h.step or "", {"ok": False, "category": h.category, "message": h.message})
-    return ("PAUSED", h.message, h.category, "awaiting_approval", h.step) if ctx.durable else ("FAILED", h.message, h.category, None, h.step)
+    if ctx.durable:
+        return RunState.PAUSED, h.message, h.category, PausedReason.AWAITING_APPROVAL, h.step
+    return RunState.FAILED, h.message, h.category, None, h.step
 
 
 def _perform(ctx: RunContext, i: int, step: Step, ran: list[StepRecord]) -> dict[str, Any]:
@@ -416,7 +418,9 @@ def _write_stop(ctx: RunContext, state: str, message: str, category: str | None,
                 "from the start: finish the remaining steps by hand"
     cp = ctx.fold.checkpoint() if ctx.durable else None
     if state == RunState.PAUSED:
-        open_pause(ctx, paused_reason or "awaiting_approval", category or "approval", step or "", message, outcome, evidence or [], cp)
+        # a TypedDict is a dict at run time: the pause keeps the evidence as journaled
+        open_pause(ctx, paused_reason or PausedReason.AWAITING_APPROVAL, category or "approval", step or "", message, outcome,
+                   cast("list[dict[str, Any]]", evidence or []), cp)
     journal.append(
         "run_finished" if state != RunState.PAUSED else "paused",
         None,

@@ -3,16 +3,25 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, TypedDict
 
 from openadapt_flow.bundle.models import Step
-from openadapt_flow.store.states import RecordType
+from openadapt_flow.store.states import RecordType, TransactionOutcome
 
-HALTED_BEFORE_EFFECT = "HALTED_BEFORE_EFFECT"
-RECONCILIATION_REQUIRED = "RECONCILIATION_REQUIRED"
+HALTED_BEFORE_EFFECT = TransactionOutcome.HALTED_BEFORE_EFFECT
+RECONCILIATION_REQUIRED = TransactionOutcome.RECONCILIATION_REQUIRED
 
 
-def classify(steps: Iterable[Step], records: Iterable[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
+class OutcomeEvidence(TypedDict):
+    """One consequential step dispatched and not verified: what its last effect verdict said."""
+
+    step: str
+    dispatch_seq: int
+    effect_verdict: str  # an effect verdict, or NOT_VERIFIED when none was read
+    positively_absent: bool
+
+
+def classify(steps: Iterable[Step], records: Iterable[dict[str, Any]]) -> tuple[TransactionOutcome, list[OutcomeEvidence]]:
     """The outcome and its evidence: one entry per consequential step that was dispatched but not verified."""
     consequential = {s.id for s in steps if s.is_consequential}
     dispatched: dict[str, int] = {}
@@ -30,7 +39,7 @@ def classify(steps: Iterable[Step], records: Iterable[dict[str, Any]]) -> tuple[
             verified.add(step)
         elif typ == RecordType.EFFECT_VERIFIED:
             last_effect[step] = r.get("data", {})
-    evidence: list[dict[str, Any]] = []
+    evidence: list[OutcomeEvidence] = []
     outcome = HALTED_BEFORE_EFFECT
     for step, seq in dispatched.items():
         if step in verified:

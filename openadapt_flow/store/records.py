@@ -124,10 +124,9 @@ class Resolved(_Data):
 
 
 class Check(BaseModel):
-    """One verdict (postcondition, identity, readback, re-proved fact). Open: each kind adds its own evidence keys.
-
-    The verifiers build one as `Check(kind, expected, ok, detail, evidence)` (detail "" unless given); a journal's
-    record validates to the same class, its evidence keys kept as the model's extra fields."""
+    """One verdict (postcondition, identity, readback, re-proved fact). Open: each kind adds its own evidence keys."""
+    # The verifiers build one as `Check(kind, expected, ok, detail, evidence)` (detail "" unless given); a journal's
+    # record validates to the same class, its evidence keys kept as the model's extra fields.
     model_config = ConfigDict(extra="allow", defer_build=True)
     kind: str
     expected: Json = None
@@ -172,8 +171,9 @@ class ActionSent(_Data):
 
 
 class Reading(_Data):
-    """One read of a system of record (`effect_baseline`; an effect verdict's baseline and observation). The
-    readers build one as `Reading(ok, value)` or `Reading(False, error=...)`."""
+    """One read of a system of record (`effect_baseline`)."""
+    # also an effect verdict's baseline and observation; the readers build one as `Reading(ok, value)` or
+    # `Reading(False, error=...)`
     ok: bool
     value: Json
     error: str | None = None
@@ -191,7 +191,7 @@ class Reading(_Data):
 
 
 class EffectVerdict(_Data):
-    """What an effect verifier concluded (`effect_verified`): the verdict, from the baseline and the last reading."""
+    # what an effect verifier concluded (`effect_verified`), from the baseline and its last reading
     verdict: EffectVerdictName
     baseline: Reading | None
     observed: Reading | None

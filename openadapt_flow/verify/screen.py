@@ -6,7 +6,7 @@ capturing are the runtime's job.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 import cv2
@@ -306,8 +306,8 @@ class ScreenChecks:
         x, y, w, h = area
         crop = frame[y : y + h, x : x + w]
         # a thin bar; a block, an I-beam; one drawn faintly (a black block on a dark theme)
-        tries = (lambda: without_caret(crop), lambda: without_caret_in_lines(crop),
-                 lambda: without_caret_in_lines(crop, FAINT_CARET_INK))
+        tries: tuple[Callable[[], tuple[np.ndarray, int] | None], ...] = (
+            lambda: without_caret(crop), lambda: without_caret_in_lines(crop), lambda: without_caret_in_lines(crop, FAINT_CARET_INK))
         for attempt in tries:
             masked = attempt()
             if masked is None:

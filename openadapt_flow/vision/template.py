@@ -541,7 +541,8 @@ class BlockSums:
 
     def at(self, integral: np.ndarray) -> np.ndarray:
         """Per-block sums out of an integral image of something the template's size."""
-        return integral[self.y1, self.x1] - integral[self.y0, self.x1] - integral[self.y1, self.x0] + integral[self.y0, self.x0]
+        sums: np.ndarray = integral[self.y1, self.x1] - integral[self.y0, self.x1] - integral[self.y1, self.x0] + integral[self.y0, self.x0]
+        return sums
 
     def correlation(self, window: np.ndarray) -> float:
         """Worst block-wise |TM_CCOEFF_NORMED| of the template against a same-size gray window, in place."""

@@ -16,7 +16,7 @@
     ├── Halt                       runtime/decide/halt.py: cannot be sure; FAILED, or a durable pause
     ├── Pause                      runtime/decide/halt.py: a durable step waits for a human, a signal or a timer
     ├── StopRequested              runtime/decide/halt.py: SIGTERM/SIGINT; stop at the next safe boundary
-    ├── Blocked                    runtime/decide/policy.py: a policy rule or budget stops the run (BLOCKED)
+    ├── PolicyBlock                runtime/decide/policy.py: a policy rule or budget stops the run (BLOCKED)
     ├── WorkflowStop               runtime/workflow/ctx.py: carries a signal out through a workflow's code
     ├── LeaseLost                  store/lease.py: another process took the run over; exit 6
     └── StorageFault               store/atomic.py: the run's files cannot be written; exit 5

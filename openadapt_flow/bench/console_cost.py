@@ -35,6 +35,7 @@ from openadapt_flow.demo.xvnc import free_port, wait_until
 from openadapt_flow.procs import stop_process
 from openadapt_flow.runtime.operate.operators import add_operator, reset_operator
 from openadapt_flow.store import FilesystemStore
+from openadapt_flow.store.states import DecisionKind, RecordType, RunState, is_a
 
 INVOICES = 40  # x 5 steps = 200
 OPERATOR = "bench"
@@ -93,7 +94,7 @@ def page_time(run_dir: Path, iterations: int) -> dict[str, Any]:
     store = FilesystemStore(run_dir.parent)
     credential = _credential(store)
     run_id = store.open_run(str(run_dir)).manifest()["run_id"]
-    steps = sum(1 for r in store.open_run(str(run_dir)).read_records() if r["type"] == "step_verified")
+    steps = sum(1 for r in store.open_run(str(run_dir)).read_records() if is_a(r, RecordType.STEP_VERIFIED))
     times: list[float] = []
     cpu: list[float] = []  # this process's CPU per page (every thread: the page is all it does): load-independent
     with TestClient(create_app(store), base_url="http://127.0.0.1") as client:
@@ -149,10 +150,10 @@ def click_to_resumed(run_dir: Path, env: dict[str, str], clicks: int, poll_s: fl
         with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60) as client:
             _login(client, credential)
             for _ in range(clicks):
-                wait_until(lambda: run.state().get("state") == "PAUSED" and run.has_pending(), 120, "the run to pause")
+                wait_until(lambda: run.state().get("state") == RunState.PAUSED and run.has_pending(), 120, "the run to pause")
                 seen = len(_resumes(run))
                 page = client.get(f"/runs/{run_id}").text
-                form = {"csrf": _hidden(page, "csrf"), "pause_id": _hidden(page, "pause_id"), "decision": "continue"}
+                form = {"csrf": _hidden(page, "csrf"), "pause_id": _hidden(page, "pause_id"), "decision": DecisionKind.CONTINUE.value}
                 t0 = time.time()
                 r = client.post(f"/runs/{run_id}/decide", data=form, follow_redirects=False)
                 posts.append((time.time() - t0) * 1000)
@@ -169,7 +170,7 @@ def click_to_resumed(run_dir: Path, env: dict[str, str], clicks: int, poll_s: fl
 
 
 def _resumes(run: Any) -> list[dict[str, Any]]:
-    return [r for r in run.read_records() if r["type"] == "run_resumed"]
+    return [r for r in run.read_records() if is_a(r, RecordType.RUN_RESUMED)]
 
 
 def _listening(port: int) -> bool:

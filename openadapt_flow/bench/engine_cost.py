@@ -29,9 +29,10 @@ from openadapt_flow.bench.frames import BUNDLE_DIR, demo_on_xvnc
 from openadapt_flow.procs import stop_process
 from openadapt_flow.bench.stats import Cell
 from openadapt_flow.runtime.decide.config import DeployConfig
-from openadapt_flow.runtime.act.context import Progress
+from openadapt_flow.runtime.act.context import Progress, StepSummary
 from openadapt_flow.store import Journal
 from openadapt_flow.vision.ocr import OcrEngine
+from openadapt_flow.store.states import RecordType, is_a
 
 PARAMS = {"vendor": "ACME", "amount": "12.50"}
 JOURNAL_PER_STEP = ("step_started", "resolved", "action_dispatched", "action_sent", "postconditions", "step_verified")
@@ -123,7 +124,7 @@ class StepClock(Progress):
     def step_started(self, index: int, total: int, step_id: str, intent: str | None) -> None:
         self._start = self._counters()
 
-    def step_finished(self, index: int, total: int, step_id: str, summary: dict[str, Any]) -> None:
+    def step_finished(self, index: int, total: int, step_id: str, summary: StepSummary) -> None:
         if not summary.get("ok") or not self._start:
             return
         end = self._counters()
@@ -235,7 +236,7 @@ def journal_and_checkpoint(work: Path, steps: int) -> dict[str, Any]:
         for i in range(steps):
             t0 = time.perf_counter()
             for kind in JOURNAL_PER_STEP:
-                data = {"index": i, "verified_by": "runtime"} if kind == "step_verified" else payload
+                data = {"index": i, "verified_by": "runtime"} if kind == RecordType.STEP_VERIFIED else payload
                 rec = journal.append(kind, f"s{i}", data)
             j.ms.append((time.perf_counter() - t0) * 1000)
             verified.append(rec)
@@ -293,7 +294,7 @@ def resume_to_first_action(work: Path, timeout: float = 90) -> dict[str, Any]:
         first = subprocess.Popen(_flow("replay", str(BUNDLE_DIR), "--durable", "--url", url, "--run-dir", str(run_dir), "--json", *params),
                                  env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         try:
-            _wait(lambda: sum(r["type"] == "step_verified" for r in _journal(run_dir / "journal.jsonl")) >= 2 or first.poll() is not None,
+            _wait(lambda: sum(is_a(r, RecordType.STEP_VERIFIED) for r in _journal(run_dir / "journal.jsonl")) >= 2 or first.poll() is not None,
                   timeout, "two verified steps")
             if first.poll() is not None:
                 early = first.stderr.read().decode(errors="replace") if first.stderr else ""
@@ -307,13 +308,13 @@ def resume_to_first_action(work: Path, timeout: float = 90) -> dict[str, Any]:
         proc = subprocess.Popen(_flow("resume", str(run_dir), "--url", url, "--json"), env=env,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         try:
-            acted = _wait(lambda: any(r["type"] == "action_dispatched" and r["seq"] > seen for r in _journal(run_dir / "journal.jsonl"))
+            acted = _wait(lambda: any(is_a(r, RecordType.ACTION_DISPATCHED) and r["seq"] > seen for r in _journal(run_dir / "journal.jsonl"))
                           or proc.poll() is not None, timeout, "the resumed run's first action", interval=0.005)
             elapsed = time.perf_counter() - t0
             out, err = proc.communicate(timeout=timeout)
         finally:
             stop_process(proc)
-        dispatched = any(r["type"] == "action_dispatched" and r["seq"] > seen for r in _journal(run_dir / "journal.jsonl"))
+        dispatched = any(is_a(r, RecordType.ACTION_DISPATCHED) and r["seq"] > seen for r in _journal(run_dir / "journal.jsonl"))
         if not (acted and dispatched):
             return {"error": f"resume sent no action (exit {proc.returncode}): {err.decode()[-300:]}"}
         state = json.loads(out.decode() or "{}").get("state")

@@ -41,6 +41,7 @@ from openadapt_flow.bench.stats import percentile
 from openadapt_flow.demo.xvnc import free_port, wait_until
 from openadapt_flow.procs import stop_process
 from openadapt_flow.runtime.fleet.submit import submit
+from openadapt_flow.store.states import RecordType, RunState
 
 DESKS = 4
 PARAMS = {"vendor": "ACME Corp", "amount": "1250.50"}
@@ -177,12 +178,12 @@ def _wait_done(rig: Rig, names: list[str], timeout: float, progress: Progress) -
     deadline, last = time.monotonic() + timeout, 0.0
     while True:
         states = _states(rig, names)
-        final = sum(k for s, k in states.items() if s in ("COMPLETED", "FAILED", "BLOCKED", "PAUSED"))
+        final = sum(k for s, k in states.items() if s in (RunState.COMPLETED, RunState.FAILED, RunState.BLOCKED, RunState.PAUSED))
         if final >= len(names):
             return
         if time.monotonic() - last >= 10:
             last = time.monotonic()
-            progress(f"{states.get('COMPLETED', 0)}/{len(names)} completed, {os.getloadavg()[0]:.1f} load")
+            progress(f"{states.get(RunState.COMPLETED, 0)}/{len(names)} completed, {os.getloadavg()[0]:.1f} load")
         if time.monotonic() > deadline:
             raise TimeoutError(f"{len(names) - final} of {len(names)} runs not finished after {timeout:.0f} s: {states}")
         time.sleep(0.5)
@@ -201,9 +202,9 @@ def _timeline(rig: Rig, names: list[str]) -> dict[str, dict[str, Any]]:
     for name, type_, step, line in rows:
         ts = _epoch(json.loads(bytes(line))["ts"])
         run = out[name]
-        if type_ == "run_finished":
+        if type_ == RecordType.RUN_FINISHED:
             run["finished"] = ts
-        elif type_ == "run_started":
+        elif type_ == RecordType.RUN_STARTED:
             run["started"] = ts
         else:
             run["dispatches"][step] = run["dispatches"].get(step, 0) + 1
@@ -259,7 +260,7 @@ def throughput(rig: Rig, bundle: Path, n_workers: int, runs: int, progress: Prog
     window = max(ends) - min(claims)
     lat = _latencies(timeline)
     states = _states(rig, names)
-    return {"workers": n_workers, "runs": runs, "completed": states.get("COMPLETED", 0), "window_s": round(window, 2),
+    return {"workers": n_workers, "runs": runs, "completed": states.get(RunState.COMPLETED, 0), "window_s": round(window, 2),
             "runs_per_min": round(runs / window * 60, 1), "claim_to_first_action_ms": _pcts(lat),
             "claim_to_run_started_ms": _pcts(_latencies(timeline, "started")), **cpu}
 
@@ -292,7 +293,7 @@ def drain(rig: Rig, bundle: Path, runs: int, n_workers: int, progress: Progress)
     ends = [r["finished"] for r in timeline.values() if r["finished"] is not None]
     claims = [c for r in timeline.values() for c in r["claims"]]
     states = _states(rig, names)
-    return {"runs": runs, "workers": n_workers, "completed": states.get("COMPLETED", 0), "states": states,
+    return {"runs": runs, "workers": n_workers, "completed": states.get(RunState.COMPLETED, 0), "states": states,
             "lost": sum(1 for n in names if run_rows.get(n, 0) != 1), "not_once": len(twice),
             "sor_rows": rig.sor_rows() - rows_before, "window_s": round(max(ends) - min(claims), 1),
             "runs_per_min": round(runs / (max(ends) - min(claims)) * 60, 1),

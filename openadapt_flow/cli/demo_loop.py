@@ -31,6 +31,7 @@ from openadapt_flow.fixture.model import load_fixture
 from openadapt_flow.fixture.player import Player
 from openadapt_flow.fixture.server import PlayerScreen, RfbServer
 from openadapt_flow.runtime.act.runref import open_ref
+from openadapt_flow.store.states import DecisionKind
 
 LOOKALIKE = "twin"
 # In the twin recording, Save sits twice at (170, 234) and (170, 286), 120x44 each; the recording clicked the lower.
@@ -175,7 +176,7 @@ def _run(bundle: Path, fixtures: Path, params: dict[str, str], run_dir: Path | N
         echo(f"The operator looks at {res.run_dir}/frames/halt-{step}.png, sees two Save buttons, and teaches the "
              f"lower one by its point on that frame (the taught crop takes in enough around it to be unique):")
         point = f"{LOWER_SAVE[0]},{LOWER_SAVE[1]}"
-        code = loop.flow("approve", res.run_dir, "--decision", "teach", "--point", point,
+        code = loop.flow("approve", res.run_dir, "--decision", DecisionKind.TEACH, "--point", point,
                          "--operator", OPERATOR, "--note", "the lower Save button")
         if code != 0:
             raise DemoLoopError(f"flow approve exited {code}", code)

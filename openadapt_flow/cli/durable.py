@@ -18,7 +18,7 @@ from openadapt_flow.errors import UsageError
 from openadapt_flow.report.render import write_reports
 from openadapt_flow.runtime.act.backend_select import BackendFlags
 from openadapt_flow.runtime.decide.config import load_config
-from openadapt_flow.runtime.operate.decisions import Audit, approve, deliver
+from openadapt_flow.runtime.operate.decisions import Audit, DecisionOptions, approve, deliver
 from openadapt_flow.runtime.operate.teach import apply_patches
 from openadapt_flow.runtime.act.engine import stop_on_signals
 from openadapt_flow.runtime.worker import Worker
@@ -27,6 +27,7 @@ from openadapt_flow.store import FilesystemStore, MEMORY_PREFIX, runs_root
 from openadapt_flow.store.select import open_store, store_of_ref
 from openadapt_flow.runtime.operate.reconciler import reconcile_root
 from openadapt_flow.runtime.runs import resume
+from openadapt_flow.store.states import DecisionKind
 
 
 CLI_CHANNEL = "cli"  # spec §20: a decision typed on the runner host, made by the OS user (no credential)
@@ -45,7 +46,7 @@ def cli_audit(run: Path, store: str | None) -> Audit:
 @handle_errors
 def approve_cmd(
     run_dir: Path = typer.Argument(..., help=RUN_HELP),
-    decision: str = typer.Option("continue", "--decision", help="continue | skip | reject | teach | escalate | reconcile"),
+    decision: str = typer.Option(DecisionKind.CONTINUE.value, "--decision", help="continue | skip | reject | teach | escalate | reconcile"),
     operator: str = typer.Option(..., "--operator", help="who decides (recorded with the OS user)"),
     note: Optional[str] = typer.Option(None, "--note", help="free text recorded with the decision"),
     effect: Optional[str] = typer.Option(None, "--effect", help="with reconcile: landed | absent"),
@@ -62,8 +63,8 @@ def approve_cmd(
         except ValueError:
             raise UsageError(f"--point {point!r}: expected X,Y in halt-frame pixels") from None
         xy = (px, py)
-    out = approve(open_run_arg(run_dir, store), decision, operator, note=note, effect=effect, reporter=write_reports, point=xy,
-                  template=template, channel=CLI_CHANNEL, audit=cli_audit(run_dir, store))
+    out = approve(open_run_arg(run_dir, store), decision, operator, note=note, effect=effect, channel=CLI_CHANNEL,
+                  options=DecisionOptions(point=xy, template=template, reporter=write_reports, audit=cli_audit(run_dir, store)))
     if as_json:
         emit_json(out)
     elif out.get("noop"):
@@ -125,8 +126,8 @@ def answer_cmd(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Answer a run that is PAUSED(awaiting_user); `flow resume` (or `flow worker`) continues it."""
-    out = deliver(open_run_arg(run_dir, store), "answer", operator or getpass.getuser(), value=value, channel=CLI_CHANNEL,
-                  audit=cli_audit(run_dir, store))
+    out = deliver(open_run_arg(run_dir, store), DecisionKind.ANSWER, operator or getpass.getuser(), value=value, channel=CLI_CHANNEL,
+                  options=DecisionOptions(audit=cli_audit(run_dir, store)))
     emit_json(out) if as_json else typer.echo("already recorded" if out.get("noop") else f"recorded answer for {out['pause_id']}")
 
 
@@ -146,8 +147,8 @@ def signal_cmd(
             payload = json.loads(data)
         except ValueError as e:
             raise UsageError(f"--data is not valid JSON ({e})") from None
-    out = deliver(open_run_arg(run_dir, store), "signal", operator or getpass.getuser(), name=name, data=payload,
-                  channel=CLI_CHANNEL, audit=cli_audit(run_dir, store))
+    out = deliver(open_run_arg(run_dir, store), DecisionKind.SIGNAL, operator or getpass.getuser(), name=name, data=payload,
+                  channel=CLI_CHANNEL, options=DecisionOptions(audit=cli_audit(run_dir, store)))
     emit_json(out) if as_json else typer.echo("already recorded" if out.get("noop") else f"recorded signal {name} for {out['pause_id']}")
 
 

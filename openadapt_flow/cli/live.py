@@ -5,14 +5,14 @@ from __future__ import annotations
 import atexit
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, TextIO
+from typing import TextIO
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
 from rich.text import Text
 
 from openadapt_flow.cli.progress import halt_line, ok_line, step_label
-from openadapt_flow.runtime.act.context import Progress as StepProgress
+from openadapt_flow.runtime.act.context import Progress as StepProgress, StepSummary
 
 
 class LiveProgress(StepProgress):
@@ -36,7 +36,7 @@ class LiveProgress(StepProgress):
             self.task = self.bar.add_task(label, total=total, completed=index)
         self.bar.update(self.task, description=label, total=total, completed=index)
 
-    def step_finished(self, index: int, total: int, step_id: str, summary: dict[str, Any]) -> None:
+    def step_finished(self, index: int, total: int, step_id: str, summary: StepSummary) -> None:
         ok = bool(summary.get("ok"))
         self.console.print(Text(step_label(index, total, step_id, None), style="cyan"))
         self.console.print(Text(ok_line(summary) if ok else halt_line(step_id, summary), style="green" if ok else "red"))

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, Protocol, TextIO
 
-from openadapt_flow.runtime.act.context import Progress
+from openadapt_flow.runtime.act.context import Progress, StepSummary
 
 LIVE_MODULE = "openadapt_flow.cli.live"
 
@@ -27,14 +27,14 @@ def is_terminal(stream: TextIO) -> bool:
     return bool(getattr(stream, "isatty", None) and stream.isatty())
 
 
-def ok_line(summary: dict[str, Any]) -> str:
+def ok_line(summary: StepSummary) -> str:
     rung = summary.get("rung") or "-"
     score = summary.get("score")
     return (f"    ok  rung={rung}" + (f" score={score:.3f}" if isinstance(score, float) else "")
             + f" {summary.get('ms', 0):.0f} ms")
 
 
-def halt_line(step_id: str, summary: dict[str, Any]) -> str:
+def halt_line(step_id: str, summary: StepSummary) -> str:
     return f"    HALT {step_id}: {summary.get('category')}: {summary.get('message')}"
 
 
@@ -59,7 +59,7 @@ class PlainProgress(Progress):
     def step_started(self, index: int, total: int, step_id: str, intent: str | None) -> None:
         self.out.line(step_label(index, total, step_id, intent))
 
-    def step_finished(self, index: int, total: int, step_id: str, summary: dict[str, Any]) -> None:
+    def step_finished(self, index: int, total: int, step_id: str, summary: StepSummary) -> None:
         self.out.line(ok_line(summary) if summary.get("ok") else halt_line(step_id, summary))
 
     def close(self) -> None:
@@ -78,7 +78,7 @@ class ConsoleProgress(Progress):
     def step_started(self, index: int, total: int, step_id: str, intent: str | None) -> None:
         self.renderer.step_started(index, total, step_id, intent)
 
-    def step_finished(self, index: int, total: int, step_id: str, summary: dict[str, Any]) -> None:
+    def step_finished(self, index: int, total: int, step_id: str, summary: StepSummary) -> None:
         self.renderer.step_finished(index, total, step_id, summary)
 
     def close(self) -> None:

@@ -16,9 +16,10 @@ from openadapt_flow.errors import FlowError, RefusedError, UsageError
 from openadapt_flow.report.model import build_report
 from openadapt_flow.report.page import render_html
 from openadapt_flow.report.render import render_markdown
-from openadapt_flow.runtime.operate.decisions import DECISION_NAMES, approve, deliver
+from openadapt_flow.runtime.operate.decisions import DECISION_NAMES, DecisionOptions, approve, deliver
 from openadapt_flow.store.atomic import StorageFault
 from openadapt_flow.store.base import RunHandle, RunStore
+from openadapt_flow.store.states import DecisionKind
 
 REPORT_GRACE_S = 2.0  # how long the console waits for a worker's resume to take a decision up before it reports
 GRACE_POLL_S = 0.05  # how often it looks at the run's stamp meanwhile (three stats on a run directory)
@@ -51,19 +52,20 @@ def decide_from_form(store: RunStore, run: RunHandle, operator: str, form: dict[
     decision = str(form.get("decision") or "")
     note = str(form.get("note") or "") or None
     audit = store.operators().audit
-    if decision in ("answer", "signal"):
+    if decision in (DecisionKind.ANSWER, DecisionKind.SIGNAL):
         data = None
-        if decision == "signal" and form.get("data"):
+        if decision == DecisionKind.SIGNAL and form.get("data"):
             try:
                 data = json.loads(str(form["data"]))
             except ValueError:
                 raise UsageError("signal data must be JSON") from None
         out = deliver(run, decision, operator, value=str(form.get("value") or ""), name=str(form.get("signal") or ""),
-                      data=data, channel="console", audit=audit)
+                      data=data, channel="console", options=DecisionOptions(audit=audit))
     elif decision in DECISION_NAMES:
-        point = _point(form) if decision == "teach" else None
-        effect = str(form["effect"]) if decision == "reconcile" and form.get("effect") else None
-        out = approve(run, decision, operator, note=note, effect=effect, point=point, channel="console", audit=audit)
+        point = _point(form) if decision == DecisionKind.TEACH else None
+        effect = str(form["effect"]) if decision == DecisionKind.RECONCILE and form.get("effect") else None
+        out = approve(run, decision, operator, note=note, effect=effect, channel="console",
+                      options=DecisionOptions(point=point, audit=audit))
     else:
         raise UsageError(f"unknown decision {decision!r}")
     if out.get("noop"):

@@ -15,9 +15,10 @@ from openadapt_flow.report.model import halt_view
 from openadapt_flow.report.text import fmt
 from openadapt_flow.runtime.act.lifecycle import effective_state
 from openadapt_flow.store.base import RunHandle, RunStore
+from openadapt_flow.store.states import RunState
 
-AT_REST = ("PAUSED", "BLOCKED", "FAILED", "FAILED_AFTER_EFFECT", "COMPLETED")  # no journal record is added without a new stamp
-STATE_ORDER = ("PAUSED", "INTERRUPTED", "RUNNING", "RESUMING", "PENDING", "BLOCKED", "FAILED_AFTER_EFFECT", "FAILED", "COMPLETED")
+AT_REST = (RunState.PAUSED, RunState.BLOCKED, RunState.FAILED, RunState.FAILED_AFTER_EFFECT, RunState.COMPLETED)  # no journal record is added without a new stamp
+STATE_ORDER = (RunState.PAUSED, RunState.INTERRUPTED, RunState.RUNNING, RunState.RESUMING, RunState.PENDING, RunState.BLOCKED, RunState.FAILED_AFTER_EFFECT, RunState.FAILED, RunState.COMPLETED)
 
 
 def age(iso: str | None, now: float | None = None) -> str:
@@ -90,7 +91,7 @@ def _folded(run: RunHandle, row: dict[str, Any]) -> dict[str, Any]:
     approval = run.read_approval() if run.has_approval() else None
     return {"pending": pending, "ask": ((pending or {}).get("task") or {}).get("ask"),
             "figure": halt_figure(str(row["run_id"]), halt, png), "approval": approval,
-            "incident": run.read_incident() if row["state"] == "BLOCKED" else None}
+            "incident": run.read_incident() if row["state"] == RunState.BLOCKED else None}
 
 
 class PageCache:

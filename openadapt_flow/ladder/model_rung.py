@@ -25,7 +25,7 @@ from openadapt_flow.ladder.ocr_rung import OcrRung
 from openadapt_flow.ladder.template_rung import click_point
 from openadapt_flow.ladder.types import Evidence, Point
 from openadapt_flow.vision.ocr import find_text
-from openadapt_flow.vision.template import FrameFeatures, TemplateImage, find_template
+from openadapt_flow.vision.template import FrameFeatures, TemplateImage, Thresholds, find_template
 
 _JSON_OBJECT = re.compile(r"\{[^{}]*\}")
 
@@ -138,7 +138,7 @@ class ModelRung:
             for mode in ("gray", "edges"):
                 r = find_template(
                     feats, tmpl, mode=mode, box=(x0 - s, y0 - s, fw + 2 * s, fh + 2 * s), scales=(base,),
-                    confident=self.check_threshold, detail_min=self.detail_min, consider=self.check_threshold,
+                    thresholds=Thresholds(confident=self.check_threshold, detail_min=self.detail_min, consider=self.check_threshold),
                 )
                 if r.best is not None and r.best.score >= self.check_threshold and r.plausible(r.best):
                     ev.verdict, ev.score, ev.box = "hit", round(r.best.score, 4), r.best.box

@@ -24,6 +24,7 @@ from openadapt_flow.vision.template import (
     MatchResult,
     Mode,
     TemplateImage,
+    Thresholds,
     find_template,
 )
 
@@ -86,8 +87,7 @@ class TemplateRung:
                 mode=mode,
                 box=place.window,
                 scales=place.scales,
-                confident=self.thresholds[mode],
-                detail_min=self.detail_min,
+                thresholds=Thresholds(confident=self.thresholds[mode], detail_min=self.detail_min),
                 near=place.near if mode == "gray" else None,  # the healthy case: where it was
             )
             elapsed = round((time.perf_counter() - t0) * 1000, 3)

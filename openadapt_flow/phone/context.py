@@ -19,10 +19,11 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from openadapt_flow.errors import RefusedError, UsageError
+from openadapt_flow.store.states import DecisionKind
 
 # `teach` needs the halt frame; `reconcile`, `answer` and `signal` carry a judgement or a value the context does not
 # show: those stay with the console and the CLI on the runner's side.
-PHONE_DECISIONS = ("continue", "skip", "reject", "escalate")
+PHONE_DECISIONS = (DecisionKind.CONTINUE, DecisionKind.SKIP, DecisionKind.REJECT, DecisionKind.ESCALATE)
 KEY_PREFIX = "ed25519:"
 PROOF_PREFIX = b"openadapt-flow/queue-key-proof@1:"  # the queue signs this + a relay's nonce to prove its key
 _ID = r"^[A-Za-z0-9][A-Za-z0-9._:/@-]{0,199}$"

@@ -31,7 +31,7 @@ from openadapt_flow.phone.context import (PROOF_PREFIX, PhoneContext, canonical,
                                           public_text, verify_bytes)
 from openadapt_flow.phone.project import closed_context
 from openadapt_flow.report.render import write_reports
-from openadapt_flow.runtime.operate.decisions import approve, phone_vote_conflict
+from openadapt_flow.runtime.operate.decisions import DecisionOptions, approve, phone_vote_conflict
 from openadapt_flow.store.base import RunHandle, RunStore
 from openadapt_flow.store.checkpoint import checkpoint_digest
 
@@ -155,7 +155,7 @@ class Relay:
         try:
             run, d = self.verify(body, str(item.get("signature") or ""))
             out = approve(run, d.operation, d.operator, note=note_of(d.decision_id), channel="phone",
-                          audit=self.store.operators().audit, reporter=write_reports, pause_id=d.pause_id)
+                          options=DecisionOptions(audit=self.store.operators().audit, reporter=write_reports, pause_id=d.pause_id))
         except Refusal as e:
             self.log(f"relay: refused decision {body.get('decision_id')}: {e}")
             # a decision already recorded (a relay restarted before its ack, or another relay on the same store) is

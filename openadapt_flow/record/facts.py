@@ -22,7 +22,7 @@ import numpy as np
 
 from openadapt_flow.vision.diff import changed_box
 from openadapt_flow.vision.ocr import OcrEngine, Word, find_text, normalise
-from openadapt_flow.vision.template import Box, find_template, intersect, pad_box
+from openadapt_flow.vision.template import Box, Thresholds, find_template, intersect, pad_box
 
 FACT_MIN_CONF = 85.0
 FACT_MIN_LEN = 3
@@ -204,7 +204,7 @@ def is_unique(frame: np.ndarray, box: Box, crop_of: Callable[[Box], np.ndarray] 
     UNIQUE_MARGIN lower?"""
     x, y, bw, bh = box
     crop = crop_of(box) if crop_of is not None else np.ascontiguousarray(frame[y:y + bh, x:x + bw])
-    found = find_template(frame, crop, confident=0.9)
+    found = find_template(frame, crop, thresholds=Thresholds(confident=0.9))
     mine = found.best is not None and intersect(found.best.box, box) is not None
     runner = found.runner_up.score if found.runner_up and found.plausible(found.runner_up) else 0.0
     return mine and runner < found.score - UNIQUE_MARGIN

@@ -3,6 +3,7 @@ show them on, and the exact commands an operator runs next."""
 
 from __future__ import annotations
 
+from openadapt_flow.store.states import DecisionKind, PausedReason, RunState
 import shlex
 from typing import Any
 
@@ -67,28 +68,28 @@ def next_commands(ref: str, rep: dict[str, Any], manifest: dict[str, Any]) -> li
     """The exact commands that move this run on from where it stopped; none for a finished run."""
     run = shlex.quote(ref)
     state, esc = rep.get("state"), rep.get("escalation")
-    if state == "FAILED" and rep.get("halt"):
+    if state == RunState.FAILED and rep.get("halt"):
         return [_replay_command(manifest)]
-    if state == "INTERRUPTED":  # a non-durable run cannot be resumed (exit 6): it runs again, durable this time
+    if state == RunState.INTERRUPTED:  # a non-durable run cannot be resumed (exit 6): it runs again, durable this time
         if manifest.get("durable"):
             return [f"flow resume {run}"]
         return [] if rep.get("landed") else [_replay_command(manifest)]  # a write landed: running again writes twice
-    if state != "PAUSED" or not esc:
+    if state != RunState.PAUSED or not esc:
         return []
     resume = f"flow resume {run} --require-approval"
     if any(d.get("unused") for d in rep.get("decisions") or []):
         return [resume]  # a decision is recorded and waits for its resume
     reason, allowed = esc.get("paused_reason"), esc.get("allowed_decisions") or []
-    if reason == "awaiting_user":
+    if reason == PausedReason.AWAITING_USER:
         return [f"flow answer {run} VALUE"]
-    if reason == "awaiting_signal":
+    if reason == PausedReason.AWAITING_SIGNAL:
         return [f"flow signal {run} NAME"]
     out = []
-    if "teach" in allowed:
+    if DecisionKind.TEACH in allowed:
         for c in (rep.get("halt") or {}).get("candidates") or []:
             x, y = c["point"]
             out.append(f"flow approve {run} --decision teach --point {x},{y} --operator {OPERATOR}")
     out += [f"flow approve {run} --decision {d} --operator {OPERATOR}" for d in ("continue", "skip", "reject") if d in allowed]
-    if "reconcile" in allowed:
+    if DecisionKind.RECONCILE in allowed:
         out += [f"flow approve {run} --decision reconcile --effect {e} --operator {OPERATOR}" for e in ("landed", "absent")]
     return out + [resume] if out else []

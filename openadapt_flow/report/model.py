@@ -9,6 +9,7 @@ from openadapt_flow.errors import FlowError
 from openadapt_flow.report.halt import candidates, next_commands
 from openadapt_flow.report.summary import summarize
 from openadapt_flow.store.base import RunHandle
+from openadapt_flow.store.states import RecordType, RunState, is_a
 
 
 def _step_rows(manifest: dict[str, Any], records: list[dict[str, Any]], frames: set[str]) -> list[dict[str, Any]]:
@@ -22,12 +23,12 @@ def _step_rows(manifest: dict[str, Any], records: list[dict[str, Any]], frames: 
             rows[sid] = {"id": sid, "status": "started", "checks": [], "evidence": []}
             order.append(sid)
         row, d, typ = rows[sid], r.get("data") or {}, r.get("type")
-        if typ == "step_started":
+        if typ == RecordType.STEP_STARTED:
             row.update(index=d.get("index"), action=d.get("action"), intent=d.get("intent"), status="started",
                        started_at=r.get("ts"))
-        elif typ == "resolved" and d.get("role") == "to":
+        elif typ == RecordType.RESOLVED and d.get("role") == "to":
             row["to_point"] = d.get("point")
-        elif typ == "resolved":
+        elif typ == RecordType.RESOLVED:
             row["evidence"] = d.get("evidence", [])
             row["rung"] = d.get("rung")
             row["point"] = d.get("point")
@@ -37,23 +38,23 @@ def _step_rows(manifest: dict[str, Any], records: list[dict[str, Any]], frames: 
             row["score"] = best.get("score")
             row["runner_up"] = best.get("runner_up")
             row["resolve_ms"] = round(sum(e.get("elapsed_ms", 0) for e in row["evidence"]), 1)
-        elif typ == "identity_checked":
+        elif typ == RecordType.IDENTITY_CHECKED:
             row["checks"].append(d)
-        elif typ == "action_dispatched":
+        elif typ == RecordType.ACTION_DISPATCHED:
             row["status"] = "dispatched"
-        elif typ == "postconditions":
+        elif typ == RecordType.POSTCONDITIONS:
             row["checks"].extend(d.get("checks", []))
-        elif typ == "effect_verified":
+        elif typ == RecordType.EFFECT_VERIFIED:
             row["effect"] = d
-        elif typ == "step_verified":
+        elif typ == RecordType.STEP_VERIFIED:
             row["status"] = "verified"
             row["elapsed_ms"] = d.get("elapsed_ms")
             if d.get("verification"):
                 row["verification"] = d["verification"]  # strong | weak (only: the screen changed where it acted) | none
-        elif typ == "step_skipped":
+        elif typ == RecordType.STEP_SKIPPED:
             row["status"] = "skipped"
             row.setdefault("index", d.get("index"))
-        elif typ == "halted":
+        elif typ == RecordType.HALTED:
             row["status"] = "halted"
             row["halted_at"] = r.get("ts")
             row["halt"] = {"category": d.get("category"), "message": d.get("message"), "input_sent": d.get("input_sent")}
@@ -79,7 +80,7 @@ def manifest_steps(manifest: dict[str, Any]) -> list[str]:
 
 def build_report(run: RunHandle) -> dict[str, Any]:
     manifest = run.manifest()
-    state = run.state() if run.has_state() else {"state": "PENDING"}
+    state = run.state() if run.has_state() else {"state": RunState.PENDING}
     records = run.read_records()
     frames = run.frame_names()
     started = records[0]["ts"] if records else None
@@ -101,10 +102,10 @@ def build_report(run: RunHandle) -> dict[str, Any]:
         "incident": _view(run.read_incident),
         "checkpoint": _view(run.read_checkpoint, drop=("screen_facts", "results", "effects")),
         "landed": _landed(records),
-        "weakly_verified": list(dict.fromkeys(r["step"] for r in records if r.get("type") == "step_verified"
+        "weakly_verified": list(dict.fromkeys(r["step"] for r in records if is_a(r, RecordType.STEP_VERIFIED)
                                               and (r.get("data") or {}).get("verification") == "weak")),
         "masked": _masked(records),
-        "model_calls": sum(r["data"].get("model_calls", 0) for r in records if r.get("type") in ("resolved", "llm_call")),
+        "model_calls": sum(r["data"].get("model_calls", 0) for r in records if is_a(r, RecordType.RESOLVED, RecordType.LLM_CALL)),
         "steps": rows,
         "summary": summarize(state.get("state"), rows, records),
     }
@@ -114,7 +115,7 @@ def build_report(run: RunHandle) -> dict[str, Any]:
 
 def _landed(records: list[dict[str, Any]]) -> list[str]:
     """The consequential steps whose write landed, as the run's last stop recorded them (none once it completed)."""
-    stop = next((r for r in reversed(records) if r.get("type") in ("run_finished", "paused")), None)
+    stop = next((r for r in reversed(records) if is_a(r, RecordType.RUN_FINISHED, RecordType.PAUSED)), None)
     return list((stop.get("data") or {}).get("landed") or []) if stop else []
 
 
@@ -123,7 +124,7 @@ def halt_view(run: RunHandle, records: list[dict[str, Any]] | None = None, frame
     """The run's last halt as the report shows it (`build_report(run)["halt"]`), without the report's fold of every
     step: what the console's run page needs. `records` and `frames` are read from the run unless given."""
     records = run.read_records() if records is None else records
-    halt = next((r for r in reversed(records) if r.get("type") == "halted"), None)
+    halt = next((r for r in reversed(records) if is_a(r, RecordType.HALTED)), None)
     if halt is None:
         return None
     return _halt(halt, run.frame_names() if frames is None else frames)
@@ -146,7 +147,7 @@ def _masked(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The regions painted over in every frame saved after a secret was typed there (the last record per step)."""
     out: dict[str, dict[str, Any]] = {}
     for r in records:
-        if r.get("type") == "frames_masked" and r.get("step"):
+        if is_a(r, RecordType.FRAMES_MASKED) and r.get("step"):
             d = r.get("data") or {}
             out[r["step"]] = {"step": r["step"], "box": d.get("box"), "whole_frame": bool(d.get("whole_frame")), "from_seq": r.get("seq")}
     return list(out.values())

@@ -14,6 +14,7 @@ from openadapt_flow.errors import FlowError
 from openadapt_flow.report.figures import BOX, CANDIDATE, HALT_W, STEP_W, Marks, framed, step_chart
 from openadapt_flow.report.text import backend_label, fmt, notes, scores_text, seconds, status_label, verdicts
 from openadapt_flow.store.base import RunHandle
+from openadapt_flow.store.states import RunState
 
 e = html.escape
 
@@ -97,7 +98,7 @@ def _halt(run: RunHandle, rep: dict[str, Any]) -> str:
     table = ("<p>Every candidate the engine weighed, with its score. <b>None of them is the answer</b>: the engine "
              "halted rather than pick one.</p><table class='candidates'><tr><th></th><th>score by rung</th>"
              f"<th>box</th><th>click point</th></tr>{rows}</table>") if cands else ""
-    earlier = rep.get("state") not in ("PAUSED", "FAILED", "FAILED_AFTER_EFFECT")  # the run went on after it (a decision, a resume)
+    earlier = rep.get("state") not in (RunState.PAUSED, RunState.FAILED, RunState.FAILED_AFTER_EFFECT)  # the run went on after it (a decision, a resume)
     title, cls = ("Earlier halt", " class='earlier'") if earlier else ("Halted", "")
     return (f"<section id='halt'{cls}><div class='what'>"
             f"<h2>{title} at step {e(str(h.get('step')))}: {e(str(h.get('category')))}</h2>"

@@ -5,10 +5,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from openadapt_flow.store.states import RunState
+from openadapt_flow.store.states import RecordType, RunState, is_a
 
-STARTS = ("run_started", "run_resumed")
-STOPS = ("paused", "run_finished", "interrupted")
+STARTS = (RecordType.RUN_STARTED, RecordType.RUN_RESUMED)
+STOPS = (RecordType.PAUSED, RecordType.RUN_FINISHED, RecordType.INTERRUPTED)
 
 
 def _ts(value: Any) -> datetime | None:
@@ -30,9 +30,9 @@ def running_seconds(records: list[dict[str, Any]]) -> float | None:
     counted); a segment with no recorded stop ends at the last record."""
     total, start, seen = 0.0, None, False
     for r in records:
-        if r.get("type") in STARTS:
+        if is_a(r, *STARTS):
             start = r.get("ts")
-        elif r.get("type") in STOPS and start is not None:
+        elif is_a(r, *STOPS) and start is not None:
             total += _seconds(start, r.get("ts")) or 0.0
             start, seen = None, True
     if start is not None and records:

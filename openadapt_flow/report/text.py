@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from openadapt_flow.store.states import RunState
 from typing import Any
 
 
@@ -35,9 +36,9 @@ def notes(rep: dict[str, Any]) -> list[str]:
     """Plain sentences about how far the run's verification and frames can be trusted."""
     out = []
     landed = rep.get("landed") or []
-    if landed and rep.get("state") != "COMPLETED":
+    if landed and rep.get("state") != RunState.COMPLETED:
         steps = ", ".join(landed)
-        if rep.get("state") == "PAUSED":
+        if rep.get("state") == RunState.PAUSED:
             out.append(f"The write landed (step {steps}); it is checkpointed and a resume goes on after it: do not "
                        "re-run this bundle from the start, which would write again.")
         else:

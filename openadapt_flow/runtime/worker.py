@@ -20,14 +20,14 @@ from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.errors import FlowError, RefusedError
 from openadapt_flow.runtime.decide.config import DeployConfig
 from openadapt_flow.runtime.act.engine import stop_on_signals
-from openadapt_flow.runtime.act.launch import Reporter
+from openadapt_flow.runtime.act.launch import Reporter, RunOutcome
 from openadapt_flow.runtime.act.lifecycle import owner_gone
 from openadapt_flow.runtime.operate.reconciler import as_store
 from openadapt_flow.runtime.runs import resume
 from openadapt_flow.runtime.act.durable.waiting import child_of
 from openadapt_flow.store.atomic import StorageFault
 from openadapt_flow.store.base import RunHandle, RunStore
-from openadapt_flow.store.states import FINAL_STATES, LIVE_STATES
+from openadapt_flow.store.states import FINAL_STATES, LIVE_STATES, PausedReason, RecordType, RunState, is_a
 
 
 @dataclass
@@ -53,9 +53,9 @@ def _ready_at(run: RunHandle) -> float | None:
     state = _state(run)
     if state is None:
         return None
-    if state.get("state") == "INTERRUPTED":
+    if state.get("state") == RunState.INTERRUPTED:
         return 0.0 if _nothing_uncertain(run) else None
-    if state.get("state") != "PAUSED":
+    if state.get("state") != RunState.PAUSED:
         return None
     try:
         pending = run.read_pending()
@@ -64,7 +64,7 @@ def _ready_at(run: RunHandle) -> float | None:
     if pending is None:
         return None
     reason = pending.get("paused_reason")
-    if reason == "awaiting_child":
+    if reason == PausedReason.AWAITING_CHILD:
         child = child_of(run, str(pending.get("step")))  # driven by its parent (runtime/act/durable/child.py)
         child_state = (_state(child) or {}).get("state")
         if child_state is None:
@@ -73,11 +73,11 @@ def _ready_at(run: RunHandle) -> float | None:
             return 0.0
         # No worker drives a child: its parent is due when the child's own wait is satisfied.
         return _ready_at(child)
-    if reason == "awaiting_timer":
+    if reason == PausedReason.AWAITING_TIMER:
         return float(pending.get("due_epoch") or 0)
     if not run.has_approval():
         return None
-    if reason == "awaiting_approval":
+    if reason == PausedReason.AWAITING_APPROVAL:
         try:
             cfg = DeployConfig.model_validate(run.manifest()["config"])
         except (FlowError, ValueError, KeyError):
@@ -99,9 +99,9 @@ def _nothing_uncertain(run: RunHandle) -> bool:
         return False
     open_steps: set[Any] = set()
     for r in run.read_records():
-        if r.get("type") == "action_dispatched":
+        if is_a(r, RecordType.ACTION_DISPATCHED):
             open_steps.add(r.get("step"))
-        elif r.get("type") in ("step_verified", "step_skipped"):
+        elif is_a(r, RecordType.STEP_VERIFIED, RecordType.STEP_SKIPPED):
             open_steps.discard(r.get("step"))
     return not open_steps
 
@@ -131,7 +131,7 @@ def _wait_for_holder(run: RunHandle, deadline: float, stop: threading.Event) -> 
             return None
 
 
-def resume_past_holders(run: RunHandle, hold_wait_s: float, stop: threading.Event, **kwargs: Any) -> Any:
+def resume_past_holders(run: RunHandle, hold_wait_s: float, stop: threading.Event, **kwargs: Any) -> RunOutcome:
     """Resume `run` (`kwargs` go to `resume`). After a refusal it looks at the run's lock: while another command holds
     it (a decision being recorded, a status read) it waits, up to `hold_wait_s`, and tries again as soon as that holder
     lets go. If the lock is free when it looks, a holder may have let go in between: it tries once more at once. A
@@ -194,7 +194,7 @@ class Worker:
             except (FlowError, StorageFault) as e:  # another worker owns it, it was refused, or the disk is full: report, go on
                 row = {"run_dir": run.ref, "state": "SKIPPED", "message": str(e)}
             self._seen.pop(run.ref, None)
-            if row["state"] in ("SKIPPED", "INTERRUPTED"):  # refused, unreachable, or stopped again: not every scan
+            if row["state"] in ("SKIPPED", RunState.INTERRUPTED):  # refused, unreachable, or stopped again: not every scan
                 self._retry_at[run.ref] = time.time() + self.retry_s
             self.log(f"{row['run_dir']}\t{row['state']}\t{row['message'] or ''}")
             done.append(row)

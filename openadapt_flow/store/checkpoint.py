@@ -18,6 +18,7 @@ from typing import Any
 from openadapt_flow.errors import RefusedError
 from openadapt_flow.store.atomic import StorageFault, dumps, fsync_dir, is_storage_error, write_json_atomic
 from openadapt_flow.store.faults import crash_point, io_fault
+from openadapt_flow.store.states import RecordType, is_a
 
 CHECKPOINT = "checkpoint.json"
 SCHEMA = "openadapt-flow/checkpoint@1"
@@ -29,7 +30,7 @@ def checkpoint_from_records(records: list[dict[str, Any]]) -> dict[str, Any] | N
     effects: dict[str, Any] = {}
     last: dict[str, Any] | None = None
     for r in records:
-        if r["type"] in ("step_verified", "step_skipped"):
+        if is_a(r, RecordType.STEP_VERIFIED, RecordType.STEP_SKIPPED):
             d = r["data"]
             if d.get("result") is not None:
                 results[r["step"]] = d["result"]
@@ -113,7 +114,7 @@ def judge_checkpoint(stored: Any, records: list[dict[str, Any]], where: str) -> 
     rec = by_seq.get(seq) if isinstance(seq, int) else None
     if rec is None:
         raise RefusedError(f"{where}: claims journal seq {seq}, which the journal does not have (tampered); refusing")
-    if rec["hash"] != stored.get("journal_hash") or rec["type"] not in ("step_verified", "step_skipped") or rec["step"] != stored.get("step"):
+    if rec["hash"] != stored.get("journal_hash") or not is_a(rec, RecordType.STEP_VERIFIED, RecordType.STEP_SKIPPED) or rec["step"] != stored.get("step"):
         raise RefusedError(f"{where}: disagrees with journal record {seq} (tampered); refusing")
     assert implied is not None
     if implied["seq"] > seq:

@@ -12,6 +12,7 @@ from typing import Any
 from openadapt_flow.errors import RefusedError
 from openadapt_flow.store.atomic import fsync_dir, write_json_atomic
 from openadapt_flow.store.faults import crash_point
+from openadapt_flow.store.states import PausedReason, RecordType
 
 PENDING = "pending_escalation.json"
 APPROVAL = "approval.json"
@@ -73,7 +74,7 @@ def consume_approval(run_dir: Path, pause_id: str) -> Path:
 
 
 # Pauses that go on without an operator's decision: `run_resumed` naming them closes them.
-NO_DECISION_REASONS = frozenset({"awaiting_timer", "awaiting_child", "suspended_orphan"})
+NO_DECISION_REASONS = frozenset({PausedReason.AWAITING_TIMER, PausedReason.AWAITING_CHILD, PausedReason.SUSPENDED_ORPHAN})
 
 
 def journal_pause(records: list[dict[str, Any]]) -> tuple[dict[str, Any] | None, set[str]]:
@@ -84,15 +85,15 @@ def journal_pause(records: list[dict[str, Any]]) -> tuple[dict[str, Any] | None,
     closed: set[str] = set()
     for r in records:
         t, d = r["type"], r.get("data") or {}
-        if t in ("escalation_opened", "escalated"):
+        if t in (RecordType.ESCALATION_OPENED, RecordType.ESCALATED):
             if open_ is not None:
                 closed.add(open_["pause_id"])
             body = d.get("pending")
             open_ = dict(body) if isinstance(body, dict) else {"pause_id": d.get("pause_id"), "legacy": True}
         elif open_ is None:
             continue
-        elif t == "run_finished" or (t in ("decision", "escalation_dropped") and d.get("pause_id") == open_["pause_id"]) or (
-                t == "run_resumed" and d.get("pause_id") == open_["pause_id"] and open_.get("paused_reason") in NO_DECISION_REASONS):
+        elif t == RecordType.RUN_FINISHED or (t in (RecordType.DECISION, RecordType.ESCALATION_DROPPED) and d.get("pause_id") == open_["pause_id"]) or (
+                t == RecordType.RUN_RESUMED and d.get("pause_id") == open_["pause_id"] and open_.get("paused_reason") in NO_DECISION_REASONS):
             closed.add(open_["pause_id"])
             open_ = None
     return open_, closed

@@ -10,7 +10,7 @@ workflow's JSON output) and effect readings (a system of record's value).
 from __future__ import annotations
 
 from functools import cache
-from typing import Annotated, Any, Literal, Union
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, create_model
 
@@ -125,11 +125,31 @@ class Resolved(_Data):
 
 class Check(BaseModel):
     """One verdict (postcondition, identity, readback, re-proved fact). Open: each kind adds its own evidence keys."""
+    # The verifiers build one as `Check(kind, expected, ok, detail, evidence)` (detail "" unless given); a journal's
+    # record validates to the same class, its evidence keys kept as the model's extra fields.
     model_config = ConfigDict(extra="allow", defer_build=True)
     kind: str
     expected: Json = None
     ok: bool
     detail: str | None = None
+
+    if TYPE_CHECKING:
+        def __init__(self, kind: str, expected: Json, ok: bool, detail: str | None = "", evidence: Obj | None = None,
+                     /, **fields: Any) -> None: ...
+    else:
+        def __init__(self, *args, **fields):
+            if args:  # a verifier's verdict: positional, evidence last
+                fields = {"detail": "", **dict(zip(("kind", "expected", "ok", "detail"), args)), **fields,
+                          **(args[4] if len(args) > 4 else {})}
+            super().__init__(**fields)
+
+    @property
+    def evidence(self) -> Obj:
+        """What was seen: the check's own keys beside kind, expected, ok and detail."""
+        return self.__pydantic_extra__ if self.__pydantic_extra__ is not None else {}
+
+    def to_json(self) -> Obj:
+        return {"kind": self.kind, "expected": self.expected, "ok": self.ok, "detail": self.detail, **self.evidence}
 
 
 class Checks(_Data):
@@ -152,18 +172,42 @@ class ActionSent(_Data):
 
 class Reading(_Data):
     """One read of a system of record (`effect_baseline`)."""
+    # also an effect verdict's baseline and observation; the readers build one as `Reading(ok, value)` or
+    # `Reading(False, error=...)`
     ok: bool
     value: Json
     error: str | None = None
 
+    if TYPE_CHECKING:
+        def __init__(self, ok: bool, value: Json = None, /, *, error: str | None = None) -> None: ...
+    else:
+        def __init__(self, *args, **fields):
+            if args:
+                fields = {"value": None, **dict(zip(("ok", "value"), args)), **fields}
+            super().__init__(**fields)
+
+    def to_json(self) -> Obj:
+        return {"ok": self.ok, "value": self.value, **({"error": self.error} if self.error else {})}
+
 
 class EffectVerdict(_Data):
+    # what an effect verifier concluded (`effect_verified`), from the baseline and its last reading
     verdict: EffectVerdictName
     baseline: Reading | None
     observed: Reading | None
     reads: int
     waited_s: float
     detail: str | None = None
+
+    def to_json(self) -> Obj:
+        return {
+            "verdict": self.verdict,
+            "baseline": self.baseline.to_json() if self.baseline else None,
+            "observed": self.observed.to_json() if self.observed else None,
+            "reads": self.reads,
+            "waited_s": round(self.waited_s, 3),
+            "detail": self.detail or "",
+        }
 
 
 class StepVerified(_Data):

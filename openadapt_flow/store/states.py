@@ -1,9 +1,11 @@
-"""Run states, paused reasons and transaction outcomes (spec §6, §8), as str enums: each member compares equal to
+"""Run states, paused reasons, transaction outcomes and decision kinds (spec §6, §8), as str enums: each member compares equal to
 the string written in state.json, so `RunState.PAUSED == "PAUSED"` and records stay byte-identical."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from enum import Enum
+from typing import Any
 
 
 class RunState(str, Enum):
@@ -94,3 +96,66 @@ class TransactionOutcome(str, Enum):
 
     def __str__(self) -> str:
         return self.value
+
+
+class DecisionKind(str, Enum):
+    """What an operator (or a workflow's caller) decides about a pause (SPEC §6); the `decision` of a decision
+    record and of `run_resumed`."""
+
+    CONTINUE = "continue"
+    SKIP = "skip"
+    REJECT = "reject"
+    TEACH = "teach"
+    ESCALATE = "escalate"
+    RECONCILE = "reconcile"
+    ANSWER = "answer"
+    SIGNAL = "signal"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+class RecordType(str, Enum):
+    """The `type` of a journal record (SPEC §5): one member per model of `store.records.DATA_MODELS`."""
+
+    RUN_STARTED = "run_started"
+    RUN_FINISHED = "run_finished"
+    PAUSED = "paused"
+    INTERRUPTED = "interrupted"
+    HALTED = "halted"
+    BLOCKED = "blocked"
+    RUN_RESUMED = "run_resumed"
+    SUSPENDED = "suspended"
+    WORKFLOW_RETURNED = "workflow_returned"
+    BUNDLE_UPGRADED = "bundle_upgraded"
+    STEP_STARTED = "step_started"
+    RESOLVED = "resolved"
+    IDENTITY_CHECKED = "identity_checked"
+    POSTCONDITIONS = "postconditions"
+    CHECKPOINT_REPROVED = "checkpoint_reproved"
+    EFFECT_BASELINE = "effect_baseline"
+    ACTION_DISPATCHED = "action_dispatched"
+    ACTION_SENT = "action_sent"
+    EFFECT_VERIFIED = "effect_verified"
+    STEP_VERIFIED = "step_verified"
+    STEP_SKIPPED = "step_skipped"
+    RECHECKED = "rechecked"
+    FRAMES_MASKED = "frames_masked"
+    ASKED = "asked"
+    WAITING_SIGNAL = "waiting_signal"
+    TIMER_SET = "timer_set"
+    LLM_CALL = "llm_call"
+    CHILD_STARTED = "child_started"
+    ESCALATION_OPENED = "escalation_opened"
+    ESCALATED = "escalated"
+    ESCALATION_DROPPED = "escalation_dropped"
+    DECISION = "decision"
+    PATCHED = "patched"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+def is_a(rec: Mapping[str, Any], *types: RecordType) -> bool:
+    """Whether a journal record (as read: a dict) is of one of `types`. The one place a record's `type` is compared."""
+    return rec.get("type") in types

@@ -14,41 +14,24 @@ import os
 import re
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
+from typing import Any, Final
 
 from pydantic import ValidationError
 
 from openadapt_flow.bundle.models import Effect
 from openadapt_flow.errors import ConfigError
-from openadapt_flow.verify.readers import READ_TIMEOUT_S, FileReader, HttpReader, Reading, SqlReader
+from openadapt_flow.store.records import EffectVerdict, EffectVerdictName, Reading
+from openadapt_flow.verify.readers import READ_TIMEOUT_S, FileReader, HttpReader, SqlReader
 
 __all__ = ["ABSENT", "CONFIRMED", "CONFLICTING", "INDETERMINATE", "UNAVAILABLE", "EffectVerdict", "Reading",
            "baseline_blocks", "judge", "make_reader", "resolve_effect", "verify_effect"]
 
-CONFIRMED, ABSENT, CONFLICTING, UNAVAILABLE = "CONFIRMED", "ABSENT", "CONFLICTING", "UNAVAILABLE"
-INDETERMINATE = "INDETERMINATE"
-
-
-@dataclass
-class EffectVerdict:
-    verdict: str
-    baseline: Reading | None
-    observed: Reading | None
-    reads: int
-    waited_s: float
-    detail: str = ""
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "verdict": self.verdict,
-            "baseline": self.baseline.to_json() if self.baseline else None,
-            "observed": self.observed.to_json() if self.observed else None,
-            "reads": self.reads,
-            "waited_s": round(self.waited_s, 3),
-            "detail": self.detail,
-        }
+CONFIRMED: Final = "CONFIRMED"
+ABSENT: Final = "ABSENT"
+CONFLICTING: Final = "CONFLICTING"
+UNAVAILABLE: Final = "UNAVAILABLE"
+INDETERMINATE: Final = "INDETERMINATE"
 
 
 def resolve_effect(effect: Effect, named: Mapping[str, Effect]) -> Effect:
@@ -127,7 +110,7 @@ def baseline_blocks(effect: Effect, baseline: Reading) -> str | None:
     return None
 
 
-def judge(effect: Effect, baseline: Reading | None, observed: Reading) -> str:
+def judge(effect: Effect, baseline: Reading | None, observed: Reading) -> EffectVerdictName:
     """CONFIRMED / ABSENT / CONFLICTING / UNAVAILABLE for one reading against the baseline (spec §8's table)."""
     if not observed.ok or baseline is None or not baseline.ok:
         return UNAVAILABLE  # without a baseline no reading proves presence or absence
@@ -175,5 +158,5 @@ def verify_effect(
         verdict = judge(effect, baseline, observed)
         elapsed = clock() - dispatched_at
         if verdict == CONFIRMED or began >= effect.timeout_s:
-            return EffectVerdict(verdict, baseline, observed, reads, elapsed)
+            return EffectVerdict(verdict=verdict, baseline=baseline, observed=observed, reads=reads, waited_s=elapsed)
         wait(min(poll_s * 1.5 ** (reads - 1), max_poll_s, max(0.0, effect.timeout_s - elapsed)))

@@ -16,7 +16,6 @@ import socket
 import sqlite3
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -26,6 +25,7 @@ from urllib.parse import quote, unquote, urlparse
 from openadapt_flow.bundle.models import Effect
 from openadapt_flow.bundle.params import PLACEHOLDER
 from openadapt_flow.errors import ConfigError
+from openadapt_flow.store.records import Reading
 
 READ_TIMEOUT_S = 5.0  # one read: connect + query, or one HTTP exchange
 MAX_BODY = 8 * 1024 * 1024
@@ -33,17 +33,6 @@ MAX_BODY = 8 * 1024 * 1024
 SQL_TOKENS = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|--[^\n]*|/\*.*?\*/|::|:([A-Za-z_][A-Za-z0-9_]*)", re.S)
 INLINE_PASSWORD = re.compile(r"://[^/@]*:[^/@]*@")
 NAMED_PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")  # a file's contains: only {name} is a placeholder
-
-
-@dataclass
-class Reading:
-    ok: bool
-    value: Any = None
-    error: str = ""
-    at: float = field(default_factory=time.monotonic)
-
-    def to_json(self) -> dict[str, Any]:
-        return {"ok": self.ok, "value": self.value, **({"error": self.error} if self.error else {})}
 
 
 def sql_binds(query: str) -> list[str]:

@@ -6,9 +6,8 @@ capturing are the runtime's job.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import Any
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
 import cv2
 import numpy as np
@@ -17,11 +16,12 @@ from openadapt_flow.bundle.models import Postcondition, Step
 from openadapt_flow.bundle.params import Interpolator
 from openadapt_flow.fixture.widget import widget_box
 from openadapt_flow.ladder.types import Box, Point
+from openadapt_flow.store.records import Check
 from openadapt_flow.vision.caret import FAINT_CARET_INK, without_caret, without_caret_in_lines
 from openadapt_flow.vision.diff import changed_box, changed_fraction, changed_pixels
 from openadapt_flow.vision.mask import union
 from openadapt_flow.vision.ocr import OcrEngine, find_text
-from openadapt_flow.vision.template import TemplateImage, find_template, intersect, pad_box
+from openadapt_flow.vision.template import TemplateImage, Thresholds, find_template, intersect, pad_box
 from openadapt_flow.verify.readback import find_typed
 
 TEMPLATE_PRESENT_MIN = 0.8
@@ -58,20 +58,6 @@ def verification_plan(step: Step) -> str:
     if step.action == "type" and step.target is not None and step.text and not Interpolator.uses_secret(step.text):
         return "readback"
     return "weak"
-
-
-@dataclass
-class Check:
-    """One fact and whether it held, with what was seen."""
-
-    kind: str
-    expected: str
-    ok: bool
-    detail: str = ""
-    evidence: dict[str, Any] = field(default_factory=dict)
-
-    def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "expected": self.expected, "ok": self.ok, "detail": self.detail, **self.evidence}
 
 
 @dataclass(frozen=True)
@@ -190,7 +176,7 @@ class ScreenChecks:
             if seen is None or not seen.ok:
                 seen = self.text(frame, text)
                 if window and seen.ok:
-                    seen.detail += " outside its region"
+                    seen.detail = (seen.detail or "") + " outside its region"
             return seen
         if kind == "text_absent":
             assert text is not None
@@ -202,7 +188,7 @@ class ScreenChecks:
             templ = self.templates[pc.template_present]
             if window is not None:
                 window = clip_box(window, frame.shape[1], frame.shape[0])
-            found = find_template(frame, templ, box=window, confident=TEMPLATE_PRESENT_MIN)
+            found = find_template(frame, templ, box=window, thresholds=Thresholds(confident=TEMPLATE_PRESENT_MIN))
             ok = found.score >= TEMPLATE_PRESENT_MIN and found.plausible(found.best)
             box = found.best.box if found.best else None
             return Check(kind, pc.template_present, ok, f"best score {found.score:.3f}", {"score": round(found.score, 3), "at": list(box) if box else None})
@@ -320,8 +306,8 @@ class ScreenChecks:
         x, y, w, h = area
         crop = frame[y : y + h, x : x + w]
         # a thin bar; a block, an I-beam; one drawn faintly (a black block on a dark theme)
-        tries = (lambda: without_caret(crop), lambda: without_caret_in_lines(crop),
-                 lambda: without_caret_in_lines(crop, FAINT_CARET_INK))
+        tries: tuple[Callable[[], tuple[np.ndarray, int] | None], ...] = (
+            lambda: without_caret(crop), lambda: without_caret_in_lines(crop), lambda: without_caret_in_lines(crop, FAINT_CARET_INK))
         for attempt in tries:
             masked = attempt()
             if masked is None:

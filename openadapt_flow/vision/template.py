@@ -317,6 +317,41 @@ class MatchResult:
         return self.runner_up.rank if self.runner_up else 0.0
 
 
+@dataclass(frozen=True)
+class Thresholds:
+    """When a match counts: a peak whose rank reaches `confident` (and whose content holds: detail at least
+    `detail_min`) ends the search at the first scale; peaks scoring at least `consider` (default: confident - 0.1)
+    get a detail score."""
+
+    confident: float = 0.85
+    detail_min: float = 0.6
+    consider: float | None = None
+
+    @property
+    def floor(self) -> float:
+        return self.confident - 0.1 if self.consider is None else self.consider
+
+
+DEFAULT_THRESHOLDS = Thresholds()
+
+
+@dataclass(frozen=True)
+class _Query:
+    """One template sought in one frame, with the thresholds it is judged by."""
+
+    feats: FrameFeatures
+    tmpl: TemplateImage
+    mode: Mode
+    at: Thresholds
+
+    def scored(self, found: list[Candidate]) -> list[Candidate]:
+        return _with_detail(self.feats, self.tmpl, found, self.at.floor, self.at.detail_min, self.mode)
+
+    def holds(self, c: Candidate | None) -> bool:
+        """A confident peak whose content holds."""
+        return c is not None and c.rank >= self.at.confident and (c.detail or 0) >= self.at.detail_min
+
+
 def find_template(
     frame: FrameFeatures | np.ndarray,
     template: TemplateImage | np.ndarray,
@@ -324,33 +359,28 @@ def find_template(
     mode: Mode = "gray",
     box: Box | None = None,
     scales: tuple[float, ...] = DEFAULT_SCALES,
-    confident: float = 0.85,
-    detail_min: float = 0.6,
-    consider: float | None = None,
     near: Box | None = None,
+    thresholds: Thresholds = DEFAULT_THRESHOLDS,
 ) -> MatchResult:
     """Best placement of `template` inside `box` and the runner-up peak outside its footprint.
 
-    The first scale is tried alone; the others only if it gives no peak whose
-    content holds and whose rank reaches `confident`. Peaks scoring at least `consider` (default: confident - 0.1)
-    get a detail score. `near` (where the template was recorded, in live pixels)
-    is searched first: see `_near_first`.
+    The first scale is tried alone; the others only if it gives no peak that `thresholds` call confident. `near`
+    (where the template was recorded, in live pixels) is searched first: see `_near_first`.
     """
     feats = frame if isinstance(frame, FrameFeatures) else FrameFeatures(frame)
-    tmpl = template if isinstance(template, TemplateImage) else TemplateImage(template)
-    floor = confident - 0.1 if consider is None else consider
+    q = _Query(feats, template if isinstance(template, TemplateImage) else TemplateImage(template), mode, thresholds)
+    detail_min = thresholds.detail_min
     search = clip_box(box, feats.width, feats.height) if box else feats.frame_box
     if search is None:
         return MatchResult(None, None, box or feats.frame_box, mode, detail_min)
     if near is not None and search[2] * search[3] <= COARSE_ABOVE_PX:  # a window; a whole frame goes coarse anyway
-        quick = _near_first(feats, tmpl, mode, search, near, scales[0], floor, confident, detail_min)
+        quick = _near_first(q, search, near, scales[0])
         if quick is not None:
             return quick
     found: list[Candidate] = []
     for i, scale in enumerate(scales):
-        found = _merge(found, _search_scale(feats, tmpl, mode, search, scale, floor))
-        found = _with_detail(feats, tmpl, found, floor, detail_min, mode)
-        if i == 0 and any(c.rank >= confident and (c.detail or 0) >= detail_min for c in found):
+        found = q.scored(_merge(found, _search_scale(feats, q.tmpl, mode, search, scale, thresholds.floor)))
+        if i == 0 and any(q.holds(c) for c in found):
             break
     if not found:
         return MatchResult(None, None, search, mode, detail_min)
@@ -365,10 +395,7 @@ def ranked(found: list[Candidate]) -> tuple[Candidate, Candidate | None]:
     return best, max(others, key=lambda c: (c.rank, c.score), default=None)
 
 
-def _near_first(
-    feats: FrameFeatures, tmpl: TemplateImage, mode: Mode, search: Box, near: Box, scale: float,
-    floor: float, confident: float, detail_min: float,
-) -> MatchResult | None:
+def _near_first(q: _Query, search: Box, near: Box, scale: float) -> MatchResult | None:
     """The healthy case, cheaply: the template where it was recorded (± NEAR_PAD px, full resolution), and its
     rivals anywhere in `search` from a half-resolution pass; None when it is not confidently there (the caller
     then searches `search` at full resolution, as before).
@@ -378,13 +405,14 @@ def _near_first(
     template itself loses at half resolution off the 2x grid, `half_phase`). Only a runner-up far below
     keeps its half-resolution score, as evidence that nothing else came close.
     """
+    feats, tmpl, mode, floor = q.feats, q.tmpl, q.mode, q.at.floor
     area = intersect(pad_box(near, NEAR_PAD, feats.width, feats.height) or near, search)
     t = tmpl.variant(mode, scale)
     if area is None or t is None or min(t.shape) < 2 * COARSE_MIN_SIDE:
         return None
-    here = _with_detail(feats, tmpl, _search_scale(feats, tmpl, mode, area, scale, floor), floor, detail_min, mode)
+    here = q.scored(_search_scale(feats, tmpl, mode, area, scale, floor))
     best = ranked(here)[0] if here else None
-    if best is None or best.rank < confident or (best.detail or 0) < detail_min:
+    if best is None or not q.holds(best):
         return None
     # A twin off the 2x grid scores lower at half resolution by up to (1 - phase): every peak that could be
     # one is re-scored at full resolution.
@@ -394,12 +422,11 @@ def _near_first(
     found = _rivals(feats, t, mode, search, scale, floor - (1 - phase) - PHASE_SLACK, best)
     if found is None:
         return None  # the half-resolution pass cannot judge this template: the full search decides
-    others = [c for c in found if not c.overlaps(best)]
-    others = _with_detail(feats, tmpl, sorted(others, key=lambda c: -c.score), floor, detail_min, mode)
+    others = q.scored(sorted((c for c in found if not c.overlaps(best)), key=lambda c: -c.score))
     runner = max(others, key=lambda c: (c.rank, c.score), default=None)
     if runner is not None and runner.rank > best.rank:
         return None  # something in the window matches better than the recorded place: the full search decides
-    return MatchResult(best, runner, search, mode, detail_min)
+    return MatchResult(best, runner, search, mode, q.at.detail_min)
 
 
 def _rivals(feats: FrameFeatures, t: np.ndarray, mode: Mode, search: Box, scale: float, rescore: float,
@@ -514,7 +541,8 @@ class BlockSums:
 
     def at(self, integral: np.ndarray) -> np.ndarray:
         """Per-block sums out of an integral image of something the template's size."""
-        return integral[self.y1, self.x1] - integral[self.y0, self.x1] - integral[self.y1, self.x0] + integral[self.y0, self.x0]
+        sums: np.ndarray = integral[self.y1, self.x1] - integral[self.y0, self.x1] - integral[self.y1, self.x0] + integral[self.y0, self.x0]
+        return sums
 
     def correlation(self, window: np.ndarray) -> float:
         """Worst block-wise |TM_CCOEFF_NORMED| of the template against a same-size gray window, in place."""

@@ -17,13 +17,14 @@ from openadapt_flow.runtime.act.durable.child import Borrowed, ChildCall, run_ch
 from openadapt_flow.runtime.act.launch import ReplayRequest, RunOutcome
 from openadapt_flow.runtime.act.runref import run_name
 from openadapt_flow.store.base import RunHandle
+from openadapt_flow.store.states import RunState
 
 
 def run_child_step(ctx: RunContext, index: int, step: Step) -> dict[str, Any]:
     """Start the child (or continue the one already started); its step's verified data, or a pause or halt."""
     bundle = (Path(ctx.run.manifest()["bundle"]["path"]) / (step.bundle or "")).resolve()
     child = run_child(ctx, ChildCall(step, index, str(bundle), partial(_start, ctx, step, bundle), partial(_resume, ctx)))
-    return {"index": index, "verified_by": "runtime", "result": {"child_run": run_name(child), "state": "COMPLETED"}, "screen_facts": []}
+    return {"index": index, "verified_by": "runtime", "result": {"child_run": run_name(child), "state": RunState.COMPLETED}, "screen_facts": []}
 
 
 def _start(ctx: RunContext, step: Step, bundle: Path, child: RunHandle) -> RunOutcome:

@@ -6,7 +6,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from typing import Any, Required, TypedDict
 
 from openadapt_flow.backends.base import Backend
 from openadapt_flow.bundle.loader import LoadedBundle
@@ -23,6 +23,19 @@ from openadapt_flow.store.base import JournalWriter, RunHandle, RunLease
 from openadapt_flow.store.frames import FrameWriter
 from openadapt_flow.verify.screen import Anchor, ScreenChecks
 from openadapt_flow.vision.mask import WHOLE_FRAME, field_band, paint_over
+from openadapt_flow.store.states import RecordType, is_a
+
+
+class StepSummary(TypedDict, total=False):
+    """What a progress display is told of a finished step: verified (`rung`, `score`, `ms`) or halted (`category`,
+    `message`)."""
+
+    ok: Required[bool]
+    rung: str | None
+    score: float | None
+    ms: float
+    category: str
+    message: str
 
 
 class Progress:
@@ -30,7 +43,7 @@ class Progress:
 
     def step_started(self, index: int, total: int, step_id: str, intent: str | None) -> None: ...
 
-    def step_finished(self, index: int, total: int, step_id: str, summary: dict[str, Any]) -> None: ...
+    def step_finished(self, index: int, total: int, step_id: str, summary: StepSummary) -> None: ...
 
 
 @dataclass
@@ -81,7 +94,7 @@ class RunContext:
         self.fold.seed(records)
         self.journal.observers.append(self.fold.note)
         self.journal.observers.append(self._seal_dispatch)
-        noted = {r["step"] for r in records if r["type"] == "frames_masked"}
+        noted = {r["step"] for r in records if is_a(r, RecordType.FRAMES_MASKED)}
         # its own secret steps, and the masks a parent run handed over at its start (journaled as `parent:<step>`)
         secret_steps = {s.id for s in self.steps.values() if s.text and self.interp.uses_secret(s.text)} | noted
         for step_id, box in secret_regions(records, secret_steps, (self.checks.sx, self.checks.sy)).items():
@@ -98,7 +111,7 @@ class RunContext:
     def _seal_dispatch(self, rec: dict[str, Any]) -> None:
         """A consequential step's `action_dispatched` (fsync'd) is sealed in the run ledger before its input is sent,
         so a journal cut back before it — which would let resume send the write again — is refused (spec §8)."""
-        if rec["type"] != "action_dispatched" or not self.durable:
+        if not is_a(rec, RecordType.ACTION_DISPATCHED) or not self.durable:
             return
         step = self.steps.get(rec["step"])
         if step is not None and step.is_consequential:
@@ -122,13 +135,13 @@ def secret_regions(records: list[dict[str, Any]], secret_steps: set[str], scale:
         sid, d = r.get("step"), r.get("data") or {}
         if sid not in secret_steps:
             continue
-        if r["type"] == "resolved" and d.get("role") == "target":
+        if is_a(r, RecordType.RESOLVED) and d.get("role") == "target":
             win = next((e for e in d.get("evidence") or [] if e.get("verdict") == "hit" and e.get("box")), None)
             target[sid] = _box(win["box"]) if win else None
-        elif r["type"] == "action_dispatched":
+        elif is_a(r, RecordType.ACTION_DISPATCHED):
             p = d.get("point")
             out[sid] = field_band((int(p[0]), int(p[1])), target.get(sid), scale) if p else None
-        elif r["type"] == "frames_masked":
+        elif is_a(r, RecordType.FRAMES_MASKED):
             out[sid] = _box(d["box"]) if d.get("box") else None
     return out
 

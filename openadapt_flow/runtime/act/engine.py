@@ -9,10 +9,11 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
+from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -37,16 +38,17 @@ from openadapt_flow.runtime.act.launch import BackendFactory, ReplayRequest, Rep
 from openadapt_flow.runtime.act.lifecycle import begin_run, check_queued, record_interrupted
 from openadapt_flow.runtime.decide.outcome import classify, landed
 from openadapt_flow.runtime.act.pause import open_pause
-from openadapt_flow.runtime.decide.policy import Blocked, check_step
+from openadapt_flow.runtime.decide.policy import PolicyBlock, check_step
 from openadapt_flow.runtime.act.preflight import check_effects, check_model_key, probe_effects
 from openadapt_flow.runtime.act.runref import ref_path, store_for
-from openadapt_flow.store.states import RunState
+from openadapt_flow.store.records import Blocked
+from openadapt_flow.store.states import PausedReason, RunState
 from openadapt_flow.runtime.act.step import StepRecord, run_gui_step
 from openadapt_flow.store.atomic import StorageFault
 from openadapt_flow.store.faults import crash_point
 from openadapt_flow.store.journal import now_iso
 from openadapt_flow.store.keys import load_decision_key, load_key
-from openadapt_flow.store.base import JournalWriter, RunHandle
+from openadapt_flow.store.base import JournalWriter, RunHandle, RunLease
 from openadapt_flow.store.lease import LeaseLost
 from openadapt_flow.verify.screen import ScreenChecks
 from openadapt_flow.vision.annotate import annotate
@@ -78,7 +80,7 @@ class NoDesktop:
 
 
 def open_or_none(spec: BackendSpec | None, factory: Callable[[BackendSpec], Backend]) -> Backend:
-    return NoDesktop() if spec is None else factory(spec)  # type: ignore[return-value]
+    return NoDesktop() if spec is None else factory(spec)
 
 
 @contextmanager
@@ -148,26 +150,64 @@ def prepare(req: ReplayRequest) -> tuple[LoadedBundle, BoundParams, bool]:
     return loaded, params, durable
 
 
-def make_context(
-    run: RunHandle, run_id: str, loaded: LoadedBundle | None, params: BoundParams, backend: Backend, config: DeployConfig,
-    journal: JournalWriter, allow_model: bool, durable: bool, progress: Progress | None, reporter: Reporter | None,
-    *, runs: Runs, digest: str | None = None, ocr: OcrEngine | None = None,
-) -> RunContext:
-    """The context of a bundle run (`loaded`), or of a workflow run (None: no bundle; its calls add its steps); `ocr`: an
-    engine to reuse (a fleet worker's, loaded once), else a new one."""
-    ocr = ocr if ocr is not None else OcrEngine()
-    ladder = build_ladder(loaded, config, allow_model, ocr)
+@dataclass(frozen=True)
+class RunInputs:
+    """What a run replays: its bundle (None: a workflow, whose calls add its steps), its bound parameters, and the
+    digest its manifest pins (None: the bundle's own)."""
+
+    loaded: LoadedBundle | None
+    params: BoundParams
+    digest: str | None = None
+
+
+@dataclass(frozen=True)
+class RunSetup:
+    """How a run is driven: its deployment config, who starts its child runs, whether the model rung may be used and
+    the run is durable, who hears of its progress and renders its report, and an OCR engine to reuse (a fleet
+    worker's, loaded once; None: a new one)."""
+
+    config: DeployConfig
+    runs: Runs
+    allow_model: bool = False
+    durable: bool = True
+    progress: Progress | None = None
+    reporter: Reporter | None = None
+    ocr: OcrEngine | None = None
+
+
+def make_context(run: RunHandle, run_id: str, journal: JournalWriter, backend: Backend, inputs: RunInputs,
+                 setup: RunSetup) -> RunContext:
+    """The context of a bundle run, or of a workflow run (`inputs.loaded` None: no bundle)."""
+    loaded, config = inputs.loaded, setup.config
+    ocr = setup.ocr if setup.ocr is not None else OcrEngine()
+    ladder = build_ladder(loaded, config, setup.allow_model, ocr)
     screen = loaded.model.screen if loaded is not None else NO_SCREEN
     first = backend.capture()
     scale = (first.width / screen.width, first.height / screen.height)
     fold = RunProgress()
     return RunContext(
-        run_id=run_id, bundle=loaded, params=params, interp=Interpolator(params, run_id, fold.results), backend=backend,
-        ladder=ladder, checks=ScreenChecks(ocr, ladder.templates, scale), journal=journal, run=run,
-        frames=run.frame_writer(), config=config, progress=progress or Progress(), reporter=reporter,
-        durable=durable, fold=fold, runs=runs, steps={s.id: s for s in loaded.model.steps} if loaded is not None else {},
-        digest=digest if digest is not None else loaded.digest if loaded is not None else "",
+        run_id=run_id, bundle=loaded, params=inputs.params, interp=Interpolator(inputs.params, run_id, fold.results),
+        backend=backend, ladder=ladder, checks=ScreenChecks(ocr, ladder.templates, scale), journal=journal, run=run,
+        frames=run.frame_writer(), config=config, progress=setup.progress or Progress(), reporter=setup.reporter,
+        durable=setup.durable, fold=fold, runs=setup.runs, steps={s.id: s for s in loaded.model.steps} if loaded is not None else {},
+        digest=inputs.digest if inputs.digest is not None else loaded.digest if loaded is not None else "",
     )
+
+
+@dataclass
+class _Start:
+    """A bundle run being started: its checked input, the desktop (a submitted run's connecting on a thread), and
+    what the end of the run lets go of."""
+
+    req: ReplayRequest
+    loaded: LoadedBundle
+    params: BoundParams
+    durable: bool
+    pool: ThreadPoolExecutor | None = None
+    connecting: Future[Backend] | None = None
+    backend: Backend | None = None
+    lease: RunLease | None = None
+    ctx: RunContext | None = None
 
 
 def start_bundle(req: ReplayRequest, runs: Runs, progress: Progress | None = None, reporter: Reporter | None = None,
@@ -182,57 +222,71 @@ def start_bundle(req: ReplayRequest, runs: Runs, progress: Progress | None = Non
     key = load_key(create=True)
     if durable:
         load_decision_key(create=True)  # the first run that may pause creates it; approve/resume never do
-    pool = ThreadPoolExecutor(1, thread_name_prefix="connect") if req.submitted else None
-    connecting = pool.submit(open_or_none, req.backend, backend_factory) if pool is not None else None
-    # connect errors surface here, before any run dir exists
-    backend: Backend | None = open_or_none(req.backend, backend_factory) if connecting is None else None
-    lease = ctx = None
+    st = _Start(req, loaded, params, durable)
+    if req.submitted:
+        st.pool = ThreadPoolExecutor(1, thread_name_prefix="connect")
+        st.connecting = st.pool.submit(open_or_none, req.backend, backend_factory)
+    else:  # connect errors surface here, before any run dir exists
+        st.backend = open_or_none(req.backend, backend_factory)
     try:
-        store = store_for(req.config, req.run_dir)
-        submitted = store.open_run(str(req.run_dir)) if req.submitted else None
-        recorded = submitted.manifest() if submitted is not None else None  # keeps the run_id it was submitted with
-        run_id = recorded["run_id"] if recorded is not None else f"run-{uuid.uuid4().hex[:12]}"
-        if backend is not None:  # after the backend opened (a fixture creates its system of record), before the run dir
-            probe_effects(loaded, req.config, params, run_id)
-        run = submitted or store.create_run(None if req.run_dir is None else str(req.run_dir))
-        crash_point("start:dir_created")
-        try:
-            lease = run.lease(req.config.runtime.lease_ttl_s).acquire()  # every run has one owner
-            lease.start_heartbeat()
-            if recorded is not None:
-                check_queued(run)  # under the lease: a run already started is never started twice
-            crash_point("start:lease_acquired")
-            if connecting is not None:
-                backend = connecting.result()
-                probe_effects(loaded, req.config, params, run_id)
-            if recorded is None or recorded["bundle"]["digest"] != loaded.digest:  # a submitted run holds these bytes
-                run.snapshot_bundle(loaded.root, loaded.files)
-            crash_point("start:bundle_copied")
-            journal, started = begin_run(run, key, _manifest(run_id, req, loaded, params, durable),
-                                         {"steps": len(loaded.model.steps), "durable": durable, "lease_generation": lease.generation})
-        except StorageFault as f:  # before manifest.json there is no run to resume: say so
-            f.message = f"the run could not start ({f.detail}); nothing was sent — replay again once the fault is gone"
-            raise
-        assert backend is not None
-        ctx = make_context(run, run_id, loaded, params, backend, req.config, journal, req.allow_model, durable, progress, reporter,
-                           runs=runs, ocr=req.ocr)
-        ctx.lease = lease
+        run, run_id, journal, started = _open_run(st, key)
+        assert st.backend is not None
+        ctx = st.ctx = make_context(run, run_id, journal, st.backend, RunInputs(loaded, params),
+                                    RunSetup(req.config, runs, req.allow_model, durable, progress, reporter, req.ocr))
+        ctx.lease = st.lease
         ctx.watch([started])
         for step_id, box in req.masks.items():  # journaled in the child too, so its own resumes mask as well
             ctx.mask_secret(f"parent:{step_id}", box)
         with stop_on_signals(ctx.stop):
             return execute(ctx, 0)
     finally:
-        if ctx is not None:
-            ctx.frames.close()  # never exit with the frame writer mid-encode (a C++ abort at interpreter shutdown)
-        if lease is not None:
-            lease.release()
-        if backend is None and connecting is not None and connecting.exception() is None:
-            backend = connecting.result()  # stopped before it was used: still closed
-        if backend is not None:
-            backend.close()
-        if pool is not None:
-            pool.shutdown()
+        _let_go(st)
+
+
+def _open_run(st: _Start, key: bytes) -> tuple[RunHandle, str, JournalWriter, dict[str, Any]]:
+    """Create (or, submitted, open) the run, take its lease, copy the bundle and write `run_started`: the run, its
+    id, its journal and that first record."""
+    req, loaded, params = st.req, st.loaded, st.params
+    store = store_for(req.config, req.run_dir)
+    submitted = store.open_run(str(req.run_dir)) if req.submitted else None
+    recorded = submitted.manifest() if submitted is not None else None  # keeps the run_id it was submitted with
+    run_id = recorded["run_id"] if recorded is not None else f"run-{uuid.uuid4().hex[:12]}"
+    if st.backend is not None:  # after the backend opened (a fixture creates its system of record), before the run dir
+        probe_effects(loaded, req.config, params, run_id)
+    run = submitted or store.create_run(None if req.run_dir is None else str(req.run_dir))
+    crash_point("start:dir_created")
+    try:
+        st.lease = lease = run.lease(req.config.runtime.lease_ttl_s).acquire()  # every run has one owner
+        lease.start_heartbeat()
+        if recorded is not None:
+            check_queued(run)  # under the lease: a run already started is never started twice
+        crash_point("start:lease_acquired")
+        if st.connecting is not None:
+            st.backend = st.connecting.result()
+            probe_effects(loaded, req.config, params, run_id)
+        if recorded is None or recorded["bundle"]["digest"] != loaded.digest:  # a submitted run holds these bytes
+            run.snapshot_bundle(loaded.root, loaded.files)
+        crash_point("start:bundle_copied")
+        journal, started = begin_run(run, key, _manifest(run_id, req, loaded, params, st.durable),
+                                     {"steps": len(loaded.model.steps), "durable": st.durable, "lease_generation": lease.generation})
+    except StorageFault as f:  # before manifest.json there is no run to resume: say so
+        f.message = f"the run could not start ({f.detail}); nothing was sent — replay again once the fault is gone"
+        raise
+    return run, run_id, journal, started
+
+
+def _let_go(st: _Start) -> None:
+    """The end of a start, however it ended: frames flushed, lease released, desktop closed."""
+    if st.ctx is not None:
+        st.ctx.frames.close()  # never exit with the frame writer mid-encode (a C++ abort at interpreter shutdown)
+    if st.lease is not None:
+        st.lease.release()
+    if st.backend is None and st.connecting is not None and st.connecting.exception() is None:
+        st.backend = st.connecting.result()  # stopped before it was used: still closed
+    if st.backend is not None:
+        st.backend.close()
+    if st.pool is not None:
+        st.pool.shutdown()
 
 
 Stop = tuple[str, str, str | None, str | None, str | None]  # state, message, category, paused_reason, step
@@ -243,7 +297,7 @@ def execute(ctx: RunContext, start: int) -> RunOutcome:
     try:
         stop = run_body(ctx, partial(_steps, ctx, start))
     except StorageFault as f:  # a full disk or an I/O error on the run's files: a safe boundary, never FAILED (spec §6)
-        stop = ("INTERRUPTED", f.message, "storage", None, None)
+        stop = (RunState.INTERRUPTED, f.message, "storage", None, None)
     return finish(ctx, *stop)
 
 
@@ -267,18 +321,18 @@ def run_body(ctx: RunContext, body: Callable[[], None]) -> Stop:
         ctx.frames.close()
         ctx.journal.close()
         raise
-    except Blocked as b:
+    except PolicyBlock as b:
         write_incident(ctx, b)
-        return "BLOCKED", b.message, "policy", None, b.step
+        return RunState.BLOCKED, b.message, "policy", None, b.step
     except StopRequested as s:
         if ctx.bundle is None:
             message = "stopped by signal at a call boundary; no call was in flight"
         else:
             message = "stopped by signal " + ("while verifying a dispatched step" if s.dispatched else "at a step boundary; no input was pending")
         record_interrupted(ctx.journal, message, input_pending=s.dispatched)
-        return "INTERRUPTED", message, None, None, None
+        return RunState.INTERRUPTED, message, None, None, None
     except Pause as p:
-        return "PAUSED", p.message, p.category, p.reason, p.step
+        return RunState.PAUSED, p.message, p.category, p.reason, p.step
     except Halt as h:
         return _halted(ctx, h)
     except FlowError as e:
@@ -286,7 +340,7 @@ def run_body(ctx: RunContext, body: Callable[[], None]) -> Stop:
             raise
         record_halt(ctx, Halt("backend", str(e)), input_sent=None)
         return ("PAUSED" if ctx.durable else "FAILED"), str(e), "backend", ("awaiting_approval" if ctx.durable else None), None
-    return "COMPLETED", "", None, None, None
+    return RunState.COMPLETED, "", None, None, None
 
 
 def record_halt(ctx: RunContext, h: Halt, **more: Any) -> None:
@@ -298,11 +352,13 @@ def _halted(ctx: RunContext, h: Halt) -> Stop:
     """Journal the halt; a durable run (every workflow run) then pauses for an operator, any other fails."""
     if ctx.bundle is None:
         record_halt(ctx, h)
-        return "PAUSED", h.message, h.category, "awaiting_approval", h.step
+        return RunState.PAUSED, h.message, h.category, PausedReason.AWAITING_APPROVAL, h.step
     frame_ref = save_halt_frame(ctx, h)
     record_halt(ctx, h, evidence=h.evidence, frame=frame_ref)
     ctx.progress.step_finished(-1, len(ctx.model.steps), h.step or "", {"ok": False, "category": h.category, "message": h.message})
-    return ("PAUSED", h.message, h.category, "awaiting_approval", h.step) if ctx.durable else ("FAILED", h.message, h.category, None, h.step)
+    if ctx.durable:
+        return RunState.PAUSED, h.message, h.category, PausedReason.AWAITING_APPROVAL, h.step
+    return RunState.FAILED, h.message, h.category, None, h.step
 
 
 def _perform(ctx: RunContext, i: int, step: Step, ran: list[StepRecord]) -> dict[str, Any]:
@@ -314,7 +370,7 @@ def _perform(ctx: RunContext, i: int, step: Step, ran: list[StepRecord]) -> dict
     if blocked is not None:
         raise blocked
     if step.approval == "before" and ctx.approved_before != step.id:
-        raise Pause("awaiting_approval", step.id, f"step {step.id!r} needs an operator's approval before it acts")
+        raise Pause(PausedReason.AWAITING_APPROVAL, step.id, f"step {step.id!r} needs an operator's approval before it acts")
     ctx.progress.step_started(i, len(ctx.model.steps), step.id, step.intent)
     if step.action == "flow":
         rec = StepRecord(step.id, data=run_child_step(ctx, i, step))
@@ -338,7 +394,7 @@ def finish(ctx: RunContext, state: str, message: str, category: str | None, paus
         state, message = _write_stop(ctx, state, message, category, paused_reason, step)
     except StorageFault as f:
         ctx.journal.close()
-        state, paused_reason = "INTERRUPTED", None
+        state, paused_reason = RunState.INTERRUPTED, None
         message = message + "; " + f.message if category == "storage" else f.message
         category = "storage"
     if ctx.reporter is not None:
@@ -356,19 +412,21 @@ def _write_stop(ctx: RunContext, state: str, message: str, category: str | None,
     run, journal = ctx.run, ctx.journal
     outcome = evidence = None
     landed_steps: list[str] = []
-    if state != "COMPLETED":
+    if state != RunState.COMPLETED:
         records = run.load_journal(journal.key).records
         outcome, evidence = classify(ctx.steps.values(), records)
         landed_steps = landed(ctx.steps.values(), records)
-        if state == "FAILED" and landed_steps:  # a plain FAILED invites a re-run, which would write again
-            state = "FAILED_AFTER_EFFECT"
+        if state == RunState.FAILED and landed_steps:  # a plain FAILED invites a re-run, which would write again
+            state = RunState.FAILED_AFTER_EFFECT
             message = f"{message} — the write of step {', '.join(landed_steps)} landed; do not re-run this bundle " \
                 "from the start: finish the remaining steps by hand"
     cp = ctx.fold.checkpoint() if ctx.durable else None
-    if state == "PAUSED":
-        open_pause(ctx, paused_reason or "awaiting_approval", category or "approval", step or "", message, outcome, evidence or [], cp)
+    if state == RunState.PAUSED:
+        # a TypedDict is a dict at run time: the pause keeps the evidence as journaled
+        open_pause(ctx, paused_reason or PausedReason.AWAITING_APPROVAL, category or "approval", step or "", message, outcome,
+                   cast("list[dict[str, Any]]", evidence or []), cp)
     journal.append(
-        "run_finished" if state != "PAUSED" else "paused",
+        "run_finished" if state != RunState.PAUSED else "paused",
         None,
         {"state": state, "paused_reason": paused_reason, "transaction_outcome": outcome, "outcome_evidence": evidence, "frame_errors": ctx.frames.errors,
          **({"landed": landed_steps} if landed_steps else {})},
@@ -381,12 +439,13 @@ def _write_stop(ctx: RunContext, state: str, message: str, category: str | None,
     return state, message
 
 
-def write_incident(ctx: RunContext, b: Blocked) -> None:
+def write_incident(ctx: RunContext, b: PolicyBlock) -> None:
     """ExecutionIncident: the policy decision that ended the run, on disk before the state says BLOCKED."""
-    incident = {"id": "incident-" + uuid.uuid4().hex[:10], "run_id": ctx.run_id, "rule": b.rule, "decision": "policy",
-                "observed": b.observed, "limit": b.limit, "step": b.step, "message": b.message, "decided_at": now_iso()}
+    blocked = Blocked(id="incident-" + uuid.uuid4().hex[:10], rule=b.rule, observed=b.observed, limit=b.limit)
+    incident = {"id": blocked.id, "run_id": ctx.run_id, "rule": b.rule, "decision": "policy", "observed": b.observed,
+                "limit": b.limit, "step": b.step, "message": b.message, "decided_at": now_iso()}
     ctx.run.write_incident(incident)
-    ctx.journal.append("blocked", b.step, {k: incident[k] for k in ("id", "rule", "observed", "limit")})
+    ctx.journal.append("blocked", b.step, blocked.model_dump())
 
 
 def save_halt_frame(ctx: RunContext, h: Halt) -> str | None:

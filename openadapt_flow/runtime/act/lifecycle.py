@@ -11,9 +11,9 @@ from openadapt_flow.runtime.decide.config import DeployConfig
 from openadapt_flow.runtime.decide.outcome import classify
 from openadapt_flow.store.faults import crash_point
 from openadapt_flow.store.base import JournalWriter, RunHandle
-from openadapt_flow.store.seal import SCHEMA_PREFIX
 from openadapt_flow.store import digest_manifest
-from openadapt_flow.store.states import LIVE_STATES, TERMINAL_STATES
+from openadapt_flow.store.seal import SCHEMA_PREFIX
+from openadapt_flow.store.states import LIVE_STATES, RecordType, RunState, TERMINAL_STATES, is_a
 
 
 
@@ -28,7 +28,7 @@ def lease_ttl(run: RunHandle) -> float:
 def queued(run: RunHandle) -> bool:
     """A run submitted to the fleet (spec §19) that no worker has started yet: its state document says PENDING (only
     `flow submit` writes one) and it has no journal. No process owns it, so none can have died under it."""
-    return run.has_state() and not run.has_journal() and run.state().get("state") == "PENDING"
+    return run.has_state() and not run.has_journal() and run.state().get("state") == RunState.PENDING
 
 
 def check_queued(run: RunHandle) -> None:
@@ -53,9 +53,9 @@ def owner_gone(run: RunHandle) -> bool:
 
 def effective_state(run: RunHandle) -> dict[str, Any]:
     """state.json as a reader should show it: a RUNNING run whose owner died shows as INTERRUPTED (nothing written)."""
-    st = run.state() if run.has_state() else {"state": "PENDING"}
+    st = run.state() if run.has_state() else {"state": RunState.PENDING}
     if st.get("state") in LIVE_STATES and owner_gone(run):
-        st = dict(st, state="INTERRUPTED", note="owner process is gone; `flow reconcile` or `flow resume` finalises it")
+        st = dict(st, state=RunState.INTERRUPTED, note="owner process is gone; `flow reconcile` or `flow resume` finalises it")
     return st
 
 
@@ -71,9 +71,9 @@ def finalize_interrupted(run: RunHandle, journal: JournalWriter, records: list[d
     but before state.json) only has its view brought up to date: the journal is the record of truth.
     """
     last = records[-1] if records else None
-    if last is not None and last["type"] == "run_finished" and last["data"].get("state") in TERMINAL_STATES:
+    if last is not None and is_a(last, RecordType.RUN_FINISHED) and last["data"].get("state") in TERMINAL_STATES:
         d = last["data"]
-        cp_seq = next((r["seq"] for r in reversed(records) if r["type"] in ("step_verified", "step_skipped")), None)
+        cp_seq = next((r["seq"] for r in reversed(records) if is_a(r, RecordType.STEP_VERIFIED, RecordType.STEP_SKIPPED)), None)
         run.write_state(d["state"], journal=journal, transaction_outcome=d.get("transaction_outcome"), message=f"stop recorded in the journal (seq {last['seq']}); {why}",
                         last_checkpoint_seq=cp_seq)
         return {"state": d["state"], "transaction_outcome": d.get("transaction_outcome")}
@@ -81,9 +81,9 @@ def finalize_interrupted(run: RunHandle, journal: JournalWriter, records: list[d
     record_interrupted(journal, why, finalized=True, transaction_outcome=outcome, outcome_evidence=evidence)
     prev = run.state() if run.has_state() else {}
     run.write_state(
-        "INTERRUPTED", journal=journal, transaction_outcome=outcome, message=why, last_checkpoint_seq=prev.get("last_checkpoint_seq"),
+        RunState.INTERRUPTED, journal=journal, transaction_outcome=outcome, message=why, last_checkpoint_seq=prev.get("last_checkpoint_seq"),
     )
-    return {"state": "INTERRUPTED", "transaction_outcome": outcome}
+    return {"state": RunState.INTERRUPTED, "transaction_outcome": outcome}
 
 
 def begin_run(run: RunHandle, key: bytes, manifest: dict[str, Any], started: dict[str, Any]) -> tuple[JournalWriter, dict[str, Any]]:
@@ -92,7 +92,7 @@ def begin_run(run: RunHandle, key: bytes, manifest: dict[str, Any], started: dic
     body = {"schema": SCHEMA_PREFIX + "manifest@1", **manifest}
     journal = run.new_journal(key)
     rec = journal.append("run_started", None, {**started, "manifest_digest": digest_manifest(body)})
-    run.write_state("RUNNING", journal=journal)  # sealed; the ledger learns the run at its next state change
+    run.write_state(RunState.RUNNING, journal=journal)  # sealed; the ledger learns the run at its next state change
     crash_point("start:state_written")
     run.write_manifest(manifest)
     crash_point("start:manifest_written")
@@ -101,7 +101,7 @@ def begin_run(run: RunHandle, key: bytes, manifest: dict[str, Any], started: dic
 
 def check_manifest(run: RunHandle, records: list[dict[str, Any]]) -> None:
     """The manifest (params, backend, config and its policy) is pinned by the journal's first record."""
-    first = next((r for r in records if r["type"] == "run_started"), None)
+    first = next((r for r in records if is_a(r, RecordType.RUN_STARTED)), None)
     want = (first or {}).get("data", {}).get("manifest_digest")
     if want is None:
         raise RefusedError(f"{run.ref}: journal has no run_started record pinning the manifest; refusing")

@@ -13,28 +13,30 @@ from openadapt_flow.runtime.decide.outcome import RECONCILIATION_REQUIRED
 from openadapt_flow.store.checkpoint import checkpoint_digest
 from openadapt_flow.store.escalation import sign
 from openadapt_flow.store.keys import key_id, load_decision_key
+from openadapt_flow.store.states import DecisionKind, PausedReason
 
 
 def iso(epoch: float) -> str:
     return datetime.fromtimestamp(epoch, timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-WAIT_DECISIONS = {"awaiting_user": ["answer", "reject"], "awaiting_signal": ["signal", "reject"],
-                  "awaiting_timer": ["reject"], "awaiting_child": ["reject"]}
+WAIT_DECISIONS = {PausedReason.AWAITING_USER: [DecisionKind.ANSWER, DecisionKind.REJECT],
+                  PausedReason.AWAITING_SIGNAL: [DecisionKind.SIGNAL, DecisionKind.REJECT],
+                  PausedReason.AWAITING_TIMER: [DecisionKind.REJECT], PausedReason.AWAITING_CHILD: [DecisionKind.REJECT]}
 
 
-def allowed_decisions(ctx: RunContext, reason: str, category: str, step_id: str, outcome: str | None, evidence: list[dict[str, Any]]) -> list[str]:
+def allowed_decisions(ctx: RunContext, reason: str, category: str, step_id: str, outcome: str | None, evidence: list[dict[str, Any]]) -> list[DecisionKind]:
     if reason in WAIT_DECISIONS:
-        return list(WAIT_DECISIONS[reason]) + ["escalate"]
-    allowed = ["continue", "reject", "escalate"]
+        return list(WAIT_DECISIONS[PausedReason(reason)]) + [DecisionKind.ESCALATE]
+    allowed = [DecisionKind.CONTINUE, DecisionKind.REJECT, DecisionKind.ESCALATE]
     uncertain = {e["step"] for e in evidence if not e.get("positively_absent")}
     step = ctx.steps.get(step_id)
     if step is not None and step.skippable and step_id not in uncertain:
-        allowed.append("skip")
+        allowed.append(DecisionKind.SKIP)
     if outcome == RECONCILIATION_REQUIRED:
-        allowed.append("reconcile")
+        allowed.append(DecisionKind.RECONCILE)
     if category in ("resolution", "ambiguous"):
-        allowed.append("teach")
+        allowed.append(DecisionKind.TEACH)
     return allowed
 
 
@@ -89,7 +91,7 @@ def open_pause(
     """Journal the pause (its `escalation_opened` record carries the whole pending body), then write its view
     pending_escalation.json; the caller then journals `paused` and writes state PAUSED."""
     pause_id = "pause-" + uuid.uuid4().hex[:10]
-    due = ctx.fold.timers.get(step_id) if reason == "awaiting_timer" else None
+    due = ctx.fold.timers.get(step_id) if reason == PausedReason.AWAITING_TIMER else None
     expires = time.time() + ctx.config.runtime.pause_ttl_s
     if due is not None:
         expires = max(expires, due + ctx.config.runtime.pause_ttl_s)
@@ -98,7 +100,7 @@ def open_pause(
     consequential = step is not None and step.is_consequential
     quorum = ctx.config.approvals.quorum if consequential else 1
     channels: list[str] | None = [str(c) for c in ctx.config.approvals.channels or []] if consequential else None
-    waiting = reason in ("awaiting_user", "awaiting_signal")
+    waiting = reason in (PausedReason.AWAITING_USER, PausedReason.AWAITING_SIGNAL)
     ask = {"choices": step.choices, "type": step.type, "signal": step.signal} if step is not None and waiting else None
     body: dict[str, Any] = {
         "pause_id": pause_id,

@@ -89,7 +89,7 @@ def probe_effects(loaded: LoadedBundle, config: DeployConfig, params: BoundParam
         reading = _reader(step, effect, params, run_id)()
         if not reading.ok:
             raise ConfigError(f"step {step.id!r}: effect {source(effect)} cannot be read before the run starts "
-                              f"({_one_line(reading.error)}); nothing was sent")
+                              f"({_one_line(reading.error or '')}); nothing was sent")
         seen[key] = step.id
 
 

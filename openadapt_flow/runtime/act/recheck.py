@@ -13,6 +13,7 @@ from openadapt_flow.runtime.act.context import RunContext
 from openadapt_flow.runtime.act.settle import settle
 from openadapt_flow.runtime.act.step import screen_facts
 from openadapt_flow.verify.effects import ABSENT, CONFIRMED, Reading, judge, make_reader, resolve_effect
+from openadapt_flow.store.states import RecordType, is_a
 
 CONFIRMED_DONE = "CONFIRMED"  # the step's work landed: checkpoint it, send no input
 POSITIVELY_ABSENT = "ABSENT"  # it provably did not land: it may be performed again
@@ -24,8 +25,8 @@ RETRYABLE = "RETRYABLE"  # a non-consequential step whose screen effect is not t
 class Uncertain:
     index: int
     step: Step
-    dispatch: dict[str, Any]
-    baseline: dict[str, Any] | None
+    dispatch: dict[str, Any]  # its last action_dispatched record
+    baseline: Reading | None  # what its effect_baseline read, if one preceded that dispatch
 
 
 @dataclass
@@ -44,11 +45,11 @@ def find_uncertain(records: list[dict[str, Any]], steps: list[Step]) -> Uncertai
         sid = r.get("step")
         if not isinstance(sid, str):
             continue
-        if r["type"] == "effect_baseline":
+        if is_a(r, RecordType.EFFECT_BASELINE):
             baselines[sid] = r
-        elif r["type"] == "action_dispatched":
+        elif is_a(r, RecordType.ACTION_DISPATCHED):
             last_dispatch[sid] = r
-        elif r["type"] in ("step_verified", "step_skipped"):
+        elif is_a(r, RecordType.STEP_VERIFIED, RecordType.STEP_SKIPPED):
             last_dispatch.pop(sid, None)
     if not last_dispatch:
         return None
@@ -56,7 +57,9 @@ def find_uncertain(records: list[dict[str, Any]], steps: list[Step]) -> Uncertai
     base = baselines.get(sid)
     if base is not None and base["seq"] > rec["seq"]:
         base = None
-    return Uncertain(index[sid], steps[index[sid]], rec, base)
+    b = base["data"] if base is not None else None
+    reading = Reading(bool(b.get("ok")), b.get("value"), error=b.get("error", "")) if b is not None else None
+    return Uncertain(index[sid], steps[index[sid]], rec, reading)
 
 
 def _epoch(ts: str) -> float:
@@ -86,10 +89,7 @@ def recheck(ctx: RunContext, u: Uncertain) -> RecheckResult:
     wait = due - time.time()
     if wait > 0:
         ctx.stop.wait(wait)  # ABSENT is only positive once timeout_s has passed since dispatch
-    baseline = None
-    if u.baseline is not None:
-        b = u.baseline["data"]
-        baseline = Reading(bool(b.get("ok")), b.get("value"), b.get("error", ""))
+    baseline = u.baseline
     try:
         observed = make_reader(effect, ctx.params.values | {"run_id": ctx.run_id})()
     except ConfigError as e:  # a verifier that cannot even be built reads nothing: unknown, not absent

@@ -8,6 +8,7 @@ effect verification → step_verified.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,7 +16,7 @@ import numpy as np
 
 from openadapt_flow.backends.base import Frame
 from openadapt_flow.bundle.keys import normalise_key
-from openadapt_flow.bundle.models import Landmark, Step, Target
+from openadapt_flow.bundle.models import Effect, Landmark, Step, Target
 from openadapt_flow.errors import BackendError, FlowError
 from openadapt_flow.ladder.types import Box, Point, Resolution
 from openadapt_flow.runtime.act.context import RunContext
@@ -24,7 +25,8 @@ from openadapt_flow.runtime.decide.halt import Halt, StopRequested
 from openadapt_flow.runtime.decide.policy import model_call_refusal
 from openadapt_flow.runtime.act.settle import settle
 from openadapt_flow.verify.effects import CONFIRMED, Reading, baseline_blocks, make_reader, resolve_effect, verify_effect
-from openadapt_flow.verify.screen import SCREEN_CHANGED, Anchor, Check, verification_plan
+from openadapt_flow.store.records import Check, EffectVerdict
+from openadapt_flow.verify.screen import SCREEN_CHANGED, Anchor, verification_plan
 from openadapt_flow.vision.caret import caret_appeared
 from openadapt_flow.vision.diff import changed_box
 from openadapt_flow.vision.mask import FIELD_HALF_HEIGHT, field_band
@@ -48,8 +50,8 @@ class StepRecord:
     score: float | None = None
     point: Point | None = None
     elapsed_ms: float = 0.0
-    checks: list[dict[str, Any]] = field(default_factory=list)
-    effect: dict[str, Any] | None = None
+    checks: list[Check] = field(default_factory=list)
+    effect: EffectVerdict | None = None
     data: dict[str, Any] = field(default_factory=dict)  # what its step_verified record says (runtime/act/durable.py records it)
 
 
@@ -206,7 +208,7 @@ def _anchor(ctx: RunContext, step: Step, point: Point | None, scale: float | Non
 
 def _postconditions(ctx: RunContext, step: Step, before: np.ndarray, point: Point | None, deadline: float,
                     target_box: Box | None = None, to_point: Point | None = None,
-                    anchor: Anchor | None = None) -> list[dict[str, Any]]:
+                    anchor: Anchor | None = None) -> list[Check]:
     """Poll fresh frames until every postcondition holds, or halt at the step's timeout."""
     typed = None
     if step.action == "type" and step.text and not ctx.interp.uses_secret(step.text):
@@ -222,10 +224,9 @@ def _postconditions(ctx: RunContext, step: Step, before: np.ndarray, point: Poin
         if fallback:
             checks.append(ctx.checks.changed_where_acted(frame.pixels, before, area))
         if all(c.ok for c in checks):
-            out = [c.to_json() for c in checks]
-            if out:
-                ctx.journal.append("postconditions", step.id, {"ok": True, "checks": out})
-            return out
+            if checks:
+                ctx.journal.append("postconditions", step.id, {"ok": True, "checks": [c.to_json() for c in checks]})
+            return checks
         # a stop request is honoured after this step is verified (the next safe boundary), not here
         remaining = deadline - time.monotonic()
         if remaining <= 0:
@@ -252,10 +253,10 @@ def _failed(c: Check, step: Step) -> str:
     return f"{c.kind} {c.expected!r} did not hold ({c.detail})"
 
 
-def verification(checks: list[dict[str, Any]], effect: dict[str, Any] | None) -> str:
+def verification(checks: list[Check], effect: EffectVerdict | None) -> str:
     """How a verified step was verified: `strong` (a declared fact, an effect, the typed text read back),
     `weak` (only: the screen changed where it acted), `none` (a wait with nothing declared: it sent no input)."""
-    if effect is not None or any(not c.get("weak") for c in checks):
+    if effect is not None or any(not c.evidence.get("weak") for c in checks):
         return "strong"
     return "weak" if checks else "none"
 
@@ -275,97 +276,154 @@ def _narrow_secret_mask(ctx: RunContext, step: Step, before: np.ndarray, after: 
         ctx.mask_secret(step.id, (x - pad, y - pad, w + 2 * pad, h + 2 * pad))
 
 
+@dataclass
+class _Where:
+    """Where a GUI step acts, found on its settled frame before any input."""
+
+    frame: Frame
+    point: Point | None = None
+    to_point: Point | None = None
+    target_box: Box | None = None
+    anchor: Anchor | None = None
+
+
+@dataclass
+class _Baseline:
+    """A declared effect, its reader and what the system of record held before the step."""
+
+    effect: Effect
+    read: Callable[[], Reading]
+    reading: Reading
+
+
+@dataclass
+class _GuiStep:
+    """One GUI step on its way through the lifecycle: what every phase reads, and whether input was sent."""
+
+    ctx: RunContext
+    index: int
+    step: Step
+    t0: float
+    rec: StepRecord
+    secret: bool
+    dispatched: bool = False
+
+
 def run_gui_step(ctx: RunContext, index: int, step: Step) -> StepRecord:
     """Run one GUI step through the whole lifecycle up to its verification; raise Halt when it cannot be sure.
     The caller (runtime/act/durable.py) records it verified."""
-    t0 = time.monotonic()
-    rec = StepRecord(step.id)
+    run = _GuiStep(ctx, index, step, time.monotonic(), StepRecord(step.id), bool(step.text and ctx.interp.uses_secret(step.text)))
     calls.started(ctx, step, index, intent=step.intent)
-    rt = ctx.config.runtime
-    dispatched = False
-    secret = bool(step.text and ctx.interp.uses_secret(step.text))
     try:
-        if ctx.backend.wait_for_update(0):  # the screen moved since our last look: let it settle
-            frame = settle(ctx.backend, rt.settle_quiet_s, rt.settle_timeout_s).frame
-        else:  # unchanged since the previous step's verified frame: already settled
-            frame = ctx.backend.capture()
-        point = to_point = target_box = anchor = match_scale = None
-        if step.target is not None:
-            frame, res = _resolve_while_changing(ctx, step, frame, t0 + step.timeout_s)
-            _guard_rung(step, res, frame)
-            point = res.point
-            rec.rung = res.rung
-            win = res.winning
-            rec.score = win.score if win else None
-            target_box = win.box if win else None
-            rec.point = point
-            match_scale = win.scale if win else None
-            anchor = ctx.focus = _anchor(ctx, step, point, match_scale)
-        elif step.action in ("key", "hotkey"):
-            anchor = ctx.focus  # keys act on the focused field: `relative_to: target` facts move with it
-        before = frame.pixels
-        if step.to is not None:
-            to_point = _resolve(ctx, step, step.to, frame, "to").point
-        if point is not None:
-            _identity_gate(ctx, step, point, frame, match_scale)
-        effect = reader = baseline = None
-        if step.effect is not None:
-            effect = resolve_effect(step.effect, ctx.config.effects)
-            reader = make_reader(effect, ctx.params.values | {"run_id": ctx.run_id})
-            baseline = reader()
-            ctx.journal.append("effect_baseline", step.id, baseline.to_json())
-            blocked = baseline_blocks(effect, baseline)
-            if blocked is not None:  # no baseline, or one that already holds: no reading could prove this step's effect
-                raise Halt("effect", f"step {step.id!r}: {blocked}; no input was sent", step=step.id,
-                           evidence=[{"baseline": baseline.to_json(), "expect": effect.expect.model_dump(exclude_none=True)}],
-                           frame=frame.pixels, point=point)
-        if not secret:
-            ctx.frames.save(f"{index:03d}-{step.id}-before.png", before)
-        if ctx.stop.is_set():
-            raise StopRequested()
-        dispatch = calls.dispatched(ctx, step, point)
-        dispatched = True
-        dispatched_at = time.monotonic()
-        if secret:
-            _mask_secret(ctx, step, point, target_box)
-        _act(ctx, step, point, to_point, before, target_box)
-        ctx.journal.append("action_sent", step.id, {"dispatch_seq": dispatch["seq"]})
-        settled = settle(ctx.backend, rt.settle_quiet_s, min(rt.settle_timeout_s, step.timeout_s), expect_change_s=REACT_S)
-        if secret and point is None:
-            _narrow_secret_mask(ctx, step, before, settled.frame.pixels)
-        rec.checks = _postconditions(ctx, step, before, point, dispatched_at + step.timeout_s, target_box, to_point, anchor)
-        if effect is not None and reader is not None:
-            verdict = verify_effect(effect, reader, baseline if isinstance(baseline, Reading) else None, dispatched_at)
-            ctx.journal.append("effect_verified", step.id, verdict.to_json())
-            rec.effect = verdict.to_json()
-            if verdict.verdict != CONFIRMED:
-                raise Halt(
-                    "effect",
-                    f"step {step.id!r}: declared effect is {verdict.verdict} after {verdict.waited_s:.1f}s ({verdict.observed.error if verdict.observed and verdict.observed.error else 'expectation not met'})",
-                    step=step.id,
-                    dispatched=True,
-                    evidence=[verdict.to_json()],
-                    frame=ctx.backend.capture().pixels,
-                )
+        where = _locate(run)
+        baseline = _take_baseline(run, where)
+        dispatched_at = _dispatch(run, where)
+        run.rec.checks = _postconditions(ctx, step, where.frame.pixels, where.point, dispatched_at + step.timeout_s,
+                                         where.target_box, where.to_point, where.anchor)
+        if baseline is not None:
+            _verify_effect(run, baseline, dispatched_at)
     except Halt as h:
         h.step = h.step or step.id
-        h.dispatched = h.dispatched or dispatched
+        h.dispatched = h.dispatched or run.dispatched
         raise
     except BackendError as e:
-        raise Halt("backend", f"step {step.id!r}: {e}", step=step.id, dispatched=dispatched) from None
+        raise Halt("backend", f"step {step.id!r}: {e}", step=step.id, dispatched=run.dispatched) from None
     except FlowError as e:  # e.g. a verifier misconfigured at run time
-        raise Halt("input", f"step {step.id!r}: {e}", step=step.id, dispatched=dispatched) from None
-    rec.elapsed_ms = (time.monotonic() - t0) * 1000
+        raise Halt("input", f"step {step.id!r}: {e}", step=step.id, dispatched=run.dispatched) from None
+    return _verified(run, where.anchor)
+
+
+def _locate(run: _GuiStep) -> _Where:
+    """Settle, resolve the target (and the drag's end), pass the identity gate: where the step will act."""
+    ctx, step, rt = run.ctx, run.step, run.ctx.config.runtime
+    if ctx.backend.wait_for_update(0):  # the screen moved since our last look: let it settle
+        frame = settle(ctx.backend, rt.settle_quiet_s, rt.settle_timeout_s).frame
+    else:  # unchanged since the previous step's verified frame: already settled
+        frame = ctx.backend.capture()
+    where = _Where(frame)
+    match_scale = None
+    if step.target is not None:
+        where.frame, res = _resolve_while_changing(ctx, step, frame, run.t0 + step.timeout_s)
+        _guard_rung(step, res, where.frame)
+        win = res.winning
+        where.point = run.rec.point = res.point
+        run.rec.rung, run.rec.score = res.rung, (win.score if win else None)
+        where.target_box = win.box if win else None
+        match_scale = win.scale if win else None
+        where.anchor = ctx.focus = _anchor(ctx, step, where.point, match_scale)
+    elif step.action in ("key", "hotkey"):
+        where.anchor = ctx.focus  # keys act on the focused field: `relative_to: target` facts move with it
+    if step.to is not None:
+        where.to_point = _resolve(ctx, step, step.to, where.frame, "to").point
+    if where.point is not None:
+        _identity_gate(ctx, step, where.point, where.frame, match_scale)
+    return where
+
+
+def _take_baseline(run: _GuiStep, where: _Where) -> _Baseline | None:
+    """Read the declared effect's system of record before any input; halt if no reading could prove the effect."""
+    ctx, step = run.ctx, run.step
+    if step.effect is None:
+        return None
+    effect = resolve_effect(step.effect, ctx.config.effects)
+    read = make_reader(effect, ctx.params.values | {"run_id": ctx.run_id})
+    baseline = read()
+    ctx.journal.append("effect_baseline", step.id, baseline.to_json())
+    blocked = baseline_blocks(effect, baseline)
+    if blocked is not None:  # no baseline, or one that already holds: no reading could prove this step's effect
+        raise Halt("effect", f"step {step.id!r}: {blocked}; no input was sent", step=step.id,
+                   evidence=[{"baseline": baseline.to_json(), "expect": effect.expect.model_dump(exclude_none=True)}],
+                   frame=where.frame.pixels, point=where.point)
+    return _Baseline(effect, read, baseline)
+
+
+def _dispatch(run: _GuiStep, where: _Where) -> float:
+    """Journal `action_dispatched` (fsync'd before any input), act, let the screen settle; when input was sent."""
+    ctx, step, before = run.ctx, run.step, where.frame.pixels
+    if not run.secret:
+        ctx.frames.save(f"{run.index:03d}-{step.id}-before.png", before)
+    if ctx.stop.is_set():
+        raise StopRequested()
+    dispatch = calls.dispatched(ctx, step, where.point)
+    run.dispatched = True
+    dispatched_at = time.monotonic()
+    if run.secret:
+        _mask_secret(ctx, step, where.point, where.target_box)
+    _act(ctx, step, where.point, where.to_point, before, where.target_box)
+    ctx.journal.append("action_sent", step.id, {"dispatch_seq": dispatch["seq"]})
+    rt = ctx.config.runtime
+    settled = settle(ctx.backend, rt.settle_quiet_s, min(rt.settle_timeout_s, step.timeout_s), expect_change_s=REACT_S)
+    if run.secret and where.point is None:
+        _narrow_secret_mask(ctx, step, before, settled.frame.pixels)
+    return dispatched_at
+
+
+def _verify_effect(run: _GuiStep, baseline: _Baseline, dispatched_at: float) -> None:
+    """Poll the system of record until the declared effect is CONFIRMED; any other verdict halts the step."""
+    ctx, step = run.ctx, run.step
+    verdict = verify_effect(baseline.effect, baseline.read, baseline.reading, dispatched_at)
+    ctx.journal.append("effect_verified", step.id, verdict.to_json())
+    run.rec.effect = verdict
+    if verdict.verdict != CONFIRMED:
+        why = verdict.observed.error if verdict.observed and verdict.observed.error else "expectation not met"
+        raise Halt("effect", f"step {step.id!r}: declared effect is {verdict.verdict} after {verdict.waited_s:.1f}s ({why})",
+                   step=step.id, dispatched=True, evidence=[verdict.to_json()], frame=ctx.backend.capture().pixels)
+
+
+def _verified(run: _GuiStep, anchor: Anchor | None) -> StepRecord:
+    """The step's record once verified: its time, its after frame, the data of its `step_verified`."""
+    ctx, step, rec = run.ctx, run.step, run.rec
+    rec.elapsed_ms = (time.monotonic() - run.t0) * 1000
     after = ctx.backend.capture().pixels
-    if not secret:
-        ctx.frames.save(f"{index:03d}-{step.id}-after.png", after)
+    if not run.secret:
+        ctx.frames.save(f"{run.index:03d}-{step.id}-after.png", after)
     rec.data = {
-        "index": index,
+        "index": run.index,
         "rung": rec.rung,
         "elapsed_ms": round(rec.elapsed_ms, 1),
         "verified_by": "runtime",
         "verification": verification(rec.checks, rec.effect),
-        "effect": rec.effect,
+        "effect": rec.effect.to_json() if rec.effect is not None else None,
         "screen_facts": screen_facts(ctx, step, anchor),
     }
     return rec

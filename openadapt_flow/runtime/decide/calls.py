@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from openadapt_flow.bundle.models import Step
+from openadapt_flow.store.states import RecordType, is_a
 
 
 @dataclass
@@ -21,21 +22,22 @@ class Call:
     inputs: str | None = None  # keyed digest of the call's arguments (None in journals written before it was kept)
     records: list[dict[str, Any]] = field(default_factory=list)
 
-    def last(self, type_: str) -> dict[str, Any] | None:
-        return next((r for r in reversed(self.records) if r["type"] == type_), None)
+    def last(self, type_: RecordType | str) -> dict[str, Any] | None:
+        """The call's last record of `type_` (a RecordType; a workflow's caller may still name it as its string)."""
+        return next((r for r in reversed(self.records) if is_a(r, RecordType(type_))), None)
 
     @property
     def verified(self) -> dict[str, Any] | None:
-        return self.last("step_verified")
+        return self.last(RecordType.STEP_VERIFIED)
 
     @property
     def open_dispatch(self) -> dict[str, Any] | None:
         """The last action_dispatched, if nothing verified the call after it."""
-        d, v = self.last("action_dispatched"), self.verified
+        d, v = self.last(RecordType.ACTION_DISPATCHED), self.verified
         return d if d is not None and (v is None or v["seq"] < d["seq"]) else None
 
     def decision_after(self, seq: int) -> dict[str, Any] | None:
-        return next((r["data"] for r in reversed(self.records) if r["type"] == "decision" and r["seq"] > seq), None)
+        return next((r["data"] for r in reversed(self.records) if is_a(r, RecordType.DECISION) and r["seq"] > seq), None)
 
 
 def history(records: list[dict[str, Any]]) -> dict[int, Call]:
@@ -43,7 +45,7 @@ def history(records: list[dict[str, Any]]) -> dict[int, Call]:
     calls: dict[int, Call] = {}
     by_step: dict[str, Call] = {}
     for r in records:
-        if r["type"] == "step_started" and "name" in r["data"] and r["step"] not in by_step:
+        if is_a(r, RecordType.STEP_STARTED) and "name" in r["data"] and r["step"] not in by_step:
             call = Call(r["data"]["index"], r["step"], r["data"]["action"], r["data"]["name"], r["data"].get("inputs"))
             calls[call.index] = by_step[r["step"]] = call
         if r["step"] in by_step:

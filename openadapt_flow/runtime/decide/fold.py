@@ -11,6 +11,7 @@ from typing import Any
 
 from openadapt_flow.runtime.decide.policy import Budget
 from openadapt_flow.store.checkpoint import checkpoint_from_records
+from openadapt_flow.store.states import RecordType
 
 VERIFIED = ("step_verified", "step_skipped")
 
@@ -50,13 +51,13 @@ class RunProgress:
             self.verified.append(r)
             if d.get("result") is not None:
                 self.results[step] = d["result"]
-        elif typ == "asked":
+        elif typ == RecordType.ASKED:
             self.asked.add(step)
-        elif typ == "waiting_signal":
+        elif typ == RecordType.WAITING_SIGNAL:
             self.signals.add(step)
-        elif typ == "timer_set":
+        elif typ == RecordType.TIMER_SET:
             self.timers[step] = d["due_epoch"]
-        elif typ == "child_started":
+        elif typ == RecordType.CHILD_STARTED:
             # under the run's children/ (`run_dir`, runtime/act/durable/child.py); a bundle run of earlier code named it
             # beside the run (`child_run`, RunHandle.sibling)
             self.children[step] = d["child_run"] if "child_run" in d else d["run_dir"]

@@ -3,15 +3,25 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, TypedDict
 
 from openadapt_flow.bundle.models import Step
+from openadapt_flow.store.states import RecordType, TransactionOutcome
 
-HALTED_BEFORE_EFFECT = "HALTED_BEFORE_EFFECT"
-RECONCILIATION_REQUIRED = "RECONCILIATION_REQUIRED"
+HALTED_BEFORE_EFFECT = TransactionOutcome.HALTED_BEFORE_EFFECT
+RECONCILIATION_REQUIRED = TransactionOutcome.RECONCILIATION_REQUIRED
 
 
-def classify(steps: Iterable[Step], records: Iterable[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
+class OutcomeEvidence(TypedDict):
+    """One consequential step dispatched and not verified: what its last effect verdict said."""
+
+    step: str
+    dispatch_seq: int
+    effect_verdict: str  # an effect verdict, or NOT_VERIFIED when none was read
+    positively_absent: bool
+
+
+def classify(steps: Iterable[Step], records: Iterable[dict[str, Any]]) -> tuple[TransactionOutcome, list[OutcomeEvidence]]:
     """The outcome and its evidence: one entry per consequential step that was dispatched but not verified."""
     consequential = {s.id for s in steps if s.is_consequential}
     dispatched: dict[str, int] = {}
@@ -21,15 +31,15 @@ def classify(steps: Iterable[Step], records: Iterable[dict[str, Any]]) -> tuple[
         step, typ = r.get("step"), r.get("type")
         if step not in consequential:
             continue
-        if typ == "action_dispatched":
+        if typ == RecordType.ACTION_DISPATCHED:
             dispatched[step] = r["seq"]
             verified.discard(step)
             last_effect.pop(step, None)
-        elif typ == "step_verified":
+        elif typ == RecordType.STEP_VERIFIED:
             verified.add(step)
-        elif typ == "effect_verified":
+        elif typ == RecordType.EFFECT_VERIFIED:
             last_effect[step] = r.get("data", {})
-    evidence: list[dict[str, Any]] = []
+    evidence: list[OutcomeEvidence] = []
     outcome = HALTED_BEFORE_EFFECT
     for step, seq in dispatched.items():
         if step in verified:
@@ -53,8 +63,8 @@ def landed(steps: Iterable[Step], records: Iterable[dict[str, Any]]) -> list[str
         step, typ = r.get("step"), r.get("type")
         if step not in consequential:
             continue
-        if typ == "action_dispatched":
+        if typ == RecordType.ACTION_DISPATCHED:
             out.pop(step, None)  # dispatched again (performed again once known absent): judged afresh
-        elif typ == "step_verified" or (typ == "effect_verified" and (r.get("data") or {}).get("verdict") == "CONFIRMED"):
+        elif typ == RecordType.STEP_VERIFIED or (typ == RecordType.EFFECT_VERIFIED and (r.get("data") or {}).get("verdict") == "CONFIRMED"):
             out[step] = None
     return list(out)

@@ -15,13 +15,16 @@ from typing import Any
 from openadapt_flow.bundle.models import Step
 from openadapt_flow.errors import RunSignal
 from openadapt_flow.runtime.decide.config import PolicyConfig
+from openadapt_flow.store.states import RecordType, is_a
 
-SEGMENT_START = ("run_started", "run_resumed")
-SEGMENT_END = ("paused", "run_finished", "interrupted")
+SEGMENT_START = (RecordType.RUN_STARTED, RecordType.RUN_RESUMED)
+SEGMENT_END = (RecordType.PAUSED, RecordType.RUN_FINISHED, RecordType.INTERRUPTED)
 
 
 @dataclass
-class Blocked(RunSignal):
+class PolicyBlock(RunSignal):
+    """A policy rule or budget stops the run: the run signal; what the journal keeps of it is a `records.Blocked`."""
+
     exit_code = 4  # BLOCKED
 
     rule: str
@@ -40,12 +43,12 @@ def running_seconds(records: list[dict[str, Any]]) -> float:
     last record (a finalised death's own record is written later, by reconcile or resume, and does not count)."""
     total, start, last = 0.0, None, None
     for r in records:
-        if r["type"] in SEGMENT_START:
+        if is_a(r, *SEGMENT_START):
             if start is not None and last is not None:
                 total += last - start
             start = _ts(r)
-        elif r["type"] in SEGMENT_END and start is not None:
-            end = last if (r["type"] == "interrupted" and r["data"].get("finalized")) else _ts(r)
+        elif is_a(r, *SEGMENT_END) and start is not None:
+            end = last if (is_a(r, RecordType.INTERRUPTED) and r["data"].get("finalized")) else _ts(r)
             total += max(0.0, (end or start) - start)
             start = None
         last = _ts(r)
@@ -72,12 +75,12 @@ class Budget:
         return self.earlier_running_s + (time.time() - self.segment_started)
 
     def note(self, rec: dict[str, Any]) -> None:
-        if rec["type"] == "step_started":
+        if is_a(rec, RecordType.STEP_STARTED):
             self.steps_started += 1
             self.step_model_calls = 0
-        elif rec["type"] == "action_dispatched":
+        elif is_a(rec, RecordType.ACTION_DISPATCHED):
             self.dispatches[rec["step"]] = self.dispatches.get(rec["step"], 0) + 1
-        elif rec["type"] in ("resolved", "llm_call"):
+        elif is_a(rec, RecordType.RESOLVED, RecordType.LLM_CALL):
             calls = int(rec["data"].get("model_calls", 0) or 0)
             self.model_calls += calls
             self.step_model_calls += calls
@@ -85,41 +88,41 @@ class Budget:
 
 def model_call_refusal(policy: PolicyConfig, budget: Budget, step: Step) -> str | None:
     """Before a GUI step's model call (spec §4, §11): one call per step, and never past max_model_calls
-    (that would be a violation: Blocked is raised, and the call is not made)."""
+    (that would be a violation: PolicyBlock is raised, and the call is not made)."""
     if budget.step_model_calls >= 1:
         return "the step has made its one model call (while the screen was changing); no second"
     limit = policy.max_model_calls
     if limit is not None and budget.model_calls >= limit:
-        raise Blocked("max_model_calls", budget.model_calls + 1, limit, step.id,
+        raise PolicyBlock("max_model_calls", budget.model_calls + 1, limit, step.id,
                       f"model call {budget.model_calls + 1} would exceed max_model_calls {limit}")
     return None
 
 
-def check_step(policy: PolicyConfig, budget: Budget, step: Step, typed: str | None) -> Blocked | None:
+def check_step(policy: PolicyConfig, budget: Budget, step: Step, typed: str | None) -> PolicyBlock | None:
     """Before a step starts: step count, duration, model budget, deny rules, effect requirement."""
     if policy.max_steps is not None and budget.steps_started >= policy.max_steps:
-        return Blocked("max_steps", budget.steps_started, policy.max_steps, step.id, f"the run has started {budget.steps_started} steps (max_steps {policy.max_steps})")
+        return PolicyBlock("max_steps", budget.steps_started, policy.max_steps, step.id, f"the run has started {budget.steps_started} steps (max_steps {policy.max_steps})")
     running_s = budget.running_s
     if policy.max_duration_s is not None and running_s >= policy.max_duration_s:
-        return Blocked("max_duration_s", round(running_s, 1), policy.max_duration_s, step.id, f"the run has been RUNNING {running_s:.1f}s (max_duration_s {policy.max_duration_s})")
+        return PolicyBlock("max_duration_s", round(running_s, 1), policy.max_duration_s, step.id, f"the run has been RUNNING {running_s:.1f}s (max_duration_s {policy.max_duration_s})")
     if policy.max_model_calls is not None and budget.model_calls > policy.max_model_calls:
-        return Blocked("max_model_calls", budget.model_calls, policy.max_model_calls, step.id, f"{budget.model_calls} model calls exceed max_model_calls {policy.max_model_calls}")
+        return PolicyBlock("max_model_calls", budget.model_calls, policy.max_model_calls, step.id, f"{budget.model_calls} model calls exceed max_model_calls {policy.max_model_calls}")
     if policy.require_effect_for_consequential and step.is_consequential and step.effect is None:
-        return Blocked("require_effect_for_consequential", "no effect declared", "effect required", step.id, f"consequential step {step.id!r} declares no effect verifier")
+        return PolicyBlock("require_effect_for_consequential", "no effect declared", "effect required", step.id, f"consequential step {step.id!r} declares no effect verifier")
     for i, rule in enumerate(policy.deny):
         if _matches(rule, step, typed):
             why = rule.reason or f"deny rule {i + 1}"
-            return Blocked(f"deny[{i}]", step.id, rule.model_dump(exclude_none=True), step.id, f"step {step.id!r} is denied by policy ({why})")
+            return PolicyBlock(f"deny[{i}]", step.id, rule.model_dump(exclude_none=True), step.id, f"step {step.id!r} is denied by policy ({why})")
     return None
 
 
-def check_dispatch(policy: PolicyConfig, budget: Budget, step: Step) -> Blocked | None:
+def check_dispatch(policy: PolicyConfig, budget: Budget, step: Step) -> PolicyBlock | None:
     """Before input: a retry is a second action_dispatched for the same step."""
     if policy.max_retries_per_step is None:
         return None
     retries = budget.dispatches.get(step.id, 0)  # dispatches so far; this one would be retry number `retries`
     if retries > policy.max_retries_per_step:
-        return Blocked("max_retries_per_step", retries, policy.max_retries_per_step, step.id, f"step {step.id!r} was already dispatched {retries} times (max_retries_per_step {policy.max_retries_per_step})")
+        return PolicyBlock("max_retries_per_step", retries, policy.max_retries_per_step, step.id, f"step {step.id!r} was already dispatched {retries} times (max_retries_per_step {policy.max_retries_per_step})")
     return None
 
 

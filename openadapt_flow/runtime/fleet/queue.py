@@ -33,6 +33,7 @@ from openadapt_flow.store.lease import LeaseLost
 from openadapt_flow.vision.ocr import OcrEngine
 
 QUEUE = "flow"
+RECONCILE_JOB = "reconcile"  # not-vocabulary: the periodic job's name and lock, not a decision
 
 
 class DesktopSilent(FlowError):
@@ -80,8 +81,8 @@ class Fleet:
         self.app = queue_app(spec)
         self.app.task(name="flow.start", queue=QUEUE, retry=RETRY)(self.start)
         self.app.task(name="flow.resume", queue=QUEUE, retry=RETRY)(self.resume)
-        self.app.periodic(cron=reconcile_cron(self.config.runtime.lease_ttl_s), periodic_id="reconcile")(
-            self.app.task(name="flow.reconcile", queue=QUEUE, queueing_lock="reconcile")(self.reconcile))
+        self.app.periodic(cron=reconcile_cron(self.config.runtime.lease_ttl_s), periodic_id=RECONCILE_JOB)(
+            self.app.task(name="flow.reconcile", queue=QUEUE, queueing_lock=RECONCILE_JOB)(self.reconcile))
 
     def start(self, name: str) -> str:
         """Start the submitted run `name` on a free desktop that serves its label (once: a run begun is left to the

@@ -29,6 +29,7 @@ from openadapt_flow.bundle.loader import LoadedBundle, load_bundle
 from openadapt_flow.errors import RefusedError, RunDirError
 from openadapt_flow.runtime.act.lifecycle import queued
 from openadapt_flow.store import PG_PREFIX as PREFIX, PostgresRun, PostgresStore
+from openadapt_flow.store.states import RunState
 
 _SUBMISSION = """
 SELECT s.label, r.manifest, r.state = 'PENDING' AND NOT EXISTS (SELECT 1 FROM flow_journal j WHERE j.run = r.id)
@@ -132,7 +133,7 @@ def fail_start(run: PostgresRun, where: str, error: Exception, ttl_s: float) -> 
     try:
         if not queued(run):
             return f"not failed: the run has begun ({message})"
-        run.write_state("FAILED", message=message)
+        run.write_state(RunState.FAILED, message=message)
         return message
     finally:
         lease.release()

@@ -23,6 +23,7 @@ from openadapt_flow.bundle.params import bind_params
 from openadapt_flow.runtime.decide.config import DeployConfig
 from openadapt_flow.store import PG_PREFIX as PREFIX, PostgresStore, check_queue_schema
 from openadapt_flow.store.select import postgres_store
+from openadapt_flow.store.states import RunState
 
 PENDING_MESSAGE = "submitted to the fleet; waits for a worker with a free desktop"
 
@@ -62,6 +63,6 @@ def submit(spec: str, bundle: Path, params: Mapping[str, Any], label: str | None
         run = store.create_run(PREFIX + name)
         run.snapshot_bundle(loaded.root, loaded.files)
         run.write_manifest(manifest)
-        run.write_state("PENDING", message=PENDING_MESSAGE)
+        run.write_state(RunState.PENDING, message=PENDING_MESSAGE)
         store.run("INSERT INTO flow_submissions (run, label) VALUES (%s, %s)", (run.id(), label))
     return run.ref

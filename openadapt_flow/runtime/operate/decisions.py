@@ -7,6 +7,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from types import SimpleNamespace
@@ -26,9 +27,9 @@ from openadapt_flow.store.checkpoint import checkpoint_digest
 from openadapt_flow.store.escalation import digest, sign, verify
 from openadapt_flow.store.journal import now_iso
 from openadapt_flow.store.keys import load_decision_key, load_key
-from openadapt_flow.store.states import FINAL_STATES
+from openadapt_flow.store.states import DecisionKind, FINAL_STATES, PausedReason, RunState
 
-DECISION_NAMES = ("continue", "skip", "reject", "teach", "escalate", "reconcile")
+DECISION_NAMES = (DecisionKind.CONTINUE, DecisionKind.SKIP, DecisionKind.REJECT, DecisionKind.TEACH, DecisionKind.ESCALATE, DecisionKind.RECONCILE)
 AUTHENTICATED_CHANNELS = ("console", "phone")  # an operator who logged in with a credential (spec §20)
 Audit = Callable[[dict[str, Any]], Any]  # appends an event to the store's operator audit log
 DECISION_WAIT_S = 10.0  # how long a decision waits for another command's hold on the run before it is refused
@@ -119,35 +120,36 @@ def check_approval(run: RunHandle, pending: dict[str, Any], key: bytes, *, now: 
     if approval.get("decision") not in task["allowed_decisions"]:
         raise RefusedError(f"{path}: decision {approval.get('decision')!r} is not allowed for this pause")
     distinct = len({voter(v) for v in approval.get("votes") or []})
-    if approval.get("decision") != "reject" and distinct < task.get("quorum", 1):
+    if approval.get("decision") != DecisionKind.REJECT and distinct < task.get("quorum", 1):
         raise RefusedError(f"{path}: quorum not met: {distinct} of {task['quorum']} distinct operators have decided")
     return approval
 
 
 def deliver(run_path: RunRef, kind: str, operator: str, *, value: str | None = None, name: str | None = None,
-            data: Any = None, os_user: str | None = None, channel: str = "cli", audit: Audit | None = None) -> dict[str, Any]:
-    """`flow answer` / `flow signal`: a signed delivery bound to the pause that waits for it."""
+            data: Any = None, channel: str = "cli", options: DecisionOptions | None = None) -> dict[str, Any]:
+    """`flow answer` / `flow signal`: a signed delivery bound to the pause that waits for it (`options.audit` logs it)."""
+    opts = options or DecisionOptions()
     run = _open(run_path)
-    want = {"answer": "awaiting_user", "signal": "awaiting_signal"}[kind]
+    want = {"answer": PausedReason.AWAITING_USER, "signal": PausedReason.AWAITING_SIGNAL}[kind]
     with deciding(run, run.manifest()) as (_lease, records, state):
         key = load_decision_key(create=False)
         pending = pending_view(run, records, key)
         _refuse_if_decided(run, records, pending)
-        if state.get("state") not in ("PAUSED", "INTERRUPTED") or pending is None or pending.get("paused_reason") != want:
+        if state.get("state") not in (RunState.PAUSED, RunState.INTERRUPTED) or pending is None or pending.get("paused_reason") != want:
             reason = pending.get("paused_reason") if pending else state.get("paused_reason")
             raise RefusedError(f"{run.ref}: run is {state.get('state')}({reason}), not {want}")
         ask = pending["task"].get("ask")  # signed with the task; runs without a bundle (workflows) have only this
         step = SimpleNamespace(id=pending["step"], **ask) if ask is not None else _snapshot_step(run, pending["step"])
         payload: dict[str, Any]
-        if kind == "answer":
+        if kind == DecisionKind.ANSWER:
             assert value is not None
             payload = {"value": _check_answer(step, value)}
         else:
             if name != step.signal:
                 raise RefusedError(f"{run.ref}: step {step.id!r} waits for signal {step.signal!r}, not {name!r}")
             payload = {"name": name, "data": data}
-        return _record(run, pending, key, kind, operator, os_user or getpass.getuser(), payload=payload, channel=channel,
-                       audit=audit)
+        vote = OperatorDecision(kind, operator, getpass.getuser(), channel=channel, payload=payload)
+        return _record(run, pending, key, vote, opts)
 
 
 def _open(run: RunRef) -> RunHandle:
@@ -184,66 +186,104 @@ def _last_consumed(run: RunHandle) -> dict[str, Any] | None:
     return used[-1] if used else None
 
 
-def approve(
-    run_path: RunRef, decision: str, operator: str, *, note: str | None = None, effect: str | None = None,
-    reporter: Callable[[RunHandle], Any] | None = None, os_user: str | None = None, now: float | None = None,
-    point: tuple[int, int] | None = None, template: Path | None = None, channel: str = "cli", audit: Audit | None = None,
-    pause_id: str | None = None,
-) -> dict[str, Any]:
+@dataclass(frozen=True)
+class DecisionOptions:
+    """What binds and follows a decision beyond who decides what: a teach's target (a point on the halt frame, or a
+    template PNG), the pause the decider was shown (a phone binds it), the clock (tests), and who is told once it is
+    recorded (the report's rewrite, the store's operator audit log)."""
+
+    point: tuple[int, int] | None = None
+    template: Path | None = None
+    pause_id: str | None = None
+    now: float | None = None
+    reporter: Callable[[RunHandle], Any] | None = None
+    audit: Audit | None = None
+
+
+@dataclass(frozen=True)
+class OperatorDecision:
+    """One operator's decision on a pause, as `approve` or `deliver` records it in the signed approval."""
+
+    decision: str
+    operator: str
+    user: str  # the OS user running the command
+    channel: str = "cli"
+    effect: str | None = None
+    note: str | None = None
+    payload: dict[str, Any] | None = None
+
+
+def approve(run_path: RunRef, decision: str, operator: str, *, note: str | None = None, effect: str | None = None,
+            os_user: str | None = None, channel: str = "cli", options: DecisionOptions | None = None) -> dict[str, Any]:
     """Record a decision on the pending escalation; `reject` also ends the run BLOCKED. Returns a summary.
 
     Decisions are serialised under the run's lease: of two started at the same instant, the second sees the first.
-    `pause_id`, if given, must be the open pause's, checked under that lease."""
+    `options.pause_id`, if given, must be the open pause's, checked under that lease."""
+    opts = options or DecisionOptions()
+    _check_decision_args(decision, operator, effect, opts)
+    run = _open(run_path)
+    manifest = run.manifest()
+    vote = OperatorDecision(decision, operator, os_user or getpass.getuser(), channel, effect, note)
+    state = run.state() if run.has_state() else {}  # a damaged state.json is refused (6)
+    if state.get("state") in FINAL_STATES:
+        return _not_paused(run, state, decision, vote.user)
+    current_checkpoint(run)  # so is a damaged checkpoint.json: no decision is recorded on what cannot be read
+    _check_operator(DeployConfig.model_validate(manifest["config"]), vote)
+    with deciding(run, manifest) as (_lease, records, state):
+        out = _decide(run, manifest, records, state, vote, opts)
+    if out["recorded"] and opts.reporter is not None:  # the report's "next" becomes the resume
+        opts.reporter(run)
+    return out
+
+
+def _check_decision_args(decision: str, operator: str, effect: str | None, opts: DecisionOptions) -> None:
+    """Bad input, refused before the run is read."""
     if decision not in DECISION_NAMES:
         raise UsageError(f"--decision {decision!r}: expected one of {', '.join(DECISION_NAMES)}")
-    if (decision == "teach") != (point is not None or template is not None):
+    if (decision == DecisionKind.TEACH) != (opts.point is not None or opts.template is not None):
         raise UsageError("--decision teach needs --point X,Y (on the halt frame) or --template PNG, and only teach takes them")
-    if (decision == "reconcile") != (effect is not None):
+    if (decision == DecisionKind.RECONCILE) != (effect is not None):
         raise UsageError("--effect landed|absent goes with --decision reconcile, and reconcile needs it")
     if effect is not None and effect not in ("landed", "absent"):
         raise UsageError(f"--effect {effect!r}: expected landed or absent")
     if not operator.strip():
         raise UsageError("--operator must name the person deciding")
-    run = _open(run_path)
-    manifest = run.manifest()
-    user = os_user or getpass.getuser()
-    state = run.state() if run.has_state() else {}  # a damaged state.json is refused (6)
-    if state.get("state") in FINAL_STATES:
-        return _not_paused(run, state, decision, user)
-    current_checkpoint(run)  # so is a damaged checkpoint.json: no decision is recorded on what cannot be read
-    config = DeployConfig.model_validate(manifest["config"])
+
+
+def _check_operator(config: DeployConfig, vote: OperatorDecision) -> None:
+    """approvals.operators names who may decide: operators on an authenticated channel, else OS users."""
     operators = config.approvals.operators
-    authenticated = channel in AUTHENTICATED_CHANNELS  # approvals.operators names operators there, else OS users
-    if operators is not None and (operator if authenticated else user) not in operators:
-        who = f"operator {operator!r}" if authenticated else f"OS user {user!r}"
+    authenticated = vote.channel in AUTHENTICATED_CHANNELS
+    if operators is not None and (vote.operator if authenticated else vote.user) not in operators:
+        who = f"operator {vote.operator!r}" if authenticated else f"OS user {vote.user!r}"
         raise RefusedError(f"{who} is not among approvals.operators; refusing")
-    with deciding(run, manifest) as (lease, records, state):
-        key = load_decision_key(create=False)
-        pending = pending_view(run, records, key)
-        # PAUSED, or INTERRUPTED while pausing (the journal has the pause; the state never said PAUSED)
-        if pending is None or state.get("state") not in ("PAUSED", "INTERRUPTED"):
-            return _not_paused(run, state, decision, user, records)  # e.g. decided or resumed by another command meanwhile
-        if pause_id is not None and pending["pause_id"] != pause_id:  # a phone decision binds the pause it was shown
-            raise RefusedError(f"{run.ref}: the decision is for pause {pause_id}, but the open pause is {pending['pause_id']}")
-        if decision == "escalate":  # allowed after expiry too: expiry voids the task, not the run
-            if "escalate" not in pending["task"]["allowed_decisions"]:
-                raise RefusedError("--decision escalate is not allowed for this pause")
-            _check_channel(run, pending, channel)
-            out = _escalate(run, manifest, pending, key, operator, user, note, channel)
-            _audit(audit, run, out, channel)
-            return out
-        payload = None
-        if decision == "teach":
-            if "teach" not in pending["task"]["allowed_decisions"]:
-                raise RefusedError("--decision teach is allowed only for resolution or ambiguity halts")
-            payload = make_patch(run, pending, records, point=point, template=template)
-        out = _record(run, pending, key, decision, operator, user, effect=effect, note=note, now=now, payload=payload,
-                      channel=channel, audit=audit)
-        if decision == "reject" and out["recorded"]:
-            body = run.read_approval() or {}
-            _block(run, pending, body)
-    if out["recorded"] and reporter is not None:  # the report's "next" becomes the resume
-        reporter(run)
+
+
+def _decide(run: RunHandle, manifest: dict[str, Any], records: list[dict[str, Any]], state: dict[str, Any], vote: OperatorDecision,
+            opts: DecisionOptions) -> dict[str, Any]:
+    """Under the run's lease: escalate, or record the vote (a teach's patch made first; a reject ends the run)."""
+    key = load_decision_key(create=False)
+    pending = pending_view(run, records, key)
+    # PAUSED, or INTERRUPTED while pausing (the journal has the pause; the state never said PAUSED)
+    if pending is None or state.get("state") not in (RunState.PAUSED, RunState.INTERRUPTED):
+        return _not_paused(run, state, vote.decision, vote.user, records)  # e.g. decided or resumed by another command meanwhile
+    if opts.pause_id is not None and pending["pause_id"] != opts.pause_id:  # a phone decision binds the pause it was shown
+        raise RefusedError(f"{run.ref}: the decision is for pause {opts.pause_id}, but the open pause is {pending['pause_id']}")
+    allowed = pending["task"]["allowed_decisions"]
+    if vote.decision == DecisionKind.ESCALATE:  # allowed after expiry too: expiry voids the task, not the run
+        if DecisionKind.ESCALATE not in allowed:
+            raise RefusedError("--decision escalate is not allowed for this pause")
+        _check_channel(run, pending, vote.channel)
+        out = _escalate(run, manifest, pending, key, vote)
+        _audit(opts.audit, run, out, vote.channel)
+        return out
+    if vote.decision == DecisionKind.TEACH:
+        if DecisionKind.TEACH not in allowed:
+            raise RefusedError("--decision teach is allowed only for resolution or ambiguity halts")
+        vote = replace(vote, payload=make_patch(run, pending, records, point=opts.point, template=opts.template))
+    out = _record(run, pending, key, vote, opts)
+    if vote.decision == DecisionKind.REJECT and out["recorded"]:
+        _block(run, pending, run.read_approval() or {})
     return out
 
 
@@ -256,7 +296,7 @@ def _not_paused(run: RunHandle, state: dict[str, Any], decision: str, user: str,
     if records is not None:
         _refuse_if_decided(run, records, None)
     reason = f"({state['paused_reason']})" if state.get("paused_reason") else ""
-    why = f" ({state['message']})" if state.get("message") and state.get("state") == "BLOCKED" else ""
+    why = f" ({state['message']})" if state.get("message") and state.get("state") == RunState.BLOCKED else ""
     raise RefusedError(f"{run.ref}: run is {state.get('state')}{reason}{why}, not awaiting approval")
 
 
@@ -274,18 +314,15 @@ def _audit(audit: Audit | None, run: RunHandle, out: dict[str, Any], channel: st
                "run": run.ref, "pause_id": out.get("pause_id"), "decision": out.get("decision")})
 
 
-def _record(run: RunHandle, pending: dict[str, Any], key: bytes, decision: str, operator: str, user: str,
-            *, effect: str | None = None, note: str | None = None, payload: dict[str, Any] | None = None,
-            now: float | None = None, channel: str = "cli", audit: Audit | None = None) -> dict[str, Any]:
-    out = _record_vote(run, pending, key, decision, operator, user, effect=effect, note=note, payload=payload, now=now,
-                       channel=channel)
-    _audit(audit, run, out, channel)
+def _record(run: RunHandle, pending: dict[str, Any], key: bytes, vote: OperatorDecision, opts: DecisionOptions) -> dict[str, Any]:
+    out = _record_vote(run, pending, key, vote, opts.now)
+    _audit(opts.audit, run, out, vote.channel)
     return out
 
 
-def _record_vote(run: RunHandle, pending: dict[str, Any], key: bytes, decision: str, operator: str, user: str,
-                 *, effect: str | None, note: str | None, payload: dict[str, Any] | None, now: float | None,
-                 channel: str) -> dict[str, Any]:
+def _record_vote(run: RunHandle, pending: dict[str, Any], key: bytes, vote: OperatorDecision, now: float | None) -> dict[str, Any]:
+    decision, operator, user, channel = vote.decision, vote.operator, vote.user, vote.channel
+    effect, note, payload = vote.effect, vote.note, vote.payload
     _check_channel(run, pending, channel)
     task = pending["task"]
     if (now if now is not None else time.time()) > _epoch(task["expires_at"]):
@@ -296,9 +333,9 @@ def _record_vote(run: RunHandle, pending: dict[str, Any], key: bytes, decision: 
     conflict = phone_vote_conflict(existing, pending["pause_id"], operator) if channel == "phone" else None
     if conflict is not None:  # checked again here, under the run's lease: a local vote may have landed meanwhile
         raise RefusedError(f"{run.ref}: {conflict}; refusing")
-    vote = {"operator": operator, "os_user": user, "note": note, "decided_at": now_iso(), "channel": channel}
-    me = voter(vote)
-    replaced, votes = None, [vote]
+    ballot = {"operator": operator, "os_user": user, "note": note, "decided_at": now_iso(), "channel": channel}
+    me = voter(ballot)
+    replaced, votes = None, [ballot]
     superseded: list[dict[str, Any]] = []
     if existing is not None and existing.get("pause_id") == pending["pause_id"]:
         earlier = existing.get("votes") or []
@@ -307,7 +344,7 @@ def _record_vote(run: RunHandle, pending: dict[str, Any], key: bytes, decision: 
         if same:
             if me in voters:  # one voter (an authenticated operator, else an OS user) never counts twice
                 return {"recorded": False, "noop": True, "decision": decision, "pause_id": pending["pause_id"]}
-            votes = earlier + [vote]  # quorum: distinct OS users accumulate on one decision
+            votes = earlier + [ballot]  # quorum: distinct OS users accumulate on one decision
         elif voters - {me}:
             # another operator decided differently first: refused, naming that decision (nothing is silently lost)
             raise RefusedError(
@@ -333,9 +370,9 @@ def _record_vote(run: RunHandle, pending: dict[str, Any], key: bytes, decision: 
             "replaced": replaced, "votes": distinct, "quorum": task.get("quorum", 1), "complete": distinct >= task.get("quorum", 1)}
 
 
-def _escalate(run: RunHandle, manifest: dict[str, Any], pending: dict[str, Any], key: bytes, operator: str, user: str,
-              note: str | None, channel: str = "cli") -> dict[str, Any]:
+def _escalate(run: RunHandle, manifest: dict[str, Any], pending: dict[str, Any], key: bytes, vote: OperatorDecision) -> dict[str, Any]:
     """Re-issue the decision task at the next level (config approvals.levels); the run stays PAUSED. Caller holds the lease."""
+    operator, user, note, channel = vote.operator, vote.user, vote.note, vote.channel
     config = DeployConfig.model_validate(manifest["config"])
     levels = config.approvals.levels or ["default"]
     level = min(int(pending.get("level", 0)) + 1, len(levels) - 1)
@@ -353,8 +390,8 @@ def _escalate(run: RunHandle, manifest: dict[str, Any], pending: dict[str, Any],
     run.remove_approval()
     journal.close()
     state = run.state()
-    run.write_state("PAUSED", journal=journal, **{k: state.get(k) for k in ("paused_reason", "transaction_outcome", "last_checkpoint_seq", "halt_category", "message")})
-    return {"recorded": True, "decision": "escalate", "pause_id": pause_id, "level": levels[level], "operator": operator, "os_user": user}
+    run.write_state(RunState.PAUSED, journal=journal, **{k: state.get(k) for k in ("paused_reason", "transaction_outcome", "last_checkpoint_seq", "halt_category", "message")})
+    return {"recorded": True, "decision": DecisionKind.ESCALATE, "pause_id": pause_id, "level": levels[level], "operator": operator, "os_user": user}
 
 
 def _block(run: RunHandle, pending: dict[str, Any], decision: dict[str, Any]) -> None:
@@ -373,7 +410,7 @@ def block_run(run: RunHandle, journal: JournalWriter, pending: dict[str, Any], d
         "id": "incident-" + pending["pause_id"].removeprefix("pause-"),
         "run_id": pending["run_id"],
         "rule": "operator_reject",
-        "decision": "reject",
+        "decision": DecisionKind.REJECT,
         "operator": decision["operator"],
         "os_user": decision["os_user"],
         "note": decision["note"],
@@ -383,6 +420,6 @@ def block_run(run: RunHandle, journal: JournalWriter, pending: dict[str, Any], d
         "decided_at": decision["decided_at"],
     }
     run.write_incident(incident)
-    journal.append("run_finished", None, {"state": "BLOCKED", "incident": incident["id"], "transaction_outcome": pending.get("transaction_outcome")})
+    journal.append("run_finished", None, {"state": RunState.BLOCKED, "incident": incident["id"], "transaction_outcome": pending.get("transaction_outcome")})
     journal.close()
-    run.write_state("BLOCKED", journal=journal, transaction_outcome=pending.get("transaction_outcome"), message=f"rejected by {decision['operator']}")
+    run.write_state(RunState.BLOCKED, journal=journal, transaction_outcome=pending.get("transaction_outcome"), message=f"rejected by {decision['operator']}")

@@ -14,7 +14,7 @@ from openadapt_flow.store.atomic import StorageFault
 from openadapt_flow.store.base import RunStore
 from openadapt_flow.store import FilesystemStore
 from openadapt_flow.store.keys import load_key
-from openadapt_flow.store.states import LIVE_STATES
+from openadapt_flow.store.states import LIVE_STATES, RunState
 
 
 def as_store(root: Path | RunStore) -> RunStore:
@@ -25,7 +25,7 @@ def as_store(root: Path | RunStore) -> RunStore:
 def reconcile_one(ref: RunRef) -> dict[str, Any]:
     run = open_ref(ref)
     path = run.ref
-    st = run.state() if run.has_state() else {"state": "PENDING"}
+    st = run.state() if run.has_state() else {"state": RunState.PENDING}
     if st.get("state") not in LIVE_STATES or queued(run):  # a submitted run no worker has started has no owner to lose
         return {"run_dir": path, "action": "none", "state": st.get("state")}
     unlock = run.try_lock()

@@ -22,6 +22,7 @@ from openadapt_flow.bundle.loader import LoadedBundle, load_bundle
 from openadapt_flow.errors import FlowError, RefusedError, UsageError
 from openadapt_flow.store.atomic import dumps
 from openadapt_flow.store.base import RunHandle
+from openadapt_flow.store.states import RecordType, is_a
 
 PATCHES = "patches"
 
@@ -48,11 +49,11 @@ def _encode_png(rgb: np.ndarray, where: str) -> bytes:
     return buf.tobytes()
 
 
-LAYERS = ("patched", "bundle_upgraded")  # teach patches and `resume --upgrade-bundle` versions, the latest wins
+LAYERS = (RecordType.PATCHED, RecordType.BUNDLE_UPGRADED)  # teach patches and `resume --upgrade-bundle` versions, the latest wins
 
 
 def effective_bundle_dir(run: RunHandle, records: list[dict[str, Any]]) -> Path:
-    applied = [r for r in records if r["type"] in LAYERS]
+    applied = [r for r in records if is_a(r, *LAYERS)]
     return run.artifact_dir(applied[-1]["data"]["bundle_dir"] if applied else "bundle")
 
 
@@ -65,7 +66,7 @@ def effective_bundle(run: RunHandle, manifest: dict[str, Any], records: list[dic
         raise RefusedError(f"{snap_dir}: bundle snapshot is unusable ({e}); refusing") from None
     if snap.digest != manifest["bundle"]["digest"]:
         raise RefusedError(f"{snap_dir}: bundle snapshot digest {snap.digest} differs from the recorded {manifest['bundle']['digest']}; refusing")
-    applied = [r for r in records if r["type"] in LAYERS]
+    applied = [r for r in records if is_a(r, *LAYERS)]
     if not applied:
         return snap
     last = applied[-1]["data"]

@@ -22,7 +22,7 @@ from typing import Any
 from openadapt_flow.errors import RefusedError
 from openadapt_flow.store.base import JournalWriter, RunHandle
 from openadapt_flow.store.escalation import digest, journal_pause, verify
-from openadapt_flow.store.states import FINAL_STATES
+from openadapt_flow.store.states import FINAL_STATES, RecordType, RunState, is_a
 
 
 
@@ -30,14 +30,14 @@ def check_views(run: RunHandle, records: list[dict[str, Any]], key: bytes) -> di
     """state.json verified against the journal (its seal) and the run ledger; the state to act on."""
     doc = run.check_seal(records, key)
     run.ledger_claim(records)
-    return doc or {"state": "PENDING"}
+    return doc or {"state": RunState.PENDING}
 
 
 def catch_up_state(run: RunHandle, records: list[dict[str, Any]], journal: JournalWriter, state: dict[str, Any]) -> dict[str, Any]:
     """A state that lags a journal which already ended the run (killed between `run_finished` and the state write)
     is rebuilt from the journal, so the run is not run again."""
-    end = next((r for r in reversed(records) if r["type"] in ("run_finished", "run_resumed")), None)
-    if end is None or end["type"] != "run_finished" or state.get("state") == end["data"].get("state"):
+    end = next((r for r in reversed(records) if is_a(r, RecordType.RUN_FINISHED, RecordType.RUN_RESUMED)), None)
+    if end is None or not is_a(end, RecordType.RUN_FINISHED) or state.get("state") == end["data"].get("state"):
         return state
     final = end["data"].get("state")
     if final not in FINAL_STATES:
@@ -104,7 +104,7 @@ def _retire_used_approval(run: RunHandle, closed: set[str]) -> None:
 DECISION_FIELDS = ("decision", "effect", "operator", "os_user", "note", "decided_at", "votes", "payload", "task_digest", "checkpoint_digest")
 # What the first thing done after a decision is: its application (a re-dispatch, a checkpoint, a skip, an answered
 # step), or the next pause, or the run's end. Any of them after the `decision` record spends it.
-SPENDS = ("action_dispatched", "step_verified", "step_skipped", "escalation_opened", "escalated", "run_finished")
+SPENDS = (RecordType.ACTION_DISPATCHED, RecordType.STEP_VERIFIED, RecordType.STEP_SKIPPED, RecordType.ESCALATION_OPENED, RecordType.ESCALATED, RecordType.RUN_FINISHED)
 
 
 def decision_data(approval: dict[str, Any] | None, pause_id: str) -> dict[str, Any]:
@@ -135,9 +135,9 @@ def journaled_decision(records: list[dict[str, Any]]) -> tuple[dict[str, Any], d
     it (see SPENDS) it is history: what it authorised happened, at most once."""
     last: dict[str, Any] | None = None
     for r in records:
-        if r["type"] == "decision":
+        if is_a(r, RecordType.DECISION):
             last = r
-        elif last is not None and r["type"] in SPENDS:
+        elif last is not None and is_a(r, *SPENDS):
             last = None
     if last is None:
         return None
@@ -152,7 +152,7 @@ def journaled_decision(records: list[dict[str, Any]]) -> tuple[dict[str, Any], d
 
 def _pause_body(records: list[dict[str, Any]], pause_id: Any) -> dict[str, Any] | None:
     for r in reversed(records):
-        body = (r.get("data") or {}).get("pending") if r["type"] in ("escalation_opened", "escalated") else None
+        body = (r.get("data") or {}).get("pending") if is_a(r, RecordType.ESCALATION_OPENED, RecordType.ESCALATED) else None
         if isinstance(body, dict) and body.get("pause_id") == pause_id:
             return dict(body)
     return None

@@ -19,9 +19,10 @@ from openadapt_flow.bundle.params import bind_params
 from openadapt_flow.errors import FlowError, RefusedError
 from openadapt_flow.store.checkpoint import checkpoint_from_records
 from openadapt_flow.store.base import JournalWriter, RunHandle
+from openadapt_flow.store.states import RecordType, is_a
 
 UPGRADES = "upgrades"
-RECORD = "bundle_upgraded"
+RECORD = RecordType.BUNDLE_UPGRADED
 
 
 def _templates(step: Step) -> list[str]:
@@ -70,7 +71,7 @@ def upgrade_bundle(run: RunHandle, journal: JournalWriter, records: list[dict[st
     cp = checkpoint_from_records(records)
     done = cp["step_index"] if cp else -1
     index = {s.id: i for i, s in enumerate(current.model.steps)}
-    dispatched = [index[r["step"]] for r in records if r["type"] == "action_dispatched" and r["step"] in index]
+    dispatched = [index[r["step"]] for r in records if is_a(r, RecordType.ACTION_DISPATCHED) and r["step"] in index]
     last = max([done, *dispatched])
     why = next((w for w in (_same_step(current, new, i) for i in range(last + 1)) if w), None)
     if why is None and new.model.screen != current.model.screen:
@@ -83,7 +84,7 @@ def upgrade_bundle(run: RunHandle, journal: JournalWriter, records: list[dict[st
             why = f"the run's params do not bind to it ({e})"
     if why is not None:
         raise RefusedError(f"--upgrade-bundle {path}: {why}; steps up to the last checkpoint must be unchanged; refusing")
-    n = sum(1 for r in records if r["type"] == RECORD) + 1
+    n = sum(1 for r in records if is_a(r, RECORD)) + 1
     rel = f"{UPGRADES}/{n}"
     run.remove_artifacts(rel)  # a snapshot left by an upgrade that died before it was journaled
     for f in new.files:

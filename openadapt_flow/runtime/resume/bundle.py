@@ -14,7 +14,7 @@ from openadapt_flow.runtime.act.backend_select import BackendFlags, merge_backen
 from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.runtime.act.context import RunContext
 from openadapt_flow.runtime.act.durable import record_verified
-from openadapt_flow.runtime.act.engine import execute, finish, make_context, open_or_none, record_halt, stop_on_signals
+from openadapt_flow.runtime.act.engine import RunInputs, RunSetup, execute, finish, make_context, open_or_none, record_halt, stop_on_signals
 from openadapt_flow.runtime.act.launch import RunOutcome
 from openadapt_flow.runtime.act.preflight import check_effects, check_model_key, probe_effects
 from openadapt_flow.runtime.act.recheck import (CONFIRMED_DONE, POSITIVELY_ABSENT, RETRYABLE, RecheckResult, Uncertain, check_facts,
@@ -27,7 +27,7 @@ from openadapt_flow.runtime.operate.truth import consume_decision, record_decisi
 from openadapt_flow.runtime.operate.upgrade import upgrade_bundle as adopt_upgrade
 from openadapt_flow.runtime.resume.plan import Opened, ResumePlan, plan_resume, resumed
 from openadapt_flow.store.atomic import StorageFault
-from openadapt_flow.store.states import RunState
+from openadapt_flow.store.states import DecisionKind, is_a, PausedReason, RecordType, RunState
 
 
 def continue_bundle(o: Opened) -> RunOutcome:
@@ -36,8 +36,8 @@ def continue_bundle(o: Opened) -> RunOutcome:
     if orphan:
         o.journal.append("suspended", None, {"reason": orphan})
         o.journal.close()
-        o.run.write_state("PAUSED", journal=o.journal, paused_reason="suspended_orphan", message=orphan)
-        return RunOutcome("PAUSED", RunState.PAUSED.exit_code, ref_path(o.run), orphan)
+        o.run.write_state(RunState.PAUSED, journal=o.journal, paused_reason=PausedReason.SUSPENDED_ORPHAN, message=orphan)
+        return RunOutcome(RunState.PAUSED, RunState.PAUSED.exit_code, ref_path(o.run), orphan)
     assert o.loaded is not None
     if o.req.upgrade_bundle is not None:
         o.loaded = adopt_upgrade(o.run, o.journal, o.records, o.loaded, o.manifest, o.req.upgrade_bundle)
@@ -51,14 +51,14 @@ def continue_bundle(o: Opened) -> RunOutcome:
     live = open_or_none(backend_spec(o.manifest, o.req.backend), o.req.backend_factory)
     try:
         # every system of record that steps still to come will read answers now, before any input
-        probe_effects(o.loaded, o.config, bound, o.manifest["run_id"], started={r["step"] for r in o.records if r["type"] == "step_started"})
-        ctx = make_context(o.run, o.manifest["run_id"], o.loaded, bound, live, o.config, o.journal, bool(o.manifest.get("allow_model")),
-                           True, o.req.progress, o.req.reporter, runs=o.runs)
+        probe_effects(o.loaded, o.config, bound, o.manifest["run_id"], started={r["step"] for r in o.records if is_a(r, RecordType.STEP_STARTED)})
+        ctx = make_context(o.run, o.manifest["run_id"], o.journal, live, RunInputs(o.loaded, bound),
+                           RunSetup(o.config, o.runs, bool(o.manifest.get("allow_model")), True, o.req.progress, o.req.reporter))
         ctx.lease = o.lease
         ctx.watch(o.records)
         if o.req.stop is not None:
             ctx.stop = o.req.stop
-        if patch is not None and not any(r["type"] == "patched" and r["data"].get("pause_id") == patch["pause_id"] for r in o.records):
+        if patch is not None and not any(is_a(r, RecordType.PATCHED) and r["data"].get("pause_id") == patch["pause_id"] for r in o.records):
             o.journal.append("patched", patch["step"], {k: patch[k] for k in ("pause_id", "bundle_dir", "digest", "template", "region", "point")})
         with stop_on_signals(ctx.stop):
             return _continue(ctx, o.records, plan)
@@ -68,7 +68,7 @@ def continue_bundle(o: Opened) -> RunOutcome:
 
 def _taught(o: Opened, plan: ResumePlan) -> dict[str, Any] | None:
     """A `teach` decision's patch: the bundle is resolved afresh with the taught target (it must be the approved one)."""
-    if plan.decision != "teach":
+    if plan.decision != DecisionKind.TEACH:
         return None
     assert plan.approval is not None
     patch: dict[str, Any] = plan.approval["payload"]
@@ -96,7 +96,7 @@ def _continue(ctx: RunContext, records: list[dict[str, Any]], plan: ResumePlan) 
         start = _reenter(ctx, records, plan)
         return start if isinstance(start, RunOutcome) else execute(ctx, start)
     except StorageFault as f:  # a full disk before the first step: INTERRUPTED (exit 5), resumable once space is freed
-        return finish(ctx, "INTERRUPTED", f.message, "storage")
+        return finish(ctx, RunState.INTERRUPTED, f.message, "storage")
     finally:
         ctx.frames.close()  # never exit with the frame writer alive (a C++ abort at interpreter shutdown)
 
@@ -142,12 +142,12 @@ def _reenter(ctx: RunContext, records: list[dict[str, Any]], plan: ResumePlan) -
             if approval is not None:
                 consume_decision(run, journal, pending, approval, rec)  # marked used in the run ledger, moved
             run.remove_pending()
-        run.write_state("RUNNING", journal=journal, last_checkpoint_seq=(ctx.fold.checkpoint() or {}).get("seq"))
+        run.write_state(RunState.RUNNING, journal=journal, last_checkpoint_seq=(ctx.fold.checkpoint() or {}).get("seq"))
     except Halt as h:
         record_halt(ctx, h, input_sent=False)
         if approval is not None and pending is not None:
             consume_decision(run, journal, pending, approval, rec)
-        return finish(ctx, "PAUSED", h.message, h.category, "awaiting_approval", h.step)
+        return finish(ctx, RunState.PAUSED, h.message, h.category, PausedReason.AWAITING_APPROVAL, h.step)
     return start
 
 
@@ -156,30 +156,30 @@ def _apply(ctx: RunContext, plan: ResumePlan, uncertain: Uncertain | None, resul
     pending, approval, decision = plan.pending, plan.approval, plan.decision
     start = ctx.fold.next_index  # the step after the last verified one, folded from the journal
     if uncertain is not None and result is not None:
-        if decision == "reconcile" and approval is not None and approval["effect"] == "landed":
+        if decision == DecisionKind.RECONCILE and approval is not None and approval["effect"] == "landed":
             _checkpoint_step(ctx, uncertain.index, "operator", result.effect)
             start = uncertain.index + 1
-        elif decision != "reconcile" and result.verdict == CONFIRMED_DONE:
+        elif decision != DecisionKind.RECONCILE and result.verdict == CONFIRMED_DONE:
             _checkpoint_step(ctx, uncertain.index, "reconciled", result.effect)
             start = uncertain.index + 1
         else:  # RETRYABLE, ABSENT with `continue`, or reconciled absent: performed again, once, after resolving
             start = uncertain.index  # afresh and passing the identity gate (its dispatch spends the decision)
-    elif decision == "skip" and pending is not None:
+    elif decision == DecisionKind.SKIP and pending is not None:
         idx = next(i for i, s in enumerate(ctx.model.steps) if s.id == pending["step"])
         record_verified(ctx, pending["step"], {"index": idx, "verified_by": "operator", "operator": approval["operator"] if approval else None},
                         kind="step_skipped")
         start = idx + 1
-    if decision == "continue" and pending is not None:
+    if decision == DecisionKind.CONTINUE and pending is not None:
         ctx.approved_before = pending["step"]
-    if decision in ("answer", "signal") and pending is not None and approval is not None:
+    if decision in (DecisionKind.ANSWER, DecisionKind.SIGNAL) and pending is not None and approval is not None:
         ctx.inbox[pending["step"]] = approval["payload"]
     return start
 
 
 def _covered(result: RecheckResult, decision: str | None) -> bool:
     """May resume go on from this re-check, given the decision (if any)?"""
-    return decision == "reconcile" or result.verdict in (CONFIRMED_DONE, RETRYABLE) or (
-        result.verdict == POSITIVELY_ABSENT and decision == "continue")
+    return decision == DecisionKind.RECONCILE or result.verdict in (CONFIRMED_DONE, RETRYABLE) or (
+        result.verdict == POSITIVELY_ABSENT and decision == DecisionKind.CONTINUE)
 
 
 def _refuse_uncertain(ctx: RunContext, uncertain: Uncertain, result: RecheckResult, plan: ResumePlan, prev: dict[str, Any]) -> NoReturn:
@@ -189,7 +189,7 @@ def _refuse_uncertain(ctx: RunContext, uncertain: Uncertain, result: RecheckResu
     msg = f"step {uncertain.step.id!r} was dispatched but is {result.verdict} on re-check; nothing was sent"
     pending, carried = plan.pending, plan.carried
     if pending is None:  # an interrupted run: open a pause so an operator can decide
-        finish(ctx, "PAUSED", msg, "uncertain", "awaiting_approval", uncertain.step.id)
+        finish(ctx, RunState.PAUSED, msg, "uncertain", PausedReason.AWAITING_APPROVAL, uncertain.step.id)
         raise RefusedError(msg + "; the run now awaits an operator decision (flow approve)")
     journal.close()
     run.restore_state(prev)
@@ -210,9 +210,9 @@ def _screen_still_shows_checkpoint(uncertain: Uncertain | None, result: RecheckR
     if uncertain is None or result is None:
         return True
     decision = approval["decision"] if approval is not None else None
-    if decision == "reconcile":
+    if decision == DecisionKind.RECONCILE:
         return approval is not None and approval.get("effect") != "landed"
-    return result.verdict == RETRYABLE or (result.verdict == POSITIVELY_ABSENT and decision == "continue")
+    return result.verdict == RETRYABLE or (result.verdict == POSITIVELY_ABSENT and decision == DecisionKind.CONTINUE)
 
 
 def _reprove_checkpoint(ctx: RunContext, cp: dict[str, Any]) -> None:
@@ -233,7 +233,7 @@ def _orphaned(manifest: dict[str, Any]) -> str | None:
     except FlowError:
         return f"parent run {parent} is gone"
     try:
-        if run.state().get("state") == "BLOCKED":
+        if run.state().get("state") == RunState.BLOCKED:
             return f"parent run {parent} is BLOCKED"
     except FlowError:
         return f"parent run {parent} is unreadable"

@@ -25,7 +25,7 @@ from openadapt_flow.runtime.decide.outcome import RECONCILIATION_REQUIRED
 from openadapt_flow.runtime.operate.decisions import block_run, check_approval
 from openadapt_flow.runtime.operate.truth import journaled_decision, pending_view
 from openadapt_flow.store.base import JournalWriter, RunHandle, RunLease
-from openadapt_flow.store.states import RunState
+from openadapt_flow.store.states import DecisionKind, PausedReason, RunState
 
 __all__ = ["Opened", "ResumePlan", "ResumeRequest", "plan_resume", "resumed"]
 
@@ -90,20 +90,20 @@ def plan_resume(o: Opened) -> ResumePlan:
     carried = None if workflow or pending is not None else journaled_decision(o.records)
     if carried is not None:  # decided, then killed before it took effect: applied from the journal, never asked again
         rec, pending, approval = carried
-        if approval["decision"] == "reject":  # killed between the reject's record and the run's end: end it now
+        if approval["decision"] == DecisionKind.REJECT:  # killed between the reject's record and the run's end: end it now
             block_run(o.run, o.journal, pending, approval, rec)
-            return ResumePlan(pending, approval, rec, cp, _stop(o, "BLOCKED", f"rejected by {approval['operator']}"))
+            return ResumePlan(pending, approval, rec, cp, _stop(o, RunState.BLOCKED, f"rejected by {approval['operator']}"))
         return ResumePlan(pending, approval, rec, cp)
     waiting = None if o.req.require_approval else still_waiting(o.run, pending)
     if waiting is not None:
-        return ResumePlan(pending, None, None, cp, _stop(o, "PAUSED", waiting, pending["category"] if pending else None))
-    needs_decision = pending is not None and (pending["paused_reason"] == "awaiting_approval" or o.run.has_approval())
+        return ResumePlan(pending, None, None, cp, _stop(o, RunState.PAUSED, waiting, pending["category"] if pending else None))
+    needs_decision = pending is not None and (pending["paused_reason"] == PausedReason.AWAITING_APPROVAL or o.run.has_approval())
     if not (needs_decision or o.req.require_approval):
         return ResumePlan(pending, None, None, cp)
     if pending is None:
         raise RefusedError(f"{o.run.ref}: --require-approval, but nothing is pending for an operator to approve")
     approval = check_approval(o.run, pending, o.dkey)
-    if workflow and approval["decision"] == "continue" and pending.get("transaction_outcome") == RECONCILIATION_REQUIRED:
+    if workflow and approval["decision"] == DecisionKind.CONTINUE and pending.get("transaction_outcome") == RECONCILIATION_REQUIRED:
         raise RefusedError(f"{o.run.ref}: call {pending['step']!r} is uncertain; continue would re-run it blindly — "
                            "an operator must reconcile it (flow approve --decision reconcile --effect landed|absent)")
     return ResumePlan(pending, approval, None, cp)
@@ -120,10 +120,10 @@ def _interrupted_pause(o: Opened, pending: dict[str, Any] | None, workflow: bool
     if pending is None:
         return None
     if not workflow:
-        if o.state == "INTERRUPTED":
+        if o.state == RunState.INTERRUPTED:
             _restore_pause(o.run, o.journal, pending)
         return pending
-    if o.state == "PAUSED" or _decided(o.run, pending):
+    if o.state == RunState.PAUSED or _decided(o.run, pending):
         return pending
     o.journal.append("escalation_dropped", pending["step"], {"pause_id": pending["pause_id"], "why": f"run was {o.state}"})
     o.run.remove_pending()
@@ -140,10 +140,10 @@ def _decided(run: RunHandle, pending: dict[str, Any]) -> bool:
 
 
 def _restore_pause(run: RunHandle, journal: JournalWriter, pending: dict[str, Any]) -> None:
-    data = {"state": "PAUSED", "paused_reason": pending["paused_reason"], "transaction_outcome": pending.get("transaction_outcome"),
+    data = {"state": RunState.PAUSED, "paused_reason": pending["paused_reason"], "transaction_outcome": pending.get("transaction_outcome"),
             "restored": True}
     journal.append("paused", None, data)
-    run.write_state("PAUSED", journal=journal, paused_reason=pending["paused_reason"], transaction_outcome=pending.get("transaction_outcome"),
+    run.write_state(RunState.PAUSED, journal=journal, paused_reason=pending["paused_reason"], transaction_outcome=pending.get("transaction_outcome"),
                     halt_category=pending.get("category"), message=pending.get("message"))
 
 
@@ -154,4 +154,4 @@ def resumed(rc: RunContext, plan: ResumePlan) -> None:
     rc.journal.append("run_resumed", None, {"lease_generation": rc.lease_generation, "decision": plan.decision,
                                              "pause_id": p["pause_id"] if p else None, "operator": a["operator"] if a else None,
                                              "decision_seq": c["seq"] if c else None})
-    rc.run.write_state("RESUMING", journal=rc.journal, last_checkpoint_seq=cp["seq"] if cp else None)
+    rc.run.write_state(RunState.RESUMING, journal=rc.journal, last_checkpoint_seq=cp["seq"] if cp else None)

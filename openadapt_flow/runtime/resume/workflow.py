@@ -14,6 +14,7 @@ from openadapt_flow.runtime.workflow.api import resolve_entry
 from openadapt_flow.runtime.workflow.ctx import WorkflowContext
 from openadapt_flow.runtime.workflow.decision import apply_decision, journaled_deliveries
 from openadapt_flow.runtime.workflow.run import Runner, Wiring, WorkflowIdentity, drive, is_async, open_context
+from openadapt_flow.store.states import RunState
 
 
 def continue_workflow(o: Opened) -> RunOutcome:
@@ -30,7 +31,7 @@ def continue_workflow(o: Opened) -> RunOutcome:
     resumed(rc, plan)
     records = o.records + journaled_deliveries(rc, o.records)
     records = records + apply_decision(rc, records, plan.pending, plan.approval)
-    o.run.write_state("RUNNING", journal=o.journal, last_checkpoint_seq=(rc.fold.checkpoint() or {}).get("seq"))
+    o.run.write_state(RunState.RUNNING, journal=o.journal, last_checkpoint_seq=(rc.fold.checkpoint() or {}).get("seq"))
     recorded = BackendSpec.from_json(o.manifest["backend"]) if o.manifest.get("backend") else None
     runner = Runner(o.req.backend or recorded, o.req.backend, o.req.backend_factory)
     wctx = WorkflowContext(rc, o.manifest["entry"], history(records), runner, is_async=is_async(fn))

@@ -39,9 +39,10 @@ from openadapt_flow.runtime.act.context import RunContext
 from openadapt_flow.runtime.act.durable import calls, durable_call
 from openadapt_flow.runtime.act.durable.calls import jsonable
 from openadapt_flow.runtime.decide.halt import Halt, Pause, StopRequested
-from openadapt_flow.runtime.decide.policy import Blocked, check_step
+from openadapt_flow.runtime.decide.policy import PolicyBlock, check_step
 from openadapt_flow.runtime.workflow.api import entry_of, tool_info
 from openadapt_flow.runtime.workflow.llm import Llm, chat
+from openadapt_flow.store.states import DecisionKind, PausedReason
 
 
 class WorkflowStop(RunSignal):
@@ -208,7 +209,7 @@ class WorkflowContext:
         except Halt as h:
             h.step = h.step or step.id
             raise WorkflowStop(h) from None
-        except (Pause, Blocked, StopRequested, RefusedError) as e:
+        except (Pause, PolicyBlock, StopRequested, RefusedError) as e:
             raise WorkflowStop(e) from None
         if began:
             rc.progress.step_finished(index, max(index + 1, len(self.calls)), step.id, {"ok": True, "rung": kind, "ms": (time.monotonic() - began[0]) * 1000})
@@ -260,14 +261,14 @@ class WorkflowContext:
         open_ = past.open_dispatch if past is not None else None
         if open_ is not None and step.is_consequential:
             d = past.decision_after(open_["seq"]) if past is not None else None
-            if d is not None and d.get("decision") == "reconcile" and d.get("effect") == "landed":
+            if d is not None and d.get("decision") == DecisionKind.RECONCILE and d.get("effect") == "landed":
                 return Recorded(None, "operator")
-            if not (d is not None and d.get("decision") == "reconcile" and d.get("effect") == "absent"):
-                raise Pause("awaiting_approval", step.id, f"{what} was dispatched but its result was never recorded; it is "
+            if not (d is not None and d.get("decision") == DecisionKind.RECONCILE and d.get("effect") == "absent"):
+                raise Pause(PausedReason.AWAITING_APPROVAL, step.id, f"{what} was dispatched but its result was never recorded; it is "
                             "not re-run blindly: flow approve RUN --decision reconcile --effect landed|absent", category="uncertain")
             since = open_["seq"]  # the operator established it did not happen: that decision authorises the retry
         d = past.decision_after(0) if past is not None else None
-        approved = bool(since) or (d is not None and d.get("decision") == "continue")
+        approved = bool(since) or (d is not None and d.get("decision") == DecisionKind.CONTINUE)
         return calls.dispatch(self.rc, step, what, act, approved=approved)
 
     # -- the calls ----------------------------------------------------------------------------------
@@ -337,7 +338,7 @@ class WorkflowContext:
         def body(step: Step, past: Call | None) -> Any:
             policy, budget = self.rc.config.policy, self.rc.budget
             if policy.max_model_calls is not None and budget.model_calls >= policy.max_model_calls:
-                raise Blocked("max_model_calls", budget.model_calls + 1, policy.max_model_calls, step.id,
+                raise PolicyBlock("max_model_calls", budget.model_calls + 1, policy.max_model_calls, step.id,
                               f"model call {budget.model_calls + 1} would exceed max_model_calls {policy.max_model_calls}")
             self.rc.before_dispatch(step)
             self.rc.journal.append("llm_call", step.id, {"model_calls": 1, "model": model}, sync=True)  # counted even if it fails

@@ -14,6 +14,7 @@ from openadapt_flow.runtime.decide.calls import history
 from openadapt_flow.runtime.act.context import RunContext
 from openadapt_flow.runtime.act.durable import record_verified
 from openadapt_flow.runtime.operate.truth import consume_decision, record_decision
+from openadapt_flow.store.states import DecisionKind, RecordType, is_a
 
 
 def apply_decision(rc: RunContext, records: list[dict[str, Any]], pending: dict[str, Any] | None, approval: dict[str, Any] | None) -> list[dict[str, Any]]:
@@ -32,7 +33,7 @@ def apply_decision(rc: RunContext, records: list[dict[str, Any]], pending: dict[
 
 def _payload_value(approval: dict[str, Any]) -> Any:
     payload = approval.get("payload") or {}
-    return payload.get("value") if approval.get("decision") == "answer" else payload.get("data")
+    return payload.get("value") if approval.get("decision") == DecisionKind.ANSWER else payload.get("data")
 
 
 def _delivered(rc: RunContext, d: dict[str, Any]) -> Any:
@@ -48,9 +49,9 @@ def _delivered(rc: RunContext, d: dict[str, Any]) -> Any:
 def _record_delivery(rc: RunContext, records: list[dict[str, Any]], decision: dict[str, Any]) -> list[dict[str, Any]]:
     """A journaled answer or signal becomes its waiting call's recorded result (once: not if it already is)."""
     d, step = decision["data"], decision["step"]
-    header = next((r for r in records if r["type"] == "step_started" and r["step"] == step), None)
-    done = any(r["type"] == "step_verified" and r["step"] == step for r in records)
-    if d.get("decision") not in ("answer", "signal") or header is None or done:
+    header = next((r for r in records if is_a(r, RecordType.STEP_STARTED) and r["step"] == step), None)
+    done = any(is_a(r, RecordType.STEP_VERIFIED) and r["step"] == step for r in records)
+    if d.get("decision") not in (DecisionKind.ANSWER, DecisionKind.SIGNAL) or header is None or done:
         return []
     value = _delivered(rc, d)
     return [record_verified(rc, step, {"index": header["data"]["index"], "verified_by": "operator", "result": value,
@@ -63,7 +64,7 @@ def journaled_deliveries(rc: RunContext, records: list[dict[str, Any]]) -> list[
     new: list[dict[str, Any]] = []
     for call in history(records).values():
         d = call.last("decision")
-        if call.verified is not None or d is None or d["data"].get("decision") not in ("answer", "signal"):
+        if call.verified is not None or d is None or d["data"].get("decision") not in (DecisionKind.ANSWER, DecisionKind.SIGNAL):
             continue
         new += _record_delivery(rc, records + new, d)
         rc.run.ledger_consume(d["data"]["pause_id"], d["data"]["decision"], d["seq"], d["hash"])

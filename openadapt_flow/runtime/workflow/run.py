@@ -34,20 +34,22 @@ from openadapt_flow.errors import RefusedError
 from openadapt_flow.runtime.decide.calls import call_steps
 from openadapt_flow.runtime.decide.config import DeployConfig
 from openadapt_flow.runtime.act.context import Progress, RunContext
-from openadapt_flow.runtime.act.engine import NoDesktop, finish, make_context, run_body, stop_on_signals
+from openadapt_flow.runtime.act.engine import NoDesktop, RunInputs, RunSetup, finish, make_context, run_body, stop_on_signals
 from openadapt_flow.runtime.decide.halt import Halt
 from openadapt_flow.runtime.act.launch import BackendFactory, ReplayRequest, Reporter, RunOutcome, Runs, WorkflowRequest
 from openadapt_flow.runtime.act.durable.child import ChildCall, run_child
 from openadapt_flow.runtime.act.lifecycle import begin_run
 from openadapt_flow.runtime.act.runref import store_for
 from openadapt_flow.runtime.workflow.api import ACTIVE, bind_args, entry_of, resolve_entry
-from openadapt_flow.runtime.workflow.ctx import DivergedError, WorkflowContext, WorkflowStop, invoke, jsonable
+from openadapt_flow.runtime.workflow.ctx import DivergedError, WorkflowContext, WorkflowStop, invoke
+from openadapt_flow.runtime.act.durable.calls import jsonable
 from openadapt_flow.runtime.workflow.wait import workflow_result
 from openadapt_flow.store.atomic import StorageFault
 from openadapt_flow.store.base import JournalWriter, RunHandle, RunLease
 from openadapt_flow.store.faults import crash_point
 from openadapt_flow.store.keys import load_decision_key, load_key
 from openadapt_flow.store import CHILDREN
+from openadapt_flow.store.states import PausedReason, RunState
 
 
 def _source_digest(fn: Callable[..., Any], entry: str) -> str:
@@ -131,8 +133,8 @@ class Wiring:
 def open_context(run: RunHandle, journal: JournalWriter, lease: RunLease, records: list[dict[str, Any]], ident: WorkflowIdentity,
                  wiring: Wiring) -> RunContext:
     """A workflow run's context: no bundle and no desktop; its steps are its calls, those the journal has to begin with."""
-    rc = make_context(run, ident.run_id, None, BoundParams(dict(ident.args)), NoDesktop(), ident.config, journal, False, True,
-                      wiring.progress, wiring.reporter, runs=wiring.runs, digest=ident.digest)
+    rc = make_context(run, ident.run_id, journal, NoDesktop(), RunInputs(None, BoundParams(dict(ident.args)), ident.digest),
+                      RunSetup(ident.config, wiring.runs, progress=wiring.progress, reporter=wiring.reporter))
     rc.steps.update((s.id, s) for s in call_steps(records))
     rc.lease = lease
     rc.watch(records)
@@ -148,7 +150,7 @@ def drive(wctx: WorkflowContext, fn: Callable[..., Any], args: Mapping[str, Any]
     try:
         stop = run_body(rc, partial(_body, wctx, fn, args))
     except DivergedError as d:
-        finish(rc, "PAUSED", str(d), "divergence", "awaiting_approval", d.step)
+        finish(rc, RunState.PAUSED, str(d), "divergence", PausedReason.AWAITING_APPROVAL, d.step)
         raise RefusedError(str(d)) from None
     return finish(rc, *stop)
 
@@ -192,7 +194,7 @@ class Runner:
             return _runs(ctx).replay(req, ctx.rc.progress, ctx.rc.reporter, self.factory)
 
         child = run_child(ctx.rc, ChildCall(step, ctx.index, bundle, start, partial(self._resume, ctx)))
-        return {"run_id": child.manifest()["run_id"], "run_dir": f"{CHILDREN}/{step.id}", "state": "COMPLETED"}
+        return {"run_id": child.manifest()["run_id"], "run_dir": f"{CHILDREN}/{step.id}", "state": RunState.COMPLETED}
 
     def child(self, ctx: WorkflowContext, step: Step, wf: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         try:  # bad arguments halt before any child run is begun

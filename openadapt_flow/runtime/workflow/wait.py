@@ -8,13 +8,13 @@ from typing import Any
 
 from openadapt_flow.runtime.act.lifecycle import effective_state
 from openadapt_flow.runtime.act.runref import RunRef, open_ref
-from openadapt_flow.store.states import STOPPED_STATES, RunState
+from openadapt_flow.store.states import is_a, RecordType, RunState, STOPPED_STATES
 from openadapt_flow.store.base import RunHandle
 
 
 def workflow_result(run: RunHandle) -> Any:
     """What a completed workflow run returned (from its journal), or None."""
-    rec = next((r for r in reversed(run.read_records()) if r.get("type") == "workflow_returned"), None)
+    rec = next((r for r in reversed(run.read_records()) if is_a(r, RecordType.WORKFLOW_RETURNED)), None)
     return rec["data"].get("result") if rec else None
 
 
@@ -35,10 +35,10 @@ def wait(run_dir: RunRef, timeout: float | None = None, poll_s: float = 0.1) -> 
     deadline = None if timeout is None else time.monotonic() + timeout
     while True:
         st = effective_state(run)
-        state = st.get("state", "PENDING")
+        state = st.get("state", RunState.PENDING)
         if state in STOPPED_STATES:
             return WaitResult(state, st.get("paused_reason"), RunState(state).exit_code, st.get("transaction_outcome"), st.get("message"),
-                              workflow_result(run) if state == "COMPLETED" else None)
+                              workflow_result(run) if state == RunState.COMPLETED else None)
         if deadline is not None and time.monotonic() > deadline:
             raise TimeoutError(f"{run.ref}: still {state} after {timeout}s")
         time.sleep(poll_s)  # another process (or thread) writes the state; polling it is bounded by `timeout`

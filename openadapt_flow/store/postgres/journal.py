@@ -11,8 +11,9 @@ import psycopg
 from openadapt_flow.store.journal import JournalWriterBase
 from openadapt_flow.store.lease import LeaseLost
 from openadapt_flow.store.postgres.connector import PostgresConnector, RunRow
+from openadapt_flow.store.states import RecordType, is_a
 
-FENCED_TYPES = frozenset({"action_dispatched"})  # committed only while the writer's lease generation holds
+FENCED_TYPES = (RecordType.ACTION_DISPATCHED,)  # committed only while the writer's lease generation holds
 
 
 class PostgresJournal(JournalWriterBase):
@@ -25,7 +26,7 @@ class PostgresJournal(JournalWriterBase):
         self._unsynced = False
 
     def _persist(self, rec: dict[str, Any], line: bytes, durable: bool) -> None:
-        type_, fence = rec["type"], rec["type"] in FENCED_TYPES
+        type_, fence = rec["type"], is_a(rec, *FENCED_TYPES)
         lease = self._db.held_lease(self._run) if fence else None
         gen, holder = (lease.generation, lease.holder) if lease is not None else (0, "")
         try:

@@ -1,4 +1,4 @@
-"""A run signal (Halt, Pause, StopRequested, Blocked, a lost lease, a full disk) that reaches a command exits with its
+"""A run signal (Halt, Pause, StopRequested, PolicyBlock, a lost lease, a full disk) that reaches a command exits with its
 code and one line, never a traceback (cli/common.py handle_errors)."""
 
 import pytest
@@ -7,7 +7,7 @@ from typer.testing import CliRunner
 
 from openadapt_flow.cli.common import handle_errors
 from openadapt_flow.runtime.decide.halt import Halt, Pause, StopRequested
-from openadapt_flow.runtime.decide.policy import Blocked
+from openadapt_flow.runtime.decide.policy import PolicyBlock
 from openadapt_flow.runtime.workflow.ctx import WorkflowStop
 from openadapt_flow.store.lease import LeaseLost
 
@@ -17,7 +17,7 @@ SIGNALS = [
     (Pause("awaiting_approval", "post", "step 'post' needs an operator's approval"), 3, "needs an operator's approval"),
     (Halt("resolution", "button 'Save' not found", step="save"), 1, "button 'Save' not found"),
     (StopRequested(), 5, "stop requested"),
-    (Blocked("max_dispatches", 3, 2, "post", "step 'post' dispatched\ntoo often"), 4, "dispatched too often"),
+    (PolicyBlock("max_dispatches", 3, 2, "post", "step 'post' dispatched\ntoo often"), 4, "dispatched too often"),
     (LeaseLost("run/x: lease generation 1 was replaced"), 6, "lease generation 1 was replaced"),
     (WorkflowStop(Pause("awaiting_user", "ask", "which vendor?")), 3, "which vendor?"),
 ]

@@ -8,7 +8,7 @@ import pytest
 
 from openadapt_flow.errors import RefusedError, UsageError
 from openadapt_flow.runtime.decide.config import DeployConfig
-from openadapt_flow.runtime.operate.decisions import approve
+from openadapt_flow.runtime.operate.decisions import DecisionOptions, approve
 from openadapt_flow.runtime.operate.operators import (add_operator, authenticate, check_active, disable_operator,
                                                       list_operators, reset_operator)
 from openadapt_flow.store import FilesystemStore, MemoryStore, PostgresStore
@@ -91,7 +91,7 @@ def test_quorum_counts_distinct_authenticated_operators(tmp_path, env, store):  
     app.show(home())
     audited: list[dict] = []
     # one operator on the console twice (even from two OS users' consoles) counts once
-    assert approve(out.run_dir, "continue", "alice", os_user="svc", channel="console", audit=audited.append)["complete"] is False
+    assert approve(out.run_dir, "continue", "alice", os_user="svc", channel="console", options=DecisionOptions(audit=audited.append))["complete"] is False
     assert approve(out.run_dir, "continue", "alice", os_user="other", channel="console")["noop"]
     assert approve(out.run_dir, "continue", "bob", os_user="svc", channel="console")["complete"] is True  # same OS user, two operators
     assert audited[0]["event"] == "decision" and audited[0]["operator"] == "alice" and audited[0]["channel"] == "console"

@@ -13,7 +13,7 @@ from openadapt_flow.errors import RefusedError
 from openadapt_flow.phone.context import PhoneDecision, context_bytes, decision_bytes, sign_bytes
 from openadapt_flow.phone.project import closed_context
 from openadapt_flow.phone.relay import Relay, _epoch
-from openadapt_flow.runtime.operate.decisions import approve
+from openadapt_flow.runtime.operate.decisions import DecisionOptions, approve
 from openadapt_flow.store import FilesystemStore
 from tests.support.phone_kit import env  # noqa: F401 (a fixture)
 from tests.unit.runtime.test_durable import AFTER, SAVE, App, start
@@ -97,6 +97,6 @@ def test_an_expired_pause_refuses_its_decision(paused):
 def test_approve_checks_the_pause_a_phone_decision_names_under_the_runs_lease(paused):
     _, run = paused  # the pause re-issued between the relay's check and the recording: approve refuses, records nothing
     with pytest.raises(RefusedError, match="the open pause is"):
-        approve(run, "continue", "pat", channel="phone", pause_id="pause-0000000000")
+        approve(run, "continue", "pat", channel="phone", options=DecisionOptions(pause_id="pause-0000000000"))
     assert run.read_approval() is None
-    assert approve(run, "continue", "pat", channel="phone", pause_id=run.read_pending()["pause_id"])["recorded"]
+    assert approve(run, "continue", "pat", channel="phone", options=DecisionOptions(pause_id=run.read_pending()["pause_id"]))["recorded"]

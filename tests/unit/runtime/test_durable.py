@@ -15,7 +15,7 @@ from openadapt_flow.backends.fake import FakeBackend
 from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.errors import RefusedError, UsageError
 from openadapt_flow.runtime.decide.config import DeployConfig
-from openadapt_flow.runtime.operate.decisions import approve
+from openadapt_flow.runtime.operate.decisions import DecisionOptions, approve
 from openadapt_flow.runtime.act.launch import ReplayRequest
 from openadapt_flow.runtime.runs import replay
 from openadapt_flow.runtime.runs import resume
@@ -397,8 +397,8 @@ def test_escalate_reissues_an_expired_task_at_the_next_level(tmp_path, env, stor
     assert old["task"]["level"] == "team-lead"
     later = time.time() + 3600  # an hour on: the task has expired
     with pytest.raises(RefusedError, match="expired"):
-        approve(out.run_dir, "continue", "alice", now=later)
-    esc = approve(out.run_dir, "escalate", "alice", note="over to the manager", now=later)
+        approve(out.run_dir, "continue", "alice", options=DecisionOptions(now=later))
+    esc = approve(out.run_dir, "escalate", "alice", note="over to the manager", options=DecisionOptions(now=later))
     assert esc["level"] == "manager"
     new = pending_of(out.run_dir)
     assert new["pause_id"] != old["pause_id"] and new["escalated_from"] == old["pause_id"]
@@ -437,8 +437,8 @@ def test_teach_cuts_a_reviewable_patch_from_the_halt_frame_and_resolves_afresh(t
     pending = json.loads((halted.run_dir / "pending_escalation.json").read_text())
     assert "teach" in pending["allowed_decisions"]
     with pytest.raises(UsageError, match="outside the halt frame"):
-        approve(halted.run_dir, "teach", "alice", point=(5000, 5))
-    out = approve(halted.run_dir, "teach", "alice", point=(370, 320))
+        approve(halted.run_dir, "teach", "alice", options=DecisionOptions(point=(5000, 5)))
+    out = approve(halted.run_dir, "teach", "alice", options=DecisionOptions(point=(370, 320)))
     patch_dir = halted.run_dir / "patches" / pending["pause_id"]
     diff = (patch_dir / "flow.yaml.diff").read_text()
     assert "-    template: templates/post.png" in diff and "taught" in diff

@@ -8,7 +8,7 @@ from openadapt_flow.errors import FlowError, RunSignal
 from openadapt_flow.runtime.act.durable import durable_call, record_verified
 from openadapt_flow.runtime.decide.fold import RunProgress
 from openadapt_flow.runtime.decide.halt import Halt, Pause, StopRequested
-from openadapt_flow.runtime.decide.policy import Blocked
+from openadapt_flow.runtime.decide.policy import PolicyBlock
 from openadapt_flow.runtime.workflow.ctx import WorkflowStop
 from openadapt_flow.store.atomic import StorageFault
 from openadapt_flow.store.checkpoint import checkpoint_from_records
@@ -100,7 +100,7 @@ def test_the_fold_seeded_from_a_journal_equals_the_fold_kept_while_it_was_writte
     assert seeded.checkpoint() == live.checkpoint()
 
 
-@pytest.mark.parametrize("signal", [Halt, Pause, StopRequested, Blocked, WorkflowStop, LeaseLost, StorageFault])
+@pytest.mark.parametrize("signal", [Halt, Pause, StopRequested, PolicyBlock, WorkflowStop, LeaseLost, StorageFault])
 def test_every_control_signal_is_a_run_signal_that_no_except_exception_swallows(signal):
     assert issubclass(signal, RunSignal) and issubclass(signal, BaseException)
     assert not issubclass(signal, Exception) and not issubclass(signal, FlowError)

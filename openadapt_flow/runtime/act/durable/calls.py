@@ -15,6 +15,7 @@ from openadapt_flow.bundle.models import Step
 from openadapt_flow.errors import RefusedError
 from openadapt_flow.runtime.act.context import RunContext
 from openadapt_flow.runtime.decide.halt import Halt, Pause
+from openadapt_flow.store.states import PausedReason
 
 __all__ = ["ask_user", "dispatch", "dispatched", "jsonable", "sleep", "started", "wait_signal"]
 
@@ -32,14 +33,14 @@ def ask_user(rc: RunContext, step_id: str, index: int, question: str, choices: l
     """Ask once (`asked`, fsync'd: never asked twice), then PAUSED(awaiting_user) until an answer is delivered."""
     if step_id not in rc.fold.asked:
         rc.journal.append("asked", step_id, {"index": index, "question": question, "choices": choices, "type": type_}, sync=True)
-    raise Pause("awaiting_user", step_id, question, category="ask_user")
+    raise Pause(PausedReason.AWAITING_USER, step_id, question, category="ask_user")
 
 
 def wait_signal(rc: RunContext, step_id: str, index: int, signal: str | None) -> NoReturn:
     """Note the wait once (`waiting_signal`), then PAUSED(awaiting_signal) until the signal is delivered."""
     if step_id not in rc.fold.signals:
         rc.journal.append("waiting_signal", step_id, {"index": index, "signal": signal}, sync=True)
-    raise Pause("awaiting_signal", step_id, f"waiting for signal {signal!r}", category="wait_signal")
+    raise Pause(PausedReason.AWAITING_SIGNAL, step_id, f"waiting for signal {signal!r}", category="wait_signal")
 
 
 def sleep(rc: RunContext, step_id: str, index: int, due_at: Callable[[], float]) -> float:
@@ -51,7 +52,7 @@ def sleep(rc: RunContext, step_id: str, index: int, due_at: Callable[[], float])
         rc.journal.append("timer_set", step_id, {"index": index, "due_epoch": due}, sync=True)
     if time.time() < due:
         when = datetime.fromtimestamp(due, timezone.utc).isoformat(timespec="seconds")
-        raise Pause("awaiting_timer", step_id, f"timer due at {when}", category="timer")
+        raise Pause(PausedReason.AWAITING_TIMER, step_id, f"timer due at {when}", category="timer")
     return due
 
 
@@ -68,7 +69,7 @@ def dispatch(rc: RunContext, step: Step, what: str, act: Callable[[], Any], *, a
     fence and `action_dispatched`, then the act; its result as JSON. What the act raises halts the run (dispatched:
     never re-run blindly)."""
     if step.approval == "before" and not approved:
-        raise Pause("awaiting_approval", step.id, f"{what} needs an operator's approval before it acts")
+        raise Pause(PausedReason.AWAITING_APPROVAL, step.id, f"{what} needs an operator's approval before it acts")
     dispatched(rc, step)
     try:
         value = act()

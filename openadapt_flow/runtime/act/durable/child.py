@@ -20,9 +20,10 @@ from openadapt_flow.runtime.act.context import RunContext
 from openadapt_flow.runtime.act.durable.waiting import child_of, child_waiting
 from openadapt_flow.runtime.act.launch import RunOutcome
 from openadapt_flow.runtime.decide.halt import Halt, Pause, StopRequested
-from openadapt_flow.runtime.decide.policy import Blocked
+from openadapt_flow.runtime.decide.policy import PolicyBlock
 from openadapt_flow.store.base import RunHandle
 from openadapt_flow.store import CHILDREN
+from openadapt_flow.store.states import PausedReason, RunState
 
 __all__ = ["ChildCall", "Borrowed", "child_of", "run_child"]
 
@@ -86,16 +87,16 @@ def _continue(rc: RunContext, call: ChildCall, child: RunHandle) -> RunOutcome:
             return call.resume(child)
         except RefusedError as e:
             waiting = f"child run {child.ref}: {e}"
-    raise Pause("awaiting_child", call.step.id, f"{waiting}; then flow resume {rc.run.ref}", category="child")
+    raise Pause(PausedReason.AWAITING_CHILD, call.step.id, f"{waiting}; then flow resume {rc.run.ref}", category="child")
 
 
 def _outcome(step: Step, child: RunHandle, out: RunOutcome) -> None:
-    if out.state == "COMPLETED":
+    if out.state == RunState.COMPLETED:
         return
-    if out.state == "PAUSED":
-        raise Pause("awaiting_child", step.id, child_waiting(child) or f"child run {child.ref} is PAUSED: {out.message}", category="child")
-    if out.state == "INTERRUPTED":
+    if out.state == RunState.PAUSED:
+        raise Pause(PausedReason.AWAITING_CHILD, step.id, child_waiting(child) or f"child run {child.ref} is PAUSED: {out.message}", category="child")
+    if out.state == RunState.INTERRUPTED:
         raise StopRequested()
-    if out.state == "BLOCKED":
-        raise Blocked("child_blocked", "BLOCKED", None, step.id, f"child run {child.ref} ended BLOCKED: {out.message}")
+    if out.state == RunState.BLOCKED:
+        raise PolicyBlock("child_blocked", RunState.BLOCKED, None, step.id, f"child run {child.ref} ended BLOCKED: {out.message}")
     raise Halt("child", f"child run {child.ref} ended {out.state}: {out.message}", step=step.id)

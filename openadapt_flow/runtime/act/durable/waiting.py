@@ -8,7 +8,7 @@ from typing import Any
 
 from openadapt_flow.runtime.act.lifecycle import effective_state
 from openadapt_flow.store.base import RunHandle
-from openadapt_flow.store.states import LIVE_STATES
+from openadapt_flow.store.states import LIVE_STATES, PausedReason, RunState
 
 __all__ = ["child_of", "child_waiting", "still_waiting"]
 
@@ -31,11 +31,11 @@ def still_waiting(run: RunHandle, pending: dict[str, Any] | None) -> str | None:
     if pending is None:
         return None
     reason, step = pending["paused_reason"], pending["step"]
-    if reason == "awaiting_child":
+    if reason == PausedReason.AWAITING_CHILD:
         return child_waiting(child_of(run, step))
     if run.has_approval():
         return None
-    if reason == "awaiting_timer":
+    if reason == PausedReason.AWAITING_TIMER:
         due = pending.get("due_epoch") or 0
         return f"timer of step {step!r} is due in {due - time.time():.1f}s" if time.time() < due else None
     if reason in HOW:
@@ -52,14 +52,14 @@ def child_waiting(child: RunHandle) -> str | None:
     state = st.get("state")
     if state in LIVE_STATES:
         return f"child run {child.ref} is {state} in another process; resume this run once it stops"
-    if state != "PAUSED":
+    if state != RunState.PAUSED:
         return None
     pending = child.read_pending() or {}
     why = still_waiting(child, pending) if pending else None
     if why is not None:
-        return why if pending.get("paused_reason") == "awaiting_child" else f"child run {child.ref}: {why}"
+        return why if pending.get("paused_reason") == PausedReason.AWAITING_CHILD else f"child run {child.ref}: {why}"
     reason = pending.get("paused_reason")
-    if reason in ("awaiting_child", "awaiting_timer") or child.has_approval():
+    if reason in (PausedReason.AWAITING_CHILD, PausedReason.AWAITING_TIMER) or child.has_approval():
         return None
     how = HOW.get(str(reason), "flow approve")
     return (f"child run {child.ref} is PAUSED({reason}) at {pending.get('step')!r}: {st.get('message') or ''} — decide there "

@@ -27,6 +27,7 @@ from openadapt_flow.auth.edge import edge
 from openadapt_flow.auth.web import HEADERS, LoginSite, client_of
 from openadapt_flow.console.views import PageCache, find, runs_by_state
 from openadapt_flow.errors import FlowError, RefusedError
+from openadapt_flow.report.meanings import DECISIONS
 from openadapt_flow.runtime.operate.operators import authenticate, check_active
 from openadapt_flow.store.base import RunStore
 
@@ -36,6 +37,10 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 POLL_S = 0.5  # how often the event stream looks for a change (store stamps: cheap)
 _SCRIPT = (resources.files("openadapt_flow.console") / "templates" / "console.js").read_text(encoding="utf-8")
 _ENV = Environment(loader=PackageLoader("openadapt_flow.console", "templates"), autoescape=select_autoescape())
+_ENV.globals["meaning"] = DECISIONS  # each decision button says what it does (report/meanings.py, as `flow approve --help`)
+# report.html embeds its frames as data: images and runs no script
+REPORT_HEADERS = {**HEADERS, "Content-Security-Policy": "default-src 'none'; img-src data:; style-src 'unsafe-inline'; "
+                                                        "frame-ancestors 'none'"}
 
 
 @dataclass
@@ -97,6 +102,19 @@ class Console(LoginSite):
             return Response("not found", 404, headers=HEADERS)
         return Response(png, media_type="image/png", headers=HEADERS)
 
+    async def report(self, request: Request) -> Response:
+        """The run's report.html as the run last wrote it (it embeds its frames: one file, nothing else fetched)."""
+        if self.session(request) is None:
+            return RedirectResponse("/login", status_code=303)
+        run = find(self.store, request.path_params["run_id"])
+        try:
+            page = await asyncio.to_thread(run.get_artifact, "report.html") if run is not None else None
+        except (FlowError, OSError, ValueError):
+            page = None
+        if not page:
+            return Response("no report yet", 404, headers=HEADERS)
+        return Response(page, media_type="text/html; charset=utf-8", headers=REPORT_HEADERS)
+
     async def decide(self, request: Request) -> Response:
         s = self.session(request)
         form = await request.form()
@@ -152,5 +170,6 @@ def create_app(store: RunStore, *, secure: bool = False, report_grace_s: float =
     return Starlette(middleware=edge("console", secure=secure, allowed_hosts=allowed_hosts), routes=[
         Route("/", c.index), Route("/login", c.login, methods=["GET", "POST"]), Route("/logout", c.logout, methods=["POST"]),
         Route("/runs/{run_id}", c.run_view), Route("/runs/{run_id}/decide", c.decide, methods=["POST"]),
+        Route("/runs/{run_id}/report", c.report),
         Route("/frame/{run_id}", c.frame), Route("/events", c.events), Route("/console.js", c.script),
     ])

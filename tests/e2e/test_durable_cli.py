@@ -41,5 +41,5 @@ def test_bad_run_dirs_exit_2(tmp_path):
     (tmp_path / "notarun").mkdir()
     r = run_flow(["resume", str(tmp_path / "notarun")], tmp_path)
     assert r.returncode == 2 and "not a run directory" in r.stderr
-    r = run_flow(["approve", str(tmp_path / "nope"), "--operator", "x"], tmp_path)
+    r = run_flow(["approve", str(tmp_path / "nope"), "--decision", "continue", "--operator", "x"], tmp_path)
     assert r.returncode == 2 and "not found" in r.stderr

@@ -21,6 +21,6 @@ def echo_next(commands: list[str], err: bool = False) -> None:
     """`next:` and the commands, one a line, ready to paste."""
     if not commands:
         return
-    typer.echo("next:" if len(commands) == 1 else "next (one of):", err=err)
+    typer.echo("next:", err=err)
     for c in commands:
         typer.echo(f"  {c}", err=err)

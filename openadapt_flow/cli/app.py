@@ -16,7 +16,7 @@ import typer
 from typer.models import OptionInfo
 
 from openadapt_flow import __version__
-from openadapt_flow.cli.common import DEBUG_ENV, JSON_HELP, click_errors, report_error, report_internal
+from openadapt_flow.cli.common import DEBUG_ENV, JSON_HELP, click_errors, missing_extra, report_error, report_internal
 from openadapt_flow.cli.exits import exit_codes_epilog
 
 # name -> (module, attribute, is a command group). Only the module of the command being run is imported,
@@ -152,7 +152,8 @@ def _run(make_app: Callable[[], typer.Typer], prog: str, argv: list[str]) -> Non
     except typer.Abort:
         _exit_with(lambda: report_error("interrupted", 5, "KeyboardInterrupt", as_json))
     except Exception as e:  # a bug outside any command (building the app, parsing): exit 70, never a traceback
-        _exit_with(lambda: report_internal(e, as_json))
+        extra = missing_extra(e)  # or a command module that needs an extra that is not installed: exit 2
+        _exit_with(lambda: report_error(extra, 2, type(e).__name__, as_json) if extra else report_internal(e, as_json))
     sys.exit(code if isinstance(code, int) else 0)
 
 

@@ -96,6 +96,24 @@ def _given_run_dir(kwargs: dict[str, Any]) -> Path | None:
     return value if isinstance(value, Path) and (value / MANIFEST).is_file() else None
 
 
+# the optional packages (pyproject.toml's extras): a command that needs one that is not installed says which extra
+EXTRA_OF = {"starlette": "console", "uvicorn": "console", "jinja2": "console", "sse_starlette": "console",
+            "multipart": "console", "argon2": "console", "pywebpush": "phone", "psycopg": "postgres",
+            "procrastinate": "fleet"}
+
+
+def missing_extra(exc: BaseException) -> str | None:
+    """The one-line message for an optional package that is not installed, or None for any other import error."""
+    if not isinstance(exc, ModuleNotFoundError) or not exc.name:
+        return None
+    extra = EXTRA_OF.get(exc.name.split(".")[0])
+    if extra is None:
+        return None
+    fleet = " (for the fleet: [fleet])" if extra == "postgres" else ""
+    return (f"this command needs the optional package {exc.name.split('.')[0]!r}, which is not installed: "
+            f"pip install 'openadapt-flow[{extra}]'{fleet} (or [all])")
+
+
 def handle_errors(fn: F) -> F:
     """Map FlowError and RunSignal to a one-line message and their exit code; KeyboardInterrupt to 5; anything else,
     a bug, to exit 70 (never 1, which means a FAILED run). `as_json=True` adds the error as JSON on stdout."""
@@ -114,6 +132,9 @@ def handle_errors(fn: F) -> F:
         except KeyboardInterrupt:
             report_error("interrupted", 5, "KeyboardInterrupt", as_json)
         except Exception as e:  # last resort: a bug; never a traceback on the terminal unless asked for
+            extra = missing_extra(e)
+            if extra is not None:
+                report_error(extra, 2, type(e).__name__, as_json)
             report_internal(e, as_json, _given_run_dir(kwargs))
 
     return wrapper  # type: ignore[return-value]

@@ -29,6 +29,7 @@ from openadapt_flow.runtime.act.engine import execute, finish, make_context, ope
 from openadapt_flow.runtime.decide.halt import Halt
 from openadapt_flow.runtime.act.launch import BackendFactory, Reporter, RunOutcome, Runs
 from openadapt_flow.runtime.act.lifecycle import check_manifest, effective_state, finalize_interrupted, queued
+from openadapt_flow.runtime.act.fixture_resume import refuse_restarted_fixture
 from openadapt_flow.runtime.act.preflight import check_effects, check_model_key, probe_effects
 from openadapt_flow.runtime.act.runref import RunRef, open_ref, ref_path, run_name
 from openadapt_flow.runtime.act.recheck import (CONFIRMED_DONE, POSITIVELY_ABSENT, RETRYABLE, RecheckResult, Uncertain, check_facts,
@@ -170,6 +171,7 @@ def _continue_bundle(run: RunHandle, manifest: dict[str, Any], config: DeployCon
             raise RefusedError(f"{patch['bundle_dir']}: taught bundle differs from the approved patch; refusing")
     live = open_or_none(_backend_spec(manifest, how.backend), how.backend_factory)
     try:
+        refuse_restarted_fixture(live, run.ref, manifest, records)  # before any input, the decision left unused
         # every system of record that steps still to come will read answers now, before any input
         probe_effects(loaded, config, bound, manifest["run_id"], started={r["step"] for r in records if r["type"] == "step_started"})
         ctx = make_context(run, manifest["run_id"], loaded, bound, live, config, journal, bool(manifest.get("allow_model")), True,

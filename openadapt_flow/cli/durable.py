@@ -79,10 +79,10 @@ def approve_cmd(
     if as_json:
         emit_json({**out, "next": after_decision(run.ref, out), "report": run.describe("report_html")})
         return
-    if out.get("noop"):
+    if out.get("noop"):  # the run went on already, as the decision it repeats said
         typer.echo(f"already recorded: {decision}")
-    else:
-        typer.echo(f"recorded: {decision} by {out['operator']} ({out['os_user']}) for {out['pause_id']}")
+        return
+    typer.echo(f"recorded: {decision} by {out['operator']} ({out['os_user']}) for {out['pause_id']}")
     typer.echo(f"next: {after_decision(run.ref, out)}")
     typer.echo(f"report: {run.describe('report_html')}")
 

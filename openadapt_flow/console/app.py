@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+from urllib.parse import urlencode
 from importlib import resources
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
@@ -34,6 +35,7 @@ from openadapt_flow.store.base import RunStore
 COOKIE, LOGIN_COOKIE = "flow_session", "flow_login"
 FRAME_NAME = re.compile(r"frames/[A-Za-z0-9][A-Za-z0-9._-]{0,200}\.png")  # a frame the engine names; no other path
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+REPORT_MAGIC = b"<!doctype html><html><head><meta charset=\"utf-8\"><title>Run "  # report/page.py's first bytes
 POLL_S = 0.5  # how often the event stream looks for a change (store stamps: cheap)
 _SCRIPT = (resources.files("openadapt_flow.console") / "templates" / "console.js").read_text(encoding="utf-8")
 _ENV = Environment(loader=PackageLoader("openadapt_flow.console", "templates"), autoescape=select_autoescape())
@@ -85,7 +87,8 @@ class Console(LoginSite):
         if run is None:
             return self.page("error.html", 404, s=s, error="no such run")
         ctx = await asyncio.to_thread(self.pages.page, run)
-        return self.page("run.html", s=s, part=request.query_params.get("part"), msg=request.query_params.get("msg"), **ctx)
+        return self.page("run.html", s=s, part=request.query_params.get("part"), msg=request.query_params.get("msg"),
+                         next_msg=request.query_params.get("next"), **ctx)
 
     async def frame(self, request: Request) -> Response:
         if self.session(request) is None:
@@ -111,7 +114,9 @@ class Console(LoginSite):
             page = await asyncio.to_thread(run.get_artifact, "report.html") if run is not None else None
         except (FlowError, OSError, ValueError):
             page = None
-        if not page:
+        # the page the report layer wrote or nothing: a file planted as report.html (a symlink to the decision key,
+        # the operators' hashes) is not one, as a frame must be a PNG
+        if not page or not page.startswith(REPORT_MAGIC):
             return Response("no report yet", 404, headers=HEADERS)
         return Response(page, media_type="text/html; charset=utf-8", headers=REPORT_HEADERS)
 
@@ -133,8 +138,8 @@ class Console(LoginSite):
         # answered first; the reports are rendered after the response is sent (a thread: the event loop stays free)
         later = (BackgroundTask(asyncio.to_thread, refresh_reports, run, out.stamp, self.report_grace_s)
                  if out.stamp is not None else None)
-        return RedirectResponse(f"/runs/{request.path_params['run_id']}?msg={out.summary}", status_code=303,
-                                background=later)
+        query = urlencode({"msg": out.summary, **({"next": out.next} if out.next else {})})
+        return RedirectResponse(f"/runs/{request.path_params['run_id']}?{query}", status_code=303, background=later)
 
     async def events(self, request: Request) -> Response:
         if self.session(request) is None:

@@ -39,6 +39,7 @@ class Decided:
 
     summary: str
     stamp: Any = None
+    next: str = ""  # what happens to the run now, naming the next command (report/meanings.py)
 
 
 def decide_from_form(store: RunStore, run: RunHandle, operator: str, form: dict[str, Any]) -> Decided:
@@ -73,7 +74,7 @@ def decide_from_form(store: RunStore, run: RunHandle, operator: str, form: dict[
     stamp = run.stamp() if out.get("recorded") and decision in DECISION_NAMES else None
     after = after_decision(run.ref, out) if decision in DECISION_NAMES else (
         f"a `flow worker` watching this store resumes the run; without one, run `flow resume {run.ref}`")
-    return Decided(f"recorded: {decision} by {operator}{votes}. Next: {after}.", stamp)
+    return Decided(f"recorded: {decision} by {operator}{votes}", stamp, after)
 
 
 def refresh_reports(run: RunHandle, stamp: Any, grace_s: float = REPORT_GRACE_S) -> bool:

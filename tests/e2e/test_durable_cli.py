@@ -33,7 +33,7 @@ def test_require_approval_script_loop_and_report(tmp_path, demo_app):
     assert rep["state"] == "BLOCKED" and rep["incident"]["operator"] == "ops"
     assert rep["decisions"][0]["decision"] == "reject"
     md = (run_dir / "REPORT.md").read_text()
-    assert "decision `reject`" in md and "incident" in md
+    assert "decision reject on " in md and "note: “ledger down”" in md and "incident" in md
     assert app.rows() == []
 
 

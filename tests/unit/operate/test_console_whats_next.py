@@ -3,9 +3,10 @@ decision's message says what happens next, and the page links the run's report, 
 
 from __future__ import annotations
 
+import html
 import re
 from pathlib import Path
-from urllib.parse import unquote_plus
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from starlette.testclient import TestClient
@@ -51,8 +52,26 @@ def test_buttons_say_what_they_do_and_a_decision_says_what_happens_next(tmp_path
     form = {"csrf": _hidden(page, "csrf"), "pause_id": _hidden(page, "pause_id"), "decision": "continue"}
     r = client.post(f"/runs/{run_id}/decide", data=form, follow_redirects=False)
     assert r.status_code == 303
-    msg = unquote_plus(r.headers["location"].split("msg=", 1)[1])
-    assert msg.startswith("recorded: continue by alice. Next: a `flow worker` watching this run's store picks it up")
-    assert f"`flow resume {run_dir} --require-approval`" in msg
+    query = parse_qs(urlsplit(r.headers["location"]).query)
+    assert query["msg"] == ["recorded: continue by alice"]
+    (after,) = query["next"]
+    assert after.startswith("a `flow worker` watching this run's store picks it up")
+    assert f"`flow resume {run_dir} --require-approval`" in after
     shown = client.get(r.headers["location"]).text
-    assert 'id="msg-report"' in shown
+    assert 'id="msg-report"' in shown and "Next: a `flow worker` watching this run" in html.unescape(shown)
+
+
+def test_a_file_planted_as_the_report_is_not_served(tmp_path, monkeypatch):
+    run_env(tmp_path, monkeypatch)
+    run_dir = Path(ambiguous_run(tmp_path).run_dir)
+    run_id = open_ref(str(run_dir)).manifest()["run_id"]
+    store = FilesystemStore(tmp_path)
+    cred = add_operator(store, "alice")
+    client = TestClient(create_app(store, report_grace_s=0.0), base_url="http://127.0.0.1")
+    client.post("/login", data={"csrf": _hidden(client.get("/login").text, "csrf"), "name": "alice", "credential": cred})
+    secret = tmp_path / "decision.key"
+    secret.write_text("the decision key")
+    (run_dir / "report.html").unlink()
+    (run_dir / "report.html").symlink_to(secret)
+    r = client.get(f"/runs/{run_id}/report")
+    assert r.status_code == 404 and "decision key" not in r.text

@@ -16,7 +16,7 @@ from openadapt_flow.cli.progress import step_progress, waiting
 from openadapt_flow.cli.replay import parse_params
 from openadapt_flow.cli.nextsteps import echo_next, next_commands
 from openadapt_flow.errors import FlowError, UsageError
-from openadapt_flow.report.meanings import after_decision, decision_help
+from openadapt_flow.report.meanings import DECISIONS, after_decision
 from openadapt_flow.report.render import write_reports
 from openadapt_flow.runtime.act.backend_select import BackendFlags
 from openadapt_flow.runtime.decide.config import load_config
@@ -51,7 +51,8 @@ def cli_audit(run: Path, store: str | None) -> Audit:
 @handle_errors
 def approve_cmd(
     run_dir: Path = typer.Argument(..., help=RUN_HELP),
-    decision: Optional[str] = typer.Option(None, "--decision", help="what to do (required, no default): " + decision_help()),
+    decision: Optional[str] = typer.Option(None, "--decision", help="required, no default: " + " | ".join(DECISIONS) +
+                                           " (what each does: above)"),
     operator: str = typer.Option(..., "--operator", help="who decides (recorded with the OS user)"),
     note: Optional[str] = typer.Option(None, "--note", help="free text recorded with the decision"),
     effect: Optional[str] = typer.Option(None, "--effect", help="with reconcile: landed | absent"),
@@ -85,6 +86,11 @@ def approve_cmd(
     typer.echo(f"recorded: {decision} by {out['operator']} ({out['os_user']}) for {out['pause_id']}")
     typer.echo(f"next: {after_decision(run.ref, out)}")
     typer.echo(f"report: {run.describe('report_html')}")
+
+
+# what each decision does, one paragraph each under the command's own words (report/meanings.py: the console's buttons
+# and the report say the same)
+approve_cmd.__doc__ = (approve_cmd.__doc__ or "") + "".join(f"\n\n{name}: {what}." for name, what in DECISIONS.items())
 
 
 @handle_errors

@@ -36,11 +36,6 @@ FIGURES = ("rank: how well the saved crop matches at that place overall, 0 to 1 
 _FIGURE_WORDS = re.compile(r"\b(rank|shape|content) \d")
 
 
-def decision_help() -> str:
-    """Every decision and what it does, for `flow approve --help`."""
-    return "; ".join(f"{name}: {what}" for name, what in DECISIONS.items())
-
-
 def outcome_words(outcome: object) -> str | None:
     """The plain words beside a transaction outcome (None for no outcome or an unknown one)."""
     return OUTCOMES.get(str(outcome)) if outcome else None

@@ -30,7 +30,7 @@ from openadapt_flow.runtime.decide.halt import Halt
 from openadapt_flow.runtime.act.launch import BackendFactory, Reporter, RunOutcome, Runs
 from openadapt_flow.runtime.act.lifecycle import check_manifest, effective_state, finalize_interrupted, queued
 from openadapt_flow.runtime.act.fixture_resume import refuse_restarted_fixture
-from openadapt_flow.runtime.act.preflight import check_effects, check_model_key, probe_effects
+from openadapt_flow.runtime.act.preflight import check_settings, probe_effects
 from openadapt_flow.runtime.act.runref import RunRef, open_ref, ref_path, run_name
 from openadapt_flow.runtime.act.recheck import (CONFIRMED_DONE, POSITIVELY_ABSENT, RETRYABLE, RecheckResult, Uncertain, check_facts,
                                             find_uncertain, recheck)
@@ -156,8 +156,7 @@ def _continue_bundle(run: RunHandle, manifest: dict[str, Any], config: DeployCon
     if how.upgrade_bundle is not None:
         loaded = adopt_upgrade(run, journal, records, loaded, manifest, how.upgrade_bundle)
     bound = _params(loaded, manifest, how.params)
-    check_effects(loaded, config, bound)  # a verifier that cannot be built is found before any input, not at its step
-    check_model_key(config, bool(manifest.get("allow_model")))
+    check_settings(loaded, config, bound, bool(manifest.get("allow_model")))  # every missing setting, before any input
     cp, _how = run.reconcile_checkpoint(records)
     decided = _decide(run, journal, records, state, dkey, how.require_approval)
     if isinstance(decided, RunOutcome):

@@ -143,7 +143,7 @@ def prepare(req: ReplayRequest) -> tuple[LoadedBundle, BoundParams, bool]:
         params = bind_params(loaded.model, req.params, from_flag=req.param_flags)
     except ParamError as e:  # named with every other missing setting: all at once, not one per try
         unbound = e
-    check_settings(loaded, req.config, params, req.allow_model, req.backend, unbound)
+    check_settings(loaded, req.config, params, req.allow_model, unbound)
     assert params is not None  # check_settings raised otherwise
     if req.run_dir is not None and not req.submitted:
         store_for(req.config, req.run_dir).check_new(str(req.run_dir))

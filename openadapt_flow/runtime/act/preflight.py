@@ -16,7 +16,6 @@ from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
 
-from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.bundle.loader import LoadedBundle
 from openadapt_flow.bundle.models import Effect, Step
 from openadapt_flow.bundle.params import BoundParams
@@ -73,10 +72,11 @@ def check_effects(loaded: LoadedBundle, config: DeployConfig, params: BoundParam
 
 
 def check_settings(loaded: LoadedBundle, config: DeployConfig, params: BoundParams | None, allow_model: bool,
-                   backend: BackendSpec | None = None, unbound: ParamError | None = None) -> None:
-    """Every setting the run needs — each effect's verifier (its `use:`, env vars, binds), the model key, the backend's
-    password variable — checked together: one error names all that are missing or wrong, with `unbound` (the params
-    that could not be bound; `params` is None then), instead of one per try."""
+                   unbound: ParamError | None = None) -> None:
+    """Every setting the run needs — each effect's verifier (its `use:`, env vars, binds) and the model key — checked
+    together: one error names all that are missing or wrong, with `unbound` (the params that could not be bound;
+    `params` is None then), instead of one per try. (The backend's password variable is the backend's to read at
+    connect: a backend factory other than the default may not need it.)"""
     problems: list[str] = []
     for step in loaded.model.steps:
         if step.effect is None:
@@ -94,8 +94,6 @@ def check_settings(loaded: LoadedBundle, config: DeployConfig, params: BoundPara
         check_model_key(config, allow_model)
     except ConfigError as e:
         problems.append(str(e))
-    if backend is not None and backend.password_env and not os.environ.get(backend.password_env):
-        problems.append(f"environment variable {backend.password_env} (the {backend.kind.upper()} password_env) is not set")
     if unbound is not None and not problems:
         raise unbound
     problems = ([str(unbound)] if unbound is not None else []) + problems

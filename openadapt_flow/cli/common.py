@@ -110,8 +110,8 @@ def missing_extra(exc: BaseException) -> str | None:
     if extra is None:
         return None
     fleet = " (for the fleet: [fleet])" if extra == "postgres" else ""
-    return (f"this command needs the optional package {exc.name.split('.')[0]!r}, which is not installed: "
-            f"pip install 'openadapt-flow[{extra}]'{fleet} (or [all])")
+    return (f"this command needs the optional package {exc.name.split('.')[0]!r}, which is not installed: install "
+            f"openadapt-flow with its [{extra}] extra{fleet}, from its repository: pip install '/path/to/openadapt-flow[{extra}]'")
 
 
 def handle_errors(fn: F) -> F:

@@ -78,7 +78,8 @@ def test_a_command_whose_extra_is_not_installed_names_the_extra(tmp_path):
     done = _without("uvicorn,starlette", "console", "runs", cwd=tmp_path)
     assert done.returncode == 2, done.stderr
     assert done.stderr.strip() == ("error: this command needs the optional package 'uvicorn', which is not installed: "
-                                   "pip install 'openadapt-flow[console]' (or [all])")
+                                   "install openadapt-flow with its [console] extra, from its repository: "
+                                   "pip install '/path/to/openadapt-flow[console]'")
 
 
 def test_the_run_root_worker_needs_no_fleet_extra(tmp_path):

@@ -30,6 +30,7 @@ from openadapt_flow.store.base import RunStore
 from openadapt_flow.store.filesystem import FilesystemStore
 from openadapt_flow.store.rundir import runs_root
 from openadapt_flow.store.memory import PREFIX as MEMORY_PREFIX
+from openadapt_flow.store.postgres_spec import redact
 from openadapt_flow.store.select import open_store, store_of_ref
 from openadapt_flow.runtime.operate.reconciler import reconcile_root
 from openadapt_flow.runtime.runs import resume
@@ -214,7 +215,7 @@ def worker_cmd(
     elif once:
         scanned = _states(runs)
         rows = Worker(runs, reporter=write_reports, log=typer.echo).run_once()
-        typer.echo(worker_summary(store or str(root), scanned, rows))
+        typer.echo(worker_summary(redact(store) if store else str(root), scanned, rows))
     else:
         with waiting(f"worker: watching {store or root} every {poll:g}s (Ctrl+C stops)", lines=sys.stdout) as display:
             Worker(runs, reporter=write_reports, log=display.line).serve(poll)

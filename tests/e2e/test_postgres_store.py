@@ -303,7 +303,8 @@ def test_the_worker_resumes_an_approved_run_of_the_store(spec, tmp_path, monkeyp
     assert r.exit_code == 3, r.output
     ref = json.loads(r.output)["run_dir"]
     assert ref.startswith("pg:replay-")
-    assert cli.invoke(app, ["worker", "--store", spec, "--once"]).output == ""  # paused, undecided: not due
+    out = cli.invoke(app, ["worker", "--store", spec, "--once"]).output  # paused, undecided: not due
+    assert out.startswith("worker: scanned 1 run(s) in postgresql://") and "(1 PAUSED); resumed none" in out, out
     assert cli.invoke(app, ["approve", ref, "--store", spec, "--decision", "continue", "--operator", "ops"]).exit_code == 0
     r = cli.invoke(app, ["worker", "--store", spec, "--once"])
     assert f"{ref}\tCOMPLETED" in r.output, r.output

@@ -13,7 +13,8 @@ DEMO_PKGS := python3-venv tesseract-ocr
 RECORD_PKGS := $(DEMO_PKGS) tigervnc-standalone-server python3-tk
 # everything the test suite runs (tests/unit/test_system_packages.py checks every program used comes from these)
 APT_PKGS := make python3-venv tesseract-ocr xvfb tigervnc-standalone-server tigervnc-tools tigervnc-viewer python3-tk xdotool x11-xserver-utils fonts-dejavu-core postgresql xrdp freerdp2-x11 openssl sqlitebrowser galculator mousepad chromium chromium-driver x11-apps xfonts-base nedit zenity featherpad python3-pyqt6 openjdk-17-jre openjdk-17-jdk-headless
-TEST_EXTRAS ?= dev
+# the test suite drives every extra (console, phone lane, PostgreSQL store, fleet); the demo installs none of them
+TEST_EXTRAS ?= dev,console,phone,postgres,fleet
 DEMO_STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-$(TEST_EXTRAS)
 
@@ -100,7 +101,9 @@ realapps: bytecode
 smoke: bytecode
 	$(VPY) -m pytest -q tests/e2e/test_fixture_smoke.py
 
-# make bench BENCH_ARGS='--skip fleet --fleet-drain 100': options as in `python -m openadapt_flow.bench --help`
+# make bench BENCH_ARGS='--skip fleet --fleet-drain 100': options as in `python -m openadapt_flow.bench --help`; its
+# `weight` part builds a demo venv from this checkout in bench/.work (pip may fetch from the package index) and prints
+# its install size and `flow --help`'s wall time in it
 bench: setup
 	$(VPY) -m openadapt_flow.bench $(BENCH_ARGS)
 

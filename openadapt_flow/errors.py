@@ -5,10 +5,11 @@
     │   ├── BundleError            flow.yaml or its files are invalid
     │   ├── ConfigError            deploy.yaml is invalid
     │   └── ParamError             params unbound, mistyped, or a secret passed by flag
-    ├── BackendError               the desktop could not be reached or driven; exit 2 at connect
+    ├── BackendError               the desktop could not be reached or driven; exit 75 at connect (try again later)
     │   ├── ConnectionFailed       refused, unreachable, or lost mid-session
-    │   ├── AuthFailed             the server refused our credentials
+    │   ├── AuthFailed             the server refused our credentials; exit 2 (bad input: fix the password)
     │   └── BackendTimeout         a wait on the backend ran out
+    ├── Unavailable                a system of record cannot be read now; exit 75 (EX_TEMPFAIL: a retry loop retries)
     ├── RunDirError                a run directory is missing, not a run, or unusable; exit 2
     └── RefusedError               valid input not allowed now (tampered, live owner); exit 6
 
@@ -65,10 +66,19 @@ class CutStartup(RunDirError):
     """A run whose start-up was cut before its manifest (spec §7): not a run, and nothing was sent."""
 
 
-class BackendError(FlowError):
-    """A backend failure. Exit 2 when raised before a run starts (connect)."""
+EX_TEMPFAIL = 75  # sysexits.h: a temporary failure; the same command may succeed later (nothing was sent)
 
-    exit_code = 2
+
+class Unavailable(FlowError):
+    """The environment, not the input: something the run needs cannot be reached or read now (exit 75)."""
+
+    exit_code = EX_TEMPFAIL
+
+
+class BackendError(FlowError):
+    """A backend failure. Exit 75 when raised before a run starts (connect): the desktop, not the input."""
+
+    exit_code = EX_TEMPFAIL
     kind = "backend"
 
 
@@ -77,6 +87,7 @@ class ConnectionFailed(BackendError):
 
 
 class AuthFailed(BackendError):
+    exit_code = 2  # wrong credentials are bad input: retrying the same password cannot help
     kind = "auth"
 
 

@@ -43,6 +43,12 @@ class FixtureBackend:
         self._seen = self.player.version
         self._closed = False
 
+    @property
+    def untouched(self) -> bool:
+        """Nothing has changed the session's screen since it started at the recording's first screen (a new
+        session of a `fixture:` URL always is: the player keeps no state between processes)."""
+        return self.player.version == 1 and self.player.state == self.player.fixture.model.initial
+
     def _check(self) -> None:
         if self._closed:
             raise ConnectionFailed(f"the fixture backend for {self.spec.url} is closed")

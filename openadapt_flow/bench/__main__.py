@@ -22,12 +22,12 @@ import cv2
 
 from openadapt_flow.version import __version__
 from openadapt_flow.bench import (console_cost, drift, drift_corpus, drift_report, engine_cost, fleet, frames, ops_report, orig,
-                                  replay50, report, resolve)
+                                  replay50, report, resolve, weight)
 from openadapt_flow.cli.progress import waiting
 from openadapt_flow.vision.ocr import OcrEngine
 
 SCHEMA = "openadapt-flow/bench@1"
-PARTS = ("template", "ocr", "pyscreeze", "orig", "engine", "resume", "replay", "drift", "fleet", "console")
+PARTS = ("template", "ocr", "pyscreeze", "orig", "engine", "resume", "replay", "drift", "fleet", "console", "weight")
 # Parts that capture and resolve the demo app's frames per screen size ("orig" joins them when one of them runs;
 # with them all skipped it runs on the drift corpus only).
 DEMO_PARTS = ("template", "ocr", "pyscreeze")
@@ -153,7 +153,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         results["replay50"].append(_guard(lambda: replay50.replay_fixture(work, field_ready_s=0), notes,
                                           backend=f"{report.FIXTURE_SERVED}, field_ready_s=0"))
     _fleet_and_console(args, work, results, notes)
-    results["targets"] = report.targets(results) + ops_report.goals(results)
+    if "weight" not in args.skip:
+        step("weight: a demo venv built from this checkout (no extras), its size and `flow --help` in it")
+        results["weight"] = _guard(lambda: weight.weight_bench(work), notes, backend="weight")
+    results["targets"] = report.targets(results) + ops_report.goals(results) + weight.goals(results)
     shutil.rmtree(work, ignore_errors=True)
     return results
 
@@ -248,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
         for v in results["drift"]["verdicts"]:
             met = "n/a" if v["met"] is None else ("met" if v["met"] else "MISSED")
             print(f"issue 12 {v['name']}: {v['shown']} — {met}")
-    for part, lines in (("fleet", ops_report.fleet_lines), ("console", ops_report.console_lines)):
+    for part, lines in (("fleet", ops_report.fleet_lines), ("console", ops_report.console_lines), ("weight", weight.lines)):
         if results.get(part):
             print()
             print("\n".join(lines(results[part])))

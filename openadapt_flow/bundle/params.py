@@ -144,20 +144,23 @@ def bind_params(
             )
     values: dict[str, Any] = {}
     secrets: dict[str, str] = {}
+    missing: list[str] = []  # every unbound required param, named in one error (not one per try)
     for name, spec in bundle.params.items():
         if spec.secret:
             val = env.get(secret_env_name(name))
             if val is not None:
                 secrets[name] = val
             elif spec.required:
-                raise ParamError(f"secret param {name!r} is required: set {secret_env_name(name)} in the environment")
+                missing.append(f"secret param {name!r} is required: set {secret_env_name(name)} in the environment")
             continue
         if name in given:
             values[name] = _coerce(name, spec, given[name])
         elif spec.default is not None:
             values[name] = _coerce(name, spec, spec.default)
         elif spec.required:
-            raise ParamError(f"param {name!r} is required (--param {name}=VALUE)")
+            missing.append(f"param {name!r} is required (--param {name}=VALUE)")
+    if missing:
+        raise ParamError("; ".join(missing))
     return BoundParams(values, secrets)
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import ast
 import importlib
+import importlib.util
 import inspect
 import os
 import sys
@@ -14,7 +16,7 @@ import typer
 from typer.models import OptionInfo
 
 from openadapt_flow.version import __version__
-from openadapt_flow.cli.common import DEBUG_ENV, JSON_HELP, click_errors, report_error, report_internal
+from openadapt_flow.cli.common import DEBUG_ENV, JSON_HELP, click_errors, missing_extra, report_error, report_internal
 from openadapt_flow.cli.exits import exit_codes_epilog
 
 # name -> (module, attribute, is a command group). Only the module of the command being run is imported,
@@ -47,8 +49,10 @@ COMMANDS: dict[str, tuple[str, str, bool]] = {
 }
 
 
-def build_app(only: str | None = None) -> typer.Typer:
-    """The `flow` app with every command, or with just `only` when the command line names one."""
+def build_app(only: str | None = None, summaries: bool = False) -> typer.Typer:
+    """The `flow` app with every command, or with just `only` when the command line names one. `summaries`: every
+    command by name and help text only, read from its module's source without importing it (`flow --help`,
+    `flow --version`: no vision, no OpenCV, no store at start-up)."""
     flow = typer.Typer(
         name="flow",
         help="Replay demonstrated GUI workflows against live desktops; verify every step, never guess.",
@@ -61,6 +65,9 @@ def build_app(only: str | None = None) -> typer.Typer:
     for name, (module, attr, group) in COMMANDS.items():
         if only is not None and name != only:
             continue
+        if summaries:
+            _add_summary(flow, name, module, attr, group)
+            continue
         obj = getattr(importlib.import_module(module), attr)
         if group:
             for info in obj.registered_commands:
@@ -69,6 +76,37 @@ def build_app(only: str | None = None) -> typer.Typer:
         else:
             flow.command(name)(_json_help(obj))
     return flow
+
+
+def _add_summary(flow: typer.Typer, name: str, module: str, attr: str, group: bool) -> None:
+    """A stand-in for a command that only the root's help lists: its help text as the module's source gives it."""
+    text = _source_help(module, attr)
+    if group:
+        flow.add_typer(typer.Typer(help=text), name=name)
+    else:
+        flow.command(name, help=text)(_stand_in)
+
+
+def _stand_in() -> None:  # pragma: no cover - never run: a named command builds the real app (main)
+    raise RuntimeError("a command stand-in ran")
+
+
+def _source_help(module: str, attr: str) -> str | None:
+    """A command function's docstring, or a command group's `typer.Typer(help=...)`, read from the module's source."""
+    spec = importlib.util.find_spec(module)
+    if spec is None or spec.origin is None:
+        return None
+    with open(spec.origin, encoding="utf-8") as f:
+        tree = ast.parse(f.read())
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name == attr:
+            return ast.get_docstring(node)
+        if (isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == attr for t in node.targets)
+                and isinstance(node.value, ast.Call)):
+            for kw in node.value.keywords:
+                if kw.arg == "help" and isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, str):
+                    return kw.value.value
+    return None
 
 
 def _json_help(command: Any) -> Any:
@@ -114,7 +152,8 @@ def _run(make_app: Callable[[], typer.Typer], prog: str, argv: list[str]) -> Non
     except typer.Abort:
         _exit_with(lambda: report_error("interrupted", 5, "KeyboardInterrupt", as_json))
     except Exception as e:  # a bug outside any command (building the app, parsing): exit 70, never a traceback
-        _exit_with(lambda: report_internal(e, as_json))
+        extra = missing_extra(e)  # or a command module that needs an extra that is not installed: exit 2
+        _exit_with(lambda: report_error(extra, 2, type(e).__name__, as_json) if extra else report_internal(e, as_json))
     sys.exit(code if isinstance(code, int) else 0)
 
 
@@ -125,9 +164,15 @@ def _exit_with(report: Callable[[], object]) -> None:
         sys.exit(done.exit_code)
 
 
+def _summaries_will_do(only: str | None, prog: str) -> bool:
+    """No command named and no shell completion asked for (it completes a command's options): help text is enough."""
+    return only is None and f"_{prog.upper()}_COMPLETE" not in os.environ
+
+
 def main() -> None:
     argv = sys.argv[1:]
-    _run(lambda: build_app(_command_named(argv)), "flow", argv)
+    only = _command_named(argv)
+    _run(lambda: build_app(only, summaries=_summaries_will_do(only, "flow")), "flow", argv)
 
 
 def openadapt_main() -> None:
@@ -135,7 +180,8 @@ def openadapt_main() -> None:
 
     def make() -> typer.Typer:
         outer = typer.Typer(name="openadapt", no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
-        outer.add_typer(build_app(_command_named(argv[1:]) if argv[:1] == ["flow"] else None), name="flow")
+        only = _command_named(argv[1:]) if argv[:1] == ["flow"] else None
+        outer.add_typer(build_app(only, summaries=_summaries_will_do(only, "openadapt")), name="flow")
         return outer
 
     _run(make, "openadapt", argv)

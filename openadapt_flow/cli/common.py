@@ -11,7 +11,7 @@ import traceback
 from collections.abc import Callable
 from functools import wraps
 from pathlib import Path
-from typing import Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import typer
 
@@ -22,11 +22,13 @@ except ImportError:  # pragma: no cover - older typer on real click
 
 from openadapt_flow.cli.exits import EXIT_INTERNAL, CliError, kind_of
 from openadapt_flow.errors import CutStartup, FlowError, RunDirError, RunSignal
-from openadapt_flow.runtime.decide.config import DeployConfig
-from openadapt_flow.runtime.act.runref import open_ref
-from openadapt_flow.store.base import RunHandle, RunStore
-from openadapt_flow.store import FilesystemStore, MANIFEST
-from openadapt_flow.store.select import open_store
+
+if TYPE_CHECKING:
+    from openadapt_flow.runtime.decide.config import DeployConfig
+    from openadapt_flow.store.base import RunHandle, RunStore
+
+# The run and store helpers below import the store where they are called: cli/app.py imports this module for its
+# error lines, and `flow --help` / `flow --version` must not pay for the store (it imports OpenCV for frames).
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -88,8 +90,28 @@ def save_traceback(text: str, run_dir: Path | None) -> Path | None:
 
 def _given_run_dir(kwargs: dict[str, Any]) -> Path | None:
     """The filesystem run directory a command was given (its RUN argument or --run-dir), if it holds a run."""
+    from openadapt_flow.store import MANIFEST
+
     value = kwargs.get("run_dir")
     return value if isinstance(value, Path) and (value / MANIFEST).is_file() else None
+
+
+# the optional packages (pyproject.toml's extras): a command that needs one that is not installed says which extra
+EXTRA_OF = {"starlette": "console", "uvicorn": "console", "jinja2": "console", "sse_starlette": "console",
+            "multipart": "console", "argon2": "console", "pywebpush": "phone", "psycopg": "postgres",
+            "procrastinate": "fleet"}
+
+
+def missing_extra(exc: BaseException) -> str | None:
+    """The one-line message for an optional package that is not installed, or None for any other import error."""
+    if not isinstance(exc, ModuleNotFoundError) or not exc.name:
+        return None
+    extra = EXTRA_OF.get(exc.name.split(".")[0])
+    if extra is None:
+        return None
+    fleet = " (for the fleet: [fleet])" if extra == "postgres" else ""
+    return (f"this command needs the optional package {exc.name.split('.')[0]!r}, which is not installed: install "
+            f"openadapt-flow with its [{extra}] extra{fleet}, from its repository: pip install '/path/to/openadapt-flow[{extra}]'")
 
 
 def handle_errors(fn: F) -> F:
@@ -110,6 +132,9 @@ def handle_errors(fn: F) -> F:
         except KeyboardInterrupt:
             report_error("interrupted", 5, "KeyboardInterrupt", as_json)
         except Exception as e:  # last resort: a bug; never a traceback on the terminal unless asked for
+            extra = missing_extra(e)
+            if extra is not None:
+                report_error(extra, 2, type(e).__name__, as_json)
             report_internal(e, as_json, _given_run_dir(kwargs))
 
     return wrapper  # type: ignore[return-value]
@@ -131,6 +156,9 @@ RUN_HELP = "run directory; or, with --store, the run's RUN_ID (or its name in th
 
 def open_run_arg(run: Path | str, store: str | None) -> RunHandle:
     """A command's RUN argument: a run directory (or `memory:NAME`); with --store, a RUN_ID or a name in that store."""
+    from openadapt_flow.runtime.act.runref import open_ref
+    from openadapt_flow.store.select import open_store
+
     if store is None:
         return open_ref(str(run))
     runs = open_store(store)
@@ -147,6 +175,9 @@ def open_run_arg(run: Path | str, store: str | None) -> RunHandle:
 
 def root_store(root: Path, store: str | None) -> RunStore:
     """The runs a listing command scans: --store's, else the runs root directory (which must exist)."""
+    from openadapt_flow.store import FilesystemStore
+    from openadapt_flow.store.select import open_store
+
     if store is not None:
         return open_store(store)
     if not root.is_dir():
@@ -156,6 +187,8 @@ def root_store(root: Path, store: str | None) -> RunStore:
 
 def with_store(cfg: DeployConfig, store: str | None) -> DeployConfig:
     """The config with --store as its `runtime.store` (where the new run goes)."""
+    from openadapt_flow.store.select import open_store
+
     if store is None:
         return cfg
     open_store(store)  # a malformed --store is bad input before anything starts

@@ -6,7 +6,7 @@ import getpass
 import json
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 
@@ -14,7 +14,9 @@ from openadapt_flow.cli.common import RUN_HELP, STORE_HELP, emit_json, emit_json
 from openadapt_flow.cli.exits import EXIT_TIMEOUT
 from openadapt_flow.cli.progress import step_progress, waiting
 from openadapt_flow.cli.replay import parse_params
-from openadapt_flow.errors import UsageError
+from openadapt_flow.cli.nextsteps import echo_next, next_commands
+from openadapt_flow.errors import FlowError, UsageError
+from openadapt_flow.report.meanings import DECISIONS, after_decision
 from openadapt_flow.report.render import write_reports
 from openadapt_flow.runtime.act.backend_select import BackendFlags
 from openadapt_flow.runtime.decide.config import load_config
@@ -23,11 +25,13 @@ from openadapt_flow.runtime.operate.teach import apply_patches
 from openadapt_flow.runtime.act.engine import stop_on_signals
 from openadapt_flow.runtime.worker import Worker
 from openadapt_flow.runtime.workflow.wait import wait
-from openadapt_flow.store import FilesystemStore, MEMORY_PREFIX, runs_root
+from openadapt_flow.runtime.act.lifecycle import effective_state
+from openadapt_flow.store.base import RunStore
+from openadapt_flow.store import FilesystemStore, MEMORY_PREFIX, redact, runs_root
 from openadapt_flow.store.select import open_store, store_of_ref
 from openadapt_flow.runtime.operate.reconciler import reconcile_root
 from openadapt_flow.runtime.runs import resume
-from openadapt_flow.store.states import DecisionKind
+from openadapt_flow.store.states import DecisionKind, RunState
 
 
 CLI_CHANNEL = "cli"  # spec §20: a decision typed on the runner host, made by the OS user (no credential)
@@ -46,7 +50,8 @@ def cli_audit(run: Path, store: str | None) -> Audit:
 @handle_errors
 def approve_cmd(
     run_dir: Path = typer.Argument(..., help=RUN_HELP),
-    decision: str = typer.Option(DecisionKind.CONTINUE.value, "--decision", help="continue | skip | reject | teach | escalate | reconcile"),
+    decision: Optional[str] = typer.Option(None, "--decision", help="required, no default: " + " | ".join(DECISIONS) +
+                                           " (what each does: above)"),
     operator: str = typer.Option(..., "--operator", help="who decides (recorded with the OS user)"),
     note: Optional[str] = typer.Option(None, "--note", help="free text recorded with the decision"),
     effect: Optional[str] = typer.Option(None, "--effect", help="with reconcile: landed | absent"),
@@ -55,7 +60,12 @@ def approve_cmd(
     store: Optional[str] = typer.Option(None, "--store", help=STORE_HELP),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
-    """Record a signed decision on the run's pending escalation."""
+    """Record a signed decision on the run's pending escalation (--decision is required: there is no default).
+
+    Then says what happens next (a worker picks the run up, or `flow resume`) and where the report is."""
+    if decision is None:
+        raise UsageError("--decision is required (no default): continue, skip, reject, teach, escalate or reconcile; "
+                         "`flow approve --help` says what each does")
     xy = None
     if point is not None:
         try:
@@ -63,14 +73,23 @@ def approve_cmd(
         except ValueError:
             raise UsageError(f"--point {point!r}: expected X,Y in halt-frame pixels") from None
         xy = (px, py)
-    out = approve(open_run_arg(run_dir, store), decision, operator, note=note, effect=effect, channel=CLI_CHANNEL,
+    run = open_run_arg(run_dir, store)
+    out = approve(run, decision, operator, note=note, effect=effect, channel=CLI_CHANNEL,
                   options=DecisionOptions(point=xy, template=template, reporter=write_reports, audit=cli_audit(run_dir, store)))
     if as_json:
-        emit_json(out)
-    elif out.get("noop"):
+        emit_json({**out, "next": after_decision(run.ref, out), "report": run.describe("report_html")})
+        return
+    if out.get("noop"):  # the run went on already, as the decision it repeats said
         typer.echo(f"already recorded: {decision}")
-    else:
-        typer.echo(f"recorded: {decision} by {out['operator']} ({out['os_user']}) for {out['pause_id']}")
+        return
+    typer.echo(f"recorded: {decision} by {out['operator']} ({out['os_user']}) for {out['pause_id']}")
+    typer.echo(f"next: {after_decision(run.ref, out)}")
+    typer.echo(f"report: {run.describe('report_html')}")
+
+
+# what each decision does, one paragraph each under the command's own words (report/meanings.py: the console's buttons
+# and the report say the same)
+approve_cmd.__doc__ = (approve_cmd.__doc__ or "") + "".join(f"\n\n{name}: {what}." for name, what in DECISIONS.items())
 
 
 @handle_errors
@@ -95,11 +114,14 @@ def resume_cmd(
         out = resume(open_run_arg(run_dir, store), backend_flags=BackendFlags(backend, url, rdp_host), backend_config=cfg,
                      require_approval=require_approval, params=values, progress=progress, reporter=write_reports,
                      upgrade_bundle=upgrade_bundle)
-    summary = {"state": out.state, "exit_code": out.exit_code, "run_dir": str(out.run_dir), "category": out.category, "message": out.message or None}
+    commands = next_commands(open_run_arg(run_dir, store)) if out.exit_code != 0 else []
+    summary = {"state": out.state, "exit_code": out.exit_code, "run_dir": str(out.run_dir), "category": out.category,
+               "message": out.message or None, "next_commands": commands}
     if as_json:
         emit_json(summary)
     else:
         typer.echo(f"{out.state}: run dir {out.run_dir}" + (f" — {out.message}" if out.message else ""))
+        echo_next(commands)
     raise typer.Exit(out.exit_code)
 
 
@@ -189,10 +211,35 @@ def worker_cmd(
     if as_json:
         _worker_json(Worker(runs, reporter=write_reports, log=lambda line: None), once, poll)
     elif once:
-        Worker(runs, reporter=write_reports, log=typer.echo).run_once()
+        scanned = _states(runs)
+        rows = Worker(runs, reporter=write_reports, log=typer.echo).run_once()
+        typer.echo(worker_summary(redact(store) if store else str(root), scanned, rows))
     else:
         with waiting(f"worker: watching {store or root} every {poll:g}s (Ctrl+C stops)", lines=sys.stdout) as display:
             Worker(runs, reporter=write_reports, log=display.line).serve(poll)
+
+
+def _states(runs: RunStore) -> dict[str, int]:
+    """How many runs the store holds in each state (a run whose state cannot be read counts as UNREADABLE)."""
+    counts: dict[str, int] = {}
+    for run in runs.list_runs():
+        try:
+            state = str(effective_state(run).get("state") or RunState.PENDING)
+        except FlowError:
+            state = "UNREADABLE"
+        counts[state] = counts.get(state, 0) + 1
+    return counts
+
+
+def worker_summary(where: str, scanned: dict[str, int], rows: list[dict[str, Any]]) -> str:
+    """`flow worker --once`'s last line: what it scanned, and what it did."""
+    total = sum(scanned.values())
+    seen = ", ".join(f"{n} {state}" for state, n in sorted(scanned.items())) or "none"
+    if rows:
+        did = f"resumed {len(rows)}: " + ", ".join(f"{r['run_dir']} -> {r['state']}" for r in rows)
+    else:
+        did = "resumed none (no run is due: a paused run waits for its decision, answer, signal or timer)"
+    return f"worker: scanned {total} run(s) in {where} ({seen}); {did}"
 
 
 def _worker_json(worker: Worker, once: bool, poll: float) -> None:

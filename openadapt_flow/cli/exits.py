@@ -19,7 +19,8 @@ class ExitCode:
 EXIT_CODES: tuple[ExitCode, ...] = (
     ExitCode(0, "ok", "COMPLETED (for approve/answer/signal: recorded; for read-only commands: done)"),
     ExitCode(1, "failed", "FAILED: the run could not proceed and is not resumable"),
-    ExitCode(2, "usage", "usage or invalid input: bad flag, bundle, config, params, run dir, unreachable backend"),
+    ExitCode(2, "usage", "usage or invalid input: bad flag, bundle, config, params, run dir, missing settings (all "
+                         "named at once), wrong credentials"),
     ExitCode(3, "paused", "PAUSED: see `flow status RUN` (pending_escalation.json)"),
     ExitCode(4, "blocked", "BLOCKED: a policy, a budget or an operator's reject"),
     ExitCode(5, "interrupted", "INTERRUPTED: the process was stopped (SIGTERM/SIGINT) or its disk failed; `flow resume`"),
@@ -27,6 +28,8 @@ EXIT_CODES: tuple[ExitCode, ...] = (
     ExitCode(7, "landed", "FAILED_AFTER_EFFECT: the run could not proceed after a write of it landed; do not re-run it "
                           "from the start (it would write twice): finish by hand"),
     ExitCode(70, "internal", "internal error: a bug in the tool itself, never a run's outcome (traceback saved to a file)"),
+    ExitCode(75, "unavailable", "temporary failure (EX_TEMPFAIL): the desktop (VNC/RDP refused or timed out) or a "
+                                "system of record could not be reached or read; nothing was sent: retry later"),
     ExitCode(124, "timeout", "`flow wait --timeout` ran out before the run paused or ended"),
 )
 
@@ -54,6 +57,6 @@ class CliError(BaseModel):
     error: str = Field(description="the one-line message, the same text as on stderr after 'error: '")
     exit_code: int = Field(description="the process's exit code (see the exit-code table)")
     kind: str = Field(description="the exit code's stable name: usage, refused, failed, paused, blocked, interrupted, "
-                                  "internal, timeout")
+                                  "internal, unavailable, timeout")
     type: str = Field(description="the error's class name, e.g. BundleError, RefusedError, UsageError")
     traceback_file: str | None = Field(default=None, description="internal errors only: where the traceback was saved")

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 
 from openadapt_flow.bundle.loader import load_bundle
 from openadapt_flow.cli.common import RUN_HELP, STORE_HELP, emit_json, fail, handle_errors, open_run_arg, root_store
+from openadapt_flow.cli.nextsteps import echo_next, next_commands
 from openadapt_flow.errors import FlowError
+from openadapt_flow.report.meanings import outcome_words
 from openadapt_flow.report.render import write_reports
 from openadapt_flow.store.base import RunHandle
 from openadapt_flow.bundle.models import Step
@@ -94,12 +96,44 @@ def status_cmd(run_dir: Path = typer.Argument(..., help=RUN_HELP), as_json: bool
         info = _status_of(run)
     except FlowError as e:  # a damaged run file is shown, not failed on: status only reads (exit 0)
         info = {"run_dir": run.ref, "state": "UNREADABLE", "message": str(e)}
+    commands = next_commands(run) if info.get("state") != "UNREADABLE" else []
     if as_json:
-        emit_json(info)
+        emit_json({**info, "next_commands": commands})
         return
-    for k, v in info.items():
-        if v is not None:
-            typer.echo(f"{k}: {v}")
+    for line in status_lines(info):
+        typer.echo(line)
+    echo_next(commands)
+
+
+def status_lines(info: dict[str, Any]) -> list[str]:
+    """`flow status` for people: one fact a line, in words (no Python reprs); the JSON keeps the fields."""
+    reason = f" ({info['paused_reason']})" if info.get("paused_reason") else ""
+    lines = [f"run: {info['run_dir']}" + (f" (run id {info['run_id']})" if info.get("run_id") else ""),
+             f"state: {info.get('state')}{reason}"]
+    if info.get("bundle"):
+        lines.append(f"bundle: {info['bundle']}")
+    outcome = info.get("transaction_outcome")
+    if outcome:
+        words = outcome_words(outcome)
+        lines.append(f"transaction outcome: {outcome}" + (f" — {words}" if words else ""))
+    if info.get("message"):
+        lines.append(f"why: {info['halt_category'] + ': ' if info.get('halt_category') else ''}{info['message']}")
+    pending = info.get("pending_decision")
+    if pending:
+        lines.append(_pending_line(pending))
+    if info.get("note"):
+        lines.append(f"note: {info['note']}")
+    if info.get("updated_at"):
+        lines.append(f"updated: {info['updated_at']}")
+    return lines
+
+
+def _pending_line(p: dict[str, Any]) -> str:
+    if p.get("error"):
+        return f"pending decision: {p['error']}"
+    allowed = ", ".join(p.get("allowed_decisions") or []) or "none"
+    return (f"pending decision: pause {p.get('pause_id')} on step {p.get('step')} ({p.get('category')}); "
+            f"allowed: {allowed}; expires {p.get('expires_at')}")
 
 
 @handle_errors

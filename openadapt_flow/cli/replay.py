@@ -8,6 +8,7 @@ from typing import Any, Optional
 import typer
 import yaml
 
+from openadapt_flow.cli.nextsteps import echo_next, next_commands
 from openadapt_flow.cli.common import STORE_HELP, emit_json, handle_errors, with_store
 from openadapt_flow.cli.progress import step_progress
 from openadapt_flow.errors import ParamError
@@ -77,12 +78,14 @@ def replay_cmd(
         "category": outcome.category,
         "message": outcome.message or None,
     }
+    commands = next_commands(run) if outcome.exit_code != 0 else []
     if as_json:
-        emit_json(summary)
+        emit_json({**summary, "next_commands": commands})
     else:
         typer.echo(f"{outcome.state}: run dir {outcome.run_dir} (report: {run.describe('report_html')})")
         if outcome.message:
             typer.echo(f"  {outcome.category or 'note'}: {outcome.message}", err=True)
+        echo_next(commands)
     raise typer.Exit(outcome.exit_code)
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+from urllib.parse import urlencode
 from importlib import resources
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
@@ -27,15 +28,21 @@ from openadapt_flow.auth.edge import edge
 from openadapt_flow.auth.web import HEADERS, LoginSite, client_of
 from openadapt_flow.console.views import PageCache, find, runs_by_state
 from openadapt_flow.errors import FlowError, RefusedError
+from openadapt_flow.report.meanings import DECISIONS
 from openadapt_flow.runtime.operate.operators import authenticate, check_active
 from openadapt_flow.store.base import RunStore
 
 COOKIE, LOGIN_COOKIE = "flow_session", "flow_login"
 FRAME_NAME = re.compile(r"frames/[A-Za-z0-9][A-Za-z0-9._-]{0,200}\.png")  # a frame the engine names; no other path
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+REPORT_MAGIC = b"<!doctype html><html><head><meta charset=\"utf-8\"><title>Run "  # report/page.py's first bytes
 POLL_S = 0.5  # how often the event stream looks for a change (store stamps: cheap)
 _SCRIPT = (resources.files("openadapt_flow.console") / "templates" / "console.js").read_text(encoding="utf-8")
 _ENV = Environment(loader=PackageLoader("openadapt_flow.console", "templates"), autoescape=select_autoescape())
+_ENV.globals["meaning"] = DECISIONS  # each decision button says what it does (report/meanings.py, as `flow approve --help`)
+# report.html embeds its frames as data: images and runs no script
+REPORT_HEADERS = {**HEADERS, "Content-Security-Policy": "default-src 'none'; img-src data:; style-src 'unsafe-inline'; "
+                                                        "frame-ancestors 'none'"}
 
 
 @dataclass
@@ -80,7 +87,8 @@ class Console(LoginSite):
         if run is None:
             return self.page("error.html", 404, s=s, error="no such run")
         ctx = await asyncio.to_thread(self.pages.page, run)
-        return self.page("run.html", s=s, part=request.query_params.get("part"), msg=request.query_params.get("msg"), **ctx)
+        return self.page("run.html", s=s, part=request.query_params.get("part"), msg=request.query_params.get("msg"),
+                         next_msg=request.query_params.get("next"), **ctx)
 
     async def frame(self, request: Request) -> Response:
         if self.session(request) is None:
@@ -96,6 +104,21 @@ class Console(LoginSite):
         if not png or not png.startswith(PNG_MAGIC):
             return Response("not found", 404, headers=HEADERS)
         return Response(png, media_type="image/png", headers=HEADERS)
+
+    async def report(self, request: Request) -> Response:
+        """The run's report.html as the run last wrote it (it embeds its frames: one file, nothing else fetched)."""
+        if self.session(request) is None:
+            return RedirectResponse("/login", status_code=303)
+        run = find(self.store, request.path_params["run_id"])
+        try:
+            page = await asyncio.to_thread(run.get_artifact, "report.html") if run is not None else None
+        except (FlowError, OSError, ValueError):
+            page = None
+        # the page the report layer wrote or nothing: a file planted as report.html (a symlink to the decision key,
+        # the operators' hashes) is not one, as a frame must be a PNG
+        if not page or not page.startswith(REPORT_MAGIC):
+            return Response("no report yet", 404, headers=HEADERS)
+        return Response(page, media_type="text/html; charset=utf-8", headers=REPORT_HEADERS)
 
     async def decide(self, request: Request) -> Response:
         s = self.session(request)
@@ -115,8 +138,8 @@ class Console(LoginSite):
         # answered first; the reports are rendered after the response is sent (a thread: the event loop stays free)
         later = (BackgroundTask(asyncio.to_thread, refresh_reports, run, out.stamp, self.report_grace_s)
                  if out.stamp is not None else None)
-        return RedirectResponse(f"/runs/{request.path_params['run_id']}?msg={out.summary}", status_code=303,
-                                background=later)
+        query = urlencode({"msg": out.summary, **({"next": out.next} if out.next else {})})
+        return RedirectResponse(f"/runs/{request.path_params['run_id']}?{query}", status_code=303, background=later)
 
     async def events(self, request: Request) -> Response:
         if self.session(request) is None:
@@ -152,5 +175,6 @@ def create_app(store: RunStore, *, secure: bool = False, report_grace_s: float =
     return Starlette(middleware=edge("console", secure=secure, allowed_hosts=allowed_hosts), routes=[
         Route("/", c.index), Route("/login", c.login, methods=["GET", "POST"]), Route("/logout", c.logout, methods=["POST"]),
         Route("/runs/{run_id}", c.run_view), Route("/runs/{run_id}/decide", c.decide, methods=["POST"]),
+        Route("/runs/{run_id}/report", c.report),
         Route("/frame/{run_id}", c.frame), Route("/events", c.events), Route("/console.js", c.script),
     ])

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from openadapt_flow.errors import FlowError, RefusedError, UsageError
+from openadapt_flow.report.meanings import after_decision
 from openadapt_flow.report.model import build_report
 from openadapt_flow.report.page import render_html
 from openadapt_flow.report.render import render_markdown
@@ -39,6 +40,7 @@ class Decided:
 
     summary: str
     stamp: Any = None
+    next: str = ""  # what happens to the run now, naming the next command (report/meanings.py)
 
 
 def decide_from_form(store: RunStore, run: RunHandle, operator: str, form: dict[str, Any]) -> Decided:
@@ -72,7 +74,9 @@ def decide_from_form(store: RunStore, run: RunHandle, operator: str, form: dict[
         return Decided(f"already recorded: {decision}")
     votes = f" ({out['votes']} of {out['quorum']})" if "votes" in out and out.get("quorum", 1) > 1 else ""
     stamp = run.stamp() if out.get("recorded") and decision in DECISION_NAMES else None
-    return Decided(f"recorded: {decision} by {operator}{votes}", stamp)
+    after = after_decision(run.ref, out) if decision in DECISION_NAMES else (
+        f"a `flow worker` watching this store resumes the run; without one, run `flow resume {run.ref}`")
+    return Decided(f"recorded: {decision} by {operator}{votes}", stamp, after)
 
 
 def refresh_reports(run: RunHandle, stamp: Any, grace_s: float = REPORT_GRACE_S) -> bool:

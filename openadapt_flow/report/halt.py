@@ -65,7 +65,16 @@ def _replay_command(manifest: dict[str, Any]) -> str:
 
 
 def next_commands(ref: str, rep: dict[str, Any], manifest: dict[str, Any]) -> list[str]:
-    """The exact commands that move this run on from where it stopped; none for a finished run."""
+    """The exact commands that move this run on from where it stopped (none for a finished run), and after a teach the
+    `flow patch apply` that writes what was taught into the bundle."""
+    out = _moving_on(ref, rep, manifest)
+    if any(d.get("decision") == DecisionKind.TEACH and not d.get("unused") for d in rep.get("decisions") or []):
+        bundle = shlex.quote(str((manifest.get("bundle") or {}).get("path") or "BUNDLE"))
+        out.append(f"flow patch apply {shlex.quote(ref)} {bundle}")
+    return out
+
+
+def _moving_on(ref: str, rep: dict[str, Any], manifest: dict[str, Any]) -> list[str]:
     run = shlex.quote(ref)
     state, esc = rep.get("state"), rep.get("escalation")
     if state == RunState.FAILED and rep.get("halt"):
@@ -89,7 +98,8 @@ def next_commands(ref: str, rep: dict[str, Any], manifest: dict[str, Any]) -> li
         for c in (rep.get("halt") or {}).get("candidates") or []:
             x, y = c["point"]
             out.append(f"flow approve {run} --decision teach --point {x},{y} --operator {OPERATOR}")
-    out += [f"flow approve {run} --decision {d} --operator {OPERATOR}" for d in ("continue", "skip", "reject") if d in allowed]
+    out += [f"flow approve {run} --decision {d} --operator {OPERATOR}" for d in ("continue", "skip", "reject", "escalate")
+            if d in allowed]
     if DecisionKind.RECONCILE in allowed:
         out += [f"flow approve {run} --decision reconcile --effect {e} --operator {OPERATOR}" for e in ("landed", "absent")]
     return out + [resume] if out else []

@@ -12,7 +12,8 @@ from typing import Any
 
 from openadapt_flow.errors import FlowError
 from openadapt_flow.report.figures import BOX, CANDIDATE, HALT_W, STEP_W, Marks, framed, step_chart
-from openadapt_flow.report.text import backend_label, fmt, notes, scores_text, seconds, status_label, verdicts
+from openadapt_flow.report.text import (allowed_text, backend_label, decision_text, fmt, notes, params_text, scores_text,
+                                        seconds, status_label, verdicts)
 from openadapt_flow.store.base import RunHandle
 from openadapt_flow.store.states import RunState
 
@@ -118,13 +119,12 @@ def _decisions(rep: dict[str, Any]) -> str:
     out = []
     if rep.get("escalation"):
         esc = rep["escalation"]
+        allowed = "".join(f"<li>{e(a)}</li>" for a in allowed_text(esc))
         out.append(f"<p>Pending decision <code>{e(str(esc.get('pause_id')))}</code> on <code>{e(str(esc.get('step')))}</code> "
-                   f"({e(str(esc.get('category')))}): allowed {e(', '.join(esc.get('allowed_decisions') or []))}; "
-                   f"expires {e(str(esc.get('expires_at')))}</p>")
+                   f"({e(str(esc.get('category')))}); expires {e(str(esc.get('expires_at')))}. Allowed:</p>"
+                   f"<ul class='allowed'>{allowed}</ul>")
     for d in rep.get("decisions") or []:
-        out.append(f"<p>Decision <b>{e(str(d.get('decision')))}</b> on <code>{e(str(d.get('step')))}</code> by "
-                   f"{e(str(d.get('operator')))} ({e(str(d.get('os_user')))}) at {e(str(d.get('decided_at')))}"
-                   f"{' — unused' if d.get('unused') else ''}</p>")
+        out.append(f"<p class='decision'>{e(decision_text(d))}</p>")
     if rep.get("incident"):
         inc = rep["incident"]
         out.append(f"<p>Incident <code>{e(str(inc.get('id')))}</code>: {e(str(inc.get('rule')))} by "
@@ -188,7 +188,7 @@ def render_html(run: RunHandle, rep: dict[str, Any]) -> str:
     return f"""<!doctype html><html><head><meta charset="utf-8"><title>{e(title)}</title><style>{STYLE}</style></head><body>
 <h1>{e(title)} <span class="badge {e(str(rep['state']))}">{e(str(rep['state']))}</span></h1>
 <p class="meta">bundle <code>{e(str(rep['bundle'].get('name')))}</code> {e(str(rep['bundle'].get('digest')))} · backend
-<code>{e(backend_label(rep.get('backend')))}</code> · started {e(str(rep.get('started_at')))} · finished {e(str(rep.get('finished_at')))}</p>
+<code>{e(backend_label(rep.get('backend')))}</code> · params {e(params_text(rep.get('params')))} · started {e(str(rep.get('started_at')))} · finished {e(str(rep.get('finished_at')))}</p>
 {_summary(rep)}{extra}{_halt(run, rep)}{_decisions(rep)}
 <table class="steps"><tr><th>#</th><th>step</th><th>status</th><th>rung</th><th>score</th><th>runner-up</th><th>ms</th>
 <th>before (box, click) · after</th><th>verdicts</th></tr>

@@ -6,7 +6,8 @@ from typing import Any
 
 from openadapt_flow.report.model import build_report
 from openadapt_flow.report.page import render_html
-from openadapt_flow.report.text import backend_label, fmt, notes, scores_text, status_label, summary_line, verdicts
+from openadapt_flow.report.text import (allowed_text, backend_label, decision_text, fmt, notes, params_text, scores_text,
+                                        status_label, summary_line, verdicts)
 from openadapt_flow.store.base import RunHandle
 
 
@@ -16,6 +17,7 @@ def render_markdown(rep: dict[str, Any]) -> str:
         "",
         f"- bundle: `{rep['bundle'].get('name')}` ({rep['bundle'].get('digest')})",
         f"- backend: `{backend_label(rep.get('backend'))}`",
+        f"- params: {params_text(rep.get('params'))}",
         f"- started: {rep.get('started_at')}  finished: {rep.get('finished_at')}",
         f"- model calls: {rep.get('model_calls')}",
         f"- {summary_line(rep['summary'])}",
@@ -34,11 +36,12 @@ def render_markdown(rep: dict[str, Any]) -> str:
             lines.append(f"\n![halt frame]({h['frame']})")
     if rep.get("escalation"):
         esc = rep["escalation"]
-        lines += ["", f"**Pending decision** `{esc.get('pause_id')}` on `{esc.get('step')}` ({esc.get('category')}): "
-                  f"allowed {', '.join(esc.get('allowed_decisions') or [])}; expires {esc.get('expires_at')}"]
-    for d in rep.get("decisions") or []:
-        lines.append(f"- decision `{d.get('decision')}`{' --effect ' + d['effect'] if d.get('effect') else ''} on `{d.get('step')}` "
-                     f"by {d.get('operator')} ({d.get('os_user')}) at {d.get('decided_at')}{' — unused' if d.get('unused') else ''}")
+        lines += ["", f"**Pending decision** `{esc.get('pause_id')}` on `{esc.get('step')}` ({esc.get('category')}); "
+                  f"expires {esc.get('expires_at')}. Allowed:", ""]
+        lines += [f"- {a}" for a in allowed_text(esc)]
+    if rep.get("decisions"):
+        lines.append("")
+    lines += [f"- {decision_text(d)}" for d in rep.get("decisions") or []]
     if rep.get("incident"):
         inc = rep["incident"]
         lines.append(f"- incident `{inc.get('id')}`: {inc.get('rule')} by {inc.get('operator')} at step `{inc.get('step')}`")

@@ -5,6 +5,10 @@ from __future__ import annotations
 from openadapt_flow.store.states import RunState
 from typing import Any
 
+from openadapt_flow.report.meanings import DECISIONS, FIGURES, mentions_figures, outcome_words
+
+SECRET_SHOWN = "•••• (secret"  # a secret param is recorded as {"secret_env": NAME}: its value was never written
+
 
 def fmt(v: Any, digits: int = 3) -> str:
     if v is None:
@@ -24,8 +28,47 @@ def backend_label(spec: Any) -> str:
 def verdicts(row: dict[str, Any]) -> str:
     parts = [f"{'✓' if c.get('ok') else '✗'} {c.get('kind')}" for c in row.get("checks", [])]
     if row.get("effect"):
-        parts.append(f"effect {row['effect'].get('verdict')}")
+        parts.append(effect_text(row["effect"]))
     return ", ".join(parts) or "—"
+
+
+def effect_text(effect: dict[str, Any]) -> str:
+    """An effect's verdict and the value it read: "effect CONFIRMED (0 before, 1 after)"."""
+    def value(read: Any) -> str | None:
+        return fmt(read.get("value")) if isinstance(read, dict) and read.get("ok") else None
+
+    before, after = value(effect.get("baseline")), value(effect.get("observed"))
+    seen = ", ".join(x for x in ((f"{before} before" if before is not None else None),
+                                 (f"{after} after" if after is not None else None)) if x)
+    return f"effect {effect.get('verdict')}" + (f" ({seen})" if seen else "")
+
+
+def params_text(params: Any) -> str:
+    """The run's params as bound, secrets masked: `vendor=ACME · password=•••• (secret, from env X)`."""
+    if not isinstance(params, dict) or not params:
+        return "none"
+    out = []
+    for name, value in params.items():
+        if isinstance(value, dict):  # {"secret_env": NAME}: the value stayed in the environment
+            out.append(f"{name}={SECRET_SHOWN}, from env {value.get('secret_env')})")
+        else:
+            out.append(f"{name}={value}")
+    return " · ".join(out)
+
+
+def decision_text(d: dict[str, Any]) -> str:
+    """One recorded decision in words: what, on which step, by whom, when, the operator's note, what it does."""
+    effect = f" --effect {d['effect']}" if d.get("effect") else ""
+    note = f"; note: “{d['note']}”" if d.get("note") else ""
+    unused = " — recorded, waits for its resume" if d.get("unused") else ""
+    what = DECISIONS.get(str(d.get("decision")))
+    return (f"decision {d.get('decision')}{effect} on {d.get('step')} by {d.get('operator')} ({d.get('os_user')}) at "
+            f"{d.get('decided_at')}{note}{unused}" + (f" ({what})" if what else ""))
+
+
+def allowed_text(esc: dict[str, Any]) -> list[str]:
+    """Each decision the pause allows, with what it does."""
+    return [f"{d}: {DECISIONS.get(d, '')}" for d in esc.get("allowed_decisions") or []]
 
 
 def status_label(row: dict[str, Any]) -> str:
@@ -48,6 +91,11 @@ def notes(rep: dict[str, Any]) -> list[str]:
     if weak:
         out.append(f"Weakly verified ({len(weak)}): {', '.join(weak)} — these steps declare nothing to verify them (no expect, "
                    "no effect, no typed text to read back); the only check was that the screen changed where they acted.")
+    words = outcome_words(rep.get("transaction_outcome"))
+    if words:
+        out.append(f"{rep['transaction_outcome']}: {words}.")
+    if mentions_figures((rep.get("halt") or {}).get("message")):
+        out.append("Figures: " + FIGURES)
     for m in rep.get("masked") or []:
         where = "the whole frame" if m.get("whole_frame") else f"region {m.get('box')}"
         out.append(f"Frames masked: step {m.get('step')} typed a secret; {where} is painted over in every frame saved after it.")

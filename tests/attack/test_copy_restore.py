@@ -246,7 +246,7 @@ def test_a_copied_demo_run_posts_one_row(tmp_path, demo_app):
     assert r.returncode == 3, r.stderr + r.stdout
     assert json.loads((run / "state.json").read_text())["paused_reason"] == "awaiting_approval"
     shutil.copytree(run, copy)
-    assert run_flow(["approve", str(run), "--operator", "alice"], tmp_path, env=env).returncode == 0
+    assert run_flow(["approve", str(run), "--decision", "continue", "--operator", "alice"], tmp_path, env=env).returncode == 0
     shutil.copyfile(run / "approval.json", copy / "approval.json")
     res = run_flow(["resume", str(run)], tmp_path, env=env)
     assert res.returncode == 0, res.stderr + res.stdout
@@ -286,7 +286,7 @@ def test_a_demo_run_never_resumes_past_its_pause_without_the_decision(tmp_path, 
     assert res.returncode == 6 and "cut" in res.stderr, res.stderr + res.stdout
     assert app.rows() == []
     journal.write_text(whole)
-    assert run_flow(["approve", str(run), "--operator", "alice"], tmp_path, env=env).returncode == 0
+    assert run_flow(["approve", str(run), "--decision", "continue", "--operator", "alice"], tmp_path, env=env).returncode == 0
     res = run_flow(["resume", str(run)], tmp_path, env=env)
     assert res.returncode == 0, res.stderr + res.stdout
     assert len(app.rows()) == 1

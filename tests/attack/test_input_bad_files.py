@@ -87,7 +87,7 @@ def test_a_damaged_state_file_is_shown_by_status_and_refused_by_resume_and_appro
     assert info["state"] == "UNREADABLE" and "state.json" in info["message"]
     plain = run_flow(["status", str(run_dir)], tmp_path, env=env)
     assert plain.returncode == 0 and "UNREADABLE" in plain.stdout
-    for args in (["resume", str(run_dir)], ["approve", str(run_dir), "--operator", "ops"]):
+    for args in (["resume", str(run_dir)], ["approve", str(run_dir), "--decision", "continue", "--operator", "ops"]):
         r = run_flow(args, tmp_path, env=env)
         assert r.returncode == 6, (args, r.returncode, r.stderr)
         assert "state.json" in one_error_line(r)

@@ -33,7 +33,7 @@ def test_require_approval_script_loop_and_report(tmp_path, demo_app):
     assert rep["state"] == "BLOCKED" and rep["incident"]["operator"] == "ops"
     assert rep["decisions"][0]["decision"] == "reject"
     md = (run_dir / "REPORT.md").read_text()
-    assert "decision `reject`" in md and "incident" in md
+    assert "decision reject on " in md and "note: “ledger down”" in md and "incident" in md
     assert app.rows() == []
 
 
@@ -41,5 +41,5 @@ def test_bad_run_dirs_exit_2(tmp_path):
     (tmp_path / "notarun").mkdir()
     r = run_flow(["resume", str(tmp_path / "notarun")], tmp_path)
     assert r.returncode == 2 and "not a run directory" in r.stderr
-    r = run_flow(["approve", str(tmp_path / "nope"), "--operator", "x"], tmp_path)
+    r = run_flow(["approve", str(tmp_path / "nope"), "--decision", "continue", "--operator", "x"], tmp_path)
     assert r.returncode == 2 and "not found" in r.stderr

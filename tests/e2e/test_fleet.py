@@ -314,7 +314,7 @@ def test_an_approval_on_a_fleet_run_enqueues_its_resume_in_the_same_transaction(
     first.terminate()
     assert first.wait(20) == 0
     assert _sql(fleet, "SELECT count(*) FROM procrastinate_jobs WHERE task_name = 'flow.resume'") == [(0,)]
-    r = _flow(fleet, "approve", f"pg:{name}", "--operator", "ops")
+    r = _flow(fleet, "approve", f"pg:{name}", "--decision", "continue", "--operator", "ops")
     assert r.returncode == 0, r.stderr
     assert _sql(fleet, "SELECT status, args FROM procrastinate_jobs WHERE task_name = 'flow.resume'") == \
         [("todo", {"ref": f"pg:{name}"})]

@@ -266,8 +266,8 @@ def test_an_exported_run_directory_is_read_but_never_resumed_or_decided_on(spec,
     assert r.returncode == 3, r.stderr
     out = tmp_path / "copy"
     assert run_flow(["export", "pg:gated", "--store", spec, "--to", str(out)], tmp_path, env).returncode == 0
-    for args in (["approve", str(out), "--operator", "ops"], ["resume", str(out)], ["answer", str(out), "yes"],
-                 ["signal", str(out), "go"], ["approve", str(out), "--operator", "ops", "--decision", "reject"]):
+    for args in (["approve", str(out), "--decision", "continue", "--operator", "ops"], ["resume", str(out)], ["answer", str(out), "yes"],
+                 ["signal", str(out), "go"], ["approve", str(out), "--decision", "continue", "--operator", "ops", "--decision", "reject"]):
         r = run_flow(args, tmp_path, env)
         assert r.returncode == 6 and len(r.stderr.strip().splitlines()) == 1, (args, r.stderr)
         assert "an export of pg:gated --store postgresql://" in r.stderr and "refusing" in r.stderr, r.stderr
@@ -275,7 +275,7 @@ def test_an_exported_run_directory_is_read_but_never_resumed_or_decided_on(spec,
     assert r.returncode == 0 and json.loads(r.stdout)["state"] == "PAUSED", r.stderr
     assert run_flow(["report", str(out)], tmp_path, env).returncode == 0
     assert invoice_rows(db) == []  # nothing ran from the copy
-    assert run_flow(["approve", "pg:gated", "--store", spec, "--operator", "ops"], tmp_path, env).returncode == 0
+    assert run_flow(["approve", "pg:gated", "--store", spec, "--decision", "continue", "--operator", "ops"], tmp_path, env).returncode == 0
     assert run_flow(["resume", "pg:gated", "--store", spec], tmp_path, env).returncode == 0  # the run, in its store
     assert invoice_rows(db) == [("ACME Corp", 1250.5)]
 
@@ -303,8 +303,9 @@ def test_the_worker_resumes_an_approved_run_of_the_store(spec, tmp_path, monkeyp
     assert r.exit_code == 3, r.output
     ref = json.loads(r.output)["run_dir"]
     assert ref.startswith("pg:replay-")
-    assert cli.invoke(app, ["worker", "--store", spec, "--once"]).output == ""  # paused, undecided: not due
-    assert cli.invoke(app, ["approve", ref, "--store", spec, "--operator", "ops"]).exit_code == 0
+    out = cli.invoke(app, ["worker", "--store", spec, "--once"]).output  # paused, undecided: not due
+    assert out.startswith("worker: scanned 1 run(s) in postgresql://") and "(1 PAUSED); resumed none" in out, out
+    assert cli.invoke(app, ["approve", ref, "--store", spec, "--decision", "continue", "--operator", "ops"]).exit_code == 0
     r = cli.invoke(app, ["worker", "--store", spec, "--once"])
     assert f"{ref}\tCOMPLETED" in r.output, r.output
     assert invoice_rows(db) == [("ACME Corp", 1250.5)]

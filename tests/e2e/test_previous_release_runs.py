@@ -71,7 +71,7 @@ def test_a_previous_release_run_validates_and_resumes_once(tmp_path, name, verif
         if state == "PAUSED":
             # an approval is needed: resume refuses without one, then the operator approves
             assert run_flow(["resume", str(run), "--url", served.url], tmp_path, env=env).returncode == 6
-            a = run_flow(["approve", str(run), "--operator", "alice"], tmp_path, env=env)
+            a = run_flow(["approve", str(run), "--decision", "continue", "--operator", "alice"], tmp_path, env=env)
             assert a.returncode == 0, a.stderr
         r = run_flow(["resume", str(run), "--url", served.url, "--json"], tmp_path, env=env)
         assert r.returncode == 0, r.stderr + r.stdout

@@ -24,7 +24,7 @@ from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.bundle.loader import LoadedBundle, load_bundle
 from openadapt_flow.bundle.models import Screen, Step
 from openadapt_flow.bundle.params import BoundParams, Interpolator, bind_params
-from openadapt_flow.errors import FlowError, UsageError
+from openadapt_flow.errors import FlowError, ParamError, UsageError
 from openadapt_flow.ladder.ladder import Ladder, LadderOptions
 from openadapt_flow.ladder.model_rung import ModelClient
 from openadapt_flow.runtime.act.child import run_child_step
@@ -39,7 +39,7 @@ from openadapt_flow.runtime.act.lifecycle import begin_run, check_queued, record
 from openadapt_flow.runtime.decide.outcome import classify, landed
 from openadapt_flow.runtime.act.pause import open_pause
 from openadapt_flow.runtime.decide.policy import PolicyBlock, check_step
-from openadapt_flow.runtime.act.preflight import check_effects, check_model_key, probe_effects
+from openadapt_flow.runtime.act.preflight import check_settings, probe_effects
 from openadapt_flow.runtime.act.runref import ref_path, store_for
 from openadapt_flow.store.records import Blocked
 from openadapt_flow.store.states import PausedReason, RunState
@@ -139,9 +139,14 @@ def _manifest(run_id: str, req: ReplayRequest, loaded: LoadedBundle, params: Bou
 def prepare(req: ReplayRequest) -> tuple[LoadedBundle, BoundParams, bool]:
     """Everything that can fail on bad input, before a run directory or a connection exists."""
     loaded = req.loaded if req.loaded is not None else load_bundle(req.bundle)
-    params = bind_params(loaded.model, req.params, from_flag=req.param_flags)
-    check_effects(loaded, req.config, params)
-    check_model_key(req.config, req.allow_model)
+    params: BoundParams | None = None
+    unbound: ParamError | None = None
+    try:
+        params = bind_params(loaded.model, req.params, from_flag=req.param_flags)
+    except ParamError as e:  # named with every other missing setting: all at once, not one per try
+        unbound = e
+    check_settings(loaded, req.config, params, req.allow_model, unbound)
+    assert params is not None  # check_settings raised otherwise
     if req.run_dir is not None and not req.submitted:
         store_for(req.config, req.run_dir).check_new(str(req.run_dir))
     if req.backend is None and any(not s.is_durable_kind for s in loaded.model.steps):

@@ -11,6 +11,7 @@ and the variable they came from.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
@@ -18,10 +19,13 @@ from typing import Any
 from openadapt_flow.bundle.loader import LoadedBundle
 from openadapt_flow.bundle.models import Effect, Step
 from openadapt_flow.bundle.params import BoundParams
-from openadapt_flow.errors import ConfigError
+from openadapt_flow.errors import ConfigError, ParamError, Unavailable
 from openadapt_flow.runtime.decide.config import DeployConfig
 from openadapt_flow.verify.effects import Reading, make_reader, resolve_effect
 
+# a reading that failed because the system of record did not answer (exit 75), not because what was asked is wrong
+UNREACHABLE = re.compile(r"refused|timed out|timeout expired|unreachable|could not connect|connection failed|"
+                         r"Name or service not known|Temporary failure in name resolution|HTTP 5\d\d", re.IGNORECASE)
 PREFLIGHT_RUN_ID = "run-check"  # the run id a reader is built with when no run exists yet (binds only)
 
 
@@ -67,6 +71,38 @@ def check_effects(loaded: LoadedBundle, config: DeployConfig, params: BoundParam
         _reader(step, effect, params, run_id)
 
 
+def check_settings(loaded: LoadedBundle, config: DeployConfig, params: BoundParams | None, allow_model: bool,
+                   unbound: ParamError | None = None) -> None:
+    """Every setting the run needs — each effect's verifier (its `use:`, env vars, binds) and the model key — checked
+    together: one error names all that are missing or wrong, with `unbound` (the params that could not be bound;
+    `params` is None then), instead of one per try. (The backend's password variable is the backend's to read at
+    connect: a backend factory other than the default may not need it.)"""
+    problems: list[str] = []
+    for step in loaded.model.steps:
+        if step.effect is None:
+            continue
+        try:
+            effect = resolve_effect(step.effect, config.effects)
+            if params is not None:
+                make_reader(effect, params.values | {"run_id": PREFLIGHT_RUN_ID})
+            else:  # the binds cannot be judged without params; the environment can
+                problems += [f"step {step.id!r}: effect {f} {getattr(effect, f)} is not set in the environment"
+                             for f in ("dsn_env", "token_env") if getattr(effect, f, None) and not os.environ.get(getattr(effect, f))]
+        except ConfigError as e:
+            problems.append(f"step {step.id!r}: {e}")
+    try:
+        check_model_key(config, allow_model)
+    except ConfigError as e:
+        problems.append(str(e))
+    if unbound is not None and not problems:
+        raise unbound
+    problems = ([str(unbound)] if unbound is not None else []) + problems
+    if len(problems) == 1:
+        raise ConfigError(problems[0])
+    if problems:
+        raise ConfigError("missing or wrong settings (all of them): " + "; ".join(problems))
+
+
 def probe_effects(loaded: LoadedBundle, config: DeployConfig, params: BoundParams, run_id: str = PREFLIGHT_RUN_ID,
                   started: Collection[str] = ()) -> None:
     """Read every effect's system of record once, before the first input: one that cannot be read now could never
@@ -88,8 +124,10 @@ def probe_effects(loaded: LoadedBundle, config: DeployConfig, params: BoundParam
             continue
         reading = _reader(step, effect, params, run_id)()
         if not reading.ok:
-            raise ConfigError(f"step {step.id!r}: effect {source(effect)} cannot be read before the run starts "
-                              f"({_one_line(reading.error or '')}); nothing was sent")
+            why = f"step {step.id!r}: effect {source(effect)} cannot be read before the run starts ({_one_line(reading.error or '')})"
+            if UNREACHABLE.search(reading.error or ""):  # the environment, not the input: exit 75, a retry may succeed
+                raise Unavailable(f"{why}; nothing was sent; retry once it answers")
+            raise ConfigError(f"{why}; nothing was sent")  # it answered: the DSN, file, query or URL is wrong
         seen[key] = step.id
 
 

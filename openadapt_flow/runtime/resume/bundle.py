@@ -16,7 +16,8 @@ from openadapt_flow.runtime.act.context import RunContext
 from openadapt_flow.runtime.act.durable import record_verified
 from openadapt_flow.runtime.act.engine import RunInputs, RunSetup, execute, finish, make_context, open_or_none, record_halt, stop_on_signals
 from openadapt_flow.runtime.act.launch import RunOutcome
-from openadapt_flow.runtime.act.preflight import check_effects, check_model_key, probe_effects
+from openadapt_flow.runtime.act.fixture_resume import refuse_restarted_fixture
+from openadapt_flow.runtime.act.preflight import check_settings, probe_effects
 from openadapt_flow.runtime.act.recheck import (CONFIRMED_DONE, POSITIVELY_ABSENT, RETRYABLE, RecheckResult, Uncertain, check_facts,
                                                 find_uncertain, recheck)
 from openadapt_flow.runtime.act.runref import open_ref, ref_path
@@ -42,8 +43,7 @@ def continue_bundle(o: Opened) -> RunOutcome:
     if o.req.upgrade_bundle is not None:
         o.loaded = adopt_upgrade(o.run, o.journal, o.records, o.loaded, o.manifest, o.req.upgrade_bundle)
     bound = _params(o.loaded, o.manifest, o.req.params or {})
-    check_effects(o.loaded, o.config, bound)  # a verifier that cannot be built is found before any input, not at its step
-    check_model_key(o.config, bool(o.manifest.get("allow_model")))
+    check_settings(o.loaded, o.config, bound, bool(o.manifest.get("allow_model")))  # every missing setting, before any input
     plan = plan_resume(o)
     if plan.stop is not None:
         return plan.stop
@@ -51,6 +51,7 @@ def continue_bundle(o: Opened) -> RunOutcome:
     live = open_or_none(backend_spec(o.manifest, o.req.backend), o.req.backend_factory)
     try:
         # every system of record that steps still to come will read answers now, before any input
+        refuse_restarted_fixture(live, o.run.ref, o.manifest, o.records)  # before any input, the decision left unused
         probe_effects(o.loaded, o.config, bound, o.manifest["run_id"], started={r["step"] for r in o.records if is_a(r, RecordType.STEP_STARTED)})
         ctx = make_context(o.run, o.manifest["run_id"], o.journal, live, RunInputs(o.loaded, bound),
                            RunSetup(o.config, o.runs, bool(o.manifest.get("allow_model")), True, o.req.progress, o.req.reporter))

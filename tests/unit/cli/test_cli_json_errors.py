@@ -25,7 +25,7 @@ CASES = [
     (["schema", "colour", "--json"], 2, "usage", "CommandError", "unknown schema 'colour'"),
     (["replay", "nope", "--url", "vnc://127.0.0.1:5999", "--json"], 2, "usage", "BundleError", "bundle folder not found"),
     (["replay", "nope", "--config", "cfg.yaml", "--json"], 2, "usage", "ConfigError", "unknown key 'colour'"),
-    (["approve", "notarun", "--operator", "al", "--json"], 2, "usage", "RunDirError", "not a run directory"),
+    (["approve", "notarun", "--decision", "continue", "--operator", "al", "--json"], 2, "usage", "RunDirError", "not a run directory"),
     (["patch", "apply", "notarun", "b", "--json"], 2, "usage", "RunDirError", "not a run directory"),
     (["worker", "nowhere", "--once", "--json"], 2, "usage", "RunDirError", "runs root not found"),
     (["fixture", "serve", "nope", "--port", "0", "--json"], 2, "usage", "FixtureError", "fixture folder not found"),

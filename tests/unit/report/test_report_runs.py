@@ -95,6 +95,7 @@ def test_an_ambiguous_durable_halt_lists_both_look_alikes_and_the_commands_to_te
         f'flow approve {run} --decision teach --point 130,172 --operator "$USER"',
         f'flow approve {run} --decision continue --operator "$USER"',
         f'flow approve {run} --decision reject --operator "$USER"',
+        f'flow approve {run} --decision escalate --operator "$USER"',
         f"flow resume {run} --require-approval",
     ]
     page = (run_dir / "report.html").read_text()

@@ -14,7 +14,7 @@ from openadapt_flow.backends.fake import FakeBackend
 from openadapt_flow.bundle.loader import load_bundle
 from openadapt_flow.bundle.params import bind_params
 from openadapt_flow.backends.spec import BackendSpec
-from openadapt_flow.errors import ConfigError
+from openadapt_flow.errors import ConfigError, FlowError, Unavailable
 from openadapt_flow.runtime.operate.decisions import approve
 from openadapt_flow.runtime.decide.config import DeployConfig
 from openadapt_flow.runtime.act.launch import ReplayRequest
@@ -41,9 +41,11 @@ def start(tmp_path, steps, backend: FakeBackend):
     return replay(req, backend_factory=lambda spec: backend)
 
 
-def refused(tmp_path, effect: dict, *match: str) -> str:
+def refused(tmp_path, effect: dict, *match: str, error: type[FlowError] = ConfigError) -> str:
+    """`error`: ConfigError (exit 2) when the system of record answered that what was asked is wrong; Unavailable
+    (exit 75) when it did not answer."""
     fake = FakeBackend(home())
-    with pytest.raises(ConfigError) as e:
+    with pytest.raises(error) as e:
         start(tmp_path, [FIRST, saving(effect)], fake)
     message = str(e.value)
     assert fake.events == [] and not (tmp_path / "run").exists()  # no input, no run dir
@@ -68,13 +70,13 @@ def test_a_query_the_database_cannot_run_is_refused_before_any_input(tmp_path, e
 def test_an_unreachable_postgres_is_refused_before_any_input(tmp_path, monkeypatch):
     monkeypatch.setenv("LEDGER_DSN", "postgresql://flow@127.0.0.1:1/ledger")  # nothing listens on port 1
     monkeypatch.setattr(readers, "READ_TIMEOUT_S", 2.0)
-    msg = refused(tmp_path, {"kind": "sql", "dsn_env": "LEDGER_DSN", "query": QUERY}, "dsn_env LEDGER_DSN")
+    msg = refused(tmp_path, {"kind": "sql", "dsn_env": "LEDGER_DSN", "query": QUERY}, "dsn_env LEDGER_DSN", error=Unavailable)
     assert "OperationalError" in msg
 
 
 def test_an_unreachable_http_server_is_refused_before_any_input(tmp_path):
     refused(tmp_path, {"kind": "http", "url": "http://127.0.0.1:1/posts?vendor={vendor}", "json_path": "count"},
-            "url http://127.0.0.1:1/posts")
+            "url http://127.0.0.1:1/posts", error=Unavailable)
 
 
 def test_a_file_effect_in_a_missing_folder_is_refused_before_any_input(tmp_path):

@@ -8,6 +8,8 @@ imports this module, so these imports close no cycle.
 
 from __future__ import annotations
 
+import sys
+
 from openadapt_flow.backends.base import Backend
 from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.errors import UsageError
@@ -30,6 +32,8 @@ def open_backend(spec: BackendSpec) -> Backend:
 
         return FixtureBackend(spec)
     if spec.kind == "rdp":
+        if sys.platform == "win32":
+            raise UsageError("the rdp backend needs Linux (Xvfb and xfreerdp's X11 client); on Windows use vnc:// or screen:")
         from openadapt_flow.backends.rdp import RdpBackend
 
         return RdpBackend(spec)

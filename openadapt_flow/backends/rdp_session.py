@@ -23,6 +23,7 @@ import signal
 import socket
 import ssl
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -49,7 +50,8 @@ from openadapt_flow.errors import AuthFailed, BackendError, BackendTimeout, Conn
 
 _STOP_WAIT_S = 5.0
 _PR_SET_PDEATHSIG = 1
-_PRCTL = getattr(ctypes.CDLL(None), "prctl", None)  # looked up here: the child between fork and exec must not dlopen
+# looked up here: the child between fork and exec must not dlopen; CDLL(None) is a TypeError on Windows
+_PRCTL = getattr(ctypes.CDLL(None), "prctl", None) if sys.platform != "win32" else None
 
 
 def _die_with_parent() -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +48,8 @@ def fault_point(path: Path) -> str:
 
 
 def fsync_dir(path: Path) -> None:
+    if sys.platform == "win32":  # Windows opens no directory to fsync; NTFS journals the rename (docs/windows.md)
+        return
     fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
     try:
         os.fsync(fd)

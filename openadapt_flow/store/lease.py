@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import socket
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +16,8 @@ LEASE = "lease.json"
 
 
 def boot_id() -> str:
+    if sys.platform == "win32":  # no /proc: holders on this host are judged by their heartbeat (owner_alive)
+        return "unknown"
     try:
         return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
     except OSError:
@@ -22,7 +25,9 @@ def boot_id() -> str:
 
 
 def process_start_time(pid: int) -> str | None:
-    """The kernel's start time of `pid` (clock ticks since boot), to tell a reused pid apart."""
+    """The kernel's start time of `pid` (clock ticks since boot), to tell a reused pid apart; None where unknown."""
+    if sys.platform == "win32":
+        return None
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
@@ -56,9 +61,9 @@ class LeaseInfo:
         """Is the process named here plausibly still working on the run?"""
         if time.time() - self.heartbeat_epoch > ttl_s:
             return False
-        if self.host == socket.gethostname() and self.boot_id == boot_id():
-            return process_start_time(self.pid) == self.start_time and self.start_time is not None
-        return True  # another host with a fresh heartbeat: assume alive
+        if self.host == socket.gethostname() and self.boot_id == boot_id() and self.start_time is not None:
+            return process_start_time(self.pid) == self.start_time
+        return True  # another host, or no start time to compare (Windows): a fresh heartbeat is alive
 
 
 class LeaseLost(RunSignal):

@@ -11,13 +11,12 @@ run under the user's state dir (`FLOW_STATE_DIR`, else `$XDG_STATE_HOME/openadap
 - `consumed`: each pause whose decision was used, and where. A decision is used once per run and pause, wherever
   the directory is.
 
-Every update happens under an exclusive flock of the run's lock file, is written to a temp file, fsync'd, renamed,
-and the directory fsync'd.
+Every update happens under an exclusive lock of the run's lock file (store/filelock.py), is written to a temp file,
+fsync'd, renamed, and the directory fsync'd.
 """
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 from collections.abc import Iterator
@@ -27,6 +26,7 @@ from typing import Any
 
 from openadapt_flow.errors import RefusedError
 from openadapt_flow.store.atomic import write_json_atomic
+from openadapt_flow.store.filelock import lock_exclusive, unlock
 from openadapt_flow.store.journal import now_iso
 
 STATE_DIR_ENV = "FLOW_STATE_DIR"
@@ -78,7 +78,11 @@ class Ledger:
         except OSError as e:
             raise RefusedError(f"run ledger {self.dir} is not writable ({e}); refusing") from None
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            lock_exclusive(fd)
+        except BaseException:
+            os.close(fd)
+            raise
+        try:
             entry = self._read()
             before = json.dumps(entry, sort_keys=True)
             yield entry
@@ -86,7 +90,7 @@ class Ledger:
                 entry.update(schema=SCHEMA, run_id=self.run_id, updated_at=now_iso())
                 write_json_atomic(self.path, entry)
         finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
+            unlock(fd)
             os.close(fd)
 
     def _read(self) -> dict[str, Any]:

@@ -12,7 +12,6 @@ appended and fsync'd) — never inside a run directory. The memory store keeps t
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import json
 import os
@@ -23,6 +22,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from openadapt_flow.errors import RefusedError
 from openadapt_flow.store.atomic import write_bytes_atomic
+from openadapt_flow.store.filelock import lock_exclusive, unlock
 from openadapt_flow.store.journal import now_iso
 
 Record = dict[str, Any]
@@ -84,8 +84,11 @@ class FileOperatorBook:
         self.root.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.root / ".operators.lock", os.O_RDWR | os.O_CREAT, 0o600)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
-            yield
+            lock_exclusive(fd)
+            try:
+                yield
+            finally:
+                unlock(fd)  # Windows drops a closed file's locks only eventually; POSIX at the close
         finally:
             os.close(fd)
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import fcntl
 import os
 import socket
 import threading
@@ -12,6 +11,8 @@ from pathlib import Path
 
 from openadapt_flow.errors import RefusedError
 from openadapt_flow.store.atomic import StorageFault, write_json_atomic
+from openadapt_flow.store.filelock import try_lock_exclusive
+from openadapt_flow.store.filelock import unlock as unlock_fd
 from openadapt_flow.store.journal import now_iso
 from openadapt_flow.store.lease import LEASE, LeaseInfo, LeaseLost, boot_id, process_start_time
 
@@ -36,21 +37,17 @@ class Lease:
         instant are serialised instead of one being refused for the other's milliseconds."""
         fd = os.open(self.run_dir / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
         deadline = time.monotonic() + wait_s
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() < deadline:
-                    self._stop.wait(0.02)  # polling the lock: flock has no timed wait
-                    continue
+        while not try_lock_exclusive(fd):
+            if time.monotonic() < deadline:
+                self._stop.wait(0.02)  # polling the lock: neither flock nor msvcrt has a timed wait
+                continue
             os.close(fd)
             info = LeaseInfo.read(self.run_dir)
             who = f" (pid {info.pid} on {info.host})" if info else ""
             raise RefusedError(f"{self.run_dir}: run is owned by a live process{who}; refusing") from None
         prev = LeaseInfo.read(self.run_dir)
         if prev is not None and prev.held_elsewhere(self.ttl_s):  # a live owner on another host: the lock is local only
-            fcntl.flock(fd, fcntl.LOCK_UN)
+            unlock_fd(fd)
             os.close(fd)
             age = time.time() - prev.heartbeat_epoch
             raise RefusedError(f"{self.run_dir}: run is owned by pid {prev.pid} on {prev.host} (heartbeat {age:.0f}s ago, "
@@ -97,7 +94,7 @@ class Lease:
         if self._thread is not None:
             self._thread.join(timeout=5)
         if self._fd >= 0:
-            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            unlock_fd(self._fd)
             os.close(self._fd)
             self._fd = -1
 
@@ -105,14 +102,12 @@ class Lease:
 def try_lock(run_dir: Path) -> int | None:
     """Take the run's OS lock without waiting; the fd, or None if a live process holds it."""
     fd = os.open(run_dir / LOCK, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    if try_lock_exclusive(fd):
         return fd
-    except BlockingIOError:
-        os.close(fd)
-        return None
+    os.close(fd)
+    return None
 
 
 def unlock(fd: int) -> None:
-    fcntl.flock(fd, fcntl.LOCK_UN)
+    unlock_fd(fd)
     os.close(fd)

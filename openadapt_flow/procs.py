@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import signal
 import subprocess
 
 STOP_WAIT_S = 5.0
 
 
-def stop_process(proc: subprocess.Popen, wait_s: float = STOP_WAIT_S) -> None:
+def stop_process(proc: subprocess.Popen[Any], wait_s: float = STOP_WAIT_S) -> None:
     """SIGTERM, then SIGKILL if it has not exited within `wait_s`."""
     if proc.poll() is None:
         proc.send_signal(signal.SIGTERM)

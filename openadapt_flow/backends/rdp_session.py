@@ -13,6 +13,8 @@ its known-hosts file never outlives the session). Errors are mapped to ours here
 
 from __future__ import annotations
 
+from typing import Any
+
 import collections
 import ctypes
 import os
@@ -198,7 +200,7 @@ class PrivateDisplay:
         shutil.rmtree(self.workdir, ignore_errors=True)
 
 
-def _stop(proc: subprocess.Popen) -> None:
+def _stop(proc: subprocess.Popen[Any]) -> None:
     stop_process(proc, _STOP_WAIT_S)
 
 

@@ -126,7 +126,7 @@ with warnings.catch_warnings():
     # vncdotool warns that its paint hooks may change; we pin vncdotool and own these overrides.
     warnings.simplefilter("ignore", FutureWarning)
 
-    class MirrorClient(rfb.RFBClient):
+    class MirrorClient(rfb.RFBClient):  # type: ignore[misc]  # vncdotool is untyped
         """Paints every update into its factory's `Mirror` and asks for the next one at once."""
 
         SUPPORTED_AUTHS = {AuthTypes.NONE, AuthTypes.VNC_AUTHENTICATION}  # ARD auth would prompt on stdin
@@ -206,7 +206,7 @@ with warnings.catch_warnings():
             self._full_next = False
 
 
-class MirrorFactory(rfb.RFBFactory):
+class MirrorFactory(rfb.RFBFactory):  # type: ignore[misc]  # vncdotool is untyped
     """Builds the `MirrorClient` of one connection, bound to its `Mirror` and password."""
 
     protocol = MirrorClient
@@ -232,13 +232,13 @@ def connect_error(failure: Failure, spec: BackendSpec) -> BackendError:
 
 
 def open_mirror(spec: BackendSpec, password: str | None,
-                password_hint: str = PASSWORD_HINT) -> tuple[Mirror, Deferred | None]:
+                password_hint: str = PASSWORD_HINT) -> tuple[Mirror, Deferred[Any] | None]:
     """Connect a mirror to the server of `spec` and wait for its first frame; our error if none comes.
     Returns the mirror and the connect Deferred (None if the reactor never got to it) for `close_mirror`."""
     ensure_reactor(spec.io_timeout_s)
     mirror = Mirror(spec.url)
     factory = MirrorFactory(mirror, password, password_hint)
-    box: dict[str, Deferred] = {}
+    box: dict[str, Deferred[Any]] = {}
     started = threading.Event()
 
     def start() -> None:
@@ -262,7 +262,7 @@ def open_mirror(spec: BackendSpec, password: str | None,
     return mirror, connecting
 
 
-def close_mirror(mirror: Mirror, connecting: Deferred | None, io_timeout_s: float) -> None:
+def close_mirror(mirror: Mirror, connecting: Deferred[Any] | None, io_timeout_s: float) -> None:
     """Hang up (cancel a connect still under way) and wait, bounded, for the connection to go."""
     with mirror.cond:
         mirror.closing = True

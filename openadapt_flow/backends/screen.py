@@ -128,7 +128,8 @@ def _load_pyautogui(display: str | None) -> ModuleType:
         hint = " (python-xlib needs an Xauthority file: set XAUTHORITY; an empty file will do)" \
             if "xauthority" in str(exc).lower() else ""
         raise ConnectionFailed(f"cannot open display {display or os.environ.get('DISPLAY')}: {exc}{hint}") from exc
-    return pyautogui
+    module: ModuleType = pyautogui  # untyped: named as the module it is
+    return module
 
 
 def _open_win32() -> Win32Input:  # pragma: no cover - Windows only (win32_input is tested with a fake)

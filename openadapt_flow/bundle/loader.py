@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import hashlib
 import re
 import zlib
@@ -15,7 +17,7 @@ from pydantic import ValidationError
 from openadapt_flow.bundle.keys import invalid_keys
 from openadapt_flow.bundle.models import Bundle, Step, Target
 from openadapt_flow.bundle.params import check_placeholder, placeholders
-from openadapt_flow.bundle.yamlsrc import YamlDoc
+from openadapt_flow.bundle.yamlsrc import Loc, YamlDoc
 from openadapt_flow.errors import BundleError
 
 FLOW_FILE = "flow.yaml"
@@ -35,8 +37,8 @@ class LoadedBundle:
     files: tuple[str, ...]  # bundle-relative paths covered by the digest, flow.yaml first
 
 
-def _template_refs(step: Step) -> list[tuple[tuple, str]]:
-    refs: list[tuple[tuple, str]] = []
+def _template_refs(step: Step) -> list[tuple[Loc, str]]:
+    refs: list[tuple[Loc, str]] = []
     for key in ("target", "to"):
         t: Target | None = getattr(step, key)
         if t is not None and t.template is not None:
@@ -70,7 +72,7 @@ def _safe_path(root: Path, rel: str) -> Path | str:
     return path
 
 
-def _load_png(doc: YamlDoc, loc: tuple, root: Path, rel: str, screen: tuple[int, int]) -> np.ndarray:
+def _load_png(doc: YamlDoc, loc: Loc, root: Path, rel: str, screen: tuple[int, int]) -> np.ndarray:
     got = _safe_path(root, rel)
     if isinstance(got, str):
         raise doc.fail(loc, f"template {rel!r}: {got}")
@@ -124,15 +126,15 @@ def _decode_quietly(data: bytes) -> np.ndarray | None:
         cv2.utils.logging.setLogLevel(level)
 
 
-def _check_region(doc: YamlDoc, loc: tuple, region, screen: tuple[int, int], what: str) -> None:
+def _check_region(doc: YamlDoc, loc: Loc, region: Sequence[int], screen: tuple[int, int], what: str) -> None:
     x, y, w, h = region
     if x < 0 or y < 0 or w <= 0 or h <= 0 or x + w > screen[0] or y + h > screen[1]:
         raise doc.fail(loc, f"{what} {list(region)} lies outside the screen {screen[0]}x{screen[1]}")
 
 
-def _texts(step: Step) -> list[tuple[tuple, str, bool]]:
+def _texts(step: Step) -> list[tuple[Loc, str, bool]]:
     """(location, text, may-use-secret) for every interpolated string in a step."""
-    out: list[tuple[tuple, str, bool]] = []
+    out: list[tuple[Loc, str, bool]] = []
     if step.text is not None:
         out.append((("text",), step.text, step.action == "type"))
     for key in ("target", "to"):

@@ -173,7 +173,7 @@ class Interpolator:
         self.step_results = {} if step_results is None else step_results
 
     def __call__(self, text: str, *, allow_secret: bool = False) -> str:
-        def repl(m: re.Match) -> str:
+        def repl(m: re.Match[str]) -> str:
             tok = m.group(0)
             if tok == "{{":
                 return "{"

@@ -13,15 +13,17 @@ from openadapt_flow.errors import UsageError
 
 # libyaml's parser when PyYAML was built with it (the wheels are): a 50-step flow.yaml parses in ~30 ms instead of
 # ~300 ms. Its nodes carry the same line marks, which is all line_of needs.
+Loc = tuple[str | int, ...]  # where in a YAML document: the keys and indexes down to a value
+
 _Base: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
-class _UniqueKeyLoader(_Base):  # type: ignore[misc, valid-type]
+class _UniqueKeyLoader(_Base):  # type: ignore[misc]
     pass
 
 
-def _construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode, deep: bool = False) -> dict:
-    seen: set = set()
+def _construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+    seen: set[Any] = set()
     for key_node, _ in node.value:
         key = loader.construct_object(key_node, deep=deep)
         if key in seen:
@@ -70,7 +72,7 @@ class YamlDoc:
             raise error(f"{path}: cannot read: {e}") from None
         return cls(path, text, error)
 
-    def line_of(self, loc: tuple) -> int | None:
+    def line_of(self, loc: Loc) -> int | None:
         node = self.node
         line = node.start_mark.line + 1 if node is not None else None
         for part in loc:
@@ -91,7 +93,7 @@ class YamlDoc:
                 return line
         return line
 
-    def fail(self, loc: tuple, message: str) -> UsageError:
+    def fail(self, loc: Loc, message: str) -> UsageError:
         line = self.line_of(loc)
         where = f"{self.path}:{line}" if line else str(self.path)
         return self.error(f"{where}: {message}")

@@ -370,7 +370,7 @@ def test_a_submitted_run_that_cannot_start_ends_failed_with_its_reason(pg_server
         assert tasks.start(name).startswith(words)
         doc, shown = _status(spec, tmp_path, pg_server.password, name)
         assert doc["state"] == "FAILED" and doc["message"].startswith(words) and "\n" not in doc["message"], doc
-        assert f"message: {doc['message']}" in shown
+        assert f"why: {doc['message']}" in shown
         assert tasks.start(name) == "started already"  # a re-run job leaves a final run alone
     assert _sql_on(spec, pg_server.password, "SELECT count(*) FROM flow_journal") == [(0,)]  # nothing began, nothing sent
 

@@ -51,7 +51,8 @@ def continue_bundle(o: Opened) -> RunOutcome:
     live = open_or_none(backend_spec(o.manifest, o.req.backend), o.req.backend_factory)
     try:
         # every system of record that steps still to come will read answers now, before any input
-        refuse_restarted_fixture(live, o.run.ref, o.manifest, o.records)  # before any input, the decision left unused
+        if patch is not None:  # a teach: its taught steps look for their targets on the screen the run stopped at
+            refuse_restarted_fixture(live, o.run.ref, o.manifest, o.records)  # before any input, the decision unused
         probe_effects(o.loaded, o.config, bound, o.manifest["run_id"], started={r["step"] for r in o.records if is_a(r, RecordType.STEP_STARTED)})
         ctx = make_context(o.run, o.manifest["run_id"], o.journal, live, RunInputs(o.loaded, bound),
                            RunSetup(o.config, o.runs, bool(o.manifest.get("allow_model")), True, o.req.progress, o.req.reporter))

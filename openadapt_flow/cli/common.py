@@ -24,7 +24,7 @@ from openadapt_flow.cli.exits import EXIT_INTERNAL, CliError, kind_of
 from openadapt_flow.errors import CutStartup, FlowError, RunDirError, RunSignal
 
 if TYPE_CHECKING:
-    from openadapt_flow.runtime.decide.config import DeployConfig
+    from openadapt_flow.bundle.config import DeployConfig
     from openadapt_flow.store.base import RunHandle, RunStore
 
 # The run and store helpers below import the store where they are called: cli/app.py imports this module for its
@@ -156,7 +156,7 @@ RUN_HELP = "run directory; or, with --store, the run's RUN_ID (or its name in th
 
 def open_run_arg(run: Path | str, store: str | None) -> RunHandle:
     """A command's RUN argument: a run directory (or `memory:NAME`); with --store, a RUN_ID or a name in that store."""
-    from openadapt_flow.runtime.act.runref import open_ref
+    from openadapt_flow.runtime.start.runref import open_ref
     from openadapt_flow.store.select import open_store
 
     if store is None:

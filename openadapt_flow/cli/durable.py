@@ -18,14 +18,14 @@ from openadapt_flow.cli.nextsteps import echo_next, next_commands
 from openadapt_flow.errors import FlowError, UsageError
 from openadapt_flow.report.meanings import DECISIONS, after_decision
 from openadapt_flow.report.render import write_reports
-from openadapt_flow.runtime.act.backend_select import BackendFlags
-from openadapt_flow.runtime.decide.config import load_config
-from openadapt_flow.runtime.operate.decisions import Audit, DecisionOptions, approve, deliver
+from openadapt_flow.runtime.start.backend_select import BackendFlags
+from openadapt_flow.bundle.config import load_config
+from openadapt_flow.runtime.operate.approval import Audit, DecisionOptions, approve, deliver
 from openadapt_flow.runtime.operate.teach import apply_patches
 from openadapt_flow.runtime.act.engine import stop_on_signals
 from openadapt_flow.runtime.worker import Worker
 from openadapt_flow.runtime.workflow.wait import wait
-from openadapt_flow.runtime.act.lifecycle import effective_state
+from openadapt_flow.runtime.start.lifecycle import effective_state
 from openadapt_flow.store.base import RunStore
 from openadapt_flow.store import FilesystemStore, MEMORY_PREFIX, redact, runs_root
 from openadapt_flow.store.select import open_store, store_of_ref

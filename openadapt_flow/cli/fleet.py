@@ -13,7 +13,7 @@ from openadapt_flow.cli.common import STORE_HELP, emit_json, handle_errors
 from openadapt_flow.cli.replay import parse_params
 from openadapt_flow.errors import UsageError
 from openadapt_flow.report.render import write_reports
-from openadapt_flow.runtime.decide.config import load_config
+from openadapt_flow.bundle.config import load_config
 from openadapt_flow.runtime.fleet.targets import load_targets
 from openadapt_flow.store import check_spec, is_postgres, redact
 
@@ -72,7 +72,7 @@ def worker_cmd(
     if store is None:
         raise UsageError("--targets needs --store postgresql://… (the fleet's store)")
     from openadapt_flow.runtime.fleet.desks import Desks
-    from openadapt_flow.runtime.fleet.queue import Fleet
+    from openadapt_flow.runtime.fleet.jobs import Fleet
     from openadapt_flow.runtime.fleet.submit import fleet_store
 
     spec = _postgres(store)

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from openadapt_flow.store.postgres.artifacts import GC_MIN_AGE_S, gc_blobs
     from openadapt_flow.store.postgres.export import export_run
     from openadapt_flow.store.postgres.lease import PostgresLease
-    from openadapt_flow.store.postgres.queue import check_queue_schema
+    from openadapt_flow.store.postgres.jobs_schema import check_queue_schema
     from openadapt_flow.store.postgres.run import PostgresRun
     from openadapt_flow.store.postgres.run import run_name as pg_run_name
     from openadapt_flow.store.postgres.schema import code_version as pg_code_version

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from openadapt_flow.store.postgres.connector import PostgresConnector
     from openadapt_flow.store.postgres.export import export_run
     from openadapt_flow.store.postgres.lease import PostgresLease
-    from openadapt_flow.store.postgres.queue import check_queue_schema
+    from openadapt_flow.store.postgres.jobs_schema import check_queue_schema
     from openadapt_flow.store.postgres.run import PostgresRun, run_name
     from openadapt_flow.store.postgres.schema import code_version, connect, migrate, migrations
     from openadapt_flow.store.postgres.store import PostgresStore

@@ -31,9 +31,9 @@ from openadapt_flow.phone.context import (PROOF_PREFIX, PhoneContext, canonical,
                                           public_text, verify_bytes)
 from openadapt_flow.phone.project import closed_context
 from openadapt_flow.report.render import write_reports
-from openadapt_flow.runtime.operate.approval import DecisionOptions, approve, phone_vote_conflict
-from openadapt_flow.store.base import RunHandle, RunStore
-from openadapt_flow.store.checkpoint import checkpoint_digest
+from openadapt_flow.runtime import DecisionOptions, approve, phone_vote_conflict
+from openadapt_flow.store import RunHandle, RunStore
+from openadapt_flow.store import checkpoint_digest
 
 POLL_WAIT_S = 10.0  # a long-poll this long; a pause that opens meanwhile is published after it
 RETRY_S = 5.0

@@ -26,7 +26,7 @@ __all__ = ["GC_MIN_AGE_S", "PREFIX", "PostgresConnector", "PostgresLease", "Post
            "migrate", "migrations", "redact", "run_name"]
 
 _LAZY = {"GC_MIN_AGE_S": "artifacts", "gc_blobs": "artifacts", "PostgresConnector": "connector", "export_run": "export",
-         "PostgresLease": "lease", "check_queue_schema": "queue", "PostgresRun": "run", "run_name": "run",
+         "PostgresLease": "lease", "check_queue_schema": "jobs_schema", "PostgresRun": "run", "run_name": "run",
          "code_version": "schema", "connect": "schema", "migrate": "schema", "migrations": "schema",
          "PostgresStore": "store"}
 

@@ -14,10 +14,10 @@
     └── RefusedError               valid input not allowed now (tampered, live owner); exit 6
 
     RunSignal (BaseException)      the run's control flow: how a run stops, never an error to handle
-    ├── Halt                       runtime/decide/halt.py: cannot be sure; FAILED, or a durable pause
-    ├── Pause                      runtime/decide/halt.py: a durable step waits for a human, a signal or a timer
-    ├── StopRequested              runtime/decide/halt.py: SIGTERM/SIGINT; stop at the next safe boundary
-    ├── PolicyBlock                runtime/decide/policy.py: a policy rule or budget stops the run (BLOCKED)
+    ├── Halt                       runtime/judge/halt.py: cannot be sure; FAILED, or a durable pause
+    ├── Pause                      runtime/judge/halt.py: a durable step waits for a human, a signal or a timer
+    ├── StopRequested              runtime/judge/halt.py: SIGTERM/SIGINT; stop at the next safe boundary
+    ├── PolicyBlock                runtime/judge/policy.py: a policy rule or budget stops the run (BLOCKED)
     ├── WorkflowStop               runtime/workflow/ctx.py: carries a signal out through a workflow's code
     ├── LeaseLost                  store/lease.py: another process took the run over; exit 6
     └── StorageFault               store/atomic.py: the run's files cannot be written; exit 5

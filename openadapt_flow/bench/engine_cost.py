@@ -28,8 +28,8 @@ from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.bench.frames import BUNDLE_DIR, demo_on_xvnc
 from openadapt_flow.procs import stop_process
 from openadapt_flow.bench.stats import Cell
-from openadapt_flow.runtime.decide.config import DeployConfig
-from openadapt_flow.runtime.act.context import Progress, StepSummary
+from openadapt_flow.bundle.config import DeployConfig
+from openadapt_flow.runtime.start.context import Progress, StepSummary
 from openadapt_flow.store import Journal
 from openadapt_flow.vision.ocr import OcrEngine
 from openadapt_flow.store.states import RecordType, is_a
@@ -188,7 +188,7 @@ def engine_overhead(work: Path, runs: int, make_ocr: Callable[[], OcrEngine] = O
     `make_ocr` stands in for the engine's `OcrEngine()` (to measure another OCR set-up the same way).
     """
     from openadapt_flow.runtime.act import engine as engine_mod
-    from openadapt_flow.runtime.act.launch import ReplayRequest
+    from openadapt_flow.runtime.start.launch import ReplayRequest
     from openadapt_flow.runtime.runs import replay
 
     meter = Meter()

@@ -24,8 +24,8 @@ from openadapt_flow.cli.exits import EXIT_INTERNAL, CliError, kind_of
 from openadapt_flow.errors import CutStartup, FlowError, RunDirError, RunSignal
 
 if TYPE_CHECKING:
-    from openadapt_flow.runtime.decide.config import DeployConfig
-    from openadapt_flow.store.base import RunHandle, RunStore
+    from openadapt_flow.bundle.config import DeployConfig
+    from openadapt_flow.store import RunHandle, RunStore
 
 # The run and store helpers below import the store where they are called: cli/app.py imports this module for its
 # error lines, and `flow --help` / `flow --version` must not pay for the store (it imports OpenCV for frames).
@@ -156,8 +156,8 @@ RUN_HELP = "run directory; or, with --store, the run's RUN_ID (or its name in th
 
 def open_run_arg(run: Path | str, store: str | None) -> RunHandle:
     """A command's RUN argument: a run directory (or `memory:NAME`); with --store, a RUN_ID or a name in that store."""
-    from openadapt_flow.runtime.act.runref import open_ref
-    from openadapt_flow.store.select import open_store
+    from openadapt_flow.runtime import open_ref
+    from openadapt_flow.store import open_store
 
     if store is None:
         return open_ref(str(run))
@@ -176,7 +176,7 @@ def open_run_arg(run: Path | str, store: str | None) -> RunHandle:
 def root_store(root: Path, store: str | None) -> RunStore:
     """The runs a listing command scans: --store's, else the runs root directory (which must exist)."""
     from openadapt_flow.store import FilesystemStore
-    from openadapt_flow.store.select import open_store
+    from openadapt_flow.store import open_store
 
     if store is not None:
         return open_store(store)
@@ -187,7 +187,7 @@ def root_store(root: Path, store: str | None) -> RunStore:
 
 def with_store(cfg: DeployConfig, store: str | None) -> DeployConfig:
     """The config with --store as its `runtime.store` (where the new run goes)."""
-    from openadapt_flow.store.select import open_store
+    from openadapt_flow.store import open_store
 
     if store is None:
         return cfg

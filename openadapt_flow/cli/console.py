@@ -12,7 +12,7 @@ from openadapt_flow.auth.edge import Hosts
 from openadapt_flow.cli.common import STORE_HELP, emit_json_line, handle_errors
 from openadapt_flow.console.app import create_app
 from openadapt_flow.errors import UsageError
-from openadapt_flow.store.select import open_store
+from openadapt_flow.store import open_store
 
 
 ALLOW_HOST_HELP = ("a name (NAME or NAME:PORT) clients reach it by, besides the bound address and localhost "

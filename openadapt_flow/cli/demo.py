@@ -32,10 +32,10 @@ from openadapt_flow.fixture.model import load_fixture
 from openadapt_flow.fixture.player import Player
 from openadapt_flow.fixture.server import PlayerScreen, RfbServer
 from openadapt_flow.report.render import write_reports
-from openadapt_flow.runtime.decide.config import DeployConfig
-from openadapt_flow.runtime.act.launch import ReplayRequest
-from openadapt_flow.runtime.act.runref import open_ref
-from openadapt_flow.runtime.runs import replay
+from openadapt_flow.bundle.config import DeployConfig
+from openadapt_flow.runtime import ReplayRequest
+from openadapt_flow.runtime import open_ref
+from openadapt_flow.runtime import replay
 from openadapt_flow.vision.ocr import INSTALL_HINT, OcrEngine, OcrUnavailable
 
 DEMO = Path(__file__).resolve().parents[1] / "demo"

@@ -30,7 +30,7 @@ from openadapt_flow.errors import FlowError
 from openadapt_flow.fixture.model import load_fixture
 from openadapt_flow.fixture.player import Player
 from openadapt_flow.fixture.server import PlayerScreen, RfbServer
-from openadapt_flow.runtime.act.runref import open_ref
+from openadapt_flow.runtime import open_ref
 from openadapt_flow.store.states import DecisionKind
 
 LOOKALIKE = "twin"

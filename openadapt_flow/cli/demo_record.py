@@ -28,10 +28,10 @@ from openadapt_flow.errors import UsageError
 from openadapt_flow.fixture.recorder import Recording
 from openadapt_flow.record.compile import CompiledBundle, compile_bundle
 from openadapt_flow.report.render import write_reports
-from openadapt_flow.runtime.act.launch import ReplayRequest
-from openadapt_flow.runtime.act.runref import open_ref
-from openadapt_flow.runtime.decide.config import DeployConfig
-from openadapt_flow.runtime.runs import replay
+from openadapt_flow.runtime import ReplayRequest
+from openadapt_flow.runtime import open_ref
+from openadapt_flow.bundle.config import DeployConfig
+from openadapt_flow.runtime import replay
 
 if TYPE_CHECKING:
     from openadapt_flow.demo.launch import RunningDemo

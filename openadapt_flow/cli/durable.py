@@ -18,19 +18,19 @@ from openadapt_flow.cli.nextsteps import echo_next, next_commands
 from openadapt_flow.errors import FlowError, UsageError
 from openadapt_flow.report.meanings import DECISIONS, after_decision
 from openadapt_flow.report.render import write_reports
-from openadapt_flow.runtime.act.backend_select import BackendFlags
-from openadapt_flow.runtime.decide.config import load_config
-from openadapt_flow.runtime.operate.decisions import Audit, DecisionOptions, approve, deliver
-from openadapt_flow.runtime.operate.teach import apply_patches
-from openadapt_flow.runtime.act.engine import stop_on_signals
-from openadapt_flow.runtime.worker import Worker
-from openadapt_flow.runtime.workflow.wait import wait
-from openadapt_flow.runtime.act.lifecycle import effective_state
-from openadapt_flow.store.base import RunStore
+from openadapt_flow.runtime import BackendFlags
+from openadapt_flow.bundle.config import load_config
+from openadapt_flow.runtime import Audit, DecisionOptions, approve, deliver
+from openadapt_flow.runtime import apply_patches
+from openadapt_flow.runtime import stop_on_signals
+from openadapt_flow.runtime import Worker
+from openadapt_flow.runtime import wait
+from openadapt_flow.runtime import effective_state
+from openadapt_flow.store import RunStore
 from openadapt_flow.store import FilesystemStore, MEMORY_PREFIX, redact, runs_root
-from openadapt_flow.store.select import open_store, store_of_ref
-from openadapt_flow.runtime.operate.reconciler import reconcile_root
-from openadapt_flow.runtime.runs import resume
+from openadapt_flow.store import open_store, store_of_ref
+from openadapt_flow.runtime import reconcile_root
+from openadapt_flow.runtime import resume_run
 from openadapt_flow.store.states import DecisionKind, RunState
 
 
@@ -111,7 +111,7 @@ def resume_cmd(
     cfg = load_config(config).backend if config is not None else None
     values, _ = parse_params(param, None)
     with step_progress(not as_json) as progress:
-        out = resume(open_run_arg(run_dir, store), backend_flags=BackendFlags(backend, url, rdp_host), backend_config=cfg,
+        out = resume_run(open_run_arg(run_dir, store), backend_flags=BackendFlags(backend, url, rdp_host), backend_config=cfg,
                      require_approval=require_approval, params=values, progress=progress, reporter=write_reports,
                      upgrade_bundle=upgrade_bundle)
     commands = next_commands(open_run_arg(run_dir, store)) if out.exit_code != 0 else []

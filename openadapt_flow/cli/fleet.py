@@ -13,8 +13,8 @@ from openadapt_flow.cli.common import STORE_HELP, emit_json, handle_errors
 from openadapt_flow.cli.replay import parse_params
 from openadapt_flow.errors import UsageError
 from openadapt_flow.report.render import write_reports
-from openadapt_flow.runtime.decide.config import load_config
-from openadapt_flow.runtime.fleet.targets import load_targets
+from openadapt_flow.bundle.config import load_config
+from openadapt_flow.runtime import load_targets
 from openadapt_flow.store import check_spec, is_postgres, redact
 
 # The fleet's queue and desks (psycopg, procrastinate: the `fleet` extra) are imported where a fleet command runs:
@@ -38,7 +38,7 @@ def submit_cmd(
 ) -> None:
     """Submit a durable run to the fleet: the run is created PENDING in the store (`flow status`/`wait` see it) and
     queued; a fleet worker with a free desktop starts it."""
-    from openadapt_flow.runtime.fleet.submit import submit
+    from openadapt_flow.runtime import submit
 
     values, _ = parse_params(param, None)
     ref = submit(_postgres(store), bundle, values, target)
@@ -71,9 +71,9 @@ def worker_cmd(
         return
     if store is None:
         raise UsageError("--targets needs --store postgresql://… (the fleet's store)")
-    from openadapt_flow.runtime.fleet.desks import Desks
-    from openadapt_flow.runtime.fleet.queue import Fleet
-    from openadapt_flow.runtime.fleet.submit import fleet_store
+    from openadapt_flow.runtime import Desks
+    from openadapt_flow.runtime import Fleet
+    from openadapt_flow.runtime import fleet_store
 
     spec = _postgres(store)
     doc = load_targets(targets)

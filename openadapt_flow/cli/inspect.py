@@ -14,9 +14,9 @@ from openadapt_flow.cli.nextsteps import echo_next, next_commands
 from openadapt_flow.errors import FlowError
 from openadapt_flow.report.meanings import outcome_words
 from openadapt_flow.report.render import write_reports
-from openadapt_flow.store.base import RunHandle
+from openadapt_flow.store import RunHandle
 from openadapt_flow.bundle.models import Step
-from openadapt_flow.runtime.act.lifecycle import effective_state
+from openadapt_flow.runtime import effective_state
 from openadapt_flow.verify.screen import verification_plan
 
 

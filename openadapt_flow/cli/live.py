@@ -12,7 +12,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn
 from rich.text import Text
 
 from openadapt_flow.cli.progress import halt_line, ok_line, step_label
-from openadapt_flow.runtime.act.context import Progress as StepProgress, StepSummary
+from openadapt_flow.runtime import Progress as StepProgress, StepSummary
 
 
 class LiveProgress(StepProgress):

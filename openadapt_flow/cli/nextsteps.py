@@ -6,7 +6,7 @@ import typer
 
 from openadapt_flow.errors import FlowError
 from openadapt_flow.report.model import build_report
-from openadapt_flow.store.base import RunHandle
+from openadapt_flow.store import RunHandle
 
 
 def next_commands(run: RunHandle) -> list[str]:

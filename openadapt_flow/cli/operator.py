@@ -8,9 +8,9 @@ from typing import Optional
 import typer
 
 from openadapt_flow.cli.common import STORE_HELP, emit_json, handle_errors
-from openadapt_flow.store.base import RunStore
-from openadapt_flow.store.select import open_store
-from openadapt_flow.runtime.operate.operators import (add_operator, disable_operator, list_operators,
+from openadapt_flow.store import RunStore
+from openadapt_flow.store import open_store
+from openadapt_flow.runtime import (add_operator, disable_operator, list_operators,
                                                       reset_operator)
 
 operator_app = typer.Typer(help="Operators who decide on paused runs from the console or phone (credentials hashed in the store).",

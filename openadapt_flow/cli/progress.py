@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, Protocol, TextIO
 
-from openadapt_flow.runtime.act.context import Progress, StepSummary
+from openadapt_flow.runtime import Progress, StepSummary
 
 LIVE_MODULE = "openadapt_flow.cli.live"
 

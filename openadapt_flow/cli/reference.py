@@ -19,7 +19,7 @@ from pydantic.fields import FieldInfo
 
 from openadapt_flow.cli.app import build_app
 from openadapt_flow.cli.exits import EXIT_CODES, CliError
-from openadapt_flow.runtime.decide.config import DeployConfig
+from openadapt_flow.bundle.config import DeployConfig
 
 REGENERATE = "python -m openadapt_flow.cli.reference"
 DOCS = Path(__file__).resolve().parents[2] / "docs"

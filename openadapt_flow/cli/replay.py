@@ -13,11 +13,11 @@ from openadapt_flow.cli.common import STORE_HELP, emit_json, handle_errors, with
 from openadapt_flow.cli.progress import step_progress
 from openadapt_flow.errors import ParamError
 from openadapt_flow.report.render import write_reports
-from openadapt_flow.runtime.act.backend_select import select_backend
-from openadapt_flow.runtime.decide.config import load_config
-from openadapt_flow.runtime.act.launch import ReplayRequest
-from openadapt_flow.runtime.act.runref import open_ref
-from openadapt_flow.runtime.runs import replay
+from openadapt_flow.runtime import select_backend
+from openadapt_flow.bundle.config import load_config
+from openadapt_flow.runtime import ReplayRequest
+from openadapt_flow.runtime import open_ref
+from openadapt_flow.runtime import replay
 
 
 def parse_params(pairs: list[str], params_file: Path | None) -> tuple[dict[str, Any], frozenset[str]]:

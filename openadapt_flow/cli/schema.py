@@ -16,8 +16,8 @@ from openadapt_flow.cli.common import fail, handle_errors
 from openadapt_flow.cli.exits import CliError
 from openadapt_flow.fixture.model import Fixture
 from openadapt_flow.fixture.recording_io import RecordingDoc
-from openadapt_flow.runtime.decide.config import DeployConfig
-from openadapt_flow.runtime.fleet.targets import TargetsFile
+from openadapt_flow.bundle.config import DeployConfig
+from openadapt_flow.runtime import TargetsFile
 from openadapt_flow.store.records import RECORD_MODELS, JournalRecord
 from openadapt_flow.store.runfiles import FILE_MODELS
 

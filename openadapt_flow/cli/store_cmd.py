@@ -13,7 +13,7 @@ from openadapt_flow.store import (
     GC_MIN_AGE_S, PostgresRun, export_run, gc_blobs, is_postgres, pg_code_version as code_version,
     pg_connect as connect, pg_migrate as migrate, redact
 )
-from openadapt_flow.store.select import postgres_store
+from openadapt_flow.store import postgres_store
 
 PG_HELP = ("the PostgreSQL store, postgresql://USER@HOST[:PORT]/DB (the password from PGPASSWORD or ~/.pgpass; one "
            "given in the URL is never recorded or shown)")

@@ -10,11 +10,11 @@ import typer
 from openadapt_flow.cli.common import STORE_HELP, emit_json, handle_errors, with_store
 from openadapt_flow.cli.progress import step_progress
 from openadapt_flow.report.render import write_reports
-from openadapt_flow.runtime.act.backend_select import select_backend
-from openadapt_flow.runtime.decide.config import load_config
-from openadapt_flow.runtime.workflow.api import parse_arg_pairs
-from openadapt_flow.runtime.act.launch import WorkflowRequest
-from openadapt_flow.runtime.runs import start_workflow
+from openadapt_flow.runtime import select_backend
+from openadapt_flow.bundle.config import load_config
+from openadapt_flow.runtime import parse_arg_pairs
+from openadapt_flow.runtime import WorkflowRequest
+from openadapt_flow.runtime import start_workflow
 
 
 @handle_errors

@@ -29,8 +29,8 @@ from openadapt_flow.auth.web import HEADERS, LoginSite, client_of
 from openadapt_flow.console.views import PageCache, find, runs_by_state
 from openadapt_flow.errors import FlowError, RefusedError
 from openadapt_flow.report.meanings import DECISIONS
-from openadapt_flow.runtime.operate.operators import authenticate, check_active
-from openadapt_flow.store.base import RunStore
+from openadapt_flow.runtime import authenticate, check_active
+from openadapt_flow.store import RunStore
 
 COOKIE, LOGIN_COOKIE = "flow_session", "flow_login"
 FRAME_NAME = re.compile(r"frames/[A-Za-z0-9][A-Za-z0-9._-]{0,200}\.png")  # a frame the engine names; no other path

@@ -17,9 +17,9 @@ from openadapt_flow.report.meanings import after_decision
 from openadapt_flow.report.model import build_report
 from openadapt_flow.report.page import render_html
 from openadapt_flow.report.render import render_markdown
-from openadapt_flow.runtime.operate.decisions import DECISION_NAMES, DecisionOptions, approve, deliver
-from openadapt_flow.store.atomic import StorageFault
-from openadapt_flow.store.base import RunHandle, RunStore
+from openadapt_flow.runtime import DECISION_NAMES, DecisionOptions, approve, deliver
+from openadapt_flow.store import StorageFault
+from openadapt_flow.store import RunHandle, RunStore
 from openadapt_flow.store.states import DecisionKind
 
 REPORT_GRACE_S = 2.0  # how long the console waits for a worker's resume to take a decision up before it reports

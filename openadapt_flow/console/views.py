@@ -13,8 +13,8 @@ from openadapt_flow.errors import FlowError
 from openadapt_flow.report.figures import CANDIDATE, Marks, overlay, png_size
 from openadapt_flow.report.model import halt_view
 from openadapt_flow.report.text import fmt
-from openadapt_flow.runtime.act.lifecycle import effective_state
-from openadapt_flow.store.base import RunHandle, RunStore
+from openadapt_flow.runtime import effective_state
+from openadapt_flow.store import RunHandle, RunStore
 from openadapt_flow.store.states import RunState
 
 AT_REST = (RunState.PAUSED, RunState.BLOCKED, RunState.FAILED, RunState.FAILED_AFTER_EFFECT, RunState.COMPLETED)  # no journal record is added without a new stamp

@@ -12,7 +12,7 @@ from typing import Any
 from openadapt_flow.bundle.loader import load_bundle
 from openadapt_flow.errors import FlowError
 from openadapt_flow.phone.context import PHONE_DECISIONS, PhoneContext
-from openadapt_flow.store.base import RunHandle
+from openadapt_flow.store import RunHandle
 
 
 def intent_as_written(run: RunHandle, step_id: str) -> str:

@@ -2,7 +2,7 @@
 
 It proves the queue holds the key it was given (`--queue-key`), publishes the closed context of each pause in the
 store, long-polls the queue's decisions, verifies each one's Ed25519 signature and every binding against the pending
-decision task, and records it through `approve` (runtime/operate/decisions.py) with channel `phone` — exactly what a
+decision task, and records it through `approve` (runtime/operate/approval.py) with channel `phone` — exactly what a
 local decision authorises, never more. A decision failing any check is refused, logged in one line and acknowledged
 to the queue with a reason from a closed vocabulary; it is never recorded.
 """
@@ -31,9 +31,9 @@ from openadapt_flow.phone.context import (PROOF_PREFIX, PhoneContext, canonical,
                                           public_text, verify_bytes)
 from openadapt_flow.phone.project import closed_context
 from openadapt_flow.report.render import write_reports
-from openadapt_flow.runtime.operate.decisions import DecisionOptions, approve, phone_vote_conflict
-from openadapt_flow.store.base import RunHandle, RunStore
-from openadapt_flow.store.checkpoint import checkpoint_digest
+from openadapt_flow.runtime import DecisionOptions, approve, phone_vote_conflict
+from openadapt_flow.store import RunHandle, RunStore
+from openadapt_flow.store import checkpoint_digest
 
 POLL_WAIT_S = 10.0  # a long-poll this long; a pause that opens meanwhile is published after it
 RETRY_S = 5.0

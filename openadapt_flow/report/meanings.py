@@ -8,7 +8,7 @@ import re
 import shlex
 from typing import Any
 
-# what each decision does to the run; the names are runtime/operate/decisions.py's DECISION_NAMES (a test holds them equal)
+# what each decision does to the run; the names are runtime/operate/approval.py's DECISION_NAMES (a test holds them equal)
 DECISIONS: dict[str, str] = {
     "continue": "resume checks the live screen and any step that may have acted, then carries on from the last "
                 "verified checkpoint",

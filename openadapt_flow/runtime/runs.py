@@ -19,9 +19,9 @@ from openadapt_flow.backends.factory import open_backend
 from openadapt_flow.runtime import resume as resuming
 from openadapt_flow.runtime.act import engine
 from openadapt_flow.runtime.workflow import run as workflow_run
-from openadapt_flow.runtime.act.context import Progress
-from openadapt_flow.runtime.act.launch import BackendFactory, ReplayRequest, Reporter, RunOutcome, Runs, WorkflowRequest
-from openadapt_flow.runtime.act.runref import RunRef
+from openadapt_flow.runtime.start.context import Progress
+from openadapt_flow.runtime.start.launch import BackendFactory, ReplayRequest, Reporter, RunOutcome, Runs, WorkflowRequest
+from openadapt_flow.runtime.start.runref import RunRef
 from openadapt_flow.runtime.resume.plan import ResumeRequest
 
 

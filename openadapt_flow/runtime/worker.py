@@ -18,10 +18,10 @@ from openadapt_flow.backends.base import Backend
 from openadapt_flow.backends.factory import open_backend
 from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.errors import FlowError, RefusedError
-from openadapt_flow.runtime.decide.config import DeployConfig
+from openadapt_flow.bundle.config import DeployConfig
 from openadapt_flow.runtime.act.engine import stop_on_signals
-from openadapt_flow.runtime.act.launch import Reporter, RunOutcome
-from openadapt_flow.runtime.act.lifecycle import owner_gone
+from openadapt_flow.runtime.start.launch import Reporter, RunOutcome
+from openadapt_flow.runtime.start.lifecycle import owner_gone
 from openadapt_flow.runtime.operate.reconciler import as_store
 from openadapt_flow.runtime.runs import resume
 from openadapt_flow.runtime.act.durable.waiting import child_of

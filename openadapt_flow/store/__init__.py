@@ -15,7 +15,9 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from openadapt_flow.store.atomic import StorageFault
 from openadapt_flow.store.base import JournalWriter, RunHandle, RunLease, RunStore
+from openadapt_flow.store.checkpoint import checkpoint_digest
 from openadapt_flow.store.frames import FrameWriter
 from openadapt_flow.store.fs import (
     EXPORT_MARK, FilesystemStore, Journal, Lease, RunDir, check_new_run_dir, load_journal, new_run_dir, refuse_exported, runs_root
@@ -31,7 +33,7 @@ if TYPE_CHECKING:
     from openadapt_flow.store.postgres.artifacts import GC_MIN_AGE_S, gc_blobs
     from openadapt_flow.store.postgres.export import export_run
     from openadapt_flow.store.postgres.lease import PostgresLease
-    from openadapt_flow.store.postgres.queue import check_queue_schema
+    from openadapt_flow.store.postgres.jobs_schema import check_queue_schema
     from openadapt_flow.store.postgres.run import PostgresRun
     from openadapt_flow.store.postgres.run import run_name as pg_run_name
     from openadapt_flow.store.postgres.schema import code_version as pg_code_version
@@ -43,6 +45,7 @@ if TYPE_CHECKING:
 __all__ = ["CHILDREN", "EXPORT_MARK", "GC_MIN_AGE_S", "MANIFEST", "MEMORY_PREFIX", "PG_PREFIX", "RUN_FILES",
            "FilesystemStore", "FrameWriter", "Journal", "JournalWriter", "Lease", "MemoryContents", "MemoryRun",
            "MemoryStore", "PostgresLease", "PostgresRun", "PostgresStore", "RunDir", "RunHandle", "RunLease", "RunStore",
+           "StorageFault", "checkpoint_digest",
            "check_new_run_dir", "check_queue_schema", "check_spec", "digest_manifest", "export_run", "gc_blobs",
            "is_postgres", "load_journal", "new_run_dir", "open_store", "pg_code_version", "pg_connect", "pg_migrate",
            "pg_migrations", "pg_run_name", "postgres_store", "redact", "refuse_exported", "runs_root", "store_of_ref"]
@@ -50,7 +53,7 @@ __all__ = ["CHILDREN", "EXPORT_MARK", "GC_MIN_AGE_S", "MANIFEST", "MEMORY_PREFIX
 # name here -> (module under store/postgres/, its name there)
 _POSTGRES = {"GC_MIN_AGE_S": ("artifacts", "GC_MIN_AGE_S"), "gc_blobs": ("artifacts", "gc_blobs"),
              "export_run": ("export", "export_run"), "PostgresLease": ("lease", "PostgresLease"),
-             "check_queue_schema": ("queue", "check_queue_schema"), "PostgresRun": ("run", "PostgresRun"),
+             "check_queue_schema": ("jobs_schema", "check_queue_schema"), "PostgresRun": ("run", "PostgresRun"),
              "pg_run_name": ("run", "run_name"), "pg_code_version": ("schema", "code_version"),
              "pg_connect": ("schema", "connect"), "pg_migrate": ("schema", "migrate"),
              "pg_migrations": ("schema", "migrations"), "PostgresStore": ("store", "PostgresStore")}

@@ -19,8 +19,8 @@ from typing import Any
 import pytest
 import yaml
 
-from openadapt_flow.runtime.decide.config import DeployConfig
-from openadapt_flow.runtime.act.launch import ReplayRequest, RunOutcome
+from openadapt_flow.bundle.config import DeployConfig
+from openadapt_flow.runtime.start.launch import ReplayRequest, RunOutcome
 from openadapt_flow.runtime.runs import replay
 from openadapt_flow.store.lease import LeaseInfo
 from openadapt_flow.store import (

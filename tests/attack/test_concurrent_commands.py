@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from openadapt_flow.errors import FlowError
-from openadapt_flow.runtime.operate.decisions import approve
+from openadapt_flow.runtime.operate.approval import approve
 from openadapt_flow.runtime.runs import resume
 from openadapt_flow.store import select
 from tests.attack.attack_support import STEPS, RunFiles, Workspace, records, wss  # noqa: F401

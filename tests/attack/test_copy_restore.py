@@ -24,7 +24,7 @@ import pytest
 import yaml
 
 from openadapt_flow.errors import RefusedError
-from openadapt_flow.runtime.operate.decisions import approve
+from openadapt_flow.runtime.operate.approval import approve
 from openadapt_flow.runtime.runs import resume
 from openadapt_flow.store import PostgresRun, PostgresStore, export_run, pg_run_name as run_name
 from openadapt_flow.store.select import store_of_ref

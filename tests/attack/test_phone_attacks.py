@@ -20,9 +20,9 @@ from openadapt_flow.errors import RefusedError, UsageError
 from openadapt_flow.phone.context import PhoneContext, PhoneDecision, canonical, decision_bytes, parse_context, sign_bytes
 from openadapt_flow.phone.project import closed_context
 from openadapt_flow.phone.relay import Relay, serve
-from openadapt_flow.runtime.decide.config import DeployConfig
-from openadapt_flow.runtime.operate.decisions import approve, check_approval
-from openadapt_flow.runtime.act.launch import ReplayRequest
+from openadapt_flow.bundle.config import DeployConfig
+from openadapt_flow.runtime.operate.approval import approve, check_approval
+from openadapt_flow.runtime.start.launch import ReplayRequest
 from openadapt_flow.runtime.runs import replay
 from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.store import FilesystemStore

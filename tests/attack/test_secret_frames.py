@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 import yaml
 
-from openadapt_flow.runtime.act.runref import open_ref
+from openadapt_flow.runtime.start.runref import open_ref
 from openadapt_flow.store.base import RunHandle
 from openadapt_flow.vision.ocr import OcrEngine, normalise
 from tests.attack.attack_support import STORES, forked_flow, pg_store

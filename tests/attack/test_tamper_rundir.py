@@ -19,11 +19,11 @@ from pathlib import Path
 import pytest
 
 from openadapt_flow.errors import RefusedError
-from openadapt_flow.runtime.operate.decisions import approve
+from openadapt_flow.runtime.operate.approval import approve
 from openadapt_flow.runtime.runs import resume
-from openadapt_flow.runtime.act.launch import ReplayRequest
+from openadapt_flow.runtime.start.launch import ReplayRequest
 from openadapt_flow.runtime.runs import replay
-from openadapt_flow.runtime.act.runref import open_ref
+from openadapt_flow.runtime.start.runref import open_ref
 from openadapt_flow.store.keys import load_key
 from tests.attack.attack_support import STEPS, TOOLS, RunFiles, Workspace, env_for, workspace, wss  # noqa: F401
 from tests.support import memcrash

@@ -24,7 +24,7 @@ from starlette.testclient import TestClient
 from openadapt_flow.auth.sessions import LOGIN_FAILURES, LOGIN_WINDOW_S
 from openadapt_flow.console.app import create_app
 from openadapt_flow.errors import RefusedError
-from openadapt_flow.runtime.operate.decisions import check_approval
+from openadapt_flow.runtime.operate.approval import check_approval
 from openadapt_flow.runtime.operate.operators import add_operator, disable_operator
 from openadapt_flow.store import FilesystemStore, RunDir
 from openadapt_flow.store.keys import load_decision_key

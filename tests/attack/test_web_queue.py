@@ -26,7 +26,7 @@ from openadapt_flow.auth.sessions import LOGIN_FAILURES, LOGIN_WINDOW_S
 from openadapt_flow.errors import RefusedError
 from openadapt_flow.phone.context import canonical, sign_bytes
 from openadapt_flow.phone.queue.db import QueueDB
-from openadapt_flow.runtime.operate.decisions import approve, check_approval
+from openadapt_flow.runtime.operate.approval import approve, check_approval
 from openadapt_flow.store import FilesystemStore
 from openadapt_flow.store.keys import load_decision_key
 from openadapt_flow.vision.ocr import OcrEngine

@@ -20,8 +20,8 @@ import httpx
 
 from openadapt_flow.backends.fake import FakeBackend
 from openadapt_flow.backends.spec import BackendSpec
-from openadapt_flow.runtime.act.launch import ReplayRequest
-from openadapt_flow.runtime.decide.config import DeployConfig
+from openadapt_flow.runtime.start.launch import ReplayRequest
+from openadapt_flow.bundle.config import DeployConfig
 from openadapt_flow.runtime.runs import replay
 from openadapt_flow.store import FilesystemStore
 from tests.e2e.test_console_browser import free_port

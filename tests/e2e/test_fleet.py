@@ -17,11 +17,11 @@ from typing import Any
 import psycopg
 import pytest
 
-from openadapt_flow.runtime.decide.config import DeployConfig
+from openadapt_flow.bundle.config import DeployConfig
 from openadapt_flow.runtime.fleet.desks import Desks, NoDesktopFree
-from openadapt_flow.runtime.fleet.queue import DesktopSilent
-from openadapt_flow.runtime.fleet.queue import Fleet as FleetTasks
-from openadapt_flow.runtime.fleet.start import START_TRIES
+from openadapt_flow.runtime.fleet.jobs import DesktopSilent
+from openadapt_flow.runtime.fleet.jobs import Fleet as FleetTasks
+from openadapt_flow.runtime.fleet.claim import START_TRIES
 from openadapt_flow.runtime.fleet.submit import submit
 from openadapt_flow.runtime.fleet.targets import load_targets
 from tests.support.cli import REPO, flow_env, run_flow

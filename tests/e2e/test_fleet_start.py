@@ -1,4 +1,4 @@
-"""A fleet worker's start path on a real PostgreSQL (runtime/fleet/start.py): the bundle snapshot of a submitted run is
+"""A fleet worker's start path on a real PostgreSQL (runtime/fleet/claim.py): the bundle snapshot of a submitted run is
 loaded once per worker, and threads of one worker that start runs of the same snapshot together all get it whole."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from openadapt_flow.bundle.loader import LoadedBundle, load_bundle
-from openadapt_flow.runtime.fleet.start import BundleCache
+from openadapt_flow.runtime.fleet.claim import BundleCache
 from openadapt_flow.runtime.fleet.submit import fleet_store, submit
 from openadapt_flow.store import PostgresRun
 from tests.support.demo_invoices import BUNDLE

@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 
 from openadapt_flow.cli.app import app
 from openadapt_flow.errors import RefusedError, RunDirError
-from openadapt_flow.runtime.act.runref import open_ref
+from openadapt_flow.runtime.start.runref import open_ref
 from openadapt_flow.store.journal import GENESIS, make_record
 from openadapt_flow.store import (
     PostgresLease, PostgresRun, PostgresStore, load_journal, pg_code_version as code_version,

@@ -12,10 +12,10 @@ from typing import Any
 
 from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.bundle.models import Step
-from openadapt_flow.runtime.act.context import RunContext
+from openadapt_flow.runtime.start.context import RunContext
 from openadapt_flow.runtime.act.durable.child import Borrowed, ChildCall, run_child
-from openadapt_flow.runtime.act.launch import ReplayRequest, RunOutcome
-from openadapt_flow.runtime.act.runref import run_name
+from openadapt_flow.runtime.start.launch import ReplayRequest, RunOutcome
+from openadapt_flow.runtime.start.runref import run_name
 from openadapt_flow.store.base import RunHandle
 from openadapt_flow.store.states import RunState
 

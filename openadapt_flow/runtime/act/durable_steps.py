@@ -14,9 +14,9 @@ from typing import Any
 
 from openadapt_flow.bundle.models import Step
 from openadapt_flow.errors import UsageError
-from openadapt_flow.runtime.act.context import RunContext
+from openadapt_flow.runtime.start.context import RunContext
 from openadapt_flow.runtime.act.durable import calls
-from openadapt_flow.runtime.decide.halt import Halt
+from openadapt_flow.runtime.judge.halt import Halt
 
 
 def _verified(index: int, result: dict[str, Any], verified_by: str = "runtime") -> dict[str, Any]:

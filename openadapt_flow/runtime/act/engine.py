@@ -28,19 +28,19 @@ from openadapt_flow.errors import FlowError, ParamError, UsageError
 from openadapt_flow.ladder.ladder import Ladder, LadderOptions
 from openadapt_flow.ladder.model_rung import ModelClient
 from openadapt_flow.runtime.act.child import run_child_step
-from openadapt_flow.runtime.decide.config import DeployConfig
-from openadapt_flow.runtime.act.context import Progress, RunContext
+from openadapt_flow.bundle.config import DeployConfig
+from openadapt_flow.runtime.start.context import Progress, RunContext
 from openadapt_flow.runtime.act.durable import durable_call
 from openadapt_flow.runtime.act.durable_steps import run_durable_step
-from openadapt_flow.runtime.decide.fold import RunProgress
-from openadapt_flow.runtime.decide.halt import Halt, Pause, StopRequested
-from openadapt_flow.runtime.act.launch import BackendFactory, ReplayRequest, Reporter, RunOutcome, Runs
-from openadapt_flow.runtime.act.lifecycle import begin_run, check_queued, record_interrupted
-from openadapt_flow.runtime.decide.outcome import classify, landed
+from openadapt_flow.runtime.judge.fold import RunProgress
+from openadapt_flow.runtime.judge.halt import Halt, Pause, StopRequested
+from openadapt_flow.runtime.start.launch import BackendFactory, ReplayRequest, Reporter, RunOutcome, Runs
+from openadapt_flow.runtime.start.lifecycle import begin_run, check_queued, record_interrupted
+from openadapt_flow.runtime.judge.outcome import classify, landed
 from openadapt_flow.runtime.act.pause import open_pause
-from openadapt_flow.runtime.decide.policy import PolicyBlock, check_step
-from openadapt_flow.runtime.act.preflight import check_settings, probe_effects
-from openadapt_flow.runtime.act.runref import ref_path, store_for
+from openadapt_flow.runtime.judge.policy import PolicyBlock, check_step
+from openadapt_flow.runtime.start.preflight import check_settings, probe_effects
+from openadapt_flow.runtime.start.runref import ref_path, store_for
 from openadapt_flow.store.records import Blocked
 from openadapt_flow.store.states import PausedReason, RunState
 from openadapt_flow.runtime.act.step import StepRecord, run_gui_step

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from openadapt_flow.runtime.act.context import RunContext
-from openadapt_flow.runtime.decide.outcome import RECONCILIATION_REQUIRED
+from openadapt_flow.runtime.start.context import RunContext
+from openadapt_flow.runtime.judge.outcome import RECONCILIATION_REQUIRED
 from openadapt_flow.store.checkpoint import checkpoint_digest
 from openadapt_flow.store.escalation import sign
 from openadapt_flow.store.keys import key_id, load_decision_key

@@ -9,7 +9,7 @@ from typing import Any
 
 from openadapt_flow.bundle.models import Postcondition, Step
 from openadapt_flow.errors import ConfigError
-from openadapt_flow.runtime.act.context import RunContext
+from openadapt_flow.runtime.start.context import RunContext
 from openadapt_flow.runtime.act.settle import settle
 from openadapt_flow.runtime.act.step import screen_facts
 from openadapt_flow.verify.effects import ABSENT, CONFIRMED, Reading, judge, make_reader, resolve_effect

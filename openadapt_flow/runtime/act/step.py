@@ -19,10 +19,10 @@ from openadapt_flow.bundle.keys import normalise_key
 from openadapt_flow.bundle.models import Effect, Landmark, Step, Target
 from openadapt_flow.errors import BackendError, FlowError
 from openadapt_flow.ladder.types import Box, Point, Resolution
-from openadapt_flow.runtime.act.context import RunContext
+from openadapt_flow.runtime.start.context import RunContext
 from openadapt_flow.runtime.act.durable import calls
-from openadapt_flow.runtime.decide.halt import Halt, StopRequested
-from openadapt_flow.runtime.decide.policy import model_call_refusal
+from openadapt_flow.runtime.judge.halt import Halt, StopRequested
+from openadapt_flow.runtime.judge.policy import model_call_refusal
 from openadapt_flow.runtime.act.settle import settle
 from openadapt_flow.verify.effects import CONFIRMED, Reading, baseline_blocks, make_reader, resolve_effect, verify_effect
 from openadapt_flow.store.records import Check, EffectVerdict

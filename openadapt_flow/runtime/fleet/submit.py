@@ -20,7 +20,7 @@ from typing import Any
 from openadapt_flow.version import __version__
 from openadapt_flow.bundle.loader import load_bundle
 from openadapt_flow.bundle.params import bind_params
-from openadapt_flow.runtime.decide.config import DeployConfig
+from openadapt_flow.bundle.config import DeployConfig
 from openadapt_flow.store import PG_PREFIX as PREFIX, PostgresStore, check_queue_schema
 from openadapt_flow.store.select import postgres_store
 from openadapt_flow.store.states import RunState

@@ -10,8 +10,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.errors import ConfigError
-from openadapt_flow.runtime.act.backend_select import select_backend
-from openadapt_flow.runtime.decide.config import BackendConfig
+from openadapt_flow.runtime.start.backend_select import select_backend
+from openadapt_flow.bundle.config import BackendConfig
 
 TARGETS_SCHEMA = "openadapt-flow/targets@1"
 

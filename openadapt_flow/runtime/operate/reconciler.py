@@ -7,9 +7,9 @@ from typing import Any
 
 from openadapt_flow.bundle.loader import load_bundle
 from openadapt_flow.errors import FlowError
-from openadapt_flow.runtime.act.lifecycle import finalize_interrupted, lease_ttl, queued
-from openadapt_flow.runtime.decide.calls import call_steps
-from openadapt_flow.runtime.act.runref import RunRef, open_ref
+from openadapt_flow.runtime.start.lifecycle import finalize_interrupted, lease_ttl, queued
+from openadapt_flow.runtime.judge.calls import call_steps
+from openadapt_flow.runtime.start.runref import RunRef, open_ref
 from openadapt_flow.store.atomic import StorageFault
 from openadapt_flow.store.base import RunStore
 from openadapt_flow.store import FilesystemStore

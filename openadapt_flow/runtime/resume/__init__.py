@@ -12,11 +12,11 @@ from __future__ import annotations
 from dataclasses import replace
 
 from openadapt_flow.errors import RefusedError, UsageError
-from openadapt_flow.runtime.act.launch import RunOutcome, Runs
-from openadapt_flow.runtime.act.lifecycle import check_manifest, finalize_interrupted, queued
-from openadapt_flow.runtime.act.runref import RunRef, open_ref, ref_path
-from openadapt_flow.runtime.decide.calls import call_steps
-from openadapt_flow.runtime.decide.config import DeployConfig
+from openadapt_flow.runtime.start.launch import RunOutcome, Runs
+from openadapt_flow.runtime.start.lifecycle import check_manifest, finalize_interrupted, queued
+from openadapt_flow.runtime.start.runref import RunRef, open_ref, ref_path
+from openadapt_flow.runtime.judge.calls import call_steps
+from openadapt_flow.bundle.config import DeployConfig
 from openadapt_flow.runtime.operate.teach import effective_bundle
 from openadapt_flow.runtime.operate.truth import catch_up_state, check_views
 from openadapt_flow.runtime.resume.bundle import backend_spec, continue_bundle

@@ -10,20 +10,20 @@ from typing import Any, NoReturn
 from openadapt_flow.bundle.loader import LoadedBundle, load_bundle
 from openadapt_flow.bundle.params import BoundParams, bind_params, secret_env_name
 from openadapt_flow.errors import FlowError, RefusedError
-from openadapt_flow.runtime.act.backend_select import BackendFlags, merge_backend, select_backend
+from openadapt_flow.runtime.start.backend_select import BackendFlags, merge_backend, select_backend
 from openadapt_flow.backends.spec import BackendSpec
-from openadapt_flow.runtime.act.context import RunContext
+from openadapt_flow.runtime.start.context import RunContext
 from openadapt_flow.runtime.act.durable import record_verified
 from openadapt_flow.runtime.act.engine import RunInputs, RunSetup, execute, finish, make_context, open_or_none, record_halt, stop_on_signals
-from openadapt_flow.runtime.act.launch import RunOutcome
+from openadapt_flow.runtime.start.launch import RunOutcome
 from openadapt_flow.runtime.act.fixture_resume import refuse_restarted_fixture
-from openadapt_flow.runtime.act.preflight import check_settings, probe_effects
+from openadapt_flow.runtime.start.preflight import check_settings, probe_effects
 from openadapt_flow.runtime.act.recheck import (CONFIRMED_DONE, POSITIVELY_ABSENT, RETRYABLE, RecheckResult, Uncertain, check_facts,
                                                 find_uncertain, recheck)
-from openadapt_flow.runtime.act.runref import open_ref, ref_path
+from openadapt_flow.runtime.start.runref import open_ref, ref_path
 from openadapt_flow.runtime.act.step import screen_facts
-from openadapt_flow.runtime.decide.config import BackendConfig
-from openadapt_flow.runtime.decide.halt import Halt
+from openadapt_flow.bundle.config import BackendConfig
+from openadapt_flow.runtime.judge.halt import Halt
 from openadapt_flow.runtime.operate.truth import consume_decision, record_decision
 from openadapt_flow.runtime.operate.upgrade import upgrade_bundle as adopt_upgrade
 from openadapt_flow.runtime.resume.plan import Opened, ResumePlan, plan_resume, resumed

@@ -15,14 +15,14 @@ from openadapt_flow.backends.factory import open_backend
 from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.bundle.loader import LoadedBundle
 from openadapt_flow.errors import RefusedError
-from openadapt_flow.runtime.act.backend_select import BackendFlags
-from openadapt_flow.runtime.act.context import Progress, RunContext
+from openadapt_flow.runtime.start.backend_select import BackendFlags
+from openadapt_flow.runtime.start.context import Progress, RunContext
 from openadapt_flow.runtime.act.durable.waiting import still_waiting
-from openadapt_flow.runtime.act.launch import BackendFactory, Reporter, RunOutcome, Runs
-from openadapt_flow.runtime.act.runref import ref_path
-from openadapt_flow.runtime.decide.config import BackendConfig, DeployConfig
-from openadapt_flow.runtime.decide.outcome import RECONCILIATION_REQUIRED
-from openadapt_flow.runtime.operate.decisions import block_run, check_approval
+from openadapt_flow.runtime.start.launch import BackendFactory, Reporter, RunOutcome, Runs
+from openadapt_flow.runtime.start.runref import ref_path
+from openadapt_flow.bundle.config import BackendConfig, DeployConfig
+from openadapt_flow.runtime.judge.outcome import RECONCILIATION_REQUIRED
+from openadapt_flow.runtime.operate.approval import block_run, check_approval
 from openadapt_flow.runtime.operate.truth import journaled_decision, pending_view
 from openadapt_flow.store.base import JournalWriter, RunHandle, RunLease
 from openadapt_flow.store.states import DecisionKind, PausedReason, RunState

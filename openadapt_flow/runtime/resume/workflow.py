@@ -7,8 +7,8 @@ from __future__ import annotations
 from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.errors import RefusedError, UsageError
 from openadapt_flow.runtime.act.engine import stop_on_signals
-from openadapt_flow.runtime.act.launch import RunOutcome
-from openadapt_flow.runtime.decide.calls import history
+from openadapt_flow.runtime.start.launch import RunOutcome
+from openadapt_flow.runtime.judge.calls import history
 from openadapt_flow.runtime.resume.plan import Opened, plan_resume, resumed
 from openadapt_flow.runtime.workflow.api import resolve_entry
 from openadapt_flow.runtime.workflow.ctx import WorkflowContext

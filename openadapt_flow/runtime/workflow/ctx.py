@@ -34,12 +34,12 @@ from uuid import UUID
 
 from openadapt_flow.bundle.models import Step
 from openadapt_flow.errors import FlowError, RefusedError, RunSignal
-from openadapt_flow.runtime.decide.calls import Call
-from openadapt_flow.runtime.act.context import RunContext
+from openadapt_flow.runtime.judge.calls import Call
+from openadapt_flow.runtime.start.context import RunContext
 from openadapt_flow.runtime.act.durable import calls, durable_call
 from openadapt_flow.runtime.act.durable.calls import jsonable
-from openadapt_flow.runtime.decide.halt import Halt, Pause, StopRequested
-from openadapt_flow.runtime.decide.policy import PolicyBlock, check_step
+from openadapt_flow.runtime.judge.halt import Halt, Pause, StopRequested
+from openadapt_flow.runtime.judge.policy import PolicyBlock, check_step
 from openadapt_flow.runtime.workflow.api import entry_of, tool_info
 from openadapt_flow.runtime.workflow.llm import Llm, chat
 from openadapt_flow.store.states import DecisionKind, PausedReason

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from openadapt_flow.runtime.decide.calls import history
-from openadapt_flow.runtime.act.context import RunContext
+from openadapt_flow.runtime.judge.calls import history
+from openadapt_flow.runtime.start.context import RunContext
 from openadapt_flow.runtime.act.durable import record_verified
 from openadapt_flow.runtime.operate.truth import consume_decision, record_decision
 from openadapt_flow.store.states import DecisionKind, RecordType, is_a

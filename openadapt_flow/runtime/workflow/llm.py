@@ -6,7 +6,7 @@ import os
 from typing import Any
 
 from openadapt_flow.ladder.chat_http import post_chat
-from openadapt_flow.runtime.decide.config import ModelConfig
+from openadapt_flow.bundle.config import ModelConfig
 
 
 def chat(mc: ModelConfig, prompt: str, *, system: str | None = None, max_tokens: int | None = None,

@@ -31,15 +31,15 @@ from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.bundle.models import Step
 from openadapt_flow.bundle.params import BoundParams
 from openadapt_flow.errors import RefusedError
-from openadapt_flow.runtime.decide.calls import call_steps
-from openadapt_flow.runtime.decide.config import DeployConfig
-from openadapt_flow.runtime.act.context import Progress, RunContext
+from openadapt_flow.runtime.judge.calls import call_steps
+from openadapt_flow.bundle.config import DeployConfig
+from openadapt_flow.runtime.start.context import Progress, RunContext
 from openadapt_flow.runtime.act.engine import NoDesktop, RunInputs, RunSetup, finish, make_context, run_body, stop_on_signals
-from openadapt_flow.runtime.decide.halt import Halt
-from openadapt_flow.runtime.act.launch import BackendFactory, ReplayRequest, Reporter, RunOutcome, Runs, WorkflowRequest
+from openadapt_flow.runtime.judge.halt import Halt
+from openadapt_flow.runtime.start.launch import BackendFactory, ReplayRequest, Reporter, RunOutcome, Runs, WorkflowRequest
 from openadapt_flow.runtime.act.durable.child import ChildCall, run_child
-from openadapt_flow.runtime.act.lifecycle import begin_run
-from openadapt_flow.runtime.act.runref import store_for
+from openadapt_flow.runtime.start.lifecycle import begin_run
+from openadapt_flow.runtime.start.runref import store_for
 from openadapt_flow.runtime.workflow.api import ACTIVE, bind_args, entry_of, resolve_entry
 from openadapt_flow.runtime.workflow.ctx import DivergedError, WorkflowContext, WorkflowStop, invoke
 from openadapt_flow.runtime.act.durable.calls import jsonable

@@ -6,8 +6,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from openadapt_flow.runtime.act.lifecycle import effective_state
-from openadapt_flow.runtime.act.runref import RunRef, open_ref
+from openadapt_flow.runtime.start.lifecycle import effective_state
+from openadapt_flow.runtime.start.runref import RunRef, open_ref
 from openadapt_flow.store.states import is_a, RecordType, RunState, STOPPED_STATES
 from openadapt_flow.store.base import RunHandle
 

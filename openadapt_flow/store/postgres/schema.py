@@ -3,7 +3,7 @@
 Migrations are SQL files shipped in `openadapt_flow/store/postgres/migrations/` named `NNNN_name.sql`, applied in order, each in
 one transaction under an advisory lock (two `migrate` commands at once apply each file once). `flow_schema` records
 every applied version. Migration 0003 (the fleet) first applies procrastinate's own schema, pinned by its version
-(store/postgres/queue.py). A store whose schema is newer than this code is refused (exit 6), never half-read; one that is
+(store/postgres/jobs_schema.py). A store whose schema is newer than this code is refused (exit 6), never half-read; one that is
 older (or empty) is refused until it is migrated.
 
 A spec with a password is refused before connecting (spec.check_spec).
@@ -18,7 +18,7 @@ from importlib import resources
 import psycopg
 
 from openadapt_flow.errors import RefusedError, UsageError
-from openadapt_flow.store.postgres.queue import QUEUE_MIGRATION, apply_queue_schema
+from openadapt_flow.store.postgres.jobs_schema import QUEUE_MIGRATION, apply_queue_schema
 from openadapt_flow.store.postgres.spec import check_spec, redact
 
 MIGRATE_LOCK = 0x666C6F77  # "flow": the advisory lock key `migrate` holds while it applies files

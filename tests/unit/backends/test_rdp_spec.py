@@ -8,8 +8,8 @@ import pytest
 
 from openadapt_flow.backends.spec import BackendSpec, parse_url
 from openadapt_flow.errors import UsageError
-from openadapt_flow.runtime.act.backend_select import select_backend
-from openadapt_flow.runtime.decide.config import BackendConfig
+from openadapt_flow.runtime.start.backend_select import select_backend
+from openadapt_flow.bundle.config import BackendConfig
 
 pytestmark = pytest.mark.timeout(30)
 

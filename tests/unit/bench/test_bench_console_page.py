@@ -10,9 +10,9 @@ import yaml
 
 from openadapt_flow.console import views
 from openadapt_flow.console.views import PageCache
-from openadapt_flow.runtime.act.launch import ReplayRequest
-from openadapt_flow.runtime.decide.config import DeployConfig
-from openadapt_flow.runtime.operate.decisions import approve
+from openadapt_flow.runtime.start.launch import ReplayRequest
+from openadapt_flow.bundle.config import DeployConfig
+from openadapt_flow.runtime.operate.approval import approve
 from openadapt_flow.runtime.runs import replay
 from openadapt_flow.store import FilesystemStore
 

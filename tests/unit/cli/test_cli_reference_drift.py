@@ -19,7 +19,7 @@ def test_committed_reference_matches_the_code(name):
 
 
 def test_the_references_cover_every_command_and_config_key():
-    from openadapt_flow.runtime.decide.config import DeployConfig
+    from openadapt_flow.bundle.config import DeployConfig
 
     cli = reference.cli_reference()
     for cmd in ("replay", "resume", "approve", "worker", "fixture serve", "patch apply", "schema"):
@@ -33,7 +33,7 @@ def test_the_references_cover_every_command_and_config_key():
 
 
 def test_every_config_field_has_a_description():
-    from openadapt_flow.runtime.decide import config
+    from openadapt_flow.bundle import config
 
     missing = [f"{m.__name__}.{k}" for m in (config.DeployConfig, config.BackendConfig, config.RuntimeConfig, config.ModelConfig,
                                               config.LadderConfig, config.PolicyConfig, config.DenyRule, config.ApprovalsConfig)

@@ -6,8 +6,8 @@ import typer
 from typer.testing import CliRunner
 
 from openadapt_flow.cli.common import handle_errors
-from openadapt_flow.runtime.decide.halt import Halt, Pause, StopRequested
-from openadapt_flow.runtime.decide.policy import PolicyBlock
+from openadapt_flow.runtime.judge.halt import Halt, Pause, StopRequested
+from openadapt_flow.runtime.judge.policy import PolicyBlock
 from openadapt_flow.runtime.workflow.ctx import WorkflowStop
 from openadapt_flow.store.lease import LeaseLost
 

@@ -12,9 +12,9 @@ import yaml
 from typer.testing import CliRunner
 
 from openadapt_flow.cli.app import app
-from openadapt_flow.runtime.act.launch import ReplayRequest
-from openadapt_flow.runtime.act.runref import open_ref
-from openadapt_flow.runtime.decide.config import DeployConfig
+from openadapt_flow.runtime.start.launch import ReplayRequest
+from openadapt_flow.runtime.start.runref import open_ref
+from openadapt_flow.bundle.config import DeployConfig
 from openadapt_flow.runtime.runs import replay
 from openadapt_flow.store import FilesystemStore, runs_root
 

@@ -12,8 +12,8 @@ from starlette.testclient import TestClient
 import openadapt_flow.console.app as console_app
 from openadapt_flow.console.decide import refresh_reports
 from openadapt_flow.report.model import build_report, halt_view
-from openadapt_flow.runtime.act.runref import open_ref
-from openadapt_flow.runtime.operate.decisions import approve
+from openadapt_flow.runtime.start.runref import open_ref
+from openadapt_flow.runtime.operate.approval import approve
 from openadapt_flow.runtime.operate.operators import add_operator
 from openadapt_flow.store import FilesystemStore
 from tests.unit.runtime.test_durable import App, go, home, start, env  # noqa: F401

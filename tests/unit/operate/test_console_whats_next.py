@@ -13,8 +13,8 @@ from starlette.testclient import TestClient
 
 from openadapt_flow.console.app import create_app
 from openadapt_flow.report.meanings import DECISIONS
-from openadapt_flow.runtime.act.runref import open_ref
-from openadapt_flow.runtime.operate.decisions import DECISION_NAMES
+from openadapt_flow.runtime.start.runref import open_ref
+from openadapt_flow.runtime.operate.approval import DECISION_NAMES
 from openadapt_flow.runtime.operate.operators import add_operator
 from openadapt_flow.store import FilesystemStore
 from tests.unit.report.report_runs import ambiguous_run, run_env

@@ -7,8 +7,8 @@ import json
 import pytest
 
 from openadapt_flow.errors import RefusedError, UsageError
-from openadapt_flow.runtime.decide.config import DeployConfig
-from openadapt_flow.runtime.operate.decisions import DecisionOptions, approve
+from openadapt_flow.bundle.config import DeployConfig
+from openadapt_flow.runtime.operate.approval import DecisionOptions, approve
 from openadapt_flow.runtime.operate.operators import (add_operator, authenticate, check_active, disable_operator,
                                                       list_operators, reset_operator)
 from openadapt_flow.store import FilesystemStore, MemoryStore, PostgresStore

@@ -13,7 +13,7 @@ from openadapt_flow.errors import RefusedError
 from openadapt_flow.phone.context import PhoneDecision, context_bytes, decision_bytes, sign_bytes
 from openadapt_flow.phone.project import closed_context
 from openadapt_flow.phone.relay import Relay, _epoch
-from openadapt_flow.runtime.operate.decisions import DecisionOptions, approve
+from openadapt_flow.runtime.operate.approval import DecisionOptions, approve
 from openadapt_flow.store import FilesystemStore
 from tests.support.phone_kit import env  # noqa: F401 (a fixture)
 from tests.unit.runtime.test_durable import AFTER, SAVE, App, start

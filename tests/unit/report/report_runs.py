@@ -11,9 +11,9 @@ import cv2
 import pytest
 
 from openadapt_flow.backends.spec import parse_url
-from openadapt_flow.runtime.act.launch import ReplayRequest
-from openadapt_flow.runtime.decide.config import DeployConfig
-from openadapt_flow.runtime.act.launch import RunOutcome
+from openadapt_flow.runtime.start.launch import ReplayRequest
+from openadapt_flow.bundle.config import DeployConfig
+from openadapt_flow.runtime.start.launch import RunOutcome
 from openadapt_flow.runtime.runs import replay
 from openadapt_flow.report.render import write_reports
 from tests.support.demo_invoices import BUNDLE, FIXTURES

@@ -10,11 +10,11 @@ import pytest
 import yaml
 
 from openadapt_flow.runtime.act import engine
-from openadapt_flow.runtime.act import lifecycle
-from openadapt_flow.runtime.decide.config import DeployConfig
-from openadapt_flow.runtime.act.launch import ReplayRequest
+from openadapt_flow.runtime.start import lifecycle
+from openadapt_flow.bundle.config import DeployConfig
+from openadapt_flow.runtime.start.launch import ReplayRequest
 from openadapt_flow.runtime.operate.reconciler import reconcile_root
-from openadapt_flow.runtime.act.runref import open_ref, run_name
+from openadapt_flow.runtime.start.runref import open_ref, run_name
 from openadapt_flow.runtime.runs import replay, resume
 from openadapt_flow.store import journal as journal_mod
 from openadapt_flow.store.select import open_store
@@ -155,7 +155,7 @@ def test_a_child_whose_start_up_was_cut_is_started_afresh_by_the_parents_resume(
 def test_a_parent_waiting_on_a_child_whose_resume_died_continues_the_child(ws, monkeypatch):
     """The child paused (a question), was answered, and its resume died mid-way (state RESUMING, no owner): the
     parent's resume must not tell the operator to resume a child that nobody is running — it continues it."""
-    from openadapt_flow.runtime.operate.decisions import deliver
+    from openadapt_flow.runtime.operate.approval import deliver
 
     (ws / "child" / "flow.yaml").write_text(yaml.safe_dump({
         "schema": "openadapt-flow/bundle@1", "name": "child", "screen": {"width": 10, "height": 10},

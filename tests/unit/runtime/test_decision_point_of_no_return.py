@@ -16,10 +16,10 @@ import pytest
 import yaml
 
 from openadapt_flow.errors import RefusedError
-from openadapt_flow.runtime.decide.config import DeployConfig
-from openadapt_flow.runtime.operate.decisions import approve, deliver
-from openadapt_flow.runtime.act.launch import ReplayRequest
-from openadapt_flow.runtime.act.runref import open_ref
+from openadapt_flow.bundle.config import DeployConfig
+from openadapt_flow.runtime.operate.approval import approve, deliver
+from openadapt_flow.runtime.start.launch import ReplayRequest
+from openadapt_flow.runtime.start.runref import open_ref
 from openadapt_flow.runtime.runs import replay, resume
 from openadapt_flow.runtime.operate.truth import journaled_decision
 from openadapt_flow.store import escalation, journal as journal_mod

@@ -14,12 +14,12 @@ import pytest
 from openadapt_flow.backends.fake import FakeBackend
 from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.errors import RefusedError, UsageError
-from openadapt_flow.runtime.decide.config import DeployConfig
-from openadapt_flow.runtime.operate.decisions import DecisionOptions, approve
-from openadapt_flow.runtime.act.launch import ReplayRequest
+from openadapt_flow.bundle.config import DeployConfig
+from openadapt_flow.runtime.operate.approval import DecisionOptions, approve
+from openadapt_flow.runtime.start.launch import ReplayRequest
 from openadapt_flow.runtime.runs import replay
 from openadapt_flow.runtime.runs import resume
-from openadapt_flow.runtime.act.runref import open_ref
+from openadapt_flow.runtime.start.runref import open_ref
 from tests.unit.runtime.test_engine import POST, done, home, make_bundle
 
 pytestmark = pytest.mark.timeout(120)

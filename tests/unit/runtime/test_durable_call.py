@@ -1,4 +1,4 @@
-"""The one durable step (runtime/act/durable/) and run progress as a fold over the journal (runtime/decide/fold.py)."""
+"""The one durable step (runtime/act/durable/) and run progress as a fold over the journal (runtime/judge/fold.py)."""
 
 from types import SimpleNamespace
 
@@ -6,9 +6,9 @@ import pytest
 
 from openadapt_flow.errors import FlowError, RunSignal
 from openadapt_flow.runtime.act.durable import durable_call, record_verified
-from openadapt_flow.runtime.decide.fold import RunProgress
-from openadapt_flow.runtime.decide.halt import Halt, Pause, StopRequested
-from openadapt_flow.runtime.decide.policy import PolicyBlock
+from openadapt_flow.runtime.judge.fold import RunProgress
+from openadapt_flow.runtime.judge.halt import Halt, Pause, StopRequested
+from openadapt_flow.runtime.judge.policy import PolicyBlock
 from openadapt_flow.runtime.workflow.ctx import WorkflowStop
 from openadapt_flow.store.atomic import StorageFault
 from openadapt_flow.store.checkpoint import checkpoint_from_records

@@ -9,10 +9,10 @@ import pytest
 import yaml
 
 from openadapt_flow.errors import RefusedError, UsageError
-from openadapt_flow.runtime.decide.config import DeployConfig
-from openadapt_flow.runtime.operate.decisions import deliver
-from openadapt_flow.runtime.act.launch import ReplayRequest
-from openadapt_flow.runtime.act.runref import open_ref, run_name
+from openadapt_flow.bundle.config import DeployConfig
+from openadapt_flow.runtime.operate.approval import deliver
+from openadapt_flow.runtime.start.launch import ReplayRequest
+from openadapt_flow.runtime.start.runref import open_ref, run_name
 from openadapt_flow.runtime.runs import replay
 from openadapt_flow.runtime.runs import resume
 from openadapt_flow.demo.xvnc import wait_until

@@ -19,10 +19,10 @@ import pytest
 
 import openadapt_flow
 from openadapt_flow.errors import RefusedError
-from openadapt_flow.runtime.decide.config import DeployConfig
-from openadapt_flow.runtime.operate.decisions import approve, deliver
-from openadapt_flow.runtime.act.launch import ReplayRequest, WorkflowRequest
-from openadapt_flow.runtime.act.runref import open_ref
+from openadapt_flow.bundle.config import DeployConfig
+from openadapt_flow.runtime.operate.approval import approve, deliver
+from openadapt_flow.runtime.start.launch import ReplayRequest, WorkflowRequest
+from openadapt_flow.runtime.start.runref import open_ref
 from openadapt_flow.runtime.runs import replay, resume, start_workflow
 from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.store import FilesystemStore, MemoryContents, MemoryRun, MemoryStore, PostgresRun, RunDir, faults

@@ -8,10 +8,10 @@ import time
 import pytest
 
 from openadapt_flow.runtime.act.durable.waiting import child_of
-from openadapt_flow.runtime.act.launch import ReplayRequest, WorkflowRequest
-from openadapt_flow.runtime.act.runref import open_ref
-from openadapt_flow.runtime.decide.config import DeployConfig
-from openadapt_flow.runtime.operate.decisions import deliver
+from openadapt_flow.runtime.start.launch import ReplayRequest, WorkflowRequest
+from openadapt_flow.runtime.start.runref import open_ref
+from openadapt_flow.bundle.config import DeployConfig
+from openadapt_flow.runtime.operate.approval import deliver
 from openadapt_flow.runtime.runs import replay, resume, start_workflow
 from openadapt_flow.demo.xvnc import wait_until
 from tests.unit.runtime.test_durable_kinds import bundle, start, ws  # noqa: F401  (ws: the workspace on each store)

@@ -10,8 +10,8 @@ import yaml
 from openadapt_flow.backends.fake import FakeBackend
 from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.errors import ConnectionFailed
-from openadapt_flow.runtime.decide.config import DeployConfig
-from openadapt_flow.runtime.act.launch import ReplayRequest
+from openadapt_flow.bundle.config import DeployConfig
+from openadapt_flow.runtime.start.launch import ReplayRequest
 from openadapt_flow.runtime.runs import replay
 from openadapt_flow.report.render import write_reports
 from openadapt_flow.store import RunDir, load_journal

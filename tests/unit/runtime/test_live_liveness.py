@@ -12,7 +12,7 @@ import time
 import pytest
 
 from openadapt_flow.errors import RefusedError
-from openadapt_flow.runtime.act.lifecycle import effective_state
+from openadapt_flow.runtime.start.lifecycle import effective_state
 from openadapt_flow.runtime.operate.reconciler import reconcile_one
 from openadapt_flow.runtime.runs import resume
 from openadapt_flow.runtime.worker import Worker

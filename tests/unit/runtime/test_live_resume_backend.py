@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from openadapt_flow.backends.spec import BackendSpec
-from openadapt_flow.runtime.act.backend_select import BackendFlags, merge_backend
-from openadapt_flow.runtime.decide.config import BackendConfig
-from openadapt_flow.runtime.operate.decisions import approve
-from openadapt_flow.runtime.act.launch import ReplayRequest
+from openadapt_flow.runtime.start.backend_select import BackendFlags, merge_backend
+from openadapt_flow.bundle.config import BackendConfig
+from openadapt_flow.runtime.operate.approval import approve
+from openadapt_flow.runtime.start.launch import ReplayRequest
 from openadapt_flow.runtime.runs import replay
 from openadapt_flow.runtime.runs import resume
 from tests.unit.runtime.test_durable import AFTER, SAVE, App, cfg, env  # noqa: F401  (env: keys, ledger, cwd)

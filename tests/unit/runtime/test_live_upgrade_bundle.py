@@ -11,8 +11,8 @@ import pytest
 import yaml
 
 from openadapt_flow.errors import RefusedError
-from openadapt_flow.runtime.operate.decisions import approve
-from openadapt_flow.runtime.act.runref import open_ref
+from openadapt_flow.runtime.operate.approval import approve
+from openadapt_flow.runtime.start.runref import open_ref
 from openadapt_flow.runtime.runs import resume
 from tests.unit.runtime.test_durable import AFTER, SAVE, App, home, rows, start, env, store  # noqa: F401 (env, store: fixtures)
 from tests.unit.runtime.test_engine import make_bundle

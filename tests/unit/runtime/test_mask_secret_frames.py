@@ -15,8 +15,8 @@ import yaml
 from openadapt_flow.backends.fake import FakeBackend
 from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.report.render import write_reports
-from openadapt_flow.runtime.act.context import secret_regions
-from openadapt_flow.runtime.act.launch import ReplayRequest
+from openadapt_flow.runtime.start.context import secret_regions
+from openadapt_flow.runtime.start.launch import ReplayRequest
 from openadapt_flow.runtime.runs import replay
 from openadapt_flow.store import RunDir
 from openadapt_flow.vision.mask import FILL, field_band
@@ -181,7 +181,7 @@ def test_a_child_run_masks_the_field_its_parent_typed_a_secret_into(tmp_path, mo
     handed = [r for r in records(child_run) if r["type"] == "frames_masked"]
     assert [r["step"] for r in handed] == ["parent:pw"]
     # a resumed child masks too: its masks come back from its own journal
-    from openadapt_flow.runtime.operate.decisions import approve
+    from openadapt_flow.runtime.operate.approval import approve
     from openadapt_flow.runtime.runs import resume
 
     approve(child_run, "continue", "ops")

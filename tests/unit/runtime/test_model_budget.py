@@ -15,9 +15,9 @@ import pytest
 
 from openadapt_flow.backends.fake import FakeBackend
 from openadapt_flow.backends.spec import BackendSpec
-from openadapt_flow.runtime.decide.config import DeployConfig
-from openadapt_flow.runtime.operate.decisions import approve
-from openadapt_flow.runtime.act.launch import ReplayRequest
+from openadapt_flow.bundle.config import DeployConfig
+from openadapt_flow.runtime.operate.approval import approve
+from openadapt_flow.runtime.start.launch import ReplayRequest
 from openadapt_flow.runtime.runs import replay
 from openadapt_flow.runtime.runs import resume
 from tests.support.screens import Canvas

@@ -1,7 +1,7 @@
 import pytest
 
 from openadapt_flow.bundle.models import Bundle
-from openadapt_flow.runtime.decide.outcome import HALTED_BEFORE_EFFECT, RECONCILIATION_REQUIRED, classify
+from openadapt_flow.runtime.judge.outcome import HALTED_BEFORE_EFFECT, RECONCILIATION_REQUIRED, classify
 
 pytestmark = pytest.mark.timeout(30)
 

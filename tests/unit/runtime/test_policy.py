@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from openadapt_flow.runtime.decide.config import DeployConfig
-from openadapt_flow.runtime.operate.decisions import approve
-from openadapt_flow.runtime.decide.policy import Budget, running_seconds
+from openadapt_flow.bundle.config import DeployConfig
+from openadapt_flow.runtime.operate.approval import approve
+from openadapt_flow.runtime.judge.policy import Budget, running_seconds
 from tests.unit.runtime.test_engine import home
-from openadapt_flow.runtime.act.runref import open_ref
+from openadapt_flow.runtime.start.runref import open_ref
 from tests.unit.runtime.test_durable import SAVE, App, env, go, start, store  # noqa: F401  (env, store are fixtures)
 
 pytestmark = pytest.mark.timeout(60)

@@ -6,7 +6,7 @@ import pytest
 import yaml
 
 from openadapt_flow.backends.spec import BackendSpec
-from openadapt_flow.runtime.act.launch import ReplayRequest
+from openadapt_flow.runtime.start.launch import ReplayRequest
 from openadapt_flow.runtime.runs import replay
 from tests.unit.runtime.test_durable import cfg, env  # noqa: F401 - env is a fixture
 from tests.unit.runtime.test_mask_secret_frames import SECRET, App, bundle

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from openadapt_flow.errors import RefusedError
-from openadapt_flow.runtime.operate.decisions import approve
+from openadapt_flow.runtime.operate.approval import approve
 from openadapt_flow.runtime.runs import resume
 from openadapt_flow.store import Journal, RunDir, ledger
 from openadapt_flow.store.escalation import journal_pause

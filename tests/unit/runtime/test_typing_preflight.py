@@ -15,11 +15,11 @@ from openadapt_flow.bundle.loader import load_bundle
 from openadapt_flow.bundle.params import bind_params
 from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.errors import ConfigError, FlowError, Unavailable
-from openadapt_flow.runtime.operate.decisions import approve
-from openadapt_flow.runtime.decide.config import DeployConfig
-from openadapt_flow.runtime.act.launch import ReplayRequest
+from openadapt_flow.runtime.operate.approval import approve
+from openadapt_flow.bundle.config import DeployConfig
+from openadapt_flow.runtime.start.launch import ReplayRequest
 from openadapt_flow.runtime.runs import replay
-from openadapt_flow.runtime.act.preflight import probe_effects
+from openadapt_flow.runtime.start.preflight import probe_effects
 from openadapt_flow.runtime.runs import resume
 from openadapt_flow.verify import readers
 from tests.unit.runtime.test_durable import App, cfg, env, state  # noqa: F401 - env is a fixture

@@ -13,9 +13,9 @@ import pytest
 
 import openadapt_flow.runtime.worker as worker_mod
 from openadapt_flow.errors import RefusedError
-from openadapt_flow.runtime.act.runref import open_ref
-from openadapt_flow.runtime.decide.config import DeployConfig
-from openadapt_flow.runtime.operate.decisions import approve, deciding
+from openadapt_flow.runtime.start.runref import open_ref
+from openadapt_flow.bundle.config import DeployConfig
+from openadapt_flow.runtime.operate.approval import approve, deciding
 from openadapt_flow.runtime.worker import Worker
 from tests.unit.runtime.test_durable import App, home, rows, start, env  # noqa: F401
 

@@ -11,12 +11,12 @@ import pytest
 import openadapt_flow
 from openadapt_flow.demo.xvnc import wait_until
 from openadapt_flow.errors import RefusedError
-from openadapt_flow.runtime.operate.decisions import approve, deliver
+from openadapt_flow.runtime.operate.approval import approve, deliver
 from openadapt_flow.runtime.operate.reconciler import reconcile_root
-from openadapt_flow.runtime.act.runref import open_ref
+from openadapt_flow.runtime.start.runref import open_ref
 from openadapt_flow.runtime.runs import resume
 from openadapt_flow.runtime.worker import Worker
-from openadapt_flow.runtime.act.launch import WorkflowRequest
+from openadapt_flow.runtime.start.launch import WorkflowRequest
 from openadapt_flow.runtime.runs import start_workflow
 from openadapt_flow.store import RunDir
 from tests.unit.runtime.workflow_support import SOURCE, config, journal, log, state, write_module

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from openadapt_flow.runtime.act import lifecycle
+from openadapt_flow.runtime.start import lifecycle
 from openadapt_flow.runtime.workflow import run as workflow_run
 from openadapt_flow.runtime.operate.reconciler import reconcile_root
-from openadapt_flow.runtime.act.launch import WorkflowRequest
+from openadapt_flow.runtime.start.launch import WorkflowRequest
 from openadapt_flow.runtime.runs import start_workflow
 from openadapt_flow.store import journal as journal_mod
 from openadapt_flow.store.atomic import StorageFault

@@ -9,10 +9,10 @@ from pathlib import PosixPath
 import pytest
 
 import openadapt_flow
-from openadapt_flow.runtime.operate.decisions import deliver
-from openadapt_flow.runtime.act.launch import WorkflowRequest
+from openadapt_flow.runtime.operate.approval import deliver
+from openadapt_flow.runtime.start.launch import WorkflowRequest
 from openadapt_flow.runtime.operate.reconciler import reconcile_one, reconcile_root
-from openadapt_flow.runtime.act.runref import open_ref
+from openadapt_flow.runtime.start.runref import open_ref
 from openadapt_flow.runtime.runs import resume, start_workflow
 from openadapt_flow.store import escalation as escalation_mod
 from openadapt_flow.store.memory import store as memory_mod

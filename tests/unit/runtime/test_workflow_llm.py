@@ -11,9 +11,9 @@ import pytest
 
 import openadapt_flow
 from openadapt_flow.report.model import build_report
-from openadapt_flow.runtime.operate.decisions import deliver
-from openadapt_flow.runtime.act.launch import WorkflowRequest
-from openadapt_flow.runtime.act.runref import open_ref
+from openadapt_flow.runtime.operate.approval import deliver
+from openadapt_flow.runtime.start.launch import WorkflowRequest
+from openadapt_flow.runtime.start.runref import open_ref
 from openadapt_flow.runtime.runs import resume, start_workflow
 from tests.unit.runtime.workflow_support import SOURCE, config, journal, state, write_module
 

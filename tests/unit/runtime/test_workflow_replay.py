@@ -6,11 +6,11 @@ import pytest
 
 import openadapt_flow
 from openadapt_flow.backends.spec import BackendSpec
-from openadapt_flow.runtime.operate.decisions import approve
+from openadapt_flow.runtime.operate.approval import approve
 from openadapt_flow.runtime.runs import resume
-from openadapt_flow.runtime.act.launch import WorkflowRequest
+from openadapt_flow.runtime.start.launch import WorkflowRequest
 from openadapt_flow.runtime.runs import start_workflow
-from openadapt_flow.runtime.act.runref import open_ref
+from openadapt_flow.runtime.start.runref import open_ref
 from tests.unit.runtime.test_durable import AFTER, SAVE, App, env, rows, store  # noqa: F401 - env, store are fixtures
 from tests.unit.runtime.test_engine import make_bundle
 from tests.unit.runtime.workflow_support import SOURCE, config, log, state, write_module

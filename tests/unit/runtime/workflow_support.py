@@ -7,8 +7,8 @@ import json
 import sys
 from pathlib import Path
 
-from openadapt_flow.runtime.decide.config import DeployConfig
-from openadapt_flow.runtime.act.runref import open_ref
+from openadapt_flow.bundle.config import DeployConfig
+from openadapt_flow.runtime.start.runref import open_ref
 
 MODULE = "wf_mod"
 

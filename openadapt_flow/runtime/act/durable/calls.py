@@ -13,8 +13,8 @@ from typing import Any, NoReturn
 
 from openadapt_flow.bundle.models import Step
 from openadapt_flow.errors import RefusedError
-from openadapt_flow.runtime.act.context import RunContext
-from openadapt_flow.runtime.decide.halt import Halt, Pause
+from openadapt_flow.runtime.start.context import RunContext
+from openadapt_flow.runtime.judge.halt import Halt, Pause
 from openadapt_flow.store.states import PausedReason
 
 __all__ = ["ask_user", "dispatch", "dispatched", "jsonable", "sleep", "started", "wait_signal"]

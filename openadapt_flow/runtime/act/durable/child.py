@@ -16,11 +16,11 @@ from typing import Any
 
 from openadapt_flow.bundle.models import Step
 from openadapt_flow.errors import FlowError, RefusedError
-from openadapt_flow.runtime.act.context import RunContext
+from openadapt_flow.runtime.start.context import RunContext
 from openadapt_flow.runtime.act.durable.waiting import child_of, child_waiting
-from openadapt_flow.runtime.act.launch import RunOutcome
-from openadapt_flow.runtime.decide.halt import Halt, Pause, StopRequested
-from openadapt_flow.runtime.decide.policy import PolicyBlock
+from openadapt_flow.runtime.start.launch import RunOutcome
+from openadapt_flow.runtime.judge.halt import Halt, Pause, StopRequested
+from openadapt_flow.runtime.judge.policy import PolicyBlock
 from openadapt_flow.store.base import RunHandle
 from openadapt_flow.store import CHILDREN
 from openadapt_flow.store.states import PausedReason, RunState

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from openadapt_flow.runtime.act.lifecycle import effective_state
+from openadapt_flow.runtime.start.lifecycle import effective_state
 from openadapt_flow.store.base import RunHandle
 from openadapt_flow.store.states import LIVE_STATES, PausedReason, RunState
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from openadapt_flow.runtime.decide.policy import Budget
+from openadapt_flow.runtime.judge.policy import Budget
 from openadapt_flow.store.checkpoint import checkpoint_from_records
 from openadapt_flow.store.states import RecordType
 

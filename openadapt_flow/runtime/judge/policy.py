@@ -14,7 +14,7 @@ from typing import Any
 
 from openadapt_flow.bundle.models import Step
 from openadapt_flow.errors import RunSignal
-from openadapt_flow.runtime.decide.config import PolicyConfig
+from openadapt_flow.bundle.config import PolicyConfig
 from openadapt_flow.store.states import RecordType, is_a
 
 SEGMENT_START = (RecordType.RUN_STARTED, RecordType.RUN_RESUMED)

@@ -27,7 +27,7 @@ from typing import Any
 
 from openadapt_flow.bundle.loader import LoadedBundle, load_bundle
 from openadapt_flow.errors import RefusedError, RunDirError
-from openadapt_flow.runtime.act.lifecycle import queued
+from openadapt_flow.runtime.start.lifecycle import queued
 from openadapt_flow.store import PG_PREFIX as PREFIX, PostgresRun, PostgresStore
 from openadapt_flow.store.states import RunState
 

@@ -15,7 +15,7 @@ from typing import Any
 from openadapt_flow.backends.base import Backend
 from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.bundle.loader import LoadedBundle
-from openadapt_flow.runtime.decide.config import DeployConfig
+from openadapt_flow.bundle.config import DeployConfig
 from openadapt_flow.store.base import RunHandle
 from openadapt_flow.vision.ocr import OcrEngine
 
@@ -27,7 +27,7 @@ BackendFactory = Callable[[BackendSpec], Backend]
 class RunOutcome:
     state: str
     exit_code: int
-    run_dir: Path  # the run's reference (runtime/act/runref.py): its directory, or `memory:NAME`
+    run_dir: Path  # the run's reference (runtime/start/runref.py): its directory, or `memory:NAME`
     message: str = ""
     category: str | None = None
 

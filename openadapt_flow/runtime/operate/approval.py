@@ -16,10 +16,10 @@ from typing import Any
 from openadapt_flow.bundle.loader import load_bundle
 from openadapt_flow.bundle.params import parse_number
 from openadapt_flow.errors import RefusedError, UsageError
-from openadapt_flow.runtime.decide.config import DeployConfig
-from openadapt_flow.runtime.act.lifecycle import check_manifest
+from openadapt_flow.bundle.config import DeployConfig
+from openadapt_flow.runtime.start.lifecycle import check_manifest
 from openadapt_flow.runtime.act.pause import iso
-from openadapt_flow.runtime.act.runref import RunRef, open_ref
+from openadapt_flow.runtime.start.runref import RunRef, open_ref
 from openadapt_flow.runtime.operate.teach import make_patch
 from openadapt_flow.runtime.operate.truth import check_views, consume_decision, journaled_decision, pending_view
 from openadapt_flow.store.base import JournalWriter, RunHandle, RunLease

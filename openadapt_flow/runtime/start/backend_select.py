@@ -7,7 +7,7 @@ from typing import Any
 
 from openadapt_flow.backends.spec import BackendSpec, parse_url
 from openadapt_flow.errors import UsageError
-from openadapt_flow.runtime.decide.config import BackendConfig
+from openadapt_flow.bundle.config import BackendConfig
 
 
 _RDP_ONLY = ("username", "domain", "ignore_certificate", "cert_fingerprint", "width", "height")

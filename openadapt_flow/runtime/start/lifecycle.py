@@ -7,8 +7,8 @@ from typing import Any
 
 from openadapt_flow.bundle.models import Step
 from openadapt_flow.errors import RefusedError
-from openadapt_flow.runtime.decide.config import DeployConfig
-from openadapt_flow.runtime.decide.outcome import classify
+from openadapt_flow.bundle.config import DeployConfig
+from openadapt_flow.runtime.judge.outcome import classify
 from openadapt_flow.store.faults import crash_point
 from openadapt_flow.store.base import JournalWriter, RunHandle
 from openadapt_flow.store import digest_manifest

@@ -20,7 +20,7 @@ from openadapt_flow.bundle.loader import LoadedBundle
 from openadapt_flow.bundle.models import Effect, Step
 from openadapt_flow.bundle.params import BoundParams
 from openadapt_flow.errors import ConfigError, ParamError, Unavailable
-from openadapt_flow.runtime.decide.config import DeployConfig
+from openadapt_flow.bundle.config import DeployConfig
 from openadapt_flow.verify.effects import Reading, make_reader, resolve_effect
 
 # a reading that failed because the system of record did not answer (exit 75), not because what was asked is wrong

@@ -21,10 +21,10 @@ from procrastinate import App, PsycopgConnector, RetryStrategy
 from procrastinate.exceptions import AlreadyEnqueued
 
 from openadapt_flow.errors import BackendTimeout, ConnectionFailed, FlowError, RefusedError
-from openadapt_flow.runtime.act.launch import ReplayRequest, Reporter
-from openadapt_flow.runtime.decide.config import DeployConfig
+from openadapt_flow.runtime.start.launch import ReplayRequest, Reporter
+from openadapt_flow.bundle.config import DeployConfig
 from openadapt_flow.runtime.fleet.desks import Desks, NoDesktopFree
-from openadapt_flow.runtime.fleet.start import START_TRIES, BundleCache, count_start_try, fail_start, read_submission
+from openadapt_flow.runtime.fleet.claim import START_TRIES, BundleCache, count_start_try, fail_start, read_submission
 from openadapt_flow.runtime.fleet.submit import fleet_store
 from openadapt_flow.runtime.operate.reconciler import reconcile_root
 from openadapt_flow.runtime.runs import replay

@@ -15,10 +15,10 @@ from openadapt_flow.ladder.ladder import Ladder
 from openadapt_flow.ladder.types import Box
 from openadapt_flow.bundle.models import Bundle, Step
 from openadapt_flow.errors import UsageError
-from openadapt_flow.runtime.decide.config import DeployConfig
-from openadapt_flow.runtime.decide.fold import RunProgress
-from openadapt_flow.runtime.act.launch import Runs
-from openadapt_flow.runtime.decide.policy import Budget, check_dispatch
+from openadapt_flow.bundle.config import DeployConfig
+from openadapt_flow.runtime.judge.fold import RunProgress
+from openadapt_flow.runtime.start.launch import Runs
+from openadapt_flow.runtime.judge.policy import Budget, check_dispatch
 from openadapt_flow.store.base import JournalWriter, RunHandle, RunLease
 from openadapt_flow.store.frames import FrameWriter
 from openadapt_flow.verify.screen import Anchor, ScreenChecks
@@ -67,7 +67,7 @@ class RunContext:
     steps: dict[str, Step] = field(default_factory=dict)  # the run's steps by id: a bundle's, or a workflow's calls so far
     digest: str = ""  # what a decision task pins: the bundle's digest, or the workflow's source digest
     runs: Runs | None = None  # how a step starts or continues a child run (runtime/runs.py)
-    fold: RunProgress = field(default_factory=RunProgress)  # what the journal says the run has done (runtime/decide/fold.py)
+    fold: RunProgress = field(default_factory=RunProgress)  # what the journal says the run has done (runtime/judge/fold.py)
     approved_before: str | None = None  # an `approval: before` step the operator approved for this resume
     inbox: dict[str, dict[str, Any]] = field(default_factory=dict)  # step id -> answer/signal delivered for it
     masks: dict[str, Box] = field(default_factory=dict)  # secret-typing step id -> the frame region painted over in every saved frame

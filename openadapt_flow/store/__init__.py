@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from openadapt_flow.store.base import JournalWriter, RunHandle, RunLease, RunStore
 from openadapt_flow.store.frames import FrameWriter
+from openadapt_flow.store.journal import JournalEntry
 from openadapt_flow.store.fs import (
     EXPORT_MARK, FilesystemStore, Journal, Lease, RunDir, check_new_run_dir, load_journal, new_run_dir, refuse_exported, runs_root
 )
@@ -41,7 +42,7 @@ if TYPE_CHECKING:
     from openadapt_flow.store.postgres.store import PostgresStore
 
 __all__ = ["CHILDREN", "EXPORT_MARK", "GC_MIN_AGE_S", "MANIFEST", "MEMORY_PREFIX", "PG_PREFIX", "RUN_FILES",
-           "FilesystemStore", "FrameWriter", "Journal", "JournalWriter", "Lease", "MemoryContents", "MemoryRun",
+           "FilesystemStore", "FrameWriter", "Journal", "JournalEntry", "JournalWriter", "Lease", "MemoryContents", "MemoryRun",
            "MemoryStore", "PostgresLease", "PostgresRun", "PostgresStore", "RunDir", "RunHandle", "RunLease", "RunStore",
            "check_new_run_dir", "check_queue_schema", "check_spec", "digest_manifest", "export_run", "gc_blobs",
            "is_postgres", "load_journal", "new_run_dir", "open_store", "pg_code_version", "pg_connect", "pg_migrate",

@@ -19,23 +19,24 @@ from openadapt_flow.errors import RefusedError
 from openadapt_flow.store.atomic import StorageFault, dumps, fsync_dir, is_storage_error, write_json_atomic
 from openadapt_flow.store.faults import crash_point, io_fault
 from openadapt_flow.store.states import RecordType, is_a
+from openadapt_flow.store.journal import JournalEntry, step_of
 
 CHECKPOINT = "checkpoint.json"
 SCHEMA = "openadapt-flow/checkpoint@1"
 
 
-def checkpoint_from_records(records: list[dict[str, Any]]) -> dict[str, Any] | None:
+def checkpoint_from_records(records: list[JournalEntry]) -> dict[str, Any] | None:
     """The checkpoint the journal implies: built from its last `step_verified` (or `step_skipped`) record."""
     results: dict[str, Any] = {}
     effects: dict[str, Any] = {}
-    last: dict[str, Any] | None = None
+    last: JournalEntry | None = None
     for r in records:
         if is_a(r, RecordType.STEP_VERIFIED, RecordType.STEP_SKIPPED):
             d = r["data"]
             if d.get("result") is not None:
-                results[r["step"]] = d["result"]
+                results[step_of(r)] = d["result"]
             if d.get("effect") is not None:
-                effects[r["step"]] = d["effect"]
+                effects[step_of(r)] = d["effect"]
             last = r
     if last is None:
         return None
@@ -86,7 +87,7 @@ def checkpoint_digest(cp: dict[str, Any] | None) -> str:
     return "sha256:" + hashlib.sha256(json.dumps(cp, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
-def reconcile_checkpoint(run_dir: Path, records: list[dict[str, Any]]) -> tuple[dict[str, Any] | None, str]:
+def reconcile_checkpoint(run_dir: Path, records: list[JournalEntry]) -> tuple[dict[str, Any] | None, str]:
     """Check checkpoint.json against the journal: (checkpoint, 'ok'|'rebuilt'). Tampering raises RefusedError."""
     path = run_dir / CHECKPOINT
     try:
@@ -99,7 +100,7 @@ def reconcile_checkpoint(run_dir: Path, records: list[dict[str, Any]]) -> tuple[
     return cp, status
 
 
-def judge_checkpoint(stored: Any, records: list[dict[str, Any]], where: str) -> tuple[dict[str, Any] | None, str]:
+def judge_checkpoint(stored: Any, records: list[JournalEntry], where: str) -> tuple[dict[str, Any] | None, str]:
     """A stored checkpoint judged against the journal (every store): (the checkpoint to use, 'ok'|'rebuilt').
 
     'rebuilt' (missing or lagging: the caller writes the returned one back); one ahead of or disagreeing with the

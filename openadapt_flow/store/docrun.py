@@ -19,7 +19,7 @@ from openadapt_flow.store import checkpoint
 from openadapt_flow.store.base import RunHandle
 from openadapt_flow.store.faults import crash_point
 from openadapt_flow.store.frames import ArtifactFrameWriter, FrameWriter
-from openadapt_flow.store.journal import JournalWriterBase, LoadResult, parse_records, verify_chain
+from openadapt_flow.store.journal import JournalEntry, JournalWriterBase, LoadResult, parse_records, verify_chain
 from openadapt_flow.store.layout import RUN_FILES, digest_manifest
 from openadapt_flow.store.seal import SCHEMA_PREFIX, verify_seal
 
@@ -49,7 +49,7 @@ class DocumentRun:
         """Drop a torn tail: keep the first `records` records (`good_len` bytes)."""
         raise NotImplementedError
 
-    def _writer(self, key: bytes, records: list[dict[str, Any]]) -> JournalWriterBase:
+    def _writer(self, key: bytes, records: list[JournalEntry]) -> JournalWriterBase:
         raise NotImplementedError
 
     def decision_texts(self) -> list[tuple[str, str]]:
@@ -93,7 +93,7 @@ class DocumentRun:
             raise RefusedError(f"{self.describe(what)}: expected a JSON object; refusing a damaged run record")
         return data
 
-    def check_seal(self, records: list[dict[str, Any]], key: bytes) -> dict[str, Any] | None:
+    def check_seal(self, records: list[JournalEntry], key: bytes) -> dict[str, Any] | None:
         text = self.doc_text("state")
         try:
             doc = None if text is None else json.loads(text)
@@ -148,14 +148,14 @@ class DocumentRun:
             self._cut_journal(len(records), good_len)
         return LoadResult(records, torn)
 
-    def open_journal(self, key: bytes) -> tuple[JournalWriterBase, list[dict[str, Any]]]:
+    def open_journal(self, key: bytes) -> tuple[JournalWriterBase, list[JournalEntry]]:
         records = self.load_journal(key, repair=True).records
         return self._writer(key, records), records
 
     def new_journal(self, key: bytes) -> JournalWriterBase:
         return self._writer(key, self.load_journal(key).records if self.has_journal() else [])
 
-    def read_records(self) -> list[dict[str, Any]]:
+    def read_records(self) -> list[JournalEntry]:
         return parse_records(self.journal_bytes())
 
     # state
@@ -177,7 +177,7 @@ class DocumentRun:
         self._put("checkpoint", cp)
         crash_point("checkpoint:renamed", cp.get("step"))
 
-    def reconcile_checkpoint(self, records: list[dict[str, Any]]) -> tuple[dict[str, Any] | None, str]:
+    def reconcile_checkpoint(self, records: list[JournalEntry]) -> tuple[dict[str, Any] | None, str]:
         cp, status = checkpoint.judge_checkpoint(self._get("checkpoint"), records, self.describe("checkpoint"))
         if status == "rebuilt" and cp is not None:
             self._put("checkpoint", cp)

@@ -29,6 +29,7 @@ from openadapt_flow.runtime.operate.upgrade import upgrade_bundle as adopt_upgra
 from openadapt_flow.runtime.resume.plan import Opened, ResumePlan, plan_resume, resumed
 from openadapt_flow.store.atomic import StorageFault
 from openadapt_flow.store.states import DecisionKind, is_a, PausedReason, RecordType, RunState
+from openadapt_flow.store.entry import JournalEntry, step_of
 
 
 def continue_bundle(o: Opened) -> RunOutcome:
@@ -52,7 +53,7 @@ def continue_bundle(o: Opened) -> RunOutcome:
     try:
         # every system of record that steps still to come will read answers now, before any input
         refuse_restarted_fixture(live, o.run.ref, o.manifest, o.records)  # before any input, the decision left unused
-        probe_effects(o.loaded, o.config, bound, o.manifest["run_id"], started={r["step"] for r in o.records if is_a(r, RecordType.STEP_STARTED)})
+        probe_effects(o.loaded, o.config, bound, o.manifest["run_id"], started={step_of(r) for r in o.records if is_a(r, RecordType.STEP_STARTED)})
         ctx = make_context(o.run, o.manifest["run_id"], o.journal, live, RunInputs(o.loaded, bound),
                            RunSetup(o.config, o.runs, bool(o.manifest.get("allow_model")), True, o.req.progress, o.req.reporter))
         ctx.lease = o.lease
@@ -92,7 +93,7 @@ def backend_spec(manifest: dict[str, Any], override: BackendSpec | None, flags: 
     return merge_backend(recorded, flags) if flags else recorded
 
 
-def _continue(ctx: RunContext, records: list[dict[str, Any]], plan: ResumePlan) -> RunOutcome:
+def _continue(ctx: RunContext, records: list[JournalEntry], plan: ResumePlan) -> RunOutcome:
     try:
         start = _reenter(ctx, records, plan)
         return start if isinstance(start, RunOutcome) else execute(ctx, start)
@@ -115,7 +116,7 @@ def _params(loaded: LoadedBundle, manifest: dict[str, Any], given: Mapping[str, 
 
 
 
-def _reenter(ctx: RunContext, records: list[dict[str, Any]], plan: ResumePlan) -> int | RunOutcome:
+def _reenter(ctx: RunContext, records: list[JournalEntry], plan: ResumePlan) -> int | RunOutcome:
     """Journal the resume, re-check, re-prove, journal the decision, apply it; the index to continue at (or the pause
     it ended in).
 

@@ -15,6 +15,7 @@ from openadapt_flow.store import ledger
 from openadapt_flow.store.atomic import dumps
 from openadapt_flow.store.docrun import DocumentRun
 from openadapt_flow.store.faults import crash_point
+from openadapt_flow.store.journal import JournalEntry
 from openadapt_flow.store.lease import LeaseInfo
 from openadapt_flow.store.postgres.artifacts import PostgresArtifacts
 from openadapt_flow.store.postgres.connector import PostgresConnector
@@ -131,7 +132,7 @@ class PostgresRun(PostgresArtifacts, DocumentRun):
     def _cut_journal(self, records: int, good_len: int) -> None:
         self.store.run("DELETE FROM flow_journal WHERE run = %s AND seq > %s", (self.id(), records))  # rows are whole lines
 
-    def _writer(self, key: bytes, records: list[dict[str, Any]]) -> PostgresJournal:
+    def _writer(self, key: bytes, records: list[JournalEntry]) -> PostgresJournal:
         return PostgresJournal(self, self.store, key, records)
 
     # state
@@ -210,7 +211,7 @@ class PostgresRun(PostgresArtifacts, DocumentRun):
         self.store.run("INSERT INTO flow_ledger (run_id, holder, entry) VALUES (%s, %s, %s::jsonb) ON CONFLICT (run_id) "
                        "DO UPDATE SET entry = EXCLUDED.entry", (self.run_id(), self.name, json.dumps(entry)))
 
-    def ledger_claim(self, records: list[dict[str, Any]]) -> dict[str, Any]:
+    def ledger_claim(self, records: list[JournalEntry]) -> dict[str, Any]:
         self.manifest()
         with self.store.tx():
             self.store.run("SELECT pg_advisory_xact_lock(hashtext('flow_ledger:' || %s))", (self.run_id(),))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from openadapt_flow.errors import FlowError
@@ -154,7 +154,7 @@ def _masked(records: list[JournalEntry]) -> list[dict[str, Any]]:
     return list(out.values())
 
 
-def _view(read: Callable[[], dict[str, Any] | None], drop: tuple[str, ...] = ()) -> dict[str, Any] | None:
+def _view(read: Callable[[], Mapping[str, Any] | None], drop: tuple[str, ...] = ()) -> dict[str, Any] | None:
     """A record as the report shows it (a damaged one is left out: a report only reads)."""
     try:
         data = read()

@@ -10,9 +10,9 @@ from __future__ import annotations
 import json
 import posixpath
 import shutil
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, Self, cast
 
 from openadapt_flow.errors import RefusedError, RunDirError
 from openadapt_flow.store import checkpoint
@@ -20,6 +20,7 @@ from openadapt_flow.store.base import RunHandle
 from openadapt_flow.store.faults import crash_point
 from openadapt_flow.store.frames import ArtifactFrameWriter, FrameWriter
 from openadapt_flow.store.journal import JournalEntry, JournalWriterBase, LoadResult, parse_records, verify_chain
+from openadapt_flow.store.entry import CheckpointDoc
 from openadapt_flow.store.layout import RUN_FILES, digest_manifest
 from openadapt_flow.store.seal import SCHEMA_PREFIX, verify_seal
 
@@ -101,7 +102,7 @@ class DocumentRun:
             raise RefusedError(f"{self.describe('state')}: unreadable or not JSON ({e}); refusing") from None
         return verify_seal(doc, records, key, self.describe("state"), self.describe("journal"))
 
-    def _put(self, what: str, doc: dict[str, Any]) -> None:
+    def _put(self, what: str, doc: Mapping[str, Any]) -> None:
         raise NotImplementedError
 
     def put_artifact(self, rel: str, data: bytes) -> None:
@@ -169,15 +170,16 @@ class DocumentRun:
         self._put("state", {"schema": SCHEMA_PREFIX + "state@1", **doc})
 
     # checkpoint
-    def read_checkpoint(self) -> dict[str, Any] | None:
-        return self._get("checkpoint")
+    def read_checkpoint(self) -> CheckpointDoc | None:
+        """As stored (reconcile_checkpoint judges it against the journal)."""
+        return cast("CheckpointDoc | None", self._get("checkpoint"))
 
-    def write_checkpoint(self, cp: dict[str, Any]) -> None:
+    def write_checkpoint(self, cp: CheckpointDoc) -> None:
         crash_point("checkpoint:tmp_written", cp.get("step"))
         self._put("checkpoint", cp)
         crash_point("checkpoint:renamed", cp.get("step"))
 
-    def reconcile_checkpoint(self, records: list[JournalEntry]) -> tuple[dict[str, Any] | None, str]:
+    def reconcile_checkpoint(self, records: list[JournalEntry]) -> tuple[CheckpointDoc | None, str]:
         cp, status = checkpoint.judge_checkpoint(self._get("checkpoint"), records, self.describe("checkpoint"))
         if status == "rebuilt" and cp is not None:
             self._put("checkpoint", cp)

@@ -1,11 +1,15 @@
-"""The journal's typed entry: what `JournalWriterBase.append` returns and a journal's load yields (types only, no I/O,
-so the pure parts of the runtime may name it)."""
+"""The typed shapes the run store reads and writes: the journal's entry (what `JournalWriterBase.append` returns and a
+journal's load yields) and the run documents defined here (`StateDoc`, `CheckpointDoc`). Types only, no I/O and no
+pydantic, so the pure parts of the runtime may name them; store/records.py and store/runfiles.py derive their
+validating models (and JSON Schemas) from these classes: one definition of each."""
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict
 
-__all__ = ["JournalEntry", "step_of"]
+__all__ = ["CheckpointDoc", "JournalEntry", "StateDoc", "VerifiedBy", "step_of"]
+
+VerifiedBy = Literal["runtime", "reconciled", "operator"]
 
 
 class JournalEntry(TypedDict):
@@ -27,3 +31,32 @@ class JournalEntry(TypedDict):
 def step_of(rec: JournalEntry) -> str:
     """The step a step's record names (a step's records always carry one; "" for a run-level record)."""
     return rec["step"] or ""
+
+
+class StateDoc(TypedDict):
+    """state.json: replaced on every transition; sealed (HMAC, installation key) over the journal's end."""
+    schema: str
+    state: str  # a RunState's value
+    paused_reason: str | None  # a PausedReason's value
+    transaction_outcome: str | None  # a TransactionOutcome's value
+    last_checkpoint_seq: int | None
+    halt_category: NotRequired[str | None]
+    message: NotRequired[str | None]
+    updated_at: str
+    journal_seq: NotRequired[int | None]
+    journal_hash: NotRequired[str | None]
+    seal: NotRequired[str | None]
+
+
+class CheckpointDoc(TypedDict):
+    """checkpoint.json: the last verified (or skipped) step, as the journal's records up to `seq` imply it."""
+    schema: str
+    seq: int
+    journal_hash: str
+    step: str
+    step_index: int
+    next_index: int
+    verified_by: VerifiedBy
+    results: dict[str, Any]  # each step's JSON result
+    effects: dict[str, dict[str, Any]]
+    screen_facts: list[dict[str, Any]]

@@ -14,14 +14,13 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, Union, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, create_model
 
-from openadapt_flow.store.entry import JournalEntry
+from openadapt_flow.store.entry import JournalEntry, VerifiedBy
 from openadapt_flow.store.states import PausedReason, RunState, TransactionOutcome
 
 Json = Any  # any JSON value: a tool's result, an answer, a signal's data
 Obj = dict[str, Any]
 Point = list[int]  # [x, y]
 Box = list[int]  # [x, y, w, h]
-VerifiedBy = Literal["runtime", "reconciled", "operator"]
 EffectVerdictName = Literal["CONFIRMED", "ABSENT", "CONFLICTING", "UNAVAILABLE", "INDETERMINATE"]
 Decision = Literal["continue", "skip", "reject", "teach", "escalate", "reconcile", "answer", "signal"]
 

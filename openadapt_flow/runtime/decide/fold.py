@@ -12,7 +12,7 @@ from typing import Any
 from openadapt_flow.runtime.decide.policy import Budget
 from openadapt_flow.store.checkpoint import checkpoint_from_records
 from openadapt_flow.store.states import RecordType
-from openadapt_flow.store.entry import JournalEntry
+from openadapt_flow.store.entry import CheckpointDoc, JournalEntry
 
 VERIFIED = ("step_verified", "step_skipped")
 
@@ -67,9 +67,13 @@ class RunProgress:
         """The record that made this step verified (or skipped), if the journal has one: its result is final."""
         return next((r for r in reversed(self.verified) if r["step"] == step_id), None)
 
-    def checkpoint(self) -> dict[str, Any] | None:
+    def checkpoint(self) -> CheckpointDoc | None:
         """The checkpoint the journal implies (store/checkpoint.py builds it from the verified records)."""
         return checkpoint_from_records(self.verified)
+
+    def checkpoint_seq(self) -> int | None:
+        """The journal seq of the checkpoint the journal implies (None before the first verified step)."""
+        return self.verified[-1]["seq"] if self.verified else None
 
     @property
     def next_index(self) -> int:

@@ -25,7 +25,7 @@ from openadapt_flow.runtime.operate.truth import check_views, consume_decision, 
 from openadapt_flow.store.base import JournalWriter, RunHandle, RunLease
 from openadapt_flow.store.checkpoint import checkpoint_digest
 from openadapt_flow.store.escalation import digest, sign, verify
-from openadapt_flow.store.entry import JournalEntry
+from openadapt_flow.store.entry import CheckpointDoc, JournalEntry
 from openadapt_flow.store.journal import now_iso
 from openadapt_flow.store.keys import load_decision_key, load_key
 from openadapt_flow.store.states import DecisionKind, FINAL_STATES, PausedReason, RunState
@@ -92,7 +92,7 @@ def _refuse_if_decided(run: RunHandle, records: list[JournalEntry], pending: dic
                            f"{rec['data'].get('operator')}, journal seq {rec['seq']}); `flow resume {run.ref}` applies it")
 
 
-def current_checkpoint(run: RunHandle) -> dict[str, Any] | None:
+def current_checkpoint(run: RunHandle) -> CheckpointDoc | None:
     return run.read_checkpoint()
 
 

@@ -29,7 +29,7 @@ from openadapt_flow.runtime.operate.upgrade import upgrade_bundle as adopt_upgra
 from openadapt_flow.runtime.resume.plan import Opened, ResumePlan, plan_resume, resumed
 from openadapt_flow.store.atomic import StorageFault
 from openadapt_flow.store.states import DecisionKind, is_a, PausedReason, RecordType, RunState
-from openadapt_flow.store.entry import JournalEntry, step_of
+from openadapt_flow.store.entry import CheckpointDoc, JournalEntry, step_of
 
 
 def continue_bundle(o: Opened) -> RunOutcome:
@@ -144,7 +144,7 @@ def _reenter(ctx: RunContext, records: list[JournalEntry], plan: ResumePlan) -> 
             if approval is not None:
                 consume_decision(run, journal, pending, approval, rec)  # marked used in the run ledger, moved
             run.remove_pending()
-        run.write_state(RunState.RUNNING, journal=journal, last_checkpoint_seq=(ctx.fold.checkpoint() or {}).get("seq"))
+        run.write_state(RunState.RUNNING, journal=journal, last_checkpoint_seq=ctx.fold.checkpoint_seq())
     except Halt as h:
         record_halt(ctx, h, input_sent=False)
         if approval is not None and pending is not None:
@@ -217,7 +217,7 @@ def _screen_still_shows_checkpoint(uncertain: Uncertain | None, result: RecheckR
     return result.verdict == RETRYABLE or (result.verdict == POSITIVELY_ABSENT and decision == DecisionKind.CONTINUE)
 
 
-def _reprove_checkpoint(ctx: RunContext, cp: dict[str, Any]) -> None:
+def _reprove_checkpoint(ctx: RunContext, cp: CheckpointDoc) -> None:
     checks = check_facts(ctx, cp["screen_facts"])
     ctx.journal.append("checkpoint_reproved", cp["step"], {"ok": all(c["ok"] for c in checks), "checks": checks})
     if not all(c["ok"] for c in checks):

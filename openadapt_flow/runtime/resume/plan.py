@@ -26,7 +26,7 @@ from openadapt_flow.runtime.operate.decisions import block_run, check_approval
 from openadapt_flow.runtime.operate.truth import journaled_decision, pending_view
 from openadapt_flow.store.base import JournalWriter, RunHandle, RunLease
 from openadapt_flow.store.states import DecisionKind, PausedReason, RunState
-from openadapt_flow.store.entry import JournalEntry
+from openadapt_flow.store.entry import CheckpointDoc, JournalEntry
 
 __all__ = ["Opened", "ResumePlan", "ResumeRequest", "plan_resume", "resumed"]
 
@@ -74,7 +74,7 @@ class ResumePlan:
     pending: dict[str, Any] | None
     approval: dict[str, Any] | None
     carried: JournalEntry | None
-    checkpoint: dict[str, Any] | None
+    checkpoint: CheckpointDoc | None
     stop: RunOutcome | None = None
 
     @property

@@ -8,7 +8,7 @@ import shutil
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from openadapt_flow.errors import CutStartup, RefusedError, RunDirError
 from openadapt_flow.store import checkpoint, escalation, ledger
@@ -18,6 +18,7 @@ from openadapt_flow.store.frames import FrameWriter
 from openadapt_flow.store.fs.journal import Journal, load_journal, read_records
 from openadapt_flow.store.fs.lease import Lease, try_lock, unlock
 from openadapt_flow.store.journal import JOURNAL_FILE, JournalEntry, LoadResult
+from openadapt_flow.store.entry import CheckpointDoc
 from openadapt_flow.store.layout import BUNDLE, CHILDREN, FRAMES, INCIDENT, MANIFEST, REPORT_FILES, RUN_FILES, STATE, digest_manifest
 from openadapt_flow.store.lease import LeaseInfo
 from openadapt_flow.store.seal import SCHEMA_PREFIX, sealed_state, verify_seal
@@ -252,13 +253,14 @@ class RunDir:
     def restore_state(self, doc: dict[str, Any]) -> None:
         self.write_json(STATE, "state@1", doc)
 
-    def read_checkpoint(self) -> dict[str, Any] | None:
-        return escalation.read_json_file(self.path / checkpoint.CHECKPOINT, "checkpoint")
+    def read_checkpoint(self) -> CheckpointDoc | None:
+        """As stored (reconcile_checkpoint judges it against the journal)."""
+        return cast("CheckpointDoc | None", escalation.read_json_file(self.path / checkpoint.CHECKPOINT, "checkpoint"))
 
-    def write_checkpoint(self, cp: dict[str, Any]) -> None:
+    def write_checkpoint(self, cp: CheckpointDoc) -> None:
         checkpoint.write_checkpoint(self.path, cp)
 
-    def reconcile_checkpoint(self, records: list[JournalEntry]) -> tuple[dict[str, Any] | None, str]:
+    def reconcile_checkpoint(self, records: list[JournalEntry]) -> tuple[CheckpointDoc | None, str]:
         return checkpoint.reconcile_checkpoint(self.path, records)
 
     def lease(self, ttl_s: float = 30.0) -> Lease:

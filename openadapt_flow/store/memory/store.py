@@ -16,6 +16,7 @@ import tempfile
 import weakref
 from datetime import datetime
 from pathlib import Path
+from collections.abc import Mapping
 from typing import Any, Self
 
 from openadapt_flow.errors import CutStartup, RefusedError, RunDirError
@@ -57,7 +58,7 @@ class MemoryRun(DocumentRun):
         return f"MemoryRun({self.ref!r})"
 
     # JSON documents, kept as their text
-    def _put(self, what: str, doc: dict[str, Any]) -> None:
+    def _put(self, what: str, doc: Mapping[str, Any]) -> None:
         self.recs.docs[what] = dumps(doc)
         self.recs.changed[what] = self.store.tick()
 

@@ -8,6 +8,7 @@ ledger in its own table keyed by run_id (outside the run's rows, so a restored b
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any, Self
 
 from openadapt_flow.errors import RefusedError, RunDirError
@@ -77,13 +78,13 @@ class PostgresRun(PostgresArtifacts, DocumentRun):
         row = self.store.one(f"SELECT {col} FROM {table} WHERE {key} = %s", (self.id(),))
         return None if row is None else row[0]
 
-    def _put(self, what: str, doc: dict[str, Any]) -> None:
+    def _put(self, what: str, doc: Mapping[str, Any]) -> None:
         self.put_text(what, dumps(doc), doc)
 
     def _remove(self, what: str) -> None:
         self.put_text(what, None)
 
-    def put_text(self, what: str, text: str | None, doc: dict[str, Any] | None = None) -> None:
+    def put_text(self, what: str, text: str | None, doc: Mapping[str, Any] | None = None) -> None:
         """Replace (None: remove) one document's text in one statement; the run's `state` and `run_id` columns follow
         the document (`doc`, else what the text parses to)."""
         if doc is None and text is not None:

@@ -30,7 +30,7 @@ from openadapt_flow.procs import stop_process
 from openadapt_flow.bench.stats import Cell
 from openadapt_flow.bundle.config import DeployConfig
 from openadapt_flow.runtime.start.context import Progress, StepSummary
-from openadapt_flow.store import Journal
+from openadapt_flow.store import Journal, JournalEntry
 from openadapt_flow.vision.ocr import OcrEngine
 from openadapt_flow.store.states import RecordType, is_a
 
@@ -230,7 +230,7 @@ def journal_and_checkpoint(work: Path, steps: int) -> dict[str, Any]:
     except ImportError:
         have_checkpoint = False
     j, cp_cell = Cell(), Cell()
-    verified: list[dict[str, Any]] = []
+    verified: list[JournalEntry] = []
     payload = {"evidence": [{"rung": "template", "verdict": "hit", "elapsed_ms": 1.2, "score": 0.99}], "point": [100, 200]}
     try:
         for i in range(steps):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from openadapt_flow.errors import FlowError
@@ -10,9 +10,10 @@ from openadapt_flow.report.halt import candidates, next_commands
 from openadapt_flow.report.summary import summarize
 from openadapt_flow.store.base import RunHandle
 from openadapt_flow.store.states import RecordType, RunState, is_a
+from openadapt_flow.store.entry import JournalEntry, step_of
 
 
-def _step_rows(manifest: dict[str, Any], records: list[dict[str, Any]], frames: set[str]) -> list[dict[str, Any]]:
+def _step_rows(manifest: dict[str, Any], records: list[JournalEntry], frames: set[str]) -> list[dict[str, Any]]:
     rows: dict[str, dict[str, Any]] = {}
     order: list[str] = []
     for r in records:
@@ -113,13 +114,13 @@ def build_report(run: RunHandle) -> dict[str, Any]:
     return rep
 
 
-def _landed(records: list[dict[str, Any]]) -> list[str]:
+def _landed(records: list[JournalEntry]) -> list[str]:
     """The consequential steps whose write landed, as the run's last stop recorded them (none once it completed)."""
     stop = next((r for r in reversed(records) if is_a(r, RecordType.RUN_FINISHED, RecordType.PAUSED)), None)
     return list((stop.get("data") or {}).get("landed") or []) if stop else []
 
 
-def halt_view(run: RunHandle, records: list[dict[str, Any]] | None = None, frames: set[str] | None = None
+def halt_view(run: RunHandle, records: list[JournalEntry] | None = None, frames: set[str] | None = None
               ) -> dict[str, Any] | None:
     """The run's last halt as the report shows it (`build_report(run)["halt"]`), without the report's fold of every
     step: what the console's run page needs. `records` and `frames` are read from the run unless given."""
@@ -130,7 +131,7 @@ def halt_view(run: RunHandle, records: list[dict[str, Any]] | None = None, frame
     return _halt(halt, run.frame_names() if frames is None else frames)
 
 
-def _halt(rec: dict[str, Any], frames: set[str]) -> dict[str, Any]:
+def _halt(rec: JournalEntry, frames: set[str]) -> dict[str, Any]:
     """The halt record as the report shows it, with every candidate the ladder weighed and the frame to mark them on:
     the unannotated halt frame where one was kept (durable resolution halts), else the annotated one."""
     d, step = rec.get("data") or {}, rec.get("step")
@@ -143,17 +144,17 @@ def _halt(rec: dict[str, Any], frames: set[str]) -> dict[str, Any]:
     }
 
 
-def _masked(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _masked(records: list[JournalEntry]) -> list[dict[str, Any]]:
     """The regions painted over in every frame saved after a secret was typed there (the last record per step)."""
     out: dict[str, dict[str, Any]] = {}
     for r in records:
         if is_a(r, RecordType.FRAMES_MASKED) and r.get("step"):
             d = r.get("data") or {}
-            out[r["step"]] = {"step": r["step"], "box": d.get("box"), "whole_frame": bool(d.get("whole_frame")), "from_seq": r.get("seq")}
+            out[step_of(r)] = {"step": r["step"], "box": d.get("box"), "whole_frame": bool(d.get("whole_frame")), "from_seq": r.get("seq")}
     return list(out.values())
 
 
-def _view(read: Callable[[], dict[str, Any] | None], drop: tuple[str, ...] = ()) -> dict[str, Any] | None:
+def _view(read: Callable[[], Mapping[str, Any] | None], drop: tuple[str, ...] = ()) -> dict[str, Any] | None:
     """A record as the report shows it (a damaged one is left out: a report only reads)."""
     try:
         data = read()

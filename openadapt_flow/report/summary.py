@@ -6,6 +6,7 @@ from datetime import datetime
 from typing import Any
 
 from openadapt_flow.store.states import RecordType, RunState, is_a
+from openadapt_flow.store.entry import JournalEntry
 
 STARTS = (RecordType.RUN_STARTED, RecordType.RUN_RESUMED)
 STOPS = (RecordType.PAUSED, RecordType.RUN_FINISHED, RecordType.INTERRUPTED)
@@ -25,7 +26,7 @@ def _seconds(a: Any, b: Any) -> float | None:
     return None if start is None or end is None else max(0.0, (end - start).total_seconds())
 
 
-def running_seconds(records: list[dict[str, Any]]) -> float | None:
+def running_seconds(records: list[JournalEntry]) -> float | None:
     """Time the run's processes spent on it: each start or resume to the stop that followed (a pause's wait is not
     counted); a segment with no recorded stop ends at the last record."""
     total, start, seen = 0.0, None, False
@@ -49,7 +50,7 @@ def step_ms(row: dict[str, Any]) -> float | None:
     return round(span * 1000, 1) if span is not None else None
 
 
-def summarize(state: str | None, rows: list[dict[str, Any]], records: list[dict[str, Any]]) -> dict[str, Any]:
+def summarize(state: str | None, rows: list[dict[str, Any]], records: list[JournalEntry]) -> dict[str, Any]:
     """Outcome (state and exit code), running time, and how many steps were verified, weakly verified, halted."""
     statuses = [r.get("status") for r in rows]
     weak = sum(1 for r in rows if r.get("status") == "verified" and r.get("verification") == "weak")

@@ -19,6 +19,7 @@ from openadapt_flow.store.atomic import StorageFault
 from openadapt_flow.store.base import JournalWriter, RunHandle, RunLease, RunStore
 from openadapt_flow.store.checkpoint import checkpoint_digest
 from openadapt_flow.store.frames import FrameWriter
+from openadapt_flow.store.journal import JournalEntry
 from openadapt_flow.store.fs import (
     EXPORT_MARK, FilesystemStore, Journal, Lease, RunDir, check_new_run_dir, load_journal, new_run_dir, refuse_exported, runs_root
 )
@@ -43,7 +44,7 @@ if TYPE_CHECKING:
     from openadapt_flow.store.postgres.store import PostgresStore
 
 __all__ = ["CHILDREN", "EXPORT_MARK", "GC_MIN_AGE_S", "MANIFEST", "MEMORY_PREFIX", "PG_PREFIX", "RUN_FILES",
-           "FilesystemStore", "FrameWriter", "Journal", "JournalWriter", "Lease", "MemoryContents", "MemoryRun",
+           "FilesystemStore", "FrameWriter", "Journal", "JournalEntry", "JournalWriter", "Lease", "MemoryContents", "MemoryRun",
            "MemoryStore", "PostgresLease", "PostgresRun", "PostgresStore", "RunDir", "RunHandle", "RunLease", "RunStore",
            "StorageFault", "checkpoint_digest",
            "check_new_run_dir", "check_queue_schema", "check_spec", "digest_manifest", "export_run", "gc_blobs",

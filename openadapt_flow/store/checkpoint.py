@@ -12,30 +12,33 @@ import errno
 import hashlib
 import json
 import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from openadapt_flow.errors import RefusedError
 from openadapt_flow.store.atomic import StorageFault, dumps, fsync_dir, is_storage_error, write_json_atomic
 from openadapt_flow.store.faults import crash_point, io_fault
 from openadapt_flow.store.states import RecordType, is_a
+from openadapt_flow.store.journal import JournalEntry, step_of
+from openadapt_flow.store.entry import CheckpointDoc
 
 CHECKPOINT = "checkpoint.json"
 SCHEMA = "openadapt-flow/checkpoint@1"
 
 
-def checkpoint_from_records(records: list[dict[str, Any]]) -> dict[str, Any] | None:
+def checkpoint_from_records(records: list[JournalEntry]) -> CheckpointDoc | None:
     """The checkpoint the journal implies: built from its last `step_verified` (or `step_skipped`) record."""
     results: dict[str, Any] = {}
     effects: dict[str, Any] = {}
-    last: dict[str, Any] | None = None
+    last: JournalEntry | None = None
     for r in records:
         if is_a(r, RecordType.STEP_VERIFIED, RecordType.STEP_SKIPPED):
             d = r["data"]
             if d.get("result") is not None:
-                results[r["step"]] = d["result"]
+                results[step_of(r)] = d["result"]
             if d.get("effect") is not None:
-                effects[r["step"]] = d["effect"]
+                effects[step_of(r)] = d["effect"]
             last = r
     if last is None:
         return None
@@ -44,7 +47,7 @@ def checkpoint_from_records(records: list[dict[str, Any]]) -> dict[str, Any] | N
         "schema": SCHEMA,
         "seq": last["seq"],
         "journal_hash": last["hash"],
-        "step": last["step"],
+        "step": step_of(last),
         "step_index": d["index"],
         "next_index": d["index"] + 1,
         "verified_by": d.get("verified_by", "runtime"),
@@ -54,7 +57,7 @@ def checkpoint_from_records(records: list[dict[str, Any]]) -> dict[str, Any] | N
     }
 
 
-def write_checkpoint(run_dir: Path, cp: dict[str, Any]) -> None:
+def write_checkpoint(run_dir: Path, cp: CheckpointDoc) -> None:
     """Atomic replace (temp, fsync, rename, fsync dir), with crash points inside for the crash matrix."""
     path = run_dir / CHECKPOINT
     tmp = path.with_name(f".{CHECKPOINT}.{os.getpid()}.tmp")
@@ -80,13 +83,13 @@ def write_checkpoint(run_dir: Path, cp: dict[str, Any]) -> None:
     crash_point("checkpoint:renamed", cp.get("step"))
 
 
-def checkpoint_digest(cp: dict[str, Any] | None) -> str:
+def checkpoint_digest(cp: Mapping[str, Any] | None) -> str:
     if cp is None:
         return "sha256:none"
     return "sha256:" + hashlib.sha256(json.dumps(cp, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
-def reconcile_checkpoint(run_dir: Path, records: list[dict[str, Any]]) -> tuple[dict[str, Any] | None, str]:
+def reconcile_checkpoint(run_dir: Path, records: list[JournalEntry]) -> tuple[CheckpointDoc | None, str]:
     """Check checkpoint.json against the journal: (checkpoint, 'ok'|'rebuilt'). Tampering raises RefusedError."""
     path = run_dir / CHECKPOINT
     try:
@@ -99,7 +102,7 @@ def reconcile_checkpoint(run_dir: Path, records: list[dict[str, Any]]) -> tuple[
     return cp, status
 
 
-def judge_checkpoint(stored: Any, records: list[dict[str, Any]], where: str) -> tuple[dict[str, Any] | None, str]:
+def judge_checkpoint(stored: Any, records: list[JournalEntry], where: str) -> tuple[CheckpointDoc | None, str]:
     """A stored checkpoint judged against the journal (every store): (the checkpoint to use, 'ok'|'rebuilt').
 
     'rebuilt' (missing or lagging: the caller writes the returned one back); one ahead of or disagreeing with the
@@ -112,7 +115,7 @@ def judge_checkpoint(stored: Any, records: list[dict[str, Any]], where: str) -> 
     by_seq = {r["seq"]: r for r in records}
     seq = stored.get("seq")
     rec = by_seq.get(seq) if isinstance(seq, int) else None
-    if rec is None:
+    if rec is None or not isinstance(seq, int):
         raise RefusedError(f"{where}: claims journal seq {seq}, which the journal does not have (tampered); refusing")
     if rec["hash"] != stored.get("journal_hash") or not is_a(rec, RecordType.STEP_VERIFIED, RecordType.STEP_SKIPPED) or rec["step"] != stored.get("step"):
         raise RefusedError(f"{where}: disagrees with journal record {seq} (tampered); refusing")
@@ -121,4 +124,4 @@ def judge_checkpoint(stored: Any, records: list[dict[str, Any]], where: str) -> 
         return implied, "rebuilt"
     if checkpoint_digest(stored) != checkpoint_digest(implied):
         raise RefusedError(f"{where}: content differs from what journal record {seq} says (tampered); refusing")
-    return stored, "ok"
+    return cast(CheckpointDoc, stored), "ok"  # the digest of what the journal implies

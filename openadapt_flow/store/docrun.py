@@ -10,16 +10,17 @@ from __future__ import annotations
 import json
 import posixpath
 import shutil
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, Self, cast
 
 from openadapt_flow.errors import RefusedError, RunDirError
 from openadapt_flow.store import checkpoint
 from openadapt_flow.store.base import RunHandle
 from openadapt_flow.store.faults import crash_point
 from openadapt_flow.store.frames import ArtifactFrameWriter, FrameWriter
-from openadapt_flow.store.journal import JournalWriterBase, LoadResult, parse_records, verify_chain
+from openadapt_flow.store.journal import JournalEntry, JournalWriterBase, LoadResult, parse_records, verify_chain
+from openadapt_flow.store.entry import CheckpointDoc
 from openadapt_flow.store.layout import RUN_FILES, digest_manifest
 from openadapt_flow.store.seal import SCHEMA_PREFIX, verify_seal
 
@@ -49,7 +50,7 @@ class DocumentRun:
         """Drop a torn tail: keep the first `records` records (`good_len` bytes)."""
         raise NotImplementedError
 
-    def _writer(self, key: bytes, records: list[dict[str, Any]]) -> JournalWriterBase:
+    def _writer(self, key: bytes, records: list[JournalEntry]) -> JournalWriterBase:
         raise NotImplementedError
 
     def decision_texts(self) -> list[tuple[str, str]]:
@@ -93,7 +94,7 @@ class DocumentRun:
             raise RefusedError(f"{self.describe(what)}: expected a JSON object; refusing a damaged run record")
         return data
 
-    def check_seal(self, records: list[dict[str, Any]], key: bytes) -> dict[str, Any] | None:
+    def check_seal(self, records: list[JournalEntry], key: bytes) -> dict[str, Any] | None:
         text = self.doc_text("state")
         try:
             doc = None if text is None else json.loads(text)
@@ -101,7 +102,7 @@ class DocumentRun:
             raise RefusedError(f"{self.describe('state')}: unreadable or not JSON ({e}); refusing") from None
         return verify_seal(doc, records, key, self.describe("state"), self.describe("journal"))
 
-    def _put(self, what: str, doc: dict[str, Any]) -> None:
+    def _put(self, what: str, doc: Mapping[str, Any]) -> None:
         raise NotImplementedError
 
     def put_artifact(self, rel: str, data: bytes) -> None:
@@ -148,14 +149,14 @@ class DocumentRun:
             self._cut_journal(len(records), good_len)
         return LoadResult(records, torn)
 
-    def open_journal(self, key: bytes) -> tuple[JournalWriterBase, list[dict[str, Any]]]:
+    def open_journal(self, key: bytes) -> tuple[JournalWriterBase, list[JournalEntry]]:
         records = self.load_journal(key, repair=True).records
         return self._writer(key, records), records
 
     def new_journal(self, key: bytes) -> JournalWriterBase:
         return self._writer(key, self.load_journal(key).records if self.has_journal() else [])
 
-    def read_records(self) -> list[dict[str, Any]]:
+    def read_records(self) -> list[JournalEntry]:
         return parse_records(self.journal_bytes())
 
     # state
@@ -169,15 +170,16 @@ class DocumentRun:
         self._put("state", {"schema": SCHEMA_PREFIX + "state@1", **doc})
 
     # checkpoint
-    def read_checkpoint(self) -> dict[str, Any] | None:
-        return self._get("checkpoint")
+    def read_checkpoint(self) -> CheckpointDoc | None:
+        """As stored (reconcile_checkpoint judges it against the journal)."""
+        return cast("CheckpointDoc | None", self._get("checkpoint"))
 
-    def write_checkpoint(self, cp: dict[str, Any]) -> None:
+    def write_checkpoint(self, cp: CheckpointDoc) -> None:
         crash_point("checkpoint:tmp_written", cp.get("step"))
         self._put("checkpoint", cp)
         crash_point("checkpoint:renamed", cp.get("step"))
 
-    def reconcile_checkpoint(self, records: list[dict[str, Any]]) -> tuple[dict[str, Any] | None, str]:
+    def reconcile_checkpoint(self, records: list[JournalEntry]) -> tuple[CheckpointDoc | None, str]:
         cp, status = checkpoint.judge_checkpoint(self._get("checkpoint"), records, self.describe("checkpoint"))
         if status == "rebuilt" and cp is not None:
             self._put("checkpoint", cp)

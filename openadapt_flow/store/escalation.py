@@ -13,6 +13,7 @@ from openadapt_flow.errors import RefusedError
 from openadapt_flow.store.atomic import fsync_dir, write_json_atomic
 from openadapt_flow.store.faults import crash_point
 from openadapt_flow.store.states import PausedReason, RecordType
+from openadapt_flow.store.journal import JournalEntry
 
 PENDING = "pending_escalation.json"
 APPROVAL = "approval.json"
@@ -77,7 +78,7 @@ def consume_approval(run_dir: Path, pause_id: str) -> Path:
 NO_DECISION_REASONS = frozenset({PausedReason.AWAITING_TIMER, PausedReason.AWAITING_CHILD, PausedReason.SUSPENDED_ORPHAN})
 
 
-def journal_pause(records: list[dict[str, Any]]) -> tuple[dict[str, Any] | None, set[str]]:
+def journal_pause(records: list[JournalEntry]) -> tuple[dict[str, Any] | None, set[str]]:
     """The pause the journal says is open (the full pending body its `escalation_opened` / `escalated` record
     carries), and the ids of the pauses it has closed: decided (`decision`), re-issued (`escalated`), dropped,
     resumed past (a pause that needs no decision), or ended with the run (`run_finished`)."""

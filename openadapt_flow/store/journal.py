@@ -15,13 +15,17 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, cast
 
 from openadapt_flow.errors import RefusedError
+from openadapt_flow.store.entry import JournalEntry, step_of
 from openadapt_flow.store.faults import crash_point
+
+__all__ = ["FSYNC_TYPES", "GENESIS", "JOURNAL_FILE", "JournalEntry", "JournalWriterBase", "LoadResult", "make_record",
+           "now_iso", "parse_records", "record_hash", "step_of", "verify_chain"]
 
 GENESIS = "0" * 64
 JOURNAL_FILE = "journal.jsonl"
@@ -37,29 +41,29 @@ def now_iso() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def _canonical(rec: dict[str, Any]) -> bytes:
+def _canonical(rec: Mapping[str, Any]) -> bytes:
     return json.dumps(rec, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str).encode()
 
 
-def record_hash(key: bytes, rec: dict[str, Any]) -> str:
+def record_hash(key: bytes, rec: Mapping[str, Any]) -> str:
     body = {k: v for k, v in rec.items() if k != "hash"}
     return hmac.new(key, _canonical(body), hashlib.sha256).hexdigest()
 
 
 @dataclass
 class LoadResult:
-    records: list[dict[str, Any]]
+    records: list[JournalEntry]
     truncated_bytes: int  # size of a torn tail that was cut off (0 if none)
 
 
-def verify_chain(raw: bytes, key: bytes, where: str) -> tuple[list[dict[str, Any]], int, int]:
+def verify_chain(raw: bytes, key: bytes, where: str) -> tuple[list[JournalEntry], int, int]:
     """Parse and verify the chain of a journal's bytes: (records, length of the whole records, torn tail length).
 
     A torn last line is dropped; any other break raises RefusedError naming the first bad seq. Every store reads its
     journal through here, so the chain is checked the same way wherever records live."""
     lines = raw.split(b"\n")
     tail = lines.pop()  # bytes after the last newline: a torn write if non-empty
-    records: list[dict[str, Any]] = []
+    records: list[JournalEntry] = []
     good_len = 0
     prev = GENESIS
     torn = len(tail)
@@ -77,44 +81,45 @@ def verify_chain(raw: bytes, key: bytes, where: str) -> tuple[list[dict[str, Any
         if rec.get("seq") != seq or rec.get("prev_hash") != prev or rec.get("hash") != record_hash(key, rec):
             raise RefusedError(f"{where}: journal chain broken at seq {seq} (edited, reordered or foreign record); refusing")
         prev = rec["hash"]
-        records.append(rec)
+        records.append(cast(JournalEntry, rec))  # its keys are the ones just hashed
         good_len += len(line) + 1
     return records, good_len, torn
 
 
 def make_record(key: bytes, seq: int, prev_hash: str, type_: str, step: str | None, data: dict[str, Any] | None
-                ) -> tuple[dict[str, Any], bytes]:
+                ) -> tuple[JournalEntry, bytes]:
     """The next chained record and its journal line (every store writes the same bytes)."""
-    rec: dict[str, Any] = {"seq": seq, "ts": now_iso(), "type": type_, "step": step, "data": data or {}, "prev_hash": prev_hash}
-    rec["hash"] = record_hash(key, rec)
+    rec: JournalEntry = {"seq": seq, "ts": now_iso(), "type": type_, "step": step, "data": data or {}, "prev_hash": prev_hash,
+                         "hash": ""}
+    rec["hash"] = record_hash(key, rec)  # over every key but `hash`: the placeholder is not hashed
     return rec, json.dumps(rec, ensure_ascii=False, separators=(",", ":"), default=str).encode() + b"\n"
 
 
-def parse_records(raw: bytes) -> list[dict[str, Any]]:
-    """Whole records in order, unverified."""
-    out: list[dict[str, Any]] = []
+def parse_records(raw: bytes) -> list[JournalEntry]:
+    """Whole records in order, unverified (their keys are trusted as the writer's: views only, never decisions)."""
+    out: list[JournalEntry] = []
     for line in raw.split(b"\n"):
         try:
             rec = json.loads(line)
         except ValueError:
             continue
         if isinstance(rec, dict):
-            out.append(rec)
+            out.append(cast(JournalEntry, rec))
     return out
 
 
 class JournalWriterBase:
     """Appends chained records; one writer per run (the lease owner). A store's writer persists each whole line."""
 
-    def __init__(self, key: bytes, records: list[dict[str, Any]] | None = None) -> None:
+    def __init__(self, key: bytes, records: list[JournalEntry] | None = None) -> None:
         self.key = key
         self.seq: int = records[-1]["seq"] if records else 0
         self.last_hash: str = records[-1]["hash"] if records else GENESIS
-        self.observers: list[Callable[[dict[str, Any]], None]] = []  # e.g. budgets counting records
-        self.last_of: dict[str, dict[str, Any]] = {}  # the last record of each type this writer appended
+        self.observers: list[Callable[[JournalEntry], None]] = []  # e.g. budgets counting records
+        self.last_of: dict[str, JournalEntry] = {}  # the last record of each type this writer appended
 
     def append(self, type_: str, step: str | None = None, data: dict[str, Any] | None = None, *,
-               sync: bool | None = None) -> dict[str, Any]:
+               sync: bool | None = None) -> JournalEntry:
         rec, line = make_record(self.key, self.seq + 1, self.last_hash, type_, step, data)
         self._persist(rec, line, sync if sync is not None else type_ in FSYNC_TYPES)
         self.seq, self.last_hash = rec["seq"], rec["hash"]
@@ -124,7 +129,7 @@ class JournalWriterBase:
         crash_point("after:" + type_, step)
         return rec
 
-    def _persist(self, rec: dict[str, Any], line: bytes, durable: bool) -> None:
+    def _persist(self, rec: JournalEntry, line: bytes, durable: bool) -> None:
         """Keep one whole record's line (durable before returning if `durable`), or raise and keep none."""
         raise NotImplementedError
 

@@ -27,7 +27,7 @@ from typing import Any
 from openadapt_flow.errors import RefusedError
 from openadapt_flow.store.atomic import write_json_atomic
 from openadapt_flow.store.filelock import lock_exclusive, unlock
-from openadapt_flow.store.journal import now_iso
+from openadapt_flow.store.journal import JournalEntry, now_iso
 
 STATE_DIR_ENV = "FLOW_STATE_DIR"
 SCHEMA = "openadapt-flow/ledger@1"
@@ -105,7 +105,7 @@ class Ledger:
         return data
 
 
-def claim(run_id: str, run_dir: Path, records: list[dict[str, Any]]) -> dict[str, Any]:
+def claim(run_id: str, run_dir: Path, records: list[JournalEntry]) -> dict[str, Any]:
     """Before a command acts on a run: this directory must be the one the ledger knows, and its journal must reach
     the ledger's seal. A run the ledger never saw (made by another installation) is adopted here. Returns the entry."""
     here = _where(run_dir)
@@ -122,7 +122,7 @@ def claim(run_id: str, run_dir: Path, records: list[dict[str, Any]]) -> dict[str
         return dict(entry)
 
 
-def check_entry(entry: dict[str, Any], where: str, records: list[dict[str, Any]]) -> None:
+def check_entry(entry: dict[str, Any], where: str, records: list[JournalEntry]) -> None:
     """The journal must reach the entry's seal and every consumed decision's record (any store's ledger)."""
     entry.setdefault("consumed", {})
     seal = entry.setdefault("seal", {"seq": 0, "hash": None})
@@ -131,7 +131,7 @@ def check_entry(entry: dict[str, Any], where: str, records: list[dict[str, Any]]
         _check_reaches(where, records, used.get("seq") or 0, used.get("hash"), f"the consumed decision for {pause_id}")
 
 
-def _check_reaches(where: str, records: list[dict[str, Any]], seq: int, hash_: str | None, what: str) -> None:
+def _check_reaches(where: str, records: list[JournalEntry], seq: int, hash_: str | None, what: str) -> None:
     if seq <= 0:
         return
     if len(records) < seq or records[seq - 1].get("hash") != hash_:

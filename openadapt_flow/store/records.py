@@ -10,17 +10,17 @@ workflow's JSON output) and effect readings (a system of record's value).
 from __future__ import annotations
 
 from functools import cache
-from typing import TYPE_CHECKING, Annotated, Any, Literal, Union
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Union, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, create_model
 
+from openadapt_flow.store.entry import JournalEntry, VerifiedBy
 from openadapt_flow.store.states import PausedReason, RunState, TransactionOutcome
 
 Json = Any  # any JSON value: a tool's result, an answer, a signal's data
 Obj = dict[str, Any]
 Point = list[int]  # [x, y]
 Box = list[int]  # [x, y, w, h]
-VerifiedBy = Literal["runtime", "reconciled", "operator"]
 EffectVerdictName = Literal["CONFIRMED", "ABSENT", "CONFLICTING", "UNAVAILABLE", "INDETERMINATE"]
 Decision = Literal["continue", "skip", "reject", "teach", "escalate", "reconcile", "answer", "signal"]
 
@@ -341,16 +341,20 @@ def _title(name: str) -> str:
     return "".join(part.capitalize() for part in name.split("_")) + "Record"
 
 
-class RecordEnvelope(BaseModel):
-    """`{seq, ts, type, step, data, prev_hash, hash}`; `hash` is the HMAC (installation key) of the rest."""
-    model_config = ConfigDict(extra="forbid", defer_build=True)
-    seq: int = Field(ge=1)
-    ts: str
-    type: str
-    step: str | None
-    data: Obj
-    prev_hash: str = Field(pattern=r"^[0-9a-f]{64}$")
-    hash: str = Field(pattern=r"^[0-9a-f]{64}$")
+# The envelope's constraints beyond its keys' types; its keys and types are JournalEntry's (store/entry.py), the one
+# definition of a journal line.
+_ENVELOPE_RULES: dict[str, Any] = {"seq": Field(ge=1), "prev_hash": Field(pattern=r"^[0-9a-f]{64}$"),
+                                   "hash": Field(pattern=r"^[0-9a-f]{64}$")}
+
+
+def _envelope_fields() -> dict[str, Any]:
+    return {k: (hint, _ENVELOPE_RULES.get(k, ...)) for k, hint in get_type_hints(JournalEntry).items()}
+
+
+RecordEnvelope: type[BaseModel] = create_model(
+    "RecordEnvelope", __config__=ConfigDict(extra="forbid", defer_build=True), __module__=__name__,
+    __doc__="`{seq, ts, type, step, data, prev_hash, hash}`; `hash` is the HMAC (installation key) of the rest.",
+    **_envelope_fields())
 
 
 DATA_MODELS: dict[str, type[BaseModel]] = {

@@ -9,11 +9,12 @@ copied into it from other files (views for people, rebuilt from the records at e
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, get_type_hints
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from openadapt_flow.store.records import Box, Decision, Json, Obj, Point, VerifiedBy
+from openadapt_flow.store.entry import CheckpointDoc, StateDoc
+from openadapt_flow.store.records import Box, Decision, Json, Obj, Point
 from openadapt_flow.store.states import PausedReason, RunState, TransactionOutcome
 
 Sha = str  # "sha256:<hex>"
@@ -55,33 +56,25 @@ class Manifest(_File):
     child_runs: list[str]
 
 
-class State(_File):
-    """state.json: replaced on every transition; sealed (HMAC, installation key) over the journal's end."""
-    schema_: str = _schema("state")
-    state: RunState
-    paused_reason: PausedReason | None
-    transaction_outcome: TransactionOutcome | None
-    last_checkpoint_seq: int | None
-    halt_category: str | None = None
-    message: str | None = None
-    updated_at: str
-    journal_seq: int | None = Field(default=None, ge=0)
-    journal_hash: str | None = None
-    seal: str | None = None
+def _model(doc: type, name: str, rules: dict[str, Any]) -> type[BaseModel]:
+    """The validating model of a run document whose definition is the TypedDict `doc`: the same keys in the same
+    order and their types; `rules` gives a key its constraint or default (`Field(...)`, or `(type, Field(...))` where
+    the model checks more than the type says: an enum stored as its string), and `schema` is the aliased `schema_`."""
+    fields: dict[str, Any] = {}
+    for key, hint in get_type_hints(doc).items():
+        rule = rules.get(key, ...)
+        fields["schema_" if key == "schema" else key] = rule if isinstance(rule, tuple) else (hint, rule)
+    return create_model(name, __base__=_File, __doc__=doc.__doc__, __module__=__name__, **fields)
 
 
-class Checkpoint(_File):
-    """checkpoint.json: the last verified (or skipped) step, as the journal's records up to `seq` imply it."""
-    schema_: str = _schema("checkpoint")
-    seq: int = Field(ge=1)
-    journal_hash: str
-    step: str
-    step_index: int = Field(ge=0)
-    next_index: int = Field(ge=1)
-    verified_by: VerifiedBy
-    results: dict[str, Json]
-    effects: dict[str, Obj]
-    screen_facts: list[Obj]
+State = _model(StateDoc, "State", {
+    "schema": _schema("state"), "state": (RunState, ...), "paused_reason": (PausedReason | None, ...),
+    "transaction_outcome": (TransactionOutcome | None, ...), "halt_category": None, "message": None,
+    "journal_seq": (int | None, Field(default=None, ge=0)), "journal_hash": None, "seal": None})
+
+
+Checkpoint = _model(CheckpointDoc, "Checkpoint", {
+    "schema": _schema("checkpoint"), "seq": Field(ge=1), "step_index": Field(ge=0), "next_index": Field(ge=1)})
 
 
 class Lease(_File):

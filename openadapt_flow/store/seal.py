@@ -9,7 +9,7 @@ import json
 from typing import Any
 
 from openadapt_flow.errors import RefusedError
-from openadapt_flow.store.journal import now_iso
+from openadapt_flow.store.journal import JournalEntry, now_iso
 
 SCHEMA_PREFIX = "openadapt-flow/"
 
@@ -20,7 +20,7 @@ def state_seal(key: bytes, doc: dict[str, Any]) -> str:
     return hmac.new(key, b"openadapt-flow state seal\0" + canonical, hashlib.sha256).hexdigest()
 
 
-def verify_seal(doc: Any, records: list[dict[str, Any]], key: bytes, where: str, journal_where: str) -> dict[str, Any] | None:
+def verify_seal(doc: Any, records: list[JournalEntry], key: bytes, where: str, journal_where: str) -> dict[str, Any] | None:
     """A state document, verified: sealed with this installation's key, and the journal reaches the end it names.
 
     The journal may be AHEAD of the seal (records written before a crash, or between transitions); BEHIND is a

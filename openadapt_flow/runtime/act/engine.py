@@ -46,6 +46,7 @@ from openadapt_flow.store.states import PausedReason, RunState
 from openadapt_flow.runtime.act.step import StepRecord, run_gui_step
 from openadapt_flow.store.atomic import StorageFault
 from openadapt_flow.store.faults import crash_point
+from openadapt_flow.store.entry import JournalEntry
 from openadapt_flow.store.journal import now_iso
 from openadapt_flow.store.keys import load_decision_key, load_key
 from openadapt_flow.store.base import JournalWriter, RunHandle, RunLease
@@ -248,7 +249,7 @@ def start_bundle(req: ReplayRequest, runs: Runs, progress: Progress | None = Non
         _let_go(st)
 
 
-def _open_run(st: _Start, key: bytes) -> tuple[RunHandle, str, JournalWriter, dict[str, Any]]:
+def _open_run(st: _Start, key: bytes) -> tuple[RunHandle, str, JournalWriter, JournalEntry]:
     """Create (or, submitted, open) the run, take its lease, copy the bundle and write `run_started`: the run, its
     id, its journal and that first record."""
     req, loaded, params = st.req, st.loaded, st.params

@@ -14,6 +14,7 @@ from openadapt_flow.store.checkpoint import checkpoint_digest
 from openadapt_flow.store.escalation import sign
 from openadapt_flow.store.keys import key_id, load_decision_key
 from openadapt_flow.store.states import DecisionKind, PausedReason
+from openadapt_flow.store.entry import CheckpointDoc
 
 
 def iso(epoch: float) -> str:
@@ -55,7 +56,7 @@ class TaskTerms:
     channels: list[str] | None = None
 
 
-def decision_task(ctx: RunContext, pause: dict[str, Any], cp: dict[str, Any] | None, terms: TaskTerms) -> dict[str, Any]:
+def decision_task(ctx: RunContext, pause: dict[str, Any], cp: CheckpointDoc | None, terms: TaskTerms) -> dict[str, Any]:
     """The bounded question an operator answers about `pause` (its pending body): ids, digests and the question only
     (no frames, OCR text or values)."""
     key = load_decision_key(create=False)
@@ -86,7 +87,7 @@ def decision_task(ctx: RunContext, pause: dict[str, Any], cp: dict[str, Any] | N
 
 def open_pause(
     ctx: RunContext, reason: str, category: str, step_id: str, message: str, outcome: str | None,
-    evidence: list[dict[str, Any]], cp: dict[str, Any] | None,
+    evidence: list[dict[str, Any]], cp: CheckpointDoc | None,
 ) -> dict[str, Any]:
     """Journal the pause (its `escalation_opened` record carries the whole pending body), then write its view
     pending_escalation.json; the caller then journals `paused` and writes state PAUSED."""

@@ -14,6 +14,7 @@ from openadapt_flow.runtime.act.settle import settle
 from openadapt_flow.runtime.act.step import screen_facts
 from openadapt_flow.verify.effects import ABSENT, CONFIRMED, Reading, judge, make_reader, resolve_effect
 from openadapt_flow.store.states import RecordType, is_a
+from openadapt_flow.store.entry import JournalEntry
 
 CONFIRMED_DONE = "CONFIRMED"  # the step's work landed: checkpoint it, send no input
 POSITIVELY_ABSENT = "ABSENT"  # it provably did not land: it may be performed again
@@ -25,7 +26,7 @@ RETRYABLE = "RETRYABLE"  # a non-consequential step whose screen effect is not t
 class Uncertain:
     index: int
     step: Step
-    dispatch: dict[str, Any]  # its last action_dispatched record
+    dispatch: JournalEntry  # its last action_dispatched record
     baseline: Reading | None  # what its effect_baseline read, if one preceded that dispatch
 
 
@@ -36,11 +37,11 @@ class RecheckResult:
     checks: list[dict[str, Any]] = field(default_factory=list)
 
 
-def find_uncertain(records: list[dict[str, Any]], steps: list[Step]) -> Uncertain | None:
+def find_uncertain(records: list[JournalEntry], steps: list[Step]) -> Uncertain | None:
     """The step whose last action_dispatched has no step_verified after it (at most one: steps run in order)."""
     index = {s.id: i for i, s in enumerate(steps)}
-    last_dispatch: dict[str, dict[str, Any]] = {}
-    baselines: dict[str, dict[str, Any]] = {}
+    last_dispatch: dict[str, JournalEntry] = {}
+    baselines: dict[str, JournalEntry] = {}
     for r in records:
         sid = r.get("step")
         if not isinstance(sid, str):

@@ -12,6 +12,7 @@ from typing import Any
 from openadapt_flow.runtime.judge.policy import Budget
 from openadapt_flow.store.checkpoint import checkpoint_from_records
 from openadapt_flow.store.states import RecordType
+from openadapt_flow.store.entry import CheckpointDoc, JournalEntry
 
 VERIFIED = ("step_verified", "step_skipped")
 
@@ -20,7 +21,7 @@ class RunProgress:
     """Verified steps and their results, questions asked, timers set, child runs started, and the policy budget."""
 
     def __init__(self) -> None:
-        self.verified: list[dict[str, Any]] = []  # step_verified/step_skipped records, in journal order
+        self.verified: list[JournalEntry] = []  # step_verified/step_skipped records, in journal order
         self.results: dict[str, Any] = {}  # step id -> its recorded result ({steps.ID.…} interpolation reads it)
         self.asked: set[str] = set()  # ask_user steps whose question was journaled
         self.signals: set[str] = set()  # wait_signal steps whose wait was journaled
@@ -28,7 +29,7 @@ class RunProgress:
         self.children: dict[str, str] = {}  # step id -> the child run it started, as journaled (relative to the run)
         self.budget = Budget([])
 
-    def seed(self, records: list[dict[str, Any]]) -> None:
+    def seed(self, records: list[JournalEntry]) -> None:
         """Fold the journal so far (in place: the interpolator holds `results`)."""
         self.verified.clear()
         self.results.clear()
@@ -40,12 +41,12 @@ class RunProgress:
             self._fold(r)
         self.budget = Budget(records)
 
-    def note(self, rec: dict[str, Any]) -> None:
+    def note(self, rec: JournalEntry) -> None:
         """One record just appended (a journal observer)."""
         self._fold(rec)
         self.budget.note(rec)
 
-    def _fold(self, r: dict[str, Any]) -> None:
+    def _fold(self, r: JournalEntry) -> None:
         typ, step, d = r["type"], str(r.get("step")), r.get("data") or {}
         if typ in VERIFIED:
             self.verified.append(r)
@@ -62,13 +63,17 @@ class RunProgress:
             # beside the run (`child_run`, RunHandle.sibling)
             self.children[step] = d["child_run"] if "child_run" in d else d["run_dir"]
 
-    def saved(self, step_id: str) -> dict[str, Any] | None:
+    def saved(self, step_id: str) -> JournalEntry | None:
         """The record that made this step verified (or skipped), if the journal has one: its result is final."""
         return next((r for r in reversed(self.verified) if r["step"] == step_id), None)
 
-    def checkpoint(self) -> dict[str, Any] | None:
+    def checkpoint(self) -> CheckpointDoc | None:
         """The checkpoint the journal implies (store/checkpoint.py builds it from the verified records)."""
         return checkpoint_from_records(self.verified)
+
+    def checkpoint_seq(self) -> int | None:
+        """The journal seq of the checkpoint the journal implies (None before the first verified step)."""
+        return self.verified[-1]["seq"] if self.verified else None
 
     @property
     def next_index(self) -> int:

@@ -7,6 +7,7 @@ from typing import Any, TypedDict
 
 from openadapt_flow.bundle.models import Step
 from openadapt_flow.store.states import RecordType, TransactionOutcome
+from openadapt_flow.store.entry import JournalEntry
 
 HALTED_BEFORE_EFFECT = TransactionOutcome.HALTED_BEFORE_EFFECT
 RECONCILIATION_REQUIRED = TransactionOutcome.RECONCILIATION_REQUIRED
@@ -21,7 +22,7 @@ class OutcomeEvidence(TypedDict):
     positively_absent: bool
 
 
-def classify(steps: Iterable[Step], records: Iterable[dict[str, Any]]) -> tuple[TransactionOutcome, list[OutcomeEvidence]]:
+def classify(steps: Iterable[Step], records: Iterable[JournalEntry]) -> tuple[TransactionOutcome, list[OutcomeEvidence]]:
     """The outcome and its evidence: one entry per consequential step that was dispatched but not verified."""
     consequential = {s.id for s in steps if s.is_consequential}
     dispatched: dict[str, int] = {}
@@ -53,7 +54,7 @@ def classify(steps: Iterable[Step], records: Iterable[dict[str, Any]]) -> tuple[
     return outcome, evidence
 
 
-def landed(steps: Iterable[Step], records: Iterable[dict[str, Any]]) -> list[str]:
+def landed(steps: Iterable[Step], records: Iterable[JournalEntry]) -> list[str]:
     """The consequential steps whose write is known to have landed, in the order they landed: the step was verified,
     or its effect was read CONFIRMED (its postconditions may still have failed after). A run that stops short of
     COMPLETED with one of these must never be re-run from the start: that would write again."""

@@ -16,6 +16,7 @@ from openadapt_flow.bundle.models import Step
 from openadapt_flow.errors import RunSignal
 from openadapt_flow.bundle.config import PolicyConfig
 from openadapt_flow.store.states import RecordType, is_a
+from openadapt_flow.store.entry import JournalEntry, step_of
 
 SEGMENT_START = (RecordType.RUN_STARTED, RecordType.RUN_RESUMED)
 SEGMENT_END = (RecordType.PAUSED, RecordType.RUN_FINISHED, RecordType.INTERRUPTED)
@@ -34,11 +35,11 @@ class PolicyBlock(RunSignal):
     message: str
 
 
-def _ts(rec: dict[str, Any]) -> float:
+def _ts(rec: JournalEntry) -> float:
     return datetime.fromisoformat(rec["ts"].replace("Z", "+00:00")).timestamp()
 
 
-def running_seconds(records: list[dict[str, Any]]) -> float:
+def running_seconds(records: list[JournalEntry]) -> float:
     """RUNNING time of the run's closed segments. A segment that died without an end record counts to its
     last record (a finalised death's own record is written later, by reconcile or resume, and does not count)."""
     total, start, last = 0.0, None, None
@@ -60,7 +61,7 @@ def running_seconds(records: list[dict[str, Any]]) -> float:
 class Budget:
     """What the policy limits, seeded from the journal (so limits span resumes) and kept current per record."""
 
-    def __init__(self, records: list[dict[str, Any]]) -> None:
+    def __init__(self, records: list[JournalEntry]) -> None:
         self.steps_started = 0
         self.dispatches: dict[str, int] = {}
         self.model_calls = 0
@@ -74,12 +75,13 @@ class Budget:
     def running_s(self) -> float:
         return self.earlier_running_s + (time.time() - self.segment_started)
 
-    def note(self, rec: dict[str, Any]) -> None:
+    def note(self, rec: JournalEntry) -> None:
         if is_a(rec, RecordType.STEP_STARTED):
             self.steps_started += 1
             self.step_model_calls = 0
         elif is_a(rec, RecordType.ACTION_DISPATCHED):
-            self.dispatches[rec["step"]] = self.dispatches.get(rec["step"], 0) + 1
+            step = step_of(rec)
+            self.dispatches[step] = self.dispatches.get(step, 0) + 1
         elif is_a(rec, RecordType.RESOLVED, RecordType.LLM_CALL):
             calls = int(rec["data"].get("model_calls", 0) or 0)
             self.model_calls += calls

@@ -25,6 +25,7 @@ from openadapt_flow.runtime.operate.truth import check_views, consume_decision, 
 from openadapt_flow.store.base import JournalWriter, RunHandle, RunLease
 from openadapt_flow.store.checkpoint import checkpoint_digest
 from openadapt_flow.store.escalation import digest, sign, verify
+from openadapt_flow.store.entry import CheckpointDoc, JournalEntry
 from openadapt_flow.store.journal import now_iso
 from openadapt_flow.store.keys import load_decision_key, load_key
 from openadapt_flow.store.states import DecisionKind, FINAL_STATES, PausedReason, RunState
@@ -65,7 +66,7 @@ def _epoch(iso: str) -> float:
 
 
 @contextmanager
-def deciding(run: RunHandle, manifest: dict[str, Any]) -> Iterator[tuple[RunLease, list[dict[str, Any]], dict[str, Any]]]:
+def deciding(run: RunHandle, manifest: dict[str, Any]) -> Iterator[tuple[RunLease, list[JournalEntry], dict[str, Any]]]:
     """Hold the run's lease while a decision is read, checked and written, so two decisions never interleave.
 
     Yields the lease, the journal's records and the sealed state (checked against the journal and the run ledger)."""
@@ -81,7 +82,7 @@ def deciding(run: RunHandle, manifest: dict[str, Any]) -> Iterator[tuple[RunLeas
         lease.release()
 
 
-def _refuse_if_decided(run: RunHandle, records: list[dict[str, Any]], pending: dict[str, Any] | None) -> None:
+def _refuse_if_decided(run: RunHandle, records: list[JournalEntry], pending: dict[str, Any] | None) -> None:
     """A pause already decided in the journal (its process died before the decision took effect) takes no other
     decision: the next `flow resume` applies the journaled one."""
     carried = journaled_decision(records) if pending is None else None
@@ -91,7 +92,7 @@ def _refuse_if_decided(run: RunHandle, records: list[dict[str, Any]], pending: d
                            f"{rec['data'].get('operator')}, journal seq {rec['seq']}); `flow resume {run.ref}` applies it")
 
 
-def current_checkpoint(run: RunHandle) -> dict[str, Any] | None:
+def current_checkpoint(run: RunHandle) -> CheckpointDoc | None:
     return run.read_checkpoint()
 
 
@@ -259,7 +260,7 @@ def _check_operator(config: DeployConfig, vote: OperatorDecision) -> None:
         raise RefusedError(f"{who} is not among approvals.operators; refusing")
 
 
-def _decide(run: RunHandle, manifest: dict[str, Any], records: list[dict[str, Any]], state: dict[str, Any], vote: OperatorDecision,
+def _decide(run: RunHandle, manifest: dict[str, Any], records: list[JournalEntry], state: dict[str, Any], vote: OperatorDecision,
             opts: DecisionOptions) -> dict[str, Any]:
     """Under the run's lease: escalate, or record the vote (a teach's patch made first; a reject ends the run)."""
     key = load_decision_key(create=False)
@@ -288,7 +289,7 @@ def _decide(run: RunHandle, manifest: dict[str, Any], records: list[dict[str, An
 
 
 def _not_paused(run: RunHandle, state: dict[str, Any], decision: str, user: str,
-                records: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+                records: list[JournalEntry] | None = None) -> dict[str, Any]:
     """A decision on a run that is not paused: a repeat of the decision that ended the pause is a no-op; else refused."""
     last = _last_consumed(run)
     if last and last.get("decision") == decision and last.get("os_user") == user:
@@ -402,7 +403,7 @@ def _block(run: RunHandle, pending: dict[str, Any], decision: dict[str, Any]) ->
 
 
 def block_run(run: RunHandle, journal: JournalWriter, pending: dict[str, Any], decision: dict[str, Any],
-              rec: dict[str, Any] | None = None) -> None:
+              rec: JournalEntry | None = None) -> None:
     """End the run BLOCKED on a reject: its `decision` record first (or `rec`, the journal's, when a process was
     killed after it: resume ends the run from it), then incident.json and `run_finished`. Closes `journal`."""
     consume_decision(run, journal, pending, decision, rec)

@@ -23,6 +23,7 @@ from openadapt_flow.errors import FlowError, RefusedError, UsageError
 from openadapt_flow.store.atomic import dumps
 from openadapt_flow.store.base import RunHandle
 from openadapt_flow.store.states import RecordType, is_a
+from openadapt_flow.store.entry import JournalEntry
 
 PATCHES = "patches"
 
@@ -52,12 +53,12 @@ def _encode_png(rgb: np.ndarray, where: str) -> bytes:
 LAYERS = (RecordType.PATCHED, RecordType.BUNDLE_UPGRADED)  # teach patches and `resume --upgrade-bundle` versions, the latest wins
 
 
-def effective_bundle_dir(run: RunHandle, records: list[dict[str, Any]]) -> Path:
+def effective_bundle_dir(run: RunHandle, records: list[JournalEntry]) -> Path:
     applied = [r for r in records if is_a(r, *LAYERS)]
     return run.artifact_dir(applied[-1]["data"]["bundle_dir"] if applied else "bundle")
 
 
-def effective_bundle(run: RunHandle, manifest: dict[str, Any], records: list[dict[str, Any]]) -> LoadedBundle:
+def effective_bundle(run: RunHandle, manifest: dict[str, Any], records: list[JournalEntry]) -> LoadedBundle:
     """The snapshot (checked against the manifest digest), plus the patches the journal says were applied."""
     snap_dir = run.artifact_dir("bundle")
     try:
@@ -115,7 +116,7 @@ def unique_crop_box(frame: np.ndarray, point: tuple[int, int], size: tuple[int, 
                              "teach with --template")
 
 
-def make_patch(run: RunHandle, pending: dict[str, Any], records: list[dict[str, Any]], *, point: tuple[int, int] | None, template: Path | None) -> dict[str, Any]:
+def make_patch(run: RunHandle, pending: dict[str, Any], records: list[JournalEntry], *, point: tuple[int, int] | None, template: Path | None) -> dict[str, Any]:
     """Cut the new crop from the raw halt frame and write the patch files; return its digests for the approval."""
     step_id = pending["step"]
     raw = f"frames/halt-{step_id}-raw.png"

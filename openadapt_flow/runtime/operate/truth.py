@@ -23,17 +23,18 @@ from openadapt_flow.errors import RefusedError
 from openadapt_flow.store.base import JournalWriter, RunHandle
 from openadapt_flow.store.escalation import digest, journal_pause, verify
 from openadapt_flow.store.states import FINAL_STATES, RecordType, RunState, is_a
+from openadapt_flow.store.entry import JournalEntry
 
 
 
-def check_views(run: RunHandle, records: list[dict[str, Any]], key: bytes) -> dict[str, Any]:
+def check_views(run: RunHandle, records: list[JournalEntry], key: bytes) -> dict[str, Any]:
     """state.json verified against the journal (its seal) and the run ledger; the state to act on."""
     doc = run.check_seal(records, key)
     run.ledger_claim(records)
     return doc or {"state": RunState.PENDING}
 
 
-def catch_up_state(run: RunHandle, records: list[dict[str, Any]], journal: JournalWriter, state: dict[str, Any]) -> dict[str, Any]:
+def catch_up_state(run: RunHandle, records: list[JournalEntry], journal: JournalWriter, state: dict[str, Any]) -> dict[str, Any]:
     """A state that lags a journal which already ended the run (killed between `run_finished` and the state write)
     is rebuilt from the journal, so the run is not run again."""
     end = next((r for r in reversed(records) if is_a(r, RecordType.RUN_FINISHED, RecordType.RUN_RESUMED)), None)
@@ -58,7 +59,7 @@ def verify_task(run: RunHandle, pending: dict[str, Any], key: bytes) -> dict[str
     return pending
 
 
-def pending_view(run: RunHandle, records: list[dict[str, Any]], key: bytes, *, repair: bool = True) -> dict[str, Any] | None:
+def pending_view(run: RunHandle, records: list[JournalEntry], key: bytes, *, repair: bool = True) -> dict[str, Any] | None:
     """The open pause as the journal records it (None if none), with pending_escalation.json checked against it.
 
     `repair` (under the run's lease): a missing view is rebuilt, a stale one (its pause closed in the journal) removed.
@@ -116,7 +117,7 @@ def decision_data(approval: dict[str, Any] | None, pause_id: str) -> dict[str, A
 
 
 def record_decision(journal: JournalWriter, pending: dict[str, Any], approval: dict[str, Any] | None,
-                    carried: dict[str, Any] | None = None) -> dict[str, Any]:
+                    carried: JournalEntry | None = None) -> JournalEntry:
     """The point of no return: the `decision` record for the open pause, journaled (fsync'd) before it takes any
     effect. A decision this journal already holds for the pause (`carried`) is never journaled twice."""
     pause_id = pending["pause_id"]
@@ -129,11 +130,11 @@ def record_decision(journal: JournalWriter, pending: dict[str, Any], approval: d
     return rec
 
 
-def journaled_decision(records: list[dict[str, Any]]) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]] | None:
+def journaled_decision(records: list[JournalEntry]) -> tuple[JournalEntry, dict[str, Any], dict[str, Any]] | None:
     """A decision the journal holds but that has not taken effect yet (the process was killed after its record):
     (its record, the pause it decided, the decision as `check_approval` returns it), or None. Once anything spends
     it (see SPENDS) it is history: what it authorised happened, at most once."""
-    last: dict[str, Any] | None = None
+    last: JournalEntry | None = None
     for r in records:
         if is_a(r, RecordType.DECISION):
             last = r
@@ -150,7 +151,7 @@ def journaled_decision(records: list[dict[str, Any]]) -> tuple[dict[str, Any], d
     return last, pause, approval
 
 
-def _pause_body(records: list[dict[str, Any]], pause_id: Any) -> dict[str, Any] | None:
+def _pause_body(records: list[JournalEntry], pause_id: Any) -> dict[str, Any] | None:
     for r in reversed(records):
         body = (r.get("data") or {}).get("pending") if is_a(r, RecordType.ESCALATION_OPENED, RecordType.ESCALATED) else None
         if isinstance(body, dict) and body.get("pause_id") == pause_id:
@@ -159,7 +160,7 @@ def _pause_body(records: list[dict[str, Any]], pause_id: Any) -> dict[str, Any] 
 
 
 def consume_decision(run: RunHandle, journal: JournalWriter, pending: dict[str, Any], approval: dict[str, Any] | None,
-                     rec: dict[str, Any] | None = None) -> dict[str, Any]:
+                     rec: JournalEntry | None = None) -> JournalEntry:
     """Use the decision on `pending` once: journal it (unless `rec`, or this writer, already did), mark it used in
     the run ledger (refused if it was used anywhere else), then move approval.json to decisions/ and remove the
     pending view."""

@@ -29,6 +29,7 @@ from openadapt_flow.runtime.operate.upgrade import upgrade_bundle as adopt_upgra
 from openadapt_flow.runtime.resume.plan import Opened, ResumePlan, plan_resume, resumed
 from openadapt_flow.store.atomic import StorageFault
 from openadapt_flow.store.states import DecisionKind, is_a, PausedReason, RecordType, RunState
+from openadapt_flow.store.entry import CheckpointDoc, JournalEntry, step_of
 
 
 def continue_bundle(o: Opened) -> RunOutcome:
@@ -53,7 +54,7 @@ def continue_bundle(o: Opened) -> RunOutcome:
         # every system of record that steps still to come will read answers now, before any input
         if patch is not None:  # a teach: its taught steps look for their targets on the screen the run stopped at
             refuse_restarted_fixture(live, o.run.ref, o.manifest, o.records)  # before any input, the decision unused
-        probe_effects(o.loaded, o.config, bound, o.manifest["run_id"], started={r["step"] for r in o.records if is_a(r, RecordType.STEP_STARTED)})
+        probe_effects(o.loaded, o.config, bound, o.manifest["run_id"], started={step_of(r) for r in o.records if is_a(r, RecordType.STEP_STARTED)})
         ctx = make_context(o.run, o.manifest["run_id"], o.journal, live, RunInputs(o.loaded, bound),
                            RunSetup(o.config, o.runs, bool(o.manifest.get("allow_model")), True, o.req.progress, o.req.reporter))
         ctx.lease = o.lease
@@ -93,7 +94,7 @@ def backend_spec(manifest: dict[str, Any], override: BackendSpec | None, flags: 
     return merge_backend(recorded, flags) if flags else recorded
 
 
-def _continue(ctx: RunContext, records: list[dict[str, Any]], plan: ResumePlan) -> RunOutcome:
+def _continue(ctx: RunContext, records: list[JournalEntry], plan: ResumePlan) -> RunOutcome:
     try:
         start = _reenter(ctx, records, plan)
         return start if isinstance(start, RunOutcome) else execute(ctx, start)
@@ -116,7 +117,7 @@ def _params(loaded: LoadedBundle, manifest: dict[str, Any], given: Mapping[str, 
 
 
 
-def _reenter(ctx: RunContext, records: list[dict[str, Any]], plan: ResumePlan) -> int | RunOutcome:
+def _reenter(ctx: RunContext, records: list[JournalEntry], plan: ResumePlan) -> int | RunOutcome:
     """Journal the resume, re-check, re-prove, journal the decision, apply it; the index to continue at (or the pause
     it ended in).
 
@@ -144,7 +145,7 @@ def _reenter(ctx: RunContext, records: list[dict[str, Any]], plan: ResumePlan) -
             if approval is not None:
                 consume_decision(run, journal, pending, approval, rec)  # marked used in the run ledger, moved
             run.remove_pending()
-        run.write_state(RunState.RUNNING, journal=journal, last_checkpoint_seq=(ctx.fold.checkpoint() or {}).get("seq"))
+        run.write_state(RunState.RUNNING, journal=journal, last_checkpoint_seq=ctx.fold.checkpoint_seq())
     except Halt as h:
         record_halt(ctx, h, input_sent=False)
         if approval is not None and pending is not None:
@@ -217,7 +218,7 @@ def _screen_still_shows_checkpoint(uncertain: Uncertain | None, result: RecheckR
     return result.verdict == RETRYABLE or (result.verdict == POSITIVELY_ABSENT and decision == DecisionKind.CONTINUE)
 
 
-def _reprove_checkpoint(ctx: RunContext, cp: dict[str, Any]) -> None:
+def _reprove_checkpoint(ctx: RunContext, cp: CheckpointDoc) -> None:
     checks = check_facts(ctx, cp["screen_facts"])
     ctx.journal.append("checkpoint_reproved", cp["step"], {"ok": all(c["ok"] for c in checks), "checks": checks})
     if not all(c["ok"] for c in checks):

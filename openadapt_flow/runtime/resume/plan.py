@@ -26,6 +26,7 @@ from openadapt_flow.runtime.operate.approval import block_run, check_approval
 from openadapt_flow.runtime.operate.truth import journaled_decision, pending_view
 from openadapt_flow.store.base import JournalWriter, RunHandle, RunLease
 from openadapt_flow.store.states import DecisionKind, PausedReason, RunState
+from openadapt_flow.store.entry import CheckpointDoc, JournalEntry
 
 __all__ = ["Opened", "ResumePlan", "ResumeRequest", "plan_resume", "resumed"]
 
@@ -57,7 +58,7 @@ class Opened:
     config: DeployConfig
     lease: RunLease
     journal: JournalWriter
-    records: list[dict[str, Any]]
+    records: list[JournalEntry]
     state: str
     dkey: bytes
     runs: Runs
@@ -72,8 +73,8 @@ class ResumePlan:
 
     pending: dict[str, Any] | None
     approval: dict[str, Any] | None
-    carried: dict[str, Any] | None
-    checkpoint: dict[str, Any] | None
+    carried: JournalEntry | None
+    checkpoint: CheckpointDoc | None
     stop: RunOutcome | None = None
 
     @property

@@ -24,6 +24,7 @@ from openadapt_flow.store.frames import FrameWriter
 from openadapt_flow.verify.screen import Anchor, ScreenChecks
 from openadapt_flow.vision.mask import WHOLE_FRAME, field_band, paint_over
 from openadapt_flow.store.states import RecordType, is_a
+from openadapt_flow.store.entry import JournalEntry, step_of
 
 
 class StepSummary(TypedDict, total=False):
@@ -88,13 +89,13 @@ class RunContext:
     def budget(self) -> Budget:
         return self.fold.budget
 
-    def watch(self, records: list[dict[str, Any]]) -> None:
+    def watch(self, records: list[JournalEntry]) -> None:
         """Fold the journal so far (progress, budget) and keep folding every record appended; mask the fields
         secrets were typed into so far (a resumed run masks its frames as the first process did)."""
         self.fold.seed(records)
         self.journal.observers.append(self.fold.note)
         self.journal.observers.append(self._seal_dispatch)
-        noted = {r["step"] for r in records if is_a(r, RecordType.FRAMES_MASKED)}
+        noted = {step_of(r) for r in records if is_a(r, RecordType.FRAMES_MASKED)}
         # its own secret steps, and the masks a parent run handed over at its start (journaled as `parent:<step>`)
         secret_steps = {s.id for s in self.steps.values() if s.text and self.interp.uses_secret(s.text)} | noted
         for step_id, box in secret_regions(records, secret_steps, (self.checks.sx, self.checks.sy)).items():
@@ -108,12 +109,12 @@ class RunContext:
             self.journal.append("frames_masked", step_id, {"box": list(box) if box else None, "whole_frame": box is None,
                                                            "why": "a secret was typed here"})
 
-    def _seal_dispatch(self, rec: dict[str, Any]) -> None:
+    def _seal_dispatch(self, rec: JournalEntry) -> None:
         """A consequential step's `action_dispatched` (fsync'd) is sealed in the run ledger before its input is sent,
         so a journal cut back before it — which would let resume send the write again — is refused (spec §8)."""
         if not is_a(rec, RecordType.ACTION_DISPATCHED) or not self.durable:
             return
-        step = self.steps.get(rec["step"])
+        step = self.steps.get(step_of(rec))
         if step is not None and step.is_consequential:
             self.run.ledger_seal(rec["seq"], rec["hash"])
 
@@ -126,7 +127,7 @@ class RunContext:
             self.lease.fence()
 
 
-def secret_regions(records: list[dict[str, Any]], secret_steps: set[str], scale: tuple[float, float]) -> dict[str, Box | None]:
+def secret_regions(records: list[JournalEntry], secret_steps: set[str], scale: tuple[float, float]) -> dict[str, Box | None]:
     """Where each secret-typing step that sent input typed (None: the whole frame), from the journal: its last
     `frames_masked` record, else the band around its dispatched point and matched target box."""
     out: dict[str, Box | None] = {}

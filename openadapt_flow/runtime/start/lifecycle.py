@@ -14,6 +14,7 @@ from openadapt_flow.store.base import JournalWriter, RunHandle
 from openadapt_flow.store import digest_manifest
 from openadapt_flow.store.seal import SCHEMA_PREFIX
 from openadapt_flow.store.states import LIVE_STATES, RecordType, RunState, TERMINAL_STATES, is_a
+from openadapt_flow.store.entry import JournalEntry
 
 
 
@@ -59,12 +60,12 @@ def effective_state(run: RunHandle) -> dict[str, Any]:
     return st
 
 
-def record_interrupted(journal: JournalWriter, message: str, **fields: Any) -> dict[str, Any]:
+def record_interrupted(journal: JournalWriter, message: str, **fields: Any) -> JournalEntry:
     """Journal `interrupted` (its one writer): a stop at a safe boundary, or an owner's death found later (finalized)."""
     return journal.append("interrupted", None, {"message": message, **fields})
 
 
-def finalize_interrupted(run: RunHandle, journal: JournalWriter, records: list[dict[str, Any]], steps: Iterable[Step], why: str) -> dict[str, Any]:
+def finalize_interrupted(run: RunHandle, journal: JournalWriter, records: list[JournalEntry], steps: Iterable[Step], why: str) -> dict[str, Any]:
     """Record an owner's death: INTERRUPTED with the transaction outcome classified from the journal.
 
     A journal that already ends with `run_finished` (the owner died, or the disk filled, after journaling its stop
@@ -86,7 +87,7 @@ def finalize_interrupted(run: RunHandle, journal: JournalWriter, records: list[d
     return {"state": RunState.INTERRUPTED, "transaction_outcome": outcome}
 
 
-def begin_run(run: RunHandle, key: bytes, manifest: dict[str, Any], started: dict[str, Any]) -> tuple[JournalWriter, dict[str, Any]]:
+def begin_run(run: RunHandle, key: bytes, manifest: dict[str, Any], started: dict[str, Any]) -> tuple[JournalWriter, JournalEntry]:
     """Start a run atomically: journal `run_started` (pinning the manifest about to be written), state RUNNING, and only
     then `manifest.json`, the file that makes a directory a run. A death before it leaves no run, and sent nothing."""
     body = {"schema": SCHEMA_PREFIX + "manifest@1", **manifest}
@@ -99,10 +100,10 @@ def begin_run(run: RunHandle, key: bytes, manifest: dict[str, Any], started: dic
     return journal, rec
 
 
-def check_manifest(run: RunHandle, records: list[dict[str, Any]]) -> None:
+def check_manifest(run: RunHandle, records: list[JournalEntry]) -> None:
     """The manifest (params, backend, config and its policy) is pinned by the journal's first record."""
     first = next((r for r in records if is_a(r, RecordType.RUN_STARTED)), None)
-    want = (first or {}).get("data", {}).get("manifest_digest")
+    want = first["data"].get("manifest_digest") if first is not None else None
     if want is None:
         raise RefusedError(f"{run.ref}: journal has no run_started record pinning the manifest; refusing")
     if run.manifest_digest() != want:

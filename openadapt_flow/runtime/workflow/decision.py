@@ -15,13 +15,14 @@ from openadapt_flow.runtime.start.context import RunContext
 from openadapt_flow.runtime.act.durable import record_verified
 from openadapt_flow.runtime.operate.truth import consume_decision, record_decision
 from openadapt_flow.store.states import DecisionKind, RecordType, is_a
+from openadapt_flow.store.entry import JournalEntry, step_of
 
 
-def apply_decision(rc: RunContext, records: list[dict[str, Any]], pending: dict[str, Any] | None, approval: dict[str, Any] | None) -> list[dict[str, Any]]:
+def apply_decision(rc: RunContext, records: list[JournalEntry], pending: dict[str, Any] | None, approval: dict[str, Any] | None) -> list[JournalEntry]:
     """Journal the operator's decision; an answer or signal becomes the waiting call's recorded result."""
     if pending is None:
         return []
-    new: list[dict[str, Any]] = []
+    new: list[JournalEntry] = []
     if approval is not None:
         # the journal carries the whole decision, what was delivered included (its payload): the point of no return
         decision = record_decision(rc.journal, pending, approval)
@@ -46,9 +47,9 @@ def _delivered(rc: RunContext, d: dict[str, Any]) -> Any:
     return _payload_value(rc.run.read_decision(d["pause_id"]) or {})
 
 
-def _record_delivery(rc: RunContext, records: list[dict[str, Any]], decision: dict[str, Any]) -> list[dict[str, Any]]:
+def _record_delivery(rc: RunContext, records: list[JournalEntry], decision: JournalEntry) -> list[JournalEntry]:
     """A journaled answer or signal becomes its waiting call's recorded result (once: not if it already is)."""
-    d, step = decision["data"], decision["step"]
+    d, step = decision["data"], step_of(decision)
     header = next((r for r in records if is_a(r, RecordType.STEP_STARTED) and r["step"] == step), None)
     done = any(is_a(r, RecordType.STEP_VERIFIED) and r["step"] == step for r in records)
     if d.get("decision") not in (DecisionKind.ANSWER, DecisionKind.SIGNAL) or header is None or done:
@@ -58,10 +59,10 @@ def _record_delivery(rc: RunContext, records: list[dict[str, Any]], decision: di
                                        "operator": d.get("operator"), "screen_facts": []})]
 
 
-def journaled_deliveries(rc: RunContext, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def journaled_deliveries(rc: RunContext, records: list[JournalEntry]) -> list[JournalEntry]:
     """Answers and signals a resume journaled, then died before recording as their calls' results: applied from the
     journal now, and marked used in the run ledger (their approval files were retired by pending_view)."""
-    new: list[dict[str, Any]] = []
+    new: list[JournalEntry] = []
     for call in history(records).values():
         d = call.last("decision")
         if call.verified is not None or d is None or d["data"].get("decision") not in (DecisionKind.ANSWER, DecisionKind.SIGNAL):

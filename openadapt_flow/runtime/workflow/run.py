@@ -50,6 +50,7 @@ from openadapt_flow.store.faults import crash_point
 from openadapt_flow.store.keys import load_decision_key, load_key
 from openadapt_flow.store import CHILDREN
 from openadapt_flow.store.states import PausedReason, RunState
+from openadapt_flow.store.entry import JournalEntry
 
 
 def _source_digest(fn: Callable[..., Any], entry: str) -> str:
@@ -130,7 +131,7 @@ class Wiring:
     stop: threading.Event | None = None
 
 
-def open_context(run: RunHandle, journal: JournalWriter, lease: RunLease, records: list[dict[str, Any]], ident: WorkflowIdentity,
+def open_context(run: RunHandle, journal: JournalWriter, lease: RunLease, records: list[JournalEntry], ident: WorkflowIdentity,
                  wiring: Wiring) -> RunContext:
     """A workflow run's context: no bundle and no desktop; its steps are its calls, those the journal has to begin with."""
     rc = make_context(run, ident.run_id, journal, NoDesktop(), RunInputs(None, BoundParams(dict(ident.args)), ident.digest),

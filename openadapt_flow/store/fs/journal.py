@@ -10,7 +10,7 @@ from typing import Any
 from openadapt_flow.errors import RefusedError
 from openadapt_flow.store.atomic import StorageFault, is_storage_error
 from openadapt_flow.store.faults import io_fault
-from openadapt_flow.store.journal import JournalWriterBase, LoadResult, parse_records, verify_chain
+from openadapt_flow.store.journal import JournalEntry, JournalWriterBase, LoadResult, parse_records, verify_chain
 
 
 def load_journal(path: Path, key: bytes, *, repair: bool = False) -> LoadResult:
@@ -33,7 +33,7 @@ def load_journal(path: Path, key: bytes, *, repair: bool = False) -> LoadResult:
 class Journal(JournalWriterBase):
     """The run directory's journal file, held open for appending."""
 
-    def __init__(self, path: Path, key: bytes, records: list[dict[str, Any]] | None = None) -> None:
+    def __init__(self, path: Path, key: bytes, records: list[JournalEntry] | None = None) -> None:
         super().__init__(key, records)
         self.path = path
         try:
@@ -44,11 +44,11 @@ class Journal(JournalWriterBase):
         self._broken: OSError | None = None
 
     @classmethod
-    def open_existing(cls, path: Path, key: bytes) -> tuple["Journal", list[dict[str, Any]]]:
+    def open_existing(cls, path: Path, key: bytes) -> tuple["Journal", list[JournalEntry]]:
         result = load_journal(path, key, repair=True)
         return cls(path, key, result.records), result.records
 
-    def _persist(self, rec: dict[str, Any], line: bytes, sync: bool) -> None:
+    def _persist(self, rec: JournalEntry, line: bytes, sync: bool) -> None:
         """Append one whole record or none: on a full disk or an I/O error the file is cut back to the last whole
         record (a later append never follows a torn line) and StorageFault stops the run (spec §6)."""
         if self._broken is not None:
@@ -91,7 +91,7 @@ class Journal(JournalWriterBase):
                 self._fd = -1
 
 
-def read_records(path: Path) -> list[dict[str, Any]]:
+def read_records(path: Path) -> list[JournalEntry]:
     """Whole records in order, unverified (for views such as reports; decisions use load_journal)."""
     try:
         return parse_records(path.read_bytes())

@@ -8,7 +8,7 @@ import shutil
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from openadapt_flow.errors import CutStartup, RefusedError, RunDirError
 from openadapt_flow.store import checkpoint, escalation, ledger
@@ -17,7 +17,8 @@ from openadapt_flow.store.base import JournalWriter, RunHandle, check_artifact_n
 from openadapt_flow.store.frames import FrameWriter
 from openadapt_flow.store.fs.journal import Journal, load_journal, read_records
 from openadapt_flow.store.fs.lease import Lease, try_lock, unlock
-from openadapt_flow.store.journal import JOURNAL_FILE, LoadResult
+from openadapt_flow.store.journal import JOURNAL_FILE, JournalEntry, LoadResult
+from openadapt_flow.store.entry import CheckpointDoc
 from openadapt_flow.store.layout import BUNDLE, CHILDREN, FRAMES, INCIDENT, MANIFEST, REPORT_FILES, RUN_FILES, STATE, digest_manifest
 from openadapt_flow.store.lease import LeaseInfo
 from openadapt_flow.store.seal import SCHEMA_PREFIX, sealed_state, verify_seal
@@ -188,7 +189,7 @@ class RunDir:
             self._id = str(self.manifest()["run_id"])
         return self._id
 
-    def check_seal(self, records: list[dict[str, Any]], key: bytes) -> dict[str, Any] | None:
+    def check_seal(self, records: list[JournalEntry], key: bytes) -> dict[str, Any] | None:
         """state.json, verified against the journal (see verify_seal). None when the run has neither state nor journal."""
         path = self.state_path
         try:
@@ -237,13 +238,13 @@ class RunDir:
     def load_journal(self, key: bytes, *, repair: bool = False) -> LoadResult:
         return load_journal(self.journal_path, key, repair=repair)
 
-    def open_journal(self, key: bytes) -> tuple[Journal, list[dict[str, Any]]]:
+    def open_journal(self, key: bytes) -> tuple[Journal, list[JournalEntry]]:
         return Journal.open_existing(self.journal_path, key)
 
     def new_journal(self, key: bytes) -> Journal:
         return Journal(self.journal_path, key)
 
-    def read_records(self) -> list[dict[str, Any]]:
+    def read_records(self) -> list[JournalEntry]:
         return read_records(self.journal_path)
 
     def has_state(self) -> bool:
@@ -252,13 +253,14 @@ class RunDir:
     def restore_state(self, doc: dict[str, Any]) -> None:
         self.write_json(STATE, "state@1", doc)
 
-    def read_checkpoint(self) -> dict[str, Any] | None:
-        return escalation.read_json_file(self.path / checkpoint.CHECKPOINT, "checkpoint")
+    def read_checkpoint(self) -> CheckpointDoc | None:
+        """As stored (reconcile_checkpoint judges it against the journal)."""
+        return cast("CheckpointDoc | None", escalation.read_json_file(self.path / checkpoint.CHECKPOINT, "checkpoint"))
 
-    def write_checkpoint(self, cp: dict[str, Any]) -> None:
+    def write_checkpoint(self, cp: CheckpointDoc) -> None:
         checkpoint.write_checkpoint(self.path, cp)
 
-    def reconcile_checkpoint(self, records: list[dict[str, Any]]) -> tuple[dict[str, Any] | None, str]:
+    def reconcile_checkpoint(self, records: list[JournalEntry]) -> tuple[CheckpointDoc | None, str]:
         return checkpoint.reconcile_checkpoint(self.path, records)
 
     def lease(self, ttl_s: float = 30.0) -> Lease:
@@ -381,7 +383,7 @@ class RunDir:
         """A bundle `flow` step's child run: a run of the same root, named after its parent."""
         return RunDir(self.path.with_name(f"{self.path.name}.{step}"))
 
-    def ledger_claim(self, records: list[dict[str, Any]]) -> dict[str, Any]:
+    def ledger_claim(self, records: list[JournalEntry]) -> dict[str, Any]:
         return ledger.claim(self.manifest()["run_id"], self.path, records)
 
     def ledger_seal(self, seq: int, hash_: str | None) -> None:

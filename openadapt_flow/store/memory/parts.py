@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from openadapt_flow.errors import RefusedError
-from openadapt_flow.store.journal import JournalWriterBase, now_iso
+from openadapt_flow.store.journal import JournalEntry, JournalWriterBase, now_iso
 from openadapt_flow.store.lease import LeaseInfo, LeaseLost, boot_id, process_start_time
 
 
@@ -76,11 +76,11 @@ class MemoryContents:
 class MemoryJournal(JournalWriterBase):
     """A run's journal as bytes in memory: the same lines the filesystem journal writes."""
 
-    def __init__(self, recs: MemoryRecords, key: bytes, records: list[dict[str, Any]] | None = None) -> None:
+    def __init__(self, recs: MemoryRecords, key: bytes, records: list[JournalEntry] | None = None) -> None:
         super().__init__(key, records)
         self._recs = recs
 
-    def _persist(self, rec: dict[str, Any], line: bytes, durable: bool) -> None:
+    def _persist(self, rec: JournalEntry, line: bytes, durable: bool) -> None:
         self._recs.journal += line  # in memory every append is as durable as the process
 
 

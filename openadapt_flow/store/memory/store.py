@@ -16,6 +16,7 @@ import tempfile
 import weakref
 from datetime import datetime
 from pathlib import Path
+from collections.abc import Mapping
 from typing import Any, Self
 
 from openadapt_flow.errors import CutStartup, RefusedError, RunDirError
@@ -25,6 +26,7 @@ from openadapt_flow.store.base import RunHandle, check_artifact_name
 from openadapt_flow.store.docrun import DocumentRun
 from openadapt_flow.store.faults import crash_point
 from openadapt_flow.store.lease import LeaseInfo
+from openadapt_flow.store.journal import JournalEntry
 from openadapt_flow.store.memory.parts import MemoryContents, MemoryJournal, MemoryLease, MemoryRecords
 from openadapt_flow.store.operators import MemoryOperatorBook
 from openadapt_flow.store.seal import sealed_state
@@ -56,7 +58,7 @@ class MemoryRun(DocumentRun):
         return f"MemoryRun({self.ref!r})"
 
     # JSON documents, kept as their text
-    def _put(self, what: str, doc: dict[str, Any]) -> None:
+    def _put(self, what: str, doc: Mapping[str, Any]) -> None:
         self.recs.docs[what] = dumps(doc)
         self.recs.changed[what] = self.store.tick()
 
@@ -96,7 +98,7 @@ class MemoryRun(DocumentRun):
     def _cut_journal(self, records: int, good_len: int) -> None:
         del self.recs.journal[good_len:]
 
-    def _writer(self, key: bytes, records: list[dict[str, Any]]) -> MemoryJournal:
+    def _writer(self, key: bytes, records: list[JournalEntry]) -> MemoryJournal:
         return MemoryJournal(self.recs, key, records)
 
     # state
@@ -174,7 +176,7 @@ class MemoryRun(DocumentRun):
         return [MemoryRun(self.store, n, self.contents) for n in sorted(runs) if n.startswith(head) and "/" not in n[len(head):]]
 
     # the run ledger (the store's own: it lives outside every run, as the filesystem's does)
-    def ledger_claim(self, records: list[dict[str, Any]]) -> dict[str, Any]:
+    def ledger_claim(self, records: list[JournalEntry]) -> dict[str, Any]:
         entry = self._entry(self.manifest()["run_id"])
         ledger.check_entry(entry, self.ref, records)
         return dict(entry)

@@ -8,7 +8,7 @@ from typing import Any
 
 import psycopg
 
-from openadapt_flow.store.journal import JournalWriterBase
+from openadapt_flow.store.journal import JournalEntry, JournalWriterBase
 from openadapt_flow.store.lease import LeaseLost
 from openadapt_flow.store.postgres.connector import PostgresConnector, RunRow
 from openadapt_flow.store.states import RecordType, is_a
@@ -19,13 +19,13 @@ FENCED_TYPES = (RecordType.ACTION_DISPATCHED,)  # committed only while the write
 class PostgresJournal(JournalWriterBase):
     """Appends chained records as rows of flow_journal."""
 
-    def __init__(self, run: RunRow, db: PostgresConnector, key: bytes, records: list[dict[str, Any]] | None = None) -> None:
+    def __init__(self, run: RunRow, db: PostgresConnector, key: bytes, records: list[JournalEntry] | None = None) -> None:
         super().__init__(key, records)
         self._run = run
         self._db = db
         self._unsynced = False
 
-    def _persist(self, rec: dict[str, Any], line: bytes, durable: bool) -> None:
+    def _persist(self, rec: JournalEntry, line: bytes, durable: bool) -> None:
         type_, fence = rec["type"], is_a(rec, *FENCED_TYPES)
         lease = self._db.held_lease(self._run) if fence else None
         gen, holder = (lease.generation, lease.holder) if lease is not None else (0, "")

@@ -8,6 +8,7 @@ ledger in its own table keyed by run_id (outside the run's rows, so a restored b
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any, Self
 
 from openadapt_flow.errors import RefusedError, RunDirError
@@ -15,6 +16,7 @@ from openadapt_flow.store import ledger
 from openadapt_flow.store.atomic import dumps
 from openadapt_flow.store.docrun import DocumentRun
 from openadapt_flow.store.faults import crash_point
+from openadapt_flow.store.journal import JournalEntry
 from openadapt_flow.store.lease import LeaseInfo
 from openadapt_flow.store.postgres.artifacts import PostgresArtifacts
 from openadapt_flow.store.postgres.connector import PostgresConnector
@@ -76,13 +78,13 @@ class PostgresRun(PostgresArtifacts, DocumentRun):
         row = self.store.one(f"SELECT {col} FROM {table} WHERE {key} = %s", (self.id(),))
         return None if row is None else row[0]
 
-    def _put(self, what: str, doc: dict[str, Any]) -> None:
+    def _put(self, what: str, doc: Mapping[str, Any]) -> None:
         self.put_text(what, dumps(doc), doc)
 
     def _remove(self, what: str) -> None:
         self.put_text(what, None)
 
-    def put_text(self, what: str, text: str | None, doc: dict[str, Any] | None = None) -> None:
+    def put_text(self, what: str, text: str | None, doc: Mapping[str, Any] | None = None) -> None:
         """Replace (None: remove) one document's text in one statement; the run's `state` and `run_id` columns follow
         the document (`doc`, else what the text parses to)."""
         if doc is None and text is not None:
@@ -131,7 +133,7 @@ class PostgresRun(PostgresArtifacts, DocumentRun):
     def _cut_journal(self, records: int, good_len: int) -> None:
         self.store.run("DELETE FROM flow_journal WHERE run = %s AND seq > %s", (self.id(), records))  # rows are whole lines
 
-    def _writer(self, key: bytes, records: list[dict[str, Any]]) -> PostgresJournal:
+    def _writer(self, key: bytes, records: list[JournalEntry]) -> PostgresJournal:
         return PostgresJournal(self, self.store, key, records)
 
     # state
@@ -210,7 +212,7 @@ class PostgresRun(PostgresArtifacts, DocumentRun):
         self.store.run("INSERT INTO flow_ledger (run_id, holder, entry) VALUES (%s, %s, %s::jsonb) ON CONFLICT (run_id) "
                        "DO UPDATE SET entry = EXCLUDED.entry", (self.run_id(), self.name, json.dumps(entry)))
 
-    def ledger_claim(self, records: list[dict[str, Any]]) -> dict[str, Any]:
+    def ledger_claim(self, records: list[JournalEntry]) -> dict[str, Any]:
         self.manifest()
         with self.store.tx():
             self.store.run("SELECT pg_advisory_xact_lock(hashtext('flow_ledger:' || %s))", (self.run_id(),))

@@ -135,3 +135,47 @@ def test_flow_schema_prints_one_and_refuses_unknown_names(tmp_path: Path):
     assert r.returncode == 0 and json.loads(r.stdout)["$id"] == "openadapt-flow/checkpoint"
     r = run_flow(["schema", "nope"], tmp_path)
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "record-step_verified" in r.stderr
+
+
+# checkpoint.json as the code before the typed documents wrote it for these two records (fixed clock, key b"k"*32).
+CHECKPOINT_BEFORE = (
+    b'{\n  "schema": "openadapt-flow/checkpoint@1",\n  "seq": 2,\n  "journal_hash": '
+    b'"dc9ebde61ec6b7bff289d532686f1dffe3df9b10a38df2a9e8933217ae25deed",\n  "step": "s2",\n  "step_index": 1,\n'
+    b'  "next_index": 2,\n  "verified_by": "runtime",\n  "results": {\n    "s1": {\n      "ok": "\xc3\x9c"\n    }\n  },\n'
+    b'  "effects": {\n    "s1": {\n      "row": 3\n    }\n  },\n  "screen_facts": []\n}\n'
+)
+
+
+def test_a_checkpoint_written_before_reads_and_reserialises_byte_identically(tmp_path, monkeypatch):
+    """CheckpointDoc is the typed document the run handles read and write: the bytes (and the digest a decision task
+    signs) are what they were, and a stored one judged against its journal is kept as it is."""
+    import openadapt_flow.store.journal as journal_mod
+    from openadapt_flow.store import FilesystemStore
+    from openadapt_flow.store.atomic import dumps
+    from openadapt_flow.store.checkpoint import checkpoint_digest, checkpoint_from_records
+    from openadapt_flow.store.entry import CheckpointDoc
+
+    monkeypatch.setattr(journal_mod, "now_iso", lambda: "2026-01-02T03:04:05.678Z")
+    key = b"k" * 32
+    run = FilesystemStore(tmp_path / "runs").create_run()
+    journal = run.new_journal(key)
+    journal.append("step_verified", "s1", {"index": 0, "verified_by": "runtime", "result": {"ok": "Ü"}, "effect": {"row": 3},
+                                           "screen_facts": [{"text": "Saved"}]})
+    journal.append("step_skipped", "s2", {"index": 1})
+    journal.close()
+    records = run.load_journal(key).records
+    cp = checkpoint_from_records(records)
+    assert cp is not None and dumps(cp).encode() == CHECKPOINT_BEFORE
+    run.write_checkpoint(cp)
+    stored = run.read_checkpoint()
+    assert stored is not None and list(stored) == list(CheckpointDoc.__annotations__)
+    assert dumps(stored).encode() == CHECKPOINT_BEFORE and checkpoint_digest(stored) == checkpoint_digest(cp)
+    assert run.reconcile_checkpoint(records) == (stored, "ok")
+    Checkpoint.model_validate(stored)
+
+
+def test_the_document_models_are_derived_from_their_typed_definitions():
+    from openadapt_flow.store.entry import CheckpointDoc, StateDoc
+
+    assert [f.alias or n for n, f in Checkpoint.model_fields.items()] == list(CheckpointDoc.__annotations__)
+    assert [f.alias or n for n, f in State.model_fields.items()] == list(StateDoc.__annotations__)

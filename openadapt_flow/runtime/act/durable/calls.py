@@ -16,12 +16,13 @@ from openadapt_flow.errors import RefusedError
 from openadapt_flow.runtime.start.context import RunContext
 from openadapt_flow.runtime.judge.halt import Halt, Pause
 from openadapt_flow.store.states import PausedReason
+from openadapt_flow.store.entry import JournalEntry
 
 __all__ = ["ask_user", "dispatch", "dispatched", "jsonable", "sleep", "started", "wait_signal"]
 
 
 def started(rc: RunContext, step: Step, index: int, *, intent: str | None, sync: bool | None = None,
-            **call: Any) -> dict[str, Any]:
+            **call: Any) -> JournalEntry:
     """Journal `step_started`: a bundle step's action and intent, or a workflow call's kind (`step.action`), its
     `name`, the keyed digest of its `inputs` and whether it is `consequential`."""
     data = {"index": index, "action": call.pop("action", step.action), "intent": intent}
@@ -56,7 +57,7 @@ def sleep(rc: RunContext, step_id: str, index: int, due_at: Callable[[], float])
     return due
 
 
-def dispatched(rc: RunContext, step: Step, point: tuple[int, int] | None = None) -> dict[str, Any]:
+def dispatched(rc: RunContext, step: Step, point: tuple[int, int] | None = None) -> JournalEntry:
     """Right before any input: the retry budget, the lease fence (spec §5 invariant 7), then `action_dispatched`
     (fsync'd) with the lease generation it is sent under — for a GUI step's input as for a tool's call."""
     rc.before_dispatch(step)

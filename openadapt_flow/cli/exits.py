@@ -28,8 +28,9 @@ EXIT_CODES: tuple[ExitCode, ...] = (
     ExitCode(7, "landed", "FAILED_AFTER_EFFECT: the run could not proceed after a write of it landed; do not re-run it "
                           "from the start (it would write twice): finish by hand"),
     ExitCode(70, "internal", "internal error: a bug in the tool itself, never a run's outcome (traceback saved to a file)"),
-    ExitCode(75, "unavailable", "temporary failure (EX_TEMPFAIL): the desktop (VNC/RDP refused or timed out) or a "
-                                "system of record could not be reached or read; nothing was sent: retry later"),
+    ExitCode(75, "unavailable", "temporary failure (EX_TEMPFAIL): the desktop (VNC/RDP refused or timed out), a "
+                                "system of record or the PostgreSQL run store could not be reached or read; nothing "
+                                "was sent: retry later"),
     ExitCode(124, "timeout", "`flow wait --timeout` ran out before the run paused or ended"),
 )
 

@@ -218,9 +218,21 @@ def test_a_password_in_the_store_url_is_refused_without_showing_it(pg_server, tm
     assert r.returncode == 2 and "PGPASSWORD" in r.stderr and pg_server.password not in r.stderr + r.stdout
 
 
-def test_an_unreachable_store_is_one_line_and_exit_2(tmp_path):
+def test_a_store_that_does_not_answer_is_the_environment_exit_75(tmp_path):
+    """Nothing listens on the port: a retry may succeed, so exit 75 (EX_TEMPFAIL), not 2 (fix your command)."""
     r = run_flow(["runs", "--store", "postgresql://flow@127.0.0.1:1/postgres"], tmp_path, env=flow_env(tmp_path))
-    assert r.returncode == 2 and "cannot connect" in r.stderr and len(r.stderr.splitlines()) == 1, r.stderr
+    assert r.returncode == 75 and "cannot connect (Connection refused)" in r.stderr and "retry later" in r.stderr, r.stderr
+    assert len(r.stderr.splitlines()) == 1, r.stderr
+
+
+def test_a_store_that_answers_no_is_the_input_exit_2(pg_server, tmp_path):
+    """The server answers that the database or the password is wrong: retrying cannot fix it, so exit 2."""
+    env = {**flow_env(tmp_path), "PGPASSWORD": pg_server.password}
+    for spec, why in ((f"postgresql://flow@127.0.0.1:{pg_server.port}/no_such_db", "no_such_db"),
+                      (f"postgresql://no_such_role@127.0.0.1:{pg_server.port}/postgres", "no_such_role")):
+        r = run_flow(["runs", "--store", spec], tmp_path, env=env)
+        assert r.returncode == 2 and "cannot connect" in r.stderr and why in r.stderr, (spec, r.stderr)
+        assert len(r.stderr.splitlines()) == 1 and "retry later" not in r.stderr, r.stderr
 
 
 # --- export: a stored run as a §7 run directory ---

@@ -17,7 +17,7 @@ from importlib import resources
 
 import psycopg
 
-from openadapt_flow.errors import RefusedError, UsageError
+from openadapt_flow.errors import RefusedError, Unavailable, UsageError
 from openadapt_flow.store.postgres.jobs_schema import QUEUE_MIGRATION, apply_queue_schema
 from openadapt_flow.store.postgres.spec import check_spec, redact
 
@@ -33,13 +33,29 @@ class Migration:
     sql: str
 
 
+# A failed connect carries no SQLSTATE in psycopg: libpq's text says who answered. A server's answer is prefixed
+# with its severity ("FATAL:  database "x" does not exist"); without one, no server answered (refused, timed out, no
+# route). These server answers mean "not now", not "no": starting up, shutting down, in recovery, no free slot.
+_NOT_NOW = ("is starting up", "is shutting down", "in recovery mode", "too many clients", "connection slots are reserved")
+
+
+def _temporary(text: str) -> bool:
+    answered = "FATAL:" in text or "ERROR:" in text
+    return not answered or any(words in text for words in _NOT_NOW)
+
+
 def connect(spec: str) -> psycopg.Connection:
-    """An autocommit connection; a failure is one line naming the redacted spec (UsageError, exit 2)."""
+    """An autocommit connection; a failure is one line naming the redacted spec. A server that does not answer
+    (refused, timed out, no route) or answers "not now" is the environment: `Unavailable`, exit 75, retry later. A
+    server that answers no to what was asked (the role, the password, the database) is the input: exit 2."""
     check_spec(spec)
     try:
         return psycopg.connect(spec, autocommit=True, application_name="openadapt-flow", connect_timeout=10)
     except psycopg.Error as e:
-        detail = str(e).strip().splitlines()[-1] if str(e).strip() else type(e).__name__
+        text = str(e).strip()  # 'connection failed: connection to server at …, port … failed: <why>\n\t<hint>'
+        detail = " ".join(text.splitlines()[0].rsplit("failed: ", 1)[-1].split()) if text else type(e).__name__
+        if _temporary(text):
+            raise Unavailable(f"--store {redact(spec)}: cannot connect ({detail}); nothing was run: retry later") from None
         raise UsageError(f"--store {redact(spec)}: cannot connect ({detail})") from None
 
 

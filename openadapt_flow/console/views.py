@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from openadapt_flow.errors import FlowError
-from openadapt_flow.report.figures import CANDIDATE, Marks, overlay, png_size
+from openadapt_flow.report.figures import CANDIDATE, Marks, overlay, png_size, shown_region
 from openadapt_flow.report.model import halt_view
 from openadapt_flow.report.text import fmt
 from openadapt_flow.runtime import effective_state
@@ -70,9 +70,10 @@ def halt_figure(run_id: str, halt: dict[str, Any] | None, png: bytes | None) -> 
         best = max((v for v in c["scores"].values() if v is not None), default=None)
         marks.labels.append((c["box"], f"{c['label']} {fmt(best, 2)}", CANDIDATE))
     src = f"/frame/{html.escape(run_id)}?rel={html.escape(str(halt.get('show_frame')))}"
+    x, y, vw, vh = shown_region(png, (w, h), marks)  # the app's region where the frame shows it; a click maps to frame pixels
     svg = (f'<svg id="halt-frame" role="img" aria-label="halt frame of {html.escape(str(halt.get("step")))}" '
-           f'viewBox="0 0 {w} {h}" data-width="{w}" data-height="{h}"><image width="{w}" height="{h}" href="{src}"/>'
-           f'{overlay(marks, max(1.0, w / 640), "halt")}</svg>')
+           f'viewBox="{x} {y} {vw} {vh}" data-width="{w}" data-height="{h}"><image width="{w}" height="{h}" href="{src}"/>'
+           f'{overlay(marks, max(1.0, vw / 640), "halt")}</svg>')
     return {"svg": svg, "width": w, "height": h, "candidates": halt.get("candidates") or []}
 
 

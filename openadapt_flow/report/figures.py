@@ -34,19 +34,80 @@ def png_size(png: bytes) -> tuple[int, int] | None:
     return (int(w), int(h)) if w and h else None
 
 
+Box = tuple[int, int, int, int]  # x, y, w, h in frame pixels
+
+APP_PAD = 8  # px of the desktop kept around the app's region
+APP_MAX_SHARE = 0.85  # a region covering more of the frame than this is the frame: nothing is cut
+
+
+@lru_cache(maxsize=8)
+def _decoded(png: bytes) -> np.ndarray | None:
+    img = cv2.imdecode(np.frombuffer(png, np.uint8), cv2.IMREAD_COLOR)
+    return None if img is None else img
+
+
+@lru_cache(maxsize=8)
+def app_region(png: bytes) -> Box | None:
+    """The part of a frame that holds anything: the box of every pixel that differs from the colour of the frame's
+    edge, padded, where that edge is one flat colour (the bare desktop of an X or VNC session around the app, or an
+    app's own empty margin). Everything outside it is that one colour, so the cut hides nothing that was drawn. None
+    where the edge is not one colour (a wallpaper, a taskbar, an app's frame at the edge) or the box covers nearly all
+    of the frame: it is shown whole. RFB and RDP carry pixels, never windows: the frame is the one source of the
+    app's place that every backend has."""
+    img = _decoded(png)
+    if img is None or min(img.shape[:2]) < 4 * APP_PAD:
+        return None
+    edge = np.concatenate([img[0], img[-1], img[:, 0], img[:, -1]])
+    colours, counts = np.unique(edge.reshape(-1, 3), axis=0, return_counts=True)
+    if counts.max() < 0.98 * len(edge):
+        return None
+    ys, xs = np.nonzero(np.any(img != colours[counts.argmax()], axis=2))
+    if len(xs) == 0:
+        return None
+    h, w = img.shape[:2]
+    x0, y0 = max(0, int(xs.min()) - APP_PAD), max(0, int(ys.min()) - APP_PAD)
+    x1, y1 = min(w, int(xs.max()) + 1 + APP_PAD), min(h, int(ys.max()) + 1 + APP_PAD)
+    if (x1 - x0) * (y1 - y0) > APP_MAX_SHARE * w * h:
+        return None
+    return x0, y0, x1 - x0, y1 - y0
+
+
+def shown_region(png: bytes, size: tuple[int, int], marks: Marks) -> Box:
+    """The part of a frame a figure shows: the app's region (`app_region`) grown to hold every mark, so a candidate
+    the ladder weighed outside the app is never cut away; the whole frame where the app's region is not known."""
+    w, h = size
+    app = app_region(png)
+    if app is None:
+        return 0, 0, w, h
+    x0, y0, x1, y1 = app[0], app[1], app[0] + app[2], app[1] + app[3]
+    for box in [b for b, _ in marks.boxes + marks.dashed] + [b for b, _, _ in marks.labels] + [[*p, 0, 0] for p in marks.points]:
+        bx, by, bw, bh = (int(v) for v in box[:4])
+        x0, y0 = min(x0, bx - APP_PAD), min(y0, by - APP_PAD)
+        x1, y1 = max(x1, bx + bw + APP_PAD), max(y1, by + bh + APP_PAD)
+    x0, y0, x1, y1 = max(0, x0), max(0, y0), min(w, x1), min(h, y1)
+    return x0, y0, x1 - x0, y1 - y0
+
+
 @lru_cache(maxsize=8)  # a step's after-frame is often the next one's before-frame, byte for byte
-def thumbnail(png: bytes, width: int) -> bytes | None:
-    """A smaller PNG copy of `png` (the same one when it is already that small); None if it cannot be decoded."""
+def thumbnail(png: bytes, width: int, region: Box | None = None) -> bytes | None:
+    """A smaller PNG copy of `png`, or of its `region` (the same bytes when that is the whole frame and already that
+    small); None if it cannot be decoded."""
     size = png_size(png)
     if size is None:
         return None
-    if size[0] <= width:
+    whole = region is None or region == (0, 0, *size)
+    if whole and size[0] <= width:
         return png
-    img = cv2.imdecode(np.frombuffer(png, np.uint8), cv2.IMREAD_COLOR)
+    img = _decoded(png)
     if img is None:
         return None
-    h = max(1, round(size[1] * width / size[0]))
-    ok, buf = cv2.imencode(".png", cv2.resize(img, (width, h), interpolation=cv2.INTER_AREA), [cv2.IMWRITE_PNG_COMPRESSION, 1])
+    if not whole and region is not None:
+        x, y, rw, rh = region
+        img = img[y:y + rh, x:x + rw]
+    ih, iw = img.shape[:2]
+    if iw > width:
+        img = cv2.resize(img, (width, max(1, round(ih * width / iw))), interpolation=cv2.INTER_AREA)
+    ok, buf = cv2.imencode(".png", img, [cv2.IMWRITE_PNG_COMPRESSION, 1])
     return buf.tobytes() if ok else None
 
 
@@ -111,19 +172,23 @@ def _place(box: list[int], w: float, h: float, gap: float, taken: list[tuple[flo
 
 def framed(png: bytes | None, rel: str, marks: Marks, *, width: int, cls: str, alt: str, embed: int = THUMB_W) -> str:
     """The frame at `rel` shown `width` px wide (an embedded copy at most `embed` px wide) with `marks` drawn over it,
-    linking to the saved frame at full size."""
+    linking to the saved frame at full size. Where the app's region is known (`shown_region`) the figure shows that
+    region, cut from the frame; the marks stay in the frame's own pixels (the SVG's viewBox is the region)."""
     if png is None:
         return ""
-    size, small = png_size(png), thumbnail(png, max(width, embed))
-    if size is None or small is None:
+    size = png_size(png)
+    if size is None:
         return ""
-    w, h = size
+    x, y, w, h = shown_region(png, size, marks)
+    small = thumbnail(png, max(width, embed), (x, y, w, h))
+    if small is None:
+        return ""
     shown = min(width, w)
     data = base64.b64encode(small).decode()
     return (f'<a class="frame {cls}" href="{html.escape(rel)}" title="open {html.escape(rel)} full size">'
-            f'<svg role="img" aria-label="{html.escape(alt)}" viewBox="0 0 {w} {h}" width="{shown}" '
-            f'height="{round(h * shown / w)}"><image width="{w}" height="{h}" href="data:image/png;base64,{data}"/>'
-            f'{overlay(marks, w / shown, cls)}</svg></a>')
+            f'<svg role="img" aria-label="{html.escape(alt)}" viewBox="{x} {y} {w} {h}" width="{shown}" '
+            f'height="{round(h * shown / w)}"><image x="{x}" y="{y}" width="{w}" height="{h}" '
+            f'href="data:image/png;base64,{data}"/>{overlay(marks, w / shown, cls)}</svg></a>')
 
 
 def step_chart(steps: list[dict[str, Any]], width: int = 720, height: int = 120) -> str:

@@ -124,3 +124,50 @@ def test_a_halt_the_run_went_on_from_is_an_earlier_halt_and_skips_are_counted():
     assert "Earlier halt at step b" in done and "<section id='halt' class='earlier'>" in done
     assert "Halted at step b" in page_of("PAUSED", halt=halt)
     assert 'data-summary="skipped">1<' in done and 'data-summary="verified">2<' in done
+
+
+def _png(img: np.ndarray) -> bytes:
+    return cv2.imencode(".png", img)[1].tobytes()
+
+
+def _desktop_with_app(noise_edge: bool = False) -> np.ndarray:
+    """A 1024x768 black desktop with a grey 'app' at (300, 200, 400, 300) holding a dark label; optionally a
+    wallpaper (random pixels) instead of the flat desktop."""
+    rng = np.random.default_rng(7)
+    img = rng.integers(0, 255, (768, 1024, 3), dtype=np.uint8) if noise_edge else np.zeros((768, 1024, 3), np.uint8)
+    img[200:500, 300:700] = 200
+    img[240:260, 320:420] = 30
+    return img
+
+
+def _view_box(svg: str) -> list[int]:
+    import re
+    return [int(v) for v in re.search(r'viewBox="([-\d ]+)"', svg).group(1).split()]
+
+
+def test_a_frame_on_a_flat_desktop_is_shown_cut_to_the_app_and_marks_stay_in_frame_pixels():
+    from openadapt_flow.report.figures import APP_PAD, app_region, framed
+    png = _png(_desktop_with_app())
+    assert app_region(png) == (300 - APP_PAD, 200 - APP_PAD, 400 + 2 * APP_PAD, 300 + 2 * APP_PAD)
+    svg = framed(png, "frames/001-a-before.png", Marks(boxes=[([320, 240, 100, 20], "#00f")]), width=640, cls="t", alt="a")
+    assert _view_box(svg) == [292, 192, 416, 316]
+    assert '<rect x="320" y="240" width="100" height="20"' in svg  # the mark in the frame's own pixels
+    embedded = cv2.imdecode(np.frombuffer(__import__("base64").b64decode(svg.split("base64,")[1].split('"')[0]), np.uint8), cv2.IMREAD_COLOR)
+    assert embedded.shape[:2] == (316, 416)  # the embedded copy is the cut, at full resolution (416 < 640)
+    # a candidate the ladder weighed outside the app widens the cut so it is never hidden
+    wide = framed(png, "f.png", Marks(dashed=[([40, 600, 60, 20], "#f70")]), width=640, cls="t", alt="a")
+    assert _view_box(wide) == [32, 192, 676, 436]
+
+
+def test_a_frame_without_a_flat_desktop_around_the_app_is_shown_whole():
+    from openadapt_flow.report.figures import app_region, framed
+    png = _png(_desktop_with_app(noise_edge=True))
+    assert app_region(png) is None
+    assert _view_box(framed(png, "f.png", Marks(), width=640, cls="t", alt="a")) == [0, 0, 1024, 768]
+    # an app filling the screen with a flat margin: cut to what it holds, and all that is cut away is that margin
+    full = np.full((768, 1024, 3), 200, np.uint8)
+    full[300:320, 400:500] = 30
+    x, y, w, h = app_region(_png(full))
+    outside = full.copy()
+    outside[y:y + h, x:x + w] = 200
+    assert (x, y, w, h) == (392, 292, 116, 36) and (outside == 200).all()

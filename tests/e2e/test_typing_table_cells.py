@@ -24,7 +24,7 @@ from openadapt_flow.demo.xvnc import wait_until
 from openadapt_flow.vision.ocr import OcrEngine, find_text
 from tests.support.cli import flow_env, run_flow
 
-pytestmark = pytest.mark.timeout(240)
+pytestmark = pytest.mark.timeout(360)
 ROWS = [(1, "Alice Moreau", "North"), (2, "Bob Tanaka", "South"), (3, "Carol Nguyen", "East")]
 
 

@@ -47,6 +47,7 @@ from openadapt_flow.runtime.act.step import StepRecord, run_gui_step
 from openadapt_flow.store.atomic import StorageFault
 from openadapt_flow.store.faults import crash_point
 from openadapt_flow.store.entry import JournalEntry
+from openadapt_flow.store.rundoc import ManifestBody
 from openadapt_flow.store.journal import now_iso
 from openadapt_flow.store.keys import load_decision_key, load_key
 from openadapt_flow.store.base import JournalWriter, RunHandle, RunLease
@@ -119,7 +120,7 @@ def build_ladder(loaded: LoadedBundle | None, config: DeployConfig, allow_model:
     return Ladder(loaded.templates if loaded is not None else {}, (screen.width, screen.height), ocr=ocr, model=model, options=options)
 
 
-def _manifest(run_id: str, req: ReplayRequest, loaded: LoadedBundle, params: BoundParams, durable: bool) -> dict[str, Any]:
+def _manifest(run_id: str, req: ReplayRequest, loaded: LoadedBundle, params: BoundParams, durable: bool) -> ManifestBody:
     return {
         "run_id": run_id,
         "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

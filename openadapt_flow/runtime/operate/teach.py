@@ -24,6 +24,7 @@ from openadapt_flow.store.atomic import dumps
 from openadapt_flow.store.base import RunHandle
 from openadapt_flow.store.states import RecordType, is_a
 from openadapt_flow.store.entry import JournalEntry
+from openadapt_flow.store.rundoc import ManifestDoc
 
 PATCHES = "patches"
 
@@ -58,7 +59,7 @@ def effective_bundle_dir(run: RunHandle, records: list[JournalEntry]) -> Path:
     return run.artifact_dir(applied[-1]["data"]["bundle_dir"] if applied else "bundle")
 
 
-def effective_bundle(run: RunHandle, manifest: dict[str, Any], records: list[JournalEntry]) -> LoadedBundle:
+def effective_bundle(run: RunHandle, manifest: ManifestDoc, records: list[JournalEntry]) -> LoadedBundle:
     """The snapshot (checked against the manifest digest), plus the patches the journal says were applied."""
     snap_dir = run.artifact_dir("bundle")
     try:

@@ -27,6 +27,7 @@ from openadapt_flow.runtime.operate.truth import journaled_decision, pending_vie
 from openadapt_flow.store.base import JournalWriter, RunHandle, RunLease
 from openadapt_flow.store.states import DecisionKind, PausedReason, RunState
 from openadapt_flow.store.entry import CheckpointDoc, JournalEntry
+from openadapt_flow.store.rundoc import ManifestDoc
 
 __all__ = ["Opened", "ResumePlan", "ResumeRequest", "plan_resume", "resumed"]
 
@@ -54,7 +55,7 @@ class Opened:
     """A run opened for resume: leased, its journal open and verified, its views caught up, not terminal."""
 
     run: RunHandle
-    manifest: dict[str, Any]
+    manifest: ManifestDoc
     config: DeployConfig
     lease: RunLease
     journal: JournalWriter

@@ -20,9 +20,9 @@ from openadapt_flow.store.base import RunHandle
 from openadapt_flow.store.faults import crash_point
 from openadapt_flow.store.frames import ArtifactFrameWriter, FrameWriter
 from openadapt_flow.store.journal import JournalEntry, JournalWriterBase, LoadResult, parse_records, verify_chain
-from openadapt_flow.store.entry import CheckpointDoc, StateDoc
+from openadapt_flow.store.entry import CheckpointDoc
 from openadapt_flow.store.layout import RUN_FILES, digest_manifest
-from openadapt_flow.store.rundoc import ManifestBody, ManifestDoc
+from openadapt_flow.store.rundoc import ManifestBody, ManifestDoc, StateDoc
 from openadapt_flow.store.seal import SCHEMA_PREFIX, verify_seal
 
 
@@ -224,7 +224,7 @@ class DocumentRun:
     def read_incident(self) -> dict[str, Any] | None:
         return self._get("incident")
 
-    def write_reports(self, report: dict[str, Any], markdown: str, html: str) -> None:
+    def write_reports(self, report: Mapping[str, object], markdown: str, html: str) -> None:
         self._put("report", {"schema": SCHEMA_PREFIX + "report@1", **report})
         self.put_artifact("REPORT.md", markdown.encode())
         self.put_artifact("report.html", html.encode())

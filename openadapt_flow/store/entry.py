@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, NotRequired, TypedDict
 
-__all__ = ["CheckpointDoc", "JournalEntry", "StateBody", "StateDoc", "VerifiedBy", "step_of"]
+__all__ = ["CheckpointDoc", "JournalEntry", "StateDoc", "VerifiedBy", "step_of"]
 
 VerifiedBy = Literal["runtime", "reconciled", "operator"]
 

@@ -1,6 +1,7 @@
 """The run documents' typed shapes beside the journal's (store/entry.py): the manifest as written and read, what a
 state transition passes (`write_state(**fields)`), the state as a reader should see it, and the small rows the
-runtime hands back about a run (its finalisation, a worker's resume). Types only, no I/O and no pydantic, so any part
+runtime hands back about a run (its finalisation, a worker's resume). The state document itself (`StateDoc`, over
+`StateBody`) is defined beside the journal's entry (store/entry.py) and named here with the others. Types only, no I/O and no pydantic, so any part
 of the runtime may name them; store/runfiles.py derives the manifest's validating model from `ManifestDoc`.
 
 Left open, honestly: a manifest's `params` and `args` (the run's own inputs), `config` (a DeployConfig dump, whose
@@ -14,7 +15,10 @@ from typing import TYPE_CHECKING, Literal, NotRequired, TypedDict
 if TYPE_CHECKING:
     from typing_extensions import ReadOnly
 
-__all__ = ["BundleRefDoc", "Finalized", "ManifestBody", "ManifestDoc", "NotedState", "StateFields", "StateView", "WorkerRow"]
+from openadapt_flow.store.entry import StateBody, StateDoc
+
+__all__ = ["BundleRefDoc", "Finalized", "ManifestBody", "ManifestDoc", "NotedState", "StateBody", "StateDoc", "StateFields",
+           "StateView", "WorkerRow"]
 
 
 # The bundle a run executes: where it was loaded from (None for a Python workflow), its name, digest and files. (No

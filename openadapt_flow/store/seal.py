@@ -7,13 +7,12 @@ import hashlib
 import hmac
 import json
 from collections.abc import Mapping
-from typing import Any, cast
+from typing import Any, cast, overload
 
 from openadapt_flow.errors import RefusedError
 from openadapt_flow.store.base import JournalWriter
-from openadapt_flow.store.entry import JournalEntry, StateBody, StateDoc
-from openadapt_flow.store.journal import now_iso
-from openadapt_flow.store.rundoc import StateFields
+from openadapt_flow.store.journal import JournalEntry, now_iso
+from openadapt_flow.store.rundoc import StateBody, StateDoc, StateFields
 
 SCHEMA_PREFIX = "openadapt-flow/"
 
@@ -47,14 +46,16 @@ def verify_seal(doc: Any, records: list[JournalEntry], key: bytes, where: str, j
     return cast(StateDoc, doc)  # its seal proves this installation wrote it, as a StateDoc
 
 
-def state_body(state: str, fields: StateFields) -> StateBody:
-    """The state document a transition writes, before any seal."""
-    return {"schema": SCHEMA_PREFIX + "state@1", "state": state, "paused_reason": None, "transaction_outcome": None,
-            "last_checkpoint_seq": None, **fields, "updated_at": now_iso()}
-
-
-def sealed_state(body: StateBody, journal: JournalWriter) -> StateDoc:
-    """The state document `body`, sealed with the run's journal's end (spec §8)."""
+@overload
+def sealed_state(state: str, fields: StateFields, journal: JournalWriter) -> StateDoc: ...
+@overload
+def sealed_state(state: str, fields: StateFields, journal: None) -> StateBody: ...
+def sealed_state(state: str, fields: StateFields, journal: JournalWriter | None) -> StateBody | StateDoc:
+    """The state document a transition writes; with the run's journal, sealed with its end (spec §8)."""
+    body: StateBody = {"schema": SCHEMA_PREFIX + "state@1", "state": state, "paused_reason": None, "transaction_outcome": None,
+                       "last_checkpoint_seq": None, **fields, "updated_at": now_iso()}
+    if journal is None:
+        return body
     journal.sync()  # the seal may name a record that was appended without its own fsync
     doc: StateDoc = {**body, "journal_seq": journal.seq, "journal_hash": journal.last_hash if journal.seq else None, "seal": None}
     doc["seal"] = state_seal(journal.key, doc)

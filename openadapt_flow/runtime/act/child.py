@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from functools import partial
 from pathlib import Path
+from typing import Any
+
 from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.bundle.models import Step
 from openadapt_flow.runtime.start.context import RunContext
@@ -18,7 +20,7 @@ from openadapt_flow.store.base import RunHandle
 from openadapt_flow.store.states import RunState
 
 
-def run_child_step(ctx: RunContext, index: int, step: Step) -> dict[str, object]:
+def run_child_step(ctx: RunContext, index: int, step: Step) -> dict[str, Any]:
     """Start the child (or continue the one already started); its step's verified data, or a pause or halt."""
     root = ctx.run.manifest()["bundle"]["path"]
     assert root is not None  # a `flow` step is a bundle's, and a bundle's run names its folder

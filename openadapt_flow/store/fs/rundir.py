@@ -18,11 +18,11 @@ from openadapt_flow.store.frames import FrameWriter
 from openadapt_flow.store.fs.journal import Journal, load_journal, read_records
 from openadapt_flow.store.fs.lease import Lease, try_lock, unlock
 from openadapt_flow.store.journal import JOURNAL_FILE, JournalEntry, LoadResult
-from openadapt_flow.store.entry import CheckpointDoc, StateDoc
+from openadapt_flow.store.entry import CheckpointDoc
 from openadapt_flow.store.layout import BUNDLE, CHILDREN, FRAMES, INCIDENT, MANIFEST, REPORT_FILES, RUN_FILES, STATE, digest_manifest
 from openadapt_flow.store.lease import LeaseInfo
-from openadapt_flow.store.rundoc import ManifestBody, ManifestDoc, StateFields
-from openadapt_flow.store.seal import SCHEMA_PREFIX, sealed_state, state_body, verify_seal
+from openadapt_flow.store.rundoc import ManifestBody, ManifestDoc, StateDoc, StateFields
+from openadapt_flow.store.seal import SCHEMA_PREFIX, sealed_state, verify_seal
 
 
 # The file `flow export` (store/postgres/export.py) writes into the run directory it makes: the stored run it copies
@@ -169,11 +169,10 @@ class RunDir:
         """Replace state.json. With the run's `journal`, the state is sealed: it names the journal's end (seq, hash)
         and is HMAC-signed with the installation key, and the run ledger records the same end (spec §8), so a cut
         journal tail or an edited state is detected. Every transition of a run passes its journal."""
-        body = state_body(state, fields)
         if journal is None:
-            write_json_atomic(self.state_path, body)
+            write_json_atomic(self.state_path, sealed_state(state, fields, None))
             return
-        doc = sealed_state(body, journal)
+        doc = sealed_state(state, fields, journal)
         run_id = self._run_id()
         if run_id is not None:  # a start that writes its state before the manifest: the ledger learns it next time
             ledger.seal(run_id, self.path, journal.seq, doc["journal_hash"])
@@ -330,7 +329,7 @@ class RunDir:
     def read_incident(self) -> dict[str, Any] | None:
         return escalation.read_json_file(self.path / INCIDENT, "incident")
 
-    def write_reports(self, report: dict[str, Any], markdown: str, html: str) -> None:
+    def write_reports(self, report: Mapping[str, object], markdown: str, html: str) -> None:
         self.write_json(REPORT_FILES[0], "report@1", report)
         write_bytes_atomic(self.path / REPORT_FILES[1], markdown.encode())
         write_bytes_atomic(self.path / REPORT_FILES[2], html.encode())

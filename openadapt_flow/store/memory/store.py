@@ -25,12 +25,12 @@ from openadapt_flow.store.atomic import dumps
 from openadapt_flow.store.base import JournalWriter, RunHandle, check_artifact_name
 from openadapt_flow.store.docrun import DocumentRun
 from openadapt_flow.store.faults import crash_point
+from openadapt_flow.store.rundoc import StateFields
 from openadapt_flow.store.lease import LeaseInfo
 from openadapt_flow.store.journal import JournalEntry
 from openadapt_flow.store.memory.parts import MemoryContents, MemoryJournal, MemoryLease, MemoryRecords
 from openadapt_flow.store.operators import MemoryOperatorBook
-from openadapt_flow.store.rundoc import StateFields
-from openadapt_flow.store.seal import sealed_state, state_body
+from openadapt_flow.store.seal import sealed_state
 
 PREFIX = "memory:"
 
@@ -104,11 +104,10 @@ class MemoryRun(DocumentRun):
 
     # state
     def write_state(self, state: str, *, journal: JournalWriter | None = None, **fields: Unpack[StateFields]) -> None:
-        body = state_body(state, fields)
         if journal is None:
-            self._put("state", body)
+            self._put("state", sealed_state(state, fields, None))
             return
-        doc = sealed_state(body, journal)
+        doc = sealed_state(state, fields, journal)
         run_id = self.run_id()
         if run_id is not None:
             ledger.advance_seal(self._entry(run_id), journal.seq, doc["journal_hash"])

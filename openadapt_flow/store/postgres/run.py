@@ -17,6 +17,7 @@ from openadapt_flow.store.atomic import dumps
 from openadapt_flow.store.base import JournalWriter
 from openadapt_flow.store.docrun import DocumentRun
 from openadapt_flow.store.faults import crash_point
+from openadapt_flow.store.rundoc import StateFields
 from openadapt_flow.store.journal import JournalEntry
 from openadapt_flow.store.lease import LeaseInfo
 from openadapt_flow.store.postgres.artifacts import PostgresArtifacts
@@ -24,8 +25,7 @@ from openadapt_flow.store.postgres.connector import PostgresConnector
 from openadapt_flow.store.postgres.journal import PostgresJournal
 from openadapt_flow.store.postgres.lease import PostgresLease, lease_row, try_owner_lock
 from openadapt_flow.store.postgres.spec import PREFIX, is_postgres
-from openadapt_flow.store.rundoc import StateFields
-from openadapt_flow.store.seal import sealed_state, state_body
+from openadapt_flow.store.seal import sealed_state
 
 NOW = "extract(epoch FROM clock_timestamp())"
 # document -> (table, column, change-clock column or None); the tables keyed by run hold one row per run
@@ -140,11 +140,10 @@ class PostgresRun(PostgresArtifacts, DocumentRun):
 
     # state
     def write_state(self, state: str, *, journal: JournalWriter | None = None, **fields: Unpack[StateFields]) -> None:
-        body = state_body(state, fields)
         if journal is None:
-            self._put("state", body)
+            self._put("state", sealed_state(state, fields, None))
             return
-        doc = sealed_state(body, journal)
+        doc = sealed_state(state, fields, journal)
         if self.run_id() is not None:
             with self.store.tx():
                 entry = self._ledger(lock=True)

@@ -57,7 +57,7 @@ def effective_state(run: RunHandle) -> StateView:
     if not run.has_state():
         return {"state": RunState.PENDING}
     st = run.state()
-    if st["state"] in LIVE_STATES and owner_gone(run):
+    if st.get("state") in LIVE_STATES and owner_gone(run):
         noted: NotedState = {**st, "state": RunState.INTERRUPTED,
                              "note": "owner process is gone; `flow reconcile` or `flow resume` finalises it"}
         return noted

@@ -50,8 +50,7 @@ __all__ = ["CHILDREN", "EXPORT_MARK", "GC_MIN_AGE_S", "MANIFEST", "MEMORY_PREFIX
            "StorageFault", "checkpoint_digest",
            "check_new_run_dir", "check_queue_schema", "check_spec", "digest_manifest", "export_run", "gc_blobs",
            "is_postgres", "load_journal", "new_run_dir", "open_store", "pg_code_version", "pg_connect", "pg_migrate",
-           "pg_migrations", "pg_run_name", "postgres_store", "redact", "refuse_exported", "runs_root", "store_of_ref",
-           "BundleRefDoc", "Finalized", "ManifestBody", "ManifestDoc", "NotedState", "StateFields", "StateView", "WorkerRow"]
+           "pg_migrations", "pg_run_name", "postgres_store", "redact", "refuse_exported", "runs_root", "store_of_ref"]
 
 # name here -> (module under store/postgres/, its name there)
 _POSTGRES = {"GC_MIN_AGE_S": ("artifacts", "GC_MIN_AGE_S"), "gc_blobs": ("artifacts", "gc_blobs"),
@@ -67,3 +66,7 @@ def __getattr__(name: str) -> Any:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     module, attr = _POSTGRES[name]
     return getattr(importlib.import_module(f"openadapt_flow.store.postgres.{module}"), attr)
+
+
+# the run documents (store/rundoc.py)
+__all__ += ["BundleRefDoc", "Finalized", "ManifestBody", "ManifestDoc", "NotedState", "StateFields", "StateView", "WorkerRow"]

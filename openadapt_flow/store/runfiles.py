@@ -9,15 +9,14 @@ copied into it from other files (views for people, rebuilt from the records at e
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any, Literal, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from openadapt_flow.store.entry import CheckpointDoc, StateDoc
-from openadapt_flow.store.rundoc import BundleRefDoc, ManifestDoc
 from openadapt_flow.store.records import Box, Decision, Json, Obj, Point
 from openadapt_flow.store.states import PausedReason, RunState, TransactionOutcome
+from openadapt_flow.store.rundoc import BundleRefDoc, ManifestDoc
 
 Sha = str  # "sha256:<hex>"
 
@@ -30,7 +29,7 @@ def _schema(name: str) -> Any:
     return Field(alias="schema", pattern=f"^openadapt-flow/{name}@1$")
 
 
-def _model(doc: type, name: str, rules: Mapping[str, object]) -> type[BaseModel]:
+def _model(doc: type, name: str, rules: dict[str, object]) -> type[BaseModel]:
     """The validating model of a run document whose definition is the TypedDict `doc`: the same keys in the same
     order and their types; `rules` gives a key its constraint or default (`Field(...)`, or `(type, Field(...))` where
     the model checks more than the type says: an enum stored as its string), and `schema` is the aliased `schema_`."""

@@ -22,11 +22,11 @@ from openadapt_flow.runtime.act.pause import iso
 from openadapt_flow.runtime.start.runref import RunRef, open_ref
 from openadapt_flow.runtime.operate.teach import make_patch
 from openadapt_flow.runtime.operate.truth import check_views, consume_decision, journaled_decision, pending_view
+from openadapt_flow.store.rundoc import ManifestDoc, StateView
 from openadapt_flow.store.base import JournalWriter, RunHandle, RunLease
 from openadapt_flow.store.checkpoint import checkpoint_digest
 from openadapt_flow.store.escalation import digest, sign, verify
 from openadapt_flow.store.entry import CheckpointDoc, JournalEntry
-from openadapt_flow.store.rundoc import ManifestDoc, StateView
 from openadapt_flow.store.journal import now_iso
 from openadapt_flow.store.keys import load_decision_key, load_key
 from openadapt_flow.store.states import DecisionKind, FINAL_STATES, PausedReason, RunState

@@ -20,11 +20,11 @@ from __future__ import annotations
 from typing import Any
 
 from openadapt_flow.errors import RefusedError
+from openadapt_flow.store.rundoc import StateView
 from openadapt_flow.store.base import JournalWriter, RunHandle
 from openadapt_flow.store.escalation import digest, journal_pause, verify
 from openadapt_flow.store.states import FINAL_STATES, RecordType, RunState, is_a
 from openadapt_flow.store.entry import JournalEntry
-from openadapt_flow.store.rundoc import StateView
 
 
 

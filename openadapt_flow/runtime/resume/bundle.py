@@ -27,10 +27,10 @@ from openadapt_flow.runtime.judge.halt import Halt
 from openadapt_flow.runtime.operate.truth import consume_decision, record_decision
 from openadapt_flow.runtime.operate.upgrade import upgrade_bundle as adopt_upgrade
 from openadapt_flow.runtime.resume.plan import Opened, ResumePlan, plan_resume, resumed
+from openadapt_flow.store.rundoc import ManifestDoc, StateDoc
 from openadapt_flow.store.atomic import StorageFault
 from openadapt_flow.store.states import DecisionKind, is_a, PausedReason, RecordType, RunState
-from openadapt_flow.store.entry import CheckpointDoc, JournalEntry, StateDoc, step_of
-from openadapt_flow.store.rundoc import ManifestDoc
+from openadapt_flow.store.entry import CheckpointDoc, JournalEntry, step_of
 
 
 def continue_bundle(o: Opened) -> RunOutcome:

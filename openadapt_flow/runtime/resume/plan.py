@@ -24,10 +24,10 @@ from openadapt_flow.bundle.config import BackendConfig, DeployConfig
 from openadapt_flow.runtime.judge.outcome import RECONCILIATION_REQUIRED
 from openadapt_flow.runtime.operate.approval import block_run, check_approval
 from openadapt_flow.runtime.operate.truth import journaled_decision, pending_view
+from openadapt_flow.store.rundoc import ManifestDoc
 from openadapt_flow.store.base import JournalWriter, RunHandle, RunLease
 from openadapt_flow.store.states import DecisionKind, PausedReason, RunState
 from openadapt_flow.store.entry import CheckpointDoc, JournalEntry
-from openadapt_flow.store.rundoc import ManifestDoc
 
 __all__ = ["Opened", "ResumePlan", "ResumeRequest", "plan_resume", "resumed"]
 

@@ -26,10 +26,10 @@ from typing import Any, Protocol, Unpack, runtime_checkable
 from openadapt_flow.errors import RefusedError
 
 from openadapt_flow.store.frames import FrameWriter
-from openadapt_flow.store.rundoc import ManifestBody, ManifestDoc, StateDoc, StateFields
 from openadapt_flow.store.journal import JournalEntry, LoadResult
 from openadapt_flow.store.entry import CheckpointDoc
 from openadapt_flow.store.lease import LeaseInfo
+from openadapt_flow.store.rundoc import ManifestBody, ManifestDoc, StateDoc, StateFields
 from openadapt_flow.store.operators import OperatorBook
 
 Record = dict[str, Any]

@@ -26,7 +26,7 @@ from openadapt_flow.runtime import stop_on_signals
 from openadapt_flow.runtime import Worker
 from openadapt_flow.runtime import wait
 from openadapt_flow.runtime import effective_state
-from openadapt_flow.store import RunStore
+from openadapt_flow.store import RunStore, WorkerRow
 from openadapt_flow.store import FilesystemStore, MEMORY_PREFIX, redact, runs_root
 from openadapt_flow.store import open_store, store_of_ref
 from openadapt_flow.runtime import reconcile_root
@@ -231,7 +231,7 @@ def _states(runs: RunStore) -> dict[str, int]:
     return counts
 
 
-def worker_summary(where: str, scanned: dict[str, int], rows: list[dict[str, Any]]) -> str:
+def worker_summary(where: str, scanned: dict[str, int], rows: list[WorkerRow]) -> str:
     """`flow worker --once`'s last line: what it scanned, and what it did."""
     total = sum(scanned.values())
     seen = ", ".join(f"{n} {state}" for state, n in sorted(scanned.items())) or "none"

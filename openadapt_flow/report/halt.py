@@ -3,6 +3,7 @@ show them on, and the exact commands an operator runs next."""
 
 from __future__ import annotations
 
+from openadapt_flow.store.rundoc import ManifestDoc
 from openadapt_flow.store.states import DecisionKind, PausedReason, RunState
 import shlex
 from typing import Any
@@ -45,7 +46,7 @@ def candidates(evidence: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return places
 
 
-def _replay_command(manifest: dict[str, Any]) -> str:
+def _replay_command(manifest: ManifestDoc) -> str:
     """The run's replay re-run with `--durable`: its bundle, its non-secret params, its backend (secrets stay in the
     environment, as the first run read them)."""
     parts = ["flow", "replay", shlex.quote(str((manifest.get("bundle") or {}).get("path") or "BUNDLE")), "--durable"]
@@ -64,7 +65,7 @@ def _replay_command(manifest: dict[str, Any]) -> str:
     return " ".join(parts)
 
 
-def next_commands(ref: str, rep: dict[str, Any], manifest: dict[str, Any]) -> list[str]:
+def next_commands(ref: str, rep: dict[str, Any], manifest: ManifestDoc) -> list[str]:
     """The exact commands that move this run on from where it stopped (none for a finished run), and after a teach the
     `flow patch apply` that writes what was taught into the bundle."""
     out = _moving_on(ref, rep, manifest)
@@ -74,7 +75,7 @@ def next_commands(ref: str, rep: dict[str, Any], manifest: dict[str, Any]) -> li
     return out
 
 
-def _moving_on(ref: str, rep: dict[str, Any], manifest: dict[str, Any]) -> list[str]:
+def _moving_on(ref: str, rep: dict[str, Any], manifest: ManifestDoc) -> list[str]:
     run = shlex.quote(ref)
     state, esc = rep.get("state"), rep.get("escalation")
     if state == RunState.FAILED and rep.get("halt"):

@@ -11,9 +11,10 @@ from openadapt_flow.report.summary import summarize
 from openadapt_flow.store.base import RunHandle
 from openadapt_flow.store.states import RecordType, RunState, is_a
 from openadapt_flow.store.entry import JournalEntry, step_of
+from openadapt_flow.store.rundoc import ManifestDoc
 
 
-def _step_rows(manifest: dict[str, Any], records: list[JournalEntry], frames: set[str]) -> list[dict[str, Any]]:
+def _step_rows(manifest: ManifestDoc, records: list[JournalEntry], frames: set[str]) -> list[dict[str, Any]]:
     rows: dict[str, dict[str, Any]] = {}
     order: list[str] = []
     for r in records:
@@ -75,7 +76,7 @@ def _step_rows(manifest: dict[str, Any], records: list[JournalEntry], frames: se
     return out
 
 
-def manifest_steps(manifest: dict[str, Any]) -> list[str]:
+def manifest_steps(manifest: ManifestDoc) -> list[str]:
     return list(manifest.get("step_ids") or [])
 
 

@@ -26,7 +26,9 @@ from openadapt_flow.runtime.operate.reconciler import as_store
 from openadapt_flow.runtime.runs import resume
 from openadapt_flow.runtime.act.durable.waiting import child_of
 from openadapt_flow.store.atomic import StorageFault
+from openadapt_flow.store import WorkerRow
 from openadapt_flow.store.base import RunHandle, RunStore
+from openadapt_flow.store.entry import StateDoc
 from openadapt_flow.store.states import FINAL_STATES, LIVE_STATES, PausedReason, RecordType, RunState, is_a
 
 
@@ -37,7 +39,7 @@ class _Seen:
     live: bool = False  # state says RUNNING/RESUMING/PENDING: whether its owner died is re-checked every scan
 
 
-def _state(run: RunHandle) -> dict[str, Any] | None:
+def _state(run: RunHandle) -> StateDoc | None:
     try:
         return run.state() if run.has_state() else None
     except FlowError:
@@ -45,7 +47,8 @@ def _state(run: RunHandle) -> dict[str, Any] | None:
 
 
 def _live(run: RunHandle) -> bool:
-    return (_state(run) or {}).get("state") in LIVE_STATES
+    state = _state(run)
+    return state is not None and state.get("state") in LIVE_STATES
 
 
 def _ready_at(run: RunHandle) -> float | None:
@@ -66,7 +69,8 @@ def _ready_at(run: RunHandle) -> float | None:
     reason = pending.get("paused_reason")
     if reason == PausedReason.AWAITING_CHILD:
         child = child_of(run, str(pending.get("step")))  # driven by its parent (runtime/act/durable/child.py)
-        child_state = (_state(child) or {}).get("state")
+        child_doc = _state(child)
+        child_state = child_doc.get("state") if child_doc is not None else None
         if child_state is None:
             return None
         if child_state in FINAL_STATES:
@@ -97,7 +101,7 @@ def _nothing_uncertain(run: RunHandle) -> bool:
         return False
     if not manifest.get("durable") or manifest.get("parent_run"):
         return False
-    open_steps: set[Any] = set()
+    open_steps: set[str | None] = set()
     for r in run.read_records():
         if is_a(r, RecordType.ACTION_DISPATCHED):
             open_steps.add(r.get("step"))
@@ -183,14 +187,14 @@ class Worker:
                 due.append(run)
         return due
 
-    def run_once(self) -> list[dict[str, Any]]:
-        done = []
+    def run_once(self) -> list[WorkerRow]:
+        done: list[WorkerRow] = []
         for run in self.due_runs():
             if self.stop.is_set():
                 break
             try:
                 out = self._resume(run)
-                row = {"run_dir": run.ref, "state": out.state, "message": out.message}
+                row: WorkerRow = {"run_dir": run.ref, "state": out.state, "message": out.message}
             except (FlowError, StorageFault) as e:  # another worker owns it, it was refused, or the disk is full: report, go on
                 row = {"run_dir": run.ref, "state": "SKIPPED", "message": str(e)}
             self._seen.pop(run.ref, None)
@@ -200,7 +204,7 @@ class Worker:
             done.append(row)
         return done
 
-    def _resume(self, run: RunHandle) -> Any:
+    def _resume(self, run: RunHandle) -> RunOutcome:
         return resume_past_holders(run, self.hold_wait_s, self.stop, reporter=self.reporter,
                                    backend_factory=self.backend_factory)
 

@@ -27,6 +27,7 @@ from openadapt_flow.store.layout import CHILDREN, MANIFEST, RUN_FILES, digest_ma
 from openadapt_flow.store.memory import PREFIX as MEMORY_PREFIX
 from openadapt_flow.store.memory import MemoryContents, MemoryRun, MemoryStore
 from openadapt_flow.store.postgres.spec import check_spec, is_postgres, redact
+from openadapt_flow.store.rundoc import BundleRefDoc, Finalized, ManifestBody, ManifestDoc, NotedState, StateFields, StateView, WorkerRow
 from openadapt_flow.store.postgres.spec import PREFIX as PG_PREFIX
 from openadapt_flow.store.select import open_store, postgres_store, store_of_ref
 
@@ -65,3 +66,7 @@ def __getattr__(name: str) -> Any:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     module, attr = _POSTGRES[name]
     return getattr(importlib.import_module(f"openadapt_flow.store.postgres.{module}"), attr)
+
+
+# the run documents (store/rundoc.py)
+__all__ += ["BundleRefDoc", "Finalized", "ManifestBody", "ManifestDoc", "NotedState", "StateFields", "StateView", "WorkerRow"]

@@ -22,6 +22,7 @@ from openadapt_flow.store.frames import ArtifactFrameWriter, FrameWriter
 from openadapt_flow.store.journal import JournalEntry, JournalWriterBase, LoadResult, parse_records, verify_chain
 from openadapt_flow.store.entry import CheckpointDoc
 from openadapt_flow.store.layout import RUN_FILES, digest_manifest
+from openadapt_flow.store.rundoc import ManifestBody, ManifestDoc, StateDoc
 from openadapt_flow.store.seal import SCHEMA_PREFIX, verify_seal
 
 
@@ -82,7 +83,8 @@ class DocumentRun:
         """One document's text exactly as stored (None: absent)."""
         raise NotImplementedError
 
-    def _get(self, what: str) -> dict[str, Any] | None:
+    def _get(self, what: str) -> dict[str, object] | None:
+        """One document as stored: a JSON object, or None (absent); damaged, a refusal (exit 6)."""
         text = self.doc_text(what)
         if text is None:
             return None
@@ -94,7 +96,7 @@ class DocumentRun:
             raise RefusedError(f"{self.describe(what)}: expected a JSON object; refusing a damaged run record")
         return data
 
-    def check_seal(self, records: list[JournalEntry], key: bytes) -> dict[str, Any] | None:
+    def check_seal(self, records: list[JournalEntry], key: bytes) -> StateDoc | None:
         text = self.doc_text("state")
         try:
             doc = None if text is None else json.loads(text)
@@ -102,7 +104,7 @@ class DocumentRun:
             raise RefusedError(f"{self.describe('state')}: unreadable or not JSON ({e}); refusing") from None
         return verify_seal(doc, records, key, self.describe("state"), self.describe("journal"))
 
-    def _put(self, what: str, doc: Mapping[str, Any]) -> None:
+    def _put(self, what: str, doc: Mapping[str, object]) -> None:
         raise NotImplementedError
 
     def put_artifact(self, rel: str, data: bytes) -> None:
@@ -111,7 +113,7 @@ class DocumentRun:
     def describe(self, what: str) -> str:
         return f"{self.ref}/{RUN_FILES[what]}"
 
-    def _need(self, what: str) -> dict[str, Any]:
+    def _need(self, what: str) -> dict[str, object]:
         doc = self._get(what)
         if doc is None:
             raise RunDirError(f"{self.describe(what)}: missing")
@@ -120,8 +122,8 @@ class DocumentRun:
     def has_manifest(self) -> bool:
         return self.doc_text("manifest") is not None
 
-    def manifest(self) -> dict[str, Any]:
-        return self._need("manifest")
+    def manifest(self) -> ManifestDoc:
+        return cast(ManifestDoc, self._need("manifest"))  # as written (`flow verify` validates it against its model)
 
     def _link(self, child: RunHandle) -> str:
         """How the manifest's `child_runs` names a child: its reference relative to this run's."""
@@ -134,7 +136,7 @@ class DocumentRun:
             m["child_runs"] = [*m.get("child_runs", []), rel]
             self._put("manifest", m)
 
-    def write_manifest(self, body: dict[str, Any]) -> None:
+    def write_manifest(self, body: ManifestBody) -> None:
         self._put("manifest", {"schema": SCHEMA_PREFIX + "manifest@1", **body})
 
     def manifest_digest(self) -> str:
@@ -163,10 +165,10 @@ class DocumentRun:
     def has_state(self) -> bool:
         return self.doc_text("state") is not None
 
-    def state(self) -> dict[str, Any]:
-        return self._need("state")
+    def state(self) -> StateDoc:
+        return cast(StateDoc, self._need("state"))  # as written (check_seal verifies it against the journal)
 
-    def restore_state(self, doc: dict[str, Any]) -> None:
+    def restore_state(self, doc: StateDoc) -> None:
         self._put("state", {"schema": SCHEMA_PREFIX + "state@1", **doc})
 
     # checkpoint
@@ -222,7 +224,7 @@ class DocumentRun:
     def read_incident(self) -> dict[str, Any] | None:
         return self._get("incident")
 
-    def write_reports(self, report: dict[str, Any], markdown: str, html: str) -> None:
+    def write_reports(self, report: Mapping[str, object], markdown: str, html: str) -> None:
         self._put("report", {"schema": SCHEMA_PREFIX + "report@1", **report})
         self.put_artifact("REPORT.md", markdown.encode())
         self.put_artifact("report.html", html.encode())

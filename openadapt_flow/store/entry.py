@@ -33,8 +33,8 @@ def step_of(rec: JournalEntry) -> str:
     return rec["step"] or ""
 
 
-class StateDoc(TypedDict):
-    """state.json: replaced on every transition; sealed (HMAC, installation key) over the journal's end."""
+class StateBody(TypedDict):
+    """What a transition writes into state.json before the seal names the journal's end (`StateDoc` as stored)."""
     schema: str
     state: str  # a RunState's value
     paused_reason: str | None  # a PausedReason's value
@@ -43,6 +43,10 @@ class StateDoc(TypedDict):
     halt_category: NotRequired[str | None]
     message: NotRequired[str | None]
     updated_at: str
+
+
+class StateDoc(StateBody):
+    """state.json: replaced on every transition; sealed (HMAC, installation key) over the journal's end."""
     journal_seq: NotRequired[int | None]
     journal_hash: NotRequired[str | None]
     seal: NotRequired[str | None]

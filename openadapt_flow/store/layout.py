@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from typing import Any
+from collections.abc import Mapping
 
 from openadapt_flow.store.checkpoint import CHECKPOINT
 from openadapt_flow.store.escalation import APPROVAL, DECISIONS, PENDING
@@ -28,7 +28,7 @@ RUN_FILES = {"manifest": MANIFEST, "state": STATE, "journal": JOURNAL_FILE, "che
              "report_md": REPORT_FILES[1], "report_html": REPORT_FILES[2]}
 
 
-def digest_manifest(manifest: dict[str, Any]) -> str:
+def digest_manifest(manifest: Mapping[str, object]) -> str:
     """Digest of a manifest (as written, `schema` included) minus `child_runs`, the one field appended after the start."""
     body = {k: v for k, v in manifest.items() if k != "child_runs"}
     return "sha256:" + hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()

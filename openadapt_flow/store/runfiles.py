@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 from openadapt_flow.store.entry import CheckpointDoc, StateDoc
 from openadapt_flow.store.records import Box, Decision, Json, Obj, Point
 from openadapt_flow.store.states import PausedReason, RunState, TransactionOutcome
+from openadapt_flow.store.rundoc import BundleRefDoc, ManifestDoc
 
 Sha = str  # "sha256:<hex>"
 
@@ -28,43 +29,24 @@ def _schema(name: str) -> Any:
     return Field(alias="schema", pattern=f"^openadapt-flow/{name}@1$")
 
 
-class BundleRef(_File):
-    path: str | None  # None for a Python workflow (no bundle folder)
-    name: str
-    digest: Sha
-    files: list[str]
-
-
-class Manifest(_File):
-    """manifest.json: written once at start; pinned by the journal's `run_started` (its digest minus child_runs)."""
-    schema_: str = _schema("manifest")
-    run_id: str
-    created_at: str
-    tool_version: str
-    host: str
-    kind: Literal["workflow"] | None = None
-    entry: str | None = None
-    args: Obj | None = None
-    bundle: BundleRef
-    params: Obj
-    backend: Obj | None
-    step_ids: list[str]
-    durable: bool
-    allow_model: bool
-    config: Obj
-    parent_run: str | None
-    child_runs: list[str]
-
-
-def _model(doc: type, name: str, rules: dict[str, Any]) -> type[BaseModel]:
+def _model(doc: type, name: str, rules: dict[str, object]) -> type[BaseModel]:
     """The validating model of a run document whose definition is the TypedDict `doc`: the same keys in the same
     order and their types; `rules` gives a key its constraint or default (`Field(...)`, or `(type, Field(...))` where
     the model checks more than the type says: an enum stored as its string), and `schema` is the aliased `schema_`."""
-    fields: dict[str, Any] = {}
+    fields: dict[str, Any] = {}  # pydantic's field definitions: (type, FieldInfo or default)
     for key, hint in get_type_hints(doc).items():
         rule = rules.get(key, ...)
         fields["schema_" if key == "schema" else key] = rule if isinstance(rule, tuple) else (hint, rule)
     return create_model(name, __base__=_File, __doc__=doc.__doc__, __module__=__name__, **fields)
+
+
+BundleRef = _model(BundleRefDoc, "BundleRef", {})
+
+
+Manifest = _model(ManifestDoc, "Manifest", {
+    "schema": _schema("manifest"), "kind": (Literal["workflow"] | None, None), "entry": (str | None, None),
+    "args": (Obj | None, None), "bundle": (BundleRef, ...), "params": (Obj, ...), "backend": (Obj | None, ...),
+    "config": (Obj, ...)})
 
 
 State = _model(StateDoc, "State", {

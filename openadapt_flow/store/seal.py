@@ -6,21 +6,24 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, cast, overload
 
 from openadapt_flow.errors import RefusedError
+from openadapt_flow.store.base import JournalWriter
 from openadapt_flow.store.journal import JournalEntry, now_iso
+from openadapt_flow.store.rundoc import StateBody, StateDoc, StateFields
 
 SCHEMA_PREFIX = "openadapt-flow/"
 
 
-def state_seal(key: bytes, doc: dict[str, Any]) -> str:
+def state_seal(key: bytes, doc: Mapping[str, object]) -> str:
     body = {k: v for k, v in doc.items() if k != "seal"}
     canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str).encode()
     return hmac.new(key, b"openadapt-flow state seal\0" + canonical, hashlib.sha256).hexdigest()
 
 
-def verify_seal(doc: Any, records: list[JournalEntry], key: bytes, where: str, journal_where: str) -> dict[str, Any] | None:
+def verify_seal(doc: Any, records: list[JournalEntry], key: bytes, where: str, journal_where: str) -> StateDoc | None:
     """A state document, verified: sealed with this installation's key, and the journal reaches the end it names.
 
     The journal may be AHEAD of the seal (records written before a crash, or between transitions); BEHIND is a
@@ -40,17 +43,20 @@ def verify_seal(doc: Any, records: list[JournalEntry], key: bytes, where: str, j
     if seq > len(records) or (seq and records[seq - 1]["hash"] != end):
         raise RefusedError(f"{journal_where}: ends at seq {len(records)}, but state.json was sealed at seq {seq} "
                            f"(the journal's tail was cut, or it is another copy's); refusing")
-    return doc
+    return cast(StateDoc, doc)  # its seal proves this installation wrote it, as a StateDoc
 
 
-def sealed_state(state: str, fields: dict[str, Any], journal: Any) -> dict[str, Any]:
+@overload
+def sealed_state(state: str, fields: StateFields, journal: JournalWriter) -> StateDoc: ...
+@overload
+def sealed_state(state: str, fields: StateFields, journal: None) -> StateBody: ...
+def sealed_state(state: str, fields: StateFields, journal: JournalWriter | None) -> StateBody | StateDoc:
     """The state document a transition writes; with the run's journal, sealed with its end (spec §8)."""
-    body: dict[str, Any] = {"state": state, "paused_reason": None, "transaction_outcome": None, "last_checkpoint_seq": None}
-    body.update(fields)
-    body["updated_at"] = now_iso()
-    doc = {"schema": SCHEMA_PREFIX + "state@1", **body}
-    if journal is not None:
-        journal.sync()  # the seal may name a record that was appended without its own fsync
-        doc.update(journal_seq=journal.seq, journal_hash=journal.last_hash if journal.seq else None)
-        doc["seal"] = state_seal(journal.key, doc)
+    body: StateBody = {"schema": SCHEMA_PREFIX + "state@1", "state": state, "paused_reason": None, "transaction_outcome": None,
+                       "last_checkpoint_seq": None, **fields, "updated_at": now_iso()}
+    if journal is None:
+        return body
+    journal.sync()  # the seal may name a record that was appended without its own fsync
+    doc: StateDoc = {**body, "journal_seq": journal.seq, "journal_hash": journal.last_hash if journal.seq else None, "seal": None}
+    doc["seal"] = state_seal(journal.key, doc)
     return doc

@@ -22,7 +22,9 @@ from openadapt_flow.store.states import RunState
 
 def run_child_step(ctx: RunContext, index: int, step: Step) -> dict[str, Any]:
     """Start the child (or continue the one already started); its step's verified data, or a pause or halt."""
-    bundle = (Path(ctx.run.manifest()["bundle"]["path"]) / (step.bundle or "")).resolve()
+    root = ctx.run.manifest()["bundle"]["path"]
+    assert root is not None  # a `flow` step is a bundle's, and a bundle's run names its folder
+    bundle = (Path(root) / (step.bundle or "")).resolve()
     child = run_child(ctx, ChildCall(step, index, str(bundle), partial(_start, ctx, step, bundle), partial(_resume, ctx)))
     return {"index": index, "verified_by": "runtime", "result": {"child_run": run_name(child), "state": RunState.COMPLETED}, "screen_facts": []}
 

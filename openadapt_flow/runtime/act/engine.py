@@ -41,6 +41,7 @@ from openadapt_flow.runtime.act.pause import open_pause
 from openadapt_flow.runtime.judge.policy import PolicyBlock, check_step
 from openadapt_flow.runtime.start.preflight import check_settings, probe_effects
 from openadapt_flow.runtime.start.runref import ref_path, store_for
+from openadapt_flow.store.rundoc import ManifestBody
 from openadapt_flow.store.records import Blocked
 from openadapt_flow.store.states import PausedReason, RunState
 from openadapt_flow.runtime.act.step import StepRecord, run_gui_step
@@ -119,7 +120,7 @@ def build_ladder(loaded: LoadedBundle | None, config: DeployConfig, allow_model:
     return Ladder(loaded.templates if loaded is not None else {}, (screen.width, screen.height), ocr=ocr, model=model, options=options)
 
 
-def _manifest(run_id: str, req: ReplayRequest, loaded: LoadedBundle, params: BoundParams, durable: bool) -> dict[str, Any]:
+def _manifest(run_id: str, req: ReplayRequest, loaded: LoadedBundle, params: BoundParams, durable: bool) -> ManifestBody:
     return {
         "run_id": run_id,
         "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

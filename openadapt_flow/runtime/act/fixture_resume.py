@@ -4,16 +4,16 @@
 from __future__ import annotations
 
 import shlex
-from typing import Any
 
 from openadapt_flow.backends.base import Backend
 from openadapt_flow.backends.fixture import FixtureBackend
 from openadapt_flow.errors import RefusedError
 from openadapt_flow.store.states import RecordType, is_a
 from openadapt_flow.store.entry import JournalEntry
+from openadapt_flow.store.rundoc import ManifestDoc
 
 
-def refuse_restarted_fixture(backend: Backend, ref: str, manifest: dict[str, Any], records: list[JournalEntry]) -> None:
+def refuse_restarted_fixture(backend: Backend, ref: str, manifest: ManifestDoc, records: list[JournalEntry]) -> None:
     """Refuse (exit 6, nothing sent, the decision kept unused) to resume a run that sent input on a fixture session
     that starts again at its first screen: every step after the checkpoint would look for its target on the wrong
     screen (and pause again: "not found")."""

@@ -21,9 +21,9 @@ import json
 import tempfile
 import threading
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from openadapt_flow.bundle.loader import LoadedBundle, load_bundle
 from openadapt_flow.errors import RefusedError, RunDirError
@@ -48,7 +48,7 @@ class Submission:
 
     run: PostgresRun
     label: str | None
-    params: dict[str, Any]
+    params: Mapping[str, object]
     queued: bool
 
 

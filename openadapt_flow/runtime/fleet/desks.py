@@ -10,10 +10,9 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
 
 import psycopg
-from psycopg.conninfo import conninfo_to_dict
+from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from openadapt_flow.errors import BackendTimeout, ConnectionFailed, FlowError
 from openadapt_flow.runtime.fleet.targets import Target, TargetsFile
@@ -22,14 +21,14 @@ from openadapt_flow.runtime.fleet.targets import Target, TargetsFile
 # keepalive gives up (~2 h): the server probes each desk session after 10 s idle and ends it after 3 unanswered probes
 # 5 s apart, freeing the desktop in about the lease's time. Safe: a cut-off worker cannot send input anyway — every
 # input needs its action_dispatched committed under a lease it no longer holds (fencing).
-KEEPALIVE: dict[str, Any] = {"keepalives": 1, "keepalives_idle": 10, "keepalives_interval": 5, "keepalives_count": 3}
+KEEPALIVE: dict[str, int] = {"keepalives": 1, "keepalives_idle": 10, "keepalives_interval": 5, "keepalives_count": 3}
 SERVER_KEEPALIVE = "-c tcp_keepalives_idle=10 -c tcp_keepalives_interval=5 -c tcp_keepalives_count=3"
 
 
-def desk_conninfo(spec: str) -> dict[str, Any]:
+def desk_conninfo(spec: str) -> dict[str, str | int | None]:
     """The store's connection parameters for a desk session, with the keepalives; the spec's own server options (its
     schema's search_path) kept beside the server's keepalive settings, not replaced by them."""
-    params: dict[str, Any] = {**conninfo_to_dict(spec), **KEEPALIVE}
+    params: dict[str, str | int | None] = {**conninfo_to_dict(spec), **KEEPALIVE}
     params["options"] = f"{params.get('options') or ''} {SERVER_KEEPALIVE}".strip()
     return params
 
@@ -64,8 +63,8 @@ class Desks:
         """The desktop's own session (only its holder uses it: `_mine` guards it)."""
         conn = self._sessions.get(name)
         if conn is None or conn.closed or conn.broken:
-            conn = self._sessions[name] = psycopg.connect(autocommit=True, application_name="openadapt-flow desk",
-                                                          **desk_conninfo(self.spec))
+            conn = self._sessions[name] = psycopg.connect(make_conninfo("", **desk_conninfo(self.spec)), autocommit=True,
+                                                          application_name="openadapt-flow desk")
         return conn
 
     def _try(self, name: str) -> tuple[psycopg.Connection, bool] | None:

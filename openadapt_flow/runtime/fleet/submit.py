@@ -21,7 +21,7 @@ from openadapt_flow.version import __version__
 from openadapt_flow.bundle.loader import load_bundle
 from openadapt_flow.bundle.params import bind_params
 from openadapt_flow.bundle.config import DeployConfig
-from openadapt_flow.store import PG_PREFIX as PREFIX, PostgresStore, check_queue_schema
+from openadapt_flow.store import PG_PREFIX as PREFIX, ManifestBody, PostgresStore, check_queue_schema
 from openadapt_flow.store.select import postgres_store
 from openadapt_flow.store.states import RunState
 
@@ -44,7 +44,7 @@ def submit(spec: str, bundle: Path, params: Mapping[str, Any], label: str | None
     store = fleet_store(spec)
     name = f"fleet-{uuid.uuid4().hex[:12]}"
     config = DeployConfig.default()
-    manifest = {
+    manifest: ManifestBody = {
         "run_id": f"run-{uuid.uuid4().hex[:12]}",
         "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "tool_version": __version__,

@@ -22,6 +22,7 @@ from openadapt_flow.runtime.act.pause import iso
 from openadapt_flow.runtime.start.runref import RunRef, open_ref
 from openadapt_flow.runtime.operate.teach import make_patch
 from openadapt_flow.runtime.operate.truth import check_views, consume_decision, journaled_decision, pending_view
+from openadapt_flow.store.rundoc import ManifestDoc, StateView
 from openadapt_flow.store.base import JournalWriter, RunHandle, RunLease
 from openadapt_flow.store.checkpoint import checkpoint_digest
 from openadapt_flow.store.escalation import digest, sign, verify
@@ -66,7 +67,7 @@ def _epoch(iso: str) -> float:
 
 
 @contextmanager
-def deciding(run: RunHandle, manifest: dict[str, Any]) -> Iterator[tuple[RunLease, list[JournalEntry], dict[str, Any]]]:
+def deciding(run: RunHandle, manifest: ManifestDoc) -> Iterator[tuple[RunLease, list[JournalEntry], StateView]]:
     """Hold the run's lease while a decision is read, checked and written, so two decisions never interleave.
 
     Yields the lease, the journal's records and the sealed state (checked against the journal and the run ledger)."""
@@ -225,7 +226,7 @@ def approve(run_path: RunRef, decision: str, operator: str, *, note: str | None 
     run = _open(run_path)
     manifest = run.manifest()
     vote = OperatorDecision(decision, operator, os_user or getpass.getuser(), channel, effect, note)
-    state = run.state() if run.has_state() else {}  # a damaged state.json is refused (6)
+    state: StateView = run.state() if run.has_state() else {}  # a damaged state.json is refused (6)
     if state.get("state") in FINAL_STATES:
         return _not_paused(run, state, decision, vote.user)
     current_checkpoint(run)  # so is a damaged checkpoint.json: no decision is recorded on what cannot be read
@@ -260,7 +261,7 @@ def _check_operator(config: DeployConfig, vote: OperatorDecision) -> None:
         raise RefusedError(f"{who} is not among approvals.operators; refusing")
 
 
-def _decide(run: RunHandle, manifest: dict[str, Any], records: list[JournalEntry], state: dict[str, Any], vote: OperatorDecision,
+def _decide(run: RunHandle, manifest: ManifestDoc, records: list[JournalEntry], state: StateView, vote: OperatorDecision,
             opts: DecisionOptions) -> dict[str, Any]:
     """Under the run's lease: escalate, or record the vote (a teach's patch made first; a reject ends the run)."""
     key = load_decision_key(create=False)
@@ -288,7 +289,7 @@ def _decide(run: RunHandle, manifest: dict[str, Any], records: list[JournalEntry
     return out
 
 
-def _not_paused(run: RunHandle, state: dict[str, Any], decision: str, user: str,
+def _not_paused(run: RunHandle, state: StateView, decision: str, user: str,
                 records: list[JournalEntry] | None = None) -> dict[str, Any]:
     """A decision on a run that is not paused: a repeat of the decision that ended the pause is a no-op; else refused."""
     last = _last_consumed(run)
@@ -371,7 +372,7 @@ def _record_vote(run: RunHandle, pending: dict[str, Any], key: bytes, vote: Oper
             "replaced": replaced, "votes": distinct, "quorum": task.get("quorum", 1), "complete": distinct >= task.get("quorum", 1)}
 
 
-def _escalate(run: RunHandle, manifest: dict[str, Any], pending: dict[str, Any], key: bytes, vote: OperatorDecision) -> dict[str, Any]:
+def _escalate(run: RunHandle, manifest: ManifestDoc, pending: dict[str, Any], key: bytes, vote: OperatorDecision) -> dict[str, Any]:
     """Re-issue the decision task at the next level (config approvals.levels); the run stays PAUSED. Caller holds the lease."""
     operator, user, note, channel = vote.operator, vote.user, vote.note, vote.channel
     config = DeployConfig.model_validate(manifest["config"])
@@ -391,7 +392,8 @@ def _escalate(run: RunHandle, manifest: dict[str, Any], pending: dict[str, Any],
     run.remove_approval()
     journal.close()
     state = run.state()
-    run.write_state(RunState.PAUSED, journal=journal, **{k: state.get(k) for k in ("paused_reason", "transaction_outcome", "last_checkpoint_seq", "halt_category", "message")})
+    run.write_state(RunState.PAUSED, journal=journal, paused_reason=state.get("paused_reason"), transaction_outcome=state.get("transaction_outcome"),
+                    last_checkpoint_seq=state.get("last_checkpoint_seq"), halt_category=state.get("halt_category"), message=state.get("message"))
     return {"recorded": True, "decision": DecisionKind.ESCALATE, "pause_id": pause_id, "level": levels[level], "operator": operator, "os_user": user}
 
 

@@ -20,6 +20,7 @@ import yaml
 
 from openadapt_flow.bundle.loader import LoadedBundle, load_bundle
 from openadapt_flow.errors import FlowError, RefusedError, UsageError
+from openadapt_flow.store.rundoc import ManifestDoc
 from openadapt_flow.store.atomic import dumps
 from openadapt_flow.store.base import RunHandle
 from openadapt_flow.store.states import RecordType, is_a
@@ -58,7 +59,7 @@ def effective_bundle_dir(run: RunHandle, records: list[JournalEntry]) -> Path:
     return run.artifact_dir(applied[-1]["data"]["bundle_dir"] if applied else "bundle")
 
 
-def effective_bundle(run: RunHandle, manifest: dict[str, Any], records: list[JournalEntry]) -> LoadedBundle:
+def effective_bundle(run: RunHandle, manifest: ManifestDoc, records: list[JournalEntry]) -> LoadedBundle:
     """The snapshot (checked against the manifest digest), plus the patches the journal says were applied."""
     snap_dir = run.artifact_dir("bundle")
     try:

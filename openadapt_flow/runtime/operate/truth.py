@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from openadapt_flow.errors import RefusedError
+from openadapt_flow.store.rundoc import StateView
 from openadapt_flow.store.base import JournalWriter, RunHandle
 from openadapt_flow.store.escalation import digest, journal_pause, verify
 from openadapt_flow.store.states import FINAL_STATES, RecordType, RunState, is_a
@@ -27,14 +28,14 @@ from openadapt_flow.store.entry import JournalEntry
 
 
 
-def check_views(run: RunHandle, records: list[JournalEntry], key: bytes) -> dict[str, Any]:
+def check_views(run: RunHandle, records: list[JournalEntry], key: bytes) -> StateView:
     """state.json verified against the journal (its seal) and the run ledger; the state to act on."""
     doc = run.check_seal(records, key)
     run.ledger_claim(records)
     return doc or {"state": RunState.PENDING}
 
 
-def catch_up_state(run: RunHandle, records: list[JournalEntry], journal: JournalWriter, state: dict[str, Any]) -> dict[str, Any]:
+def catch_up_state(run: RunHandle, records: list[JournalEntry], journal: JournalWriter, state: StateView) -> StateView:
     """A state that lags a journal which already ended the run (killed between `run_finished` and the state write)
     is rebuilt from the journal, so the run is not run again."""
     end = next((r for r in reversed(records) if is_a(r, RecordType.RUN_FINISHED, RecordType.RUN_RESUMED)), None)

@@ -17,6 +17,7 @@ from openadapt_flow.bundle.loader import LoadedBundle, load_bundle
 from openadapt_flow.bundle.models import Step
 from openadapt_flow.bundle.params import bind_params
 from openadapt_flow.errors import FlowError, RefusedError
+from openadapt_flow.store.rundoc import ManifestDoc
 from openadapt_flow.store.checkpoint import checkpoint_from_records
 from openadapt_flow.store.base import JournalWriter, RunHandle
 from openadapt_flow.store.states import RecordType, is_a
@@ -61,7 +62,7 @@ def _same_step(old: LoadedBundle, new: LoadedBundle, i: int) -> str | None:
 
 
 def upgrade_bundle(run: RunHandle, journal: JournalWriter, records: list[JournalEntry], current: LoadedBundle,
-                   manifest: dict[str, Any], path: Path) -> LoadedBundle:
+                   manifest: ManifestDoc, path: Path) -> LoadedBundle:
     """Check the new version against what the run already did, snapshot it, journal the upgrade; RefusedError if not."""
     try:
         new = load_bundle(path)

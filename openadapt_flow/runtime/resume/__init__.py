@@ -25,6 +25,7 @@ from openadapt_flow.runtime.resume.workflow import continue_workflow
 from openadapt_flow.store.base import JournalWriter, RunHandle
 from openadapt_flow.store.keys import load_decision_key, load_key
 from openadapt_flow.store.states import FINAL_STATES, LIVE_STATES, RunState
+from openadapt_flow.store.rundoc import ManifestDoc
 
 __all__ = ["Opened", "ResumePlan", "ResumeRequest", "plan_resume", "resume", "resumed"]
 
@@ -59,7 +60,7 @@ def resume(ref: RunRef, runs: Runs, req: ResumeRequest | None = None) -> RunOutc
         lease.release()
 
 
-def _check_request(run: RunHandle, manifest: dict[str, object], req: ResumeRequest, workflow: bool) -> None:
+def _check_request(run: RunHandle, manifest: ManifestDoc, req: ResumeRequest, workflow: bool) -> None:
     if workflow and req.upgrade_bundle is not None:
         raise UsageError("--upgrade-bundle applies to bundle runs, not to a Python workflow's run")
     if workflow and req.params:

@@ -27,6 +27,7 @@ from openadapt_flow.runtime.judge.halt import Halt
 from openadapt_flow.runtime.operate.truth import consume_decision, record_decision
 from openadapt_flow.runtime.operate.upgrade import upgrade_bundle as adopt_upgrade
 from openadapt_flow.runtime.resume.plan import Opened, ResumePlan, plan_resume, resumed
+from openadapt_flow.store.rundoc import ManifestDoc, StateDoc
 from openadapt_flow.store.atomic import StorageFault
 from openadapt_flow.store.states import DecisionKind, is_a, PausedReason, RecordType, RunState
 from openadapt_flow.store.entry import CheckpointDoc, JournalEntry, step_of
@@ -81,7 +82,7 @@ def _taught(o: Opened, plan: ResumePlan) -> dict[str, Any] | None:
     return patch
 
 
-def backend_spec(manifest: dict[str, Any], override: BackendSpec | None, flags: BackendFlags | None = None,
+def backend_spec(manifest: ManifestDoc, override: BackendSpec | None, flags: BackendFlags | None = None,
                  config: BackendConfig | None = None) -> BackendSpec | None:
     """The backend resume drives: a whole `override` spec; else the flags merged field by field onto `config`'s
     backend section (`--config`) when it names one, or onto the run's recorded backend (its manifest)."""
@@ -90,7 +91,7 @@ def backend_spec(manifest: dict[str, Any], override: BackendSpec | None, flags: 
     flags = flags or BackendFlags()
     if config is not None and (config.kind or config.url):
         return select_backend(config, backend=flags.backend, url=flags.url, rdp_host=flags.rdp_host)
-    recorded = BackendSpec.from_json(manifest["backend"]) if manifest.get("backend") else None
+    recorded = BackendSpec.from_json(spec) if (spec := manifest.get("backend")) else None
     return merge_backend(recorded, flags) if flags else recorded
 
 
@@ -104,7 +105,7 @@ def _continue(ctx: RunContext, records: list[JournalEntry], plan: ResumePlan) ->
         ctx.frames.close()  # never exit with the frame writer alive (a C++ abort at interpreter shutdown)
 
 
-def _params(loaded: LoadedBundle, manifest: dict[str, Any], given: Mapping[str, Any]) -> BoundParams:
+def _params(loaded: LoadedBundle, manifest: ManifestDoc, given: Mapping[str, Any]) -> BoundParams:
     recorded = {k: v for k, v in manifest["params"].items() if not (isinstance(v, dict) and "secret_env" in v)}
     params = bind_params(loaded.model, recorded)
     for k, v in given.items():
@@ -125,7 +126,7 @@ def _reenter(ctx: RunContext, records: list[JournalEntry], plan: ResumePlan) -> 
     resume killed after it finds it (`carried`) and applies it from the journal — never asking again, never journaling
     a second one. What it authorises happens at most once: its first effect (a dispatch, a checkpoint) spends it."""
     run, journal, pending, approval = ctx.run, ctx.journal, plan.pending, plan.approval
-    prev = {k: v for k, v in run.state().items() if k != "schema"}
+    prev = run.state()
     resumed(ctx, plan)
     rec = plan.carried
     try:
@@ -185,7 +186,7 @@ def _covered(result: RecheckResult, decision: str | None) -> bool:
         result.verdict == POSITIVELY_ABSENT and decision == DecisionKind.CONTINUE)
 
 
-def _refuse_uncertain(ctx: RunContext, uncertain: Uncertain, result: RecheckResult, plan: ResumePlan, prev: dict[str, Any]) -> NoReturn:
+def _refuse_uncertain(ctx: RunContext, uncertain: Uncertain, result: RecheckResult, plan: ResumePlan, prev: StateDoc) -> NoReturn:
     """An uncertain step that no decision covers: nothing is sent. An interrupted run opens a pause; a decided one
     keeps its decision unused (an approval stays in approval.json, a journaled decision stays in force)."""
     run, journal = ctx.run, ctx.journal
@@ -226,7 +227,7 @@ def _reprove_checkpoint(ctx: RunContext, cp: CheckpointDoc) -> None:
                    + "; ".join(f"{c['kind']} {c['expected']!r}" for c in checks if not c["ok"]), step=cp["step"])
 
 
-def _orphaned(manifest: dict[str, Any]) -> str | None:
+def _orphaned(manifest: ManifestDoc) -> str | None:
     """A child run whose parent run is gone or BLOCKED is suspended, not continued."""
     parent = manifest.get("parent_run")
     if not parent:

@@ -24,6 +24,7 @@ from openadapt_flow.bundle.config import BackendConfig, DeployConfig
 from openadapt_flow.runtime.judge.outcome import RECONCILIATION_REQUIRED
 from openadapt_flow.runtime.operate.approval import block_run, check_approval
 from openadapt_flow.runtime.operate.truth import journaled_decision, pending_view
+from openadapt_flow.store.rundoc import ManifestDoc
 from openadapt_flow.store.base import JournalWriter, RunHandle, RunLease
 from openadapt_flow.store.states import DecisionKind, PausedReason, RunState
 from openadapt_flow.store.entry import CheckpointDoc, JournalEntry
@@ -54,7 +55,7 @@ class Opened:
     """A run opened for resume: leased, its journal open and verified, its views caught up, not terminal."""
 
     run: RunHandle
-    manifest: dict[str, Any]
+    manifest: ManifestDoc
     config: DeployConfig
     lease: RunLease
     journal: JournalWriter

@@ -32,7 +32,7 @@ def continue_workflow(o: Opened) -> RunOutcome:
     records = o.records + journaled_deliveries(rc, o.records)
     records = records + apply_decision(rc, records, plan.pending, plan.approval)
     o.run.write_state(RunState.RUNNING, journal=o.journal, last_checkpoint_seq=rc.fold.checkpoint_seq())
-    recorded = BackendSpec.from_json(o.manifest["backend"]) if o.manifest.get("backend") else None
+    recorded = BackendSpec.from_json(spec) if (spec := o.manifest.get("backend")) else None
     runner = Runner(o.req.backend or recorded, o.req.backend, o.req.backend_factory)
     wctx = WorkflowContext(rc, o.manifest["entry"], history(records), runner, is_async=is_async(fn))
     with stop_on_signals(rc.stop):

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
-
 from openadapt_flow.backends.spec import BackendSpec, parse_url
 from openadapt_flow.errors import UsageError
 from openadapt_flow.bundle.config import BackendConfig
@@ -30,7 +28,7 @@ def select_backend(cfg: BackendConfig, *, backend: str | None = None, url: str |
     """The backend spec a run uses (None when nothing names one). UsageError (exit 2) when contradictory."""
     if url and rdp_host:
         raise UsageError("give either --url or --rdp-host, not both")
-    fields: dict[str, Any] = {}
+    fields: dict[str, object] = {}
     if cfg.url:
         fields.update(_spec_fields(parse_url(cfg.url)))
     if cfg.kind:
@@ -52,7 +50,7 @@ def merge_backend(base: BackendSpec | None, flags: BackendFlags) -> BackendSpec 
     return _finish(_apply_flags(_spec_fields(base) if base is not None else {}, flags))
 
 
-def _apply_flags(fields: dict[str, Any], flags: BackendFlags) -> dict[str, Any]:
+def _apply_flags(fields: dict[str, object], flags: BackendFlags) -> dict[str, object]:
     url, rdp_host, backend = flags.url, flags.rdp_host, flags.backend
     if url:
         flag = _spec_fields(parse_url(url))
@@ -77,7 +75,7 @@ def _apply_flags(fields: dict[str, Any], flags: BackendFlags) -> dict[str, Any]:
     return fields
 
 
-def _finish(fields: dict[str, Any]) -> BackendSpec | None:
+def _finish(fields: dict[str, object]) -> BackendSpec | None:
     if "kind" not in fields:
         return None
     if fields["kind"] != "screen":
@@ -88,10 +86,10 @@ def _finish(fields: dict[str, Any]) -> BackendSpec | None:
             fields.pop(name, None)
     if fields["kind"] != "fixture":
         fields.pop("path", None)
-    return BackendSpec(**fields)
+    return BackendSpec.from_json(fields)  # its keys are BackendSpec's (kind among them)
 
 
-def _spec_fields(spec: BackendSpec) -> dict[str, Any]:
+def _spec_fields(spec: BackendSpec) -> dict[str, object]:
     defaults = BackendSpec.__dataclass_fields__
     return {k: v for k, v in spec.to_json().items() if v != defaults[k].default or k == "kind"}
 

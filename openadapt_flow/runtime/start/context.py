@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Required, TypedDict
@@ -70,7 +70,7 @@ class RunContext:
     runs: Runs | None = None  # how a step starts or continues a child run (runtime/runs.py)
     fold: RunProgress = field(default_factory=RunProgress)  # what the journal says the run has done (runtime/judge/fold.py)
     approved_before: str | None = None  # an `approval: before` step the operator approved for this resume
-    inbox: dict[str, dict[str, Any]] = field(default_factory=dict)  # step id -> answer/signal delivered for it
+    inbox: dict[str, Mapping[str, object]] = field(default_factory=dict)  # step id -> answer/signal delivered for it
     masks: dict[str, Box] = field(default_factory=dict)  # secret-typing step id -> the frame region painted over in every saved frame
     focus: Anchor | None = None  # where the last step with a target found it: a key step's facts are placed from there
 

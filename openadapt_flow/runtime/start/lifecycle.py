@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from openadapt_flow.bundle.models import Step
@@ -11,7 +11,7 @@ from openadapt_flow.bundle.config import DeployConfig
 from openadapt_flow.runtime.judge.outcome import classify
 from openadapt_flow.store.faults import crash_point
 from openadapt_flow.store.base import JournalWriter, RunHandle
-from openadapt_flow.store import digest_manifest
+from openadapt_flow.store import Finalized, ManifestBody, ManifestDoc, NotedState, StateView, digest_manifest
 from openadapt_flow.store.seal import SCHEMA_PREFIX
 from openadapt_flow.store.states import LIVE_STATES, RecordType, RunState, TERMINAL_STATES, is_a
 from openadapt_flow.store.entry import JournalEntry
@@ -52,11 +52,15 @@ def owner_gone(run: RunHandle) -> bool:
     return info is not None and not info.owner_alive(lease_ttl(run))
 
 
-def effective_state(run: RunHandle) -> dict[str, Any]:
+def effective_state(run: RunHandle) -> StateView:
     """state.json as a reader should show it: a RUNNING run whose owner died shows as INTERRUPTED (nothing written)."""
-    st = run.state() if run.has_state() else {"state": RunState.PENDING}
+    if not run.has_state():
+        return {"state": RunState.PENDING}
+    st = run.state()
     if st.get("state") in LIVE_STATES and owner_gone(run):
-        st = dict(st, state=RunState.INTERRUPTED, note="owner process is gone; `flow reconcile` or `flow resume` finalises it")
+        noted: NotedState = {**st, "state": RunState.INTERRUPTED,
+                             "note": "owner process is gone; `flow reconcile` or `flow resume` finalises it"}
+        return noted
     return st
 
 
@@ -65,7 +69,7 @@ def record_interrupted(journal: JournalWriter, message: str, **fields: Any) -> J
     return journal.append("interrupted", None, {"message": message, **fields})
 
 
-def finalize_interrupted(run: RunHandle, journal: JournalWriter, records: list[JournalEntry], steps: Iterable[Step], why: str) -> dict[str, Any]:
+def finalize_interrupted(run: RunHandle, journal: JournalWriter, records: list[JournalEntry], steps: Iterable[Step], why: str) -> Finalized:
     """Record an owner's death: INTERRUPTED with the transaction outcome classified from the journal.
 
     A journal that already ends with `run_finished` (the owner died, or the disk filled, after journaling its stop
@@ -80,17 +84,17 @@ def finalize_interrupted(run: RunHandle, journal: JournalWriter, records: list[J
         return {"state": d["state"], "transaction_outcome": d.get("transaction_outcome")}
     outcome, evidence = classify(steps, records)
     record_interrupted(journal, why, finalized=True, transaction_outcome=outcome, outcome_evidence=evidence)
-    prev = run.state() if run.has_state() else {}
+    prev_seq = run.state().get("last_checkpoint_seq") if run.has_state() else None
     run.write_state(
-        RunState.INTERRUPTED, journal=journal, transaction_outcome=outcome, message=why, last_checkpoint_seq=prev.get("last_checkpoint_seq"),
+        RunState.INTERRUPTED, journal=journal, transaction_outcome=outcome, message=why, last_checkpoint_seq=prev_seq,
     )
     return {"state": RunState.INTERRUPTED, "transaction_outcome": outcome}
 
 
-def begin_run(run: RunHandle, key: bytes, manifest: dict[str, Any], started: dict[str, Any]) -> tuple[JournalWriter, JournalEntry]:
+def begin_run(run: RunHandle, key: bytes, manifest: ManifestBody, started: Mapping[str, object]) -> tuple[JournalWriter, JournalEntry]:
     """Start a run atomically: journal `run_started` (pinning the manifest about to be written), state RUNNING, and only
     then `manifest.json`, the file that makes a directory a run. A death before it leaves no run, and sent nothing."""
-    body = {"schema": SCHEMA_PREFIX + "manifest@1", **manifest}
+    body: ManifestDoc = {"schema": SCHEMA_PREFIX + "manifest@1", **manifest}
     journal = run.new_journal(key)
     rec = journal.append("run_started", None, {**started, "manifest_digest": digest_manifest(body)})
     run.write_state(RunState.RUNNING, journal=journal)  # sealed; the ledger learns the run at its next state change

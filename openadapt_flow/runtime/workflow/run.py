@@ -48,7 +48,7 @@ from openadapt_flow.store.atomic import StorageFault
 from openadapt_flow.store.base import JournalWriter, RunHandle, RunLease
 from openadapt_flow.store.faults import crash_point
 from openadapt_flow.store.keys import load_decision_key, load_key
-from openadapt_flow.store import CHILDREN
+from openadapt_flow.store import CHILDREN, ManifestBody
 from openadapt_flow.store.states import PausedReason, RunState
 from openadapt_flow.store.entry import JournalEntry
 
@@ -97,7 +97,7 @@ def start_workflow(req: WorkflowRequest, runs: Runs, progress: Progress | None =
         lease.release()
 
 
-def _manifest(run_id: str, req: WorkflowRequest, args: Mapping[str, Any], digest: str) -> dict[str, Any]:
+def _manifest(run_id: str, req: WorkflowRequest, args: Mapping[str, Any], digest: str) -> ManifestBody:
     return {
         "run_id": run_id, "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "tool_version": __version__,
         "host": socket.gethostname(), "kind": "workflow", "entry": req.entry, "args": args,

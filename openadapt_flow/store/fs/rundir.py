@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Unpack, cast
 
 from openadapt_flow.errors import CutStartup, RefusedError, RunDirError
 from openadapt_flow.store import checkpoint, escalation, ledger
@@ -21,6 +21,7 @@ from openadapt_flow.store.journal import JOURNAL_FILE, JournalEntry, LoadResult
 from openadapt_flow.store.entry import CheckpointDoc
 from openadapt_flow.store.layout import BUNDLE, CHILDREN, FRAMES, INCIDENT, MANIFEST, REPORT_FILES, RUN_FILES, STATE, digest_manifest
 from openadapt_flow.store.lease import LeaseInfo
+from openadapt_flow.store.rundoc import ManifestBody, ManifestDoc, StateDoc, StateFields
 from openadapt_flow.store.seal import SCHEMA_PREFIX, sealed_state, verify_seal
 
 
@@ -131,10 +132,10 @@ class RunDir:
             raise RunDirError(f"{p}: not a run directory (no {MANIFEST})")
         return cls(p)
 
-    def write_json(self, name: str, schema: str, body: dict[str, Any]) -> None:
+    def write_json(self, name: str, schema: str, body: Mapping[str, object]) -> None:
         write_json_atomic(self.path / name, {"schema": SCHEMA_PREFIX + schema, **body})
 
-    def read_json(self, name: str) -> dict[str, Any]:
+    def read_json(self, name: str) -> dict[str, object]:
         """One of the run's JSON files. A damaged one (unreadable, not JSON, not an object) is a refusal (exit 6):
         the run's records were tampered with or torn, which no better input can fix."""
         path = self.path / name
@@ -148,8 +149,8 @@ class RunDir:
             raise RefusedError(f"{path}: expected a JSON object; refusing a damaged run file")
         return data
 
-    def manifest(self) -> dict[str, Any]:
-        return self.read_json(MANIFEST)
+    def manifest(self) -> ManifestDoc:
+        return cast(ManifestDoc, self.read_json(MANIFEST))  # as written (`flow verify` validates it against its model)
 
     def manifest_digest(self) -> str:
         return digest_manifest(self.manifest())
@@ -161,18 +162,20 @@ class RunDir:
             m["child_runs"] = [*m.get("child_runs", []), rel]
             write_json_atomic(self.manifest_path, m)
 
-    def state(self) -> dict[str, Any]:
-        return self.read_json(STATE)
+    def state(self) -> StateDoc:
+        return cast(StateDoc, self.read_json(STATE))  # as written (check_seal verifies it against the journal)
 
-    def write_state(self, state: str, *, journal: JournalWriter | None = None, **fields: Any) -> None:
+    def write_state(self, state: str, *, journal: JournalWriter | None = None, **fields: Unpack[StateFields]) -> None:
         """Replace state.json. With the run's `journal`, the state is sealed: it names the journal's end (seq, hash)
         and is HMAC-signed with the installation key, and the run ledger records the same end (spec §8), so a cut
         journal tail or an edited state is detected. Every transition of a run passes its journal."""
+        if journal is None:
+            write_json_atomic(self.state_path, sealed_state(state, fields, None))
+            return
         doc = sealed_state(state, fields, journal)
-        if journal is not None:
-            run_id = self._run_id()
-            if run_id is not None:  # a start that writes its state before the manifest: the ledger learns it next time
-                ledger.seal(run_id, self.path, doc["journal_seq"], doc["journal_hash"])
+        run_id = self._run_id()
+        if run_id is not None:  # a start that writes its state before the manifest: the ledger learns it next time
+            ledger.seal(run_id, self.path, journal.seq, doc["journal_hash"])
         write_json_atomic(self.state_path, doc)
 
     def _run_id(self) -> str | None:
@@ -189,7 +192,7 @@ class RunDir:
             self._id = str(self.manifest()["run_id"])
         return self._id
 
-    def check_seal(self, records: list[JournalEntry], key: bytes) -> dict[str, Any] | None:
+    def check_seal(self, records: list[JournalEntry], key: bytes) -> StateDoc | None:
         """state.json, verified against the journal (see verify_seal). None when the run has neither state nor journal."""
         path = self.state_path
         try:
@@ -226,7 +229,7 @@ class RunDir:
     def discard(self) -> None:
         shutil.rmtree(self.path, ignore_errors=True)
 
-    def write_manifest(self, body: dict[str, Any]) -> None:
+    def write_manifest(self, body: ManifestBody) -> None:
         self.write_json(MANIFEST, "manifest@1", body)
 
     def run_id(self) -> str | None:
@@ -250,7 +253,7 @@ class RunDir:
     def has_state(self) -> bool:
         return self.state_path.exists()
 
-    def restore_state(self, doc: dict[str, Any]) -> None:
+    def restore_state(self, doc: StateDoc) -> None:
         self.write_json(STATE, "state@1", doc)
 
     def read_checkpoint(self) -> CheckpointDoc | None:
@@ -326,7 +329,7 @@ class RunDir:
     def read_incident(self) -> dict[str, Any] | None:
         return escalation.read_json_file(self.path / INCIDENT, "incident")
 
-    def write_reports(self, report: dict[str, Any], markdown: str, html: str) -> None:
+    def write_reports(self, report: Mapping[str, object], markdown: str, html: str) -> None:
         self.write_json(REPORT_FILES[0], "report@1", report)
         write_bytes_atomic(self.path / REPORT_FILES[1], markdown.encode())
         write_bytes_atomic(self.path / REPORT_FILES[2], html.encode())

@@ -17,14 +17,15 @@ import weakref
 from datetime import datetime
 from pathlib import Path
 from collections.abc import Mapping
-from typing import Any, Self
+from typing import Any, Self, Unpack
 
 from openadapt_flow.errors import CutStartup, RefusedError, RunDirError
 from openadapt_flow.store import ledger
 from openadapt_flow.store.atomic import dumps
-from openadapt_flow.store.base import RunHandle, check_artifact_name
+from openadapt_flow.store.base import JournalWriter, RunHandle, check_artifact_name
 from openadapt_flow.store.docrun import DocumentRun
 from openadapt_flow.store.faults import crash_point
+from openadapt_flow.store.rundoc import StateFields
 from openadapt_flow.store.lease import LeaseInfo
 from openadapt_flow.store.journal import JournalEntry
 from openadapt_flow.store.memory.parts import MemoryContents, MemoryJournal, MemoryLease, MemoryRecords
@@ -58,7 +59,7 @@ class MemoryRun(DocumentRun):
         return f"MemoryRun({self.ref!r})"
 
     # JSON documents, kept as their text
-    def _put(self, what: str, doc: Mapping[str, Any]) -> None:
+    def _put(self, what: str, doc: Mapping[str, object]) -> None:
         self.recs.docs[what] = dumps(doc)
         self.recs.changed[what] = self.store.tick()
 
@@ -102,11 +103,14 @@ class MemoryRun(DocumentRun):
         return MemoryJournal(self.recs, key, records)
 
     # state
-    def write_state(self, state: str, *, journal: Any = None, **fields: Any) -> None:
+    def write_state(self, state: str, *, journal: JournalWriter | None = None, **fields: Unpack[StateFields]) -> None:
+        if journal is None:
+            self._put("state", sealed_state(state, fields, None))
+            return
         doc = sealed_state(state, fields, journal)
         run_id = self.run_id()
-        if journal is not None and run_id is not None:
-            ledger.advance_seal(self._entry(run_id), doc["journal_seq"], doc["journal_hash"])
+        if run_id is not None:
+            ledger.advance_seal(self._entry(run_id), journal.seq, doc["journal_hash"])
         self._put("state", doc)
 
     # lease

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any, Self
+from typing import Any, Self, Unpack
 
 from openadapt_flow.errors import RefusedError, RunDirError
 from openadapt_flow.store import ledger
 from openadapt_flow.store.atomic import dumps
+from openadapt_flow.store.base import JournalWriter
 from openadapt_flow.store.docrun import DocumentRun
 from openadapt_flow.store.faults import crash_point
+from openadapt_flow.store.rundoc import StateFields
 from openadapt_flow.store.journal import JournalEntry
 from openadapt_flow.store.lease import LeaseInfo
 from openadapt_flow.store.postgres.artifacts import PostgresArtifacts
@@ -78,13 +80,13 @@ class PostgresRun(PostgresArtifacts, DocumentRun):
         row = self.store.one(f"SELECT {col} FROM {table} WHERE {key} = %s", (self.id(),))
         return None if row is None else row[0]
 
-    def _put(self, what: str, doc: Mapping[str, Any]) -> None:
+    def _put(self, what: str, doc: Mapping[str, object]) -> None:
         self.put_text(what, dumps(doc), doc)
 
     def _remove(self, what: str) -> None:
         self.put_text(what, None)
 
-    def put_text(self, what: str, text: str | None, doc: Mapping[str, Any] | None = None) -> None:
+    def put_text(self, what: str, text: str | None, doc: Mapping[str, object] | None = None) -> None:
         """Replace (None: remove) one document's text in one statement; the run's `state` and `run_id` columns follow
         the document (`doc`, else what the text parses to)."""
         if doc is None and text is not None:
@@ -137,12 +139,15 @@ class PostgresRun(PostgresArtifacts, DocumentRun):
         return PostgresJournal(self, self.store, key, records)
 
     # state
-    def write_state(self, state: str, *, journal: Any = None, **fields: Any) -> None:
+    def write_state(self, state: str, *, journal: JournalWriter | None = None, **fields: Unpack[StateFields]) -> None:
+        if journal is None:
+            self._put("state", sealed_state(state, fields, None))
+            return
         doc = sealed_state(state, fields, journal)
-        if journal is not None and self.run_id() is not None:
+        if self.run_id() is not None:
             with self.store.tx():
                 entry = self._ledger(lock=True)
-                ledger.advance_seal(entry, doc["journal_seq"], doc["journal_hash"])
+                ledger.advance_seal(entry, journal.seq, doc["journal_hash"])
                 self._save_ledger(entry)
                 self._put("state", doc)
             return

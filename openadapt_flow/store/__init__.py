@@ -25,7 +25,7 @@ from openadapt_flow.store.fs import (
 )
 from openadapt_flow.store.pausedoc import (
     AppliedDecision, ApprovalBody, ApprovalDoc, AskDoc, CarriedDecision, DecisionOutcome, DecisionTaskDoc, IncidentBody,
-    IncidentDoc, OperatorInfo, OperatorRecord, OutcomeEvidence, PauseCore, PauseHead, PendingBody, PendingDoc, ReconcileRow, SupersededDoc,
+    IncidentDoc, JournaledDecision, OperatorInfo, OperatorRecord, OutcomeEvidence, PauseCore, PauseHead, PendingBody, PendingDoc, ReconcileRow, SupersededDoc,
     TaskBody, VoteDoc
 )
 from openadapt_flow.store.layout import CHILDREN, MANIFEST, RUN_FILES, digest_manifest
@@ -57,7 +57,7 @@ __all__ = ["CHILDREN", "EXPORT_MARK", "GC_MIN_AGE_S", "MANIFEST", "MEMORY_PREFIX
            "pg_migrations", "pg_run_name", "postgres_store", "redact", "refuse_exported", "runs_root", "store_of_ref"]
 # the pause and its decision (store/pausedoc.py)
 __all__ += ["AppliedDecision", "ApprovalBody", "ApprovalDoc", "AskDoc", "CarriedDecision", "DecisionOutcome",
-            "DecisionTaskDoc", "IncidentBody", "IncidentDoc", "OperatorInfo", "OperatorRecord", "OutcomeEvidence", "PauseCore", "PauseHead",
+            "DecisionTaskDoc", "IncidentBody", "IncidentDoc", "JournaledDecision", "OperatorInfo", "OperatorRecord", "OutcomeEvidence", "PauseCore", "PauseHead",
             "PendingBody", "PendingDoc", "ReconcileRow", "SupersededDoc", "TaskBody", "VoteDoc"]
 
 # name here -> (module under store/postgres/, its name there)

@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Literal, NotRequired, TypedDict
 
 __all__ = ["AppliedDecision", "ApprovalBody", "ApprovalDoc", "AskDoc", "CarriedDecision", "DecisionOutcome",
-           "DecisionTaskDoc", "IncidentBody", "IncidentDoc", "OperatorInfo", "OperatorRecord", "OutcomeEvidence",
+           "DecisionTaskDoc", "IncidentBody", "IncidentDoc", "JournaledDecision", "OperatorInfo", "OperatorRecord", "OutcomeEvidence",
            "PauseCore", "PauseHead", "PendingBody", "PendingDoc", "ReconcileRow", "SupersededDoc", "TaskBody", "VoteDoc"]
 
 Channel = Literal["console", "phone", "cli"]  # how an operator's decision arrived (spec §20)
@@ -166,6 +166,26 @@ class CarriedDecision(TypedDict):
 
 
 AppliedDecision = ApprovalDoc | CarriedDecision  # what a resume applies: the checked approval, or the journal's
+
+
+class JournaledDecision(TypedDict):
+    """A `decision` record's data: the whole decision, journaled before it takes effect (the point of no return), enough
+    to apply it from the journal alone. Records of earlier code hold less (some only `pause_id` and `decision`, a
+    workflow's its delivered `value`): read them with `.get`."""
+    decision: NotRequired[str | None]
+    effect: NotRequired[str | None]
+    operator: NotRequired[str | None]
+    os_user: NotRequired[str | None]
+    note: NotRequired[str | None]
+    decided_at: NotRequired[str | None]
+    votes: NotRequired[list[VoteDoc] | None]
+    payload: NotRequired[dict[str, object] | None]
+    task_digest: NotRequired[str | None]
+    checkpoint_digest: NotRequired[str | None]
+    pause_id: str
+    approval_digest: NotRequired[str | None]  # of the approval as signed (without `schema` and `signature`)
+    signature: NotRequired[str | None]
+    value: NotRequired[object]
 
 
 class IncidentBody(TypedDict):

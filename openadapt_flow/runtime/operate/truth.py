@@ -18,14 +18,13 @@ that disagrees with it is tampering (exit 6).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from openadapt_flow.errors import RefusedError
 from openadapt_flow.store.base import JournalWriter, RunHandle
 from openadapt_flow.store.escalation import digest, journal_pause, pending_of, verify
 from openadapt_flow.store.states import FINAL_STATES, RecordType, RunState, is_a
 from openadapt_flow.store.entry import JournalEntry
-from openadapt_flow.store.pausedoc import AppliedDecision, ApprovalDoc, CarriedDecision, PendingBody
+from openadapt_flow.store.pausedoc import AppliedDecision, ApprovalDoc, CarriedDecision, JournaledDecision, PendingBody
 
 
 def check_views(run: RunHandle, records: list[JournalEntry], key: bytes) -> Mapping[str, object]:
@@ -105,17 +104,18 @@ def _retire_used_approval(run: RunHandle, closed: set[str]) -> None:
         run.consume_approval(data["pause_id"])
 
 
-DECISION_FIELDS = ("decision", "effect", "operator", "os_user", "note", "decided_at", "votes", "payload", "task_digest", "checkpoint_digest")
 # What the first thing done after a decision is: its application (a re-dispatch, a checkpoint, a skip, an answered
 # step), or the next pause, or the run's end. Any of them after the `decision` record spends it.
 SPENDS = (RecordType.ACTION_DISPATCHED, RecordType.STEP_VERIFIED, RecordType.STEP_SKIPPED, RecordType.ESCALATION_OPENED, RecordType.ESCALATED, RecordType.RUN_FINISHED)
 
 
-def decision_data(approval: AppliedDecision, pause_id: str) -> dict[str, Any]:
+def decision_data(approval: AppliedDecision, pause_id: str) -> JournaledDecision:
     """The whole decision, as the journal keeps it: enough to apply it from the journal alone (spec §9)."""
-    body = {k: v for k, v in approval.items() if k not in ("schema", "signature")}
-    return {k: approval.get(k) for k in DECISION_FIELDS} | {"pause_id": pause_id, "approval_digest": digest(body) if body else None,
-                                                             "signature": approval.get("signature")}
+    a, body = approval, {k: v for k, v in approval.items() if k not in ("schema", "signature")}
+    return {"decision": a.get("decision"), "effect": a.get("effect"), "operator": a.get("operator"), "os_user": a.get("os_user"),
+            "note": a.get("note"), "decided_at": a.get("decided_at"), "votes": a.get("votes"), "payload": a.get("payload"),
+            "task_digest": a.get("task_digest"), "checkpoint_digest": a.get("checkpoint_digest"), "pause_id": pause_id,
+            "approval_digest": digest(body) if body else None, "signature": a.get("signature")}
 
 
 def record_decision(journal: JournalWriter, pending: PendingBody, approval: AppliedDecision,
@@ -127,7 +127,7 @@ def record_decision(journal: JournalWriter, pending: PendingBody, approval: Appl
         return carried
     rec = journal.last_of.get("decision")
     if rec is None or (rec.get("data") or {}).get("pause_id") != pause_id:
-        rec = journal.append("decision", pending["step"], decision_data(approval, pause_id))
+        rec = journal.append("decision", pending["step"], dict(decision_data(approval, pause_id)))
     journal.sync()
     return rec
 
@@ -153,7 +153,7 @@ def journaled_decision(records: list[JournalEntry]) -> tuple[JournalEntry, Pendi
         "decision": data["decision"], "effect": data.get("effect"), "operator": data.get("operator"), "os_user": data.get("os_user"),
         "note": data.get("note"), "decided_at": data.get("decided_at"), "votes": data.get("votes"), "payload": data.get("payload"),
         "task_digest": data.get("task_digest"), "checkpoint_digest": data.get("checkpoint_digest"), "pause_id": data["pause_id"],
-        "run_id": pause["run_id"], "step": pause["step"], "signature": data.get("signature"), "from_journal": last["seq"]}
+        "run_id": pause.get("run_id"), "step": pause.get("step"), "signature": data.get("signature"), "from_journal": last["seq"]}
     return last, pause, approval
 
 

@@ -358,8 +358,8 @@ def _record_vote(run: RunHandle, pending: PendingBody, key: bytes, vote: Operato
             # an operator may change their own unused decision (e.g. after a resume refused an unknown re-read); kept below
             replaced = existing.get("decision")
             superseded = (existing.get("superseded") or []) + [
-                {"decision": existing["decision"], "effect": existing["effect"], "operator": existing["operator"],
-                 "os_user": existing["os_user"], "note": existing["note"], "decided_at": existing["decided_at"],
+                {"decision": existing.get("decision"), "effect": existing.get("effect"), "operator": existing.get("operator"),
+                 "os_user": existing.get("os_user"), "note": existing.get("note"), "decided_at": existing.get("decided_at"),
                  "channel": existing.get("channel")}]
     body: ApprovalBody = {
         "run_id": task["run_id"], "pause_id": pending["pause_id"], "task_digest": digest(task),

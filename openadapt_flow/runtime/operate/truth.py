@@ -183,6 +183,6 @@ def consume_decision(run: RunHandle, journal: JournalWriter, pending: PendingBod
 def _approval_pause(run: RunHandle) -> str | None:
     try:
         approval: ApprovalDoc | None = run.read_approval()
-        return approval["pause_id"] if approval is not None else None
+        return approval.get("pause_id") if approval is not None else None
     except RefusedError:
         return None  # unreadable: left for check_approval to name

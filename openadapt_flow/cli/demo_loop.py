@@ -165,7 +165,7 @@ def _run(bundle: Path, fixtures: Path, params: dict[str, str], run_dir: Path | N
                          "--run-dir", res.run_dir, *param_args)
         if code != 3:
             raise DemoLoopError(f"the durable run was meant to pause (exit 3) and exited {code}", code)
-        pending = open_ref(target).read_pending() or {}
+        pending: dict[str, Any] = dict(open_ref(target).read_pending() or {})
         res.halt = {k: pending.get(k) for k in ("step", "category", "transaction_outcome", "message",
                                                  "allowed_decisions")}
         echo("")

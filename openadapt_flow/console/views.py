@@ -90,7 +90,8 @@ def _folded(run: RunHandle, row: dict[str, Any]) -> dict[str, Any]:
     halt = halt_view(run) if pending else None
     png = run.get_artifact(str(halt["show_frame"])) if halt and halt.get("show_frame") else None
     approval = run.read_approval() if run.has_approval() else None
-    return {"pending": pending, "ask": ((pending or {}).get("task") or {}).get("ask"),
+    task = pending.get("task") if pending else None
+    return {"pending": pending, "ask": task.get("ask") if task else None,
             "figure": halt_figure(str(row["run_id"]), halt, png), "approval": approval,
             "incident": run.read_incident() if row["state"] == RunState.BLOCKED else None}
 

@@ -7,12 +7,11 @@ the decision task's bindings. Never the message, evidence, frames, OCR text or a
 
 from __future__ import annotations
 
-from typing import Any
 
 from openadapt_flow.bundle.loader import load_bundle
 from openadapt_flow.errors import FlowError
 from openadapt_flow.phone.context import PHONE_DECISIONS, PhoneContext
-from openadapt_flow.store import RunHandle
+from openadapt_flow.store import PendingBody, RunHandle
 
 
 def intent_as_written(run: RunHandle, step_id: str) -> str:
@@ -25,7 +24,7 @@ def intent_as_written(run: RunHandle, step_id: str) -> str:
     return step.intent if step is not None and step.intent else ""
 
 
-def closed_context(run: RunHandle, pending: dict[str, Any]) -> PhoneContext | None:
+def closed_context(run: RunHandle, pending: PendingBody) -> PhoneContext | None:
     """The closed context of `run`'s open pause, or None when a phone can take no decision on it."""
     task = pending["task"]
     allowed = [d for d in task["allowed_decisions"] if d in PHONE_DECISIONS]

@@ -33,7 +33,7 @@ from openadapt_flow.phone.project import closed_context
 from openadapt_flow.report.render import write_reports
 from openadapt_flow.runtime import DecisionOptions, approve, phone_vote_conflict
 from openadapt_flow.store import RunHandle, RunStore
-from openadapt_flow.store import checkpoint_digest
+from openadapt_flow.store import DecisionTaskDoc, checkpoint_digest
 
 POLL_WAIT_S = 10.0  # a long-poll this long; a pause that opens meanwhile is published after it
 RETRY_S = 5.0
@@ -191,7 +191,7 @@ class Relay:
         return run, d
 
 
-def _check_bindings(run: RunHandle, task: dict[str, Any], d: Any, now: float) -> None:
+def _check_bindings(run: RunHandle, task: DecisionTaskDoc, d: Any, now: float) -> None:
     """Every binding of the pending decision task, as `check_approval` holds an approval to it."""
     if d.run_id != task["run_id"] or d.idempotency_scope != task["idempotency_scope"]:
         raise Refusal("scope", f"decision scope {d.idempotency_scope} is not the task's {task['idempotency_scope']}")

@@ -2,11 +2,11 @@
 console's buttons, the report), what a transaction outcome means, and what the template rung's figures measure."""
 
 from __future__ import annotations
+from openadapt_flow.store.pausedoc import DecisionOutcome
 from openadapt_flow.store.states import DecisionKind
 
 import re
 import shlex
-from typing import Any
 
 # what each decision does to the run; the names are runtime/operate/approval.py's DECISION_NAMES (a test holds them equal)
 DECISIONS: dict[str, str] = {
@@ -47,7 +47,7 @@ def mentions_figures(text: object) -> bool:
     return bool(text) and bool(_FIGURE_WORDS.search(str(text)))
 
 
-def after_decision(ref: str, out: dict[str, Any]) -> str:
+def after_decision(ref: str, out: DecisionOutcome) -> str:
     """What happens to a run after a decision was recorded on it (`out`: what `approve` returned), in one sentence
     that names the next command."""
     run, decision = shlex.quote(ref), out.get("decision")

@@ -23,6 +23,11 @@ from openadapt_flow.store.journal import JournalEntry
 from openadapt_flow.store.fs import (
     EXPORT_MARK, FilesystemStore, Journal, Lease, RunDir, check_new_run_dir, load_journal, new_run_dir, refuse_exported, runs_root
 )
+from openadapt_flow.store.pausedoc import (
+    AppliedDecision, ApprovalBody, ApprovalDoc, AskDoc, CarriedDecision, DecisionOutcome, DecisionTaskDoc, IncidentBody,
+    IncidentDoc, JournaledDecision, OperatorInfo, OperatorRecord, OutcomeEvidence, PauseCore, PauseHead, PendingBody, PendingDoc, ReconcileRow, SupersededDoc,
+    TaskBody, VoteDoc
+)
 from openadapt_flow.store.layout import CHILDREN, MANIFEST, RUN_FILES, digest_manifest
 from openadapt_flow.store.memory import PREFIX as MEMORY_PREFIX
 from openadapt_flow.store.memory import MemoryContents, MemoryRun, MemoryStore
@@ -51,6 +56,10 @@ __all__ = ["CHILDREN", "EXPORT_MARK", "GC_MIN_AGE_S", "MANIFEST", "MEMORY_PREFIX
            "check_new_run_dir", "check_queue_schema", "check_spec", "digest_manifest", "export_run", "gc_blobs",
            "is_postgres", "load_journal", "new_run_dir", "open_store", "pg_code_version", "pg_connect", "pg_migrate",
            "pg_migrations", "pg_run_name", "postgres_store", "redact", "refuse_exported", "runs_root", "store_of_ref"]
+# the pause and its decision (store/pausedoc.py)
+__all__ += ["AppliedDecision", "ApprovalBody", "ApprovalDoc", "AskDoc", "CarriedDecision", "DecisionOutcome",
+            "DecisionTaskDoc", "IncidentBody", "IncidentDoc", "JournaledDecision", "OperatorInfo", "OperatorRecord", "OutcomeEvidence", "PauseCore", "PauseHead",
+            "PendingBody", "PendingDoc", "ReconcileRow", "SupersededDoc", "TaskBody", "VoteDoc"]
 
 # name here -> (module under store/postgres/, its name there)
 _POSTGRES = {"GC_MIN_AGE_S": ("artifacts", "GC_MIN_AGE_S"), "gc_blobs": ("artifacts", "gc_blobs"),

@@ -21,6 +21,7 @@ from openadapt_flow.store.faults import crash_point
 from openadapt_flow.store.frames import ArtifactFrameWriter, FrameWriter
 from openadapt_flow.store.journal import JournalEntry, JournalWriterBase, LoadResult, parse_records, verify_chain
 from openadapt_flow.store.entry import CheckpointDoc
+from openadapt_flow.store.pausedoc import ApprovalBody, ApprovalDoc, IncidentBody, IncidentDoc, PendingBody, PendingDoc
 from openadapt_flow.store.layout import RUN_FILES, digest_manifest
 from openadapt_flow.store.rundoc import ManifestBody, ManifestDoc, StateDoc
 from openadapt_flow.store.seal import SCHEMA_PREFIX, verify_seal
@@ -58,7 +59,7 @@ class DocumentRun:
         """Consumed decisions as (pause_id, text), oldest first."""
         raise NotImplementedError
 
-    def read_decision(self, pause_id: str) -> dict[str, Any] | None:
+    def read_decision(self, pause_id: str) -> ApprovalDoc | None:
         raise NotImplementedError
 
     def _drop_artifact(self, rel: str) -> None:
@@ -191,8 +192,9 @@ class DocumentRun:
     def has_pending(self) -> bool:
         return self.doc_text("pending") is not None
 
-    def read_pending(self) -> dict[str, Any] | None:
-        return self._get("pending")
+    def read_pending(self) -> PendingDoc | None:
+        # a document read is its run file (its model checks it where records are validated: tests, `flow verify`)
+        return cast("PendingDoc | None", self._get("pending"))
 
     def remove_pending(self) -> None:
         self._remove("pending")
@@ -206,23 +208,23 @@ class DocumentRun:
     def has_decision(self, pause_id: str) -> bool:
         return self.read_decision(pause_id) is not None
 
-    def decisions(self) -> list[dict[str, Any]]:
+    def decisions(self) -> list[ApprovalDoc]:
         return [json.loads(text) for _, text in self.decision_texts()]
 
-    def write_pending(self, body: dict[str, Any]) -> None:
+    def write_pending(self, body: PendingBody) -> None:
         self._put("pending", {"schema": SCHEMA_PREFIX + "pending_escalation@1", **body})
 
-    def read_approval(self) -> dict[str, Any] | None:
-        return self._get("approval")
+    def read_approval(self) -> ApprovalDoc | None:
+        return cast("ApprovalDoc | None", self._get("approval"))
 
-    def write_approval(self, body: dict[str, Any], signature: str) -> None:
+    def write_approval(self, body: ApprovalBody, signature: str) -> None:
         self._put("approval", {"schema": SCHEMA_PREFIX + "approval@1", **body, "signature": signature})
 
-    def write_incident(self, body: dict[str, Any]) -> None:
+    def write_incident(self, body: IncidentBody) -> None:
         self._put("incident", {"schema": SCHEMA_PREFIX + "incident@1", **body})
 
-    def read_incident(self) -> dict[str, Any] | None:
-        return self._get("incident")
+    def read_incident(self) -> IncidentDoc | None:
+        return cast("IncidentDoc | None", self._get("incident"))
 
     def write_reports(self, report: Mapping[str, object], markdown: str, html: str) -> None:
         self._put("report", {"schema": SCHEMA_PREFIX + "report@1", **report})

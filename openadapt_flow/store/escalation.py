@@ -7,41 +7,42 @@ import hmac
 import json
 import os
 from pathlib import Path
-from typing import Any
+from collections.abc import Mapping
 
 from openadapt_flow.errors import RefusedError
 from openadapt_flow.store.atomic import fsync_dir, write_json_atomic
 from openadapt_flow.store.faults import crash_point
 from openadapt_flow.store.states import PausedReason, RecordType
 from openadapt_flow.store.journal import JournalEntry
+from openadapt_flow.store.pausedoc import PauseHead, PendingBody
 
 PENDING = "pending_escalation.json"
 APPROVAL = "approval.json"
 DECISIONS = "decisions"
 
 
-def _canonical(obj: Any) -> bytes:
+def _canonical(obj: object) -> bytes:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str).encode()
 
 
-def sign(key: bytes, body: dict[str, Any]) -> str:
+def sign(key: bytes, body: Mapping[str, object]) -> str:
     return hmac.new(key, _canonical(body), hashlib.sha256).hexdigest()
 
 
-def digest(body: dict[str, Any]) -> str:
+def digest(body: Mapping[str, object]) -> str:
     return "sha256:" + hashlib.sha256(_canonical(body)).hexdigest()
 
 
-def verify(key: bytes, body: dict[str, Any], signature: str | None, what: str) -> None:
+def verify(key: bytes, body: Mapping[str, object], signature: str | None, what: str) -> None:
     if not signature or not hmac.compare_digest(sign(key, body), signature):
         raise RefusedError(f"{what}: signature does not verify (forged, edited, or signed with another key); refusing")
 
 
-def write_pending(run_dir: Path, body: dict[str, Any]) -> None:
+def write_pending(run_dir: Path, body: PendingBody) -> None:
     write_json_atomic(run_dir / PENDING, {"schema": "openadapt-flow/pending_escalation@1", **body})
 
 
-def read_json_file(path: Path, what: str) -> dict[str, Any] | None:
+def read_json_file(path: Path, what: str) -> dict[str, object] | None:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
@@ -78,23 +79,35 @@ def consume_approval(run_dir: Path, pause_id: str) -> Path:
 NO_DECISION_REASONS = frozenset({PausedReason.AWAITING_TIMER, PausedReason.AWAITING_CHILD, PausedReason.SUSPENDED_ORPHAN})
 
 
-def journal_pause(records: list[JournalEntry]) -> tuple[dict[str, Any] | None, set[str]]:
+def pending_of(rec: JournalEntry) -> PendingBody | None:
+    """The pause an `escalation_opened` / `escalated` record carries (`pending`; a copy), or None: the record of a
+    pause journaled before pauses carried their body."""
+    data = rec.get("data") or {}
+    if not isinstance(data.get("pending"), dict):
+        return None
+    body: PendingBody = data["pending"]  # the record's own object: its model (records.py) checks it where records are
+    return body.copy()
+
+
+def journal_pause(records: list[JournalEntry]) -> tuple[PendingBody | PauseHead | None, set[str]]:
     """The pause the journal says is open (the full pending body its `escalation_opened` / `escalated` record
-    carries), and the ids of the pauses it has closed: decided (`decision`), re-issued (`escalated`), dropped,
-    resumed past (a pause that needs no decision), or ended with the run (`run_finished`)."""
-    open_: dict[str, Any] | None = None
+    carries, or a legacy record's pause id alone), and the ids of the pauses it has closed: decided (`decision`),
+    re-issued (`escalated`), dropped, resumed past (a pause that needs no decision), or ended with the run
+    (`run_finished`)."""
+    open_: PendingBody | PauseHead | None = None
     closed: set[str] = set()
     for r in records:
         t, d = r["type"], r.get("data") or {}
         if t in (RecordType.ESCALATION_OPENED, RecordType.ESCALATED):
             if open_ is not None:
                 closed.add(open_["pause_id"])
-            body = d.get("pending")
-            open_ = dict(body) if isinstance(body, dict) else {"pause_id": d.get("pause_id"), "legacy": True}
+            legacy: PauseHead | None = None if isinstance(d.get("pending"), dict) else {"pause_id": d["pause_id"], "legacy": True}
+            open_ = legacy or pending_of(r)
         elif open_ is None:
             continue
         elif t == RecordType.RUN_FINISHED or (t in (RecordType.DECISION, RecordType.ESCALATION_DROPPED) and d.get("pause_id") == open_["pause_id"]) or (
-                t == RecordType.RUN_RESUMED and d.get("pause_id") == open_["pause_id"] and open_.get("paused_reason") in NO_DECISION_REASONS):
+                t == RecordType.RUN_RESUMED and d.get("pause_id") == open_["pause_id"] and "legacy" not in open_
+                and open_["paused_reason"] in NO_DECISION_REASONS):
             closed.add(open_["pause_id"])
             open_ = None
     return open_, closed

@@ -18,38 +18,41 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from openadapt_flow.errors import RefusedError
 from openadapt_flow.store.atomic import write_bytes_atomic
 from openadapt_flow.store.filelock import lock_exclusive, unlock
 from openadapt_flow.store.journal import now_iso
+from openadapt_flow.store.pausedoc import OperatorRecord
 
-Record = dict[str, Any]
+# an audit log's event, and its entry (the event's own fields between `seq`/`at` and `prev`/`hash`): open by kind
+AuditEntry = dict[str, object]
 OPERATORS_FILE = "operators.json"
 AUDIT_FILE = "operator_audit.jsonl"
 GENESIS = "0" * 64
 
 
-def entry_hash(entry: Record) -> str:
+def entry_hash(entry: AuditEntry) -> str:
     body = {k: v for k, v in entry.items() if k != "hash"}
     return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
-def chain_entry(prev: Record | None, seq: int, event: Record) -> Record:
+def chain_entry(prev: AuditEntry | None, seq: int, event: AuditEntry) -> AuditEntry:
     """The next audit entry after `prev`: a sequence number, a time, the previous hash and its own."""
-    entry = {"seq": seq, "at": now_iso(), **event, "prev": prev["hash"] if prev else GENESIS}
+    entry: AuditEntry = {"seq": seq, "at": now_iso(), **event, "prev": prev["hash"] if prev else GENESIS}
     entry["hash"] = entry_hash(entry)
     return entry
 
 
-def verify_audit(entries: list[Record], where: str) -> list[Record]:
+def verify_audit(entries: list[AuditEntry], where: str) -> list[AuditEntry]:
     """The entries, or RefusedError naming the first one whose chain is broken."""
     prev = GENESIS
     for i, e in enumerate(entries):
-        if e.get("prev") != prev or e.get("hash") != entry_hash(e) or e.get("seq") != i + 1:
+        own = entry_hash(e)
+        if e.get("prev") != prev or e.get("hash") != own or e.get("seq") != i + 1:
             raise RefusedError(f"{where}: audit entry {i + 1} breaks the hash chain (edited or removed); refusing")
-        prev = e["hash"]
+        prev = own
     return entries
 
 
@@ -57,17 +60,17 @@ def verify_audit(entries: list[Record], where: str) -> list[Record]:
 class OperatorBook(Protocol):
     """A store's operators and its audit log."""
 
-    def get(self, name: str) -> Record | None: ...
+    def get(self, name: str) -> OperatorRecord | None: ...
 
-    def put(self, record: Record) -> None:
+    def put(self, record: OperatorRecord) -> None:
         """Insert or replace the operator named `record["name"]`."""
 
-    def all(self) -> list[Record]: ...
+    def all(self) -> list[OperatorRecord]: ...
 
-    def audit(self, event: Record) -> Record:
+    def audit(self, event: AuditEntry) -> AuditEntry:
         """Append an event (`{"event": "login"|"login_failed"|"decision"|…, …}`); returns the chained entry."""
 
-    def audit_log(self) -> list[Record]:
+    def audit_log(self) -> list[AuditEntry]:
         """Every entry, its chain verified."""
 
 
@@ -92,7 +95,7 @@ class FileOperatorBook:
         finally:
             os.close(fd)
 
-    def _load(self) -> dict[str, Record]:
+    def _load(self) -> dict[str, OperatorRecord]:
         try:
             doc = json.loads(self.path.read_text(encoding="utf-8"))
         except FileNotFoundError:
@@ -101,10 +104,10 @@ class FileOperatorBook:
             raise RefusedError(f"{self.path}: unreadable operators file ({e}); refusing") from None
         return {r["name"]: r for r in doc.get("operators", [])}
 
-    def get(self, name: str) -> Record | None:
+    def get(self, name: str) -> OperatorRecord | None:
         return self._load().get(name)
 
-    def put(self, record: Record) -> None:
+    def put(self, record: OperatorRecord) -> None:
         with self._locked():
             ops = self._load()
             ops[record["name"]] = record
@@ -112,17 +115,17 @@ class FileOperatorBook:
             write_bytes_atomic(self.path, json.dumps(body, indent=2).encode() + b"\n")
             os.chmod(self.path, 0o600)
 
-    def all(self) -> list[Record]:
+    def all(self) -> list[OperatorRecord]:
         return sorted(self._load().values(), key=lambda r: r["name"])
 
-    def _entries(self) -> list[Record]:
+    def _entries(self) -> list[AuditEntry]:
         try:
             lines = self.audit_path.read_bytes().splitlines()
         except FileNotFoundError:
             return []
         return [json.loads(line) for line in lines if line.strip()]
 
-    def audit(self, event: Record) -> Record:
+    def audit(self, event: AuditEntry) -> AuditEntry:
         with self._locked():
             entries = self._entries()
             entry = chain_entry(entries[-1] if entries else None, len(entries) + 1, event)
@@ -134,7 +137,7 @@ class FileOperatorBook:
                 os.close(fd)
         return entry
 
-    def audit_log(self) -> list[Record]:
+    def audit_log(self) -> list[AuditEntry]:
         return verify_audit(self._entries(), str(self.audit_path))
 
 
@@ -142,23 +145,23 @@ class MemoryOperatorBook:
     """Operators and audit entries in this process's memory (the memory store's)."""
 
     def __init__(self) -> None:
-        self.ops: dict[str, Record] = {}
-        self.entries: list[Record] = []
+        self.ops: dict[str, OperatorRecord] = {}
+        self.entries: list[AuditEntry] = []
 
-    def get(self, name: str) -> Record | None:
+    def get(self, name: str) -> OperatorRecord | None:
         r = self.ops.get(name)
-        return dict(r) if r else None
+        return r.copy() if r else None
 
-    def put(self, record: Record) -> None:
-        self.ops[record["name"]] = dict(record)
+    def put(self, record: OperatorRecord) -> None:
+        self.ops[record["name"]] = record.copy()
 
-    def all(self) -> list[Record]:
-        return [dict(self.ops[k]) for k in sorted(self.ops)]
+    def all(self) -> list[OperatorRecord]:
+        return [self.ops[k].copy() for k in sorted(self.ops)]
 
-    def audit(self, event: Record) -> Record:
+    def audit(self, event: AuditEntry) -> AuditEntry:
         entry = chain_entry(self.entries[-1] if self.entries else None, len(self.entries) + 1, event)
         self.entries.append(entry)
         return entry
 
-    def audit_log(self) -> list[Record]:
+    def audit_log(self) -> list[AuditEntry]:
         return verify_audit([dict(e) for e in self.entries], "memory:operator_audit")

@@ -9,11 +9,14 @@ copied into it from other files (views for people, rebuilt from the records at e
 
 from __future__ import annotations
 
+from types import GenericAlias
 from typing import Any, Literal, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from openadapt_flow.store.entry import CheckpointDoc, StateDoc
+from openadapt_flow.store.pausedoc import (ApprovalDoc, AskDoc, Channel, DecisionTaskDoc, IncidentDoc, PendingDoc,
+                                           SupersededDoc, VoteDoc)
 from openadapt_flow.store.records import Box, Decision, Json, Obj, Point
 from openadapt_flow.store.states import PausedReason, RunState, TransactionOutcome
 from openadapt_flow.store.rundoc import BundleRefDoc, ManifestDoc
@@ -71,114 +74,38 @@ class Lease(_File):
     generation: int = Field(ge=1)
 
 
-Channel = Literal["console", "phone", "cli"]  # how an operator's decision arrived (spec §20)
+_CHANNEL = (Channel | None, None)  # absent in runs decided before spec §20: the CLI
+_EFFECT = Literal["landed", "absent"] | None
+
+Ask = _model(AskDoc, "Ask", {})
 
 
-class Ask(_File):
-    choices: list[str] | None
-    type: str | None
-    signal: str | None
+DecisionTask = _model(DecisionTaskDoc, "DecisionTask", {
+    "allowed_decisions": (list[Decision], ...), "quorum": Field(ge=1), "ask": (Ask | None, None),
+    "channels": (list[Channel] | None, None)})
 
 
-class DecisionTask(_File):
-    """The signed, bounded question (ids, digests and the question only: no frames, OCR text or param values)."""
-    run_id: str
-    pause_id: str
-    checkpoint_digest: Sha
-    bundle_digest: Sha
-    step: str
-    expected_transition: Literal["PAUSED->RESUMING"]
-    allowed_decisions: list[Decision]
-    expires_at: str
-    idempotency_scope: str
-    key_id: str
-    question: str
-    due_epoch: float | None
-    quorum: int = Field(ge=1)
-    level: str
-    ask: Ask | None = None
-    channels: list[Channel] | None = None  # approvals.channels: only these (authenticated) channels may decide
-    signature: str
+PendingEscalation = _model(PendingDoc, "PendingEscalation", {
+    "paused_reason": (PausedReason, ...), "transaction_outcome": (TransactionOutcome | None, ...), "evidence": (list[Obj], ...),
+    "allowed_decisions": (list[Decision], ...), "level": Field(ge=0), "task": (DecisionTask, ...), "escalated_from": None,
+    "schema": _schema("pending_escalation")})
 
 
-class PendingBody(_File):
-    """A pause as the journal's `escalation_opened` / `escalated` record carries it (`pending`)."""
-    pause_id: str
-    run_id: str
-    paused_reason: PausedReason
-    category: str
-    step: str
-    message: str
-    transaction_outcome: TransactionOutcome | None
-    evidence: list[Obj]
-    allowed_decisions: list[Decision]
-    created_at: str
-    expires_at: str
-    due_epoch: float | None
-    level: int = Field(ge=0)
-    task: DecisionTask
-    escalated_from: str | None = None
+Vote = _model(VoteDoc, "Vote", {"channel": _CHANNEL})
 
 
-class PendingEscalation(PendingBody):
-    """pending_escalation.json: the open pause, a view of the journal; removed when it is resolved."""
-    schema_: str = _schema("pending_escalation")
+Superseded = _model(SupersededDoc, "Superseded", {"decision": (Decision | None, ...), "effect": (_EFFECT, ...), "channel": _CHANNEL})
 
 
-class Vote(_File):
-    operator: str
-    os_user: str
-    note: str | None
-    decided_at: str
-    channel: Channel | None = None  # absent in runs decided before spec §20: the CLI
+Approval = _model(ApprovalDoc, "Approval", {
+    "schema": _schema("approval"), "decision": (Decision, ...), "effect": (_EFFECT, ...), "payload": (Obj | None, ...),
+    "votes": (GenericAlias(list, Vote), Field(min_length=1)), "channel": _CHANNEL,
+    "superseded": (GenericAlias(list, Superseded) | None, None)})
 
 
-class Superseded(_File):
-    decision: Decision | None
-    effect: Literal["landed", "absent"] | None
-    operator: str | None
-    os_user: str | None
-    note: str | None
-    decided_at: str | None
-    channel: Channel | None = None
-
-
-class Approval(_File):
-    """approval.json (and, once used, decisions/<pause_id>.json): the signed decision bound to one pause."""
-    schema_: str = _schema("approval")
-    run_id: str
-    pause_id: str
-    task_digest: Sha
-    checkpoint_digest: Sha
-    step: str
-    decision: Decision
-    effect: Literal["landed", "absent"] | None
-    payload: Obj | None
-    votes: list[Vote] = Field(min_length=1)
-    operator: str
-    os_user: str
-    note: str | None
-    decided_at: str
-    channel: Channel | None = None
-    superseded: list[Superseded] | None = None
-    signature: str
-
-
-class Incident(_File):
-    """incident.json (ExecutionIncident): why a run ended BLOCKED — a policy rule, or an operator's reject."""
-    schema_: str = _schema("incident")
-    id: str
-    run_id: str
-    rule: str
-    decision: Literal["policy", "reject"]
-    observed: Json
-    limit: Json
-    step: str | None
-    message: str | None = None
-    operator: str | None = None
-    os_user: str | None = None
-    note: str | None = None
-    decided_at: str
+Incident = _model(IncidentDoc, "Incident", {
+    "schema": _schema("incident"), "decision": (Literal["policy", "reject"], ...), "observed": (Json, ...), "limit": (Json, ...),
+    "message": None, "operator": None, "os_user": None, "note": None, "decided_at": (str, ...)})
 
 
 class Patch(_File):

@@ -13,7 +13,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 
@@ -48,6 +48,7 @@ from openadapt_flow.runtime.act.step import StepRecord, run_gui_step
 from openadapt_flow.store.atomic import StorageFault
 from openadapt_flow.store.faults import crash_point
 from openadapt_flow.store.entry import JournalEntry
+from openadapt_flow.store.pausedoc import IncidentBody
 from openadapt_flow.store.journal import now_iso
 from openadapt_flow.store.keys import load_decision_key, load_key
 from openadapt_flow.store.base import JournalWriter, RunHandle, RunLease
@@ -429,9 +430,8 @@ def _write_stop(ctx: RunContext, state: str, message: str, category: str | None,
                 "from the start: finish the remaining steps by hand"
     cp = ctx.fold.checkpoint() if ctx.durable else None
     if state == RunState.PAUSED:
-        # a TypedDict is a dict at run time: the pause keeps the evidence as journaled
         open_pause(ctx, paused_reason or PausedReason.AWAITING_APPROVAL, category or "approval", step or "", message, outcome,
-                   cast("list[dict[str, Any]]", evidence or []), cp)
+                   evidence or [], cp)
     journal.append(
         "run_finished" if state != RunState.PAUSED else "paused",
         None,
@@ -449,7 +449,7 @@ def _write_stop(ctx: RunContext, state: str, message: str, category: str | None,
 def write_incident(ctx: RunContext, b: PolicyBlock) -> None:
     """ExecutionIncident: the policy decision that ended the run, on disk before the state says BLOCKED."""
     blocked = Blocked(id="incident-" + uuid.uuid4().hex[:10], rule=b.rule, observed=b.observed, limit=b.limit)
-    incident = {"id": blocked.id, "run_id": ctx.run_id, "rule": b.rule, "decision": "policy", "observed": b.observed,
+    incident: IncidentBody = {"id": blocked.id, "run_id": ctx.run_id, "rule": b.rule, "decision": "policy", "observed": b.observed,
                 "limit": b.limit, "step": b.step, "message": b.message, "decided_at": now_iso()}
     ctx.run.write_incident(incident)
     ctx.journal.append("blocked", b.step, blocked.model_dump())

@@ -6,7 +6,6 @@ import time
 import uuid
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any
 
 from openadapt_flow.runtime.start.context import RunContext
 from openadapt_flow.runtime.judge.outcome import RECONCILIATION_REQUIRED
@@ -15,6 +14,7 @@ from openadapt_flow.store.escalation import sign
 from openadapt_flow.store.keys import key_id, load_decision_key
 from openadapt_flow.store.states import DecisionKind, PausedReason
 from openadapt_flow.store.entry import CheckpointDoc
+from openadapt_flow.store.pausedoc import AskDoc, DecisionTaskDoc, OutcomeEvidence, PauseCore, PendingBody, TaskBody
 
 
 def iso(epoch: float) -> str:
@@ -26,10 +26,11 @@ WAIT_DECISIONS = {PausedReason.AWAITING_USER: [DecisionKind.ANSWER, DecisionKind
                   PausedReason.AWAITING_TIMER: [DecisionKind.REJECT], PausedReason.AWAITING_CHILD: [DecisionKind.REJECT]}
 
 
-def allowed_decisions(ctx: RunContext, reason: str, category: str, step_id: str, outcome: str | None, evidence: list[dict[str, Any]]) -> list[DecisionKind]:
+def allowed_decisions(ctx: RunContext, reason: str, category: str, step_id: str, outcome: str | None,
+                      evidence: list[OutcomeEvidence]) -> list[str]:
     if reason in WAIT_DECISIONS:
-        return list(WAIT_DECISIONS[PausedReason(reason)]) + [DecisionKind.ESCALATE]
-    allowed = [DecisionKind.CONTINUE, DecisionKind.REJECT, DecisionKind.ESCALATE]
+        return [*WAIT_DECISIONS[PausedReason(reason)], DecisionKind.ESCALATE]
+    allowed: list[str] = [DecisionKind.CONTINUE, DecisionKind.REJECT, DecisionKind.ESCALATE]
     uncertain = {e["step"] for e in evidence if not e.get("positively_absent")}
     step = ctx.steps.get(step_id)
     if step is not None and step.skippable and step_id not in uncertain:
@@ -52,16 +53,16 @@ class TaskTerms:
 
     quorum: int = 1
     level: str = "default"
-    ask: dict[str, Any] | None = None
+    ask: AskDoc | None = None
     channels: list[str] | None = None
 
 
-def decision_task(ctx: RunContext, pause: dict[str, Any], cp: CheckpointDoc | None, terms: TaskTerms) -> dict[str, Any]:
+def decision_task(ctx: RunContext, pause: PauseCore, cp: CheckpointDoc | None, terms: TaskTerms) -> DecisionTaskDoc:
     """The bounded question an operator answers about `pause` (its pending body): ids, digests and the question only
     (no frames, OCR text or values)."""
     key = load_decision_key(create=False)
     pause_id, step_id, allowed = pause["pause_id"], pause["step"], pause["allowed_decisions"]
-    task: dict[str, Any] = {
+    task: TaskBody = {
         "run_id": ctx.run_id,
         "pause_id": pause_id,
         "checkpoint_digest": checkpoint_digest(cp),
@@ -81,14 +82,21 @@ def decision_task(ctx: RunContext, pause: dict[str, Any], cp: CheckpointDoc | No
         task["ask"] = terms.ask
     if terms.channels:  # signed with the task: a decision from any other channel is refused (decisions._check_channel)
         task["channels"] = terms.channels
-    task["signature"] = sign(key, task)
-    return task
+    return {**task, "signature": sign(key, task)}
+
+
+def with_task(core: PauseCore, task: DecisionTaskDoc) -> PendingBody:
+    """The pending body: the pause, then its signed task (the keys in the order the journal keeps them)."""
+    return {"pause_id": core["pause_id"], "run_id": core["run_id"], "paused_reason": core["paused_reason"], "category": core["category"],
+            "step": core["step"], "message": core["message"], "transaction_outcome": core["transaction_outcome"],
+            "evidence": core["evidence"], "allowed_decisions": core["allowed_decisions"], "created_at": core["created_at"],
+            "expires_at": core["expires_at"], "due_epoch": core["due_epoch"], "level": core["level"], "task": task}
 
 
 def open_pause(
     ctx: RunContext, reason: str, category: str, step_id: str, message: str, outcome: str | None,
-    evidence: list[dict[str, Any]], cp: CheckpointDoc | None,
-) -> dict[str, Any]:
+    evidence: list[OutcomeEvidence], cp: CheckpointDoc | None,
+) -> PendingBody:
     """Journal the pause (its `escalation_opened` record carries the whole pending body), then write its view
     pending_escalation.json; the caller then journals `paused` and writes state PAUSED."""
     pause_id = "pause-" + uuid.uuid4().hex[:10]
@@ -102,8 +110,8 @@ def open_pause(
     quorum = ctx.config.approvals.quorum if consequential else 1
     channels: list[str] | None = [str(c) for c in ctx.config.approvals.channels or []] if consequential else None
     waiting = reason in (PausedReason.AWAITING_USER, PausedReason.AWAITING_SIGNAL)
-    ask = {"choices": step.choices, "type": step.type, "signal": step.signal} if step is not None and waiting else None
-    body: dict[str, Any] = {
+    ask: AskDoc | None = {"choices": step.choices, "type": step.type, "signal": step.signal} if step is not None and waiting else None
+    core: PauseCore = {
         "pause_id": pause_id,
         "run_id": ctx.run_id,
         "paused_reason": reason,
@@ -118,7 +126,7 @@ def open_pause(
         "due_epoch": due,
         "level": 0,
     }
-    body["task"] = decision_task(ctx, body, cp, TaskTerms(quorum, _level(ctx, 0), ask, channels))
+    body = with_task(core, decision_task(ctx, core, cp, TaskTerms(quorum, _level(ctx, 0), ask, channels)))
     # The journal is the record of truth: its record carries the whole pause (fsync'd first); the file is a view of it.
     ctx.journal.append("escalation_opened", step_id, {"pause_id": pause_id, "reason": reason, "category": category, "allowed": allowed,
                                                       "pending": body})

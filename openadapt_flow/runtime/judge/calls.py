@@ -4,8 +4,8 @@ classification need to know of a workflow run's history, with no runtime objects
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from openadapt_flow.bundle.models import Step
 from openadapt_flow.store.states import RecordType, is_a
@@ -37,7 +37,8 @@ class Call:
         d, v = self.last(RecordType.ACTION_DISPATCHED), self.verified
         return d if d is not None and (v is None or v["seq"] < d["seq"]) else None
 
-    def decision_after(self, seq: int) -> dict[str, Any] | None:
+    def decision_after(self, seq: int) -> Mapping[str, object] | None:
+        """The data of the call's last `decision` record after `seq` (None: no decision since)."""
         return next((r["data"] for r in reversed(self.records) if is_a(r, RecordType.DECISION) and r["seq"] > seq), None)
 
 

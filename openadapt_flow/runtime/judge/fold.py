@@ -7,8 +7,6 @@ second copy that could drift from the journal, and a resume sees exactly what th
 
 from __future__ import annotations
 
-from typing import Any
-
 from openadapt_flow.runtime.judge.policy import Budget
 from openadapt_flow.store.checkpoint import checkpoint_from_records
 from openadapt_flow.store.states import RecordType
@@ -22,7 +20,7 @@ class RunProgress:
 
     def __init__(self) -> None:
         self.verified: list[JournalEntry] = []  # step_verified/step_skipped records, in journal order
-        self.results: dict[str, Any] = {}  # step id -> its recorded result ({steps.ID.…} interpolation reads it)
+        self.results: dict[str, object] = {}  # step id -> its recorded JSON result ({steps.ID.…} interpolation reads it)
         self.asked: set[str] = set()  # ask_user steps whose question was journaled
         self.signals: set[str] = set()  # wait_signal steps whose wait was journaled
         self.timers: dict[str, float] = {}  # sleep/wait_until step id -> due epoch

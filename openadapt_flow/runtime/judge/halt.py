@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
-
 import numpy as np
 
 from openadapt_flow.errors import RunSignal
@@ -22,7 +20,7 @@ class Halt(RunSignal):
     message: str
     step: str | None = None
     dispatched: bool = False  # had input possibly been sent when it halted?
-    evidence: list[dict[str, Any]] = field(default_factory=list)
+    evidence: list[dict[str, object]] = field(default_factory=list)  # what was weighed (JSON objects of any kind)
     frame: np.ndarray | None = None
     search: tuple[int, int, int, int] | None = None  # where the runtime looked (halt-frame annotation)
     best: tuple[int, int, int, int] | None = None  # the best candidate it saw

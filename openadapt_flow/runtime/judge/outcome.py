@@ -3,23 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, TypedDict
+from typing import Any
 
 from openadapt_flow.bundle.models import Step
 from openadapt_flow.store.states import RecordType, TransactionOutcome
 from openadapt_flow.store.entry import JournalEntry
+from openadapt_flow.store.pausedoc import OutcomeEvidence
 
 HALTED_BEFORE_EFFECT = TransactionOutcome.HALTED_BEFORE_EFFECT
 RECONCILIATION_REQUIRED = TransactionOutcome.RECONCILIATION_REQUIRED
-
-
-class OutcomeEvidence(TypedDict):
-    """One consequential step dispatched and not verified: what its last effect verdict said."""
-
-    step: str
-    dispatch_seq: int
-    effect_verdict: str  # an effect verdict, or NOT_VERIFIED when none was read
-    positively_absent: bool
 
 
 def classify(steps: Iterable[Step], records: Iterable[JournalEntry]) -> tuple[TransactionOutcome, list[OutcomeEvidence]]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import getpass
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -29,15 +29,17 @@ from openadapt_flow.store.escalation import digest, sign, verify
 from openadapt_flow.store.entry import CheckpointDoc, JournalEntry
 from openadapt_flow.store.journal import now_iso
 from openadapt_flow.store.keys import load_decision_key, load_key
+from openadapt_flow.store.pausedoc import (AppliedDecision, ApprovalBody, ApprovalDoc, DecisionOutcome, IncidentBody, PendingBody,
+                                           SupersededDoc, VoteDoc)
 from openadapt_flow.store.states import DecisionKind, FINAL_STATES, PausedReason, RunState
 
 DECISION_NAMES = (DecisionKind.CONTINUE, DecisionKind.SKIP, DecisionKind.REJECT, DecisionKind.TEACH, DecisionKind.ESCALATE, DecisionKind.RECONCILE)
 AUTHENTICATED_CHANNELS = ("console", "phone")  # an operator who logged in with a credential (spec §20)
-Audit = Callable[[dict[str, Any]], Any]  # appends an event to the store's operator audit log
+Audit = Callable[[dict[str, object]], object]  # appends an event to the store's operator audit log
 DECISION_WAIT_S = 10.0  # how long a decision waits for another command's hold on the run before it is refused
 
 
-def voter(vote: dict[str, Any]) -> str:
+def voter(vote: VoteDoc) -> str:
     """Who a vote counts as for a quorum: the authenticated operator on an authenticated channel (one person on the
     console and the phone is one voter), else the OS user (typed names never count twice for one OS user)."""
     if vote.get("channel") in AUTHENTICATED_CHANNELS:
@@ -45,7 +47,7 @@ def voter(vote: dict[str, Any]) -> str:
     return "os:" + str(vote.get("os_user"))
 
 
-def phone_vote_conflict(approval: dict[str, Any] | None, pause_id: str, operator: str) -> str | None:
+def phone_vote_conflict(approval: ApprovalDoc | None, pause_id: str, operator: str) -> str | None:
     """Why a phone vote by `operator` on `pause_id` may not be added to `approval`, or None. The phone lane is one
     voter per pause and never a voter already counted on another channel: a hosted queue (honest, it closes a task
     after one decision; compromised, it holds the signing key) cannot add a second phone vote to meet a quorum alone,
@@ -83,7 +85,7 @@ def deciding(run: RunHandle, manifest: ManifestDoc) -> Iterator[tuple[RunLease, 
         lease.release()
 
 
-def _refuse_if_decided(run: RunHandle, records: list[JournalEntry], pending: dict[str, Any] | None) -> None:
+def _refuse_if_decided(run: RunHandle, records: list[JournalEntry], pending: PendingBody | None) -> None:
     """A pause already decided in the journal (its process died before the decision took effect) takes no other
     decision: the next `flow resume` applies the journaled one."""
     carried = journaled_decision(records) if pending is None else None
@@ -97,7 +99,7 @@ def current_checkpoint(run: RunHandle) -> CheckpointDoc | None:
     return run.read_checkpoint()
 
 
-def check_approval(run: RunHandle, pending: dict[str, Any], key: bytes, *, now: float | None = None) -> dict[str, Any]:
+def check_approval(run: RunHandle, pending: PendingBody, key: bytes, *, now: float | None = None) -> ApprovalDoc:
     """The approval for this pause, or RefusedError naming exactly what is wrong with it."""
     path = run.describe("approval")
     approval = run.read_approval()
@@ -108,7 +110,7 @@ def check_approval(run: RunHandle, pending: dict[str, Any], key: bytes, *, now: 
         raise RefusedError(f"{run.ref}: awaiting an operator decision — run `flow approve {run.ref} --decision continue --operator NAME`")
     body = {k: v for k, v in approval.items() if k not in ("signature", "schema")}
     verify(key, body, approval.get("signature"), f"{path}")
-    task = {k: v for k, v in pending["task"].items()}
+    task = pending["task"]
     if approval.get("run_id") != task["run_id"]:
         raise RefusedError(f"{path}: approval is for run {approval.get('run_id')}, not {task['run_id']}; refusing")
     if approval.get("pause_id") != pause_id:
@@ -128,7 +130,7 @@ def check_approval(run: RunHandle, pending: dict[str, Any], key: bytes, *, now: 
 
 
 def deliver(run_path: RunRef, kind: str, operator: str, *, value: str | None = None, name: str | None = None,
-            data: Any = None, channel: str = "cli", options: DecisionOptions | None = None) -> dict[str, Any]:
+            data: Any = None, channel: str = "cli", options: DecisionOptions | None = None) -> DecisionOutcome:
     """`flow answer` / `flow signal`: a signed delivery bound to the pause that waits for it (`options.audit` logs it)."""
     opts = options or DecisionOptions()
     run = _open(run_path)
@@ -142,7 +144,7 @@ def deliver(run_path: RunRef, kind: str, operator: str, *, value: str | None = N
             raise RefusedError(f"{run.ref}: run is {state.get('state')}({reason}), not {want}")
         ask = pending["task"].get("ask")  # signed with the task; runs without a bundle (workflows) have only this
         step = SimpleNamespace(id=pending["step"], **ask) if ask is not None else _snapshot_step(run, pending["step"])
-        payload: dict[str, Any]
+        payload: dict[str, object]
         if kind == DecisionKind.ANSWER:
             assert value is not None
             payload = {"value": _check_answer(step, value)}
@@ -183,7 +185,7 @@ def _check_answer(step: Any, value: str) -> Any:
     return value
 
 
-def _last_consumed(run: RunHandle) -> dict[str, Any] | None:
+def _last_consumed(run: RunHandle) -> ApprovalDoc | None:
     used = run.decisions()
     return used[-1] if used else None
 
@@ -212,11 +214,11 @@ class OperatorDecision:
     channel: str = "cli"
     effect: str | None = None
     note: str | None = None
-    payload: dict[str, Any] | None = None
+    payload: dict[str, object] | None = None
 
 
 def approve(run_path: RunRef, decision: str, operator: str, *, note: str | None = None, effect: str | None = None,
-            os_user: str | None = None, channel: str = "cli", options: DecisionOptions | None = None) -> dict[str, Any]:
+            os_user: str | None = None, channel: str = "cli", options: DecisionOptions | None = None) -> DecisionOutcome:
     """Record a decision on the pending escalation; `reject` also ends the run BLOCKED. Returns a summary.
 
     Decisions are serialised under the run's lease: of two started at the same instant, the second sees the first.
@@ -262,7 +264,7 @@ def _check_operator(config: DeployConfig, vote: OperatorDecision) -> None:
 
 
 def _decide(run: RunHandle, manifest: ManifestDoc, records: list[JournalEntry], state: StateView, vote: OperatorDecision,
-            opts: DecisionOptions) -> dict[str, Any]:
+            opts: DecisionOptions) -> DecisionOutcome:
     """Under the run's lease: escalate, or record the vote (a teach's patch made first; a reject ends the run)."""
     key = load_decision_key(create=False)
     pending = pending_view(run, records, key)
@@ -285,12 +287,12 @@ def _decide(run: RunHandle, manifest: ManifestDoc, records: list[JournalEntry], 
         vote = replace(vote, payload=make_patch(run, pending, records, point=opts.point, template=opts.template))
     out = _record(run, pending, key, vote, opts)
     if vote.decision == DecisionKind.REJECT and out["recorded"]:
-        _block(run, pending, run.read_approval() or {})
+        _block(run, pending)
     return out
 
 
 def _not_paused(run: RunHandle, state: StateView, decision: str, user: str,
-                records: list[JournalEntry] | None = None) -> dict[str, Any]:
+                records: list[JournalEntry] | None = None) -> DecisionOutcome:
     """A decision on a run that is not paused: a repeat of the decision that ended the pause is a no-op; else refused."""
     last = _last_consumed(run)
     if last and last.get("decision") == decision and last.get("os_user") == user:
@@ -302,27 +304,27 @@ def _not_paused(run: RunHandle, state: StateView, decision: str, user: str,
     raise RefusedError(f"{run.ref}: run is {state.get('state')}{reason}{why}, not awaiting approval")
 
 
-def _check_channel(run: RunHandle, pending: dict[str, Any], channel: str) -> None:
+def _check_channel(run: RunHandle, pending: PendingBody, channel: str) -> None:
     allowed = pending["task"].get("channels")
     if allowed and channel not in allowed:
         raise RefusedError(f"{run.ref}: pause {pending['pause_id']} takes decisions only from an authenticated channel "
                            f"({', '.join(allowed)}), not {channel}; refusing")
 
 
-def _audit(audit: Audit | None, run: RunHandle, out: dict[str, Any], channel: str) -> None:
+def _audit(audit: Audit | None, run: RunHandle, out: DecisionOutcome, channel: str) -> None:
     if audit is not None and out.get("recorded"):
         audit({"event": "decision", "operator": out.get("operator"), "os_user": out.get("os_user"), "channel": channel,
                "authenticated": channel in AUTHENTICATED_CHANNELS,  # on `cli` the name is typed: the OS user vouches
                "run": run.ref, "pause_id": out.get("pause_id"), "decision": out.get("decision")})
 
 
-def _record(run: RunHandle, pending: dict[str, Any], key: bytes, vote: OperatorDecision, opts: DecisionOptions) -> dict[str, Any]:
+def _record(run: RunHandle, pending: PendingBody, key: bytes, vote: OperatorDecision, opts: DecisionOptions) -> DecisionOutcome:
     out = _record_vote(run, pending, key, vote, opts.now)
     _audit(opts.audit, run, out, vote.channel)
     return out
 
 
-def _record_vote(run: RunHandle, pending: dict[str, Any], key: bytes, vote: OperatorDecision, now: float | None) -> dict[str, Any]:
+def _record_vote(run: RunHandle, pending: PendingBody, key: bytes, vote: OperatorDecision, now: float | None) -> DecisionOutcome:
     decision, operator, user, channel = vote.decision, vote.operator, vote.user, vote.channel
     effect, note, payload = vote.effect, vote.note, vote.payload
     _check_channel(run, pending, channel)
@@ -335,10 +337,10 @@ def _record_vote(run: RunHandle, pending: dict[str, Any], key: bytes, vote: Oper
     conflict = phone_vote_conflict(existing, pending["pause_id"], operator) if channel == "phone" else None
     if conflict is not None:  # checked again here, under the run's lease: a local vote may have landed meanwhile
         raise RefusedError(f"{run.ref}: {conflict}; refusing")
-    ballot = {"operator": operator, "os_user": user, "note": note, "decided_at": now_iso(), "channel": channel}
+    ballot: VoteDoc = {"operator": operator, "os_user": user, "note": note, "decided_at": now_iso(), "channel": channel}
     me = voter(ballot)
     replaced, votes = None, [ballot]
-    superseded: list[dict[str, Any]] = []
+    superseded: list[SupersededDoc] = []
     if existing is not None and existing.get("pause_id") == pending["pause_id"]:
         earlier = existing.get("votes") or []
         voters = {voter(v) for v in earlier}
@@ -357,8 +359,10 @@ def _record_vote(run: RunHandle, pending: dict[str, Any], key: bytes, vote: Oper
             # an operator may change their own unused decision (e.g. after a resume refused an unknown re-read); kept below
             replaced = existing.get("decision")
             superseded = (existing.get("superseded") or []) + [
-                {k: existing.get(k) for k in ("decision", "effect", "operator", "os_user", "note", "decided_at", "channel")}]
-    body = {
+                {"decision": existing.get("decision"), "effect": existing.get("effect"), "operator": existing.get("operator"),
+                 "os_user": existing.get("os_user"), "note": existing.get("note"), "decided_at": existing.get("decided_at"),
+                 "channel": existing.get("channel")}]
+    body: ApprovalBody = {
         "run_id": task["run_id"], "pause_id": pending["pause_id"], "task_digest": digest(task),
         "checkpoint_digest": task["checkpoint_digest"], "step": pending["step"], "decision": decision, "effect": effect,
         "payload": payload, "votes": votes, "operator": votes[0]["operator"], "os_user": votes[0]["os_user"],
@@ -372,7 +376,7 @@ def _record_vote(run: RunHandle, pending: dict[str, Any], key: bytes, vote: Oper
             "replaced": replaced, "votes": distinct, "quorum": task.get("quorum", 1), "complete": distinct >= task.get("quorum", 1)}
 
 
-def _escalate(run: RunHandle, manifest: ManifestDoc, pending: dict[str, Any], key: bytes, vote: OperatorDecision) -> dict[str, Any]:
+def _escalate(run: RunHandle, manifest: ManifestDoc, pending: PendingBody, key: bytes, vote: OperatorDecision) -> DecisionOutcome:
     """Re-issue the decision task at the next level (config approvals.levels); the run stays PAUSED. Caller holds the lease."""
     operator, user, note, channel = vote.operator, vote.user, vote.note, vote.channel
     config = DeployConfig.model_validate(manifest["config"])
@@ -381,11 +385,16 @@ def _escalate(run: RunHandle, manifest: ManifestDoc, pending: dict[str, Any], ke
     journal, _ = run.open_journal(load_key(create=False))
     pause_id = "pause-" + uuid.uuid4().hex[:10]
     expires = time.time() + config.runtime.pause_ttl_s
-    task = {k: v for k, v in pending["task"].items() if k != "signature"}
-    task.update(pause_id=pause_id, expires_at=iso(expires), level=levels[level], idempotency_scope=f"{task['run_id']}/{pause_id}")
-    task["signature"] = sign(key, task)
-    new = {k: v for k, v in pending.items() if k != "schema"}
-    new.update(pause_id=pause_id, expires_at=iso(expires), level=level, task=task, escalated_from=pending["pause_id"])
+    task = pending["task"].copy()  # re-signed below (its signature, last, keeps its place)
+    task["pause_id"], task["expires_at"], task["level"] = pause_id, iso(expires), levels[level]
+    task["idempotency_scope"] = f"{task['run_id']}/{pause_id}"
+    task["signature"] = sign(key, {k: v for k, v in task.items() if k != "signature"})
+    p = pending
+    new: PendingBody = {
+        "pause_id": pause_id, "run_id": p["run_id"], "paused_reason": p["paused_reason"], "category": p["category"], "step": p["step"],
+        "message": p["message"], "transaction_outcome": p["transaction_outcome"], "evidence": p["evidence"],
+        "allowed_decisions": p["allowed_decisions"], "created_at": p["created_at"], "expires_at": iso(expires),
+        "due_epoch": p["due_epoch"], "level": level, "task": task, "escalated_from": p["pause_id"]}
     journal.append("escalated", pending["step"], {"from": pending["pause_id"], "pause_id": pause_id, "level": levels[level], "operator": operator,
                                                   "os_user": user, "note": note, "pending": new, "channel": channel})
     run.write_pending(new)
@@ -397,19 +406,21 @@ def _escalate(run: RunHandle, manifest: ManifestDoc, pending: dict[str, Any], ke
     return {"recorded": True, "decision": DecisionKind.ESCALATE, "pause_id": pause_id, "level": levels[level], "operator": operator, "os_user": user}
 
 
-def _block(run: RunHandle, pending: dict[str, Any], decision: dict[str, Any]) -> None:
-    """An operator's reject: BLOCKED with incident.json naming the operator — a recorded decision, not an error.
-    The caller holds the lease."""
+def _block(run: RunHandle, pending: PendingBody) -> None:
+    """An operator's reject (its approval just recorded): BLOCKED with incident.json naming the operator — a recorded
+    decision, not an error. The caller holds the lease."""
+    decision = run.read_approval()
+    assert decision is not None, "the reject was recorded under this lease"
     journal, _ = run.open_journal(load_key(create=False))
     block_run(run, journal, pending, decision)
 
 
-def block_run(run: RunHandle, journal: JournalWriter, pending: dict[str, Any], decision: dict[str, Any],
+def block_run(run: RunHandle, journal: JournalWriter, pending: PendingBody, decision: AppliedDecision,
               rec: JournalEntry | None = None) -> None:
     """End the run BLOCKED on a reject: its `decision` record first (or `rec`, the journal's, when a process was
     killed after it: resume ends the run from it), then incident.json and `run_finished`. Closes `journal`."""
     consume_decision(run, journal, pending, decision, rec)
-    incident = {
+    incident: IncidentBody = {
         "id": "incident-" + pending["pause_id"].removeprefix("pause-"),
         "run_id": pending["run_id"],
         "rule": "operator_reject",

@@ -5,12 +5,11 @@ A credential is generated (`secrets`), shown once, and kept only as an argon2id 
 
 from __future__ import annotations
 
-from typing import Any
-
 from openadapt_flow.auth.credentials import check_name, hash_credential, new_credential, valid_name, verify_credential
 from openadapt_flow.errors import RefusedError, UsageError
 from openadapt_flow.store.base import RunStore
 from openadapt_flow.store.journal import now_iso
+from openadapt_flow.store.pausedoc import OperatorInfo, OperatorRecord
 
 ROLES = ("approver", "admin")
 CHANNELS = ("console", "phone", "cli")
@@ -33,21 +32,27 @@ def add_operator(store: RunStore, name: str, role: str = "approver") -> str:
     return credential
 
 
-def _existing(store: RunStore, name: str) -> dict[str, Any]:
+def _existing(store: RunStore, name: str) -> OperatorRecord:
     record = store.operators().get(name)
     if record is None:
         raise UsageError(f"no operator {name!r} (see `flow operator list`)")
     return record
 
 
-def list_operators(store: RunStore) -> list[dict[str, Any]]:
+def shown(record: OperatorRecord) -> OperatorInfo:
+    """An operator without their credential's hash."""
+    return {"name": record["name"], "role": record["role"], "disabled": record["disabled"], "created_at": record["created_at"],
+            "changed_at": record["changed_at"]}
+
+
+def list_operators(store: RunStore) -> list[OperatorInfo]:
     """Every operator without its hash."""
-    return [{k: v for k, v in r.items() if k != "hash"} for r in store.operators().all()]
+    return [shown(r) for r in store.operators().all()]
 
 
 def disable_operator(store: RunStore, name: str) -> None:
     record = _existing(store, name)
-    record.update(disabled=True, changed_at=now_iso())
+    record["disabled"], record["changed_at"] = True, now_iso()
     store.operators().put(record)
     store.operators().audit({"event": "operator_disabled", "operator": name})
 
@@ -56,13 +61,13 @@ def reset_operator(store: RunStore, name: str) -> str:
     """A new credential for `name` (re-enables a disabled operator); the old one stops working."""
     record = _existing(store, name)
     credential = new_credential()
-    record.update(hash=hash_credential(credential), disabled=False, changed_at=now_iso())
+    record["hash"], record["disabled"], record["changed_at"] = hash_credential(credential), False, now_iso()
     store.operators().put(record)
     store.operators().audit({"event": "operator_reset", "operator": name})
     return credential
 
 
-def authenticate(store: RunStore, name: str, credential: str, *, channel: str, client: str | None = None) -> dict[str, Any]:
+def authenticate(store: RunStore, name: str, credential: str, *, channel: str, client: str | None = None) -> OperatorInfo:
     """The operator's record (without hash) if `credential` is theirs and they are enabled; RefusedError otherwise.
     Every attempt is audited (`login` / `login_failed`)."""
     book = store.operators()
@@ -75,12 +80,12 @@ def authenticate(store: RunStore, name: str, credential: str, *, channel: str, c
         book.audit({"event": "login_failed", "operator": name, "channel": channel, "client": client, "why": "bad credential"})
         raise RefusedError("unknown operator or wrong credential")
     book.audit({"event": "login", "operator": name, "channel": channel, "client": client})
-    return {k: v for k, v in record.items() if k != "hash"}
+    return shown(record)
 
 
-def check_active(store: RunStore, name: str) -> dict[str, Any]:
+def check_active(store: RunStore, name: str) -> OperatorInfo:
     """An operator still allowed to decide (not disabled since their login); RefusedError otherwise."""
     record = store.operators().get(name)
     if record is None or record.get("disabled"):
         raise RefusedError(f"operator {name!r} is disabled or unknown; refusing")
-    return {k: v for k, v in record.items() if k != "hash"}
+    return shown(record)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from openadapt_flow.bundle.loader import load_bundle
 from openadapt_flow.errors import FlowError
@@ -14,6 +13,7 @@ from openadapt_flow.store.atomic import StorageFault
 from openadapt_flow.store.base import RunStore
 from openadapt_flow.store import FilesystemStore
 from openadapt_flow.store.keys import load_key
+from openadapt_flow.store.pausedoc import ReconcileRow
 from openadapt_flow.store.states import LIVE_STATES, RunState
 
 
@@ -22,7 +22,7 @@ def as_store(root: Path | RunStore) -> RunStore:
     return FilesystemStore(root) if isinstance(root, (Path, str)) else root
 
 
-def reconcile_one(ref: RunRef) -> dict[str, Any]:
+def reconcile_one(ref: RunRef) -> ReconcileRow:
     run = open_ref(ref)
     path = run.ref
     st = run.state() if run.has_state() else {"state": RunState.PENDING}
@@ -48,13 +48,14 @@ def reconcile_one(ref: RunRef) -> dict[str, Any]:
     finally:
         if unlock is not None:
             unlock()
-    return {"run_dir": path, "action": "finalized", **result, "reason": why}
+    return {"run_dir": path, "action": "finalized", "state": result["state"], "transaction_outcome": result["transaction_outcome"],
+            "reason": why}
 
 
-def reconcile_root(root: Path | RunStore) -> list[dict[str, Any]]:
+def reconcile_root(root: Path | RunStore) -> list[ReconcileRow]:
     """Every run of a runs root (or store): start-ups that were cut are reported, runs whose owner died finalised."""
     store = as_store(root)
-    out: list[dict[str, Any]] = []
+    out: list[ReconcileRow] = []
     for run in store.unstarted():  # cut before the manifest (begin_run): never a run, and nothing was sent
         unlock = run.try_lock()
         if unlock is not None:  # its owner died before the run began; replay again (a live owner is still starting)

@@ -25,6 +25,7 @@ from openadapt_flow.store.atomic import dumps
 from openadapt_flow.store.base import RunHandle
 from openadapt_flow.store.states import RecordType, is_a
 from openadapt_flow.store.entry import JournalEntry
+from openadapt_flow.store.pausedoc import PendingBody
 
 PATCHES = "patches"
 
@@ -117,7 +118,7 @@ def unique_crop_box(frame: np.ndarray, point: tuple[int, int], size: tuple[int, 
                              "teach with --template")
 
 
-def make_patch(run: RunHandle, pending: dict[str, Any], records: list[JournalEntry], *, point: tuple[int, int] | None, template: Path | None) -> dict[str, Any]:
+def make_patch(run: RunHandle, pending: PendingBody, records: list[JournalEntry], *, point: tuple[int, int] | None, template: Path | None) -> dict[str, Any]:
     """Cut the new crop from the raw halt frame and write the patch files; return its digests for the approval."""
     step_id = pending["step"]
     raw = f"frames/halt-{step_id}-raw.png"

@@ -17,14 +17,15 @@ that disagrees with it is tampering (exit 6).
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
 
 from openadapt_flow.errors import RefusedError
 from openadapt_flow.store.rundoc import StateView
 from openadapt_flow.store.base import JournalWriter, RunHandle
-from openadapt_flow.store.escalation import digest, journal_pause, verify
+from openadapt_flow.store.escalation import digest, journal_pause, pending_of, verify
 from openadapt_flow.store.states import FINAL_STATES, RecordType, RunState, is_a
 from openadapt_flow.store.entry import JournalEntry
+from openadapt_flow.store.pausedoc import AppliedDecision, ApprovalDoc, CarriedDecision, JournaledDecision, PendingBody
 
 
 
@@ -49,29 +50,30 @@ def catch_up_state(run: RunHandle, records: list[JournalEntry], journal: Journal
     return run.state()
 
 
-def verify_task(run: RunHandle, pending: dict[str, Any], key: bytes) -> dict[str, Any]:
+def verify_task(run: RunHandle, pending: PendingBody, key: bytes) -> PendingBody:
     """The pending body's decision task is signed, and the body agrees with it."""
-    task = dict(pending.get("task") or {})
+    task: dict[str, object] = dict(pending.get("task") or {})
     sig = task.pop("signature", None)
-    verify(key, task, sig, f"{run.describe('pending')}: decision task")
+    verify(key, task, sig if isinstance(sig, str) else None, f"{run.describe('pending')}: decision task")
     for field in ("pause_id", "step", "allowed_decisions", "run_id"):
         if pending.get(field) != task.get(field):
             raise RefusedError(f"{run.describe('pending')}: {field} differs from the signed task (tampered); refusing")
     return pending
 
 
-def pending_view(run: RunHandle, records: list[JournalEntry], key: bytes, *, repair: bool = True) -> dict[str, Any] | None:
+def pending_view(run: RunHandle, records: list[JournalEntry], key: bytes, *, repair: bool = True) -> PendingBody | None:
     """The open pause as the journal records it (None if none), with pending_escalation.json checked against it.
 
     `repair` (under the run's lease): a missing view is rebuilt, a stale one (its pause closed in the journal) removed.
     """
-    body, closed = journal_pause(records)
+    head, closed = journal_pause(records)
     path = run.describe("pending")
     on_disk = run.read_pending()
-    if body is not None and body.get("legacy"):  # journaled before pauses carried their body: the signed file is all there is
-        if on_disk is None or on_disk.get("pause_id") != body["pause_id"]:
-            raise RefusedError(f"{path}: missing or not the journal's pause {body['pause_id']}; refusing")
+    if head is not None and "legacy" in head:  # journaled before pauses carried their body: the signed file is all there is
+        if on_disk is None or on_disk.get("pause_id") != head["pause_id"]:
+            raise RefusedError(f"{path}: missing or not the journal's pause {head['pause_id']}; refusing")
         return verify_task(run, on_disk, key)
+    body = None if head is None or "legacy" in head else head
     if repair:
         _retire_used_approval(run, closed)
     if body is None:
@@ -103,21 +105,21 @@ def _retire_used_approval(run: RunHandle, closed: set[str]) -> None:
         run.consume_approval(data["pause_id"])
 
 
-DECISION_FIELDS = ("decision", "effect", "operator", "os_user", "note", "decided_at", "votes", "payload", "task_digest", "checkpoint_digest")
 # What the first thing done after a decision is: its application (a re-dispatch, a checkpoint, a skip, an answered
 # step), or the next pause, or the run's end. Any of them after the `decision` record spends it.
 SPENDS = (RecordType.ACTION_DISPATCHED, RecordType.STEP_VERIFIED, RecordType.STEP_SKIPPED, RecordType.ESCALATION_OPENED, RecordType.ESCALATED, RecordType.RUN_FINISHED)
 
 
-def decision_data(approval: dict[str, Any] | None, pause_id: str) -> dict[str, Any]:
+def decision_data(approval: AppliedDecision, pause_id: str) -> JournaledDecision:
     """The whole decision, as the journal keeps it: enough to apply it from the journal alone (spec §9)."""
-    a = approval or {}
-    body = {k: v for k, v in a.items() if k not in ("schema", "signature")}
-    return {k: a.get(k) for k in DECISION_FIELDS} | {"pause_id": pause_id, "approval_digest": digest(body) if body else None,
-                                                      "signature": a.get("signature")}
+    a, body = approval, {k: v for k, v in approval.items() if k not in ("schema", "signature")}
+    return {"decision": a.get("decision"), "effect": a.get("effect"), "operator": a.get("operator"), "os_user": a.get("os_user"),
+            "note": a.get("note"), "decided_at": a.get("decided_at"), "votes": a.get("votes"), "payload": a.get("payload"),
+            "task_digest": a.get("task_digest"), "checkpoint_digest": a.get("checkpoint_digest"), "pause_id": pause_id,
+            "approval_digest": digest(body) if body else None, "signature": a.get("signature")}
 
 
-def record_decision(journal: JournalWriter, pending: dict[str, Any], approval: dict[str, Any] | None,
+def record_decision(journal: JournalWriter, pending: PendingBody, approval: AppliedDecision,
                     carried: JournalEntry | None = None) -> JournalEntry:
     """The point of no return: the `decision` record for the open pause, journaled (fsync'd) before it takes any
     effect. A decision this journal already holds for the pause (`carried`) is never journaled twice."""
@@ -126,12 +128,12 @@ def record_decision(journal: JournalWriter, pending: dict[str, Any], approval: d
         return carried
     rec = journal.last_of.get("decision")
     if rec is None or (rec.get("data") or {}).get("pause_id") != pause_id:
-        rec = journal.append("decision", pending["step"], decision_data(approval, pause_id))
+        rec = journal.append("decision", pending["step"], dict(decision_data(approval, pause_id)))
     journal.sync()
     return rec
 
 
-def journaled_decision(records: list[JournalEntry]) -> tuple[JournalEntry, dict[str, Any], dict[str, Any]] | None:
+def journaled_decision(records: list[JournalEntry]) -> tuple[JournalEntry, PendingBody, CarriedDecision] | None:
     """A decision the journal holds but that has not taken effect yet (the process was killed after its record):
     (its record, the pause it decided, the decision as `check_approval` returns it), or None. Once anything spends
     it (see SPENDS) it is history: what it authorised happened, at most once."""
@@ -147,20 +149,24 @@ def journaled_decision(records: list[JournalEntry]) -> tuple[JournalEntry, dict[
     pause = _pause_body(records, data.get("pause_id"))
     if pause is None or data.get("decision") is None or "approval_digest" not in data:
         return None  # a record that does not carry the whole decision (older runs), or a pause never opened
-    approval = {k: data.get(k) for k in DECISION_FIELDS} | {"pause_id": data["pause_id"], "run_id": pause.get("run_id"),
-                                                             "step": pause.get("step"), "from_journal": last["seq"]}
+    # the decision as the journal keeps it (decision_data wrote it from the checked approval), and the pause it decided
+    approval: CarriedDecision = {
+        "decision": data["decision"], "effect": data.get("effect"), "operator": data.get("operator"), "os_user": data.get("os_user"),
+        "note": data.get("note"), "decided_at": data.get("decided_at"), "votes": data.get("votes"), "payload": data.get("payload"),
+        "task_digest": data.get("task_digest"), "checkpoint_digest": data.get("checkpoint_digest"), "pause_id": data["pause_id"],
+        "run_id": pause.get("run_id"), "step": pause.get("step"), "signature": data.get("signature"), "from_journal": last["seq"]}
     return last, pause, approval
 
 
-def _pause_body(records: list[JournalEntry], pause_id: Any) -> dict[str, Any] | None:
+def _pause_body(records: list[JournalEntry], pause_id: object) -> PendingBody | None:
     for r in reversed(records):
-        body = (r.get("data") or {}).get("pending") if is_a(r, RecordType.ESCALATION_OPENED, RecordType.ESCALATED) else None
-        if isinstance(body, dict) and body.get("pause_id") == pause_id:
-            return dict(body)
+        body = pending_of(r) if is_a(r, RecordType.ESCALATION_OPENED, RecordType.ESCALATED) else None
+        if body is not None and body.get("pause_id") == pause_id:
+            return body
     return None
 
 
-def consume_decision(run: RunHandle, journal: JournalWriter, pending: dict[str, Any], approval: dict[str, Any] | None,
+def consume_decision(run: RunHandle, journal: JournalWriter, pending: PendingBody, approval: AppliedDecision,
                      rec: JournalEntry | None = None) -> JournalEntry:
     """Use the decision on `pending` once: journal it (unless `rec`, or this writer, already did), mark it used in
     the run ledger (refused if it was used anywhere else), then move approval.json to decisions/ and remove the
@@ -168,15 +174,16 @@ def consume_decision(run: RunHandle, journal: JournalWriter, pending: dict[str, 
     pause_id = pending["pause_id"]
     if rec is None or (rec.get("data") or {}).get("pause_id") != pause_id:
         rec = record_decision(journal, pending, approval)
-    run.ledger_consume(pause_id, (approval or {}).get("decision"), rec["seq"], rec["hash"])
+    run.ledger_consume(pause_id, approval["decision"], rec["seq"], rec["hash"])
     if _approval_pause(run) == pause_id:  # never another pause's approval (it would overwrite the used one)
         run.consume_approval(pause_id)
     run.remove_pending()
     return rec
 
 
-def _approval_pause(run: RunHandle) -> Any:
+def _approval_pause(run: RunHandle) -> str | None:
     try:
-        return (run.read_approval() or {}).get("pause_id")
+        approval: ApprovalDoc | None = run.read_approval()
+        return approval.get("pause_id") if approval is not None else None
     except RefusedError:
         return None  # unreadable: left for check_approval to name

@@ -31,6 +31,7 @@ from openadapt_flow.store.rundoc import ManifestDoc, StateDoc
 from openadapt_flow.store.atomic import StorageFault
 from openadapt_flow.store.states import DecisionKind, is_a, PausedReason, RecordType, RunState
 from openadapt_flow.store.entry import CheckpointDoc, JournalEntry, step_of
+from openadapt_flow.store.pausedoc import AppliedDecision
 
 
 def continue_bundle(o: Opened) -> RunOutcome:
@@ -63,20 +64,22 @@ def continue_bundle(o: Opened) -> RunOutcome:
         if o.req.stop is not None:
             ctx.stop = o.req.stop
         if patch is not None and not any(is_a(r, RecordType.PATCHED) and r["data"].get("pause_id") == patch["pause_id"] for r in o.records):
-            o.journal.append("patched", patch["step"], {k: patch[k] for k in ("pause_id", "bundle_dir", "digest", "template", "region", "point")})
+            o.journal.append("patched", str(patch["step"]), {k: patch[k] for k in ("pause_id", "bundle_dir", "digest", "template", "region", "point")})
         with stop_on_signals(ctx.stop):
             return _continue(ctx, o.records, plan)
     finally:
         live.close()
 
 
-def _taught(o: Opened, plan: ResumePlan) -> dict[str, Any] | None:
-    """A `teach` decision's patch: the bundle is resolved afresh with the taught target (it must be the approved one)."""
+def _taught(o: Opened, plan: ResumePlan) -> dict[str, object] | None:
+    """A `teach` decision's patch (patch.json's fields, signed with the approval): the bundle is resolved afresh with the
+    taught target (it must be the approved one)."""
     if plan.decision != DecisionKind.TEACH:
         return None
     assert plan.approval is not None
-    patch: dict[str, Any] = plan.approval["payload"]
-    o.loaded = load_bundle(o.run.artifact_dir(patch["bundle_dir"]))
+    patch = plan.approval["payload"]
+    assert patch is not None, "a teach's approval carries its patch"
+    o.loaded = load_bundle(o.run.artifact_dir(str(patch["bundle_dir"])))
     if o.loaded.digest != patch["digest"]:
         raise RefusedError(f"{patch['bundle_dir']}: taught bundle differs from the approved patch; refusing")
     return patch
@@ -176,7 +179,9 @@ def _apply(ctx: RunContext, plan: ResumePlan, uncertain: Uncertain | None, resul
     if decision == DecisionKind.CONTINUE and pending is not None:
         ctx.approved_before = pending["step"]
     if decision in (DecisionKind.ANSWER, DecisionKind.SIGNAL) and pending is not None and approval is not None:
-        ctx.inbox[pending["step"]] = approval["payload"]
+        payload = approval["payload"]
+        if payload is not None:  # (none: nothing delivered, as an empty inbox says)
+            ctx.inbox[pending["step"]] = payload
     return start
 
 
@@ -203,7 +208,7 @@ def _refuse_uncertain(ctx: RunContext, uncertain: Uncertain, result: RecheckResu
     raise RefusedError(msg + "; an operator must reconcile it (flow approve --decision reconcile --effect landed|absent)")
 
 
-def _screen_still_shows_checkpoint(uncertain: Uncertain | None, result: RecheckResult | None, approval: dict[str, Any] | None) -> bool:
+def _screen_still_shows_checkpoint(uncertain: Uncertain | None, result: RecheckResult | None, approval: AppliedDecision | None) -> bool:
     """Can the screen still show what held after the checkpoint? Only if no later input landed (spec §9, docs/durable.md).
 
     Nothing dispatched after it: yes. An uncertain later step that will be performed again (its re-check found it

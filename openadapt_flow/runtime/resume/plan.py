@@ -28,6 +28,7 @@ from openadapt_flow.store.rundoc import ManifestDoc
 from openadapt_flow.store.base import JournalWriter, RunHandle, RunLease
 from openadapt_flow.store.states import DecisionKind, PausedReason, RunState
 from openadapt_flow.store.entry import CheckpointDoc, JournalEntry
+from openadapt_flow.store.pausedoc import AppliedDecision, PendingBody
 
 __all__ = ["Opened", "ResumePlan", "ResumeRequest", "plan_resume", "resumed"]
 
@@ -72,8 +73,8 @@ class ResumePlan:
     """What a resume continues: the pause it resolves, the decision it applies (checked, or `carried`: journaled by a
     resume that died before it took effect) and the verified checkpoint; or `stop`, how the run stays."""
 
-    pending: dict[str, Any] | None
-    approval: dict[str, Any] | None
+    pending: PendingBody | None
+    approval: AppliedDecision | None
     carried: JournalEntry | None
     checkpoint: CheckpointDoc | None
     stop: RunOutcome | None = None
@@ -91,11 +92,11 @@ def plan_resume(o: Opened) -> ResumePlan:
     pending = _interrupted_pause(o, pending_view(o.run, o.records, o.dkey), workflow)
     carried = None if workflow or pending is not None else journaled_decision(o.records)
     if carried is not None:  # decided, then killed before it took effect: applied from the journal, never asked again
-        rec, pending, approval = carried
-        if approval["decision"] == DecisionKind.REJECT:  # killed between the reject's record and the run's end: end it now
-            block_run(o.run, o.journal, pending, approval, rec)
-            return ResumePlan(pending, approval, rec, cp, _stop(o, RunState.BLOCKED, f"rejected by {approval['operator']}"))
-        return ResumePlan(pending, approval, rec, cp)
+        rec, decided, journaled = carried
+        if journaled["decision"] == DecisionKind.REJECT:  # killed between the reject's record and the run's end: end it now
+            block_run(o.run, o.journal, decided, journaled, rec)
+            return ResumePlan(decided, journaled, rec, cp, _stop(o, RunState.BLOCKED, f"rejected by {journaled['operator']}"))
+        return ResumePlan(decided, journaled, rec, cp)
     waiting = None if o.req.require_approval else still_waiting(o.run, pending)
     if waiting is not None:
         return ResumePlan(pending, None, None, cp, _stop(o, RunState.PAUSED, waiting, pending["category"] if pending else None))
@@ -115,7 +116,7 @@ def _stop(o: Opened, state: str, message: str, category: str | None = None) -> R
     return RunOutcome(state, RunState(state).exit_code, ref_path(o.run), message, category)
 
 
-def _interrupted_pause(o: Opened, pending: dict[str, Any] | None, workflow: bool) -> dict[str, Any] | None:
+def _interrupted_pause(o: Opened, pending: PendingBody | None, workflow: bool) -> PendingBody | None:
     """A run killed while pausing (its pause journaled, the state never said PAUSED). A bundle's pause is restored: the
     state says PAUSED now, so status, wait and operators see the pause that awaits them. A workflow's is dropped unless
     an operator decided it already: running its code again re-derives the pause."""
@@ -132,7 +133,7 @@ def _interrupted_pause(o: Opened, pending: dict[str, Any] | None, workflow: bool
     return None
 
 
-def _decided(run: RunHandle, pending: dict[str, Any]) -> bool:
+def _decided(run: RunHandle, pending: PendingBody) -> bool:
     """Did an operator decide this pause (a resume that was using the decision died before journaling it)?"""
     try:
         approval = run.read_approval()
@@ -141,7 +142,7 @@ def _decided(run: RunHandle, pending: dict[str, Any]) -> bool:
     return approval is not None and approval.get("pause_id") == pending["pause_id"]
 
 
-def _restore_pause(run: RunHandle, journal: JournalWriter, pending: dict[str, Any]) -> None:
+def _restore_pause(run: RunHandle, journal: JournalWriter, pending: PendingBody) -> None:
     data = {"state": RunState.PAUSED, "paused_reason": pending["paused_reason"], "transaction_outcome": pending.get("transaction_outcome"),
             "restored": True}
     journal.append("paused", None, data)

@@ -16,9 +16,11 @@ from openadapt_flow.runtime.act.durable import record_verified
 from openadapt_flow.runtime.operate.truth import consume_decision, record_decision
 from openadapt_flow.store.states import DecisionKind, RecordType, is_a
 from openadapt_flow.store.entry import JournalEntry, step_of
+from openadapt_flow.store.pausedoc import AppliedDecision, PendingBody
 
 
-def apply_decision(rc: RunContext, records: list[JournalEntry], pending: dict[str, Any] | None, approval: dict[str, Any] | None) -> list[JournalEntry]:
+def apply_decision(rc: RunContext, records: list[JournalEntry], pending: PendingBody | None,
+                   approval: AppliedDecision | None) -> list[JournalEntry]:
     """Journal the operator's decision; an answer or signal becomes the waiting call's recorded result."""
     if pending is None:
         return []
@@ -44,7 +46,7 @@ def _delivered(rc: RunContext, d: dict[str, Any]) -> Any:
         return d["value"]
     if d.get("payload") is not None:
         return _payload_value(d)
-    return _payload_value(rc.run.read_decision(d["pause_id"]) or {})
+    return _payload_value(dict(rc.run.read_decision(d["pause_id"]) or {}))
 
 
 def _record_delivery(rc: RunContext, records: list[JournalEntry], decision: JournalEntry) -> list[JournalEntry]:

@@ -19,6 +19,7 @@ from openadapt_flow.store.fs.journal import Journal, load_journal, read_records
 from openadapt_flow.store.fs.lease import Lease, try_lock, unlock
 from openadapt_flow.store.journal import JOURNAL_FILE, JournalEntry, LoadResult
 from openadapt_flow.store.entry import CheckpointDoc
+from openadapt_flow.store.pausedoc import ApprovalBody, ApprovalDoc, IncidentBody, IncidentDoc, PendingBody, PendingDoc
 from openadapt_flow.store.layout import BUNDLE, CHILDREN, FRAMES, INCIDENT, MANIFEST, REPORT_FILES, RUN_FILES, STATE, digest_manifest
 from openadapt_flow.store.lease import LeaseInfo
 from openadapt_flow.store.rundoc import ManifestBody, ManifestDoc, StateDoc, StateFields
@@ -280,10 +281,11 @@ class RunDir:
     def has_pending(self) -> bool:
         return (self.path / escalation.PENDING).is_file()
 
-    def read_pending(self) -> dict[str, Any] | None:
-        return escalation.read_json_file(self.path / escalation.PENDING, "pending escalation")
+    def read_pending(self) -> PendingDoc | None:
+        # a run file read is its document (its model checks it where records are validated: tests, `flow verify`)
+        return cast("PendingDoc | None", escalation.read_json_file(self.path / escalation.PENDING, "pending escalation"))
 
-    def write_pending(self, body: dict[str, Any]) -> None:
+    def write_pending(self, body: PendingBody) -> None:
         escalation.write_pending(self.path, body)
 
     def remove_pending(self) -> None:
@@ -292,10 +294,10 @@ class RunDir:
     def has_approval(self) -> bool:
         return (self.path / escalation.APPROVAL).exists()
 
-    def read_approval(self) -> dict[str, Any] | None:
-        return escalation.read_json_file(self.path / escalation.APPROVAL, "approval")
+    def read_approval(self) -> ApprovalDoc | None:
+        return cast("ApprovalDoc | None", escalation.read_json_file(self.path / escalation.APPROVAL, "approval"))
 
-    def write_approval(self, body: dict[str, Any], signature: str) -> None:
+    def write_approval(self, body: ApprovalBody, signature: str) -> None:
         write_json_atomic(self.path / escalation.APPROVAL, {"schema": SCHEMA_PREFIX + "approval@1", **body, "signature": signature})
 
     def remove_approval(self) -> None:
@@ -307,27 +309,27 @@ class RunDir:
     def has_decision(self, pause_id: str) -> bool:
         return (self.path / escalation.DECISIONS / f"{pause_id}.json").exists()
 
-    def read_decision(self, pause_id: str) -> dict[str, Any] | None:
-        return escalation.read_json_file(self.path / escalation.DECISIONS / f"{pause_id}.json", "decision")
+    def read_decision(self, pause_id: str) -> ApprovalDoc | None:
+        return cast("ApprovalDoc | None", escalation.read_json_file(self.path / escalation.DECISIONS / f"{pause_id}.json", "decision"))
 
-    def decisions(self) -> list[dict[str, Any]]:
+    def decisions(self) -> list[ApprovalDoc]:
         """Consumed decisions, oldest first (unreadable ones left out: views only)."""
         d = self.path / escalation.DECISIONS
-        out = []
+        out: list[ApprovalDoc] = []
         for p in sorted(d.glob("*.json"), key=lambda p: p.stat().st_mtime) if d.is_dir() else []:
             try:
-                data = json.loads(p.read_text())
+                data: ApprovalDoc = json.loads(p.read_text())
             except (OSError, ValueError):
                 continue
             if isinstance(data, dict):
                 out.append(data)
         return out
 
-    def write_incident(self, body: dict[str, Any]) -> None:
-        self.write_json(INCIDENT, "incident@1", body)
+    def write_incident(self, body: IncidentBody) -> None:
+        write_json_atomic(self.path / INCIDENT, {"schema": SCHEMA_PREFIX + "incident@1", **body})
 
-    def read_incident(self) -> dict[str, Any] | None:
-        return escalation.read_json_file(self.path / INCIDENT, "incident")
+    def read_incident(self) -> IncidentDoc | None:
+        return cast("IncidentDoc | None", escalation.read_json_file(self.path / INCIDENT, "incident"))
 
     def write_reports(self, report: Mapping[str, object], markdown: str, html: str) -> None:
         self.write_json(REPORT_FILES[0], "report@1", report)

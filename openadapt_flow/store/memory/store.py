@@ -30,6 +30,7 @@ from openadapt_flow.store.lease import LeaseInfo
 from openadapt_flow.store.journal import JournalEntry
 from openadapt_flow.store.memory.parts import MemoryContents, MemoryJournal, MemoryLease, MemoryRecords
 from openadapt_flow.store.operators import MemoryOperatorBook
+from openadapt_flow.store.pausedoc import ApprovalDoc
 from openadapt_flow.store.seal import sealed_state
 
 PREFIX = "memory:"
@@ -134,9 +135,10 @@ class MemoryRun(DocumentRun):
         self.recs.decisions[pause_id] = text
         crash_point("approval:consumed")
 
-    def read_decision(self, pause_id: str) -> dict[str, Any] | None:
+    def read_decision(self, pause_id: str) -> ApprovalDoc | None:
         text = self.recs.decisions.get(pause_id)
-        return None if text is None else json.loads(text)
+        doc: ApprovalDoc | None = None if text is None else json.loads(text)
+        return doc
 
     def decision_texts(self) -> list[tuple[str, str]]:
         return list(self.recs.decisions.items())

@@ -20,6 +20,7 @@ from openadapt_flow.store.faults import crash_point
 from openadapt_flow.store.rundoc import StateFields
 from openadapt_flow.store.journal import JournalEntry
 from openadapt_flow.store.lease import LeaseInfo
+from openadapt_flow.store.pausedoc import ApprovalDoc
 from openadapt_flow.store.postgres.artifacts import PostgresArtifacts
 from openadapt_flow.store.postgres.connector import PostgresConnector
 from openadapt_flow.store.postgres.journal import PostgresJournal
@@ -183,9 +184,10 @@ class PostgresRun(PostgresArtifacts, DocumentRun):
                            "DO UPDATE SET body = EXCLUDED.body, consumed_at = clock_timestamp()", (self.id(), pause_id, row[0]))
         crash_point("approval:consumed")
 
-    def read_decision(self, pause_id: str) -> dict[str, Any] | None:
+    def read_decision(self, pause_id: str) -> ApprovalDoc | None:
         row = self.store.one("SELECT body FROM flow_decisions WHERE run = %s AND pause_id = %s", (self.id(), pause_id))
-        return None if row is None else json.loads(row[0])
+        doc: ApprovalDoc | None = None if row is None else json.loads(row[0])
+        return doc
 
     def decision_texts(self) -> list[tuple[str, str]]:
         """Consumed decisions as (pause_id, text), oldest first."""

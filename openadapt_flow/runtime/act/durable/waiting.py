@@ -4,10 +4,10 @@ workflow), for a parent waiting on its child, and for a worker deciding what it 
 from __future__ import annotations
 
 import time
-from typing import Any
 
 from openadapt_flow.runtime.start.lifecycle import effective_state
 from openadapt_flow.store.base import RunHandle
+from openadapt_flow.store.pausedoc import PendingBody
 from openadapt_flow.store.states import LIVE_STATES, PausedReason, RunState
 
 __all__ = ["child_of", "child_waiting", "still_waiting"]
@@ -25,7 +25,7 @@ def child_of(run: RunHandle, step_id: str) -> RunHandle:
     return beside if beside.has_manifest() else inside
 
 
-def still_waiting(run: RunHandle, pending: dict[str, Any] | None) -> str | None:
+def still_waiting(run: RunHandle, pending: PendingBody | None) -> str | None:
     """Why this run's open pause cannot continue yet — nothing delivered, the timer not due, the child still waiting
     — or None (it can: resume goes on, with the operator's decision where one is needed)."""
     if pending is None:
@@ -54,13 +54,13 @@ def child_waiting(child: RunHandle) -> str | None:
         return f"child run {child.ref} is {state} in another process; resume this run once it stops"
     if state != RunState.PAUSED:
         return None
-    pending = child.read_pending() or {}
+    pending = child.read_pending()
     why = still_waiting(child, pending) if pending else None
+    reason, step = (pending.get("paused_reason"), pending.get("step")) if pending else (None, None)
     if why is not None:
-        return why if pending.get("paused_reason") == PausedReason.AWAITING_CHILD else f"child run {child.ref}: {why}"
-    reason = pending.get("paused_reason")
+        return why if reason == PausedReason.AWAITING_CHILD else f"child run {child.ref}: {why}"
     if reason in (PausedReason.AWAITING_CHILD, PausedReason.AWAITING_TIMER) or child.has_approval():
         return None
     how = HOW.get(str(reason), "flow approve")
-    return (f"child run {child.ref} is PAUSED({reason}) at {pending.get('step')!r}: {st.get('message') or ''} — decide there "
+    return (f"child run {child.ref} is PAUSED({reason}) at {step!r}: {st.get('message') or ''} — decide there "
             f"({how} {child.ref})")

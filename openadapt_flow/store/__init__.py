@@ -29,6 +29,10 @@ from openadapt_flow.store.memory import MemoryContents, MemoryRun, MemoryStore
 from openadapt_flow.store.postgres.spec import check_spec, is_postgres, redact
 from openadapt_flow.store.postgres.spec import PREFIX as PG_PREFIX
 from openadapt_flow.store.select import open_store, postgres_store, store_of_ref
+from openadapt_flow.store.stepdoc import (
+    CallFields, ConsumedDecision, EffectDoc, LedgerEntry, PatchInfo, ReadingDoc, RecheckedEffect, ScreenFact, Seal, SkippedData, StepEffect,
+    Verification, VerifiedBy, VerifiedData
+)
 
 if TYPE_CHECKING:
     from openadapt_flow.store.postgres.artifacts import GC_MIN_AGE_S, gc_blobs
@@ -49,7 +53,9 @@ __all__ = ["CHILDREN", "EXPORT_MARK", "GC_MIN_AGE_S", "MANIFEST", "MEMORY_PREFIX
            "StorageFault", "checkpoint_digest",
            "check_new_run_dir", "check_queue_schema", "check_spec", "digest_manifest", "export_run", "gc_blobs",
            "is_postgres", "load_journal", "new_run_dir", "open_store", "pg_code_version", "pg_connect", "pg_migrate",
-           "pg_migrations", "pg_run_name", "postgres_store", "redact", "refuse_exported", "runs_root", "store_of_ref"]
+           "pg_migrations", "pg_run_name", "postgres_store", "redact", "refuse_exported", "runs_root", "store_of_ref",
+           "CallFields", "ConsumedDecision", "EffectDoc", "LedgerEntry", "PatchInfo", "ReadingDoc", "RecheckedEffect", "ScreenFact", "Seal",
+           "SkippedData", "StepEffect", "Verification", "VerifiedBy", "VerifiedData"]
 
 # name here -> (module under store/postgres/, its name there)
 _POSTGRES = {"GC_MIN_AGE_S": ("artifacts", "GC_MIN_AGE_S"), "gc_blobs": ("artifacts", "gc_blobs"),

@@ -18,7 +18,7 @@ A store holds runs; a run handle holds one run's:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -26,6 +26,7 @@ from typing import Any, Protocol, runtime_checkable
 from openadapt_flow.errors import RefusedError
 
 from openadapt_flow.store.frames import FrameWriter
+from openadapt_flow.store.stepdoc import ConsumedDecision, LedgerEntry
 from openadapt_flow.store.journal import JournalEntry, LoadResult
 from openadapt_flow.store.entry import CheckpointDoc
 from openadapt_flow.store.lease import LeaseInfo
@@ -56,7 +57,7 @@ class JournalWriter(Protocol):
     observers: list[Callable[[JournalEntry], None]]
     last_of: dict[str, JournalEntry]
 
-    def append(self, type_: str, step: str | None = None, data: dict[str, Any] | None = None, *,
+    def append(self, type_: str, step: str | None = None, data: Mapping[str, object] | None = None, *,
                sync: bool | None = None) -> JournalEntry: ...
 
     def sync(self) -> None: ...
@@ -168,10 +169,10 @@ class RunHandle(Protocol):
     def sibling(self, step: str) -> "RunHandle": ...
 
     # the run ledger
-    def ledger_claim(self, records: list[JournalEntry]) -> Record: ...
+    def ledger_claim(self, records: list[JournalEntry]) -> LedgerEntry: ...
     def ledger_seal(self, seq: int, hash_: str | None) -> None: ...
     def ledger_consume(self, pause_id: str, decision: str | None, seq: int, hash_: str) -> None: ...
-    def ledger_consumed(self, pause_id: str) -> Record | None: ...
+    def ledger_consumed(self, pause_id: str) -> ConsumedDecision | None: ...
 
 
 @runtime_checkable

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from openadapt_flow.errors import RefusedError
@@ -14,7 +15,7 @@ from openadapt_flow.store.journal import JournalEntry, now_iso
 SCHEMA_PREFIX = "openadapt-flow/"
 
 
-def state_seal(key: bytes, doc: dict[str, Any]) -> str:
+def state_seal(key: bytes, doc: Mapping[str, object]) -> str:
     body = {k: v for k, v in doc.items() if k != "seal"}
     canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str).encode()
     return hmac.new(key, b"openadapt-flow state seal\0" + canonical, hashlib.sha256).hexdigest()
@@ -43,9 +44,9 @@ def verify_seal(doc: Any, records: list[JournalEntry], key: bytes, where: str, j
     return doc
 
 
-def sealed_state(state: str, fields: dict[str, Any], journal: Any) -> dict[str, Any]:
+def sealed_state(state: str, fields: Mapping[str, object], journal: Any) -> dict[str, Any]:
     """The state document a transition writes; with the run's journal, sealed with its end (spec §8)."""
-    body: dict[str, Any] = {"state": state, "paused_reason": None, "transaction_outcome": None, "last_checkpoint_seq": None}
+    body: dict[str, object] = {"state": state, "paused_reason": None, "transaction_outcome": None, "last_checkpoint_seq": None}
     body.update(fields)
     body["updated_at"] = now_iso()
     doc = {"schema": SCHEMA_PREFIX + "state@1", **body}

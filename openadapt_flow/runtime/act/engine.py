@@ -47,6 +47,7 @@ from openadapt_flow.runtime.act.step import StepRecord, run_gui_step
 from openadapt_flow.store.atomic import StorageFault
 from openadapt_flow.store.faults import crash_point
 from openadapt_flow.store.entry import JournalEntry
+from openadapt_flow.store.stepdoc import VerifiedData
 from openadapt_flow.store.journal import now_iso
 from openadapt_flow.store.keys import load_decision_key, load_key
 from openadapt_flow.store.base import JournalWriter, RunHandle, RunLease
@@ -119,7 +120,7 @@ def build_ladder(loaded: LoadedBundle | None, config: DeployConfig, allow_model:
     return Ladder(loaded.templates if loaded is not None else {}, (screen.width, screen.height), ocr=ocr, model=model, options=options)
 
 
-def _manifest(run_id: str, req: ReplayRequest, loaded: LoadedBundle, params: BoundParams, durable: bool) -> dict[str, Any]:
+def _manifest(run_id: str, req: ReplayRequest, loaded: LoadedBundle, params: BoundParams, durable: bool) -> dict[str, object]:
     return {
         "run_id": run_id,
         "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -367,7 +368,7 @@ def _halted(ctx: RunContext, h: Halt) -> Stop:
     return RunState.FAILED, h.message, h.category, None, h.step
 
 
-def _perform(ctx: RunContext, i: int, step: Step, ran: list[StepRecord]) -> dict[str, Any]:
+def _perform(ctx: RunContext, i: int, step: Step, ran: list[StepRecord]) -> VerifiedData:
     """Run one bundle step (policy and approval first); the data of its `step_verified` record."""
     if ctx.stop.is_set():
         raise StopRequested()
@@ -385,6 +386,7 @@ def _perform(ctx: RunContext, i: int, step: Step, ran: list[StepRecord]) -> dict
     else:
         rec = run_gui_step(ctx, i, step)
     ran.append(rec)
+    assert rec.data is not None  # every way a step completes says what it verified
     return rec.data
 
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
@@ -22,7 +22,7 @@ class Halt(RunSignal):
     message: str
     step: str | None = None
     dispatched: bool = False  # had input possibly been sent when it halted?
-    evidence: list[dict[str, Any]] = field(default_factory=list)
+    evidence: list[Mapping[str, object]] = field(default_factory=list)  # what was seen: each item a JSON object
     frame: np.ndarray | None = None
     search: tuple[int, int, int, int] | None = None  # where the runtime looked (halt-frame annotation)
     best: tuple[int, int, int, int] | None = None  # the best candidate it saw

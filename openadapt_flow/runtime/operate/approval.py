@@ -281,7 +281,7 @@ def _decide(run: RunHandle, manifest: dict[str, Any], records: list[JournalEntry
     if vote.decision == DecisionKind.TEACH:
         if DecisionKind.TEACH not in allowed:
             raise RefusedError("--decision teach is allowed only for resolution or ambiguity halts")
-        vote = replace(vote, payload=make_patch(run, pending, records, point=opts.point, template=opts.template))
+        vote = replace(vote, payload=dict(make_patch(run, pending["pause_id"], pending["step"], records, point=opts.point, template=opts.template)))
     out = _record(run, pending, key, vote, opts)
     if vote.decision == DecisionKind.REJECT and out["recorded"]:
         _block(run, pending, run.read_approval() or {})

@@ -10,6 +10,7 @@ Anything else is refused (exit 6) and the run keeps its bundle.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -61,7 +62,7 @@ def _same_step(old: LoadedBundle, new: LoadedBundle, i: int) -> str | None:
 
 
 def upgrade_bundle(run: RunHandle, journal: JournalWriter, records: list[JournalEntry], current: LoadedBundle,
-                   manifest: dict[str, Any], path: Path) -> LoadedBundle:
+                   params: Mapping[str, object], path: Path) -> LoadedBundle:
     """Check the new version against what the run already did, snapshot it, journal the upgrade; RefusedError if not."""
     try:
         new = load_bundle(path)
@@ -78,7 +79,7 @@ def upgrade_bundle(run: RunHandle, journal: JournalWriter, records: list[Journal
     if why is None and new.model.screen != current.model.screen:
         why = "the screen size changed"
     if why is None:
-        recorded = {k: v for k, v in manifest["params"].items() if not (isinstance(v, dict) and "secret_env" in v)}
+        recorded = {k: v for k, v in params.items() if not (isinstance(v, dict) and "secret_env" in v)}  # the manifest's
         try:
             bind_params(new.model, recorded)
         except FlowError as e:

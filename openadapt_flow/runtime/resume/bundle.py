@@ -30,6 +30,7 @@ from openadapt_flow.runtime.resume.plan import Opened, ResumePlan, plan_resume, 
 from openadapt_flow.store.atomic import StorageFault
 from openadapt_flow.store.states import DecisionKind, is_a, PausedReason, RecordType, RunState
 from openadapt_flow.store.entry import CheckpointDoc, JournalEntry, step_of
+from openadapt_flow.store.stepdoc import StepEffect, VerifiedBy
 
 
 def continue_bundle(o: Opened) -> RunOutcome:
@@ -42,7 +43,7 @@ def continue_bundle(o: Opened) -> RunOutcome:
         return RunOutcome(RunState.PAUSED, RunState.PAUSED.exit_code, ref_path(o.run), orphan)
     assert o.loaded is not None
     if o.req.upgrade_bundle is not None:
-        o.loaded = adopt_upgrade(o.run, o.journal, o.records, o.loaded, o.manifest, o.req.upgrade_bundle)
+        o.loaded = adopt_upgrade(o.run, o.journal, o.records, o.loaded, o.manifest["params"], o.req.upgrade_bundle)
     bound = _params(o.loaded, o.manifest, o.req.params or {})
     check_settings(o.loaded, o.config, bound, bool(o.manifest.get("allow_model")))  # every missing setting, before any input
     plan = plan_resume(o)
@@ -243,7 +244,7 @@ def _orphaned(manifest: dict[str, Any]) -> str | None:
     return None
 
 
-def _checkpoint_step(ctx: RunContext, index: int, verified_by: str, effect: dict[str, Any] | None) -> None:
+def _checkpoint_step(ctx: RunContext, index: int, verified_by: VerifiedBy, effect: StepEffect | None) -> None:
     step = ctx.model.steps[index]
     record_verified(ctx, step.id, {"index": index, "verified_by": verified_by, "effect": effect, "screen_facts": screen_facts(ctx, step)})
 

@@ -383,7 +383,7 @@ class RunDir:
         """A bundle `flow` step's child run: a run of the same root, named after its parent."""
         return RunDir(self.path.with_name(f"{self.path.name}.{step}"))
 
-    def ledger_claim(self, records: list[JournalEntry]) -> dict[str, Any]:
+    def ledger_claim(self, records: list[JournalEntry]) -> ledger.LedgerEntry:
         return ledger.claim(self.manifest()["run_id"], self.path, records)
 
     def ledger_seal(self, seq: int, hash_: str | None) -> None:
@@ -392,5 +392,5 @@ class RunDir:
     def ledger_consume(self, pause_id: str, decision: str | None, seq: int, hash_: str) -> None:
         ledger.consume(self._ledger_id(), self.path, pause_id, decision, seq, hash_)
 
-    def ledger_consumed(self, pause_id: str) -> dict[str, Any] | None:
+    def ledger_consumed(self, pause_id: str) -> ledger.ConsumedDecision | None:
         return ledger.consumed(self._ledger_id(), pause_id)

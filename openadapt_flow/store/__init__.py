@@ -53,9 +53,7 @@ __all__ = ["CHILDREN", "EXPORT_MARK", "GC_MIN_AGE_S", "MANIFEST", "MEMORY_PREFIX
            "StorageFault", "checkpoint_digest",
            "check_new_run_dir", "check_queue_schema", "check_spec", "digest_manifest", "export_run", "gc_blobs",
            "is_postgres", "load_journal", "new_run_dir", "open_store", "pg_code_version", "pg_connect", "pg_migrate",
-           "pg_migrations", "pg_run_name", "postgres_store", "redact", "refuse_exported", "runs_root", "store_of_ref",
-           "CallFields", "ConsumedDecision", "EffectDoc", "LedgerEntry", "PatchInfo", "ReadingDoc", "RecheckedEffect", "ScreenFact", "Seal",
-           "SkippedData", "StepEffect", "Verification", "VerifiedBy", "VerifiedData"]
+           "pg_migrations", "pg_run_name", "postgres_store", "redact", "refuse_exported", "runs_root", "store_of_ref"]
 
 # name here -> (module under store/postgres/, its name there)
 _POSTGRES = {"GC_MIN_AGE_S": ("artifacts", "GC_MIN_AGE_S"), "gc_blobs": ("artifacts", "gc_blobs"),
@@ -64,6 +62,10 @@ _POSTGRES = {"GC_MIN_AGE_S": ("artifacts", "GC_MIN_AGE_S"), "gc_blobs": ("artifa
              "pg_run_name": ("run", "run_name"), "pg_code_version": ("schema", "code_version"),
              "pg_connect": ("schema", "connect"), "pg_migrate": ("schema", "migrate"),
              "pg_migrations": ("schema", "migrations"), "PostgresStore": ("store", "PostgresStore")}
+
+# a step's records, the run ledger, a workflow call's fields (store/stepdoc.py)
+__all__ += ["CallFields", "ConsumedDecision", "EffectDoc", "LedgerEntry", "PatchInfo", "ReadingDoc", "RecheckedEffect",
+            "ScreenFact", "Seal", "SkippedData", "StepEffect", "Verification", "VerifiedBy", "VerifiedData"]
 
 
 def __getattr__(name: str) -> Any:

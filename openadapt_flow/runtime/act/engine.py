@@ -42,12 +42,12 @@ from openadapt_flow.runtime.judge.policy import PolicyBlock, check_step
 from openadapt_flow.runtime.start.preflight import check_settings, probe_effects
 from openadapt_flow.runtime.start.runref import ref_path, store_for
 from openadapt_flow.store.records import Blocked
+from openadapt_flow.store.stepdoc import VerifiedData
 from openadapt_flow.store.states import PausedReason, RunState
 from openadapt_flow.runtime.act.step import StepRecord, run_gui_step
 from openadapt_flow.store.atomic import StorageFault
 from openadapt_flow.store.faults import crash_point
 from openadapt_flow.store.entry import JournalEntry
-from openadapt_flow.store.stepdoc import VerifiedData
 from openadapt_flow.store.journal import now_iso
 from openadapt_flow.store.keys import load_decision_key, load_key
 from openadapt_flow.store.base import JournalWriter, RunHandle, RunLease

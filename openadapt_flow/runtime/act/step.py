@@ -406,7 +406,7 @@ def _verify_effect(run: _GuiStep, baseline: _Baseline, dispatched_at: float) -> 
     if verdict.verdict != CONFIRMED:
         why = verdict.observed.error if verdict.observed and verdict.observed.error else "expectation not met"
         raise Halt("effect", f"step {step.id!r}: declared effect is {verdict.verdict} after {verdict.waited_s:.1f}s ({why})",
-                   step=step.id, dispatched=True, evidence=[verdict.to_json()], frame=ctx.backend.capture().pixels)
+                   step=step.id, dispatched=True, evidence=[dict(verdict.to_json())], frame=ctx.backend.capture().pixels)
 
 
 def _verified(run: _GuiStep, anchor: Anchor | None) -> StepRecord:

@@ -20,10 +20,10 @@ import yaml
 from openadapt_flow.bundle.loader import LoadedBundle, load_bundle
 from openadapt_flow.errors import FlowError, RefusedError, UsageError
 from openadapt_flow.store.atomic import dumps
+from openadapt_flow.store.stepdoc import PatchInfo
 from openadapt_flow.store.base import RunHandle
 from openadapt_flow.store.states import RecordType, is_a
 from openadapt_flow.store.entry import JournalEntry
-from openadapt_flow.store.stepdoc import PatchInfo
 
 PATCHES = "patches"
 

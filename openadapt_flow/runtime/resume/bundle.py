@@ -22,6 +22,7 @@ from openadapt_flow.runtime.act.recheck import (CONFIRMED_DONE, POSITIVELY_ABSEN
                                                 find_uncertain, recheck)
 from openadapt_flow.runtime.start.runref import open_ref, ref_path
 from openadapt_flow.runtime.act.step import screen_facts
+from openadapt_flow.store.stepdoc import StepEffect, VerifiedBy
 from openadapt_flow.bundle.config import BackendConfig
 from openadapt_flow.runtime.judge.halt import Halt
 from openadapt_flow.runtime.operate.truth import consume_decision, record_decision
@@ -30,7 +31,6 @@ from openadapt_flow.runtime.resume.plan import Opened, ResumePlan, plan_resume, 
 from openadapt_flow.store.atomic import StorageFault
 from openadapt_flow.store.states import DecisionKind, is_a, PausedReason, RecordType, RunState
 from openadapt_flow.store.entry import CheckpointDoc, JournalEntry, step_of
-from openadapt_flow.store.stepdoc import StepEffect, VerifiedBy
 
 
 def continue_bundle(o: Opened) -> RunOutcome:

@@ -35,6 +35,10 @@ from openadapt_flow.store.postgres.spec import check_spec, is_postgres, redact
 from openadapt_flow.store.rundoc import BundleRefDoc, Finalized, ManifestBody, ManifestDoc, NotedState, StateFields, StateView, WorkerRow
 from openadapt_flow.store.postgres.spec import PREFIX as PG_PREFIX
 from openadapt_flow.store.select import open_store, postgres_store, store_of_ref
+from openadapt_flow.store.stepdoc import (
+    CallFields, ConsumedDecision, EffectDoc, LedgerEntry, PatchInfo, ReadingDoc, RecheckedEffect, ScreenFact, Seal, SkippedData, StepEffect,
+    Verification, VerifiedBy, VerifiedData
+)
 
 if TYPE_CHECKING:
     from openadapt_flow.store.postgres.artifacts import GC_MIN_AGE_S, gc_blobs
@@ -68,6 +72,10 @@ _POSTGRES = {"GC_MIN_AGE_S": ("artifacts", "GC_MIN_AGE_S"), "gc_blobs": ("artifa
              "pg_run_name": ("run", "run_name"), "pg_code_version": ("schema", "code_version"),
              "pg_connect": ("schema", "connect"), "pg_migrate": ("schema", "migrate"),
              "pg_migrations": ("schema", "migrations"), "PostgresStore": ("store", "PostgresStore")}
+
+# a step's records, the run ledger, a workflow call's fields (store/stepdoc.py)
+__all__ += ["CallFields", "ConsumedDecision", "EffectDoc", "LedgerEntry", "PatchInfo", "ReadingDoc", "RecheckedEffect",
+            "ScreenFact", "Seal", "SkippedData", "StepEffect", "Verification", "VerifiedBy", "VerifiedData"]
 
 
 def __getattr__(name: str) -> Any:

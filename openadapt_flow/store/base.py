@@ -18,7 +18,7 @@ A store holds runs; a run handle holds one run's:
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol, Unpack, runtime_checkable
@@ -26,6 +26,7 @@ from typing import Any, Protocol, Unpack, runtime_checkable
 from openadapt_flow.errors import RefusedError
 
 from openadapt_flow.store.frames import FrameWriter
+from openadapt_flow.store.stepdoc import ConsumedDecision, LedgerEntry
 from openadapt_flow.store.journal import JournalEntry, LoadResult
 from openadapt_flow.store.entry import CheckpointDoc
 from openadapt_flow.store.lease import LeaseInfo
@@ -33,7 +34,6 @@ from openadapt_flow.store.rundoc import ManifestBody, ManifestDoc, StateDoc, Sta
 from openadapt_flow.store.operators import OperatorBook
 from openadapt_flow.store.pausedoc import ApprovalBody, ApprovalDoc, IncidentBody, IncidentDoc, PendingBody, PendingDoc
 
-Record = dict[str, Any]
 Unlock = Callable[[], None]
 
 # What a handle's `describe()` names in messages.
@@ -58,7 +58,7 @@ class JournalWriter(Protocol):
     observers: list[Callable[[JournalEntry], None]]
     last_of: dict[str, JournalEntry]
 
-    def append(self, type_: str, step: str | None = None, data: dict[str, Any] | None = None, *,
+    def append(self, type_: str, step: str | None = None, data: Mapping[str, object] | None = None, *,
                sync: bool | None = None) -> JournalEntry: ...
 
     def sync(self) -> None: ...
@@ -149,7 +149,7 @@ class RunHandle(Protocol):
     # incident, reports
     def write_incident(self, body: IncidentBody) -> None: ...
     def read_incident(self) -> IncidentDoc | None: ...
-    def write_reports(self, report: Record, markdown: str, html: str) -> None: ...
+    def write_reports(self, report: Mapping[str, object], markdown: str, html: str) -> None: ...
 
     # artifacts
     def put_artifact(self, rel: str, data: bytes) -> None: ...
@@ -170,10 +170,10 @@ class RunHandle(Protocol):
     def sibling(self, step: str) -> "RunHandle": ...
 
     # the run ledger
-    def ledger_claim(self, records: list[JournalEntry]) -> Record: ...
+    def ledger_claim(self, records: list[JournalEntry]) -> LedgerEntry: ...
     def ledger_seal(self, seq: int, hash_: str | None) -> None: ...
     def ledger_consume(self, pause_id: str, decision: str | None, seq: int, hash_: str) -> None: ...
-    def ledger_consumed(self, pause_id: str) -> Record | None: ...
+    def ledger_consumed(self, pause_id: str) -> ConsumedDecision | None: ...
 
 
 @runtime_checkable

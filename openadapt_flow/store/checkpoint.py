@@ -22,6 +22,7 @@ from openadapt_flow.store.faults import crash_point, io_fault
 from openadapt_flow.store.states import RecordType, is_a
 from openadapt_flow.store.journal import JournalEntry, step_of
 from openadapt_flow.store.entry import CheckpointDoc
+from openadapt_flow.store.stepdoc import StepEffect
 
 CHECKPOINT = "checkpoint.json"
 SCHEMA = "openadapt-flow/checkpoint@1"
@@ -29,8 +30,8 @@ SCHEMA = "openadapt-flow/checkpoint@1"
 
 def checkpoint_from_records(records: list[JournalEntry]) -> CheckpointDoc | None:
     """The checkpoint the journal implies: built from its last `step_verified` (or `step_skipped`) record."""
-    results: dict[str, Any] = {}
-    effects: dict[str, Any] = {}
+    results: dict[str, object] = {}
+    effects: dict[str, StepEffect] = {}
     last: JournalEntry | None = None
     for r in records:
         if is_a(r, RecordType.STEP_VERIFIED, RecordType.STEP_SKIPPED):

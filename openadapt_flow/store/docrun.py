@@ -12,7 +12,7 @@ import posixpath
 import shutil
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, Self, cast
+from typing import Self, cast
 
 from openadapt_flow.errors import RefusedError, RunDirError
 from openadapt_flow.store import checkpoint

@@ -5,11 +5,11 @@ validating models (and JSON Schemas) from these classes: one definition of each.
 
 from __future__ import annotations
 
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import Any, NotRequired, TypedDict
+
+from openadapt_flow.store.stepdoc import ScreenFact, StepEffect, VerifiedBy
 
 __all__ = ["CheckpointDoc", "JournalEntry", "StateDoc", "VerifiedBy", "step_of"]
-
-VerifiedBy = Literal["runtime", "reconciled", "operator"]
 
 
 class JournalEntry(TypedDict):
@@ -61,6 +61,6 @@ class CheckpointDoc(TypedDict):
     step_index: int
     next_index: int
     verified_by: VerifiedBy
-    results: dict[str, Any]  # each step's JSON result
-    effects: dict[str, dict[str, Any]]
-    screen_facts: list[dict[str, Any]]
+    results: dict[str, object]  # each step's JSON result
+    effects: dict[str, StepEffect]  # each step's effect verdict, where it had one
+    screen_facts: list[ScreenFact]  # the last step's one-frame facts: resume re-proves them before acting

@@ -86,10 +86,11 @@ def verify_chain(raw: bytes, key: bytes, where: str) -> tuple[list[JournalEntry]
     return records, good_len, torn
 
 
-def make_record(key: bytes, seq: int, prev_hash: str, type_: str, step: str | None, data: dict[str, Any] | None
+def make_record(key: bytes, seq: int, prev_hash: str, type_: str, step: str | None, data: Mapping[str, object] | None
                 ) -> tuple[JournalEntry, bytes]:
-    """The next chained record and its journal line (every store writes the same bytes)."""
-    rec: JournalEntry = {"seq": seq, "ts": now_iso(), "type": type_, "step": step, "data": data or {}, "prev_hash": prev_hash,
+    """The next chained record and its journal line (every store writes the same bytes). `data` is the record type's
+    own object (a TypedDict of store/stepdoc.py, or one the runtime builds): the entry keeps a copy of its keys."""
+    rec: JournalEntry = {"seq": seq, "ts": now_iso(), "type": type_, "step": step, "data": dict(data) if data else {}, "prev_hash": prev_hash,
                          "hash": ""}
     rec["hash"] = record_hash(key, rec)  # over every key but `hash`: the placeholder is not hashed
     return rec, json.dumps(rec, ensure_ascii=False, separators=(",", ":"), default=str).encode() + b"\n"
@@ -118,7 +119,7 @@ class JournalWriterBase:
         self.observers: list[Callable[[JournalEntry], None]] = []  # e.g. budgets counting records
         self.last_of: dict[str, JournalEntry] = {}  # the last record of each type this writer appended
 
-    def append(self, type_: str, step: str | None = None, data: dict[str, Any] | None = None, *,
+    def append(self, type_: str, step: str | None = None, data: Mapping[str, object] | None = None, *,
                sync: bool | None = None) -> JournalEntry:
         rec, line = make_record(self.key, self.seq + 1, self.last_hash, type_, step, data)
         self._persist(rec, line, sync if sync is not None else type_ in FSYNC_TYPES)

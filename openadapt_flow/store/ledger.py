@@ -22,12 +22,11 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
-
 from openadapt_flow.errors import RefusedError
 from openadapt_flow.store.atomic import write_json_atomic
 from openadapt_flow.store.filelock import lock_exclusive, unlock
 from openadapt_flow.store.journal import JournalEntry, now_iso
+from openadapt_flow.store.stepdoc import ConsumedDecision as ConsumedDecision, LedgerEntry as LedgerEntry  # the stores name them here
 
 STATE_DIR_ENV = "FLOW_STATE_DIR"
 SCHEMA = "openadapt-flow/ledger@1"
@@ -70,7 +69,7 @@ class Ledger:
         self.path = self.dir / f"{run_id}.json"
 
     @contextmanager
-    def open(self) -> Iterator[dict[str, Any]]:
+    def open(self) -> Iterator[LedgerEntry]:
         """The entry (empty dict if the run is unknown) under the lock; written back if the caller changed it."""
         try:
             self.dir.mkdir(parents=True, exist_ok=True)
@@ -87,25 +86,25 @@ class Ledger:
             before = json.dumps(entry, sort_keys=True)
             yield entry
             if json.dumps(entry, sort_keys=True) != before:
-                entry.update(schema=SCHEMA, run_id=self.run_id, updated_at=now_iso())
+                entry.update({"schema": SCHEMA, "run_id": self.run_id, "updated_at": now_iso()})
                 write_json_atomic(self.path, entry)
         finally:
             unlock(fd)
             os.close(fd)
 
-    def _read(self) -> dict[str, Any]:
+    def _read(self) -> LedgerEntry:
         try:
-            data = json.loads(self.path.read_text(encoding="utf-8"))
+            entry: LedgerEntry = json.loads(self.path.read_text(encoding="utf-8"))
         except FileNotFoundError:
             return {}
         except (OSError, ValueError) as e:
             raise RefusedError(f"run ledger {self.path} is unreadable ({e}); refusing") from None
-        if not isinstance(data, dict) or data.get("run_id") != self.run_id:
+        if not isinstance(entry, dict) or entry.get("run_id") != self.run_id:
             raise RefusedError(f"run ledger {self.path} is not this run's entry; refusing")
-        return data
+        return entry
 
 
-def claim(run_id: str, run_dir: Path, records: list[JournalEntry]) -> dict[str, Any]:
+def claim(run_id: str, run_dir: Path, records: list[JournalEntry]) -> LedgerEntry:
     """Before a command acts on a run: this directory must be the one the ledger knows, and its journal must reach
     the ledger's seal. A run the ledger never saw (made by another installation) is adopted here. Returns the entry."""
     here = _where(run_dir)
@@ -119,10 +118,10 @@ def claim(run_id: str, run_dir: Path, records: list[JournalEntry]) -> dict[str, 
             entry["relocated_from"] = known  # the run was moved: the ledger follows it (its seal and decisions stay)
         entry["path"] = here
         check_entry(entry, str(run_dir), records)
-        return dict(entry)
+        return entry.copy()
 
 
-def check_entry(entry: dict[str, Any], where: str, records: list[JournalEntry]) -> None:
+def check_entry(entry: LedgerEntry, where: str, records: list[JournalEntry]) -> None:
     """The journal must reach the entry's seal and every consumed decision's record (any store's ledger)."""
     entry.setdefault("consumed", {})
     seal = entry.setdefault("seal", {"seq": 0, "hash": None})
@@ -140,21 +139,21 @@ def _check_reaches(where: str, records: list[JournalEntry], seq: int, hash_: str
             f"or a cut journal; refusing")
 
 
-def advance_seal(entry: dict[str, Any], seq: int, hash_: str | None) -> None:
+def advance_seal(entry: LedgerEntry, seq: int, hash_: str | None) -> None:
     """Monotone: an end behind the recorded one is never written."""
-    old = entry.get("seal") or {}
-    if seq >= (old.get("seq") or 0):
+    old = entry.get("seal")
+    if old is None or seq >= (old.get("seq") or 0):
         entry["seal"] = {"seq": seq, "hash": hash_}
 
 
-def mark_consumed(entry: dict[str, Any], where: str, here: str, pause_id: str, decision: str | None, seq: int, hash_: str) -> None:
+def mark_consumed(entry: LedgerEntry, where: str, here: str, pause_id: str, decision: str | None, seq: int, hash_: str) -> None:
     """Mark the decision for `pause_id` used at journal record (seq, hash); a use at any other record is refused."""
-    used = (entry.get("consumed") or {}).get(pause_id)
+    used = entry.get("consumed", {}).get(pause_id)
     if used is not None and (used.get("seq"), used.get("hash")) != (seq, hash_):
         raise RefusedError(f"{where}: the decision for {pause_id} was already used (in {used.get('path')} at "
                            f"{used.get('at')}); a decision is consumed once; refusing")
     entry.setdefault("consumed", {})[pause_id] = {"decision": decision, "seq": seq, "hash": hash_, "path": here,
-                                                  "at": (used or {}).get("at") or now_iso()}
+                                                  "at": (used.get("at") if used is not None else None) or now_iso()}
     advance_seal(entry, seq, hash_)
 
 
@@ -169,10 +168,10 @@ def seal(run_id: str, run_dir: Path, seq: int, hash_: str | None) -> None:
         entry.setdefault("consumed", {})
 
 
-def consumed(run_id: str, pause_id: str) -> dict[str, Any] | None:
+def consumed(run_id: str, pause_id: str) -> ConsumedDecision | None:
     """Where and when the decision for `pause_id` was used, or None."""
     with Ledger(run_id).open() as entry:
-        return (entry.get("consumed") or {}).get(pause_id)
+        return entry.get("consumed", {}).get(pause_id)
 
 
 def consume(run_id: str, run_dir: Path, pause_id: str, decision: str | None, seq: int, hash_: str) -> None:

@@ -2,26 +2,30 @@
 `journal.jsonl`, and the `data` of each record type the runtime writes, as a union discriminated on `type`.
 
 The models accept exactly what the runtime writes (spec §5, §7). `data` models forbid unknown keys; a key that
-only some writers of a type set is optional. Items whose keys are open by design stay `dict[str, Any]`: check
+only some writers of a type set is optional. Items whose keys are open by design stay open objects: check
 evidence (`Check.to_json()` spreads each check's own evidence keys), rung evidence, step results (a tool's or a
-workflow's JSON output) and effect readings (a system of record's value).
+workflow's JSON output) and effect readings (a system of record's value). The data of `step_verified` and
+`step_skipped` are defined once, as TypedDicts (store/stepdoc.py), and their models derived from them; `Reading` and
+`EffectVerdict` give theirs (`ReadingDoc`, `EffectDoc`) from `to_json()`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import cache
 from typing import TYPE_CHECKING, Annotated, Any, Literal, Union, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, create_model
 
-from openadapt_flow.store.entry import JournalEntry, VerifiedBy
+from openadapt_flow.store.entry import JournalEntry
+from openadapt_flow.store.stepdoc import EffectDoc, ReadingDoc, SkippedData, Verification, VerifiedData
+from openadapt_flow.store.stepdoc import EffectVerdictName as EffectVerdictName  # the verifiers name it here
 from openadapt_flow.store.states import PausedReason, RunState, TransactionOutcome
 
 Json = Any  # any JSON value: a tool's result, an answer, a signal's data
-Obj = dict[str, Any]
+Obj = dict[str, Any]  # an open object in a JSON Schema (`additionalProperties: true`): what the models say, not Python
 Point = list[int]  # [x, y]
 Box = list[int]  # [x, y, w, h]
-EffectVerdictName = Literal["CONFIRMED", "ABSENT", "CONFLICTING", "UNAVAILABLE", "INDETERMINATE"]
 Decision = Literal["continue", "skip", "reject", "teach", "escalate", "reconcile", "answer", "signal"]
 
 
@@ -134,7 +138,7 @@ class Check(BaseModel):
     detail: str | None = None
 
     if TYPE_CHECKING:
-        def __init__(self, kind: str, expected: Json, ok: bool, detail: str | None = "", evidence: Obj | None = None,
+        def __init__(self, kind: str, expected: Json, ok: bool, detail: str | None = "", evidence: dict[str, object] | None = None,
                      /, **fields: Any) -> None: ...
     else:
         def __init__(self, *args, **fields):
@@ -144,11 +148,12 @@ class Check(BaseModel):
             super().__init__(**fields)
 
     @property
-    def evidence(self) -> Obj:
+    def evidence(self) -> dict[str, object]:
         """What was seen: the check's own keys beside kind, expected, ok and detail."""
         return self.__pydantic_extra__ if self.__pydantic_extra__ is not None else {}
 
-    def to_json(self) -> Obj:
+    def to_json(self) -> dict[str, object]:
+        """The check as its record carries it: kind, expected, ok, detail, then its own evidence keys (open)."""
         return {"kind": self.kind, "expected": self.expected, "ok": self.ok, "detail": self.detail, **self.evidence}
 
 
@@ -186,8 +191,11 @@ class Reading(_Data):
                 fields = {"value": None, **dict(zip(("ok", "value"), args)), **fields}
             super().__init__(**fields)
 
-    def to_json(self) -> Obj:
-        return {"ok": self.ok, "value": self.value, **({"error": self.error} if self.error else {})}
+    def to_json(self) -> ReadingDoc:
+        doc: ReadingDoc = {"ok": self.ok, "value": self.value}
+        if self.error:
+            doc["error"] = self.error
+        return doc
 
 
 class EffectVerdict(_Data):
@@ -199,7 +207,7 @@ class EffectVerdict(_Data):
     waited_s: float
     detail: str | None = None
 
-    def to_json(self) -> Obj:
+    def to_json(self) -> EffectDoc:
         return {
             "verdict": self.verdict,
             "baseline": self.baseline.to_json() if self.baseline else None,
@@ -210,24 +218,28 @@ class EffectVerdict(_Data):
         }
 
 
-class StepVerified(_Data):
+def _fields(doc: type, rules: Mapping[str, object]) -> dict[str, Any]:
+    """`create_model`'s fields (its keyword arguments, which pydantic types `Any`) for the TypedDict `doc`: its keys
+    in its order and their types; `rules` gives a key its constraint (`Field(...)`), or the `(type, default)` the
+    model and its JSON Schema say instead (a key only some writers set is optional, an item whose keys are open by
+    design an open object)."""
+    return {key: rule if isinstance(rule := rules.get(key, ...), tuple) else (hint, rule)
+            for key, hint in get_type_hints(doc).items()}
+
+
+def _derived(doc: type, name: str, rules: Mapping[str, object], description: str | None = None) -> type[BaseModel]:
+    """The model of a record's data whose definition is the TypedDict `doc` (store/stepdoc.py)."""
+    return create_model(name, __base__=_Data, __doc__=description, __module__=__name__, **_fields(doc, rules))
+
+
+StepVerified = _derived(VerifiedData, "StepVerified", {
+    "rung": (str | None, None), "elapsed_ms": (float | None, None),
+    "verification": (Verification | None, None), "effect": (Obj | None, None), "result": (Json, None),
+    "operator": (str | None, None), "screen_facts": (list[Obj], ...)},
     """A verified step: what a checkpoint is built from (engine steps carry rung and verification, durable kinds
-    and workflow calls a result, reconciled steps an effect, an operator's answer the operator)."""
-    index: int
-    verified_by: VerifiedBy
-    rung: str | None = None
-    elapsed_ms: float | None = None
-    verification: Literal["strong", "weak", "none"] | None = None
-    effect: Obj | None = None
-    result: Json = None
-    operator: str | None = None
-    screen_facts: list[Obj]
+and workflow calls a result, reconciled steps an effect, an operator's answer the operator).""")
 
-
-class StepSkipped(_Data):
-    index: int
-    verified_by: Literal["operator"]
-    operator: str | None
+StepSkipped = _derived(SkippedData, "StepSkipped", {})
 
 
 class Rechecked(_Data):
@@ -343,18 +355,14 @@ def _title(name: str) -> str:
 
 # The envelope's constraints beyond its keys' types; its keys and types are JournalEntry's (store/entry.py), the one
 # definition of a journal line.
-_ENVELOPE_RULES: dict[str, Any] = {"seq": Field(ge=1), "prev_hash": Field(pattern=r"^[0-9a-f]{64}$"),
+_ENVELOPE_RULES: dict[str, object] = {"seq": Field(ge=1), "prev_hash": Field(pattern=r"^[0-9a-f]{64}$"),
                                    "hash": Field(pattern=r"^[0-9a-f]{64}$")}
-
-
-def _envelope_fields() -> dict[str, Any]:
-    return {k: (hint, _ENVELOPE_RULES.get(k, ...)) for k, hint in get_type_hints(JournalEntry).items()}
 
 
 RecordEnvelope: type[BaseModel] = create_model(
     "RecordEnvelope", __config__=ConfigDict(extra="forbid", defer_build=True), __module__=__name__,
     __doc__="`{seq, ts, type, step, data, prev_hash, hash}`; `hash` is the HMAC (installation key) of the rest.",
-    **_envelope_fields())
+    **_fields(JournalEntry, _ENVELOPE_RULES))
 
 
 DATA_MODELS: dict[str, type[BaseModel]] = {

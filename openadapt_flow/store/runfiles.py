@@ -59,7 +59,8 @@ State = _model(StateDoc, "State", {
 
 
 Checkpoint = _model(CheckpointDoc, "Checkpoint", {
-    "schema": _schema("checkpoint"), "seq": Field(ge=1), "step_index": Field(ge=0), "next_index": Field(ge=1)})
+    "schema": _schema("checkpoint"), "seq": Field(ge=1), "step_index": Field(ge=0), "next_index": Field(ge=1),
+    "results": (Obj, ...), "effects": (dict[str, Obj], ...), "screen_facts": (list[Obj], ...)})  # open in the schema
 
 
 class Lease(_File):

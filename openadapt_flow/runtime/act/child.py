@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from functools import partial
 from pathlib import Path
-from typing import Any
-
 from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.bundle.models import Step
 from openadapt_flow.runtime.start.context import RunContext
@@ -18,9 +16,10 @@ from openadapt_flow.runtime.start.launch import ReplayRequest, RunOutcome
 from openadapt_flow.runtime.start.runref import run_name
 from openadapt_flow.store.base import RunHandle
 from openadapt_flow.store.states import RunState
+from openadapt_flow.store.stepdoc import VerifiedData
 
 
-def run_child_step(ctx: RunContext, index: int, step: Step) -> dict[str, Any]:
+def run_child_step(ctx: RunContext, index: int, step: Step) -> VerifiedData:
     """Start the child (or continue the one already started); its step's verified data, or a pause or halt."""
     root = ctx.run.manifest()["bundle"]["path"]
     assert root is not None  # a `flow` step is a bundle's, and a bundle's run names its folder

@@ -17,9 +17,10 @@ from openadapt_flow.errors import UsageError
 from openadapt_flow.runtime.start.context import RunContext
 from openadapt_flow.runtime.act.durable import calls
 from openadapt_flow.runtime.judge.halt import Halt
+from openadapt_flow.store.stepdoc import VerifiedBy, VerifiedData
 
 
-def _verified(index: int, result: dict[str, Any], verified_by: str = "runtime") -> dict[str, Any]:
+def _verified(index: int, result: dict[str, object], verified_by: VerifiedBy = "runtime") -> VerifiedData:
     """The data of a durable step's `step_verified` record (runtime/act/durable records it)."""
     return {"index": index, "verified_by": verified_by, "result": result, "screen_facts": []}
 
@@ -60,7 +61,7 @@ def _interp_args(ctx: RunContext, value: Any) -> Any:
     return value
 
 
-def run_durable_step(ctx: RunContext, index: int, step: Step) -> dict[str, Any]:
+def run_durable_step(ctx: RunContext, index: int, step: Step) -> VerifiedData:
     """Complete a durable step (returning its step_verified data) or raise Pause/Halt: the durable calls of
     runtime/act/durable/calls.py, as a Python workflow's context makes them."""
     a = step.action

@@ -43,6 +43,7 @@ from openadapt_flow.runtime.start.preflight import check_settings, probe_effects
 from openadapt_flow.runtime.start.runref import ref_path, store_for
 from openadapt_flow.store.rundoc import ManifestBody
 from openadapt_flow.store.records import Blocked
+from openadapt_flow.store.stepdoc import VerifiedData
 from openadapt_flow.store.states import PausedReason, RunState
 from openadapt_flow.runtime.act.step import StepRecord, run_gui_step
 from openadapt_flow.store.atomic import StorageFault
@@ -369,7 +370,7 @@ def _halted(ctx: RunContext, h: Halt) -> Stop:
     return RunState.FAILED, h.message, h.category, None, h.step
 
 
-def _perform(ctx: RunContext, i: int, step: Step, ran: list[StepRecord]) -> dict[str, Any]:
+def _perform(ctx: RunContext, i: int, step: Step, ran: list[StepRecord]) -> VerifiedData:
     """Run one bundle step (policy and approval first); the data of its `step_verified` record."""
     if ctx.stop.is_set():
         raise StopRequested()
@@ -387,6 +388,7 @@ def _perform(ctx: RunContext, i: int, step: Step, ran: list[StepRecord]) -> dict
     else:
         rec = run_gui_step(ctx, i, step)
     ran.append(rec)
+    assert rec.data is not None  # every way a step completes says what it verified
     return rec.data
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
 from openadapt_flow.bundle.models import Postcondition, Step
 from openadapt_flow.errors import ConfigError
@@ -15,6 +14,7 @@ from openadapt_flow.runtime.act.step import screen_facts
 from openadapt_flow.verify.effects import ABSENT, CONFIRMED, Reading, judge, make_reader, resolve_effect
 from openadapt_flow.store.states import RecordType, is_a
 from openadapt_flow.store.entry import JournalEntry
+from openadapt_flow.store.stepdoc import RecheckedEffect, ScreenFact
 
 CONFIRMED_DONE = "CONFIRMED"  # the step's work landed: checkpoint it, send no input
 POSITIVELY_ABSENT = "ABSENT"  # it provably did not land: it may be performed again
@@ -33,8 +33,8 @@ class Uncertain:
 @dataclass
 class RecheckResult:
     verdict: str
-    effect: dict[str, Any] | None = None
-    checks: list[dict[str, Any]] = field(default_factory=list)
+    effect: RecheckedEffect | None = None
+    checks: list[dict[str, object]] = field(default_factory=list)  # each check's JSON (its own evidence keys: open)
 
 
 def find_uncertain(records: list[JournalEntry], steps: list[Step]) -> Uncertain | None:
@@ -67,7 +67,7 @@ def _epoch(ts: str) -> float:
     return datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp()
 
 
-def check_facts(ctx: RunContext, facts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def check_facts(ctx: RunContext, facts: list[ScreenFact]) -> list[dict[str, object]]:
     """Judge one-frame screen facts on a fresh, settled frame."""
     rt = ctx.config.runtime
     frame = settle(ctx.backend, rt.settle_quiet_s, rt.settle_timeout_s).frame.pixels
@@ -96,7 +96,7 @@ def recheck(ctx: RunContext, u: Uncertain) -> RecheckResult:
     except ConfigError as e:  # a verifier that cannot even be built reads nothing: unknown, not absent
         observed = Reading(False, error=str(e))
     verdict = judge(effect, baseline, observed)
-    ev = {"verdict": verdict, "baseline": baseline.to_json() if baseline else None, "observed": observed.to_json(), "read_after_dispatch_s": round(time.time() - _epoch(u.dispatch["ts"]), 3)}
+    ev: RecheckedEffect = {"verdict": verdict, "baseline": baseline.to_json() if baseline else None, "observed": observed.to_json(), "read_after_dispatch_s": round(time.time() - _epoch(u.dispatch["ts"]), 3)}
     if verdict == CONFIRMED:
         return RecheckResult(CONFIRMED_DONE if screen_ok or not checks else UNKNOWN, ev, checks)
     if verdict == ABSENT:

@@ -10,13 +10,11 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
-
 import numpy as np
 
 from openadapt_flow.backends.base import Frame
 from openadapt_flow.bundle.keys import normalise_key
-from openadapt_flow.bundle.models import Effect, Landmark, Step, Target
+from openadapt_flow.bundle.models import Effect, Landmark, Postcondition, Step, Target
 from openadapt_flow.errors import BackendError, FlowError
 from openadapt_flow.ladder.types import Box, Point, Resolution
 from openadapt_flow.runtime.start.context import RunContext
@@ -26,6 +24,7 @@ from openadapt_flow.runtime.judge.policy import model_call_refusal
 from openadapt_flow.runtime.act.settle import settle
 from openadapt_flow.verify.effects import CONFIRMED, Reading, baseline_blocks, make_reader, resolve_effect, verify_effect
 from openadapt_flow.store.records import Check, EffectVerdict
+from openadapt_flow.store.stepdoc import ScreenFact, Verification, VerifiedData
 from openadapt_flow.verify.screen import SCREEN_CHANGED, Anchor, verification_plan
 from openadapt_flow.vision.caret import caret_appeared
 from openadapt_flow.vision.diff import changed_box
@@ -52,7 +51,7 @@ class StepRecord:
     elapsed_ms: float = 0.0
     checks: list[Check] = field(default_factory=list)
     effect: EffectVerdict | None = None
-    data: dict[str, Any] = field(default_factory=dict)  # what its step_verified record says (runtime/act/durable.py records it)
+    data: VerifiedData | None = None  # what its step_verified record says (runtime/act/durable records it)
 
 
 def _interp_target(ctx: RunContext, t: Target) -> Target:
@@ -135,13 +134,13 @@ def _identity_gate(ctx: RunContext, step: Step, point: Point, frame: Frame, scal
     check = ctx.checks.identity(frame.pixels, point, step.identity.near, text, scale)
     ctx.journal.append("identity_checked", step.id, check.to_json())
     if not check.ok:
-        box = check.evidence.get("box")
+        box = check.evidence.get("box")  # where the identity text was looked for
         raise Halt(
             "identity",
             f"identity gate of step {step.id!r}: expected text not read near the target ({check.detail})",
             step=step.id,
             frame=frame.pixels,
-            search=tuple(box) if box else None,
+            search=(box[0], box[1], box[2], box[3]) if isinstance(box, list) and len(box) == 4 else None,
             point=point,
         )
 
@@ -253,7 +252,7 @@ def _failed(c: Check, step: Step) -> str:
     return f"{c.kind} {c.expected!r} did not hold ({c.detail})"
 
 
-def verification(checks: list[Check], effect: EffectVerdict | None) -> str:
+def verification(checks: list[Check], effect: EffectVerdict | None) -> Verification:
     """How a verified step was verified: `strong` (a declared fact, an effect, the typed text read back),
     `weak` (only: the screen changed where it acted), `none` (a wait with nothing declared: it sent no input)."""
     if effect is not None or any(not c.evidence.get("weak") for c in checks):
@@ -407,7 +406,7 @@ def _verify_effect(run: _GuiStep, baseline: _Baseline, dispatched_at: float) -> 
     if verdict.verdict != CONFIRMED:
         why = verdict.observed.error if verdict.observed and verdict.observed.error else "expectation not met"
         raise Halt("effect", f"step {step.id!r}: declared effect is {verdict.verdict} after {verdict.waited_s:.1f}s ({why})",
-                   step=step.id, dispatched=True, evidence=[verdict.to_json()], frame=ctx.backend.capture().pixels)
+                   step=step.id, dispatched=True, evidence=[dict(verdict.to_json())], frame=ctx.backend.capture().pixels)
 
 
 def _verified(run: _GuiStep, anchor: Anchor | None) -> StepRecord:
@@ -429,14 +428,25 @@ def _verified(run: _GuiStep, anchor: Anchor | None) -> StepRecord:
     return rec
 
 
-def screen_facts(ctx: RunContext, step: Step, anchor: Anchor | None = None) -> list[dict[str, Any]]:
+def screen_facts(ctx: RunContext, step: Step, anchor: Anchor | None = None) -> list[ScreenFact]:
     """The step's postconditions that can be re-proved on one frame (resume checks them before acting), texts
     interpolated, areas that move with the target placed where it was found this time."""
-    return [
-        {k: (ctx.interp(v) if k in ("text_present", "text_absent") else v)
-         for k, v in ctx.checks.anchored(pc, anchor).model_dump(exclude_none=True, mode="json").items()}
-        for pc in step.expect
-        if pc.region_changed is None
-    ]
+    return [_fact(ctx, ctx.checks.anchored(pc, anchor)) for pc in step.expect if pc.region_changed is None]
+
+
+def _fact(ctx: RunContext, pc: Postcondition) -> ScreenFact:
+    """One fact as its record keeps it: the keys it sets, in the model's order (a region_changed fact is never one)."""
+    fact: ScreenFact = {}
+    if pc.text_present is not None:
+        fact["text_present"] = ctx.interp(pc.text_present)
+    if pc.text_absent is not None:
+        fact["text_absent"] = ctx.interp(pc.text_absent)
+    if pc.template_present is not None:
+        fact["template_present"] = pc.template_present
+    if pc.region is not None:
+        fact["region"] = list(pc.region)
+    if pc.relative_to is not None:
+        fact["relative_to"] = pc.relative_to
+    return fact
 
 

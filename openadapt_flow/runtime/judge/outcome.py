@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
-
 from openadapt_flow.bundle.models import Step
 from openadapt_flow.store.states import RecordType, TransactionOutcome
 from openadapt_flow.store.entry import JournalEntry
@@ -19,7 +17,7 @@ def classify(steps: Iterable[Step], records: Iterable[JournalEntry]) -> tuple[Tr
     consequential = {s.id for s in steps if s.is_consequential}
     dispatched: dict[str, int] = {}
     verified: set[str] = set()
-    last_effect: dict[str, dict[str, Any]] = {}
+    last_verdict: dict[str, str | None] = {}  # each step's last effect verdict since its last dispatch
     for r in records:
         step, typ = r.get("step"), r.get("type")
         if step not in consequential:
@@ -27,18 +25,18 @@ def classify(steps: Iterable[Step], records: Iterable[JournalEntry]) -> tuple[Tr
         if typ == RecordType.ACTION_DISPATCHED:
             dispatched[step] = r["seq"]
             verified.discard(step)
-            last_effect.pop(step, None)
+            last_verdict.pop(step, None)
         elif typ == RecordType.STEP_VERIFIED:
             verified.add(step)
         elif typ == RecordType.EFFECT_VERIFIED:
-            last_effect[step] = r.get("data", {})
+            verdict = r.get("data", {}).get("verdict")
+            last_verdict[step] = verdict if isinstance(verdict, str) else None
     evidence: list[OutcomeEvidence] = []
     outcome = HALTED_BEFORE_EFFECT
     for step, seq in dispatched.items():
         if step in verified:
             continue
-        eff = last_effect.get(step)
-        verdict = eff.get("verdict") if eff else None
+        verdict = last_verdict.get(step)
         absent = verdict == "ABSENT"
         evidence.append({"step": step, "dispatch_seq": seq, "effect_verdict": verdict or "NOT_VERIFIED", "positively_absent": absent})
         if not absent:

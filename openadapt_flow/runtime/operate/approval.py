@@ -5,7 +5,7 @@ from __future__ import annotations
 import getpass
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -284,7 +284,7 @@ def _decide(run: RunHandle, manifest: ManifestDoc, records: list[JournalEntry], 
     if vote.decision == DecisionKind.TEACH:
         if DecisionKind.TEACH not in allowed:
             raise RefusedError("--decision teach is allowed only for resolution or ambiguity halts")
-        vote = replace(vote, payload=make_patch(run, pending, records, point=opts.point, template=opts.template))
+        vote = replace(vote, payload=dict(make_patch(run, pending["pause_id"], pending["step"], records, point=opts.point, template=opts.template)))
     out = _record(run, pending, key, vote, opts)
     if vote.decision == DecisionKind.REJECT and out["recorded"]:
         _block(run, pending)

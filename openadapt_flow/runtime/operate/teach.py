@@ -12,7 +12,6 @@ import difflib
 import hashlib
 import json
 from pathlib import Path
-from typing import Any
 
 import cv2
 import numpy as np
@@ -20,12 +19,11 @@ import yaml
 
 from openadapt_flow.bundle.loader import LoadedBundle, load_bundle
 from openadapt_flow.errors import FlowError, RefusedError, UsageError
-from openadapt_flow.store.rundoc import ManifestDoc
 from openadapt_flow.store.atomic import dumps
+from openadapt_flow.store.stepdoc import PatchInfo
 from openadapt_flow.store.base import RunHandle
 from openadapt_flow.store.states import RecordType, is_a
 from openadapt_flow.store.entry import JournalEntry
-from openadapt_flow.store.pausedoc import PendingBody
 
 PATCHES = "patches"
 
@@ -60,15 +58,15 @@ def effective_bundle_dir(run: RunHandle, records: list[JournalEntry]) -> Path:
     return run.artifact_dir(applied[-1]["data"]["bundle_dir"] if applied else "bundle")
 
 
-def effective_bundle(run: RunHandle, manifest: ManifestDoc, records: list[JournalEntry]) -> LoadedBundle:
-    """The snapshot (checked against the manifest digest), plus the patches the journal says were applied."""
+def effective_bundle(run: RunHandle, digest: str, records: list[JournalEntry]) -> LoadedBundle:
+    """The snapshot (checked against `digest`, the manifest's), plus the patches the journal says were applied."""
     snap_dir = run.artifact_dir("bundle")
     try:
         snap = load_bundle(snap_dir)
     except FlowError as e:
         raise RefusedError(f"{snap_dir}: bundle snapshot is unusable ({e}); refusing") from None
-    if snap.digest != manifest["bundle"]["digest"]:
-        raise RefusedError(f"{snap_dir}: bundle snapshot digest {snap.digest} differs from the recorded {manifest['bundle']['digest']}; refusing")
+    if snap.digest != digest:
+        raise RefusedError(f"{snap_dir}: bundle snapshot digest {snap.digest} differs from the recorded {digest}; refusing")
     applied = [r for r in records if is_a(r, *LAYERS)]
     if not applied:
         return snap
@@ -118,9 +116,10 @@ def unique_crop_box(frame: np.ndarray, point: tuple[int, int], size: tuple[int, 
                              "teach with --template")
 
 
-def make_patch(run: RunHandle, pending: PendingBody, records: list[JournalEntry], *, point: tuple[int, int] | None, template: Path | None) -> dict[str, Any]:
-    """Cut the new crop from the raw halt frame and write the patch files; return its digests for the approval."""
-    step_id = pending["step"]
+def make_patch(run: RunHandle, pause_id: str, step_id: str, records: list[JournalEntry], *, point: tuple[int, int] | None,
+               template: Path | None) -> PatchInfo:
+    """Cut the new crop from the raw halt frame of pause `pause_id` (at step `step_id`) and write the patch files;
+    return its digests for the approval."""
     raw = f"frames/halt-{step_id}-raw.png"
     raw_png = run.get_artifact(raw)
     if raw_png is None:
@@ -150,12 +149,12 @@ def make_patch(run: RunHandle, pending: PendingBody, records: list[JournalEntry]
         crop = frame[y : y + ch, x : x + cw].copy()
     if not (x <= px < x + cw and y <= py < y + ch):
         raise UsageError(f"--point {px},{py} does not lie inside the taught crop")
-    patch_dir = f"{PATCHES}/{pending['pause_id']}"
+    patch_dir = f"{PATCHES}/{pause_id}"
     bundle_dir = f"{patch_dir}/bundle"
     run.remove_artifacts(patch_dir)
     for f in sorted(p for p in base_dir.rglob("*") if p.is_file()):
         run.put_artifact(f"{bundle_dir}/{f.relative_to(base_dir).as_posix()}", f.read_bytes())
-    rel = f"templates/{step_id}-taught-{pending['pause_id'][-6:]}.png"
+    rel = f"templates/{step_id}-taught-{pause_id[-6:]}.png"
     crop_png = _encode_png(crop, f"{run.ref}/{bundle_dir}/{rel}")
     run.put_artifact(f"{bundle_dir}/{rel}", crop_png)
     target.update(template=rel, region=[int(x), int(y), int(cw), int(ch)], point=[int(px - x), int(py - y)])
@@ -166,7 +165,7 @@ def make_patch(run: RunHandle, pending: PendingBody, records: list[JournalEntry]
     run.put_artifact(f"{patch_dir}/flow.yaml.diff", diff.encode())
     run.put_artifact(f"{patch_dir}/{Path(rel).name}", crop_png)
     loaded = load_bundle(run.artifact_dir(bundle_dir))  # the patched bundle must itself be valid
-    info = {"pause_id": pending["pause_id"], "step": step_id, "template": rel, "region": target["region"], "point": target["point"],
+    info: PatchInfo = {"pause_id": pause_id, "step": step_id, "template": rel, "region": target["region"], "point": target["point"],
             "base_flow_sha": _sha(flow_text.encode()), "patched_flow_sha": _sha(new_text.encode()), "crop_sha": _sha(crop_png),
             "bundle_dir": bundle_dir, "digest": loaded.digest}
     run.put_artifact(f"{patch_dir}/patch.json", dumps({"schema": "openadapt-flow/patch@1", **info}).encode())

@@ -17,8 +17,6 @@ that disagrees with it is tampering (exit 6).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from openadapt_flow.errors import RefusedError
 from openadapt_flow.store.rundoc import StateView
 from openadapt_flow.store.base import JournalWriter, RunHandle

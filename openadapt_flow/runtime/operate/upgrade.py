@@ -10,6 +10,7 @@ Anything else is refused (exit 6) and the run keeps its bundle.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,6 @@ from openadapt_flow.bundle.loader import LoadedBundle, load_bundle
 from openadapt_flow.bundle.models import Step
 from openadapt_flow.bundle.params import bind_params
 from openadapt_flow.errors import FlowError, RefusedError
-from openadapt_flow.store.rundoc import ManifestDoc
 from openadapt_flow.store.checkpoint import checkpoint_from_records
 from openadapt_flow.store.base import JournalWriter, RunHandle
 from openadapt_flow.store.states import RecordType, is_a
@@ -62,7 +62,7 @@ def _same_step(old: LoadedBundle, new: LoadedBundle, i: int) -> str | None:
 
 
 def upgrade_bundle(run: RunHandle, journal: JournalWriter, records: list[JournalEntry], current: LoadedBundle,
-                   manifest: ManifestDoc, path: Path) -> LoadedBundle:
+                   params: Mapping[str, object], path: Path) -> LoadedBundle:
     """Check the new version against what the run already did, snapshot it, journal the upgrade; RefusedError if not."""
     try:
         new = load_bundle(path)
@@ -79,7 +79,7 @@ def upgrade_bundle(run: RunHandle, journal: JournalWriter, records: list[Journal
     if why is None and new.model.screen != current.model.screen:
         why = "the screen size changed"
     if why is None:
-        recorded = {k: v for k, v in manifest["params"].items() if not (isinstance(v, dict) and "secret_env" in v)}
+        recorded = {k: v for k, v in params.items() if not (isinstance(v, dict) and "secret_env" in v)}  # the manifest's
         try:
             bind_params(new.model, recorded)
         except FlowError as e:

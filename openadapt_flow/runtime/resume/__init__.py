@@ -49,7 +49,7 @@ def resume(ref: RunRef, runs: Runs, req: ResumeRequest | None = None) -> RunOutc
         journal, records = run.open_journal(load_key(create=False))
         check_manifest(run, records)  # params (args), backend and config are pinned by the journal's first record
         o = Opened(run, manifest, config, lease, journal, records, "", load_decision_key(create=False), runs, req,
-                   None if workflow else effective_bundle(run, manifest, records))
+                   None if workflow else effective_bundle(run, manifest["bundle"]["digest"], records))
         o.state = _caught_up(o)
         if o.state in FINAL_STATES:
             return RunOutcome(o.state, RunState(o.state).exit_code, ref_path(run), "run is already terminal; nothing to do")

@@ -22,6 +22,7 @@ from openadapt_flow.runtime.act.recheck import (CONFIRMED_DONE, POSITIVELY_ABSEN
                                                 find_uncertain, recheck)
 from openadapt_flow.runtime.start.runref import open_ref, ref_path
 from openadapt_flow.runtime.act.step import screen_facts
+from openadapt_flow.store.stepdoc import StepEffect, VerifiedBy
 from openadapt_flow.bundle.config import BackendConfig
 from openadapt_flow.runtime.judge.halt import Halt
 from openadapt_flow.runtime.operate.truth import consume_decision, record_decision
@@ -44,7 +45,7 @@ def continue_bundle(o: Opened) -> RunOutcome:
         return RunOutcome(RunState.PAUSED, RunState.PAUSED.exit_code, ref_path(o.run), orphan)
     assert o.loaded is not None
     if o.req.upgrade_bundle is not None:
-        o.loaded = adopt_upgrade(o.run, o.journal, o.records, o.loaded, o.manifest, o.req.upgrade_bundle)
+        o.loaded = adopt_upgrade(o.run, o.journal, o.records, o.loaded, o.manifest["params"], o.req.upgrade_bundle)
     bound = _params(o.loaded, o.manifest, o.req.params or {})
     check_settings(o.loaded, o.config, bound, bool(o.manifest.get("allow_model")))  # every missing setting, before any input
     plan = plan_resume(o)
@@ -249,7 +250,7 @@ def _orphaned(manifest: ManifestDoc) -> str | None:
     return None
 
 
-def _checkpoint_step(ctx: RunContext, index: int, verified_by: str, effect: dict[str, Any] | None) -> None:
+def _checkpoint_step(ctx: RunContext, index: int, verified_by: VerifiedBy, effect: StepEffect | None) -> None:
     step = ctx.model.steps[index]
     record_verified(ctx, step.id, {"index": index, "verified_by": verified_by, "effect": effect, "screen_facts": screen_facts(ctx, step)})
 

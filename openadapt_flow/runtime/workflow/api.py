@@ -144,7 +144,7 @@ def parse_arg_pairs(pairs: list[str]) -> dict[str, str]:
     return out
 
 
-def bind_args(fn: Callable[..., Any], given: Mapping[str, Any], *, from_text: bool = False) -> dict[str, Any]:
+def bind_args(fn: Callable[..., Any], given: Mapping[str, Any], *, from_text: bool = False) -> dict[str, object]:
     """The workflow's keyword args, checked against its signature (and, from the CLI, coerced to its annotations)."""
     sig = inspect.signature(fn)
     params = list(sig.parameters.values())[1:]  # the first is ctx
@@ -154,7 +154,7 @@ def bind_args(fn: Callable[..., Any], given: Mapping[str, Any], *, from_text: bo
         hints = typing.get_type_hints(fn)
     except Exception:  # unresolvable annotations only cost us coercion
         hints = {}
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}  # JSON values, by argument name
     for name, value in given.items():
         if name not in names and not takes_any:
             raise UsageError(f"--arg {name}: {fn.__qualname__} takes no argument {name!r} (takes: {', '.join(names) or 'none'})")

@@ -22,7 +22,7 @@ import json
 import re
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass, is_dataclass
 from datetime import date, datetime
 from datetime import time as dtime
@@ -43,6 +43,7 @@ from openadapt_flow.runtime.judge.policy import PolicyBlock, check_step
 from openadapt_flow.runtime.workflow.api import entry_of, tool_info
 from openadapt_flow.runtime.workflow.llm import Llm, chat
 from openadapt_flow.store.states import DecisionKind, PausedReason
+from openadapt_flow.store.stepdoc import CallFields, VerifiedBy, VerifiedData
 
 
 class WorkflowStop(RunSignal):
@@ -67,7 +68,7 @@ class Recorded:
     """What a call body returns when the result is not the runtime's own (an operator reconciled it)."""
 
     value: Any
-    verified_by: str
+    verified_by: VerifiedBy
 
 
 def _slug(text: str) -> str:
@@ -105,7 +106,7 @@ def _canonical(value: Any) -> Any:
     return {kind: None}
 
 
-def invoke(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+def invoke(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: Mapping[str, object]) -> Any:
     """Call a tool (or a workflow); an async one runs to completion on its own event loop (in a thread if one runs here)."""
     value = fn(*args, **kwargs)
     if not inspect.isawaitable(value):
@@ -118,20 +119,21 @@ def invoke(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
         asyncio.get_running_loop()
     except RuntimeError:
         return asyncio.run(wait_for())
-    box: dict[str, Any] = {}
+    values: list[object] = []
+    errors: list[BaseException] = []
 
     def run() -> None:
         try:
-            box["value"] = asyncio.run(wait_for())
+            values.append(asyncio.run(wait_for()))
         except BaseException as e:  # handed to the caller's thread below
-            box["error"] = e
+            errors.append(e)
 
     t = threading.Thread(target=contextvars.copy_context().run, args=(run,), name="flow-async-call")
     t.start()
     t.join()
-    if "error" in box:
-        raise box["error"]
-    return box["value"]
+    if errors:
+        raise errors[0]
+    return values[0]
 
 
 class WorkflowContext:
@@ -159,7 +161,7 @@ class WorkflowContext:
 
     # -- the one durable-step function ---------------------------------------------------------------
 
-    def _call(self, kind: str, name: str, base_id: str, fields: dict[str, Any], body: Callable[[Step, Call | None], Any],
+    def _call(self, kind: str, name: str, base_id: str, fields: CallFields, body: Callable[[Step, Call | None], Any],
               inputs: Any = None) -> Any:
         """Look up the recorded output of this call, else run `body`, then record it (runtime/act/durable's durable_call).
 
@@ -183,7 +185,7 @@ class WorkflowContext:
         rc = self.rc
         began: list[float] = []
 
-        def perform() -> dict[str, Any]:
+        def perform() -> VerifiedData:
             """Not in the journal yet: run it (the engine's view of the calls — pauses, outcome — gets it first)."""
             rc.steps[step.id] = step
             if rc.stop.is_set():
@@ -276,7 +278,7 @@ class WorkflowContext:
     def tool(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """Run `fn(*args, **kwargs)` once; its JSON result is recorded and returned from the journal on resume."""
         info = tool_info(fn)
-        fields = {"action": "tool", "call": _call_name(fn, info.name), "consequential": info.consequential}
+        fields: CallFields = {"action": "tool", "call": _call_name(fn, info.name), "consequential": info.consequential}
         return self._call("tool", info.name, _slug(info.name), fields,
                           lambda step, past: self._dispatch(step, past, f"tool {info.name!r}", lambda: invoke(fn, args, kwargs)),
                           inputs=[args, kwargs])
@@ -284,8 +286,8 @@ class WorkflowContext:
     def domain(self, action: Callable[..., Any], *args: Any, human_in_the_loop: bool = True, **kwargs: Any) -> Any:
         """A named domain action (a write): paused for an operator's approval before each call when human_in_the_loop."""
         info = tool_info(action)
-        fields = {"action": "tool", "call": _call_name(action, info.name), "consequential": True,
-                  "approval": "before" if human_in_the_loop else None}
+        fields: CallFields = {"action": "tool", "call": _call_name(action, info.name), "consequential": True,
+                              "approval": "before" if human_in_the_loop else None}
         return self._call("domain", info.name, _slug(info.name), fields,
                           lambda step, past: self._dispatch(step, past, f"domain action {info.name!r}", lambda: invoke(action, args, kwargs)),
                           inputs=[args, kwargs, human_in_the_loop])
@@ -298,7 +300,7 @@ class WorkflowContext:
                 raise Halt("input", f"ask_user type {type!r}: expected string, number, integer or boolean")
             calls.ask_user(self.rc, step.id, self.index, question, choices, type)
 
-        fields = {"action": "ask_user", "question": question, "choices": list(choices) if choices else None, "type": type}
+        fields: CallFields = {"action": "ask_user", "question": question, "choices": list(choices) if choices else None, "type": type}
         return self._call("ask_user", "ask_user", "ask-user", fields, body, inputs=[question, choices, type])
 
     def wait_signal(self, name: str) -> Any:
@@ -317,17 +319,17 @@ class WorkflowContext:
 
         return self._call("sleep", "sleep", "sleep", {"action": "sleep", "seconds": float(seconds)}, body)
 
-    def replay(self, bundle: str | Path, params: dict[str, Any] | None = None) -> Any:
+    def replay(self, bundle: str | Path, params: Mapping[str, object] | None = None) -> Any:
         """Run a bundle's GUI steps as a child run (`children/<call id>`, each step checkpointed there) on the run's backend."""
         name, values = str(bundle), dict(params or {})
-        fields = {"action": "flow", "bundle": name, "params": values}
+        fields: CallFields = {"action": "flow", "bundle": name, "params": values}
         return self._call("replay", name, "replay-" + _slug(Path(name).name), fields,
                           lambda step, past: self.runner.replay(self, step, name, values), inputs=values)
 
     def child(self, wf: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """Run another @workflow as a child run of this one (`children/<call id>`); returns what it returns."""
         entry = entry_of(wf)
-        fields = {"action": "flow", "bundle": "workflow:" + entry}
+        fields: CallFields = {"action": "flow", "bundle": "workflow:" + entry}
         return self._call("child", entry, "child-" + _slug(entry.rpartition(":")[2]), fields,
                           lambda step, past: self.runner.child(self, step, wf, args, kwargs), inputs=[args, kwargs])
 
@@ -353,9 +355,9 @@ class WorkflowContext:
 class ChildRunner(Protocol):
     """Starts or continues child runs for a workflow (implemented by workflow_run, which owns the engine)."""
 
-    def replay(self, ctx: WorkflowContext, step: Step, bundle: str, params: dict[str, Any]) -> Any: ...
+    def replay(self, ctx: WorkflowContext, step: Step, bundle: str, params: dict[str, object]) -> Any: ...
 
-    def child(self, ctx: WorkflowContext, step: Step, wf: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any: ...
+    def child(self, ctx: WorkflowContext, step: Step, wf: Callable[..., Any], args: tuple[Any, ...], kwargs: Mapping[str, object]) -> Any: ...
 
 
 def _call_name(fn: Callable[..., Any], fallback: str) -> str:

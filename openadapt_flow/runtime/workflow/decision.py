@@ -8,7 +8,7 @@ an operator decided is not dropped by a resume that died before using the decisi
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
 
 from openadapt_flow.runtime.judge.calls import history
 from openadapt_flow.runtime.start.context import RunContext
@@ -34,19 +34,21 @@ def apply_decision(rc: RunContext, records: list[JournalEntry], pending: Pending
     return new
 
 
-def _payload_value(approval: dict[str, Any]) -> Any:
-    payload = approval.get("payload") or {}
+def _payload_value(approval: Mapping[str, object]) -> object:
+    payload = approval.get("payload")
+    if not isinstance(payload, Mapping):
+        return None
     return payload.get("value") if approval.get("decision") == DecisionKind.ANSWER else payload.get("data")
 
 
-def _delivered(rc: RunContext, d: dict[str, Any]) -> Any:
+def _delivered(rc: RunContext, d: Mapping[str, object]) -> object:
     """What a journaled answer or signal delivered: its payload (a journal of earlier code: its `value`, else the
     decision file)."""
     if "value" in d:
         return d["value"]
     if d.get("payload") is not None:
         return _payload_value(d)
-    return _payload_value(dict(rc.run.read_decision(d["pause_id"]) or {}))
+    return _payload_value(rc.run.read_decision(str(d["pause_id"])) or {})
 
 
 def _record_delivery(rc: RunContext, records: list[JournalEntry], decision: JournalEntry) -> list[JournalEntry]:

@@ -13,7 +13,7 @@ def chat(mc: ModelConfig, prompt: str, *, system: str | None = None, max_tokens:
          temperature: float = 0.0, model: str | None = None) -> str:
     """One chat-completions request; the reply's text. ModelError (never a hang: the config's timeout bounds it)."""
     messages = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": prompt}]
-    body: dict[str, Any] = {"model": model or mc.model, "messages": messages, "temperature": temperature}
+    body: dict[str, object] = {"model": model or mc.model, "messages": messages, "temperature": temperature}
     if max_tokens is not None:
         body["max_tokens"] = max_tokens
     key = os.environ.get(mc.api_key_env) if mc.api_key_env else None

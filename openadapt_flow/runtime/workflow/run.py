@@ -188,7 +188,7 @@ class Runner:
         self.override = override  # what a continued child drives instead of its own manifest's backend
         self.factory = factory
 
-    def replay(self, ctx: WorkflowContext, step: Step, bundle: str, params: dict[str, Any]) -> Any:
+    def replay(self, ctx: WorkflowContext, step: Step, bundle: str, params: dict[str, object]) -> Any:
         def start(child: RunHandle) -> RunOutcome:
             req = ReplayRequest(bundle=_bundle_path(ctx.entry, bundle), params=params, backend=self.spec, config=ctx.rc.config,
                                 run_dir=child.ref, durable=True, parent_run=ctx.rc.run.ref)
@@ -197,7 +197,7 @@ class Runner:
         child = run_child(ctx.rc, ChildCall(step, ctx.index, bundle, start, partial(self._resume, ctx)))
         return {"run_id": child.manifest()["run_id"], "run_dir": f"{CHILDREN}/{step.id}", "state": RunState.COMPLETED}
 
-    def child(self, ctx: WorkflowContext, step: Step, wf: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    def child(self, ctx: WorkflowContext, step: Step, wf: Callable[..., Any], args: tuple[Any, ...], kwargs: Mapping[str, object]) -> Any:
         try:  # bad arguments halt before any child run is begun
             named = inspect.signature(wf).bind(None, *args, **kwargs).arguments
         except TypeError as e:

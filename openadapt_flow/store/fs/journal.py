@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
 
 from openadapt_flow.errors import RefusedError
 from openadapt_flow.store.atomic import StorageFault, is_storage_error

@@ -8,7 +8,7 @@ import shutil
 from collections.abc import Callable, Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Unpack, cast
+from typing import Unpack, cast
 
 from openadapt_flow.errors import CutStartup, RefusedError, RunDirError
 from openadapt_flow.store import checkpoint, escalation, ledger
@@ -388,7 +388,7 @@ class RunDir:
         """A bundle `flow` step's child run: a run of the same root, named after its parent."""
         return RunDir(self.path.with_name(f"{self.path.name}.{step}"))
 
-    def ledger_claim(self, records: list[JournalEntry]) -> dict[str, Any]:
+    def ledger_claim(self, records: list[JournalEntry]) -> ledger.LedgerEntry:
         return ledger.claim(self.manifest()["run_id"], self.path, records)
 
     def ledger_seal(self, seq: int, hash_: str | None) -> None:
@@ -397,5 +397,5 @@ class RunDir:
     def ledger_consume(self, pause_id: str, decision: str | None, seq: int, hash_: str) -> None:
         ledger.consume(self._ledger_id(), self.path, pause_id, decision, seq, hash_)
 
-    def ledger_consumed(self, pause_id: str) -> dict[str, Any] | None:
+    def ledger_consumed(self, pause_id: str) -> ledger.ConsumedDecision | None:
         return ledger.consumed(self._ledger_id(), pause_id)

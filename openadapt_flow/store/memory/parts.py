@@ -9,11 +9,11 @@ import socket
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any
 
 from openadapt_flow.errors import RefusedError
 from openadapt_flow.store.journal import JournalEntry, JournalWriterBase, now_iso
 from openadapt_flow.store.lease import LeaseInfo, LeaseLost, boot_id, process_start_time
+from openadapt_flow.store.stepdoc import LedgerEntry
 
 
 @dataclass
@@ -42,7 +42,7 @@ class MemoryContents:
     crash (`MemoryStore.restore`) the dead process's handles write only into contents nobody reads again."""
 
     runs: dict[str, MemoryRecords] = field(default_factory=dict)
-    ledger: dict[str, dict[str, Any]] = field(default_factory=dict)
+    ledger: dict[str, LedgerEntry] = field(default_factory=dict)
 
     def survivor(self) -> "MemoryContents":
         """A copy of everything as it is now, every owner gone (see MemoryRecords.survivor)."""
@@ -62,7 +62,7 @@ class MemoryContents:
             raise RefusedError(f"{name}: its manifest is unreadable or not a JSON object; refusing a damaged run record")
         return str(doc["run_id"]) if doc and "run_id" in doc else None
 
-    def ledger_entry(self, run_id: str, ref: str, prefix: str) -> dict[str, Any]:
+    def ledger_entry(self, run_id: str, ref: str, prefix: str) -> LedgerEntry:
         """The run's entry; a second run claiming the same id while the first still holds it is refused."""
         entry = self.ledger.setdefault(run_id, {"run_id": run_id})
         known = entry.get("path")

@@ -49,7 +49,7 @@ class MemoryRun(DocumentRun):
     def recs(self) -> MemoryRecords:
         return self.contents.records_of(self.name)
 
-    def _entry(self, run_id: str) -> dict[str, Any]:
+    def _entry(self, run_id: str) -> ledger.LedgerEntry:
         return self.contents.ledger_entry(run_id, self.ref, PREFIX)
 
     @property
@@ -182,10 +182,10 @@ class MemoryRun(DocumentRun):
         return [MemoryRun(self.store, n, self.contents) for n in sorted(runs) if n.startswith(head) and "/" not in n[len(head):]]
 
     # the run ledger (the store's own: it lives outside every run, as the filesystem's does)
-    def ledger_claim(self, records: list[JournalEntry]) -> dict[str, Any]:
+    def ledger_claim(self, records: list[JournalEntry]) -> ledger.LedgerEntry:
         entry = self._entry(self.manifest()["run_id"])
         ledger.check_entry(entry, self.ref, records)
-        return dict(entry)
+        return entry.copy()
 
     def ledger_seal(self, seq: int, hash_: str | None) -> None:
         ledger.advance_seal(self._entry(self.manifest()["run_id"]), seq, hash_)
@@ -194,8 +194,8 @@ class MemoryRun(DocumentRun):
         entry = self._entry(self.manifest()["run_id"])
         ledger.mark_consumed(entry, self.ref, self.ref, pause_id, decision, seq, hash_)
 
-    def ledger_consumed(self, pause_id: str) -> dict[str, Any] | None:
-        return (self._entry(self.manifest()["run_id"]).get("consumed") or {}).get(pause_id)
+    def ledger_consumed(self, pause_id: str) -> ledger.ConsumedDecision | None:
+        return self._entry(self.manifest()["run_id"]).get("consumed", {}).get(pause_id)
 
 
 class MemoryStore:

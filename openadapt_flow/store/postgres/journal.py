@@ -4,8 +4,6 @@ record in one statement)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import psycopg
 
 from openadapt_flow.store.journal import JournalEntry, JournalWriterBase

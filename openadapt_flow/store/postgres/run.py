@@ -206,20 +206,21 @@ class PostgresRun(PostgresArtifacts, DocumentRun):
 
     # the run ledger: a row of flow_ledger keyed by run_id, outside the run's rows (as a runs root's ledger is outside
     # every run directory), naming the row that holds the run
-    def _ledger(self, lock: bool = False) -> dict[str, Any]:
+    def _ledger(self, lock: bool = False) -> ledger.LedgerEntry:
         row = self.store.one("SELECT entry FROM flow_ledger WHERE run_id = %s" + (" FOR UPDATE" if lock else ""),
                              (self.run_id(),))
-        entry = dict(row[0]) if row and row[0] else {}
-        entry.setdefault("run_id", self.run_id())
+        entry: ledger.LedgerEntry = row[0] if row and row[0] else {}  # a row's jsonb decodes to a new dict
+        if (run_id := self.run_id()) is not None:
+            entry.setdefault("run_id", run_id)
         entry.setdefault("path", self.ref)
         entry.setdefault("consumed", {})
         return entry
 
-    def _save_ledger(self, entry: dict[str, Any]) -> None:
+    def _save_ledger(self, entry: ledger.LedgerEntry) -> None:
         self.store.run("INSERT INTO flow_ledger (run_id, holder, entry) VALUES (%s, %s, %s::jsonb) ON CONFLICT (run_id) "
                        "DO UPDATE SET entry = EXCLUDED.entry", (self.run_id(), self.name, json.dumps(entry)))
 
-    def ledger_claim(self, records: list[JournalEntry]) -> dict[str, Any]:
+    def ledger_claim(self, records: list[JournalEntry]) -> ledger.LedgerEntry:
         self.manifest()
         with self.store.tx():
             self.store.run("SELECT pg_advisory_xact_lock(hashtext('flow_ledger:' || %s))", (self.run_id(),))
@@ -227,9 +228,9 @@ class PostgresRun(PostgresArtifacts, DocumentRun):
             self._hold(entry)
             ledger.check_entry(entry, self.ref, records)
             self._save_ledger(entry)
-        return dict(entry)
+        return entry.copy()
 
-    def _hold(self, entry: dict[str, Any]) -> None:
+    def _hold(self, entry: ledger.LedgerEntry) -> None:
         """This row must be the one the ledger names as holding the run. Another row with the same run_id while the
         named one still holds it is a copy (its rows copied under another name), refused (spec §8, as the runs root's
         ledger refuses a copied run directory); a holder gone (the run's rows moved or restored under another name)
@@ -261,6 +262,6 @@ class PostgresRun(PostgresArtifacts, DocumentRun):
             ledger.mark_consumed(entry, self.ref, self.ref, pause_id, decision, seq, hash_)
             self._save_ledger(entry)
 
-    def ledger_consumed(self, pause_id: str) -> dict[str, Any] | None:
+    def ledger_consumed(self, pause_id: str) -> ledger.ConsumedDecision | None:
         self.manifest()
-        return (self._ledger().get("consumed") or {}).get(pause_id)
+        return self._ledger().get("consumed", {}).get(pause_id)

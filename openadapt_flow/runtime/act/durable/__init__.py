@@ -12,10 +12,11 @@ open pause cannot continue yet) and `marks` (the run-level records a stop or a r
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Literal
 
 from openadapt_flow.runtime.start.context import RunContext
 from openadapt_flow.store.entry import JournalEntry
+from openadapt_flow.store.stepdoc import SkippedData, VerifiedData
 
 __all__ = ["VerifiedKind", "durable_call", "record_verified"]
 
@@ -24,7 +25,7 @@ __all__ = ["VerifiedKind", "durable_call", "record_verified"]
 VerifiedKind = Literal["step_verified", "step_skipped"]
 
 
-def record_verified(ctx: RunContext, step_id: str, data: dict[str, Any], *, kind: VerifiedKind = "step_verified") -> JournalEntry:
+def record_verified(ctx: RunContext, step_id: str, data: VerifiedData | SkippedData, *, kind: VerifiedKind = "step_verified") -> JournalEntry:
     """Journal `step_verified` (fsync'd; the fold notes it), then replace checkpoint.json (durable runs): the order of
     spec §5. The journal record is the truth; a crash before the checkpoint is caught up from it on resume."""
     rec = ctx.journal.append(kind, step_id, data)
@@ -35,7 +36,7 @@ def record_verified(ctx: RunContext, step_id: str, data: dict[str, Any], *, kind
     return rec
 
 
-def durable_call(ctx: RunContext, step_id: str, body: Callable[[], dict[str, Any]]) -> JournalEntry:
+def durable_call(ctx: RunContext, step_id: str, body: Callable[[], VerifiedData]) -> JournalEntry:
     """The verified record of this step: the journal's, if it has one (never run twice), else `body()`'s data
     recorded now. `body` raises a RunSignal (Halt, Pause, …) when the step cannot complete."""
     saved = ctx.fold.saved(step_id)

@@ -50,7 +50,9 @@ def free_port() -> int:
 
 def _free_display() -> int:
     worker = _worker()
-    low, high = (40, 400) if worker is None else (40 + 180 * (worker % 2), 220 + 180 * (worker % 2))
+    # each parallel test worker its own range (gw2 shared gw0's when the ranges were `worker % 2`), above the
+    # numbers a user's own servers and the RDP tests' sessions (600+) take
+    low, high = (40, 400) if worker is None else (1000 + 150 * worker, 1150 + 150 * worker)
     for n in range(low, high):
         if not Path(f"/tmp/.X11-unix/X{n}").exists() and not Path(f"/tmp/.X{n}-lock").exists():
             return n

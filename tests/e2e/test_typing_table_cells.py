@@ -54,7 +54,14 @@ def browser(people_db: Path) -> Iterator[RunningApp]:
 
         # bounded well past a loaded machine: the corpus's sqlitebrowser took 52 s to show its table with four test
         # processes on two cores
-        wait_until(browsing, 120, "the Browse Data tab to show the people table")
+        try:
+            wait_until(browsing, 120, "the Browse Data tab to show the people table")
+        except TimeoutError as e:  # say what the screen showed instead, and keep it
+            frame = app.screenshot()
+            cv2.imwrite(str(people_db.parent / "browser-timeout.png"), cv2.cvtColor(frame, cv2.COLOR_RGB2BGR))
+            words = " ".join(w.text for w in OcrEngine().read(frame))
+            raise TimeoutError(f"{e}; the screen read: {words[:600]!r} (frame: {people_db.parent}/browser-timeout.png)"
+                               ) from None
         yield app
     finally:
         app.stop()

@@ -18,18 +18,16 @@ from openadapt_flow.backends.base import Backend
 from openadapt_flow.backends.factory import open_backend
 from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.errors import FlowError, RefusedError
-from openadapt_flow.bundle.config import DeployConfig
 from openadapt_flow.runtime.act.engine import stop_on_signals
 from openadapt_flow.runtime.start.launch import Reporter, RunOutcome
 from openadapt_flow.runtime.start.lifecycle import owner_gone
 from openadapt_flow.runtime.operate.reconciler import as_store
 from openadapt_flow.runtime.runs import resume
-from openadapt_flow.runtime.act.durable.waiting import child_of
+from openadapt_flow.runtime.act.durable.waiting import nothing_uncertain, ready_at, state_of
 from openadapt_flow.store.atomic import StorageFault
 from openadapt_flow.store import WorkerRow
 from openadapt_flow.store.base import RunHandle, RunStore
-from openadapt_flow.store.entry import StateDoc
-from openadapt_flow.store.states import FINAL_STATES, LIVE_STATES, PausedReason, RecordType, RunState, is_a
+from openadapt_flow.store.states import LIVE_STATES, RunState
 
 
 @dataclass
@@ -39,75 +37,9 @@ class _Seen:
     live: bool = False  # state says RUNNING/RESUMING/PENDING: whether its owner died is re-checked every scan
 
 
-def _state(run: RunHandle) -> StateDoc | None:
-    try:
-        return run.state() if run.has_state() else None
-    except FlowError:
-        return None
-
-
 def _live(run: RunHandle) -> bool:
-    state = _state(run)
+    state = state_of(run)
     return state is not None and state.get("state") in LIVE_STATES
-
-
-def _ready_at(run: RunHandle) -> float | None:
-    """When (epoch) this run's wait is satisfied, read from its small state/pending records; None if never by a worker."""
-    state = _state(run)
-    if state is None:
-        return None
-    if state.get("state") == RunState.INTERRUPTED:
-        return 0.0 if _nothing_uncertain(run) else None
-    if state.get("state") != RunState.PAUSED:
-        return None
-    try:
-        pending = run.read_pending()
-    except FlowError:
-        return None
-    if pending is None:
-        return None
-    reason = pending.get("paused_reason")
-    if reason == PausedReason.AWAITING_CHILD:
-        child = child_of(run, str(pending.get("step")))  # driven by its parent (runtime/act/durable/child.py)
-        child_doc = _state(child)
-        child_state = child_doc.get("state") if child_doc is not None else None
-        if child_state is None:
-            return None
-        if child_state in FINAL_STATES:
-            return 0.0
-        # No worker drives a child: its parent is due when the child's own wait is satisfied.
-        return _ready_at(child)
-    if reason == PausedReason.AWAITING_TIMER:
-        return float(pending.get("due_epoch") or 0)
-    if not run.has_approval():
-        return None
-    if reason == PausedReason.AWAITING_APPROVAL:
-        try:
-            cfg = DeployConfig.model_validate(run.manifest()["config"])
-        except (FlowError, ValueError, KeyError):
-            return None
-        return 0.0 if cfg.approvals.auto_resume else None
-    return 0.0  # an answer or signal was delivered
-
-
-def _nothing_uncertain(run: RunHandle) -> bool:
-    """A durable run of the root (not a `flow` child: its parent drives it) with no dispatched-but-unverified step.
-
-    Read without verifying the chain: resume verifies everything before it acts, and refuses what does not hold.
-    """
-    try:
-        manifest = run.manifest()
-    except FlowError:
-        return False
-    if not manifest.get("durable") or manifest.get("parent_run"):
-        return False
-    open_steps: set[str | None] = set()
-    for r in run.read_records():
-        if is_a(r, RecordType.ACTION_DISPATCHED):
-            open_steps.add(r.get("step"))
-        elif is_a(r, RecordType.STEP_VERIFIED, RecordType.STEP_SKIPPED):
-            open_steps.discard(r.get("step"))
-    return not open_steps
 
 
 def _nested_stamp(run: RunHandle) -> float:
@@ -179,10 +111,10 @@ class Worker:
             stamp = (*run.stamp(), siblings, _nested_stamp(run))
             seen = self._seen.get(path)
             if seen is None or seen.stamp != stamp:
-                seen = self._seen[path] = _Seen(stamp, _ready_at(run) if stamp[0] else None, _live(run) if stamp[0] else False)
+                seen = self._seen[path] = _Seen(stamp, ready_at(run) if stamp[0] else None, _live(run) if stamp[0] else False)
             ready = seen.ready_at
             if seen.live and owner_gone(run):  # its owner died: resume finalises it
-                ready = 0.0 if _nothing_uncertain(run) else None
+                ready = 0.0 if nothing_uncertain(run) else None
             if ready is not None and ready <= now and self._retry_at.get(path, 0.0) <= now:
                 due.append(run)
         return due

@@ -1,16 +1,20 @@
-"""Why a paused run is still waiting (spec §8, §14): the one place that says it, for a run's resume (bundle or Python
-workflow), for a parent waiting on its child, and for a worker deciding what it may resume."""
+"""Why a paused run is still waiting, and when it may go on (spec §8, §14): the one place that says it, for a run's
+resume (bundle or Python workflow), for a parent waiting on its child, and for a worker deciding what it may resume
+(`ready_at`: its schedule's epoch, from the same records)."""
 
 from __future__ import annotations
 
 import time
 
+from openadapt_flow.bundle.config import DeployConfig
+from openadapt_flow.errors import FlowError
 from openadapt_flow.runtime.start.lifecycle import effective_state
 from openadapt_flow.store.base import RunHandle
+from openadapt_flow.store.entry import StateDoc
 from openadapt_flow.store.pausedoc import PendingBody
-from openadapt_flow.store.states import LIVE_STATES, PausedReason, RunState
+from openadapt_flow.store.states import FINAL_STATES, LIVE_STATES, PausedReason, RecordType, RunState, is_a
 
-__all__ = ["child_of", "child_waiting", "still_waiting"]
+__all__ = ["child_of", "child_waiting", "nothing_uncertain", "ready_at", "state_of", "still_waiting"]
 
 HOW = {"awaiting_user": "flow answer", "awaiting_signal": "flow signal"}
 
@@ -64,3 +68,71 @@ def child_waiting(child: RunHandle) -> str | None:
     how = HOW.get(str(reason), "flow approve")
     return (f"child run {child.ref} is PAUSED({reason}) at {step!r}: {st.get('message') or ''} — decide there "
             f"({how} {child.ref})")
+
+
+def state_of(run: RunHandle) -> StateDoc | None:
+    """The run's state.json, or None when it has none or it cannot be read."""
+    try:
+        return run.state() if run.has_state() else None
+    except FlowError:
+        return None
+
+
+def ready_at(run: RunHandle) -> float | None:
+    """When (epoch) a worker may continue this run — its wait satisfied, or INTERRUPTED with nothing uncertain —
+    read from its small state/pending records; None if never by a worker (the why: `still_waiting`)."""
+    state = state_of(run)
+    if state is None:
+        return None
+    if state.get("state") == RunState.INTERRUPTED:
+        return 0.0 if nothing_uncertain(run) else None
+    if state.get("state") != RunState.PAUSED:
+        return None
+    try:
+        pending = run.read_pending()
+    except FlowError:
+        return None
+    if pending is None:
+        return None
+    reason = pending.get("paused_reason")
+    if reason == PausedReason.AWAITING_CHILD:
+        child = child_of(run, str(pending.get("step")))  # driven by its parent (runtime/act/durable/child.py)
+        child_doc = state_of(child)
+        child_state = child_doc.get("state") if child_doc is not None else None
+        if child_state is None:
+            return None
+        if child_state in FINAL_STATES:
+            return 0.0
+        # No worker drives a child: its parent is due when the child's own wait is satisfied.
+        return ready_at(child)
+    if reason == PausedReason.AWAITING_TIMER:
+        return float(pending.get("due_epoch") or 0)
+    if not run.has_approval():
+        return None
+    if reason == PausedReason.AWAITING_APPROVAL:
+        try:
+            cfg = DeployConfig.model_validate(run.manifest()["config"])
+        except (FlowError, ValueError, KeyError):
+            return None
+        return 0.0 if cfg.approvals.auto_resume else None
+    return 0.0  # an answer or signal was delivered
+
+
+def nothing_uncertain(run: RunHandle) -> bool:
+    """A durable run of the root (not a `flow` child: its parent drives it) with no dispatched-but-unverified step.
+
+    Read without verifying the chain: resume verifies everything before it acts, and refuses what does not hold.
+    """
+    try:
+        manifest = run.manifest()
+    except FlowError:
+        return False
+    if not manifest.get("durable") or manifest.get("parent_run"):
+        return False
+    open_steps: set[str | None] = set()
+    for r in run.read_records():
+        if is_a(r, RecordType.ACTION_DISPATCHED):
+            open_steps.add(r.get("step"))
+        elif is_a(r, RecordType.STEP_VERIFIED, RecordType.STEP_SKIPPED):
+            open_steps.discard(r.get("step"))
+    return not open_steps

@@ -20,7 +20,7 @@ try:  # typer ≥ 0.20 vendors click
 except ImportError:  # pragma: no cover - older typer on real click
     from click import exceptions as click_errors  # type: ignore[no-redef]
 
-from openadapt_flow.cli.exits import EXIT_INTERNAL, CliError, kind_of
+from openadapt_flow.cli.exits import EXIT_INTERNAL, kind_of
 from openadapt_flow.errors import CutStartup, FlowError, RunDirError, RunSignal
 
 if TYPE_CHECKING:
@@ -51,6 +51,8 @@ def report_error(message: str, code: int, error_type: str, as_json: bool, traceb
     """One line on stderr (and, under --json, a CliError object on one line of stdout); exit with `code`."""
     message = message.replace("\n", " ")
     if as_json:
+        from openadapt_flow.cli.errdoc import CliError  # pydantic only when an error is printed as JSON
+
         err = CliError(error=message, exit_code=code, kind=kind_of(code), type=error_type, traceback_file=traceback_file)
         emit_json_line(err.model_dump(by_alias=True))  # one line: also a valid event of a JSON Lines command
     typer.echo(f"error: {message}", err=True)

@@ -1,12 +1,10 @@
 """The exit codes (spec §6) in one table — the CLI exits with them, `flow --help` and docs/cli.md print them — and
-the JSON object an error is under `--json` (`flow schema error`)."""
+the kinds an error's JSON object names (the object itself, `CliError`, is in cli/errdoc.py: pydantic stays out of
+`flow --help`'s start-up)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
-
-from pydantic import BaseModel, ConfigDict, Field
 
 
 @dataclass(frozen=True)
@@ -46,18 +44,3 @@ def kind_of(code: int) -> str:
 def exit_codes_epilog() -> str:
     """The exit-code table as `flow --help`'s epilog."""
     return "Exit codes:\n" + "\n".join(f"{e.code:>3}  {e.kind:<11} {e.meaning}" for e in EXIT_CODES)
-
-
-class CliError(BaseModel):
-    """What a command prints on stdout when it fails under `--json` (stderr still gets the one-line message)."""
-
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
-
-    schema_: Literal["openadapt-flow/error@1"] = Field(default="openadapt-flow/error@1", alias="schema",
-                                                       description="format name and version")
-    error: str = Field(description="the one-line message, the same text as on stderr after 'error: '")
-    exit_code: int = Field(description="the process's exit code (see the exit-code table)")
-    kind: str = Field(description="the exit code's stable name: usage, refused, failed, paused, blocked, interrupted, "
-                                  "internal, unavailable, timeout")
-    type: str = Field(description="the error's class name, e.g. BundleError, RefusedError, UsageError")
-    traceback_file: str | None = Field(default=None, description="internal errors only: where the traceback was saved")

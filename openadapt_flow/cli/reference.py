@@ -18,7 +18,8 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
 from openadapt_flow.cli.app import build_app
-from openadapt_flow.cli.exits import EXIT_CODES, CliError
+from openadapt_flow.cli.errdoc import CliError
+from openadapt_flow.cli.exits import EXIT_CODES
 from openadapt_flow.bundle.config import DeployConfig
 
 REGENERATE = "python -m openadapt_flow.cli.reference"

@@ -13,7 +13,7 @@ from pydantic import TypeAdapter
 
 from openadapt_flow.bundle.models import Bundle
 from openadapt_flow.cli.common import fail, handle_errors
-from openadapt_flow.cli.exits import CliError
+from openadapt_flow.cli.errdoc import CliError
 from openadapt_flow.fixture.model import Fixture
 from openadapt_flow.fixture.recording_io import RecordingDoc
 from openadapt_flow.bundle.config import DeployConfig

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from openadapt_flow.cli.exits import CliError
+from openadapt_flow.cli.errdoc import CliError
 
 pytestmark = pytest.mark.timeout(60)
 

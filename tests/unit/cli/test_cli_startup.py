@@ -1,4 +1,4 @@
-"""`flow --help` and `flow --version` start fast: they import no command module (no vision, no OpenCV, no store),
+"""`flow --help` and `flow --version` start fast: they import no command module (no vision, no OpenCV, no store, no pydantic),
 and the root help they print is the full app's, word for word (issue 25, item 7)."""
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ try:
     main()
 except SystemExit:
     pass
-heavy = sorted(m for m in ("cv2", "numpy", "openadapt_flow.store.base", "openadapt_flow.vision", "openadapt_flow.runtime.resume")
+heavy = sorted(m for m in ("cv2", "numpy", "pydantic", "openadapt_flow.store.base", "openadapt_flow.vision",
+                           "openadapt_flow.runtime.resume")
                if m in sys.modules)
 print("HEAVY:" + ",".join(heavy), file=sys.stderr)
 """

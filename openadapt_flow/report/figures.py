@@ -42,8 +42,8 @@ APP_MAX_SHARE = 0.85  # a region covering more of the frame than this is the fra
 
 @lru_cache(maxsize=8)
 def _decoded(png: bytes) -> np.ndarray | None:
-    img = cv2.imdecode(np.frombuffer(png, np.uint8), cv2.IMREAD_COLOR)
-    return None if img is None else img
+    """The frame's pixels (BGR), decoded once for its region and its thumbnail; None if it cannot be decoded."""
+    return cv2.imdecode(np.frombuffer(png, np.uint8), cv2.IMREAD_COLOR)
 
 
 @lru_cache(maxsize=8)

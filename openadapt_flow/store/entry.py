@@ -9,7 +9,12 @@ from typing import Any, NotRequired, TypedDict
 
 from openadapt_flow.store.stepdoc import ScreenFact, StepEffect, VerifiedBy
 
-__all__ = ["CheckpointDoc", "JournalEntry", "StateDoc", "VerifiedBy", "step_of"]
+__all__ = ["CheckpointDoc", "JournalEntry", "SchemaHead", "StateDoc", "VerifiedBy", "step_of"]
+
+
+class SchemaHead(TypedDict):
+    """The `schema` a run file carries first (`openadapt-flow/<name>@1`): the base of every stored document's type."""
+    schema: str
 
 
 class JournalEntry(TypedDict):
@@ -33,9 +38,8 @@ def step_of(rec: JournalEntry) -> str:
     return rec["step"] or ""
 
 
-class StateBody(TypedDict):
+class StateBody(SchemaHead):
     """What a transition writes into state.json before the seal names the journal's end (`StateDoc` as stored)."""
-    schema: str
     state: str  # a RunState's value
     paused_reason: str | None  # a PausedReason's value
     transaction_outcome: str | None  # a TransactionOutcome's value
@@ -52,9 +56,8 @@ class StateDoc(StateBody):
     seal: NotRequired[str | None]
 
 
-class CheckpointDoc(TypedDict):
+class CheckpointDoc(SchemaHead):
     """checkpoint.json: the last verified (or skipped) step, as the journal's records up to `seq` imply it."""
-    schema: str
     seq: int
     journal_hash: str
     step: str

@@ -12,16 +12,13 @@ from __future__ import annotations
 
 from typing import Literal, NotRequired, TypedDict
 
+from openadapt_flow.store.entry import SchemaHead
+
 __all__ = ["AppliedDecision", "ApprovalBody", "ApprovalDoc", "AskDoc", "CarriedDecision", "DecisionOutcome",
            "DecisionTaskDoc", "IncidentBody", "IncidentDoc", "JournaledDecision", "OperatorInfo", "OperatorRecord", "OutcomeEvidence",
            "PauseCore", "PauseHead", "PendingBody", "PendingDoc", "ReconcileRow", "SupersededDoc", "TaskBody", "VoteDoc"]
 
 Channel = Literal["console", "phone", "cli"]  # how an operator's decision arrived (spec §20)
-
-
-class SchemaHead(TypedDict):
-    """The `schema` a run file carries first (`openadapt-flow/<name>@1`)."""
-    schema: str
 
 
 # ---- the pause ----
@@ -235,14 +232,9 @@ class OperatorInfo(TypedDict):
     changed_at: str
 
 
-class OperatorRecord(TypedDict):
+class OperatorRecord(OperatorInfo):
     """An operator as the store keeps them: a credential is kept only as its argon2id hash."""
-    name: str
-    role: str
     hash: str
-    disabled: bool
-    created_at: str
-    changed_at: str
 
 
 # ---- reconcile ----

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Literal, NotRequired, TypedDict
 if TYPE_CHECKING:
     from typing_extensions import ReadOnly
 
-from openadapt_flow.store.entry import StateBody, StateDoc
+from openadapt_flow.store.entry import SchemaHead, StateBody, StateDoc
 
 __all__ = ["BundleRefDoc", "Finalized", "ManifestBody", "ManifestDoc", "NotedState", "StateBody", "StateDoc", "StateFields",
            "StateView", "WorkerRow"]
@@ -50,11 +50,7 @@ class ManifestBody(TypedDict):
     child_runs: list[str]  # the one key appended after the start, outside the manifest's digest
 
 
-class _Tagged(TypedDict):
-    schema: str  # "openadapt-flow/<name>@1"
-
-
-class ManifestDoc(_Tagged, ManifestBody):
+class ManifestDoc(SchemaHead, ManifestBody):
     """manifest.json: written once at start; pinned by the journal's `run_started` (its digest minus child_runs)."""
 
 

@@ -2,8 +2,8 @@
 
 The core install carries no OpenCV (its wheel is 180 MB); these give the same answers as
 `cv2.connectedComponents`, `cv2.connectedComponentsWithStats`, the rect of a mask-only `cv2.floodFill`
-and, closely, `cv2.Canny`. One core does the work: horizontal runs of joined pixels, the joins between
-runs of adjacent rows, then a vectorised union-find over run ids.
+and, closely, `cv2.Canny`. One core does the work: horizontal runs of joined pixels, pairs of runs that
+touch across adjacent rows, then a vectorised union-find over the runs.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ def label(mask: np.ndarray, connectivity: int = 8) -> tuple[int, np.ndarray]:
     component's first pixel; with 8 in raster order of the first 2x2 block (rows 2i..2i+1, columns
     2j..2j+1) a component touches, the order of cv2's block-based scan.
     """
-    n, labels, _, _ = _label(mask, connectivity)
-    return n, labels
+    n, lab, (row, x0, x1) = _label(mask, connectivity)
+    return n, _paint(lab, row, x0, x1, mask.shape[1], mask.size).reshape(mask.shape)
 
 
 def label_stats(mask: np.ndarray, connectivity: int = 8) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
@@ -32,40 +32,32 @@ def label_stats(mask: np.ndarray, connectivity: int = 8) -> tuple[int, np.ndarra
 
     Row 0 describes the background pixels; with none, it is cv2's (-1, INT32_MAX, 0, 0, 0) and centroid NaN.
     """
-    n, labels, lut, runs = _label(mask, connectivity)
-    fg = labels > 0
-    h, w = fg.shape
-    starts, ends = runs
-    y, x0, x1 = starts // w, starts % w, ends % w
-    lab = lut[1:]  # component label of each run
-    length = (x1 - x0 + 1).astype(np.float64)
-    stats = np.zeros((n, 5), np.int64)
-    centroids = np.zeros((n, 2), np.float64)
-    left = np.full(n, w, np.int64)
-    top = np.full(n, h, np.int64)
-    right = np.full(n, -1, np.int64)
-    bottom = np.full(n, -1, np.int64)
-    np.minimum.at(left, lab, x0)
-    np.minimum.at(top, lab, y)
-    np.maximum.at(right, lab, x1)
-    np.maximum.at(bottom, lab, y)
-    area = np.bincount(lab, length, n)
-    sum_x = np.bincount(lab, length * (x0 + x1) / 2.0, n)
-    sum_y = np.bincount(lab, length * y, n)
-    bg = ~fg
-    area[0] = float(bg.sum())
-    if area[0]:
-        cols, rows = np.flatnonzero(bg.any(0)), np.flatnonzero(bg.any(1))
-        left[0], right[0], top[0], bottom[0] = cols[0], cols[-1], rows[0], rows[-1]
-        sum_x[0] = float(bg.sum(0) @ np.arange(w, dtype=np.float64))
-        sum_y[0] = float(bg.sum(1) @ np.arange(h, dtype=np.float64))
-    stats[:, LEFT], stats[:, TOP] = left, top
-    stats[:, WIDTH], stats[:, HEIGHT], stats[:, AREA] = right - left + 1, bottom - top + 1, area
+    n, lab, (row, x0, x1) = _label(mask, connectivity)
+    h, w = mask.shape
+    length = x1 - x0 + 1
+    bbox = np.empty((4, n), np.int64)  # left, top, right, bottom
+    bbox[:2], bbox[2:] = [[w], [h]], -1
+    for side, at, where in ((0, np.minimum.at, x0), (1, np.minimum.at, row), (2, np.maximum.at, x1), (3, np.maximum.at, row)):
+        at(bbox[side], lab, where)
+    sums = np.stack([np.bincount(lab, weights, n) for weights in (length, length * (x0 + x1) / 2.0, length * row)])
+    # the background, from what the runs leave uncovered in each row and column
+    in_row = np.bincount(row, length, h) < w
+    cover = np.zeros(w + 1, np.int64)
+    np.add.at(cover, x0, 1)
+    np.add.at(cover, x1 + 1, -1)
+    in_col = np.cumsum(cover[:w]) < h
+    sums[:, 0] = (h * w, h * w * (w - 1) / 2.0, h * w * (h - 1) / 2.0) - sums[:, 1:].sum(1)
+    if sums[0, 0]:
+        cols, rows = np.flatnonzero(in_col), np.flatnonzero(in_row)
+        bbox[:, 0] = cols[0], rows[0], cols[-1], rows[-1]
+    stats = np.empty((n, 5), np.int32)
+    stats[:, LEFT], stats[:, TOP] = bbox[0], bbox[1]
+    stats[:, WIDTH], stats[:, HEIGHT], stats[:, AREA] = bbox[2] - bbox[0] + 1, bbox[3] - bbox[1] + 1, sums[0]
     with np.errstate(invalid="ignore", divide="ignore"):
-        centroids[:, 0], centroids[:, 1] = sum_x / area, sum_y / area
-    if not area[0]:
+        centroids = (sums[1:] / sums[0]).T.copy()
+    if not sums[0, 0]:
         stats[0] = (-1, _INT32_MAX, 0, 0, 0)
-    return n, labels, stats.astype(np.int32), centroids
+    return n, _paint(lab, row, x0, x1, w, mask.size).reshape(h, w), stats, centroids
 
 
 def flood_box(image: np.ndarray, seed: tuple[int, int], step: int = 0) -> tuple[int, int, int, int]:
@@ -79,13 +71,20 @@ def flood_box(image: np.ndarray, seed: tuple[int, int], step: int = 0) -> tuple[
     h, w = img.shape[:2]
     right = np.all(np.abs(img[:, 1:] - img[:, :-1]) <= step, axis=-1)
     down = np.all(np.abs(img[1:] - img[:-1]) <= step, axis=-1)
-    runs, parent, starts, ends = _components(np.ones((h, w), bool), right, down, eight=False)
-    sx, sy = seed
-    mine = parent[1:] == parent[runs[sy, sx]]
-    s, e = starts[mine], ends[mine]
-    top, bottom = int(s[0] // w), int(s[-1] // w)
-    left, right_x = int((s % w).min()), int((e % w).max())
-    return left, top, right_x - left + 1, bottom - top + 1
+    cut = np.ones((h, w), bool)  # a run starts where a pixel does not join its left neighbour
+    cut[:, 1:] = ~right
+    starts = np.flatnonzero(cut)
+    # a vertical join repeats the one to its left when both rows continue the same runs there
+    new = down.copy()
+    new[:, 1:] &= ~(down[:, :-1] & right[:-1] & right[1:])
+    at = np.flatnonzero(new)
+    a, b = np.searchsorted(starts, at, "right") - 1, np.searchsorted(starts, at + w, "right") - 1
+    parent = _roots(a, b, starts.size)
+    seed_run = np.searchsorted(starts, seed[1] * w + seed[0], "right") - 1
+    mine = np.flatnonzero(parent == parent[seed_run])
+    first, last = starts[mine], np.append(starts[1:], h * w)[mine] - 1
+    left, top = int((first % w).min()), int(first[0] // w)
+    return left, top, int((last % w).max()) - left + 1, int(first[-1] // w) - top + 1
 
 
 def canny(gray: np.ndarray, low: float, high: float) -> np.ndarray:
@@ -113,76 +112,60 @@ def canny(gray: np.ndarray, low: float, high: float) -> np.ndarray:
         | (diagonal & ~opposite & (c > m[:-2, :-2]) & (c > m[2:, 2:]))
     )
     weak = peak & (c > lo)
-    runs, parent, _, _ = _components(weak, eight=True)
-    strong_root = np.zeros(parent.size, bool)
-    strong_root[parent[runs[weak & (c > hi)]]] = True
-    strong_root[0] = False
-    edges: np.ndarray = strong_root[parent[runs]]
+    h, w = weak.shape
+    row, x0, x1 = _runs(weak)
+    parent = _roots(*_touching(row, x0, x1, w, 1), row.size)
+    strong = np.flatnonzero(weak & (c > hi))
+    kept = np.zeros(row.size, np.int32)
+    kept[parent[np.searchsorted(row * w + x0, strong, "right") - 1]] = 1
+    edges: np.ndarray = _paint(kept[parent], row, x0, x1, w, weak.size).reshape(h, w) > 0
     return edges
 
 
-def _label(mask: np.ndarray, connectivity: int) -> tuple[int, np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray]]:
-    """(n, labels, label of each run id, (run starts, run ends) as flat indices): `label`'s work, kept for stats."""
+def _label(mask: np.ndarray, connectivity: int) -> tuple[int, np.ndarray, tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """(n, label of each run, the runs (row, first x, last x)): the work `label` and `label_stats` share."""
     if mask.ndim != 2:
         raise ValueError(f"mask must be 2-D, got shape {mask.shape}")
     if connectivity not in (4, 8):
         raise ValueError(f"connectivity must be 4 or 8, got {connectivity}")
-    fg = mask != 0
-    w = fg.shape[1]
-    runs, parent, starts, ends = _components(fg, eight=connectivity == 8)
-    ids = np.arange(parent.size)
-    is_root = parent == ids
-    is_root[0] = False
-    if connectivity == 4:  # a root is its component's first run in raster order
-        order = ids[is_root]
-    else:  # cv2 numbers by first 2x2 block touched
-        key = (starts // w // 2) * ((w + 1) // 2) + (starts % w) // 2
-        first = np.full(parent.size, np.iinfo(np.int64).max)
-        np.minimum.at(first, parent[1:], key)
-        roots = ids[is_root]
-        order = roots[np.argsort(first[roots], kind="stable")]
-    lut = np.zeros(parent.size, np.int32)
-    lut[order] = np.arange(1, order.size + 1, dtype=np.int32)
-    lut = lut[parent]
-    return order.size + 1, lut[runs], lut, (starts, ends)
+    w = mask.shape[1]
+    row, x0, x1 = _runs(mask != 0)
+    parent = _roots(*_touching(row, x0, x1, w, connectivity == 8), row.size)
+    roots = np.flatnonzero(parent == np.arange(row.size))
+    if connectivity == 8:  # cv2 numbers by the first 2x2 block touched; a root is the first run in raster order
+        first = np.full(row.size, np.iinfo(np.int64).max)
+        np.minimum.at(first, parent, (row // 2) * ((w + 1) // 2) + x0 // 2)
+        roots = roots[np.argsort(first[roots], kind="stable")]
+    lab = np.zeros(row.size, np.int32)
+    lab[roots] = np.arange(1, roots.size + 1, dtype=np.int32)
+    return roots.size + 1, lab[parent], (row, x0, x1)
 
 
-def _components(
-    fg: np.ndarray, right: np.ndarray | None = None, down: np.ndarray | None = None, *, eight: bool
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Union-find over horizontal runs of the pixels in `fg`.
-
-    `right` (h, w-1) says a pixel joins its right neighbour, `down` (h-1, w) the one below (default: both
-    in `fg`); `eight` adds diagonal joins between `fg` pixels. Returns the run id of each pixel (0 off `fg`),
-    the root run id of each run id (index 0 is a placeholder), and each run's first and last flat index.
-    """
+def _runs(fg: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Horizontal runs of set pixels in raster order: (row, first x, last x)."""
     h, w = fg.shape
-    if right is None:
-        right = fg[:, 1:] & fg[:, :-1]
-    if down is None:
-        down = fg[1:] & fg[:-1]
-    start = fg.copy()
-    start[:, 1:] &= ~right
-    end = fg.copy()
-    end[:, :-1] &= ~right
-    runs = np.cumsum(start.ravel(), dtype=np.int32).reshape(h, w)
-    runs[~fg] = 0
-    starts, ends = np.flatnonzero(start), np.flatnonzero(end)
-    # a vertical join repeats the one to its left when both rows continue the same runs
-    new = down.copy()
-    new[:, 1:] &= ~(down[:, :-1] & right[:-1] & right[1:])
-    a, b = [runs[:-1][new]], [runs[1:][new]]
-    if eight:  # diagonal joins matter only where neither pixel between them is set
-        dr = fg[:-1, :-1] & fg[1:, 1:] & ~fg[:-1, 1:] & ~fg[1:, :-1]
-        dl = fg[:-1, 1:] & fg[1:, :-1] & ~fg[:-1, :-1] & ~fg[1:, 1:]
-        a += [runs[:-1, :-1][dr], runs[:-1, 1:][dl]]
-        b += [runs[1:, 1:][dr], runs[1:, :-1][dl]]
-    return runs, _roots(np.concatenate(a), np.concatenate(b), starts.size), starts, ends
+    padded = np.zeros((h, w + 2), np.int8)
+    padded[:, 1:-1] = fg
+    flips = np.flatnonzero(np.diff(padded.ravel()))
+    first, last = flips[0::2] + 1, flips[1::2]
+    row = first // (w + 2)
+    return row, first - row * (w + 2) - 1, last - row * (w + 2) - 1
+
+
+def _touching(row: np.ndarray, x0: np.ndarray, x1: np.ndarray, w: int, reach: int) -> tuple[np.ndarray, np.ndarray]:
+    """Pairs (above, below) of runs in adjacent rows whose columns overlap; `reach` 1 adds diagonal touches."""
+    stride = w + 2  # keeps a row's reach clear of the rows beyond
+    first, last = row * stride + x0, row * stride + x1
+    lo = np.searchsorted(last, first - stride - reach, "left")
+    count = np.searchsorted(first, last - stride + reach, "right") - lo
+    below = np.repeat(np.arange(row.size), count)
+    above = np.repeat(lo - np.cumsum(count) + count, count) + np.arange(below.size)
+    return above, below
 
 
 def _roots(a: np.ndarray, b: np.ndarray, n: int) -> np.ndarray:
-    """Root (smallest run id) of each of run ids 0..n, given the joined pairs (a[i], b[i])."""
-    parent = np.arange(n + 1, dtype=np.int32)
+    """Root (smallest index) of each of runs 0..n-1, given the joined pairs (a[i], b[i])."""
+    parent = np.arange(n, dtype=np.int64)
     while a.size:
         ra, rb = parent[a], parent[b]
         apart = ra != rb
@@ -196,3 +179,11 @@ def _roots(a: np.ndarray, b: np.ndarray, n: int) -> np.ndarray:
                 break
             parent = jumped
     return parent
+
+
+def _paint(value: np.ndarray, row: np.ndarray, x0: np.ndarray, x1: np.ndarray, w: int, size: int) -> np.ndarray:
+    """Flat int32 image (`size` pixels, rows of `w`) holding each run's value on its pixels, 0 elsewhere."""
+    out = np.zeros(size + 1, np.int32)
+    out[row * w + x0] = value[: row.size]
+    out[row * w + x1 + 1] -= value[: row.size]
+    return np.cumsum(out, dtype=np.int32, out=out)[:-1]

@@ -69,8 +69,11 @@ def flood_box(image: np.ndarray, seed: tuple[int, int], step: int = 0) -> tuple[
     if img.ndim == 2:
         img = img[:, :, None]
     h, w = img.shape[:2]
-    right = np.all(np.abs(img[:, 1:] - img[:, :-1]) <= step, axis=-1)
-    down = np.all(np.abs(img[1:] - img[:-1]) <= step, axis=-1)
+    right, down = np.ones((h, w - 1), bool), np.ones((h - 1, w), bool)
+    for ch in range(img.shape[2]):  # a channel's |difference| <= step, as one unsigned compare
+        plane = img[:, :, ch]
+        right &= (plane[:, 1:] - plane[:, :-1] + step).view(np.uint16) <= 2 * step
+        down &= (plane[1:] - plane[:-1] + step).view(np.uint16) <= 2 * step
     cut = np.ones((h, w), bool)  # a run starts where a pixel does not join its left neighbour
     cut[:, 1:] = ~right
     starts = np.flatnonzero(cut)
@@ -94,11 +97,12 @@ def canny(gray: np.ndarray, low: float, high: float) -> np.ndarray:
     then hysteresis: pixels above `low` kept when 8-connected to one above `high`.
     """
     lo, hi = sorted((int(np.floor(low)), int(np.floor(high))))
-    p = np.pad(gray.astype(np.int64), 1, mode="edge")
-    gx = p[:-2, 2:] + 2 * p[1:-1, 2:] + p[2:, 2:] - p[:-2, :-2] - 2 * p[1:-1, :-2] - p[2:, :-2]
-    gy = p[2:, :-2] + 2 * p[2:, 1:-1] + p[2:, 2:] - p[:-2, :-2] - 2 * p[:-2, 1:-1] - p[:-2, 2:]
-    ax, ay = np.abs(gx), np.abs(gy)
-    m = np.pad(ax + ay, 1)  # zero outside the image
+    p = np.pad(gray.astype(np.int16), 1, mode="edge")
+    across, along = p[:-2] + 2 * p[1:-1] + p[2:], p[:, :-2] + 2 * p[:, 1:-1] + p[:, 2:]  # Sobel, separably
+    gx, gy = across[:, 2:] - across[:, :-2], along[2:] - along[:-2]
+    ax, ay = np.abs(gx).astype(np.int32), np.abs(gy).astype(np.int32)
+    m = np.zeros((gray.shape[0] + 2, gray.shape[1] + 2), np.int16)  # zero outside the image
+    m[1:-1, 1:-1] = ax + ay
     c = m[1:-1, 1:-1]
     tg22 = ax * _TG22
     horizontal = (ay << 15) < tg22

@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-import cv2
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from openadapt_flow.bundle.models import Target
+from openadapt_flow.imaging.png import decode_rgb
 
 SCHEMA = "openadapt-flow/drift-corpus@1"
 CORPUS_DIR = Path(__file__).resolve().parents[2] / "tests" / "data" / "drift"
@@ -118,10 +118,10 @@ class AppCorpus:
 
 
 def read_rgb(path: Path) -> np.ndarray:
-    img = cv2.imread(str(path), cv2.IMREAD_COLOR)
+    img = decode_rgb(path.read_bytes()) if path.is_file() else None
     if img is None:
         raise ValueError(f"cannot read image {path}")
-    return np.ascontiguousarray(cv2.cvtColor(img, cv2.COLOR_BGR2RGB))
+    return img
 
 
 def load_app(folder: Path) -> AppCorpus:

@@ -19,9 +19,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import cv2
 import numpy as np
 
+from openadapt_flow.imaging.pixels import resize
+from openadapt_flow.imaging.png import encode_png
 from openadapt_flow.procs import stop_process
 from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.backends.vnc import VncBackend
@@ -154,8 +155,7 @@ def _truth(screens: Screens) -> dict[str, Box]:
 def zoom(frame: np.ndarray, factor: float) -> np.ndarray:
     """The frame's content zoomed about the top-left corner, cut or padded (black) back to the same size."""
     h, w = frame.shape[:2]
-    interp = cv2.INTER_AREA if factor < 1 else cv2.INTER_LINEAR
-    big = cv2.resize(frame, (round(w * factor), round(h * factor)), interpolation=interp)
+    big = resize(frame, (round(w * factor), round(h * factor)), "area" if factor < 1 else "linear")
     out = np.zeros_like(frame)
     bh, bw = min(h, big.shape[0]), min(w, big.shape[1])
     out[:bh, :bw] = big[:bh, :bw]
@@ -205,13 +205,13 @@ def inside(point: tuple[int, int] | None, box: Box) -> bool:
 
 
 def save_cases(cases: list[Case], folder: Path) -> list[dict]:
-    """Write every case frame as PNG (BGR on disk) for the other engines; return an index for them."""
+    """Write every case frame as PNG for the other engines; return an index for them."""
     folder.mkdir(parents=True, exist_ok=True)
     index = []
     for case in cases:
         for screen, frame in case.frames.items():
             path = folder / f"{case.size[0]}x{case.size[1]}-{case.name}-{screen}.png"
             if not path.exists():
-                cv2.imwrite(str(path), cv2.cvtColor(frame, cv2.COLOR_RGB2BGR))
+                path.write_bytes(encode_png(frame))
             index.append({"size": list(case.size), "case": case.name, "screen": screen, "path": str(path)})
     return index

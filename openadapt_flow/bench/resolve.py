@@ -15,7 +15,6 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-import cv2
 import numpy as np
 from PIL import Image
 
@@ -144,7 +143,7 @@ class _Pyscreeze:
 
         self.mod = pyscreeze
         self.needles = write_needles(case, steps, templates, folder)
-        self.needle_arrays = {s.id: cv2.cvtColor(templates[s.target.template], cv2.COLOR_RGB2BGR)
+        self.needle_arrays = {s.id: np.ascontiguousarray(templates[s.target.template][..., ::-1])
                               for s in steps if s.target is not None and s.target.template is not None}
         self.shots: dict[int, tuple[Image.Image, np.ndarray]] = {}
 
@@ -153,7 +152,7 @@ class _Pyscreeze:
         assert step.target is not None
         frame = case.frame_for(step.id)
         if id(frame) not in self.shots:
-            self.shots[id(frame)] = (Image.fromarray(frame), cv2.cvtColor(frame, cv2.COLOR_RGB2BGR))
+            self.shots[id(frame)] = (Image.fromarray(frame), np.ascontiguousarray(frame[..., ::-1]))
         shot, bgr = self.shots[id(frame)]
         region = lad.window(step.target, *case.size) if area == "local" else None
         needle, needle_bgr = str(self.needles[step.id]), self.needle_arrays[step.id]
@@ -178,7 +177,7 @@ def write_needles(case: Case, steps: list[Step], templates: dict[str, np.ndarray
         assert step.target is not None and step.target.template is not None
         path = folder / f"{_size(case)}-{Path(step.target.template).name}"
         if not path.exists():
-            cv2.imwrite(str(path), cv2.cvtColor(templates[step.target.template], cv2.COLOR_RGB2BGR))
+            Image.fromarray(templates[step.target.template]).save(path)
         out[step.id] = path
     return out
 

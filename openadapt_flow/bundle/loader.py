@@ -10,7 +10,6 @@ import zlib
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-import cv2
 import numpy as np
 from pydantic import ValidationError
 
@@ -19,6 +18,7 @@ from openadapt_flow.bundle.models import Bundle, Step, Target
 from openadapt_flow.bundle.params import check_placeholder, placeholders
 from openadapt_flow.bundle.yamlsrc import Loc, YamlDoc
 from openadapt_flow.errors import BundleError
+from openadapt_flow.imaging.png import decode_rgb
 
 FLOW_FILE = "flow.yaml"
 MAX_TEMPLATE_BYTES = 4 * 1024 * 1024
@@ -88,13 +88,13 @@ def _load_png(doc: YamlDoc, loc: Loc, root: Path, rel: str, screen: tuple[int, i
     broken = png_problem(data)
     if broken is not None:
         raise doc.fail(loc, f"template {rel!r} is not a readable PNG ({broken})")
-    img = _decode_quietly(data)
+    img = decode_rgb(data)
     if img is None:
         raise doc.fail(loc, f"template {rel!r} is not a readable PNG")
     h, w = img.shape[:2]
     if w > screen[0] or h > screen[1]:
         raise doc.fail(loc, f"template {rel!r} ({w}x{h}) is larger than the screen {screen[0]}x{screen[1]}")
-    return cv2.cvtColor(img, cv2.COLOR_BGR2RGB)
+    return img
 
 
 def png_problem(data: bytes) -> str | None:
@@ -116,14 +116,6 @@ def png_problem(data: bytes) -> str | None:
     return "truncated (no IEND chunk)"
 
 
-def _decode_quietly(data: bytes) -> np.ndarray | None:
-    """cv2.imdecode with OpenCV's own logging silenced: a decoder complaint must not reach the user's stderr."""
-    level = cv2.utils.logging.getLogLevel()
-    cv2.utils.logging.setLogLevel(cv2.utils.logging.LOG_LEVEL_SILENT)
-    try:
-        return cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR)
-    finally:
-        cv2.utils.logging.setLogLevel(level)
 
 
 def _check_region(doc: YamlDoc, loc: Loc, region: Sequence[int], screen: tuple[int, int], what: str) -> None:

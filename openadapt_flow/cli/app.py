@@ -52,7 +52,7 @@ COMMANDS: dict[str, tuple[str, str, bool]] = {
 def build_app(only: str | None = None, summaries: bool = False) -> typer.Typer:
     """The `flow` app with every command, or with just `only` when the command line names one. `summaries`: every
     command by name and help text only, read from its module's source without importing it (`flow --help`,
-    `flow --version`: no vision, no OpenCV, no store at start-up)."""
+    `flow --version`: no vision, no image libraries, no store at start-up)."""
     flow = typer.Typer(
         name="flow",
         help="Replay demonstrated GUI workflows against live desktops; verify every step, never guess.",

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from openadapt_flow.store import RunHandle, RunStore
 
 # The run and store helpers below import the store where they are called: cli/app.py imports this module for its
-# error lines, and `flow --help` / `flow --version` must not pay for the store (it imports OpenCV for frames).
+# error lines, and `flow --help` / `flow --version` must not pay for the store (it imports numpy and Pillow for frames).
 
 F = TypeVar("F", bound=Callable[..., Any])
 

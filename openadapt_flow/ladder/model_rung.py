@@ -16,10 +16,10 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-import cv2
 import numpy as np
 
 from openadapt_flow.bundle.models import Target
+from openadapt_flow.imaging.png import encode_png
 from openadapt_flow.ladder.chat_http import ModelError, post_chat
 from openadapt_flow.ladder.ocr_rung import OcrRung
 from openadapt_flow.ladder.template_rung import click_point
@@ -41,10 +41,7 @@ class ModelClient:
 
     def locate(self, image: np.ndarray, instruction: str) -> Point:
         """Ask where to act in `image`; return the model's (x, y) in image pixels."""
-        ok, png = cv2.imencode(".png", cv2.cvtColor(image, cv2.COLOR_RGB2BGR) if image.ndim == 3 else image)
-        if not ok:
-            raise ModelError("could not encode the frame as PNG for the model")
-        data_uri = "data:image/png;base64," + base64.b64encode(png.tobytes()).decode("ascii")
+        data_uri = "data:image/png;base64," + base64.b64encode(encode_png(image)).decode("ascii")
         body = {
             "model": self.model,
             "temperature": 0,

@@ -6,7 +6,8 @@ that looks different in another recorded screen where the same widget is still t
 mostly unchanged, and that is drawn as states are drawn (an outline: a focus ring, a selection's frame; a solid
 bar: a caret), shows a state (a field's focus ring and caret go when the focus moves on; a selection's frame goes
 when another row is picked). What changed as data (a value typed later, a cell's text) is glyphs, neither outline
-nor bar, and stays. Such marks are painted over from their surroundings (OpenCV's inpainting), so the template shows the widget as it looks at rest, and the crop's uniqueness is judged on that
+nor bar, and stays. Such marks are painted over from their surroundings (ring by ring, each pixel the mean of its
+known neighbours), so the template shows the widget as it looks at rest, and the crop's uniqueness is judged on that
 look: an empty focused field that was unique only by its ring grows to take in its label. Screens where the
 pointer rests on the crop are not compared (their hovered look is `hover.unhovered`'s business), nor screens where
 most of the crop changed (another widget, a closed dialog: not a state of this one).
@@ -17,8 +18,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-import cv2
 import numpy as np
+
+from openadapt_flow.imaging import components
+from openadapt_flow.imaging.pixels import dilate, fill_from_surroundings
 
 from openadapt_flow.fixture.recorder import Recording
 from openadapt_flow.vision.ocr import local_contrast
@@ -28,7 +31,6 @@ STATE_TOL = 24  # grey levels (any channel): a smaller difference is rendering n
 SAME_MAX_SHARE = 0.35  # a screen where more of the crop changed shows something else there, not a state of it
 CONTENT_CHANGED_MAX = 0.2  # of a crop's content marks (label, icon, text): more changed, and the widget is not there
 POINTER_PAD = 8  # px: a screen whose pointer rests this near the crop is not compared (its hovered look)
-INPAINT_RADIUS = 3
 BAR_MAX, BAR_MIN_LEN = 3, 8  # px: a caret or an underline: a solid stroke this thin and at least this long
 OUTLINE_MIN_LEN = 24  # px: a ring or a line at least this long one way (a glyph is shorter)
 # a mark at most this many pixels per unit of its bounding box's half-perimeter is a thin stroke (a ring t px thick
@@ -117,7 +119,7 @@ class RestLook:
             if side > 0 and pointer is None:  # gone later (a focus that moved on); a look that came before and stays is the screen's now
                 changed |= diff
         # the state marks' pixels that changed (a caret's part under a glyph typed later stays: it did not change)
-        marks = shaped & ink & cv2.dilate(changed.astype(np.uint8), np.ones((3, 3), np.uint8)).astype(bool)
+        marks = shaped & ink & dilate(changed.astype(bool), 3)
         marks &= self._since_start(box)  # a state an input brought (the current cell after New Record) is kept
         return marks if marks.mean() <= STATE_MAX_SHARE else np.zeros_like(marks)
 
@@ -173,11 +175,11 @@ class RestLook:
             restored = int(where.sum())
         mask = self.mask(box)
         if usual is not None:  # what was put back, and its edge (a border beside it is no state)
-            mask &= ~cv2.dilate(usual[1].astype(np.uint8), np.ones((5, 5), np.uint8)).astype(bool)
+            mask &= ~dilate(usual[1].astype(bool), 5)
         if mask.any():
-            grown = cv2.dilate(mask.astype(np.uint8), np.ones((3, 3), np.uint8))  # a state's anti-aliased edge too
+            grown = dilate(mask.astype(bool), 3)  # a state's anti-aliased edge too
             restored += int(grown.sum())
-            crop = cv2.inpaint(crop, grown, INPAINT_RADIUS, cv2.INPAINT_TELEA)
+            crop = fill_from_surroundings(crop, grown)
         if restored:
             self.changed[box] = restored
         return crop
@@ -188,7 +190,7 @@ def state_shaped(ink: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     (a focus ring, a selection's or the current cell's frame, an underline) or a bar (a caret: one solid stroke at
     most BAR_MAX px thick). A glyph's stem is
     a bar too; it is painted out only where it changed in a comparable screen, which a label's glyphs do not."""
-    n, labels, stats, _ = cv2.connectedComponentsWithStats(ink.astype(np.uint8), connectivity=8)
+    n, labels, stats, _ = components.label_stats(ink, connectivity=8)
     shaped = np.zeros(n, bool)
     for i in range(1, n):
         bx, by, bw, bh, area = (int(v) for v in stats[i])
@@ -223,8 +225,8 @@ def without_passing(before: np.ndarray, after: np.ndarray, passing: np.ndarray |
         return before
     far = np.abs(before.astype(np.int16) - after.astype(np.int16)) > STATE_TOL
     diff = np.asarray(far.any(axis=2) if far.ndim == 3 else far, dtype=bool)
-    joined = cv2.dilate(diff.astype(np.uint8), np.ones((5, 5), np.uint8))  # a widget's look: its pieces as one
-    n, labels = cv2.connectedComponents(joined, connectivity=8)
+    joined = dilate(diff.astype(bool), 5)  # a widget's look: its pieces as one
+    n, labels = components.label(joined, connectivity=8)
     hit = [int(v) for v in np.unique(labels[passing & diff]) if v > 0]
     if not hit:
         return before

@@ -13,8 +13,10 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-import cv2
 import numpy as np
+
+from openadapt_flow.imaging.pixels import resize
+from openadapt_flow.imaging.png import decode_rgb, encode_png
 
 THUMB_W = 240  # px: the embedded copy of a step's frame (shown smaller; the link opens the saved frame at full size)
 STEP_W = 128  # px: a step's frame as shown
@@ -42,8 +44,8 @@ APP_MAX_SHARE = 0.85  # a region covering more of the frame than this is the fra
 
 @lru_cache(maxsize=8)
 def _decoded(png: bytes) -> np.ndarray | None:
-    """The frame's pixels (BGR), decoded once for its region and its thumbnail; None if it cannot be decoded."""
-    return cv2.imdecode(np.frombuffer(png, np.uint8), cv2.IMREAD_COLOR)
+    """The frame's pixels (RGB), decoded once for its region and its thumbnail; None if it cannot be decoded."""
+    return decode_rgb(png)
 
 
 @lru_cache(maxsize=8)
@@ -106,9 +108,8 @@ def thumbnail(png: bytes, width: int, region: Box | None = None) -> bytes | None
         img = img[y:y + rh, x:x + rw]
     ih, iw = img.shape[:2]
     if iw > width:
-        img = cv2.resize(img, (width, max(1, round(ih * width / iw))), interpolation=cv2.INTER_AREA)
-    ok, buf = cv2.imencode(".png", img, [cv2.IMWRITE_PNG_COMPRESSION, 1])
-    return buf.tobytes() if ok else None
+        img = resize(img, (width, max(1, round(ih * width / iw))), "area")
+    return encode_png(img)
 
 
 @dataclass

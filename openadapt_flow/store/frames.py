@@ -8,18 +8,15 @@ import threading
 from pathlib import Path
 from typing import Any, Callable
 
-import cv2
 import numpy as np
 
+from openadapt_flow.imaging.png import encode_png
 from openadapt_flow.store.atomic import StorageFault, fault_point, write_bytes_atomic
 from openadapt_flow.store.faults import io_fault
 
 
 def _encode_png(pixels: np.ndarray) -> bytes:
-    ok, buf = cv2.imencode(".png", cv2.cvtColor(pixels, cv2.COLOR_RGB2BGR), [cv2.IMWRITE_PNG_COMPRESSION, 1])
-    if not ok:
-        raise RuntimeError("PNG encode failed")
-    return buf.tobytes()
+    return encode_png(pixels)
 
 
 class FrameWriter:

@@ -9,7 +9,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-import cv2
 import numpy as np
 
 from openadapt_flow.bundle.models import Postcondition, Step
@@ -315,8 +314,8 @@ class ScreenChecks:
             image, column = masked
             # read with a margin of the crop's own background: Tesseract misreads a line pressed against the edge of
             # a tight crop (a line above cut in half over it: "Pat: 'ient")
-            image = cv2.copyMakeBorder(image, PAINTED_MARGIN, PAINTED_MARGIN, PAINTED_MARGIN, PAINTED_MARGIN,
-                                       cv2.BORDER_CONSTANT, value=int(np.median(image)))
+            margin = ((PAINTED_MARGIN, PAINTED_MARGIN),) * 2 + ((0, 0),) * (image.ndim - 2)
+            image = np.pad(image, margin, constant_values=int(np.median(image)))
             best = find_typed(self.ocr.read(image), typed, append)
             # and enlarged, once the caret is gone (a small, unsmoothed font loses a glyph at 1x: Swing's "K" at a
             # field's edge); never before: enlarged, a 'j' and a caret read ';', which the rule would strip

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import cv2
 import numpy as np
+from PIL import Image, ImageDraw
 
 from openadapt_flow.vision.template import Box
 
@@ -27,31 +27,35 @@ def annotate(
 ) -> np.ndarray:
     """A copy of `frame` with the search region (yellow), best candidate (red), other candidates (orange),
     the click point (magenta cross) and a one-line label at the top-left."""
-    out = np.ascontiguousarray(frame[..., :3] if frame.ndim == 3 else np.dstack([frame] * 3)).copy()
+    img = Image.fromarray(np.ascontiguousarray(frame[..., :3] if frame.ndim == 3 else np.dstack([frame] * 3)), "RGB")
+    draw = ImageDraw.Draw(img)
     if search is not None:
-        _rect(out, search, SEARCH, 1)
+        _rect(draw, search, SEARCH, 1)
     for box in others:
-        _rect(out, box, OTHER, 2)
+        _rect(draw, box, OTHER, 2)
     if best is not None:
-        _rect(out, best, BEST, 2)
+        _rect(draw, best, BEST, 2)
     if point is not None:
         x, y = int(point[0]), int(point[1])
-        cv2.drawMarker(out, (x, y), POINT, cv2.MARKER_CROSS, 18, 2)
-        cv2.circle(out, (x, y), 10, POINT, 1)
+        draw.line([(x - 9, y), (x + 9, y)], fill=POINT, width=2)
+        draw.line([(x, y - 9), (x, y + 9)], fill=POINT, width=2)
+        draw.ellipse([(x - 10, y - 10), (x + 10, y + 10)], outline=POINT, width=1)
     if label:
-        _label(out, label)
-    return out
+        _label(draw, label)
+    return np.array(img)
 
 
-def _rect(img: np.ndarray, box: Box, color: Color, thickness: int) -> None:
+def _rect(draw: ImageDraw.ImageDraw, box: Box, color: Color, thickness: int) -> None:
+    """The box's outline, `thickness` pixels drawn outwards from its edge pixels."""
     x, y, w, h = (int(v) for v in box)
-    cv2.rectangle(img, (x, y), (x + max(w, 1) - 1, y + max(h, 1) - 1), color, thickness)
+    grow = thickness // 2
+    draw.rectangle([(x - grow, y - grow), (x + max(w, 1) - 1 + grow, y + max(h, 1) - 1 + grow)], outline=color,
+                   width=thickness)
 
 
-def _label(img: np.ndarray, text: str) -> None:
-    font, scale, thick = cv2.FONT_HERSHEY_SIMPLEX, 0.5, 1
-    # OpenCV's Hershey fonts are ASCII-only; keep the label legible rather than garbled.
+def _label(draw: ImageDraw.ImageDraw, text: str) -> None:
+    """`text` in white on a black band at the top-left (Pillow's built-in font; characters it lacks become "?")."""
     text = text.encode("ascii", "replace").decode("ascii")[:160]
-    (tw, th), base = cv2.getTextSize(text, font, scale, thick)
-    cv2.rectangle(img, (0, 0), (tw + 8, th + base + 8), (0, 0, 0), -1)
-    cv2.putText(img, text, (4, th + 4), font, scale, (255, 255, 255), thick, cv2.LINE_AA)
+    left, top, right, bottom = draw.textbbox((4, 4), text)
+    draw.rectangle([(0, 0), (right + 4, bottom + 4)], fill=(0, 0, 0))
+    draw.text((4, 4), text, fill=(255, 255, 255))

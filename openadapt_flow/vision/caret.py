@@ -11,9 +11,9 @@ Painting it out can only remove ink.
 
 from __future__ import annotations
 
-import cv2
 import numpy as np
 
+from openadapt_flow.imaging import components
 from openadapt_flow.vision.ocr import local_contrast
 from openadapt_flow.vision.template import Box, clip_box, to_gray
 
@@ -101,7 +101,7 @@ def caret_appeared(before: np.ndarray, after: np.ndarray, box: Box) -> bool:
     b = to_gray(before[y : y + bh, x : x + bw]).astype(np.int16)
     a = to_gray(after[y : y + bh, x : x + bw]).astype(np.int16)
     changed = (np.abs(a - b) > NEW_CARET_TOL).astype(np.uint8)
-    n, _, stats, _ = cv2.connectedComponentsWithStats(changed, connectivity=8)
+    n, _, stats, _ = components.label_stats(changed, connectivity=8)
     bars, glyphs = 0, 0
     for cx, cy, cw, ch, area in stats[1:n]:
         if cw <= CARET_MAX_WIDTH and ch >= NEW_CARET_MIN_HEIGHT and area == cw * ch:
@@ -174,7 +174,7 @@ def without_drawn_caret(crop: np.ndarray, strip_borders: bool = True, ink_tol: i
         ink[ink.sum(axis=1) >= BORDER_SPAN * w, :] = False
         ink[:, ink.sum(axis=0) >= BORDER_SPAN * h] = False
     else:  # a line's own rows: the line above's descenders and the line below's ascenders caught at the edges go
-        n, labels, stats, _ = cv2.connectedComponentsWithStats(ink.astype(np.uint8), connectivity=8)
+        n, labels, stats, _ = components.label_stats(ink, connectivity=8)
         for i in range(1, n):
             top, height = int(stats[i][1]), int(stats[i][3])
             if (top == 0 and top + height < h / 2) or (top + height == h and top > h / 2):

@@ -3,9 +3,9 @@ fallback check that a step with nothing declared changed the screen where it act
 
 from __future__ import annotations
 
-import cv2
 import numpy as np
 
+from openadapt_flow.imaging.pixels import absdiff
 from openadapt_flow.vision.template import Box, clip_box
 
 PIXEL_TOL = 16  # per-channel difference below this is noise (compression, dithering)
@@ -23,7 +23,7 @@ def changed_fraction(a: np.ndarray, b: np.ndarray, box: Box | None = None, *, pi
     if area is None:
         return 0.0
     x, y, bw, bh = area
-    return cv2.countNonZero(_mask(a, b, area, pixel_tol)) / float(bw * bh)
+    return int(np.count_nonzero(_mask(a, b, area, pixel_tol))) / float(bw * bh)
 
 
 def changed_pixels(a: np.ndarray, b: np.ndarray, box: Box | None = None, *, pixel_tol: int = PIXEL_TOL) -> int:
@@ -34,7 +34,7 @@ def changed_pixels(a: np.ndarray, b: np.ndarray, box: Box | None = None, *, pixe
     area = clip_box(box, w, h) if box else (0, 0, w, h)
     if area is None:
         return 0
-    return int(cv2.countNonZero(_mask(a, b, area, pixel_tol)))
+    return int(np.count_nonzero(_mask(a, b, area, pixel_tol)))
 
 
 def same(
@@ -53,17 +53,15 @@ def changed_box(a: np.ndarray, b: np.ndarray, box: Box | None = None, *, pixel_t
     if area is None:
         return None
     x, y = area[0], area[1]
-    pts = cv2.findNonZero(_mask(a, b, area, pixel_tol))
-    if pts is None:
+    mask = _mask(a, b, area, pixel_tol)
+    rows, cols = np.flatnonzero(mask.any(axis=1)), np.flatnonzero(mask.any(axis=0))
+    if rows.size == 0:
         return None
-    rx, ry, rw, rh = cv2.boundingRect(pts)
-    return (x + rx, y + ry, rw, rh)
+    return (x + int(cols[0]), y + int(rows[0]), int(cols[-1] - cols[0]) + 1, int(rows[-1] - rows[0]) + 1)
 
 
 def _mask(a: np.ndarray, b: np.ndarray, area: Box, pixel_tol: int) -> np.ndarray:
-    """Nonzero where any channel differs by more than pixel_tol (per-channel threshold, then any-of via gray)."""
+    """True where any channel differs by more than pixel_tol."""
     x, y, w, h = area
-    d = cv2.absdiff(a[y : y + h, x : x + w], b[y : y + h, x : x + w])
-    _, over = cv2.threshold(d, pixel_tol, 255, cv2.THRESH_BINARY)
-    # Any channel at 255 leaves a nonzero gray value (smallest weight 0.114 * 255 > 0).
-    return cv2.cvtColor(over, cv2.COLOR_RGB2GRAY) if over.ndim == 3 else over
+    over: np.ndarray = absdiff(a[y : y + h, x : x + w], b[y : y + h, x : x + w]) > pixel_tol
+    return np.any(over, axis=2) if over.ndim == 3 else over

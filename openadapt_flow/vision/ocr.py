@@ -25,12 +25,12 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Literal
 
-import cv2
 import numpy as np
 from rapidfuzz import fuzz
 from rapidfuzz.distance import Levenshtein
 
 from openadapt_flow.errors import FlowError
+from openadapt_flow.imaging.pixels import absdiff, dilate, erode, median, scale, scale_abs
 from openadapt_flow.vision.template import Box, clip_box, contains, intersect, to_gray
 from openadapt_flow.vision import tesseract_cli
 from openadapt_flow.vision.tesseract_lib import LibraryReadFailed, LibraryUnavailable, TesseractLibrary
@@ -159,14 +159,14 @@ def local_contrast(gray: np.ndarray, factor: float = 1.0) -> np.ndarray:
     """
     k = 2 * round(5 * factor) + 1  # wider than the strokes of any label-sized font
     background = median_background(gray, k)
-    return 255 - cv2.convertScaleAbs(cv2.absdiff(gray, background), alpha=3.0)
+    return 255 - scale_abs(absdiff(gray, background), alpha=3.0)
 
 
 MEDIAN_BAND = 48  # rows per strip of `median_background`
 
 
 def median_background(gray: np.ndarray, k: int) -> np.ndarray:
-    """Exactly `cv2.medianBlur(gray, k)`, computed only where the k x k neighbourhood is not flat.
+    """Exactly `median(gray, k)`, computed only where the k x k neighbourhood is not flat.
 
     A flat neighbourhood's median is the pixel itself, and UI frames are mostly
     flat, so the (slow, ~50 ms per 1024x768 frame at k=11) median runs only on
@@ -174,8 +174,7 @@ def median_background(gray: np.ndarray, k: int) -> np.ndarray:
     context, so every output pixel equals the full filter's.
     """
     r = k // 2
-    kernel = np.ones((k, k), np.uint8)
-    active = cv2.dilate(gray, kernel) != cv2.erode(gray, kernel)
+    active = dilate(gray, k) != erode(gray, k)
     out = gray.copy()
     h, w = gray.shape[:2]
     for y0 in range(0, h, MEDIAN_BAND):
@@ -188,7 +187,7 @@ def median_background(gray: np.ndarray, k: int) -> np.ndarray:
         cy0, cy1 = max(0, y0 - r), min(h, y1 + r)
         for x0, x1 in zip(starts.tolist(), ends.tolist()):
             cx0, cx1 = max(0, x0 - r), min(w, x1 + r)
-            med = cv2.medianBlur(np.ascontiguousarray(gray[cy0:cy1, cx0:cx1]), k)
+            med = median(gray[cy0:cy1, cx0:cx1], k)
             out[y0:y1, x0:x1] = med[y0 - cy0 : y1 - cy0, x0 - cx0 : x1 - cx0]
     return out
 
@@ -350,7 +349,7 @@ class OcrEngine:
         gray = to_gray(crop)
         factor = self._factor(bw, bh)
         if factor != 1.0:
-            gray = cv2.resize(gray, None, fx=factor, fy=factor, interpolation=cv2.INTER_CUBIC)
+            gray = scale(gray, factor, "cubic")
         return _words(self._image_to_data(local_contrast(gray, factor)), factor, x, y)
 
     def _factor(self, width: int, height: int) -> float:
@@ -397,7 +396,7 @@ class OcrEngine:
                 gray = 255 - gray
             factor = self._factor(aw, ah)
             if factor != 1.0:
-                gray = cv2.resize(gray, None, fx=factor, fy=factor, interpolation=cv2.INTER_CUBIC)
+                gray = scale(gray, factor, "cubic")
             self._remember(key, _words(self._image_to_data(gray, psm=7), factor, ax, ay))
         self._cache.move_to_end(key)
         return list(self._cache[key])
@@ -426,8 +425,7 @@ class OcrEngine:
         (x, y, bw, bh), key = found
         key += ("enlarged",)
         if key not in self._cache:
-            gray = cv2.resize(to_gray(image[y : y + bh, x : x + bw]), None, fx=ENLARGE_FACTOR, fy=ENLARGE_FACTOR,
-                              interpolation=cv2.INTER_CUBIC)
+            gray = scale(to_gray(image[y : y + bh, x : x + bw]), ENLARGE_FACTOR, "cubic")
             words = _words(self._image_to_data(local_contrast(gray, ENLARGE_FACTOR)), ENLARGE_FACTOR, x, y)
             # and the plain grey image (dark on light): enlarged, a button's small label reads better without the
             # contrast filter; its words count where the first read has none (one word is never read twice)

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import math
 
-import cv2
 import numpy as np
+
+from openadapt_flow.imaging import components
 
 Box = tuple[int, int, int, int]  # x, y, w, h
 
@@ -31,7 +32,7 @@ def foreground_mask(gray: np.ndarray) -> tuple[np.ndarray, int]:
     border = np.concatenate([gray[0], gray[-1], gray[:, 0], gray[:, -1]])
     bg = int(np.bincount(border, minlength=256).argmax())
     near_bg = (np.abs(gray.astype(np.int16) - bg) <= BACKGROUND_TOLERANCE).astype(np.uint8)
-    _, labels = cv2.connectedComponents(near_bg, connectivity=4)
+    _, labels = components.label(near_bg, connectivity=4)
     edge_labels = np.unique(np.concatenate([labels[0], labels[-1], labels[:, 0], labels[:, -1]]))
     outside = np.isin(labels, edge_labels[edge_labels > 0])  # background reached from the border only
     return ~outside, bg

@@ -21,8 +21,9 @@ from dataclasses import dataclass, replace
 from collections.abc import Iterator
 from typing import Literal
 
-import cv2
 import numpy as np
+
+from openadapt_flow.imaging import ncc, pixels
 
 from openadapt_flow.vision.restyle import (
     BACKGROUND_TOLERANCE,
@@ -60,17 +61,14 @@ DETAIL_MAX_CANDIDATES = 24
 
 def to_gray(rgb: np.ndarray) -> np.ndarray:
     """Luminance of an RGB (or already gray) uint8 image."""
-    if rgb.ndim == 2:
-        return rgb
-    return cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY)
+    return pixels.to_gray(rgb)
 
 
 def edge_map(gray: np.ndarray) -> np.ndarray:
     """Gradient magnitude (|Sobel x| + |Sobel y|, uint8), identical for an image and its negative."""
-    blurred = cv2.GaussianBlur(gray, (3, 3), 0)
-    sx = cv2.Sobel(blurred, cv2.CV_16S, 1, 0, ksize=3)
-    sy = cv2.Sobel(blurred, cv2.CV_16S, 0, 1, ksize=3)
-    return cv2.addWeighted(cv2.convertScaleAbs(sx), 0.5, cv2.convertScaleAbs(sy), 0.5, 0)
+    blurred = pixels.blur3(gray)
+    sx, sy = pixels.scale_abs(pixels.sobel(blurred, 1, 0)), pixels.scale_abs(pixels.sobel(blurred, 0, 1))
+    return pixels.scale_abs((sx.astype(np.float32) + sy) * 0.5)
 
 
 def intersect(a: Box, b: Box) -> Box | None:
@@ -134,8 +132,7 @@ class TemplateImage:
             elif (w, h) == (self.width, self.height):
                 self._cache[key] = self._gray
             else:
-                interp = cv2.INTER_AREA if scale < 1 else cv2.INTER_LINEAR
-                self._cache[key] = cv2.resize(self._gray, (w, h), interpolation=interp)
+                self._cache[key] = pixels.resize(self._gray, (w, h), "area" if scale < 1 else "linear")
         return self._cache[key]
 
     def variant(self, mode: Mode, scale: float) -> np.ndarray | None:
@@ -185,13 +182,13 @@ class TemplateImage:
             t = self.variant(mode, scale)
             worst = 0.0
             if t is not None and min(t.shape) >= 4:
-                small = cv2.resize(t, (t.shape[1] // 2, t.shape[0] // 2), interpolation=cv2.INTER_AREA)
+                small = pixels.resize(t, (t.shape[1] // 2, t.shape[0] // 2))
                 worst = 1.0
                 for dx, dy in ((1, 0), (0, 1), (1, 1)):
-                    moved = cv2.copyMakeBorder(t, dy, 2, dx, 2, cv2.BORDER_REPLICATE)
+                    moved = np.pad(t, ((dy, 2), (dx, 2)), mode="edge")
                     h, w = moved.shape[0] // 2 * 2, moved.shape[1] // 2 * 2
-                    half = cv2.resize(moved[:h, :w], (w // 2, h // 2), interpolation=cv2.INTER_AREA)
-                    score = float(np.nan_to_num(cv2.matchTemplate(half, small, cv2.TM_CCOEFF_NORMED)).max())
+                    half = pixels.resize(moved[:h, :w], (w // 2, h // 2))
+                    score = float(ncc.match_template(half, small).max())
                     worst = min(worst, score)
             self._phase[key] = worst
         return self._phase[key]
@@ -259,7 +256,7 @@ class FrameFeatures:
         key = (mode, factor)
         if key not in self._coarse:
             size = (max(1, self.width // factor), max(1, self.height // factor))
-            self._coarse[key] = cv2.resize(self._whole(mode), size, interpolation=cv2.INTER_AREA)
+            self._coarse[key] = pixels.resize(self._whole(mode), size)
         return self._coarse[key]
 
 
@@ -438,13 +435,13 @@ def _rivals(feats: FrameFeatures, t: np.ndarray, mode: Mode, search: Box, scale:
     inset = EDGE_INSET if mode == "edges" else 0
     sx, sy, sw, sh = search
     inner = (sx + inset, sy + inset, sw - 2 * inset, sh - 2 * inset)
-    small_t = cv2.resize(t, (tw // 2, th // 2), interpolation=cv2.INTER_AREA)
-    region = cv2.resize(feats.feature(mode, inner), (inner[2] // 2, inner[3] // 2), interpolation=cv2.INTER_AREA)
+    small_t = pixels.resize(t, (tw // 2, th // 2))
+    region = pixels.resize(feats.feature(mode, inner), (inner[2] // 2, inner[3] // 2))
     if float(small_t.std()) < FLAT_STD:
         return None
     if region.shape[0] < small_t.shape[0] or region.shape[1] < small_t.shape[1]:
         return []  # no room for another placement: nothing to rival
-    res = cv2.matchTemplate(region, small_t, cv2.TM_CCOEFF_NORMED)
+    res = ncc.match_template(region, small_t)
     out: list[Candidate] = []
     for cs, px, py in _peaks(res, small_t.shape[1], small_t.shape[0], COARSE_PEAKS):
         fx, fy = inner[0] + px * 2, inner[1] + py * 2
@@ -459,8 +456,7 @@ def _rivals(feats: FrameFeatures, t: np.ndarray, mode: Mode, search: Box, scale:
         fine = intersect((fx - 4, fy - 4, tw + 8, th + 8), inner)
         if fine is None or fine[2] < tw or fine[3] < th:
             continue
-        scores = cv2.matchTemplate(feats.feature(mode, fine), t, cv2.TM_CCOEFF_NORMED)
-        _, s, _, (bx, by) = cv2.minMaxLoc(np.nan_to_num(scores))
+        s, (bx, by) = ncc.best(ncc.match_template(feats.feature(mode, fine), t))
         cand = Candidate(float(s), (fine[0] + bx - inset, fine[1] + by - inset, tw + 2 * inset, th + 2 * inset), scale)
         if not any(c.overlaps(cand) for c in out):
             out.append(cand)
@@ -506,8 +502,8 @@ def detail_score(
         tile = patch[py0 : oy + by + bh + shift, px0 : ox + bx + bw + shift]
         if tile.shape[0] < bh or tile.shape[1] < bw:
             return 0.0
-        res = cv2.matchTemplate(tile, gray[by : by + bh, bx : bx + bw], cv2.TM_CCOEFF_NORMED)
-        lo, hi, _, _ = cv2.minMaxLoc(res)
+        res = ncc.match_template(tile, gray[by : by + bh, bx : bx + bw])
+        lo, hi = float(res.min()), float(res.max())
         got = max(-lo, hi) if math.isfinite(lo) and math.isfinite(hi) else 0.0
         if mode == "edges" and got < CONTENT_FULL:
             got = max(got, foreground_correlation(tile, gray, tmpl.background_mask(scale), (bx, by, bw, bh)))
@@ -533,7 +529,8 @@ class BlockSums:
     @classmethod
     def of(cls, gray: np.ndarray, blocks: list[Box]) -> "BlockSums":
         b = np.array(blocks, dtype=np.int64)
-        it, it2 = cv2.integral2(gray, sdepth=cv2.CV_64F, sqdepth=cv2.CV_64F)
+        g64 = gray.astype(np.float64)
+        it, it2 = pixels.integral(g64), pixels.integral(g64 * g64)
         sums = cls(gray.astype(np.float64), b[:, 1], b[:, 1] + b[:, 3], b[:, 0], b[:, 0] + b[:, 2],
                    (b[:, 2] * b[:, 3]).astype(np.float64), np.zeros(0), np.zeros(0))
         st = sums.at(it)
@@ -546,9 +543,9 @@ class BlockSums:
 
     def correlation(self, window: np.ndarray) -> float:
         """Worst block-wise |TM_CCOEFF_NORMED| of the template against a same-size gray window, in place."""
-        iw, iw2 = cv2.integral2(window, sdepth=cv2.CV_64F, sqdepth=cv2.CV_64F)
-        sw, sww = self.at(iw), self.at(iw2)
-        stw = self.at(cv2.integral(window.astype(np.float64) * self.t, sdepth=cv2.CV_64F))
+        w64 = window.astype(np.float64)
+        sw, sww = self.at(pixels.integral(w64)), self.at(pixels.integral(w64 * w64))
+        stw = self.at(pixels.integral(w64 * self.t))
         var_w = sww - sw * sw / self.n
         cov = stw - self.st * sw / self.n
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -594,7 +591,7 @@ def _search_scale(
         factor = COARSE_FACTOR if min(tw, th) >= COARSE_FACTOR * COARSE_MIN_SIDE else 2
         return _coarse_to_fine(feats, t, mode, search, scale, inset, factor, floor - 0.15)
     inner = (sx + inset, sy + inset, sw - 2 * inset, sh - 2 * inset)
-    res = cv2.matchTemplate(feats.feature(mode, inner), t, cv2.TM_CCOEFF_NORMED)
+    res = ncc.match_template(feats.feature(mode, inner), t)
     found = [Candidate(s, (sx + px, sy + py, w, h), scale) for s, px, py in _peaks(res, tw, th, 3)]
     if mode == "edges" and sw * sh <= COARSE_ABOVE_PX:  # a window: a restyle is looked past near the recorded place
         found = sorted(found + _restyled_peaks(feats, tmpl, search, scale), key=lambda c: -c.score)
@@ -615,8 +612,7 @@ def _restyled_peaks(feats: FrameFeatures, tmpl: TemplateImage, search: Box, scal
     area = feats.feature("gray", search)
     if float(np.mean(np.abs(area.astype(np.int16) - bg) <= BACKGROUND_TOLERANCE)) > RESTYLE_MAX_OLD_GROUND:
         return []  # the recorded background colour is still common here: no restyle to see past
-    res = cv2.matchTemplate(area, gray, cv2.TM_CCOEFF_NORMED, mask=fg.astype(np.uint8))
-    res = np.nan_to_num(res, nan=0.0, posinf=0.0, neginf=0.0)
+    res = ncc.match_template(area, gray, mask=fg)
     out = []
     for score, px, py in _peaks(res, tw, th, 3):
         window = feats.feature("gray", (search[0] + px, search[1] + py, tw, th))
@@ -631,7 +627,7 @@ def _coarse_to_fine(
     # Peaks found at reduced resolution are re-scored at full resolution in a
     # small neighbourhood, so every reported score is a full-resolution one.
     th, tw = t.shape
-    small_t = cv2.resize(t, (tw // factor, th // factor), interpolation=cv2.INTER_AREA)
+    small_t = pixels.resize(t, (tw // factor, th // factor))
     if float(small_t.std()) < FLAT_STD:
         return []
     sx, sy, sw, sh = search
@@ -641,7 +637,7 @@ def _coarse_to_fine(
     region = feats.coarse(mode, factor)[cy0:cy1, cx0:cx1]
     if region.shape[0] < small_t.shape[0] or region.shape[1] < small_t.shape[1]:
         return []
-    res = cv2.matchTemplate(region, small_t, cv2.TM_CCOEFF_NORMED)
+    res = ncc.match_template(region, small_t)
     out: list[Candidate] = []
     slack = 2 * factor
     for cs, px, py in _peaks(res, small_t.shape[1], small_t.shape[0], COARSE_PEAKS):
@@ -651,8 +647,7 @@ def _coarse_to_fine(
         area = intersect((fx - slack, fy - slack, tw + 2 * slack, th + 2 * slack), inner)
         if area is None or area[2] < tw or area[3] < th:
             continue
-        fine = cv2.matchTemplate(feats.feature(mode, area), t, cv2.TM_CCOEFF_NORMED)
-        _, s, _, (bx, by) = cv2.minMaxLoc(np.nan_to_num(fine))
+        s, (bx, by) = ncc.best(ncc.match_template(feats.feature(mode, area), t))
         box = (area[0] + bx - inset, area[1] + by - inset, tw + 2 * inset, th + 2 * inset)
         cand = Candidate(float(s), box, scale)
         if not any(c.overlaps(cand) for c in out):
@@ -667,7 +662,7 @@ def _peaks(res: np.ndarray, tw: int, th: int, k: int) -> Iterator[tuple[float, i
     res = np.nan_to_num(res, nan=-1.0, posinf=-1.0, neginf=-1.0)
     rw, rh = max(1, tw // 2), max(1, th // 2)
     for _ in range(k):
-        _, score, _, (px, py) = cv2.minMaxLoc(res)
+        score, (px, py) = ncc.best(res)
         if score <= -1.0:
             return
         yield float(score), int(px), int(py)

@@ -11,9 +11,9 @@ from __future__ import annotations
 import subprocess
 from typing import Any
 
-import cv2
 import numpy as np
 
+from openadapt_flow.imaging.png import encode_png
 from openadapt_flow.vision.tesseract_lib import parse_tsv
 
 
@@ -27,11 +27,9 @@ class CommandReadFailed(Exception):
 
 def image_to_data(cmd: str, gray: np.ndarray, lang: str, psm: int, timeout_s: float) -> dict[str, list[Any]]:
     """Words (and their layout rows) of a uint8 gray image, read by the `cmd` binary."""
-    ok, png = cv2.imencode(".png", np.ascontiguousarray(gray, dtype=np.uint8))
-    if not ok:
-        raise CommandReadFailed("could not encode the image as PNG")
+    png = encode_png(gray)
     try:
-        done = subprocess.run([cmd, "stdin", "stdout", "-l", lang, "--psm", str(psm), "tsv"], input=png.tobytes(),
+        done = subprocess.run([cmd, "stdin", "stdout", "-l", lang, "--psm", str(psm), "tsv"], input=png,
                               capture_output=True, timeout=timeout_s, check=False)
     except OSError as e:
         raise CommandUnavailable(f"{cmd}: {e.strerror or e}") from None

@@ -13,12 +13,14 @@ import hashlib
 import json
 from pathlib import Path
 
-import cv2
 import numpy as np
 import yaml
 
 from openadapt_flow.bundle.loader import LoadedBundle, load_bundle
 from openadapt_flow.errors import FlowError, RefusedError, UsageError
+from openadapt_flow.imaging import ncc
+from openadapt_flow.imaging.pixels import to_gray
+from openadapt_flow.imaging.png import decode_rgb, encode_png
 from openadapt_flow.store.atomic import dumps
 from openadapt_flow.store.stepdoc import PatchInfo
 from openadapt_flow.store.base import RunHandle
@@ -37,17 +39,10 @@ def _read_png(path: Path) -> np.ndarray:
 
 
 def _decode_png(data: bytes, where: str) -> np.ndarray:
-    img = cv2.imdecode(np.frombuffer(data, np.uint8), cv2.IMREAD_COLOR) if data else None
+    img = decode_rgb(data) if data else None
     if img is None:
         raise UsageError(f"{where}: not a readable PNG")
-    return cv2.cvtColor(img, cv2.COLOR_BGR2RGB)
-
-
-def _encode_png(rgb: np.ndarray, where: str) -> bytes:
-    ok, buf = cv2.imencode(".png", cv2.cvtColor(rgb, cv2.COLOR_RGB2BGR))
-    if not ok:
-        raise FlowError(f"{where}: could not write PNG")
-    return buf.tobytes()
+    return img
 
 
 LAYERS = (RecordType.PATCHED, RecordType.BUNDLE_UPGRADED)  # teach patches and `resume --upgrade-bundle` versions, the latest wins
@@ -93,7 +88,7 @@ def _box(frame: np.ndarray, point: tuple[int, int], size: tuple[int, int]) -> tu
 def _lookalike_elsewhere(gray: np.ndarray, box: tuple[int, int, int, int]) -> bool:
     """Does the crop at `box` match anywhere on the frame but at its own place (within a few pixels)?"""
     x, y, cw, ch = box
-    res = cv2.matchTemplate(gray, gray[y : y + ch, x : x + cw], cv2.TM_CCOEFF_NORMED)
+    res = ncc.match_template(gray, gray[y : y + ch, x : x + cw])
     res[max(0, y - 4) : y + 5, max(0, x - 4) : x + 5] = -1.0
     return bool(res.size) and float(res.max()) >= LOOKALIKE
 
@@ -104,7 +99,7 @@ def unique_crop_box(frame: np.ndarray, point: tuple[int, int], size: tuple[int, 
     needs more than half the frame's width or height to be unique is refused: such a template would halt again
     (or fail on any change elsewhere on the screen)."""
     fh, fw = frame.shape[:2]
-    gray = cv2.cvtColor(frame, cv2.COLOR_RGB2GRAY)
+    gray = to_gray(frame)
     w, h = float(max(8, size[0])), float(max(8, size[1]))
     while True:
         box = _box(frame, point, (int(w), int(h)))
@@ -134,8 +129,7 @@ def make_patch(run: RunHandle, pause_id: str, step_id: str, records: list[Journa
     if template is not None:
         crop = _read_png(template)
         ch, cw = crop.shape[:2]
-        res = cv2.matchTemplate(cv2.cvtColor(frame, cv2.COLOR_RGB2GRAY), cv2.cvtColor(crop, cv2.COLOR_RGB2GRAY), cv2.TM_CCOEFF_NORMED)
-        _, score, _, (x, y) = cv2.minMaxLoc(res)
+        score, (x, y) = ncc.best(ncc.match_template(to_gray(frame), to_gray(crop)))
         if score < 0.9:
             raise UsageError(f"--template {template}: not found on the halt frame (best score {score:.2f})")
         px, py = point if point is not None else (x + cw // 2, y + ch // 2)
@@ -155,7 +149,7 @@ def make_patch(run: RunHandle, pause_id: str, step_id: str, records: list[Journa
     for f in sorted(p for p in base_dir.rglob("*") if p.is_file()):
         run.put_artifact(f"{bundle_dir}/{f.relative_to(base_dir).as_posix()}", f.read_bytes())
     rel = f"templates/{step_id}-taught-{pause_id[-6:]}.png"
-    crop_png = _encode_png(crop, f"{run.ref}/{bundle_dir}/{rel}")
+    crop_png = encode_png(crop, level=6)
     run.put_artifact(f"{bundle_dir}/{rel}", crop_png)
     target.update(template=rel, region=[int(x), int(y), int(cw), int(ch)], point=[int(px - x), int(py - y)])
     step["target"] = target

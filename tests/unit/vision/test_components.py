@@ -1,4 +1,4 @@
-"""openadapt_flow.vision.components against OpenCV, the reference it replaces (cv2 stays in the dev extra)."""
+"""openadapt_flow.imaging.components against OpenCV, the reference it replaces (cv2 stays in the dev extra)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from PIL import Image, ImageDraw
 
-from openadapt_flow.vision.components import AREA, HEIGHT, LEFT, TOP, WIDTH, canny, flood_box, label, label_stats
+from openadapt_flow.imaging.components import AREA, HEIGHT, LEFT, TOP, WIDTH, canny, flood_box, label, label_stats
 
 
 def _spiral(n: int) -> np.ndarray:

@@ -60,11 +60,31 @@ def label_stats(mask: np.ndarray, connectivity: int = 8) -> tuple[int, np.ndarra
     return n, _paint(lab, row, x0, x1, w, mask.size).reshape(h, w), stats, centroids
 
 
+FLOOD_FIRST_WINDOW = 128  # px each way around the seed; tripled while the filled area reaches the window's edge
+
+
 def flood_box(image: np.ndarray, seed: tuple[int, int], step: int = 0) -> tuple[int, int, int, int]:
     """Box (x, y, w, h) that a 4-connected, floating-range `cv2.floodFill` from `seed` (x, y) would fill.
 
-    A pixel joins when every channel differs by at most `step` from a filled 4-neighbour.
+    A pixel joins when every channel differs by at most `step` from a filled 4-neighbour. Filled first in a window
+    around the seed, grown while the area reaches an edge of the window inside the image: an area that stays off
+    those edges is closed, so the box is the whole frame's (a widget's face costs its window, not the screen).
     """
+    h, w = image.shape[:2]
+    x, y = seed
+    reach = FLOOD_FIRST_WINDOW
+    while True:
+        x0, y0, x1, y1 = max(0, x - reach), max(0, y - reach), min(w, x + reach + 1), min(h, y + reach + 1)
+        bx, by, bw, bh = _flood_box(image[y0:y1, x0:x1], (x - x0, y - y0), step)
+        whole = (x0, y0, x1, y1) == (0, 0, w, h)
+        open_edge = (x0 > 0 and bx == 0) or (y0 > 0 and by == 0) or (x1 < w and bx + bw == x1 - x0) or \
+            (y1 < h and by + bh == y1 - y0)
+        if whole or not open_edge:
+            return bx + x0, by + y0, bw, bh
+        reach *= 3
+
+
+def _flood_box(image: np.ndarray, seed: tuple[int, int], step: int) -> tuple[int, int, int, int]:
     img = image.astype(np.int16)
     if img.ndim == 2:
         img = img[:, :, None]

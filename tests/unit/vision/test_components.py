@@ -211,3 +211,23 @@ def test_canny_on_a_smooth_noisy_image_agrees_with_cv2() -> None:
 
 def test_canny_of_a_flat_image_is_empty() -> None:
     assert not canny(np.full((20, 30), 128, np.uint8), 10, 30).any()
+
+
+def test_flood_box_grown_window_by_window_is_the_whole_frames() -> None:
+    """flood_box fills in a window around the seed and grows it while the area reaches the window's edge: areas
+    larger than the first window, reaching it only at one side, or snaking out of it must still give cv2's box."""
+    rng = np.random.default_rng(7)
+    for _ in range(60):
+        w, h = int(rng.integers(200, 700)), int(rng.integers(200, 500))
+        im = Image.new("RGB", (w, h), (230, 230, 230))
+        d = ImageDraw.Draw(im)
+        for _ in range(int(rng.integers(0, 30))):
+            x, y = int(rng.integers(0, w)), int(rng.integers(0, h))
+            d.rectangle((x, y, x + int(rng.integers(2, 400)), y + int(rng.integers(2, 300))),
+                        fill=tuple(rng.integers(200, 240, 3).tolist()), outline=tuple(rng.integers(0, 255, 3).tolist()))
+        a = np.asarray(im)
+        step = int(rng.choice([0, 3, 20]))
+        seed = (int(rng.integers(0, w)), int(rng.integers(0, h)))
+        ref = cv2.floodFill(a.copy(), np.zeros((h + 2, w + 2), np.uint8), seed, (0, 0, 0), (step,) * 3, (step,) * 3,
+                            4 | cv2.FLOODFILL_MASK_ONLY | (255 << 8))[3]
+        assert flood_box(a, seed, step) == tuple(ref), (w, h, seed, step)

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import PIL
 
+from openadapt_flow.imaging import accel
 from openadapt_flow.version import __version__
 from openadapt_flow.bench import (console_cost, drift, drift_corpus, drift_report, engine_cost, fleet, frames, ops_report, orig,
                                   replay50, report, resolve, weight)
@@ -71,7 +72,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def machine(ocr: OcrEngine | None) -> dict[str, Any]:
     return {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
-            "numpy": np.__version__, "pillow": PIL.__version__, "openadapt_flow": __version__, "ocr_backend": ocr.backend if ocr else None,
+            "imaging": accel.engine(), "numpy": np.__version__, "pillow": PIL.__version__, "openadapt_flow": __version__, "ocr_backend": ocr.backend if ocr else None,
             "load_avg_at_start": [round(v, 2) for v in os.getloadavg()]}
 
 
@@ -235,7 +236,7 @@ def main(argv: list[str] | None = None) -> int:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=1) + "\n")
     m = results["machine"]
-    print(f"\nopenadapt-flow {m['openadapt_flow']} on {m['cpus']} CPUs, Python {m['python']}, numpy {m['numpy']}, Pillow {m['pillow']}, "
+    print(f"\nopenadapt-flow {m['openadapt_flow']} on {m['cpus']} CPUs, Python {m['python']}, image work by {m['imaging']} (numpy {m['numpy']}, Pillow {m['pillow']}), "
           f"Tesseract via {m['ocr_backend']}, load average {m['load_avg_at_start'][0]:.1f} → {m['load_avg_at_end'][0]:.1f}; "
           f"ms per resolve; hits = clicks landing in the right widget "
           f"(wrong = a confident click elsewhere); theirs: matcher only / as called "

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from openadapt_flow.imaging.accel import cv2
+
 LEFT, TOP, WIDTH, HEIGHT, AREA = 0, 1, 2, 3, 4  # columns of label_stats' stats, as cv2.CC_STAT_*
 
 _INT32_MAX = 2147483647
@@ -23,6 +25,9 @@ def label(mask: np.ndarray, connectivity: int = 8) -> tuple[int, np.ndarray]:
     component's first pixel; with 8 in raster order of the first 2x2 block (rows 2i..2i+1, columns
     2j..2j+1) a component touches, the order of cv2's block-based scan.
     """
+    if cv2 is not None:
+        found, labels = cv2.connectedComponents(_as_u8(mask), connectivity=connectivity, ltype=cv2.CV_32S)
+        return int(found), labels
     n, lab, (row, x0, x1) = _label(mask, connectivity)
     return n, _paint(lab, row, x0, x1, mask.shape[1], mask.size).reshape(mask.shape)
 
@@ -32,6 +37,10 @@ def label_stats(mask: np.ndarray, connectivity: int = 8) -> tuple[int, np.ndarra
 
     Row 0 describes the background pixels; with none, it is cv2's (-1, INT32_MAX, 0, 0, 0) and centroid NaN.
     """
+    if cv2 is not None:
+        found, labels, stats, centroids = cv2.connectedComponentsWithStats(_as_u8(mask), connectivity=connectivity,
+                                                                           ltype=cv2.CV_32S)
+        return int(found), labels, stats, centroids
     n, lab, (row, x0, x1) = _label(mask, connectivity)
     h, w = mask.shape
     length = x1 - x0 + 1
@@ -58,6 +67,11 @@ def label_stats(mask: np.ndarray, connectivity: int = 8) -> tuple[int, np.ndarra
     if not sums[0, 0]:
         stats[0] = (-1, _INT32_MAX, 0, 0, 0)
     return n, _paint(lab, row, x0, x1, w, mask.size).reshape(h, w), stats, centroids
+
+
+def _as_u8(mask: np.ndarray) -> np.ndarray:
+    """The mask as OpenCV takes it: uint8, nonzero where set."""
+    return mask.view(np.uint8) if mask.dtype == np.bool_ else (mask != 0).view(np.uint8)
 
 
 FLOOD_FIRST_WINDOW = 128  # px each way around the seed; tripled while the filled area reaches the window's edge

@@ -9,7 +9,11 @@ OpenCV's own rules for flat windows and templates, so scores, peaks and threshol
 
 from __future__ import annotations
 
+from types import ModuleType
+
 import numpy as np
+
+from openadapt_flow.imaging.accel import cv2
 
 # The numerator is summed directly, not by FFT, for templates of at most DIRECT_MAX_PIXELS pixels (one pass
 # over the result per template pixel) or problems of at most DIRECT_MAX_WORK result x template pixels; both
@@ -33,11 +37,23 @@ def match_template(image: np.ndarray, templ: np.ndarray, mask: np.ndarray | None
     h, w = templ.shape
     if h > big_h or w > big_w or h == 0 or w == 0:
         raise ValueError(f"template {templ.shape} does not fit in image {image.shape}")
-    if mask is not None:
-        if mask.shape != templ.shape:
-            raise ValueError(f"mask {mask.shape} is not the template's shape {templ.shape}")
-        return _masked(image, templ, mask != 0)
-    return _unmasked(image, templ)
+    if mask is not None and mask.shape != templ.shape:
+        raise ValueError(f"mask {mask.shape} is not the template's shape {templ.shape}")
+    if cv2 is not None:
+        return _opencv(cv2, image, templ, mask)
+    return _unmasked(image, templ) if mask is None else _masked(image, templ, mask != 0)
+
+
+def _opencv(cv: ModuleType, image: np.ndarray, templ: np.ndarray, mask: np.ndarray | None) -> np.ndarray:
+    """The same scores by OpenCV (the `fast` extra): both arrays of one type, uint8 or float32, as it wants them."""
+    if image.dtype != np.uint8 or templ.dtype != np.uint8:
+        image, templ = image.astype(np.float32, copy=False), templ.astype(np.float32, copy=False)
+    if mask is None:
+        res: np.ndarray = cv.matchTemplate(image, templ, cv.TM_CCOEFF_NORMED)
+        return res
+    res = cv.matchTemplate(image, templ, cv.TM_CCOEFF_NORMED, mask=(mask != 0).astype(np.uint8))
+    finite: np.ndarray = np.nan_to_num(res, nan=0.0, posinf=0.0, neginf=0.0)
+    return finite
 
 
 def min_max_loc(scores: np.ndarray) -> tuple[float, float, tuple[int, int], tuple[int, int]]:

@@ -14,6 +14,8 @@ from typing import Literal
 import numpy as np
 from PIL import Image, ImageFilter
 
+from openadapt_flow.imaging.accel import cv2
+
 Resample = Literal["area", "linear", "cubic"]
 
 
@@ -33,6 +35,9 @@ def to_gray(rgb: np.ndarray) -> np.ndarray:
     OpenCV's COLOR_RGB2GRAY rounds the same sum in 14-bit fixed point, Pillow in 16: they differ by at most 1."""
     if rgb.ndim == 2:
         return rgb
+    if cv2 is not None:
+        done: np.ndarray = cv2.cvtColor(np.ascontiguousarray(rgb), cv2.COLOR_RGB2GRAY)
+        return done
     return np.asarray(_image(rgb).convert("L"))
 
 
@@ -79,6 +84,11 @@ def resize(img: np.ndarray, size: tuple[int, int], how: Resample = "area") -> np
     w, h = size
     if (img.shape[1], img.shape[0]) == (w, h):
         return img
+    if cv2 is not None and img.dtype in (np.uint8, np.float32):
+        shrink = how == "area" and w <= img.shape[1] and h <= img.shape[0]
+        interp = cv2.INTER_AREA if shrink else cv2.INTER_CUBIC if how == "cubic" else cv2.INTER_LINEAR
+        done: np.ndarray = cv2.resize(img, (w, h), interpolation=interp)
+        return done
     fy, fx = img.shape[0] // h, img.shape[1] // w
     if how == "area" and (img.shape[0], img.shape[1]) == (h * fy, w * fx):  # whole blocks: their means
         out = np.zeros((h, w, *img.shape[2:]), np.float32)
@@ -105,6 +115,9 @@ def absdiff(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def scale_abs(x: np.ndarray, alpha: float = 1.0, beta: float = 0.0) -> np.ndarray:
     """|x * alpha + beta|, rounded and held to 0..255, uint8 (OpenCV's convertScaleAbs)."""
+    if cv2 is not None:
+        done: np.ndarray = cv2.convertScaleAbs(x, alpha=alpha, beta=beta)
+        return done
     return np.clip(np.rint(np.abs(x.astype(np.float64) * alpha + beta)), 0, 255).astype(np.uint8)
 
 
@@ -117,6 +130,9 @@ def _pad101(img: np.ndarray, r: int) -> np.ndarray:
 
 def blur3(gray: np.ndarray) -> np.ndarray:
     """3 x 3 Gaussian blur ([1 2 1] both ways, /16, rounded) of a uint8 gray image (GaussianBlur((3, 3), 0))."""
+    if cv2 is not None:
+        done: np.ndarray = cv2.GaussianBlur(gray, (3, 3), 0)
+        return done
     p = _pad101(gray, 1).astype(np.uint16)
     rows = p[:, :-2] + 2 * p[:, 1:-1] + p[:, 2:]
     total = rows[:-2] + 2 * rows[1:-1] + rows[2:]
@@ -129,6 +145,9 @@ def sobel(gray: np.ndarray, dx: int, dy: int) -> np.ndarray:
     p = _pad101(gray, 1).astype(np.int16)
     if (dx, dy) not in ((1, 0), (0, 1)):
         raise ValueError(f"sobel(dx={dx}, dy={dy}): only first derivatives along x or y")
+    if cv2 is not None:
+        done: np.ndarray = cv2.Sobel(gray, cv2.CV_16S, dx, dy, ksize=3)
+        return done
     if dx:
         diff = p[:, 2:] - p[:, :-2]
         out: np.ndarray = (diff[:-2] + 2 * diff[1:-1] + diff[2:]).astype(np.int16)
@@ -142,6 +161,10 @@ def _square(img: np.ndarray, k: int, pick: np.ufunc, fill: int) -> np.ndarray:
     """`pick` (maximum or minimum) over each pixel's k x k neighbourhood; outside the image counts as `fill`."""
     if k <= 1:
         return img.copy()
+    if cv2 is not None:
+        op = cv2.dilate if pick is np.maximum else cv2.erode
+        done: np.ndarray = op(img.view(np.uint8) if img.dtype == np.bool_ else img, np.ones((k, k), np.uint8))
+        return done.view(np.bool_) if img.dtype == np.bool_ else done
     lo = (k - 1) // 2
     hi = k - 1 - lo
     src = img.view(np.uint8) if img.dtype == np.bool_ else img
@@ -168,6 +191,9 @@ def erode(img: np.ndarray, k: int = 3) -> np.ndarray:
 
 def median(gray: np.ndarray, k: int) -> np.ndarray:
     """The k x k median of a uint8 gray image, edge pixels repeated outwards (OpenCV's medianBlur)."""
+    if cv2 is not None:
+        done: np.ndarray = cv2.medianBlur(np.ascontiguousarray(gray), k)
+        return done
     return np.asarray(_image(gray).filter(ImageFilter.MedianFilter(k)))
 
 

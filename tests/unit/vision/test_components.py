@@ -9,6 +9,8 @@ from PIL import Image, ImageDraw
 
 from openadapt_flow.imaging.components import AREA, HEIGHT, LEFT, TOP, WIDTH, canny, flood_box, label, label_stats
 
+pytestmark = pytest.mark.usefixtures("numpy_imaging")  # our numpy code, held to OpenCV
+
 
 def _spiral(n: int) -> np.ndarray:
     """A square spiral one pixel wide with one-pixel gaps: one long component that needs many union rounds."""

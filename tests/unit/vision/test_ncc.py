@@ -15,6 +15,8 @@ from PIL import Image, ImageDraw
 
 from openadapt_flow.imaging.ncc import best, match_template, min_max_loc
 
+pytestmark = pytest.mark.usefixtures("numpy_imaging")  # our numpy code, held to OpenCV
+
 
 def _screen(w: int, h: int, seed: int) -> np.ndarray:
     """A gray UI-like frame: title bar, buttons with unique labels, lines of text, flat background."""

@@ -16,6 +16,8 @@ from openadapt_flow.imaging import pixels
 from openadapt_flow.imaging.png import decode_rgb, encode_png
 from openadapt_flow.vision.template import edge_map
 
+pytestmark = pytest.mark.usefixtures("numpy_imaging")  # our numpy code, held to OpenCV
+
 ROOT = Path(__file__).resolve().parents[3]
 
 
@@ -107,17 +109,19 @@ def test_fill_from_surroundings_paints_a_caret_away() -> None:
     assert np.array_equal(pixels.fill_from_surroundings(drawn, np.zeros_like(caret)), drawn)
 
 
-def test_the_package_never_imports_opencv() -> None:
-    """The core install carries no OpenCV (issue 25's weight): no module of the package may import it."""
+def test_opencv_is_optional_and_imported_in_one_place() -> None:
+    """The core install carries no OpenCV (issue 25's weight): only imaging/accel.py imports it, guarded, and it is
+    the `fast` extra, not a dependency."""
     found = []
     for path in (ROOT / "openadapt_flow").rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
                 [node.module or ""] if isinstance(node, ast.ImportFrom) else []
             found += [f"{path.relative_to(ROOT)}:{node.lineno}" for n in names if n.split(".")[0] == "cv2"]
-    assert found == []
-    deps = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
-    assert not [d for d in deps if d.lower().startswith("opencv")]
+    assert found == ["openadapt_flow/imaging/accel.py:18"]
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert not [d for d in project["dependencies"] if d.lower().startswith("opencv")]
+    assert [d for d in project["optional-dependencies"]["fast"] if d.startswith("opencv-python-headless")]
 
 
 @pytest.mark.parametrize("rgb", FRAMES)
@@ -126,3 +130,34 @@ def test_the_template_edge_map_is_opencvs(rgb: np.ndarray) -> None:
     blurred = cv2.GaussianBlur(gray, (3, 3), 0)
     sx, sy = (cv2.convertScaleAbs(cv2.Sobel(blurred, cv2.CV_16S, dx, dy, ksize=3)) for dx, dy in ((1, 0), (0, 1)))
     assert np.array_equal(edge_map(gray), cv2.addWeighted(sx, 0.5, sy, 0.5, 0))
+
+
+def test_opencv_where_installed_gives_the_numpy_codes_answers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The `fast` extra only speeds up: each function handed to OpenCV answers as imaging's numpy code does."""
+    from openadapt_flow.imaging import accel, components, ncc
+
+    assert accel.installed is not None, "the dev extra installs OpenCV: this compares the two engines"
+    for module in (pixels, ncc, components):
+        monkeypatch.setattr(module, "cv2", accel.installed)
+    rgb = FRAMES[0]
+    gray = cv2.cvtColor(rgb, cv2.COLOR_RGB2GRAY)
+    tpl = gray[40:70, 100:190]
+    mask = tpl > 120
+    calls = [
+        lambda: pixels.to_gray(rgb), lambda: pixels.resize(gray, (160, 100)), lambda: pixels.resize(rgb, (211, 133)),
+        lambda: pixels.scale(gray, 2.0, "cubic"), lambda: pixels.blur3(gray), lambda: pixels.sobel(gray, 1, 0),
+        lambda: pixels.scale_abs(pixels.sobel(gray, 0, 1), 0.5), lambda: pixels.dilate(gray > 100, 5),
+        lambda: pixels.erode(gray, 3), lambda: pixels.median(gray, 11),
+        lambda: ncc.match_template(gray, tpl), lambda: ncc.match_template(gray, tpl, mask=mask),
+        lambda: components.label(gray > 100, 4), lambda: components.label_stats(gray < 60, 8),
+    ]
+    fast = [f() for f in calls]
+    for module in (pixels, ncc, components):
+        monkeypatch.setattr(module, "cv2", None)
+    for i, (f, theirs) in enumerate(zip(calls, fast)):
+        ours = f()
+        for a, b in zip(ours if isinstance(ours, tuple) else (ours,), theirs if isinstance(theirs, tuple) else (theirs,)):
+            a, b = np.asarray(a), np.asarray(b)
+            assert a.shape == b.shape, i
+            tol = 2e-2 if a.dtype.kind == "f" and i in (10, 11) else 1
+            assert np.allclose(a.astype(np.float64), b.astype(np.float64), atol=tol, equal_nan=True), i

@@ -85,6 +85,11 @@ def flood_box(image: np.ndarray, seed: tuple[int, int], step: int = 0) -> tuple[
     those edges is closed, so the box is the whole frame's (a widget's face costs its window, not the screen).
     """
     h, w = image.shape[:2]
+    if cv2 is not None:  # mask-only: the image is not written, but OpenCV wants it writable and contiguous
+        img = np.ascontiguousarray(image) if image.flags.writeable else image.copy()
+        rect = cv2.floodFill(img, np.zeros((h + 2, w + 2), np.uint8), seed, (0,) * 3, (step,) * 3, (step,) * 3,
+                             4 | cv2.FLOODFILL_MASK_ONLY | (255 << 8))[3]
+        return int(rect[0]), int(rect[1]), int(rect[2]), int(rect[3])
     x, y = seed
     reach = FLOOD_FIRST_WINDOW
     while True:

@@ -150,6 +150,7 @@ def test_opencv_where_installed_gives_the_numpy_codes_answers(monkeypatch: pytes
         lambda: pixels.erode(gray, 3), lambda: pixels.median(gray, 11),
         lambda: ncc.match_template(gray, tpl), lambda: ncc.match_template(gray, tpl, mask=mask),
         lambda: components.label(gray > 100, 4), lambda: components.label_stats(gray < 60, 8),
+        lambda: components.flood_box(rgb, (5, 5), 0), lambda: components.flood_box(rgb, (150, 60), 6),
     ]
     fast = [f() for f in calls]
     for module in (pixels, ncc, components):

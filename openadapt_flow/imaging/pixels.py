@@ -110,7 +110,24 @@ def scale(img: np.ndarray, factor: float, how: Resample = "area") -> np.ndarray:
 
 def absdiff(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """|a - b| of two uint8 images, uint8."""
-    return np.abs(a.astype(np.int16) - b.astype(np.int16)).astype(np.uint8)
+    if cv2 is not None:
+        done: np.ndarray = cv2.absdiff(a, b)
+        return done
+    out: np.ndarray = np.maximum(a, b) - np.minimum(a, b)
+    return out
+
+
+def differs(a: np.ndarray, b: np.ndarray, tol: int) -> np.ndarray:
+    """True where any channel of two same-shape uint8 images differs by more than `tol`."""
+    d = absdiff(a, b)
+    if d.ndim == 3 and cv2 is not None:  # over the threshold: 255 in that channel, so a nonzero grey
+        _, over = cv2.threshold(d, tol, 255, cv2.THRESH_BINARY)
+        grey: np.ndarray = cv2.cvtColor(over, cv2.COLOR_RGB2GRAY) > 0
+        return grey
+    if d.ndim == 3:
+        d = np.maximum(np.maximum(d[..., 0], d[..., 1]), d[..., 2])
+    out: np.ndarray = d > tol
+    return out
 
 
 def scale_abs(x: np.ndarray, alpha: float = 1.0, beta: float = 0.0) -> np.ndarray:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from openadapt_flow.imaging.pixels import absdiff
+from openadapt_flow.imaging.pixels import differs
 from openadapt_flow.vision.template import Box, clip_box
 
 PIXEL_TOL = 16  # per-channel difference below this is noise (compression, dithering)
@@ -63,5 +63,4 @@ def changed_box(a: np.ndarray, b: np.ndarray, box: Box | None = None, *, pixel_t
 def _mask(a: np.ndarray, b: np.ndarray, area: Box, pixel_tol: int) -> np.ndarray:
     """True where any channel differs by more than pixel_tol."""
     x, y, w, h = area
-    over: np.ndarray = absdiff(a[y : y + h, x : x + w], b[y : y + h, x : x + w]) > pixel_tol
-    return np.any(over, axis=2) if over.ndim == 3 else over
+    return differs(a[y : y + h, x : x + w], b[y : y + h, x : x + w], pixel_tol)

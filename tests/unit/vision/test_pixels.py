@@ -150,6 +150,7 @@ def test_opencv_where_installed_gives_the_numpy_codes_answers(monkeypatch: pytes
         lambda: pixels.erode(gray, 3), lambda: pixels.median(gray, 11),
         lambda: ncc.match_template(gray, tpl), lambda: ncc.match_template(gray, tpl, mask=mask),
         lambda: components.label(gray > 100, 4), lambda: components.label_stats(gray < 60, 8),
+        lambda: pixels.differs(rgb, FRAMES[0][::-1], 16), lambda: pixels.absdiff(gray, gray[::-1]),
         lambda: components.flood_box(rgb, (5, 5), 0), lambda: components.flood_box(rgb, (150, 60), 6),
     ]
     fast = [f() for f in calls]
@@ -162,3 +163,12 @@ def test_opencv_where_installed_gives_the_numpy_codes_answers(monkeypatch: pytes
             assert a.shape == b.shape, i
             tol = 2e-2 if a.dtype.kind == "f" and i in (10, 11) else 1
             assert np.allclose(a.astype(np.float64), b.astype(np.float64), atol=tol, equal_nan=True), i
+
+
+@pytest.mark.parametrize("tol", [0, 16, 254])
+def test_differs_is_any_channel_over_the_tolerance(tol: int) -> None:
+    a, b = FRAMES[2], FRAMES[2].copy()
+    b[3:9, 5:40, 1] ^= 0x5A  # one channel changed
+    expected = (np.abs(a.astype(int) - b.astype(int)) > tol).any(axis=2)
+    assert np.array_equal(pixels.differs(a, b, tol), expected)
+    assert np.array_equal(pixels.differs(a[..., 0], b[..., 0], tol), np.abs(a[..., 0].astype(int) - b[..., 0]) > tol)

@@ -3,7 +3,8 @@
 The core install carries no OpenCV (its wheel is 180 MB); these give the same answers as
 `cv2.connectedComponents`, `cv2.connectedComponentsWithStats`, the rect of a mask-only `cv2.floodFill`
 and, closely, `cv2.Canny`. One core does the work: horizontal runs of joined pixels, pairs of runs that
-touch across adjacent rows, then a vectorised union-find over the runs.
+touch across adjacent rows, then a vectorised union-find over the runs. Where OpenCV is installed (the `fast`
+extra, imaging/accel.py) labels and flood boxes are its own.
 """
 
 from __future__ import annotations

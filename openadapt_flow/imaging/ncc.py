@@ -4,7 +4,8 @@
 The core install carries no OpenCV (its wheel is 180 MB; the demo venv must stay under 250 MB), and the
 template rung needs only this one method, so it lives here: the numerator by FFT cross-correlation (or
 directly, for small problems), the window sums and sums of squares from float64 integral images, and
-OpenCV's own rules for flat windows and templates, so scores, peaks and thresholds carry over unchanged.
+OpenCV's own rules for flat windows and templates, so scores, peaks and thresholds carry over unchanged. Where
+OpenCV is installed (the `fast` extra, imaging/accel.py) it computes them.
 """
 
 from __future__ import annotations

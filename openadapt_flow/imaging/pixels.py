@@ -1,10 +1,9 @@
 """The small image operations the package needs, on numpy and Pillow: luminance, resizing, 3x3 gradients,
-square morphology, medians, integral images, absolute differences, and painting pixels from their surroundings.
+square morphology, medians, integral images, differences, and painting pixels from their surroundings.
 
-Why not OpenCV: its wheel installs 180 MB (the library plus bundled OpenBLAS, FFmpeg and video codecs), most of a
-newcomer's install, for some thirty calls. Template matching is `imaging.ncc`, labelling, flood boxes and edges
-`imaging.components`, PNG `imaging.png`; everything else is here, each function saying which OpenCV call it stands for and how close it
-is (docs/decisions.md has the measurements). Images are numpy arrays: RGB or gray uint8, H x W (x 3).
+Each stands for an OpenCV call and says how close it comes (the tests hold it there); where OpenCV is installed
+(the `fast` extra, imaging/accel.py) the hot ones hand it the work. Template matching is `imaging.ncc`; labels, flood
+boxes and edges `imaging.components`; PNG `imaging.png`. Images are numpy arrays: RGB or gray uint8, H x W (x 3).
 """
 
 from __future__ import annotations
@@ -20,14 +19,10 @@ Resample = Literal["area", "linear", "cubic"]
 
 
 def _image(a: np.ndarray) -> Image.Image:
-    """A Pillow image sharing nothing with `a` (uint8 gray or RGB, or float32 gray)."""
-    if a.dtype == np.uint8 and a.ndim == 2:
-        return Image.fromarray(np.ascontiguousarray(a))
-    if a.dtype == np.uint8 and a.ndim == 3 and a.shape[2] == 3:
-        return Image.fromarray(np.ascontiguousarray(a))
-    if a.ndim == 2 and a.dtype in (np.float32, np.float64):
-        return Image.fromarray(np.ascontiguousarray(a, dtype=np.float32))
-    raise ValueError(f"image of shape {a.shape} and type {a.dtype}: expected gray or RGB uint8, or gray float")
+    """A Pillow image of a uint8 gray or RGB array."""
+    if a.dtype != np.uint8 or not (a.ndim == 2 or (a.ndim == 3 and a.shape[2] == 3)):
+        raise ValueError(f"image of shape {a.shape} and type {a.dtype}: expected gray or RGB uint8")
+    return Image.fromarray(np.ascontiguousarray(a))
 
 
 def to_gray(rgb: np.ndarray) -> np.ndarray:

@@ -24,7 +24,6 @@ from typing import Literal
 import numpy as np
 
 from openadapt_flow.imaging import ncc, pixels
-
 from openadapt_flow.vision.restyle import (
     BACKGROUND_TOLERANCE,
     RESTYLE_FOREGROUND,

@@ -22,7 +22,6 @@ import time
 from contextlib import ExitStack
 from pathlib import Path
 
-import cv2
 import httpx
 import pytest
 from cryptography import x509
@@ -35,6 +34,7 @@ from selenium.webdriver.support import expected_conditions as EC
 
 from openadapt_flow.cli.demo import DEMO_BUNDLE, DEMO_FIXTURES, PARAMS, _rows
 from openadapt_flow.cli.demo_loop import _served
+from openadapt_flow.imaging.png import decode_rgb
 from openadapt_flow.vision.ocr import OcrEngine
 from tests.e2e.test_console_browser import free_port, wait
 from tests.support.cli import REPO, flow_env, run_flow
@@ -203,9 +203,58 @@ def ocr_words(run: Path) -> set[str]:
     """Every word OCR reads from the run's frames (3+ characters: shorter ones are everywhere in JSON)."""
     engine, words = OcrEngine(), set()
     for png in sorted((run / "frames").glob("*.png")):
-        image = cv2.imread(str(png))
+        image = decode_rgb(png.read_bytes())
+        assert image is not None, png
         words |= {w.text.strip(".,:;()") for w in engine.read(image)}
     return {w for w in words if len(w) >= 3}
+
+
+RAW_MIN = 5  # a value this long is looked for in the raw bytes too: ciphertext matches it by chance once in ~10^12 bytes
+
+
+def db_texts(db: Path) -> list[str]:
+    """Every text the queue's database holds: its text values, and its blobs that are UTF-8 (a blob that is not is
+    ciphertext or a hash: it can hold no readable word, and random bytes hold any 3-letter word by chance)."""
+    conn = sqlite3.connect(db)
+    try:
+        out = []
+        for (table,) in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall():
+            for row in conn.execute(f'SELECT * FROM "{table}"'):
+                for v in row:
+                    if isinstance(v, str):
+                        out.append(v)
+                    elif isinstance(v, bytes):
+                        try:
+                            out.append(v.decode("utf-8"))
+                        except UnicodeDecodeError:
+                            pass
+        return out
+    finally:
+        conn.close()
+
+
+def leaked(value: str, texts: dict[str, str], raw: dict[str, bytes]) -> str | None:
+    """Where `value` shows: in a text (a one-word value as a whole word, a longer one anywhere in it), or, when it is
+    long enough not to turn up in ciphertext by chance, anywhere in the raw bytes."""
+    for where, text in texts.items():
+        if value in re.findall(r"[^\W_]+", text) if value.isalnum() else value in text:
+            return where
+    return next((where for where, data in raw.items() if len(value) >= RAW_MIN and value.encode() in data), None)
+
+
+def test_the_leak_check_finds_words_in_texts_and_long_values_in_any_bytes(tmp_path):
+    texts = {"push 0": '{"intent": "Save the invoice (ACME Corp)", "amount": "1250.5"}'}
+    assert leaked("Corp", texts, {}) == "push 0" and leaked("1250.5", texts, {}) == "push 0"
+    assert leaked("Cor", texts, {}) is None  # part of a word is not the word
+    cipher = {"queue db": os.urandom(64) + b"Cor" + os.urandom(64) + b"Katherine" + os.urandom(8)}
+    assert leaked("Cor", {}, cipher) is None and leaked("Katherine", {}, cipher) == "queue db"
+    db = tmp_path / "q.sqlite3"
+    conn = sqlite3.connect(db)
+    conn.execute("CREATE TABLE t (a TEXT, b BLOB)")
+    conn.execute("INSERT INTO t VALUES (?, ?), (?, ?)", ("note: ACME", b'{"x": "Westside"}', "-", os.urandom(32)))
+    conn.commit()
+    conn.close()
+    assert {"note: ACME", '{"x": "Westside"}', "-"} <= set(db_texts(db))
 
 
 def test_a_phone_decision_resumes_the_run_and_nothing_but_the_closed_context_left(tmp_path, lane, phone):
@@ -269,9 +318,16 @@ def test_a_phone_decision_resumes_the_run_and_nothing_but_the_closed_context_lef
         payloads = [lane.push.decrypt(m) for m in lane.push.messages]
         corpus = {"queue db": lane.db.read_bytes(), **{f"request {i}": b for i, b in enumerate(bodies)},
                   **{f"push {i}": p for i, p in enumerate(payloads)}}
+        texts = {f"queue db value {i}": t for i, t in enumerate(db_texts(lane.db))}
         for where, data in corpus.items():
-            for value in secrets | words:
-                assert value.encode() not in data, f"{value!r} left the runner in {where}"
+            try:
+                texts[where] = data.decode("utf-8")
+            except UnicodeDecodeError:
+                pass
+        for value in secrets | words:
+            where = leaked(value, texts, corpus)
+            assert where is None, f"{value!r} left the runner in {where}"
+        for where, data in corpus.items():
             assert b"\x89PNG" not in data and b"\xff\xd8\xff" not in data, f"image bytes in {where}"
         figures = {"db_bytes": len(corpus["queue db"]), "requests": len(bodies), "request_bytes": sum(map(len, bodies)),
                    "pushes": len(payloads), "push_fields": sorted(pushed), "values_searched": len(secrets | words)}

@@ -142,6 +142,21 @@ class ApprovalDoc(SchemaHead, ApprovalBody):
     signature: str
 
 
+class DecisionFields(TypedDict):
+    """What a decision carries from its approval into its `decision` record, and from the record back out."""
+    decision: str | None
+    effect: str | None
+    operator: str | None
+    os_user: str | None
+    note: str | None
+    decided_at: str | None
+    votes: list[VoteDoc] | None
+    payload: dict[str, object] | None
+    task_digest: str | None
+    checkpoint_digest: str | None
+    signature: str | None
+
+
 class CarriedDecision(TypedDict):
     """A decision the journal holds that has not taken effect yet (its process was killed after the `decision`
     record): the approval's fields as that record keeps them (None where a record of earlier code left one out)."""

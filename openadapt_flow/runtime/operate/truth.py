@@ -17,13 +17,17 @@ that disagrees with it is tampering (exit 6).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any, cast
+
 from openadapt_flow.errors import RefusedError
 from openadapt_flow.store.rundoc import StateView
 from openadapt_flow.store.base import JournalWriter, RunHandle
 from openadapt_flow.store.escalation import digest, journal_pause, pending_of, verify
 from openadapt_flow.store.states import FINAL_STATES, RecordType, RunState, is_a
 from openadapt_flow.store.entry import JournalEntry
-from openadapt_flow.store.pausedoc import AppliedDecision, ApprovalDoc, CarriedDecision, JournaledDecision, PendingBody
+from openadapt_flow.store.pausedoc import (AppliedDecision, ApprovalDoc, CarriedDecision, DecisionFields, JournaledDecision,
+                                           PendingBody)
 
 
 
@@ -110,11 +114,18 @@ SPENDS = (RecordType.ACTION_DISPATCHED, RecordType.STEP_VERIFIED, RecordType.STE
 
 def decision_data(approval: AppliedDecision, pause_id: str) -> JournaledDecision:
     """The whole decision, as the journal keeps it: enough to apply it from the journal alone (spec §9)."""
-    a, body = approval, {k: v for k, v in approval.items() if k not in ("schema", "signature")}
-    return {"decision": a.get("decision"), "effect": a.get("effect"), "operator": a.get("operator"), "os_user": a.get("os_user"),
-            "note": a.get("note"), "decided_at": a.get("decided_at"), "votes": a.get("votes"), "payload": a.get("payload"),
-            "task_digest": a.get("task_digest"), "checkpoint_digest": a.get("checkpoint_digest"), "pause_id": pause_id,
-            "approval_digest": digest(body) if body else None, "signature": a.get("signature")}
+    body = {k: v for k, v in approval.items() if k not in ("schema", "signature")}
+    # a cast: mypy will not build a TypedDict with optional keys (`value`) out of a `**` of one without them
+    return cast(JournaledDecision, {**_decision_fields(approval), "pause_id": pause_id,
+                                    "approval_digest": digest(body) if body else None})
+
+
+def _decision_fields(d: Mapping[str, Any]) -> DecisionFields:
+    """The fields a decision carries between its approval (or the checked approval) and its `decision` record's data,
+    None where one is missing."""
+    return {"decision": d.get("decision"), "effect": d.get("effect"), "operator": d.get("operator"), "os_user": d.get("os_user"),
+            "note": d.get("note"), "decided_at": d.get("decided_at"), "votes": d.get("votes"), "payload": d.get("payload"),
+            "task_digest": d.get("task_digest"), "checkpoint_digest": d.get("checkpoint_digest"), "signature": d.get("signature")}
 
 
 def record_decision(journal: JournalWriter, pending: PendingBody, approval: AppliedDecision,
@@ -148,11 +159,8 @@ def journaled_decision(records: list[JournalEntry]) -> tuple[JournalEntry, Pendi
     if pause is None or data.get("decision") is None or "approval_digest" not in data:
         return None  # a record that does not carry the whole decision (older runs), or a pause never opened
     # the decision as the journal keeps it (decision_data wrote it from the checked approval), and the pause it decided
-    approval: CarriedDecision = {
-        "decision": data["decision"], "effect": data.get("effect"), "operator": data.get("operator"), "os_user": data.get("os_user"),
-        "note": data.get("note"), "decided_at": data.get("decided_at"), "votes": data.get("votes"), "payload": data.get("payload"),
-        "task_digest": data.get("task_digest"), "checkpoint_digest": data.get("checkpoint_digest"), "pause_id": data["pause_id"],
-        "run_id": pause.get("run_id"), "step": pause.get("step"), "signature": data.get("signature"), "from_journal": last["seq"]}
+    approval: CarriedDecision = {**_decision_fields(data), "decision": data["decision"], "pause_id": data["pause_id"],
+                                 "run_id": pause.get("run_id"), "step": pause.get("step"), "from_journal": last["seq"]}
     return last, pause, approval
 
 

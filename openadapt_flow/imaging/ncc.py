@@ -10,6 +10,7 @@ OpenCV is installed (the `fast` extra, imaging/accel.py) it computes them.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from types import ModuleType
 
 import numpy as np
@@ -142,17 +143,13 @@ def _masked(image: np.ndarray, templ: np.ndarray, used: np.ndarray) -> np.ndarra
 def _window_sums(a: np.ndarray, h: int, w: int) -> np.ndarray:
     """Sum of every h x w window of `a` (int64: exact; or float64), as float64, from an integral image."""
     big_h, big_w = a.shape
-    across = np.empty((big_h, big_w + 1), a.dtype)
-    across[:, 0] = 0
-    np.cumsum(a, axis=1, out=across[:, 1:])
-    cols = across[:, w:] - across[:, :-w]  # each row's sums over w columns
-    # Down the rows as a running window, in place: numpy's cumsum along axis 0 is several times slower.
-    out = np.empty((big_h - h + 1, cols.shape[1]), a.dtype)
-    np.sum(cols[:h], axis=0, out=out[0])
-    for y in range(1, out.shape[0]):
-        np.add(out[y - 1], cols[y + h - 1], out=out[y])
-        out[y] -= cols[y - 1]
-    return out.astype(np.float64)
+    table = np.zeros((big_h + 1, big_w + 1), a.dtype)  # the integral image
+    np.cumsum(a, axis=0, out=table[1:, 1:])
+    np.cumsum(table[1:, 1:], axis=1, out=table[1:, 1:])
+    sums = table[h:, w:] - table[:-h, w:]
+    sums -= table[h:, :-w]
+    sums += table[:-h, :-w]
+    return sums.astype(np.float64)
 
 
 def _correlate(image: np.ndarray, templ: np.ndarray) -> np.ndarray:
@@ -187,6 +184,7 @@ def _correlate_direct(image: np.ndarray, templ: np.ndarray) -> np.ndarray:
     return np.tensordot(windows, templ, axes=([2, 3], [0, 1]))
 
 
+@lru_cache(maxsize=512)
 def _fast_len(n: int) -> int:
     """Smallest 2^a 3^b 5^c >= n (pocketfft is quick on those)."""
     best_len = 1 << (n - 1).bit_length()

@@ -18,7 +18,8 @@ import numpy as np
 from openadapt_flow.fixture.gestures import Gesture
 from openadapt_flow.fixture.widget import widget_box
 from openadapt_flow.record.facts import is_unique, repeats, unique_crop
-from openadapt_flow.vision.template import BLOCK, BLOCK_STD, Box, TemplateImage, to_gray
+from openadapt_flow.imaging.pixels import to_gray
+from openadapt_flow.vision.template import BLOCK, BLOCK_STD, Box, TemplateImage
 
 RING = 24  # px the ring around the click widens per try
 RING_TRIES = 12

@@ -21,11 +21,11 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from openadapt_flow.imaging import components
-from openadapt_flow.imaging.pixels import dilate, fill_from_surroundings
+from openadapt_flow.imaging.pixels import dilate, fill_from_surroundings, to_gray
 
 from openadapt_flow.fixture.recorder import Recording
 from openadapt_flow.vision.ocr import local_contrast
-from openadapt_flow.vision.template import Box, clip_box, intersect, to_gray
+from openadapt_flow.vision.template import Box, clip_box, intersect
 
 STATE_TOL = 24  # grey levels (any channel): a smaller difference is rendering noise, not a state
 SAME_MAX_SHARE = 0.35  # a screen where more of the crop changed shows something else there, not a state of it

@@ -143,8 +143,8 @@ class ApprovalDoc(SchemaHead, ApprovalBody):
 
 
 class DecisionFields(TypedDict):
-    """What a decision carries from its approval into its `decision` record, and from the record back out."""
-    decision: str | None
+    """What a decision carries from its approval into its `decision` record, and from the record back out (besides
+    the decision itself, which a carried decision always has)."""
     effect: str | None
     operator: str | None
     os_user: str | None
@@ -157,23 +157,13 @@ class DecisionFields(TypedDict):
     signature: str | None
 
 
-class CarriedDecision(TypedDict):
+class CarriedDecision(DecisionFields):
     """A decision the journal holds that has not taken effect yet (its process was killed after the `decision`
     record): the approval's fields as that record keeps them (None where a record of earlier code left one out)."""
     decision: str
-    effect: str | None
-    operator: str | None
-    os_user: str | None
-    note: str | None
-    decided_at: str | None
-    votes: list[VoteDoc] | None
-    payload: dict[str, object] | None
-    task_digest: str | None
-    checkpoint_digest: str | None
     pause_id: str
     run_id: str
     step: str
-    signature: str | None
     from_journal: int  # the seq of its `decision` record
 
 

@@ -14,8 +14,9 @@ from __future__ import annotations
 import numpy as np
 
 from openadapt_flow.imaging import components
+from openadapt_flow.imaging.pixels import to_gray
 from openadapt_flow.vision.ocr import local_contrast
-from openadapt_flow.vision.template import Box, clip_box, to_gray
+from openadapt_flow.vision.template import Box, clip_box
 
 CARET_MAX_WIDTH = 3  # px: carets are 1-2 px wide
 CARET_MIN_RATIO = 1.15  # the caret spans the line (ascent + descent), text ink at most cap top to descender

@@ -30,8 +30,8 @@ from rapidfuzz import fuzz
 from rapidfuzz.distance import Levenshtein
 
 from openadapt_flow.errors import FlowError
-from openadapt_flow.imaging.pixels import absdiff, dilate, erode, median, scale, scale_abs
-from openadapt_flow.vision.template import Box, clip_box, contains, intersect, to_gray
+from openadapt_flow.imaging.pixels import absdiff, dilate, erode, median, scale, scale_abs, to_gray
+from openadapt_flow.vision.template import Box, clip_box, contains, intersect
 from openadapt_flow.vision import tesseract_cli
 from openadapt_flow.vision.tesseract_lib import LibraryReadFailed, LibraryUnavailable, TesseractLibrary
 

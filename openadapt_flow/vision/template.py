@@ -24,6 +24,7 @@ from typing import Literal
 import numpy as np
 
 from openadapt_flow.imaging import ncc, pixels
+from openadapt_flow.imaging.pixels import to_gray
 from openadapt_flow.vision.restyle import (
     BACKGROUND_TOLERANCE,
     RESTYLE_FOREGROUND,
@@ -56,11 +57,6 @@ MIN_BLOCK_SIDE = 4  # a block scaled smaller than this is dropped
 CONTENT_FULL = 0.8  # content this close counts in full towards a candidate's rank (a twin with one block spoilt
 # by a neighbour's edge still ties); below it the rank falls in proportion
 DETAIL_MAX_CANDIDATES = 24
-
-
-def to_gray(rgb: np.ndarray) -> np.ndarray:
-    """Luminance of an RGB (or already gray) uint8 image."""
-    return pixels.to_gray(rgb)
 
 
 def edge_map(gray: np.ndarray) -> np.ndarray:

@@ -116,14 +116,14 @@ def decision_data(approval: AppliedDecision, pause_id: str) -> JournaledDecision
     """The whole decision, as the journal keeps it: enough to apply it from the journal alone (spec §9)."""
     body = {k: v for k, v in approval.items() if k not in ("schema", "signature")}
     # a cast: mypy will not build a TypedDict with optional keys (`value`) out of a `**` of one without them
-    return cast(JournaledDecision, {**_decision_fields(approval), "pause_id": pause_id,
-                                    "approval_digest": digest(body) if body else None})
+    return cast(JournaledDecision, {**_decision_fields(approval), "decision": approval.get("decision"),
+                                    "pause_id": pause_id, "approval_digest": digest(body) if body else None})
 
 
 def _decision_fields(d: Mapping[str, Any]) -> DecisionFields:
-    """The fields a decision carries between its approval (or the checked approval) and its `decision` record's data,
-    None where one is missing."""
-    return {"decision": d.get("decision"), "effect": d.get("effect"), "operator": d.get("operator"), "os_user": d.get("os_user"),
+    """The fields a decision carries between its approval and its `decision` record's data, None where one is missing
+    (the decision itself is the caller's: optional in a record, required once carried)."""
+    return {"effect": d.get("effect"), "operator": d.get("operator"), "os_user": d.get("os_user"),
             "note": d.get("note"), "decided_at": d.get("decided_at"), "votes": d.get("votes"), "payload": d.get("payload"),
             "task_digest": d.get("task_digest"), "checkpoint_digest": d.get("checkpoint_digest"), "signature": d.get("signature")}
 

@@ -13,8 +13,8 @@ DEMO_PKGS := python3-venv tesseract-ocr
 RECORD_PKGS := $(DEMO_PKGS) tigervnc-standalone-server python3-tk
 # everything the test suite runs (tests/unit/test_system_packages.py checks every program used comes from these)
 APT_PKGS := make python3-venv tesseract-ocr xvfb tigervnc-standalone-server tigervnc-tools tigervnc-viewer python3-tk xdotool x11-xserver-utils fonts-dejavu-core postgresql xrdp freerdp2-x11 openssl sqlitebrowser galculator mousepad chromium chromium-driver x11-apps xfonts-base nedit zenity featherpad python3-pyqt6 openjdk-17-jre openjdk-17-jdk-headless
-# the test suite drives every extra (console, phone lane, PostgreSQL store, fleet, OpenCV); the demo installs none of them
-TEST_EXTRAS ?= dev,console,phone,postgres,fleet,fast
+# the test suite drives every extra (console, phone lane, PostgreSQL store, fleet); the demo installs none of them
+TEST_EXTRAS ?= dev,console,phone,postgres,fleet
 DEMO_STAMP := $(VENV)/.installed
 TEST_STAMP := $(VENV)/.installed-$(TEST_EXTRAS)
 
@@ -81,13 +81,9 @@ demo-record: demo-setup record-setup
 # time is waiting on servers, apps and subprocesses (measured: 989 s at -n 2, 811 s at -n 3); the crash tests are
 # CPU-bound, two workers. The crash tests go first, in workers of their own: they fork the CLI from the test process, which must not have run a VNC client itself (a
 # forked child inherits the RFB reactor's "running" without its thread; the kit then spawns, much slower).
-# the numpy lane: the image-heavy tests and the demo again on imaging/'s own numpy code (what a core install runs;
-# the rest of the suite runs with OpenCV, the `fast` extra, handing it the hot image work)
-NUMPY_LANE := tests/unit/vision tests/unit/ladder tests/unit/record tests/unit/fixture tests/unit/verify tests/unit/report tests/e2e/test_demo_cmd.py
 
 test: bytecode
 	$(VENV)/bin/lint-imports
-	OPENADAPT_FLOW_IMAGING=numpy $(VPY) -m pytest -q -n 2 $(NUMPY_LANE)
 	$(VPY) -m pytest -q -n 2 --dist loadfile --durations=10 tests/crash
 	$(VPY) -m pytest -q -n 3 --dist loadfile --durations=25 --ignore=tests/crash -m "not corpus_full"
 

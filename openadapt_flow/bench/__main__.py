@@ -21,11 +21,11 @@ from typing import Any
 import numpy as np
 import PIL
 
-from openadapt_flow.imaging import accel
 from openadapt_flow.version import __version__
-from openadapt_flow.bench import (console_cost, drift, drift_corpus, drift_report, engine_cost, fleet, frames, ops_report, orig,
+from openadapt_flow.bench import (baseline, console_cost, drift, drift_corpus, drift_report, engine_cost, fleet, frames, ops_report, orig,
                                   replay50, report, resolve, weight)
 from openadapt_flow.cli.progress import waiting
+from openadapt_flow.vision.engines import engine_versions
 from openadapt_flow.vision.ocr import OcrEngine
 
 SCHEMA = "openadapt-flow/bench@1"
@@ -57,6 +57,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--orig-venv", type=Path, default=Path("bench/.venv-orig"), help="venv for the original engine (made on first use)")
     ap.add_argument("--drift-corpus", type=Path, default=drift_corpus.CORPUS_DIR, help="the drift corpus's folder")
     ap.add_argument("--work", type=Path, default=Path("bench/.work"), help="scratch folder, removed at the end")
+    ap.add_argument("--baseline", type=Path, default=None,
+                    help="another checkout of this project (with its own .venv): its template part is run after ours, "
+                         "with the same sizes and reps, and its medians printed beside ours")
     args = ap.parse_args(argv)
     args.skip = {p.strip() for p in args.skip.split(",") if p.strip()}
     unknown = args.skip - set(PARTS)
@@ -72,7 +75,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def machine(ocr: OcrEngine | None) -> dict[str, Any]:
     return {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version(),
-            "imaging": accel.engine(), "numpy": np.__version__, "pillow": PIL.__version__, "openadapt_flow": __version__, "ocr_backend": ocr.backend if ocr else None,
+            **engine_versions(), "numpy": np.__version__, "pillow": PIL.__version__, "openadapt_flow": __version__, "ocr_backend": ocr.backend if ocr else None,
             "load_avg_at_start": [round(v, 2) for v in os.getloadavg()]}
 
 
@@ -133,6 +136,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             except (RuntimeError, OSError, ValueError) as e:
                 notes.append(f"original engine at {size} failed: {e}")
                 print(f"  {notes[-1]}")
+    if args.baseline is not None and "template" not in args.skip:
+        step(f"template rung again, by the baseline checkout {args.baseline}")
+        results["baseline"] = _guard(lambda: baseline.baseline_template(args.baseline.resolve(), PARTS, args.sizes,
+                                                                         args.reps, work), notes, backend="baseline")
     if "drift" not in args.skip:
         step(f"drift corpus ({args.drift_corpus})")
         results["drift"] = _guard(lambda: _drift(args, ocr, orig_py, results["orig_version"], work), notes)
@@ -236,7 +243,7 @@ def main(argv: list[str] | None = None) -> int:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(results, indent=1) + "\n")
     m = results["machine"]
-    print(f"\nopenadapt-flow {m['openadapt_flow']} on {m['cpus']} CPUs, Python {m['python']}, image work by {m['imaging']} (numpy {m['numpy']}, Pillow {m['pillow']}), "
+    print(f"\nopenadapt-flow {m['openadapt_flow']} on {m['cpus']} CPUs, Python {m['python']}, OpenCV {m['opencv']}, Tesseract {m['tesseract']} (numpy {m['numpy']}, Pillow {m['pillow']}), "
           f"Tesseract via {m['ocr_backend']}, load average {m['load_avg_at_start'][0]:.1f} → {m['load_avg_at_end'][0]:.1f}; "
           f"ms per resolve; hits = clicks landing in the right widget "
           f"(wrong = a confident click elsewhere); theirs: matcher only / as called "
@@ -253,6 +260,9 @@ def main(argv: list[str] | None = None) -> int:
         for v in results["drift"]["verdicts"]:
             met = "n/a" if v["met"] is None else ("met" if v["met"] else "MISSED")
             print(f"issue 12 {v['name']}: {v['shown']} — {met}")
+    if results.get("baseline", {}).get("template"):
+        print()
+        print("\n".join(baseline.lines(results["template"], results["baseline"], f"opencv {m['opencv']}")))
     for part, lines in (("fleet", ops_report.fleet_lines), ("console", ops_report.console_lines), ("weight", weight.lines)):
         if results.get(part):
             print()

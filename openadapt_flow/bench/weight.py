@@ -1,4 +1,4 @@
-"""What a newcomer pays before the first run (issue 25, item 7): the install size of a demo venv (the package from
+"""What a newcomer pays before the first run (issue 25, item 7; targets from issue 32): the install size of a demo venv (the package from
 this checkout with no extras, as `make demo` installs it; pip may fetch from the package index) and the wall time of
 `flow --help` and `flow --version` in it."""
 
@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[2]
-DEMO_VENV_MB = 250.0  # issue 25's targets
-HELP_S = 0.4
+DEMO_VENV_MB = 450.0  # issue 32's targets: OpenCV is in the core install (docs/decisions.md)
+HELP_S = 0.3
 INSTALL_TIMEOUT_S = 1200
 
 
@@ -78,14 +78,14 @@ def weight_bench(work: Path) -> dict[str, Any]:
 
 
 def goals(results: dict[str, Any]) -> list[dict[str, Any]]:
-    """issue 25's two targets, as the bench's other targets are printed."""
+    """The two weight targets (issue 32), as the bench's other targets are printed."""
     w = results.get("weight") or {}
     size = (w.get("demo_venv") or {}).get("mb")
     help_s = (w.get("start_up_s") or {}).get("help")
     return [
-        {"name": "issue 25 demo venv install size", "target": f"<= {DEMO_VENV_MB:g} MB",
+        {"name": "demo venv install size", "target": f"<= {DEMO_VENV_MB:g} MB",
          "shown": "n/a" if size is None else f"{size:.0f} MB", "met": None if size is None else size <= DEMO_VENV_MB},
-        {"name": "issue 25 `flow --help` wall time", "target": f"<= {HELP_S:g} s",
+        {"name": "`flow --help` wall time", "target": f"<= {HELP_S:g} s",
          "shown": "n/a" if help_s is None else f"{help_s:.2f} s (--version {w['start_up_s']['version']:.2f} s)",
          "met": None if help_s is None else help_s <= HELP_S},
     ]

@@ -6,8 +6,8 @@ that looks different in another recorded screen where the same widget is still t
 mostly unchanged, and that is drawn as states are drawn (an outline: a focus ring, a selection's frame; a solid
 bar: a caret), shows a state (a field's focus ring and caret go when the focus moves on; a selection's frame goes
 when another row is picked). What changed as data (a value typed later, a cell's text) is glyphs, neither outline
-nor bar, and stays. Such marks are painted over from their surroundings (ring by ring, each pixel the mean of its
-known neighbours), so the template shows the widget as it looks at rest, and the crop's uniqueness is judged on that
+nor bar, and stays. Such marks are painted over from their surroundings (OpenCV's inpainting, Navier-Stokes),
+so the template shows the widget as it looks at rest, and the crop's uniqueness is judged on that
 look: an empty focused field that was unique only by its ring grows to take in its label. Screens where the
 pointer rests on the crop are not compared (their hovered look is `hover.unhovered`'s business), nor screens where
 most of the crop changed (another widget, a closed dialog: not a state of this one).
@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from openadapt_flow.imaging import components
-from openadapt_flow.imaging.pixels import dilate, fill_from_surroundings, to_gray
+from openadapt_flow.imaging.pixels import dilate, inpaint, to_gray
 
 from openadapt_flow.fixture.recorder import Recording
 from openadapt_flow.vision.ocr import local_contrast
@@ -179,7 +179,7 @@ class RestLook:
         if mask.any():
             grown = dilate(mask.astype(bool), 3)  # a state's anti-aliased edge too
             restored += int(grown.sum())
-            crop = fill_from_surroundings(crop, grown)
+            crop = inpaint(crop, grown)
         if restored:
             self.changed[box] = restored
         return crop

@@ -30,6 +30,12 @@ class BundleRefDoc(TypedDict):
     files: list[str]
 
 
+class EnginesDoc(TypedDict):
+    """The image and OCR libraries a run matched with (`vision.engines`): their versions as they report them."""
+    opencv: str
+    tesseract: str | None
+
+
 class ManifestBody(TypedDict):
     """What a start writes into manifest.json (`write_manifest` adds the `schema` tag); `ManifestDoc` as stored."""
     run_id: str
@@ -48,6 +54,7 @@ class ManifestBody(TypedDict):
     config: dict[str, object]  # a DeployConfig's JSON
     parent_run: str | None
     child_runs: list[str]  # the one key appended after the start, outside the manifest's digest
+    engines: NotRequired[EnginesDoc]  # absent from runs started before it was recorded
 
 
 class ManifestDoc(SchemaHead, ManifestBody):

@@ -19,7 +19,7 @@ from openadapt_flow.store.pausedoc import (ApprovalDoc, AskDoc, Channel, Decisio
                                            SupersededDoc, VoteDoc)
 from openadapt_flow.store.records import Box, Decision, Json, Obj, Point
 from openadapt_flow.store.states import PausedReason, RunState, TransactionOutcome
-from openadapt_flow.store.rundoc import BundleRefDoc, ManifestDoc
+from openadapt_flow.store.rundoc import BundleRefDoc, EnginesDoc, ManifestDoc
 
 Sha = str  # "sha256:<hex>"
 
@@ -44,12 +44,13 @@ def _model(doc: type, name: str, rules: dict[str, object]) -> type[BaseModel]:
 
 
 BundleRef = _model(BundleRefDoc, "BundleRef", {})
+Engines = _model(EnginesDoc, "Engines", {})
 
 
 Manifest = _model(ManifestDoc, "Manifest", {
     "schema": _schema("manifest"), "kind": (Literal["workflow"] | None, None), "entry": (str | None, None),
     "args": (Obj | None, None), "bundle": (BundleRef, ...), "params": (Obj, ...), "backend": (Obj | None, ...),
-    "config": (Obj, ...)})
+    "config": (Obj, ...), "engines": (Engines | None, None)})
 
 
 State = _model(StateDoc, "State", {

@@ -40,6 +40,12 @@ class LibraryReadFailed(Exception):
     """Recognition failed or passed its deadline."""
 
 
+def load() -> ctypes.CDLL:
+    """The system's libtesseract, loaded with OpenMP held to one thread (see the module's note); LibraryUnavailable."""
+    with _openmp_thread_limit():
+        return _load()
+
+
 def _load() -> ctypes.CDLL:
     errors = []
     for name in LIB_NAMES:
@@ -119,8 +125,7 @@ class TesseractLibrary:
     """
 
     def __init__(self, lang: str = "eng", *, background: bool = False) -> None:
-        with _openmp_thread_limit():
-            self._lib = _load()
+        self._lib = load()
         _declare(self._lib)
         self._lock = threading.Lock()
         self._failed: str | None = None

@@ -44,7 +44,8 @@ def test_make_demo_plans_only_the_demo_packages_and_no_dev_extras(tmp_path):
     assert "xrdp" not in r.stdout and "[dev]" not in r.stdout and "pip install -e ." in r.stdout
     r = make(tmp_path, "-n", "test", f"VENV={tmp_path}/venv")
     assert "xrdp" in r.stdout and "chromium-driver" in r.stdout
-    assert "pip install -e '.[dev,console,phone,postgres,fleet,fast]'" in r.stdout  # the suite drives every extra
+    assert "pip install -e '.[dev,console,phone,postgres,fleet]'" in r.stdout  # the suite drives every extra
+    assert r.stdout.count("-m pytest") == 2 and "IMAGING" not in r.stdout  # crash tests, then the rest: one image engine
 
 
 def test_a_step_is_one_line_and_its_output_goes_to_the_log(tmp_path):

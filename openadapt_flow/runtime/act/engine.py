@@ -56,6 +56,7 @@ from openadapt_flow.store.base import JournalWriter, RunHandle, RunLease
 from openadapt_flow.store.lease import LeaseLost
 from openadapt_flow.verify.screen import ScreenChecks
 from openadapt_flow.vision.annotate import annotate
+from openadapt_flow.vision.engines import engine_versions
 from openadapt_flow.vision.ocr import OcrEngine
 
 NO_SCREEN = Screen(width=1, height=1)  # a workflow run's context has no bundle screen to scale from
@@ -137,6 +138,7 @@ def _manifest(run_id: str, req: ReplayRequest, loaded: LoadedBundle, params: Bou
         "config": req.config.model_dump(mode="json", by_alias=True),
         "parent_run": str(req.parent_run) if req.parent_run else None,
         "child_runs": [],
+        "engines": engine_versions(),
     }
 
 

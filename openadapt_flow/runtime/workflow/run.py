@@ -48,6 +48,7 @@ from openadapt_flow.store.atomic import StorageFault
 from openadapt_flow.store.base import JournalWriter, RunHandle, RunLease
 from openadapt_flow.store.faults import crash_point
 from openadapt_flow.store.keys import load_decision_key, load_key
+from openadapt_flow.vision.engines import engine_versions
 from openadapt_flow.store import CHILDREN, ManifestBody
 from openadapt_flow.store.states import PausedReason, RunState
 from openadapt_flow.store.entry import JournalEntry
@@ -104,6 +105,7 @@ def _manifest(run_id: str, req: WorkflowRequest, args: Mapping[str, Any], digest
         "bundle": {"path": None, "name": req.entry, "digest": digest, "files": []}, "params": args,
         "backend": req.backend.to_json() if req.backend else None, "step_ids": [], "durable": True, "allow_model": False,
         "config": req.config.model_dump(mode="json", by_alias=True), "parent_run": req.parent_run, "child_runs": [],
+        "engines": engine_versions(),
     }
 
 

@@ -10,19 +10,19 @@ where a deterministic check passes at its point.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
 
-from openadapt_flow.bundle.models import Landmark, Target
+from openadapt_flow.bundle.models import Target
+from openadapt_flow.ladder.landmarks import LANDMARK_SLACK, contradicted
 from openadapt_flow.ladder.model_rung import ModelClient, ModelRung
 from openadapt_flow.ladder.ocr_rung import OcrRung, WordReader
 from openadapt_flow.ladder.template_rung import Place, TemplateRung
-from openadapt_flow.ladder.types import Box, Evidence, Resolution
-from openadapt_flow.vision.ocr import OcrEngine, find_text
+from openadapt_flow.ladder.types import TIE_MARGIN, Box, Evidence, Resolution
+from openadapt_flow.vision.ocr import OcrEngine
 from openadapt_flow.vision.template import DEFAULT_SCALES, FrameFeatures, TemplateImage, clip_box, pad_box
 
 ModelGate = Callable[[], str | None]  # asked before a model call: why it may not be made, or None
@@ -32,13 +32,13 @@ ModelGate = Callable[[], str | None]  # asked before a model call: why it may no
 class LadderOptions:
     threshold: float = 0.85  # grayscale correlation a template hit must reach
     edge_threshold: float = 0.75  # the same on edge maps (theme/colour changes)
-    margin: float = 0.05  # a hit must beat any plausible look-alike by this much
+    margin: float = TIE_MARGIN  # a hit must beat any plausible look-alike by this much
     detail_min: float = 0.7  # worst block-wise content correlation of a hit (tells "Save" from "Send")
     padding: int = 80  # px around the recorded region searched first (recorded-frame pixels)
     scales: tuple[float, ...] = DEFAULT_SCALES  # relative to the live/recorded frame size ratio; first tried alone
     # (on a frame of another size, the natural size 1.0 is tried first at the recorded pixel place)
     ocr_min_score: float = 80.0  # fuzzy similarity (0-100) of a text match
-    landmark_tol: int = 24  # px slack for a landmark's position
+    landmark_tol: int = LANDMARK_SLACK  # px slack for a landmark's position
     allow_model: bool = False
     model_for_consequential: bool = False
     model_check_threshold: float = 0.6  # template correlation at the model's point that confirms it
@@ -69,7 +69,8 @@ class Ladder:
         )
         reader = WordReader(ocr if ocr is not None else OcrEngine)
         self._ocr = OcrRung(
-            reader, self.templates, min_score=opts.ocr_min_score, landmark_tol=opts.landmark_tol, padding=opts.padding
+            reader, self.templates, min_score=opts.ocr_min_score, landmark_tol=opts.landmark_tol, padding=opts.padding,
+            margin=opts.margin,
         )
         self._model = (
             ModelRung(
@@ -79,6 +80,7 @@ class Ladder:
                 check_threshold=opts.model_check_threshold,
                 detail_min=opts.detail_min,
                 min_score=opts.ocr_min_score,
+                margin=opts.margin,
             )
             if model is not None
             else None
@@ -105,7 +107,8 @@ class Ladder:
                 return self._hit(evidence)
             lookalikes = evidence[-1].verdict == "ambiguous"
         if target.text is not None or target.landmarks:
-            evidence += self._ocr.run(feats.rgb, target, window=window, base_scale=base, lookalikes=lookalikes)
+            evidence += self._ocr.run(feats.rgb, target, window=window, base_scale=base, lookalikes=lookalikes,
+                                      feats=feats)
             if evidence[-1].verdict == "hit":
                 return self._hit(evidence)
         ambiguous = any(e.verdict == "ambiguous" for e in evidence)
@@ -114,6 +117,7 @@ class Ladder:
             evidence.append(ev)
             if ev.verdict == "hit":
                 return self._hit(evidence)
+        ambiguous = any(e.verdict == "ambiguous" for e in evidence)  # the model's check may have seen look-alikes too
         category: Literal["resolution", "ambiguous"] = "ambiguous" if ambiguous else "resolution"
         return Resolution(None, None, evidence, category, failure_message(target, evidence, category))
 
@@ -185,28 +189,19 @@ class Ladder:
         return self._model.run(feats.rgb, feats, target, intent, base)
 
     def _unconfirmed(self, frame: np.ndarray, target: Target, hit: Evidence, base: float) -> bool:
-        """A template hit on a target with landmarks (a table cell and its column's header) must have at least one
-        of them where it was recorded: a cell of the same look in another column (widths change) is a look-alike,
-        not a hit (its evidence turns `ambiguous`); the OCR rung then needs a landmark to decide."""
+        """A template hit on a target with landmarks (a table cell and its column's header) must have one of them
+        where it was recorded: a cell of the same look in another column (widths change) is a look-alike, not a
+        hit (its evidence turns `ambiguous`); the OCR rung then needs a landmark to decide. A landmark read nowhere
+        on the screen (a small crop, a small header) is no evidence against the hit."""
         if not target.landmarks or hit.point is None:
             return False
         base = hit.scale or base  # the app's own scale where the hit was (natural size on a bigger screen: 1)
-        if self._ocr._confirmed(frame, hit.point, target.landmarks, base):
-            return False
-        # A small crop can fail to read a small header: only a landmark read elsewhere on the whole screen, and
-        # nowhere near where the hit puts it, makes the hit a look-alike.
-        words = self._ocr.reader.read(frame)
-        seen = [(lm, m) for lm in target.landmarks for m in find_text(words, lm.text, self.options.ocr_min_score)]
-        if not seen or any(self._near(hit.point, lm, m.centre, m.box[2], base) for lm, m in seen):
+        errors = [self._ocr.landmark_error(frame, hit.point, lm, base) for lm in target.landmarks]
+        if not contradicted(errors):
             return False
         hit.verdict = "ambiguous"
         hit.detail += "; a look-alike: no landmark (" + ", ".join(repr(lm.text) for lm in target.landmarks) + ") where it was recorded"
         return True
-
-    def _near(self, point: tuple[int, int], lm: Landmark, at: tuple[float, float], width: int, base: float) -> bool:
-        """Is a landmark read at `at` where it should be relative to `point` (the OCR rung's tolerance)?"""
-        tol = (self.options.landmark_tol + 0.1 * math.hypot(lm.dx, lm.dy)) * base
-        return abs(at[0] - (point[0] + lm.dx * base)) <= tol + width / 2 and abs(at[1] - (point[1] + lm.dy * base)) <= tol
 
     def _features(self, frame: np.ndarray) -> FrameFeatures:
         # Keep the last frame's gray/edge maps: resolve and postconditions often ask about the same frame.

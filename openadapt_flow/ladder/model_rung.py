@@ -4,7 +4,9 @@ The model is an OpenAI-compatible chat-completions endpoint that sees the frame
 (base64 PNG data URI) and the instruction, and answers `{"x": int, "y": int}`.
 Its proposal is accepted only if the target's text is read by OCR around the
 point, or the template correlates there (shape and content) above a lower
-threshold. The click then lands relative to what the check found.
+threshold, and nothing elsewhere on the frame passes the same check as well
+(within the tie margin): a model's pick between look-alikes is a guess. The
+click then lands relative to what the check found.
 """
 
 from __future__ import annotations
@@ -23,9 +25,9 @@ from openadapt_flow.imaging.png import encode_png
 from openadapt_flow.ladder.chat_http import ModelError, post_chat
 from openadapt_flow.ladder.ocr_rung import OcrRung
 from openadapt_flow.ladder.template_rung import click_point
-from openadapt_flow.ladder.types import Evidence, Point
+from openadapt_flow.ladder.types import TIE_MARGIN, Evidence, Point, Seen
 from openadapt_flow.vision.ocr import find_text
-from openadapt_flow.vision.template import FrameFeatures, TemplateImage, Thresholds, find_template
+from openadapt_flow.vision.template import Candidate, FrameFeatures, Mode, TemplateImage, Thresholds, find_template
 
 _JSON_OBJECT = re.compile(r"\{[^{}]*\}")
 
@@ -96,6 +98,7 @@ class ModelRung:
         detail_min: float = 0.6,
         min_score: float = 80.0,
         slack: int = 12,
+        margin: float = TIE_MARGIN,
     ) -> None:
         self.client = client
         self.ocr = ocr
@@ -104,6 +107,7 @@ class ModelRung:
         self.detail_min = detail_min
         self.min_score = min_score
         self.slack = slack
+        self.margin = margin
 
     def run(
         self, frame: np.ndarray, feats: FrameFeatures, target: Target, intent: str | None, base: float
@@ -132,7 +136,8 @@ class ModelRung:
             ox, oy = target.click_offset()
             fw, fh = round(target.region[2] * base), round(target.region[3] * base)
             x0, y0 = round(p[0] - ox * base), round(p[1] - oy * base)
-            for mode in ("gray", "edges"):
+            modes: tuple[Mode, Mode] = ("gray", "edges")
+            for mode in modes:
                 r = find_template(
                     feats, tmpl, mode=mode, box=(x0 - s, y0 - s, fw + 2 * s, fh + 2 * s), scales=(base,),
                     thresholds=Thresholds(confident=self.check_threshold, detail_min=self.detail_min, consider=self.check_threshold),
@@ -141,6 +146,12 @@ class ModelRung:
                     ev.verdict, ev.score, ev.box = "hit", round(r.best.score, 4), r.best.box
                     ev.point, ev.scale = click_point(target, tmpl, r.best.box), round(base, 4)
                     ev.detail = f"model proposed {p}; template ({mode}) {r.best.score:.2f} there"
+                    twin = self._template_twin(feats, tmpl, mode, r.best, base)
+                    if twin is not None:
+                        ev.verdict, ev.point, ev.runner_up = "ambiguous", None, round(twin.rank, 4)
+                        ev.candidates = [Seen(c.box, round(c.rank, 4), click_point(target, tmpl, c.box)) for c in (r.best, twin)]
+                        ev.detail += (f", but a look-alike at {twin.box[:2]} ranks {twin.rank:.2f} against its "
+                                      f"{r.best.rank:.2f} (margin {self.margin:.2f}): the model's pick is a guess")
                     return
         if target.text is not None:
             dx, dy = target.text_offset if target.text_offset is not None else (0, 0)
@@ -153,8 +164,28 @@ class ModelRung:
                 ev.verdict, ev.score, ev.box, ev.ocr_conf = "hit", round(m.score / 100, 4), m.box, round(m.conf, 1)
                 ev.point = self.ocr.click_for(m, target, base, frame)
                 ev.detail = f"model proposed {p}; OCR read {m.text!r} there"
+                # any other reading of the text, there or anywhere on the frame, passes the same check: a tie
+                others = [o for o in found[1:] + find_text(self.ocr.reader.read(frame), target.text, self.min_score)
+                          if not (abs(o.centre[0] - m.centre[0]) <= max(o.box[2], m.box[2]) / 2
+                                  and abs(o.centre[1] - m.centre[1]) <= max(o.box[3], m.box[3]) / 2)]
+                if others:
+                    ev.verdict, ev.point = "ambiguous", None
+                    ev.candidates = [Seen(o.box, round(o.score / 100, 4), self.ocr.click_for(o, target, base, frame))
+                                     for o in [m, *others]]
+                    ev.detail += f", but it is also read at {others[0].box[:2]}: the model's pick is a guess"
                 return
         ev.detail = f"model proposed {p}; neither the template nor the text is there"
+
+
+    def _template_twin(self, feats: FrameFeatures, tmpl: TemplateImage, mode: Mode, hit: Candidate,
+                       scale: float) -> Candidate | None:
+        """A place elsewhere on the frame where the template ranks within the margin of the checked one (or above)."""
+        r = find_template(feats, tmpl, mode=mode, box=feats.frame_box, scales=(scale,),
+                          thresholds=Thresholds(confident=self.check_threshold, detail_min=self.detail_min,
+                                                consider=max(0.0, hit.rank - self.margin)))
+        rivals = [c for c in (r.best, r.runner_up) if c is not None and not c.overlaps(hit)]
+        twin = max(rivals, key=lambda c: (c.rank, c.score), default=None)
+        return twin if twin is not None and twin.rank > hit.rank - self.margin else None
 
 
 def _ms(t0: float) -> float:

@@ -2,11 +2,14 @@
 
 Order: each local place in gray, then each in edges, then the whole frame
 in gray and in edges, stopping at the first variant that is decisive (a
-hit, or two look-alikes). A local hit wins over any look-alike elsewhere on
-the frame, because the frame is searched only when no window has a
-confident match. The places (the ladder chooses them) are the recorded
-pixel place at the natural size, and, on a frame of another size, the
-recorded place scaled with the frame.
+hit, or two look-alikes). A hit at its recorded place (within AT_PLACE px)
+wins over a look-alike elsewhere on the frame: the recorder cut the crop
+unique on its whole screen, and the crop is where it was. A hit that moved
+inside the window is a hit only if it is also unique on the whole frame by
+the margin: which look-alike the window happened to hold decides nothing.
+The places (the ladder chooses them) are the recorded pixel place at the
+natural size, and, on a frame of another size, the recorded place scaled
+with the frame.
 """
 
 from __future__ import annotations
@@ -16,9 +19,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from openadapt_flow.bundle.models import Target
-from openadapt_flow.ladder.types import Box, Evidence, Point, Seen
+from openadapt_flow.ladder.types import TIE_MARGIN, Box, Evidence, Point, Seen
 from openadapt_flow.vision.template import (
     DEFAULT_SCALES,
+    NEAR_PAD,
     Candidate,
     FrameFeatures,
     MatchResult,
@@ -29,6 +33,7 @@ from openadapt_flow.vision.template import (
 )
 
 RUNG_NAMES: dict[Mode, str] = {"gray": "template", "edges": "template-edges"}
+AT_PLACE = NEAR_PAD  # px (recorded pixels) from its recorded place within which a hit is "where it was"
 
 
 @dataclass(frozen=True)
@@ -49,7 +54,7 @@ class TemplateRung:
         *,
         threshold: float = 0.85,
         edge_threshold: float = 0.75,
-        margin: float = 0.05,
+        margin: float = TIE_MARGIN,
         detail_min: float = 0.7,
         scales: tuple[float, ...] = DEFAULT_SCALES,
     ) -> None:
@@ -92,10 +97,36 @@ class TemplateRung:
             )
             elapsed = round((time.perf_counter() - t0) * 1000, 3)
             ev = self.judge(result, target, tmpl, elapsed)
+            if ev.verdict == "hit" and place.window != feats.frame_box and result.best is not None \
+                    and not _at_place(result.best, place.near):
+                self._unique_on_frame(feats, tmpl, target, result, ev)
             evidence.append(ev)
             if ev.verdict in ("hit", "ambiguous"):
                 return evidence
         return evidence
+
+    def _unique_on_frame(self, feats: FrameFeatures, tmpl: TemplateImage, target: Target, result: MatchResult,
+                         ev: Evidence) -> None:
+        """A window hit away from its recorded place stands only if no peak elsewhere on the frame ranks within the
+        margin of it (or above it); else `ev` turns `ambiguous`, both candidates named."""
+        hit = result.best
+        assert hit is not None
+        t0 = time.perf_counter()
+        frame = find_template(
+            feats, tmpl, mode=result.mode, box=feats.frame_box, scales=(hit.scale,),
+            thresholds=Thresholds(confident=self.thresholds[result.mode], detail_min=self.detail_min),
+        )
+        rivals = [c for c in (frame.best, frame.runner_up) if c is not None and not c.overlaps(hit)]
+        rival = max(rivals, key=lambda c: (c.rank, c.score), default=None)
+        ev.elapsed_ms = round(ev.elapsed_ms + (time.perf_counter() - t0) * 1000, 3)
+        if rival is None or rival.rank <= hit.rank - self.margin:
+            ev.detail += "; moved in the window, unique on the whole frame" + (f" (next {_describe(rival)})" if rival else "")
+            return
+        ev.verdict, ev.point = "ambiguous", None
+        ev.runner_up = round(rival.rank, 4)
+        ev.candidates = [Seen(c.box, round(c.rank, 4), click_point(target, tmpl, c.box)) for c in (hit, rival)]
+        ev.detail = (f"look-alikes: {_describe(hit)} at {hit.box[:2]}, moved from its recorded place, vs {_describe(rival)} "
+                     f"at {rival.box[:2]} elsewhere on the frame (margin {self.margin:.2f}); the window alone does not decide")
 
     def judge(self, result: MatchResult, target: Target, tmpl: TemplateImage, elapsed_ms: float) -> Evidence:
         """hit: the rank (shape and content together) clears the threshold, the content clears `detail_min`, and
@@ -138,6 +169,14 @@ class TemplateRung:
         ev.point = click_point(target, tmpl, best.box)
         ev.detail = f"rank {best.rank:.2f} ({content})" + (f"; runner-up {_describe(runner)}" if runner else "")
         return ev
+
+
+def _at_place(c: Candidate, near: Box | None) -> bool:
+    """Is the candidate where the crop was recorded (its centre within AT_PLACE px, at its scale)?"""
+    if near is None:
+        return False
+    (cx, cy), (nx, ny) = c.centre, (near[0] + near[2] / 2, near[1] + near[3] / 2)
+    return abs(cx - nx) <= AT_PLACE * c.scale and abs(cy - ny) <= AT_PLACE * c.scale
 
 
 def _describe(c: Candidate) -> str:

@@ -10,6 +10,11 @@ Point = tuple[int, int]
 
 Verdict = Literal["hit", "miss", "ambiguous", "error", "skipped"]
 
+# Two candidates whose scores (the template rung's rank, the recorded crop's correlation at OCR readings, the model
+# check's correlation) lie within TIE_MARGIN of each other are a tie: `ambiguous`, never a pick (docs/decisions.md,
+# "Ties"). Landmarks separate by their own clear margin, in tolerances (`ladder.landmarks.LANDMARK_MARGIN`).
+TIE_MARGIN = 0.05
+
 
 @dataclass
 class Seen:

@@ -7,6 +7,7 @@ effect verification → step_verified.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -25,6 +26,7 @@ from openadapt_flow.runtime.act.settle import settle
 from openadapt_flow.verify.effects import CONFIRMED, Reading, baseline_blocks, make_reader, resolve_effect, verify_effect
 from openadapt_flow.store.records import Check, EffectVerdict
 from openadapt_flow.store.stepdoc import ScreenFact, Verification, VerifiedData
+from openadapt_flow.verify.field import FIELD_IDENTITY, field_identity, relations
 from openadapt_flow.verify.screen import SCREEN_CHANGED, Anchor, verification_plan
 from openadapt_flow.vision.caret import caret_appeared
 from openadapt_flow.vision.diff import changed_box
@@ -205,21 +207,27 @@ def _anchor(ctx: RunContext, step: Step, point: Point | None, scale: float | Non
     return Anchor(recorded, point, (scale, scale) if scale else (ctx.checks.sx, ctx.checks.sy))
 
 
-def _postconditions(ctx: RunContext, step: Step, before: np.ndarray, point: Point | None, deadline: float,
-                    target_box: Box | None = None, to_point: Point | None = None,
-                    anchor: Anchor | None = None) -> list[Check]:
-    """Poll fresh frames until every postcondition holds, or halt at the step's timeout."""
+def _postconditions(ctx: RunContext, step: Step, where: _Where, deadline: float, rung: str | None = None) -> list[Check]:
+    """Poll fresh frames until every postcondition holds, or halt at the step's timeout. A typed text is read back
+    in the field, and the field must be the one the step means (`verify.field`)."""
+    before, point, target_box, anchor = where.frame.pixels, where.point, where.target_box, where.anchor
     typed = None
     if step.action == "type" and step.text and not ctx.interp.uses_secret(step.text):
         typed = ctx.interp(step.text)
     texts = [ctx.interp(pc.text) if pc.text is not None else None for pc in step.expect]
     band = field_band(point, None, (ctx.checks.sx, ctx.checks.sy)) if typed and point is not None else None
-    fallback, area = _fallback_area(ctx, step, [p for p in (point, to_point) if p is not None], target_box)
+    sx, sy = anchor.scale if anchor is not None else (ctx.checks.sx, ctx.checks.sy)
+    scale = math.sqrt(sx * sy)
+    field = (relations(_interp_target(ctx, step.target), rung, target_box, point, scale)
+             if band is not None and point is not None and step.target is not None else [])
+    fallback, area = _fallback_area(ctx, step, [p for p in (point, where.to_point) if p is not None], target_box)
     while True:
         frame = ctx.backend.capture()
         checks = ctx.checks.postconditions(step.expect, texts, frame.pixels, before, anchor)
         if typed and band is not None:
             checks.append(ctx.checks.readback(frame.pixels, before, typed, band, point, step.append))
+            if field and point is not None:
+                checks.append(field_identity(ctx.checks.ocr, frame.pixels, point, field, scale))
         if fallback:
             checks.append(ctx.checks.changed_where_acted(frame.pixels, before, area))
         if all(c.ok for c in checks):
@@ -246,6 +254,8 @@ def _postconditions(ctx: RunContext, step: Step, before: np.ndarray, point: Poin
 
 
 def _failed(c: Check, step: Step) -> str:
+    if c.kind == FIELD_IDENTITY:
+        return f"the text was read back in a field that is not the one the step means ({c.detail})"
     if c.kind == SCREEN_CHANGED:
         return (f"the screen did not change {'around ' + c.expected if c.expected != 'anywhere' else 'anywhere'} within "
                 f"{step.timeout_s:g}s ({c.detail}); the step declares nothing else to verify it (add expect:)")
@@ -317,8 +327,7 @@ def run_gui_step(ctx: RunContext, index: int, step: Step) -> StepRecord:
         where = _locate(run)
         baseline = _take_baseline(run, where)
         dispatched_at = _dispatch(run, where)
-        run.rec.checks = _postconditions(ctx, step, where.frame.pixels, where.point, dispatched_at + step.timeout_s,
-                                         where.target_box, where.to_point, where.anchor)
+        run.rec.checks = _postconditions(ctx, step, where, dispatched_at + step.timeout_s, run.rec.rung)
         if baseline is not None:
             _verify_effect(run, baseline, dispatched_at)
     except Halt as h:

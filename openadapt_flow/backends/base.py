@@ -59,6 +59,10 @@ class Backend(Protocol):
 
     def click(self, x: int, y: int, button: str = "left", count: int = 1) -> None: ...
 
+    def move(self, x: int, y: int) -> None:
+        """Move the pointer to a point, no button pressed (the runtime parks it where it hovers nothing)."""
+        ...
+
     def type_text(self, text: str) -> None:
         """Send characters (not layout-dependent key codes) where the protocol allows."""
         ...

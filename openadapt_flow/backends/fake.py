@@ -4,7 +4,7 @@
     fake.click(10, 20)
     assert fake.events == [("click", 10, 20, "left", 1)]
 
-Events: ("click", x, y, button, count), ("type", text), ("press", (key, ...)),
+Events: ("click", x, y, button, count), ("move", x, y), ("type", text), ("press", (key, ...)),
 ("scroll", x, y, clicks), ("drag", x1, y1, x2, y2).
 """
 
@@ -91,6 +91,10 @@ class FakeBackend:
         if count < 1:
             raise UsageError(f"click count must be 1 or more, got {count}")
         self._record(("click", int(x), int(y), button, int(count)))
+
+    def move(self, x: int, y: int) -> None:
+        self._enter()
+        self._record(("move", int(x), int(y)))
 
     def type_text(self, text: str) -> None:
         self._enter()

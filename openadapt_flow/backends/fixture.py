@@ -94,6 +94,10 @@ class FixtureBackend:
             events += [(x, y, BUTTON_MASKS[button]), (x, y, 0)]
         self._pointer(events)
 
+    def move(self, x: int, y: int) -> None:
+        x, y = self._point(x, y)
+        self._pointer([(x, y, 0)])
+
     def type_text(self, text: str) -> None:
         syms = [char_keysym(ch) for ch in text.replace("\r\n", "\n")]
         self._keys([(s, down) for s in syms for down in (True, False)])

@@ -262,6 +262,10 @@ class RdpBackend:
 
         self._input("click", send)
 
+    def move(self, x: int, y: int) -> None:
+        x, y = self._point(x, y)
+        self._input("pointer move", self._motion(x, y))
+
     def type_text(self, text: str) -> None:
         """Press the US key (and Shift) for each character; non-ASCII text is refused before any key is sent."""
         text = text.replace("\r\n", "\n").replace("\r", "\n")

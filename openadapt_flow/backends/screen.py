@@ -254,6 +254,10 @@ class ScreenBackend:
         ix, iy = self._to_input(x, y)
         self._input("click", lambda: self._gui.click(ix, iy, clicks=max(1, count), button=button, _pause=False))
 
+    def move(self, x: int, y: int) -> None:
+        ix, iy = self._to_input(x, y)
+        self._input("pointer move", lambda: self._gui.moveTo(ix, iy, _pause=False))
+
     def type_text(self, text: str) -> None:
         text = text.replace("\r\n", "\n")  # one Return per line break
         if not text:

@@ -176,6 +176,10 @@ class VncBackend:
             events += [("ptr", x, y, BUTTON_MASKS[button]), ("ptr", x, y, 0)]
         self._send(events, "click")
 
+    def move(self, x: int, y: int) -> None:
+        x, y = self._point(x, y)
+        self._send([("ptr", x, y, 0)], "pointer move")
+
     def type_text(self, text: str) -> None:
         """Send each character as its keysym; the server picks the key and shift state for it.
 

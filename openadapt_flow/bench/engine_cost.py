@@ -62,6 +62,9 @@ class TimedBackend:
     def click(self, x: int, y: int, button: str = "left", count: int = 1) -> None:
         self._time("input_s", lambda: self.inner.click(x, y, button, count))
 
+    def move(self, x: int, y: int) -> None:
+        self._time("input_s", lambda: self.inner.move(x, y))
+
     def type_text(self, text: str) -> None:
         self._time("input_s", lambda: self.inner.type_text(text))
 

@@ -254,6 +254,12 @@ class FramesMasked(_Data):
     why: str
 
 
+class PointerParked(_Data):
+    """The pointer moved, no button pressed, to where it hovers nothing the step looks at, before the step's frame."""
+    at: Point
+    why: str
+
+
 # ---- durable kinds, workflow calls, children ----
 
 class Asked(_Data):
@@ -389,6 +395,7 @@ DATA_MODELS: dict[str, type[BaseModel]] = {
     "step_skipped": StepSkipped,
     "rechecked": Rechecked,
     "frames_masked": FramesMasked,
+    "pointer_parked": PointerParked,
     "asked": Asked,
     "waiting_signal": WaitingSignal,
     "timer_set": TimerSet,

@@ -141,6 +141,7 @@ class RecordType(str, Enum):
     STEP_SKIPPED = "step_skipped"
     RECHECKED = "rechecked"
     FRAMES_MASKED = "frames_masked"
+    POINTER_PARKED = "pointer_parked"
     ASKED = "asked"
     WAITING_SIGNAL = "waiting_signal"
     TIMER_SET = "timer_set"

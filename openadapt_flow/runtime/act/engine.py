@@ -78,7 +78,7 @@ class NoDesktop:
     def _no(self, *args: Any, **kw: Any) -> None:
         raise UsageError("this run has no desktop backend")
 
-    click = type_text = press = scroll = drag = _no
+    click = move = type_text = press = scroll = drag = _no
 
     def close(self) -> None:
         pass

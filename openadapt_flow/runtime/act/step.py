@@ -22,6 +22,7 @@ from openadapt_flow.runtime.start.context import RunContext
 from openadapt_flow.runtime.act.durable import calls
 from openadapt_flow.runtime.judge.halt import Halt, StopRequested
 from openadapt_flow.runtime.judge.policy import model_call_refusal
+from openadapt_flow.runtime.act.pointer import park_pointer
 from openadapt_flow.runtime.act.settle import settle
 from openadapt_flow.verify.effects import CONFIRMED, Reading, baseline_blocks, make_reader, resolve_effect, verify_effect
 from openadapt_flow.store.records import Check, EffectVerdict
@@ -344,6 +345,7 @@ def run_gui_step(ctx: RunContext, index: int, step: Step) -> StepRecord:
 def _locate(run: _GuiStep) -> _Where:
     """Settle, resolve the target (and the drag's end), pass the identity gate: where the step will act."""
     ctx, step, rt = run.ctx, run.step, run.ctx.config.runtime
+    park_pointer(ctx, step)  # a hover left by whatever ran before must not change the target's look
     if ctx.backend.wait_for_update(0):  # the screen moved since our last look: let it settle
         frame = settle(ctx.backend, rt.settle_quiet_s, rt.settle_timeout_s).frame
     else:  # unchanged since the previous step's verified frame: already settled

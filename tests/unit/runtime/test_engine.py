@@ -79,7 +79,7 @@ def test_healthy_step_dispatch_is_durable_before_the_input(tmp_path):
     out = run(tmp_path, make_bundle(tmp_path / "b", [POST]), fake)
     assert (out.state, out.exit_code) == ("COMPLETED", 0), out.message
     assert seen_on_disk == ["action_dispatched"]
-    assert fake.events[0][:3] == ("click", 160, 120)
+    assert fake.events[0][0] == "move" and fake.events[1][:3] == ("click", 160, 120)  # the pointer parked, then the click
     t = types_for(records(out.run_dir), "post")
     assert t.index("step_started") < t.index("resolved") < t.index("action_dispatched") < t.index("action_sent") < t.index("step_verified")
     resolved = next(r for r in records(out.run_dir) if r["type"] == "resolved")
@@ -96,7 +96,7 @@ def test_two_identical_targets_halt_ambiguous_with_no_input(tmp_path):
     fake = FakeBackend(twin)
     out = run(tmp_path, bundle, fake)
     assert (out.state, out.exit_code, out.category) == ("FAILED", 1, "ambiguous"), out.message
-    assert fake.events == []
+    assert [e for e in fake.events if e[0] != "move"] == []  # nothing but the journaled pointer park
     recs = records(out.run_dir)
     assert "action_dispatched" not in types_for(recs, "post")
     assert (out.run_dir / "frames/halt-post.png").is_file()
@@ -110,7 +110,7 @@ def test_identity_gate_mismatch_halts_before_input(tmp_path):
     fake = FakeBackend(frame)
     out = run(tmp_path, make_bundle(tmp_path / "b", [step], frame=frame), fake)
     assert out.category == "identity" and out.exit_code == 1
-    assert fake.events == []
+    assert [e for e in fake.events if e[0] != "move"] == []  # nothing but the journaled pointer park
     assert "action_dispatched" not in types_for(records(out.run_dir), "post")
 
 
@@ -127,7 +127,7 @@ def test_failed_postcondition_halts_after_input_and_needs_reconciliation(tmp_pat
     fake = FakeBackend(home())  # the click changes nothing
     out = run(tmp_path, make_bundle(tmp_path / "b", [step]), fake)
     assert out.category == "postcondition" and out.exit_code == 1
-    assert len(fake.events) == 1
+    assert [e[0] for e in fake.events] == ["move", "click"]
     state = json.loads((out.run_dir / "state.json").read_text())
     assert state["transaction_outcome"] == "RECONCILIATION_REQUIRED"
     rep = json.loads((out.run_dir / "report.json").read_text()) if (out.run_dir / "report.json").exists() else None
@@ -152,6 +152,8 @@ def test_effect_confirmed_in_the_system_of_record(tmp_path, monkeypatch):
     monkeypatch.setenv("LEDGER_DSN", f"sqlite:///{db}")
 
     def on_event(fake, ev):
+        if ev[0] == "move":  # the pointer parked: the app does not react
+            return
         c = sqlite3.connect(db)
         c.execute("insert into posts values ('ACME')")
         c.commit()
@@ -169,7 +171,7 @@ def test_effect_confirmed_in_the_system_of_record(tmp_path, monkeypatch):
 def test_refuted_write_halts_with_positive_absence(tmp_path, monkeypatch):
     db = make_db(tmp_path)
     monkeypatch.setenv("LEDGER_DSN", f"sqlite:///{db}")
-    fake = FakeBackend(home(), lambda f, ev: f.set_frame(done()))  # shows success, writes nothing
+    fake = FakeBackend(home(), lambda f, ev: f.set_frame(done()) if ev[0] != "move" else None)  # shows success, writes nothing
     out = run(tmp_path, make_bundle(tmp_path / "b", [dict(POST, effect=EFFECT)]), fake)
     assert out.category == "effect" and out.exit_code == 1
     state = json.loads((out.run_dir / "state.json").read_text())
@@ -182,7 +184,8 @@ def test_lost_connection_mid_step_is_a_backend_halt(tmp_path):
     fake.fail_next = None
 
     def on_event(f, ev):
-        f.fail_next = ConnectionFailed("connection to vnc://x lost")
+        if ev[0] != "move":  # lost with the step's own input, not the pointer's park
+            f.fail_next = ConnectionFailed("connection to vnc://x lost")
 
     fake.on_event = on_event
     out = run(tmp_path, make_bundle(tmp_path / "b", [dict(POST, consequential=True)]), fake)
@@ -206,7 +209,7 @@ def test_secret_typing_never_reaches_the_run_dir(tmp_path, monkeypatch):
 
 
 def test_stop_request_interrupts_at_a_step_boundary(tmp_path):
-    fake = FakeBackend(home(), lambda f, ev: f.set_frame(done()))  # the key press changes the screen (its only check)
+    fake = FakeBackend(home(), lambda f, ev: f.set_frame(done()) if ev[0] != "move" else None)  # the key press changes the screen (its only check)
     steps = [{"id": "a", "action": "key", "keys": ["tab"]}, {"id": "b", "action": "key", "keys": ["tab"]}]
     bundle = make_bundle(tmp_path / "b", steps)
     import openadapt_flow.runtime.act.engine as engine
@@ -245,6 +248,8 @@ def test_a_halt_after_the_write_landed_is_not_a_plain_failure(tmp_path, monkeypa
     monkeypatch.setenv("LEDGER_DSN", f"sqlite:///{db}")
 
     def on_event(fake, ev):
+        if ev[0] == "move":  # the pointer parked: the app does not react
+            return
         c = sqlite3.connect(db)
         c.execute("insert into posts values ('ACME')")
         c.commit()
@@ -269,7 +274,7 @@ def test_a_halt_before_any_write_landed_stays_failed(tmp_path, monkeypatch):
     """The other side: nothing landed, FAILED (exit 1) as before, with the re-run command offered."""
     db = make_db(tmp_path)
     monkeypatch.setenv("LEDGER_DSN", f"sqlite:///{db}")
-    fake = FakeBackend(home(), lambda f, ev: f.set_frame(done()))  # shows success, writes nothing
+    fake = FakeBackend(home(), lambda f, ev: f.set_frame(done()) if ev[0] != "move" else None)  # shows success, writes nothing
     out = run(tmp_path, make_bundle(tmp_path / "b", [dict(POST, effect=EFFECT)]), fake)
     assert (out.state, out.exit_code) == ("FAILED", 1)
     report = write_reports(RunDir.open(str(out.run_dir)))

@@ -38,7 +38,7 @@ def test_a_click_with_nothing_declared_halts_when_the_screen_does_not_change(tmp
     fake = FakeBackend(home())  # the click lands on nothing that reacts
     out = run(tmp_path, make_bundle(tmp_path / "b", [dict(BARE, timeout_s=1)]), fake)
     assert (out.state, out.exit_code, out.category) == ("FAILED", 1, "postcondition"), out.message
-    assert fake.events and fake.events[0][0] == "click"  # it acted, then could not tell that it did anything
+    assert [e[0] for e in fake.events] == ["move", "click"]  # parked, acted, then could not tell that it did anything
     assert "declares nothing else to verify it" in out.message
     types = [r["type"] for r in records(out.run_dir) if r["step"] == "post"]
     assert "step_verified" not in types and "halted" in types

@@ -1,0 +1,54 @@
+"""Hover is irrelevant at replay (issue 33, item 5): before the first frame a run resolves a target on, the pointer is
+parked where it hovers nothing the run looks at.
+
+Whatever ran before (the previous item of a batch, a person, another tool) may have left the pointer on this run's
+first target, which then shows its hovered look (a highlight, a ring, a tooltip) and not the look it was recorded
+in. Once parked, the pointer is where this run's own steps leave it, as it was when the demonstration was
+recorded (the recorder cuts every template from a frame with the pointer away from it).
+
+Where: the middle of the frame's right edge, PARK_INSET px in — no desktop puts a hot corner or an edge action
+there by default (hot corners sit at the corners: GNOME's and KDE's top-left, macOS's configured corners, pyautogui's
+fail-safe; the Windows taskbar, the macOS Dock and GNOME's top bar reveal or preview on the bottom, left or top
+edges), and a maximised app has at most a scrollbar there. When the first target's own search window holds that
+place, the left edge's middle instead. The move presses nothing; it is journaled (`pointer_parked`) and fenced
+by the lease like any input.
+"""
+
+from __future__ import annotations
+
+from openadapt_flow.bundle.models import Step
+from openadapt_flow.ladder.types import Box, Point
+from openadapt_flow.runtime.act.settle import settle
+from openadapt_flow.runtime.start.context import RunContext
+
+PARK_INSET = 2  # px from the frame's edge: on the screen, off the very edge
+PARK_REACT_S = 0.1  # how long a toolkit may take to begin repainting a widget the pointer left
+
+
+def park_point(width: int, height: int, avoid: Box | None) -> Point:
+    """The middle of the right edge, PARK_INSET px in; the left edge's middle when `avoid` holds that."""
+    right = (width - 1 - PARK_INSET, height // 2)
+    if avoid is not None and _inside(right, avoid):
+        return (PARK_INSET, height // 2)
+    return right
+
+
+def park_pointer(ctx: RunContext, step: Step) -> None:
+    """Once per run and process, before the first frame a target is resolved on: fence, journal, move, settle."""
+    if ctx.pointer_parked or step.target is None:
+        return
+    frame = ctx.backend.capture()
+    at = park_point(frame.width, frame.height, ctx.ladder.window(step.target, frame.width, frame.height))
+    if ctx.lease is not None:
+        ctx.lease.fence()  # a stalled owner must not move another owner's pointer either
+    ctx.journal.append("pointer_parked", step.id, {"at": list(at), "why": "where the pointer was left is unknown: "
+                                                   "a hover there would change a target's look"})
+    ctx.backend.move(*at)
+    ctx.pointer_parked = True
+    rt = ctx.config.runtime
+    settle(ctx.backend, rt.settle_quiet_s, rt.settle_timeout_s, expect_change_s=PARK_REACT_S)
+
+
+def _inside(p: Point, box: Box) -> bool:
+    x, y, w, h = box
+    return x <= p[0] < x + w and y <= p[1] < y + h

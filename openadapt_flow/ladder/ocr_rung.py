@@ -18,7 +18,7 @@ from openadapt_flow.bundle.models import Landmark, Target
 from openadapt_flow.ladder.landmarks import LANDMARK_SLACK, contradicted, decide, error, fits, search_box
 from openadapt_flow.ladder.types import Box, Evidence, Point, Seen
 from openadapt_flow.vision.ocr import OcrEngine, TextMatch, Word, find_text
-from openadapt_flow.vision.template import FrameFeatures, TemplateImage, Thresholds, clip_box, find_template, pad_box
+from openadapt_flow.vision.template import FrameFeatures, Mode, TemplateImage, Thresholds, clip_box, find_template, pad_box
 
 
 class WordReader:
@@ -226,8 +226,9 @@ class OcrRung:
         box = (round(c.point[0] - ox * s) - pad, round(c.point[1] - oy * s) - pad,
                round(tmpl.width * s) + 2 * pad, round(tmpl.height * s) + 2 * pad)
         best = 0.0
-        for mode in ("gray", "edges"):
-            r = find_template(feats, tmpl, mode=mode, box=box, scales=(s,),  # type: ignore[arg-type]
+        modes: tuple[Mode, Mode] = ("gray", "edges")
+        for mode in modes:
+            r = find_template(feats, tmpl, mode=mode, box=box, scales=(s,),
                               thresholds=Thresholds(confident=CROP_FLOOR, detail_min=0.0, consider=2.0))
             if r.best is not None:
                 best = max(best, r.best.score)

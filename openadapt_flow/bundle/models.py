@@ -33,11 +33,19 @@ class Param(Strict):
 
 
 class Landmark(Strict):
-    """Nearby stable text; it sits at (click point + (dx, dy)) in the recorded frame."""
+    """Nearby stable text; it sits at (click point + (dx, dy)) in the recorded frame. `column`: it is the header of the
+    target's column, above it by however many rows lie between now; only its offset along the row (dx) is held."""
 
     text: str = Field(min_length=1)
     dx: int
     dy: int
+    column: bool = False
+
+    @model_validator(mode="after")
+    def _header_above(self) -> "Landmark":
+        if self.column and self.dy >= 0:
+            raise ValueError("a column landmark is its column's header, above the target: dy must be negative")
+        return self
 
 
 class Target(Strict):

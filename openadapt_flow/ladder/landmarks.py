@@ -3,7 +3,9 @@
 A landmark's *error* at a candidate point is how far the nearest reading of its text lies from where the
 recording had it relative to that point, in tolerances (the word's half-width is slack along the line:
 a header centred over a column moves when the column's width changes). Error at most 1: the landmark *fits*.
-A landmark read nowhere has an infinite error.
+A landmark read nowhere has an infinite error. A `column` landmark (a table column's header) is held only along
+the row: read anywhere above the point, its error is how far it lies beside where the recording had it — a table
+one row taller moves the cell, not its header.
 
 The one rule (docs/decisions.md, "Ties"): landmarks decide between candidates only by a clear margin — the
 winner fits every landmark it has, and every rival has a landmark off by at least LANDMARK_MARGIN tolerances more
@@ -27,8 +29,9 @@ LANDMARK_SLACK = 24  # px of tolerance at any distance (recorded-frame pixels), 
 
 
 def tolerance(lm: Landmark, base: float, slack: int = LANDMARK_SLACK) -> float:
-    """How far (live px) a landmark may sit from its recorded offset and still fit: farther text drifts more."""
-    return (slack + 0.1 * math.hypot(lm.dx, lm.dy)) * base
+    """How far (live px) a landmark may sit from its recorded offset and still fit: farther text drifts more (a
+    column's header only as far as it lies beside the cell)."""
+    return (slack + 0.1 * (abs(lm.dx) if lm.column else math.hypot(lm.dx, lm.dy))) * base
 
 
 def expected(point: Point, lm: Landmark, base: float) -> tuple[float, float]:
@@ -41,6 +44,8 @@ def search_box(point: Point, lm: Landmark, base: float, slack: int = LANDMARK_SL
     ex, ey = expected(point, lm, base)
     reach = tolerance(lm, base, slack) * (1 + LANDMARK_MARGIN)
     bw = (80 + 20 * len(lm.text)) * base + 2 * reach
+    if lm.column:  # the header anywhere above the cell, however many rows the table grew by
+        return (round(ex - bw / 2), 0, round(bw), max(1, point[1]))
     bh = 40 * base + 2 * reach
     return (round(ex - bw / 2), round(ey - bh / 2), round(bw), round(bh))
 
@@ -52,7 +57,13 @@ def error(point: Point, lm: Landmark, readings: Sequence[TextMatch], base: float
     best = math.inf
     for m in readings:
         mx, my = m.centre
-        off = max(max(0.0, abs(mx - ex) - m.box[2] / 2), abs(my - ey))
+        along = max(0.0, abs(mx - ex) - m.box[2] / 2)
+        if lm.column:
+            if my >= point[1]:
+                continue  # a header is above its cell
+            off = along
+        else:
+            off = max(along, abs(my - ey))
         best = min(best, off / tol)
     return best
 

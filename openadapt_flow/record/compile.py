@@ -187,7 +187,7 @@ class _Compiler:
         cx, cy = m.box[0] + m.box[2] // 2, m.box[1] + m.box[3] // 2
         if not (fx - HEADER_SLACK <= cx < fx + fw + HEADER_SLACK and fy - HEADER_REACH <= cy < fy):
             return None
-        return {"text": column, "dx": cx - g.x, "dy": cy - g.y}
+        return {"text": column, "dx": cx - g.x, "dy": cy - g.y, "column": True}
 
     def _holds_typed(self, frame: np.ndarray, box: Box) -> bool:
         return bool(self.typed) and any(shows_typed(w.text, self.typed) for w in self.ocr.read(frame, box))

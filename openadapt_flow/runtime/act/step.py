@@ -15,7 +15,7 @@ import numpy as np
 
 from openadapt_flow.backends.base import Frame
 from openadapt_flow.bundle.keys import normalise_key
-from openadapt_flow.bundle.models import Effect, Landmark, Postcondition, Step, Target
+from openadapt_flow.bundle.models import Effect, Postcondition, Step, Target
 from openadapt_flow.errors import BackendError, FlowError
 from openadapt_flow.ladder.types import Box, Point, Resolution
 from openadapt_flow.runtime.start.context import RunContext
@@ -61,7 +61,7 @@ def _interp_target(ctx: RunContext, t: Target) -> Target:
     return t.model_copy(
         update={
             "text": ctx.interp(t.text) if t.text else None,
-            "landmarks": [Landmark(text=ctx.interp(lm.text), dx=lm.dx, dy=lm.dy) for lm in t.landmarks],
+            "landmarks": [lm.model_copy(update={"text": ctx.interp(lm.text)}) for lm in t.landmarks],
         }
     )
 

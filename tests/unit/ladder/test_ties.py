@@ -154,6 +154,34 @@ def test_a_landmark_decides_only_by_a_clear_margin(row_shift: int, rival_dx: int
         assert "landmarks fit" in res.evidence[-1].detail
 
 
+@pytest.mark.parametrize("rows_lower", [1, 3])
+def test_a_column_header_tells_the_new_rows_cells_apart_however_many_rows_lower(rows_lower: int) -> None:
+    # DB Browser's geometry (name and clinic cells 69 px apart); the table grew by `rows_lower` rows since the
+    # recording. Held as a plain landmark the header is already off by the rows' height at the right cell: a tie.
+    # As its column's header (what `flow record` writes) only its place along the row counts: the name cell.
+    hx, hy = 97, 120
+    header = Word("name", 92, (hx - 17, hy - 6, 34, 12))
+    y = 250 + 27 * rows_lower
+    name_null, clinic_null = Word("NULL", 92, (80, y - 6, 34, 12)), Word("NULL", 92, (149, y - 6, 34, 12))
+    words = [header, Word("clinic", 92, (150, hy - 6, 40, 12)), name_null, clinic_null]
+    dy = round(hy - 250)  # recorded: the header 130 px above the new row
+    plain = Target(text="NULL", region=(60, 236, 80, 28), landmarks=[Landmark(text="name", dx=0, dy=dy)])
+    column = Target(text="NULL", region=(60, 236, 80, 28), landmarks=[Landmark(text="name", dx=0, dy=dy, column=True)])
+    res = Ladder({}, SIZE, ocr=ScriptedOcr(words)).resolve(draw([]), column)
+    assert res.ok and abs(res.point[0] - name_null.centre[0]) <= 1 and abs(res.point[1] - y) <= 1, res.message
+    res = Ladder({}, SIZE, ocr=ScriptedOcr(words)).resolve(draw([]), plain)
+    assert res.point is None and res.category == "ambiguous"
+
+
+def test_a_column_header_cannot_tell_two_rows_of_one_column_apart() -> None:
+    # a leftover row's NULL under the same header: the header fits both cells — a tie, never the lower or the upper
+    header = Word("name", 92, (80, 114, 34, 12))
+    cells = [Word("NULL", 92, (80, 271, 34, 12)), Word("NULL", 92, (80, 298, 34, 12))]
+    t = Target(text="NULL", region=(60, 263, 80, 28), landmarks=[Landmark(text="name", dx=0, dy=-157, column=True)])
+    res = Ladder({}, SIZE, ocr=ScriptedOcr([header, *cells])).resolve(draw([]), t)
+    assert res.point is None and res.category == "ambiguous" and "landmarks fit 2 candidates alike" in res.evidence[-1].detail
+
+
 # -- template rung -----------------------------------------------------------------------------------------------------
 
 SAVE = Button("Save", 600, 520)

@@ -35,3 +35,4 @@ def test_a_typed_cell_is_anchored_by_the_header_of_the_column_its_value_landed_i
     assert cell["action"] == "type"
     (lm,) = cell["target"]["landmarks"]
     assert lm["text"] == "name" and lm["dy"] < -60 and abs(lm["dx"]) < 100
+    assert lm["column"] is True  # held along the row only: the table may have more rows at replay

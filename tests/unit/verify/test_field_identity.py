@@ -52,6 +52,19 @@ def test_text_read_back_in_a_cell_under_another_columns_header_is_not_verified()
     assert ok.ok, ok.detail
 
 
+def test_a_column_header_holds_for_the_cell_rows_lower_in_its_column_only() -> None:
+    # the table has grown: the cell typed into is 120 px lower than recorded; its column's header has not moved
+    lm = header_landmark().model_copy(update={"column": True})
+    rels = relations(Target(template="t/cell.png", region=CELL, landmarks=[lm]), "ocr", None, CLICK, 1.0)
+    lower = (CLICK[0], CLICK[1] + 120)
+    def grown(name_x: int, clinic_x: int) -> np.ndarray:
+        c = Canvas().text(name_x + 10, HEADER_Y, "name").text(clinic_x + 10, HEADER_Y, "clinic")
+        c.button(name_x, ROW_Y + 120, "Eli Stone" if name_x == 40 else "NULL", w=CELL_W, h=CELL_H)
+        return c.button(clinic_x, ROW_Y + 120, "Eli Stone" if clinic_x == 40 else "NULL", w=CELL_W, h=CELL_H).array()
+    assert field_identity(OcrEngine(), grown(40, 160), lower, rels, 1.0).ok
+    assert not field_identity(OcrEngine(), grown(160, 40), lower, rels, 1.0).ok
+
+
 def test_a_label_beside_the_field_is_checked_unless_the_template_hit_took_it_in() -> None:
     target = Target(template="t/f.png", region=(100, 100, 300, 30), text="Vendor", text_offset=(150, 0))
     inside = relations(target, "template", (100, 100, 300, 30), (350, 115), 1.0)

@@ -84,3 +84,29 @@ def test_a_recording_made_with_a_hovering_pointer_has_no_hover_in_templates_or_f
     assert r.returncode == 0, r.stdout + r.stderr
     rows = app.rows()
     assert len(rows) == before + 1 and rows[-1][1:3] == ("Globex Ltd", 99.5)
+
+
+def test_a_pointer_left_on_the_first_target_does_not_change_what_the_replay_resolves(tmp_path, demo_app):
+    """Issue 33, item 5: the previous run (or a person) left the pointer on New invoice, which shows its hovered look
+    and a status tip. The replay parks the pointer first (journaled, before the first frame it resolves on), and
+    New invoice is found by its template as recorded, not by its words."""
+    from tests.e2e.demo_harness import BUNDLE_DIR
+
+    app = demo_app("hover")
+    viewer = VncBackend(BackendSpec(kind="vnc", host="127.0.0.1", port=app.xvnc.port, io_timeout_s=15))
+    try:
+        settle(viewer, 0.2, 5)
+        glide(viewer, (700, 400), (130, 112))  # onto New invoice, and left there
+        assert hovered_pixels(viewer.capture().pixels) > 0
+    finally:
+        viewer.close()
+    env = flow_env(tmp_path, INVOICES_DSN=f"sqlite:///{app.db_path}", DEMO_DB_DSN=f"sqlite:///{app.db_path}")
+    r = run_flow(["replay", str(BUNDLE_DIR), "--url", app.xvnc.url, "--run-dir", str(tmp_path / "run"), "--json",
+                  "--param", "vendor=Initech", "--param", "amount=12.5"], tmp_path, env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    recs = [json.loads(line) for line in (tmp_path / "run" / "journal.jsonl").read_text().splitlines()]
+    kinds = [rec["type"] for rec in recs]
+    assert kinds.count("pointer_parked") == 1 and kinds.index("pointer_parked") < kinds.index("resolved")
+    first = next(rec for rec in recs if rec["type"] == "resolved")
+    assert first["step"] == "open-form" and first["data"]["rung"] == "template", first["data"]["evidence"]
+    assert app.rows()[-1][1:3] == ("Initech", 12.5)

@@ -16,7 +16,7 @@ import numpy as np
 
 from openadapt_flow.bundle.models import Landmark, Target
 from openadapt_flow.ladder.landmarks import LANDMARK_SLACK, contradicted, decide, error, fits, search_box
-from openadapt_flow.ladder.types import Box, Evidence, Point, Seen
+from openadapt_flow.ladder.types import TIE_MARGIN, Box, Evidence, Point, Seen
 from openadapt_flow.vision.ocr import OcrEngine, TextMatch, Word, find_text
 from openadapt_flow.vision.template import FrameFeatures, Mode, TemplateImage, Thresholds, clip_box, find_template, pad_box
 
@@ -74,7 +74,7 @@ class OcrRung:
         min_score: float = 80.0,
         landmark_tol: int = LANDMARK_SLACK,
         padding: int = 80,
-        margin: float = 0.05,
+        margin: float = TIE_MARGIN,
     ) -> None:
         self.reader = reader
         self.templates = templates
@@ -160,7 +160,7 @@ class OcrRung:
     def _by_landmarks(self, frame: np.ndarray, target: Target, cands: list[_Candidate], base: float,
                       need_landmark: bool) -> Evidence:
         """The landmarks' clear-margin rule (`ladder.landmarks.decide`). A single reading the template saw no
-        look-alike of stands unless a landmark read on the screen is clearly off it (read elsewhere)."""
+        look-alike of stands unless its landmarks are read on the screen and none where recorded (`contradicted`)."""
         text, names = target.text, [lm.text for lm in target.landmarks]
         errors = [[self.landmark_error(frame, c.point, lm, base) for lm in target.landmarks] for c in cands]
         if len(cands) == 1 and not need_landmark:
@@ -200,8 +200,6 @@ class OcrRung:
         order = sorted(range(len(cands)), key=lambda i: -scores[i])
         best, second = order[0], order[1]
         ev = _evidence(cands[best], cands)
-        ev.candidates = [Seen(c.match.box, round(s, 4), c.point) for c, s in zip(cands, scores)]
-        ev.rank, ev.runner_up = round(scores[best], 4), round(scores[second], 4)
         said = f"{len(cands)} matches for {target.text!r}; the recorded crop correlates {scores[best]:.2f} at the best"
         if scores[best] >= CROP_FLOOR and scores[best] - scores[second] >= self.margin:
             ev.verdict, ev.point = "hit", cands[best].point

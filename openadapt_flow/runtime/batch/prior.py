@@ -1,0 +1,96 @@
+"""What an earlier attempt at an item means for this batch: skip it, resume its run, send it again, or report it.
+
+The run is the truth, the item ledger only says which run it was: an item whose run an operator has since resumed to
+completion is done; one whose run's owner died is finalised first (INTERRUPTED, its outcome classified from its
+journal). An item is sent again only when nothing of it can have landed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from openadapt_flow.bundle.loader import load_bundle
+from openadapt_flow.errors import FlowError, RunDirError
+from openadapt_flow.runtime.batch.status import ItemResult, ItemStatus, effect_verdict, status_of
+from openadapt_flow.runtime.judge.outcome import classify, landed
+from openadapt_flow.runtime.operate.reconciler import reconcile_one
+from openadapt_flow.runtime.start.runref import open_ref
+from openadapt_flow.store.base import RunHandle
+from openadapt_flow.store.items import Attempt, ItemRecord
+from openadapt_flow.store.states import LIVE_STATES, RunState
+
+
+@dataclass(frozen=True)
+class Prior:
+    """The verdict on an item's last attempt: `result` to report as it is (nothing sent), else `resume` that run,
+    else (both None) send the item."""
+
+    result: ItemResult | None = None
+    resume: str | None = None
+    why: str = ""  # why it is sent again (for the reason of the new attempt's line)
+
+
+SEND = Prior()
+
+
+def judge_prior(record: ItemRecord | None, line: int, changed: bool) -> Prior:
+    """The verdict on `record`'s last attempt at the item on `line` (`changed`: this file gives it other values)."""
+    last = record.last if record is not None else None
+    if record is None or last is None:
+        return SEND
+    try:
+        run = open_ref(last.run)
+    except RunDirError:  # created no run: the ledger is written before the run is, and a run that sent input has one
+        return _without_run(record.key, line, last)
+    try:
+        return _judge_run(record.key, line, run, last, changed)
+    except FlowError as e:  # a damaged or tampered run: never a reason to send the item again
+        return Prior(ItemResult(line, record.key, ItemStatus.UNCERTAIN, last.run, f"its earlier run cannot be read "
+                                f"({e}); not sent again: check it"))
+
+
+def _without_run(key: str, line: int, last: Attempt) -> Prior:
+    status = ItemStatus(last.status) if last.status else None
+    if status is ItemStatus.DONE:
+        return Prior(ItemResult(line, key, ItemStatus.SKIPPED_DONE, last.run, "done in an earlier batch (its run "
+                                "directory is gone)", last.effect))
+    if status is None or status.rerunnable:
+        return Prior(why=f"its earlier run {last.run} never started")
+    return Prior(ItemResult(line, key, status, last.run, f"{last.reason or status.value} (earlier batch; its run "
+                            "directory is gone); not sent again", last.effect))
+
+
+def _judge_run(key: str, line: int, run: RunHandle, last: Attempt, changed: bool) -> Prior:
+    state = str(run.state().get("state")) if run.has_state() else RunState.PENDING
+    if state in LIVE_STATES:
+        reconcile_one(run)  # its owner died (a killed batch): INTERRUPTED, outcome from its journal
+        state = str(run.state().get("state"))
+        if state in LIVE_STATES:
+            return Prior(ItemResult(line, key, ItemStatus.NOT_RUN, run.ref, f"its run {run.ref} is running in another "
+                                    "process; not sent"))
+    durable = bool(run.manifest().get("durable"))
+    records = run.read_records()
+    steps = load_bundle(run.artifact_dir("bundle")).model.steps
+    effect = effect_verdict(steps, records)
+    if state == RunState.COMPLETED:
+        note = " — the file now gives it other values; give it a new key to enter those" if changed else ""
+        return Prior(ItemResult(line, key, ItemStatus.SKIPPED_DONE, run.ref, f"done in an earlier batch{note}", effect))
+    if (state == RunState.INTERRUPTED and durable) or (state == RunState.PAUSED and run.has_approval()):
+        return Prior(resume=run.ref)  # the durable runtime continues it: never a verified step again, never a blind retry
+    outcome, _ = classify(steps, records)
+    status = status_of(state, str(outcome), landed(steps, records), durable)
+    if state == RunState.BLOCKED:
+        return Prior(ItemResult(line, key, ItemStatus.HALTED, run.ref, f"its earlier run was BLOCKED "
+                                f"({run.state().get('message') or 'a policy or an operator'}); not sent again", effect))
+    if status.rerunnable:
+        return Prior(why=f"its earlier run {run.ref} stopped before any write ({state})")
+    return Prior(ItemResult(line, key, status, run.ref, f"{_earlier(status, run)}; not sent again", effect))
+
+
+def _earlier(status: ItemStatus, run: RunHandle) -> str:
+    message = run.state().get("message") or ""
+    if status is ItemStatus.PAUSED:
+        return f"its earlier run waits for a decision ({message}): flow status {run.ref}"
+    if status is ItemStatus.FAILED_AFTER_EFFECT:
+        return f"its earlier run's write landed, then it stopped ({message}): finish it by hand"
+    return f"its earlier run may have written ({message}): check the system of record"

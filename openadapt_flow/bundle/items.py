@@ -72,15 +72,22 @@ def read_items(path: Path, bundle: Bundle, key_column: str | None = None) -> lis
         if item is None:
             continue
         if item.key in seen:
-            problems.append(f"{name}:{line}: duplicate key {item.key!r} (first at line {seen[item.key]})")
+            first = seen[item.key]
+            problems.append(f"{name}:{line}: duplicate key {item.key!r} (first at line {first})" if key_column else
+                            f"{name}:{line}: duplicate item: the same values as line {first} (key {item.key!r})")
             continue
         seen[item.key] = line
         items.append(item)
     if not problems and not items:
         problems.append(f"{name}:1: the items file is empty: no items" + (" (only a header row)" if rows == [] else ""))
     if problems:
-        raise ItemsError(problems)
+        raise ItemsError(sorted(problems, key=lambda p: _line_of(p, name)))  # in file order, whichever check found it
     return items
+
+
+def _line_of(problem: str, name: str) -> int:
+    head = problem[len(name) + 1:].split(":", 1)[0]
+    return int(head) if head.isdigit() else 0
 
 
 def _is_json(path: Path, text: str) -> bool:

@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -42,6 +42,9 @@ class Attempt(BaseModel):
     line: int = Field(description="the item's line in that file")
     values: str = Field(description="a digest of the item's params, to say when a later file changed them")
     started_at: str
+    why: str | None = Field(default=None, description="why the item was sent again after an earlier attempt")
+    reread: dict[str, Any] | None = Field(default=None, description="the earlier attempt's write read again: the "
+                                                                     "evidence it did not land")
     status: str | None = Field(default=None, description="the item's status when its run stopped; None: not known")
     reason: str | None = None
     effect: str | None = None

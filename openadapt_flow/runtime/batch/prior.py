@@ -7,10 +7,13 @@ journal). An item is sent again only when nothing of it can have landed.
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass
 
 from openadapt_flow.bundle.loader import load_bundle
+from openadapt_flow.bundle.models import Step
 from openadapt_flow.errors import FlowError, RunDirError
+from openadapt_flow.runtime.batch.reread import reread_effect
 from openadapt_flow.runtime.batch.status import ItemResult, ItemStatus, effect_verdict, status_of
 from openadapt_flow.runtime.judge.outcome import classify, landed
 from openadapt_flow.runtime.operate.reconciler import reconcile_one
@@ -18,6 +21,8 @@ from openadapt_flow.runtime.start.runref import open_ref
 from openadapt_flow.store.base import RunHandle
 from openadapt_flow.store.items import Attempt, ItemRecord
 from openadapt_flow.store.states import LIVE_STATES, RunState
+from openadapt_flow.store.stepdoc import RecheckedEffect
+from openadapt_flow.verify.effects import ABSENT, CONFIRMED
 
 
 @dataclass(frozen=True)
@@ -28,13 +33,15 @@ class Prior:
     result: ItemResult | None = None
     resume: str | None = None
     why: str = ""  # why it is sent again (for the reason of the new attempt's line)
+    reread: RecheckedEffect | None = None  # the earlier run's write read again ABSENT: the evidence it did not land
 
 
 SEND = Prior()
 
 
-def judge_prior(record: ItemRecord | None, line: int, changed: bool) -> Prior:
-    """The verdict on `record`'s last attempt at the item on `line` (`changed`: this file gives it other values)."""
+def judge_prior(record: ItemRecord | None, line: int, changed: bool, stop: threading.Event) -> Prior:
+    """The verdict on `record`'s last attempt at the item on `line` (`changed`: this file gives it other values;
+    `stop` ends a wait to re-read an uncertain write)."""
     last = record.last if record is not None else None
     if record is None or last is None:
         return SEND
@@ -43,7 +50,7 @@ def judge_prior(record: ItemRecord | None, line: int, changed: bool) -> Prior:
     except RunDirError:  # created no run: the ledger is written before the run is, and a run that sent input has one
         return _without_run(record.key, line, last)
     try:
-        return _judge_run(record.key, line, run, last, changed)
+        return _judge_run(record.key, line, run, changed, stop)
     except FlowError as e:  # a damaged or tampered run: never a reason to send the item again
         return Prior(ItemResult(line, record.key, ItemStatus.UNCERTAIN, last.run, f"its earlier run cannot be read "
                                 f"({e}); not sent again: check it"))
@@ -60,7 +67,7 @@ def _without_run(key: str, line: int, last: Attempt) -> Prior:
                             "directory is gone); not sent again", last.effect))
 
 
-def _judge_run(key: str, line: int, run: RunHandle, last: Attempt, changed: bool) -> Prior:
+def _judge_run(key: str, line: int, run: RunHandle, changed: bool, stop: threading.Event) -> Prior:
     state = str(run.state().get("state")) if run.has_state() else RunState.PENDING
     if state in LIVE_STATES:
         reconcile_one(run)  # its owner died (a killed batch): INTERRUPTED, outcome from its journal
@@ -84,7 +91,25 @@ def _judge_run(key: str, line: int, run: RunHandle, last: Attempt, changed: bool
                                 f"({run.state().get('message') or 'a policy or an operator'}); not sent again", effect))
     if status.rerunnable:
         return Prior(why=f"its earlier run {run.ref} stopped before any write ({state})")
+    if status is ItemStatus.UNCERTAIN:
+        return _uncertain(key, line, run, list(steps), effect, stop)
     return Prior(ItemResult(line, key, status, run.ref, f"{_earlier(status, run)}; not sent again", effect))
+
+
+def _uncertain(key: str, line: int, run: RunHandle, steps: list[Step], effect: str | None,
+               stop: threading.Event) -> Prior:
+    """A write that may have landed, read again read-only: ABSENT sends the item again, anything else never does."""
+    reread = reread_effect(run, steps, stop)
+    if reread is not None and reread[0] == ABSENT:
+        return Prior(why=f"its earlier run {run.ref} was cut after sending its write, which was read again ABSENT "
+                         f"{reread[1]['read_after_dispatch_s']} s after it was sent", reread=reread[1])
+    if reread is not None and reread[0] == CONFIRMED:
+        return Prior(ItemResult(line, key, ItemStatus.FAILED_AFTER_EFFECT, run.ref, "its earlier run's write landed "
+                                "(read again: CONFIRMED) but the run stopped before its end: finish it by hand; not sent "
+                                "again", CONFIRMED))
+    seen = f" (read again: {reread[0]})" if reread is not None else ""
+    return Prior(ItemResult(line, key, ItemStatus.UNCERTAIN, run.ref, f"{_earlier(ItemStatus.UNCERTAIN, run)}{seen}; "
+                            "not sent again", effect))
 
 
 def _earlier(status: ItemStatus, run: RunHandle) -> str:

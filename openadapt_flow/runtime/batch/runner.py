@@ -100,7 +100,7 @@ class _Batch:
         record = self.ledger.get(item.key)
         digest = values_digest(item.params)
         changed = record is not None and record.last is not None and record.last.values != digest
-        prior = judge_prior(record, item.line, changed)
+        prior = judge_prior(record, item.line, changed, self.req.stop)
         if prior.result is not None:
             return prior.result  # done, waiting, or possibly written: nothing is sent
         if self.req.stop.is_set() and self.stopped is None:
@@ -129,7 +129,8 @@ class _Batch:
     def _send(self, index: int, item: Item, digest: str, prior: Prior) -> ItemResult:
         run_dir = self._run_dir(index, item.key)
         self.ledger.started(item.key, Attempt(run=str(run_dir), items_file=str(self.req.items_file), line=item.line,
-                                              values=digest, started_at=now_iso()))
+                                              values=digest, started_at=now_iso(), why=prior.why or None,
+                                              reread=dict(prior.reread) if prior.reread else None))
         req = ReplayRequest(bundle=self.req.bundle, params=item.params, backend=self.req.backend,
                             config=self.req.config, run_dir=run_dir, durable=self.req.durable,
                             allow_model=self.req.allow_model, loaded=self.loaded)

@@ -131,6 +131,7 @@ class ItemLedger:
         self._write(record)
 
     def _write(self, record: ItemRecord) -> None:
+        self.dir.mkdir(parents=True, exist_ok=True)
         write_json_atomic(self._path(record.key), record.model_dump(mode="json", by_alias=True))
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
+from pathlib import Path
 
 from openadapt_flow.bundle.loader import load_bundle
 from openadapt_flow.bundle.models import Step
@@ -52,19 +53,34 @@ def judge_prior(record: ItemRecord | None, line: int, changed: bool, stop: threa
     try:
         return _judge_run(record.key, line, run, changed, stop)
     except FlowError as e:  # a damaged or tampered run: never a reason to send the item again
-        return Prior(ItemResult(line, record.key, ItemStatus.UNCERTAIN, last.run, f"its earlier run cannot be read "
+        return Prior(ItemResult(line, record.key, ItemStatus.UNCERTAIN, shown(last.run), f"its earlier run cannot be read "
                                 f"({e}); not sent again: check it"))
 
 
 def _without_run(key: str, line: int, last: Attempt) -> Prior:
+    """The attempt's run directory holds no run. The batch makes it (empty) before it records the attempt, so an empty
+    or cut one sent nothing; one that is gone was removed by hand, and what it did is no longer known."""
     status = ItemStatus(last.status) if last.status else None
     if status is ItemStatus.DONE:
-        return Prior(ItemResult(line, key, ItemStatus.SKIPPED_DONE, last.run, "done in an earlier batch (its run "
+        return Prior(ItemResult(line, key, ItemStatus.SKIPPED_DONE, shown(last.run), "done in an earlier batch (its run "
                                 "directory is gone)", last.effect))
-    if status is None or status.rerunnable:
-        return Prior(why=f"its earlier run {last.run} never started")
-    return Prior(ItemResult(line, key, status, last.run, f"{last.reason or status.value} (earlier batch; its run "
-                            "directory is gone); not sent again", last.effect))
+    if Path(last.run).is_dir() or (status is not None and status.rerunnable):
+        return Prior(why=f"its earlier run {shown(last.run)} never started")
+    if status is None:
+        return Prior(ItemResult(line, key, ItemStatus.UNCERTAIN, shown(last.run), "its earlier run's directory is gone "
+                                "and the batch never learnt how it ended: it may have written; check the system of "
+                                "record; not sent again"))
+    return Prior(ItemResult(line, key, status, shown(last.run), f"{last.reason or status.value} (earlier batch; its "
+                            "run directory is gone); not sent again", last.effect))
+
+
+def shown(ref: str) -> str:
+    """A run directory as lines and results show it: relative to the current directory when it is under it."""
+    path = Path(ref)
+    try:
+        return str(path.relative_to(Path.cwd())) if path.is_absolute() else ref
+    except ValueError:
+        return ref
 
 
 def _judge_run(key: str, line: int, run: RunHandle, changed: bool, stop: threading.Event) -> Prior:
@@ -73,7 +89,7 @@ def _judge_run(key: str, line: int, run: RunHandle, changed: bool, stop: threadi
         reconcile_one(run)  # its owner died (a killed batch): INTERRUPTED, outcome from its journal
         state = str(run.state().get("state"))
         if state in LIVE_STATES:
-            return Prior(ItemResult(line, key, ItemStatus.NOT_RUN, run.ref, f"its run {run.ref} is running in another "
+            return Prior(ItemResult(line, key, ItemStatus.NOT_RUN, shown(run.ref), f"its run {shown(run.ref)} is running in another "
                                     "process; not sent"))
     durable = bool(run.manifest().get("durable"))
     records = run.read_records()
@@ -81,19 +97,19 @@ def _judge_run(key: str, line: int, run: RunHandle, changed: bool, stop: threadi
     effect = effect_verdict(steps, records)
     if state == RunState.COMPLETED:
         note = " — the file now gives it other values; give it a new key to enter those" if changed else ""
-        return Prior(ItemResult(line, key, ItemStatus.SKIPPED_DONE, run.ref, f"done in an earlier batch{note}", effect))
+        return Prior(ItemResult(line, key, ItemStatus.SKIPPED_DONE, shown(run.ref), f"done in an earlier batch{note}", effect))
     if (state == RunState.INTERRUPTED and durable) or (state == RunState.PAUSED and run.has_approval()):
         return Prior(resume=run.ref)  # the durable runtime continues it: never a verified step again, never a blind retry
     outcome, _ = classify(steps, records)
     status = status_of(state, str(outcome), landed(steps, records), durable)
     if state == RunState.BLOCKED:
-        return Prior(ItemResult(line, key, ItemStatus.HALTED, run.ref, f"its earlier run was BLOCKED "
+        return Prior(ItemResult(line, key, ItemStatus.HALTED, shown(run.ref), f"its earlier run was BLOCKED "
                                 f"({run.state().get('message') or 'a policy or an operator'}); not sent again", effect))
     if status.rerunnable:
-        return Prior(why=f"its earlier run {run.ref} stopped before any write ({state})")
+        return Prior(why=f"its earlier run {shown(run.ref)} stopped before any write ({state})")
     if status is ItemStatus.UNCERTAIN:
         return _uncertain(key, line, run, list(steps), effect, stop)
-    return Prior(ItemResult(line, key, status, run.ref, f"{_earlier(status, run)}; not sent again", effect))
+    return Prior(ItemResult(line, key, status, shown(run.ref), f"{_earlier(status, run)}; not sent again", effect))
 
 
 def _uncertain(key: str, line: int, run: RunHandle, steps: list[Step], effect: str | None,
@@ -101,21 +117,21 @@ def _uncertain(key: str, line: int, run: RunHandle, steps: list[Step], effect: s
     """A write that may have landed, read again read-only: ABSENT sends the item again, anything else never does."""
     reread = reread_effect(run, steps, stop)
     if reread is not None and reread[0] == ABSENT:
-        return Prior(why=f"its earlier run {run.ref} was cut after sending its write, which was read again ABSENT "
+        return Prior(why=f"its earlier run {shown(run.ref)} was cut after sending its write, which was read again ABSENT "
                          f"{reread[1]['read_after_dispatch_s']} s after it was sent", reread=reread[1])
     if reread is not None and reread[0] == CONFIRMED:
-        return Prior(ItemResult(line, key, ItemStatus.FAILED_AFTER_EFFECT, run.ref, "its earlier run's write landed "
+        return Prior(ItemResult(line, key, ItemStatus.FAILED_AFTER_EFFECT, shown(run.ref), "its earlier run's write landed "
                                 "(read again: CONFIRMED) but the run stopped before its end: finish it by hand; not sent "
                                 "again", CONFIRMED))
     seen = f" (read again: {reread[0]})" if reread is not None else ""
-    return Prior(ItemResult(line, key, ItemStatus.UNCERTAIN, run.ref, f"{_earlier(ItemStatus.UNCERTAIN, run)}{seen}; "
+    return Prior(ItemResult(line, key, ItemStatus.UNCERTAIN, shown(run.ref), f"{_earlier(ItemStatus.UNCERTAIN, run)}{seen}; "
                             "not sent again", effect))
 
 
 def _earlier(status: ItemStatus, run: RunHandle) -> str:
     message = run.state().get("message") or ""
     if status is ItemStatus.PAUSED:
-        return f"its earlier run waits for a decision ({message}): flow status {run.ref}"
+        return f"its earlier run waits for a decision ({message}): flow status {shown(run.ref)}"
     if status is ItemStatus.FAILED_AFTER_EFFECT:
         return f"its earlier run's write landed, then it stopped ({message}): finish it by hand"
     return f"its earlier run may have written ({message}): check the system of record"

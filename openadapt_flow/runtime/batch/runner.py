@@ -25,7 +25,7 @@ from openadapt_flow.bundle.items import Item
 from openadapt_flow.bundle.loader import LoadedBundle, load_bundle
 from openadapt_flow.errors import FlowError, RefusedError, UsageError
 from openadapt_flow.runtime.act.engine import stop_on_signals
-from openadapt_flow.runtime.batch.prior import Prior, judge_prior
+from openadapt_flow.runtime.batch.prior import Prior, judge_prior, shown
 from openadapt_flow.runtime.batch.status import ItemResult, ItemStatus, effect_verdict, status_of
 from openadapt_flow.runtime.judge.outcome import classify, landed
 from openadapt_flow.runtime.runs import replay, resume
@@ -128,7 +128,8 @@ class _Batch:
 
     def _send(self, index: int, item: Item, digest: str, prior: Prior) -> ItemResult:
         run_dir = self._run_dir(index, item.key)
-        self.ledger.started(item.key, Attempt(run=str(run_dir), items_file=str(self.req.items_file), line=item.line,
+        run_dir.mkdir(parents=True)  # before the attempt is recorded: a recorded run whose directory is gone was removed
+        self.ledger.started(item.key, Attempt(run=str(run_dir.absolute()), items_file=str(self.req.items_file.absolute()), line=item.line,
                                               values=digest, started_at=now_iso(), why=prior.why or None,
                                               reread=dict(prior.reread) if prior.reread else None))
         req = ReplayRequest(bundle=self.req.bundle, params=item.params, backend=self.req.backend,
@@ -153,7 +154,7 @@ class _Batch:
             run = open_ref(prior.resume)
             st = run.state()
             status = status_of(str(st.get("state")), st.get("transaction_outcome"), [], durable=False)
-            return ItemResult(item.line, item.key, status if not status.rerunnable else ItemStatus.HALTED, prior.resume,
+            return ItemResult(item.line, item.key, status if not status.rerunnable else ItemStatus.HALTED, shown(prior.resume),
                               f"its earlier run could not be resumed: {e}")
         self.sent += 1
         return self._finished(item, outcome, load_bundle(open_ref(outcome.run_dir).artifact_dir("bundle")),
@@ -178,7 +179,7 @@ class _Batch:
             reason = f"{reason} ({note})"
         if outcome.state == RunState.INTERRUPTED:
             self.stopped = f"item {item.key!r} (line {item.line}) was interrupted: {outcome.message}"
-        result = ItemResult(item.line, item.key, status, str(outcome.run_dir), reason, effect_verdict(steps, records))
+        result = ItemResult(item.line, item.key, status, shown(str(outcome.run_dir)), reason, effect_verdict(steps, records))
         self.ledger.finished(item.key, status.value, result.reason or None, result.effect)
         return result
 
@@ -200,7 +201,7 @@ def _reason(outcome: RunOutcome, status: ItemStatus, durable: bool) -> str:
     if status is ItemStatus.DONE:
         return ""
     head = f"{outcome.category}: {outcome.message}" if outcome.category else (outcome.message or outcome.state)
-    ref = outcome.run_dir
+    ref = shown(str(outcome.run_dir))
     if status is ItemStatus.PAUSED:
         return f"{head} — waits for a decision: flow status {ref}"
     if status is ItemStatus.UNCERTAIN:

@@ -97,3 +97,34 @@ def test_an_item_whose_earlier_run_halted_before_any_write_is_sent_again(tmp_pat
     assert _rows(tmp_path) == 1
     attempts = ItemLedger("demo-invoice").get("INV-1").attempts
     assert [a.status for a in attempts] == ["halted", "done"] and "stopped before any write" in attempts[1].why
+
+
+def _recorded_attempt(tmp_path: Path, key: str, run: Path) -> None:
+    from openadapt_flow.store.items import Attempt
+
+    ItemLedger("demo-invoice").started(key, Attempt(run=str(run), items_file=str(tmp_path / "items.csv"), line=2,
+                                                    values="x", started_at="2026-01-01T00:00:00Z"))
+
+
+def test_an_attempt_killed_before_its_run_began_is_sent_again(tmp_path):
+    (tmp_path / "runs" / "b" / "001-a").mkdir(parents=True)  # made before the attempt was recorded; never a run
+    _recorded_attempt(tmp_path, "a", tmp_path / "runs" / "b" / "001-a")
+    results = run_batch(_request(tmp_path, "normal", [Item(2, {"vendor": "ACME", "amount": "12.5"}, "a")]))
+    assert results[0].status is ItemStatus.DONE and results[0].run_dir.endswith("001-a-2") and _rows(tmp_path) == 1
+
+
+def test_an_attempt_whose_run_directory_is_gone_and_whose_end_is_unknown_is_never_sent_again(tmp_path):
+    _recorded_attempt(tmp_path, "a", tmp_path / "elsewhere" / "001-a")
+    results = run_batch(_request(tmp_path, "normal", [Item(2, {"vendor": "ACME", "amount": "12.5"}, "a")]))
+    assert results[0].status is ItemStatus.UNCERTAIN and "directory is gone" in results[0].reason
+    assert _rows(tmp_path) == 0 and batch_exit_code(results) == 1
+
+
+def test_the_ledger_finds_an_items_runs_from_any_working_directory(tmp_path, monkeypatch):
+    items = [Item(2, {"vendor": "ACME", "amount": "12.5"}, "a")]
+    assert run_batch(_request(tmp_path, "normal", items))[0].status is ItemStatus.DONE
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    again = run_batch(_request(tmp_path, "normal", items))
+    assert again[0].status is ItemStatus.SKIPPED_DONE and again[0].reason == "done in an earlier batch"

@@ -88,3 +88,35 @@ def test_a_batch_killed_mid_item_and_run_again_does_every_item_exactly_once(tmp_
     assert [e["status"] for e in events3 if e["key"] != "INV-2"] == ["skipped_done", "skipped_done"]
     assert next(e["status"] for e in events3 if e["key"] == "INV-2") == (
         "failed_after_effect" if point in LANDED else "skipped_done")
+
+
+# the point -> INV-2's status and rows after the batch runs again: a run cut before its manifest never began (sent
+# again); past its first input, the fixture cannot be where the run was (paused); the click on Save landed (1 row)
+DURABLE = {"after:run_started": ("done", 1), "after:step_verified@vendor": ("paused", 0),
+           "after:action_dispatched@save": ("paused", 0), "after:action_sent@save": ("paused", 1)}
+
+
+@pytest.mark.parametrize("point", DURABLE)
+def test_a_durable_batch_killed_mid_item_never_sends_an_item_twice(tmp_path, point):
+    """A durable item's run is resumed, not sent again: the runtime re-reads its uncertain write and re-proves its
+    checkpoint first. The recorded fixture starts again at its first screen, so a resume after the first input
+    cannot re-prove where the run was: the item waits for an operator (paused), and nothing is ever sent twice."""
+    db = tmp_path / "app.db"
+    env = flow_env(tmp_path, FLOW_FIXTURE_DB=str(db), DEMO_DB_DSN=f"sqlite:///{db}",
+                   FLOW_DECISION_KEY_FILE=str(tmp_path / "decision.key"))
+    items = tmp_path / "invoices.csv"
+    args = ["batch", str(_fast_bundle(tmp_path)), "--items", str(items), "--key", "invoice", "--durable",
+            "--url", f"fixture:{FIXTURES / 'normal'}", "--json"]
+    _items(items, ["INV-1"])
+    assert flow(args, tmp_path, env).returncode == 0
+    _items(items, ["INV-1", "INV-2", "INV-3"])
+    assert flow(args, tmp_path, {**env, "FLOW_CRASH_AT": point}).returncode == -9
+    want, rows2 = DURABLE[point]
+    for n in range(2):
+        again = flow(args, tmp_path, env)
+        status = {e["key"]: e["status"] for e in map(json.loads, again.stdout.splitlines()) if e["event"] == "item"}
+        rows = _rows(db)
+        assert status["INV-1"] == "skipped_done" and rows["INV-1"] == 1
+        assert (status["INV-2"], rows["INV-2"]) == (want if n == 0 or want != "done" else "skipped_done", rows2), \
+            (point, status, again.stderr)
+        assert rows["INV-3"] <= 1, (point, rows)

@@ -46,32 +46,41 @@ def judge_prior(record: ItemRecord | None, line: int, changed: bool, stop: threa
     last = record.last if record is not None else None
     if record is None or last is None:
         return SEND
+    at = _Item(record.key, line)
     try:
         run = open_ref(last.run)
-    except RunDirError:  # created no run: the ledger is written before the run is, and a run that sent input has one
-        return _without_run(record.key, line, last)
+    except RunDirError:
+        return _without_run(at, last)
     try:
-        return _judge_run(record.key, line, run, changed, stop)
+        return _judge_run(at, run, changed, stop)
     except FlowError as e:  # a damaged or tampered run: never a reason to send the item again
-        return Prior(ItemResult(line, record.key, ItemStatus.UNCERTAIN, shown(last.run), f"its earlier run cannot be read "
-                                f"({e}); not sent again: check it"))
+        return at.report(ItemStatus.UNCERTAIN, last.run, f"its earlier run cannot be read ({e}); check it")
 
 
-def _without_run(key: str, line: int, last: Attempt) -> Prior:
+@dataclass(frozen=True)
+class _Item:
+    key: str
+    line: int
+
+    def report(self, status: ItemStatus, run: str, reason: str, effect: str | None = None) -> Prior:
+        """Report the item as its earlier attempt left it; nothing is sent."""
+        return Prior(ItemResult(self.line, self.key, status, shown(run), reason, effect))
+
+
+def _without_run(at: _Item, last: Attempt) -> Prior:
     """The attempt's run directory holds no run. The batch makes it (empty) before it records the attempt, so an empty
     or cut one sent nothing; one that is gone was removed by hand, and what it did is no longer known."""
     status = ItemStatus(last.status) if last.status else None
     if status is ItemStatus.DONE:
-        return Prior(ItemResult(line, key, ItemStatus.SKIPPED_DONE, shown(last.run), "done in an earlier batch (its run "
-                                "directory is gone)", last.effect))
+        return at.report(ItemStatus.SKIPPED_DONE, last.run, "done in an earlier batch (its run directory is gone)",
+                         last.effect)
     if Path(last.run).is_dir() or (status is not None and status.rerunnable):
         return Prior(why=f"its earlier run {shown(last.run)} never started")
     if status is None:
-        return Prior(ItemResult(line, key, ItemStatus.UNCERTAIN, shown(last.run), "its earlier run's directory is gone "
-                                "and the batch never learnt how it ended: it may have written; check the system of "
-                                "record; not sent again"))
-    return Prior(ItemResult(line, key, status, shown(last.run), f"{last.reason or status.value} (earlier batch; its "
-                            "run directory is gone); not sent again", last.effect))
+        return at.report(ItemStatus.UNCERTAIN, last.run, "its earlier run's directory is gone and how it ended was "
+                         "never recorded: it may have written; check the system of record; not sent again")
+    return at.report(status, last.run, f"{last.reason or status.value} (an earlier batch; its run directory is gone); "
+                     "not sent again", last.effect)
 
 
 def shown(ref: str) -> str:
@@ -83,49 +92,47 @@ def shown(ref: str) -> str:
         return ref
 
 
-def _judge_run(key: str, line: int, run: RunHandle, changed: bool, stop: threading.Event) -> Prior:
+def _judge_run(at: _Item, run: RunHandle, changed: bool, stop: threading.Event) -> Prior:
     state = str(run.state().get("state")) if run.has_state() else RunState.PENDING
     if state in LIVE_STATES:
         reconcile_one(run)  # its owner died (a killed batch): INTERRUPTED, outcome from its journal
         state = str(run.state().get("state"))
         if state in LIVE_STATES:
-            return Prior(ItemResult(line, key, ItemStatus.NOT_RUN, shown(run.ref), f"its run {shown(run.ref)} is running in another "
-                                    "process; not sent"))
+            return at.report(ItemStatus.NOT_RUN, run.ref, f"its run {shown(run.ref)} is running in another process")
     durable = bool(run.manifest().get("durable"))
     records = run.read_records()
     steps = load_bundle(run.artifact_dir("bundle")).model.steps
     effect = effect_verdict(steps, records)
     if state == RunState.COMPLETED:
         note = " — the file now gives it other values; give it a new key to enter those" if changed else ""
-        return Prior(ItemResult(line, key, ItemStatus.SKIPPED_DONE, shown(run.ref), f"done in an earlier batch{note}", effect))
+        return at.report(ItemStatus.SKIPPED_DONE, run.ref, f"done in an earlier batch{note}", effect)
     if (state == RunState.INTERRUPTED and durable) or (state == RunState.PAUSED and run.has_approval()):
         return Prior(resume=run.ref)  # the durable runtime continues it: never a verified step again, never a blind retry
+    if state == RunState.BLOCKED:
+        why = run.state().get("message") or "a policy or an operator"
+        return at.report(ItemStatus.HALTED, run.ref, f"its earlier run was BLOCKED ({why}); not sent again", effect)
     outcome, _ = classify(steps, records)
     status = status_of(state, str(outcome), landed(steps, records), durable)
-    if state == RunState.BLOCKED:
-        return Prior(ItemResult(line, key, ItemStatus.HALTED, shown(run.ref), f"its earlier run was BLOCKED "
-                                f"({run.state().get('message') or 'a policy or an operator'}); not sent again", effect))
     if status.rerunnable:
         return Prior(why=f"its earlier run {shown(run.ref)} stopped before any write ({state})")
     if status is ItemStatus.UNCERTAIN:
-        return _uncertain(key, line, run, list(steps), effect, stop)
-    return Prior(ItemResult(line, key, status, shown(run.ref), f"{_earlier(status, run)}; not sent again", effect))
+        return _uncertain(at, run, list(steps), effect, stop)
+    return at.report(status, run.ref, f"{_earlier(status, run)}; not sent again", effect)
 
 
-def _uncertain(key: str, line: int, run: RunHandle, steps: list[Step], effect: str | None,
-               stop: threading.Event) -> Prior:
+def _uncertain(at: _Item, run: RunHandle, steps: list[Step], effect: str | None, stop: threading.Event) -> Prior:
     """A write that may have landed, read again read-only: ABSENT sends the item again, anything else never does."""
     reread = reread_effect(run, steps, stop)
     if reread is not None and reread[0] == ABSENT:
-        return Prior(why=f"its earlier run {shown(run.ref)} was cut after sending its write, which was read again ABSENT "
-                         f"{reread[1]['read_after_dispatch_s']} s after it was sent", reread=reread[1])
+        after = reread[1]["read_after_dispatch_s"]
+        return Prior(why=f"its earlier run {shown(run.ref)} sent its write and never verified it; read again {after} s "
+                         "after it was sent, the write was ABSENT", reread=reread[1])
     if reread is not None and reread[0] == CONFIRMED:
-        return Prior(ItemResult(line, key, ItemStatus.FAILED_AFTER_EFFECT, shown(run.ref), "its earlier run's write landed "
-                                "(read again: CONFIRMED) but the run stopped before its end: finish it by hand; not sent "
-                                "again", CONFIRMED))
+        return at.report(ItemStatus.FAILED_AFTER_EFFECT, run.ref, "its earlier run's write landed (read again: "
+                         "CONFIRMED), then the run stopped before its end: finish it by hand; not sent again", CONFIRMED)
     seen = f" (read again: {reread[0]})" if reread is not None else ""
-    return Prior(ItemResult(line, key, ItemStatus.UNCERTAIN, shown(run.ref), f"{_earlier(ItemStatus.UNCERTAIN, run)}{seen}; "
-                            "not sent again", effect))
+    return at.report(ItemStatus.UNCERTAIN, run.ref, f"{_earlier(ItemStatus.UNCERTAIN, run)}{seen}; not sent again",
+                     effect)
 
 
 def _earlier(status: ItemStatus, run: RunHandle) -> str:

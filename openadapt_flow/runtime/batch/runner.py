@@ -129,9 +129,10 @@ class _Batch:
     def _send(self, index: int, item: Item, digest: str, prior: Prior) -> ItemResult:
         run_dir = self._run_dir(index, item.key)
         run_dir.mkdir(parents=True)  # before the attempt is recorded: a recorded run whose directory is gone was removed
-        self.ledger.started(item.key, Attempt(run=str(run_dir.absolute()), items_file=str(self.req.items_file.absolute()), line=item.line,
-                                              values=digest, started_at=now_iso(), why=prior.why or None,
-                                              reread=dict(prior.reread) if prior.reread else None))
+        attempt = Attempt(run=str(run_dir.absolute()), items_file=str(self.req.items_file.absolute()), line=item.line,
+                          values=digest, started_at=now_iso(), why=prior.why or None,
+                          reread=dict(prior.reread) if prior.reread else None)
+        self.ledger.started(item.key, attempt)
         req = ReplayRequest(bundle=self.req.bundle, params=item.params, backend=self.req.backend,
                             config=self.req.config, run_dir=run_dir, durable=self.req.durable,
                             allow_model=self.req.allow_model, loaded=self.loaded)
@@ -141,7 +142,7 @@ class _Batch:
             if self.sent == 0:
                 self.ledger.finished(item.key, ItemStatus.NOT_RUN.value, str(e), None)
                 raise  # bad input, an unreachable desktop: the batch's own error (exit 2, 75), nothing sent at all
-            return self._not_started(item, run_dir, e)
+            return self._not_started(item, e)
         self.sent += 1
         return self._finished(item, outcome, self.loaded, f"sent again: {prior.why}" if prior.why else "")
 
@@ -151,16 +152,18 @@ class _Batch:
             outcome = resume(prior.resume, backend=self.req.backend, progress=self.req.progress,
                              reporter=self.req.reporter)
         except RefusedError as e:  # nothing was sent: the run is as it was, for an operator to look at
-            run = open_ref(prior.resume)
-            st = run.state()
+            st = open_ref(prior.resume).state()
             status = status_of(str(st.get("state")), st.get("transaction_outcome"), [], durable=False)
-            return ItemResult(item.line, item.key, status if not status.rerunnable else ItemStatus.HALTED, shown(prior.resume),
-                              f"its earlier run could not be resumed: {e}")
+            return ItemResult(item.line, item.key, ItemStatus.HALTED if status.rerunnable else status,
+                              shown(prior.resume), f"its earlier run could not be resumed: {e}")
+        except FlowError as e:  # the desktop did not answer, or the like: nothing was sent; the batch stops
+            self.stopped = f"item {item.key!r} (line {item.line}) could not resume its run: {e}"
+            return ItemResult(item.line, item.key, ItemStatus.NOT_RUN, shown(prior.resume), f"not sent: {e}")
         self.sent += 1
         return self._finished(item, outcome, load_bundle(open_ref(outcome.run_dir).artifact_dir("bundle")),
                               "resumed its earlier run")
 
-    def _not_started(self, item: Item, run_dir: Path, e: FlowError) -> ItemResult:
+    def _not_started(self, item: Item, e: FlowError) -> ItemResult:
         self.stopped = f"item {item.key!r} (line {item.line}) could not start: {e}"
         self.ledger.finished(item.key, ItemStatus.NOT_RUN.value, str(e), None)
         return ItemResult(item.line, item.key, ItemStatus.NOT_RUN, None, f"not sent: {e}")
@@ -179,7 +182,8 @@ class _Batch:
             reason = f"{reason} ({note})"
         if outcome.state == RunState.INTERRUPTED:
             self.stopped = f"item {item.key!r} (line {item.line}) was interrupted: {outcome.message}"
-        result = ItemResult(item.line, item.key, status, shown(str(outcome.run_dir)), reason, effect_verdict(steps, records))
+        result = ItemResult(item.line, item.key, status, shown(str(outcome.run_dir)), reason,
+                            effect_verdict(steps, records))
         self.ledger.finished(item.key, status.value, result.reason or None, result.effect)
         return result
 

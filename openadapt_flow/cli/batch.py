@@ -6,7 +6,7 @@ import importlib
 import re
 import sys
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, NoReturn, Optional
 
 import typer
 
@@ -93,7 +93,7 @@ def batch_cmd(
     try:
         work = read_items(items, model, key)
     except ItemsError as e:
-        _bad_items(e, as_json)
+        bad_items(e, as_json)
     folder = runs_dir or Path(cfg.runtime.runs_root) / f"batch-{_slug(items.stem)}"
     results_file = out or folder / "results.jsonl"
     if results_file.suffix.lower() == ".csv":
@@ -116,7 +116,7 @@ def batch_cmd(
     raise typer.Exit(code)
 
 
-def _bad_items(e: ItemsError, as_json: bool) -> None:
+def bad_items(e: ItemsError, as_json: bool) -> NoReturn:
     """Every problem of the items file on its own line (file:line: what), then exit 2; nothing was sent."""
     if as_json:  # one error object on stdout, naming every problem
         report_error("; ".join(e.problems), 2, type(e).__name__, as_json)

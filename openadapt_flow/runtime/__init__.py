@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from openadapt_flow.runtime.batch.status import exit_code as batch_exit_code
     from openadapt_flow.runtime.fleet.desks import Desks
     from openadapt_flow.runtime.fleet.jobs import Fleet
-    from openadapt_flow.runtime.fleet.submit import fleet_store, submit
+    from openadapt_flow.runtime.fleet.submit import Submitted, fleet_store, submit, submit_items
     from openadapt_flow.runtime.fleet.targets import TargetsFile, load_targets
     from openadapt_flow.runtime.operate.approval import (DECISION_NAMES, Audit, DecisionOptions, approve, deliver,
                                                      phone_vote_conflict)
@@ -48,8 +48,8 @@ __all__ = ["DECISION_NAMES", "Audit", "BackendFlags", "DecisionOptions", "Desks"
            "effective_state", "fleet_store", "list_operators", "load_targets", "open_ref", "parse_arg_pairs",
            "phone_vote_conflict", "reconcile_root", "replay", "reset_operator", "resume_run", "select_backend",
            "start_workflow", "stop_on_signals", "submit", "wait"]
-# a batch of work items (runtime/batch/)
-__all__ += ["BatchEvents", "BatchRequest", "BatchResult", "ItemResult", "ItemStatus", "Reset", "batch_exit_code",
+# a batch of work items (runtime/batch/), and the same items queued for the fleet
+__all__ += ["Submitted", "submit_items", "BatchEvents", "BatchRequest", "BatchResult", "ItemResult", "ItemStatus", "Reset", "batch_exit_code",
             "counts", "csv_beside", "run_batch", "summary_line", "write_results"]
 
 # name here -> its module under runtime/ (and its name there, where the face renames it: `resume` is a package)
@@ -71,6 +71,8 @@ _WHERE = {
     "Fleet": "fleet.jobs",
     "fleet_store": "fleet.submit",
     "submit": "fleet.submit",
+    "Submitted": "fleet.submit",
+    "submit_items": "fleet.submit",
     "TargetsFile": "fleet.targets",
     "load_targets": "fleet.targets",
     "Audit": "operate.approval",

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from openadapt_flow.runtime import BatchResult
 from tests.support.demo_invoices import BUNDLE, FIXTURES
 from tests.unit.report.report_runs import run_env
 
@@ -44,6 +45,8 @@ def test_three_items_done_then_the_same_batch_again_sends_nothing(flow, tmp_path
     assert _rows(tmp_path) == [("ACME", 12.5), ("Globex", 99.0), ("Initech", 7.25)]
     folder = tmp_path / "runs" / "batch-invoices"
     lines = [json.loads(x) for x in (folder / "results.jsonl").read_text().splitlines()]
+    for x in lines:
+        BatchResult.model_validate(x)  # `flow schema batch-result` describes each line
     assert [(x["item"], x["key"], x["status"], x["run_dir"], x["reason"], x["effect"]) for x in lines] == [
         (2, "INV-1", "done", "runs/batch-invoices/001-INV-1", "", "CONFIRMED"),
         (3, "INV-2", "done", "runs/batch-invoices/002-INV-2", "", "CONFIRMED"),

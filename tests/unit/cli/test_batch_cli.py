@@ -137,3 +137,21 @@ def test_help_has_an_example_and_the_exit_codes(flow):
     text = " ".join(r.out.split())
     assert "Example: flow batch bundles/post-invoice --items invoices.csv" in text
     assert "Exit codes: 0 every item done; 1 any item halted" in text and "3 any paused and none failed" in text
+
+
+def test_a_batch_on_a_pseudo_terminal_shows_a_bar_of_items_and_each_items_line(tmp_path):
+    import re
+    import sys
+
+    from tests.support.cli import flow_env
+    from tests.support.tty import run_on_tty
+
+    items = tmp_path / "invoices.csv"
+    items.write_text(ITEMS)
+    db = tmp_path / "sor.db"
+    env = flow_env(tmp_path, FLOW_FIXTURE_DB=str(db), DEMO_DB_DSN=f"sqlite:///{db}")
+    code, shown, out = run_on_tty([sys.executable, "-m", "openadapt_flow", "batch", str(BUNDLE), "--items", str(items),
+                                   "--key", "invoice", "--url", f"fixture:{FIXTURES / 'normal'}"], tmp_path, env)
+    assert code == 0, shown + out
+    assert "\x1b[" in shown and "━" in shown and re.search(r"\x1b\[\d+m[0-3]/3\x1b", shown), shown  # the bar, M/N
+    assert "line 4 INV-3: done" in shown and "3 items: 3 done" in out

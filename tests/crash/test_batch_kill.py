@@ -120,3 +120,25 @@ def test_a_durable_batch_killed_mid_item_never_sends_an_item_twice(tmp_path, poi
         assert (status["INV-2"], rows["INV-2"]) == (want if n == 0 or want != "done" else "skipped_done", rows2), \
             (point, status, again.stderr)
         assert rows["INV-3"] <= 1, (point, rows)
+
+
+def test_a_batch_stopped_by_sigterm_stops_at_a_safe_boundary_and_the_next_one_finishes_it(tmp_path):
+    """SIGTERM (a service stop, Ctrl+C) in the middle of INV-2: its run stops at the next safe boundary (INTERRUPTED),
+    INV-3 is not sent; the batch run again sends INV-2 afresh (nothing consequential was sent) and INV-3."""
+    db = tmp_path / "app.db"
+    env = flow_env(tmp_path, FLOW_FIXTURE_DB=str(db), DEMO_DB_DSN=f"sqlite:///{db}")
+    items = tmp_path / "invoices.csv"
+    args = ["batch", str(BUNDLE), "--items", str(items), "--key", "invoice", "--url", f"fixture:{FIXTURES / 'normal'}",
+            "--json"]
+    _items(items, ["INV-1"])
+    assert flow(args, tmp_path, env).returncode == 0
+    _items(items, ["INV-1", "INV-2", "INV-3"])
+    stopped = flow(args, tmp_path, {**env, "FLOW_CRASH_AT": "after:step_verified@vendor", "FLOW_CRASH_SIGNAL": "TERM"})
+    events = [json.loads(x) for x in stopped.stdout.splitlines()]
+    assert stopped.returncode == 1, (stopped.stdout, stopped.stderr)
+    assert [e.get("status") for e in events[:-1]] == ["skipped_done", "halted", "not_run"]
+    assert "stopped by signal" in events[1]["reason"] and "interrupted" in events[2]["reason"]
+    assert json.loads((tmp_path / events[1]["run_dir"] / "state.json").read_text())["state"] == "INTERRUPTED"
+    again = flow(args, tmp_path, env)
+    assert [json.loads(x).get("status") for x in again.stdout.splitlines()][:-1] == ["skipped_done", "done", "done"]
+    assert _rows(db) == {"INV-1": 1, "INV-2": 1, "INV-3": 1}

@@ -12,7 +12,7 @@ import csv
 import hashlib
 import io
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -38,11 +38,13 @@ class ItemsError(UsageError):
 
 @dataclass(frozen=True)
 class Item:
-    """One work item: its line in the file (a CSV row's first line), its params as the file gives them, and its key."""
+    """One work item: its line in the file (a CSV row's first line), its params as the file gives them, its key, and
+    its params typed (`12.50` the number 12.5; defaults filled in)."""
 
     line: int
     params: dict[str, Any]
     key: str
+    values: dict[str, Any] = field(default_factory=dict)
 
 
 def item_key(values: dict[str, Any]) -> str:
@@ -197,12 +199,12 @@ def _item(name: str, line: int, values: dict[str, Any], bundle: Bundle, key_colu
         problems.append(f"{name}:{line}: {_in_file(str(e))}")
         return None
     if key_column is None:
-        return Item(line, params, item_key(bound.values))
+        return Item(line, params, item_key(bound.values), bound.values)
     key = values.get(key_column)
     if key is None or str(key).strip() == "":
         problems.append(f"{name}:{line}: the --key column {key_column!r} is empty")
         return None
-    return Item(line, params, str(key).strip())
+    return Item(line, params, str(key).strip(), bound.values)
 
 
 def _in_file(message: str) -> str:

@@ -98,7 +98,7 @@ class _Batch:
 
     def one(self, index: int, item: Item) -> ItemResult:
         record = self.ledger.get(item.key)
-        digest = values_digest(item.params)
+        digest = values_digest(item.values or item.params)
         changed = record is not None and record.last is not None and record.last.values != digest
         prior = judge_prior(record, item.line, changed, self.req.stop)
         if prior.result is not None:

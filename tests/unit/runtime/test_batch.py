@@ -128,3 +128,22 @@ def test_the_ledger_finds_an_items_runs_from_any_working_directory(tmp_path, mon
     monkeypatch.chdir(elsewhere)
     again = run_batch(_request(tmp_path, "normal", items))
     assert again[0].status is ItemStatus.SKIPPED_DONE and again[0].reason == "done in an earlier batch"
+
+
+def test_a_done_key_is_skipped_even_with_other_values_and_the_line_says_so(tmp_path):
+    from openadapt_flow.bundle.items import read_items
+    from openadapt_flow.bundle.loader import load_bundle
+
+    model = load_bundle(BUNDLE).model
+    first = tmp_path / "first.csv"
+    first.write_text("invoice,vendor,amount\nINV-1,ACME,12.50\n")
+    assert run_batch(_request(tmp_path, "normal", read_items(first, model, "invoice")))[0].status is ItemStatus.DONE
+    same = tmp_path / "same.csv"
+    same.write_text("invoice,vendor,amount\nINV-1,ACME,12.5\n")  # the same number
+    assert run_batch(_request(tmp_path, "normal", read_items(same, model, "invoice")))[0].reason == \
+        "done in an earlier batch"
+    other = tmp_path / "other.csv"
+    other.write_text("invoice,vendor,amount\nINV-1,Globex,12.5\n")
+    result = run_batch(_request(tmp_path, "normal", read_items(other, model, "invoice")))[0]
+    assert result.status is ItemStatus.SKIPPED_DONE and "other values; give it a new key" in result.reason
+    assert _rows(tmp_path) == 1

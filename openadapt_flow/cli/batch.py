@@ -68,7 +68,7 @@ def batch_cmd(
     items: Path = typer.Option(..., "--items", help=ITEMS_HELP),
     out: Optional[Path] = typer.Option(None, "--out", help=OUT_HELP),
     key: Optional[str] = typer.Option(None, "--key", help=KEY_HELP),
-    runs_dir: Optional[Path] = typer.Option(None, "--runs-dir", help=RUNS_HELP),
+    runs_dir: Optional[Path] = typer.Option(None, "--runs", "--runs-dir", help=RUNS_HELP),
     backend: Optional[str] = typer.Option(None, "--backend", help="vnc | screen | fixture | rdp"),
     url: Optional[str] = typer.Option(None, "--url", help="vnc://host[:port], fixture:PATH, rdp://host[:port]"),
     rdp_host: Optional[str] = typer.Option(None, "--rdp-host", help="RDP server host"),

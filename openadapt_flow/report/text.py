@@ -91,6 +91,7 @@ def notes(rep: dict[str, Any]) -> list[str]:
     if weak:
         out.append(f"Weakly verified ({len(weak)}): {', '.join(weak)} — these steps declare nothing to verify them (no expect, "
                    "no effect, no typed text to read back); the only check was that the screen changed where they acted.")
+    out += list(rep.get("advice") or [])
     words = outcome_words(rep.get("transaction_outcome"))
     if words:
         out.append(f"{rep['transaction_outcome']}: {words}.")
@@ -100,6 +101,13 @@ def notes(rep: dict[str, Any]) -> list[str]:
         where = "the whole frame" if m.get("whole_frame") else f"region {m.get('box')}"
         out.append(f"Frames masked: step {m.get('step')} typed a secret; {where} is painted over in every frame saved after it.")
     return out
+
+
+def change_text(c: dict[str, Any]) -> str:
+    """One collateral row: `referrals: added row 3 {id: 3, patient: None, clinic: 'Chen Wei'} (step save)`."""
+    values = c.get("values")
+    shown = "{" + ", ".join(f"{k}: {v!r}" for k, v in values.items()) + "}" if isinstance(values, dict) else "(values not read)"
+    return f"{c.get('table')}: {c.get('kind')} row {c.get('key')} {shown} (step {c.get('step')})"
 
 
 def seconds(v: float | None) -> str:

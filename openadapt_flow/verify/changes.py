@@ -216,6 +216,8 @@ class WholeChange:
     """A whole-change sql effect bound to a run: reads snapshots of its database and judges them against the
     declared rows. Built before any input (ConfigError then for a misconfiguration)."""
 
+    settles = True  # CONFIRMED stands once a second reading agrees (verify_effect): a change still being written is not whole
+
     def __init__(self, effect: Effect, params: Mapping[str, Any], env: Mapping[str, str], *, key: bytes = b"",
                  secrets: Mapping[str, str] | None = None, read_timeout_s: float = READ_TIMEOUT_S) -> None:
         self.expected = fill_changes(effect, params)

@@ -77,7 +77,7 @@ def next_commands(ref: str, rep: dict[str, Any], manifest: ManifestDoc) -> list[
 
 def wrote(rep: dict[str, Any]) -> bool:
     """Was a consequential input sent in this run: a write that landed, or a consequential step dispatched and not
-    verified (whatever its effect then read)? After one, nothing suggests running the bundle again (spec §22)."""
+    verified (whatever its effect then read)? After one, nothing suggests running the bundle again (spec §8, "Advice")."""
     return bool(rep.get("landed") or rep.get("outcome_evidence"))
 
 

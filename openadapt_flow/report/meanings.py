@@ -20,7 +20,8 @@ DECISIONS: dict[str, str] = {
     "escalate": "the run stays PAUSED and the decision goes to the next approval level (config approvals.levels) "
                 "with a new pause id",
     "reconcile": "says whether the uncertain write happened: --effect landed counts the step as done, --effect absent "
-                 "lets resume perform it again",
+                 "lets resume perform it again; on a non-durable run that stopped, it records the answer and the run's "
+                 "outcome (the run stays stopped)",
 }
 
 OUTCOMES: dict[str, str] = {

@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, Union, cast, get_type
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, create_model
 
 from openadapt_flow.store.entry import JournalEntry
-from openadapt_flow.store.stepdoc import ChangeDoc, EffectDoc, ReadingDoc, SkippedData, Verification, VerifiedData
+from openadapt_flow.store.stepdoc import EffectDoc, ReadingDoc, SkippedData, Verification, VerifiedData
+from openadapt_flow.store.stepdoc import ChangeDoc as ChangeDoc  # the verifiers name it here
 from openadapt_flow.store.stepdoc import EffectVerdictName as EffectVerdictName  # the verifiers name it here
 from openadapt_flow.store.states import PausedReason, RunState, TransactionOutcome
 

@@ -161,7 +161,7 @@ def verify_effect(
         settled = not check.settles or (last is not None and (last.value == observed.value or began >= effect.timeout_s))
         if (j.verdict == CONFIRMED and settled) or (j.verdict != CONFIRMED and began >= effect.timeout_s):
             return EffectVerdict(verdict=j.verdict, baseline=baseline, observed=observed, reads=reads, waited_s=elapsed,
-                                 detail=j.detail, changes=list(j.changes) if j.changes is not None else None)
+                                 detail=j.detail, changes=[dict(c) for c in j.changes] if j.changes is not None else None)
         last = observed if j.verdict == CONFIRMED else None
         if last is not None:  # read once more, soon: does the change stand?
             wait(poll_s)

@@ -1,4 +1,4 @@
-"""`flow approve --decision reconcile` on a run that stopped for good with a write uncertain (spec §22, "Advice").
+"""`flow approve --decision reconcile` on a run that stopped for good with a write uncertain (spec §8, "Advice").
 
 A non-durable run (FAILED, FAILED_AFTER_EFFECT, INTERRUPTED) has no pause to decide and never resumes, but after a
 consequential input its report asks one question only a person can answer — did the write land? — and names this
@@ -45,7 +45,7 @@ def settle_final(run: RunHandle, records: list[JournalEntry], state: StateView, 
     uncertain = [e for e in evidence if not e["positively_absent"]]
     if not uncertain:
         done = _last_reconcile(records)
-        data = (done or {}).get("data") or {}
+        data = (done.get("data") or {}) if done is not None else {}
         if done is not None and data.get("effect") == effect and data.get("os_user") == os_user:
             return {"recorded": False, "noop": True, "decision": DecisionKind.RECONCILE, "state": state.get("state")}
         said = f" (reconciled: --effect {data.get('effect')} by {data.get('operator')})" if done is not None else ""

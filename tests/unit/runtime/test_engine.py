@@ -267,7 +267,7 @@ def test_a_halt_after_the_write_landed_is_not_a_plain_failure(tmp_path, monkeypa
 
 def test_a_halt_before_any_write_landed_stays_failed(tmp_path, monkeypatch):
     """The other side: nothing landed, FAILED (exit 1) as before. The save's input was sent, so no re-run is offered
-    (issue 33 item 6, spec §22 "Advice"): the report says nothing was written and to check the screen first."""
+    (issue 33 item 6, spec §8 "Advice"): the report says nothing was written and to check the screen first."""
     db = make_db(tmp_path)
     monkeypatch.setenv("LEDGER_DSN", f"sqlite:///{db}")
     fake = FakeBackend(home(), lambda f, ev: f.set_frame(done()))  # shows success, writes nothing

@@ -18,6 +18,7 @@ import yaml
 from openadapt_flow.backends.fake import FakeBackend
 from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.bundle.config import DeployConfig
+from openadapt_flow.report.render import write_reports
 from openadapt_flow.runtime.runs import replay
 from openadapt_flow.runtime.start.launch import ReplayRequest
 from tests.support.screens import Canvas, crop, save_png
@@ -48,9 +49,8 @@ def bundle(root: Path, db: Path) -> Path:
     return root
 
 
-@pytest.fixture
-def stopped(flow, tmp_path):
-    """A non-durable replay whose save landed its row and then failed its screen check."""
+def run_post(tmp_path: Path, durable: bool = False):
+    """A replay whose save lands its row and then fails its screen check; the run's outcome and the database."""
     db = tmp_path / "ledger.db"
     c = sqlite3.connect(db)
     c.execute("create table posts(id integer primary key, vendor text)")
@@ -67,11 +67,15 @@ def stopped(flow, tmp_path):
     cfg = DeployConfig.model_validate({"schema": "openadapt-flow/config@1",
                                        "runtime": {"runs_root": str(tmp_path / "runs"), "settle_quiet_s": 0.01}})
     req = ReplayRequest(bundle=bundle(tmp_path / "b", db), params={"vendor": "ACME"}, backend=BackendSpec(kind="fake"),
-                        config=cfg, run_dir=tmp_path / "run")
-    from openadapt_flow.report.render import write_reports
-
+                        config=cfg, run_dir=tmp_path / "run", durable=durable)
     out = replay(req, backend_factory=lambda spec: FakeBackend(home(), on_click), reporter=write_reports)
     return out, db
+
+
+@pytest.fixture
+def stopped(flow, tmp_path):
+    """A non-durable replay whose save landed its row and then failed its screen check."""
+    return run_post(tmp_path)
 
 
 def test_the_effect_is_read_after_the_failed_check_and_says_the_row_landed(stopped):
@@ -110,4 +114,18 @@ def test_no_rerun_is_suggested_and_the_suggested_reconcile_is_accepted(stopped, 
     assert again.code == 0 and "already recorded" in again.out  # the same answer again is a no-op
     other = flow("approve", run, "--decision", "reconcile", "--effect", "absent", "--operator", "alice")
     assert other.code == 6 and "nothing to reconcile" in other.err
+    assert sqlite3.connect(db).execute("select count(*) from posts").fetchone()[0] == 1
+
+
+def test_a_durable_run_pauses_saying_the_row_landed_and_its_reconcile_is_accepted(flow, tmp_path, monkeypatch):
+    monkeypatch.setenv("FLOW_DECISION_KEY_FILE", str(tmp_path / "decision.key"))
+    out, db = run_post(tmp_path, durable=True)
+    assert (out.state, out.exit_code) == ("PAUSED", 3), out.message
+    pending = json.loads((out.run_dir / "pending_escalation.json").read_text())
+    assert "its write landed" in pending["message"] and pending["transaction_outcome"] == "RECONCILIATION_REQUIRED"
+    assert "reconcile" in pending["allowed_decisions"]
+    js = json.loads(flow("status", str(out.run_dir), "--json").out)
+    assert not any("flow replay" in c for c in js["next_commands"])
+    r = flow("approve", str(out.run_dir), "--decision", "reconcile", "--effect", "landed", "--operator", "alice")
+    assert r.code == 0 and "flow resume" in r.out, r.err
     assert sqlite3.connect(db).execute("select count(*) from posts").fetchone()[0] == 1

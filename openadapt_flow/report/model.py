@@ -47,7 +47,7 @@ def _step_rows(manifest: ManifestDoc, records: list[JournalEntry], frames: set[s
         elif typ == RecordType.POSTCONDITIONS:
             row["checks"].extend(d.get("checks", []))
         elif typ == RecordType.EFFECT_VERIFIED:
-            row["effect"] = d
+            row["effect"] = _effect_view(d)
         elif typ == RecordType.STEP_VERIFIED:
             row["status"] = "verified"
             row["elapsed_ms"] = d.get("elapsed_ms")
@@ -73,6 +73,19 @@ def _step_rows(manifest: ManifestDoc, records: list[JournalEntry], frames: set[s
     for s in steps:
         if s not in rows:
             out.append({"id": s, "status": "not_run"})
+    return out
+
+
+def _effect_view(d: dict[str, Any]) -> dict[str, Any]:
+    """An effect verdict as the report shows it: a whole-change snapshot as its row counts (total and per table),
+    not its rows' digests."""
+    out = dict(d)
+    for k in ("baseline", "observed"):
+        read = out.get(k)
+        snap = read.get("value") if isinstance(read, dict) else None
+        if isinstance(read, dict) and isinstance(snap, dict) and isinstance(snap.get("tables"), dict):
+            tables = {t: len((v or {}).get("rows") or {}) for t, v in snap["tables"].items() if isinstance(v, dict)}
+            out[k] = {**read, "value": {"rows": snap.get("rows"), "tables": tables}}
     return out
 
 

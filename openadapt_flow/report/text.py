@@ -35,11 +35,16 @@ def verdicts(row: dict[str, Any]) -> str:
 def effect_text(effect: dict[str, Any]) -> str:
     """An effect's verdict and the value it read: "effect CONFIRMED (0 before, 1 after)"."""
     def value(read: Any) -> str | None:
-        return fmt(read.get("value")) if isinstance(read, dict) and read.get("ok") else None
+        if not isinstance(read, dict) or not read.get("ok"):
+            return None
+        v = read.get("value")
+        return f"{v.get('rows')} rows" if isinstance(v, dict) and "tables" in v else fmt(v)  # a whole-change snapshot
 
     before, after = value(effect.get("baseline")), value(effect.get("observed"))
     seen = ", ".join(x for x in ((f"{before} before" if before is not None else None),
                                  (f"{after} after" if after is not None else None)) if x)
+    extra = sum(1 for c in effect.get("changes") or [] if isinstance(c, dict) and not c.get("expected"))
+    seen += f"{'; ' if seen else ''}{extra} collateral" if extra else ""
     return f"effect {effect.get('verdict')}" + (f" ({seen})" if seen else "")
 
 

@@ -20,7 +20,7 @@ from openadapt_flow.store.records import Reading
 from openadapt_flow.verify.readers import SqlSource, plain
 
 DEFAULT_MAX_ROWS = 10_000  # rows one snapshot may read, over all its tables (docs/bundle.md, "Whole-change effects")
-DIGEST_HEX = 32  # 128 bits of the row's HMAC: a changed row is told apart from its old self
+DIGEST_HEX = 20  # 80 bits of the row's HMAC: a changed row is told apart from its old self; the journal stays small
 CONTENT_KEY = "#content"  # a table with no primary key (PostgreSQL) or rowid: its rows are keyed by their digests
 
 Row = dict[str, Any]
@@ -50,6 +50,14 @@ def tables_of(value: Any) -> dict[str, Table] | None:
             return None
         out[name] = Table(list(t.get("key") or []), list(t.get("columns") or []), dict(t["rows"]))
     return out
+
+
+def summary(value: Any) -> Any:
+    """A reading's value as evidence shows it: a snapshot as its row counts (total and per table), else unchanged."""
+    tables = tables_of(value)
+    if tables is None:
+        return value
+    return {"rows": sum(len(t.rows) for t in tables.values()), "tables": {n: len(t.rows) for n, t in tables.items()}}
 
 
 def _ident(name: str) -> str:

@@ -76,6 +76,8 @@ def test_a_save_that_writes_one_extra_row_halts_for_reconciliation_listing_it(tm
     assert "**Collateral writes**" in md and "invoices: added row 3" in md and "'Chen Wei'" in md
     assert "Collateral writes" in (tmp_path / "run" / "report.html").read_text()
     assert "flow replay" not in md + out
+    assert "effect CONFLICTING (1 rows before, 3 rows after; 1 collateral)" in md  # counts, never the digests
+    assert "'tables'" not in md and len((tmp_path / "run" / "report.json").read_text()) < 60_000
 
 
 def test_the_same_save_without_the_extra_row_is_confirmed(tmp_path):

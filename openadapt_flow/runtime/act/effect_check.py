@@ -16,6 +16,7 @@ from openadapt_flow.runtime.start.context import RunContext
 from openadapt_flow.store.records import EffectVerdict
 from openadapt_flow.verify.effects import (ABSENT, CONFIRMED, Reading, Verifier, make_verifier, resolve_effect,
                                            verify_effect)
+from openadapt_flow.verify.snapshot import summary
 
 
 @dataclass
@@ -39,7 +40,8 @@ def take_baseline(ctx: RunContext, step: Step, frame: np.ndarray, point: Point |
     blocked = verifier.blocks(baseline)
     if blocked is not None:  # no baseline, or one that already holds: no reading could prove this step's effect
         raise Halt("effect", f"step {step.id!r}: {blocked}; no input was sent", step=step.id,
-                   evidence=[{"baseline": baseline.to_json(), "expect": effect.expect.model_dump(exclude_none=True)}],
+                   evidence=[{"baseline": {**baseline.to_json(), "value": summary(baseline.value)},
+                              "expect": effect.expect.model_dump(exclude_none=True)}],
                    frame=frame, point=point)
     return Baseline(effect, verifier, baseline)
 
@@ -49,6 +51,17 @@ def _judged(ctx: RunContext, step: Step, baseline: Baseline, dispatched_at: floa
     verdict = verify_effect(baseline.effect, baseline.verifier, baseline.reading, dispatched_at)
     ctx.journal.append("effect_verified", step.id, verdict.to_json())
     return verdict
+
+
+def evidence(verdict: EffectVerdict) -> dict[str, object]:
+    """The verdict as a halt's evidence: a whole-change snapshot as its row counts (the journal's `effect_verified`
+    keeps the digests; the changed rows are listed either way)."""
+    doc: dict[str, object] = dict(verdict.to_json())
+    for k in ("baseline", "observed"):
+        read = doc.get(k)
+        if isinstance(read, dict):
+            doc[k] = {**read, "value": summary(read.get("value"))}
+    return doc
 
 
 def collateral(verdict: EffectVerdict) -> bool:
@@ -68,7 +81,7 @@ def check_effect(ctx: RunContext, step: Step, baseline: Baseline, dispatched_at:
     if verdict.verdict != CONFIRMED:
         raise Halt("collateral" if collateral(verdict) else "effect",
                    f"step {step.id!r}: declared effect is {verdict.verdict} after {verdict.waited_s:.1f}s ({_why(verdict)})",
-                   step=step.id, dispatched=True, evidence=[dict(verdict.to_json())], frame=ctx.backend.capture().pixels)
+                   step=step.id, dispatched=True, evidence=[evidence(verdict)], frame=ctx.backend.capture().pixels)
     return verdict
 
 
@@ -80,7 +93,7 @@ def read_after(ctx: RunContext, step: Step, baseline: Baseline, dispatched_at: f
     except FlowError as e:  # its effect stays unverified
         _amend(h, f"; its effect could not be read after it ({e})")
         return
-    h.evidence.append(dict(verdict.to_json()))
+    h.evidence.append(evidence(verdict))
     if verdict.verdict == CONFIRMED:
         _amend(h, f" — its write landed (the effect read CONFIRMED {verdict.waited_s:.1f}s after the input); the "
                   "check failed after it")

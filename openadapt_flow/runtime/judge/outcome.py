@@ -11,6 +11,7 @@ from openadapt_flow.store.pausedoc import OutcomeEvidence
 HALTED_BEFORE_EFFECT = TransactionOutcome.HALTED_BEFORE_EFFECT
 RECONCILIATION_REQUIRED = TransactionOutcome.RECONCILIATION_REQUIRED
 RECONCILED_ABSENT = "RECONCILED_ABSENT"  # an operator's reconcile --effect absent: absence established by a person
+SETTLED = "reconcile-"  # the pause id prefix of a reconcile of a run that stopped for good (no pause to decide)
 
 
 def classify(steps: Iterable[Step], records: Iterable[JournalEntry]) -> tuple[TransactionOutcome, list[OutcomeEvidence]]:
@@ -72,10 +73,17 @@ def landed(steps: Iterable[Step], records: Iterable[JournalEntry]) -> list[str]:
     return list(out)
 
 
+def settled_pause_id(step: str, dispatch_seq: int) -> str:
+    """The pause id a reconcile of a run that stopped for good is journaled under (operate/final_reconcile.py)."""
+    return f"{SETTLED}{step}-{dispatch_seq}"
+
+
 def _reconciled(r: JournalEntry) -> str | None:
-    """What an operator's `reconcile` decision record says of its step's write (landed | absent), else None."""
+    """What an operator's reconcile of a stopped run says of its step's write (landed | absent), else None. A paused
+    run's reconcile is not read here: its resume applies it (a checkpoint, or the step performed again)."""
     data = r.get("data") or {}
-    if r.get("type") != RecordType.DECISION or data.get("decision") != "reconcile":
+    if r.get("type") != RecordType.DECISION or data.get("decision") != "reconcile" \
+            or not str(data.get("pause_id") or "").startswith(SETTLED):
         return None
     effect = data.get("effect")
     return effect if effect in ("landed", "absent") else None

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from openadapt_flow.bundle.loader import load_bundle
 from openadapt_flow.errors import RefusedError
-from openadapt_flow.runtime.judge.outcome import classify, landed
+from openadapt_flow.runtime.judge.outcome import classify, landed, settled_pause_id
 from openadapt_flow.runtime.operate.truth import journal_decision, record_stop
 from openadapt_flow.store.base import RunHandle
 from openadapt_flow.store.entry import JournalEntry
@@ -54,7 +54,7 @@ def settle_final(run: RunHandle, records: list[JournalEntry], state: StateView, 
     target = uncertain[-1]  # a run stops at its first halt: one uncertain step
     journal, _ = run.open_journal(load_key(create=False))
     rec = journal_decision(journal, target["step"], {
-        "pause_id": f"reconcile-{target['step']}-{target['dispatch_seq']}", "decision": DecisionKind.RECONCILE,
+        "pause_id": settled_pause_id(target["step"], target["dispatch_seq"]), "decision": DecisionKind.RECONCILE,
         "effect": effect, "operator": operator, "os_user": os_user, "note": note, "decided_at": now_iso(),
         "channel": channel})
     after = [*records, rec]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from openadapt_flow.bundle.models import Step
-from openadapt_flow.store.states import RecordType, TransactionOutcome
+from openadapt_flow.store.states import DecisionKind, RecordType, TransactionOutcome, is_a
 from openadapt_flow.store.entry import JournalEntry
 from openadapt_flow.store.pausedoc import OutcomeEvidence
 
@@ -82,7 +82,7 @@ def _reconciled(r: JournalEntry) -> str | None:
     """What an operator's reconcile of a stopped run says of its step's write (landed | absent), else None. A paused
     run's reconcile is not read here: its resume applies it (a checkpoint, or the step performed again)."""
     data = r.get("data") or {}
-    if r.get("type") != RecordType.DECISION or data.get("decision") != "reconcile" \
+    if not is_a(r, RecordType.DECISION) or data.get("decision") != DecisionKind.RECONCILE \
             or not str(data.get("pause_id") or "").startswith(SETTLED):
         return None
     effect = data.get("effect")

@@ -109,6 +109,7 @@ def batch_bench(folder: Path, n: int = ITEMS, timeout: float = 900) -> dict[str,
         out["blind"].update(rows=len(rows), exact=_exact(rows, work))
     with demo_on_xvnc(1024, 768, "normal") as desk, bench_env(folder) as env:
         env["DEMO_DB_DSN"] = f"sqlite:///{desk.db}"
+        env["FLOW_STATE_DIR"] = str(folder / "state")  # its own item ledger: the items are new work every bench run
         before = len(_rows(desk.db))
         out["verified"] = verified(desk.url, work, folder, env, timeout)
         rows = _rows(desk.db)[before:]

@@ -35,6 +35,7 @@ from openadapt_flow.runtime.start.runref import open_ref
 from openadapt_flow.store.items import Attempt, ItemLedger, values_digest
 from openadapt_flow.store.journal import now_iso
 from openadapt_flow.store.states import RunState
+from openadapt_flow.vision.ocr import OcrEngine
 
 Reset = Callable[[], str | None]  # bring the app to its start state: None when it holds, else why not
 
@@ -95,6 +96,12 @@ class _Batch:
     dirty: str | None = None  # why the app may not be in its start state (an item this batch sent did not end done)
     stopped: str | None = None  # why the batch sends nothing more
     sent: int = 0  # items this batch sent (or resumed)
+    ocr: OcrEngine | None = None  # one OCR engine for every item: its model loads once, not once per run
+
+    def reader(self) -> OcrEngine:
+        if self.ocr is None:
+            self.ocr = OcrEngine()
+        return self.ocr
 
     def one(self, index: int, item: Item) -> ItemResult:
         record = self.ledger.get(item.key)
@@ -135,7 +142,7 @@ class _Batch:
         self.ledger.started(item.key, attempt)
         req = ReplayRequest(bundle=self.req.bundle, params=item.params, backend=self.req.backend,
                             config=self.req.config, run_dir=run_dir, durable=self.req.durable,
-                            allow_model=self.req.allow_model, loaded=self.loaded)
+                            allow_model=self.req.allow_model, loaded=self.loaded, ocr=self.reader())
         try:
             outcome = replay(req, progress=self.req.progress, reporter=self.req.reporter)
         except FlowError as e:  # raised before the run began: nothing of this item was sent

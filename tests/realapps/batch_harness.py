@@ -66,11 +66,14 @@ class ItemRun:
     run_dir: str
     reason: str = ""
     found: int = 0  # times its row is in the system of record
-    exact: bool = False  # done and its row once; or, made to halt: halted or paused and its row nowhere
+    exact: bool = False  # done and its row once; or, made to halt: the notice shown, halted or paused, row nowhere
+    notice: str = ""  # made to halt: the step after which the notice was shown ("" if it never was)
 
     def line(self) -> str:
         why = f" ({self.reason[:140]})" if self.reason and self.status != "done" else ""
-        return f"{self.key}: {self.status}{why}, row {tuple(self.row)} found {self.found}x" + ("" if self.exact else " NOT EXACT")
+        made = (f" [notice shown after {self.notice!r}]" if self.notice else " [notice NEVER SHOWN]") if self.halt else ""
+        return (f"{self.key}: {self.status}{why}{made}, row {tuple(self.row)} found {self.found}x"
+                + ("" if self.exact else " NOT EXACT"))
 
 
 @dataclass
@@ -113,6 +116,7 @@ class Notice:
                                      stdout=subprocess.PIPE, text=True)
         self._expect("ready")
         self.shown = False
+        self.lock = threading.Lock()  # the injector's thread and the test's both show and hide it
 
     def _expect(self, word: str) -> None:
         assert self.proc.stdin is not None and self.proc.stdout is not None
@@ -129,13 +133,15 @@ class Notice:
         """Cover the app's window (and a margin) with the notice."""
         wid = restart_app._main_window(self.app.env, window_class)
         x, y, w, h = (window_geometry(self.app.env, wid) if wid else None) or (0, 0, 1024, 768)
-        self._say(f"show {max(0, x - 10)} {max(0, y - 10)} {w + 20} {h + 20}", "shown")
-        self.shown = True
+        with self.lock:
+            self._say(f"show {max(0, x - 10)} {max(0, y - 10)} {w + 20} {h + 20}", "shown")
+            self.shown = True
 
     def hide(self) -> None:
-        if self.shown:
-            self._say("hide", "hidden")
-            self.shown = False
+        with self.lock:
+            if self.shown:
+                self._say("hide", "hidden")
+                self.shown = False
 
     def close(self) -> None:
         if self.proc.stdin:
@@ -294,7 +300,8 @@ def run_items(bundle: Path, live: LiveApp, items: list[Item], workdir: Path, env
             injector.stop()
     if injector is not None:
         assert injector.error is None, f"the halt injector failed: {injector.error!r}"
-        log += f"\nnotice shown after step {injector.shown_at!r}" if injector.shown_at else "\nnotice never shown"
+        for run in runs:
+            run.notice = (injector.shown_at or "") if run.halt else ""
     return runs, runner, how, log
 
 
@@ -382,7 +389,7 @@ def judge_batch(app: str, case: str, items: list[Item], runs: list[ItemRun], bef
     for item, run in zip(items, runs):
         run.found = max(0, added[item.row])
         if item.halt:
-            run.exact = run.status in ("paused", "halted") and run.found == 0
+            run.exact = bool(run.notice) and run.status in ("paused", "halted") and run.found == 0
         else:
             run.exact = run.status in DONE and run.found == 1
     result = BatchResult(app, case, runner, reset, runs, wrong, kept, log)

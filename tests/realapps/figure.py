@@ -70,6 +70,9 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):  # noqa: ARG0
         tr.section("real-app batches")
         for b in BATCHES:
             tr.write_line(b.summary())
+            for line in b.evidence().splitlines():  # what went wrong, where anything did
+                if "NOT EXACT" in line or "wrong row" in line:
+                    tr.write_line(line)
         for app in sorted({b.app for b in BATCHES}):
             tr.write_line(f"  {app}: " + batch_figure([b for b in BATCHES if b.app == app]))
         tr.write_line(f"{len({b.app for b in BATCHES})} apps: " + batch_figure(BATCHES))

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 import shutil
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -238,10 +238,17 @@ class _Compiler:
 
     def _key(self, i: int, b: Batch, lead: Gesture) -> None:
         keys = lead.combo.split("+")
+        key, typed = b, b
+        if b.edits and b.mid is not None:
+            # a key, then typing (ctrl+End, then a line): the key's step is judged on the screen before the first
+            # typed key, the typing's on the change from there; on the batch's end the key's facts would want the
+            # typed text too, which its step does not send
+            key = replace(b, edits=[], writes=[], after=b.mid, later=b.mid)
+            typed = replace(b, lead=[], before=b.mid, pressed=None)
         self._add(slug("-".join(keys)), {"intent": f"Press {lead.combo}", "action": "hotkey" if len(keys) > 1 else "key",
-                                          "keys": keys}, b, lead)
+                                          "keys": keys}, key, lead)
         if b.edits:
-            self._typed_without_click(i, b)
+            self._typed_without_click(i, typed)
 
     def _scroll(self, i: int, b: Batch, lead: Gesture) -> None:
         clicks = sum(1 if g.kind == "scroll_down" else -1 for g in b.lead if g.kind.startswith("scroll"))

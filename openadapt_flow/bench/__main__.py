@@ -22,14 +22,14 @@ import numpy as np
 import PIL
 
 from openadapt_flow.version import __version__
-from openadapt_flow.bench import (baseline, console_cost, drift, drift_corpus, drift_report, engine_cost, fleet, frames, ops_report, orig,
+from openadapt_flow.bench import (baseline, batch, console_cost, drift, drift_corpus, drift_report, engine_cost, fleet, frames, ops_report, orig,
                                   replay50, report, resolve, weight)
 from openadapt_flow.cli.progress import waiting
 from openadapt_flow.vision.engines import engine_versions
 from openadapt_flow.vision.ocr import OcrEngine
 
 SCHEMA = "openadapt-flow/bench@1"
-PARTS = ("template", "ocr", "pyscreeze", "orig", "engine", "resume", "replay", "drift", "fleet", "console", "weight")
+PARTS = ("template", "ocr", "pyscreeze", "orig", "engine", "resume", "replay", "batch", "drift", "fleet", "console", "weight")
 # Parts that capture and resolve the demo app's frames per screen size ("orig" joins them when one of them runs;
 # with them all skipped it runs on the drift corpus only).
 DEMO_PARTS = ("template", "ocr", "pyscreeze")
@@ -52,6 +52,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--console-iterations", type=int, default=200, help="console: timed loads of the 200-step paused run's page")
     ap.add_argument("--console-clicks", type=int, default=5, help="console: decisions timed to their run_resumed (0: none)")
     ap.add_argument("--console-poll", type=float, default=0.05, help="console: the `flow worker RUNS --poll` while clicks are timed")
+    ap.add_argument("--batch-items", type=int, default=batch.ITEMS, help="batch: work items entered by each side")
     ap.add_argument("--skip", default="", help=f"parts to leave out, comma-separated: {','.join(PARTS)}")
     ap.add_argument("--out", type=Path, default=Path("bench/results.json"))
     ap.add_argument("--orig-venv", type=Path, default=Path("bench/.venv-orig"), help="venv for the original engine (made on first use)")
@@ -161,11 +162,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         step("50-step replay over the recorded fixture served over RFB, no wait for a typed field (field_ready_s: 0)")
         results["replay50"].append(_guard(lambda: replay50.replay_fixture(work, field_ready_s=0), notes,
                                           backend=f"{report.FIXTURE_SERVED}, field_ready_s=0"))
+    if "batch" not in args.skip:
+        step(f"batch: {args.batch_items} items on the demo app over VNC, `flow batch` beside a blind script")
+        results["batch"] = _guard(lambda: batch.batch_bench(work / "batch", args.batch_items), notes, backend="batch")
     _fleet_and_console(args, work, results, notes)
     if "weight" not in args.skip:
         step("weight: a demo venv built from this checkout (no extras), its size and `flow --help` in it")
         results["weight"] = _guard(lambda: weight.weight_bench(work), notes, backend="weight")
-    results["targets"] = report.targets(results) + ops_report.goals(results) + weight.goals(results)
+    results["targets"] = report.targets(results) + ops_report.goals(results) + weight.goals(results) + batch.goals(results)
     shutil.rmtree(work, ignore_errors=True)
     return results
 
@@ -263,7 +267,7 @@ def main(argv: list[str] | None = None) -> int:
     if results.get("baseline", {}).get("template"):
         print()
         print("\n".join(baseline.lines(results["template"], results["baseline"], f"opencv {m['opencv']}")))
-    for part, lines in (("fleet", ops_report.fleet_lines), ("console", ops_report.console_lines), ("weight", weight.lines)):
+    for part, lines in (("fleet", ops_report.fleet_lines), ("console", ops_report.console_lines), ("weight", weight.lines), ("batch", batch.lines)):
         if results.get(part):
             print()
             print("\n".join(lines(results[part])))

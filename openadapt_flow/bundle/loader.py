@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 from openadapt_flow.bundle.keys import invalid_keys
 from openadapt_flow.bundle.models import Bundle, Step, Target
-from openadapt_flow.bundle.params import check_placeholder, placeholders
+from openadapt_flow.bundle.params import STEP_REF, check_placeholder, placeholders
 from openadapt_flow.bundle.yamlsrc import Loc, YamlDoc
 from openadapt_flow.errors import BundleError
 from openadapt_flow.imaging.png import decode_rgb
@@ -171,6 +171,14 @@ def _validate_step(doc: YamlDoc, model: Bundle, i: int, step: Step, screen: tupl
                 raise doc.fail(base + ("effect", "query"), f"step {step.id!r}: query binds :{name}, which is no declared param")
             if name in model.params and model.params[name].secret:
                 raise doc.fail(base + ("effect", "query"), f"step {step.id!r}: query may not bind secret param :{name}")
+    for j, change in enumerate((step.effect.changes or []) if step.effect is not None else []):
+        for part in ("added", "changed", "to"):
+            for col, value in (getattr(change, part) or {}).items():
+                for name in placeholders(value) if isinstance(value, str) else ():
+                    why = ("{" + name + "}: an effect reads only params and run_id" if STEP_REF.match(name)
+                           else check_placeholder(name, model, allow_secret=False))
+                    if why:
+                        raise doc.fail(base + ("effect", "changes", j, part, col), f"step {step.id!r}: {why}")
     if step.effect is not None and step.effect.dsn and re.search(r"://[^/@]*:[^/@]*@", step.effect.dsn):
         raise doc.fail(base + ("effect", "dsn"), f"step {step.id!r}: passwords are not allowed inline in dsn; use dsn_env")
     if step.action in ("key", "hotkey"):

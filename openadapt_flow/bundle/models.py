@@ -144,8 +144,29 @@ class EffectExpect(Strict):
     equals: Any = None
 
 
+class RowChange(Strict):
+    """One row a whole-change sql effect expects the step to write (docs/bundle.md, "Whole-change effects"): a row
+    `added` to `table` holding these column values, or the row that held the `changed` values now holding `to`.
+    Values are literals or `{param}` templates; columns not named may hold anything."""
+
+    table: str = Field(min_length=1)
+    added: dict[str, Any] | None = None
+    changed: dict[str, Any] | None = None
+    to: dict[str, Any] | None = None
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> "RowChange":
+        if (self.added is None) == (self.changed is None):
+            raise ValueError("a change needs exactly one of added or changed")
+        if self.changed is not None and not self.to:
+            raise ValueError("a changed row needs to: {column: value, ...} (what it holds after the step)")
+        if self.added is not None and self.to is not None:
+            raise ValueError("to goes with changed, not added")
+        return self
+
+
 EFFECT_FIELDS = {  # the fields each kind reads; any other is refused (a typo must not silently verify nothing)
-    "sql": ("dsn", "dsn_env", "query"),
+    "sql": ("dsn", "dsn_env", "query", "changes", "tables", "max_rows"),
     "http": ("url", "token_env", "json_path", "contains"),
     "file": ("path", "contains"),
 }
@@ -157,6 +178,9 @@ class Effect(Strict):
     dsn: str | None = None
     dsn_env: str | None = None  # sql: the variable holding the DSN (with its password)
     query: str | None = None
+    changes: list[RowChange] | None = None  # sql: the whole change the step makes; anything else is collateral
+    tables: list[str] | None = None  # sql changes: the tables compared (SQLite default: all; PostgreSQL: changes')
+    max_rows: int | None = Field(default=None, gt=0, le=1_000_000)  # sql changes: the most rows one snapshot reads
     url: str | None = None
     token_env: str | None = None  # http: the variable holding a bearer token
     path: str | None = None
@@ -184,6 +208,15 @@ class Effect(Strict):
             if alien:
                 article = "an" if self.kind == "http" else "a"
                 raise ValueError(f"{article} {self.kind} effect does not take {', '.join(dict.fromkeys(alien))}")
+        if self.changes is not None:
+            if self.query is not None:
+                raise ValueError("a sql effect reads a query or compares changes, not both")
+            if self.expect.increase_by is not None or self.expect.equals is not None:
+                raise ValueError("changes: is the whole expectation; it takes no expect:")
+            if not self.changes:
+                raise ValueError("changes: needs at least one row (a step that writes nothing declares no effect)")
+        elif self.tables is not None or self.max_rows is not None:
+            raise ValueError("tables and max_rows go with changes:")
         return self
 
 

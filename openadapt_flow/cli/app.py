@@ -23,6 +23,7 @@ from openadapt_flow.cli.exits import exit_codes_epilog
 # so `flow resume` does not pay for the fixture recorder, the workflow API or the demo at start-up.
 COMMANDS: dict[str, tuple[str, str, bool]] = {
     "replay": ("openadapt_flow.cli.replay", "replay_cmd", False),
+    "batch": ("openadapt_flow.cli.batch", "batch_cmd", False),
     "validate": ("openadapt_flow.cli.inspect", "validate_cmd", False),
     "status": ("openadapt_flow.cli.inspect", "status_cmd", False),
     "runs": ("openadapt_flow.cli.inspect", "runs_cmd", False),

@@ -60,7 +60,8 @@ def approve_cmd(
     store: Optional[str] = typer.Option(None, "--store", help=STORE_HELP),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
-    """Record a signed decision on the run's pending escalation (--decision is required: there is no default).
+    """Record a signed decision on the run's pending escalation (--decision is required: there is no default); or,
+    on a non-durable run that stopped with a write uncertain, the reconcile that answers it.
 
     Then says what happens next (a worker picks the run up, or `flow resume`) and where the report is."""
     if decision is None:

@@ -10,7 +10,10 @@ import typer
 
 from openadapt_flow.cli import durable
 from openadapt_flow.cli.common import STORE_HELP, emit_json, handle_errors
+from openadapt_flow.cli.batch import bad_items
 from openadapt_flow.cli.replay import parse_params
+from openadapt_flow.bundle.items import ItemsError, read_items
+from openadapt_flow.bundle.loader import load_bundle
 from openadapt_flow.errors import UsageError
 from openadapt_flow.report.render import write_reports
 from openadapt_flow.bundle.config import load_config
@@ -34,18 +37,47 @@ def submit_cmd(
     store: str = typer.Option(..., "--store", help="the fleet's PostgreSQL store, postgresql://…"),
     param: list[str] = typer.Option([], "--param", "-p", help="NAME=VALUE (repeatable)"),
     target: Optional[str] = typer.Option(None, "--target", help="run on a target with this name or label"),
+    items: Optional[Path] = typer.Option(None, "--items", help="queue one run per work item of this file (CSV with a "
+                                         "header row, or JSON lines; as `flow batch --items`); not with --param"),
+    key: Optional[str] = typer.Option(None, "--key", help="with --items: the column that names each item (default: "
+                                      "a hash of its values); a key already queued or done is not queued again"),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Submit a durable run to the fleet: the run is created PENDING in the store (`flow status`/`wait` see it) and
-    queued; a fleet worker with a free desktop starts it."""
+    queued; a fleet worker with a free desktop starts it. With --items, one run per work item, each key once."""
     from openadapt_flow.runtime import submit
 
+    if items is not None:
+        _submit_items(bundle, store, items, key, target, param, as_json)
+        return
+    if key is not None:
+        raise UsageError("--key names the key column of --items")
     values, _ = parse_params(param, None)
     ref = submit(_postgres(store), bundle, values, target)
     if as_json:
         emit_json({"run_id": ref})
     else:
         typer.echo(ref)
+
+
+def _submit_items(bundle: Path, store: str, items: Path, key: str | None, target: str | None, param: list[str],
+                  as_json: bool) -> None:
+    """One line per item: the run it queued, or the run that holds its key already."""
+    from openadapt_flow.runtime import submit_items
+
+    if param:
+        raise UsageError("--items gives every run's params; --param is not accepted with it")
+    try:
+        work = read_items(items, load_bundle(bundle).model, key)
+    except ItemsError as e:
+        bad_items(e, as_json)
+    done = submit_items(_postgres(store), bundle, work, target)
+    if as_json:
+        emit_json([{"item": s.item, "key": s.key, "run_id": s.run, "queued": s.queued, "state": s.state} for s in done])
+        return
+    for s in done:
+        typer.echo(f"line {s.item} {s.key}: " + (f"queued {s.run}" if s.queued else
+                                                 f"not queued: its key is {s.run} ({s.state}) already"))
 
 
 @handle_errors

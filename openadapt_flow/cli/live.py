@@ -68,3 +68,25 @@ def spinner(message: str, stream: TextIO) -> Iterator[SpinnerLines]:
     bar.add_task(message, total=None)
     with bar:
         yield SpinnerLines(console)
+
+
+class ItemsBar:
+    """A batch's bar (items done/total, elapsed) with the current item; each item's line prints above it."""
+
+    def __init__(self, stream: TextIO, total: int) -> None:
+        self.console = Console(file=stream, highlight=False)
+        self.bar = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                            TimeElapsedColumn(), console=self.console)
+        self.task = self.bar.add_task("items", total=total)
+        self.bar.start()
+        atexit.register(self.close)  # never leave the cursor hidden
+
+    def started(self, label: str) -> None:
+        self.bar.update(self.task, description=label)
+
+    def line(self, text: str, style: str | None = None) -> None:
+        self.console.print(Text(text, style=style or ""))
+        self.bar.advance(self.task)
+
+    def close(self) -> None:
+        self.bar.stop()

@@ -17,7 +17,7 @@ from openadapt_flow.cli.errdoc import CliError
 from openadapt_flow.fixture.model import Fixture
 from openadapt_flow.fixture.recording_io import RecordingDoc
 from openadapt_flow.bundle.config import DeployConfig
-from openadapt_flow.runtime import TargetsFile
+from openadapt_flow.runtime import BatchResult, TargetsFile
 from openadapt_flow.store.records import RECORD_MODELS, JournalRecord
 from openadapt_flow.store.runfiles import FILE_MODELS
 
@@ -29,6 +29,7 @@ SCHEMAS: dict[str, Any] = {
     "fixture": Fixture,
     "recording": RecordingDoc,
     "targets": TargetsFile,  # a fleet worker's desktops (spec §19)
+    "batch-result": BatchResult,  # one line of `flow batch`'s results.jsonl (docs/batch.md)
     "error": CliError,  # what a command prints on stdout when it fails under --json
     **FILE_MODELS,
     "decision": FILE_MODELS["approval"],  # decisions/<pause_id>.json: the approval, moved there when used

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 import shutil
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -238,10 +238,17 @@ class _Compiler:
 
     def _key(self, i: int, b: Batch, lead: Gesture) -> None:
         keys = lead.combo.split("+")
+        key, typed = b, b
+        if b.edits and b.mid is not None:
+            # a key, then typing (ctrl+End, then a line): the key's step is judged on the screen before the first
+            # typed key, the typing's on the change from there; on the batch's end the key's facts would want the
+            # typed text too, which its step does not send
+            key = replace(b, edits=[], writes=[], after=b.mid, later=b.mid)
+            typed = replace(b, lead=[], before=b.mid, pressed=None)
         self._add(slug("-".join(keys)), {"intent": f"Press {lead.combo}", "action": "hotkey" if len(keys) > 1 else "key",
-                                          "keys": keys}, b, lead)
+                                          "keys": keys}, key, lead)
         if b.edits:
-            self._typed_without_click(i, b)
+            self._typed_without_click(i, typed)
 
     def _scroll(self, i: int, b: Batch, lead: Gesture) -> None:
         clicks = sum(1 if g.kind == "scroll_down" else -1 for g in b.lead if g.kind.startswith("scroll"))
@@ -413,13 +420,9 @@ class _Compiler:
 
     def _consequential(self, step: dict[str, Any], b: Batch, lead: Gesture | None) -> None:
         step["consequential"] = True
-        table, _ = b.writes[0]
-        rows = sum(1 for t, _ in b.writes if t == table)
         bound = {col: f.param for f in self.fields for col, value in b.writes[0][1].items() if same(value, f.value)}
         if self.rec.sor_kind == "sqlite":
-            where = " AND ".join(f'"{col}" = :{param}' for col, param in bound.items())
-            query = f'SELECT count(*) FROM "{table}"' + (f" WHERE {where}" if where else "")
-            step["effect"] = {"kind": "sql", "dsn_env": self.dsn_env, "query": query, "expect": {"increase_by": rows}}
+            step["effect"] = {"kind": "sql", "dsn_env": self.dsn_env, "changes": self._rows_written(b)}
         elif self.rec.sor_kind == "file":
             effect = file_effect(b.writes[-1][1], self.fields)
             if effect is not None:
@@ -436,6 +439,18 @@ class _Compiler:
             assert shown[0].box is not None
             x, y, w, h = pad_box(shown[0].box, IDENTITY_DRIFT, b.before.shape[1], b.before.shape[0]) or shown[0].box
             step["identity"] = {"text": "{" + shown[0].param + "}", "near": [x - lead.x, y - lead.y, w, h]}
+
+    def _rows_written(self, b: Batch) -> list[dict[str, Any]]:
+        """The whole change the input made, as a whole-change effect declares it: each row it added, with the columns
+        that hold a typed value bound to that value's param (a database-assigned key, a timestamp, a column no typing
+        reached may hold anything); any other change at replay is a collateral write."""
+        out = []
+        for table, row in b.writes:
+            key = self.rec.primary_keys.get(table)
+            added = {col: "{" + f.param + "}" for col, value in row.items() if col != key
+                     for f in self.fields if same(value, f.value)}  # the field typed last wins a tie
+            out.append({"table": table, "added": added})
+        return out
 
     def _shows(self, frame: np.ndarray, f: _Field) -> bool:
         """Is the field's value read where it was typed (at 1x, else enlarged: the identity gate reads the same way)?"""

@@ -4,7 +4,7 @@ show them on, and the exact commands an operator runs next."""
 from __future__ import annotations
 
 from openadapt_flow.store.rundoc import ManifestDoc
-from openadapt_flow.store.states import DecisionKind, PausedReason, RunState
+from openadapt_flow.store.states import DecisionKind, PausedReason, RunState, TransactionOutcome
 import shlex
 from typing import Any
 
@@ -75,15 +75,28 @@ def next_commands(ref: str, rep: dict[str, Any], manifest: ManifestDoc) -> list[
     return out
 
 
+def wrote(rep: dict[str, Any]) -> bool:
+    """Was a consequential input sent in this run: a write that landed, or a consequential step dispatched and not
+    verified (whatever its effect then read)? After one, nothing suggests running the bundle again (spec §8, "Advice")."""
+    return bool(rep.get("landed") or rep.get("outcome_evidence"))
+
+
+def _reconcile(run: str) -> list[str]:
+    return [f"flow approve {run} --decision reconcile --effect {e} --operator {OPERATOR}" for e in ("landed", "absent")]
+
+
 def _moving_on(ref: str, rep: dict[str, Any], manifest: ManifestDoc) -> list[str]:
     run = shlex.quote(ref)
     state, esc = rep.get("state"), rep.get("escalation")
-    if state == RunState.FAILED and rep.get("halt"):
-        return [_replay_command(manifest)]
-    if state == RunState.INTERRUPTED:  # a non-durable run cannot be resumed (exit 6): it runs again, durable this time
-        if manifest.get("durable"):
-            return [f"flow resume {run}"]
-        return [] if rep.get("landed") else [_replay_command(manifest)]  # a write landed: running again writes twice
+    stopped = state in (RunState.FAILED, RunState.FAILED_AFTER_EFFECT) and rep.get("halt")
+    if stopped or (state == RunState.INTERRUPTED and not manifest.get("durable")):
+        # a non-durable run cannot be resumed (exit 6). A write it may have made is settled by the operator's answer
+        # (operate/final_reconcile.py); after any consequential input, running it again could write twice
+        if rep.get("transaction_outcome") == TransactionOutcome.RECONCILIATION_REQUIRED:
+            return _reconcile(run)
+        return [] if wrote(rep) else [_replay_command(manifest)]
+    if state == RunState.INTERRUPTED:
+        return [f"flow resume {run}"]
     if state != RunState.PAUSED or not esc:
         return []
     resume = f"flow resume {run} --require-approval"
@@ -102,5 +115,37 @@ def _moving_on(ref: str, rep: dict[str, Any], manifest: ManifestDoc) -> list[str
     out += [f"flow approve {run} --decision {d} --operator {OPERATOR}" for d in ("continue", "skip", "reject", "escalate")
             if d in allowed]
     if DecisionKind.RECONCILE in allowed:
-        out += [f"flow approve {run} --decision reconcile --effect {e} --operator {OPERATOR}" for e in ("landed", "absent")]
+        out += _reconcile(run)
     return out + [resume] if out else []
+
+
+def advice(ref: str, rep: dict[str, Any], durable: bool) -> list[str]:
+    """What to check after a consequential input, and which decision records the answer: plain sentences the report
+    (and the console's page of it) shows beside the commands — never a re-run."""
+    if rep.get("state") == RunState.COMPLETED:
+        return []
+    run, out = shlex.quote(ref), []
+    rows = rep.get("collateral") or []
+    if rows:
+        steps = ", ".join(dict.fromkeys(str(r.get("step")) for r in rows))
+        out.append(f"Collateral write: step {steps} changed {len(rows)} row(s) it does not declare (listed under "
+                   "“Collateral writes”). Check each in the system of record and undo what should not be there before "
+                   "anything else runs on this application.")
+    record = (f"then record what you found: `flow approve {run} --decision reconcile --effect landed` (it is there) or "
+              "`--effect absent` (it is not)")
+    if durable and rep.get("state") == RunState.INTERRUPTED:  # no pause to decide yet: resume re-reads it first
+        record = f"then `flow resume {run}` re-reads it, and asks for your answer (a reconcile) if it still cannot tell"
+    for ev in rep.get("outcome_evidence") or []:
+        step, verdict = ev.get("step"), ev.get("effect_verdict")
+        if verdict == "RECONCILED_ABSENT":
+            out.append(f"Step {step}: an operator recorded that its write did not land.")
+        elif ev.get("positively_absent"):
+            out.append(f"Step {step} sent its input and its effect read {verdict}: nothing was written. Check the "
+                       "application's screen (a dialog, a half-filled form) before anything runs on it again.")
+        elif verdict == "CONFIRMED":
+            out.append(f"Step {step}'s write landed (its effect read CONFIRMED); a check after it failed. Check that the "
+                       f"application shows it done, {record}.")
+        else:
+            out.append(f"Step {step} sent its input and its write is uncertain (effect {verdict}). Check the system of "
+                       f"record for what the step's effect declares, {record}.")
+    return out

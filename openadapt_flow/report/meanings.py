@@ -20,7 +20,8 @@ DECISIONS: dict[str, str] = {
     "escalate": "the run stays PAUSED and the decision goes to the next approval level (config approvals.levels) "
                 "with a new pause id",
     "reconcile": "says whether the uncertain write happened: --effect landed counts the step as done, --effect absent "
-                 "lets resume perform it again",
+                 "lets resume perform it again; on a non-durable run that stopped, it records the answer and the run's "
+                 "outcome (the run stays stopped)",
 }
 
 OUTCOMES: dict[str, str] = {
@@ -58,6 +59,10 @@ def after_decision(ref: str, out: DecisionOutcome) -> str:
                 f"{out.get('pause_id')}): an operator there decides with `flow approve {run} --decision ...`")
     if decision == DecisionKind.REJECT:
         return "the run is BLOCKED for good; nothing more is sent to the desktop"
+    if out.get("settled"):
+        return (f"the answer is journaled: the run stays {out.get('state')}, transaction_outcome "
+                f"{out.get('transaction_outcome')}; nothing is sent to the desktop and the run does not resume (`flow "
+                f"status {run}`)")
     votes, quorum = out.get("votes"), out.get("quorum") or 1
     if isinstance(votes, int) and votes < quorum:
         return f"{votes} of {quorum} approvals so far: another operator must decide before the run can go on"

@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from openadapt_flow.errors import FlowError
-from openadapt_flow.report.halt import candidates, next_commands
+from openadapt_flow.report.halt import advice, candidates, next_commands
 from openadapt_flow.report.summary import summarize
 from openadapt_flow.store.base import RunHandle
 from openadapt_flow.store.states import RecordType, RunState, is_a
@@ -47,7 +47,7 @@ def _step_rows(manifest: ManifestDoc, records: list[JournalEntry], frames: set[s
         elif typ == RecordType.POSTCONDITIONS:
             row["checks"].extend(d.get("checks", []))
         elif typ == RecordType.EFFECT_VERIFIED:
-            row["effect"] = d
+            row["effect"] = _effect_view(d)
         elif typ == RecordType.STEP_VERIFIED:
             row["status"] = "verified"
             row["elapsed_ms"] = d.get("elapsed_ms")
@@ -76,6 +76,19 @@ def _step_rows(manifest: ManifestDoc, records: list[JournalEntry], frames: set[s
     return out
 
 
+def _effect_view(d: dict[str, Any]) -> dict[str, Any]:
+    """An effect verdict as the report shows it: a whole-change snapshot as its row counts (total and per table),
+    not its rows' digests."""
+    out = dict(d)
+    for k in ("baseline", "observed"):
+        read = out.get(k)
+        snap = read.get("value") if isinstance(read, dict) else None
+        if isinstance(read, dict) and isinstance(snap, dict) and isinstance(snap.get("tables"), dict):
+            tables = {t: len((v or {}).get("rows") or {}) for t, v in snap["tables"].items() if isinstance(v, dict)}
+            out[k] = {**read, "value": {"rows": snap.get("rows"), "tables": tables}}
+    return out
+
+
 def manifest_steps(manifest: ManifestDoc) -> list[str]:
     return list(manifest.get("step_ids") or [])
 
@@ -100,10 +113,12 @@ def build_report(run: RunHandle) -> dict[str, Any]:
         "started_at": started,
         "finished_at": finished,
         "escalation": _view(run.read_pending, drop=("task",)),
-        "decisions": _decisions(run),
+        "decisions": _decisions(run, records),
         "incident": _view(run.read_incident),
         "checkpoint": _view(run.read_checkpoint, drop=("screen_facts", "results", "effects")),
         "landed": _landed(records),
+        "outcome_evidence": _stop_data(records).get("outcome_evidence") or [],
+        "collateral": collateral(records),
         "weakly_verified": list(dict.fromkeys(r["step"] for r in records if is_a(r, RecordType.STEP_VERIFIED)
                                               and (r.get("data") or {}).get("verification") == "weak")),
         "masked": _masked(records),
@@ -112,13 +127,32 @@ def build_report(run: RunHandle) -> dict[str, Any]:
         "summary": summarize(state.get("state"), rows, records),
     }
     rep["next_commands"] = next_commands(run.ref, rep, manifest)
+    rep["advice"] = advice(run.ref, rep, bool(manifest.get("durable")))
     return rep
+
+
+def _stop_data(records: list[JournalEntry]) -> dict[str, Any]:
+    """The data of the run's last stop (`run_finished` or `paused`), {} before it stopped."""
+    stop = next((r for r in reversed(records) if is_a(r, RecordType.RUN_FINISHED, RecordType.PAUSED)), None)
+    return dict(stop.get("data") or {}) if stop else {}
 
 
 def _landed(records: list[JournalEntry]) -> list[str]:
     """The consequential steps whose write landed, as the run's last stop recorded them (none once it completed)."""
-    stop = next((r for r in reversed(records) if is_a(r, RecordType.RUN_FINISHED, RecordType.PAUSED)), None)
-    return list((stop.get("data") or {}).get("landed") or []) if stop else []
+    return list(_stop_data(records).get("landed") or [])
+
+
+def collateral(records: list[JournalEntry]) -> list[dict[str, Any]]:
+    """The rows a whole-change effect saw change that its step does not declare, from each step's last reading of
+    it (`effect_verified`, or a resume's `rechecked`): table, kind, key and values (secrets already masked)."""
+    last: dict[str, list[dict[str, Any]]] = {}
+    for r in records:
+        d = r.get("data") or {}
+        effect = d if is_a(r, RecordType.EFFECT_VERIFIED) else d.get("effect") if is_a(r, RecordType.RECHECKED) else None
+        if isinstance(effect, dict) and r.get("step"):
+            last[step_of(r)] = [c for c in effect.get("changes") or [] if isinstance(c, dict)]
+    return [{"step": step, **{k: c.get(k) for k in ("table", "kind", "key", "values")}}
+            for step, changes in last.items() for c in changes if not c.get("expected")]
 
 
 def halt_view(run: RunHandle, records: list[JournalEntry] | None = None, frames: set[str] | None = None
@@ -164,10 +198,14 @@ def _view(read: Callable[[], Mapping[str, Any] | None], drop: tuple[str, ...] = 
     return {k: v for k, v in data.items() if k not in drop and k != "signature"} if data is not None else None
 
 
-def _decisions(run: RunHandle) -> list[dict[str, Any]]:
-    """Consumed decisions, then any recorded but unused approval, without signatures."""
+def _decisions(run: RunHandle, records: list[JournalEntry]) -> list[dict[str, Any]]:
+    """Consumed decisions, any recorded but unused approval, then decisions only the journal holds (a reconcile of a
+    run that stopped for good), without signatures."""
     out = [{k: v for k, v in d.items() if k != "signature"} for d in run.decisions()]
     pending = _view(run.read_approval)
     if pending is not None:
         out.append({**pending, "unused": True})
+    known = {d.get("pause_id") for d in out}
+    out += [{**(r.get("data") or {}), "step": r.get("step")} for r in records if is_a(r, RecordType.DECISION)
+            and (r.get("data") or {}).get("pause_id") not in known]
     return [{k: d.get(k) for k in ("pause_id", "step", "decision", "effect", "operator", "os_user", "note", "decided_at", "unused") if d.get(k) is not None} for d in out]

@@ -12,7 +12,7 @@ from typing import Any
 
 from openadapt_flow.errors import FlowError
 from openadapt_flow.report.figures import BOX, CANDIDATE, HALT_W, STEP_W, Marks, framed, step_chart
-from openadapt_flow.report.text import (allowed_text, backend_label, decision_text, fmt, notes, params_text, scores_text,
+from openadapt_flow.report.text import (allowed_text, backend_label, change_text, decision_text, fmt, notes, params_text, scores_text,
                                         seconds, status_label, verdicts)
 from openadapt_flow.store.base import RunHandle
 from openadapt_flow.store.states import RunState
@@ -115,6 +115,14 @@ def _next_only(rep: dict[str, Any]) -> str:
     return f"<section id='next'>{_next(rep)}</section>" if rep.get("next_commands") else ""
 
 
+def _collateral(rep: dict[str, Any]) -> str:
+    rows = rep.get("collateral") or []
+    if not rows:
+        return ""
+    items = "".join(f"<li>{e(change_text(c))}</li>" for c in rows)
+    return f"<section id='collateral'><h2>Collateral writes</h2><p>Changes no step declares (secrets masked):</p><ul>{items}</ul></section>"
+
+
 def _decisions(rep: dict[str, Any]) -> str:
     out = []
     if rep.get("escalation"):
@@ -189,7 +197,7 @@ def render_html(run: RunHandle, rep: dict[str, Any]) -> str:
 <h1>{e(title)} <span class="badge {e(str(rep['state']))}">{e(str(rep['state']))}</span></h1>
 <p class="meta">bundle <code>{e(str(rep['bundle'].get('name')))}</code> {e(str(rep['bundle'].get('digest')))} · backend
 <code>{e(backend_label(rep.get('backend')))}</code> · params {e(params_text(rep.get('params')))} · started {e(str(rep.get('started_at')))} · finished {e(str(rep.get('finished_at')))}</p>
-{_summary(rep)}{extra}{_halt(run, rep)}{_decisions(rep)}
+{_summary(rep)}{extra}{_halt(run, rep)}{_collateral(rep)}{_decisions(rep)}
 <table class="steps"><tr><th>#</th><th>step</th><th>status</th><th>rung</th><th>score</th><th>runner-up</th><th>ms</th>
 <th>before (box, click) · after</th><th>verdicts</th></tr>
 {_rows(run, rep)}</table>

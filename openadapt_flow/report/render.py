@@ -6,7 +6,7 @@ from typing import Any
 
 from openadapt_flow.report.model import build_report
 from openadapt_flow.report.page import render_html
-from openadapt_flow.report.text import (allowed_text, backend_label, decision_text, fmt, notes, params_text, scores_text,
+from openadapt_flow.report.text import (allowed_text, backend_label, change_text, decision_text, fmt, notes, params_text, scores_text,
                                         status_label, summary_line, verdicts)
 from openadapt_flow.store.base import RunHandle
 
@@ -34,6 +34,9 @@ def render_markdown(rep: dict[str, Any]) -> str:
                       for c in h["candidates"]]
         if h.get("frame"):
             lines.append(f"\n![halt frame]({h['frame']})")
+    if rep.get("collateral"):
+        lines += ["", "**Collateral writes** (changes no step declares; secrets masked):", ""]
+        lines += [f"- {change_text(c)}" for c in rep["collateral"]]
     if rep.get("escalation"):
         esc = rep["escalation"]
         lines += ["", f"**Pending decision** `{esc.get('pause_id')}` on `{esc.get('step')}` ({esc.get('category')}); "

@@ -35,11 +35,16 @@ def verdicts(row: dict[str, Any]) -> str:
 def effect_text(effect: dict[str, Any]) -> str:
     """An effect's verdict and the value it read: "effect CONFIRMED (0 before, 1 after)"."""
     def value(read: Any) -> str | None:
-        return fmt(read.get("value")) if isinstance(read, dict) and read.get("ok") else None
+        if not isinstance(read, dict) or not read.get("ok"):
+            return None
+        v = read.get("value")
+        return f"{v.get('rows')} rows" if isinstance(v, dict) and "tables" in v else fmt(v)  # a whole-change snapshot
 
     before, after = value(effect.get("baseline")), value(effect.get("observed"))
     seen = ", ".join(x for x in ((f"{before} before" if before is not None else None),
                                  (f"{after} after" if after is not None else None)) if x)
+    extra = sum(1 for c in effect.get("changes") or [] if isinstance(c, dict) and not c.get("expected"))
+    seen += f"{'; ' if seen else ''}{extra} collateral" if extra else ""
     return f"effect {effect.get('verdict')}" + (f" ({seen})" if seen else "")
 
 
@@ -91,6 +96,7 @@ def notes(rep: dict[str, Any]) -> list[str]:
     if weak:
         out.append(f"Weakly verified ({len(weak)}): {', '.join(weak)} — these steps declare nothing to verify them (no expect, "
                    "no effect, no typed text to read back); the only check was that the screen changed where they acted.")
+    out += list(rep.get("advice") or [])
     words = outcome_words(rep.get("transaction_outcome"))
     if words:
         out.append(f"{rep['transaction_outcome']}: {words}.")
@@ -100,6 +106,13 @@ def notes(rep: dict[str, Any]) -> list[str]:
         where = "the whole frame" if m.get("whole_frame") else f"region {m.get('box')}"
         out.append(f"Frames masked: step {m.get('step')} typed a secret; {where} is painted over in every frame saved after it.")
     return out
+
+
+def change_text(c: dict[str, Any]) -> str:
+    """One collateral row: `referrals: added row 3 {id: 3, patient: None, clinic: 'Chen Wei'} (step save)`."""
+    values = c.get("values")
+    shown = "{" + ", ".join(f"{k}: {v!r}" for k, v in values.items()) + "}" if isinstance(values, dict) else "(values not read)"
+    return f"{c.get('table')}: {c.get('kind')} row {c.get('key')} {shown} (step {c.get('step')})"
 
 
 def seconds(v: float | None) -> str:

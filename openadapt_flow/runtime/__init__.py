@@ -3,8 +3,8 @@
 The runtime's rooms, each named by what it holds (docs/architecture.md): judge/ (pure verdicts, outcomes and progress
 from the journal), start/ (what composes a run: its request, context, backend, store reference, preflight, lifecycle
 transitions), act/ (the step loop that drives a backend), operate/ (operator approvals, operators, reconcile, teach),
-workflow/ (Python workflows), resume/ (one resume path), fleet/ (submitted runs on a job queue), runs.py (the
-composition root) and worker.py. Code outside runtime/ that only uses it imports these names from here, never a room's
+workflow/ (Python workflows), resume/ (one resume path), fleet/ (submitted runs on a job queue), batch/ (one run per
+work item, each exactly once), runs.py (the composition root) and worker.py. Code outside runtime/ that only uses it imports these names from here, never a room's
 module (the `runtime-face` import contract).
 
 The names load on first use (PEP 562): importing this package costs nothing, so `flow --help` stays fast.
@@ -17,9 +17,13 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from openadapt_flow.runtime.act.engine import stop_on_signals
+    from openadapt_flow.runtime.batch.results import BatchResult, counts, csv_beside, summary_line, write_results
+    from openadapt_flow.runtime.batch.runner import BatchEvents, BatchRequest, Reset, run_batch
+    from openadapt_flow.runtime.batch.status import ItemResult, ItemStatus
+    from openadapt_flow.runtime.batch.status import exit_code as batch_exit_code
     from openadapt_flow.runtime.fleet.desks import Desks
     from openadapt_flow.runtime.fleet.jobs import Fleet
-    from openadapt_flow.runtime.fleet.submit import fleet_store, submit
+    from openadapt_flow.runtime.fleet.submit import Submitted, fleet_store, submit, submit_items
     from openadapt_flow.runtime.fleet.targets import TargetsFile, load_targets
     from openadapt_flow.runtime.operate.approval import (DECISION_NAMES, Audit, DecisionOptions, approve, deliver,
                                                      phone_vote_conflict)
@@ -44,14 +48,31 @@ __all__ = ["DECISION_NAMES", "Audit", "BackendFlags", "DecisionOptions", "Desks"
            "effective_state", "fleet_store", "list_operators", "load_targets", "open_ref", "parse_arg_pairs",
            "phone_vote_conflict", "reconcile_root", "replay", "reset_operator", "resume_run", "select_backend",
            "start_workflow", "stop_on_signals", "submit", "wait"]
+# a batch of work items (runtime/batch/), and the same items queued for the fleet
+__all__ += ["Submitted", "submit_items", "BatchEvents", "BatchRequest", "BatchResult", "ItemResult", "ItemStatus", "Reset", "batch_exit_code",
+            "counts", "csv_beside", "run_batch", "summary_line", "write_results"]
 
 # name here -> its module under runtime/ (and its name there, where the face renames it: `resume` is a package)
 _WHERE = {
     "stop_on_signals": "act.engine",
+    "BatchResult": "batch.results",
+    "counts": "batch.results",
+    "csv_beside": "batch.results",
+    "summary_line": "batch.results",
+    "write_results": "batch.results",
+    "BatchEvents": "batch.runner",
+    "BatchRequest": "batch.runner",
+    "Reset": "batch.runner",
+    "run_batch": "batch.runner",
+    "ItemResult": "batch.status",
+    "ItemStatus": "batch.status",
+    "batch_exit_code": "batch.status",
     "Desks": "fleet.desks",
     "Fleet": "fleet.jobs",
     "fleet_store": "fleet.submit",
     "submit": "fleet.submit",
+    "Submitted": "fleet.submit",
+    "submit_items": "fleet.submit",
     "TargetsFile": "fleet.targets",
     "load_targets": "fleet.targets",
     "Audit": "operate.approval",
@@ -83,7 +104,7 @@ _WHERE = {
     "parse_arg_pairs": "workflow.api",
     "wait": "workflow.wait",
 }
-_RENAMED = {"resume_run": "resume"}
+_RENAMED = {"resume_run": "resume", "batch_exit_code": "exit_code"}
 
 
 def __getattr__(name: str) -> Any:

@@ -36,7 +36,7 @@ from openadapt_flow.store.rundoc import BundleRefDoc, Finalized, ManifestBody, M
 from openadapt_flow.store.postgres.spec import PREFIX as PG_PREFIX
 from openadapt_flow.store.select import open_store, postgres_store, store_of_ref
 from openadapt_flow.store.stepdoc import (
-    CallFields, ConsumedDecision, EffectDoc, LedgerEntry, PatchInfo, ReadingDoc, RecheckedEffect, ScreenFact, Seal, SkippedData, StepEffect,
+    CallFields, ChangeDoc, ConsumedDecision, EffectDoc, LedgerEntry, PatchInfo, ReadingDoc, RecheckedEffect, ScreenFact, Seal, SkippedData, StepEffect,
     Verification, VerifiedBy, VerifiedData
 )
 
@@ -74,7 +74,7 @@ _POSTGRES = {"GC_MIN_AGE_S": ("artifacts", "GC_MIN_AGE_S"), "gc_blobs": ("artifa
              "pg_migrations": ("schema", "migrations"), "PostgresStore": ("store", "PostgresStore")}
 
 # a step's records, the run ledger, a workflow call's fields (store/stepdoc.py)
-__all__ += ["CallFields", "ConsumedDecision", "EffectDoc", "LedgerEntry", "PatchInfo", "ReadingDoc", "RecheckedEffect",
+__all__ += ["CallFields", "ChangeDoc", "ConsumedDecision", "EffectDoc", "LedgerEntry", "PatchInfo", "ReadingDoc", "RecheckedEffect",
             "ScreenFact", "Seal", "SkippedData", "StepEffect", "Verification", "VerifiedBy", "VerifiedData"]
 
 

@@ -224,6 +224,8 @@ class DecisionOutcome(TypedDict):
     quorum: NotRequired[int]
     complete: NotRequired[bool]
     level: NotRequired[str]  # an escalation: the level the task was re-issued at
+    settled: NotRequired[bool]  # a reconcile of a run that stopped for good: journaled, the run's outcome re-written
+    transaction_outcome: NotRequired[str]  # that run's outcome now
 
 
 # ---- the operators who decide (spec §20) ----

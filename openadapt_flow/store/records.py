@@ -13,12 +13,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from functools import cache
-from typing import TYPE_CHECKING, Annotated, Any, Literal, Union, get_type_hints
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Union, cast, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, create_model
 
 from openadapt_flow.store.entry import JournalEntry
 from openadapt_flow.store.stepdoc import EffectDoc, ReadingDoc, SkippedData, Verification, VerifiedData
+from openadapt_flow.store.stepdoc import ChangeDoc as ChangeDoc  # the verifiers name it here
 from openadapt_flow.store.stepdoc import EffectVerdictName as EffectVerdictName  # the verifiers name it here
 from openadapt_flow.store.states import PausedReason, RunState, TransactionOutcome
 
@@ -206,9 +207,10 @@ class EffectVerdict(_Data):
     reads: int
     waited_s: float
     detail: str | None = None
+    changes: list[Obj] | None = None  # a whole-change effect's rows that changed: ChangeDoc each (verify/changes.py)
 
     def to_json(self) -> EffectDoc:
-        return {
+        doc: EffectDoc = {
             "verdict": self.verdict,
             "baseline": self.baseline.to_json() if self.baseline else None,
             "observed": self.observed.to_json() if self.observed else None,
@@ -216,6 +218,9 @@ class EffectVerdict(_Data):
             "waited_s": round(self.waited_s, 3),
             "detail": self.detail or "",
         }
+        if self.changes is not None:
+            doc["changes"] = cast("list[ChangeDoc]", self.changes)  # built as ChangeDoc by verify/changes.py
+        return doc
 
 
 def _fields(doc: type, rules: Mapping[str, object]) -> dict[str, Any]:

@@ -188,6 +188,9 @@ class Report(_File):
     steps: list[Obj]
     summary: ReportSummary | None = None  # absent from reports of earlier versions
     next_commands: list[str] = []  # the exact commands that move the run on from where it stopped
+    outcome_evidence: list[Obj] = []  # the consequential steps dispatched and not verified at the run's last stop
+    collateral: list[Obj] = []  # rows a whole-change effect saw change that no step declares (secrets masked)
+    advice: list[str] = []  # what to check after a consequential input, and which decision records the answer
 
 
 # Every JSON file a run directory holds, by the name its `schema` carries.

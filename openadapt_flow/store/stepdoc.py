@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Literal, NotRequired, TypedDict
 
-__all__ = ["CallFields", "ConsumedDecision", "EffectDoc", "EffectVerdictName", "LedgerEntry", "PatchInfo", "ReadingDoc",
+__all__ = ["CallFields", "ChangeDoc", "ConsumedDecision", "EffectDoc", "EffectVerdictName", "LedgerEntry", "PatchInfo", "ReadingDoc",
            "RecheckedEffect", "ScreenFact", "Seal", "SkippedData", "StepEffect", "Verification", "VerifiedBy",
            "VerifiedData"]
 
@@ -26,6 +26,17 @@ class ReadingDoc(TypedDict):
     error: NotRequired[str]  # only when the read failed
 
 
+class ChangeDoc(TypedDict):
+    """One row a whole-change effect saw change between its baseline and its reading: its table, how it changed,
+    its key, its values (after; before for a removed row; secrets masked; None when not known), and whether it is
+    one the step declared (`expected`) or a collateral write."""
+    table: str
+    kind: Literal["added", "changed", "removed"]
+    key: str
+    values: dict[str, object] | None
+    expected: bool
+
+
 class EffectDoc(TypedDict):
     """What an effect verifier concluded (`effect_verified`, and a verified step's `effect`)."""
     verdict: EffectVerdictName
@@ -34,6 +45,7 @@ class EffectDoc(TypedDict):
     reads: int
     waited_s: float
     detail: str
+    changes: NotRequired[list[ChangeDoc]]  # a whole-change effect: every row it saw change (at most MAX_LISTED)
 
 
 class RecheckedEffect(TypedDict):
@@ -42,6 +54,7 @@ class RecheckedEffect(TypedDict):
     baseline: ReadingDoc | None
     observed: ReadingDoc
     read_after_dispatch_s: float
+    changes: NotRequired[list[ChangeDoc]]  # a whole-change effect: every row it saw change
 
 
 StepEffect = EffectDoc | RecheckedEffect  # the `effect` a verified step (and the checkpoint) keeps

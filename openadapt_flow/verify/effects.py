@@ -1,37 +1,32 @@
-"""Effect verifiers: read the system of record out of band, read-only, and judge a declared effect.
+"""Effect verifiers: read the system of record out of band, read-only, and judge a declared effect (spec §8).
 
-Verdicts: CONFIRMED (the effect holds), ABSENT (read at least `timeout_s` after
-dispatch and not there), CONFLICTING (a change, but not the declared one),
-UNAVAILABLE (could not read, or no baseline to compare with), INDETERMINATE (the
-baseline already satisfied the expectation, so no reading can tell). Only CONFIRMED lets a step be verified. The
-readers themselves (sql, http, file) live in `verify.readers`.
+A verifier reads (`read`), says whether a baseline forbids the step's input (`blocks`), and judges a reading
+against the baseline (`judge`). The verdicts are `verify.verdicts`'; the readers themselves (sql, http, file) live
+in `verify.readers`, and the whole-change sql effect (`changes:`) in `verify.changes`.
 """
 
 from __future__ import annotations
 
-import math
 import os
-import re
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any, Final
+from typing import Any
 
 from pydantic import ValidationError
 
 from openadapt_flow.bundle.models import Effect
 from openadapt_flow.errors import ConfigError
 from openadapt_flow.store.records import EffectVerdict, EffectVerdictName, Reading
+from openadapt_flow.verify.changes import WholeChange
 from openadapt_flow.verify.readers import READ_TIMEOUT_S, FileReader, HttpReader, SqlReader
+from openadapt_flow.verify.verdicts import (ABSENT, CONFIRMED, CONFLICTING, INDETERMINATE, UNAVAILABLE, Judgement, number,
+                                            same)
 
-__all__ = ["ABSENT", "CONFIRMED", "CONFLICTING", "INDETERMINATE", "UNAVAILABLE", "EffectVerdict", "Reading",
-           "baseline_blocks", "judge", "make_reader", "resolve_effect", "verify_effect"]
-
-CONFIRMED: Final = "CONFIRMED"
-ABSENT: Final = "ABSENT"
-CONFLICTING: Final = "CONFLICTING"
-UNAVAILABLE: Final = "UNAVAILABLE"
-INDETERMINATE: Final = "INDETERMINATE"
+__all__ = ["ABSENT", "CONFIRMED", "CONFLICTING", "INDETERMINATE", "UNAVAILABLE", "EffectVerdict", "Judgement", "Reading",
+           "ReadingVerifier", "Verifier", "WholeChange", "baseline_blocks", "judge", "make_reader", "make_verifier",
+           "resolve_effect", "verify_effect"]
 
 
 def resolve_effect(effect: Effect, named: Mapping[str, Effect]) -> Effect:
@@ -49,11 +44,41 @@ def resolve_effect(effect: Effect, named: Mapping[str, Effect]) -> Effect:
         raise ConfigError(f"effect use {effect.use!r}: {e.errors()[0]['msg'].removeprefix('Value error, ')}") from None
 
 
+@dataclass(frozen=True)
+class ReadingVerifier:
+    """An effect whose reading is one value (a count, a cell, a JSON value, a file's hash), judged by spec §8's table."""
+
+    effect: Effect
+    read: Callable[[], Reading]
+    settles = False  # one CONFIRMED reading is the answer
+
+    def judge(self, baseline: Reading | None, observed: Reading) -> Judgement:
+        return Judgement(judge(self.effect, baseline, observed))
+
+    def blocks(self, baseline: Reading) -> str | None:
+        return baseline_blocks(self.effect, baseline)
+
+
+Verifier = ReadingVerifier | WholeChange
+
+
+def make_verifier(effect: Effect, params: Mapping[str, Any], env: Mapping[str, str] | None = None, *, key: bytes = b"",
+                  secrets: Mapping[str, str] | None = None, read_timeout_s: float = READ_TIMEOUT_S) -> Verifier:
+    """The effect's verifier, bound to the run's params; ConfigError (before any input) if misconfigured. `key`
+    digests a whole-change snapshot's rows (the run's journal key), `secrets` are masked in its listing."""
+    if effect.kind == "sql" and effect.changes is not None:
+        return WholeChange(effect, params, os.environ if env is None else env, key=key, secrets=secrets,
+                           read_timeout_s=read_timeout_s)
+    return ReadingVerifier(effect, make_reader(effect, params, env, read_timeout_s=read_timeout_s))
+
+
 def make_reader(
     effect: Effect, params: Mapping[str, Any], env: Mapping[str, str] | None = None, *, read_timeout_s: float = READ_TIMEOUT_S
 ) -> Callable[[], Reading]:
     """A read-only reader for the effect's system of record; raises ConfigError (before any input) if misconfigured."""
     env = os.environ if env is None else env
+    if effect.kind == "sql" and effect.changes is not None:
+        return WholeChange(effect, params, env, read_timeout_s=read_timeout_s).read
     if effect.kind == "sql":
         return SqlReader(effect, params, env, read_timeout_s).read
     if effect.kind == "http":
@@ -61,37 +86,6 @@ def make_reader(
     if effect.kind == "file":
         return FileReader(effect, params).read
     raise ConfigError(f"effect kind {effect.kind!r} is not supported")
-
-
-NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
-
-
-def _number(value: Any) -> Decimal | None:
-    """A finite number read from an int, a float or a plain decimal string; None for anything else.
-
-    Booleans, `nan`, `inf`, `1_000` and hex are not numbers here, so they never take part in arithmetic."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return Decimal(value)
-    if isinstance(value, float):
-        return Decimal(repr(value)) if math.isfinite(value) else None  # repr: 0.1 stays 0.1, as it was written
-    if isinstance(value, str) and NUMBER.fullmatch(value.strip()):
-        return Decimal(value.strip())
-    return None
-
-
-def _same(a: Any, b: Any) -> bool:
-    """Equality as a reader of the system of record means it: numbers as numbers ('11.50' = 11.5), a boolean
-    only equal to a boolean, anything else by value (a non-finite float as its text, so nan = nan)."""
-    na, nb = _number(a), _number(b)
-    if na is not None or nb is not None:
-        return na is not None and nb is not None and na == nb
-    if isinstance(a, bool) or isinstance(b, bool):
-        return isinstance(a, bool) and isinstance(b, bool) and a == b
-    a = str(a) if isinstance(a, float) else a
-    b = str(b) if isinstance(b, float) else b
-    return bool(a == b)
 
 
 def expects_value(effect: Effect) -> bool:
@@ -104,32 +98,35 @@ def baseline_blocks(effect: Effect, baseline: Reading) -> str | None:
         return f"the system of record could not be read before the step ({baseline.error or 'no reading'})"
     if effect.expect.increase_by == 0:
         return "increase_by: 0 holds before the step: its effect could never be told apart from nothing happening"
-    if expects_value(effect) and _same(baseline.value, effect.expect.equals):
+    if expects_value(effect) and same(baseline.value, effect.expect.equals):
         return (f"the reading already equals {effect.expect.equals!r} before the step: its effect could never be told "
                 "apart from what was already there")
     return None
 
 
 def judge(effect: Effect, baseline: Reading | None, observed: Reading) -> EffectVerdictName:
-    """CONFIRMED / ABSENT / CONFLICTING / UNAVAILABLE for one reading against the baseline (spec §8's table)."""
+    """CONFIRMED / ABSENT / CONFLICTING / UNAVAILABLE for one reading against the baseline (spec §8's table); a
+    whole-change effect is judged by its verifier (`make_verifier(...).judge`), never here."""
+    if effect.changes is not None:
+        raise ValueError("a whole-change effect is judged by its WholeChange verifier, which holds its declared rows")
     if not observed.ok or baseline is None or not baseline.ok:
         return UNAVAILABLE  # without a baseline no reading proves presence or absence
     exp = effect.expect
     if exp.increase_by is not None:
         # a missing file or row reads as nothing, which counts as 0 here
-        base = Decimal(0) if baseline.value is None else _number(baseline.value)
-        seen = Decimal(0) if observed.value is None else _number(observed.value)
+        base = Decimal(0) if baseline.value is None else number(baseline.value)
+        seen = Decimal(0) if observed.value is None else number(observed.value)
         if base is None or seen is None:
-            return ABSENT if _same(observed.value, baseline.value) else CONFLICTING
+            return ABSENT if same(observed.value, baseline.value) else CONFLICTING
         delta = seen - base
         if delta == 0:
             return ABSENT if exp.increase_by != 0 else INDETERMINATE
         return CONFIRMED if delta == exp.increase_by else CONFLICTING
-    unchanged = _same(observed.value, baseline.value)
+    unchanged = same(observed.value, baseline.value)
     if expects_value(effect):
-        if _same(baseline.value, exp.equals):  # it held before: nothing can be proved either way
+        if same(baseline.value, exp.equals):  # it held before: nothing can be proved either way
             return INDETERMINATE if unchanged else CONFLICTING
-        if _same(observed.value, exp.equals):
+        if same(observed.value, exp.equals):
             return CONFIRMED
         return ABSENT if unchanged else CONFLICTING
     return ABSENT if unchanged else CONFIRMED
@@ -137,7 +134,7 @@ def judge(effect: Effect, baseline: Reading | None, observed: Reading) -> Effect
 
 def verify_effect(
     effect: Effect,
-    read: Callable[[], Reading],
+    read: Callable[[], Reading] | Verifier,
     baseline: Reading | None,
     dispatched_at: float,
     *,
@@ -148,15 +145,25 @@ def verify_effect(
 ) -> EffectVerdict:
     """Poll until CONFIRMED; any other verdict is final only for a read begun `timeout_s` or more after dispatch.
 
-    The interval grows from `poll_s` to `max_poll_s` so a long `timeout_s` does not hammer the system of record.
+    `read` is the effect's verifier, or a reader of a one-value effect. A whole-change effect's CONFIRMED stands
+    only once a second reading agrees (a change still being written is not yet the whole change), or once a read
+    begun after `timeout_s` confirms it again. The interval grows from `poll_s` to `max_poll_s` so a long
+    `timeout_s` does not hammer the system of record.
     """
-    reads = 0
+    check = read if isinstance(read, (ReadingVerifier, WholeChange)) else ReadingVerifier(effect, read)
+    reads, last = 0, None  # the previous reading, while it was CONFIRMED
     while True:
         began = clock() - dispatched_at  # a read that started early proves nothing about absence, however long it took
-        observed = read()
+        observed = check.read()
         reads += 1
-        verdict = judge(effect, baseline, observed)
+        j = check.judge(baseline, observed)
         elapsed = clock() - dispatched_at
-        if verdict == CONFIRMED or began >= effect.timeout_s:
-            return EffectVerdict(verdict=verdict, baseline=baseline, observed=observed, reads=reads, waited_s=elapsed)
-        wait(min(poll_s * 1.5 ** (reads - 1), max_poll_s, max(0.0, effect.timeout_s - elapsed)))
+        settled = not check.settles or (last is not None and (last.value == observed.value or began >= effect.timeout_s))
+        if (j.verdict == CONFIRMED and settled) or (j.verdict != CONFIRMED and began >= effect.timeout_s):
+            return EffectVerdict(verdict=j.verdict, baseline=baseline, observed=observed, reads=reads, waited_s=elapsed,
+                                 detail=j.detail, changes=[dict(c) for c in j.changes] if j.changes is not None else None)
+        last = observed if j.verdict == CONFIRMED else None
+        if last is not None:  # read once more, soon: does the change stand?
+            wait(poll_s)
+        else:
+            wait(min(poll_s * 1.5 ** (reads - 1), max_poll_s, max(0.0, effect.timeout_s - elapsed)))

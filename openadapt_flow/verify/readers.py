@@ -63,7 +63,7 @@ def _env_secret(field: str, name: str | None, env: Mapping[str, str], what: str)
     return val
 
 
-def _plain(value: Any) -> Any:
+def plain(value: Any) -> Any:
     """A driver value as something JSON keeps and `judge` compares (Decimal → int/float)."""
     if isinstance(value, Decimal):
         return int(value) if value == value.to_integral_value() else float(value)
@@ -74,21 +74,20 @@ def _plain(value: Any) -> Any:
     return str(value)
 
 
-class SqlReader:
-    """Runs the effect's query in a read-only transaction with bound params (never string-formatted); reads the first cell."""
+def check_dsn(effect: Effect) -> None:
+    """A sql effect names its database by dsn (no inline password) or dsn_env."""
+    if effect.dsn and INLINE_PASSWORD.search(effect.dsn):
+        raise ConfigError("passwords are not allowed inline in an effect dsn; use dsn_env")
+    if not effect.dsn and not effect.dsn_env:
+        raise ConfigError("a sql effect needs dsn or dsn_env")
 
-    def __init__(self, effect: Effect, params: Mapping[str, Any], env: Mapping[str, str], read_timeout_s: float = READ_TIMEOUT_S) -> None:
-        if not effect.query:
-            raise ConfigError("a sql effect needs query")
-        if effect.dsn and INLINE_PASSWORD.search(effect.dsn):
-            raise ConfigError("passwords are not allowed inline in an effect dsn; use dsn_env")
-        if not effect.dsn and not effect.dsn_env:
-            raise ConfigError("a sql effect needs dsn or dsn_env")
-        missing = [n for n in sql_binds(effect.query) if n not in params]
-        if missing:  # binding NULL instead would read "absent" and wrongly prove nothing landed
-            raise ConfigError(f"effect query binds {', '.join(':' + n for n in missing)}, which no bound param supplies")
-        self.query = effect.query
-        self.binds = {n: params[n] for n in sql_binds(effect.query)}
+
+class SqlSource:
+    """A sql effect's database, opened read-only with every wait bounded: the DSN checks (no inline password, a
+    scheme we speak) made once, at build time (ConfigError then, before any input)."""
+
+    def __init__(self, effect: Effect, env: Mapping[str, str], read_timeout_s: float = READ_TIMEOUT_S) -> None:
+        check_dsn(effect)
         self.dsn = effect.dsn or _env_secret("dsn_env", effect.dsn_env, env, "dsn")
         self.timeout_s = read_timeout_s
         self.scheme = urlparse(self.dsn).scheme
@@ -100,20 +99,18 @@ class SqlReader:
             try:
                 self.conninfo = psycopg.conninfo.conninfo_to_dict(self.dsn)
             except psycopg.ProgrammingError as e:
-                raise ConfigError(f"effect dsn is not a valid PostgreSQL URL: {self._scrub(str(e))}") from None
+                raise ConfigError(f"effect dsn is not a valid PostgreSQL URL: {self.scrub(str(e))}") from None
 
-    def read(self) -> Reading:
-        try:
-            value = self._read_sqlite() if self.scheme == "sqlite" else self._read_postgres()
-        except Exception as e:  # any driver failure is an UNAVAILABLE reading, kept as evidence
-            return Reading(False, error=self._scrub(f"{type(e).__name__}: {e}".strip()))
-        return Reading(True, _plain(value))
-
-    def _scrub(self, text: str) -> str:
+    def scrub(self, text: str) -> str:
         password = str(self.conninfo.get("password") or "")
         return text.replace(password, "***") if password else text
 
-    def _read_sqlite(self) -> Any:
+    def failed(self, e: Exception) -> Reading:
+        """A driver failure as an UNAVAILABLE reading, kept as evidence (no password in it)."""
+        return Reading(False, error=self.scrub(f"{type(e).__name__}: {e}".strip()))
+
+    def sqlite(self) -> sqlite3.Connection:
+        """A read-only connection to the SQLite file; a query running past the read timeout is aborted."""
         # SQLAlchemy's convention: sqlite:///rel/path is relative, sqlite:////abs/path absolute
         path = unquote(self.dsn[len("sqlite://"):])[1:]
         if not Path(path).exists():
@@ -121,6 +118,45 @@ class SqlReader:
         conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=self.timeout_s)
         deadline = time.monotonic() + self.timeout_s
         conn.set_progress_handler(lambda: int(time.monotonic() > deadline), 10_000)  # aborts a runaway query
+        return conn
+
+    def postgres(self) -> Any:
+        """A read-only PostgreSQL connection (not in autocommit): read-only twice over, the session default and
+        the transaction itself; statement, lock and connect waits bounded."""
+        ms = int(self.timeout_s * 1000)
+        info = dict(self.conninfo)
+        guard = f"-c default_transaction_read_only=on -c statement_timeout={ms} -c lock_timeout={ms}"
+        info["options"] = f"{info.get('options', '')} {guard}".strip()
+        info["connect_timeout"] = max(2, math.ceil(self.timeout_s))  # libpq's floor is 2 s
+        info.setdefault("application_name", "openadapt-flow verifier")
+        conn = _psycopg().connect(**info, autocommit=False)
+        conn.read_only = True
+        return conn
+
+
+class SqlReader:
+    """Runs the effect's query in a read-only transaction with bound params (never string-formatted); reads the first cell."""
+
+    def __init__(self, effect: Effect, params: Mapping[str, Any], env: Mapping[str, str], read_timeout_s: float = READ_TIMEOUT_S) -> None:
+        if not effect.query:
+            raise ConfigError("a sql effect needs query (or changes:)")
+        check_dsn(effect)
+        missing = [n for n in sql_binds(effect.query) if n not in params]
+        if missing:  # binding NULL instead would read "absent" and wrongly prove nothing landed
+            raise ConfigError(f"effect query binds {', '.join(':' + n for n in missing)}, which no bound param supplies")
+        self.source = SqlSource(effect, env, read_timeout_s)
+        self.query = effect.query
+        self.binds = {n: params[n] for n in sql_binds(effect.query)}
+
+    def read(self) -> Reading:
+        try:
+            value = self._read_sqlite() if self.source.scheme == "sqlite" else self._read_postgres()
+        except Exception as e:  # any driver failure is an UNAVAILABLE reading, kept as evidence
+            return self.source.failed(e)
+        return Reading(True, plain(value))
+
+    def _read_sqlite(self) -> Any:
+        conn = self.source.sqlite()
         try:
             row = conn.execute(self.query, self.binds).fetchone()
         finally:
@@ -128,15 +164,7 @@ class SqlReader:
         return row[0] if row else None
 
     def _read_postgres(self) -> Any:
-        ms = int(self.timeout_s * 1000)
-        info = dict(self.conninfo)
-        # read-only twice over: the session default and the transaction itself; every wait bounded
-        guard = f"-c default_transaction_read_only=on -c statement_timeout={ms} -c lock_timeout={ms}"
-        info["options"] = f"{info.get('options', '')} {guard}".strip()
-        info["connect_timeout"] = max(2, math.ceil(self.timeout_s))  # libpq's floor is 2 s
-        info.setdefault("application_name", "openadapt-flow verifier")
-        with _psycopg().connect(**info, autocommit=False) as conn:
-            conn.read_only = True
+        with self.source.postgres() as conn:
             with conn.cursor() as cur:
                 # prepare=True forces the extended protocol: one statement only, no `; COMMIT; INSERT …` smuggling
                 cur.execute(to_pyformat(self.query), self.binds, prepare=True)

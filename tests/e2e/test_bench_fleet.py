@@ -18,7 +18,7 @@ pytestmark = [
     pytest.mark.skipif(why_not_available() is not None, reason=str(why_not_available())),
     pytest.mark.skipif(shutil.which("Xvnc") is None, reason="needs TigerVNC's Xvnc (make setup installs it)"),
 ]
-OTHERS = "template,ocr,pyscreeze,orig,engine,resume,replay,drift"
+OTHERS = "template,ocr,pyscreeze,orig,engine,resume,replay,batch,drift"
 
 
 def test_fleet_and_console_parts_measure_every_run_and_lose_none(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

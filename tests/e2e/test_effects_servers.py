@@ -15,7 +15,8 @@ import psycopg
 import pytest
 
 from openadapt_flow.bundle.models import Effect
-from openadapt_flow.verify.effects import ABSENT, CONFIRMED, CONFLICTING, UNAVAILABLE, baseline_blocks, make_reader, verify_effect
+from openadapt_flow.verify.effects import (ABSENT, CONFIRMED, CONFLICTING, UNAVAILABLE, baseline_blocks, make_reader,
+                                           make_verifier, verify_effect)
 from tests.support.pg import PgServer, start_pg, why_not_available
 
 pytestmark = pytest.mark.timeout(60)
@@ -153,6 +154,69 @@ def test_pg_slow_query_is_cut_at_the_read_timeout(env):
     t0 = time.monotonic()
     r = read()
     assert not r.ok and "statement timeout" in r.error and time.monotonic() - t0 < 3
+
+
+# --------------------------------------------------------------------------- PostgreSQL: whole-change effects
+
+@pytest.fixture
+def audit(ledger: psycopg.Connection) -> psycopg.Connection:
+    """A second table the app may write, with no primary key (its rows are keyed by content)."""
+    ledger.execute("CREATE TABLE IF NOT EXISTS audit (what text)")
+    ledger.execute("TRUNCATE audit")
+    ledger.execute("INSERT INTO invoices (vendor, amount, run_id) VALUES ('Old Row', 1, 'x')")
+    return ledger
+
+
+def whole(**kw: Any) -> Effect:
+    return Effect.model_validate({"kind": "sql", "dsn_env": "LEDGER_DSN", "timeout_s": 0.3, "tables": ["invoices", "audit"],
+                                  "changes": [{"table": "invoices", "added": {"vendor": "{vendor}", "amount": "{amount}"}}], **kw})
+
+
+def whole_verdict(env, app: psycopg.Connection, *statements: str, eff: Effect | None = None, secrets=None):
+    eff = eff or whole()
+    v = make_verifier(eff, PARAMS, env, key=b"k", secrets=secrets)
+    base = v.read()
+    assert base.ok and v.blocks(base) is None, base
+    for st in statements:
+        app.execute(st)
+    return verify_effect(eff, v, base, time.monotonic() - 10)
+
+
+INSERT = "INSERT INTO invoices (vendor, amount, run_id) VALUES ('O''Brien & Sons; --', 10.50, 'run-42')"
+
+
+def test_pg_whole_change_exactly_the_declared_row_is_confirmed(audit, env):
+    v = whole_verdict(env, audit, INSERT)
+    assert v.verdict == CONFIRMED, v.to_json()
+    (row,) = v.changes
+    assert row["expected"] and row["kind"] == "added" and row["values"]["amount"] == 10.5  # numeric 10.50 = param 10.5
+
+
+def test_pg_whole_change_an_extra_row_and_a_changed_row_are_collateral(audit, env):
+    v = whole_verdict(env, audit, INSERT, "INSERT INTO audit VALUES ('saved by pw=hunter2-sekrit')",
+                      "UPDATE invoices SET amount = 2 WHERE vendor = 'Old Row'", secrets={"pw": "hunter2-sekrit"})
+    assert v.verdict == CONFLICTING and "collateral write: 2 change(s)" in v.detail
+    extra = sorted((c["table"], c["kind"]) for c in v.changes if not c["expected"])
+    assert extra == [("audit", "added"), ("invoices", "changed")]
+    assert next(c for c in v.changes if c["table"] == "audit")["values"] == {"what": "saved by pw=<secret:pw>"}
+    assert "hunter2" not in json.dumps(v.to_json())
+
+
+def test_pg_whole_change_compares_only_the_named_tables(audit, env):
+    """PostgreSQL snapshots the tables the effect names (changes, or tables:), never the whole server."""
+    eff = whole(tables=None)
+    v = whole_verdict(env, audit, INSERT, "INSERT INTO audit VALUES ('not compared')", eff=eff)
+    assert v.verdict == CONFIRMED and {c["table"] for c in v.changes} == {"invoices"}
+
+
+def test_pg_whole_change_is_bounded_and_names_what_is_missing(audit, env):
+    for _ in range(3):
+        audit.execute("INSERT INTO audit VALUES ('x')")
+    big = make_verifier(whole(max_rows=3), PARAMS, env).read()
+    assert not big.ok and "more than max_rows 3" in big.error
+    gone = make_verifier(whole(tables=["invoices", "nope"]), PARAMS, env).read()
+    assert not gone.ok and "no table 'nope'" in gone.error
+    assert audit.execute("SELECT count(*) FROM audit").fetchone()[0] == 3  # read-only: nothing written
 
 
 # --------------------------------------------------------------------------- HTTP

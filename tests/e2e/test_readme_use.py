@@ -26,3 +26,5 @@ def test_the_readme_use_block_runs_as_pasted(tmp_path):
     assert not wrong, "\n".join(wrong) + "\n" + output[-4000:]
     assert "Traceback" not in output and "error: internal error" not in output  # (`--help` lists exit code 70)
     assert json.loads((work / "runs/use/report.json").read_text())["state"] == "COMPLETED"
+    batch = [json.loads(x) for x in (work / "runs/batch-invoices/results.jsonl").read_text().splitlines()]
+    assert [(x["key"], x["status"]) for x in batch] == [("INV-1001", "done"), ("INV-1002", "done"), ("INV-1003", "done")]

@@ -50,7 +50,8 @@ def test_a_recorded_demonstration_compiles_to_a_bundle_that_replays_with_other_v
     assert doc["params"]["amount"] == {"type": "number", "required": True, "example": 1250.5}
     save = doc["steps"][3]
     assert save["consequential"] is True
-    assert save["effect"]["query"] == 'SELECT count(*) FROM "invoices" WHERE "vendor" = :vendor AND "amount" = :amount'
+    # the whole change the save made: one row, its typed columns bound (id and created_at free); nothing else
+    assert save["effect"]["changes"] == [{"table": "invoices", "added": {"vendor": "{vendor}", "amount": "{amount}"}}]
     assert save["identity"]["text"] == "{vendor}"
     assert any("text_present" in e for e in doc["steps"][0]["expect"])  # the form's words appeared
     assert all("ACME" not in json.dumps(s.get("expect", [])) for s in steps.values())  # no fact on a typed value

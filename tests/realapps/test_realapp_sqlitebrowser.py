@@ -103,7 +103,7 @@ def test_sqlitebrowser_recording_is_one_consequential_row_entry(recorded):
     steps = recorded.doc["steps"]
     save = [s for s in steps if s.get("consequential")]
     assert len(save) == 1 and save[0].get("keys") == ["ctrl", "s"], [s["id"] for s in steps]
-    assert save[0]["effect"]["query"] == 'SELECT count(*) FROM "patients" WHERE "name" = :name AND "clinic" = :clinic'
+    assert save[0]["effect"]["changes"] == [{"table": "patients", "added": {"name": "{name}", "clinic": "{clinic}"}}]
     types = [s for s in steps if s["action"] == "type"]
     assert [s["text"] for s in types] == ["{name}", "{clinic}"]
     for s in steps:  # no template or fact built on a value the demonstration typed (finding 4)

@@ -16,7 +16,7 @@ by the lease like any input.
 
 from __future__ import annotations
 
-from openadapt_flow.bundle.models import Step
+from openadapt_flow.bundle.models import Target
 from openadapt_flow.ladder.types import Box, Point
 from openadapt_flow.runtime.act.settle import settle
 from openadapt_flow.runtime.start.context import RunContext
@@ -33,15 +33,17 @@ def park_point(width: int, height: int, avoid: Box | None) -> Point:
     return right
 
 
-def park_pointer(ctx: RunContext, step: Step) -> None:
-    """Once per run and process, before the first frame a target is resolved on: fence, journal, move, settle."""
-    if ctx.pointer_parked or step.target is None:
+def park_pointer(ctx: RunContext, step_id: str | None, target: Target | None) -> None:
+    """Once per run and process, before the first frame a target is resolved on (or a start state is judged on):
+    fence, journal, move, settle. `target`: the first target, whose search window the place must avoid."""
+    if ctx.pointer_parked:
         return
     frame = ctx.backend.capture()
-    at = park_point(frame.width, frame.height, ctx.ladder.window(step.target, frame.width, frame.height))
+    window = ctx.ladder.window(target, frame.width, frame.height) if target is not None else None
+    at = park_point(frame.width, frame.height, window)
     if ctx.lease is not None:
         ctx.lease.fence()  # a stalled owner must not move another owner's pointer either
-    ctx.journal.append("pointer_parked", step.id, {"at": list(at), "why": "where the pointer was left is unknown: "
+    ctx.journal.append("pointer_parked", step_id, {"at": list(at), "why": "where the pointer was left is unknown: "
                                                    "a hover there would change a target's look"})
     ctx.backend.move(*at)
     ctx.pointer_parked = True

@@ -11,7 +11,7 @@ from openadapt_flow.errors import ConfigError
 from openadapt_flow.runtime.start.context import RunContext
 from openadapt_flow.runtime.act.settle import settle
 from openadapt_flow.runtime.act.step import screen_facts
-from openadapt_flow.verify.effects import ABSENT, CONFIRMED, Reading, judge, make_reader, resolve_effect
+from openadapt_flow.verify.effects import ABSENT, CONFIRMED, Judgement, Reading, make_verifier, resolve_effect
 from openadapt_flow.store.states import RecordType, is_a
 from openadapt_flow.store.entry import JournalEntry
 from openadapt_flow.store.stepdoc import RecheckedEffect, ScreenFact
@@ -92,11 +92,17 @@ def recheck(ctx: RunContext, u: Uncertain) -> RecheckResult:
         ctx.stop.wait(wait)  # ABSENT is only positive once timeout_s has passed since dispatch
     baseline = u.baseline
     try:
-        observed = make_reader(effect, ctx.params.values | {"run_id": ctx.run_id})()
+        verifier = make_verifier(effect, ctx.params.values | {"run_id": ctx.run_id}, key=ctx.journal.key,
+                                 secrets=ctx.params.secrets)
+        observed = verifier.read()
+        judged = verifier.judge(baseline, observed)
     except ConfigError as e:  # a verifier that cannot even be built reads nothing: unknown, not absent
         observed = Reading(False, error=str(e))
-    verdict = judge(effect, baseline, observed)
+        judged = Judgement("UNAVAILABLE")
+    verdict = judged.verdict
     ev: RecheckedEffect = {"verdict": verdict, "baseline": baseline.to_json() if baseline else None, "observed": observed.to_json(), "read_after_dispatch_s": round(time.time() - _epoch(u.dispatch["ts"]), 3)}
+    if judged.changes is not None:
+        ev["changes"] = judged.changes
     if verdict == CONFIRMED:
         return RecheckResult(CONFIRMED_DONE if screen_ok or not checks else UNKNOWN, ev, checks)
     if verdict == ABSENT:

@@ -9,22 +9,21 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 import numpy as np
 
 from openadapt_flow.backends.base import Frame
 from openadapt_flow.bundle.keys import normalise_key
-from openadapt_flow.bundle.models import Effect, Postcondition, Step, Target
+from openadapt_flow.bundle.models import Postcondition, Step, Target
 from openadapt_flow.errors import BackendError, FlowError
 from openadapt_flow.ladder.types import Box, Point, Resolution
 from openadapt_flow.runtime.start.context import RunContext
 from openadapt_flow.runtime.act.durable import calls
+from openadapt_flow.runtime.act.effect_check import check_effect, read_after, take_baseline
 from openadapt_flow.runtime.judge.halt import Halt, StopRequested
 from openadapt_flow.runtime.judge.policy import model_call_refusal
 from openadapt_flow.runtime.act.pointer import park_pointer
 from openadapt_flow.runtime.act.settle import settle
-from openadapt_flow.verify.effects import CONFIRMED, Reading, baseline_blocks, make_reader, resolve_effect, verify_effect
 from openadapt_flow.store.records import Check, EffectVerdict
 from openadapt_flow.store.stepdoc import ScreenFact, Verification, VerifiedData
 from openadapt_flow.verify.field import FIELD_IDENTITY, field_identity, relations
@@ -298,15 +297,6 @@ class _Where:
 
 
 @dataclass
-class _Baseline:
-    """A declared effect, its reader and what the system of record held before the step."""
-
-    effect: Effect
-    read: Callable[[], Reading]
-    reading: Reading
-
-
-@dataclass
 class _GuiStep:
     """One GUI step on its way through the lifecycle: what every phase reads, and whether input was sent."""
 
@@ -326,11 +316,16 @@ def run_gui_step(ctx: RunContext, index: int, step: Step) -> StepRecord:
     calls.started(ctx, step, index, intent=step.intent)
     try:
         where = _locate(run)
-        baseline = _take_baseline(run, where)
+        baseline = take_baseline(ctx, step, where.frame.pixels, where.point)
         dispatched_at = _dispatch(run, where)
-        run.rec.checks = _postconditions(ctx, step, where, dispatched_at + step.timeout_s, run.rec.rung)
+        try:
+            run.rec.checks = _postconditions(ctx, step, where, dispatched_at + step.timeout_s, run.rec.rung)
+        except Halt as h:
+            if baseline is not None:  # the screen failed; the system of record may still say what happened
+                read_after(ctx, step, baseline, dispatched_at, h)
+            raise
         if baseline is not None:
-            _verify_effect(run, baseline, dispatched_at)
+            run.rec.effect = check_effect(ctx, step, baseline, dispatched_at)
     except Halt as h:
         h.step = h.step or step.id
         h.dispatched = h.dispatched or run.dispatched
@@ -345,7 +340,8 @@ def run_gui_step(ctx: RunContext, index: int, step: Step) -> StepRecord:
 def _locate(run: _GuiStep) -> _Where:
     """Settle, resolve the target (and the drag's end), pass the identity gate: where the step will act."""
     ctx, step, rt = run.ctx, run.step, run.ctx.config.runtime
-    park_pointer(ctx, step)  # a hover left by whatever ran before must not change the target's look
+    if step.target is not None:  # a hover left by whatever ran before must not change the target's look
+        park_pointer(ctx, step.id, step.target)
     if ctx.backend.wait_for_update(0):  # the screen moved since our last look: let it settle
         frame = settle(ctx.backend, rt.settle_quiet_s, rt.settle_timeout_s).frame
     else:  # unchanged since the previous step's verified frame: already settled
@@ -370,23 +366,6 @@ def _locate(run: _GuiStep) -> _Where:
     return where
 
 
-def _take_baseline(run: _GuiStep, where: _Where) -> _Baseline | None:
-    """Read the declared effect's system of record before any input; halt if no reading could prove the effect."""
-    ctx, step = run.ctx, run.step
-    if step.effect is None:
-        return None
-    effect = resolve_effect(step.effect, ctx.config.effects)
-    read = make_reader(effect, ctx.params.values | {"run_id": ctx.run_id})
-    baseline = read()
-    ctx.journal.append("effect_baseline", step.id, baseline.to_json())
-    blocked = baseline_blocks(effect, baseline)
-    if blocked is not None:  # no baseline, or one that already holds: no reading could prove this step's effect
-        raise Halt("effect", f"step {step.id!r}: {blocked}; no input was sent", step=step.id,
-                   evidence=[{"baseline": baseline.to_json(), "expect": effect.expect.model_dump(exclude_none=True)}],
-                   frame=where.frame.pixels, point=where.point)
-    return _Baseline(effect, read, baseline)
-
-
 def _dispatch(run: _GuiStep, where: _Where) -> float:
     """Journal `action_dispatched` (fsync'd before any input), act, let the screen settle; when input was sent."""
     ctx, step, before = run.ctx, run.step, where.frame.pixels
@@ -406,18 +385,6 @@ def _dispatch(run: _GuiStep, where: _Where) -> float:
     if run.secret and where.point is None:
         _narrow_secret_mask(ctx, step, before, settled.frame.pixels)
     return dispatched_at
-
-
-def _verify_effect(run: _GuiStep, baseline: _Baseline, dispatched_at: float) -> None:
-    """Poll the system of record until the declared effect is CONFIRMED; any other verdict halts the step."""
-    ctx, step = run.ctx, run.step
-    verdict = verify_effect(baseline.effect, baseline.read, baseline.reading, dispatched_at)
-    ctx.journal.append("effect_verified", step.id, verdict.to_json())
-    run.rec.effect = verdict
-    if verdict.verdict != CONFIRMED:
-        why = verdict.observed.error if verdict.observed and verdict.observed.error else "expectation not met"
-        raise Halt("effect", f"step {step.id!r}: declared effect is {verdict.verdict} after {verdict.waited_s:.1f}s ({why})",
-                   step=step.id, dispatched=True, evidence=[dict(verdict.to_json())], frame=ctx.backend.capture().pixels)
 
 
 def _verified(run: _GuiStep, anchor: Anchor | None) -> StepRecord:

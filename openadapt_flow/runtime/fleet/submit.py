@@ -13,13 +13,15 @@ from __future__ import annotations
 import socket
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from openadapt_flow.version import __version__
-from openadapt_flow.bundle.loader import load_bundle
-from openadapt_flow.bundle.params import bind_params
+from openadapt_flow.bundle.items import Item
+from openadapt_flow.bundle.loader import LoadedBundle, load_bundle
+from openadapt_flow.bundle.params import BoundParams, bind_params
 from openadapt_flow.bundle.config import DeployConfig
 from openadapt_flow.store import PG_PREFIX as PREFIX, ManifestBody, PostgresStore, check_queue_schema
 from openadapt_flow.store.select import postgres_store
@@ -42,6 +44,46 @@ def submit(spec: str, bundle: Path, params: Mapping[str, Any], label: str | None
     loaded = load_bundle(bundle)
     bound = bind_params(loaded.model, params, from_flag=frozenset(params))
     store = fleet_store(spec)
+    with store.tx():
+        return _create(spec, store, loaded, bound, label, None)
+
+
+@dataclass(frozen=True)
+class Submitted:
+    """One item of `flow submit --items`: its line and key, its run, and whether this submit queued it (False: the
+    key was queued before, and `state` is its run's state now)."""
+
+    item: int
+    key: str
+    run: str
+    queued: bool
+    state: str
+
+
+def submit_items(spec: str, bundle: Path, items: Sequence[Item], label: str | None) -> list[Submitted]:
+    """Queue one durable run per item, in order, each key once per bundle: a key already queued, running or done is not
+    queued again. Every item is typed before the first is queued (bad input queues nothing)."""
+    loaded = load_bundle(bundle)
+    bound = [bind_params(loaded.model, item.params) for item in items]
+    store = fleet_store(spec)
+    scope = loaded.model.name
+    out: list[Submitted] = []
+    for item, params in zip(items, bound):
+        with store.tx():
+            store.run("SELECT pg_advisory_xact_lock(hashtext(%s))", ("flow-items:" + scope,))
+            before = store.one("SELECT r.name, r.state FROM flow_submissions s JOIN flow_runs r ON r.id = s.run "
+                               "WHERE s.item_scope = %s AND s.item_key = %s", (scope, item.key))
+            if before is not None:
+                out.append(Submitted(item.line, item.key, PREFIX + before[0], False, before[1]))
+                continue
+            ref = _create(spec, store, loaded, params, label, (scope, item.key))
+        out.append(Submitted(item.line, item.key, ref, True, RunState.PENDING.value))
+    return out
+
+
+def _create(spec: str, store: PostgresStore, loaded: LoadedBundle, bound: BoundParams, label: str | None,
+            item: tuple[str, str] | None) -> str:
+    """In the caller's transaction: the run PENDING with its manifest and bundle, and the submission that queues it."""
     name = f"fleet-{uuid.uuid4().hex[:12]}"
     config = DeployConfig.default()
     manifest: ManifestBody = {
@@ -59,10 +101,11 @@ def submit(spec: str, bundle: Path, params: Mapping[str, Any], label: str | None
         "parent_run": None,
         "child_runs": [],
     }
-    with store.tx():
-        run = store.create_run(PREFIX + name)
-        run.snapshot_bundle(loaded.root, loaded.files)
-        run.write_manifest(manifest)
-        run.write_state(RunState.PENDING, message=PENDING_MESSAGE)
-        store.run("INSERT INTO flow_submissions (run, label) VALUES (%s, %s)", (run.id(), label))
+    run = store.create_run(PREFIX + name)
+    run.snapshot_bundle(loaded.root, loaded.files)
+    run.write_manifest(manifest)
+    run.write_state(RunState.PENDING, message=PENDING_MESSAGE)
+    scope, key = item if item is not None else (None, None)
+    store.run("INSERT INTO flow_submissions (run, label, item_scope, item_key) VALUES (%s, %s, %s, %s)",
+              (run.id(), label, scope, key))
     return run.ref

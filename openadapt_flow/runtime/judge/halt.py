@@ -8,7 +8,7 @@ import numpy as np
 from openadapt_flow.errors import RunSignal
 
 MAX_MESSAGE = 400
-CATEGORIES = ("resolution", "ambiguous", "identity", "postcondition", "effect", "backend", "policy", "input")
+CATEGORIES = ("resolution", "ambiguous", "identity", "postcondition", "effect", "collateral", "backend", "policy", "input")
 
 
 @dataclass

@@ -21,7 +21,8 @@ from openadapt_flow.runtime.start.lifecycle import check_manifest
 from openadapt_flow.runtime.act.pause import iso
 from openadapt_flow.runtime.start.runref import RunRef, open_ref
 from openadapt_flow.runtime.operate.teach import make_patch
-from openadapt_flow.runtime.operate.truth import check_views, consume_decision, journaled_decision, pending_view
+from openadapt_flow.runtime.operate.final_reconcile import settleable, settle_final
+from openadapt_flow.runtime.operate.truth import check_views, consume_decision, journaled_decision, pending_view, record_stop
 from openadapt_flow.store.rundoc import ManifestDoc, StateView
 from openadapt_flow.store.base import JournalWriter, RunHandle, RunLease
 from openadapt_flow.store.checkpoint import checkpoint_digest
@@ -229,6 +230,14 @@ def approve(run_path: RunRef, decision: str, operator: str, *, note: str | None 
     manifest = run.manifest()
     vote = OperatorDecision(decision, operator, os_user or getpass.getuser(), channel, effect, note)
     state: StateView = run.state() if run.has_state() else {}  # a damaged state.json is refused (6)
+    if decision == DecisionKind.RECONCILE and settleable(manifest, state):  # a run that stopped for good, a write uncertain
+        _check_operator(DeployConfig.model_validate(manifest["config"]), vote)
+        with deciding(run, manifest) as (_lease, records, state):
+            out = settle_final(run, records, state, effect=str(effect), operator=operator, os_user=vote.user, note=note,
+                               channel=channel)
+        if out["recorded"] and opts.reporter is not None:
+            opts.reporter(run)
+        return out
     if state.get("state") in FINAL_STATES:
         return _not_paused(run, state, decision, vote.user)
     current_checkpoint(run)  # so is a damaged checkpoint.json: no decision is recorded on what cannot be read
@@ -434,6 +443,6 @@ def block_run(run: RunHandle, journal: JournalWriter, pending: PendingBody, deci
         "decided_at": decision["decided_at"],
     }
     run.write_incident(incident)
-    journal.append("run_finished", None, {"state": RunState.BLOCKED, "incident": incident["id"], "transaction_outcome": pending.get("transaction_outcome")})
+    record_stop(journal, {"state": RunState.BLOCKED, "incident": incident["id"], "transaction_outcome": pending.get("transaction_outcome")})
     journal.close()
     run.write_state(RunState.BLOCKED, journal=journal, transaction_outcome=pending.get("transaction_outcome"), message=f"rejected by {decision['operator']}")

@@ -137,9 +137,23 @@ def record_decision(journal: JournalWriter, pending: PendingBody, approval: Appl
         return carried
     rec = journal.last_of.get("decision")
     if rec is None or (rec.get("data") or {}).get("pause_id") != pause_id:
-        rec = journal.append("decision", pending["step"], dict(decision_data(approval, pause_id)))
+        return journal_decision(journal, pending["step"], dict(decision_data(approval, pause_id)))
     journal.sync()
     return rec
+
+
+def journal_decision(journal: JournalWriter, step: str | None, data: Mapping[str, object]) -> JournalEntry:
+    """The one writer of `decision` records, fsync'd: a pause's decision, or an operator's reconcile of a run that
+    stopped for good (operate/final_reconcile.py)."""
+    rec = journal.append("decision", step, data)
+    journal.sync()
+    return rec
+
+
+def record_stop(journal: JournalWriter, data: Mapping[str, object]) -> JournalEntry:
+    """An operator's decision ends or re-ends a run: its `run_finished` record (a reject's BLOCKED; a stopped run's
+    outcome once its uncertain write was reconciled)."""
+    return journal.append("run_finished", None, data)
 
 
 def journaled_decision(records: list[JournalEntry]) -> tuple[JournalEntry, PendingBody, CarriedDecision] | None:

@@ -119,7 +119,7 @@ def probe_effects(loaded: LoadedBundle, config: DeployConfig, params: BoundParam
             raise ConfigError(f"step {step.id!r}: effect path {effect.path}: folder {Path(effect.path).parent} does not "
                               "exist; nothing was sent")
         key = (effect.kind, effect.dsn, os.environ.get(effect.dsn_env or ""), effect.query, effect.url, effect.path,
-               effect.json_path, effect.contains)
+               effect.json_path, effect.contains, str(effect.changes), str(effect.tables), effect.max_rows)
         if key in seen:
             continue
         reading = _reader(step, effect, params, run_id)()

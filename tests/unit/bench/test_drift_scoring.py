@@ -90,7 +90,7 @@ def test_drift_part_alone_writes_rows_and_verdicts(tmp_path: Path, capsys: pytes
     corpus = tmp_path / "corpus"
     shutil.copytree(CORPUS_DIR / "galculator", corpus / "galculator")
     out = tmp_path / "results.json"
-    args = ["--reps", "1", "--skip", "template,ocr,pyscreeze,orig,engine,resume,replay,fleet,console", "--drift-corpus", str(corpus),
+    args = ["--reps", "1", "--skip", "template,ocr,pyscreeze,orig,engine,resume,replay,batch,fleet,console", "--drift-corpus", str(corpus),
             "--out", str(out), "--work", str(tmp_path / "work")]
     assert main(args) == 0
     drift = json.loads(out.read_text())["drift"]

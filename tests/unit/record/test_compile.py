@@ -142,8 +142,8 @@ def test_two_entries_into_one_field_make_two_params_each_bound_to_its_own_save(t
     assert out.params == {"vendor": {"type": "string", "required": True, "example": "ACME"},
                           "vendor_2": {"type": "string", "required": True, "example": "Globex"}}
     saves = [s for s in out.steps if s.get("consequential")]
-    assert [s["effect"]["query"] for s in saves] == ['SELECT count(*) FROM "invoices" WHERE "vendor" = :vendor',
-                                                     'SELECT count(*) FROM "invoices" WHERE "vendor" = :vendor_2']
+    assert [s["effect"]["changes"] for s in saves] == [[{"table": "invoices", "added": {"vendor": "{vendor}"}}],
+                                                       [{"table": "invoices", "added": {"vendor": "{vendor_2}"}}]]
     assert [s["identity"]["text"] for s in saves] == ["{vendor}", "{vendor_2}"]
 
 

@@ -271,11 +271,14 @@ def test_a_halt_after_the_write_landed_is_not_a_plain_failure(tmp_path, monkeypa
 
 
 def test_a_halt_before_any_write_landed_stays_failed(tmp_path, monkeypatch):
-    """The other side: nothing landed, FAILED (exit 1) as before, with the re-run command offered."""
+    """The other side: nothing landed, FAILED (exit 1) as before. The save's input was sent, so no re-run is offered
+    (issue 33 item 6, spec §8 "Advice"): the report says nothing was written and to check the screen first."""
     db = make_db(tmp_path)
     monkeypatch.setenv("LEDGER_DSN", f"sqlite:///{db}")
     fake = FakeBackend(home(), lambda f, ev: f.set_frame(done()) if ev[0] != "move" else None)  # shows success, writes nothing
     out = run(tmp_path, make_bundle(tmp_path / "b", [dict(POST, effect=EFFECT)]), fake)
     assert (out.state, out.exit_code) == ("FAILED", 1)
     report = write_reports(RunDir.open(str(out.run_dir)))
-    assert report["landed"] == [] and report["next_commands"]
+    assert report["landed"] == [] and report["transaction_outcome"] == "HALTED_BEFORE_EFFECT"
+    assert report["next_commands"] == []
+    assert any("nothing was written" in a for a in report["advice"])

@@ -31,7 +31,9 @@ def test_to_json_gives_the_typed_shapes():
     failed = Reading(False, error="down")
     assert seen.to_json() == {"ok": True, "value": 3} and list(failed.to_json()) == ["ok", "value", "error"]
     verdict = EffectVerdict(verdict="CONFIRMED", baseline=seen, observed=Reading(True, 4), reads=2, waited_s=0.12345)
-    assert list(verdict.to_json()) == list(get_type_hints(stepdoc.EffectDoc))
+    assert list(verdict.to_json()) == [k for k in get_type_hints(stepdoc.EffectDoc) if k != "changes"]
+    whole = EffectVerdict(verdict="ABSENT", baseline=seen, observed=seen, reads=1, waited_s=0.1, changes=[])
+    assert list(whole.to_json()) == list(get_type_hints(stepdoc.EffectDoc))  # a whole-change verdict lists its rows
     assert DATA_MODELS["effect_verified"].model_validate(verdict.to_json()).model_dump()["waited_s"] == 0.123
 
 

@@ -136,4 +136,4 @@ def test_postgres_refused_is_unavailable():
 
 def test_errors_never_carry_the_password():
     reader = SqlReader(Effect.model_validate({"kind": "sql", "dsn_env": "PGDSN", "query": "select 1"}), {}, {"PGDSN": "postgresql://u:hunter2@h/db"})
-    assert reader._scrub("bad dsn postgresql://u:hunter2@h/db") == "bad dsn postgresql://u:***@h/db"
+    assert reader.source.scrub("bad dsn postgresql://u:hunter2@h/db") == "bad dsn postgresql://u:***@h/db"

@@ -14,7 +14,7 @@ import numpy as np
 from pydantic import ValidationError
 
 from openadapt_flow.bundle.keys import invalid_keys
-from openadapt_flow.bundle.models import Bundle, Step, Target
+from openadapt_flow.bundle.models import Bundle, Postcondition, Step, Target
 from openadapt_flow.bundle.params import STEP_REF, check_placeholder, placeholders
 from openadapt_flow.bundle.yamlsrc import Loc, YamlDoc
 from openadapt_flow.errors import BundleError
@@ -46,6 +46,19 @@ def _template_refs(step: Step) -> list[tuple[Loc, str]]:
     for i, pc in enumerate(step.expect):
         if pc.template_present is not None:
             refs.append((("expect", i, "template_present"), pc.template_present))
+    return refs
+
+
+def _all_template_refs(model: Bundle) -> list[tuple[Loc, str]]:
+    """Every template the bundle names, with where: its steps, its start facts, its reset (spec §22)."""
+    refs = [(("steps", i) + loc, rel) for i, step in enumerate(model.steps) for loc, rel in _template_refs(step)]
+    refs += [(("start", i, "template_present"), pc.template_present) for i, pc in enumerate(model.start)
+             if pc.template_present is not None]
+    reset = model.reset
+    if reset is not None:
+        refs += [(("reset", "steps", i) + loc, rel) for i, step in enumerate(reset.steps or []) for loc, rel in _template_refs(step)]
+        if reset.wait_for is not None and reset.wait_for.template_present is not None:
+            refs.append((("reset", "wait_for", "template_present"), reset.wait_for.template_present))
     return refs
 
 
@@ -149,17 +162,22 @@ def _texts(step: Step) -> list[tuple[Loc, str, bool]]:
     return out
 
 
-def _validate_step(doc: YamlDoc, model: Bundle, i: int, step: Step, screen: tuple[int, int]) -> None:
-    base = ("steps", i)
+def _check_fact(doc: YamlDoc, loc: Loc, pc: Postcondition, screen: tuple[int, int]) -> None:
+    for key in ("region_changed", "blank", "region"):
+        box = getattr(pc, key)
+        if box is not None:
+            _check_region(doc, loc + (key,), box, screen, "region")
+
+
+def _validate_step(doc: YamlDoc, model: Bundle, i: int, step: Step, screen: tuple[int, int],
+                   base: Loc | None = None) -> None:
+    base = ("steps", i) if base is None else base
     for key in ("target", "to"):
         t: Target | None = getattr(step, key)
         if t is not None and t.region is not None:
             _check_region(doc, base + (key, "region"), t.region, screen, "region")
     for j, pc in enumerate(step.expect):
-        if pc.region_changed is not None:
-            _check_region(doc, base + ("expect", j, "region_changed"), pc.region_changed, screen, "region")
-        if pc.region is not None:
-            _check_region(doc, base + ("expect", j, "region"), pc.region, screen, "region")
+        _check_fact(doc, base + ("expect", j), pc, screen)
     for loc, text, allow_secret in _texts(step):
         for name in placeholders(text):
             why = check_placeholder(name, model, allow_secret=allow_secret)
@@ -185,6 +203,38 @@ def _validate_step(doc: YamlDoc, model: Bundle, i: int, step: Step, screen: tupl
         bad = invalid_keys(step.keys or [])
         if bad:
             raise doc.fail(base + ("keys",), f"step {step.id!r}: unknown key name {bad[0]!r}")
+
+
+def _validate_start_reset(doc: YamlDoc, model: Bundle, screen: tuple[int, int]) -> None:
+    """`start:` facts and `reset:` (spec §22): areas inside the screen; a start fact may name params (each run checks
+    it with its own); a reset runs between items, so nothing in it may name one."""
+    for i, pc in enumerate(model.start):
+        _check_fact(doc, ("start", i), pc, screen)
+        if pc.text is not None:
+            for name in placeholders(pc.text):
+                why = check_placeholder(name, model, allow_secret=False)
+                if why:
+                    raise doc.fail(("start", i, pc.kind), f"start fact: {why}")
+    reset = model.reset
+    if reset is None:
+        return
+    unbound = model.model_copy(update={"params": {}})
+    if reset.wait_for is not None:
+        _check_fact(doc, ("reset", "wait_for"), reset.wait_for, screen)
+        if reset.wait_for.text is not None and placeholders(reset.wait_for.text):
+            raise doc.fail(("reset", "wait_for", reset.wait_for.kind), "reset wait_for: a reset runs between items and "
+                           "takes no params")
+    seen: dict[str, int] = {}
+    for i, step in enumerate(reset.steps or []):
+        if step.id in seen:
+            raise doc.fail(("reset", "steps", i, "id"), f"duplicate reset step id {step.id!r} (first at reset step {seen[step.id] + 1})")
+        seen[step.id] = i
+        for loc, text, _ in _texts(step):
+            named = [n for n in placeholders(text) if n != "run_id"]
+            if named:
+                raise doc.fail(("reset", "steps", i) + loc, f"reset step {step.id!r}: {{{named[0]}}}: a reset runs "
+                               "between items and takes no params")
+        _validate_step(doc, unbound, i, step, screen, base=("reset", "steps", i))
 
 
 def load_bundle(path: str | Path) -> LoadedBundle:
@@ -215,11 +265,11 @@ def load_bundle(path: str | Path) -> LoadedBundle:
             raise doc.fail(("steps", i, "id"), f"duplicate step id {step.id!r} (first at step {seen[step.id] + 1})")
         seen[step.id] = i
         _validate_step(doc, model, i, step, screen)
+    _validate_start_reset(doc, model, screen)
     templates: dict[str, np.ndarray] = {}
-    for i, step in enumerate(model.steps):
-        for loc, rel in _template_refs(step):
-            if rel not in templates:
-                templates[rel] = _load_png(doc, ("steps", i) + loc, root, rel, screen)
+    for loc, rel in _all_template_refs(model):
+        if rel not in templates:
+            templates[rel] = _load_png(doc, loc, root, rel, screen)
     files = (FLOW_FILE,) + tuple(sorted(templates))
     digest = bundle_digest(root, files)
     return LoadedBundle(root=root, model=model, templates=templates, digest=digest, files=files)

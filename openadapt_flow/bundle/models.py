@@ -88,12 +88,15 @@ class Target(Strict):
 
 
 class Postcondition(Strict):
-    """A screen fact that must hold after a step: exactly one of the four kinds."""
+    """A screen fact that must hold after a step (or at the start: `start:`): exactly one of the five kinds."""
 
     text_present: str | None = None
     text_absent: str | None = None
     template_present: str | None = None
     region_changed: tuple[int, int, int, int] | None = None
+    # the area shows nothing but its own background (a text cursor and the area's border aside): an empty field or
+    # page, as recorded
+    blank: tuple[int, int, int, int] | None = None
     region: tuple[int, int, int, int] | None = None  # where to look first (text_*, template_present)
     # `target`: region / region_changed are recorded-frame pixels that move with the step's target: at replay
     # they are placed relative to where the target was found, not where it was recorded. None: absolute.
@@ -106,18 +109,19 @@ class Postcondition(Strict):
         kinds = [k for k in POSTCONDITION_KINDS if getattr(self, k) is not None]
         if len(kinds) != 1:
             raise ValueError(f"a postcondition needs exactly one of {', '.join(POSTCONDITION_KINDS)}")
-        if self.region is not None and self.region_changed is not None:
-            raise ValueError("region goes with text_present, text_absent or template_present, not region_changed")
-        if self.relative_to is not None and self.region is None and self.region_changed is None:
-            raise ValueError("relative_to needs a region (or region_changed) to place")
+        if self.region is not None and (self.region_changed is not None or self.blank is not None):
+            raise ValueError(f"region goes with text_present, text_absent or template_present, not {kinds[0]}")
+        if self.relative_to is not None and self.box is None:
+            raise ValueError("relative_to needs a region (or region_changed, blank) to place")
         if self.changed_min is not None and self.region_changed is None:
             raise ValueError("changed_min goes with region_changed")
         return self
 
     @property
     def box(self) -> tuple[int, int, int, int] | None:
-        """The fact's recorded area: its region, or the region_changed box."""
-        return self.region if self.region is not None else self.region_changed
+        """The fact's recorded area: its region, or the region_changed or blank box."""
+        return self.region if self.region is not None else self.region_changed if self.region_changed is not None \
+            else self.blank
 
     @property
     def kind(self) -> str:
@@ -129,7 +133,7 @@ class Postcondition(Strict):
         return self.text_present if self.text_present is not None else self.text_absent
 
 
-POSTCONDITION_KINDS = ("text_present", "text_absent", "template_present", "region_changed")
+POSTCONDITION_KINDS = ("text_present", "text_absent", "template_present", "region_changed", "blank")
 
 
 class Identity(Strict):
@@ -302,6 +306,40 @@ class Step(Strict):
         return self.action in DURABLE_KINDS
 
 
+class StartFact(Postcondition):
+    """A postcondition of the screen a bundle starts from, judged on one frame before any input."""
+
+    @model_validator(mode="after")
+    def _one_frame(self) -> "StartFact":
+        if self.region_changed is not None:
+            raise ValueError("region_changed needs a screen before it; a start fact is judged on one frame")
+        if self.relative_to is not None:
+            raise ValueError("relative_to: a start fact has no target to be placed by")
+        return self
+
+
+class Reset(Strict):
+    """How to bring the app back to the bundle's start state (spec §22): restart it (`command`, then wait until
+    `wait_for` holds, within `timeout_s`) or a "home" sequence of GUI steps, each verified like any step."""
+
+    command: list[str] | None = Field(default=None, min_length=1)
+    wait_for: StartFact | None = None
+    timeout_s: float = Field(default=60.0, gt=0, le=3600)
+    steps: list[Step] | None = Field(default=None, min_length=1)
+
+    @model_validator(mode="after")
+    def _one_form(self) -> "Reset":
+        if (self.command is None) == (self.steps is None):
+            raise ValueError("a reset needs exactly one of command (with wait_for) or steps")
+        if self.command is not None and self.wait_for is None:
+            raise ValueError("a reset command needs wait_for: the fact that shows the app is back")
+        if self.steps is not None and self.wait_for is not None:
+            raise ValueError("wait_for goes with command; reset steps are verified by their own expect")
+        for s in self.steps or []:
+            if s.is_durable_kind or s.approval is not None:
+                raise ValueError(f"reset step {s.id!r}: a reset runs unattended between items: GUI actions only "
+                                 f"({', '.join(GUI_ACTIONS)}), no approval")
+        return self
 
 
 class Bundle(Strict):
@@ -310,7 +348,17 @@ class Bundle(Strict):
     description: str | None = None
     screen: Screen
     params: dict[str, Param] = Field(default_factory=dict)
+    # the screen the steps start from (spec §22): checked on one frame before a run's first input
+    start: list[StartFact] = Field(default_factory=list)
+    reset: Reset | None = None
+    reset_before_each: bool = False  # a batch resets before every item, not only after a halted one
     steps: list[Step] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _reset_needs(self) -> "Bundle":
+        if self.reset_before_each and self.reset is None:
+            raise ValueError("reset_before_each needs a reset: (command or steps)")
+        return self
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 

@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from openadapt_flow.runtime.act.engine import stop_on_signals
+    from openadapt_flow.runtime.act.reset import ResetResult
+    from openadapt_flow.runtime.act.start_state import StartResult, check_start_state
     from openadapt_flow.runtime.batch.results import BatchResult, counts, csv_beside, summary_line, write_results
     from openadapt_flow.runtime.batch.runner import BatchEvents, BatchRequest, Reset, run_batch
     from openadapt_flow.runtime.batch.status import ItemResult, ItemStatus
@@ -31,7 +33,7 @@ if TYPE_CHECKING:
                                                       list_operators, reset_operator)
     from openadapt_flow.runtime.operate.reconciler import reconcile_root
     from openadapt_flow.runtime.operate.teach import apply_patches
-    from openadapt_flow.runtime.runs import replay, start_workflow
+    from openadapt_flow.runtime.runs import replay, reset_app, start_workflow
     from openadapt_flow.runtime.runs import resume as resume_run
     from openadapt_flow.runtime.start.backend_select import BackendFlags, select_backend
     from openadapt_flow.runtime.start.context import Progress, StepSummary
@@ -51,6 +53,8 @@ __all__ = ["DECISION_NAMES", "Audit", "BackendFlags", "DecisionOptions", "Desks"
 # a batch of work items (runtime/batch/), and the same items queued for the fleet
 __all__ += ["Submitted", "submit_items", "BatchEvents", "BatchRequest", "BatchResult", "ItemResult", "ItemStatus", "Reset", "batch_exit_code",
             "counts", "csv_beside", "run_batch", "summary_line", "write_results"]
+# the start state and the reset (runtime/act/start_state.py, runtime/act/reset.py)
+__all__ += ["ResetResult", "StartResult", "check_start_state", "reset_app"]
 
 # name here -> its module under runtime/ (and its name there, where the face renames it: `resume` is a package)
 _WHERE = {
@@ -67,6 +71,9 @@ _WHERE = {
     "ItemResult": "batch.status",
     "ItemStatus": "batch.status",
     "batch_exit_code": "batch.status",
+    "ResetResult": "act.reset",
+    "StartResult": "act.start_state",
+    "check_start_state": "act.start_state",
     "Desks": "fleet.desks",
     "Fleet": "fleet.jobs",
     "fleet_store": "fleet.submit",
@@ -90,6 +97,7 @@ _WHERE = {
     "reconcile_root": "operate.reconciler",
     "apply_patches": "operate.teach",
     "replay": "runs",
+    "reset_app": "runs",
     "resume_run": "runs",
     "start_workflow": "runs",
     "BackendFlags": "start.backend_select",

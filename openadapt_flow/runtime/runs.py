@@ -13,11 +13,17 @@ from __future__ import annotations
 
 import threading
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from openadapt_flow.backends.factory import open_backend
+from openadapt_flow.backends.spec import BackendSpec
+from openadapt_flow.bundle.config import DeployConfig
+from openadapt_flow.bundle.loader import LoadedBundle
 from openadapt_flow.runtime import resume as resuming
 from openadapt_flow.runtime.act import engine
+from openadapt_flow.runtime.act import reset as resetting
+from openadapt_flow.runtime.act.reset import ResetResult
 from openadapt_flow.runtime.workflow import run as workflow_run
 from openadapt_flow.runtime.start.context import Progress
 from openadapt_flow.runtime.start.launch import BackendFactory, ReplayRequest, Reporter, RunOutcome, Runs, WorkflowRequest
@@ -42,6 +48,12 @@ def resume(run: RunRef, req: ResumeRequest | None = None, **fields: Any) -> RunO
     `memory:NAME`. How: a ResumeRequest, or its fields by keyword (`backend=`, `require_approval=`, `params=`,
     `progress=`, `reporter=`, `backend_factory=`, `stop=`, `backend_flags=`, `backend_config=`, `upgrade_bundle=`)."""
     return resuming.resume(run, RUNS, replace(req or ResumeRequest(), **fields))
+
+
+def reset_app(bundle: Path | str | LoadedBundle, backend: BackendSpec | None, config: DeployConfig, **options: Any) -> ResetResult:
+    """Bring the app back to the bundle's start state (its `reset:`), then check the start state (spec §22); a reset
+    by steps runs them as a run of its own. `options`: `ocr=`, `reporter=`, `run_dir=`, `backend_factory=`."""
+    return resetting.reset_app(bundle, backend, config, RUNS, **options)
 
 
 RUNS = Runs(replay=replay, start_workflow=start_workflow, resume=resume)

@@ -159,7 +159,7 @@ class Check(BaseModel):
 
 
 class Checks(_Data):
-    """`postconditions` / `checkpoint_reproved`."""
+    """`postconditions` / `checkpoint_reproved` / `start_checked` (the start state, before a run's first input)."""
     ok: bool
     checks: list[Check]
 
@@ -392,6 +392,7 @@ DATA_MODELS: dict[str, type[BaseModel]] = {
     "identity_checked": Check,
     "postconditions": Checks,
     "checkpoint_reproved": Checks,
+    "start_checked": Checks,
     "effect_baseline": Reading,
     "action_dispatched": ActionDispatched,
     "action_sent": ActionSent,

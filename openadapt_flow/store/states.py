@@ -133,6 +133,7 @@ class RecordType(str, Enum):
     IDENTITY_CHECKED = "identity_checked"
     POSTCONDITIONS = "postconditions"
     CHECKPOINT_REPROVED = "checkpoint_reproved"
+    START_CHECKED = "start_checked"
     EFFECT_BASELINE = "effect_baseline"
     ACTION_DISPATCHED = "action_dispatched"
     ACTION_SENT = "action_sent"

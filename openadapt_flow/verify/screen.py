@@ -21,6 +21,7 @@ from openadapt_flow.vision.diff import changed_box, changed_fraction, changed_pi
 from openadapt_flow.vision.mask import union
 from openadapt_flow.vision.ocr import OcrEngine, find_text
 from openadapt_flow.vision.template import TemplateImage, Thresholds, find_template, intersect, pad_box
+from openadapt_flow.verify.blank import blank_check
 from openadapt_flow.verify.readback import find_typed
 
 TEMPLATE_PRESENT_MIN = 0.8
@@ -119,7 +120,7 @@ class ScreenChecks:
             return pc
         x, y, w, h = anchor.place(pc.box)
         box = (round(x / self.sx), round(y / self.sy), max(1, round(w / self.sx)), max(1, round(h / self.sy)))
-        key = "region" if pc.region is not None else "region_changed"
+        key = "region" if pc.region is not None else "region_changed" if pc.region_changed is not None else "blank"
         return pc.model_copy(update={key: box, "relative_to": None})
 
     def text(self, frame: np.ndarray, text: str, box: Box | None = None) -> Check:
@@ -192,6 +193,9 @@ class ScreenChecks:
             box = found.best.box if found.best else None
             return Check(kind, pc.template_present, ok, f"best score {found.score:.3f}", {"score": round(found.score, 3), "at": list(box) if box else None})
         region = self.place(pc, anchor)
+        if kind == "blank":
+            assert pc.blank is not None and region is not None
+            return blank_check(frame, region, list(pc.blank))
         assert pc.region_changed is not None and region is not None
         if before is None:
             return Check(kind, str(list(pc.region_changed)), False, "no before frame to compare")

@@ -45,6 +45,7 @@ from openadapt_flow.store.rundoc import ManifestBody
 from openadapt_flow.store.records import Blocked
 from openadapt_flow.store.stepdoc import VerifiedData
 from openadapt_flow.store.states import PausedReason, RunState
+from openadapt_flow.runtime.act.start_state import check_start_in_run
 from openadapt_flow.runtime.act.step import StepRecord, run_gui_step
 from openadapt_flow.store.atomic import StorageFault
 from openadapt_flow.store.faults import crash_point
@@ -383,6 +384,8 @@ def _perform(ctx: RunContext, i: int, step: Step, ran: list[StepRecord]) -> Veri
     if step.approval == "before" and ctx.approved_before != step.id:
         raise Pause(PausedReason.AWAITING_APPROVAL, step.id, f"step {step.id!r} needs an operator's approval before it acts")
     ctx.progress.step_started(i, len(ctx.model.steps), step.id, step.intent)
+    if step.action == "flow" or not step.is_durable_kind:  # it can send input: the screen must be the start's
+        check_start_in_run(ctx, step)
     if step.action == "flow":
         rec = StepRecord(step.id, data=run_child_step(ctx, i, step))
     elif step.is_durable_kind:

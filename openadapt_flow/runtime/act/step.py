@@ -409,11 +409,12 @@ def _verified(run: _GuiStep, anchor: Anchor | None) -> StepRecord:
 def screen_facts(ctx: RunContext, step: Step, anchor: Anchor | None = None) -> list[ScreenFact]:
     """The step's postconditions that can be re-proved on one frame (resume checks them before acting), texts
     interpolated, areas that move with the target placed where it was found this time."""
-    return [_fact(ctx, ctx.checks.anchored(pc, anchor)) for pc in step.expect if pc.region_changed is None]
+    return [_fact(ctx, ctx.checks.anchored(pc, anchor)) for pc in step.expect if pc.region_changed is None and pc.blank is None]
 
 
 def _fact(ctx: RunContext, pc: Postcondition) -> ScreenFact:
-    """One fact as its record keeps it: the keys it sets, in the model's order (a region_changed fact is never one)."""
+    """One fact as its record keeps it: the keys it sets, in the model's order (a region_changed or blank fact is
+    never one)."""
     fact: ScreenFact = {}
     if pc.text_present is not None:
         fact["text_present"] = ctx.interp(pc.text_present)

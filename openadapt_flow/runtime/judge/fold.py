@@ -25,6 +25,7 @@ class RunProgress:
         self.signals: set[str] = set()  # wait_signal steps whose wait was journaled
         self.timers: dict[str, float] = {}  # sleep/wait_until step id -> due epoch
         self.children: dict[str, str] = {}  # step id -> the child run it started, as journaled (relative to the run)
+        self.input_sent = False  # has any input (or a child run, which sends its own) gone out: the start check is over
         self.budget = Budget([])
 
     def seed(self, records: list[JournalEntry]) -> None:
@@ -35,6 +36,7 @@ class RunProgress:
         self.signals.clear()
         self.timers.clear()
         self.children.clear()
+        self.input_sent = False
         for r in records:
             self._fold(r)
         self.budget = Budget(records)
@@ -56,7 +58,10 @@ class RunProgress:
             self.signals.add(step)
         elif typ == RecordType.TIMER_SET:
             self.timers[step] = d["due_epoch"]
+        elif typ == RecordType.ACTION_DISPATCHED:
+            self.input_sent = True
         elif typ == RecordType.CHILD_STARTED:
+            self.input_sent = True
             # under the run's children/ (`run_dir`, runtime/act/durable/child.py); a bundle run of earlier code named it
             # beside the run (`child_run`, RunHandle.sibling)
             self.children[step] = d["child_run"] if "child_run" in d else d["run_dir"]

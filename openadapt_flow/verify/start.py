@@ -1,0 +1,195 @@
+"""The start state judged on one frame (spec §22): does the screen show what the recording started from?
+
+Pure deciding, as `verify.screen` is. Each text fact is read in its recorded region first (all regions in one
+OCR pass); one not read there is looked for on the whole frame, where it must be read exactly once: a word read at
+two other places cannot say which is the start's, so it does not hold (a start check never guesses either). The
+text facts found tell where the app's window is now (moved, scaled): one uniform scale and offset fitted to them,
+and a fact read far from where the others place the window does not hold. Every other fact (a text that must be
+absent, a template, a blank area) is judged where that placement puts it, never anywhere else on the frame.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from openadapt_flow.bundle.models import Postcondition
+from openadapt_flow.store.records import Check
+from openadapt_flow.verify.blank import blank_check
+from openadapt_flow.verify.screen import TEMPLATE_PAD, TEMPLATE_PRESENT_MIN, ScreenChecks, clip_box
+from openadapt_flow.vision.ocr import TextMatch
+from openadapt_flow.vision.template import Box, Thresholds, find_template, intersect
+
+TEXT_PAD = 16  # px around a text_present fact's region read first
+ABSENT_PAD = 60  # px around a text_absent fact's region: a wider look can only make "absent" fail, never pass wrongly
+FIT_TOL = 24  # px (at scale 1) a located fact may lie from where the others place the window
+MIN_SPREAD = 40  # px between located facts before a scale of their own is fitted (else the screen's size ratio)
+SCALE_RANGE = (0.5, 2.0)
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where the recorded frame's pixels are on this frame: live = scale * recorded + offset, per axis."""
+
+    sx: float
+    sy: float
+    dx: float = 0.0
+    dy: float = 0.0
+
+    def box(self, box: Box) -> Box:
+        x, y, w, h = box
+        return (round(self.sx * x + self.dx), round(self.sy * y + self.dy), max(1, round(self.sx * w)),
+                max(1, round(self.sy * h)))
+
+    def point(self, x: float, y: float) -> tuple[float, float]:
+        return (self.sx * x + self.dx, self.sy * y + self.dy)
+
+
+@dataclass
+class StartVerdict:
+    """Every start fact's check, and where the app was found (the placement the facts were judged at)."""
+
+    checks: list[Check]
+    placement: Placement
+
+    @property
+    def ok(self) -> bool:
+        return all(c.ok for c in self.checks)
+
+    def differs(self) -> str:
+        """What differs from the recorded start, in one line."""
+        return "; ".join(_phrase(c) for c in self.checks if not c.ok)
+
+
+def judge_start(checks: ScreenChecks, facts: Sequence[Postcondition], texts: Sequence[str | None],
+                frame: np.ndarray) -> StartVerdict:
+    """Judge the start facts (`texts`: their interpolated texts) on one frame."""
+    default = Placement(checks.sx, checks.sy)
+    ocr = checks.ocr
+    ocr.read_many(frame, [_window(default, pc, TEXT_PAD if pc.kind == "text_present" else ABSENT_PAD)
+                          for pc in facts if pc.region is not None and pc.kind in ("text_present", "text_absent")])
+    out: list[Check | None] = [None] * len(facts)
+    located: list[tuple[int, tuple[float, float], tuple[float, float]]] = []  # fact, recorded centre, live centre
+    for i, (pc, text) in enumerate(zip(facts, texts)):
+        if pc.kind == "text_present":
+            assert text is not None
+            out[i], at = _present(checks, frame, pc, text, default)
+            if at is not None and pc.region is not None:
+                x, y, w, h = pc.region
+                located.append((i, (x + w / 2, y + h / 2), at))
+    placement = _fit(default, [(r, l) for _, r, l in located])
+    tol = FIT_TOL * max(placement.sx, placement.sy)
+    for i, rec, live in located:
+        px, py = placement.point(*rec)
+        off = round(max(abs(px - live[0]), abs(py - live[1])))
+        if off > tol:
+            c = out[i]
+            assert c is not None
+            out[i] = Check(c.kind, c.expected, False, f"{c.detail}, {off} px from where the other start facts place the "
+                           "app: not the recorded layout", c.evidence)
+    for i, (pc, text) in enumerate(zip(facts, texts)):
+        if out[i] is None:
+            out[i] = _placed(checks, frame, pc, text, placement)
+    return StartVerdict([c for c in out if c is not None], placement)
+
+
+def _window(p: Placement, pc: Postcondition, pad: int) -> Box:
+    assert pc.region is not None
+    x, y, w, h = p.box(pc.region)
+    return (x - pad, y - pad, w + 2 * pad, h + 2 * pad)
+
+
+def _digits(text: str) -> str:
+    return "".join(ch for ch in text if ch.isdigit())
+
+
+def _read(checks: ScreenChecks, frame: np.ndarray, text: str, box: Box | None) -> list[TextMatch]:
+    if box is not None:
+        clipped = clip_box(box, frame.shape[1], frame.shape[0])
+        if clipped is None:
+            return []
+        box = clipped
+    return [m for m in checks.ocr.find(frame, text, box=box) if _digits(m.text) == _digits(text)]
+
+
+def _present(checks: ScreenChecks, frame: np.ndarray, pc: Postcondition, text: str,
+             p: Placement) -> tuple[Check, tuple[float, float] | None]:
+    """A text that must be shown: in its region, else exactly once elsewhere; its check and where it was read."""
+    if pc.region is not None:
+        here = _read(checks, frame, text, _window(p, pc, TEXT_PAD))
+        if here:
+            best = max(here, key=lambda m: m.score)
+            return Check("text_present", text, True, f"read {best.text!r} where recorded", {"at": list(best.box)}), best.centre
+    anywhere = _read(checks, frame, text, None)
+    if not anywhere:
+        return Check("text_present", text, False, "not read", {}), None
+    if pc.region is None:
+        best = max(anywhere, key=lambda m: m.score)
+        return Check("text_present", text, True, f"read {best.text!r}", {"at": list(best.box)}), None
+    if len(anywhere) > 1:
+        return Check("text_present", text, False, f"read at {len(anywhere)} places, none where recorded: which is the "
+                     "start's cannot be told", {"at": [list(m.box) for m in anywhere]}), None
+    (only,) = anywhere
+    return Check("text_present", text, True, f"read {only.text!r} away from where recorded (the app moved)",
+                 {"at": list(only.box)}), only.centre
+
+
+def _fit(default: Placement, pairs: list[tuple[tuple[float, float], tuple[float, float]]]) -> Placement:
+    """One uniform scale and an offset from the located facts (recorded centre -> live centre); with too little
+    spread between them the scale is the screen's size ratio; with none located, nothing moved."""
+    if not pairs:
+        return default
+    rec = np.array([r for r, _ in pairs], float)
+    live = np.array([v for _, v in pairs], float)
+    rc, lc = rec.mean(axis=0), live.mean(axis=0)
+    spread = float(np.abs(rec - rc).max())
+    if len(pairs) >= 2 and spread >= MIN_SPREAD:
+        s = float(((rec - rc) * (live - lc)).sum() / ((rec - rc) ** 2).sum())
+        s = min(max(s, SCALE_RANGE[0]), SCALE_RANGE[1])
+        sx = sy = s
+    else:
+        sx, sy = default.sx, default.sy
+    return Placement(sx, sy, float(lc[0] - sx * rc[0]), float(lc[1] - sy * rc[1]))
+
+
+def _placed(checks: ScreenChecks, frame: np.ndarray, pc: Postcondition, text: str | None, p: Placement) -> Check:
+    """A fact judged where the placement puts it (text_absent, template_present, blank)."""
+    if pc.kind == "text_absent":
+        assert text is not None
+        box = _window(p, pc, ABSENT_PAD) if pc.region is not None else None
+        seen = _read(checks, frame, text, box)
+        where = " where the recording showed the start" if box is not None else ""
+        if seen:
+            return Check("text_absent", text, False, f"read {seen[0].text!r}{where}", {"at": list(seen[0].box)})
+        return Check("text_absent", text, True, "absent" + where, {})
+    if pc.kind == "blank":
+        assert pc.blank is not None
+        return blank_check(frame, p.box(pc.blank), list(pc.blank))
+    if pc.kind == "template_present":
+        assert pc.template_present is not None and pc.region is not None
+        place = p.box(pc.region)
+        window = clip_box((place[0] - TEMPLATE_PAD, place[1] - TEMPLATE_PAD, place[2] + 2 * TEMPLATE_PAD,
+                           place[3] + 2 * TEMPLATE_PAD), frame.shape[1], frame.shape[0])
+        found = find_template(frame, checks.templates[pc.template_present], box=window,
+                              thresholds=Thresholds(confident=TEMPLATE_PRESENT_MIN))
+        best = found.best
+        at: dict[str, object] = {"score": round(found.score, 3), "at": list(best.box) if best else None}
+        if best is None or found.score < TEMPLATE_PRESENT_MIN or not found.plausible(best):
+            return Check("template_present", pc.template_present, False, f"best score {found.score:.3f}", at)
+        if intersect(best.box, place) is None:  # a look-alike beside its place is not it
+            return Check("template_present", pc.template_present, False, f"matched at {list(best.box)}, not at its place "
+                         f"{list(place)}", at)
+        return Check("template_present", pc.template_present, True, f"best score {found.score:.3f} at its place", at)
+    return Check(pc.kind, str(pc.box), False, f"a start fact cannot be {pc.kind}", {})
+
+
+def _phrase(c: Check) -> str:
+    if c.kind == "text_present":
+        return f"{c.expected!r} is not shown as at the start ({c.detail})"
+    if c.kind == "text_absent":
+        return f"{c.expected!r} is shown ({c.detail}), which the recorded start did not show"
+    if c.kind == "blank":
+        return f"the area {c.expected} is not empty as at the start ({c.detail})"
+    return f"{c.kind} {c.expected!r} did not hold ({c.detail})"

@@ -162,11 +162,11 @@ def _texts(step: Step) -> list[tuple[Loc, str, bool]]:
     return out
 
 
-def _check_fact(doc: YamlDoc, loc: Loc, pc: Postcondition, screen: tuple[int, int]) -> None:
+def _check_fact(doc: YamlDoc, loc: Loc, pc: Postcondition, screen: tuple[int, int], what: str = "region") -> None:
     for key in ("region_changed", "blank", "region"):
         box = getattr(pc, key)
         if box is not None:
-            _check_region(doc, loc + (key,), box, screen, "region")
+            _check_region(doc, loc + (key,), box, screen, what)
 
 
 def _validate_step(doc: YamlDoc, model: Bundle, i: int, step: Step, screen: tuple[int, int],
@@ -209,7 +209,7 @@ def _validate_start_reset(doc: YamlDoc, model: Bundle, screen: tuple[int, int]) 
     """`start:` facts and `reset:` (spec §22): areas inside the screen; a start fact may name params (each run checks
     it with its own); a reset runs between items, so nothing in it may name one."""
     for i, pc in enumerate(model.start):
-        _check_fact(doc, ("start", i), pc, screen)
+        _check_fact(doc, ("start", i), pc, screen, "start fact region")
         if pc.text is not None:
             for name in placeholders(pc.text):
                 why = check_placeholder(name, model, allow_secret=False)
@@ -220,8 +220,8 @@ def _validate_start_reset(doc: YamlDoc, model: Bundle, screen: tuple[int, int]) 
         return
     unbound = model.model_copy(update={"params": {}})
     if reset.wait_for is not None:
-        _check_fact(doc, ("reset", "wait_for"), reset.wait_for, screen)
-        if reset.wait_for.text is not None and placeholders(reset.wait_for.text):
+        _check_fact(doc, ("reset", "wait_for"), reset.wait_for, screen, "reset wait_for region")
+        if reset.wait_for.text is not None and any(placeholders(reset.wait_for.text)):
             raise doc.fail(("reset", "wait_for", reset.wait_for.kind), "reset wait_for: a reset runs between items and "
                            "takes no params")
     seen: dict[str, int] = {}

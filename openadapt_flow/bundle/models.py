@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 BUNDLE_SCHEMA = "openadapt-flow/bundle@1"
 STEP_ID = re.compile(r"^[a-z0-9-]+$")
@@ -354,11 +354,12 @@ class Bundle(Strict):
     reset_before_each: bool = False  # a batch resets before every item, not only after a halted one
     steps: list[Step] = Field(min_length=1)
 
-    @model_validator(mode="after")
-    def _reset_needs(self) -> "Bundle":
-        if self.reset_before_each and self.reset is None:
-            raise ValueError("reset_before_each needs a reset: (command or steps)")
-        return self
+    @field_validator("reset_before_each")
+    @classmethod
+    def _reset_needs(cls, v: bool, info: ValidationInfo) -> bool:
+        if v and info.data.get("reset") is None:
+            raise ValueError("needs a reset: (command or steps) to run before each item")
+        return v
 
     model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
 

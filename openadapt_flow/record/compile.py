@@ -32,6 +32,7 @@ from openadapt_flow.record.facts import (Fact, fact_doc, field_label, name_of, r
                                          target_crop)
 from openadapt_flow.record.values import file_effect, param_slug, same, slug, typed_columns, typed_values
 from openadapt_flow.record.proof import fact_check, proven, readback_check
+from openadapt_flow.record.start import start_facts
 from openadapt_flow.record.transient import RestLook, recorded_screens, without_passing
 from openadapt_flow.verify.readback import find_typed
 from openadapt_flow.vision.ocr import OcrEngine, find_text, normalise
@@ -105,6 +106,7 @@ class _Compiler:
         self.labelled = False  # the last target had a label beside it
         self.screens = recorded_screens(rec)
         self.last = max((i for i, b in enumerate(rec.batches, 1) if b.acted is not None or b.edits), default=0)
+        self.pages: list[Box] = []  # text areas typed into at the caret: the start must show them empty (record/start.py)
 
     def run(self) -> None:
         for i, b in enumerate(self.rec.batches, 1):
@@ -211,6 +213,8 @@ class _Compiler:
         page = text_area(b.before, lead.x, lead.y)
         at_caret = typed_at_caret(b.edits) if page is not None else None
         value, name = (at_caret, name or "text") if at_caret is not None else (value, name)
+        if at_caret is not None and page is not None:
+            self.pages.append(page)
         # a value typed at the caret shows somewhere on the page, not at the click below the text: the page is its field
         text, what = self._bind(i, page if at_caret is not None else widget, name, value)
         column = next((col for b2 in self.rec.batches[i - 1:] for _, row in b2.writes for col, v in row.items()
@@ -488,9 +492,11 @@ class _Compiler:
                                  "its field; if only part of a run varies, record with --param NAME=VALUE (every "
                                  "occurrence of VALUE in typed text becomes {NAME}, the rest stays literal)")
         h, w = self.rec.initial.shape[:2]
+        start, notes = start_facts(self.rec, self.ocr, self.typed, [f.box for f in self.fields if f.box is not None], self.pages)
+        self.warnings += notes
         doc = {"schema": BUNDLE_SCHEMA, "name": self.name,
                "description": f"Recorded from {self.rec.url}", "screen": {"width": int(w), "height": int(h)},
-               "params": self.params, "steps": self.steps}
+               "params": self.params, **({"start": start} if start else {}), "steps": self.steps}
         tmp = self.out.with_name(self.out.name + ".partial")
         shutil.rmtree(tmp, ignore_errors=True)
         (tmp / "templates").mkdir(parents=True)

@@ -27,6 +27,7 @@ ABSENT_PAD = 60  # px around a text_absent fact's region: a wider look can only 
 FIT_TOL = 24  # px (at scale 1) a located fact may lie from where the others place the window
 MIN_SPREAD = 40  # px between located facts before a scale of their own is fitted (else the screen's size ratio)
 SCALE_RANGE = (0.5, 2.0)
+Point = tuple[float, float]
 
 
 @dataclass(frozen=True)
@@ -71,23 +72,20 @@ def judge_start(checks: ScreenChecks, facts: Sequence[Postcondition], texts: Seq
     ocr.read_many(frame, [_window(default, pc, TEXT_PAD if pc.kind == "text_present" else ABSENT_PAD)
                           for pc in facts if pc.region is not None and pc.kind in ("text_present", "text_absent")])
     out: list[Check | None] = [None] * len(facts)
-    located: list[tuple[int, tuple[float, float], tuple[float, float]]] = []  # fact, recorded centre, live centre
+    located: list[tuple[int, Point, Point, bool]] = []  # fact, recorded centre, live centre, read in its region
     for i, (pc, text) in enumerate(zip(facts, texts)):
         if pc.kind == "text_present":
             assert text is not None
-            out[i], at = _present(checks, frame, pc, text, default)
+            out[i], at, here = _present(checks, frame, pc, text, default)
             if at is not None and pc.region is not None:
                 x, y, w, h = pc.region
-                located.append((i, (x + w / 2, y + h / 2), at))
-    placement = _fit(default, [(r, l) for _, r, l in located])
-    tol = FIT_TOL * max(placement.sx, placement.sy)
-    for i, rec, live in located:
-        px, py = placement.point(*rec)
-        off = round(max(abs(px - live[0]), abs(py - live[1])))
-        if off > tol:
+                located.append((i, (x + w / 2, y + h / 2), at, here))
+    placement, off = _place(default, [(r, v, here) for _, r, v, here in located])
+    for (i, _, _, _), miss in zip(located, off):
+        if miss is not None:
             c = out[i]
             assert c is not None
-            out[i] = Check(c.kind, c.expected, False, f"{c.detail}, {off} px from where the other start facts place the "
+            out[i] = Check(c.kind, c.expected, False, f"{c.detail}, {miss} px from where the other start facts place the "
                            "app: not the recorded layout", c.evidence)
     for i, (pc, text) in enumerate(zip(facts, texts)):
         if out[i] is None:
@@ -115,43 +113,64 @@ def _read(checks: ScreenChecks, frame: np.ndarray, text: str, box: Box | None) -
 
 
 def _present(checks: ScreenChecks, frame: np.ndarray, pc: Postcondition, text: str,
-             p: Placement) -> tuple[Check, tuple[float, float] | None]:
-    """A text that must be shown: in its region, else exactly once elsewhere; its check and where it was read."""
+             p: Placement) -> tuple[Check, Point | None, bool]:
+    """A text that must be shown: in its region, else exactly once elsewhere; its check, where it was read, and
+    whether that was in its region."""
     if pc.region is not None:
         here = _read(checks, frame, text, _window(p, pc, TEXT_PAD))
         if here:
             best = max(here, key=lambda m: m.score)
-            return Check("text_present", text, True, f"read {best.text!r} where recorded", {"at": list(best.box)}), best.centre
+            return Check("text_present", text, True, f"read {best.text!r} where recorded", {"at": list(best.box)}), best.centre, True
     anywhere = _read(checks, frame, text, None)
     if not anywhere:
-        return Check("text_present", text, False, "not read", {}), None
+        return Check("text_present", text, False, "not read", {}), None, False
     if pc.region is None:
         best = max(anywhere, key=lambda m: m.score)
-        return Check("text_present", text, True, f"read {best.text!r}", {"at": list(best.box)}), None
+        return Check("text_present", text, True, f"read {best.text!r}", {"at": list(best.box)}), None, False
     if len(anywhere) > 1:
         return Check("text_present", text, False, f"read at {len(anywhere)} places, none where recorded: which is the "
-                     "start's cannot be told", {"at": [list(m.box) for m in anywhere]}), None
+                     "start's cannot be told", {"at": [list(m.box) for m in anywhere]}), None, False
     (only,) = anywhere
     return Check("text_present", text, True, f"read {only.text!r} away from where recorded (the app moved)",
-                 {"at": list(only.box)}), only.centre
+                 {"at": list(only.box)}), only.centre, False
 
 
-def _fit(default: Placement, pairs: list[tuple[tuple[float, float], tuple[float, float]]]) -> Placement:
-    """One uniform scale and an offset from the located facts (recorded centre -> live centre); with too little
-    spread between them the scale is the screen's size ratio; with none located, nothing moved."""
-    if not pairs:
-        return default
-    rec = np.array([r for r, _ in pairs], float)
-    live = np.array([v for _, v in pairs], float)
-    rc, lc = rec.mean(axis=0), live.mean(axis=0)
-    spread = float(np.abs(rec - rc).max())
-    if len(pairs) >= 2 and spread >= MIN_SPREAD:
+def _place(default: Placement, located: list[tuple[Point, Point, bool]]) -> tuple[Placement, list[int | None]]:
+    """Where the app is, from the located text facts (recorded centre, live centre, read in its region), and for each
+    one that does not agree with it, how far off it was read (None: it agrees).
+
+    Three or more, spread out, may fit a scale of their own (an app drawn bigger); else the scale is the screen's size
+    ratio and the offset the one most facts agree on (a tie goes to the facts read where recorded): a fact read
+    elsewhere is the start's only where the others say the app is."""
+    if not located:
+        return default, []
+    rec = np.array([r for r, _, _ in located], float)
+    live = np.array([v for _, v, _ in located], float)
+    if len(located) >= 3 and float(np.abs(rec - rec.mean(axis=0)).max()) >= MIN_SPREAD:
+        rc, lc = rec.mean(axis=0), live.mean(axis=0)
         s = float(((rec - rc) * (live - lc)).sum() / ((rec - rc) ** 2).sum())
         s = min(max(s, SCALE_RANGE[0]), SCALE_RANGE[1])
-        sx = sy = s
-    else:
-        sx, sy = default.sx, default.sy
-    return Placement(sx, sy, float(lc[0] - sx * rc[0]), float(lc[1] - sy * rc[1]))
+        fitted = Placement(s, s, float(lc[0] - s * rc[0]), float(lc[1] - s * rc[1]))
+        misses = _misses(fitted, rec, live)
+        if not any(m is not None for m in misses):
+            return fitted, misses
+    shifts = live - rec * (default.sx, default.sy)
+    tol = FIT_TOL * max(default.sx, default.sy)
+    groups = [[j for j in range(len(located)) if float(np.abs(shifts[j] - shifts[i]).max()) <= tol] for i in range(len(located))]
+    best = max(groups, key=lambda g: (len(g), sum(located[j][2] for j in g)))
+    dx, dy = shifts[best].mean(axis=0)
+    placed = Placement(default.sx, default.sy, float(dx), float(dy))
+    return placed, _misses(placed, rec, live)
+
+
+def _misses(p: Placement, rec: np.ndarray, live: np.ndarray) -> list[int | None]:
+    tol = FIT_TOL * max(p.sx, p.sy)
+    out: list[int | None] = []
+    for (rx, ry), (lx, ly) in zip(rec, live):
+        px, py = p.point(rx, ry)
+        off = round(max(abs(px - lx), abs(py - ly)))
+        out.append(off if off > tol else None)
+    return out
 
 
 def _placed(checks: ScreenChecks, frame: np.ndarray, pc: Postcondition, text: str | None, p: Placement) -> Check:

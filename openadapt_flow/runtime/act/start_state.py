@@ -90,7 +90,7 @@ def judge_now(loaded: LoadedBundle, desk: Backend, config: DeployConfig, params:
     texts: list[str | None] = []
     unjudged: list[str] = []
     for pc in facts:
-        if pc.text is not None and placeholders(pc.text) and interp is None:
+        if pc.text is not None and any(placeholders(pc.text)) and interp is None:
             unjudged.append(f"{pc.kind} {pc.text!r}")
             continue
         judged.append(pc)

@@ -28,13 +28,19 @@ def validate_cmd(
 ) -> None:
     """Validate a bundle without running it."""
     loaded = load_bundle(bundle)
-    warnings = verification_warnings(loaded.model.steps)
-    info = {"ok": True, "name": loaded.model.name, "steps": len(loaded.model.steps), "digest": loaded.digest, "templates": len(loaded.templates),
-            "warnings": warnings}
+    model = loaded.model
+    reset = model.reset
+    reset_steps = reset.steps or [] if reset is not None else []
+    warnings = verification_warnings(model.steps) + ["reset " + w for w in verification_warnings(reset_steps)]
+    info = {"ok": True, "name": model.name, "steps": len(model.steps), "digest": loaded.digest, "templates": len(loaded.templates),
+            "start": len(model.start), "reset": None if reset is None else "command" if reset.command else "steps",
+            "reset_before_each": model.reset_before_each, "warnings": warnings}
     if as_json:
         emit_json(info)
     else:
-        typer.echo(f"ok: {loaded.model.name}: {info['steps']} steps, {info['templates']} templates, {loaded.digest}")
+        resets = f", reset by {info['reset']}" + (" before each item" if model.reset_before_each else "") if reset else ""
+        typer.echo(f"ok: {model.name}: {info['steps']} steps, {info['templates']} templates, {info['start']} start facts"
+                   f"{resets}, {loaded.digest}")
         for w in warnings:
             typer.echo(f"warning: {w}", err=True)
 

@@ -15,7 +15,7 @@ import yaml
 from openadapt_flow.backends.fake import FakeBackend
 from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.bundle.config import DeployConfig
-from openadapt_flow.runtime import check_start_state, replay, reset_app
+from openadapt_flow.runtime import approve, check_start_state, replay, reset_app, resume_run
 from openadapt_flow.runtime.act.start_state import NOT_AT_START, START_STATE
 from openadapt_flow.runtime.judge.fold import RunProgress
 from openadapt_flow.runtime.start.launch import ReplayRequest
@@ -136,10 +136,21 @@ def test_a_bundle_with_no_start_facts_is_not_checked(tmp_path, config):
     assert out.state == "COMPLETED" and "start_checked" not in [r["type"] for r in journal(out.run_dir)]
 
 
-def test_a_durable_run_halted_at_the_start_pauses_and_nothing_was_sent(tmp_path, config):
+def test_a_durable_run_halted_at_the_start_pauses_and_every_resume_that_sent_nothing_checks_again(tmp_path, config,
+                                                                                                   monkeypatch):
+    monkeypatch.setenv("FLOW_DECISION_KEY_FILE", str(tmp_path / "decision.key"))
     fake = app(form("ACME"))
     out = run(tmp_path, bundle(tmp_path / "b"), fake, config, durable=True)
     assert (out.state, out.category) == ("PAUSED", START_STATE) and fake.events == []
+    approve(out.run_dir, "continue", "alice")
+    again = resume_run(out.run_dir, backend_factory=reopen(fake))  # still dirty: halts again, nothing sent
+    assert (again.state, again.category) == ("PAUSED", START_STATE) and fake.events == []
+    approve(out.run_dir, "continue", "alice")
+    fake.set_frame(start())  # an operator closed the form
+    done = resume_run(out.run_dir, backend_factory=reopen(fake))
+    assert done.state == "COMPLETED", done.message
+    assert [e[0] for e in fake.events] == ["click"]
+    assert [r["data"]["ok"] for r in journal(out.run_dir) if r["type"] == "start_checked"] == [False, False, True]
 
 
 def test_the_start_check_is_over_once_input_was_sent():

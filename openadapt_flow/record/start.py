@@ -26,7 +26,7 @@ import numpy as np
 
 from openadapt_flow.bundle.models import StartFact
 from openadapt_flow.fixture.recorder import Recording
-from openadapt_flow.record.facts import readable, shows_typed
+from openadapt_flow.record.facts import FACT_MIN_LEN, readable, shows_typed
 from openadapt_flow.verify.blank import blank_check
 from openadapt_flow.verify.screen import ScreenChecks
 from openadapt_flow.verify.start import judge_start
@@ -35,9 +35,13 @@ from openadapt_flow.vision.template import Box, intersect, pad_box
 
 START_WORDS = 3  # words the start screen must show
 BETWEEN_WORDS = 3  # words shown only mid-item that must be absent
-WORD_GAP = 60  # px between the centres of two chosen start words: spread out, they place the app's window
+WORD_GAP = 30  # px between the centres of two chosen start words: apart, they place the app's window (and its scale)
 SAME_PLACE = 6  # px a word may shift between two recorded frames and still be the same word
 PAGE_INSET = 3  # px of a page's edge left out of its blank area
+# A start word is read this surely at least (a step's facts ask 85): small toolkit labels (Tk's 10 pt "Patient")
+# read at 70-80 and are still read the same at every replay of the same app; each is proven with the replay's own
+# reading before it is kept
+START_MIN_CONF = 60.0
 
 
 def start_facts(rec: Recording, ocr: OcrEngine, typed: Collection[str], fields: Sequence[Box],
@@ -83,7 +87,8 @@ def _shown(rec: Recording, ocr: OcrEngine, words: list[Word], end_words: list[Wo
     """Start words: stable, unique, not typed or data, not in a typed field; those still at their place at the end
     first, then the longest; spread out."""
     again = ocr.read_closely(rec.batches[0].before)
-    pool = [w for w in readable(words, avoid) if _fit(w, avoid) and len(find_text(words, w.text)) == 1
+    pool = [w for w in words if w.conf >= START_MIN_CONF and len(normalise(w.text)) >= FACT_MIN_LEN and _fit(w, avoid)
+            and len(find_text(words, w.text)) == 1
             and find_text(_near(again, w.box), w.text) and not any(intersect(w.box, f) for f in fields)]
     pool.sort(key=lambda w: (bool(find_text(_near(end_words, w.box), w.text)), len(normalise(w.text)), w.conf),
               reverse=True)

@@ -5,7 +5,8 @@ Three kinds, each chosen so that it judges a dirty app apart from a clean one th
 - words the start screen shows (`text_present` with its region): read surely on the first recorded frame and at
   the same place on the second (nothing blinking or passing), once on the screen (a word shown twice cannot say
   where the app is), not typed, not a number, not a row of the system of record, not inside a field typed into.
-  Words still there at the end of the demonstration come first: the next item of a batch starts from that screen.
+  Words still there at the end of the demonstration come first: the next item of a batch starts from that screen;
+  only words the replay's reading finds in their own window are taken (the start check reads windows first).
 - words shown only while an item is under way (`text_absent` with where they showed): absent from the start and
   the end of the demonstration, shown on a screen between, and not only while the pointer rested on something (a
   tip). A halted item leaves the app on such a screen (a form, a row not saved): a replay that reads one there
@@ -29,9 +30,9 @@ from openadapt_flow.fixture.recorder import Recording
 from openadapt_flow.record.facts import FACT_MIN_LEN, readable, shows_typed
 from openadapt_flow.verify.blank import blank_check
 from openadapt_flow.verify.screen import ScreenChecks
-from openadapt_flow.verify.start import judge_start
+from openadapt_flow.verify.start import TEXT_PAD, judge_start
 from openadapt_flow.vision.ocr import OcrEngine, Word, find_text, normalise
-from openadapt_flow.vision.template import Box, intersect, pad_box
+from openadapt_flow.vision.template import Box, clip_box, intersect, pad_box
 
 START_WORDS = 3  # words the start screen must show
 BETWEEN_WORDS = 3  # words shown only mid-item that must be absent
@@ -94,9 +95,18 @@ def _shown(rec: Recording, ocr: OcrEngine, words: list[Word], end_words: list[Wo
               reverse=True)
     chosen: list[Word] = []
     for w in pool:
-        if len(chosen) < START_WORDS and all(_apart(w, c) for c in chosen):
+        if len(chosen) < START_WORDS and all(_apart(w, c) for c in chosen) and _read_in_place(ocr, rec.initial, w):
             chosen.append(w)
     return chosen
+
+
+def _read_in_place(ocr: OcrEngine, frame: np.ndarray, w: Word) -> bool:
+    """Does the replay's reading find the word in its own window (as the start check reads it first)? Tesseract
+    reads a small crop differently from the whole screen; a word found only on the whole screen costs every replay
+    a whole-screen read."""
+    x, y, bw, bh = w.box
+    window = clip_box((x - TEXT_PAD, y - TEXT_PAD, bw + 2 * TEXT_PAD, bh + 2 * TEXT_PAD), frame.shape[1], frame.shape[0])
+    return window is not None and bool(ocr.find(frame, w.text, window))
 
 
 def _apart(a: Word, b: Word) -> bool:

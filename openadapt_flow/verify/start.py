@@ -3,9 +3,9 @@
 Pure deciding, as `verify.screen` is. Each text fact is read in its recorded region first (all regions in one
 OCR pass); one not read there is looked for on the whole frame, where it must be read exactly once: a word read at
 two other places cannot say which is the start's, so it does not hold (a start check never guesses either). The
-text facts found tell where the app's window is now (moved, scaled): one uniform scale and offset fitted to them,
-and a fact read far from where the others place the window does not hold. Every other fact (a text that must be
-absent, a template, a blank area) is judged where that placement puts it, never anywhere else on the frame.
+text facts found tell where the app's window is now (moved, scaled): the scale and offset most of them agree on (a
+word laid out anew by a theme or a scale, a toolbar's, does not drag the others). Every other fact (a text that must
+be absent, a template, a blank area) is judged where that placement puts it, never anywhere else on the frame.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from openadapt_flow.vision.template import Box, Thresholds, find_template, inter
 
 TEXT_PAD = 16  # px around a text_present fact's region read first
 ABSENT_PAD = 60  # px around a text_absent fact's region: a wider look can only make "absent" fail, never pass wrongly
-FIT_TOL = 24  # px (at scale 1) a located fact may lie from where the others place the window
+FIT_TOL = 24  # px (at scale 1) apart, two located facts agree on where the app is
 MIN_SPREAD = 40  # px between located facts before a scale of their own is fitted (else the screen's size ratio)
 SCALE_RANGE = (0.5, 2.0)
 Point = tuple[float, float]
@@ -82,11 +82,10 @@ def judge_start(checks: ScreenChecks, facts: Sequence[Postcondition], texts: Seq
                 located.append((i, (x + w / 2, y + h / 2), at, here))
     placement, off = _place(default, [(r, v, here) for _, r, v, here in located])
     for (i, _, _, _), miss in zip(located, off):
-        if miss is not None:
-            c = out[i]
-            assert c is not None
-            out[i] = Check(c.kind, c.expected, False, f"{c.detail}, {miss} px from where the other start facts place the "
-                           "app: not the recorded layout", c.evidence)
+        c = out[i]
+        if miss is not None and c is not None:  # still the start's (read once): a theme or a scale lays toolbars out anew
+            out[i] = Check(c.kind, c.expected, c.ok, f"{c.detail}, {miss} px from where the other start facts place the "
+                           "app", c.evidence)
     for i, (pc, text) in enumerate(zip(facts, texts)):
         if out[i] is None:
             out[i] = _placed(checks, frame, pc, text, placement)
@@ -140,8 +139,7 @@ def _place(default: Placement, located: list[tuple[Point, Point, bool]]) -> tupl
     one that does not agree with it, how far off it was read (None: it agrees).
 
     Three or more, spread out, may fit a scale of their own (an app drawn bigger); else the scale is the screen's size
-    ratio and the offset the one most facts agree on (a tie goes to the facts read where recorded): a fact read
-    elsewhere is the start's only where the others say the app is."""
+    ratio and the offset the one most facts agree on (a tie goes to the facts read where recorded)."""
     if not located:
         return default, []
     rec = np.array([r for r, _, _ in located], float)

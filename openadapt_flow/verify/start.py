@@ -18,12 +18,12 @@ import numpy as np
 from openadapt_flow.bundle.models import Postcondition
 from openadapt_flow.store.records import Check
 from openadapt_flow.verify.blank import blank_check
-from openadapt_flow.verify.screen import TEMPLATE_PAD, TEMPLATE_PRESENT_MIN, ScreenChecks, clip_box
+from openadapt_flow.verify.screen import TEMPLATE_PAD, TEMPLATE_PRESENT_MIN, TEXT_ABSENT_PAD, ScreenChecks, clip_box
 from openadapt_flow.vision.ocr import TextMatch
 from openadapt_flow.vision.template import Box, Thresholds, find_template, intersect
 
 TEXT_PAD = 16  # px around a text_present fact's region read first
-ABSENT_PAD = 60  # px around a text_absent fact's region: a wider look can only make "absent" fail, never pass wrongly
+ABSENT_PAD = TEXT_ABSENT_PAD  # px around a text_absent fact's region, as for `expect:`: wider only makes "absent" fail
 FIT_TOL = 24  # px (at scale 1) apart, two located facts agree on where the app is
 MIN_SPREAD = 40  # px between located facts before a scale of their own is fitted (else the screen's size ratio)
 SCALE_RANGE = (0.5, 2.0)

@@ -7,9 +7,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from openadapt_flow.bundle.models import StartFact
+from openadapt_flow.bundle.models import Postcondition, StartFact
 from openadapt_flow.verify.blank import blank_check
-from openadapt_flow.verify.screen import ScreenChecks
+from openadapt_flow.verify.screen import Anchor, ScreenChecks
 from openadapt_flow.verify.start import judge_start
 from openadapt_flow.vision.ocr import OcrEngine
 from tests.support.screens import Canvas, font
@@ -111,3 +111,12 @@ def field(text: str = "", caret: int | None = None, dark: bool = False) -> np.nd
 ])
 def test_blank_is_nothing_but_background(frame, box, blank):
     assert blank_check(frame, box).ok is blank
+
+
+def test_blank_is_a_postcondition_too_placed_with_the_target(checks):
+    """`expect: [{blank: …, relative_to: target}]`: the form is cleared after Save, judged where the target was found."""
+    cleared = Postcondition(blank=(174, 114, 312, 32), relative_to="target")
+    moved = Anchor(recorded=(200, 280), live=(360, 375), scale=(1.0, 1.0))
+    assert checks.postcondition(cleared, screen(160, 95), None, None, moved).ok
+    kept = checks.postcondition(cleared, screen(160, 95, vendor="ACME"), None, None, moved)
+    assert not kept.ok and kept.kind == "blank"

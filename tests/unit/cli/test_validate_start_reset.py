@@ -6,8 +6,9 @@ import json
 
 import pytest
 
+from tests.e2e.doc_blocks import section, write_files
 from tests.support.bundles import minimal_flow, write_bundle
-from tests.support.cli import run_flow
+from tests.support.cli import REPO, run_flow
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -53,3 +54,11 @@ def test_schema_bundle_shows_start_and_reset(tmp_path):
     defs = schema["$defs"]
     assert {"command", "wait_for", "timeout_s", "steps"} <= set(defs["Reset"]["properties"])
     assert "blank" in defs["StartFact"]["properties"] and "blank" in defs["Postcondition"]["properties"]
+
+
+def test_the_docs_example_of_start_and_reset_validates(tmp_path):
+    text = section((REPO / "docs" / "bundle.md").read_text(), "## The start state and the reset: one live app, item after item")
+    (written,) = write_files(text, "yaml", tmp_path)
+    r = run_flow(["validate", str(written.parent), "--json"], tmp_path)
+    assert r.returncode == 0, r.stderr
+    assert (json.loads(r.stdout)["start"], json.loads(r.stdout)["reset"]) == (3, "command")

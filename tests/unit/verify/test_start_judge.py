@@ -120,3 +120,12 @@ def test_blank_is_a_postcondition_too_placed_with_the_target(checks):
     assert checks.postcondition(cleared, screen(160, 95), None, None, moved).ok
     kept = checks.postcondition(cleared, screen(160, 95, vendor="ACME"), None, None, moved)
     assert not kept.ok and kept.kind == "blank"
+
+
+def test_one_word_read_away_from_its_place_moves_nothing(checks):
+    """A lone start word read elsewhere may be a look-alike (a form's title for the list's): the absent facts are
+    still judged where the recording had them, and the form's label shown there is seen."""
+    facts = [StartFact(text_present="Invoices", region=(300, 400, 120, 26)), StartFact(text_absent="Vendor", region=(40, 123, 77, 17))]
+    v = judge(checks, screen(), facts)
+    assert (v.placement.dx, v.placement.dy) == (0, 0)
+    assert not v.ok and "'Vendor' is shown" in v.differs(), v.differs()

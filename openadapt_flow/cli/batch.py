@@ -10,15 +10,16 @@ from typing import Any, NoReturn, Optional
 
 import typer
 
-from openadapt_flow.bundle.config import load_config
+from openadapt_flow.backends.spec import BackendSpec
+from openadapt_flow.bundle.config import DeployConfig, load_config
 from openadapt_flow.bundle.items import Item, ItemsError, read_items
-from openadapt_flow.bundle.loader import load_bundle
+from openadapt_flow.bundle.loader import LoadedBundle, load_bundle
 from openadapt_flow.cli.common import emit_json_line, handle_errors, report_error
 from openadapt_flow.cli.progress import LIVE_MODULE, PlainLines, is_terminal
 from openadapt_flow.errors import UsageError
 from openadapt_flow.report.render import write_reports
 from openadapt_flow.runtime import (BatchEvents, BatchRequest, ItemResult, ItemStatus, batch_exit_code, counts,
-                                    csv_beside, run_batch, select_backend, summary_line, write_results)
+                                    csv_beside, reset_app, run_batch, select_backend, summary_line, write_results)
 
 ITEMS_HELP = ("the work items: a CSV file with a header row, or JSON lines (one object per line); each item one set "
               "of the bundle's params, its columns named as the params")
@@ -26,6 +27,21 @@ KEY_HELP = ("the column whose value names each item (exactly once: an item whose
             "default: a hash of the item's values")
 OUT_HELP = "the results, JSON lines with a CSV beside it (default: results.jsonl in the batch's runs folder)"
 RUNS_HELP = "where each item's run goes, as NNN-KEY (default: <runs root>/batch-<items file's name>)"
+
+
+class ResetRuns:
+    """The batch's reset: the bundle's `reset:` (runtime.reset_app), its steps' runs in the batch's folder as
+    reset-N; None when the start state then holds, else why not."""
+
+    def __init__(self, loaded: LoadedBundle, spec: BackendSpec | None, config: DeployConfig, folder: Path) -> None:
+        self.loaded, self.spec, self.config, self.folder = loaded, spec, config, folder
+        self.done = 0
+
+    def __call__(self) -> str | None:
+        self.done += 1
+        got = reset_app(self.loaded, self.spec, self.config, reporter=write_reports,
+                        run_dir=self.folder / f"reset-{self.done}")
+        return None if got.ok else got.reason
 
 
 class ItemLines(BatchEvents):
@@ -89,7 +105,8 @@ def batch_cmd(
     Exit codes: 0 every item done; 1 any item halted, failed_after_effect, uncertain or not_run; 3 any paused and
     none failed; 2 bad input (the items file, the bundle, a flag: nothing sent); 6 another batch runs this bundle."""
     cfg = load_config(config)
-    model = load_bundle(bundle).model
+    loaded = load_bundle(bundle)
+    model = loaded.model
     try:
         work = read_items(items, model, key)
     except ItemsError as e:
@@ -100,9 +117,10 @@ def batch_cmd(
         raise UsageError(f"--out {results_file}: name the JSON lines file (results.jsonl); the CSV is written beside it")
     spec = select_backend(cfg.backend, backend=backend, url=url, rdp_host=rdp_host)
     lines = ItemLines(results_file, len(work), as_json)
-    # the start-state reset (runtime.reset_app, branch startreset) is wired in here: reset=…, reset_before_each=…
+    reset = ResetRuns(loaded, spec, cfg, folder) if model.reset is not None else None
     req = BatchRequest(bundle=bundle, items=work, items_file=items, runs_dir=folder, backend=spec, config=cfg,
-                       durable=durable, allow_model=allow_model, reporter=write_reports)
+                       durable=durable, allow_model=allow_model, reporter=write_reports, reset=reset,
+                       reset_before_each=model.reset_before_each)
     try:
         results = run_batch(req, lines)
     finally:

@@ -57,6 +57,7 @@ def reset_app(bundle: Path | str | LoadedBundle, backend: BackendSpec | None, co
     if spec is None:
         raise UsageError("reset: no backend: give a BackendSpec or a config backend: section")
     t0 = time.monotonic()
+    ocr = ocr if ocr is not None else OcrEngine()  # one reader for every look
     home: Path | None = None
     if reset is not None and reset.steps is not None:
         failed, home = _home(loaded, reset.steps, spec, config, runs, reporter, run_dir, backend_factory)
@@ -83,7 +84,7 @@ def _checked(loaded: LoadedBundle, desk: Backend, config: DeployConfig, ocr: Ocr
     return ResetResult(verdict.ok, reason, verdict.checks, run_dir, time.monotonic() - t0)
 
 
-def _restart(loaded: LoadedBundle, reset: Reset, desk: Backend, config: DeployConfig, ocr: OcrEngine | None) -> str | None:
+def _restart(loaded: LoadedBundle, reset: Reset, desk: Backend, config: DeployConfig, ocr: OcrEngine) -> str | None:
     """Run the command; None once wait_for holds, else why it did not within the timeout."""
     assert reset.command is not None and reset.wait_for is not None
     deadline = time.monotonic() + reset.timeout_s

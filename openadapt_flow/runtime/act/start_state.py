@@ -21,6 +21,7 @@ from openadapt_flow.bundle.loader import LoadedBundle, load_bundle
 from openadapt_flow.bundle.models import Postcondition, Step
 from openadapt_flow.bundle.params import Interpolator, bind_params, placeholders
 from openadapt_flow.errors import UsageError
+from openadapt_flow.runtime.act.pointer import park_pointer
 from openadapt_flow.runtime.act.settle import settle
 from openadapt_flow.runtime.judge.halt import Halt
 from openadapt_flow.runtime.start.backend_select import select_backend
@@ -47,6 +48,7 @@ def check_start_in_run(ctx: RunContext, step: Step) -> None:
     facts = ctx.model.start
     if not facts or ctx.fold.input_sent:
         return
+    park_pointer(ctx, step.id, step.target)  # a hover left by whatever ran before must not change what is judged
     frame = settled_frame(ctx.backend, ctx.config.runtime)
     verdict = judge_start(ctx.checks, facts, [ctx.interp(pc.text) if pc.text is not None else None for pc in facts],
                           frame.pixels)

@@ -135,7 +135,7 @@ def desk(pg_server: PgServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
 
 def _halted_first(desk: Desk, reset: bool) -> tuple[str, float]:
     """A run that halts after typing into the form; the desktop is dirty with it. Its ref, and when it settled."""
-    halted = submit(desk.spec, _bundle(desk.tmp, "halts", reset=reset, halts=True), {"vendor": "Halt Co", "amount": "7"}, None)
+    halted = submit(desk.spec, _bundle(desk.tmp, "halts", reset=reset, halts=True), {"vendor": "Halt Co", "amount": "64.5"}, None)
     assert desk.settled(halted) == "PAUSED"  # durable: the halt waits for an operator
     ended = time.monotonic()
     assert [(d["desk"], d["run"], d["reason"]) for d in desk.dirty()] == [("desk0", halted, f"run {halted} ended PAUSED")]
@@ -145,9 +145,9 @@ def _halted_first(desk: Desk, reset: bool) -> tuple[str, float]:
 def test_a_halted_runs_desktop_is_reset_before_the_next_run_sends_anything(desk):
     halted, ended = _halted_first(desk, reset=True)
     assert desk.inputs.errors == [] and desk.events_after(0), "the halted run typed into the form"
-    nxt = submit(desk.spec, _bundle(desk.tmp, "next", reset=True, halts=False), {"vendor": "Next Co", "amount": "8"}, None)
-    assert desk.settled(nxt) == "COMPLETED"  # on main: PAUSED at its start check, the form left open
-    assert invoice_rows(desk.db) == [("Next Co", 8.0)]  # the halted item's typing was never saved
+    nxt = submit(desk.spec, _bundle(desk.tmp, "next", reset=True, halts=False), {"vendor": "Next Co", "amount": "31.25"}, None)
+    assert desk.settled(nxt) == "COMPLETED", desk.flow("status", nxt).stdout  # on main: PAUSED at its start check
+    assert invoice_rows(desk.db) == [("Next Co", 31.25)]  # the halted item's typing was never saved
     after = desk.events_after(ended)
     conns = list(dict.fromkeys(c for c, _ in after))  # connections that sent input, in the order they did
     first_keys = [k for c, k in after if c == conns[0]]
@@ -160,7 +160,7 @@ def test_a_halted_runs_desktop_is_reset_before_the_next_run_sends_anything(desk)
 
 def test_without_a_reset_a_dirty_desktop_waits_for_an_operator_and_the_start_check_still_guards(desk):
     halted, ended = _halted_first(desk, reset=False)
-    nxt = submit(desk.spec, _bundle(desk.tmp, "next", reset=False, halts=False), {"vendor": "Next Co", "amount": "8"}, None)
+    nxt = submit(desk.spec, _bundle(desk.tmp, "next", reset=False, halts=False), {"vendor": "Next Co", "amount": "31.25"}, None)
     told = "desktop desk0 is dirty (run {} ended PAUSED): the bundle 'demo-invoice' has no reset".format(halted)
     wait_until(lambda: told in desk.log.read_text(), 60, "the worker saying why it passes the desktop over")
     assert "flow desk clean desk0" in desk.log.read_text()

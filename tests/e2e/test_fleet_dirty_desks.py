@@ -138,7 +138,8 @@ def _halted_first(desk: Desk, reset: bool) -> tuple[str, float]:
     halted = submit(desk.spec, _bundle(desk.tmp, "halts", reset=reset, halts=True), {"vendor": "Halt Co", "amount": "64.5"}, None)
     assert desk.settled(halted) == "PAUSED"  # durable: the halt waits for an operator
     ended = time.monotonic()
-    assert [(d["desk"], d["run"], d["reason"]) for d in desk.dirty()] == [("desk0", halted, f"run {halted} ended PAUSED")]
+    marked = [("desk0", halted, f"run {halted} ended PAUSED")]  # written by the worker just after the run's end
+    wait_until(lambda: [(d["desk"], d["run"], d["reason"]) for d in desk.dirty()] == marked, 30, "the desktop dirty")
     return halted, ended
 
 
@@ -154,7 +155,7 @@ def test_a_halted_runs_desktop_is_reset_before_the_next_run_sends_anything(desk)
     assert first_keys.count(KEY) == 2, after  # the reset's Escape (down, up) came first, on a connection of its own…
     assert all(c != conns[0] for c, _ in after[len(first_keys):]), after  # …before any input of the next run
     assert len(conns) >= 2 and desk.inputs.errors == []
-    assert desk.dirty() == []  # the run that followed the reset completed: the desktop is clean
+    wait_until(lambda: desk.dirty() == [], 30, "the desktop clean: the run that followed the reset completed")
     assert "desktop desk0 reset (run " in desk.log.read_text()
 
 

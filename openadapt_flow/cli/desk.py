@@ -39,6 +39,7 @@ def list_cmd(
 def clean_cmd(
     name: str = typer.Argument(..., help="the desktop's name in targets.yaml"),
     store: str = typer.Option(..., "--store", help=STORE),
+    as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Mark a desktop clean: you have brought its app back to the start state by hand (a bundle with no reset:). The
     next run's own start check still judges it before any input."""
@@ -47,4 +48,7 @@ def clean_cmd(
     was = mark_desk_clean(postgres_store_spec(store), name)
     if was is None:
         raise UsageError(f"desktop {name!r} is not dirty (`flow desk list` names the dirty ones)")
+    if as_json:
+        emit_json({"desk": name, "cleaned": True, "was": was.reason})
+        return
     typer.echo(f"{name}: marked clean (was dirty: {was.reason})")

@@ -64,6 +64,7 @@ class ItemRun:
     found: int = 0  # times its row is in the system of record
     exact: bool = False  # done and its row once; or, made to halt: the notice shown, halted or paused, row nowhere
     notice: str = ""  # made to halt: the step after which the notice was shown ("" if it never was)
+    effect: str = ""  # flow batch's effect verdict of the item's consequential steps (CONFIRMED: its write landed)
 
     def line(self) -> str:
         why = f" ({self.reason[:140]})" if self.reason and self.status != "done" else ""
@@ -265,7 +266,7 @@ def _via_flow_batch(bundle: Path, live: LiveApp, items: list[Item], workdir: Pat
     for item in items:
         rec = results.get(item.key, {})
         runs.append(ItemRun(item.key, list(item.row), item.halt, str(rec.get("status", "no record")), r.returncode,
-                            str(rec.get("run_dir", "")), str(rec.get("reason") or "")))
+                            str(rec.get("run_dir", "")), str(rec.get("reason") or ""), effect=str(rec.get("effect") or "")))
     return runs, how, f"flow batch exit {r.returncode}\n{r.stdout[-3000:]}\n{r.stderr[-2000:]}"
 
 
@@ -278,22 +279,29 @@ def judge_batch(app: str, case: str, items: list[Item], runs: list[ItemRun], bef
     added = Counter(after)
     added.subtract(Counter(before))
     kept = all(v >= 0 for v in added.values())
-    # a row is meant only by an item that completed: a halted item's row, even with its values right, is a leftover
-    # that a later item's save committed (or the halted item's own write, unconfirmed)
-    meant = Counter(i.row for i, run in zip(items, runs) if not i.halt and run.status in DONE)
+    # a row is meant by an item that completed, or by a halted item whose own write its run reports as landed (its
+    # effect read CONFIRMED: a check after the save failed, the run stopped saying so). Any other row of a halted
+    # item, even with its values right, is a leftover that a later item's save committed, or an unconfirmed write
+    meant = Counter(i.row for i, run in zip(items, runs) if (not i.halt and run.status in DONE) or _landed(run))
     wrong: list[list[Any]] = []
     for row, n in added.items():
         extra = n - min(n, 1 if row in meant else 0)
         wrong += [list(row)] * max(0, extra)
     for item, run in zip(items, runs):
         run.found = max(0, added[item.row])
-        if item.halt:
-            run.exact = bool(run.notice) and run.status in ("paused", "halted") and run.found == 0
+        if item.halt:  # stopped where the notice made it, its row nowhere, or once when its run says it landed
+            run.exact = bool(run.notice) and run.status in ("paused", "halted", "failed_after_effect") and \
+                run.found == (1 if _landed(run) else 0)
         else:
             run.exact = run.status in DONE and run.found == 1
     result = BatchResult(app, case, runner, reset, runs, wrong, kept, log)
     BATCHES.append(result)
     return result
+
+
+def _landed(run: ItemRun) -> bool:
+    """The item's run stopped and says its write landed (flow batch's effect verdict CONFIRMED)."""
+    return run.status != "done" and run.effect == "CONFIRMED"
 
 
 def check_batch(result: BatchResult) -> None:

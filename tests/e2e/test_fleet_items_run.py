@@ -63,7 +63,7 @@ def test_submitted_items_run_exactly_once_when_a_worker_is_killed_mid_item(fleet
     doomed.wait(10)
     [victim] = killed
     assert fleet.states([victim]) == {victim: "RUNNING"}  # its owner vanished; the store was not told
-    dirty = _sql(fleet, "SELECT run, reason FROM flow_desk_dirty")
+    dirty = _sql(fleet, "SELECT run_ref, reason FROM flow_desk_dirty")
     assert dirty == [(f"pg:{victim}", f"run pg:{victim} began on it and has not ended")]  # a killed run leaves it dirty
 
     again = json.loads(run_flow(args, fleet.tmp, fleet.env).stdout)  # the file submitted again after the crash

@@ -16,13 +16,13 @@ from typing import Any, Protocol
 
 from openadapt_flow.store.states import RunState
 
-_READ = "SELECT run, reason FROM flow_desk_dirty WHERE name = %s"
-_MARK = """INSERT INTO flow_desk_dirty AS d (name, run, reason) VALUES (%s, %s, %s)
-ON CONFLICT (name) DO UPDATE SET run = excluded.run, reason = excluded.reason, since = now()"""
-_KEEP = "INSERT INTO flow_desk_dirty (name, run, reason) VALUES (%s, %s, %s) ON CONFLICT (name) DO NOTHING"
-_CLEAR = "DELETE FROM flow_desk_dirty WHERE name = %s AND run = %s"
-_LIST = "SELECT name, run, reason, since FROM flow_desk_dirty ORDER BY name"
-_CLEAN = "DELETE FROM flow_desk_dirty WHERE name = %s RETURNING run, reason"
+_READ = "SELECT run_ref, reason FROM flow_desk_dirty WHERE name = %s"
+_MARK = """INSERT INTO flow_desk_dirty AS d (name, run_ref, reason) VALUES (%s, %s, %s)
+ON CONFLICT (name) DO UPDATE SET run_ref = excluded.run_ref, reason = excluded.reason, since = now()"""
+_KEEP = "INSERT INTO flow_desk_dirty (name, run_ref, reason) VALUES (%s, %s, %s) ON CONFLICT (name) DO NOTHING"
+_CLEAR = "DELETE FROM flow_desk_dirty WHERE name = %s AND run_ref = %s"
+_LIST = "SELECT name, run_ref, reason, since FROM flow_desk_dirty ORDER BY name"
+_CLEAN = "DELETE FROM flow_desk_dirty WHERE name = %s RETURNING run_ref, reason"
 
 
 class Executes(Protocol):

@@ -3,8 +3,8 @@
 -- failed or whose worker was killed leaves it. A new run is started on a dirty desktop only after its bundle's reset
 -- ran there and the start state held; an operator clears one by hand with `flow desk clean NAME`.
 CREATE TABLE flow_desk_dirty (
-    name   text PRIMARY KEY,
-    run    text NOT NULL,
-    reason text NOT NULL,
-    since  timestamptz NOT NULL DEFAULT now()
+    name    text PRIMARY KEY,
+    run_ref text NOT NULL,  -- the run's reference (pg:NAME), not its id: a `run` column is a run's own row's
+    reason  text NOT NULL,
+    since   timestamptz NOT NULL DEFAULT now()
 );

@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from openadapt_flow.imaging.pixels import resize
-from openadapt_flow.imaging.png import decode_rgb, encode_png
+from openadapt_flow.imaging.pixels import box_not_of, resize
+from openadapt_flow.imaging.png import decode_rgb, encode_png, known_pixels
 
 THUMB_W = 240  # px: the embedded copy of a step's frame (shown smaller; the link opens the saved frame at full size)
 STEP_W = 128  # px: a step's frame as shown
@@ -44,8 +44,10 @@ APP_MAX_SHARE = 0.85  # a region covering more of the frame than this is the fra
 
 @lru_cache(maxsize=8)
 def _decoded(png: bytes) -> np.ndarray | None:
-    """The frame's pixels (RGB), decoded once for its region and its thumbnail; None if it cannot be decoded."""
-    return decode_rgb(png)
+    """The frame's pixels (RGB), decoded once for its region and its thumbnail (not at all when this process saved the
+    frame lately: its pixels are still known); None if it cannot be decoded."""
+    known = known_pixels(png)
+    return known if known is not None else decode_rgb(png)
 
 
 @lru_cache(maxsize=8)
@@ -59,16 +61,19 @@ def app_region(png: bytes) -> Box | None:
     img = _decoded(png)
     if img is None or min(img.shape[:2]) < 4 * APP_PAD:
         return None
-    edge = np.concatenate([img[0], img[-1], img[:, 0], img[:, -1]])
-    colours, counts = np.unique(edge.reshape(-1, 3), axis=0, return_counts=True)
+    edge = np.concatenate([img[0], img[-1], img[:, 0], img[:, -1]]).astype(np.uint32)
+    packed = (edge[:, 0] << 16) | (edge[:, 1] << 8) | edge[:, 2]  # one number per colour: a fast unique
+    colours, counts = np.unique(packed, return_counts=True)
     if counts.max() < 0.98 * len(edge):
         return None
-    ys, xs = np.nonzero(np.any(img != colours[counts.argmax()], axis=2))
-    if len(xs) == 0:
+    c = int(colours[counts.argmax()])
+    drawn = box_not_of(img, (c >> 16, (c >> 8) & 255, c & 255))
+    if drawn is None:
         return None
+    bx, by, bw, bh = drawn
     h, w = img.shape[:2]
-    x0, y0 = max(0, int(xs.min()) - APP_PAD), max(0, int(ys.min()) - APP_PAD)
-    x1, y1 = min(w, int(xs.max()) + 1 + APP_PAD), min(h, int(ys.max()) + 1 + APP_PAD)
+    x0, y0 = max(0, bx - APP_PAD), max(0, by - APP_PAD)
+    x1, y1 = min(w, bx + bw + APP_PAD), min(h, by + bh + APP_PAD)
     if (x1 - x0) * (y1 - y0) > APP_MAX_SHARE * w * h:
         return None
     return x0, y0, x1 - x0, y1 - y0

@@ -43,9 +43,11 @@ def settle(backend: Backend, quiet_s: float, timeout_s: float, *, expect_change_
         if remaining <= 0:
             return Settled(backend.capture(), False, now - start)
         holding = ready is not None and held - now > quiet_s
-        if look is not None and not holding and held <= now and remaining >= quiet_s and _looked(backend, look, quiet_s, remaining):
-            frame = backend.capture()  # the frame `look` saw: nothing changed since it was captured
-            return Settled(frame, True, time.monotonic() - start)
+        if look is not None and not holding and held <= now and remaining >= quiet_s:
+            if _looked(backend, look, quiet_s, remaining):
+                frame = backend.capture()  # the frame `look` saw: nothing changed since it was captured
+                return Settled(frame, True, time.monotonic() - start)
+            continue  # it changed (that update is seen): quiet again from now
         if not backend.wait_for_update(min(quiet_s if holding else max(quiet_s, held - now), remaining)):
             frame = backend.capture()
             if not holding or (ready is not None and ready(frame)):

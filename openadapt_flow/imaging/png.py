@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 
 import numpy as np
 from PIL import Image
@@ -15,6 +16,7 @@ KNOWN_BUDGET = 24 * 1024 * 1024
 _known: OrderedDict[bytes, np.ndarray] = OrderedDict()
 _known_lock = threading.Lock()
 _known_held = 0
+_on_remembered: list[Callable[[bytes], object]] = []  # when_remembered: work a later reader of the bytes will need
 
 
 def encode_png(pixels: np.ndarray, level: int = 1) -> bytes:
@@ -50,6 +52,18 @@ def remember_decoded(png: bytes, pixels: np.ndarray) -> None:
         while _known_held > KNOWN_BUDGET:
             _, old = _known.popitem(last=False)
             _known_held -= old.nbytes
+    for prepare in _on_remembered:
+        try:
+            prepare(png)
+        except Exception:  # noqa: BLE001 - preparing ahead is an optimisation; the reader does the work itself then
+            pass
+
+
+def when_remembered(prepare: Callable[[bytes], object]) -> None:
+    """Call `prepare(png)` for every PNG `remember_decoded` keeps, on the thread that encoded it (a frame writer's,
+    off the run's hot path): what a reader of those bytes will compute (the report's thumbnails) is then ready."""
+    if prepare not in _on_remembered:
+        _on_remembered.append(prepare)
 
 
 def known_pixels(png: bytes) -> np.ndarray | None:

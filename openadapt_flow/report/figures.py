@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from openadapt_flow.imaging.pixels import box_not_of, resize
-from openadapt_flow.imaging.png import decode_rgb, encode_png, known_pixels
+from openadapt_flow.imaging.png import decode_rgb, encode_png, known_pixels, when_remembered
 
 THUMB_W = 240  # px: the embedded copy of a step's frame (shown smaller; the link opens the saved frame at full size)
 STEP_W = 128  # px: a step's frame as shown
@@ -50,7 +50,7 @@ def _decoded(png: bytes) -> np.ndarray | None:
     return known if known is not None else decode_rgb(png)
 
 
-@lru_cache(maxsize=8)
+@lru_cache(maxsize=32)
 def app_region(png: bytes) -> Box | None:
     """The part of a frame that holds anything: the box of every pixel that differs from the colour of the frame's
     edge, padded, where that edge is one flat colour (the bare desktop of an X or VNC session around the app, or an
@@ -95,7 +95,7 @@ def shown_region(png: bytes, size: tuple[int, int], marks: Marks) -> Box:
     return x0, y0, x1 - x0, y1 - y0
 
 
-@lru_cache(maxsize=8)  # a step's after-frame is often the next one's before-frame, byte for byte
+@lru_cache(maxsize=32)  # a step's after-frame is often the next one's before-frame, byte for byte
 def thumbnail(png: bytes, width: int, region: Box | None = None) -> bytes | None:
     """A smaller PNG copy of `png`, or of its `region` (the same bytes when that is the whole frame and already that
     small); None if it cannot be decoded."""
@@ -115,6 +115,17 @@ def thumbnail(png: bytes, width: int, region: Box | None = None) -> bytes | None
     if iw > width:
         img = resize(img, (width, max(1, round(ih * width / iw))), "area")
     return encode_png(img)
+
+
+def _prepare(png: bytes) -> None:
+    """A saved frame's region and embedded copy as a figure with no marks outside the app shows it, computed as the
+    frame is saved (on the frame writer's thread, while the run waits on the app), not at the run's stop."""
+    size = png_size(png)
+    if size is not None:
+        thumbnail(png, THUMB_W, shown_region(png, size, Marks()))
+
+
+when_remembered(_prepare)
 
 
 @dataclass

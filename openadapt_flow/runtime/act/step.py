@@ -19,6 +19,7 @@ from openadapt_flow.bundle.models import Postcondition, Step, Target
 from openadapt_flow.errors import BackendError, FlowError
 from openadapt_flow.ladder.types import Box, Point, Resolution
 from openadapt_flow.runtime.start.context import RunContext
+from openadapt_flow.runtime.act.ahead import Ahead, found_ahead, interp_target, look_ahead, next_gui_step
 from openadapt_flow.runtime.act.durable import calls
 from openadapt_flow.runtime.act.effect_check import check_effect, read_after, take_baseline
 from openadapt_flow.runtime.judge.halt import Halt, StopRequested
@@ -57,19 +58,16 @@ class StepRecord:
     data: VerifiedData | None = None  # what its step_verified record says (runtime/act/durable records it)
 
 
-def _interp_target(ctx: RunContext, t: Target) -> Target:
-    return t.model_copy(
-        update={
-            "text": ctx.interp(t.text) if t.text else None,
-            "landmarks": [lm.model_copy(update={"text": ctx.interp(lm.text)}) for lm in t.landmarks],
-        }
-    )
+_interp_target = interp_target
 
 
 def _resolve(ctx: RunContext, step: Step, target: Target, frame: Frame, role: str) -> Resolution:
     calls_before = ctx.ladder.model_calls
-    res = ctx.ladder.resolve(frame.pixels, _interp_target(ctx, target), consequential=step.is_consequential, intent=step.intent,
-                             model_gate=lambda: model_call_refusal(ctx.config.policy, ctx.budget, step))
+    wanted = _interp_target(ctx, target)
+    ahead = found_ahead(ctx, step, frame.pixels, wanted) if role == "target" else None
+    res = ahead.res if ahead is not None else ctx.ladder.resolve(
+        frame.pixels, wanted, consequential=step.is_consequential, intent=step.intent,
+        model_gate=lambda: model_call_refusal(ctx.config.policy, ctx.budget, step))
     ctx.journal.append(
         "resolved",
         step.id,
@@ -134,7 +132,12 @@ def _identity_gate(ctx: RunContext, step: Step, point: Point, frame: Frame, scal
     if step.identity is None:
         return
     text = ctx.interp(step.identity.text)
-    check = ctx.checks.identity(frame.pixels, point, step.identity.near, text, scale)
+    ahead = ctx.ahead if isinstance(ctx.ahead, Ahead) else None
+    if (ahead is not None and ahead.identity is not None and ahead.step_id == step.id and ahead.pixels is frame.pixels
+            and ahead.identity_text == text and ahead.res.point == point):
+        check = ahead.identity  # read during the last settle, on this very frame
+    else:
+        check = ctx.checks.identity(frame.pixels, point, step.identity.near, text, scale)
     ctx.journal.append("identity_checked", step.id, check.to_json())
     if not check.ok:
         box = check.evidence.get("box")  # where the identity text was looked for
@@ -349,7 +352,7 @@ def run_gui_step(ctx: RunContext, index: int, step: Step) -> StepRecord:
         where = _locate(run)
         baseline = take_baseline(ctx, step, where.frame.pixels, where.point)
         check = _checks(ctx, step, where, run.rec.rung)
-        dispatched_at = _dispatch(run, where, check)
+        dispatched_at = _dispatch(run, where, check, next_gui_step(ctx, index))
         try:
             run.rec.checks = _postconditions(ctx, step, check, dispatched_at + step.timeout_s)
         except Halt as h:
@@ -398,7 +401,7 @@ def _locate(run: _GuiStep) -> _Where:
     return where
 
 
-def _dispatch(run: _GuiStep, where: _Where, check: _Checks) -> float:
+def _dispatch(run: _GuiStep, where: _Where, check: _Checks, after: Step | None) -> float:
     """Journal `action_dispatched` (fsync'd before any input), act, let the screen settle (the postconditions run on
     its frame while the last of the quiet time is waited out); when input was sent."""
     ctx, step, before = run.ctx, run.step, where.frame.pixels
@@ -414,8 +417,13 @@ def _dispatch(run: _GuiStep, where: _Where, check: _Checks) -> float:
     _act(ctx, step, where.point, where.to_point, before, where.target_box)
     ctx.journal.append("action_sent", step.id, {"dispatch_seq": dispatch["seq"]})
     rt = ctx.config.runtime
+    def look(frame: Frame) -> None:
+        check.look(frame)
+        if after is not None:
+            look_ahead(ctx, after, frame)
+
     settled = settle(ctx.backend, rt.settle_quiet_s, min(rt.settle_timeout_s, step.timeout_s), expect_change_s=REACT_S,
-                     look=check.look)
+                     look=look)
     if run.secret and where.point is None:
         _narrow_secret_mask(ctx, step, before, settled.frame.pixels)
     return dispatched_at
@@ -461,5 +469,6 @@ def _fact(ctx: RunContext, pc: Postcondition) -> ScreenFact:
     if pc.relative_to is not None:
         fact["relative_to"] = pc.relative_to
     return fact
+
 
 

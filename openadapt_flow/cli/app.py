@@ -41,6 +41,7 @@ COMMANDS: dict[str, tuple[str, str, bool]] = {
     "wait": ("openadapt_flow.cli.durable", "wait_cmd", False),
     "worker": ("openadapt_flow.cli.fleet", "worker_cmd", False),
     "submit": ("openadapt_flow.cli.fleet", "submit_cmd", False),
+    "desk": ("openadapt_flow.cli.desk", "desk_app", True),
     "run-py": ("openadapt_flow.cli.workflow", "run_py_cmd", False),
     "patch": ("openadapt_flow.cli.durable", "patch_app", True),
     "operator": ("openadapt_flow.cli.operator", "operator_app", True),

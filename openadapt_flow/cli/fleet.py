@@ -24,7 +24,7 @@ from openadapt_flow.store import check_spec, is_postgres, redact
 # `flow worker` on a runs root is in this module and needs neither.
 
 
-def _postgres(store: str) -> str:
+def postgres_store_spec(store: str) -> str:
     if not is_postgres(store):
         raise UsageError(f"--store {redact(store)!r}: the fleet needs the PostgreSQL store (postgresql://…)")
     check_spec(store)
@@ -53,7 +53,7 @@ def submit_cmd(
     if key is not None:
         raise UsageError("--key names the key column of --items")
     values, _ = parse_params(param, None)
-    ref = submit(_postgres(store), bundle, values, target)
+    ref = submit(postgres_store_spec(store), bundle, values, target)
     if as_json:
         emit_json({"run_id": ref})
     else:
@@ -71,7 +71,7 @@ def _submit_items(bundle: Path, store: str, items: Path, key: str | None, target
         work = read_items(items, load_bundle(bundle).model, key)
     except ItemsError as e:
         bad_items(e, as_json)
-    done = submit_items(_postgres(store), bundle, work, target)
+    done = submit_items(postgres_store_spec(store), bundle, work, target)
     if as_json:
         emit_json([{"item": s.item, "key": s.key, "run_id": s.run, "queued": s.queued, "state": s.state} for s in done])
         return
@@ -107,9 +107,11 @@ def worker_cmd(
     from openadapt_flow.runtime import Fleet
     from openadapt_flow.runtime import fleet_store
 
-    spec = _postgres(store)
+    spec = postgres_store_spec(store)
     doc = load_targets(targets)
     fleet_store(spec)  # a store `flow store migrate` has not brought to this code's schemas is refused (exit 6)
-    fleet = Fleet(spec, Desks(spec, doc), load_config(config), write_reports)
+    desks = Desks(spec, doc)
+    desks.say = lambda line: typer.echo(line, err=True)  # a dirty desktop passed over or reset: the worker's log
+    fleet = Fleet(spec, desks, load_config(config), write_reports)
     typer.echo(f"fleet worker on {redact(spec)}: {len(doc.targets)} desktop(s)", err=True)
     fleet.serve(concurrency or len(doc.targets), name)

@@ -125,6 +125,10 @@ def advice(ref: str, rep: dict[str, Any], durable: bool) -> list[str]:
     if rep.get("state") == RunState.COMPLETED:
         return []
     run, out = shlex.quote(ref), []
+    if (rep.get("halt") or {}).get("category") == "start_state":
+        out.append("The application was not on the screen the recording starts from, so nothing was sent. Bring it "
+                   "back first — the bundle's `reset:` (flow batch runs it between items), or by hand — then run "
+                   "again: run as it is, it would stop here again.")
     rows = rep.get("collateral") or []
     if rows:
         steps = ", ".join(dict.fromkeys(str(r.get("step")) for r in rows))

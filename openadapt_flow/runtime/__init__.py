@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from openadapt_flow.runtime.batch.status import ItemResult, ItemStatus
     from openadapt_flow.runtime.batch.status import exit_code as batch_exit_code
     from openadapt_flow.runtime.fleet.desks import Desks
+    from openadapt_flow.runtime.fleet.dirty import Dirty, dirty_desks, mark_desk_clean
     from openadapt_flow.runtime.fleet.jobs import Fleet
     from openadapt_flow.runtime.fleet.submit import Submitted, fleet_store, submit, submit_items
     from openadapt_flow.runtime.fleet.targets import TargetsFile, load_targets
@@ -53,6 +54,8 @@ __all__ = ["DECISION_NAMES", "Audit", "BackendFlags", "DecisionOptions", "Desks"
 # a batch of work items (runtime/batch/), and the same items queued for the fleet
 __all__ += ["Submitted", "submit_items", "BatchEvents", "BatchRequest", "BatchResult", "ItemResult", "ItemStatus", "Reset", "batch_exit_code",
             "counts", "csv_beside", "run_batch", "summary_line", "write_results"]
+# clean and dirty desktops of the fleet (runtime/fleet/dirty.py)
+__all__ += ["Dirty", "dirty_desks", "mark_desk_clean"]
 # the start state and the reset (runtime/act/start_state.py, runtime/act/reset.py)
 __all__ += ["ResetResult", "StartResult", "check_start_state", "reset_app"]
 
@@ -75,6 +78,9 @@ _WHERE = {
     "StartResult": "act.start_state",
     "check_start_state": "act.start_state",
     "Desks": "fleet.desks",
+    "Dirty": "fleet.dirty",
+    "dirty_desks": "fleet.dirty",
+    "mark_desk_clean": "fleet.dirty",
     "Fleet": "fleet.jobs",
     "fleet_store": "fleet.submit",
     "submit": "fleet.submit",

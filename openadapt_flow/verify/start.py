@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from openadapt_flow.bundle.models import Postcondition
+from openadapt_flow.ladder.types import TIE_MARGIN
 from openadapt_flow.store.records import Check
 from openadapt_flow.verify.blank import blank_check
 from openadapt_flow.verify.screen import TEMPLATE_PAD, TEMPLATE_PRESENT_MIN, TEXT_ABSENT_PAD, ScreenChecks, clip_box
@@ -65,8 +66,9 @@ class StartVerdict:
 
 
 def judge_start(checks: ScreenChecks, facts: Sequence[Postcondition], texts: Sequence[str | None],
-                frame: np.ndarray) -> StartVerdict:
-    """Judge the start facts (`texts`: their interpolated texts) on one frame."""
+                frame: np.ndarray, anchor: tuple[str, Box] | None = None) -> StartVerdict:
+    """Judge the start facts (`texts`: their interpolated texts) on one frame. `anchor`: the first step's target
+    (its template's name and recorded region), which places a moved app when its words alone cannot."""
     default = Placement(checks.sx, checks.sy)
     ocr = checks.ocr
     ocr.read_many(frame, [_window(default, pc, TEXT_PAD if pc.kind == "text_present" else ABSENT_PAD)
@@ -81,6 +83,24 @@ def judge_start(checks: ScreenChecks, facts: Sequence[Postcondition], texts: Seq
                 x, y, w, h = pc.region
                 located.append((i, (x + w / 2, y + h / 2), at, here))
     placement, off = _place(default, [(r, v, here) for _, r, v, here in located])
+    unread = [i for i, c in enumerate(out) if c is not None and c.kind == "text_present" and not c.ok and c.detail == "not read"]
+    anchored = _anchored(checks, frame, anchor, default) if unread and anchor is not None else default
+    if placement == default:
+        placement = anchored
+    # where the app now is, by its words or by its first target (which also knows the app's own scale: natural size
+    # on a bigger screen): an unread label is read again in its window there — a small label a whole-frame read misses
+    places = [p for p in dict.fromkeys((placement, anchored)) if p != default]
+    for i in unread:
+        pc, text = facts[i], texts[i]
+        if pc.region is None or text is None:
+            continue
+        for place in places:
+            seen = _read(checks, frame, text, _window(place, pc, TEXT_PAD))
+            if seen:
+                best = max(seen, key=lambda m: m.score)
+                out[i] = Check("text_present", text, True, f"read {best.text!r} where the app now is (moved)",
+                               {"at": list(best.box)})
+                break
     for (i, _, _, _), miss in zip(located, off):
         c = out[i]
         if miss is not None and c is not None:  # still the start's (read once): a theme or a scale lays toolbars out anew
@@ -164,6 +184,22 @@ def _place(default: Placement, located: list[tuple[Point, Point, bool]]) -> tupl
     dx, dy = shifts[best].mean(axis=0)
     placed = Placement(default.sx, default.sy, float(dx), float(dy))
     return placed, _misses(placed, rec, live)
+
+
+def _anchored(checks: ScreenChecks, frame: np.ndarray, anchor: tuple[str, Box], default: Placement) -> Placement:
+    """Where the first target's template is found on the whole frame, and at what scale, places the app, when it is
+    found confidently, its content holds and no look-alike comes within TIE_MARGIN; else `default`."""
+    name, region = anchor
+    tmpl = checks.templates.get(name)
+    if tmpl is None:
+        return default
+    found = find_template(frame, tmpl, thresholds=Thresholds(confident=TEMPLATE_PRESENT_MIN))
+    best = found.best
+    if best is None or found.score < TEMPLATE_PRESENT_MIN or not found.plausible(best) or \
+            found.runner_up_score >= found.score - TIE_MARGIN:
+        return default
+    sc = best.scale  # the app's own scale where the target was found (natural size on a bigger screen: 1)
+    return Placement(sc, sc, float(best.box[0] - sc * region[0]), float(best.box[1] - sc * region[1]))
 
 
 def _misses(p: Placement, rec: np.ndarray, live: np.ndarray) -> list[int | None]:

@@ -193,6 +193,7 @@ class RfbInputs:
     def __init__(self) -> None:
         self.conns: list[tuple[str, float]] = []
         self.events: list[tuple[int, float]] = []
+        self.kinds: list[int] = []  # each event's RFB message type, beside `events`: 4 a key, 5 the pointer
         self.errors: list[str] = []
         self._lock = threading.Lock()
 
@@ -238,6 +239,7 @@ class RfbInputs:
             if kind in (4, 5):
                 with self._lock:
                     self.events.append((conn, time.monotonic()))
+                    self.kinds.append(kind)
             del buf[:size]
 
     def count(self, peer: str, *, opened_before: float = float("inf"), after: float = 0.0) -> int:

@@ -51,11 +51,21 @@ def check_start_in_run(ctx: RunContext, step: Step) -> None:
     park_pointer(ctx, step.id, step.target)  # a hover left by whatever ran before must not change what is judged
     frame = settled_frame(ctx.backend, ctx.config.runtime)
     verdict = judge_start(ctx.checks, facts, [ctx.interp(pc.text) if pc.text is not None else None for pc in facts],
-                          frame.pixels)
+                          frame.pixels, anchor(ctx.model.steps))
     ctx.journal.append("start_checked", None, {"ok": verdict.ok, "checks": [c.to_json() for c in verdict.checks]})
     if not verdict.ok:
         raise Halt(START_STATE, NOT_AT_START + verdict.differs(), step=step.id, frame=frame.pixels,
                    evidence=[c.to_json() for c in verdict.checks])
+
+
+def anchor(steps: list[Step]) -> tuple[str, tuple[int, int, int, int]] | None:
+    """The first step's target as the start check's anchor (its template and recorded region): what the run acts on
+    first is on the start screen, and finding it places a moved app."""
+    first = next((s for s in steps if s.target is not None), None)
+    t = first.target if first is not None else None
+    if t is None or t.template is None or t.region is None:
+        return None
+    return t.template, t.region
 
 
 @dataclass
@@ -102,10 +112,11 @@ def judge_now(loaded: LoadedBundle, desk: Backend, config: DeployConfig, params:
             texts.append(interp(pc.text) if interp is not None else pc.text.replace("{{", "{").replace("}}", "}"))
     frame = settled_frame(desk, config.runtime)
     screen = loaded.model.screen
-    used = {pc.template_present for pc in judged if pc.template_present is not None}
+    first = anchor(list(loaded.model.steps))
+    used = {pc.template_present for pc in judged if pc.template_present is not None} | ({first[0]} if first else set())
     checks = ScreenChecks(ocr or OcrEngine(), {p: TemplateImage(loaded.templates[p]).prepare() for p in used},
                           (frame.width / screen.width, frame.height / screen.height))
-    return judge_start(checks, judged, texts, frame.pixels), unjudged
+    return judge_start(checks, judged, texts, frame.pixels, first), unjudged
 
 
 def check_start_state(bundle: Path | str | LoadedBundle, backend: BackendSpec | Backend | None, config: DeployConfig,

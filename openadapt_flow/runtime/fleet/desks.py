@@ -8,14 +8,19 @@ end of each hold; a session that broke under a hold took its lock with it."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 from openadapt_flow.errors import BackendTimeout, ConnectionFailed, FlowError
+from openadapt_flow.runtime.fleet import dirty
+from openadapt_flow.runtime.fleet.dirty import Dirty
 from openadapt_flow.runtime.fleet.targets import Target, TargetsFile
+
+# What a new run's start does with a dirty desktop it holds: reset it (None: at its start state now) or say why not.
+Ready = Callable[[Target, Dirty], str | None]
 
 # A worker cut off from PostgreSQL (partitioned, its host gone) must not keep its desktops locked until TCP's default
 # keepalive gives up (~2 h): the server probes each desk session after 10 s idle and ends it after 3 unanswered probes
@@ -58,6 +63,8 @@ class Desks:
         self._sessions: dict[str, psycopg.Connection] = {}
         self._guard = threading.Lock()
         self.rest_s = REST_S
+        self.say: Callable[[str], None] = lambda line: None  # the worker's log (the CLI's stderr)
+        self._said: set[str] = set()
 
     def _session(self, name: str) -> psycopg.Connection:
         """The desktop's own session (only its holder uses it: `_mine` guards it)."""
@@ -87,12 +94,18 @@ class Desks:
             conn.close()  # ends the session: the lock goes with it
 
     @contextmanager
-    def hold(self, label: str | None) -> Iterator[Target]:
+    def hold(self, label: str | None, run: str | None = None, ready: Ready | None = None) -> Iterator[Target]:
         """A free desktop serving `label` that does not rest, held until the block ends. NoDesktopFree if none is.
+
+        `run` (pg:NAME) marks the desktop dirty for the block (runtime/fleet/dirty.py; `ended` says how it went).
+        With `ready` (a new run's start), a dirty desktop is used only once `ready` brought it back to its start
+        state; one it could not is passed over, staying dirty with why. Without it (a resume: its app's state
+        lives on that desktop) a dirty desktop is used as it is, and an earlier run's mark stands.
 
         A block that fails because the desktop did not answer (ConnectionFailed, BackendTimeout) rests it, for every
         worker: REST_S, twice as long after each failure in a row, at most REST_MAX_S, so a dead desktop is not where
         every run goes, nor where a retried start goes next. A block that ends well clears its failures."""
+        unready: list[str] = []
         for target in self.targets.targets:
             if not target.serves(label):
                 continue
@@ -105,6 +118,11 @@ class Desks:
                 if held is not None:
                     conn, failed_before = held
                     try:
+                        if run is not None:
+                            why = self._prepare(conn, target, run, ready)
+                            if why is not None:
+                                unready.append(why)
+                                continue
                         yield target
                     except (ConnectionFailed, BackendTimeout):
                         conn.execute(_REST, {"n": target.name, "rest": self.rest_s, "max": REST_MAX_S})
@@ -120,7 +138,38 @@ class Desks:
                     self._mine.discard(target.name)
         if not any(t.serves(label) for t in self.targets.targets):  # another worker's targets may: retried too
             raise NoDesktopFree(f"no target of this worker serves {label!r}")
-        raise NoDesktopFree(f"every desktop serving {label or 'any run'} is busy or resting")
+        raise NoDesktopFree(f"every desktop serving {label or 'any run'} is busy or resting"
+                            + "".join(f"; {why}" for why in unready))
+
+    def _prepare(self, conn: psycopg.Connection, target: Target, run: str, ready: Ready | None) -> str | None:
+        """Mark the held desktop dirty for `run` before its first input; None, or why a new run may not use it."""
+        if ready is None:
+            dirty.mark_unless_dirty(conn, target.name, run, dirty.began(run))
+            return None
+        found = dirty.read(conn, target.name)
+        if found is not None:
+            why = ready(target, found)
+            if why is not None:
+                self._say(f"desktop {target.name} is dirty ({found.reason}): {why}")
+                return f"{target.name} is dirty: {why}"
+        dirty.mark(conn, target.name, run, dirty.began(run))
+        return None
+
+    def _say(self, line: str) -> None:
+        """One line in the worker's log, once per distinct line (a retried start repeats it every second)."""
+        with self._guard:
+            if line in self._said:
+                return
+            self._said.add(line)
+        self.say(line)
+
+    def ended(self, name: str, run: str, state: str | None) -> None:
+        """`run`, on the desktop it holds, ended `state` (None: it never began there: nothing was sent)."""
+        conn = self._session(name)
+        if state is None:
+            dirty.unmark(conn, name, run)
+        else:
+            dirty.run_ended(conn, name, run, state)
 
     def open_sessions(self) -> None:
         """Open every desktop's session now (a worker starting up), not on its first hold."""

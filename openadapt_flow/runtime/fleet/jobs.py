@@ -16,6 +16,7 @@ import queue
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 
 from procrastinate import App, PsycopgConnector, RetryStrategy
 from procrastinate.exceptions import AlreadyEnqueued
@@ -23,17 +24,26 @@ from procrastinate.exceptions import AlreadyEnqueued
 from openadapt_flow.errors import BackendTimeout, ConnectionFailed, FlowError, RefusedError
 from openadapt_flow.runtime.start.launch import ReplayRequest, Reporter
 from openadapt_flow.bundle.config import DeployConfig
-from openadapt_flow.runtime.fleet.desks import Desks, NoDesktopFree
+from openadapt_flow.bundle.loader import LoadedBundle
+from openadapt_flow.runtime.fleet.desks import Desks, NoDesktopFree, Ready
+from openadapt_flow.runtime.fleet.dirty import Dirty
+from openadapt_flow.runtime.fleet.targets import Target
 from openadapt_flow.runtime.fleet.claim import START_TRIES, BundleCache, count_start_try, fail_start, read_submission
 from openadapt_flow.runtime.fleet.submit import fleet_store
 from openadapt_flow.runtime.operate.reconciler import reconcile_root
-from openadapt_flow.runtime.runs import replay
+from openadapt_flow.runtime.runs import replay, reset_app
+from openadapt_flow.store import PostgresRun
 from openadapt_flow.runtime.worker import HOLD_WAIT_S, Worker, resume_past_holders
 from openadapt_flow.store.lease import LeaseLost
 from openadapt_flow.vision.ocr import OcrEngine
 
 QUEUE = "flow"
 RECONCILE_JOB = "reconcile"  # not-vocabulary: the periodic job's name and lock, not a decision
+
+
+@dataclass
+class _End:
+    state: str | None = None  # how the run's block on a desktop ended (a run state; "fenced")
 
 
 class DesktopSilent(FlowError):
@@ -86,18 +96,21 @@ class Fleet:
 
     def start(self, name: str) -> str:
         """Start the submitted run `name` on a free desktop that serves its label (once: a run begun is left to the
-        reconciler, which resumes it if its worker died). A start that fails for good ends the run FAILED."""
+        reconciler, which resumes it if its worker died). A start that fails for good ends the run FAILED. A dirty
+        desktop (runtime/fleet/dirty.py) is reset with the run's bundle first, or passed over."""
         sub = read_submission(fleet_store(self.spec), name)
         if not sub.queued:
             return "started already"
         desk: str | None = None
         try:
             loaded = self.bundles.bundle(sub.run)
-            with self.desks.hold(sub.label) as target, self._ocr() as ocr:
+            with self.desks.hold(sub.label, sub.run.ref, self._reset_for(loaded)) as target, self._ocr() as ocr:
                 desk = target.name
                 req = ReplayRequest(bundle=loaded.root, params=sub.params, backend=target.spec(), config=self.config,
                                     run_dir=sub.run.ref, durable=True, submitted=True, loaded=loaded, ocr=ocr)
-                return replay(req, reporter=self.reporter).state
+                with self._ending(target.name, sub.run) as end:
+                    end.state = replay(req, reporter=self.reporter).state
+                    return end.state
         except (ConnectionFailed, BackendTimeout) as e:  # the desktop did not answer (it rests now): start again
             if desk is None:
                 raise
@@ -112,6 +125,34 @@ class Fleet:
             return f"not started: {e}"
         except FlowError as e:  # bad bundle, a login refused: the run never began, and never will by retrying
             return fail_start(sub.run, f" on desktop {desk}" if desk else "", e, self.config.runtime.lease_ttl_s)
+
+    def _reset_for(self, loaded: LoadedBundle) -> Ready:
+        """How a new run of `loaded` takes a dirty desktop: its bundle's reset, then the start check (spec §22). A
+        bundle with no reset leaves the desktop dirty, for an operator (`flow desk clean`)."""
+        def ready(target: Target, found: Dirty) -> str | None:
+            if loaded.model.reset is None:
+                return f"the bundle {loaded.model.name!r} has no reset; once it is back at its start state: " \
+                       f"flow desk clean {target.name}"
+            done = reset_app(loaded, target.spec(), self.config)
+            if done.ok:
+                self.desks.say(f"desktop {target.name} reset ({found.reason}); at its start state")
+                return None
+            return f"its reset did not bring it back: {done.reason}"
+        return ready
+
+    @contextmanager
+    def _ending(self, desk: str, run: PostgresRun, resuming: bool = False) -> Iterator[_End]:
+        """Record on the desktop how the run's block ended: its state; a run stopped by an error stays dirty unless
+        it never began there (a start still queued: nothing was sent)."""
+        end = _End()
+        try:
+            yield end
+        except BaseException as e:
+            begun = resuming or not read_submission(fleet_store(self.spec), run.name).queued
+            self.desks.ended(desk, run.ref, f"stopped ({type(e).__name__})" if begun else None)
+            raise
+        else:
+            self.desks.ended(desk, run.ref, end.state or "stopped")
 
     @contextmanager
     def _ocr(self) -> Iterator[OcrEngine]:
@@ -148,14 +189,18 @@ class Fleet:
     def resume(self, ref: str) -> str:
         """Resume on the run's desktop. A decision's transaction enqueues this job, so it may be claimed while the
         deciding command still holds the run: a resume refused while another command holds it briefly is tried again
-        as soon as that holder lets go (runtime/worker.resume_past_holders), not left to the next reconcile scan."""
-        with self.desks.hold(self._desk_of(ref)) as target:
-            try:
-                run = fleet_store(self.spec).open_run(ref)
-                return resume_past_holders(run, HOLD_WAIT_S, threading.Event(), backend=target.spec(),
-                                           reporter=self.reporter).state
-            except LeaseLost as e:
-                return f"fenced: {e}"
+        as soon as that holder lets go (runtime/worker.resume_past_holders), not left to the next reconcile scan.
+        The desktop is taken dirty or not (the run's own state is there; its resume re-checks before any input)."""
+        with self.desks.hold(self._desk_of(ref), ref) as target:
+            run = fleet_store(self.spec).open_run(ref)
+            with self._ending(target.name, run, resuming=True) as end:
+                try:
+                    end.state = resume_past_holders(run, HOLD_WAIT_S, threading.Event(), backend=target.spec(),
+                                                    reporter=self.reporter).state
+                except LeaseLost as e:
+                    end.state = "fenced"
+                    return f"fenced: {e}"
+                return end.state
 
     def reconcile(self, timestamp: int) -> None:
         """Finalise runs whose owner is gone (by our lease), then enqueue every resume that is due."""

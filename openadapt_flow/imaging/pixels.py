@@ -122,3 +122,10 @@ def inpaint(img: np.ndarray, mask: np.ndarray, radius: int = INPAINT_RADIUS) -> 
         return img.copy()
     done: np.ndarray = cv2.inpaint(np.ascontiguousarray(img), mask.astype(np.uint8), radius, cv2.INPAINT_NS)
     return done
+
+
+def box_not_of(img: np.ndarray, colour: tuple[int, int, int]) -> tuple[int, int, int, int] | None:
+    """The box (x, y, w, h) of every pixel of an RGB uint8 image that is not `colour`; None when every pixel is."""
+    flat = np.array(colour, np.uint8)
+    x, y, w, h = cv2.boundingRect(cv2.bitwise_not(cv2.inRange(np.ascontiguousarray(img), flat, flat)))
+    return None if w == 0 or h == 0 else (int(x), int(y), int(w), int(h))

@@ -44,6 +44,23 @@ class LadderOptions:
     model_check_threshold: float = 0.6  # template correlation at the model's point that confirms it
 
 
+_PREPARED: dict[int, tuple[np.ndarray, TemplateImage]] = {}  # id(crop) -> (the crop itself, its prepared image)
+PREPARED_KEPT = 256
+
+
+def prepared(rgb: np.ndarray) -> TemplateImage:
+    """The crop's TemplateImage, prepared once per crop array and process: a batch's runs share one loaded bundle, so
+    each run's ladder reuses its variants (a TemplateImage is a function of its crop alone)."""
+    hit = _PREPARED.get(id(rgb))
+    if hit is not None and hit[0] is rgb:  # the crop is held here: its id is not reused while it is
+        return hit[1]
+    image = TemplateImage(rgb).prepare()
+    if len(_PREPARED) >= PREPARED_KEPT:
+        _PREPARED.pop(next(iter(_PREPARED)))
+    _PREPARED[id(rgb)] = (rgb, image)
+    return image
+
+
 class Ladder:
     """Resolves a step's target on a live frame; counts the model calls it makes in `model_calls`."""
 
@@ -57,7 +74,7 @@ class Ladder:
     ) -> None:
         self.options = opts = options or LadderOptions()
         self.recorded_size = recorded_size
-        self.templates = {path: TemplateImage(rgb).prepare() for path, rgb in templates.items()}
+        self.templates = {path: prepared(rgb) for path, rgb in templates.items()}
         self.model_calls = 0
         self._template = TemplateRung(
             self.templates,

@@ -15,8 +15,8 @@ from typing import Any
 
 import numpy as np
 
-from openadapt_flow.imaging.pixels import resize
-from openadapt_flow.imaging.png import decode_rgb, encode_png
+from openadapt_flow.imaging.pixels import box_not_of, resize
+from openadapt_flow.imaging.png import decode_rgb, encode_png, known_pixels, when_remembered
 
 THUMB_W = 240  # px: the embedded copy of a step's frame (shown smaller; the link opens the saved frame at full size)
 STEP_W = 128  # px: a step's frame as shown
@@ -44,11 +44,13 @@ APP_MAX_SHARE = 0.85  # a region covering more of the frame than this is the fra
 
 @lru_cache(maxsize=8)
 def _decoded(png: bytes) -> np.ndarray | None:
-    """The frame's pixels (RGB), decoded once for its region and its thumbnail; None if it cannot be decoded."""
-    return decode_rgb(png)
+    """The frame's pixels (RGB), decoded once for its region and its thumbnail (not at all when this process saved the
+    frame lately: its pixels are still known); None if it cannot be decoded."""
+    known = known_pixels(png)
+    return known if known is not None else decode_rgb(png)
 
 
-@lru_cache(maxsize=8)
+@lru_cache(maxsize=32)
 def app_region(png: bytes) -> Box | None:
     """The part of a frame that holds anything: the box of every pixel that differs from the colour of the frame's
     edge, padded, where that edge is one flat colour (the bare desktop of an X or VNC session around the app, or an
@@ -59,16 +61,19 @@ def app_region(png: bytes) -> Box | None:
     img = _decoded(png)
     if img is None or min(img.shape[:2]) < 4 * APP_PAD:
         return None
-    edge = np.concatenate([img[0], img[-1], img[:, 0], img[:, -1]])
-    colours, counts = np.unique(edge.reshape(-1, 3), axis=0, return_counts=True)
+    edge = np.concatenate([img[0], img[-1], img[:, 0], img[:, -1]]).astype(np.uint32)
+    packed = (edge[:, 0] << 16) | (edge[:, 1] << 8) | edge[:, 2]  # one number per colour: a fast unique
+    colours, counts = np.unique(packed, return_counts=True)
     if counts.max() < 0.98 * len(edge):
         return None
-    ys, xs = np.nonzero(np.any(img != colours[counts.argmax()], axis=2))
-    if len(xs) == 0:
+    c = int(colours[counts.argmax()])
+    drawn = box_not_of(img, (c >> 16, (c >> 8) & 255, c & 255))
+    if drawn is None:
         return None
+    bx, by, bw, bh = drawn
     h, w = img.shape[:2]
-    x0, y0 = max(0, int(xs.min()) - APP_PAD), max(0, int(ys.min()) - APP_PAD)
-    x1, y1 = min(w, int(xs.max()) + 1 + APP_PAD), min(h, int(ys.max()) + 1 + APP_PAD)
+    x0, y0 = max(0, bx - APP_PAD), max(0, by - APP_PAD)
+    x1, y1 = min(w, bx + bw + APP_PAD), min(h, by + bh + APP_PAD)
     if (x1 - x0) * (y1 - y0) > APP_MAX_SHARE * w * h:
         return None
     return x0, y0, x1 - x0, y1 - y0
@@ -90,7 +95,7 @@ def shown_region(png: bytes, size: tuple[int, int], marks: Marks) -> Box:
     return x0, y0, x1 - x0, y1 - y0
 
 
-@lru_cache(maxsize=8)  # a step's after-frame is often the next one's before-frame, byte for byte
+@lru_cache(maxsize=32)  # a step's after-frame is often the next one's before-frame, byte for byte
 def thumbnail(png: bytes, width: int, region: Box | None = None) -> bytes | None:
     """A smaller PNG copy of `png`, or of its `region` (the same bytes when that is the whole frame and already that
     small); None if it cannot be decoded."""
@@ -110,6 +115,17 @@ def thumbnail(png: bytes, width: int, region: Box | None = None) -> bytes | None
     if iw > width:
         img = resize(img, (width, max(1, round(ih * width / iw))), "area")
     return encode_png(img)
+
+
+def _prepare(png: bytes) -> None:
+    """A saved frame's region and embedded copy as a figure with no marks outside the app shows it, computed as the
+    frame is saved (on the frame writer's thread, while the run waits on the app), not at the run's stop."""
+    size = png_size(png)
+    if size is not None:
+        thumbnail(png, THUMB_W, shown_region(png, size, Marks()))
+
+
+when_remembered(_prepare)
 
 
 @dataclass

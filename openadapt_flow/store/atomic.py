@@ -59,29 +59,46 @@ def fsync_dir(path: Path) -> None:
 
 def write_bytes_atomic(path: Path, data: bytes) -> None:
     """Replace `path` with `data` so a crash leaves either the old or the new file, never a mix."""
-    path = Path(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    write_files_atomic(Path(path).parent, {Path(path).name: data})
+
+
+def write_files_atomic(folder: Path, files: dict[str, bytes]) -> None:
+    """Replace each file of `folder` named in `files` as write_bytes_atomic does, one after another, with one fsync of
+    the folder after the last rename (not one per file): each file is the old or the new one after a crash."""
+    if not files:
+        return
+    for name, data in files.items():
+        path = Path(folder) / name
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        try:
+            io_fault(fault_point(path))
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            try:
+                view = memoryview(data)
+                while view:
+                    n = os.write(fd, view)
+                    view = view[n:]
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.replace(tmp, path)
+        except OSError as e:
+            _failed(tmp, e, path)
     try:
-        io_fault(fault_point(path))
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        try:
-            view = memoryview(data)
-            while view:
-                n = os.write(fd, view)
-                view = view[n:]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-        fsync_dir(path.parent)
+        fsync_dir(Path(folder))
     except OSError as e:
-        if not is_storage_error(e):
-            raise
-        try:
+        _failed(None, e, Path(folder) / list(files)[-1])
+
+
+def _failed(tmp: Path | None, e: OSError, path: Path) -> None:
+    if not is_storage_error(e):
+        raise e
+    try:
+        if tmp is not None:
             tmp.unlink(missing_ok=True)  # never leave a half-written temp file taking the space
-        except OSError:
-            pass
-        raise StorageFault(str(path), e) from None
+    except OSError:
+        pass
+    raise StorageFault(str(path), e) from None
 
 
 def dumps(obj: Any) -> str:

@@ -10,7 +10,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from openadapt_flow.imaging.png import encode_png
+from openadapt_flow.imaging.png import encode_png, remember_decoded
 from openadapt_flow.store.atomic import StorageFault, fault_point, write_bytes_atomic
 from openadapt_flow.store.faults import io_fault
 
@@ -45,6 +45,7 @@ class FrameWriter:
             return self._last[1]
         png = _encode_png(pixels)
         self._last = (pixels, png) if not pixels.flags.writeable else None
+        remember_decoded(png, pixels)  # the report at the run's stop shows it without decoding it again
         return png
 
     def _run(self) -> None:

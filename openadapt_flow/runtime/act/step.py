@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 import numpy as np
 
@@ -18,6 +19,7 @@ from openadapt_flow.bundle.models import Postcondition, Step, Target
 from openadapt_flow.errors import BackendError, FlowError
 from openadapt_flow.ladder.types import Box, Point, Resolution
 from openadapt_flow.runtime.start.context import RunContext
+from openadapt_flow.runtime.act.ahead import Ahead, found_ahead, interp_target, look_ahead, next_gui_step
 from openadapt_flow.runtime.act.durable import calls
 from openadapt_flow.runtime.act.effect_check import check_effect, read_after, take_baseline
 from openadapt_flow.runtime.judge.halt import Halt, StopRequested
@@ -56,19 +58,16 @@ class StepRecord:
     data: VerifiedData | None = None  # what its step_verified record says (runtime/act/durable records it)
 
 
-def _interp_target(ctx: RunContext, t: Target) -> Target:
-    return t.model_copy(
-        update={
-            "text": ctx.interp(t.text) if t.text else None,
-            "landmarks": [lm.model_copy(update={"text": ctx.interp(lm.text)}) for lm in t.landmarks],
-        }
-    )
+_interp_target = interp_target
 
 
 def _resolve(ctx: RunContext, step: Step, target: Target, frame: Frame, role: str) -> Resolution:
     calls_before = ctx.ladder.model_calls
-    res = ctx.ladder.resolve(frame.pixels, _interp_target(ctx, target), consequential=step.is_consequential, intent=step.intent,
-                             model_gate=lambda: model_call_refusal(ctx.config.policy, ctx.budget, step))
+    wanted = _interp_target(ctx, target)
+    ahead = found_ahead(ctx, step, frame.pixels, wanted) if role == "target" else None
+    res = ahead.res if ahead is not None else ctx.ladder.resolve(
+        frame.pixels, wanted, consequential=step.is_consequential, intent=step.intent,
+        model_gate=lambda: model_call_refusal(ctx.config.policy, ctx.budget, step))
     ctx.journal.append(
         "resolved",
         step.id,
@@ -133,7 +132,12 @@ def _identity_gate(ctx: RunContext, step: Step, point: Point, frame: Frame, scal
     if step.identity is None:
         return
     text = ctx.interp(step.identity.text)
-    check = ctx.checks.identity(frame.pixels, point, step.identity.near, text, scale)
+    ahead = ctx.ahead if isinstance(ctx.ahead, Ahead) else None
+    if (ahead is not None and ahead.identity is not None and ahead.step_id == step.id and ahead.pixels is frame.pixels
+            and ahead.identity_text == text and ahead.res.point == point):
+        check = ahead.identity  # read during the last settle, on this very frame
+    else:
+        check = ctx.checks.identity(frame.pixels, point, step.identity.near, text, scale)
     ctx.journal.append("identity_checked", step.id, check.to_json())
     if not check.ok:
         box = check.evidence.get("box")  # where the identity text was looked for
@@ -207,9 +211,29 @@ def _anchor(ctx: RunContext, step: Step, point: Point | None, scale: float | Non
     return Anchor(recorded, point, (scale, scale) if scale else (ctx.checks.sx, ctx.checks.sy))
 
 
-def _postconditions(ctx: RunContext, step: Step, where: _Where, deadline: float, rung: str | None = None) -> list[Check]:
-    """Poll fresh frames until every postcondition holds, or halt at the step's timeout. A typed text is read back
-    in the field, and the field must be the one the step means (`verify.field`)."""
+class _Checks:
+    """A step's postcondition checks as a function of a frame, remembered for the last frame they were run on: the
+    settle after the input runs them on its likely-settled frame while it waits out the quiet time, and the poll
+    reuses them when that is the frame it captures (the same pixels: nothing changed since)."""
+
+    def __init__(self, run: Callable[[np.ndarray], list[Check]]) -> None:
+        self._run = run
+        self._last: tuple[np.ndarray, list[Check]] | None = None
+
+    def __call__(self, pixels: np.ndarray) -> list[Check]:
+        if self._last is not None and self._last[0] is pixels and not pixels.flags.writeable:
+            return self._last[1]
+        checks = self._run(pixels)
+        self._last = (pixels, checks) if not pixels.flags.writeable else None
+        return checks
+
+    def look(self, frame: Frame) -> None:
+        self(frame.pixels)
+
+
+def _checks(ctx: RunContext, step: Step, where: _Where, rung: str | None = None) -> _Checks:
+    """The step's postconditions on a frame. A typed text is read back in the field, and the field must be the one
+    the step means (`verify.field`)."""
     before, point, target_box, anchor = where.frame.pixels, where.point, where.target_box, where.anchor
     typed = None
     if step.action == "type" and step.text and not ctx.interp.uses_secret(step.text):
@@ -221,15 +245,25 @@ def _postconditions(ctx: RunContext, step: Step, where: _Where, deadline: float,
     field = (relations(_interp_target(ctx, step.target), rung, target_box, point, scale)
              if band is not None and point is not None and step.target is not None else [])
     fallback, area = _fallback_area(ctx, step, [p for p in (point, where.to_point) if p is not None], target_box)
+
+    def run(pixels: np.ndarray) -> list[Check]:
+        checks = ctx.checks.postconditions(step.expect, texts, pixels, before, anchor)
+        if typed and band is not None:
+            checks.append(ctx.checks.readback(pixels, before, typed, band, point, step.append))
+            if field and point is not None:
+                checks.append(field_identity(ctx.checks.ocr, pixels, point, field, scale))
+        if fallback:
+            checks.append(ctx.checks.changed_where_acted(pixels, before, area))
+        return checks
+
+    return _Checks(run)
+
+
+def _postconditions(ctx: RunContext, step: Step, check: _Checks, deadline: float) -> list[Check]:
+    """Poll fresh frames until every postcondition holds, or halt at the step's timeout."""
     while True:
         frame = ctx.backend.capture()
-        checks = ctx.checks.postconditions(step.expect, texts, frame.pixels, before, anchor)
-        if typed and band is not None:
-            checks.append(ctx.checks.readback(frame.pixels, before, typed, band, point, step.append))
-            if field and point is not None:
-                checks.append(field_identity(ctx.checks.ocr, frame.pixels, point, field, scale))
-        if fallback:
-            checks.append(ctx.checks.changed_where_acted(frame.pixels, before, area))
+        checks = check(frame.pixels)
         if all(c.ok for c in checks):
             if checks:
                 ctx.journal.append("postconditions", step.id, {"ok": True, "checks": [c.to_json() for c in checks]})
@@ -317,9 +351,10 @@ def run_gui_step(ctx: RunContext, index: int, step: Step) -> StepRecord:
     try:
         where = _locate(run)
         baseline = take_baseline(ctx, step, where.frame.pixels, where.point)
-        dispatched_at = _dispatch(run, where)
+        check = _checks(ctx, step, where, run.rec.rung)
+        dispatched_at = _dispatch(run, where, check, next_gui_step(ctx, index))
         try:
-            run.rec.checks = _postconditions(ctx, step, where, dispatched_at + step.timeout_s, run.rec.rung)
+            run.rec.checks = _postconditions(ctx, step, check, dispatched_at + step.timeout_s)
         except Halt as h:
             if baseline is not None:  # the screen failed; the system of record may still say what happened
                 read_after(ctx, step, baseline, dispatched_at, h)
@@ -366,8 +401,9 @@ def _locate(run: _GuiStep) -> _Where:
     return where
 
 
-def _dispatch(run: _GuiStep, where: _Where) -> float:
-    """Journal `action_dispatched` (fsync'd before any input), act, let the screen settle; when input was sent."""
+def _dispatch(run: _GuiStep, where: _Where, check: _Checks, after: Step | None) -> float:
+    """Journal `action_dispatched` (fsync'd before any input), act, let the screen settle (the postconditions run on
+    its frame while the last of the quiet time is waited out); when input was sent."""
     ctx, step, before = run.ctx, run.step, where.frame.pixels
     if not run.secret:
         ctx.frames.save(f"{run.index:03d}-{step.id}-before.png", before)
@@ -381,7 +417,13 @@ def _dispatch(run: _GuiStep, where: _Where) -> float:
     _act(ctx, step, where.point, where.to_point, before, where.target_box)
     ctx.journal.append("action_sent", step.id, {"dispatch_seq": dispatch["seq"]})
     rt = ctx.config.runtime
-    settled = settle(ctx.backend, rt.settle_quiet_s, min(rt.settle_timeout_s, step.timeout_s), expect_change_s=REACT_S)
+    def look(frame: Frame) -> None:
+        check.look(frame)
+        if after is not None:
+            look_ahead(ctx, after, frame)
+
+    settled = settle(ctx.backend, rt.settle_quiet_s, min(rt.settle_timeout_s, step.timeout_s), expect_change_s=REACT_S,
+                     look=look)
     if run.secret and where.point is None:
         _narrow_secret_mask(ctx, step, before, settled.frame.pixels)
     return dispatched_at
@@ -427,5 +469,6 @@ def _fact(ctx: RunContext, pc: Postcondition) -> ScreenFact:
     if pc.relative_to is not None:
         fact["relative_to"] = pc.relative_to
     return fact
+
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from openadapt_flow.runtime.batch.status import ItemResult, ItemStatus
-from openadapt_flow.store.atomic import write_bytes_atomic
+from openadapt_flow.store.atomic import write_files_atomic
 
 COLUMNS = ("item", "key", "status", "run_dir", "reason", "effect")
 
@@ -40,14 +40,14 @@ def write_results(out: Path, results: Sequence[ItemResult]) -> None:
     """Replace `out` (JSON lines) and the CSV beside it with `results`."""
     out.parent.mkdir(parents=True, exist_ok=True)
     lines = "".join(json.dumps(r.record(), ensure_ascii=False) + "\n" for r in results)
-    write_bytes_atomic(out, lines.encode("utf-8"))
     buf = io.StringIO(newline="")
     writer = csv.writer(buf)
     writer.writerow(COLUMNS)
     for r in results:
         rec = r.record()
         writer.writerow(["" if rec[c] is None else rec[c] for c in COLUMNS])
-    write_bytes_atomic(csv_beside(out), buf.getvalue().encode("utf-8"))
+    # the CSV sits beside the JSON lines: one fsync of their folder for both
+    write_files_atomic(out.parent, {out.name: lines.encode("utf-8"), csv_beside(out).name: buf.getvalue().encode("utf-8")})
 
 
 def counts(results: Sequence[ItemResult]) -> dict[str, int]:

@@ -25,6 +25,7 @@ from openadapt_flow.bundle.items import Item
 from openadapt_flow.bundle.loader import LoadedBundle, load_bundle
 from openadapt_flow.errors import FlowError, RefusedError, UsageError
 from openadapt_flow.runtime.act.engine import stop_on_signals
+from openadapt_flow.runtime.batch.desk import NextDesk
 from openadapt_flow.runtime.batch.prior import Prior, judge_prior, shown
 from openadapt_flow.runtime.batch.status import ItemResult, ItemStatus, effect_verdict, status_of
 from openadapt_flow.runtime.judge.outcome import classify, landed
@@ -32,6 +33,7 @@ from openadapt_flow.runtime.runs import replay, resume
 from openadapt_flow.runtime.start.context import Progress
 from openadapt_flow.runtime.start.launch import ReplayRequest, Reporter, RunOutcome
 from openadapt_flow.runtime.start.runref import open_ref
+from openadapt_flow.store.base import RunHandle
 from openadapt_flow.store.items import Attempt, ItemLedger, values_digest
 from openadapt_flow.store.journal import now_iso
 from openadapt_flow.store.states import RunState
@@ -77,12 +79,15 @@ def run_batch(req: BatchRequest, events: BatchEvents | None = None) -> list[Item
         raise UsageError("the bundle asks for a reset before each item, but no reset was given")
     loaded = load_bundle(req.bundle)
     batch = _Batch(req, loaded, ItemLedger(loaded.model.name), events or BatchEvents())
-    with batch.ledger.hold(), stop_on_signals(req.stop):
-        for index, item in enumerate(req.items):
-            batch.events.item_started(index, len(req.items), item)
-            result = batch.one(index, item)
-            batch.results.append(result)
-            batch.events.item_finished(index, len(req.items), result)
+    try:
+        with batch.ledger.hold(), stop_on_signals(req.stop):
+            for index, item in enumerate(req.items):
+                batch.events.item_started(index, len(req.items), item)
+                result = batch.one(index, item)
+                batch.results.append(result)
+                batch.events.item_finished(index, len(req.items), result)
+    finally:
+        batch.desk.close()
     return batch.results
 
 
@@ -97,6 +102,7 @@ class _Batch:
     stopped: str | None = None  # why the batch sends nothing more
     sent: int = 0  # items this batch sent (or resumed)
     ocr: OcrEngine | None = None  # one OCR engine for every item: its model loads once, not once per run
+    desk: NextDesk = field(default_factory=NextDesk)  # the next item's connection, opened as a run stops
 
     def reader(self) -> OcrEngine:
         if self.ocr is None:
@@ -113,6 +119,7 @@ class _Batch:
         if self.req.stop.is_set() and self.stopped is None:
             self.stopped = "the batch was stopped by a signal"
         if self.stopped is None and (self.dirty is not None or self.req.reset_before_each):
+            self.desk.drop()  # after a reset the item connects afresh
             self.stopped = self._reset()
         if self.stopped is not None:
             return ItemResult(item.line, item.key, ItemStatus.NOT_RUN, None, f"not sent: {self.stopped}")
@@ -144,7 +151,8 @@ class _Batch:
                             config=self.req.config, run_dir=run_dir, durable=self.req.durable,
                             allow_model=self.req.allow_model, loaded=self.loaded, ocr=self.reader())
         try:
-            outcome = replay(req, progress=self.req.progress, reporter=self.req.reporter)
+            outcome = replay(req, progress=self.req.progress, reporter=self._reporter(index),
+                             backend_factory=self.desk.factory)
         except FlowError as e:  # raised before the run began: nothing of this item was sent
             if self.sent == 0:
                 self.ledger.finished(item.key, ItemStatus.NOT_RUN.value, str(e), None)
@@ -153,8 +161,23 @@ class _Batch:
         self.sent += 1
         return self._finished(item, outcome, self.loaded, f"sent again: {prior.why}" if prior.why else "")
 
+    def _reporter(self, index: int) -> Reporter | None:
+        """The run's reporter; with an item after this one, it first starts connecting for that item (the run has
+        stopped: nothing more of it reaches the desktop)."""
+        report = self.req.reporter
+        if report is None or index + 1 >= len(self.req.items):
+            return report
+
+        def connect_then_report(run: RunHandle) -> object:
+            if not self.req.stop.is_set():
+                self.desk.before_report(self.req.backend)
+            return report(run)
+
+        return connect_then_report
+
     def _resume(self, item: Item, prior: Prior) -> ItemResult:
         assert prior.resume is not None
+        self.desk.drop()  # the resumed run connects on its own
         try:
             outcome = resume(prior.resume, backend=self.req.backend, progress=self.req.progress,
                              reporter=self.req.reporter)

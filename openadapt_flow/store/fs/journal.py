@@ -41,6 +41,7 @@ class Journal(JournalWriterBase):
             raise (StorageFault(str(path), e) if is_storage_error(e) else e) from None
         self._size = os.fstat(self._fd).st_size  # the end of the last whole record
         self._broken: OSError | None = None
+        self._unsynced = True  # records appended since the last fsync (unknown at open: the file may hold some)
 
     @classmethod
     def open_existing(cls, path: Path, key: bytes) -> tuple["Journal", list[JournalEntry]]:
@@ -57,9 +58,11 @@ class Journal(JournalWriterBase):
             done = 0
             while done < len(line):
                 done += os.write(self._fd, line[done:])
+            self._unsynced = True
             if sync:
                 io_fault("journal:fsync")
                 os.fsync(self._fd)
+                self._unsynced = False
         except OSError as e:
             if not is_storage_error(e):
                 raise
@@ -71,17 +74,20 @@ class Journal(JournalWriterBase):
         self._size += len(line)
 
     def sync(self) -> None:
-        """Make every record appended so far durable (before a seal names the journal's end)."""
-        if self._fd >= 0:
+        """Make every record appended so far durable (before a seal names the journal's end); no fsync when the
+        last append was fsync'd already."""
+        if self._fd >= 0 and self._unsynced:
             try:
                 os.fsync(self._fd)
+                self._unsynced = False
             except OSError as e:
                 raise (StorageFault(str(self.path), e) if is_storage_error(e) else e) from None
 
     def close(self) -> None:
         if self._fd >= 0:
             try:
-                os.fsync(self._fd)
+                if self._unsynced:  # a run's last record (run_finished, paused, halted) is fsync'd on its own
+                    os.fsync(self._fd)
             except OSError as e:
                 if not is_storage_error(e):
                     raise

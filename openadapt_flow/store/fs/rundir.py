@@ -12,7 +12,8 @@ from typing import Unpack, cast
 
 from openadapt_flow.errors import CutStartup, RefusedError, RunDirError
 from openadapt_flow.store import checkpoint, escalation, ledger
-from openadapt_flow.store.atomic import StorageFault, is_storage_error, write_bytes_atomic, write_json_atomic
+from openadapt_flow.store.atomic import (StorageFault, dumps, is_storage_error, write_bytes_atomic, write_files_atomic,
+                                         write_json_atomic)
 from openadapt_flow.store.base import JournalWriter, RunHandle, check_artifact_name
 from openadapt_flow.store.frames import FrameWriter
 from openadapt_flow.store.fs.journal import Journal, load_journal, read_records
@@ -332,9 +333,9 @@ class RunDir:
         return cast("IncidentDoc | None", escalation.read_json_file(self.path / INCIDENT, "incident"))
 
     def write_reports(self, report: Mapping[str, object], markdown: str, html: str) -> None:
-        self.write_json(REPORT_FILES[0], "report@1", report)
-        write_bytes_atomic(self.path / REPORT_FILES[1], markdown.encode())
-        write_bytes_atomic(self.path / REPORT_FILES[2], html.encode())
+        body = dumps({"schema": SCHEMA_PREFIX + "report@1", **report}).encode("utf-8")
+        write_files_atomic(self.path, {REPORT_FILES[0]: body, REPORT_FILES[1]: markdown.encode(),
+                                       REPORT_FILES[2]: html.encode()})
 
     def put_artifact(self, rel: str, data: bytes) -> None:
         path = self._artifact(rel)

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 ENV = "FLOW_CRASH_AT"
-SIGNAL_ENV = "FLOW_CRASH_SIGNAL"  # TERM: deliver SIGTERM instead (a graceful stop at the same point)
+SIGNAL_ENV = "FLOW_CRASH_SIGNAL"  # TERM: SIGTERM instead (a graceful stop); STOP: SIGSTOP (a host frozen right there)
 IO_ENV = "FLOW_IO_FAULT"
 
 _io = {"seen": 0, "full": False}
@@ -50,7 +50,8 @@ def crash_point(name: str, step: str | None = None) -> None:
         return
     point, _, for_step = want.partition("@")
     if point == name and (not for_step or for_step == step):
-        sig = signal.SIGTERM if os.environ.get(SIGNAL_ENV) == "TERM" else signal.SIGKILL
+        how = os.environ.get(SIGNAL_ENV)
+        sig = signal.SIGTERM if how == "TERM" else signal.SIGSTOP if how == "STOP" else signal.SIGKILL
         if sig == signal.SIGKILL and _kill:
             _kill[-1](want)
         os.kill(os.getpid(), sig)

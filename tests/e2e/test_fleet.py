@@ -58,16 +58,16 @@ class Fleet:
         self.targets.write_text("schema: openadapt-flow/targets@1\ntargets:\n" + "\n".join(lines) + "\n")
         (tmp / "deploy.yaml").write_text("schema: openadapt-flow/config@1\nruntime: {lease_ttl_s: 5}\n")
 
-    def _spawn(self, args: list[str], log: str) -> subprocess.Popen[bytes]:
+    def _spawn(self, args: list[str], log: str, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
         out = open(self.tmp / f"{log}.log", "wb")
-        proc = subprocess.Popen([sys.executable, "-m", "openadapt_flow", *args], cwd=self.tmp, env=self.env,
+        proc = subprocess.Popen([sys.executable, "-m", "openadapt_flow", *args], cwd=self.tmp, env={**self.env, **(env or {})},
                                 stdout=out, stderr=subprocess.STDOUT)
         self.procs.append(proc)
         return proc
 
-    def worker(self, name: str) -> subprocess.Popen[bytes]:
+    def worker(self, name: str, env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
         return self._spawn(["worker", "--store", self.spec, "--targets", str(self.targets), "--config",
-                            str(self.tmp / "deploy.yaml"), "--name", name], name)
+                            str(self.tmp / "deploy.yaml"), "--name", name], name, env)
 
     def states(self, names: list[str]) -> dict[str, str | None]:
         with psycopg.connect(self.spec, autocommit=True, password=self.env["PGPASSWORD"]) as c:
@@ -111,18 +111,25 @@ def _without_effect(tmp: Path) -> Path:
     return out
 
 
+# a worker that freezes itself (SIGSTOP) right after journaling `amount`'s step_verified: mid-run, between two steps,
+# no input in flight, its write (`save`) still to send — a host frozen at an exact place, whatever the machine's speed
+FREEZE_BETWEEN_STEPS = {"FLOW_CRASH_AT": "after:step_verified@amount", "FLOW_CRASH_SIGNAL": "STOP"}
+
+
 def _frozen_between_steps(fleet: Fleet, name: str, worker: subprocess.Popen[bytes]) -> bool:
-    """SIGSTOP the worker; keep it stopped if its run has verified a step, has no input in flight (a kill there
-    leaves nothing uncertain, so the reconciler may resume it) and has its write (`save`) still to send, so the run
-    has input left for another worker to send; else let it go on."""
-    worker.send_signal(signal.SIGSTOP)
+    """The worker started with FREEZE_BETWEEN_STEPS has stopped itself there: its run verified a step after its last
+    dispatch and has not sent its save."""
+    try:
+        state = Path(f"/proc/{worker.pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    if state != "T":
+        return False
     types = _journal_types(fleet, name)
     dispatched = [i for i, t in enumerate(types) if t == "action_dispatched"]
     verified = [i for i, t in enumerate(types) if t == "step_verified"]
-    if dispatched and verified and verified[-1] > dispatched[-1] and not _saves(fleet, [name]).get(name):
-        return True
-    worker.send_signal(signal.SIGCONT)
-    return False
+    assert dispatched and verified and verified[-1] > dispatched[-1] and not _saves(fleet, [name]).get(name), types
+    return True
 
 
 def _journal_types(fleet: Fleet, name: str) -> list[str]:
@@ -203,7 +210,7 @@ def test_a_killed_workers_run_is_finalised_interrupted_and_completed_once_by_ano
     [name] = _submit(fleet, 1)
     _sql(fleet, "INSERT INTO procrastinate_jobs (queue_name, task_name, queueing_lock, args, status) VALUES "
                 "('flow', 'flow.reconcile', 'reconcile', '{\"timestamp\": 0}', 'doing') RETURNING id")
-    doomed = fleet.worker("w1")
+    doomed = fleet.worker("w1", FREEZE_BETWEEN_STEPS)
     wait_until(lambda: _frozen_between_steps(fleet, name, doomed), 60, "the worker frozen mid-run, between two steps")
     doomed.send_signal(signal.SIGKILL)
     doomed.wait(10)
@@ -232,7 +239,7 @@ def _dispatch_generations(fleet: Fleet, name: str) -> list[tuple[str, int | None
 
 def test_a_worker_stopped_past_its_lease_is_fenced_and_the_run_completes_once_elsewhere(fleet):
     [name] = _submit(fleet, 1)
-    stalled = fleet.worker("w1")
+    stalled = fleet.worker("w1", FREEZE_BETWEEN_STEPS)
     wait_until(lambda: _frozen_between_steps(fleet, name, stalled), 60, "the worker frozen mid-run, between two steps")
     fleet.worker("w2")  # its reconciler sees the lease expire (5 s without a heartbeat) and finalises the run
     wait_until(lambda: "interrupted" in _journal_types(fleet, name), 60, "the stalled worker's run finalised INTERRUPTED")

@@ -28,6 +28,7 @@ ABSENT_PAD = TEXT_ABSENT_PAD  # px around a text_absent fact's region, as for `e
 FIT_TOL = 24  # px (at scale 1) apart, two located facts agree on where the app is
 MIN_SPREAD = 40  # px between located facts before a scale of their own is fitted (else the screen's size ratio)
 SCALE_RANGE = (0.5, 2.0)
+NOT_READ = "not read"  # a text_present's detail when it was read nowhere: read again where the app now is
 Point = tuple[float, float]
 
 
@@ -83,7 +84,7 @@ def judge_start(checks: ScreenChecks, facts: Sequence[Postcondition], texts: Seq
                 x, y, w, h = pc.region
                 located.append((i, (x + w / 2, y + h / 2), at, here))
     placement, off = _place(default, [(r, v, here) for _, r, v, here in located])
-    unread = [i for i, c in enumerate(out) if c is not None and c.kind == "text_present" and not c.ok and c.detail == "not read"]
+    unread = [i for i, c in enumerate(out) if c is not None and c.kind == "text_present" and not c.ok and c.detail == NOT_READ]
     anchored = _anchored(checks, frame, anchor, default) if unread and anchor is not None else default
     if placement == default:
         placement = anchored
@@ -142,7 +143,7 @@ def _present(checks: ScreenChecks, frame: np.ndarray, pc: Postcondition, text: s
             return Check("text_present", text, True, f"read {best.text!r} where recorded", {"at": list(best.box)}), best.centre, True
     anywhere = _read(checks, frame, text, None)
     if not anywhere:
-        return Check("text_present", text, False, "not read", {}), None, False
+        return Check("text_present", text, False, NOT_READ, {}), None, False
     if pc.region is None:
         best = max(anywhere, key=lambda m: m.score)
         return Check("text_present", text, True, f"read {best.text!r}", {"at": list(best.box)}), None, False

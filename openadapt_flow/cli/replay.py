@@ -6,12 +6,12 @@ from pathlib import Path
 from typing import Any, Optional
 
 import typer
-import yaml
 
 from openadapt_flow.cli.nextsteps import echo_next, next_commands
 from openadapt_flow.cli.common import STORE_HELP, emit_json, handle_errors, with_store
 from openadapt_flow.cli.progress import step_progress
-from openadapt_flow.errors import ParamError
+from openadapt_flow.bundle.params import read_params_file
+from openadapt_flow.errors import ParamError, control_char, shown
 from openadapt_flow.report.render import write_reports
 from openadapt_flow.runtime import select_backend
 from openadapt_flow.bundle.config import load_config
@@ -23,22 +23,14 @@ from openadapt_flow.runtime import replay
 def parse_params(pairs: list[str], params_file: Path | None) -> tuple[dict[str, Any], frozenset[str]]:
     values: dict[str, Any] = {}
     if params_file is not None:
-        try:
-            data = yaml.safe_load(params_file.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            raise ParamError(f"{params_file}: params file not found") from None
-        except (OSError, yaml.YAMLError) as e:
-            raise ParamError(f"{params_file}: not valid YAML/JSON ({str(e).splitlines()[0]})") from None
-        if not isinstance(data, dict):
-            raise ParamError(f"{params_file}: expected a mapping of param names to values")
-        values.update({str(k): v for k, v in data.items()})
+        values.update(read_params_file(params_file))
     flags = set()
     for pair in pairs:
         if "=" not in pair or not pair.split("=", 1)[0]:
-            raise ParamError(f"--param {pair!r}: expected NAME=VALUE")
+            raise ParamError(f"--param {shown(pair)}: expected NAME=VALUE")
         k, v = pair.split("=", 1)
         if k in flags:  # which one was meant? a script that sets a param twice has a bug
-            raise ParamError(f"--param {k} is given more than once")
+            raise ParamError(f"--param {shown(k) if control_char(k) or len(k) > 64 else k} is given more than once")
         values[k] = v
         flags.add(k)
     return values, frozenset(flags)
@@ -48,7 +40,7 @@ def parse_params(pairs: list[str], params_file: Path | None) -> tuple[dict[str, 
 def replay_cmd(
     bundle: Path = typer.Argument(..., help="bundle folder (containing flow.yaml)"),
     param: list[str] = typer.Option([], "--param", "-p", help="NAME=VALUE (repeatable)"),
-    params_file: Optional[Path] = typer.Option(None, "--params-file", help="YAML/JSON mapping of params"),
+    params_file: Optional[Path] = typer.Option(None, "--params-file", help="YAML/JSON mapping of params (at most 1 MiB)"),
     backend: Optional[str] = typer.Option(None, "--backend", help="vnc | screen | fixture | rdp"),
     url: Optional[str] = typer.Option(None, "--url", help="vnc://host[:port], fixture:PATH, rdp://host[:port]"),
     rdp_host: Optional[str] = typer.Option(None, "--rdp-host", help="RDP server host"),

@@ -18,6 +18,7 @@ from openadapt_flow.store.base import JournalWriter, RunHandle, check_artifact_n
 from openadapt_flow.store.frames import FrameWriter
 from openadapt_flow.store.fs.journal import Journal, load_journal, read_records
 from openadapt_flow.store.fs.lease import Lease, try_lock, unlock
+from openadapt_flow.store.fs.runpath import check_run_path, creation_error
 from openadapt_flow.store.journal import JOURNAL_FILE, JournalEntry, LoadResult
 from openadapt_flow.store.entry import CheckpointDoc
 from openadapt_flow.store.pausedoc import ApprovalBody, ApprovalDoc, IncidentBody, IncidentDoc, PendingBody, PendingDoc
@@ -43,7 +44,9 @@ def refuse_exported(run_dir: Path) -> None:
 
 
 def check_new_run_dir(run_dir: Path) -> None:
-    """Refuse a --run-dir that holds a run or anything else (checked before connecting)."""
+    """Refuse a --run-dir that holds a run or anything else, or where no run can be made (runpath.py; checked
+    before connecting)."""
+    check_run_path(run_dir)
     if (run_dir / MANIFEST).exists() or (run_dir / JOURNAL_FILE).exists():
         raise RunDirError(f"{run_dir}: already holds a run; choose another --run-dir")
     if run_dir.exists() and not run_dir.is_dir():
@@ -56,10 +59,16 @@ def new_run_dir(runs_root: Path, run_dir: Path | None = None, *, now: datetime |
     """Create the run directory: the given one (empty or absent) or runs_root/replay-YYYYMMDD-HHMMSS[-N]."""
     if run_dir is not None:
         check_new_run_dir(run_dir)
-        run_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            run_dir.mkdir(parents=True, exist_ok=True)
+        except (OSError, ValueError) as e:
+            raise creation_error(run_dir, e) from None
         return run_dir
     stamp = (now or datetime.now()).strftime("replay-%Y%m%d-%H%M%S")
-    runs_root.mkdir(parents=True, exist_ok=True)
+    try:
+        runs_root.mkdir(parents=True, exist_ok=True)
+    except (OSError, ValueError) as e:
+        raise creation_error(runs_root, e) from None
     for n in range(1, 1000):
         cand = runs_root / (stamp if n == 1 else f"{stamp}-{n}")
         try:
@@ -67,6 +76,8 @@ def new_run_dir(runs_root: Path, run_dir: Path | None = None, *, now: datetime |
             return cand
         except FileExistsError:
             continue
+        except (OSError, ValueError) as e:
+            raise creation_error(cand, e) from None
     raise RunDirError(f"{runs_root}: could not find a free run directory name for {stamp}")
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from openadapt_flow.bundle.keys import TEXT_KEYSYMS
 from openadapt_flow.bundle.models import Bundle, Param
-from openadapt_flow.bundle.userfile import MAX_PARAMS_FILE, name_of
+from openadapt_flow.bundle.userfile import MAX_PARAMS_FILE
 from openadapt_flow.bundle.yamlsrc import YamlDoc
 from openadapt_flow.errors import ParamError, control_char, shown
 
@@ -34,7 +34,7 @@ def read_params_file(path: Path) -> dict[str, Any]:
         raise ParamError(f"{path}: expected a mapping of param names to values")
     for key, value in doc.data.items():
         if not isinstance(key, str) or not NAME.match(key):
-            raise doc.fail((key,), f"key {name_of(key)}: not a param name (letters, digits and _)")
+            raise doc.fail((key,), "a key is not a param name (letters, digits and _; the key is not shown)")
         if isinstance(value, (dict, list)):
             raise doc.fail((key,), f"param {key}: expected a plain value (a string, number or boolean)")
     return dict(doc.data)

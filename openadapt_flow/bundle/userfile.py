@@ -51,12 +51,12 @@ def read_user_text(path: Path, limit: int, error: type[UsageError], what: str = 
     nul = data.find(b"\0")
     if nul >= 0:
         line = data.count(b"\n", 0, nul) + 1
-        raise error(f"{path}:{line}: the {what} holds a NUL byte (at byte {nul}): not a text file")
+        raise error(f"{path}:{line}: a NUL byte (at byte {nul}): not a text file, not a {what}")
     try:
         return data.decode(encoding)
     except UnicodeDecodeError as e:
         line = data.count(b"\n", 0, e.start) + 1
-        raise error(f"{path}:{line}: the {what} is not UTF-8 text ({e.reason} at byte {e.start})") from None
+        raise error(f"{path}:{line}: not UTF-8 text ({e.reason} at byte {e.start}): not a {what}") from None
 
 
 def yaml_problem(e: yaml.YAMLError) -> tuple[int | None, str]:

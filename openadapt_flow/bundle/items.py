@@ -175,15 +175,15 @@ def _json_rows(name: str, text: str, bundle: Bundle, key_column: str | None
         if not isinstance(obj, dict):
             problems.append(f"{name}:{n}: malformed JSON line: expected an object, got {type(obj).__name__}")
             continue
+        found = _check_columns(name, n, [str(k) for k in obj], bundle, key_column)
+        if found:  # its keys first: a file that is not an items file is named by line, never shown
+            problems += found
+            continue
         nested = [k for k, v in obj.items() if isinstance(v, (dict, list))]
         if nested:
             problems.append(f"{name}:{n}: {name_of(nested[0])} is not a plain value (a string, number or boolean)")
             continue
         values = {str(k): v for k, v in obj.items() if v is not None}
-        found = _check_columns(name, n, [str(k) for k in obj], bundle, key_column)
-        if found:
-            problems += found
-            continue
         rows.append((n, values))
     return rows, problems
 

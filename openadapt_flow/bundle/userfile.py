@@ -29,7 +29,7 @@ def _scrub(problem: str) -> str:
     if problem.startswith("duplicate key"):  # ours (yamlsrc.py), its key already shown through name_of
         return problem
     return _QUOTED.sub(lambda m: m.group(0) if len(m.group(0)) <= 4 else "…", problem)
-_NAME_LIKE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,63}$")
+_NAME_LIKE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")  # a param name (bundle/models.py); nothing else is shown
 
 
 def read_user_text(path: Path, limit: int, error: type[UsageError], what: str = "file", *,

@@ -96,8 +96,11 @@ class YamlDoc:
         """The first pydantic error as one line: file:line: key path: message."""
         first = err.errors()[0]
         loc = tuple(p for p in first["loc"] if not (isinstance(p, str) and p.startswith("function-after")))
+        unknown = loc[-1] if loc else "?"  # an unknown key is the last part of its loc, whatever its case
         # pydantic puts union member names in loc; drop those that aren't keys in the document
         loc = tuple(p for p in loc if not (isinstance(p, str) and p[:1].isupper()))
+        if first["type"] == "extra_forbidden" and (not loc or loc[-1] != unknown):
+            loc += (unknown,)  # a capitalised unknown key ('Backend:') is still the key named
         keypath = ".".join(str(p) for p in loc) or "(top level)"
         if first["type"] == "extra_forbidden":
             msg = f"unknown key {name_of(loc[-1])}" + (f" in {'.'.join(str(p) for p in loc[:-1])}" if len(loc) > 1 else "")

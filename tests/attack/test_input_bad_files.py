@@ -6,8 +6,10 @@ PostgreSQL run's rows edited in SQL, its commands processes naming the store).""
 from __future__ import annotations
 
 import json
+import resource
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -114,6 +116,7 @@ def test_a_decision_on_a_garbage_checkpoint_is_refused(tmp_path, paused):
 
 NOWHERE = "vnc://127.0.0.1:1"  # exit 2, not 75: refused before any connection, so nothing can have been sent
 LEAK = "SECRET-HASH-q7Zx"
+CHILD_MEMORY = 1536 * 1024 * 1024  # bytes of address space the `flow` process of a bounded-read test may take
 SHADOW = f"root:$6${LEAK}$:20228:0:99999:7:::\ndaemon:*:20228:0:99999:7:::\n"
 TOOL_FLOW = {"schema": "openadapt-flow/bundle@1", "name": "tool", "screen": {"width": 100, "height": 100},
              "steps": [{"id": "note", "action": "tool", "call": "json:dumps", "args": {"obj": 1}}]}
@@ -187,15 +190,22 @@ def test_an_items_file_error_is_one_line_per_problem_and_never_its_content(tmp_p
 
 
 def test_items_file_reads_are_bounded(tmp_path):
-    r = run_flow(["batch", str(BUNDLE_DIR), "--items", "/dev/zero", "--url", NOWHERE, "--runs", str(tmp_path / "runs")],
-                 tmp_path)
-    assert r.returncode == 2 and "limit" in one_error_line(r), r.stderr[-300:]
+    """Read until memory ran out before: the `flow` process runs with its address space capped, so an unbounded read
+    fails this test instead of taking the machine's memory."""
+    def cap() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (CHILD_MEMORY, CHILD_MEMORY))
+
+    r = subprocess.run([sys.executable, "-m", "openadapt_flow", "batch", str(BUNDLE_DIR), "--items", "/dev/zero", "--url",
+                        NOWHERE, "--runs", str(tmp_path / "runs")], cwd=tmp_path, env=flow_env(tmp_path), capture_output=True,
+                       text=True, timeout=120, preexec_fn=cap)
+    assert r.returncode == 2 and "limit" in one_error_line(r), (r.returncode, r.stderr[-300:])
 
 
-@pytest.mark.parametrize("option", ["--config", "--params-file"])
-def test_a_file_that_is_not_a_config_or_params_file_is_never_echoed(tmp_path, option):
+@pytest.mark.parametrize("option, content", [("--params-file", SHADOW),
+                                             ("--config", f"schema: openadapt-flow/config@1\n{LEAK}: 1\n")])
+def test_a_file_that_is_not_a_config_or_params_file_is_never_echoed(tmp_path, option, content):
     secret = tmp_path / "shadow"
-    secret.write_text(SHADOW)
+    secret.write_text(content)
     r = run_flow(["replay", str(tool_bundle(tmp_path)), option, str(secret)], tmp_path)
     assert r.returncode == 2, r.stderr
     line = one_error_line(r)

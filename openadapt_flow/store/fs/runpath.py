@@ -24,7 +24,6 @@ PSEUDO_FS = frozenset({"proc", "sysfs", "devtmpfs", "devpts", "cgroup", "cgroup2
 PSEUDO_ROOTS = {"/proc": "proc", "/sys": "sysfs", "/dev": "devtmpfs"}  # without /proc/self/mounts (not Linux): by name
 SHOWN = 240  # characters of a path an error line shows (the rest is counted, not printed)
 DENIED = frozenset({errno.EACCES, errno.EPERM, errno.EROFS})
-INVALID = frozenset({errno.ENAMETOOLONG, errno.ENOTDIR, errno.EINVAL, errno.ELOOP, errno.ENOENT})
 
 
 def check_run_path(path: Path) -> None:
@@ -61,13 +60,14 @@ def check_run_path(path: Path) -> None:
 def creation_error(path: Path, e: OSError | ValueError) -> RunDirError | StorageFault:
     """What creating the run directory raised, as our error: permission or a full/failed disk is the environment
     (exit 5), a bad path is bad input (exit 2); the message says nothing was sent."""
+    where = shown(os.path.abspath(path), SHOWN)
     if isinstance(e, OSError) and (e.errno in DENIED or is_storage_error(e)):
-        fault = StorageFault(shown(os.path.abspath(path), SHOWN), e)
-        fault.message = (f"cannot create the run directory {shown(os.path.abspath(path), SHOWN)} ({e.strerror or e}); nothing was sent — "
-                         "try again once it can be written")
+        fault = StorageFault(where, e)
+        fault.message = (f"cannot create the run directory {where} ({e.strerror or e}); nothing was sent — try again "
+                         "once it can be written")
         return fault
     why = e.strerror if isinstance(e, OSError) and e.strerror else "not a usable path"
-    return RunDirError(f"cannot create the run directory {shown(os.path.abspath(path), SHOWN)}: {why}")
+    return RunDirError(f"cannot create the run directory {where}: {why}")
 
 
 def _existing_ancestor(path: Path) -> Path:

@@ -83,3 +83,13 @@ def test_a_secret_is_checked_the_same_and_never_shown():
     with pytest.raises(ParamError, match=r"param pw \(FLOW_SECRET_PW\): its value holds the control character ESC") as err:
         bind_params(_bundle(), {}, env={"FLOW_SECRET_PW": "hun\x1bter2"})
     assert "hun" not in str(err.value)
+
+
+def test_a_nul_in_an_effect_path_is_refused_when_the_bundle_loads():
+    """It loaded before, and a tool step declaring it completed as if its file had been read."""
+    from pydantic import ValidationError
+
+    from openadapt_flow.bundle.models import Effect
+
+    with pytest.raises(ValidationError, match=r"path holds a control character \(NUL at position 7\)"):
+        Effect.model_validate({"kind": "file", "path": "/tmp/x\x00y", "expect": {"equals": 1}})

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 F = TypeVar("F", bound=Callable[..., Any])
 
 DEBUG_ENV = "FLOW_DEBUG"
+MAX_ERROR_CHARS = 2000  # one error line; our own messages show a user's value through errors.shown, far shorter
 
 
 class CommandError(FlowError):
@@ -48,8 +49,11 @@ def fail(message: str, code: int) -> NoReturn:
 
 
 def report_error(message: str, code: int, error_type: str, as_json: bool, traceback_file: str | None = None) -> NoReturn:
-    """One line on stderr (and, under --json, a CliError object on one line of stdout); exit with `code`."""
-    message = message.replace("\n", " ")
+    """One line on stderr (and, under --json, a CliError object on one line of stdout); exit with `code`. A message
+    past MAX_ERROR_CHARS (a library's words quoting a huge value) is cut, its length said."""
+    message = message.replace("\r", " ").replace("\n", " ")
+    if len(message) > MAX_ERROR_CHARS:
+        message = f"{message[:MAX_ERROR_CHARS]}… (error cut: {len(message)} characters)"
     if as_json:
         from openadapt_flow.cli.errdoc import CliError  # pydantic only when an error is printed as JSON
 

@@ -103,6 +103,7 @@ class _Batch:
     sent: int = 0  # items this batch sent (or resumed)
     ocr: OcrEngine | None = None  # one OCR engine for every item: its model loads once, not once per run
     desk: NextDesk = field(default_factory=NextDesk)  # the next item's connection, opened as a run stops
+    parked: bool = False  # the last run this batch sent ended with the pointer parked, nothing sent since (pointer.py)
 
     def reader(self) -> OcrEngine:
         if self.ocr is None:
@@ -120,6 +121,7 @@ class _Batch:
             self.stopped = "the batch was stopped by a signal"
         if self.stopped is None and (self.dirty is not None or self.req.reset_before_each):
             self.desk.drop()  # after a reset the item connects afresh
+            self.parked = False  # a reset sends input of its own
             self.stopped = self._reset()
         if self.stopped is not None:
             return ItemResult(item.line, item.key, ItemStatus.NOT_RUN, None, f"not sent: {self.stopped}")
@@ -149,7 +151,9 @@ class _Batch:
         self.ledger.started(item.key, attempt)
         req = ReplayRequest(bundle=self.req.bundle, params=item.params, backend=self.req.backend,
                             config=self.req.config, run_dir=run_dir, durable=self.req.durable,
-                            allow_model=self.req.allow_model, loaded=self.loaded, ocr=self.reader())
+                            allow_model=self.req.allow_model, loaded=self.loaded, ocr=self.reader(),
+                            park_after=index + 1 < len(self.req.items), parked=self.parked)
+        self.parked = False
         try:
             outcome = replay(req, progress=self.req.progress, reporter=self._reporter(index),
                              backend_factory=self.desk.factory)
@@ -159,6 +163,7 @@ class _Batch:
                 raise  # bad input, an unreachable desktop: the batch's own error (exit 2, 75), nothing sent at all
             return self._not_started(item, e)
         self.sent += 1
+        self.parked = outcome.parked
         return self._finished(item, outcome, self.loaded, f"sent again: {prior.why}" if prior.why else "")
 
     def _reporter(self, index: int) -> Reporter | None:
@@ -178,6 +183,7 @@ class _Batch:
     def _resume(self, item: Item, prior: Prior) -> ItemResult:
         assert prior.resume is not None
         self.desk.drop()  # the resumed run connects on its own
+        self.parked = False
         try:
             outcome = resume(prior.resume, backend=self.req.backend, progress=self.req.progress,
                              reporter=self.req.reporter)

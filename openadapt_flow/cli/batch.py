@@ -62,7 +62,7 @@ class ItemLines(BatchEvents):
 
     def item_finished(self, index: int, total: int, result: ItemResult) -> None:
         self.results.append(result)
-        write_results(self.out, self.results)
+        write_results(self.out, self.results, sync=False)  # made durable once, at the end (close)
         if self.as_json:
             emit_json_line({"event": "item", **result.record()})
             return
@@ -76,6 +76,8 @@ class ItemLines(BatchEvents):
     def close(self) -> None:
         if self.bar is not None:
             self.bar.close()
+        if self.results:
+            write_results(self.out, self.results)
 
 
 @handle_errors

@@ -62,9 +62,11 @@ def write_bytes_atomic(path: Path, data: bytes) -> None:
     write_files_atomic(Path(path).parent, {Path(path).name: data})
 
 
-def write_files_atomic(folder: Path, files: dict[str, bytes]) -> None:
+def write_files_atomic(folder: Path, files: dict[str, bytes], *, sync: bool = True) -> None:
     """Replace each file of `folder` named in `files` as write_bytes_atomic does, one after another, with one fsync of
-    the folder after the last rename (not one per file): each file is the old or the new one after a crash."""
+    the folder after the last rename (not one per file): each file is the old or the new one after a crash.
+    `sync=False`: renamed whole but not fsync'd — for a file rewritten again soon whose last writing syncs (a reader
+    never sees a torn file; a power loss may bring back an earlier version)."""
     if not files:
         return
     for name, data in files.items():
@@ -78,12 +80,15 @@ def write_files_atomic(folder: Path, files: dict[str, bytes]) -> None:
                 while view:
                     n = os.write(fd, view)
                     view = view[n:]
-                os.fsync(fd)
+                if sync:
+                    os.fsync(fd)
             finally:
                 os.close(fd)
             os.replace(tmp, path)
         except OSError as e:
             _failed(tmp, e, path)
+    if not sync:
+        return
     try:
         fsync_dir(Path(folder))
     except OSError as e:

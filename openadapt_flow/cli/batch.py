@@ -73,6 +73,12 @@ class ItemLines(BatchEvents):
         else:
             self.plain.line(text)
 
+    def report_failed(self, run: str, why: str) -> None:
+        if self.as_json:
+            emit_json_line({"event": "report", "run": run, "error": why})
+        else:
+            self.plain.line(f"{run}: {why}")
+
     def close(self) -> None:
         if self.bar is not None:
             self.bar.close()

@@ -61,8 +61,8 @@ def resume_bundle(run: RunHandle, digest: str, records: list[JournalEntry], bund
         if candidate is not None and candidate.digest == digest:
             given, bundle = candidate, upgrade
     if given is None or bundle is None:
-        raise RefusedError(f"{where}: the run's bundle snapshot is unreadable or changed ({why}); resume with --bundle PATH naming "
-                           f"the run's original bundle (digest {digest}); refusing")
+        raise RefusedError(f"{where}: the run's bundle snapshot is unreadable or changed ({why}); resume with --bundle "
+                           f"PATH naming the run's original bundle (digest {digest}); refusing")
     run.remove_artifacts(SNAPSHOT)
     for rel in given.files:
         run.put_artifact(f"{SNAPSHOT}/{rel}", (given.root / rel).read_bytes())

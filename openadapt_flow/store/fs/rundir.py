@@ -210,14 +210,10 @@ class RunDir:
     def snapshot_bundle(self, root: Path, files: tuple[str, ...]) -> None:
         """Copy the bundle files the run executes into `bundle/` (resume uses this copy), durably before the first
         input: each file fsync'd, then each folder once (`bundle/templates/`, `bundle/`, the run directory)."""
-        data: dict[str, bytes] = {}
-        for rel in files:
-            try:
-                data[rel] = (root / rel).read_bytes()
-            except OSError as e:
-                if not is_storage_error(e):
-                    raise
-                raise StorageFault(str(root / rel), e) from None
+        try:
+            data = {rel: (root / rel).read_bytes() for rel in files}
+        except OSError as e:
+            raise (StorageFault(str(root), e) if is_storage_error(e) else e) from None
         write_files_atomic(self.bundle_dir, data, make=True)
 
     # --- the run-store handle (store/base.py RunHandle): every file of the run is named here, nowhere else ---

@@ -92,3 +92,12 @@ def test_a_batch_of_files_costs_one_fsync_per_folder_and_never_brings_back_a_rem
     with pytest.raises(FileNotFoundError):  # a heartbeat's lease.json into a run directory removed meanwhile
         write_json_atomic(gone / "lease.json", {})
     assert not gone.exists()
+
+
+def test_an_artifact_in_new_folders_is_reachable_after_a_power_loss(tmp_path, monkeypatch):
+    """`resume --upgrade-bundle` snapshots into `upgrades/<n>/` (teach: `patches/<pause>/bundle/`) before any input:
+    each folder it creates is fsync'd into its parent, not only the one holding the file."""
+    run = RunDir(new_run_dir(tmp_path, tmp_path / "run"))
+    seen = _dir_fsyncs(monkeypatch)
+    run.put_artifact("upgrades/1/templates/a.png", b"png")
+    assert sorted(seen) == sorted(str(run.path / p) for p in ("", "upgrades", "upgrades/1", "upgrades/1/templates"))

@@ -62,7 +62,7 @@ class ItemLines(BatchEvents):
 
     def item_finished(self, index: int, total: int, result: ItemResult) -> None:
         self.results.append(result)
-        write_results(self.out, self.results)
+        write_results(self.out, self.results, sync=False)  # made durable once, at the end (close)
         if self.as_json:
             emit_json_line({"event": "item", **result.record()})
             return
@@ -73,9 +73,17 @@ class ItemLines(BatchEvents):
         else:
             self.plain.line(text)
 
+    def report_failed(self, run: str, why: str) -> None:
+        if self.as_json:
+            emit_json_line({"event": "report", "run": run, "error": why})
+        else:
+            self.plain.line(f"{run}: {why}")
+
     def close(self) -> None:
         if self.bar is not None:
             self.bar.close()
+        if self.results:
+            write_results(self.out, self.results)
 
 
 @handle_errors

@@ -17,10 +17,10 @@ from openadapt_flow.runtime.start.lifecycle import check_manifest, finalize_inte
 from openadapt_flow.runtime.start.runref import RunRef, open_ref, ref_path
 from openadapt_flow.runtime.judge.calls import call_steps
 from openadapt_flow.bundle.config import DeployConfig
-from openadapt_flow.runtime.operate.teach import effective_bundle
 from openadapt_flow.runtime.operate.truth import catch_up_state, check_views
 from openadapt_flow.runtime.resume.bundle import backend_spec, continue_bundle
 from openadapt_flow.runtime.resume.plan import Opened, ResumePlan, ResumeRequest, plan_resume, resumed
+from openadapt_flow.runtime.resume.snapshot import resume_bundle
 from openadapt_flow.runtime.resume.workflow import continue_workflow
 from openadapt_flow.store.base import JournalWriter, RunHandle
 from openadapt_flow.store.keys import load_decision_key, load_key
@@ -48,8 +48,10 @@ def resume(ref: RunRef, runs: Runs, req: ResumeRequest | None = None) -> RunOutc
     try:
         journal, records = run.open_journal(load_key(create=False))
         check_manifest(run, records)  # params (args), backend and config are pinned by the journal's first record
-        o = Opened(run, manifest, config, lease, journal, records, "", load_decision_key(create=False), runs, req,
-                   None if workflow else effective_bundle(run, manifest["bundle"]["digest"], records))
+        # a bundle run's snapshot (and layers); an unreadable snapshot: the run's original bundle (--bundle) stands in
+        loaded = None if workflow else resume_bundle(run, manifest["bundle"]["digest"], records, req.bundle,
+                                                     req.upgrade_bundle, req.notice)
+        o = Opened(run, manifest, config, lease, journal, records, "", load_decision_key(create=False), runs, req, loaded)
         o.state = _caught_up(o)
         if o.state in FINAL_STATES:
             return RunOutcome(o.state, RunState(o.state).exit_code, ref_path(run), "run is already terminal; nothing to do")
@@ -63,6 +65,8 @@ def resume(ref: RunRef, runs: Runs, req: ResumeRequest | None = None) -> RunOutc
 def _check_request(run: RunHandle, manifest: ManifestDoc, req: ResumeRequest, workflow: bool) -> None:
     if workflow and req.upgrade_bundle is not None:
         raise UsageError("--upgrade-bundle applies to bundle runs, not to a Python workflow's run")
+    if workflow and req.bundle is not None:
+        raise UsageError("--bundle applies to bundle runs, not to a Python workflow's run")
     if workflow and req.params:
         raise RefusedError(f"{run.ref}: a workflow run keeps the args it started with; --param is not accepted")
     if not workflow and not manifest.get("durable"):

@@ -1,0 +1,53 @@
+"""A completed item's report is written on a thread while the next item runs; any other stop is reported before the
+batch goes on; every report is there when the batch returns, and one that could not be written is said."""
+
+from __future__ import annotations
+
+import threading
+
+from openadapt_flow.store.atomic import StorageFault
+from openadapt_flow.runtime.batch.reports import ReportsBehind
+
+
+class _Run:
+    def __init__(self, name: str, state: str) -> None:
+        self.name, self._state = name, state
+
+    def state(self) -> dict[str, str]:
+        return {"state": self._state}
+
+    def ref(self) -> str:
+        return self.name
+
+
+def test_a_completed_runs_report_waits_for_nothing_and_is_written_by_the_end():
+    gate, written = threading.Event(), []
+
+    def report(run):
+        gate.wait(10)
+        written.append(run.name)
+
+    behind = ReportsBehind(report)
+    assert behind(_Run("a", "COMPLETED")) is None  # returned at once: the gate is still shut
+    assert written == []
+    gate.set()
+    assert behind.close() == [] and written == ["a"]
+
+
+def test_a_halted_or_paused_runs_report_is_written_before_the_batch_goes_on():
+    written = []
+    behind = ReportsBehind(lambda run: written.append(run.name))
+    for name, state in (("h", "FAILED"), ("p", "PAUSED")):
+        behind(_Run(name, state))
+        assert written[-1] == name  # already written when the call returns
+    assert behind.close() == []
+
+
+def test_a_report_that_could_not_be_written_is_said():
+    def report(run):
+        raise StorageFault(f"{run.name}/report.json", OSError(28, "No space left on device"))
+
+    behind = ReportsBehind(report)
+    behind(_Run("r1", "COMPLETED"))
+    failed = behind.close()
+    assert [(run.name, "No space left" in why) for run, why in failed] == [("r1", True)]

@@ -94,7 +94,7 @@ def run_batch(req: BatchRequest, events: BatchEvents | None = None) -> list[Item
         batch.desk.close()
         if batch.behind is not None:
             for run, why in batch.behind.close():
-                batch.events.report_failed(shown(run.ref()), f"report not written ({why}); flow report renders it again")
+                batch.events.report_failed(shown(run.ref), f"report not written ({why}); flow report renders it again")
     return batch.results
 
 

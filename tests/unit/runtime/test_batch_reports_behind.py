@@ -16,6 +16,7 @@ class _Run:
     def state(self) -> dict[str, str]:
         return {"state": self._state}
 
+    @property
     def ref(self) -> str:
         return self.name
 
@@ -51,3 +52,27 @@ def test_a_report_that_could_not_be_written_is_said():
     behind(_Run("r1", "COMPLETED"))
     failed = behind.close()
     assert [(run.name, "No space left" in why) for run, why in failed] == [("r1", True)]
+
+
+
+def test_a_batch_says_which_completed_items_report_could_not_be_written(tmp_path, monkeypatch):
+    from openadapt_flow.runtime import run_batch
+    from openadapt_flow.runtime.batch.runner import BatchEvents
+    from tests.unit.report.report_runs import run_env
+    from tests.unit.runtime.test_batch import _items, _request
+
+    run_env(tmp_path, monkeypatch)
+    monkeypatch.setenv("FLOW_STATE_DIR", str(tmp_path / "state"))
+    said: list[tuple[str, str]] = []
+
+    class Events(BatchEvents):
+        def report_failed(self, run: str, why: str) -> None:
+            said.append((run, why))
+
+    def full_disk(run):
+        raise StorageFault(f"{run.ref}/report.json", OSError(28, "No space left on device"))
+
+    results = run_batch(_request(tmp_path, "normal", _items("A", "B"), reporter=full_disk), Events())
+    assert [r.status.value for r in results] == ["done", "done"]  # a report never changes an outcome
+    # the first item's report was written behind the batch; the last item's is the run's own (its stop says it)
+    assert len(said) == 1 and said[0][0] == results[0].run_dir and "No space left" in said[0][1]

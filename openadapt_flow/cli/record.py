@@ -133,3 +133,11 @@ def _compile(rec: Recording, out: Path, name: str, dsn_env: str | None, fixture:
                f"params {', '.join(compiled.params) or 'none'}" + (f"; fixture {fixture}" if fixture else ""))
     if compiled.params:
         typer.echo(f"replay it: flow replay {out} --url {rec.url} " + " ".join(f"--param {k}=…" for k in compiled.params))
+    if compiled.warnings:
+        typer.echo(fix_line(out, len(compiled.warnings)))
+
+
+def fix_line(out: Path, n: int) -> str:
+    """The closing line after the recorder's warnings: what to do about them."""
+    return (f"{n} warning(s) above, each naming a step: fix those steps in {out}/flow.yaml (docs/record.md, "
+            f"'Read the warnings'), then `flow validate --strict {out}` lists what a replay still cannot check")

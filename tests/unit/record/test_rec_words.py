@@ -76,3 +76,20 @@ def test_only_a_plainly_written_number_is_a_number(text: str, number) -> None:
     from openadapt_flow.record.values import example_number
 
     assert example_number(text) == number
+
+
+def test_the_recorders_closing_line_says_what_to_do_about_its_warnings(tmp_path, monkeypatch) -> None:
+    from typer.testing import CliRunner
+
+    from openadapt_flow.cli.app import build_app
+    from openadapt_flow.fixture.recording_io import save_recording
+
+    save_recording(recording(), tmp_path / "rec")
+    monkeypatch.chdir(tmp_path)
+    r = CliRunner().invoke(build_app(), ["compile", "rec", "--out", "b", "--param", "vendor=ACME Corp",
+                                         "--param", "amount=1250.50"])
+    assert r.exit_code == 0, r.output
+    assert "record: warning: step 'amount'" in r.stderr
+    last = r.stdout.strip().splitlines()[-1]
+    assert last.startswith("2 warning(s) above, each naming a step: fix those steps in b/flow.yaml"), r.stdout
+    assert "flow validate --strict b" in last

@@ -153,6 +153,7 @@ JSON_HELP = "print machine-readable JSON on stdout (an error too: a CliError obj
 STORE_HELP = ("where runs live: a runs directory (default: runs); postgresql://USER@HOST/DB (the password from "
               "PGPASSWORD or ~/.pgpass, never the URL); or memory: — this process's memory, so a run stored there is "
               "gone when the command exits (memory: is for the Python API and tests)")
+VIEWER_PORT_HELP = "the port your VNC viewer connects to, the recorder's (0 picks a free one)"  # one name, --viewer-port
 RUN_HELP = "run directory; or, with --store, the run's RUN_ID (or its name in that store)"
 
 

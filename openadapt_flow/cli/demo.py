@@ -24,7 +24,7 @@ from typing import Any, Optional
 import typer
 
 from openadapt_flow.backends.spec import BackendSpec
-from openadapt_flow.cli.common import emit_json, handle_errors
+from openadapt_flow.cli.common import VIEWER_PORT_HELP, emit_json, handle_errors
 from openadapt_flow.cli.demo_loop import LOOKALIKE, LoopResult, run_loop
 from openadapt_flow.cli.progress import ConsoleProgress
 from openadapt_flow.errors import UsageError
@@ -149,7 +149,7 @@ def demo_cmd(
     as_json: bool = typer.Option(False, "--json", help="one JSON object on stdout: the replay's outcome and, under `loop`, the loop's"),
     record: bool = typer.Option(False, "--record", help="record it yourself: the app on a private Xvnc, your VNC viewer through the recorder, Ctrl+C compiles and replays with new values"),
     record_out: Optional[Path] = typer.Option(None, "--out", help="with --record: the new bundle folder (default recorded/my-invoice-<time>)"),
-    viewer_port: int = typer.Option(0, "--viewer-port", help="with --record: the port your VNC viewer connects to (0 picks a free one)", min=0, max=65535),
+    viewer_port: int = typer.Option(0, "--viewer-port", help="with --record: " + VIEWER_PORT_HELP, min=0, max=65535),
     param: list[str] = typer.Option([], "--param", help="with --record: NAME=VALUE the replay types for a recorded param (default vendor=Globex Ltd, amount=99.50). Repeatable"),
 ) -> None:
     """The demo bundle replayed against the recorded app (no X needed; --live: the real app on Xvnc), then a durable

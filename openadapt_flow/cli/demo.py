@@ -11,6 +11,7 @@ the working directory is the runs root.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import sqlite3
@@ -179,4 +180,20 @@ def demo_cmd(
                        "rows": res.rows}
     if as_json:
         emit_json(out)
+    elif code == 0:
+        for line in what_next():
+            typer.echo(line)
     raise typer.Exit(code)
+
+
+CONSOLE_INSTALL = "pip install 'openadapt-flow[console]'  (in this checkout: .venv/bin/pip install -e '.[console]')"
+
+
+def what_next() -> list[str]:
+    """The demo's last lines: where a newcomer goes from here (the recording tutorial, the console)."""
+    console = ("flow console --root runs" if importlib.util.find_spec("uvicorn") is not None
+               else f"flow console --root runs, once installed: {CONSOLE_INSTALL}")
+    return ["", "== What next ==",
+            "  record a task yourself, through your own VNC viewer: make demo-record (or flow demo --record; "
+            "docs/record.md)",
+            f"  decide paused runs in a browser: {console} (docs/console.md)"]

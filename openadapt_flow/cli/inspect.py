@@ -12,7 +12,7 @@ from openadapt_flow.bundle.loader import load_bundle
 from openadapt_flow.cli.common import RUN_HELP, STORE_HELP, emit_json, fail, handle_errors, open_run_arg, root_store
 from openadapt_flow.cli.nextsteps import echo_next, next_commands
 from openadapt_flow.errors import FlowError, UsageError
-from openadapt_flow.report.meanings import outcome_words
+from openadapt_flow.report.meanings import codes, headline, outcome_words
 from openadapt_flow.report.render import write_reports
 from openadapt_flow.store import RunHandle
 from openadapt_flow.bundle.models import Step
@@ -131,7 +131,8 @@ def status_cmd(run_dir: Path = typer.Argument(..., help=RUN_HELP), as_json: bool
 def status_lines(info: dict[str, Any]) -> list[str]:
     """`flow status` for people: one fact a line, in words (no Python reprs); the JSON keeps the fields."""
     reason = f" ({info['paused_reason']})" if info.get("paused_reason") else ""
-    lines = [f"run: {info['run_dir']}" + (f" (run id {info['run_id']})" if info.get("run_id") else ""),
+    lines = [plain_line(info),
+             f"run: {info['run_dir']}" + (f" (run id {info['run_id']})" if info.get("run_id") else ""),
              f"state: {info.get('state')}{reason}"]
     if info.get("bundle"):
         lines.append(f"bundle: {info['bundle']}")
@@ -149,6 +150,15 @@ def status_lines(info: dict[str, Any]) -> list[str]:
     if info.get("updated_at"):
         lines.append(f"updated: {info['updated_at']}")
     return lines
+
+
+def plain_line(info: dict[str, Any]) -> str:
+    """What a person reads first: the run in plain words, the codes beside them."""
+    pending = info.get("pending_decision") or {}
+    category = info.get("halt_category") or pending.get("category")
+    args = (info.get("state"), info.get("paused_reason"), category)
+    return (f"{headline(*args, info.get('message'), info.get('transaction_outcome'))}  "
+            f"[{codes(*args, info.get('transaction_outcome'))}]")
 
 
 def _pending_line(p: dict[str, Any]) -> str:
@@ -178,8 +188,20 @@ def runs_cmd(
     if as_json:
         emit_json(rows)
         return
+    if rows:  # a header row names the columns (tab-separated, as the rows; the last one is in words)
+        typer.echo("\t".join(RUNS_COLUMNS))
     for r in rows:
-        typer.echo(f"{r['run_dir']}\t{r.get('state')}\t{r.get('bundle') or ''}\t{r.get('transaction_outcome') or ''}\t{r.get('updated_at') or ''}")
+        typer.echo(f"{r['run_dir']}\t{r.get('state')}\t{r.get('bundle') or ''}\t{r.get('transaction_outcome') or ''}\t"
+                   f"{r.get('updated_at') or ''}\t{_row_words(r)}")
+
+
+RUNS_COLUMNS = ("RUN", "STATE", "BUNDLE", "TRANSACTION_OUTCOME", "UPDATED", "WHAT")
+
+
+def _row_words(r: dict[str, Any]) -> str:
+    pending = r.get("pending_decision") or {}
+    return headline(r.get("state"), r.get("paused_reason"), r.get("halt_category") or pending.get("category"),
+                    r.get("message"), r.get("transaction_outcome"))
 
 
 @handle_errors

@@ -196,7 +196,7 @@ def record_cmd(
     url: str = typer.Option(..., "--url", help="the live VNC server: vnc://host[:port]"),
     out: Path = typer.Option(..., "--out", help="new fixture folder to write"),
     viewer_port: int = typer.Option(0, "--viewer-port", help=VIEWER_PORT_HELP, min=0, max=65535),
-    port: Optional[int] = typer.Option(None, "--port", hidden=True, min=0, max=65535),  # the old name of --viewer-port
+    port: Optional[int] = typer.Option(None, "--port", hidden=True, min=0, max=65535, help="the old name of --viewer-port"),
     host: Optional[str] = typer.Option(None, "--host", help="address the viewer connects to (default 127.0.0.1)"),
     password_env: Optional[str] = typer.Option(None, "--password-env", help="env var holding the live server's VNC password"),
     watch_sqlite: Optional[Path] = typer.Option(None, "--watch-sqlite", help="the app's SQLite file: rows it adds become effects"),

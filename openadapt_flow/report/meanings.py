@@ -127,6 +127,8 @@ def headline(state: object, paused_reason: object = None, category: object = Non
     head = PAUSED_WORDS.get(str(paused_reason), "paused") if str(state) == "PAUSED" else \
         STATE_WORDS.get(str(state), str(state).lower())
     why = category_words(category, message) if str(state) not in ("COMPLETED", "RUNNING", "PENDING") else None
+    if why is None and str(state) == "BLOCKED" and message:
+        why = str(message)  # who or what blocked it ("rejected by alice", a policy's rule)
     short = OUTCOME_SHORT.get(str(outcome)) if outcome else None
     return head + (f": {why}" if why else "") + (f"; {short}" if short else "")
 

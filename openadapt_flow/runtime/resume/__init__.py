@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from openadapt_flow.errors import RefusedError, UsageError
+from openadapt_flow.errors import FlowError, RefusedError, UsageError
 from openadapt_flow.runtime.start.launch import RunOutcome, Runs
 from openadapt_flow.runtime.start.lifecycle import check_manifest, finalize_interrupted, queued
 from openadapt_flow.runtime.start.runref import RunRef, open_ref, ref_path
@@ -52,7 +52,7 @@ def resume(ref: RunRef, runs: Runs, req: ResumeRequest | None = None) -> RunOutc
                    None if workflow else effective_bundle(run, manifest["bundle"]["digest"], records))
         o.state = _caught_up(o)
         if o.state in FINAL_STATES:
-            return RunOutcome(o.state, RunState(o.state).exit_code, ref_path(run), "run is already terminal; nothing to do")
+            return RunOutcome(o.state, RunState(o.state).exit_code, ref_path(run), _already_over(run, o.state))
         return continue_workflow(o) if workflow else continue_bundle(o)
     finally:
         if journal is not None:
@@ -77,3 +77,19 @@ def _caught_up(o: Opened) -> str:
         finalize_interrupted(o.run, o.journal, o.records, steps, "owner process died; found by resume")
         state = o.run.state()
     return str(state["state"])
+
+
+def _already_over(run: RunHandle, state: str) -> str:
+    """Why a run resume finds terminal has nothing to do, naming who ended it where a person did (a reject)."""
+    why = ""
+    if state == RunState.BLOCKED:
+        try:
+            inc = run.read_incident()
+        except FlowError:
+            inc = None
+        if inc and inc.get("decision") == "reject":
+            note = f", noting: {inc['note']}" if inc.get("note") else ""
+            why = f": rejected by {inc.get('operator')} (OS user {inc.get('os_user')}) at {inc.get('decided_at')}{note}"
+        elif inc:
+            why = f": {inc.get('rule')}"
+    return f"run is already terminal ({state}{why}); nothing to do"

@@ -101,3 +101,14 @@ def test_the_demo_ends_pointing_to_the_recording_tutorial_and_the_console(tmp_pa
     r = run_flow(["demo", "--no-loop"], tmp_path)
     assert r.returncode == 0, r.stderr
     assert r.stdout.rstrip().endswith(text.rstrip()), r.stdout[-600:]  # the demo's last words
+
+
+def test_a_resume_after_a_reject_says_who_rejected(flow, paused):
+    r = flow("approve", str(paused), "--decision", "reject", "--operator", "alice", "--note", "wrong vendor")
+    assert r.code == 0, r.err
+    r = flow("resume", str(paused))
+    assert r.code == 4, r.out + r.err
+    assert re.search(r"run is already terminal \(BLOCKED: rejected by alice \(OS user \S+\) at \S+, noting: wrong "
+                     r"vendor\); nothing to do", r.out + r.err), r.out + r.err
+    r = flow("status", str(paused))
+    assert r.out.splitlines()[0] == "blocked: rejected by alice; nothing was written  [BLOCKED · HALTED_BEFORE_EFFECT]"

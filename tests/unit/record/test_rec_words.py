@@ -93,3 +93,11 @@ def test_the_recorders_closing_line_says_what_to_do_about_its_warnings(tmp_path,
     last = r.stdout.strip().splitlines()[-1]
     assert last.startswith("2 warning(s) above, each naming a step: fix those steps in b/flow.yaml"), r.stdout
     assert "flow validate --strict b" in last
+
+
+def test_a_fragment_of_typed_text_is_no_fact() -> None:
+    from openadapt_flow.record.facts import readable
+    from openadapt_flow.vision.ocr import Word
+
+    words = [Word("com", 95, (0, 0, 30, 12)), Word("Invoices", 95, (0, 20, 80, 12)), Word("acme", 95, (0, 40, 40, 12))]
+    assert [w.text for w in readable(words, typed=["x@acme.com"])] == ["Invoices"]  # not `text_absent: com`

@@ -133,6 +133,8 @@ def handle_errors(fn: F) -> F:
             report_error(signal_line(e), e.exit_code, type(e).__name__, as_json)
         except KeyboardInterrupt:
             report_error("interrupted", 5, "KeyboardInterrupt", as_json)
+        except BrokenPipeError:  # the reader left (`flow status RUN | head -1`): no bug, and no error file in the run
+            reader_gone()
         except Exception as e:  # last resort: a bug; never a traceback on the terminal unless asked for
             extra = missing_extra(e)
             if extra is not None:
@@ -140,6 +142,20 @@ def handle_errors(fn: F) -> F:
             report_internal(e, as_json, _given_run_dir(kwargs))
 
     return wrapper  # type: ignore[return-value]
+
+
+EXIT_READER_GONE = 141  # 128 + SIGPIPE: what a shell reports for a command whose reader went away
+
+
+def reader_gone() -> NoReturn:
+    """Stop quietly once stdout's reader has gone: nothing more can be said, and Python's own flush at exit must not
+    raise again (its output goes to /dev/null)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except OSError:
+        pass
+    raise SystemExit(EXIT_READER_GONE)
 
 
 def signal_line(signal: RunSignal) -> str:

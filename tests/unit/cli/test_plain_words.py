@@ -9,6 +9,7 @@ first step before any input (tests/unit/report/report_runs.py)."""
 from __future__ import annotations
 
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -112,3 +113,13 @@ def test_a_resume_after_a_reject_says_who_rejected(flow, paused):
                      r"vendor\); nothing to do", r.out + r.err), r.out + r.err
     r = flow("status", str(paused))
     assert r.out.splitlines()[0] == "blocked: rejected by alice; nothing was written  [BLOCKED · HALTED_BEFORE_EFFECT]"
+
+
+def test_status_piped_into_a_reader_that_left_stops_quietly_without_an_error_file(paused):
+    # `| true`: the reader is gone before status writes (as `| head -1` is once it has its line)
+    cmd = f"{shlex.quote(sys.executable)} -m openadapt_flow status {shlex.quote(str(paused))} | true; " \
+          'echo "status exit ${PIPESTATUS[0]}" >&2'
+    r = subprocess.run(["bash", "-c", cmd], cwd=paused.parent, env=flow_env(paused.parent), capture_output=True,
+                       text=True, timeout=60)
+    assert r.stderr.strip().splitlines() == ["status exit 141"], r.stderr  # as a shell reports SIGPIPE; nothing else
+    assert not list(paused.glob("internal-error-*")), sorted(p.name for p in paused.iterdir())

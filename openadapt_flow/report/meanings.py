@@ -3,7 +3,7 @@ console's buttons, the report), what a transaction outcome means, and what the t
 
 from __future__ import annotations
 from openadapt_flow.store.pausedoc import DecisionOutcome
-from openadapt_flow.store.states import DecisionKind
+from openadapt_flow.store.states import DecisionKind, RunState
 
 import re
 import shlex
@@ -124,10 +124,11 @@ def headline(state: object, paused_reason: object = None, category: object = Non
              outcome: object = None) -> str:
     """The run in one line of plain words, what a person reads first ("waiting for a decision: two "Save" look the
     same; nothing was written"); the codes go beside it, never instead of it."""
-    head = PAUSED_WORDS.get(str(paused_reason), "paused") if str(state) == "PAUSED" else \
-        STATE_WORDS.get(str(state), str(state).lower())
-    why = category_words(category, message) if str(state) not in ("COMPLETED", "RUNNING", "PENDING") else None
-    if why is None and str(state) == "BLOCKED" and message:
+    paused = state == RunState.PAUSED
+    head = PAUSED_WORDS.get(str(paused_reason), "paused") if paused else STATE_WORDS.get(str(state), str(state).lower())
+    going = state in (RunState.COMPLETED, RunState.RUNNING, RunState.PENDING)  # nothing stopped it: no why
+    why = None if going else category_words(category, message)
+    if why is None and state == RunState.BLOCKED and message:
         why = str(message)  # who or what blocked it ("rejected by alice", a policy's rule)
     short = OUTCOME_SHORT.get(str(outcome)) if outcome else None
     return head + (f": {why}" if why else "") + (f"; {short}" if short else "")

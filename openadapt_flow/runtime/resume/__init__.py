@@ -24,7 +24,7 @@ from openadapt_flow.runtime.resume.plan import Opened, ResumePlan, ResumeRequest
 from openadapt_flow.runtime.resume.workflow import continue_workflow
 from openadapt_flow.store.base import JournalWriter, RunHandle
 from openadapt_flow.store.keys import load_decision_key, load_key
-from openadapt_flow.store.states import FINAL_STATES, LIVE_STATES, RunState
+from openadapt_flow.store.states import FINAL_STATES, LIVE_STATES, DecisionKind, RunState
 from openadapt_flow.store.rundoc import ManifestDoc
 
 __all__ = ["Opened", "ResumePlan", "ResumeRequest", "plan_resume", "resume", "resumed"]
@@ -87,7 +87,7 @@ def _already_over(run: RunHandle, state: str) -> str:
             inc = run.read_incident()
         except FlowError:
             inc = None
-        if inc and inc.get("decision") == "reject":
+        if inc and inc.get("decision") == DecisionKind.REJECT:
             note = f", noting: {inc['note']}" if inc.get("note") else ""
             why = f": rejected by {inc.get('operator')} (OS user {inc.get('os_user')}) at {inc.get('decided_at')}{note}"
         elif inc:

@@ -12,14 +12,15 @@ import yaml
 from openadapt_flow.cli.nextsteps import echo_next, next_commands
 from openadapt_flow.cli.common import STORE_HELP, emit_json, handle_errors, with_store
 from openadapt_flow.cli.progress import step_progress
-from openadapt_flow.backends.spec import BackendSpec
-from openadapt_flow.errors import ParamError, UsageError
+from openadapt_flow.errors import ParamError
 from openadapt_flow.report.render import write_reports
 from openadapt_flow.runtime import select_backend
 from openadapt_flow.bundle.config import load_config
 from openadapt_flow.runtime import ReplayRequest
 from openadapt_flow.runtime import open_ref
 from openadapt_flow.runtime import replay
+from openadapt_flow.backends.spec import BackendSpec
+from openadapt_flow.errors import UsageError
 
 
 def parse_params(pairs: list[str], params_file: Path | None) -> tuple[dict[str, Any], frozenset[str]]:

@@ -137,6 +137,8 @@ def handle_errors(fn: F) -> F:
             report_error(signal_line(e), e.exit_code, type(e).__name__, as_json)
         except KeyboardInterrupt:
             report_error("interrupted", 5, "KeyboardInterrupt", as_json)
+        except BrokenPipeError:  # the reader left (`flow status RUN | head -1`): no bug, and no error file in the run
+            reader_gone()
         except Exception as e:  # last resort: a bug; never a traceback on the terminal unless asked for
             extra = missing_extra(e)
             if extra is not None:
@@ -144,6 +146,20 @@ def handle_errors(fn: F) -> F:
             report_internal(e, as_json, _given_run_dir(kwargs))
 
     return wrapper  # type: ignore[return-value]
+
+
+EXIT_READER_GONE = 141  # 128 + SIGPIPE: what a shell reports for a command whose reader went away
+
+
+def reader_gone() -> NoReturn:
+    """Stop quietly once stdout's reader has gone: nothing more can be said, and Python's own flush at exit must not
+    raise again (its output goes to /dev/null)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except OSError:
+        pass
+    raise SystemExit(EXIT_READER_GONE)
 
 
 def signal_line(signal: RunSignal) -> str:
@@ -157,6 +173,7 @@ JSON_HELP = "print machine-readable JSON on stdout (an error too: a CliError obj
 STORE_HELP = ("where runs live: a runs directory (default: runs); postgresql://USER@HOST/DB (the password from "
               "PGPASSWORD or ~/.pgpass, never the URL); or memory: — this process's memory, so a run stored there is "
               "gone when the command exits (memory: is for the Python API and tests)")
+VIEWER_PORT_HELP = "the port your VNC viewer connects to, the recorder's (0 picks a free one)"  # one name, --viewer-port
 RUN_HELP = "run directory; or, with --store, the run's RUN_ID (or its name in that store)"
 
 

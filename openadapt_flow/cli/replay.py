@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Optional
 
@@ -18,6 +19,8 @@ from openadapt_flow.bundle.config import load_config
 from openadapt_flow.runtime import ReplayRequest
 from openadapt_flow.runtime import open_ref
 from openadapt_flow.runtime import replay
+from openadapt_flow.backends.spec import BackendSpec
+from openadapt_flow.errors import UsageError
 
 
 def parse_params(pairs: list[str], params_file: Path | None) -> tuple[dict[str, Any], frozenset[str]]:
@@ -49,12 +52,20 @@ def replay_cmd(
     run_dir: Optional[Path] = typer.Option(None, "--run-dir", help="run directory (default runs/replay-YYYYMMDD-HHMMSS)"),
     store: Optional[str] = typer.Option(None, "--store", help=STORE_HELP),
     allow_model: bool = typer.Option(False, "--allow-model", help="allow the model rung (one call per step)"),
+    password_env: Optional[str] = typer.Option(None, "--password-env", help="env var holding the VNC/RDP password "
+                                               "(as in flow record; the value is never written anywhere)"),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
-    """Replay a bundle: resolve, act and verify every step; halt instead of guessing."""
+    """Replay a bundle: resolve, act and verify every step; halt instead of guessing.
+
+    Example, a VNC desktop whose password is in $LEDGER_VNC_PASSWORD:
+
+    flow replay bundles/post-invoice --url vnc://10.0.0.5:5901 --password-env LEDGER_VNC_PASSWORD --param vendor=Globex --param amount=99.50 --durable
+
+    Paused (exit 3)? flow status RUN says why, flow approve RUN decides, flow resume RUN goes on. Exit codes below."""
     cfg = with_store(load_config(config), store)
     values, flags = parse_params(param, params_file)
-    spec = select_backend(cfg.backend, backend=backend, url=url, rdp_host=rdp_host)
+    spec = with_password_env(select_backend(cfg.backend, backend=backend, url=url, rdp_host=rdp_host), password_env)
     req = ReplayRequest(
         bundle=bundle, params=values, backend=spec, config=cfg, run_dir=run_dir,
         durable=durable, allow_model=allow_model, param_flags=flags,
@@ -81,3 +92,11 @@ def replay_cmd(
     raise typer.Exit(outcome.exit_code)
 
 
+def with_password_env(spec: BackendSpec | None, password_env: str | None) -> BackendSpec | None:
+    """`--password-env NAME` over the config's: the desktop's password is read from $NAME when connecting."""
+    if password_env is None:
+        return spec
+    if spec is None or spec.kind not in ("vnc", "rdp"):
+        raise UsageError("--password-env is the password of a VNC or RDP desktop: give --url vnc://… or --rdp-host "
+                         "(or a config with one)")
+    return replace(spec, password_env=password_env)

@@ -66,7 +66,7 @@ def sync_dirs(dirs: Iterable[Path]) -> None:
         fsync_dir(Path(d))
 
 
-def _create_dirs(path: Path) -> list[Path]:
+def create_dirs(path: Path) -> list[Path]:
     """Create `path` and every missing parent (`mkdir -p`); the directories this call created, outermost first."""
     missing: list[Path] = []
     p = Path(path)
@@ -88,7 +88,7 @@ def _create_dirs(path: Path) -> list[Path]:
 def make_dirs(path: Path) -> list[Path]:
     """`mkdir -p` that a power loss cannot undo: every directory it creates is fsync'd into its parent (one fsync per
     parent), so a file later fsync'd into it is reachable after a crash. Returns the directories created."""
-    made = _create_dirs(path)
+    made = create_dirs(path)
     sync_dirs(d.parent for d in made)
     return made
 
@@ -115,7 +115,7 @@ def write_files_atomic(folder: Path, files: dict[str, bytes], *, make: bool = Fa
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         try:
             if make:
-                dirs.update(d.parent for d in _create_dirs(path.parent))
+                dirs.update(d.parent for d in create_dirs(path.parent))
             dirs.add(path.parent)
             io_fault(fault_point(path))
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)

@@ -245,7 +245,8 @@ class DocumentRun:
             dest.write_bytes(data)
         return root
 
-    def snapshot_bundle(self, root: Path, files: tuple[str, ...]) -> None:
+    def snapshot_bundle(self, root: Path, files: tuple[str, ...], like: Path | None = None) -> None:
+        """`like` (another run's snapshot to hard-link) is a filesystem saving: every artifact is stored whole here."""
         for rel in files:
             self.put_artifact(f"bundle/{rel}", (root / rel).read_bytes())
 

@@ -278,7 +278,7 @@ def _open_run(st: _Start, key: bytes) -> tuple[RunHandle, str, JournalWriter, Jo
             st.backend = st.connecting.result()
             probe_effects(loaded, req.config, params, run_id)
         if recorded is None or recorded["bundle"]["digest"] != loaded.digest:  # a submitted run holds these bytes
-            run.snapshot_bundle(loaded.root, loaded.files)
+            run.snapshot_bundle(loaded.root, loaded.files, like=req.snapshot_like)
         crash_point("start:bundle_copied")
         journal, started = begin_run(run, key, _manifest(run_id, req, loaded, params, st.durable),
                                      {"steps": len(loaded.model.steps), "durable": st.durable, "lease_generation": lease.generation})

@@ -112,6 +112,7 @@ class _Batch:
     desk: NextDesk = field(default_factory=NextDesk)  # the next item's connection, opened as a run stops
     behind: ReportsBehind | None = None  # completed items' reports, written while the next item runs
     parked: bool = False  # the last run this batch sent ended with the pointer parked, nothing sent since (pointer.py)
+    snapshot: Path | None = None  # a run's bundle snapshot this batch made: the next run hard-links its files
 
     def reader(self) -> OcrEngine:
         if self.ocr is None:
@@ -160,7 +161,8 @@ class _Batch:
         req = ReplayRequest(bundle=self.req.bundle, params=item.params, backend=self.req.backend,
                             config=self.req.config, run_dir=run_dir, durable=self.req.durable,
                             allow_model=self.req.allow_model, loaded=self.loaded, ocr=self.reader(),
-                            park_after=index + 1 < len(self.req.items), parked=self.parked)
+                            park_after=index + 1 < len(self.req.items), parked=self.parked,
+                            snapshot_like=self.snapshot)
         self.parked = False
         try:
             outcome = replay(req, progress=self.req.progress, reporter=self._reporter(index),
@@ -172,6 +174,8 @@ class _Batch:
             return self._not_started(item, e)
         self.sent += 1
         self.parked = outcome.parked
+        # (a file of it missing or other than the bundle's is copied instead: the snapshot compares the bytes)
+        self.snapshot = Path(outcome.run_dir) / "bundle"
         return self._finished(item, outcome, self.loaded, f"sent again: {prior.why}" if prior.why else "")
 
     def _reporter(self, index: int) -> Reporter | None:

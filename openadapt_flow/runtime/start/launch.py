@@ -54,6 +54,9 @@ class ReplayRequest:
     # this process, ended so (its outcome's `parked`) and nothing was sent since: this run need not park again.
     park_after: bool = False
     parked: bool = False
+    # another run's bundle snapshot, durable on the same filesystem (a batch's item before): hard-linked where its files
+    # hold the bundle's bytes, so only the new names are synced (store/fs/rundir.py `snapshot_bundle`)
+    snapshot_like: Path | None = None
 
 
 @dataclass

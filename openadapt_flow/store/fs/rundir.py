@@ -12,8 +12,8 @@ from typing import Unpack, cast
 
 from openadapt_flow.errors import CutStartup, RefusedError, RunDirError
 from openadapt_flow.store import checkpoint, escalation, ledger
-from openadapt_flow.store.atomic import (StorageFault, dumps, fsync_dir, is_storage_error, make_dirs, write_files_atomic,
-                                         write_json_atomic)
+from openadapt_flow.store.atomic import (StorageFault, create_dirs, dumps, fsync_dir, is_storage_error, make_dirs, sync_dirs,
+                                         write_files_atomic, write_json_atomic)
 from openadapt_flow.store.base import JournalWriter, RunHandle, check_artifact_name
 from openadapt_flow.store.frames import FrameWriter
 from openadapt_flow.store.fs.journal import Journal, load_journal, read_records
@@ -219,14 +219,41 @@ class RunDir:
             raise RefusedError(f"{path}: unreadable or not JSON ({e}); refusing") from None
         return verify_seal(doc, records, key, str(path), str(self.journal_path))
 
-    def snapshot_bundle(self, root: Path, files: tuple[str, ...]) -> None:
+    def snapshot_bundle(self, root: Path, files: tuple[str, ...], like: Path | None = None) -> None:
         """Copy the bundle files the run executes into `bundle/` (resume uses this copy), durably before the first
-        input: each file fsync'd, then each folder once (`bundle/templates/`, `bundle/`, the run directory)."""
+        input: each file fsync'd, then each folder once (`bundle/templates/`, `bundle/`, the run directory).
+
+        `like`: another run's snapshot, already durable, on the same filesystem (a batch's item before): where each of
+        its files holds the same bytes as the bundle's, it is hard-linked instead — its contents are on disk already,
+        so only the new names are synced (each folder once). Anything else (a file that differs, a link refused) is
+        copied as above."""
         try:
             data = {rel: (root / rel).read_bytes() for rel in files}
         except OSError as e:
             raise (StorageFault(str(root), e) if is_storage_error(e) else e) from None
+        if like is not None and self._link_snapshot(like, data):
+            return
         write_files_atomic(self.bundle_dir, data, make=True)
+
+    def _link_snapshot(self, like: Path, data: Mapping[str, bytes]) -> bool:
+        """Hard-link `like`'s files into `bundle/` when each holds `data`'s bytes; False, with nothing left, if not."""
+        made: list[Path] = []
+        dirs: set[Path] = set()
+        try:
+            if any((like / rel).read_bytes() != body for rel, body in data.items()):
+                return False
+            for rel in data:
+                dst = self.bundle_dir / rel
+                dirs.update(d.parent for d in create_dirs(dst.parent))
+                dirs.add(dst.parent)
+                os.link(like / rel, dst)
+                made.append(dst)
+            sync_dirs(dirs)
+            return True
+        except OSError:
+            for dst in made:
+                dst.unlink(missing_ok=True)
+            return False
 
     # --- the run-store handle (store/base.py RunHandle): every file of the run is named here, nowhere else ---
     @property

@@ -63,6 +63,9 @@ def test_three_items_done_then_the_same_batch_again_sends_nothing(flow, tmp_path
         # written behind the batch for the first two (runtime/batch/reports.py), all there when it returns
         assert json.loads((tmp_path / x["run_dir"] / "report.json").read_text())["state"] == "COMPLETED"
         assert (tmp_path / x["run_dir"] / "REPORT.md").stat().st_size > 0
+    # each run's bundle snapshot holds the same bytes as the first's: hard-linked, not written and fsync'd again
+    inodes = {(tmp_path / x["run_dir"] / "bundle" / "flow.yaml").stat().st_ino for x in lines}
+    assert len(inodes) == 1
 
     sent = _dispatched(tmp_path / "runs")
     r = _batch(flow, items)

@@ -101,3 +101,36 @@ def test_an_artifact_in_new_folders_is_reachable_after_a_power_loss(tmp_path, mo
     seen = _dir_fsyncs(monkeypatch)
     run.put_artifact("upgrades/1/templates/a.png", b"png")
     assert sorted(seen) == sorted(str(run.path / p) for p in ("", "upgrades", "upgrades/1", "upgrades/1/templates"))
+
+
+def _bundle(root, flow=b"steps: []\n"):
+    (root / "templates").mkdir(parents=True)
+    (root / "flow.yaml").write_bytes(flow)
+    for n in range(3):
+        (root / "templates" / f"{n}.png").write_bytes(bytes([n]) * 10)
+    return root, ("flow.yaml", *(f"templates/{n}.png" for n in range(3)))
+
+
+def test_a_snapshot_like_the_item_befores_hard_links_its_durable_files_and_syncs_only_the_new_names(tmp_path, monkeypatch):
+    root, files = _bundle(tmp_path / "b")
+    first, second = (RunDir(new_run_dir(tmp_path / "runs", tmp_path / "runs" / n)) for n in ("r1", "r2"))
+    first.snapshot_bundle(root, files)
+    syncs: list[str] = []
+    real = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: syncs.append(os.readlink(f"/proc/self/fd/{fd}")) or real(fd))
+    second.snapshot_bundle(root, files, like=first.bundle_dir)
+    for rel in files:
+        assert os.stat(second.bundle_dir / rel).st_ino == os.stat(first.bundle_dir / rel).st_ino
+        assert (second.bundle_dir / rel).read_bytes() == (root / rel).read_bytes()
+    b = second.bundle_dir
+    assert sorted(syncs) == sorted(str(p) for p in (second.path, b, b / "templates"))  # no file's contents again
+
+
+def test_a_snapshot_whose_like_differs_or_is_gone_is_copied(tmp_path):
+    root, files = _bundle(tmp_path / "b")
+    other, _ = _bundle(tmp_path / "edited", flow=b"steps: [edited]\n")
+    for i, like in enumerate((other, tmp_path / "nowhere")):
+        run = RunDir(new_run_dir(tmp_path / "runs", tmp_path / "runs" / f"r{i}"))
+        run.snapshot_bundle(root, files, like=like)
+        assert (run.bundle_dir / "flow.yaml").read_bytes() == b"steps: []\n"
+        assert os.stat(run.bundle_dir / "flow.yaml").st_nlink == 1  # a copy of its own

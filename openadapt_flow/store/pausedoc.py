@@ -105,6 +105,7 @@ class VoteDoc(TypedDict):
     note: str | None
     decided_at: str
     channel: NotRequired[str | None]  # absent in runs decided before spec §20: the CLI
+    authenticated: NotRequired[bool]  # the operator proved an enrolled credential (always, on console and phone)
 
 
 class SupersededDoc(TypedDict):

@@ -33,7 +33,7 @@ def _approved(tmp_path, env, quorum: int = 1):
     assert out.state == "PAUSED"
     app.refute = False
     app.show(home())
-    approve(out.run_dir, "continue", "alice")
+    approve(out.run_dir, "continue", "alice", authenticated=True)  # the console's or a credential's vote
     return open_ref(out.run_dir), app
 
 

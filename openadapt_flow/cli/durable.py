@@ -86,8 +86,9 @@ def approve_cmd(
     book = cli_store(run_dir, store)
     if secret is not None:  # the voter is the enrolled operator who proved their credential, as on the console
         operator = authenticate(book, operator, secret, channel=CLI_CHANNEL)["name"]
-    out = approve(run, decision, operator, note=note, effect=effect, channel=CLI_CHANNEL, authenticated=secret is not None,
-                  options=DecisionOptions(point=xy, template=template, reporter=write_reports, audit=book.operators().audit))
+    out = approve(run, decision, operator, note=note, effect=effect, channel=CLI_CHANNEL,
+                  options=DecisionOptions(point=xy, template=template, reporter=write_reports, audit=book.operators().audit,
+                                          authenticated=secret is not None))
     if as_json:
         emit_json({**out, "next": after_decision(run.ref, out), "report": run.describe("report_html")})
         return

@@ -220,6 +220,7 @@ class DecisionOutcome(TypedDict):
     state: NotRequired[object]  # a run not paused: its state as read
     operator: NotRequired[str]
     os_user: NotRequired[str]
+    authenticated: NotRequired[bool]  # the operator proved an enrolled credential
     replaced: NotRequired[str | None]  # the operator's own earlier decision this one replaced
     votes: NotRequired[int]  # distinct voters so far
     quorum: NotRequired[int]

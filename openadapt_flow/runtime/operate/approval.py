@@ -22,7 +22,8 @@ from openadapt_flow.runtime.start.runref import RunRef, open_ref
 from openadapt_flow.runtime.operate.teach import make_patch
 from openadapt_flow.runtime.operate.final_reconcile import settleable, settle_final
 from openadapt_flow.runtime.operate.truth import check_views, consume_decision, journaled_decision, pending_view, record_stop
-from openadapt_flow.runtime.operate.votes import (AUTHENTICATED_CHANNELS, counted, decided_by, is_authenticated,
+from openadapt_flow.runtime.operate.reissue import block_run, reissue
+from openadapt_flow.runtime.operate.votes import (AUTHENTICATED_CHANNELS, ballots, counted, decided_by, is_authenticated,
                                                   os_user as real_os_user, phone_vote_conflict, same_person, voter)
 from openadapt_flow.store.rundoc import ManifestDoc, StateView
 from openadapt_flow.store.base import JournalWriter, RunHandle, RunLease
@@ -170,8 +171,9 @@ def _last_consumed(run: RunHandle) -> ApprovalDoc | None:
 @dataclass(frozen=True)
 class DecisionOptions:
     """What binds and follows a decision beyond who decides what: a teach's target (a point on the halt frame, or a
-    template PNG), the pause the decider was shown (a phone binds it), the clock (tests), and who is told once it is
-    recorded (the report's rewrite, the store's operator audit log)."""
+    template PNG), the pause the decider was shown (a phone binds it), the clock (tests), who is told once it is
+    recorded (the report's rewrite, the store's operator audit log), and whether the caller authenticated the
+    operator (None: whether the channel is an authenticated one; `flow approve` with a credential: True)."""
 
     point: tuple[int, int] | None = None
     template: Path | None = None
@@ -179,6 +181,7 @@ class DecisionOptions:
     now: float | None = None
     reporter: Callable[[RunHandle], Any] | None = None
     audit: Audit | None = None
+    authenticated: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -204,12 +207,11 @@ class OperatorDecision:
 
 
 def approve(run_path: RunRef, decision: str, operator: str, *, note: str | None = None, effect: str | None = None,
-            os_user: str | None = None, channel: str = "cli", authenticated: bool | None = None,
-            options: DecisionOptions | None = None) -> DecisionOutcome:
+            os_user: str | None = None, channel: str = "cli", options: DecisionOptions | None = None) -> DecisionOutcome:
     """Record a decision on the pending escalation; `reject` also ends the run BLOCKED. Returns a summary.
 
-    `authenticated`: the caller checked `operator`'s credential (default: the channel is an authenticated one; on
-    `cli`, `flow approve` with a credential). `os_user` defaults to this process's real uid's name.
+    `os_user` defaults to this process's real uid's name; `options.authenticated` says whether the caller checked
+    `operator`'s credential (default: whether the channel is an authenticated one).
     Decisions are serialised under the run's lease: of two started at the same instant, the second sees the first,
     and the approval's write is a compare-and-set besides. `options.pause_id`, if given, must be the open pause's,
     checked under that lease."""
@@ -218,7 +220,7 @@ def approve(run_path: RunRef, decision: str, operator: str, *, note: str | None 
     run = _open(run_path)
     manifest = run.manifest()
     vote = OperatorDecision(decision, operator, os_user or real_os_user(), channel, effect, note,
-                            authenticated=channel in AUTHENTICATED_CHANNELS if authenticated is None else authenticated)
+                            authenticated=channel in AUTHENTICATED_CHANNELS if opts.authenticated is None else opts.authenticated)
     state: StateView = run.state() if run.has_state() else {}  # a damaged state.json is refused (6)
     if decision == DecisionKind.RECONCILE and settleable(manifest, state):  # a run that stopped for good, a write uncertain
         _check_operator(DeployConfig.model_validate(manifest["config"]), vote)
@@ -277,7 +279,7 @@ def _decide(run: RunHandle, manifest: ManifestDoc, records: list[JournalEntry], 
         if DecisionKind.ESCALATE not in allowed:
             raise RefusedError("--decision escalate is not allowed for this pause")
         _check_channel(run, pending, vote.channel)
-        out = _escalate(run, manifest, pending, key, vote)
+        out = reissue(run, manifest, pending, key, vote)
         _audit(opts.audit, run, out, vote.channel)
         return out
     if vote.decision == DecisionKind.TEACH:
@@ -296,7 +298,7 @@ def _not_paused(run: RunHandle, state: StateView, vote: OperatorDecision,
     else refused, naming who made the last decision."""
     last = _last_consumed(run)
     mine = vote.ballot()
-    if last and last.get("decision") == vote.decision and any(same_person(v, mine) for v in last.get("votes") or [last]):
+    if last and last.get("decision") == vote.decision and any(same_person(v, mine) for v in ballots(last)):
         return {"recorded": False, "noop": True, "decision": vote.decision, "state": state.get("state")}
     if records is not None:
         _refuse_if_decided(run, records, None)
@@ -386,36 +388,6 @@ def _record_vote(run: RunHandle, pending: PendingBody, key: bytes, vote: Operato
             "complete": distinct >= quorum}
 
 
-def _escalate(run: RunHandle, manifest: ManifestDoc, pending: PendingBody, key: bytes, vote: OperatorDecision) -> DecisionOutcome:
-    """Re-issue the decision task at the next level (config approvals.levels); the run stays PAUSED. Caller holds the lease."""
-    operator, user, note, channel = vote.operator, vote.user, vote.note, vote.channel
-    config = DeployConfig.model_validate(manifest["config"])
-    levels = config.approvals.levels or ["default"]
-    level = min(int(pending.get("level", 0)) + 1, len(levels) - 1)
-    journal, _ = run.open_journal(load_key(create=False))
-    pause_id = "pause-" + uuid.uuid4().hex[:10]
-    expires = time.time() + config.runtime.pause_ttl_s
-    task = pending["task"].copy()  # re-signed below (its signature, last, keeps its place)
-    task["pause_id"], task["expires_at"], task["level"] = pause_id, iso(expires), levels[level]
-    task["idempotency_scope"] = f"{task['run_id']}/{pause_id}"
-    task["signature"] = sign(key, {k: v for k, v in task.items() if k != "signature"})
-    p = pending
-    new: PendingBody = {
-        "pause_id": pause_id, "run_id": p["run_id"], "paused_reason": p["paused_reason"], "category": p["category"], "step": p["step"],
-        "message": p["message"], "transaction_outcome": p["transaction_outcome"], "evidence": p["evidence"],
-        "allowed_decisions": p["allowed_decisions"], "created_at": p["created_at"], "expires_at": iso(expires),
-        "due_epoch": p["due_epoch"], "level": level, "task": task, "escalated_from": p["pause_id"]}
-    journal.append("escalated", pending["step"], {"from": pending["pause_id"], "pause_id": pause_id, "level": levels[level], "operator": operator,
-                                                  "os_user": user, "note": note, "pending": new, "channel": channel})
-    run.write_pending(new)
-    run.remove_approval()
-    journal.close()
-    state = run.state()
-    run.write_state(RunState.PAUSED, journal=journal, paused_reason=state.get("paused_reason"), transaction_outcome=state.get("transaction_outcome"),
-                    last_checkpoint_seq=state.get("last_checkpoint_seq"), halt_category=state.get("halt_category"), message=state.get("message"))
-    return {"recorded": True, "decision": DecisionKind.ESCALATE, "pause_id": pause_id, "level": levels[level], "operator": operator, "os_user": user}
-
-
 def _block(run: RunHandle, pending: PendingBody) -> None:
     """An operator's reject (its approval just recorded): BLOCKED with incident.json naming the operator — a recorded
     decision, not an error. The caller holds the lease."""
@@ -423,27 +395,3 @@ def _block(run: RunHandle, pending: PendingBody) -> None:
     assert decision is not None, "the reject was recorded under this lease"
     journal, _ = run.open_journal(load_key(create=False))
     block_run(run, journal, pending, decision)
-
-
-def block_run(run: RunHandle, journal: JournalWriter, pending: PendingBody, decision: AppliedDecision,
-              rec: JournalEntry | None = None) -> None:
-    """End the run BLOCKED on a reject: its `decision` record first (or `rec`, the journal's, when a process was
-    killed after it: resume ends the run from it), then incident.json and `run_finished`. Closes `journal`."""
-    consume_decision(run, journal, pending, decision, rec)
-    incident: IncidentBody = {
-        "id": "incident-" + pending["pause_id"].removeprefix("pause-"),
-        "run_id": pending["run_id"],
-        "rule": "operator_reject",
-        "decision": DecisionKind.REJECT,
-        "operator": decision["operator"],
-        "os_user": decision["os_user"],
-        "note": decision["note"],
-        "observed": pending.get("category"),
-        "limit": None,
-        "step": pending["step"],
-        "decided_at": decision["decided_at"],
-    }
-    run.write_incident(incident)
-    record_stop(journal, {"state": RunState.BLOCKED, "incident": incident["id"], "transaction_outcome": pending.get("transaction_outcome")})
-    journal.close()
-    run.write_state(RunState.BLOCKED, journal=journal, transaction_outcome=pending.get("transaction_outcome"), message=f"rejected by {decision['operator']}")

@@ -13,7 +13,7 @@ import os
 import sys
 from collections.abc import Iterable, Mapping
 
-from openadapt_flow.store.pausedoc import ApprovalDoc, VoteDoc
+from openadapt_flow.store.pausedoc import ApprovalDoc
 
 AUTHENTICATED_CHANNELS = ("console", "phone")  # channels whose every decision comes from a logged-in operator (spec §20)
 
@@ -56,14 +56,16 @@ def counted(votes: Iterable[Mapping[str, object]], quorum: int) -> set[str]:
     return {voter(v) for v in votes if quorum <= 1 or is_authenticated(v)}
 
 
-def names(votes: Iterable[Mapping[str, object]]) -> str:
-    return ", ".join(dict.fromkeys(str(v.get("operator")) for v in votes)) or "?"
+def ballots(doc: Mapping[str, object]) -> list[Mapping[str, object]]:
+    """An approval's (or a decision record's) votes; a decision from before votes were kept is its own one vote."""
+    votes = doc.get("votes")
+    return [v for v in votes if isinstance(v, Mapping)] if isinstance(votes, list) and votes else [doc]
 
 
-def decided_by(doc: ApprovalDoc | Mapping[str, object]) -> str:
+def decided_by(doc: Mapping[str, object]) -> str:
     """What a refused voter is told: "already decided by alice at 2026-…: continue"."""
-    votes: list[VoteDoc] = list(doc.get("votes") or [doc])  # type: ignore[arg-type]
-    return f"already decided by {names(votes)} at {doc.get('decided_at')}: {doc.get('decision')}"
+    names = ", ".join(dict.fromkeys(str(v.get("operator")) for v in ballots(doc)))
+    return f"already decided by {names} at {doc.get('decided_at')}: {doc.get('decision')}"
 
 
 def phone_vote_conflict(approval: ApprovalDoc | None, pause_id: str, operator: str) -> str | None:
@@ -74,7 +76,7 @@ def phone_vote_conflict(approval: ApprovalDoc | None, pause_id: str, operator: s
     another channel's decision)."""
     if approval is None or approval.get("pause_id") != pause_id:
         return None
-    for vote in approval.get("votes") or [approval]:
+    for vote in ballots(approval):
         if vote.get("channel") == "phone":
             return f"pause {pause_id} already has a phone vote (by {vote.get('operator')}); the phone lane is one voter"
         if operator in (vote.get("operator"), vote.get("os_user")):

@@ -381,11 +381,11 @@ def test_quorum_needs_distinct_authenticated_operators_for_consequential_steps(t
     app.show(home())
     with pytest.raises(RefusedError, match="needs 2 distinct authenticated operators"):  # an OS user's vote never counts
         approve(out.run_dir, "continue", "carol", os_user="carol")
-    assert approve(out.run_dir, "continue", "alice", os_user="svc", authenticated=True)["complete"] is False
-    assert approve(out.run_dir, "continue", "alice", os_user="other", authenticated=True)["noop"]  # one operator counts once
+    assert approve(out.run_dir, "continue", "alice", os_user="svc", options=DecisionOptions(authenticated=True))["complete"] is False
+    assert approve(out.run_dir, "continue", "alice", os_user="other", options=DecisionOptions(authenticated=True))["noop"]  # one operator counts once
     with pytest.raises(RefusedError, match="quorum not met: 1 of 2"):
         go(out.run_dir, app)
-    assert approve(out.run_dir, "continue", "bob", os_user="svc", authenticated=True)["complete"] is True
+    assert approve(out.run_dir, "continue", "bob", os_user="svc", options=DecisionOptions(authenticated=True))["complete"] is True
     assert go(out.run_dir, app).state == "COMPLETED"
     assert rows(env) == 1
 

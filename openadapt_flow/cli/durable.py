@@ -20,7 +20,7 @@ from openadapt_flow.report.meanings import DECISIONS, after_decision
 from openadapt_flow.report.render import write_reports
 from openadapt_flow.runtime import BackendFlags
 from openadapt_flow.bundle.config import load_config
-from openadapt_flow.runtime import Audit, DecisionOptions, approve, authenticate, deliver, os_user
+from openadapt_flow.runtime import Audit, DecisionOptions, approve, deliver, os_user
 from openadapt_flow.runtime import apply_patches
 from openadapt_flow.runtime import stop_on_signals
 from openadapt_flow.runtime import Worker
@@ -85,6 +85,8 @@ def approve_cmd(
     run = open_run_arg(run_dir, store)
     book = cli_store(run_dir, store)
     if secret is not None:  # the voter is the enrolled operator who proved their credential, as on the console
+        from openadapt_flow.runtime import authenticate  # argon2 (the console extra): only when a credential is given
+
         operator = authenticate(book, operator, secret, channel=CLI_CHANNEL)["name"]
     out = approve(run, decision, operator, note=note, effect=effect, channel=CLI_CHANNEL,
                   options=DecisionOptions(point=xy, template=template, reporter=write_reports, audit=book.operators().audit,

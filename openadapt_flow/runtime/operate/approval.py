@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -17,23 +16,21 @@ from openadapt_flow.bundle.params import parse_number
 from openadapt_flow.errors import RefusedError, UsageError
 from openadapt_flow.bundle.config import DeployConfig
 from openadapt_flow.runtime.start.lifecycle import check_manifest
-from openadapt_flow.runtime.act.pause import iso
 from openadapt_flow.runtime.start.runref import RunRef, open_ref
 from openadapt_flow.runtime.operate.teach import make_patch
 from openadapt_flow.runtime.operate.final_reconcile import settleable, settle_final
-from openadapt_flow.runtime.operate.truth import check_views, consume_decision, journaled_decision, pending_view, record_stop
+from openadapt_flow.runtime.operate.truth import check_views, journaled_decision, pending_view
 from openadapt_flow.runtime.operate.reissue import block_run, reissue
 from openadapt_flow.runtime.operate.votes import (AUTHENTICATED_CHANNELS, ballots, counted, decided_by, is_authenticated,
                                                   os_user as real_os_user, phone_vote_conflict, same_person, voter)
 from openadapt_flow.store.rundoc import ManifestDoc, StateView
-from openadapt_flow.store.base import JournalWriter, RunHandle, RunLease
+from openadapt_flow.store.base import RunHandle, RunLease
 from openadapt_flow.store.checkpoint import checkpoint_digest
 from openadapt_flow.store.escalation import ApprovalChanged, digest, sign, verify
 from openadapt_flow.store.entry import CheckpointDoc, JournalEntry
 from openadapt_flow.store.journal import now_iso
 from openadapt_flow.store.keys import load_decision_key, load_key
-from openadapt_flow.store.pausedoc import (AppliedDecision, ApprovalBody, ApprovalDoc, DecisionOutcome, IncidentBody, PendingBody,
-                                           SupersededDoc, VoteDoc)
+from openadapt_flow.store.pausedoc import ApprovalBody, ApprovalDoc, DecisionOutcome, PendingBody, SupersededDoc, VoteDoc
 from openadapt_flow.store.states import DecisionKind, FINAL_STATES, PausedReason, RunState
 
 DECISION_NAMES = (DecisionKind.CONTINUE, DecisionKind.SKIP, DecisionKind.REJECT, DecisionKind.TEACH, DecisionKind.ESCALATE, DecisionKind.RECONCILE)

@@ -21,7 +21,7 @@ MAX_SECRET = 1024  # bytes: a credential is 24 characters; anything longer is no
 def read_secret(secret_env: str | None, secret_file: Path | None) -> str | None:
     """The credential named by --secret-env or --secret-file (at most one), or None when neither is given."""
     if secret_env is not None and secret_file is not None:
-        raise UsageError("--secret-env and --secret-file: give one of them, not both")
+        raise UsageError(f"--secret-env {secret_env} and --secret-file {secret_file}: give one of them, not both")
     if secret_env is not None:
         value = os.environ.get(secret_env)
         if not value:

@@ -13,13 +13,15 @@ import re
 import sys
 import tempfile
 import time
+import traceback
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from openadapt_flow.runtime.operate.operators import add_operator
-from openadapt_flow.store import FilesystemStore, open_store
+from openadapt_flow.store import FilesystemStore, PostgresStore, RunDir, open_store
+from openadapt_flow.store.escalation import ApprovalChanged
 from tests.attack.attack_support import STEPS, RunFiles, Workspace, env_for, forked_flow, pg_workspace, workspace, ws  # noqa: F401
 from tests.crash import crash_support
 from tests.support.cli import flow_env
@@ -134,6 +136,19 @@ def test_on_one_shared_account_a_second_operator_never_replaces_the_first(ws):
     assert "superseded" not in approval
 
 
+def _exit_code(pid: int, deadline: float) -> int:
+    """A forked child's exit code, polled until `deadline` (then it is killed and the test fails)."""
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            return os.waitstatus_to_exitcode(status)
+        if time.monotonic() > deadline:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+            raise AssertionError(f"process {pid} did not finish in time")
+        time.sleep(0.01)  # polling a child's exit; waitpid has no timeout
+
+
 def _race(ws: Workspace, calls: list[tuple[list[str], dict[str, str]]], timeout: float = 120) -> list[crash_support.Result]:
     """Fork one `flow` process per (args, env); each blocks on a gate until all are forked, then they run at once."""
     gate_r, gate_w = os.pipe()
@@ -152,15 +167,10 @@ def _race(ws: Workspace, calls: list[tuple[list[str], dict[str, str]]], timeout:
     os.close(gate_w)
     results, deadline = [], time.monotonic() + timeout
     for pid, args, out, err in kids:
-        while True:
-            done, status = os.waitpid(pid, os.WNOHANG)
-            if done:
-                break
-            assert time.monotonic() < deadline, f"flow {' '.join(args)} did not finish in {timeout}s"
-            time.sleep(0.01)  # polling a child's exit; waitpid has no timeout
+        code = _exit_code(pid, deadline)
         out.seek(0)
         err.seek(0)
-        results.append(crash_support.Result(args, os.waitstatus_to_exitcode(status), out.read().decode(), err.read().decode()))
+        results.append(crash_support.Result(args, code, out.read().decode(), err.read().decode()))
         out.close()
         err.close()
     return results
@@ -196,3 +206,46 @@ def test_a_race_of_approvals_by_different_operators_has_one_winner_and_every_los
             assert (approval["decision"], [v["operator"] for v in approval["votes"]]) == (decision, [name]), round_
             assert "superseded" not in approval
         assert ws.posts() == 0
+
+
+def _cas_writer(ws: Workspace, run: Path, i: int) -> None:
+    """In a forked child: its own handle on the run (its own PostgreSQL connection), one approval write that expects
+    none; exit 0 written, 6 refused by the store's compare-and-set, 70 anything else."""
+    code = 70
+    try:
+        handle = PostgresStore(str(ws.spec)).open_run(str(run)) if ws.store == "postgres" else RunDir(run)
+        handle.write_approval({"pause_id": "p", "decision": "continue", "operator": f"op{i}"}, f"sig{i}", replaces=None)
+        code = 0
+    except ApprovalChanged:
+        code = REFUSED
+    except BaseException:
+        traceback.print_exc()
+    finally:
+        os._exit(code)
+
+
+def test_the_stores_approval_write_lets_exactly_one_of_racing_writers_in(cws):
+    """Below the run's lease (a writer whose lease was taken over, a store shared by hosts): N processes that all read
+    "no approval" write at once; the store takes exactly one and refuses the rest — none overwrites another."""
+    ws = cws
+    run = ws.start(run_dir="cas").run_dir
+    for round_ in range(ROUNDS // 2):
+        if RunFiles(run).exists("approval.json"):
+            RunFiles(run).delete("approval.json")
+        gate_r, gate_w = os.pipe()
+        pids = []
+        for i in range(2 * RACERS):
+            sys.stdout.flush()
+            sys.stderr.flush()
+            pid = os.fork()
+            if pid == 0:
+                os.close(gate_w)
+                os.read(gate_r, 1)
+                _cas_writer(ws, run, i)
+            pids.append(pid)
+        os.close(gate_r)
+        os.close(gate_w)
+        codes = [_exit_code(pid, time.monotonic() + 60) for pid in pids]
+        assert sorted(codes) == [0] + [REFUSED] * (2 * RACERS - 1), (round_, codes)
+        winner = codes.index(0)
+        assert RunFiles(run).json("approval.json")["operator"] == f"op{winner}", round_

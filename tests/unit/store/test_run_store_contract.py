@@ -13,6 +13,7 @@ from openadapt_flow.bundle.loader import load_bundle
 from openadapt_flow.errors import RefusedError, RunDirError
 from openadapt_flow.store.base import RunHandle, RunStore
 from openadapt_flow.store.checkpoint import checkpoint_from_records
+from openadapt_flow.store.escalation import ApprovalChanged
 from openadapt_flow.store import FilesystemStore, MemoryStore, PostgresRun, PostgresStore, RunDir
 from openadapt_flow.store.lease import LeaseLost
 from tests.support.bundles import minimal_flow, write_bundle
@@ -218,6 +219,19 @@ def test_one_owner_at_a_time_and_a_replaced_generation_is_fenced(store):
 
 
 # --- escalation, approval, decisions: consumed once ---
+
+def test_an_approval_write_is_a_compare_and_set(store):
+    """Issue 34 (5): a writer that read no approval, or another one than the store holds, never overwrites it."""
+    run = started(store)
+    run.write_pending({"pause_id": "pause-1", "step": "s"})
+    run.write_approval({"pause_id": "pause-1", "decision": "continue", "operator": "alice"}, "sig-a", replaces=None)
+    for stale in (None, "sig-other"):  # it read nothing, or an approval since replaced
+        with pytest.raises(ApprovalChanged, match="another decision was recorded"):
+            run.write_approval({"pause_id": "pause-1", "decision": "reject", "operator": "bob"}, "sig-b", replaces=stale)
+    assert (run.read_approval()["operator"], run.read_approval()["signature"]) == ("alice", "sig-a")
+    run.write_approval({"pause_id": "pause-1", "decision": "continue", "operator": "alice"}, "sig-ab", replaces="sig-a")
+    assert run.read_approval()["signature"] == "sig-ab"
+
 
 def test_an_approval_is_consumed_once_and_the_ledger_refuses_a_second_use(store):
     run = started(store)

@@ -21,7 +21,6 @@ import pytest
 
 from openadapt_flow.runtime.operate.operators import add_operator
 from openadapt_flow.store import FilesystemStore, PostgresStore, RunDir, open_store
-from openadapt_flow.store.escalation import ApprovalChanged
 from tests.attack.attack_support import STEPS, RunFiles, Workspace, env_for, forked_flow, pg_workspace, workspace, ws  # noqa: F401
 from tests.crash import crash_support
 from tests.support.cli import flow_env
@@ -159,9 +158,11 @@ def _race(ws: Workspace, calls: list[tuple[list[str], dict[str, str]]], timeout:
         sys.stderr.flush()
         pid = os.fork()
         if pid == 0:
-            os.close(gate_w)
-            os.read(gate_r, 1)  # EOF once the parent closes the gate: every racer is released together
-            crash_support._child(args, ws.root, env, out.fileno(), err.fileno())
+            try:
+                os.close(gate_w)
+                os.read(gate_r, 1)  # EOF once the parent closes the gate: every racer is released together
+            finally:
+                crash_support._child(args, ws.root, env, out.fileno(), err.fileno())  # never returns: it exits
         kids.append((pid, args, out, err))
     os.close(gate_r)
     os.close(gate_w)
@@ -212,14 +213,14 @@ def _cas_writer(ws: Workspace, run: Path, i: int) -> None:
     """In a forked child: its own handle on the run (its own PostgreSQL connection), one approval write that expects
     none; exit 0 written, 6 refused by the store's compare-and-set, 70 anything else."""
     code = 70
-    try:
+    try:  # everything inside: a forked child must never return into the test session
         handle = PostgresStore(str(ws.spec)).open_run(str(run)) if ws.store == "postgres" else RunDir(run)
         handle.write_approval({"pause_id": "p", "decision": "continue", "operator": f"op{i}"}, f"sig{i}", replaces=None)
         code = 0
-    except ApprovalChanged:
-        code = REFUSED
-    except BaseException:
-        traceback.print_exc()
+    except BaseException as e:
+        code = REFUSED if type(e).__name__ == "ApprovalChanged" else 70  # store/escalation.py's compare-and-set refusal
+        if code != REFUSED:
+            traceback.print_exc()
     finally:
         os._exit(code)
 
@@ -239,9 +240,11 @@ def test_the_stores_approval_write_lets_exactly_one_of_racing_writers_in(cws):
             sys.stderr.flush()
             pid = os.fork()
             if pid == 0:
-                os.close(gate_w)
-                os.read(gate_r, 1)
-                _cas_writer(ws, run, i)
+                try:
+                    os.close(gate_w)
+                    os.read(gate_r, 1)
+                finally:
+                    _cas_writer(ws, run, i)  # never returns
             pids.append(pid)
         os.close(gate_r)
         os.close(gate_w)

@@ -13,7 +13,6 @@ from openadapt_flow.bundle.loader import load_bundle
 from openadapt_flow.errors import RefusedError, RunDirError
 from openadapt_flow.store.base import RunHandle, RunStore
 from openadapt_flow.store.checkpoint import checkpoint_from_records
-from openadapt_flow.store.escalation import ApprovalChanged
 from openadapt_flow.store import FilesystemStore, MemoryStore, PostgresRun, PostgresStore, RunDir
 from openadapt_flow.store.lease import LeaseLost
 from tests.support.bundles import minimal_flow, write_bundle
@@ -222,6 +221,7 @@ def test_one_owner_at_a_time_and_a_replaced_generation_is_fenced(store):
 
 def test_an_approval_write_is_a_compare_and_set(store):
     """Issue 34 (5): a writer that read no approval, or another one than the store holds, never overwrites it."""
+    from openadapt_flow.store.escalation import ApprovalChanged
     run = started(store)
     run.write_pending({"pause_id": "pause-1", "step": "s"})
     run.write_approval({"pause_id": "pause-1", "decision": "continue", "operator": "alice"}, "sig-a", replaces=None)

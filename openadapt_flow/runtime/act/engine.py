@@ -246,6 +246,7 @@ def start_bundle(req: ReplayRequest, runs: Runs, progress: Progress | None = Non
         ctx = st.ctx = make_context(run, run_id, journal, st.backend, RunInputs(loaded, params),
                                     RunSetup(req.config, runs, req.allow_model, durable, progress, reporter, req.ocr))
         ctx.lease = st.lease
+        ctx.pointer_parked, ctx.park_after = req.parked, req.park_after
         ctx.watch([started])
         for step_id, box in req.masks.items():  # journaled in the child too, so its own resumes mask as well
             ctx.mask_secret(f"parent:{step_id}", box)
@@ -417,7 +418,8 @@ def finish(ctx: RunContext, state: str, message: str, category: str | None, paus
             ctx.reporter(ctx.run)
         except StorageFault as f:
             message = (message + "; " if message else "") + f"report not written ({f.detail})"
-    return RunOutcome(state, RunState(state).exit_code, ref_path(ctx.run), message, category)
+    return RunOutcome(state, RunState(state).exit_code, ref_path(ctx.run), message, category,
+                      parked=ctx.parked_at_end and state == RunState.COMPLETED)
 
 
 def _write_stop(ctx: RunContext, state: str, message: str, category: str | None, paused_reason: str | None,

@@ -12,11 +12,17 @@ fail-safe; the Windows taskbar, the macOS Dock and GNOME's top bar reveal or pre
 edges), and a maximised app has at most a scrollbar there. When the first target's own search window holds that
 place, the left edge's middle instead. The move presses nothing; it is journaled (`pointer_parked`) and fenced
 by the lease like any input.
+
+In a batch the pointer is handed over from one item to the next: a run told another item follows (`park_after`)
+parks the pointer right after its last input, before that step's settle, so one quiet wait covers both the input's
+reaction and the hover the pointer leaves, and between items the pointer rests on nothing (no tooltip can open over
+the next item's first target). The next item's run, told the run before ended so (`parked`), does not park again: the
+pointer is where this process put it and nothing was sent since. A run that stopped early hands nothing over.
 """
 
 from __future__ import annotations
 
-from openadapt_flow.bundle.models import Target
+from openadapt_flow.bundle.models import GUI_ACTIONS, Target
 from openadapt_flow.ladder.types import Box, Point
 from openadapt_flow.runtime.act.settle import settle
 from openadapt_flow.runtime.start.context import RunContext
@@ -49,6 +55,26 @@ def park_pointer(ctx: RunContext, step_id: str | None, target: Target | None) ->
     ctx.pointer_parked = True
     rt = ctx.config.runtime
     settle(ctx.backend, rt.settle_quiet_s, rt.settle_timeout_s, expect_change_s=PARK_REACT_S)
+
+
+WAITS = ("wait", "sleep", "wait_until", "wait_signal", "ask_user")  # steps that never move the pointer
+
+
+def park_after_input(ctx: RunContext, index: int) -> None:
+    """After step `index`'s input was sent: when another item follows and no later step of this run can move the
+    pointer, park it (fenced, journaled, no settle: the step's own settle follows)."""
+    steps = ctx.model.steps
+    if not ctx.park_after or steps[index].action not in GUI_ACTIONS or steps[index].action in WAITS or any(s.action not in WAITS for s in steps[index + 1:]):
+        return
+    frame = ctx.backend.capture()
+    first = next((s.target for s in steps if s.target is not None), None)
+    at = park_point(frame.width, frame.height, ctx.ladder.window(first, frame.width, frame.height) if first else None)
+    if ctx.lease is not None:
+        ctx.lease.fence()
+    ctx.journal.append("pointer_parked", steps[index].id, {"at": list(at), "why": "another item follows: between items "
+                                                          "the pointer hovers nothing"})
+    ctx.backend.move(*at)
+    ctx.parked_at_end = True
 
 
 def _inside(p: Point, box: Box) -> bool:

@@ -24,7 +24,7 @@ from openadapt_flow.runtime.act.durable import calls
 from openadapt_flow.runtime.act.effect_check import check_effect, read_after, take_baseline
 from openadapt_flow.runtime.judge.halt import Halt, StopRequested
 from openadapt_flow.runtime.judge.policy import model_call_refusal
-from openadapt_flow.runtime.act.pointer import park_pointer
+from openadapt_flow.runtime.act.pointer import park_after_input, park_pointer
 from openadapt_flow.runtime.act.settle import settle
 from openadapt_flow.store.records import Check, EffectVerdict
 from openadapt_flow.store.stepdoc import ScreenFact, Verification, VerifiedData
@@ -416,6 +416,7 @@ def _dispatch(run: _GuiStep, where: _Where, check: _Checks, after: Step | None) 
         _mask_secret(ctx, step, where.point, where.target_box)
     _act(ctx, step, where.point, where.to_point, before, where.target_box)
     ctx.journal.append("action_sent", step.id, {"dispatch_seq": dispatch["seq"]})
+    park_after_input(ctx, run.index)
     rt = ctx.config.runtime
     def look(frame: Frame) -> None:
         check.look(frame)

@@ -1,5 +1,6 @@
 """A batch's results: one record per item in a JSON lines file and the same rows in a CSV beside it, both replaced
-atomically after every item (a killed batch leaves the items it finished), and the summary's counts."""
+atomically after every item (a killed batch leaves the items it finished; fsync'd at the batch's end), and the
+summary's counts."""
 
 from __future__ import annotations
 
@@ -36,8 +37,9 @@ def csv_beside(out: Path) -> Path:
     return out.with_suffix(".csv")
 
 
-def write_results(out: Path, results: Sequence[ItemResult]) -> None:
-    """Replace `out` (JSON lines) and the CSV beside it with `results`."""
+def write_results(out: Path, results: Sequence[ItemResult], *, sync: bool = True) -> None:
+    """Replace `out` (JSON lines) and the CSV beside it with `results`. `sync=False` while the batch goes on (the
+    item ledger, fsync'd, is what a batch run again goes by; these files are its report), `sync=True` at its end."""
     out.parent.mkdir(parents=True, exist_ok=True)
     lines = "".join(json.dumps(r.record(), ensure_ascii=False) + "\n" for r in results)
     buf = io.StringIO(newline="")
@@ -47,7 +49,8 @@ def write_results(out: Path, results: Sequence[ItemResult]) -> None:
         rec = r.record()
         writer.writerow(["" if rec[c] is None else rec[c] for c in COLUMNS])
     # the CSV sits beside the JSON lines: one fsync of their folder for both
-    write_files_atomic(out.parent, {out.name: lines.encode("utf-8"), csv_beside(out).name: buf.getvalue().encode("utf-8")})
+    write_files_atomic(out.parent, {out.name: lines.encode("utf-8"), csv_beside(out).name: buf.getvalue().encode("utf-8")},
+                       sync=sync)
 
 
 def counts(results: Sequence[ItemResult]) -> dict[str, int]:

@@ -74,6 +74,8 @@ class RunContext:
     masks: dict[str, Box] = field(default_factory=dict)  # secret-typing step id -> the frame region painted over in every saved frame
     focus: Anchor | None = None  # where the last step with a target found it: a key step's facts are placed from there
     pointer_parked: bool = False  # this process parked the pointer for the run (runtime/act/pointer.py)
+    park_after: bool = False  # park the pointer right after the run's last input: another item follows (pointer.py)
+    parked_at_end: bool = False  # that park was done
     ahead: object = None  # the next step's resolve done during the last settle (runtime/act/ahead.py)
 
     @property

@@ -30,6 +30,7 @@ class RunOutcome:
     run_dir: Path  # the run's reference (runtime/start/runref.py): its directory, or `memory:NAME`
     message: str = ""
     category: str | None = None
+    parked: bool = False  # the run's last input left the pointer parked (`ReplayRequest.park_after`), nothing sent since
 
 
 @dataclass
@@ -48,6 +49,11 @@ class ReplayRequest:
     parent_run: str | None = None  # the parent's reference, for a child run started by a `flow` step
     # the parent's secret masks (step id -> frame box): what it typed may still be on the screen the child sees
     masks: Mapping[str, tuple[int, int, int, int]] = field(default_factory=dict)
+    # A batch's hand-over of the pointer from one item to the next (runtime/act/pointer.py): `park_after`, another item
+    # follows on this desktop, so the last input is followed by a park; `parked`, the item before on this desktop, in
+    # this process, ended so (its outcome's `parked`) and nothing was sent since: this run need not park again.
+    park_after: bool = False
+    parked: bool = False
 
 
 @dataclass

@@ -8,7 +8,16 @@ import numpy as np
 import pytest
 import yaml
 
+from pathlib import Path
+
 from openadapt_flow.backends.fake import FakeBackend
+from openadapt_flow.backends.spec import BackendSpec
+from openadapt_flow.bundle.config import DeployConfig
+from openadapt_flow.bundle.items import Item
+from openadapt_flow.runtime import BatchRequest, ItemStatus, run_batch
+from openadapt_flow.runtime.batch.status import ItemResult
+from openadapt_flow.runtime.runs import replay
+from openadapt_flow.runtime.start.launch import ReplayRequest, RunOutcome
 from openadapt_flow.runtime.act.pointer import PARK_INSET, park_point
 from tests.support.screens import Canvas, crop, save_png
 from tests.unit.runtime.test_engine import key_env, records, run  # noqa: F401 - key_env is a fixture
@@ -105,3 +114,63 @@ def test_the_pointer_is_parked_once_per_run_not_before_every_step(tmp_path):
 def test_the_park_place_avoids_the_first_targets_window():
     assert park_point(1024, 768, None) == (1024 - 1 - PARK_INSET, 384)
     assert park_point(1024, 768, (900, 300, 124, 200)) == (PARK_INSET, 384)  # a target at the right edge
+
+
+def _run(tmp_path, root, app, name, **handover):
+    cfg = DeployConfig.model_validate({"schema": "openadapt-flow/config@1",
+                                       "runtime": {"runs_root": str(tmp_path / "runs"), "settle_quiet_s": 0.01}})
+    req = ReplayRequest(bundle=root, params={"vendor": "ACME"}, backend=BackendSpec(kind="fake"), config=cfg,
+                        run_dir=tmp_path / name, **handover)
+    return replay(req, backend_factory=lambda spec: app)
+
+
+def test_in_a_batch_the_pointer_is_parked_after_the_last_input_and_handed_to_the_next_item(tmp_path):
+    """An item followed by another parks the pointer right after its last input (before that step's settle, so one
+    quiet wait covers both); the next item, told so, sends its click first: one park per item, not two."""
+    root, app = bundle(tmp_path / "b"), HoverDesk(pointer=(ICON[0] + 20, ICON[1] + 20))
+    first = _run(tmp_path, root, app, "item-1", park_after=True)
+    assert first.state == "COMPLETED" and first.parked, first.message
+    parked = (640 - 1 - PARK_INSET, 240)
+    assert app.events == [("move", *parked), app.events[1], ("move", *parked)] and app.events[1][0] == "click"
+    kinds = [r["type"] for r in records(first.run_dir)]
+    assert kinds.index("action_sent") < len(kinds) - 1 - kinds[::-1].index("pointer_parked") < kinds.index("postconditions")
+    app.closed = False  # the next item's connection to the same desktop
+    second = _run(tmp_path, root, app, "item-2", parked=True)  # the last item: nothing follows it
+    assert second.state == "COMPLETED" and not second.parked, second.message
+    assert [e[0] for e in app.events[3:]] == ["click"]  # the pointer was where the item before left it: on nothing
+    assert "pointer_parked" not in [r["type"] for r in records(second.run_dir)]
+
+
+def test_a_run_that_stopped_early_hands_no_parked_pointer_over(tmp_path):
+    root = bundle(tmp_path / "b")
+    flow = yaml.safe_load((root / "flow.yaml").read_text())
+    flow["steps"][0]["expect"] = [{"text_present": "Never shown"}]
+    flow["steps"][0]["timeout_s"] = 0.5
+    (root / "flow.yaml").write_text(yaml.safe_dump(flow, sort_keys=False))
+    app = HoverDesk(pointer=(600, 400))
+    out = _run(tmp_path, root, app, "item-1", park_after=True)
+    assert out.state != "COMPLETED" and not out.parked  # the next item parks for itself (after its reset)
+
+
+def test_a_batch_hands_the_pointer_over_only_from_a_completed_run_and_never_across_a_reset(tmp_path, monkeypatch):
+    from openadapt_flow.runtime.batch import runner
+
+    seen: list[tuple[bool, bool]] = []
+    ends = iter([("COMPLETED", True), ("FAILED", False), ("COMPLETED", True), ("COMPLETED", False)])
+
+    def fake_replay(req, **_kw):
+        seen.append((req.parked, req.park_after))
+        state, parked = next(ends)
+        return RunOutcome(state, 0, Path(req.run_dir), parked=parked)
+
+    statuses = iter([ItemStatus.DONE, ItemStatus.HALTED, ItemStatus.DONE, ItemStatus.DONE])
+    monkeypatch.setattr(runner, "replay", fake_replay)
+    monkeypatch.setattr(runner._Batch, "_finished", lambda self, item, o, b, note: ItemResult(item.line, item.key, next(statuses), None, ""))
+    cfg = DeployConfig.model_validate({"schema": "openadapt-flow/config@1", "runtime": {"runs_root": str(tmp_path / "runs")}})
+    monkeypatch.setenv("FLOW_STATE_DIR", str(tmp_path / "state"))
+    items = [Item(line=i + 2, params={"vendor": "ACME"}, key=f"k{i}") for i in range(4)]
+    req = BatchRequest(bundle=bundle(tmp_path / "b"), items=items, items_file=tmp_path / "items.csv",
+                       runs_dir=tmp_path / "runs" / "b", backend=BackendSpec(kind="fake"), config=cfg, reset=lambda: None)
+    run_batch(req)
+    # item 1 parks at its end; item 2 takes it over and halts; a reset runs; item 3 parks for itself; item 4 takes it
+    assert seen == [(False, True), (True, True), (False, True), (True, False)]

@@ -26,9 +26,12 @@ VerifiedKind = Literal["step_verified", "step_skipped"]
 
 
 def record_verified(ctx: RunContext, step_id: str, data: VerifiedData | SkippedData, *, kind: VerifiedKind = "step_verified") -> JournalEntry:
-    """Journal `step_verified` (fsync'd; the fold notes it), then replace checkpoint.json (durable runs): the order of
-    spec §5. The journal record is the truth; a crash before the checkpoint is caught up from it on resume."""
-    rec = ctx.journal.append(kind, step_id, data)
+    """Journal `step_verified` (the fold notes it), then replace checkpoint.json (durable runs): the order of spec §5.
+    The journal record is the truth; a crash before the checkpoint is caught up from it on resume. A durable run's
+    record is fsync'd here; a non-durable run's rides on the journal's next fsync (the next `action_dispatched`, or the
+    stop), as nothing is sent before that: a power loss in between leaves the step uncertain, never wrongly verified,
+    and a non-durable run is never resumed from a checkpoint."""
+    rec = ctx.journal.append(kind, step_id, data, sync=ctx.durable)
     if ctx.durable:
         cp = ctx.fold.checkpoint()
         assert cp is not None

@@ -101,12 +101,13 @@ class PolicyConfig(_Strict):
 
 
 class ApprovalsConfig(_Strict):
-    operators: list[str] | None = Field(default=None, description="who may decide (operator names on console/phone, "
-                                                                   "OS users on cli); unset: anyone")
+    operators: list[str] | None = Field(default=None, description="who may decide (operator names when authenticated: "
+                                                                   "console, phone, `flow approve` with a credential; else "
+                                                                   "OS users); unset: anyone")
     auto_resume: bool = Field(default=True, description="may `flow worker` resume a run once its approval is recorded")
     quorum: int = Field(default=1, ge=1, description="distinct voters that must record the same decision on a "
-                                                     "consequential step (an authenticated operator on console/phone, "
-                                                     "the OS user on cli)")
+                                                     "consequential step; above 1, authenticated operators only (console, "
+                                                     "phone, `flow approve` with a credential), never an OS user")
     levels: list[str] | None = Field(default=None, description="escalation levels: `escalate` moves a pause to the next "
                                                                "(the last repeats)")
     channels: list[Literal["console", "phone", "cli"]] | None = Field(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import getpass
 import json
 import sys
 from pathlib import Path
@@ -10,6 +9,7 @@ from typing import Optional
 
 import typer
 
+from openadapt_flow.cli.credential import read_secret
 from openadapt_flow.cli.common import RUN_HELP, STORE_HELP, emit_json, emit_json_line, fail, handle_errors, open_run_arg, root_store
 from openadapt_flow.cli.exits import EXIT_TIMEOUT
 from openadapt_flow.cli.progress import step_progress, waiting
@@ -20,7 +20,7 @@ from openadapt_flow.report.meanings import DECISIONS, after_decision
 from openadapt_flow.report.render import write_reports
 from openadapt_flow.runtime import BackendFlags
 from openadapt_flow.bundle.config import load_config
-from openadapt_flow.runtime import Audit, DecisionOptions, approve, deliver
+from openadapt_flow.runtime import Audit, DecisionOptions, approve, deliver, os_user
 from openadapt_flow.runtime import apply_patches
 from openadapt_flow.runtime import stop_on_signals
 from openadapt_flow.runtime import Worker
@@ -34,17 +34,21 @@ from openadapt_flow.runtime import resume_run
 from openadapt_flow.store.states import DecisionKind, RunState
 
 
-CLI_CHANNEL = "cli"  # spec §20: a decision typed on the runner host, made by the OS user (no credential)
+CLI_CHANNEL = "cli"  # spec §20: a decision typed on the runner host: the authenticated operator, else the OS user
+
+
+def cli_store(run: Path, store: str | None) -> RunStore:
+    """The store whose operator book a CLI decision is authenticated and audited in, as the console's are: --store's,
+    else the runs root holding the run directory (or this process's memory store)."""
+    if store is not None:
+        return open_store(store)
+    if str(run).startswith(MEMORY_PREFIX):
+        return store_of_ref(str(run))
+    return FilesystemStore(runs_root(Path(run)))
 
 
 def cli_audit(run: Path, store: str | None) -> Audit:
-    """Where a CLI decision is audited, as the console's are: --store's operator log, else that of the runs root holding
-    the run directory (or of this process's memory store)."""
-    if store is not None:
-        return open_store(store).operators().audit
-    if str(run).startswith(MEMORY_PREFIX):
-        return store_of_ref(str(run)).operators().audit
-    return FilesystemStore(runs_root(Path(run))).operators().audit
+    return cli_store(run, store).operators().audit
 
 
 @handle_errors
@@ -52,7 +56,10 @@ def approve_cmd(
     run_dir: Path = typer.Argument(..., help=RUN_HELP),
     decision: Optional[str] = typer.Option(None, "--decision", help="required, no default: " + " | ".join(DECISIONS) +
                                            " (what each does: above)"),
-    operator: str = typer.Option(..., "--operator", help="who decides (recorded with the OS user)"),
+    operator: str = typer.Option(..., "--operator", help="who decides (recorded with the OS user of the process's real uid)"),
+    secret_env: Optional[str] = typer.Option(None, "--secret-env", help="VAR: the environment variable holding --operator's "
+                                             "credential (`flow operator add`); the vote is then the authenticated operator's"),
+    secret_file: Optional[Path] = typer.Option(None, "--secret-file", help="a file (0600, yours) holding --operator's credential"),
     note: Optional[str] = typer.Option(None, "--note", help="free text recorded with the decision"),
     effect: Optional[str] = typer.Option(None, "--effect", help="with reconcile: landed | absent"),
     point: Optional[str] = typer.Option(None, "--point", help="with teach: X,Y on the halt frame"),
@@ -74,16 +81,25 @@ def approve_cmd(
         except ValueError:
             raise UsageError(f"--point {point!r}: expected X,Y in halt-frame pixels") from None
         xy = (px, py)
+    secret = read_secret(secret_env, secret_file)
     run = open_run_arg(run_dir, store)
+    book = cli_store(run_dir, store)
+    if secret is not None:  # the voter is the enrolled operator who proved their credential, as on the console
+        from openadapt_flow.runtime import authenticate  # argon2 (the console extra): only when a credential is given
+
+        operator = authenticate(book, operator, secret, channel=CLI_CHANNEL)["name"]
     out = approve(run, decision, operator, note=note, effect=effect, channel=CLI_CHANNEL,
-                  options=DecisionOptions(point=xy, template=template, reporter=write_reports, audit=cli_audit(run_dir, store)))
+                  options=DecisionOptions(point=xy, template=template, reporter=write_reports, audit=book.operators().audit,
+                                          authenticated=secret is not None))
     if as_json:
         emit_json({**out, "next": after_decision(run.ref, out), "report": run.describe("report_html")})
         return
     if out.get("noop"):  # the run went on already, as the decision it repeats said
         typer.echo(f"already recorded: {decision}")
         return
-    typer.echo(f"recorded: {decision} by {out['operator']} ({out['os_user']}) for {out['pause_id']}")
+    how = "authenticated" if out.get("authenticated") else f"OS user {out['os_user']}"
+    votes = f", {out['votes']} of {out['quorum']} votes" if out.get("quorum", 1) > 1 else ""
+    typer.echo(f"recorded: {decision} by {out['operator']} ({how}{votes}) for {out['pause_id']}")
     typer.echo(f"next: {after_decision(run.ref, out)}")
     typer.echo(f"report: {run.describe('report_html')}")
 
@@ -152,7 +168,7 @@ def answer_cmd(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Answer a run that is PAUSED(awaiting_user); `flow resume` (or `flow worker`) continues it."""
-    out = deliver(open_run_arg(run_dir, store), DecisionKind.ANSWER, operator or getpass.getuser(), value=value, channel=CLI_CHANNEL,
+    out = deliver(open_run_arg(run_dir, store), DecisionKind.ANSWER, operator or os_user(), value=value, channel=CLI_CHANNEL,
                   options=DecisionOptions(audit=cli_audit(run_dir, store)))
     emit_json(out) if as_json else typer.echo("already recorded" if out.get("noop") else f"recorded answer for {out['pause_id']}")
 
@@ -173,7 +189,7 @@ def signal_cmd(
             payload = json.loads(data)
         except ValueError as e:
             raise UsageError(f"--data is not valid JSON ({e})") from None
-    out = deliver(open_run_arg(run_dir, store), DecisionKind.SIGNAL, operator or getpass.getuser(), name=name, data=payload,
+    out = deliver(open_run_arg(run_dir, store), DecisionKind.SIGNAL, operator or os_user(), name=name, data=payload,
                   channel=CLI_CHANNEL, options=DecisionOptions(audit=cli_audit(run_dir, store)))
     emit_json(out) if as_json else typer.echo("already recorded" if out.get("noop") else f"recorded signal {name} for {out['pause_id']}")
 

@@ -13,7 +13,7 @@ from openadapt_flow.store import open_store
 from openadapt_flow.runtime import (add_operator, disable_operator, list_operators,
                                                       reset_operator)
 
-operator_app = typer.Typer(help="Operators who decide on paused runs from the console or phone (credentials hashed in the store).",
+operator_app = typer.Typer(help="Operators who decide on paused runs from the console, the phone or `flow approve --secret-env` (credentials hashed in the store).",
                            no_args_is_help=True)
 ROOT_HELP = "runs root whose store keeps the operators"
 

@@ -8,6 +8,7 @@ render them too, on the same cores, while that resume is getting under way."""
 from __future__ import annotations
 
 import json
+import re
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -17,11 +18,12 @@ from openadapt_flow.report.meanings import after_decision
 from openadapt_flow.report.model import build_report
 from openadapt_flow.report.page import render_html
 from openadapt_flow.report.render import render_markdown
-from openadapt_flow.runtime import DECISION_NAMES, DecisionOptions, approve, deliver
+from openadapt_flow.runtime import DECISION_NAMES, DecisionOptions, approve, decided_by, deliver
 from openadapt_flow.store import StorageFault
 from openadapt_flow.store import RunHandle, RunStore
 from openadapt_flow.store.states import DecisionKind
 
+PAUSE_ID = re.compile(r"pause-[A-Za-z0-9]{1,64}")  # a form's pause id, before it names a file in the run
 REPORT_GRACE_S = 2.0  # how long the console waits for a worker's resume to take a decision up before it reports
 GRACE_POLL_S = 0.05  # how often it looks at the run's stamp meanwhile (three stats on a run directory)
 
@@ -49,6 +51,9 @@ def decide_from_form(store: RunStore, run: RunHandle, operator: str, form: dict[
     pending = run.read_pending() if run.has_pending() else None
     pause_id = str(form.get("pause_id") or "")
     if pending is None or pending.get("pause_id") != pause_id:
+        decided = run.read_decision(pause_id) if PAUSE_ID.fullmatch(pause_id) else None  # consumed: the loser is told who won
+        if decided is not None:
+            raise RefusedError(f"{run.ref}: pause {pause_id} is {decided_by(decided)}; nothing recorded")
         raise RefusedError(f"{run.ref}: pause {pause_id or '?'} is not open on this run (decided, resumed, re-issued or "
                            f"another run's); nothing recorded")
     decision = str(form.get("decision") or "")

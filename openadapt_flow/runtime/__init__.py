@@ -28,8 +28,8 @@ if TYPE_CHECKING:
     from openadapt_flow.runtime.fleet.jobs import Fleet
     from openadapt_flow.runtime.fleet.submit import Submitted, fleet_store, submit, submit_items
     from openadapt_flow.runtime.fleet.targets import TargetsFile, load_targets
-    from openadapt_flow.runtime.operate.approval import (DECISION_NAMES, Audit, DecisionOptions, approve, deliver,
-                                                     phone_vote_conflict)
+    from openadapt_flow.runtime.operate.approval import DECISION_NAMES, Audit, DecisionOptions, approve, deliver
+    from openadapt_flow.runtime.operate.votes import decided_by, os_user, phone_vote_conflict
     from openadapt_flow.runtime.operate.operators import (add_operator, authenticate, check_active, disable_operator,
                                                       list_operators, reset_operator)
     from openadapt_flow.runtime.operate.reconciler import reconcile_root
@@ -47,8 +47,8 @@ if TYPE_CHECKING:
 
 __all__ = ["DECISION_NAMES", "Audit", "BackendFlags", "DecisionOptions", "Desks", "Fleet", "Progress",
            "ReplayRequest", "StepSummary", "TargetsFile", "Worker", "WorkflowRequest", "add_operator",
-           "apply_patches", "approve", "authenticate", "check_active", "deliver", "disable_operator",
-           "effective_state", "fleet_store", "list_operators", "load_targets", "open_ref", "parse_arg_pairs",
+           "apply_patches", "approve", "authenticate", "check_active", "decided_by", "deliver", "disable_operator",
+           "effective_state", "fleet_store", "list_operators", "load_targets", "open_ref", "os_user", "parse_arg_pairs",
            "phone_vote_conflict", "reconcile_root", "replay", "reset_operator", "resume_run", "select_backend",
            "start_workflow", "stop_on_signals", "submit", "wait"]
 # a batch of work items (runtime/batch/), and the same items queued for the fleet
@@ -93,7 +93,9 @@ _WHERE = {
     "DecisionOptions": "operate.approval",
     "approve": "operate.approval",
     "deliver": "operate.approval",
-    "phone_vote_conflict": "operate.approval",
+    "phone_vote_conflict": "operate.votes",
+    "os_user": "operate.votes",
+    "decided_by": "operate.votes",
     "add_operator": "operate.operators",
     "authenticate": "operate.operators",
     "check_active": "operate.operators",

@@ -17,6 +17,7 @@ from typing import Self, cast
 from openadapt_flow.errors import RefusedError, RunDirError
 from openadapt_flow.store import checkpoint
 from openadapt_flow.store.base import RunHandle
+from openadapt_flow.store.escalation import ANY_APPROVAL
 from openadapt_flow.store.faults import crash_point
 from openadapt_flow.store.frames import ArtifactFrameWriter, FrameWriter
 from openadapt_flow.store.journal import JournalEntry, JournalWriterBase, LoadResult, parse_records, verify_chain
@@ -217,8 +218,17 @@ class DocumentRun:
     def read_approval(self) -> ApprovalDoc | None:
         return cast("ApprovalDoc | None", self._get("approval"))
 
-    def write_approval(self, body: ApprovalBody, signature: str) -> None:
-        self._put("approval", {"schema": SCHEMA_PREFIX + "approval@1", **body, "signature": signature})
+    def write_approval(self, body: ApprovalBody, signature: str, *, replaces: str | None = ANY_APPROVAL) -> None:
+        doc = {"schema": SCHEMA_PREFIX + "approval@1", **body, "signature": signature}
+        if replaces == ANY_APPROVAL:
+            self._put("approval", doc)
+        else:
+            self._swap_approval(doc, replaces)
+
+    def _swap_approval(self, doc: Mapping[str, object], replaces: str | None) -> None:
+        """Put the approval `doc` if the stored one has signature `replaces` (None: none is stored), in one atomic
+        step of the store; ApprovalChanged (store/escalation.py) otherwise."""
+        raise NotImplementedError
 
     def write_incident(self, body: IncidentBody) -> None:
         self._put("incident", {"schema": SCHEMA_PREFIX + "incident@1", **body})

@@ -6,12 +6,14 @@ import hashlib
 import hmac
 import json
 import os
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
-from collections.abc import Mapping
 
 from openadapt_flow.errors import RefusedError
 from openadapt_flow.store.atomic import fsync_dir, write_json_atomic
 from openadapt_flow.store.faults import crash_point
+from openadapt_flow.store.filelock import lock_exclusive, unlock
 from openadapt_flow.store.states import PausedReason, RecordType
 from openadapt_flow.store.journal import JournalEntry
 from openadapt_flow.store.pausedoc import PauseHead, PendingBody
@@ -19,6 +21,12 @@ from openadapt_flow.store.pausedoc import PauseHead, PendingBody
 PENDING = "pending_escalation.json"
 APPROVAL = "approval.json"
 DECISIONS = "decisions"
+APPROVAL_LOCK = ".approval.lock"  # held while approval.json is compared and set, or moved to decisions/
+ANY_APPROVAL = "*"  # write_approval's `replaces` for an unconditional write (a test restoring a saved approval)
+
+
+class ApprovalChanged(RefusedError):
+    """A compare-and-set of the approval met another approval than the one it read: a decision landed meanwhile."""
 
 
 def _canonical(obj: object) -> bytes:
@@ -62,13 +70,57 @@ def remove(path: Path) -> None:
         pass
 
 
+def signature_of(text: str | None) -> str | None:
+    """The signature of an approval document's text (None: no approval; "" when it has none or is not JSON)."""
+    if text is None:
+        return None
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        return ""
+    return str(doc.get("signature") or "") if isinstance(doc, dict) else ""
+
+
+def check_replaces(where: str, current: str | None, replaces: str | None) -> None:
+    """ApprovalChanged unless the approval's current signature is the one a compare-and-set expects."""
+    if replaces != ANY_APPROVAL and current != replaces:
+        raise ApprovalChanged(f"{where}: another decision was recorded since this one read the approval; refusing")
+
+
+@contextmanager
+def approval_locked(run_dir: Path) -> Iterator[None]:
+    fd = os.open(run_dir / APPROVAL_LOCK, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        lock_exclusive(fd)
+        try:
+            yield
+        finally:
+            unlock(fd)
+    finally:
+        os.close(fd)
+
+
+def write_approval(run_dir: Path, doc: Mapping[str, object], replaces: str | None) -> None:
+    """Write approval.json if the one there has signature `replaces` (None: there is none); ApprovalChanged if not.
+    Compared and written under one lock, so of two writers that read the same approval only the first writes."""
+    path = run_dir / APPROVAL
+    with approval_locked(run_dir):
+        try:
+            current = signature_of(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            current = None
+        check_replaces(str(path), current, replaces)
+        write_json_atomic(path, doc)
+
+
 def consume_approval(run_dir: Path, pause_id: str) -> Path:
     """Move approval.json to decisions/<pause_id>.json: a decision is used once."""
     dest_dir = run_dir / DECISIONS
     dest_dir.mkdir(exist_ok=True)
     dest = dest_dir / f"{pause_id}.json"
     crash_point("approval:consuming")
-    os.replace(run_dir / APPROVAL, dest)
+    with approval_locked(run_dir):
+        os.replace(run_dir / APPROVAL, dest)
     fsync_dir(dest_dir)
     fsync_dir(run_dir)
     crash_point("approval:consumed")

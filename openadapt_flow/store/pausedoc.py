@@ -105,6 +105,7 @@ class VoteDoc(TypedDict):
     note: str | None
     decided_at: str
     channel: NotRequired[str | None]  # absent in runs decided before spec §20: the CLI
+    authenticated: NotRequired[bool]  # the operator proved an enrolled credential (always, on console and phone)
 
 
 class SupersededDoc(TypedDict):
@@ -219,6 +220,7 @@ class DecisionOutcome(TypedDict):
     state: NotRequired[object]  # a run not paused: its state as read
     operator: NotRequired[str]
     os_user: NotRequired[str]
+    authenticated: NotRequired[bool]  # the operator proved an enrolled credential
     replaced: NotRequired[str | None]  # the operator's own earlier decision this one replaced
     votes: NotRequired[int]  # distinct voters so far
     quorum: NotRequired[int]

@@ -93,7 +93,7 @@ PendingEscalation = _model(PendingDoc, "PendingEscalation", {
     "schema": _schema("pending_escalation")})
 
 
-Vote = _model(VoteDoc, "Vote", {"channel": _CHANNEL})
+Vote = _model(VoteDoc, "Vote", {"channel": _CHANNEL, "authenticated": (bool, False)})
 
 
 Superseded = _model(SupersededDoc, "Superseded", {"decision": (Decision | None, ...), "effect": (_EFFECT, ...), "channel": _CHANNEL})

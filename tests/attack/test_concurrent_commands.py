@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from openadapt_flow.errors import FlowError
-from openadapt_flow.runtime.operate.approval import approve
+from openadapt_flow.runtime.operate.approval import DecisionOptions, approve
 from openadapt_flow.runtime.runs import resume
 from openadapt_flow.store import select
 from tests.attack.attack_support import STEPS, RunFiles, Workspace, records, wss  # noqa: F401
@@ -25,7 +25,8 @@ ROUNDS = 4
 
 
 def _approve(run: str, decision: str, operator: str) -> dict[str, Any]:
-    return approve(Path(run), decision, operator, os_user=operator)
+    """`operator`'s decision, authenticated (as the console's, or `flow approve` with a credential), from OS user svc."""
+    return approve(Path(run), decision, operator, os_user="svc", options=DecisionOptions(authenticated=True))
 
 
 def _resume(run: str) -> dict[str, Any]:
@@ -98,11 +99,11 @@ def test_two_different_decisions_at_once_one_wins_and_the_other_is_refused_namin
     winner = next(n for n, (s, _) in res.items() if s == "ok")
     loser_msg = next(v for s, v in res.values() if s == "refused")
     if winner == "alice":  # continue is recorded and waits for resume; bob is told what alice decided
-        assert "'continue' by alice" in loser_msg
+        assert "already decided by alice at" in loser_msg and loser_msg.count(": continue;") == 1
         assert RunFiles(run).json("approval.json")["operator"] == "alice"
         assert _state(run)["state"] == "PAUSED"
     else:  # reject ended the run; alice is told by whom
-        assert "BLOCKED (rejected by bob)" in loser_msg
+        assert "BLOCKED (rejected by bob)" in loser_msg and "already decided by bob at" in loser_msg
         assert RunFiles(run).json("incident.json")["operator"] == "bob"
     assert [r["data"]["operator"] for r in records(run) if r["type"] == "decision"] == ([] if winner == "alice" else ["bob"])
     assert ws.posts() == 0
@@ -115,7 +116,7 @@ def test_quorum_votes_of_distinct_operators_started_at_once_both_count(wss):
     res = at_once(ws, ("alice", _approve, (str(run), "continue", "alice")), ("bob", _approve, (str(run), "continue", "bob")))
     assert all(s == "ok" and v["recorded"] for s, v in res.values()), res
     approval = RunFiles(run).json("approval.json")
-    assert sorted(v["os_user"] for v in approval["votes"]) == ["alice", "bob"]  # no vote lost
+    assert sorted(v["operator"] for v in approval["votes"]) == ["alice", "bob"]  # no vote lost
     assert max(v["votes"] for _, v in res.values()) == 2
 
 

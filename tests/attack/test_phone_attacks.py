@@ -21,7 +21,7 @@ from openadapt_flow.phone.context import PhoneContext, PhoneDecision, canonical,
 from openadapt_flow.phone.project import closed_context
 from openadapt_flow.phone.relay import Relay, serve
 from openadapt_flow.bundle.config import DeployConfig
-from openadapt_flow.runtime.operate.approval import approve, check_approval
+from openadapt_flow.runtime.operate.approval import DecisionOptions, approve, check_approval
 from openadapt_flow.runtime.start.launch import ReplayRequest
 from openadapt_flow.runtime.runs import replay
 from openadapt_flow.backends.spec import BackendSpec
@@ -96,12 +96,13 @@ def test_a_compromised_queue_cannot_meet_a_quorum_of_two_alone(tmp_path, env):
     assert len(run.read_approval()["votes"]) == 1
     with pytest.raises(RefusedError, match="quorum not met: 1 of 2"):
         check_approval(run, run.read_pending(), load_decision_key(False))
-    assert approve(run, "continue", "bob", os_user="bob")["complete"] is True  # a second, local voter completes it
+    # a second, local voter completes it (an authenticated one: a quorum above 1 counts no OS user)
+    assert approve(run, "continue", "bob", os_user="bob", options=DecisionOptions(authenticated=True))["complete"] is True
 
 
 def test_a_phone_vote_does_not_count_a_cli_voter_twice(tmp_path, env):
     store, run = pause(tmp_path, env, quorum=2)
-    approve(run, "continue", "pat", os_user="pat")  # the runner host's CLI, as OS user pat
+    approve(run, "continue", "pat", os_user="pat", options=DecisionOptions(authenticated=True))  # `flow approve` as operator pat
     key = Ed25519PrivateKey.generate()
     assert relay(store, key).apply(forged(run, key, operator="pat")) == ("refused", "quorum")
     assert len(run.read_approval()["votes"]) == 1

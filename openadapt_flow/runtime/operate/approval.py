@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import getpass
 import time
-import uuid
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -18,51 +16,26 @@ from openadapt_flow.bundle.params import parse_number
 from openadapt_flow.errors import RefusedError, UsageError
 from openadapt_flow.bundle.config import DeployConfig
 from openadapt_flow.runtime.start.lifecycle import check_manifest
-from openadapt_flow.runtime.act.pause import iso
 from openadapt_flow.runtime.start.runref import RunRef, open_ref
 from openadapt_flow.runtime.operate.teach import make_patch
 from openadapt_flow.runtime.operate.final_reconcile import settleable, settle_final
-from openadapt_flow.runtime.operate.truth import check_views, consume_decision, journaled_decision, pending_view, record_stop
+from openadapt_flow.runtime.operate.truth import check_views, journaled_decision, pending_view
+from openadapt_flow.runtime.operate.reissue import block_run, reissue
+from openadapt_flow.runtime.operate.votes import (AUTHENTICATED_CHANNELS, ballots, counted, decided_by, is_authenticated,
+                                                  os_user as real_os_user, phone_vote_conflict, same_person, voter)
 from openadapt_flow.store.rundoc import ManifestDoc, StateView
-from openadapt_flow.store.base import JournalWriter, RunHandle, RunLease
+from openadapt_flow.store.base import RunHandle, RunLease
 from openadapt_flow.store.checkpoint import checkpoint_digest
-from openadapt_flow.store.escalation import digest, sign, verify
+from openadapt_flow.store.escalation import ApprovalChanged, digest, sign, verify
 from openadapt_flow.store.entry import CheckpointDoc, JournalEntry
 from openadapt_flow.store.journal import now_iso
 from openadapt_flow.store.keys import load_decision_key, load_key
-from openadapt_flow.store.pausedoc import (AppliedDecision, ApprovalBody, ApprovalDoc, DecisionOutcome, IncidentBody, PendingBody,
-                                           SupersededDoc, VoteDoc)
+from openadapt_flow.store.pausedoc import ApprovalBody, ApprovalDoc, DecisionOutcome, PendingBody, SupersededDoc, VoteDoc
 from openadapt_flow.store.states import DecisionKind, FINAL_STATES, PausedReason, RunState
 
 DECISION_NAMES = (DecisionKind.CONTINUE, DecisionKind.SKIP, DecisionKind.REJECT, DecisionKind.TEACH, DecisionKind.ESCALATE, DecisionKind.RECONCILE)
-AUTHENTICATED_CHANNELS = ("console", "phone")  # an operator who logged in with a credential (spec §20)
 Audit = Callable[[dict[str, object]], object]  # appends an event to the store's operator audit log
 DECISION_WAIT_S = 10.0  # how long a decision waits for another command's hold on the run before it is refused
-
-
-def voter(vote: VoteDoc) -> str:
-    """Who a vote counts as for a quorum: the authenticated operator on an authenticated channel (one person on the
-    console and the phone is one voter), else the OS user (typed names never count twice for one OS user)."""
-    if vote.get("channel") in AUTHENTICATED_CHANNELS:
-        return "operator:" + str(vote.get("operator"))
-    return "os:" + str(vote.get("os_user"))
-
-
-def phone_vote_conflict(approval: ApprovalDoc | None, pause_id: str, operator: str) -> str | None:
-    """Why a phone vote by `operator` on `pause_id` may not be added to `approval`, or None. The phone lane is one
-    voter per pause and never a voter already counted on another channel: a hosted queue (honest, it closes a task
-    after one decision; compromised, it holds the signing key) cannot add a second phone vote to meet a quorum alone,
-    nor speak for a name that already voted on the console or the CLI (counting one person twice, or changing
-    another channel's decision)."""
-    if approval is None or approval.get("pause_id") != pause_id:
-        return None
-    for vote in approval.get("votes") or [approval]:
-        if vote.get("channel") == "phone":
-            return f"pause {pause_id} already has a phone vote (by {vote.get('operator')}); the phone lane is one voter"
-        if operator in (vote.get("operator"), vote.get("os_user")):
-            return (f"{operator} already voted on pause {pause_id} on channel {vote.get('channel')}; a phone decision "
-                    f"does not count them twice")
-    return None
 
 
 def _epoch(iso: str) -> float:
@@ -92,8 +65,8 @@ def _refuse_if_decided(run: RunHandle, records: list[JournalEntry], pending: Pen
     carried = journaled_decision(records) if pending is None else None
     if carried is not None:
         rec, pause, _ = carried
-        raise RefusedError(f"{run.ref}: pause {pause['pause_id']} is already decided ({rec['data'].get('decision')!r} by "
-                           f"{rec['data'].get('operator')}, journal seq {rec['seq']}); `flow resume {run.ref}` applies it")
+        raise RefusedError(f"{run.ref}: pause {pause['pause_id']} is {decided_by(rec['data'])} (journal seq {rec['seq']}); "
+                           f"`flow resume {run.ref}` applies it")
 
 
 def current_checkpoint(run: RunHandle) -> CheckpointDoc | None:
@@ -124,9 +97,9 @@ def check_approval(run: RunHandle, pending: PendingBody, key: bytes, *, now: flo
         raise RefusedError(f"{path}: decision task expired at {task['expires_at']}; refusing")
     if approval.get("decision") not in task["allowed_decisions"]:
         raise RefusedError(f"{path}: decision {approval.get('decision')!r} is not allowed for this pause")
-    distinct = len({voter(v) for v in approval.get("votes") or []})
+    distinct = len(counted(approval.get("votes") or [], task.get("quorum", 1)))
     if approval.get("decision") != DecisionKind.REJECT and distinct < task.get("quorum", 1):
-        raise RefusedError(f"{path}: quorum not met: {distinct} of {task['quorum']} distinct operators have decided")
+        raise RefusedError(f"{path}: quorum not met: {distinct} of {task['quorum']} distinct authenticated operators have decided")
     return approval
 
 
@@ -153,7 +126,8 @@ def deliver(run_path: RunRef, kind: str, operator: str, *, value: str | None = N
             if name != step.signal:
                 raise RefusedError(f"{run.ref}: step {step.id!r} waits for signal {step.signal!r}, not {name!r}")
             payload = {"name": name, "data": data}
-        vote = OperatorDecision(kind, operator, getpass.getuser(), channel=channel, payload=payload)
+        vote = OperatorDecision(kind, operator, real_os_user(), channel=channel, payload=payload,
+                                authenticated=channel in AUTHENTICATED_CHANNELS)
         return _record(run, pending, key, vote, opts)
 
 
@@ -194,8 +168,9 @@ def _last_consumed(run: RunHandle) -> ApprovalDoc | None:
 @dataclass(frozen=True)
 class DecisionOptions:
     """What binds and follows a decision beyond who decides what: a teach's target (a point on the halt frame, or a
-    template PNG), the pause the decider was shown (a phone binds it), the clock (tests), and who is told once it is
-    recorded (the report's rewrite, the store's operator audit log)."""
+    template PNG), the pause the decider was shown (a phone binds it), the clock (tests), who is told once it is
+    recorded (the report's rewrite, the store's operator audit log), and whether the caller authenticated the
+    operator (None: whether the channel is an authenticated one; `flow approve` with a credential: True)."""
 
     point: tuple[int, int] | None = None
     template: Path | None = None
@@ -203,6 +178,7 @@ class DecisionOptions:
     now: float | None = None
     reporter: Callable[[RunHandle], Any] | None = None
     audit: Audit | None = None
+    authenticated: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -211,24 +187,37 @@ class OperatorDecision:
 
     decision: str
     operator: str
-    user: str  # the OS user running the command
+    user: str  # the OS user running the command (its real uid's name)
     channel: str = "cli"
     effect: str | None = None
     note: str | None = None
     payload: dict[str, object] | None = None
+    authenticated: bool = False  # the operator proved an enrolled credential (console, phone; the CLI with one)
+
+    def ballot(self) -> VoteDoc:
+        """The vote as the approval records it."""
+        vote: VoteDoc = {"operator": self.operator, "os_user": self.user, "note": self.note, "decided_at": now_iso(),
+                         "channel": self.channel}
+        if self.authenticated:
+            vote["authenticated"] = True
+        return vote
 
 
 def approve(run_path: RunRef, decision: str, operator: str, *, note: str | None = None, effect: str | None = None,
             os_user: str | None = None, channel: str = "cli", options: DecisionOptions | None = None) -> DecisionOutcome:
     """Record a decision on the pending escalation; `reject` also ends the run BLOCKED. Returns a summary.
 
-    Decisions are serialised under the run's lease: of two started at the same instant, the second sees the first.
-    `options.pause_id`, if given, must be the open pause's, checked under that lease."""
+    `os_user` defaults to this process's real uid's name; `options.authenticated` says whether the caller checked
+    `operator`'s credential (default: whether the channel is an authenticated one).
+    Decisions are serialised under the run's lease: of two started at the same instant, the second sees the first,
+    and the approval's write is a compare-and-set besides. `options.pause_id`, if given, must be the open pause's,
+    checked under that lease."""
     opts = options or DecisionOptions()
     _check_decision_args(decision, operator, effect, opts)
     run = _open(run_path)
     manifest = run.manifest()
-    vote = OperatorDecision(decision, operator, os_user or getpass.getuser(), channel, effect, note)
+    vote = OperatorDecision(decision, operator, os_user or real_os_user(), channel, effect, note,
+                            authenticated=channel in AUTHENTICATED_CHANNELS if opts.authenticated is None else opts.authenticated)
     state: StateView = run.state() if run.has_state() else {}  # a damaged state.json is refused (6)
     if decision == DecisionKind.RECONCILE and settleable(manifest, state):  # a run that stopped for good, a write uncertain
         _check_operator(DeployConfig.model_validate(manifest["config"]), vote)
@@ -239,7 +228,7 @@ def approve(run_path: RunRef, decision: str, operator: str, *, note: str | None 
             opts.reporter(run)
         return out
     if state.get("state") in FINAL_STATES:
-        return _not_paused(run, state, decision, vote.user)
+        return _not_paused(run, state, vote)
     current_checkpoint(run)  # so is a damaged checkpoint.json: no decision is recorded on what cannot be read
     _check_operator(DeployConfig.model_validate(manifest["config"]), vote)
     with deciding(run, manifest) as (_lease, records, state):
@@ -264,9 +253,9 @@ def _check_decision_args(decision: str, operator: str, effect: str | None, opts:
 
 
 def _check_operator(config: DeployConfig, vote: OperatorDecision) -> None:
-    """approvals.operators names who may decide: operators on an authenticated channel, else OS users."""
+    """approvals.operators names who may decide: authenticated operators, else OS users."""
     operators = config.approvals.operators
-    authenticated = vote.channel in AUTHENTICATED_CHANNELS
+    authenticated = vote.authenticated
     if operators is not None and (vote.operator if authenticated else vote.user) not in operators:
         who = f"operator {vote.operator!r}" if authenticated else f"OS user {vote.user!r}"
         raise RefusedError(f"{who} is not among approvals.operators; refusing")
@@ -279,7 +268,7 @@ def _decide(run: RunHandle, manifest: ManifestDoc, records: list[JournalEntry], 
     pending = pending_view(run, records, key)
     # PAUSED, or INTERRUPTED while pausing (the journal has the pause; the state never said PAUSED)
     if pending is None or state.get("state") not in (RunState.PAUSED, RunState.INTERRUPTED):
-        return _not_paused(run, state, vote.decision, vote.user, records)  # e.g. decided or resumed by another command meanwhile
+        return _not_paused(run, state, vote, records)  # e.g. decided or resumed by another command meanwhile
     if opts.pause_id is not None and pending["pause_id"] != opts.pause_id:  # a phone decision binds the pause it was shown
         raise RefusedError(f"{run.ref}: the decision is for pause {opts.pause_id}, but the open pause is {pending['pause_id']}")
     allowed = pending["task"]["allowed_decisions"]
@@ -287,7 +276,7 @@ def _decide(run: RunHandle, manifest: ManifestDoc, records: list[JournalEntry], 
         if DecisionKind.ESCALATE not in allowed:
             raise RefusedError("--decision escalate is not allowed for this pause")
         _check_channel(run, pending, vote.channel)
-        out = _escalate(run, manifest, pending, key, vote)
+        out = reissue(run, manifest, pending, key, vote)
         _audit(opts.audit, run, out, vote.channel)
         return out
     if vote.decision == DecisionKind.TEACH:
@@ -300,17 +289,20 @@ def _decide(run: RunHandle, manifest: ManifestDoc, records: list[JournalEntry], 
     return out
 
 
-def _not_paused(run: RunHandle, state: StateView, decision: str, user: str,
+def _not_paused(run: RunHandle, state: StateView, vote: OperatorDecision,
                 records: list[JournalEntry] | None = None) -> DecisionOutcome:
-    """A decision on a run that is not paused: a repeat of the decision that ended the pause is a no-op; else refused."""
+    """A decision on a run that is not paused: its own voter's repeat of the decision that ended the pause is a no-op;
+    else refused, naming who made the last decision."""
     last = _last_consumed(run)
-    if last and last.get("decision") == decision and last.get("os_user") == user:
-        return {"recorded": False, "noop": True, "decision": decision, "state": state.get("state")}
+    mine = vote.ballot()
+    if last and last.get("decision") == vote.decision and any(same_person(v, mine) for v in ballots(last)):
+        return {"recorded": False, "noop": True, "decision": vote.decision, "state": state.get("state")}
     if records is not None:
         _refuse_if_decided(run, records, None)
     reason = f"({state['paused_reason']})" if state.get("paused_reason") else ""
     why = f" ({state['message']})" if state.get("message") and state.get("state") == RunState.BLOCKED else ""
-    raise RefusedError(f"{run.ref}: run is {state.get('state')}{reason}{why}, not awaiting approval")
+    who = f"; {decided_by(last)}" if last else ""
+    raise RefusedError(f"{run.ref}: run is {state.get('state')}{reason}{why}, not awaiting approval{who}")
 
 
 def _check_channel(run: RunHandle, pending: PendingBody, channel: str) -> None:
@@ -323,7 +315,7 @@ def _check_channel(run: RunHandle, pending: PendingBody, channel: str) -> None:
 def _audit(audit: Audit | None, run: RunHandle, out: DecisionOutcome, channel: str) -> None:
     if audit is not None and out.get("recorded"):
         audit({"event": "decision", "operator": out.get("operator"), "os_user": out.get("os_user"), "channel": channel,
-               "authenticated": channel in AUTHENTICATED_CHANNELS,  # on `cli` the name is typed: the OS user vouches
+               "authenticated": bool(out.get("authenticated")),  # else the name is typed on `cli`: the OS user vouches
                "run": run.ref, "pause_id": out.get("pause_id"), "decision": out.get("decision")})
 
 
@@ -334,85 +326,63 @@ def _record(run: RunHandle, pending: PendingBody, key: bytes, vote: OperatorDeci
 
 
 def _record_vote(run: RunHandle, pending: PendingBody, key: bytes, vote: OperatorDecision, now: float | None) -> DecisionOutcome:
-    decision, operator, user, channel = vote.decision, vote.operator, vote.user, vote.channel
-    effect, note, payload = vote.effect, vote.note, vote.payload
+    """Add `vote` to the pause's approval: votes are appended, never overwritten — another person's vote is never
+    replaced (a different decision, a quorum already met, or one OS account under another typed name is refused,
+    naming who decided), and the write is a compare-and-set against the approval read here."""
+    decision, operator, channel, pid = vote.decision, vote.operator, vote.channel, pending["pause_id"]
     _check_channel(run, pending, channel)
     task = pending["task"]
+    quorum = task.get("quorum", 1)
     if (now if now is not None else time.time()) > _epoch(task["expires_at"]):
-        raise RefusedError(f"{run.ref}: decision task {pending['pause_id']} expired at {task['expires_at']}")
+        raise RefusedError(f"{run.ref}: decision task {pid} expired at {task['expires_at']}")
     if decision not in task["allowed_decisions"]:
         raise RefusedError(f"--decision {decision} is not allowed for this pause (allowed: {', '.join(task['allowed_decisions'])})")
+    ballot = vote.ballot()
+    if quorum > 1 and not is_authenticated(ballot) and decision != DecisionKind.REJECT:
+        raise RefusedError(f"{run.ref}: pause {pid} needs {quorum} distinct authenticated operators and an OS user's vote "
+                           f"does not count toward it; decide with --operator NAME and its credential (--secret-env VAR or "
+                           f"--secret-file PATH), or on the console")
     existing = run.read_approval()
-    conflict = phone_vote_conflict(existing, pending["pause_id"], operator) if channel == "phone" else None
+    conflict = phone_vote_conflict(existing, pid, operator) if channel == "phone" else None
     if conflict is not None:  # checked again here, under the run's lease: a local vote may have landed meanwhile
         raise RefusedError(f"{run.ref}: {conflict}; refusing")
-    ballot: VoteDoc = {"operator": operator, "os_user": user, "note": note, "decided_at": now_iso(), "channel": channel}
-    me = voter(ballot)
     replaced, votes = None, [ballot]
     superseded: list[SupersededDoc] = []
-    if existing is not None and existing.get("pause_id") == pending["pause_id"]:
+    if existing is not None and existing.get("pause_id") == pid:
         earlier = existing.get("votes") or []
-        voters = {voter(v) for v in earlier}
-        same = existing.get("decision") == decision and existing.get("effect") == effect and existing.get("payload") == payload
-        if same:
-            if me in voters:  # one voter (an authenticated operator, else an OS user) never counts twice
-                return {"recorded": False, "noop": True, "decision": decision, "pause_id": pending["pause_id"]}
-            votes = earlier + [ballot]  # quorum: distinct OS users accumulate on one decision
-        elif voters - {me}:
-            # another operator decided differently first: refused, naming that decision (nothing is silently lost)
-            raise RefusedError(
-                f"{run.ref}: pause {pending['pause_id']} already has decision {existing.get('decision')!r} by "
-                f"{existing.get('operator')} ({', '.join(sorted(str(v) for v in voters))}) at {existing.get('decided_at')}; "
-                f"a different decision from another operator is refused — it is used by the next resume, or its operator may change it")
-        else:
+        same = existing.get("decision") == decision and existing.get("effect") == vote.effect and existing.get("payload") == vote.payload
+        if same and any(same_person(v, ballot) for v in earlier):  # a repeat by the same person never counts twice
+            return {"recorded": False, "noop": True, "decision": decision, "pause_id": pid}
+        if same and voter(ballot) not in {voter(v) for v in earlier} and len(counted(earlier, quorum)) < quorum:
+            votes = earlier + [ballot]  # quorum: distinct authenticated operators accumulate on one decision
+        elif not same and all(same_person(v, ballot) for v in earlier):
             # an operator may change their own unused decision (e.g. after a resume refused an unknown re-read); kept below
             replaced = existing.get("decision")
             superseded = (existing.get("superseded") or []) + [
                 {"decision": existing.get("decision"), "effect": existing.get("effect"), "operator": existing.get("operator"),
                  "os_user": existing.get("os_user"), "note": existing.get("note"), "decided_at": existing.get("decided_at"),
                  "channel": existing.get("channel")}]
+        else:  # another person decided first (or this OS account under another name): refused, naming who
+            raise RefusedError(f"{run.ref}: pause {pid} {decided_by(existing)}; another person's vote is never replaced — "
+                               f"the next resume uses it, or its operator may change it")
     body: ApprovalBody = {
-        "run_id": task["run_id"], "pause_id": pending["pause_id"], "task_digest": digest(task),
-        "checkpoint_digest": task["checkpoint_digest"], "step": pending["step"], "decision": decision, "effect": effect,
-        "payload": payload, "votes": votes, "operator": votes[0]["operator"], "os_user": votes[0]["os_user"],
+        "run_id": task["run_id"], "pause_id": pid, "task_digest": digest(task),
+        "checkpoint_digest": task["checkpoint_digest"], "step": pending["step"], "decision": decision, "effect": vote.effect,
+        "payload": vote.payload, "votes": votes, "operator": votes[0]["operator"], "os_user": votes[0]["os_user"],
         "note": votes[0]["note"], "decided_at": votes[-1]["decided_at"], "channel": votes[0]["channel"],
     }
     if superseded:
         body["superseded"] = superseded
-    run.write_approval(body, sign(key, body))
-    distinct = len({voter(v) for v in votes})
-    return {"recorded": True, "decision": decision, "pause_id": pending["pause_id"], "operator": operator, "os_user": user,
-            "replaced": replaced, "votes": distinct, "quorum": task.get("quorum", 1), "complete": distinct >= task.get("quorum", 1)}
-
-
-def _escalate(run: RunHandle, manifest: ManifestDoc, pending: PendingBody, key: bytes, vote: OperatorDecision) -> DecisionOutcome:
-    """Re-issue the decision task at the next level (config approvals.levels); the run stays PAUSED. Caller holds the lease."""
-    operator, user, note, channel = vote.operator, vote.user, vote.note, vote.channel
-    config = DeployConfig.model_validate(manifest["config"])
-    levels = config.approvals.levels or ["default"]
-    level = min(int(pending.get("level", 0)) + 1, len(levels) - 1)
-    journal, _ = run.open_journal(load_key(create=False))
-    pause_id = "pause-" + uuid.uuid4().hex[:10]
-    expires = time.time() + config.runtime.pause_ttl_s
-    task = pending["task"].copy()  # re-signed below (its signature, last, keeps its place)
-    task["pause_id"], task["expires_at"], task["level"] = pause_id, iso(expires), levels[level]
-    task["idempotency_scope"] = f"{task['run_id']}/{pause_id}"
-    task["signature"] = sign(key, {k: v for k, v in task.items() if k != "signature"})
-    p = pending
-    new: PendingBody = {
-        "pause_id": pause_id, "run_id": p["run_id"], "paused_reason": p["paused_reason"], "category": p["category"], "step": p["step"],
-        "message": p["message"], "transaction_outcome": p["transaction_outcome"], "evidence": p["evidence"],
-        "allowed_decisions": p["allowed_decisions"], "created_at": p["created_at"], "expires_at": iso(expires),
-        "due_epoch": p["due_epoch"], "level": level, "task": task, "escalated_from": p["pause_id"]}
-    journal.append("escalated", pending["step"], {"from": pending["pause_id"], "pause_id": pause_id, "level": levels[level], "operator": operator,
-                                                  "os_user": user, "note": note, "pending": new, "channel": channel})
-    run.write_pending(new)
-    run.remove_approval()
-    journal.close()
-    state = run.state()
-    run.write_state(RunState.PAUSED, journal=journal, paused_reason=state.get("paused_reason"), transaction_outcome=state.get("transaction_outcome"),
-                    last_checkpoint_seq=state.get("last_checkpoint_seq"), halt_category=state.get("halt_category"), message=state.get("message"))
-    return {"recorded": True, "decision": DecisionKind.ESCALATE, "pause_id": pause_id, "level": levels[level], "operator": operator, "os_user": user}
+    try:
+        run.write_approval(body, sign(key, body), replaces=existing["signature"] if existing is not None else None)
+    except ApprovalChanged:  # another command's decision landed between our read and our write (the lease was lost)
+        winner = run.read_approval()
+        raise RefusedError(f"{run.ref}: pause {pid} {decided_by(winner) if winner else 'was decided meanwhile'}; "
+                           f"this vote was not recorded") from None
+    distinct = len(counted(votes, quorum))
+    return {"recorded": True, "decision": decision, "pause_id": pid, "operator": operator, "os_user": vote.user,
+            "authenticated": vote.authenticated, "replaced": replaced, "votes": distinct, "quorum": quorum,
+            "complete": distinct >= quorum}
 
 
 def _block(run: RunHandle, pending: PendingBody) -> None:
@@ -422,27 +392,3 @@ def _block(run: RunHandle, pending: PendingBody) -> None:
     assert decision is not None, "the reject was recorded under this lease"
     journal, _ = run.open_journal(load_key(create=False))
     block_run(run, journal, pending, decision)
-
-
-def block_run(run: RunHandle, journal: JournalWriter, pending: PendingBody, decision: AppliedDecision,
-              rec: JournalEntry | None = None) -> None:
-    """End the run BLOCKED on a reject: its `decision` record first (or `rec`, the journal's, when a process was
-    killed after it: resume ends the run from it), then incident.json and `run_finished`. Closes `journal`."""
-    consume_decision(run, journal, pending, decision, rec)
-    incident: IncidentBody = {
-        "id": "incident-" + pending["pause_id"].removeprefix("pause-"),
-        "run_id": pending["run_id"],
-        "rule": "operator_reject",
-        "decision": DecisionKind.REJECT,
-        "operator": decision["operator"],
-        "os_user": decision["os_user"],
-        "note": decision["note"],
-        "observed": pending.get("category"),
-        "limit": None,
-        "step": pending["step"],
-        "decided_at": decision["decided_at"],
-    }
-    run.write_incident(incident)
-    record_stop(journal, {"state": RunState.BLOCKED, "incident": incident["id"], "transaction_outcome": pending.get("transaction_outcome")})
-    journal.close()
-    run.write_state(RunState.BLOCKED, journal=journal, transaction_outcome=pending.get("transaction_outcome"), message=f"rejected by {decision['operator']}")

@@ -22,7 +22,8 @@ from openadapt_flow.runtime.start.launch import BackendFactory, Reporter, RunOut
 from openadapt_flow.runtime.start.runref import ref_path
 from openadapt_flow.bundle.config import BackendConfig, DeployConfig
 from openadapt_flow.runtime.judge.outcome import RECONCILIATION_REQUIRED
-from openadapt_flow.runtime.operate.approval import block_run, check_approval
+from openadapt_flow.runtime.operate.approval import check_approval
+from openadapt_flow.runtime.operate.reissue import block_run
 from openadapt_flow.runtime.operate.truth import journaled_decision, pending_view
 from openadapt_flow.store.rundoc import ManifestDoc
 from openadapt_flow.store.base import JournalWriter, RunHandle, RunLease

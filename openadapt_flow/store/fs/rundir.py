@@ -336,8 +336,8 @@ class RunDir:
     def read_approval(self) -> ApprovalDoc | None:
         return cast("ApprovalDoc | None", escalation.read_json_file(self.path / escalation.APPROVAL, "approval"))
 
-    def write_approval(self, body: ApprovalBody, signature: str) -> None:
-        write_json_atomic(self.path / escalation.APPROVAL, {"schema": SCHEMA_PREFIX + "approval@1", **body, "signature": signature})
+    def write_approval(self, body: ApprovalBody, signature: str, *, replaces: str | None = escalation.ANY_APPROVAL) -> None:
+        escalation.write_approval(self.path, {"schema": SCHEMA_PREFIX + "approval@1", **body, "signature": signature}, replaces)
 
     def remove_approval(self) -> None:
         escalation.remove(self.path / escalation.APPROVAL)

@@ -13,6 +13,7 @@ import json
 import posixpath
 import shutil
 import tempfile
+import threading
 import weakref
 from datetime import datetime
 from pathlib import Path
@@ -24,6 +25,7 @@ from openadapt_flow.store import ledger
 from openadapt_flow.store.atomic import dumps
 from openadapt_flow.store.base import JournalWriter, RunHandle, check_artifact_name
 from openadapt_flow.store.docrun import DocumentRun
+from openadapt_flow.store.escalation import check_replaces, signature_of
 from openadapt_flow.store.faults import crash_point
 from openadapt_flow.store.rundoc import StateFields
 from openadapt_flow.store.lease import LeaseInfo
@@ -34,6 +36,7 @@ from openadapt_flow.store.pausedoc import ApprovalDoc
 from openadapt_flow.store.seal import sealed_state
 
 PREFIX = "memory:"
+_SWAP = threading.Lock()  # held while an approval is compared and set (memory runs are shared by this process's threads)
 
 
 class MemoryRun(DocumentRun):
@@ -73,6 +76,11 @@ class MemoryRun(DocumentRun):
 
     def doc_text(self, what: str) -> str | None:
         return self.recs.docs.get(what)
+
+    def _swap_approval(self, doc: Mapping[str, object], replaces: str | None) -> None:
+        with _SWAP:
+            check_replaces(self.describe("approval"), signature_of(self.doc_text("approval")), replaces)
+            self._put("approval", doc)
 
     def stamp(self) -> tuple[float, float, float]:
         docs, changed = self.recs.docs, self.recs.changed

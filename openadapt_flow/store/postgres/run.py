@@ -16,6 +16,7 @@ from openadapt_flow.store import ledger
 from openadapt_flow.store.atomic import dumps
 from openadapt_flow.store.base import JournalWriter
 from openadapt_flow.store.docrun import DocumentRun
+from openadapt_flow.store.escalation import ApprovalChanged, check_replaces, signature_of
 from openadapt_flow.store.faults import crash_point
 from openadapt_flow.store.rundoc import StateFields
 from openadapt_flow.store.journal import JournalEntry
@@ -171,6 +172,21 @@ class PostgresRun(PostgresArtifacts, DocumentRun):
         return conn.close  # closing the session frees its lock
 
     # escalation, approval, decisions
+    def _swap_approval(self, doc: Mapping[str, object], replaces: str | None) -> None:
+        """Compare and set in one transaction: the escalation row is locked (FOR UPDATE) while its approval is compared;
+        with no row yet, the insert sets the approval only if no other writer's row has one."""
+        text, where = dumps(doc), self.describe("approval")
+        rid = self.id(create=True)
+        with self.store.tx():
+            row = self.store.one("SELECT approval FROM flow_escalations WHERE run = %s FOR UPDATE", (rid,))
+            check_replaces(where, signature_of(row[0]) if row else None, replaces)
+            changed = self.store.run(
+                f"INSERT INTO flow_escalations (run, approval, approval_at) VALUES (%(id)s, %(text)s, {NOW}) ON CONFLICT (run) "
+                f"DO UPDATE SET approval = EXCLUDED.approval, approval_at = EXCLUDED.approval_at "
+                f"WHERE flow_escalations.approval IS NOT DISTINCT FROM %(old)s", {"id": rid, "text": text, "old": row[0] if row else None})
+            if not changed:  # another writer's insert landed between our read and our write
+                raise ApprovalChanged(f"{where}: another decision was recorded since this one read the approval; refusing")
+
     def consume_approval(self, pause_id: str) -> None:
         """Move the approval to decisions in one transaction: a decision is used once."""
         crash_point("approval:consuming")

@@ -10,7 +10,8 @@ import pytest
 from starlette.testclient import TestClient
 
 import openadapt_flow.console.app as console_app
-from openadapt_flow.console.decide import refresh_reports
+from openadapt_flow.console.decide import decide_from_form, refresh_reports
+from openadapt_flow.errors import RefusedError
 from openadapt_flow.report.model import build_report, halt_view
 from openadapt_flow.runtime.start.runref import open_ref
 from openadapt_flow.runtime.operate.approval import approve
@@ -109,3 +110,21 @@ def test_the_halt_view_is_the_reports_halt(tmp_path, env):
     run = open_ref(out.run_dir)
     view = halt_view(run)
     assert view is not None and view["step"] == "post" and view == build_report(run)["halt"]
+
+
+def test_a_console_decision_that_comes_too_late_is_told_who_decided(tmp_path, env):
+    """Issue 34 (5): the loser of a race on the console is told the winner's name, whether the pause is still open
+    (its approval holds the winner's vote) or already used by a resume (the pause is closed)."""
+    app = App(env, refute=True)
+    out = start(tmp_path, app)
+    store, run = FilesystemStore(tmp_path), open_ref(out.run_dir)
+    pause_id = run.read_pending()["pause_id"]
+    assert decide_from_form(store, run, "alice", {"pause_id": pause_id, "decision": "continue"}).summary.startswith("recorded")
+    for decision in ("reject", "continue"):
+        with pytest.raises(RefusedError, match=r"already decided by alice at \S+: continue"):
+            decide_from_form(store, run, "bob", {"pause_id": pause_id, "decision": decision})
+    app.refute = False
+    app.show(home())
+    assert go(out.run_dir, app).state == "COMPLETED"  # the decision is used and the pause closed
+    with pytest.raises(RefusedError, match=rf"pause {pause_id} is already decided by alice at \S+: continue"):
+        decide_from_form(store, run, "bob", {"pause_id": pause_id, "decision": "continue"})

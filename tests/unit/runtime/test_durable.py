@@ -373,17 +373,19 @@ def test_non_durable_runs_cannot_be_resumed(tmp_path, env, store):
         go(out.run_dir, app)
 
 
-def test_quorum_needs_distinct_os_users_for_consequential_steps(tmp_path, env, store):
+def test_quorum_needs_distinct_authenticated_operators_for_consequential_steps(tmp_path, env, store):
     config = DeployConfig.model_validate({**cfg(tmp_path, store).model_dump(by_alias=True), "approvals": {"quorum": 2}})
     app = App(env, refute=True)
     out = start(tmp_path, app, store=store, config=config)
     app.refute = False
     app.show(home())
-    assert approve(out.run_dir, "continue", "Alice", os_user="alice")["complete"] is False
-    assert approve(out.run_dir, "continue", "Alice (again, other name)", os_user="alice")["noop"]  # one OS user counts once
+    with pytest.raises(RefusedError, match="needs 2 distinct authenticated operators"):  # an OS user's vote never counts
+        approve(out.run_dir, "continue", "carol", os_user="carol")
+    assert approve(out.run_dir, "continue", "alice", os_user="svc", options=DecisionOptions(authenticated=True))["complete"] is False
+    assert approve(out.run_dir, "continue", "alice", os_user="other", options=DecisionOptions(authenticated=True))["noop"]  # one operator counts once
     with pytest.raises(RefusedError, match="quorum not met: 1 of 2"):
         go(out.run_dir, app)
-    assert approve(out.run_dir, "continue", "Bob", os_user="bob")["complete"] is True
+    assert approve(out.run_dir, "continue", "bob", os_user="svc", options=DecisionOptions(authenticated=True))["complete"] is True
     assert go(out.run_dir, app).state == "COMPLETED"
     assert rows(env) == 1
 

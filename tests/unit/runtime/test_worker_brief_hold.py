@@ -15,7 +15,7 @@ import openadapt_flow.runtime.worker as worker_mod
 from openadapt_flow.errors import RefusedError
 from openadapt_flow.runtime.start.runref import open_ref
 from openadapt_flow.bundle.config import DeployConfig
-from openadapt_flow.runtime.operate.approval import approve, deciding
+from openadapt_flow.runtime.operate.approval import DecisionOptions, approve, deciding
 from openadapt_flow.runtime.worker import Worker
 from tests.unit.runtime.test_durable import App, home, rows, start, env  # noqa: F401
 
@@ -33,7 +33,7 @@ def _approved(tmp_path, env, quorum: int = 1):
     assert out.state == "PAUSED"
     app.refute = False
     app.show(home())
-    approve(out.run_dir, "continue", "alice")
+    approve(out.run_dir, "continue", "alice", options=DecisionOptions(authenticated=True))  # the console's or a credential's vote
     return open_ref(out.run_dir), app
 
 

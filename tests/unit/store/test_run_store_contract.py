@@ -219,6 +219,20 @@ def test_one_owner_at_a_time_and_a_replaced_generation_is_fenced(store):
 
 # --- escalation, approval, decisions: consumed once ---
 
+def test_an_approval_write_is_a_compare_and_set(store):
+    """Issue 34 (5): a writer that read no approval, or another one than the store holds, never overwrites it."""
+    from openadapt_flow.store.escalation import ApprovalChanged
+    run = started(store)
+    run.write_pending({"pause_id": "pause-1", "step": "s"})
+    run.write_approval({"pause_id": "pause-1", "decision": "continue", "operator": "alice"}, "sig-a", replaces=None)
+    for stale in (None, "sig-other"):  # it read nothing, or an approval since replaced
+        with pytest.raises(ApprovalChanged, match="another decision was recorded"):
+            run.write_approval({"pause_id": "pause-1", "decision": "reject", "operator": "bob"}, "sig-b", replaces=stale)
+    assert (run.read_approval()["operator"], run.read_approval()["signature"]) == ("alice", "sig-a")
+    run.write_approval({"pause_id": "pause-1", "decision": "continue", "operator": "alice"}, "sig-ab", replaces="sig-a")
+    assert run.read_approval()["signature"] == "sig-ab"
+
+
 def test_an_approval_is_consumed_once_and_the_ledger_refuses_a_second_use(store):
     run = started(store)
     run.write_pending({"pause_id": "pause-1", "step": "s"})

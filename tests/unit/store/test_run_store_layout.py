@@ -39,7 +39,7 @@ def test_every_record_lands_in_its_section_7_file(tmp_path, monkeypatch):
     frames.save_now("halt-a.png", np.zeros((2, 2, 3), np.uint8))
     frames.close()
     files = sorted(p.relative_to(run.path).as_posix() for p in run.path.rglob("*") if p.is_file())
-    assert files == [".lock", "REPORT.md", "bundle/flow.yaml", "checkpoint.json", "decisions/pause-1.json", "frames/halt-a.png",
+    assert files == [".approval.lock", ".lock", "REPORT.md", "bundle/flow.yaml", "checkpoint.json", "decisions/pause-1.json", "frames/halt-a.png",
                      "incident.json", "journal.jsonl", "lease.json", "manifest.json", "pending_escalation.json", "report.html",
                      "report.json", "state.json"]
     assert run.path.name == "replay-20260102-030405"

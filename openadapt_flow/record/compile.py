@@ -433,6 +433,10 @@ class _Compiler:
                 step["effect"] = effect
                 # the params the saved file must hold: the document on screen shows them before it is saved
                 bound = {p: p for p in re.findall(r"\{(\w+)\}", str(effect.get("contains", "")))}
+            elif why := b.writes[-1][1].get("unreadable"):  # counted in compressed bytes, it would fail every replay
+                self.warnings.append(f"step {step['id']!r} saved {b.writes[-1][1].get('path')}, which is {why}: no file "
+                                     "effect can read what it holds; save it as plain text (or gzip), or declare its "
+                                     "effect by hand")
             else:
                 self.warnings.append(f"step {step['id']!r} changed {b.writes[-1][1].get('path')}, but holds no typed "
                                      "value there to count: declare its effect by hand")

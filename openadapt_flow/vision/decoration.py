@@ -77,7 +77,7 @@ def _stroke(ink: np.ndarray, top: int, bottom: int) -> tuple[int, int, int, int]
     rows = max(DECOR_MIN_ROWS, round(DECOR_MAX_SHARE * line))
     for t in range(top + round(DECOR_FOOT * line), bottom + 1):
         for k in range(1, min(rows, bottom + 1 - t) + 1):
-            for c0, c1 in _runs(ink[t : t + k].any(axis=0)):
+            for c0, c1 in _runs(np.asarray(ink[t : t + k].any(axis=0))):
                 if c1 - c0 + 1 < DECOR_MIN_RUN * line:
                     continue
                 cols = slice(c0, c1 + 1)

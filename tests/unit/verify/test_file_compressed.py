@@ -11,16 +11,23 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 
+from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.bundle.models import Effect
+from openadapt_flow.errors import ConfigError
 from openadapt_flow.fixture.gestures import Gesture
 from openadapt_flow.fixture.recorder import Batch, Recording
 from openadapt_flow.fixture.sor import FileWatch
 from openadapt_flow.record.compile import compile_bundle
+from openadapt_flow.runtime.runs import replay
+from openadapt_flow.runtime.start.launch import ReplayRequest
 from openadapt_flow.verify.effects import ABSENT, CONFIRMED, UNAVAILABLE, judge, make_reader, verify_effect
 from openadapt_flow.vision.ocr import OcrEngine
 from tests.support.bundles import minimal_flow, write_bundle
 from tests.support.cli import run_flow
+from tests.unit.runtime.test_durable import cfg
+from tests.unit.runtime.test_mask_secret_frames import SECRET, App, bundle
 
 pytestmark = pytest.mark.timeout(120)
 ROW = "Kenji Sato,Harbor Pediatrics\n"
@@ -113,3 +120,22 @@ def test_validate_refuses_a_file_effect_on_a_file_it_cannot_read(tmp_path: Path)
     assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
     sheet.write_bytes(gzip.compress(b"name\n"))  # gzip it reads: valid
     assert run_flow(["validate", "bundle"], tmp_path).returncode == 0
+
+
+def test_a_run_refuses_a_file_effect_on_a_file_it_cannot_read_before_any_input(tmp_path: Path,
+                                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """Already there as a zip at the start, the file could only ever give a false verdict: exit 2, nothing sent."""
+    for var, value in {"FLOW_KEY_FILE": tmp_path / "install.key", "FLOW_DECISION_KEY_FILE": tmp_path / "decision.key"}.items():
+        monkeypatch.setenv(var, str(value))
+    monkeypatch.setenv("FLOW_SECRET_PW", SECRET)
+    sheet = tmp_path / "posts.ods"
+    sheet.write_bytes(zipped("posted\n"))
+    app = App()
+    root = bundle(tmp_path / "b")
+    flow = yaml.safe_load((root / "flow.yaml").read_text())
+    flow["steps"][1]["effect"] = {"kind": "file", "path": str(sheet), "contains": "posted", "expect": {"increase_by": 1}}
+    (root / "flow.yaml").write_text(yaml.safe_dump(flow, sort_keys=False))
+    req = ReplayRequest(bundle=root, params={}, backend=BackendSpec(kind="fake"), config=cfg(tmp_path), run_dir=tmp_path / "run")
+    with pytest.raises(ConfigError, match="zip archive"):
+        replay(req, backend_factory=lambda spec: app.backend)
+    assert app.backend.events == [] and not (tmp_path / "run").exists()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 import shutil
 from pathlib import Path
+from types import SimpleNamespace
 
 import cv2
 import numpy as np
@@ -25,12 +26,16 @@ from openadapt_flow.ladder.ladder import failure_message
 from openadapt_flow.ladder.types import Evidence
 from openadapt_flow.report.model import halt_view
 from openadapt_flow.report.render import write_reports
+from openadapt_flow.runtime.act.halt_pictures import save_halt_pictures
 from openadapt_flow.runtime.act.step import _failed
+from openadapt_flow.runtime.judge.halt import Halt
 from openadapt_flow.runtime.runs import replay
 from openadapt_flow.runtime.start.launch import ReplayRequest
 from openadapt_flow.runtime.operate.operators import add_operator
 from openadapt_flow.store import FilesystemStore, RunDir
+from openadapt_flow.store.frames import FrameWriter
 from openadapt_flow.store.records import Check
+from openadapt_flow.vision.template import TemplateImage
 from tests.support.demo_invoices import BUNDLE, FIXTURES
 from tests.unit.report.report_runs import BUTTON, PARAMS, run_env
 
@@ -134,3 +139,27 @@ def test_the_console_page_shows_the_pair_and_serves_both_pictures(halted) -> Non
         assert f"/frame/{run_id}?rel={rel}" in page
         got = client.get(f"/frame/{run_id}", params={"rel": rel})
         assert got.status_code == 200 and got.content.startswith(b"\x89PNG")
+
+
+def test_the_best_candidate_is_cut_from_the_masked_frame(tmp_path: Path) -> None:
+    """A candidate over a field a secret was typed into shows the mask, never the secret's pixels; the template is
+    the bundle's own picture, written as it is."""
+    def mask(pixels: np.ndarray) -> np.ndarray:
+        out = pixels.copy()
+        out[40:60, 40:120] = (255, 0, 255)  # where the secret was typed
+        return out
+
+    frames = FrameWriter(tmp_path / "frames")
+    frames.mask = mask
+    template = np.full((30, 100, 3), 200, np.uint8)
+    ctx = SimpleNamespace(ladder=SimpleNamespace(templates={"templates/pw.png": TemplateImage(template)}), frames=frames)
+    screen = np.full((200, 300, 3), 10, np.uint8)
+    try:
+        got = save_halt_pictures(ctx, Halt("resolution", "x", step="pw", frame=screen, best=(30, 35, 100, 30),
+                                           template="templates/pw.png"))
+    finally:
+        frames.close()
+    assert got == {"pictures": {"template": "frames/halt-pw-template.png", "best": "frames/halt-pw-best.png"}}
+    best = np.asarray(Image.open(tmp_path / "frames/halt-pw-best.png").convert("RGB"))
+    assert best.shape == (30, 100, 3) and (best[10, 20] == (255, 0, 255)).all() and (best[0, 0] == 10).all()
+    assert np.array_equal(np.asarray(Image.open(tmp_path / "frames/halt-pw-template.png").convert("RGB")), template)

@@ -11,7 +11,7 @@ from typing import Any
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 SOUGHT = "sought: the picture recorded for this target"
 BEST = "the best candidate on the screen when it halted"
-NO_BEST = "no candidate came near it on the screen"
+NO_BEST = "no one best candidate: the candidates weighed are lettered on the halt frame"
 STYLE = (".pair{display:flex;gap:16px;align-items:flex-end;margin:8px 0}.pair img{max-width:320px;image-rendering:pixelated;"
          "border:1px solid #999}.pair figcaption{font-size:12px;color:#555}")
 

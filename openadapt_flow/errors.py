@@ -22,11 +22,37 @@
     ├── LeaseLost                  store/lease.py: another process took the run over; exit 6
     └── StorageFault               store/atomic.py: the run's files cannot be written; exit 5
 
-The CLI prints `str(error)` on one line and exits with `error.exit_code`. A RunSignal derives from BaseException so
+The CLI prints `str(error)` on one line and exits with `error.exit_code`. A message that names a value the user gave
+shows it through `shown` (bounded, control characters escaped): a 100 KB host or a NUL in a path is named, never
+printed whole. A RunSignal derives from BaseException so
 that no `except Exception` meant for a step's (or a workflow's, or a tool's) ordinary errors swallows it.
 """
 
 from __future__ import annotations
+
+SHOWN_CHARS = 60  # how much of a user's value an error line shows
+
+
+def shown(value: object, limit: int = SHOWN_CHARS) -> str:
+    """`value` as an error line names it: its repr (control characters escaped), cut to `limit` characters with its
+    length said when longer."""
+    text = repr(str(value))
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit - 1]}… ({len(str(value))} characters)"
+
+
+def control_char(text: str, allowed: str = "") -> tuple[int, str] | None:
+    """The first control character of `text` (a C0/C1 control, DEL, or a lone surrogate: undecodable bytes) that is
+    not in `allowed`, as (index, its name like 'NUL' or 'U+001B'); None when there is none."""
+    for i, ch in enumerate(text):
+        code = ord(ch)
+        if ch in allowed:
+            continue
+        if code < 0x20 or 0x7F <= code <= 0x9F or 0xD800 <= code <= 0xDFFF:
+            names = {0: "NUL", 0x1B: "ESC", 0x7F: "DEL", 0x0A: "newline", 0x0D: "carriage return", 0x09: "tab"}
+            return i, names.get(code, f"U+{code:04X}")
+    return None
 
 
 class FlowError(Exception):

@@ -34,7 +34,8 @@ from vncdotool.const import AuthTypes, Encoding
 from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.errors import AuthFailed, BackendError, BackendTimeout, ConnectionFailed
 
-PASSWORD_HINT = "set password_env to the name of an environment variable that holds it"
+PASSWORD_HINT = ("name the environment variable that holds it: --password-env NAME, or password_env in the "
+                 "config's backend")
 
 # --- the process-global reactor ----------------------------------------------------------
 

@@ -12,12 +12,31 @@ from typing import Any, Literal, cast, get_args
 from urllib.parse import urlsplit
 
 from openadapt_flow.backends.rdp_wire import normalise_fingerprint
-from openadapt_flow.errors import UsageError
+from openadapt_flow.errors import UsageError, control_char, shown
 
 Kind = Literal["vnc", "screen", "fake", "fixture", "rdp"]
 KINDS: tuple[str, ...] = get_args(Kind)
 DEFAULT_PORTS = {"vnc": 5900, "rdp": 3389}
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+MAX_URL_CHARS = 2048  # far past any real backend URL; a 100 KB one is a mistake, named and refused
+MAX_HOST_CHARS = 253  # a DNS name's limit (RFC 1035); an IP literal is shorter
+_LABEL = r"\w(?:[\w-]{0,61}\w)?"  # letters (an IDN's too), digits, '_' and inner '-'
+_HOST = re.compile(rf"^{_LABEL}(?:\.{_LABEL})*\.?$")
+
+
+def host_problem(host: str) -> str | None:
+    """Why `host` is no host name or IP address (bad input, exit 2 — never a connect that fails and reads as
+    retryable), or None."""
+    bad = control_char(host)
+    if bad is not None:
+        return f"the host holds a control character ({bad[1]} at position {bad[0] + 1})"
+    if len(host) > MAX_HOST_CHARS:
+        return f"the host is {len(host)} characters (a host name has at most {MAX_HOST_CHARS})"
+    if ":" in host:  # an IPv6 literal
+        return None if re.fullmatch(r"[0-9A-Fa-f:.]+(%[A-Za-z0-9_.-]+)?", host) else "not a valid IPv6 address"
+    if not _HOST.match(host):
+        return "not a valid host name (letters, digits, '-' and '.'; labels of at most 63)"
+    return None
 
 
 @dataclass(frozen=True)
@@ -46,6 +65,10 @@ class BackendSpec:
             raise UsageError(f"unknown backend kind {self.kind!r} (expected one of {', '.join(KINDS)})")
         if self.kind in DEFAULT_PORTS and not self.host:
             raise UsageError(f"{self.kind} backend needs a host")
+        if self.host is not None:
+            why = host_problem(self.host)
+            if why is not None:
+                raise UsageError(f"backend host {shown(self.host)}: {why}")
         if self.port is not None and not 0 < self.port < 65536:
             raise UsageError(f"port {self.port} is out of range 1-65535")
         if self.kind == "fixture" and not self.path:
@@ -113,6 +136,12 @@ def _redacted(url: str) -> str:
 def parse_url(url: str) -> BackendSpec:
     """Parse `vnc://host[:port]`, `rdp://host[:port]` or `fixture:PATH` into a spec."""
     text = url.strip()
+    if len(text) > MAX_URL_CHARS:
+        raise UsageError(f"bad backend URL {shown(_redacted(text))}: longer than {MAX_URL_CHARS} characters")
+    bad = control_char(text)
+    if bad is not None:
+        raise UsageError(f"bad backend URL {shown(_redacted(text))}: it holds a control character ({bad[1]} at "
+                         f"position {bad[0] + 1})")
     lower = text.lower()
     if lower.startswith("fixture:"):
         path = text[len("fixture:"):]
@@ -124,23 +153,23 @@ def parse_url(url: str) -> BackendSpec:
     scheme = lower.split("://", 1)[0] if "://" in lower else ""
     if scheme not in DEFAULT_PORTS:
         raise UsageError(
-            f"bad backend URL {_redacted(text)!r}: expected vnc://host[:port], rdp://host[:port] or fixture:PATH"
+            f"bad backend URL {shown(_redacted(text), 120)}: expected vnc://host[:port], rdp://host[:port] or fixture:PATH"
         )
     try:
         parts = urlsplit(text)
         port = parts.port
     except ValueError as exc:
-        raise UsageError(f"bad backend URL {_redacted(text)!r}: {exc}") from None
+        raise UsageError(f"bad backend URL {shown(_redacted(text), 120)}: {exc}") from None
     if "@" in parts.netloc:
         raise UsageError(
-            f"bad backend URL {_redacted(text)!r}: credentials are not allowed in URLs; "
+            f"bad backend URL {shown(_redacted(text), 120)}: credentials are not allowed in URLs; "
             "name an environment variable in password_env instead"
         )
     if not parts.hostname:
-        raise UsageError(f"bad backend URL {_redacted(text)!r}: no host")
+        raise UsageError(f"bad backend URL {shown(_redacted(text), 120)}: no host")
     if parts.path not in ("", "/") or parts.query or parts.fragment:
-        raise UsageError(f"bad backend URL {_redacted(text)!r}: only {scheme}://host[:port] is accepted")
+        raise UsageError(f"bad backend URL {shown(_redacted(text), 120)}: only {scheme}://host[:port] is accepted")
     if port == 0:
-        raise UsageError(f"bad backend URL {_redacted(text)!r}: port 0 is not a port")
+        raise UsageError(f"bad backend URL {shown(_redacted(text), 120)}: port 0 is not a port")
     return BackendSpec(kind=cast(Kind, scheme), host=parts.hostname, port=port)
 

@@ -18,7 +18,8 @@ from typing import Any
 
 from openadapt_flow.bundle.models import Bundle
 from openadapt_flow.bundle.params import bind_params, secret_env_name
-from openadapt_flow.errors import ParamError, UsageError
+from openadapt_flow.bundle.userfile import MAX_ITEMS_FILE, name_of, read_user_text
+from openadapt_flow.errors import ParamError, UsageError, shown
 
 MAX_PROBLEMS = 20  # a file that is wrong on every line is named by its first problems, not ten thousand lines
 JSON_SUFFIXES = (".jsonl", ".ndjson", ".json")
@@ -56,14 +57,10 @@ def item_key(values: dict[str, Any]) -> str:
 def read_items(path: Path, bundle: Bundle, key_column: str | None = None) -> list[Item]:
     """The items of `path`, checked against the bundle's params; ItemsError naming every problem otherwise."""
     name = str(path)
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise ItemsError([f"{name}: items file not found"]) from None
-    except UnicodeDecodeError as e:
-        raise ItemsError([f"{name}: not UTF-8 text ({e.reason} at byte {e.start})"]) from None
-    except OSError as e:
-        raise ItemsError([f"{name}: cannot be read ({e.strerror or e})"]) from None
+    try:  # bounded, and its errors never echo the file (userfile.py)
+        text = read_user_text(path, MAX_ITEMS_FILE, UsageError, "items file", encoding="utf-8-sig")
+    except UsageError as e:
+        raise ItemsError([str(e)]) from None
     if not text.strip():
         raise ItemsError([f"{name}:1: the items file is empty: no header and no items"])
     rows, problems = (_json_rows if _is_json(path, text) else _csv_rows)(name, text, bundle, key_column)
@@ -75,7 +72,7 @@ def read_items(path: Path, bundle: Bundle, key_column: str | None = None) -> lis
             continue
         if item.key in seen:
             first = seen[item.key]
-            problems.append(f"{name}:{line}: duplicate key {item.key!r} (first at line {first})" if key_column else
+            problems.append(f"{name}:{line}: duplicate key {shown(item.key)} (first at line {first})" if key_column else
                             f"{name}:{line}: duplicate item: the same values as line {first} (key {item.key!r})")
             continue
         seen[item.key] = line
@@ -108,7 +105,7 @@ def _check_columns(name: str, line: int, columns: list[str], bundle: Bundle, key
         if spec is None:
             known = ", ".join(sorted(bundle.params)) or "none"
             also = f" nor the --key column {key_column!r}" if key_column else ""
-            out.append(f"{name}:{line}: unknown column {col!r}: not a param of bundle {bundle.name!r}{also} "
+            out.append(f"{name}:{line}: unknown column {name_of(col)}: not a param of bundle {bundle.name!r}{also} "
                        f"(its params: {known})")
         elif spec.secret:
             out.append(f"{name}:{line}: column {col!r} is a secret param: it comes from {secret_env_name(col)} in the "
@@ -145,7 +142,7 @@ def _csv_rows(name: str, text: str, bundle: Bundle, key_column: str | None
             dup = sorted({c for c in header if header.count(c) > 1})
             empty = [i + 1 for i, c in enumerate(header) if not c]
             if dup:
-                problems.append(f"{name}:{start}: column {dup[0]!r} appears more than once in the header row")
+                problems.append(f"{name}:{start}: column {name_of(dup[0])} appears more than once in the header row")
             if empty:
                 problems.append(f"{name}:{start}: header column {empty[0]} has no name")
             problems += _check_columns(name, start, [c for c in header if c], bundle, key_column)
@@ -172,18 +169,21 @@ def _json_rows(name: str, text: str, bundle: Bundle, key_column: str | None
         except ValueError as e:
             problems.append(f"{name}:{n}: malformed JSON line ({str(e).split(':')[0]})")
             continue
+        except RecursionError:  # `[[[[…` deeper than the parser's stack
+            problems.append(f"{name}:{n}: malformed JSON line (nested too deeply)")
+            continue
         if not isinstance(obj, dict):
             problems.append(f"{name}:{n}: malformed JSON line: expected an object, got {type(obj).__name__}")
             continue
-        nested = [k for k, v in obj.items() if isinstance(v, (dict, list))]
-        if nested:
-            problems.append(f"{name}:{n}: {nested[0]!r} is not a plain value (a string, number or boolean)")
-            continue
-        values = {str(k): v for k, v in obj.items() if v is not None}
         found = _check_columns(name, n, [str(k) for k in obj], bundle, key_column)
-        if found:
+        if found:  # its keys first: a file that is not an items file is named by line, never shown
             problems += found
             continue
+        nested = [k for k, v in obj.items() if isinstance(v, (dict, list))]
+        if nested:
+            problems.append(f"{name}:{n}: {name_of(nested[0])} is not a plain value (a string, number or boolean)")
+            continue
+        values = {str(k): v for k, v in obj.items() if v is not None}
         rows.append((n, values))
     return rows, problems
 

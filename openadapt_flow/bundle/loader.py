@@ -16,11 +16,13 @@ from pydantic import ValidationError
 from openadapt_flow.bundle.keys import invalid_keys
 from openadapt_flow.bundle.models import Bundle, Postcondition, Step, Target
 from openadapt_flow.bundle.params import STEP_REF, check_placeholder, placeholders
+from openadapt_flow.bundle.userfile import MAX_FLOW_FILE
 from openadapt_flow.bundle.yamlsrc import Loc, YamlDoc
-from openadapt_flow.errors import BundleError
+from openadapt_flow.errors import BundleError, control_char, shown
 from openadapt_flow.imaging.png import decode_rgb
 
 FLOW_FILE = "flow.yaml"
+MAX_BUNDLE_PATH = 1024  # bytes of a path inside the bundle (a template's)
 MAX_TEMPLATE_BYTES = 4 * 1024 * 1024
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 SQL_BIND = re.compile(r"(?<!:):([A-Za-z_][A-Za-z0-9_]*)")
@@ -64,6 +66,11 @@ def _all_template_refs(model: Bundle) -> list[tuple[Loc, str]]:
 
 def _safe_path(root: Path, rel: str) -> Path | str:
     """The file `rel` inside `root`, or the reason it is refused."""
+    bad = control_char(rel)
+    if bad is not None:  # a NUL is no path the OS can open: refused by name, before any file is touched
+        return f"the path holds a control character ({bad[1]} at position {bad[0] + 1})"
+    if len(rel.encode("utf-8", "surrogatepass")) > MAX_BUNDLE_PATH:
+        return f"the path is longer than {MAX_BUNDLE_PATH} bytes"
     pure = PurePosixPath(rel)
     if pure.is_absolute() or rel.startswith("\\") or re.match(r"^[A-Za-z]:", rel):
         return "absolute paths are not allowed"
@@ -88,7 +95,7 @@ def _safe_path(root: Path, rel: str) -> Path | str:
 def _load_png(doc: YamlDoc, loc: Loc, root: Path, rel: str, screen: tuple[int, int]) -> np.ndarray:
     got = _safe_path(root, rel)
     if isinstance(got, str):
-        raise doc.fail(loc, f"template {rel!r}: {got}")
+        raise doc.fail(loc, f"template {shown(rel)}: {got}")
     try:
         size = got.stat().st_size
         data = got.read_bytes() if size <= MAX_TEMPLATE_BYTES else b""
@@ -249,11 +256,11 @@ def load_bundle(path: str | Path) -> LoadedBundle:
     flow = root / FLOW_FILE
     if not flow.is_file():
         raise BundleError(f"{root}: no {FLOW_FILE} in this folder")
-    doc = YamlDoc.read(flow, BundleError)
+    doc = YamlDoc.read(flow, BundleError, MAX_FLOW_FILE)
     if not isinstance(doc.data, dict):
         raise BundleError(f"{flow}: expected a mapping at the top level")
     if doc.data.get("schema") != "openadapt-flow/bundle@1":
-        raise doc.fail(("schema",), f"schema must be 'openadapt-flow/bundle@1' (got {doc.data.get('schema')!r})")
+        raise doc.fail(("schema",), f"schema must be 'openadapt-flow/bundle@1' (got {shown(doc.data.get('schema'))})")
     try:
         model = Bundle.model_validate(doc.data)
     except ValidationError as e:

@@ -7,6 +7,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
+from openadapt_flow.errors import control_char
+
 BUNDLE_SCHEMA = "openadapt-flow/bundle@1"
 STEP_ID = re.compile(r"^[a-z0-9-]+$")
 
@@ -206,6 +208,10 @@ class Effect(Strict):
     def _check(self) -> "Effect":
         if (self.kind is None) == (self.use is None):
             raise ValueError("an effect needs exactly one of kind or use")
+        for name in ("path", "url", "dsn"):  # a NUL no system call takes: refused when loaded, not mid-run (issue 34)
+            bad = control_char(getattr(self, name) or "")
+            if bad is not None:
+                raise ValueError(f"{name} holds a control character ({bad[1]} at position {bad[0] + 1})")
         if self.kind is not None:
             mine = EFFECT_FIELDS[self.kind]
             alien = [f for fields in EFFECT_FIELDS.values() for f in fields if f not in mine and getattr(self, f) is not None]

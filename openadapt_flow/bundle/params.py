@@ -7,16 +7,37 @@ import os
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from openadapt_flow.bundle.keys import TEXT_KEYSYMS
 from openadapt_flow.bundle.models import Bundle, Param
-from openadapt_flow.errors import ParamError
+from openadapt_flow.bundle.userfile import MAX_PARAMS_FILE
+from openadapt_flow.bundle.yamlsrc import YamlDoc
+from openadapt_flow.errors import ParamError, control_char, shown
 
 PLACEHOLDER = re.compile(r"\{\{|\}\}|\{([^{}]*)\}")
 NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 STEP_REF = re.compile(r"^steps\.[a-z0-9-]+(\.[A-Za-z0-9_-]+)*$")
 INT_TEXT = re.compile(r"[+-]?\d+")
+MAX_PARAM_CHARS = 10_000  # a param's value, typed at a human field: longer is a mistake (and minutes of typing)
+TYPEABLE_CONTROLS = "".join(TEXT_KEYSYMS)  # the control characters a type step can send (Enter, Tab, Backspace)
 DECIMAL_TEXT = re.compile(r"[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?")
+
+
+def read_params_file(path: Path) -> dict[str, Any]:
+    """A params file (`--params-file`): a YAML/JSON mapping of param names to plain values, read at most
+    MAX_PARAMS_FILE bytes. ParamError (exit 2) names the file and the line, never the file's text: a key that is not
+    a param name is not echoed, so a file that is not a params file (/etc/shadow) is not shown through its error."""
+    doc = YamlDoc.read(path, ParamError, MAX_PARAMS_FILE, "params file")
+    if not isinstance(doc.data, dict):
+        raise ParamError(f"{path}: expected a mapping of param names to values")
+    for key, value in doc.data.items():
+        if not isinstance(key, str) or not NAME.match(key):
+            raise doc.fail((key,), "a key is not a param name (letters, digits and _; the key is not shown)")
+        if isinstance(value, (dict, list)):
+            raise doc.fail((key,), f"param {key}: expected a plain value (a string, number or boolean)")
+    return dict(doc.data)
 
 
 def secret_env_name(param: str) -> str:
@@ -54,8 +75,24 @@ def check_placeholder(name: str, bundle: Bundle, *, allow_secret: bool) -> str |
     return None
 
 
+def check_value_text(name: str, raw: Any) -> None:
+    """Refuse, before any input, a value no field can take: longer than MAX_PARAM_CHARS, or holding a control
+    character no key types (NUL, ESC, …; Enter, Tab and Backspace are typed as those keys) or undecodable bytes.
+    The message names the param, the character's position and name, never the value (it may be a secret)."""
+    if not isinstance(raw, str):
+        return
+    if len(raw) > MAX_PARAM_CHARS:
+        raise ParamError(f"param {name}: its value is {len(raw)} characters, more than the {MAX_PARAM_CHARS} a param "
+                         "may hold")
+    bad = control_char(raw, TYPEABLE_CONTROLS)
+    if bad is not None:
+        what = "undecodable bytes" if bad[1].startswith("U+D") else f"the control character {bad[1]}"
+        raise ParamError(f"param {name}: its value holds {what} at position {bad[0] + 1}, which no key types")
+
+
 def _coerce(name: str, spec: Param, raw: Any) -> Any:
     t = spec.type
+    check_value_text(name, raw)
     try:
         if t == "string":
             return str(raw)
@@ -76,9 +113,8 @@ def _coerce(name: str, spec: Param, raw: Any) -> Any:
             raise ValueError
     except (TypeError, ValueError):
         pass
-    shown = repr(raw) if len(repr(raw)) <= 60 else repr(raw)[:57] + "…"
     why = " (a number must be finite)" if t == "number" and _non_finite(raw) else ""
-    raise ParamError(f"param {name}: {shown} is not a valid {t}{why}")
+    raise ParamError(f"param {name}: {shown(raw) if isinstance(raw, str) else repr(raw)[:60]} is not a valid {t}{why}")
 
 
 def parse_number(raw: Any) -> int | float:
@@ -136,7 +172,7 @@ def bind_params(
     env = os.environ if env is None else env
     for name in given:
         if name not in bundle.params:
-            raise ParamError(f"param {name!r} is not declared by bundle {bundle.name!r}")
+            raise ParamError(f"param {shown(name)} is not declared by bundle {bundle.name!r}")
         if bundle.params[name].secret:
             how = "--param" if name in from_flag else "a params file"
             raise ParamError(
@@ -149,6 +185,7 @@ def bind_params(
         if spec.secret:
             val = env.get(secret_env_name(name))
             if val is not None:
+                check_value_text(f"{name} ({secret_env_name(name)})", val)
                 secrets[name] = val
             elif spec.required:
                 missing.append(f"secret param {name!r} is required: set {secret_env_name(name)} in the environment")

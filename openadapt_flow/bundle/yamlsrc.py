@@ -8,6 +8,7 @@ from typing import Any
 import yaml
 from pydantic import ValidationError
 
+from openadapt_flow.bundle.userfile import MAX_CONFIG_FILE, name_of, read_user_text, yaml_error
 from openadapt_flow.errors import UsageError
 
 
@@ -28,7 +29,7 @@ def _construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode, deep: bo
         key = loader.construct_object(key_node, deep=deep)
         if key in seen:
             raise yaml.constructor.ConstructorError(
-                None, None, f"duplicate key {key!r}", key_node.start_mark
+                None, None, f"duplicate key {name_of(key)}", key_node.start_mark
             )
         seen.add(key)
     return loader.construct_mapping(node, deep=deep)
@@ -55,22 +56,15 @@ class YamlDoc:
         self.error = error
         try:
             self.node, self.data = _compose_and_load(text)
-        except yaml.MarkedYAMLError as e:
-            mark = e.problem_mark or e.context_mark
-            line = f":{mark.line + 1}" if mark else ""
-            raise error(f"{path}{line}: invalid YAML: {e.problem or e}") from None
-        except yaml.YAMLError as e:
-            raise error(f"{path}: invalid YAML: {e}") from None
+        except yaml.YAMLError as e:  # named by line and column; the parser's excerpts of the file are not echoed
+            raise yaml_error(path, e, error) from None
+        except RecursionError:  # a pure-Python parser (no libyaml) on `[[[[…`: libyaml stops at depth 1000 itself
+            raise error(f"{path}: invalid YAML: nested too deeply") from None
 
     @classmethod
-    def read(cls, path: Path, error: type[UsageError]) -> "YamlDoc":
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise error(f"{path}: file not found") from None
-        except (OSError, UnicodeDecodeError) as e:
-            raise error(f"{path}: cannot read: {e}") from None
-        return cls(path, text, error)
+    def read(cls, path: Path, error: type[UsageError], limit: int = MAX_CONFIG_FILE, what: str = "file") -> "YamlDoc":
+        """The file parsed: read at most `limit` bytes (userfile.py: bounded, never echoed in an error)."""
+        return cls(path, read_user_text(path, limit, error, what), error)
 
     def line_of(self, loc: Loc) -> int | None:
         node = self.node
@@ -102,11 +96,14 @@ class YamlDoc:
         """The first pydantic error as one line: file:line: key path: message."""
         first = err.errors()[0]
         loc = tuple(p for p in first["loc"] if not (isinstance(p, str) and p.startswith("function-after")))
+        unknown = loc[-1] if loc else "?"  # an unknown key is the last part of its loc, whatever its case
         # pydantic puts union member names in loc; drop those that aren't keys in the document
         loc = tuple(p for p in loc if not (isinstance(p, str) and p[:1].isupper()))
+        if first["type"] == "extra_forbidden" and (not loc or loc[-1] != unknown):
+            loc += (unknown,)  # a capitalised unknown key ('Backend:') is still the key named
         keypath = ".".join(str(p) for p in loc) or "(top level)"
         if first["type"] == "extra_forbidden":
-            msg = f"unknown key {loc[-1]!r}" + (f" in {'.'.join(str(p) for p in loc[:-1])}" if len(loc) > 1 else "")
+            msg = f"unknown key {name_of(loc[-1])}" + (f" in {'.'.join(str(p) for p in loc[:-1])}" if len(loc) > 1 else "")
         elif first["type"] == "missing":
             msg = f"missing required key {keypath!r}"
         else:

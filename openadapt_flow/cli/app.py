@@ -51,6 +51,9 @@ COMMANDS: dict[str, tuple[str, str, bool]] = {
 }
 
 
+RUNS_A_RUN = frozenset({"replay", "resume", "batch", "run-py", "wait", "demo"})
+
+
 def build_app(only: str | None = None, summaries: bool = False) -> typer.Typer:
     """The `flow` app with every command, or with just `only` when the command line names one. `summaries`: every
     command by name and help text only, read from its module's source without importing it (`flow --help`,
@@ -76,7 +79,8 @@ def build_app(only: str | None = None, summaries: bool = False) -> typer.Typer:
                 _json_help(info.callback)
             flow.add_typer(obj, name=name)
         else:
-            flow.command(name)(_json_help(obj))
+            # a command that runs or resumes a run lists the exit codes it ends with, as `flow --help` does
+            flow.command(name, epilog=exit_codes_epilog() if name in RUNS_A_RUN else None)(_json_help(obj))
     return flow
 
 

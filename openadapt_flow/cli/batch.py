@@ -21,8 +21,8 @@ from openadapt_flow.report.render import write_reports
 from openadapt_flow.runtime import (BatchEvents, BatchRequest, ItemResult, ItemStatus, batch_exit_code, counts,
                                     csv_beside, reset_app, run_batch, select_backend, summary_line, write_results)
 
-ITEMS_HELP = ("the work items: a CSV file with a header row, or JSON lines (one object per line); each item one set "
-              "of the bundle's params, its columns named as the params")
+ITEMS_HELP = ("the work items: a CSV file with a header row, or JSON lines (one object per line), at most 64 MiB; "
+              "each item one set of the bundle's params, its columns named as the params")
 KEY_HELP = ("the column whose value names each item (exactly once: an item whose key is done is never sent again); "
             "default: a hash of the item's values")
 OUT_HELP = "the results, JSON lines with a CSV beside it (default: results.jsonl in the batch's runs folder)"
@@ -72,6 +72,12 @@ class ItemLines(BatchEvents):
             self.bar.line(text, "green" if result.status in (ItemStatus.DONE, ItemStatus.SKIPPED_DONE) else "red")
         else:
             self.plain.line(text)
+
+    def report_failed(self, run: str, why: str) -> None:
+        if self.as_json:
+            emit_json_line({"event": "report", "run": run, "error": why})
+        else:
+            self.plain.line(f"{run}: {why}")
 
     def close(self) -> None:
         if self.bar is not None:

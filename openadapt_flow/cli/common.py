@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 F = TypeVar("F", bound=Callable[..., Any])
 
 DEBUG_ENV = "FLOW_DEBUG"
+MAX_ERROR_CHARS = 2000  # one error line; our own messages show a user's value through errors.shown, far shorter
 
 
 class CommandError(FlowError):
@@ -48,8 +49,11 @@ def fail(message: str, code: int) -> NoReturn:
 
 
 def report_error(message: str, code: int, error_type: str, as_json: bool, traceback_file: str | None = None) -> NoReturn:
-    """One line on stderr (and, under --json, a CliError object on one line of stdout); exit with `code`."""
-    message = message.replace("\n", " ")
+    """One line on stderr (and, under --json, a CliError object on one line of stdout); exit with `code`. A message
+    past MAX_ERROR_CHARS (a library's words quoting a huge value) is cut, its length said."""
+    message = message.replace("\r", " ").replace("\n", " ")
+    if len(message) > MAX_ERROR_CHARS:
+        message = f"{message[:MAX_ERROR_CHARS]}… (error cut: {len(message)} characters)"
     if as_json:
         from openadapt_flow.cli.errdoc import CliError  # pydantic only when an error is printed as JSON
 
@@ -133,6 +137,8 @@ def handle_errors(fn: F) -> F:
             report_error(signal_line(e), e.exit_code, type(e).__name__, as_json)
         except KeyboardInterrupt:
             report_error("interrupted", 5, "KeyboardInterrupt", as_json)
+        except BrokenPipeError:  # the reader left (`flow status RUN | head -1`): no bug, and no error file in the run
+            reader_gone()
         except Exception as e:  # last resort: a bug; never a traceback on the terminal unless asked for
             extra = missing_extra(e)
             if extra is not None:
@@ -140,6 +146,20 @@ def handle_errors(fn: F) -> F:
             report_internal(e, as_json, _given_run_dir(kwargs))
 
     return wrapper  # type: ignore[return-value]
+
+
+EXIT_READER_GONE = 141  # 128 + SIGPIPE: what a shell reports for a command whose reader went away
+
+
+def reader_gone() -> NoReturn:
+    """Stop quietly once stdout's reader has gone: nothing more can be said, and Python's own flush at exit must not
+    raise again (its output goes to /dev/null)."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except OSError:
+        pass
+    raise SystemExit(EXIT_READER_GONE)
 
 
 def signal_line(signal: RunSignal) -> str:
@@ -153,6 +173,7 @@ JSON_HELP = "print machine-readable JSON on stdout (an error too: a CliError obj
 STORE_HELP = ("where runs live: a runs directory (default: runs); postgresql://USER@HOST/DB (the password from "
               "PGPASSWORD or ~/.pgpass, never the URL); or memory: — this process's memory, so a run stored there is "
               "gone when the command exits (memory: is for the Python API and tests)")
+VIEWER_PORT_HELP = "the port your VNC viewer connects to, the recorder's (0 picks a free one)"  # one name, --viewer-port
 RUN_HELP = "run directory; or, with --store, the run's RUN_ID (or its name in that store)"
 
 

@@ -50,9 +50,22 @@ def console_cmd(
         typer.echo("no operators yet: enrol one with `flow operator add NAME` (nobody can log in until then)", err=True)
     scheme = "https" if tls_cert else "http"
     url = f"{scheme}://{host}:{port}/"
+    where = store_where(runs, store, root)
     if as_json:
-        emit_json_line({"url": url, "store": repr(runs)})
+        emit_json_line({"url": url, "store": where})
     else:
-        typer.echo(f"flow console on {url} ({runs!r}); Ctrl-C stops it")
+        typer.echo(f"flow console on {url}, runs in {where}; Ctrl-C stops it")
     uvicorn.run(app, host=host, port=port, log_level="warning",
                 ssl_certfile=str(tls_cert) if tls_cert else None, ssl_keyfile=str(tls_key) if tls_key else None)
+
+
+def store_where(runs: object, store: str | None, root: Path) -> str:
+    """Where the console's runs are, as a person names it: the runs folder's path, or the store's address (a
+    PostgreSQL one without any password), never a Python repr."""
+    where = getattr(runs, "where", None)  # the PostgreSQL store's redacted address
+    if isinstance(where, str) and where:
+        return where
+    folder = getattr(runs, "root", None)  # the filesystem store's runs folder
+    if isinstance(folder, Path):
+        return str(folder.resolve())
+    return store or str(root)

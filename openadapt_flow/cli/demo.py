@@ -11,6 +11,7 @@ the working directory is the runs root.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import sqlite3
@@ -24,7 +25,7 @@ from typing import Any, Optional
 import typer
 
 from openadapt_flow.backends.spec import BackendSpec
-from openadapt_flow.cli.common import emit_json, handle_errors
+from openadapt_flow.cli.common import VIEWER_PORT_HELP, emit_json, handle_errors
 from openadapt_flow.cli.demo_loop import LOOKALIKE, LoopResult, run_loop
 from openadapt_flow.cli.progress import ConsoleProgress
 from openadapt_flow.errors import UsageError
@@ -149,7 +150,7 @@ def demo_cmd(
     as_json: bool = typer.Option(False, "--json", help="one JSON object on stdout: the replay's outcome and, under `loop`, the loop's"),
     record: bool = typer.Option(False, "--record", help="record it yourself: the app on a private Xvnc, your VNC viewer through the recorder, Ctrl+C compiles and replays with new values"),
     record_out: Optional[Path] = typer.Option(None, "--out", help="with --record: the new bundle folder (default recorded/my-invoice-<time>)"),
-    viewer_port: int = typer.Option(0, "--viewer-port", help="with --record: the port your VNC viewer connects to (0 picks a free one)", min=0, max=65535),
+    viewer_port: int = typer.Option(0, "--viewer-port", help="with --record: " + VIEWER_PORT_HELP, min=0, max=65535),
     param: list[str] = typer.Option([], "--param", help="with --record: NAME=VALUE the replay types for a recorded param (default vendor=Globex Ltd, amount=99.50). Repeatable"),
 ) -> None:
     """The demo bundle replayed against the recorded app (no X needed; --live: the real app on Xvnc), then a durable
@@ -179,4 +180,20 @@ def demo_cmd(
                        "rows": res.rows}
     if as_json:
         emit_json(out)
+    elif code == 0:
+        for line in what_next():
+            typer.echo(line)
     raise typer.Exit(code)
+
+
+CONSOLE_INSTALL = "pip install 'openadapt-flow[console]'  (in this checkout: .venv/bin/pip install -e '.[console]')"
+
+
+def what_next() -> list[str]:
+    """The demo's last lines: where a newcomer goes from here (the recording tutorial, the console)."""
+    console = ("flow console --root runs" if importlib.util.find_spec("uvicorn") is not None
+               else f"flow console --root runs, once installed: {CONSOLE_INSTALL}")
+    return ["", "== What next ==",
+            "  record a task yourself, through your own VNC viewer: make demo-record (or flow demo --record; "
+            "docs/record.md)",
+            f"  decide paused runs in a browser: {console} (docs/console.md)"]

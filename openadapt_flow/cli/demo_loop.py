@@ -30,6 +30,7 @@ from openadapt_flow.errors import FlowError
 from openadapt_flow.fixture.model import load_fixture
 from openadapt_flow.fixture.player import Player
 from openadapt_flow.fixture.server import PlayerScreen, RfbServer
+from openadapt_flow.report.meanings import category_words
 from openadapt_flow.runtime import open_ref
 from openadapt_flow.store.states import DecisionKind
 
@@ -39,13 +40,6 @@ LOWER_SAVE = (230, 308)
 OPERATOR = "demo"
 TIMEOUT_S = 120
 
-CATEGORY_WORDS = {
-    "ambiguous": "two places on the screen match the target equally well, and the engine never guesses between look-alikes",
-    "resolution": "the target was not found on the screen",
-    "identity": "the record on screen was not the one the step is meant to change",
-    "effect": "the system of record did not show the change the step declares",
-    "postcondition": "the screen did not show what the step expects afterwards",
-}
 OUTCOME_WORDS = {
     "HALTED_BEFORE_EFFECT": "nothing was written: no input was sent for this step",
     "RECONCILIATION_REQUIRED": "the step may have written: it is never retried until an operator reconciles it",
@@ -133,7 +127,7 @@ def explain(pending: dict[str, Any]) -> list[str]:
     category, outcome = pending.get("category") or "", pending.get("transaction_outcome") or ""
     return [
         f"Step '{pending.get('step')}' stopped and waits for an operator: "
-        f"{CATEGORY_WORDS.get(category, category)}.",
+        f"{category_words(category, long=True) or category}.",
         f"  What it may already have done: {OUTCOME_WORDS.get(outcome, outcome)} ({outcome}).",
         f"  Decisions allowed: {', '.join(pending.get('allowed_decisions') or [])}; "
         f"the pause expires at {pending.get('expires_at')}.",

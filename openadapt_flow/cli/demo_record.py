@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Optional
 from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.cli.fixture import check_new_folder, make_watch, record_session
 from openadapt_flow.cli.progress import ConsoleProgress
-from openadapt_flow.cli.record import PARAM_NAME
+from openadapt_flow.cli.record import PARAM_NAME, fix_line
 from openadapt_flow.errors import UsageError
 from openadapt_flow.fixture.recorder import Recording
 from openadapt_flow.record.compile import CompiledBundle, compile_bundle
@@ -104,6 +104,8 @@ def _compile(rec: Recording, out: Path, echo: Echo) -> CompiledBundle:
     echo(f"wrote {out}/flow.yaml: {len(ids)} steps ({', '.join(ids)}); params {', '.join(compiled.params) or 'none'}")
     for w in compiled.warnings:
         echo(f"  warning: {w}")
+    if compiled.warnings:
+        echo(f"  {fix_line(out, len(compiled.warnings))}")
     consequential = [s["id"] for s in compiled.steps if s.get("effect")]
     echo("  the step(s) that added a row to the app's database, checked out of band on replay: "
          f"{', '.join(consequential) or 'none (no row was added: was Save clicked?)'}")

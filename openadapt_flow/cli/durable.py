@@ -103,18 +103,21 @@ def resume_cmd(
     param: list[str] = typer.Option([], "--param", "-p", help="must equal the run's bound value"),
     config: Optional[Path] = typer.Option(None, "--config", help="deployment config: only its backend section is used"),
     upgrade_bundle: Optional[Path] = typer.Option(None, "--upgrade-bundle", help="adopt a new version of the run's bundle"),
+    bundle: Optional[Path] = typer.Option(None, "--bundle", help="the run's original bundle (its recorded digest): used "
+                                          "when the run's snapshot cannot be read, e.g. after a power loss"),
     store: Optional[str] = typer.Option(None, "--store", help=STORE_HELP),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Continue a paused or interrupted durable run from its last verified checkpoint.
 
-    Backend flags override the run's recorded backend (or --config's) field by field."""
+    Backend flags override the run's recorded backend (or --config's) field by field. A run whose bundle snapshot
+    cannot be read resumes with --bundle PATH when PATH holds the bundle the run recorded (same digest)."""
     cfg = load_config(config).backend if config is not None else None
     values, _ = parse_params(param, None)
     with step_progress(not as_json) as progress:
         out = resume_run(open_run_arg(run_dir, store), backend_flags=BackendFlags(backend, url, rdp_host), backend_config=cfg,
                      require_approval=require_approval, params=values, progress=progress, reporter=write_reports,
-                     upgrade_bundle=upgrade_bundle)
+                     upgrade_bundle=upgrade_bundle, bundle=bundle, notice=lambda line: typer.echo(line, err=True))
     commands = next_commands(open_run_arg(run_dir, store)) if out.exit_code != 0 else []
     summary = {"state": out.state, "exit_code": out.exit_code, "run_dir": str(out.run_dir), "category": out.category,
                "message": out.message or None, "next_commands": commands}

@@ -18,7 +18,7 @@ import typer
 from openadapt_flow.version import __version__
 from openadapt_flow.backends.spec import parse_url
 from openadapt_flow.backends.upstream import Upstream
-from openadapt_flow.cli.common import emit_json, emit_json_line, handle_errors
+from openadapt_flow.cli.common import VIEWER_PORT_HELP, emit_json, emit_json_line, handle_errors
 from openadapt_flow.cli.progress import waiting
 from openadapt_flow.errors import UsageError
 from openadapt_flow.fixture.compile import compile_recording
@@ -143,6 +143,15 @@ def make_watch(watch_sqlite: Path | None, watch_jsonl: Path | None, watch_file: 
     return SqliteWatch(watch_sqlite) if watch_sqlite else JsonlWatch(watch_jsonl) if watch_jsonl else None
 
 
+def viewer_port_of(viewer_port: int, port: int | None) -> int:
+    """`--viewer-port`, or the hidden `--port` it was called before (flow demo --record names it --viewer-port too)."""
+    if port is None:
+        return viewer_port
+    if viewer_port and viewer_port != port:
+        raise UsageError(f"--viewer-port {viewer_port} and --port {port} (its old name) disagree: give --viewer-port only")
+    return port
+
+
 def record_session(url: str, port: int, host: str | None, password_env: str | None, watch: Watch | None,
                    settle_ms: int, log: Callable[[str], None] = _log, as_json: bool = False) -> Recording:
     """Run the recording proxy in front of `url` until Ctrl+C or SIGTERM (or the live server goes); the recording.
@@ -186,7 +195,8 @@ def record_session(url: str, port: int, host: str | None, password_env: str | No
 def record_cmd(
     url: str = typer.Option(..., "--url", help="the live VNC server: vnc://host[:port]"),
     out: Path = typer.Option(..., "--out", help="new fixture folder to write"),
-    port: int = typer.Option(0, "--port", help="port your VNC viewer connects to (0 picks a free one)", min=0, max=65535),
+    viewer_port: int = typer.Option(0, "--viewer-port", help=VIEWER_PORT_HELP, min=0, max=65535),
+    port: Optional[int] = typer.Option(None, "--port", hidden=True, min=0, max=65535, help="the old name of --viewer-port"),
     host: Optional[str] = typer.Option(None, "--host", help="address the viewer connects to (default 127.0.0.1)"),
     password_env: Optional[str] = typer.Option(None, "--password-env", help="env var holding the live server's VNC password"),
     watch_sqlite: Optional[Path] = typer.Option(None, "--watch-sqlite", help="the app's SQLite file: rows it adds become effects"),
@@ -202,8 +212,8 @@ def record_cmd(
     font_path = font or FONTS_DIR / "DejaVuSans.ttf"
     if not font_path.is_file():
         raise UsageError(f"--font {font_path}: file not found")
-    rec = record_session(url, port, host, password_env, make_watch(watch_sqlite, watch_jsonl, None), settle_ms,
-                         as_json=as_json)
+    rec = record_session(url, viewer_port_of(viewer_port, port), host, password_env,
+                         make_watch(watch_sqlite, watch_jsonl, None), settle_ms, as_json=as_json)
     font_name = font_path.name
     if font is not None:
         (out / "fonts").mkdir(parents=True, exist_ok=True)

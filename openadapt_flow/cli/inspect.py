@@ -11,8 +11,8 @@ import typer
 from openadapt_flow.bundle.loader import load_bundle
 from openadapt_flow.cli.common import RUN_HELP, STORE_HELP, emit_json, fail, handle_errors, open_run_arg, root_store
 from openadapt_flow.cli.nextsteps import echo_next, next_commands
-from openadapt_flow.errors import ConfigError, FlowError
-from openadapt_flow.report.meanings import outcome_words
+from openadapt_flow.errors import ConfigError, FlowError, UsageError
+from openadapt_flow.report.meanings import codes, headline, outcome_words
 from openadapt_flow.report.render import write_reports
 from openadapt_flow.store import RunHandle
 from openadapt_flow.bundle.models import Step
@@ -25,9 +25,11 @@ from openadapt_flow.verify.screen import verification_plan
 @handle_errors
 def validate_cmd(
     bundle: Path = typer.Argument(..., help="bundle folder"),
+    strict: bool = typer.Option(False, "--strict", help="exit 2 when there is any warning (a step a replay cannot "
+                                "verify, a consequential step with no effect), as for an invalid bundle"),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
-    """Validate a bundle without running it."""
+    """Validate a bundle without running it. Warnings (what a replay could not check) come first; --strict fails on them."""
     loaded = load_bundle(bundle)
     model = loaded.model
     for s in model.steps:  # a format no file effect reads would only ever be found as a run that cannot verify
@@ -35,18 +37,33 @@ def validate_cmd(
             raise ConfigError(f"step {s.id!r}: {why}")
     reset = model.reset
     reset_steps = reset.steps or [] if reset is not None else []
-    warnings = verification_warnings(model.steps) + ["reset " + w for w in verification_warnings(reset_steps)]
-    info = {"ok": True, "name": model.name, "steps": len(model.steps), "digest": loaded.digest, "templates": len(loaded.templates),
-            "start": len(model.start), "reset": None if reset is None else "command" if reset.command else "steps",
-            "reset_before_each": model.reset_before_each, "warnings": warnings}
+    warnings = (effect_warnings(model.steps) + verification_warnings(model.steps)
+                + ["reset " + w for w in verification_warnings(reset_steps)])
+    refused = strict and bool(warnings)
+    info = {"ok": not refused, "name": model.name, "steps": len(model.steps), "digest": loaded.digest,
+            "templates": len(loaded.templates), "start": len(model.start),
+            "reset": None if reset is None else "command" if reset.command else "steps",
+            "reset_before_each": model.reset_before_each, "warnings": warnings, "strict": strict}
     if as_json:
         emit_json(info)
-    else:
-        resets = f", reset by {info['reset']}" + (" before each item" if model.reset_before_each else "") if reset else ""
-        typer.echo(f"ok: {model.name}: {info['steps']} steps, {info['templates']} templates, {info['start']} start facts"
-                   f"{resets}, {loaded.digest}")
-        for w in warnings:
-            typer.echo(f"warning: {w}", err=True)
+        if refused:
+            raise typer.Exit(2)
+        return
+    for w in warnings:  # first: a newcomer reads the top of the output, and these are what to fix
+        typer.echo(f"warning: {w}", err=True)
+    if refused:
+        raise UsageError(f"{bundle}: {len(warnings)} warning(s) above, refused under --strict")
+    resets = f", reset by {info['reset']}" + (" before each item" if model.reset_before_each else "") if reset else ""
+    tail = f" ({len(warnings)} warning(s) above; --strict fails on them)" if warnings else ""
+    typer.echo(f"ok: {model.name}: {info['steps']} steps, {info['templates']} templates, {info['start']} start facts"
+               f"{resets}, {loaded.digest}{tail}")
+
+
+def effect_warnings(steps: list[Step]) -> list[str]:
+    """Consequential steps that declare no effect: a replay sees the screen but cannot tell whether the write landed."""
+    return [f"step {s.id!r} is consequential but declares no effect: a replay cannot check that it wrote, and a halt "
+            "after it always needs reconciling; add effect: (docs/bundle.md)"
+            for s in steps if not s.is_durable_kind and s.consequential and s.effect is None]
 
 
 def verification_warnings(steps: list[Step]) -> list[str]:
@@ -118,7 +135,8 @@ def status_cmd(run_dir: Path = typer.Argument(..., help=RUN_HELP), as_json: bool
 def status_lines(info: dict[str, Any]) -> list[str]:
     """`flow status` for people: one fact a line, in words (no Python reprs); the JSON keeps the fields."""
     reason = f" ({info['paused_reason']})" if info.get("paused_reason") else ""
-    lines = [f"run: {info['run_dir']}" + (f" (run id {info['run_id']})" if info.get("run_id") else ""),
+    lines = [plain_line(info),
+             f"run: {info['run_dir']}" + (f" (run id {info['run_id']})" if info.get("run_id") else ""),
              f"state: {info.get('state')}{reason}"]
     if info.get("bundle"):
         lines.append(f"bundle: {info['bundle']}")
@@ -136,6 +154,15 @@ def status_lines(info: dict[str, Any]) -> list[str]:
     if info.get("updated_at"):
         lines.append(f"updated: {info['updated_at']}")
     return lines
+
+
+def plain_line(info: dict[str, Any]) -> str:
+    """What a person reads first: the run in plain words, the codes beside them."""
+    pending = info.get("pending_decision") or {}
+    category = info.get("halt_category") or pending.get("category")
+    args = (info.get("state"), info.get("paused_reason"), category)
+    return (f"{headline(*args, info.get('message'), info.get('transaction_outcome'))}  "
+            f"[{codes(*args, info.get('transaction_outcome'))}]")
 
 
 def _pending_line(p: dict[str, Any]) -> str:
@@ -165,8 +192,20 @@ def runs_cmd(
     if as_json:
         emit_json(rows)
         return
+    if rows:  # a header row names the columns (tab-separated, as the rows; the last one is in words)
+        typer.echo("\t".join(RUNS_COLUMNS))
     for r in rows:
-        typer.echo(f"{r['run_dir']}\t{r.get('state')}\t{r.get('bundle') or ''}\t{r.get('transaction_outcome') or ''}\t{r.get('updated_at') or ''}")
+        typer.echo(f"{r['run_dir']}\t{r.get('state')}\t{r.get('bundle') or ''}\t{r.get('transaction_outcome') or ''}\t"
+                   f"{r.get('updated_at') or ''}\t{_row_words(r)}")
+
+
+RUNS_COLUMNS = ("RUN", "STATE", "BUNDLE", "TRANSACTION_OUTCOME", "UPDATED", "WHAT")
+
+
+def _row_words(r: dict[str, Any]) -> str:
+    pending = r.get("pending_decision") or {}
+    return headline(r.get("state"), r.get("paused_reason"), r.get("halt_category") or pending.get("category"),
+                    r.get("message"), r.get("transaction_outcome"))
 
 
 @handle_errors

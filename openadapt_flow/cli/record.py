@@ -12,8 +12,8 @@ from typing import Optional
 import typer
 
 from openadapt_flow.version import __version__
-from openadapt_flow.cli.common import emit_json, emit_json_line, handle_errors
-from openadapt_flow.cli.fixture import check_new_folder, make_watch, record_session
+from openadapt_flow.cli.common import VIEWER_PORT_HELP, emit_json, emit_json_line, handle_errors
+from openadapt_flow.cli.fixture import check_new_folder, make_watch, record_session, viewer_port_of
 from openadapt_flow.errors import UsageError
 from openadapt_flow.fixture.compile import compile_recording
 from openadapt_flow.fixture.model import FONTS_DIR
@@ -37,7 +37,8 @@ def record_cmd(
     out: Path = typer.Option(..., "--out", help="new bundle folder to write"),
     fixture: Optional[Path] = typer.Option(None, "--fixture", help="also write the recording as a fixture folder (for CI)"),
     recording: Optional[Path] = typer.Option(None, "--recording", help="also keep the raw recording here (flow compile compiles it again)"),
-    port: int = typer.Option(0, "--port", help="port your VNC viewer connects to (0 picks a free one)", min=0, max=65535),
+    viewer_port: int = typer.Option(0, "--viewer-port", help=VIEWER_PORT_HELP, min=0, max=65535),
+    port: Optional[int] = typer.Option(None, "--port", hidden=True, min=0, max=65535, help="the old name of --viewer-port"),
     host: Optional[str] = typer.Option(None, "--host", help="address the viewer connects to (default 127.0.0.1)"),
     password_env: Optional[str] = typer.Option(None, "--password-env", help="env var holding the live server's VNC password"),
     watch_sqlite: Optional[Path] = typer.Option(None, "--watch-sqlite", help="the app's SQLite file: rows a step adds make it consequential, with an effect"),
@@ -56,7 +57,7 @@ def record_cmd(
     {"event": "compiled", "bundle", "steps", "params", "fixture", "warnings"}."""
     bundle_name = _check_outputs(out, fixture, recording, name)
     examples = parse_examples(param)
-    rec = record_session(url, port, host, password_env, make_watch(watch_sqlite, watch_jsonl, watch_file), settle_ms, _log,
+    rec = record_session(url, viewer_port_of(viewer_port, port), host, password_env, make_watch(watch_sqlite, watch_jsonl, watch_file), settle_ms, _log,
                          as_json=as_json)
     if not rec.batches:
         raise UsageError("nothing was recorded: no input reached the proxy")
@@ -133,3 +134,11 @@ def _compile(rec: Recording, out: Path, name: str, dsn_env: str | None, fixture:
                f"params {', '.join(compiled.params) or 'none'}" + (f"; fixture {fixture}" if fixture else ""))
     if compiled.params:
         typer.echo(f"replay it: flow replay {out} --url {rec.url} " + " ".join(f"--param {k}=…" for k in compiled.params))
+    if compiled.warnings:
+        typer.echo(fix_line(out, len(compiled.warnings)))
+
+
+def fix_line(out: Path, n: int) -> str:
+    """The closing line after the recorder's warnings: what to do about them."""
+    return (f"{n} warning(s) above, each naming a step: fix those steps in {out}/flow.yaml (docs/record.md, "
+            f"'Read the warnings'), then `flow validate --strict {out}` lists what a replay still cannot check")

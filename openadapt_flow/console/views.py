@@ -11,6 +11,7 @@ from typing import Any
 
 from openadapt_flow.errors import FlowError
 from openadapt_flow.report.figures import CANDIDATE, Marks, overlay, png_size, shown_region
+from openadapt_flow.report.meanings import codes, headline
 from openadapt_flow.report.model import halt_view
 from openadapt_flow.report.pictures import BEST, NO_BEST, SOUGHT, pictures
 from openadapt_flow.report.text import fmt
@@ -37,9 +38,13 @@ def age(iso: str | None, now: float | None = None) -> str:
 
 def run_row(run: RunHandle) -> dict[str, Any]:
     m, st = run.manifest(), effective_state(run)
+    args = (st.get("state"), st.get("paused_reason"), st.get("halt_category"))
     return {"run_id": m.get("run_id"), "ref": run.ref, "bundle": (m.get("bundle") or {}).get("name"),
             "state": st.get("state"), "reason": st.get("paused_reason") or st.get("halt_category") or "",
-            "message": st.get("message") or "", "age": age(st.get("updated_at"))}
+            "message": st.get("message") or "", "age": age(st.get("updated_at")),
+            # plain words first, the codes beside them (report/meanings.py, as `flow status` and the report say it)
+            "headline": headline(*args, st.get("message"), st.get("transaction_outcome")),
+            "codes": codes(*args, st.get("transaction_outcome"))}
 
 
 def runs_by_state(store: RunStore) -> list[tuple[str, list[dict[str, Any]]]]:

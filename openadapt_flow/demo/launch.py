@@ -37,7 +37,8 @@ def _start_app(xvnc: XvncServer, db: Path, variant: str, workdir: Path, timeout:
     ready.unlink(missing_ok=True)
     args = [sys.executable, "-m", "openadapt_flow.demo.app", "--db", str(db), "--variant", variant, "--ready-file", str(ready)]
     with (workdir / "app.log").open("wb") as log:
-        app = subprocess.Popen(args, env=xvnc.env, stdout=log, stderr=subprocess.STDOUT)
+        # its own session, as Xvnc's: a terminal's Ctrl+C is for flow, which stops the app by its pid
+        app = subprocess.Popen(args, env=xvnc.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     try:
         wait_until(lambda: ready.exists() or app.poll() is not None, timeout, "the demo app to draw its first screen")
         if app.poll() is not None:

@@ -131,7 +131,10 @@ def start_xvnc(width: int = 1024, height: int = 768, password: str | None = None
             pwfile = workdir / "passwd"
             subprocess.run(["vncpasswd", "-f"], input=(password + "\n").encode(), stdout=pwfile.open("wb"), check=True)
             args += ["-SecurityTypes", "VncAuth", "-PasswordFile", str(pwfile)]
-        proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=(workdir / "xvnc.log").open("wb"))
+        # its own session: the Ctrl+C a terminal sends to flow's process group (the recording tutorial asks for one)
+        # must not reach the desktop flow still needs to compile and replay on; flow stops it by its pid
+        proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=(workdir / "xvnc.log").open("wb"),
+                                start_new_session=True)
         try:
             wait_until(lambda: _accepts(port) or proc.poll() is not None, 10, f"Xvnc :{display} on port {port}")
         except TimeoutError:

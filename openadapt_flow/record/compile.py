@@ -30,7 +30,8 @@ from openadapt_flow.fixture.textfield import EditBuffer
 from openadapt_flow.record.anchor import FACE_MIN, cut_target, face_at, featureless, text_area, typed_at_caret
 from openadapt_flow.record.facts import (Fact, fact_doc, field_label, name_of, result_fact, screen_facts, shows_typed, still_shown,
                                          target_crop)
-from openadapt_flow.record.values import file_effect, param_slug, same, slug, typed_columns, typed_values
+from openadapt_flow.record.values import (KEY_NAMES, example_number, file_effect, param_slug, same, slug, typed_columns,
+                                          typed_values)
 from openadapt_flow.record.proof import fact_check, proven, readback_check
 from openadapt_flow.record.region import app_region, inside
 from openadapt_flow.record.start import start_facts
@@ -251,10 +252,22 @@ class _Compiler:
             # typed text too, which its step does not send
             key = replace(b, edits=[], writes=[], after=b.mid, later=b.mid)
             typed = replace(b, lead=[], before=b.mid, pressed=None)
-        self._add(slug("-".join(keys)), {"intent": f"Press {lead.combo}", "action": "hotkey" if len(keys) > 1 else "key",
-                                          "keys": keys}, key, lead)
+        self._add(KEY_NAMES.get(lead.combo.lower(), slug("-".join(keys))),
+                  {"intent": f"Press {lead.combo}", "action": "hotkey" if len(keys) > 1 else "key", "keys": keys}, key, lead)
         if b.edits:
+            at = len(self.steps) - 1
             self._typed_without_click(i, typed)
+            if len(self.steps) > at + 1 and self.steps[-1]["id"] != "type":  # the key moved to a field: say which
+                self._rename(at, f"{self.steps[at]['id']}-to-{self.steps[-1]['id']}")
+
+    def _rename(self, at: int, base: str) -> None:
+        """Give step `at` a clearer id (unique), and the warnings already naming it the new one."""
+        old, ids = self.steps[at]["id"], {s["id"] for s in self.steps}
+        sid, n = base, 2
+        while sid in ids:
+            sid, n = f"{base}-{n}", n + 1
+        self.steps[at] = {**self.steps[at], "id": sid}
+        self.warnings = [w.replace(f"step {old!r}", f"step {sid!r}") for w in self.warnings]
 
     def _scroll(self, i: int, b: Batch, lead: Gesture) -> None:
         clicks = sum(1 if g.kind == "scroll_down" else -1 for g in b.lead if g.kind.startswith("scroll"))
@@ -263,12 +276,12 @@ class _Compiler:
                              "clicks": clicks}, b, lead)
 
     def _typed_without_click(self, i: int, b: Batch) -> None:
-        self.warnings.append(f"input {i}: {len(b.edits)} key(s) typed with no field clicked first; "
-                             "kept as literal text typed where the focus is")
         buf = EditBuffer()
         for g in b.edits:
             buf.apply(g)
         if not buf.text:
+            self.warnings.append(f"input {i}: {len(b.edits)} key(s) typed with no field clicked first left no text; "
+                                 "left out")
             return
         # Without --param, typing that goes on in a field a value was typed into (a document's next line, after
         # Enter) is a value of its own, a param as the first run was; keys at a focus no click chose (a calculator's
@@ -276,8 +289,18 @@ class _Compiler:
         varies = self.examples or self.in_field
         text, what = self._bind(i, None, None, buf.text) if varies else (_literal(buf.text), "text")
         self.typed_value = buf.text
-        self._add("type", {"intent": f"Type the {what.replace('_', ' ')} at the focus", "action": "type", "text": text,
-                           "append": True}, b)
+        literal = text == _literal(buf.text)
+        # named after its param (`amount`), as a step typed into a clicked field is; literal text is a plain `type`
+        self._add("type" if literal else slug(what), {"intent": f"Type the {what.replace('_', ' ')} at the focus",
+                                                        "action": "type", "text": text, "append": True}, b)
+        sid = self.steps[-1]["id"]
+        if literal:
+            self.warnings.append(f"step {sid!r} (input {i}): {len(b.edits)} key(s) typed with no field clicked first; "
+                                 "kept as literal text typed where the focus is")
+        else:
+            self.warnings.append(f"step {sid!r} (input {i}): types {text} where the focus is (no field was clicked "
+                                 "first), so the replay cannot check which field it types into; click the field "
+                                 "when recording to make it the step's target")
 
     def _bind(self, i: int, widget: Box | None, label: str | None, value: str) -> tuple[str, str]:
         """The `type` text for typed `value` and a name for its step. With --param examples, each example inside
@@ -309,12 +332,16 @@ class _Compiler:
         for name in used:
             if not any(f.param == name for f in self.fields):
                 self.fields.append(_Field(widget, name, self.examples[name]))
-            self._declare(name, self.examples[name])
+            self._declare(name, self.examples[name], given=True)
         return "".join(out), used[0] if used else "text"
 
-    def _declare(self, param: str, value: str) -> None:
+    def _declare(self, param: str, value: str, given: bool = False) -> None:
+        """Declare `param` with `value` as its example: a number where the column it landed in holds one, or where
+        the user gave it as one (`--param amount=1250.50`: `given`)."""
         column_value = self.columns.get(value)
-        numeric = isinstance(column_value, (int, float)) and not isinstance(column_value, bool)
+        if not (isinstance(column_value, (int, float)) and not isinstance(column_value, bool)):
+            column_value = example_number(value) if given else None
+        numeric = column_value is not None
         self.params[param] = {"type": "number" if numeric else "string", "required": True,
                               "example": column_value if numeric else value}
 
@@ -327,6 +354,9 @@ class _Compiler:
         while sid in ids:
             sid, n = f"{base}-{n}", n + 1
         step = {"id": sid, **step}
+        # what was said of this input's target before it had a step: said of the step, as the bundle names it
+        said = f"input {self.input} ("
+        self.warnings = [f"step {sid!r} ({w[len(said):]}" if w.startswith(said) else w for w in self.warnings]
         if b.inert:
             self.warnings.append(f"step {sid!r}: the screen did not change after its input (was it delivered?); "
                                  "no screen fact can check it")

@@ -49,12 +49,15 @@ class Fact:
 
 
 def readable(words: list[Word], typed: list[str]) -> list[Word]:
-    """Words fit to be a fact: confident, long enough, not a number, not (part of) a typed value."""
-    typed_norm = {normalise(t) for t in typed} | {w for t in typed for w in normalise(t).split()}
+    """Words fit to be a fact: confident, long enough, not a number, not (part of) a typed value: OCR splits typed
+    text where it likes ("com" of "x@acme.com"), and a fragment of it is the typed value, not the app's word."""
+    whole = {normalise(t) for t in typed}
+    typed_norm = whole | {w for t in typed for w in normalise(t).split()}
     out = []
     for w in words:
         n = normalise(w.text)
-        if w.conf < FACT_MIN_CONF or len(n) < FACT_MIN_LEN or n in typed_norm or not re.search(r"[a-z]", n):
+        if (w.conf < FACT_MIN_CONF or len(n) < FACT_MIN_LEN or n in typed_norm or not re.search(r"[a-z]", n)
+                or any(n in t for t in whole)):
             continue
         out.append(w)
     return out

@@ -7,6 +7,7 @@ import re
 from collections.abc import Sequence
 from typing import Any, Protocol
 
+from openadapt_flow.bundle.params import parse_number
 from openadapt_flow.fixture.recorder import Recording
 from openadapt_flow.fixture.textfield import EditBuffer
 from openadapt_flow.vision.ocr import normalise
@@ -68,6 +69,18 @@ def same(value: Any, typed: str) -> bool:
         except ValueError:
             return False
     return False
+
+
+# a key step named by what the key does, not by the key (`save`, not `ctrl-s`)
+KEY_NAMES = {"ctrl+s": "save", "ctrl+z": "undo", "ctrl+y": "redo", "ctrl+c": "copy", "ctrl+v": "paste", "ctrl+x": "cut",
+             "ctrl+a": "select-all", "ctrl+p": "print", "ctrl+n": "new", "ctrl+o": "open"}
+PLAIN_NUMBER = re.compile(r"-?(0|[1-9]\d*)(\.\d+)?")  # no leading zero, sign or exponent: a number as people write one
+
+
+def example_number(value: str) -> int | float | None:
+    """An example value the user wrote as a plain number (`1250.50`), as that number; None for text ("02139",
+    "+44 20", "1e3": their zeros, signs and letters are part of them)."""
+    return parse_number(value) if PLAIN_NUMBER.fullmatch(value.strip()) else None
 
 
 def slug(text: str) -> str:

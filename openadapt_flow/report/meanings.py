@@ -3,7 +3,7 @@ console's buttons, the report), what a transaction outcome means, and what the t
 
 from __future__ import annotations
 from openadapt_flow.store.pausedoc import DecisionOutcome
-from openadapt_flow.store.states import DecisionKind
+from openadapt_flow.store.states import DecisionKind, RunState
 
 import re
 import shlex
@@ -30,6 +30,44 @@ OUTCOMES: dict[str, str] = {
     "RECONCILIATION_REQUIRED": "the step's write may or may not have happened (input was sent, the effect was not "
                                "confirmed): someone must check and say which (flow approve --decision reconcile)",
 }
+
+# the halt categories a person reads first, short (a headline), then at length (a sentence); `{target}` is the
+# target's label where the message names one
+CATEGORY_WORDS: dict[str, tuple[str, str]] = {
+    "ambiguous": ("two {target} look the same",
+                  "two places on the screen match the target equally well, and the engine never guesses between "
+                  "look-alikes"),
+    "resolution": ("{target} was not found on the screen", "the target was not found on the screen"),
+    "identity": ("the record on the screen is not the one the step is meant to change",
+                 "the record on screen was not the one the step is meant to change"),
+    "effect": ("the system of record did not show the step's change",
+               "the system of record did not show the change the step declares"),
+    "postcondition": ("the screen did not show what the step expects",
+                      "the screen did not show what the step expects afterwards"),
+    "start_state": ("the app is not on the screen the run starts from",
+                    "the app was not on the screen the bundle starts from, so no input was sent"),
+    "collateral": ("the step changed more than it declares", "the system of record changed in ways no step declares"),
+    "backend": ("the desktop could not be reached", "the desktop (VNC/RDP) could not be reached or was lost"),
+    "approval": ("a step asks for approval before it acts", "the step is declared to wait for approval before it acts"),
+    "uncertain": ("a step may have acted and could not be checked",
+                  "a step was sent and its result could not be checked yet"),
+}
+# the transaction outcome in the fewest words (OUTCOMES says it at length)
+OUTCOME_SHORT: dict[str, str] = {
+    "HALTED_BEFORE_EFFECT": "nothing was written",
+    "RECONCILIATION_REQUIRED": "a write may have landed: check it before going on",
+}
+STATE_WORDS: dict[str, str] = {
+    "PENDING": "queued", "RUNNING": "running", "RESUMING": "resuming", "COMPLETED": "finished",
+    "FAILED": "failed", "FAILED_AFTER_EFFECT": "failed after its write landed", "BLOCKED": "blocked",
+    "INTERRUPTED": "interrupted (flow resume continues it)",
+}
+PAUSED_WORDS: dict[str, str] = {
+    "awaiting_approval": "waiting for a decision", "awaiting_user": "waiting for an answer",
+    "awaiting_signal": "waiting for a signal", "awaiting_timer": "waiting for its timer",
+    "awaiting_child": "waiting for its child run", "suspended_orphan": "suspended: its parent run is gone",
+}
+_TARGET = re.compile(r'target "([^"]{1,40})"')
 
 FIGURES = ("rank: how well the saved crop matches at that place overall, 0 to 1 (shape and content together); "
            "shape: how well the outlines line up; content: how much of the crop's inner detail (its text, its icon) "
@@ -70,3 +108,33 @@ def after_decision(ref: str, out: DecisionOutcome) -> str:
             if decision == DecisionKind.TEACH else "")
     return (f"a `flow worker` watching this run's store picks it up; without one, run `flow resume {run} "
             f"--require-approval`{then}")
+
+
+def category_words(category: object, message: object = None, long: bool = False) -> str | None:
+    """A halt category in plain words (None for none or an unknown one); the target's label from the message."""
+    words = CATEGORY_WORDS.get(str(category)) if category else None
+    if words is None:
+        return None
+    found = _TARGET.search(str(message or ""))
+    label = f'"{found.group(1)}"' if found else "targets" if category == "ambiguous" else "the target"
+    return (words[1] if long else words[0]).replace("{target}", label)
+
+
+def headline(state: object, paused_reason: object = None, category: object = None, message: object = None,
+             outcome: object = None) -> str:
+    """The run in one line of plain words, what a person reads first ("waiting for a decision: two "Save" look the
+    same; nothing was written"); the codes go beside it, never instead of it."""
+    paused = state == RunState.PAUSED
+    head = PAUSED_WORDS.get(str(paused_reason), "paused") if paused else STATE_WORDS.get(str(state), str(state).lower())
+    going = state in (RunState.COMPLETED, RunState.RUNNING, RunState.PENDING)  # nothing stopped it: no why
+    why = None if going else category_words(category, message)
+    if why is None and state == RunState.BLOCKED and message:
+        why = str(message)  # who or what blocked it ("rejected by alice", a policy's rule)
+    short = OUTCOME_SHORT.get(str(outcome)) if outcome else None
+    return head + (f": {why}" if why else "") + (f"; {short}" if short else "")
+
+
+def codes(state: object, paused_reason: object = None, category: object = None, outcome: object = None) -> str:
+    """The codes a headline stands for, for beside it: `PAUSED awaiting_approval · ambiguous · HALTED_BEFORE_EFFECT`."""
+    first = f"{state} {paused_reason}" if paused_reason else str(state)
+    return " · ".join(str(c) for c in (first, category, outcome) if c)

@@ -13,7 +13,7 @@ from typing import Any
 from openadapt_flow.errors import FlowError
 from openadapt_flow.report.figures import BOX, CANDIDATE, HALT_W, STEP_W, Marks, framed, step_chart
 from openadapt_flow.report.pictures import STYLE as PAIR_STYLE, pair_html, pictures
-from openadapt_flow.report.text import (allowed_text, backend_label, change_text, decision_text, fmt, notes, params_text, scores_text,
+from openadapt_flow.report.text import (allowed_text, plain_words, backend_label, change_text, decision_text, fmt, notes, params_text, scores_text,
                                         seconds, status_label, verdicts)
 from openadapt_flow.store.base import RunHandle
 from openadapt_flow.store.states import RunState
@@ -198,9 +198,11 @@ def _rows(run: RunHandle, rep: dict[str, Any]) -> str:
 def render_html(run: RunHandle, rep: dict[str, Any]) -> str:
     """The whole page, from the report and the run's saved frames."""
     title = f"Run {rep['run_id']}"
+    words, codes = plain_words(rep)
     extra = "".join(f"<p class='note'>{e(n)}</p>" for n in notes(rep))
     return f"""<!doctype html><html><head><meta charset="utf-8"><title>{e(title)}</title><style>{STYLE}{PAIR_STYLE}</style></head><body>
 <h1>{e(title)} <span class="badge {e(str(rep['state']))}">{e(str(rep['state']))}</span></h1>
+<p class="headline" id="headline"><b>{e(words)}</b> <span class="muted">({e(codes)})</span></p>
 <p class="meta">bundle <code>{e(str(rep['bundle'].get('name')))}</code> {e(str(rep['bundle'].get('digest')))} · backend
 <code>{e(backend_label(rep.get('backend')))}</code> · params {e(params_text(rep.get('params')))} · started {e(str(rep.get('started_at')))} · finished {e(str(rep.get('finished_at')))}</p>
 {_summary(rep)}{extra}{_halt(run, rep)}{_collateral(rep)}{_decisions(rep)}

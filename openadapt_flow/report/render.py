@@ -7,14 +7,17 @@ from typing import Any
 from openadapt_flow.report.model import build_report
 from openadapt_flow.report.page import render_html
 from openadapt_flow.report.pictures import pair_markdown, pictures
-from openadapt_flow.report.text import (allowed_text, backend_label, change_text, decision_text, fmt, notes, params_text, scores_text,
+from openadapt_flow.report.text import (allowed_text, plain_words, backend_label, change_text, decision_text, fmt, notes, params_text, scores_text,
                                         status_label, summary_line, verdicts)
 from openadapt_flow.store.base import RunHandle
 
 
 def render_markdown(rep: dict[str, Any]) -> str:
+    words, codes = plain_words(rep)
     lines = [
         f"# Run {rep['run_id']} — {rep['state']}",
+        "",
+        f"**{words}** ({codes})",
         "",
         f"- bundle: `{rep['bundle'].get('name')}` ({rep['bundle'].get('digest')})",
         f"- backend: `{backend_label(rep.get('backend'))}`",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from openadapt_flow.store.states import RunState
 from typing import Any
 
-from openadapt_flow.report.meanings import DECISIONS, FIGURES, mentions_figures, outcome_words
+from openadapt_flow.report.meanings import DECISIONS, FIGURES, codes, headline, mentions_figures, outcome_words
 
 SECRET_SHOWN = "•••• (secret"  # a secret param is recorded as {"secret_env": NAME}: its value was never written
 
@@ -136,3 +136,12 @@ def summary_line(s: dict[str, Any]) -> str:
 def scores_text(candidate: dict[str, Any], digits: int = 2) -> str:
     """A candidate's score by each rung that saw it: "template 1.00 · ocr 0.97"."""
     return " · ".join(f"{rung} {fmt(score, digits)}" for rung, score in (candidate.get("scores") or {}).items())
+
+
+def plain_words(rep: dict[str, Any]) -> tuple[str, str]:
+    """The run in plain words (the report's first line), and the codes they stand for (beside them)."""
+    halt, esc = rep.get("halt") or {}, rep.get("escalation") or {}
+    category = halt.get("category") or esc.get("category")
+    args = (rep.get("state"), rep.get("paused_reason"), category)
+    return (headline(*args, halt.get("message") or esc.get("message"), rep.get("transaction_outcome")),
+            codes(*args, rep.get("transaction_outcome")))

@@ -46,7 +46,8 @@ def start_workflow(req: WorkflowRequest, progress: Progress | None = None, repor
 def resume(run: RunRef, req: ResumeRequest | None = None, **fields: Any) -> RunOutcome:
     """Continue a paused or interrupted durable run of any kind (runtime/resume/): a handle, a run directory or
     `memory:NAME`. How: a ResumeRequest, or its fields by keyword (`backend=`, `require_approval=`, `params=`,
-    `progress=`, `reporter=`, `backend_factory=`, `stop=`, `backend_flags=`, `backend_config=`, `upgrade_bundle=`)."""
+    `progress=`, `reporter=`, `backend_factory=`, `stop=`, `backend_flags=`, `backend_config=`, `upgrade_bundle=`,
+    `bundle=`, `notice=`)."""
     return resuming.resume(run, RUNS, replace(req or ResumeRequest(), **fields))
 
 

@@ -1,4 +1,6 @@
-"""Crash-safe file replacement: temp file, fsync, rename, fsync the directory.
+"""Crash-safe file replacement: temp file, fsync, rename, fsync the directory; and directories made so that a power
+loss keeps them (`make_dirs`: each new directory fsync'd into its parent). Which run file is made durable how, and
+when: docs/durability.md.
 
 A full disk or an I/O error on the run's own files (ENOSPC, EIO, …) raises StorageFault: the run stops at the next
 safe boundary as INTERRUPTED (spec §6), never FAILED, and a half-written temp file is removed.
@@ -10,6 +12,7 @@ import errno
 import json
 import os
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -57,22 +60,63 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
+def sync_dirs(dirs: Iterable[Path]) -> None:
+    """fsync each directory once, the deepest first (a batch of files in one folder costs one directory fsync)."""
+    for d in sorted(set(dirs), key=lambda p: len(Path(p).parts), reverse=True):
+        fsync_dir(Path(d))
+
+
+def _create_dirs(path: Path) -> list[Path]:
+    """Create `path` and every missing parent (`mkdir -p`); the directories this call created, outermost first."""
+    missing: list[Path] = []
+    p = Path(path)
+    while not p.exists() and p.parent != p:
+        missing.append(p)
+        p = p.parent
+    made: list[Path] = []
+    for d in reversed(missing):
+        try:
+            d.mkdir()
+        except FileExistsError:
+            continue  # made meanwhile by another process, which syncs it
+        made.append(d)
+    if not Path(path).is_dir():
+        raise FileExistsError(errno.EEXIST, "exists and is not a directory", str(path))
+    return made
+
+
+def make_dirs(path: Path) -> list[Path]:
+    """`mkdir -p` that a power loss cannot undo: every directory it creates is fsync'd into its parent (one fsync per
+    parent), so a file later fsync'd into it is reachable after a crash. Returns the directories created."""
+    made = _create_dirs(path)
+    sync_dirs(d.parent for d in made)
+    return made
+
+
 def write_bytes_atomic(path: Path, data: bytes) -> None:
     """Replace `path` with `data` so a crash leaves either the old or the new file, never a mix."""
     write_files_atomic(Path(path).parent, {Path(path).name: data})
 
 
-def write_files_atomic(folder: Path, files: dict[str, bytes], *, sync: bool = True) -> None:
-    """Replace each file of `folder` named in `files` as write_bytes_atomic does, one after another, with one fsync of
-    the folder after the last rename (not one per file): each file is the old or the new one after a crash.
+def write_files_atomic(folder: Path, files: dict[str, bytes], *, make: bool = False, sync: bool = True) -> None:
+    """Replace each file of `folder` named in `files` as write_bytes_atomic does, one after another; a name may be a
+    relative path (`templates/a.png`). With `make`, missing folders (`folder` too) are created, durably (make_dirs);
+    without, a missing folder is an error (a run directory removed meanwhile is never brought back). Then one fsync
+    per directory that gained an entry (each folder written into, and the parent of each folder created), after the
+    last rename, not one per file: each file is the old or the new one after a crash, and on disk when this returns.
     `sync=False`: renamed whole but not fsync'd — for a file rewritten again soon whose last writing syncs (a reader
     never sees a torn file; a power loss may bring back an earlier version)."""
     if not files:
         return
+    dirs: set[Path] = set()
+    path = Path(folder)
     for name, data in files.items():
         path = Path(folder) / name
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         try:
+            if make:
+                dirs.update(d.parent for d in _create_dirs(path.parent))
+            dirs.add(path.parent)
             io_fault(fault_point(path))
             fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
             try:
@@ -90,9 +134,9 @@ def write_files_atomic(folder: Path, files: dict[str, bytes], *, sync: bool = Tr
     if not sync:
         return
     try:
-        fsync_dir(Path(folder))
+        sync_dirs(dirs)
     except OSError as e:
-        _failed(None, e, Path(folder) / list(files)[-1])
+        _failed(None, e, path)
 
 
 def _failed(tmp: Path | None, e: OSError, path: Path) -> None:

@@ -11,7 +11,7 @@ from typing import Any, Callable
 import numpy as np
 
 from openadapt_flow.imaging.png import encode_png, remember_decoded
-from openadapt_flow.store.atomic import StorageFault, fault_point, write_bytes_atomic
+from openadapt_flow.store.atomic import StorageFault, fault_point, make_dirs, write_bytes_atomic
 from openadapt_flow.store.faults import io_fault
 
 
@@ -39,6 +39,7 @@ class FrameWriter:
         # Applied to every frame before it is queued or written (the runtime paints over fields secrets were typed into).
         self.mask: Callable[[np.ndarray], np.ndarray] | None = None
         self._last: tuple[np.ndarray, bytes] | None = None  # the writer thread's last frame and its PNG
+        self._made = False  # frames/ exists, fsync'd into the run directory (once per writer, not per frame)
 
     def _encode(self, pixels: np.ndarray) -> bytes:
         if self._last is not None and self._last[0] is pixels:
@@ -64,7 +65,9 @@ class FrameWriter:
                 self._q.task_done()
 
     def _prepare(self) -> None:
-        self.dir.mkdir(exist_ok=True)
+        if not self._made:
+            make_dirs(self.dir)  # durable: a halt frame fsync'd into it is found after a power loss (`teach` reads it)
+            self._made = True
 
     def _write(self, name: str, png: bytes) -> None:
         path = self.dir / name
@@ -76,7 +79,7 @@ class FrameWriter:
             (self.dir / name).unlink(missing_ok=True)  # no half-written PNG taking the space
 
     def _write_now(self, name: str, png: bytes) -> None:
-        self.dir.mkdir(exist_ok=True)
+        self._prepare()
         write_bytes_atomic(self.dir / name, png)
 
     def masked(self, pixels: np.ndarray) -> np.ndarray:

@@ -22,7 +22,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from openadapt_flow.errors import RefusedError
-from openadapt_flow.store.atomic import write_json_atomic
+from openadapt_flow.store.atomic import make_dirs, write_json_atomic
 from openadapt_flow.store.filelock import try_lock_exclusive, unlock
 from openadapt_flow.store.journal import now_iso
 from openadapt_flow.store.ledger import state_dir
@@ -88,7 +88,7 @@ class ItemLedger:
     def hold(self) -> Iterator[None]:
         """The scope's lock for the block: one batch at a time per bundle (RefusedError, exit 6, if another holds it)."""
         try:
-            self.dir.mkdir(parents=True, exist_ok=True)
+            make_dirs(self.dir)
             fd = os.open(self.dir / LOCK, os.O_RDWR | os.O_CREAT, 0o600)
         except OSError as e:
             raise RefusedError(f"item ledger {self.dir} is not writable ({e.strerror or e}); refusing") from None
@@ -131,7 +131,7 @@ class ItemLedger:
         self._write(record)
 
     def _write(self, record: ItemRecord) -> None:
-        self.dir.mkdir(parents=True, exist_ok=True)
+        make_dirs(self.dir)  # durable: the attempt is on disk, under a name that survives a power loss, before the run
         write_json_atomic(self._path(record.key), record.model_dump(mode="json", by_alias=True))
 
 

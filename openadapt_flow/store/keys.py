@@ -12,6 +12,7 @@ import secrets
 from pathlib import Path
 
 from openadapt_flow.errors import RefusedError
+from openadapt_flow.store.atomic import fsync_dir, make_dirs
 
 KEY_FILE_ENV = "FLOW_KEY_FILE"
 DECISION_KEY_FILE_ENV = "FLOW_DECISION_KEY_FILE"
@@ -37,7 +38,7 @@ def _load(path: Path, create: bool, what: str) -> bytes:
     except FileNotFoundError:
         if not create:
             raise RefusedError(f"{what} {path} not found") from None
-        path.parent.mkdir(parents=True, exist_ok=True)
+        make_dirs(path.parent)
         try:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         except FileExistsError:  # another process created it first
@@ -47,6 +48,7 @@ def _load(path: Path, create: bool, what: str) -> bytes:
             os.fsync(fd)
         finally:
             os.close(fd)
+        fsync_dir(path.parent)  # the key's name too: every journal it chains is unreadable without it
         data = path.read_bytes()
     except OSError as e:
         raise RefusedError(f"{what} {path} unreadable: {e}") from None

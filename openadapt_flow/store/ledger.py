@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from openadapt_flow.errors import RefusedError
-from openadapt_flow.store.atomic import write_json_atomic
+from openadapt_flow.store.atomic import make_dirs, write_json_atomic
 from openadapt_flow.store.filelock import lock_exclusive, unlock
 from openadapt_flow.store.journal import JournalEntry, now_iso
 from openadapt_flow.store.stepdoc import ConsumedDecision as ConsumedDecision, LedgerEntry as LedgerEntry  # the stores name them here
@@ -72,7 +72,7 @@ class Ledger:
     def open(self) -> Iterator[LedgerEntry]:
         """The entry (empty dict if the run is unknown) under the lock; written back if the caller changed it."""
         try:
-            self.dir.mkdir(parents=True, exist_ok=True)
+            make_dirs(self.dir)  # a new state dir is fsync'd into its parent: the entries in it survive a power loss
             fd = os.open(self.dir / f"{self.run_id}.lock", os.O_RDWR | os.O_CREAT, 0o600)
         except OSError as e:
             raise RefusedError(f"run ledger {self.dir} is not writable ({e}); refusing") from None

@@ -8,6 +8,9 @@ toolkit's text field shows non-ASCII and overlong text to OCR, which the recorde
 from __future__ import annotations
 
 import json
+import resource
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -50,10 +53,11 @@ def on(store: Store, tmp_path: Path) -> tuple[Path, list[str], Any]:
     return tmp_path / "run", [], run_flow
 
 
-def refused(tmp_path: Path, store: Store, *args: str) -> str:
+def refused(tmp_path: Path, store: Store, *args: str, url: str | None = NOWHERE) -> str:
     run_dir, where, flow = on(store, tmp_path)
-    r = flow(["replay", str(BUNDLE_DIR), "--url", NOWHERE, "--durable", "--run-dir", str(run_dir), *where, *args], tmp_path,
-             env=flow_env(tmp_path))
+    # the demo's system of record is named (its DSN set), so only the input under test can be what is refused
+    r = flow(["replay", str(BUNDLE_DIR), *(["--url", url] if url else []), "--durable", "--run-dir", str(run_dir), *where, *args], tmp_path,
+             env=flow_env(tmp_path, DEMO_DB_DSN=f"sqlite:///{tmp_path / 'invoices.db'}"))
     assert r.returncode == 2, (r.returncode, r.stderr)
     assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr, r.stderr
     assert not RunFiles(run_dir).exists("journal.jsonl") and not RunFiles(run_dir).exists("manifest.json")  # no run left
@@ -134,3 +138,75 @@ def test_a_huge_string_param_halts_safely_with_a_bounded_message(tmp_path, demo_
     pending = json.loads((run_dir / "pending_escalation.json").read_text())
     assert len(pending["message"]) <= 400
     assert json.loads((run_dir / "manifest.json").read_text())["params"]["vendor"] == vendor
+
+
+# --- issue 34 (finding 6): every one checked before any input, one line, exit 2, no file content echoed ---
+
+CHILD_MEMORY = 1536 * 1024 * 1024  # bytes of address space a `flow` process may take in the bounded-read test
+LEAK = "SECRET-HASH-q7Zx"  # what a file the user should not see holds: never in an error line
+
+
+@pytest.mark.parametrize("content", [
+    f"root:$6${LEAK}$:20228:0:99999:7:::\ndaemon:*:20228:0:99999:7:::\n",  # /etc/shadow: its first line was the error
+    f"vendor: *{LEAK}\n",  # an alias the parser names
+    f"vendor: !!python/name:{LEAK}\n",  # a tag the parser names
+    f"{LEAK}: 1\namount: 2\n",  # a key that is no param name
+])
+def test_a_params_file_error_names_the_file_and_line_never_its_content(tmp_path, store, content):
+    secret = tmp_path / "shadow"
+    secret.write_text(content)
+    err = refused(tmp_path, store, "--params-file", str(secret))
+    assert f"{secret}:" in err and LEAK not in err and "20228" not in err, err
+
+
+def _capped_memory() -> None:
+    resource.setrlimit(resource.RLIMIT_AS, (CHILD_MEMORY, CHILD_MEMORY))
+
+
+def test_params_file_reads_are_bounded(tmp_path):
+    """`--params-file /dev/zero` was read until MemoryError. The `flow` process runs with its address space capped
+    (a process of its own, whatever the store: an unbounded read must fail this test, never take the machine's
+    memory)."""
+    run = tmp_path / "run"
+    r = subprocess.run([sys.executable, "-m", "openadapt_flow", "replay", str(BUNDLE_DIR), "--url", NOWHERE, "--run-dir",
+                        str(run), "--params-file", "/dev/zero"], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                       env=flow_env(tmp_path, DEMO_DB_DSN=f"sqlite:///{tmp_path / 'invoices.db'}"), preexec_fn=_capped_memory)
+    assert r.returncode == 2, (r.returncode, r.stderr[-500:])
+    assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr, r.stderr[-500:]
+    assert "/dev/zero" in r.stderr and "1024 KiB limit" in r.stderr and not run.exists()
+
+
+def test_a_params_file_nested_100000_deep_is_bad_input_not_a_crash(tmp_path, store):
+    deep = tmp_path / "deep.yaml"
+    deep.write_text("[" * 100_000)  # exit 70, a RecursionError's traceback, before
+    assert "nested" in refused(tmp_path, store, "--params-file", str(deep))
+
+
+@pytest.mark.parametrize("url", ["vnc://" + "h" * 100_000, "vnc://ho\x01st:5900"])
+def test_a_malformed_backend_host_is_bad_input_not_a_retryable_failure(tmp_path, store, url):
+    err = refused(tmp_path, store, "--param", "vendor=ACME", "--param", "amount=1", url=url)  # exit 75 before
+    assert "backend" in err and len(err) < 400 and "h" * 100 not in err
+
+
+def test_a_nul_in_a_configured_host_is_bad_input(tmp_path, store):
+    cfg = tmp_path / "deploy.yaml"
+    cfg.write_text('schema: openadapt-flow/config@1\nbackend: {kind: vnc, host: "desk\\0.example"}\n')
+    err = refused(tmp_path, store, "--param", "vendor=ACME", "--param", "amount=1", "--config", str(cfg), url=None)
+    assert "control character (NUL" in err
+
+
+@pytest.mark.parametrize("how", ["esc-flag", "nul-file", "too-long-file"])
+def test_an_untypeable_or_overlong_param_is_refused_before_any_input(tmp_path, demo, how):
+    """Refused when the params are bound — before this, after the first click had reached the app."""
+    given = {"esc-flag": ["--param", "vendor=ACME\x1b[2J"], "nul-file": ["--params-file", str(tmp_path / "p.json")],
+             "too-long-file": ["--params-file", str(tmp_path / "p.json")]}[how]
+    vendor = "AC\x00ME" if how == "nul-file" else "A" * 20_000  # 12 MB was typed for 37 s: the cap is 10,000
+    (tmp_path / "p.json").write_text(json.dumps({"vendor": vendor, "amount": 1}))
+    run = demo.ref("run")
+    r = demo.flow(["replay", demo.bundle, "--url", demo.url, "--durable", "--run-dir", run, *demo.store_args(), *given,
+                   *(["--param", "amount=1"] if how == "esc-flag" else [])])
+    assert r.returncode == 2, (r.returncode, r.stderr)
+    assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr, r.stderr
+    assert "param vendor" in r.stderr and ("ESC" in r.stderr or "NUL" in r.stderr or "10000" in r.stderr), r.stderr
+    assert demo.on_start_screen() and demo.rows() == []  # nothing reached the desktop
+    assert not RunFiles(run).exists("manifest.json")

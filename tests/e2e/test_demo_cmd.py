@@ -94,8 +94,10 @@ def test_flow_demo_shows_the_halt_approve_resume_loop_in_plain_words(tmp_path):
     assert out.index("$ flow replay") < pause < out.index("$ flow approve") < out.index("$ flow resume")
     assert "never guesses between look-alikes" in out and "nothing was written" in out
     assert "PAUSED: run dir" in out and "COMPLETED: run dir" in out
-    # the row the resumed run wrote, shown last
-    assert out.rstrip().splitlines()[-1].split() == ["1", "ACME", "Corp", "1250.5"]
+    # the row the resumed run wrote, shown last before what to do next (record your own, the console)
+    story, _, after = out.partition("== What next ==")
+    assert story.rstrip().splitlines()[-1].split() == ["1", "ACME", "Corp", "1250.5"]
+    assert "make demo-record" in after and "flow console" in after
     # the run directory tells the same story
     run = tmp_path / loop_dir
     rep = json.loads((run / "report.json").read_text())

@@ -9,6 +9,7 @@ from __future__ import annotations
 import ast
 from contextlib import contextmanager
 import json
+import os
 import re
 import signal
 import subprocess
@@ -71,10 +72,11 @@ def demonstrate(laptop: XvncServer, command: str, tmp_path: Path) -> None:
 def tutorial(tmp_path: Path, *args: str) -> Iterator[tuple[subprocess.Popen, list[str]]]:
     """`flow demo --record ARGS` running, with its stdout lines up to the recorder's "listening" line. However the
     test ends, the command is ended as a user would (SIGTERM: it stops its own Xvnc and app), killed only if it
-    does not exit then."""
+    does not exit then. It runs as a terminal runs a foreground command: the leader of its own process group, so
+    `finish` can send Ctrl+C to the whole group as the terminal does."""
     cmd = [sys.executable, "-m", "openadapt_flow", "demo", "--record", *args]
     proc = subprocess.Popen(cmd, cwd=tmp_path, env=flow_env(tmp_path), stdout=subprocess.PIPE,
-                            stderr=(tmp_path / "stderr.txt").open("w"), text=True)
+                            stderr=(tmp_path / "stderr.txt").open("w"), text=True, start_new_session=True)
     try:
         assert proc.stdout is not None
         lines: list[str] = []
@@ -94,8 +96,9 @@ def tutorial(tmp_path: Path, *args: str) -> Iterator[tuple[subprocess.Popen, lis
 
 
 def finish(proc: subprocess.Popen) -> str:
-    """Ctrl+C, as the tutorial says; the rest of stdout once the command has compiled, replayed and exited."""
-    proc.send_signal(signal.SIGINT)
+    """Ctrl+C, as the tutorial says, delivered as a terminal delivers it: SIGINT to every process in the foreground
+    process group, not only to flow; the rest of stdout once the command has compiled, replayed and exited."""
+    os.killpg(proc.pid, signal.SIGINT)
     out, _ = proc.communicate(timeout=180)
     return out
 

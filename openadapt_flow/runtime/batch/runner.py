@@ -27,6 +27,7 @@ from openadapt_flow.errors import FlowError, RefusedError, UsageError
 from openadapt_flow.runtime.act.engine import stop_on_signals
 from openadapt_flow.runtime.batch.desk import NextDesk
 from openadapt_flow.runtime.batch.prior import Prior, judge_prior, shown
+from openadapt_flow.runtime.batch.reports import ReportsBehind
 from openadapt_flow.runtime.batch.status import ItemResult, ItemStatus, effect_verdict, status_of
 from openadapt_flow.runtime.judge.outcome import classify, landed
 from openadapt_flow.runtime.runs import replay, resume
@@ -48,6 +49,9 @@ class BatchEvents:
     def item_started(self, index: int, total: int, item: Item) -> None: ...
 
     def item_finished(self, index: int, total: int, result: ItemResult) -> None: ...
+
+    def report_failed(self, run: str, why: str) -> None:
+        """A completed item's report, written behind the batch (runtime/batch/reports.py), could not be written."""
 
 
 @dataclass
@@ -88,6 +92,9 @@ def run_batch(req: BatchRequest, events: BatchEvents | None = None) -> list[Item
                 batch.events.item_finished(index, len(req.items), result)
     finally:
         batch.desk.close()
+        if batch.behind is not None:
+            for run, why in batch.behind.close():
+                batch.events.report_failed(shown(run.ref), f"report not written ({why}); flow report renders it again")
     return batch.results
 
 
@@ -103,6 +110,7 @@ class _Batch:
     sent: int = 0  # items this batch sent (or resumed)
     ocr: OcrEngine | None = None  # one OCR engine for every item: its model loads once, not once per run
     desk: NextDesk = field(default_factory=NextDesk)  # the next item's connection, opened as a run stops
+    behind: ReportsBehind | None = None  # completed items' reports, written while the next item runs
     parked: bool = False  # the last run this batch sent ended with the pointer parked, nothing sent since (pointer.py)
 
     def reader(self) -> OcrEngine:
@@ -168,15 +176,19 @@ class _Batch:
 
     def _reporter(self, index: int) -> Reporter | None:
         """The run's reporter; with an item after this one, it first starts connecting for that item (the run has
-        stopped: nothing more of it reaches the desktop)."""
+        stopped: nothing more of it reaches the desktop), and a completed run's report is written behind the batch."""
         report = self.req.reporter
         if report is None or index + 1 >= len(self.req.items):
             return report
 
+        if self.behind is None:
+            self.behind = ReportsBehind(report)
+        behind = self.behind
+
         def connect_then_report(run: RunHandle) -> object:
             if not self.req.stop.is_set():
                 self.desk.before_report(self.req.backend)
-            return report(run)
+            return behind(run)
 
         return connect_then_report
 

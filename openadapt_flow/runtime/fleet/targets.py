@@ -5,13 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.errors import ConfigError
 from openadapt_flow.runtime.start.backend_select import select_backend
 from openadapt_flow.bundle.config import BackendConfig
+from openadapt_flow.bundle.userfile import MAX_CONFIG_FILE
+from openadapt_flow.bundle.yamlsrc import YamlDoc
 
 TARGETS_SCHEMA = "openadapt-flow/targets@1"
 
@@ -58,12 +59,7 @@ class TargetsFile(_Strict):
 
 def load_targets(path: Path) -> TargetsFile:
     """Parse and check targets.yaml (every target's backend too). ConfigError (exit 2) otherwise."""
-    try:
-        doc = yaml.safe_load(path.read_text())
-    except OSError as e:
-        raise ConfigError(f"{path}: cannot read targets file ({e.strerror or e})") from None
-    except yaml.YAMLError as e:
-        raise ConfigError(f"{path}: not YAML ({str(e).splitlines()[0]})") from None
+    doc = YamlDoc.read(path, ConfigError, MAX_CONFIG_FILE, "targets file").data  # bounded, never echoed (issue 34)
     try:
         out = TargetsFile.model_validate(doc)
     except ValidationError as e:

@@ -11,20 +11,20 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from openadapt_flow.errors import RefusedError, UsageError
+from openadapt_flow.errors import FlowError, RefusedError, UsageError
 from openadapt_flow.runtime.start.launch import RunOutcome, Runs
 from openadapt_flow.runtime.start.lifecycle import check_manifest, finalize_interrupted, queued
 from openadapt_flow.runtime.start.runref import RunRef, open_ref, ref_path
 from openadapt_flow.runtime.judge.calls import call_steps
 from openadapt_flow.bundle.config import DeployConfig
-from openadapt_flow.runtime.operate.teach import effective_bundle
 from openadapt_flow.runtime.operate.truth import catch_up_state, check_views
 from openadapt_flow.runtime.resume.bundle import backend_spec, continue_bundle
 from openadapt_flow.runtime.resume.plan import Opened, ResumePlan, ResumeRequest, plan_resume, resumed
+from openadapt_flow.runtime.resume.snapshot import resume_bundle
 from openadapt_flow.runtime.resume.workflow import continue_workflow
 from openadapt_flow.store.base import JournalWriter, RunHandle
 from openadapt_flow.store.keys import load_decision_key, load_key
-from openadapt_flow.store.states import FINAL_STATES, LIVE_STATES, RunState
+from openadapt_flow.store.states import FINAL_STATES, LIVE_STATES, DecisionKind, RunState
 from openadapt_flow.store.rundoc import ManifestDoc
 
 __all__ = ["Opened", "ResumePlan", "ResumeRequest", "plan_resume", "resume", "resumed"]
@@ -48,11 +48,13 @@ def resume(ref: RunRef, runs: Runs, req: ResumeRequest | None = None) -> RunOutc
     try:
         journal, records = run.open_journal(load_key(create=False))
         check_manifest(run, records)  # params (args), backend and config are pinned by the journal's first record
-        o = Opened(run, manifest, config, lease, journal, records, "", load_decision_key(create=False), runs, req,
-                   None if workflow else effective_bundle(run, manifest["bundle"]["digest"], records))
+        # a bundle run's snapshot (and layers); an unreadable snapshot: the run's original bundle (--bundle) stands in
+        loaded = None if workflow else resume_bundle(run, manifest["bundle"]["digest"], records, req.bundle,
+                                                     req.upgrade_bundle, req.notice)
+        o = Opened(run, manifest, config, lease, journal, records, "", load_decision_key(create=False), runs, req, loaded)
         o.state = _caught_up(o)
         if o.state in FINAL_STATES:
-            return RunOutcome(o.state, RunState(o.state).exit_code, ref_path(run), "run is already terminal; nothing to do")
+            return RunOutcome(o.state, RunState(o.state).exit_code, ref_path(run), _already_over(run, o.state))
         return continue_workflow(o) if workflow else continue_bundle(o)
     finally:
         if journal is not None:
@@ -63,6 +65,8 @@ def resume(ref: RunRef, runs: Runs, req: ResumeRequest | None = None) -> RunOutc
 def _check_request(run: RunHandle, manifest: ManifestDoc, req: ResumeRequest, workflow: bool) -> None:
     if workflow and req.upgrade_bundle is not None:
         raise UsageError("--upgrade-bundle applies to bundle runs, not to a Python workflow's run")
+    if workflow and req.bundle is not None:
+        raise UsageError("--bundle applies to bundle runs, not to a Python workflow's run")
     if workflow and req.params:
         raise RefusedError(f"{run.ref}: a workflow run keeps the args it started with; --param is not accepted")
     if not workflow and not manifest.get("durable"):
@@ -77,3 +81,19 @@ def _caught_up(o: Opened) -> str:
         finalize_interrupted(o.run, o.journal, o.records, steps, "owner process died; found by resume")
         state = o.run.state()
     return str(state["state"])
+
+
+def _already_over(run: RunHandle, state: str) -> str:
+    """Why a run resume finds terminal has nothing to do, naming who ended it where a person did (a reject)."""
+    why = ""
+    if state == RunState.BLOCKED:
+        try:
+            inc = run.read_incident()
+        except FlowError:
+            inc = None
+        if inc and inc.get("decision") == DecisionKind.REJECT:
+            note = f", noting: {inc['note']}" if inc.get("note") else ""
+            why = f": rejected by {inc.get('operator')} (OS user {inc.get('os_user')}) at {inc.get('decided_at')}{note}"
+        elif inc:
+            why = f": {inc.get('rule')}"
+    return f"run is already terminal ({state}{why}); nothing to do"

@@ -6,7 +6,7 @@ from — or why it must go on waiting; and `run_resumed`, journaled here alone, 
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,8 +36,9 @@ __all__ = ["Opened", "ResumePlan", "ResumeRequest", "plan_resume", "resumed"]
 @dataclass(frozen=True)
 class ResumeRequest:
     """What `flow resume` asks — the backend (a whole spec, or flags and `--config`'s backend section over the recorded
-    one), an operator's approval required, params (checked against the run's), a bundle upgrade — and how the resume
-    is watched (progress, reporter), opens its backend and is stopped (a worker's SIGTERM)."""
+    one), an operator's approval required, params (checked against the run's), a bundle upgrade, the run's original
+    bundle (`bundle`: for a snapshot that cannot be read, snapshot.py) — and how the resume is watched (progress,
+    reporter, `notice`: one line for the operator), opens its backend and is stopped (a worker's SIGTERM)."""
 
     backend: BackendSpec | None = None
     require_approval: bool = False
@@ -49,6 +50,8 @@ class ResumeRequest:
     backend_flags: BackendFlags | None = None
     backend_config: BackendConfig | None = None
     upgrade_bundle: Path | None = None
+    bundle: Path | None = None
+    notice: Callable[[str], None] | None = None
 
 
 @dataclass

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from openadapt_flow.errors import RefusedError
-from openadapt_flow.store.atomic import StorageFault, is_storage_error
+from openadapt_flow.store.atomic import StorageFault, fsync_dir, is_storage_error
 from openadapt_flow.store.faults import io_fault
 from openadapt_flow.store.journal import JournalEntry, JournalWriterBase, LoadResult, parse_records, verify_chain
 
@@ -35,6 +35,7 @@ class Journal(JournalWriterBase):
     def __init__(self, path: Path, key: bytes, records: list[JournalEntry] | None = None) -> None:
         super().__init__(key, records)
         self.path = path
+        self._new = not path.exists()  # a new file: its directory entry is fsync'd with its first durable record
         try:
             self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         except OSError as e:
@@ -63,6 +64,9 @@ class Journal(JournalWriterBase):
                 io_fault("journal:fsync")
                 os.fsync(self._fd)
                 self._unsynced = False
+                if self._new:  # once per file: `run_started` is on disk and so is the name that reaches it
+                    fsync_dir(self.path.parent)
+                    self._new = False
         except OSError as e:
             if not is_storage_error(e):
                 raise

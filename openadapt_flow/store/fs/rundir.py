@@ -12,12 +12,13 @@ from typing import Unpack, cast
 
 from openadapt_flow.errors import CutStartup, RefusedError, RunDirError
 from openadapt_flow.store import checkpoint, escalation, ledger
-from openadapt_flow.store.atomic import (StorageFault, dumps, is_storage_error, write_bytes_atomic, write_files_atomic,
+from openadapt_flow.store.atomic import (StorageFault, dumps, fsync_dir, is_storage_error, make_dirs, write_files_atomic,
                                          write_json_atomic)
 from openadapt_flow.store.base import JournalWriter, RunHandle, check_artifact_name
 from openadapt_flow.store.frames import FrameWriter
 from openadapt_flow.store.fs.journal import Journal, load_journal, read_records
 from openadapt_flow.store.fs.lease import Lease, try_lock, unlock
+from openadapt_flow.store.fs.runpath import check_run_path, creation_error
 from openadapt_flow.store.journal import JOURNAL_FILE, JournalEntry, LoadResult
 from openadapt_flow.store.entry import CheckpointDoc
 from openadapt_flow.store.pausedoc import ApprovalBody, ApprovalDoc, IncidentBody, IncidentDoc, PendingBody, PendingDoc
@@ -43,7 +44,9 @@ def refuse_exported(run_dir: Path) -> None:
 
 
 def check_new_run_dir(run_dir: Path) -> None:
-    """Refuse a --run-dir that holds a run or anything else (checked before connecting)."""
+    """Refuse a --run-dir that holds a run or anything else, or where no run can be made (runpath.py; checked
+    before connecting)."""
+    check_run_path(run_dir)
     if (run_dir / MANIFEST).exists() or (run_dir / JOURNAL_FILE).exists():
         raise RunDirError(f"{run_dir}: already holds a run; choose another --run-dir")
     if run_dir.exists() and not run_dir.is_dir():
@@ -53,20 +56,31 @@ def check_new_run_dir(run_dir: Path) -> None:
 
 
 def new_run_dir(runs_root: Path, run_dir: Path | None = None, *, now: datetime | None = None) -> Path:
-    """Create the run directory: the given one (empty or absent) or runs_root/replay-YYYYMMDD-HHMMSS[-N]."""
+    """Create the run directory: the given one (empty or absent) or runs_root/replay-YYYYMMDD-HHMMSS[-N]. Durably: the
+    new directory (and each parent it needed, the runs root's too) is fsync'd into its parent before it is used. A
+    creation that fails is our error (runpath.py): permission or a failed disk exit 5, a bad path exit 2."""
     if run_dir is not None:
         check_new_run_dir(run_dir)
-        run_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            make_dirs(run_dir)
+        except (OSError, ValueError) as e:
+            raise creation_error(run_dir, e) from None
         return run_dir
     stamp = (now or datetime.now()).strftime("replay-%Y%m%d-%H%M%S")
-    runs_root.mkdir(parents=True, exist_ok=True)
+    try:
+        make_dirs(runs_root)
+    except (OSError, ValueError) as e:
+        raise creation_error(runs_root, e) from None
     for n in range(1, 1000):
         cand = runs_root / (stamp if n == 1 else f"{stamp}-{n}")
         try:
             cand.mkdir()
-            return cand
         except FileExistsError:
             continue
+        except (OSError, ValueError) as e:
+            raise creation_error(cand, e) from None
+        fsync_dir(runs_root)
+        return cand
     raise RunDirError(f"{runs_root}: could not find a free run directory name for {stamp}")
 
 
@@ -206,16 +220,13 @@ class RunDir:
         return verify_seal(doc, records, key, str(path), str(self.journal_path))
 
     def snapshot_bundle(self, root: Path, files: tuple[str, ...]) -> None:
-        """Copy the bundle files the run executes into `bundle/` (resume uses this copy)."""
-        for rel in files:
-            dst = self.bundle_dir / rel
-            try:
-                dst.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(root / rel, dst)
-            except OSError as e:
-                if not is_storage_error(e):
-                    raise
-                raise StorageFault(str(dst), e) from None
+        """Copy the bundle files the run executes into `bundle/` (resume uses this copy), durably before the first
+        input: each file fsync'd, then each folder once (`bundle/templates/`, `bundle/`, the run directory)."""
+        try:
+            data = {rel: (root / rel).read_bytes() for rel in files}
+        except OSError as e:
+            raise (StorageFault(str(root), e) if is_storage_error(e) else e) from None
+        write_files_atomic(self.bundle_dir, data, make=True)
 
     # --- the run-store handle (store/base.py RunHandle): every file of the run is named here, nowhere else ---
     @property
@@ -338,9 +349,8 @@ class RunDir:
                                        REPORT_FILES[2]: html.encode()})
 
     def put_artifact(self, rel: str, data: bytes) -> None:
-        path = self._artifact(rel)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_bytes_atomic(path, data)
+        self._artifact(rel)  # a name inside the run
+        write_files_atomic(self.path, {rel: data}, make=True)  # a new folder (`upgrades/2/templates/`) fsync'd too
 
     def get_artifact(self, rel: str) -> bytes | None:
         try:

@@ -101,7 +101,7 @@ def test_a_missing_file_and_one_that_is_not_text(tmp_path):
     assert _problems(tmp_path / "nope.csv") == [f"{tmp_path / 'nope.csv'}: items file not found"]
     path = tmp_path / "bin.csv"
     path.write_bytes(b"vendor,amount\n\xff\xfe,1\n")
-    assert _problems(path)[0].startswith(f"{path}: not UTF-8 text")
+    assert _problems(path)[0].startswith(f"{path}:2: not UTF-8 text")  # the line named, never the bytes
 
 
 def test_a_file_wrong_on_every_line_is_named_by_its_first_twenty_problems(tmp_path):

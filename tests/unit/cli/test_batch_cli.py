@@ -60,6 +60,9 @@ def test_three_items_done_then_the_same_batch_again_sends_nothing(flow, tmp_path
     assert "3 items: 3 done" in r.out
     for x in lines:
         assert json.loads((tmp_path / x["run_dir"] / "state.json").read_text())["state"] == "COMPLETED"
+        # written behind the batch for the first two (runtime/batch/reports.py), all there when it returns
+        assert json.loads((tmp_path / x["run_dir"] / "report.json").read_text())["state"] == "COMPLETED"
+        assert (tmp_path / x["run_dir"] / "REPORT.md").stat().st_size > 0
 
     sent = _dispatched(tmp_path / "runs")
     r = _batch(flow, items)

@@ -70,7 +70,7 @@ def test_a_hotkey_that_changes_the_screen_compiles_to_a_hotkey_step_with_facts(t
     (step,) = yaml.safe_load((tmp_path / "b" / "flow.yaml").read_text())["steps"]
     assert (step["action"], step["keys"]) == ("hotkey", ["ctrl", "s"])
     assert {"text_present": "Invoices", "region": step["expect"][0]["region"]} in step["expect"]
-    assert load_bundle(out.path).model.steps[0].id == "ctrl-s"
+    assert load_bundle(out.path).model.steps[0].id == "save"  # named by what ctrl+s does
 
 
 def test_a_click_on_a_button_is_cut_to_its_face_and_named_by_its_label(tmp_path, ocr: OcrEngine) -> None:

@@ -99,7 +99,7 @@ def test_pause_approve_resume_completes_with_exactly_one_write(tmp_path, where, 
     assert rows(env) == 1 and run.state()["state"] == "COMPLETED" and not run.has_pending() and not run.has_approval()
     assert [d["decision"] for d in run.decisions()] == ["continue"] and len(kinds(run, "decision")) == 1
     assert run.read_checkpoint()["step"] == "finish"
-    assert go(run, app).message == "run is already terminal; nothing to do" and rows(env) == 1
+    assert go(run, app).message == "run is already terminal (COMPLETED); nothing to do" and rows(env) == 1
 
 
 def test_a_decision_is_consumed_once_and_its_replay_is_refused(tmp_path, where, env):

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 from openadapt_flow.errors import RunDirError
-from openadapt_flow.store.atomic import write_json_atomic
+from openadapt_flow.store.atomic import make_dirs, write_files_atomic, write_json_atomic
 from openadapt_flow.store import FrameWriter, RunDir, new_run_dir
 
 pytestmark = pytest.mark.timeout(30)
@@ -56,3 +56,48 @@ def test_frame_writer_writes_pngs_off_thread(tmp_path):
     fw.close()
     assert sorted(p.name for p in (tmp_path / "frames").iterdir()) == ["a.png", "halt.png"]
     assert (tmp_path / "frames/a.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def _dir_fsyncs(monkeypatch) -> list[str]:
+    """The directories os.fsync is called on, in order (files' fsyncs pass through)."""
+    seen: list[str] = []
+    real = os.fsync
+
+    def fsync(fd: int) -> None:
+        if os.path.isdir(f"/proc/self/fd/{fd}"):
+            seen.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    return seen
+
+
+def test_make_dirs_fsyncs_each_new_directory_into_its_parent_once(tmp_path, monkeypatch):
+    seen = _dir_fsyncs(monkeypatch)
+    made = make_dirs(tmp_path / "a" / "b" / "c")
+    assert [p.name for p in made] == ["a", "b", "c"]
+    assert sorted(seen) == sorted(str(p) for p in (tmp_path, tmp_path / "a", tmp_path / "a" / "b"))
+    seen.clear()
+    assert make_dirs(tmp_path / "a" / "b" / "c") == [] and seen == []  # already there: nothing to sync
+
+
+def test_a_batch_of_files_costs_one_fsync_per_folder_and_never_brings_back_a_removed_folder(tmp_path, monkeypatch):
+    seen = _dir_fsyncs(monkeypatch)
+    snap = tmp_path / "run" / "bundle"
+    (tmp_path / "run").mkdir()
+    write_files_atomic(snap, {"flow.yaml": b"x", **{f"templates/{n}.png": b"p" for n in range(5)}}, make=True)
+    assert sorted(seen) == sorted(str(p) for p in (tmp_path / "run", snap, snap / "templates"))
+    assert (snap / "templates" / "4.png").read_bytes() == b"p"
+    gone = tmp_path / "removed-run"
+    with pytest.raises(FileNotFoundError):  # a heartbeat's lease.json into a run directory removed meanwhile
+        write_json_atomic(gone / "lease.json", {})
+    assert not gone.exists()
+
+
+def test_an_artifact_in_new_folders_is_reachable_after_a_power_loss(tmp_path, monkeypatch):
+    """`resume --upgrade-bundle` snapshots into `upgrades/<n>/` (teach: `patches/<pause>/bundle/`) before any input:
+    each folder it creates is fsync'd into its parent, not only the one holding the file."""
+    run = RunDir(new_run_dir(tmp_path, tmp_path / "run"))
+    seen = _dir_fsyncs(monkeypatch)
+    run.put_artifact("upgrades/1/templates/a.png", b"png")
+    assert sorted(seen) == sorted(str(run.path / p) for p in ("", "upgrades", "upgrades/1", "upgrades/1/templates"))

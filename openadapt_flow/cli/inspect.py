@@ -11,12 +11,13 @@ import typer
 from openadapt_flow.bundle.loader import load_bundle
 from openadapt_flow.cli.common import RUN_HELP, STORE_HELP, emit_json, fail, handle_errors, open_run_arg, root_store
 from openadapt_flow.cli.nextsteps import echo_next, next_commands
-from openadapt_flow.errors import FlowError, UsageError
+from openadapt_flow.errors import ConfigError, FlowError, UsageError
 from openadapt_flow.report.meanings import codes, headline, outcome_words
 from openadapt_flow.report.render import write_reports
 from openadapt_flow.store import RunHandle
 from openadapt_flow.bundle.models import Step
 from openadapt_flow.runtime import effective_state
+from openadapt_flow.verify.readers import unreadable_file_effect
 from openadapt_flow.verify.screen import verification_plan
 
 
@@ -31,6 +32,9 @@ def validate_cmd(
     """Validate a bundle without running it. Warnings (what a replay could not check) come first; --strict fails on them."""
     loaded = load_bundle(bundle)
     model = loaded.model
+    for s in model.steps:  # a format no file effect reads would only ever be found as a run that cannot verify
+        if s.effect is not None and (why := unreadable_file_effect(s.effect)):
+            raise ConfigError(f"step {s.id!r}: {why}")
     reset = model.reset
     reset_steps = reset.steps or [] if reset is not None else []
     warnings = (effect_warnings(model.steps) + verification_warnings(model.steps)

@@ -13,6 +13,7 @@ from openadapt_flow.errors import FlowError
 from openadapt_flow.report.figures import CANDIDATE, Marks, overlay, png_size, shown_region
 from openadapt_flow.report.meanings import codes, headline
 from openadapt_flow.report.model import halt_view
+from openadapt_flow.report.pictures import BEST, NO_BEST, SOUGHT, pictures
 from openadapt_flow.report.text import fmt
 from openadapt_flow.runtime import effective_state
 from openadapt_flow.store import RunHandle, RunStore
@@ -79,7 +80,10 @@ def halt_figure(run_id: str, halt: dict[str, Any] | None, png: bytes | None) -> 
     svg = (f'<svg id="halt-frame" role="img" aria-label="halt frame of {html.escape(str(halt.get("step")))}" '
            f'viewBox="{x} {y} {vw} {vh}" data-width="{w}" data-height="{h}"><image width="{w}" height="{h}" href="{src}"/>'
            f'{overlay(marks, max(1.0, vw / 640), "halt")}</svg>')
-    return {"svg": svg, "width": w, "height": h, "candidates": halt.get("candidates") or []}
+    # the template sought beside the best candidate's crop (the page escapes these; the words are the report's)
+    pair = {k: f"/frame/{run_id}?rel={v}" for k, v in pictures(halt).items()}
+    return {"svg": svg, "width": w, "height": h, "candidates": halt.get("candidates") or [], "pair": pair,
+            "pair_words": {"template": SOUGHT, "best": BEST, "none": NO_BEST}}
 
 
 def run_page(run: RunHandle) -> dict[str, Any]:

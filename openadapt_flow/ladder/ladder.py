@@ -136,7 +136,7 @@ class Ladder:
                 return self._hit(evidence)
         ambiguous = any(e.verdict == "ambiguous" for e in evidence)  # the model's check may have seen look-alikes too
         category: Literal["resolution", "ambiguous"] = "ambiguous" if ambiguous else "resolution"
-        return Resolution(None, None, evidence, category, failure_message(target, evidence, category))
+        return Resolution(None, None, evidence, category, failure_message(target, evidence, category, intent))
 
     def base_scale(self, width: int, height: int) -> float:
         """Live/recorded frame size ratio (geometric mean of the two axes)."""
@@ -241,17 +241,22 @@ def best_candidate(resolution: Resolution) -> Evidence | None:
     return max(boxed, key=lambda e: e.score or 0.0, default=None)
 
 
-def target_name(target: Target) -> str:
+def target_name(target: Target, intent: str | None = None) -> str:
+    """How a message names the target: by its text (and the step's intent), else by the step's intent, else by its
+    landmarks — never by a template's file name, which tells an operator nothing (`templates/01.png`)."""
+    why = f" for {intent!r}" if intent else ""
     if target.text:
-        return f'"{target.text}"'
-    if target.template:
-        return target.template
-    return "landmarks " + ", ".join(f'"{lm.text}"' for lm in target.landmarks)
+        return f'"{target.text}"{why}'
+    if intent:
+        return f"of {intent!r} (its recorded picture: no text on it)"
+    if target.landmarks:
+        return "beside " + ", ".join(f'"{lm.text}"' for lm in target.landmarks)
+    return "(its recorded picture: no text on it, no intent)"
 
 
-def failure_message(target: Target, evidence: list[Evidence], category: str) -> str:
-    """One line naming the target and what each rung saw."""
-    name = target_name(target)
+def failure_message(target: Target, evidence: list[Evidence], category: str, intent: str | None = None) -> str:
+    """One line naming the target (by its text and the step's intent) and what each rung saw."""
+    name = target_name(target, intent)
     if category == "ambiguous":
         amb = next(e for e in evidence if e.verdict == "ambiguous")
         return f"target {name} is ambiguous ({amb.rung}: {amb.detail}); halting rather than picking one"

@@ -19,7 +19,7 @@ from openadapt_flow.fixture.gestures import Gesture
 from openadapt_flow.fixture.widget import widget_box
 from openadapt_flow.record.facts import is_unique, repeats, unique_crop
 from openadapt_flow.imaging.pixels import to_gray
-from openadapt_flow.vision.template import BLOCK, BLOCK_STD, Box, TemplateImage
+from openadapt_flow.vision.template import BLOCK, BLOCK_STD, Box, TemplateImage, intersect
 
 RING = 24  # px the ring around the click widens per try
 RING_TRIES = 12
@@ -41,22 +41,24 @@ def featureless(frame: np.ndarray, box: Box) -> bool:
 
 
 def cut_target(frame: np.ndarray, click: tuple[int, int], base: Box, fits: Callable[[Box], bool],
-               blank: bool, crop_of: Callable[[Box], np.ndarray] | None = None) -> tuple[Box, bool, str | None]:
+               blank: bool, crop_of: Callable[[Box], np.ndarray] | None = None, within: Box | None = None
+               ) -> tuple[Box, bool, str | None]:
     """The crop a target is cut to, whether it is unique on its screen, and a note for the compiler's warnings:
     `base` grown until unique, a featureless (`blank`) one toward the nearest detail (`anchored_crop`). Uniqueness
-    is judged on the template as `crop_of` cuts it (at rest: `transient.RestLook`)."""
+    is judged on the template as `crop_of` cuts it (at rest: `transient.RestLook`). Every crop stays inside
+    `within` (the app's region, `record.region`): the desktop around a window is no part of its target."""
     if not blank:
-        return (*unique_crop(frame, base, fits, crop_of), None)
-    anchored = anchored_crop(frame, click, base, fits, lambda box: is_unique(frame, box, crop_of))
+        return (*unique_crop(frame, base, fits, crop_of, within), None)
+    anchored = anchored_crop(frame, click, base, fits, lambda box: is_unique(frame, box, crop_of), within)
     if anchored is None:
-        return (*unique_crop(frame, base, fits, crop_of), "a click on a featureless area with no detail near enough to anchor "
+        return (*unique_crop(frame, base, fits, crop_of, within), "a click on a featureless area with no detail near enough to anchor "
                 "it; no rung can search for its target: give it landmarks by hand")
     return anchored, True, "a click on a featureless area; its target takes in the nearest detail, the click kept at " \
         "its recorded offset from it"
 
 
 def anchored_crop(frame: np.ndarray, click: tuple[int, int], base: Box, fits: Callable[[Box], bool],
-                  unique: Callable[[Box], bool]) -> Box | None:
+                  unique: Callable[[Box], bool], within: Box | None = None) -> Box | None:
     """`base` (around the click) joined with the textured blocks nearest the click, the ring widening until the
     crop is `unique`; None when a growth does not `fits` (it would hold a typed value) or the crop grows past
     MAX_SHARE of the screen first.
@@ -66,15 +68,19 @@ def anchored_crop(frame: np.ndarray, click: tuple[int, int], base: Box, fits: Ca
     desktop is white-grey-black, a dark page's dark-grey-black), and the matcher judges content by its worst
     block. Only an area with nothing in it is anchored to its surroundings."""
     blocks = _textured_blocks(frame)
+    if within is not None:  # the app's own detail only
+        blocks = blocks[(blocks[:, 0] >= within[0]) & (blocks[:, 1] >= within[1])
+                        & (blocks[:, 0] + BLOCK <= within[0] + within[2]) & (blocks[:, 1] + BLOCK <= within[1] + within[3])]
     area = widget_box(frame, click[0], click[1], max_fraction=1.0)
     if area is not None:
         inner = (area[0] + AREA_INSET, area[1] + AREA_INSET, area[2] - 2 * AREA_INSET, area[3] - 2 * AREA_INSET)
+        inner = intersect(inner, within) or inner if within is not None else inner
         own = blocks[(blocks[:, 0] >= inner[0]) & (blocks[:, 1] >= inner[1]) & (blocks[:, 0] + BLOCK <= inner[0] + inner[2])
                      & (blocks[:, 1] + BLOCK <= inner[1] + inner[3])]
         box = _grow(frame, click, base, own, fits, unique, inner)
         if box is not None:
             return box
-    return _grow(frame, click, base, blocks, fits, unique, None)
+    return _grow(frame, click, base, blocks, fits, unique, within)
 
 
 def _grow(frame: np.ndarray, click: tuple[int, int], base: Box, blocks: np.ndarray, fits: Callable[[Box], bool],

@@ -33,6 +33,7 @@ from openadapt_flow.record.facts import (Fact, fact_doc, field_label, name_of, r
 from openadapt_flow.record.values import (KEY_NAMES, example_number, file_effect, param_slug, same, slug, typed_columns,
                                           typed_values)
 from openadapt_flow.record.proof import fact_check, proven, readback_check
+from openadapt_flow.record.region import app_region, inside
 from openadapt_flow.record.start import start_facts
 from openadapt_flow.record.transient import RestLook, recorded_screens, without_passing
 from openadapt_flow.verify.readback import find_typed
@@ -142,11 +143,12 @@ class _Compiler:
                 widget = pad_box((g.x, g.y, 1, 1), FACE_MIN, frame.shape[1], frame.shape[0]) or widget
             self.warnings.append(f"input {i} ({g.describe()}): no widget face under the pointer; the target is the area around it")
         label = field_label(frame, widget, self.ocr, self.typed) if label_field else None
-        base = target_crop(frame, widget, label, (g.x, g.y))
+        app = app_region(frame, (g.x, g.y))  # no crop takes in the desktop around the app's window
+        base = inside(target_crop(frame, widget, label, (g.x, g.y)), app)
         blank = featureless(frame, base)
         rest = RestLook(frame, self.screens)  # focus rings, carets, selections: not part of the target
         crop, unique, note = cut_target(frame, (g.x, g.y), base, lambda box: not self._holds_typed(frame, box), blank,
-                                        rest.crop)
+                                        rest.crop, app)
         if note:
             self.warnings.append(f"input {i} ({g.describe()}): {note}")
         if not unique:
@@ -430,7 +432,7 @@ class _Compiler:
     def _still_looks(self, after: np.ndarray, area: Box) -> Fact:
         """The last changed area as it looks after a step that changed nothing: a template it must still match
         (OCR cannot read every display: galculator's bold digits)."""
-        x, y, w, h = area
+        x, y, w, h = area = inside(area, app_region(after, (area[0] + area[2] // 2, area[1] + area[3] // 2)))
         path = f"templates/{len(self.crops) + 1:02d}.png"
         self.crops[path] = np.ascontiguousarray(after[y:y + h, x:x + w])
         return Fact("template_present", path, area)
@@ -463,6 +465,10 @@ class _Compiler:
                 step["effect"] = effect
                 # the params the saved file must hold: the document on screen shows them before it is saved
                 bound = {p: p for p in re.findall(r"\{(\w+)\}", str(effect.get("contains", "")))}
+            elif why := b.writes[-1][1].get("unreadable"):  # counted in compressed bytes, it would fail every replay
+                self.warnings.append(f"step {step['id']!r} saved {b.writes[-1][1].get('path')}, which is {why}: no file "
+                                     "effect can read what it holds; save it as plain text (or gzip), or declare its "
+                                     "effect by hand")
             else:
                 self.warnings.append(f"step {step['id']!r} changed {b.writes[-1][1].get('path')}, but holds no typed "
                                      "value there to count: declare its effect by hand")

@@ -187,15 +187,18 @@ def target_crop(frame: np.ndarray, widget: Box, label: Word | None, click: tuple
 
 
 def unique_crop(frame: np.ndarray, box: Box, allowed: Callable[[Box], bool] = lambda _: True,
-                crop_of: Callable[[Box], np.ndarray] | None = None) -> tuple[Box, bool]:
+                crop_of: Callable[[Box], np.ndarray] | None = None, within: Box | None = None) -> tuple[Box, bool]:
     """`box`, grown until its crop matches only itself on the frame (True), or the last try (False). A growth that
     is not `allowed` (it would take in a typed value) is not made: the last allowed box is returned. `crop_of`: the
-    template a box would be cut as (a crop at rest, `transient.RestLook`); default the frame's own pixels."""
+    template a box would be cut as (a crop at rest, `transient.RestLook`); default the frame's own pixels. It
+    grows inside `within` only (the app's region: never into the desktop around its window)."""
     h, w = frame.shape[:2]
     for _ in range(GROW_TRIES):
         if is_unique(frame, box, crop_of):
             return box, True
         grown = pad_box(box, GROW, w, h)
+        if grown is not None and within is not None:
+            grown = intersect(grown, within) or grown
         if grown is None or grown == box or not allowed(grown):
             break
         box = grown

@@ -176,6 +176,7 @@ def _halt(rec: JournalEntry, frames: set[str]) -> dict[str, Any]:
         **{k: d.get(k) for k in ("category", "message", "input_sent", "frame")},
         "candidates": candidates(d.get("evidence") or []),
         "show_frame": f"frames/{raw}" if raw in frames else d.get("frame"),
+        "pictures": d.get("pictures"),  # the template sought and the best candidate's crop (report/pictures.py)
     }
 
 

@@ -12,6 +12,7 @@ from typing import Any
 
 from openadapt_flow.errors import FlowError
 from openadapt_flow.report.figures import BOX, CANDIDATE, HALT_W, STEP_W, Marks, framed, step_chart
+from openadapt_flow.report.pictures import STYLE as PAIR_STYLE, pair_html, pictures
 from openadapt_flow.report.text import (allowed_text, plain_words, backend_label, change_text, decision_text, fmt, notes, params_text, scores_text,
                                         seconds, status_label, verdicts)
 from openadapt_flow.store.base import RunHandle
@@ -103,7 +104,12 @@ def _halt(run: RunHandle, rep: dict[str, Any]) -> str:
     title, cls = ("Earlier halt", " class='earlier'") if earlier else ("Halted", "")
     return (f"<section id='halt'{cls}><div class='what'>"
             f"<h2>{title} at step {e(str(h.get('step')))}: {e(str(h.get('category')))}</h2>"
-            f"<p>{e(str(h.get('message')))}</p>{table}{_next(rep)}</div>{picture}</section>")
+            f"<p>{e(str(h.get('message')))}</p>{_pair(run, h)}{table}{_next(rep)}</div>{picture}</section>")
+
+
+def _pair(run: RunHandle, h: dict[str, Any]) -> str:
+    pics = pictures(h)
+    return pair_html(_artifact(run, pics.get("template")), _artifact(run, pics.get("best")))
 
 
 def _next(rep: dict[str, Any]) -> str:
@@ -194,7 +200,7 @@ def render_html(run: RunHandle, rep: dict[str, Any]) -> str:
     title = f"Run {rep['run_id']}"
     words, codes = plain_words(rep)
     extra = "".join(f"<p class='note'>{e(n)}</p>" for n in notes(rep))
-    return f"""<!doctype html><html><head><meta charset="utf-8"><title>{e(title)}</title><style>{STYLE}</style></head><body>
+    return f"""<!doctype html><html><head><meta charset="utf-8"><title>{e(title)}</title><style>{STYLE}{PAIR_STYLE}</style></head><body>
 <h1>{e(title)} <span class="badge {e(str(rep['state']))}">{e(str(rep['state']))}</span></h1>
 <p class="headline" id="headline"><b>{e(words)}</b> <span class="muted">({e(codes)})</span></p>
 <p class="meta">bundle <code>{e(str(rep['bundle'].get('name')))}</code> {e(str(rep['bundle'].get('digest')))} · backend

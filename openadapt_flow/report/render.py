@@ -6,6 +6,7 @@ from typing import Any
 
 from openadapt_flow.report.model import build_report
 from openadapt_flow.report.page import render_html
+from openadapt_flow.report.pictures import pair_markdown, pictures
 from openadapt_flow.report.text import (allowed_text, plain_words, backend_label, change_text, decision_text, fmt, notes, params_text, scores_text,
                                         status_label, summary_line, verdicts)
 from openadapt_flow.store.base import RunHandle
@@ -35,6 +36,7 @@ def render_markdown(rep: dict[str, Any]) -> str:
             lines.append("\nCandidates the engine weighed (none of them is the answer):\n")
             lines += [f"- {c['label']}: {scores_text(c)} at box {c['box']}, click point {c['point'][0]},{c['point'][1]}"
                       for c in h["candidates"]]
+        lines += pair_markdown(pictures(h))
         if h.get("frame"):
             lines.append(f"\n![halt frame]({h['frame']})")
     if rep.get("collateral"):

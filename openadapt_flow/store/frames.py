@@ -106,6 +106,16 @@ class FrameWriter:
             return None
         return f"frames/{name}"
 
+    def save_picture_now(self, name: str, pixels: np.ndarray) -> str | None:
+        """`save_now` for a picture that is not the screen's (a bundle's template, a crop already cut from a masked
+        frame): the screen's mask, in screen coordinates, does not apply to it."""
+        try:
+            self._write_now(name, _encode_png(pixels))
+        except (OSError, RuntimeError, StorageFault) as e:
+            self.errors.append(f"{name}: {e}")
+            return None
+        return f"frames/{name}"
+
     def flush(self) -> None:
         self._q.join()
 

@@ -72,6 +72,8 @@ class Halted(_Data):
     input_sent: bool | None
     evidence: list[Obj] | None = None
     frame: str | None = None
+    # the template the step sought and the best candidate's crop, side by side in the report: {"template", "best"}
+    pictures: dict[str, str] | None = None
 
 
 class Blocked(_Data):

@@ -141,6 +141,7 @@ class ReportHalt(_File):
     frame: str | None
     candidates: list[ReportCandidate] = []
     show_frame: str | None = None  # the frame the candidates are drawn on: the raw halt frame where one was kept
+    pictures: dict[str, str] | None = None  # the template sought and the best candidate's crop (report/pictures.py)
 
 
 class ReportStepTime(_File):

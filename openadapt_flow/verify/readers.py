@@ -25,6 +25,7 @@ from urllib.parse import quote, unquote, urlparse
 from openadapt_flow.bundle.models import Effect
 from openadapt_flow.bundle.params import PLACEHOLDER
 from openadapt_flow.errors import ConfigError
+from openadapt_flow.fixture.filetext import UnreadableFile, read_file_text, unreadable_format
 from openadapt_flow.store.records import Reading
 
 READ_TIMEOUT_S = 5.0  # one read: connect + query, or one HTTP exchange
@@ -289,8 +290,9 @@ def _snippet(body: bytes) -> str:
 
 
 class FileReader:
-    """Reads a file: occurrences of `contains` (its `{param}`s filled); `sha256:<hex>` when the expectation is a hash;
-    else 1 if it exists, 0 if not."""
+    """Reads a file: occurrences of `contains` (its `{param}`s filled) in what the file says (gzip expanded, told by
+    its magic bytes; a format it cannot expand is an unavailable reading that names it, never a count of compressed
+    bytes); `sha256:<hex>` of its bytes when the expectation is a hash; else 1 if it exists, 0 if not."""
 
     def __init__(self, effect: Effect, params: Mapping[str, Any] | None = None) -> None:
         if not effect.path:
@@ -309,7 +311,7 @@ class FileReader:
     def read(self) -> Reading:
         try:
             if self.contains is not None:
-                return Reading(True, self.path.read_bytes().count(self.contains.encode()))
+                return Reading(True, read_file_text(self.path).count(self.contains.encode()))
             if self.hash:
                 return Reading(True, self._sha256())
             return Reading(True, 1 if self.path.exists() else 0)
@@ -317,6 +319,8 @@ class FileReader:
             return Reading(True, None if self.hash else 0)
         except OSError as e:
             return Reading(False, error=f"{self.path}: {type(e).__name__}: {e.strerror or e}")
+        except UnreadableFile as e:
+            return Reading(False, error=f"{self.path} is {e}: a file effect reads plain or gzip-compressed text")
 
     def _sha256(self) -> str:
         h = hashlib.sha256()
@@ -324,6 +328,20 @@ class FileReader:
             while chunk := f.read(1 << 20):
                 h.update(chunk)
         return "sha256:" + h.hexdigest()
+
+
+def unreadable_file_effect(effect: Effect) -> str | None:
+    """Why a file effect that counts `contains` can never be judged, told before any run (`flow validate`): the file
+    is there already, in a format no file effect reads (a zip, bzip2, xz ... file); None when it can be read or is
+    not there yet (a run's baseline read says so then, before any input)."""
+    if effect.kind != "file" or effect.contains is None or not effect.path:
+        return None
+    try:
+        with open(effect.path, "rb") as f:
+            fmt = unreadable_format(f.read(16))
+    except OSError:
+        return None
+    return None if fmt is None else f"effect path {effect.path} is {fmt}: a file effect reads plain or gzip-compressed text"
 
 
 def _urllib() -> Any:

@@ -6,7 +6,7 @@ capturing are the runtime's job.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,6 +17,7 @@ from openadapt_flow.fixture.widget import widget_box
 from openadapt_flow.ladder.types import Box, Point
 from openadapt_flow.store.records import Check
 from openadapt_flow.vision.caret import FAINT_CARET_INK, without_caret, without_caret_in_lines
+from openadapt_flow.vision.decoration import without_decoration
 from openadapt_flow.vision.diff import changed_box, changed_fraction, changed_pixels
 from openadapt_flow.vision.mask import union
 from openadapt_flow.vision.ocr import OcrEngine, find_text
@@ -232,7 +233,8 @@ class ScreenChecks:
         Read first from the crop of the edited field itself (the uniform face under the point typing clicked: no
         row number, label or border beside it), then from the part of `band` the typing changed (of the whole text
         area clicked in, for typing appended where no field face is), then all of the band. If none shows it, the changed part is read once more with a trailing text cursor painted out
-        (`vision.caret`): painting only removes ink, so it can rescue a glyph the cursor merged into, not invent one.
+        (`vision.caret`), then with the decoration strokes under the text painted out (`vision.decoration`: a
+        spell-checker's squiggle): painting only removes ink, so it can rescue a glyph a mark merged into, not invent one.
         Last, the field and the changed part are read as one line of plain grey (`OcrEngine.read_line`): bold
         display digits (galculator's) are hollowed out by the screen reading's local contrast. Every reading is held
         to the same exact rule (`verify.readback`), so another way of reading cannot loosen what counts as shown.
@@ -305,17 +307,11 @@ class ScreenChecks:
     def _without_caret(self, frame: np.ndarray, typed: str, area: Box, append: bool) -> Check | None:
         """The typed area read again with a trailing text cursor painted out (it can merge into the last glyph): a
         thin bar (`without_caret`), else a caret drawn as a block or an I-beam at the end of a line of text
-        (`without_caret_in_lines`: Xaw's block, Motif's I-beam, Tk's 2 px bar)."""
+        (`without_caret_in_lines`: Xaw's block, Motif's I-beam, Tk's 2 px bar); then with the decoration strokes
+        under the text painted out (a spell-checker's squiggle, a link's underline), with and without a cursor."""
         x, y, w, h = area
         crop = frame[y : y + h, x : x + w]
-        # a thin bar; a block, an I-beam; one drawn faintly (a black block on a dark theme)
-        tries: tuple[Callable[[], tuple[np.ndarray, int] | None], ...] = (
-            lambda: without_caret(crop), lambda: without_caret_in_lines(crop), lambda: without_caret_in_lines(crop, FAINT_CARET_INK))
-        for attempt in tries:
-            masked = attempt()
-            if masked is None:
-                continue
-            image, column = masked
+        for image, what in _painted(crop):
             # read with a margin of the crop's own background: Tesseract misreads a line pressed against the edge of
             # a tight crop (a line above cut in half over it: "Pat: 'ient")
             margin = ((PAINTED_MARGIN, PAINTED_MARGIN),) * 2 + ((0, 0),) * (image.ndim - 2)
@@ -330,7 +326,7 @@ class ScreenChecks:
             return None
         bx, by, bw, bh = best.box
         bx, by = bx - PAINTED_MARGIN, by - PAINTED_MARGIN
-        return Check("readback", typed, True, f"read {best.text!r} with the text cursor at x={x + column} painted out",
+        return Check("readback", typed, True, f"read {best.text!r} with {what(x, y)} painted out",
                      {"at": [x + bx, y + by, bw, bh], "conf": round(best.conf, 1)})
 
     def identity(self, frame: np.ndarray, point: Point, near: tuple[int, int, int, int], text: str,
@@ -351,6 +347,34 @@ class ScreenChecks:
             if found:
                 got = Check("text_present", text, True, f"read {found[0].text!r}, enlarged", {"at": list(found[0].box)})
         return Check("identity", text, got.ok, got.detail, {**got.evidence, "box": list(box)})
+
+
+Where = Callable[[int, int], str]  # what was painted out, said at the crop's origin on the frame
+
+
+def _painted(crop: np.ndarray) -> Iterator[tuple[np.ndarray, Where]]:
+    """The crop with what can merge into the typed text painted out, one way after another, each only when found: a
+    trailing text cursor (a thin bar; a block, an I-beam; one drawn faintly: a black block on a dark theme), then
+    the decoration strokes under the text (`vision.decoration`: a spell-checker's squiggle, a link's underline),
+    alone and then with a cursor painted out as well. Painting only removes ink."""
+    carets: tuple[Callable[[np.ndarray], tuple[np.ndarray, int] | None], ...] = (
+        without_caret, without_caret_in_lines, lambda c: without_caret_in_lines(c, FAINT_CARET_INK))
+
+    def cursor(column: int, also: str = "") -> Where:
+        return lambda x, y: f"{also}the text cursor at x={x + column}"
+
+    for find in carets:
+        if (found := find(crop)) is not None:
+            yield found[0], cursor(found[1])
+    decorated = without_decoration(crop)
+    if decorated is None:
+        return
+    clean, strokes = decorated
+    under = f"the stroke{'s' if len(strokes) > 1 else ''} under the text"
+    yield clean, lambda x, y: f"{under} ({', '.join(str([x + sx, y + sy, sw, sh]) for sx, sy, sw, sh in strokes)})"
+    for find in carets:
+        if (found := find(clean)) is not None:
+            yield found[0], cursor(found[1], f"{under} and ")
 
 
 def cut_at_left(frame: np.ndarray, face: Box) -> bool:

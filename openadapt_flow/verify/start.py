@@ -253,4 +253,6 @@ def _phrase(c: Check) -> str:
         return f"{c.expected!r} is shown ({c.detail}), which the recorded start did not show"
     if c.kind == "blank":
         return f"the area {c.expected} is not empty as at the start ({c.detail})"
+    if c.kind == "template_present":  # named by what it is, not by its file's name
+        return f"the picture the recording starts with is not shown where it was ({c.detail})"
     return f"{c.kind} {c.expected!r} did not hold ({c.detail})"

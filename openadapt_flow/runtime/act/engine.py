@@ -32,6 +32,7 @@ from openadapt_flow.bundle.config import DeployConfig
 from openadapt_flow.runtime.start.context import Progress, RunContext
 from openadapt_flow.runtime.act.durable import durable_call
 from openadapt_flow.runtime.act.durable_steps import run_durable_step
+from openadapt_flow.runtime.act.halt_pictures import save_halt_pictures
 from openadapt_flow.runtime.judge.fold import RunProgress
 from openadapt_flow.runtime.judge.halt import Halt, Pause, StopRequested
 from openadapt_flow.runtime.start.launch import BackendFactory, ReplayRequest, Reporter, RunOutcome, Runs
@@ -367,7 +368,7 @@ def _halted(ctx: RunContext, h: Halt) -> Stop:
         record_halt(ctx, h)
         return RunState.PAUSED, h.message, h.category, PausedReason.AWAITING_APPROVAL, h.step
     frame_ref = save_halt_frame(ctx, h)
-    record_halt(ctx, h, evidence=h.evidence, frame=frame_ref)
+    record_halt(ctx, h, evidence=h.evidence, frame=frame_ref, **save_halt_pictures(ctx, h))
     ctx.progress.step_finished(-1, len(ctx.model.steps), h.step or "", {"ok": False, "category": h.category, "message": h.message})
     if ctx.durable:
         return RunState.PAUSED, h.message, h.category, PausedReason.AWAITING_APPROVAL, h.step

@@ -93,6 +93,7 @@ def _resolve(ctx: RunContext, step: Step, target: Target, frame: Frame, role: st
             frame=frame.pixels,
             search=searched,
             best=best.box if best and res.category != "ambiguous" else None,  # look-alikes: none is the answer
+            template=wanted.template,
         )
     return res
 
@@ -273,6 +274,8 @@ def _postconditions(ctx: RunContext, step: Step, check: _Checks, deadline: float
         if remaining <= 0:
             failed = [c for c in checks if not c.ok]
             ctx.journal.append("postconditions", step.id, {"ok": False, "checks": [c.to_json() for c in checks]})
+            pictured = next((c for c in failed if c.kind == "template_present"), None)
+            at = pictured.evidence.get("at") if pictured is not None else None  # where it matched best
             raise Halt(
                 "postcondition",
                 f"step {step.id!r}: " + "; ".join(_failed(c, step) for c in failed),
@@ -280,6 +283,8 @@ def _postconditions(ctx: RunContext, step: Step, check: _Checks, deadline: float
                 dispatched=True,
                 frame=frame.pixels,
                 evidence=[c.to_json() for c in checks],
+                best=(int(at[0]), int(at[1]), int(at[2]), int(at[3])) if isinstance(at, list) and len(at) == 4 else None,
+                template=pictured.expected if pictured is not None else None,
             )
         pause = min(0.5, remaining)
         t = time.monotonic()
@@ -293,6 +298,9 @@ def _failed(c: Check, step: Step) -> str:
     if c.kind == SCREEN_CHANGED:
         return (f"the screen did not change {'around ' + c.expected if c.expected != 'anywhere' else 'anywhere'} within "
                 f"{step.timeout_s:g}s ({c.detail}); the step declares nothing else to verify it (add expect:)")
+    if c.kind == "template_present":  # its file's name tells an operator nothing: the report shows the picture
+        after = f"after {step.intent!r}" if step.intent else "after it"
+        return f"the screen does not show what it showed {after} in the recording ({c.detail})"
     return f"{c.kind} {c.expected!r} did not hold ({c.detail})"
 
 

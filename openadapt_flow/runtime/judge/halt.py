@@ -25,6 +25,7 @@ class Halt(RunSignal):
     search: tuple[int, int, int, int] | None = None  # where the runtime looked (halt-frame annotation)
     best: tuple[int, int, int, int] | None = None  # the best candidate it saw
     point: tuple[int, int] | None = None
+    template: str | None = None  # the bundle's template sought (shown beside the best candidate in the report)
 
     def __post_init__(self) -> None:
         # a message quotes params and expected texts: a huge value must not make state.json or the one error line huge

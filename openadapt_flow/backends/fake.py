@@ -54,6 +54,20 @@ class FakeBackend:
     def frame(self) -> np.ndarray:
         return self._frame
 
+    @property
+    def typed(self) -> list[str]:
+        """Each text typed, its consecutive `type` events joined (a run types a text in bounded batches, each behind
+        its own fence: runtime/start/fenced.py)."""
+        out: list[str] = []
+        last = None
+        for ev in self.events:
+            if ev[0] == "type" and last == "type":
+                out[-1] += ev[1]
+            elif ev[0] == "type":
+                out.append(ev[1])
+            last = ev[0]
+        return out
+
     def set_frame(self, frame: np.ndarray) -> None:
         """Replace the screen; the next `wait_for_update` reports a change."""
         self._frame = _checked(frame)

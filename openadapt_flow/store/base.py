@@ -81,6 +81,10 @@ class RunLease(Protocol):
 
     def fence(self) -> None: ...
 
+    def guard(self) -> None:
+        """Before every input call (runtime/start/fenced.py): raise LeaseLost if this process's own view says the
+        lease is lost — cheap enough to run before each key batch; `fence()` is the authoritative re-read."""
+
     def release(self) -> None: ...
 
 

@@ -30,6 +30,7 @@ from openadapt_flow.ladder.model_rung import ModelClient
 from openadapt_flow.runtime.act.child import run_child_step
 from openadapt_flow.bundle.config import DeployConfig
 from openadapt_flow.runtime.start.context import Progress, RunContext
+from openadapt_flow.runtime.start.fenced import FencedBackend
 from openadapt_flow.runtime.act.durable import durable_call
 from openadapt_flow.runtime.act.durable_steps import run_durable_step
 from openadapt_flow.runtime.act.halt_pictures import save_halt_pictures
@@ -186,6 +187,7 @@ class RunSetup:
     progress: Progress | None = None
     reporter: Reporter | None = None
     ocr: OcrEngine | None = None
+    fence: Callable[[], None] | None = None  # checked before every input besides the lease (ReplayRequest.fence)
 
 
 def make_context(run: RunHandle, run_id: str, journal: JournalWriter, backend: Backend, inputs: RunInputs,
@@ -198,13 +200,16 @@ def make_context(run: RunHandle, run_id: str, journal: JournalWriter, backend: B
     first = backend.capture()
     scale = (first.width / screen.width, first.height / screen.height)
     fold = RunProgress()
-    return RunContext(
+    ctx = RunContext(
         run_id=run_id, bundle=loaded, params=inputs.params, interp=Interpolator(inputs.params, run_id, fold.results),
         backend=backend, ladder=ladder, checks=ScreenChecks(ocr, ladder.templates, scale), journal=journal, run=run,
         frames=run.frame_writer(), config=config, progress=setup.progress or Progress(), reporter=setup.reporter,
         durable=setup.durable, fold=fold, runs=setup.runs, steps={s.id: s for s in loaded.model.steps} if loaded is not None else {},
         digest=inputs.digest if inputs.digest is not None else loaded.digest if loaded is not None else "",
+        desk_fence=setup.fence,
     )
+    ctx.backend = FencedBackend(backend, ctx.guard_input)  # the one place a run's input is fenced
+    return ctx
 
 
 @dataclass
@@ -245,7 +250,8 @@ def start_bundle(req: ReplayRequest, runs: Runs, progress: Progress | None = Non
         run, run_id, journal, started = _open_run(st, key)
         assert st.backend is not None
         ctx = st.ctx = make_context(run, run_id, journal, st.backend, RunInputs(loaded, params),
-                                    RunSetup(req.config, runs, req.allow_model, durable, progress, reporter, req.ocr))
+                                    RunSetup(req.config, runs, req.allow_model, durable, progress, reporter, req.ocr,
+                                             req.fence))
         ctx.lease = st.lease
         ctx.pointer_parked, ctx.park_after = req.parked, req.park_after
         ctx.watch([started])

@@ -7,6 +7,7 @@ end of each hold; a session that broke under a hold took its lock with it."""
 
 from __future__ import annotations
 
+import select
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -18,6 +19,7 @@ from openadapt_flow.errors import BackendTimeout, ConnectionFailed, FlowError
 from openadapt_flow.runtime.fleet import dirty
 from openadapt_flow.runtime.fleet.dirty import Dirty
 from openadapt_flow.runtime.fleet.targets import Target, TargetsFile
+from openadapt_flow.store.lease import LeaseLost
 
 # What a new run's start does with a dirty desktop it holds: reset it (None: at its start state now) or say why not.
 Ready = Callable[[Target, Dirty], str | None]
@@ -53,6 +55,11 @@ REST_MAX_S = 300.0
 
 class NoDesktopFree(FlowError):
     """Every desktop that serves the run is busy or rests: the job is retried shortly."""
+
+
+class DeskLost(LeaseLost):
+    """The session that held the run's desktop lock ended (the server ended it, or it broke): another worker may
+    drive that desktop now, so this process sends it no more input — fenced like a lost lease."""
 
 
 class Desks:
@@ -140,6 +147,23 @@ class Desks:
             raise NoDesktopFree(f"no target of this worker serves {label!r}")
         raise NoDesktopFree(f"every desktop serving {label or 'any run'} is busy or resting"
                             + "".join(f"; {why}" for why in unready))
+
+    def fence(self, name: str) -> Callable[[], None]:
+        """What a run on the held desktop `name` calls before every input (runtime/start/fenced.py): DeskLost once
+        the session holding its lock is gone. Cheap: a zero-wait poll of the idle session's socket; only when the
+        server sent something (a session it ends says so, then closes) is the session asked, once."""
+        def held() -> None:
+            conn = self._sessions.get(name)
+            if conn is None or conn.closed or conn.broken:
+                raise DeskLost(f"desktop {name}: the session holding its lock is gone; this process must not send it input")
+            try:
+                if select.select([conn.fileno()], [], [], 0)[0]:
+                    conn.execute("SELECT 1")
+            except (psycopg.Error, OSError, ValueError):
+                conn.close()
+                raise DeskLost(f"desktop {name}: the session holding its lock ended; this process must not send it "
+                               "input") from None
+        return held
 
     def _prepare(self, conn: psycopg.Connection, target: Target, run: str, ready: Ready | None) -> str | None:
         """Mark the held desktop dirty for `run` before its first input; None, or why a new run may not use it."""

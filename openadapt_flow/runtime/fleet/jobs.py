@@ -107,7 +107,8 @@ class Fleet:
             with self.desks.hold(sub.label, sub.run.ref, self._reset_for(loaded)) as target, self._ocr() as ocr:
                 desk = target.name
                 req = ReplayRequest(bundle=loaded.root, params=sub.params, backend=target.spec(), config=self.config,
-                                    run_dir=sub.run.ref, durable=True, submitted=True, loaded=loaded, ocr=ocr)
+                                    run_dir=sub.run.ref, durable=True, submitted=True, loaded=loaded, ocr=ocr,
+                                    fence=self.desks.fence(target.name))
                 with self._ending(target.name, sub.run) as end:
                     end.state = replay(req, reporter=self.reporter).state
                     return end.state
@@ -196,7 +197,7 @@ class Fleet:
             with self._ending(target.name, run, resuming=True) as end:
                 try:
                     end.state = resume_past_holders(run, HOLD_WAIT_S, threading.Event(), backend=target.spec(),
-                                                    reporter=self.reporter).state
+                                                    reporter=self.reporter, fence=self.desks.fence(target.name)).state
                 except LeaseLost as e:
                     end.state = "fenced"
                     return f"fenced: {e}"

@@ -44,6 +44,7 @@ def resume(ref: RunRef, runs: Runs, req: ResumeRequest | None = None) -> RunOutc
     _check_request(run, manifest, req, workflow)
     config = DeployConfig.model_validate(manifest["config"])
     lease = run.lease(config.runtime.lease_ttl_s).acquire()
+    lease.start_heartbeat()  # a resume owns the run as long as a start does: its lease must not lapse under it
     journal: JournalWriter | None = None
     try:
         journal, records = run.open_journal(load_key(create=False))

@@ -59,7 +59,8 @@ def continue_bundle(o: Opened) -> RunOutcome:
             refuse_restarted_fixture(live, o.run.ref, o.manifest, o.records)  # before any input, the decision unused
         probe_effects(o.loaded, o.config, bound, o.manifest["run_id"], started={step_of(r) for r in o.records if is_a(r, RecordType.STEP_STARTED)})
         ctx = make_context(o.run, o.manifest["run_id"], o.journal, live, RunInputs(o.loaded, bound),
-                           RunSetup(o.config, o.runs, bool(o.manifest.get("allow_model")), True, o.req.progress, o.req.reporter))
+                           RunSetup(o.config, o.runs, bool(o.manifest.get("allow_model")), True, o.req.progress, o.req.reporter,
+                                    fence=o.req.fence))
         ctx.lease = o.lease
         ctx.watch(o.records)
         if o.req.stop is not None:

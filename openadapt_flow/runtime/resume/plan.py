@@ -53,6 +53,7 @@ class ResumeRequest:
     upgrade_bundle: Path | None = None
     bundle: Path | None = None
     notice: Callable[[str], None] | None = None
+    fence: Callable[[], None] | None = None  # checked before every input besides the lease: a fleet desktop's lock
 
 
 @dataclass

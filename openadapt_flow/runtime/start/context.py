@@ -77,6 +77,7 @@ class RunContext:
     park_after: bool = False  # park the pointer right after the run's last input: another item follows (pointer.py)
     parked_at_end: bool = False  # that park was done
     ahead: object = None  # the next step's resolve done during the last settle (runtime/act/ahead.py)
+    desk_fence: Callable[[], None] | None = None  # the desktop lock this run's input needs too (ReplayRequest.fence)
 
     @property
     def lease_generation(self) -> int:
@@ -129,6 +130,15 @@ class RunContext:
             raise blocked
         if self.lease is not None:
             self.lease.fence()
+
+
+    def guard_input(self) -> None:
+        """Before every input call (runtime/start/fenced.py): the lease as this process sees it, then the desktop
+        lock the run is driven under; LeaseLost (or DeskLost) stops the input at once."""
+        if self.lease is not None:
+            self.lease.guard()
+        if self.desk_fence is not None:
+            self.desk_fence()
 
 
 def secret_regions(records: list[JournalEntry], secret_steps: set[str], scale: tuple[float, float]) -> dict[str, Box | None]:

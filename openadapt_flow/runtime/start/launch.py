@@ -57,6 +57,9 @@ class ReplayRequest:
     # another run's bundle snapshot, durable on the same filesystem (a batch's item before): hard-linked where its files
     # hold the bundle's bytes, so only the new names are synced (store/fs/rundir.py `snapshot_bundle`)
     snapshot_like: Path | None = None
+    # what else must still hold before every input besides the run's lease: a fleet worker's desktop lock
+    # (runtime/fleet/desks.py); it raises LeaseLost (DeskLost) once lost
+    fence: Callable[[], None] | None = None
 
 
 @dataclass

@@ -89,6 +89,11 @@ class Lease:
         if not self.still_owner():
             raise LeaseLost(f"{self.run_dir}: lease generation {self.generation} was replaced; this process must not act")
 
+    def guard(self) -> None:
+        """Before every input call: the fence (one small file read). Another process on this host cannot take the
+        run while this one holds the OS lock; one on another host replaces the generation, seen here."""
+        self.fence()
+
     def release(self) -> None:
         self._stop.set()
         if self._thread is not None:

@@ -122,6 +122,9 @@ class MemoryLease:
         if not self.still_owner():
             raise LeaseLost(f"{self._ref}: lease generation {self.generation} was replaced; this process must not act")
 
+    def guard(self) -> None:
+        self.fence()
+
     def release(self) -> None:
         if self._held:
             self._held = False

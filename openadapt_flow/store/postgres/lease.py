@@ -69,6 +69,10 @@ class PostgresLease:
         self._conn: psycopg.Connection | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        # this process's own view, for the guard before every input: when the row's expiry was last pushed forward
+        # (monotonic, taken before the statement: never later than the server's) and whether a renewal was refused
+        self._renewed_at = float("-inf")
+        self._refused = False
 
     def acquire(self, wait_s: float = 0.0) -> "PostgresLease":
         store, rid = self._db, self._run.id(create=True)
@@ -87,13 +91,14 @@ class PostgresLease:
                 conn.execute("SELECT pg_advisory_unlock(%s, %s)", owner_lock_key(store.lock_ns, rid))
             self._stop.wait(0.02)  # polling: an advisory lock has no timed wait that leaves the session usable
         pid = os.getpid()
+        taking = time.monotonic()
         got = conn.execute(_TAKE, {"run": rid, "holder": self.holder, "ttl": self.ttl_s, "host": socket.gethostname(),
                                    "pid": pid, "start": process_start_time(pid), "boot": boot_id(),
                                    "seen": seen[0].generation if seen else -1}).fetchone()
         if got is None:  # another process took it between our read and our write: exactly one wins
             conn.close()
             raise RefusedError(f"{self._run.ref}: run was just taken over by another process; refusing")
-        self.generation, self._conn = int(got[0]), conn
+        self.generation, self._conn, self._renewed_at = int(got[0]), conn, taking
         store.register_lease(self._run, self)
         return self
 
@@ -117,8 +122,11 @@ class PostgresLease:
         def beat() -> None:
             while not self._stop.wait(interval):
                 try:
+                    renewing = time.monotonic()
                     if conn is not None and conn.execute(_RENEW, (rid, self.generation, self.holder)).rowcount == 0:
-                        return  # replaced or expired: never resurrected; the next dispatch is fenced
+                        self._refused = True
+                        return  # replaced or expired: never resurrected; the next input is fenced
+                    self._renewed_at = renewing
                 except psycopg.Error:
                     pass  # a missed heartbeat only makes the lease look older
 
@@ -137,6 +145,17 @@ class PostgresLease:
             raise LeaseLost(f"{self._run.ref}: lease generation {self.generation} was replaced; this process must not act")
         if not row[2]:
             raise LeaseLost(f"{self._run.ref}: lease generation {self.generation} expired (no heartbeat within "
+                            f"{self.ttl_s:.0f}s); this process must not act")
+
+    def guard(self) -> None:
+        """Before every input call, without a round trip: stop if a renewal was refused (replaced, or expired on the
+        server) or no renewal has pushed the expiry past now — a process frozen past its TTL stops here on waking,
+        before its heartbeat could even ask."""
+        if self._refused:
+            raise LeaseLost(f"{self._run.ref}: lease generation {self.generation} was replaced or expired; "
+                            "this process must not act")
+        if time.monotonic() - self._renewed_at > self.ttl_s:
+            raise LeaseLost(f"{self._run.ref}: lease generation {self.generation} expired (not renewed within "
                             f"{self.ttl_s:.0f}s); this process must not act")
 
     def release(self) -> None:

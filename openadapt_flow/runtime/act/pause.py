@@ -13,7 +13,7 @@ from openadapt_flow.store.checkpoint import checkpoint_digest
 from openadapt_flow.store.escalation import sign
 from openadapt_flow.store.keys import key_id, load_decision_key
 from openadapt_flow.store.states import DecisionKind, PausedReason
-from openadapt_flow.store.entry import CheckpointDoc
+from openadapt_flow.store.entry import CheckpointDoc, step_of
 from openadapt_flow.store.pausedoc import AskDoc, DecisionTaskDoc, OutcomeEvidence, PauseCore, PendingBody, TaskBody
 
 
@@ -33,7 +33,10 @@ def allowed_decisions(ctx: RunContext, reason: str, category: str, step_id: str,
     allowed: list[str] = [DecisionKind.CONTINUE, DecisionKind.REJECT, DecisionKind.ESCALATE]
     uncertain = {e["step"] for e in evidence if not e.get("positively_absent")}
     step = ctx.steps.get(step_id)
-    if step is not None and step.skippable and step_id not in uncertain:
+    # a step verified already that halts is one whose screen a resume could not re-prove (the pointer on its text, a
+    # window over it): `continue` re-proves it again and may pause again for ever; skipping it sends nothing
+    verified = any(step_of(r) == step_id for r in ctx.fold.verified)
+    if step is not None and (step.skippable or verified) and step_id not in uncertain:
         allowed.append(DecisionKind.SKIP)
     if outcome == RECONCILIATION_REQUIRED:
         allowed.append(DecisionKind.RECONCILE)

@@ -9,6 +9,7 @@ from datetime import datetime
 from openadapt_flow.bundle.models import Postcondition, Step
 from openadapt_flow.errors import ConfigError
 from openadapt_flow.runtime.start.context import RunContext
+from openadapt_flow.runtime.act.pointer import park_pointer
 from openadapt_flow.runtime.act.settle import settle
 from openadapt_flow.runtime.act.step import screen_facts
 from openadapt_flow.verify.effects import ABSENT, CONFIRMED, Judgement, Reading, make_verifier, resolve_effect
@@ -67,8 +68,11 @@ def _epoch(ts: str) -> float:
     return datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp()
 
 
-def check_facts(ctx: RunContext, facts: list[ScreenFact]) -> list[dict[str, object]]:
-    """Judge one-frame screen facts on a fresh, settled frame."""
+def check_facts(ctx: RunContext, facts: list[ScreenFact], step: Step | None = None) -> list[dict[str, object]]:
+    """Judge one-frame screen facts on a fresh, settled frame, the pointer parked first as a fresh run parks it
+    before its first frame: left on the text a fact reads (by a person, another run), it hides it, and every re-check
+    would fail. `step`: the step the facts are of (its target's search window is kept clear)."""
+    park_pointer(ctx, step.id if step is not None else None, step.target if step is not None else None)
     rt = ctx.config.runtime
     frame = settle(ctx.backend, rt.settle_quiet_s, rt.settle_timeout_s).frame.pixels
     pcs = [Postcondition.model_validate(fact) for fact in facts]
@@ -79,7 +83,7 @@ def recheck(ctx: RunContext, u: Uncertain) -> RecheckResult:
     """Re-read the uncertain step's effect (no sooner than timeout_s after dispatch) and its screen; send no input."""
     step = u.step
     facts = screen_facts(ctx, step)
-    checks = check_facts(ctx, facts) if facts else []
+    checks = check_facts(ctx, facts, step) if facts else []
     screen_ok = bool(checks) and all(c["ok"] for c in checks)
     if step.effect is None:
         if step.is_consequential:

@@ -140,7 +140,8 @@ def _reenter(ctx: RunContext, records: list[JournalEntry], plan: ResumePlan) -> 
         if uncertain is not None and result is not None:
             journal.append("rechecked", uncertain.step.id, {"verdict": result.verdict, "effect": result.effect, "checks": result.checks})
         cp = plan.checkpoint
-        if cp and cp.get("screen_facts") and _screen_still_shows_checkpoint(uncertain, result, approval):
+        if cp and cp.get("screen_facts") and _screen_still_shows_checkpoint(uncertain, result, approval) \
+                and not _skipping(plan, cp["step"]):
             _reprove_checkpoint(ctx, cp)
         if uncertain is not None and result is not None and not _covered(result, plan.decision):
             _refuse_uncertain(ctx, uncertain, result, plan, prev)
@@ -226,8 +227,14 @@ def _screen_still_shows_checkpoint(uncertain: Uncertain | None, result: RecheckR
     return result.verdict == RETRYABLE or (result.verdict == POSITIVELY_ABSENT and decision == DecisionKind.CONTINUE)
 
 
+def _skipping(plan: ResumePlan, step_id: str) -> bool:
+    """Did the operator decide to skip the checkpointed step itself (its screen could not be re-proved: the pause
+    offered skip for a verified step)? Then it is not re-proved again: that would pause the run again for ever."""
+    return plan.decision == DecisionKind.SKIP and plan.pending is not None and plan.pending["step"] == step_id
+
+
 def _reprove_checkpoint(ctx: RunContext, cp: CheckpointDoc) -> None:
-    checks = check_facts(ctx, cp["screen_facts"])
+    checks = check_facts(ctx, cp["screen_facts"], ctx.steps.get(cp["step"]))
     ctx.journal.append("checkpoint_reproved", cp["step"], {"ok": all(c["ok"] for c in checks), "checks": checks})
     if not all(c["ok"] for c in checks):
         raise Halt("postcondition", f"the screen no longer shows what held after step {cp['step']!r}: "

@@ -19,9 +19,15 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
+import psycopg
 import pytest
 
-from openadapt_flow.store.lease import LeaseInfo, boot_id
+from openadapt_flow.backends.fake import FakeBackend
+from openadapt_flow.runtime.fleet.desks import DeskLost, Desks
+from openadapt_flow.runtime.fleet.targets import load_targets
+from openadapt_flow.runtime.start.fenced import FencedBackend
+from openadapt_flow.store.lease import LeaseInfo, LeaseLost, boot_id
 from openadapt_flow.store.select import postgres_store
 from tests.support.cli import flow_env
 from tests.support.demo_invoices import BUNDLE
@@ -125,3 +131,41 @@ def test_a_process_frozen_inside_an_action_sends_no_input_after_its_lease_was_ta
         if new_owner is not None:
             new_owner.release()
         run.close()
+
+
+def test_input_stops_the_moment_the_desktops_lock_session_is_gone(pg_server, tmp_path, monkeypatch):
+    """The server ended the session that holds a fleet worker's desktop lock (what it does to a host that stopped
+    answering): another worker may take that desktop now, so the run on it sends no further input — not the rest of
+    the text it is typing. The desk's fence, as the fleet hands it to the run (ReplayRequest.fence)."""
+    spec = store_spec(pg_server, f"fd_{tmp_path.name[-12:].lower()}", monkeypatch)
+    (tmp_path / "t.yaml").write_text('schema: openadapt-flow/targets@1\ntargets: [{name: desk0, backend: {url: "vnc://127.0.0.1:5999"}}]\n')
+    desks = Desks(spec, load_targets(tmp_path / "t.yaml"))
+    fake = FakeBackend(np.zeros((40, 40, 3), np.uint8))
+    try:
+        with desks.hold(None) as target:
+            backend = FencedBackend(fake, desks.fence(target.name))
+            backend.type_text("ACME")  # held: typed
+            pid = desks._sessions[target.name].info.backend_pid
+            ended = []
+
+            def server_ends_the_session_after_the_first_batch(b: FakeBackend, ev: tuple) -> None:
+                if not ended:
+                    with psycopg.connect(spec, autocommit=True) as c:
+                        ended.append(c.execute("SELECT pg_terminate_backend(%s)", (pid,)).fetchone()[0])
+                    wait_until(lambda: not _alive(spec, pid), 10, "the desk session gone")
+
+            fake.on_event = server_ends_the_session_after_the_first_batch
+            with pytest.raises(DeskLost) as lost:
+                backend.type_text("ACME Corporation Worldwide")
+            assert isinstance(lost.value, LeaseLost) and ended == [True]  # fenced as a lost lease is
+            assert [e[1] for e in fake.events] == ["ACME", "ACME Cor"]  # the batch in flight, then nothing
+            with pytest.raises(DeskLost):
+                backend.click(5, 5)
+            assert fake.events[-1] == ("type", "ACME Cor")
+    finally:
+        desks.close()
+
+
+def _alive(spec: str, pid: int) -> bool:
+    with psycopg.connect(spec, autocommit=True) as c:
+        return bool(c.execute("SELECT count(*) FROM pg_stat_activity WHERE pid = %s", (pid,)).fetchone()[0])

@@ -13,7 +13,7 @@ DECISIONS: dict[str, str] = {
     "continue": "resume checks the live screen and any step that may have acted, then carries on from the last "
                 "verified checkpoint",
     "skip": "the halted step is journaled as skipped and the run goes on after it (only for steps declared "
-            "skippable: true)",
+            "skippable: true, or a verified step whose screen a resume could not re-prove)",
     "reject": "the run ends BLOCKED with an incident naming you; nothing more is sent",
     "teach": "your point (or crop) on the halt frame becomes a reviewable patch; resume finds that target afresh on "
              "the live screen",

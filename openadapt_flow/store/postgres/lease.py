@@ -33,6 +33,13 @@ _RENEW = ("UPDATE flow_leases SET heartbeat_at = now(), expires_at = now() + mak
           "WHERE run = %s AND generation = %s AND holder = %s AND expires_at > now()")
 
 
+def _clock() -> float:
+    """Seconds on a clock that keeps counting while this process is stopped and while its machine is suspended
+    (Linux's CLOCK_BOOTTIME; the monotonic clock elsewhere): the lease's own view of its expiry must not stand still
+    while its holder does."""
+    return time.clock_gettime(time.CLOCK_BOOTTIME) if hasattr(time, "CLOCK_BOOTTIME") else time.monotonic()
+
+
 def owner_lock_key(namespace: int, run: int) -> tuple[int, int]:
     """The run's advisory-lock key: the store's namespace (its flow_runs table's oid: advisory locks are per database,
     and two stores may share one in different schemas) and the run's row id."""
@@ -70,7 +77,7 @@ class PostgresLease:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         # this process's own view, for the guard before every input: when the row's expiry was last pushed forward
-        # (monotonic, taken before the statement: never later than the server's) and whether a renewal was refused
+        # (_clock(), read before the statement: never later than the server's) and whether a renewal was refused
         self._renewed_at = float("-inf")
         self._refused = False
 
@@ -91,7 +98,7 @@ class PostgresLease:
                 conn.execute("SELECT pg_advisory_unlock(%s, %s)", owner_lock_key(store.lock_ns, rid))
             self._stop.wait(0.02)  # polling: an advisory lock has no timed wait that leaves the session usable
         pid = os.getpid()
-        taking = time.monotonic()
+        taking = _clock()
         got = conn.execute(_TAKE, {"run": rid, "holder": self.holder, "ttl": self.ttl_s, "host": socket.gethostname(),
                                    "pid": pid, "start": process_start_time(pid), "boot": boot_id(),
                                    "seen": seen[0].generation if seen else -1}).fetchone()
@@ -122,7 +129,7 @@ class PostgresLease:
         def beat() -> None:
             while not self._stop.wait(interval):
                 try:
-                    renewing = time.monotonic()
+                    renewing = _clock()
                     if conn is not None and conn.execute(_RENEW, (rid, self.generation, self.holder)).rowcount == 0:
                         self._refused = True
                         return  # replaced or expired: never resurrected; the next input is fenced
@@ -154,7 +161,7 @@ class PostgresLease:
         if self._refused:
             raise LeaseLost(f"{self._run.ref}: lease generation {self.generation} was replaced or expired; "
                             "this process must not act")
-        if time.monotonic() - self._renewed_at > self.ttl_s:
+        if _clock() - self._renewed_at > self.ttl_s:
             raise LeaseLost(f"{self._run.ref}: lease generation {self.generation} expired (not renewed within "
                             f"{self.ttl_s:.0f}s); this process must not act")
 

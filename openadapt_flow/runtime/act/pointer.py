@@ -46,12 +46,8 @@ def park_pointer(ctx: RunContext, step_id: str | None, target: Target | None) ->
         return
     frame = ctx.backend.capture()
     window = ctx.ladder.window(target, frame.width, frame.height) if target is not None else None
-    at = park_point(frame.width, frame.height, window)
-    if ctx.lease is not None:
-        ctx.lease.fence()  # a stalled owner must not move another owner's pointer either
-    ctx.journal.append("pointer_parked", step_id, {"at": list(at), "why": "where the pointer was left is unknown: "
-                                                   "a hover there would change a target's look"})
-    ctx.backend.move(*at)
+    _park(ctx, step_id, park_point(frame.width, frame.height, window),
+          "where the pointer was left is unknown: a hover there would change a target's look")
     ctx.pointer_parked = True
     rt = ctx.config.runtime
     settle(ctx.backend, rt.settle_quiet_s, rt.settle_timeout_s, expect_change_s=PARK_REACT_S)
@@ -69,12 +65,17 @@ def park_after_input(ctx: RunContext, index: int) -> None:
     frame = ctx.backend.capture()
     first = next((s.target for s in steps if s.target is not None), None)
     at = park_point(frame.width, frame.height, ctx.ladder.window(first, frame.width, frame.height) if first else None)
+    _park(ctx, steps[index].id, at, "another item follows: between items the pointer hovers nothing")
+    ctx.parked_at_end = True
+
+
+def _park(ctx: RunContext, step_id: str | None, at: Point, why: str) -> None:
+    """The one writer of `pointer_parked`: fence (a stalled owner must not move another owner's pointer either),
+    journal, move."""
     if ctx.lease is not None:
         ctx.lease.fence()
-    ctx.journal.append("pointer_parked", steps[index].id, {"at": list(at), "why": "another item follows: between items "
-                                                          "the pointer hovers nothing"})
+    ctx.journal.append("pointer_parked", step_id, {"at": list(at), "why": why})
     ctx.backend.move(*at)
-    ctx.parked_at_end = True
 
 
 def _inside(p: Point, box: Box) -> bool:

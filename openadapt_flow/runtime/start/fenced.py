@@ -15,6 +15,7 @@ from collections.abc import Callable
 
 from openadapt_flow.backends.base import Backend, Capabilities, Frame
 from openadapt_flow.bundle.keys import char_keysym
+from openadapt_flow.errors import BackendError
 from openadapt_flow.store.faults import crash_point
 
 Guard = Callable[[], None]  # raises (LeaseLost, DeskLost) when this process may no longer send input
@@ -65,10 +66,14 @@ class FencedBackend:
         self.inner.move(x, y)
 
     def type_text(self, text: str) -> None:
-        """Refuse a character no key types before the first key goes; then each batch behind its own guard."""
+        """Refuse what the backend cannot type before the first key goes (a batch refused later would leave the text
+        half typed); then each batch behind its own guard."""
         text = text.replace("\r\n", "\n")  # one Return per line break, never cut between the two
         for ch in text:
             char_keysym(ch)
+            if not ch.isascii() and not self.capabilities.unicode_typing:
+                raise BackendError(f"the {self.name} backend types ASCII text only: cannot type {ch!r} (non-ASCII); "
+                                   "nothing of this text was typed")
         for i, batch in enumerate(key_batches(text)):
             if i:
                 crash_point(BATCH_POINT)

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 from openadapt_flow.backends.fake import FakeBackend
-from openadapt_flow.errors import UsageError
+from openadapt_flow.backends.base import Capabilities
+from openadapt_flow.errors import BackendError, UsageError
 from openadapt_flow.runtime.start.fenced import KEY_BATCH, FencedBackend, key_batches
 from openadapt_flow.store.lease import LeaseLost
 
@@ -47,4 +48,7 @@ def test_a_character_no_key_types_is_refused_before_any_batch_is_sent():
     fake = FakeBackend(np.zeros((40, 40, 3), np.uint8))
     with pytest.raises(UsageError, match="control character"):
         FencedBackend(fake, lambda: None).type_text("ACME Corporation\x1b")
-    assert fake.events == []
+    ascii_only = FakeBackend(np.zeros((40, 40, 3), np.uint8), capabilities=Capabilities(unicode_typing=False))
+    with pytest.raises(BackendError, match="non-ASCII"):  # as RDP: refused whole, not after its first batches
+        FencedBackend(ascii_only, lambda: None).type_text("ACME Corporation Café")
+    assert fake.events == [] and ascii_only.events == []

@@ -18,6 +18,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -106,3 +107,135 @@ def test_a_writer_restarted_right_after_its_submit_keeps_a_continuous_journal_an
     after = run.load_journal(key).records
     assert verified(after) == STEPS
     assert [r["seq"] for r in after] == list(range(1, len(after) + 1))
+
+
+# --- fleet workers (the fleet suite's fixture desktops and harness: tests/e2e/test_fleet.py) ---
+
+from tests.e2e.test_fleet import Fleet, _journal_types, _saves, _stuck, _submit, _without_effect  # noqa: E402
+from tests.support.cli import run_flow  # noqa: E402
+from tests.support.demo_invoices import BUNDLE  # noqa: E402
+
+SETTLED = {"COMPLETED", "FAILED", "BLOCKED", "PAUSED"}  # terminal, or paused with a reason: nothing left to a worker
+
+
+@pytest.fixture
+def fleet_pg(own_pg: PgServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Fleet]:
+    spec = store_spec(own_pg, f"f_{tmp_path.name.lower()}", monkeypatch)
+    f = Fleet(tmp_path, spec, own_pg.password)
+    try:
+        yield f
+    finally:
+        f.close()
+
+
+def _registered(fleet: Fleet, n: int) -> bool:
+    with psycopg.connect(fleet.spec, autocommit=True, password=fleet.env["PGPASSWORD"]) as c:
+        return c.execute("SELECT count(*) FROM procrastinate_workers").fetchone()[0] >= n
+
+
+def _log(fleet: Fleet, name: str) -> str:
+    return (fleet.tmp / f"{name}.log").read_text(errors="replace")
+
+
+def _submit_after(fleet: Fleet, bundle: Path) -> str:
+    """`flow submit` as its own process (a fresh connection, as an operator's after the restart): the run's name."""
+    r = run_flow(["submit", str(bundle), "--store", fleet.spec, "--param", "vendor=ACME Corp", "--param",
+                  "amount=1250.50", "--target", "invoices", "--json"], fleet.tmp, fleet.env)
+    assert r.returncode == 0, r.stderr
+    return str(json.loads(r.stdout)["run_id"]).removeprefix("pg:")
+
+
+def _heartbeats_since(fleet: Fleet, since: float) -> int:
+    """Workers registered in the queue whose heartbeat is newer than `since` (epoch): alive on the restarted server."""
+    with psycopg.connect(fleet.spec, autocommit=True, password=fleet.env["PGPASSWORD"]) as c:
+        return int(c.execute("SELECT count(*) FROM procrastinate_workers WHERE last_heartbeat > to_timestamp(%s)",
+                             (since,)).fetchone()[0])
+
+
+def _exited(workers: dict[str, subprocess.Popen[bytes]]) -> bool:
+    return any(p.poll() is not None for p in workers.values())
+
+
+def _alive(fleet: Fleet, workers: dict[str, subprocess.Popen[bytes]]) -> None:
+    for n, p in workers.items():
+        assert p.poll() is None, f"{n} exited {p.returncode} on a database restart: {_log(fleet, n)[-1500:]}"
+
+
+def _uncertain(fleet: Fleet, name: str) -> bool:
+    """A step dispatched and never verified: an INTERRUPTED run with one waits for an operator's `flow resume`
+    (spec §19: workers resume only runs with nothing uncertain)."""
+    open_steps: set[str] = set()
+    with psycopg.connect(fleet.spec, autocommit=True, password=fleet.env["PGPASSWORD"]) as c:
+        for t, step in c.execute("SELECT j.type, j.step FROM flow_journal j JOIN flow_runs r ON r.id = j.run "
+                                 "WHERE r.name = %s ORDER BY j.seq", (name,)).fetchall():
+            if t == "action_dispatched":
+                open_steps.add(step)
+            elif t in ("step_verified", "step_skipped"):
+                open_steps.discard(step)
+    return bool(open_steps)
+
+
+def _settled(fleet: Fleet, names: list[str]) -> bool:
+    """Every run terminal or paused with a reason: nothing a worker would still do by itself."""
+    states = fleet.states(names)
+    return len(states) == len(names) and all(
+        s in SETTLED or (s == "INTERRUPTED" and _uncertain(fleet, n)) for n, s in states.items())
+
+
+@pytest.mark.parametrize("mode", ["fast", "immediate"])
+def test_idle_workers_ride_through_a_restart_and_a_run_submitted_after_it_completes(fleet_pg: Fleet, own_pg: PgServer,
+                                                                                    mode: str):
+    fleet = fleet_pg
+    workers = {n: fleet.worker(n) for n in ("w1", "w2")}
+    wait_until(lambda: _registered(fleet, 2), 60, "both workers registered in the queue")
+    own_pg.restart(mode)
+    restarted = time.time()
+    name = _submit_after(fleet, BUNDLE)
+    try:
+        wait_until(lambda: _exited(workers) or (fleet.states([name]) == {name: "COMPLETED"}
+                                                and _heartbeats_since(fleet, restarted) >= 2),
+                   90, "the run submitted after the restart COMPLETED, both workers heartbeating (or one exited)")
+    except TimeoutError:
+        raise AssertionError(_stuck(fleet, [name])) from None
+    _alive(fleet, workers)
+    assert fleet.rows() == [("ACME Corp", 1250.5)]
+    for n in workers:  # what it did is in its log: one line per step, no traceback
+        assert "Traceback" not in _log(fleet, n), _log(fleet, n)[-1500:]
+
+
+@pytest.mark.parametrize("mode", ["fast", "immediate"])
+def test_a_worker_mid_drain_rides_through_a_restart_and_no_run_is_lost_or_doubled(fleet_pg: Fleet, own_pg: PgServer,
+                                                                                 mode: str):
+    fleet = fleet_pg
+    bundle = _without_effect(fleet.tmp)
+    names = _submit(fleet, 4, bundle)
+    # one run at a time each: a run cut mid-form leaves its desktop dirty (no reset in this bundle: spec §22), so two
+    # of the four stay clean for the runs after the restart
+    workers = {n: fleet._spawn(["worker", "--store", fleet.spec, "--targets", str(fleet.targets), "--config",
+                                str(fleet.tmp / "deploy.yaml"), "--name", n, "--concurrency", "1"], n) for n in ("w1", "w2")}
+    wait_until(lambda: any("action_dispatched" in _journal_types(fleet, n) for n in names), 90, "a run mid-drain")
+    own_pg.restart(mode)
+    late = [_submit_after(fleet, bundle)]
+    try:
+        wait_until(lambda: _exited(workers) or _settled(fleet, names + late), 150, "every run terminal or paused")
+    except TimeoutError:
+        raise AssertionError(_stuck(fleet, names + late)) from None
+    _alive(fleet, workers)
+    states = fleet.states(names + late)
+    assert states[late[0]] == "COMPLETED", _stuck(fleet, late)
+    saves = _saves(fleet, names + late)
+    assert max(saves.values()) <= 1, saves  # no run sent its write twice
+    done = sum(1 for s in states.values() if s == "COMPLETED")
+    rows = fleet.rows()
+    assert set(rows) <= {("ACME Corp", 1250.5)} and done <= len(rows) <= sum(saves.values()), (rows, states, saves)
+
+
+def test_a_worker_whose_store_never_comes_back_exits_75_in_one_line(fleet_pg: Fleet, own_pg: PgServer):
+    fleet = fleet_pg
+    worker = fleet._spawn(["worker", "--store", fleet.spec, "--targets", str(fleet.targets), "--db-retry-for", "3s"], "w1")
+    wait_until(lambda: _registered(fleet, 1), 60, "the worker registered in the queue")
+    own_pg.stop()
+    assert worker.wait(60) == 75, _log(fleet, "w1")[-1500:]
+    last = _log(fleet, "w1").strip().splitlines()[-1]
+    assert "has not answered for" in last and "giving up" in last and "Traceback" not in _log(fleet, "w1"), last
+    assert own_pg.password not in _log(fleet, "w1")

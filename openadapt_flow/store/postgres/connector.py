@@ -24,6 +24,7 @@ from typing import Any, Protocol
 
 import psycopg
 
+from openadapt_flow.errors import Unavailable
 from openadapt_flow.store.atomic import StorageFault
 from openadapt_flow.store.postgres.schema import check_schema, connect
 from openadapt_flow.store.postgres.spec import redact
@@ -85,7 +86,7 @@ class PostgresConnector:
             c = self._local.conn = self.connect()
         return c
 
-    def _fault(self, e: psycopg.OperationalError) -> StorageFault:
+    def _fault(self, e: psycopg.OperationalError | Unavailable) -> StorageFault:
         self.losses += 1  # the statement may or may not have committed; what else the server kept is unknown too
         return StorageFault(self.where, OSError(errno.EIO, str(e).strip().splitlines()[0] if str(e).strip() else "connection lost"))
 
@@ -94,20 +95,20 @@ class PostgresConnector:
         try:
             cur = self.conn().execute(sql.encode(), params)
             return cur.fetchone() if cur.description else None
-        except psycopg.OperationalError as e:
+        except (psycopg.OperationalError, Unavailable) as e:  # lost, or not reconnected yet (a restart)
             raise self._fault(e) from None
 
     def all(self, sql: str, params: Any = ()) -> list[Any]:
         try:
             return self.conn().execute(sql.encode(), params).fetchall()
-        except psycopg.OperationalError as e:
+        except (psycopg.OperationalError, Unavailable) as e:  # lost, or not reconnected yet (a restart)
             raise self._fault(e) from None
 
     def run(self, sql: str, params: Any = ()) -> int:
         """Execute a statement; the rows it changed."""
         try:
             return self.conn().execute(sql.encode(), params).rowcount
-        except psycopg.OperationalError as e:
+        except (psycopg.OperationalError, Unavailable) as e:  # lost, or not reconnected yet (a restart)
             raise self._fault(e) from None
 
     @contextmanager
@@ -116,7 +117,7 @@ class PostgresConnector:
         try:
             with self.conn().transaction():
                 yield
-        except psycopg.OperationalError as e:
+        except (psycopg.OperationalError, Unavailable) as e:  # lost, or not reconnected yet (a restart)
             raise self._fault(e) from None
 
     # leases held by this process, for the journal's fencing

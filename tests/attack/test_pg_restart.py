@@ -7,9 +7,10 @@
 - Fleet workers, idle and mid-drain: each rides through the restart (reconnects, logs it, keeps draining); a run
   submitted after the restart completes; and a worker whose store never comes back exits 75 with one line.
 
-Each test has its own server (a restart would cut every other test's sessions). The server's WAL writer waits 10 s
-between flushes here, so an asynchronously committed record is still in its buffers when the crash comes (by default
-it is flushed within 200 ms: the same loss, at a rate that depends on timing)."""
+Each test has its own server (a restart would cut every other test's sessions). In the writer's test the server's WAL
+writer is frozen (SIGSTOP) while the run goes, so an asynchronously committed record is certain to be still in the
+server's WAL buffers when the crash comes (a running WAL writer flushes it within about 200 ms: the same loss, at a
+rate that depends on timing; the immediate shutdown SIGKILLs the frozen WAL writer after 5 s)."""
 
 from __future__ import annotations
 
@@ -35,16 +36,26 @@ from tests.support.xserver import wait_until
 pytestmark = [pytest.mark.timeout(300),
               pytest.mark.skipif(why_not_available() is not None, reason=str(why_not_available()))]
 
-LAZY_WAL = "-c wal_writer_delay=10000 -c wal_writer_flush_after=0"  # async commits stay in the WAL buffers for 10 s
-
-
 @pytest.fixture
 def own_pg() -> Iterator[PgServer]:
-    server = start_pg(settings=LAZY_WAL)
+    server = start_pg()
     try:
         yield server
     finally:
         server.stop()
+
+
+def _walwriter(server: PgServer) -> int:
+    """The pid of the server's WAL writer process (a child of its postmaster)."""
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            ppid = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+            cmd = (stat.parent / "cmdline").read_bytes()
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid == server.pid and cmd.startswith(b"postgres: walwriter"):
+            return int(stat.parent.name)
+    raise AssertionError(f"no walwriter under postmaster {server.pid}")
 
 
 def _stopped(pid: int) -> bool:
@@ -70,6 +81,8 @@ def test_a_writer_restarted_right_after_its_submit_keeps_a_continuous_journal_an
     args = desk.replay_args(Path("unused"), amount, desk.fast_bundle())
     args[args.index("--run-dir") + 1] = "pg:restart"
     frozen = dict(env, FLOW_CRASH_AT=f"after:action_sent@{CONSEQUENTIAL}", FLOW_CRASH_SIGNAL="STOP")
+    if mode == "immediate":  # nothing but the run's own synchronous commits writes the WAL out from here on
+        os.kill(_walwriter(own_pg), signal.SIGSTOP)
     out = open(tmp_path / "writer.log", "wb")
     writer = subprocess.Popen([sys.executable, "-m", "openadapt_flow", *args, "--store", spec], cwd=root, env=frozen,
                               stdout=out, stderr=subprocess.STDOUT)
@@ -89,6 +102,10 @@ def test_a_writer_restarted_right_after_its_submit_keeps_a_continuous_journal_an
     assert desk.rows(amount) == 1, log[-2000:]
     seqs = _journal_seqs(spec, own_pg.password, "restart")
     assert [s for s, _ in seqs] == list(range(1, len(seqs) + 1)), seqs  # no hole, whatever the crash lost
+    if mode == "immediate":  # the crash did lose the Submit's action_sent: the case this test is about
+        types = [t for _, t in seqs]
+        last = max(i for i, t in enumerate(types) if t == "action_dispatched")
+        assert "action_sent" not in types[last:], types[last - 2:]
     store = PostgresStore(spec)
     run = store.open_run("pg:restart")
     key = Path(env["FLOW_KEY_FILE"]).read_bytes().strip()

@@ -28,8 +28,9 @@ from openadapt_flow.bench.fleet import PARAMS, Rig, bundles
 from openadapt_flow.demo.xvnc import wait_until
 from openadapt_flow.procs import stop_process
 from openadapt_flow.runtime.fleet.submit import submit
+from openadapt_flow.store.states import RecordType, RunState, is_a
 
-SETTLED = ("COMPLETED", "FAILED", "BLOCKED", "PAUSED")
+SETTLED = (RunState.COMPLETED, RunState.FAILED, RunState.BLOCKED, RunState.PAUSED)
 RESTARTS = ("fast", "immediate")
 INVOICE = ("ACME Corp", 1250.5)
 
@@ -40,9 +41,10 @@ def _open_steps(rig: Rig, name: str) -> set[str]:
     with rig.connect() as c:
         for t, step in c.execute("SELECT j.type, j.step FROM flow_journal j JOIN flow_runs r ON r.id = j.run "
                                  "WHERE r.name = %s ORDER BY j.seq", (name,)).fetchall():
-            if t == "action_dispatched":
+            rec = {"type": t}
+            if is_a(rec, RecordType.ACTION_DISPATCHED):
                 open_steps.add(step)
-            elif t in ("step_verified", "step_skipped"):
+            elif is_a(rec, RecordType.STEP_VERIFIED, RecordType.STEP_SKIPPED):
                 open_steps.discard(step)
     return open_steps
 
@@ -56,14 +58,14 @@ def _states(rig: Rig, names: list[str]) -> dict[str, str]:
 def _settled(rig: Rig, names: list[str]) -> bool:
     states = _states(rig, names)
     return len(states) == len(names) and all(
-        s in SETTLED or (s == "INTERRUPTED" and _open_steps(rig, n)) for n, s in states.items())
+        s in SETTLED or (s == RunState.INTERRUPTED and _open_steps(rig, n)) for n, s in states.items())
 
 
 def _mid_drain(rig: Rig, names: list[str], after: int) -> bool:
     """At least `after` runs settled, and a run on a desktop has sent input since its last verified step."""
     states = _states(rig, names)
     done = sum(1 for s in states.values() if s in SETTLED)
-    return done >= after and any(s == "RUNNING" and _open_steps(rig, n) for n, s in states.items())
+    return done >= after and any(s == RunState.RUNNING and _open_steps(rig, n) for n, s in states.items())
 
 
 def _saves(rig: Rig, names: list[str]) -> dict[str, int]:
@@ -128,7 +130,7 @@ def _soak(rig: Rig, work: Path, invoice: Path, runs: int, n_workers: int, timeou
 
 
 def figure(out: dict[str, Any]) -> str:
-    states = ", ".join(f"{k} {s}" + (" (a step uncertain: for an operator's flow resume)" if s == "INTERRUPTED" else "")
+    states = ", ".join(f"{k} {s}" + (" (a step uncertain: for an operator's flow resume)" if s == RunState.INTERRUPTED else "")
                        for s, k in out["states"].items())
     return (f"pg restart soak: {out['runs']} runs on {out['workers']} workers, PostgreSQL restarted "
             f"{len(out['restarts'])}x mid-drain ({', '.join(out['restarts'])}): {states}; settled "

@@ -218,6 +218,9 @@ def test_idle_workers_ride_through_a_restart_and_a_run_submitted_after_it_comple
     assert fleet.rows() == [("ACME Corp", 1250.5)]
     for n in workers:  # what it did is in its log: one line per step, no traceback
         assert "Traceback" not in _log(fleet, n), _log(fleet, n)[-1500:]
+    for n, p in workers.items():  # a stop that is asked for is still a clean exit, not a lost store
+        p.send_signal(signal.SIGTERM)
+        assert p.wait(60) == 0, _log(fleet, n)[-1500:]
 
 
 @pytest.mark.parametrize("mode", ["fast", "immediate"])

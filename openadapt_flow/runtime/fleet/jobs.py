@@ -72,8 +72,14 @@ WHERE r.state = 'PENDING' AND NOT EXISTS (SELECT 1 FROM flow_journal j WHERE j.r
 """
 
 
+POOL_TIMEOUT_S = 10.0  # a queue statement waits this long for a pooled connection (psycopg_pool's default: 30 s)
+
+
 def queue_app(spec: str) -> App:
-    return App(connector=PsycopgConnector(conninfo=spec))
+    """procrastinate on the store. Its pool's wait for a connection is bounded at POOL_TIMEOUT_S: with the database
+    gone, each of its worker's last statements (a job's status, its unregistering) would otherwise wait 30 s before the
+    worker returns and ours can reconnect or give up (runtime/fleet/ride.py)."""
+    return App(connector=PsycopgConnector(conninfo=spec, timeout=POOL_TIMEOUT_S))
 
 
 def reconcile_cron(ttl_s: float) -> str:

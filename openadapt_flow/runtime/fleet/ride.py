@@ -30,7 +30,7 @@ CONNECT_TIMEOUT_S = 5  # one attempt's bound: a server that accepts no connectio
 
 
 class _QueueLog(logging.Handler):
-    """procrastinate's own log, on the worker's: a lost connection is one line (ours say what happens next), not a
+    """procrastinate's own log (and asyncio's, which runs its jobs), on the worker's: a lost connection is one line (ours say what happens next), not a
     traceback; anything else it reports at ERROR keeps its traceback. Keeps why its worker stopped, for our line."""
 
     def __init__(self, say: Callable[[str], None]) -> None:
@@ -96,7 +96,9 @@ def ride(spec: str, drain: Callable[[], Awaitable[None]], retry_for_s: float, sa
     stop = threading.Event()
     watch = _QueueLog(say)
     queue_log, pool_log = logging.getLogger("procrastinate"), logging.getLogger("psycopg.pool")
+    loop_log = logging.getLogger("asyncio")  # a job's task whose status could not be written: "never retrieved"
     queue_log.addHandler(watch)
+    loop_log.addHandler(watch)
     pool_log.addHandler(logging.NullHandler())  # its reconnect attempts: ours are logged, one line each
     pool_log.propagate = False
     try:
@@ -111,6 +113,7 @@ def ride(spec: str, drain: Callable[[], Awaitable[None]], retry_for_s: float, sa
                 return
     finally:
         queue_log.removeHandler(watch)
+        loop_log.removeHandler(watch)
 
 
 def _waiting(spec: str, retry_for_s: float, say: Callable[[str], None], stop: threading.Event, lost_at: float) -> bool:

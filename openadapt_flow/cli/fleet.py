@@ -122,13 +122,18 @@ def worker_cmd(
     from openadapt_flow.runtime import Desks
     from openadapt_flow.runtime import Fleet
     from openadapt_flow.runtime import fleet_store
+    from openadapt_flow.runtime import store_opened as opened
 
     spec = postgres_store_spec(store)
     retry_for = parse_duration(db_retry_for, "--db-retry-for")
     doc = load_targets(targets)
-    fleet_store(spec)  # a store `flow store migrate` has not brought to this code's schemas is refused (exit 6)
+    say = lambda line: typer.echo(line, err=True)  # noqa: E731
+    # a store `flow store migrate` has not brought to this code's schemas is refused (exit 6); one that does not
+    # answer yet (restarting) is waited for, as one lost later is (runtime/fleet/ride.py)
+    if opened(spec, lambda: fleet_store(spec), retry_for, say) is None:
+        return
     desks = Desks(spec, doc)
-    desks.say = lambda line: typer.echo(line, err=True)  # a dirty desktop passed over or reset: the worker's log
+    desks.say = say  # a dirty desktop passed over or reset, a store lost: the worker's log
     fleet = Fleet(spec, desks, load_config(config), write_reports)
     typer.echo(f"fleet worker on {redact(spec)}: {len(doc.targets)} desktop(s)", err=True)
     fleet.serve(concurrency or len(doc.targets), name, retry_for)

@@ -16,12 +16,15 @@ import signal
 import threading
 import time
 from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 import psycopg
 from procrastinate.exceptions import ConnectorException
 
 from openadapt_flow.errors import Unavailable
-from openadapt_flow.store import redact
+from openadapt_flow.store import StoreUnavailable, redact
+
+T = TypeVar("T")
 
 DB_RETRY_FOR_S = 300.0  # how long a worker waits for its store to come back before it gives up (exit 75)
 BACKOFF_FIRST_S = 0.5
@@ -88,6 +91,20 @@ def wait_for_store(spec: str, retry_for_s: float, say: Callable[[str], None], st
         stop.wait(delay)
         delay = min(delay * 2, BACKOFF_MAX_S)
     return False
+
+
+def opened(spec: str, open_: Callable[[], T], retry_for_s: float, say: Callable[[str], None]) -> T | None:
+    """`open_()` once the store answers: a store that refuses connections at the worker's start (a restart under way)
+    is waited for as a lost one, within the same window; None if the worker is asked to stop meanwhile."""
+    lost_at: float | None = None
+    while True:
+        try:
+            return open_()
+        except StoreUnavailable as e:
+            lost_at = time.monotonic() if lost_at is None else lost_at
+            say(f"fleet worker: store unreachable at start ({first_line(e)}); waiting, for at most {retry_for_s:g}s")
+            if not _waiting(spec, retry_for_s, say, threading.Event(), lost_at):
+                return None
 
 
 def ride(spec: str, drain: Callable[[], Awaitable[None]], retry_for_s: float, say: Callable[[str], None]) -> None:

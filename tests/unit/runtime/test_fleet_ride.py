@@ -11,7 +11,8 @@ import pytest
 from openadapt_flow.cli.fleet import parse_duration
 from openadapt_flow.demo.xvnc import free_port
 from openadapt_flow.errors import Unavailable, UsageError
-from openadapt_flow.runtime.fleet.ride import wait_for_store
+from openadapt_flow.runtime.fleet.ride import opened, wait_for_store
+from openadapt_flow.store import StoreUnavailable
 
 
 
@@ -50,3 +51,16 @@ def test_db_retry_for_reads_a_duration(text, seconds):
 def test_db_retry_for_refuses_what_is_not_a_positive_duration_in_one_line(text):
     with pytest.raises(UsageError, match="--db-retry-for .*expected a duration such as 300s, 5m or 1h"):
         parse_duration(text, "--db-retry-for")
+
+
+def test_a_store_that_refuses_the_workers_start_is_waited_for_within_the_same_window():
+    lines: list[str] = []
+    tries: list[int] = []
+
+    def open_() -> None:
+        tries.append(1)
+        raise StoreUnavailable("--store postgresql://…: cannot connect (Connection refused); nothing was run: retry later")
+
+    with pytest.raises(Unavailable, match="has not answered for"):
+        opened(_nowhere(), open_, 1.0, lines.append)
+    assert len(tries) == 1 and lines[0].startswith("fleet worker: store unreachable at start (--store"), lines

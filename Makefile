@@ -35,7 +35,7 @@ define apt
 	else echo "missing system packages for $(2):$$missing"; echo "run: sudo apt-get install -y$$missing"; exit 1; fi
 endef
 
-.PHONY: setup demo-setup record-setup system-deps demo-system-deps venv bytecode demo demo-record test unit e2e realapps smoke bench clean
+.PHONY: setup demo-setup record-setup system-deps demo-system-deps venv bytecode demo demo-record test unit e2e realapps smoke bench soak clean
 
 setup: system-deps $(TEST_STAMP)
 
@@ -107,6 +107,12 @@ smoke: bytecode
 # its install size and `flow --help`'s wall time in it
 bench: setup
 	$(VPY) -m openadapt_flow.bench $(BENCH_ARGS)
+
+# issue 34's soak: 8 runs on 2 fleet workers, PostgreSQL restarted twice mid-drain (fast, then immediate); one figure
+# line: every run terminal or paused, no worker gone, 0 double rows, 0 wrong rows (~1 min; not part of `make test`,
+# whose tests/attack/test_pg_restart.py restarts PostgreSQL under a writer and under workers)
+soak: setup
+	$(VPY) -m openadapt_flow.bench.pgsoak $(SOAK_ARGS)
 
 # the runs root stays (runs/README.md); the runs in it go
 clean:

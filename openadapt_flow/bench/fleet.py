@@ -86,10 +86,12 @@ def bundles(work: Path) -> tuple[Path, Path]:
 
 
 class Rig:
-    """A throwaway PostgreSQL server, a migrated store schema with the fleet's queue, and 4 served fixture desktops."""
+    """A throwaway PostgreSQL server, a migrated store schema with the fleet's queue, and DESKS (4) served fixture
+    desktops unless told another number."""
 
-    def __init__(self, work: Path, env: dict[str, str]) -> None:
+    def __init__(self, work: Path, env: dict[str, str], desks: int = DESKS) -> None:
         self.work = work
+        self.n_desks = desks
         self._pgpassword: str | None = None
         self.server: PgServer = start_pg(fsync=True)  # as deployed: action_dispatched's synchronous commit hits the disk
         self.procs: list[subprocess.Popen[bytes]] = []
@@ -120,7 +122,7 @@ class Rig:
         return proc
 
     def _serve_desks(self) -> Path:
-        ports = [free_port() for _ in range(DESKS)]
+        ports = [free_port() for _ in range(self.n_desks)]
         for port in ports:
             self.desks.append(self._spawn(["fixture", "serve", str(FIXTURE_DIR.resolve()), "--keep-state", "--port",
                                            str(port), "--db", str(self.db)], f"desk-{port}"))

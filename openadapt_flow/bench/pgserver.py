@@ -58,6 +58,16 @@ class PgServer:
         pw = self.password if password is None else password
         return f"postgresql://{user}:{pw}@127.0.0.1:{self.port}/{dbname}"
 
+    def restart(self, mode: str = "fast") -> None:
+        """`pg_ctl restart -m MODE` (fast: a clean shutdown; immediate: a crash, recovered from the WAL at start) on the
+        same port and options; returns once it accepts connections again."""
+        data = self.workdir / "data"
+        _run_as_owner([str(self.bindir / "pg_ctl"), "restart", "-D", str(data), "-m", mode, "-l", str(self.workdir / "log"),
+                       "-w", "-t", "60"])
+        self.pid = int((data / "postmaster.pid").read_text().split()[0])
+        isready = [str(self.bindir / "pg_isready"), "-h", "127.0.0.1", "-p", str(self.port), "-t", "1"]
+        wait_until(lambda: subprocess.run(isready, capture_output=True).returncode == 0, 30, f"postgres back on {self.port}")
+
     def stop(self) -> None:
         _run_as_owner([str(self.bindir / "pg_ctl"), "stop", "-D", str(self.workdir / "data"), "-m", "immediate", "-w", "-t", "10"],
                       check=False)
@@ -89,9 +99,10 @@ def _run_as_owner(cmd: list[str], check: bool = True) -> subprocess.CompletedPro
     return proc
 
 
-def start_pg(password: str = "s3cret-pw", fsync: bool = False) -> PgServer:
+def start_pg(password: str = "s3cret-pw", fsync: bool = False, settings: str = "") -> PgServer:
     """initdb + start a private cluster on 127.0.0.1:<free port> with password (scram) auth over TCP (fsync off unless
-    asked: tests need no durability across a power cut, a measurement of commit latency does)."""
+    asked: tests need no durability across a power cut, a measurement of commit latency does); `settings`: more
+    server options (`-c name=value …`), kept across `restart`."""
     bindir = pg_bindir()
     if bindir is None:
         raise RuntimeError(str(why_not_available()))
@@ -113,7 +124,7 @@ def start_pg(password: str = "s3cret-pw", fsync: bool = False) -> PgServer:
         t1 = time.monotonic()
         port = free_port()
         durability = "" if fsync else " -c fsync=off -c full_page_writes=off"
-        opts = f"-p {port} -k {workdir / 'sock'} -c listen_addresses=127.0.0.1{durability}"
+        opts = f"-p {port} -k {workdir / 'sock'} -c listen_addresses=127.0.0.1{durability} {settings}".rstrip()
         _run_as_owner([str(bindir / "pg_ctl"), "start", "-D", str(workdir / "data"), "-l", str(workdir / "log"), "-o", opts, "-w", "-t", "30"])
         pid = int((workdir / "data" / "postmaster.pid").read_text().split()[0])
         server = PgServer(port, password, workdir, bindir, pid)

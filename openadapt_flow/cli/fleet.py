@@ -24,6 +24,20 @@ from openadapt_flow.store import check_spec, is_postgres, redact
 # `flow worker` on a runs root is in this module and needs neither.
 
 
+def parse_duration(text: str, flag: str) -> float:
+    """Seconds from `90`, `90s`, `5m` or `1h` (more than 0)."""
+    units = {"s": 1.0, "m": 60.0, "h": 3600.0}
+    value = text.strip().lower()
+    scale = units.get(value[-1:], None) if value else None
+    try:
+        seconds = float(value[:-1] if scale else value) * (scale or 1.0)
+    except ValueError:
+        seconds = float("nan")
+    if not seconds > 0 or seconds == float("inf"):
+        raise UsageError(f"{flag} {text[:40]!r}: expected a duration such as 300s, 5m or 1h")
+    return seconds
+
+
 def postgres_store_spec(store: str) -> str:
     if not is_postgres(store):
         raise UsageError(f"--store {redact(store)!r}: the fleet needs the PostgreSQL store (postgresql://…)")
@@ -90,6 +104,8 @@ def worker_cmd(
     concurrency: int = typer.Option(0, "--concurrency", min=0, help="fleet: runs at once (default: one per target)"),
     config: Optional[Path] = typer.Option(None, "--config", help="fleet: deployment config for the runs it starts"),
     name: Optional[str] = typer.Option(None, "--name", help="fleet: this worker's name in the queue"),
+    db_retry_for: str = typer.Option("300s", "--db-retry-for", help="fleet: how long to wait for the store to come back "
+                                     "after losing it (a restart) before giving up with exit 75, e.g. 300s, 10m"),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Resume runs whose wait is satisfied (timer due, answer/signal delivered, approval recorded); with --targets and a
@@ -106,12 +122,18 @@ def worker_cmd(
     from openadapt_flow.runtime import Desks
     from openadapt_flow.runtime import Fleet
     from openadapt_flow.runtime import fleet_store
+    from openadapt_flow.runtime import store_opened as opened
 
     spec = postgres_store_spec(store)
+    retry_for = parse_duration(db_retry_for, "--db-retry-for")
     doc = load_targets(targets)
-    fleet_store(spec)  # a store `flow store migrate` has not brought to this code's schemas is refused (exit 6)
+    say = lambda line: typer.echo(line, err=True)  # noqa: E731
+    # a store `flow store migrate` has not brought to this code's schemas is refused (exit 6); one that does not
+    # answer yet (restarting) is waited for, as one lost later is (runtime/fleet/ride.py)
+    if opened(spec, lambda: fleet_store(spec), retry_for, say) is None:
+        return
     desks = Desks(spec, doc)
-    desks.say = lambda line: typer.echo(line, err=True)  # a dirty desktop passed over or reset: the worker's log
+    desks.say = say  # a dirty desktop passed over or reset, a store lost: the worker's log
     fleet = Fleet(spec, desks, load_config(config), write_reports)
     typer.echo(f"fleet worker on {redact(spec)}: {len(doc.targets)} desktop(s)", err=True)
-    fleet.serve(concurrency or len(doc.targets), name)
+    fleet.serve(concurrency or len(doc.targets), name, retry_for)

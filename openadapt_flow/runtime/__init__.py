@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from openadapt_flow.runtime.fleet.desks import Desks
     from openadapt_flow.runtime.fleet.dirty import Dirty, dirty_desks, mark_desk_clean
     from openadapt_flow.runtime.fleet.jobs import Fleet
+    from openadapt_flow.runtime.fleet.ride import opened as store_opened
     from openadapt_flow.runtime.fleet.submit import Submitted, fleet_store, submit, submit_items
     from openadapt_flow.runtime.fleet.targets import TargetsFile, load_targets
     from openadapt_flow.runtime.operate.approval import DECISION_NAMES, Audit, DecisionOptions, approve, deliver
@@ -56,6 +57,8 @@ __all__ += ["Submitted", "submit_items", "BatchEvents", "BatchRequest", "BatchRe
             "counts", "csv_beside", "run_batch", "summary_line", "write_results"]
 # clean and dirty desktops of the fleet (runtime/fleet/dirty.py)
 __all__ += ["Dirty", "dirty_desks", "mark_desk_clean"]
+# a fleet worker's store, waited for while it restarts (runtime/fleet/ride.py)
+__all__ += ["store_opened"]
 # the start state and the reset (runtime/act/start_state.py, runtime/act/reset.py)
 __all__ += ["ResetResult", "StartResult", "check_start_state", "reset_app"]
 
@@ -82,6 +85,7 @@ _WHERE = {
     "dirty_desks": "fleet.dirty",
     "mark_desk_clean": "fleet.dirty",
     "Fleet": "fleet.jobs",
+    "store_opened": "fleet.ride",
     "fleet_store": "fleet.submit",
     "submit": "fleet.submit",
     "Submitted": "fleet.submit",
@@ -120,7 +124,7 @@ _WHERE = {
     "parse_arg_pairs": "workflow.api",
     "wait": "workflow.wait",
 }
-_RENAMED = {"resume_run": "resume", "batch_exit_code": "exit_code"}
+_RENAMED = {"resume_run": "resume", "batch_exit_code": "exit_code", "store_opened": "opened"}
 
 
 def __getattr__(name: str) -> Any:

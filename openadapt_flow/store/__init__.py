@@ -51,12 +51,13 @@ if TYPE_CHECKING:
     from openadapt_flow.store.postgres.schema import connect as pg_connect
     from openadapt_flow.store.postgres.schema import migrate as pg_migrate
     from openadapt_flow.store.postgres.schema import migrations as pg_migrations
+    from openadapt_flow.store.postgres.schema import StoreUnavailable
     from openadapt_flow.store.postgres.store import PostgresStore
 
 __all__ = ["CHILDREN", "EXPORT_MARK", "GC_MIN_AGE_S", "MANIFEST", "MEMORY_PREFIX", "PG_PREFIX", "RUN_FILES",
            "FilesystemStore", "FrameWriter", "Journal", "JournalEntry", "JournalWriter", "Lease", "MemoryContents", "MemoryRun",
            "MemoryStore", "PostgresLease", "PostgresRun", "PostgresStore", "RunDir", "RunHandle", "RunLease", "RunStore",
-           "StorageFault", "checkpoint_digest",
+           "StorageFault", "StoreUnavailable", "checkpoint_digest",
            "check_new_run_dir", "check_queue_schema", "check_spec", "digest_manifest", "export_run", "gc_blobs",
            "is_postgres", "load_journal", "new_run_dir", "open_store", "pg_code_version", "pg_connect", "pg_migrate",
            "pg_migrations", "pg_run_name", "postgres_store", "redact", "refuse_exported", "runs_root", "store_of_ref"]
@@ -71,7 +72,8 @@ _POSTGRES = {"GC_MIN_AGE_S": ("artifacts", "GC_MIN_AGE_S"), "gc_blobs": ("artifa
              "check_queue_schema": ("jobs_schema", "check_queue_schema"), "PostgresRun": ("run", "PostgresRun"),
              "pg_run_name": ("run", "run_name"), "pg_code_version": ("schema", "code_version"),
              "pg_connect": ("schema", "connect"), "pg_migrate": ("schema", "migrate"),
-             "pg_migrations": ("schema", "migrations"), "PostgresStore": ("store", "PostgresStore")}
+             "pg_migrations": ("schema", "migrations"),
+             "StoreUnavailable": ("schema", "StoreUnavailable"), "PostgresStore": ("store", "PostgresStore")}
 
 # a step's records, the run ledger, a workflow call's fields (store/stepdoc.py)
 __all__ += ["CallFields", "ChangeDoc", "ConsumedDecision", "EffectDoc", "LedgerEntry", "PatchInfo", "ReadingDoc", "RecheckedEffect",

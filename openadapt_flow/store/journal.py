@@ -121,6 +121,7 @@ class JournalWriterBase:
 
     def append(self, type_: str, step: str | None = None, data: Mapping[str, object] | None = None, *,
                sync: bool | None = None) -> JournalEntry:
+        self._resync()
         rec, line = make_record(self.key, self.seq + 1, self.last_hash, type_, step, data)
         self._persist(rec, line, sync if sync is not None else type_ in FSYNC_TYPES)
         self.seq, self.last_hash = rec["seq"], rec["hash"]
@@ -129,6 +130,10 @@ class JournalWriterBase:
             observe(rec)
         crash_point("after:" + type_, step)
         return rec
+
+    def _resync(self) -> None:
+        """Before a record is chained: a store whose last records may have been lost since (a database that restarted)
+        sets `seq` and `last_hash` back to its durable tail, so the next record chains to what was kept."""
 
     def _persist(self, rec: JournalEntry, line: bytes, durable: bool) -> None:
         """Keep one whole record's line (durable before returning if `durable`), or raise and keep none."""

@@ -17,7 +17,9 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from typing import Any
 
+import psycopg
 from procrastinate import App, PsycopgConnector, RetryStrategy
 from procrastinate.exceptions import AlreadyEnqueued
 
@@ -29,11 +31,13 @@ from openadapt_flow.runtime.fleet.desks import Desks, NoDesktopFree, Ready
 from openadapt_flow.runtime.fleet.dirty import Dirty
 from openadapt_flow.runtime.fleet.targets import Target
 from openadapt_flow.runtime.fleet.claim import START_TRIES, BundleCache, count_start_try, fail_start, read_submission
+from openadapt_flow.runtime.fleet.ride import DB_RETRY_FOR_S, first_line, ride
 from openadapt_flow.runtime.fleet.submit import fleet_store
 from openadapt_flow.runtime.operate.reconciler import reconcile_root
 from openadapt_flow.runtime.runs import replay, reset_app
-from openadapt_flow.store import PostgresRun
+from openadapt_flow.store import PG_PREFIX, PostgresRun, StoreUnavailable
 from openadapt_flow.runtime.worker import HOLD_WAIT_S, Worker, resume_past_holders
+from openadapt_flow.store.atomic import StorageFault
 from openadapt_flow.store.lease import LeaseLost
 from openadapt_flow.vision.ocr import OcrEngine
 
@@ -68,8 +72,14 @@ WHERE r.state = 'PENDING' AND NOT EXISTS (SELECT 1 FROM flow_journal j WHERE j.r
 """
 
 
+POOL_TIMEOUT_S = 10.0  # a queue statement waits this long for a pooled connection (psycopg_pool's default: 30 s)
+
+
 def queue_app(spec: str) -> App:
-    return App(connector=PsycopgConnector(conninfo=spec))
+    """procrastinate on the store. Its pool's wait for a connection is bounded at POOL_TIMEOUT_S: with the database
+    gone, each of its worker's last statements (a job's status, its unregistering) would otherwise wait 30 s before the
+    worker returns and ours can reconnect or give up (runtime/fleet/ride.py)."""
+    return App(connector=PsycopgConnector(conninfo=spec, timeout=POOL_TIMEOUT_S))
 
 
 def reconcile_cron(ttl_s: float) -> str:
@@ -97,7 +107,14 @@ class Fleet:
     def start(self, name: str) -> str:
         """Start the submitted run `name` on a free desktop that serves its label (once: a run begun is left to the
         reconciler, which resumes it if its worker died). A start that fails for good ends the run FAILED. A dirty
-        desktop (runtime/fleet/dirty.py) is reset with the run's bundle first, or passed over."""
+        desktop (runtime/fleet/dirty.py) is reset with the run's bundle first, or passed over. The store lost under
+        it (a restart) is no start failure: the run is left to the reconciler (PENDING: its start is queued again)."""
+        try:
+            return self._start(name)
+        except (StorageFault, psycopg.OperationalError, StoreUnavailable) as e:
+            return self._store_lost(f"{PG_PREFIX}{name}", e)
+
+    def _start(self, name: str) -> str:
         sub = read_submission(fleet_store(self.spec), name)
         if not sub.queued:
             return "started already"
@@ -124,8 +141,17 @@ class Fleet:
             raise  # procrastinate retries it shortly
         except RefusedError as e:  # another worker started it first (a re-queued job): started once
             return f"not started: {e}"
+        except StoreUnavailable:
+            raise
         except FlowError as e:  # bad bundle, a login refused: the run never began, and never will by retrying
             return fail_start(sub.run, f" on desktop {desk}" if desk else "", e, self.config.runtime.lease_ttl_s)
+
+    def _store_lost(self, ref: str, e: BaseException) -> str:
+        """The store went away under a job (a restart): the run stopped at a safe boundary, or never began. Nothing to
+        retry here: the reconciler re-queues its start (still PENDING) or finalises and resumes it (owner gone)."""
+        why = f"{ref}: the store was lost under this job ({first_line(e)}); the reconciler takes the run up again"
+        self.desks.say(why)
+        return why
 
     def _reset_for(self, loaded: LoadedBundle) -> Ready:
         """How a new run of `loaded` takes a dirty desktop: its bundle's reset, then the start check (spec §22). A
@@ -192,25 +218,32 @@ class Fleet:
         deciding command still holds the run: a resume refused while another command holds it briefly is tried again
         as soon as that holder lets go (runtime/worker.resume_past_holders), not left to the next reconcile scan.
         The desktop is taken dirty or not (the run's own state is there; its resume re-checks before any input)."""
-        with self.desks.hold(self._desk_of(ref), ref) as target:
-            run = fleet_store(self.spec).open_run(ref)
-            with self._ending(target.name, run, resuming=True) as end:
-                try:
-                    end.state = resume_past_holders(run, HOLD_WAIT_S, threading.Event(), backend=target.spec(),
-                                                    reporter=self.reporter, fence=self.desks.fence(target.name)).state
-                except LeaseLost as e:
-                    end.state = "fenced"
-                    return f"fenced: {e}"
-                return end.state
+        try:
+            with self.desks.hold(self._desk_of(ref), ref) as target:
+                run = fleet_store(self.spec).open_run(ref)
+                with self._ending(target.name, run, resuming=True) as end:
+                    try:
+                        end.state = resume_past_holders(run, HOLD_WAIT_S, threading.Event(), backend=target.spec(),
+                                                        reporter=self.reporter, fence=self.desks.fence(target.name)).state
+                    except LeaseLost as e:
+                        end.state = "fenced"
+                        return f"fenced: {e}"
+                    return end.state
+        except (StorageFault, psycopg.OperationalError, StoreUnavailable) as e:
+            return self._store_lost(ref, e)
 
     def reconcile(self, timestamp: int) -> None:
-        """Finalise runs whose owner is gone (by our lease), then enqueue every resume that is due."""
-        store = fleet_store(self.spec)
-        reconcile_root(store)
-        for name in store.all(ORPHANS, (STALE_S,)):
-            self._enqueue("flow.start", f"start:{name[0]}", name=name[0])
-        for run in Worker(store).due_runs():
-            self._enqueue("flow.resume", f"resume:{run.ref}", ref=run.ref)
+        """Finalise runs whose owner is gone (by our lease), then enqueue every resume that is due. A store lost
+        meanwhile (a restart) ends this pass; the next one, a lease TTL later, does it all again."""
+        try:
+            store = fleet_store(self.spec)
+            reconcile_root(store)
+            for name in store.all(ORPHANS, (STALE_S,)):
+                self._enqueue("flow.start", f"start:{name[0]}", name=name[0])
+            for run in Worker(store).due_runs():
+                self._enqueue("flow.resume", f"resume:{run.ref}", ref=run.ref)
+        except (StorageFault, psycopg.OperationalError, StoreUnavailable) as e:
+            self.desks.say(f"reconcile: the store was lost ({first_line(e)}); the next pass does it again")
 
     def _enqueue(self, task: str, lock: str, **kwargs: str) -> None:
         """Queue a job unless one for the same run is queued already (its queueing lock)."""
@@ -219,11 +252,19 @@ class Fleet:
         except AlreadyEnqueued:
             pass
 
-    def serve(self, concurrency: int, name: str | None = None) -> None:
+    def serve(self, concurrency: int, name: str | None = None, db_retry_for_s: float = DB_RETRY_FOR_S) -> None:
+        """Drain the queue until SIGTERM/SIGINT, riding through a restart of the store (runtime/fleet/ride.py): a store
+        that does not answer for `db_retry_for_s` ends the worker (Unavailable, exit 75)."""
         self.warm_up(concurrency)
+
+        opts: dict[str, Any] = {"queues": [QUEUE], "concurrency": concurrency, "name": name, "wait": True,
+                                "listen_notify": True, "delete_jobs": "successful", "install_signal_handlers": False}
+
+        async def drain() -> None:
+            async with self.app.open_async():
+                await self.app.run_worker_async(**opts)
         try:
             with self.app.open():
-                self.app.run_worker(queues=[QUEUE], concurrency=concurrency, name=name, wait=True, listen_notify=True,
-                                    delete_jobs="successful")
+                ride(self.spec, drain, db_retry_for_s, self.desks.say)
         finally:
             self.desks.close()

@@ -5,7 +5,8 @@ store (store.py) that lists runs.
 Each thread talks over its own autocommit connection (the frame writer writes frames while the run thread journals);
 a lease holds one more, whose session advisory lock marks its holder alive. A connection lost under a run is a
 storage fault (the run stops at a safe boundary as INTERRUPTED, exit 5), as a failing disk is for the filesystem
-store.
+store. A connection replaced after it broke bumps `losses`: a server that restarted may have lost its last
+asynchronously committed rows, and the journal re-reads its durable tail before it chains to it again.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from typing import Any, Protocol
 
 import psycopg
 
+from openadapt_flow.errors import Unavailable
 from openadapt_flow.store.atomic import StorageFault
 from openadapt_flow.store.postgres.schema import check_schema, connect
 from openadapt_flow.store.postgres.spec import redact
@@ -63,6 +65,7 @@ class PostgresConnector:
         self._local = threading.local()
         self._leases: dict[int, HeldLease] = {}
         self._scratch: Path | None = None
+        self.losses = 0  # connections found broken (or closed under us) and replaced, in every thread
         check_schema(self.conn(), self.where)
         self.lock_ns = int(self.one("SELECT 'flow_runs'::regclass::oid::bigint")[0])  # owner locks' namespace
 
@@ -78,10 +81,13 @@ class PostgresConnector:
         """This thread's connection (reopened if the last one broke)."""
         c: psycopg.Connection | None = getattr(self._local, "conn", None)
         if c is None or c.closed or c.broken:
+            if c is not None:
+                self.losses += 1
             c = self._local.conn = self.connect()
         return c
 
-    def _fault(self, e: psycopg.OperationalError) -> StorageFault:
+    def _fault(self, e: psycopg.OperationalError | Unavailable) -> StorageFault:
+        self.losses += 1  # the statement may or may not have committed; what else the server kept is unknown too
         return StorageFault(self.where, OSError(errno.EIO, str(e).strip().splitlines()[0] if str(e).strip() else "connection lost"))
 
     def one(self, sql: str, params: Any = ()) -> Any:
@@ -89,20 +95,20 @@ class PostgresConnector:
         try:
             cur = self.conn().execute(sql.encode(), params)
             return cur.fetchone() if cur.description else None
-        except psycopg.OperationalError as e:
+        except (psycopg.OperationalError, Unavailable) as e:  # lost, or not reconnected yet (a restart)
             raise self._fault(e) from None
 
     def all(self, sql: str, params: Any = ()) -> list[Any]:
         try:
             return self.conn().execute(sql.encode(), params).fetchall()
-        except psycopg.OperationalError as e:
+        except (psycopg.OperationalError, Unavailable) as e:  # lost, or not reconnected yet (a restart)
             raise self._fault(e) from None
 
     def run(self, sql: str, params: Any = ()) -> int:
         """Execute a statement; the rows it changed."""
         try:
             return self.conn().execute(sql.encode(), params).rowcount
-        except psycopg.OperationalError as e:
+        except (psycopg.OperationalError, Unavailable) as e:  # lost, or not reconnected yet (a restart)
             raise self._fault(e) from None
 
     @contextmanager
@@ -111,7 +117,7 @@ class PostgresConnector:
         try:
             with self.conn().transaction():
                 yield
-        except psycopg.OperationalError as e:
+        except (psycopg.OperationalError, Unavailable) as e:  # lost, or not reconnected yet (a restart)
             raise self._fault(e) from None
 
     # leases held by this process, for the journal's fencing

@@ -44,6 +44,10 @@ def _temporary(text: str) -> bool:
     return not answered or any(words in text for words in _NOT_NOW)
 
 
+class StoreUnavailable(Unavailable):
+    """The store's server does not answer now (refused, timed out, shutting down): not the input, not the run."""
+
+
 def connect(spec: str) -> psycopg.Connection:
     """An autocommit connection; a failure is one line naming the redacted spec. A server that does not answer
     (refused, timed out, no route) or answers "not now" is the environment: `Unavailable`, exit 75, retry later. A
@@ -55,7 +59,7 @@ def connect(spec: str) -> psycopg.Connection:
         text = str(e).strip()  # 'connection failed: connection to server at …, port … failed: <why>\n\t<hint>'
         detail = " ".join(text.splitlines()[0].rsplit("failed: ", 1)[-1].split()) if text else type(e).__name__
         if _temporary(text):
-            raise Unavailable(f"--store {redact(spec)}: cannot connect ({detail}); nothing was run: retry later") from None
+            raise StoreUnavailable(f"--store {redact(spec)}: cannot connect ({detail}); nothing was run: retry later") from None
         raise UsageError(f"--store {redact(spec)}: cannot connect ({detail})") from None
 
 

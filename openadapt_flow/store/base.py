@@ -33,6 +33,7 @@ from openadapt_flow.store.lease import LeaseInfo
 from openadapt_flow.store.rundoc import ManifestBody, ManifestDoc, StateDoc, StateFields
 from openadapt_flow.store.operators import OperatorBook
 from openadapt_flow.store.pausedoc import ApprovalBody, ApprovalDoc, IncidentBody, IncidentDoc, PendingBody, PendingDoc
+from openadapt_flow.store.states import RecordType
 
 Unlock = Callable[[], None]
 
@@ -58,7 +59,7 @@ class JournalWriter(Protocol):
     observers: list[Callable[[JournalEntry], None]]
     last_of: dict[str, JournalEntry]
 
-    def append(self, type_: str, step: str | None = None, data: Mapping[str, object] | None = None, *,
+    def append(self, type_: RecordType, step: str | None = None, data: Mapping[str, object] | None = None, *,
                sync: bool | None = None) -> JournalEntry: ...
 
     def sync(self) -> None: ...

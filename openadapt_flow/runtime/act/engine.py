@@ -46,7 +46,7 @@ from openadapt_flow.runtime.start.runref import ref_path, store_for
 from openadapt_flow.store.rundoc import ManifestBody
 from openadapt_flow.store.records import Blocked
 from openadapt_flow.store.stepdoc import VerifiedData
-from openadapt_flow.store.states import PausedReason, RunState
+from openadapt_flow.store.states import PausedReason, RecordType, RunState
 from openadapt_flow.runtime.act.start_state import check_start_in_run
 from openadapt_flow.runtime.act.step import StepRecord, run_gui_step
 from openadapt_flow.store.atomic import StorageFault
@@ -365,7 +365,7 @@ def run_body(ctx: RunContext, body: Callable[[], None]) -> Stop:
 
 def record_halt(ctx: RunContext, h: Halt, **more: Any) -> None:
     """Journal the halt (`halted`, its one writer): what stopped, and whether input was sent."""
-    ctx.journal.append("halted", h.step, {"category": h.category, "message": h.message, "input_sent": h.dispatched, **more})
+    ctx.journal.append(RecordType.HALTED, h.step, {"category": h.category, "message": h.message, "input_sent": h.dispatched, **more})
 
 
 def _halted(ctx: RunContext, h: Halt) -> Stop:
@@ -449,7 +449,7 @@ def _write_stop(ctx: RunContext, state: str, message: str, category: str | None,
         open_pause(ctx, paused_reason or PausedReason.AWAITING_APPROVAL, category or "approval", step or "", message, outcome,
                    evidence or [], cp)
     journal.append(
-        "run_finished" if state != RunState.PAUSED else "paused",
+        RecordType.RUN_FINISHED if state != RunState.PAUSED else RecordType.PAUSED,
         None,
         {"state": state, "paused_reason": paused_reason, "transaction_outcome": outcome, "outcome_evidence": evidence, "frame_errors": ctx.frames.errors,
          **({"landed": landed_steps} if landed_steps else {})},
@@ -468,7 +468,7 @@ def write_incident(ctx: RunContext, b: PolicyBlock) -> None:
     incident: IncidentBody = {"id": blocked.id, "run_id": ctx.run_id, "rule": b.rule, "decision": "policy", "observed": b.observed,
                 "limit": b.limit, "step": b.step, "message": b.message, "decided_at": now_iso()}
     ctx.run.write_incident(incident)
-    ctx.journal.append("blocked", b.step, blocked.model_dump())
+    ctx.journal.append(RecordType.BLOCKED, b.step, blocked.model_dump())
 
 
 def save_halt_frame(ctx: RunContext, h: Halt) -> str | None:

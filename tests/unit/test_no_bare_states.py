@@ -50,10 +50,10 @@ def _modules() -> Iterator[tuple[str, ast.Module, list[str]]]:
 
 
 def _items(node: ast.expr) -> list[ast.expr]:
-    """A node and what its value may be: a tuple/list/set display's items, either branch of `a if c else b`, each
-    operand of `a or b`."""
+    """A node and what its value may be: a tuple/list/set display's items (and theirs: `return ("PAUSED" if d else
+    "FAILED"), msg`), either branch of `a if c else b`, each operand of `a or b`."""
     if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
-        return [node, *node.elts]
+        return [node, *(item for elt in node.elts for item in _items(elt))]
     if isinstance(node, ast.IfExp):
         return [node, *_items(node.body), *_items(node.orelse)]
     if isinstance(node, ast.BinOp):  # `[...] + ["escalate"]`

@@ -309,7 +309,7 @@ def _let_go(st: _Start) -> None:
         st.pool.shutdown()
 
 
-Stop = tuple[str, str, str | None, str | None, str | None]  # state, message, category, paused_reason, step
+Stop = tuple[RunState, str, str | None, str | None, str | None]  # state, message, category, paused_reason, step
 
 
 def execute(ctx: RunContext, start: int) -> RunOutcome:
@@ -359,7 +359,8 @@ def run_body(ctx: RunContext, body: Callable[[], None]) -> Stop:
         if ctx.bundle is None:  # a workflow's body turns its own errors into halts; what passes is the caller's
             raise
         record_halt(ctx, Halt("backend", str(e)), input_sent=None)
-        return ("PAUSED" if ctx.durable else "FAILED"), str(e), "backend", ("awaiting_approval" if ctx.durable else None), None
+        return ((RunState.PAUSED if ctx.durable else RunState.FAILED), str(e), "backend",
+                (PausedReason.AWAITING_APPROVAL if ctx.durable else None), None)
     return RunState.COMPLETED, "", None, None, None
 
 
@@ -405,7 +406,7 @@ def _perform(ctx: RunContext, i: int, step: Step, ran: list[StepRecord]) -> Veri
     return rec.data
 
 
-def finish(ctx: RunContext, state: str, message: str, category: str | None, paused_reason: str | None = None, step: str | None = None) -> RunOutcome:
+def finish(ctx: RunContext, state: RunState, message: str, category: str | None, paused_reason: str | None = None, step: str | None = None) -> RunOutcome:
     """Write the stop: journal, state (with transaction_outcome), escalation when pausing, report.
 
     If the run's files cannot be written (StorageFault) the stop is INTERRUPTED (exit 5) with whatever reached the
@@ -425,12 +426,12 @@ def finish(ctx: RunContext, state: str, message: str, category: str | None, paus
             ctx.reporter(ctx.run)
         except StorageFault as f:
             message = (message + "; " if message else "") + f"report not written ({f.detail})"
-    return RunOutcome(state, RunState(state).exit_code, ref_path(ctx.run), message, category,
+    return RunOutcome(state, state.exit_code, ref_path(ctx.run), message, category,
                       parked=ctx.parked_at_end and state == RunState.COMPLETED)
 
 
-def _write_stop(ctx: RunContext, state: str, message: str, category: str | None, paused_reason: str | None,
-                step: str | None) -> tuple[str, str]:
+def _write_stop(ctx: RunContext, state: RunState, message: str, category: str | None, paused_reason: str | None,
+                step: str | None) -> tuple[RunState, str]:
     """Journal and write the stop; the state and message written (FAILED becomes FAILED_AFTER_EFFECT when a
     consequential write of the run landed)."""
     run, journal = ctx.run, ctx.journal

@@ -66,7 +66,7 @@ class Opened:
     lease: RunLease
     journal: JournalWriter
     records: list[JournalEntry]
-    state: str
+    state: RunState
     dkey: bytes
     runs: Runs
     req: ResumeRequest
@@ -117,7 +117,7 @@ def plan_resume(o: Opened) -> ResumePlan:
     return ResumePlan(pending, approval, None, cp)
 
 
-def _stop(o: Opened, state: str, message: str, category: str | None = None) -> RunOutcome:
+def _stop(o: Opened, state: RunState, message: str, category: str | None = None) -> RunOutcome:
     return RunOutcome(state, RunState(state).exit_code, ref_path(o.run), message, category)
 
 

@@ -47,7 +47,7 @@ def catch_up_state(run: RunHandle, records: list[JournalEntry], journal: Journal
     final = end["data"].get("state")
     if final not in FINAL_STATES:
         return state
-    run.write_state(final, journal=journal, transaction_outcome=end["data"].get("transaction_outcome"),
+    run.write_state(RunState(final), journal=journal, transaction_outcome=end["data"].get("transaction_outcome"),
                     message="state rebuilt from the journal's run_finished record")
     return run.state()
 

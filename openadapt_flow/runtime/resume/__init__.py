@@ -84,7 +84,10 @@ def _caught_up(run: RunHandle, journal: JournalWriter, records: list[JournalEntr
         steps = call_steps(records) if loaded is None else loaded.model.steps
         finalize_interrupted(run, journal, records, steps, "owner process died; found by resume")
         state = run.state()
-    return RunState(state["state"])
+    try:
+        return RunState(state["state"])
+    except ValueError:  # sealed by this installation, yet no state this tool knows: never acted on
+        raise RefusedError(f"{run.describe('state')}: state {state['state']!r} is not a run state; refusing") from None
 
 
 def _already_over(run: RunHandle, state: RunState) -> str:

@@ -40,6 +40,7 @@ Box = tuple[int, int, int, int]  # x, y, w, h in frame pixels
 
 APP_PAD = 8  # px of the desktop kept around the app's region
 APP_MAX_SHARE = 0.85  # a region covering more of the frame than this is the frame: nothing is cut
+EDGE_SHARE = 0.5  # the flat colour cut away holds at least this much of the frame's edge
 
 
 @lru_cache(maxsize=8)
@@ -52,19 +53,20 @@ def _decoded(png: bytes) -> np.ndarray | None:
 
 @lru_cache(maxsize=32)
 def app_region(png: bytes) -> Box | None:
-    """The part of a frame that holds anything: the box of every pixel that differs from the colour of the frame's
-    edge, padded, where that edge is one flat colour (the bare desktop of an X or VNC session around the app, or an
-    app's own empty margin). Everything outside it is that one colour, so the cut hides nothing that was drawn. None
-    where the edge is not one colour (a wallpaper, a taskbar, an app's frame at the edge) or the box covers nearly all
-    of the frame: it is shown whole. RFB and RDP carry pixels, never windows: the frame is the one source of the
-    app's place that every backend has."""
+    """The part of a frame that holds anything: the box of every pixel that differs from the colour most of the
+    frame's edge shows, padded, where that colour holds at least EDGE_SHARE of the edge (the bare desktop of an X or
+    VNC session around the app — also around an app placed at the screen's corner, whose own pixels are then part of
+    the edge — or an app's own empty margin). Everything outside the box is that one colour, so the cut hides nothing
+    that was drawn. None where no colour holds the edge (a wallpaper, a taskbar, an app's frame all around) or the box
+    covers nearly all of the frame: it is shown whole. RFB and RDP carry pixels, never windows: the frame is the one
+    source of the app's place that every backend has."""
     img = _decoded(png)
     if img is None or min(img.shape[:2]) < 4 * APP_PAD:
         return None
     edge = np.concatenate([img[0], img[-1], img[:, 0], img[:, -1]]).astype(np.uint32)
     packed = (edge[:, 0] << 16) | (edge[:, 1] << 8) | edge[:, 2]  # one number per colour: a fast unique
     colours, counts = np.unique(packed, return_counts=True)
-    if counts.max() < 0.98 * len(edge):
+    if counts.max() < EDGE_SHARE * len(edge):
         return None
     c = int(colours[counts.argmax()])
     drawn = box_not_of(img, (c >> 16, (c >> 8) & 255, c & 255))

@@ -159,6 +159,16 @@ def test_a_frame_on_a_flat_desktop_is_shown_cut_to_the_app_and_marks_stay_in_fra
     assert _view_box(wide) == [32, 192, 676, 436]
 
 
+def test_an_app_at_the_screens_corner_is_cut_out_of_the_bare_desktop_beside_it():
+    """The demo app on Xvnc sits at (0, 0) with 39 % of the frame black beside and below it: its own pixels are part
+    of the frame's edge, and the desktop still holds most of that edge."""
+    from openadapt_flow.report.figures import APP_PAD, app_region
+    img = np.zeros((768, 1024, 3), np.uint8)
+    img[0:560, 0:640] = 200
+    img[100:120, 40:200] = 30
+    assert app_region(_png(img)) == (0, 0, 640 + APP_PAD, 560 + APP_PAD)
+
+
 def test_a_frame_without_a_flat_desktop_around_the_app_is_shown_whole():
     from openadapt_flow.report.figures import app_region, framed
     png = _png(_desktop_with_app(noise_edge=True))

@@ -24,7 +24,7 @@ from tests.realapps.realapp_harness import Person, Recorded, check, judge, launc
 pytestmark = pytest.mark.timeout(300)
 
 APP = "gnome-text-editor"
-KEYFILE = ("[org/gnome/TextEditor]\nrestore-session=false\nspellcheck=false\nauto-save-delay=uint32 0\n"
+KEYFILE = ("[org/gnome/TextEditor]\nrestore-session=false\nspellcheck=false\nauto-save-delay=uint32 300\n"
            "discover-settings=false\nhighlight-current-line=false\nshow-map=false\nstyle-variant='{variant}'\n")
 
 

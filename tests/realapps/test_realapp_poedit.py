@@ -6,7 +6,8 @@ The system of record is the saved .po file's msgstr of each entry, read from dis
 Poedit keeps its preferences in $XDG_CONFIG_HOME/poedit/config (a wxFileConfig, booleans as 0/1), written into the
 private HOME: translator name and e-mail set (no prompt on save), no .mo compiled beside the catalogue, no spell
 checking (its "dictionary isn't installed" banner), no suggestions sidebar (its translation memory fills it
-asynchronously), entries in file order. wxGTK draws with GTK 3, so the caret's blink is GTK's setting and dark and
+asynchronously), entries in file order, the main window's remembered size (a user's; else it takes a share of the
+screen, bigger on 1920x1080). wxGTK draws with GTK 3, so the caret's blink is GTK's setting and dark and
 scale are GTK's own ways: GTK_THEME=Adwaita:dark and GDK_DPI_SCALE (thirdparty's environment for every GTK app).
 """
 
@@ -26,7 +27,9 @@ pytestmark = pytest.mark.timeout(300)
 
 POEDIT_CONFIG = ("version=3.2.2\ntranslator_name=Test Translator\ntranslator_email=translator@example.org\n"
                  "compile_mo=0\nenable_spellchecking=0\nsidebar_shown=0\nfocus_to_text=1\ncheck_for_beta_updates=0\n"
-                 "sort_by=file-order\nsort_untrans_first=0\nsort_errors_first=0\nsort_group_by_context=0\n")
+                 "sort_by=file-order\nsort_untrans_first=0\nsort_errors_first=0\nsort_group_by_context=0\n"
+                 # the window's remembered size (900x689 on screen): else poedit sizes it to the screen
+                 "[windows]\n[windows/mainwin]\nw=900\nh=600\nmaximized=0\n")
 
 
 def _configure(home: Path, config: Path, drift: Drift) -> None:

@@ -247,7 +247,8 @@ class ScreenChecks:
 
         Read first from the crop of the edited field itself (the uniform face under the point typing clicked: no
         row number, label or border beside it), then from the part of `band` the typing changed (of the whole text
-        area clicked in, for typing appended where no field face is), then all of the band. If none shows it, the changed part is read once more with a trailing text cursor painted out
+        area clicked in, for typing appended where no field face is), then all of the band. If none shows it, the
+        changed part, then the field, is read once more with a trailing text cursor painted out
         (`vision.caret`), then with the decoration strokes under the text painted out (`vision.decoration`: a
         spell-checker's squiggle): painting only removes ink, so it can rescue a glyph a mark merged into, not invent one.
         Last, the field and the changed part are read as one line of plain grey (`OcrEngine.read_line`): bold
@@ -276,8 +277,10 @@ class ScreenChecks:
                 return Check("readback", typed, True, f"read {found.text!r} in {where}",
                              {"at": list(found.box), "conf": round(found.conf, 1)})
             tried.append(f"{where}: {' '.join(w.text for w in words)[:60]!r}")
-        if area is not None:
-            got = self._without_caret(frame, typed, area, append)
+        # what the typing changed first; then the field's face: a multi-line view clicked under its first line
+        # holds the typed line outside the band, where nothing changed (wxGTK's caret against the last 'l')
+        for box in (area, face):
+            got = self._without_caret(frame, typed, box, append) if box is not None else None
             if got is not None:
                 return got
         for where, box in (("the field", face), ("what the typing changed", area)):

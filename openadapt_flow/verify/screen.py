@@ -18,7 +18,7 @@ from openadapt_flow.ladder.types import Box, Point
 from openadapt_flow.store.records import Check
 from openadapt_flow.vision.caret import FAINT_CARET_INK, without_caret, without_caret_in_lines
 from openadapt_flow.vision.decoration import without_decoration
-from openadapt_flow.vision.diff import changed_box, changed_fraction, changed_pixels
+from openadapt_flow.vision.diff import changed_box, changed_pixels, changed_share
 from openadapt_flow.vision.mask import union
 from openadapt_flow.vision.ocr import OcrEngine, find_text
 from openadapt_flow.vision.template import TemplateImage, Thresholds, find_template, intersect, pad_box
@@ -77,6 +77,14 @@ class Anchor:
         rx, ry = self.recorded
         lx, ly = self.live
         return (lx + round((x - rx) * sx), ly + round((y - ry) * sy), round(w * sx), round(h * sy))
+
+    def spread(self, placed: Box, screen: tuple[float, float]) -> tuple[int, int]:
+        """How far a placed box may be off each way: found at another scale than the `screen`'s (the app draws
+        bigger or smaller), the box's distance from the target is known only to within that difference."""
+        x, y, w, h = placed
+        (lx, ly), (sx, sy) = self.live, self.scale
+        return (round(abs(sx - screen[0]) * max(abs(x - lx), abs(x + w - lx))),
+                round(abs(sy - screen[1]) * max(abs(y - ly), abs(y + h - ly))))
 
 
 def _digits(text: str) -> str:
@@ -200,25 +208,11 @@ class ScreenChecks:
         assert pc.region_changed is not None and region is not None
         if before is None:
             return Check(kind, str(list(pc.region_changed)), False, "no before frame to compare")
-        frac = self._changed_share(before, frame, region, anchor if pc.relative_to == "target" else None)
+        spread = anchor.spread(region, (self.sx, self.sy)) if pc.relative_to == "target" and anchor else (0, 0)
+        frac = changed_share(before, frame, region, spread)
         least = pc.changed_min or REGION_CHANGED_MIN
         return Check(kind, str(list(pc.region_changed)), frac >= least, f"{frac:.4f} of pixels changed (at least {least:g})",
                      {"changed": round(frac, 4)})
-
-    def _changed_share(self, before: np.ndarray, frame: np.ndarray, region: Box, anchor: Anchor | None) -> float:
-        """The share of a placed region_changed area that changed. Placed from a target found at another scale than
-        the screen's (the app draws bigger or smaller), the area's distance from the target is only known to within
-        that scale difference: the change is looked for that much around it, counted against the area's own size."""
-        if anchor is None:
-            return changed_fraction(before, frame, region)
-        x, y, w, h = region
-        lx, ly = anchor.live
-        ex = abs(anchor.scale[0] - self.sx) * max(abs(x - lx), abs(x + w - lx))
-        ey = abs(anchor.scale[1] - self.sy) * max(abs(y - ly), abs(y + h - ly))
-        if round(ex) == 0 and round(ey) == 0:
-            return changed_fraction(before, frame, region)
-        wide = (x - round(ex), y - round(ey), w + 2 * round(ex), h + 2 * round(ey))
-        return min(1.0, changed_pixels(before, frame, wide) / float(max(1, w * h)))
 
     def acted_area(self, points: list[Point], target: Box | None) -> Box | None:
         """Where a step acted: its matched target box and the points it acted at, padded by ACTED_PAD (None: nowhere

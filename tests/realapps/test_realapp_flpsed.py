@@ -76,11 +76,20 @@ OK_IN_CHOOSER, OVERWRITE_IN_ASK = (366, 356), (275, 63)  # offsets inside the tw
 
 
 def texts(ps: str) -> list[tuple[int, int, int, int, str]]:
-    """The texts flpsed placed: (page, size, x, y, text), from its `% PSEditWidget:` comments."""
-    items = re.findall(r"% PSEditWidget: PAGE (\d+)\n% PSEditWidget: SIZE (\d+)\n(?:% PSEditWidget: [A-Z]+ .*\n)*?"
-                       r"% PSEditWidget: POS (-?\d+) (-?\d+)\n(?:% PSEditWidget: TAG .*\n)?% PSEditWidget: TEXT \((.*)\)",
-                       ps)
-    return [(int(p), int(s), int(x), int(y), t) for p, s, x, y, t in items]
+    """The texts flpsed placed: (page, size, x, y, text), from its `% PSEditWidget:` comments (a PAGE line heads
+    each page's texts; each text is SIZE, COLOR, POS, maybe TAG, then TEXT)."""
+    placed, page, size, pos = [], 0, 0, (0, 0)
+    for key, value in re.findall(r"^% PSEditWidget: (PAGE|SIZE|POS|TEXT) (.*)$", ps, flags=re.M):
+        if key == "PAGE":
+            page = int(value)
+        elif key == "SIZE":
+            size = int(value)
+        elif key == "POS":
+            x, y = value.split()
+            pos = (int(x), int(y))
+        else:
+            placed.append((page, size, *pos, value[1:-1]))
+    return placed
 
 
 def body(ps: str) -> str:

@@ -76,7 +76,6 @@ def _cut_by_side(frame: np.ndarray, crop: Box, word: Box) -> bool:
     gray = frame[y:y + h, x:x + w].astype(np.int16).mean(axis=2) if frame.ndim == 3 else frame[y:y + h, x:x + w]
     background = float(np.median(gray))
     top = max(0, word[1] - y)
-    rows = slice(top, top + word[3])
     for col, reaches in ((0, word[0] <= x + 1), (w - 1, word[0] + word[2] >= x + w - 1)):
         ink = np.flatnonzero(np.abs(gray[:, col] - background) > CUT_INK)
         if not reaches or not ((ink >= top) & (ink < top + word[3])).any():

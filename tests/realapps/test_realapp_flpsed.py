@@ -21,7 +21,15 @@ import pytest
 from openadapt_flow.demo import thirdparty
 from openadapt_flow.demo.thirdparty import AppSpec, Drift, RunningApp, window_geometry
 from openadapt_flow.demo.xvnc import wait_until
-from tests.realapps.realapp_harness import Person, Recorded, check, judge, launch, record, replay
+from tests.realapps.realapp_harness import (
+    Person,
+    Recorded,
+    check,
+    judge,
+    launch,
+    record,
+    replay,
+)
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -79,7 +87,7 @@ def texts(ps: str) -> list[tuple[int, int, int, int, str]]:
     """The texts flpsed placed: (page, size, x, y, text), from its `% PSEditWidget:` comments (a PAGE line heads
     each page's texts; each text is SIZE, COLOR, POS, maybe TAG, then TEXT)."""
     placed, page, size, pos = [], 0, 0, (0, 0)
-    for key, value in re.findall(r"^% PSEditWidget: (PAGE|SIZE|POS|TEXT) (.*)$", ps, flags=re.M):
+    for key, value in re.findall(r"^% PSEditWidget: (PAGE|SIZE|POS|TEXT) (.*)$", ps, flags=re.MULTILINE):
         if key == "PAGE":
             page = int(value)
         elif key == "SIZE":
@@ -102,7 +110,7 @@ def _dialog(app: RunningApp, gone: str = "") -> tuple[str, tuple[int, int, int, 
     sees pop up, as (window, geometry)."""
     def found():
         out = subprocess.run(["xdotool", "search", "--onlyvisible", "--name", ""], env=app.xvnc.env,
-                             capture_output=True, text=True, timeout=10).stdout.split()
+                             capture_output=True, text=True, timeout=10, check=False).stdout.split()
         for w in out:
             geo = window_geometry(app.xvnc.env, w) if w not in (app.window, gone) else None
             if geo and geo[2:] != app.drift.screen and geo[2] > 50:
@@ -151,7 +159,7 @@ def run_case(recorded: Recorded, tmp_path: Path, drift_name: str, drift: Drift, 
     zoom = ["-z", str(round(100 * drift.scale))] if drift.scale != 1.0 else []
     app = launch("flpsed", [*zoom, str(doc)], drift)
     try:
-        code, report, out = replay(recorded.bundle, app, {"visitor": visitor}, tmp_path / "run", tmp_path)
+        code, report, _ = replay(recorded.bundle, app, {"visitor": visitor}, tmp_path / "run", tmp_path)
     finally:
         app.stop()
     saved = doc.read_text()
@@ -181,11 +189,17 @@ def test_flpsed_replays_unedited_with_another_visitor(recorded, tmp_path):
     run_case(recorded, tmp_path, "other values", Drift(), "complete")
 
 
+DARK_HALT = ("FLTK draws the Overwrite button's return-arrow bevel anew in dark colours: its light template matches by "
+             "shape (0.86) but not by content (0.28 in the arrow's blocks); the OCR rung reads 'Overwrite', but a "
+             "consequential step found by text needs an identity gate, which the recorder gives only where a typed "
+             "value shows beside the target: a safe halt")
+
+
 @pytest.mark.corpus_full
 @pytest.mark.parametrize("drift_name,drift,expectation,reason", [
     ("window moved", Drift(position=(160, 50)), "complete", ""),
     ("screen 1920x1080, natural size", Drift(screen=(1920, 1080)), "complete", ""),
-    ("dark theme", Drift(dark=True), "complete", ""),
+    ("dark theme", Drift(dark=True), "complete_or_halt", DARK_HALT),
     ("scale 1.25", Drift(scale=1.25), "complete", ""),
 ])
 def test_flpsed_replay_under_drift(recorded, tmp_path, drift_name, drift, expectation, reason):

@@ -21,6 +21,7 @@ from openadapt_flow.vision.decoration import without_decoration
 from openadapt_flow.vision.diff import changed_box, changed_pixels, changed_share
 from openadapt_flow.vision.mask import union
 from openadapt_flow.vision.ocr import OcrEngine, find_text
+from openadapt_flow.vision.outline import without_outline
 from openadapt_flow.vision.template import TemplateImage, Thresholds, find_template, intersect, pad_box
 from openadapt_flow.verify.blank import blank_check
 from openadapt_flow.verify.readback import find_typed
@@ -367,8 +368,9 @@ Where = Callable[[int, int], str]  # what was painted out, said at the crop's or
 def _painted(crop: np.ndarray) -> Iterator[tuple[np.ndarray, Where]]:
     """The crop with what can merge into the typed text painted out, one way after another, each only when found: a
     trailing text cursor (a thin bar; a block, an I-beam; one drawn faintly: a black block on a dark theme), then
-    the decoration strokes under the text (`vision.decoration`: a spell-checker's squiggle, a link's underline),
-    alone and then with a cursor painted out as well. Painting only removes ink."""
+    a box drawn tight around the text (`vision.outline`: a text object being edited), then the decoration strokes
+    under the text (`vision.decoration`: a spell-checker's squiggle, a link's underline), alone and then with a
+    cursor painted out as well. Painting only removes ink."""
     carets: tuple[Callable[[np.ndarray], tuple[np.ndarray, int] | None], ...] = (
         without_caret, without_caret_in_lines, lambda c: without_caret_in_lines(c, FAINT_CARET_INK))
 
@@ -378,6 +380,9 @@ def _painted(crop: np.ndarray) -> Iterator[tuple[np.ndarray, Where]]:
     for find in carets:
         if (found := find(crop)) is not None:
             yield found[0], cursor(found[1])
+    if (boxed := without_outline(crop)) is not None:
+        bx, by, bw, bh = boxed[1]
+        yield boxed[0], lambda x, y: f"the box drawn around the text ({[x + bx, y + by, bw, bh]})"
     decorated = without_decoration(crop)
     if decorated is None:
         return

@@ -403,6 +403,10 @@ class _Compiler:
         facts = self._typed_fact(self.typed_value, step["text"], b) if typed_here else \
             screen_facts(before, b.after, self.ocr, [f.value for f in self.fields] + self.rec.data_values, b.later)
         params = {f.param: f.value for f in self.fields if self.params.get(f.param, {}).get("type") == "string"}
+        if changed is None and last is None and "target" in step and self.input != self.last:
+            # nothing changed yet (a click on the cell already selected): what it clicked is what it still shows;
+            # the steps after it show the rest (a last step that changed nothing stays weak: its outcome is unseen)
+            last = pad_box(tuple(step["target"]["region"]), RESULT_AREA_PAD, b.after.shape[1], b.after.shape[0])
         if changed is None and last is not None and not b.writes:
             # nothing changed (a calculator's "×"): it may only be checked that what the last change showed still
             # shows there; the weak "the screen changes where it acted" would halt every replay of it

@@ -23,7 +23,15 @@ import pytest
 from openadapt_flow.demo import thirdparty
 from openadapt_flow.demo.thirdparty import AppSpec, Drift, RunningApp, wait_settled
 from openadapt_flow.demo.xvnc import wait_until
-from tests.realapps.realapp_harness import Person, Recorded, check, judge, launch, record, replay
+from tests.realapps.realapp_harness import (
+    Person,
+    Recorded,
+    check,
+    judge,
+    launch,
+    record,
+    replay,
+)
 
 pytestmark = pytest.mark.timeout(400)
 
@@ -141,7 +149,7 @@ def run_case(recorded: Recorded, tmp_path: Path, drift_name: str, drift: Drift, 
     name = "Rosa Diaz"
     app = start(doc, drift)
     try:
-        code, report, out = replay(recorded.bundle, app, {"name": name}, tmp_path / "run", tmp_path)
+        code, report, _out = replay(recorded.bundle, app, {"name": name}, tmp_path / "run", tmp_path)
     finally:
         app.stop()
     saved = doc.read_text()

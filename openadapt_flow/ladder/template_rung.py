@@ -99,28 +99,39 @@ class TemplateRung:
             ev = self.judge(result, target, tmpl, elapsed)
             if ev.verdict == "hit" and place.window != feats.frame_box and result.best is not None \
                     and not _at_place(result.best, place.near):
-                self._unique_on_frame(feats, tmpl, target, result, ev)
+                self._unique_on_frame(feats, tmpl, target, result, ev, frame_scales[:1])
             evidence.append(ev)
             if ev.verdict in ("hit", "ambiguous"):
                 return evidence
         return evidence
 
     def _unique_on_frame(self, feats: FrameFeatures, tmpl: TemplateImage, target: Target, result: MatchResult,
-                         ev: Evidence) -> None:
+                         ev: Evidence, natural: tuple[float, ...]) -> None:
         """A window hit away from its recorded place stands only if no peak elsewhere on the frame ranks within the
-        margin of it (or above it); else `ev` turns `ambiguous`, both candidates named."""
+        margin of it; one within the margin makes `ev` `ambiguous`, both candidates named; one clearly above it makes
+        it a miss (the window held a lesser likeness: the whole frame is searched next). The frame is searched at the
+        hit's scale and at the frame's `natural` one: a window moved out of the searched window leaves inside it a
+        likeness at another scale (a blank strip fits at 0.8 on a toolbar's edge) while the crop itself is whole
+        outside."""
         hit = result.best
         assert hit is not None
         t0 = time.perf_counter()
-        frame = find_template(
-            feats, tmpl, mode=result.mode, box=feats.frame_box, scales=(hit.scale,),
-            thresholds=Thresholds(confident=self.thresholds[result.mode], detail_min=self.detail_min),
-        )
-        rivals = [c for c in (frame.best, frame.runner_up) if c is not None and not c.overlaps(hit)]
+        rivals: list[Candidate] = []
+        for scale in dict.fromkeys((hit.scale, *natural)):  # each alone: a confident first scale hides the rest
+            frame = find_template(
+                feats, tmpl, mode=result.mode, box=feats.frame_box, scales=(scale,),
+                thresholds=Thresholds(confident=self.thresholds[result.mode], detail_min=self.detail_min),
+            )
+            rivals += [c for c in (frame.best, frame.runner_up) if c is not None and not c.overlaps(hit)]
         rival = max(rivals, key=lambda c: (c.rank, c.score), default=None)
         ev.elapsed_ms = round(ev.elapsed_ms + (time.perf_counter() - t0) * 1000, 3)
         if rival is None or rival.rank <= hit.rank - self.margin:
             ev.detail += "; moved in the window, unique on the whole frame" + (f" (next {_describe(rival)})" if rival else "")
+            return
+        if rival.rank >= hit.rank + self.margin:
+            ev.verdict, ev.point = "miss", None
+            ev.detail = (f"{_describe(hit)} at {hit.box[:2]} in the window, but the frame holds a better match: "
+                         f"{_describe(rival)} at {rival.box[:2]}; the window's is a likeness, the frame decides")
             return
         ev.verdict, ev.point = "ambiguous", None
         ev.runner_up = round(rival.rank, 4)

@@ -51,6 +51,7 @@ HEADER_SLACK = 8  # px a header's centre may lie beside its column (a header wid
 FOCUS_CHANGED_FLOOR = 0.01  # a smaller least share is left to the replay's default (any visible change)
 FOCUS_CHANGED_SHARE = 0.5  # of the share of a key step's area that changed in the recording: the least a replay must change
 CUT_INK = 60  # grey levels from the crop's background: ink on a crop's side column cuts a glyph
+BORDER_SHARE = 0.8  # of the crop's height: a side column inked along this much, past the word, is a border
 HEADER = "# Compiled by `flow record` from a demonstration; review it (ids, params, facts, effects), then edit freely.\n"
 
 
@@ -68,13 +69,19 @@ def _literal(text: str) -> str:
 
 def _cut_by_side(frame: np.ndarray, crop: Box, word: Box) -> bool:
     """Does the crop's left or right side cut the word's glyphs (ink on the side column, in the word's rows, where
-    the word reaches it)? Tesseract's box of a word at a tight crop's side is no evidence by itself."""
+    the word reaches it)? Tesseract's box of a word at a tight crop's side is no evidence by itself. A side column
+    inked past the word's rows along most of the crop's height is a border (a button's edge, FLTK's dotted focus
+    ring around "Overwrite"), not a glyph: a cut glyph's ink stays within its word's rows."""
     x, y, w, h = crop
     gray = frame[y:y + h, x:x + w].astype(np.int16).mean(axis=2) if frame.ndim == 3 else frame[y:y + h, x:x + w]
     background = float(np.median(gray))
-    rows = slice(max(0, word[1] - y), max(0, word[1] - y) + word[3])
+    top = max(0, word[1] - y)
     for col, reaches in ((0, word[0] <= x + 1), (w - 1, word[0] + word[2] >= x + w - 1)):
-        if reaches and (np.abs(gray[rows, col] - background) > CUT_INK).any():
+        ink = np.flatnonzero(np.abs(gray[:, col] - background) > CUT_INK)
+        if not reaches or not ((ink >= top) & (ink < top + word[3])).any():
+            continue
+        border = (ink[0] < top - 1 or ink[-1] > top + word[3]) and ink[-1] - ink[0] + 1 >= BORDER_SHARE * h
+        if not border:
             return True
     return False
 

@@ -21,6 +21,7 @@ from openadapt_flow.vision.decoration import without_decoration
 from openadapt_flow.vision.diff import changed_box, changed_fraction, changed_pixels
 from openadapt_flow.vision.mask import union
 from openadapt_flow.vision.ocr import OcrEngine, find_text
+from openadapt_flow.vision.outline import without_outline
 from openadapt_flow.vision.template import TemplateImage, Thresholds, find_template, intersect, pad_box
 from openadapt_flow.verify.blank import blank_check
 from openadapt_flow.verify.readback import find_typed
@@ -232,7 +233,8 @@ class ScreenChecks:
 
         Read first from the crop of the edited field itself (the uniform face under the point typing clicked: no
         row number, label or border beside it), then from the part of `band` the typing changed (of the whole text
-        area clicked in, for typing appended where no field face is), then all of the band. If none shows it, the changed part is read once more with a trailing text cursor painted out
+        area clicked in, for typing appended where no field face is), then all of the band. If none shows it, the
+        changed part, then the field, is read once more with a trailing text cursor painted out
         (`vision.caret`), then with the decoration strokes under the text painted out (`vision.decoration`: a
         spell-checker's squiggle): painting only removes ink, so it can rescue a glyph a mark merged into, not invent one.
         Last, the field and the changed part are read as one line of plain grey (`OcrEngine.read_line`): bold
@@ -261,8 +263,10 @@ class ScreenChecks:
                 return Check("readback", typed, True, f"read {found.text!r} in {where}",
                              {"at": list(found.box), "conf": round(found.conf, 1)})
             tried.append(f"{where}: {' '.join(w.text for w in words)[:60]!r}")
-        if area is not None:
-            got = self._without_caret(frame, typed, area, append)
+        # what the typing changed first; then the field's face: a multi-line view clicked under its first line
+        # holds the typed line outside the band, where nothing changed (wxGTK's caret against the last 'l')
+        for box in (area, face):
+            got = self._without_caret(frame, typed, box, append) if box is not None else None
             if got is not None:
                 return got
         for where, box in (("the field", face), ("what the typing changed", area)):
@@ -355,8 +359,9 @@ Where = Callable[[int, int], str]  # what was painted out, said at the crop's or
 def _painted(crop: np.ndarray) -> Iterator[tuple[np.ndarray, Where]]:
     """The crop with what can merge into the typed text painted out, one way after another, each only when found: a
     trailing text cursor (a thin bar; a block, an I-beam; one drawn faintly: a black block on a dark theme), then
-    the decoration strokes under the text (`vision.decoration`: a spell-checker's squiggle, a link's underline),
-    alone and then with a cursor painted out as well. Painting only removes ink."""
+    a box drawn tight around the text (`vision.outline`: a text object being edited), then the decoration strokes
+    under the text (`vision.decoration`: a spell-checker's squiggle, a link's underline), alone and then with a
+    cursor painted out as well. Painting only removes ink."""
     carets: tuple[Callable[[np.ndarray], tuple[np.ndarray, int] | None], ...] = (
         without_caret, without_caret_in_lines, lambda c: without_caret_in_lines(c, FAINT_CARET_INK))
 
@@ -366,6 +371,9 @@ def _painted(crop: np.ndarray) -> Iterator[tuple[np.ndarray, Where]]:
     for find in carets:
         if (found := find(crop)) is not None:
             yield found[0], cursor(found[1])
+    if (boxed := without_outline(crop)) is not None:
+        bx, by, bw, bh = boxed[1]
+        yield boxed[0], lambda x, y: f"the box drawn around the text ({[x + bx, y + by, bw, bh]})"
     decorated = without_decoration(crop)
     if decorated is None:
         return

@@ -126,9 +126,11 @@ def teach_by_click(driver, desk: Desk, run_id: str, point: tuple[int, int] = LOW
     driver.get(f"{desk.url}/runs/{run_id}")
     svg = wait(driver, EC.presence_of_element_located((By.ID, "halt-frame")))
     driver.execute_script("arguments[0].scrollIntoView({block: 'start'})", svg)  # wholly in view: offsets are from its centre
-    scale = svg.rect["width"] / float(svg.get_attribute("data-width"))
-    dx = point[0] * scale - svg.rect["width"] / 2  # selenium offsets from the element's centre
-    dy = point[1] * scale - svg.rect["height"] / 2
+    # the frame is drawn cut to the app's region: the viewBox says which part of the frame, in its own pixels
+    vx, vy, vw, _ = (float(v) for v in svg.get_dom_attribute("viewBox").split())
+    scale = svg.rect["width"] / vw
+    dx = (point[0] - vx) * scale - svg.rect["width"] / 2  # selenium offsets from the element's centre
+    dy = (point[1] - vy) * scale - svg.rect["height"] / 2
     ActionChains(driver).move_to_element_with_offset(svg, round(dx), round(dy)).click().perform()
     wait(driver, EC.element_to_be_clickable((By.ID, "teach-submit")))
     x, y = (int(driver.find_element(By.ID, f"teach-{a}").get_attribute("value")) for a in "xy")

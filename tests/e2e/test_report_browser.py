@@ -16,7 +16,7 @@ import cv2
 import numpy as np
 import pytest
 
-from openadapt_flow.report.figures import BOX, CANDIDATE, CLICK, HALT_W, STATUS_COLOURS, STEP_W
+from openadapt_flow.report.figures import BOX, CANDIDATE, CLICK, HALT_W, STATUS_COLOURS, STEP_W, Marks, shown_region
 from openadapt_flow.report.model import build_report
 from openadapt_flow.report.page import render_html
 from openadapt_flow.store import RunDir
@@ -53,6 +53,14 @@ def near(img: np.ndarray, colour: str, tol: int = 40) -> np.ndarray:
     return np.abs(img.astype(int) - rgb(colour)).sum(axis=2) <= tol
 
 
+def as_drawn(path: Path, marks: Marks) -> tuple[np.ndarray, int, int]:
+    """A frame as the report draws it: cut to the region it shows (the app's, grown to hold the marks), and that
+    region's place in the frame; marks are frame pixels, so minus the place on the drawn picture."""
+    frame = cv2.imread(str(path))[..., ::-1]
+    x, y, w, h = shown_region(path.read_bytes(), (frame.shape[1], frame.shape[0]), marks)
+    return frame[y : y + h, x : x + w], x, y
+
+
 def assert_not_blank(img: np.ndarray) -> None:
     assert img.shape[1] == WIDTH and len(np.unique(img.reshape(-1, 3), axis=0)) > 50, "a blank screenshot"
 
@@ -68,17 +76,19 @@ def test_a_healthy_run_shows_its_summary_and_where_each_step_clicked(tmp_path, m
     rep = json.loads((Path(out.run_dir) / "report.json").read_text())
     below = 300
     for step in rep["steps"]:  # each before-frame carries the matched box (blue) and the click (magenta) where they were
-        frame = cv2.imread(str(Path(out.run_dir) / step["frames"]["before"]))[..., ::-1]
+        marks = Marks(boxes=[(step["box"], BOX)], points=[step["point"]])
+        frame, rx, ry = as_drawn(Path(out.run_dir) / step["frames"]["before"], marks)
         ox, oy, s = find_thumbnail(img, frame, STEP_W, below)
         below = oy + 20
         thumb = img[oy : oy + round(frame.shape[0] * s), ox : ox + STEP_W]
-        x, y, w, h = (round(v * s) for v in step["box"])
+        bx, by, bw, bh = step["box"]
+        x, y, w, h = (round(v * s) for v in (bx - rx, by - ry, bw, bh))
         outline = np.zeros(thumb.shape[:2], np.uint8)
         cv2.rectangle(outline, (x, y), (x + w, y + h), 1, 5)  # the box's edges, give or take 2 px
         blue = near(thumb, BOX, 60)
         assert (blue & (outline > 0)).sum() >= 8 and (blue & (outline == 0)).sum() <= 3, f"{step['id']}: box not at {step['box']}"
         ys, xs = np.where(near(thumb, CLICK, 60))
-        cx, cy = (round(v * s) for v in step["point"])
+        cx, cy = round((step["point"][0] - rx) * s), round((step["point"][1] - ry) * s)
         assert len(xs) > 10 and abs(xs.mean() - cx) <= 2 and abs(ys.mean() - cy) <= 2, f"{step['id']}: click not at {step['point']}"
 
 
@@ -108,7 +118,9 @@ def test_an_ambiguous_halt_marks_both_look_alikes_with_scores_and_prints_the_nex
     assert 'data-summary="halted">1<' in dom and 'data-summary="outcome">PAUSED<' in dom
     assert f"--decision teach --point {BUTTON[0] + 90},{BUTTON[1] + 22}" in dom
     assert f"--decision teach --point {TWIN_AT[0] + 90},{TWIN_AT[1] + 22}" in dom
-    raw = cv2.imread(str(run_dir / "frames/halt-open-form-raw.png"))[..., ::-1]
+    halt = json.loads((run_dir / "report.json").read_text())["halt"]
+    raw, rx, ry = as_drawn(run_dir / "frames/halt-open-form-raw.png",
+                           Marks(dashed=[(c["box"], CANDIDATE) for c in halt["candidates"]]))
     s = HALT_W / raw.shape[1]
     small = cv2.resize(raw, (HALT_W, round(raw.shape[0] * s)), interpolation=cv2.INTER_AREA)
     res = cv2.matchTemplate(cv2.cvtColor(img, cv2.COLOR_RGB2GRAY), cv2.cvtColor(small, cv2.COLOR_RGB2GRAY), cv2.TM_CCOEFF_NORMED)
@@ -116,6 +128,7 @@ def test_an_ambiguous_halt_marks_both_look_alikes_with_scores_and_prints_the_nex
     assert best > 0.8, f"the halt frame is not on the page (best match {best:.2f})"
     orange = near(img, CANDIDATE)
     for bx, by in (BUTTON[:2], TWIN_AT):  # both candidates, drawn alike: a dashed orange box on the bottom edge
+        bx, by = bx - rx, by - ry  # frame pixels to the drawn region's
         y = oy + round((by + BUTTON[3]) * s)
         xs = slice(ox + round(bx * s) + 2, ox + round((bx + BUTTON[2]) * s) - 2)
         edge = orange[y - 2 : y + 3, xs].any(axis=0)

@@ -368,11 +368,11 @@ class _Compiler:
             self.warnings.append(f"step {sid!r}: the screen did not change after its input (was it delivered?); "
                                  "no screen fact can check it")
         facts = self._proven(sid, self._facts(step, b), b, "target" in step)
-        # a key acts where the focus is: the field the step before it found (Enter commits the cell typed into), so
-        # its areas are placed from there at replay; with no target before it, an area at recorded screen pixels is
-        # not where a moved window shows it
-        focused = "target" not in step and step["action"] in ("key", "hotkey") and bool(self.steps) \
-            and "target" in self.steps[-1]
+        # a key acts where the focus is: the field the last step with a target found (Enter commits the cell typed
+        # into; ctrl+s after it opens a dialog on the same window), and the replay places its areas from there; with
+        # no target before it, an area at recorded screen pixels is not where a moved window shows it
+        focused = "target" not in step and step["action"] in ("key", "hotkey") \
+            and any("target" in s for s in self.steps)
         if "target" not in step and not focused and any(f.kind == "region_changed" for f in facts):
             facts = [f for f in facts if f.kind != "region_changed"]
             self.warnings.append(f"step {sid!r} (input {self.input}): it changed no word the replay can read, only an area "
@@ -410,6 +410,10 @@ class _Compiler:
         facts = self._typed_fact(self.typed_value, step["text"], b) if typed_here else \
             screen_facts(before, b.after, self.ocr, [f.value for f in self.fields] + self.rec.data_values, b.later)
         params = {f.param: f.value for f in self.fields if self.params.get(f.param, {}).get("type") == "string"}
+        if changed is None and last is None and "target" in step and self.input != self.last:
+            # nothing changed yet (a click on the cell already selected): what it clicked is what it still shows;
+            # the steps after it show the rest (a last step that changed nothing stays weak: its outcome is unseen)
+            last = pad_box(tuple(step["target"]["region"]), RESULT_AREA_PAD, b.after.shape[1], b.after.shape[0])
         if changed is None and last is not None and not b.writes:
             # nothing changed (a calculator's "×"): it may only be checked that what the last change showed still
             # shows there; the weak "the screen changes where it acted" would halt every replay of it

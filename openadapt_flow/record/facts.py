@@ -231,12 +231,17 @@ def fact_doc(f: Fact, paired: bool, relative: bool) -> dict[str, Any]:
 
 
 def _changed_under(before: np.ndarray, after: np.ndarray, box: Box) -> bool:
-    """Did any pixel change under a word's box (the word itself, not only its reading)?"""
+    """Did any pixel change under a word's box (the word itself, not only its reading)? Its edge is left out: OCR
+    boxes a word with a border line under it (a spreadsheet's cell cursor), and that line moving away is no change
+    of the word ("name" read as "frame" once the line went)."""
     x, y, w, h = box
+    if w > 2 * WORD_EDGE + 2 and h > 2 * WORD_EDGE + 2:
+        x, y, w, h = x + WORD_EDGE, y + WORD_EDGE, w - 2 * WORD_EDGE, h - 2 * WORD_EDGE
     a, b = before[max(0, y):y + h, max(0, x):x + w], after[max(0, y):y + h, max(0, x):x + w]
     return a.shape != b.shape or bool((a != b).any())
 
 
+WORD_EDGE = 2  # px of a word's OCR box that may be a neighbour's line, not the word
 REPEAT_MAX = 4  # px: a patch equal to itself shifted by this little, down or across, is a texture ...
 REPEAT_TOL = 8  # ... within this many grey levels
 

@@ -31,7 +31,7 @@ from openadapt_flow.record.anchor import FACE_MIN, cut_target, face_at, featurel
 from openadapt_flow.record.facts import (Fact, fact_doc, field_label, name_of, result_fact, screen_facts, shows_typed, still_shown,
                                          target_crop)
 from openadapt_flow.record.values import (KEY_NAMES, example_number, file_effect, param_slug, same, slug, typed_columns,
-                                          typed_values)
+                                          typed_texts, typed_values)
 from openadapt_flow.record.proof import fact_check, proven, readback_check
 from openadapt_flow.record.region import app_region, inside
 from openadapt_flow.record.start import start_facts
@@ -102,6 +102,9 @@ class _Compiler:
         self.warnings: list[str] = []
         self.columns = typed_columns(rec)
         self.typed = typed_values(rec)  # every value typed anywhere: no template, label or name may hold one
+        # no screen fact holds any of it either, nor a param's value: a later step's text is on no screen this one shows
+        self.unfit = typed_texts(rec) + list(self.examples.values()) + rec.data_values
+        self.earlier: np.ndarray | None = None  # the screen the step before was checked on (a gone word showed there)
         self.input = 0  # the input being compiled (1-based)
         self.changed: Box | None = None  # where the last input that changed the screen changed it
         self.passing: np.ndarray | None = None  # the input's screen's pixels that showed a neighbour's passing look
@@ -117,6 +120,7 @@ class _Compiler:
             if lead is None and not b.edits:
                 continue
             self.input = i
+            self.earlier = self.rec.batches[i - 2].after if i > 1 else None
             if lead is not None and lead.kind in CLICKS and b.edits:
                 self._type(i, b, lead)
             elif lead is not None and lead.kind in CLICKS:
@@ -127,8 +131,11 @@ class _Compiler:
                 self._scroll(i, b, lead)
             elif lead is not None:
                 self.warnings.append(f"input {i} ({lead.describe()}): bundles have no such action; left out")
-            else:
+            else:  # typing on its own; after Enter or Tab the recorder cuts it from the key (fixture/recorder.py)
+                at, prev = len(self.steps) - 1, self.rec.batches[i - 2] if i > 1 else None
                 self._typed_without_click(i, b)
+                if prev is not None and prev.acted is not None and prev.acted.kind == "key" and not prev.edits:
+                    self._name_key_by_field(at)
 
     # -- steps -------------------------------------------------------------------------------------
 
@@ -256,9 +263,14 @@ class _Compiler:
                   {"intent": f"Press {lead.combo}", "action": "hotkey" if len(keys) > 1 else "key", "keys": keys}, key, lead)
         if b.edits:
             at = len(self.steps) - 1
+            self.earlier = b.before  # the typing's screen before is the key's after (b.mid)
             self._typed_without_click(i, typed)
-            if len(self.steps) > at + 1 and self.steps[-1]["id"] != "type":  # the key moved to a field: say which
-                self._rename(at, f"{self.steps[at]['id']}-to-{self.steps[-1]['id']}")
+            self._name_key_by_field(at)
+
+    def _name_key_by_field(self, at: int) -> None:
+        """Step `at`, a key, was followed by typing a param: the key moved to that field, its id says which."""
+        if 0 <= at < len(self.steps) - 1 and self.steps[at]["action"] in ("key", "hotkey") and self.steps[-1]["id"] != "type":
+            self._rename(at, f"{self.steps[at]['id']}-to-{self.steps[-1]['id']}")
 
     def _rename(self, at: int, base: str) -> None:
         """Give step `at` a clearer id (unique), and the warnings already naming it the new one."""
@@ -401,7 +413,7 @@ class _Compiler:
         if typed_here and "target" in step:
             return []  # the runtime reads the value back from the field's crop
         facts = self._typed_fact(self.typed_value, step["text"], b) if typed_here else \
-            screen_facts(before, b.after, self.ocr, [f.value for f in self.fields] + self.rec.data_values, b.later)
+            screen_facts(before, b.after, self.ocr, self.unfit, b.later, self.earlier)
         params = {f.param: f.value for f in self.fields if self.params.get(f.param, {}).get("type") == "string"}
         if changed is None and last is not None and not b.writes:
             # nothing changed (a calculator's "×"): it may only be checked that what the last change showed still

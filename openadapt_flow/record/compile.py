@@ -22,6 +22,7 @@ from PIL import Image
 
 from openadapt_flow.bundle.loader import load_bundle
 from openadapt_flow.bundle.models import BUNDLE_SCHEMA
+from openadapt_flow.bundle.outcome import unverified_message, unverified_outcome
 from openadapt_flow.errors import UsageError
 from openadapt_flow.fixture.gestures import Gesture
 from openadapt_flow.fixture.infer import click_region
@@ -552,7 +553,9 @@ class _Compiler:
             Image.fromarray(crop).save(tmp / path)
         text = yaml.safe_dump(doc, sort_keys=False, default_flow_style=None, width=110, allow_unicode=True)
         (tmp / "flow.yaml").write_text(HEADER + text, encoding="utf-8")
-        load_bundle(tmp)  # what we write must load: a compiler bug is caught here, not at replay
+        loaded = load_bundle(tmp)  # what we write must load: a compiler bug is caught here, not at replay
+        if (outcome := unverified_outcome(loaded.model)) is not None:  # flow validate refuses it: said now, by name
+            self.warnings.append(unverified_message(outcome))
         shutil.rmtree(self.out, ignore_errors=True)
         tmp.rename(self.out)
         return CompiledBundle(self.out, self.steps, self.params, self.warnings)

@@ -98,3 +98,22 @@ def test_the_recorder_cuts_typing_after_enter_or_tab_into_an_input_of_its_own(sy
     shape = [([g.key for g in b.lead], "".join(g.char or "" for g in b.edits)) for b in rec.batches]
     assert shape == [([], "a"), ([name], ""), ([], "bc")], shape
     assert all(b.after is not None for b in rec.batches)
+
+
+def test_a_key_cut_from_the_typing_after_it_is_still_named_by_the_field_it_moved_to(tmp_path) -> None:
+    from tests.unit.record.test_rec_words import form
+
+    f0, f1 = form(), form("ACME Corp")
+    moved, f2 = form("ACME Corp", focus="amount"), form("ACME Corp", "1250.50", focus="amount")
+    f3 = form("ACME Corp", "1250.50", focus="amount", note="Saved invoice")
+    click = [Gesture("press", 300, 70, key="click"), Gesture("click", 300, 70)]
+    rec = Recording(url="vnc://h:1", settle_s=0.3, initial=f0, batches=[
+        Batch(before=f0, lead=click, edits=keys("ACME Corp"), after=f1),
+        Batch(before=f1, lead=[Gesture("key", key="tab")], after=moved),  # as the recorder now cuts them
+        Batch(before=moved, edits=keys("1250.50"), after=f2),
+        Batch(before=f2, lead=[Gesture("key", key="ctrl+s")], after=f3),
+    ])
+    out = compile_bundle(rec, tmp_path / "b", "invoice", OcrEngine(), examples={"vendor": "ACME Corp", "amount": "1250.50"})
+    doc = yaml.safe_load((out.path / "flow.yaml").read_text())
+    assert [s["id"] for s in doc["steps"]] == ["vendor", "tab-to-amount", "amount", "save"], out.warnings
+    assert [s["text"] for s in doc["steps"] if s["action"] == "type"] == ["{vendor}", "{amount}"]

@@ -12,7 +12,7 @@ DEMO_PKGS := python3-venv tesseract-ocr
 # `flow demo --record` drives the real demo app (Tk) on a private Xvnc, for the viewer you bring
 RECORD_PKGS := $(DEMO_PKGS) tigervnc-standalone-server python3-tk
 # everything the test suite runs (tests/unit/test_system_packages.py checks every program used comes from these)
-APT_PKGS := make python3-venv tesseract-ocr xvfb tigervnc-standalone-server tigervnc-tools tigervnc-viewer python3-tk xdotool x11-xserver-utils fonts-dejavu-core postgresql xrdp freerdp2-x11 openssl sqlitebrowser galculator mousepad chromium chromium-driver x11-apps xfonts-base nedit zenity featherpad python3-pyqt6 openjdk-17-jre openjdk-17-jdk-headless
+APT_PKGS := make python3-venv tesseract-ocr xvfb tigervnc-standalone-server tigervnc-tools tigervnc-viewer python3-tk xdotool x11-xserver-utils fonts-dejavu-core postgresql xrdp freerdp2-x11 openssl sqlitebrowser galculator mousepad chromium chromium-driver x11-apps xfonts-base nedit zenity featherpad python3-pyqt6 openjdk-17-jre openjdk-17-jdk-headless poedit xfe flpsed fluid libreoffice-calc gnome-text-editor
 # the test suite drives every extra (console, phone lane, PostgreSQL store, fleet); the demo installs none of them
 TEST_EXTRAS ?= dev,console,phone,postgres,fleet
 DEMO_STAMP := $(VENV)/.installed

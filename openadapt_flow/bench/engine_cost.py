@@ -35,7 +35,8 @@ from openadapt_flow.vision.ocr import OcrEngine
 from openadapt_flow.store.states import RecordType, is_a
 
 PARAMS = {"vendor": "ACME", "amount": "12.50"}
-JOURNAL_PER_STEP = ("step_started", "resolved", "action_dispatched", "action_sent", "postconditions", "step_verified")
+JOURNAL_PER_STEP = (RecordType.STEP_STARTED, RecordType.RESOLVED, RecordType.ACTION_DISPATCHED, RecordType.ACTION_SENT,
+                    RecordType.POSTCONDITIONS, RecordType.STEP_VERIFIED)
 
 
 class TimedBackend:

@@ -33,6 +33,7 @@ from openadapt_flow.store.lease import LeaseInfo
 from openadapt_flow.store.rundoc import ManifestBody, ManifestDoc, StateDoc, StateFields
 from openadapt_flow.store.operators import OperatorBook
 from openadapt_flow.store.pausedoc import ApprovalBody, ApprovalDoc, IncidentBody, IncidentDoc, PendingBody, PendingDoc
+from openadapt_flow.store.states import RecordType, RunState
 
 Unlock = Callable[[], None]
 
@@ -58,7 +59,7 @@ class JournalWriter(Protocol):
     observers: list[Callable[[JournalEntry], None]]
     last_of: dict[str, JournalEntry]
 
-    def append(self, type_: str, step: str | None = None, data: Mapping[str, object] | None = None, *,
+    def append(self, type_: RecordType, step: str | None = None, data: Mapping[str, object] | None = None, *,
                sync: bool | None = None) -> JournalEntry: ...
 
     def sync(self) -> None: ...
@@ -121,7 +122,7 @@ class RunHandle(Protocol):
     # state (sealed with the journal's end; the ledger learns the same end)
     def has_state(self) -> bool: ...
     def state(self) -> StateDoc: ...
-    def write_state(self, state: str, *, journal: JournalWriter | None = None, **fields: Unpack[StateFields]) -> None: ...
+    def write_state(self, state: RunState, *, journal: JournalWriter | None = None, **fields: Unpack[StateFields]) -> None: ...
     def check_seal(self, records: list[JournalEntry], key: bytes) -> StateDoc | None: ...
     def restore_state(self, doc: StateDoc) -> None:
         """Put back a state document read earlier, its seal intact (a refused resume leaves the run as it was)."""

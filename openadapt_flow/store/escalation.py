@@ -13,7 +13,7 @@ from pathlib import Path
 from openadapt_flow.errors import RefusedError
 from openadapt_flow.store.atomic import fsync_dir, write_json_atomic
 from openadapt_flow.store.faults import crash_point
-from openadapt_flow.store.filelock import lock_exclusive, unlock
+from openadapt_flow.store.filelock import held
 from openadapt_flow.store.states import PausedReason, RecordType
 from openadapt_flow.store.journal import JournalEntry
 from openadapt_flow.store.pausedoc import PauseHead, PendingBody
@@ -89,15 +89,8 @@ def check_replaces(where: str, current: str | None, replaces: str | None) -> Non
 
 @contextmanager
 def approval_locked(run_dir: Path) -> Iterator[None]:
-    fd = os.open(run_dir / APPROVAL_LOCK, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        lock_exclusive(fd)
-        try:
-            yield
-        finally:
-            unlock(fd)
-    finally:
-        os.close(fd)
+    with held(run_dir / APPROVAL_LOCK):
+        yield
 
 
 def write_approval(run_dir: Path, doc: Mapping[str, object], replaces: str | None) -> None:

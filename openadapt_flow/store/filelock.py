@@ -17,12 +17,15 @@ The module is chosen once, at import, by `sys.platform`; `fcntl` is never import
 
 from __future__ import annotations
 
+import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 if sys.platform == "win32":
     import errno
     import msvcrt
-    import os
     import time
 
     _HELD = {errno.EACCES, getattr(errno, "EDEADLOCK", errno.EDEADLK)}  # what LockFileEx's refusal becomes
@@ -66,3 +69,18 @@ else:
 
     def unlock(fd: int) -> None:
         fcntl.flock(fd, fcntl.LOCK_UN)
+
+
+@contextmanager
+def held(path: Path) -> Iterator[None]:
+    """Hold the exclusive lock of the lock file `path` (created, mode 0600, if absent), waiting for it; released and
+    closed on the way out (Windows drops a closed file's locks only eventually, so it is unlocked first)."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        lock_exclusive(fd)
+        try:
+            yield
+        finally:
+            unlock(fd)
+    finally:
+        os.close(fd)

@@ -23,6 +23,7 @@ from typing import Any, cast
 from openadapt_flow.errors import RefusedError
 from openadapt_flow.store.entry import JournalEntry, step_of
 from openadapt_flow.store.faults import crash_point
+from openadapt_flow.store.states import RecordType
 
 __all__ = ["FSYNC_TYPES", "GENESIS", "JOURNAL_FILE", "JournalEntry", "JournalWriterBase", "LoadResult", "make_record",
            "now_iso", "parse_records", "record_hash", "step_of", "verify_chain"]
@@ -32,8 +33,9 @@ JOURNAL_FILE = "journal.jsonl"
 
 # Records that must be durable before the caller goes on (spec §5).
 FSYNC_TYPES = frozenset(
-    {"run_started", "action_dispatched", "step_verified", "halted", "run_finished", "paused", "interrupted", "decision", "run_resumed",
-     "escalation_opened", "escalated", "escalation_dropped"}
+    {RecordType.RUN_STARTED, RecordType.ACTION_DISPATCHED, RecordType.STEP_VERIFIED, RecordType.HALTED,
+     RecordType.RUN_FINISHED, RecordType.PAUSED, RecordType.INTERRUPTED, RecordType.DECISION, RecordType.RUN_RESUMED,
+     RecordType.ESCALATION_OPENED, RecordType.ESCALATED, RecordType.ESCALATION_DROPPED}
 )
 
 
@@ -86,11 +88,13 @@ def verify_chain(raw: bytes, key: bytes, where: str) -> tuple[list[JournalEntry]
     return records, good_len, torn
 
 
-def make_record(key: bytes, seq: int, prev_hash: str, type_: str, step: str | None, data: Mapping[str, object] | None
-                ) -> tuple[JournalEntry, bytes]:
+def make_record(key: bytes, seq: int, prev_hash: str, type_: RecordType, step: str | None,
+                data: Mapping[str, object] | None) -> tuple[JournalEntry, bytes]:
     """The next chained record and its journal line (every store writes the same bytes). `data` is the record type's
-    own object (a TypedDict of store/stepdoc.py, or one the runtime builds): the entry keeps a copy of its keys."""
-    rec: JournalEntry = {"seq": seq, "ts": now_iso(), "type": type_, "step": step, "data": dict(data) if data else {}, "prev_hash": prev_hash,
+    own object (a TypedDict of store/stepdoc.py, or one the runtime builds): the entry keeps a copy of its keys. The
+    entry's `type` is the kind's wire string (`str()` of a member is its value), so a record just written is the
+    same plain dict as one read back from the journal."""
+    rec: JournalEntry = {"seq": seq, "ts": now_iso(), "type": str(type_), "step": step, "data": dict(data) if data else {}, "prev_hash": prev_hash,
                          "hash": ""}
     rec["hash"] = record_hash(key, rec)  # over every key but `hash`: the placeholder is not hashed
     return rec, json.dumps(rec, ensure_ascii=False, separators=(",", ":"), default=str).encode() + b"\n"
@@ -119,16 +123,16 @@ class JournalWriterBase:
         self.observers: list[Callable[[JournalEntry], None]] = []  # e.g. budgets counting records
         self.last_of: dict[str, JournalEntry] = {}  # the last record of each type this writer appended
 
-    def append(self, type_: str, step: str | None = None, data: Mapping[str, object] | None = None, *,
+    def append(self, type_: RecordType, step: str | None = None, data: Mapping[str, object] | None = None, *,
                sync: bool | None = None) -> JournalEntry:
         self._resync()
         rec, line = make_record(self.key, self.seq + 1, self.last_hash, type_, step, data)
         self._persist(rec, line, sync if sync is not None else type_ in FSYNC_TYPES)
         self.seq, self.last_hash = rec["seq"], rec["hash"]
-        self.last_of[type_] = rec
+        self.last_of[rec["type"]] = rec
         for observe in self.observers:
             observe(rec)
-        crash_point("after:" + type_, step)
+        crash_point(f"after:{type_}", step)
         return rec
 
     def _resync(self) -> None:

@@ -22,7 +22,7 @@ from typing import Protocol, runtime_checkable
 
 from openadapt_flow.errors import RefusedError
 from openadapt_flow.store.atomic import write_bytes_atomic
-from openadapt_flow.store.filelock import lock_exclusive, unlock
+from openadapt_flow.store.filelock import held
 from openadapt_flow.store.journal import now_iso
 from openadapt_flow.store.pausedoc import OperatorRecord
 
@@ -85,15 +85,8 @@ class FileOperatorBook:
     @contextmanager
     def _locked(self) -> Iterator[None]:
         self.root.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.root / ".operators.lock", os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            lock_exclusive(fd)
-            try:
-                yield
-            finally:
-                unlock(fd)  # Windows drops a closed file's locks only eventually; POSIX at the close
-        finally:
-            os.close(fd)
+        with held(self.root / ".operators.lock"):
+            yield
 
     def _load(self) -> dict[str, OperatorRecord]:
         try:

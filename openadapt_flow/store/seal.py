@@ -13,6 +13,7 @@ from openadapt_flow.errors import RefusedError
 from openadapt_flow.store.base import JournalWriter
 from openadapt_flow.store.journal import JournalEntry, now_iso
 from openadapt_flow.store.rundoc import StateBody, StateDoc, StateFields
+from openadapt_flow.store.states import RunState
 
 SCHEMA_PREFIX = "openadapt-flow/"
 
@@ -47,12 +48,12 @@ def verify_seal(doc: Any, records: list[JournalEntry], key: bytes, where: str, j
 
 
 @overload
-def sealed_state(state: str, fields: StateFields, journal: JournalWriter) -> StateDoc: ...
+def sealed_state(state: RunState, fields: StateFields, journal: JournalWriter) -> StateDoc: ...
 @overload
-def sealed_state(state: str, fields: StateFields, journal: None) -> StateBody: ...
-def sealed_state(state: str, fields: StateFields, journal: JournalWriter | None) -> StateBody | StateDoc:
+def sealed_state(state: RunState, fields: StateFields, journal: None) -> StateBody: ...
+def sealed_state(state: RunState, fields: StateFields, journal: JournalWriter | None) -> StateBody | StateDoc:
     """The state document a transition writes; with the run's journal, sealed with its end (spec §8)."""
-    body: StateBody = {"schema": SCHEMA_PREFIX + "state@1", "state": state, "paused_reason": None, "transaction_outcome": None,
+    body: StateBody = {"schema": SCHEMA_PREFIX + "state@1", "state": str(state), "paused_reason": None, "transaction_outcome": None,
                        "last_checkpoint_seq": None, **fields, "updated_at": now_iso()}
     if journal is None:
         return body

@@ -30,7 +30,7 @@ from openadapt_flow.store import PostgresStore
 from tests.crash.crash_support import (  # noqa: F401  (desk: the crash matrix's desktop fixture)
     CONSEQUENTIAL, STEPS, Desktop, desk, flow, uncertain, verified,
 )
-from tests.support.pg import PgServer, start_pg, store_spec, why_not_available
+from tests.support.pg import PgServer, running_pg, store_spec, why_not_available
 from tests.support.xserver import wait_until
 
 pytestmark = [pytest.mark.timeout(300),
@@ -38,11 +38,9 @@ pytestmark = [pytest.mark.timeout(300),
 
 @pytest.fixture
 def own_pg() -> Iterator[PgServer]:
-    server = start_pg()
-    try:
+    """A server of this test's own: it is restarted under the test."""
+    with running_pg() as server:
         yield server
-    finally:
-        server.stop()
 
 
 def _walwriter(server: PgServer) -> int:

@@ -69,7 +69,7 @@ def test_refusals_record_nothing(tmp_path):
         assert alice.post(f"/runs/{b}/decide", data=form_b).status_code == 303
         assert json.loads((tmp_path / "runs" / "b" / "state.json").read_text())["message"] == "rejected by alice"
         r = alice.post(f"/runs/{b}/decide", data=form_b)
-        assert r.status_code == 409 and "not open" in r.text
+        assert r.status_code == 409 and "already decided by alice" in r.text and "nothing recorded" in r.text
 
         assert desk.flow("operator", "disable", "alice", "--root", "runs").returncode == 0  # the session ends with it
         assert alice.post(f"/runs/{a}/decide", data=form).status_code == 401

@@ -12,6 +12,11 @@ type, it compares nothing). A word that only looks like one (a job named "reconc
 Rule for record types: no comparison has `X["type"]` or `X.get("type")` as an operand, and no comparison of a
 variable (a record's type read earlier) has a string constant equal to a `RecordType` value as an operand:
 `states.is_a(rec, RecordType.X, ...)` tests a record, `typ == RecordType.X` a type read from one.
+
+Rule for writing a record: a journal append's kind is a `RecordType` member, never a string. A call `X.append(kind,
+...)` with more than one argument (or a `sync=`) is a journal append (a list's `append` takes one), and its kind may
+not be a string constant, nor have one as a branch (`"a" if c else "b"`); neither may the `kind=` of
+`record_verified` nor the kind of `make_record`.
 """
 
 from __future__ import annotations
@@ -45,10 +50,10 @@ def _modules() -> Iterator[tuple[str, ast.Module, list[str]]]:
 
 
 def _items(node: ast.expr) -> list[ast.expr]:
-    """A node and what its value may be: a tuple/list/set display's items, either branch of `a if c else b`, each
-    operand of `a or b`."""
+    """A node and what its value may be: a tuple/list/set display's items (and theirs: `return ("PAUSED" if d else
+    "FAILED"), msg`), either branch of `a if c else b`, each operand of `a or b`."""
     if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
-        return [node, *node.elts]
+        return [node, *(item for elt in node.elts for item in _items(elt))]
     if isinstance(node, ast.IfExp):
         return [node, *_items(node.body), *_items(node.orelse)]
     if isinstance(node, ast.BinOp):  # `[...] + ["escalate"]`
@@ -144,3 +149,37 @@ def test_the_verdicts_write_what_journals_on_disk_hold() -> None:
     assert json.dumps(verdict.to_json()) == ('{"verdict": "CONFIRMED", "baseline": {"ok": true, "value": 0}, "observed": '
                                              '{"ok": true, "value": 1}, "reads": 2, "waited_s": 0.123, "detail": ""}')
     assert EffectVerdict.model_validate(verdict.to_json()).to_json() == verdict.to_json()
+
+
+def _string_kinds(tree: ast.Module) -> Iterator[ast.expr]:
+    """The kind argument of every journal append (`X.append(kind, step, ...)`), `make_record` and `record_verified`
+    call, where it is (or may be) a string constant."""
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        name = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", None)
+        kinds: list[ast.expr] = []
+        if name == "append" and node.args and (len(node.args) > 1 or any(k.arg == "sync" for k in node.keywords)):
+            kinds.append(node.args[0])
+        elif name == "make_record" and len(node.args) > 3:
+            kinds.append(node.args[3])
+        kinds += [k.value for k in node.keywords if k.arg in ("type_", "kind") and name in ("append", "make_record",
+                                                                                             "record_verified")]
+        yield from (item for kind in kinds for item in _items(kind) if _str(item) is not None)
+
+
+def test_no_record_kind_written_as_a_string() -> None:
+    found = [f"{rel}:{node.lineno}: {ast.unparse(node)}" for rel, tree, _lines in _modules()
+             for node in _string_kinds(tree)]
+    assert found == [], "write a journal record with its RecordType member:\n" + "\n".join(found)
+
+
+def test_the_string_kind_rule_sees_what_it_forbids() -> None:
+    """The rule above catches each way a string kind could be written, and passes a list's own append."""
+    bad = ast.parse('j.append("asked", None, {})\nctx.journal.append(\n    "halted",\n    s)\n'
+                    'j.append("paused" if p else RecordType.RUN_FINISHED, None, {})\nj.append("x", sync=True)\n'
+                    'make_record(k, 1, h, "decision", None, {})\nrecord_verified(c, s, d, kind="step_skipped")\n')
+    good = ast.parse('lines.append("asked")\nj.append(RecordType.ASKED, None, {})\nj.append(kind, s, d)\n'
+                     'record_verified(c, s, d, kind=RecordType.STEP_SKIPPED)\n')
+    assert [n.lineno for n in _string_kinds(bad)] == [1, 3, 5, 6, 7, 8]
+    assert list(_string_kinds(good)) == []

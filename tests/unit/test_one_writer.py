@@ -2,8 +2,9 @@
 
 A record type spelled in two places drifts (a field carried by one writer only): the durable calls, resume and the
 child runs of bundles and Python workflows each wrote theirs once. The walk finds every form a record is written in:
-`<…>.journal.append("<type>", …)` (ctx.journal, rc.journal, self.rc.journal, a `journal` variable…) and the durable
-record helper `record_verified(…, kind="<type>")`, whose own default is the one `step_verified` writer.
+`<…>.journal.append(RecordType.<TYPE>, …)` (ctx.journal, rc.journal, self.rc.journal, a `journal` variable…) and the
+durable record helper `record_verified(…, kind=RecordType.<TYPE>)`, whose own default is the one `step_verified`
+writer. (A string kind, which tests/unit/test_no_bare_states.py forbids, is read too.)
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import openadapt_flow
+from openadapt_flow.store.states import RecordType
 
 PACKAGE = Path(openadapt_flow.__file__).parent
 HELPERS = {"record_verified"}  # the durable record helper: (ctx, step, data, *, kind=…)
@@ -25,16 +27,21 @@ def _journal_receiver(node: ast.expr) -> bool:
     return isinstance(node, ast.Attribute) and node.attr == "journal"
 
 
+def _kind(node: ast.expr | None) -> str | None:
+    """The record type a kind expression names: `RecordType.X` (or a string literal), else None."""
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "RecordType":
+        return RecordType[node.attr].value
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
+
+
 def _written_type(call: ast.Call) -> str | None:
-    """The record type literal this call writes, if it writes one."""
+    """The record type this call writes, if it names one."""
     func = call.func
     if isinstance(func, ast.Attribute) and func.attr == "append" and _journal_receiver(func.value):
-        first = call.args[0] if call.args else None
-        return first.value if isinstance(first, ast.Constant) and isinstance(first.value, str) else None
+        return _kind(call.args[0] if call.args else None)
     name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
     if name in HELPERS:
-        kind = next((k.value for k in call.keywords if k.arg == "kind"), None)
-        return kind.value if isinstance(kind, ast.Constant) and isinstance(kind.value, str) else None
+        return _kind(next((k.value for k in call.keywords if k.arg == "kind"), None))
     return None
 
 
@@ -42,8 +49,7 @@ def _helper_defaults(fn: ast.FunctionDef) -> list[str]:
     """A helper's own default record type (`kind: … = "step_verified"`) is written by the helper."""
     if fn.name not in HELPERS:
         return []
-    return [d.value for a, d in zip(fn.args.kwonlyargs, fn.args.kw_defaults)
-            if a.arg == "kind" and isinstance(d, ast.Constant) and isinstance(d.value, str)]
+    return [t for a, d in zip(fn.args.kwonlyargs, fn.args.kw_defaults) if a.arg == "kind" and (t := _kind(d)) is not None]
 
 
 def writers() -> dict[str, set[str]]:

@@ -14,6 +14,7 @@ from openadapt_flow.ladder.types import Point
 from openadapt_flow.runtime.judge.halt import MAX_MESSAGE, Halt
 from openadapt_flow.runtime.start.context import RunContext
 from openadapt_flow.store.records import EffectVerdict
+from openadapt_flow.store.states import RecordType
 from openadapt_flow.verify.effects import (ABSENT, CONFIRMED, Reading, Verifier, make_verifier, resolve_effect,
                                            verify_effect)
 from openadapt_flow.verify.snapshot import summary
@@ -36,7 +37,7 @@ def take_baseline(ctx: RunContext, step: Step, frame: np.ndarray, point: Point |
     verifier = make_verifier(effect, ctx.params.values | {"run_id": ctx.run_id}, key=ctx.journal.key,
                              secrets=ctx.params.secrets)
     baseline = verifier.read()
-    ctx.journal.append("effect_baseline", step.id, baseline.to_json())
+    ctx.journal.append(RecordType.EFFECT_BASELINE, step.id, baseline.to_json())
     blocked = verifier.blocks(baseline)
     if blocked is not None:  # no baseline, or one that already holds: no reading could prove this step's effect
         raise Halt("effect", f"step {step.id!r}: {blocked}; no input was sent", step=step.id,
@@ -49,7 +50,7 @@ def take_baseline(ctx: RunContext, step: Step, frame: np.ndarray, point: Point |
 def _judged(ctx: RunContext, step: Step, baseline: Baseline, dispatched_at: float) -> EffectVerdict:
     """Poll the system of record until the declared effect is CONFIRMED or its verdict is final; journal it."""
     verdict = verify_effect(baseline.effect, baseline.verifier, baseline.reading, dispatched_at)
-    ctx.journal.append("effect_verified", step.id, verdict.to_json())
+    ctx.journal.append(RecordType.EFFECT_VERIFIED, step.id, verdict.to_json())
     return verdict
 
 

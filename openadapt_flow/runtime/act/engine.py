@@ -46,7 +46,7 @@ from openadapt_flow.runtime.start.runref import ref_path, store_for
 from openadapt_flow.store.rundoc import ManifestBody
 from openadapt_flow.store.records import Blocked
 from openadapt_flow.store.stepdoc import VerifiedData
-from openadapt_flow.store.states import PausedReason, RunState
+from openadapt_flow.store.states import PausedReason, RecordType, RunState
 from openadapt_flow.runtime.act.start_state import check_start_in_run
 from openadapt_flow.runtime.act.step import StepRecord, run_gui_step
 from openadapt_flow.store.atomic import StorageFault
@@ -309,7 +309,7 @@ def _let_go(st: _Start) -> None:
         st.pool.shutdown()
 
 
-Stop = tuple[str, str, str | None, str | None, str | None]  # state, message, category, paused_reason, step
+Stop = tuple[RunState, str, str | None, str | None, str | None]  # state, message, category, paused_reason, step
 
 
 def execute(ctx: RunContext, start: int) -> RunOutcome:
@@ -359,13 +359,14 @@ def run_body(ctx: RunContext, body: Callable[[], None]) -> Stop:
         if ctx.bundle is None:  # a workflow's body turns its own errors into halts; what passes is the caller's
             raise
         record_halt(ctx, Halt("backend", str(e)), input_sent=None)
-        return ("PAUSED" if ctx.durable else "FAILED"), str(e), "backend", ("awaiting_approval" if ctx.durable else None), None
+        return ((RunState.PAUSED if ctx.durable else RunState.FAILED), str(e), "backend",
+                (PausedReason.AWAITING_APPROVAL if ctx.durable else None), None)
     return RunState.COMPLETED, "", None, None, None
 
 
 def record_halt(ctx: RunContext, h: Halt, **more: Any) -> None:
     """Journal the halt (`halted`, its one writer): what stopped, and whether input was sent."""
-    ctx.journal.append("halted", h.step, {"category": h.category, "message": h.message, "input_sent": h.dispatched, **more})
+    ctx.journal.append(RecordType.HALTED, h.step, {"category": h.category, "message": h.message, "input_sent": h.dispatched, **more})
 
 
 def _halted(ctx: RunContext, h: Halt) -> Stop:
@@ -405,7 +406,7 @@ def _perform(ctx: RunContext, i: int, step: Step, ran: list[StepRecord]) -> Veri
     return rec.data
 
 
-def finish(ctx: RunContext, state: str, message: str, category: str | None, paused_reason: str | None = None, step: str | None = None) -> RunOutcome:
+def finish(ctx: RunContext, state: RunState, message: str, category: str | None, paused_reason: str | None = None, step: str | None = None) -> RunOutcome:
     """Write the stop: journal, state (with transaction_outcome), escalation when pausing, report.
 
     If the run's files cannot be written (StorageFault) the stop is INTERRUPTED (exit 5) with whatever reached the
@@ -425,12 +426,12 @@ def finish(ctx: RunContext, state: str, message: str, category: str | None, paus
             ctx.reporter(ctx.run)
         except StorageFault as f:
             message = (message + "; " if message else "") + f"report not written ({f.detail})"
-    return RunOutcome(state, RunState(state).exit_code, ref_path(ctx.run), message, category,
+    return RunOutcome(state, state.exit_code, ref_path(ctx.run), message, category,
                       parked=ctx.parked_at_end and state == RunState.COMPLETED)
 
 
-def _write_stop(ctx: RunContext, state: str, message: str, category: str | None, paused_reason: str | None,
-                step: str | None) -> tuple[str, str]:
+def _write_stop(ctx: RunContext, state: RunState, message: str, category: str | None, paused_reason: str | None,
+                step: str | None) -> tuple[RunState, str]:
     """Journal and write the stop; the state and message written (FAILED becomes FAILED_AFTER_EFFECT when a
     consequential write of the run landed)."""
     run, journal = ctx.run, ctx.journal
@@ -449,7 +450,7 @@ def _write_stop(ctx: RunContext, state: str, message: str, category: str | None,
         open_pause(ctx, paused_reason or PausedReason.AWAITING_APPROVAL, category or "approval", step or "", message, outcome,
                    evidence or [], cp)
     journal.append(
-        "run_finished" if state != RunState.PAUSED else "paused",
+        RecordType.RUN_FINISHED if state != RunState.PAUSED else RecordType.PAUSED,
         None,
         {"state": state, "paused_reason": paused_reason, "transaction_outcome": outcome, "outcome_evidence": evidence, "frame_errors": ctx.frames.errors,
          **({"landed": landed_steps} if landed_steps else {})},
@@ -468,7 +469,7 @@ def write_incident(ctx: RunContext, b: PolicyBlock) -> None:
     incident: IncidentBody = {"id": blocked.id, "run_id": ctx.run_id, "rule": b.rule, "decision": "policy", "observed": b.observed,
                 "limit": b.limit, "step": b.step, "message": b.message, "decided_at": now_iso()}
     ctx.run.write_incident(incident)
-    ctx.journal.append("blocked", b.step, blocked.model_dump())
+    ctx.journal.append(RecordType.BLOCKED, b.step, blocked.model_dump())
 
 
 def save_halt_frame(ctx: RunContext, h: Halt) -> str | None:

@@ -12,7 +12,7 @@ from openadapt_flow.runtime.judge.outcome import RECONCILIATION_REQUIRED
 from openadapt_flow.store.checkpoint import checkpoint_digest
 from openadapt_flow.store.escalation import sign
 from openadapt_flow.store.keys import key_id, load_decision_key
-from openadapt_flow.store.states import DecisionKind, PausedReason
+from openadapt_flow.store.states import DecisionKind, PausedReason, RecordType
 from openadapt_flow.store.entry import CheckpointDoc, step_of
 from openadapt_flow.store.pausedoc import AskDoc, DecisionTaskDoc, OutcomeEvidence, PauseCore, PendingBody, TaskBody
 
@@ -131,7 +131,7 @@ def open_pause(
     }
     body = with_task(core, decision_task(ctx, core, cp, TaskTerms(quorum, _level(ctx, 0), ask, channels)))
     # The journal is the record of truth: its record carries the whole pause (fsync'd first); the file is a view of it.
-    ctx.journal.append("escalation_opened", step_id, {"pause_id": pause_id, "reason": reason, "category": category, "allowed": allowed,
+    ctx.journal.append(RecordType.ESCALATION_OPENED, step_id, {"pause_id": pause_id, "reason": reason, "category": category, "allowed": allowed,
                                                       "pending": body})
     ctx.run.write_pending(body)
     return body

@@ -26,6 +26,7 @@ from openadapt_flow.bundle.models import GUI_ACTIONS, Target
 from openadapt_flow.ladder.types import Box, Point
 from openadapt_flow.runtime.act.settle import settle
 from openadapt_flow.runtime.start.context import RunContext
+from openadapt_flow.store.states import RecordType
 
 PARK_INSET = 2  # px from the frame's edge: on the screen, off the very edge
 PARK_REACT_S = 0.1  # how long a toolkit may take to begin repainting a widget the pointer left
@@ -74,7 +75,7 @@ def _park(ctx: RunContext, step_id: str | None, at: Point, why: str) -> None:
     journal, move."""
     if ctx.lease is not None:
         ctx.lease.fence()
-    ctx.journal.append("pointer_parked", step_id, {"at": list(at), "why": why})
+    ctx.journal.append(RecordType.POINTER_PARKED, step_id, {"at": list(at), "why": why})
     ctx.backend.move(*at)
 
 

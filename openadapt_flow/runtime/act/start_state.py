@@ -27,6 +27,7 @@ from openadapt_flow.runtime.judge.halt import Halt
 from openadapt_flow.runtime.start.backend_select import select_backend
 from openadapt_flow.runtime.start.context import RunContext
 from openadapt_flow.store.records import Check
+from openadapt_flow.store.states import RecordType
 from openadapt_flow.verify.screen import ScreenChecks
 from openadapt_flow.verify.start import StartVerdict, judge_start
 from openadapt_flow.vision.ocr import OcrEngine
@@ -52,7 +53,7 @@ def check_start_in_run(ctx: RunContext, step: Step) -> None:
     frame = settled_frame(ctx.backend, ctx.config.runtime)
     verdict = judge_start(ctx.checks, facts, [ctx.interp(pc.text) if pc.text is not None else None for pc in facts],
                           frame.pixels, anchor(ctx.model.steps))
-    ctx.journal.append("start_checked", None, {"ok": verdict.ok, "checks": [c.to_json() for c in verdict.checks]})
+    ctx.journal.append(RecordType.START_CHECKED, None, {"ok": verdict.ok, "checks": [c.to_json() for c in verdict.checks]})
     if not verdict.ok:
         raise Halt(START_STATE, NOT_AT_START + verdict.differs(), step=step.id, frame=frame.pixels,
                    evidence=[c.to_json() for c in verdict.checks])

@@ -28,6 +28,7 @@ from openadapt_flow.runtime.act.pointer import park_after_input, park_pointer
 from openadapt_flow.runtime.act.settle import settle
 from openadapt_flow.store.records import Check, EffectVerdict
 from openadapt_flow.store.stepdoc import ScreenFact, Verification, VerifiedData
+from openadapt_flow.store.states import RecordType
 from openadapt_flow.verify.field import FIELD_IDENTITY, field_identity, relations
 from openadapt_flow.verify.screen import SCREEN_CHANGED, Anchor, verification_plan
 from openadapt_flow.vision.caret import caret_appeared
@@ -69,7 +70,7 @@ def _resolve(ctx: RunContext, step: Step, target: Target, frame: Frame, role: st
         frame.pixels, wanted, consequential=step.is_consequential, intent=step.intent,
         model_gate=lambda: model_call_refusal(ctx.config.policy, ctx.budget, step))
     ctx.journal.append(
-        "resolved",
+        RecordType.RESOLVED,
         step.id,
         {
             "role": role,
@@ -139,7 +140,7 @@ def _identity_gate(ctx: RunContext, step: Step, point: Point, frame: Frame, scal
         check = ahead.identity  # read during the last settle, on this very frame
     else:
         check = ctx.checks.identity(frame.pixels, point, step.identity.near, text, scale)
-    ctx.journal.append("identity_checked", step.id, check.to_json())
+    ctx.journal.append(RecordType.IDENTITY_CHECKED, step.id, check.to_json())
     if not check.ok:
         box = check.evidence.get("box")  # where the identity text was looked for
         raise Halt(
@@ -267,13 +268,13 @@ def _postconditions(ctx: RunContext, step: Step, check: _Checks, deadline: float
         checks = check(frame.pixels)
         if all(c.ok for c in checks):
             if checks:
-                ctx.journal.append("postconditions", step.id, {"ok": True, "checks": [c.to_json() for c in checks]})
+                ctx.journal.append(RecordType.POSTCONDITIONS, step.id, {"ok": True, "checks": [c.to_json() for c in checks]})
             return checks
         # a stop request is honoured after this step is verified (the next safe boundary), not here
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             failed = [c for c in checks if not c.ok]
-            ctx.journal.append("postconditions", step.id, {"ok": False, "checks": [c.to_json() for c in checks]})
+            ctx.journal.append(RecordType.POSTCONDITIONS, step.id, {"ok": False, "checks": [c.to_json() for c in checks]})
             pictured = next((c for c in failed if c.kind == "template_present"), None)
             at = pictured.evidence.get("at") if pictured is not None else None  # where it matched best
             raise Halt(
@@ -423,7 +424,7 @@ def _dispatch(run: _GuiStep, where: _Where, check: _Checks, after: Step | None) 
     if run.secret:
         _mask_secret(ctx, step, where.point, where.target_box)
     _act(ctx, step, where.point, where.to_point, before, where.target_box)
-    ctx.journal.append("action_sent", step.id, {"dispatch_seq": dispatch["seq"]})
+    ctx.journal.append(RecordType.ACTION_SENT, step.id, {"dispatch_seq": dispatch["seq"]})
     park_after_input(ctx, run.index)
     rt = ctx.config.runtime
     def look(frame: Frame) -> None:

@@ -16,7 +16,7 @@ from openadapt_flow.store.escalation import sign
 from openadapt_flow.store.keys import load_key
 from openadapt_flow.store.pausedoc import AppliedDecision, DecisionOutcome, IncidentBody, PendingBody
 from openadapt_flow.store.rundoc import ManifestDoc
-from openadapt_flow.store.states import DecisionKind, RunState
+from openadapt_flow.store.states import DecisionKind, RecordType, RunState
 
 
 class Escalator(Protocol):
@@ -51,7 +51,7 @@ def reissue(run: RunHandle, manifest: ManifestDoc, pending: PendingBody, key: by
         "message": p["message"], "transaction_outcome": p["transaction_outcome"], "evidence": p["evidence"],
         "allowed_decisions": p["allowed_decisions"], "created_at": p["created_at"], "expires_at": iso(expires),
         "due_epoch": p["due_epoch"], "level": level, "task": task, "escalated_from": p["pause_id"]}
-    journal.append("escalated", pending["step"], {"from": pending["pause_id"], "pause_id": pause_id, "level": levels[level], "operator": operator,
+    journal.append(RecordType.ESCALATED, pending["step"], {"from": pending["pause_id"], "pause_id": pause_id, "level": levels[level], "operator": operator,
                                                   "os_user": user, "note": note, "pending": new, "channel": channel})
     run.write_pending(new)
     run.remove_approval()

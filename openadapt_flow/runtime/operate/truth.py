@@ -47,7 +47,7 @@ def catch_up_state(run: RunHandle, records: list[JournalEntry], journal: Journal
     final = end["data"].get("state")
     if final not in FINAL_STATES:
         return state
-    run.write_state(final, journal=journal, transaction_outcome=end["data"].get("transaction_outcome"),
+    run.write_state(RunState(final), journal=journal, transaction_outcome=end["data"].get("transaction_outcome"),
                     message="state rebuilt from the journal's run_finished record")
     return run.state()
 
@@ -135,7 +135,7 @@ def record_decision(journal: JournalWriter, pending: PendingBody, approval: Appl
     pause_id = pending["pause_id"]
     if carried is not None and (carried.get("data") or {}).get("pause_id") == pause_id:
         return carried
-    rec = journal.last_of.get("decision")
+    rec = journal.last_of.get(RecordType.DECISION)
     if rec is None or (rec.get("data") or {}).get("pause_id") != pause_id:
         return journal_decision(journal, pending["step"], dict(decision_data(approval, pause_id)))
     journal.sync()
@@ -145,7 +145,7 @@ def record_decision(journal: JournalWriter, pending: PendingBody, approval: Appl
 def journal_decision(journal: JournalWriter, step: str | None, data: Mapping[str, object]) -> JournalEntry:
     """The one writer of `decision` records, fsync'd: a pause's decision, or an operator's reconcile of a run that
     stopped for good (operate/final_reconcile.py)."""
-    rec = journal.append("decision", step, data)
+    rec = journal.append(RecordType.DECISION, step, data)
     journal.sync()
     return rec
 
@@ -153,7 +153,7 @@ def journal_decision(journal: JournalWriter, step: str | None, data: Mapping[str
 def record_stop(journal: JournalWriter, data: Mapping[str, object]) -> JournalEntry:
     """An operator's decision ends or re-ends a run: its `run_finished` record (a reject's BLOCKED; a stopped run's
     outcome once its uncertain write was reconciled)."""
-    return journal.append("run_finished", None, data)
+    return journal.append(RecordType.RUN_FINISHED, None, data)
 
 
 def journaled_decision(records: list[JournalEntry]) -> tuple[JournalEntry, PendingBody, CarriedDecision] | None:

@@ -17,12 +17,14 @@ from openadapt_flow.runtime.start.lifecycle import check_manifest, finalize_inte
 from openadapt_flow.runtime.start.runref import RunRef, open_ref, ref_path
 from openadapt_flow.runtime.judge.calls import call_steps
 from openadapt_flow.bundle.config import DeployConfig
+from openadapt_flow.bundle.loader import LoadedBundle
 from openadapt_flow.runtime.operate.truth import catch_up_state, check_views
 from openadapt_flow.runtime.resume.bundle import backend_spec, continue_bundle
 from openadapt_flow.runtime.resume.plan import Opened, ResumePlan, ResumeRequest, plan_resume, resumed
 from openadapt_flow.runtime.resume.snapshot import resume_bundle
 from openadapt_flow.runtime.resume.workflow import continue_workflow
 from openadapt_flow.store.base import JournalWriter, RunHandle
+from openadapt_flow.store.entry import JournalEntry
 from openadapt_flow.store.keys import load_decision_key, load_key
 from openadapt_flow.store.states import FINAL_STATES, LIVE_STATES, DecisionKind, RunState
 from openadapt_flow.store.rundoc import ManifestDoc
@@ -52,10 +54,10 @@ def resume(ref: RunRef, runs: Runs, req: ResumeRequest | None = None) -> RunOutc
         # a bundle run's snapshot (and layers); an unreadable snapshot: the run's original bundle (--bundle) stands in
         loaded = None if workflow else resume_bundle(run, manifest["bundle"]["digest"], records, req.bundle,
                                                      req.upgrade_bundle, req.notice)
-        o = Opened(run, manifest, config, lease, journal, records, "", load_decision_key(create=False), runs, req, loaded)
-        o.state = _caught_up(o)
+        o = Opened(run, manifest, config, lease, journal, records, _caught_up(run, journal, records, loaded),
+                   load_decision_key(create=False), runs, req, loaded)
         if o.state in FINAL_STATES:
-            return RunOutcome(o.state, RunState(o.state).exit_code, ref_path(run), _already_over(run, o.state))
+            return RunOutcome(o.state, o.state.exit_code, ref_path(run), _already_over(run, o.state))
         return continue_workflow(o) if workflow else continue_bundle(o)
     finally:
         if journal is not None:
@@ -74,17 +76,21 @@ def _check_request(run: RunHandle, manifest: ManifestDoc, req: ResumeRequest, wo
         raise RefusedError(f"{run.ref}: a non-durable run cannot be resumed (replay with --durable)")
 
 
-def _caught_up(o: Opened) -> str:
+def _caught_up(run: RunHandle, journal: JournalWriter, records: list[JournalEntry], loaded: LoadedBundle | None
+               ) -> RunState:
     """The run's state with its views caught up from the journal; a run whose owner died is finalised INTERRUPTED."""
-    state = catch_up_state(o.run, o.records, o.journal, check_views(o.run, o.records, o.journal.key))
+    state = catch_up_state(run, records, journal, check_views(run, records, journal.key))
     if state["state"] in LIVE_STATES:
-        steps = call_steps(o.records) if o.loaded is None else o.loaded.model.steps
-        finalize_interrupted(o.run, o.journal, o.records, steps, "owner process died; found by resume")
-        state = o.run.state()
-    return str(state["state"])
+        steps = call_steps(records) if loaded is None else loaded.model.steps
+        finalize_interrupted(run, journal, records, steps, "owner process died; found by resume")
+        state = run.state()
+    try:
+        return RunState(state["state"])
+    except ValueError:  # sealed by this installation, yet no state this tool knows: never acted on
+        raise RefusedError(f"{run.describe('state')}: state {state['state']!r} is not a run state; refusing") from None
 
 
-def _already_over(run: RunHandle, state: str) -> str:
+def _already_over(run: RunHandle, state: RunState) -> str:
     """Why a run resume finds terminal has nothing to do, naming who ended it where a person did (a reject)."""
     why = ""
     if state == RunState.BLOCKED:

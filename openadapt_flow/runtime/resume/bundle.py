@@ -39,7 +39,7 @@ def continue_bundle(o: Opened) -> RunOutcome:
     """Resume a bundle run: suspended if its parent is gone, else its plan, then its steps on a live backend."""
     orphan = _orphaned(o.manifest)
     if orphan:
-        o.journal.append("suspended", None, {"reason": orphan})
+        o.journal.append(RecordType.SUSPENDED, None, {"reason": orphan})
         o.journal.close()
         o.run.write_state(RunState.PAUSED, journal=o.journal, paused_reason=PausedReason.SUSPENDED_ORPHAN, message=orphan)
         return RunOutcome(RunState.PAUSED, RunState.PAUSED.exit_code, ref_path(o.run), orphan)
@@ -66,7 +66,7 @@ def continue_bundle(o: Opened) -> RunOutcome:
         if o.req.stop is not None:
             ctx.stop = o.req.stop
         if patch is not None and not any(is_a(r, RecordType.PATCHED) and r["data"].get("pause_id") == patch["pause_id"] for r in o.records):
-            o.journal.append("patched", str(patch["step"]), {k: patch[k] for k in ("pause_id", "bundle_dir", "digest", "template", "region", "point")})
+            o.journal.append(RecordType.PATCHED, str(patch["step"]), {k: patch[k] for k in ("pause_id", "bundle_dir", "digest", "template", "region", "point")})
         with stop_on_signals(ctx.stop):
             return _continue(ctx, o.records, plan)
     finally:
@@ -138,7 +138,7 @@ def _reenter(ctx: RunContext, records: list[JournalEntry], plan: ResumePlan) -> 
         uncertain = find_uncertain(records, ctx.model.steps)
         result = recheck(ctx, uncertain) if uncertain is not None else None  # first: it may have changed the screen
         if uncertain is not None and result is not None:
-            journal.append("rechecked", uncertain.step.id, {"verdict": result.verdict, "effect": result.effect, "checks": result.checks})
+            journal.append(RecordType.RECHECKED, uncertain.step.id, {"verdict": result.verdict, "effect": result.effect, "checks": result.checks})
         cp = plan.checkpoint
         if cp and cp.get("screen_facts") and _screen_still_shows_checkpoint(uncertain, result, approval) \
                 and not _skipping(plan, cp["step"]):
@@ -177,7 +177,7 @@ def _apply(ctx: RunContext, plan: ResumePlan, uncertain: Uncertain | None, resul
     elif decision == DecisionKind.SKIP and pending is not None:
         idx = next(i for i, s in enumerate(ctx.model.steps) if s.id == pending["step"])
         record_verified(ctx, pending["step"], {"index": idx, "verified_by": "operator", "operator": approval["operator"] if approval else None},
-                        kind="step_skipped")
+                        kind=RecordType.STEP_SKIPPED)
         start = idx + 1
     if decision == DecisionKind.CONTINUE and pending is not None:
         ctx.approved_before = pending["step"]
@@ -235,7 +235,7 @@ def _skipping(plan: ResumePlan, step_id: str) -> bool:
 
 def _reprove_checkpoint(ctx: RunContext, cp: CheckpointDoc) -> None:
     checks = check_facts(ctx, cp["screen_facts"], ctx.steps.get(cp["step"]))
-    ctx.journal.append("checkpoint_reproved", cp["step"], {"ok": all(c["ok"] for c in checks), "checks": checks})
+    ctx.journal.append(RecordType.CHECKPOINT_REPROVED, cp["step"], {"ok": all(c["ok"] for c in checks), "checks": checks})
     if not all(c["ok"] for c in checks):
         raise Halt("postcondition", f"the screen no longer shows what held after step {cp['step']!r}: "
                    + "; ".join(f"{c['kind']} {c['expected']!r}" for c in checks if not c["ok"]), step=cp["step"])

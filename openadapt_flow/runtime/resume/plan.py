@@ -27,7 +27,7 @@ from openadapt_flow.runtime.operate.reissue import block_run
 from openadapt_flow.runtime.operate.truth import journaled_decision, pending_view
 from openadapt_flow.store.rundoc import ManifestDoc
 from openadapt_flow.store.base import JournalWriter, RunHandle, RunLease
-from openadapt_flow.store.states import DecisionKind, PausedReason, RunState
+from openadapt_flow.store.states import DecisionKind, PausedReason, RecordType, RunState
 from openadapt_flow.store.entry import CheckpointDoc, JournalEntry
 from openadapt_flow.store.pausedoc import AppliedDecision, PendingBody
 
@@ -66,7 +66,7 @@ class Opened:
     lease: RunLease
     journal: JournalWriter
     records: list[JournalEntry]
-    state: str
+    state: RunState
     dkey: bytes
     runs: Runs
     req: ResumeRequest
@@ -117,7 +117,7 @@ def plan_resume(o: Opened) -> ResumePlan:
     return ResumePlan(pending, approval, None, cp)
 
 
-def _stop(o: Opened, state: str, message: str, category: str | None = None) -> RunOutcome:
+def _stop(o: Opened, state: RunState, message: str, category: str | None = None) -> RunOutcome:
     return RunOutcome(state, RunState(state).exit_code, ref_path(o.run), message, category)
 
 
@@ -133,7 +133,7 @@ def _interrupted_pause(o: Opened, pending: PendingBody | None, workflow: bool) -
         return pending
     if o.state == RunState.PAUSED or _decided(o.run, pending):
         return pending
-    o.journal.append("escalation_dropped", pending["step"], {"pause_id": pending["pause_id"], "why": f"run was {o.state}"})
+    o.journal.append(RecordType.ESCALATION_DROPPED, pending["step"], {"pause_id": pending["pause_id"], "why": f"run was {o.state}"})
     o.run.remove_pending()
     return None
 
@@ -150,7 +150,7 @@ def _decided(run: RunHandle, pending: PendingBody) -> bool:
 def _restore_pause(run: RunHandle, journal: JournalWriter, pending: PendingBody) -> None:
     data = {"state": RunState.PAUSED, "paused_reason": pending["paused_reason"], "transaction_outcome": pending.get("transaction_outcome"),
             "restored": True}
-    journal.append("paused", None, data)
+    journal.append(RecordType.PAUSED, None, data)
     run.write_state(RunState.PAUSED, journal=journal, paused_reason=pending["paused_reason"], transaction_outcome=pending.get("transaction_outcome"),
                     halt_category=pending.get("category"), message=pending.get("message"))
 
@@ -159,7 +159,7 @@ def resumed(rc: RunContext, plan: ResumePlan) -> None:
     """Journal `run_resumed` (its one writer: the lease generation, the decision applied and the pause it resolves),
     then state RESUMING from the plan's checkpoint."""
     p, a, c, cp = plan.pending, plan.approval, plan.carried, plan.checkpoint
-    rc.journal.append("run_resumed", None, {"lease_generation": rc.lease_generation, "decision": plan.decision,
+    rc.journal.append(RecordType.RUN_RESUMED, None, {"lease_generation": rc.lease_generation, "decision": plan.decision,
                                              "pause_id": p["pause_id"] if p else None, "operator": a["operator"] if a else None,
                                              "decision_seq": c["seq"] if c else None})
     rc.run.write_state(RunState.RESUMING, journal=rc.journal, last_checkpoint_seq=cp["seq"] if cp else None)

@@ -111,7 +111,7 @@ class RunContext:
         self.masks[step_id] = box or WHOLE_FRAME
         self.frames.mask = partial(paint_over, boxes=tuple(self.masks.values()))
         if journal:
-            self.journal.append("frames_masked", step_id, {"box": list(box) if box else None, "whole_frame": box is None,
+            self.journal.append(RecordType.FRAMES_MASKED, step_id, {"box": list(box) if box else None, "whole_frame": box is None,
                                                            "why": "a secret was typed here"})
 
     def _seal_dispatch(self, rec: JournalEntry) -> None:

@@ -17,6 +17,7 @@ from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.bundle.loader import LoadedBundle
 from openadapt_flow.bundle.config import DeployConfig
 from openadapt_flow.store.base import RunHandle
+from openadapt_flow.store.states import RunState
 from openadapt_flow.vision.ocr import OcrEngine
 
 Reporter = Callable[[RunHandle], Any]
@@ -25,7 +26,7 @@ BackendFactory = Callable[[BackendSpec], Backend]
 
 @dataclass
 class RunOutcome:
-    state: str
+    state: RunState
     exit_code: int
     run_dir: Path  # the run's reference (runtime/start/runref.py): its directory, or `memory:NAME`
     message: str = ""

@@ -66,7 +66,7 @@ def effective_state(run: RunHandle) -> StateView:
 
 def record_interrupted(journal: JournalWriter, message: str, **fields: Any) -> JournalEntry:
     """Journal `interrupted` (its one writer): a stop at a safe boundary, or an owner's death found later (finalized)."""
-    return journal.append("interrupted", None, {"message": message, **fields})
+    return journal.append(RecordType.INTERRUPTED, None, {"message": message, **fields})
 
 
 def finalize_interrupted(run: RunHandle, journal: JournalWriter, records: list[JournalEntry], steps: Iterable[Step], why: str) -> Finalized:
@@ -96,7 +96,7 @@ def begin_run(run: RunHandle, key: bytes, manifest: ManifestBody, started: Mappi
     then `manifest.json`, the file that makes a directory a run. A death before it leaves no run, and sent nothing."""
     body: ManifestDoc = {"schema": SCHEMA_PREFIX + "manifest@1", **manifest}
     journal = run.new_journal(key)
-    rec = journal.append("run_started", None, {**started, "manifest_digest": digest_manifest(body)})
+    rec = journal.append(RecordType.RUN_STARTED, None, {**started, "manifest_digest": digest_manifest(body)})
     run.write_state(RunState.RUNNING, journal=journal)  # sealed; the ledger learns the run at its next state change
     crash_point("start:state_written")
     run.write_manifest(manifest)

@@ -42,7 +42,7 @@ from openadapt_flow.runtime.judge.halt import Halt, Pause, StopRequested
 from openadapt_flow.runtime.judge.policy import PolicyBlock, check_step
 from openadapt_flow.runtime.workflow.api import entry_of, tool_info
 from openadapt_flow.runtime.workflow.llm import Llm, chat
-from openadapt_flow.store.states import DecisionKind, PausedReason
+from openadapt_flow.store.states import DecisionKind, PausedReason, RecordType
 from openadapt_flow.store.stepdoc import CallFields, VerifiedBy, VerifiedData
 
 
@@ -343,7 +343,7 @@ class WorkflowContext:
                 raise PolicyBlock("max_model_calls", budget.model_calls + 1, policy.max_model_calls, step.id,
                               f"model call {budget.model_calls + 1} would exceed max_model_calls {policy.max_model_calls}")
             self.rc.before_dispatch(step)
-            self.rc.journal.append("llm_call", step.id, {"model_calls": 1, "model": model}, sync=True)  # counted even if it fails
+            self.rc.journal.append(RecordType.LLM_CALL, step.id, {"model_calls": 1, "model": model}, sync=True)  # counted even if it fails
             try:
                 return chat(self.rc.config.ladder.model, prompt, **options)
             except FlowError as e:

@@ -50,7 +50,7 @@ from openadapt_flow.store.faults import crash_point
 from openadapt_flow.store.keys import load_decision_key, load_key
 from openadapt_flow.vision.engines import engine_versions
 from openadapt_flow.store import CHILDREN, ManifestBody
-from openadapt_flow.store.states import PausedReason, RunState
+from openadapt_flow.store.states import PausedReason, RecordType, RunState
 from openadapt_flow.store.entry import JournalEntry
 
 
@@ -165,7 +165,7 @@ def _body(wctx: WorkflowContext, fn: Callable[..., Any], args: Mapping[str, Any]
         try:
             value = invoke(fn, (wctx,), dict(args))
             wctx.unreached()
-            wctx.rc.journal.append("workflow_returned", None, {"result": jsonable(value, "the workflow")}, sync=True)
+            wctx.rc.journal.append(RecordType.WORKFLOW_RETURNED, None, {"result": jsonable(value, "the workflow")}, sync=True)
         except WorkflowStop as s:
             raise s.cause from None
     except DivergedError:

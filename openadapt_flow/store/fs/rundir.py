@@ -26,6 +26,7 @@ from openadapt_flow.store.layout import BUNDLE, CHILDREN, FRAMES, INCIDENT, MANI
 from openadapt_flow.store.lease import LeaseInfo
 from openadapt_flow.store.rundoc import ManifestBody, ManifestDoc, StateDoc, StateFields
 from openadapt_flow.store.seal import SCHEMA_PREFIX, sealed_state, verify_seal
+from openadapt_flow.store.states import RunState
 
 
 # The file `flow export` (store/postgres/export.py) writes into the run directory it makes: the stored run it copies
@@ -181,7 +182,7 @@ class RunDir:
     def state(self) -> StateDoc:
         return cast(StateDoc, self.read_json(STATE))  # as written (check_seal verifies it against the journal)
 
-    def write_state(self, state: str, *, journal: JournalWriter | None = None, **fields: Unpack[StateFields]) -> None:
+    def write_state(self, state: RunState, *, journal: JournalWriter | None = None, **fields: Unpack[StateFields]) -> None:
         """Replace state.json. With the run's `journal`, the state is sealed: it names the journal's end (seq, hash)
         and is HMAC-signed with the installation key, and the run ledger records the same end (spec §8), so a cut
         journal tail or an edited state is detected. Every transition of a run passes its journal."""

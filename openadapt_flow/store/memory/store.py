@@ -34,6 +34,7 @@ from openadapt_flow.store.memory.parts import MemoryContents, MemoryJournal, Mem
 from openadapt_flow.store.operators import MemoryOperatorBook
 from openadapt_flow.store.pausedoc import ApprovalDoc
 from openadapt_flow.store.seal import sealed_state
+from openadapt_flow.store.states import RunState
 
 PREFIX = "memory:"
 _SWAP = threading.Lock()  # held while an approval is compared and set (memory runs are shared by this process's threads)
@@ -112,7 +113,7 @@ class MemoryRun(DocumentRun):
         return MemoryJournal(self.recs, key, records)
 
     # state
-    def write_state(self, state: str, *, journal: JournalWriter | None = None, **fields: Unpack[StateFields]) -> None:
+    def write_state(self, state: RunState, *, journal: JournalWriter | None = None, **fields: Unpack[StateFields]) -> None:
         if journal is None:
             self._put("state", sealed_state(state, fields, None))
             return

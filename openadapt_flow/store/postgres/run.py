@@ -28,6 +28,7 @@ from openadapt_flow.store.postgres.journal import PostgresJournal
 from openadapt_flow.store.postgres.lease import PostgresLease, lease_row, try_owner_lock
 from openadapt_flow.store.postgres.spec import PREFIX, is_postgres
 from openadapt_flow.store.seal import sealed_state
+from openadapt_flow.store.states import RunState
 
 NOW = "extract(epoch FROM clock_timestamp())"
 # document -> (table, column, change-clock column or None); the tables keyed by run hold one row per run
@@ -141,7 +142,7 @@ class PostgresRun(PostgresArtifacts, DocumentRun):
         return PostgresJournal(self, self.store, key, records)
 
     # state
-    def write_state(self, state: str, *, journal: JournalWriter | None = None, **fields: Unpack[StateFields]) -> None:
+    def write_state(self, state: RunState, *, journal: JournalWriter | None = None, **fields: Unpack[StateFields]) -> None:
         if journal is None:
             self._put("state", sealed_state(state, fields, None))
             return

@@ -17,7 +17,7 @@ from openadapt_flow.runtime.operate import upgrade
 from openadapt_flow.store.journal import FSYNC_TYPES
 from openadapt_flow.store.records import RECORD_TYPES, validate_record
 from openadapt_flow.store.runfiles import FILE_MODELS, Approval, Checkpoint, PendingEscalation, State, file_model
-from openadapt_flow.store.states import FINAL_STATES, LIVE_STATES, STOPPED_STATES, TERMINAL_STATES, PausedReason, RunState
+from openadapt_flow.store.states import FINAL_STATES, LIVE_STATES, STOPPED_STATES, TERMINAL_STATES, PausedReason, RecordType, RunState
 from tests.support.cli import REPO, run_flow
 
 pytestmark = pytest.mark.timeout(60)
@@ -26,8 +26,8 @@ RUNS_V1 = REPO / "tests" / "data" / "runs-v1"
 
 
 def _written_types() -> set[str]:
-    """Every record type a `journal.append("<type>", …)` in the package names (bench excluded: its own scratch
-    journals); the types passed by name are `upgrade.RECORD` and the one durable step's `kind` (typed by
+    """Every record type a `journal.append(RecordType.<TYPE>, …)` in the package names (bench excluded: its own
+    scratch journals); the types passed by name are `upgrade.RECORD` and the one durable step's `kind` (typed by
     `durable.VerifiedKind`), and no other call passes a computed type."""
     found: set[str] = set()
     named: set[str] = set()
@@ -35,8 +35,8 @@ def _written_types() -> set[str]:
         if "bench" in path.parts:
             continue
         text = path.read_text()
-        found |= set(re.findall(r"journal\.append\(\s*\"(\w+)\"", text))
-        named |= set(re.findall(r"journal\.append\(\s*([A-Za-z_][\w.]*)\s*,", text))
+        found |= {RecordType[m].value for m in re.findall(r"journal\.append\(\s*RecordType\.(\w+)", text)}
+        named |= set(re.findall(r"journal\.append\(\s*(?!RecordType\.)([A-Za-z_][\w.]*)\s*,", text))
     assert named == {"RECORD", "kind"}, named
     return found | {upgrade.RECORD} | set(get_args(durable.VerifiedKind))
 

@@ -16,16 +16,17 @@ from typing import Literal
 
 from openadapt_flow.runtime.start.context import RunContext
 from openadapt_flow.store.entry import JournalEntry
+from openadapt_flow.store.states import RecordType
 from openadapt_flow.store.stepdoc import SkippedData, VerifiedData
 
 __all__ = ["VerifiedKind", "durable_call", "record_verified"]
 
 
 # the two records that advance the checkpoint: a step verified, or one an operator skipped
-VerifiedKind = Literal["step_verified", "step_skipped"]
+VerifiedKind = Literal[RecordType.STEP_VERIFIED, RecordType.STEP_SKIPPED]
 
 
-def record_verified(ctx: RunContext, step_id: str, data: VerifiedData | SkippedData, *, kind: VerifiedKind = "step_verified") -> JournalEntry:
+def record_verified(ctx: RunContext, step_id: str, data: VerifiedData | SkippedData, *, kind: VerifiedKind = RecordType.STEP_VERIFIED) -> JournalEntry:
     """Journal `step_verified` (the fold notes it), then replace checkpoint.json (durable runs): the order of spec §5.
     The journal record is the truth; a crash before the checkpoint is caught up from it on resume. A durable run's
     record is fsync'd here; a non-durable run's rides on the journal's next fsync (the next `action_dispatched`, or the

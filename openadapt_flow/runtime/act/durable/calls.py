@@ -15,7 +15,7 @@ from openadapt_flow.bundle.models import Step
 from openadapt_flow.errors import RefusedError
 from openadapt_flow.runtime.start.context import RunContext
 from openadapt_flow.runtime.judge.halt import Halt, Pause
-from openadapt_flow.store.states import PausedReason
+from openadapt_flow.store.states import PausedReason, RecordType
 from openadapt_flow.store.entry import JournalEntry
 
 __all__ = ["ask_user", "dispatch", "dispatched", "jsonable", "sleep", "started", "wait_signal"]
@@ -27,20 +27,20 @@ def started(rc: RunContext, step: Step, index: int, *, intent: str | None, sync:
     `name`, the keyed digest of its `inputs` and whether it is `consequential`."""
     data = {"index": index, "action": call.pop("action", step.action), "intent": intent}
     data.update((k, v) for k, v in call.items() if v is not None)
-    return rc.journal.append("step_started", step.id, data, sync=sync)
+    return rc.journal.append(RecordType.STEP_STARTED, step.id, data, sync=sync)
 
 
 def ask_user(rc: RunContext, step_id: str, index: int, question: str, choices: list[str] | None, type_: str | None) -> NoReturn:
     """Ask once (`asked`, fsync'd: never asked twice), then PAUSED(awaiting_user) until an answer is delivered."""
     if step_id not in rc.fold.asked:
-        rc.journal.append("asked", step_id, {"index": index, "question": question, "choices": choices, "type": type_}, sync=True)
+        rc.journal.append(RecordType.ASKED, step_id, {"index": index, "question": question, "choices": choices, "type": type_}, sync=True)
     raise Pause(PausedReason.AWAITING_USER, step_id, question, category="ask_user")
 
 
 def wait_signal(rc: RunContext, step_id: str, index: int, signal: str | None) -> NoReturn:
     """Note the wait once (`waiting_signal`), then PAUSED(awaiting_signal) until the signal is delivered."""
     if step_id not in rc.fold.signals:
-        rc.journal.append("waiting_signal", step_id, {"index": index, "signal": signal}, sync=True)
+        rc.journal.append(RecordType.WAITING_SIGNAL, step_id, {"index": index, "signal": signal}, sync=True)
     raise Pause(PausedReason.AWAITING_SIGNAL, step_id, f"waiting for signal {signal!r}", category="wait_signal")
 
 
@@ -50,7 +50,7 @@ def sleep(rc: RunContext, step_id: str, index: int, due_at: Callable[[], float])
     due = rc.fold.timers.get(step_id)
     if due is None:
         due = due_at()
-        rc.journal.append("timer_set", step_id, {"index": index, "due_epoch": due}, sync=True)
+        rc.journal.append(RecordType.TIMER_SET, step_id, {"index": index, "due_epoch": due}, sync=True)
     if time.time() < due:
         when = datetime.fromtimestamp(due, timezone.utc).isoformat(timespec="seconds")
         raise Pause(PausedReason.AWAITING_TIMER, step_id, f"timer due at {when}", category="timer")
@@ -61,7 +61,7 @@ def dispatched(rc: RunContext, step: Step, point: tuple[int, int] | None = None)
     """Right before any input: the retry budget, the lease fence (spec §5 invariant 7), then `action_dispatched`
     (fsync'd) with the lease generation it is sent under — for a GUI step's input as for a tool's call."""
     rc.before_dispatch(step)
-    return rc.journal.append("action_dispatched", step.id, {"action": step.action, "point": list(point) if point else None,
+    return rc.journal.append(RecordType.ACTION_DISPATCHED, step.id, {"action": step.action, "point": list(point) if point else None,
                                                              "call": step.call, "lease_generation": rc.lease_generation})
 
 

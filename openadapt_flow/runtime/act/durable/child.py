@@ -23,7 +23,7 @@ from openadapt_flow.runtime.judge.halt import Halt, Pause, StopRequested
 from openadapt_flow.runtime.judge.policy import PolicyBlock
 from openadapt_flow.store.base import RunHandle
 from openadapt_flow.store import CHILDREN
-from openadapt_flow.store.states import PausedReason, RunState
+from openadapt_flow.store.states import PausedReason, RecordType, RunState
 
 __all__ = ["ChildCall", "Borrowed", "child_of", "run_child"]
 
@@ -70,7 +70,7 @@ def _start(rc: RunContext, call: ChildCall, child: RunHandle) -> RunOutcome:
     if call.step.id in rc.fold.children:  # a start-up that was cut: nothing in it is a run (begin_run), clear it
         child.discard()
     else:
-        rc.journal.append("child_started", call.step.id, {"index": call.index, "run_dir": f"{CHILDREN}/{call.step.id}",
+        rc.journal.append(RecordType.CHILD_STARTED, call.step.id, {"index": call.index, "run_dir": f"{CHILDREN}/{call.step.id}",
                                                           "what": call.what}, sync=True)
     try:
         return call.start(child)

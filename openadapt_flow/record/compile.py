@@ -35,10 +35,11 @@ from openadapt_flow.record.values import (KEY_NAMES, example_number, file_effect
                                           typed_texts, typed_values)
 from openadapt_flow.record.proof import fact_check, proven, readback_check
 from openadapt_flow.record.region import app_region, inside
+from openadapt_flow.record.shown import ShownFirst
 from openadapt_flow.record.start import start_facts
 from openadapt_flow.record.transient import RestLook, recorded_screens, without_passing
 from openadapt_flow.verify.readback import find_typed
-from openadapt_flow.vision.ocr import OcrEngine, find_text, normalise
+from openadapt_flow.vision.ocr import OcrEngine, Word, find_text, normalise
 from openadapt_flow.vision.diff import changed_box, changed_fraction
 from openadapt_flow.vision.template import Box, intersect, pad_box
 
@@ -103,6 +104,7 @@ class _Compiler:
         self.warnings: list[str] = []
         self.columns = typed_columns(rec)
         self.typed = typed_values(rec)  # every value typed anywhere: no template, label or name may hold one
+        self.shown = ShownFirst(rec, self.ocr)  # ...unless the first screen showed it before any typing (a label)
         # no screen fact holds any of it either, nor a param's value: a later step's text is on no screen this one shows
         self.unfit = typed_texts(rec) + list(self.examples.values()) + rec.data_values
         self.earlier: np.ndarray | None = None  # the screen the step before was checked on (a gone word showed there)
@@ -150,7 +152,7 @@ class _Compiler:
             if min(widget[2:]) < FACE_MIN:  # a glyph's ink: the area around the click instead
                 widget = pad_box((g.x, g.y, 1, 1), FACE_MIN, frame.shape[1], frame.shape[0]) or widget
             self.warnings.append(f"input {i} ({g.describe()}): no widget face under the pointer; the target is the area around it")
-        label = field_label(frame, widget, self.ocr, self.typed) if label_field else None
+        label = field_label(frame, widget, self.ocr, self.typed, self.shown.holds) if label_field else None
         app = app_region(frame, (g.x, g.y))  # no crop takes in the desktop around the app's window
         base = inside(target_crop(frame, widget, label, (g.x, g.y)), app)
         blank = featureless(frame, base)
@@ -163,10 +165,10 @@ class _Compiler:
             self.warnings.append(f"input {i} ({g.describe()}): its target looks like another on the same screen; "
                                  "the replay halts as ambiguous there until the bundle says which (landmarks)")
         x, y, w, h = crop
-        read = [wd for wd in self.ocr.read_closely(frame, crop) if not shows_typed(wd.text, self.typed)]
+        read = [wd for wd in self.ocr.read_closely(frame, crop) if not self._typed_word(wd)]
         # a word the crop's side cuts is a neighbour's ("it]" of Quit beside xedit's Save): not the target's text
         read = [wd for wd in read if not _cut_by_side(frame, crop, wd.box)] or read
-        if label is not None and not shows_typed(label.text, self.typed):  # the label as its own search read it
+        if label is not None and not self._typed_word(label):  # the label as its own search read it
             # (enlarged where 1x half-read it: Swing's "Patient" read "it" in the crop) over the crop's reading there
             read = sorted([label, *(wd for wd in read if intersect(wd.box, label.box) is None)], key=lambda wd: wd.box[0])
         # a word needs two letters or digits in a row to be looked for by OCR or to name the step ("|" is an icon's edge)
@@ -187,7 +189,7 @@ class _Compiler:
             target.pop("text", None)
             read = []
         self.labelled = label is not None
-        return target, widget, name_of(read, self.typed)
+        return target, widget, name_of(read, self.typed - {normalise(wd.text) for wd in read if self.shown.holds(wd)})
 
     def _column_header(self, frame: np.ndarray, widget: Box, g: Gesture, column: str) -> dict[str, Any] | None:
         """A landmark for a cell with no label beside it (the words on its row are data): its column's header, the
@@ -203,7 +205,12 @@ class _Compiler:
         return {"text": column, "dx": cx - g.x, "dy": cy - g.y, "column": True}
 
     def _holds_typed(self, frame: np.ndarray, box: Box) -> bool:
-        return bool(self.typed) and any(shows_typed(w.text, self.typed) for w in self.ocr.read(frame, box))
+        return bool(self.typed) and any(self._typed_word(w) for w in self.ocr.read(frame, box))
+
+    def _typed_word(self, w: Word) -> bool:
+        """Does `w` show a typed value, so no template, target text or name may hold it? Not a landmark the first
+        screen showed at its place before any typing (record/shown.py): a field's label sharing a typed word."""
+        return shows_typed(w.text, self.typed) and not self.shown.holds(w)
 
     def _type(self, i: int, b: Batch, lead: Gesture) -> None:
         target, widget, name = self._target(i, b.before, lead, label_field=True)

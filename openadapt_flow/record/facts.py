@@ -171,9 +171,11 @@ def screen_facts(before: np.ndarray, after: np.ndarray, ocr: OcrEngine, typed: C
     return facts
 
 
-def field_label(frame: np.ndarray, field: Box, ocr: OcrEngine, avoid: Collection[str] = ()) -> Word | None:
+def field_label(frame: np.ndarray, field: Box, ocr: OcrEngine, avoid: Collection[str] = (),
+                landmark: Callable[[Word], bool] | None = None) -> Word | None:
     """The word nearest left of a field on its row: its label. None when that word is a typed value (`avoid`):
-    then the field sits in a row of data (a table), and anything further left is data too."""
+    then the field sits in a row of data (a table), and anything further left is data too; unless `landmark`
+    says the word is the app's own, shown where it is before anything was typed (record/shown.py)."""
     fx, fy, fw, fh = field
     row = (max(0, fx - LABEL_REACH), fy, min(fx, LABEL_REACH), fh)
     def left_of(read: list[Word]) -> list[Word]:
@@ -187,7 +189,9 @@ def field_label(frame: np.ndarray, field: Box, ocr: OcrEngine, avoid: Collection
         if (again is not None and again.conf >= LABEL_SURE and len(normalise(again.text)) >= 3
                 and normalise(again.text).isalpha() and (label is None or again.conf > label.conf)):
             label = again
-    return None if label is not None and shows_typed(label.text, avoid) else label
+    if label is not None and shows_typed(label.text, avoid) and not (landmark is not None and landmark(label)):
+        return None
+    return label
 
 
 def shows_typed(text: str, avoid: Collection[str]) -> bool:

@@ -164,27 +164,3 @@ def face_at(frame: np.ndarray, x: int, y: int) -> Box | None:
 
 def _holds(box: Box, x: int, y: int) -> bool:
     return box[0] <= x < box[0] + box[2] and box[1] <= y < box[1] + box[3]
-
-
-CONTENT_EDGE = 3  # px at a cell crop's sides left out when looking for its content (the grid's lines)
-CONTENT_PAD = 4  # px kept either side of a cell's content
-CONTENT_INK = 48  # a channel this far from the cell's own colour is ink
-
-
-def cell_content(crop: np.ndarray) -> tuple[int, int] | None:
-    """The columns [x0, x1) of a table cell's crop that hold what it shows (its text, padded), or None when it shows
-    nothing or its content fills it already. A column's width is the data's and the window's, not the app's: a
-    template cut border to border fits no cell of a column that came up narrower at another launch."""
-    h, w = crop.shape[:2]
-    if w <= 2 * CONTENT_EDGE + 1:
-        return None
-    flat = crop.reshape(-1, crop.shape[2]).astype(np.int16)
-    colours, counts = np.unique(flat, axis=0, return_counts=True)
-    ground = colours[counts.argmax()]
-    ink = (np.abs(crop.astype(np.int16) - ground).max(axis=2) > CONTENT_INK)[:, CONTENT_EDGE:w - CONTENT_EDGE]
-    cols = np.nonzero(ink.any(axis=0))[0]
-    if not len(cols):
-        return None
-    x0 = max(0, int(cols[0]) + CONTENT_EDGE - CONTENT_PAD)
-    x1 = min(w, int(cols[-1]) + CONTENT_EDGE + 1 + CONTENT_PAD)
-    return None if x1 - x0 >= 0.9 * w else (x0, x1)

@@ -28,8 +28,7 @@ from openadapt_flow.fixture.gestures import Gesture
 from openadapt_flow.fixture.infer import click_region
 from openadapt_flow.fixture.recorder import Batch, Recording
 from openadapt_flow.fixture.textfield import EditBuffer
-from openadapt_flow.record.anchor import (FACE_MIN, cell_content, cut_target, face_at, featureless, text_area,
-                                          typed_at_caret)
+from openadapt_flow.record.anchor import FACE_MIN, cut_target, face_at, featureless, text_area, typed_at_caret
 from openadapt_flow.record.facts import (Fact, fact_doc, field_label, name_of, result_fact, screen_facts, shows_typed, still_shown,
                                          target_crop)
 from openadapt_flow.record.values import (KEY_NAMES, example_number, file_effect, param_slug, same, slug, typed_columns,
@@ -205,22 +204,6 @@ class _Compiler:
             return None
         return {"text": column, "dx": cx - g.x, "dy": cy - g.y, "column": True}
 
-    def _to_content(self, target: dict[str, Any], cell: Box, header: dict[str, Any]) -> None:
-        """A typed cell found by its column's header: its template is what the cell shows (a new record's NULL), not
-        the cell's width, which the data and the window set anew at each launch (`anchor.cell_content`). The click
-        goes to the middle of that content, in the same cell; the header's offset follows the click."""
-        path, (x, y, w, h), (px, py) = target["template"], target["region"], target["point"]
-        if tuple(inside((x, y, w, h), cell)) != (x, y, w, h):
-            return  # the crop was grown past the cell to be unique: it is not the cell's alone
-        cols = cell_content(self.crops[path])
-        if cols is None:
-            return
-        x0, x1 = cols
-        self.crops[path] = self.crops[path][:, x0:x1]
-        nx = (x0 + x1) // 2
-        header["dx"] += px - nx
-        target["region"], target["point"] = [x + x0, y, x1 - x0, h], [nx - x0, py]
-
     def _holds_typed(self, frame: np.ndarray, box: Box) -> bool:
         return bool(self.typed) and any(self._typed_word(w) for w in self.ocr.read(frame, box))
 
@@ -257,7 +240,6 @@ class _Compiler:
         header = self._column_header(b.before, widget, lead, column) if column and not self.labelled else None
         if header is not None:
             target["landmarks"] = [header]
-            self._to_content(target, widget, header)
         step = {"intent": f"Type the {what.replace('_', ' ')}", "action": "type", "target": target, "text": text}
         self.typed_value = value
         self.in_field = True

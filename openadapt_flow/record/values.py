@@ -32,6 +32,19 @@ def typed_values(rec: Recording) -> set[str]:
     return out
 
 
+def typed_texts(rec: Recording) -> list[str]:
+    """Each run of text typed in the recording, whole, as typed: no screen fact may hold it or a word of it, whichever
+    step typed it (a word the next step types is on no screen a replay of this one shows)."""
+    out = []
+    for b in rec.batches:
+        buf = EditBuffer()
+        for g in b.edits:
+            buf.apply(g)
+        if buf.text.strip():
+            out.append(buf.text)
+    return out
+
+
 def file_effect(change: dict[str, Any], fields: Sequence[Typed]) -> dict[str, Any] | None:
     """A watched file's change as a file effect: the count of the longest typed value the new content holds more
     often than before (`contains: "{param}"`), else the file's existence when the step created it."""

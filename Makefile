@@ -93,7 +93,7 @@ unit: bytecode
 e2e: bytecode
 	$(VPY) -m pytest -q tests/e2e
 
-# the whole real-app corpus (tests/realapps: 10 apps, 8 toolkits), every app recorded once and replayed with other
+# the whole real-app corpus (tests/realapps: 15 apps, 13 toolkits), every app recorded once and replayed with other
 # values, moved, dark, at scale 1.25 and from a dirty start; prints the figure per app and in total (~3 min, 3 workers)
 realapps: bytecode
 	$(VPY) -m pytest -q -n 3 --dist loadfile tests/realapps

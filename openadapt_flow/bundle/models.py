@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import re
-from typing import Any, Literal
+from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, ValidationInfo, field_validator, model_validator
 
 from openadapt_flow.errors import control_char
 
@@ -171,10 +171,40 @@ class RowChange(Strict):
         return self
 
 
+class LineChange(Strict):
+    """One hunk a whole-change file effect expects the step to make (docs/bundle.md, "Whole-change file effects"):
+    the lines `removed` from the file and the lines `added` in their place, as a line diff of the file before and
+    after the step finds them. Lines are literals or hold `{param}`s. No line numbers: a document holding other lines
+    than the recording's still verifies the same edit. `after` (optional) is the nearest non-blank line above the
+    hunk in the file before, for an edit inside a structured file whose changed line alone does not say where it went (a
+    .po catalogue's `msgstr ""`)."""
+
+    removed: list[str] = Field(default_factory=list)
+    added: list[str] = Field(default_factory=list)
+    after: str | None = None
+
+    @model_validator(mode="after")
+    def _some_line(self) -> "LineChange":
+        if not self.removed and not self.added:
+            raise ValueError("a line change needs removed or added lines")
+        for line in [*self.removed, *self.added, *([self.after] if self.after is not None else [])]:
+            if "\n" in line or "\r" in line:
+                raise ValueError(f"a line change's line holds a line break: {line[:40]!r} (one line an entry)")
+        return self
+
+
+def _change_shape(value: Any) -> str:
+    """Which change a `changes:` entry is: a row (it names a table) or a file's lines."""
+    return "row" if not isinstance(value, dict) or "table" in value else "lines"
+
+
+AnyChange = Annotated[Union[Annotated[RowChange, Tag("row")], Annotated[LineChange, Tag("lines")]],
+                      Discriminator(_change_shape)]
+
 EFFECT_FIELDS = {  # the fields each kind reads; any other is refused (a typo must not silently verify nothing)
     "sql": ("dsn", "dsn_env", "query", "changes", "tables", "max_rows"),
     "http": ("url", "token_env", "json_path", "contains"),
-    "file": ("path", "contains"),
+    "file": ("path", "contains", "changes"),
 }
 
 
@@ -184,7 +214,7 @@ class Effect(Strict):
     dsn: str | None = None
     dsn_env: str | None = None  # sql: the variable holding the DSN (with its password)
     query: str | None = None
-    changes: list[RowChange] | None = None  # sql: the whole change the step makes; anything else is collateral
+    changes: list[AnyChange] | None = None  # sql rows / file line hunks: the whole change; anything else is collateral
     tables: list[str] | None = None  # sql changes: the tables compared (SQLite default: all; PostgreSQL: changes')
     max_rows: int | None = Field(default=None, gt=0, le=1_000_000)  # sql changes: the most rows one snapshot reads
     url: str | None = None
@@ -219,6 +249,12 @@ class Effect(Strict):
                 article = "an" if self.kind == "http" else "a"
                 raise ValueError(f"{article} {self.kind} effect does not take {', '.join(dict.fromkeys(alien))}")
         if self.changes is not None:
+            want = {"sql": RowChange, "file": LineChange}.get(self.kind or "")
+            if want is not None and not all(isinstance(c, want) for c in self.changes):
+                raise ValueError("a sql effect's changes are rows ({table: ..., added: {...}})" if want is RowChange else
+                                 "a file effect's changes are line hunks ({removed: [...], added: [...]})")
+            if self.contains is not None:
+                raise ValueError("a file effect counts contains or compares changes, not both")
             if self.query is not None:
                 raise ValueError("a sql effect reads a query or compares changes, not both")
             if self.expect.increase_by is not None or self.expect.equals is not None:

@@ -10,6 +10,8 @@ from typing import Any, Protocol
 from openadapt_flow.bundle.params import parse_number
 from openadapt_flow.fixture.recorder import Recording
 from openadapt_flow.fixture.textfield import EditBuffer
+from openadapt_flow.verify.filechange import hunks, text_lines
+from openadapt_flow.verify.readers import NAMED_PLACEHOLDER
 from openadapt_flow.vision.ocr import normalise
 
 
@@ -33,9 +35,34 @@ def typed_values(rec: Recording) -> set[str]:
 
 
 def file_effect(change: dict[str, Any], fields: Sequence[Typed]) -> dict[str, Any] | None:
-    """A watched file's change as a file effect: the count of the longest typed value the new content holds more
-    often than before (`contains: "{param}"`), else the file's existence when the step created it."""
+    """A watched file's change as a file effect. The whole change (`changes:`): the line diff of the file before and
+    after the step as hunks, each typed value in them replaced by its `{param}` (the longest first), a line holding
+    none left literal; a hunk inside the file (not an append at its end) also names the non-blank line above it
+    (`after`), so a value saved into another entry is told apart. When no hunk holds a typed value although values
+    were typed (the app saved something derived from them), or a line already holds a `{name}` of its own, the
+    count of the longest typed value the new content holds more often than before (`contains: "{param}"`); else
+    the file's existence when the step created it."""
+    if change.get("unreadable"):
+        return None
     new, old = change.get("content") or "", change.get("previous") or ""
+    before, cut = text_lines(old), hunks(text_lines(old), text_lines(new))
+    typed = sorted((f for f in fields if f.value.strip()), key=lambda f: len(f.value), reverse=True)
+
+    def param(line: str) -> str:
+        for f in typed:
+            line = line.replace(f.value, "{" + f.param + "}")
+        return line
+
+    lines = [x for h in cut for x in (*h.removed, *h.added, *([h.above] if h.above is not None else []))]
+    holds = any(f.value in x for f in typed for x in lines)
+    if cut and (holds or not typed) and not any(NAMED_PLACEHOLDER.search(x) for x in lines):
+        out = []
+        for h in cut:
+            hunk: dict[str, Any] = {"removed": [param(x) for x in h.removed], "added": [param(x) for x in h.added]}
+            if h.at < len(before) and h.above is not None:  # inside the file: where it went matters
+                hunk["after"] = param(h.above)
+            out.append({k: v for k, v in hunk.items() if v != []})
+        return {"kind": "file", "path": change["path"], "changes": out}
     held = [f for f in fields if f.value.strip() and new.count(f.value) > old.count(f.value)]
     if held:
         f = max(held, key=lambda f: len(f.value))

@@ -204,7 +204,7 @@ AnyChange = Annotated[Union[Annotated[RowChange, Tag("row")], Annotated[LineChan
 EFFECT_FIELDS = {  # the fields each kind reads; any other is refused (a typo must not silently verify nothing)
     "sql": ("dsn", "dsn_env", "query", "changes", "tables", "max_rows"),
     "http": ("url", "token_env", "json_path", "contains"),
-    "file": ("path", "contains", "changes"),
+    "file": ("path", "contains", "changes", "volatile"),
 }
 
 
@@ -217,6 +217,9 @@ class Effect(Strict):
     changes: list[AnyChange] | None = None  # sql rows / file line hunks: the whole change; anything else is collateral
     tables: list[str] | None = None  # sql changes: the tables compared (SQLite default: all; PostgreSQL: changes')
     max_rows: int | None = Field(default=None, gt=0, le=1_000_000)  # sql changes: the most rows one snapshot reads
+    # file changes: lines beginning with one of these (an app's bookkeeping, e.g. a save's timestamp) are left out of
+    # the diff on both sides
+    volatile: list[str] | None = None
     url: str | None = None
     token_env: str | None = None  # http: the variable holding a bearer token
     path: str | None = None
@@ -263,6 +266,12 @@ class Effect(Strict):
                 raise ValueError("changes: needs at least one row (a step that writes nothing declares no effect)")
         elif self.tables is not None or self.max_rows is not None:
             raise ValueError("tables and max_rows go with changes:")
+        if self.volatile is not None:
+            if self.changes is None:
+                raise ValueError("volatile goes with changes:")
+            short = [v for v in self.volatile if len(v.strip()) < 3]
+            if short:  # an empty prefix would leave every line out
+                raise ValueError(f"a volatile line prefix needs 3 or more characters, not {short[0]!r}")
         return self
 
 

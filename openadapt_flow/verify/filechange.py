@@ -7,6 +7,9 @@ A hunk carries no line number or context, so a document holding other lines than
 edit; an optional `after` line (the nearest non-blank line above the hunk in the file before) says where an edit inside a
 structured file went when its own lines do not (a .po catalogue's `msgstr ""` under its `msgid`).
 
+Lines beginning with a `volatile:` prefix (an app's bookkeeping: a save's timestamp) are left out of every reading,
+so they are on neither side of the diff.
+
 What a reading journals is one keyed digest a line (`{"exists", "lines": [digest, ...]}`), so nothing the file holds
 — a secret included — reaches the run directory through it; the text of every line read in this process stays in
 the verifier's memory, by digest, for the one-line account of what differed. The same `hunks` function cuts the
@@ -143,6 +146,7 @@ class FileChange:
             raise ConfigError("a file effect needs path")
         self.path = Path(effect.path)
         self.expected = fill_lines(effect, params)
+        self.volatile = tuple(effect.volatile or ())
         self.key = key
         self.secrets = dict(secrets or {})
         self.memory: dict[str, str] = {}  # digest → the line, for every line read (or declared) in this process
@@ -162,7 +166,7 @@ class FileChange:
             return Reading(False, error=f"{self.path}: {type(e).__name__}: {e.strerror or e}")
         except UnreadableFile as e:
             return Reading(False, error=f"{self.path} is {e}: a file effect reads plain or gzip-compressed text")
-        lines = text_lines(text)
+        lines = [x for x in text_lines(text) if not x.startswith(self.volatile)] if self.volatile else text_lines(text)
         if len(lines) > MAX_LINES:
             return Reading(False, error=f"{self.path} holds {len(lines)} lines, more than a whole-change file effect "
                                         f"compares ({MAX_LINES})")

@@ -177,3 +177,23 @@ def test_the_model_refuses_what_cannot_be_judged() -> None:
         Effect(kind="file", path="/x", changes=[{"after": "x"}])
     with pytest.raises(ConfigError, match=r"uses \{other\}"):
         make_verifier(Effect(kind="file", path="/x", changes=[{"added": ["{other}"]}]), {"a": "1"})
+
+
+def test_validate_names_a_hunk_line_with_an_undeclared_param_and_refuses_an_unreadable_file(tmp_path: Path) -> None:
+    from tests.support.bundles import minimal_flow, write_bundle
+    from tests.support.cli import run_flow
+
+    doc = tmp_path / "notes.txt"
+    doc.write_text("Visits\n")
+    step = minimal_flow()["steps"][0] | {"effect": {"kind": "file", "path": str(doc),
+                                                    "changes": [{"added": ["Patient: {nobody}"]}]}}
+    write_bundle(tmp_path / "bundle", minimal_flow(steps=[step]))
+    r = run_flow(["validate", "bundle"], tmp_path)
+    assert r.returncode == 2 and "flow.yaml:" in r.stderr and "{nobody} names no declared param" in r.stderr, r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr
+    step["effect"]["changes"] = [{"added": ["Patient: {vendor}"]}]
+    write_bundle(tmp_path / "bundle", minimal_flow(steps=[step]))
+    assert run_flow(["validate", "bundle"], tmp_path).returncode == 0, "a declared param: valid"
+    doc.write_bytes(b"PK\x03\x04 a zip")
+    r = run_flow(["validate", "bundle"], tmp_path)
+    assert r.returncode == 2 and "zip archive" in r.stderr, r.stderr

@@ -31,7 +31,7 @@ from openadapt_flow.errors import ConfigError
 from openadapt_flow.fixture.filetext import UnreadableFile, read_file_text
 from openadapt_flow.store.records import ChangeDoc, Reading
 from openadapt_flow.verify.changes import MAX_LISTED, mask
-from openadapt_flow.verify.readers import fill_contains
+from openadapt_flow.verify.readers import NAMED_PLACEHOLDER, fill_contains
 from openadapt_flow.verify.verdicts import ABSENT, CONFIRMED, CONFLICTING, UNAVAILABLE, Judgement
 
 MAX_LINES = 200_000  # lines one reading may hold (its digests are journaled): more is an unavailable reading
@@ -99,6 +99,7 @@ class Declared:
     removed: tuple[str, ...]
     added: tuple[str, ...]
     after: str | None
+    literal: bool = False  # no line of it holds a {param}
 
     def describe(self) -> str:
         parts = ([f"removed {', '.join(_short(x) for x in self.removed)}"] if self.removed else []) + (
@@ -113,14 +114,21 @@ def fill_lines(effect: Effect, params: Mapping[str, Any]) -> list[Declared]:
         if not isinstance(c, LineChange):
             raise ConfigError("a file effect's changes are line hunks ({removed: [...], added: [...]})")
         after = fill_contains(c.after, params) if c.after is not None else None
+        literal = not any(NAMED_PLACEHOLDER.search(x) for x in [*c.removed, *c.added, c.after or ""])
         out.append(Declared(tuple(fill_contains(x, params) for x in c.removed),
-                            tuple(fill_contains(x, params) for x in c.added), after))
+                            tuple(fill_contains(x, params) for x in c.added), after, literal))
     return out
 
 
 def _fits(h: Hunk[str], want: tuple[tuple[str, ...], tuple[str, ...], str | None]) -> bool:
     removed, added, after = want
     return h.removed == removed and h.added == added and (after is None or h.above == after)
+
+
+def _holds(lines: Sequence[str], block: tuple[str, ...]) -> bool:
+    """Do `lines` hold `block`, one line after the other?"""
+    n = len(block)
+    return n > 0 and any(tuple(lines[k:k + n]) == block for k in range(len(lines) - n + 1))
 
 
 def _kind(h: Hunk[str]) -> Literal["added", "changed", "removed"]:
@@ -192,7 +200,14 @@ class FileChange:
         if before == after:
             return Judgement(ABSENT, "the file is unchanged")
         seen = hunks(before[1], after[1], blank=lambda d: d.startswith(BLANK))
-        want = [self._want(d) for d in self.expected]
+        expected, want = [], []
+        for d in self.expected:
+            w = self._want(d)
+            if d.literal and not d.removed and not any(_fits(h, w) for h in seen) and \
+                    _holds(before[1], w[1]) and _holds(after[1], w[1]):
+                continue  # the app's own lines, added once (a catalogue header's fields): there before and after
+            expected.append(d)
+            want.append(w)
         fits, k = [], 0  # the declared hunks found in order among those seen; any other is a collateral change
         for h in seen:
             fits.append(k < len(want) and _fits(h, want[k]))
@@ -200,7 +215,7 @@ class FileChange:
         listing = self._listing(seen, fits)
         if len(seen) == len(want) and all(fits):
             return Judgement(CONFIRMED, f"exactly the declared change ({len(seen)} hunk(s))", listing)
-        return Judgement(CONFLICTING, self._masked(self._account(seen, want, fits)), listing)
+        return Judgement(CONFLICTING, self._masked(self._account(seen, expected, want, fits)), listing)
 
     def _masked(self, text: str) -> str:
         for name, secret in self.secrets.items():
@@ -219,18 +234,18 @@ class FileChange:
                  "values": {"removed": text(seen[i].removed), "added": text(seen[i].added)}, "expected": fits[i]}
                 for i in order]
 
-    def _account(self, seen: list[Hunk[str]], want: list[tuple[tuple[str, ...], tuple[str, ...], str | None]],
-                 fits: list[bool]) -> str:
+    def _account(self, seen: list[Hunk[str]], expected: list[Declared],
+                 want: list[tuple[tuple[str, ...], tuple[str, ...], str | None]], fits: list[bool]) -> str:
         """One line: how the change seen differs from the declared one."""
         if not seen:  # only the file's existence changed (created empty, or removed while empty)
             return "the file changed otherwise: it was created or removed empty; the effect declares " + "; ".join(
-                d.describe() for d in self.expected)
+                d.describe() for d in expected)
         if sum(fits) == len(want):  # every declared hunk is there, in order: the rest is collateral
             extra = [h for h, ok in zip(seen, fits) if not ok]
             return (f"the file changed otherwise: the declared change landed, and {len(extra)} change(s) the step "
                     f"does not declare, first {self._seen(extra[0])}")
         i = next(n for n, ok in enumerate(fits) if not ok) if not all(fits) else len(seen)
-        d = self.expected[sum(fits)]
+        d = expected[sum(fits)]
         if i >= len(seen):
             return f"the file changed otherwise: declared but not seen: {d.describe()}"
         h = seen[i]
@@ -252,7 +267,7 @@ class FileChange:
         lines = got[1]
         for d in self.expected:
             r = self._want(d)[0]
-            if r and not any(tuple(lines[k:k + len(r)]) == r for k in range(len(lines) - len(r) + 1)):
+            if r and not _holds(lines, r):
                 return self._masked(f"{self.path} holds no line(s) {', '.join(_short(x) for x in d.removed)} before the "
                                     "step: the change it declares could never be seen")
         return None

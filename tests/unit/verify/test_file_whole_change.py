@@ -197,3 +197,24 @@ def test_validate_names_a_hunk_line_with_an_undeclared_param_and_refuses_an_unre
     doc.write_bytes(b"PK\x03\x04 a zip")
     r = run_flow(["validate", "bundle"], tmp_path)
     assert r.returncode == 2 and "zip archive" in r.stderr, r.stderr
+
+
+def test_the_apps_own_header_lines_added_once_do_not_fail_the_next_save(tmp_path: Path) -> None:
+    """Poedit adds its header fields on a catalogue's first save; the next save finds them there. A literal hunk
+    (no {param}) that only adds lines the file holds before and after is the app's, already done; a hunk with a
+    param is never taken as already done (a value there from before proves nothing)."""
+    po = tmp_path / "fr.po"
+    header = '"X-Generator: Poedit 3.2.2\\n"'
+    changes = [{"added": [header], "after": '"Language: es\\n"'},
+               {"removed": ['msgstr ""'], "added": ['msgstr "{word}"'], "after": 'msgid "Save"'}]
+    v = verifier(po, changes, {"word": "Guardar"})
+    stamped = PO.replace('"Language: es\\n"\n', '"Language: es\\n"\n' + header + "\n")
+    assert judged(v, po, PO, stamped.replace('msgid "Save"\nmsgstr ""', 'msgid "Save"\nmsgstr "Guardar"')).verdict == CONFIRMED
+    again = judged(v, po, stamped, stamped.replace('msgid "Save"\nmsgstr ""', 'msgid "Save"\nmsgstr "Guardar"'))
+    assert again.verdict == CONFIRMED, again.detail
+    # the field added a second time is not what the recording saw (it went below its own copy): not taken as done
+    twice = stamped.replace('"Language: es\\n"\n', '"Language: es\\n"\n' + header + "\n")
+    assert judged(v, po, stamped, twice.replace('msgid "Save"\nmsgstr ""', 'msgid "Save"\nmsgstr "Guardar"')).verdict == CONFLICTING
+    # a param's line already there is not "already done": the step must add it
+    w = verifier(po, [{"added": ["Patient: {p}"]}], {"p": "Ann"})
+    assert judged(w, po, "Patient: Ann\n", "Patient: Ann\nother\n").verdict == CONFLICTING

@@ -16,6 +16,7 @@ from openadapt_flow.report.meanings import codes, headline, outcome_words
 from openadapt_flow.report.render import write_reports
 from openadapt_flow.store import RunHandle
 from openadapt_flow.bundle.models import Step
+from openadapt_flow.bundle.outcome import unverified_message, unverified_outcome
 from openadapt_flow.runtime import effective_state
 from openadapt_flow.verify.readers import unreadable_file_effect
 from openadapt_flow.verify.screen import verification_plan
@@ -27,18 +28,25 @@ def validate_cmd(
     bundle: Path = typer.Argument(..., help="bundle folder"),
     strict: bool = typer.Option(False, "--strict", help="exit 2 when there is any warning (a step a replay cannot "
                                 "verify, a consequential step with no effect), as for an invalid bundle"),
+    allow_unverified: bool = typer.Option(False, "--allow-unverified", help="accept a bundle whose outcome (its last "
+                                          "consequential step) nothing that depends on its params verifies"),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
-    """Validate a bundle without running it. Warnings (what a replay could not check) come first; --strict fails on them."""
+    """Validate a bundle without running it. Warnings (what a replay could not check) come first; --strict fails on them.
+    An outcome nothing checks with the params fails it (exit 2) unless --allow-unverified."""
     loaded = load_bundle(bundle)
     model = loaded.model
     for s in model.steps:  # a format no file effect reads would only ever be found as a run that cannot verify
         if s.effect is not None and (why := unreadable_file_effect(s.effect)):
             raise ConfigError(f"step {s.id!r}: {why}")
+    unverified = unverified_outcome(model)
+    if unverified is not None and not allow_unverified:  # a wrong result would replay as COMPLETED: refused
+        raise UsageError(f"{bundle}: {unverified_message(unverified)}")
     reset = model.reset
     reset_steps = reset.steps or [] if reset is not None else []
     warnings = (effect_warnings(model.steps) + verification_warnings(model.steps)
-                + ["reset " + w for w in verification_warnings(reset_steps)])
+                + ["reset " + w for w in verification_warnings(reset_steps)]
+                + ([f"{unverified_message(unverified)} (accepted: --allow-unverified)"] if unverified else []))
     refused = strict and bool(warnings)
     info = {"ok": not refused, "name": model.name, "steps": len(model.steps), "digest": loaded.digest,
             "templates": len(loaded.templates), "start": len(model.start),

@@ -22,6 +22,7 @@ from PIL import Image
 
 from openadapt_flow.bundle.loader import load_bundle
 from openadapt_flow.bundle.models import BUNDLE_SCHEMA
+from openadapt_flow.bundle.outcome import unverified_message, unverified_outcome
 from openadapt_flow.errors import UsageError
 from openadapt_flow.fixture.gestures import Gesture
 from openadapt_flow.fixture.infer import click_region
@@ -31,13 +32,14 @@ from openadapt_flow.record.anchor import FACE_MIN, cut_target, face_at, featurel
 from openadapt_flow.record.facts import (Fact, fact_doc, field_label, name_of, result_fact, screen_facts, shows_typed, still_shown,
                                          target_crop)
 from openadapt_flow.record.values import (KEY_NAMES, example_number, file_effect, param_slug, same, slug, typed_columns,
-                                          typed_values)
+                                          typed_texts, typed_values)
 from openadapt_flow.record.proof import fact_check, proven, readback_check
 from openadapt_flow.record.region import app_region, inside
+from openadapt_flow.record.shown import ShownFirst
 from openadapt_flow.record.start import start_facts
 from openadapt_flow.record.transient import RestLook, recorded_screens, without_passing
 from openadapt_flow.verify.readback import find_typed
-from openadapt_flow.vision.ocr import OcrEngine, find_text, normalise
+from openadapt_flow.vision.ocr import OcrEngine, Word, find_text, normalise
 from openadapt_flow.vision.diff import changed_box, changed_fraction
 from openadapt_flow.vision.template import Box, intersect, pad_box
 
@@ -51,6 +53,7 @@ HEADER_SLACK = 8  # px a header's centre may lie beside its column (a header wid
 FOCUS_CHANGED_FLOOR = 0.01  # a smaller least share is left to the replay's default (any visible change)
 FOCUS_CHANGED_SHARE = 0.5  # of the share of a key step's area that changed in the recording: the least a replay must change
 CUT_INK = 60  # grey levels from the crop's background: ink on a crop's side column cuts a glyph
+BORDER_SHARE = 0.8  # of the crop's height: a side column inked along this much, past the word, is a border
 HEADER = "# Compiled by `flow record` from a demonstration; review it (ids, params, facts, effects), then edit freely.\n"
 
 
@@ -68,13 +71,19 @@ def _literal(text: str) -> str:
 
 def _cut_by_side(frame: np.ndarray, crop: Box, word: Box) -> bool:
     """Does the crop's left or right side cut the word's glyphs (ink on the side column, in the word's rows, where
-    the word reaches it)? Tesseract's box of a word at a tight crop's side is no evidence by itself."""
+    the word reaches it)? Tesseract's box of a word at a tight crop's side is no evidence by itself. A side column
+    inked past the word's rows along most of the crop's height is a border (a button's edge, FLTK's dotted focus
+    ring around "Overwrite"), not a glyph: a cut glyph's ink stays within its word's rows."""
     x, y, w, h = crop
     gray = frame[y:y + h, x:x + w].astype(np.int16).mean(axis=2) if frame.ndim == 3 else frame[y:y + h, x:x + w]
     background = float(np.median(gray))
-    rows = slice(max(0, word[1] - y), max(0, word[1] - y) + word[3])
+    top = max(0, word[1] - y)
     for col, reaches in ((0, word[0] <= x + 1), (w - 1, word[0] + word[2] >= x + w - 1)):
-        if reaches and (np.abs(gray[rows, col] - background) > CUT_INK).any():
+        ink = np.flatnonzero(np.abs(gray[:, col] - background) > CUT_INK)
+        if not reaches or not ((ink >= top) & (ink < top + word[3])).any():
+            continue
+        border = (ink[0] < top - 1 or ink[-1] > top + word[3]) and ink[-1] - ink[0] + 1 >= BORDER_SHARE * h
+        if not border:
             return True
     return False
 
@@ -102,6 +111,10 @@ class _Compiler:
         self.warnings: list[str] = []
         self.columns = typed_columns(rec)
         self.typed = typed_values(rec)  # every value typed anywhere: no template, label or name may hold one
+        self.shown = ShownFirst(rec, self.ocr)  # ...unless the first screen showed it before any typing (a label)
+        # no screen fact holds any of it either, nor a param's value: a later step's text is on no screen this one shows
+        self.unfit = typed_texts(rec) + list(self.examples.values()) + rec.data_values
+        self.earlier: np.ndarray | None = None  # the screen the step before was checked on (a gone word showed there)
         self.input = 0  # the input being compiled (1-based)
         self.changed: Box | None = None  # where the last input that changed the screen changed it
         self.passing: np.ndarray | None = None  # the input's screen's pixels that showed a neighbour's passing look
@@ -117,6 +130,7 @@ class _Compiler:
             if lead is None and not b.edits:
                 continue
             self.input = i
+            self.earlier = self.rec.batches[i - 2].after if i > 1 else None
             if lead is not None and lead.kind in CLICKS and b.edits:
                 self._type(i, b, lead)
             elif lead is not None and lead.kind in CLICKS:
@@ -127,8 +141,11 @@ class _Compiler:
                 self._scroll(i, b, lead)
             elif lead is not None:
                 self.warnings.append(f"input {i} ({lead.describe()}): bundles have no such action; left out")
-            else:
+            else:  # typing on its own; after Enter or Tab the recorder cuts it from the key (fixture/recorder.py)
+                at, prev = len(self.steps) - 1, self.rec.batches[i - 2] if i > 1 else None
                 self._typed_without_click(i, b)
+                if prev is not None and prev.acted is not None and prev.acted.kind == "key" and not prev.edits:
+                    self._name_key_by_field(at)
 
     # -- steps -------------------------------------------------------------------------------------
 
@@ -142,7 +159,7 @@ class _Compiler:
             if min(widget[2:]) < FACE_MIN:  # a glyph's ink: the area around the click instead
                 widget = pad_box((g.x, g.y, 1, 1), FACE_MIN, frame.shape[1], frame.shape[0]) or widget
             self.warnings.append(f"input {i} ({g.describe()}): no widget face under the pointer; the target is the area around it")
-        label = field_label(frame, widget, self.ocr, self.typed) if label_field else None
+        label = field_label(frame, widget, self.ocr, self.typed, self.shown.holds) if label_field else None
         app = app_region(frame, (g.x, g.y))  # no crop takes in the desktop around the app's window
         base = inside(target_crop(frame, widget, label, (g.x, g.y)), app)
         blank = featureless(frame, base)
@@ -155,10 +172,10 @@ class _Compiler:
             self.warnings.append(f"input {i} ({g.describe()}): its target looks like another on the same screen; "
                                  "the replay halts as ambiguous there until the bundle says which (landmarks)")
         x, y, w, h = crop
-        read = [wd for wd in self.ocr.read_closely(frame, crop) if not shows_typed(wd.text, self.typed)]
+        read = [wd for wd in self.ocr.read_closely(frame, crop) if not self._typed_word(wd)]
         # a word the crop's side cuts is a neighbour's ("it]" of Quit beside xedit's Save): not the target's text
         read = [wd for wd in read if not _cut_by_side(frame, crop, wd.box)] or read
-        if label is not None and not shows_typed(label.text, self.typed):  # the label as its own search read it
+        if label is not None and not self._typed_word(label):  # the label as its own search read it
             # (enlarged where 1x half-read it: Swing's "Patient" read "it" in the crop) over the crop's reading there
             read = sorted([label, *(wd for wd in read if intersect(wd.box, label.box) is None)], key=lambda wd: wd.box[0])
         # a word needs two letters or digits in a row to be looked for by OCR or to name the step ("|" is an icon's edge)
@@ -179,7 +196,7 @@ class _Compiler:
             target.pop("text", None)
             read = []
         self.labelled = label is not None
-        return target, widget, name_of(read, self.typed)
+        return target, widget, name_of(read, self.typed - {normalise(wd.text) for wd in read if self.shown.holds(wd)})
 
     def _column_header(self, frame: np.ndarray, widget: Box, g: Gesture, column: str) -> dict[str, Any] | None:
         """A landmark for a cell with no label beside it (the words on its row are data): its column's header, the
@@ -195,7 +212,12 @@ class _Compiler:
         return {"text": column, "dx": cx - g.x, "dy": cy - g.y, "column": True}
 
     def _holds_typed(self, frame: np.ndarray, box: Box) -> bool:
-        return bool(self.typed) and any(shows_typed(w.text, self.typed) for w in self.ocr.read(frame, box))
+        return bool(self.typed) and any(self._typed_word(w) for w in self.ocr.read(frame, box))
+
+    def _typed_word(self, w: Word) -> bool:
+        """Does `w` show a typed value, so no template, target text or name may hold it? Not a landmark the first
+        screen showed at its place before any typing (record/shown.py): a field's label sharing a typed word."""
+        return shows_typed(w.text, self.typed) and not self.shown.holds(w)
 
     def _type(self, i: int, b: Batch, lead: Gesture) -> None:
         target, widget, name = self._target(i, b.before, lead, label_field=True)
@@ -256,9 +278,14 @@ class _Compiler:
                   {"intent": f"Press {lead.combo}", "action": "hotkey" if len(keys) > 1 else "key", "keys": keys}, key, lead)
         if b.edits:
             at = len(self.steps) - 1
+            self.earlier = b.before  # the typing's screen before is the key's after (b.mid)
             self._typed_without_click(i, typed)
-            if len(self.steps) > at + 1 and self.steps[-1]["id"] != "type":  # the key moved to a field: say which
-                self._rename(at, f"{self.steps[at]['id']}-to-{self.steps[-1]['id']}")
+            self._name_key_by_field(at)
+
+    def _name_key_by_field(self, at: int) -> None:
+        """Step `at`, a key, was followed by typing a param: the key moved to that field, its id says which."""
+        if 0 <= at < len(self.steps) - 1 and self.steps[at]["action"] in ("key", "hotkey") and self.steps[-1]["id"] != "type":
+            self._rename(at, f"{self.steps[at]['id']}-to-{self.steps[-1]['id']}")
 
     def _rename(self, at: int, base: str) -> None:
         """Give step `at` a clearer id (unique), and the warnings already naming it the new one."""
@@ -361,11 +388,11 @@ class _Compiler:
             self.warnings.append(f"step {sid!r}: the screen did not change after its input (was it delivered?); "
                                  "no screen fact can check it")
         facts = self._proven(sid, self._facts(step, b), b, "target" in step)
-        # a key acts where the focus is: the field the step before it found (Enter commits the cell typed into), so
-        # its areas are placed from there at replay; with no target before it, an area at recorded screen pixels is
-        # not where a moved window shows it
-        focused = "target" not in step and step["action"] in ("key", "hotkey") and bool(self.steps) \
-            and "target" in self.steps[-1]
+        # a key acts where the focus is: the field the last step with a target found (Enter commits the cell typed
+        # into; ctrl+s after it opens a dialog on the same window), and the replay places its areas from there; with
+        # no target before it, an area at recorded screen pixels is not where a moved window shows it
+        focused = "target" not in step and step["action"] in ("key", "hotkey") \
+            and any("target" in s for s in self.steps)
         if "target" not in step and not focused and any(f.kind == "region_changed" for f in facts):
             facts = [f for f in facts if f.kind != "region_changed"]
             self.warnings.append(f"step {sid!r} (input {self.input}): it changed no word the replay can read, only an area "
@@ -401,8 +428,12 @@ class _Compiler:
         if typed_here and "target" in step:
             return []  # the runtime reads the value back from the field's crop
         facts = self._typed_fact(self.typed_value, step["text"], b) if typed_here else \
-            screen_facts(before, b.after, self.ocr, [f.value for f in self.fields] + self.rec.data_values, b.later)
+            screen_facts(before, b.after, self.ocr, self.unfit, b.later, self.earlier)
         params = {f.param: f.value for f in self.fields if self.params.get(f.param, {}).get("type") == "string"}
+        if changed is None and last is None and "target" in step and self.input != self.last:
+            # nothing changed yet (a click on the cell already selected): what it clicked is what it still shows;
+            # the steps after it show the rest (a last step that changed nothing stays weak: its outcome is unseen)
+            last = pad_box(tuple(step["target"]["region"]), RESULT_AREA_PAD, b.after.shape[1], b.after.shape[0])
         if changed is None and last is not None and not b.writes:
             # nothing changed (a calculator's "×"): it may only be checked that what the last change showed still
             # shows there; the weak "the screen changes where it acted" would halt every replay of it
@@ -540,7 +571,9 @@ class _Compiler:
             Image.fromarray(crop).save(tmp / path)
         text = yaml.safe_dump(doc, sort_keys=False, default_flow_style=None, width=110, allow_unicode=True)
         (tmp / "flow.yaml").write_text(HEADER + text, encoding="utf-8")
-        load_bundle(tmp)  # what we write must load: a compiler bug is caught here, not at replay
+        loaded = load_bundle(tmp)  # what we write must load: a compiler bug is caught here, not at replay
+        if (outcome := unverified_outcome(loaded.model)) is not None:  # flow validate refuses it: said now, by name
+            self.warnings.append(unverified_message(outcome))
         shutil.rmtree(self.out, ignore_errors=True)
         tmp.rename(self.out)
         return CompiledBundle(self.out, self.steps, self.params, self.warnings)

@@ -1,10 +1,14 @@
 """What a recorded step can be checked by: targets cut so they are unique, and screen facts read by OCR.
 
-A fact is chosen only when it will judge the same way at replay: a word read
-with confidence, not a typed value (that would tie the fact to the recorded
-params), not a number (ids and counters change per run), and not one the
-engine's own matcher would find on the other screen (a "new" word it would
-already have read before the input, a "gone" one it would still read after).
+A fact is chosen only when it will judge the same way at replay: a word of three
+or more letters read with confidence (a one-letter `a` is OCR's noise), not any
+text the demonstration typed, before or after the step (that would tie the fact
+to the recorded params, or want text a later step types), not a number (ids and
+counters change per run), not one the engine's own matcher would find on the
+other screen (a "new" word it would already have read before the input, a "gone"
+one it would still read after), and stable across two recorded frames (a new
+word still there once the pointer moved on; a gone word shown on the screen
+before this input too and still gone after: a tooltip comes and goes by itself).
 
 A result is the exception: what a final or consequential step shows is what
 the demonstration was for, so it is checked numbers included (`result_fact`):
@@ -48,19 +52,33 @@ class Fact:
     region: Box
 
 
-def readable(words: list[Word], typed: list[str]) -> list[Word]:
-    """Words fit to be a fact: confident, long enough, not a number, not (part of) a typed value: OCR splits typed
-    text where it likes ("com" of "x@acme.com"), and a fragment of it is the typed value, not the app's word."""
+def readable(words: list[Word], typed: Collection[str]) -> list[Word]:
+    """Words fit to be a fact: confident, a word (FACT_MIN_LEN letters in a row), not (part of) a typed value: OCR
+    splits typed text where it likes ("com" of "x@acme.com"), and a fragment of it is the typed value, not the app's
+    word; nor a word holding a typed word (a save dialog's folder name read glued to what surrounds it)."""
     whole = {normalise(t) for t in typed}
-    typed_norm = whole | {w for t in typed for w in normalise(t).split()}
+    # each word of it, and each piece between its punctuation (a path's folder `run-x7k2qz` of `/tmp/run-x7k2qz/a.txt`)
+    typed_norm = whole | {w for t in whole for w in t.split()} | {
+        p for t in whole for p in re.split(r"[^\w]+", t) if len(p) >= FACT_MIN_LEN}
     out = []
     for w in words:
         n = normalise(w.text)
-        if (w.conf < FACT_MIN_CONF or len(n) < FACT_MIN_LEN or n in typed_norm or not re.search(r"[a-z]", n)
-                or any(n in t for t in whole)):
+        if (w.conf < FACT_MIN_CONF or not is_word(n) or n in typed_norm or any(n in t for t in whole)
+                or shows_typed(n, typed_norm)):
             continue
         out.append(w)
     return out
+
+
+def is_word(text: str) -> bool:
+    """Does `text` hold FACT_MIN_LEN letters in a row (a word, not `a`, `x1` or a border read as `|l`)?"""
+    return re.search(rf"[^\W\d_]{{{FACT_MIN_LEN},}}", text) is not None
+
+
+def result_like(text: str) -> bool:
+    """A result may be a number of any length (`7`) or a word (is_word); a lone letter or two is OCR's noise."""
+    n = normalise(text)
+    return bool(re.search(r"[0-9]", n)) or is_word(n)
 
 
 def result_fact(before: np.ndarray, after: np.ndarray, ocr: OcrEngine, params: dict[str, str], typed: Collection[str],
@@ -76,7 +94,7 @@ def result_fact(before: np.ndarray, after: np.ndarray, ocr: OcrEngine, params: d
     area = pad_box(box, RESULT_PAD, after.shape[1], after.shape[0]) or box
     was, now = ocr.read_closely(before, area), ocr.read_closely(after, area)
     by_value = {normalise(v): name for name, v in params.items() if normalise(v)}
-    pool = [w for w in now if w.conf >= RESULT_MIN_CONF and re.search(r"[a-z0-9]", normalise(w.text))
+    pool = [w for w in now if w.conf >= RESULT_MIN_CONF and result_like(w.text)
             and normalise(w.text) not in generated and normalise(w.text) not in {normalise(c) for c in chosen}
             and (normalise(w.text) in by_value or not shows_typed(w.text, typed))
             and not find_text(_at(was, w.box), w.text)]
@@ -87,7 +105,7 @@ def still_shown(after: np.ndarray, area: Box, ocr: OcrEngine, params: dict[str, 
     """For a step that changed nothing: what the screen still shows in `area` (where the last change was: a
     calculator's display after "×"), chosen and written as a result is. None when nothing there reads surely."""
     by_value = {normalise(v): name for name, v in params.items() if normalise(v)}
-    pool = [w for w in ocr.read_closely(after, area) if w.conf >= RESULT_MIN_CONF and re.search(r"[a-z0-9]", normalise(w.text))
+    pool = [w for w in ocr.read_closely(after, area) if w.conf >= RESULT_MIN_CONF and result_like(w.text)
             and (normalise(w.text) in by_value or not shows_typed(w.text, typed))]
     return _most_result_like(pool, by_value)
 
@@ -120,23 +138,30 @@ def name_of(words: list[Word], avoid: Collection[str]) -> str | None:
     return " ".join(good[:NAME_WORDS]) or None
 
 
-def screen_facts(before: np.ndarray, after: np.ndarray, ocr: OcrEngine, typed: list[str],
-                 later: np.ndarray | None = None) -> list[Fact]:
+def screen_facts(before: np.ndarray, after: np.ndarray, ocr: OcrEngine, typed: Collection[str],
+                 later: np.ndarray | None = None, earlier: np.ndarray | None = None) -> list[Fact]:
     """At most one word that appeared and one that vanished; else the changed area; [] if nothing changed.
 
-    `later` is the screen once the pointer had moved on (the recorder's `later`): a word that appeared only
-    while the pointer rested on the step's own target (a status tip, a tooltip) is not there and is no fact."""
+    `typed` is all the demonstration typed (every step's, later ones' too) and every param's value. `later` is the
+    screen once the pointer had moved on (the recorder's `later`): a word that appeared only while the pointer
+    rested on the step's own target (a status tip, a tooltip) is not there and is no fact. `earlier` is the screen
+    the step before was checked on: a word that vanished must have shown there too (a tooltip that came up while
+    the pointer rested, then went away, is no effect of the step), and must still be gone in `later`."""
     box = changed_box(before, after)
     if box is None:
         return []
     was, now = ocr.read_closely(before), ocr.read_closely(after)  # bold titles read again, not dropped as doubtful
-    stays = ocr.read_closely(later) if later is not None else None
+    stays = ocr.read_closely(later) if later is not None and not np.array_equal(later, after) else None
     facts = []
     # only where pixels changed: a word read differently where nothing changed (OCR grouping a border with it,
     # "fQuit") is no fact
     new = [w for w in readable(now, typed) if not find_text(was, w.text) and (stays is None or find_text(stays, w.text))
            and _changed_under(before, after, w.box)]
-    gone = [w for w in readable(was, typed) if not find_text(now, w.text) and _changed_under(before, after, w.box)]
+    gone = [w for w in readable(was, typed) if not find_text(now, w.text) and _changed_under(before, after, w.box)
+            and (stays is None or not find_text(stays, w.text))]
+    if gone and earlier is not None and not np.array_equal(earlier, before):
+        shown = ocr.read_closely(earlier)
+        gone = [w for w in gone if find_text(shown, w.text)]
     for kind, pool in (("text_present", new), ("text_absent", gone)):
         if pool:
             best = max(pool, key=lambda w: (len(normalise(w.text)), w.conf))
@@ -146,9 +171,11 @@ def screen_facts(before: np.ndarray, after: np.ndarray, ocr: OcrEngine, typed: l
     return facts
 
 
-def field_label(frame: np.ndarray, field: Box, ocr: OcrEngine, avoid: Collection[str] = ()) -> Word | None:
+def field_label(frame: np.ndarray, field: Box, ocr: OcrEngine, avoid: Collection[str] = (),
+                landmark: Callable[[Word], bool] | None = None) -> Word | None:
     """The word nearest left of a field on its row: its label. None when that word is a typed value (`avoid`):
-    then the field sits in a row of data (a table), and anything further left is data too."""
+    then the field sits in a row of data (a table), and anything further left is data too; unless `landmark`
+    says the word is the app's own, shown where it is before anything was typed (record/shown.py)."""
     fx, fy, fw, fh = field
     row = (max(0, fx - LABEL_REACH), fy, min(fx, LABEL_REACH), fh)
     def left_of(read: list[Word]) -> list[Word]:
@@ -162,7 +189,9 @@ def field_label(frame: np.ndarray, field: Box, ocr: OcrEngine, avoid: Collection
         if (again is not None and again.conf >= LABEL_SURE and len(normalise(again.text)) >= 3
                 and normalise(again.text).isalpha() and (label is None or again.conf > label.conf)):
             label = again
-    return None if label is not None and shows_typed(label.text, avoid) else label
+    if label is not None and shows_typed(label.text, avoid) and not (landmark is not None and landmark(label)):
+        return None
+    return label
 
 
 def shows_typed(text: str, avoid: Collection[str]) -> bool:
@@ -231,12 +260,17 @@ def fact_doc(f: Fact, paired: bool, relative: bool) -> dict[str, Any]:
 
 
 def _changed_under(before: np.ndarray, after: np.ndarray, box: Box) -> bool:
-    """Did any pixel change under a word's box (the word itself, not only its reading)?"""
+    """Did any pixel change under a word's box (the word itself, not only its reading)? Its edge is left out: OCR
+    boxes a word with a border line under it (a spreadsheet's cell cursor), and that line moving away is no change
+    of the word ("name" read as "frame" once the line went)."""
     x, y, w, h = box
+    if w > 2 * WORD_EDGE + 2 and h > 2 * WORD_EDGE + 2:
+        x, y, w, h = x + WORD_EDGE, y + WORD_EDGE, w - 2 * WORD_EDGE, h - 2 * WORD_EDGE
     a, b = before[max(0, y):y + h, max(0, x):x + w], after[max(0, y):y + h, max(0, x):x + w]
     return a.shape != b.shape or bool((a != b).any())
 
 
+WORD_EDGE = 2  # px of a word's OCR box that may be a neighbour's line, not the word
 REPEAT_MAX = 4  # px: a patch equal to itself shifted by this little, down or across, is a texture ...
 REPEAT_TOL = 8  # ... within this many grey levels
 

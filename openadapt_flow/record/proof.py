@@ -17,7 +17,12 @@ from openadapt_flow.record.facts import Fact
 from openadapt_flow.vision.mask import field_band
 from openadapt_flow.vision.ocr import OcrEngine
 from openadapt_flow.vision.template import TemplateImage
-from openadapt_flow.verify.screen import Check, ScreenChecks
+from openadapt_flow.verify.screen import REGION_CHANGED_MIN, Check, ScreenChecks
+
+# a region_changed fact must hold on the recorded frames by this many times the replay's least share: an area that
+# barely changed there (a bounding box around a caret's move and a title's modified mark far apart) holds or fails
+# at replay by a few pixels (the caret one line lower in a longer document)
+CHANGED_PROOF_MARGIN = 2.0
 
 
 def fact_check(doc: dict[str, Any], before: np.ndarray, after: np.ndarray, ocr: OcrEngine, values: Mapping[str, str],
@@ -50,6 +55,12 @@ def proven(facts: list[Fact], doc_of: Callable[[Fact, bool], dict[str, Any]], ju
         if f.kind == "text_absent":
             continue
         got = judge(doc_of(f, False))
+        share = got.evidence.get("changed")
+        barely = f.kind == "region_changed" and isinstance(share, float) and share < CHANGED_PROOF_MARGIN * REGION_CHANGED_MIN
+        if got.ok and barely:
+            warn(f"region_changed {list(f.region)} barely changed on the recorded screen ({got.detail}): a replay "
+                 "would hold or fail it by a few pixels; left out")
+            continue
         if got.ok:
             kept[i] = f
             continue

@@ -9,7 +9,8 @@ Three kinds, each chosen so that it judges a dirty app apart from a clean one th
   only words the replay's reading finds in their own window are taken (the start check reads windows first).
 - words shown only while an item is under way (`text_absent` with where they showed): absent from the start and
   the end of the demonstration, shown on a screen between, and not only while the pointer rested on something (a
-  tip). A halted item leaves the app on such a screen (a form, a row not saved): a replay that reads one there
+  tip). Absent means drawn anew: a word whose pixels are the same at the start or the end is there all along, only
+  read otherwise (Tesseract reads an underlined menu title 'File' on one screen and not on the next). A halted item leaves the app on such a screen (a form, a row not saved): a replay that reads one there
   is not at the start. A half-typed form that still shows the same labels is told apart only by such words.
 - an empty page the demonstration typed into at its caret (`blank`): appended text goes after whatever is there, so
   the page must be empty as it was. A field a `type` step replaces needs no such fact: its content is replaced.
@@ -31,6 +32,7 @@ from openadapt_flow.record.facts import FACT_MIN_LEN, readable, shows_typed
 from openadapt_flow.verify.blank import blank_check
 from openadapt_flow.verify.screen import ScreenChecks
 from openadapt_flow.verify.start import TEXT_PAD, judge_start
+from openadapt_flow.vision.diff import same
 from openadapt_flow.vision.ocr import OcrEngine, Word, find_text, normalise
 from openadapt_flow.vision.template import Box, clip_box, intersect, pad_box
 
@@ -59,7 +61,7 @@ def start_facts(rec: Recording, ocr: OcrEngine, typed: Collection[str], fields: 
     facts: list[dict[str, Any]] = [{"text_present": w.text, "region": list(w.box)}
                                    for w in _shown(rec, ocr, start_words, end_words, avoid, fields)]
     facts += [{"text_absent": w.text, "region": list(w.box)}
-              for w in _between(rec, ocr, start_words, end_words, avoid)]
+              for w in _between(rec, ocr, start_words, end_words, avoid, (first, end))]
     for page in pages:
         inner = pad_box(page, -PAGE_INSET, first.shape[1], first.shape[0])
         if inner is not None and blank_check(first, inner).ok:
@@ -115,8 +117,9 @@ def _apart(a: Word, b: Word) -> bool:
 
 
 def _between(rec: Recording, ocr: OcrEngine, start_words: list[Word], end_words: list[Word],
-             avoid: list[str]) -> list[Word]:
-    """Words shown on a screen between the start and the end only (not a passing tip): the most often shown first."""
+             avoid: list[str], ends: tuple[np.ndarray, np.ndarray]) -> list[Word]:
+    """Words shown on a screen between the start and the end only (not a passing tip, not a word drawn the same at
+    the start or the end that only read otherwise there): the most often shown first."""
     seen: dict[str, tuple[int, Word]] = {}
     for b in rec.batches[:-1]:
         assert b.after is not None
@@ -124,7 +127,8 @@ def _between(rec: Recording, ocr: OcrEngine, start_words: list[Word], end_words:
         for w in readable(ocr.read_closely(b.after), avoid):
             n = normalise(w.text)
             if (not _fit(w, avoid) or find_text(start_words, w.text) or find_text(end_words, w.text)
-                    or (later is not None and not find_text(_near(later, w.box), w.text))):
+                    or (later is not None and not find_text(_near(later, w.box), w.text))
+                    or any(same(frame, b.after, w.box) for frame in ends)):
                 continue
             count, first = seen.get(n, (0, w))
             seen[n] = (count + 1, first)

@@ -35,6 +35,19 @@ def typed_values(rec: Recording) -> set[str]:
     return out
 
 
+def typed_texts(rec: Recording) -> list[str]:
+    """Each run of text typed in the recording, whole, as typed: no screen fact may hold it or a word of it, whichever
+    step typed it (a word the next step types is on no screen a replay of this one shows)."""
+    out = []
+    for b in rec.batches:
+        buf = EditBuffer()
+        for g in b.edits:
+            buf.apply(g)
+        if buf.text.strip():
+            out.append(buf.text)
+    return out
+
+
 def stamp_prefix(line: str, now: datetime) -> str | None:
     """The start of a changed line that holds the date of the save (today or yesterday, UTC or local, as
     2026-12-07, 2026/12/07, 07.12.2026, 07/12/2026 or 12/07/2026), up to that date: an app's bookkeeping (a

@@ -57,6 +57,16 @@ OUTCOME_SHORT: dict[str, str] = {
     "HALTED_BEFORE_EFFECT": "nothing was written",
     "RECONCILIATION_REQUIRED": "a write may have landed: check it before going on",
 }
+# a COMPLETED run whose outcome (its last consequential step) nothing that depends on its params checked
+# (bundle/outcome.py): said instead of a plain "finished", for a wrong result would have finished the same
+UNVERIFIED = "outcome not verified"
+
+
+def unverified_words(step_id: str) -> str:
+    return (f"{UNVERIFIED}: nothing that depends on the params checked step {step_id!r} (a wrong result would have "
+            "finished the same); give it an expect with a {param} or a declared effect")
+
+
 STATE_WORDS: dict[str, str] = {
     "PENDING": "queued", "RUNNING": "running", "RESUMING": "resuming", "COMPLETED": "finished",
     "FAILED": "failed", "FAILED_AFTER_EFFECT": "failed after its write landed", "BLOCKED": "blocked",

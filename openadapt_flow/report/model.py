@@ -7,6 +7,7 @@ from typing import Any
 
 from openadapt_flow.errors import FlowError
 from openadapt_flow.report.halt import advice, candidates, next_commands
+from openadapt_flow.report.outcome import unverified_step
 from openadapt_flow.report.summary import summarize
 from openadapt_flow.store.base import RunHandle
 from openadapt_flow.store.states import RecordType, RunState, is_a
@@ -103,9 +104,13 @@ def build_report(run: RunHandle) -> dict[str, Any]:
     started = records[0]["ts"] if records else None
     finished = records[-1]["ts"] if records else None
     rows = _step_rows(manifest, records, frames)
+    bundle = dict(manifest.get("bundle") or {})
+    # a COMPLETED run whose outcome nothing that depends on its params checked is not a plain "finished"
+    if state.get("state") == RunState.COMPLETED and (unverified := unverified_step(bundle)) is not None:
+        bundle["unverified_outcome"] = unverified
     rep = {
         "run_id": manifest.get("run_id"),
-        "bundle": manifest.get("bundle", {}),
+        "bundle": bundle,
         "backend": manifest.get("backend"),
         "params": manifest.get("params"),
         "state": state.get("state"),

@@ -24,7 +24,7 @@ def render_markdown(rep: dict[str, Any]) -> str:
         f"- params: {params_text(rep.get('params'))}",
         f"- started: {rep.get('started_at')}  finished: {rep.get('finished_at')}",
         f"- model calls: {rep.get('model_calls')}",
-        f"- {summary_line(rep['summary'])}",
+        f"- {summary_line(rep['summary'], rep['bundle'].get('unverified_outcome'))}",
     ]
     if rep.get("transaction_outcome"):
         lines.append(f"- transaction_outcome: **{rep['transaction_outcome']}**")

@@ -5,7 +5,8 @@ from __future__ import annotations
 from openadapt_flow.store.states import RunState
 from typing import Any
 
-from openadapt_flow.report.meanings import DECISIONS, FIGURES, codes, headline, mentions_figures, outcome_words
+from openadapt_flow.report.meanings import (DECISIONS, FIGURES, UNVERIFIED, codes, headline, mentions_figures, outcome_words,
+                                            unverified_words)
 
 SECRET_SHOWN = "•••• (secret"  # a secret param is recorded as {"secret_env": NAME}: its value was never written
 
@@ -129,9 +130,12 @@ def seconds(v: float | None) -> str:
     return f"{int(v // 60)} min {int(v % 60):02d} s"
 
 
-def summary_line(s: dict[str, Any]) -> str:
-    """The summary in one line: outcome, running time, steps by result."""
-    return (f"outcome: {s['state']} (exit {fmt(s['exit_code'])}); running time {seconds(s['duration_s'])}; "
+def summary_line(s: dict[str, Any], unverified: object = None) -> str:
+    """The summary in one line: outcome, running time, steps by result; a COMPLETED whose outcome no param checked
+    (`unverified`: its step) says so beside it."""
+    state = f"{s['state']}, {UNVERIFIED} (step {unverified!r})" if unverified and s["state"] == RunState.COMPLETED \
+        else s["state"]
+    return (f"outcome: {state} (exit {fmt(s['exit_code'])}); running time {seconds(s['duration_s'])}; "
             f"steps: {s['verified']} verified, {s['weak']} weak, {s['halted']} halted, {s['not_run']} not run "
             f"of {s['steps_total']}")
 
@@ -146,5 +150,8 @@ def plain_words(rep: dict[str, Any]) -> tuple[str, str]:
     halt, esc = rep.get("halt") or {}, rep.get("escalation") or {}
     category = halt.get("category") or esc.get("category")
     args = (rep.get("state"), rep.get("paused_reason"), category)
-    return (headline(*args, halt.get("message") or esc.get("message"), rep.get("transaction_outcome")),
-            codes(*args, rep.get("transaction_outcome")))
+    words = headline(*args, halt.get("message") or esc.get("message"), rep.get("transaction_outcome"))
+    unverified = (rep.get("bundle") or {}).get("unverified_outcome")  # report/outcome.py
+    if rep.get("state") == RunState.COMPLETED and unverified:  # not a plain "finished"
+        words = unverified_words(str(unverified))
+    return words, codes(*args, rep.get("transaction_outcome"))

@@ -18,9 +18,10 @@ from openadapt_flow.ladder.types import Box, Point
 from openadapt_flow.store.records import Check
 from openadapt_flow.vision.caret import FAINT_CARET_INK, without_caret, without_caret_in_lines
 from openadapt_flow.vision.decoration import without_decoration
-from openadapt_flow.vision.diff import changed_box, changed_fraction, changed_pixels
+from openadapt_flow.vision.diff import changed_box, changed_pixels, changed_share
 from openadapt_flow.vision.mask import union
 from openadapt_flow.vision.ocr import OcrEngine, find_text
+from openadapt_flow.vision.outline import without_outline
 from openadapt_flow.vision.template import TemplateImage, Thresholds, find_template, intersect, pad_box
 from openadapt_flow.verify.blank import blank_check
 from openadapt_flow.verify.readback import find_typed
@@ -77,6 +78,14 @@ class Anchor:
         rx, ry = self.recorded
         lx, ly = self.live
         return (lx + round((x - rx) * sx), ly + round((y - ry) * sy), round(w * sx), round(h * sy))
+
+    def spread(self, placed: Box, screen: tuple[float, float]) -> tuple[int, int]:
+        """How far a placed box may be off each way: found at another scale than the `screen`'s (the app draws
+        bigger or smaller), the box's distance from the target is known only to within that difference."""
+        x, y, w, h = placed
+        (lx, ly), (sx, sy) = self.live, self.scale
+        return (round(abs(sx - screen[0]) * max(abs(x - lx), abs(x + w - lx))),
+                round(abs(sy - screen[1]) * max(abs(y - ly), abs(y + h - ly))))
 
 
 def _digits(text: str) -> str:
@@ -200,7 +209,8 @@ class ScreenChecks:
         assert pc.region_changed is not None and region is not None
         if before is None:
             return Check(kind, str(list(pc.region_changed)), False, "no before frame to compare")
-        frac = changed_fraction(before, frame, region)
+        spread = anchor.spread(region, (self.sx, self.sy)) if pc.relative_to == "target" and anchor else (0, 0)
+        frac = changed_share(before, frame, region, spread)
         least = pc.changed_min or REGION_CHANGED_MIN
         return Check(kind, str(list(pc.region_changed)), frac >= least, f"{frac:.4f} of pixels changed (at least {least:g})",
                      {"changed": round(frac, 4)})
@@ -358,8 +368,9 @@ Where = Callable[[int, int], str]  # what was painted out, said at the crop's or
 def _painted(crop: np.ndarray) -> Iterator[tuple[np.ndarray, Where]]:
     """The crop with what can merge into the typed text painted out, one way after another, each only when found: a
     trailing text cursor (a thin bar; a block, an I-beam; one drawn faintly: a black block on a dark theme), then
-    the decoration strokes under the text (`vision.decoration`: a spell-checker's squiggle, a link's underline),
-    alone and then with a cursor painted out as well. Painting only removes ink."""
+    a box drawn tight around the text (`vision.outline`: a text object being edited), then the decoration strokes
+    under the text (`vision.decoration`: a spell-checker's squiggle, a link's underline), alone and then with a
+    cursor painted out as well. Painting only removes ink."""
     carets: tuple[Callable[[np.ndarray], tuple[np.ndarray, int] | None], ...] = (
         without_caret, without_caret_in_lines, lambda c: without_caret_in_lines(c, FAINT_CARET_INK))
 
@@ -369,6 +380,9 @@ def _painted(crop: np.ndarray) -> Iterator[tuple[np.ndarray, Where]]:
     for find in carets:
         if (found := find(crop)) is not None:
             yield found[0], cursor(found[1])
+    if (boxed := without_outline(crop)) is not None:
+        bx, by, bw, bh = boxed[1]
+        yield boxed[0], lambda x, y: f"the box drawn around the text ({[x + bx, y + by, bw, bh]})"
     decorated = without_decoration(crop)
     if decorated is None:
         return

@@ -26,6 +26,16 @@ def changed_fraction(a: np.ndarray, b: np.ndarray, box: Box | None = None, *, pi
     return int(np.count_nonzero(_mask(a, b, area, pixel_tol))) / float(bw * bh)
 
 
+def changed_share(a: np.ndarray, b: np.ndarray, box: Box, spread: tuple[int, int] = (0, 0)) -> float:
+    """The share of `box`'s pixels that changed, the change looked for up to `spread` (x, y) px around it (a box
+    placed only to within that much) and counted against the box's own size (capped at 1)."""
+    ex, ey = spread
+    if ex == 0 and ey == 0:
+        return changed_fraction(a, b, box)
+    x, y, w, h = box
+    return min(1.0, changed_pixels(a, b, (x - ex, y - ey, w + 2 * ex, h + 2 * ey)) / float(max(1, w * h)))
+
+
 def changed_pixels(a: np.ndarray, b: np.ndarray, box: Box | None = None, *, pixel_tol: int = PIXEL_TOL) -> int:
     """How many pixels in `box` (default: all) differ by more than `pixel_tol`; frames of different sizes: all of them."""
     if a.shape != b.shape:

@@ -67,3 +67,30 @@ def test_a_checkpoint_keeps_the_area_where_the_target_was_found(checks: ScreenCh
 def test_relative_to_needs_an_area() -> None:
     with pytest.raises(ValueError):
         Postcondition.model_validate({"text_present": "Saved", "relative_to": "target"})
+
+
+def page(caret_x: int) -> np.ndarray:
+    """An editor's empty page with a text caret (1 px wide, 17 px high) on its first line at caret_x."""
+    im = np.full((400, 640, 3), 250, np.uint8)
+    im[70:87, caret_x] = 40
+    return im
+
+
+def test_an_area_placed_from_a_target_found_at_another_scale_is_looked_for_around_its_place(
+        checks: ScreenChecks) -> None:
+    """gnome-text-editor at scale 1.25: the click below the text moved the caret from the line's start (x 17) to
+    its end, recorded as region_changed [17, 66, 118, 17] relative to a blank-page target at (350, 300). At replay
+    the target matched at scale 1.1 on an unscaled screen: the area placed from it starts at x 30, past the caret
+    that left x 17 and short of where it went. The change is there, within the placement's own uncertainty."""
+    pc = Postcondition.model_validate({"region_changed": [17, 66, 118, 17], "relative_to": "target"})
+    found = Anchor((350, 300), (396, 326), (1.1, 1.1))
+    before, after = page(17), page(162)
+    assert checks.place(pc, found) == (30, 69, 130, 19)
+    assert checks.postcondition(pc, after, before, None, found).ok
+    assert not checks.postcondition(pc, before, before, None, found).ok  # nothing changed: still a failure
+    far = page(17)
+    far[300:317, 600] = 40  # a change far from the area (more than the scale's uncertainty) is not its change
+    assert not checks.postcondition(pc, far, before, None, found).ok
+    # found at the screen's own scale the area is exact, as before
+    same_scale = Anchor((350, 300), (396, 326), (1.0, 1.0))
+    assert not checks.postcondition(pc, page(5), page(4), None, same_scale).ok

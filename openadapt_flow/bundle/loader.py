@@ -197,13 +197,17 @@ def _validate_step(doc: YamlDoc, model: Bundle, i: int, step: Step, screen: tupl
             if name in model.params and model.params[name].secret:
                 raise doc.fail(base + ("effect", "query"), f"step {step.id!r}: query may not bind secret param :{name}")
     for j, change in enumerate((step.effect.changes or []) if step.effect is not None else []):
-        for part in ("added", "changed", "to"):
-            for col, value in (getattr(change, part) or {}).items():
+        for part in ("added", "changed", "to", "removed", "after"):
+            held = getattr(change, part, None)
+            items = held.items() if isinstance(held, dict) else enumerate(held) if isinstance(held, list) else (
+                [(0, held)] if isinstance(held, str) else [])
+            for col, value in items:
                 for name in placeholders(value) if isinstance(value, str) else ():
                     why = ("{" + name + "}: an effect reads only params and run_id" if STEP_REF.match(name)
                            else check_placeholder(name, model, allow_secret=False))
                     if why:
-                        raise doc.fail(base + ("effect", "changes", j, part, col), f"step {step.id!r}: {why}")
+                        loc = base + ("effect", "changes", j, part) + ((col,) if part != "after" else ())
+                        raise doc.fail(loc, f"step {step.id!r}: {why}")
     if step.effect is not None and step.effect.dsn and re.search(r"://[^/@]*:[^/@]*@", step.effect.dsn):
         raise doc.fail(base + ("effect", "dsn"), f"step {step.id!r}: passwords are not allowed inline in dsn; use dsn_env")
     if step.action in ("key", "hotkey"):

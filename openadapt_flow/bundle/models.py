@@ -5,19 +5,18 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
-from openadapt_flow.errors import control_char
+from openadapt_flow.bundle.strict import Strict  # noqa: F401
+# the effect models and the models' base live beside this module; every name is still reached here
+from openadapt_flow.bundle.effect import (EFFECT_FIELDS, AnyChange, Effect, EffectExpect, LineChange,  # noqa: F401
+                                          RowChange)
 
 BUNDLE_SCHEMA = "openadapt-flow/bundle@1"
 STEP_ID = re.compile(r"^[a-z0-9-]+$")
 
 GUI_ACTIONS = ("click", "double_click", "right_click", "type", "key", "hotkey", "scroll", "drag", "wait")
 DURABLE_KINDS = ("ask_user", "wait_signal", "sleep", "wait_until", "flow", "tool")
-
-
-class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class Screen(Strict):
@@ -143,91 +142,6 @@ class Identity(Strict):
 
     text: str = Field(min_length=1)
     near: tuple[int, int, int, int]
-
-
-class EffectExpect(Strict):
-    increase_by: int | None = None
-    equals: Any = None
-
-
-class RowChange(Strict):
-    """One row a whole-change sql effect expects the step to write (docs/bundle.md, "Whole-change effects"): a row
-    `added` to `table` holding these column values, or the row that held the `changed` values now holding `to`.
-    Values are literals or `{param}` templates; columns not named may hold anything."""
-
-    table: str = Field(min_length=1)
-    added: dict[str, Any] | None = None
-    changed: dict[str, Any] | None = None
-    to: dict[str, Any] | None = None
-
-    @model_validator(mode="after")
-    def _one_kind(self) -> "RowChange":
-        if (self.added is None) == (self.changed is None):
-            raise ValueError("a change needs exactly one of added or changed")
-        if self.changed is not None and not self.to:
-            raise ValueError("a changed row needs to: {column: value, ...} (what it holds after the step)")
-        if self.added is not None and self.to is not None:
-            raise ValueError("to goes with changed, not added")
-        return self
-
-
-EFFECT_FIELDS = {  # the fields each kind reads; any other is refused (a typo must not silently verify nothing)
-    "sql": ("dsn", "dsn_env", "query", "changes", "tables", "max_rows"),
-    "http": ("url", "token_env", "json_path", "contains"),
-    "file": ("path", "contains"),
-}
-
-
-class Effect(Strict):
-    kind: Literal["sql", "http", "file"] | None = None
-    use: str | None = None
-    dsn: str | None = None
-    dsn_env: str | None = None  # sql: the variable holding the DSN (with its password)
-    query: str | None = None
-    changes: list[RowChange] | None = None  # sql: the whole change the step makes; anything else is collateral
-    tables: list[str] | None = None  # sql changes: the tables compared (SQLite default: all; PostgreSQL: changes')
-    max_rows: int | None = Field(default=None, gt=0, le=1_000_000)  # sql changes: the most rows one snapshot reads
-    url: str | None = None
-    token_env: str | None = None  # http: the variable holding a bearer token
-    path: str | None = None
-    json_path: str | None = None
-    contains: str | None = None
-    expect: EffectExpect = Field(default_factory=EffectExpect)
-    timeout_s: float = Field(default=5.0, gt=0, le=3600)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _token_in_dsn_env(cls, data: Any) -> Any:
-        """Bundles, configs and in-flight runs' manifests from before token_env named an http effect's token
-        variable in dsn_env: still read that way, so an upgrade strands nothing."""
-        if isinstance(data, dict) and data.get("kind") == "http" and "dsn_env" in data and "token_env" not in data:
-            data = {("token_env" if k == "dsn_env" else k): v for k, v in data.items()}
-        return data
-
-    @model_validator(mode="after")
-    def _check(self) -> "Effect":
-        if (self.kind is None) == (self.use is None):
-            raise ValueError("an effect needs exactly one of kind or use")
-        for name in ("path", "url", "dsn"):  # a NUL no system call takes: refused when loaded, not mid-run (issue 34)
-            bad = control_char(getattr(self, name) or "")
-            if bad is not None:
-                raise ValueError(f"{name} holds a control character ({bad[1]} at position {bad[0] + 1})")
-        if self.kind is not None:
-            mine = EFFECT_FIELDS[self.kind]
-            alien = [f for fields in EFFECT_FIELDS.values() for f in fields if f not in mine and getattr(self, f) is not None]
-            if alien:
-                article = "an" if self.kind == "http" else "a"
-                raise ValueError(f"{article} {self.kind} effect does not take {', '.join(dict.fromkeys(alien))}")
-        if self.changes is not None:
-            if self.query is not None:
-                raise ValueError("a sql effect reads a query or compares changes, not both")
-            if self.expect.increase_by is not None or self.expect.equals is not None:
-                raise ValueError("changes: is the whole expectation; it takes no expect:")
-            if not self.changes:
-                raise ValueError("changes: needs at least one row (a step that writes nothing declares no effect)")
-        elif self.tables is not None or self.max_rows is not None:
-            raise ValueError("tables and max_rows go with changes:")
-        return self
 
 
 class Step(Strict):

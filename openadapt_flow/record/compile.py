@@ -495,7 +495,7 @@ class _Compiler:
             if effect is not None:
                 step["effect"] = effect
                 # the params the saved file must hold: the document on screen shows them before it is saved
-                bound = {p: p for p in re.findall(r"\{(\w+)\}", str(effect.get("contains", "")))}
+                bound = {p: p for p in re.findall(r"\{(\w+)\}", str(effect.get("contains", "")) + str(effect.get("changes", "")))}
             elif why := b.writes[-1][1].get("unreadable"):  # counted in compressed bytes, it would fail every replay
                 self.warnings.append(f"step {step['id']!r} saved {b.writes[-1][1].get('path')}, which is {why}: no file "
                                      "effect can read what it holds; save it as plain text (or gzip), or declare its "

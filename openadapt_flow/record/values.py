@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from datetime import datetime, timedelta, timezone
 from typing import Any, Protocol
 
 from openadapt_flow.bundle.params import parse_number
 from openadapt_flow.fixture.recorder import Recording
 from openadapt_flow.fixture.textfield import EditBuffer
+from openadapt_flow.verify.filechange import hunks, text_lines
+from openadapt_flow.verify.readers import NAMED_PLACEHOLDER
 from openadapt_flow.vision.ocr import normalise
 
 
@@ -45,10 +48,51 @@ def typed_texts(rec: Recording) -> list[str]:
     return out
 
 
-def file_effect(change: dict[str, Any], fields: Sequence[Typed]) -> dict[str, Any] | None:
-    """A watched file's change as a file effect: the count of the longest typed value the new content holds more
-    often than before (`contains: "{param}"`), else the file's existence when the step created it."""
+def stamp_prefix(line: str, now: datetime) -> str | None:
+    """The start of a changed line that holds the date of the save (today or yesterday, UTC or local, as
+    2026-12-07, 2026/12/07, 07.12.2026, 07/12/2026 or 12/07/2026), up to that date: an app's bookkeeping (a
+    catalogue's `PO-Revision-Date`) that no replay writes the same. None when it holds no such date, or the start
+    is too short to name the line (fewer than 3 characters)."""
+    days = {d for t in (now, now.astimezone()) for d in (t.date(), t.date() - timedelta(days=1))}
+    forms = [d.strftime(f) for d in days for f in ("%Y-%m-%d", "%Y/%m/%d", "%d.%m.%Y", "%d/%m/%Y", "%m/%d/%Y")]
+    at = min((i for i in (line.find(x) for x in forms) if i >= 0), default=-1)
+    return line[:at] if at >= 0 and len(line[:at].strip()) >= 3 else None
+
+
+def file_effect(change: dict[str, Any], fields: Sequence[Typed], now: datetime | None = None) -> dict[str, Any] | None:
+    """A watched file's change as a file effect. The whole change (`changes:`): the line diff of the file before and
+    after the step as hunks, each typed value in them replaced by its `{param}` (the longest first), a line holding
+    none left literal; a hunk inside the file (not an append at its end) also names the non-blank line above it
+    (`after`), so a value saved into another entry is told apart. When no hunk holds a typed value although values
+    were typed (the app saved something derived from them), or a line already holds a `{name}` of its own, the
+    count of the longest typed value the new content holds more often than before (`contains: "{param}"`); else
+    the file's existence when the step created it. A changed line holding no typed value but the save's date (an
+    app's bookkeeping) is declared `volatile:` by its start, and left out of the diff (`now`: the save's time)."""
+    if change.get("unreadable"):
+        return None
     new, old = change.get("content") or "", change.get("previous") or ""
+    typed = sorted((f for f in fields if f.value.strip()), key=lambda f: len(f.value), reverse=True)
+    cut = hunks(text_lines(old), text_lines(new))
+    volatile = sorted({p for h in cut for x in (*h.removed, *h.added) if not any(f.value in x for f in typed)
+                       for p in [stamp_prefix(x, now or datetime.now(timezone.utc))] if p is not None})
+    before = [x for x in text_lines(old) if not x.startswith(tuple(volatile))]
+    cut = hunks(before, [x for x in text_lines(new) if not x.startswith(tuple(volatile))])
+
+    def param(line: str) -> str:
+        for f in typed:
+            line = line.replace(f.value, "{" + f.param + "}")
+        return line
+
+    lines = [x for h in cut for x in (*h.removed, *h.added, *([h.above] if h.above is not None else []))]
+    holds = any(f.value in x for f in typed for x in lines)
+    if cut and (holds or not typed) and not any(NAMED_PLACEHOLDER.search(x) for x in lines):
+        out = []
+        for h in cut:
+            hunk: dict[str, Any] = {"removed": [param(x) for x in h.removed], "added": [param(x) for x in h.added]}
+            if h.at < len(before) and h.above is not None:  # inside the file: where it went matters
+                hunk["after"] = param(h.above)
+            out.append({k: v for k, v in hunk.items() if v != []})
+        return {"kind": "file", "path": change["path"], "changes": out, **({"volatile": volatile} if volatile else {})}
     held = [f for f in fields if f.value.strip() and new.count(f.value) > old.count(f.value)]
     if held:
         f = max(held, key=lambda f: len(f.value))

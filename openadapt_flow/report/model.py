@@ -79,7 +79,7 @@ def _step_rows(manifest: ManifestDoc, records: list[JournalEntry], frames: set[s
 
 def _effect_view(d: dict[str, Any]) -> dict[str, Any]:
     """An effect verdict as the report shows it: a whole-change snapshot as its row counts (total and per table),
-    not its rows' digests."""
+    not its rows' digests; a whole-change file reading as its line count, not its lines' digests."""
     out = dict(d)
     for k in ("baseline", "observed"):
         read = out.get(k)
@@ -87,6 +87,8 @@ def _effect_view(d: dict[str, Any]) -> dict[str, Any]:
         if isinstance(read, dict) and isinstance(snap, dict) and isinstance(snap.get("tables"), dict):
             tables = {t: len((v or {}).get("rows") or {}) for t, v in snap["tables"].items() if isinstance(v, dict)}
             out[k] = {**read, "value": {"rows": snap.get("rows"), "tables": tables}}
+        elif isinstance(read, dict) and isinstance(snap, dict) and isinstance(snap.get("lines"), list):
+            out[k] = {**read, "value": {"exists": snap.get("exists"), "lines": len(snap["lines"])}}  # a file's lines
     return out
 
 

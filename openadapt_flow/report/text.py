@@ -39,6 +39,9 @@ def effect_text(effect: dict[str, Any]) -> str:
         if not isinstance(read, dict) or not read.get("ok"):
             return None
         v = read.get("value")
+        if isinstance(v, dict) and "lines" in v and "exists" in v:  # a whole-change file reading
+            n = len(v["lines"]) if isinstance(v["lines"], list) else v["lines"]
+            return f"{n} lines" if v["exists"] else "no file"
         return f"{v.get('rows')} rows" if isinstance(v, dict) and "tables" in v else fmt(v)  # a whole-change snapshot
 
     before, after = value(effect.get("baseline")), value(effect.get("observed"))

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from openadapt_flow.bundle.models import Effect
+from openadapt_flow.bundle.models import Effect, RowChange
 from openadapt_flow.errors import ConfigError
 from openadapt_flow.store.records import ChangeDoc, Reading
 from openadapt_flow.verify.readers import READ_TIMEOUT_S, SqlSource, fill_text
@@ -69,6 +69,8 @@ def fill_changes(effect: Effect, params: Mapping[str, Any]) -> list[Expected]:
     """The effect's declared rows with their `{param}`s filled (ConfigError for a param no bound one supplies)."""
     out = []
     for c in effect.changes or []:
+        if not isinstance(c, RowChange):
+            raise ConfigError("a sql effect's changes are rows ({table: ..., added: {...}})")
         fill = {col: _fill(v, params) for col, v in (c.added if c.added is not None else c.changed or {}).items()}
         to = {col: _fill(v, params) for col, v in (c.to or {}).items()}
         out.append(Expected(c.table, "added" if c.added is not None else "changed", fill, to))

@@ -2,7 +2,8 @@
 
 A verifier reads (`read`), says whether a baseline forbids the step's input (`blocks`), and judges a reading
 against the baseline (`judge`). The verdicts are `verify.verdicts`'; the readers themselves (sql, http, file) live
-in `verify.readers`, and the whole-change sql effect (`changes:`) in `verify.changes`.
+in `verify.readers`, the whole-change sql effect (`changes:`) in `verify.changes`, the whole-change file effect in
+`verify.filechange`.
 """
 
 from __future__ import annotations
@@ -20,12 +21,13 @@ from openadapt_flow.bundle.models import Effect
 from openadapt_flow.errors import ConfigError
 from openadapt_flow.store.records import EffectVerdict, EffectVerdictName, Reading
 from openadapt_flow.verify.changes import WholeChange
+from openadapt_flow.verify.filechange import FileChange
 from openadapt_flow.verify.readers import READ_TIMEOUT_S, FileReader, HttpReader, SqlReader
 from openadapt_flow.verify.verdicts import (ABSENT, CONFIRMED, CONFLICTING, INDETERMINATE, UNAVAILABLE, Judgement, number,
                                             same)
 
 __all__ = ["ABSENT", "CONFIRMED", "CONFLICTING", "INDETERMINATE", "UNAVAILABLE", "EffectVerdict", "Judgement", "Reading",
-           "ReadingVerifier", "Verifier", "WholeChange", "baseline_blocks", "judge", "make_reader", "make_verifier",
+           "FileChange", "ReadingVerifier", "Verifier", "WholeChange", "baseline_blocks", "judge", "make_reader", "make_verifier",
            "resolve_effect", "verify_effect"]
 
 
@@ -59,7 +61,7 @@ class ReadingVerifier:
         return baseline_blocks(self.effect, baseline)
 
 
-Verifier = ReadingVerifier | WholeChange
+Verifier = ReadingVerifier | WholeChange | FileChange
 
 
 def make_verifier(effect: Effect, params: Mapping[str, Any], env: Mapping[str, str] | None = None, *, key: bytes = b"",
@@ -69,6 +71,8 @@ def make_verifier(effect: Effect, params: Mapping[str, Any], env: Mapping[str, s
     if effect.kind == "sql" and effect.changes is not None:
         return WholeChange(effect, params, os.environ if env is None else env, key=key, secrets=secrets,
                            read_timeout_s=read_timeout_s)
+    if effect.kind == "file" and effect.changes is not None:
+        return FileChange(effect, params, key=key, secrets=secrets)
     return ReadingVerifier(effect, make_reader(effect, params, env, read_timeout_s=read_timeout_s))
 
 
@@ -79,6 +83,8 @@ def make_reader(
     env = os.environ if env is None else env
     if effect.kind == "sql" and effect.changes is not None:
         return WholeChange(effect, params, env, read_timeout_s=read_timeout_s).read
+    if effect.kind == "file" and effect.changes is not None:
+        return FileChange(effect, params).read
     if effect.kind == "sql":
         return SqlReader(effect, params, env, read_timeout_s).read
     if effect.kind == "http":
@@ -150,7 +156,7 @@ def verify_effect(
     begun after `timeout_s` confirms it again. The interval grows from `poll_s` to `max_poll_s` so a long
     `timeout_s` does not hammer the system of record.
     """
-    check = read if isinstance(read, (ReadingVerifier, WholeChange)) else ReadingVerifier(effect, read)
+    check = read if isinstance(read, (ReadingVerifier, WholeChange, FileChange)) else ReadingVerifier(effect, read)
     reads, last = 0, None  # the previous reading, while it was CONFIRMED
     while True:
         began = clock() - dispatched_at  # a read that started early proves nothing about absence, however long it took

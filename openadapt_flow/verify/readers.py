@@ -331,10 +331,10 @@ class FileReader:
 
 
 def unreadable_file_effect(effect: Effect) -> str | None:
-    """Why a file effect that counts `contains` can never be judged, told before any run (`flow validate`): the file
+    """Why a file effect that counts `contains` (or compares `changes`) can never be judged, told before any run (`flow validate`): the file
     is there already, in a format no file effect reads (a zip, bzip2, xz ... file); None when it can be read or is
     not there yet (a run's baseline read says so then, before any input)."""
-    if effect.kind != "file" or effect.contains is None or not effect.path:
+    if effect.kind != "file" or (effect.contains is None and effect.changes is None) or not effect.path:
         return None
     try:
         with open(effect.path, "rb") as f:

@@ -53,7 +53,10 @@ def tables_of(value: Any) -> dict[str, Table] | None:
 
 
 def summary(value: Any) -> Any:
-    """A reading's value as evidence shows it: a snapshot as its row counts (total and per table), else unchanged."""
+    """A reading's value as evidence shows it: a snapshot as its row counts (total and per table), a file's line
+    digests (verify/filechange.py) as its line count, else unchanged."""
+    if isinstance(value, dict) and isinstance(value.get("lines"), list) and "exists" in value:
+        return {"exists": bool(value["exists"]), "lines": len(value["lines"])}
     tables = tables_of(value)
     if tables is None:
         return value

@@ -1,6 +1,6 @@
 """`flow record --watch-file`: a tiny Tk app that saves a text file, recorded on a real Xvnc; the step after which
-the file changed becomes consequential with a file effect counting the typed param, and the bundle replays with
-another value, the effect CONFIRMED."""
+the file changed becomes consequential with a file effect declaring the whole change (the typed value as its param),
+and the bundle replays with another value, the effect CONFIRMED; on a file the save then overwrites, CONFLICTING."""
 
 from __future__ import annotations
 
@@ -60,7 +60,7 @@ def record(xvnc, tmp_path: Path, path: Path) -> tuple[dict, str]:
     return json.loads(r.stdout), r.stderr
 
 
-def test_a_step_that_changed_the_watched_file_checks_the_typed_value_in_it(tmp_path, xvnc, notes):
+def test_a_step_that_changed_the_watched_file_declares_its_whole_change(tmp_path, xvnc, notes):
     summary, log = record(xvnc, tmp_path, notes)
     assert notes.read_text() == "Note: hello world\n"
     doc = yaml.safe_load((tmp_path / "bundle" / "flow.yaml").read_text())
@@ -69,16 +69,29 @@ def test_a_step_that_changed_the_watched_file_checks_the_typed_value_in_it(tmp_p
     assert doc["params"][param]["example"] == "hello world"
     save = doc["steps"][1]
     assert save["consequential"] is True
-    assert save["effect"] == {"kind": "file", "path": str(notes.resolve()), "contains": "{" + param + "}",
-                              "expect": {"increase_by": 1}}
+    # the whole change the save made (the file created holding one line), the typed value as its param
+    assert save["effect"] == {"kind": "file", "path": str(notes.resolve()), "changes": [{"added": ["Note: {" + param + "}"]}]}
     assert not doc["steps"][0].get("consequential")
 
+    notes.unlink()  # the file as the recording started: not there
     r = run_flow(["replay", str(tmp_path / "bundle"), "--url", xvnc.url, "--run-dir", str(tmp_path / "run"), "--json",
                   "--param", f"{param}=goodbye moon"], tmp_path)
     assert r.returncode == 0, r.stdout + r.stderr
     assert notes.read_text() == "Note: goodbye moon\n"
     report = json.loads((tmp_path / "run" / "report.json").read_text())
-    assert next(s for s in report["steps"] if s["id"] == save["id"])["effect"]["verdict"] == "CONFIRMED"
+    effect = next(s for s in report["steps"] if s["id"] == save["id"])["effect"]
+    assert effect["verdict"] == "CONFIRMED"
+    assert effect["observed"]["value"] == {"exists": True, "lines": 1}  # a count in the report, never the digests
+
+    # again on the file the last run left: this app's save overwrites the note there — not the change recorded
+    r = run_flow(["replay", str(tmp_path / "bundle"), "--url", xvnc.url, "--run-dir", str(tmp_path / "run2"), "--json",
+                  "--param", f"{param}=third note"], tmp_path)
+    assert r.returncode == 1 and "Traceback" not in r.stderr, r.stdout + r.stderr
+    assert notes.read_text() == "Note: third note\n"
+    report = json.loads((tmp_path / "run2" / "report.json").read_text())
+    assert report["transaction_outcome"] == "RECONCILIATION_REQUIRED"
+    assert report["halt"]["step"] == save["id"] and report["halt"]["category"] == "collateral", report["halt"]
+    assert "removed 'Note: goodbye moon' and added 'Note: third note'" in report["halt"]["message"], report["halt"]
 
 
 def test_watch_file_is_one_system_of_record_among_the_watch_flags(tmp_path):

@@ -100,11 +100,11 @@ def run_case(recorded: Recorded, tmp_path: Path, drift_name: str, drift: Drift, 
 
 
 def test_zenity_recording_makes_ok_consequential(recorded):
-    """OK is the one consequential step, its `file` effect counting the longer typed value in the file."""
+    """OK is the one consequential step, its `file` effect the whole change: the line the dialog's script wrote."""
     steps = recorded.doc["steps"]
     ok = [s for s in steps if s.get("consequential")]
     assert len(ok) == 1 and ok[0]["action"] == "click", [s["id"] for s in steps]
-    assert ok[0]["effect"]["kind"] == "file" and ok[0]["effect"]["contains"] == "{clinic}", ok[0]
+    assert ok[0]["effect"]["kind"] == "file" and ok[0]["effect"]["changes"] == [{"added": ["{patient}|{clinic}"]}], ok[0]
     assert [s["text"] for s in steps if s["action"] == "type"] == ["{patient}", "{clinic}"]
     for s in steps:  # no template or fact built on a value the demonstration typed
         assert "Maria" not in str(s.get("expect", "")) and "Maria" not in str(s.get("target", "")), s

@@ -104,7 +104,7 @@ def test_typing_at_the_caret_of_a_page_appends_only_what_was_typed(compiled) -> 
     assert doc["params"] == {"text": {"type": "string", "required": True, "example": "Buy milk"}}
     assert step["text"] == "{text}"
     save = doc["steps"][1]
-    assert save["effect"]["contains"] == "{text}"
+    assert save["effect"]["changes"] == [{"added": ["{text}"]}]  # the line appended, and nothing else
 
 
 def test_a_line_typed_earlier_on_the_page_is_not_what_a_later_click_is_found_by(tmp_path) -> None:

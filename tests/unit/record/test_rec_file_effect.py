@@ -18,6 +18,7 @@ from openadapt_flow.fixture.recorder import Batch, Recording
 from openadapt_flow.fixture.recording_io import load_recording, save_recording
 from openadapt_flow.fixture.sor import FileWatch
 from openadapt_flow.record.compile import compile_bundle
+from openadapt_flow.record.values import file_effect
 from openadapt_flow.verify.effects import make_reader
 from openadapt_flow.vision.ocr import OcrEngine
 
@@ -61,7 +62,7 @@ def test_the_watched_file_reports_each_change_once_with_what_was_there(tmp_path:
     assert change[1]["previous"] == "Note: hi\n"
 
 
-def test_a_step_that_changed_the_watched_file_gets_a_file_effect_counting_the_typed_value(tmp_path: Path, ocr: OcrEngine) -> None:
+def test_a_step_that_changed_the_watched_file_gets_a_file_effect_declaring_the_whole_change(tmp_path: Path, ocr: OcrEngine) -> None:
     f0, f1, f2 = form(), form("hello world"), form("hello world", "Saved")
     change = {"path": "/data/notes.txt", "previous": "Note: old\n", "content": "Note: old\nNote: hello world\n"}
     rec = Recording(url="vnc://h:1", settle_s=0.3, initial=f0, sor_kind="file", sor_path="/data/notes.txt", batches=[
@@ -72,8 +73,9 @@ def test_a_step_that_changed_the_watched_file_gets_a_file_effect_counting_the_ty
     (param,) = out.params
     save = out.steps[1]
     assert save["consequential"] is True
-    assert save["effect"] == {"kind": "file", "path": "/data/notes.txt", "contains": "{" + param + "}",
-                              "expect": {"increase_by": 1}}
+    # the line diff of the save, the typed value as its param: an append at the end names no line above it
+    assert save["effect"] == {"kind": "file", "path": "/data/notes.txt", "changes": [{"added": ["Note: {" + param + "}"]}]}
+    assert Effect.model_validate(save["effect"]).changes is not None  # a bundle loads it
 
 
 def test_a_file_effect_counts_its_contains_with_the_params_filled(tmp_path: Path) -> None:
@@ -113,3 +115,33 @@ def test_a_recording_saved_before_pressed_and_later_existed_still_loads_and_comp
     assert loaded.batches[0].pressed is None and loaded.batches[0].later is None
     assert compile_bundle(loaded, tmp_path / "b", "old", ocr).steps[0]["action"] == "click"
     shutil.rmtree(tmp_path / "rec")
+
+
+class _Field:
+    def __init__(self, param: str, value: str) -> None:
+        self.param, self.value = param, value
+
+
+def test_a_recorded_write_inside_a_catalogue_declares_its_hunk_and_the_line_above_it() -> None:
+    po = 'msgid "Open"\nmsgstr ""\n\nmsgid "Save"\nmsgstr ""\n'
+    change = {"path": "/data/es.po", "previous": po, "content": po.replace('msgstr ""\n\n', 'msgstr "Abrir"\n\n')}
+    assert file_effect(change, [_Field("word", "Abrir")]) == {"kind": "file", "path": "/data/es.po", "changes": [
+        {"removed": ['msgstr ""'], "added": ['msgstr "{word}"'], "after": 'msgid "Open"'}]}
+
+
+def test_a_recorded_write_keeps_lines_without_a_value_literal_and_two_values_as_two_params() -> None:
+    change = {"path": "/d/a.txt", "previous": "Visits\n",
+              "content": "Visits\n---\nPatient: Maria Lopez\nClinic: Harbor Pediatrics\n"}
+    effect = file_effect(change, [_Field("patient", "Maria Lopez"), _Field("clinic", "Harbor Pediatrics")])
+    assert effect == {"kind": "file", "path": "/d/a.txt", "changes": [
+        {"added": ["---", "Patient: {patient}", "Clinic: {clinic}"]}]}
+
+
+def test_a_write_holding_no_typed_value_falls_back_as_before() -> None:
+    # the app saved something derived from the typing (upper-cased): no hunk to template, nothing to count
+    change = {"path": "/d/a.txt", "previous": "x\n", "content": "x\nHELLO\n"}
+    assert file_effect(change, [_Field("word", "hello")]) is None
+    # a line holding a {name} of its own would read as a placeholder: the count of the value instead
+    change = {"path": "/d/a.txt", "previous": "x\n", "content": "x\n{brace} hello\n"}
+    assert file_effect(change, [_Field("word", "hello")]) == {"kind": "file", "path": "/d/a.txt", "contains": "{word}",
+                                                             "expect": {"increase_by": 1}}

@@ -71,7 +71,7 @@ def test_each_example_value_becomes_its_param_inside_the_typed_lines(tmp_path: P
     assert {k: v["example"] for k, v in doc["params"].items()} == {"patient": PATIENT, "clinic": CLINIC}
     save = doc["steps"][-1]
     assert save["consequential"] is True and save["effect"]["kind"] == "file"
-    assert save["effect"]["contains"] in ("{patient}", "{clinic}")
+    assert save["effect"]["changes"] == [{"added": ["Patient: {patient}", "Clinic: {clinic}"]}], save["effect"]
     load_bundle(out.path)  # the bundle loads: every placeholder names a declared param
     assert not any("each typed run is one param" in w for w in out.warnings)
 

@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from openadapt_flow.bundle.models import Effect, RowChange
+from openadapt_flow.bundle.effect import Effect, RowChange
 from openadapt_flow.errors import ConfigError
 from openadapt_flow.store.records import ChangeDoc, Reading
 from openadapt_flow.verify.readers import READ_TIMEOUT_S, SqlSource, fill_text

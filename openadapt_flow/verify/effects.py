@@ -17,7 +17,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from openadapt_flow.bundle.models import Effect
+from openadapt_flow.bundle.effect import Effect
 from openadapt_flow.errors import ConfigError
 from openadapt_flow.store.records import EffectVerdict, EffectVerdictName, Reading
 from openadapt_flow.verify.changes import WholeChange

@@ -26,7 +26,7 @@ from difflib import SequenceMatcher
 from pathlib import Path
 from typing import Any, Generic, Literal, TypeVar
 
-from openadapt_flow.bundle.models import Effect, LineChange
+from openadapt_flow.bundle.effect import Effect, LineChange
 from openadapt_flow.errors import ConfigError
 from openadapt_flow.fixture.filetext import UnreadableFile, read_file_text
 from openadapt_flow.store.records import ChangeDoc, Reading

@@ -22,7 +22,7 @@ from typing import Any
 from urllib.parse import quote, unquote, urlparse
 
 
-from openadapt_flow.bundle.models import Effect
+from openadapt_flow.bundle.effect import Effect
 from openadapt_flow.bundle.params import PLACEHOLDER
 from openadapt_flow.errors import ConfigError
 from openadapt_flow.fixture.filetext import UnreadableFile, read_file_text, unreadable_format

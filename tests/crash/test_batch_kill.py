@@ -142,3 +142,42 @@ def test_a_batch_stopped_by_sigterm_stops_at_a_safe_boundary_and_the_next_one_fi
     again = flow(args, tmp_path, env)
     assert [json.loads(x).get("status") for x in again.stdout.splitlines()][:-1] == ["skipped_done", "done", "done"]
     assert _rows(db) == {"INV-1": 1, "INV-2": 1, "INV-3": 1}
+
+
+def _whole_change_bundle(root: Path) -> Path:
+    """The fast demo bundle with its save's effect declared as the whole change (one invoices row added, holding the
+    item's values) instead of a count: the uncertain write is read again by the whole-change verifier."""
+    dest = root / "bundle-whole"
+    if not dest.exists():
+        shutil.copytree(_fast_bundle(root), dest)
+        text = (dest / "flow.yaml").read_text()
+        count = ("    query: SELECT count(*) FROM invoices WHERE vendor = :vendor AND amount = :amount\n"
+                 "    expect: {increase_by: 1}\n")
+        assert count in text
+        whole = ("    changes:\n"
+                 "      - table: invoices\n"
+                 "        added: {vendor: \"{vendor}\", amount: \"{amount}\"}\n")
+        (dest / "flow.yaml").write_text(text.replace(count, whole))
+    return dest
+
+
+@pytest.mark.parametrize("point,status", [("after:action_dispatched@save", "done"),
+                                          ("after:action_sent@save", "failed_after_effect")])
+def test_a_killed_items_whole_change_write_is_read_again_by_its_own_verifier(tmp_path, point, status):
+    """A whole-change effect read again after a kill: ABSENT (nothing sent) sends the item again, CONFIRMED (the
+    Save click landed) reports it; every item's row exactly once, the batch never fails on the re-read itself."""
+    db = tmp_path / "app.db"
+    env = flow_env(tmp_path, FLOW_FIXTURE_DB=str(db), DEMO_DB_DSN=f"sqlite:///{db}")
+    bundle = _whole_change_bundle(tmp_path)
+    items = tmp_path / "invoices.csv"
+    args = ["batch", str(bundle), "--items", str(items), "--key", "invoice", "--url", f"fixture:{FIXTURES / 'normal'}"]
+    _items(items, ["INV-1"])
+    assert flow(args, tmp_path, env).returncode == 0
+    _items(items, ["INV-1", "INV-2", "INV-3"])
+    assert flow(args, tmp_path, {**env, "FLOW_CRASH_AT": point}).returncode == -9
+    again = flow(args + ["--json"], tmp_path, env)
+    events = [json.loads(x) for x in again.stdout.splitlines()]
+    got = {e["key"]: e for e in events if e.get("event") == "item"}
+    assert _rows(db) == {"INV-1": 1, "INV-2": 1, "INV-3": 1}, (point, events, again.stderr[-2000:])
+    assert got["INV-2"]["status"] == status, (point, got["INV-2"], again.stderr[-2000:])
+    assert "Traceback" not in again.stderr, again.stderr[-2000:]

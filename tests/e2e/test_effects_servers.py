@@ -14,7 +14,7 @@ from urllib.parse import unquote
 import psycopg
 import pytest
 
-from openadapt_flow.bundle.models import Effect
+from openadapt_flow.bundle.effect import Effect
 from openadapt_flow.verify.effects import (ABSENT, CONFIRMED, CONFLICTING, UNAVAILABLE, baseline_blocks, make_reader,
                                            make_verifier, verify_effect)
 from tests.support.pg import PgServer, start_pg, why_not_available

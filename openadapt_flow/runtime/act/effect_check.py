@@ -8,7 +8,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from openadapt_flow.bundle.models import Effect, Step
+from openadapt_flow.bundle.effect import Effect
+
+from openadapt_flow.bundle.models import Step
 from openadapt_flow.errors import FlowError
 from openadapt_flow.ladder.types import Point
 from openadapt_flow.runtime.judge.halt import MAX_MESSAGE, Halt

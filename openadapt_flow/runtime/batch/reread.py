@@ -18,7 +18,8 @@ from openadapt_flow.errors import ConfigError
 from openadapt_flow.runtime.act.recheck import find_uncertain
 from openadapt_flow.store.base import RunHandle
 from openadapt_flow.store.stepdoc import RecheckedEffect
-from openadapt_flow.verify.effects import Reading, judge, make_reader, resolve_effect
+from openadapt_flow.store.keys import load_key
+from openadapt_flow.verify.effects import Judgement, Reading, make_verifier, resolve_effect
 
 
 def _epoch(ts: str) -> float:
@@ -45,10 +46,15 @@ def reread_effect(run: RunHandle, steps: list[Step], stop: threading.Event) -> t
         return None
     values: dict[str, Any] = {k: v for k, v in (manifest.get("params") or {}).items() if not isinstance(v, dict)}
     try:  # secrets (`{"secret_env": …}` in the manifest) are never read back here
-        observed = make_reader(effect, values | {"run_id": manifest["run_id"]})()
-    except ConfigError as e:
-        observed = Reading(False, error=str(e))
-    verdict = judge(effect, u.baseline, observed)
-    evidence: RecheckedEffect = {"verdict": verdict, "baseline": u.baseline.to_json(), "observed": observed.to_json(),
-                                 "read_after_dispatch_s": round(time.time() - dispatched, 3)}
-    return verdict, evidence
+        # the effect's own verifier, as a durable resume judges it: a whole-change effect compares the rows or lines
+        # it reads with the baseline's digests, made with the journal's key
+        verifier = make_verifier(effect, values | {"run_id": manifest["run_id"]}, key=load_key(create=False))
+        observed = verifier.read()
+        judged = verifier.judge(u.baseline, observed)
+    except ConfigError as e:  # a verifier that cannot be built reads nothing: unknown, never absent
+        observed, judged = Reading(False, error=str(e)), Judgement("UNAVAILABLE")
+    evidence: RecheckedEffect = {"verdict": judged.verdict, "baseline": u.baseline.to_json(),
+                                 "observed": observed.to_json(), "read_after_dispatch_s": round(time.time() - dispatched, 3)}
+    if judged.changes is not None:
+        evidence["changes"] = judged.changes
+    return judged.verdict, evidence

@@ -17,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from openadapt_flow.bundle.loader import LoadedBundle
-from openadapt_flow.bundle.models import Effect, Step
+from openadapt_flow.bundle.effect import Effect
+from openadapt_flow.bundle.models import Step
 from openadapt_flow.bundle.params import BoundParams
 from openadapt_flow.errors import ConfigError, ParamError, Unavailable
 from openadapt_flow.bundle.config import DeployConfig

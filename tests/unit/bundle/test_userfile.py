@@ -89,7 +89,7 @@ def test_a_nul_in_an_effect_path_is_refused_when_the_bundle_loads():
     """It loaded before, and a tool step declaring it completed as if its file had been read."""
     from pydantic import ValidationError
 
-    from openadapt_flow.bundle.models import Effect
+    from openadapt_flow.bundle.effect import Effect
 
     with pytest.raises(ValidationError, match=r"path holds a control character \(NUL at position 7\)"):
         Effect.model_validate({"kind": "file", "path": "/tmp/x\x00y", "expect": {"equals": 1}})

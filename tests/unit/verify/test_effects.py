@@ -4,7 +4,7 @@ import sqlite3
 
 import pytest
 
-from openadapt_flow.bundle.models import Effect
+from openadapt_flow.bundle.effect import Effect
 from openadapt_flow.errors import ConfigError
 from openadapt_flow.verify.effects import (ABSENT, CONFIRMED, CONFLICTING, INDETERMINATE, UNAVAILABLE, Reading, baseline_blocks,
                                            judge, make_reader, resolve_effect, verify_effect)
@@ -137,7 +137,7 @@ def test_polling_backs_off_but_never_past_the_timeout():
 
 
 def test_an_http_effect_still_reads_a_token_named_in_dsn_env_and_a_bad_merge_is_a_config_error():
-    from openadapt_flow.bundle.models import Effect
+    from openadapt_flow.bundle.effect import Effect
     from openadapt_flow.errors import ConfigError
     from openadapt_flow.verify.effects import resolve_effect
 

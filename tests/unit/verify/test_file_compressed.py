@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from openadapt_flow.backends.spec import BackendSpec
-from openadapt_flow.bundle.models import Effect
+from openadapt_flow.bundle.effect import Effect
 from openadapt_flow.errors import ConfigError
 from openadapt_flow.fixture.gestures import Gesture
 from openadapt_flow.fixture.recorder import Batch, Recording

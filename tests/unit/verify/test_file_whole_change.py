@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from openadapt_flow.bundle.models import Effect
+from openadapt_flow.bundle.effect import Effect
 from openadapt_flow.errors import ConfigError
 from openadapt_flow.verify.effects import ABSENT, CONFIRMED, CONFLICTING, make_verifier, verify_effect
 from openadapt_flow.verify.filechange import FileChange, hunks

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from openadapt_flow.bundle.models import Effect
+from openadapt_flow.bundle.effect import Effect
 from openadapt_flow.errors import ConfigError
 from openadapt_flow.verify.effects import make_reader
 from openadapt_flow.verify.readers import SqlReader, sql_binds, to_pyformat

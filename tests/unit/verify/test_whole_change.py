@@ -7,7 +7,7 @@ import sqlite3
 
 import pytest
 
-from openadapt_flow.bundle.models import Effect
+from openadapt_flow.bundle.effect import Effect
 from openadapt_flow.errors import ConfigError
 from openadapt_flow.verify.effects import (ABSENT, CONFIRMED, CONFLICTING, UNAVAILABLE, WholeChange, judge, make_reader,
                                            make_verifier, verify_effect)

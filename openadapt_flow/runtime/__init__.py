@@ -16,7 +16,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from openadapt_flow.runtime.act.engine import stop_on_signals
+    from openadapt_flow.runtime.act.assemble import stop_on_signals
     from openadapt_flow.runtime.act.reset import ResetResult
     from openadapt_flow.runtime.act.start_state import StartResult, check_start_state
     from openadapt_flow.runtime.batch.results import BatchResult, counts, csv_beside, summary_line, write_results
@@ -64,7 +64,7 @@ __all__ += ["ResetResult", "StartResult", "check_start_state", "reset_app"]
 
 # name here -> its module under runtime/ (and its name there, where the face renames it: `resume` is a package)
 _WHERE = {
-    "stop_on_signals": "act.engine",
+    "stop_on_signals": "act.assemble",
     "BatchResult": "batch.results",
     "counts": "batch.results",
     "csv_beside": "batch.results",

@@ -21,7 +21,7 @@ from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.bundle.config import DeployConfig
 from openadapt_flow.bundle.loader import LoadedBundle
 from openadapt_flow.runtime import resume as resuming
-from openadapt_flow.runtime.act import engine
+from openadapt_flow.runtime.act import assemble
 from openadapt_flow.runtime.act import reset as resetting
 from openadapt_flow.runtime.act.reset import ResetResult
 from openadapt_flow.runtime.workflow import run as workflow_run
@@ -34,7 +34,7 @@ from openadapt_flow.runtime.resume.plan import ResumeRequest
 def replay(req: ReplayRequest, progress: Progress | None = None, reporter: Reporter | None = None,
            backend_factory: BackendFactory = open_backend) -> RunOutcome:
     """Run a bundle once. Bad input raises (exit 2, no run dir); everything after is a RunOutcome."""
-    return engine.start_bundle(req, RUNS, progress, reporter, backend_factory)
+    return assemble.start_bundle(req, RUNS, progress, reporter, backend_factory)
 
 
 def start_workflow(req: WorkflowRequest, progress: Progress | None = None, reporter: Reporter | None = None,

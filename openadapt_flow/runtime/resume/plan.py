@@ -206,7 +206,7 @@ class ResumePlan:
             by = f" (journaled at seq {self.carried['seq']}, applied from the journal)" if self.carried else ""
             lines.append(f"applies decision {self.decision} by {self.approval['operator'] if self.approval else None}{by}")
         cp = self.checkpoint
-        lines.append(f"continues after verified step {cp['step']!r} (seq {cp['seq']})" if cp else "continues from the first step")
+        lines.append(f"continues after verified step {cp['step']!r} (seq {cp['seq']})" if cp else "no step verified yet: continues from the first step")
         return lines
 
 

@@ -9,7 +9,9 @@ schema is the same, after `plan`. Then the resume itself makes the writes the pl
 
 from __future__ import annotations
 
+import json
 import os
+import sys
 from pathlib import Path
 
 import psycopg
@@ -128,3 +130,34 @@ def test_planning_an_interrupted_run_writes_nothing(tmp_path, where, env, monkey
     res = resume(open_ref(where[2]), backend_factory=lambda spec: app.connect())
     assert res.state == "COMPLETED", res.message
     assert rows(env) == 1 and len([e for e in app.events if e[0] == "click"]) == 1  # never sent again
+
+
+def flow_cli(monkeypatch, capsys, *argv: str) -> tuple[int, str, str]:
+    """`flow ARGV` in this process, through its real entry point: (exit code, stdout, stderr)."""
+    from openadapt_flow.cli import app as app_module
+
+    monkeypatch.setattr(sys, "argv", ["flow", *argv])
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as done:
+        app_module.main()
+    out = capsys.readouterr()
+    return done.value.code or 0, out.out, out.err
+
+
+@pytest.mark.parametrize("where", ["filesystem"], indirect=True)
+def test_flow_resume_dry_run_prints_the_plan_and_writes_nothing(tmp_path, where, env, monkeypatch, capsys):
+    app = App(env, refute=True)
+    start(tmp_path, where, app)
+    before = snapshot(tmp_path, where)
+    code, out, err = flow_cli(monkeypatch, capsys, "resume", where[2], "--dry-run")
+    assert code == 6 and "state: PAUSED" in out and "awaiting an operator decision" in err  # resume would refuse: says so
+    assert snapshot(tmp_path, where) == before
+    approve(open_ref(where[2]), "continue", "alice")
+    before = snapshot(tmp_path, where)
+    code, out, err = flow_cli(monkeypatch, capsys, "resume", where[2], "--dry-run")
+    assert code == 0, err
+    assert "resolves pause" in out and "at step 'post'" in out and "applies decision continue by alice" in out
+    assert snapshot(tmp_path, where) == before  # no file, mtime or row changed
+    code, out, _ = flow_cli(monkeypatch, capsys, "resume", where[2], "--dry-run", "--json")
+    assert code == 0 and json.loads(out)["refused"] is None and json.loads(out)["state"] == "PAUSED"
+    assert snapshot(tmp_path, where) == before

@@ -11,8 +11,10 @@ Every command that acts on a run (`resume`, `approve`, `answer`, `signal`) reads
   a resume killed after it applies it from the journal, never asks again), then in the ledger, then by moving
   approval.json.
 
-A view that lags the journal (a crash between the journal record and the file) is brought up to date; a view
-that disagrees with it is tampering (exit 6).
+A view that lags the journal (a crash between the journal record and the file) is brought up to date — never as a
+side effect of reading it: `read_pause` and `lagging_end` only report the repair (a resume's plan lists it), and
+`repair_views` / `catch_up_state` make it, called by the resume's executor or by a command that acts on the pause at
+once under its lease (`pending_view`). A view that disagrees with the journal is tampering (exit 6).
 """
 
 from __future__ import annotations

@@ -14,10 +14,10 @@ from openadapt_flow.runtime.operate.truth import catch_up_state, repair_views
 from openadapt_flow.runtime.operate.upgrade import adopt_upgrade
 from openadapt_flow.runtime.resume.bundle import continue_bundle, suspend
 from openadapt_flow.runtime.resume.opened import Opened
-from openadapt_flow.runtime.resume.plan import (Act, AdoptUpgrade, BlockRun, CatchUpState, ClaimLedger, DropEscalation,
+from openadapt_flow.runtime.resume.acts import (Act, AdoptUpgrade, BlockRun, CatchUpState, ClaimLedger, DropEscalation,
                                                 FinalizeInterrupted, RebuildCheckpoint, RepairViews, RestorePause,
-                                                ResumePlan, ResumeRequest, RewriteSnapshot, Suspend, open_request,
-                                                plan_resume)
+                                                RewriteSnapshot, Suspend)
+from openadapt_flow.runtime.resume.plan import ResumePlan, ResumeRequest, open_request, plan_resume
 from openadapt_flow.runtime.resume.snapshot import rewrite_snapshot
 from openadapt_flow.runtime.resume.workflow import continue_workflow
 from openadapt_flow.runtime.start.launch import RunOutcome, Runs

@@ -21,16 +21,18 @@ from openadapt_flow.backends.factory import open_backend
 from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.bundle.config import BackendConfig, DeployConfig
 from openadapt_flow.bundle.loader import LoadedBundle
-from openadapt_flow.bundle.models import Step
 from openadapt_flow.bundle.params import BoundParams, bind_params, secret_env_name
 from openadapt_flow.errors import FlowError, RefusedError, UsageError
 from openadapt_flow.runtime.act.durable.waiting import still_waiting
 from openadapt_flow.runtime.judge.calls import call_steps
 from openadapt_flow.runtime.judge.outcome import RECONCILIATION_REQUIRED
 from openadapt_flow.runtime.operate.approval import check_approval
-from openadapt_flow.runtime.operate.truth import ViewRepairs, journaled_decision, lagging_end, read_pause, sealed_state
-from openadapt_flow.runtime.operate.upgrade import Upgrade, check_upgrade
-from openadapt_flow.runtime.resume.snapshot import Rewrite, planned_bundle
+from openadapt_flow.runtime.operate.truth import journaled_decision, lagging_end, read_pause, sealed_state
+from openadapt_flow.runtime.operate.upgrade import check_upgrade
+from openadapt_flow.runtime.resume.acts import (Act, AdoptUpgrade, BlockRun, CatchUpState, ClaimLedger, DropEscalation,
+                                                FinalizeInterrupted, RebuildCheckpoint, RepairViews, RestorePause,
+                                                RewriteSnapshot, Suspend)
+from openadapt_flow.runtime.resume.snapshot import planned_bundle
 from openadapt_flow.runtime.start.backend_select import BackendFlags, merge_backend, select_backend
 from openadapt_flow.runtime.start.context import Progress
 from openadapt_flow.runtime.start.launch import BackendFactory, Reporter, RunOutcome
@@ -42,11 +44,11 @@ from openadapt_flow.store.base import RunHandle
 from openadapt_flow.store.checkpoint import judge_checkpoint
 from openadapt_flow.store.entry import CheckpointDoc, JournalEntry
 from openadapt_flow.store.keys import load_decision_key, load_key
-from openadapt_flow.store.pausedoc import AppliedDecision, CarriedDecision, PendingBody
+from openadapt_flow.store.pausedoc import AppliedDecision, PendingBody
 from openadapt_flow.store.rundoc import ManifestDoc
 from openadapt_flow.store.states import FINAL_STATES, LIVE_STATES, DecisionKind, PausedReason, RunState
 
-__all__ = ["Act", "ResumePlan", "ResumeRequest", "open_request", "plan", "plan_resume"]
+__all__ = ["ResumePlan", "ResumeRequest", "backend_spec", "open_request", "plan", "plan_resume"]
 
 
 @dataclass(frozen=True)
@@ -69,105 +71,6 @@ class ResumeRequest:
     bundle: Path | None = None
     notice: Callable[[str], None] | None = None
     fence: Callable[[], None] | None = None  # checked before every input besides the lease: a fleet desktop's lock
-
-
-# --- the acts: each one write (or one group of writes) the executor makes, in the plan's order ---
-
-@dataclass(frozen=True)
-class RewriteSnapshot:
-    rewrite: Rewrite
-
-    def describe(self) -> str:
-        return f"write the unreadable bundle snapshot again from {self.rewrite.path} ({self.rewrite.why})"
-
-
-@dataclass(frozen=True)
-class ClaimLedger:
-    def describe(self) -> str:
-        return "claim the run in the run ledger (refused if this is a copy of a run held elsewhere)"
-
-
-@dataclass(frozen=True)
-class CatchUpState:
-    end: JournalEntry  # the journal's run_finished record the state lags
-
-    def describe(self) -> str:
-        return f"rebuild the state ({self.end['data']['state']}) from the journal's run_finished record (seq {self.end['seq']})"
-
-
-@dataclass(frozen=True)
-class FinalizeInterrupted:
-    was: str
-    steps: tuple[Step, ...]
-    why: str = "owner process died; found by resume"
-
-    def describe(self) -> str:
-        return f"the run says {self.was} but its owner is gone (the executor holds the lease): record it INTERRUPTED"
-
-
-@dataclass(frozen=True)
-class Suspend:
-    reason: str
-
-    def describe(self) -> str:
-        return f"suspend the run: {self.reason}"
-
-
-@dataclass(frozen=True)
-class AdoptUpgrade:
-    upgrade: Upgrade
-    current: LoadedBundle
-
-    def describe(self) -> str:
-        return (f"adopt bundle {self.upgrade.new.digest} (steps unchanged through index {self.upgrade.unchanged_through}): "
-                "snapshot it, journal bundle_upgraded")
-
-
-@dataclass(frozen=True)
-class RebuildCheckpoint:
-    checkpoint: CheckpointDoc
-
-    def describe(self) -> str:
-        return f"rebuild checkpoint.json from the journal (step {self.checkpoint['step']!r}, seq {self.checkpoint['seq']})"
-
-
-@dataclass(frozen=True)
-class RepairViews:
-    repairs: ViewRepairs
-
-    def describe(self) -> str:
-        return "; ".join(self.repairs.describe())
-
-
-@dataclass(frozen=True)
-class RestorePause:
-    pending: PendingBody
-
-    def describe(self) -> str:
-        return f"restore pause {self.pending['pause_id']} (journaled by a run killed while pausing): state PAUSED"
-
-
-@dataclass(frozen=True)
-class DropEscalation:
-    pending: PendingBody
-    was: RunState
-
-    def describe(self) -> str:
-        return f"drop pause {self.pending['pause_id']} (the run was {self.was}; its code runs again and re-derives it)"
-
-
-@dataclass(frozen=True)
-class BlockRun:
-    pending: PendingBody
-    decision: CarriedDecision
-    rec: JournalEntry
-
-    def describe(self) -> str:
-        return f"end the run BLOCKED: the journal's reject by {self.decision['operator']} (seq {self.rec['seq']})"
-
-
-Act = (RewriteSnapshot | ClaimLedger | CatchUpState | FinalizeInterrupted | Suspend | AdoptUpgrade | RebuildCheckpoint
-       | RepairViews | RestorePause | DropEscalation | BlockRun)
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
-"""A Python workflow run's part of the one resume (spec §14), once the executor made its plan's acts: the decision applied (an answer or
-signal becomes its waiting call's recorded result), then its code run again from the top on its journal: recorded
-calls return at once (runtime/act/durable)."""
+"""A Python workflow run's part of the one resume (spec §14), once the executor (execute.py) made its plan's acts:
+the decision applied (an answer or signal becomes its waiting call's recorded result), then its code run again from
+the top on its journal: recorded calls return at once (runtime/act/durable)."""
 
 from __future__ import annotations
 

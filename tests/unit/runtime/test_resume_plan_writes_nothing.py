@@ -21,7 +21,7 @@ from openadapt_flow.bundle.config import DeployConfig
 from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.runtime.operate.approval import approve
 from openadapt_flow.runtime.resume import plan
-from openadapt_flow.runtime.resume.plan import FinalizeInterrupted, RebuildCheckpoint
+from openadapt_flow.runtime.resume.acts import FinalizeInterrupted, RebuildCheckpoint
 from openadapt_flow.runtime.runs import replay, resume
 from openadapt_flow.runtime.start.launch import ReplayRequest
 from openadapt_flow.runtime.start.runref import open_ref

@@ -229,11 +229,11 @@ def _pause_plan(p: _Planning, run: RunHandle, records: list[JournalEntry], req: 
             return p.done(pending=decided, approval=journaled, carried=rec, checkpoint=cp,
                           stop=_stop(run, RunState.BLOCKED, f"rejected by {journaled['operator']}"), **on)
         return p.done(pending=decided, approval=journaled, carried=rec, checkpoint=cp, **on)
-    waiting = None if req.require_approval else still_waiting(run, pending)
+    has_approval = run.has_approval() and repairs.retire_approval is None  # a used one is moved away first
+    waiting = None if req.require_approval else still_waiting(run, pending, approved=has_approval)
     if waiting is not None:
         return p.done(pending=pending, checkpoint=cp, stop=_stop(run, RunState.PAUSED, waiting,
                                                                  pending["category"] if pending else None), **on)
-    has_approval = run.has_approval() and repairs.retire_approval is None
     needs_decision = pending is not None and (pending["paused_reason"] == PausedReason.AWAITING_APPROVAL or has_approval)
     if not (needs_decision or req.require_approval):
         return p.done(pending=pending, checkpoint=cp, **on)

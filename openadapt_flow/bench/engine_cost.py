@@ -191,7 +191,7 @@ def engine_overhead(work: Path, runs: int, make_ocr: Callable[[], OcrEngine] = O
 
     `make_ocr` stands in for the engine's `OcrEngine()` (to measure another OCR set-up the same way).
     """
-    from openadapt_flow.runtime.act import engine as engine_mod
+    from openadapt_flow.runtime.act import assemble as engine_mod
     from openadapt_flow.runtime.start.launch import ReplayRequest
     from openadapt_flow.runtime.runs import replay
 

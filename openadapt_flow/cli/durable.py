@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
 
@@ -26,11 +26,11 @@ from openadapt_flow.runtime import stop_on_signals
 from openadapt_flow.runtime import Worker
 from openadapt_flow.runtime import wait
 from openadapt_flow.runtime import effective_state
-from openadapt_flow.store import RunStore, WorkerRow
+from openadapt_flow.store import RunHandle, RunStore, WorkerRow
 from openadapt_flow.store import FilesystemStore, MEMORY_PREFIX, redact, runs_root
 from openadapt_flow.store import open_store, store_of_ref
 from openadapt_flow.runtime import reconcile_root
-from openadapt_flow.runtime import resume_run
+from openadapt_flow.runtime import resume_plan, resume_run
 from openadapt_flow.store.states import DecisionKind, RunState
 
 
@@ -122,14 +122,22 @@ def resume_cmd(
     bundle: Optional[Path] = typer.Option(None, "--bundle", help="the run's original bundle (its recorded digest): used "
                                           "when the run's snapshot cannot be read, e.g. after a power loss"),
     store: Optional[str] = typer.Option(None, "--store", help=STORE_HELP),
+    dry_run: bool = typer.Option(False, "--dry-run", help="print what resume would do (its plan) and write nothing: "
+                                 "no lease, no journal record, no file or row changed"),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Continue a paused or interrupted durable run from its last verified checkpoint.
 
     Backend flags override the run's recorded backend (or --config's) field by field. A run whose bundle snapshot
-    cannot be read resumes with --bundle PATH when PATH holds the bundle the run recorded (same digest)."""
+    cannot be read resumes with --bundle PATH when PATH holds the bundle the run recorded (same digest).
+    --dry-run prints the plan (exit 0), or the plan and then why resume would refuse (that refusal's exit code)."""
     cfg = load_config(config).backend if config is not None else None
     values, _ = parse_params(param, None)
+    if dry_run:
+        _dry_run(open_run_arg(run_dir, store), as_json, backend_flags=BackendFlags(backend, url, rdp_host),
+                 backend_config=cfg, require_approval=require_approval, params=values, upgrade_bundle=upgrade_bundle,
+                 bundle=bundle)
+        return
     with step_progress(not as_json) as progress:
         out = resume_run(open_run_arg(run_dir, store), backend_flags=BackendFlags(backend, url, rdp_host), backend_config=cfg,
                      require_approval=require_approval, params=values, progress=progress, reporter=write_reports,
@@ -143,6 +151,22 @@ def resume_cmd(
         typer.echo(f"{out.state}: run dir {out.run_dir}" + (f" — {out.message}" if out.message else ""))
         echo_next(commands)
     raise typer.Exit(out.exit_code)
+
+
+def _dry_run(run: RunHandle, as_json: bool, **fields: Any) -> None:
+    """`flow resume --dry-run`: the plan, one line each (or a JSON object); a plan that ends refused exits with that
+    refusal's code, its line last."""
+    plan = resume_plan(run, **fields)
+    if not as_json:
+        for line in plan.describe():
+            typer.echo(line)
+        if plan.refusal is not None:
+            raise plan.refusal
+        return
+    emit_json({"state": str(plan.state) if plan.state else None, "plan": plan.describe(),
+               "refused": str(plan.refusal) if plan.refusal is not None else None})
+    if plan.refusal is not None:
+        raise typer.Exit(plan.refusal.exit_code)
 
 
 @handle_errors

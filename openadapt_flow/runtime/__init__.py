@@ -16,7 +16,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from openadapt_flow.runtime.act.engine import stop_on_signals
+    from openadapt_flow.runtime.act.assemble import stop_on_signals
     from openadapt_flow.runtime.act.reset import ResetResult
     from openadapt_flow.runtime.act.start_state import StartResult, check_start_state
     from openadapt_flow.runtime.batch.results import BatchResult, counts, csv_beside, summary_line, write_results
@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from openadapt_flow.runtime.operate.teach import apply_patches
     from openadapt_flow.runtime.runs import replay, reset_app, start_workflow
     from openadapt_flow.runtime.runs import resume as resume_run
+    from openadapt_flow.runtime.runs import resume_plan
     from openadapt_flow.runtime.start.backend_select import BackendFlags, select_backend
     from openadapt_flow.runtime.start.context import Progress, StepSummary
     from openadapt_flow.runtime.start.launch import ReplayRequest, WorkflowRequest
@@ -50,7 +51,7 @@ __all__ = ["DECISION_NAMES", "Audit", "BackendFlags", "DecisionOptions", "Desks"
            "ReplayRequest", "StepSummary", "TargetsFile", "Worker", "WorkflowRequest", "add_operator",
            "apply_patches", "approve", "authenticate", "check_active", "decided_by", "deliver", "disable_operator",
            "effective_state", "fleet_store", "list_operators", "load_targets", "open_ref", "os_user", "parse_arg_pairs",
-           "phone_vote_conflict", "reconcile_root", "replay", "reset_operator", "resume_run", "select_backend",
+           "phone_vote_conflict", "reconcile_root", "replay", "reset_operator", "resume_plan", "resume_run", "select_backend",
            "start_workflow", "stop_on_signals", "submit", "wait"]
 # a batch of work items (runtime/batch/), and the same items queued for the fleet
 __all__ += ["Submitted", "submit_items", "BatchEvents", "BatchRequest", "BatchResult", "ItemResult", "ItemStatus", "Reset", "batch_exit_code",
@@ -64,7 +65,7 @@ __all__ += ["ResetResult", "StartResult", "check_start_state", "reset_app"]
 
 # name here -> its module under runtime/ (and its name there, where the face renames it: `resume` is a package)
 _WHERE = {
-    "stop_on_signals": "act.engine",
+    "stop_on_signals": "act.assemble",
     "BatchResult": "batch.results",
     "counts": "batch.results",
     "csv_beside": "batch.results",
@@ -111,6 +112,7 @@ _WHERE = {
     "replay": "runs",
     "reset_app": "runs",
     "resume_run": "runs",
+    "resume_plan": "runs",
     "start_workflow": "runs",
     "BackendFlags": "start.backend_select",
     "select_backend": "start.backend_select",

@@ -21,20 +21,20 @@ from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.bundle.config import DeployConfig
 from openadapt_flow.bundle.loader import LoadedBundle
 from openadapt_flow.runtime import resume as resuming
-from openadapt_flow.runtime.act import engine
+from openadapt_flow.runtime.act import assemble
 from openadapt_flow.runtime.act import reset as resetting
 from openadapt_flow.runtime.act.reset import ResetResult
 from openadapt_flow.runtime.workflow import run as workflow_run
 from openadapt_flow.runtime.start.context import Progress
 from openadapt_flow.runtime.start.launch import BackendFactory, ReplayRequest, Reporter, RunOutcome, Runs, WorkflowRequest
 from openadapt_flow.runtime.start.runref import RunRef
-from openadapt_flow.runtime.resume.plan import ResumeRequest
+from openadapt_flow.runtime.resume.plan import ResumePlan, ResumeRequest
 
 
 def replay(req: ReplayRequest, progress: Progress | None = None, reporter: Reporter | None = None,
            backend_factory: BackendFactory = open_backend) -> RunOutcome:
     """Run a bundle once. Bad input raises (exit 2, no run dir); everything after is a RunOutcome."""
-    return engine.start_bundle(req, RUNS, progress, reporter, backend_factory)
+    return assemble.start_bundle(req, RUNS, progress, reporter, backend_factory)
 
 
 def start_workflow(req: WorkflowRequest, progress: Progress | None = None, reporter: Reporter | None = None,
@@ -49,6 +49,12 @@ def resume(run: RunRef, req: ResumeRequest | None = None, **fields: Any) -> RunO
     `progress=`, `reporter=`, `backend_factory=`, `stop=`, `backend_flags=`, `backend_config=`, `upgrade_bundle=`,
     `bundle=`, `notice=`)."""
     return resuming.resume(run, RUNS, replace(req or ResumeRequest(), **fields))
+
+
+def resume_plan(run: RunRef, req: ResumeRequest | None = None, **fields: Any) -> ResumePlan:
+    """What `resume` would do to the run, as things stand, writing nothing (`flow resume --dry-run`): the same
+    request, read and planned (runtime/resume/plan.py) without the lease and without acting."""
+    return resuming.plan(run, replace(req or ResumeRequest(), **fields))
 
 
 def reset_app(bundle: Path | str | LoadedBundle, backend: BackendSpec | None, config: DeployConfig, **options: Any) -> ResetResult:

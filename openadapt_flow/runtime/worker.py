@@ -18,7 +18,7 @@ from openadapt_flow.backends.base import Backend
 from openadapt_flow.backends.factory import open_backend
 from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.errors import FlowError, RefusedError
-from openadapt_flow.runtime.act.engine import stop_on_signals
+from openadapt_flow.runtime.act.assemble import stop_on_signals
 from openadapt_flow.runtime.start.launch import Reporter, RunOutcome
 from openadapt_flow.runtime.start.lifecycle import owner_gone
 from openadapt_flow.runtime.operate.reconciler import as_store

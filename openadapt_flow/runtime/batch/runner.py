@@ -24,7 +24,7 @@ from openadapt_flow.bundle.config import DeployConfig
 from openadapt_flow.bundle.items import Item
 from openadapt_flow.bundle.loader import LoadedBundle, load_bundle
 from openadapt_flow.errors import FlowError, RefusedError, UsageError
-from openadapt_flow.runtime.act.engine import stop_on_signals
+from openadapt_flow.runtime.act.assemble import stop_on_signals
 from openadapt_flow.runtime.batch.desk import NextDesk
 from openadapt_flow.runtime.batch.prior import Prior, judge_prior, shown
 from openadapt_flow.runtime.batch.reports import ReportsBehind

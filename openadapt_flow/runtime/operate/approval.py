@@ -9,7 +9,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, Literal
 
 from openadapt_flow.bundle.loader import load_bundle
 from openadapt_flow.bundle.params import parse_number
@@ -73,8 +73,10 @@ def current_checkpoint(run: RunHandle) -> CheckpointDoc | None:
     return run.read_checkpoint()
 
 
-def check_approval(run: RunHandle, pending: PendingBody, key: bytes, *, now: float | None = None) -> ApprovalDoc:
-    """The approval for this pause, or RefusedError naming exactly what is wrong with it."""
+def check_approval(run: RunHandle, pending: PendingBody, key: bytes, *, now: float | None = None,
+                   checkpoint: CheckpointDoc | None | Literal["stored"] = "stored") -> ApprovalDoc:
+    """The approval for this pause, or RefusedError naming exactly what is wrong with it. `checkpoint`: the one the
+    decision must have seen (a plan's, judged from the journal), else checkpoint.json as stored."""
     path = run.describe("approval")
     approval = run.read_approval()
     pause_id = pending["pause_id"]
@@ -91,7 +93,8 @@ def check_approval(run: RunHandle, pending: PendingBody, key: bytes, *, now: flo
         raise RefusedError(f"{path}: approval is for pause {approval.get('pause_id')}, not the pending {pause_id}; refusing")
     if approval.get("task_digest") != digest(task):
         raise RefusedError(f"{path}: approval does not match the pending decision task; refusing")
-    if approval.get("checkpoint_digest") != checkpoint_digest(current_checkpoint(run)):
+    cp = current_checkpoint(run) if isinstance(checkpoint, str) else checkpoint
+    if approval.get("checkpoint_digest") != checkpoint_digest(cp):
         raise RefusedError(f"{path}: the checkpoint changed since the decision was made; refusing")
     if (now or time.time()) > _epoch(task["expires_at"]):
         raise RefusedError(f"{path}: decision task expired at {task['expires_at']}; refusing")

@@ -11,13 +11,16 @@ Every command that acts on a run (`resume`, `approve`, `answer`, `signal`) reads
   a resume killed after it applies it from the journal, never asks again), then in the ledger, then by moving
   approval.json.
 
-A view that lags the journal (a crash between the journal record and the file) is brought up to date; a view
-that disagrees with it is tampering (exit 6).
+A view that lags the journal (a crash between the journal record and the file) is brought up to date — never as a
+side effect of reading it: `read_pause` and `lagging_end` only report the repair (a resume's plan lists it), and
+`repair_views` / `catch_up_state` make it, called by the resume's executor or by a command that acts on the pause at
+once under its lease (`pending_view`). A view that disagrees with the journal is tampering (exit 6).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any, cast
 
 from openadapt_flow.errors import RefusedError
@@ -32,24 +35,32 @@ from openadapt_flow.store.pausedoc import (AppliedDecision, ApprovalDoc, Carried
 
 
 def check_views(run: RunHandle, records: list[JournalEntry], key: bytes) -> StateView:
-    """state.json verified against the journal (its seal) and the run ledger; the state to act on."""
-    doc = run.check_seal(records, key)
+    """state.json verified against the journal (its seal) and the run ledger; the state to act on. Claims the run in
+    the ledger (a write): only under the run's lease — a plan reads `sealed_state` alone."""
+    doc = sealed_state(run, records, key)
     run.ledger_claim(records)
-    return doc or {"state": RunState.PENDING}
+    return doc
 
 
-def catch_up_state(run: RunHandle, records: list[JournalEntry], journal: JournalWriter, state: StateView) -> StateView:
-    """A state that lags a journal which already ended the run (killed between `run_finished` and the state write)
-    is rebuilt from the journal, so the run is not run again."""
+def sealed_state(run: RunHandle, records: list[JournalEntry], key: bytes) -> StateView:
+    """state.json verified against the journal (its seal); nothing written."""
+    return run.check_seal(records, key) or {"state": RunState.PENDING}
+
+
+def lagging_end(records: list[JournalEntry], state: StateView) -> JournalEntry | None:
+    """The journal's `run_finished` record a state lags (killed between `run_finished` and the state write), or None:
+    the state must be rebuilt from it (`catch_up_state`), so the run is not run again. Reads only."""
     end = next((r for r in reversed(records) if is_a(r, RecordType.RUN_FINISHED, RecordType.RUN_RESUMED)), None)
     if end is None or not is_a(end, RecordType.RUN_FINISHED) or state.get("state") == end["data"].get("state"):
-        return state
-    final = end["data"].get("state")
-    if final not in FINAL_STATES:
-        return state
-    run.write_state(RunState(final), journal=journal, transaction_outcome=end["data"].get("transaction_outcome"),
+        return None
+    return end if end["data"].get("state") in FINAL_STATES else None
+
+
+def catch_up_state(run: RunHandle, journal: JournalWriter, end: JournalEntry) -> None:
+    """Rebuild the state from the journal's `run_finished` record `end` (found by `lagging_end`): an explicit repair,
+    made under the run's lease."""
+    run.write_state(RunState(end["data"]["state"]), journal=journal, transaction_outcome=end["data"].get("transaction_outcome"),
                     message="state rebuilt from the journal's run_finished record")
-    return run.state()
 
 
 def verify_task(run: RunHandle, pending: PendingBody, key: bytes) -> PendingBody:
@@ -63,48 +74,83 @@ def verify_task(run: RunHandle, pending: PendingBody, key: bytes) -> PendingBody
     return pending
 
 
-def pending_view(run: RunHandle, records: list[JournalEntry], key: bytes, *, repair: bool = True) -> PendingBody | None:
-    """The open pause as the journal records it (None if none), with pending_escalation.json checked against it.
+@dataclass(frozen=True)
+class ViewRepairs:
+    """What a read of the pause found lagging the journal, to be repaired under the run's lease (`repair_views`):
+    a used approval.json to move where used decisions live, a stale pending view to remove, a missing one to rebuild."""
 
-    `repair` (under the run's lease): a missing view is rebuilt, a stale one (its pause closed in the journal) removed.
-    """
+    retire_approval: str | None = None  # the pause id of an approval.json whose pause the journal already closed
+    remove_pending: bool = False
+    rebuild_pending: PendingBody | None = None
+
+    def __bool__(self) -> bool:
+        return self.retire_approval is not None or self.remove_pending or self.rebuild_pending is not None
+
+    def describe(self) -> list[str]:
+        out = []
+        if self.retire_approval is not None:
+            out.append(f"move the used approval for {self.retire_approval} to decisions/")
+        if self.remove_pending:
+            out.append("remove the pending view of a pause the journal closed")
+        if self.rebuild_pending is not None:
+            out.append(f"rebuild the pending view of pause {self.rebuild_pending['pause_id']} from the journal")
+        return out
+
+
+def read_pause(run: RunHandle, records: list[JournalEntry], key: bytes) -> tuple[PendingBody | None, ViewRepairs]:
+    """The open pause as the journal records it (None if none), with pending_escalation.json checked against it, and
+    the views that lag the journal (see ViewRepairs). Reads only: a view that disagrees with the journal is refused."""
     head, closed = journal_pause(records)
     path = run.describe("pending")
     on_disk = run.read_pending()
     if head is not None and "legacy" in head:  # journaled before pauses carried their body: the signed file is all there is
         if on_disk is None or on_disk.get("pause_id") != head["pause_id"]:
             raise RefusedError(f"{path}: missing or not the journal's pause {head['pause_id']}; refusing")
-        return verify_task(run, on_disk, key)
+        return verify_task(run, on_disk, key), ViewRepairs()
     body = None if head is None or "legacy" in head else head
-    if repair:
-        _retire_used_approval(run, closed)
+    retire = _used_approval(run, closed)
     if body is None:
         if on_disk is None:
-            return None
+            return None, ViewRepairs(retire)
         if on_disk.get("pause_id") in closed:  # the decision was journaled; the process died before removing the view
-            if repair:
-                run.remove_pending()
-            return None
+            return None, ViewRepairs(retire, remove_pending=True)
         raise RefusedError(f"{path}: names pause {on_disk.get('pause_id')!r}, which the journal has not opened "
                            "(tampered, or copied from another run); refusing")
-    if on_disk is None:
-        if repair:
-            run.write_pending(body)  # a deleted view is rebuilt from the journal
-    elif {k: v for k, v in on_disk.items() if k != "schema"} != body:
+    if on_disk is not None and {k: v for k, v in on_disk.items() if k != "schema"} != body:
         differs = sorted(k for k in set(on_disk) | set(body) if k != "schema" and on_disk.get(k) != body.get(k))
         raise RefusedError(f"{path}: disagrees with the journal's pause {body['pause_id']} ({', '.join(differs)} edited); refusing")
-    return verify_task(run, body, key)
+    return verify_task(run, body, key), ViewRepairs(retire, rebuild_pending=body if on_disk is None else None)
 
 
-def _retire_used_approval(run: RunHandle, closed: set[str]) -> None:
-    """approval.json for a pause the journal already closed was used: move it where used decisions live."""
+def repair_views(run: RunHandle, repairs: ViewRepairs) -> None:
+    """Bring the pause's views up to the journal (under the run's lease): the one writer of these repairs."""
+    if repairs.retire_approval is not None:
+        run.consume_approval(repairs.retire_approval)
+    if repairs.remove_pending:
+        run.remove_pending()
+    if repairs.rebuild_pending is not None:
+        run.write_pending(repairs.rebuild_pending)  # a deleted view is rebuilt from the journal
+
+
+def pending_view(run: RunHandle, records: list[JournalEntry], key: bytes) -> PendingBody | None:
+    """`read_pause`, then its repairs made (the caller holds the run's lease): for a command that acts on the pause
+    at once (approve, answer, signal)."""
+    pending, repairs = read_pause(run, records, key)
+    repair_views(run, repairs)
+    return pending
+
+
+def _used_approval(run: RunHandle, closed: set[str]) -> str | None:
+    """The pause id of an approval.json for a pause the journal already closed (used: to be moved where used
+    decisions live), or None."""
     try:
         data = run.read_approval()
     except RefusedError:
-        return  # unreadable: check_approval names it if it is ever needed
+        return None  # unreadable: check_approval names it if it is ever needed
     # (one whose used copy is already there is a replay, left in place for check_approval to name)
     if data is not None and data.get("pause_id") in closed and not run.has_decision(data["pause_id"]):
-        run.consume_approval(data["pause_id"])
+        return data["pause_id"]
+    return None
 
 
 # What the first thing done after a decision is: its application (a re-dispatch, a checkpoint, a skip, an answered

@@ -11,6 +11,7 @@ Anything else is refused (exit 6) and the run keeps its bundle.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -61,15 +62,24 @@ def _same_step(old: LoadedBundle, new: LoadedBundle, i: int) -> str | None:
     return None
 
 
-def upgrade_bundle(run: RunHandle, journal: JournalWriter, records: list[JournalEntry], current: LoadedBundle,
-                   params: Mapping[str, object], path: Path) -> LoadedBundle:
-    """Check the new version against what the run already did, snapshot it, journal the upgrade; RefusedError if not."""
+@dataclass(frozen=True)
+class Upgrade:
+    """A new version found adoptable (`check_upgrade`): the bundle, and the last step index it keeps unchanged."""
+
+    new: LoadedBundle
+    unchanged_through: int
+
+
+def check_upgrade(records: list[JournalEntry], current: LoadedBundle, params: Mapping[str, object],
+                  path: Path) -> Upgrade | None:
+    """Check the new version against what the run already did (reads only): the upgrade to adopt, None when it is
+    the run's bundle already, RefusedError when it cannot be adopted."""
     try:
         new = load_bundle(path)
     except FlowError as e:
         raise RefusedError(f"--upgrade-bundle {path}: not a usable bundle ({e}); the run keeps its bundle") from None
     if new.digest == current.digest:
-        return current
+        return None
     cp = checkpoint_from_records(records)
     done = cp["step_index"] if cp else -1
     index = {s.id: i for i, s in enumerate(current.model.steps)}
@@ -86,6 +96,13 @@ def upgrade_bundle(run: RunHandle, journal: JournalWriter, records: list[Journal
             why = f"the run's params do not bind to it ({e})"
     if why is not None:
         raise RefusedError(f"--upgrade-bundle {path}: {why}; steps up to the last checkpoint must be unchanged; refusing")
+    return Upgrade(new, last)
+
+
+def adopt_upgrade(run: RunHandle, journal: JournalWriter, records: list[JournalEntry], current: LoadedBundle,
+                  up: Upgrade) -> LoadedBundle:
+    """Snapshot the checked new version into `upgrades/<n>/` and journal the upgrade (under the run's lease)."""
+    new = up.new
     n = sum(1 for r in records if is_a(r, RECORD)) + 1
     rel = f"{UPGRADES}/{n}"
     run.remove_artifacts(rel)  # a snapshot left by an upgrade that died before it was journaled
@@ -96,5 +113,5 @@ def upgrade_bundle(run: RunHandle, journal: JournalWriter, records: list[Journal
     if adopted.digest != new.digest:
         raise RefusedError(f"{dest}: snapshot of the new bundle does not match it; refusing")
     journal.append(RECORD, None, {"bundle_dir": rel, "digest": adopted.digest, "from_digest": current.digest,
-                                  "source": str(new.root.resolve()), "unchanged_through": last})
+                                  "source": str(new.root.resolve()), "unchanged_through": up.unchanged_through})
     return adopted

@@ -1,56 +1,46 @@
-"""A bundle run's part of the one resume (spec §8–§10): its own checks (orphan, upgrade, params, effects), the plan
-(plan.py), then the step loop from the verified checkpoint — or from the uncertain step, re-checked first, never
+"""A bundle run's part of the one resume (spec §8–§10), once the executor (execute.py) made its plan's acts: its
+effects probed, then the step loop from the verified checkpoint — or from the uncertain step, re-checked first, never
 blind-retried."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, NoReturn
+from typing import NoReturn
 
-from openadapt_flow.bundle.loader import LoadedBundle, load_bundle
-from openadapt_flow.bundle.params import BoundParams, bind_params, secret_env_name
-from openadapt_flow.errors import FlowError, RefusedError
-from openadapt_flow.runtime.start.backend_select import BackendFlags, merge_backend, select_backend
-from openadapt_flow.backends.spec import BackendSpec
+from openadapt_flow.bundle.loader import load_bundle
+from openadapt_flow.errors import RefusedError
 from openadapt_flow.runtime.start.context import RunContext
 from openadapt_flow.runtime.act.durable import record_verified
-from openadapt_flow.runtime.act.engine import RunInputs, RunSetup, execute, finish, make_context, open_or_none, record_halt, stop_on_signals
+from openadapt_flow.runtime.act.engine import execute, finish, record_halt
+from openadapt_flow.runtime.act.assemble import RunInputs, RunSetup, make_context, open_or_none, stop_on_signals
 from openadapt_flow.runtime.start.launch import RunOutcome
 from openadapt_flow.runtime.act.fixture_resume import refuse_restarted_fixture
-from openadapt_flow.runtime.start.preflight import check_settings, probe_effects
+from openadapt_flow.runtime.start.preflight import probe_effects
 from openadapt_flow.runtime.act.recheck import (CONFIRMED_DONE, POSITIVELY_ABSENT, RETRYABLE, RecheckResult, Uncertain, check_facts,
                                                 find_uncertain, recheck)
-from openadapt_flow.runtime.start.runref import open_ref, ref_path
 from openadapt_flow.runtime.act.step import screen_facts
 from openadapt_flow.store.stepdoc import StepEffect, VerifiedBy
-from openadapt_flow.bundle.config import BackendConfig
 from openadapt_flow.runtime.judge.halt import Halt
 from openadapt_flow.runtime.operate.truth import consume_decision, record_decision
-from openadapt_flow.runtime.operate.upgrade import upgrade_bundle as adopt_upgrade
-from openadapt_flow.runtime.resume.plan import Opened, ResumePlan, plan_resume, resumed
-from openadapt_flow.store.rundoc import ManifestDoc, StateDoc
+from openadapt_flow.runtime.resume.opened import Opened, resumed
+from openadapt_flow.runtime.resume.plan import ResumePlan, backend_spec
+from openadapt_flow.store.rundoc import StateDoc
 from openadapt_flow.store.atomic import StorageFault
 from openadapt_flow.store.states import DecisionKind, is_a, PausedReason, RecordType, RunState
 from openadapt_flow.store.entry import CheckpointDoc, JournalEntry, step_of
 from openadapt_flow.store.pausedoc import AppliedDecision
 
 
-def continue_bundle(o: Opened) -> RunOutcome:
-    """Resume a bundle run: suspended if its parent is gone, else its plan, then its steps on a live backend."""
-    orphan = _orphaned(o.manifest)
-    if orphan:
-        o.journal.append(RecordType.SUSPENDED, None, {"reason": orphan})
-        o.journal.close()
-        o.run.write_state(RunState.PAUSED, journal=o.journal, paused_reason=PausedReason.SUSPENDED_ORPHAN, message=orphan)
-        return RunOutcome(RunState.PAUSED, RunState.PAUSED.exit_code, ref_path(o.run), orphan)
-    assert o.loaded is not None
-    if o.req.upgrade_bundle is not None:
-        o.loaded = adopt_upgrade(o.run, o.journal, o.records, o.loaded, o.manifest["params"], o.req.upgrade_bundle)
-    bound = _params(o.loaded, o.manifest, o.req.params or {})
-    check_settings(o.loaded, o.config, bound, bool(o.manifest.get("allow_model")))  # every missing setting, before any input
-    plan = plan_resume(o)
-    if plan.stop is not None:
-        return plan.stop
+def suspend(o: Opened, reason: str) -> None:
+    """A child run whose parent is gone or BLOCKED: suspended, not continued (the plan's `Suspend`)."""
+    o.journal.append(RecordType.SUSPENDED, None, {"reason": reason})
+    o.journal.close()
+    o.run.write_state(RunState.PAUSED, journal=o.journal, paused_reason=PausedReason.SUSPENDED_ORPHAN, message=reason)
+
+
+def continue_bundle(o: Opened, plan: ResumePlan) -> RunOutcome:
+    """Resume a bundle run from its plan (its acts made): its steps on a live backend."""
+    assert o.loaded is not None and plan.bound is not None
+    bound = plan.bound
     patch = _taught(o, plan)
     live = open_or_none(backend_spec(o.manifest, o.req.backend), o.req.backend_factory)
     try:
@@ -87,19 +77,6 @@ def _taught(o: Opened, plan: ResumePlan) -> dict[str, object] | None:
     return patch
 
 
-def backend_spec(manifest: ManifestDoc, override: BackendSpec | None, flags: BackendFlags | None = None,
-                 config: BackendConfig | None = None) -> BackendSpec | None:
-    """The backend resume drives: a whole `override` spec; else the flags merged field by field onto `config`'s
-    backend section (`--config`) when it names one, or onto the run's recorded backend (its manifest)."""
-    if override is not None:
-        return override
-    flags = flags or BackendFlags()
-    if config is not None and (config.kind or config.url):
-        return select_backend(config, backend=flags.backend, url=flags.url, rdp_host=flags.rdp_host)
-    recorded = BackendSpec.from_json(spec) if (spec := manifest.get("backend")) else None
-    return merge_backend(recorded, flags) if flags else recorded
-
-
 def _continue(ctx: RunContext, records: list[JournalEntry], plan: ResumePlan) -> RunOutcome:
     try:
         start = _reenter(ctx, records, plan)
@@ -108,19 +85,6 @@ def _continue(ctx: RunContext, records: list[JournalEntry], plan: ResumePlan) ->
         return finish(ctx, RunState.INTERRUPTED, f.message, "storage")
     finally:
         ctx.frames.close()  # never exit with the frame writer alive (a C++ abort at interpreter shutdown)
-
-
-def _params(loaded: LoadedBundle, manifest: ManifestDoc, given: Mapping[str, Any]) -> BoundParams:
-    recorded = {k: v for k, v in manifest["params"].items() if not (isinstance(v, dict) and "secret_env" in v)}
-    params = bind_params(loaded.model, recorded)
-    for k, v in given.items():
-        if k not in params.values or str(params.values[k]) != str(bind_params(loaded.model, {**recorded, k: v}).values[k]):
-            raise RefusedError(f"--param {k}={v!r} differs from the run's bound value; a run keeps its params")
-    for name, spec in loaded.model.params.items():
-        if spec.secret and spec.required and name not in params.secrets:
-            raise RefusedError(f"secret param {name!r} must be in the environment ({secret_env_name(name)}) to resume")
-    return params
-
 
 
 def _reenter(ctx: RunContext, records: list[JournalEntry], plan: ResumePlan) -> int | RunOutcome:
@@ -239,23 +203,6 @@ def _reprove_checkpoint(ctx: RunContext, cp: CheckpointDoc) -> None:
     if not all(c["ok"] for c in checks):
         raise Halt("postcondition", f"the screen no longer shows what held after step {cp['step']!r}: "
                    + "; ".join(f"{c['kind']} {c['expected']!r}" for c in checks if not c["ok"]), step=cp["step"])
-
-
-def _orphaned(manifest: ManifestDoc) -> str | None:
-    """A child run whose parent run is gone or BLOCKED is suspended, not continued."""
-    parent = manifest.get("parent_run")
-    if not parent:
-        return None
-    try:
-        run = open_ref(parent)
-    except FlowError:
-        return f"parent run {parent} is gone"
-    try:
-        if run.state().get("state") == RunState.BLOCKED:
-            return f"parent run {parent} is BLOCKED"
-    except FlowError:
-        return f"parent run {parent} is unreadable"
-    return None
 
 
 def _checkpoint_step(ctx: RunContext, index: int, verified_by: VerifiedBy, effect: StepEffect | None) -> None:

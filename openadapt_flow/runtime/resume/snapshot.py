@@ -10,6 +10,7 @@ refused (exit 6) in one line naming both digests; a snapshot that still reads we
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from openadapt_flow.bundle.loader import LoadedBundle, load_bundle
@@ -40,19 +41,28 @@ def original_bundle(path: Path, digest: str, flag: str = "--bundle") -> LoadedBu
     return loaded
 
 
-def resume_bundle(run: RunHandle, digest: str, records: list[JournalEntry], bundle: Path | None, upgrade: Path | None,
-                  notice: Callable[[str], None] | None) -> LoadedBundle:
-    """The bundle a bundle run's resume executes (under the run's lease): its snapshot plus the journal's layers
-    (effective_bundle). `bundle` (--bundle) must be the run's original; a snapshot that is not the recorded bundle is
-    written again from it (or from `upgrade` when that is the same version), else the refusal says how to resume."""
+@dataclass(frozen=True)
+class Rewrite:
+    """The snapshot to write again from the run's original bundle (`given`, at `path`), and why."""
+
+    given: LoadedBundle
+    path: Path
+    why: str
+
+
+def planned_bundle(run: RunHandle, digest: str, records: list[JournalEntry], bundle: Path | None, upgrade: Path | None
+                   ) -> tuple[LoadedBundle, Rewrite | None]:
+    """The bundle a bundle run's resume executes — its snapshot plus the journal's layers (effective_bundle) — or, for
+    a snapshot that is not the recorded bundle, the run's original standing in for it and the `Rewrite` that writes
+    the snapshot again (`bundle`, --bundle, must be the run's original; `upgrade` serves when it is that same
+    version); else the refusal says how to resume. Reads only."""
     given = original_bundle(bundle, digest) if bundle is not None else None
     try:
-        return effective_bundle(run, digest, records)
+        return effective_bundle(run, digest, records), None
     except RefusedError:
         why = snapshot_fault(run, digest)
         if why is None:
             raise  # the snapshot is whole: a patch's or an upgrade's folder is what is wrong
-    where = f"{run.ref}/{SNAPSHOT}"
     if given is None and upgrade is not None:
         try:
             candidate: LoadedBundle | None = load_bundle(upgrade)
@@ -61,15 +71,22 @@ def resume_bundle(run: RunHandle, digest: str, records: list[JournalEntry], bund
         if candidate is not None and candidate.digest == digest:
             given, bundle = candidate, upgrade
     if given is None or bundle is None:
-        raise RefusedError(f"{where}: the run's bundle snapshot is unreadable or changed ({why}); resume with --bundle "
-                           f"PATH naming the run's original bundle (digest {digest}); refusing")
+        raise RefusedError(f"{run.ref}/{SNAPSHOT}: the run's bundle snapshot is unreadable or changed ({why}); resume "
+                           f"with --bundle PATH naming the run's original bundle (digest {digest}); refusing")
+    return given, Rewrite(given, bundle, why)
+
+
+def rewrite_snapshot(run: RunHandle, digest: str, records: list[JournalEntry], rw: Rewrite,
+                     notice: Callable[[str], None] | None) -> LoadedBundle:
+    """Write the snapshot again from the run's original bundle (under the run's lease); the bundle it now executes."""
+    where = f"{run.ref}/{SNAPSHOT}"
     run.remove_artifacts(SNAPSHOT)
-    for rel in given.files:
-        run.put_artifact(f"{SNAPSHOT}/{rel}", (given.root / rel).read_bytes())
+    for rel in rw.given.files:
+        run.put_artifact(f"{SNAPSHOT}/{rel}", (rw.given.root / rel).read_bytes())
     again = snapshot_fault(run, digest)
     if again is not None:
-        raise RefusedError(f"{where}: the snapshot written again from {bundle} does not read back ({again}); refusing")
+        raise RefusedError(f"{where}: the snapshot written again from {rw.path} does not read back ({again}); refusing")
     if notice is not None:
-        notice(f"{where}: the run's bundle snapshot was unreadable ({why}); used the bundle at {bundle} (digest {digest}, "
-               "the run's own) and wrote the snapshot again from it")
+        notice(f"{where}: the run's bundle snapshot was unreadable ({rw.why}); used the bundle at {rw.path} (digest "
+               f"{digest}, the run's own) and wrote the snapshot again from it")
     return effective_bundle(run, digest, records)

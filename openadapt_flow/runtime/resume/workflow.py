@@ -1,31 +1,26 @@
-"""A Python workflow run's part of the one resume (spec §14): its plan (plan.py), the decision applied (an answer or
-signal becomes its waiting call's recorded result), then its code run again from the top on its journal: recorded
-calls return at once (runtime/act/durable)."""
+"""A Python workflow run's part of the one resume (spec §14), once the executor (execute.py) made its plan's acts:
+the decision applied (an answer or signal becomes its waiting call's recorded result), then its code run again from
+the top on its journal: recorded calls return at once (runtime/act/durable)."""
 
 from __future__ import annotations
 
 from openadapt_flow.backends.spec import BackendSpec
-from openadapt_flow.errors import RefusedError, UsageError
-from openadapt_flow.runtime.act.engine import stop_on_signals
+from openadapt_flow.runtime.act.assemble import stop_on_signals
 from openadapt_flow.runtime.start.launch import RunOutcome
 from openadapt_flow.runtime.judge.calls import history
-from openadapt_flow.runtime.resume.plan import Opened, plan_resume, resumed
-from openadapt_flow.runtime.workflow.api import resolve_entry
+from openadapt_flow.runtime.resume.opened import Opened, resumed
+from openadapt_flow.runtime.resume.plan import ResumePlan
 from openadapt_flow.runtime.workflow.ctx import WorkflowContext
 from openadapt_flow.runtime.workflow.decision import apply_decision, journaled_deliveries
 from openadapt_flow.runtime.workflow.run import Runner, Wiring, WorkflowIdentity, drive, is_async, open_context
 from openadapt_flow.store.states import RunState
 
 
-def continue_workflow(o: Opened) -> RunOutcome:
-    """Apply the pending decision, then run the workflow's code again from the top on its journal."""
-    try:
-        fn = resolve_entry(o.manifest["entry"])
-    except UsageError as e:
-        raise RefusedError(f"{o.run.ref}: cannot load the run's workflow: {e}") from None
-    plan = plan_resume(o)
-    if plan.stop is not None:
-        return plan.stop
+def continue_workflow(o: Opened, plan: ResumePlan) -> RunOutcome:
+    """Apply the plan's pending decision, then run the workflow's code (the plan's `entry`) again from the top on its
+    journal."""
+    fn = plan.entry
+    assert fn is not None
     ident = WorkflowIdentity(o.manifest["run_id"], o.manifest["bundle"]["digest"], o.manifest["args"], o.config)
     rc = open_context(o.run, o.journal, o.lease, o.records, ident, Wiring(o.runs, o.req.progress, o.req.reporter, o.req.stop))
     resumed(rc, plan)

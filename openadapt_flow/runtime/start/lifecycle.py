@@ -75,8 +75,8 @@ def finalize_interrupted(run: RunHandle, journal: JournalWriter, records: list[J
     A journal that already ends with `run_finished` (the owner died, or the disk filled, after journaling its stop
     but before state.json) only has its view brought up to date: the journal is the record of truth.
     """
-    last = records[-1] if records else None
-    if last is not None and is_a(last, RecordType.RUN_FINISHED) and last["data"].get("state") in TERMINAL_STATES:
+    last = _recorded_stop(records)
+    if last is not None:
         d = last["data"]
         cp_seq = next((r["seq"] for r in reversed(records) if is_a(r, RecordType.STEP_VERIFIED, RecordType.STEP_SKIPPED)), None)
         run.write_state(d["state"], journal=journal, transaction_outcome=d.get("transaction_outcome"), message=f"stop recorded in the journal (seq {last['seq']}); {why}",
@@ -89,6 +89,20 @@ def finalize_interrupted(run: RunHandle, journal: JournalWriter, records: list[J
         RunState.INTERRUPTED, journal=journal, transaction_outcome=outcome, message=why, last_checkpoint_seq=prev_seq,
     )
     return {"state": RunState.INTERRUPTED, "transaction_outcome": outcome}
+
+
+def _recorded_stop(records: list[JournalEntry]) -> JournalEntry | None:
+    """The journal's last record when it is a terminal `run_finished` (the owner died after journaling its stop)."""
+    last = records[-1] if records else None
+    if last is not None and is_a(last, RecordType.RUN_FINISHED) and last["data"].get("state") in TERMINAL_STATES:
+        return last
+    return None
+
+
+def finalized_state(records: list[JournalEntry]) -> str:
+    """The state `finalize_interrupted` leaves a run in (reads only): the journal's recorded stop, else INTERRUPTED."""
+    last = _recorded_stop(records)
+    return str(last["data"]["state"]) if last is not None else RunState.INTERRUPTED
 
 
 def begin_run(run: RunHandle, key: bytes, manifest: ManifestBody, started: Mapping[str, object]) -> tuple[JournalWriter, JournalEntry]:

@@ -34,7 +34,8 @@ from openadapt_flow.errors import RefusedError
 from openadapt_flow.runtime.judge.calls import call_steps
 from openadapt_flow.bundle.config import DeployConfig
 from openadapt_flow.runtime.start.context import Progress, RunContext
-from openadapt_flow.runtime.act.engine import NoDesktop, RunInputs, RunSetup, finish, make_context, run_body, stop_on_signals
+from openadapt_flow.runtime.act.assemble import NoDesktop, RunInputs, RunSetup, make_context, stop_on_signals
+from openadapt_flow.runtime.act.engine import finish, run_body
 from openadapt_flow.runtime.judge.halt import Halt
 from openadapt_flow.runtime.start.launch import BackendFactory, ReplayRequest, Reporter, RunOutcome, Runs, WorkflowRequest
 from openadapt_flow.runtime.act.durable.child import ChildCall, run_child

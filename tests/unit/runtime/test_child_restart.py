@@ -9,7 +9,7 @@ from pathlib import PosixPath
 import pytest
 import yaml
 
-from openadapt_flow.runtime.act import engine
+from openadapt_flow.runtime.act import assemble
 from openadapt_flow.runtime.start import lifecycle
 from openadapt_flow.bundle.config import DeployConfig
 from openadapt_flow.runtime.start.launch import ReplayRequest
@@ -125,7 +125,7 @@ def kill_at(monkeypatch, point: str, occurrence: int) -> None:
             if seen["n"] == occurrence:
                 raise Killed(point)
 
-    for module in (journal_mod, engine, lifecycle):
+    for module in (journal_mod, assemble, lifecycle):
         monkeypatch.setattr(module, "crash_point", crash)
 
 

@@ -29,15 +29,16 @@ def child_of(run: RunHandle, step_id: str) -> RunHandle:
     return beside if beside.has_manifest() else inside
 
 
-def still_waiting(run: RunHandle, pending: PendingBody | None) -> str | None:
+def still_waiting(run: RunHandle, pending: PendingBody | None, *, approved: bool | None = None) -> str | None:
     """Why this run's open pause cannot continue yet — nothing delivered, the timer not due, the child still waiting
-    — or None (it can: resume goes on, with the operator's decision where one is needed)."""
+    — or None (it can: resume goes on, with the operator's decision where one is needed). `approved`: whether an
+    approval awaits the pause, when the caller knows better than approval.json (a plan that retires a used one)."""
     if pending is None:
         return None
     reason, step = pending["paused_reason"], pending["step"]
     if reason == PausedReason.AWAITING_CHILD:
         return child_waiting(child_of(run, step))
-    if run.has_approval():
+    if run.has_approval() if approved is None else approved:
         return None
     if reason == PausedReason.AWAITING_TIMER:
         due = pending.get("due_epoch") or 0

@@ -32,6 +32,7 @@ from openadapt_flow.record.facts import (Fact, fact_doc, field_label, name_of, r
                                          target_crop)
 from openadapt_flow.record.values import (KEY_NAMES, example_number, file_effect, param_slug, same, slug, typed_columns,
                                           typed_values)
+from openadapt_flow.record.gate import context_gate
 from openadapt_flow.record.proof import fact_check, proven, readback_check
 from openadapt_flow.record.region import app_region, inside
 from openadapt_flow.record.start import start_facts
@@ -486,6 +487,11 @@ class _Compiler:
             assert shown[0].box is not None
             x, y, w, h = pad_box(shown[0].box, IDENTITY_DRIFT, b.before.shape[1], b.before.shape[0]) or shown[0].box
             step["identity"] = {"text": "{" + shown[0].param + "}", "near": [x - lead.x, y - lead.y, w, h]}
+        elif lead is not None and lead.kind in CLICKS and step["target"].get("text"):
+            # a button found by its label (Overwrite, OK) at replay is confirmed by a word of its dialog (record/gate.py)
+            gate = context_gate(b.before, (lead.x, lead.y), tuple(step["target"]["region"]), self.ocr, self.typed)
+            if gate is not None:
+                step["identity"] = gate
 
     def _rows_written(self, b: Batch) -> list[dict[str, Any]]:
         """The whole change the input made, as a whole-change effect declares it: each row it added, with the columns

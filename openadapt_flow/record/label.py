@@ -3,10 +3,11 @@ pane's title bar over a multi-line text pane (Poedit's "Translation" over its tr
 
 The label is the first word of the nearest line of text above the field, starting where the field starts (its
 left edge within ABOVE_SLACK of the field's), ending at most ABOVE_REACH above the field's top. Its place counts:
-a word further off, or standing over the field's middle (a column header of a list above), is no label. The
-target is then cut as the label and the field's top under it down to the click (`crop_above`): a tall field keeps
-its width while its contents grow with a scale (a pane drawn in a window that did not grow), so its whole face fits
-no scale, where a label and the field's top under it grow together.
+a word further off, or standing over the field's middle (a column header of a list above), or sitting in a face
+shaped as the field (the cell above a table's cell: another row's data), is no label. The target is then cut as the
+label and the field's top under it down to the click (`crop_above`): a tall field keeps its width while its
+contents grow with a scale (a pane drawn in a window that did not grow), so its whole face fits no scale, where a
+label and the field's top under it grow together.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Collection
 
 import numpy as np
 
+from openadapt_flow.record.anchor import face_at
 from openadapt_flow.record.facts import FIELD_PART, LABEL_SURE, repeats, shows_typed
 from openadapt_flow.vision.ocr import OcrEngine, Word, normalise
 from openadapt_flow.vision.template import Box, pad_box
@@ -22,6 +24,7 @@ from openadapt_flow.vision.template import Box, pad_box
 ABOVE_REACH = 36  # px between a label's bottom and its field's top, at most
 ABOVE_SLACK = 24  # px a label's left edge may stand from its field's left edge
 STRIP = 20  # px of the field's top kept under its label in the target, at least
+CELL_SLACK = 4  # px a face may differ from the field's and still be a cell of its column
 
 
 def label_above(frame: np.ndarray, field: Box, ocr: OcrEngine, avoid: Collection[str] = ()) -> Word | None:
@@ -37,7 +40,18 @@ def label_above(frame: np.ndarray, field: Box, ocr: OcrEngine, avoid: Collection
         first = again if again is not None and (first is None or again.conf > first.conf) else first
     if first is None or abs(first.box[0] - fx) > ABOVE_SLACK or first.conf < LABEL_SURE or shows_typed(first.text, avoid):
         return None
-    return first
+    return None if _cell_above(frame, first, field) else first
+
+
+def _cell_above(frame: np.ndarray, word: Word, field: Box) -> bool:
+    """Does the word sit in a face shaped as the field (as wide, about as tall, in its column): the cell above it in
+    a table, data of another row, not its label (a label stands on the window's background or in a bar)?"""
+    x, y, w, h = word.box
+    face = face_at(frame, x + w // 2, y + h // 2)
+    if face is None:
+        return False
+    return (abs(face[0] - field[0]) <= CELL_SLACK and abs(face[2] - field[2]) <= 2 * CELL_SLACK
+            and abs(face[3] - field[3]) <= max(CELL_SLACK, field[3] // 4))
 
 
 def _first(frame: np.ndarray, read: list[Word], field: Box) -> Word | None:

@@ -72,3 +72,18 @@ def test_only_a_word_starting_where_the_field_starts_labels_it(ocr: OcrEngine) -
     label = label_above(_word_over_pane(14), PANE, ocr)
     assert label is not None and label.text == "Comment"
     assert label_above(_word_over_pane(300), PANE, ocr) is None  # over the field's middle: a header, not its label
+
+
+def test_the_cell_above_a_tables_cell_is_no_label(ocr: OcrEngine) -> None:
+    """A new row's empty cell under another row's "Alan": that word is data, not the cell's label (DB Browser's
+    NULL cells got "Alan NULL Turi" as their text before this rule, and lost their column header)."""
+    im = Image.new("RGB", (1024, 768), (246, 246, 246))
+    d = ImageDraw.Draw(im)
+    for row, text in ((0, "Alan"), (1, "")):
+        y = 200 + 32 * row
+        d.rectangle([100, y, 300, y + 31], fill=(255, 255, 255), outline=(200, 200, 200))
+        if text:
+            d.text((106, y + 6), text, font=ImageFont.truetype(PLAIN, 18), fill=(16, 16, 16))
+    frame = np.array(im)
+    cell = (101, 233, 199, 30)
+    assert label_above(frame, cell, ocr) is None

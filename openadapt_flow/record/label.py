@@ -4,10 +4,10 @@ pane's title bar over a multi-line text pane (Poedit's "Translation" over its tr
 The label is the first word of the nearest line of text above the field, starting where the field starts (its
 left edge within ABOVE_SLACK of the field's), ending at most ABOVE_REACH above the field's top. Its place counts:
 a word further off, or standing over the field's middle (a column header of a list above), or sitting in a face
-shaped as the field (the cell above a table's cell: another row's data), is no label. The target is then cut as the
-label and the field's top under it down to the click (`crop_above`): a tall field keeps its width while its
-contents grow with a scale (a pane drawn in a window that did not grow), so its whole face fits no scale, where a
-label and the field's top under it grow together.
+shaped as the field (the cell above a table's cell: another row's data), or one of a line of words set apart (a
+menu bar), is no label. The target is then cut as the label and the field's top under it down to the click
+(`crop_above`): a tall field keeps its width while its contents grow with a scale (a pane drawn in a window that
+did not grow), so its whole face fits no scale, where a label and the field's top under it grow together.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import numpy as np
 
 from openadapt_flow.record.anchor import face_at
 from openadapt_flow.record.facts import FIELD_PART, LABEL_SURE, repeats, shows_typed
-from openadapt_flow.vision.ocr import OcrEngine, Word, normalise
+from openadapt_flow.vision.ocr import OcrEngine, Word, normalise, phrases
 from openadapt_flow.vision.template import Box, pad_box
 
 ABOVE_REACH = 36  # px between a label's bottom and its field's top, at most
@@ -55,12 +55,16 @@ def _cell_above(frame: np.ndarray, word: Word, field: Box) -> bool:
 
 
 def _first(frame: np.ndarray, read: list[Word], field: Box) -> Word | None:
-    """The first word of the nearest line above the field."""
+    """The first word of the nearest line above the field, when that line is one phrase: a line of words set apart
+    (a menu bar's File, Edit, View over galculator's display; a toolbar's) names items, not the field."""
     words = [w for w in read if _fit(frame, w, field)]
     if not words:
         return None
-    line = max(w.box[1] + w.box[3] for w in words)
-    return min((w for w in words if w.box[1] + w.box[3] >= line - w.box[3] // 2), key=lambda w: w.box[0])
+    bottom = max(w.box[1] + w.box[3] for w in words)
+    line = [w for w in words if w.box[1] + w.box[3] >= bottom - w.box[3] // 2]
+    if len(phrases(line)) > 1:
+        return None
+    return min(line, key=lambda w: w.box[0])
 
 
 def _fit(frame: np.ndarray, w: Word, field: Box) -> bool:

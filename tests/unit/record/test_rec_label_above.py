@@ -87,3 +87,15 @@ def test_the_cell_above_a_tables_cell_is_no_label(ocr: OcrEngine) -> None:
     frame = np.array(im)
     cell = (101, 233, 199, 30)
     assert label_above(frame, cell, ocr) is None
+
+
+def test_a_menu_bar_over_a_field_is_no_label(ocr: OcrEngine) -> None:
+    """galculator's display under its menu bar: File, Edit, View set apart name menus, not the display (the display's
+    param was named `file_edit` and its target took in the menu bar before this rule)."""
+    im = Image.new("RGB", (1024, 768), (246, 246, 246))
+    d = ImageDraw.Draw(im)
+    for x, word in ((14, "File"), (70, "Edit"), (126, "View"), (186, "Help")):
+        d.text((x, 222), word, font=ImageFont.truetype(PLAIN, 18), fill=(16, 16, 16))
+    px, py, pw, ph = PANE
+    d.rectangle([px, py, px + pw, py + ph], fill=(255, 255, 255), outline=(180, 180, 180))
+    assert label_above(np.array(im), PANE, ocr) is None

@@ -33,6 +33,8 @@ from openadapt_flow.record.facts import (Fact, fact_doc, field_label, name_of, r
                                          target_crop)
 from openadapt_flow.record.values import (KEY_NAMES, example_number, file_effect, param_slug, same, slug, typed_columns,
                                           typed_texts, typed_values)
+from openadapt_flow.record.gate import context_gate
+from openadapt_flow.record.label import crop_above, label_above
 from openadapt_flow.record.proof import fact_check, proven, readback_check
 from openadapt_flow.record.region import app_region, inside
 from openadapt_flow.record.shown import ShownFirst
@@ -160,8 +162,11 @@ class _Compiler:
                 widget = pad_box((g.x, g.y, 1, 1), FACE_MIN, frame.shape[1], frame.shape[0]) or widget
             self.warnings.append(f"input {i} ({g.describe()}): no widget face under the pointer; the target is the area around it")
         label = field_label(frame, widget, self.ocr, self.typed, self.shown.holds) if label_field else None
+        above = label_above(frame, widget, self.ocr, self.typed) if label_field and label is None else None
+        label = label or above  # a label over the field (record/label.py) when none stands left of it
         app = app_region(frame, (g.x, g.y))  # no crop takes in the desktop around the app's window
-        base = inside(target_crop(frame, widget, label, (g.x, g.y)), app)
+        base = inside(crop_above(frame, widget, above, (g.x, g.y)) if above is not None
+                      else target_crop(frame, widget, label, (g.x, g.y)), app)
         blank = featureless(frame, base)
         rest = RestLook(frame, self.screens)  # focus rings, carets, selections: not part of the target
         crop, unique, note = cut_target(frame, (g.x, g.y), base, lambda box: not self._holds_typed(frame, box), blank,
@@ -510,6 +515,11 @@ class _Compiler:
             assert shown[0].box is not None
             x, y, w, h = pad_box(shown[0].box, IDENTITY_DRIFT, b.before.shape[1], b.before.shape[0]) or shown[0].box
             step["identity"] = {"text": "{" + shown[0].param + "}", "near": [x - lead.x, y - lead.y, w, h]}
+        elif lead is not None and lead.kind in CLICKS and step["target"].get("text"):
+            # a button found by its label (Overwrite, OK) at replay is confirmed by a word of its dialog (record/gate.py)
+            gate = context_gate(b.before, (lead.x, lead.y), tuple(step["target"]["region"]), self.ocr, self.typed)
+            if gate is not None:
+                step["identity"] = gate
 
     def _rows_written(self, b: Batch) -> list[dict[str, Any]]:
         """The whole change the input made, as a whole-change effect declares it: each row it added, with the columns

@@ -1,0 +1,87 @@
+"""A declared block written anew (docs/bundle.md "Whole-change file effects", "A block the app writes anew"): an
+app that keeps its own block in a file (flpsed's text block in a PostScript prolog) writes the whole block again on
+each save, so on a file whose block already holds other entries the line diff is the new entry's lines inside the old
+block, not the block the recording saw added. Pure: lines are any hashable values (the verifier's digests).
+
+The step made the declared change when, with nothing removed anywhere:
+- each declared block (only added lines, under an `after` anchor the file holds once, before and after) is in the file
+  after the step, its lines one after the other with other lines between them allowed, from the line directly below
+  its anchor (the block's first line is there);
+- every line the step added lies inside one such block's span (from below its anchor to its last line, and the
+  blank lines directly under it), and the added lines, in file order, are the declared lines in their order (a
+  subsequence of the blocks one after the other);
+- no line is added more times than the blocks declare it, and a line holding a `{param}` exactly as many times (the
+  value there from before proves nothing); a literal line (no `{param}`) the file already held need not be added
+  again: the block's frame the first save wrote.
+Anything else — a line removed, a line nobody declared (a text's drawing code the recording never saw), a value twice,
+the block under another anchor — is not this rule's: the exact hunks judge it.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass
+from typing import Generic, TypeVar
+
+L = TypeVar("L", bound=Hashable)
+
+
+@dataclass(frozen=True)
+class Block(Generic[L]):
+    """A declared pure insertion: its `anchor` line, its `added` lines, `fixed[i]` True where line i holds no param."""
+
+    anchor: L
+    added: tuple[L, ...]
+    fixed: tuple[bool, ...]
+
+
+def _span(after: Sequence[L], block: Block[L], is_blank: Callable[[L], bool]) -> range | None:
+    """The lines of `after` the block occupies: from directly below its anchor to its last line (its lines met in
+    order, the earliest way), then the blank lines under it; None when it is not there so."""
+    where = [k for k, x in enumerate(after) if x == block.anchor]
+    if len(where) != 1:
+        return None
+    start = pos = where[0] + 1
+    if pos >= len(after) or after[pos] != block.added[0]:
+        return None
+    for line in block.added:
+        while pos < len(after) and after[pos] != line:
+            pos += 1
+        if pos >= len(after):
+            return None
+        pos += 1
+    while pos < len(after) and is_blank(after[pos]):
+        pos += 1
+    return range(start, pos)
+
+
+def _in_order(lines: Sequence[L], declared: Sequence[L]) -> bool:
+    it = iter(declared)
+    return all(any(x == d for d in it) for x in lines)
+
+
+def rewritten(before: Sequence[L], after: Sequence[L], insertions: Sequence[tuple[int, tuple[L, ...]]],
+              blocks: Sequence[Block[L]], is_blank: Callable[[L], bool]) -> bool:
+    """Is the change `before` → `after` — the pure `insertions` (line in `after` where each begins, its lines) the
+    line diff found — the declared `blocks` written anew around lines the file already held?"""
+    if not blocks or not insertions or any(not b.added or sum(x == b.anchor for x in before) != 1 for b in blocks):
+        return False
+    spans = [_span(after, b, is_blank) for b in blocks]
+    if any(s is None for s in spans):
+        return False
+    at = [j + i for j, lines in insertions for i in range(len(lines))]
+    added = [x for _, lines in insertions for x in lines]
+    if not all(any(j in s for s in spans if s is not None) for j in at):
+        return False
+    declared = [x for b in blocks for x in b.added]
+    if not _in_order(added, declared):
+        return False
+    got, most = Counter(added), Counter(declared)
+    exact = Counter(x for b in blocks for x, fixed in zip(b.added, b.fixed) if not fixed)
+    held = Counter(before)
+    for line, n in most.items():
+        need = n if line in exact or not held[line] else max(0, n - held[line])
+        if not need <= got[line] <= n:
+            return False
+    return all(line in most for line in got)

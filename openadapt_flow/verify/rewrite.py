@@ -9,7 +9,7 @@ The step made the declared change when, with nothing removed anywhere:
   its anchor (the block's first line is there);
 - every line the step added lies inside one such block's span (from below its anchor to its last line, and the
   blank lines directly under it), and the added lines, in file order, are the declared lines in their order (a
-  subsequence of the blocks one after the other);
+  subsequence of the blocks one after the other; blank lines aside, which an app keeps and adds around its block);
 - no line is added more times than the blocks declare it, and a line holding a `{param}` exactly as many times (the
   value there from before proves nothing); a literal line (no `{param}`) the file already held need not be added
   again: the block's frame the first save wrote.
@@ -75,7 +75,7 @@ def rewritten(before: Sequence[L], after: Sequence[L], insertions: Sequence[tupl
     if not all(any(j in s for s in spans if s is not None) for j in at):
         return False
     declared = [x for b in blocks for x in b.added]
-    if not _in_order(added, declared):
+    if not _in_order([x for x in added if not is_blank(x)], [x for x in declared if not is_blank(x)]):
         return False
     got, most = Counter(added), Counter(declared)
     exact = Counter(x for b in blocks for x, fixed in zip(b.added, b.fixed) if not fixed)

@@ -5,8 +5,9 @@ block, not the block the recording saw added. Pure: lines are any hashable value
 
 The step made the declared change when, with nothing removed anywhere:
 - each declared block (only added lines, under an `after` anchor the file holds once, before and after) is in the file
-  after the step, its lines one after the other with other lines between them allowed, from the line directly below
-  its anchor (the block's first line is there);
+  after the step, its lines one after the other from the line directly below its anchor (the block's first line is
+  there); lines there before may sit between them only inside the block's frame — its first and last non-blank lines
+  there before too (flpsed's Begin and End comments around its earlier texts);
 - every line the step added lies inside one such block's span (from below its anchor to its last line, and the
   blank lines directly under it), and the added lines, in file order, are the declared lines in their order (a
   subsequence of the blocks one after the other; blank lines aside, which an app keeps and adds around its block);
@@ -36,24 +37,39 @@ class Block(Generic[L]):
     fixed: tuple[bool, ...]
 
 
-def _span(after: Sequence[L], block: Block[L], is_blank: Callable[[L], bool]) -> range | None:
-    """The lines of `after` the block occupies: from directly below its anchor to its last line (its lines met in
-    order, the earliest way), then the blank lines under it; None when it is not there so."""
+def _span(after: Sequence[L], block: Block[L], is_blank: Callable[[L], bool]) -> tuple[range, list[int]] | None:
+    """The lines of `after` the block occupies — from directly below its anchor to its last line (its lines met in
+    order, the earliest way), then the blank lines under it — and where its lines were met; None when it is not
+    there so."""
     where = [k for k, x in enumerate(after) if x == block.anchor]
     if len(where) != 1:
         return None
     start = pos = where[0] + 1
     if pos >= len(after) or after[pos] != block.added[0]:
         return None
+    met = []
     for line in block.added:
         while pos < len(after) and after[pos] != line:
             pos += 1
         if pos >= len(after):
             return None
+        met.append(pos)
         pos += 1
     while pos < len(after) and is_blank(after[pos]):
         pos += 1
-    return range(start, pos)
+    return range(start, pos), met
+
+
+def _framed(span: range, met: list[int], new: set[int], after: Sequence[L], is_blank: Callable[[L], bool]) -> bool:
+    """Lines the block passes over that were there before (another entry of the app's block) are the app's own only
+    inside the block's frame: its first and last non-blank lines were there before too (flpsed's Begin and End
+    comments). A block with no frame there from before passes over nothing (its value in another section)."""
+    metset = set(met)
+    passed = [k for k in span if k not in new and k not in metset and not is_blank(after[k])]
+    if not passed:
+        return True
+    ends = [k for k in met if not is_blank(after[k])]
+    return bool(ends) and ends[0] not in new and ends[-1] not in new and ends[0] < passed[0] and passed[-1] < ends[-1]
 
 
 def _in_order(lines: Sequence[L], declared: Sequence[L]) -> bool:
@@ -67,13 +83,14 @@ def rewritten(before: Sequence[L], after: Sequence[L], insertions: Sequence[tupl
     line diff found — the declared `blocks` written anew around lines the file already held?"""
     if not blocks or not insertions or any(not b.added or sum(x == b.anchor for x in before) != 1 for b in blocks):
         return False
-    spans = [_span(after, b, is_blank) for b in blocks]
-    if any(s is None for s in spans):
-        return False
+    found = [_span(after, b, is_blank) for b in blocks]
     at = [j + i for j, lines in insertions for i in range(len(lines))]
-    added = [x for _, lines in insertions for x in lines]
-    if not all(any(j in s for s in spans if s is not None) for j in at):
+    new = set(at)
+    if any(f is None or not _framed(*f, new, after, is_blank) for f in found):
         return False
+    if not all(any(j in f[0] for f in found if f is not None) for j in at):
+        return False
+    added = [x for _, lines in insertions for x in lines]
     declared = [x for b in blocks for x in b.added]
     if not _in_order([x for x in added if not is_blank(x)], [x for x in declared if not is_blank(x)]):
         return False

@@ -281,3 +281,20 @@ def test_a_param_line_already_there_is_not_taken_as_written_anew(tmp_path: Path)
     v = verifier(doc, RECORDED, {"visitor": "Rosa Diaz"})
     # Rosa Diaz already on the form: a save that only adds blank lines did not write the visitor
     assert judged(v, doc, _form(ROSA), _form(ROSA, extra_blank=2)).verdict == CONFLICTING
+
+
+def test_a_block_written_anew_must_stay_in_its_place_and_order(tmp_path: Path) -> None:
+    doc = tmp_path / "visitor.ps"
+    v = verifier(doc, RECORDED, {"visitor": "Rosa Diaz"})
+    start, right = _form(CLINIC), _form(CLINIC, ROSA)
+    # a line of the block added again outside it (below the page's own lines), and one in the wrong part of it
+    outside = right.replace("(Clinic:) show\n", "(Clinic:) show\n} def\n")
+    swapped = right.replace("% TEXT (Rosa Diaz)\n", "% TEXT (Rosa Diaz)\n} def\n")
+    for name, after in {"outside": outside, "out of order": swapped}.items():
+        assert judged(v, doc, start, after).verdict == CONFLICTING, name
+    # a section file: the entry's first line is already there, its value goes into the next section — the lines
+    # passed over are not inside a frame that was there before, so it is not the entry written anew
+    ini = tmp_path / "visits.ini"
+    w = verifier(ini, [{"added": ["room=1", "name={v}"], "after": "[today]"}], {"v": "Rosa"})
+    assert judged(w, ini, "[today]\n[later]\n", "[today]\nroom=1\nname=Rosa\n[later]\n").verdict == CONFIRMED
+    assert judged(w, ini, "[today]\nroom=1\n[later]\n", "[today]\nroom=1\n[later]\nname=Rosa\n").verdict == CONFLICTING

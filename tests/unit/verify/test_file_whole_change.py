@@ -298,3 +298,17 @@ def test_a_block_written_anew_must_stay_in_its_place_and_order(tmp_path: Path) -
     w = verifier(ini, [{"added": ["room=1", "name={v}"], "after": "[today]"}], {"v": "Rosa"})
     assert judged(w, ini, "[today]\n[later]\n", "[today]\nroom=1\nname=Rosa\n[later]\n").verdict == CONFIRMED
     assert judged(w, ini, "[today]\nroom=1\n[later]\n", "[today]\nroom=1\n[later]\nname=Rosa\n").verdict == CONFLICTING
+
+
+def test_a_block_written_anew_adds_no_more_blank_lines_than_it_declares(tmp_path: Path) -> None:
+    doc = tmp_path / "visitor.ps"
+    v = verifier(doc, RECORDED, {"visitor": "Rosa Diaz"})
+    assert judged(v, doc, _form(CLINIC), _form(CLINIC, ROSA, extra_blank=3)).verdict == CONFIRMED  # 3 declared
+    assert judged(v, doc, _form(CLINIC), _form(CLINIC, ROSA, extra_blank=4)).verdict == CONFLICTING
+    ini = tmp_path / "visits.ini"  # a block declaring no blank line: a blank line under it is not its own
+    w = verifier(ini, [{"added": ["room=1", "name={v}"], "after": "[today]"}], {"v": "Rosa"})
+    before = "[today]\nroom=1\nend=1\n[later]\n"
+    w2 = verifier(ini, [{"added": ["room=1", "name={v}", "end=1"], "after": "[today]"}], {"v": "Rosa"})
+    assert judged(w2, ini, before, "[today]\nroom=1\nname=Rosa\nend=1\n[later]\n").verdict == CONFIRMED
+    assert judged(w2, ini, before, "[today]\nroom=1\nname=Rosa\nend=1\n\n[later]\n").verdict == CONFLICTING
+    assert judged(w, ini, "[today]\n", "[today]\nroom=1\nname=Rosa\n").verdict == CONFIRMED

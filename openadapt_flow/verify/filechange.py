@@ -32,6 +32,7 @@ from openadapt_flow.fixture.filetext import UnreadableFile, read_file_text
 from openadapt_flow.store.records import ChangeDoc, Reading
 from openadapt_flow.verify.changes import MAX_LISTED, mask
 from openadapt_flow.verify.readers import NAMED_PLACEHOLDER, fill_contains
+from openadapt_flow.verify.rewrite import Block, rewritten
 from openadapt_flow.verify.verdicts import ABSENT, CONFIRMED, CONFLICTING, UNAVAILABLE, Judgement
 
 MAX_LINES = 200_000  # lines one reading may hold (its digests are journaled): more is an unavailable reading
@@ -100,6 +101,7 @@ class Declared:
     added: tuple[str, ...]
     after: str | None
     literal: bool = False  # no line of it holds a {param}
+    fixed: tuple[bool, ...] = ()  # per added line: it holds no {param}
 
     def describe(self) -> str:
         parts = ([f"removed {', '.join(_short(x) for x in self.removed)}"] if self.removed else []) + (
@@ -116,7 +118,8 @@ def fill_lines(effect: Effect, params: Mapping[str, Any]) -> list[Declared]:
         after = fill_contains(c.after, params) if c.after is not None else None
         literal = not any(NAMED_PLACEHOLDER.search(x) for x in [*c.removed, *c.added, c.after or ""])
         out.append(Declared(tuple(fill_contains(x, params) for x in c.removed),
-                            tuple(fill_contains(x, params) for x in c.added), after, literal))
+                            tuple(fill_contains(x, params) for x in c.added), after, literal,
+                            tuple(not NAMED_PLACEHOLDER.search(x) for x in c.added)))
     return out
 
 
@@ -212,10 +215,27 @@ class FileChange:
         for h in seen:
             fits.append(k < len(want) and _fits(h, want[k]))
             k += fits[-1]
-        listing = self._listing(seen, fits)
         if len(seen) == len(want) and all(fits):
-            return Judgement(CONFIRMED, f"exactly the declared change ({len(seen)} hunk(s))", listing)
+            return Judgement(CONFIRMED, f"exactly the declared change ({len(seen)} hunk(s))", self._listing(seen, fits))
+        if self._rewritten(before[1], after[1], seen, expected, want):
+            return Judgement(CONFIRMED, f"the declared block written anew around lines the file held ({len(seen)} "
+                                        "hunk(s))", self._listing(seen, [True] * len(seen)))
+        listing = self._listing(seen, fits)
         return Judgement(CONFLICTING, self._masked(self._account(seen, expected, want, fits)), listing)
+
+    @staticmethod
+    def _rewritten(before: list[str], after: list[str], seen: list[Hunk[str]], expected: list[Declared],
+                   want: list[tuple[tuple[str, ...], tuple[str, ...], str | None]]) -> bool:
+        """The declared pure insertions written anew by the app around its block's lines already there
+        (verify/rewrite.py); only where nothing is removed and every declared hunk has its `after` line."""
+        if any(h.removed for h in seen) or any(r or a is None for r, _, a in want):
+            return False
+        insertions, shift = [], 0
+        for h in seen:  # where each insertion begins in the file after
+            insertions.append((h.at + shift, h.added))
+            shift += len(h.added)
+        blocks = [Block(a, added, d.fixed) for d, (_, added, a) in zip(expected, want) if a is not None]
+        return rewritten(before, after, insertions, blocks, lambda x: x.startswith(BLANK))
 
     def _masked(self, text: str) -> str:
         for name, secret in self.secrets.items():

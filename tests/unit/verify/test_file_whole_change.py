@@ -218,3 +218,97 @@ def test_the_apps_own_header_lines_added_once_do_not_fail_the_next_save(tmp_path
     # a param's line already there is not "already done": the step must add it
     w = verifier(po, [{"added": ["Patient: {p}"]}], {"p": "Ann"})
     assert judged(w, po, "Patient: Ann\n", "Patient: Ann\nother\n").verdict == CONFLICTING
+
+
+# flpsed's shape (docs/bundle.md "A block the app writes anew"): each save writes its whole block again — the text
+# comments, then the code drawing each text — so a second text lands inside the block the first save wrote
+def _block(*texts: tuple[str, str]) -> str:
+    comments = "".join(f"% POS {pos}\n% TEXT ({t})\n" for pos, t in texts)
+    code = "".join(f"{pos} moveto\n({t}) show\n" for pos, t in texts)
+    return f"\n% Begin\n{comments}\n/showpage {{\n{code}}} def\n% End\n\n"
+
+
+FORM = "%!PS\n%%BeginProlog\n{block}%%EndProlog\n%%Page: 1 1\n{count}(Name:) show\n(Clinic:) show\nshowpage\n"
+RECORDED = [{"added": ["", "% Begin", "% POS 143 707", "% TEXT ({visitor})", "", "/showpage {", "143 707 moveto",
+                       "({visitor}) show", "} def", "% End", ""], "after": "%%BeginProlog"},
+            {"added": ["/count 1 def"], "after": "%%Page: 1 1"}]  # as recorded on a blank form
+CLINIC, ROSA = ("143 667", "Harbor"), ("143 707", "Rosa Diaz")
+
+
+def _form(*texts: tuple[str, str], extra_blank: int = 0) -> str:
+    if not texts:
+        return FORM.format(block="", count="")
+    return FORM.format(block=_block(*texts) + "\n" * extra_blank, count="/count 1 def\n")
+
+
+def test_a_block_the_app_writes_anew_around_a_text_already_there_is_the_declared_change(tmp_path: Path) -> None:
+    doc = tmp_path / "visitor.ps"
+    v = verifier(doc, RECORDED, {"visitor": "Rosa Diaz"})
+    assert judged(v, doc, _form(), _form(ROSA)).verdict == CONFIRMED  # the recording's own case: exact hunks
+    # the form flpsed saved with the Clinic: the Visitor's comment lines and code go inside the block already there,
+    # and the save leaves two more blank lines under it (it keeps the old block's blank lines and writes its own)
+    j = judged(v, doc, _form(CLINIC), _form(CLINIC, ROSA, extra_blank=2))
+    assert j.verdict == CONFIRMED, j.detail
+    assert "written anew" in (j.detail or "") and all(c["expected"] for c in j.changes or [])
+    assert judged(v, doc, _form(CLINIC), _form(ROSA, CLINIC)).verdict == CONFIRMED  # the new text written first
+
+
+def test_a_block_written_anew_still_sees_a_wrong_or_collateral_write(tmp_path: Path) -> None:
+    doc = tmp_path / "visitor.ps"
+    v = verifier(doc, RECORDED, {"visitor": "Rosa Diaz"})
+    start = _form(CLINIC)
+    # the value twice (two texts), a text nobody declared, the visitor's text at another place (its POS line is
+    # the declared one only at 143 707), the Clinic's text replaced, the Clinic's comment kept but its code dropped
+    cases = {"typed twice": _form(CLINIC, ROSA, ROSA),
+             "another text": _form(CLINIC, ROSA, ("143 627", "Bo Chan")),
+             "another place": _form(CLINIC, ("143 627", "Rosa Diaz")),
+             "overwritten": _form(ROSA),
+             "code dropped": _form(CLINIC, ROSA).replace("143 667 moveto\n(Harbor) show\n", ""),
+             "a line outside the block": _form(CLINIC, ROSA).replace("(Clinic:) show", "(Clinic:) show\n% Begin")}
+    for name, after in cases.items():
+        j = judged(v, doc, start, after)
+        assert j.verdict == CONFLICTING, (name, j.detail)
+    # the block's first save on a blank form that also writes another text: the Clinic's lines are collateral
+    assert judged(v, doc, _form(), _form(CLINIC, ROSA)).verdict == CONFLICTING
+    # the form filled in by hand (the comments alone, no code): the save adds the Clinic's drawing code, which the
+    # recording never declared — flpsed's real output on such a form, measured; not the declared change
+    by_hand = start.replace("/showpage {\n143 667 moveto\n(Harbor) show\n} def\n", "")
+    assert judged(v, doc, by_hand, _form(CLINIC, ROSA)).verdict == CONFLICTING
+
+
+def test_a_param_line_already_there_is_not_taken_as_written_anew(tmp_path: Path) -> None:
+    doc = tmp_path / "visitor.ps"
+    v = verifier(doc, RECORDED, {"visitor": "Rosa Diaz"})
+    # Rosa Diaz already on the form: a save that only adds blank lines did not write the visitor
+    assert judged(v, doc, _form(ROSA), _form(ROSA, extra_blank=2)).verdict == CONFLICTING
+
+
+def test_a_block_written_anew_must_stay_in_its_place_and_order(tmp_path: Path) -> None:
+    doc = tmp_path / "visitor.ps"
+    v = verifier(doc, RECORDED, {"visitor": "Rosa Diaz"})
+    start, right = _form(CLINIC), _form(CLINIC, ROSA)
+    # a line of the block added again outside it (below the page's own lines), and one in the wrong part of it
+    outside = right.replace("(Clinic:) show\n", "(Clinic:) show\n} def\n")
+    swapped = right.replace("% TEXT (Rosa Diaz)\n", "% TEXT (Rosa Diaz)\n} def\n")
+    for name, after in {"outside": outside, "out of order": swapped}.items():
+        assert judged(v, doc, start, after).verdict == CONFLICTING, name
+    # a section file: the entry's first line is already there, its value goes into the next section — the lines
+    # passed over are not inside a frame that was there before, so it is not the entry written anew
+    ini = tmp_path / "visits.ini"
+    w = verifier(ini, [{"added": ["room=1", "name={v}"], "after": "[today]"}], {"v": "Rosa"})
+    assert judged(w, ini, "[today]\n[later]\n", "[today]\nroom=1\nname=Rosa\n[later]\n").verdict == CONFIRMED
+    assert judged(w, ini, "[today]\nroom=1\n[later]\n", "[today]\nroom=1\n[later]\nname=Rosa\n").verdict == CONFLICTING
+
+
+def test_a_block_written_anew_adds_no_more_blank_lines_than_it_declares(tmp_path: Path) -> None:
+    doc = tmp_path / "visitor.ps"
+    v = verifier(doc, RECORDED, {"visitor": "Rosa Diaz"})
+    assert judged(v, doc, _form(CLINIC), _form(CLINIC, ROSA, extra_blank=3)).verdict == CONFIRMED  # 3 declared
+    assert judged(v, doc, _form(CLINIC), _form(CLINIC, ROSA, extra_blank=4)).verdict == CONFLICTING
+    ini = tmp_path / "visits.ini"  # a block declaring no blank line: a blank line under it is not its own
+    w = verifier(ini, [{"added": ["room=1", "name={v}"], "after": "[today]"}], {"v": "Rosa"})
+    before = "[today]\nroom=1\nend=1\n[later]\n"
+    w2 = verifier(ini, [{"added": ["room=1", "name={v}", "end=1"], "after": "[today]"}], {"v": "Rosa"})
+    assert judged(w2, ini, before, "[today]\nroom=1\nname=Rosa\nend=1\n[later]\n").verdict == CONFIRMED
+    assert judged(w2, ini, before, "[today]\nroom=1\nname=Rosa\nend=1\n\n[later]\n").verdict == CONFLICTING
+    assert judged(w, ini, "[today]\n", "[today]\nroom=1\nname=Rosa\n").verdict == CONFIRMED

@@ -393,11 +393,11 @@ class _Compiler:
             self.warnings.append(f"step {sid!r}: the screen did not change after its input (was it delivered?); "
                                  "no screen fact can check it")
         facts = self._proven(sid, self._facts(step, b), b, "target" in step)
-        # a key acts where the focus is: the field the last step with a target found (Enter commits the cell typed
-        # into; ctrl+s after it opens a dialog on the same window), and the replay places its areas from there; with
-        # no target before it, an area at recorded screen pixels is not where a moved window shows it
-        focused = "target" not in step and step["action"] in ("key", "hotkey") \
-            and any("target" in s for s in self.steps)
+        # a key acts where the focus is: the field the step before it found (Enter commits the cell typed into), so
+        # its areas are placed from there at replay; with no target before it, an area at recorded screen pixels is
+        # not where a moved window shows it
+        focused = "target" not in step and step["action"] in ("key", "hotkey") and bool(self.steps) \
+            and "target" in self.steps[-1]
         if "target" not in step and not focused and any(f.kind == "region_changed" for f in facts):
             facts = [f for f in facts if f.kind != "region_changed"]
             self.warnings.append(f"step {sid!r} (input {self.input}): it changed no word the replay can read, only an area "

@@ -26,14 +26,15 @@ from typing import Any, Protocol, Unpack, runtime_checkable
 from openadapt_flow.errors import RefusedError
 
 from openadapt_flow.store.frames import FrameWriter
-from openadapt_flow.store.stepdoc import ConsumedDecision, LedgerEntry
-from openadapt_flow.store.journal import JournalEntry, LoadResult
-from openadapt_flow.store.entry import CheckpointDoc
+from openadapt_flow.records.stepdoc import ConsumedDecision, LedgerEntry
+from openadapt_flow.store.journal import LoadResult
+from openadapt_flow.records.entry import JournalEntry
+from openadapt_flow.records.entry import CheckpointDoc
 from openadapt_flow.store.lease import LeaseInfo
-from openadapt_flow.store.rundoc import ManifestBody, ManifestDoc, StateDoc, StateFields
+from openadapt_flow.records.rundoc import ManifestBody, ManifestDoc, StateDoc, StateFields
 from openadapt_flow.store.operators import OperatorBook
-from openadapt_flow.store.pausedoc import ApprovalBody, ApprovalDoc, IncidentBody, IncidentDoc, PendingBody, PendingDoc
-from openadapt_flow.store.states import RecordType, RunState
+from openadapt_flow.records.pausedoc import ApprovalBody, ApprovalDoc, IncidentBody, IncidentDoc, PendingBody, PendingDoc
+from openadapt_flow.records.states import RecordType, RunState
 
 Unlock = Callable[[], None]
 

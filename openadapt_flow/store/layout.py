@@ -11,7 +11,7 @@ from openadapt_flow.store.checkpoint import CHECKPOINT
 from openadapt_flow.store.escalation import APPROVAL, DECISIONS, PENDING
 from openadapt_flow.store.journal import JOURNAL_FILE
 from openadapt_flow.store.lease import LEASE
-from openadapt_flow.store.states import RunState
+from openadapt_flow.records.states import RunState
 
 __all__ = ["APPROVAL", "BUNDLE", "CHECKPOINT", "CHILDREN", "DECISIONS", "FRAMES", "INCIDENT", "JOURNAL_FILE", "LEASE",
            "MANIFEST", RunState.PENDING, "REPORT_FILES", "RUN_FILES", "STATE", "digest_manifest"]

@@ -18,7 +18,7 @@ from pydantic import ValidationError
 
 from openadapt_flow.bundle.models import Effect
 from openadapt_flow.errors import ConfigError
-from openadapt_flow.store.records import EffectVerdict, EffectVerdictName, Reading
+from openadapt_flow.records.models import EffectVerdict, EffectVerdictName, Reading
 from openadapt_flow.verify.changes import WholeChange
 from openadapt_flow.verify.readers import READ_TIMEOUT_S, FileReader, HttpReader, SqlReader
 from openadapt_flow.verify.verdicts import (ABSENT, CONFIRMED, CONFLICTING, INDETERMINATE, UNAVAILABLE, Judgement, number,

@@ -43,16 +43,16 @@ from openadapt_flow.runtime.act.pause import open_pause
 from openadapt_flow.runtime.judge.policy import PolicyBlock, check_step
 from openadapt_flow.runtime.start.preflight import check_settings, probe_effects
 from openadapt_flow.runtime.start.runref import ref_path, store_for
-from openadapt_flow.store.rundoc import ManifestBody
-from openadapt_flow.store.records import Blocked
-from openadapt_flow.store.stepdoc import VerifiedData
-from openadapt_flow.store.states import PausedReason, RecordType, RunState
+from openadapt_flow.records.rundoc import ManifestBody
+from openadapt_flow.records.models import Blocked
+from openadapt_flow.records.stepdoc import VerifiedData
+from openadapt_flow.records.states import PausedReason, RecordType, RunState
 from openadapt_flow.runtime.act.start_state import check_start_in_run
 from openadapt_flow.runtime.act.step import StepRecord, run_gui_step
 from openadapt_flow.store.atomic import StorageFault
 from openadapt_flow.store.faults import crash_point
-from openadapt_flow.store.entry import JournalEntry
-from openadapt_flow.store.pausedoc import IncidentBody
+from openadapt_flow.records.entry import JournalEntry
+from openadapt_flow.records.pausedoc import IncidentBody
 from openadapt_flow.store.journal import now_iso
 from openadapt_flow.store.keys import load_decision_key, load_key
 from openadapt_flow.store.base import JournalWriter, RunHandle, RunLease

@@ -13,9 +13,9 @@ from openadapt_flow.runtime.act.pointer import park_pointer
 from openadapt_flow.runtime.act.settle import settle
 from openadapt_flow.runtime.act.step import screen_facts
 from openadapt_flow.verify.effects import ABSENT, CONFIRMED, Judgement, Reading, make_verifier, resolve_effect
-from openadapt_flow.store.states import RecordType, is_a
-from openadapt_flow.store.entry import JournalEntry
-from openadapt_flow.store.stepdoc import RecheckedEffect, ScreenFact
+from openadapt_flow.records.states import RecordType, is_a
+from openadapt_flow.records.entry import JournalEntry
+from openadapt_flow.records.stepdoc import RecheckedEffect, ScreenFact
 
 CONFIRMED_DONE = "CONFIRMED"  # the step's work landed: checkpoint it, send no input
 POSITIVELY_ABSENT = "ABSENT"  # it provably did not land: it may be performed again

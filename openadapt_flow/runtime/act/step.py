@@ -26,9 +26,9 @@ from openadapt_flow.runtime.judge.halt import Halt, StopRequested
 from openadapt_flow.runtime.judge.policy import model_call_refusal
 from openadapt_flow.runtime.act.pointer import park_after_input, park_pointer
 from openadapt_flow.runtime.act.settle import settle
-from openadapt_flow.store.records import Check, EffectVerdict
-from openadapt_flow.store.stepdoc import ScreenFact, Verification, VerifiedData
-from openadapt_flow.store.states import RecordType
+from openadapt_flow.records.models import Check, EffectVerdict
+from openadapt_flow.records.stepdoc import ScreenFact, Verification, VerifiedData
+from openadapt_flow.records.states import RecordType
 from openadapt_flow.verify.field import FIELD_IDENTITY, field_identity, relations
 from openadapt_flow.verify.screen import SCREEN_CHANGED, Anchor, verification_plan
 from openadapt_flow.vision.caret import caret_appeared

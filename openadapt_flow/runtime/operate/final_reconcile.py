@@ -14,12 +14,12 @@ from openadapt_flow.errors import RefusedError
 from openadapt_flow.runtime.judge.outcome import classify, landed, settled_pause_id
 from openadapt_flow.runtime.operate.truth import journal_decision, record_stop
 from openadapt_flow.store.base import RunHandle
-from openadapt_flow.store.entry import JournalEntry
+from openadapt_flow.records.entry import JournalEntry
 from openadapt_flow.store.journal import now_iso
 from openadapt_flow.store.keys import load_key
-from openadapt_flow.store.pausedoc import DecisionOutcome
-from openadapt_flow.store.rundoc import ManifestDoc, StateView
-from openadapt_flow.store.states import DecisionKind, RecordType, RunState, TransactionOutcome, is_a
+from openadapt_flow.records.pausedoc import DecisionOutcome
+from openadapt_flow.records.rundoc import ManifestDoc, StateView
+from openadapt_flow.records.states import DecisionKind, RecordType, RunState, TransactionOutcome, is_a
 
 SETTLEABLE = (RunState.FAILED, RunState.FAILED_AFTER_EFFECT, RunState.INTERRUPTED)
 

@@ -13,8 +13,8 @@ from openadapt_flow.store.atomic import StorageFault
 from openadapt_flow.store.base import RunStore
 from openadapt_flow.store import FilesystemStore
 from openadapt_flow.store.keys import load_key
-from openadapt_flow.store.pausedoc import ReconcileRow
-from openadapt_flow.store.states import LIVE_STATES, RunState
+from openadapt_flow.records.pausedoc import ReconcileRow
+from openadapt_flow.records.states import LIVE_STATES, RunState
 
 
 def as_store(root: Path | RunStore) -> RunStore:

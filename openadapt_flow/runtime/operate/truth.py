@@ -21,12 +21,12 @@ from collections.abc import Mapping
 from typing import Any, cast
 
 from openadapt_flow.errors import RefusedError
-from openadapt_flow.store.rundoc import StateView
+from openadapt_flow.records.rundoc import StateView
 from openadapt_flow.store.base import JournalWriter, RunHandle
 from openadapt_flow.store.escalation import digest, journal_pause, pending_of, verify
-from openadapt_flow.store.states import FINAL_STATES, RecordType, RunState, is_a
-from openadapt_flow.store.entry import JournalEntry
-from openadapt_flow.store.pausedoc import (AppliedDecision, ApprovalDoc, CarriedDecision, DecisionFields, JournaledDecision,
+from openadapt_flow.records.states import FINAL_STATES, RecordType, RunState, is_a
+from openadapt_flow.records.entry import JournalEntry
+from openadapt_flow.records.pausedoc import (AppliedDecision, ApprovalDoc, CarriedDecision, DecisionFields, JournaledDecision,
                                            PendingBody)
 
 

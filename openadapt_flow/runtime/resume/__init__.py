@@ -24,10 +24,10 @@ from openadapt_flow.runtime.resume.plan import Opened, ResumePlan, ResumeRequest
 from openadapt_flow.runtime.resume.snapshot import resume_bundle
 from openadapt_flow.runtime.resume.workflow import continue_workflow
 from openadapt_flow.store.base import JournalWriter, RunHandle
-from openadapt_flow.store.entry import JournalEntry
+from openadapt_flow.records.entry import JournalEntry
 from openadapt_flow.store.keys import load_decision_key, load_key
-from openadapt_flow.store.states import FINAL_STATES, LIVE_STATES, DecisionKind, RunState
-from openadapt_flow.store.rundoc import ManifestDoc
+from openadapt_flow.records.states import FINAL_STATES, LIVE_STATES, DecisionKind, RunState
+from openadapt_flow.records.rundoc import ManifestDoc
 
 __all__ = ["Opened", "ResumePlan", "ResumeRequest", "plan_resume", "resume", "resumed"]
 

@@ -22,17 +22,17 @@ from openadapt_flow.runtime.act.recheck import (CONFIRMED_DONE, POSITIVELY_ABSEN
                                                 find_uncertain, recheck)
 from openadapt_flow.runtime.start.runref import open_ref, ref_path
 from openadapt_flow.runtime.act.step import screen_facts
-from openadapt_flow.store.stepdoc import StepEffect, VerifiedBy
+from openadapt_flow.records.stepdoc import StepEffect, VerifiedBy
 from openadapt_flow.bundle.config import BackendConfig
 from openadapt_flow.runtime.judge.halt import Halt
 from openadapt_flow.runtime.operate.truth import consume_decision, record_decision
 from openadapt_flow.runtime.operate.upgrade import upgrade_bundle as adopt_upgrade
 from openadapt_flow.runtime.resume.plan import Opened, ResumePlan, plan_resume, resumed
-from openadapt_flow.store.rundoc import ManifestDoc, StateDoc
+from openadapt_flow.records.rundoc import ManifestDoc, StateDoc
 from openadapt_flow.store.atomic import StorageFault
-from openadapt_flow.store.states import DecisionKind, is_a, PausedReason, RecordType, RunState
-from openadapt_flow.store.entry import CheckpointDoc, JournalEntry, step_of
-from openadapt_flow.store.pausedoc import AppliedDecision
+from openadapt_flow.records.states import DecisionKind, is_a, PausedReason, RecordType, RunState
+from openadapt_flow.records.entry import CheckpointDoc, JournalEntry, step_of
+from openadapt_flow.records.pausedoc import AppliedDecision
 
 
 def continue_bundle(o: Opened) -> RunOutcome:

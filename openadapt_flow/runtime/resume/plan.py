@@ -25,11 +25,11 @@ from openadapt_flow.runtime.judge.outcome import RECONCILIATION_REQUIRED
 from openadapt_flow.runtime.operate.approval import check_approval
 from openadapt_flow.runtime.operate.reissue import block_run
 from openadapt_flow.runtime.operate.truth import journaled_decision, pending_view
-from openadapt_flow.store.rundoc import ManifestDoc
+from openadapt_flow.records.rundoc import ManifestDoc
 from openadapt_flow.store.base import JournalWriter, RunHandle, RunLease
-from openadapt_flow.store.states import DecisionKind, PausedReason, RecordType, RunState
-from openadapt_flow.store.entry import CheckpointDoc, JournalEntry
-from openadapt_flow.store.pausedoc import AppliedDecision, PendingBody
+from openadapt_flow.records.states import DecisionKind, PausedReason, RecordType, RunState
+from openadapt_flow.records.entry import CheckpointDoc, JournalEntry
+from openadapt_flow.records.pausedoc import AppliedDecision, PendingBody
 
 __all__ = ["Opened", "ResumePlan", "ResumeRequest", "plan_resume", "resumed"]
 

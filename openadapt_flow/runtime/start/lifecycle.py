@@ -11,10 +11,11 @@ from openadapt_flow.bundle.config import DeployConfig
 from openadapt_flow.runtime.judge.outcome import classify
 from openadapt_flow.store.faults import crash_point
 from openadapt_flow.store.base import JournalWriter, RunHandle
-from openadapt_flow.store import Finalized, ManifestBody, ManifestDoc, NotedState, StateView, digest_manifest
+from openadapt_flow.store import digest_manifest
+from openadapt_flow.records.rundoc import Finalized, ManifestBody, ManifestDoc, NotedState, StateView
 from openadapt_flow.store.seal import SCHEMA_PREFIX
-from openadapt_flow.store.states import LIVE_STATES, RecordType, RunState, TERMINAL_STATES, is_a
-from openadapt_flow.store.entry import JournalEntry
+from openadapt_flow.records.states import LIVE_STATES, RecordType, RunState, TERMINAL_STATES, is_a
+from openadapt_flow.records.entry import JournalEntry
 
 
 

@@ -19,14 +19,15 @@ from openadapt_flow.store.frames import FrameWriter
 from openadapt_flow.store.fs.journal import Journal, load_journal, read_records
 from openadapt_flow.store.fs.lease import Lease, try_lock, unlock
 from openadapt_flow.store.fs.runpath import check_run_path, creation_error
-from openadapt_flow.store.journal import JOURNAL_FILE, JournalEntry, LoadResult
-from openadapt_flow.store.entry import CheckpointDoc
-from openadapt_flow.store.pausedoc import ApprovalBody, ApprovalDoc, IncidentBody, IncidentDoc, PendingBody, PendingDoc
+from openadapt_flow.store.journal import JOURNAL_FILE, LoadResult
+from openadapt_flow.records.entry import JournalEntry
+from openadapt_flow.records.entry import CheckpointDoc
+from openadapt_flow.records.pausedoc import ApprovalBody, ApprovalDoc, IncidentBody, IncidentDoc, PendingBody, PendingDoc
 from openadapt_flow.store.layout import BUNDLE, CHILDREN, FRAMES, INCIDENT, MANIFEST, REPORT_FILES, RUN_FILES, STATE, digest_manifest
 from openadapt_flow.store.lease import LeaseInfo
-from openadapt_flow.store.rundoc import ManifestBody, ManifestDoc, StateDoc, StateFields
+from openadapt_flow.records.rundoc import ManifestBody, ManifestDoc, StateDoc, StateFields
 from openadapt_flow.store.seal import SCHEMA_PREFIX, sealed_state, verify_seal
-from openadapt_flow.store.states import RunState
+from openadapt_flow.records.states import RunState
 
 
 # The file `flow export` (store/postgres/export.py) writes into the run directory it makes: the stored run it copies

@@ -11,9 +11,10 @@ import time
 from dataclasses import dataclass, field
 
 from openadapt_flow.errors import RefusedError
-from openadapt_flow.store.journal import JournalEntry, JournalWriterBase, now_iso
+from openadapt_flow.store.journal import JournalWriterBase, now_iso
+from openadapt_flow.records.entry import JournalEntry
 from openadapt_flow.store.lease import LeaseInfo, LeaseLost, boot_id, process_start_time
-from openadapt_flow.store.stepdoc import LedgerEntry
+from openadapt_flow.records.stepdoc import LedgerEntry
 
 
 @dataclass

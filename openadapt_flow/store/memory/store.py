@@ -27,14 +27,14 @@ from openadapt_flow.store.base import JournalWriter, RunHandle, check_artifact_n
 from openadapt_flow.store.docrun import DocumentRun
 from openadapt_flow.store.escalation import check_replaces, signature_of
 from openadapt_flow.store.faults import crash_point
-from openadapt_flow.store.rundoc import StateFields
+from openadapt_flow.records.rundoc import StateFields
 from openadapt_flow.store.lease import LeaseInfo
-from openadapt_flow.store.journal import JournalEntry
+from openadapt_flow.records.entry import JournalEntry
 from openadapt_flow.store.memory.parts import MemoryContents, MemoryJournal, MemoryLease, MemoryRecords
 from openadapt_flow.store.operators import MemoryOperatorBook
-from openadapt_flow.store.pausedoc import ApprovalDoc
+from openadapt_flow.records.pausedoc import ApprovalDoc
 from openadapt_flow.store.seal import sealed_state
-from openadapt_flow.store.states import RunState
+from openadapt_flow.records.states import RunState
 
 PREFIX = "memory:"
 _SWAP = threading.Lock()  # held while an approval is compared and set (memory runs are shared by this process's threads)

@@ -34,7 +34,7 @@ from openadapt_flow.runtime.start.launch import ReplayRequest
 from openadapt_flow.runtime.operate.operators import add_operator
 from openadapt_flow.store import FilesystemStore, RunDir
 from openadapt_flow.store.frames import FrameWriter
-from openadapt_flow.store.records import Check
+from openadapt_flow.records.models import Check
 from openadapt_flow.vision.template import TemplateImage
 from tests.support.demo_invoices import BUNDLE, FIXTURES
 from tests.unit.report.report_runs import BUTTON, PARAMS, run_env

@@ -12,7 +12,7 @@ import pytest
 from openadapt_flow.bundle.loader import load_bundle
 from openadapt_flow.errors import RefusedError, RunDirError
 from openadapt_flow.store.base import RunHandle, RunStore
-from openadapt_flow.store.checkpoint import checkpoint_from_records
+from openadapt_flow.records.checkpoint import checkpoint_from_records
 from openadapt_flow.store import FilesystemStore, MemoryStore, PostgresRun, PostgresStore, RunDir
 from openadapt_flow.store.lease import LeaseLost
 from tests.support.bundles import minimal_flow, write_bundle

@@ -15,9 +15,9 @@ from collections.abc import Callable
 from typing import Literal
 
 from openadapt_flow.runtime.start.context import RunContext
-from openadapt_flow.store.entry import JournalEntry
-from openadapt_flow.store.states import RecordType
-from openadapt_flow.store.stepdoc import SkippedData, VerifiedData
+from openadapt_flow.records.entry import JournalEntry
+from openadapt_flow.records.states import RecordType
+from openadapt_flow.records.stepdoc import SkippedData, VerifiedData
 
 __all__ = ["VerifiedKind", "durable_call", "record_verified"]
 

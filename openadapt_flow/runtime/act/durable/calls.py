@@ -15,8 +15,8 @@ from openadapt_flow.bundle.models import Step
 from openadapt_flow.errors import RefusedError
 from openadapt_flow.runtime.start.context import RunContext
 from openadapt_flow.runtime.judge.halt import Halt, Pause
-from openadapt_flow.store.states import PausedReason, RecordType
-from openadapt_flow.store.entry import JournalEntry
+from openadapt_flow.records.states import PausedReason, RecordType
+from openadapt_flow.records.entry import JournalEntry
 
 __all__ = ["ask_user", "dispatch", "dispatched", "jsonable", "sleep", "started", "wait_signal"]
 

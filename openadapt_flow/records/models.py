@@ -5,7 +5,7 @@ The models accept exactly what the runtime writes (spec §5, §7). `data` models
 only some writers of a type set is optional. Items whose keys are open by design stay open objects: check
 evidence (`Check.to_json()` spreads each check's own evidence keys), rung evidence, step results (a tool's or a
 workflow's JSON output) and effect readings (a system of record's value). The data of `step_verified` and
-`step_skipped` are defined once, as TypedDicts (store/stepdoc.py), and their models derived from them; `Reading` and
+`step_skipped` are defined once, as TypedDicts (records/stepdoc.py), and their models derived from them; `Reading` and
 `EffectVerdict` give theirs (`ReadingDoc`, `EffectDoc`) from `to_json()`.
 """
 
@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, Union, cast, get_type
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, create_model
 
-from openadapt_flow.store.entry import JournalEntry
-from openadapt_flow.store.stepdoc import EffectDoc, ReadingDoc, SkippedData, Verification, VerifiedData
-from openadapt_flow.store.stepdoc import ChangeDoc as ChangeDoc  # the verifiers name it here
-from openadapt_flow.store.stepdoc import EffectVerdictName as EffectVerdictName  # the verifiers name it here
-from openadapt_flow.store.states import PausedReason, RunState, TransactionOutcome
+from openadapt_flow.records.entry import JournalEntry
+from openadapt_flow.records.stepdoc import EffectDoc, ReadingDoc, SkippedData, Verification, VerifiedData
+from openadapt_flow.records.stepdoc import ChangeDoc as ChangeDoc  # the verifiers name it here
+from openadapt_flow.records.stepdoc import EffectVerdictName as EffectVerdictName  # the verifiers name it here
+from openadapt_flow.records.states import PausedReason, RunState, TransactionOutcome
 
 Json = Any  # any JSON value: a tool's result, an answer, a signal's data
 Obj = dict[str, Any]  # an open object in a JSON Schema (`additionalProperties: true`): what the models say, not Python
@@ -235,7 +235,7 @@ def _fields(doc: type, rules: Mapping[str, object]) -> dict[str, Any]:
 
 
 def _derived(doc: type, name: str, rules: Mapping[str, object], description: str | None = None) -> type[BaseModel]:
-    """The model of a record's data whose definition is the TypedDict `doc` (store/stepdoc.py)."""
+    """The model of a record's data whose definition is the TypedDict `doc` (records/stepdoc.py)."""
     return create_model(name, __base__=_Data, __doc__=description, __module__=__name__, **_fields(doc, rules))
 
 
@@ -366,7 +366,7 @@ def _title(name: str) -> str:
     return "".join(part.capitalize() for part in name.split("_")) + "Record"
 
 
-# The envelope's constraints beyond its keys' types; its keys and types are JournalEntry's (store/entry.py), the one
+# The envelope's constraints beyond its keys' types; its keys and types are JournalEntry's (records/entry.py), the one
 # definition of a journal line.
 _ENVELOPE_RULES: dict[str, object] = {"seq": Field(ge=1), "prev_hash": Field(pattern=r"^[0-9a-f]{64}$"),
                                    "hash": Field(pattern=r"^[0-9a-f]{64}$")}

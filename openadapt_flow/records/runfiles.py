@@ -14,12 +14,12 @@ from typing import Any, Literal, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from openadapt_flow.store.entry import CheckpointDoc, StateDoc
-from openadapt_flow.store.pausedoc import (ApprovalDoc, AskDoc, Channel, DecisionTaskDoc, IncidentDoc, PendingDoc,
+from openadapt_flow.records.entry import CheckpointDoc, StateDoc
+from openadapt_flow.records.pausedoc import (ApprovalDoc, AskDoc, Channel, DecisionTaskDoc, IncidentDoc, PendingDoc,
                                            SupersededDoc, VoteDoc)
-from openadapt_flow.store.records import Box, Decision, Json, Obj, Point
-from openadapt_flow.store.states import PausedReason, RunState, TransactionOutcome
-from openadapt_flow.store.rundoc import BundleRefDoc, EnginesDoc, ManifestDoc
+from openadapt_flow.records.models import Box, Decision, Json, Obj, Point
+from openadapt_flow.records.states import PausedReason, RunState, TransactionOutcome
+from openadapt_flow.records.rundoc import BundleRefDoc, EnginesDoc, ManifestDoc
 
 Sha = str  # "sha256:<hex>"
 

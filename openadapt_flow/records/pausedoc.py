@@ -175,17 +175,18 @@ class JournaledDecision(TypedDict):
     """A `decision` record's data: the whole decision, journaled before it takes effect (the point of no return), enough
     to apply it from the journal alone. Records of earlier code hold less (some only `pause_id` and `decision`, a
     workflow's its delivered `value`): read them with `.get`."""
+    pause_id: str
     decision: NotRequired[str | None]
     effect: NotRequired[str | None]
     operator: NotRequired[str | None]
     os_user: NotRequired[str | None]
     note: NotRequired[str | None]
     decided_at: NotRequired[str | None]
+    channel: NotRequired[str | None]  # how the decision arrived (Channel)
     votes: NotRequired[list[VoteDoc] | None]
     payload: NotRequired[dict[str, object] | None]
     task_digest: NotRequired[str | None]
     checkpoint_digest: NotRequired[str | None]
-    pause_id: str
     approval_digest: NotRequired[str | None]  # of the approval as signed (without `schema` and `signature`)
     signature: NotRequired[str | None]
     value: NotRequired[object]

@@ -26,6 +26,7 @@ from typing import Any, Protocol, Unpack, runtime_checkable
 from openadapt_flow.errors import RefusedError
 
 from openadapt_flow.store.frames import FrameWriter
+from openadapt_flow.records.appender import RecordAppender
 from openadapt_flow.records.stepdoc import ConsumedDecision, LedgerEntry
 from openadapt_flow.store.journal import LoadResult
 from openadapt_flow.records.entry import JournalEntry
@@ -51,17 +52,15 @@ def check_artifact_name(rel: str) -> None:
 
 
 @runtime_checkable
-class JournalWriter(Protocol):
-    """The one writer of a run's journal (the lease owner)."""
+class JournalWriter(RecordAppender, Protocol):
+    """The one writer of a run's journal (the lease owner); `append` takes each record kind with its own data
+    (records/appender.py)."""
 
     key: bytes
     seq: int
     last_hash: str
     observers: list[Callable[[JournalEntry], None]]
     last_of: dict[str, JournalEntry]
-
-    def append(self, type_: RecordType, step: str | None = None, data: Mapping[str, object] | None = None, *,
-               sync: bool | None = None) -> JournalEntry: ...
 
     def sync(self) -> None: ...
 

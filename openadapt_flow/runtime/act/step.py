@@ -11,6 +11,7 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Literal
 import numpy as np
 
 from openadapt_flow.backends.base import Frame
@@ -62,7 +63,7 @@ class StepRecord:
 _interp_target = interp_target
 
 
-def _resolve(ctx: RunContext, step: Step, target: Target, frame: Frame, role: str) -> Resolution:
+def _resolve(ctx: RunContext, step: Step, target: Target, frame: Frame, role: Literal["target", "to"]) -> Resolution:
     calls_before = ctx.ladder.model_calls
     wanted = _interp_target(ctx, target)
     ahead = found_ahead(ctx, step, frame.pixels, wanted) if role == "target" else None

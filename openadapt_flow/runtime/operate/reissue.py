@@ -9,7 +9,8 @@ from typing import Protocol
 
 from openadapt_flow.bundle.config import DeployConfig
 from openadapt_flow.runtime.act.pause import iso
-from openadapt_flow.runtime.operate.truth import consume_decision, record_stop
+from openadapt_flow.runtime.operate.truth import consume_decision
+from openadapt_flow.runtime.start.lifecycle import record_stop
 from openadapt_flow.store.base import JournalWriter, RunHandle
 from openadapt_flow.records.entry import JournalEntry
 from openadapt_flow.store.escalation import sign

@@ -137,12 +137,12 @@ def record_decision(journal: JournalWriter, pending: PendingBody, approval: Appl
         return carried
     rec = journal.last_of.get(RecordType.DECISION)
     if rec is None or (rec.get("data") or {}).get("pause_id") != pause_id:
-        return journal_decision(journal, pending["step"], dict(decision_data(approval, pause_id)))
+        return journal_decision(journal, pending["step"], decision_data(approval, pause_id))
     journal.sync()
     return rec
 
 
-def journal_decision(journal: JournalWriter, step: str | None, data: Mapping[str, object]) -> JournalEntry:
+def journal_decision(journal: JournalWriter, step: str | None, data: JournaledDecision) -> JournalEntry:
     """The one writer of `decision` records, fsync'd: a pause's decision, or an operator's reconcile of a run that
     stopped for good (operate/final_reconcile.py)."""
     rec = journal.append(RecordType.DECISION, step, data)
@@ -150,10 +150,6 @@ def journal_decision(journal: JournalWriter, step: str | None, data: Mapping[str
     return rec
 
 
-def record_stop(journal: JournalWriter, data: Mapping[str, object]) -> JournalEntry:
-    """An operator's decision ends or re-ends a run: its `run_finished` record (a reject's BLOCKED; a stopped run's
-    outcome once its uncertain write was reconciled)."""
-    return journal.append(RecordType.RUN_FINISHED, None, data)
 
 
 def journaled_decision(records: list[JournalEntry]) -> tuple[JournalEntry, PendingBody, CarriedDecision] | None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from openadapt_flow.bundle.loader import LoadedBundle, load_bundle
 from openadapt_flow.bundle.models import Step
@@ -24,7 +24,7 @@ from openadapt_flow.records.states import RecordType, is_a
 from openadapt_flow.records.entry import JournalEntry
 
 UPGRADES = "upgrades"
-RECORD = RecordType.BUNDLE_UPGRADED
+RECORD: Final = RecordType.BUNDLE_UPGRADED
 
 
 def _templates(step: Step) -> list[str]:

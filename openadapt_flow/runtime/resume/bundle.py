@@ -5,7 +5,7 @@ blind-retried."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, NoReturn
+from typing import Any, NoReturn, cast
 
 from openadapt_flow.bundle.loader import LoadedBundle, load_bundle
 from openadapt_flow.bundle.params import BoundParams, bind_params, secret_env_name
@@ -13,7 +13,7 @@ from openadapt_flow.errors import FlowError, RefusedError
 from openadapt_flow.runtime.start.backend_select import BackendFlags, merge_backend, select_backend
 from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.runtime.start.context import RunContext
-from openadapt_flow.runtime.act.durable import record_verified
+from openadapt_flow.runtime.act.durable import record_skipped, record_verified
 from openadapt_flow.runtime.act.engine import RunInputs, RunSetup, execute, finish, make_context, open_or_none, record_halt, stop_on_signals
 from openadapt_flow.runtime.start.launch import RunOutcome
 from openadapt_flow.runtime.act.fixture_resume import refuse_restarted_fixture
@@ -22,7 +22,7 @@ from openadapt_flow.runtime.act.recheck import (CONFIRMED_DONE, POSITIVELY_ABSEN
                                                 find_uncertain, recheck)
 from openadapt_flow.runtime.start.runref import open_ref, ref_path
 from openadapt_flow.runtime.act.step import screen_facts
-from openadapt_flow.records.stepdoc import StepEffect, VerifiedBy
+from openadapt_flow.records.stepdoc import PatchInfo, StepEffect, VerifiedBy
 from openadapt_flow.bundle.config import BackendConfig
 from openadapt_flow.runtime.judge.halt import Halt
 from openadapt_flow.runtime.operate.truth import consume_decision, record_decision
@@ -66,14 +66,16 @@ def continue_bundle(o: Opened) -> RunOutcome:
         if o.req.stop is not None:
             ctx.stop = o.req.stop
         if patch is not None and not any(is_a(r, RecordType.PATCHED) and r["data"].get("pause_id") == patch["pause_id"] for r in o.records):
-            o.journal.append(RecordType.PATCHED, str(patch["step"]), {k: patch[k] for k in ("pause_id", "bundle_dir", "digest", "template", "region", "point")})
+            o.journal.append(RecordType.PATCHED, str(patch["step"]), {
+                "pause_id": patch["pause_id"], "bundle_dir": patch["bundle_dir"], "digest": patch["digest"],
+                "template": patch["template"], "region": patch["region"], "point": patch["point"]})
         with stop_on_signals(ctx.stop):
             return _continue(ctx, o.records, plan)
     finally:
         live.close()
 
 
-def _taught(o: Opened, plan: ResumePlan) -> dict[str, object] | None:
+def _taught(o: Opened, plan: ResumePlan) -> PatchInfo | None:
     """A `teach` decision's patch (patch.json's fields, signed with the approval): the bundle is resolved afresh with the
     taught target (it must be the approved one)."""
     if plan.decision != DecisionKind.TEACH:
@@ -84,7 +86,7 @@ def _taught(o: Opened, plan: ResumePlan) -> dict[str, object] | None:
     o.loaded = load_bundle(o.run.artifact_dir(str(patch["bundle_dir"])))
     if o.loaded.digest != patch["digest"]:
         raise RefusedError(f"{patch['bundle_dir']}: taught bundle differs from the approved patch; refusing")
-    return patch
+    return cast(PatchInfo, patch)  # a teach's payload is the patch it signed (records/stepdoc.py's PatchInfo)
 
 
 def backend_spec(manifest: ManifestDoc, override: BackendSpec | None, flags: BackendFlags | None = None,
@@ -176,8 +178,7 @@ def _apply(ctx: RunContext, plan: ResumePlan, uncertain: Uncertain | None, resul
             start = uncertain.index  # afresh and passing the identity gate (its dispatch spends the decision)
     elif decision == DecisionKind.SKIP and pending is not None:
         idx = next(i for i, s in enumerate(ctx.model.steps) if s.id == pending["step"])
-        record_verified(ctx, pending["step"], {"index": idx, "verified_by": "operator", "operator": approval["operator"] if approval else None},
-                        kind=RecordType.STEP_SKIPPED)
+        record_skipped(ctx, pending["step"], {"index": idx, "verified_by": "operator", "operator": approval["operator"] if approval else None})
         start = idx + 1
     if decision == DecisionKind.CONTINUE and pending is not None:
         ctx.approved_before = pending["step"]

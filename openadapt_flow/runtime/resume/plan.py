@@ -20,6 +20,7 @@ from openadapt_flow.runtime.start.context import Progress, RunContext
 from openadapt_flow.runtime.act.durable.waiting import still_waiting
 from openadapt_flow.runtime.start.launch import BackendFactory, Reporter, RunOutcome, Runs
 from openadapt_flow.runtime.start.runref import ref_path
+from openadapt_flow.runtime.start.lifecycle import record_stop
 from openadapt_flow.bundle.config import BackendConfig, DeployConfig
 from openadapt_flow.runtime.judge.outcome import RECONCILIATION_REQUIRED
 from openadapt_flow.runtime.operate.approval import check_approval
@@ -30,6 +31,7 @@ from openadapt_flow.store.base import JournalWriter, RunHandle, RunLease
 from openadapt_flow.records.states import DecisionKind, PausedReason, RecordType, RunState
 from openadapt_flow.records.entry import CheckpointDoc, JournalEntry
 from openadapt_flow.records.pausedoc import AppliedDecision, PendingBody
+from openadapt_flow.records.kinds import RunStopData
 
 __all__ = ["Opened", "ResumePlan", "ResumeRequest", "plan_resume", "resumed"]
 
@@ -148,9 +150,9 @@ def _decided(run: RunHandle, pending: PendingBody) -> bool:
 
 
 def _restore_pause(run: RunHandle, journal: JournalWriter, pending: PendingBody) -> None:
-    data = {"state": RunState.PAUSED, "paused_reason": pending["paused_reason"], "transaction_outcome": pending.get("transaction_outcome"),
+    data: RunStopData = {"state": RunState.PAUSED, "paused_reason": pending["paused_reason"], "transaction_outcome": pending.get("transaction_outcome"),
             "restored": True}
-    journal.append(RecordType.PAUSED, None, data)
+    record_stop(journal, data)
     run.write_state(RunState.PAUSED, journal=journal, paused_reason=pending["paused_reason"], transaction_outcome=pending.get("transaction_outcome"),
                     halt_category=pending.get("category"), message=pending.get("message"))
 

@@ -16,6 +16,7 @@ from openadapt_flow.records.rundoc import Finalized, ManifestBody, ManifestDoc, 
 from openadapt_flow.store.seal import SCHEMA_PREFIX
 from openadapt_flow.records.states import LIVE_STATES, RecordType, RunState, TERMINAL_STATES, is_a
 from openadapt_flow.records.entry import JournalEntry
+from openadapt_flow.records.kinds import InterruptedData, RunStart, RunStopData
 
 
 
@@ -65,9 +66,17 @@ def effective_state(run: RunHandle) -> StateView:
     return st
 
 
-def record_interrupted(journal: JournalWriter, message: str, **fields: Any) -> JournalEntry:
+def record_stop(journal: JournalWriter, data: RunStopData) -> JournalEntry:
+    """Journal how the run stopped (the one writer of both records): `paused` for a PAUSED state, else `run_finished`
+    (a run's end; an operator's decision ending or re-ending a run: a reject's BLOCKED, a reconciled outcome)."""
+    if data["state"] == RunState.PAUSED:
+        return journal.append(RecordType.PAUSED, None, data)
+    return journal.append(RecordType.RUN_FINISHED, None, data)
+
+
+def record_interrupted(journal: JournalWriter, data: InterruptedData) -> JournalEntry:
     """Journal `interrupted` (its one writer): a stop at a safe boundary, or an owner's death found later (finalized)."""
-    return journal.append(RecordType.INTERRUPTED, None, {"message": message, **fields})
+    return journal.append(RecordType.INTERRUPTED, None, data)
 
 
 def finalize_interrupted(run: RunHandle, journal: JournalWriter, records: list[JournalEntry], steps: Iterable[Step], why: str) -> Finalized:
@@ -84,7 +93,7 @@ def finalize_interrupted(run: RunHandle, journal: JournalWriter, records: list[J
                         last_checkpoint_seq=cp_seq)
         return {"state": d["state"], "transaction_outcome": d.get("transaction_outcome")}
     outcome, evidence = classify(steps, records)
-    record_interrupted(journal, why, finalized=True, transaction_outcome=outcome, outcome_evidence=evidence)
+    record_interrupted(journal, {"message": why, "finalized": True, "transaction_outcome": outcome, "outcome_evidence": evidence})
     prev_seq = run.state().get("last_checkpoint_seq") if run.has_state() else None
     run.write_state(
         RunState.INTERRUPTED, journal=journal, transaction_outcome=outcome, message=why, last_checkpoint_seq=prev_seq,
@@ -92,7 +101,7 @@ def finalize_interrupted(run: RunHandle, journal: JournalWriter, records: list[J
     return {"state": RunState.INTERRUPTED, "transaction_outcome": outcome}
 
 
-def begin_run(run: RunHandle, key: bytes, manifest: ManifestBody, started: Mapping[str, object]) -> tuple[JournalWriter, JournalEntry]:
+def begin_run(run: RunHandle, key: bytes, manifest: ManifestBody, started: RunStart) -> tuple[JournalWriter, JournalEntry]:
     """Start a run atomically: journal `run_started` (pinning the manifest about to be written), state RUNNING, and only
     then `manifest.json`, the file that makes a directory a run. A death before it leaves no run, and sent nothing."""
     body: ManifestDoc = {"schema": SCHEMA_PREFIX + "manifest@1", **manifest}

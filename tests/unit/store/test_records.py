@@ -6,13 +6,11 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import get_args
 
 import pytest
 from pydantic import ValidationError
 
 from openadapt_flow.cli.schema import SCHEMAS, schema_json
-from openadapt_flow.runtime.act import durable
 from openadapt_flow.runtime.operate import upgrade
 from openadapt_flow.store.journal import FSYNC_TYPES
 from openadapt_flow.records.models import RECORD_TYPES, validate_record
@@ -27,8 +25,7 @@ RUNS_V1 = REPO / "tests" / "data" / "runs-v1"
 
 def _written_types() -> set[str]:
     """Every record type a `journal.append(RecordType.<TYPE>, …)` in the package names (bench excluded: its own
-    scratch journals); the types passed by name are `upgrade.RECORD` and the one durable step's `kind` (typed by
-    `durable.VerifiedKind`), and no other call passes a computed type."""
+    scratch journals); the one type passed by name is `upgrade.RECORD`, and no other call passes a computed type."""
     found: set[str] = set()
     named: set[str] = set()
     for path in PACKAGE.rglob("*.py"):
@@ -37,8 +34,8 @@ def _written_types() -> set[str]:
         text = path.read_text()
         found |= {RecordType[m].value for m in re.findall(r"journal\.append\(\s*RecordType\.(\w+)", text)}
         named |= set(re.findall(r"journal\.append\(\s*(?!RecordType\.)([A-Za-z_][\w.]*)\s*,", text))
-    assert named == {"RECORD", "kind"}, named
-    return found | {upgrade.RECORD} | set(get_args(durable.VerifiedKind))
+    assert named == {"RECORD"}, named
+    return found | {upgrade.RECORD}
 
 
 def test_every_record_type_the_runtime_writes_has_a_model():

@@ -17,7 +17,7 @@ from openadapt_flow.records.pausedoc import JournaledDecision, OutcomeEvidence, 
 from openadapt_flow.records.states import RecordType
 from openadapt_flow.records.stepdoc import EffectDoc, ReadingDoc, RecheckedEffect, SkippedData, VerifiedData
 
-__all__ = ["DATA_TYPES", "RecheckVerdict", "RunStart", "ActionDispatchedData", "ActionSentData", "AskedData", "BlockedData", "BundleUpgradedData",
+__all__ = ["DATA_TYPES", "RecheckVerdict", "RunStart", "StepCall", "ActionDispatchedData", "ActionSentData", "AskedData", "BlockedData", "BundleUpgradedData",
            "CheckDoc", "ChecksData", "ChildStartedData", "EscalatedData", "EscalationDroppedData", "EscalationOpenedData",
            "FramesMaskedData", "HaltedData", "InterruptedData", "LlmCallData", "PatchedData", "PointerParkedData",
            "RecheckedData", "ResolvedData", "RunResumedData", "RunStartedData", "RunStopData", "StepStartedData",
@@ -106,14 +106,21 @@ class BundleUpgradedData(TypedDict):
 
 # ---- one step ----
 
-class StepStartedData(TypedDict):
-    """A bundle step (`action`, `intent`), or a workflow call (`action` is its kind, `inputs` the HMAC of its args)."""
+class StepHead(TypedDict):
     index: int
     action: str
     intent: NotRequired[str | None]
+
+
+class StepCall(TypedDict):
+    """What a workflow call's `step_started` adds to a step's: its name, the HMAC of its args, whether it writes."""
     name: NotRequired[str | None]
     inputs: NotRequired[str | None]
     consequential: NotRequired[bool | None]
+
+
+class StepStartedData(StepHead, StepCall):
+    """A bundle step (`action`, `intent`), or a workflow call (`action` is its kind, `inputs` the HMAC of its args)."""
 
 
 class ResolvedData(TypedDict):

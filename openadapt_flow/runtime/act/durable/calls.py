@@ -9,7 +9,7 @@ import json
 import time
 from collections.abc import Callable
 from datetime import datetime, timezone
-from typing import Any, NoReturn
+from typing import Any, NoReturn, Unpack
 
 from openadapt_flow.bundle.models import Step
 from openadapt_flow.errors import RefusedError
@@ -17,23 +17,17 @@ from openadapt_flow.runtime.start.context import RunContext
 from openadapt_flow.runtime.judge.halt import Halt, Pause
 from openadapt_flow.records.states import PausedReason, RecordType
 from openadapt_flow.records.entry import JournalEntry
-from openadapt_flow.records.kinds import StepStartedData
+from openadapt_flow.records.kinds import StepCall, StepStartedData
 
 __all__ = ["ask_user", "dispatch", "dispatched", "jsonable", "sleep", "started", "wait_signal"]
 
 
 def started(rc: RunContext, step: Step, index: int, *, intent: str | None, sync: bool | None = None,
-            action: str | None = None, name: str | None = None, inputs: str | None = None,
-            consequential: bool | None = None) -> JournalEntry:
+            action: str | None = None, **call: Unpack[StepCall]) -> JournalEntry:
     """Journal `step_started`: a bundle step's action and intent, or a workflow call's kind (`action`), its
-    `name`, the keyed digest of its `inputs` and whether it is `consequential` (each kept only when given)."""
-    data: StepStartedData = {"index": index, "action": action if action is not None else step.action, "intent": intent}
-    if name is not None:
-        data["name"] = name
-    if inputs is not None:
-        data["inputs"] = inputs
-    if consequential is not None:
-        data["consequential"] = consequential
+    `name`, the keyed digest of its `inputs` and whether it is `consequential`."""
+    data: StepStartedData = {"index": index, "action": action if action is not None else step.action, "intent": intent,
+                             **call}
     return rc.journal.append(RecordType.STEP_STARTED, step.id, data, sync=sync)
 
 

@@ -24,6 +24,7 @@ from openadapt_flow.errors import CutStartup, RefusedError, RunDirError
 from openadapt_flow.store import ledger
 from openadapt_flow.store.atomic import dumps
 from openadapt_flow.store.base import JournalWriter, RunHandle, check_artifact_name
+from openadapt_flow.store.layout import free_run_name
 from openadapt_flow.store.docrun import DocumentRun
 from openadapt_flow.store.escalation import check_replaces, signature_of
 from openadapt_flow.store.faults import crash_point
@@ -260,8 +261,7 @@ class MemoryStore:
             self.check_new(ref)
             name = _name(ref)
         else:
-            stamp = (now or datetime.now()).strftime("replay-%Y%m%d-%H%M%S")
-            name = next(c for c in (stamp if n == 1 else f"{stamp}-{n}" for n in range(1, 10**6)) if c not in self.runs)
+            name = free_run_name(lambda c: c not in self.runs, PREFIX, now)
         self.contents.records_of(name)
         return MemoryRun(self, name)
 

@@ -35,7 +35,7 @@ from openadapt_flow.store.lease import LeaseInfo
 from openadapt_flow.records.rundoc import ManifestBody, ManifestDoc, StateDoc, StateFields
 from openadapt_flow.store.operators import OperatorBook
 from openadapt_flow.records.pausedoc import ApprovalBody, ApprovalDoc, IncidentBody, IncidentDoc, PendingBody, PendingDoc
-from openadapt_flow.records.states import RecordType, RunState
+from openadapt_flow.records.states import RunState
 
 Unlock = Callable[[], None]
 

@@ -21,7 +21,7 @@ from datetime import datetime, timezone
 from typing import Any, cast
 
 from openadapt_flow.errors import RefusedError
-from openadapt_flow.records.entry import JournalEntry, step_of
+from openadapt_flow.records.entry import JournalEntry
 from openadapt_flow.store.faults import crash_point
 from openadapt_flow.records.states import RecordType
 

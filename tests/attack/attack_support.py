@@ -219,9 +219,9 @@ class RunFiles:
         if name == RUN_FILES["journal"]:
             recs.journal[:] = data
         elif name == RUN_FILES["lease"]:
-            try:  # an unreadable lease reads as none, as LeaseInfo.read does
-                recs.lease = LeaseInfo(**{k: json.loads(data)[k] for k in LeaseInfo.__dataclass_fields__})
-            except (ValueError, KeyError, TypeError):
+            try:  # an unreadable lease reads as none, as read_lease does
+                recs.lease = LeaseInfo.model_validate_json(data)
+            except ValueError:  # pydantic's ValidationError is one
                 recs.lease = None
         elif name in _DOCS:
             recs.docs[_DOCS[name]] = data.decode("latin-1")

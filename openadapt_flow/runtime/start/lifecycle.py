@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable
 
 from openadapt_flow.bundle.models import Step
 from openadapt_flow.errors import RefusedError
@@ -11,6 +10,7 @@ from openadapt_flow.bundle.config import DeployConfig
 from openadapt_flow.runtime.judge.outcome import classify
 from openadapt_flow.store.faults import crash_point
 from openadapt_flow.store.base import JournalWriter, RunHandle
+from openadapt_flow.store.lease import held_elsewhere, owner_alive
 from openadapt_flow.store import digest_manifest
 from openadapt_flow.records.rundoc import Finalized, ManifestBody, ManifestDoc, NotedState, StateView
 from openadapt_flow.store.seal import SCHEMA_PREFIX
@@ -50,8 +50,8 @@ def owner_gone(run: RunHandle) -> bool:
     info = run.lease_info()
     if unlock is not None:
         unlock()
-        return info is None or not info.held_elsewhere(lease_ttl(run))  # another host's lock is not ours to see
-    return info is not None and not info.owner_alive(lease_ttl(run))
+        return info is None or not held_elsewhere(info, lease_ttl(run))  # another host's lock is not ours to see
+    return info is not None and not owner_alive(info, lease_ttl(run))
 
 
 def effective_state(run: RunHandle) -> StateView:

@@ -26,7 +26,7 @@ from openadapt_flow.records.pausedoc import ApprovalBody, ApprovalDoc, IncidentB
 from openadapt_flow.store.layout import (
     BUNDLE, CHILDREN, FRAMES, INCIDENT, MANIFEST, REPORT_FILES, RUN_FILES, STATE, digest_manifest, free_run_name,
 )
-from openadapt_flow.store.lease import LeaseInfo
+from openadapt_flow.store.lease import LeaseInfo, read_lease
 from openadapt_flow.records.rundoc import ManifestBody, ManifestDoc, StateDoc, StateFields
 from openadapt_flow.store.seal import SCHEMA_PREFIX, sealed_state, verify_seal
 from openadapt_flow.records.states import RunState
@@ -316,7 +316,7 @@ class RunDir:
         return Lease(self.path, ttl_s)
 
     def lease_info(self) -> LeaseInfo | None:
-        return LeaseInfo.read(self.path)
+        return read_lease(self.path)
 
     def try_lock(self) -> Callable[[], None] | None:
         fd = try_lock(self.path)

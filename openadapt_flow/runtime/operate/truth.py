@@ -150,8 +150,6 @@ def journal_decision(journal: JournalWriter, step: str | None, data: JournaledDe
     return rec
 
 
-
-
 def journaled_decision(records: list[JournalEntry]) -> tuple[JournalEntry, PendingBody, CarriedDecision] | None:
     """A decision the journal holds but that has not taken effect yet (the process was killed after its record):
     (its record, the pause it decided, the decision as `check_approval` returns it), or None. Once anything spends

@@ -201,7 +201,7 @@ class RunFiles:
         if name == RUN_FILES["journal"]:
             return bytes(recs.journal)
         if name == RUN_FILES["lease"]:
-            return json.dumps(dataclasses.asdict(recs.lease)).encode()
+            return recs.lease.model_dump_json(by_alias=True).encode()
         if name in _DOCS:
             return recs.docs[_DOCS[name]].encode("latin-1")
         if name.startswith("decisions/"):

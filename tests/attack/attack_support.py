@@ -6,7 +6,6 @@ The harm every attack looks for: `post` running without a valid, unused decision
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import shutil

@@ -35,7 +35,7 @@ from openadapt_flow.demo.xvnc import free_port, wait_until
 from openadapt_flow.procs import stop_process
 from openadapt_flow.runtime.operate.operators import add_operator, reset_operator
 from openadapt_flow.store import FilesystemStore
-from openadapt_flow.store.states import DecisionKind, RecordType, RunState, is_a
+from openadapt_flow.records.states import DecisionKind, RecordType, RunState, is_a
 
 INVOICES = 40  # x 5 steps = 200
 OPERATOR = "bench"

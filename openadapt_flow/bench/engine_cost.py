@@ -30,9 +30,10 @@ from openadapt_flow.procs import stop_process
 from openadapt_flow.bench.stats import Cell
 from openadapt_flow.bundle.config import DeployConfig
 from openadapt_flow.runtime.start.context import Progress, StepSummary
-from openadapt_flow.store import Journal, JournalEntry
+from openadapt_flow.store import Journal
+from openadapt_flow.records.entry import JournalEntry
 from openadapt_flow.vision.ocr import OcrEngine
-from openadapt_flow.store.states import RecordType, is_a
+from openadapt_flow.records.states import RecordType, is_a
 
 PARAMS = {"vendor": "ACME", "amount": "12.50"}
 JOURNAL_PER_STEP = (RecordType.STEP_STARTED, RecordType.RESOLVED, RecordType.ACTION_DISPATCHED, RecordType.ACTION_SENT,
@@ -230,7 +231,8 @@ def journal_and_checkpoint(work: Path, steps: int) -> dict[str, Any]:
     journal = Journal(run / "journal.jsonl", b"k" * 32)
     have_checkpoint = True
     try:
-        from openadapt_flow.store.checkpoint import checkpoint_from_records, write_checkpoint
+        from openadapt_flow.store.checkpoint import write_checkpoint
+        from openadapt_flow.records.checkpoint import checkpoint_from_records
     except ImportError:
         have_checkpoint = False
     j, cp_cell = Cell(), Cell()

@@ -41,7 +41,7 @@ from openadapt_flow.bench.stats import percentile
 from openadapt_flow.demo.xvnc import free_port, wait_until
 from openadapt_flow.procs import stop_process
 from openadapt_flow.runtime.fleet.submit import submit
-from openadapt_flow.store.states import RecordType, RunState
+from openadapt_flow.records.states import RecordType, RunState
 
 DESKS = 4
 PARAMS = {"vendor": "ACME Corp", "amount": "1250.50"}

@@ -28,7 +28,7 @@ from openadapt_flow.bench.fleet import PARAMS, Rig, bundles
 from openadapt_flow.demo.xvnc import wait_until
 from openadapt_flow.procs import stop_process
 from openadapt_flow.runtime.fleet.submit import submit
-from openadapt_flow.store.states import RecordType, RunState, is_a
+from openadapt_flow.records.states import RecordType, RunState, is_a
 
 SETTLED = (RunState.COMPLETED, RunState.FAILED, RunState.BLOCKED, RunState.PAUSED)
 RESTARTS = ("fast", "immediate")

@@ -32,7 +32,7 @@ from openadapt_flow.fixture.player import Player
 from openadapt_flow.fixture.server import PlayerScreen, RfbServer
 from openadapt_flow.report.meanings import category_words
 from openadapt_flow.runtime import open_ref
-from openadapt_flow.store.states import DecisionKind
+from openadapt_flow.records.states import DecisionKind
 
 LOOKALIKE = "twin"
 # In the twin recording, Save sits twice at (170, 234) and (170, 286), 120x44 each; the recording clicked the lower.

@@ -26,12 +26,13 @@ from openadapt_flow.runtime import stop_on_signals
 from openadapt_flow.runtime import Worker
 from openadapt_flow.runtime import wait
 from openadapt_flow.runtime import effective_state
-from openadapt_flow.store import RunHandle, RunStore, WorkerRow
+from openadapt_flow.store import RunHandle, RunStore
+from openadapt_flow.records.rundoc import WorkerRow
 from openadapt_flow.store import FilesystemStore, MEMORY_PREFIX, redact, runs_root
 from openadapt_flow.store import open_store, store_of_ref
 from openadapt_flow.runtime import reconcile_root
 from openadapt_flow.runtime import resume_plan, resume_run
-from openadapt_flow.store.states import DecisionKind, RunState
+from openadapt_flow.records.states import DecisionKind, RunState
 
 
 CLI_CHANNEL = "cli"  # spec §20: a decision typed on the runner host: the authenticated operator, else the OS user

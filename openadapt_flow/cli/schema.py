@@ -18,8 +18,8 @@ from openadapt_flow.fixture.model import Fixture
 from openadapt_flow.fixture.recording_io import RecordingDoc
 from openadapt_flow.bundle.config import DeployConfig
 from openadapt_flow.runtime import BatchResult, TargetsFile
-from openadapt_flow.store.records import RECORD_MODELS, JournalRecord
-from openadapt_flow.store.runfiles import FILE_MODELS
+from openadapt_flow.records.models import RECORD_MODELS, JournalRecord
+from openadapt_flow.records.runfiles import FILE_MODELS
 
 # Every file format the tool reads or writes; `journal` is any journal record (a union on `type`),
 # `record-<type>` one record type.

@@ -21,7 +21,7 @@ from openadapt_flow.report.render import render_markdown
 from openadapt_flow.runtime import DECISION_NAMES, DecisionOptions, approve, decided_by, deliver
 from openadapt_flow.store import StorageFault
 from openadapt_flow.store import RunHandle, RunStore
-from openadapt_flow.store.states import DecisionKind
+from openadapt_flow.records.states import DecisionKind
 
 PAUSE_ID = re.compile(r"pause-[A-Za-z0-9]{1,64}")  # a form's pause id, before it names a file in the run
 REPORT_GRACE_S = 2.0  # how long the console waits for a worker's resume to take a decision up before it reports

@@ -17,7 +17,7 @@ from openadapt_flow.report.pictures import BEST, NO_BEST, SOUGHT, pictures
 from openadapt_flow.report.text import fmt
 from openadapt_flow.runtime import effective_state
 from openadapt_flow.store import RunHandle, RunStore
-from openadapt_flow.store.states import RunState
+from openadapt_flow.records.states import RunState
 
 AT_REST = (RunState.PAUSED, RunState.BLOCKED, RunState.FAILED, RunState.FAILED_AFTER_EFFECT, RunState.COMPLETED)  # no journal record is added without a new stamp
 STATE_ORDER = (RunState.PAUSED, RunState.INTERRUPTED, RunState.RUNNING, RunState.RESUMING, RunState.PENDING, RunState.BLOCKED, RunState.FAILED_AFTER_EFFECT, RunState.FAILED, RunState.COMPLETED)

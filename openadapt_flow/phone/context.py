@@ -19,7 +19,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from openadapt_flow.errors import RefusedError, UsageError
-from openadapt_flow.store.states import DecisionKind
+from openadapt_flow.records.states import DecisionKind
 
 # `teach` needs the halt frame; `reconcile`, `answer` and `signal` carry a judgement or a value the context does not
 # show: those stay with the console and the CLI on the runner's side.

@@ -11,7 +11,8 @@ from __future__ import annotations
 from openadapt_flow.bundle.loader import load_bundle
 from openadapt_flow.errors import FlowError
 from openadapt_flow.phone.context import PHONE_DECISIONS, PhoneContext
-from openadapt_flow.store import PendingBody, RunHandle
+from openadapt_flow.store import RunHandle
+from openadapt_flow.records.pausedoc import PendingBody
 
 
 def intent_as_written(run: RunHandle, step_id: str) -> str:

@@ -33,7 +33,8 @@ from openadapt_flow.phone.project import closed_context
 from openadapt_flow.report.render import write_reports
 from openadapt_flow.runtime import DecisionOptions, approve, phone_vote_conflict
 from openadapt_flow.store import RunHandle, RunStore
-from openadapt_flow.store import DecisionTaskDoc, checkpoint_digest
+from openadapt_flow.records.checkpoint import checkpoint_digest
+from openadapt_flow.records.pausedoc import DecisionTaskDoc
 
 POLL_WAIT_S = 10.0  # a long-poll this long; a pause that opens meanwhile is published after it
 RETRY_S = 5.0

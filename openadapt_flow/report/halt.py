@@ -3,8 +3,8 @@ show them on, and the exact commands an operator runs next."""
 
 from __future__ import annotations
 
-from openadapt_flow.store.rundoc import ManifestDoc
-from openadapt_flow.store.states import DecisionKind, PausedReason, RunState, TransactionOutcome
+from openadapt_flow.records.rundoc import ManifestDoc
+from openadapt_flow.records.states import DecisionKind, PausedReason, RunState, TransactionOutcome
 import shlex
 from typing import Any
 

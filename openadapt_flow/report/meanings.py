@@ -2,8 +2,8 @@
 console's buttons, the report), what a transaction outcome means, and what the template rung's figures measure."""
 
 from __future__ import annotations
-from openadapt_flow.store.pausedoc import DecisionOutcome
-from openadapt_flow.store.states import DecisionKind, RunState
+from openadapt_flow.records.pausedoc import DecisionOutcome
+from openadapt_flow.records.states import DecisionKind, RunState
 
 import re
 import shlex

@@ -10,9 +10,9 @@ from openadapt_flow.report.halt import advice, candidates, next_commands
 from openadapt_flow.report.outcome import unverified_step
 from openadapt_flow.report.summary import summarize
 from openadapt_flow.store.base import RunHandle
-from openadapt_flow.store.states import RecordType, RunState, is_a
-from openadapt_flow.store.entry import JournalEntry, step_of
-from openadapt_flow.store.rundoc import ManifestDoc
+from openadapt_flow.records.states import RecordType, RunState, is_a
+from openadapt_flow.records.entry import JournalEntry, step_of
+from openadapt_flow.records.rundoc import ManifestDoc
 
 
 def _step_rows(manifest: ManifestDoc, records: list[JournalEntry], frames: set[str]) -> list[dict[str, Any]]:

@@ -16,7 +16,7 @@ from openadapt_flow.report.pictures import STYLE as PAIR_STYLE, pair_html, pictu
 from openadapt_flow.report.text import (allowed_text, plain_words, backend_label, change_text, decision_text, fmt, notes, params_text, scores_text,
                                         seconds, status_label, verdicts)
 from openadapt_flow.store.base import RunHandle
-from openadapt_flow.store.states import RunState
+from openadapt_flow.records.states import RunState
 
 e = html.escape
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from openadapt_flow.store.states import RecordType, RunState, is_a
-from openadapt_flow.store.entry import JournalEntry
+from openadapt_flow.records.states import RecordType, RunState, is_a
+from openadapt_flow.records.entry import JournalEntry
 
 STARTS = (RecordType.RUN_STARTED, RecordType.RUN_RESUMED)
 STOPS = (RecordType.PAUSED, RecordType.RUN_FINISHED, RecordType.INTERRUPTED)

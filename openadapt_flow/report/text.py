@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from openadapt_flow.store.states import RunState
+from openadapt_flow.records.states import RunState
 from typing import Any
 
 from openadapt_flow.report.meanings import (DECISIONS, FIGURES, UNVERIFIED, codes, headline, mentions_figures, outcome_words,

@@ -25,9 +25,9 @@ from openadapt_flow.runtime.operate.reconciler import as_store
 from openadapt_flow.runtime.runs import resume
 from openadapt_flow.runtime.act.durable.waiting import nothing_uncertain, ready_at, state_of
 from openadapt_flow.store.atomic import StorageFault
-from openadapt_flow.store import WorkerRow
+from openadapt_flow.records.rundoc import WorkerRow
 from openadapt_flow.store.base import RunHandle, RunStore
-from openadapt_flow.store.states import LIVE_STATES, RunState
+from openadapt_flow.records.states import LIVE_STATES, RunState
 
 
 @dataclass

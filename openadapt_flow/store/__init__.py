@@ -1,7 +1,7 @@
 """The run store (spec §18): one format, three small dialects.
 
-The format lives once, at this package's top level: the records (records.py, runfiles.py, states.py), the journal's
-chain and its one writer (journal.py), the seal (seal.py), the checkpoint and ledger rules (checkpoint.py,
+The format lives once, at this package's top level (the record types themselves are openadapt_flow/records/, below
+the store): the journal's chain and its one writer (journal.py), the seal (seal.py), the checkpoint and ledger rules (checkpoint.py,
 ledger.py), the lease's holder (lease.py), a run's records by name (layout.py), the store protocols (base.py) and the
 document-run base the memory and PostgreSQL run handles share (docrun.py). Each dialect supplies only where bytes and
 documents live: store/fs (run directories, the default), store/memory (`memory:`), store/postgres (`postgresql://…`).
@@ -17,28 +17,16 @@ from typing import TYPE_CHECKING, Any
 
 from openadapt_flow.store.atomic import StorageFault
 from openadapt_flow.store.base import JournalWriter, RunHandle, RunLease, RunStore
-from openadapt_flow.store.checkpoint import checkpoint_digest
 from openadapt_flow.store.frames import FrameWriter
-from openadapt_flow.store.journal import JournalEntry
 from openadapt_flow.store.fs import (
     EXPORT_MARK, FilesystemStore, Journal, Lease, RunDir, check_new_run_dir, load_journal, new_run_dir, refuse_exported, runs_root
-)
-from openadapt_flow.store.pausedoc import (
-    AppliedDecision, ApprovalBody, ApprovalDoc, AskDoc, CarriedDecision, DecisionOutcome, DecisionTaskDoc, IncidentBody,
-    IncidentDoc, JournaledDecision, OperatorInfo, OperatorRecord, OutcomeEvidence, PauseCore, PauseHead, PendingBody, PendingDoc, ReconcileRow, SupersededDoc,
-    TaskBody, VoteDoc
 )
 from openadapt_flow.store.layout import CHILDREN, MANIFEST, RUN_FILES, digest_manifest
 from openadapt_flow.store.memory import PREFIX as MEMORY_PREFIX
 from openadapt_flow.store.memory import MemoryContents, MemoryRun, MemoryStore
 from openadapt_flow.store.postgres.spec import check_spec, is_postgres, redact
-from openadapt_flow.store.rundoc import BundleRefDoc, Finalized, ManifestBody, ManifestDoc, NotedState, StateFields, StateView, WorkerRow
 from openadapt_flow.store.postgres.spec import PREFIX as PG_PREFIX
 from openadapt_flow.store.select import open_store, postgres_store, store_of_ref
-from openadapt_flow.store.stepdoc import (
-    CallFields, ChangeDoc, ConsumedDecision, EffectDoc, LedgerEntry, PatchInfo, ReadingDoc, RecheckedEffect, ScreenFact, Seal, SkippedData, StepEffect,
-    Verification, VerifiedBy, VerifiedData
-)
 
 if TYPE_CHECKING:
     from openadapt_flow.store.postgres.artifacts import GC_MIN_AGE_S, gc_blobs
@@ -55,16 +43,12 @@ if TYPE_CHECKING:
     from openadapt_flow.store.postgres.store import PostgresStore
 
 __all__ = ["CHILDREN", "EXPORT_MARK", "GC_MIN_AGE_S", "MANIFEST", "MEMORY_PREFIX", "PG_PREFIX", "RUN_FILES",
-           "FilesystemStore", "FrameWriter", "Journal", "JournalEntry", "JournalWriter", "Lease", "MemoryContents", "MemoryRun",
+           "FilesystemStore", "FrameWriter", "Journal", "JournalWriter", "Lease", "MemoryContents", "MemoryRun",
            "MemoryStore", "PostgresLease", "PostgresRun", "PostgresStore", "RunDir", "RunHandle", "RunLease", "RunStore",
-           "StorageFault", "StoreUnavailable", "checkpoint_digest",
+           "StorageFault", "StoreUnavailable",
            "check_new_run_dir", "check_queue_schema", "check_spec", "digest_manifest", "export_run", "gc_blobs",
            "is_postgres", "load_journal", "new_run_dir", "open_store", "pg_code_version", "pg_connect", "pg_migrate",
            "pg_migrations", "pg_run_name", "postgres_store", "redact", "refuse_exported", "runs_root", "store_of_ref"]
-# the pause and its decision (store/pausedoc.py)
-__all__ += ["AppliedDecision", "ApprovalBody", "ApprovalDoc", "AskDoc", "CarriedDecision", "DecisionOutcome",
-            "DecisionTaskDoc", "IncidentBody", "IncidentDoc", "JournaledDecision", "OperatorInfo", "OperatorRecord", "OutcomeEvidence", "PauseCore", "PauseHead",
-            "PendingBody", "PendingDoc", "ReconcileRow", "SupersededDoc", "TaskBody", "VoteDoc"]
 
 # name here -> (module under store/postgres/, its name there)
 _POSTGRES = {"GC_MIN_AGE_S": ("artifacts", "GC_MIN_AGE_S"), "gc_blobs": ("artifacts", "gc_blobs"),
@@ -75,9 +59,6 @@ _POSTGRES = {"GC_MIN_AGE_S": ("artifacts", "GC_MIN_AGE_S"), "gc_blobs": ("artifa
              "pg_migrations": ("schema", "migrations"),
              "StoreUnavailable": ("schema", "StoreUnavailable"), "PostgresStore": ("store", "PostgresStore")}
 
-# a step's records, the run ledger, a workflow call's fields (store/stepdoc.py)
-__all__ += ["CallFields", "ChangeDoc", "ConsumedDecision", "EffectDoc", "LedgerEntry", "PatchInfo", "ReadingDoc", "RecheckedEffect",
-            "ScreenFact", "Seal", "SkippedData", "StepEffect", "Verification", "VerifiedBy", "VerifiedData"]
 
 
 def __getattr__(name: str) -> Any:
@@ -86,6 +67,3 @@ def __getattr__(name: str) -> Any:
     module, attr = _POSTGRES[name]
     return getattr(importlib.import_module(f"openadapt_flow.store.postgres.{module}"), attr)
 
-
-# the run documents (store/rundoc.py)
-__all__ += ["BundleRefDoc", "Finalized", "ManifestBody", "ManifestDoc", "NotedState", "StateFields", "StateView", "WorkerRow"]

@@ -26,14 +26,16 @@ from typing import Any, Protocol, Unpack, runtime_checkable
 from openadapt_flow.errors import RefusedError
 
 from openadapt_flow.store.frames import FrameWriter
-from openadapt_flow.store.stepdoc import ConsumedDecision, LedgerEntry
-from openadapt_flow.store.journal import JournalEntry, LoadResult
-from openadapt_flow.store.entry import CheckpointDoc
+from openadapt_flow.records.appender import RecordAppender
+from openadapt_flow.records.stepdoc import ConsumedDecision, LedgerEntry
+from openadapt_flow.store.journal import LoadResult
+from openadapt_flow.records.entry import JournalEntry
+from openadapt_flow.records.entry import CheckpointDoc
 from openadapt_flow.store.lease import LeaseInfo
-from openadapt_flow.store.rundoc import ManifestBody, ManifestDoc, StateDoc, StateFields
+from openadapt_flow.records.rundoc import ManifestBody, ManifestDoc, StateDoc, StateFields
 from openadapt_flow.store.operators import OperatorBook
-from openadapt_flow.store.pausedoc import ApprovalBody, ApprovalDoc, IncidentBody, IncidentDoc, PendingBody, PendingDoc
-from openadapt_flow.store.states import RecordType, RunState
+from openadapt_flow.records.pausedoc import ApprovalBody, ApprovalDoc, IncidentBody, IncidentDoc, PendingBody, PendingDoc
+from openadapt_flow.records.states import RunState
 
 Unlock = Callable[[], None]
 
@@ -50,17 +52,15 @@ def check_artifact_name(rel: str) -> None:
 
 
 @runtime_checkable
-class JournalWriter(Protocol):
-    """The one writer of a run's journal (the lease owner)."""
+class JournalWriter(RecordAppender, Protocol):
+    """The one writer of a run's journal (the lease owner); `append` takes each record kind with its own data
+    (records/appender.py)."""
 
     key: bytes
     seq: int
     last_hash: str
     observers: list[Callable[[JournalEntry], None]]
     last_of: dict[str, JournalEntry]
-
-    def append(self, type_: RecordType, step: str | None = None, data: Mapping[str, object] | None = None, *,
-               sync: bool | None = None) -> JournalEntry: ...
 
     def sync(self) -> None: ...
 

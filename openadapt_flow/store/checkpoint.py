@@ -9,53 +9,19 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import hashlib
 import json
 import os
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, cast
 
 from openadapt_flow.errors import RefusedError
+from openadapt_flow.records.checkpoint import checkpoint_digest, checkpoint_from_records
+from openadapt_flow.records.entry import CheckpointDoc, JournalEntry
+from openadapt_flow.records.states import RecordType, is_a
 from openadapt_flow.store.atomic import StorageFault, dumps, fsync_dir, is_storage_error, write_json_atomic
 from openadapt_flow.store.faults import crash_point, io_fault
-from openadapt_flow.store.states import RecordType, is_a
-from openadapt_flow.store.journal import JournalEntry, step_of
-from openadapt_flow.store.entry import CheckpointDoc
-from openadapt_flow.store.stepdoc import StepEffect
 
 CHECKPOINT = "checkpoint.json"
-SCHEMA = "openadapt-flow/checkpoint@1"
-
-
-def checkpoint_from_records(records: list[JournalEntry]) -> CheckpointDoc | None:
-    """The checkpoint the journal implies: built from its last `step_verified` (or `step_skipped`) record."""
-    results: dict[str, object] = {}
-    effects: dict[str, StepEffect] = {}
-    last: JournalEntry | None = None
-    for r in records:
-        if is_a(r, RecordType.STEP_VERIFIED, RecordType.STEP_SKIPPED):
-            d = r["data"]
-            if d.get("result") is not None:
-                results[step_of(r)] = d["result"]
-            if d.get("effect") is not None:
-                effects[step_of(r)] = d["effect"]
-            last = r
-    if last is None:
-        return None
-    d = last["data"]
-    return {
-        "schema": SCHEMA,
-        "seq": last["seq"],
-        "journal_hash": last["hash"],
-        "step": step_of(last),
-        "step_index": d["index"],
-        "next_index": d["index"] + 1,
-        "verified_by": d.get("verified_by", "runtime"),
-        "results": results,
-        "effects": effects,
-        "screen_facts": d.get("screen_facts", []),
-    }
 
 
 def write_checkpoint(run_dir: Path, cp: CheckpointDoc) -> None:
@@ -82,12 +48,6 @@ def write_checkpoint(run_dir: Path, cp: CheckpointDoc) -> None:
             tmp.unlink(missing_ok=True)  # the previous checkpoint stays intact; the journal still has the step (rebuilt on resume)
         raise StorageFault(str(path), e) from None
     crash_point("checkpoint:renamed", cp.get("step"))
-
-
-def checkpoint_digest(cp: Mapping[str, Any] | None) -> str:
-    if cp is None:
-        return "sha256:none"
-    return "sha256:" + hashlib.sha256(json.dumps(cp, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
 def reconcile_checkpoint(run_dir: Path, records: list[JournalEntry]) -> tuple[CheckpointDoc | None, str]:

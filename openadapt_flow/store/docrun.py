@@ -20,11 +20,12 @@ from openadapt_flow.store.base import RunHandle
 from openadapt_flow.store.escalation import ANY_APPROVAL
 from openadapt_flow.store.faults import crash_point
 from openadapt_flow.store.frames import ArtifactFrameWriter, FrameWriter
-from openadapt_flow.store.journal import JournalEntry, JournalWriterBase, LoadResult, parse_records, verify_chain
-from openadapt_flow.store.entry import CheckpointDoc
-from openadapt_flow.store.pausedoc import ApprovalBody, ApprovalDoc, IncidentBody, IncidentDoc, PendingBody, PendingDoc
+from openadapt_flow.store.journal import JournalWriterBase, LoadResult, parse_records, verify_chain
+from openadapt_flow.records.entry import JournalEntry
+from openadapt_flow.records.entry import CheckpointDoc
+from openadapt_flow.records.pausedoc import ApprovalBody, ApprovalDoc, IncidentBody, IncidentDoc, PendingBody, PendingDoc
 from openadapt_flow.store.layout import RUN_FILES, digest_manifest
-from openadapt_flow.store.rundoc import ManifestBody, ManifestDoc, StateDoc
+from openadapt_flow.records.rundoc import ManifestBody, ManifestDoc, StateDoc
 from openadapt_flow.store.seal import SCHEMA_PREFIX, verify_seal
 
 

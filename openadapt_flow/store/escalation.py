@@ -14,9 +14,9 @@ from openadapt_flow.errors import RefusedError
 from openadapt_flow.store.atomic import fsync_dir, write_json_atomic
 from openadapt_flow.store.faults import crash_point
 from openadapt_flow.store.filelock import held
-from openadapt_flow.store.states import PausedReason, RecordType
-from openadapt_flow.store.journal import JournalEntry
-from openadapt_flow.store.pausedoc import PauseHead, PendingBody
+from openadapt_flow.records.states import PausedReason, RecordType
+from openadapt_flow.records.entry import JournalEntry
+from openadapt_flow.records.pausedoc import PauseHead, PendingBody
 
 PENDING = "pending_escalation.json"
 APPROVAL = "approval.json"

@@ -21,12 +21,12 @@ from datetime import datetime, timezone
 from typing import Any, cast
 
 from openadapt_flow.errors import RefusedError
-from openadapt_flow.store.entry import JournalEntry, step_of
+from openadapt_flow.records.entry import JournalEntry
 from openadapt_flow.store.faults import crash_point
-from openadapt_flow.store.states import RecordType
+from openadapt_flow.records.states import RecordType
 
-__all__ = ["FSYNC_TYPES", "GENESIS", "JOURNAL_FILE", "JournalEntry", "JournalWriterBase", "LoadResult", "make_record",
-           "now_iso", "parse_records", "record_hash", "step_of", "verify_chain"]
+__all__ = ["FSYNC_TYPES", "GENESIS", "JOURNAL_FILE", "JournalWriterBase", "LoadResult", "make_record",
+           "now_iso", "parse_records", "record_hash", "verify_chain"]
 
 GENESIS = "0" * 64
 JOURNAL_FILE = "journal.jsonl"
@@ -91,7 +91,7 @@ def verify_chain(raw: bytes, key: bytes, where: str) -> tuple[list[JournalEntry]
 def make_record(key: bytes, seq: int, prev_hash: str, type_: RecordType, step: str | None,
                 data: Mapping[str, object] | None) -> tuple[JournalEntry, bytes]:
     """The next chained record and its journal line (every store writes the same bytes). `data` is the record type's
-    own object (a TypedDict of store/stepdoc.py, or one the runtime builds): the entry keeps a copy of its keys. The
+    own object (a TypedDict of records/stepdoc.py, or one the runtime builds): the entry keeps a copy of its keys. The
     entry's `type` is the kind's wire string (`str()` of a member is its value), so a record just written is the
     same plain dict as one read back from the journal."""
     rec: JournalEntry = {"seq": seq, "ts": now_iso(), "type": str(type_), "step": step, "data": dict(data) if data else {}, "prev_hash": prev_hash,

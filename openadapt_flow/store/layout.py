@@ -5,16 +5,19 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from datetime import datetime
+
+from openadapt_flow.errors import RunDirError
 
 from openadapt_flow.store.checkpoint import CHECKPOINT
 from openadapt_flow.store.escalation import APPROVAL, DECISIONS, PENDING
 from openadapt_flow.store.journal import JOURNAL_FILE
 from openadapt_flow.store.lease import LEASE
-from openadapt_flow.store.states import RunState
+from openadapt_flow.records.states import RunState
 
 __all__ = ["APPROVAL", "BUNDLE", "CHECKPOINT", "CHILDREN", "DECISIONS", "FRAMES", "INCIDENT", "JOURNAL_FILE", "LEASE",
-           "MANIFEST", RunState.PENDING, "REPORT_FILES", "RUN_FILES", "STATE", "digest_manifest"]
+           "MANIFEST", RunState.PENDING, "REPORT_FILES", "RUN_FILES", "STATE", "digest_manifest", "free_run_name"]
 
 MANIFEST = "manifest.json"
 STATE = "state.json"
@@ -32,3 +35,18 @@ def digest_manifest(manifest: Mapping[str, object]) -> str:
     """Digest of a manifest (as written, `schema` included) minus `child_runs`, the one field appended after the start."""
     body = {k: v for k, v in manifest.items() if k != "child_runs"}
     return "sha256:" + hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+SAME_SECOND = 1000  # runs started in one second that still get a name of their own
+
+
+def free_run_name(take: Callable[[str], bool], where: str, now: datetime | None = None) -> str:
+    """The name a run started without one gets, in every store: `replay-YYYYMMDD-HHMMSS`, then `-2`, `-3`… for runs
+    started in the same second. `take(name)` claims the name atomically (True) or finds it taken (False); a store's
+    error while claiming is `take`'s to raise. The one loop that finds a free run name."""
+    stamp = (now or datetime.now()).strftime("replay-%Y%m%d-%H%M%S")
+    for n in range(1, SAME_SECOND + 1):
+        name = stamp if n == 1 else f"{stamp}-{n}"
+        if take(name):
+            return name
+    raise RunDirError(f"{where}: could not find a free run name for {stamp}")

@@ -1,16 +1,23 @@
-"""What every store's lease shares: the holder it names (LeaseInfo: host, pid, boot, heartbeat, fencing generation),
-how a holder is judged alive, and LeaseLost. The filesystem's lease is store/fs/lease.py."""
+"""What every store's lease shares: the holder it names (records/runfiles.py's LeaseInfo, lease.json's one type: host,
+pid, boot, heartbeat, fencing generation), this process as a holder, how a holder is judged alive, and LeaseLost. The
+filesystem's lease is store/fs/lease.py."""
 
 from __future__ import annotations
 
-import json
+import os
 import socket
 import sys
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from openadapt_flow.errors import RunSignal
+from openadapt_flow.records.runfiles import LeaseInfo
+from openadapt_flow.store.journal import now_iso
+
+__all__ = ["LEASE", "LeaseInfo", "LeaseLost", "boot_id", "held_elsewhere", "holder_here", "owner_alive",
+           "process_start_time", "read_lease"]
 
 LEASE = "lease.json"
 
@@ -35,35 +42,34 @@ def process_start_time(pid: int) -> str | None:
     return stat.rsplit(")", 1)[1].split()[19]
 
 
-@dataclass
-class LeaseInfo:
-    host: str
-    pid: int
-    start_time: str | None
-    boot_id: str
-    heartbeat_at: str
-    heartbeat_epoch: float
-    generation: int
+def holder_here(generation: int, *, heartbeat_epoch: float | None = None) -> LeaseInfo:
+    """This process as a run's holder (generation `generation`), its heartbeat now (or at `heartbeat_epoch`)."""
+    pid = os.getpid()
+    return LeaseInfo(schema_="openadapt-flow/lease@1", host=socket.gethostname(), pid=pid, start_time=process_start_time(pid),
+                     boot_id=boot_id(), heartbeat_at=now_iso(), heartbeat_epoch=time.time() if heartbeat_epoch is None else heartbeat_epoch,
+                     generation=generation)
 
-    @classmethod
-    def read(cls, run_dir: Path) -> "LeaseInfo | None":
-        try:
-            data = json.loads((run_dir / LEASE).read_text())
-            return cls(**{k: data[k] for k in cls.__dataclass_fields__})
-        except (OSError, ValueError, KeyError, TypeError):
-            return None
 
-    def held_elsewhere(self, ttl_s: float) -> bool:
-        """Named by a process on another host whose heartbeat is fresh: our OS lock cannot see it, the lease can."""
-        return self.host != socket.gethostname() and time.time() - self.heartbeat_epoch <= ttl_s
+def read_lease(run_dir: Path) -> LeaseInfo | None:
+    """A run directory's lease.json; None when there is none or it cannot be read as one."""
+    try:
+        return LeaseInfo.model_validate_json((run_dir / LEASE).read_bytes())
+    except (OSError, ValidationError):
+        return None
 
-    def owner_alive(self, ttl_s: float) -> bool:
-        """Is the process named here plausibly still working on the run?"""
-        if time.time() - self.heartbeat_epoch > ttl_s:
-            return False
-        if self.host == socket.gethostname() and self.boot_id == boot_id() and self.start_time is not None:
-            return process_start_time(self.pid) == self.start_time
-        return True  # another host, or no start time to compare (Windows): a fresh heartbeat is alive
+
+def held_elsewhere(info: LeaseInfo, ttl_s: float) -> bool:
+    """Named by a process on another host whose heartbeat is fresh: our OS lock cannot see it, the lease can."""
+    return info.host != socket.gethostname() and time.time() - info.heartbeat_epoch <= ttl_s
+
+
+def owner_alive(info: LeaseInfo, ttl_s: float) -> bool:
+    """Is the process named here plausibly still working on the run?"""
+    if time.time() - info.heartbeat_epoch > ttl_s:
+        return False
+    if info.host == socket.gethostname() and info.boot_id == boot_id() and info.start_time is not None:
+        return process_start_time(info.pid) == info.start_time
+    return True  # another host, or no start time to compare (Windows): a fresh heartbeat is alive
 
 
 class LeaseLost(RunSignal):

@@ -25,8 +25,9 @@ from pathlib import Path
 from openadapt_flow.errors import RefusedError
 from openadapt_flow.store.atomic import make_dirs, write_json_atomic
 from openadapt_flow.store.filelock import lock_exclusive, unlock
-from openadapt_flow.store.journal import JournalEntry, now_iso
-from openadapt_flow.store.stepdoc import ConsumedDecision as ConsumedDecision, LedgerEntry as LedgerEntry  # the stores name them here
+from openadapt_flow.store.journal import now_iso
+from openadapt_flow.records.entry import JournalEntry
+from openadapt_flow.records.stepdoc import ConsumedDecision as ConsumedDecision, LedgerEntry as LedgerEntry  # the stores name them here
 
 STATE_DIR_ENV = "FLOW_STATE_DIR"
 SCHEMA = "openadapt-flow/ledger@1"

@@ -11,9 +11,10 @@ from typing import Any, cast, overload
 
 from openadapt_flow.errors import RefusedError
 from openadapt_flow.store.base import JournalWriter
-from openadapt_flow.store.journal import JournalEntry, now_iso
-from openadapt_flow.store.rundoc import StateBody, StateDoc, StateFields
-from openadapt_flow.store.states import RunState
+from openadapt_flow.store.journal import now_iso
+from openadapt_flow.records.entry import JournalEntry
+from openadapt_flow.records.rundoc import StateBody, StateDoc, StateFields
+from openadapt_flow.records.states import RunState
 
 SCHEMA_PREFIX = "openadapt-flow/"
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from openadapt_flow.imaging.pixels import to_gray
-from openadapt_flow.store.records import Check
+from openadapt_flow.records.models import Check
 from openadapt_flow.vision.template import Box, clip_box
 
 INK_TOL = 48  # grey levels from the background that count as ink (anti-aliasing and a gradient stay below)

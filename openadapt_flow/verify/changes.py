@@ -14,7 +14,7 @@ from typing import Any, Literal
 
 from openadapt_flow.bundle.effect import Effect, RowChange
 from openadapt_flow.errors import ConfigError
-from openadapt_flow.store.records import ChangeDoc, Reading
+from openadapt_flow.records.models import ChangeDoc, Reading
 from openadapt_flow.verify.readers import READ_TIMEOUT_S, SqlSource, fill_text
 from openadapt_flow.verify.snapshot import Row, SnapshotReader, Table, tables_of
 from openadapt_flow.verify.verdicts import ABSENT, CONFIRMED, CONFLICTING, UNAVAILABLE, Judgement, same

@@ -19,7 +19,7 @@ from pydantic import ValidationError
 
 from openadapt_flow.bundle.effect import Effect
 from openadapt_flow.errors import ConfigError
-from openadapt_flow.store.records import EffectVerdict, EffectVerdictName, Reading
+from openadapt_flow.records.models import EffectVerdict, EffectVerdictName, Reading
 from openadapt_flow.verify.changes import WholeChange
 from openadapt_flow.verify.filechange import FileChange
 from openadapt_flow.verify.readers import READ_TIMEOUT_S, FileReader, HttpReader, SqlReader

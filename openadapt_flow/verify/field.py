@@ -16,7 +16,7 @@ import numpy as np
 from openadapt_flow.bundle.models import Landmark, Target
 from openadapt_flow.ladder.landmarks import error, expected, fits, search_box
 from openadapt_flow.ladder.types import Box, Point
-from openadapt_flow.store.records import Check
+from openadapt_flow.records.models import Check
 from openadapt_flow.vision.ocr import OcrEngine, find_text
 
 FIELD_IDENTITY = "field_identity"

@@ -29,7 +29,7 @@ from typing import Any, Generic, Literal, TypeVar
 from openadapt_flow.bundle.effect import Effect, LineChange
 from openadapt_flow.errors import ConfigError
 from openadapt_flow.fixture.filetext import UnreadableFile, read_file_text
-from openadapt_flow.store.records import ChangeDoc, Reading
+from openadapt_flow.records.models import ChangeDoc, Reading
 from openadapt_flow.verify.changes import MAX_LISTED, mask
 from openadapt_flow.verify.readers import NAMED_PLACEHOLDER, fill_contains
 from openadapt_flow.verify.rewrite import Block, rewritten

@@ -26,7 +26,7 @@ from openadapt_flow.bundle.effect import Effect
 from openadapt_flow.bundle.params import PLACEHOLDER
 from openadapt_flow.errors import ConfigError
 from openadapt_flow.fixture.filetext import UnreadableFile, read_file_text, unreadable_format
-from openadapt_flow.store.records import Reading
+from openadapt_flow.records.models import Reading
 
 READ_TIMEOUT_S = 5.0  # one read: connect + query, or one HTTP exchange
 MAX_BODY = 8 * 1024 * 1024

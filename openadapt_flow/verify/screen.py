@@ -15,7 +15,7 @@ from openadapt_flow.bundle.models import Postcondition, Step
 from openadapt_flow.bundle.params import Interpolator
 from openadapt_flow.fixture.widget import widget_box
 from openadapt_flow.ladder.types import Box, Point
-from openadapt_flow.store.records import Check
+from openadapt_flow.records.models import Check
 from openadapt_flow.vision.caret import FAINT_CARET_INK, without_caret, without_caret_in_lines
 from openadapt_flow.vision.decoration import without_decoration
 from openadapt_flow.vision.diff import changed_box, changed_pixels, changed_share

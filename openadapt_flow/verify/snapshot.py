@@ -16,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from openadapt_flow.store.records import Reading
+from openadapt_flow.records.models import Reading
 from openadapt_flow.verify.readers import SqlSource, plain
 
 DEFAULT_MAX_ROWS = 10_000  # rows one snapshot may read, over all its tables (docs/bundle.md, "Whole-change effects")

@@ -17,7 +17,7 @@ import numpy as np
 
 from openadapt_flow.bundle.models import Postcondition
 from openadapt_flow.ladder.types import TIE_MARGIN
-from openadapt_flow.store.records import Check
+from openadapt_flow.records.models import Check
 from openadapt_flow.verify.blank import blank_check
 from openadapt_flow.verify.screen import TEMPLATE_PAD, TEMPLATE_PRESENT_MIN, TEXT_ABSENT_PAD, ScreenChecks, clip_box
 from openadapt_flow.vision.ocr import TextMatch

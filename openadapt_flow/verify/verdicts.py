@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Final
 
-from openadapt_flow.store.records import ChangeDoc, EffectVerdictName
+from openadapt_flow.records.models import ChangeDoc, EffectVerdictName
 
 CONFIRMED: Final = "CONFIRMED"
 ABSENT: Final = "ABSENT"

@@ -6,7 +6,6 @@ The harm every attack looks for: `post` running without a valid, unused decision
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import shutil
@@ -201,7 +200,7 @@ class RunFiles:
         if name == RUN_FILES["journal"]:
             return bytes(recs.journal)
         if name == RUN_FILES["lease"]:
-            return json.dumps(dataclasses.asdict(recs.lease)).encode()
+            return recs.lease.model_dump_json(by_alias=True).encode()
         if name in _DOCS:
             return recs.docs[_DOCS[name]].encode("latin-1")
         if name.startswith("decisions/"):
@@ -219,9 +218,9 @@ class RunFiles:
         if name == RUN_FILES["journal"]:
             recs.journal[:] = data
         elif name == RUN_FILES["lease"]:
-            try:  # an unreadable lease reads as none, as LeaseInfo.read does
-                recs.lease = LeaseInfo(**{k: json.loads(data)[k] for k in LeaseInfo.__dataclass_fields__})
-            except (ValueError, KeyError, TypeError):
+            try:  # an unreadable lease reads as none, as read_lease does
+                recs.lease = LeaseInfo.model_validate_json(data)
+            except ValueError:  # pydantic's ValidationError is one
                 recs.lease = None
         elif name in _DOCS:
             recs.docs[_DOCS[name]] = data.decode("latin-1")

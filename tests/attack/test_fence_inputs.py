@@ -27,7 +27,7 @@ from openadapt_flow.backends.fake import FakeBackend
 from openadapt_flow.runtime.fleet.desks import DeskLost, Desks
 from openadapt_flow.runtime.fleet.targets import load_targets
 from openadapt_flow.runtime.start.fenced import FencedBackend
-from openadapt_flow.store.lease import LeaseInfo, LeaseLost, boot_id
+from openadapt_flow.store.lease import LeaseLost, boot_id, read_lease
 from openadapt_flow.store.select import postgres_store
 from tests.support.cli import flow_env
 from tests.support.demo_invoices import BUNDLE
@@ -74,7 +74,7 @@ class Frozen:
                 "SELECT l.expires_at <= now() FROM flow_leases l JOIN flow_runs r ON r.id = l.run WHERE r.name = %s",
                 (self.ref.removeprefix("pg:"),))
             return bool(row and row[0])
-        info = LeaseInfo.read(Path(self.ref))
+        info = read_lease(Path(self.ref))
         return info is not None and time.time() - info.heartbeat_epoch > TTL_S
 
     def take_over(self):
@@ -84,7 +84,7 @@ class Frozen:
         if self.store == "postgres":
             return postgres_store(str(self.spec)).open_run(self.ref).lease(TTL_S).acquire()
         run = Path(self.ref)
-        old = LeaseInfo.read(run)
+        old = read_lease(run)
         assert old is not None
         body = {"schema": "openadapt-flow/lease@1", "host": f"not-{socket.gethostname()}", "pid": 4242, "start_time": None,
                 "boot_id": boot_id(), "heartbeat_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),

@@ -1,5 +1,5 @@
 """Every run directory a test leaves under its tmp_path is validated against the run-record models
-(openadapt_flow/store/records.py, runfiles.py) when the test passes; a record or file the models reject fails
+(openadapt_flow/records/models.py, runfiles.py) when the test passes; a record or file the models reject fails
 that test, naming the file, the record's seq and pydantic's error.
 
 What is validated is what provably the tool wrote, so that tests which damage run files on purpose (tampering,
@@ -35,10 +35,10 @@ from pydantic import BaseModel, ValidationError
 from openadapt_flow.store.escalation import sign
 from openadapt_flow.store.journal import record_hash
 from openadapt_flow.store.keys import DECISION_KEY_FILE_ENV, KEY_FILE_ENV, decision_key_path, key_path
-from openadapt_flow.store.records import RECORD_TYPES, validate_record
+from openadapt_flow.records.models import RECORD_TYPES, validate_record
 from openadapt_flow.store import digest_manifest
 from openadapt_flow.store.seal import state_seal
-from openadapt_flow.store.runfiles import file_model
+from openadapt_flow.records.runfiles import file_model
 
 NOT_RUN_FILES = ("bundle", "upgrades", "frames")  # snapshots of bundles, PNGs: no run records
 SKIP_SUBTREES = ("bundle", "upgrades", "frames", ".git", "__pycache__", "screens", "templates")
@@ -163,7 +163,7 @@ def check_run_dir(run: Path, keys: list[bytes], dkeys: list[bytes], tally: Tally
             continue  # bundle snapshots, and child runs (validated as run directories of their own)
         model: type[BaseModel] | None = file_model(rel)
         if model is None:
-            problems.append(f"{path}: unknown run file (no model in openadapt_flow/store/runfiles.py)")
+            problems.append(f"{path}: unknown run file (no model in openadapt_flow/records/runfiles.py)")
             continue
         doc = _load_json(path)
         if not isinstance(doc, dict) or not _provable(rel, doc, records, key, dkeys):

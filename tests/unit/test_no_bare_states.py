@@ -1,4 +1,4 @@
-"""The run vocabulary is spelled once, in `store/states.py`: no bare state, paused reason or decision kind elsewhere,
+"""The run vocabulary is spelled once, in `records/states.py`: no bare state, paused reason or decision kind elsewhere,
 and no journal record's `type` compared as a string.
 
 Rule for a bare literal: a string constant equal to a value of `RunState`, `PausedReason` or `DecisionKind` fails
@@ -27,11 +27,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import get_args
 
-from openadapt_flow.store.records import DATA_MODELS, Check, Decision, EffectVerdict, Reading
-from openadapt_flow.store.states import DecisionKind, PausedReason, RecordType, RunState
+from openadapt_flow.records.models import DATA_MODELS, Check, Decision, EffectVerdict, Reading
+from openadapt_flow.records.states import DecisionKind, PausedReason, RecordType, RunState
 
 PACKAGE = Path(__file__).resolve().parents[2] / "openadapt_flow"
-STATES_MODULE = PACKAGE / "store" / "states.py"
+STATES_MODULE = PACKAGE / "records" / "states.py"
 VOCABULARY = {m.value for enum in (RunState, PausedReason, DecisionKind) for m in enum}
 RECORD_TYPE_VALUES = {m.value for m in RecordType}
 PENDING: set[str] = set()  # every module is held to the rule
@@ -124,8 +124,8 @@ def test_the_vocabularies_match_the_record_models() -> None:
 
 def test_a_record_model_is_the_one_class_of_its_name() -> None:
     """The runtime's verdicts (Check, EffectVerdict, Reading) are the journal's models, and the policy's run signal
-    is not a second `Blocked`: no class elsewhere takes the name of a model of `store/records.py`."""
-    records = PACKAGE / "store" / "records.py"
+    is not a second `Blocked`: no class elsewhere takes the name of a model of `records/models.py`."""
+    records = PACKAGE / "records" / "models.py"
     models = {n.name for n in ast.parse(records.read_text()).body if isinstance(n, ast.ClassDef)}
     twins = [f"{path.relative_to(PACKAGE)}:{node.lineno}: {node.name}" for path in sorted(PACKAGE.rglob("*.py"))
              if path != records for node in ast.walk(ast.parse(path.read_text()))

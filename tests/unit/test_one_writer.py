@@ -14,7 +14,7 @@ from collections import defaultdict
 from pathlib import Path
 
 import openadapt_flow
-from openadapt_flow.store.states import RecordType
+from openadapt_flow.records.states import RecordType
 
 PACKAGE = Path(openadapt_flow.__file__).parent
 HELPERS = {"record_verified"}  # the durable record helper: (ctx, step, data, *, kind=…)

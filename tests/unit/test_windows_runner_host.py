@@ -6,18 +6,15 @@ released through msvcrt (docs/windows.md says what this proves and what it does 
 from __future__ import annotations
 
 import json
-import os
-import socket
 import subprocess
 import sys
-import time
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
 from openadapt_flow.backends.fixture import SOR_ENV
-from openadapt_flow.store.lease import LeaseInfo, boot_id
+from openadapt_flow.store.lease import holder_here, owner_alive
 from tests.support.cli import REPO, flow_env
 from tests.support.demo_invoices import BUNDLE, FIXTURES, PARAMS, invoice_rows
 
@@ -75,12 +72,12 @@ def test_a_bundle_replays_to_completion_with_every_store_lock_through_msvcrt(tmp
 
 def test_a_same_host_holder_without_a_start_time_is_judged_by_its_heartbeat():
     """A Windows lease names no start time: a fresh one is alive (a live run is not finalised), a stale one is not."""
-    info = LeaseInfo(socket.gethostname(), os.getpid(), None, boot_id(), "now", time.time(), 1)
-    assert info.owner_alive(30.0)
+    info = holder_here(1).model_copy(update={"start_time": None})
+    assert owner_alive(info, 30.0)
     info.heartbeat_epoch -= 60
-    assert not info.owner_alive(30.0)
-    reused = LeaseInfo(socket.gethostname(), os.getpid(), "not-my-start", boot_id(), "now", time.time(), 1)
-    assert not reused.owner_alive(30.0)  # where a start time is known (Linux), a reused pid is still caught
+    assert not owner_alive(info, 30.0)
+    reused = holder_here(1).model_copy(update={"start_time": "not-my-start"})
+    assert not owner_alive(reused, 30.0)  # where a start time is known (Linux), a reused pid is still caught
 
 
 def test_the_rdp_backend_is_refused_in_one_line_naming_what_it_needs(tmp_path):

@@ -18,7 +18,7 @@ from openadapt_flow.bundle.models import Step, Target
 from openadapt_flow.ladder.types import Resolution
 from openadapt_flow.backends.base import Frame
 from openadapt_flow.runtime.start.context import RunContext
-from openadapt_flow.store.records import Check
+from openadapt_flow.records.models import Check
 
 
 @dataclass

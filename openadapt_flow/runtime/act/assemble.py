@@ -38,10 +38,10 @@ from openadapt_flow.runtime.start.launch import BackendFactory, ReplayRequest, R
 from openadapt_flow.runtime.start.lifecycle import begin_run, check_queued
 from openadapt_flow.runtime.start.preflight import check_settings, probe_effects
 from openadapt_flow.runtime.start.runref import store_for
-from openadapt_flow.store.rundoc import ManifestBody
+from openadapt_flow.records.rundoc import ManifestBody
 from openadapt_flow.store.atomic import StorageFault
 from openadapt_flow.store.faults import crash_point
-from openadapt_flow.store.entry import JournalEntry
+from openadapt_flow.records.entry import JournalEntry
 from openadapt_flow.store.keys import load_decision_key, load_key
 from openadapt_flow.store.base import JournalWriter, RunHandle, RunLease
 from openadapt_flow.verify.screen import ScreenChecks

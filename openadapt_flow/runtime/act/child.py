@@ -15,8 +15,8 @@ from openadapt_flow.runtime.act.durable.child import Borrowed, ChildCall, run_ch
 from openadapt_flow.runtime.start.launch import ReplayRequest, RunOutcome
 from openadapt_flow.runtime.start.runref import run_name
 from openadapt_flow.store.base import RunHandle
-from openadapt_flow.store.states import RunState
-from openadapt_flow.store.stepdoc import VerifiedData
+from openadapt_flow.records.states import RunState
+from openadapt_flow.records.stepdoc import VerifiedData
 
 
 def run_child_step(ctx: RunContext, index: int, step: Step) -> VerifiedData:

@@ -17,7 +17,7 @@ from openadapt_flow.errors import UsageError
 from openadapt_flow.runtime.start.context import RunContext
 from openadapt_flow.runtime.act.durable import calls
 from openadapt_flow.runtime.judge.halt import Halt
-from openadapt_flow.store.stepdoc import VerifiedBy, VerifiedData
+from openadapt_flow.records.stepdoc import VerifiedBy, VerifiedData
 
 
 def _verified(index: int, result: dict[str, object], verified_by: VerifiedBy = "runtime") -> VerifiedData:

@@ -15,8 +15,8 @@ from openadapt_flow.errors import FlowError
 from openadapt_flow.ladder.types import Point
 from openadapt_flow.runtime.judge.halt import MAX_MESSAGE, Halt
 from openadapt_flow.runtime.start.context import RunContext
-from openadapt_flow.store.records import EffectVerdict
-from openadapt_flow.store.states import RecordType
+from openadapt_flow.records.models import EffectVerdict
+from openadapt_flow.records.states import RecordType
 from openadapt_flow.verify.effects import (ABSENT, CONFIRMED, Reading, Verifier, make_verifier, resolve_effect,
                                            verify_effect)
 from openadapt_flow.verify.snapshot import summary

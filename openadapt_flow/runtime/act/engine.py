@@ -4,9 +4,9 @@ assembled — backend, store, lease, context — by act/assemble.py)."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from functools import partial
-from typing import Any
+from types import EllipsisType
 
 from openadapt_flow.bundle.models import Step
 from openadapt_flow.errors import FlowError
@@ -17,18 +17,18 @@ from openadapt_flow.runtime.act.durable_steps import run_durable_step
 from openadapt_flow.runtime.act.halt_pictures import save_halt_pictures
 from openadapt_flow.runtime.judge.halt import Halt, Pause, StopRequested
 from openadapt_flow.runtime.start.launch import RunOutcome
-from openadapt_flow.runtime.start.lifecycle import record_interrupted
+from openadapt_flow.runtime.start.lifecycle import record_interrupted, record_stop
 from openadapt_flow.runtime.judge.outcome import classify, landed
 from openadapt_flow.runtime.act.pause import open_pause
 from openadapt_flow.runtime.judge.policy import PolicyBlock, check_step
 from openadapt_flow.runtime.start.runref import ref_path
-from openadapt_flow.store.records import Blocked
-from openadapt_flow.store.stepdoc import VerifiedData
-from openadapt_flow.store.states import PausedReason, RecordType, RunState
+from openadapt_flow.records.kinds import BlockedData, HaltedData, RunStopData
+from openadapt_flow.records.stepdoc import VerifiedData
+from openadapt_flow.records.states import PausedReason, RecordType, RunState
 from openadapt_flow.runtime.act.start_state import check_start_in_run
 from openadapt_flow.runtime.act.step import StepRecord, run_gui_step
 from openadapt_flow.store.atomic import StorageFault
-from openadapt_flow.store.pausedoc import IncidentBody
+from openadapt_flow.records.pausedoc import IncidentBody
 from openadapt_flow.store.journal import now_iso
 from openadapt_flow.store.lease import LeaseLost
 from openadapt_flow.vision.annotate import annotate
@@ -74,7 +74,7 @@ def run_body(ctx: RunContext, body: Callable[[], None]) -> Stop:
             message = "stopped by signal at a call boundary; no call was in flight"
         else:
             message = "stopped by signal " + ("while verifying a dispatched step" if s.dispatched else "at a step boundary; no input was pending")
-        record_interrupted(ctx.journal, message, input_pending=s.dispatched)
+        record_interrupted(ctx.journal, {"message": message, "input_pending": s.dispatched})
         return RunState.INTERRUPTED, message, None, None, None
     except Pause as p:
         return RunState.PAUSED, p.message, p.category, p.reason, p.step
@@ -89,9 +89,20 @@ def run_body(ctx: RunContext, body: Callable[[], None]) -> Stop:
     return RunState.COMPLETED, "", None, None, None
 
 
-def record_halt(ctx: RunContext, h: Halt, **more: Any) -> None:
-    """Journal the halt (`halted`, its one writer): what stopped, and whether input was sent."""
-    ctx.journal.append(RecordType.HALTED, h.step, {"category": h.category, "message": h.message, "input_sent": h.dispatched, **more})
+def record_halt(ctx: RunContext, h: Halt, *, input_sent: bool | None | EllipsisType = ...,
+                evidence: list[Mapping[str, object]] | None = None, frame: str | None = None,
+                pictures: dict[str, str] | None = None) -> None:
+    """Journal the halt (`halted`, its one writer): what stopped, and whether input was sent (`h.dispatched` unless
+    the caller knows better); the evidence, frame and pictures where it has them."""
+    data: HaltedData = {"category": h.category, "message": h.message,
+                        "input_sent": h.dispatched if isinstance(input_sent, EllipsisType) else input_sent}
+    if evidence is not None:
+        data["evidence"] = evidence
+    if frame is not None:
+        data["frame"] = frame
+    if pictures:
+        data["pictures"] = pictures
+    ctx.journal.append(RecordType.HALTED, h.step, data)
 
 
 def _halted(ctx: RunContext, h: Halt) -> Stop:
@@ -100,7 +111,7 @@ def _halted(ctx: RunContext, h: Halt) -> Stop:
         record_halt(ctx, h)
         return RunState.PAUSED, h.message, h.category, PausedReason.AWAITING_APPROVAL, h.step
     frame_ref = save_halt_frame(ctx, h)
-    record_halt(ctx, h, evidence=h.evidence, frame=frame_ref, **save_halt_pictures(ctx, h))
+    record_halt(ctx, h, evidence=h.evidence, frame=frame_ref, pictures=save_halt_pictures(ctx, h))
     ctx.progress.step_finished(-1, len(ctx.model.steps), h.step or "", {"ok": False, "category": h.category, "message": h.message})
     if ctx.durable:
         return RunState.PAUSED, h.message, h.category, PausedReason.AWAITING_APPROVAL, h.step
@@ -174,12 +185,11 @@ def _write_stop(ctx: RunContext, state: RunState, message: str, category: str | 
     if state == RunState.PAUSED:
         open_pause(ctx, paused_reason or PausedReason.AWAITING_APPROVAL, category or "approval", step or "", message, outcome,
                    evidence or [], cp)
-    journal.append(
-        RecordType.RUN_FINISHED if state != RunState.PAUSED else RecordType.PAUSED,
-        None,
-        {"state": state, "paused_reason": paused_reason, "transaction_outcome": outcome, "outcome_evidence": evidence, "frame_errors": ctx.frames.errors,
-         **({"landed": landed_steps} if landed_steps else {})},
-    )
+    stop: RunStopData = {"state": state, "paused_reason": paused_reason, "transaction_outcome": outcome,
+                         "outcome_evidence": evidence, "frame_errors": ctx.frames.errors}
+    if landed_steps:
+        stop["landed"] = landed_steps
+    record_stop(journal, stop)
     journal.close()
     run.write_state(
         state, journal=journal, paused_reason=paused_reason, transaction_outcome=outcome, halt_category=category,
@@ -190,11 +200,11 @@ def _write_stop(ctx: RunContext, state: RunState, message: str, category: str | 
 
 def write_incident(ctx: RunContext, b: PolicyBlock) -> None:
     """ExecutionIncident: the policy decision that ended the run, on disk before the state says BLOCKED."""
-    blocked = Blocked(id="incident-" + uuid.uuid4().hex[:10], rule=b.rule, observed=b.observed, limit=b.limit)
-    incident: IncidentBody = {"id": blocked.id, "run_id": ctx.run_id, "rule": b.rule, "decision": "policy", "observed": b.observed,
+    blocked: BlockedData = {"id": "incident-" + uuid.uuid4().hex[:10], "rule": b.rule, "observed": b.observed, "limit": b.limit}
+    incident: IncidentBody = {"id": blocked["id"], "run_id": ctx.run_id, "rule": b.rule, "decision": "policy", "observed": b.observed,
                 "limit": b.limit, "step": b.step, "message": b.message, "decided_at": now_iso()}
     ctx.run.write_incident(incident)
-    ctx.journal.append(RecordType.BLOCKED, b.step, blocked.model_dump())
+    ctx.journal.append(RecordType.BLOCKED, b.step, blocked)
 
 
 def save_halt_frame(ctx: RunContext, h: Halt) -> str | None:

@@ -8,9 +8,9 @@ import shlex
 from openadapt_flow.backends.base import Backend
 from openadapt_flow.backends.fixture import FixtureBackend
 from openadapt_flow.errors import RefusedError
-from openadapt_flow.store.states import RecordType, is_a
-from openadapt_flow.store.entry import JournalEntry
-from openadapt_flow.store.rundoc import ManifestDoc
+from openadapt_flow.records.states import RecordType, is_a
+from openadapt_flow.records.entry import JournalEntry
+from openadapt_flow.records.rundoc import ManifestDoc
 
 
 def refuse_restarted_fixture(backend: Backend, ref: str, manifest: ManifestDoc, records: list[JournalEntry]) -> None:

@@ -10,18 +10,18 @@ from openadapt_flow.runtime.start.context import RunContext
 from openadapt_flow.runtime.judge.halt import Halt
 
 
-def save_halt_pictures(ctx: RunContext, h: Halt) -> dict[str, dict[str, str]]:
+def save_halt_pictures(ctx: RunContext, h: Halt) -> dict[str, str] | None:
     """Save the sought template and the best candidate's crop (cut from the masked frame: a secret typed there stays
-    painted over) as `frames/halt-<step>-template.png` / `-best.png`; the halted record's `pictures` (or nothing)."""
+    painted over) as `frames/halt-<step>-template.png` / `-best.png`; the halted record's `pictures` (or None)."""
     if not h.step or h.template is None:
-        return {}
+        return None
     sought = ctx.ladder.templates.get(h.template)
     if sought is None:
-        return {}
+        return None
     out: dict[str, str] = {}
     ref = ctx.frames.save_picture_now(f"halt-{h.step}-template.png", sought.rgb)
     if ref is None:
-        return {}
+        return None
     out["template"] = ref
     if h.best is not None and h.frame is not None:
         x, y, w, hh = (max(0, int(v)) for v in h.best)
@@ -30,4 +30,4 @@ def save_halt_pictures(ctx: RunContext, h: Halt) -> dict[str, dict[str, str]]:
             best = ctx.frames.save_picture_now(f"halt-{h.step}-best.png", np.ascontiguousarray(crop))
             if best is not None:
                 out["best"] = best
-    return {"pictures": out}
+    return out

@@ -9,12 +9,12 @@ from datetime import datetime, timezone
 
 from openadapt_flow.runtime.start.context import RunContext
 from openadapt_flow.runtime.judge.outcome import RECONCILIATION_REQUIRED
-from openadapt_flow.store.checkpoint import checkpoint_digest
+from openadapt_flow.records.checkpoint import checkpoint_digest
 from openadapt_flow.store.escalation import sign
 from openadapt_flow.store.keys import key_id, load_decision_key
-from openadapt_flow.store.states import DecisionKind, PausedReason, RecordType
-from openadapt_flow.store.entry import CheckpointDoc, step_of
-from openadapt_flow.store.pausedoc import AskDoc, DecisionTaskDoc, OutcomeEvidence, PauseCore, PendingBody, TaskBody
+from openadapt_flow.records.states import DecisionKind, PausedReason, RecordType
+from openadapt_flow.records.entry import CheckpointDoc, step_of
+from openadapt_flow.records.pausedoc import AskDoc, DecisionTaskDoc, OutcomeEvidence, PauseCore, PendingBody, TaskBody
 
 
 def iso(epoch: float) -> str:

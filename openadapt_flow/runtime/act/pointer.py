@@ -26,7 +26,7 @@ from openadapt_flow.bundle.models import GUI_ACTIONS, Target
 from openadapt_flow.ladder.types import Box, Point
 from openadapt_flow.runtime.act.settle import settle
 from openadapt_flow.runtime.start.context import RunContext
-from openadapt_flow.store.states import RecordType
+from openadapt_flow.records.states import RecordType
 
 PARK_INSET = 2  # px from the frame's edge: on the screen, off the very edge
 PARK_REACT_S = 0.1  # how long a toolkit may take to begin repainting a widget the pointer left

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Final
 
 from openadapt_flow.bundle.models import Postcondition, Step
 from openadapt_flow.errors import ConfigError
@@ -13,14 +14,15 @@ from openadapt_flow.runtime.act.pointer import park_pointer
 from openadapt_flow.runtime.act.settle import settle
 from openadapt_flow.runtime.act.step import screen_facts
 from openadapt_flow.verify.effects import ABSENT, CONFIRMED, Judgement, Reading, make_verifier, resolve_effect
-from openadapt_flow.store.states import RecordType, is_a
-from openadapt_flow.store.entry import JournalEntry
-from openadapt_flow.store.stepdoc import RecheckedEffect, ScreenFact
+from openadapt_flow.records.states import RecordType, is_a
+from openadapt_flow.records.entry import JournalEntry
+from openadapt_flow.records.stepdoc import RecheckedEffect, ScreenFact
+from openadapt_flow.records.kinds import CheckDoc, RecheckVerdict
 
-CONFIRMED_DONE = "CONFIRMED"  # the step's work landed: checkpoint it, send no input
-POSITIVELY_ABSENT = "ABSENT"  # it provably did not land: it may be performed again
-UNKNOWN = "UNKNOWN"  # cannot tell: only an operator's reconcile decision moves on
-RETRYABLE = "RETRYABLE"  # a non-consequential step whose screen effect is not there: safe to perform again
+CONFIRMED_DONE: Final = "CONFIRMED"  # the step's work landed: checkpoint it, send no input
+POSITIVELY_ABSENT: Final = "ABSENT"  # it provably did not land: it may be performed again
+UNKNOWN: Final = "UNKNOWN"  # cannot tell: only an operator's reconcile decision moves on
+RETRYABLE: Final = "RETRYABLE"  # a non-consequential step whose screen effect is not there: safe to perform again
 
 
 @dataclass
@@ -33,9 +35,9 @@ class Uncertain:
 
 @dataclass
 class RecheckResult:
-    verdict: str
+    verdict: RecheckVerdict
     effect: RecheckedEffect | None = None
-    checks: list[dict[str, object]] = field(default_factory=list)  # each check's JSON (its own evidence keys: open)
+    checks: list[CheckDoc] = field(default_factory=list)  # each check's JSON (its own evidence keys: open)
 
 
 def find_uncertain(records: list[JournalEntry], steps: list[Step]) -> Uncertain | None:
@@ -68,7 +70,7 @@ def _epoch(ts: str) -> float:
     return datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp()
 
 
-def check_facts(ctx: RunContext, facts: list[ScreenFact], step: Step | None = None) -> list[dict[str, object]]:
+def check_facts(ctx: RunContext, facts: list[ScreenFact], step: Step | None = None) -> list[CheckDoc]:
     """Judge one-frame screen facts on a fresh, settled frame, the pointer parked first as a fresh run parks it
     before its first frame: left on the text a fact reads (by a person, another run), it hides it, and every re-check
     would fail. `step`: the step the facts are of (its target's search window is kept clear)."""

@@ -29,7 +29,7 @@ from openadapt_flow.errors import UsageError
 from openadapt_flow.runtime.act.start_state import NOT_AT_START, as_loaded, judge_now
 from openadapt_flow.runtime.start.backend_select import select_backend
 from openadapt_flow.runtime.start.launch import BackendFactory, ReplayRequest, Reporter, Runs
-from openadapt_flow.store.records import Check
+from openadapt_flow.records.models import Check
 from openadapt_flow.vision.ocr import OcrEngine
 
 POLL_S = 0.5  # longest wait for a screen update between two looks at wait_for

@@ -26,8 +26,8 @@ from openadapt_flow.runtime.act.settle import settle
 from openadapt_flow.runtime.judge.halt import Halt
 from openadapt_flow.runtime.start.backend_select import select_backend
 from openadapt_flow.runtime.start.context import RunContext
-from openadapt_flow.store.records import Check
-from openadapt_flow.store.states import RecordType
+from openadapt_flow.records.models import Check
+from openadapt_flow.records.states import RecordType
 from openadapt_flow.verify.screen import ScreenChecks
 from openadapt_flow.verify.start import StartVerdict, judge_start
 from openadapt_flow.vision.ocr import OcrEngine

@@ -11,6 +11,7 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Literal
 import numpy as np
 
 from openadapt_flow.backends.base import Frame
@@ -26,9 +27,9 @@ from openadapt_flow.runtime.judge.halt import Halt, StopRequested
 from openadapt_flow.runtime.judge.policy import model_call_refusal
 from openadapt_flow.runtime.act.pointer import park_after_input, park_pointer
 from openadapt_flow.runtime.act.settle import settle
-from openadapt_flow.store.records import Check, EffectVerdict
-from openadapt_flow.store.stepdoc import ScreenFact, Verification, VerifiedData
-from openadapt_flow.store.states import RecordType
+from openadapt_flow.records.models import Check, EffectVerdict
+from openadapt_flow.records.stepdoc import ScreenFact, Verification, VerifiedData
+from openadapt_flow.records.states import RecordType
 from openadapt_flow.verify.field import FIELD_IDENTITY, field_identity, relations
 from openadapt_flow.verify.screen import SCREEN_CHANGED, Anchor, verification_plan
 from openadapt_flow.vision.caret import caret_appeared
@@ -62,7 +63,7 @@ class StepRecord:
 _interp_target = interp_target
 
 
-def _resolve(ctx: RunContext, step: Step, target: Target, frame: Frame, role: str) -> Resolution:
+def _resolve(ctx: RunContext, step: Step, target: Target, frame: Frame, role: Literal["target", "to"]) -> Resolution:
     calls_before = ctx.ladder.model_calls
     wanted = _interp_target(ctx, target)
     ahead = found_ahead(ctx, step, frame.pixels, wanted) if role == "target" else None

@@ -21,8 +21,8 @@ from openadapt_flow.runtime.operate.reconciler import reconcile_one
 from openadapt_flow.runtime.start.runref import open_ref
 from openadapt_flow.store.base import RunHandle
 from openadapt_flow.store.items import Attempt, ItemRecord
-from openadapt_flow.store.states import LIVE_STATES, RunState
-from openadapt_flow.store.stepdoc import RecheckedEffect
+from openadapt_flow.records.states import LIVE_STATES, RunState
+from openadapt_flow.records.stepdoc import RecheckedEffect
 from openadapt_flow.verify.effects import ABSENT, CONFIRMED
 
 

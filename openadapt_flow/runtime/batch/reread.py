@@ -17,7 +17,7 @@ from openadapt_flow.bundle.models import Step
 from openadapt_flow.errors import ConfigError
 from openadapt_flow.runtime.act.recheck import find_uncertain
 from openadapt_flow.store.base import RunHandle
-from openadapt_flow.store.stepdoc import RecheckedEffect
+from openadapt_flow.records.stepdoc import RecheckedEffect
 from openadapt_flow.store.keys import load_key
 from openadapt_flow.verify.effects import Judgement, Reading, make_verifier, resolve_effect
 

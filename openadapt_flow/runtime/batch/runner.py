@@ -37,7 +37,7 @@ from openadapt_flow.runtime.start.runref import open_ref
 from openadapt_flow.store.base import RunHandle
 from openadapt_flow.store.items import Attempt, ItemLedger, values_digest
 from openadapt_flow.store.journal import now_iso
-from openadapt_flow.store.states import RunState
+from openadapt_flow.records.states import RunState
 from openadapt_flow.vision.ocr import OcrEngine
 
 Reset = Callable[[], str | None]  # bring the app to its start state: None when it holds, else why not

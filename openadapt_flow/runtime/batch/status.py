@@ -8,8 +8,8 @@ from enum import Enum
 from typing import Any
 
 from openadapt_flow.bundle.models import Step
-from openadapt_flow.store.entry import JournalEntry
-from openadapt_flow.store.states import RecordType, RunState, TransactionOutcome
+from openadapt_flow.records.entry import JournalEntry
+from openadapt_flow.records.states import RecordType, RunState, TransactionOutcome
 
 
 class ItemStatus(str, Enum):

@@ -29,7 +29,7 @@ from openadapt_flow.bundle.loader import LoadedBundle, load_bundle
 from openadapt_flow.errors import RefusedError, RunDirError
 from openadapt_flow.runtime.start.lifecycle import queued
 from openadapt_flow.store import PG_PREFIX as PREFIX, PostgresRun, PostgresStore
-from openadapt_flow.store.states import RunState
+from openadapt_flow.records.states import RunState
 
 _SUBMISSION = """
 SELECT s.label, r.manifest, r.state = 'PENDING' AND NOT EXISTS (SELECT 1 FROM flow_journal j WHERE j.run = r.id)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Protocol
 
-from openadapt_flow.store.states import RunState
+from openadapt_flow.records.states import RunState
 
 _READ = "SELECT run_ref, reason FROM flow_desk_dirty WHERE name = %s"
 _MARK = """INSERT INTO flow_desk_dirty AS d (name, run_ref, reason) VALUES (%s, %s, %s)

@@ -23,9 +23,10 @@ from openadapt_flow.bundle.items import Item
 from openadapt_flow.bundle.loader import LoadedBundle, load_bundle
 from openadapt_flow.bundle.params import BoundParams, bind_params
 from openadapt_flow.bundle.config import DeployConfig
-from openadapt_flow.store import PG_PREFIX as PREFIX, ManifestBody, PostgresStore, check_queue_schema
+from openadapt_flow.store import PG_PREFIX as PREFIX, PostgresStore, check_queue_schema
+from openadapt_flow.records.rundoc import ManifestBody
 from openadapt_flow.store.select import postgres_store
-from openadapt_flow.store.states import RunState
+from openadapt_flow.records.states import RunState
 
 PENDING_MESSAGE = "submitted to the fleet; waits for a worker with a free desktop"
 

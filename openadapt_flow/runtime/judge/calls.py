@@ -8,8 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from openadapt_flow.bundle.models import Step
-from openadapt_flow.store.states import RecordType, is_a
-from openadapt_flow.store.entry import JournalEntry, step_of
+from openadapt_flow.records.states import RecordType, is_a
+from openadapt_flow.records.entry import JournalEntry, step_of
 
 
 @dataclass

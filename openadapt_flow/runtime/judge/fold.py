@@ -8,9 +8,9 @@ second copy that could drift from the journal, and a resume sees exactly what th
 from __future__ import annotations
 
 from openadapt_flow.runtime.judge.policy import Budget
-from openadapt_flow.store.checkpoint import checkpoint_from_records
-from openadapt_flow.store.states import RecordType
-from openadapt_flow.store.entry import CheckpointDoc, JournalEntry
+from openadapt_flow.records.checkpoint import checkpoint_from_records
+from openadapt_flow.records.states import RecordType
+from openadapt_flow.records.entry import CheckpointDoc, JournalEntry
 
 VERIFIED = ("step_verified", "step_skipped")
 
@@ -71,7 +71,7 @@ class RunProgress:
         return next((r for r in reversed(self.verified) if r["step"] == step_id), None)
 
     def checkpoint(self) -> CheckpointDoc | None:
-        """The checkpoint the journal implies (store/checkpoint.py builds it from the verified records)."""
+        """The checkpoint the journal implies (records/checkpoint.py builds it from the verified records)."""
         return checkpoint_from_records(self.verified)
 
     def checkpoint_seq(self) -> int | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 import numpy as np
 
@@ -20,7 +21,7 @@ class Halt(RunSignal):
     message: str
     step: str | None = None
     dispatched: bool = False  # had input possibly been sent when it halted?
-    evidence: list[dict[str, object]] = field(default_factory=list)  # what was weighed (JSON objects of any kind)
+    evidence: list[Mapping[str, object]] = field(default_factory=list)  # what was weighed (JSON objects of any kind)
     frame: np.ndarray | None = None
     search: tuple[int, int, int, int] | None = None  # where the runtime looked (halt-frame annotation)
     best: tuple[int, int, int, int] | None = None  # the best candidate it saw

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from openadapt_flow.bundle.models import Step
-from openadapt_flow.store.states import DecisionKind, RecordType, TransactionOutcome, is_a
-from openadapt_flow.store.entry import JournalEntry
-from openadapt_flow.store.pausedoc import OutcomeEvidence
+from openadapt_flow.records.states import DecisionKind, RecordType, TransactionOutcome, is_a
+from openadapt_flow.records.entry import JournalEntry
+from openadapt_flow.records.pausedoc import OutcomeEvidence
 
 HALTED_BEFORE_EFFECT = TransactionOutcome.HALTED_BEFORE_EFFECT
 RECONCILIATION_REQUIRED = TransactionOutcome.RECONCILIATION_REQUIRED

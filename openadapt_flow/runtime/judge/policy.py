@@ -15,8 +15,8 @@ from typing import Any
 from openadapt_flow.bundle.models import Step
 from openadapt_flow.errors import RunSignal
 from openadapt_flow.bundle.config import PolicyConfig
-from openadapt_flow.store.states import RecordType, is_a
-from openadapt_flow.store.entry import JournalEntry, step_of
+from openadapt_flow.records.states import RecordType, is_a
+from openadapt_flow.records.entry import JournalEntry, step_of
 
 SEGMENT_START = (RecordType.RUN_STARTED, RecordType.RUN_RESUMED)
 SEGMENT_END = (RecordType.PAUSED, RecordType.RUN_FINISHED, RecordType.INTERRUPTED)

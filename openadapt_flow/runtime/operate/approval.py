@@ -23,15 +23,15 @@ from openadapt_flow.runtime.operate.truth import check_views, journaled_decision
 from openadapt_flow.runtime.operate.reissue import block_run, reissue
 from openadapt_flow.runtime.operate.votes import (AUTHENTICATED_CHANNELS, ballots, counted, decided_by, is_authenticated,
                                                   os_user as real_os_user, phone_vote_conflict, same_person, voter)
-from openadapt_flow.store.rundoc import ManifestDoc, StateView
+from openadapt_flow.records.rundoc import ManifestDoc, StateView
 from openadapt_flow.store.base import RunHandle, RunLease
-from openadapt_flow.store.checkpoint import checkpoint_digest
+from openadapt_flow.records.checkpoint import checkpoint_digest
 from openadapt_flow.store.escalation import ApprovalChanged, digest, sign, verify
-from openadapt_flow.store.entry import CheckpointDoc, JournalEntry
+from openadapt_flow.records.entry import CheckpointDoc, JournalEntry
 from openadapt_flow.store.journal import now_iso
 from openadapt_flow.store.keys import load_decision_key, load_key
-from openadapt_flow.store.pausedoc import ApprovalBody, ApprovalDoc, DecisionOutcome, PendingBody, SupersededDoc, VoteDoc
-from openadapt_flow.store.states import DecisionKind, FINAL_STATES, PausedReason, RunState
+from openadapt_flow.records.pausedoc import ApprovalBody, ApprovalDoc, DecisionOutcome, PendingBody, SupersededDoc, VoteDoc
+from openadapt_flow.records.states import DecisionKind, FINAL_STATES, PausedReason, RunState
 
 DECISION_NAMES = (DecisionKind.CONTINUE, DecisionKind.SKIP, DecisionKind.REJECT, DecisionKind.TEACH, DecisionKind.ESCALATE, DecisionKind.RECONCILE)
 Audit = Callable[[dict[str, object]], object]  # appends an event to the store's operator audit log

@@ -12,14 +12,16 @@ from __future__ import annotations
 from openadapt_flow.bundle.loader import load_bundle
 from openadapt_flow.errors import RefusedError
 from openadapt_flow.runtime.judge.outcome import classify, landed, settled_pause_id
-from openadapt_flow.runtime.operate.truth import journal_decision, record_stop
+from openadapt_flow.runtime.operate.truth import journal_decision
+from openadapt_flow.runtime.start.lifecycle import record_stop
+from openadapt_flow.records.kinds import RunStopData
 from openadapt_flow.store.base import RunHandle
-from openadapt_flow.store.entry import JournalEntry
+from openadapt_flow.records.entry import JournalEntry
 from openadapt_flow.store.journal import now_iso
 from openadapt_flow.store.keys import load_key
-from openadapt_flow.store.pausedoc import DecisionOutcome
-from openadapt_flow.store.rundoc import ManifestDoc, StateView
-from openadapt_flow.store.states import DecisionKind, RecordType, RunState, TransactionOutcome, is_a
+from openadapt_flow.records.pausedoc import DecisionOutcome
+from openadapt_flow.records.rundoc import ManifestDoc, StateView
+from openadapt_flow.records.states import DecisionKind, RecordType, RunState, TransactionOutcome, is_a
 
 SETTLEABLE = (RunState.FAILED, RunState.FAILED_AFTER_EFFECT, RunState.INTERRUPTED)
 
@@ -63,8 +65,10 @@ def settle_final(run: RunHandle, records: list[JournalEntry], state: StateView, 
     final = RunState(str(state.get("state")))
     if final == RunState.FAILED and wrote:
         final = RunState.FAILED_AFTER_EFFECT  # a landed write is never a plain FAILED (docs/decisions.md)
-    record_stop(journal, {"state": final, "transaction_outcome": outcome, "outcome_evidence": evidence,
-                          **({"landed": wrote} if wrote else {})})
+    stop: RunStopData = {"state": final, "transaction_outcome": outcome, "outcome_evidence": evidence}
+    if wrote:
+        stop["landed"] = wrote
+    record_stop(journal, stop)
     journal.close()
     said = "landed" if effect == "landed" else "did not land"
     message = f"{state.get('message') or ''}; reconciled by {operator}: the write of step {target['step']} {said}".lstrip("; ")

@@ -9,7 +9,7 @@ from openadapt_flow.auth.credentials import check_name, hash_credential, new_cre
 from openadapt_flow.errors import RefusedError, UsageError
 from openadapt_flow.store.base import RunStore
 from openadapt_flow.store.journal import now_iso
-from openadapt_flow.store.pausedoc import OperatorInfo, OperatorRecord
+from openadapt_flow.records.pausedoc import OperatorInfo, OperatorRecord
 
 ROLES = ("approver", "admin")
 CHANNELS = ("console", "phone", "cli")

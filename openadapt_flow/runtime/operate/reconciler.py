@@ -13,8 +13,9 @@ from openadapt_flow.store.atomic import StorageFault
 from openadapt_flow.store.base import RunStore
 from openadapt_flow.store import FilesystemStore
 from openadapt_flow.store.keys import load_key
-from openadapt_flow.store.pausedoc import ReconcileRow
-from openadapt_flow.store.states import LIVE_STATES, RunState
+from openadapt_flow.store.lease import held_elsewhere, owner_alive
+from openadapt_flow.records.pausedoc import ReconcileRow
+from openadapt_flow.records.states import LIVE_STATES, RunState
 
 
 def as_store(root: Path | RunStore) -> RunStore:
@@ -31,10 +32,10 @@ def reconcile_one(ref: RunRef) -> ReconcileRow:
     unlock = run.try_lock()
     info = run.lease_info()
     if unlock is None:
-        if info is None or info.owner_alive(lease_ttl(run)):
+        if info is None or owner_alive(info, lease_ttl(run)):
             return {"run_dir": path, "action": "none", "state": st.get("state"), "reason": "owner alive"}
         why = f"owner {info.pid}@{info.host} is gone (pid dead or reused, or heartbeat stale)"
-    elif info is not None and info.held_elsewhere(lease_ttl(run)):  # our lock cannot see another host's owner
+    elif info is not None and held_elsewhere(info, lease_ttl(run)):  # our lock cannot see another host's owner
         unlock()
         return {"run_dir": path, "action": "none", "state": st.get("state"), "reason": f"owner alive on {info.host}"}
     else:

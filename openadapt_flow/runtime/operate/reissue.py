@@ -9,14 +9,15 @@ from typing import Protocol
 
 from openadapt_flow.bundle.config import DeployConfig
 from openadapt_flow.runtime.act.pause import iso
-from openadapt_flow.runtime.operate.truth import consume_decision, record_stop
+from openadapt_flow.runtime.operate.truth import consume_decision
+from openadapt_flow.runtime.start.lifecycle import record_stop
 from openadapt_flow.store.base import JournalWriter, RunHandle
-from openadapt_flow.store.entry import JournalEntry
+from openadapt_flow.records.entry import JournalEntry
 from openadapt_flow.store.escalation import sign
 from openadapt_flow.store.keys import load_key
-from openadapt_flow.store.pausedoc import AppliedDecision, DecisionOutcome, IncidentBody, PendingBody
-from openadapt_flow.store.rundoc import ManifestDoc
-from openadapt_flow.store.states import DecisionKind, RecordType, RunState
+from openadapt_flow.records.pausedoc import AppliedDecision, DecisionOutcome, IncidentBody, PendingBody
+from openadapt_flow.records.rundoc import ManifestDoc
+from openadapt_flow.records.states import DecisionKind, RecordType, RunState
 
 
 class Escalator(Protocol):

@@ -22,10 +22,10 @@ from openadapt_flow.imaging import ncc
 from openadapt_flow.imaging.pixels import to_gray
 from openadapt_flow.imaging.png import decode_rgb, encode_png
 from openadapt_flow.store.atomic import dumps
-from openadapt_flow.store.stepdoc import PatchInfo
+from openadapt_flow.records.stepdoc import PatchInfo
 from openadapt_flow.store.base import RunHandle
-from openadapt_flow.store.states import RecordType, is_a
-from openadapt_flow.store.entry import JournalEntry
+from openadapt_flow.records.states import RecordType, is_a
+from openadapt_flow.records.entry import JournalEntry
 
 PATCHES = "patches"
 

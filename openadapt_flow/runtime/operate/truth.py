@@ -24,12 +24,12 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from openadapt_flow.errors import RefusedError
-from openadapt_flow.store.rundoc import StateView
+from openadapt_flow.records.rundoc import StateView
 from openadapt_flow.store.base import JournalWriter, RunHandle
 from openadapt_flow.store.escalation import digest, journal_pause, pending_of, verify
-from openadapt_flow.store.states import FINAL_STATES, RecordType, RunState, is_a
-from openadapt_flow.store.entry import JournalEntry
-from openadapt_flow.store.pausedoc import (AppliedDecision, ApprovalDoc, CarriedDecision, DecisionFields, JournaledDecision,
+from openadapt_flow.records.states import FINAL_STATES, RecordType, RunState, is_a
+from openadapt_flow.records.entry import JournalEntry
+from openadapt_flow.records.pausedoc import (AppliedDecision, ApprovalDoc, CarriedDecision, DecisionFields, JournaledDecision,
                                            PendingBody)
 
 
@@ -183,23 +183,17 @@ def record_decision(journal: JournalWriter, pending: PendingBody, approval: Appl
         return carried
     rec = journal.last_of.get(RecordType.DECISION)
     if rec is None or (rec.get("data") or {}).get("pause_id") != pause_id:
-        return journal_decision(journal, pending["step"], dict(decision_data(approval, pause_id)))
+        return journal_decision(journal, pending["step"], decision_data(approval, pause_id))
     journal.sync()
     return rec
 
 
-def journal_decision(journal: JournalWriter, step: str | None, data: Mapping[str, object]) -> JournalEntry:
+def journal_decision(journal: JournalWriter, step: str | None, data: JournaledDecision) -> JournalEntry:
     """The one writer of `decision` records, fsync'd: a pause's decision, or an operator's reconcile of a run that
     stopped for good (operate/final_reconcile.py)."""
     rec = journal.append(RecordType.DECISION, step, data)
     journal.sync()
     return rec
-
-
-def record_stop(journal: JournalWriter, data: Mapping[str, object]) -> JournalEntry:
-    """An operator's decision ends or re-ends a run: its `run_finished` record (a reject's BLOCKED; a stopped run's
-    outcome once its uncertain write was reconciled)."""
-    return journal.append(RecordType.RUN_FINISHED, None, data)
 
 
 def journaled_decision(records: list[JournalEntry]) -> tuple[JournalEntry, PendingBody, CarriedDecision] | None:

@@ -13,19 +13,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from openadapt_flow.bundle.loader import LoadedBundle, load_bundle
 from openadapt_flow.bundle.models import Step
 from openadapt_flow.bundle.params import bind_params
 from openadapt_flow.errors import FlowError, RefusedError
-from openadapt_flow.store.checkpoint import checkpoint_from_records
+from openadapt_flow.records.checkpoint import checkpoint_from_records
 from openadapt_flow.store.base import JournalWriter, RunHandle
-from openadapt_flow.store.states import RecordType, is_a
-from openadapt_flow.store.entry import JournalEntry
+from openadapt_flow.records.states import RecordType, is_a
+from openadapt_flow.records.entry import JournalEntry
 
 UPGRADES = "upgrades"
-RECORD = RecordType.BUNDLE_UPGRADED
+RECORD: Final = RecordType.BUNDLE_UPGRADED
 
 
 def _templates(step: Step) -> list[str]:

@@ -13,7 +13,7 @@ import os
 import sys
 from collections.abc import Iterable, Mapping
 
-from openadapt_flow.store.pausedoc import ApprovalDoc
+from openadapt_flow.records.pausedoc import ApprovalDoc
 
 AUTHENTICATED_CHANNELS = ("console", "phone")  # channels whose every decision comes from a logged-in operator (spec §20)
 

@@ -10,9 +10,9 @@ from openadapt_flow.bundle.models import Step
 from openadapt_flow.runtime.operate.truth import ViewRepairs
 from openadapt_flow.runtime.operate.upgrade import Upgrade
 from openadapt_flow.runtime.resume.snapshot import Rewrite
-from openadapt_flow.store.entry import CheckpointDoc, JournalEntry
-from openadapt_flow.store.pausedoc import CarriedDecision, PendingBody
-from openadapt_flow.store.states import RunState
+from openadapt_flow.records.entry import CheckpointDoc, JournalEntry
+from openadapt_flow.records.pausedoc import CarriedDecision, PendingBody
+from openadapt_flow.records.states import RunState
 
 __all__ = ["Act", "AdoptUpgrade", "BlockRun", "CatchUpState", "ClaimLedger", "DropEscalation", "FinalizeInterrupted",
            "RebuildCheckpoint", "RepairViews", "RestorePause", "RewriteSnapshot", "Suspend"]

@@ -4,12 +4,12 @@ blind-retried."""
 
 from __future__ import annotations
 
-from typing import NoReturn
+from typing import NoReturn, cast
 
 from openadapt_flow.bundle.loader import load_bundle
 from openadapt_flow.errors import RefusedError
 from openadapt_flow.runtime.start.context import RunContext
-from openadapt_flow.runtime.act.durable import record_verified
+from openadapt_flow.runtime.act.durable import record_skipped, record_verified
 from openadapt_flow.runtime.act.engine import execute, finish, record_halt
 from openadapt_flow.runtime.act.assemble import RunInputs, RunSetup, make_context, open_or_none, stop_on_signals
 from openadapt_flow.runtime.start.launch import RunOutcome
@@ -18,16 +18,16 @@ from openadapt_flow.runtime.start.preflight import probe_effects
 from openadapt_flow.runtime.act.recheck import (CONFIRMED_DONE, POSITIVELY_ABSENT, RETRYABLE, RecheckResult, Uncertain, check_facts,
                                                 find_uncertain, recheck)
 from openadapt_flow.runtime.act.step import screen_facts
-from openadapt_flow.store.stepdoc import StepEffect, VerifiedBy
+from openadapt_flow.records.stepdoc import PatchInfo, StepEffect, VerifiedBy
 from openadapt_flow.runtime.judge.halt import Halt
 from openadapt_flow.runtime.operate.truth import consume_decision, record_decision
 from openadapt_flow.runtime.resume.opened import Opened, resumed
 from openadapt_flow.runtime.resume.plan import ResumePlan, backend_spec
-from openadapt_flow.store.rundoc import StateDoc
+from openadapt_flow.records.rundoc import StateDoc
 from openadapt_flow.store.atomic import StorageFault
-from openadapt_flow.store.states import DecisionKind, is_a, PausedReason, RecordType, RunState
-from openadapt_flow.store.entry import CheckpointDoc, JournalEntry, step_of
-from openadapt_flow.store.pausedoc import AppliedDecision
+from openadapt_flow.records.states import DecisionKind, is_a, PausedReason, RecordType, RunState
+from openadapt_flow.records.entry import CheckpointDoc, JournalEntry, step_of
+from openadapt_flow.records.pausedoc import AppliedDecision
 
 
 def suspend(o: Opened, reason: str) -> None:
@@ -56,14 +56,16 @@ def continue_bundle(o: Opened, plan: ResumePlan) -> RunOutcome:
         if o.req.stop is not None:
             ctx.stop = o.req.stop
         if patch is not None and not any(is_a(r, RecordType.PATCHED) and r["data"].get("pause_id") == patch["pause_id"] for r in o.records):
-            o.journal.append(RecordType.PATCHED, str(patch["step"]), {k: patch[k] for k in ("pause_id", "bundle_dir", "digest", "template", "region", "point")})
+            o.journal.append(RecordType.PATCHED, str(patch["step"]), {
+                "pause_id": patch["pause_id"], "bundle_dir": patch["bundle_dir"], "digest": patch["digest"],
+                "template": patch["template"], "region": patch["region"], "point": patch["point"]})
         with stop_on_signals(ctx.stop):
             return _continue(ctx, o.records, plan)
     finally:
         live.close()
 
 
-def _taught(o: Opened, plan: ResumePlan) -> dict[str, object] | None:
+def _taught(o: Opened, plan: ResumePlan) -> PatchInfo | None:
     """A `teach` decision's patch (patch.json's fields, signed with the approval): the bundle is resolved afresh with the
     taught target (it must be the approved one)."""
     if plan.decision != DecisionKind.TEACH:
@@ -74,7 +76,7 @@ def _taught(o: Opened, plan: ResumePlan) -> dict[str, object] | None:
     o.loaded = load_bundle(o.run.artifact_dir(str(patch["bundle_dir"])))
     if o.loaded.digest != patch["digest"]:
         raise RefusedError(f"{patch['bundle_dir']}: taught bundle differs from the approved patch; refusing")
-    return patch
+    return cast(PatchInfo, patch)  # a teach's payload is the patch it signed (records/stepdoc.py's PatchInfo)
 
 
 def _continue(ctx: RunContext, records: list[JournalEntry], plan: ResumePlan) -> RunOutcome:
@@ -140,8 +142,7 @@ def _apply(ctx: RunContext, plan: ResumePlan, uncertain: Uncertain | None, resul
             start = uncertain.index  # afresh and passing the identity gate (its dispatch spends the decision)
     elif decision == DecisionKind.SKIP and pending is not None:
         idx = next(i for i, s in enumerate(ctx.model.steps) if s.id == pending["step"])
-        record_verified(ctx, pending["step"], {"index": idx, "verified_by": "operator", "operator": approval["operator"] if approval else None},
-                        kind=RecordType.STEP_SKIPPED)
+        record_skipped(ctx, pending["step"], {"index": idx, "verified_by": "operator", "operator": approval["operator"] if approval else None})
         start = idx + 1
     if decision == DecisionKind.CONTINUE and pending is not None:
         ctx.approved_before = pending["step"]

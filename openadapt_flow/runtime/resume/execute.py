@@ -25,8 +25,10 @@ from openadapt_flow.runtime.start.lifecycle import finalize_interrupted
 from openadapt_flow.runtime.start.runref import RunRef
 from openadapt_flow.store.base import JournalWriter, RunHandle
 from openadapt_flow.store.keys import load_decision_key, load_key
-from openadapt_flow.store.pausedoc import PendingBody
-from openadapt_flow.store.states import RecordType, RunState
+from openadapt_flow.records.pausedoc import PendingBody
+from openadapt_flow.records.states import RecordType, RunState
+from openadapt_flow.records.kinds import RunStopData
+from openadapt_flow.runtime.start.lifecycle import record_stop
 
 __all__ = ["apply", "resume"]
 
@@ -91,8 +93,8 @@ def _make(o: Opened, act: Act) -> None:
 
 
 def _restore_pause(run: RunHandle, journal: JournalWriter, pending: PendingBody) -> None:
-    data = {"state": RunState.PAUSED, "paused_reason": pending["paused_reason"], "transaction_outcome": pending.get("transaction_outcome"),
-            "restored": True}
-    journal.append(RecordType.PAUSED, None, data)
+    data: RunStopData = {"state": RunState.PAUSED, "paused_reason": pending["paused_reason"],
+                         "transaction_outcome": pending.get("transaction_outcome"), "restored": True}
+    record_stop(journal, data)
     run.write_state(RunState.PAUSED, journal=journal, paused_reason=pending["paused_reason"], transaction_outcome=pending.get("transaction_outcome"),
                     halt_category=pending.get("category"), message=pending.get("message"))

@@ -11,9 +11,9 @@ from openadapt_flow.runtime.resume.plan import ResumePlan, ResumeRequest
 from openadapt_flow.runtime.start.context import RunContext
 from openadapt_flow.runtime.start.launch import Runs
 from openadapt_flow.store.base import JournalWriter, RunHandle, RunLease
-from openadapt_flow.store.entry import JournalEntry
-from openadapt_flow.store.rundoc import ManifestDoc
-from openadapt_flow.store.states import RecordType, RunState
+from openadapt_flow.records.entry import JournalEntry
+from openadapt_flow.records.rundoc import ManifestDoc
+from openadapt_flow.records.states import RecordType, RunState
 
 __all__ = ["Opened", "resumed"]
 

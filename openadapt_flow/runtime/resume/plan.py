@@ -42,11 +42,11 @@ from openadapt_flow.runtime.start.runref import RunRef, open_ref, ref_path
 from openadapt_flow.runtime.workflow.api import resolve_entry
 from openadapt_flow.store.base import RunHandle
 from openadapt_flow.store.checkpoint import judge_checkpoint
-from openadapt_flow.store.entry import CheckpointDoc, JournalEntry
+from openadapt_flow.records.entry import CheckpointDoc, JournalEntry
 from openadapt_flow.store.keys import load_decision_key, load_key
-from openadapt_flow.store.pausedoc import AppliedDecision, PendingBody
-from openadapt_flow.store.rundoc import ManifestDoc
-from openadapt_flow.store.states import FINAL_STATES, LIVE_STATES, DecisionKind, PausedReason, RunState
+from openadapt_flow.records.pausedoc import AppliedDecision, PendingBody
+from openadapt_flow.records.rundoc import ManifestDoc
+from openadapt_flow.records.states import FINAL_STATES, LIVE_STATES, DecisionKind, PausedReason, RunState
 
 __all__ = ["ResumePlan", "ResumeRequest", "backend_spec", "open_request", "plan", "plan_resume"]
 

@@ -17,7 +17,7 @@ from openadapt_flow.bundle.loader import LoadedBundle, load_bundle
 from openadapt_flow.errors import FlowError, RefusedError
 from openadapt_flow.runtime.operate.teach import effective_bundle
 from openadapt_flow.store.base import RunHandle
-from openadapt_flow.store.entry import JournalEntry
+from openadapt_flow.records.entry import JournalEntry
 
 SNAPSHOT = "bundle"
 

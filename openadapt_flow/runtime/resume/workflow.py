@@ -13,7 +13,7 @@ from openadapt_flow.runtime.resume.plan import ResumePlan
 from openadapt_flow.runtime.workflow.ctx import WorkflowContext
 from openadapt_flow.runtime.workflow.decision import apply_decision, journaled_deliveries
 from openadapt_flow.runtime.workflow.run import Runner, Wiring, WorkflowIdentity, drive, is_async, open_context
-from openadapt_flow.store.states import RunState
+from openadapt_flow.records.states import RunState
 
 
 def continue_workflow(o: Opened, plan: ResumePlan) -> RunOutcome:

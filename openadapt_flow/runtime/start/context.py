@@ -23,8 +23,8 @@ from openadapt_flow.store.base import JournalWriter, RunHandle, RunLease
 from openadapt_flow.store.frames import FrameWriter
 from openadapt_flow.verify.screen import Anchor, ScreenChecks
 from openadapt_flow.vision.mask import WHOLE_FRAME, field_band, paint_over
-from openadapt_flow.store.states import RecordType, is_a
-from openadapt_flow.store.entry import JournalEntry, step_of
+from openadapt_flow.records.states import RecordType, is_a
+from openadapt_flow.records.entry import JournalEntry, step_of
 
 
 class StepSummary(TypedDict, total=False):

@@ -17,7 +17,7 @@ from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.bundle.loader import LoadedBundle
 from openadapt_flow.bundle.config import DeployConfig
 from openadapt_flow.store.base import RunHandle
-from openadapt_flow.store.states import RunState
+from openadapt_flow.records.states import RunState
 from openadapt_flow.vision.ocr import OcrEngine
 
 Reporter = Callable[[RunHandle], Any]

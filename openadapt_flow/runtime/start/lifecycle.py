@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable
 
 from openadapt_flow.bundle.models import Step
 from openadapt_flow.errors import RefusedError
@@ -11,10 +10,13 @@ from openadapt_flow.bundle.config import DeployConfig
 from openadapt_flow.runtime.judge.outcome import classify
 from openadapt_flow.store.faults import crash_point
 from openadapt_flow.store.base import JournalWriter, RunHandle
-from openadapt_flow.store import Finalized, ManifestBody, ManifestDoc, NotedState, StateView, digest_manifest
+from openadapt_flow.store.lease import held_elsewhere, owner_alive
+from openadapt_flow.store import digest_manifest
+from openadapt_flow.records.rundoc import Finalized, ManifestBody, ManifestDoc, NotedState, StateView
 from openadapt_flow.store.seal import SCHEMA_PREFIX
-from openadapt_flow.store.states import LIVE_STATES, RecordType, RunState, TERMINAL_STATES, is_a
-from openadapt_flow.store.entry import JournalEntry
+from openadapt_flow.records.states import LIVE_STATES, RecordType, RunState, TERMINAL_STATES, is_a
+from openadapt_flow.records.entry import JournalEntry
+from openadapt_flow.records.kinds import InterruptedData, RunStart, RunStopData
 
 
 
@@ -48,8 +50,8 @@ def owner_gone(run: RunHandle) -> bool:
     info = run.lease_info()
     if unlock is not None:
         unlock()
-        return info is None or not info.held_elsewhere(lease_ttl(run))  # another host's lock is not ours to see
-    return info is not None and not info.owner_alive(lease_ttl(run))
+        return info is None or not held_elsewhere(info, lease_ttl(run))  # another host's lock is not ours to see
+    return info is not None and not owner_alive(info, lease_ttl(run))
 
 
 def effective_state(run: RunHandle) -> StateView:
@@ -64,9 +66,17 @@ def effective_state(run: RunHandle) -> StateView:
     return st
 
 
-def record_interrupted(journal: JournalWriter, message: str, **fields: Any) -> JournalEntry:
+def record_stop(journal: JournalWriter, data: RunStopData) -> JournalEntry:
+    """Journal how the run stopped (the one writer of both records): `paused` for a PAUSED state, else `run_finished`
+    (a run's end; an operator's decision ending or re-ending a run: a reject's BLOCKED, a reconciled outcome)."""
+    if data["state"] == RunState.PAUSED:
+        return journal.append(RecordType.PAUSED, None, data)
+    return journal.append(RecordType.RUN_FINISHED, None, data)
+
+
+def record_interrupted(journal: JournalWriter, data: InterruptedData) -> JournalEntry:
     """Journal `interrupted` (its one writer): a stop at a safe boundary, or an owner's death found later (finalized)."""
-    return journal.append(RecordType.INTERRUPTED, None, {"message": message, **fields})
+    return journal.append(RecordType.INTERRUPTED, None, data)
 
 
 def finalize_interrupted(run: RunHandle, journal: JournalWriter, records: list[JournalEntry], steps: Iterable[Step], why: str) -> Finalized:
@@ -83,7 +93,7 @@ def finalize_interrupted(run: RunHandle, journal: JournalWriter, records: list[J
                         last_checkpoint_seq=cp_seq)
         return {"state": d["state"], "transaction_outcome": d.get("transaction_outcome")}
     outcome, evidence = classify(steps, records)
-    record_interrupted(journal, why, finalized=True, transaction_outcome=outcome, outcome_evidence=evidence)
+    record_interrupted(journal, {"message": why, "finalized": True, "transaction_outcome": outcome, "outcome_evidence": evidence})
     prev_seq = run.state().get("last_checkpoint_seq") if run.has_state() else None
     run.write_state(
         RunState.INTERRUPTED, journal=journal, transaction_outcome=outcome, message=why, last_checkpoint_seq=prev_seq,
@@ -105,7 +115,7 @@ def finalized_state(records: list[JournalEntry]) -> str:
     return str(last["data"]["state"]) if last is not None else RunState.INTERRUPTED
 
 
-def begin_run(run: RunHandle, key: bytes, manifest: ManifestBody, started: Mapping[str, object]) -> tuple[JournalWriter, JournalEntry]:
+def begin_run(run: RunHandle, key: bytes, manifest: ManifestBody, started: RunStart) -> tuple[JournalWriter, JournalEntry]:
     """Start a run atomically: journal `run_started` (pinning the manifest about to be written), state RUNNING, and only
     then `manifest.json`, the file that makes a directory a run. A death before it leaves no run, and sent nothing."""
     body: ManifestDoc = {"schema": SCHEMA_PREFIX + "manifest@1", **manifest}

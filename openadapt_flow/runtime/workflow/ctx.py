@@ -42,8 +42,8 @@ from openadapt_flow.runtime.judge.halt import Halt, Pause, StopRequested
 from openadapt_flow.runtime.judge.policy import PolicyBlock, check_step
 from openadapt_flow.runtime.workflow.api import entry_of, tool_info
 from openadapt_flow.runtime.workflow.llm import Llm, chat
-from openadapt_flow.store.states import DecisionKind, PausedReason, RecordType
-from openadapt_flow.store.stepdoc import CallFields, VerifiedBy, VerifiedData
+from openadapt_flow.records.states import DecisionKind, PausedReason, RecordType
+from openadapt_flow.records.stepdoc import CallFields, VerifiedBy, VerifiedData
 
 
 class WorkflowStop(RunSignal):

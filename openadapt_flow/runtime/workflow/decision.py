@@ -14,9 +14,9 @@ from openadapt_flow.runtime.judge.calls import history
 from openadapt_flow.runtime.start.context import RunContext
 from openadapt_flow.runtime.act.durable import record_verified
 from openadapt_flow.runtime.operate.truth import consume_decision, record_decision
-from openadapt_flow.store.states import DecisionKind, RecordType, is_a
-from openadapt_flow.store.entry import JournalEntry, step_of
-from openadapt_flow.store.pausedoc import AppliedDecision, PendingBody
+from openadapt_flow.records.states import DecisionKind, RecordType, is_a
+from openadapt_flow.records.entry import JournalEntry, step_of
+from openadapt_flow.records.pausedoc import AppliedDecision, PendingBody
 
 
 def apply_decision(rc: RunContext, records: list[JournalEntry], pending: PendingBody | None,

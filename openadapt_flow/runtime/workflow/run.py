@@ -50,9 +50,10 @@ from openadapt_flow.store.base import JournalWriter, RunHandle, RunLease
 from openadapt_flow.store.faults import crash_point
 from openadapt_flow.store.keys import load_decision_key, load_key
 from openadapt_flow.vision.engines import engine_versions
-from openadapt_flow.store import CHILDREN, ManifestBody
-from openadapt_flow.store.states import PausedReason, RecordType, RunState
-from openadapt_flow.store.entry import JournalEntry
+from openadapt_flow.store import CHILDREN
+from openadapt_flow.records.rundoc import ManifestBody
+from openadapt_flow.records.states import PausedReason, RecordType, RunState
+from openadapt_flow.records.entry import JournalEntry
 
 
 def _source_digest(fn: Callable[..., Any], entry: str) -> str:

@@ -8,7 +8,7 @@ from typing import Any
 
 from openadapt_flow.runtime.start.lifecycle import effective_state
 from openadapt_flow.runtime.start.runref import RunRef, open_ref
-from openadapt_flow.store.states import is_a, RecordType, RunState, STOPPED_STATES
+from openadapt_flow.records.states import is_a, RecordType, RunState, STOPPED_STATES
 from openadapt_flow.store.base import RunHandle
 
 

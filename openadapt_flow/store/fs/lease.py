@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 import os
-import socket
 import threading
 import time
-from dataclasses import asdict
 from pathlib import Path
 
 from openadapt_flow.errors import RefusedError
 from openadapt_flow.store.atomic import StorageFault, write_json_atomic
 from openadapt_flow.store.filelock import try_lock_exclusive
 from openadapt_flow.store.filelock import unlock as unlock_fd
-from openadapt_flow.store.journal import now_iso
-from openadapt_flow.store.lease import LEASE, LeaseInfo, LeaseLost, boot_id, process_start_time
+from openadapt_flow.store.lease import LEASE, LeaseLost, held_elsewhere, holder_here, read_lease
 
 LOCK = ".lock"
 
@@ -42,11 +39,11 @@ class Lease:
                 self._stop.wait(0.02)  # polling the lock: neither flock nor msvcrt has a timed wait
                 continue
             os.close(fd)
-            info = LeaseInfo.read(self.run_dir)
+            info = read_lease(self.run_dir)
             who = f" (pid {info.pid} on {info.host})" if info else ""
             raise RefusedError(f"{self.run_dir}: run is owned by a live process{who}; refusing") from None
-        prev = LeaseInfo.read(self.run_dir)
-        if prev is not None and prev.held_elsewhere(self.ttl_s):  # a live owner on another host: the lock is local only
+        prev = read_lease(self.run_dir)
+        if prev is not None and held_elsewhere(prev, self.ttl_s):  # a live owner on another host: the lock is local only
             unlock_fd(fd)
             os.close(fd)
             age = time.time() - prev.heartbeat_epoch
@@ -62,9 +59,7 @@ class Lease:
         return self
 
     def _write(self) -> None:
-        pid = os.getpid()
-        info = LeaseInfo(socket.gethostname(), pid, process_start_time(pid), boot_id(), now_iso(), time.time(), self.generation)
-        write_json_atomic(self.run_dir / LEASE, {"schema": "openadapt-flow/lease@1", **asdict(info)})
+        write_json_atomic(self.run_dir / LEASE, holder_here(self.generation).model_dump(by_alias=True))
 
     def start_heartbeat(self) -> None:
         interval = max(0.5, self.ttl_s / 3)
@@ -81,7 +76,7 @@ class Lease:
         self._thread.start()
 
     def still_owner(self) -> bool:
-        info = LeaseInfo.read(self.run_dir)
+        info = read_lease(self.run_dir)
         return info is not None and info.generation == self.generation
 
     def fence(self) -> None:

@@ -19,14 +19,17 @@ from openadapt_flow.store.frames import FrameWriter
 from openadapt_flow.store.fs.journal import Journal, load_journal, read_records
 from openadapt_flow.store.fs.lease import Lease, try_lock, unlock
 from openadapt_flow.store.fs.runpath import check_run_path, creation_error
-from openadapt_flow.store.journal import JOURNAL_FILE, JournalEntry, LoadResult
-from openadapt_flow.store.entry import CheckpointDoc
-from openadapt_flow.store.pausedoc import ApprovalBody, ApprovalDoc, IncidentBody, IncidentDoc, PendingBody, PendingDoc
-from openadapt_flow.store.layout import BUNDLE, CHILDREN, FRAMES, INCIDENT, MANIFEST, REPORT_FILES, RUN_FILES, STATE, digest_manifest
-from openadapt_flow.store.lease import LeaseInfo
-from openadapt_flow.store.rundoc import ManifestBody, ManifestDoc, StateDoc, StateFields
+from openadapt_flow.store.journal import JOURNAL_FILE, LoadResult
+from openadapt_flow.records.entry import JournalEntry
+from openadapt_flow.records.entry import CheckpointDoc
+from openadapt_flow.records.pausedoc import ApprovalBody, ApprovalDoc, IncidentBody, IncidentDoc, PendingBody, PendingDoc
+from openadapt_flow.store.layout import (
+    BUNDLE, CHILDREN, FRAMES, INCIDENT, MANIFEST, REPORT_FILES, RUN_FILES, STATE, digest_manifest, free_run_name,
+)
+from openadapt_flow.store.lease import LeaseInfo, read_lease
+from openadapt_flow.records.rundoc import ManifestBody, ManifestDoc, StateDoc, StateFields
 from openadapt_flow.store.seal import SCHEMA_PREFIX, sealed_state, verify_seal
-from openadapt_flow.store.states import RunState
+from openadapt_flow.records.states import RunState
 
 
 # The file `flow export` (store/postgres/export.py) writes into the run directory it makes: the stored run it copies
@@ -67,22 +70,23 @@ def new_run_dir(runs_root: Path, run_dir: Path | None = None, *, now: datetime |
         except (OSError, ValueError) as e:
             raise creation_error(run_dir, e) from None
         return run_dir
-    stamp = (now or datetime.now()).strftime("replay-%Y%m%d-%H%M%S")
     try:
         make_dirs(runs_root)
     except (OSError, ValueError) as e:
         raise creation_error(runs_root, e) from None
-    for n in range(1, 1000):
-        cand = runs_root / (stamp if n == 1 else f"{stamp}-{n}")
+
+    def take(name: str) -> bool:
         try:
-            cand.mkdir()
+            (runs_root / name).mkdir()
         except FileExistsError:
-            continue
+            return False
         except (OSError, ValueError) as e:
-            raise creation_error(cand, e) from None
-        fsync_dir(runs_root)
-        return cand
-    raise RunDirError(f"{runs_root}: could not find a free run directory name for {stamp}")
+            raise creation_error(runs_root / name, e) from None
+        return True
+
+    cand = runs_root / free_run_name(take, str(runs_root), now)
+    fsync_dir(runs_root)
+    return cand
 
 
 def _short(e: Exception) -> str:
@@ -312,7 +316,7 @@ class RunDir:
         return Lease(self.path, ttl_s)
 
     def lease_info(self) -> LeaseInfo | None:
-        return LeaseInfo.read(self.path)
+        return read_lease(self.path)
 
     def try_lock(self) -> Callable[[], None] | None:
         fd = try_lock(self.path)

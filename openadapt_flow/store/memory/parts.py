@@ -4,16 +4,14 @@ from __future__ import annotations
 
 import copy
 import json
-import os
-import socket
 import threading
-import time
 from dataclasses import dataclass, field
 
 from openadapt_flow.errors import RefusedError
-from openadapt_flow.store.journal import JournalEntry, JournalWriterBase, now_iso
-from openadapt_flow.store.lease import LeaseInfo, LeaseLost, boot_id, process_start_time
-from openadapt_flow.store.stepdoc import LedgerEntry
+from openadapt_flow.store.journal import JournalWriterBase
+from openadapt_flow.records.entry import JournalEntry
+from openadapt_flow.store.lease import LeaseInfo, LeaseLost, holder_here
+from openadapt_flow.records.stepdoc import LedgerEntry
 
 
 @dataclass
@@ -107,9 +105,7 @@ class MemoryLease:
         return self
 
     def _write(self) -> None:
-        pid = os.getpid()
-        self._recs.lease = LeaseInfo(socket.gethostname(), pid, process_start_time(pid), boot_id(), now_iso(), time.time(),
-                                     self.generation)
+        self._recs.lease = holder_here(self.generation)
 
     def start_heartbeat(self) -> None:
         """In one process the owner cannot go stale without the process (and the store) going too."""

@@ -24,17 +24,18 @@ from openadapt_flow.errors import CutStartup, RefusedError, RunDirError
 from openadapt_flow.store import ledger
 from openadapt_flow.store.atomic import dumps
 from openadapt_flow.store.base import JournalWriter, RunHandle, check_artifact_name
+from openadapt_flow.store.layout import free_run_name
 from openadapt_flow.store.docrun import DocumentRun
 from openadapt_flow.store.escalation import check_replaces, signature_of
 from openadapt_flow.store.faults import crash_point
-from openadapt_flow.store.rundoc import StateFields
+from openadapt_flow.records.rundoc import StateFields
 from openadapt_flow.store.lease import LeaseInfo
-from openadapt_flow.store.journal import JournalEntry
+from openadapt_flow.records.entry import JournalEntry
 from openadapt_flow.store.memory.parts import MemoryContents, MemoryJournal, MemoryLease, MemoryRecords
 from openadapt_flow.store.operators import MemoryOperatorBook
-from openadapt_flow.store.pausedoc import ApprovalDoc
+from openadapt_flow.records.pausedoc import ApprovalDoc
 from openadapt_flow.store.seal import sealed_state
-from openadapt_flow.store.states import RunState
+from openadapt_flow.records.states import RunState
 
 PREFIX = "memory:"
 _SWAP = threading.Lock()  # held while an approval is compared and set (memory runs are shared by this process's threads)
@@ -260,8 +261,7 @@ class MemoryStore:
             self.check_new(ref)
             name = _name(ref)
         else:
-            stamp = (now or datetime.now()).strftime("replay-%Y%m%d-%H%M%S")
-            name = next(c for c in (stamp if n == 1 else f"{stamp}-{n}" for n in range(1, 10**6)) if c not in self.runs)
+            name = free_run_name(lambda c: c not in self.runs, PREFIX, now)
         self.contents.records_of(name)
         return MemoryRun(self, name)
 

@@ -9,7 +9,6 @@ the directory is marked (`EXPORTED_FROM`, naming the run and its store) and resu
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from pathlib import Path
 
 from openadapt_flow.store.atomic import write_bytes_atomic, write_json_atomic
@@ -41,7 +40,7 @@ def export_run(run: PostgresRun, dest: Path) -> list[str]:
         put(JOURNAL_FILE, run.journal_bytes())
     info = run.lease_info()
     if info is not None:
-        write_json_atomic(dest / LEASE, {"schema": "openadapt-flow/lease@1", **asdict(info)})
+        write_json_atomic(dest / LEASE, info.model_dump(by_alias=True))
         written.append(LEASE)
     for pause_id, body in run.decision_texts():
         put(f"{DECISIONS}/{pause_id}.json", body.encode("utf-8"))

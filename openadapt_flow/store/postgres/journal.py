@@ -14,10 +14,11 @@ import json
 
 import psycopg
 
-from openadapt_flow.store.journal import GENESIS, JournalEntry, JournalWriterBase
+from openadapt_flow.store.journal import GENESIS, JournalWriterBase
+from openadapt_flow.records.entry import JournalEntry
 from openadapt_flow.store.lease import LeaseLost
 from openadapt_flow.store.postgres.connector import PostgresConnector, RunRow
-from openadapt_flow.store.states import RecordType, is_a
+from openadapt_flow.records.states import RecordType, is_a
 
 FENCED_TYPES = (RecordType.ACTION_DISPATCHED,)  # committed only while the writer's lease generation holds
 _TAIL = "SELECT seq, line FROM flow_journal WHERE run = %s ORDER BY seq DESC LIMIT 1"

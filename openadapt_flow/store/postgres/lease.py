@@ -12,7 +12,7 @@ import uuid
 import psycopg
 
 from openadapt_flow.errors import RefusedError
-from openadapt_flow.store.lease import LeaseInfo, LeaseLost, boot_id, process_start_time
+from openadapt_flow.store.lease import LeaseInfo, LeaseLost, boot_id, owner_alive, process_start_time
 from openadapt_flow.store.postgres.connector import PostgresConnector, RunRow
 
 _LEASE_INFO = ("SELECT host, pid, start_time, boot_id, to_char(heartbeat_at AT TIME ZONE 'UTC', "
@@ -59,7 +59,9 @@ def lease_row(conn: psycopg.Connection, run: int) -> tuple[LeaseInfo, str | None
     if row is None:
         return None
     host, pid, start, boot, at, age, gen, holder, expired, ttl = row
-    return LeaseInfo(host, pid, start, boot, at, time.time() - age, gen), holder, bool(expired), float(ttl)
+    info = LeaseInfo(schema_="openadapt-flow/lease@1", host=host, pid=pid, start_time=start, boot_id=boot, heartbeat_at=at,
+                     heartbeat_epoch=time.time() - age, generation=gen)
+    return info, holder, bool(expired), float(ttl)
 
 
 class PostgresLease:
@@ -120,7 +122,7 @@ class PostgresLease:
         info, holder, expired, ttl = seen
         if expired:
             return locked or holder is not None
-        return locked and (holder is None or not info.owner_alive(ttl))
+        return locked and (holder is None or not owner_alive(info, ttl))
 
     def start_heartbeat(self) -> None:
         interval = max(0.2, self.ttl_s / 3)

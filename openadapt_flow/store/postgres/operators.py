@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from openadapt_flow.store.operators import AuditEntry, chain_entry, verify_audit
-from openadapt_flow.store.pausedoc import OperatorRecord
+from openadapt_flow.records.pausedoc import OperatorRecord
 from openadapt_flow.store.postgres.connector import PostgresConnector
 
 AUDIT_LOCK = 0x666C6F61  # advisory lock key held while an audit entry is chained and appended

@@ -18,17 +18,17 @@ from openadapt_flow.store.base import JournalWriter
 from openadapt_flow.store.docrun import DocumentRun
 from openadapt_flow.store.escalation import ApprovalChanged, check_replaces, signature_of
 from openadapt_flow.store.faults import crash_point
-from openadapt_flow.store.rundoc import StateFields
-from openadapt_flow.store.journal import JournalEntry
+from openadapt_flow.records.rundoc import StateFields
+from openadapt_flow.records.entry import JournalEntry
 from openadapt_flow.store.lease import LeaseInfo
-from openadapt_flow.store.pausedoc import ApprovalDoc
+from openadapt_flow.records.pausedoc import ApprovalDoc
 from openadapt_flow.store.postgres.artifacts import PostgresArtifacts
 from openadapt_flow.store.postgres.connector import PostgresConnector
 from openadapt_flow.store.postgres.journal import PostgresJournal
 from openadapt_flow.store.postgres.lease import PostgresLease, lease_row, try_owner_lock
 from openadapt_flow.store.postgres.spec import PREFIX, is_postgres
 from openadapt_flow.store.seal import sealed_state
-from openadapt_flow.store.states import RunState
+from openadapt_flow.records.states import RunState
 
 NOW = "extract(epoch FROM clock_timestamp())"
 # document -> (table, column, change-clock column or None); the tables keyed by run hold one row per run

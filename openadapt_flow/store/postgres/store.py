@@ -14,6 +14,7 @@ from openadapt_flow.store.postgres.connector import PostgresConnector
 from openadapt_flow.store.postgres.operators import PostgresOperatorBook
 from openadapt_flow.store.postgres.run import PostgresRun, run_name
 from openadapt_flow.store.postgres.spec import PREFIX
+from openadapt_flow.store.layout import free_run_name
 
 _HOLDS = "(manifest IS NOT NULL OR EXISTS (SELECT 1 FROM flow_journal j WHERE j.run = flow_runs.id))"
 
@@ -36,12 +37,10 @@ class PostgresStore(PostgresConnector):
             run = PostgresRun(self, run_name(ref))
             run.id(create=True)
             return run
-        stamp = (now or datetime.now()).strftime("replay-%Y%m%d-%H%M%S")
-        for n in range(1, 10**6):
-            name = stamp if n == 1 else f"{stamp}-{n}"
-            if self.one("INSERT INTO flow_runs (name) VALUES (%s) ON CONFLICT (name) DO NOTHING RETURNING id", (name,)):
-                return PostgresRun(self, name)
-        raise RunDirError(f"{self.where}: could not find a free run name for {stamp}")
+        def take(name: str) -> bool:
+            return self.one("INSERT INTO flow_runs (name) VALUES (%s) ON CONFLICT (name) DO NOTHING RETURNING id", (name,)) is not None
+
+        return PostgresRun(self, free_run_name(take, self.where, now))
 
     def open_run(self, ref: str) -> PostgresRun:
         name = run_name(ref)

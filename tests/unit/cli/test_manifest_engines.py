@@ -9,7 +9,7 @@ import re
 import cv2
 import pytest
 
-from openadapt_flow.store.runfiles import FILE_MODELS
+from openadapt_flow.records.runfiles import FILE_MODELS
 from tests.support.demo_invoices import BUNDLE, FIXTURES, PARAMS
 from tests.unit.report.report_runs import run_env
 

@@ -34,7 +34,7 @@ from openadapt_flow.runtime.start.launch import ReplayRequest
 from openadapt_flow.runtime.operate.operators import add_operator
 from openadapt_flow.store import FilesystemStore, RunDir
 from openadapt_flow.store.frames import FrameWriter
-from openadapt_flow.store.records import Check
+from openadapt_flow.records.models import Check
 from openadapt_flow.vision.template import TemplateImage
 from tests.support.demo_invoices import BUNDLE, FIXTURES
 from tests.unit.report.report_runs import BUTTON, PARAMS, run_env
@@ -159,7 +159,7 @@ def test_the_best_candidate_is_cut_from_the_masked_frame(tmp_path: Path) -> None
                                            template="templates/pw.png"))
     finally:
         frames.close()
-    assert got == {"pictures": {"template": "frames/halt-pw-template.png", "best": "frames/halt-pw-best.png"}}
+    assert got == {"template": "frames/halt-pw-template.png", "best": "frames/halt-pw-best.png"}
     best = np.asarray(Image.open(tmp_path / "frames/halt-pw-best.png").convert("RGB"))
     assert best.shape == (30, 100, 3) and (best[10, 20] == (255, 0, 255)).all() and (best[0, 0] == 10).all()
     assert np.array_equal(np.asarray(Image.open(tmp_path / "frames/halt-pw-template.png").convert("RGB")), template)

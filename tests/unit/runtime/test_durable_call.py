@@ -5,13 +5,13 @@ from types import SimpleNamespace
 import pytest
 
 from openadapt_flow.errors import FlowError, RunSignal
-from openadapt_flow.runtime.act.durable import durable_call, record_verified
+from openadapt_flow.runtime.act.durable import durable_call, record_skipped, record_verified
 from openadapt_flow.runtime.judge.fold import RunProgress
 from openadapt_flow.runtime.judge.halt import Halt, Pause, StopRequested
 from openadapt_flow.runtime.judge.policy import PolicyBlock
 from openadapt_flow.runtime.workflow.ctx import WorkflowStop
 from openadapt_flow.store.atomic import StorageFault
-from openadapt_flow.store.checkpoint import checkpoint_from_records
+from openadapt_flow.records.checkpoint import checkpoint_from_records
 from openadapt_flow.store import FilesystemStore, MemoryStore, PostgresStore
 from openadapt_flow.store.lease import LeaseLost
 from tests.support.pg import pg_server, store_spec  # noqa: F401 — pg_server is a session fixture (one server per worker)
@@ -55,7 +55,7 @@ def test_a_call_runs_once_then_returns_its_journaled_result(run):
 def test_record_verified_journals_then_writes_the_checkpoint_the_journal_implies(run):
     ctx = ctx_for(run)
     record_verified(ctx, "a", {"index": 0, "verified_by": "runtime", "result": {"x": 1}, "screen_facts": []})
-    record_verified(ctx, "b", {"index": 1, "verified_by": "operator"}, kind="step_skipped")
+    record_skipped(ctx, "b", {"index": 1, "verified_by": "operator", "operator": "ann"})
     records = run.load_journal(KEY).records
     stored = run.read_checkpoint()
     assert stored == checkpoint_from_records(records)

@@ -93,7 +93,7 @@ BEFORE = [
 
 def test_the_typed_entry_writes_and_reads_the_bytes_written_before(tmp_path, monkeypatch):
     import openadapt_flow.store.journal as journal_mod
-    from openadapt_flow.store.entry import JournalEntry
+    from openadapt_flow.records.entry import JournalEntry
 
     monkeypatch.setattr(journal_mod, "now_iso", lambda: "2026-01-02T03:04:05.678Z")
     path = tmp_path / "journal.jsonl"
@@ -108,7 +108,7 @@ def test_the_typed_entry_writes_and_reads_the_bytes_written_before(tmp_path, mon
 
 
 def test_the_envelope_model_is_derived_from_the_typed_entry():
-    from openadapt_flow.store.entry import JournalEntry
-    from openadapt_flow.store.records import RecordEnvelope
+    from openadapt_flow.records.entry import JournalEntry
+    from openadapt_flow.records.models import RecordEnvelope
 
     assert list(RecordEnvelope.model_fields) == list(JournalEntry.__annotations__)

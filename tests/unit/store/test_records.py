@@ -6,18 +6,16 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import get_args
 
 import pytest
 from pydantic import ValidationError
 
 from openadapt_flow.cli.schema import SCHEMAS, schema_json
-from openadapt_flow.runtime.act import durable
 from openadapt_flow.runtime.operate import upgrade
 from openadapt_flow.store.journal import FSYNC_TYPES
-from openadapt_flow.store.records import RECORD_TYPES, validate_record
-from openadapt_flow.store.runfiles import FILE_MODELS, Approval, Checkpoint, PendingEscalation, State, file_model
-from openadapt_flow.store.states import FINAL_STATES, LIVE_STATES, STOPPED_STATES, TERMINAL_STATES, PausedReason, RecordType, RunState
+from openadapt_flow.records.models import RECORD_TYPES, validate_record
+from openadapt_flow.records.runfiles import FILE_MODELS, Approval, Checkpoint, PendingEscalation, State, file_model
+from openadapt_flow.records.states import FINAL_STATES, LIVE_STATES, STOPPED_STATES, TERMINAL_STATES, PausedReason, RecordType, RunState
 from tests.support.cli import REPO, run_flow
 
 pytestmark = pytest.mark.timeout(60)
@@ -27,8 +25,7 @@ RUNS_V1 = REPO / "tests" / "data" / "runs-v1"
 
 def _written_types() -> set[str]:
     """Every record type a `journal.append(RecordType.<TYPE>, …)` in the package names (bench excluded: its own
-    scratch journals); the types passed by name are `upgrade.RECORD` and the one durable step's `kind` (typed by
-    `durable.VerifiedKind`), and no other call passes a computed type."""
+    scratch journals); the one type passed by name is `upgrade.RECORD`, and no other call passes a computed type."""
     found: set[str] = set()
     named: set[str] = set()
     for path in PACKAGE.rglob("*.py"):
@@ -37,8 +34,8 @@ def _written_types() -> set[str]:
         text = path.read_text()
         found |= {RecordType[m].value for m in re.findall(r"journal\.append\(\s*RecordType\.(\w+)", text)}
         named |= set(re.findall(r"journal\.append\(\s*(?!RecordType\.)([A-Za-z_][\w.]*)\s*,", text))
-    assert named == {"RECORD", "kind"}, named
-    return found | {upgrade.RECORD} | set(get_args(durable.VerifiedKind))
+    assert named == {"RECORD"}, named
+    return found | {upgrade.RECORD}
 
 
 def test_every_record_type_the_runtime_writes_has_a_model():
@@ -152,8 +149,8 @@ def test_a_checkpoint_written_before_reads_and_reserialises_byte_identically(tmp
     import openadapt_flow.store.journal as journal_mod
     from openadapt_flow.store import FilesystemStore
     from openadapt_flow.store.atomic import dumps
-    from openadapt_flow.store.checkpoint import checkpoint_digest, checkpoint_from_records
-    from openadapt_flow.store.entry import CheckpointDoc
+    from openadapt_flow.records.checkpoint import checkpoint_digest, checkpoint_from_records
+    from openadapt_flow.records.entry import CheckpointDoc
 
     monkeypatch.setattr(journal_mod, "now_iso", lambda: "2026-01-02T03:04:05.678Z")
     key = b"k" * 32
@@ -175,7 +172,7 @@ def test_a_checkpoint_written_before_reads_and_reserialises_byte_identically(tmp
 
 
 def test_the_document_models_are_derived_from_their_typed_definitions():
-    from openadapt_flow.store.entry import CheckpointDoc, StateDoc
+    from openadapt_flow.records.entry import CheckpointDoc, StateDoc
 
     assert [f.alias or n for n, f in Checkpoint.model_fields.items()] == list(CheckpointDoc.__annotations__)
     assert [f.alias or n for n, f in State.model_fields.items()] == list(StateDoc.__annotations__)

@@ -63,7 +63,7 @@ def test_deliberate_damage_is_skipped_not_failed(run: Path):
 def test_an_unknown_json_file_in_a_run_dir_fails(run: Path):
     (run / "notes.json").write_text("{}")
     problems = check_run_dir(run, *_keys(), Tally())
-    assert problems == [f"{run / 'notes.json'}: unknown run file (no model in openadapt_flow/store/runfiles.py)"]
+    assert problems == [f"{run / 'notes.json'}: unknown run file (no model in openadapt_flow/records/runfiles.py)"]
 
 
 def test_child_runs_are_found_and_keys_are_picked_up_from_the_tests_folder(tmp_path: Path, run: Path):

@@ -12,9 +12,10 @@ import pytest
 from openadapt_flow.bundle.loader import load_bundle
 from openadapt_flow.errors import RefusedError, RunDirError
 from openadapt_flow.store.base import RunHandle, RunStore
-from openadapt_flow.store.checkpoint import checkpoint_from_records
+from openadapt_flow.records.checkpoint import checkpoint_from_records
 from openadapt_flow.store import FilesystemStore, MemoryStore, PostgresRun, PostgresStore, RunDir
 from openadapt_flow.store.lease import LeaseLost
+from openadapt_flow.store import layout
 from tests.support.bundles import minimal_flow, write_bundle
 from tests.support.pg import pg_server, store_spec  # noqa: F401 — pg_server is a session fixture (one server per worker)
 
@@ -303,6 +304,17 @@ def test_frames_are_written_off_the_hot_path_and_listed(store):
 
 
 # --- runs: create, open, find, list, children ---
+
+def test_every_store_names_a_run_by_one_rule_and_gives_up_at_the_same_bound(store, monkeypatch):
+    """One loop finds a free run name for every store (store/layout.free_run_name): the same names in the same order,
+    and past SAME_SECOND runs in one second the same one-line refusal naming the store."""
+    monkeypatch.setattr(layout, "SAME_SECOND", 3)
+    when = datetime(2026, 1, 2, 3, 4, 5)
+    names = [store.create_run(now=when).ref.rsplit("/", 1)[-1].rsplit(":", 1)[-1] for _ in range(3)]
+    assert names == ["replay-20260102-030405", "replay-20260102-030405-2", "replay-20260102-030405-3"]
+    with pytest.raises(RunDirError, match="could not find a free run name for replay-20260102-030405$"):
+        store.create_run(now=when)
+
 
 def test_runs_are_created_with_collision_suffixes_and_found_listed_and_opened(store):
     a = started(store, "run-a")

@@ -9,7 +9,7 @@ from datetime import datetime
 import numpy as np
 import pytest
 
-from openadapt_flow.store.checkpoint import checkpoint_from_records
+from openadapt_flow.records.checkpoint import checkpoint_from_records
 from openadapt_flow.store import FilesystemStore, MemoryStore
 
 # the layout is pinned with small hand-made documents (an incident with two fields), not the runtime's records

@@ -1,4 +1,4 @@
-"""A step's record shapes are defined once (store/stepdoc.py): the record models derived from them, or whose
+"""A step's record shapes are defined once (records/stepdoc.py): the record models derived from them, or whose
 `to_json()` gives them, say the same keys in the same order; the screen facts a step keeps are the bytes the
 postcondition model's dump gave before they were typed."""
 
@@ -10,8 +10,8 @@ import pytest
 
 from openadapt_flow.bundle.models import Postcondition, Step
 from openadapt_flow.runtime.act.step import screen_facts
-from openadapt_flow.store import stepdoc
-from openadapt_flow.store.records import DATA_MODELS, EffectVerdict, Reading
+from openadapt_flow.records import stepdoc
+from openadapt_flow.records.models import DATA_MODELS, EffectVerdict, Reading
 
 pytestmark = pytest.mark.timeout(30)
 

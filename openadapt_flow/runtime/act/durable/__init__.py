@@ -12,27 +12,30 @@ open pause cannot continue yet) and `marks` (the run-level records a stop or a r
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Literal
 
 from openadapt_flow.runtime.start.context import RunContext
-from openadapt_flow.store.entry import JournalEntry
-from openadapt_flow.store.states import RecordType
-from openadapt_flow.store.stepdoc import SkippedData, VerifiedData
+from openadapt_flow.records.entry import JournalEntry
+from openadapt_flow.records.states import RecordType
+from openadapt_flow.records.stepdoc import SkippedData, VerifiedData
 
-__all__ = ["VerifiedKind", "durable_call", "record_verified"]
-
-
-# the two records that advance the checkpoint: a step verified, or one an operator skipped
-VerifiedKind = Literal[RecordType.STEP_VERIFIED, RecordType.STEP_SKIPPED]
+__all__ = ["durable_call", "record_skipped", "record_verified"]
 
 
-def record_verified(ctx: RunContext, step_id: str, data: VerifiedData | SkippedData, *, kind: VerifiedKind = RecordType.STEP_VERIFIED) -> JournalEntry:
+def record_verified(ctx: RunContext, step_id: str, data: VerifiedData) -> JournalEntry:
     """Journal `step_verified` (the fold notes it), then replace checkpoint.json (durable runs): the order of spec §5.
     The journal record is the truth; a crash before the checkpoint is caught up from it on resume. A durable run's
     record is fsync'd here; a non-durable run's rides on the journal's next fsync (the next `action_dispatched`, or the
     stop), as nothing is sent before that: a power loss in between leaves the step uncertain, never wrongly verified,
     and a non-durable run is never resumed from a checkpoint."""
-    rec = ctx.journal.append(kind, step_id, data, sync=ctx.durable)
+    return _checkpointed(ctx, ctx.journal.append(RecordType.STEP_VERIFIED, step_id, data, sync=ctx.durable))
+
+
+def record_skipped(ctx: RunContext, step_id: str, data: SkippedData) -> JournalEntry:
+    """Journal `step_skipped` (an operator's skip: the other record that advances the checkpoint), as `record_verified`."""
+    return _checkpointed(ctx, ctx.journal.append(RecordType.STEP_SKIPPED, step_id, data, sync=ctx.durable))
+
+
+def _checkpointed(ctx: RunContext, rec: JournalEntry) -> JournalEntry:
     if ctx.durable:
         cp = ctx.fold.checkpoint()
         assert cp is not None

@@ -9,24 +9,25 @@ import json
 import time
 from collections.abc import Callable
 from datetime import datetime, timezone
-from typing import Any, NoReturn
+from typing import Any, NoReturn, Unpack
 
 from openadapt_flow.bundle.models import Step
 from openadapt_flow.errors import RefusedError
 from openadapt_flow.runtime.start.context import RunContext
 from openadapt_flow.runtime.judge.halt import Halt, Pause
-from openadapt_flow.store.states import PausedReason, RecordType
-from openadapt_flow.store.entry import JournalEntry
+from openadapt_flow.records.states import PausedReason, RecordType
+from openadapt_flow.records.entry import JournalEntry
+from openadapt_flow.records.kinds import StepCall, StepStartedData
 
 __all__ = ["ask_user", "dispatch", "dispatched", "jsonable", "sleep", "started", "wait_signal"]
 
 
 def started(rc: RunContext, step: Step, index: int, *, intent: str | None, sync: bool | None = None,
-            **call: Any) -> JournalEntry:
-    """Journal `step_started`: a bundle step's action and intent, or a workflow call's kind (`step.action`), its
+            action: str | None = None, **call: Unpack[StepCall]) -> JournalEntry:
+    """Journal `step_started`: a bundle step's action and intent, or a workflow call's kind (`action`), its
     `name`, the keyed digest of its `inputs` and whether it is `consequential`."""
-    data = {"index": index, "action": call.pop("action", step.action), "intent": intent}
-    data.update((k, v) for k, v in call.items() if v is not None)
+    data: StepStartedData = {"index": index, "action": action if action is not None else step.action, "intent": intent,
+                             **call}
     return rc.journal.append(RecordType.STEP_STARTED, step.id, data, sync=sync)
 
 

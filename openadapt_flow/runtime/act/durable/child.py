@@ -23,7 +23,7 @@ from openadapt_flow.runtime.judge.halt import Halt, Pause, StopRequested
 from openadapt_flow.runtime.judge.policy import PolicyBlock
 from openadapt_flow.store.base import RunHandle
 from openadapt_flow.store import CHILDREN
-from openadapt_flow.store.states import PausedReason, RecordType, RunState
+from openadapt_flow.records.states import PausedReason, RecordType, RunState
 
 __all__ = ["ChildCall", "Borrowed", "child_of", "run_child"]
 

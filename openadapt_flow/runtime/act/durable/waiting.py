@@ -10,9 +10,9 @@ from openadapt_flow.bundle.config import DeployConfig
 from openadapt_flow.errors import FlowError
 from openadapt_flow.runtime.start.lifecycle import effective_state
 from openadapt_flow.store.base import RunHandle
-from openadapt_flow.store.entry import StateDoc
-from openadapt_flow.store.pausedoc import PendingBody
-from openadapt_flow.store.states import FINAL_STATES, LIVE_STATES, PausedReason, RecordType, RunState, is_a
+from openadapt_flow.records.entry import StateDoc
+from openadapt_flow.records.pausedoc import PendingBody
+from openadapt_flow.records.states import FINAL_STATES, LIVE_STATES, PausedReason, RecordType, RunState, is_a
 
 __all__ = ["child_of", "child_waiting", "nothing_uncertain", "ready_at", "state_of", "still_waiting"]
 

@@ -116,7 +116,7 @@ class DecisionKind(str, Enum):
 
 
 class RecordType(str, Enum):
-    """The `type` of a journal record (SPEC §5): one member per model of `store.records.DATA_MODELS`."""
+    """The `type` of a journal record (SPEC §5): one member per model of `records.models.DATA_MODELS`."""
 
     RUN_STARTED = "run_started"
     RUN_FINISHED = "run_finished"

@@ -1,13 +1,13 @@
 """The typed shapes the run store reads and writes: the journal's entry (what `JournalWriterBase.append` returns and a
 journal's load yields) and the run documents defined here (`StateDoc`, `CheckpointDoc`). Types only, no I/O and no
-pydantic, so the pure parts of the runtime may name them; store/records.py and store/runfiles.py derive their
+pydantic, so the pure parts of the runtime may name them; records/models.py and records/runfiles.py derive their
 validating models (and JSON Schemas) from these classes: one definition of each."""
 
 from __future__ import annotations
 
 from typing import Any, NotRequired, TypedDict
 
-from openadapt_flow.store.stepdoc import ScreenFact, StepEffect, VerifiedBy
+from openadapt_flow.records.stepdoc import ScreenFact, StepEffect, VerifiedBy
 
 __all__ = ["CheckpointDoc", "JournalEntry", "SchemaHead", "StateDoc", "VerifiedBy", "step_of"]
 
@@ -22,7 +22,7 @@ class JournalEntry(TypedDict):
 
     A TypedDict, not a model: it costs nothing on the hot path (an entry is the very dict that was hashed and written,
     so the bytes and the chain are exactly what they were) while mypy checks every key. `data` is the record type's
-    own object, validated by its model in store/records.py, which derives `RecordEnvelope` (the envelope's schema)
+    own object, validated by its model in records/models.py, which derives `RecordEnvelope` (the envelope's schema)
     from this class: one definition of the envelope."""
     seq: int
     ts: str

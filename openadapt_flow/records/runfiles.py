@@ -14,12 +14,12 @@ from typing import Any, Literal, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from openadapt_flow.store.entry import CheckpointDoc, StateDoc
-from openadapt_flow.store.pausedoc import (ApprovalDoc, AskDoc, Channel, DecisionTaskDoc, IncidentDoc, PendingDoc,
+from openadapt_flow.records.entry import CheckpointDoc, StateDoc
+from openadapt_flow.records.pausedoc import (ApprovalDoc, AskDoc, Channel, DecisionTaskDoc, IncidentDoc, PendingDoc,
                                            SupersededDoc, VoteDoc)
-from openadapt_flow.store.records import Box, Decision, Json, Obj, Point
-from openadapt_flow.store.states import PausedReason, RunState, TransactionOutcome
-from openadapt_flow.store.rundoc import BundleRefDoc, EnginesDoc, ManifestDoc
+from openadapt_flow.records.models import Box, Decision, Json, Obj, Point
+from openadapt_flow.records.states import PausedReason, RunState, TransactionOutcome
+from openadapt_flow.records.rundoc import BundleRefDoc, EnginesDoc, ManifestDoc
 
 Sha = str  # "sha256:<hex>"
 
@@ -64,8 +64,11 @@ Checkpoint = _model(CheckpointDoc, "Checkpoint", {
     "results": (Obj, ...), "effects": (dict[str, Obj], ...), "screen_facts": (list[Obj], ...)})  # open in the schema
 
 
-class Lease(_File):
+class LeaseInfo(_File):
     """lease.json: the owner process, renewed every few seconds; `generation` fences a replaced owner."""
+    # the one type of a lease's holder, in every store (store/lease.py judges it: alive, held elsewhere); its schema's
+    # title stays `Lease`
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, defer_build=True, title="Lease")
     schema_: str = _schema("lease")
     host: str
     pid: int
@@ -199,7 +202,7 @@ FILE_MODELS: dict[str, type[BaseModel]] = {
     "manifest": Manifest,
     "state": State,
     "checkpoint": Checkpoint,
-    "lease": Lease,
+    "lease": LeaseInfo,
     "pending_escalation": PendingEscalation,
     "approval": Approval,
     "incident": Incident,
@@ -212,7 +215,7 @@ def file_model(relpath: str) -> type[BaseModel] | None:
     """The model of the run file at `relpath` (relative to its run directory, `/`-separated); None for no JSON run file."""
     parts = relpath.split("/")
     if len(parts) == 1:
-        top: dict[str, type[BaseModel]] = {"manifest.json": Manifest, "state.json": State, "checkpoint.json": Checkpoint, "lease.json": Lease,
+        top: dict[str, type[BaseModel]] = {"manifest.json": Manifest, "state.json": State, "checkpoint.json": Checkpoint, "lease.json": LeaseInfo,
                 "pending_escalation.json": PendingEscalation, "approval.json": Approval, "incident.json": Incident,
                 "report.json": Report}
         return top.get(parts[0])

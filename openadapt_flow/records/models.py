@@ -4,24 +4,33 @@
 The models accept exactly what the runtime writes (spec §5, §7). `data` models forbid unknown keys; a key that
 only some writers of a type set is optional. Items whose keys are open by design stay open objects: check
 evidence (`Check.to_json()` spreads each check's own evidence keys), rung evidence, step results (a tool's or a
-workflow's JSON output) and effect readings (a system of record's value). The data of `step_verified` and
-`step_skipped` are defined once, as TypedDicts (store/stepdoc.py), and their models derived from them; `Reading` and
-`EffectVerdict` give theirs (`ReadingDoc`, `EffectDoc`) from `to_json()`.
+workflow's JSON output) and effect readings (a system of record's value). Each kind's data is defined once, as a
+TypedDict (records/kinds.py, records/stepdoc.py, records/pausedoc.py: what `append` is checked against), and its model
+derived from it here; the three verdicts the verifiers build as objects (`Check`, `Reading`, `EffectVerdict`) are
+classes whose `to_json()` gives their TypedDict (`CheckDoc`, `ReadingDoc`, `EffectDoc`; a test holds their keys equal).
 """
 
 from __future__ import annotations
 
+import keyword
 from collections.abc import Mapping
 from functools import cache
-from typing import TYPE_CHECKING, Annotated, Any, Literal, Union, cast, get_type_hints
+from typing import TYPE_CHECKING, Annotated, Any, Literal, NotRequired, Union, cast, get_origin, get_type_hints
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, create_model
 
-from openadapt_flow.store.entry import JournalEntry
-from openadapt_flow.store.stepdoc import EffectDoc, ReadingDoc, SkippedData, Verification, VerifiedData
-from openadapt_flow.store.stepdoc import ChangeDoc as ChangeDoc  # the verifiers name it here
-from openadapt_flow.store.stepdoc import EffectVerdictName as EffectVerdictName  # the verifiers name it here
-from openadapt_flow.store.states import PausedReason, RunState, TransactionOutcome
+from openadapt_flow.records.entry import JournalEntry
+from openadapt_flow.records.kinds import (
+    ActionDispatchedData, ActionSentData, AskedData, BlockedData, BundleUpgradedData, CheckDoc, ChecksData, ChildStartedData,
+    EscalatedData, EscalationDroppedData, EscalationOpenedData, FramesMaskedData, HaltedData, InterruptedData, LlmCallData,
+    PatchedData, PointerParkedData, RecheckedData, ResolvedData, RunResumedData, RunStartedData, RunStopData,
+    StepStartedData, SuspendedData, TimerSetData, WaitingSignalData, WorkflowReturnedData,
+)
+from openadapt_flow.records.pausedoc import JournaledDecision
+from openadapt_flow.records.stepdoc import EffectDoc, ReadingDoc, SkippedData, Verification, VerifiedData
+from openadapt_flow.records.stepdoc import ChangeDoc as ChangeDoc  # the verifiers name it here
+from openadapt_flow.records.stepdoc import EffectVerdictName as EffectVerdictName  # the verifiers name it here
+from openadapt_flow.records.states import PausedReason, RunState, TransactionOutcome
 
 Json = Any  # any JSON value: a tool's result, an answer, a signal's data
 Obj = dict[str, Any]  # an open object in a JSON Schema (`additionalProperties: true`): what the models say, not Python
@@ -34,100 +43,49 @@ class _Data(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True, defer_build=True)
 
 
+def _fields(doc: type, rules: Mapping[str, object]) -> dict[str, Any]:
+    """`create_model`'s fields (its keyword arguments, which pydantic types `Any`) for the TypedDict `doc`: its keys
+    in its order and their types; `rules` gives a key its constraint (`Field(...)`), or the `(type, default)` the
+    model and its JSON Schema say instead (an enum's value checked against its enum, an item whose keys are open by
+    design an open object). A `NotRequired` key no rule names is optional (default None); a key that is a Python
+    keyword (`from`) is the field `from_`, aliased."""
+    fields: dict[str, Any] = {}
+    marked = get_type_hints(doc, include_extras=True)  # NotRequired kept (`__optional_keys__` misses it under PEP 563)
+    for key, hint in get_type_hints(doc).items():
+        rule = rules.get(key, None if get_origin(marked[key]) is NotRequired else ...)
+        if keyword.iskeyword(key):
+            fields[key + "_"] = (hint, Field(alias=key))
+        else:
+            fields[key] = rule if isinstance(rule, tuple) else (hint, rule)
+    return fields
+
+
+def _derived(doc: type, name: str, rules: Mapping[str, object], description: str | None = None) -> type[BaseModel]:
+    """The model of a record's data whose definition is the TypedDict `doc` (records/kinds.py, records/stepdoc.py)."""
+    return create_model(name, __base__=_Data, __doc__=description if description is not None else doc.__doc__,
+                        __module__=__name__, **_fields(doc, rules))
+
+
 # ---- the start and end of a run ----
 
-class RunStarted(_Data):
-    """Pins the manifest (its digest) before manifest.json is written. Bundle runs count steps; workflows name their entry."""
-    steps: int | None = None
-    kind: Literal["workflow"] | None = None
-    entry: str | None = None
-    durable: bool
-    lease_generation: int
-    manifest_digest: str
-
-
-class RunStop(_Data):
-    """`run_finished` / `paused`: how the run stopped. A reject's end names its incident; a restored pause says so."""
-    state: RunState
-    paused_reason: PausedReason | None = None
-    transaction_outcome: TransactionOutcome | None = None
-    outcome_evidence: list[Obj] | None = None
-    frame_errors: list[str] | None = None
-    incident: str | None = None
-    restored: bool | None = None
-    landed: list[str] | None = None  # consequential steps whose write landed, when the run stops short of COMPLETED
-
-
-class Interrupted(_Data):
-    message: str
-    input_pending: bool | None = None
-    finalized: bool | None = None
-    transaction_outcome: TransactionOutcome | None = None
-    outcome_evidence: list[Obj] | None = None
-
-
-class Halted(_Data):
-    category: str
-    message: str
-    input_sent: bool | None
-    evidence: list[Obj] | None = None
-    frame: str | None = None
-    # the template the step sought and the best candidate's crop, side by side in the report: {"template", "best"}
-    pictures: dict[str, str] | None = None
-
-
-class Blocked(_Data):
-    id: str
-    rule: str
-    observed: Json
-    limit: Json
-
-
-class RunResumed(_Data):
-    lease_generation: int
-    decision: Decision | None
-    pause_id: str | None
-    operator: str | None
-    decision_seq: int | None = None
-
-
-class Suspended(_Data):
-    reason: str
-
-
-class WorkflowReturned(_Data):
-    result: Json
-
-
-class BundleUpgraded(_Data):
-    bundle_dir: str
-    digest: str
-    from_digest: str
-    source: str
-    unchanged_through: int | None
+RunStarted = _derived(RunStartedData, "RunStarted", {})
+RunStop = _derived(RunStopData, "RunStop", {
+    "state": (RunState, ...), "paused_reason": (PausedReason | None, None),
+    "transaction_outcome": (TransactionOutcome | None, None), "outcome_evidence": (list[Obj] | None, None)})
+Interrupted = _derived(InterruptedData, "Interrupted", {
+    "transaction_outcome": (TransactionOutcome | None, None), "outcome_evidence": (list[Obj] | None, None)})
+Halted = _derived(HaltedData, "Halted", {"evidence": (list[Obj] | None, None)})
+Blocked = _derived(BlockedData, "Blocked", {"observed": (Json, ...), "limit": (Json, ...)})
+RunResumed = _derived(RunResumedData, "RunResumed", {"decision": (Decision | None, ...)})
+Suspended = _derived(SuspendedData, "Suspended", {})
+WorkflowReturned = _derived(WorkflowReturnedData, "WorkflowReturned", {"result": (Json, ...)})
+BundleUpgraded = _derived(BundleUpgradedData, "BundleUpgraded", {})
 
 
 # ---- one step ----
 
-class StepStarted(_Data):
-    """A bundle step (`action`, `intent`), or a workflow call (`action` is its kind, `inputs` the HMAC of its args)."""
-    index: int
-    action: str
-    intent: str | None = None
-    name: str | None = None
-    inputs: str | None = None
-    consequential: bool | None = None
-
-
-class Resolved(_Data):
-    role: Literal["target", "to"]
-    ok: bool
-    rung: str | None
-    point: Point | None
-    category: Literal["resolution", "ambiguous"] | None
-    message: str
-    evidence: list[Obj]
-    model_calls: int
+StepStarted = _derived(StepStartedData, "StepStarted", {})
+Resolved = _derived(ResolvedData, "Resolved", {"evidence": (list[Obj], ...)})
 
 
 class Check(BaseModel):
@@ -155,27 +113,15 @@ class Check(BaseModel):
         """What was seen: the check's own keys beside kind, expected, ok and detail."""
         return self.__pydantic_extra__ if self.__pydantic_extra__ is not None else {}
 
-    def to_json(self) -> dict[str, object]:
-        """The check as its record carries it: kind, expected, ok, detail, then its own evidence keys (open)."""
-        return {"kind": self.kind, "expected": self.expected, "ok": self.ok, "detail": self.detail, **self.evidence}
+    def to_json(self) -> CheckDoc:
+        """The check as its record carries it: kind, expected, ok, detail, then its own evidence keys (open: a TypedDict
+        cannot name them, so the cast)."""
+        return cast(CheckDoc, {"kind": self.kind, "expected": self.expected, "ok": self.ok, "detail": self.detail, **self.evidence})
 
 
-class Checks(_Data):
-    """`postconditions` / `checkpoint_reproved` / `start_checked` (the start state, before a run's first input)."""
-    ok: bool
-    checks: list[Check]
-
-
-class ActionDispatched(_Data):
-    """Written and fsync'd before any input is sent, with the lease generation it was sent under (spec §5)."""
-    action: str
-    point: Point | None = None
-    call: str | None = None
-    lease_generation: int
-
-
-class ActionSent(_Data):
-    dispatch_seq: int
+Checks = _derived(ChecksData, "Checks", {"checks": (list[Check], ...)})
+ActionDispatched = _derived(ActionDispatchedData, "ActionDispatched", {})
+ActionSent = _derived(ActionSentData, "ActionSent", {})
 
 
 class Reading(_Data):
@@ -225,20 +171,6 @@ class EffectVerdict(_Data):
         return doc
 
 
-def _fields(doc: type, rules: Mapping[str, object]) -> dict[str, Any]:
-    """`create_model`'s fields (its keyword arguments, which pydantic types `Any`) for the TypedDict `doc`: its keys
-    in its order and their types; `rules` gives a key its constraint (`Field(...)`), or the `(type, default)` the
-    model and its JSON Schema say instead (a key only some writers set is optional, an item whose keys are open by
-    design an open object)."""
-    return {key: rule if isinstance(rule := rules.get(key, ...), tuple) else (hint, rule)
-            for key, hint in get_type_hints(doc).items()}
-
-
-def _derived(doc: type, name: str, rules: Mapping[str, object], description: str | None = None) -> type[BaseModel]:
-    """The model of a record's data whose definition is the TypedDict `doc` (store/stepdoc.py)."""
-    return create_model(name, __base__=_Data, __doc__=description, __module__=__name__, **_fields(doc, rules))
-
-
 StepVerified = _derived(VerifiedData, "StepVerified", {
     "rung": (str | None, None), "elapsed_ms": (float | None, None),
     "verification": (Verification | None, None), "effect": (Obj | None, None), "result": (Json, None),
@@ -246,114 +178,36 @@ StepVerified = _derived(VerifiedData, "StepVerified", {
     """A verified step: what a checkpoint is built from (engine steps carry rung and verification, durable kinds
 and workflow calls a result, reconciled steps an effect, an operator's answer the operator).""")
 
-StepSkipped = _derived(SkippedData, "StepSkipped", {})
-
-
-class Rechecked(_Data):
-    verdict: Literal["CONFIRMED", "ABSENT", "UNKNOWN", "RETRYABLE"]
-    effect: Obj | None
-    checks: list[Obj]
-
-
-class FramesMasked(_Data):
-    box: Box | None
-    whole_frame: bool
-    why: str
-
-
-class PointerParked(_Data):
-    """The pointer moved, no button pressed, to where it hovers nothing the step looks at, before the step's frame."""
-    at: Point
-    why: str
+StepSkipped = _derived(SkippedData, "StepSkipped", {}, "")  # no description in its schema, as before
+Rechecked = _derived(RecheckedData, "Rechecked", {"effect": (Obj | None, ...), "checks": (list[Obj], ...)})
+FramesMasked = _derived(FramesMaskedData, "FramesMasked", {})
+PointerParked = _derived(PointerParkedData, "PointerParked", {})
 
 
 # ---- durable kinds, workflow calls, children ----
 
-class Asked(_Data):
-    index: int
-    question: str
-    choices: list[str] | None
-    type: str | None
-
-
-class WaitingSignal(_Data):
-    index: int | None = None
-    signal: str | None
-
-
-class TimerSet(_Data):
-    index: int
-    due_epoch: float
-
-
-class LlmCall(_Data):
-    model_calls: int
-    model: str | None
-
-
-class ChildStarted(_Data):
-    """A bundle's child step (`child_run` relative to the runs root) or a workflow's child (`run_dir` under it)."""
-    index: int | None = None
-    child_run: str | None = None
-    bundle: str | None = None
-    run_dir: str | None = None
-    what: str | None = None
+Asked = _derived(AskedData, "Asked", {})
+WaitingSignal = _derived(WaitingSignalData, "WaitingSignal", {})
+TimerSet = _derived(TimerSetData, "TimerSet", {})
+LlmCall = _derived(LlmCallData, "LlmCall", {})
+ChildStarted = _derived(ChildStartedData, "ChildStarted", {})
 
 
 # ---- pauses and decisions ----
 
-class EscalationOpened(_Data):
-    """The whole pause (`pending`, as pending_escalation.json holds it without `schema`): the record of truth."""
-    pause_id: str
-    reason: PausedReason
-    category: str
-    allowed: list[Decision]
-    pending: Obj
-
-
-class Escalated(_Data):
-    from_: str = Field(alias="from")
-    pause_id: str
-    level: str
-    operator: str
-    os_user: str
-    note: str | None
-    pending: Obj
-    channel: Literal["console", "phone", "cli"] | None = None
-
-
-class EscalationDropped(_Data):
-    pause_id: str
-    why: str
-
-
-class DecisionRecord(_Data):
+EscalationOpened = _derived(EscalationOpenedData, "EscalationOpened", {
+    "reason": (PausedReason, ...), "allowed": (list[Decision], ...), "pending": (Obj, ...)})
+Escalated = _derived(EscalatedData, "Escalated", {"pending": (Obj, ...), "channel": (Literal["console", "phone", "cli"] | None, None)})
+EscalationDropped = _derived(EscalationDroppedData, "EscalationDropped", {})
+# Records of earlier code hold less than a decision's whole approval (JournaledDecision reads them with `.get`), but a
+# `decision` record always names the decision, its effect and who decided (None where nobody did)
+DecisionRecord = _derived(JournaledDecision, "DecisionRecord", {
+    "decision": (Decision | None, ...), "effect": (Literal["landed", "absent"] | None, ...), "operator": (str | None, ...),
+    "os_user": (str | None, ...), "note": (str | None, ...), "channel": (Literal["console", "phone", "cli"] | None, None),
+    "votes": (list[Obj] | None, None), "payload": (Obj | None, None), "value": (Json, None)},
     """The operator's decision, journaled before it takes effect. A bundle run keeps the whole signed approval
-    (digests, votes, signature); a workflow the decision and, for an answer or signal, the value delivered."""
-    pause_id: str
-    decision: Decision | None
-    effect: Literal["landed", "absent"] | None
-    operator: str | None
-    os_user: str | None
-    note: str | None
-    decided_at: str | None = None
-    channel: Literal["console", "phone", "cli"] | None = None
-    votes: list[Obj] | None = None
-    payload: Obj | None = None
-    task_digest: str | None = None
-    checkpoint_digest: str | None = None
-    approval_digest: str | None = None
-    signature: str | None = None
-    value: Json = None
-
-
-class Patched(_Data):
-    pause_id: str
-    bundle_dir: str
-    digest: str
-    template: str
-    region: Box
-    point: Point
+(digests, votes, signature); a workflow the decision and, for an answer or signal, the value delivered.""")
+Patched = _derived(PatchedData, "Patched", {})
 
 
 def _record(name: str, data: type[BaseModel], doc: str) -> type[BaseModel]:
@@ -366,7 +220,7 @@ def _title(name: str) -> str:
     return "".join(part.capitalize() for part in name.split("_")) + "Record"
 
 
-# The envelope's constraints beyond its keys' types; its keys and types are JournalEntry's (store/entry.py), the one
+# The envelope's constraints beyond its keys' types; its keys and types are JournalEntry's (records/entry.py), the one
 # definition of a journal line.
 _ENVELOPE_RULES: dict[str, object] = {"seq": Field(ge=1), "prev_hash": Field(pattern=r"^[0-9a-f]{64}$"),
                                    "hash": Field(pattern=r"^[0-9a-f]{64}$")}

@@ -1,8 +1,8 @@
-"""The run documents' typed shapes beside the journal's (store/entry.py): the manifest as written and read, what a
+"""The run documents' typed shapes beside the journal's (records/entry.py): the manifest as written and read, what a
 state transition passes (`write_state(**fields)`), the state as a reader should see it, and the small rows the
 runtime hands back about a run (its finalisation, a worker's resume). The state document itself (`StateDoc`, over
-`StateBody`) is defined beside the journal's entry (store/entry.py) and named here with the others. Types only, no I/O and no pydantic, so any part
-of the runtime may name them; store/runfiles.py derives the manifest's validating model from `ManifestDoc`.
+`StateBody`) is defined beside the journal's entry (records/entry.py) and named here with the others. Types only, no I/O and no pydantic, so any part
+of the runtime may name them; records/runfiles.py derives the manifest's validating model from `ManifestDoc`.
 
 Left open, honestly: a manifest's `params` and `args` (the run's own inputs), `config` (a DeployConfig dump, whose
 model lives outside the store) and `backend` (a BackendSpec dump, likewise): JSON objects a reader narrows."""
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Literal, NotRequired, TypedDict
 if TYPE_CHECKING:
     from typing_extensions import ReadOnly
 
-from openadapt_flow.store.entry import SchemaHead, StateBody, StateDoc
+from openadapt_flow.records.entry import SchemaHead, StateBody, StateDoc
 
 __all__ = ["BundleRefDoc", "Finalized", "ManifestBody", "ManifestDoc", "NotedState", "StateBody", "StateDoc", "StateFields",
            "StateView", "WorkerRow"]

@@ -1,6 +1,6 @@
 """The typed shapes of what a step leaves behind: the data of its records (a reading of a system of record, an effect
 verdict, the screen facts a checkpoint keeps, a verified step's data), the run ledger's entry, and the fields of a
-Python workflow's durable call. Types only, no I/O and no pydantic, so the runtime may name them; store/records.py
+Python workflow's durable call. Types only, no I/O and no pydantic, so the runtime may name them; records/models.py
 derives the validating models of `step_verified` and `step_skipped` from these classes, and its `Reading` and
 `EffectVerdict` say what their `to_json()` gives with them: one definition of each shape."""
 

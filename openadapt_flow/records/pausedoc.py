@@ -2,7 +2,7 @@
 journal record carries), its signed decision task, the signed approval (approval.json, decisions/<pause_id>.json) with
 its votes, the decision a resume applies, the incident of a rejected run, the transaction outcome's evidence, the
 operator book's records, and what `approve` and `reconcile` report. Types only, no I/O and no pydantic, so the
-runtime may name them; store/runfiles.py derives the validating models (and JSON Schemas) of the pending escalation,
+runtime may name them; records/runfiles.py derives the validating models (and JSON Schemas) of the pending escalation,
 the approval and the incident from these classes: one definition of each.
 
 Decision kinds, channels, effects, reasons and outcomes are `str` here (the runtime passes enum members, a read file
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Literal, NotRequired, TypedDict
 
-from openadapt_flow.store.entry import SchemaHead
+from openadapt_flow.records.entry import SchemaHead
 
 __all__ = ["AppliedDecision", "ApprovalBody", "ApprovalDoc", "AskDoc", "CarriedDecision", "DecisionOutcome",
            "DecisionTaskDoc", "IncidentBody", "IncidentDoc", "JournaledDecision", "OperatorInfo", "OperatorRecord", "OutcomeEvidence",
@@ -175,17 +175,18 @@ class JournaledDecision(TypedDict):
     """A `decision` record's data: the whole decision, journaled before it takes effect (the point of no return), enough
     to apply it from the journal alone. Records of earlier code hold less (some only `pause_id` and `decision`, a
     workflow's its delivered `value`): read them with `.get`."""
+    pause_id: str
     decision: NotRequired[str | None]
     effect: NotRequired[str | None]
     operator: NotRequired[str | None]
     os_user: NotRequired[str | None]
     note: NotRequired[str | None]
     decided_at: NotRequired[str | None]
+    channel: NotRequired[str | None]  # how the decision arrived (Channel)
     votes: NotRequired[list[VoteDoc] | None]
     payload: NotRequired[dict[str, object] | None]
     task_digest: NotRequired[str | None]
     checkpoint_digest: NotRequired[str | None]
-    pause_id: str
     approval_digest: NotRequired[str | None]  # of the approval as signed (without `schema` and `signature`)
     signature: NotRequired[str | None]
     value: NotRequired[object]

@@ -17,8 +17,11 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
+BackendKind = Literal["vnc", "screen", "rdp", "fixture"]  # a config's (and a fleet target's) backend.kind
+
+
 class BackendConfig(_Strict):
-    kind: Literal["vnc", "screen", "rdp", "fixture"] | None = Field(
+    kind: BackendKind | None = Field(
         default=None, description="which backend drives the desktop (default: implied by url, else none: give --backend/--url)")
     url: str | None = Field(default=None, description="vnc://host[:port], rdp://host[:port] or fixture:PATH (no credentials in it)")
     host: str | None = Field(default=None, description="the server's host (instead of url)")

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.errors import ConfigError
 from openadapt_flow.runtime.start.backend_select import select_backend
-from openadapt_flow.bundle.config import BackendConfig
+from openadapt_flow.bundle.config import BackendConfig, BackendKind
 from openadapt_flow.bundle.userfile import MAX_CONFIG_FILE
 from openadapt_flow.bundle.yamlsrc import YamlDoc
 
@@ -22,7 +22,9 @@ class _Strict(BaseModel):
 
 
 class TargetBackend(_Strict):
-    kind: Literal["vnc", "rdp", "screen", "fixture"] | None = Field(default=None, description="as a config's backend.kind")
+    # the config's own Literal: typing caches a Literal by its set of values, so one set in two orders made `flow
+    # schema` print the order of whichever module was imported first
+    kind: BackendKind | None = Field(default=None, description="as a config's backend.kind")
     url: str | None = Field(default=None, description="vnc://host[:port], rdp://host[:port] or fixture:PATH (no credentials)")
     password_env: str | None = Field(default=None, description="the environment variable holding the desktop's password")
 

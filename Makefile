@@ -35,7 +35,7 @@ define apt
 	else echo "missing system packages for $(2):$$missing"; echo "run: sudo apt-get install -y$$missing"; exit 1; fi
 endef
 
-.PHONY: setup demo-setup record-setup system-deps demo-system-deps venv bytecode demo demo-record test unit e2e realapps smoke bench soak clean
+.PHONY: setup demo-setup record-setup system-deps demo-system-deps venv bytecode demo demo-record lint format test unit e2e realapps smoke bench soak clean
 
 setup: system-deps $(TEST_STAMP)
 
@@ -82,8 +82,17 @@ demo-record: demo-setup record-setup
 # CPU-bound, two workers. The crash tests go first, in workers of their own: they fork the CLI from the test process, which must not have run a VNC client itself (a
 # forked child inherits the RFB reactor's "running" without its thread; the kit then spawns, much slower).
 
-test: bytecode
+# the lint step: the import contracts, imports sorted and the code formatted (`make format` fixes the last two)
+lint: $(TEST_STAMP)
 	$(VENV)/bin/lint-imports
+	$(VENV)/bin/ruff check openadapt_flow tests scripts
+	$(VENV)/bin/ruff format --check openadapt_flow tests scripts
+
+format: $(TEST_STAMP)
+	$(VENV)/bin/ruff check --fix openadapt_flow tests scripts
+	$(VENV)/bin/ruff format openadapt_flow tests scripts
+
+test: bytecode lint
 	$(VPY) -m pytest -q -n 2 --dist loadfile --durations=10 tests/crash
 	$(VPY) -m pytest -q -n 3 --dist loadfile --durations=25 --ignore=tests/crash -m "not corpus_full"
 

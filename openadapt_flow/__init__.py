@@ -15,9 +15,13 @@ __all__ = ["WaitResult", "__version__", "agent", "tool", "wait", "workflow"]
 
 # The Python API (spec §14), imported on first use so `import openadapt_flow` stays cheap: the
 # decorators need only a light module; `wait` brings the runtime.
-_LAZY = {"workflow": "openadapt_flow.runtime.workflow.api", "tool": "openadapt_flow.runtime.workflow.api",
-         "agent": "openadapt_flow.runtime.workflow.api", "wait": "openadapt_flow.runtime.workflow.wait",
-         "WaitResult": "openadapt_flow.runtime.workflow.wait"}
+_LAZY = {
+    "workflow": "openadapt_flow.runtime.workflow.api",
+    "tool": "openadapt_flow.runtime.workflow.api",
+    "agent": "openadapt_flow.runtime.workflow.api",
+    "wait": "openadapt_flow.runtime.workflow.wait",
+    "WaitResult": "openadapt_flow.runtime.workflow.wait",
+}
 
 
 def __getattr__(name: str) -> Any:

@@ -39,7 +39,7 @@ def shown(value: object, limit: int = SHOWN_CHARS) -> str:
     text = repr(str(value))
     if len(text) <= limit:
         return text
-    return f"{text[:limit - 1]}… ({len(str(value))} characters)"
+    return f"{text[: limit - 1]}… ({len(str(value))} characters)"
 
 
 def control_char(text: str, allowed: str = "") -> tuple[int, str] | None:

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import signal
 import subprocess
+from typing import Any
 
 STOP_WAIT_S = 5.0
 

@@ -52,13 +52,23 @@ def drifts_for(app: str) -> dict[str, tuple[Drift, str]]:
         "healthy": (Drift(), "the recording: 1024x768, default theme, window at 0,0"),
         "moved": (Drift(position=(dx, dy)), f"window moved by ({dx}, {dy}) px"),
         "natural": (Drift(screen=NATURAL), "screen 1920x1080, the app at its natural pixel size and place"),
-        "dark": (Drift(dark=True), "GTK_THEME=Adwaita:dark" if app != "sqlitebrowser" else "its own dark style (appStyle=1)"),
-        "scale125": (Drift(scale=1.25), "GDK_DPI_SCALE=1.25 (text 1.25x, layout follows)" if app != "sqlitebrowser"
-                     else "QT_SCALE_FACTOR=1.25 (everything 1.25x)"),
+        "dark": (
+            Drift(dark=True),
+            "GTK_THEME=Adwaita:dark" if app != "sqlitebrowser" else "its own dark style (appStyle=1)",
+        ),
+        "scale125": (
+            Drift(scale=1.25),
+            "GDK_DPI_SCALE=1.25 (text 1.25x, layout follows)"
+            if app != "sqlitebrowser"
+            else "QT_SCALE_FACTOR=1.25 (everything 1.25x)",
+        ),
     }
     if app == "galculator":
         w, h = TWIN_SIZE[app]
-        out["twin"] = (Drift(), f"window resized to {w}x{h}: buttons stretch, look-alike buttons (* and 9) nearer in score")
+        out["twin"] = (
+            Drift(),
+            f"window resized to {w}x{h}: buttons stretch, look-alike buttons (* and 9) nearer in score",
+        )
     if app == "sqlitebrowser":
         out["twin"] = (Drift(), "a second patient row 'Carol Nguyen': the recorded cell has an identical twin")
     return out
@@ -202,8 +212,9 @@ def capture_app(name: str, out: Path) -> dict[str, dict]:
         files = {}
         for screen, frame in shots.items():
             files[screen] = f"{kind}-{screen}.png"
-            cv2.imwrite(str(folder / files[screen]), cv2.cvtColor(frame, cv2.COLOR_RGB2BGR),
-                        [cv2.IMWRITE_PNG_COMPRESSION, 9])
+            cv2.imwrite(
+                str(folder / files[screen]), cv2.cvtColor(frame, cv2.COLOR_RGB2BGR), [cv2.IMWRITE_PNG_COMPRESSION, 9]
+            )
         meta[kind] = {"size": list(drift.screen), "how": how, "frames": files, "window": list(geometry)}
         if drift.position is not None:
             meta[kind]["offset"] = list(drift.position)
@@ -217,13 +228,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("command", choices=("capture", "build"))
     ap.add_argument("--app", action="append", choices=sorted(SHOOT), help="only this app (repeatable)")
     ap.add_argument("--out", type=Path, default=OUT)
-    ap.add_argument("--force", action="store_true", help="capture even though CORPUS_READY says the corpus is committed")
+    ap.add_argument(
+        "--force", action="store_true", help="capture even though CORPUS_READY says the corpus is committed"
+    )
     args = ap.parse_args(argv)
     apps = args.app or sorted(SHOOT)
     if args.command == "capture":
         if (args.out / "CORPUS_READY").exists() and not args.force:
-            print(f"{args.out / 'CORPUS_READY'} exists: the corpus is committed and copied; pass --force to re-capture",
-                  file=sys.stderr)
+            print(
+                f"{args.out / 'CORPUS_READY'} exists: the corpus is committed and copied; pass --force to re-capture",
+                file=sys.stderr,
+            )
             return 2
         for name in apps:
             capture_app(name, args.out)

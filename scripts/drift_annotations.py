@@ -27,8 +27,11 @@ from openadapt_flow.bench.drift_corpus import SCHEMA, DriftCorpus
 Box = tuple[int, int, int, int]
 # A rule per target per drift: ("flood", x, y) | ("ink", x, y, w, h) | ("shift",) from healthy | ("none", why).
 Rule = tuple[Any, ...]
-PACKAGES = {"galculator": ("galculator 2.1.4-1.2", "GTK 3"), "mousepad": ("mousepad 0.5.10-2", "GTK 3"),
-            "sqlitebrowser": ("sqlitebrowser 3.12.2-1", "Qt 5")}
+PACKAGES = {
+    "galculator": ("galculator 2.1.4-1.2", "GTK 3"),
+    "mousepad": ("mousepad 0.5.10-2", "GTK 3"),
+    "sqlitebrowser": ("sqlitebrowser 3.12.2-1", "Qt 5"),
+}
 INK_PAD = 3
 
 
@@ -91,7 +94,9 @@ def truth_for(folder: Path, capture: dict, target: dict, drift: str, healthy_box
         box = _shift(healthy_box, tuple(capture[drift].get("offset") or (0, 0)))  # type: ignore[arg-type]
         healthy = read_rgb(folder / capture["healthy"]["frames"][screen])
         if not _same_pixels(healthy, healthy_box, frame, box):
-            raise ValueError(f"{target['id']} in {drift}: the widget's pixels are not the healthy ones moved: annotate it")
+            raise ValueError(
+                f"{target['id']} in {drift}: the widget's pixels are not the healthy ones moved: annotate it"
+            )
         return {"box": list(box), "unambiguous": True, "source": "derived"}
     box = measure(frame, rule)
     offset = tuple(capture[drift].get("offset") or (0, 0))
@@ -111,15 +116,34 @@ def build_app(name: str, folder: Path) -> None:
         box = measure(healthy, t["rules"]["healthy"])
         x, y, w, h = box
         crop = f"crops/{t['id']}.png"
-        cv2.imwrite(str(folder / crop), cv2.cvtColor(healthy[y : y + h, x : x + w], cv2.COLOR_RGB2BGR),
-                    [cv2.IMWRITE_PNG_COMPRESSION, 9])
+        cv2.imwrite(
+            str(folder / crop),
+            cv2.cvtColor(healthy[y : y + h, x : x + w], cv2.COLOR_RGB2BGR),
+            [cv2.IMWRITE_PNG_COMPRESSION, 9],
+        )
         truth = {d: truth_for(folder, capture, t, d, box) for d in capture}
-        targets.append({"id": t["id"], "screen": t["screen"], "what": t["what"], "template": crop, "region": list(box),
-                        "text": t.get("text"), "truth": truth})
+        targets.append(
+            {
+                "id": t["id"],
+                "screen": t["screen"],
+                "what": t["what"],
+                "template": crop,
+                "region": list(box),
+                "text": t.get("text"),
+                "truth": truth,
+            }
+        )
     package, toolkit = PACKAGES[name]
     drifts = {d: {k: v for k, v in c.items() if k in ("size", "how", "frames", "offset")} for d, c in capture.items()}
-    doc = {"schema": SCHEMA, "app": name, "package": package, "toolkit": toolkit, "recorded_size": capture["healthy"]["size"],
-           "drifts": drifts, "targets": targets}
+    doc = {
+        "schema": SCHEMA,
+        "app": name,
+        "package": package,
+        "toolkit": toolkit,
+        "recorded_size": capture["healthy"]["size"],
+        "drifts": drifts,
+        "targets": targets,
+    }
     DriftCorpus.model_validate(doc)
     (folder / "targets.json").write_text(json.dumps(doc, indent=1) + "\n")
     print(f"{name}: {len(targets)} targets × {len(drifts)} drifts -> {folder / 'targets.json'}")

@@ -30,7 +30,12 @@ import yaml  # noqa: E402
 
 from openadapt_flow.bundle.models import Bundle  # noqa: E402
 from tests.e2e.demo_harness import (  # noqa: E402
-    DemoApp, capture, match_scores, peaks, settled_frame, start_demo_app,
+    DemoApp,
+    capture,
+    match_scores,
+    peaks,
+    settled_frame,
+    start_demo_app,
 )
 from tests.support.xserver import start_xvnc, wait_until  # noqa: E402
 
@@ -50,14 +55,18 @@ Box = tuple[int, int, int, int]
 
 def crop(frame: np.ndarray, box: Box) -> np.ndarray:
     x, y, w, h = box
-    return frame[y:y + h, x:x + w].copy()
+    return frame[y : y + h, x : x + w].copy()
 
 
 def ocr_words(frame: np.ndarray) -> list[tuple[str, float, Box]]:
-    data = pytesseract.image_to_data(cv2.cvtColor(frame, cv2.COLOR_BGR2RGB), config="--psm 11",
-                                     output_type=pytesseract.Output.DICT)
-    return [(t.strip(), float(c), (data["left"][i], data["top"][i], data["width"][i], data["height"][i]))
-            for i, (t, c) in enumerate(zip(data["text"], data["conf"])) if t.strip()]
+    data = pytesseract.image_to_data(
+        cv2.cvtColor(frame, cv2.COLOR_BGR2RGB), config="--psm 11", output_type=pytesseract.Output.DICT
+    )
+    return [
+        (t.strip(), float(c), (data["left"][i], data["top"][i], data["width"][i], data["height"][i]))
+        for i, (t, c) in enumerate(zip(data["text"], data["conf"]))
+        if t.strip()
+    ]
 
 
 def word_box(frame: np.ndarray, word: str, within: Box) -> Box:
@@ -104,8 +113,7 @@ def record(out: Path) -> None:
 
         def cut(name: str, frame: np.ndarray, region: Box, point: tuple[int, int], **extra: Any) -> None:
             crops[name] = (frame, crop(frame, region), region)
-            targets[name] = {"template": f"templates/{name}.png", "region": list(region),
-                             "point": list(point), **extra}
+            targets[name] = {"template": f"templates/{name}.png", "region": list(region), "point": list(point), **extra}
 
         list_frame = settled_frame(xvnc)
         # Where each postcondition's text was read: the checks look there first.
@@ -156,12 +164,17 @@ def identity_box(app: DemoApp, click: tuple[int, int]) -> list[int]:
     """[dx, dy, w, h] relative to the Save click point, covering the Vendor entry's text with margins."""
     ex, ey, ew, eh = app.box("form", "vendor")
     m = IDENTITY_MARGIN
-    return [ex - m["left"] - click[0], ey - m["top"] - click[1],
-            ew + m["left"] + m["right"], eh + m["top"] + m["bottom"]]
+    return [
+        ex - m["left"] - click[0],
+        ey - m["top"] - click[1],
+        ew + m["left"] + m["right"],
+        eh + m["top"] + m["bottom"],
+    ]
 
 
-def write_bundle(out: Path, crops: dict[str, Any], targets: dict[str, dict[str, Any]], near: list[int],
-                 seen: dict[str, list[int]]) -> None:
+def write_bundle(
+    out: Path, crops: dict[str, Any], targets: dict[str, dict[str, Any]], near: list[int], seen: dict[str, list[int]]
+) -> None:
     def present(text: str) -> dict[str, Any]:
         return {"text_present": text, "region": list(seen[text])}
 
@@ -178,22 +191,51 @@ def write_bundle(out: Path, crops: dict[str, Any], targets: dict[str, dict[str, 
             "amount": {"type": "number", "required": True, "example": float(AMOUNT)},
         },
         "steps": [
-            {"id": "open-form", "intent": "Open the new-invoice form", "action": "click",
-             "target": targets["new-invoice"], "expect": [present("Vendor")]},
-            {"id": "vendor", "intent": "Enter the vendor name", "action": "type",
-             "target": targets["vendor-field"], "text": "{vendor}"},
-            {"id": "amount", "intent": "Enter the amount", "action": "type",
-             "target": targets["amount-field"], "text": "{amount}"},
-            {"id": "save", "intent": "Save the invoice", "action": "click", "target": targets["save"],
-             "identity": {"text": "{vendor}", "near": near},
-             "consequential": True,
-             "effect": {"kind": "sql", "dsn_env": "DEMO_DB_DSN",
-                        "query": "SELECT count(*) FROM invoices WHERE vendor = :vendor AND amount = :amount",
-                        "expect": {"increase_by": 1}, "timeout_s": 5},
-             # "Save" on the form is one letter from "Saved": the form must also be gone.
-             "expect": [present("Saved"), absent("Amount")]},
-            {"id": "back", "intent": "Return to the invoice list", "action": "click",
-             "target": targets["back"], "expect": [present("Invoices"), absent("Saved")]},
+            {
+                "id": "open-form",
+                "intent": "Open the new-invoice form",
+                "action": "click",
+                "target": targets["new-invoice"],
+                "expect": [present("Vendor")],
+            },
+            {
+                "id": "vendor",
+                "intent": "Enter the vendor name",
+                "action": "type",
+                "target": targets["vendor-field"],
+                "text": "{vendor}",
+            },
+            {
+                "id": "amount",
+                "intent": "Enter the amount",
+                "action": "type",
+                "target": targets["amount-field"],
+                "text": "{amount}",
+            },
+            {
+                "id": "save",
+                "intent": "Save the invoice",
+                "action": "click",
+                "target": targets["save"],
+                "identity": {"text": "{vendor}", "near": near},
+                "consequential": True,
+                "effect": {
+                    "kind": "sql",
+                    "dsn_env": "DEMO_DB_DSN",
+                    "query": "SELECT count(*) FROM invoices WHERE vendor = :vendor AND amount = :amount",
+                    "expect": {"increase_by": 1},
+                    "timeout_s": 5,
+                },
+                # "Save" on the form is one letter from "Saved": the form must also be gone.
+                "expect": [present("Saved"), absent("Amount")],
+            },
+            {
+                "id": "back",
+                "intent": "Return to the invoice list",
+                "action": "click",
+                "target": targets["back"],
+                "expect": [present("Invoices"), absent("Saved")],
+            },
         ],
     }
     Bundle.model_validate(doc)

@@ -76,10 +76,25 @@ def drive(port: int, frames: Path | None) -> None:
 def record(variant: str, out: Path, frames: Path | None) -> None:
     demo = start_demo(variant=variant)
     tmp = Path(tempfile.mkdtemp(prefix="flow-record-"))
-    cmd = [sys.executable, "-m", "openadapt_flow", "fixture", "record", "--url", demo.xvnc.url,
-           "--out", str(tmp / "fixture"), "--port", "0", "--watch-sqlite", str(demo.db_path),
-           "--name", f"demo-invoice-{variant}",
-           "--description", f"The demo invoice app ({variant} theme): enter one invoice, save it, back to the list"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "openadapt_flow",
+        "fixture",
+        "record",
+        "--url",
+        demo.xvnc.url,
+        "--out",
+        str(tmp / "fixture"),
+        "--port",
+        "0",
+        "--watch-sqlite",
+        str(demo.db_path),
+        "--name",
+        f"demo-invoice-{variant}",
+        "--description",
+        f"The demo invoice app ({variant} theme): enter one invoice, save it, back to the list",
+    ]
     env = dict(os.environ, PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:

@@ -45,8 +45,8 @@ sys.path.insert(0, str(REPO))
 from twisted.internet import reactor  # noqa: E402
 
 from openadapt_flow.backends.spec import BackendSpec  # noqa: E402
-from openadapt_flow.backends.vnc import VncBackend  # noqa: E402
 from openadapt_flow.backends.upstream import Upstream  # noqa: E402
+from openadapt_flow.backends.vnc import VncBackend  # noqa: E402
 from openadapt_flow.fixture.server import RfbServer  # noqa: E402
 
 KEY_A = 0x61
@@ -75,7 +75,7 @@ class TimedScreen:
     def paint(self, box: tuple[int, int, int, int], value: int) -> float:
         x, y, w, h = box
         frame = self.frame.copy()
-        frame[y:y + h, x:x + w] = value
+        frame[y : y + h, x : x + w] = value
         with self.cond:
             self.frame, self.version = frame, self.version + 1
             wakers = list(self._wakers)
@@ -110,8 +110,10 @@ class TimedScreen:
 
 def _ms(samples: list[float]) -> dict[str, float]:
     ordered = sorted(samples)
-    return {"p50": round(statistics.median(ordered) * 1000, 3),
-            "p95": round(ordered[int(len(ordered) * 0.95) - 1] * 1000, 3)}
+    return {
+        "p50": round(statistics.median(ordered) * 1000, 3),
+        "p95": round(ordered[int(len(ordered) * 0.95) - 1] * 1000, 3),
+    }
 
 
 def key_forward(screen: TimedScreen, senders: dict[str, Callable[[], None]], rounds: int) -> dict[str, Any]:
@@ -126,8 +128,7 @@ def key_forward(screen: TimedScreen, senders: dict[str, Callable[[], None]], rou
     return {name: _ms(s) for name, s in samples.items()}
 
 
-def update(screen: TimedScreen, clients: dict[str, Any], box: tuple[int, int, int, int],
-           rounds: int) -> dict[str, Any]:
+def update(screen: TimedScreen, clients: dict[str, Any], box: tuple[int, int, int, int], rounds: int) -> dict[str, Any]:
     """From paint to each client's snapshot holding the painted value at the box's far corner. Every client
     gets every paint at once (as on a real server); one thread per client waits on the client's own condition."""
     x, y = box[0] + box[2] - 1, box[1] + box[3] - 1
@@ -162,16 +163,19 @@ def load_handwritten(path: str) -> type:
 
 def import_s(module: str) -> float:
     code = f"import time; t = time.perf_counter(); import {module}; print(time.perf_counter() - t)"
-    runs = [float(subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
-                                 check=True).stdout) for _ in range(3)]
+    runs = [
+        float(subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True).stdout)
+        for _ in range(3)
+    ]
     return round(min(runs) * 1000, 1)
 
 
 def import_file_s(path: str) -> float:
-    code = (f"import time, runpy; t = time.perf_counter(); runpy.run_path({path!r}); "
-            "print(time.perf_counter() - t)")
-    runs = [float(subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True,
-                                 check=True).stdout) for _ in range(3)]
+    code = f"import time, runpy; t = time.perf_counter(); runpy.run_path({path!r}); print(time.perf_counter() - t)"
+    runs = [
+        float(subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=True).stdout)
+        for _ in range(3)
+    ]
     return round(min(runs) * 1000, 1)
 
 
@@ -191,7 +195,9 @@ def main() -> None:
         vnc = VncBackend(BackendSpec(kind="vnc", host="127.0.0.1", port=server.port))
         small, whole = (100, 100, 120, 24), (0, 0, width, height)
         try:
-            senders: dict[str, Callable[[], None]] = {name: (lambda c=c: c.key(KEY_A, True)) for name, c in clients.items()}
+            senders: dict[str, Callable[[], None]] = {
+                name: (lambda c=c: c.key(KEY_A, True)) for name, c in clients.items()
+            }
             senders["vnc_backend_press"] = lambda: vnc.press(["a"])
             result["key_forward_ms"] = key_forward(screen, senders, args.rounds)
             result["small_update_ms"] = update(screen, clients, small, args.rounds)

@@ -62,10 +62,12 @@ class Figure:
     seconds: float = 0.0
 
     def line(self) -> str:
-        return (f"runs COMPLETED with exactly one row: {self.completed_one_row} / stuck: {self.stuck} / double rows: {self.double}"
-                f"  ({self.runs} runs killed at least once, {self.kills} kills of which {self.kills_in_resume} during resume, "
-                f"operator decisions {self.operator_decisions}: landed {self.told_landed}, absent {self.told_absent}; "
-                f"{self.cut_startups} start-ups cut and replayed; seed {self.seed})")
+        return (
+            f"runs COMPLETED with exactly one row: {self.completed_one_row} / stuck: {self.stuck} / double rows: {self.double}"
+            f"  ({self.runs} runs killed at least once, {self.kills} kills of which {self.kills_in_resume} during resume, "
+            f"operator decisions {self.operator_decisions}: landed {self.told_landed}, absent {self.told_absent}; "
+            f"{self.cut_startups} start-ups cut and replayed; seed {self.seed})"
+        )
 
 
 class Soak:
@@ -79,8 +81,13 @@ class Soak:
         self.replay_s = 3.0
         self.start_s = 0.0
         self.landings: list[str] = []
-        self.env = dict(os.environ, FLOW_KEY_FILE=str(root / "install.key"), FLOW_DECISION_KEY_FILE=str(root / "decision.key"),
-                        PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""), DEMO_DB_DSN=f"sqlite:///{root / 'invoices.db'}")
+        self.env = dict(
+            os.environ,
+            FLOW_KEY_FILE=str(root / "install.key"),
+            FLOW_DECISION_KEY_FILE=str(root / "decision.key"),
+            PYTHONPATH=str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+            DEMO_DB_DSN=f"sqlite:///{root / 'invoices.db'}",
+        )
         self.env.pop("FLOW_CRASH_AT", None)
 
     # -- the desktop -------------------------------------------------------------------------------------------------
@@ -108,7 +115,11 @@ class Soak:
     def rows(self, amount: float) -> int:
         db = sqlite3.connect(self.root / "invoices.db", timeout=5)
         try:
-            return int(db.execute("SELECT count(*) FROM invoices WHERE vendor = ? AND amount = ?", (VENDOR, amount)).fetchone()[0])
+            return int(
+                db.execute(
+                    "SELECT count(*) FROM invoices WHERE vendor = ? AND amount = ?", (VENDOR, amount)
+                ).fetchone()[0]
+            )
         finally:
             db.close()
 
@@ -118,11 +129,15 @@ class Soak:
         return [sys.executable, "-m", "openadapt_flow", *args]
 
     def flow(self, args: list[str], timeout: float = 120) -> subprocess.CompletedProcess:
-        return subprocess.run(self._cmd(args), cwd=self.root, env=self.env, capture_output=True, text=True, timeout=timeout)
+        return subprocess.run(
+            self._cmd(args), cwd=self.root, env=self.env, capture_output=True, text=True, timeout=timeout
+        )
 
     def kill_after(self, args: list[str], delay: float) -> int:
         """Start `flow ARGS`, SIGKILL it after `delay` s unless it ended first; its exit code (-9 when killed)."""
-        proc = subprocess.Popen(self._cmd(args), cwd=self.root, env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(
+            self._cmd(args), cwd=self.root, env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
         try:
             return proc.wait(timeout=delay)
         except subprocess.TimeoutExpired:
@@ -165,16 +180,37 @@ class Soak:
     def _calibrate(self, run: Path, amount: float) -> None:
         self.ready()
         t0 = time.monotonic()
-        proc = subprocess.Popen(self._cmd(["replay", str(BUNDLE_DIR), "--url", self.url, "--durable", "--run-dir", str(run),
-                                           "--param", f"vendor={VENDOR}", "--param", f"amount={amount}", "--json"]),
-                                cwd=self.root, env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        proc = subprocess.Popen(
+            self._cmd(
+                [
+                    "replay",
+                    str(BUNDLE_DIR),
+                    "--url",
+                    self.url,
+                    "--durable",
+                    "--run-dir",
+                    str(run),
+                    "--param",
+                    f"vendor={VENDOR}",
+                    "--param",
+                    f"amount={amount}",
+                    "--json",
+                ]
+            ),
+            cwd=self.root,
+            env=self.env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
         while proc.poll() is None and not (run / "manifest.json").exists():
             time.sleep(0.01)  # timing the process's start-up: when its run directory appears
         self.start_s = time.monotonic() - t0
         _, err = proc.communicate(timeout=120)
         self.replay_s = time.monotonic() - t0
         if proc.returncode != 0 or self.rows(amount) != 1:
-            raise SystemExit(f"soak: the uncrashed calibration run failed (exit {proc.returncode}): {err.decode()[-500:]}")
+            raise SystemExit(
+                f"soak: the uncrashed calibration run failed (exit {proc.returncode}): {err.decode()[-500:]}"
+            )
 
     @property
     def url(self) -> str:
@@ -199,15 +235,28 @@ class Soak:
         return r.returncode == 0
 
     def replay_args(self, run: Path, amount: float) -> list[str]:
-        return ["replay", str(BUNDLE_DIR), "--url", self.url, "--durable", "--run-dir", str(run),
-                "--param", f"vendor={VENDOR}", "--param", f"amount={amount}", "--json"]
+        return [
+            "replay",
+            str(BUNDLE_DIR),
+            "--url",
+            self.url,
+            "--durable",
+            "--run-dir",
+            str(run),
+            "--param",
+            f"vendor={VENDOR}",
+            "--param",
+            f"amount={amount}",
+            "--json",
+        ]
 
     def one_run(self, n: int, kills: int) -> None:
         self.ready()
         run, amount = self.root / f"run-{n:03d}", 1000 + n + 0.25
         self.fig.runs += 1
-        rc = self.kill_after(self.replay_args(run, amount),
-                             self.rng.uniform(0.9 * self.start_s, self.replay_s))  # a random instant of the run's life
+        rc = self.kill_after(
+            self.replay_args(run, amount), self.rng.uniform(0.9 * self.start_s, self.replay_s)
+        )  # a random instant of the run's life
         self.landings = []
         if rc == -9:
             self.kill_landed(run, "")
@@ -226,7 +275,9 @@ class Soak:
             self.fig.runs -= 1
             if rows:
                 self.fig.double += rows > 1
-                self.fig.stuck_runs.append({"run": run.name, "why": f"{rows} row(s) written by a run that does not exist"})
+                self.fig.stuck_runs.append(
+                    {"run": run.name, "why": f"{rows} row(s) written by a run that does not exist"}
+                )
                 self.fig.stuck += 1
         elif rows > 1:
             self.fig.double += 1
@@ -240,8 +291,16 @@ class Soak:
                 self.fig.completed_without_row += 1  # a false COMPLETED: the write never landed
         else:
             self.fig.stuck += 1
-            self.fig.stuck_runs.append({"run": run.name, "state": st.get("state"), "paused_reason": st.get("paused_reason"),
-                                        "rows": rows, "kills_landed_after": self.landings, "why": (why or st.get("message") or "")[-300:]})
+            self.fig.stuck_runs.append(
+                {
+                    "run": run.name,
+                    "state": st.get("state"),
+                    "paused_reason": st.get("paused_reason"),
+                    "rows": rows,
+                    "kills_landed_after": self.landings,
+                    "why": (why or st.get("message") or "")[-300:],
+                }
+            )
         self.log(f"run {n}: {self.state(run).get('state')} rows={rows} kills={self.fig.kills}")
 
     def recover(self, run: Path, amount: float, kills: int) -> str | None:

@@ -24,7 +24,9 @@ def valid_name(name: str) -> bool:
 def check_name(name: str) -> str:
     """`name` if it is a valid operator name; UsageError otherwise."""
     if not valid_name(name):
-        raise UsageError(f"operator name {name!r}: letters, digits and . _ @ - (up to 64), starting with a letter or digit")
+        raise UsageError(
+            f"operator name {name!r}: letters, digits and . _ @ - (up to 64), starting with a letter or digit"
+        )
     return name
 
 

@@ -67,8 +67,10 @@ class Hosts:
                 continue
             parsed = authority(entry)
             if parsed is None:
-                raise UsageError(f"allowed host {entry!r}: expected a host name or address, optionally with :PORT "
-                                 f"(--allow-host console.example.com, --allow-host 192.0.2.7:8765)")
+                raise UsageError(
+                    f"allowed host {entry!r}: expected a host name or address, optionally with :PORT "
+                    f"(--allow-host console.example.com, --allow-host 192.0.2.7:8765)"
+                )
             name, port = parsed
             if port is None:
                 names.add(name)
@@ -112,12 +114,21 @@ class HostCheck:
         given = headers.getlist("host")
         host = authority(given[0]) if len(given) == 1 else None
         if host is None or not self.hosts.allows(host[0], host[1], server):
-            why = (f"Host {given[0][:200]!r} is not this {self.site}'s (the bound address, localhost, --allow-host)"
-                   if len(given) == 1 else "no Host header" if not given else f"{len(given)} Host headers")
+            why = (
+                f"Host {given[0][:200]!r} is not this {self.site}'s (the bound address, localhost, --allow-host)"
+                if len(given) == 1
+                else "no Host header"
+                if not given
+                else f"{len(given)} Host headers"
+            )
             await self._refuse(scope, receive, send, 421, why)
             return
         origin = headers.get("origin")
-        if origin is not None and scope.get("method", "GET") not in SAFE_METHODS and not self._origin_ok(origin, server):
+        if (
+            origin is not None
+            and scope.get("method", "GET") not in SAFE_METHODS
+            and not self._origin_ok(origin, server)
+        ):
             await self._refuse(scope, receive, send, 403, f"Origin {origin[:200]!r} is another site")
             return
         await self.app(scope, receive, send)
@@ -134,14 +145,25 @@ class HostCheck:
 
     async def _refuse(self, scope: Scope, receive: Receive, send: Send, status: int, why: str) -> None:
         path = str(scope.get("path", ""))[:200]
-        log.warning("%s: refused %s %r from %s: %s", self.site, scope.get("method", "WEBSOCKET"), path, _client(scope), why)
+        log.warning(
+            "%s: refused %s %r from %s: %s", self.site, scope.get("method", "WEBSOCKET"), path, _client(scope), why
+        )
         if scope["type"] == "websocket":
             await send({"type": "websocket.close", "code": 1008})
             return
         body = b"421 misdirected request: unknown Host\n" if status == 421 else b"403 forbidden: cross-origin request\n"
-        await send({"type": "http.response.start", "status": status, "headers": [
-            (b"content-type", b"text/plain; charset=utf-8"), (b"content-length", str(len(body)).encode()),
-            (b"cache-control", b"no-store"), (b"x-content-type-options", b"nosniff")]})
+        await send(
+            {
+                "type": "http.response.start",
+                "status": status,
+                "headers": [
+                    (b"content-type", b"text/plain; charset=utf-8"),
+                    (b"content-length", str(len(body)).encode()),
+                    (b"cache-control", b"no-store"),
+                    (b"x-content-type-options", b"nosniff"),
+                ],
+            }
+        )
         await send({"type": "http.response.body", "body": body})
 
 
@@ -154,8 +176,12 @@ class Hsts:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         async def sending(message: Message) -> None:
             if message["type"] == "http.response.start":
-                message = {**message, "headers": [*message.get("headers", []), (b"strict-transport-security", HSTS.encode())]}
+                message = {
+                    **message,
+                    "headers": [*message.get("headers", []), (b"strict-transport-security", HSTS.encode())],
+                }
             await send(message)
+
         await self.app(scope, receive, sending if scope["type"] == "http" else send)
 
 

@@ -39,7 +39,9 @@ class Sessions:
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def open(self, operator: str, role: str, now: float | None = None) -> Session:
-        s = Session(secrets.token_urlsafe(32), operator, role, secrets.token_urlsafe(32), (now or time.time()) + self.ttl_s)
+        s = Session(
+            secrets.token_urlsafe(32), operator, role, secrets.token_urlsafe(32), (now or time.time()) + self.ttl_s
+        )
         with self._lock:
             self._by_token[s.token] = s
         return s

@@ -22,9 +22,13 @@ from openadapt_flow.errors import RefusedError
 
 # "same-origin", not "no-referrer": under no-referrer a browser sends `Origin: null` on the site's own form posts and
 # fetches, which the Origin check (auth/edge.py) must refuse, since any page can send null; no URL leaks to other sites
-HEADERS = {"Cache-Control": "no-store", "X-Frame-Options": "DENY", "X-Content-Type-Options": "nosniff",
-           "Referrer-Policy": "same-origin",
-           "Content-Security-Policy": "default-src 'self'; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'"}
+HEADERS = {
+    "Cache-Control": "no-store",
+    "X-Frame-Options": "DENY",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",
+    "Content-Security-Policy": "default-src 'self'; style-src 'self' 'unsafe-inline'; frame-ancestors 'none'",
+}
 LOGIN_FORM_S = 600  # how long a login form's CSRF token lives
 
 

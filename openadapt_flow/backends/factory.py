@@ -33,7 +33,9 @@ def open_backend(spec: BackendSpec) -> Backend:
         return FixtureBackend(spec)
     if spec.kind == "rdp":
         if sys.platform == "win32":
-            raise UsageError("the rdp backend needs Linux (Xvfb and xfreerdp's X11 client); on Windows use vnc:// or screen:")
+            raise UsageError(
+                "the rdp backend needs Linux (Xvfb and xfreerdp's X11 client); on Windows use vnc:// or screen:"
+            )
         from openadapt_flow.backends.rdp import RdpBackend
 
         return RdpBackend(spec)

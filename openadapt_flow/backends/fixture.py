@@ -35,8 +35,9 @@ class FixtureBackend:
         if spec.kind != "fixture" or not spec.path:
             raise UsageError(f"FixtureBackend needs a fixture spec, got {spec.kind}")
         self.spec = spec
-        self.capabilities = Capabilities(unicode_typing=True, event_driven_updates=True,
-                                         freshness_limit_s=spec.freshness_limit_s)
+        self.capabilities = Capabilities(
+            unicode_typing=True, event_driven_updates=True, freshness_limit_s=spec.freshness_limit_s
+        )
         sor = os.environ.get(SOR_ENV)
         self.player: Player = open_player(Path(spec.path), Path(sor) if sor else None)
         self._lock = threading.Lock()

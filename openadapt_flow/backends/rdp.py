@@ -81,8 +81,9 @@ class RdpBackend:
             raise UsageError(f"{spec.url}: the rdp backend needs a username (config backend: username)")
         password = _password(spec)
         self.spec = spec
-        self.capabilities = Capabilities(unicode_typing=False, event_driven_updates=True,
-                                         freshness_limit_s=spec.freshness_limit_s)
+        self.capabilities = Capabilities(
+            unicode_typing=False, event_driven_updates=True, freshness_limit_s=spec.freshness_limit_s
+        )
         self.width, self.height = spec.width or DEFAULT_SIZE[0], spec.height or DEFAULT_SIZE[1]
         self._lock = threading.RLock()
         self._closed = False
@@ -117,11 +118,13 @@ class RdpBackend:
                     if (geo.x, geo.y, geo.width, geo.height) != (0, 0, self.width, self.height):
                         raise BackendError(
                             f"{self.spec.url} gave a {geo.width}x{geo.height} desktop at +{geo.x}+{geo.y}, "
-                            f"not the {self.width}x{self.height} requested (set width/height to the server's size)")
+                            f"not the {self.width}x{self.height} requested (set width/height to the server's size)"
+                        )
                     return win
             if time.monotonic() >= deadline:
-                raise BackendTimeout(f"the RDP client showed no window for {self.spec.url} "
-                                     f"within {self.spec.io_timeout_s}s")
+                raise BackendTimeout(
+                    f"the RDP client showed no window for {self.spec.url} within {self.spec.io_timeout_s}s"
+                )
             time.sleep(0.02)
 
     def _quiet(self, quiet_s: float, deadline: float) -> None:
@@ -165,8 +168,9 @@ class RdpBackend:
             flushed = proxy.client_at > after
         self._session.check()
         if not flushed:
-            raise BackendTimeout(f"{what} on {self.spec.url}: the RDP client sent nothing within "
-                                 f"{self.spec.io_timeout_s}s")
+            raise BackendTimeout(
+                f"{what} on {self.spec.url}: the RDP client sent nothing within {self.spec.io_timeout_s}s"
+            )
 
     def _point(self, x: int, y: int) -> tuple[int, int]:
         if not (0 <= x < self.width and 0 <= y < self.height):
@@ -179,8 +183,11 @@ class RdpBackend:
         The main block wins: Xvfb's evdev keymap also puts '(' and ')' on the keypad's paren keys
         (unshifted), which xfreerdp has no scancode for, and '<' on the ISO key a US keyboard lacks.
         """
-        candidates = [(not _MAIN_BLOCK[0] <= code <= _MAIN_BLOCK[1] or code == _LSGT_KEYCODE, index, code)
-                      for code, index in self._x.keysym_to_keycodes(keysym) if index in (0, 1)]
+        candidates = [
+            (not _MAIN_BLOCK[0] <= code <= _MAIN_BLOCK[1] or code == _LSGT_KEYCODE, index, code)
+            for code, index in self._x.keysym_to_keycodes(keysym)
+            if index in (0, 1)
+        ]
         if not candidates:
             raise BackendError(f"{label!r} has no key on the RDP client's US keyboard")
         _outside, index, code = min(candidates)
@@ -218,8 +225,9 @@ class RdpBackend:
         self._session.check()
         if not answered:
             silent = sent - proxy.server_at
-            raise BackendTimeout(f"{self.spec.url} did not answer within {self.spec.io_timeout_s}s; "
-                                 f"refusing a frame {silent:.1f}s old")
+            raise BackendTimeout(
+                f"{self.spec.url} did not answer within {self.spec.io_timeout_s}s; refusing a frame {silent:.1f}s old"
+            )
         # The server repaints the whole screen; grab only once that repaint has landed.
         self._quiet(_PROBE_QUIET_S, sent + self.spec.io_timeout_s)
         while self._window.get_attributes().map_state != X.IsViewable:
@@ -326,7 +334,9 @@ class RdpBackend:
             xtest.fake_input(self._x, X.ButtonPress, 1)
 
         self._input("drag", press)
-        path = [(x1 + (x2 - x1) * i // _DRAG_STEPS, y1 + (y2 - y1) * i // _DRAG_STEPS) for i in range(1, _DRAG_STEPS + 1)]
+        path = [
+            (x1 + (x2 - x1) * i // _DRAG_STEPS, y1 + (y2 - y1) * i // _DRAG_STEPS) for i in range(1, _DRAG_STEPS + 1)
+        ]
         for prev, point in zip([(x1, y1), *path], path):
             if point != prev:  # X sends no motion (and xfreerdp nothing) for a move to where the pointer is
                 time.sleep(_DRAG_STEP_S)
@@ -358,8 +368,10 @@ class RdpBackend:
 
 def _password(spec: BackendSpec) -> str:
     if spec.password_env is None:
-        raise UsageError(f"{spec.url}: the rdp backend needs password_env, the name of an environment "
-                         "variable that holds the password")
+        raise UsageError(
+            f"{spec.url}: the rdp backend needs password_env, the name of an environment "
+            "variable that holds the password"
+        )
     value = os.environ.get(spec.password_env)
     if value is None:
         raise UsageError(f"environment variable {spec.password_env} (the RDP password_env) is not set")

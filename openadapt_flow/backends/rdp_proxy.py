@@ -36,8 +36,12 @@ def connect_error(exc: OSError, url: str, timeout: float) -> BackendError:
 def _keepalive(sock: socket.socket, dead_after_s: float) -> None:
     """Notice a dead peer within seconds, not the kernel's default two hours."""
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
-    for name, value in (("TCP_KEEPIDLE", 5), ("TCP_KEEPINTVL", 2), ("TCP_KEEPCNT", 3),
-                        ("TCP_USER_TIMEOUT", int(dead_after_s * 1000))):
+    for name, value in (
+        ("TCP_KEEPIDLE", 5),
+        ("TCP_KEEPINTVL", 2),
+        ("TCP_KEEPCNT", 3),
+        ("TCP_USER_TIMEOUT", int(dead_after_s * 1000)),
+    ):
         if hasattr(socket, name):
             sock.setsockopt(socket.IPPROTO_TCP, getattr(socket, name), value)
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -100,8 +104,9 @@ class ConnectProxy:
             self.fail(ConnectionFailed(f"the RDP client's proxy connection failed: {exc}"))
             self._close_sockets()
             return
-        threading.Thread(target=self._pump, args=(self._upstream, client, True),
-                         name="openadapt-flow-rdp-down", daemon=True).start()
+        threading.Thread(
+            target=self._pump, args=(self._upstream, client, True), name="openadapt-flow-rdp-down", daemon=True
+        ).start()
         self._pump(client, self._upstream, False)
 
     def _handshake(self, client: socket.socket) -> None:

@@ -13,8 +13,6 @@ its known-hosts file never outlives the session). Errors are mapped to ours here
 
 from __future__ import annotations
 
-from typing import Any
-
 import collections
 import ctypes
 import os
@@ -30,8 +28,9 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
-from openadapt_flow.procs import stop_process
+from openadapt_flow.backends.rdp_proxy import ConnectProxy, connect_error
 from openadapt_flow.backends.rdp_wire import (
     PROTOCOL_RDP,
     ClientOptions,
@@ -46,9 +45,9 @@ from openadapt_flow.backends.rdp_wire import (
     xauth_entry,
     xfreerdp_args,
 )
-from openadapt_flow.backends.rdp_proxy import ConnectProxy, connect_error
 from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.errors import AuthFailed, BackendError, BackendTimeout, ConnectionFailed
+from openadapt_flow.procs import stop_process
 
 _STOP_WAIT_S = 5.0
 _PR_SET_PDEATHSIG = 1
@@ -125,20 +124,25 @@ def accepted_fingerprint(spec: BackendSpec) -> str | None:
         return None
     der = _server_certificate(spec, verify=False)
     if der is None:
-        raise ConnectionFailed(f"{spec.url} offers only legacy RDP security, with no TLS certificate to check; "
-                               "set ignore_certificate: true to connect anyway")
+        raise ConnectionFailed(
+            f"{spec.url} offers only legacy RDP security, with no TLS certificate to check; "
+            "set ignore_certificate: true to connect anyway"
+        )
     seen = cert_fingerprint(der)
     if spec.cert_fingerprint is not None:
         if seen != spec.cert_fingerprint:
-            raise ConnectionFailed(f"{spec.url} presented a certificate with fingerprint sha256:{seen}, "
-                                   f"not the pinned sha256:{spec.cert_fingerprint}")
+            raise ConnectionFailed(
+                f"{spec.url} presented a certificate with fingerprint sha256:{seen}, "
+                f"not the pinned sha256:{spec.cert_fingerprint}"
+            )
         return seen
     try:
         _server_certificate(spec, verify=True)
     except ssl.SSLCertVerificationError as exc:
         raise ConnectionFailed(
             f"{spec.url} presented a certificate that is not trusted ({exc.verify_message}); if sha256:{seen} is "
-            f"the server's, pin it with cert_fingerprint, or set ignore_certificate: true") from None
+            f"the server's, pin it with cert_fingerprint, or set ignore_certificate: true"
+        ) from None
     return seen
 
 
@@ -157,10 +161,25 @@ class PrivateDisplay:
         log = (self.workdir / "xvfb.log").open("wb")
         try:
             self.proc = subprocess.Popen(
-                [exe, "-displayfd", str(write_fd), "-screen", "0", f"{width}x{height}x24",
-                 "-auth", str(self.xauthority), "-nolisten", "tcp", "-noreset"],
-                stdout=log, stderr=subprocess.STDOUT, pass_fds=(write_fd,), start_new_session=True,
-                preexec_fn=_die_with_parent)
+                [
+                    exe,
+                    "-displayfd",
+                    str(write_fd),
+                    "-screen",
+                    "0",
+                    f"{width}x{height}x24",
+                    "-auth",
+                    str(self.xauthority),
+                    "-nolisten",
+                    "tcp",
+                    "-noreset",
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                pass_fds=(write_fd,),
+                start_new_session=True,
+                preexec_fn=_die_with_parent,
+            )
         finally:
             os.close(write_fd)
             log.close()
@@ -213,8 +232,15 @@ class FreeRdpClient:
         self.logged_on = False
         self.logon_failure: str | None = None
         self.exited = False
-        self.proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                     env=env, start_new_session=True, preexec_fn=_die_with_parent)
+        self.proc = subprocess.Popen(
+            args,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            env=env,
+            start_new_session=True,
+            preexec_fn=_die_with_parent,
+        )
         threading.Thread(target=self._read, name="openadapt-flow-xfreerdp-log", daemon=True).start()
         assert self.proc.stdin is not None
         try:
@@ -262,22 +288,37 @@ class RdpSession:
         try:
             exe = shutil.which("xfreerdp")
             if exe is None:
-                raise BackendError("the RDP backend needs FreeRDP's X11 client "
-                                   "(apt-get install freerdp2-x11; `make setup` does it)")
+                raise BackendError(
+                    "the RDP backend needs FreeRDP's X11 client (apt-get install freerdp2-x11; `make setup` does it)"
+                )
             pinned = accepted_fingerprint(spec)
             self.timings["certificate_s"] = time.monotonic() - t0
             self.display = PrivateDisplay(width, height, spec.connect_timeout_s)
             host, port = str(spec.host), int(spec.effective_port or 3389)
-            self.proxy = ConnectProxy(host, port, self.url, spec.connect_timeout_s,
-                                      dead_after_s=max(2 * spec.io_timeout_s, 5.0))
-            opts = ClientOptions(host=host, port=port, username=self.user, domain=spec.domain, width=width,
-                                 height=height, proxy_port=self.proxy.port_local, pinned_fingerprint=pinned,
-                                 timeout_ms=int(spec.connect_timeout_s * 1000))
+            self.proxy = ConnectProxy(
+                host, port, self.url, spec.connect_timeout_s, dead_after_s=max(2 * spec.io_timeout_s, 5.0)
+            )
+            opts = ClientOptions(
+                host=host,
+                port=port,
+                username=self.user,
+                domain=spec.domain,
+                width=width,
+                height=height,
+                proxy_port=self.proxy.port_local,
+                pinned_fingerprint=pinned,
+                timeout_ms=int(spec.connect_timeout_s * 1000),
+            )
             home = self.display.workdir / "home"
             home.mkdir(mode=0o700)
-            env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home),
-                   "XDG_CONFIG_HOME": str(home / ".config"), "DISPLAY": self.display.name,
-                   "XAUTHORITY": str(self.display.xauthority), "LANG": "C.UTF-8"}
+            env = {
+                "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+                "HOME": str(home),
+                "XDG_CONFIG_HOME": str(home / ".config"),
+                "DISPLAY": self.display.name,
+                "XAUTHORITY": str(self.display.xauthority),
+                "LANG": "C.UTF-8",
+            }
             # FreeRDP logs through stdio, block-buffered into a pipe: line-buffer it, or logon is seen only at exit.
             stdbuf = shutil.which("stdbuf")
             prefix = [stdbuf, "-oL", "-eL"] if stdbuf else []
@@ -294,16 +335,19 @@ class RdpSession:
         proxy_failed_at: float | None = None
         while True:
             with client.cond:
-                client.cond.wait_for(lambda: client.logged_on or client.exited or client.logon_failure is not None,
-                                     max(0.0, min(0.1, deadline - time.monotonic())))
+                client.cond.wait_for(
+                    lambda: client.logged_on or client.exited or client.logon_failure is not None,
+                    max(0.0, min(0.1, deadline - time.monotonic())),
+                )
                 done, failure, exited = client.logged_on, client.logon_failure, client.exited
             if failure is not None:
                 raise AuthFailed(f"authentication failed: {self.url} refused the logon of {self.user!r} ({failure})")
             if done:
                 return
             if exited:
-                raise classify_exit(client.proc.returncode, url=self.url, user=self.user, logged_on=False,
-                                    lines=client.tail())
+                raise classify_exit(
+                    client.proc.returncode, url=self.url, user=self.user, logged_on=False, lines=client.tail()
+                )
             now = time.monotonic()
             if proxy.error is not None:
                 # The client exits right after the server hangs up; its exit code says more than the proxy can.
@@ -311,8 +355,10 @@ class RdpSession:
                 if now - proxy_failed_at > self.spec.io_timeout_s:
                     raise proxy.error
             if now >= deadline:
-                raise BackendTimeout(f"no logon to {self.url} within {self.spec.connect_timeout_s}s "
-                                     "(raise connect_timeout_s for slow logons)")
+                raise BackendTimeout(
+                    f"no logon to {self.url} within {self.spec.connect_timeout_s}s "
+                    "(raise connect_timeout_s for slow logons)"
+                )
 
     def failure(self) -> BackendError | None:
         """Why the session can no longer be used, or None while it is live."""
@@ -321,8 +367,9 @@ class RdpSession:
         assert self.client is not None and self.proxy is not None
         code = self.client.proc.poll()
         if code is not None:
-            return classify_exit(code, url=self.url, user=self.user, logged_on=self.client.logged_on,
-                                 lines=self.client.tail())
+            return classify_exit(
+                code, url=self.url, user=self.user, logged_on=self.client.logged_on, lines=self.client.tail()
+            )
         return self.proxy.error
 
     def check(self) -> None:

@@ -60,7 +60,7 @@ def parse_connection_confirm(data: bytes) -> int:
         raise NegotiationError("the server's X.224 reply is truncated")
     if data[5] & 0xF0 != 0xD0:
         raise NegotiationError(f"the server did not confirm the connection (X.224 code 0x{data[5]:02x})")
-    neg = data[11:5 + data[4]]
+    neg = data[11 : 5 + data[4]]
     if len(neg) < 8:
         return PROTOCOL_RDP  # a server that predates negotiation: standard RDP security
     kind, _flags, _length, value = struct.unpack("<BBHI", neg[:8])
@@ -77,7 +77,7 @@ def parse_connection_confirm(data: bytes) -> int:
 def cert_fingerprint(der: bytes) -> str:
     """The SHA-256 fingerprint of a DER certificate as FreeRDP compares it: lower-case, colon-separated."""
     digest = hashlib.sha256(der).hexdigest()
-    return ":".join(digest[i:i + 2] for i in range(0, len(digest), 2))
+    return ":".join(digest[i : i + 2] for i in range(0, len(digest), 2))
 
 
 def normalise_fingerprint(text: str) -> str:
@@ -90,9 +90,11 @@ def normalise_fingerprint(text: str) -> str:
         value = rest
     digits = value.replace(":", "").replace(" ", "")
     if len(digits) != 64 or any(c not in string.hexdigits for c in digits):
-        raise UsageError(f"cert_fingerprint {text!r} is not a SHA-256 fingerprint "
-                         "(64 hex digits, optionally colon-separated and prefixed with 'sha256:')")
-    return ":".join(digits[i:i + 2] for i in range(0, 64, 2))
+        raise UsageError(
+            f"cert_fingerprint {text!r} is not a SHA-256 fingerprint "
+            "(64 hex digits, optionally colon-separated and prefixed with 'sha256:')"
+        )
+    return ":".join(digits[i : i + 2] for i in range(0, 64, 2))
 
 
 # --- the xfreerdp command line -----------------------------------------------------------------------
@@ -101,11 +103,16 @@ def normalise_fingerprint(text: str) -> str:
 _LOGGED_ON = re.compile(r"recv Update Data PDU|LogonInfoV[12]:|LogonPlainNotify|LogonInfoExtended")
 _LOGON_ERROR = re.compile(r"Logon Error Info (\S+) \[(LOGON_FAILED_\w+)\]")
 _ERR_NAME = re.compile(r"\b(ERR(?:INFO|CONNECT)_[A-Z0-9_]+)")
-_CERT_TROUBLE = re.compile(r"CERTIFICATE NAME MISMATCH|Certificate verification failure|certificate .*(?:changed|mismatch)|"
-                           r"HOST IDENTIFICATION HAS CHANGED|fingerprint", re.I)
+_CERT_TROUBLE = re.compile(
+    r"CERTIFICATE NAME MISMATCH|Certificate verification failure|certificate .*(?:changed|mismatch)|"
+    r"HOST IDENTIFICATION HAS CHANGED|fingerprint",
+    re.I,
+)
 # Our log filters: the base level hides FreeRDP's chatter; these tags say when logon completed or failed.
-LOG_FILTERS = ("com.freerdp.core.rdp:DEBUG,com.freerdp.core.info:DEBUG,com.freerdp.core:INFO,"
-               "com.freerdp.client.x11:INFO,com.freerdp.crypto:WARN")
+LOG_FILTERS = (
+    "com.freerdp.core.rdp:DEBUG,com.freerdp.core.info:DEBUG,com.freerdp.core:INFO,"
+    "com.freerdp.client.x11:INFO,com.freerdp.crypto:WARN"
+)
 
 
 @dataclass(frozen=True)
@@ -129,16 +136,25 @@ def xfreerdp_args(exe: str, opts: ClientOptions) -> list[str]:
     args = [exe, f"/v:{host}", f"/port:{opts.port}", f"/u:{opts.username}"]
     if opts.domain:
         args.append(f"/d:{opts.domain}")
-    cert = "/cert:ignore" if opts.pinned_fingerprint is None else f"/cert:deny,fingerprint:sha256:{opts.pinned_fingerprint}"
+    cert = (
+        "/cert:ignore"
+        if opts.pinned_fingerprint is None
+        else f"/cert:deny,fingerprint:sha256:{opts.pinned_fingerprint}"
+    )
     args += [
         "/from-stdin:force",  # the password is read from stdin, never from argv (visible in ps)
         cert,
         f"/proxy:http://127.0.0.1:{opts.proxy_port}",  # our in-process CONNECT proxy: sees every byte, keeps /v: real
-        f"/size:{opts.width}x{opts.height}", "-decorations", "/bpp:32",
+        f"/size:{opts.width}x{opts.height}",
+        "-decorations",
+        "/bpp:32",
         "/kbd:0x00000409",  # US scancodes, matching the key codes we press on the private display
-        "-clipboard", "/audio-mode:2", "-auto-reconnect",  # nothing redirected; a lost connection is reported
+        "-clipboard",
+        "/audio-mode:2",
+        "-auto-reconnect",  # nothing redirected; a lost connection is reported
         f"/timeout:{opts.timeout_ms}",
-        "/log-level:WARN", f"/log-filters:{LOG_FILTERS}",
+        "/log-level:WARN",
+        f"/log-filters:{LOG_FILTERS}",
     ]
     return args
 
@@ -163,11 +179,21 @@ def freerdp_reason(lines: list[str]) -> str:
     return ""
 
 
-AUTH_EXITS = {132: "authentication failed", 134: "logon failed", 135: "the account is locked out",
-              148: "the password has expired", 149: "the password must be changed", 151: "the account is disabled",
-              152: "the password has expired", 154: "wrong password", 155: "access denied",
-              156: "account restriction", 157: "the account has expired", 158: "logon type not granted",
-              159: "no or missing credentials"}
+AUTH_EXITS = {
+    132: "authentication failed",
+    134: "logon failed",
+    135: "the account is locked out",
+    148: "the password has expired",
+    149: "the password must be changed",
+    151: "the account is disabled",
+    152: "the password has expired",
+    154: "wrong password",
+    155: "access denied",
+    156: "account restriction",
+    157: "the account has expired",
+    158: "logon type not granted",
+    159: "no or missing credentials",
+}
 _DNS_EXITS = {139, 140}
 _SESSION_ENDED = {1, 2, 3, 5, 11, 12}  # disconnect/logoff error infos xfreerdp passes through as its exit code
 
@@ -181,16 +207,20 @@ def classify_exit(code: int, *, url: str, user: str, logged_on: bool, lines: lis
     if code in AUTH_EXITS:
         return AuthFailed(f"authentication failed: {url} refused the logon of {user!r}: {AUTH_EXITS[code]} ({why})")
     if code == 143 or any(_CERT_TROUBLE.search(line) for line in lines):
-        return ConnectionFailed(f"{url}: the RDP client refused the server's certificate ({why}); "
-                                "pin it with cert_fingerprint or set ignore_certificate: true")
+        return ConnectionFailed(
+            f"{url}: the RDP client refused the server's certificate ({why}); "
+            "pin it with cert_fingerprint or set ignore_certificate: true"
+        )
     if code in _DNS_EXITS:
         return ConnectionFailed(f"cannot resolve the host of {url} ({why})")
     if code == 4:
         return BackendTimeout(f"{url} did not complete the logon in time ({why})")
     if code in _SESSION_ENDED:
         # xrdp (require_credentials, hidelogwindow) logs a failed logon off instead of saying why.
-        return AuthFailed(f"authentication failed: {url} ended the session during the logon of {user!r} "
-                          f"(wrong user name or password, or the server could not start a session; {why})")
+        return AuthFailed(
+            f"authentication failed: {url} ended the session during the logon of {user!r} "
+            f"(wrong user name or password, or the server could not start a session; {why})"
+        )
     return ConnectionFailed(f"cannot connect to {url} ({why})")
 
 
@@ -206,8 +236,10 @@ def char_keysym(ch: str) -> int:
     if ch.isascii():
         return keys.char_keysym(ch)
     if ch.isprintable():
-        raise BackendError(f"cannot type {ch!r} over RDP: the FreeRDP 2 client sends key scancodes only, "
-                           "so non-ASCII text cannot be typed (see docs/rdp.md)")
+        raise BackendError(
+            f"cannot type {ch!r} over RDP: the FreeRDP 2 client sends key scancodes only, "
+            "so non-ASCII text cannot be typed (see docs/rdp.md)"
+        )
     raise UsageError(f"cannot type control character {ch!r}")
 
 
@@ -225,8 +257,14 @@ FAMILY_LOCAL = 256
 
 def xauth_entry(hostname: str, display: int, cookie: bytes) -> bytes:
     """One Xauthority record granting MIT-MAGIC-COOKIE-1 `cookie` for local display `display`."""
+
     def field(data: bytes) -> bytes:
         return struct.pack(">H", len(data)) + data
 
-    return (struct.pack(">H", FAMILY_LOCAL) + field(hostname.encode()) + field(str(display).encode())
-            + field(b"MIT-MAGIC-COOKIE-1") + field(cookie))
+    return (
+        struct.pack(">H", FAMILY_LOCAL)
+        + field(hostname.encode())
+        + field(str(display).encode())
+        + field(b"MIT-MAGIC-COOKIE-1")
+        + field(cookie)
+    )

@@ -34,8 +34,9 @@ from vncdotool.const import AuthTypes, Encoding
 from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.errors import AuthFailed, BackendError, BackendTimeout, ConnectionFailed
 
-PASSWORD_HINT = ("name the environment variable that holds it: --password-env NAME, or password_env in the "
-                 "config's backend")
+PASSWORD_HINT = (
+    "name the environment variable that holds it: --password-env NAME, or password_env in the config's backend"
+)
 
 # --- the process-global reactor ----------------------------------------------------------
 
@@ -51,8 +52,10 @@ def ensure_reactor(timeout: float) -> None:
             if _reactor_pid not in (None, os.getpid()):
                 # a forked child inherits the reactor's "running" state but not its thread: nothing would ever
                 # answer (a connect would wait out its whole timeout for a first frame)
-                raise BackendError("this process was forked from one running the RFB reactor; VNC needs a new "
-                                   "process (spawn it, do not fork)")
+                raise BackendError(
+                    "this process was forked from one running the RFB reactor; VNC needs a new "
+                    "process (spawn it, do not fork)"
+                )
             return
         if getattr(reactor, "_startedBefore", False):
             raise BackendError("the twisted reactor was stopped in this process; VNC needs a new process")
@@ -61,7 +64,8 @@ def ensure_reactor(timeout: float) -> None:
         threading.Thread(
             # installSignalHandlers exists on every concrete reactor, not on the interface mypy sees.
             target=lambda: reactor.run(installSignalHandlers=False),  # type: ignore[call-arg, misc]
-            name="openadapt-flow-rfb", daemon=True,
+            name="openadapt-flow-rfb",
+            daemon=True,
         ).start()
         _reactor_pid = os.getpid()
         if not started.wait(timeout):
@@ -108,7 +112,7 @@ class Mirror:
                 self.front, changed = self.work.copy(), True
             else:
                 for x, y, w, h in rects:
-                    src, dst = self.work[y:y + h, x:x + w], self.front[y:y + h, x:x + w]
+                    src, dst = self.work[y : y + h, x : x + w], self.front[y : y + h, x : x + w]
                     if not np.array_equal(src, dst):
                         dst[...] = src
                         changed = True
@@ -172,8 +176,15 @@ with warnings.catch_warnings():
         def vncConnectionMade(self) -> None:
             self.setPixelFormat(rfb.PixelFormat())  # 32 bpp little-endian: bytes R, G, B, pad
             # RAW + CopyRect decode at memcpy speed; the pure-Python ZRLE/Hextile decoders would not.
-            self.setEncodings([Encoding.RAW, Encoding.COPY_RECTANGLE, Encoding.PSEUDO_CURSOR,
-                               Encoding.PSEUDO_DESKTOP_SIZE, Encoding.PSEUDO_LAST_RECT])
+            self.setEncodings(
+                [
+                    Encoding.RAW,
+                    Encoding.COPY_RECTANGLE,
+                    Encoding.PSEUDO_CURSOR,
+                    Encoding.PSEUDO_DESKTOP_SIZE,
+                    Encoding.PSEUDO_LAST_RECT,
+                ]
+            )
             self.mirror.resize(self.width, self.height)
             self.framebufferUpdateRequest(incremental=False)
 
@@ -181,17 +192,17 @@ with warnings.catch_warnings():
             if not data:
                 return
             pixels = np.frombuffer(data, np.uint8).reshape(height, width, 4)[:, :, :3]
-            target = self.mirror.work[y:y + height, x:x + width]
-            target[...] = pixels[:target.shape[0], :target.shape[1]]
+            target = self.mirror.work[y : y + height, x : x + width]
+            target[...] = pixels[: target.shape[0], : target.shape[1]]
 
         def copyRectangle(self, srcx: int, srcy: int, x: int, y: int, width: int, height: int) -> None:
             work = self.mirror.work
-            block = work[srcy:srcy + height, srcx:srcx + width].copy()
-            target = work[y:y + block.shape[0], x:x + block.shape[1]]
-            target[...] = block[:target.shape[0], :target.shape[1]]
+            block = work[srcy : srcy + height, srcx : srcx + width].copy()
+            target = work[y : y + block.shape[0], x : x + block.shape[1]]
+            target[...] = block[: target.shape[0], : target.shape[1]]
 
         def fillRectangle(self, x: int, y: int, width: int, height: int, color: bytes) -> None:
-            self.mirror.work[y:y + height, x:x + width] = np.frombuffer(color[:3], np.uint8)
+            self.mirror.work[y : y + height, x : x + width] = np.frombuffer(color[:3], np.uint8)
 
         def updateCursor(self, *args: Any) -> None:
             pass  # the pointer is never painted into frames: templates must not see it
@@ -232,8 +243,9 @@ def connect_error(failure: Failure, spec: BackendSpec) -> BackendError:
 # --- one connection: open (first frame in) and close, called from the caller's thread -------
 
 
-def open_mirror(spec: BackendSpec, password: str | None,
-                password_hint: str = PASSWORD_HINT) -> tuple[Mirror, Deferred[Any] | None]:
+def open_mirror(
+    spec: BackendSpec, password: str | None, password_hint: str = PASSWORD_HINT
+) -> tuple[Mirror, Deferred[Any] | None]:
     """Connect a mirror to the server of `spec` and wait for its first frame; our error if none comes.
     Returns the mirror and the connect Deferred (None if the reactor never got to it) for `close_mirror`."""
     ensure_reactor(spec.io_timeout_s)

@@ -125,8 +125,11 @@ def _load_pyautogui(display: str | None) -> ModuleType:
                         x11._display.close()
                     importlib.reload(x11)  # another display, or a new server on the same one: reconnect
     except Exception as exc:  # Xlib raises several unrelated types here (auth, socket, display name)
-        hint = " (python-xlib needs an Xauthority file: set XAUTHORITY; an empty file will do)" \
-            if "xauthority" in str(exc).lower() else ""
+        hint = (
+            " (python-xlib needs an Xauthority file: set XAUTHORITY; an empty file will do)"
+            if "xauthority" in str(exc).lower()
+            else ""
+        )
         raise ConnectionFailed(f"cannot open display {display or os.environ.get('DISPLAY')}: {exc}{hint}") from exc
     module: ModuleType = pyautogui  # untyped: named as the module it is
     return module
@@ -158,8 +161,7 @@ class ScreenBackend:
             monitors = self._sct.monitors
             index = spec.monitor or 0  # mss: 0 is the whole desktop, 1.. are the monitors
             if index >= len(monitors):
-                raise UsageError(f"monitor {index} not found: {self.display or 'this desktop'} "
-                                 f"has {len(monitors) - 1}")
+                raise UsageError(f"monitor {index} not found: {self.display or 'this desktop'} has {len(monitors) - 1}")
             self.region = dict(monitors[index])
             self._gui = _load_pyautogui(self.display)
         except BaseException:
@@ -168,7 +170,8 @@ class ScreenBackend:
         self._x_display = sys.modules["pyautogui._pyautogui_x11"]._display if IS_X11 else None
         self._xdotool = shutil.which("xdotool") if IS_X11 else None
         self.capabilities = Capabilities(
-            unicode_typing=self._xdotool is not None or self._win32 is not None, event_driven_updates=False,
+            unicode_typing=self._xdotool is not None or self._win32 is not None,
+            event_driven_updates=False,
             freshness_limit_s=spec.freshness_limit_s,
         )
         self._last: np.ndarray | None = None
@@ -234,8 +237,10 @@ class ScreenBackend:
             raise ConnectionFailed("the screen backend is closed")
         if IS_X11 and sys.modules["pyautogui._pyautogui_x11"]._display is not self._x_display:
             # pyautogui is process-global: never send our input through a connection another backend made.
-            raise BackendError(f"pyautogui was rebound to another X connection by a newer screen backend; "
-                               f"open a new backend for {self.display}")
+            raise BackendError(
+                f"pyautogui was rebound to another X connection by a newer screen backend; "
+                f"open a new backend for {self.display}"
+            )
         try:
             fn()
         except self._gui.FailSafeException as exc:
@@ -270,8 +275,9 @@ class ScreenBackend:
         elif text.isascii():
             self._input("typing", lambda: self._gui.write(text, _pause=False))
         else:
-            raise BackendError("the screen backend can type non-ASCII text only on X11 with xdotool installed, "
-                               "or on Windows")
+            raise BackendError(
+                "the screen backend can type non-ASCII text only on X11 with xdotool installed, or on Windows"
+            )
 
     def _xdotool_type(self, xdotool: str, text: str) -> None:
         env = dict(os.environ, DISPLAY=self.display or "")
@@ -292,8 +298,9 @@ class ScreenBackend:
         delay_ms = 12 if text.isascii() else 40
         timeout = self.spec.io_timeout_s + (delay_ms / 1000 + 0.04) * len(text)
         try:
-            done = subprocess.run([xdotool, "type", "--delay", str(delay_ms), "--", text], env=env, capture_output=True,
-                                  timeout=timeout)
+            done = subprocess.run(
+                [xdotool, "type", "--delay", str(delay_ms), "--", text], env=env, capture_output=True, timeout=timeout
+            )
         except subprocess.TimeoutExpired as exc:
             raise BackendTimeout(f"typing {len(text)} characters took over {timeout:.0f}s") from exc
         if done.returncode != 0:

@@ -140,11 +140,13 @@ def parse_url(url: str) -> BackendSpec:
         raise UsageError(f"bad backend URL {shown(_redacted(text))}: longer than {MAX_URL_CHARS} characters")
     bad = control_char(text)
     if bad is not None:
-        raise UsageError(f"bad backend URL {shown(_redacted(text))}: it holds a control character ({bad[1]} at "
-                         f"position {bad[0] + 1})")
+        raise UsageError(
+            f"bad backend URL {shown(_redacted(text))}: it holds a control character ({bad[1]} at "
+            f"position {bad[0] + 1})"
+        )
     lower = text.lower()
     if lower.startswith("fixture:"):
-        path = text[len("fixture:"):]
+        path = text[len("fixture:") :]
         if path.startswith("//"):
             path = path[2:]
         if not path:
@@ -172,4 +174,3 @@ def parse_url(url: str) -> BackendSpec:
     if port == 0:
         raise UsageError(f"bad backend URL {shown(_redacted(text), 120)}: port 0 is not a port")
     return BackendSpec(kind=cast(Kind, scheme), host=parts.hostname, port=port)
-

@@ -147,14 +147,14 @@ class VncBackend:
         mirror, sent = self._mirror, time.monotonic()
         self._call(lambda c: c.framebufferUpdateRequest(0, 0, 1, 1, incremental=False), "liveness check")
         with mirror.cond:
-            mirror.cond.wait_for(lambda: mirror.heard_at >= sent or mirror.error is not None,
-                                 self.spec.io_timeout_s)
+            mirror.cond.wait_for(lambda: mirror.heard_at >= sent or mirror.error is not None, self.spec.io_timeout_s)
             if mirror.error is not None:
                 raise mirror.error
             if mirror.heard_at < sent:
                 raise BackendTimeout(
                     f"{self.spec.url} did not answer within {self.spec.io_timeout_s}s; "
-                    f"refusing a frame {sent - mirror.heard_at:.1f}s old")
+                    f"refusing a frame {sent - mirror.heard_at:.1f}s old"
+                )
 
     def wait_for_update(self, timeout: float) -> bool:
         """True as soon as the screen differs from the last capture; False after `timeout`."""
@@ -162,7 +162,8 @@ class VncBackend:
         mirror = self._mirror
         with mirror.cond:
             mirror.cond.wait_for(
-                lambda: mirror.version != self._seen_version or mirror.error is not None, max(0.0, timeout))
+                lambda: mirror.version != self._seen_version or mirror.error is not None, max(0.0, timeout)
+            )
             if mirror.error is not None:
                 raise mirror.error
             return mirror.version != self._seen_version
@@ -224,8 +225,10 @@ class VncBackend:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     return
-                moved = mirror.cond.wait_for(lambda: mirror.version != seen or mirror.error is not None,
-                                             min(_ECHO_QUIET_S, left) if changed else left)
+                moved = mirror.cond.wait_for(
+                    lambda: mirror.version != seen or mirror.error is not None,
+                    min(_ECHO_QUIET_S, left) if changed else left,
+                )
                 if not moved and changed:
                     return  # still since its last change: the echo is drawn
                 changed, seen = changed or moved, mirror.version

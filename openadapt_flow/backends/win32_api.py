@@ -14,7 +14,12 @@ _MAPVK_VK_TO_VSC = 0
 
 
 class _Rect(ctypes.Structure):
-    _fields_ = [("left", ctypes.c_int32), ("top", ctypes.c_int32), ("right", ctypes.c_int32), ("bottom", ctypes.c_int32)]
+    _fields_ = [
+        ("left", ctypes.c_int32),
+        ("top", ctypes.c_int32),
+        ("right", ctypes.c_int32),
+        ("bottom", ctypes.c_int32),
+    ]
 
 
 class _MonitorInfo(ctypes.Structure):
@@ -49,18 +54,25 @@ class WindllApi:  # pragma: no cover - Windows only
 
     def monitors(self) -> list[Monitor]:
         found: list[tuple[bool, Monitor]] = []
-        proc = getattr(ctypes, "WINFUNCTYPE")(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p,
-                                              ctypes.POINTER(_Rect), ctypes.c_void_p)
+        proc = getattr(ctypes, "WINFUNCTYPE")(
+            ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(_Rect), ctypes.c_void_p
+        )
 
         def each(handle: Any, _dc: Any, _rect: Any, _data: Any) -> int:
             info = _MonitorInfo(cbSize=ctypes.sizeof(_MonitorInfo))
             self.user32.GetMonitorInfoW(ctypes.c_void_p(handle), ctypes.byref(info))
             x, y = ctypes.c_uint(96), ctypes.c_uint(96)
             if self.shcore is not None:
-                self.shcore.GetDpiForMonitor(ctypes.c_void_p(handle), _MDT_EFFECTIVE_DPI, ctypes.byref(x), ctypes.byref(y))
+                self.shcore.GetDpiForMonitor(
+                    ctypes.c_void_p(handle), _MDT_EFFECTIVE_DPI, ctypes.byref(x), ctypes.byref(y)
+                )
             r = info.rcMonitor
-            found.append((bool(info.dwFlags & _MONITORINFOF_PRIMARY),
-                          Monitor(r.left, r.top, r.right - r.left, r.bottom - r.top, int(x.value))))
+            found.append(
+                (
+                    bool(info.dwFlags & _MONITORINFOF_PRIMARY),
+                    Monitor(r.left, r.top, r.right - r.left, r.bottom - r.top, int(x.value)),
+                )
+            )
             return 1
 
         self.user32.EnumDisplayMonitors(None, None, proc(each), 0)

@@ -33,12 +33,28 @@ E_ACCESSDENIED = -2147024891  # 0x80070005 as a signed HRESULT: the awareness wa
 
 # Set-1 make codes of our key names (bundle/keys.py); True: an E0-prefixed key, sent with KEYEVENTF_EXTENDEDKEY.
 SCANCODES: dict[str, tuple[int, bool]] = {
-    "enter": (0x1C, False), "tab": (0x0F, False), "escape": (0x01, False), "backspace": (0x0E, False),
-    "delete": (0x53, True), "space": (0x39, False), "home": (0x47, True), "end": (0x4F, True),
-    "pageup": (0x49, True), "pagedown": (0x51, True), "up": (0x48, True), "down": (0x50, True),
-    "left": (0x4B, True), "right": (0x4D, True), "insert": (0x52, True),
-    "ctrl": (0x1D, False), "shift": (0x2A, False), "alt": (0x38, False), "super": (0x5B, True),
-    **{f"f{i}": (0x3B + i - 1, False) for i in range(1, 11)}, "f11": (0x57, False), "f12": (0x58, False),
+    "enter": (0x1C, False),
+    "tab": (0x0F, False),
+    "escape": (0x01, False),
+    "backspace": (0x0E, False),
+    "delete": (0x53, True),
+    "space": (0x39, False),
+    "home": (0x47, True),
+    "end": (0x4F, True),
+    "pageup": (0x49, True),
+    "pagedown": (0x51, True),
+    "up": (0x48, True),
+    "down": (0x50, True),
+    "left": (0x4B, True),
+    "right": (0x4D, True),
+    "insert": (0x52, True),
+    "ctrl": (0x1D, False),
+    "shift": (0x2A, False),
+    "alt": (0x38, False),
+    "super": (0x5B, True),
+    **{f"f{i}": (0x3B + i - 1, False) for i in range(1, 11)},
+    "f11": (0x57, False),
+    "f12": (0x58, False),
 }
 _TEXT_KEYS = {"\n": "enter", "\r": "enter", "\t": "tab", "\b": "backspace"}
 _VK_MODIFIERS = ((1, "shift"), (2, "ctrl"), (4, "alt"))  # VkKeyScanW's high byte: the shift state the key needs
@@ -75,14 +91,26 @@ class Win32Api(Protocol):
 
 # -- the INPUT structure (winuser.h), laid out with fixed-width types so it has Windows' size on any OS
 
+
 class _KeybdInput(ctypes.Structure):
-    _fields_ = [("wVk", ctypes.c_uint16), ("wScan", ctypes.c_uint16), ("dwFlags", ctypes.c_uint32),
-                ("time", ctypes.c_uint32), ("dwExtraInfo", ctypes.c_size_t)]
+    _fields_ = [
+        ("wVk", ctypes.c_uint16),
+        ("wScan", ctypes.c_uint16),
+        ("dwFlags", ctypes.c_uint32),
+        ("time", ctypes.c_uint32),
+        ("dwExtraInfo", ctypes.c_size_t),
+    ]
 
 
 class _MouseInput(ctypes.Structure):
-    _fields_ = [("dx", ctypes.c_int32), ("dy", ctypes.c_int32), ("mouseData", ctypes.c_uint32),
-                ("dwFlags", ctypes.c_uint32), ("time", ctypes.c_uint32), ("dwExtraInfo", ctypes.c_size_t)]
+    _fields_ = [
+        ("dx", ctypes.c_int32),
+        ("dy", ctypes.c_int32),
+        ("mouseData", ctypes.c_uint32),
+        ("dwFlags", ctypes.c_uint32),
+        ("time", ctypes.c_uint32),
+        ("dwExtraInfo", ctypes.c_size_t),
+    ]
 
 
 class _InputUnion(ctypes.Union):
@@ -94,6 +122,7 @@ class INPUT(ctypes.Structure):
 
 
 # -- pure parts
+
 
 def text_events(text: str) -> list[KeyEvent]:
     """Key events that type `text` whatever the keyboard layout: each UTF-16 code unit down and up as a Unicode
@@ -108,7 +137,7 @@ def text_events(text: str) -> list[KeyEvent]:
             raise UsageError(f"cannot type control character {ch!r}")
         units = ch.encode("utf-16-le")
         for i in range(0, len(units), 2):
-            unit = int.from_bytes(units[i:i + 2], "little")
+            unit = int.from_bytes(units[i : i + 2], "little")
             events += [KeyEvent(unit, KEYEVENTF_UNICODE), KeyEvent(unit, KEYEVENTF_UNICODE | KEYEVENTF_KEYUP)]
     return events
 
@@ -164,9 +193,11 @@ def send(events: list[KeyEvent], api: Win32Api, what: str) -> None:
         return
     sent = api.send_input(input_array(events), len(events), ctypes.sizeof(INPUT))
     if sent != len(events):
-        raise BackendError(f"{what}: Windows accepted {sent} of {len(events)} key events (input to a window of an "
-                           "elevated process is blocked unless the runner is elevated too; a UAC prompt or the lock "
-                           "screen takes none)")
+        raise BackendError(
+            f"{what}: Windows accepted {sent} of {len(events)} key events (input to a window of an "
+            "elevated process is blocked unless the runner is elevated too; a UAC prompt or the lock "
+            "screen takes none)"
+        )
 
 
 def ensure_per_monitor_dpi(api: Win32Api) -> int:
@@ -187,9 +218,11 @@ def check_dpi(awareness: int, monitors: list[Monitor]) -> None:
     off = [f"monitor {i} at {round(m.dpi * 100 / BASE_DPI)} %" for i, m in enumerate(monitors, 1) if m.dpi != base]
     if off:
         kind = "system DPI aware" if awareness == SYSTEM_AWARE else "not DPI aware"
-        raise BackendError(f"{', '.join(off)} but this process is {kind} ({round(base * 100 / BASE_DPI)} %): Windows "
-                           "would scale its captures and clicks there; something made it so before the screen "
-                           "backend started (import openadapt_flow before pyautogui, or set the monitors to one scale)")
+        raise BackendError(
+            f"{', '.join(off)} but this process is {kind} ({round(base * 100 / BASE_DPI)} %): Windows "
+            "would scale its captures and clicks there; something made it so before the screen "
+            "backend started (import openadapt_flow before pyautogui, or set the monitors to one scale)"
+        )
 
 
 class Win32Input:
@@ -205,4 +238,3 @@ class Win32Input:
 
     def press(self, keys: list[str]) -> None:
         send(key_events(keys, self.api), self.api, "key press")
-

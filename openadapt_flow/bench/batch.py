@@ -73,8 +73,21 @@ def verified(url: str, work: list[dict[str, str]], folder: Path, env: dict[str, 
         w.writeheader()
         w.writerows(work)
     out = folder / "results.jsonl"
-    args = [sys.executable, "-m", "openadapt_flow", "batch", str(BUNDLE_DIR), "--items", str(items_csv), "--url", url,
-            "--out", str(out), "--runs", str(folder / "runs")]
+    args = [
+        sys.executable,
+        "-m",
+        "openadapt_flow",
+        "batch",
+        str(BUNDLE_DIR),
+        "--items",
+        str(items_csv),
+        "--url",
+        url,
+        "--out",
+        str(out),
+        "--runs",
+        str(folder / "runs"),
+    ]
     t0 = time.perf_counter()
     done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=timeout)
     wall = time.perf_counter() - t0
@@ -83,8 +96,12 @@ def verified(url: str, work: list[dict[str, str]], folder: Path, env: dict[str, 
         for line in out.read_text().splitlines():
             s = yaml.safe_load(line).get("status", "?")
             statuses[s] = statuses.get(s, 0) + 1
-    return {"wall_s": round(wall, 2), "exit_code": done.returncode, "statuses": statuses,
-            "stderr_tail": done.stderr.strip()[-300:] if done.returncode else ""}
+    return {
+        "wall_s": round(wall, 2),
+        "exit_code": done.returncode,
+        "statuses": statuses,
+        "stderr_tail": done.stderr.strip()[-300:] if done.returncode else "",
+    }
 
 
 def _rows(db: Path) -> list[tuple[Any, ...]]:
@@ -116,7 +133,10 @@ def batch_bench(folder: Path, n: int = ITEMS, timeout: float = 900) -> dict[str,
         out["verified"].update(rows=len(rows), exact=_exact(rows, work))
     b, v = out["blind"]["wall_s"], out["verified"]["wall_s"]
     out["ratio"] = round(v / b, 2) if b > 0 else None
-    out["items_per_min"] = {"blind": round(n * 60 / b, 1) if b else None, "verified": round(n * 60 / v, 1) if v else None}
+    out["items_per_min"] = {
+        "blind": round(n * 60 / b, 1) if b else None,
+        "verified": round(n * 60 / v, 1) if v else None,
+    }
     return out
 
 
@@ -126,17 +146,31 @@ def goals(results: dict[str, Any]) -> list[dict[str, Any]]:
     ratio = b.get("ratio")
     v = b.get("verified") or {}
     right = v.get("exact") == b.get("items") and v.get("rows") == b.get("items")
-    shown = "n/a" if ratio is None else (f"{ratio:.2f}x ({v.get('wall_s')} s vs blind {b['blind']['wall_s']} s; "
-                                         f"verified rows exact {v.get('exact')}/{b.get('items')}, {v.get('rows')} rows)")
-    return [{"name": "verified batch time / blind script's", "target": f"<= {RATIO_TARGET:g}x, every item exact",
-             "shown": shown, "met": None if ratio is None else (ratio <= RATIO_TARGET and right)}]
+    shown = (
+        "n/a"
+        if ratio is None
+        else (
+            f"{ratio:.2f}x ({v.get('wall_s')} s vs blind {b['blind']['wall_s']} s; "
+            f"verified rows exact {v.get('exact')}/{b.get('items')}, {v.get('rows')} rows)"
+        )
+    )
+    return [
+        {
+            "name": "verified batch time / blind script's",
+            "target": f"<= {RATIO_TARGET:g}x, every item exact",
+            "shown": shown,
+            "met": None if ratio is None else (ratio <= RATIO_TARGET and right),
+        }
+    ]
 
 
 def lines(b: dict[str, Any]) -> list[str]:
     if "verified" not in b:
         return [f"batch: {b.get('error', 'not measured')}"]
     v, bl = b["verified"], b["blind"]
-    return [f"batch of {b['items']} invoices on the demo app over VNC: flow batch {v['wall_s']} s "
-            f"({b['items_per_min']['verified']} items/min, exit {v['exit_code']}, {v['statuses']}, rows exact "
-            f"{v['exact']}/{b['items']}) beside a blind script {bl['wall_s']} s ({b['items_per_min']['blind']} "
-            f"items/min, rows exact {bl['exact']}/{b['items']}): ratio {b['ratio']}x"]
+    return [
+        f"batch of {b['items']} invoices on the demo app over VNC: flow batch {v['wall_s']} s "
+        f"({b['items_per_min']['verified']} items/min, exit {v['exit_code']}, {v['statuses']}, rows exact "
+        f"{v['exact']}/{b['items']}) beside a blind script {bl['wall_s']} s ({b['items_per_min']['blind']} "
+        f"items/min, rows exact {bl['exact']}/{b['items']}): ratio {b['ratio']}x"
+    ]

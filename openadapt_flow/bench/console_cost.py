@@ -33,9 +33,9 @@ from openadapt_flow.console.app import create_app
 from openadapt_flow.console.views import run_page
 from openadapt_flow.demo.xvnc import free_port, wait_until
 from openadapt_flow.procs import stop_process
+from openadapt_flow.records.states import DecisionKind, RecordType, RunState, is_a
 from openadapt_flow.runtime.operate.operators import add_operator, reset_operator
 from openadapt_flow.store import FilesystemStore
-from openadapt_flow.records.states import DecisionKind, RecordType, RunState, is_a
 
 INVOICES = 40  # x 5 steps = 200
 OPERATOR = "bench"
@@ -48,16 +48,41 @@ def paused_run(work: Path, env: dict[str, str], invoices: int = INVOICES) -> Pat
     flow = yaml.safe_load((bundle / "flow.yaml").read_text())
     rng = np.random.default_rng(7)  # a crop of noise: no screen of the demo app has it
     Image.fromarray(rng.integers(0, 255, (40, 120, 3), dtype=np.uint8)).save(bundle / "templates" / "nowhere.png")
-    flow["steps"].append({"id": "nowhere", "intent": "Click a button that is not there", "action": "click",
-                          "target": {"template": "templates/nowhere.png", "region": [600, 600, 120, 40], "point": [60, 20]}})
+    flow["steps"].append(
+        {
+            "id": "nowhere",
+            "intent": "Click a button that is not there",
+            "action": "click",
+            "target": {"template": "templates/nowhere.png", "region": [600, 600, 120, 40], "point": [60, 20]},
+        }
+    )
     (bundle / "flow.yaml").write_text(yaml.safe_dump(flow, sort_keys=False))
     root = work / "console-runs"
     root.mkdir(parents=True, exist_ok=True)
     run_dir = root / "paused-200"
-    proc = subprocess.run([sys.executable, "-m", "openadapt_flow", "replay", str(bundle), "--url", f"fixture:{FIXTURE_DIR.resolve()}",
-                           "--durable", "--run-dir", str(run_dir), *flags], capture_output=True, text=True, timeout=600, env=_sor_env(env, root))
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "openadapt_flow",
+            "replay",
+            str(bundle),
+            "--url",
+            f"fixture:{FIXTURE_DIR.resolve()}",
+            "--durable",
+            "--run-dir",
+            str(run_dir),
+            *flags,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=_sor_env(env, root),
+    )
     if proc.returncode != 3:  # PAUSED
-        raise RuntimeError(f"the {invoices * 5}-step run did not pause (exit {proc.returncode}): {proc.stderr.strip()[-400:]}")
+        raise RuntimeError(
+            f"the {invoices * 5}-step run did not pause (exit {proc.returncode}): {proc.stderr.strip()[-400:]}"
+        )
     return run_dir
 
 
@@ -75,8 +100,11 @@ def _hidden(page: str, name: str) -> str:
 
 
 def _login(client: Any, credential: str) -> None:
-    r = client.post("/login", data={"csrf": _hidden(client.get("/login").text, "csrf"), "name": OPERATOR,
-                                    "credential": credential}, follow_redirects=False)
+    r = client.post(
+        "/login",
+        data={"csrf": _hidden(client.get("/login").text, "csrf"), "name": OPERATOR, "credential": credential},
+        follow_redirects=False,
+    )
     if r.status_code != 303:
         raise RuntimeError(f"bench operator login refused ({r.status_code})")
 
@@ -110,10 +138,17 @@ def page_time(run_dir: Path, iterations: int) -> dict[str, Any]:
             if r.status_code != 200:
                 raise RuntimeError(f"page answered {r.status_code}")
     fold = _fold_ms(store.open_run(str(run_dir)), iterations)
-    return {"steps_verified": steps, "iterations": iterations, "page_kb": round(len(page.content) / 1024, 1), **fold,
-            "p50_ms": round(percentile(times, 50), 1), "p99_ms": round(percentile(times, 99), 1),
-            "max_ms": round(max(times), 1), "cpu_p50_ms": round(percentile(cpu, 50), 1),
-            "cpu_p99_ms": round(percentile(cpu, 99), 1)}
+    return {
+        "steps_verified": steps,
+        "iterations": iterations,
+        "page_kb": round(len(page.content) / 1024, 1),
+        **fold,
+        "p50_ms": round(percentile(times, 50), 1),
+        "p99_ms": round(percentile(times, 99), 1),
+        "max_ms": round(max(times), 1),
+        "cpu_p50_ms": round(percentile(cpu, 50), 1),
+        "cpu_p99_ms": round(percentile(cpu, 99), 1),
+    }
 
 
 def _fold_ms(run: Any, iterations: int) -> dict[str, float]:
@@ -124,8 +159,12 @@ def _fold_ms(run: Any, iterations: int) -> dict[str, float]:
         run_page(run)
         wall.append((time.perf_counter() - t0) * 1000)
         cpu.append((time.process_time() - c0) * 1000)
-    return {"fold_p50_ms": round(percentile(wall, 50), 1), "fold_p99_ms": round(percentile(wall, 99), 1),
-            "fold_cpu_p50_ms": round(percentile(cpu, 50), 1), "fold_cpu_p99_ms": round(percentile(cpu, 99), 1)}
+    return {
+        "fold_p50_ms": round(percentile(wall, 50), 1),
+        "fold_p99_ms": round(percentile(wall, 99), 1),
+        "fold_cpu_p50_ms": round(percentile(cpu, 50), 1),
+        "fold_cpu_p99_ms": round(percentile(cpu, 99), 1),
+    }
 
 
 def click_to_resumed(run_dir: Path, env: dict[str, str], clicks: int, poll_s: float) -> dict[str, Any]:
@@ -138,11 +177,19 @@ def click_to_resumed(run_dir: Path, env: dict[str, str], clicks: int, poll_s: fl
     run = store.open_run(str(run_dir))
     run_id = run.manifest()["run_id"]
     port = free_port()
-    console = subprocess.Popen([sys.executable, "-m", "openadapt_flow", "console", "--root", str(root), "--bind",
-                                f"127.0.0.1:{port}"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    console = subprocess.Popen(
+        [sys.executable, "-m", "openadapt_flow", "console", "--root", str(root), "--bind", f"127.0.0.1:{port}"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     env = _sor_env(env, root)
-    worker = subprocess.Popen([sys.executable, "-m", "openadapt_flow", "worker", str(root), "--poll", str(poll_s)],
-                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    worker = subprocess.Popen(
+        [sys.executable, "-m", "openadapt_flow", "worker", str(root), "--poll", str(poll_s)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     times: list[float] = []
     posts: list[float] = []  # the POST alone: the decision recorded and the report re-rendered, answered 303
     try:
@@ -150,10 +197,16 @@ def click_to_resumed(run_dir: Path, env: dict[str, str], clicks: int, poll_s: fl
         with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60) as client:
             _login(client, credential)
             for _ in range(clicks):
-                wait_until(lambda: run.state().get("state") == RunState.PAUSED and run.has_pending(), 120, "the run to pause")
+                wait_until(
+                    lambda: run.state().get("state") == RunState.PAUSED and run.has_pending(), 120, "the run to pause"
+                )
                 seen = len(_resumes(run))
                 page = client.get(f"/runs/{run_id}").text
-                form = {"csrf": _hidden(page, "csrf"), "pause_id": _hidden(page, "pause_id"), "decision": DecisionKind.CONTINUE.value}
+                form = {
+                    "csrf": _hidden(page, "csrf"),
+                    "pause_id": _hidden(page, "pause_id"),
+                    "decision": DecisionKind.CONTINUE.value,
+                }
                 t0 = time.time()
                 r = client.post(f"/runs/{run_id}/decide", data=form, follow_redirects=False)
                 posts.append((time.time() - t0) * 1000)
@@ -164,9 +217,14 @@ def click_to_resumed(run_dir: Path, env: dict[str, str], clicks: int, poll_s: fl
     finally:
         stop_process(worker)
         stop_process(console)
-    return {"clicks": clicks, "worker_poll_s": poll_s, "p50_ms": round(percentile(times, 50), 1),
-            "max_ms": round(max(times), 1), "post_p50_ms": round(percentile(posts, 50), 1),
-            "all_ms": [round(t, 1) for t in times]}
+    return {
+        "clicks": clicks,
+        "worker_poll_s": poll_s,
+        "p50_ms": round(percentile(times, 50), 1),
+        "max_ms": round(max(times), 1),
+        "post_p50_ms": round(percentile(posts, 50), 1),
+        "all_ms": [round(t, 1) for t in times],
+    }
 
 
 def _resumes(run: Any) -> list[dict[str, Any]]:

@@ -14,7 +14,7 @@ def _stat(pid: int) -> list[str] | None:
         text = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
-    return text[text.rindex(")") + 2:].split()  # fields from the 3rd (state) on: the name may hold spaces
+    return text[text.rindex(")") + 2 :].split()  # fields from the 3rd (state) on: the name may hold spaces
 
 
 def cpu_s(pid: int, children: bool = False) -> float:

@@ -54,9 +54,14 @@ class DriftCell:
             self.rungs[rung] = self.rungs.get(rung, 0) + 1
 
     def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"right": self.right, "wrong": self.wrong, "halted": self.halted,
-                               "unambiguous": self.unambiguous, "unambiguous_right": self.unambiguous_right,
-                               "n": len(self.ms)}
+        out: dict[str, Any] = {
+            "right": self.right,
+            "wrong": self.wrong,
+            "halted": self.halted,
+            "unambiguous": self.unambiguous,
+            "unambiguous_right": self.unambiguous_right,
+            "n": len(self.ms),
+        }
         if self.ms:
             out |= {"median_ms": round(statistics.median(self.ms), 3), "p95_ms": round(p95(self.ms), 3)}
         if self.rungs:
@@ -139,8 +144,14 @@ def _locate(pyscreeze: Any, needle: str, shot: Image.Image, kwargs: dict[str, An
 def _run_driver(py: Path, job: dict[str, Any], work: Path, name: str) -> dict[str, Any]:
     job_path, out_path = work / f"{name}-job.json", work / f"{name}-out.json"
     job_path.write_text(json.dumps(job))
-    proc = subprocess.run([str(py), "-I", str(DRIVER), str(job_path), str(out_path)], capture_output=True, text=True,
-                          timeout=1800, cwd=work, env=_clean_env())
+    proc = subprocess.run(
+        [str(py), "-I", str(DRIVER), str(job_path), str(out_path)],
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        cwd=work,
+        env=_clean_env(),
+    )
     if proc.returncode != 0:
         raise RuntimeError(f"the original engine's driver failed: {proc.stderr.strip()[-800:]}")
     return json.loads(out_path.read_text())
@@ -161,11 +172,18 @@ def bench_orig(py: Path, apps: list[AppCorpus], work: Path, reps: int, ocr_reps:
                 window = lad.window(target, w, h) or (0, 0, w, h)
                 key = [app.model.app, drift, t.id]
                 labels["/".join(key)] = t
-                tmpl_job["template"].append({
-                    "key": key, "frame": str(app.folder / _frame_file(app, drift, t)),
-                    "template": str(app.folder / t.template), "region": list(t.region),
-                    "click": list(target.recorded_point() or (0, 0)), "window": list(window), "reps": reps,
-                    "areas": ["local"]})
+                tmpl_job["template"].append(
+                    {
+                        "key": key,
+                        "frame": str(app.folder / _frame_file(app, drift, t)),
+                        "template": str(app.folder / t.template),
+                        "region": list(t.region),
+                        "click": list(target.recorded_point() or (0, 0)),
+                        "window": list(window),
+                        "reps": reps,
+                        "areas": ["local"],
+                    }
+                )
     tmpl_out = _run_driver(py, tmpl_job, work, "drift-orig-template")
     ocr_job: dict[str, list[Any]] = {"template": [], "ocr": []}
     found: dict[str, dict[str, Any]] = {}
@@ -174,8 +192,16 @@ def bench_orig(py: Path, apps: list[AppCorpus], work: Path, reps: int, ocr_reps:
         found[name] = {"ms": item["local"]["ms"], "point": item["local"]["point"]}
         t = labels[name]
         if item["local"]["point"] is None and t.text is not None:
-            ocr_job["ocr"].append({"key": item["key"], "frame": job_item["frame"], "text": t.text,
-                                   "text_offset": t.text_offset, "window": job_item["window"], "reps": ocr_reps})
+            ocr_job["ocr"].append(
+                {
+                    "key": item["key"],
+                    "frame": job_item["frame"],
+                    "text": t.text,
+                    "text_offset": t.text_offset,
+                    "window": job_item["window"],
+                    "reps": ocr_reps,
+                }
+            )
     if ocr_job["ocr"]:
         for item in _run_driver(py, ocr_job, work, "drift-orig-ocr")["ocr"]:
             name = "/".join(item["key"])

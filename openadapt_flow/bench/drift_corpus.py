@@ -70,8 +70,9 @@ class DriftTarget(_Strict):
     truth: dict[str, Truth]
 
     def as_target(self) -> Target:
-        return Target(template=self.template, region=self.region, point=self.point, text=self.text,
-                      text_offset=self.text_offset)
+        return Target(
+            template=self.template, region=self.region, point=self.point, text=self.text, text_offset=self.text_offset
+        )
 
 
 class DriftCorpus(_Strict):
@@ -127,8 +128,11 @@ def read_rgb(path: Path) -> np.ndarray:
 def load_app(folder: Path) -> AppCorpus:
     """One app folder's targets.json, frames and templates."""
     model = DriftCorpus.model_validate_json((folder / "targets.json").read_text())
-    frames = {(drift, screen): read_rgb(folder / file)
-              for drift, d in model.drifts.items() for screen, file in d.frames.items()}
+    frames = {
+        (drift, screen): read_rgb(folder / file)
+        for drift, d in model.drifts.items()
+        for screen, file in d.frames.items()
+    }
     templates = {t.template: read_rgb(folder / t.template) for t in model.targets}
     return AppCorpus(folder, model, frames, templates)
 

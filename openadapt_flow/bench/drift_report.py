@@ -6,8 +6,12 @@ from typing import Any
 
 from openadapt_flow.bench.drift_corpus import DRIFT_ORDER
 
-COLUMNS = (("template", "ours: template rung"), ("ladder", "ours: ladder with OCR"),
-           ("pyscreeze conf=0.9", "pyscreeze conf=0.9"), ("pyscreeze exact", "pyscreeze exact"))
+COLUMNS = (
+    ("template", "ours: template rung"),
+    ("ladder", "ours: ladder with OCR"),
+    ("pyscreeze conf=0.9", "pyscreeze conf=0.9"),
+    ("pyscreeze exact", "pyscreeze exact"),
+)
 
 
 def _ms(v: float | None) -> str:
@@ -65,14 +69,27 @@ def verdicts(drift: dict[str, Any]) -> list[dict[str, Any]]:
     for label, group in (("ladder", ours), ("template rung", tmpl)):
         wrong = sum(r["wrong"] for r in group)
         where = ", ".join(f"{r['app']} {r['drift']} {r['wrong']}" for r in group if r["wrong"])
-        add(f"0 wrong clicks ({label})", None if not group else wrong == 0,
-            "not measured" if not group else f"{wrong} wrong" + (f" ({where})" if where else ""))
+        add(
+            f"0 wrong clicks ({label})",
+            None if not group else wrong == 0,
+            "not measured" if not group else f"{wrong} wrong" + (f" ({where})" if where else ""),
+        )
     total, got = sum(r["unambiguous"] for r in ours), sum(r["unambiguous_right"] for r in ours)
-    missed = ", ".join(f"{r['app']} {r['drift']} {r['unambiguous'] - r['unambiguous_right']}"
-                       for r in ours if r["unambiguous_right"] < r["unambiguous"])
-    add("every unambiguous target resolved (ladder)", None if not ours else got == total,
-        "not measured" if not ours else f"{got}/{total}" + (f" (missed: {missed})" if missed else ""))
-    add(*_rung_target("natural-size screen change resolved by the template rung, ≤ 5 ms at 1920x1080", tmpl, "natural", 5.0))
+    missed = ", ".join(
+        f"{r['app']} {r['drift']} {r['unambiguous'] - r['unambiguous_right']}"
+        for r in ours
+        if r["unambiguous_right"] < r["unambiguous"]
+    )
+    add(
+        "every unambiguous target resolved (ladder)",
+        None if not ours else got == total,
+        "not measured" if not ours else f"{got}/{total}" + (f" (missed: {missed})" if missed else ""),
+    )
+    add(
+        *_rung_target(
+            "natural-size screen change resolved by the template rung, ≤ 5 ms at 1920x1080", tmpl, "natural", 5.0
+        )
+    )
     add(*_rung_target("dark theme resolved without OCR (template rung), ≤ 40 ms", tmpl, "dark", 40.0))
     add(*_faster(rows))
     return out
@@ -99,8 +116,11 @@ def _faster(rows: list[dict[str, Any]]) -> tuple[str, bool | None, str]:
             pairs.append((r, theirs))
     if not pairs:
         return name, None, "not measured"
-    slow = [f"{o['app']} {o['drift']} {_ms(o['median_ms'])} vs {_ms(t['median_ms'])} ms" for o, t in pairs
-            if o["median_ms"] >= t["median_ms"]]
+    slow = [
+        f"{o['app']} {o['drift']} {_ms(o['median_ms'])} vs {_ms(t['median_ms'])} ms"
+        for o, t in pairs
+        if o["median_ms"] >= t["median_ms"]
+    ]
     worst = max(pairs, key=lambda p: p[0]["median_ms"] / p[1]["median_ms"])
     shown = f"worst ratio ours/theirs {worst[0]['median_ms'] / worst[1]['median_ms']:.2f} ({worst[0]['app']} {worst[0]['drift']})"
     return name, not slow, shown + (f"; slower: {'; '.join(slow)}" if slow else "")

@@ -26,18 +26,24 @@ from openadapt_flow.backends.base import Backend, Frame
 from openadapt_flow.backends.factory import open_backend
 from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.bench.frames import BUNDLE_DIR, demo_on_xvnc
-from openadapt_flow.procs import stop_process
 from openadapt_flow.bench.stats import Cell
 from openadapt_flow.bundle.config import DeployConfig
+from openadapt_flow.procs import stop_process
+from openadapt_flow.records.entry import JournalEntry
+from openadapt_flow.records.states import RecordType, is_a
 from openadapt_flow.runtime.start.context import Progress, StepSummary
 from openadapt_flow.store import Journal
-from openadapt_flow.records.entry import JournalEntry
 from openadapt_flow.vision.ocr import OcrEngine
-from openadapt_flow.records.states import RecordType, is_a
 
 PARAMS = {"vendor": "ACME", "amount": "12.50"}
-JOURNAL_PER_STEP = (RecordType.STEP_STARTED, RecordType.RESOLVED, RecordType.ACTION_DISPATCHED, RecordType.ACTION_SENT,
-                    RecordType.POSTCONDITIONS, RecordType.STEP_VERIFIED)
+JOURNAL_PER_STEP = (
+    RecordType.STEP_STARTED,
+    RecordType.RESOLVED,
+    RecordType.ACTION_DISPATCHED,
+    RecordType.ACTION_SENT,
+    RecordType.POSTCONDITIONS,
+    RecordType.STEP_VERIFIED,
+)
 
 
 class TimedBackend:
@@ -150,10 +156,22 @@ def _replaced(owner: Any, attr: str, value: Any) -> Iterator[None]:
 
 
 # What a `flow` process imports for the bench's commands: compiled once before any of them is timed.
-WARM_IMPORTS = ("openadapt_flow.cli.replay", "openadapt_flow.cli.durable", "openadapt_flow.cli.fixture",
-                "openadapt_flow.backends.vnc", "openadapt_flow.backends.fixture", "openadapt_flow.fixture.server")
-ENV_KEYS = ("FLOW_KEY_FILE", "FLOW_DECISION_KEY_FILE", "DEMO_DB_DSN", "PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX",
-            "PYTHONPATH")
+WARM_IMPORTS = (
+    "openadapt_flow.cli.replay",
+    "openadapt_flow.cli.durable",
+    "openadapt_flow.cli.fixture",
+    "openadapt_flow.backends.vnc",
+    "openadapt_flow.backends.fixture",
+    "openadapt_flow.fixture.server",
+)
+ENV_KEYS = (
+    "FLOW_KEY_FILE",
+    "FLOW_DECISION_KEY_FILE",
+    "DEMO_DB_DSN",
+    "PYTHONDONTWRITEBYTECODE",
+    "PYTHONPYCACHEPREFIX",
+    "PYTHONPATH",
+)
 # The checkout this bench runs from: the processes it starts import the same code (not another install's).
 SOURCE_ROOT = Path(__file__).resolve().parents[2]
 
@@ -176,8 +194,13 @@ def bench_env(work: Path) -> Iterator[dict[str, str]]:
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(SOURCE_ROOT), saved["PYTHONPATH"]) if p)
     try:
         if not cache.is_dir():
-            subprocess.run([sys.executable, "-c", "import " + ", ".join(WARM_IMPORTS)], env=dict(os.environ),
-                           check=False, timeout=300, stdout=subprocess.DEVNULL)
+            subprocess.run(
+                [sys.executable, "-c", "import " + ", ".join(WARM_IMPORTS)],
+                env=dict(os.environ),
+                check=False,
+                timeout=300,
+                stdout=subprocess.DEVNULL,
+            )
         yield dict(os.environ)
     finally:
         for k, v in saved.items():
@@ -193,8 +216,8 @@ def engine_overhead(work: Path, runs: int, make_ocr: Callable[[], OcrEngine] = O
     `make_ocr` stands in for the engine's `OcrEngine()` (to measure another OCR set-up the same way).
     """
     from openadapt_flow.runtime.act import assemble as engine_mod
-    from openadapt_flow.runtime.start.launch import ReplayRequest
     from openadapt_flow.runtime.runs import replay
+    from openadapt_flow.runtime.start.launch import ReplayRequest
 
     meter = Meter()
     holder: dict[str, TimedBackend] = {}
@@ -207,21 +230,35 @@ def engine_overhead(work: Path, runs: int, make_ocr: Callable[[], OcrEngine] = O
     states = []
     with demo_on_xvnc(1024, 768, "normal") as desk, bench_env(work):
         os.environ["DEMO_DB_DSN"] = f"sqlite:///{desk.db}"
-        config = DeployConfig.model_validate({"schema": "openadapt-flow/config@1", "runtime": {"runs_root": str(work / "runs")}})
-        with meter.wrap(OcrEngine, "_read_crop", "ocr"), meter.wrap(Journal, "append", "journal"), \
-                _replaced(engine_mod, "OcrEngine", make_ocr):
+        config = DeployConfig.model_validate(
+            {"schema": "openadapt-flow/config@1", "runtime": {"runs_root": str(work / "runs")}}
+        )
+        with (
+            meter.wrap(OcrEngine, "_read_crop", "ocr"),
+            meter.wrap(Journal, "append", "journal"),
+            _replaced(engine_mod, "OcrEngine", make_ocr),
+        ):
             for i in range(runs):
                 if i == 1:
                     clock.steps.clear()  # the first run pays imports and first-use set-up
-                req = ReplayRequest(bundle=BUNDLE_DIR, params=PARAMS, backend=BackendSpec(kind="vnc", host="127.0.0.1", port=desk.xvnc.port),
-                                    config=config, run_dir=work / f"engine-run-{i}")
+                req = ReplayRequest(
+                    bundle=BUNDLE_DIR,
+                    params=PARAMS,
+                    backend=BackendSpec(kind="vnc", host="127.0.0.1", port=desk.xvnc.port),
+                    config=config,
+                    run_dir=work / f"engine-run-{i}",
+                )
                 states.append(replay(req, progress=clock, backend_factory=factory).state)
     cells = {k: Cell() for k in ("overhead", "wall", "wait", "ocr", "journal", "capture", "input")}
     for s in clock.steps:
         for k, cell in cells.items():
             cell.ms.append(s.get(k, 0.0))
-    return {"runs": runs, "states": states, "steps_measured": len(clock.steps),
-            **{k: c.to_json() for k, c in cells.items()}}
+    return {
+        "runs": runs,
+        "states": states,
+        "steps_measured": len(clock.steps),
+        **{k: c.to_json() for k, c in cells.items()},
+    }
 
 
 def journal_and_checkpoint(work: Path, steps: int) -> dict[str, Any]:
@@ -231,13 +268,16 @@ def journal_and_checkpoint(work: Path, steps: int) -> dict[str, Any]:
     journal = Journal(run / "journal.jsonl", b"k" * 32)
     have_checkpoint = True
     try:
-        from openadapt_flow.store.checkpoint import write_checkpoint
         from openadapt_flow.records.checkpoint import checkpoint_from_records
+        from openadapt_flow.store.checkpoint import write_checkpoint
     except ImportError:
         have_checkpoint = False
     j, cp_cell = Cell(), Cell()
     verified: list[JournalEntry] = []
-    payload = {"evidence": [{"rung": "template", "verdict": "hit", "elapsed_ms": 1.2, "score": 0.99}], "point": [100, 200]}
+    payload = {
+        "evidence": [{"rung": "template", "verdict": "hit", "elapsed_ms": 1.2, "score": 0.99}],
+        "point": [100, 200],
+    }
     try:
         for i in range(steps):
             t0 = time.perf_counter()
@@ -254,8 +294,12 @@ def journal_and_checkpoint(work: Path, steps: int) -> dict[str, Any]:
                 cp_cell.ms.append((time.perf_counter() - t0) * 1000)
     finally:
         journal.close()
-    out: dict[str, Any] = {"journal": j.to_json(), "records_per_step": len(JOURNAL_PER_STEP), "fsyncs_per_step": 2,
-                           "filesystem": _fs_type(run)}
+    out: dict[str, Any] = {
+        "journal": j.to_json(),
+        "records_per_step": len(JOURNAL_PER_STEP),
+        "fsyncs_per_step": 2,
+        "filesystem": _fs_type(run),
+    }
     out["checkpoint"] = cp_cell.to_json() if have_checkpoint else None
     return out
 
@@ -297,11 +341,21 @@ def resume_to_first_action(work: Path, timeout: float = 90) -> dict[str, Any]:
     with demo_on_xvnc(1024, 768, "normal") as desk, bench_env(work) as env:
         env["DEMO_DB_DSN"] = f"sqlite:///{desk.db}"
         url = desk.url
-        first = subprocess.Popen(_flow("replay", str(BUNDLE_DIR), "--durable", "--url", url, "--run-dir", str(run_dir), "--json", *params),
-                                 env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        first = subprocess.Popen(
+            _flow("replay", str(BUNDLE_DIR), "--durable", "--url", url, "--run-dir", str(run_dir), "--json", *params),
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
         try:
-            _wait(lambda: sum(is_a(r, RecordType.STEP_VERIFIED) for r in _journal(run_dir / "journal.jsonl")) >= 2 or first.poll() is not None,
-                  timeout, "two verified steps")
+            _wait(
+                lambda: (
+                    sum(is_a(r, RecordType.STEP_VERIFIED) for r in _journal(run_dir / "journal.jsonl")) >= 2
+                    or first.poll() is not None
+                ),
+                timeout,
+                "two verified steps",
+            )
             if first.poll() is not None:
                 early = first.stderr.read().decode(errors="replace") if first.stderr else ""
                 return {"error": f"durable replay ended early (exit {first.returncode}): {early[-300:]}"}
@@ -311,16 +365,32 @@ def resume_to_first_action(work: Path, timeout: float = 90) -> dict[str, Any]:
             stop_process(first)
         seen = max((r["seq"] for r in _journal(run_dir / "journal.jsonl")), default=0)
         t0 = time.perf_counter()
-        proc = subprocess.Popen(_flow("resume", str(run_dir), "--url", url, "--json"), env=env,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        proc = subprocess.Popen(
+            _flow("resume", str(run_dir), "--url", url, "--json"),
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
         try:
-            acted = _wait(lambda: any(is_a(r, RecordType.ACTION_DISPATCHED) and r["seq"] > seen for r in _journal(run_dir / "journal.jsonl"))
-                          or proc.poll() is not None, timeout, "the resumed run's first action", interval=0.005)
+            acted = _wait(
+                lambda: (
+                    any(
+                        is_a(r, RecordType.ACTION_DISPATCHED) and r["seq"] > seen
+                        for r in _journal(run_dir / "journal.jsonl")
+                    )
+                    or proc.poll() is not None
+                ),
+                timeout,
+                "the resumed run's first action",
+                interval=0.005,
+            )
             elapsed = time.perf_counter() - t0
             out, err = proc.communicate(timeout=timeout)
         finally:
             stop_process(proc)
-        dispatched = any(is_a(r, RecordType.ACTION_DISPATCHED) and r["seq"] > seen for r in _journal(run_dir / "journal.jsonl"))
+        dispatched = any(
+            is_a(r, RecordType.ACTION_DISPATCHED) and r["seq"] > seen for r in _journal(run_dir / "journal.jsonl")
+        )
         if not (acted and dispatched):
             return {"error": f"resume sent no action (exit {proc.returncode}): {err.decode()[-300:]}"}
         state = json.loads(out.decode() or "{}").get("state")

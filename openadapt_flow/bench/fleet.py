@@ -40,8 +40,8 @@ from openadapt_flow.bench.replay50 import FIXTURE_DIR
 from openadapt_flow.bench.stats import percentile
 from openadapt_flow.demo.xvnc import free_port, wait_until
 from openadapt_flow.procs import stop_process
-from openadapt_flow.runtime.fleet.submit import submit
 from openadapt_flow.records.states import RecordType, RunState
+from openadapt_flow.runtime.fleet.submit import submit
 
 DESKS = 4
 PARAMS = {"vendor": "ACME Corp", "amount": "1250.50"}
@@ -93,7 +93,9 @@ class Rig:
         self.work = work
         self.n_desks = desks
         self._pgpassword: str | None = None
-        self.server: PgServer = start_pg(fsync=True)  # as deployed: action_dispatched's synchronous commit hits the disk
+        self.server: PgServer = start_pg(
+            fsync=True
+        )  # as deployed: action_dispatched's synchronous commit hits the disk
         self.procs: list[subprocess.Popen[bytes]] = []
         self.desks: list[subprocess.Popen[bytes]] = []
         try:
@@ -115,8 +117,13 @@ class Rig:
 
     def _spawn(self, args: list[str], log: str) -> subprocess.Popen[bytes]:
         out = open(self.work / f"{log}.log", "wb")
-        proc = subprocess.Popen([sys.executable, "-m", "openadapt_flow", *args], cwd=self.work, env=self.env,
-                                stdout=out, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "openadapt_flow", *args],
+            cwd=self.work,
+            env=self.env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+        )
         out.close()
         self.procs.append(proc)
         return proc
@@ -124,19 +131,49 @@ class Rig:
     def _serve_desks(self) -> Path:
         ports = [free_port() for _ in range(self.n_desks)]
         for port in ports:
-            self.desks.append(self._spawn(["fixture", "serve", str(FIXTURE_DIR.resolve()), "--keep-state", "--port",
-                                           str(port), "--db", str(self.db)], f"desk-{port}"))
+            self.desks.append(
+                self._spawn(
+                    [
+                        "fixture",
+                        "serve",
+                        str(FIXTURE_DIR.resolve()),
+                        "--keep-state",
+                        "--port",
+                        str(port),
+                        "--db",
+                        str(self.db),
+                    ],
+                    f"desk-{port}",
+                )
+            )
         for port in ports:
             wait_until(lambda: _listening(port), 30, f"fixture desktop on port {port}")
-        lines = [f'  - {{name: desk{i}, labels: [invoices], backend: {{kind: vnc, url: "vnc://127.0.0.1:{p}"}}}}'
-                 for i, p in enumerate(ports)]
+        lines = [
+            f'  - {{name: desk{i}, labels: [invoices], backend: {{kind: vnc, url: "vnc://127.0.0.1:{p}"}}}}'
+            for i, p in enumerate(ports)
+        ]
         targets = self.work / "targets.yaml"
         targets.write_text("schema: openadapt-flow/targets@1\ntargets:\n" + "\n".join(lines) + "\n")
         return targets
 
     def workers(self, n: int, tag: str) -> list[subprocess.Popen[bytes]]:
-        return [self._spawn(["worker", "--store", self.spec, "--targets", str(self.targets), "--concurrency", "1",
-                             "--name", f"{tag}-w{i}"], f"{tag}-w{i}") for i in range(n)]
+        return [
+            self._spawn(
+                [
+                    "worker",
+                    "--store",
+                    self.spec,
+                    "--targets",
+                    str(self.targets),
+                    "--concurrency",
+                    "1",
+                    "--name",
+                    f"{tag}-w{i}",
+                ],
+                f"{tag}-w{i}",
+            )
+            for i in range(n)
+        ]
 
     def sor_rows(self) -> int:
         if not self.db.exists():
@@ -171,7 +208,9 @@ def _submit_all(rig: Rig, bundle: Path, n: int, progress: Progress) -> list[str]
 
 def _states(rig: Rig, names: list[str]) -> dict[str, int]:
     with rig.connect() as c:
-        rows = c.execute("SELECT state, count(*) FROM flow_runs WHERE name = ANY(%s) GROUP BY state", (names,)).fetchall()
+        rows = c.execute(
+            "SELECT state, count(*) FROM flow_runs WHERE name = ANY(%s) GROUP BY state", (names,)
+        ).fetchall()
     return {str(s): int(k) for s, k in rows}
 
 
@@ -180,27 +219,38 @@ def _wait_done(rig: Rig, names: list[str], timeout: float, progress: Progress) -
     deadline, last = time.monotonic() + timeout, 0.0
     while True:
         states = _states(rig, names)
-        final = sum(k for s, k in states.items() if s in (RunState.COMPLETED, RunState.FAILED, RunState.BLOCKED, RunState.PAUSED))
+        final = sum(
+            k
+            for s, k in states.items()
+            if s in (RunState.COMPLETED, RunState.FAILED, RunState.BLOCKED, RunState.PAUSED)
+        )
         if final >= len(names):
             return
         if time.monotonic() - last >= 10:
             last = time.monotonic()
             progress(f"{states.get(RunState.COMPLETED, 0)}/{len(names)} completed, {os.getloadavg()[0]:.1f} load")
         if time.monotonic() > deadline:
-            raise TimeoutError(f"{len(names) - final} of {len(names)} runs not finished after {timeout:.0f} s: {states}")
+            raise TimeoutError(
+                f"{len(names) - final} of {len(names)} runs not finished after {timeout:.0f} s: {states}"
+            )
         time.sleep(0.5)
 
 
 def _timeline(rig: Rig, names: list[str]) -> dict[str, dict[str, Any]]:
     """Per run: its claims, its first action_dispatched ts, its run_finished ts, and its dispatches per step."""
-    out: dict[str, dict[str, Any]] = {n: {"claims": [], "dispatches": {}, "first": None, "started": None, "finished": None} for n in names}
+    out: dict[str, dict[str, Any]] = {
+        n: {"claims": [], "dispatches": {}, "first": None, "started": None, "finished": None} for n in names
+    }
     with rig.connect() as c:
-        for name, at in c.execute("SELECT name, extract(epoch FROM claimed_at) FROM bench_claims WHERE name = ANY(%s)",
-                                  (names,)).fetchall():
+        for name, at in c.execute(
+            "SELECT name, extract(epoch FROM claimed_at) FROM bench_claims WHERE name = ANY(%s)", (names,)
+        ).fetchall():
             out[name]["claims"].append(float(at))
-        rows = c.execute("SELECT r.name, j.type, j.step, j.line FROM flow_journal j JOIN flow_runs r ON r.id = j.run "
-                         "WHERE r.name = ANY(%s) AND j.type IN ('run_started', 'action_dispatched', 'run_finished') ORDER BY j.seq",
-                         (names,)).fetchall()
+        rows = c.execute(
+            "SELECT r.name, j.type, j.step, j.line FROM flow_journal j JOIN flow_runs r ON r.id = j.run "
+            "WHERE r.name = ANY(%s) AND j.type IN ('run_started', 'action_dispatched', 'run_finished') ORDER BY j.seq",
+            (names,),
+        ).fetchall()
     for name, type_, step, line in rows:
         ts = _epoch(json.loads(bytes(line))["ts"])
         run = out[name]
@@ -233,16 +283,23 @@ class Meter:
         self.start = self._read()
 
     def _read(self) -> dict[str, Any]:
-        return {"workers": sum(cpu_s(w.pid) for w in self.workers), "server": tree_cpu_s(self.rig.server.pid),
-                "desks": sum(cpu_s(d.pid) for d in self.rig.desks), "machine": MachineCpu.now(),
-                "wall": time.monotonic()}
+        return {
+            "workers": sum(cpu_s(w.pid) for w in self.workers),
+            "server": tree_cpu_s(self.rig.server.pid),
+            "desks": sum(cpu_s(d.pid) for d in self.rig.desks),
+            "machine": MachineCpu.now(),
+            "wall": time.monotonic(),
+        }
 
     def stop(self) -> dict[str, Any]:
         end = self._read()
-        return {**{f"{k}_cpu_s": round(end[k] - self.start[k], 1) for k in ("workers", "server", "desks")},
-                "machine_busy": round(end["machine"].busy_share(self.start["machine"]), 2),
-                "wall_s": round(end["wall"] - self.start["wall"], 1), "load_avg_1m": round(os.getloadavg()[0], 2),
-                "cpus": os.cpu_count()}
+        return {
+            **{f"{k}_cpu_s": round(end[k] - self.start[k], 1) for k in ("workers", "server", "desks")},
+            "machine_busy": round(end["machine"].busy_share(self.start["machine"]), 2),
+            "wall_s": round(end["wall"] - self.start["wall"], 1),
+            "load_avg_1m": round(os.getloadavg()[0], 2),
+            "cpus": os.cpu_count(),
+        }
 
 
 def throughput(rig: Rig, bundle: Path, n_workers: int, runs: int, progress: Progress) -> dict[str, Any]:
@@ -262,16 +319,27 @@ def throughput(rig: Rig, bundle: Path, n_workers: int, runs: int, progress: Prog
     window = max(ends) - min(claims)
     lat = _latencies(timeline)
     states = _states(rig, names)
-    return {"workers": n_workers, "runs": runs, "completed": states.get(RunState.COMPLETED, 0), "window_s": round(window, 2),
-            "runs_per_min": round(runs / window * 60, 1), "claim_to_first_action_ms": _pcts(lat),
-            "claim_to_run_started_ms": _pcts(_latencies(timeline, "started")), **cpu}
+    return {
+        "workers": n_workers,
+        "runs": runs,
+        "completed": states.get(RunState.COMPLETED, 0),
+        "window_s": round(window, 2),
+        "runs_per_min": round(runs / window * 60, 1),
+        "claim_to_first_action_ms": _pcts(lat),
+        "claim_to_run_started_ms": _pcts(_latencies(timeline, "started")),
+        **cpu,
+    }
 
 
 def _pcts(ms: list[float]) -> dict[str, Any]:
     if not ms:
         return {"n": 0}
-    return {"n": len(ms), "p50": round(percentile(ms, 50), 1), "p99": round(percentile(ms, 99), 1),
-            "max": round(max(ms), 1)}
+    return {
+        "n": len(ms),
+        "p50": round(percentile(ms, 50), 1),
+        "p99": round(percentile(ms, 99), 1),
+        "max": round(max(ms), 1),
+    }
 
 
 def drain(rig: Rig, bundle: Path, runs: int, n_workers: int, progress: Progress) -> dict[str, Any]:
@@ -288,22 +356,34 @@ def drain(rig: Rig, bundle: Path, runs: int, n_workers: int, progress: Progress)
             stop_process(w)
     timeline = _timeline(rig, names)
     with rig.connect() as c:
-        run_rows = dict(c.execute("SELECT name, count(*) FROM flow_runs WHERE name = ANY(%s) GROUP BY name",
-                                  (names,)).fetchall())
+        run_rows = dict(
+            c.execute("SELECT name, count(*) FROM flow_runs WHERE name = ANY(%s) GROUP BY name", (names,)).fetchall()
+        )
     steps = len(yaml.safe_load((bundle / "flow.yaml").read_text())["steps"])
-    twice = [n for n, r in timeline.items() if any(k != 1 for k in r["dispatches"].values()) or len(r["dispatches"]) != steps]
+    twice = [
+        n for n, r in timeline.items() if any(k != 1 for k in r["dispatches"].values()) or len(r["dispatches"]) != steps
+    ]
     ends = [r["finished"] for r in timeline.values() if r["finished"] is not None]
     claims = [c for r in timeline.values() for c in r["claims"]]
     states = _states(rig, names)
-    return {"runs": runs, "workers": n_workers, "completed": states.get(RunState.COMPLETED, 0), "states": states,
-            "lost": sum(1 for n in names if run_rows.get(n, 0) != 1), "not_once": len(twice),
-            "sor_rows": rig.sor_rows() - rows_before, "window_s": round(max(ends) - min(claims), 1),
-            "runs_per_min": round(runs / (max(ends) - min(claims)) * 60, 1),
-            "claim_to_first_action_ms": _pcts(_latencies(timeline)), **cpu}
+    return {
+        "runs": runs,
+        "workers": n_workers,
+        "completed": states.get(RunState.COMPLETED, 0),
+        "states": states,
+        "lost": sum(1 for n in names if run_rows.get(n, 0) != 1),
+        "not_once": len(twice),
+        "sor_rows": rig.sor_rows() - rows_before,
+        "window_s": round(max(ends) - min(claims), 1),
+        "runs_per_min": round(runs / (max(ends) - min(claims)) * 60, 1),
+        "claim_to_first_action_ms": _pcts(_latencies(timeline)),
+        **cpu,
+    }
 
 
-def fleet_bench(work: Path, env: dict[str, str], runs: int, drain_runs: int, workers: tuple[int, ...],
-                progress: Progress) -> dict[str, Any]:
+def fleet_bench(
+    work: Path, env: dict[str, str], runs: int, drain_runs: int, workers: tuple[int, ...], progress: Progress
+) -> dict[str, Any]:
     """Every fleet figure on one rig: throughput per worker count, the scaling efficiency, the drain."""
     work.mkdir(parents=True, exist_ok=True)
     invoice, short = bundles(work)

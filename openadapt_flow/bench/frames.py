@@ -21,12 +21,12 @@ from pathlib import Path
 
 import numpy as np
 
-from openadapt_flow.imaging.pixels import resize
-from openadapt_flow.imaging.png import encode_png
-from openadapt_flow.procs import stop_process
 from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.backends.vnc import VncBackend
 from openadapt_flow.demo.xvnc import XvncServer, start_xvnc, wait_until
+from openadapt_flow.imaging.pixels import resize
+from openadapt_flow.imaging.png import encode_png
+from openadapt_flow.procs import stop_process
 from openadapt_flow.runtime.act.settle import settle
 
 Box = tuple[int, int, int, int]
@@ -85,8 +85,19 @@ def demo_on_xvnc(width: int, height: int, variant: str) -> Iterator[DemoDesktop]
     xvnc = start_xvnc(width, height)
     workdir = Path(tempfile.mkdtemp(prefix="flow-bench-app-"))
     ready, geometry = workdir / "ready.json", workdir / "geometry.json"
-    args = [sys.executable, "-m", "openadapt_flow.demo.app", "--db", str(workdir / "invoices.db"),
-            "--variant", variant, "--ready-file", str(ready), "--geometry-file", str(geometry)]
+    args = [
+        sys.executable,
+        "-m",
+        "openadapt_flow.demo.app",
+        "--db",
+        str(workdir / "invoices.db"),
+        "--variant",
+        variant,
+        "--ready-file",
+        str(ready),
+        "--geometry-file",
+        str(geometry),
+    ]
     log = (workdir / "app.log").open("wb")
     app = subprocess.Popen(args, env=xvnc.env, stdout=log, stderr=subprocess.STDOUT)
     try:
@@ -118,6 +129,7 @@ def capture_screens(width: int, height: int, variant: str) -> Screens:
 
         backend = VncBackend(BackendSpec(kind="vnc", host="127.0.0.1", port=xvnc.port))
         try:
+
             def shot() -> np.ndarray:
                 return settle(backend, 0.2, 5).frame.pixels
 
@@ -177,14 +189,19 @@ def _scale_box(box: Box, f: float) -> Box:
 def build_cases(normal: Screens, shifted: Screens, dark: Screens, twin: Screens) -> list[Case]:
     """The benchmark's cases on one screen size (see CASES)."""
     size = normal.size
-    cases = [Case("healthy", size, normal.frames, _truth(normal)), Case("shifted", size, shifted.frames, _truth(shifted))]
+    cases = [
+        Case("healthy", size, normal.frames, _truth(normal)),
+        Case("shifted", size, shifted.frames, _truth(shifted)),
+    ]
     for f in (0.8, 1.25):
         frames = {k: zoom(v, f) for k, v in normal.frames.items()}
         cases.append(Case(f"scaled-{f:g}", size, frames, {k: _scale_box(b, f) for k, b in _truth(normal).items()}))
     cases.append(Case("dark", size, dark.frames, _truth(dark)))
     dx, dy = MOVE
     moved = {k: translate(v, dx, dy) for k, v in dark.frames.items()}
-    cases.append(Case("dark-moved", size, moved, {k: (b[0] + dx, b[1] + dy, b[2], b[3]) for k, b in _truth(dark).items()}))
+    cases.append(
+        Case("dark-moved", size, moved, {k: (b[0] + dx, b[1] + dy, b[2], b[3]) for k, b in _truth(dark).items()})
+    )
     # Two identical Save buttons, each 26 px from the recorded spot: either click is a guess, so counts as wrong.
     cases.append(Case("twin", size, twin.frames, {**_truth(twin), "save": NOWHERE}))
     return cases

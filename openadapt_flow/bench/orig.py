@@ -34,13 +34,25 @@ def ensure_venv(venv: Path, log: list[str]) -> tuple[Path, str] | None:
     """The venv's python and the original's version, installing it first if needed; None (with a note) if impossible."""
     py = venv / "bin" / "python"
     # -I: isolated, so neither the current folder nor the user's site can put our same-named package first.
-    probe = subprocess.run([str(py), "-I", "-c", PROBE], capture_output=True, text=True, env=_clean_env()) if py.exists() else None
+    probe = (
+        subprocess.run([str(py), "-I", "-c", PROBE], capture_output=True, text=True, env=_clean_env())
+        if py.exists()
+        else None
+    )
     if probe is None or probe.returncode != 0:
         print(f"  installing {ORIG_REQUIREMENT} into {venv} (once; takes a minute or two) ...", flush=True)
         try:
-            subprocess.run([sys.executable, "-m", "venv", "--clear", str(venv)], check=True, capture_output=True, timeout=300)
-            subprocess.run([str(py), "-m", "pip", "install", "-q", ORIG_REQUIREMENT], check=True,
-                           capture_output=True, text=True, timeout=900, env=_clean_env())
+            subprocess.run(
+                [sys.executable, "-m", "venv", "--clear", str(venv)], check=True, capture_output=True, timeout=300
+            )
+            subprocess.run(
+                [str(py), "-m", "pip", "install", "-q", ORIG_REQUIREMENT],
+                check=True,
+                capture_output=True,
+                text=True,
+                timeout=900,
+                env=_clean_env(),
+            )
         except (subprocess.SubprocessError, OSError) as e:
             err = getattr(e, "stderr", "") or str(e)
             log.append(f"original engine skipped: could not install {ORIG_REQUIREMENT}: {str(err).strip()[-300:]}")
@@ -52,8 +64,9 @@ def ensure_venv(venv: Path, log: list[str]) -> tuple[Path, str] | None:
     return py, probe.stdout.strip()
 
 
-def _job(cases: list[Case], steps: list[Step], needles: dict[str, Path], lad: Ladder, folder: Path,
-         reps: int, ocr_reps: int) -> dict:
+def _job(
+    cases: list[Case], steps: list[Step], needles: dict[str, Path], lad: Ladder, folder: Path, reps: int, ocr_reps: int
+) -> dict:
     index = {(e["case"], e["screen"]): e["path"] for e in save_cases(cases, folder)}
     job: dict[str, list] = {"template": [], "ocr": []}
     for case in cases:
@@ -63,17 +76,40 @@ def _job(cases: list[Case], steps: list[Step], needles: dict[str, Path], lad: La
             frame = index[(case.name, TARGETS[step.id][0])]
             window = lad.window(t, *case.size)
             key = [case.name, step.id]
-            job["template"].append({"key": key, "frame": frame, "template": str(needles[step.id]), "region": list(t.region),
-                                    "click": list(t.recorded_point() or (0, 0)), "window": list(window or (0, 0, *case.size)),
-                                    "reps": reps})
-            job["ocr"].append({"key": key, "frame": frame, "text": t.text, "text_offset": t.text_offset,
-                               "window": list(window or (0, 0, *case.size)), "reps": ocr_reps})
+            job["template"].append(
+                {
+                    "key": key,
+                    "frame": frame,
+                    "template": str(needles[step.id]),
+                    "region": list(t.region),
+                    "click": list(t.recorded_point() or (0, 0)),
+                    "window": list(window or (0, 0, *case.size)),
+                    "reps": reps,
+                }
+            )
+            job["ocr"].append(
+                {
+                    "key": key,
+                    "frame": frame,
+                    "text": t.text,
+                    "text_offset": t.text_offset,
+                    "window": list(window or (0, 0, *case.size)),
+                    "reps": ocr_reps,
+                }
+            )
     return job
 
 
 def bench_orig(
-    py: Path, cases: list[Case], steps: list[Step], needles: dict[str, Path], lad: Ladder, folder: Path,
-    reps: int, ocr_reps: int, version: str,
+    py: Path,
+    cases: list[Case],
+    steps: list[Step],
+    needles: dict[str, Path],
+    lad: Ladder,
+    folder: Path,
+    reps: int,
+    ocr_reps: int,
+    version: str,
 ) -> list[dict]:
     """Rows for the original's template matcher (local, full) and OCR, scored like ours.
 
@@ -82,8 +118,14 @@ def bench_orig(
     job = _job(cases, steps, needles, lad, folder, reps, ocr_reps)
     job_path, out_path = folder / "orig-job.json", folder / "orig-out.json"
     job_path.write_text(json.dumps(job))
-    proc = subprocess.run([str(py), "-I", str(DRIVER), str(job_path), str(out_path)], capture_output=True, text=True,
-                          timeout=1200, cwd=folder, env=_clean_env())
+    proc = subprocess.run(
+        [str(py), "-I", str(DRIVER), str(job_path), str(out_path)],
+        capture_output=True,
+        text=True,
+        timeout=1200,
+        cwd=folder,
+        env=_clean_env(),
+    )
     if proc.returncode != 0:
         raise RuntimeError(f"the original engine's driver failed: {proc.stderr.strip()[-800:]}")
     out = json.loads(out_path.read_text())
@@ -102,8 +144,17 @@ def bench_orig(
                     p, mp = item[area]["point"], item[area]["matcher_point"]
                     cell.score(inside(tuple(p), box) if p else None)
                     matcher.score(inside(tuple(mp), box) if mp else None)
-            rows.append({"engine": engine, "variant": "template", "size": size, "case": case.name, "area": area,
-                         **cell.to_json(), "matcher_only": matcher.to_json()})
+            rows.append(
+                {
+                    "engine": engine,
+                    "variant": "template",
+                    "size": size,
+                    "case": case.name,
+                    "area": area,
+                    **cell.to_json(),
+                    "matcher_only": matcher.to_json(),
+                }
+            )
     for case in cases:
         cell = Cell()
         for item in out["ocr"]:
@@ -111,5 +162,7 @@ def bench_orig(
                 cell.ms += item["ms"]
                 p = item["point"]
                 cell.score(inside(tuple(p), truth[tuple(item["key"])]) if p else None)
-        rows.append({"engine": engine, "variant": "ocr", "size": size, "case": case.name, "area": "local", **cell.to_json()})
+        rows.append(
+            {"engine": engine, "variant": "ocr", "size": size, "case": case.name, "area": "local", **cell.to_json()}
+        )
     return rows

@@ -104,7 +104,9 @@ def main() -> None:
 
     results: dict[str, list] = {"template": [], "ocr": []}
     for item in job["template"]:
-        results["template"].append({"key": item["key"], **template_item(item, read(item["frame"]), read(item["template"]))})
+        results["template"].append(
+            {"key": item["key"], **template_item(item, read(item["frame"]), read(item["template"]))}
+        )
     if job["ocr"]:
         first = job["ocr"][0]
         find_text_candidates(read(first["frame"]), first["text"])  # loads the OCR models once, untimed

@@ -62,15 +62,42 @@ class PgServer:
         """`pg_ctl restart -m MODE` (fast: a clean shutdown; immediate: a crash, recovered from the WAL at start) on the
         same port and options; returns once it accepts connections again."""
         data = self.workdir / "data"
-        _run_as_owner([str(self.bindir / "pg_ctl"), "restart", "-D", str(data), "-m", mode, "-l", str(self.workdir / "log"),
-                       "-w", "-t", "60"])
+        _run_as_owner(
+            [
+                str(self.bindir / "pg_ctl"),
+                "restart",
+                "-D",
+                str(data),
+                "-m",
+                mode,
+                "-l",
+                str(self.workdir / "log"),
+                "-w",
+                "-t",
+                "60",
+            ]
+        )
         self.pid = int((data / "postmaster.pid").read_text().split()[0])
         isready = [str(self.bindir / "pg_isready"), "-h", "127.0.0.1", "-p", str(self.port), "-t", "1"]
-        wait_until(lambda: subprocess.run(isready, capture_output=True).returncode == 0, 30, f"postgres back on {self.port}")
+        wait_until(
+            lambda: subprocess.run(isready, capture_output=True).returncode == 0, 30, f"postgres back on {self.port}"
+        )
 
     def stop(self) -> None:
-        _run_as_owner([str(self.bindir / "pg_ctl"), "stop", "-D", str(self.workdir / "data"), "-m", "immediate", "-w", "-t", "10"],
-                      check=False)
+        _run_as_owner(
+            [
+                str(self.bindir / "pg_ctl"),
+                "stop",
+                "-D",
+                str(self.workdir / "data"),
+                "-m",
+                "immediate",
+                "-w",
+                "-t",
+                "10",
+            ],
+            check=False,
+        )
         if _alive(self.pid):
             os.kill(self.pid, signal.SIGKILL)
             wait_until(lambda: not _alive(self.pid), 5, f"postgres pid {self.pid} to exit")
@@ -91,7 +118,9 @@ def _alive(pid: int) -> bool:
 def _run_as_owner(cmd: list[str], check: bool = True) -> subprocess.CompletedProcess[str]:
     if os.geteuid() == 0:  # postgres refuses to run as root
         if shutil.which("runuser") is None:
-            raise RuntimeError("running as root, and runuser (util-linux) is missing to run postgres as the postgres user")
+            raise RuntimeError(
+                "running as root, and runuser (util-linux) is missing to run postgres as the postgres user"
+            )
         cmd = ["runuser", "-u", "postgres", "--", *cmd]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60, cwd="/")
     if check and proc.returncode != 0:
@@ -119,13 +148,42 @@ def start_pg(password: str = "s3cret-pw", fsync: bool = False, settings: str = "
             for p in (workdir, workdir / "sock", workdir / "pwfile"):
                 os.chown(p, ids.pw_uid, ids.pw_gid)
         t0 = time.monotonic()
-        _run_as_owner([str(bindir / "initdb"), "-D", str(workdir / "data"), "-U", SUPERUSER, f"--pwfile={workdir / 'pwfile'}",
-                       "--auth-host=scram-sha-256", "--auth-local=trust", "-E", "UTF8", "--locale=C", "--no-sync", "--no-instructions"])
+        _run_as_owner(
+            [
+                str(bindir / "initdb"),
+                "-D",
+                str(workdir / "data"),
+                "-U",
+                SUPERUSER,
+                f"--pwfile={workdir / 'pwfile'}",
+                "--auth-host=scram-sha-256",
+                "--auth-local=trust",
+                "-E",
+                "UTF8",
+                "--locale=C",
+                "--no-sync",
+                "--no-instructions",
+            ]
+        )
         t1 = time.monotonic()
         port = free_port()
         durability = "" if fsync else " -c fsync=off -c full_page_writes=off"
         opts = f"-p {port} -k {workdir / 'sock'} -c listen_addresses=127.0.0.1{durability} {settings}".rstrip()
-        _run_as_owner([str(bindir / "pg_ctl"), "start", "-D", str(workdir / "data"), "-l", str(workdir / "log"), "-o", opts, "-w", "-t", "30"])
+        _run_as_owner(
+            [
+                str(bindir / "pg_ctl"),
+                "start",
+                "-D",
+                str(workdir / "data"),
+                "-l",
+                str(workdir / "log"),
+                "-o",
+                opts,
+                "-w",
+                "-t",
+                "30",
+            ]
+        )
         pid = int((workdir / "data" / "postmaster.pid").read_text().split()[0])
         server = PgServer(port, password, workdir, bindir, pid)
         isready = [str(bindir / "pg_isready"), "-h", "127.0.0.1", "-p", str(port), "-t", "1"]

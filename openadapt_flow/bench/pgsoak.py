@@ -27,8 +27,8 @@ from openadapt_flow.bench.engine_cost import bench_env
 from openadapt_flow.bench.fleet import PARAMS, Rig, bundles
 from openadapt_flow.demo.xvnc import wait_until
 from openadapt_flow.procs import stop_process
-from openadapt_flow.runtime.fleet.submit import submit
 from openadapt_flow.records.states import RecordType, RunState, is_a
+from openadapt_flow.runtime.fleet.submit import submit
 
 SETTLED = (RunState.COMPLETED, RunState.FAILED, RunState.BLOCKED, RunState.PAUSED)
 RESTARTS = ("fast", "immediate")
@@ -39,8 +39,11 @@ def _open_steps(rig: Rig, name: str) -> set[str]:
     """Steps the run dispatched and never verified (or skipped)."""
     open_steps: set[str] = set()
     with rig.connect() as c:
-        for t, step in c.execute("SELECT j.type, j.step FROM flow_journal j JOIN flow_runs r ON r.id = j.run "
-                                 "WHERE r.name = %s ORDER BY j.seq", (name,)).fetchall():
+        for t, step in c.execute(
+            "SELECT j.type, j.step FROM flow_journal j JOIN flow_runs r ON r.id = j.run "
+            "WHERE r.name = %s ORDER BY j.seq",
+            (name,),
+        ).fetchall():
             rec = {"type": t}
             if is_a(rec, RecordType.ACTION_DISPATCHED):
                 open_steps.add(step)
@@ -51,14 +54,17 @@ def _open_steps(rig: Rig, name: str) -> set[str]:
 
 def _states(rig: Rig, names: list[str]) -> dict[str, str]:
     with rig.connect() as c:
-        return {str(n): str(s) for n, s in c.execute("SELECT name, state FROM flow_runs WHERE name = ANY(%s)",
-                                                     (names,)).fetchall()}
+        return {
+            str(n): str(s)
+            for n, s in c.execute("SELECT name, state FROM flow_runs WHERE name = ANY(%s)", (names,)).fetchall()
+        }
 
 
 def _settled(rig: Rig, names: list[str]) -> bool:
     states = _states(rig, names)
     return len(states) == len(names) and all(
-        s in SETTLED or (s == RunState.INTERRUPTED and _open_steps(rig, n)) for n, s in states.items())
+        s in SETTLED or (s == RunState.INTERRUPTED and _open_steps(rig, n)) for n, s in states.items()
+    )
 
 
 def _mid_drain(rig: Rig, names: list[str], after: int) -> bool:
@@ -70,9 +76,11 @@ def _mid_drain(rig: Rig, names: list[str], after: int) -> bool:
 
 def _saves(rig: Rig, names: list[str]) -> dict[str, int]:
     with rig.connect() as c:
-        rows = c.execute("SELECT r.name, count(j.seq) FROM flow_runs r LEFT JOIN flow_journal j ON j.run = r.id "
-                         "AND j.type = 'action_dispatched' AND j.step = 'save' WHERE r.name = ANY(%s) GROUP BY r.name",
-                         (names,)).fetchall()
+        rows = c.execute(
+            "SELECT r.name, count(j.seq) FROM flow_runs r LEFT JOIN flow_journal j ON j.run = r.id "
+            "AND j.type = 'action_dispatched' AND j.step = 'save' WHERE r.name = ANY(%s) GROUP BY r.name",
+            (names,),
+        ).fetchall()
     return {str(n): int(k) for n, k in rows}
 
 
@@ -96,19 +104,39 @@ def _soak(rig: Rig, work: Path, invoice: Path, runs: int, n_workers: int, timeou
     try:
         (work / "deploy.yaml").write_text("schema: openadapt-flow/config@1\nruntime: {lease_ttl_s: 5}\n")
         names = [submit(rig.spec, invoice, PARAMS, "invoices").removeprefix("pg:") for _ in range(runs)]
-        workers = [rig._spawn(["worker", "--store", rig.spec, "--targets", str(rig.targets), "--concurrency", "1",
-                               "--config", str(work / "deploy.yaml"), "--name", f"soak-w{i}"], f"soak-w{i}")
-                   for i in range(n_workers)]
+        workers = [
+            rig._spawn(
+                [
+                    "worker",
+                    "--store",
+                    rig.spec,
+                    "--targets",
+                    str(rig.targets),
+                    "--concurrency",
+                    "1",
+                    "--config",
+                    str(work / "deploy.yaml"),
+                    "--name",
+                    f"soak-w{i}",
+                ],
+                f"soak-w{i}",
+            )
+            for i in range(n_workers)
+        ]
         try:
             for i, mode in enumerate(RESTARTS):
                 wait_until(lambda: _mid_drain(rig, names, after=2 * i), timeout_s, f"mid-drain before restart {i + 1}")
                 rig.server.restart(mode)
             restarted = time.time()
-            wait_until(lambda: _settled(rig, names) or any(w.poll() is not None for w in workers), timeout_s,
-                       "every run settled")
+            wait_until(
+                lambda: _settled(rig, names) or any(w.poll() is not None for w in workers),
+                timeout_s,
+                "every run settled",
+            )
             with rig.connect() as c:
-                row = c.execute("SELECT count(*) FROM procrastinate_workers WHERE last_heartbeat > to_timestamp(%s)",
-                                (restarted,)).fetchone()
+                row = c.execute(
+                    "SELECT count(*) FROM procrastinate_workers WHERE last_heartbeat > to_timestamp(%s)", (restarted,)
+                ).fetchone()
             beating = int(row[0]) if row else 0
             alive = sum(1 for w in workers if w.poll() is None)
         finally:
@@ -119,29 +147,46 @@ def _soak(rig: Rig, work: Path, invoice: Path, runs: int, n_workers: int, timeou
         rows = _rows(rig)
         dispatched = sum(saves.values())
         counts = {s: sum(1 for v in states.values() if v == s) for s in sorted(set(states.values()))}
-        return {"runs": runs, "workers": n_workers, "desks": len(rig.desks), "restarts": list(RESTARTS), "states": counts,
-                "settled": _settled(rig, names), "workers_alive": alive, "workers_heartbeating": beating,
-                "double_rows": sum(max(0, k - 1) for k in saves.values()) + max(0, len(rows) - dispatched),
-                "wrong_rows": sum(1 for r in rows if r != INVOICE), "rows": len(rows),
-                "wall_s": round(time.monotonic() - t0, 1),
-                "logs": {p.name: p.read_text(errors="replace")[-1500:] for p in sorted(work.glob("soak-w*.log"))}}
+        return {
+            "runs": runs,
+            "workers": n_workers,
+            "desks": len(rig.desks),
+            "restarts": list(RESTARTS),
+            "states": counts,
+            "settled": _settled(rig, names),
+            "workers_alive": alive,
+            "workers_heartbeating": beating,
+            "double_rows": sum(max(0, k - 1) for k in saves.values()) + max(0, len(rows) - dispatched),
+            "wrong_rows": sum(1 for r in rows if r != INVOICE),
+            "rows": len(rows),
+            "wall_s": round(time.monotonic() - t0, 1),
+            "logs": {p.name: p.read_text(errors="replace")[-1500:] for p in sorted(work.glob("soak-w*.log"))},
+        }
     finally:
         rig.close()
 
 
 def figure(out: dict[str, Any]) -> str:
-    states = ", ".join(f"{k} {s}" + (" (a step uncertain: for an operator's flow resume)" if s == RunState.INTERRUPTED else "")
-                       for s, k in out["states"].items())
-    return (f"pg restart soak: {out['runs']} runs on {out['workers']} workers, PostgreSQL restarted "
-            f"{len(out['restarts'])}x mid-drain ({', '.join(out['restarts'])}): {states}; settled "
-            f"{'yes' if out['settled'] else 'NO'}; workers alive {out['workers_alive']}/{out['workers']} "
-            f"(heartbeating after the restarts: {out['workers_heartbeating']}); double rows {out['double_rows']}; "
-            f"wrong rows {out['wrong_rows']}; {out['rows']} rows; {out['wall_s']} s")
+    states = ", ".join(
+        f"{k} {s}" + (" (a step uncertain: for an operator's flow resume)" if s == RunState.INTERRUPTED else "")
+        for s, k in out["states"].items()
+    )
+    return (
+        f"pg restart soak: {out['runs']} runs on {out['workers']} workers, PostgreSQL restarted "
+        f"{len(out['restarts'])}x mid-drain ({', '.join(out['restarts'])}): {states}; settled "
+        f"{'yes' if out['settled'] else 'NO'}; workers alive {out['workers_alive']}/{out['workers']} "
+        f"(heartbeating after the restarts: {out['workers_heartbeating']}); double rows {out['double_rows']}; "
+        f"wrong rows {out['wrong_rows']}; {out['rows']} rows; {out['wall_s']} s"
+    )
 
 
 def ok(out: dict[str, Any]) -> bool:
-    return bool(out["settled"] and out["workers_alive"] == out["workers"] == out["workers_heartbeating"]
-                and out["double_rows"] == 0 and out["wrong_rows"] == 0)
+    return bool(
+        out["settled"]
+        and out["workers_alive"] == out["workers"] == out["workers_heartbeating"]
+        and out["double_rows"] == 0
+        and out["wrong_rows"] == 0
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -57,9 +57,28 @@ def make_bundle(out: Path, invoices: int = INVOICES) -> tuple[Path, list[str]]:
     return out, flags
 
 
-def _replay(bundle: Path, flags: list[str], url: str, run_dir: Path, env: dict[str, str], timeout: float,
-            config: Path | None = None) -> dict[str, Any]:
-    args = [sys.executable, "-m", "openadapt_flow", "replay", str(bundle), "--url", url, "--run-dir", str(run_dir), "--json", *flags]
+def _replay(
+    bundle: Path,
+    flags: list[str],
+    url: str,
+    run_dir: Path,
+    env: dict[str, str],
+    timeout: float,
+    config: Path | None = None,
+) -> dict[str, Any]:
+    args = [
+        sys.executable,
+        "-m",
+        "openadapt_flow",
+        "replay",
+        str(bundle),
+        "--url",
+        url,
+        "--run-dir",
+        str(run_dir),
+        "--json",
+        *flags,
+    ]
     if config is not None:
         args += ["--config", str(config)]
     t0 = time.perf_counter()
@@ -77,8 +96,14 @@ def _replay(bundle: Path, flags: list[str], url: str, run_dir: Path, env: dict[s
     wall = time.perf_counter() - t0
     err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
     state = _state(run_dir)
-    return {"wall_s": round(wall, 2), "peak_rss_mb": round(peak_kb / 1024, 1), "exit_code": proc.returncode,
-            "state": state, "steps_verified": _verified(run_dir), "stderr_tail": err.strip()[-300:] if proc.returncode else ""}
+    return {
+        "wall_s": round(wall, 2),
+        "peak_rss_mb": round(peak_kb / 1024, 1),
+        "exit_code": proc.returncode,
+        "state": state,
+        "steps_verified": _verified(run_dir),
+        "stderr_tail": err.strip()[-300:] if proc.returncode else "",
+    }
 
 
 def _hwm_kb(pid: int) -> int:
@@ -111,7 +136,10 @@ def replay_vnc(work: Path, timeout: float = 300) -> dict[str, Any]:
     bundle, flags = make_bundle(work / "bundle-x10")
     with demo_on_xvnc(1024, 768, "normal") as desk, bench_env(work) as env:
         env["DEMO_DB_DSN"] = f"sqlite:///{desk.db}"
-        return {"backend": "vnc (demo app on Xvnc)", **_replay(bundle, flags, desk.url, work / "run-x10-vnc", env, timeout)}
+        return {
+            "backend": "vnc (demo app on Xvnc)",
+            **_replay(bundle, flags, desk.url, work / "run-x10-vnc", env, timeout),
+        }
 
 
 def replay_fixture(work: Path, timeout: float = 300, field_ready_s: float | None = None) -> dict[str, Any]:
@@ -121,11 +149,25 @@ def replay_fixture(work: Path, timeout: float = 300, field_ready_s: float | None
     (the demo app is Tk, which acts on a click at once: this shows what the wait costs).
     """
     if not (FIXTURE_DIR / "fixture.yaml").is_file():
-        return {"backend": FIXTURE_SERVED, "skipped": "no recorded fixture of the demo app (openadapt_flow/demo/fixtures/normal)"}
+        return {
+            "backend": FIXTURE_SERVED,
+            "skipped": "no recorded fixture of the demo app (openadapt_flow/demo/fixtures/normal)",
+        }
     bundle, flags = make_bundle(work / "bundle-x10")
     tag = "default" if field_ready_s is None else f"field-ready-{field_ready_s:g}"
     db = work / f"fixture-invoices-{tag}.db"
-    serve = [sys.executable, "-m", "openadapt_flow", "fixture", "serve", str(FIXTURE_DIR), "--port", "0", "--db", str(db)]
+    serve = [
+        sys.executable,
+        "-m",
+        "openadapt_flow",
+        "fixture",
+        "serve",
+        str(FIXTURE_DIR),
+        "--port",
+        "0",
+        "--db",
+        str(db),
+    ]
     with bench_env(work) as env:
         server = subprocess.Popen(serve, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         try:
@@ -140,7 +182,10 @@ def replay_fixture(work: Path, timeout: float = 300, field_ready_s: float | None
                 config = work / f"{tag}.yaml"
                 config.write_text(f"schema: openadapt-flow/config@1\nruntime: {{field_ready_s: {field_ready_s}}}\n")
                 label += f", field_ready_s={field_ready_s:g}"
-            return {"backend": label, **_replay(bundle, flags, url, work / f"run-x10-fixture-{tag}", env, timeout, config)}
+            return {
+                "backend": label,
+                **_replay(bundle, flags, url, work / f"run-x10-fixture-{tag}", env, timeout, config),
+            }
         finally:
             stop_process(server)
 
@@ -149,11 +194,18 @@ def replay_fixture_inprocess(work: Path, timeout: float = 300) -> dict[str, Any]
     """50 steps against the demo app's recorded fixture played in the replay's own process (`--url fixture:PATH`):
     no socket, and a screen that changes only on input, so settling never waits."""
     if not (FIXTURE_DIR / "fixture.yaml").is_file():
-        return {"backend": FIXTURE_INPROCESS, "skipped": "no recorded fixture of the demo app (openadapt_flow/demo/fixtures/normal)"}
+        return {
+            "backend": FIXTURE_INPROCESS,
+            "skipped": "no recorded fixture of the demo app (openadapt_flow/demo/fixtures/normal)",
+        }
     bundle, flags = make_bundle(work / "bundle-x10")
     db = work / "fixture-inprocess-invoices.db"
     with bench_env(work) as env:
         env[SOR_ENV] = str(db)
         env["DEMO_DB_DSN"] = f"sqlite:///{db}"
-        return {"backend": FIXTURE_INPROCESS,
-                **_replay(bundle, flags, f"fixture:{FIXTURE_DIR.resolve()}", work / "run-x10-fixture-inprocess", env, timeout)}
+        return {
+            "backend": FIXTURE_INPROCESS,
+            **_replay(
+                bundle, flags, f"fixture:{FIXTURE_DIR.resolve()}", work / "run-x10-fixture-inprocess", env, timeout
+            ),
+        }

@@ -40,7 +40,9 @@ def _theirs(row: dict[str, Any] | None, ours: dict[str, Any] | None) -> str:
     matcher = row.get("matcher_only") or {}
     base = matcher.get("median_ms", row["median_ms"])
     ratio = f" (×{base / ours['median_ms']:.1f})" if ours and ours.get("median_ms") else ""
-    shown = f"{_ms(matcher['median_ms'])} / {_ms(row['median_ms'])}" if "median_ms" in matcher else _ms(row["median_ms"])
+    shown = (
+        f"{_ms(matcher['median_ms'])} / {_ms(row['median_ms'])}" if "median_ms" in matcher else _ms(row["median_ms"])
+    )
     hits = _hits(row)
     if "targets" in matcher and _hits(matcher) != hits:
         hits += f" (matcher only {_hits(matcher)})"
@@ -55,8 +57,16 @@ def table(results: dict[str, Any]) -> str:
     """One Markdown table: every measured number, ours beside pyscreeze and the original where they ran; theirs
     matcher only (arrays in memory) beside as called (what their API takes), where both were timed."""
     both = " (matcher only / as called)"
-    head = ["measure", "frame", "case", "ours median / p95", "hits", f"pyscreeze exact{both}", f"pyscreeze conf=0.9{both}",
-            f"{results['orig_version']}{both}" if results.get("orig_version") else "original (not run)"]
+    head = [
+        "measure",
+        "frame",
+        "case",
+        "ours median / p95",
+        "hits",
+        f"pyscreeze exact{both}",
+        f"pyscreeze conf=0.9{both}",
+        f"{results['orig_version']}{both}" if results.get("orig_version") else "original (not run)",
+    ]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     compare = results.get("compare", [])
     orig_engine = results.get("orig_version")
@@ -70,16 +80,45 @@ def table(results: dict[str, Any]) -> str:
                 ours = _find(results.get("template", []), size=size, case=case, area=area)
                 if ours is None:
                     continue
-                ps = [_find(compare, engine="pyscreeze", variant=v, size=size, case=case, area=area) for v in ("exact", "conf=0.9")]
-                orig = _find(compare, engine=orig_engine, variant="template", size=size, case=case, area=area) if orig_engine else None
-                add([label, size, case, _ours(ours), _hits(ours), _theirs(ps[0], ours), _theirs(ps[1], ours), _theirs(orig, ours)])
+                ps = [
+                    _find(compare, engine="pyscreeze", variant=v, size=size, case=case, area=area)
+                    for v in ("exact", "conf=0.9")
+                ]
+                orig = (
+                    _find(compare, engine=orig_engine, variant="template", size=size, case=case, area=area)
+                    if orig_engine
+                    else None
+                )
+                add(
+                    [
+                        label,
+                        size,
+                        case,
+                        _ours(ours),
+                        _hits(ours),
+                        _theirs(ps[0], ours),
+                        _theirs(ps[1], ours),
+                        _theirs(orig, ours),
+                    ]
+                )
     for size in results.get("sizes", []):
         for case in CASE_ORDER:
             ours = _find(results.get("ocr", []), size=size, case=case)
             if ours is None:
                 continue
             orig = _find(compare, engine=orig_engine, variant="ocr", size=size, case=case) if orig_engine else None
-            add(["OCR rung (template withheld)", size, case, _ours(ours), _hits(ours), "n/a", "n/a", _theirs(orig, ours)])
+            add(
+                [
+                    "OCR rung (template withheld)",
+                    size,
+                    case,
+                    _ours(ours),
+                    _hits(ours),
+                    "n/a",
+                    "n/a",
+                    _theirs(orig, ours),
+                ]
+            )
     for label, frame, value in _engine_rows(results):
         add([label, frame, "healthy", value, "", "", "", ""])
     return "\n".join(lines)
@@ -93,10 +132,17 @@ def _engine_rows(results: dict[str, Any]) -> list[tuple[str, str, str]]:
         if "error" in ov:
             rows.append(("engine overhead per step", "1024x768 VNC", f"error: {ov['error']}"))
         else:
-            parts = ", ".join(f"{k} {_ms(ov[k].get('median_ms'))}" for k in ("ocr", "journal", "capture", "input") if k in ov)
+            parts = ", ".join(
+                f"{k} {_ms(ov[k].get('median_ms'))}" for k in ("ocr", "journal", "capture", "input") if k in ov
+            )
             rows.append(("engine overhead per step", "1024x768 VNC", f"{_ours(ov['overhead'])} (of which {parts} ms)"))
-            rows.append(("step wall time / screen waits", "1024x768 VNC",
-                         f"{_ms(ov['wall'].get('median_ms'))} / {_ms(ov['wait'].get('median_ms'))} ms"))
+            rows.append(
+                (
+                    "step wall time / screen waits",
+                    "1024x768 VNC",
+                    f"{_ms(ov['wall'].get('median_ms'))} / {_ms(ov['wait'].get('median_ms'))} ms",
+                )
+            )
     js = eng.get("journal")
     if js:
         rows.append(("journal append+fsync per step", js.get("filesystem", ""), _ours(js["journal"])))
@@ -132,16 +178,40 @@ def targets(results: dict[str, Any]) -> list[dict[str, Any]]:
         return r.get("median_ms") if r else None
 
     tmpl, ocr = results.get("template", []), results.get("ocr", [])
-    add("template rung, window, 1920x1080 (healthy)", "≤ 1 ms", med(tmpl, size=BIG, case="healthy", area="local"), 1, "ms")
-    add("template rung, whole frame, 1920x1080 (healthy)", "≤ 3 ms", med(tmpl, size=BIG, case="healthy", area="full"), 3, "ms")
+    add(
+        "template rung, window, 1920x1080 (healthy)",
+        "≤ 1 ms",
+        med(tmpl, size=BIG, case="healthy", area="local"),
+        1,
+        "ms",
+    )
+    add(
+        "template rung, whole frame, 1920x1080 (healthy)",
+        "≤ 3 ms",
+        med(tmpl, size=BIG, case="healthy", area="full"),
+        3,
+        "ms",
+    )
     rec = [r for r in tmpl if r["size"] == BIG and r["area"] == "local" and r["case"] in RECOVERY_CASES]
     worst = max(rec, key=lambda r: r.get("median_ms", 0), default=None)
     all_hit = all(r.get("hits") == r.get("targets") for r in rec)
-    add("theme or 0.8–1.25 scale change, no OCR, 1920x1080 (worst case)", "≤ 60 ms",
-        worst.get("median_ms") if worst else None, 60, "ms", f" ({worst['case']}; {'all' if all_hit else 'not all'} recovered)" if worst else "")
+    add(
+        "theme or 0.8–1.25 scale change, no OCR, 1920x1080 (worst case)",
+        "≤ 60 ms",
+        worst.get("median_ms") if worst else None,
+        60,
+        "ms",
+        f" ({worst['case']}; {'all' if all_hit else 'not all'} recovered)" if worst else "",
+    )
     worst_ocr = max((r for r in ocr if "median_ms" in r), key=lambda r: r["median_ms"], default=None)
-    add("OCR rung (worst case, either size)", "≤ 150 ms", worst_ocr["median_ms"] if worst_ocr else None, 150, "ms",
-        f" ({worst_ocr['size']} {worst_ocr['case']})" if worst_ocr else "")
+    add(
+        "OCR rung (worst case, either size)",
+        "≤ 150 ms",
+        worst_ocr["median_ms"] if worst_ocr else None,
+        150,
+        "ms",
+        f" ({worst_ocr['size']} {worst_ocr['case']})" if worst_ocr else "",
+    )
     eng = results.get("engine") or {}
     ov = (eng.get("overhead") or {}).get("overhead")
     add("engine overhead per healthy step", "≤ 10 ms", ov.get("median_ms") if ov else None, 10, "ms")

@@ -66,7 +66,11 @@ def _timed(fn: Callable[[], Any]) -> tuple[float, Any]:
 
 
 def bench_template(
-    cases: list[Case], steps: list[Step], templates: dict[str, np.ndarray], reps: int, folder: Path | None = None,
+    cases: list[Case],
+    steps: list[Step],
+    templates: dict[str, np.ndarray],
+    reps: int,
+    folder: Path | None = None,
     ours: bool = True,
 ) -> tuple[list[dict], list[dict]]:
     """Our template rung and (given a needle folder) pyscreeze, interleaved rep by rep on each (case, target).
@@ -104,13 +108,28 @@ def bench_template(
                         ps_cells[(variant, area, case.name)][j].score(_box_hit(box, step.target, case.truth[step.id]))
             if ours:
                 ours_rows.append({"size": _size(case), "case": case.name, "area": area, **cell.to_json()})
-    ps_rows = [{"engine": "pyscreeze", "variant": v, "size": _size(cases[0]), "case": c, "area": a,
-                **called.to_json(), "matcher_only": matcher.to_json()}
-               for (v, a, c), (called, matcher) in ps_cells.items()] if ps is not None else []
+    ps_rows = (
+        [
+            {
+                "engine": "pyscreeze",
+                "variant": v,
+                "size": _size(cases[0]),
+                "case": c,
+                "area": a,
+                **called.to_json(),
+                "matcher_only": matcher.to_json(),
+            }
+            for (v, a, c), (called, matcher) in ps_cells.items()
+        ]
+        if ps is not None
+        else []
+    )
     return ours_rows, ps_rows
 
 
-def bench_ocr(cases: list[Case], steps: list[Step], templates: dict[str, np.ndarray], reps: int, ocr: OcrEngine) -> list[dict]:
+def bench_ocr(
+    cases: list[Case], steps: list[Step], templates: dict[str, np.ndarray], reps: int, ocr: OcrEngine
+) -> list[dict]:
     """OCR rung alone (the target's template withheld): ms per resolve, every read cold."""
     rows = []
     lad = ladder(cases[0].size, templates, "local", ocr)
@@ -143,11 +162,16 @@ class _Pyscreeze:
 
         self.mod = pyscreeze
         self.needles = write_needles(case, steps, templates, folder)
-        self.needle_arrays = {s.id: np.ascontiguousarray(templates[s.target.template][..., ::-1])
-                              for s in steps if s.target is not None and s.target.template is not None}
+        self.needle_arrays = {
+            s.id: np.ascontiguousarray(templates[s.target.template][..., ::-1])
+            for s in steps
+            if s.target is not None and s.target.template is not None
+        }
         self.shots: dict[int, tuple[Image.Image, np.ndarray]] = {}
 
-    def calls(self, case: Case, step: Step, area: str, lad: Ladder) -> list[tuple[str, Callable[[], Any], Callable[[], Any]]]:
+    def calls(
+        self, case: Case, step: Step, area: str, lad: Ladder
+    ) -> list[tuple[str, Callable[[], Any], Callable[[], Any]]]:
         """(variant, as-called, matcher-only) per variant; the screenshot and arrays are made here, untimed."""
         assert step.target is not None
         frame = case.frame_for(step.id)
@@ -156,9 +180,14 @@ class _Pyscreeze:
         shot, bgr = self.shots[id(frame)]
         region = lad.window(step.target, *case.size) if area == "local" else None
         needle, needle_bgr = str(self.needles[step.id]), self.needle_arrays[step.id]
-        return [(variant, partial(_locate, self.mod, needle, shot, region, kwargs),
-                 partial(_locate, self.mod, needle_bgr, bgr, region, kwargs))
-                for variant, kwargs in PYSCREEZE_VARIANTS.items()]
+        return [
+            (
+                variant,
+                partial(_locate, self.mod, needle, shot, region, kwargs),
+                partial(_locate, self.mod, needle_bgr, bgr, region, kwargs),
+            )
+            for variant, kwargs in PYSCREEZE_VARIANTS.items()
+        ]
 
 
 def _box_hit(box: Any, target: Target, truth: tuple[int, int, int, int]) -> bool | None:

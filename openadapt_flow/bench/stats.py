@@ -43,6 +43,10 @@ class Cell:
         if self.ms:
             out |= {"median_ms": round(self.median, 3), "p95_ms": round(p95(self.ms), 3)}
         if self.targets:
-            out |= {"hits": self.hits, "wrong": self.wrong, "targets": self.targets,
-                    "hit_rate": round(self.hits / self.targets, 3)}
+            out |= {
+                "hits": self.hits,
+                "wrong": self.wrong,
+                "targets": self.targets,
+                "hit_rate": round(self.hits / self.targets, 3),
+            }
         return out

@@ -36,8 +36,10 @@ def build_demo_venv(work: Path, repo: Path = REPO) -> tuple[Path, float]:
     venv = work / "demo-venv"
     shutil.rmtree(venv, ignore_errors=True)
     t0 = time.perf_counter()
-    for cmd in ([sys.executable, "-m", "venv", str(venv)],
-                [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check", str(repo)]):
+    for cmd in (
+        [sys.executable, "-m", "venv", str(venv)],
+        [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check", str(repo)],
+    ):
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=INSTALL_TIMEOUT_S)
         if done.returncode != 0:
             raise RuntimeError(f"{' '.join(cmd[:4])} failed: {(done.stderr or done.stdout).strip()[-300:]}")
@@ -48,7 +50,10 @@ def venv_size(venv: Path) -> dict[str, Any]:
     """The venv's size in MB, and its ten largest installed folders (packages and their bundled libraries)."""
     site = next(venv.glob("lib/python*/site-packages"))
     parts = sorted(((p.name, _tree_bytes(p)) for p in site.iterdir() if p.is_dir()), key=lambda kv: -kv[1])
-    return {"mb": round(_tree_bytes(venv) / 1e6, 1), "largest": [{"name": n, "mb": round(b / 1e6, 1)} for n, b in parts[:10]]}
+    return {
+        "mb": round(_tree_bytes(venv) / 1e6, 1),
+        "largest": [{"name": n, "mb": round(b / 1e6, 1)} for n, b in parts[:10]],
+    }
 
 
 def start_up(flow: Path, reps: int = 5) -> dict[str, Any]:
@@ -58,8 +63,9 @@ def start_up(flow: Path, reps: int = 5) -> dict[str, Any]:
         times = []
         for i in range(reps + 1):
             t0 = time.perf_counter()
-            done = subprocess.run([str(flow), *args], capture_output=True, text=True, timeout=60,
-                                  env={**os.environ, "COLUMNS": "100"})
+            done = subprocess.run(
+                [str(flow), *args], capture_output=True, text=True, timeout=60, env={**os.environ, "COLUMNS": "100"}
+            )
             if done.returncode != 0:
                 raise RuntimeError(f"{flow} {args[0]} exited {done.returncode}: {done.stderr.strip()[-200:]}")
             if i:
@@ -72,7 +78,11 @@ def weight_bench(work: Path) -> dict[str, Any]:
     """The demo venv's size and the start-up times measured in it."""
     venv, install_s = build_demo_venv(work)
     try:
-        return {"demo_venv": venv_size(venv), "install_s": round(install_s, 1), "start_up_s": start_up(venv / "bin" / "flow")}
+        return {
+            "demo_venv": venv_size(venv),
+            "install_s": round(install_s, 1),
+            "start_up_s": start_up(venv / "bin" / "flow"),
+        }
     finally:
         shutil.rmtree(venv, ignore_errors=True)
 
@@ -83,11 +93,18 @@ def goals(results: dict[str, Any]) -> list[dict[str, Any]]:
     size = (w.get("demo_venv") or {}).get("mb")
     help_s = (w.get("start_up_s") or {}).get("help")
     return [
-        {"name": "demo venv install size", "target": f"<= {DEMO_VENV_MB:g} MB",
-         "shown": "n/a" if size is None else f"{size:.0f} MB", "met": None if size is None else size <= DEMO_VENV_MB},
-        {"name": "`flow --help` wall time", "target": f"<= {HELP_S:g} s",
-         "shown": "n/a" if help_s is None else f"{help_s:.2f} s (--version {w['start_up_s']['version']:.2f} s)",
-         "met": None if help_s is None else help_s <= HELP_S},
+        {
+            "name": "demo venv install size",
+            "target": f"<= {DEMO_VENV_MB:g} MB",
+            "shown": "n/a" if size is None else f"{size:.0f} MB",
+            "met": None if size is None else size <= DEMO_VENV_MB,
+        },
+        {
+            "name": "`flow --help` wall time",
+            "target": f"<= {HELP_S:g} s",
+            "shown": "n/a" if help_s is None else f"{help_s:.2f} s (--version {w['start_up_s']['version']:.2f} s)",
+            "met": None if help_s is None else help_s <= HELP_S,
+        },
     ]
 
 

@@ -65,8 +65,9 @@ def _change_shape(value: Any) -> str:
     return "row" if not isinstance(value, dict) or "table" in value else "lines"
 
 
-AnyChange = Annotated[Union[Annotated[RowChange, Tag("row")], Annotated[LineChange, Tag("lines")]],
-                      Discriminator(_change_shape)]
+AnyChange = Annotated[
+    Union[Annotated[RowChange, Tag("row")], Annotated[LineChange, Tag("lines")]], Discriminator(_change_shape)
+]
 
 EFFECT_FIELDS = {  # the fields each kind reads; any other is refused (a typo must not silently verify nothing)
     "sql": ("dsn", "dsn_env", "query", "changes", "tables", "max_rows"),
@@ -114,15 +115,20 @@ class Effect(Strict):
                 raise ValueError(f"{name} holds a control character ({bad[1]} at position {bad[0] + 1})")
         if self.kind is not None:
             mine = EFFECT_FIELDS[self.kind]
-            alien = [f for fields in EFFECT_FIELDS.values() for f in fields if f not in mine and getattr(self, f) is not None]
+            alien = [
+                f for fields in EFFECT_FIELDS.values() for f in fields if f not in mine and getattr(self, f) is not None
+            ]
             if alien:
                 article = "an" if self.kind == "http" else "a"
                 raise ValueError(f"{article} {self.kind} effect does not take {', '.join(dict.fromkeys(alien))}")
         if self.changes is not None:
             want = {"sql": RowChange, "file": LineChange}.get(self.kind or "")
             if want is not None and not all(isinstance(c, want) for c in self.changes):
-                raise ValueError("a sql effect's changes are rows ({table: ..., added: {...}})" if want is RowChange else
-                                 "a file effect's changes are line hunks ({removed: [...], added: [...]})")
+                raise ValueError(
+                    "a sql effect's changes are rows ({table: ..., added: {...}})"
+                    if want is RowChange
+                    else "a file effect's changes are line hunks ({removed: [...], added: [...]})"
+                )
             if self.contains is not None:
                 raise ValueError("a file effect counts contains or compares changes, not both")
             if self.query is not None:

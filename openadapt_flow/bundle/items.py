@@ -72,8 +72,11 @@ def read_items(path: Path, bundle: Bundle, key_column: str | None = None) -> lis
             continue
         if item.key in seen:
             first = seen[item.key]
-            problems.append(f"{name}:{line}: duplicate key {shown(item.key)} (first at line {first})" if key_column else
-                            f"{name}:{line}: duplicate item: the same values as line {first} (key {item.key!r})")
+            problems.append(
+                f"{name}:{line}: duplicate key {shown(item.key)} (first at line {first})"
+                if key_column
+                else f"{name}:{line}: duplicate item: the same values as line {first} (key {item.key!r})"
+            )
             continue
         seen[item.key] = line
         items.append(item)
@@ -85,7 +88,7 @@ def read_items(path: Path, bundle: Bundle, key_column: str | None = None) -> lis
 
 
 def _line_of(problem: str, name: str) -> int:
-    head = problem[len(name) + 1:].split(":", 1)[0]
+    head = problem[len(name) + 1 :].split(":", 1)[0]
     return int(head) if head.isdigit() else 0
 
 
@@ -105,11 +108,15 @@ def _check_columns(name: str, line: int, columns: list[str], bundle: Bundle, key
         if spec is None:
             known = ", ".join(sorted(bundle.params)) or "none"
             also = f" nor the --key column {key_column!r}" if key_column else ""
-            out.append(f"{name}:{line}: unknown column {name_of(col)}: not a param of bundle {bundle.name!r}{also} "
-                       f"(its params: {known})")
+            out.append(
+                f"{name}:{line}: unknown column {name_of(col)}: not a param of bundle {bundle.name!r}{also} "
+                f"(its params: {known})"
+            )
         elif spec.secret:
-            out.append(f"{name}:{line}: column {col!r} is a secret param: it comes from {secret_env_name(col)} in the "
-                       f"environment, never from an items file")
+            out.append(
+                f"{name}:{line}: column {col!r} is a secret param: it comes from {secret_env_name(col)} in the "
+                f"environment, never from an items file"
+            )
     for pname, spec in bundle.params.items():
         if spec.required and not spec.secret and spec.default is None and pname not in columns:
             out.append(f"{name}:{line}: no column for the required param {pname!r}")
@@ -118,8 +125,9 @@ def _check_columns(name: str, line: int, columns: list[str], bundle: Bundle, key
     return out
 
 
-def _csv_rows(name: str, text: str, bundle: Bundle, key_column: str | None
-              ) -> tuple[list[tuple[int, dict[str, Any]]], list[str]]:
+def _csv_rows(
+    name: str, text: str, bundle: Bundle, key_column: str | None
+) -> tuple[list[tuple[int, dict[str, Any]]], list[str]]:
     reader = csv.reader(io.StringIO(text, newline=""), strict=True)
     problems: list[str] = []
     rows: list[tuple[int, dict[str, Any]]] = []
@@ -157,8 +165,9 @@ def _csv_rows(name: str, text: str, bundle: Bundle, key_column: str | None
     return rows, problems
 
 
-def _json_rows(name: str, text: str, bundle: Bundle, key_column: str | None
-               ) -> tuple[list[tuple[int, dict[str, Any]]], list[str]]:
+def _json_rows(
+    name: str, text: str, bundle: Bundle, key_column: str | None
+) -> tuple[list[tuple[int, dict[str, Any]]], list[str]]:
     problems: list[str] = []
     rows: list[tuple[int, dict[str, Any]]] = []
     for n, raw in enumerate(text.splitlines(), start=1):
@@ -188,8 +197,9 @@ def _json_rows(name: str, text: str, bundle: Bundle, key_column: str | None
     return rows, problems
 
 
-def _item(name: str, line: int, values: dict[str, Any], bundle: Bundle, key_column: str | None,
-          problems: list[str]) -> Item | None:
+def _item(
+    name: str, line: int, values: dict[str, Any], bundle: Bundle, key_column: str | None, problems: list[str]
+) -> Item | None:
     params = {k: v for k, v in values.items() if k in bundle.params}
     # secrets come from the environment when each run starts; here only the file's own values are typed
     stand_ins = {secret_env_name(p): "" for p, spec in bundle.params.items() if spec.secret}

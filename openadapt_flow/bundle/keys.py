@@ -11,10 +11,25 @@ from __future__ import annotations
 from openadapt_flow.errors import UsageError
 
 KEYSYMS: dict[str, int] = {
-    "enter": 0xFF0D, "tab": 0xFF09, "escape": 0xFF1B, "backspace": 0xFF08, "delete": 0xFFFF,
-    "space": 0x20, "home": 0xFF50, "end": 0xFF57, "pageup": 0xFF55, "pagedown": 0xFF56,
-    "up": 0xFF52, "down": 0xFF54, "left": 0xFF51, "right": 0xFF53, "insert": 0xFF63,
-    "ctrl": 0xFFE3, "shift": 0xFFE1, "alt": 0xFFE9, "super": 0xFFEB,
+    "enter": 0xFF0D,
+    "tab": 0xFF09,
+    "escape": 0xFF1B,
+    "backspace": 0xFF08,
+    "delete": 0xFFFF,
+    "space": 0x20,
+    "home": 0xFF50,
+    "end": 0xFF57,
+    "pageup": 0xFF55,
+    "pagedown": 0xFF56,
+    "up": 0xFF52,
+    "down": 0xFF54,
+    "left": 0xFF51,
+    "right": 0xFF53,
+    "insert": 0xFF63,
+    "ctrl": 0xFFE3,
+    "shift": 0xFFE1,
+    "alt": 0xFFE9,
+    "super": 0xFFEB,
     **{f"f{i}": 0xFFBE + i - 1 for i in range(1, 13)},
 }
 KEY_NAMES = frozenset(KEYSYMS)

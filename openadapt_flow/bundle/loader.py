@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import hashlib
 import re
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -54,11 +53,18 @@ def _template_refs(step: Step) -> list[tuple[Loc, str]]:
 def _all_template_refs(model: Bundle) -> list[tuple[Loc, str]]:
     """Every template the bundle names, with where: its steps, its start facts, its reset (spec §22)."""
     refs = [(("steps", i) + loc, rel) for i, step in enumerate(model.steps) for loc, rel in _template_refs(step)]
-    refs += [(("start", i, "template_present"), pc.template_present) for i, pc in enumerate(model.start)
-             if pc.template_present is not None]
+    refs += [
+        (("start", i, "template_present"), pc.template_present)
+        for i, pc in enumerate(model.start)
+        if pc.template_present is not None
+    ]
     reset = model.reset
     if reset is not None:
-        refs += [(("reset", "steps", i) + loc, rel) for i, step in enumerate(reset.steps or []) for loc, rel in _template_refs(step)]
+        refs += [
+            (("reset", "steps", i) + loc, rel)
+            for i, step in enumerate(reset.steps or [])
+            for loc, rel in _template_refs(step)
+        ]
         if reset.wait_for is not None and reset.wait_for.template_present is not None:
             refs.append((("reset", "wait_for", "template_present"), reset.wait_for.template_present))
     return refs
@@ -122,20 +128,18 @@ def png_problem(data: bytes) -> str | None:
     so a broken file is our one-line error, not a decoder's warning on stderr."""
     pos = len(PNG_MAGIC)
     while pos + 12 <= len(data):
-        length = int.from_bytes(data[pos:pos + 4], "big")
-        kind = data[pos + 4:pos + 8]
+        length = int.from_bytes(data[pos : pos + 4], "big")
+        kind = data[pos + 4 : pos + 8]
         end = pos + 12 + length
         if end > len(data):
             return f"truncated inside its {kind.decode('latin-1')!r} chunk"
         critical = kind[:1].isupper()  # as libpng: a bad ancillary chunk is skipped, a bad critical one is fatal
-        if critical and zlib.crc32(data[pos + 4:pos + 8 + length]) != int.from_bytes(data[end - 4:end], "big"):
+        if critical and zlib.crc32(data[pos + 4 : pos + 8 + length]) != int.from_bytes(data[end - 4 : end], "big"):
             return f"bad checksum in its {kind.decode('latin-1')!r} chunk"
         if kind == b"IEND":
             return None
         pos = end
     return "truncated (no IEND chunk)"
-
-
 
 
 def _check_region(doc: YamlDoc, loc: Loc, region: Sequence[int], screen: tuple[int, int], what: str) -> None:
@@ -176,8 +180,9 @@ def _check_fact(doc: YamlDoc, loc: Loc, pc: Postcondition, screen: tuple[int, in
             _check_region(doc, loc + (key,), box, screen, what)
 
 
-def _validate_step(doc: YamlDoc, model: Bundle, i: int, step: Step, screen: tuple[int, int],
-                   base: Loc | None = None) -> None:
+def _validate_step(
+    doc: YamlDoc, model: Bundle, i: int, step: Step, screen: tuple[int, int], base: Loc | None = None
+) -> None:
     base = ("steps", i) if base is None else base
     for key in ("target", "to"):
         t: Target | None = getattr(step, key)
@@ -193,23 +198,35 @@ def _validate_step(doc: YamlDoc, model: Bundle, i: int, step: Step, screen: tupl
     if step.effect is not None and step.effect.query:
         for name in SQL_BIND.findall(step.effect.query):
             if name != "run_id" and name not in model.params:
-                raise doc.fail(base + ("effect", "query"), f"step {step.id!r}: query binds :{name}, which is no declared param")
+                raise doc.fail(
+                    base + ("effect", "query"), f"step {step.id!r}: query binds :{name}, which is no declared param"
+                )
             if name in model.params and model.params[name].secret:
                 raise doc.fail(base + ("effect", "query"), f"step {step.id!r}: query may not bind secret param :{name}")
     for j, change in enumerate((step.effect.changes or []) if step.effect is not None else []):
         for part in ("added", "changed", "to", "removed", "after"):
             held = getattr(change, part, None)
-            items = held.items() if isinstance(held, dict) else enumerate(held) if isinstance(held, list) else (
-                [(0, held)] if isinstance(held, str) else [])
+            items = (
+                held.items()
+                if isinstance(held, dict)
+                else enumerate(held)
+                if isinstance(held, list)
+                else ([(0, held)] if isinstance(held, str) else [])
+            )
             for col, value in items:
                 for name in placeholders(value) if isinstance(value, str) else ():
-                    why = ("{" + name + "}: an effect reads only params and run_id" if STEP_REF.match(name)
-                           else check_placeholder(name, model, allow_secret=False))
+                    why = (
+                        "{" + name + "}: an effect reads only params and run_id"
+                        if STEP_REF.match(name)
+                        else check_placeholder(name, model, allow_secret=False)
+                    )
                     if why:
                         loc = base + ("effect", "changes", j, part) + ((col,) if part != "after" else ())
                         raise doc.fail(loc, f"step {step.id!r}: {why}")
     if step.effect is not None and step.effect.dsn and re.search(r"://[^/@]*:[^/@]*@", step.effect.dsn):
-        raise doc.fail(base + ("effect", "dsn"), f"step {step.id!r}: passwords are not allowed inline in dsn; use dsn_env")
+        raise doc.fail(
+            base + ("effect", "dsn"), f"step {step.id!r}: passwords are not allowed inline in dsn; use dsn_env"
+        )
     if step.action in ("key", "hotkey"):
         bad = invalid_keys(step.keys or [])
         if bad:
@@ -233,18 +250,25 @@ def _validate_start_reset(doc: YamlDoc, model: Bundle, screen: tuple[int, int]) 
     if reset.wait_for is not None:
         _check_fact(doc, ("reset", "wait_for"), reset.wait_for, screen, "reset wait_for region")
         if reset.wait_for.text is not None and any(placeholders(reset.wait_for.text)):
-            raise doc.fail(("reset", "wait_for", reset.wait_for.kind), "reset wait_for: a reset runs between items and "
-                           "takes no params")
+            raise doc.fail(
+                ("reset", "wait_for", reset.wait_for.kind),
+                "reset wait_for: a reset runs between items and takes no params",
+            )
     seen: dict[str, int] = {}
     for i, step in enumerate(reset.steps or []):
         if step.id in seen:
-            raise doc.fail(("reset", "steps", i, "id"), f"duplicate reset step id {step.id!r} (first at reset step {seen[step.id] + 1})")
+            raise doc.fail(
+                ("reset", "steps", i, "id"),
+                f"duplicate reset step id {step.id!r} (first at reset step {seen[step.id] + 1})",
+            )
         seen[step.id] = i
         for loc, text, _ in _texts(step):
             named = [n for n in placeholders(text) if n != "run_id"]
             if named:
-                raise doc.fail(("reset", "steps", i) + loc, f"reset step {step.id!r}: {{{named[0]}}}: a reset runs "
-                               "between items and takes no params")
+                raise doc.fail(
+                    ("reset", "steps", i) + loc,
+                    f"reset step {step.id!r}: {{{named[0]}}}: a reset runs between items and takes no params",
+                )
         _validate_step(doc, unbound, i, step, screen, base=("reset", "steps", i))
 
 

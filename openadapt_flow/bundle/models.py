@@ -7,10 +7,9 @@ from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
-from openadapt_flow.bundle.strict import Strict  # noqa: F401
 # the effect models and the models' base live beside this module; every name is still reached here
-from openadapt_flow.bundle.effect import (EFFECT_FIELDS, AnyChange, Effect, EffectExpect, LineChange,  # noqa: F401
-                                          RowChange)
+from openadapt_flow.bundle.effect import EFFECT_FIELDS, AnyChange, Effect, EffectExpect, LineChange, RowChange  # noqa: F401
+from openadapt_flow.bundle.strict import Strict  # noqa: F401
 
 BUNDLE_SCHEMA = "openadapt-flow/bundle@1"
 STEP_ID = re.compile(r"^[a-z0-9-]+$")
@@ -121,8 +120,13 @@ class Postcondition(Strict):
     @property
     def box(self) -> tuple[int, int, int, int] | None:
         """The fact's recorded area: its region, or the region_changed or blank box."""
-        return self.region if self.region is not None else self.region_changed if self.region_changed is not None \
+        return (
+            self.region
+            if self.region is not None
+            else self.region_changed
+            if self.region_changed is not None
             else self.blank
+        )
 
     @property
     def kind(self) -> str:
@@ -257,8 +261,10 @@ class Reset(Strict):
             raise ValueError("wait_for goes with command; reset steps are verified by their own expect")
         for s in self.steps or []:
             if s.is_durable_kind or s.approval is not None:
-                raise ValueError(f"reset step {s.id!r}: a reset runs unattended between items: GUI actions only "
-                                 f"({', '.join(GUI_ACTIONS)}), no approval")
+                raise ValueError(
+                    f"reset step {s.id!r}: a reset runs unattended between items: GUI actions only "
+                    f"({', '.join(GUI_ACTIONS)}), no approval"
+                )
         return self
 
 

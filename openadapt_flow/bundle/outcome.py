@@ -15,8 +15,10 @@ import re
 from openadapt_flow.bundle.models import Bundle, Step
 
 _PARAM = re.compile(r"(?<!\{)\{(\w+)\}(?!\})")
-HOW = ("add an expect: whose text_present holds a {param} in the region where the result shows (the value read "
-       "back there), or a declared effect: (docs/bundle.md); flow validate --allow-unverified accepts it as it is")
+HOW = (
+    "add an expect: whose text_present holds a {param} in the region where the result shows (the value read "
+    "back there), or a declared effect: (docs/bundle.md); flow validate --allow-unverified accepts it as it is"
+)
 
 
 def outcome_step(steps: list[Step]) -> Step | None:
@@ -42,16 +44,21 @@ def unverified_outcome(model: Bundle) -> str | None:
     """The id of the outcome step when nothing on it or after it checks something that depends on a param; None
     when something does, or when no step types a (non-secret) param."""
     # the params the run types: what the outcome depends on (a param declared and never typed changes nothing)
-    params = {name for name, p in model.params.items() if not p.secret
-              and any(_uses_param(s.text, {name}) for s in model.steps if s.action == "type")}
+    params = {
+        name
+        for name, p in model.params.items()
+        if not p.secret and any(_uses_param(s.text, {name}) for s in model.steps if s.action == "type")
+    }
     step = outcome_step(model.steps)
     if not params or step is None:
         return None
-    after = model.steps[model.steps.index(step):]
+    after = model.steps[model.steps.index(step) :]
     return None if any(checks_with_params(s, params) for s in after) else step.id
 
 
 def unverified_message(step_id: str) -> str:
     """The one line said of an outcome nothing checks (record's warning, validate's refusal)."""
-    return (f"step {step_id!r} is the bundle's outcome, and nothing that depends on its params verifies it (a wrong "
-            f"result would pass as well): {HOW}")
+    return (
+        f"step {step_id!r} is the bundle's outcome, and nothing that depends on its params verifies it (a wrong "
+        f"result would pass as well): {HOW}"
+    )

@@ -54,7 +54,7 @@ def placeholders(text: str) -> Iterator[str]:
 def check_placeholder(name: str, bundle: Bundle, *, allow_secret: bool) -> str | None:
     """Return why `{name}` is not valid in this bundle, or None."""
     if name.startswith("secret:"):
-        pname = name[len("secret:"):]
+        pname = name[len("secret:") :]
         p = bundle.params.get(pname)
         if p is None:
             return f"{{{name}}} names no declared param"
@@ -82,8 +82,9 @@ def check_value_text(name: str, raw: Any) -> None:
     if not isinstance(raw, str):
         return
     if len(raw) > MAX_PARAM_CHARS:
-        raise ParamError(f"param {name}: its value is {len(raw)} characters, more than the {MAX_PARAM_CHARS} a param "
-                         "may hold")
+        raise ParamError(
+            f"param {name}: its value is {len(raw)} characters, more than the {MAX_PARAM_CHARS} a param may hold"
+        )
     bad = control_char(raw, TYPEABLE_CONTROLS)
     if bad is not None:
         what = "undecodable bytes" if bad[1].startswith("U+D") else f"the control character {bad[1]}"
@@ -218,7 +219,7 @@ class Interpolator:
                 return "}"
             name = m.group(1)
             if name.startswith("secret:"):
-                pname = name[len("secret:"):]
+                pname = name[len("secret:") :]
                 if not allow_secret or pname not in self.params.secrets:
                     raise ParamError(f"secret {pname!r} is not available here")
                 return self.params.secrets[pname]
@@ -244,7 +245,7 @@ class Interpolator:
 
     @staticmethod
     def uses_secret(text: str) -> list[str]:
-        return [n[len("secret:"):] for n in placeholders(text) if n.startswith("secret:")]
+        return [n[len("secret:") :] for n in placeholders(text) if n.startswith("secret:")]
 
 
 def _fmt(v: Any) -> str:

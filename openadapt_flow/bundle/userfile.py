@@ -29,11 +29,14 @@ def _scrub(problem: str) -> str:
     if problem.startswith("duplicate key"):  # ours (yamlsrc.py), its key already shown through name_of
         return problem
     return _QUOTED.sub(lambda m: m.group(0) if len(m.group(0)) <= 4 else "…", problem)
+
+
 _NAME_LIKE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")  # a param name (bundle/models.py); nothing else is shown
 
 
-def read_user_text(path: Path, limit: int, error: type[UsageError], what: str = "file", *,
-                   encoding: str = "utf-8") -> str:
+def read_user_text(
+    path: Path, limit: int, error: type[UsageError], what: str = "file", *, encoding: str = "utf-8"
+) -> str:
     """The text of `path`, read at most `limit` bytes (+1 to see it is larger); `error` (exit 2) naming the file and
     what is wrong — not found, unreadable, too large, not UTF-8, a NUL byte — never its content."""
     try:

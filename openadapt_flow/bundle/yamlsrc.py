@@ -11,7 +11,6 @@ from pydantic import ValidationError
 from openadapt_flow.bundle.userfile import MAX_CONFIG_FILE, name_of, read_user_text, yaml_error
 from openadapt_flow.errors import UsageError
 
-
 # libyaml's parser when PyYAML was built with it (the wheels are): a 50-step flow.yaml parses in ~30 ms instead of
 # ~300 ms. Its nodes carry the same line marks, which is all line_of needs.
 Loc = tuple[str | int, ...]  # where in a YAML document: the keys and indexes down to a value
@@ -28,9 +27,7 @@ def _construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode, deep: bo
     for key_node, _ in node.value:
         key = loader.construct_object(key_node, deep=deep)
         if key in seen:
-            raise yaml.constructor.ConstructorError(
-                None, None, f"duplicate key {name_of(key)}", key_node.start_mark
-            )
+            raise yaml.constructor.ConstructorError(None, None, f"duplicate key {name_of(key)}", key_node.start_mark)
         seen.add(key)
     return loader.construct_mapping(node, deep=deep)
 
@@ -103,7 +100,9 @@ class YamlDoc:
             loc += (unknown,)  # a capitalised unknown key ('Backend:') is still the key named
         keypath = ".".join(str(p) for p in loc) or "(top level)"
         if first["type"] == "extra_forbidden":
-            msg = f"unknown key {name_of(loc[-1])}" + (f" in {'.'.join(str(p) for p in loc[:-1])}" if len(loc) > 1 else "")
+            msg = f"unknown key {name_of(loc[-1])}" + (
+                f" in {'.'.join(str(p) for p in loc[:-1])}" if len(loc) > 1 else ""
+            )
         elif first["type"] == "missing":
             msg = f"missing required key {keypath!r}"
         else:

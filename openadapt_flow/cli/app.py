@@ -15,9 +15,9 @@ from typing import Any
 import typer
 from typer.models import OptionInfo
 
-from openadapt_flow.version import __version__
 from openadapt_flow.cli.common import DEBUG_ENV, JSON_HELP, click_errors, missing_extra, report_error, report_internal
 from openadapt_flow.cli.exits import exit_codes_epilog
+from openadapt_flow.version import __version__
 
 # name -> (module, attribute, is a command group). Only the module of the command being run is imported,
 # so `flow resume` does not pay for the fixture recorder, the workflow API or the demo at start-up.
@@ -46,8 +46,10 @@ COMMANDS: dict[str, tuple[str, str, bool]] = {
     "patch": ("openadapt_flow.cli.durable", "patch_app", True),
     "operator": ("openadapt_flow.cli.operator", "operator_app", True),
     "console": ("openadapt_flow.cli.console", "console_cmd", False),
-    "queue": ("openadapt_flow.cli.phone", "queue_app", True), "relay": ("openadapt_flow.cli.phone", "relay_cmd", False),
-    "store": ("openadapt_flow.cli.store_cmd", "store_app", True), "export": ("openadapt_flow.cli.store_cmd", "export_cmd", False),
+    "queue": ("openadapt_flow.cli.phone", "queue_app", True),
+    "relay": ("openadapt_flow.cli.phone", "relay_cmd", False),
+    "store": ("openadapt_flow.cli.store_cmd", "store_app", True),
+    "export": ("openadapt_flow.cli.store_cmd", "export_cmd", False),
 }
 
 
@@ -107,8 +109,11 @@ def _source_help(module: str, attr: str) -> str | None:
     for node in tree.body:
         if isinstance(node, ast.FunctionDef) and node.name == attr:
             return ast.get_docstring(node)
-        if (isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == attr for t in node.targets)
-                and isinstance(node.value, ast.Call)):
+        if (
+            isinstance(node, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == attr for t in node.targets)
+            and isinstance(node.value, ast.Call)
+        ):
             for kw in node.value.keywords:
                 if kw.arg == "help" and isinstance(kw.value, ast.Constant) and isinstance(kw.value.value, str):
                     return kw.value.value
@@ -129,7 +134,9 @@ def _version(value: bool) -> None:
         raise typer.Exit(0)
 
 
-def _root(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="print the version")) -> None:
+def _root(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="print the version"),
+) -> None:
     """openadapt-flow."""
 
 
@@ -185,7 +192,9 @@ def openadapt_main() -> None:
     argv = sys.argv[1:]
 
     def make() -> typer.Typer:
-        outer = typer.Typer(name="openadapt", no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
+        outer = typer.Typer(
+            name="openadapt", no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False
+        )
         only = _command_named(argv[1:]) if argv[:1] == ["flow"] else None
         outer.add_typer(build_app(only, summaries=_summaries_will_do(only, "openadapt")), name="flow")
         return outer

@@ -18,13 +18,29 @@ from openadapt_flow.cli.common import emit_json_line, handle_errors, report_erro
 from openadapt_flow.cli.progress import LIVE_MODULE, PlainLines, is_terminal
 from openadapt_flow.errors import UsageError
 from openadapt_flow.report.render import write_reports
-from openadapt_flow.runtime import (BatchEvents, BatchRequest, ItemResult, ItemStatus, batch_exit_code, counts,
-                                    csv_beside, reset_app, run_batch, select_backend, summary_line, write_results)
+from openadapt_flow.runtime import (
+    BatchEvents,
+    BatchRequest,
+    ItemResult,
+    ItemStatus,
+    batch_exit_code,
+    counts,
+    csv_beside,
+    reset_app,
+    run_batch,
+    select_backend,
+    summary_line,
+    write_results,
+)
 
-ITEMS_HELP = ("the work items: a CSV file with a header row, or JSON lines (one object per line), at most 64 MiB; "
-              "each item one set of the bundle's params, its columns named as the params")
-KEY_HELP = ("the column whose value names each item (exactly once: an item whose key is done is never sent again); "
-            "default: a hash of the item's values")
+ITEMS_HELP = (
+    "the work items: a CSV file with a header row, or JSON lines (one object per line), at most 64 MiB; "
+    "each item one set of the bundle's params, its columns named as the params"
+)
+KEY_HELP = (
+    "the column whose value names each item (exactly once: an item whose key is done is never sent again); "
+    "default: a hash of the item's values"
+)
 OUT_HELP = "the results, JSON lines with a CSV beside it (default: results.jsonl in the batch's runs folder)"
 RUNS_HELP = "where each item's run goes, as NNN-KEY (default: <runs root>/batch-<items file's name>)"
 
@@ -39,8 +55,9 @@ class ResetRuns:
 
     def __call__(self) -> str | None:
         self.done += 1
-        got = reset_app(self.loaded, self.spec, self.config, reporter=write_reports,
-                        run_dir=self.folder / f"reset-{self.done}")
+        got = reset_app(
+            self.loaded, self.spec, self.config, reporter=write_reports, run_dir=self.folder / f"reset-{self.done}"
+        )
         return None if got.ok else got.reason
 
 
@@ -66,8 +83,9 @@ class ItemLines(BatchEvents):
         if self.as_json:
             emit_json_line({"event": "item", **result.record()})
             return
-        text = f"[{index + 1}/{total}] line {result.item} {result.key}: {result.status}" + \
-            (f" — {result.reason}" if result.reason else "")
+        text = f"[{index + 1}/{total}] line {result.item} {result.key}: {result.status}" + (
+            f" — {result.reason}" if result.reason else ""
+        )
         if self.bar is not None:
             self.bar.line(text, "green" if result.status in (ItemStatus.DONE, ItemStatus.SKIPPED_DONE) else "red")
         else:
@@ -122,21 +140,40 @@ def batch_cmd(
     folder = runs_dir or Path(cfg.runtime.runs_root) / f"batch-{_slug(items.stem)}"
     results_file = out or folder / "results.jsonl"
     if results_file.suffix.lower() == ".csv":
-        raise UsageError(f"--out {results_file}: name the JSON lines file (results.jsonl); the CSV is written beside it")
+        raise UsageError(
+            f"--out {results_file}: name the JSON lines file (results.jsonl); the CSV is written beside it"
+        )
     spec = select_backend(cfg.backend, backend=backend, url=url, rdp_host=rdp_host)
     lines = ItemLines(results_file, len(work), as_json)
     reset = ResetRuns(loaded, spec, cfg, folder) if model.reset is not None else None
-    req = BatchRequest(bundle=bundle, items=work, items_file=items, runs_dir=folder, backend=spec, config=cfg,
-                       durable=durable, allow_model=allow_model, reporter=write_reports, reset=reset,
-                       reset_before_each=model.reset_before_each)
+    req = BatchRequest(
+        bundle=bundle,
+        items=work,
+        items_file=items,
+        runs_dir=folder,
+        backend=spec,
+        config=cfg,
+        durable=durable,
+        allow_model=allow_model,
+        reporter=write_reports,
+        reset=reset,
+        reset_before_each=model.reset_before_each,
+    )
     try:
         results = run_batch(req, lines)
     finally:
         lines.close()
     code = batch_exit_code(results)
     if as_json:
-        emit_json_line({"event": "summary", "counts": counts(results), "results": str(results_file),
-                        "csv": str(csv_beside(results_file)), "exit_code": code})
+        emit_json_line(
+            {
+                "event": "summary",
+                "counts": counts(results),
+                "results": str(results_file),
+                "csv": str(csv_beside(results_file)),
+                "exit_code": code,
+            }
+        )
     else:
         typer.echo(f"batch: {summary_line(results)} — results: {results_file} (and {csv_beside(results_file).name})")
     raise typer.Exit(code)

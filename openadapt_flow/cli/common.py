@@ -48,7 +48,9 @@ def fail(message: str, code: int) -> NoReturn:
     raise CommandError(message, code)
 
 
-def report_error(message: str, code: int, error_type: str, as_json: bool, traceback_file: str | None = None) -> NoReturn:
+def report_error(
+    message: str, code: int, error_type: str, as_json: bool, traceback_file: str | None = None
+) -> NoReturn:
     """One line on stderr (and, under --json, a CliError object on one line of stdout); exit with `code`. A message
     past MAX_ERROR_CHARS (a library's words quoting a huge value) is cut, its length said."""
     message = message.replace("\r", " ").replace("\n", " ")
@@ -57,7 +59,9 @@ def report_error(message: str, code: int, error_type: str, as_json: bool, traceb
     if as_json:
         from openadapt_flow.cli.errdoc import CliError  # pydantic only when an error is printed as JSON
 
-        err = CliError(error=message, exit_code=code, kind=kind_of(code), type=error_type, traceback_file=traceback_file)
+        err = CliError(
+            error=message, exit_code=code, kind=kind_of(code), type=error_type, traceback_file=traceback_file
+        )
         emit_json_line(err.model_dump(by_alias=True))  # one line: also a valid event of a JSON Lines command
     typer.echo(f"error: {message}", err=True)
     raise typer.Exit(code)
@@ -70,8 +74,13 @@ def report_internal(exc: BaseException, as_json: bool, run_dir: Path | None = No
         sys.stderr.write(text)
     saved = save_traceback(text, run_dir)
     where = f"traceback saved to {saved}" if saved else "the traceback could not be saved"
-    report_error(f"internal error: {type(exc).__name__}: {exc} ({where}; {DEBUG_ENV}=1 prints it)", EXIT_INTERNAL,
-                 type(exc).__name__, as_json, str(saved) if saved else None)
+    report_error(
+        f"internal error: {type(exc).__name__}: {exc} ({where}; {DEBUG_ENV}=1 prints it)",
+        EXIT_INTERNAL,
+        type(exc).__name__,
+        as_json,
+        str(saved) if saved else None,
+    )
 
 
 def save_traceback(text: str, run_dir: Path | None) -> Path | None:
@@ -103,9 +112,17 @@ def _given_run_dir(kwargs: dict[str, Any]) -> Path | None:
 
 
 # the optional packages (pyproject.toml's extras): a command that needs one that is not installed says which extra
-EXTRA_OF = {"starlette": "console", "uvicorn": "console", "jinja2": "console", "sse_starlette": "console",
-            "multipart": "console", "argon2": "console", "pywebpush": "phone", "psycopg": "postgres",
-            "procrastinate": "fleet"}
+EXTRA_OF = {
+    "starlette": "console",
+    "uvicorn": "console",
+    "jinja2": "console",
+    "sse_starlette": "console",
+    "multipart": "console",
+    "argon2": "console",
+    "pywebpush": "phone",
+    "psycopg": "postgres",
+    "procrastinate": "fleet",
+}
 
 
 def missing_extra(exc: BaseException) -> str | None:
@@ -116,8 +133,10 @@ def missing_extra(exc: BaseException) -> str | None:
     if extra is None:
         return None
     fleet = " (for the fleet: [fleet])" if extra == "postgres" else ""
-    return (f"this command needs the optional package {exc.name.split('.')[0]!r}, which is not installed: install "
-            f"openadapt-flow with its [{extra}] extra{fleet}, from its repository: pip install '/path/to/openadapt-flow[{extra}]'")
+    return (
+        f"this command needs the optional package {exc.name.split('.')[0]!r}, which is not installed: install "
+        f"openadapt-flow with its [{extra}] extra{fleet}, from its repository: pip install '/path/to/openadapt-flow[{extra}]'"
+    )
 
 
 def handle_errors(fn: F) -> F:
@@ -170,10 +189,14 @@ def signal_line(signal: RunSignal) -> str:
 
 
 JSON_HELP = "print machine-readable JSON on stdout (an error too: a CliError object, see `flow schema error`)"
-STORE_HELP = ("where runs live: a runs directory (default: runs); postgresql://USER@HOST/DB (the password from "
-              "PGPASSWORD or ~/.pgpass, never the URL); or memory: — this process's memory, so a run stored there is "
-              "gone when the command exits (memory: is for the Python API and tests)")
-VIEWER_PORT_HELP = "the port your VNC viewer connects to, the recorder's (0 picks a free one)"  # one name, --viewer-port
+STORE_HELP = (
+    "where runs live: a runs directory (default: runs); postgresql://USER@HOST/DB (the password from "
+    "PGPASSWORD or ~/.pgpass, never the URL); or memory: — this process's memory, so a run stored there is "
+    "gone when the command exits (memory: is for the Python API and tests)"
+)
+VIEWER_PORT_HELP = (
+    "the port your VNC viewer connects to, the recorder's (0 picks a free one)"  # one name, --viewer-port
+)
 RUN_HELP = "run directory; or, with --store, the run's RUN_ID (or its name in that store)"
 
 
@@ -198,8 +221,7 @@ def open_run_arg(run: Path | str, store: str | None) -> RunHandle:
 
 def root_store(root: Path, store: str | None) -> RunStore:
     """The runs a listing command scans: --store's, else the runs root directory (which must exist)."""
-    from openadapt_flow.store import FilesystemStore
-    from openadapt_flow.store import open_store
+    from openadapt_flow.store import FilesystemStore, open_store
 
     if store is not None:
         return open_store(store)

@@ -14,9 +14,10 @@ from openadapt_flow.console.app import create_app
 from openadapt_flow.errors import UsageError
 from openadapt_flow.store import open_store
 
-
-ALLOW_HOST_HELP = ("a name (NAME or NAME:PORT) clients reach it by, besides the bound address and localhost "
-                   "(repeatable); a request under any other Host is refused (421), against DNS rebinding")
+ALLOW_HOST_HELP = (
+    "a name (NAME or NAME:PORT) clients reach it by, besides the bound address and localhost "
+    "(repeatable); a request under any other Host is refused (421), against DNS rebinding"
+)
 
 
 def parse_bind(bind: str) -> tuple[str, int]:
@@ -31,7 +32,9 @@ def console_cmd(
     root: Path = typer.Option(Path("runs"), "--root", help="runs root (the filesystem store)"),
     store: Optional[str] = typer.Option(None, "--store", help=STORE_HELP),
     bind: str = typer.Option("127.0.0.1:8765", "--bind", help="HOST:PORT to listen on (loopback by default)"),
-    tls_cert: Optional[Path] = typer.Option(None, "--tls-cert", help="PEM certificate: serve HTTPS (cookies then Secure)"),
+    tls_cert: Optional[Path] = typer.Option(
+        None, "--tls-cert", help="PEM certificate: serve HTTPS (cookies then Secure)"
+    ),
     tls_key: Optional[Path] = typer.Option(None, "--tls-key", help="PEM private key for --tls-cert"),
     allow_host: list[str] = typer.Option([], "--allow-host", help=ALLOW_HOST_HELP),
     as_json: bool = typer.Option(False, "--json", help="print where it listens as one JSON line"),
@@ -55,8 +58,14 @@ def console_cmd(
         emit_json_line({"url": url, "store": where})
     else:
         typer.echo(f"flow console on {url}, runs in {where}; Ctrl-C stops it")
-    uvicorn.run(app, host=host, port=port, log_level="warning",
-                ssl_certfile=str(tls_cert) if tls_cert else None, ssl_keyfile=str(tls_key) if tls_key else None)
+    uvicorn.run(
+        app,
+        host=host,
+        port=port,
+        log_level="warning",
+        ssl_certfile=str(tls_cert) if tls_cert else None,
+        ssl_keyfile=str(tls_key) if tls_key else None,
+    )
 
 
 def store_where(runs: object, store: str | None, root: Path) -> str:

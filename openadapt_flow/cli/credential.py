@@ -46,8 +46,9 @@ def _read_file(path: Path) -> str:
             if st.st_uid != os.getuid():
                 raise UsageError(f"{where}: owned by uid {st.st_uid}, not by this user (uid {os.getuid()})")
             if st.st_mode & 0o077:
-                raise UsageError(f"{where}: mode {stat.S_IMODE(st.st_mode):04o} lets others read or write it; "
-                                 f"`chmod 600 {path}`")
+                raise UsageError(
+                    f"{where}: mode {stat.S_IMODE(st.st_mode):04o} lets others read or write it; `chmod 600 {path}`"
+                )
         data = os.read(fd, MAX_SECRET + 1)
     finally:
         os.close(fd)

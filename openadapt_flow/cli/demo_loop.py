@@ -30,9 +30,9 @@ from openadapt_flow.errors import FlowError
 from openadapt_flow.fixture.model import load_fixture
 from openadapt_flow.fixture.player import Player
 from openadapt_flow.fixture.server import PlayerScreen, RfbServer
+from openadapt_flow.records.states import DecisionKind
 from openadapt_flow.report.meanings import category_words
 from openadapt_flow.runtime import open_ref
-from openadapt_flow.records.states import DecisionKind
 
 LOOKALIKE = "twin"
 # In the twin recording, Save sits twice at (170, 234) and (170, 286), 120x44 each; the recording clicked the lower.
@@ -95,8 +95,13 @@ class Loop:
         self.result.commands.append(line)
         self.echo(f"$ {line}")
         # its output shown as it comes (progress, then the outcome line), indented under the command
-        proc = subprocess.Popen([sys.executable, "-m", "openadapt_flow", *args], env=self.env, text=True,
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "openadapt_flow", *args],
+            env=self.env,
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
         timer = threading.Timer(TIMEOUT_S, proc.kill)  # a hung command ends the demo instead of hanging it
         timer.start()
         try:
@@ -134,8 +139,14 @@ def explain(pending: dict[str, Any]) -> list[str]:
     ]
 
 
-def run_loop(bundle: Path, fixtures: Path, params: dict[str, str], run_dir: Path | None,
-             echo: Callable[[str], None], read_rows: Callable[[Path], list[Any]]) -> LoopResult:
+def run_loop(
+    bundle: Path,
+    fixtures: Path,
+    params: dict[str, str],
+    run_dir: Path | None,
+    echo: Callable[[str], None],
+    read_rows: Callable[[Path], list[Any]],
+) -> LoopResult:
     """Halt → approve → resume on the look-alike fixture; raises DemoLoopError where it departs from that."""
     work = Path(tempfile.mkdtemp(prefix="flow-demo-loop-"))
     try:
@@ -144,8 +155,15 @@ def run_loop(bundle: Path, fixtures: Path, params: dict[str, str], run_dir: Path
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _run(bundle: Path, fixtures: Path, params: dict[str, str], run_dir: Path | None,
-         echo: Callable[[str], None], read_rows: Callable[[Path], list[Any]], work: Path) -> LoopResult:
+def _run(
+    bundle: Path,
+    fixtures: Path,
+    params: dict[str, str],
+    run_dir: Path | None,
+    echo: Callable[[str], None],
+    read_rows: Callable[[Path], list[Any]],
+    work: Path,
+) -> LoopResult:
     db = work / "invoices.db"
     dsn = f"sqlite:///{db}"
     loop = Loop(echo, dict(os.environ, DEMO_DB_DSN=dsn))
@@ -155,23 +173,44 @@ def _run(bundle: Path, fixtures: Path, params: dict[str, str], run_dir: Path | N
     with _served(fixtures / LOOKALIKE, db) as port:
         echo(f"$ export DEMO_DB_DSN={dsn}    # where the app keeps its invoices: the effect check reads it")
         param_args = [a for k, v in params.items() for a in ("--param", f"{k}={v}")]
-        code = loop.flow("replay", _display(bundle), "--url", f"vnc://127.0.0.1:{port}", "--durable",
-                         "--run-dir", res.run_dir, *param_args)
+        code = loop.flow(
+            "replay",
+            _display(bundle),
+            "--url",
+            f"vnc://127.0.0.1:{port}",
+            "--durable",
+            "--run-dir",
+            res.run_dir,
+            *param_args,
+        )
         if code != 3:
             raise DemoLoopError(f"the durable run was meant to pause (exit 3) and exited {code}", code)
         pending: dict[str, Any] = dict(open_ref(target).read_pending() or {})
-        res.halt = {k: pending.get(k) for k in ("step", "category", "transaction_outcome", "message",
-                                                 "allowed_decisions")}
+        res.halt = {
+            k: pending.get(k) for k in ("step", "category", "transaction_outcome", "message", "allowed_decisions")
+        }
         echo("")
         for text in explain(pending):
             echo(text)
         step = str(pending.get("step"))
         echo("")
-        echo(f"The operator looks at {res.run_dir}/frames/halt-{step}.png, sees two Save buttons, and teaches the "
-             f"lower one by its point on that frame (the taught crop takes in enough around it to be unique):")
+        echo(
+            f"The operator looks at {res.run_dir}/frames/halt-{step}.png, sees two Save buttons, and teaches the "
+            f"lower one by its point on that frame (the taught crop takes in enough around it to be unique):"
+        )
         point = f"{LOWER_SAVE[0]},{LOWER_SAVE[1]}"
-        code = loop.flow("approve", res.run_dir, "--decision", DecisionKind.TEACH, "--point", point,
-                         "--operator", OPERATOR, "--note", "the lower Save button")
+        code = loop.flow(
+            "approve",
+            res.run_dir,
+            "--decision",
+            DecisionKind.TEACH,
+            "--point",
+            point,
+            "--operator",
+            OPERATOR,
+            "--note",
+            "the lower Save button",
+        )
         if code != 0:
             raise DemoLoopError(f"flow approve exited {code}", code)
         echo("")

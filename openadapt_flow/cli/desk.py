@@ -8,8 +8,9 @@ from openadapt_flow.cli.common import emit_json, handle_errors
 from openadapt_flow.cli.fleet import postgres_store_spec
 from openadapt_flow.errors import UsageError
 
-desk_app = typer.Typer(help="The fleet's desktops a run left dirty, and an operator's word that one is clean again.",
-                       no_args_is_help=True)
+desk_app = typer.Typer(
+    help="The fleet's desktops a run left dirty, and an operator's word that one is clean again.", no_args_is_help=True
+)
 STORE = "the fleet's PostgreSQL store, postgresql://…"
 
 
@@ -25,8 +26,12 @@ def list_cmd(
 
     rows = dirty_desks(postgres_store_spec(store))
     if as_json:
-        emit_json([{"desk": d.name, "run": d.run, "reason": d.reason, "since": d.since.isoformat() if d.since else None}
-                   for d in rows])
+        emit_json(
+            [
+                {"desk": d.name, "run": d.run, "reason": d.reason, "since": d.since.isoformat() if d.since else None}
+                for d in rows
+            ]
+        )
         return
     if not rows:
         typer.echo("no dirty desktop")

@@ -9,31 +9,53 @@ from typing import Any, Optional
 
 import typer
 
+from openadapt_flow.bundle.config import load_config
+from openadapt_flow.cli.common import (
+    RUN_HELP,
+    STORE_HELP,
+    emit_json,
+    emit_json_line,
+    fail,
+    handle_errors,
+    open_run_arg,
+    root_store,
+)
 from openadapt_flow.cli.credential import read_secret
-from openadapt_flow.cli.common import RUN_HELP, STORE_HELP, emit_json, emit_json_line, fail, handle_errors, open_run_arg, root_store
 from openadapt_flow.cli.exits import EXIT_TIMEOUT
+from openadapt_flow.cli.nextsteps import echo_next, next_commands
 from openadapt_flow.cli.progress import step_progress, waiting
 from openadapt_flow.cli.replay import parse_params
-from openadapt_flow.cli.nextsteps import echo_next, next_commands
 from openadapt_flow.errors import FlowError, UsageError
+from openadapt_flow.records.rundoc import WorkerRow
+from openadapt_flow.records.states import DecisionKind, RunState
 from openadapt_flow.report.meanings import DECISIONS, after_decision
 from openadapt_flow.report.render import write_reports
-from openadapt_flow.runtime import BackendFlags
-from openadapt_flow.bundle.config import load_config
-from openadapt_flow.runtime import Audit, DecisionOptions, approve, deliver, os_user
-from openadapt_flow.runtime import apply_patches
-from openadapt_flow.runtime import stop_on_signals
-from openadapt_flow.runtime import Worker
-from openadapt_flow.runtime import wait
-from openadapt_flow.runtime import effective_state
-from openadapt_flow.store import RunHandle, RunStore
-from openadapt_flow.records.rundoc import WorkerRow
-from openadapt_flow.store import FilesystemStore, MEMORY_PREFIX, redact, runs_root
-from openadapt_flow.store import open_store, store_of_ref
-from openadapt_flow.runtime import reconcile_root
-from openadapt_flow.runtime import resume_plan, resume_run
-from openadapt_flow.records.states import DecisionKind, RunState
-
+from openadapt_flow.runtime import (
+    Audit,
+    BackendFlags,
+    DecisionOptions,
+    Worker,
+    apply_patches,
+    approve,
+    deliver,
+    effective_state,
+    os_user,
+    reconcile_root,
+    resume_plan,
+    resume_run,
+    stop_on_signals,
+    wait,
+)
+from openadapt_flow.store import (
+    MEMORY_PREFIX,
+    FilesystemStore,
+    RunHandle,
+    RunStore,
+    open_store,
+    redact,
+    runs_root,
+    store_of_ref,
+)
 
 CLI_CHANNEL = "cli"  # spec §20: a decision typed on the runner host: the authenticated operator, else the OS user
 
@@ -55,12 +77,21 @@ def cli_audit(run: Path, store: str | None) -> Audit:
 @handle_errors
 def approve_cmd(
     run_dir: Path = typer.Argument(..., help=RUN_HELP),
-    decision: Optional[str] = typer.Option(None, "--decision", help="required, no default: " + " | ".join(DECISIONS) +
-                                           " (what each does: above)"),
-    operator: str = typer.Option(..., "--operator", help="who decides (recorded with the OS user of the process's real uid)"),
-    secret_env: Optional[str] = typer.Option(None, "--secret-env", help="VAR: the environment variable holding --operator's "
-                                             "credential (`flow operator add`); the vote is then the authenticated operator's"),
-    secret_file: Optional[Path] = typer.Option(None, "--secret-file", help="a file (0600, yours) holding --operator's credential"),
+    decision: Optional[str] = typer.Option(
+        None, "--decision", help="required, no default: " + " | ".join(DECISIONS) + " (what each does: above)"
+    ),
+    operator: str = typer.Option(
+        ..., "--operator", help="who decides (recorded with the OS user of the process's real uid)"
+    ),
+    secret_env: Optional[str] = typer.Option(
+        None,
+        "--secret-env",
+        help="VAR: the environment variable holding --operator's "
+        "credential (`flow operator add`); the vote is then the authenticated operator's",
+    ),
+    secret_file: Optional[Path] = typer.Option(
+        None, "--secret-file", help="a file (0600, yours) holding --operator's credential"
+    ),
     note: Optional[str] = typer.Option(None, "--note", help="free text recorded with the decision"),
     effect: Optional[str] = typer.Option(None, "--effect", help="with reconcile: landed | absent"),
     point: Optional[str] = typer.Option(None, "--point", help="with teach: X,Y on the halt frame"),
@@ -73,8 +104,10 @@ def approve_cmd(
 
     Then says what happens next (a worker picks the run up, or `flow resume`) and where the report is."""
     if decision is None:
-        raise UsageError("--decision is required (no default): continue, skip, reject, teach, escalate or reconcile; "
-                         "`flow approve --help` says what each does")
+        raise UsageError(
+            "--decision is required (no default): continue, skip, reject, teach, escalate or reconcile; "
+            "`flow approve --help` says what each does"
+        )
     xy = None
     if point is not None:
         try:
@@ -89,9 +122,21 @@ def approve_cmd(
         from openadapt_flow.runtime import authenticate  # argon2 (the console extra): only when a credential is given
 
         operator = authenticate(book, operator, secret, channel=CLI_CHANNEL)["name"]
-    out = approve(run, decision, operator, note=note, effect=effect, channel=CLI_CHANNEL,
-                  options=DecisionOptions(point=xy, template=template, reporter=write_reports, audit=book.operators().audit,
-                                          authenticated=secret is not None))
+    out = approve(
+        run,
+        decision,
+        operator,
+        note=note,
+        effect=effect,
+        channel=CLI_CHANNEL,
+        options=DecisionOptions(
+            point=xy,
+            template=template,
+            reporter=write_reports,
+            audit=book.operators().audit,
+            authenticated=secret is not None,
+        ),
+    )
     if as_json:
         emit_json({**out, "next": after_decision(run.ref, out), "report": run.describe("report_html")})
         return
@@ -113,18 +158,34 @@ approve_cmd.__doc__ = (approve_cmd.__doc__ or "") + "".join(f"\n\n{name}: {what}
 @handle_errors
 def resume_cmd(
     run_dir: Path = typer.Argument(..., help=RUN_HELP),
-    require_approval: bool = typer.Option(False, "--require-approval", help="refuse unless a valid, unused approval exists"),
-    backend: Optional[str] = typer.Option(None, "--backend", help="vnc | screen | fixture | rdp (default: the run's own)"),
-    url: Optional[str] = typer.Option(None, "--url", help="vnc://host[:port], fixture:PATH, rdp://host[:port] (default: the run's own)"),
+    require_approval: bool = typer.Option(
+        False, "--require-approval", help="refuse unless a valid, unused approval exists"
+    ),
+    backend: Optional[str] = typer.Option(
+        None, "--backend", help="vnc | screen | fixture | rdp (default: the run's own)"
+    ),
+    url: Optional[str] = typer.Option(
+        None, "--url", help="vnc://host[:port], fixture:PATH, rdp://host[:port] (default: the run's own)"
+    ),
     rdp_host: Optional[str] = typer.Option(None, "--rdp-host", help="RDP server host (default: the run's own)"),
     param: list[str] = typer.Option([], "--param", "-p", help="must equal the run's bound value"),
     config: Optional[Path] = typer.Option(None, "--config", help="deployment config: only its backend section is used"),
-    upgrade_bundle: Optional[Path] = typer.Option(None, "--upgrade-bundle", help="adopt a new version of the run's bundle"),
-    bundle: Optional[Path] = typer.Option(None, "--bundle", help="the run's original bundle (its recorded digest): used "
-                                          "when the run's snapshot cannot be read, e.g. after a power loss"),
+    upgrade_bundle: Optional[Path] = typer.Option(
+        None, "--upgrade-bundle", help="adopt a new version of the run's bundle"
+    ),
+    bundle: Optional[Path] = typer.Option(
+        None,
+        "--bundle",
+        help="the run's original bundle (its recorded digest): used "
+        "when the run's snapshot cannot be read, e.g. after a power loss",
+    ),
     store: Optional[str] = typer.Option(None, "--store", help=STORE_HELP),
-    dry_run: bool = typer.Option(False, "--dry-run", help="print what resume would do (its plan) and write nothing: "
-                                 "no lease, no journal record, no file or row changed"),
+    dry_run: bool = typer.Option(
+        False,
+        "--dry-run",
+        help="print what resume would do (its plan) and write nothing: "
+        "no lease, no journal record, no file or row changed",
+    ),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Continue a paused or interrupted durable run from its last verified checkpoint.
@@ -135,17 +196,39 @@ def resume_cmd(
     cfg = load_config(config).backend if config is not None else None
     values, _ = parse_params(param, None)
     if dry_run:
-        _dry_run(open_run_arg(run_dir, store), as_json, backend_flags=BackendFlags(backend, url, rdp_host),
-                 backend_config=cfg, require_approval=require_approval, params=values, upgrade_bundle=upgrade_bundle,
-                 bundle=bundle)
+        _dry_run(
+            open_run_arg(run_dir, store),
+            as_json,
+            backend_flags=BackendFlags(backend, url, rdp_host),
+            backend_config=cfg,
+            require_approval=require_approval,
+            params=values,
+            upgrade_bundle=upgrade_bundle,
+            bundle=bundle,
+        )
         return
     with step_progress(not as_json) as progress:
-        out = resume_run(open_run_arg(run_dir, store), backend_flags=BackendFlags(backend, url, rdp_host), backend_config=cfg,
-                     require_approval=require_approval, params=values, progress=progress, reporter=write_reports,
-                     upgrade_bundle=upgrade_bundle, bundle=bundle, notice=lambda line: typer.echo(line, err=True))
+        out = resume_run(
+            open_run_arg(run_dir, store),
+            backend_flags=BackendFlags(backend, url, rdp_host),
+            backend_config=cfg,
+            require_approval=require_approval,
+            params=values,
+            progress=progress,
+            reporter=write_reports,
+            upgrade_bundle=upgrade_bundle,
+            bundle=bundle,
+            notice=lambda line: typer.echo(line, err=True),
+        )
     commands = next_commands(open_run_arg(run_dir, store)) if out.exit_code != 0 else []
-    summary = {"state": out.state, "exit_code": out.exit_code, "run_dir": str(out.run_dir), "category": out.category,
-               "message": out.message or None, "next_commands": commands}
+    summary = {
+        "state": out.state,
+        "exit_code": out.exit_code,
+        "run_dir": str(out.run_dir),
+        "category": out.category,
+        "message": out.message or None,
+        "next_commands": commands,
+    }
     if as_json:
         emit_json(summary)
     else:
@@ -164,16 +247,23 @@ def _dry_run(run: RunHandle, as_json: bool, **fields: Any) -> None:
         if plan.refusal is not None:
             raise plan.refusal
         return
-    emit_json({"state": str(plan.state) if plan.state else None, "plan": plan.describe(),
-               "refused": str(plan.refusal) if plan.refusal is not None else None})
+    emit_json(
+        {
+            "state": str(plan.state) if plan.state else None,
+            "plan": plan.describe(),
+            "refused": str(plan.refusal) if plan.refusal is not None else None,
+        }
+    )
     if plan.refusal is not None:
         raise typer.Exit(plan.refusal.exit_code)
 
 
 @handle_errors
-def reconcile_cmd(root: Path = typer.Argument(Path("runs"), help="runs root"),
-                  store: Optional[str] = typer.Option(None, "--store", help=STORE_HELP),
-                  as_json: bool = typer.Option(False, "--json")) -> None:
+def reconcile_cmd(
+    root: Path = typer.Argument(Path("runs"), help="runs root"),
+    store: Optional[str] = typer.Option(None, "--store", help=STORE_HELP),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
     """Finalise runs whose owner died as INTERRUPTED (never touches a live run)."""
     rows = reconcile_root(root_store(root, store))
     if as_json:
@@ -181,7 +271,9 @@ def reconcile_cmd(root: Path = typer.Argument(Path("runs"), help="runs root"),
         return
     for r in rows:
         if r["action"] != "none":
-            typer.echo(f"{r['run_dir']}\t{r['action']}\t{r.get('state') or ''}\t{r.get('transaction_outcome') or r.get('error') or r.get('reason', '')}")
+            typer.echo(
+                f"{r['run_dir']}\t{r['action']}\t{r.get('state') or ''}\t{r.get('transaction_outcome') or r.get('error') or r.get('reason', '')}"
+            )
 
 
 @handle_errors
@@ -193,9 +285,17 @@ def answer_cmd(
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Answer a run that is PAUSED(awaiting_user); `flow resume` (or `flow worker`) continues it."""
-    out = deliver(open_run_arg(run_dir, store), DecisionKind.ANSWER, operator or os_user(), value=value, channel=CLI_CHANNEL,
-                  options=DecisionOptions(audit=cli_audit(run_dir, store)))
-    emit_json(out) if as_json else typer.echo("already recorded" if out.get("noop") else f"recorded answer for {out['pause_id']}")
+    out = deliver(
+        open_run_arg(run_dir, store),
+        DecisionKind.ANSWER,
+        operator or os_user(),
+        value=value,
+        channel=CLI_CHANNEL,
+        options=DecisionOptions(audit=cli_audit(run_dir, store)),
+    )
+    emit_json(out) if as_json else typer.echo(
+        "already recorded" if out.get("noop") else f"recorded answer for {out['pause_id']}"
+    )
 
 
 @handle_errors
@@ -214,9 +314,18 @@ def signal_cmd(
             payload = json.loads(data)
         except ValueError as e:
             raise UsageError(f"--data is not valid JSON ({e})") from None
-    out = deliver(open_run_arg(run_dir, store), DecisionKind.SIGNAL, operator or os_user(), name=name, data=payload,
-                  channel=CLI_CHANNEL, options=DecisionOptions(audit=cli_audit(run_dir, store)))
-    emit_json(out) if as_json else typer.echo("already recorded" if out.get("noop") else f"recorded signal {name} for {out['pause_id']}")
+    out = deliver(
+        open_run_arg(run_dir, store),
+        DecisionKind.SIGNAL,
+        operator or os_user(),
+        name=name,
+        data=payload,
+        channel=CLI_CHANNEL,
+        options=DecisionOptions(audit=cli_audit(run_dir, store)),
+    )
+    emit_json(out) if as_json else typer.echo(
+        "already recorded" if out.get("noop") else f"recorded signal {name} for {out['pause_id']}"
+    )
 
 
 @handle_errors
@@ -234,7 +343,14 @@ def wait_cmd(
     except TimeoutError as e:
         fail(f"timed out: {e}", EXIT_TIMEOUT)
     if as_json:
-        emit_json({"state": res.state, "paused_reason": res.paused_reason, "transaction_outcome": res.transaction_outcome, "message": res.message})
+        emit_json(
+            {
+                "state": res.state,
+                "paused_reason": res.paused_reason,
+                "transaction_outcome": res.transaction_outcome,
+                "message": res.message,
+            }
+        )
     else:
         typer.echo(res.state + (f"({res.paused_reason})" if res.paused_reason else ""))
     raise typer.Exit(res.exit_code)
@@ -303,10 +419,14 @@ patch_app = typer.Typer(help="Teach patches.", no_args_is_help=True)
 
 @patch_app.command("apply")
 @handle_errors
-def patch_apply_cmd(run_dir: Path = typer.Argument(..., help=RUN_HELP),
-                    bundle: Path = typer.Argument(..., help="the bundle folder to patch (its flow.yaml must be the one each patch was made from)"),
-                    store: Optional[str] = typer.Option(None, "--store", help=STORE_HELP),
-                    as_json: bool = typer.Option(False, "--json")) -> None:
+def patch_apply_cmd(
+    run_dir: Path = typer.Argument(..., help=RUN_HELP),
+    bundle: Path = typer.Argument(
+        ..., help="the bundle folder to patch (its flow.yaml must be the one each patch was made from)"
+    ),
+    store: Optional[str] = typer.Option(None, "--store", help=STORE_HELP),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
     """Apply a run's teach patches to a bundle folder (checked against the flow.yaml each was made from)."""
     applied = apply_patches(open_run_arg(run_dir, store), bundle)
     if as_json:

@@ -15,11 +15,14 @@ class CliError(BaseModel):
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
-    schema_: Literal["openadapt-flow/error@1"] = Field(default="openadapt-flow/error@1", alias="schema",
-                                                       description="format name and version")
+    schema_: Literal["openadapt-flow/error@1"] = Field(
+        default="openadapt-flow/error@1", alias="schema", description="format name and version"
+    )
     error: str = Field(description="the one-line message, the same text as on stderr after 'error: '")
     exit_code: int = Field(description="the process's exit code (see the exit-code table)")
-    kind: str = Field(description="the exit code's stable name: usage, refused, failed, paused, blocked, interrupted, "
-                                  "internal, unavailable, timeout")
+    kind: str = Field(
+        description="the exit code's stable name: usage, refused, failed, paused, blocked, interrupted, "
+        "internal, unavailable, timeout"
+    )
     type: str = Field(description="the error's class name, e.g. BundleError, RefusedError, UsageError")
     traceback_file: str | None = Field(default=None, description="internal errors only: where the traceback was saved")

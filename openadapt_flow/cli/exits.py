@@ -17,18 +17,34 @@ class ExitCode:
 EXIT_CODES: tuple[ExitCode, ...] = (
     ExitCode(0, "ok", "COMPLETED (for approve/answer/signal: recorded; for read-only commands: done)"),
     ExitCode(1, "failed", "FAILED: the run could not proceed and is not resumable"),
-    ExitCode(2, "usage", "usage or invalid input: bad flag, bundle, config, params, run dir, missing settings (all "
-                         "named at once), wrong credentials"),
+    ExitCode(
+        2,
+        "usage",
+        "usage or invalid input: bad flag, bundle, config, params, run dir, missing settings (all "
+        "named at once), wrong credentials",
+    ),
     ExitCode(3, "paused", "PAUSED: see `flow status RUN` (pending_escalation.json)"),
     ExitCode(4, "blocked", "BLOCKED: a policy, a budget or an operator's reject"),
-    ExitCode(5, "interrupted", "INTERRUPTED: the process was stopped (SIGTERM/SIGINT) or its disk failed; `flow resume`"),
+    ExitCode(
+        5, "interrupted", "INTERRUPTED: the process was stopped (SIGTERM/SIGINT) or its disk failed; `flow resume`"
+    ),
     ExitCode(6, "refused", "REFUSED: valid input not allowed now (no or used approval, tampered run dir, live owner)"),
-    ExitCode(7, "landed", "FAILED_AFTER_EFFECT: the run could not proceed after a write of it landed; do not re-run it "
-                          "from the start (it would write twice): finish by hand"),
-    ExitCode(70, "internal", "internal error: a bug in the tool itself, never a run's outcome (traceback saved to a file)"),
-    ExitCode(75, "unavailable", "temporary failure (EX_TEMPFAIL): the desktop (VNC/RDP refused or timed out), a "
-                                "system of record or the PostgreSQL run store could not be reached or read; nothing "
-                                "was sent: retry later"),
+    ExitCode(
+        7,
+        "landed",
+        "FAILED_AFTER_EFFECT: the run could not proceed after a write of it landed; do not re-run it "
+        "from the start (it would write twice): finish by hand",
+    ),
+    ExitCode(
+        70, "internal", "internal error: a bug in the tool itself, never a run's outcome (traceback saved to a file)"
+    ),
+    ExitCode(
+        75,
+        "unavailable",
+        "temporary failure (EX_TEMPFAIL): the desktop (VNC/RDP refused or timed out), a "
+        "system of record or the PostgreSQL run store could not be reached or read; nothing "
+        "was sent: retry later",
+    ),
     ExitCode(124, "timeout", "`flow wait --timeout` ran out before the run paused or ended"),
 )
 

@@ -8,15 +8,15 @@ from typing import Optional
 
 import typer
 
-from openadapt_flow.cli import durable
-from openadapt_flow.cli.common import STORE_HELP, emit_json, handle_errors
-from openadapt_flow.cli.batch import bad_items
-from openadapt_flow.cli.replay import parse_params
+from openadapt_flow.bundle.config import load_config
 from openadapt_flow.bundle.items import ItemsError, read_items
 from openadapt_flow.bundle.loader import load_bundle
+from openadapt_flow.cli import durable
+from openadapt_flow.cli.batch import bad_items
+from openadapt_flow.cli.common import STORE_HELP, emit_json, handle_errors
+from openadapt_flow.cli.replay import parse_params
 from openadapt_flow.errors import UsageError
 from openadapt_flow.report.render import write_reports
-from openadapt_flow.bundle.config import load_config
 from openadapt_flow.runtime import load_targets
 from openadapt_flow.store import check_spec, is_postgres, redact
 
@@ -51,10 +51,18 @@ def submit_cmd(
     store: str = typer.Option(..., "--store", help="the fleet's PostgreSQL store, postgresql://…"),
     param: list[str] = typer.Option([], "--param", "-p", help="NAME=VALUE (repeatable)"),
     target: Optional[str] = typer.Option(None, "--target", help="run on a target with this name or label"),
-    items: Optional[Path] = typer.Option(None, "--items", help="queue one run per work item of this file (CSV with a "
-                                         "header row, or JSON lines; as `flow batch --items`); not with --param"),
-    key: Optional[str] = typer.Option(None, "--key", help="with --items: the column that names each item (default: "
-                                      "a hash of its values); a key already queued or done is not queued again"),
+    items: Optional[Path] = typer.Option(
+        None,
+        "--items",
+        help="queue one run per work item of this file (CSV with a "
+        "header row, or JSON lines; as `flow batch --items`); not with --param",
+    ),
+    key: Optional[str] = typer.Option(
+        None,
+        "--key",
+        help="with --items: the column that names each item (default: "
+        "a hash of its values); a key already queued or done is not queued again",
+    ),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Submit a durable run to the fleet: the run is created PENDING in the store (`flow status`/`wait` see it) and
@@ -74,8 +82,9 @@ def submit_cmd(
         typer.echo(ref)
 
 
-def _submit_items(bundle: Path, store: str, items: Path, key: str | None, target: str | None, param: list[str],
-                  as_json: bool) -> None:
+def _submit_items(
+    bundle: Path, store: str, items: Path, key: str | None, target: str | None, param: list[str], as_json: bool
+) -> None:
     """One line per item: the run it queued, or the run that holds its key already."""
     from openadapt_flow.runtime import submit_items
 
@@ -90,8 +99,10 @@ def _submit_items(bundle: Path, store: str, items: Path, key: str | None, target
         emit_json([{"item": s.item, "key": s.key, "run_id": s.run, "queued": s.queued, "state": s.state} for s in done])
         return
     for s in done:
-        typer.echo(f"line {s.item} {s.key}: " + (f"queued {s.run}" if s.queued else
-                                                 f"not queued: its key is {s.run} ({s.state}) already"))
+        typer.echo(
+            f"line {s.item} {s.key}: "
+            + (f"queued {s.run}" if s.queued else f"not queued: its key is {s.run} ({s.state}) already")
+        )
 
 
 @handle_errors
@@ -100,12 +111,18 @@ def worker_cmd(
     once: bool = typer.Option(False, "--once", help="one scan, then exit (run-root worker)"),
     poll: float = typer.Option(0.5, "--poll", help="seconds between scans (run-root worker)"),
     store: Optional[str] = typer.Option(None, "--store", help=STORE_HELP),
-    targets: Optional[Path] = typer.Option(None, "--targets", help="targets.yaml: with a postgresql:// --store, be a fleet worker"),
+    targets: Optional[Path] = typer.Option(
+        None, "--targets", help="targets.yaml: with a postgresql:// --store, be a fleet worker"
+    ),
     concurrency: int = typer.Option(0, "--concurrency", min=0, help="fleet: runs at once (default: one per target)"),
     config: Optional[Path] = typer.Option(None, "--config", help="fleet: deployment config for the runs it starts"),
     name: Optional[str] = typer.Option(None, "--name", help="fleet: this worker's name in the queue"),
-    db_retry_for: str = typer.Option("300s", "--db-retry-for", help="fleet: how long to wait for the store to come back "
-                                     "after losing it (a restart) before giving up with exit 75, e.g. 300s, 10m"),
+    db_retry_for: str = typer.Option(
+        "300s",
+        "--db-retry-for",
+        help="fleet: how long to wait for the store to come back "
+        "after losing it (a restart) before giving up with exit 75, e.g. 300s, 10m",
+    ),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Resume runs whose wait is satisfied (timer due, answer/signal delivered, approval recorded); with --targets and a
@@ -119,9 +136,7 @@ def worker_cmd(
         return
     if store is None:
         raise UsageError("--targets needs --store postgresql://… (the fleet's store)")
-    from openadapt_flow.runtime import Desks
-    from openadapt_flow.runtime import Fleet
-    from openadapt_flow.runtime import fleet_store
+    from openadapt_flow.runtime import Desks, Fleet, fleet_store
     from openadapt_flow.runtime import store_opened as opened
 
     spec = postgres_store_spec(store)

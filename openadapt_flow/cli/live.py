@@ -12,7 +12,8 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn
 from rich.text import Text
 
 from openadapt_flow.cli.progress import halt_line, ok_line, step_label
-from openadapt_flow.runtime import Progress as StepProgress, StepSummary
+from openadapt_flow.runtime import Progress as StepProgress
+from openadapt_flow.runtime import StepSummary
 
 
 class LiveProgress(StepProgress):
@@ -21,8 +22,14 @@ class LiveProgress(StepProgress):
 
     def __init__(self, stream: TextIO) -> None:
         self.console = Console(file=stream, highlight=False)
-        self.bar = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                            TimeElapsedColumn(), console=self.console)
+        self.bar = Progress(
+            SpinnerColumn(),
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=self.console,
+        )
         self.task: TaskID | None = None
         self.live = False
 
@@ -39,7 +46,9 @@ class LiveProgress(StepProgress):
     def step_finished(self, index: int, total: int, step_id: str, summary: StepSummary) -> None:
         ok = bool(summary.get("ok"))
         self.console.print(Text(step_label(index, total, step_id, None), style="cyan"))
-        self.console.print(Text(ok_line(summary) if ok else halt_line(step_id, summary), style="green" if ok else "red"))
+        self.console.print(
+            Text(ok_line(summary) if ok else halt_line(step_id, summary), style="green" if ok else "red")
+        )
         if self.task is not None:
             self.bar.update(self.task, completed=index + 1)
         if not ok or index + 1 >= total:
@@ -63,8 +72,9 @@ class SpinnerLines:
 def spinner(message: str, stream: TextIO) -> Iterator[SpinnerLines]:
     """A spinner with `message` (and the time spent) while the block runs; lines print above it."""
     console = Console(file=stream, highlight=False)
-    bar = Progress(SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=console,
-                   transient=True)
+    bar = Progress(
+        SpinnerColumn(), TextColumn("{task.description}"), TimeElapsedColumn(), console=console, transient=True
+    )
     bar.add_task(message, total=None)
     with bar:
         yield SpinnerLines(console)
@@ -75,8 +85,14 @@ class ItemsBar:
 
     def __init__(self, stream: TextIO, total: int) -> None:
         self.console = Console(file=stream, highlight=False)
-        self.bar = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                            TimeElapsedColumn(), console=self.console)
+        self.bar = Progress(
+            SpinnerColumn(),
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=self.console,
+        )
         self.task = self.bar.add_task("items", total=total)
         self.bar.start()
         atexit.register(self.close)  # never leave the cursor hidden

@@ -8,13 +8,13 @@ from typing import Optional
 import typer
 
 from openadapt_flow.cli.common import STORE_HELP, emit_json, handle_errors
-from openadapt_flow.store import RunStore
-from openadapt_flow.store import open_store
-from openadapt_flow.runtime import (add_operator, disable_operator, list_operators,
-                                                      reset_operator)
+from openadapt_flow.runtime import add_operator, disable_operator, list_operators, reset_operator
+from openadapt_flow.store import RunStore, open_store
 
-operator_app = typer.Typer(help="Operators who decide on paused runs from the console, the phone or `flow approve --secret-env` (credentials hashed in the store).",
-                           no_args_is_help=True)
+operator_app = typer.Typer(
+    help="Operators who decide on paused runs from the console, the phone or `flow approve --secret-env` (credentials hashed in the store).",
+    no_args_is_help=True,
+)
 ROOT_HELP = "runs root whose store keeps the operators"
 
 
@@ -22,8 +22,10 @@ def _shown_once(name: str, credential: str, as_json: bool) -> None:
     if as_json:
         emit_json({"operator": name, "credential": credential})
     else:
-        typer.echo(f"operator {name}: credential {credential}\n(shown once; only its hash is stored — "
-                   f"`flow operator reset {name}` issues a new one)")
+        typer.echo(
+            f"operator {name}: credential {credential}\n(shown once; only its hash is stored — "
+            f"`flow operator reset {name}` issues a new one)"
+        )
 
 
 @operator_app.command("add")

@@ -20,8 +20,11 @@ from openadapt_flow.phone.queue.db import QueueDB
 from openadapt_flow.phone.queue.keys import signing_key, vapid_key, vapid_public
 from openadapt_flow.phone.relay import POLL_WAIT_S, Relay, serve
 
-queue_app = typer.Typer(help="The hosted decision queue of the phone lane: it sees closed contexts only (ids and the "
-                             "step's intent as written, never frames, OCR text or param values).", no_args_is_help=True)
+queue_app = typer.Typer(
+    help="The hosted decision queue of the phone lane: it sees closed contexts only (ids and the "
+    "step's intent as written, never frames, OCR text or param values).",
+    no_args_is_help=True,
+)
 DB_HELP = "the queue's SQLite database (made if missing; its keys live beside it as DB.ed25519.pem and DB.vapid.pem)"
 DEFAULT_DB = Path("queue.sqlite3")
 
@@ -48,8 +51,11 @@ def serve_cmd(
     tls_cert: Path = typer.Option(..., "--tls-cert", help="PEM certificate for HTTPS (the queue serves HTTPS only)"),
     tls_key: Path = typer.Option(..., "--tls-key", help="PEM private key for --tls-cert"),
     db: Path = typer.Option(DEFAULT_DB, "--db", help=DB_HELP),
-    contact: str = typer.Option("mailto:flow-queue@localhost", "--contact",
-                                help="the VAPID `sub` claim push services may write to (mailto: or https: URL)"),
+    contact: str = typer.Option(
+        "mailto:flow-queue@localhost",
+        "--contact",
+        help="the VAPID `sub` claim push services may write to (mailto: or https: URL)",
+    ),
     allow_host: list[str] = typer.Option([], "--allow-host", help=ALLOW_HOST_HELP),
     as_json: bool = typer.Option(False, "--json", help="print where it listens and its public key as one JSON line"),
 ) -> None:
@@ -69,8 +75,7 @@ def serve_cmd(
         emit_json_line({"url": url, "key": public_text(key), "vapid": vapid_public(vapid)})
     else:
         typer.echo(f"flow queue on {url}; decisions signed by {public_text(key)}; Ctrl-C stops it")
-    uvicorn.run(app, host=host, port=port, log_level="warning",
-                ssl_certfile=str(tls_cert), ssl_keyfile=str(tls_key))
+    uvicorn.run(app, host=host, port=port, log_level="warning", ssl_certfile=str(tls_cert), ssl_keyfile=str(tls_key))
 
 
 @queue_app.command("key")
@@ -95,7 +100,9 @@ def relay_token_cmd(
     _say(as_json, {"token": token}, f"{token}\n(shown once; give it to the relay in the variable named by --token-env)")
 
 
-queue_operator_app = typer.Typer(help="The queue's own operators (argon2id hashes in its database).", no_args_is_help=True)
+queue_operator_app = typer.Typer(
+    help="The queue's own operators (argon2id hashes in its database).", no_args_is_help=True
+)
 queue_app.add_typer(queue_operator_app, name="operator")
 
 
@@ -108,8 +115,11 @@ def queue_operator_add_cmd(
 ) -> None:
     """Enrol a phone operator; prints a generated credential once."""
     credential = _db(db).add_operator(name)
-    _say(as_json, {"operator": name, "credential": credential},
-         f"queue operator {name}: credential {credential}\n(shown once; only its hash is stored)")
+    _say(
+        as_json,
+        {"operator": name, "credential": credential},
+        f"queue operator {name}: credential {credential}\n(shown once; only its hash is stored)",
+    )
 
 
 @queue_operator_app.command("list")
@@ -124,7 +134,9 @@ def queue_operator_list_cmd(
         emit_json(rows)
         return
     for r in rows:
-        when = datetime.fromtimestamp(r["created_at"], timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+        when = (
+            datetime.fromtimestamp(r["created_at"], timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+        )
         typer.echo(f"{r['name']}\t{'disabled' if r['disabled'] else 'active'}\t{r['devices']} phone(s)\t{when}")
 
 
@@ -144,14 +156,21 @@ def queue_operator_disable_cmd(
 def relay_cmd(
     queue: str = typer.Option(..., "--queue", help="the queue's https:// URL"),
     queue_key: str = typer.Option(..., "--queue-key", help="the queue's public key as `flow queue key` prints it"),
-    token_env: str = typer.Option("FLOW_RELAY_TOKEN", "--token-env",
-                                  help="the environment variable holding the relay token (`flow queue relay-token`)"),
-    ca_file: Optional[Path] = typer.Option(None, "--ca-file", help="PEM CA bundle to verify the queue by (default: the system's)"),
+    token_env: str = typer.Option(
+        "FLOW_RELAY_TOKEN",
+        "--token-env",
+        help="the environment variable holding the relay token (`flow queue relay-token`)",
+    ),
+    ca_file: Optional[Path] = typer.Option(
+        None, "--ca-file", help="PEM CA bundle to verify the queue by (default: the system's)"
+    ),
     root: Path = typer.Option(Path("runs"), "--root", help="runs root (the filesystem store) whose pauses are relayed"),
     store: Optional[str] = typer.Option(None, "--store", help=STORE_HELP),
     once: bool = typer.Option(False, "--once", help="one round: publish, apply the decisions waiting, exit"),
     poll_s: float = typer.Option(POLL_WAIT_S, "--poll-s", help="how long each long-poll for decisions waits (seconds)"),
-    as_json: bool = typer.Option(False, "--json", help="print each event (published, recorded, refused) as a JSON line"),
+    as_json: bool = typer.Option(
+        False, "--json", help="print each event (published, recorded, refused) as a JSON line"
+    ),
 ) -> None:
     """Relay paused runs to the phone queue and record its signed decisions (outbound HTTPS only, no open port)."""
     if not queue.startswith("https://"):
@@ -162,7 +181,9 @@ def relay_cmd(
         raise UsageError(f"--poll-s {poll_s:g}: expected more than 0 and at most 55 seconds")
     token = os.environ.get(token_env, "")
     if not token:
-        raise UsageError(f"--token-env {token_env}: the variable is not set (make a token with `flow queue relay-token`)")
+        raise UsageError(
+            f"--token-env {token_env}: the variable is not set (make a token with `flow queue relay-token`)"
+        )
     relay = Relay(queue, load_public(queue_key), token, root_store(root, store), ca_file)
     if as_json:
         relay.log = lambda line: emit_json_line({"event": line})

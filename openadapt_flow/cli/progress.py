@@ -30,8 +30,11 @@ def is_terminal(stream: TextIO) -> bool:
 def ok_line(summary: StepSummary) -> str:
     rung = summary.get("rung") or "-"
     score = summary.get("score")
-    return (f"    ok  rung={rung}" + (f" score={score:.3f}" if isinstance(score, float) else "")
-            + f" {summary.get('ms', 0):.0f} ms")
+    return (
+        f"    ok  rung={rung}"
+        + (f" score={score:.3f}" if isinstance(score, float) else "")
+        + f" {summary.get('ms', 0):.0f} ms"
+    )
 
 
 def halt_line(step_id: str, summary: StepSummary) -> str:
@@ -72,8 +75,9 @@ class ConsoleProgress(Progress):
 
     def __init__(self, stream: TextIO | None = None) -> None:
         out = stream or sys.stderr
-        self.renderer: Any = importlib.import_module(LIVE_MODULE).LiveProgress(out) if is_terminal(out) \
-            else PlainProgress(out)
+        self.renderer: Any = (
+            importlib.import_module(LIVE_MODULE).LiveProgress(out) if is_terminal(out) else PlainProgress(out)
+        )
 
     def step_started(self, index: int, total: int, step_id: str, intent: str | None) -> None:
         self.renderer.step_started(index, total, step_id, intent)

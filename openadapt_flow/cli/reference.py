@@ -1,7 +1,7 @@
 """docs/cli.md and docs/config.md, generated from the typer app and the config models (a test fails when they drift).
 
-    python -m openadapt_flow.cli.reference          # rewrite both files
-    python -m openadapt_flow.cli.reference --check  # exit 1 naming the files that differ
+python -m openadapt_flow.cli.reference          # rewrite both files
+python -m openadapt_flow.cli.reference --check  # exit 1 naming the files that differ
 """
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ import typer.main
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
+from openadapt_flow.bundle.config import DeployConfig
 from openadapt_flow.cli.app import build_app
 from openadapt_flow.cli.errdoc import CliError
 from openadapt_flow.cli.exits import EXIT_CODES
-from openadapt_flow.bundle.config import DeployConfig
 
 REGENERATE = "python -m openadapt_flow.cli.reference"
 DOCS = Path(__file__).resolve().parents[2] / "docs"
@@ -84,23 +84,56 @@ def _params_table(cmd: Any) -> list[str]:
 def cli_reference() -> str:
     """Every command of `flow`: usage, help, each argument and option (type, default, help), then the exit codes."""
     root = typer.main.get_command(build_app())
-    out = [HEADER + "# CLI reference", "", _cell(root.help or ""), "",
-           "Every command takes `--json`: its result as JSON on stdout; an error is then also a JSON object on one line "
-           "of stdout (below) beside the one line on stderr, with the same exit code. Long-running commands (`worker`, `record`, `fixture record`, "
-           "`fixture serve`) print JSON Lines under `--json`: one object per line, each with an `event`. Progress goes to stderr: a live bar on a terminal, plain lines otherwise.", "",
-           "## Global options", "", *_params_table(root), ""]
+    out = [
+        HEADER + "# CLI reference",
+        "",
+        _cell(root.help or ""),
+        "",
+        "Every command takes `--json`: its result as JSON on stdout; an error is then also a JSON object on one line "
+        "of stdout (below) beside the one line on stderr, with the same exit code. Long-running commands (`worker`, `record`, `fixture record`, "
+        "`fixture serve`) print JSON Lines under `--json`: one object per line, each with an `event`. Progress goes to stderr: a live bar on a terminal, plain lines otherwise.",
+        "",
+        "## Global options",
+        "",
+        *_params_table(root),
+        "",
+    ]
     for path, cmd in _commands(root, []):
-        out += [f"## flow {' '.join(path)}", "", f"`{_usage(path, cmd)}`", "", (cmd.help or "").strip(), "",
-                *_params_table(cmd), ""]
-    out += ["## Exit codes", "", "The same table is in `flow --help` (cli/exits.py).", "", "| code | kind | meaning |",
-            "|---|---|---|", *[f"| {e.code} | `{e.kind}` | {_cell(e.meaning)} |" for e in EXIT_CODES], "",
-            "An internal error (exit 70) prints one line naming the exception and the file its traceback was saved to: "
-            "under the run directory the command was given, else `$XDG_CACHE_HOME/openadapt-flow/errors/` (default "
-            "`~/.cache/…`), else a temporary file. `FLOW_DEBUG=1` also prints the traceback.", "",
-            "## Errors under --json", "", "`flow schema error` prints this object's JSON Schema.", "",
-            *_model_table(CliError, ""), "",
-            "## Shell completion", "", "`flow --install-completion` installs completion for the current shell; "
-            "`flow --show-completion` prints the script.", ""]
+        out += [
+            f"## flow {' '.join(path)}",
+            "",
+            f"`{_usage(path, cmd)}`",
+            "",
+            (cmd.help or "").strip(),
+            "",
+            *_params_table(cmd),
+            "",
+        ]
+    out += [
+        "## Exit codes",
+        "",
+        "The same table is in `flow --help` (cli/exits.py).",
+        "",
+        "| code | kind | meaning |",
+        "|---|---|---|",
+        *[f"| {e.code} | `{e.kind}` | {_cell(e.meaning)} |" for e in EXIT_CODES],
+        "",
+        "An internal error (exit 70) prints one line naming the exception and the file its traceback was saved to: "
+        "under the run directory the command was given, else `$XDG_CACHE_HOME/openadapt-flow/errors/` (default "
+        "`~/.cache/…`), else a temporary file. `FLOW_DEBUG=1` also prints the traceback.",
+        "",
+        "## Errors under --json",
+        "",
+        "`flow schema error` prints this object's JSON Schema.",
+        "",
+        *_model_table(CliError, ""),
+        "",
+        "## Shell completion",
+        "",
+        "`flow --install-completion` installs completion for the current shell; "
+        "`flow --show-completion` prints the script.",
+        "",
+    ]
     return "\n".join(out)
 
 
@@ -134,15 +167,21 @@ def _default(field: FieldInfo) -> str:
     if field.default_factory is not None:
         value = field.default_factory()  # type: ignore[call-arg]
         return "—" if isinstance(value, BaseModel) else f"`{value}`"
-    return "—" if field.default is None else f"`{str(field.default).lower() if isinstance(field.default, bool) else field.default}`"
+    return (
+        "—"
+        if field.default is None
+        else f"`{str(field.default).lower() if isinstance(field.default, bool) else field.default}`"
+    )
 
 
 def _model_table(model: type[BaseModel], prefix: str) -> list[str]:
     rows = ["| key | type | default | description |", "|---|---|---|---|"]
     for name, field in model.model_fields.items():
         key = f"{prefix}{field.alias or name}"
-        rows.append(f"| `{key}` | {_type_name(field.annotation)}{_bounds(field)} | {_default(field)} | "
-                    f"{_cell(field.description or '')} |")
+        rows.append(
+            f"| `{key}` | {_type_name(field.annotation)}{_bounds(field)} | {_default(field)} | "
+            f"{_cell(field.description or '')} |"
+        )
     return rows
 
 
@@ -159,14 +198,26 @@ def _sections(model: type[BaseModel], prefix: str) -> Iterator[tuple[str, type[B
 
 def config_reference() -> str:
     """Every key of the deployment config (deploy.yaml): type, default, description, section by section."""
-    out = [HEADER + "# Config reference (deploy.yaml)", "",
-           "`flow replay|resume|run-py --config deploy.yaml`; `flow schema config` prints its JSON Schema. Unknown keys "
-           "are an error (exit 2). A nested section's keys are written under it (`runtime: {durable: true}`).", "",
-           "## Top level", "", *_model_table(DeployConfig, ""), ""]
+    out = [
+        HEADER + "# Config reference (deploy.yaml)",
+        "",
+        "`flow replay|resume|run-py --config deploy.yaml`; `flow schema config` prints its JSON Schema. Unknown keys "
+        "are an error (exit 2). A nested section's keys are written under it (`runtime: {durable: true}`).",
+        "",
+        "## Top level",
+        "",
+        *_model_table(DeployConfig, ""),
+        "",
+    ]
     for path, model in _sections(DeployConfig, ""):
         doc = (model.__doc__ or "").strip()
-        out += [f"## {path}", "", *([doc, ""] if doc and "A base class" not in doc else []),
-                *_model_table(model, path + "."), ""]
+        out += [
+            f"## {path}",
+            "",
+            *([doc, ""] if doc and "A base class" not in doc else []),
+            *_model_table(model, path + "."),
+            "",
+        ]
     return "\n".join(out)
 
 

@@ -8,19 +8,15 @@ from typing import Any, Optional
 
 import typer
 
-from openadapt_flow.cli.nextsteps import echo_next, next_commands
-from openadapt_flow.cli.common import STORE_HELP, emit_json, handle_errors, with_store
-from openadapt_flow.cli.progress import step_progress
-from openadapt_flow.bundle.params import read_params_file
-from openadapt_flow.errors import ParamError, control_char, shown
-from openadapt_flow.report.render import write_reports
-from openadapt_flow.runtime import select_backend
-from openadapt_flow.bundle.config import load_config
-from openadapt_flow.runtime import ReplayRequest
-from openadapt_flow.runtime import open_ref
-from openadapt_flow.runtime import replay
 from openadapt_flow.backends.spec import BackendSpec
-from openadapt_flow.errors import UsageError
+from openadapt_flow.bundle.config import load_config
+from openadapt_flow.bundle.params import read_params_file
+from openadapt_flow.cli.common import STORE_HELP, emit_json, handle_errors, with_store
+from openadapt_flow.cli.nextsteps import echo_next, next_commands
+from openadapt_flow.cli.progress import step_progress
+from openadapt_flow.errors import ParamError, UsageError, control_char, shown
+from openadapt_flow.report.render import write_reports
+from openadapt_flow.runtime import ReplayRequest, open_ref, replay, select_backend
 
 
 def parse_params(pairs: list[str], params_file: Path | None) -> tuple[dict[str, Any], frozenset[str]]:
@@ -43,17 +39,24 @@ def parse_params(pairs: list[str], params_file: Path | None) -> tuple[dict[str, 
 def replay_cmd(
     bundle: Path = typer.Argument(..., help="bundle folder (containing flow.yaml)"),
     param: list[str] = typer.Option([], "--param", "-p", help="NAME=VALUE (repeatable)"),
-    params_file: Optional[Path] = typer.Option(None, "--params-file", help="YAML/JSON mapping of params (at most 1 MiB)"),
+    params_file: Optional[Path] = typer.Option(
+        None, "--params-file", help="YAML/JSON mapping of params (at most 1 MiB)"
+    ),
     backend: Optional[str] = typer.Option(None, "--backend", help="vnc | screen | fixture | rdp"),
     url: Optional[str] = typer.Option(None, "--url", help="vnc://host[:port], fixture:PATH, rdp://host[:port]"),
     rdp_host: Optional[str] = typer.Option(None, "--rdp-host", help="RDP server host"),
     config: Optional[Path] = typer.Option(None, "--config", help="deployment config (deploy.yaml)"),
     durable: bool = typer.Option(False, "--durable", help="run with the durable runtime"),
-    run_dir: Optional[Path] = typer.Option(None, "--run-dir", help="run directory (default runs/replay-YYYYMMDD-HHMMSS)"),
+    run_dir: Optional[Path] = typer.Option(
+        None, "--run-dir", help="run directory (default runs/replay-YYYYMMDD-HHMMSS)"
+    ),
     store: Optional[str] = typer.Option(None, "--store", help=STORE_HELP),
     allow_model: bool = typer.Option(False, "--allow-model", help="allow the model rung (one call per step)"),
-    password_env: Optional[str] = typer.Option(None, "--password-env", help="env var holding the VNC/RDP password "
-                                               "(as in flow record; the value is never written anywhere)"),
+    password_env: Optional[str] = typer.Option(
+        None,
+        "--password-env",
+        help="env var holding the VNC/RDP password (as in flow record; the value is never written anywhere)",
+    ),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
     """Replay a bundle: resolve, act and verify every step; halt instead of guessing.
@@ -67,8 +70,14 @@ def replay_cmd(
     values, flags = parse_params(param, params_file)
     spec = with_password_env(select_backend(cfg.backend, backend=backend, url=url, rdp_host=rdp_host), password_env)
     req = ReplayRequest(
-        bundle=bundle, params=values, backend=spec, config=cfg, run_dir=run_dir,
-        durable=durable, allow_model=allow_model, param_flags=flags,
+        bundle=bundle,
+        params=values,
+        backend=spec,
+        config=cfg,
+        run_dir=run_dir,
+        durable=durable,
+        allow_model=allow_model,
+        param_flags=flags,
     )
     with step_progress(not as_json) as progress:
         outcome = replay(req, progress=progress, reporter=write_reports)
@@ -97,6 +106,8 @@ def with_password_env(spec: BackendSpec | None, password_env: str | None) -> Bac
     if password_env is None:
         return spec
     if spec is None or spec.kind not in ("vnc", "rdp"):
-        raise UsageError("--password-env is the password of a VNC or RDP desktop: give --url vnc://… or --rdp-host "
-                         "(or a config with one)")
+        raise UsageError(
+            "--password-env is the password of a VNC or RDP desktop: give --url vnc://… or --rdp-host "
+            "(or a config with one)"
+        )
     return replace(spec, password_env=password_env)

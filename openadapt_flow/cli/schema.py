@@ -11,15 +11,15 @@ from typing import Any
 import typer
 from pydantic import TypeAdapter
 
+from openadapt_flow.bundle.config import DeployConfig
 from openadapt_flow.bundle.models import Bundle
 from openadapt_flow.cli.common import fail, handle_errors
 from openadapt_flow.cli.errdoc import CliError
 from openadapt_flow.fixture.model import Fixture
 from openadapt_flow.fixture.recording_io import RecordingDoc
-from openadapt_flow.bundle.config import DeployConfig
-from openadapt_flow.runtime import BatchResult, TargetsFile
 from openadapt_flow.records.models import RECORD_MODELS, JournalRecord
 from openadapt_flow.records.runfiles import FILE_MODELS
+from openadapt_flow.runtime import BatchResult, TargetsFile
 
 # Every file format the tool reads or writes; `journal` is any journal record (a union on `type`),
 # `record-<type>` one record type.
@@ -46,8 +46,9 @@ def schema_json(name: str) -> dict[str, Any]:
 
 
 @handle_errors
-def schema_cmd(name: str = typer.Argument(..., help=f"one of: {', '.join(SCHEMAS)}"),
-               as_json: bool = typer.Option(False, "--json")) -> None:
+def schema_cmd(
+    name: str = typer.Argument(..., help=f"one of: {', '.join(SCHEMAS)}"), as_json: bool = typer.Option(False, "--json")
+) -> None:
     """Print a JSON Schema for one of the tool's file formats (always JSON; --json makes an error JSON too)."""
     if name not in SCHEMAS:
         fail(f"unknown schema {name!r} (one of: {', '.join(sorted(SCHEMAS))})", 2)

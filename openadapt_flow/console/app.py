@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import re
-from urllib.parse import urlencode
-from importlib import resources
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass, field
+from importlib import resources
 from typing import Any, ClassVar
+from urllib.parse import urlencode
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 from sse_starlette.sse import EventSourceResponse
@@ -23,9 +23,9 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
-from openadapt_flow.console.decide import REPORT_GRACE_S, decide_from_form, refresh_reports
 from openadapt_flow.auth.edge import edge
 from openadapt_flow.auth.web import HEADERS, LoginSite, client_of
+from openadapt_flow.console.decide import REPORT_GRACE_S, decide_from_form, refresh_reports
 from openadapt_flow.console.views import PageCache, find, runs_by_state
 from openadapt_flow.errors import FlowError, RefusedError
 from openadapt_flow.report.meanings import DECISIONS
@@ -39,10 +39,14 @@ REPORT_MAGIC = b"<!doctype html><html><head><meta charset=\"utf-8\"><title>Run "
 POLL_S = 0.5  # how often the event stream looks for a change (store stamps: cheap)
 _SCRIPT = (resources.files("openadapt_flow.console") / "templates" / "console.js").read_text(encoding="utf-8")
 _ENV = Environment(loader=PackageLoader("openadapt_flow.console", "templates"), autoescape=select_autoescape())
-_ENV.globals["meaning"] = DECISIONS  # each decision button says what it does (report/meanings.py, as `flow approve --help`)
+_ENV.globals["meaning"] = (
+    DECISIONS  # each decision button says what it does (report/meanings.py, as `flow approve --help`)
+)
 # report.html embeds its frames as data: images and runs no script
-REPORT_HEADERS = {**HEADERS, "Content-Security-Policy": "default-src 'none'; img-src data:; style-src 'unsafe-inline'; "
-                                                        "frame-ancestors 'none'"}
+REPORT_HEADERS = {
+    **HEADERS,
+    "Content-Security-Policy": "default-src 'none'; img-src data:; style-src 'unsafe-inline'; frame-ancestors 'none'",
+}
 
 
 @dataclass
@@ -55,7 +59,9 @@ class Console(LoginSite):
 
     store: RunStore
     pages: PageCache = field(default_factory=PageCache)
-    report_grace_s: float = REPORT_GRACE_S  # after a decision: how long a worker's resume may take it up before we report
+    report_grace_s: float = (
+        REPORT_GRACE_S  # after a decision: how long a worker's resume may take it up before we report
+    )
 
     def active(self, operator: str) -> bool:
         try:
@@ -69,8 +75,9 @@ class Console(LoginSite):
         return op["name"], op["role"]
 
     def login_refused(self, name: str, client: str, why: str) -> None:
-        self.store.operators().audit({"event": "login_failed", "operator": name, "channel": "console",
-                                      "client": client, "why": why})
+        self.store.operators().audit(
+            {"event": "login_failed", "operator": name, "channel": "console", "client": client, "why": why}
+        )
 
     async def index(self, request: Request) -> Response:
         s = self.session(request)
@@ -87,8 +94,14 @@ class Console(LoginSite):
         if run is None:
             return self.page("error.html", 404, s=s, error="no such run")
         ctx = await asyncio.to_thread(self.pages.page, run)
-        return self.page("run.html", s=s, part=request.query_params.get("part"), msg=request.query_params.get("msg"),
-                         next_msg=request.query_params.get("next"), **ctx)
+        return self.page(
+            "run.html",
+            s=s,
+            part=request.query_params.get("part"),
+            msg=request.query_params.get("msg"),
+            next_msg=request.query_params.get("next"),
+            **ctx,
+        )
 
     async def frame(self, request: Request) -> Response:
         if self.session(request) is None:
@@ -133,11 +146,19 @@ class Console(LoginSite):
         try:
             out = await asyncio.to_thread(decide_from_form, self.store, run, s.operator, dict(form))
         except FlowError as e:
-            return self.page("error.html", 400 if e.exit_code == 2 else 409, s=s, error=str(e),
-                          back=f"/runs/{request.path_params['run_id']}")
+            return self.page(
+                "error.html",
+                400 if e.exit_code == 2 else 409,
+                s=s,
+                error=str(e),
+                back=f"/runs/{request.path_params['run_id']}",
+            )
         # answered first; the reports are rendered after the response is sent (a thread: the event loop stays free)
-        later = (BackgroundTask(asyncio.to_thread, refresh_reports, run, out.stamp, self.report_grace_s)
-                 if out.stamp is not None else None)
+        later = (
+            BackgroundTask(asyncio.to_thread, refresh_reports, run, out.stamp, self.report_grace_s)
+            if out.stamp is not None
+            else None
+        )
         query = urlencode({"msg": out.summary, **({"next": out.next} if out.next else {})})
         return RedirectResponse(f"/runs/{request.path_params['run_id']}?{query}", status_code=303, background=later)
 
@@ -167,14 +188,23 @@ class Console(LoginSite):
         return Response(_SCRIPT, media_type="text/javascript", headers=HEADERS)
 
 
-def create_app(store: RunStore, *, secure: bool = False, report_grace_s: float = REPORT_GRACE_S,
-               allowed_hosts: Iterable[str] = ()) -> Starlette:
+def create_app(
+    store: RunStore, *, secure: bool = False, report_grace_s: float = REPORT_GRACE_S, allowed_hosts: Iterable[str] = ()
+) -> Starlette:
     """The console's app. `secure`: served over TLS (Secure cookies, HSTS). `allowed_hosts`: the names it answers to
     besides its own address and loopback (auth/edge.py); UsageError for one that is not a host."""
     c = Console(store=store, secure=secure, report_grace_s=report_grace_s)
-    return Starlette(middleware=edge("console", secure=secure, allowed_hosts=allowed_hosts), routes=[
-        Route("/", c.index), Route("/login", c.login, methods=["GET", "POST"]), Route("/logout", c.logout, methods=["POST"]),
-        Route("/runs/{run_id}", c.run_view), Route("/runs/{run_id}/decide", c.decide, methods=["POST"]),
-        Route("/runs/{run_id}/report", c.report),
-        Route("/frame/{run_id}", c.frame), Route("/events", c.events), Route("/console.js", c.script),
-    ])
+    return Starlette(
+        middleware=edge("console", secure=secure, allowed_hosts=allowed_hosts),
+        routes=[
+            Route("/", c.index),
+            Route("/login", c.login, methods=["GET", "POST"]),
+            Route("/logout", c.logout, methods=["POST"]),
+            Route("/runs/{run_id}", c.run_view),
+            Route("/runs/{run_id}/decide", c.decide, methods=["POST"]),
+            Route("/runs/{run_id}/report", c.report),
+            Route("/frame/{run_id}", c.frame),
+            Route("/events", c.events),
+            Route("/console.js", c.script),
+        ],
+    )

@@ -14,14 +14,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from openadapt_flow.errors import FlowError, RefusedError, UsageError
+from openadapt_flow.records.states import DecisionKind
 from openadapt_flow.report.meanings import after_decision
 from openadapt_flow.report.model import build_report
 from openadapt_flow.report.page import render_html
 from openadapt_flow.report.render import render_markdown
 from openadapt_flow.runtime import DECISION_NAMES, DecisionOptions, approve, decided_by, deliver
-from openadapt_flow.store import StorageFault
-from openadapt_flow.store import RunHandle, RunStore
-from openadapt_flow.records.states import DecisionKind
+from openadapt_flow.store import RunHandle, RunStore, StorageFault
 
 PAUSE_ID = re.compile(r"pause-[A-Za-z0-9]{1,64}")  # a form's pause id, before it names a file in the run
 REPORT_GRACE_S = 2.0  # how long the console waits for a worker's resume to take a decision up before it reports
@@ -51,11 +50,15 @@ def decide_from_form(store: RunStore, run: RunHandle, operator: str, form: dict[
     pending = run.read_pending() if run.has_pending() else None
     pause_id = str(form.get("pause_id") or "")
     if pending is None or pending.get("pause_id") != pause_id:
-        decided = run.read_decision(pause_id) if PAUSE_ID.fullmatch(pause_id) else None  # consumed: the loser is told who won
+        decided = (
+            run.read_decision(pause_id) if PAUSE_ID.fullmatch(pause_id) else None
+        )  # consumed: the loser is told who won
         if decided is not None:
             raise RefusedError(f"{run.ref}: pause {pause_id} is {decided_by(decided)}; nothing recorded")
-        raise RefusedError(f"{run.ref}: pause {pause_id or '?'} is not open on this run (decided, resumed, re-issued or "
-                           f"another run's); nothing recorded")
+        raise RefusedError(
+            f"{run.ref}: pause {pause_id or '?'} is not open on this run (decided, resumed, re-issued or "
+            f"another run's); nothing recorded"
+        )
     decision = str(form.get("decision") or "")
     note = str(form.get("note") or "") or None
     audit = store.operators().audit
@@ -66,21 +69,39 @@ def decide_from_form(store: RunStore, run: RunHandle, operator: str, form: dict[
                 data = json.loads(str(form["data"]))
             except ValueError:
                 raise UsageError("signal data must be JSON") from None
-        out = deliver(run, decision, operator, value=str(form.get("value") or ""), name=str(form.get("signal") or ""),
-                      data=data, channel="console", options=DecisionOptions(audit=audit))
+        out = deliver(
+            run,
+            decision,
+            operator,
+            value=str(form.get("value") or ""),
+            name=str(form.get("signal") or ""),
+            data=data,
+            channel="console",
+            options=DecisionOptions(audit=audit),
+        )
     elif decision in DECISION_NAMES:
         point = _point(form) if decision == DecisionKind.TEACH else None
         effect = str(form["effect"]) if decision == DecisionKind.RECONCILE and form.get("effect") else None
-        out = approve(run, decision, operator, note=note, effect=effect, channel="console",
-                      options=DecisionOptions(point=point, audit=audit))
+        out = approve(
+            run,
+            decision,
+            operator,
+            note=note,
+            effect=effect,
+            channel="console",
+            options=DecisionOptions(point=point, audit=audit),
+        )
     else:
         raise UsageError(f"unknown decision {decision!r}")
     if out.get("noop"):
         return Decided(f"already recorded: {decision}")
     votes = f" ({out['votes']} of {out['quorum']})" if "votes" in out and out.get("quorum", 1) > 1 else ""
     stamp = run.stamp() if out.get("recorded") and decision in DECISION_NAMES else None
-    after = after_decision(run.ref, out) if decision in DECISION_NAMES else (
-        f"a `flow worker` watching this store resumes the run; without one, run `flow resume {run.ref}`")
+    after = (
+        after_decision(run.ref, out)
+        if decision in DECISION_NAMES
+        else (f"a `flow worker` watching this store resumes the run; without one, run `flow resume {run.ref}`")
+    )
     return Decided(f"recorded: {decision} by {operator}{votes}", stamp, after)
 
 

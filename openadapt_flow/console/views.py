@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from openadapt_flow.errors import FlowError
+from openadapt_flow.records.states import RunState
 from openadapt_flow.report.figures import CANDIDATE, Marks, overlay, png_size, shown_region
 from openadapt_flow.report.meanings import codes, headline
 from openadapt_flow.report.model import halt_view
@@ -17,10 +18,25 @@ from openadapt_flow.report.pictures import BEST, NO_BEST, SOUGHT, pictures
 from openadapt_flow.report.text import fmt
 from openadapt_flow.runtime import effective_state
 from openadapt_flow.store import RunHandle, RunStore
-from openadapt_flow.records.states import RunState
 
-AT_REST = (RunState.PAUSED, RunState.BLOCKED, RunState.FAILED, RunState.FAILED_AFTER_EFFECT, RunState.COMPLETED)  # no journal record is added without a new stamp
-STATE_ORDER = (RunState.PAUSED, RunState.INTERRUPTED, RunState.RUNNING, RunState.RESUMING, RunState.PENDING, RunState.BLOCKED, RunState.FAILED_AFTER_EFFECT, RunState.FAILED, RunState.COMPLETED)
+AT_REST = (
+    RunState.PAUSED,
+    RunState.BLOCKED,
+    RunState.FAILED,
+    RunState.FAILED_AFTER_EFFECT,
+    RunState.COMPLETED,
+)  # no journal record is added without a new stamp
+STATE_ORDER = (
+    RunState.PAUSED,
+    RunState.INTERRUPTED,
+    RunState.RUNNING,
+    RunState.RESUMING,
+    RunState.PENDING,
+    RunState.BLOCKED,
+    RunState.FAILED_AFTER_EFFECT,
+    RunState.FAILED,
+    RunState.COMPLETED,
+)
 
 
 def age(iso: str | None, now: float | None = None) -> str:
@@ -39,12 +55,18 @@ def age(iso: str | None, now: float | None = None) -> str:
 def run_row(run: RunHandle) -> dict[str, Any]:
     m, st = run.manifest(), effective_state(run)
     args = (st.get("state"), st.get("paused_reason"), st.get("halt_category"))
-    return {"run_id": m.get("run_id"), "ref": run.ref, "bundle": (m.get("bundle") or {}).get("name"),
-            "state": st.get("state"), "reason": st.get("paused_reason") or st.get("halt_category") or "",
-            "message": st.get("message") or "", "age": age(st.get("updated_at")),
-            # plain words first, the codes beside them (report/meanings.py, as `flow status` and the report say it)
-            "headline": headline(*args, st.get("message"), st.get("transaction_outcome")),
-            "codes": codes(*args, st.get("transaction_outcome"))}
+    return {
+        "run_id": m.get("run_id"),
+        "ref": run.ref,
+        "bundle": (m.get("bundle") or {}).get("name"),
+        "state": st.get("state"),
+        "reason": st.get("paused_reason") or st.get("halt_category") or "",
+        "message": st.get("message") or "",
+        "age": age(st.get("updated_at")),
+        # plain words first, the codes beside them (report/meanings.py, as `flow status` and the report say it)
+        "headline": headline(*args, st.get("message"), st.get("transaction_outcome")),
+        "codes": codes(*args, st.get("transaction_outcome")),
+    }
 
 
 def runs_by_state(store: RunStore) -> list[tuple[str, list[dict[str, Any]]]]:
@@ -53,8 +75,12 @@ def runs_by_state(store: RunStore) -> list[tuple[str, list[dict[str, Any]]]]:
         try:
             rows.append(run_row(run))
         except FlowError as e:  # one unreadable run must not hide the others
-            rows.append({"run_id": None, "ref": run.ref, "state": "UNREADABLE", "reason": "", "message": str(e), "age": ""})
-    states = sorted({str(r["state"]) for r in rows}, key=lambda s: (STATE_ORDER.index(s) if s in STATE_ORDER else 99, s))
+            rows.append(
+                {"run_id": None, "ref": run.ref, "state": "UNREADABLE", "reason": "", "message": str(e), "age": ""}
+            )
+    states = sorted(
+        {str(r["state"]) for r in rows}, key=lambda s: (STATE_ORDER.index(s) if s in STATE_ORDER else 99, s)
+    )
     return [(s, [r for r in rows if r["state"] == s]) for s in states]
 
 
@@ -76,14 +102,24 @@ def halt_figure(run_id: str, halt: dict[str, Any] | None, png: bytes | None) -> 
         best = max((v for v in c["scores"].values() if v is not None), default=None)
         marks.labels.append((c["box"], f"{c['label']} {fmt(best, 2)}", CANDIDATE))
     src = f"/frame/{html.escape(run_id)}?rel={html.escape(str(halt.get('show_frame')))}"
-    x, y, vw, vh = shown_region(png, (w, h), marks)  # the app's region where the frame shows it; a click maps to frame pixels
-    svg = (f'<svg id="halt-frame" role="img" aria-label="halt frame of {html.escape(str(halt.get("step")))}" '
-           f'viewBox="{x} {y} {vw} {vh}" data-width="{w}" data-height="{h}"><image width="{w}" height="{h}" href="{src}"/>'
-           f'{overlay(marks, max(1.0, vw / 640), "halt")}</svg>')
+    x, y, vw, vh = shown_region(
+        png, (w, h), marks
+    )  # the app's region where the frame shows it; a click maps to frame pixels
+    svg = (
+        f'<svg id="halt-frame" role="img" aria-label="halt frame of {html.escape(str(halt.get("step")))}" '
+        f'viewBox="{x} {y} {vw} {vh}" data-width="{w}" data-height="{h}"><image width="{w}" height="{h}" href="{src}"/>'
+        f'{overlay(marks, max(1.0, vw / 640), "halt")}</svg>'
+    )
     # the template sought beside the best candidate's crop (the page escapes these; the words are the report's)
     pair = {k: f"/frame/{run_id}?rel={v}" for k, v in pictures(halt).items()}
-    return {"svg": svg, "width": w, "height": h, "candidates": halt.get("candidates") or [], "pair": pair,
-            "pair_words": {"template": SOUGHT, "best": BEST, "none": NO_BEST}}
+    return {
+        "svg": svg,
+        "width": w,
+        "height": h,
+        "candidates": halt.get("candidates") or [],
+        "pair": pair,
+        "pair_words": {"template": SOUGHT, "best": BEST, "none": NO_BEST},
+    }
 
 
 def run_page(run: RunHandle) -> dict[str, Any]:
@@ -100,9 +136,13 @@ def _folded(run: RunHandle, row: dict[str, Any]) -> dict[str, Any]:
     png = run.get_artifact(str(halt["show_frame"])) if halt and halt.get("show_frame") else None
     approval = run.read_approval() if run.has_approval() else None
     task = pending.get("task") if pending else None
-    return {"pending": pending, "ask": task.get("ask") if task else None,
-            "figure": halt_figure(str(row["run_id"]), halt, png), "approval": approval,
-            "incident": run.read_incident() if row["state"] == RunState.BLOCKED else None}
+    return {
+        "pending": pending,
+        "ask": task.get("ask") if task else None,
+        "figure": halt_figure(str(row["run_id"]), halt, png),
+        "approval": approval,
+        "incident": run.read_incident() if row["state"] == RunState.BLOCKED else None,
+    }
 
 
 class PageCache:

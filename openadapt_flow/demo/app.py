@@ -26,15 +26,15 @@ from typing import TypeVar
 VARIANTS = ("normal", "dark", "shifted", "twin", "hover")
 W = TypeVar("W", bound=tk.Widget)
 FONT = "DejaVu Sans"
-SCHEMA = (
-    "CREATE TABLE IF NOT EXISTS invoices ("
-    "id INTEGER PRIMARY KEY, vendor TEXT, amount REAL, created_at TEXT)"
-)
+SCHEMA = "CREATE TABLE IF NOT EXISTS invoices (id INTEGER PRIMARY KEY, vendor TEXT, amount REAL, created_at TEXT)"
 
 
 HOVER_BG = "#8fc1f5"  # the hover variant's button under the pointer
-TIPS = {"list.new": "Opens an empty invoice form", "form.save": "Stores the invoice permanently",
-        "saved.back": "Returns to the overview"}
+TIPS = {
+    "list.new": "Opens an empty invoice form",
+    "form.save": "Stores the invoice permanently",
+    "saved.back": "Returns to the overview",
+}
 
 
 @dataclass(frozen=True)
@@ -48,10 +48,24 @@ class Theme:
     outline: str
 
 
-LIGHT = Theme(bg="#f4f4f4", fg="#101010", field_bg="#ffffff", button_bg="#dcdcdc", error="#b00020",
-              banner_bg="#2d5fa0", outline="#707070")
-DARK = Theme(bg="#1c1c1c", fg="#ececec", field_bg="#2e2e2e", button_bg="#3c3c3c", error="#ff7b7b",
-             banner_bg="#2d5fa0", outline="#6a6a6a")
+LIGHT = Theme(
+    bg="#f4f4f4",
+    fg="#101010",
+    field_bg="#ffffff",
+    button_bg="#dcdcdc",
+    error="#b00020",
+    banner_bg="#2d5fa0",
+    outline="#707070",
+)
+DARK = Theme(
+    bg="#1c1c1c",
+    fg="#ececec",
+    field_bg="#2e2e2e",
+    button_bg="#3c3c3c",
+    error="#ff7b7b",
+    banner_bg="#2d5fa0",
+    outline="#6a6a6a",
+)
 
 # Boxes are (x, y, w, h) in window pixels; the window sits at +0+0, so these are screen pixels too.
 NORMAL_LAYOUT: dict[str, tuple[int, int, int, int]] = {
@@ -78,10 +92,17 @@ def layout_for(variant: str) -> dict[str, tuple[int, int, int, int]]:
         # Rows get 14 px more padding each, so Save drifts 28 px further than Vendor: an identity
         # box around the Vendor entry has to tolerate that much, and Save leaves its search window.
         drift = {
-            "list.title": (30, 56), "list.new": (64, 70),
-            "form.title": (30, 56), "form.vendor_label": (52, 68), "form.vendor": (52, 68),
-            "form.amount_label": (52, 82), "form.amount": (52, 82), "form.save": (52, 96),
-            "form.error": (52, 96), "saved.title": (30, 56), "saved.detail": (30, 60),
+            "list.title": (30, 56),
+            "list.new": (64, 70),
+            "form.title": (30, 56),
+            "form.vendor_label": (52, 68),
+            "form.vendor": (52, 68),
+            "form.amount_label": (52, 82),
+            "form.amount": (52, 82),
+            "form.save": (52, 96),
+            "form.error": (52, 96),
+            "saved.title": (30, 56),
+            "saved.detail": (30, 60),
             "saved.back": (72, 84),
         }
         for key, (dx, dy) in drift.items():
@@ -113,8 +134,15 @@ class InvoiceApp:
         self.current = ""
         root.configure(bg=self.theme.bg)
         if variant == "shifted":
-            banner = tk.Label(root, text="Accounts Payable", bg=self.theme.banner_bg, fg="#ffffff",
-                              font=(FONT, -18, "bold"), anchor="w", padx=16)
+            banner = tk.Label(
+                root,
+                text="Accounts Payable",
+                bg=self.theme.banner_bg,
+                fg="#ffffff",
+                font=(FONT, -18, "bold"),
+                anchor="w",
+                padx=16,
+            )
             banner.place(x=0, y=0, width=800, height=48)
         for name in ("list", "form", "saved"):
             self.screens[name] = tk.Frame(root, bg=self.theme.bg, highlightthickness=0, bd=0)
@@ -127,8 +155,17 @@ class InvoiceApp:
 
     def _label(self, key: str, text: str, size: int = -20, bold: bool = False, fg: str | None = None) -> tk.Label:
         screen = self.screens[key.split(".")[0]]
-        w = tk.Label(screen, text=text, bg=self.theme.bg, fg=fg or self.theme.fg, anchor="w", justify="left",
-                     font=(FONT, size, "bold" if bold else "normal"), bd=0, highlightthickness=0)
+        w = tk.Label(
+            screen,
+            text=text,
+            bg=self.theme.bg,
+            fg=fg or self.theme.fg,
+            anchor="w",
+            justify="left",
+            font=(FONT, size, "bold" if bold else "normal"),
+            bd=0,
+            highlightthickness=0,
+        )
         return self._put(key, w)
 
     def _button(self, key: str, text: str, command: Callable[[], None]) -> tk.Button:
@@ -138,10 +175,23 @@ class InvoiceApp:
         # rests. Flat with a thin outline: a raised relief's bright bevel on the dark theme boxes the
         # label in, and Tesseract then skips it as a graphic.
         hover = self.variant == "hover"
-        w = tk.Button(screen, text=text, command=command, font=(FONT, -20), bg=t.button_bg, fg=t.fg,
-                      activebackground=HOVER_BG if hover else t.button_bg, activeforeground=t.fg, relief="flat", bd=0,
-                      highlightthickness=1, highlightbackground=t.outline, highlightcolor=t.outline,
-                      takefocus=0, cursor="")
+        w = tk.Button(
+            screen,
+            text=text,
+            command=command,
+            font=(FONT, -20),
+            bg=t.button_bg,
+            fg=t.fg,
+            activebackground=HOVER_BG if hover else t.button_bg,
+            activeforeground=t.fg,
+            relief="flat",
+            bd=0,
+            highlightthickness=1,
+            highlightbackground=t.outline,
+            highlightcolor=t.outline,
+            takefocus=0,
+            cursor="",
+        )
         if hover and key in TIPS:
             w.bind("<Enter>", lambda _e: self.status.configure(text=TIPS[key]), add="+")
             w.bind("<Leave>", lambda _e: self.status.configure(text=""), add="+")
@@ -151,10 +201,22 @@ class InvoiceApp:
         t = self.theme
         # A flat border in the field colour pads the text away from the 1 px outline (the highlight ring,
         # same colour focused or not), so OCR does not read the outline as a glyph ("[ACME").
-        w = tk.Entry(self.screens["form"], font=(FONT, -20), bg=t.field_bg, fg=t.fg, insertbackground=t.fg,
-                     relief="flat", bd=8, highlightthickness=1, highlightbackground=t.outline,
-                     highlightcolor=t.outline, insertofftime=0, insertwidth=2,
-                     selectbackground=t.button_bg, selectforeground=t.fg)
+        w = tk.Entry(
+            self.screens["form"],
+            font=(FONT, -20),
+            bg=t.field_bg,
+            fg=t.fg,
+            insertbackground=t.fg,
+            relief="flat",
+            bd=8,
+            highlightthickness=1,
+            highlightbackground=t.outline,
+            highlightcolor=t.outline,
+            insertofftime=0,
+            insertwidth=2,
+            selectbackground=t.button_bg,
+            selectforeground=t.fg,
+        )
         # Tk binds Control-a to "line start"; replay selects all with it before typing, as on other desktops.
         w.bind("<Control-a>", _select_all)
         return self._put(key, w)
@@ -217,7 +279,8 @@ class InvoiceApp:
             return
         self.geometry[name] = {
             key.split(".", 1)[1]: [w.winfo_rootx(), w.winfo_rooty(), w.winfo_width(), w.winfo_height()]
-            for key, w in self.widgets.items() if key.startswith(name + ".")
+            for key, w in self.widgets.items()
+            if key.startswith(name + ".")
         }
         doc = {"variant": self.variant, "screen": self.current, "widgets": self.geometry}
         _write_atomic(self.geometry_file, json.dumps(doc, indent=1))
@@ -253,8 +316,9 @@ class InvoiceApp:
                 number = last + 1
             else:
                 now = datetime.now(timezone.utc).isoformat(timespec="seconds")
-                cur = db.execute("INSERT INTO invoices (vendor, amount, created_at) VALUES (?, ?, ?)",
-                                 (vendor, amount, now))
+                cur = db.execute(
+                    "INSERT INTO invoices (vendor, amount, created_at) VALUES (?, ?, ?)", (vendor, amount, now)
+                )
                 number = cur.lastrowid
         self.saved_title.configure(text=f"Saved invoice #{number}")
         self.saved_detail.configure(text=f"{vendor}   {amount:.2f}")

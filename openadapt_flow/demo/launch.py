@@ -8,8 +8,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from openadapt_flow.procs import stop_process
 from openadapt_flow.demo.xvnc import XvncServer, start_xvnc, wait_until
+from openadapt_flow.procs import stop_process
 
 
 @dataclass
@@ -35,7 +35,17 @@ def _start_app(xvnc: XvncServer, db: Path, variant: str, workdir: Path, timeout:
     """The demo app on `xvnc`, returned once its first screen is drawn (stopped again if it is not)."""
     ready = workdir / "ready.json"
     ready.unlink(missing_ok=True)
-    args = [sys.executable, "-m", "openadapt_flow.demo.app", "--db", str(db), "--variant", variant, "--ready-file", str(ready)]
+    args = [
+        sys.executable,
+        "-m",
+        "openadapt_flow.demo.app",
+        "--db",
+        str(db),
+        "--variant",
+        variant,
+        "--ready-file",
+        str(ready),
+    ]
     with (workdir / "app.log").open("wb") as log:
         # its own session, as Xvnc's: a terminal's Ctrl+C is for flow, which stops the app by its pid
         app = subprocess.Popen(args, env=xvnc.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)

@@ -60,7 +60,9 @@ class AppSpec:
     window_class: str  # xdotool search --classname (WM_CLASS instance name)
     toolkit: str  # "gtk" or "qt"
     configure: Callable[[Path, Path, Drift], None]  # (home, xdg_config_home, drift) -> writes config files
-    window_size: tuple[int, int] | None = None  # resize the window to this once mapped (its default does not fit 1024x768)
+    window_size: tuple[int, int] | None = (
+        None  # resize the window to this once mapped (its default does not fit 1024x768)
+    )
     # the toolkit's own way to take a drift (a theme or scale flag, an X resource, a JVM property): extra argv
     # after `command` and the launch's args, and extra environment, both from (home, drift)
     drift_args: Callable[[Path, Drift], list[str]] | None = None
@@ -76,46 +78,54 @@ def _write(path: Path, text: str) -> None:
 
 def gtk_common(home: Path, config: Path, drift: Drift) -> None:
     # no caret blink (a blinking caret keeps a screen from ever settling), no animations, no recent-files writes
-    _write(config / "gtk-3.0" / "settings.ini",
-           "[Settings]\ngtk-cursor-blink=false\ngtk-enable-animations=false\ngtk-recent-files-enabled=false\n"
-           f"gtk-application-prefer-dark-theme={'true' if drift.dark else 'false'}\n")
+    _write(
+        config / "gtk-3.0" / "settings.ini",
+        "[Settings]\ngtk-cursor-blink=false\ngtk-enable-animations=false\ngtk-recent-files-enabled=false\n"
+        f"gtk-application-prefer-dark-theme={'true' if drift.dark else 'false'}\n",
+    )
 
 
 def _configure_galculator(home: Path, config: Path, drift: Drift) -> None:
     gtk_common(home, config, drift)
     # basic mode, no remembered window place: the defaults, written out so a stray user config cannot differ
-    _write(config / "galculator" / "galculator.conf",
-           "[general]\nmode=basic\nremember_display=false\nrem_valuex=-1\nrem_valuey=-1\n")
+    _write(
+        config / "galculator" / "galculator.conf",
+        "[general]\nmode=basic\nremember_display=false\nrem_valuex=-1\nrem_valuey=-1\n",
+    )
 
 
 def _configure_mousepad(home: Path, config: Path, drift: Drift) -> None:
     gtk_common(home, config, drift)
     # GSETTINGS_BACKEND=keyfile reads this file: no autosave, no session restore, no remembered size or state
-    _write(config / "glib-2.0" / "settings" / "keyfile",
-           "[org/xfce/mousepad/preferences/file]\nautosave-timer=uint32 0\nsession-restore='never'\n"
-           "make-backup=false\nmonitor-changes=false\n\n"
-           "[org/xfce/mousepad/preferences/window]\nremember-size=true\nremember-state=false\n"
-           "remember-position=false\nstatusbar-visible=false\ntoolbar-visible=false\n\n"
-           "[org/xfce/mousepad/state/window]\nwidth=uint32 600\nheight=uint32 400\nleft=uint32 0\ntop=uint32 0\n")
+    _write(
+        config / "glib-2.0" / "settings" / "keyfile",
+        "[org/xfce/mousepad/preferences/file]\nautosave-timer=uint32 0\nsession-restore='never'\n"
+        "make-backup=false\nmonitor-changes=false\n\n"
+        "[org/xfce/mousepad/preferences/window]\nremember-size=true\nremember-state=false\n"
+        "remember-position=false\nstatusbar-visible=false\ntoolbar-visible=false\n\n"
+        "[org/xfce/mousepad/state/window]\nwidth=uint32 600\nheight=uint32 400\nleft=uint32 0\ntop=uint32 0\n",
+    )
 
 
 # sqlitebrowser 3.12's QMainWindow::saveState with every dock closed (Edit Cell, Remote, SQL Log, Plot, DB Schema):
 # the Browse Data tab then has the width to show its whole toolbar (New Record is hidden in the overflow otherwise).
 # Made once by closing the docks and quitting; QSettings' own escaping, written as it wrote it.
-_SQLITEBROWSER_NO_DOCKS = (
-    r'''"@ByteArray(\0\0\0\xff\0\0\0\0\xfd\0\0\0\x1\0\0\0\x1\0\0\x1r\0\0\x2\x65\xfc\x2\0\0\0\x2\xfb\0\0\0\x10\0\x64\0o\0\x63\0k\0\x45\0\x64\0i\0t\0\0\0\0;\0\0\0\xd4\0\0\0\xd4\0\xff\xff\xff\xfc\0\0\0;\0\0\x2\x65\0\0\0\0\0\xff\xff\xff\xfa\xff\xff\xff\xff\x2\0\0\0\x4\xfb\0\0\0\xe\0\x64\0o\0\x63\0k\0L\0o\0g\0\0\0\0\0\xff\xff\xff\xff\0\0\0\x8f\0\xff\xff\xff\xfb\0\0\0\x10\0\x64\0o\0\x63\0k\0P\0l\0o\0t\0\0\0\0\0\xff\xff\xff\xff\0\0\0\xe5\0\xff\xff\xff\xfb\0\0\0\x14\0\x64\0o\0\x63\0k\0S\0\x63\0h\0\x65\0m\0\x61\0\0\0\0\0\xff\xff\xff\xff\0\0\0k\0\xff\xff\xff\xfb\0\0\0\x14\0\x64\0o\0\x63\0k\0R\0\x65\0m\0o\0t\0\x65\0\0\0\0\0\xff\xff\xff\xff\0\0\x1z\0\xff\xff\xff\0\0\x3\xe8\0\0\x2\x65\0\0\0\x4\0\0\0\x4\0\0\0\b\0\0\0\b\xfc\0\0\0\x1\0\0\0\x2\0\0\0\x3\0\0\0\x12\0t\0o\0o\0l\0\x62\0\x61\0r\0\x44\0\x42\x1\0\0\0\0\xff\xff\xff\xff\0\0\0\0\0\0\0\0\0\0\0\x1c\0t\0o\0o\0l\0\x62\0\x61\0r\0P\0r\0o\0j\0\x65\0\x63\0t\x1\0\0\x2\x39\xff\xff\xff\xff\0\0\0\0\0\0\0\0\0\0\0\x1c\0t\0o\0o\0l\0\x62\0\x61\0r\0\x45\0x\0t\0r\0\x61\0\x44\0\x42\x1\0\0\x3:\xff\xff\xff\xff\0\0\0\0\0\0\0\0)"''')
+_SQLITEBROWSER_NO_DOCKS = r'''"@ByteArray(\0\0\0\xff\0\0\0\0\xfd\0\0\0\x1\0\0\0\x1\0\0\x1r\0\0\x2\x65\xfc\x2\0\0\0\x2\xfb\0\0\0\x10\0\x64\0o\0\x63\0k\0\x45\0\x64\0i\0t\0\0\0\0;\0\0\0\xd4\0\0\0\xd4\0\xff\xff\xff\xfc\0\0\0;\0\0\x2\x65\0\0\0\0\0\xff\xff\xff\xfa\xff\xff\xff\xff\x2\0\0\0\x4\xfb\0\0\0\xe\0\x64\0o\0\x63\0k\0L\0o\0g\0\0\0\0\0\xff\xff\xff\xff\0\0\0\x8f\0\xff\xff\xff\xfb\0\0\0\x10\0\x64\0o\0\x63\0k\0P\0l\0o\0t\0\0\0\0\0\xff\xff\xff\xff\0\0\0\xe5\0\xff\xff\xff\xfb\0\0\0\x14\0\x64\0o\0\x63\0k\0S\0\x63\0h\0\x65\0m\0\x61\0\0\0\0\0\xff\xff\xff\xff\0\0\0k\0\xff\xff\xff\xfb\0\0\0\x14\0\x64\0o\0\x63\0k\0R\0\x65\0m\0o\0t\0\x65\0\0\0\0\0\xff\xff\xff\xff\0\0\x1z\0\xff\xff\xff\0\0\x3\xe8\0\0\x2\x65\0\0\0\x4\0\0\0\x4\0\0\0\b\0\0\0\b\xfc\0\0\0\x1\0\0\0\x2\0\0\0\x3\0\0\0\x12\0t\0o\0o\0l\0\x62\0\x61\0r\0\x44\0\x42\x1\0\0\0\0\xff\xff\xff\xff\0\0\0\0\0\0\0\0\0\0\0\x1c\0t\0o\0o\0l\0\x62\0\x61\0r\0P\0r\0o\0j\0\x65\0\x63\0t\x1\0\0\x2\x39\xff\xff\xff\xff\0\0\0\0\0\0\0\0\0\0\0\x1c\0t\0o\0o\0l\0\x62\0\x61\0r\0\x45\0x\0t\0r\0\x61\0\x44\0\x42\x1\0\0\x3:\xff\xff\xff\xff\0\0\0\0\0\0\0\0)"'''
 
 
 def _configure_sqlitebrowser(home: Path, config: Path, drift: Drift) -> None:
     # appStyle 1 is its own dark style (a Qt stylesheet); no version check over the network; no docks
-    _write(config / "sqlitebrowser" / "sqlitebrowser.conf",
-           f"[%General]\nappStyle={1 if drift.dark else 0}\nlanguage=en_US\n\n[checkversion]\nenabled=false\n\n"
-           f"[MainWindow]\nwindowState={_SQLITEBROWSER_NO_DOCKS}\n")
+    _write(
+        config / "sqlitebrowser" / "sqlitebrowser.conf",
+        f"[%General]\nappStyle={1 if drift.dark else 0}\nlanguage=en_US\n\n[checkversion]\nenabled=false\n\n"
+        f"[MainWindow]\nwindowState={_SQLITEBROWSER_NO_DOCKS}\n",
+    )
 
 
 APPS: dict[str, AppSpec] = {
-    "sqlitebrowser": AppSpec("sqlitebrowser", ("sqlitebrowser",), "sqlitebrowser", "qt", _configure_sqlitebrowser,
-                             window_size=(1000, 700)),
+    "sqlitebrowser": AppSpec(
+        "sqlitebrowser", ("sqlitebrowser",), "sqlitebrowser", "qt", _configure_sqlitebrowser, window_size=(1000, 700)
+    ),
     "galculator": AppSpec("galculator", ("galculator",), "galculator", "gtk", _configure_galculator),
     "mousepad": AppSpec("mousepad", ("mousepad",), "mousepad", "gtk", _configure_mousepad),
 }
@@ -221,15 +231,16 @@ class RunningApp:
     def move(self, x: int, y: int, timeout: float = 10) -> tuple[int, int, int, int]:
         """Move the window's top-left to (x, y); return the new geometry once it is there and the screen settled."""
         _xdotool(self.xvnc.env, "windowmove", self.window, str(x), str(y))
-        wait_until(lambda: (self.refresh_geometry()[:2] == (x, y)), timeout, f"{self.spec.name} to move to {x},{y}")
+        wait_until(lambda: self.refresh_geometry()[:2] == (x, y), timeout, f"{self.spec.name} to move to {x},{y}")
         wait_settled(self.display)
         return self.geometry
 
     def resize(self, width: int, height: int, timeout: float = 10) -> tuple[int, int, int, int]:
         """Resize the window; return the new geometry once it has that size and the screen settled."""
         _xdotool(self.xvnc.env, "windowsize", self.window, str(width), str(height))
-        wait_until(lambda: (self.refresh_geometry()[2:] == (width, height)), timeout,
-                   f"{self.spec.name} to be {width}x{height}")
+        wait_until(
+            lambda: self.refresh_geometry()[2:] == (width, height), timeout, f"{self.spec.name} to be {width}x{height}"
+        )
         wait_settled(self.display)
         return self.geometry
 
@@ -250,14 +261,30 @@ class RunningApp:
 
 def _app_env(xvnc: XvncServer, home: Path, drift: Drift) -> dict[str, str]:
     env = xvnc.env
-    env.update({
-        "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"), "XDG_DATA_HOME": str(home / ".local/share"),
-        "XDG_CACHE_HOME": str(home / ".cache"), "XDG_STATE_HOME": str(home / ".local/state"),
-        "XDG_RUNTIME_DIR": str(home / "runtime"), "GSETTINGS_BACKEND": "keyfile", "NO_AT_BRIDGE": "1",
-        "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "QT_QPA_PLATFORM": "xcb",
-    })
-    for var in ("DBUS_SESSION_BUS_ADDRESS", "GTK_THEME", "GDK_SCALE", "GDK_DPI_SCALE", "QT_SCALE_FACTOR",
-                "QT_STYLE_OVERRIDE", "SESSION_MANAGER"):
+    env.update(
+        {
+            "HOME": str(home),
+            "XDG_CONFIG_HOME": str(home / ".config"),
+            "XDG_DATA_HOME": str(home / ".local/share"),
+            "XDG_CACHE_HOME": str(home / ".cache"),
+            "XDG_STATE_HOME": str(home / ".local/state"),
+            "XDG_RUNTIME_DIR": str(home / "runtime"),
+            "GSETTINGS_BACKEND": "keyfile",
+            "NO_AT_BRIDGE": "1",
+            "LANG": "C.UTF-8",
+            "LC_ALL": "C.UTF-8",
+            "QT_QPA_PLATFORM": "xcb",
+        }
+    )
+    for var in (
+        "DBUS_SESSION_BUS_ADDRESS",
+        "GTK_THEME",
+        "GDK_SCALE",
+        "GDK_DPI_SCALE",
+        "QT_SCALE_FACTOR",
+        "QT_STYLE_OVERRIDE",
+        "SESSION_MANAGER",
+    ):
         env.pop(var, None)
     env["DBUS_SESSION_BUS_ADDRESS"] = "disabled:"  # no session bus: apps run unique-less, no portal prompts
     if drift.dark:
@@ -268,8 +295,9 @@ def _app_env(xvnc: XvncServer, home: Path, drift: Drift) -> dict[str, str]:
     return env
 
 
-def start_app(name: str, args: list[str] | tuple[str, ...] = (), drift: Drift | None = None,
-              timeout: float = 40) -> RunningApp:
+def start_app(
+    name: str, args: list[str] | tuple[str, ...] = (), drift: Drift | None = None, timeout: float = 40
+) -> RunningApp:
     """Xvnc at the drift's screen size plus the app (extra `args`, e.g. a file to open), returned once the app's
     main window is mapped, moved where the drift says, and the screen has settled."""
     spec = APPS[name]
@@ -286,14 +314,16 @@ def start_app(name: str, args: list[str] | tuple[str, ...] = (), drift: Drift | 
         if spec.prepare is not None:
             spec.prepare(home, env, drift)
         extra = spec.drift_args(home, drift) if spec.drift_args is not None else []
-        proc = subprocess.Popen([*spec.command, *args, *extra], env=env, cwd=home, stdout=log_path.open("wb"),
-                                stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(
+            [*spec.command, *args, *extra], env=env, cwd=home, stdout=log_path.open("wb"), stderr=subprocess.STDOUT
+        )
     except BaseException:
         xvnc.stop()
         shutil.rmtree(home, ignore_errors=True)
         raise
     app = RunningApp(spec, drift, xvnc, proc, home, "", (0, 0, 0, 0), log_path)
     try:
+
         def mapped() -> str | None:
             if proc.poll() is not None:
                 raise RuntimeError(f"{name} exited with {proc.returncode}: {log_path.read_text()[-500:]}")

@@ -19,7 +19,6 @@ from pathlib import Path
 
 from openadapt_flow.procs import stop_process
 
-
 PORT_SPAN = 10000  # loopback ports per parallel test worker, below the kernel's ephemeral range (32768+)
 
 
@@ -104,8 +103,12 @@ class XvncServer:
         shutil.rmtree(self.workdir, ignore_errors=True)
 
 
-def start_xvnc(width: int = 1024, height: int = 768, password: str | None = None,
-               monitors: list[tuple[int, int, int, int]] | None = None) -> XvncServer:
+def start_xvnc(
+    width: int = 1024,
+    height: int = 768,
+    password: str | None = None,
+    monitors: list[tuple[int, int, int, int]] | None = None,
+) -> XvncServer:
     """Start Xvnc on a free display and loopback port; return once it accepts RFB connections.
 
     `monitors` ([x, y, w, h] each, tiling the screen) splits the desktop into that many RandR monitors,
@@ -121,9 +124,21 @@ def start_xvnc(width: int = 1024, height: int = 768, password: str | None = None
     for _attempt in range(5):
         display, port = _free_display(), free_port()
         args = [
-            exe, f":{display}", "-geometry", f"{width}x{height}", "-depth", "24",
-            "-rfbport", str(port), "-localhost", "-interface", "127.0.0.1",
-            "-nolisten", "tcp", "-AlwaysShared", f"-AcceptSetDesktopSize={1 if monitors else 0}",
+            exe,
+            f":{display}",
+            "-geometry",
+            f"{width}x{height}",
+            "-depth",
+            "24",
+            "-rfbport",
+            str(port),
+            "-localhost",
+            "-interface",
+            "127.0.0.1",
+            "-nolisten",
+            "tcp",
+            "-AlwaysShared",
+            f"-AcceptSetDesktopSize={1 if monitors else 0}",
         ]
         if password is None:
             args += ["-SecurityTypes", "None"]
@@ -133,8 +148,9 @@ def start_xvnc(width: int = 1024, height: int = 768, password: str | None = None
             args += ["-SecurityTypes", "VncAuth", "-PasswordFile", str(pwfile)]
         # its own session: the Ctrl+C a terminal sends to flow's process group (the recording tutorial asks for one)
         # must not reach the desktop flow still needs to compile and replay on; flow stops it by its pid
-        proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=(workdir / "xvnc.log").open("wb"),
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            args, stdout=subprocess.DEVNULL, stderr=(workdir / "xvnc.log").open("wb"), start_new_session=True
+        )
         try:
             wait_until(lambda: _accepts(port) or proc.poll() is not None, 10, f"Xvnc :{display} on port {port}")
         except TimeoutError:
@@ -156,6 +172,7 @@ def set_monitors(server: XvncServer, width: int, height: int, monitors: list[tup
     """Lay the desktop out as `monitors` with an RFB SetDesktopSize (RFC 6143 ExtendedDesktopSize, message 251),
     which Xvnc turns into one RandR output per screen; return once X reports them."""
     with socket.create_connection(("127.0.0.1", server.port), timeout=10) as s:
+
         def read(n: int) -> bytes:
             data = b""
             while len(data) < n:
@@ -177,8 +194,11 @@ def set_monitors(server: XvncServer, width: int, height: int, monitors: list[tup
         s.sendall(struct.pack(">BxHi", 2, 1, -308))  # SetEncodings: ExtendedDesktopSize, or SetDesktopSize is ignored
         screens = b"".join(struct.pack(">IHHHHI", i + 1, x, y, w, h, 0) for i, (x, y, w, h) in enumerate(monitors))
         s.sendall(struct.pack(">BxHHBx", 251, width, height, len(monitors)) + screens)
-        wait_until(lambda: _monitor_count(server.display) == len(monitors), 10,
-                   f"Xvnc :{server.display} to show {len(monitors)} monitors")
+        wait_until(
+            lambda: _monitor_count(server.display) == len(monitors),
+            10,
+            f"Xvnc :{server.display} to show {len(monitors)} monitors",
+        )
 
 
 def _monitor_count(display: int) -> int:

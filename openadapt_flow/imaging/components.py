@@ -8,7 +8,13 @@ import cv2
 import numpy as np
 
 # columns of label_stats' stats
-LEFT, TOP, WIDTH, HEIGHT, AREA = cv2.CC_STAT_LEFT, cv2.CC_STAT_TOP, cv2.CC_STAT_WIDTH, cv2.CC_STAT_HEIGHT, cv2.CC_STAT_AREA
+LEFT, TOP, WIDTH, HEIGHT, AREA = (
+    cv2.CC_STAT_LEFT,
+    cv2.CC_STAT_TOP,
+    cv2.CC_STAT_WIDTH,
+    cv2.CC_STAT_HEIGHT,
+    cv2.CC_STAT_AREA,
+)
 
 
 def _as_u8(mask: np.ndarray) -> np.ndarray:
@@ -26,8 +32,9 @@ def label(mask: np.ndarray, connectivity: int = 8) -> tuple[int, np.ndarray]:
 
 def label_stats(mask: np.ndarray, connectivity: int = 8) -> tuple[int, np.ndarray, np.ndarray, np.ndarray]:
     """`label` plus stats (n, 5) int32 (LEFT, TOP, WIDTH, HEIGHT, AREA) and centroids (n, 2) float64 (x, y)."""
-    found, labels, stats, centroids = cv2.connectedComponentsWithStats(_as_u8(mask), connectivity=connectivity,
-                                                                       ltype=cv2.CV_32S)
+    found, labels, stats, centroids = cv2.connectedComponentsWithStats(
+        _as_u8(mask), connectivity=connectivity, ltype=cv2.CV_32S
+    )
     return int(found), labels, stats, centroids
 
 

@@ -86,7 +86,11 @@ class Ladder:
         )
         reader = WordReader(ocr if ocr is not None else OcrEngine)
         self._ocr = OcrRung(
-            reader, self.templates, min_score=opts.ocr_min_score, landmark_tol=opts.landmark_tol, padding=opts.padding,
+            reader,
+            self.templates,
+            min_score=opts.ocr_min_score,
+            landmark_tol=opts.landmark_tol,
+            padding=opts.padding,
             margin=opts.margin,
         )
         self._model = (
@@ -106,7 +110,12 @@ class Ladder:
         self._feats: FrameFeatures | None = None
 
     def resolve(
-        self, frame: np.ndarray, target: Target, *, consequential: bool = False, intent: str | None = None,
+        self,
+        frame: np.ndarray,
+        target: Target,
+        *,
+        consequential: bool = False,
+        intent: str | None = None,
         model_gate: ModelGate | None = None,
     ) -> Resolution:
         """A unique, confident point for `target` on `frame`, or the reason there is none.
@@ -118,14 +127,16 @@ class Ladder:
         evidence: list[Evidence] = []
         lookalikes = False
         if target.template is not None:
-            evidence += self._template.run(feats, target, self.places(target, feats.width, feats.height),
-                                           self.frame_scales(base))
+            evidence += self._template.run(
+                feats, target, self.places(target, feats.width, feats.height), self.frame_scales(base)
+            )
             if evidence[-1].verdict == "hit" and not self._unconfirmed(feats.rgb, target, evidence[-1], base):
                 return self._hit(evidence)
             lookalikes = evidence[-1].verdict == "ambiguous"
         if target.text is not None or target.landmarks:
-            evidence += self._ocr.run(feats.rgb, target, window=window, base_scale=base, lookalikes=lookalikes,
-                                      feats=feats)
+            evidence += self._ocr.run(
+                feats.rgb, target, window=window, base_scale=base, lookalikes=lookalikes, feats=feats
+            )
             if evidence[-1].verdict == "hit":
                 return self._hit(evidence)
         ambiguous = any(e.verdict == "ambiguous" for e in evidence)
@@ -158,8 +169,11 @@ class Ladder:
         base = self.base_scale(width, height)
         if target.region is None:
             return [Place((0, 0, width, height), None, self.frame_scales(base))]
-        scaled = Place(self.window(target, width, height) or (0, 0, width, height),
-                       self.expected(target, width, height), tuple(base * f for f in self.options.scales))
+        scaled = Place(
+            self.window(target, width, height) or (0, 0, width, height),
+            self.expected(target, width, height),
+            tuple(base * f for f in self.options.scales),
+        )
         if abs(base - 1.0) < 1e-3:
             return [scaled]
         x, y, w, h = target.region
@@ -217,7 +231,11 @@ class Ladder:
         if not contradicted(errors):
             return False
         hit.verdict = "ambiguous"
-        hit.detail += "; a look-alike: no landmark (" + ", ".join(repr(lm.text) for lm in target.landmarks) + ") where it was recorded"
+        hit.detail += (
+            "; a look-alike: no landmark ("
+            + ", ".join(repr(lm.text) for lm in target.landmarks)
+            + ") where it was recorded"
+        )
         return True
 
     def _features(self, frame: np.ndarray) -> FrameFeatures:

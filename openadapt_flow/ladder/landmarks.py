@@ -97,6 +97,9 @@ def decide(errors: Sequence[Sequence[float]], names: Sequence[str]) -> Verdict:
     win = fitting[0]
     gaps = [max(e - w for e, w in zip(errs, errors[win])) for i, errs in enumerate(errors) if i != win]
     if min(gaps) < LANDMARK_MARGIN:
-        return Verdict(None, f"landmarks fit one candidate, but another sits only {min(gaps):.1f} tolerances worse "
-                             f"(a clear margin is {LANDMARK_MARGIN:g})")
+        return Verdict(
+            None,
+            f"landmarks fit one candidate, but another sits only {min(gaps):.1f} tolerances worse "
+            f"(a clear margin is {LANDMARK_MARGIN:g})",
+        )
     return Verdict(win, "landmark " + ", ".join(map(repr, names)) + " decides by a clear margin")

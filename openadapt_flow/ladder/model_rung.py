@@ -109,9 +109,7 @@ class ModelRung:
         self.slack = slack
         self.margin = margin
 
-    def run(
-        self, frame: np.ndarray, feats: FrameFeatures, target: Target, intent: str | None, base: float
-    ) -> Evidence:
+    def run(self, frame: np.ndarray, feats: FrameFeatures, target: Target, intent: str | None, base: float) -> Evidence:
         t0 = time.perf_counter()
         h, w = frame.shape[:2]
         try:
@@ -139,8 +137,14 @@ class ModelRung:
             modes: tuple[Mode, Mode] = ("gray", "edges")
             for mode in modes:
                 r = find_template(
-                    feats, tmpl, mode=mode, box=(x0 - s, y0 - s, fw + 2 * s, fh + 2 * s), scales=(base,),
-                    thresholds=Thresholds(confident=self.check_threshold, detail_min=self.detail_min, consider=self.check_threshold),
+                    feats,
+                    tmpl,
+                    mode=mode,
+                    box=(x0 - s, y0 - s, fw + 2 * s, fh + 2 * s),
+                    scales=(base,),
+                    thresholds=Thresholds(
+                        confident=self.check_threshold, detail_min=self.detail_min, consider=self.check_threshold
+                    ),
                 )
                 if r.best is not None and r.best.score >= self.check_threshold and r.plausible(r.best):
                     ev.verdict, ev.score, ev.box = "hit", round(r.best.score, 4), r.best.box
@@ -149,9 +153,13 @@ class ModelRung:
                     twin = self._template_twin(feats, tmpl, mode, r.best, base)
                     if twin is not None:
                         ev.verdict, ev.point, ev.runner_up = "ambiguous", None, round(twin.rank, 4)
-                        ev.candidates = [Seen(c.box, round(c.rank, 4), click_point(target, tmpl, c.box)) for c in (r.best, twin)]
-                        ev.detail += (f", but a look-alike at {twin.box[:2]} ranks {twin.rank:.2f} against its "
-                                      f"{r.best.rank:.2f} (margin {self.margin:.2f}): the model's pick is a guess")
+                        ev.candidates = [
+                            Seen(c.box, round(c.rank, 4), click_point(target, tmpl, c.box)) for c in (r.best, twin)
+                        ]
+                        ev.detail += (
+                            f", but a look-alike at {twin.box[:2]} ranks {twin.rank:.2f} against its "
+                            f"{r.best.rank:.2f} (margin {self.margin:.2f}): the model's pick is a guess"
+                        )
                     return
         if target.text is not None:
             dx, dy = target.text_offset if target.text_offset is not None else (0, 0)
@@ -165,24 +173,38 @@ class ModelRung:
                 ev.point = self.ocr.click_for(m, target, base, frame)
                 ev.detail = f"model proposed {p}; OCR read {m.text!r} there"
                 # any other reading of the text, there or anywhere on the frame, passes the same check: a tie
-                others = [o for o in found[1:] + find_text(self.ocr.reader.read(frame), target.text, self.min_score)
-                          if not (abs(o.centre[0] - m.centre[0]) <= max(o.box[2], m.box[2]) / 2
-                                  and abs(o.centre[1] - m.centre[1]) <= max(o.box[3], m.box[3]) / 2)]
+                others = [
+                    o
+                    for o in found[1:] + find_text(self.ocr.reader.read(frame), target.text, self.min_score)
+                    if not (
+                        abs(o.centre[0] - m.centre[0]) <= max(o.box[2], m.box[2]) / 2
+                        and abs(o.centre[1] - m.centre[1]) <= max(o.box[3], m.box[3]) / 2
+                    )
+                ]
                 if others:
                     ev.verdict, ev.point = "ambiguous", None
-                    ev.candidates = [Seen(o.box, round(o.score / 100, 4), self.ocr.click_for(o, target, base, frame))
-                                     for o in [m, *others]]
+                    ev.candidates = [
+                        Seen(o.box, round(o.score / 100, 4), self.ocr.click_for(o, target, base, frame))
+                        for o in [m, *others]
+                    ]
                     ev.detail += f", but it is also read at {others[0].box[:2]}: the model's pick is a guess"
                 return
         ev.detail = f"model proposed {p}; neither the template nor the text is there"
 
-
-    def _template_twin(self, feats: FrameFeatures, tmpl: TemplateImage, mode: Mode, hit: Candidate,
-                       scale: float) -> Candidate | None:
+    def _template_twin(
+        self, feats: FrameFeatures, tmpl: TemplateImage, mode: Mode, hit: Candidate, scale: float
+    ) -> Candidate | None:
         """A place elsewhere on the frame where the template ranks within the margin of the checked one (or above)."""
-        r = find_template(feats, tmpl, mode=mode, box=feats.frame_box, scales=(scale,),
-                          thresholds=Thresholds(confident=self.check_threshold, detail_min=self.detail_min,
-                                                consider=max(0.0, hit.rank - self.margin)))
+        r = find_template(
+            feats,
+            tmpl,
+            mode=mode,
+            box=feats.frame_box,
+            scales=(scale,),
+            thresholds=Thresholds(
+                confident=self.check_threshold, detail_min=self.detail_min, consider=max(0.0, hit.rank - self.margin)
+            ),
+        )
         rivals = [c for c in (r.best, r.runner_up) if c is not None and not c.overlaps(hit)]
         twin = max(rivals, key=lambda c: (c.rank, c.score), default=None)
         return twin if twin is not None and twin.rank > hit.rank - self.margin else None

@@ -18,7 +18,15 @@ from openadapt_flow.bundle.models import Landmark, Target
 from openadapt_flow.ladder.landmarks import LANDMARK_SLACK, contradicted, decide, error, fits, search_box
 from openadapt_flow.ladder.types import TIE_MARGIN, Box, Evidence, Point, Seen
 from openadapt_flow.vision.ocr import OcrEngine, TextMatch, Word, find_text
-from openadapt_flow.vision.template import FrameFeatures, Mode, TemplateImage, Thresholds, clip_box, find_template, pad_box
+from openadapt_flow.vision.template import (
+    FrameFeatures,
+    Mode,
+    TemplateImage,
+    Thresholds,
+    clip_box,
+    find_template,
+    pad_box,
+)
 
 
 class WordReader:
@@ -85,7 +93,13 @@ class OcrRung:
         self._crop_text: dict[str, tuple[float, float, int] | None] = {}
 
     def run(
-        self, frame: np.ndarray, target: Target, *, window: Box | None, base_scale: float, lookalikes: bool = False,
+        self,
+        frame: np.ndarray,
+        target: Target,
+        *,
+        window: Box | None,
+        base_scale: float,
+        lookalikes: bool = False,
         feats: FrameFeatures | None = None,
     ) -> list[Evidence]:
         """Evidence of the search; the last one is the hit or the ambiguity if there is one.
@@ -105,7 +119,9 @@ class OcrRung:
         if window is not None and window != full:
             matches = self._read(frame, window, target.text)
             if not matches:
-                evidence.append(Evidence("ocr", "miss", _ms(t0), search=window, detail=f"no text matching {target.text!r}"))
+                evidence.append(
+                    Evidence("ocr", "miss", _ms(t0), search=window, detail=f"no text matching {target.text!r}")
+                )
                 t0 = time.perf_counter()
         in_window = len(matches)
         for m in self._read(frame, full, target.text):
@@ -128,7 +144,12 @@ class OcrRung:
         return matches
 
     def _decide(
-        self, frame: np.ndarray, feats: FrameFeatures, target: Target, cands: list[_Candidate], base: float,
+        self,
+        frame: np.ndarray,
+        feats: FrameFeatures,
+        target: Target,
+        cands: list[_Candidate],
+        base: float,
         need_landmark: bool,
     ) -> Evidence:
         text = target.text
@@ -152,13 +173,16 @@ class OcrRung:
         if len(wholes) == 1:
             ev = _evidence(wholes[0], cands)
             ev.verdict, ev.point = "hit", wholes[0].point
-            ev.detail = f"{len(cands)} matches for {text!r}; one is a phrase of its own, the others part of a longer line"
+            ev.detail = (
+                f"{len(cands)} matches for {text!r}; one is a phrase of its own, the others part of a longer line"
+            )
             return ev
         ev.verdict, ev.detail = "ambiguous", f"{len(cands)} matches for {text!r}; no landmark to decide"
         return ev
 
-    def _by_landmarks(self, frame: np.ndarray, target: Target, cands: list[_Candidate], base: float,
-                      need_landmark: bool) -> Evidence:
+    def _by_landmarks(
+        self, frame: np.ndarray, target: Target, cands: list[_Candidate], base: float, need_landmark: bool
+    ) -> Evidence:
         """The landmarks' clear-margin rule (`ladder.landmarks.decide`). A single reading the template saw no
         look-alike of stands unless its landmarks are read on the screen and none where recorded (`contradicted`)."""
         text, names = target.text, [lm.text for lm in target.landmarks]
@@ -172,8 +196,11 @@ class OcrRung:
                 ev.verdict, ev.point, ev.detail = "hit", cands[0].point, f"read {cands[0].match.text!r}"
             return ev
         verdict = decide(errors, names)
-        why = (f"{len(cands)} matches for {text!r}" if len(cands) > 1
-               else f"{text!r} is on look-alike widgets the template could not tell apart")
+        why = (
+            f"{len(cands)} matches for {text!r}"
+            if len(cands) > 1
+            else f"{text!r} is on look-alike widgets the template could not tell apart"
+        )
         if verdict.winner is None:
             ev = _evidence(cands[0], cands)
             ev.verdict, ev.detail = "ambiguous", f"{why}; {verdict.detail}"
@@ -186,7 +213,9 @@ class OcrRung:
     def landmark_error(self, frame: np.ndarray, point: Point, lm: Landmark, base: float) -> float:
         """The landmark's error at `point` (`ladder.landmarks.error`), from a close read around its expected place
         and the whole frame's read (a small header a crop misses is read there)."""
-        near = find_text(self.reader.read(frame, search_box(point, lm, base, self.landmark_tol)), lm.text, self.min_score)
+        near = find_text(
+            self.reader.read(frame, search_box(point, lm, base, self.landmark_tol)), lm.text, self.min_score
+        )
         err = error(point, lm, near, base, self.landmark_tol)
         if fits(err):
             return err
@@ -206,8 +235,10 @@ class OcrRung:
             ev.detail = f"{said}, {scores[second]:.2f} at the next: it decides"
         else:
             ev.verdict = "ambiguous"
-            ev.detail = (f"{said}, {scores[second]:.2f} at the next (a decision needs a margin of {self.margin:.2f} "
-                         f"and at least {CROP_FLOOR:.2f})")
+            ev.detail = (
+                f"{said}, {scores[second]:.2f} at the next (a decision needs a margin of {self.margin:.2f} "
+                f"and at least {CROP_FLOOR:.2f})"
+            )
         return ev
 
     def _crop_score(self, feats: FrameFeatures, target: Target, c: _Candidate) -> float:
@@ -221,13 +252,23 @@ class OcrRung:
             ox, oy = ox * tmpl.width / target.region[2], oy * tmpl.height / target.region[3]
         s = c.scale
         pad = round(CROP_SHIFT * s) + 2
-        box = (round(c.point[0] - ox * s) - pad, round(c.point[1] - oy * s) - pad,
-               round(tmpl.width * s) + 2 * pad, round(tmpl.height * s) + 2 * pad)
+        box = (
+            round(c.point[0] - ox * s) - pad,
+            round(c.point[1] - oy * s) - pad,
+            round(tmpl.width * s) + 2 * pad,
+            round(tmpl.height * s) + 2 * pad,
+        )
         best = 0.0
         modes: tuple[Mode, Mode] = ("gray", "edges")
         for mode in modes:
-            r = find_template(feats, tmpl, mode=mode, box=box, scales=(s,),
-                              thresholds=Thresholds(confident=CROP_FLOOR, detail_min=0.0, consider=2.0))
+            r = find_template(
+                feats,
+                tmpl,
+                mode=mode,
+                box=box,
+                scales=(s,),
+                thresholds=Thresholds(confident=CROP_FLOOR, detail_min=0.0, consider=2.0),
+            )
             if r.best is not None:
                 best = max(best, r.best.score)
         return best
@@ -263,8 +304,9 @@ class OcrRung:
         key = f"{target.template}\0{target.text}"
         if key not in self._crop_text:
             crop = self.templates[target.template].rgb
-            found = (find_text(self.reader.engine.read(crop), target.text, self.min_score)
-                     or find_text(self.reader.engine.read_enlarged(crop), target.text, self.min_score))
+            found = find_text(self.reader.engine.read(crop), target.text, self.min_score) or find_text(
+                self.reader.engine.read_enlarged(crop), target.text, self.min_score
+            )
             if found:
                 tx, ty = found[0].centre
                 ox, oy = target.click_offset()
@@ -288,8 +330,12 @@ class OcrRung:
             if recorded is not None:  # read closely near its recorded place too: a small word a whole read misses
                 ex, ey = (recorded[0] + lm.dx) * base, (recorded[1] + lm.dy) * base
                 half = (40 + 10 * len(lm.text)) * base
-                local = pad_box((round(ex - half), round(ey - 20 * base), round(2 * half), round(40 * base)),
-                                round(self.padding * base), w, h)
+                local = pad_box(
+                    (round(ex - half), round(ey - 20 * base), round(2 * half), round(40 * base)),
+                    round(self.padding * base),
+                    w,
+                    h,
+                )
                 if local is not None:
                     areas.insert(0, local)
             seen: list[TextMatch] = []
@@ -297,7 +343,9 @@ class OcrRung:
                 for m in find_text(self.reader.read(frame, area), lm.text, self.min_score):
                     if not any(_same_place(m, k) for k in seen):
                         seen.append(m)
-                        votes.append(((round(m.centre[0] - lm.dx * base), round(m.centre[1] - lm.dy * base)), lm.text, m))
+                        votes.append(
+                            ((round(m.centre[0] - lm.dx * base), round(m.centre[1] - lm.dy * base)), lm.text, m)
+                        )
         elapsed = _ms(t0)
         if not votes:
             return Evidence("ocr", "miss", elapsed, search=window, detail="no landmark read")
@@ -315,8 +363,11 @@ class OcrRung:
         if len(points) == 1:
             off = contradicted(errors[0])
             winner: int | None = None if off else 0
-            detail = ("landmarks only: " + ", ".join(sorted({t for _, t, _ in clusters[0]})) + " agree on one point"
-                      if not off else "landmarks only: none fits where the readings put the target")
+            detail = (
+                "landmarks only: " + ", ".join(sorted({t for _, t, _ in clusters[0]})) + " agree on one point"
+                if not off
+                else "landmarks only: none fits where the readings put the target"
+            )
         else:
             verdict = decide(errors, [lm.text for lm in target.landmarks])
             winner, detail = verdict.winner, f"landmarks only: {len(points)} places; {verdict.detail}"
@@ -333,7 +384,9 @@ class OcrRung:
             detail=detail,
         )
         if len(points) > 1:  # each place a landmark implies: the landmark read there, and the point
-            ev.candidates = [Seen(c[0][2].box, round(min(m.score for _, _, m in c) / 100, 4), p) for c, p in zip(clusters, points)]
+            ev.candidates = [
+                Seen(c[0][2].box, round(min(m.score for _, _, m in c) / 100, 4), p) for c, p in zip(clusters, points)
+            ]
         return ev
 
 
@@ -344,7 +397,7 @@ def _ms(t0: float) -> float:
 def _same_place(a: TextMatch, b: TextMatch) -> bool:
     """Two readings of one word (a close read and the whole frame's): each centre inside the other's box."""
     (ax, ay), (bx, by) = a.centre, b.centre
-    return (abs(ax - bx) <= max(a.box[2], b.box[2]) / 2 and abs(ay - by) <= max(a.box[3], b.box[3]) / 2)
+    return abs(ax - bx) <= max(a.box[2], b.box[2]) / 2 and abs(ay - by) <= max(a.box[3], b.box[3]) / 2
 
 
 def _mean_point(votes: list[tuple[Point, str, TextMatch]]) -> Point:

@@ -97,16 +97,27 @@ class TemplateRung:
             )
             elapsed = round((time.perf_counter() - t0) * 1000, 3)
             ev = self.judge(result, target, tmpl, elapsed)
-            if ev.verdict == "hit" and place.window != feats.frame_box and result.best is not None \
-                    and not _at_place(result.best, place.near):
+            if (
+                ev.verdict == "hit"
+                and place.window != feats.frame_box
+                and result.best is not None
+                and not _at_place(result.best, place.near)
+            ):
                 self._unique_on_frame(feats, tmpl, target, result, ev, frame_scales[:1])
             evidence.append(ev)
             if ev.verdict in ("hit", "ambiguous"):
                 return evidence
         return evidence
 
-    def _unique_on_frame(self, feats: FrameFeatures, tmpl: TemplateImage, target: Target, result: MatchResult,
-                         ev: Evidence, natural: tuple[float, ...]) -> None:
+    def _unique_on_frame(
+        self,
+        feats: FrameFeatures,
+        tmpl: TemplateImage,
+        target: Target,
+        result: MatchResult,
+        ev: Evidence,
+        natural: tuple[float, ...],
+    ) -> None:
         """A window hit away from its recorded place stands only if no peak elsewhere on the frame ranks within the
         margin of it; one within the margin makes `ev` `ambiguous`, both candidates named; one clearly above it makes
         it a miss (the window held a lesser likeness: the whole frame is searched next). The frame is searched at the
@@ -119,25 +130,35 @@ class TemplateRung:
         rivals: list[Candidate] = []
         for scale in dict.fromkeys((hit.scale, *natural)):  # each alone: a confident first scale hides the rest
             frame = find_template(
-                feats, tmpl, mode=result.mode, box=feats.frame_box, scales=(scale,),
+                feats,
+                tmpl,
+                mode=result.mode,
+                box=feats.frame_box,
+                scales=(scale,),
                 thresholds=Thresholds(confident=self.thresholds[result.mode], detail_min=self.detail_min),
             )
             rivals += [c for c in (frame.best, frame.runner_up) if c is not None and not c.overlaps(hit)]
         rival = max(rivals, key=lambda c: (c.rank, c.score), default=None)
         ev.elapsed_ms = round(ev.elapsed_ms + (time.perf_counter() - t0) * 1000, 3)
         if rival is None or rival.rank <= hit.rank - self.margin:
-            ev.detail += "; moved in the window, unique on the whole frame" + (f" (next {_describe(rival)})" if rival else "")
+            ev.detail += "; moved in the window, unique on the whole frame" + (
+                f" (next {_describe(rival)})" if rival else ""
+            )
             return
         if rival.rank >= hit.rank + self.margin:
             ev.verdict, ev.point = "miss", None
-            ev.detail = (f"{_describe(hit)} at {hit.box[:2]} in the window, but the frame holds a better match: "
-                         f"{_describe(rival)} at {rival.box[:2]}; the window's is a likeness, the frame decides")
+            ev.detail = (
+                f"{_describe(hit)} at {hit.box[:2]} in the window, but the frame holds a better match: "
+                f"{_describe(rival)} at {rival.box[:2]}; the window's is a likeness, the frame decides"
+            )
             return
         ev.verdict, ev.point = "ambiguous", None
         ev.runner_up = round(rival.rank, 4)
         ev.candidates = [Seen(c.box, round(c.rank, 4), click_point(target, tmpl, c.box)) for c in (hit, rival)]
-        ev.detail = (f"look-alikes: {_describe(hit)} at {hit.box[:2]}, moved from its recorded place, vs {_describe(rival)} "
-                     f"at {rival.box[:2]} elsewhere on the frame (margin {self.margin:.2f}); the window alone does not decide")
+        ev.detail = (
+            f"look-alikes: {_describe(hit)} at {hit.box[:2]}, moved from its recorded place, vs {_describe(rival)} "
+            f"at {rival.box[:2]} elsewhere on the frame (margin {self.margin:.2f}); the window alone does not decide"
+        )
 
     def judge(self, result: MatchResult, target: Target, tmpl: TemplateImage, elapsed_ms: float) -> Evidence:
         """hit: the rank (shape and content together) clears the threshold, the content clears `detail_min`, and

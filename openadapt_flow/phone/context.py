@@ -61,7 +61,9 @@ class PhoneDecision(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    schema_: Literal["openadapt-flow/phone-decision@1"] = Field(default="openadapt-flow/phone-decision@1", alias="schema")
+    schema_: Literal["openadapt-flow/phone-decision@1"] = Field(
+        default="openadapt-flow/phone-decision@1", alias="schema"
+    )
     decision_id: str = Field(pattern=_ID)
     run_id: str = Field(pattern=_ID)
     pause_id: str = Field(pattern=_ID)
@@ -125,9 +127,11 @@ def load_public(text: str) -> Ed25519PublicKey:
     try:
         if not text.startswith(KEY_PREFIX):
             raise ValueError
-        return Ed25519PublicKey.from_public_bytes(_unb64(text[len(KEY_PREFIX):]))
+        return Ed25519PublicKey.from_public_bytes(_unb64(text[len(KEY_PREFIX) :]))
     except ValueError:
-        raise UsageError(f"--queue-key {text!r}: expected ed25519:<32 bytes, base64url> as `flow queue key` prints it") from None
+        raise UsageError(
+            f"--queue-key {text!r}: expected ed25519:<32 bytes, base64url> as `flow queue key` prints it"
+        ) from None
 
 
 def sign_bytes(key: Ed25519PrivateKey, data: bytes) -> str:

@@ -7,12 +7,11 @@ the decision task's bindings. Never the message, evidence, frames, OCR text or a
 
 from __future__ import annotations
 
-
 from openadapt_flow.bundle.loader import load_bundle
 from openadapt_flow.errors import FlowError
 from openadapt_flow.phone.context import PHONE_DECISIONS, PhoneContext
-from openadapt_flow.store import RunHandle
 from openadapt_flow.records.pausedoc import PendingBody
+from openadapt_flow.store import RunHandle
 
 
 def intent_as_written(run: RunHandle, step_id: str) -> str:
@@ -33,11 +32,18 @@ def closed_context(run: RunHandle, pending: PendingBody) -> PhoneContext | None:
     if not allowed or (channels and "phone" not in channels):  # approvals.channels leaves the phone out: not shown
         return None
     manifest = run.manifest()
-    return PhoneContext.model_validate({
-        "run_id": task["run_id"], "pause_id": pending["pause_id"],
-        "bundle": str((manifest.get("bundle") or {}).get("name") or manifest.get("workflow") or "")[:200],
-        "step": pending["step"], "intent": intent_as_written(run, pending["step"])[:500],
-        "category": pending.get("category") or "", "transaction_outcome": pending.get("transaction_outcome"),
-        "allowed": allowed, "expires_at": task["expires_at"], "checkpoint_digest": task["checkpoint_digest"],
-        "idempotency_scope": task["idempotency_scope"],
-    })
+    return PhoneContext.model_validate(
+        {
+            "run_id": task["run_id"],
+            "pause_id": pending["pause_id"],
+            "bundle": str((manifest.get("bundle") or {}).get("name") or manifest.get("workflow") or "")[:200],
+            "step": pending["step"],
+            "intent": intent_as_written(run, pending["step"])[:500],
+            "category": pending.get("category") or "",
+            "transaction_outcome": pending.get("transaction_outcome"),
+            "allowed": allowed,
+            "expires_at": task["expires_at"],
+            "checkpoint_digest": task["checkpoint_digest"],
+            "idempotency_scope": task["idempotency_scope"],
+        }
+    )

@@ -27,14 +27,21 @@ from typing import Any
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from openadapt_flow.errors import FlowError, RefusedError, UsageError
-from openadapt_flow.phone.context import (PROOF_PREFIX, PhoneContext, canonical, context_bytes, parse_decision,
-                                          public_text, verify_bytes)
+from openadapt_flow.phone.context import (
+    PROOF_PREFIX,
+    PhoneContext,
+    canonical,
+    context_bytes,
+    parse_decision,
+    public_text,
+    verify_bytes,
+)
 from openadapt_flow.phone.project import closed_context
+from openadapt_flow.records.checkpoint import checkpoint_digest
+from openadapt_flow.records.pausedoc import DecisionTaskDoc
 from openadapt_flow.report.render import write_reports
 from openadapt_flow.runtime import DecisionOptions, approve, phone_vote_conflict
 from openadapt_flow.store import RunHandle, RunStore
-from openadapt_flow.records.checkpoint import checkpoint_digest
-from openadapt_flow.records.pausedoc import DecisionTaskDoc
 
 POLL_WAIT_S = 10.0  # a long-poll this long; a pause that opens meanwhile is published after it
 RETRY_S = 5.0
@@ -74,12 +81,22 @@ class Relay:
     def _ssl(self) -> ssl.SSLContext:
         return ssl.create_default_context(cafile=str(self.ca_file) if self.ca_file else None)
 
-    def call(self, method: str, path: str, body: dict[str, Any] | None = None, timeout: float = 30.0,
-             data: bytes | None = None) -> dict[str, Any]:
+    def call(
+        self,
+        method: str,
+        path: str,
+        body: dict[str, Any] | None = None,
+        timeout: float = 30.0,
+        data: bytes | None = None,
+    ) -> dict[str, Any]:
         """One HTTPS request to the queue; its JSON answer. Errors map to ours: 401 → refused, unreachable → usage."""
         raw = data if data is not None else (canonical(body) if body is not None else None)
-        req = urllib.request.Request(self.url.rstrip("/") + path, data=raw, method=method,
-                                     headers={"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"})
+        req = urllib.request.Request(
+            self.url.rstrip("/") + path,
+            data=raw,
+            method=method,
+            headers={"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"},
+        )
         try:
             with urllib.request.urlopen(req, timeout=timeout, context=self._ssl()) as resp:
                 return dict(json.loads(resp.read() or b"{}"))
@@ -96,8 +113,10 @@ class Relay:
         nonce = secrets.token_hex(16)
         got = self.call("GET", f"/api/key?nonce={nonce}")
         if got.get("key") != public_text(self.key):
-            raise RefusedError(f"{self.url}: the queue's key is {got.get('key')}, not --queue-key {public_text(self.key)}; "
-                               f"refusing to relay")
+            raise RefusedError(
+                f"{self.url}: the queue's key is {got.get('key')}, not --queue-key {public_text(self.key)}; "
+                f"refusing to relay"
+            )
         verify_bytes(self.key, PROOF_PREFIX + nonce.encode(), str(got.get("proof") or ""), f"{self.url} key proof")
 
     def contexts(self) -> list[PhoneContext]:
@@ -144,8 +163,11 @@ class Relay:
         """Tell the queue what became of a decision. A queue that no longer holds it pending (another relay on the
         same store acknowledged it first) is logged, not fatal: the decision is recorded or refused either way."""
         try:
-            self.call("POST", f"/api/decisions/{urllib.parse.quote(decision_id, safe='')}/ack",
-                      {"status": status, "reason": reason})
+            self.call(
+                "POST",
+                f"/api/decisions/{urllib.parse.quote(decision_id, safe='')}/ack",
+                {"status": status, "reason": reason},
+            )
         except RefusedError as e:
             self.log(f"relay: acknowledging decision {decision_id}: {e}")
 
@@ -155,8 +177,16 @@ class Relay:
         body: dict[str, Any] = given if isinstance(given, dict) else {}
         try:
             run, d = self.verify(body, str(item.get("signature") or ""))
-            out = approve(run, d.operation, d.operator, note=note_of(d.decision_id), channel="phone",
-                          options=DecisionOptions(audit=self.store.operators().audit, reporter=write_reports, pause_id=d.pause_id))
+            out = approve(
+                run,
+                d.operation,
+                d.operator,
+                note=note_of(d.decision_id),
+                channel="phone",
+                options=DecisionOptions(
+                    audit=self.store.operators().audit, reporter=write_reports, pause_id=d.pause_id
+                ),
+            )
         except Refusal as e:
             self.log(f"relay: refused decision {body.get('decision_id')}: {e}")
             # a decision already recorded (a relay restarted before its ack, or another relay on the same store) is
@@ -196,10 +226,14 @@ def _check_bindings(run: RunHandle, task: DecisionTaskDoc, d: Any, now: float) -
     """Every binding of the pending decision task, as `check_approval` holds an approval to it."""
     if d.run_id != task["run_id"] or d.idempotency_scope != task["idempotency_scope"]:
         raise Refusal("scope", f"decision scope {d.idempotency_scope} is not the task's {task['idempotency_scope']}")
-    if d.checkpoint_digest != task["checkpoint_digest"] or d.checkpoint_digest != checkpoint_digest(run.read_checkpoint()):
+    if d.checkpoint_digest != task["checkpoint_digest"] or d.checkpoint_digest != checkpoint_digest(
+        run.read_checkpoint()
+    ):
         raise Refusal("checkpoint", f"{run.ref}: the checkpoint changed since the pause was published")
     if d.expires_at != task["expires_at"] or now > _epoch(task["expires_at"]):
-        raise Refusal("expired", f"decision task {task['pause_id']} expired at {task['expires_at']} (or names another expiry)")
+        raise Refusal(
+            "expired", f"decision task {task['pause_id']} expired at {task['expires_at']} (or names another expiry)"
+        )
     if d.operation not in task["allowed_decisions"]:
         raise Refusal("operation", f"{d.operation!r} is not allowed for pause {task['pause_id']}")
 

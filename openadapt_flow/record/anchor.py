@@ -17,8 +17,8 @@ import numpy as np
 
 from openadapt_flow.fixture.gestures import Gesture
 from openadapt_flow.fixture.widget import widget_box
-from openadapt_flow.record.facts import is_unique, repeats, unique_crop
 from openadapt_flow.imaging.pixels import to_gray
+from openadapt_flow.record.facts import is_unique, repeats, unique_crop
 from openadapt_flow.vision.template import BLOCK, BLOCK_STD, Box, TemplateImage, intersect
 
 RING = 24  # px the ring around the click widens per try
@@ -36,13 +36,19 @@ FACE_PROBES = [(0, 0)] + [(dx, dy) for r in (6, 12) for dx, dy in ((0, -r), (0, 
 def featureless(frame: np.ndarray, box: Box) -> bool:
     """Does the crop hold nothing the template matcher can judge content by (no textured block)?"""
     x, y, w, h = box
-    tmpl = TemplateImage(np.ascontiguousarray(frame[y:y + h, x:x + w]))
+    tmpl = TemplateImage(np.ascontiguousarray(frame[y : y + h, x : x + w]))
     return tmpl.variant("gray", 1.0) is None or not tmpl.blocks(1.0)
 
 
-def cut_target(frame: np.ndarray, click: tuple[int, int], base: Box, fits: Callable[[Box], bool],
-               blank: bool, crop_of: Callable[[Box], np.ndarray] | None = None, within: Box | None = None
-               ) -> tuple[Box, bool, str | None]:
+def cut_target(
+    frame: np.ndarray,
+    click: tuple[int, int],
+    base: Box,
+    fits: Callable[[Box], bool],
+    blank: bool,
+    crop_of: Callable[[Box], np.ndarray] | None = None,
+    within: Box | None = None,
+) -> tuple[Box, bool, str | None]:
     """The crop a target is cut to, whether it is unique on its screen, and a note for the compiler's warnings:
     `base` grown until unique, a featureless (`blank`) one toward the nearest detail (`anchored_crop`). Uniqueness
     is judged on the template as `crop_of` cuts it (at rest: `transient.RestLook`). Every crop stays inside
@@ -51,14 +57,27 @@ def cut_target(frame: np.ndarray, click: tuple[int, int], base: Box, fits: Calla
         return (*unique_crop(frame, base, fits, crop_of, within), None)
     anchored = anchored_crop(frame, click, base, fits, lambda box: is_unique(frame, box, crop_of), within)
     if anchored is None:
-        return (*unique_crop(frame, base, fits, crop_of, within), "a click on a featureless area with no detail near enough to anchor "
-                "it; no rung can search for its target: give it landmarks by hand")
-    return anchored, True, "a click on a featureless area; its target takes in the nearest detail, the click kept at " \
-        "its recorded offset from it"
+        return (
+            *unique_crop(frame, base, fits, crop_of, within),
+            "a click on a featureless area with no detail near enough to anchor "
+            "it; no rung can search for its target: give it landmarks by hand",
+        )
+    return (
+        anchored,
+        True,
+        "a click on a featureless area; its target takes in the nearest detail, the click kept at "
+        "its recorded offset from it",
+    )
 
 
-def anchored_crop(frame: np.ndarray, click: tuple[int, int], base: Box, fits: Callable[[Box], bool],
-                  unique: Callable[[Box], bool], within: Box | None = None) -> Box | None:
+def anchored_crop(
+    frame: np.ndarray,
+    click: tuple[int, int],
+    base: Box,
+    fits: Callable[[Box], bool],
+    unique: Callable[[Box], bool],
+    within: Box | None = None,
+) -> Box | None:
     """`base` (around the click) joined with the textured blocks nearest the click, the ring widening until the
     crop is `unique`; None when a growth does not `fits` (it would hold a typed value) or the crop grows past
     MAX_SHARE of the screen first.
@@ -69,22 +88,37 @@ def anchored_crop(frame: np.ndarray, click: tuple[int, int], base: Box, fits: Ca
     block. Only an area with nothing in it is anchored to its surroundings."""
     blocks = _textured_blocks(frame)
     if within is not None:  # the app's own detail only
-        blocks = blocks[(blocks[:, 0] >= within[0]) & (blocks[:, 1] >= within[1])
-                        & (blocks[:, 0] + BLOCK <= within[0] + within[2]) & (blocks[:, 1] + BLOCK <= within[1] + within[3])]
+        blocks = blocks[
+            (blocks[:, 0] >= within[0])
+            & (blocks[:, 1] >= within[1])
+            & (blocks[:, 0] + BLOCK <= within[0] + within[2])
+            & (blocks[:, 1] + BLOCK <= within[1] + within[3])
+        ]
     area = widget_box(frame, click[0], click[1], max_fraction=1.0)
     if area is not None:
         inner = (area[0] + AREA_INSET, area[1] + AREA_INSET, area[2] - 2 * AREA_INSET, area[3] - 2 * AREA_INSET)
         inner = intersect(inner, within) or inner if within is not None else inner
-        own = blocks[(blocks[:, 0] >= inner[0]) & (blocks[:, 1] >= inner[1]) & (blocks[:, 0] + BLOCK <= inner[0] + inner[2])
-                     & (blocks[:, 1] + BLOCK <= inner[1] + inner[3])]
+        own = blocks[
+            (blocks[:, 0] >= inner[0])
+            & (blocks[:, 1] >= inner[1])
+            & (blocks[:, 0] + BLOCK <= inner[0] + inner[2])
+            & (blocks[:, 1] + BLOCK <= inner[1] + inner[3])
+        ]
         box = _grow(frame, click, base, own, fits, unique, inner)
         if box is not None:
             return box
     return _grow(frame, click, base, blocks, fits, unique, within)
 
 
-def _grow(frame: np.ndarray, click: tuple[int, int], base: Box, blocks: np.ndarray, fits: Callable[[Box], bool],
-          unique: Callable[[Box], bool], inside: Box | None) -> Box | None:
+def _grow(
+    frame: np.ndarray,
+    click: tuple[int, int],
+    base: Box,
+    blocks: np.ndarray,
+    fits: Callable[[Box], bool],
+    unique: Callable[[Box], bool],
+    inside: Box | None,
+) -> Box | None:
     if not len(blocks):
         return None
     cx, cy = click
@@ -92,7 +126,9 @@ def _grow(frame: np.ndarray, click: tuple[int, int], base: Box, blocks: np.ndarr
     dist = np.hypot(np.maximum(0, np.maximum(x0 - cx, cx - x1)), np.maximum(0, np.maximum(y0 - cy, cy - y1)))
     radius = float(dist.min())
     h, w = frame.shape[:2]
-    lo_x, lo_y, hi_x, hi_y = (0, 0, w, h) if inside is None else (inside[0], inside[1], inside[0] + inside[2], inside[1] + inside[3])
+    lo_x, lo_y, hi_x, hi_y = (
+        (0, 0, w, h) if inside is None else (inside[0], inside[1], inside[0] + inside[2], inside[1] + inside[3])
+    )
     for _ in range(RING_TRIES):
         near = dist <= radius
         bx0 = max(lo_x, min(base[0], int(x0[near].min()) - PAD))
@@ -114,7 +150,7 @@ def _textured_blocks(frame: np.ndarray) -> np.ndarray:
     wherever it is slid along itself, and a blank area anchored on it matches at every height (xedit's page)."""
     gray = to_gray(frame).astype(np.float32)
     hb, wb = gray.shape[0] // BLOCK, gray.shape[1] // BLOCK
-    cells = gray[:hb * BLOCK, :wb * BLOCK].reshape(hb, BLOCK, wb, BLOCK)
+    cells = gray[: hb * BLOCK, : wb * BLOCK].reshape(hb, BLOCK, wb, BLOCK)
     ys, xs = np.nonzero(cells.std(axis=(1, 3)) >= BLOCK_STD)
     keep = [not repeats(cells[y, :, x, :]) for y, x in zip(ys, xs)]
     ys, xs = ys[keep], xs[keep]

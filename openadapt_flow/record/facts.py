@@ -58,13 +58,21 @@ def readable(words: list[Word], typed: Collection[str]) -> list[Word]:
     word; nor a word holding a typed word (a save dialog's folder name read glued to what surrounds it)."""
     whole = {normalise(t) for t in typed}
     # each word of it, and each piece between its punctuation (a path's folder `run-x7k2qz` of `/tmp/run-x7k2qz/a.txt`)
-    typed_norm = whole | {w for t in whole for w in t.split()} | {
-        p for t in whole for p in re.split(r"[^\w]+", t) if len(p) >= FACT_MIN_LEN}
+    typed_norm = (
+        whole
+        | {w for t in whole for w in t.split()}
+        | {p for t in whole for p in re.split(r"[^\w]+", t) if len(p) >= FACT_MIN_LEN}
+    )
     out = []
     for w in words:
         n = normalise(w.text)
-        if (w.conf < FACT_MIN_CONF or not is_word(n) or n in typed_norm or any(n in t for t in whole)
-                or shows_typed(n, typed_norm)):
+        if (
+            w.conf < FACT_MIN_CONF
+            or not is_word(n)
+            or n in typed_norm
+            or any(n in t for t in whole)
+            or shows_typed(n, typed_norm)
+        ):
             continue
         out.append(w)
     return out
@@ -81,8 +89,15 @@ def result_like(text: str) -> bool:
     return bool(re.search(r"[0-9]", n)) or is_word(n)
 
 
-def result_fact(before: np.ndarray, after: np.ndarray, ocr: OcrEngine, params: dict[str, str], typed: Collection[str],
-                generated: set[str], chosen: Collection[str] = ()) -> Fact | None:
+def result_fact(
+    before: np.ndarray,
+    after: np.ndarray,
+    ocr: OcrEngine,
+    params: dict[str, str],
+    typed: Collection[str],
+    generated: set[str],
+    chosen: Collection[str] = (),
+) -> Fact | None:
     """The result a step showed: the word that appeared where the screen changed, numbers included, the most
     result-like (with digits, then a param's value, then tallest, then longest); as `{param}` when it is a string
     param's whole recorded value (`params`). Any other typed text (a word of a longer value, a number the app
@@ -94,27 +109,47 @@ def result_fact(before: np.ndarray, after: np.ndarray, ocr: OcrEngine, params: d
     area = pad_box(box, RESULT_PAD, after.shape[1], after.shape[0]) or box
     was, now = ocr.read_closely(before, area), ocr.read_closely(after, area)
     by_value = {normalise(v): name for name, v in params.items() if normalise(v)}
-    pool = [w for w in now if w.conf >= RESULT_MIN_CONF and result_like(w.text)
-            and normalise(w.text) not in generated and normalise(w.text) not in {normalise(c) for c in chosen}
-            and (normalise(w.text) in by_value or not shows_typed(w.text, typed))
-            and not find_text(_at(was, w.box), w.text)]
+    pool = [
+        w
+        for w in now
+        if w.conf >= RESULT_MIN_CONF
+        and result_like(w.text)
+        and normalise(w.text) not in generated
+        and normalise(w.text) not in {normalise(c) for c in chosen}
+        and (normalise(w.text) in by_value or not shows_typed(w.text, typed))
+        and not find_text(_at(was, w.box), w.text)
+    ]
     return _most_result_like(pool, by_value)
 
 
-def still_shown(after: np.ndarray, area: Box, ocr: OcrEngine, params: dict[str, str], typed: Collection[str]) -> Fact | None:
+def still_shown(
+    after: np.ndarray, area: Box, ocr: OcrEngine, params: dict[str, str], typed: Collection[str]
+) -> Fact | None:
     """For a step that changed nothing: what the screen still shows in `area` (where the last change was: a
     calculator's display after "×"), chosen and written as a result is. None when nothing there reads surely."""
     by_value = {normalise(v): name for name, v in params.items() if normalise(v)}
-    pool = [w for w in ocr.read_closely(after, area) if w.conf >= RESULT_MIN_CONF and result_like(w.text)
-            and (normalise(w.text) in by_value or not shows_typed(w.text, typed))]
+    pool = [
+        w
+        for w in ocr.read_closely(after, area)
+        if w.conf >= RESULT_MIN_CONF
+        and result_like(w.text)
+        and (normalise(w.text) in by_value or not shows_typed(w.text, typed))
+    ]
     return _most_result_like(pool, by_value)
 
 
 def _most_result_like(pool: list[Word], by_value: dict[str, str]) -> Fact | None:
     if not pool:
         return None
-    best = max(pool, key=lambda w: (bool(re.search(r"[0-9]", w.text)), normalise(w.text) in by_value, w.box[3],
-                                    len(normalise(w.text))))
+    best = max(
+        pool,
+        key=lambda w: (
+            bool(re.search(r"[0-9]", w.text)),
+            normalise(w.text) in by_value,
+            w.box[3],
+            len(normalise(w.text)),
+        ),
+    )
     param = by_value.get(normalise(best.text))
     return Fact("text_present", "{" + param + "}" if param else _EDGE.sub("", best.text), best.box)
 
@@ -132,14 +167,26 @@ def name_of(words: list[Word], avoid: Collection[str]) -> str | None:
     good = []
     for w in words:
         n = normalise(w.text)
-        if (w.conf >= NAME_MIN_CONF and len(n) >= NAME_MIN_LEN and n.isalpha() and n not in avoid
-                and re.search(r"[aeiouy]", n) and not re.search(r"[^aeiouy]{4}", n)):
+        if (
+            w.conf >= NAME_MIN_CONF
+            and len(n) >= NAME_MIN_LEN
+            and n.isalpha()
+            and n not in avoid
+            and re.search(r"[aeiouy]", n)
+            and not re.search(r"[^aeiouy]{4}", n)
+        ):
             good.append(n)
     return " ".join(good[:NAME_WORDS]) or None
 
 
-def screen_facts(before: np.ndarray, after: np.ndarray, ocr: OcrEngine, typed: Collection[str],
-                 later: np.ndarray | None = None, earlier: np.ndarray | None = None) -> list[Fact]:
+def screen_facts(
+    before: np.ndarray,
+    after: np.ndarray,
+    ocr: OcrEngine,
+    typed: Collection[str],
+    later: np.ndarray | None = None,
+    earlier: np.ndarray | None = None,
+) -> list[Fact]:
     """At most one word that appeared and one that vanished; else the changed area; [] if nothing changed.
 
     `typed` is all the demonstration typed (every step's, later ones' too) and every param's value. `later` is the
@@ -155,10 +202,20 @@ def screen_facts(before: np.ndarray, after: np.ndarray, ocr: OcrEngine, typed: C
     facts = []
     # only where pixels changed: a word read differently where nothing changed (OCR grouping a border with it,
     # "fQuit") is no fact
-    new = [w for w in readable(now, typed) if not find_text(was, w.text) and (stays is None or find_text(stays, w.text))
-           and _changed_under(before, after, w.box)]
-    gone = [w for w in readable(was, typed) if not find_text(now, w.text) and _changed_under(before, after, w.box)
-            and (stays is None or not find_text(stays, w.text))]
+    new = [
+        w
+        for w in readable(now, typed)
+        if not find_text(was, w.text)
+        and (stays is None or find_text(stays, w.text))
+        and _changed_under(before, after, w.box)
+    ]
+    gone = [
+        w
+        for w in readable(was, typed)
+        if not find_text(now, w.text)
+        and _changed_under(before, after, w.box)
+        and (stays is None or not find_text(stays, w.text))
+    ]
     if gone and earlier is not None and not np.array_equal(earlier, before):
         shown = ocr.read_closely(earlier)
         gone = [w for w in gone if find_text(shown, w.text)]
@@ -171,23 +228,39 @@ def screen_facts(before: np.ndarray, after: np.ndarray, ocr: OcrEngine, typed: C
     return facts
 
 
-def field_label(frame: np.ndarray, field: Box, ocr: OcrEngine, avoid: Collection[str] = (),
-                landmark: Callable[[Word], bool] | None = None) -> Word | None:
+def field_label(
+    frame: np.ndarray,
+    field: Box,
+    ocr: OcrEngine,
+    avoid: Collection[str] = (),
+    landmark: Callable[[Word], bool] | None = None,
+) -> Word | None:
     """The word nearest left of a field on its row: its label. None when that word is a typed value (`avoid`):
     then the field sits in a row of data (a table), and anything further left is data too; unless `landmark`
     says the word is the app's own, shown where it is before anything was typed (record/shown.py)."""
     fx, fy, fw, fh = field
     row = (max(0, fx - LABEL_REACH), fy, min(fx, LABEL_REACH), fh)
+
     def left_of(read: list[Word]) -> list[Word]:
-        return [w for w in read if w.box[0] + w.box[2] <= fx and len(normalise(w.text)) >= 2
-                and not repeats(frame[w.box[1]:w.box[1] + w.box[3], w.box[0]:w.box[0] + w.box[2]])]
+        return [
+            w
+            for w in read
+            if w.box[0] + w.box[2] <= fx
+            and len(normalise(w.text)) >= 2
+            and not repeats(frame[w.box[1] : w.box[1] + w.box[3], w.box[0] : w.box[0] + w.box[2]])
+        ]
 
     label = max(left_of(ocr.read(frame, row)), key=lambda w: w.box[0], default=None)
     if label is None or label.conf < LABEL_SURE:  # a small font missed or half read at 1x ("it" for "Patient")
         again = max(left_of(ocr.read_enlarged(frame, row)), key=lambda w: w.box[0], default=None)
         # taken only when it reads as a word, surely (a table row's "3 3" read enlarged gave "al")
-        if (again is not None and again.conf >= LABEL_SURE and len(normalise(again.text)) >= 3
-                and normalise(again.text).isalpha() and (label is None or again.conf > label.conf)):
+        if (
+            again is not None
+            and again.conf >= LABEL_SURE
+            and len(normalise(again.text)) >= 3
+            and normalise(again.text).isalpha()
+            and (label is None or again.conf > label.conf)
+        ):
             label = again
     if label is not None and shows_typed(label.text, avoid) and not (landmark is not None and landmark(label)):
         return None
@@ -199,8 +272,11 @@ def shows_typed(text: str, avoid: Collection[str]) -> bool:
     for row 3's "Grace"): a typed word of TYPED_INSIDE_MIN letters or more counts anywhere inside a word read."""
     n = normalise(text)
     parts = set(n.split()) | set(re.split(r"[^\w]+", n))
-    return n in avoid or any(w in avoid for w in parts) or any(
-        len(a) >= TYPED_INSIDE_MIN and a.isalpha() and a in p for a in avoid for p in parts)
+    return (
+        n in avoid
+        or any(w in avoid for w in parts)
+        or any(len(a) >= TYPED_INSIDE_MIN and a.isalpha() and a in p for a in avoid for p in parts)
+    )
 
 
 def target_crop(frame: np.ndarray, widget: Box, label: Word | None, click: tuple[int, int]) -> Box:
@@ -215,8 +291,13 @@ def target_crop(frame: np.ndarray, widget: Box, label: Word | None, click: tuple
     return pad_box((x0, y0, x1 - x0, y1 - y0), 0, frame.shape[1], frame.shape[0]) or widget
 
 
-def unique_crop(frame: np.ndarray, box: Box, allowed: Callable[[Box], bool] = lambda _: True,
-                crop_of: Callable[[Box], np.ndarray] | None = None, within: Box | None = None) -> tuple[Box, bool]:
+def unique_crop(
+    frame: np.ndarray,
+    box: Box,
+    allowed: Callable[[Box], bool] = lambda _: True,
+    crop_of: Callable[[Box], np.ndarray] | None = None,
+    within: Box | None = None,
+) -> tuple[Box, bool]:
     """`box`, grown until its crop matches only itself on the frame (True), or the last try (False). A growth that
     is not `allowed` (it would take in a typed value) is not made: the last allowed box is returned. `crop_of`: the
     template a box would be cut as (a crop at rest, `transient.RestLook`); default the frame's own pixels. It
@@ -238,7 +319,7 @@ def is_unique(frame: np.ndarray, box: Box, crop_of: Callable[[Box], np.ndarray] 
     """Does the crop at `box` (as `crop_of` cuts it) match itself best on the frame, every other place at least
     UNIQUE_MARGIN lower?"""
     x, y, bw, bh = box
-    crop = crop_of(box) if crop_of is not None else np.ascontiguousarray(frame[y:y + bh, x:x + bw])
+    crop = crop_of(box) if crop_of is not None else np.ascontiguousarray(frame[y : y + bh, x : x + bw])
     found = find_template(frame, crop, thresholds=Thresholds(confident=0.9))
     mine = found.best is not None and intersect(found.best.box, box) is not None
     runner = found.runner_up.score if found.runner_up and found.plausible(found.runner_up) else 0.0
@@ -266,7 +347,7 @@ def _changed_under(before: np.ndarray, after: np.ndarray, box: Box) -> bool:
     x, y, w, h = box
     if w > 2 * WORD_EDGE + 2 and h > 2 * WORD_EDGE + 2:
         x, y, w, h = x + WORD_EDGE, y + WORD_EDGE, w - 2 * WORD_EDGE, h - 2 * WORD_EDGE
-    a, b = before[max(0, y):y + h, max(0, x):x + w], after[max(0, y):y + h, max(0, x):x + w]
+    a, b = before[max(0, y) : y + h, max(0, x) : x + w], after[max(0, y) : y + h, max(0, x) : x + w]
     return a.shape != b.shape or bool((a != b).any())
 
 
@@ -281,6 +362,8 @@ def repeats(patch: np.ndarray) -> bool:
     gray = patch.astype(np.float32)
     gray = gray.mean(axis=2) if gray.ndim == 3 else gray
     h, w = gray.shape
-    return any((h > p and bool((np.abs(gray[p:] - gray[:-p]) <= REPEAT_TOL).all()))
-               or (w > p and bool((np.abs(gray[:, p:] - gray[:, :-p]) <= REPEAT_TOL).all()))
-               for p in range(1, REPEAT_MAX + 1))
+    return any(
+        (h > p and bool((np.abs(gray[p:] - gray[:-p]) <= REPEAT_TOL).all()))
+        or (w > p and bool((np.abs(gray[:, p:] - gray[:, :-p]) <= REPEAT_TOL).all()))
+        for p in range(1, REPEAT_MAX + 1)
+    )

@@ -32,8 +32,9 @@ GATE_PAD = 12  # px around the word where the replay looks for it (layouts drift
 _EDGE = re.compile(r"^[^\w]+|[^\w]+$")
 
 
-def context_gate(frame: np.ndarray, click: tuple[int, int], crop: Box, ocr: OcrEngine,
-                 avoid: Collection[str]) -> dict[str, Any] | None:
+def context_gate(
+    frame: np.ndarray, click: tuple[int, int], crop: Box, ocr: OcrEngine, avoid: Collection[str]
+) -> dict[str, Any] | None:
     """`identity` for a click at `click` whose target was cut as `crop`: a word near it (not on it), as
     {text, near}; None when no word near the target is fit to confirm it."""
     h, w = frame.shape[:2]
@@ -58,8 +59,14 @@ def context_gate(frame: np.ndarray, click: tuple[int, int], crop: Box, ocr: OcrE
 def _fit(frame: np.ndarray, wd: Word, crop: Box, avoid: Collection[str]) -> bool:
     n = normalise(wd.text)
     x, y, bw, bh = wd.box
-    return (wd.conf >= GATE_MIN_CONF and len(n) >= GATE_MIN_LEN and n.isalpha() and not shows_typed(wd.text, avoid)
-            and intersect(wd.box, crop) is None and not repeats(frame[y:y + bh, x:x + bw]))
+    return (
+        wd.conf >= GATE_MIN_CONF
+        and len(n) >= GATE_MIN_LEN
+        and n.isalpha()
+        and not shows_typed(wd.text, avoid)
+        and intersect(wd.box, crop) is None
+        and not repeats(frame[y : y + bh, x : x + bw])
+    )
 
 
 def _distance(wd: Word, click: tuple[int, int]) -> float:

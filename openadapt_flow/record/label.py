@@ -30,15 +30,24 @@ CELL_SLACK = 4  # px a face may differ from the field's and still be a cell of i
 def label_above(frame: np.ndarray, field: Box, ocr: OcrEngine, avoid: Collection[str] = ()) -> Word | None:
     """The word that labels `field` from above, or None (nothing there, read unsurely, or a typed value)."""
     fx, fy, fw, fh = field
-    band = pad_box((fx - ABOVE_SLACK, fy - ABOVE_REACH, min(fw, FIELD_PART * 4) + ABOVE_SLACK, ABOVE_REACH), 0,
-                   frame.shape[1], frame.shape[0])
+    band = pad_box(
+        (fx - ABOVE_SLACK, fy - ABOVE_REACH, min(fw, FIELD_PART * 4) + ABOVE_SLACK, ABOVE_REACH),
+        0,
+        frame.shape[1],
+        frame.shape[0],
+    )
     if band is None:
         return None
     first = _first(frame, ocr.read(frame, band), field)
     if first is None or first.conf < LABEL_SURE:  # a small or bold font half read at 1x: read enlarged, as a left label
         again = _first(frame, ocr.read_enlarged(frame, band), field)
         first = again if again is not None and (first is None or again.conf > first.conf) else first
-    if first is None or abs(first.box[0] - fx) > ABOVE_SLACK or first.conf < LABEL_SURE or shows_typed(first.text, avoid):
+    if (
+        first is None
+        or abs(first.box[0] - fx) > ABOVE_SLACK
+        or first.conf < LABEL_SURE
+        or shows_typed(first.text, avoid)
+    ):
         return None
     return None if _cell_above(frame, first, field) else first
 
@@ -50,8 +59,11 @@ def _cell_above(frame: np.ndarray, word: Word, field: Box) -> bool:
     face = face_at(frame, x + w // 2, y + h // 2)
     if face is None:
         return False
-    return (abs(face[0] - field[0]) <= CELL_SLACK and abs(face[2] - field[2]) <= 2 * CELL_SLACK
-            and abs(face[3] - field[3]) <= max(CELL_SLACK, field[3] // 4))
+    return (
+        abs(face[0] - field[0]) <= CELL_SLACK
+        and abs(face[2] - field[2]) <= 2 * CELL_SLACK
+        and abs(face[3] - field[3]) <= max(CELL_SLACK, field[3] // 4)
+    )
 
 
 def _first(frame: np.ndarray, read: list[Word], field: Box) -> Word | None:
@@ -70,8 +82,12 @@ def _first(frame: np.ndarray, read: list[Word], field: Box) -> Word | None:
 def _fit(frame: np.ndarray, w: Word, field: Box) -> bool:
     x, y, bw, bh = w.box
     n = normalise(w.text)
-    return (y + bh <= field[1] and len(n) >= 2 and any(c.isalpha() for c in n)
-            and not repeats(frame[y:y + bh, x:x + bw]))
+    return (
+        y + bh <= field[1]
+        and len(n) >= 2
+        and any(c.isalpha() for c in n)
+        and not repeats(frame[y : y + bh, x : x + bw])
+    )
 
 
 def crop_above(frame: np.ndarray, field: Box, label: Word, click: tuple[int, int]) -> Box:

@@ -37,10 +37,17 @@ def app_region(frame: np.ndarray, click: tuple[int, int]) -> Box:
         return whole
     app = np.abs(frame.astype(np.int16) - desktop).max(axis=2) > DESKTOP_TOL
     n, _, stats, _ = components.label_stats(app, connectivity=8)
-    boxes = [(int(s[components.LEFT]), int(s[components.TOP]), int(s[components.WIDTH]), int(s[components.HEIGHT]))
-             for s in stats[1:n]]
-    windows = [b for b in boxes if b[2] * b[3] >= APP_MIN_SHARE * w * h and contains(b, (click[0], click[1], 1, 1))
-               and app[b[1]:b[1] + b[3], b[0]:b[0] + b[2]].mean() >= OWN_FACE_SHARE]
+    boxes = [
+        (int(s[components.LEFT]), int(s[components.TOP]), int(s[components.WIDTH]), int(s[components.HEIGHT]))
+        for s in stats[1:n]
+    ]
+    windows = [
+        b
+        for b in boxes
+        if b[2] * b[3] >= APP_MIN_SHARE * w * h
+        and contains(b, (click[0], click[1], 1, 1))
+        and app[b[1] : b[1] + b[3], b[0] : b[0] + b[2]].mean() >= OWN_FACE_SHARE
+    ]
     return max(windows, key=lambda b: b[2] * b[3], default=whole)
 
 

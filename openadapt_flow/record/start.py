@@ -47,8 +47,9 @@ PAGE_INSET = 3  # px of a page's edge left out of its blank area
 START_MIN_CONF = 60.0
 
 
-def start_facts(rec: Recording, ocr: OcrEngine, typed: Collection[str], fields: Sequence[Box],
-                pages: Sequence[Box]) -> tuple[list[dict[str, Any]], list[str]]:
+def start_facts(
+    rec: Recording, ocr: OcrEngine, typed: Collection[str], fields: Sequence[Box], pages: Sequence[Box]
+) -> tuple[list[dict[str, Any]], list[str]]:
     """The `start:` facts of a recording (as flow.yaml says them) and notes for the compiler's warnings. `typed`:
     every value typed (normalised); `fields`: the boxes typed into; `pages`: text areas typed into at the caret."""
     if not rec.batches:
@@ -58,10 +59,13 @@ def start_facts(rec: Recording, ocr: OcrEngine, typed: Collection[str], fields: 
     avoid = [*typed, *(normalise(v) for v in rec.data_values)]
     start_words = ocr.read_closely(first)
     end_words = ocr.read_closely(end)
-    facts: list[dict[str, Any]] = [{"text_present": w.text, "region": list(w.box)}
-                                   for w in _shown(rec, ocr, start_words, end_words, avoid, fields)]
-    facts += [{"text_absent": w.text, "region": list(w.box)}
-              for w in _between(rec, ocr, start_words, end_words, avoid, (first, end))]
+    facts: list[dict[str, Any]] = [
+        {"text_present": w.text, "region": list(w.box)} for w in _shown(rec, ocr, start_words, end_words, avoid, fields)
+    ]
+    facts += [
+        {"text_absent": w.text, "region": list(w.box)}
+        for w in _between(rec, ocr, start_words, end_words, avoid, (first, end))
+    ]
     for page in pages:
         inner = pad_box(page, -PAGE_INSET, first.shape[1], first.shape[0])
         if inner is not None and blank_check(first, inner).ok:
@@ -78,23 +82,34 @@ def _end_frame(rec: Recording) -> np.ndarray:
 
 def _near(words: list[Word], box: Box) -> list[Word]:
     x, y, w, h = box
-    return [v for v in words if intersect(v.box, (x - SAME_PLACE, y - SAME_PLACE, w + 2 * SAME_PLACE, h + 2 * SAME_PLACE))]
+    return [
+        v for v in words if intersect(v.box, (x - SAME_PLACE, y - SAME_PLACE, w + 2 * SAME_PLACE, h + 2 * SAME_PLACE))
+    ]
 
 
 def _fit(w: Word, avoid: list[str]) -> bool:
     return not shows_typed(w.text, avoid) and normalise(w.text).isalpha()
 
 
-def _shown(rec: Recording, ocr: OcrEngine, words: list[Word], end_words: list[Word], avoid: list[str],
-           fields: Sequence[Box]) -> list[Word]:
+def _shown(
+    rec: Recording, ocr: OcrEngine, words: list[Word], end_words: list[Word], avoid: list[str], fields: Sequence[Box]
+) -> list[Word]:
     """Start words: stable, unique, not typed or data, not in a typed field; those still at their place at the end
     first, then the longest; spread out."""
     again = ocr.read_closely(rec.batches[0].before)
-    pool = [w for w in words if w.conf >= START_MIN_CONF and len(normalise(w.text)) >= FACT_MIN_LEN and _fit(w, avoid)
-            and len(find_text(words, w.text)) == 1
-            and find_text(_near(again, w.box), w.text) and not any(intersect(w.box, f) for f in fields)]
-    pool.sort(key=lambda w: (bool(find_text(_near(end_words, w.box), w.text)), len(normalise(w.text)), w.conf),
-              reverse=True)
+    pool = [
+        w
+        for w in words
+        if w.conf >= START_MIN_CONF
+        and len(normalise(w.text)) >= FACT_MIN_LEN
+        and _fit(w, avoid)
+        and len(find_text(words, w.text)) == 1
+        and find_text(_near(again, w.box), w.text)
+        and not any(intersect(w.box, f) for f in fields)
+    ]
+    pool.sort(
+        key=lambda w: (bool(find_text(_near(end_words, w.box), w.text)), len(normalise(w.text)), w.conf), reverse=True
+    )
     chosen: list[Word] = []
     for w in pool:
         if len(chosen) < START_WORDS and all(_apart(w, c) for c in chosen) and _read_in_place(ocr, rec.initial, w):
@@ -107,7 +122,9 @@ def _read_in_place(ocr: OcrEngine, frame: np.ndarray, w: Word) -> bool:
     reads a small crop differently from the whole screen; a word found only on the whole screen costs every replay
     a whole-screen read."""
     x, y, bw, bh = w.box
-    window = clip_box((x - TEXT_PAD, y - TEXT_PAD, bw + 2 * TEXT_PAD, bh + 2 * TEXT_PAD), frame.shape[1], frame.shape[0])
+    window = clip_box(
+        (x - TEXT_PAD, y - TEXT_PAD, bw + 2 * TEXT_PAD, bh + 2 * TEXT_PAD), frame.shape[1], frame.shape[0]
+    )
     return window is not None and bool(ocr.find(frame, w.text, window))
 
 
@@ -116,8 +133,14 @@ def _apart(a: Word, b: Word) -> bool:
     return max(abs(ax - bx), abs(ay - by)) >= WORD_GAP and normalise(a.text) != normalise(b.text)
 
 
-def _between(rec: Recording, ocr: OcrEngine, start_words: list[Word], end_words: list[Word],
-             avoid: list[str], ends: tuple[np.ndarray, np.ndarray]) -> list[Word]:
+def _between(
+    rec: Recording,
+    ocr: OcrEngine,
+    start_words: list[Word],
+    end_words: list[Word],
+    avoid: list[str],
+    ends: tuple[np.ndarray, np.ndarray],
+) -> list[Word]:
     """Words shown on a screen between the start and the end only (not a passing tip, not a word drawn the same at
     the start or the end that only read otherwise there): the most often shown first."""
     seen: dict[str, tuple[int, Word]] = {}
@@ -126,9 +149,13 @@ def _between(rec: Recording, ocr: OcrEngine, start_words: list[Word], end_words:
         later = ocr.read_closely(b.later) if b.later is not None else None
         for w in readable(ocr.read_closely(b.after), avoid):
             n = normalise(w.text)
-            if (not _fit(w, avoid) or find_text(start_words, w.text) or find_text(end_words, w.text)
-                    or (later is not None and not find_text(_near(later, w.box), w.text))
-                    or any(same(frame, b.after, w.box) for frame in ends)):
+            if (
+                not _fit(w, avoid)
+                or find_text(start_words, w.text)
+                or find_text(end_words, w.text)
+                or (later is not None and not find_text(_near(later, w.box), w.text))
+                or any(same(frame, b.after, w.box) for frame in ends)
+            ):
                 continue
             count, first = seen.get(n, (0, w))
             seen[n] = (count + 1, first)
@@ -136,8 +163,9 @@ def _between(rec: Recording, ocr: OcrEngine, start_words: list[Word], end_words:
     return [w for _, w in ranked[:BETWEEN_WORDS]]
 
 
-def _proven(facts: list[dict[str, Any]], first: np.ndarray, end: np.ndarray,
-            ocr: OcrEngine) -> tuple[list[dict[str, Any]], list[str]]:
+def _proven(
+    facts: list[dict[str, Any]], first: np.ndarray, end: np.ndarray, ocr: OcrEngine
+) -> tuple[list[dict[str, Any]], list[str]]:
     """The facts that hold on the recorded start frame, judged as a replay judges them; a note for each dropped, and
     one when they do not hold on the screen the demonstration ended on (every batch item then needs a reset)."""
     if not facts:
@@ -146,12 +174,17 @@ def _proven(facts: list[dict[str, Any]], first: np.ndarray, end: np.ndarray,
     checks = ScreenChecks(ocr, {})
     verdict = judge_start(checks, models, [m.text for m in models], first)
     kept = [f for f, c in zip(facts, verdict.checks) if c.ok]
-    notes = [f"start fact {m.kind} {m.text or m.box!r} does not hold on the recorded start screen ({c.detail}); left out"
-             for m, c in zip(models, verdict.checks) if not c.ok]
+    notes = [
+        f"start fact {m.kind} {m.text or m.box!r} does not hold on the recorded start screen ({c.detail}); left out"
+        for m, c in zip(models, verdict.checks)
+        if not c.ok
+    ]
     kept_models = [m for m, c in zip(models, verdict.checks) if c.ok]
     at_end = judge_start(checks, kept_models, [m.text for m in kept_models], end)
     if kept and not at_end.ok:
-        notes.append("the demonstration ended on a screen that is not its start (" + at_end.differs() + "): in a batch, "
-                     "every item after the first halts at the start check unless the app is reset before it "
-                     "(declare reset: with reset_before_each: true)")
+        notes.append(
+            "the demonstration ended on a screen that is not its start (" + at_end.differs() + "): in a batch, "
+            "every item after the first halts at the start check unless the app is reset before it "
+            "(declare reset: with reset_before_each: true)"
+        )
     return kept, notes

@@ -20,10 +20,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from openadapt_flow.fixture.recorder import Recording
 from openadapt_flow.imaging import components
 from openadapt_flow.imaging.pixels import dilate, inpaint, to_gray
-
-from openadapt_flow.fixture.recorder import Recording
 from openadapt_flow.vision.ocr import local_contrast
 from openadapt_flow.vision.template import Box, clip_box, intersect
 
@@ -116,7 +115,9 @@ class RestLook:
         ink, shaped, screens = self._comparable(box)
         changed = np.zeros(ink.shape, bool)
         for side, _, diff, pointer in screens:
-            if side > 0 and pointer is None:  # gone later (a focus that moved on); a look that came before and stays is the screen's now
+            if (
+                side > 0 and pointer is None
+            ):  # gone later (a focus that moved on); a look that came before and stays is the screen's now
                 changed |= diff
         # the state marks' pixels that changed (a caret's part under a glyph typed later stays: it did not change)
         marks = shaped & ink & dilate(changed.astype(bool), 3)

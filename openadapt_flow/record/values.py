@@ -73,8 +73,16 @@ def file_effect(change: dict[str, Any], fields: Sequence[Typed], now: datetime |
     new, old = change.get("content") or "", change.get("previous") or ""
     typed = sorted((f for f in fields if f.value.strip()), key=lambda f: len(f.value), reverse=True)
     cut = hunks(text_lines(old), text_lines(new))
-    volatile = sorted({p for h in cut for x in (*h.removed, *h.added) if not any(f.value in x for f in typed)
-                       for p in [stamp_prefix(x, now or datetime.now(timezone.utc))] if p is not None})
+    volatile = sorted(
+        {
+            p
+            for h in cut
+            for x in (*h.removed, *h.added)
+            if not any(f.value in x for f in typed)
+            for p in [stamp_prefix(x, now or datetime.now(timezone.utc))]
+            if p is not None
+        }
+    )
     before = [x for x in text_lines(old) if not x.startswith(tuple(volatile))]
     cut = hunks(before, [x for x in text_lines(new) if not x.startswith(tuple(volatile))])
 
@@ -96,8 +104,12 @@ def file_effect(change: dict[str, Any], fields: Sequence[Typed], now: datetime |
     held = [f for f in fields if f.value.strip() and new.count(f.value) > old.count(f.value)]
     if held:
         f = max(held, key=lambda f: len(f.value))
-        return {"kind": "file", "path": change["path"], "contains": "{" + f.param + "}",
-                "expect": {"increase_by": new.count(f.value) - old.count(f.value)}}
+        return {
+            "kind": "file",
+            "path": change["path"],
+            "contains": "{" + f.param + "}",
+            "expect": {"increase_by": new.count(f.value) - old.count(f.value)},
+        }
     if change.get("previous") is None and change.get("content") is not None:
         return {"kind": "file", "path": change["path"], "expect": {"equals": 1}}
     return None
@@ -129,8 +141,18 @@ def same(value: Any, typed: str) -> bool:
 
 
 # a key step named by what the key does, not by the key (`save`, not `ctrl-s`)
-KEY_NAMES = {"ctrl+s": "save", "ctrl+z": "undo", "ctrl+y": "redo", "ctrl+c": "copy", "ctrl+v": "paste", "ctrl+x": "cut",
-             "ctrl+a": "select-all", "ctrl+p": "print", "ctrl+n": "new", "ctrl+o": "open"}
+KEY_NAMES = {
+    "ctrl+s": "save",
+    "ctrl+z": "undo",
+    "ctrl+y": "redo",
+    "ctrl+c": "copy",
+    "ctrl+v": "paste",
+    "ctrl+x": "cut",
+    "ctrl+a": "select-all",
+    "ctrl+p": "print",
+    "ctrl+n": "new",
+    "ctrl+o": "open",
+}
 PLAIN_NUMBER = re.compile(r"-?(0|[1-9]\d*)(\.\d+)?")  # no leading zero, sign or exponent: a number as people write one
 
 

@@ -14,6 +14,7 @@ __all__ = ["CheckpointDoc", "JournalEntry", "SchemaHead", "StateDoc", "VerifiedB
 
 class SchemaHead(TypedDict):
     """The `schema` a run file carries first (`openadapt-flow/<name>@1`): the base of every stored document's type."""
+
     schema: str
 
 
@@ -24,6 +25,7 @@ class JournalEntry(TypedDict):
     so the bytes and the chain are exactly what they were) while mypy checks every key. `data` is the record type's
     own object, validated by its model in records/models.py, which derives `RecordEnvelope` (the envelope's schema)
     from this class: one definition of the envelope."""
+
     seq: int
     ts: str
     type: str
@@ -40,6 +42,7 @@ def step_of(rec: JournalEntry) -> str:
 
 class StateBody(SchemaHead):
     """What a transition writes into state.json before the seal names the journal's end (`StateDoc` as stored)."""
+
     state: str  # a RunState's value
     paused_reason: str | None  # a PausedReason's value
     transaction_outcome: str | None  # a TransactionOutcome's value
@@ -51,6 +54,7 @@ class StateBody(SchemaHead):
 
 class StateDoc(StateBody):
     """state.json: replaced on every transition; sealed (HMAC, installation key) over the journal's end."""
+
     journal_seq: NotRequired[int | None]
     journal_hash: NotRequired[str | None]
     seal: NotRequired[str | None]
@@ -58,6 +62,7 @@ class StateDoc(StateBody):
 
 class CheckpointDoc(SchemaHead):
     """checkpoint.json: the last verified (or skipped) step, as the journal's records up to `seq` imply it."""
+
     seq: int
     journal_hash: str
     step: str

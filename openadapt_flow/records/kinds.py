@@ -17,20 +17,50 @@ from openadapt_flow.records.pausedoc import JournaledDecision, OutcomeEvidence, 
 from openadapt_flow.records.states import RecordType
 from openadapt_flow.records.stepdoc import EffectDoc, ReadingDoc, RecheckedEffect, SkippedData, VerifiedData
 
-__all__ = ["DATA_TYPES", "RecheckVerdict", "RunStart", "StepCall", "ActionDispatchedData", "ActionSentData", "AskedData", "BlockedData", "BundleUpgradedData",
-           "CheckDoc", "ChecksData", "ChildStartedData", "EscalatedData", "EscalationDroppedData", "EscalationOpenedData",
-           "FramesMaskedData", "HaltedData", "InterruptedData", "LlmCallData", "PatchedData", "PointerParkedData",
-           "RecheckedData", "ResolvedData", "RunResumedData", "RunStartedData", "RunStopData", "StepStartedData",
-           "SuspendedData", "TimerSetData", "WaitingSignalData", "WorkflowReturnedData"]
+__all__ = [
+    "DATA_TYPES",
+    "RecheckVerdict",
+    "RunStart",
+    "StepCall",
+    "ActionDispatchedData",
+    "ActionSentData",
+    "AskedData",
+    "BlockedData",
+    "BundleUpgradedData",
+    "CheckDoc",
+    "ChecksData",
+    "ChildStartedData",
+    "EscalatedData",
+    "EscalationDroppedData",
+    "EscalationOpenedData",
+    "FramesMaskedData",
+    "HaltedData",
+    "InterruptedData",
+    "LlmCallData",
+    "PatchedData",
+    "PointerParkedData",
+    "RecheckedData",
+    "ResolvedData",
+    "RunResumedData",
+    "RunStartedData",
+    "RunStopData",
+    "StepStartedData",
+    "SuspendedData",
+    "TimerSetData",
+    "WaitingSignalData",
+    "WorkflowReturnedData",
+]
 
 Obj = dict[str, object]  # an open object: its keys are the writer's (evidence, a result)
 
 
 # ---- the start and end of a run ----
 
+
 class RunStart(TypedDict):
     """What a run's start says of it (`begin_run` adds the manifest's digest): bundle runs count steps, workflows name
     their entry."""
+
     steps: NotRequired[int | None]
     kind: NotRequired[Literal["workflow"] | None]
     entry: NotRequired[str | None]
@@ -40,11 +70,13 @@ class RunStart(TypedDict):
 
 class RunStartedData(RunStart):
     """Pins the manifest (its digest) before manifest.json is written. Bundle runs count steps; workflows name their entry."""
+
     manifest_digest: str
 
 
 class RunStopData(TypedDict):
     """`run_finished` / `paused`: how the run stopped. A reject's end names its incident; a restored pause says so."""
+
     state: str  # a RunState's value
     paused_reason: NotRequired[str | None]  # a PausedReason's value
     transaction_outcome: NotRequired[str | None]  # a TransactionOutcome's value
@@ -52,7 +84,9 @@ class RunStopData(TypedDict):
     frame_errors: NotRequired[list[str] | None]
     incident: NotRequired[str | None]
     restored: NotRequired[bool | None]
-    landed: NotRequired[list[str] | None]  # consequential steps whose write landed, when the run stops short of COMPLETED
+    landed: NotRequired[
+        list[str] | None
+    ]  # consequential steps whose write landed, when the run stops short of COMPLETED
 
 
 class InterruptedData(TypedDict):
@@ -106,6 +140,7 @@ class BundleUpgradedData(TypedDict):
 
 # ---- one step ----
 
+
 class StepHead(TypedDict):
     index: int
     action: str
@@ -114,6 +149,7 @@ class StepHead(TypedDict):
 
 class StepCall(TypedDict):
     """What a workflow call's `step_started` adds to a step's: its name, the HMAC of its args, whether it writes."""
+
     name: NotRequired[str | None]
     inputs: NotRequired[str | None]
     consequential: NotRequired[bool | None]
@@ -137,6 +173,7 @@ class ResolvedData(TypedDict):
 class CheckDoc(TypedDict):
     """One verdict (`identity_checked`, and each of a `postconditions` record's checks) as `Check.to_json()` gives it:
     these keys, then the check's own evidence keys (open)."""
+
     kind: str
     expected: object
     ok: bool
@@ -145,12 +182,14 @@ class CheckDoc(TypedDict):
 
 class ChecksData(TypedDict):
     """`postconditions` / `checkpoint_reproved` / `start_checked` (the start state, before a run's first input)."""
+
     ok: bool
     checks: list[CheckDoc]
 
 
 class ActionDispatchedData(TypedDict):
     """Written and fsync'd before any input is sent, with the lease generation it was sent under (spec §5)."""
+
     action: str
     point: NotRequired[list[int] | None]  # [x, y]
     call: NotRequired[str | None]
@@ -178,11 +217,13 @@ class FramesMaskedData(TypedDict):
 
 class PointerParkedData(TypedDict):
     """The pointer moved, no button pressed, to where it hovers nothing the step looks at, before the step's frame."""
+
     at: list[int]  # [x, y]
     why: str
 
 
 # ---- durable kinds, workflow calls, children ----
+
 
 class AskedData(TypedDict):
     index: int
@@ -208,6 +249,7 @@ class LlmCallData(TypedDict):
 
 class ChildStartedData(TypedDict):
     """A bundle's child step (`child_run` relative to the runs root) or a workflow's child (`run_dir` under it)."""
+
     index: NotRequired[int | None]
     child_run: NotRequired[str | None]
     bundle: NotRequired[str | None]
@@ -217,8 +259,10 @@ class ChildStartedData(TypedDict):
 
 # ---- pauses and decisions ----
 
+
 class EscalationOpenedData(TypedDict):
     """The whole pause (`pending`, as pending_escalation.json holds it without `schema`): the record of truth."""
+
     pause_id: str
     reason: str  # a PausedReason's value
     category: str
@@ -227,9 +271,19 @@ class EscalationOpenedData(TypedDict):
 
 
 # `from` is a Python keyword: the functional form (its model names the field `from_`, aliased)
-EscalatedData = TypedDict("EscalatedData", {
-    "from": str, "pause_id": str, "level": str, "operator": str, "os_user": str, "note": str | None, "pending": PendingBody,
-    "channel": NotRequired[str | None]})  # how the decision arrived (a Channel)
+EscalatedData = TypedDict(
+    "EscalatedData",
+    {
+        "from": str,
+        "pause_id": str,
+        "level": str,
+        "operator": str,
+        "os_user": str,
+        "note": str | None,
+        "pending": PendingBody,
+        "channel": NotRequired[str | None],
+    },
+)  # how the decision arrived (a Channel)
 
 
 class EscalationDroppedData(TypedDict):

@@ -21,16 +21,39 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, create_model
 
 from openadapt_flow.records.entry import JournalEntry
 from openadapt_flow.records.kinds import (
-    ActionDispatchedData, ActionSentData, AskedData, BlockedData, BundleUpgradedData, CheckDoc, ChecksData, ChildStartedData,
-    EscalatedData, EscalationDroppedData, EscalationOpenedData, FramesMaskedData, HaltedData, InterruptedData, LlmCallData,
-    PatchedData, PointerParkedData, RecheckedData, ResolvedData, RunResumedData, RunStartedData, RunStopData,
-    StepStartedData, SuspendedData, TimerSetData, WaitingSignalData, WorkflowReturnedData,
+    ActionDispatchedData,
+    ActionSentData,
+    AskedData,
+    BlockedData,
+    BundleUpgradedData,
+    CheckDoc,
+    ChecksData,
+    ChildStartedData,
+    EscalatedData,
+    EscalationDroppedData,
+    EscalationOpenedData,
+    FramesMaskedData,
+    HaltedData,
+    InterruptedData,
+    LlmCallData,
+    PatchedData,
+    PointerParkedData,
+    RecheckedData,
+    ResolvedData,
+    RunResumedData,
+    RunStartedData,
+    RunStopData,
+    StepStartedData,
+    SuspendedData,
+    TimerSetData,
+    WaitingSignalData,
+    WorkflowReturnedData,
 )
 from openadapt_flow.records.pausedoc import JournaledDecision
-from openadapt_flow.records.stepdoc import EffectDoc, ReadingDoc, SkippedData, Verification, VerifiedData
-from openadapt_flow.records.stepdoc import ChangeDoc as ChangeDoc  # the verifiers name it here
-from openadapt_flow.records.stepdoc import EffectVerdictName as EffectVerdictName  # the verifiers name it here
 from openadapt_flow.records.states import PausedReason, RunState, TransactionOutcome
+from openadapt_flow.records.stepdoc import ChangeDoc as ChangeDoc  # the verifiers name it here
+from openadapt_flow.records.stepdoc import EffectDoc, ReadingDoc, SkippedData, Verification, VerifiedData
+from openadapt_flow.records.stepdoc import EffectVerdictName as EffectVerdictName  # the verifiers name it here
 
 Json = Any  # any JSON value: a tool's result, an answer, a signal's data
 Obj = dict[str, Any]  # an open object in a JSON Schema (`additionalProperties: true`): what the models say, not Python
@@ -62,18 +85,33 @@ def _fields(doc: type, rules: Mapping[str, object]) -> dict[str, Any]:
 
 def _derived(doc: type, name: str, rules: Mapping[str, object], description: str | None = None) -> type[BaseModel]:
     """The model of a record's data whose definition is the TypedDict `doc` (records/kinds.py, records/stepdoc.py)."""
-    return create_model(name, __base__=_Data, __doc__=description if description is not None else doc.__doc__,
-                        __module__=__name__, **_fields(doc, rules))
+    return create_model(
+        name,
+        __base__=_Data,
+        __doc__=description if description is not None else doc.__doc__,
+        __module__=__name__,
+        **_fields(doc, rules),
+    )
 
 
 # ---- the start and end of a run ----
 
 RunStarted = _derived(RunStartedData, "RunStarted", {})
-RunStop = _derived(RunStopData, "RunStop", {
-    "state": (RunState, ...), "paused_reason": (PausedReason | None, None),
-    "transaction_outcome": (TransactionOutcome | None, None), "outcome_evidence": (list[Obj] | None, None)})
-Interrupted = _derived(InterruptedData, "Interrupted", {
-    "transaction_outcome": (TransactionOutcome | None, None), "outcome_evidence": (list[Obj] | None, None)})
+RunStop = _derived(
+    RunStopData,
+    "RunStop",
+    {
+        "state": (RunState, ...),
+        "paused_reason": (PausedReason | None, None),
+        "transaction_outcome": (TransactionOutcome | None, None),
+        "outcome_evidence": (list[Obj] | None, None),
+    },
+)
+Interrupted = _derived(
+    InterruptedData,
+    "Interrupted",
+    {"transaction_outcome": (TransactionOutcome | None, None), "outcome_evidence": (list[Obj] | None, None)},
+)
 Halted = _derived(HaltedData, "Halted", {"evidence": (list[Obj] | None, None)})
 Blocked = _derived(BlockedData, "Blocked", {"observed": (Json, ...), "limit": (Json, ...)})
 RunResumed = _derived(RunResumedData, "RunResumed", {"decision": (Decision | None, ...)})
@@ -90,6 +128,7 @@ Resolved = _derived(ResolvedData, "Resolved", {"evidence": (list[Obj], ...)})
 
 class Check(BaseModel):
     """One verdict (postcondition, identity, readback, re-proved fact). Open: each kind adds its own evidence keys."""
+
     # The verifiers build one as `Check(kind, expected, ok, detail, evidence)` (detail "" unless given); a journal's
     # record validates to the same class, its evidence keys kept as the model's extra fields.
     model_config = ConfigDict(extra="allow", defer_build=True)
@@ -99,13 +138,27 @@ class Check(BaseModel):
     detail: str | None = None
 
     if TYPE_CHECKING:
-        def __init__(self, kind: str, expected: Json, ok: bool, detail: str | None = "", evidence: dict[str, object] | None = None,
-                     /, **fields: Any) -> None: ...
+
+        def __init__(
+            self,
+            kind: str,
+            expected: Json,
+            ok: bool,
+            detail: str | None = "",
+            evidence: dict[str, object] | None = None,
+            /,
+            **fields: Any,
+        ) -> None: ...
     else:
+
         def __init__(self, *args, **fields):
             if args:  # a verifier's verdict: positional, evidence last
-                fields = {"detail": "", **dict(zip(("kind", "expected", "ok", "detail"), args)), **fields,
-                          **(args[4] if len(args) > 4 else {})}
+                fields = {
+                    "detail": "",
+                    **dict(zip(("kind", "expected", "ok", "detail"), args)),
+                    **fields,
+                    **(args[4] if len(args) > 4 else {}),
+                }
             super().__init__(**fields)
 
     @property
@@ -116,7 +169,10 @@ class Check(BaseModel):
     def to_json(self) -> CheckDoc:
         """The check as its record carries it: kind, expected, ok, detail, then its own evidence keys (open: a TypedDict
         cannot name them, so the cast)."""
-        return cast(CheckDoc, {"kind": self.kind, "expected": self.expected, "ok": self.ok, "detail": self.detail, **self.evidence})
+        return cast(
+            CheckDoc,
+            {"kind": self.kind, "expected": self.expected, "ok": self.ok, "detail": self.detail, **self.evidence},
+        )
 
 
 Checks = _derived(ChecksData, "Checks", {"checks": (list[Check], ...)})
@@ -126,6 +182,7 @@ ActionSent = _derived(ActionSentData, "ActionSent", {})
 
 class Reading(_Data):
     """One read of a system of record (`effect_baseline`)."""
+
     # also an effect verdict's baseline and observation; the readers build one as `Reading(ok, value)` or
     # `Reading(False, error=...)`
     ok: bool
@@ -133,8 +190,10 @@ class Reading(_Data):
     error: str | None = None
 
     if TYPE_CHECKING:
+
         def __init__(self, ok: bool, value: Json = None, /, *, error: str | None = None) -> None: ...
     else:
+
         def __init__(self, *args, **fields):
             if args:
                 fields = {"value": None, **dict(zip(("ok", "value"), args)), **fields}
@@ -171,12 +230,21 @@ class EffectVerdict(_Data):
         return doc
 
 
-StepVerified = _derived(VerifiedData, "StepVerified", {
-    "rung": (str | None, None), "elapsed_ms": (float | None, None),
-    "verification": (Verification | None, None), "effect": (Obj | None, None), "result": (Json, None),
-    "operator": (str | None, None), "screen_facts": (list[Obj], ...)},
+StepVerified = _derived(
+    VerifiedData,
+    "StepVerified",
+    {
+        "rung": (str | None, None),
+        "elapsed_ms": (float | None, None),
+        "verification": (Verification | None, None),
+        "effect": (Obj | None, None),
+        "result": (Json, None),
+        "operator": (str | None, None),
+        "screen_facts": (list[Obj], ...),
+    },
     """A verified step: what a checkpoint is built from (engine steps carry rung and verification, durable kinds
-and workflow calls a result, reconciled steps an effect, an operator's answer the operator).""")
+and workflow calls a result, reconciled steps an effect, an operator's answer the operator).""",
+)
 
 StepSkipped = _derived(SkippedData, "StepSkipped", {}, "")  # no description in its schema, as before
 Rechecked = _derived(RecheckedData, "Rechecked", {"effect": (Obj | None, ...), "checks": (list[Obj], ...)})
@@ -195,25 +263,43 @@ ChildStarted = _derived(ChildStartedData, "ChildStarted", {})
 
 # ---- pauses and decisions ----
 
-EscalationOpened = _derived(EscalationOpenedData, "EscalationOpened", {
-    "reason": (PausedReason, ...), "allowed": (list[Decision], ...), "pending": (Obj, ...)})
-Escalated = _derived(EscalatedData, "Escalated", {"pending": (Obj, ...), "channel": (Literal["console", "phone", "cli"] | None, None)})
+EscalationOpened = _derived(
+    EscalationOpenedData,
+    "EscalationOpened",
+    {"reason": (PausedReason, ...), "allowed": (list[Decision], ...), "pending": (Obj, ...)},
+)
+Escalated = _derived(
+    EscalatedData, "Escalated", {"pending": (Obj, ...), "channel": (Literal["console", "phone", "cli"] | None, None)}
+)
 EscalationDropped = _derived(EscalationDroppedData, "EscalationDropped", {})
 # Records of earlier code hold less than a decision's whole approval (JournaledDecision reads them with `.get`), but a
 # `decision` record always names the decision, its effect and who decided (None where nobody did)
-DecisionRecord = _derived(JournaledDecision, "DecisionRecord", {
-    "decision": (Decision | None, ...), "effect": (Literal["landed", "absent"] | None, ...), "operator": (str | None, ...),
-    "os_user": (str | None, ...), "note": (str | None, ...), "channel": (Literal["console", "phone", "cli"] | None, None),
-    "votes": (list[Obj] | None, None), "payload": (Obj | None, None), "value": (Json, None)},
+DecisionRecord = _derived(
+    JournaledDecision,
+    "DecisionRecord",
+    {
+        "decision": (Decision | None, ...),
+        "effect": (Literal["landed", "absent"] | None, ...),
+        "operator": (str | None, ...),
+        "os_user": (str | None, ...),
+        "note": (str | None, ...),
+        "channel": (Literal["console", "phone", "cli"] | None, None),
+        "votes": (list[Obj] | None, None),
+        "payload": (Obj | None, None),
+        "value": (Json, None),
+    },
     """The operator's decision, journaled before it takes effect. A bundle run keeps the whole signed approval
-(digests, votes, signature); a workflow the decision and, for an answer or signal, the value delivered.""")
+(digests, votes, signature); a workflow the decision and, for an answer or signal, the value delivered.""",
+)
 Patched = _derived(PatchedData, "Patched", {})
 
 
 def _record(name: str, data: type[BaseModel], doc: str) -> type[BaseModel]:
     """The envelope of one record type: `type` is the discriminator, `data` that type's model."""
     tag: Any = Literal[name]
-    return create_model(_title(name), __base__=RecordEnvelope, __doc__=doc, __module__=__name__, type=(tag, ...), data=(data, ...))
+    return create_model(
+        _title(name), __base__=RecordEnvelope, __doc__=doc, __module__=__name__, type=(tag, ...), data=(data, ...)
+    )
 
 
 def _title(name: str) -> str:
@@ -222,14 +308,20 @@ def _title(name: str) -> str:
 
 # The envelope's constraints beyond its keys' types; its keys and types are JournalEntry's (records/entry.py), the one
 # definition of a journal line.
-_ENVELOPE_RULES: dict[str, object] = {"seq": Field(ge=1), "prev_hash": Field(pattern=r"^[0-9a-f]{64}$"),
-                                   "hash": Field(pattern=r"^[0-9a-f]{64}$")}
+_ENVELOPE_RULES: dict[str, object] = {
+    "seq": Field(ge=1),
+    "prev_hash": Field(pattern=r"^[0-9a-f]{64}$"),
+    "hash": Field(pattern=r"^[0-9a-f]{64}$"),
+}
 
 
 RecordEnvelope: type[BaseModel] = create_model(
-    "RecordEnvelope", __config__=ConfigDict(extra="forbid", defer_build=True), __module__=__name__,
+    "RecordEnvelope",
+    __config__=ConfigDict(extra="forbid", defer_build=True),
+    __module__=__name__,
     __doc__="`{seq, ts, type, step, data, prev_hash, hash}`; `hash` is the HMAC (installation key) of the rest.",
-    **_fields(JournalEntry, _ENVELOPE_RULES))
+    **_fields(JournalEntry, _ENVELOPE_RULES),
+)
 
 
 DATA_MODELS: dict[str, type[BaseModel]] = {

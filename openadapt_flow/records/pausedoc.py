@@ -14,14 +14,35 @@ from typing import Literal, NotRequired, TypedDict
 
 from openadapt_flow.records.entry import SchemaHead
 
-__all__ = ["AppliedDecision", "ApprovalBody", "ApprovalDoc", "AskDoc", "CarriedDecision", "DecisionOutcome",
-           "DecisionTaskDoc", "IncidentBody", "IncidentDoc", "JournaledDecision", "OperatorInfo", "OperatorRecord", "OutcomeEvidence",
-           "PauseCore", "PauseHead", "PendingBody", "PendingDoc", "ReconcileRow", "SupersededDoc", "TaskBody", "VoteDoc"]
+__all__ = [
+    "AppliedDecision",
+    "ApprovalBody",
+    "ApprovalDoc",
+    "AskDoc",
+    "CarriedDecision",
+    "DecisionOutcome",
+    "DecisionTaskDoc",
+    "IncidentBody",
+    "IncidentDoc",
+    "JournaledDecision",
+    "OperatorInfo",
+    "OperatorRecord",
+    "OutcomeEvidence",
+    "PauseCore",
+    "PauseHead",
+    "PendingBody",
+    "PendingDoc",
+    "ReconcileRow",
+    "SupersededDoc",
+    "TaskBody",
+    "VoteDoc",
+]
 
 Channel = Literal["console", "phone", "cli"]  # how an operator's decision arrived (spec §20)
 
 
 # ---- the pause ----
+
 
 class OutcomeEvidence(TypedDict):
     """One consequential step dispatched and not verified: what its last effect verdict said."""
@@ -40,6 +61,7 @@ class AskDoc(TypedDict):
 
 class TaskBody(TypedDict):
     """A decision task before it is signed (and what its signature covers)."""
+
     run_id: str
     pause_id: str
     checkpoint_digest: str
@@ -60,11 +82,13 @@ class TaskBody(TypedDict):
 
 class DecisionTaskDoc(TaskBody):
     """The signed, bounded question (ids, digests and the question only: no frames, OCR text or param values)."""
+
     signature: str
 
 
 class PauseCore(TypedDict):
     """What a pause is, before its decision task is signed over it."""
+
     pause_id: str
     run_id: str
     paused_reason: str  # a PausedReason's value
@@ -82,22 +106,26 @@ class PauseCore(TypedDict):
 
 class PendingBody(PauseCore):
     """A pause as the journal's `escalation_opened` / `escalated` record carries it (`pending`)."""
+
     task: DecisionTaskDoc
     escalated_from: NotRequired[str | None]  # a re-issued pause: the one it replaced
 
 
 class PendingDoc(PendingBody):
     """pending_escalation.json: the open pause, a view of the journal; removed when it is resolved."""
+
     schema: str
 
 
 class PauseHead(TypedDict):
     """A pause journaled before pauses carried their body: its id is all the journal holds (the signed file the rest)."""
+
     pause_id: str
     legacy: Literal[True]
 
 
 # ---- the decision ----
+
 
 class VoteDoc(TypedDict):
     operator: str
@@ -121,6 +149,7 @@ class SupersededDoc(TypedDict):
 class ApprovalBody(TypedDict):
     """The approval as `approve` signs it: what operators decided about one pause, bound to its task and checkpoint by
     their digests."""
+
     run_id: str
     pause_id: str
     task_digest: str
@@ -140,12 +169,14 @@ class ApprovalBody(TypedDict):
 
 class ApprovalDoc(SchemaHead, ApprovalBody):
     """approval.json (and, once used, decisions/<pause_id>.json): the signed decision bound to one pause."""
+
     signature: str
 
 
 class DecisionFields(TypedDict):
     """What a decision carries from its approval into its `decision` record, and from the record back out (besides
     the decision itself, which a carried decision always has)."""
+
     effect: str | None
     operator: str | None
     os_user: str | None
@@ -161,6 +192,7 @@ class DecisionFields(TypedDict):
 class CarriedDecision(DecisionFields):
     """A decision the journal holds that has not taken effect yet (its process was killed after the `decision`
     record): the approval's fields as that record keeps them (None where a record of earlier code left one out)."""
+
     decision: str
     pause_id: str
     run_id: str
@@ -175,6 +207,7 @@ class JournaledDecision(TypedDict):
     """A `decision` record's data: the whole decision, journaled before it takes effect (the point of no return), enough
     to apply it from the journal alone. Records of earlier code hold less (some only `pause_id` and `decision`, a
     workflow's its delivered `value`): read them with `.get`."""
+
     pause_id: str
     decision: NotRequired[str | None]
     effect: NotRequired[str | None]
@@ -194,6 +227,7 @@ class JournaledDecision(TypedDict):
 
 class IncidentBody(TypedDict):
     """An incident as its writers build it (incident.json without its `schema`)."""
+
     id: str
     run_id: str
     rule: str
@@ -205,7 +239,9 @@ class IncidentBody(TypedDict):
     operator: NotRequired[str | None]
     os_user: NotRequired[str | None]
     note: NotRequired[str | None]
-    decided_at: str | None  # None only for a reject carried from a journal record that left it out (the model refuses it)
+    decided_at: (
+        str | None
+    )  # None only for a reject carried from a journal record that left it out (the model refuses it)
 
 
 class IncidentDoc(SchemaHead, IncidentBody):
@@ -214,6 +250,7 @@ class IncidentDoc(SchemaHead, IncidentBody):
 
 class DecisionOutcome(TypedDict):
     """What `approve`, `answer` and `signal` report: whether a vote was recorded (a repeat is a no-op), and on what."""
+
     recorded: bool
     noop: NotRequired[bool]
     decision: str
@@ -233,8 +270,10 @@ class DecisionOutcome(TypedDict):
 
 # ---- the operators who decide (spec §20) ----
 
+
 class OperatorInfo(TypedDict):
     """An operator as shown (never their credential's hash)."""
+
     name: str
     role: str
     disabled: bool
@@ -244,13 +283,16 @@ class OperatorInfo(TypedDict):
 
 class OperatorRecord(OperatorInfo):
     """An operator as the store keeps them: a credential is kept only as its argon2id hash."""
+
     hash: str
 
 
 # ---- reconcile ----
 
+
 class ReconcileRow(TypedDict):
     """One run of `flow reconcile`: what was done to it (none, finalized, unstarted, error) and why."""
+
     run_dir: str
     action: Literal["none", "finalized", "unstarted", "error"]
     state: NotRequired[object]  # as read (none), or as finalised

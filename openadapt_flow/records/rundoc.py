@@ -17,8 +17,18 @@ if TYPE_CHECKING:
 
 from openadapt_flow.records.entry import SchemaHead, StateBody, StateDoc
 
-__all__ = ["BundleRefDoc", "Finalized", "ManifestBody", "ManifestDoc", "NotedState", "StateBody", "StateDoc", "StateFields",
-           "StateView", "WorkerRow"]
+__all__ = [
+    "BundleRefDoc",
+    "Finalized",
+    "ManifestBody",
+    "ManifestDoc",
+    "NotedState",
+    "StateBody",
+    "StateDoc",
+    "StateFields",
+    "StateView",
+    "WorkerRow",
+]
 
 
 # The bundle a run executes: where it was loaded from (None for a Python workflow), its name, digest and files. (No
@@ -32,12 +42,14 @@ class BundleRefDoc(TypedDict):
 
 class EnginesDoc(TypedDict):
     """The image and OCR libraries a run matched with (`vision.engines`): their versions as they report them."""
+
     opencv: str
     tesseract: str | None
 
 
 class ManifestBody(TypedDict):
     """What a start writes into manifest.json (`write_manifest` adds the `schema` tag); `ManifestDoc` as stored."""
+
     run_id: str
     created_at: str
     tool_version: str
@@ -64,6 +76,7 @@ class ManifestDoc(SchemaHead, ManifestBody):
 class StateFields(TypedDict, total=False):
     """What a transition says beside its state (`RunHandle.write_state(state, **fields)`); a key left out is null
     (`paused_reason`, `transaction_outcome`, `last_checkpoint_seq`) or absent (`halt_category`, `message`)."""
+
     paused_reason: str | None  # a PausedReason's value
     transaction_outcome: str | None  # a TransactionOutcome's value
     last_checkpoint_seq: int | None
@@ -75,6 +88,7 @@ class StateView(TypedDict, total=False):
     """state.json as a reader should see it (`effective_state`, status, decisions, the report): read-only, any key
     missing — a run with no state yet shows as `{"state": "PENDING"}` — so a stored `StateDoc` is one as it is, no
     copy. `ReadOnly` is named for the type checker only (typing has it from 3.13): nothing evaluates these hints."""
+
     schema: ReadOnly[str]
     state: ReadOnly[str]
     paused_reason: ReadOnly[str | None]
@@ -90,17 +104,20 @@ class StateView(TypedDict, total=False):
 
 class NotedState(StateView, total=False):
     """A live run whose owner died, as a reader sees it: INTERRUPTED, and why (`note`)."""
+
     note: str
 
 
 class Finalized(TypedDict):
     """What finalising a run whose owner died left it in."""
+
     state: str
     transaction_outcome: str | None
 
 
 class WorkerRow(TypedDict):
     """One run a worker's scan resumed (or skipped): its reference, where it stopped, why."""
+
     run_dir: str
     state: str
     message: str | None

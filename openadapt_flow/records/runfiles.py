@@ -15,11 +15,19 @@ from typing import Any, Literal, get_type_hints
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from openadapt_flow.records.entry import CheckpointDoc, StateDoc
-from openadapt_flow.records.pausedoc import (ApprovalDoc, AskDoc, Channel, DecisionTaskDoc, IncidentDoc, PendingDoc,
-                                           SupersededDoc, VoteDoc)
 from openadapt_flow.records.models import Box, Decision, Json, Obj, Point
-from openadapt_flow.records.states import PausedReason, RunState, TransactionOutcome
+from openadapt_flow.records.pausedoc import (
+    ApprovalDoc,
+    AskDoc,
+    Channel,
+    DecisionTaskDoc,
+    IncidentDoc,
+    PendingDoc,
+    SupersededDoc,
+    VoteDoc,
+)
 from openadapt_flow.records.rundoc import BundleRefDoc, EnginesDoc, ManifestDoc
+from openadapt_flow.records.states import PausedReason, RunState, TransactionOutcome
 
 Sha = str  # "sha256:<hex>"
 
@@ -47,25 +55,58 @@ BundleRef = _model(BundleRefDoc, "BundleRef", {})
 Engines = _model(EnginesDoc, "Engines", {})
 
 
-Manifest = _model(ManifestDoc, "Manifest", {
-    "schema": _schema("manifest"), "kind": (Literal["workflow"] | None, None), "entry": (str | None, None),
-    "args": (Obj | None, None), "bundle": (BundleRef, ...), "params": (Obj, ...), "backend": (Obj | None, ...),
-    "config": (Obj, ...), "engines": (Engines | None, None)})
+Manifest = _model(
+    ManifestDoc,
+    "Manifest",
+    {
+        "schema": _schema("manifest"),
+        "kind": (Literal["workflow"] | None, None),
+        "entry": (str | None, None),
+        "args": (Obj | None, None),
+        "bundle": (BundleRef, ...),
+        "params": (Obj, ...),
+        "backend": (Obj | None, ...),
+        "config": (Obj, ...),
+        "engines": (Engines | None, None),
+    },
+)
 
 
-State = _model(StateDoc, "State", {
-    "schema": _schema("state"), "state": (RunState, ...), "paused_reason": (PausedReason | None, ...),
-    "transaction_outcome": (TransactionOutcome | None, ...), "halt_category": None, "message": None,
-    "journal_seq": (int | None, Field(default=None, ge=0)), "journal_hash": None, "seal": None})
+State = _model(
+    StateDoc,
+    "State",
+    {
+        "schema": _schema("state"),
+        "state": (RunState, ...),
+        "paused_reason": (PausedReason | None, ...),
+        "transaction_outcome": (TransactionOutcome | None, ...),
+        "halt_category": None,
+        "message": None,
+        "journal_seq": (int | None, Field(default=None, ge=0)),
+        "journal_hash": None,
+        "seal": None,
+    },
+)
 
 
-Checkpoint = _model(CheckpointDoc, "Checkpoint", {
-    "schema": _schema("checkpoint"), "seq": Field(ge=1), "step_index": Field(ge=0), "next_index": Field(ge=1),
-    "results": (Obj, ...), "effects": (dict[str, Obj], ...), "screen_facts": (list[Obj], ...)})  # open in the schema
+Checkpoint = _model(
+    CheckpointDoc,
+    "Checkpoint",
+    {
+        "schema": _schema("checkpoint"),
+        "seq": Field(ge=1),
+        "step_index": Field(ge=0),
+        "next_index": Field(ge=1),
+        "results": (Obj, ...),
+        "effects": (dict[str, Obj], ...),
+        "screen_facts": (list[Obj], ...),
+    },
+)  # open in the schema
 
 
 class LeaseInfo(_File):
     """lease.json: the owner process, renewed every few seconds; `generation` fences a replaced owner."""
+
     # the one type of a lease's holder, in every store (store/lease.py judges it: alive, held elsewhere); its schema's
     # title stays `Lease`
     model_config = ConfigDict(extra="forbid", populate_by_name=True, defer_build=True, title="Lease")
@@ -85,36 +126,77 @@ _EFFECT = Literal["landed", "absent"] | None
 Ask = _model(AskDoc, "Ask", {})
 
 
-DecisionTask = _model(DecisionTaskDoc, "DecisionTask", {
-    "allowed_decisions": (list[Decision], ...), "quorum": Field(ge=1), "ask": (Ask | None, None),
-    "channels": (list[Channel] | None, None)})
+DecisionTask = _model(
+    DecisionTaskDoc,
+    "DecisionTask",
+    {
+        "allowed_decisions": (list[Decision], ...),
+        "quorum": Field(ge=1),
+        "ask": (Ask | None, None),
+        "channels": (list[Channel] | None, None),
+    },
+)
 
 
-PendingEscalation = _model(PendingDoc, "PendingEscalation", {
-    "paused_reason": (PausedReason, ...), "transaction_outcome": (TransactionOutcome | None, ...), "evidence": (list[Obj], ...),
-    "allowed_decisions": (list[Decision], ...), "level": Field(ge=0), "task": (DecisionTask, ...), "escalated_from": None,
-    "schema": _schema("pending_escalation")})
+PendingEscalation = _model(
+    PendingDoc,
+    "PendingEscalation",
+    {
+        "paused_reason": (PausedReason, ...),
+        "transaction_outcome": (TransactionOutcome | None, ...),
+        "evidence": (list[Obj], ...),
+        "allowed_decisions": (list[Decision], ...),
+        "level": Field(ge=0),
+        "task": (DecisionTask, ...),
+        "escalated_from": None,
+        "schema": _schema("pending_escalation"),
+    },
+)
 
 
 Vote = _model(VoteDoc, "Vote", {"channel": _CHANNEL, "authenticated": (bool, False)})
 
 
-Superseded = _model(SupersededDoc, "Superseded", {"decision": (Decision | None, ...), "effect": (_EFFECT, ...), "channel": _CHANNEL})
+Superseded = _model(
+    SupersededDoc, "Superseded", {"decision": (Decision | None, ...), "effect": (_EFFECT, ...), "channel": _CHANNEL}
+)
 
 
-Approval = _model(ApprovalDoc, "Approval", {
-    "schema": _schema("approval"), "decision": (Decision, ...), "effect": (_EFFECT, ...), "payload": (Obj | None, ...),
-    "votes": (GenericAlias(list, Vote), Field(min_length=1)), "channel": _CHANNEL,
-    "superseded": (GenericAlias(list, Superseded) | None, None)})
+Approval = _model(
+    ApprovalDoc,
+    "Approval",
+    {
+        "schema": _schema("approval"),
+        "decision": (Decision, ...),
+        "effect": (_EFFECT, ...),
+        "payload": (Obj | None, ...),
+        "votes": (GenericAlias(list, Vote), Field(min_length=1)),
+        "channel": _CHANNEL,
+        "superseded": (GenericAlias(list, Superseded) | None, None),
+    },
+)
 
 
-Incident = _model(IncidentDoc, "Incident", {
-    "schema": _schema("incident"), "decision": (Literal["policy", "reject"], ...), "observed": (Json, ...), "limit": (Json, ...),
-    "message": None, "operator": None, "os_user": None, "note": None, "decided_at": (str, ...)})
+Incident = _model(
+    IncidentDoc,
+    "Incident",
+    {
+        "schema": _schema("incident"),
+        "decision": (Literal["policy", "reject"], ...),
+        "observed": (Json, ...),
+        "limit": (Json, ...),
+        "message": None,
+        "operator": None,
+        "os_user": None,
+        "note": None,
+        "decided_at": (str, ...),
+    },
+)
 
 
 class Patch(_File):
     """patches/<pause_id>/patch.json: what `teach` cut from the halt frame (beside the diff and the crop)."""
+
     schema_: str = _schema("patch")
     pause_id: str
     step: str
@@ -130,10 +212,13 @@ class Patch(_File):
 
 class ReportCandidate(_File):
     """One candidate the ladder weighed before a halt, lettered (a name, not a rank): none of them is the answer."""
+
     label: str
     box: Box
     scores: dict[str, float | None]  # by rung (template, template-edges, ocr, model)
-    point: Point  # where a click on it would land (else the box's centre): what `approve --decision teach --point` takes
+    point: (
+        Point  # where a click on it would land (else the box's centre): what `approve --decision teach --point` takes
+    )
 
 
 class ReportHalt(_File):
@@ -156,6 +241,7 @@ class ReportStepTime(_File):
 
 class ReportSummary(_File):
     """The report's summary: outcome, running time (pauses excluded), steps by result."""
+
     state: RunState | None
     exit_code: int | None
     duration_s: float | None
@@ -170,6 +256,7 @@ class ReportSummary(_File):
 
 class Report(_File):
     """report.json: rendered at every stop from the records only (REPORT.md and report.html show the same)."""
+
     schema_: str = _schema("report")
     run_id: str | None
     bundle: Obj
@@ -215,9 +302,16 @@ def file_model(relpath: str) -> type[BaseModel] | None:
     """The model of the run file at `relpath` (relative to its run directory, `/`-separated); None for no JSON run file."""
     parts = relpath.split("/")
     if len(parts) == 1:
-        top: dict[str, type[BaseModel]] = {"manifest.json": Manifest, "state.json": State, "checkpoint.json": Checkpoint, "lease.json": LeaseInfo,
-                "pending_escalation.json": PendingEscalation, "approval.json": Approval, "incident.json": Incident,
-                "report.json": Report}
+        top: dict[str, type[BaseModel]] = {
+            "manifest.json": Manifest,
+            "state.json": State,
+            "checkpoint.json": Checkpoint,
+            "lease.json": LeaseInfo,
+            "pending_escalation.json": PendingEscalation,
+            "approval.json": Approval,
+            "incident.json": Incident,
+            "report.json": Report,
+        }
         return top.get(parts[0])
     if len(parts) == 2 and parts[0] == "decisions" and parts[1].endswith(".json"):
         return Approval

@@ -43,8 +43,13 @@ class RunState(str, Enum):
 
     @property
     def terminal(self) -> bool:
-        return self in (RunState.COMPLETED, RunState.FAILED, RunState.FAILED_AFTER_EFFECT, RunState.BLOCKED,
-                        RunState.INTERRUPTED)
+        return self in (
+            RunState.COMPLETED,
+            RunState.FAILED,
+            RunState.FAILED_AFTER_EFFECT,
+            RunState.BLOCKED,
+            RunState.INTERRUPTED,
+        )
 
     @property
     def final(self) -> bool:

@@ -8,19 +8,38 @@ from __future__ import annotations
 
 from typing import Literal, NotRequired, TypedDict
 
-__all__ = ["CallFields", "ChangeDoc", "ConsumedDecision", "EffectDoc", "EffectVerdictName", "LedgerEntry", "PatchInfo", "ReadingDoc",
-           "RecheckedEffect", "ScreenFact", "Seal", "SkippedData", "StepEffect", "Verification", "VerifiedBy",
-           "VerifiedData"]
+__all__ = [
+    "CallFields",
+    "ChangeDoc",
+    "ConsumedDecision",
+    "EffectDoc",
+    "EffectVerdictName",
+    "LedgerEntry",
+    "PatchInfo",
+    "ReadingDoc",
+    "RecheckedEffect",
+    "ScreenFact",
+    "Seal",
+    "SkippedData",
+    "StepEffect",
+    "Verification",
+    "VerifiedBy",
+    "VerifiedData",
+]
 
 VerifiedBy = Literal["runtime", "reconciled", "operator"]
-Verification = Literal["strong", "weak", "none"]  # a declared fact, effect or read-back / only a screen change / nothing
+Verification = Literal[
+    "strong", "weak", "none"
+]  # a declared fact, effect or read-back / only a screen change / nothing
 EffectVerdictName = Literal["CONFIRMED", "ABSENT", "CONFLICTING", "UNAVAILABLE", "INDETERMINATE"]
 
 
 # ---- a step's records ----
 
+
 class ReadingDoc(TypedDict):
     """One read of a system of record (`effect_baseline`, and an effect verdict's baseline and observation)."""
+
     ok: bool
     value: object  # the system of record's value: any JSON
     error: NotRequired[str]  # only when the read failed
@@ -30,6 +49,7 @@ class ChangeDoc(TypedDict):
     """One row a whole-change effect saw change between its baseline and its reading: its table, how it changed,
     its key, its values (after; before for a removed row; secrets masked; None when not known), and whether it is
     one the step declared (`expected`) or a collateral write."""
+
     table: str
     kind: Literal["added", "changed", "removed"]
     key: str
@@ -39,6 +59,7 @@ class ChangeDoc(TypedDict):
 
 class EffectDoc(TypedDict):
     """What an effect verifier concluded (`effect_verified`, and a verified step's `effect`)."""
+
     verdict: EffectVerdictName
     baseline: ReadingDoc | None
     observed: ReadingDoc | None
@@ -50,6 +71,7 @@ class EffectDoc(TypedDict):
 
 class RecheckedEffect(TypedDict):
     """A resume's read-only re-read of an uncertain step's effect (`rechecked`, and a reconciled step's `effect`)."""
+
     verdict: EffectVerdictName
     baseline: ReadingDoc | None
     observed: ReadingDoc
@@ -63,6 +85,7 @@ StepEffect = EffectDoc | RecheckedEffect  # the `effect` a verified step (and th
 class ScreenFact(TypedDict, total=False):
     """A postcondition that one frame can re-prove (resume checks it before acting), as the step's record keeps it:
     its one kind (texts interpolated), and the region where it was found this time."""
+
     text_present: str
     text_absent: str
     template_present: str
@@ -74,6 +97,7 @@ class VerifiedData(TypedDict):
     """A `step_verified` record's data: what a checkpoint is built from. A GUI step carries its rung, time and
     verification; a durable kind or a workflow call its `result`; a reconciled step its `effect`; an operator's
     answer the operator."""
+
     index: int
     verified_by: VerifiedBy
     rung: NotRequired[str | None]
@@ -87,6 +111,7 @@ class VerifiedData(TypedDict):
 
 class SkippedData(TypedDict):
     """A `step_skipped` record's data: the step an operator's `skip` passed over."""
+
     index: int
     verified_by: Literal["operator"]
     operator: str | None
@@ -95,6 +120,7 @@ class SkippedData(TypedDict):
 class PatchInfo(TypedDict):
     """What a `teach` decision cut from the halt frame (patches/<pause_id>/patch.json without its `schema`): the
     digests its approval carries as the decision's payload."""
+
     pause_id: str
     step: str
     template: str  # the crop, relative to the patched bundle
@@ -109,14 +135,17 @@ class PatchInfo(TypedDict):
 
 # ---- the run ledger (outside every run directory) ----
 
+
 class Seal(TypedDict):
     """The journal's end (seq, hash) at the run's last state transition; seq 0: nothing sealed yet."""
+
     seq: int
     hash: str | None
 
 
 class ConsumedDecision(TypedDict):
     """A pause's decision, used: the journal record that recorded it, the directory that used it, and when."""
+
     decision: str | None
     seq: int
     hash: str
@@ -127,6 +156,7 @@ class ConsumedDecision(TypedDict):
 class LedgerEntry(TypedDict, total=False):
     """One run's ledger entry (`{}` for a run the ledger never saw): the one place that holds the run, its seal and
     the decisions it used."""
+
     schema: str
     run_id: str
     updated_at: str
@@ -138,8 +168,10 @@ class LedgerEntry(TypedDict, total=False):
 
 # ---- a Python workflow's durable call ----
 
+
 class CallFields(TypedDict, total=False):
     """The step a workflow call runs as (`Step(id=..., **fields)`): its kind and what that kind needs."""
+
     action: str
     call: str
     consequential: bool

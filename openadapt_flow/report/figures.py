@@ -89,7 +89,11 @@ def shown_region(png: bytes, size: tuple[int, int], marks: Marks) -> Box:
     if app is None:
         return 0, 0, w, h
     x0, y0, x1, y1 = app[0], app[1], app[0] + app[2], app[1] + app[3]
-    for box in [b for b, _ in marks.boxes + marks.dashed] + [b for b, _, _ in marks.labels] + [[*p, 0, 0] for p in marks.points]:
+    for box in (
+        [b for b, _ in marks.boxes + marks.dashed]
+        + [b for b, _, _ in marks.labels]
+        + [[*p, 0, 0] for p in marks.points]
+    ):
         bx, by, bw, bh = (int(v) for v in box[:4])
         x0, y0 = min(x0, bx - APP_PAD), min(y0, by - APP_PAD)
         x1, y1 = max(x1, bx + bw + APP_PAD), max(y1, by + bh + APP_PAD)
@@ -112,7 +116,7 @@ def thumbnail(png: bytes, width: int, region: Box | None = None) -> bytes | None
         return None
     if not whole and region is not None:
         x, y, rw, rh = region
-        img = img[y:y + rh, x:x + rw]
+        img = img[y : y + rh, x : x + rw]
     ih, iw = img.shape[:2]
     if iw > width:
         img = resize(img, (width, max(1, round(ih * width / iw))), "area")
@@ -146,30 +150,40 @@ def _n(v: float) -> str:
 
 def _rect(box: list[int], colour: str, width: float, extra: str = "") -> str:
     x, y, w, h = box
-    return (f'<rect x="{_n(x)}" y="{_n(y)}" width="{_n(w)}" height="{_n(h)}" fill="none" stroke="{colour}" '
-            f'stroke-width="{_n(width)}"{extra}/>')
+    return (
+        f'<rect x="{_n(x)}" y="{_n(y)}" width="{_n(w)}" height="{_n(h)}" fill="none" stroke="{colour}" '
+        f'stroke-width="{_n(width)}"{extra}/>'
+    )
 
 
 def overlay(marks: Marks, px: float, cls: str) -> str:
     """SVG elements drawing `marks` in frame pixels; `px` is how many frame pixels one screen pixel covers, so the
     marks keep their on-screen size however small the thumbnail."""
-    out = [f'<g class="{cls}-dashed">' + _rect(box, colour, 2 * px, f' stroke-dasharray="{_n(6 * px)} {_n(4 * px)}"') + "</g>"
-           for box, colour in marks.dashed]
+    out = [
+        f'<g class="{cls}-dashed">'
+        + _rect(box, colour, 2 * px, f' stroke-dasharray="{_n(6 * px)} {_n(4 * px)}"')
+        + "</g>"
+        for box, colour in marks.dashed
+    ]
     out += [f'<g class="{cls}-box">' + _rect(box, colour, 2 * px) + "</g>" for box, colour in marks.boxes]
     r = 3.5 * px
     for x, y in marks.points:
-        out.append(f'<g class="{cls}-click" stroke="{CLICK}" stroke-width="{_n(1.5 * px)}" fill="none">'
-                   f'<circle cx="{_n(x)}" cy="{_n(y)}" r="{_n(r)}"/>'
-                   f'<path d="M{_n(x)} {_n(y - 1.8 * r)}V{_n(y + 1.8 * r)}M{_n(x - 1.8 * r)} {_n(y)}H{_n(x + 1.8 * r)}"/></g>')
+        out.append(
+            f'<g class="{cls}-click" stroke="{CLICK}" stroke-width="{_n(1.5 * px)}" fill="none">'
+            f'<circle cx="{_n(x)}" cy="{_n(y)}" r="{_n(r)}"/>'
+            f'<path d="M{_n(x)} {_n(y - 1.8 * r)}V{_n(y + 1.8 * r)}M{_n(x - 1.8 * r)} {_n(y)}H{_n(x + 1.8 * r)}"/></g>'
+        )
     font = 12 * px
     taken = [tuple(float(v) for v in box) for box, _ in marks.dashed + marks.boxes]
     for box, text, colour in marks.labels:
         tw, th = font * 0.6 * len(text) + font * 0.6, font * 1.35
         lx, ly = _place(box, tw, th, 4 * px, taken)
         taken.append((lx, ly, tw, th))
-        out.append(f'<g class="{cls}-label"><rect x="{_n(lx)}" y="{_n(ly)}" width="{_n(tw)}" height="{_n(th)}" '
-                   f'fill="{colour}"/><text x="{_n(lx + font * 0.3)}" y="{_n(ly + font * 1.05)}" font-size="{_n(font)}" '
-                   f'font-family="monospace" font-weight="bold" fill="#fff">{html.escape(text)}</text></g>')
+        out.append(
+            f'<g class="{cls}-label"><rect x="{_n(lx)}" y="{_n(ly)}" width="{_n(tw)}" height="{_n(th)}" '
+            f'fill="{colour}"/><text x="{_n(lx + font * 0.3)}" y="{_n(ly + font * 1.05)}" font-size="{_n(font)}" '
+            f'font-family="monospace" font-weight="bold" fill="#fff">{html.escape(text)}</text></g>'
+        )
     return "".join(out)
 
 
@@ -204,10 +218,12 @@ def framed(png: bytes | None, rel: str, marks: Marks, *, width: int, cls: str, a
         return ""
     shown = min(width, w)
     data = base64.b64encode(small).decode()
-    return (f'<a class="frame {cls}" href="{html.escape(rel)}" title="open {html.escape(rel)} full size">'
-            f'<svg role="img" aria-label="{html.escape(alt)}" viewBox="{x} {y} {w} {h}" width="{shown}" '
-            f'height="{round(h * shown / w)}"><image x="{x}" y="{y}" width="{w}" height="{h}" '
-            f'href="data:image/png;base64,{data}"/>{overlay(marks, w / shown, cls)}</svg></a>')
+    return (
+        f'<a class="frame {cls}" href="{html.escape(rel)}" title="open {html.escape(rel)} full size">'
+        f'<svg role="img" aria-label="{html.escape(alt)}" viewBox="{x} {y} {w} {h}" width="{shown}" '
+        f'height="{round(h * shown / w)}"><image x="{x}" y="{y}" width="{w}" height="{h}" '
+        f'href="data:image/png;base64,{data}"/>{overlay(marks, w / shown, cls)}</svg></a>'
+    )
 
 
 def step_chart(steps: list[dict[str, Any]], width: int = 720, height: int = 120) -> str:
@@ -222,15 +238,25 @@ def step_chart(steps: list[dict[str, Any]], width: int = 720, height: int = 120)
     bars = []
     for i, s in enumerate(steps):
         ms = s.get("ms")
-        colour = STATUS_COLOURS["weak" if s.get("weak") else str(s.get("status"))] if s.get("status") in STATUS_COLOURS else "#888"
+        colour = (
+            STATUS_COLOURS["weak" if s.get("weak") else str(s.get("status"))]
+            if s.get("status") in STATUS_COLOURS
+            else "#888"
+        )
         bh = 0.0 if ms is None else max(1.0, (height - 24) * float(ms) / top)
         x = 36 + i * (bar_w + gap)
         label = f"{i + 1}. {s['id']}: {'—' if ms is None else f'{ms:.0f} ms'} ({s.get('status')})"
-        bars.append(f'<rect class="bar" x="{x:.1f}" y="{height - 14 - bh:.1f}" width="{bar_w:.1f}" height="{bh:.1f}" '
-                    f'fill="{colour}"><title>{html.escape(label)}</title></rect>')
-    axis = (f'<text x="0" y="12" font-size="11">{top:.0f} ms</text><text x="0" y="{height - 16}" font-size="11">0</text>'
-            f'<line x1="34" y1="{height - 14}" x2="{width}" y2="{height - 14}" stroke="#999"/>'
-            f'<text x="36" y="{height - 2}" font-size="11">step 1</text>'
-            f'<text x="{width}" y="{height - 2}" font-size="11" text-anchor="end">step {n}</text>')
-    return (f'<svg class="chart" role="img" aria-label="time per step" viewBox="0 0 {width} {height}" width="{width}" '
-            f'height="{height}">{axis}{"".join(bars)}</svg>')
+        bars.append(
+            f'<rect class="bar" x="{x:.1f}" y="{height - 14 - bh:.1f}" width="{bar_w:.1f}" height="{bh:.1f}" '
+            f'fill="{colour}"><title>{html.escape(label)}</title></rect>'
+        )
+    axis = (
+        f'<text x="0" y="12" font-size="11">{top:.0f} ms</text><text x="0" y="{height - 16}" font-size="11">0</text>'
+        f'<line x1="34" y1="{height - 14}" x2="{width}" y2="{height - 14}" stroke="#999"/>'
+        f'<text x="36" y="{height - 2}" font-size="11">step 1</text>'
+        f'<text x="{width}" y="{height - 2}" font-size="11" text-anchor="end">step {n}</text>'
+    )
+    return (
+        f'<svg class="chart" role="img" aria-label="time per step" viewBox="0 0 {width} {height}" width="{width}" '
+        f'height="{height}">{axis}{"".join(bars)}</svg>'
+    )

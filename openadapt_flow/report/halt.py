@@ -3,10 +3,11 @@ show them on, and the exact commands an operator runs next."""
 
 from __future__ import annotations
 
-from openadapt_flow.records.rundoc import ManifestDoc
-from openadapt_flow.records.states import DecisionKind, PausedReason, RunState, TransactionOutcome
 import shlex
 from typing import Any
+
+from openadapt_flow.records.rundoc import ManifestDoc
+from openadapt_flow.records.states import DecisionKind, PausedReason, RunState, TransactionOutcome
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 OPERATOR = '"$USER"'  # `flow approve` needs --operator; the OS user is recorded beside it anyway
@@ -32,7 +33,9 @@ def candidates(evidence: list[dict[str, Any]]) -> list[dict[str, Any]]:
             if len(box) != 4:
                 continue
             rung, score = str(ev.get("rung")), c.get("score")
-            place = next((p for p in places if _inside(_centre(box), p["box"]) or _inside(_centre(p["box"]), box)), None)
+            place = next(
+                (p for p in places if _inside(_centre(box), p["box"]) or _inside(_centre(p["box"]), box)), None
+            )
             if place is None:
                 point = c.get("point")
                 place = {"box": box, "point": [int(v) for v in point] if point else _centre(box), "scores": {}}
@@ -112,8 +115,11 @@ def _moving_on(ref: str, rep: dict[str, Any], manifest: ManifestDoc) -> list[str
         for c in (rep.get("halt") or {}).get("candidates") or []:
             x, y = c["point"]
             out.append(f"flow approve {run} --decision teach --point {x},{y} --operator {OPERATOR}")
-    out += [f"flow approve {run} --decision {d} --operator {OPERATOR}" for d in ("continue", "skip", "reject", "escalate")
-            if d in allowed]
+    out += [
+        f"flow approve {run} --decision {d} --operator {OPERATOR}"
+        for d in ("continue", "skip", "reject", "escalate")
+        if d in allowed
+    ]
     if DecisionKind.RECONCILE in allowed:
         out += _reconcile(run)
     return out + [resume] if out else []
@@ -126,17 +132,23 @@ def advice(ref: str, rep: dict[str, Any], durable: bool) -> list[str]:
         return []
     run, out = shlex.quote(ref), []
     if (rep.get("halt") or {}).get("category") == "start_state":
-        out.append("The application was not on the screen the recording starts from, so nothing was sent. Bring it "
-                   "back first — the bundle's `reset:` (flow batch runs it between items), or by hand — then run "
-                   "again: run as it is, it would stop here again.")
+        out.append(
+            "The application was not on the screen the recording starts from, so nothing was sent. Bring it "
+            "back first — the bundle's `reset:` (flow batch runs it between items), or by hand — then run "
+            "again: run as it is, it would stop here again."
+        )
     rows = rep.get("collateral") or []
     if rows:
         steps = ", ".join(dict.fromkeys(str(r.get("step")) for r in rows))
-        out.append(f"Collateral write: step {steps} changed {len(rows)} row(s) it does not declare (listed under "
-                   "“Collateral writes”). Check each in the system of record and undo what should not be there before "
-                   "anything else runs on this application.")
-    record = (f"then record what you found: `flow approve {run} --decision reconcile --effect landed` (it is there) or "
-              "`--effect absent` (it is not)")
+        out.append(
+            f"Collateral write: step {steps} changed {len(rows)} row(s) it does not declare (listed under "
+            "“Collateral writes”). Check each in the system of record and undo what should not be there before "
+            "anything else runs on this application."
+        )
+    record = (
+        f"then record what you found: `flow approve {run} --decision reconcile --effect landed` (it is there) or "
+        "`--effect absent` (it is not)"
+    )
     if durable and rep.get("state") == RunState.INTERRUPTED:  # no pause to decide yet: resume re-reads it first
         record = f"then `flow resume {run}` re-reads it, and asks for your answer (a reconcile) if it still cannot tell"
     for ev in rep.get("outcome_evidence") or []:
@@ -144,12 +156,18 @@ def advice(ref: str, rep: dict[str, Any], durable: bool) -> list[str]:
         if verdict == "RECONCILED_ABSENT":
             out.append(f"Step {step}: an operator recorded that its write did not land.")
         elif ev.get("positively_absent"):
-            out.append(f"Step {step} sent its input and its effect read {verdict}: nothing was written. Check the "
-                       "application's screen (a dialog, a half-filled form) before anything runs on it again.")
+            out.append(
+                f"Step {step} sent its input and its effect read {verdict}: nothing was written. Check the "
+                "application's screen (a dialog, a half-filled form) before anything runs on it again."
+            )
         elif verdict == "CONFIRMED":
-            out.append(f"Step {step}'s write landed (its effect read CONFIRMED); a check after it failed. Check that the "
-                       f"application shows it done, {record}.")
+            out.append(
+                f"Step {step}'s write landed (its effect read CONFIRMED); a check after it failed. Check that the "
+                f"application shows it done, {record}."
+            )
         else:
-            out.append(f"Step {step} sent its input and its write is uncertain (effect {verdict}). Check the system of "
-                       f"record for what the step's effect declares, {record}.")
+            out.append(
+                f"Step {step} sent its input and its write is uncertain (effect {verdict}). Check the system of "
+                f"record for what the step's effect declares, {record}."
+            )
     return out

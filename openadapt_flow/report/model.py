@@ -6,13 +6,13 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from openadapt_flow.errors import FlowError
+from openadapt_flow.records.entry import JournalEntry, step_of
+from openadapt_flow.records.rundoc import ManifestDoc
+from openadapt_flow.records.states import RecordType, RunState, is_a
 from openadapt_flow.report.halt import advice, candidates, next_commands
 from openadapt_flow.report.outcome import unverified_step
 from openadapt_flow.report.summary import summarize
 from openadapt_flow.store.base import RunHandle
-from openadapt_flow.records.states import RecordType, RunState, is_a
-from openadapt_flow.records.entry import JournalEntry, step_of
-from openadapt_flow.records.rundoc import ManifestDoc
 
 
 def _step_rows(manifest: ManifestDoc, records: list[JournalEntry], frames: set[str]) -> list[dict[str, Any]]:
@@ -27,8 +27,13 @@ def _step_rows(manifest: ManifestDoc, records: list[JournalEntry], frames: set[s
             order.append(sid)
         row, d, typ = rows[sid], r.get("data") or {}, r.get("type")
         if typ == RecordType.STEP_STARTED:
-            row.update(index=d.get("index"), action=d.get("action"), intent=d.get("intent"), status="started",
-                       started_at=r.get("ts"))
+            row.update(
+                index=d.get("index"),
+                action=d.get("action"),
+                intent=d.get("intent"),
+                status="started",
+                started_at=r.get("ts"),
+            )
         elif typ == RecordType.RESOLVED and d.get("role") == "to":
             row["to_point"] = d.get("point")
         elif typ == RecordType.RESOLVED:
@@ -53,19 +58,27 @@ def _step_rows(manifest: ManifestDoc, records: list[JournalEntry], frames: set[s
             row["status"] = "verified"
             row["elapsed_ms"] = d.get("elapsed_ms")
             if d.get("verification"):
-                row["verification"] = d["verification"]  # strong | weak (only: the screen changed where it acted) | none
+                row["verification"] = d[
+                    "verification"
+                ]  # strong | weak (only: the screen changed where it acted) | none
         elif typ == RecordType.STEP_SKIPPED:
             row["status"] = "skipped"
             row.setdefault("index", d.get("index"))
         elif typ == RecordType.HALTED:
             row["status"] = "halted"
             row["halted_at"] = r.get("ts")
-            row["halt"] = {"category": d.get("category"), "message": d.get("message"), "input_sent": d.get("input_sent")}
+            row["halt"] = {
+                "category": d.get("category"),
+                "message": d.get("message"),
+                "input_sent": d.get("input_sent"),
+            }
     for sid, row in rows.items():
         idx = row.get("index")
         if idx is not None:
             row["frames"] = {
-                k: f"frames/{idx:03d}-{sid}-{k}.png" for k in ("before", "after") if f"{idx:03d}-{sid}-{k}.png" in frames
+                k: f"frames/{idx:03d}-{sid}-{k}.png"
+                for k in ("before", "after")
+                if f"{idx:03d}-{sid}-{k}.png" in frames
             }
         if f"halt-{sid}.png" in frames:
             row.setdefault("frames", {})["halt"] = f"frames/halt-{sid}.png"
@@ -126,10 +139,17 @@ def build_report(run: RunHandle) -> dict[str, Any]:
         "landed": _landed(records),
         "outcome_evidence": _stop_data(records).get("outcome_evidence") or [],
         "collateral": collateral(records),
-        "weakly_verified": list(dict.fromkeys(r["step"] for r in records if is_a(r, RecordType.STEP_VERIFIED)
-                                              and (r.get("data") or {}).get("verification") == "weak")),
+        "weakly_verified": list(
+            dict.fromkeys(
+                r["step"]
+                for r in records
+                if is_a(r, RecordType.STEP_VERIFIED) and (r.get("data") or {}).get("verification") == "weak"
+            )
+        ),
         "masked": _masked(records),
-        "model_calls": sum(r["data"].get("model_calls", 0) for r in records if is_a(r, RecordType.RESOLVED, RecordType.LLM_CALL)),
+        "model_calls": sum(
+            r["data"].get("model_calls", 0) for r in records if is_a(r, RecordType.RESOLVED, RecordType.LLM_CALL)
+        ),
         "steps": rows,
         "summary": summarize(state.get("state"), rows, records),
     }
@@ -155,15 +175,22 @@ def collateral(records: list[JournalEntry]) -> list[dict[str, Any]]:
     last: dict[str, list[dict[str, Any]]] = {}
     for r in records:
         d = r.get("data") or {}
-        effect = d if is_a(r, RecordType.EFFECT_VERIFIED) else d.get("effect") if is_a(r, RecordType.RECHECKED) else None
+        effect = (
+            d if is_a(r, RecordType.EFFECT_VERIFIED) else d.get("effect") if is_a(r, RecordType.RECHECKED) else None
+        )
         if isinstance(effect, dict) and r.get("step"):
             last[step_of(r)] = [c for c in effect.get("changes") or [] if isinstance(c, dict)]
-    return [{"step": step, **{k: c.get(k) for k in ("table", "kind", "key", "values")}}
-            for step, changes in last.items() for c in changes if not c.get("expected")]
+    return [
+        {"step": step, **{k: c.get(k) for k in ("table", "kind", "key", "values")}}
+        for step, changes in last.items()
+        for c in changes
+        if not c.get("expected")
+    ]
 
 
-def halt_view(run: RunHandle, records: list[JournalEntry] | None = None, frames: set[str] | None = None
-              ) -> dict[str, Any] | None:
+def halt_view(
+    run: RunHandle, records: list[JournalEntry] | None = None, frames: set[str] | None = None
+) -> dict[str, Any] | None:
     """The run's last halt as the report shows it (`build_report(run)["halt"]`), without the report's fold of every
     step: what the console's run page needs. `records` and `frames` are read from the run unless given."""
     records = run.read_records() if records is None else records
@@ -193,7 +220,12 @@ def _masked(records: list[JournalEntry]) -> list[dict[str, Any]]:
     for r in records:
         if is_a(r, RecordType.FRAMES_MASKED) and r.get("step"):
             d = r.get("data") or {}
-            out[step_of(r)] = {"step": r["step"], "box": d.get("box"), "whole_frame": bool(d.get("whole_frame")), "from_seq": r.get("seq")}
+            out[step_of(r)] = {
+                "step": r["step"],
+                "box": d.get("box"),
+                "whole_frame": bool(d.get("whole_frame")),
+                "from_seq": r.get("seq"),
+            }
     return list(out.values())
 
 
@@ -214,6 +246,16 @@ def _decisions(run: RunHandle, records: list[JournalEntry]) -> list[dict[str, An
     if pending is not None:
         out.append({**pending, "unused": True})
     known = {d.get("pause_id") for d in out}
-    out += [{**(r.get("data") or {}), "step": r.get("step")} for r in records if is_a(r, RecordType.DECISION)
-            and (r.get("data") or {}).get("pause_id") not in known]
-    return [{k: d.get(k) for k in ("pause_id", "step", "decision", "effect", "operator", "os_user", "note", "decided_at", "unused") if d.get(k) is not None} for d in out]
+    out += [
+        {**(r.get("data") or {}), "step": r.get("step")}
+        for r in records
+        if is_a(r, RecordType.DECISION) and (r.get("data") or {}).get("pause_id") not in known
+    ]
+    return [
+        {
+            k: d.get(k)
+            for k in ("pause_id", "step", "decision", "effect", "operator", "os_user", "note", "decided_at", "unused")
+            if d.get(k) is not None
+        }
+        for d in out
+    ]

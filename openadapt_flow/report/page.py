@@ -11,12 +11,25 @@ import html
 from typing import Any
 
 from openadapt_flow.errors import FlowError
-from openadapt_flow.report.figures import BOX, CANDIDATE, HALT_W, STEP_W, Marks, framed, step_chart
-from openadapt_flow.report.pictures import STYLE as PAIR_STYLE, pair_html, pictures
-from openadapt_flow.report.text import (allowed_text, plain_words, backend_label, change_text, decision_text, fmt, notes, params_text, scores_text,
-                                        seconds, status_label, verdicts)
-from openadapt_flow.store.base import RunHandle
 from openadapt_flow.records.states import RunState
+from openadapt_flow.report.figures import BOX, CANDIDATE, HALT_W, STEP_W, Marks, framed, step_chart
+from openadapt_flow.report.pictures import STYLE as PAIR_STYLE
+from openadapt_flow.report.pictures import pair_html, pictures
+from openadapt_flow.report.text import (
+    allowed_text,
+    backend_label,
+    change_text,
+    decision_text,
+    fmt,
+    notes,
+    params_text,
+    plain_words,
+    scores_text,
+    seconds,
+    status_label,
+    verdicts,
+)
+from openadapt_flow.store.base import RunHandle
 
 e = html.escape
 
@@ -56,7 +69,9 @@ def _card(value: str, label: str, cls: str = "") -> str:
 def _summary(rep: dict[str, Any]) -> str:
     s = rep["summary"]
     cards = [
-        _card(str(s["state"]), "outcome", f"outcome {s['state']}").replace("</small>", f" · exit {fmt(s['exit_code'])}</small>"),
+        _card(str(s["state"]), "outcome", f"outcome {s['state']}").replace(
+            "</small>", f" · exit {fmt(s['exit_code'])}</small>"
+        ),
         _card(seconds(s["duration_s"]), "running time"),
         *(_card(str(s[k]), k, k if s[k] else "") for k in ("verified", "weak", "halted")),  # coloured when any
         *([_card(str(s["skipped"]), "skipped")] if s.get("skipped") else []),
@@ -67,8 +82,10 @@ def _summary(rep: dict[str, Any]) -> str:
     if rep.get("transaction_outcome"):
         cards.append(_card(str(rep["transaction_outcome"]), "transaction outcome"))
     chart = step_chart(s["step_ms"])
-    return (f'<section id="summary"><div class="cards">{"".join(cards)}</div>'
-            f'<figure>{chart}<figcaption>time per step (bar colour: verified, weak, halted)</figcaption></figure></section>')
+    return (
+        f'<section id="summary"><div class="cards">{"".join(cards)}</div>'
+        f'<figure>{chart}<figcaption>time per step (bar colour: verified, weak, halted)</figcaption></figure></section>'
+    )
 
 
 def _artifact(run: RunHandle, rel: str | None) -> bytes | None:
@@ -91,20 +108,40 @@ def _halt(run: RunHandle, rep: dict[str, Any]) -> str:
         best = max((v for v in c["scores"].values() if v is not None), default=None)
         marks.labels.append((c["box"], f"{c['label']} {fmt(best, 2)}", CANDIDATE))
     rel = h.get("show_frame")
-    picture = framed(_artifact(run, rel), str(rel), marks, width=HALT_W, cls="halt", alt=f"halt frame of {h.get('step')}", embed=HALT_W)
+    picture = framed(
+        _artifact(run, rel),
+        str(rel),
+        marks,
+        width=HALT_W,
+        cls="halt",
+        alt=f"halt frame of {h.get('step')}",
+        embed=HALT_W,
+    )
     rows = "".join(
         f"<tr class='candidate'><td><b>{e(c['label'])}</b></td><td>{e(scores_text(c, 3))}</td>"
         f"<td>{e(str(c['box']))}</td><td>{c['point'][0]},{c['point'][1]}</td></tr>"
         for c in cands
     )
-    table = ("<p>Every candidate the engine weighed, with its score. <b>None of them is the answer</b>: the engine "
-             "halted rather than pick one.</p><table class='candidates'><tr><th></th><th>score by rung</th>"
-             f"<th>box</th><th>click point</th></tr>{rows}</table>") if cands else ""
-    earlier = rep.get("state") not in (RunState.PAUSED, RunState.FAILED, RunState.FAILED_AFTER_EFFECT)  # the run went on after it (a decision, a resume)
+    table = (
+        (
+            "<p>Every candidate the engine weighed, with its score. <b>None of them is the answer</b>: the engine "
+            "halted rather than pick one.</p><table class='candidates'><tr><th></th><th>score by rung</th>"
+            f"<th>box</th><th>click point</th></tr>{rows}</table>"
+        )
+        if cands
+        else ""
+    )
+    earlier = rep.get("state") not in (
+        RunState.PAUSED,
+        RunState.FAILED,
+        RunState.FAILED_AFTER_EFFECT,
+    )  # the run went on after it (a decision, a resume)
     title, cls = ("Earlier halt", " class='earlier'") if earlier else ("Halted", "")
-    return (f"<section id='halt'{cls}><div class='what'>"
-            f"<h2>{title} at step {e(str(h.get('step')))}: {e(str(h.get('category')))}</h2>"
-            f"<p>{e(str(h.get('message')))}</p>{_pair(run, h)}{table}{_next(rep)}</div>{picture}</section>")
+    return (
+        f"<section id='halt'{cls}><div class='what'>"
+        f"<h2>{title} at step {e(str(h.get('step')))}: {e(str(h.get('category')))}</h2>"
+        f"<p>{e(str(h.get('message')))}</p>{_pair(run, h)}{table}{_next(rep)}</div>{picture}</section>"
+    )
 
 
 def _pair(run: RunHandle, h: dict[str, Any]) -> str:
@@ -134,15 +171,19 @@ def _decisions(rep: dict[str, Any]) -> str:
     if rep.get("escalation"):
         esc = rep["escalation"]
         allowed = "".join(f"<li>{e(a)}</li>" for a in allowed_text(esc))
-        out.append(f"<p>Pending decision <code>{e(str(esc.get('pause_id')))}</code> on <code>{e(str(esc.get('step')))}</code> "
-                   f"({e(str(esc.get('category')))}); expires {e(str(esc.get('expires_at')))}. Allowed:</p>"
-                   f"<ul class='allowed'>{allowed}</ul>")
+        out.append(
+            f"<p>Pending decision <code>{e(str(esc.get('pause_id')))}</code> on <code>{e(str(esc.get('step')))}</code> "
+            f"({e(str(esc.get('category')))}); expires {e(str(esc.get('expires_at')))}. Allowed:</p>"
+            f"<ul class='allowed'>{allowed}</ul>"
+        )
     for d in rep.get("decisions") or []:
         out.append(f"<p class='decision'>{e(decision_text(d))}</p>")
     if rep.get("incident"):
         inc = rep["incident"]
-        out.append(f"<p>Incident <code>{e(str(inc.get('id')))}</code>: {e(str(inc.get('rule')))} by "
-                   f"{e(str(inc.get('operator')))} at step <code>{e(str(inc.get('step')))}</code></p>")
+        out.append(
+            f"<p>Incident <code>{e(str(inc.get('id')))}</code>: {e(str(inc.get('rule')))} by "
+            f"{e(str(inc.get('operator')))} at step <code>{e(str(inc.get('step')))}</code></p>"
+        )
     return "".join(out)
 
 
@@ -155,15 +196,39 @@ def _frames(run: RunHandle, r: dict[str, Any], halt: dict[str, Any] | None) -> s
             marks.boxes.append((r["box"], BOX))
         if r.get("point"):
             marks.points.append(r["point"])
-        out.append(framed(_artifact(run, frames["before"]), frames["before"], marks, width=STEP_W, cls="before",
-                          alt=f"before {r['id']}"))
+        out.append(
+            framed(
+                _artifact(run, frames["before"]),
+                frames["before"],
+                marks,
+                width=STEP_W,
+                cls="before",
+                alt=f"before {r['id']}",
+            )
+        )
     if frames.get("after"):
-        out.append(framed(_artifact(run, frames["after"]), frames["after"], Marks(), width=STEP_W, cls="after",
-                          alt=f"after {r['id']}"))
+        out.append(
+            framed(
+                _artifact(run, frames["after"]),
+                frames["after"],
+                Marks(),
+                width=STEP_W,
+                cls="after",
+                alt=f"after {r['id']}",
+            )
+        )
     if halt and halt.get("step") == r["id"] and r.get("status") == "halted" and halt.get("show_frame"):
         marks = Marks(dashed=[(c["box"], CANDIDATE) for c in halt.get("candidates") or []])
-        out.append(framed(_artifact(run, halt["show_frame"]), halt["show_frame"], marks, width=STEP_W, cls="halted",
-                          alt=f"halt {r['id']}"))
+        out.append(
+            framed(
+                _artifact(run, halt["show_frame"]),
+                halt["show_frame"],
+                marks,
+                width=STEP_W,
+                cls="halted",
+                alt=f"halt {r['id']}",
+            )
+        )
     return "".join(out)
 
 
@@ -173,8 +238,10 @@ def _evidence(r: dict[str, Any]) -> str:
         f"{fmt(x.get('elapsed_ms'), 1)} ms {e(str(x.get('detail', '')))}</li>"
         for x in r.get("evidence", [])
     )
-    checks = "".join(f"<li>{'✓' if c.get('ok') else '✗'} {e(str(c.get('kind')))} {e(str(c.get('detail') or ''))}</li>"
-                     for c in r.get("checks", []))
+    checks = "".join(
+        f"<li>{'✓' if c.get('ok') else '✗'} {e(str(c.get('kind')))} {e(str(c.get('detail') or ''))}</li>"
+        for c in r.get("checks", [])
+    )
     if not items and not checks:
         return ""
     return f"<details><summary>{e(verdicts(r))}</summary><ul>{items}{checks}</ul></details>"

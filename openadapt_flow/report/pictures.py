@@ -12,8 +12,10 @@ PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 SOUGHT = "sought: the picture recorded for this target"
 BEST = "the best candidate on the screen when it halted"
 NO_BEST = "no one best candidate: the candidates weighed are lettered on the halt frame"
-STYLE = (".pair{display:flex;gap:16px;align-items:flex-end;margin:8px 0}.pair img{max-width:320px;image-rendering:pixelated;"
-         "border:1px solid #999}.pair figcaption{font-size:12px;color:#555}")
+STYLE = (
+    ".pair{display:flex;gap:16px;align-items:flex-end;margin:8px 0}.pair img{max-width:320px;image-rendering:pixelated;"
+    "border:1px solid #999}.pair figcaption{font-size:12px;color:#555}"
+)
 
 
 def pictures(halt: dict[str, Any]) -> dict[str, str]:
@@ -21,14 +23,20 @@ def pictures(halt: dict[str, Any]) -> dict[str, str]:
     pics = halt.get("pictures")
     if not isinstance(pics, dict):
         return {}
-    return {k: v for k, v in pics.items() if k in ("template", "best") and isinstance(v, str) and v.startswith("frames/")}
+    return {
+        k: v for k, v in pics.items() if k in ("template", "best") and isinstance(v, str) and v.startswith("frames/")
+    }
 
 
 def pair_html(template: bytes | None, best: bytes | None) -> str:
     """The two pictures as HTML (nothing when the template is not there to show)."""
     if not template or not template.startswith(PNG_MAGIC):
         return ""
-    found = _figure(best, BEST) if best and best.startswith(PNG_MAGIC) else f"<figure><figcaption>{NO_BEST}</figcaption></figure>"
+    found = (
+        _figure(best, BEST)
+        if best and best.startswith(PNG_MAGIC)
+        else f"<figure><figcaption>{NO_BEST}</figcaption></figure>"
+    )
     return f"<div class='pair'>{_figure(template, SOUGHT)}{found}</div>"
 
 

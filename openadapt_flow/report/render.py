@@ -7,8 +7,20 @@ from typing import Any
 from openadapt_flow.report.model import build_report
 from openadapt_flow.report.page import render_html
 from openadapt_flow.report.pictures import pair_markdown, pictures
-from openadapt_flow.report.text import (allowed_text, plain_words, backend_label, change_text, decision_text, fmt, notes, params_text, scores_text,
-                                        status_label, summary_line, verdicts)
+from openadapt_flow.report.text import (
+    allowed_text,
+    backend_label,
+    change_text,
+    decision_text,
+    fmt,
+    notes,
+    params_text,
+    plain_words,
+    scores_text,
+    status_label,
+    summary_line,
+    verdicts,
+)
 from openadapt_flow.store.base import RunHandle
 
 
@@ -34,8 +46,10 @@ def render_markdown(rep: dict[str, Any]) -> str:
         lines += ["", f"**Halted** at step `{h.get('step')}` — {h.get('category')}: {h.get('message')}"]
         if h.get("candidates"):
             lines.append("\nCandidates the engine weighed (none of them is the answer):\n")
-            lines += [f"- {c['label']}: {scores_text(c)} at box {c['box']}, click point {c['point'][0]},{c['point'][1]}"
-                      for c in h["candidates"]]
+            lines += [
+                f"- {c['label']}: {scores_text(c)} at box {c['box']}, click point {c['point'][0]},{c['point'][1]}"
+                for c in h["candidates"]
+            ]
         lines += pair_markdown(pictures(h))
         if h.get("frame"):
             lines.append(f"\n![halt frame]({h['frame']})")
@@ -44,15 +58,21 @@ def render_markdown(rep: dict[str, Any]) -> str:
         lines += [f"- {change_text(c)}" for c in rep["collateral"]]
     if rep.get("escalation"):
         esc = rep["escalation"]
-        lines += ["", f"**Pending decision** `{esc.get('pause_id')}` on `{esc.get('step')}` ({esc.get('category')}); "
-                  f"expires {esc.get('expires_at')}. Allowed:", ""]
+        lines += [
+            "",
+            f"**Pending decision** `{esc.get('pause_id')}` on `{esc.get('step')}` ({esc.get('category')}); "
+            f"expires {esc.get('expires_at')}. Allowed:",
+            "",
+        ]
         lines += [f"- {a}" for a in allowed_text(esc)]
     if rep.get("decisions"):
         lines.append("")
     lines += [f"- {decision_text(d)}" for d in rep.get("decisions") or []]
     if rep.get("incident"):
         inc = rep["incident"]
-        lines.append(f"- incident `{inc.get('id')}`: {inc.get('rule')} by {inc.get('operator')} at step `{inc.get('step')}`")
+        lines.append(
+            f"- incident `{inc.get('id')}`: {inc.get('rule')} by {inc.get('operator')} at step `{inc.get('step')}`"
+        )
     if rep.get("next_commands"):
         lines += ["", "**Next:**", "", "```sh", *rep["next_commands"], "```"]
     lines += [

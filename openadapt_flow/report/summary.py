@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from openadapt_flow.records.states import RecordType, RunState, is_a
 from openadapt_flow.records.entry import JournalEntry
+from openadapt_flow.records.states import RecordType, RunState, is_a
 
 STARTS = (RecordType.RUN_STARTED, RecordType.RUN_RESUMED)
 STOPS = (RecordType.PAUSED, RecordType.RUN_FINISHED, RecordType.INTERRUPTED)
@@ -68,6 +68,9 @@ def summarize(state: str | None, rows: list[dict[str, Any]], records: list[Journ
         "halted": statuses.count("halted"),
         "skipped": statuses.count("skipped"),
         "not_run": statuses.count("not_run"),
-        "step_ms": [{"id": r["id"], "ms": step_ms(r), "status": r.get("status"), "weak": r.get("verification") == "weak"}
-                    for r in rows if r.get("status") != "not_run"],
+        "step_ms": [
+            {"id": r["id"], "ms": step_ms(r), "status": r.get("status"), "weak": r.get("verification") == "weak"}
+            for r in rows
+            if r.get("status") != "not_run"
+        ],
     }

@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
-from openadapt_flow.records.states import RunState
 from typing import Any
 
-from openadapt_flow.report.meanings import (DECISIONS, FIGURES, UNVERIFIED, codes, headline, mentions_figures, outcome_words,
-                                            unverified_words)
+from openadapt_flow.records.states import RunState
+from openadapt_flow.report.meanings import (
+    DECISIONS,
+    FIGURES,
+    UNVERIFIED,
+    codes,
+    headline,
+    mentions_figures,
+    outcome_words,
+    unverified_words,
+)
 
 SECRET_SHOWN = "•••• (secret"  # a secret param is recorded as {"secret_env": NAME}: its value was never written
 
@@ -22,7 +30,9 @@ def fmt(v: Any, digits: int = 3) -> str:
 def backend_label(spec: Any) -> str:
     if not isinstance(spec, dict):
         return str(spec)
-    where = spec.get("path") or ":".join(str(spec[k]) for k in ("host", "port") if spec.get(k)) or spec.get("display") or ""
+    where = (
+        spec.get("path") or ":".join(str(spec[k]) for k in ("host", "port") if spec.get(k)) or spec.get("display") or ""
+    )
     return f"{spec.get('kind')} {where}".strip()
 
 
@@ -35,6 +45,7 @@ def verdicts(row: dict[str, Any]) -> str:
 
 def effect_text(effect: dict[str, Any]) -> str:
     """An effect's verdict and the value it read: "effect CONFIRMED (0 before, 1 after)"."""
+
     def value(read: Any) -> str | None:
         if not isinstance(read, dict) or not read.get("ok"):
             return None
@@ -45,8 +56,14 @@ def effect_text(effect: dict[str, Any]) -> str:
         return f"{v.get('rows')} rows" if isinstance(v, dict) and "tables" in v else fmt(v)  # a whole-change snapshot
 
     before, after = value(effect.get("baseline")), value(effect.get("observed"))
-    seen = ", ".join(x for x in ((f"{before} before" if before is not None else None),
-                                 (f"{after} after" if after is not None else None)) if x)
+    seen = ", ".join(
+        x
+        for x in (
+            (f"{before} before" if before is not None else None),
+            (f"{after} after" if after is not None else None),
+        )
+        if x
+    )
     extra = sum(1 for c in effect.get("changes") or [] if isinstance(c, dict) and not c.get("expected"))
     seen += f"{'; ' if seen else ''}{extra} collateral" if extra else ""
     return f"effect {effect.get('verdict')}" + (f" ({seen})" if seen else "")
@@ -71,8 +88,10 @@ def decision_text(d: dict[str, Any]) -> str:
     note = f"; note: “{d['note']}”" if d.get("note") else ""
     unused = " — recorded, waits for its resume" if d.get("unused") else ""
     what = DECISIONS.get(str(d.get("decision")))
-    return (f"decision {d.get('decision')}{effect} on {d.get('step')} by {d.get('operator')} ({d.get('os_user')}) at "
-            f"{d.get('decided_at')}{note}{unused}" + (f" ({what})" if what else ""))
+    return (
+        f"decision {d.get('decision')}{effect} on {d.get('step')} by {d.get('operator')} ({d.get('os_user')}) at "
+        f"{d.get('decided_at')}{note}{unused}" + (f" ({what})" if what else "")
+    )
 
 
 def allowed_text(esc: dict[str, Any]) -> list[str]:
@@ -91,15 +110,21 @@ def notes(rep: dict[str, Any]) -> list[str]:
     if landed and rep.get("state") != RunState.COMPLETED:
         steps = ", ".join(landed)
         if rep.get("state") == RunState.PAUSED:
-            out.append(f"The write landed (step {steps}); it is checkpointed and a resume goes on after it: do not "
-                       "re-run this bundle from the start, which would write again.")
+            out.append(
+                f"The write landed (step {steps}); it is checkpointed and a resume goes on after it: do not "
+                "re-run this bundle from the start, which would write again."
+            )
         else:
-            out.append(f"The write landed (step {steps}); do not re-run this bundle from the start, which would write "
-                       "again: finish what is left by hand.")
+            out.append(
+                f"The write landed (step {steps}); do not re-run this bundle from the start, which would write "
+                "again: finish what is left by hand."
+            )
     weak = rep.get("weakly_verified") or []
     if weak:
-        out.append(f"Weakly verified ({len(weak)}): {', '.join(weak)} — these steps declare nothing to verify them (no expect, "
-                   "no effect, no typed text to read back); the only check was that the screen changed where they acted.")
+        out.append(
+            f"Weakly verified ({len(weak)}): {', '.join(weak)} — these steps declare nothing to verify them (no expect, "
+            "no effect, no typed text to read back); the only check was that the screen changed where they acted."
+        )
     out += list(rep.get("advice") or [])
     words = outcome_words(rep.get("transaction_outcome"))
     if words:
@@ -108,14 +133,20 @@ def notes(rep: dict[str, Any]) -> list[str]:
         out.append("Figures: " + FIGURES)
     for m in rep.get("masked") or []:
         where = "the whole frame" if m.get("whole_frame") else f"region {m.get('box')}"
-        out.append(f"Frames masked: step {m.get('step')} typed a secret; {where} is painted over in every frame saved after it.")
+        out.append(
+            f"Frames masked: step {m.get('step')} typed a secret; {where} is painted over in every frame saved after it."
+        )
     return out
 
 
 def change_text(c: dict[str, Any]) -> str:
     """One collateral row: `referrals: added row 3 {id: 3, patient: None, clinic: 'Chen Wei'} (step save)`."""
     values = c.get("values")
-    shown = "{" + ", ".join(f"{k}: {v!r}" for k, v in values.items()) + "}" if isinstance(values, dict) else "(values not read)"
+    shown = (
+        "{" + ", ".join(f"{k}: {v!r}" for k, v in values.items()) + "}"
+        if isinstance(values, dict)
+        else "(values not read)"
+    )
     return f"{c.get('table')}: {c.get('kind')} row {c.get('key')} {shown} (step {c.get('step')})"
 
 
@@ -133,11 +164,16 @@ def seconds(v: float | None) -> str:
 def summary_line(s: dict[str, Any], unverified: object = None) -> str:
     """The summary in one line: outcome, running time, steps by result; a COMPLETED whose outcome no param checked
     (`unverified`: its step) says so beside it."""
-    state = f"{s['state']}, {UNVERIFIED} (step {unverified!r})" if unverified and s["state"] == RunState.COMPLETED \
+    state = (
+        f"{s['state']}, {UNVERIFIED} (step {unverified!r})"
+        if unverified and s["state"] == RunState.COMPLETED
         else s["state"]
-    return (f"outcome: {state} (exit {fmt(s['exit_code'])}); running time {seconds(s['duration_s'])}; "
-            f"steps: {s['verified']} verified, {s['weak']} weak, {s['halted']} halted, {s['not_run']} not run "
-            f"of {s['steps_total']}")
+    )
+    return (
+        f"outcome: {state} (exit {fmt(s['exit_code'])}); running time {seconds(s['duration_s'])}; "
+        f"steps: {s['verified']} verified, {s['weak']} weak, {s['halted']} halted, {s['not_run']} not run "
+        f"of {s['steps_total']}"
+    )
 
 
 def scores_text(candidate: dict[str, Any], digits: int = 2) -> str:

@@ -30,14 +30,19 @@ if TYPE_CHECKING:
     from openadapt_flow.runtime.fleet.submit import Submitted, fleet_store, submit, submit_items
     from openadapt_flow.runtime.fleet.targets import TargetsFile, load_targets
     from openadapt_flow.runtime.operate.approval import DECISION_NAMES, Audit, DecisionOptions, approve, deliver
-    from openadapt_flow.runtime.operate.votes import decided_by, os_user, phone_vote_conflict
-    from openadapt_flow.runtime.operate.operators import (add_operator, authenticate, check_active, disable_operator,
-                                                      list_operators, reset_operator)
+    from openadapt_flow.runtime.operate.operators import (
+        add_operator,
+        authenticate,
+        check_active,
+        disable_operator,
+        list_operators,
+        reset_operator,
+    )
     from openadapt_flow.runtime.operate.reconciler import reconcile_root
     from openadapt_flow.runtime.operate.teach import apply_patches
-    from openadapt_flow.runtime.runs import replay, reset_app, start_workflow
+    from openadapt_flow.runtime.operate.votes import decided_by, os_user, phone_vote_conflict
+    from openadapt_flow.runtime.runs import replay, reset_app, resume_plan, start_workflow
     from openadapt_flow.runtime.runs import resume as resume_run
-    from openadapt_flow.runtime.runs import resume_plan
     from openadapt_flow.runtime.start.backend_select import BackendFlags, select_backend
     from openadapt_flow.runtime.start.context import Progress, StepSummary
     from openadapt_flow.runtime.start.launch import ReplayRequest, WorkflowRequest
@@ -47,15 +52,63 @@ if TYPE_CHECKING:
     from openadapt_flow.runtime.workflow.api import parse_arg_pairs
     from openadapt_flow.runtime.workflow.wait import wait
 
-__all__ = ["DECISION_NAMES", "Audit", "BackendFlags", "DecisionOptions", "Desks", "Fleet", "Progress",
-           "ReplayRequest", "StepSummary", "TargetsFile", "Worker", "WorkflowRequest", "add_operator",
-           "apply_patches", "approve", "authenticate", "check_active", "decided_by", "deliver", "disable_operator",
-           "effective_state", "fleet_store", "list_operators", "load_targets", "open_ref", "os_user", "parse_arg_pairs",
-           "phone_vote_conflict", "reconcile_root", "replay", "reset_operator", "resume_plan", "resume_run", "select_backend",
-           "start_workflow", "stop_on_signals", "submit", "wait"]
+__all__ = [
+    "DECISION_NAMES",
+    "Audit",
+    "BackendFlags",
+    "DecisionOptions",
+    "Desks",
+    "Fleet",
+    "Progress",
+    "ReplayRequest",
+    "StepSummary",
+    "TargetsFile",
+    "Worker",
+    "WorkflowRequest",
+    "add_operator",
+    "apply_patches",
+    "approve",
+    "authenticate",
+    "check_active",
+    "decided_by",
+    "deliver",
+    "disable_operator",
+    "effective_state",
+    "fleet_store",
+    "list_operators",
+    "load_targets",
+    "open_ref",
+    "os_user",
+    "parse_arg_pairs",
+    "phone_vote_conflict",
+    "reconcile_root",
+    "replay",
+    "reset_operator",
+    "resume_plan",
+    "resume_run",
+    "select_backend",
+    "start_workflow",
+    "stop_on_signals",
+    "submit",
+    "wait",
+]
 # a batch of work items (runtime/batch/), and the same items queued for the fleet
-__all__ += ["Submitted", "submit_items", "BatchEvents", "BatchRequest", "BatchResult", "ItemResult", "ItemStatus", "Reset", "batch_exit_code",
-            "counts", "csv_beside", "run_batch", "summary_line", "write_results"]
+__all__ += [
+    "Submitted",
+    "submit_items",
+    "BatchEvents",
+    "BatchRequest",
+    "BatchResult",
+    "ItemResult",
+    "ItemStatus",
+    "Reset",
+    "batch_exit_code",
+    "counts",
+    "csv_beside",
+    "run_batch",
+    "summary_line",
+    "write_results",
+]
 # clean and dirty desktops of the fleet (runtime/fleet/dirty.py)
 __all__ += ["Dirty", "dirty_desks", "mark_desk_clean"]
 # a fleet worker's store, waited for while it restarts (runtime/fleet/ride.py)

@@ -24,21 +24,37 @@ from openadapt_flow.runtime import resume as resuming
 from openadapt_flow.runtime.act import assemble
 from openadapt_flow.runtime.act import reset as resetting
 from openadapt_flow.runtime.act.reset import ResetResult
-from openadapt_flow.runtime.workflow import run as workflow_run
-from openadapt_flow.runtime.start.context import Progress
-from openadapt_flow.runtime.start.launch import BackendFactory, ReplayRequest, Reporter, RunOutcome, Runs, WorkflowRequest
-from openadapt_flow.runtime.start.runref import RunRef
 from openadapt_flow.runtime.resume.plan import ResumePlan, ResumeRequest
+from openadapt_flow.runtime.start.context import Progress
+from openadapt_flow.runtime.start.launch import (
+    BackendFactory,
+    ReplayRequest,
+    Reporter,
+    RunOutcome,
+    Runs,
+    WorkflowRequest,
+)
+from openadapt_flow.runtime.start.runref import RunRef
+from openadapt_flow.runtime.workflow import run as workflow_run
 
 
-def replay(req: ReplayRequest, progress: Progress | None = None, reporter: Reporter | None = None,
-           backend_factory: BackendFactory = open_backend) -> RunOutcome:
+def replay(
+    req: ReplayRequest,
+    progress: Progress | None = None,
+    reporter: Reporter | None = None,
+    backend_factory: BackendFactory = open_backend,
+) -> RunOutcome:
     """Run a bundle once. Bad input raises (exit 2, no run dir); everything after is a RunOutcome."""
     return assemble.start_bundle(req, RUNS, progress, reporter, backend_factory)
 
 
-def start_workflow(req: WorkflowRequest, progress: Progress | None = None, reporter: Reporter | None = None,
-                   backend_factory: BackendFactory = open_backend, stop: threading.Event | None = None) -> RunOutcome:
+def start_workflow(
+    req: WorkflowRequest,
+    progress: Progress | None = None,
+    reporter: Reporter | None = None,
+    backend_factory: BackendFactory = open_backend,
+    stop: threading.Event | None = None,
+) -> RunOutcome:
     """Start a Python workflow's run. Bad input raises before any run dir exists."""
     return workflow_run.start_workflow(req, RUNS, progress, reporter, backend_factory, stop)
 
@@ -57,7 +73,9 @@ def resume_plan(run: RunRef, req: ResumeRequest | None = None, **fields: Any) ->
     return resuming.plan(run, replace(req or ResumeRequest(), **fields))
 
 
-def reset_app(bundle: Path | str | LoadedBundle, backend: BackendSpec | None, config: DeployConfig, **options: Any) -> ResetResult:
+def reset_app(
+    bundle: Path | str | LoadedBundle, backend: BackendSpec | None, config: DeployConfig, **options: Any
+) -> ResetResult:
     """Bring the app back to the bundle's start state (its `reset:`), then check the start state (spec §22); a reset
     by steps runs them as a run of its own. `options`: `ocr=`, `reporter=`, `run_dir=`, `backend_factory=`."""
     return resetting.reset_app(bundle, backend, config, RUNS, **options)

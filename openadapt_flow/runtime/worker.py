@@ -18,16 +18,16 @@ from openadapt_flow.backends.base import Backend
 from openadapt_flow.backends.factory import open_backend
 from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.errors import FlowError, RefusedError
+from openadapt_flow.records.rundoc import WorkerRow
+from openadapt_flow.records.states import LIVE_STATES, RunState
 from openadapt_flow.runtime.act.assemble import stop_on_signals
-from openadapt_flow.runtime.start.launch import Reporter, RunOutcome
-from openadapt_flow.runtime.start.lifecycle import owner_gone
+from openadapt_flow.runtime.act.durable.waiting import nothing_uncertain, ready_at, state_of
 from openadapt_flow.runtime.operate.reconciler import as_store
 from openadapt_flow.runtime.runs import resume
-from openadapt_flow.runtime.act.durable.waiting import nothing_uncertain, ready_at, state_of
+from openadapt_flow.runtime.start.launch import Reporter, RunOutcome
+from openadapt_flow.runtime.start.lifecycle import owner_gone
 from openadapt_flow.store.atomic import StorageFault
-from openadapt_flow.records.rundoc import WorkerRow
 from openadapt_flow.store.base import RunHandle, RunStore
-from openadapt_flow.records.states import LIVE_STATES, RunState
 
 
 @dataclass
@@ -88,9 +88,15 @@ def resume_past_holders(run: RunHandle, hold_wait_s: float, stop: threading.Even
 class Worker:
     """Scans a runs root cheaply: a run's files are re-read only when their mtimes change."""
 
-    def __init__(self, root: Path | RunStore, reporter: Reporter | None = None, log: Callable[[str], None] = print,
-                 backend_factory: Callable[[BackendSpec], Backend] = open_backend, retry_s: float = 30.0,
-                 hold_wait_s: float = HOLD_WAIT_S) -> None:
+    def __init__(
+        self,
+        root: Path | RunStore,
+        reporter: Reporter | None = None,
+        log: Callable[[str], None] = print,
+        backend_factory: Callable[[BackendSpec], Backend] = open_backend,
+        retry_s: float = 30.0,
+        hold_wait_s: float = HOLD_WAIT_S,
+    ) -> None:
         self.store = as_store(root)
         self.reporter = reporter
         self.log = log
@@ -107,11 +113,15 @@ class Worker:
         runs = self.store.list_runs()
         for run in runs:
             path = run.ref
-            siblings = max((c.stamp()[0] for c in runs if c.ref.startswith(run.ref + ".")), default=0.0)  # `flow` child runs
+            siblings = max(
+                (c.stamp()[0] for c in runs if c.ref.startswith(run.ref + ".")), default=0.0
+            )  # `flow` child runs
             stamp = (*run.stamp(), siblings, _nested_stamp(run))
             seen = self._seen.get(path)
             if seen is None or seen.stamp != stamp:
-                seen = self._seen[path] = _Seen(stamp, ready_at(run) if stamp[0] else None, _live(run) if stamp[0] else False)
+                seen = self._seen[path] = _Seen(
+                    stamp, ready_at(run) if stamp[0] else None, _live(run) if stamp[0] else False
+                )
             ready = seen.ready_at
             if seen.live and owner_gone(run):  # its owner died: resume finalises it
                 ready = 0.0 if nothing_uncertain(run) else None
@@ -127,18 +137,25 @@ class Worker:
             try:
                 out = self._resume(run)
                 row: WorkerRow = {"run_dir": run.ref, "state": out.state, "message": out.message}
-            except (FlowError, StorageFault) as e:  # another worker owns it, it was refused, or the disk is full: report, go on
+            except (
+                FlowError,
+                StorageFault,
+            ) as e:  # another worker owns it, it was refused, or the disk is full: report, go on
                 row = {"run_dir": run.ref, "state": "SKIPPED", "message": str(e)}
             self._seen.pop(run.ref, None)
-            if row["state"] in ("SKIPPED", RunState.INTERRUPTED):  # refused, unreachable, or stopped again: not every scan
+            if row["state"] in (
+                "SKIPPED",
+                RunState.INTERRUPTED,
+            ):  # refused, unreachable, or stopped again: not every scan
                 self._retry_at[run.ref] = time.time() + self.retry_s
             self.log(f"{row['run_dir']}\t{row['state']}\t{row['message'] or ''}")
             done.append(row)
         return done
 
     def _resume(self, run: RunHandle) -> RunOutcome:
-        return resume_past_holders(run, self.hold_wait_s, self.stop, reporter=self.reporter,
-                                   backend_factory=self.backend_factory)
+        return resume_past_holders(
+            run, self.hold_wait_s, self.stop, reporter=self.reporter, backend_factory=self.backend_factory
+        )
 
     def serve(self, poll_s: float = 0.5) -> None:
         with stop_on_signals(self.stop):

@@ -35,7 +35,9 @@ class StorageFault(RunSignal):
         self.where = where
         self.errno = error.errno
         self.detail = f"{where}: {error.strerror or error}"
-        self.message = f"cannot write the run's files ({self.detail}); stopped at a safe boundary, resume once the fault is gone"
+        self.message = (
+            f"cannot write the run's files ({self.detail}); stopped at a safe boundary, resume once the fault is gone"
+        )
 
     def __str__(self) -> str:
         return self.message

@@ -24,24 +24,40 @@ from pathlib import Path
 from typing import Any, Protocol, Unpack, runtime_checkable
 
 from openadapt_flow.errors import RefusedError
-
-from openadapt_flow.store.frames import FrameWriter
 from openadapt_flow.records.appender import RecordAppender
-from openadapt_flow.records.stepdoc import ConsumedDecision, LedgerEntry
-from openadapt_flow.store.journal import LoadResult
-from openadapt_flow.records.entry import JournalEntry
-from openadapt_flow.records.entry import CheckpointDoc
-from openadapt_flow.store.lease import LeaseInfo
+from openadapt_flow.records.entry import CheckpointDoc, JournalEntry
+from openadapt_flow.records.pausedoc import (
+    ApprovalBody,
+    ApprovalDoc,
+    IncidentBody,
+    IncidentDoc,
+    PendingBody,
+    PendingDoc,
+)
 from openadapt_flow.records.rundoc import ManifestBody, ManifestDoc, StateDoc, StateFields
-from openadapt_flow.store.operators import OperatorBook
-from openadapt_flow.records.pausedoc import ApprovalBody, ApprovalDoc, IncidentBody, IncidentDoc, PendingBody, PendingDoc
 from openadapt_flow.records.states import RunState
+from openadapt_flow.records.stepdoc import ConsumedDecision, LedgerEntry
+from openadapt_flow.store.frames import FrameWriter
+from openadapt_flow.store.journal import LoadResult
+from openadapt_flow.store.lease import LeaseInfo
+from openadapt_flow.store.operators import OperatorBook
 
 Unlock = Callable[[], None]
 
 # What a handle's `describe()` names in messages.
-RECORD_NAMES = ("manifest", "state", "journal", "checkpoint", "lease", "pending", "approval", "incident", "report", "report_md",
-                "report_html")
+RECORD_NAMES = (
+    "manifest",
+    "state",
+    "journal",
+    "checkpoint",
+    "lease",
+    "pending",
+    "approval",
+    "incident",
+    "report",
+    "report_md",
+    "report_html",
+)
 
 
 def check_artifact_name(rel: str) -> None:
@@ -122,7 +138,9 @@ class RunHandle(Protocol):
     # state (sealed with the journal's end; the ledger learns the same end)
     def has_state(self) -> bool: ...
     def state(self) -> StateDoc: ...
-    def write_state(self, state: RunState, *, journal: JournalWriter | None = None, **fields: Unpack[StateFields]) -> None: ...
+    def write_state(
+        self, state: RunState, *, journal: JournalWriter | None = None, **fields: Unpack[StateFields]
+    ) -> None: ...
     def check_seal(self, records: list[JournalEntry], key: bytes) -> StateDoc | None: ...
     def restore_state(self, doc: StateDoc) -> None:
         """Put back a state document read earlier, its seal intact (a refused resume leaves the run as it was)."""
@@ -147,6 +165,7 @@ class RunHandle(Protocol):
     def write_approval(self, body: ApprovalBody, signature: str, *, replaces: str | None = "*") -> None:
         """Write the approval. `replaces` makes it a compare-and-set: the signature of the approval this one replaces
         (None: none may be stored), escalation.ApprovalChanged if the store holds another; "*" writes regardless."""
+
     def remove_approval(self) -> None: ...
     def consume_approval(self, pause_id: str) -> None: ...
     def has_decision(self, pause_id: str) -> bool: ...

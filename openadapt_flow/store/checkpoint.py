@@ -45,7 +45,9 @@ def write_checkpoint(run_dir: Path, cp: CheckpointDoc) -> None:
         if not is_storage_error(e):
             raise
         with contextlib.suppress(OSError):
-            tmp.unlink(missing_ok=True)  # the previous checkpoint stays intact; the journal still has the step (rebuilt on resume)
+            tmp.unlink(
+                missing_ok=True
+            )  # the previous checkpoint stays intact; the journal still has the step (rebuilt on resume)
         raise StorageFault(str(path), e) from None
     crash_point("checkpoint:renamed", cp.get("step"))
 
@@ -78,7 +80,11 @@ def judge_checkpoint(stored: Any, records: list[JournalEntry], where: str) -> tu
     rec = by_seq.get(seq) if isinstance(seq, int) else None
     if rec is None or not isinstance(seq, int):
         raise RefusedError(f"{where}: claims journal seq {seq}, which the journal does not have (tampered); refusing")
-    if rec["hash"] != stored.get("journal_hash") or not is_a(rec, RecordType.STEP_VERIFIED, RecordType.STEP_SKIPPED) or rec["step"] != stored.get("step"):
+    if (
+        rec["hash"] != stored.get("journal_hash")
+        or not is_a(rec, RecordType.STEP_VERIFIED, RecordType.STEP_SKIPPED)
+        or rec["step"] != stored.get("step")
+    ):
         raise RefusedError(f"{where}: disagrees with journal record {seq} (tampered); refusing")
     assert implied is not None
     if implied["seq"] > seq:

@@ -15,17 +15,23 @@ from pathlib import Path
 from typing import Self, cast
 
 from openadapt_flow.errors import RefusedError, RunDirError
+from openadapt_flow.records.entry import CheckpointDoc, JournalEntry
+from openadapt_flow.records.pausedoc import (
+    ApprovalBody,
+    ApprovalDoc,
+    IncidentBody,
+    IncidentDoc,
+    PendingBody,
+    PendingDoc,
+)
+from openadapt_flow.records.rundoc import ManifestBody, ManifestDoc, StateDoc
 from openadapt_flow.store import checkpoint
 from openadapt_flow.store.base import RunHandle
 from openadapt_flow.store.escalation import ANY_APPROVAL
 from openadapt_flow.store.faults import crash_point
 from openadapt_flow.store.frames import ArtifactFrameWriter, FrameWriter
 from openadapt_flow.store.journal import JournalWriterBase, LoadResult, parse_records, verify_chain
-from openadapt_flow.records.entry import JournalEntry
-from openadapt_flow.records.entry import CheckpointDoc
-from openadapt_flow.records.pausedoc import ApprovalBody, ApprovalDoc, IncidentBody, IncidentDoc, PendingBody, PendingDoc
 from openadapt_flow.store.layout import RUN_FILES, digest_manifest
-from openadapt_flow.records.rundoc import ManifestBody, ManifestDoc, StateDoc
 from openadapt_flow.store.seal import SCHEMA_PREFIX, verify_seal
 
 
@@ -94,7 +100,9 @@ class DocumentRun:
         try:
             data = json.loads(text)
         except ValueError as e:
-            raise RefusedError(f"{self.describe(what)}: unreadable or not JSON ({e}); refusing a damaged run record") from None
+            raise RefusedError(
+                f"{self.describe(what)}: unreadable or not JSON ({e}); refusing a damaged run record"
+            ) from None
         if not isinstance(data, dict):
             raise RefusedError(f"{self.describe(what)}: expected a JSON object; refusing a damaged run record")
         return data
@@ -251,7 +259,7 @@ class DocumentRun:
             shutil.rmtree(root)
         root.mkdir(parents=True)
         for rel, data in self._artifacts_under(prefix):
-            dest = root / rel[len(prefix.rstrip("/")) + 1:]
+            dest = root / rel[len(prefix.rstrip("/")) + 1 :]
             dest.parent.mkdir(parents=True, exist_ok=True)
             dest.write_bytes(data)
         return root

@@ -11,12 +11,12 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from openadapt_flow.errors import RefusedError
+from openadapt_flow.records.entry import JournalEntry
+from openadapt_flow.records.pausedoc import PauseHead, PendingBody
+from openadapt_flow.records.states import PausedReason, RecordType
 from openadapt_flow.store.atomic import fsync_dir, write_json_atomic
 from openadapt_flow.store.faults import crash_point
 from openadapt_flow.store.filelock import held
-from openadapt_flow.records.states import PausedReason, RecordType
-from openadapt_flow.records.entry import JournalEntry
-from openadapt_flow.records.pausedoc import PauseHead, PendingBody
 
 PENDING = "pending_escalation.json"
 APPROVAL = "approval.json"
@@ -121,7 +121,9 @@ def consume_approval(run_dir: Path, pause_id: str) -> Path:
 
 
 # Pauses that go on without an operator's decision: `run_resumed` naming them closes them.
-NO_DECISION_REASONS = frozenset({PausedReason.AWAITING_TIMER, PausedReason.AWAITING_CHILD, PausedReason.SUSPENDED_ORPHAN})
+NO_DECISION_REASONS = frozenset(
+    {PausedReason.AWAITING_TIMER, PausedReason.AWAITING_CHILD, PausedReason.SUSPENDED_ORPHAN}
+)
 
 
 def pending_of(rec: JournalEntry) -> PendingBody | None:
@@ -146,13 +148,22 @@ def journal_pause(records: list[JournalEntry]) -> tuple[PendingBody | PauseHead 
         if t in (RecordType.ESCALATION_OPENED, RecordType.ESCALATED):
             if open_ is not None:
                 closed.add(open_["pause_id"])
-            legacy: PauseHead | None = None if isinstance(d.get("pending"), dict) else {"pause_id": d["pause_id"], "legacy": True}
+            legacy: PauseHead | None = (
+                None if isinstance(d.get("pending"), dict) else {"pause_id": d["pause_id"], "legacy": True}
+            )
             open_ = legacy or pending_of(r)
         elif open_ is None:
             continue
-        elif t == RecordType.RUN_FINISHED or (t in (RecordType.DECISION, RecordType.ESCALATION_DROPPED) and d.get("pause_id") == open_["pause_id"]) or (
-                t == RecordType.RUN_RESUMED and d.get("pause_id") == open_["pause_id"] and "legacy" not in open_
-                and open_["paused_reason"] in NO_DECISION_REASONS):
+        elif (
+            t == RecordType.RUN_FINISHED
+            or (t in (RecordType.DECISION, RecordType.ESCALATION_DROPPED) and d.get("pause_id") == open_["pause_id"])
+            or (
+                t == RecordType.RUN_RESUMED
+                and d.get("pause_id") == open_["pause_id"]
+                and "legacy" not in open_
+                and open_["paused_reason"] in NO_DECISION_REASONS
+            )
+        ):
             closed.add(open_["pause_id"])
             open_ = None
     return open_, closed

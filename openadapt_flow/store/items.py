@@ -43,8 +43,9 @@ class Attempt(BaseModel):
     values: str = Field(description="a digest of the item's params, to say when a later file changed them")
     started_at: str
     why: str | None = Field(default=None, description="why the item was sent again after an earlier attempt")
-    reread: dict[str, Any] | None = Field(default=None, description="the earlier attempt's write read again: the "
-                                                                     "evidence it did not land")
+    reread: dict[str, Any] | None = Field(
+        default=None, description="the earlier attempt's write read again: the evidence it did not land"
+    )
     status: str | None = Field(default=None, description="the item's status when its run stopped; None: not known")
     reason: str | None = None
     effect: str | None = None
@@ -94,8 +95,10 @@ class ItemLedger:
             raise RefusedError(f"item ledger {self.dir} is not writable ({e.strerror or e}); refusing") from None
         try:
             if not try_lock_exclusive(fd):
-                raise RefusedError(f"another `flow batch` is running the items of bundle {self.scope!r} (it holds "
-                                   f"{self.dir / LOCK}); one batch per bundle at a time; refusing")
+                raise RefusedError(
+                    f"another `flow batch` is running the items of bundle {self.scope!r} (it holds "
+                    f"{self.dir / LOCK}); one batch per bundle at a time; refusing"
+                )
             try:
                 yield
             finally:

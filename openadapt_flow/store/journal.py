@@ -22,20 +22,41 @@ from typing import Any, cast
 
 from openadapt_flow.errors import RefusedError
 from openadapt_flow.records.entry import JournalEntry
-from openadapt_flow.store.faults import crash_point
 from openadapt_flow.records.states import RecordType
+from openadapt_flow.store.faults import crash_point
 
-__all__ = ["FSYNC_TYPES", "GENESIS", "JOURNAL_FILE", "JournalWriterBase", "LoadResult", "make_record",
-           "now_iso", "parse_records", "record_hash", "verify_chain"]
+__all__ = [
+    "FSYNC_TYPES",
+    "GENESIS",
+    "JOURNAL_FILE",
+    "JournalWriterBase",
+    "LoadResult",
+    "make_record",
+    "now_iso",
+    "parse_records",
+    "record_hash",
+    "verify_chain",
+]
 
 GENESIS = "0" * 64
 JOURNAL_FILE = "journal.jsonl"
 
 # Records that must be durable before the caller goes on (spec §5).
 FSYNC_TYPES = frozenset(
-    {RecordType.RUN_STARTED, RecordType.ACTION_DISPATCHED, RecordType.STEP_VERIFIED, RecordType.HALTED,
-     RecordType.RUN_FINISHED, RecordType.PAUSED, RecordType.INTERRUPTED, RecordType.DECISION, RecordType.RUN_RESUMED,
-     RecordType.ESCALATION_OPENED, RecordType.ESCALATED, RecordType.ESCALATION_DROPPED}
+    {
+        RecordType.RUN_STARTED,
+        RecordType.ACTION_DISPATCHED,
+        RecordType.STEP_VERIFIED,
+        RecordType.HALTED,
+        RecordType.RUN_FINISHED,
+        RecordType.PAUSED,
+        RecordType.INTERRUPTED,
+        RecordType.DECISION,
+        RecordType.RUN_RESUMED,
+        RecordType.ESCALATION_OPENED,
+        RecordType.ESCALATED,
+        RecordType.ESCALATION_DROPPED,
+    }
 )
 
 
@@ -78,24 +99,36 @@ def verify_chain(raw: bytes, key: bytes, where: str) -> tuple[list[JournalEntry]
             if i == len(lines) - 1 and not tail:
                 torn = len(line) + 1  # last line garbled mid-write, newline included
                 break
-            raise RefusedError(f"{where}: journal line {i + 1} is not a valid record (seq {len(records) + 1}); refusing") from None
+            raise RefusedError(
+                f"{where}: journal line {i + 1} is not a valid record (seq {len(records) + 1}); refusing"
+            ) from None
         seq = len(records) + 1
         if rec.get("seq") != seq or rec.get("prev_hash") != prev or rec.get("hash") != record_hash(key, rec):
-            raise RefusedError(f"{where}: journal chain broken at seq {seq} (edited, reordered or foreign record); refusing")
+            raise RefusedError(
+                f"{where}: journal chain broken at seq {seq} (edited, reordered or foreign record); refusing"
+            )
         prev = rec["hash"]
         records.append(cast(JournalEntry, rec))  # its keys are the ones just hashed
         good_len += len(line) + 1
     return records, good_len, torn
 
 
-def make_record(key: bytes, seq: int, prev_hash: str, type_: RecordType, step: str | None,
-                data: Mapping[str, object] | None) -> tuple[JournalEntry, bytes]:
+def make_record(
+    key: bytes, seq: int, prev_hash: str, type_: RecordType, step: str | None, data: Mapping[str, object] | None
+) -> tuple[JournalEntry, bytes]:
     """The next chained record and its journal line (every store writes the same bytes). `data` is the record type's
     own object (a TypedDict of records/stepdoc.py, or one the runtime builds): the entry keeps a copy of its keys. The
     entry's `type` is the kind's wire string (`str()` of a member is its value), so a record just written is the
     same plain dict as one read back from the journal."""
-    rec: JournalEntry = {"seq": seq, "ts": now_iso(), "type": str(type_), "step": step, "data": dict(data) if data else {}, "prev_hash": prev_hash,
-                         "hash": ""}
+    rec: JournalEntry = {
+        "seq": seq,
+        "ts": now_iso(),
+        "type": str(type_),
+        "step": step,
+        "data": dict(data) if data else {},
+        "prev_hash": prev_hash,
+        "hash": "",
+    }
     rec["hash"] = record_hash(key, rec)  # over every key but `hash`: the placeholder is not hashed
     return rec, json.dumps(rec, ensure_ascii=False, separators=(",", ":"), default=str).encode() + b"\n"
 
@@ -123,8 +156,14 @@ class JournalWriterBase:
         self.observers: list[Callable[[JournalEntry], None]] = []  # e.g. budgets counting records
         self.last_of: dict[str, JournalEntry] = {}  # the last record of each type this writer appended
 
-    def append(self, type_: RecordType, step: str | None = None, data: Mapping[str, object] | None = None, *,
-               sync: bool | None = None) -> JournalEntry:
+    def append(
+        self,
+        type_: RecordType,
+        step: str | None = None,
+        data: Mapping[str, object] | None = None,
+        *,
+        sync: bool | None = None,
+    ) -> JournalEntry:
         self._resync()
         rec, line = make_record(self.key, self.seq + 1, self.last_hash, type_, step, data)
         self._persist(rec, line, sync if sync is not None else type_ in FSYNC_TYPES)

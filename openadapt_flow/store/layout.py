@@ -9,15 +9,30 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 
 from openadapt_flow.errors import RunDirError
-
+from openadapt_flow.records.states import RunState
 from openadapt_flow.store.checkpoint import CHECKPOINT
 from openadapt_flow.store.escalation import APPROVAL, DECISIONS, PENDING
 from openadapt_flow.store.journal import JOURNAL_FILE
 from openadapt_flow.store.lease import LEASE
-from openadapt_flow.records.states import RunState
 
-__all__ = ["APPROVAL", "BUNDLE", "CHECKPOINT", "CHILDREN", "DECISIONS", "FRAMES", "INCIDENT", "JOURNAL_FILE", "LEASE",
-           "MANIFEST", RunState.PENDING, "REPORT_FILES", "RUN_FILES", "STATE", "digest_manifest", "free_run_name"]
+__all__ = [
+    "APPROVAL",
+    "BUNDLE",
+    "CHECKPOINT",
+    "CHILDREN",
+    "DECISIONS",
+    "FRAMES",
+    "INCIDENT",
+    "JOURNAL_FILE",
+    "LEASE",
+    "MANIFEST",
+    RunState.PENDING,
+    "REPORT_FILES",
+    "RUN_FILES",
+    "STATE",
+    "digest_manifest",
+    "free_run_name",
+]
 
 MANIFEST = "manifest.json"
 STATE = "state.json"
@@ -26,9 +41,19 @@ REPORT_FILES = ("report.json", "REPORT.md", "report.html")
 FRAMES = "frames"
 BUNDLE = "bundle"
 CHILDREN = "children"  # a Python workflow's child runs (ctx.replay, ctx.child), one folder per call
-RUN_FILES = {"manifest": MANIFEST, "state": STATE, "journal": JOURNAL_FILE, "checkpoint": CHECKPOINT, "lease": LEASE,
-             "pending": PENDING, "approval": APPROVAL, "incident": INCIDENT, "report": REPORT_FILES[0],
-             "report_md": REPORT_FILES[1], "report_html": REPORT_FILES[2]}
+RUN_FILES = {
+    "manifest": MANIFEST,
+    "state": STATE,
+    "journal": JOURNAL_FILE,
+    "checkpoint": CHECKPOINT,
+    "lease": LEASE,
+    "pending": PENDING,
+    "approval": APPROVAL,
+    "incident": INCIDENT,
+    "report": REPORT_FILES[0],
+    "report_md": REPORT_FILES[1],
+    "report_html": REPORT_FILES[2],
+}
 
 
 def digest_manifest(manifest: Mapping[str, object]) -> str:

@@ -16,8 +16,17 @@ from openadapt_flow.errors import RunSignal
 from openadapt_flow.records.runfiles import LeaseInfo
 from openadapt_flow.store.journal import now_iso
 
-__all__ = ["LEASE", "LeaseInfo", "LeaseLost", "boot_id", "held_elsewhere", "holder_here", "owner_alive",
-           "process_start_time", "read_lease"]
+__all__ = [
+    "LEASE",
+    "LeaseInfo",
+    "LeaseLost",
+    "boot_id",
+    "held_elsewhere",
+    "holder_here",
+    "owner_alive",
+    "process_start_time",
+    "read_lease",
+]
 
 LEASE = "lease.json"
 
@@ -45,9 +54,16 @@ def process_start_time(pid: int) -> str | None:
 def holder_here(generation: int, *, heartbeat_epoch: float | None = None) -> LeaseInfo:
     """This process as a run's holder (generation `generation`), its heartbeat now (or at `heartbeat_epoch`)."""
     pid = os.getpid()
-    return LeaseInfo(schema_="openadapt-flow/lease@1", host=socket.gethostname(), pid=pid, start_time=process_start_time(pid),
-                     boot_id=boot_id(), heartbeat_at=now_iso(), heartbeat_epoch=time.time() if heartbeat_epoch is None else heartbeat_epoch,
-                     generation=generation)
+    return LeaseInfo(
+        schema_="openadapt-flow/lease@1",
+        host=socket.gethostname(),
+        pid=pid,
+        start_time=process_start_time(pid),
+        boot_id=boot_id(),
+        heartbeat_at=now_iso(),
+        heartbeat_epoch=time.time() if heartbeat_epoch is None else heartbeat_epoch,
+        generation=generation,
+    )
 
 
 def read_lease(run_dir: Path) -> LeaseInfo | None:

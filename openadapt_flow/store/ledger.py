@@ -22,12 +22,14 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
 from openadapt_flow.errors import RefusedError
+from openadapt_flow.records.entry import JournalEntry
+from openadapt_flow.records.stepdoc import ConsumedDecision as ConsumedDecision  # the stores name them here
+from openadapt_flow.records.stepdoc import LedgerEntry as LedgerEntry
 from openadapt_flow.store.atomic import make_dirs, write_json_atomic
 from openadapt_flow.store.filelock import lock_exclusive, unlock
 from openadapt_flow.store.journal import now_iso
-from openadapt_flow.records.entry import JournalEntry
-from openadapt_flow.records.stepdoc import ConsumedDecision as ConsumedDecision, LedgerEntry as LedgerEntry  # the stores name them here
 
 STATE_DIR_ENV = "FLOW_STATE_DIR"
 SCHEMA = "openadapt-flow/ledger@1"
@@ -115,7 +117,8 @@ def claim(run_id: str, run_dir: Path, records: list[JournalEntry]) -> LedgerEntr
             if holds_run(Path(known), run_id):
                 raise RefusedError(
                     f"{run_dir}: run {run_id} is held by {known} (this directory is a copy); a run continues in one "
-                    f"place only — remove one copy (keep the one to continue) and run the command there; refusing")
+                    f"place only — remove one copy (keep the one to continue) and run the command there; refusing"
+                )
             entry["relocated_from"] = known  # the run was moved: the ledger follows it (its seal and decisions stay)
         entry["path"] = here
         check_entry(entry, str(run_dir), records)
@@ -137,7 +140,8 @@ def _check_reaches(where: str, records: list[JournalEntry], seq: int, hash_: str
     if len(records) < seq or records[seq - 1].get("hash") != hash_:
         raise RefusedError(
             f"{where}: the journal ends at seq {len(records)} but {what} is at seq {seq} — an older copy of the run "
-            f"or a cut journal; refusing")
+            f"or a cut journal; refusing"
+        )
 
 
 def advance_seal(entry: LedgerEntry, seq: int, hash_: str | None) -> None:
@@ -147,14 +151,23 @@ def advance_seal(entry: LedgerEntry, seq: int, hash_: str | None) -> None:
         entry["seal"] = {"seq": seq, "hash": hash_}
 
 
-def mark_consumed(entry: LedgerEntry, where: str, here: str, pause_id: str, decision: str | None, seq: int, hash_: str) -> None:
+def mark_consumed(
+    entry: LedgerEntry, where: str, here: str, pause_id: str, decision: str | None, seq: int, hash_: str
+) -> None:
     """Mark the decision for `pause_id` used at journal record (seq, hash); a use at any other record is refused."""
     used = entry.get("consumed", {}).get(pause_id)
     if used is not None and (used.get("seq"), used.get("hash")) != (seq, hash_):
-        raise RefusedError(f"{where}: the decision for {pause_id} was already used (in {used.get('path')} at "
-                           f"{used.get('at')}); a decision is consumed once; refusing")
-    entry.setdefault("consumed", {})[pause_id] = {"decision": decision, "seq": seq, "hash": hash_, "path": here,
-                                                  "at": (used.get("at") if used is not None else None) or now_iso()}
+        raise RefusedError(
+            f"{where}: the decision for {pause_id} was already used (in {used.get('path')} at "
+            f"{used.get('at')}); a decision is consumed once; refusing"
+        )
+    entry.setdefault("consumed", {})[pause_id] = {
+        "decision": decision,
+        "seq": seq,
+        "hash": hash_,
+        "path": here,
+        "at": (used.get("at") if used is not None else None) or now_iso(),
+    }
     advance_seal(entry, seq, hash_)
 
 

@@ -21,10 +21,10 @@ from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from openadapt_flow.errors import RefusedError
+from openadapt_flow.records.pausedoc import OperatorRecord
 from openadapt_flow.store.atomic import write_bytes_atomic
 from openadapt_flow.store.filelock import held
 from openadapt_flow.store.journal import now_iso
-from openadapt_flow.records.pausedoc import OperatorRecord
 
 # an audit log's event, and its entry (the event's own fields between `seq`/`at` and `prev`/`hash`): open by kind
 AuditEntry = dict[str, object]

@@ -10,11 +10,11 @@ from collections.abc import Mapping
 from typing import Any, cast, overload
 
 from openadapt_flow.errors import RefusedError
-from openadapt_flow.store.base import JournalWriter
-from openadapt_flow.store.journal import now_iso
 from openadapt_flow.records.entry import JournalEntry
 from openadapt_flow.records.rundoc import StateBody, StateDoc, StateFields
 from openadapt_flow.records.states import RunState
+from openadapt_flow.store.base import JournalWriter
+from openadapt_flow.store.journal import now_iso
 
 SCHEMA_PREFIX = "openadapt-flow/"
 
@@ -43,8 +43,10 @@ def verify_seal(doc: Any, records: list[JournalEntry], key: bytes, where: str, j
     if not isinstance(seq, int) or seq < 0:
         raise RefusedError(f"{where}: names no journal end; refusing")
     if seq > len(records) or (seq and records[seq - 1]["hash"] != end):
-        raise RefusedError(f"{journal_where}: ends at seq {len(records)}, but state.json was sealed at seq {seq} "
-                           f"(the journal's tail was cut, or it is another copy's); refusing")
+        raise RefusedError(
+            f"{journal_where}: ends at seq {len(records)}, but state.json was sealed at seq {seq} "
+            f"(the journal's tail was cut, or it is another copy's); refusing"
+        )
     return cast(StateDoc, doc)  # its seal proves this installation wrote it, as a StateDoc
 
 
@@ -54,11 +56,23 @@ def sealed_state(state: RunState, fields: StateFields, journal: JournalWriter) -
 def sealed_state(state: RunState, fields: StateFields, journal: None) -> StateBody: ...
 def sealed_state(state: RunState, fields: StateFields, journal: JournalWriter | None) -> StateBody | StateDoc:
     """The state document a transition writes; with the run's journal, sealed with its end (spec §8)."""
-    body: StateBody = {"schema": SCHEMA_PREFIX + "state@1", "state": str(state), "paused_reason": None, "transaction_outcome": None,
-                       "last_checkpoint_seq": None, **fields, "updated_at": now_iso()}
+    body: StateBody = {
+        "schema": SCHEMA_PREFIX + "state@1",
+        "state": str(state),
+        "paused_reason": None,
+        "transaction_outcome": None,
+        "last_checkpoint_seq": None,
+        **fields,
+        "updated_at": now_iso(),
+    }
     if journal is None:
         return body
     journal.sync()  # the seal may name a record that was appended without its own fsync
-    doc: StateDoc = {**body, "journal_seq": journal.seq, "journal_hash": journal.last_hash if journal.seq else None, "seal": None}
+    doc: StateDoc = {
+        **body,
+        "journal_seq": journal.seq,
+        "journal_hash": journal.last_hash if journal.seq else None,
+        "seal": None,
+    }
     doc["seal"] = state_seal(journal.key, doc)
     return doc

@@ -30,7 +30,7 @@ def blank_check(frame: np.ndarray, box: Box, expected: object = None) -> Check:
     if clipped is None or min(clipped[2:]) < MIN_SIDE:
         return Check("blank", shown, False, "the area lies outside the frame", {"at": list(box)})
     x, y, w, h = clipped
-    gray = to_gray(np.ascontiguousarray(frame[y:y + h, x:x + w])).astype(np.int16)
+    gray = to_gray(np.ascontiguousarray(frame[y : y + h, x : x + w])).astype(np.int16)
     background = int(np.bincount(gray.ravel()).argmax())
     ink = np.abs(gray - background) > INK_TOL
     ink &= ~_lines(ink)
@@ -59,7 +59,7 @@ def _caret(ink: np.ndarray) -> np.ndarray:
     out = np.zeros_like(ink)
     if cols.size == 0 or cols[-1] - cols[0] + 1 > CARET_MAX_W:
         return out
-    rows = np.nonzero(ink[:, cols[0]:cols[-1] + 1].any(axis=1))[0]
+    rows = np.nonzero(ink[:, cols[0] : cols[-1] + 1].any(axis=1))[0]
     if rows[-1] - rows[0] + 1 >= CARET_MIN_SHARE * h:
-        out[:, cols[0]:cols[-1] + 1] = True
+        out[:, cols[0] : cols[-1] + 1] = True
     return out

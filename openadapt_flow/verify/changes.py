@@ -146,9 +146,15 @@ def listing(diffs: list[RowDiff], matched: set[int], secrets: Mapping[str, str])
     for j in order[:MAX_LISTED]:
         d = diffs[j]
         row = d.after if d.kind != "removed" else d.before
-        out.append({"table": d.table, "kind": d.kind, "key": str(mask(d.key, secrets)),
-                    "values": {c: mask(v, secrets) for c, v in row.items()} if row is not None else None,
-                    "expected": j in matched})
+        out.append(
+            {
+                "table": d.table,
+                "kind": d.kind,
+                "key": str(mask(d.key, secrets)),
+                "values": {c: mask(v, secrets) for c, v in row.items()} if row is not None else None,
+                "expected": j in matched,
+            }
+        )
     return out
 
 
@@ -160,8 +166,13 @@ def _counts(diffs: list[RowDiff]) -> str:
     return "; ".join(f"{t}: " + ", ".join(f"{n} {k}" for k, n in kinds.items()) for t, kinds in per.items())
 
 
-def judge_changes(expected: list[Expected], baseline: Reading | None, observed: Reading,
-                  values: Callable[[str], Row | None], secrets: Mapping[str, str] | None = None) -> Judgement:
+def judge_changes(
+    expected: list[Expected],
+    baseline: Reading | None,
+    observed: Reading,
+    values: Callable[[str], Row | None],
+    secrets: Mapping[str, str] | None = None,
+) -> Judgement:
     """CONFIRMED / ABSENT / CONFLICTING (a collateral write, listed) / UNAVAILABLE for one snapshot against the
     baseline snapshot."""
     if not observed.ok or baseline is None or not baseline.ok:
@@ -208,8 +219,10 @@ def blocks_changes(expected: list[Expected], baseline: Reading, values: Callable
         if not rows:
             return f"no row of {e.table} holds {_shown(e.match)} before the step: the change it declares could never be seen"
         if all(_holds(r, e.to) for r in rows):
-            return (f"the row of {e.table} holding {_shown(e.match)} already holds {_shown(e.to)}: the step's change "
-                    "could never be told apart from what was already there")
+            return (
+                f"the row of {e.table} holding {_shown(e.match)} already holds {_shown(e.to)}: the step's change "
+                "could never be told apart from what was already there"
+            )
     return None
 
 
@@ -217,10 +230,20 @@ class WholeChange:
     """A whole-change sql effect bound to a run: reads snapshots of its database and judges them against the
     declared rows. Built before any input (ConfigError then for a misconfiguration)."""
 
-    settles = True  # CONFIRMED stands once a second reading agrees (verify_effect): a change still being written is not whole
+    settles = (
+        True  # CONFIRMED stands once a second reading agrees (verify_effect): a change still being written is not whole
+    )
 
-    def __init__(self, effect: Effect, params: Mapping[str, Any], env: Mapping[str, str], *, key: bytes = b"",
-                 secrets: Mapping[str, str] | None = None, read_timeout_s: float = READ_TIMEOUT_S) -> None:
+    def __init__(
+        self,
+        effect: Effect,
+        params: Mapping[str, Any],
+        env: Mapping[str, str],
+        *,
+        key: bytes = b"",
+        secrets: Mapping[str, str] | None = None,
+        read_timeout_s: float = READ_TIMEOUT_S,
+    ) -> None:
         self.expected = fill_changes(effect, params)
         source = SqlSource(effect, env, read_timeout_s)
         tables = list(effect.tables) if effect.tables is not None else None

@@ -23,12 +23,37 @@ from openadapt_flow.records.models import EffectVerdict, EffectVerdictName, Read
 from openadapt_flow.verify.changes import WholeChange
 from openadapt_flow.verify.filechange import FileChange
 from openadapt_flow.verify.readers import READ_TIMEOUT_S, FileReader, HttpReader, SqlReader
-from openadapt_flow.verify.verdicts import (ABSENT, CONFIRMED, CONFLICTING, INDETERMINATE, UNAVAILABLE, Judgement, number,
-                                            same)
+from openadapt_flow.verify.verdicts import (
+    ABSENT,
+    CONFIRMED,
+    CONFLICTING,
+    INDETERMINATE,
+    UNAVAILABLE,
+    Judgement,
+    number,
+    same,
+)
 
-__all__ = ["ABSENT", "CONFIRMED", "CONFLICTING", "INDETERMINATE", "UNAVAILABLE", "EffectVerdict", "Judgement", "Reading",
-           "FileChange", "ReadingVerifier", "Verifier", "WholeChange", "baseline_blocks", "judge", "make_reader", "make_verifier",
-           "resolve_effect", "verify_effect"]
+__all__ = [
+    "ABSENT",
+    "CONFIRMED",
+    "CONFLICTING",
+    "INDETERMINATE",
+    "UNAVAILABLE",
+    "EffectVerdict",
+    "Judgement",
+    "Reading",
+    "FileChange",
+    "ReadingVerifier",
+    "Verifier",
+    "WholeChange",
+    "baseline_blocks",
+    "judge",
+    "make_reader",
+    "make_verifier",
+    "resolve_effect",
+    "verify_effect",
+]
 
 
 def resolve_effect(effect: Effect, named: Mapping[str, Effect]) -> Effect:
@@ -64,20 +89,32 @@ class ReadingVerifier:
 Verifier = ReadingVerifier | WholeChange | FileChange
 
 
-def make_verifier(effect: Effect, params: Mapping[str, Any], env: Mapping[str, str] | None = None, *, key: bytes = b"",
-                  secrets: Mapping[str, str] | None = None, read_timeout_s: float = READ_TIMEOUT_S) -> Verifier:
+def make_verifier(
+    effect: Effect,
+    params: Mapping[str, Any],
+    env: Mapping[str, str] | None = None,
+    *,
+    key: bytes = b"",
+    secrets: Mapping[str, str] | None = None,
+    read_timeout_s: float = READ_TIMEOUT_S,
+) -> Verifier:
     """The effect's verifier, bound to the run's params; ConfigError (before any input) if misconfigured. `key`
     digests a whole-change snapshot's rows (the run's journal key), `secrets` are masked in its listing."""
     if effect.kind == "sql" and effect.changes is not None:
-        return WholeChange(effect, params, os.environ if env is None else env, key=key, secrets=secrets,
-                           read_timeout_s=read_timeout_s)
+        return WholeChange(
+            effect, params, os.environ if env is None else env, key=key, secrets=secrets, read_timeout_s=read_timeout_s
+        )
     if effect.kind == "file" and effect.changes is not None:
         return FileChange(effect, params, key=key, secrets=secrets)
     return ReadingVerifier(effect, make_reader(effect, params, env, read_timeout_s=read_timeout_s))
 
 
 def make_reader(
-    effect: Effect, params: Mapping[str, Any], env: Mapping[str, str] | None = None, *, read_timeout_s: float = READ_TIMEOUT_S
+    effect: Effect,
+    params: Mapping[str, Any],
+    env: Mapping[str, str] | None = None,
+    *,
+    read_timeout_s: float = READ_TIMEOUT_S,
 ) -> Callable[[], Reading]:
     """A read-only reader for the effect's system of record; raises ConfigError (before any input) if misconfigured."""
     env = os.environ if env is None else env
@@ -105,8 +142,10 @@ def baseline_blocks(effect: Effect, baseline: Reading) -> str | None:
     if effect.expect.increase_by == 0:
         return "increase_by: 0 holds before the step: its effect could never be told apart from nothing happening"
     if expects_value(effect) and same(baseline.value, effect.expect.equals):
-        return (f"the reading already equals {effect.expect.equals!r} before the step: its effect could never be told "
-                "apart from what was already there")
+        return (
+            f"the reading already equals {effect.expect.equals!r} before the step: its effect could never be told "
+            "apart from what was already there"
+        )
     return None
 
 
@@ -164,10 +203,19 @@ def verify_effect(
         reads += 1
         j = check.judge(baseline, observed)
         elapsed = clock() - dispatched_at
-        settled = not check.settles or (last is not None and (last.value == observed.value or began >= effect.timeout_s))
+        settled = not check.settles or (
+            last is not None and (last.value == observed.value or began >= effect.timeout_s)
+        )
         if (j.verdict == CONFIRMED and settled) or (j.verdict != CONFIRMED and began >= effect.timeout_s):
-            return EffectVerdict(verdict=j.verdict, baseline=baseline, observed=observed, reads=reads, waited_s=elapsed,
-                                 detail=j.detail, changes=[dict(c) for c in j.changes] if j.changes is not None else None)
+            return EffectVerdict(
+                verdict=j.verdict,
+                baseline=baseline,
+                observed=observed,
+                reads=reads,
+                waited_s=elapsed,
+                detail=j.detail,
+                changes=[dict(c) for c in j.changes] if j.changes is not None else None,
+            )
         last = observed if j.verdict == CONFIRMED else None
         if last is not None:  # read once more, soon: does the change stand?
             wait(poll_s)

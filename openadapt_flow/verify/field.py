@@ -62,9 +62,13 @@ def field_identity(ocr: OcrEngine, frame: np.ndarray, point: Point, rels: list[R
             failed.append(f"{r.what} {lm.text!r} {where}")
     expected_text = ", ".join(f"{r.what} {r.landmark.text!r}" for r in rels)
     if failed:
-        return Check(FIELD_IDENTITY, expected_text, False,
-                     "typed into a field whose recorded relation does not hold: " + "; ".join(failed),
-                     {"point": list(point)})
+        return Check(
+            FIELD_IDENTITY,
+            expected_text,
+            False,
+            "typed into a field whose recorded relation does not hold: " + "; ".join(failed),
+            {"point": list(point)},
+        )
     return Check(FIELD_IDENTITY, expected_text, True, "where recorded: " + ", ".join(seen), {"point": list(point)})
 
 

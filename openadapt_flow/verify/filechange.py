@@ -105,7 +105,8 @@ class Declared:
 
     def describe(self) -> str:
         parts = ([f"removed {', '.join(_short(x) for x in self.removed)}"] if self.removed else []) + (
-            [f"added {', '.join(_short(x) for x in self.added)}"] if self.added else [])
+            [f"added {', '.join(_short(x) for x in self.added)}"] if self.added else []
+        )
         return " and ".join(parts) + (f" below {_short(self.after)}" if self.after is not None else "")
 
 
@@ -117,9 +118,15 @@ def fill_lines(effect: Effect, params: Mapping[str, Any]) -> list[Declared]:
             raise ConfigError("a file effect's changes are line hunks ({removed: [...], added: [...]})")
         after = fill_contains(c.after, params) if c.after is not None else None
         literal = not any(NAMED_PLACEHOLDER.search(x) for x in [*c.removed, *c.added, c.after or ""])
-        out.append(Declared(tuple(fill_contains(x, params) for x in c.removed),
-                            tuple(fill_contains(x, params) for x in c.added), after, literal,
-                            tuple(not NAMED_PLACEHOLDER.search(x) for x in c.added)))
+        out.append(
+            Declared(
+                tuple(fill_contains(x, params) for x in c.removed),
+                tuple(fill_contains(x, params) for x in c.added),
+                after,
+                literal,
+                tuple(not NAMED_PLACEHOLDER.search(x) for x in c.added),
+            )
+        )
     return out
 
 
@@ -131,7 +138,7 @@ def _fits(h: Hunk[str], want: tuple[tuple[str, ...], tuple[str, ...], str | None
 def _holds(lines: Sequence[str], block: tuple[str, ...]) -> bool:
     """Do `lines` hold `block`, one line after the other?"""
     n = len(block)
-    return n > 0 and any(tuple(lines[k:k + n]) == block for k in range(len(lines) - n + 1))
+    return n > 0 and any(tuple(lines[k : k + n]) == block for k in range(len(lines) - n + 1))
 
 
 def _kind(h: Hunk[str]) -> Literal["added", "changed", "removed"]:
@@ -151,8 +158,9 @@ class FileChange:
 
     settles = True  # CONFIRMED stands once a second reading agrees: a file still being written is not the whole change
 
-    def __init__(self, effect: Effect, params: Mapping[str, Any], *, key: bytes = b"",
-                 secrets: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self, effect: Effect, params: Mapping[str, Any], *, key: bytes = b"", secrets: Mapping[str, str] | None = None
+    ) -> None:
         if not effect.path:
             raise ConfigError("a file effect needs path")
         self.path = Path(effect.path)
@@ -179,19 +187,29 @@ class FileChange:
             return Reading(False, error=f"{self.path} is {e}: a file effect reads plain or gzip-compressed text")
         lines = [x for x in text_lines(text) if not x.startswith(self.volatile)] if self.volatile else text_lines(text)
         if len(lines) > MAX_LINES:
-            return Reading(False, error=f"{self.path} holds {len(lines)} lines, more than a whole-change file effect "
-                                        f"compares ({MAX_LINES})")
+            return Reading(
+                False,
+                error=f"{self.path} holds {len(lines)} lines, more than a whole-change file effect "
+                f"compares ({MAX_LINES})",
+            )
         return Reading(True, {"exists": True, "lines": [self.digest(x) for x in lines]})
 
     def _want(self, d: Declared) -> tuple[tuple[str, ...], tuple[str, ...], str | None]:
-        return (tuple(self.digest(x) for x in d.removed), tuple(self.digest(x) for x in d.added),
-                self.digest(d.after) if d.after is not None else None)
+        return (
+            tuple(self.digest(x) for x in d.removed),
+            tuple(self.digest(x) for x in d.added),
+            self.digest(d.after) if d.after is not None else None,
+        )
 
     def _seen(self, h: Hunk[str]) -> str:
         def shown(ds: tuple[str, ...]) -> str:
-            return ", ".join(_short(self.memory[x]) if x in self.memory else "(a line not read in this process)" for x in ds)
+            return ", ".join(
+                _short(self.memory[x]) if x in self.memory else "(a line not read in this process)" for x in ds
+            )
 
-        parts = ([f"removed {shown(h.removed)}"] if h.removed else []) + ([f"added {shown(h.added)}"] if h.added else [])
+        parts = ([f"removed {shown(h.removed)}"] if h.removed else []) + (
+            [f"added {shown(h.added)}"] if h.added else []
+        )
         return f"line {h.at + 1}: " + " and ".join(parts)
 
     def judge(self, baseline: Reading | None, observed: Reading) -> Judgement:
@@ -206,8 +224,13 @@ class FileChange:
         expected, want = [], []
         for d in self.expected:
             w = self._want(d)
-            if d.literal and not d.removed and not any(_fits(h, w) for h in seen) and \
-                    _holds(before[1], w[1]) and _holds(after[1], w[1]):
+            if (
+                d.literal
+                and not d.removed
+                and not any(_fits(h, w) for h in seen)
+                and _holds(before[1], w[1])
+                and _holds(after[1], w[1])
+            ):
                 continue  # the app's own lines, added once (a catalogue header's fields): there before and after
             expected.append(d)
             want.append(w)
@@ -218,14 +241,22 @@ class FileChange:
         if len(seen) == len(want) and all(fits):
             return Judgement(CONFIRMED, f"exactly the declared change ({len(seen)} hunk(s))", self._listing(seen, fits))
         if self._rewritten(before[1], after[1], seen, expected, want):
-            return Judgement(CONFIRMED, f"the declared block written anew around lines the file held ({len(seen)} "
-                                        "hunk(s))", self._listing(seen, [True] * len(seen)))
+            return Judgement(
+                CONFIRMED,
+                f"the declared block written anew around lines the file held ({len(seen)} hunk(s))",
+                self._listing(seen, [True] * len(seen)),
+            )
         listing = self._listing(seen, fits)
         return Judgement(CONFLICTING, self._masked(self._account(seen, expected, want, fits)), listing)
 
     @staticmethod
-    def _rewritten(before: list[str], after: list[str], seen: list[Hunk[str]], expected: list[Declared],
-                   want: list[tuple[tuple[str, ...], tuple[str, ...], str | None]]) -> bool:
+    def _rewritten(
+        before: list[str],
+        after: list[str],
+        seen: list[Hunk[str]],
+        expected: list[Declared],
+        want: list[tuple[tuple[str, ...], tuple[str, ...], str | None]],
+    ) -> bool:
         """The declared pure insertions written anew by the app around its block's lines already there
         (verify/rewrite.py); only where nothing is removed and every declared hunk has its `after` line."""
         if any(h.removed for h in seen) or any(r or a is None for r, _, a in want):
@@ -246,24 +277,40 @@ class FileChange:
     def _listing(self, seen: list[Hunk[str]], fits: list[bool]) -> list[ChangeDoc]:
         """The hunks as a verdict lists them (a hunk not declared where it is is a collateral write): at most
         MAX_LISTED, collateral first, each line masked and cut."""
+
         def text(ds: tuple[str, ...]) -> list[Any]:
             return [mask(self.memory.get(x, "(a line not read in this process)"), self.secrets) for x in ds]
 
         order = sorted(range(len(seen)), key=lambda i: fits[i])[:MAX_LISTED]
-        return [{"table": self.path.name, "kind": _kind(seen[i]), "key": f"line {seen[i].at + 1}",
-                 "values": {"removed": text(seen[i].removed), "added": text(seen[i].added)}, "expected": fits[i]}
-                for i in order]
+        return [
+            {
+                "table": self.path.name,
+                "kind": _kind(seen[i]),
+                "key": f"line {seen[i].at + 1}",
+                "values": {"removed": text(seen[i].removed), "added": text(seen[i].added)},
+                "expected": fits[i],
+            }
+            for i in order
+        ]
 
-    def _account(self, seen: list[Hunk[str]], expected: list[Declared],
-                 want: list[tuple[tuple[str, ...], tuple[str, ...], str | None]], fits: list[bool]) -> str:
+    def _account(
+        self,
+        seen: list[Hunk[str]],
+        expected: list[Declared],
+        want: list[tuple[tuple[str, ...], tuple[str, ...], str | None]],
+        fits: list[bool],
+    ) -> str:
         """One line: how the change seen differs from the declared one."""
         if not seen:  # only the file's existence changed (created empty, or removed while empty)
             return "the file changed otherwise: it was created or removed empty; the effect declares " + "; ".join(
-                d.describe() for d in expected)
+                d.describe() for d in expected
+            )
         if sum(fits) == len(want):  # every declared hunk is there, in order: the rest is collateral
             extra = [h for h, ok in zip(seen, fits) if not ok]
-            return (f"the file changed otherwise: the declared change landed, and {len(extra)} change(s) the step "
-                    f"does not declare, first {self._seen(extra[0])}")
+            return (
+                f"the file changed otherwise: the declared change landed, and {len(extra)} change(s) the step "
+                f"does not declare, first {self._seen(extra[0])}"
+            )
         i = next(n for n, ok in enumerate(fits) if not ok) if not all(fits) else len(seen)
         d = expected[sum(fits)]
         if i >= len(seen):
@@ -272,8 +319,10 @@ class FileChange:
         r, a, w = want[sum(fits)]
         if (h.removed, h.added) == (r, a) and w is not None:
             above = _short(self.memory.get(h.above, "?")) if h.above is not None else "the top of the file"
-            return (f"the file changed otherwise: {self._seen(h)} went below {above}; the effect declares it below "
-                    f"{_short(d.after or '')}")
+            return (
+                f"the file changed otherwise: {self._seen(h)} went below {above}; the effect declares it below "
+                f"{_short(d.after or '')}"
+            )
         return f"the file changed otherwise: change {i + 1} of {len(seen)} is {self._seen(h)}; the effect declares {d.describe()}"
 
     def blocks(self, baseline: Reading) -> str | None:
@@ -288,6 +337,8 @@ class FileChange:
         for d in self.expected:
             r = self._want(d)[0]
             if r and not _holds(lines, r):
-                return self._masked(f"{self.path} holds no line(s) {', '.join(_short(x) for x in d.removed)} before the "
-                                    "step: the change it declares could never be seen")
+                return self._masked(
+                    f"{self.path} holds no line(s) {', '.join(_short(x) for x in d.removed)} before the "
+                    "step: the change it declares could never be seen"
+                )
         return None

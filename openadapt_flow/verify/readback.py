@@ -53,7 +53,7 @@ def shows(typed: str, read: str, append: bool = False, scrolled: bool = False) -
     if not want:
         return False
     got = canonical(read)
-    if _same(want, got) or (append and _same(want, got[-len(want):])):
+    if _same(want, got) or (append and _same(want, got[-len(want) :])):
         return True
     tail = "".join(read.split()).strip(_FRAME)  # an ellipsis' dots are kept
     if append:

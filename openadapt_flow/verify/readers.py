@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote, urlparse
 
-
 from openadapt_flow.bundle.effect import Effect
 from openadapt_flow.bundle.params import PLACEHOLDER
 from openadapt_flow.errors import ConfigError
@@ -50,7 +49,7 @@ def to_pyformat(query: str) -> str:
 
     out, last = [], 0
     for m in SQL_TOKENS.finditer(query):
-        out.append(query[last:m.start()].replace("%", "%%"))
+        out.append(query[last : m.start()].replace("%", "%%"))
         out.append(repl(m))
         last = m.end()
     out.append(query[last:].replace("%", "%%"))
@@ -113,7 +112,7 @@ class SqlSource:
     def sqlite(self) -> sqlite3.Connection:
         """A read-only connection to the SQLite file; a query running past the read timeout is aborted."""
         # SQLAlchemy's convention: sqlite:///rel/path is relative, sqlite:////abs/path absolute
-        path = unquote(self.dsn[len("sqlite://"):])[1:]
+        path = unquote(self.dsn[len("sqlite://") :])[1:]
         if not Path(path).exists():
             raise FileNotFoundError(f"database {path} not found")
         conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=self.timeout_s)
@@ -138,13 +137,17 @@ class SqlSource:
 class SqlReader:
     """Runs the effect's query in a read-only transaction with bound params (never string-formatted); reads the first cell."""
 
-    def __init__(self, effect: Effect, params: Mapping[str, Any], env: Mapping[str, str], read_timeout_s: float = READ_TIMEOUT_S) -> None:
+    def __init__(
+        self, effect: Effect, params: Mapping[str, Any], env: Mapping[str, str], read_timeout_s: float = READ_TIMEOUT_S
+    ) -> None:
         if not effect.query:
             raise ConfigError("a sql effect needs query (or changes:)")
         check_dsn(effect)
         missing = [n for n in sql_binds(effect.query) if n not in params]
         if missing:  # binding NULL instead would read "absent" and wrongly prove nothing landed
-            raise ConfigError(f"effect query binds {', '.join(':' + n for n in missing)}, which no bound param supplies")
+            raise ConfigError(
+                f"effect query binds {', '.join(':' + n for n in missing)}, which no bound param supplies"
+            )
         self.source = SqlSource(effect, env, read_timeout_s)
         self.query = effect.query
         self.binds = {n: params[n] for n in sql_binds(effect.query)}
@@ -184,8 +187,13 @@ def fill_contains(template: str, params: Mapping[str, Any]) -> str:
     return fill_text(template, params, "contains", pattern=NAMED_PLACEHOLDER)
 
 
-def fill_text(template: str, params: Mapping[str, Any], what: str, escape: Callable[[str], str] = str,
-              pattern: re.Pattern[str] = PLACEHOLDER) -> str:
+def fill_text(
+    template: str,
+    params: Mapping[str, Any],
+    what: str,
+    escape: Callable[[str], str] = str,
+    pattern: re.Pattern[str] = PLACEHOLDER,
+) -> str:
     """Fill `{name}` placeholders from params (`escape`d); `{{`/`}}` are literal braces; `what` names the field."""
 
     def repl(m: re.Match[str]) -> str:
@@ -222,7 +230,9 @@ def dig(doc: Any, path: str) -> Any:
 class HttpReader:
     """GETs the effect's url; the reading is the JSON value at `json_path`, or the count of `contains` in the body."""
 
-    def __init__(self, effect: Effect, params: Mapping[str, Any], env: Mapping[str, str], read_timeout_s: float = READ_TIMEOUT_S) -> None:
+    def __init__(
+        self, effect: Effect, params: Mapping[str, Any], env: Mapping[str, str], read_timeout_s: float = READ_TIMEOUT_S
+    ) -> None:
         if not effect.url:
             raise ConfigError("an http effect needs url")
         if effect.json_path is not None and effect.contains is not None:
@@ -230,7 +240,9 @@ class HttpReader:
         if effect.contains == "":
             raise ConfigError("an http effect's contains must not be empty")
         if INLINE_PASSWORD.search(effect.url):
-            raise ConfigError("credentials are not allowed inline in an effect url; put a bearer token in the env var named by token_env")
+            raise ConfigError(
+                "credentials are not allowed inline in an effect url; put a bearer token in the env var named by token_env"
+            )
         self.url = fill_url(effect.url, params)
         if urlparse(self.url).scheme not in ("http", "https"):
             raise ConfigError(f"effect url {effect.url!r} must be http:// or https://")
@@ -341,7 +353,11 @@ def unreadable_file_effect(effect: Effect) -> str | None:
             fmt = unreadable_format(f.read(16))
     except OSError:
         return None
-    return None if fmt is None else f"effect path {effect.path} is {fmt}: a file effect reads plain or gzip-compressed text"
+    return (
+        None
+        if fmt is None
+        else f"effect path {effect.path} is {fmt}: a file effect reads plain or gzip-compressed text"
+    )
 
 
 def _urllib() -> Any:

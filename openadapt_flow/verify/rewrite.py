@@ -77,8 +77,13 @@ def _in_order(lines: Sequence[L], declared: Sequence[L]) -> bool:
     return all(any(x == d for d in it) for x in lines)
 
 
-def rewritten(before: Sequence[L], after: Sequence[L], insertions: Sequence[tuple[int, tuple[L, ...]]],
-              blocks: Sequence[Block[L]], is_blank: Callable[[L], bool]) -> bool:
+def rewritten(
+    before: Sequence[L],
+    after: Sequence[L],
+    insertions: Sequence[tuple[int, tuple[L, ...]]],
+    blocks: Sequence[Block[L]],
+    is_blank: Callable[[L], bool],
+) -> bool:
     """Is the change `before` → `after` — the pure `insertions` (line in `after` where each begins, its lines) the
     line diff found — the declared `blocks` written anew around lines the file already held?"""
     if not blocks or not insertions or any(not b.added or sum(x == b.anchor for x in before) != 1 for b in blocks):

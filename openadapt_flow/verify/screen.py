@@ -16,6 +16,8 @@ from openadapt_flow.bundle.params import Interpolator
 from openadapt_flow.fixture.widget import widget_box
 from openadapt_flow.ladder.types import Box, Point
 from openadapt_flow.records.models import Check
+from openadapt_flow.verify.blank import blank_check
+from openadapt_flow.verify.readback import find_typed
 from openadapt_flow.vision.caret import FAINT_CARET_INK, without_caret, without_caret_in_lines
 from openadapt_flow.vision.decoration import without_decoration
 from openadapt_flow.vision.diff import changed_box, changed_pixels, changed_share
@@ -23,8 +25,6 @@ from openadapt_flow.vision.mask import union
 from openadapt_flow.vision.ocr import OcrEngine, find_text
 from openadapt_flow.vision.outline import without_outline
 from openadapt_flow.vision.template import TemplateImage, Thresholds, find_template, intersect, pad_box
-from openadapt_flow.verify.blank import blank_check
-from openadapt_flow.verify.readback import find_typed
 
 TEMPLATE_PRESENT_MIN = 0.8
 REGION_CHANGED_MIN = 0.002
@@ -40,7 +40,13 @@ PAINTED_MARGIN = 10  # px of background around a crop read again with its caret 
 FACE_INSET = 2  # px a field's face is read inside its edge: a cell border reads as a glyph
 CUT_COLUMNS = 2  # px at a face's left (inside its border) where a field showing its value whole has no ink
 CUT_INK = 80  # grey levels from the face's background that count as ink
-FACE_PROBES = ((0, 0), (0, -6), (0, 6), (0, -10), (0, 10))  # the point may lie on the typed glyphs' ink: look above/below
+FACE_PROBES = (
+    (0, 0),
+    (0, -6),
+    (0, 6),
+    (0, -10),
+    (0, 10),
+)  # the point may lie on the typed glyphs' ink: look above/below
 # The fallback check of a step that declares nothing to verify: the screen changed where it acted, i.e.
 # within ACTED_PAD px (scaled) of the matched target box and the point(s) it acted at. A handful of
 # pixels is enough (a focus ring, a caret, a pressed checkbox); less is noise.
@@ -84,8 +90,10 @@ class Anchor:
         bigger or smaller), the box's distance from the target is known only to within that difference."""
         x, y, w, h = placed
         (lx, ly), (sx, sy) = self.live, self.scale
-        return (round(abs(sx - screen[0]) * max(abs(x - lx), abs(x + w - lx))),
-                round(abs(sy - screen[1]) * max(abs(y - ly), abs(y + h - ly))))
+        return (
+            round(abs(sx - screen[0]) * max(abs(x - lx), abs(x + w - lx))),
+            round(abs(sy - screen[1]) * max(abs(y - ly), abs(y + h - ly))),
+        )
 
 
 def _digits(text: str) -> str:
@@ -146,7 +154,9 @@ class ScreenChecks:
         if not matches:
             return Check("text_present", text, False, "not read", {"box": box} if box else {})
         best = max(matches, key=lambda m: m.score)
-        return Check("text_present", text, True, f"read {best.text!r}", {"score": round(best.score, 3), "at": list(best.box)})
+        return Check(
+            "text_present", text, True, f"read {best.text!r}", {"score": round(best.score, 3), "at": list(best.box)}
+        )
 
     def window(self, region: Box, pad: int) -> Box:
         """A recorded region in this screen's pixels, padded by `pad` (callers clip it to the frame)."""
@@ -163,15 +173,29 @@ class ScreenChecks:
         x, y, w, h = placed
         return (x - pad, y - pad, w + 2 * pad, h + 2 * pad)
 
-    def postconditions(self, pcs: list[Postcondition], texts: list[str | None], frame: np.ndarray,
-                       before: np.ndarray | None, anchor: Anchor | None = None) -> list[Check]:
+    def postconditions(
+        self,
+        pcs: list[Postcondition],
+        texts: list[str | None],
+        frame: np.ndarray,
+        before: np.ndarray | None,
+        anchor: Anchor | None = None,
+    ) -> list[Check]:
         """Judge several postconditions on one frame; every area they read is read in one pass first."""
-        areas: list[Box | None] = [self.fact_window(pc, anchor) for pc in pcs if pc.kind in ("text_present", "text_absent")]
+        areas: list[Box | None] = [
+            self.fact_window(pc, anchor) for pc in pcs if pc.kind in ("text_present", "text_absent")
+        ]
         self.ocr.read_many(frame, areas)
         return [self.postcondition(pc, frame, before, text, anchor) for pc, text in zip(pcs, texts)]
 
-    def postcondition(self, pc: Postcondition, frame: np.ndarray, before: np.ndarray | None, text: str | None,
-                      anchor: Anchor | None = None) -> Check:
+    def postcondition(
+        self,
+        pc: Postcondition,
+        frame: np.ndarray,
+        before: np.ndarray | None,
+        text: str | None,
+        anchor: Anchor | None = None,
+    ) -> Check:
         """Judge one postcondition; `text` is its interpolated text for text kinds.
 
         A text fact with a `region` is read there first (padded, see TEXT_PRESENT_PAD): `text_present`
@@ -192,7 +216,9 @@ class ScreenChecks:
             assert text is not None
             seen = self.text(frame, text, window)
             where = " in its region" if window else ""
-            return Check("text_absent", text, not seen.ok, ("still shown" if seen.ok else "absent") + where, seen.evidence)
+            return Check(
+                "text_absent", text, not seen.ok, ("still shown" if seen.ok else "absent") + where, seen.evidence
+            )
         if kind == "template_present":
             assert pc.template_present is not None
             templ = self.templates[pc.template_present]
@@ -201,7 +227,13 @@ class ScreenChecks:
             found = find_template(frame, templ, box=window, thresholds=Thresholds(confident=TEMPLATE_PRESENT_MIN))
             ok = found.score >= TEMPLATE_PRESENT_MIN and found.plausible(found.best)
             box = found.best.box if found.best else None
-            return Check(kind, pc.template_present, ok, f"best score {found.score:.3f}", {"score": round(found.score, 3), "at": list(box) if box else None})
+            return Check(
+                kind,
+                pc.template_present,
+                ok,
+                f"best score {found.score:.3f}",
+                {"score": round(found.score, 3), "at": list(box) if box else None},
+            )
         region = self.place(pc, anchor)
         if kind == "blank":
             assert pc.blank is not None and region is not None
@@ -212,8 +244,13 @@ class ScreenChecks:
         spread = anchor.spread(region, (self.sx, self.sy)) if pc.relative_to == "target" and anchor else (0, 0)
         frac = changed_share(before, frame, region, spread)
         least = pc.changed_min or REGION_CHANGED_MIN
-        return Check(kind, str(list(pc.region_changed)), frac >= least, f"{frac:.4f} of pixels changed (at least {least:g})",
-                     {"changed": round(frac, 4)})
+        return Check(
+            kind,
+            str(list(pc.region_changed)),
+            frac >= least,
+            f"{frac:.4f} of pixels changed (at least {least:g})",
+            {"changed": round(frac, 4)},
+        )
 
     def acted_area(self, points: list[Point], target: Box | None) -> Box | None:
         """Where a step acted: its matched target box and the points it acted at, padded by ACTED_PAD (None: nowhere
@@ -233,11 +270,23 @@ class ScreenChecks:
         where = str(list(area)) if area is not None else "anywhere"
         n = changed_pixels(before, frame, area)
         ok = n >= ACTED_MIN_PIXELS
-        return Check(SCREEN_CHANGED, where, ok, f"{n} pixels changed" + ("" if ok else f" (fewer than {ACTED_MIN_PIXELS})"),
-                     {"changed_pixels": n, "weak": True})
+        return Check(
+            SCREEN_CHANGED,
+            where,
+            ok,
+            f"{n} pixels changed" + ("" if ok else f" (fewer than {ACTED_MIN_PIXELS})"),
+            {"changed_pixels": n, "weak": True},
+        )
 
-    def readback(self, frame: np.ndarray, before: np.ndarray, typed: str, band: Box, point: Point | None = None,
-                 append: bool = False) -> Check:
+    def readback(
+        self,
+        frame: np.ndarray,
+        before: np.ndarray,
+        typed: str,
+        band: Box,
+        point: Point | None = None,
+        append: bool = False,
+    ) -> Check:
         """Is the typed text what the field shows (`verify.readback`: one rule for words and numbers)?
 
         Read first from the crop of the edited field itself (the uniform face under the point typing clicked: no
@@ -269,8 +318,13 @@ class ScreenChecks:
             words = self.ocr.read(frame, clipped)
             found = find_typed(words, typed, append, scrolled=where == "the field" and cut_at_left(frame, clipped))
             if found is not None:
-                return Check("readback", typed, True, f"read {found.text!r} in {where}",
-                             {"at": list(found.box), "conf": round(found.conf, 1)})
+                return Check(
+                    "readback",
+                    typed,
+                    True,
+                    f"read {found.text!r} in {where}",
+                    {"at": list(found.box), "conf": round(found.conf, 1)},
+                )
             tried.append(f"{where}: {' '.join(w.text for w in words)[:60]!r}")
         # what the typing changed first; then the field's face: a multi-line view clicked under its first line
         # holds the typed line outside the band, where nothing changed (wxGTK's caret against the last 'l')
@@ -283,8 +337,13 @@ class ScreenChecks:
             words = self.ocr.read_line(frame, clipped) if clipped is not None else []
             found = find_typed(words, typed, append)
             if found is not None:
-                return Check("readback", typed, True, f"read {found.text!r} in {where}, as one line of plain grey",
-                             {"at": list(found.box), "conf": round(found.conf, 1)})
+                return Check(
+                    "readback",
+                    typed,
+                    True,
+                    f"read {found.text!r} in {where}, as one line of plain grey",
+                    {"at": list(found.box), "conf": round(found.conf, 1)},
+                )
             if clipped is not None:
                 tried.append(f"{where} as one line: {' '.join(w.text for w in words)[:60]!r}")
         return Check("readback", typed, False, "not read (" + "; ".join(tried) + ")", {"box": list(band)})
@@ -304,7 +363,11 @@ class ScreenChecks:
         if face is None:
             return None
         x, y, w, h = face
-        return (x + FACE_INSET, y + FACE_INSET, w - 2 * FACE_INSET, h - 2 * FACE_INSET) if min(w, h) > 4 * FACE_INSET else face
+        return (
+            (x + FACE_INSET, y + FACE_INSET, w - 2 * FACE_INSET, h - 2 * FACE_INSET)
+            if min(w, h) > 4 * FACE_INSET
+            else face
+        )
 
     @staticmethod
     def _text_area(frame: np.ndarray, point: Point | None) -> Box | None:
@@ -339,18 +402,26 @@ class ScreenChecks:
             return None
         bx, by, bw, bh = best.box
         bx, by = bx - PAINTED_MARGIN, by - PAINTED_MARGIN
-        return Check("readback", typed, True, f"read {best.text!r} with {what(x, y)} painted out",
-                     {"at": [x + bx, y + by, bw, bh], "conf": round(best.conf, 1)})
+        return Check(
+            "readback",
+            typed,
+            True,
+            f"read {best.text!r} with {what(x, y)} painted out",
+            {"at": [x + bx, y + by, bw, bh], "conf": round(best.conf, 1)},
+        )
 
-    def identity(self, frame: np.ndarray, point: Point, near: tuple[int, int, int, int], text: str,
-                 scale: float | None = None) -> Check:
+    def identity(
+        self, frame: np.ndarray, point: Point, near: tuple[int, int, int, int], text: str, scale: float | None = None
+    ) -> Check:
         """The identity gate: `text` must be read inside `near` = [dx, dy, w, h] placed at the click point, scaled by
         `scale` (the scale the target's template matched at, the screen's ratio included: an app drawn 25 % bigger
         spaces its fields 25 % wider); with no scale known (a target found by its text), the box covers where `near` falls at every scale a
         template is searched at (IDENTITY_SCALES, times the screen's size ratio)."""
         dx, dy, w, h = near
         scales = [(scale, scale)] if scale else [(f * self.sx, f * self.sy) for f in IDENTITY_SCALES]
-        boxes = [(point[0] + round(dx * sx), point[1] + round(dy * sy), round(w * sx), round(h * sy)) for sx, sy in scales]
+        boxes = [
+            (point[0] + round(dx * sx), point[1] + round(dy * sy), round(w * sx), round(h * sy)) for sx, sy in scales
+        ]
         box = boxes[0]
         for other in boxes[1:]:
             box = union(box, other)
@@ -372,7 +443,10 @@ def _painted(crop: np.ndarray) -> Iterator[tuple[np.ndarray, Where]]:
     under the text (`vision.decoration`: a spell-checker's squiggle, a link's underline), alone and then with a
     cursor painted out as well. Painting only removes ink."""
     carets: tuple[Callable[[np.ndarray], tuple[np.ndarray, int] | None], ...] = (
-        without_caret, without_caret_in_lines, lambda c: without_caret_in_lines(c, FAINT_CARET_INK))
+        without_caret,
+        without_caret_in_lines,
+        lambda c: without_caret_in_lines(c, FAINT_CARET_INK),
+    )
 
     def cursor(column: int, also: str = "") -> Where:
         return lambda x, y: f"{also}the text cursor at x={x + column}"
@@ -398,7 +472,7 @@ def cut_at_left(frame: np.ndarray, face: Box) -> bool:
     """Does text reach the very left of a field's face (read inside its border): a glyph cut by the edge of an
     editor scrolled to the end of a value too long for it? A field that shows its value whole has a margin there."""
     x, y, w, h = face
-    gray = frame[y:y + h, x:x + w].astype(np.int16).mean(axis=2) if frame.ndim == 3 else frame[y:y + h, x:x + w]
+    gray = frame[y : y + h, x : x + w].astype(np.int16).mean(axis=2) if frame.ndim == 3 else frame[y : y + h, x : x + w]
     if gray.size == 0 or w < 4:
         return False
     background = float(np.median(gray))

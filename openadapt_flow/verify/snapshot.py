@@ -95,16 +95,19 @@ class SnapshotReader:
         body = json.dumps(row, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str).encode()
         return hmac.new(self.key, body, hashlib.sha256).hexdigest()[:DIGEST_HEX]
 
-    def _table(self, key_cols: list[str], columns: list[str], rows: Iterable[tuple[Any, ...]], budget: list[int],
-               name: str) -> Table:
+    def _table(
+        self, key_cols: list[str], columns: list[str], rows: Iterable[tuple[Any, ...]], budget: list[int], name: str
+    ) -> Table:
         """Rows as (key values…, column values…) when keyed, else (column values…): digested and remembered."""
         out: dict[str, str] = {}
         width = 0 if key_cols == [CONTENT_KEY] else len(key_cols)
         for raw in rows:
             budget[0] -= 1
             if budget[0] < 0:
-                raise TooLarge(f"the compared tables hold more than max_rows {self.max_rows} rows (reached in table "
-                               f"{name!r}); name fewer tables (tables:) or raise max_rows")
+                raise TooLarge(
+                    f"the compared tables hold more than max_rows {self.max_rows} rows (reached in table "
+                    f"{name!r}); name fewer tables (tables:) or raise max_rows"
+                )
             row = {c: plain(v) for c, v in zip(columns, raw[width:])}
             digest = self._digest(row)
             self.memory[digest] = row
@@ -123,8 +126,12 @@ class SnapshotReader:
         conn = self.source.sqlite()
         try:
             conn.execute("BEGIN")  # one read transaction: every table as of one moment
-            found = {r[0] for r in conn.execute(
-                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")}
+            found = {
+                r[0]
+                for r in conn.execute(
+                    "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+                )
+            }
             names = sorted(found) if self.tables is None else list(self.tables)
             missing = [n for n in names if n not in found]
             if missing:
@@ -161,14 +168,19 @@ class SnapshotReader:
                     cur.execute(
                         "SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid "
                         "AND a.attnum = ANY(i.indkey) WHERE i.indrelid = %s::regclass AND i.indisprimary "
-                        "ORDER BY array_position(i.indkey::int2[], a.attnum)", (ident.as_string(conn),))
+                        "ORDER BY array_position(i.indkey::int2[], a.attnum)",
+                        (ident.as_string(conn),),
+                    )
                     pk = [str(r[0]) for r in cur.fetchall()]
                     keys = psycopg.sql.SQL(", ").join(psycopg.sql.Identifier(c) for c in pk)
-                    query = (psycopg.sql.SQL("SELECT {}, * FROM {}").format(keys, ident) if pk
-                             else psycopg.sql.SQL("SELECT * FROM {}").format(ident))
+                    query = (
+                        psycopg.sql.SQL("SELECT {}, * FROM {}").format(keys, ident)
+                        if pk
+                        else psycopg.sql.SQL("SELECT * FROM {}").format(ident)
+                    )
                     # at most what is left of the budget, plus one: enough to tell it is too large without reading it all
                     cur.execute(query + psycopg.sql.SQL(" LIMIT {}").format(psycopg.sql.Literal(budget[0] + 1)))
-                    columns = [d.name for d in cur.description][len(pk):]
+                    columns = [d.name for d in cur.description][len(pk) :]
                     out[name] = self._table(pk or [CONTENT_KEY], columns, cur.fetchall(), budget, name)
             conn.rollback()
         return out

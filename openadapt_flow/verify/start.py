@@ -43,8 +43,12 @@ class Placement:
 
     def box(self, box: Box) -> Box:
         x, y, w, h = box
-        return (round(self.sx * x + self.dx), round(self.sy * y + self.dy), max(1, round(self.sx * w)),
-                max(1, round(self.sy * h)))
+        return (
+            round(self.sx * x + self.dx),
+            round(self.sy * y + self.dy),
+            max(1, round(self.sx * w)),
+            max(1, round(self.sy * h)),
+        )
 
     def point(self, x: float, y: float) -> tuple[float, float]:
         return (self.sx * x + self.dx, self.sy * y + self.dy)
@@ -66,14 +70,25 @@ class StartVerdict:
         return "; ".join(_phrase(c) for c in self.checks if not c.ok)
 
 
-def judge_start(checks: ScreenChecks, facts: Sequence[Postcondition], texts: Sequence[str | None],
-                frame: np.ndarray, anchor: tuple[str, Box] | None = None) -> StartVerdict:
+def judge_start(
+    checks: ScreenChecks,
+    facts: Sequence[Postcondition],
+    texts: Sequence[str | None],
+    frame: np.ndarray,
+    anchor: tuple[str, Box] | None = None,
+) -> StartVerdict:
     """Judge the start facts (`texts`: their interpolated texts) on one frame. `anchor`: the first step's target
     (its template's name and recorded region), which places a moved app when its words alone cannot."""
     default = Placement(checks.sx, checks.sy)
     ocr = checks.ocr
-    ocr.read_many(frame, [_window(default, pc, TEXT_PAD if pc.kind == "text_present" else ABSENT_PAD)
-                          for pc in facts if pc.region is not None and pc.kind in ("text_present", "text_absent")])
+    ocr.read_many(
+        frame,
+        [
+            _window(default, pc, TEXT_PAD if pc.kind == "text_present" else ABSENT_PAD)
+            for pc in facts
+            if pc.region is not None and pc.kind in ("text_present", "text_absent")
+        ],
+    )
     out: list[Check | None] = [None] * len(facts)
     located: list[tuple[int, Point, Point, bool]] = []  # fact, recorded centre, live centre, read in its region
     for i, (pc, text) in enumerate(zip(facts, texts)):
@@ -84,7 +99,9 @@ def judge_start(checks: ScreenChecks, facts: Sequence[Postcondition], texts: Seq
                 x, y, w, h = pc.region
                 located.append((i, (x + w / 2, y + h / 2), at, here))
     placement, off = _place(default, [(r, v, here) for _, r, v, here in located])
-    unread = [i for i, c in enumerate(out) if c is not None and c.kind == "text_present" and not c.ok and c.detail == NOT_READ]
+    unread = [
+        i for i, c in enumerate(out) if c is not None and c.kind == "text_present" and not c.ok and c.detail == NOT_READ
+    ]
     anchored = _anchored(checks, frame, anchor, default) if unread and anchor is not None else default
     if placement == default:
         placement = anchored
@@ -99,14 +116,26 @@ def judge_start(checks: ScreenChecks, facts: Sequence[Postcondition], texts: Seq
             seen = _read(checks, frame, text, _window(place, pc, TEXT_PAD))
             if seen:
                 best = max(seen, key=lambda m: m.score)
-                out[i] = Check("text_present", text, True, f"read {best.text!r} where the app now is (moved)",
-                               {"at": list(best.box)})
+                out[i] = Check(
+                    "text_present",
+                    text,
+                    True,
+                    f"read {best.text!r} where the app now is (moved)",
+                    {"at": list(best.box)},
+                )
                 break
     for (i, _, _, _), miss in zip(located, off):
         c = out[i]
-        if miss is not None and c is not None:  # still the start's (read once): a theme or a scale lays toolbars out anew
-            out[i] = Check(c.kind, c.expected, c.ok, f"{c.detail}, {miss} px from where the other start facts place the "
-                           "app", c.evidence)
+        if (
+            miss is not None and c is not None
+        ):  # still the start's (read once): a theme or a scale lays toolbars out anew
+            out[i] = Check(
+                c.kind,
+                c.expected,
+                c.ok,
+                f"{c.detail}, {miss} px from where the other start facts place the app",
+                c.evidence,
+            )
     for i, (pc, text) in enumerate(zip(facts, texts)):
         if out[i] is None:
             out[i] = _placed(checks, frame, pc, text, placement)
@@ -132,15 +161,20 @@ def _read(checks: ScreenChecks, frame: np.ndarray, text: str, box: Box | None) -
     return [m for m in checks.ocr.find(frame, text, box=box) if _digits(m.text) == _digits(text)]
 
 
-def _present(checks: ScreenChecks, frame: np.ndarray, pc: Postcondition, text: str,
-             p: Placement) -> tuple[Check, Point | None, bool]:
+def _present(
+    checks: ScreenChecks, frame: np.ndarray, pc: Postcondition, text: str, p: Placement
+) -> tuple[Check, Point | None, bool]:
     """A text that must be shown: in its region, else exactly once elsewhere; its check, where it was read, and
     whether that was in its region."""
     if pc.region is not None:
         here = _read(checks, frame, text, _window(p, pc, TEXT_PAD))
         if here:
             best = max(here, key=lambda m: m.score)
-            return Check("text_present", text, True, f"read {best.text!r} where recorded", {"at": list(best.box)}), best.centre, True
+            return (
+                Check("text_present", text, True, f"read {best.text!r} where recorded", {"at": list(best.box)}),
+                best.centre,
+                True,
+            )
     anywhere = _read(checks, frame, text, None)
     if not anywhere:
         return Check("text_present", text, False, NOT_READ, {}), None, False
@@ -148,11 +182,29 @@ def _present(checks: ScreenChecks, frame: np.ndarray, pc: Postcondition, text: s
         best = max(anywhere, key=lambda m: m.score)
         return Check("text_present", text, True, f"read {best.text!r}", {"at": list(best.box)}), None, False
     if len(anywhere) > 1:
-        return Check("text_present", text, False, f"read at {len(anywhere)} places, none where recorded: which is the "
-                     "start's cannot be told", {"at": [list(m.box) for m in anywhere]}), None, False
+        return (
+            Check(
+                "text_present",
+                text,
+                False,
+                f"read at {len(anywhere)} places, none where recorded: which is the start's cannot be told",
+                {"at": [list(m.box) for m in anywhere]},
+            ),
+            None,
+            False,
+        )
     (only,) = anywhere
-    return Check("text_present", text, True, f"read {only.text!r} away from where recorded (the app moved)",
-                 {"at": list(only.box)}), only.centre, False
+    return (
+        Check(
+            "text_present",
+            text,
+            True,
+            f"read {only.text!r} away from where recorded (the app moved)",
+            {"at": list(only.box)},
+        ),
+        only.centre,
+        False,
+    )
 
 
 def _place(default: Placement, located: list[tuple[Point, Point, bool]]) -> tuple[Placement, list[int | None]]:
@@ -176,7 +228,10 @@ def _place(default: Placement, located: list[tuple[Point, Point, bool]]) -> tupl
             return fitted, misses
     shifts = live - rec * (default.sx, default.sy)
     tol = FIT_TOL * max(default.sx, default.sy)
-    groups = [[j for j in range(len(located)) if float(np.abs(shifts[j] - shifts[i]).max()) <= tol] for i in range(len(located))]
+    groups = [
+        [j for j in range(len(located)) if float(np.abs(shifts[j] - shifts[i]).max()) <= tol]
+        for i in range(len(located))
+    ]
     best = max(groups, key=lambda g: (len(g), sum(located[j][2] for j in g)))
     if len(best) < 2 and not located[best[0]][2]:
         # one word read away from its place, alone, may be a look-alike ("invoice" in a form's title for the list's
@@ -196,8 +251,12 @@ def _anchored(checks: ScreenChecks, frame: np.ndarray, anchor: tuple[str, Box], 
         return default
     found = find_template(frame, tmpl, thresholds=Thresholds(confident=TEMPLATE_PRESENT_MIN))
     best = found.best
-    if best is None or found.score < TEMPLATE_PRESENT_MIN or not found.plausible(best) or \
-            found.runner_up_score >= found.score - TIE_MARGIN:
+    if (
+        best is None
+        or found.score < TEMPLATE_PRESENT_MIN
+        or not found.plausible(best)
+        or found.runner_up_score >= found.score - TIE_MARGIN
+    ):
         return default
     sc = best.scale  # the app's own scale where the target was found (natural size on a bigger screen: 1)
     return Placement(sc, sc, float(best.box[0] - sc * region[0]), float(best.box[1] - sc * region[1]))
@@ -231,17 +290,34 @@ def _placed(checks: ScreenChecks, frame: np.ndarray, pc: Postcondition, text: st
     if pc.kind == "template_present":
         assert pc.template_present is not None and pc.region is not None
         place = p.box(pc.region)
-        window = clip_box((place[0] - TEMPLATE_PAD, place[1] - TEMPLATE_PAD, place[2] + 2 * TEMPLATE_PAD,
-                           place[3] + 2 * TEMPLATE_PAD), frame.shape[1], frame.shape[0])
-        found = find_template(frame, checks.templates[pc.template_present], box=window,
-                              thresholds=Thresholds(confident=TEMPLATE_PRESENT_MIN))
+        window = clip_box(
+            (
+                place[0] - TEMPLATE_PAD,
+                place[1] - TEMPLATE_PAD,
+                place[2] + 2 * TEMPLATE_PAD,
+                place[3] + 2 * TEMPLATE_PAD,
+            ),
+            frame.shape[1],
+            frame.shape[0],
+        )
+        found = find_template(
+            frame,
+            checks.templates[pc.template_present],
+            box=window,
+            thresholds=Thresholds(confident=TEMPLATE_PRESENT_MIN),
+        )
         best = found.best
         at: dict[str, object] = {"score": round(found.score, 3), "at": list(best.box) if best else None}
         if best is None or found.score < TEMPLATE_PRESENT_MIN or not found.plausible(best):
             return Check("template_present", pc.template_present, False, f"best score {found.score:.3f}", at)
         if intersect(best.box, place) is None:  # a look-alike beside its place is not it
-            return Check("template_present", pc.template_present, False, f"matched at {list(best.box)}, not at its place "
-                         f"{list(place)}", at)
+            return Check(
+                "template_present",
+                pc.template_present,
+                False,
+                f"matched at {list(best.box)}, not at its place {list(place)}",
+                at,
+            )
         return Check("template_present", pc.template_present, True, f"best score {found.score:.3f} at its place", at)
     return Check(pc.kind, str(pc.box), False, f"a start fact cannot be {pc.kind}", {})
 

@@ -49,8 +49,9 @@ def _rect(draw: ImageDraw.ImageDraw, box: Box, color: Color, thickness: int) -> 
     """The box's outline, `thickness` pixels drawn outwards from its edge pixels."""
     x, y, w, h = (int(v) for v in box)
     grow = thickness // 2
-    draw.rectangle([(x - grow, y - grow), (x + max(w, 1) - 1 + grow, y + max(h, 1) - 1 + grow)], outline=color,
-                   width=thickness)
+    draw.rectangle(
+        [(x - grow, y - grow), (x + max(w, 1) - 1 + grow, y + max(h, 1) - 1 + grow)], outline=color, width=thickness
+    )
 
 
 def _label(draw: ImageDraw.ImageDraw, text: str) -> None:

@@ -28,7 +28,9 @@ BORDER_SPAN = 0.9  # ink across this much of the crop's width (or height) is a f
 NEW_CARET_MIN_HEIGHT = 8  # px: a caret spans a line of text; shorter bars are glyph parts or noise
 NEW_CARET_TOL = 48  # grey levels: a pixel changed by more than this is part of the new mark
 NEW_CARET_FLAT = 12  # grey levels: where the caret now stands was plain background before (no glyph, no outline)
-GLYPH_MAX = 24  # px: a changed mark smaller than this either way is glyph-sized (a letter, an icon), not a ring or a fill
+GLYPH_MAX = (
+    24  # px: a changed mark smaller than this either way is glyph-sized (a letter, an icon), not a ring or a fill
+)
 NOISE_MAX = 3  # px: changed marks smaller than this are anti-aliasing specks
 
 
@@ -73,9 +75,13 @@ def _caret_columns(ink: np.ndarray, columns: list[int], glyph_cols: np.ndarray) 
     marked = []
     for c in columns:
         r = np.flatnonzero(ink[:, c])
-        if (r.size and r[0] < top and r[-1] >= baseline + max(DESCENT_MIN_PX, round(DESCENT_MIN * height))
-                and r[-1] - r[0] + 1 >= CARET_MIN_RATIO * height
-                and r[-1] - r[0] + 1 - r.size <= CARET_MAX_GAP):  # one unbroken bar: a j or i has its dot apart
+        if (
+            r.size
+            and r[0] < top
+            and r[-1] >= baseline + max(DESCENT_MIN_PX, round(DESCENT_MIN * height))
+            and r[-1] - r[0] + 1 >= CARET_MIN_RATIO * height
+            and r[-1] - r[0] + 1 - r.size <= CARET_MAX_GAP
+        ):  # one unbroken bar: a j or i has its dot apart
             marked.append(c)
         else:
             break
@@ -126,7 +132,9 @@ BLOCK_MIN_SHARE = 0.8  # of the text's height a block caret spans at least
 SERIF_ROWS = 2  # px from an I-beam's stem ends where its serifs lie
 CARET_GAP = 0.6  # line heights at most between the last glyph and a caret after it (a space is ~0.3)
 CARET_CLEAR_MIN = 3  # px above and below a caret's stroke free of ink in its column (a third of its height, at least)
-LINE_GAP = 2  # line heights right of a caret kept clear of ink: the text goes on closer (a field's border may be further)
+LINE_GAP = (
+    2  # line heights right of a caret kept clear of ink: the text goes on closer (a field's border may be further)
+)
 LINE_TOP_COLUMNS = 4  # the text's top is where at least this many of its columns reach
 
 
@@ -160,8 +168,9 @@ def without_caret_in_lines(crop: np.ndarray, ink_tol: int = CARET_INK) -> tuple[
     return None
 
 
-def without_drawn_caret(crop: np.ndarray, strip_borders: bool = True, ink_tol: int = CARET_INK
-                        ) -> tuple[np.ndarray, int] | None:
+def without_drawn_caret(
+    crop: np.ndarray, strip_borders: bool = True, ink_tol: int = CARET_INK
+) -> tuple[np.ndarray, int] | None:
     """The crop (as gray) with a caret drawn in a shape other than a thin bar painted out: a block (a filled cell
     after the last glyph: Xaw's, a terminal's) or an I-beam (a stem with serifs, which may touch the last glyph:
     Motif's); and the caret's first column. Read on the plain grey image (`local_contrast` hollows a block out).
@@ -211,8 +220,16 @@ def without_drawn_caret(crop: np.ndarray, strip_borders: bool = True, ink_tol: i
     return _without_ibeam(gray, ink, spans, solid, right, top, baseline, background)
 
 
-def _without_ibeam(gray: np.ndarray, ink: np.ndarray, spans: list[tuple[int, int, bool] | None], solid: list[bool],
-                   right: int, top: int, baseline: int, background: int) -> tuple[np.ndarray, int] | None:
+def _without_ibeam(
+    gray: np.ndarray,
+    ink: np.ndarray,
+    spans: list[tuple[int, int, bool] | None],
+    solid: list[bool],
+    right: int,
+    top: int,
+    baseline: int,
+    background: int,
+) -> tuple[np.ndarray, int] | None:
     height = baseline - top + 1
     for stem in range(right, max(-1, right - 2 * SERIF_ROWS - 3), -1):  # the stem stands within a serif of the end
         span = spans[stem]

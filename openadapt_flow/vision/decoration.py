@@ -30,7 +30,9 @@ FAINT = 16  # grey levels from the background: a decoration's anti-aliased edge,
 LINE_MIN = 8  # px: a line of text at least this tall is looked under
 
 
-def without_decoration(crop: np.ndarray, ink_tol: int = CARET_INK) -> tuple[np.ndarray, list[tuple[int, int, int, int]]] | None:
+def without_decoration(
+    crop: np.ndarray, ink_tol: int = CARET_INK
+) -> tuple[np.ndarray, list[tuple[int, int, int, int]]] | None:
     """The crop (as gray) with every decoration stroke under its text painted in the background's grey, and the
     strokes' boxes (x, y, w, h); None when there is none."""
     gray = to_gray(crop)
@@ -81,7 +83,10 @@ def _stroke(ink: np.ndarray, top: int, bottom: int) -> tuple[int, int, int, int]
                 if c1 - c0 + 1 < DECOR_MIN_RUN * line:
                     continue
                 cols = slice(c0, c1 + 1)
-                if ink[t - 1, cols].mean() > GAP_INK_SHARE or ink[top : t - 1, cols].any(axis=0).mean() < TEXT_ABOVE_SHARE:
+                if (
+                    ink[t - 1, cols].mean() > GAP_INK_SHARE
+                    or ink[top : t - 1, cols].any(axis=0).mean() < TEXT_ABOVE_SHARE
+                ):
                     continue
                 while k < rows and t + k <= bottom and ink[t + k, cols].mean() > STROKE_ROW_SHARE:
                     k += 1  # the stroke's lower rows (a squiggle's troughs)
@@ -97,7 +102,9 @@ def _runs(covered: np.ndarray) -> list[tuple[int, int]]:
     return [(int(r[0]), int(r[-1])) for r in np.split(cols, np.flatnonzero(np.diff(cols) > 1) + 1)]
 
 
-def _paint(out: np.ndarray, diff: np.ndarray, ink: np.ndarray, t: int, k: int, c0: int, c1: int, background: int) -> None:
+def _paint(
+    out: np.ndarray, diff: np.ndarray, ink: np.ndarray, t: int, k: int, c0: int, c1: int, background: int
+) -> None:
     """Paint the band's pixels (and its faint anti-aliased edge a row either side: never a glyph's ink there) over the
     run, but where a glyph's stroke crosses it: a column inked in the gap right above the band (a descender reaching
     into it) keeps its pixels, so a j or a g keeps its tail."""

@@ -28,8 +28,12 @@ def field_band(point: tuple[int, int], target: Box | None = None, scale: tuple[f
     """The band in which text typed at `point` shows (frame pixels), grown to hold the matched target box."""
     sx, sy = scale
     x, y = point
-    band = (x - round(FIELD_LEFT * sx), y - round(FIELD_HALF_HEIGHT * sy),
-            round((FIELD_LEFT + FIELD_RIGHT) * sx), round(2 * FIELD_HALF_HEIGHT * sy))
+    band = (
+        x - round(FIELD_LEFT * sx),
+        y - round(FIELD_HALF_HEIGHT * sy),
+        round((FIELD_LEFT + FIELD_RIGHT) * sx),
+        round(2 * FIELD_HALF_HEIGHT * sy),
+    )
     if target is not None:
         tx, ty, tw, th = target
         band = union(band, (tx - TARGET_PAD, ty - TARGET_PAD, tw + 2 * TARGET_PAD, th + 2 * TARGET_PAD))

@@ -31,8 +31,8 @@ from rapidfuzz.distance import Levenshtein
 
 from openadapt_flow.errors import FlowError
 from openadapt_flow.imaging.pixels import absdiff, dilate, erode, median, scale, scale_abs, to_gray
-from openadapt_flow.vision.template import Box, clip_box, contains, intersect
 from openadapt_flow.vision import tesseract_cli
+from openadapt_flow.vision.template import Box, clip_box, contains, intersect
 from openadapt_flow.vision.tesseract_lib import LibraryReadFailed, LibraryUnavailable, TesseractLibrary
 
 INSTALL_HINT = "install it with `apt-get install tesseract-ocr` (macOS: `brew install tesseract`)"
@@ -213,7 +213,9 @@ def _words(data: dict[str, list[Any]], factor: float, x: float, y: float) -> lis
             continue
         lx, ly = data["left"][i] / factor, data["top"][i] / factor
         ww, wh = data["width"][i] / factor, data["height"][i] / factor
-        words.append(Word(str(text).strip(), conf, (round(x + lx), round(y + ly), max(1, round(ww)), max(1, round(wh)))))
+        words.append(
+            Word(str(text).strip(), conf, (round(x + lx), round(y + ly), max(1, round(ww)), max(1, round(wh))))
+        )
     return words
 
 
@@ -375,7 +377,9 @@ class OcrEngine:
     def _second_look(self, image: np.ndarray, word: Word) -> list[Word]:
         """The word re-read from the plain grey image, if that reading is surer; else the word."""
         x, y, w, h = word.box
-        again = self.read_line(image, (x - SECOND_LOOK_PAD, y - SECOND_LOOK_PAD, w + 2 * SECOND_LOOK_PAD, h + 2 * SECOND_LOOK_PAD))
+        again = self.read_line(
+            image, (x - SECOND_LOOK_PAD, y - SECOND_LOOK_PAD, w + 2 * SECOND_LOOK_PAD, h + 2 * SECOND_LOOK_PAD)
+        )
         if again and min(a.conf for a in again) > word.conf:
             return again
         return [word]
@@ -430,8 +434,11 @@ class OcrEngine:
             # and the plain grey image (dark on light): enlarged, a button's small label reads better without the
             # contrast filter; its words count where the first read has none (one word is never read twice)
             plain = 255 - gray if float(gray.mean()) < 128 else gray
-            words += [w for w in _words(self._image_to_data(plain), ENLARGE_FACTOR, x, y)
-                      if not any(intersect(w.box, o.box) is not None for o in words)]
+            words += [
+                w
+                for w in _words(self._image_to_data(plain), ENLARGE_FACTOR, x, y)
+                if not any(intersect(w.box, o.box) is not None for o in words)
+            ]
             self._remember(key, words)
         self._cache.move_to_end(key)
         return list(self._cache[key])

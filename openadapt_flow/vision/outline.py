@@ -37,14 +37,17 @@ def without_outline(crop: np.ndarray, ink_tol: int = CARET_INK) -> tuple[np.ndar
             if bottom - top < OUTLINE_MIN_HEIGHT or abs(a0 - b0) > END_TOL or abs(a1 - b1) > END_TOL:
                 continue
             c0, c1 = max(a0, b0), min(a1, b1)
-            left = [c for c in range(c0, c0 + OUTLINE_MAX_STROKE) if ink[top:bottom + 1, c].all()]
-            right = [c for c in range(c1, c1 - OUTLINE_MAX_STROKE, -1) if ink[top:bottom + 1, c].all()]
+            left = [c for c in range(c0, c0 + OUTLINE_MAX_STROKE) if ink[top : bottom + 1, c].all()]
+            right = [c for c in range(c1, c1 - OUTLINE_MAX_STROKE, -1) if ink[top : bottom + 1, c].all()]
             if not left or not right or left[0] != c0 or right[0] != c1:
                 continue
             out = gray.copy()
             for r, s0, s1 in sides:  # the top and the bottom side, as thick as they are drawn
-                if (top <= r < top + OUTLINE_MAX_STROKE or bottom - OUTLINE_MAX_STROKE < r <= bottom) and s0 <= c0 + END_TOL \
-                        and s1 >= c1 - END_TOL:
+                if (
+                    (top <= r < top + OUTLINE_MAX_STROKE or bottom - OUTLINE_MAX_STROKE < r <= bottom)
+                    and s0 <= c0 + END_TOL
+                    and s1 >= c1 - END_TOL
+                ):
                     out[r, s0 : s1 + 1] = background
             for c in (*_solid(left), *_solid(right)):
                 out[top : bottom + 1, c] = background

@@ -17,8 +17,8 @@ refuse to pick between look-alikes by one margin on that rank.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
 from collections.abc import Iterator
+from dataclasses import dataclass, replace
 from typing import Literal
 
 import numpy as np
@@ -77,8 +77,12 @@ def intersect(a: Box, b: Box) -> Box | None:
 
 def contains(outer: Box, inner: Box) -> bool:
     """Whether `inner` lies wholly inside `outer`."""
-    return (outer[0] <= inner[0] and outer[1] <= inner[1]
-            and inner[0] + inner[2] <= outer[0] + outer[2] and inner[1] + inner[3] <= outer[1] + outer[3])
+    return (
+        outer[0] <= inner[0]
+        and outer[1] <= inner[1]
+        and inner[0] + inner[2] <= outer[0] + outer[2]
+        and inner[1] + inner[3] <= outer[1] + outer[3]
+    )
 
 
 def clip_box(box: Box, width: int, height: int) -> Box | None:
@@ -421,8 +425,9 @@ def _near_first(q: _Query, search: Box, near: Box, scale: float) -> MatchResult 
     return MatchResult(best, runner, search, mode, q.at.detail_min)
 
 
-def _rivals(feats: FrameFeatures, t: np.ndarray, mode: Mode, search: Box, scale: float, rescore: float,
-            best: Candidate) -> list[Candidate] | None:
+def _rivals(
+    feats: FrameFeatures, t: np.ndarray, mode: Mode, search: Box, scale: float, rescore: float, best: Candidate
+) -> list[Candidate] | None:
     """Peaks of a half-resolution search of `search` away from `best`: those scoring `rescore` or more there
     re-scored at full resolution, and the strongest of the rest with its coarse score; None when the
     half-resolution template is too flat to judge anything."""
@@ -443,7 +448,9 @@ def _rivals(feats: FrameFeatures, t: np.ndarray, mode: Mode, search: Box, scale:
         if best.overlaps(Candidate(cs, (fx - inset, fy - inset, tw + 2 * inset, th + 2 * inset), scale)):
             continue  # the best itself, already scored at full resolution
         if cs < rescore:
-            if not any(c.overlaps(Candidate(cs, (fx - inset, fy - inset, tw + 2 * inset, th + 2 * inset), scale)) for c in out):
+            if not any(
+                c.overlaps(Candidate(cs, (fx - inset, fy - inset, tw + 2 * inset, th + 2 * inset), scale)) for c in out
+            ):
                 out.append(Candidate(float(cs), (fx - inset, fy - inset, tw + 2 * inset, th + 2 * inset), scale))
             if len(out) >= RUNNERS_UP:
                 break
@@ -459,7 +466,12 @@ def _rivals(feats: FrameFeatures, t: np.ndarray, mode: Mode, search: Box, scale:
 
 
 def detail_score(
-    feats: FrameFeatures, tmpl: TemplateImage, box: Box, scale: float, shift: int = 1, need: float | None = None,
+    feats: FrameFeatures,
+    tmpl: TemplateImage,
+    box: Box,
+    scale: float,
+    shift: int = 1,
+    need: float | None = None,
     mode: Mode = "gray",
 ) -> float:
     """Worst |correlation| of the crop's textured blocks against the frame at `box`, each free to move `shift` px.
@@ -526,14 +538,27 @@ class BlockSums:
         b = np.array(blocks, dtype=np.int64)
         g64 = gray.astype(np.float64)
         it, it2 = pixels.integral(g64), pixels.integral(g64 * g64)
-        sums = cls(gray.astype(np.float64), b[:, 1], b[:, 1] + b[:, 3], b[:, 0], b[:, 0] + b[:, 2],
-                   (b[:, 2] * b[:, 3]).astype(np.float64), np.zeros(0), np.zeros(0))
+        sums = cls(
+            gray.astype(np.float64),
+            b[:, 1],
+            b[:, 1] + b[:, 3],
+            b[:, 0],
+            b[:, 0] + b[:, 2],
+            (b[:, 2] * b[:, 3]).astype(np.float64),
+            np.zeros(0),
+            np.zeros(0),
+        )
         st = sums.at(it)
         return replace(sums, st=st, var_t=sums.at(it2) - st * st / sums.n)
 
     def at(self, integral: np.ndarray) -> np.ndarray:
         """Per-block sums out of an integral image of something the template's size."""
-        sums: np.ndarray = integral[self.y1, self.x1] - integral[self.y0, self.x1] - integral[self.y1, self.x0] + integral[self.y0, self.x0]
+        sums: np.ndarray = (
+            integral[self.y1, self.x1]
+            - integral[self.y0, self.x1]
+            - integral[self.y1, self.x0]
+            + integral[self.y0, self.x0]
+        )
         return sums
 
     def correlation(self, window: np.ndarray) -> float:
@@ -549,7 +574,11 @@ class BlockSums:
 
 
 def _with_detail(
-    feats: FrameFeatures, tmpl: TemplateImage, found: list[Candidate], floor: float, need: float,
+    feats: FrameFeatures,
+    tmpl: TemplateImage,
+    found: list[Candidate],
+    floor: float,
+    need: float,
     mode: Mode = "gray",
 ) -> list[Candidate]:
     out = []

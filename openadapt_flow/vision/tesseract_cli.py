@@ -29,8 +29,13 @@ def image_to_data(cmd: str, gray: np.ndarray, lang: str, psm: int, timeout_s: fl
     """Words (and their layout rows) of a uint8 gray image, read by the `cmd` binary."""
     png = encode_png(gray)
     try:
-        done = subprocess.run([cmd, "stdin", "stdout", "-l", lang, "--psm", str(psm), "tsv"], input=png,
-                              capture_output=True, timeout=timeout_s, check=False)
+        done = subprocess.run(
+            [cmd, "stdin", "stdout", "-l", lang, "--psm", str(psm), "tsv"],
+            input=png,
+            capture_output=True,
+            timeout=timeout_s,
+            check=False,
+        )
     except OSError as e:
         raise CommandUnavailable(f"{cmd}: {e.strerror or e}") from None
     except subprocess.TimeoutExpired:

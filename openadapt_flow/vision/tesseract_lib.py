@@ -26,8 +26,20 @@ from typing import Any
 import numpy as np
 
 LIB_NAMES = ("tesseract", "libtesseract.so.5", "libtesseract.so.4")
-_COLUMNS = ("level", "page_num", "block_num", "par_num", "line_num", "word_num",
-            "left", "top", "width", "height", "conf", "text")
+_COLUMNS = (
+    "level",
+    "page_num",
+    "block_num",
+    "par_num",
+    "line_num",
+    "word_num",
+    "left",
+    "top",
+    "width",
+    "height",
+    "conf",
+    "text",
+)
 _INT_COLUMNS = frozenset(_COLUMNS[:10])
 LEPT_SEVERITY_NONE = 6  # leptonica's L_SEVERITY_NONE (environ.h): no messages at all
 
@@ -139,13 +151,17 @@ class TesseractLibrary:
                 raise LibraryUnavailable(self._failed)
             return
         self._lock.acquire()  # held until the model is in: a read waits for it
-        threading.Thread(target=self._init_then_release, name="tesseract-init").start()  # not a daemon: never cut at exit
+        threading.Thread(
+            target=self._init_then_release, name="tesseract-init"
+        ).start()  # not a daemon: never cut at exit
 
     def _init(self) -> None:
         if self._lib.TessBaseAPIInit3(self._api, None, self.lang.encode()) != 0:
             self._lib.TessBaseAPIDelete(self._api)
             self._api = None
-            self._failed = f"libtesseract could not load language {self.lang!r} (is tesseract-ocr-{self.lang} installed?)"
+            self._failed = (
+                f"libtesseract could not load language {self.lang!r} (is tesseract-ocr-{self.lang} installed?)"
+            )
             return
         # Tesseract prints notes ("Estimating resolution as ...") to stderr unless told where else.
         self._lib.TessBaseAPISetVariable(self._api, b"debug_file", b"/dev/null")

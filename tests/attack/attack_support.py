@@ -19,12 +19,12 @@ import pytest
 import yaml
 
 from openadapt_flow.bundle.config import DeployConfig
-from openadapt_flow.runtime.start.launch import ReplayRequest, RunOutcome
 from openadapt_flow.runtime.runs import replay
+from openadapt_flow.runtime.start.launch import ReplayRequest, RunOutcome
+from openadapt_flow.store import MEMORY_PREFIX as PREFIX
+from openadapt_flow.store import PG_PREFIX, RUN_FILES, PostgresRun, PostgresStore
+from openadapt_flow.store import pg_run_name as run_name
 from openadapt_flow.store.lease import LeaseInfo
-from openadapt_flow.store import (
-    MEMORY_PREFIX as PREFIX, PG_PREFIX, PostgresRun, PostgresStore, RUN_FILES, pg_run_name as run_name
-)
 from openadapt_flow.store.select import postgres_store, store_of_ref
 from tests.crash import crash_support
 from tests.support import memcrash
@@ -84,12 +84,20 @@ class Workspace:
     def bundle(self, steps: list[dict]) -> Path:
         b = self.root / "b"
         b.mkdir(exist_ok=True)
-        flow = {"schema": "openadapt-flow/bundle@1", "name": "attack", "screen": {"width": 100, "height": 100}, "steps": steps}
+        flow = {
+            "schema": "openadapt-flow/bundle@1",
+            "name": "attack",
+            "screen": {"width": 100, "height": 100},
+            "steps": steps,
+        }
         (b / "flow.yaml").write_text(yaml.safe_dump(flow, sort_keys=False))
         return b
 
     def config(self, **approvals: object) -> DeployConfig:
-        body: dict = {"schema": "openadapt-flow/config@1", "runtime": {"runs_root": str(self.root / "runs"), "durable": True}}
+        body: dict = {
+            "schema": "openadapt-flow/config@1",
+            "runtime": {"runs_root": str(self.root / "runs"), "durable": True},
+        }
         if self.store == "memory":
             body["runtime"]["store"] = PREFIX
         elif self.store == "postgres":
@@ -101,8 +109,15 @@ class Workspace:
     def start(self, steps: list[dict] = STEPS, run_dir: str = "run", **approvals: object) -> RunOutcome:
         """Start with the ledger API down: the run pauses at `post` awaiting an operator; then the API comes back."""
         self.down.write_text("down")
-        out = replay(ReplayRequest(bundle=self.bundle(steps), params={}, backend=None, config=self.config(**approvals),
-                                   run_dir=self.ref(run_dir)))
+        out = replay(
+            ReplayRequest(
+                bundle=self.bundle(steps),
+                params={},
+                backend=None,
+                config=self.config(**approvals),
+                run_dir=self.ref(run_dir),
+            )
+        )
         self.down.unlink()
         return out
 
@@ -119,8 +134,13 @@ def on_stores(points: list[str], on_postgres: list[str]) -> list[Any]:
 
 
 def env_for(root: Path) -> dict[str, str]:
-    return {"FLOW_KEY_FILE": str(root / "install.key"), "FLOW_DECISION_KEY_FILE": str(root / "decision.key"),
-            "FLOW_STATE_DIR": str(root / "state"), "POST_LOG": str(root / "post.log"), "POST_DOWN": str(root / "down")}
+    return {
+        "FLOW_KEY_FILE": str(root / "install.key"),
+        "FLOW_DECISION_KEY_FILE": str(root / "decision.key"),
+        "FLOW_STATE_DIR": str(root / "state"),
+        "POST_LOG": str(root / "post.log"),
+        "POST_DOWN": str(root / "down"),
+    }
 
 
 def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, store: str, spec: str | None = None) -> Workspace:
@@ -250,7 +270,9 @@ class RunFiles:
 
     def exists(self, name: str) -> bool:
         try:
-            return bool(self.read(name)) or not (self.memory or self.pg)  # a stored journal exists once it holds a record
+            return bool(self.read(name)) or not (
+                self.memory or self.pg
+            )  # a stored journal exists once it holds a record
         except (OSError, KeyError, TypeError):
             return False
 
@@ -292,8 +314,10 @@ def _pg_read(run: PostgresRun, name: str) -> bytes:
     if name == RUN_FILES["journal"]:
         return run.journal_bytes()
     if name.startswith("decisions/"):
-        row = run.store.one("SELECT body FROM flow_decisions WHERE run = %s AND pause_id = %s",
-                            (run.id(), name.removeprefix("decisions/").removesuffix(".json")))
+        row = run.store.one(
+            "SELECT body FROM flow_decisions WHERE run = %s AND pause_id = %s",
+            (run.id(), name.removeprefix("decisions/").removesuffix(".json")),
+        )
     else:
         row = (run.doc_text(_DOCS[name]),) if name in _DOCS else None
     if row is None or row[0] is None:
@@ -318,8 +342,10 @@ def _pg_write(run: PostgresRun, name: str, data: bytes | None) -> None:
                 rec = {}
             rec = rec if isinstance(rec, dict) else {}
             seq = rec.get("seq") if isinstance(rec.get("seq"), int) else n  # a dropped row leaves its gap
-            run.store.run("INSERT INTO flow_journal (run, seq, type, step, line) VALUES (%s, %s, %s, %s, %s)",
-                          (run.id(), seq, rec.get("type"), rec.get("step"), line))
+            run.store.run(
+                "INSERT INTO flow_journal (run, seq, type, step, line) VALUES (%s, %s, %s, %s, %s)",
+                (run.id(), seq, rec.get("type"), rec.get("step"), line),
+            )
 
 
 def records(run: Path) -> list[dict]:
@@ -341,16 +367,39 @@ class DemoRuns:
     or the app's recorded fixture with `flow` commands of this process killed at their crash points (memory:
     tests/support/memcrash.py)."""
 
-    def __init__(self, store: str, root: Path, url: str, db: Path, app: Any, bundle: Path = BUNDLE, spec: str | None = None,
-                 password: str | None = None) -> None:
-        self.store, self.root, self.url, self.db, self.app, self.bundle, self.spec = store, root, url, db, app, bundle, spec
+    def __init__(
+        self,
+        store: str,
+        root: Path,
+        url: str,
+        db: Path,
+        app: Any,
+        bundle: Path = BUNDLE,
+        spec: str | None = None,
+        password: str | None = None,
+    ) -> None:
+        self.store, self.root, self.url, self.db, self.app, self.bundle, self.spec = (
+            store,
+            root,
+            url,
+            db,
+            app,
+            bundle,
+            spec,
+        )
         self.env = flow_env(root, DEMO_DB_DSN=f"sqlite:///{db}", FLOW_DECISION_KEY_FILE=str(root / "decision.key"))
         if password is not None:
             self.env["PGPASSWORD"] = password  # a store URL never carries one
 
     @classmethod
-    def start(cls, store: str, request: pytest.FixtureRequest, root: Path, monkeypatch: pytest.MonkeyPatch,
-              refute_save: bool = False) -> "DemoRuns":
+    def start(
+        cls,
+        store: str,
+        request: pytest.FixtureRequest,
+        root: Path,
+        monkeypatch: pytest.MonkeyPatch,
+        refute_save: bool = False,
+    ) -> "DemoRuns":
         """The app on its list screen with an empty system of record; `refute_save`: Save shows "Saved" and writes
         nothing (the real app's variant; the fixture's write goes to a database nobody reads)."""
         if store != "memory":
@@ -392,8 +441,23 @@ class DemoRuns:
         return run(args, self.root, env=dict(self.env, **extra))
 
     def replay(self, run: Path, bundle: Path | None = None, **extra: str) -> Any:
-        return self.flow(["replay", bundle or self.bundle, "--url", self.url, "--durable", "--run-dir", run, *self.store_args(),
-                          "--param", "vendor=ACME Corp", "--param", "amount=1250.50"], **extra)
+        return self.flow(
+            [
+                "replay",
+                bundle or self.bundle,
+                "--url",
+                self.url,
+                "--durable",
+                "--run-dir",
+                run,
+                *self.store_args(),
+                "--param",
+                "vendor=ACME Corp",
+                "--param",
+                "amount=1250.50",
+            ],
+            **extra,
+        )
 
     def rows(self) -> list[tuple[str, float]]:
         """The system of record's invoices (vendor, amount), oldest first."""

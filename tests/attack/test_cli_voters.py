@@ -55,7 +55,9 @@ def _env(ws: Workspace, **extra: str) -> dict[str, str]:
     return env
 
 
-def _approve_args(ws: Workspace, run: Path, operator: str, decision: str = "continue", secret: bool = False) -> list[str]:
+def _approve_args(
+    ws: Workspace, run: Path, operator: str, decision: str = "continue", secret: bool = False
+) -> list[str]:
     args = ["approve", str(run), "--decision", decision, "--operator", operator]
     if secret:
         args += ["--secret-env", "FLOW_TEST_SECRET"]
@@ -93,7 +95,10 @@ def test_one_person_under_two_environments_cannot_meet_a_quorum_of_two(ws):
     assert not RunFiles(run).exists("approval.json")
     # the same person with their credential is one voter in any environment, and cannot vote as someone else
     cred = _enrol(ws, "alice", "bob")["alice"]
-    assert "1 of 2 votes" in _flow(ws, _approve_args(ws, run, "alice", secret=True), FLOW_TEST_SECRET=cred, **_as("alice")).stdout
+    assert (
+        "1 of 2 votes"
+        in _flow(ws, _approve_args(ws, run, "alice", secret=True), FLOW_TEST_SECRET=cred, **_as("alice")).stdout
+    )
     again = _flow(ws, _approve_args(ws, run, "alice", secret=True), FLOW_TEST_SECRET=cred, **_as("bob"))
     assert again.returncode == 0 and "already recorded" in again.stdout, again
     posing = _flow(ws, _approve_args(ws, run, "bob", secret=True), FLOW_TEST_SECRET=cred, **_as("bob"))
@@ -148,7 +153,9 @@ def _exit_code(pid: int, deadline: float) -> int:
         time.sleep(0.01)  # polling a child's exit; waitpid has no timeout
 
 
-def _race(ws: Workspace, calls: list[tuple[list[str], dict[str, str]]], timeout: float = 120) -> list[crash_support.Result]:
+def _race(
+    ws: Workspace, calls: list[tuple[list[str], dict[str, str]]], timeout: float = 120
+) -> list[crash_support.Result]:
     """Fork one `flow` process per (args, env); each blocks on a gate until all are forked, then they run at once."""
     gate_r, gate_w = os.pipe()
     kids = []
@@ -184,9 +191,16 @@ def test_a_race_of_approvals_by_different_operators_has_one_winner_and_every_los
     decisions = ["continue", "reject", "continue"]
     for round_ in range(ROUNDS):
         run = ws.start(run_dir=f"run{round_}").run_dir
-        authenticated = round_ % 2 == 1  # odd rounds with credentials; even ones on one shared OS account, no credential
-        calls = [(_approve_args(ws, run, name, decisions[i % len(decisions)], secret=authenticated),
-                  _env(ws, FLOW_TEST_SECRET=creds[name], **_as(name))) for i, name in enumerate(names)]
+        authenticated = (
+            round_ % 2 == 1
+        )  # odd rounds with credentials; even ones on one shared OS account, no credential
+        calls = [
+            (
+                _approve_args(ws, run, name, decisions[i % len(decisions)], secret=authenticated),
+                _env(ws, FLOW_TEST_SECRET=creds[name], **_as(name)),
+            )
+            for i, name in enumerate(names)
+        ]
         results = _race(ws, calls)
         winners = [r for r in results if r.returncode == 0]
         assert len(winners) == 1, (round_, results)

@@ -39,7 +39,9 @@ _INHERITED: list[Any] = []
 
 def _worker(barrier: Any, results: Any, name: str, fn: Any, args: tuple, spec: str | None = None) -> None:
     if spec is not None:  # a forked process opens its own PostgreSQL store (the parent's socket stays the parent's)
-        _INHERITED.extend(select._POSTGRES.values())  # kept referenced: never closed (a close would end the parent's session)
+        _INHERITED.extend(
+            select._POSTGRES.values()
+        )  # kept referenced: never closed (a close would end the parent's session)
         select._POSTGRES.clear()
         select.open_store(spec)
     barrier.wait(30)
@@ -93,7 +95,9 @@ def _state(run: Path) -> dict:
 def test_two_different_decisions_at_once_one_wins_and_the_other_is_refused_naming_it(wss, round_):
     ws = wss
     run = ws.start(run_dir=f"run{round_}").run_dir
-    res = at_once(ws, ("alice", _approve, (str(run), "continue", "alice")), ("bob", _approve, (str(run), "reject", "bob")))
+    res = at_once(
+        ws, ("alice", _approve, (str(run), "continue", "alice")), ("bob", _approve, (str(run), "reject", "bob"))
+    )
     statuses = sorted(s for s, _ in res.values())
     assert statuses == ["ok", "refused"], res
     winner = next(n for n, (s, _) in res.items() if s == "ok")
@@ -105,7 +109,9 @@ def test_two_different_decisions_at_once_one_wins_and_the_other_is_refused_namin
     else:  # reject ended the run; alice is told by whom
         assert "BLOCKED (rejected by bob)" in loser_msg and "already decided by bob at" in loser_msg
         assert RunFiles(run).json("incident.json")["operator"] == "bob"
-    assert [r["data"]["operator"] for r in records(run) if r["type"] == "decision"] == ([] if winner == "alice" else ["bob"])
+    assert [r["data"]["operator"] for r in records(run) if r["type"] == "decision"] == (
+        [] if winner == "alice" else ["bob"]
+    )
     assert ws.posts() == 0
 
 
@@ -113,7 +119,9 @@ def test_quorum_votes_of_distinct_operators_started_at_once_both_count(wss):
     steps = [dict(s, consequential=True) if s["id"] == "post" else s for s in STEPS]
     ws = wss
     run = ws.start(steps, quorum=2).run_dir
-    res = at_once(ws, ("alice", _approve, (str(run), "continue", "alice")), ("bob", _approve, (str(run), "continue", "bob")))
+    res = at_once(
+        ws, ("alice", _approve, (str(run), "continue", "alice")), ("bob", _approve, (str(run), "continue", "bob"))
+    )
     assert all(s == "ok" and v["recorded"] for s, v in res.values()), res
     approval = RunFiles(run).json("approval.json")
     assert sorted(v["operator"] for v in approval["votes"]) == ["alice", "bob"]  # no vote lost
@@ -150,6 +158,8 @@ def test_approve_and_resume_at_once_lose_no_decision_and_write_once(wss, round_)
 def test_two_identical_approvals_at_once_by_one_operator_record_one_vote(wss):
     ws = wss
     run = ws.start().run_dir
-    res = at_once(ws, ("one", _approve, (str(run), "continue", "alice")), ("two", _approve, (str(run), "continue", "alice")))
+    res = at_once(
+        ws, ("one", _approve, (str(run), "continue", "alice")), ("two", _approve, (str(run), "continue", "alice"))
+    )
     assert sorted(bool(v.get("noop")) for _, v in res.values()) == [False, True], res  # a repeat is a no-op, exit 0
     assert len(RunFiles(run).json("approval.json")["votes"]) == 1

@@ -26,7 +26,8 @@ import yaml
 from openadapt_flow.errors import RefusedError
 from openadapt_flow.runtime.operate.approval import approve
 from openadapt_flow.runtime.runs import resume
-from openadapt_flow.store import PostgresRun, PostgresStore, export_run, pg_run_name as run_name
+from openadapt_flow.store import PostgresRun, PostgresStore, export_run
+from openadapt_flow.store import pg_run_name as run_name
 from openadapt_flow.store.select import store_of_ref
 from tests.attack.attack_support import Workspace, pg_workspace, workspace
 from tests.e2e.demo_harness import BUNDLE_DIR
@@ -73,8 +74,13 @@ class RowCopies:
         return store
 
     def _tables(self) -> list[str]:
-        return [r[0] for r in self.store().all("SELECT table_name FROM information_schema.columns WHERE column_name = 'run' "
-                                               "AND table_schema = current_schema() AND table_name LIKE 'flow_%%'")]
+        return [
+            r[0]
+            for r in self.store().all(
+                "SELECT table_name FROM information_schema.columns WHERE column_name = 'run' "
+                "AND table_schema = current_schema() AND table_name LIKE 'flow_%%'"
+            )
+        ]
 
     def copy(self, run: Path, name: str) -> Path:
         """INSERT … SELECT of every row of the run under a new row id and name."""
@@ -82,8 +88,10 @@ class RowCopies:
         with st.tx():
             old = PostgresRun(st, run_name(str(run))).id()
             st.run("CREATE TEMP TABLE c_runs ON COMMIT DROP AS SELECT * FROM flow_runs WHERE id = %s", (old,))
-            new = st.one("UPDATE c_runs SET id = nextval(pg_get_serial_sequence('flow_runs', 'id')), name = %s RETURNING id",
-                         (name,))[0]
+            new = st.one(
+                "UPDATE c_runs SET id = nextval(pg_get_serial_sequence('flow_runs', 'id')), name = %s RETURNING id",
+                (name,),
+            )[0]
             st.run("INSERT INTO flow_runs SELECT * FROM c_runs")
             for t in self._tables():
                 st.run(f"CREATE TEMP TABLE c_{t} ON COMMIT DROP AS SELECT * FROM {t} WHERE run = %s", (old,))
@@ -95,8 +103,11 @@ class RowCopies:
 
     def copy_approval(self, src: Path, dst: Path) -> None:
         st = self.store()
-        st.run("UPDATE flow_escalations SET approval = s.approval, approval_at = s.approval_at FROM flow_escalations s "
-               "WHERE s.run = %s AND flow_escalations.run = %s", (PostgresRun(st, run_name(str(src))).id(), PostgresRun(st, run_name(str(dst))).id()))
+        st.run(
+            "UPDATE flow_escalations SET approval = s.approval, approval_at = s.approval_at FROM flow_escalations s "
+            "WHERE s.run = %s AND flow_escalations.run = %s",
+            (PostgresRun(st, run_name(str(src))).id(), PostgresRun(st, run_name(str(dst))).id()),
+        )
 
     def remove(self, run: Path) -> None:
         self.store().run("DELETE FROM flow_runs WHERE name = %s", (str(run).removeprefix("pg:"),))
@@ -242,11 +253,18 @@ def test_a_copied_demo_run_posts_one_row(tmp_path, demo_app):
     app = demo_app("normal")
     env = flow_env(tmp_path, DEMO_DB_DSN=f"sqlite:///{app.db_path}")
     run, copy = tmp_path / "run", tmp_path / "copy"
-    r = run_flow(["replay", str(_approval_bundle(tmp_path)), "--url", app.xvnc.url, "--run-dir", str(run), *PARAMS], tmp_path, env=env)
+    r = run_flow(
+        ["replay", str(_approval_bundle(tmp_path)), "--url", app.xvnc.url, "--run-dir", str(run), *PARAMS],
+        tmp_path,
+        env=env,
+    )
     assert r.returncode == 3, r.stderr + r.stdout
     assert json.loads((run / "state.json").read_text())["paused_reason"] == "awaiting_approval"
     shutil.copytree(run, copy)
-    assert run_flow(["approve", str(run), "--decision", "continue", "--operator", "alice"], tmp_path, env=env).returncode == 0
+    assert (
+        run_flow(["approve", str(run), "--decision", "continue", "--operator", "alice"], tmp_path, env=env).returncode
+        == 0
+    )
     shutil.copyfile(run / "approval.json", copy / "approval.json")
     res = run_flow(["resume", str(run)], tmp_path, env=env)
     assert res.returncode == 0, res.stderr + res.stdout
@@ -264,7 +282,11 @@ def test_a_demo_run_never_resumes_past_its_pause_without_the_decision(tmp_path, 
     app = demo_app("normal")
     env = flow_env(tmp_path, DEMO_DB_DSN=f"sqlite:///{app.db_path}")
     run = tmp_path / "run"
-    r = run_flow(["replay", str(_approval_bundle(tmp_path)), "--url", app.xvnc.url, "--run-dir", str(run), *PARAMS], tmp_path, env=env)
+    r = run_flow(
+        ["replay", str(_approval_bundle(tmp_path)), "--url", app.xvnc.url, "--run-dir", str(run), *PARAMS],
+        tmp_path,
+        env=env,
+    )
     assert r.returncode == 3, r.stderr + r.stdout
     pending = run / "pending_escalation.json"
     saved = pending.read_text()
@@ -286,7 +308,10 @@ def test_a_demo_run_never_resumes_past_its_pause_without_the_decision(tmp_path, 
     assert res.returncode == 6 and "cut" in res.stderr, res.stderr + res.stdout
     assert app.rows() == []
     journal.write_text(whole)
-    assert run_flow(["approve", str(run), "--decision", "continue", "--operator", "alice"], tmp_path, env=env).returncode == 0
+    assert (
+        run_flow(["approve", str(run), "--decision", "continue", "--operator", "alice"], tmp_path, env=env).returncode
+        == 0
+    )
     res = run_flow(["resume", str(run)], tmp_path, env=env)
     assert res.returncode == 0, res.stderr + res.stdout
     assert len(app.rows()) == 1

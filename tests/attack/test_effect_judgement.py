@@ -40,7 +40,10 @@ def variant(tmp_path: Path, **effect: Any) -> Path:
 def seed_row(db: Path, vendor: str = "ACME Corp", amount: float = 1250.5) -> None:
     c = sqlite3.connect(db)
     try:
-        c.execute("INSERT INTO invoices (vendor, amount, created_at) VALUES (?, ?, '2026-01-01T00:00:00+00:00')", (vendor, amount))
+        c.execute(
+            "INSERT INTO invoices (vendor, amount, created_at) VALUES (?, ?, '2026-01-01T00:00:00+00:00')",
+            (vendor, amount),
+        )
         c.commit()
     finally:
         c.close()
@@ -54,8 +57,10 @@ def judge(request, tmp_path, monkeypatch) -> Any:
 
 def replay(tmp_path: Path, demo: DemoRuns, bundle: Path, dsn: str | None = None) -> tuple[Path, Any]:
     run_dir = demo.ref("run")
-    r = demo.flow(["replay", bundle, "--url", demo.url, "--durable", "--run-dir", run_dir, *demo.store_args(), *PARAMS],
-                  **({"DEMO_DB_DSN": dsn} if dsn else {}))
+    r = demo.flow(
+        ["replay", bundle, "--url", demo.url, "--durable", "--run-dir", run_dir, *demo.store_args(), *PARAMS],
+        **({"DEMO_DB_DSN": dsn} if dsn else {}),
+    )
     return run_dir, r
 
 
@@ -90,11 +95,16 @@ def test_a_dropped_write_with_no_expectation_is_not_confirmed_by_an_older_row(tm
 def test_a_landed_write_that_is_not_the_declared_value_is_conflicting_and_never_sent_again(tmp_path, judge):
     demo = judge()
     # the author expected two invoices in all; Save makes one: a change, but not the declared one
-    run_dir, r = replay(tmp_path, demo, variant(tmp_path, query="SELECT count(*) FROM invoices", expect={"equals": 2}, timeout_s=2))
+    run_dir, r = replay(
+        tmp_path, demo, variant(tmp_path, query="SELECT count(*) FROM invoices", expect={"equals": 2}, timeout_s=2)
+    )
     assert r.returncode == 3, r.stderr + r.stdout
     st = demo.state(run_dir)
     assert st["transaction_outcome"] == "RECONCILIATION_REQUIRED"
-    assert next(r for r in RunFiles(run_dir).records() if r["type"] == "effect_verified")["data"]["verdict"] == "CONFLICTING"
+    assert (
+        next(r for r in RunFiles(run_dir).records() if r["type"] == "effect_verified")["data"]["verdict"]
+        == "CONFLICTING"
+    )
     assert len(demo.rows()) == 1
     # an operator who says continue gets no second row: the re-read stays unknown and resume refuses
     assert demo.flow(["approve", run_dir, "--decision", "continue", "--operator", "ops"]).returncode == 0
@@ -107,11 +117,17 @@ def test_an_unreadable_ledger_means_save_is_never_clicked(tmp_path, judge):
     demo = judge()
     garbage = tmp_path / "ledger.db"
     garbage.write_bytes(b"this is not an SQLite database" * 100)
-    run_dir, r = replay(tmp_path, demo, variant(tmp_path, query=MATCHING, expect={"increase_by": 1}, timeout_s=2),
-                        dsn=f"sqlite:///{garbage}")
+    run_dir, r = replay(
+        tmp_path,
+        demo,
+        variant(tmp_path, query=MATCHING, expect={"increase_by": 1}, timeout_s=2),
+        dsn=f"sqlite:///{garbage}",
+    )
     # the preflight reads the ledger once before the first input: refused there (exit 2), not at Save
     assert r.returncode == 2, r.stderr + r.stdout
-    assert "step 'save'" in r.stderr and "DEMO_DB_DSN" in r.stderr and "cannot be read before the run starts" in r.stderr
+    assert (
+        "step 'save'" in r.stderr and "DEMO_DB_DSN" in r.stderr and "cannot be read before the run starts" in r.stderr
+    )
     assert not RunFiles(run_dir).exists("journal.jsonl")  # no run, so no action_dispatched at all
     assert demo.store != "filesystem" or not run_dir.exists()
     assert demo.rows() == []
@@ -120,7 +136,9 @@ def test_an_unreadable_ledger_means_save_is_never_clicked(tmp_path, judge):
 
 def test_the_saved_amount_compares_as_a_number(tmp_path, judge):
     demo = judge()
-    bundle = variant(tmp_path, query="SELECT amount FROM invoices WHERE vendor = :vendor", expect={"equals": "1250.50"}, timeout_s=5)
+    bundle = variant(
+        tmp_path, query="SELECT amount FROM invoices WHERE vendor = :vendor", expect={"equals": "1250.50"}, timeout_s=5
+    )
     run_dir, r = replay(tmp_path, demo, bundle)
     assert r.returncode == 0, r.stderr + r.stdout  # the ledger's REAL 1250.5 is the declared '1250.50'
     assert demo.rows() == [("ACME Corp", 1250.5)]

@@ -39,8 +39,11 @@ DISK_FULL_AT = [  # journal record numbers: a healthy run of the demo journals 3
 
 
 def _replay(tmp_path: Path, app, env: dict, run_dir: Path, **extra: str):
-    return run_flow(["replay", str(BUNDLE_DIR), "--url", app.xvnc.url, "--durable", "--run-dir", str(run_dir), *PARAMS],
-                    tmp_path, env=dict(env, **extra))
+    return run_flow(
+        ["replay", str(BUNDLE_DIR), "--url", app.xvnc.url, "--durable", "--run-dir", str(run_dir), *PARAMS],
+        tmp_path,
+        env=dict(env, **extra),
+    )
 
 
 @pytest.mark.parametrize("point,skip,err", DISK_FULL_AT, ids=[f"{p}#{n}-{e}" for p, n, e in DISK_FULL_AT])
@@ -49,8 +52,16 @@ def test_a_full_disk_at_any_write_point_interrupts_and_resumes(tmp_path, demo_ap
     env = flow_env(tmp_path, DEMO_DB_DSN=f"sqlite:///{app.db_path}")
     runs = tmp_path / "runs"
     run_dir = runs / "run"
-    r = _replay(tmp_path, app, env, run_dir, FLOW_IO_FAULT=point, FLOW_IO_FAULT_SKIP=str(skip), FLOW_IO_FAULT_STICKY="1",
-                FLOW_IO_FAULT_ERRNO=err)
+    r = _replay(
+        tmp_path,
+        app,
+        env,
+        run_dir,
+        FLOW_IO_FAULT=point,
+        FLOW_IO_FAULT_SKIP=str(skip),
+        FLOW_IO_FAULT_STICKY="1",
+        FLOW_IO_FAULT_ERRNO=err,
+    )
     out = r.stdout + r.stderr
     assert r.returncode == 5, (r.returncode, out[-1500:])
     assert "internal error" not in out and "Traceback" not in out and "injected at" in out
@@ -95,7 +106,10 @@ def test_a_full_disk_while_pausing_interrupts_instead(tmp_path, demo_app):
     load_journal(run_dir / "journal.jsonl", (tmp_path / "install.key").read_bytes())
     res = run_flow(["resume", str(run_dir), "--json"], tmp_path, env=env)  # space is back: the halt is decided on again
     assert res.returncode in (3, 6), res.stdout + res.stderr
-    assert json.loads((run_dir / "state.json").read_text())["state"] == "PAUSED" and (run_dir / "pending_escalation.json").exists()
+    assert (
+        json.loads((run_dir / "state.json").read_text())["state"] == "PAUSED"
+        and (run_dir / "pending_escalation.json").exists()
+    )
     assert app.rows() == []
 
 

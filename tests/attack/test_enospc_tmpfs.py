@@ -46,7 +46,11 @@ def test_a_full_disk_interrupts_and_resume_finishes_once_space_is_freed(tmp_path
     env = flow_env(tmp_path, DEMO_DB_DSN=f"sqlite:///{app.db_path}")
     disk = small_disk(size)
     run_dir = disk / "run"
-    r = run_flow(["replay", str(BUNDLE_DIR), "--url", app.xvnc.url, "--durable", "--run-dir", str(run_dir), *PARAMS], tmp_path, env=env)
+    r = run_flow(
+        ["replay", str(BUNDLE_DIR), "--url", app.xvnc.url, "--durable", "--run-dir", str(run_dir), *PARAMS],
+        tmp_path,
+        env=env,
+    )
     out = r.stdout + r.stderr
     assert r.returncode in (0, 5), (r.returncode, out[-1500:])  # never FAILED (1), internal (70) or an abort (-6)
     assert "internal error" not in out and "Traceback" not in out and "terminate called" not in out
@@ -62,7 +66,19 @@ def test_a_full_disk_interrupts_and_resume_finishes_once_space_is_freed(tmp_path
             run_flow(["reconcile", str(disk)], tmp_path, env=env)
             res = run_flow(["resume", str(run_dir), "--json"], tmp_path, env=env)
         else:  # the disk filled before the run began: nothing was sent; replay again
-            res = run_flow(["replay", str(BUNDLE_DIR), "--url", app.xvnc.url, "--durable", "--run-dir", str(disk / "again"), *PARAMS],
-                           tmp_path, env=env)
+            res = run_flow(
+                [
+                    "replay",
+                    str(BUNDLE_DIR),
+                    "--url",
+                    app.xvnc.url,
+                    "--durable",
+                    "--run-dir",
+                    str(disk / "again"),
+                    *PARAMS,
+                ],
+                tmp_path,
+                env=env,
+            )
         assert res.returncode == 0, res.stdout + res.stderr
     assert [(v, a) for _, v, a, _ in app.rows()] == [("ACME Corp", 1250.5)]

@@ -57,22 +57,42 @@ class Frozen:
         self.relay = Relay("127.0.0.1", app.xvnc.port, self.inputs)
         (root / "deploy.yaml").write_text(f"schema: openadapt-flow/config@1\nruntime: {{lease_ttl_s: {TTL_S}}}\n")
         self.ref = f"pg:fenced-{root.name[-12:].lower()}" if store == "postgres" else str(root / "runs" / "fenced")
-        env = flow_env(root, DEMO_DB_DSN=f"sqlite:///{app.db_path}", FLOW_DECISION_KEY_FILE=str(root / "decision.key"),
-                       FLOW_CRASH_AT=point, FLOW_CRASH_SIGNAL="STOP")
-        args = ["replay", str(BUNDLE), "--url", f"vnc://127.0.0.1:{self.relay.port}", "--durable", "--run-dir", self.ref,
-                "--config", str(root / "deploy.yaml"), "--param", f"vendor={VENDOR}", "--param", "amount=1250.50"]
+        env = flow_env(
+            root,
+            DEMO_DB_DSN=f"sqlite:///{app.db_path}",
+            FLOW_DECISION_KEY_FILE=str(root / "decision.key"),
+            FLOW_CRASH_AT=point,
+            FLOW_CRASH_SIGNAL="STOP",
+        )
+        args = [
+            "replay",
+            str(BUNDLE),
+            "--url",
+            f"vnc://127.0.0.1:{self.relay.port}",
+            "--durable",
+            "--run-dir",
+            self.ref,
+            "--config",
+            str(root / "deploy.yaml"),
+            "--param",
+            f"vendor={VENDOR}",
+            "--param",
+            "amount=1250.50",
+        ]
         if spec is not None:
             args += ["--store", spec]
         self.log = root / "flow.log"
         with open(self.log, "wb") as out:
-            self.proc = subprocess.Popen([sys.executable, "-m", "openadapt_flow", *args], cwd=root, env=env, stdout=out,
-                                         stderr=subprocess.STDOUT)
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "openadapt_flow", *args], cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT
+            )
 
     def lease_expired(self) -> bool:
         if self.store == "postgres":
             row = postgres_store(str(self.spec)).one(
                 "SELECT l.expires_at <= now() FROM flow_leases l JOIN flow_runs r ON r.id = l.run WHERE r.name = %s",
-                (self.ref.removeprefix("pg:"),))
+                (self.ref.removeprefix("pg:"),),
+            )
             return bool(row and row[0])
         info = read_lease(Path(self.ref))
         return info is not None and time.time() - info.heartbeat_epoch > TTL_S
@@ -86,9 +106,16 @@ class Frozen:
         run = Path(self.ref)
         old = read_lease(run)
         assert old is not None
-        body = {"schema": "openadapt-flow/lease@1", "host": f"not-{socket.gethostname()}", "pid": 4242, "start_time": None,
-                "boot_id": boot_id(), "heartbeat_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-                "heartbeat_epoch": time.time(), "generation": old.generation + 1}
+        body = {
+            "schema": "openadapt-flow/lease@1",
+            "host": f"not-{socket.gethostname()}",
+            "pid": 4242,
+            "start_time": None,
+            "boot_id": boot_id(),
+            "heartbeat_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "heartbeat_epoch": time.time(),
+            "generation": old.generation + 1,
+        }
         (run / "lease.json.tmp").write_text(json.dumps(body))
         os.replace(run / "lease.json.tmp", run / "lease.json")
         return None
@@ -102,10 +129,14 @@ class Frozen:
 
 @pytest.mark.parametrize("point", ["after:action_dispatched@vendor", "input:batch"])
 @pytest.mark.parametrize("store", ["postgres", "filesystem"])
-def test_a_process_frozen_inside_an_action_sends_no_input_after_its_lease_was_taken(store, point, request, tmp_path,
-                                                                                   monkeypatch):
-    spec = store_spec(request.getfixturevalue("pg_server"), f"fi_{tmp_path.name[-12:].lower()}", monkeypatch) \
-        if store == "postgres" else None
+def test_a_process_frozen_inside_an_action_sends_no_input_after_its_lease_was_taken(
+    store, point, request, tmp_path, monkeypatch
+):
+    spec = (
+        store_spec(request.getfixturevalue("pg_server"), f"fi_{tmp_path.name[-12:].lower()}", monkeypatch)
+        if store == "postgres"
+        else None
+    )
     app = request.getfixturevalue("demo_app")("normal")
     run = Frozen(store, point, tmp_path, app, spec)
     new_owner = None
@@ -115,7 +146,9 @@ def test_a_process_frozen_inside_an_action_sends_no_input_after_its_lease_was_ta
         # what the frozen process sent before it stopped reaches the relay (its own threads forward it): the
         # open-form click, and frozen mid-typing, the vendor's first batch (8 characters, 16 key events)
         keys = 2 * 8 if point == "input:batch" else 0
-        wait_until(lambda: 5 in run.inputs.kinds and run.inputs.kinds.count(4) >= keys, 10, "the inputs sent before the freeze")
+        wait_until(
+            lambda: 5 in run.inputs.kinds and run.inputs.kinds.count(4) >= keys, 10, "the inputs sent before the freeze"
+        )
         assert not run.inputs.errors, run.inputs.errors
         wait_until(run.lease_expired, 30, "the frozen owner's lease expired")
         new_owner = run.take_over()
@@ -139,7 +172,9 @@ def test_input_stops_the_moment_the_desktops_lock_session_is_gone(pg_server, tmp
     answering): another worker may take that desktop now, so the run on it sends no further input — not the rest of
     the text it is typing. The desk's fence, as the fleet hands it to the run (ReplayRequest.fence)."""
     spec = store_spec(pg_server, f"fd_{tmp_path.name[-12:].lower()}", monkeypatch)
-    (tmp_path / "t.yaml").write_text('schema: openadapt-flow/targets@1\ntargets: [{name: desk0, backend: {url: "vnc://127.0.0.1:5999"}}]\n')
+    (tmp_path / "t.yaml").write_text(
+        'schema: openadapt-flow/targets@1\ntargets: [{name: desk0, backend: {url: "vnc://127.0.0.1:5999"}}]\n'
+    )
     desks = Desks(spec, load_targets(tmp_path / "t.yaml"))
     fake = FakeBackend(np.zeros((40, 40, 3), np.uint8))
     try:

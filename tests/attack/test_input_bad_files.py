@@ -63,8 +63,12 @@ def paused(request, tmp_path, monkeypatch) -> tuple[Path, dict, Any]:
     PostgreSQL a forked process naming a schema of the session's server, its rows damaged in SQL."""
     root = tmp_path / "ab"
     root.mkdir()
-    flow = {"schema": "openadapt-flow/bundle@1", "name": "approve-me", "screen": {"width": 100, "height": 100},
-            "steps": [{"id": "post", "action": "tool", "call": "json:dumps", "args": {"obj": 1}, "approval": "before"}]}
+    flow = {
+        "schema": "openadapt-flow/bundle@1",
+        "name": "approve-me",
+        "screen": {"width": 100, "height": 100},
+        "steps": [{"id": "post", "action": "tool", "call": "json:dumps", "args": {"obj": 1}, "approval": "before"}],
+    }
     (root / "flow.yaml").write_text(yaml.safe_dump(flow))
     env = flow_env(tmp_path, FLOW_DECISION_KEY_FILE=str(tmp_path / "decision.key"))
     memory = request.param == "memory"
@@ -77,6 +81,7 @@ def paused(request, tmp_path, monkeypatch) -> tuple[Path, dict, Any]:
 
         def flow(args: list[str], cwd: Path, env: dict[str, str]) -> Any:
             return forked_flow([*args, "--store", spec], cwd, env)
+
     r = flow(["replay", str(root), "--run-dir", str(run_dir), *where], tmp_path, env=env)
     assert r.returncode == 3, r.stderr
     return run_dir, env, flow
@@ -118,8 +123,12 @@ NOWHERE = "vnc://127.0.0.1:1"  # exit 2, not 75: refused before any connection, 
 LEAK = "SECRET-HASH-q7Zx"
 CHILD_MEMORY = 1536 * 1024 * 1024  # bytes of address space the `flow` process of a bounded-read test may take
 SHADOW = f"root:$6${LEAK}$:20228:0:99999:7:::\ndaemon:*:20228:0:99999:7:::\n"
-TOOL_FLOW = {"schema": "openadapt-flow/bundle@1", "name": "tool", "screen": {"width": 100, "height": 100},
-             "steps": [{"id": "note", "action": "tool", "call": "json:dumps", "args": {"obj": 1}}]}
+TOOL_FLOW = {
+    "schema": "openadapt-flow/bundle@1",
+    "name": "tool",
+    "screen": {"width": 100, "height": 100},
+    "steps": [{"id": "note", "action": "tool", "call": "json:dumps", "args": {"obj": 1}}],
+}
 
 
 def test_a_nul_byte_in_a_template_path_is_bad_input(tmp_path):
@@ -141,8 +150,9 @@ def tool_bundle(tmp_path: Path) -> Path:
     return root
 
 
-@pytest.mark.parametrize("run_dir", ["x" * 5000, "deep/" + "y" * 300 + "/run", "/proc/self/run", "/proc/flow-run",
-                                     "/sys/flow-run"])
+@pytest.mark.parametrize(
+    "run_dir", ["x" * 5000, "deep/" + "y" * 300 + "/run", "/proc/self/run", "/proc/flow-run", "/sys/flow-run"]
+)
 def test_a_run_dir_that_cannot_hold_a_run_is_bad_input(tmp_path, run_dir):
     r = run_flow(["replay", str(tool_bundle(tmp_path)), "--run-dir", run_dir], tmp_path)
     assert r.returncode == 2, (r.returncode, r.stderr[-300:])  # 70 (ENAMETOOLONG), or a run that failed, before
@@ -181,8 +191,9 @@ def test_a_run_store_that_may_not_be_written_is_a_storage_fault(tmp_path, unwrit
 def test_an_items_file_error_is_one_line_per_problem_and_never_its_content(tmp_path, content):
     items = tmp_path / "items.jsonl" if content.startswith(("[", "{")) else tmp_path / "shadow"
     items.write_text(content)
-    r = run_flow(["batch", str(BUNDLE_DIR), "--items", str(items), "--url", NOWHERE, "--runs", str(tmp_path / "runs")],
-                 tmp_path)
+    r = run_flow(
+        ["batch", str(BUNDLE_DIR), "--items", str(items), "--url", NOWHERE, "--runs", str(tmp_path / "runs")], tmp_path
+    )
     assert r.returncode == 2, (r.returncode, r.stderr[-300:])
     assert "Traceback" not in r.stderr and LEAK not in r.stderr and "20228" not in r.stderr, r.stderr
     assert all(line.startswith(f"error: {items}:") for line in r.stderr.strip().splitlines()), r.stderr
@@ -192,17 +203,37 @@ def test_an_items_file_error_is_one_line_per_problem_and_never_its_content(tmp_p
 def test_items_file_reads_are_bounded(tmp_path):
     """Read until memory ran out before: the `flow` process runs with its address space capped, so an unbounded read
     fails this test instead of taking the machine's memory."""
+
     def cap() -> None:
         resource.setrlimit(resource.RLIMIT_AS, (CHILD_MEMORY, CHILD_MEMORY))
 
-    r = subprocess.run([sys.executable, "-m", "openadapt_flow", "batch", str(BUNDLE_DIR), "--items", "/dev/zero", "--url",
-                        NOWHERE, "--runs", str(tmp_path / "runs")], cwd=tmp_path, env=flow_env(tmp_path), capture_output=True,
-                       text=True, timeout=120, preexec_fn=cap)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "openadapt_flow",
+            "batch",
+            str(BUNDLE_DIR),
+            "--items",
+            "/dev/zero",
+            "--url",
+            NOWHERE,
+            "--runs",
+            str(tmp_path / "runs"),
+        ],
+        cwd=tmp_path,
+        env=flow_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=cap,
+    )
     assert r.returncode == 2 and "limit" in one_error_line(r), (r.returncode, r.stderr[-300:])
 
 
-@pytest.mark.parametrize("option, content", [("--params-file", SHADOW),
-                                             ("--config", f"schema: openadapt-flow/config@1\n{LEAK}: 1\n")])
+@pytest.mark.parametrize(
+    "option, content", [("--params-file", SHADOW), ("--config", f"schema: openadapt-flow/config@1\n{LEAK}: 1\n")]
+)
 def test_a_file_that_is_not_a_config_or_params_file_is_never_echoed(tmp_path, option, content):
     secret = tmp_path / "shadow"
     secret.write_text(content)

@@ -47,8 +47,10 @@ def on(store: Store, tmp_path: Path) -> tuple[Path, list[str], Any]:
     if store.name == "memory":
         return Path(f"memory:{tmp_path.name}-run"), ["--store", "memory:"], memcrash.flow
     if store.name == "postgres":
+
         def pg_flow(args: list[str], cwd: Path, env: dict[str, str]) -> Any:
             return forked_flow([*args, "--store", store.spec], cwd, dict(env, PGPASSWORD=store.password))
+
         return Path("pg:run"), [], pg_flow
     return tmp_path / "run", [], run_flow
 
@@ -56,11 +58,25 @@ def on(store: Store, tmp_path: Path) -> tuple[Path, list[str], Any]:
 def refused(tmp_path: Path, store: Store, *args: str, url: str | None = NOWHERE) -> str:
     run_dir, where, flow = on(store, tmp_path)
     # the demo's system of record is named (its DSN set), so only the input under test can be what is refused
-    r = flow(["replay", str(BUNDLE_DIR), *(["--url", url] if url else []), "--durable", "--run-dir", str(run_dir), *where, *args], tmp_path,
-             env=flow_env(tmp_path, DEMO_DB_DSN=f"sqlite:///{tmp_path / 'invoices.db'}"))
+    r = flow(
+        [
+            "replay",
+            str(BUNDLE_DIR),
+            *(["--url", url] if url else []),
+            "--durable",
+            "--run-dir",
+            str(run_dir),
+            *where,
+            *args,
+        ],
+        tmp_path,
+        env=flow_env(tmp_path, DEMO_DB_DSN=f"sqlite:///{tmp_path / 'invoices.db'}"),
+    )
     assert r.returncode == 2, (r.returncode, r.stderr)
     assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr, r.stderr
-    assert not RunFiles(run_dir).exists("journal.jsonl") and not RunFiles(run_dir).exists("manifest.json")  # no run left
+    assert not RunFiles(run_dir).exists("journal.jsonl") and not RunFiles(run_dir).exists(
+        "manifest.json"
+    )  # no run left
     if store.name == "filesystem":
         assert not run_dir.exists()  # an error before the run directory exists leaves none
     return r.stderr
@@ -86,8 +102,12 @@ def test_a_duplicate_param_flag_is_refused_with_exit_2(tmp_path, store):
 def test_a_non_finite_answer_to_a_number_question_is_refused(tmp_path, store):
     root = tmp_path / "ask"
     root.mkdir()
-    flow = {"schema": "openadapt-flow/bundle@1", "name": "ask", "screen": {"width": 100, "height": 100},
-            "steps": [{"id": "how-much", "action": "ask_user", "question": "Amount?", "type": "number"}]}
+    flow = {
+        "schema": "openadapt-flow/bundle@1",
+        "name": "ask",
+        "screen": {"width": 100, "height": 100},
+        "steps": [{"id": "how-much", "action": "ask_user", "question": "Amount?", "type": "number"}],
+    }
     (root / "flow.yaml").write_text(yaml.safe_dump(flow))
     env = flow_env(tmp_path, FLOW_DECISION_KEY_FILE=str(tmp_path / "decision.key"))
     run_dir, where, flow = on(store, tmp_path)
@@ -106,8 +126,21 @@ def demo_replay(tmp_path: Path, app, vendor: str):
     params = tmp_path / "params.json"
     params.write_text(json.dumps({"vendor": vendor, "amount": 12.5}))
     run_dir = tmp_path / "run"
-    r = run_flow(["replay", str(BUNDLE_DIR), "--url", app.xvnc.url, "--durable", "--run-dir", str(run_dir),
-                  "--params-file", str(params)], tmp_path, env=env)
+    r = run_flow(
+        [
+            "replay",
+            str(BUNDLE_DIR),
+            "--url",
+            app.xvnc.url,
+            "--durable",
+            "--run-dir",
+            str(run_dir),
+            "--params-file",
+            str(params),
+        ],
+        tmp_path,
+        env=env,
+    )
     return run_dir, r
 
 
@@ -146,12 +179,15 @@ CHILD_MEMORY = 1536 * 1024 * 1024  # bytes of address space a `flow` process may
 LEAK = "SECRET-HASH-q7Zx"  # what a file the user should not see holds: never in an error line
 
 
-@pytest.mark.parametrize("content", [
-    f"root:$6${LEAK}$:20228:0:99999:7:::\ndaemon:*:20228:0:99999:7:::\n",  # /etc/shadow: its first line was the error
-    f"vendor: *{LEAK}\n",  # an alias the parser names
-    f"vendor: !!python/name:{LEAK}\n",  # a tag the parser names
-    f"{LEAK}: 1\namount: 2\n",  # a key that is no param name
-])
+@pytest.mark.parametrize(
+    "content",
+    [
+        f"root:$6${LEAK}$:20228:0:99999:7:::\ndaemon:*:20228:0:99999:7:::\n",  # /etc/shadow: its first line was the error
+        f"vendor: *{LEAK}\n",  # an alias the parser names
+        f"vendor: !!python/name:{LEAK}\n",  # a tag the parser names
+        f"{LEAK}: 1\namount: 2\n",  # a key that is no param name
+    ],
+)
 def test_a_params_file_error_names_the_file_and_line_never_its_content(tmp_path, store, content):
     secret = tmp_path / "shadow"
     secret.write_text(content)
@@ -168,9 +204,27 @@ def test_params_file_reads_are_bounded(tmp_path):
     (a process of its own, whatever the store: an unbounded read must fail this test, never take the machine's
     memory)."""
     run = tmp_path / "run"
-    r = subprocess.run([sys.executable, "-m", "openadapt_flow", "replay", str(BUNDLE_DIR), "--url", NOWHERE, "--run-dir",
-                        str(run), "--params-file", "/dev/zero"], cwd=tmp_path, capture_output=True, text=True, timeout=120,
-                       env=flow_env(tmp_path, DEMO_DB_DSN=f"sqlite:///{tmp_path / 'invoices.db'}"), preexec_fn=_capped_memory)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "openadapt_flow",
+            "replay",
+            str(BUNDLE_DIR),
+            "--url",
+            NOWHERE,
+            "--run-dir",
+            str(run),
+            "--params-file",
+            "/dev/zero",
+        ],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=flow_env(tmp_path, DEMO_DB_DSN=f"sqlite:///{tmp_path / 'invoices.db'}"),
+        preexec_fn=_capped_memory,
+    )
     assert r.returncode == 2, (r.returncode, r.stderr[-500:])
     assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr, r.stderr[-500:]
     assert "/dev/zero" in r.stderr and "1024 KiB limit" in r.stderr and not run.exists()
@@ -198,13 +252,28 @@ def test_a_nul_in_a_configured_host_is_bad_input(tmp_path, store):
 @pytest.mark.parametrize("how", ["esc-flag", "nul-file", "too-long-file"])
 def test_an_untypeable_or_overlong_param_is_refused_before_any_input(tmp_path, demo, how):
     """Refused when the params are bound — before this, after the first click had reached the app."""
-    given = {"esc-flag": ["--param", "vendor=ACME\x1b[2J"], "nul-file": ["--params-file", str(tmp_path / "p.json")],
-             "too-long-file": ["--params-file", str(tmp_path / "p.json")]}[how]
+    given = {
+        "esc-flag": ["--param", "vendor=ACME\x1b[2J"],
+        "nul-file": ["--params-file", str(tmp_path / "p.json")],
+        "too-long-file": ["--params-file", str(tmp_path / "p.json")],
+    }[how]
     vendor = "AC\x00ME" if how == "nul-file" else "A" * 20_000  # 12 MB was typed for 37 s: the cap is 10,000
     (tmp_path / "p.json").write_text(json.dumps({"vendor": vendor, "amount": 1}))
     run = demo.ref("run")
-    r = demo.flow(["replay", demo.bundle, "--url", demo.url, "--durable", "--run-dir", run, *demo.store_args(), *given,
-                   *(["--param", "amount=1"] if how == "esc-flag" else [])])
+    r = demo.flow(
+        [
+            "replay",
+            demo.bundle,
+            "--url",
+            demo.url,
+            "--durable",
+            "--run-dir",
+            run,
+            *demo.store_args(),
+            *given,
+            *(["--param", "amount=1"] if how == "esc-flag" else []),
+        ]
+    )
     assert r.returncode == 2, (r.returncode, r.stderr)
     assert len(r.stderr.strip().splitlines()) == 1 and "Traceback" not in r.stderr, r.stderr
     assert "param vendor" in r.stderr and ("ESC" in r.stderr or "NUL" in r.stderr or "10000" in r.stderr), r.stderr

@@ -28,13 +28,22 @@ import pytest
 
 from openadapt_flow.store import PostgresStore
 from tests.crash.crash_support import (  # noqa: F401  (desk: the crash matrix's desktop fixture)
-    CONSEQUENTIAL, STEPS, Desktop, desk, flow, uncertain, verified,
+    CONSEQUENTIAL,
+    STEPS,
+    Desktop,
+    desk,
+    flow,
+    uncertain,
+    verified,
 )
 from tests.support.pg import PgServer, running_pg, store_spec, why_not_available
 from tests.support.xserver import wait_until
 
-pytestmark = [pytest.mark.timeout(300),
-              pytest.mark.skipif(why_not_available() is not None, reason=str(why_not_available()))]
+pytestmark = [
+    pytest.mark.timeout(300),
+    pytest.mark.skipif(why_not_available() is not None, reason=str(why_not_available())),
+]
+
 
 @pytest.fixture
 def own_pg() -> Iterator[PgServer]:
@@ -65,14 +74,19 @@ def _stopped(pid: int) -> bool:
 
 def _journal_seqs(spec: str, password: str, name: str) -> list[tuple[int, str]]:
     with psycopg.connect(spec, autocommit=True, password=password) as c:
-        return [(int(s), t) for s, t in c.execute(
-            "SELECT j.seq, j.type FROM flow_journal j JOIN flow_runs r ON r.id = j.run WHERE r.name = %s ORDER BY j.seq",
-            (name,)).fetchall()]
+        return [
+            (int(s), t)
+            for s, t in c.execute(
+                "SELECT j.seq, j.type FROM flow_journal j JOIN flow_runs r ON r.id = j.run WHERE r.name = %s ORDER BY j.seq",
+                (name,),
+            ).fetchall()
+        ]
 
 
 @pytest.mark.parametrize("mode", ["immediate", "fast"])
 def test_a_writer_restarted_right_after_its_submit_keeps_a_continuous_journal_and_resumes_to_one_row(
-        desk: Desktop, own_pg: PgServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str):
+    desk: Desktop, own_pg: PgServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str
+):
     spec = store_spec(own_pg, f"w_{tmp_path.name.lower()}", monkeypatch)
     root, amount = desk.case()
     env = dict(desk.env(), PGPASSWORD=own_pg.password)
@@ -82,11 +96,18 @@ def test_a_writer_restarted_right_after_its_submit_keeps_a_continuous_journal_an
     if mode == "immediate":  # nothing but the run's own synchronous commits writes the WAL out from here on
         os.kill(_walwriter(own_pg), signal.SIGSTOP)
     out = open(tmp_path / "writer.log", "wb")
-    writer = subprocess.Popen([sys.executable, "-m", "openadapt_flow", *args, "--store", spec], cwd=root, env=frozen,
-                              stdout=out, stderr=subprocess.STDOUT)
+    writer = subprocess.Popen(
+        [sys.executable, "-m", "openadapt_flow", *args, "--store", spec],
+        cwd=root,
+        env=frozen,
+        stdout=out,
+        stderr=subprocess.STDOUT,
+    )
     try:
         # the writer froze itself right after journaling its Submit click's action_sent (the row is in the app)
-        wait_until(lambda: _stopped(writer.pid) or writer.poll() is not None, 120, "the writer frozen after action_sent")
+        wait_until(
+            lambda: _stopped(writer.pid) or writer.poll() is not None, 120, "the writer frozen after action_sent"
+        )
         assert writer.poll() is None, (tmp_path / "writer.log").read_text()[-2000:]
         own_pg.restart(mode)
         os.kill(writer.pid, signal.SIGCONT)  # it wakes up with every connection cut and goes on
@@ -103,7 +124,7 @@ def test_a_writer_restarted_right_after_its_submit_keeps_a_continuous_journal_an
     if mode == "immediate":  # the crash did lose the Submit's action_sent: the case this test is about
         types = [t for _, t in seqs]
         last = max(i for i, t in enumerate(types) if t == "action_dispatched")
-        assert "action_sent" not in types[last:], types[last - 2:]
+        assert "action_sent" not in types[last:], types[last - 2 :]
     store = PostgresStore(spec)
     run = store.open_run("pg:restart")
     key = Path(env["FLOW_KEY_FILE"]).read_bytes().strip()
@@ -154,8 +175,23 @@ def _log(fleet: Fleet, name: str) -> str:
 
 def _submit_after(fleet: Fleet, bundle: Path) -> str:
     """`flow submit` as its own process (a fresh connection, as an operator's after the restart): the run's name."""
-    r = run_flow(["submit", str(bundle), "--store", fleet.spec, "--param", "vendor=ACME Corp", "--param",
-                  "amount=1250.50", "--target", "invoices", "--json"], fleet.tmp, fleet.env)
+    r = run_flow(
+        [
+            "submit",
+            str(bundle),
+            "--store",
+            fleet.spec,
+            "--param",
+            "vendor=ACME Corp",
+            "--param",
+            "amount=1250.50",
+            "--target",
+            "invoices",
+            "--json",
+        ],
+        fleet.tmp,
+        fleet.env,
+    )
     assert r.returncode == 0, r.stderr
     return str(json.loads(r.stdout)["run_id"]).removeprefix("pg:")
 
@@ -163,8 +199,11 @@ def _submit_after(fleet: Fleet, bundle: Path) -> str:
 def _heartbeats_since(fleet: Fleet, since: float) -> int:
     """Workers registered in the queue whose heartbeat is newer than `since` (epoch): alive on the restarted server."""
     with psycopg.connect(fleet.spec, autocommit=True, password=fleet.env["PGPASSWORD"]) as c:
-        return int(c.execute("SELECT count(*) FROM procrastinate_workers WHERE last_heartbeat > to_timestamp(%s)",
-                             (since,)).fetchone()[0])
+        return int(
+            c.execute(
+                "SELECT count(*) FROM procrastinate_workers WHERE last_heartbeat > to_timestamp(%s)", (since,)
+            ).fetchone()[0]
+        )
 
 
 def _exited(workers: dict[str, subprocess.Popen[bytes]]) -> bool:
@@ -181,8 +220,11 @@ def _uncertain(fleet: Fleet, name: str) -> bool:
     (spec §19: workers resume only runs with nothing uncertain)."""
     open_steps: set[str] = set()
     with psycopg.connect(fleet.spec, autocommit=True, password=fleet.env["PGPASSWORD"]) as c:
-        for t, step in c.execute("SELECT j.type, j.step FROM flow_journal j JOIN flow_runs r ON r.id = j.run "
-                                 "WHERE r.name = %s ORDER BY j.seq", (name,)).fetchall():
+        for t, step in c.execute(
+            "SELECT j.type, j.step FROM flow_journal j JOIN flow_runs r ON r.id = j.run "
+            "WHERE r.name = %s ORDER BY j.seq",
+            (name,),
+        ).fetchall():
             if t == "action_dispatched":
                 open_steps.add(step)
             elif t in ("step_verified", "step_skipped"):
@@ -194,12 +236,14 @@ def _settled(fleet: Fleet, names: list[str]) -> bool:
     """Every run terminal or paused with a reason: nothing a worker would still do by itself."""
     states = fleet.states(names)
     return len(states) == len(names) and all(
-        s in SETTLED or (s == "INTERRUPTED" and _uncertain(fleet, n)) for n, s in states.items())
+        s in SETTLED or (s == "INTERRUPTED" and _uncertain(fleet, n)) for n, s in states.items()
+    )
 
 
 @pytest.mark.parametrize("mode", ["fast", "immediate"])
-def test_idle_workers_ride_through_a_restart_and_a_run_submitted_after_it_completes(fleet_pg: Fleet, own_pg: PgServer,
-                                                                                    mode: str):
+def test_idle_workers_ride_through_a_restart_and_a_run_submitted_after_it_completes(
+    fleet_pg: Fleet, own_pg: PgServer, mode: str
+):
     fleet = fleet_pg
     workers = {n: fleet.worker(n) for n in ("w1", "w2")}
     wait_until(lambda: _registered(fleet, 2), 60, "both workers registered in the queue")
@@ -207,9 +251,14 @@ def test_idle_workers_ride_through_a_restart_and_a_run_submitted_after_it_comple
     restarted = time.time()
     name = _submit_after(fleet, BUNDLE)
     try:
-        wait_until(lambda: _exited(workers) or (fleet.states([name]) == {name: "COMPLETED"}
-                                                and _heartbeats_since(fleet, restarted) >= 2),
-                   90, "the run submitted after the restart COMPLETED, both workers heartbeating (or one exited)")
+        wait_until(
+            lambda: (
+                _exited(workers)
+                or (fleet.states([name]) == {name: "COMPLETED"} and _heartbeats_since(fleet, restarted) >= 2)
+            ),
+            90,
+            "the run submitted after the restart COMPLETED, both workers heartbeating (or one exited)",
+        )
     except TimeoutError:
         raise AssertionError(_stuck(fleet, [name])) from None
     _alive(fleet, workers)
@@ -222,15 +271,33 @@ def test_idle_workers_ride_through_a_restart_and_a_run_submitted_after_it_comple
 
 
 @pytest.mark.parametrize("mode", ["fast", "immediate"])
-def test_a_worker_mid_drain_rides_through_a_restart_and_no_run_is_lost_or_doubled(fleet_pg: Fleet, own_pg: PgServer,
-                                                                                 mode: str):
+def test_a_worker_mid_drain_rides_through_a_restart_and_no_run_is_lost_or_doubled(
+    fleet_pg: Fleet, own_pg: PgServer, mode: str
+):
     fleet = fleet_pg
     bundle = _without_effect(fleet.tmp)
     names = _submit(fleet, 4, bundle)
     # one run at a time each: a run cut mid-form leaves its desktop dirty (no reset in this bundle: spec §22), so two
     # of the four stay clean for the runs after the restart
-    workers = {n: fleet._spawn(["worker", "--store", fleet.spec, "--targets", str(fleet.targets), "--config",
-                                str(fleet.tmp / "deploy.yaml"), "--name", n, "--concurrency", "1"], n) for n in ("w1", "w2")}
+    workers = {
+        n: fleet._spawn(
+            [
+                "worker",
+                "--store",
+                fleet.spec,
+                "--targets",
+                str(fleet.targets),
+                "--config",
+                str(fleet.tmp / "deploy.yaml"),
+                "--name",
+                n,
+                "--concurrency",
+                "1",
+            ],
+            n,
+        )
+        for n in ("w1", "w2")
+    }
     wait_until(lambda: any("action_dispatched" in _journal_types(fleet, n) for n in names), 90, "a run mid-drain")
     own_pg.restart(mode)
     late = [_submit_after(fleet, bundle)]
@@ -250,7 +317,9 @@ def test_a_worker_mid_drain_rides_through_a_restart_and_no_run_is_lost_or_double
 
 def test_a_worker_whose_store_never_comes_back_exits_75_in_one_line(fleet_pg: Fleet, own_pg: PgServer):
     fleet = fleet_pg
-    worker = fleet._spawn(["worker", "--store", fleet.spec, "--targets", str(fleet.targets), "--db-retry-for", "3s"], "w1")
+    worker = fleet._spawn(
+        ["worker", "--store", fleet.spec, "--targets", str(fleet.targets), "--db-retry-for", "3s"], "w1"
+    )
     wait_until(lambda: _registered(fleet, 1), 60, "the worker registered in the queue")
     own_pg.stop()
     assert worker.wait(60) == 75, _log(fleet, "w1")[-1500:]

@@ -16,15 +16,22 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from starlette.testclient import TestClient
 
+from openadapt_flow.backends.spec import BackendSpec
+from openadapt_flow.bundle.config import DeployConfig
 from openadapt_flow.errors import RefusedError, UsageError
-from openadapt_flow.phone.context import PhoneContext, PhoneDecision, canonical, decision_bytes, parse_context, sign_bytes
+from openadapt_flow.phone.context import (
+    PhoneContext,
+    PhoneDecision,
+    canonical,
+    decision_bytes,
+    parse_context,
+    sign_bytes,
+)
 from openadapt_flow.phone.project import closed_context
 from openadapt_flow.phone.relay import Relay, serve
-from openadapt_flow.bundle.config import DeployConfig
 from openadapt_flow.runtime.operate.approval import DecisionOptions, approve, check_approval
-from openadapt_flow.runtime.start.launch import ReplayRequest
 from openadapt_flow.runtime.runs import replay
-from openadapt_flow.backends.spec import BackendSpec
+from openadapt_flow.runtime.start.launch import ReplayRequest
 from openadapt_flow.store import FilesystemStore
 from openadapt_flow.store.keys import load_decision_key
 from tests.support.phone_kit import env, queue  # noqa: F401 (fixtures)
@@ -41,8 +48,16 @@ def pause(tmp_path, env, name="run", **approvals):
         make_bundle(bundle, list(STEPS))
     config = DeployConfig.model_validate({**cfg(tmp_path).model_dump(by_alias=True), "approvals": approvals})
     app = App(env)
-    out = replay(ReplayRequest(bundle=bundle, params={"vendor": "ACME Corp"}, backend=BackendSpec(kind="fake"),
-                               config=config, run_dir=tmp_path / name), backend_factory=lambda spec: app.connect())
+    out = replay(
+        ReplayRequest(
+            bundle=bundle,
+            params={"vendor": "ACME Corp"},
+            backend=BackendSpec(kind="fake"),
+            config=config,
+            run_dir=tmp_path / name,
+        ),
+        backend_factory=lambda spec: app.connect(),
+    )
     assert out.state == "PAUSED"
     store = FilesystemStore(tmp_path)
     return store, store.open_run(name)
@@ -72,10 +87,19 @@ def relay(store, key, client=None, token="t") -> Routed:
 def forged(run, key, **change) -> dict:
     """What a queue holding `key` can sign: a well-formed decision on the run's open pause, then `change`d."""
     ctx = closed_context(run, run.read_pending())
-    body = {"schema": "openadapt-flow/phone-decision@1", "decision_id": "d-" + secrets.token_hex(8), "run_id": ctx.run_id,
-            "pause_id": ctx.pause_id, "checkpoint_digest": ctx.checkpoint_digest, "operation": "continue",
-            "expires_at": ctx.expires_at, "idempotency_scope": ctx.idempotency_scope, "operator": "pat",
-            "decided_at": "2026-01-01T00:00:00Z", **change}
+    body = {
+        "schema": "openadapt-flow/phone-decision@1",
+        "decision_id": "d-" + secrets.token_hex(8),
+        "run_id": ctx.run_id,
+        "pause_id": ctx.pause_id,
+        "checkpoint_digest": ctx.checkpoint_digest,
+        "operation": "continue",
+        "expires_at": ctx.expires_at,
+        "idempotency_scope": ctx.idempotency_scope,
+        "operator": "pat",
+        "decided_at": "2026-01-01T00:00:00Z",
+        **change,
+    }
     return {"decision": body, "signature": sign_bytes(key, canonical(body))}
 
 
@@ -87,6 +111,7 @@ def login(client, name, credential):
 
 # (b) what a decision authorises --------------------------------------------------------------------------------------
 
+
 def test_a_compromised_queue_cannot_meet_a_quorum_of_two_alone(tmp_path, env):
     store, run = pause(tmp_path, env, quorum=2)
     key = Ed25519PrivateKey.generate()
@@ -97,12 +122,16 @@ def test_a_compromised_queue_cannot_meet_a_quorum_of_two_alone(tmp_path, env):
     with pytest.raises(RefusedError, match="quorum not met: 1 of 2"):
         check_approval(run, run.read_pending(), load_decision_key(False))
     # a second, local voter completes it (an authenticated one: a quorum above 1 counts no OS user)
-    assert approve(run, "continue", "bob", os_user="bob", options=DecisionOptions(authenticated=True))["complete"] is True
+    assert (
+        approve(run, "continue", "bob", os_user="bob", options=DecisionOptions(authenticated=True))["complete"] is True
+    )
 
 
 def test_a_phone_vote_does_not_count_a_cli_voter_twice(tmp_path, env):
     store, run = pause(tmp_path, env, quorum=2)
-    approve(run, "continue", "pat", os_user="pat", options=DecisionOptions(authenticated=True))  # `flow approve` as operator pat
+    approve(
+        run, "continue", "pat", os_user="pat", options=DecisionOptions(authenticated=True)
+    )  # `flow approve` as operator pat
     key = Ed25519PrivateKey.generate()
     assert relay(store, key).apply(forged(run, key, operator="pat")) == ("refused", "quorum")
     assert len(run.read_approval()["votes"]) == 1
@@ -160,10 +189,18 @@ def test_a_console_only_pause_is_not_published_and_a_phone_decision_on_it_is_ref
     r = relay(store, key)
     assert r.contexts() == []
     task = run.read_pending()["task"]
-    body = {"schema": "openadapt-flow/phone-decision@1", "decision_id": "d-1", "run_id": task["run_id"],
-            "pause_id": task["pause_id"], "checkpoint_digest": task["checkpoint_digest"], "operation": "continue",
-            "expires_at": task["expires_at"], "idempotency_scope": task["idempotency_scope"], "operator": "pat",
-            "decided_at": "2026-01-01T00:00:00Z"}
+    body = {
+        "schema": "openadapt-flow/phone-decision@1",
+        "decision_id": "d-1",
+        "run_id": task["run_id"],
+        "pause_id": task["pause_id"],
+        "checkpoint_digest": task["checkpoint_digest"],
+        "operation": "continue",
+        "expires_at": task["expires_at"],
+        "idempotency_scope": task["idempotency_scope"],
+        "operator": "pat",
+        "decided_at": "2026-01-01T00:00:00Z",
+    }
     assert r.apply({"decision": body, "signature": sign_bytes(key, canonical(body))}) == ("refused", "approve")
     assert run.read_approval() is None
 
@@ -205,21 +242,46 @@ def test_a_relay_restarted_before_its_ack_acknowledges_the_decision_as_recorded(
 
 # (a) nothing but the closed context leaves ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("field, value", [
-    ("category", "paid ACME Corp"), ("transaction_outcome", "1250.50 posted"), ("checkpoint_digest", "ACME Corp 1250.50"),
-    ("expires_at", "ACME Corp"), ("allowed", ["continue"] * 5),
-])
+
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("category", "paid ACME Corp"),
+        ("transaction_outcome", "1250.50 posted"),
+        ("checkpoint_digest", "ACME Corp 1250.50"),
+        ("expires_at", "ACME Corp"),
+        ("allowed", ["continue"] * 5),
+    ],
+)
 def test_no_free_text_rides_in_a_closed_context_field(field, value):
-    ctx = {"run_id": "r", "pause_id": "p", "bundle": "b", "step": "s", "intent": "Save {vendor}", "category": "approval",
-           "allowed": ["continue"], "expires_at": "2099-01-01T00:00:00Z", "checkpoint_digest": "sha256:none",
-           "idempotency_scope": "r/p"}
+    ctx = {
+        "run_id": "r",
+        "pause_id": "p",
+        "bundle": "b",
+        "step": "s",
+        "intent": "Save {vendor}",
+        "category": "approval",
+        "allowed": ["continue"],
+        "expires_at": "2099-01-01T00:00:00Z",
+        "checkpoint_digest": "sha256:none",
+        "idempotency_scope": "r/p",
+    }
     assert parse_context(ctx).category == "approval"
     with pytest.raises(UsageError):
         parse_context({**ctx, field: value})
     with pytest.raises(ValueError):
-        PhoneDecision.model_validate({"decision_id": "d", "run_id": "r", "pause_id": "p", "operation": "continue",
-                                      "expires_at": "2099-01-01T00:00:00Z", "idempotency_scope": "r/p",
-                                      "operator": "ACME Corp 1250.50", "decided_at": "2026-01-01T00:00:00Z"})
+        PhoneDecision.model_validate(
+            {
+                "decision_id": "d",
+                "run_id": "r",
+                "pause_id": "p",
+                "operation": "continue",
+                "expires_at": "2099-01-01T00:00:00Z",
+                "idempotency_scope": "r/p",
+                "operator": "ACME Corp 1250.50",
+                "decided_at": "2026-01-01T00:00:00Z",
+            }
+        )
 
 
 def test_what_the_relay_sends_is_the_closed_context_and_ids_only(tmp_path, env, monkeypatch):
@@ -242,7 +304,10 @@ def test_what_the_relay_sends_is_the_closed_context_and_ids_only(tmp_path, env, 
     approve(run, "reject", "bob", os_user="bob")  # the pause ends: the relay withdraws it
     r.publish()
     assert [q.get_method() + " " + q.full_url.split("queue.invalid")[1].split("?")[0] for q in sent] == [
-        "POST /api/tasks", "GET /api/decisions", "POST /api/withdraw"]
+        "POST /api/tasks",
+        "GET /api/decisions",
+        "POST /api/withdraw",
+    ]
     for q in sent:
         assert set(q.headers) == {"Authorization", "Content-type"}
         assert b"ACME" not in (q.data or b"") and "ACME" not in q.full_url
@@ -251,10 +316,16 @@ def test_what_the_relay_sends_is_the_closed_context_and_ids_only(tmp_path, env, 
 
 # (c) the queue's own locks -------------------------------------------------------------------------------------------
 
+
 def test_every_relay_endpoint_needs_the_token_and_an_anonymous_body_is_not_kept(queue):
     db, _, client, token, _ = queue
-    for method, path in [("GET", "/api/key?nonce=" + "a" * 16), ("POST", "/api/tasks"), ("GET", "/api/decisions?wait=0"),
-                         ("POST", "/api/withdraw?task=r/p"), ("POST", "/api/decisions/d-1/ack")]:
+    for method, path in [
+        ("GET", "/api/key?nonce=" + "a" * 16),
+        ("POST", "/api/tasks"),
+        ("GET", "/api/decisions?wait=0"),
+        ("POST", "/api/withdraw?task=r/p"),
+        ("POST", "/api/decisions/d-1/ack"),
+    ]:
         for auth in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": token}):
             assert client.request(method, path, content=b"ACME Corp 1250.50", headers=auth).status_code == 401
     assert client.post("/decide", data={"task": "r/p", "operation": "continue", "csrf": "ACME Corp"}).status_code == 401
@@ -294,5 +365,7 @@ def test_a_relay_sees_and_touches_only_the_tasks_it_published(tmp_path, env, que
     assert client.get("/api/decisions?wait=0", headers=other).json()["decisions"] == []
     [item] = client.get("/api/decisions?wait=0", headers={"Authorization": f"Bearer {token}"}).json()["decisions"]
     ack = {"status": "refused", "reason": "run"}
-    assert client.post(f"/api/decisions/{item['decision']['decision_id']}/ack", json=ack, headers=other).status_code == 404
+    assert (
+        client.post(f"/api/decisions/{item['decision']['decision_id']}/ack", json=ack, headers=other).status_code == 404
+    )
     assert db.decision_status(task) == ("pending", None)

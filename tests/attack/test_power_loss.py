@@ -44,6 +44,7 @@ PARAMS = ["--param", "vendor=ACME Corp", "--param", "amount=1250.50"]
 
 # --- the fsync audit -------------------------------------------------------------------------------------------------
 
+
 class FsyncAudit:
     """Every os.fsync of this process, by what it made durable: a file's (size, mtime) per inode, a directory's names
     (name -> inode) at its last fsync. Recorded before the real fsync: what it syncs is at least that."""
@@ -115,7 +116,9 @@ def audit_run(audit: FsyncAudit, run: Path, outside: Path, extra: list[Path]) ->
         p = p.parent
     for path in sorted(run.rglob("*")):
         rel = path.relative_to(run)
-        if path.name in NOT_NEEDED or (rel.parts[0] == "frames" and path.is_file() and not path.name.startswith("halt-")):
+        if path.name in NOT_NEEDED or (
+            rel.parts[0] == "frames" and path.is_file() and not path.name.startswith("halt-")
+        ):
             continue  # before/after frames are evidence for the report, not read by a resume (docs/durability.md)
         problems += audit.problems(path, durable_prefix(path) if path.name == "journal.jsonl" else None)
     for path in extra:
@@ -139,19 +142,42 @@ def test_every_file_a_resume_reads_is_fsynced_with_its_directory_before_the_firs
     def first_input(original):
         def send(self, events):
             if not seen:
-                extra = [Path(env["FLOW_KEY_FILE"]), Path(env["FLOW_DECISION_KEY_FILE"]),
-                         *(p for p in state_dir.rglob("*") if not p.name.endswith(".lock"))] if state_dir.exists() else [
-                    Path(env["FLOW_KEY_FILE"]), Path(env["FLOW_DECISION_KEY_FILE"])]
+                extra = (
+                    [
+                        Path(env["FLOW_KEY_FILE"]),
+                        Path(env["FLOW_DECISION_KEY_FILE"]),
+                        *(p for p in state_dir.rglob("*") if not p.name.endswith(".lock")),
+                    ]
+                    if state_dir.exists()
+                    else [Path(env["FLOW_KEY_FILE"]), Path(env["FLOW_DECISION_KEY_FILE"])]
+                )
                 seen.append(audit_run(audit, run, root, extra))
                 counts.append(Counter(audit.dir_fsyncs))
             return original(self, events)
+
         return send
 
     monkeypatch.setattr(FixtureBackend, "_pointer", first_input(FixtureBackend._pointer))
     monkeypatch.setattr(FixtureBackend, "_keys", first_input(FixtureBackend._keys))
     assert not Path(env["FLOW_KEY_FILE"]).exists()  # this run creates the installation's keys too
-    r = memcrash.flow(["replay", str(desk.fast_bundle()), "--url", desk.url, "--durable", "--run-dir", str(run),
-                       "--param", f"vendor={desk.VENDOR}", "--param", f"amount={amount}", "--json"], root, env)
+    r = memcrash.flow(
+        [
+            "replay",
+            str(desk.fast_bundle()),
+            "--url",
+            desk.url,
+            "--durable",
+            "--run-dir",
+            str(run),
+            "--param",
+            f"vendor={desk.VENDOR}",
+            "--param",
+            f"amount={amount}",
+            "--json",
+        ],
+        root,
+        env,
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     assert seen, "no input reached the desktop"
     assert seen[0] == [], "\n".join(seen[0])
@@ -163,6 +189,7 @@ def test_every_file_a_resume_reads_is_fsynced_with_its_directory_before_the_firs
 
 
 # --- the real power loss -----------------------------------------------------------------------------------------
+
 
 def _sh(*cmd: str) -> subprocess.CompletedProcess:
     return subprocess.run(list(cmd), capture_output=True, text=True, timeout=60)
@@ -257,11 +284,19 @@ def loop_disk(tmp_path) -> Iterator[LoopDisk]:
 def test_a_run_killed_after_its_save_survives_a_power_loss_and_resumes_once(tmp_path, demo_app, loop_disk):
     app = demo_app("normal")
     mnt = loop_disk.mnt
-    env = flow_env(tmp_path, DEMO_DB_DSN=f"sqlite:///{app.db_path}", FLOW_KEY_FILE=str(mnt / "install.key"),
-                   FLOW_DECISION_KEY_FILE=str(mnt / "decision.key"), FLOW_STATE_DIR=str(mnt / "state"))
+    env = flow_env(
+        tmp_path,
+        DEMO_DB_DSN=f"sqlite:///{app.db_path}",
+        FLOW_KEY_FILE=str(mnt / "install.key"),
+        FLOW_DECISION_KEY_FILE=str(mnt / "decision.key"),
+        FLOW_STATE_DIR=str(mnt / "state"),
+    )
     run = mnt / "runs" / "run"
-    r = run_flow(["replay", str(BUNDLE_DIR), "--url", app.xvnc.url, "--durable", "--run-dir", str(run), *PARAMS], tmp_path,
-                 env=dict(env, FLOW_CRASH_AT="after:action_sent@save"))
+    r = run_flow(
+        ["replay", str(BUNDLE_DIR), "--url", app.xvnc.url, "--durable", "--run-dir", str(run), *PARAMS],
+        tmp_path,
+        env=dict(env, FLOW_CRASH_AT="after:action_sent@save"),
+    )
     assert r.returncode == -9, r.stdout + r.stderr
     assert [(v, a) for _, v, a, _ in app.rows()] == [("ACME Corp", 1250.5)]  # the row landed; the run never saw it
     loop_disk.lose_power()
@@ -276,6 +311,7 @@ def test_a_run_killed_after_its_save_survives_a_power_loss_and_resumes_once(tmp_
 
 
 # --- resume with the original bundle ---------------------------------------------------------------------------------
+
 
 def _paused_and_approved(ws: Workspace) -> Path:
     out = ws.start()

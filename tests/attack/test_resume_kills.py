@@ -12,8 +12,15 @@ import pytest
 from tests.attack.attack_support import DemoRuns, on_stores
 
 pytestmark = pytest.mark.timeout(240)
-RESUME_POINTS = ["after:run_resumed", "after:rechecked@save", "after:step_verified@save", "checkpoint:renamed@save",
-                 "after:step_started@back", "after:action_dispatched@back", "after:action_sent@back"]
+RESUME_POINTS = [
+    "after:run_resumed",
+    "after:rechecked@save",
+    "after:step_verified@save",
+    "checkpoint:renamed@save",
+    "after:step_started@back",
+    "after:action_dispatched@back",
+    "after:action_sent@back",
+]
 
 
 # on PostgreSQL (each case ~6 s): the resume's run_resumed, the uncertain save re-read and then verified, the next

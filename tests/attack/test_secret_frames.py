@@ -44,8 +44,13 @@ def secret_bundle(root: Path) -> Path:
     flow["params"]["vendor"] = {"type": "string", "secret": True}
     steps = {s["id"]: s for s in flow["steps"]}
     steps["vendor"]["text"] = "{secret:vendor}"
-    missing = {"id": "approve-all", "intent": "Approve every invoice", "action": "click",
-               "target": {"text": "Approve all invoices"}, "timeout_s": 2}
+    missing = {
+        "id": "approve-all",
+        "intent": "Approve every invoice",
+        "action": "click",
+        "target": {"text": "Approve all invoices"},
+        "timeout_s": 2,
+    }
     flow["steps"] = [steps["open-form"], steps["vendor"], steps["amount"], missing]
     (root / "flow.yaml").write_text(yaml.safe_dump(flow, sort_keys=False))
     return root
@@ -56,11 +61,15 @@ class Commands:
 
     def __init__(self, store: str, tmp_path: Path, env: dict[str, str], spec: str = "") -> None:
         self.store, self.env, self.spec, self.tmp_path = store, env, spec, tmp_path
-        self.run = {"filesystem": str(tmp_path / "run"), "memory": f"memory:{tmp_path.name}-run", "postgres": "pg:run"}[store]
+        self.run = {"filesystem": str(tmp_path / "run"), "memory": f"memory:{tmp_path.name}-run", "postgres": "pg:run"}[
+            store
+        ]
 
     def flow(self, args: list[str]) -> Any:
         if self.store == "memory":
-            return memcrash.flow([*args, "--store", "memory:"] if args[0] == "replay" else args, self.tmp_path, self.env)
+            return memcrash.flow(
+                [*args, "--store", "memory:"] if args[0] == "replay" else args, self.tmp_path, self.env
+            )
         if self.store == "postgres":
             return forked_flow([*args, "--store", self.spec], self.tmp_path, self.env)
         return run_flow(args, self.tmp_path, env=self.env)
@@ -72,8 +81,12 @@ class Commands:
 @pytest.fixture(params=STORES)
 def commands(request, tmp_path, monkeypatch, demo_app) -> Iterator[tuple[Commands, Any]]:
     app = demo_app("normal")
-    env = flow_env(tmp_path, DEMO_DB_DSN=f"sqlite:///{app.db_path}", FLOW_SECRET_VENDOR=SECRET,
-                   FLOW_DECISION_KEY_FILE=str(tmp_path / "decision.key"))
+    env = flow_env(
+        tmp_path,
+        DEMO_DB_DSN=f"sqlite:///{app.db_path}",
+        FLOW_SECRET_VENDOR=SECRET,
+        FLOW_DECISION_KEY_FILE=str(tmp_path / "decision.key"),
+    )
     spec = ""
     if request.param == "postgres":
         spec, env["PGPASSWORD"] = pg_store(request, monkeypatch)
@@ -87,8 +100,15 @@ def stored(run: RunHandle) -> Iterator[tuple[str, bytes]]:
             yield name, run.get_artifact(name) or b""
     for name in REPORTS:
         yield name, run.get_artifact(name) or b""
-    docs = {"manifest": run.manifest(), "state": run.state(), "checkpoint": run.read_checkpoint(), "pending": run.read_pending(),
-            "approval": run.read_approval(), "incident": run.read_incident(), "decisions": run.decisions()}
+    docs = {
+        "manifest": run.manifest(),
+        "state": run.state(),
+        "checkpoint": run.read_checkpoint(),
+        "pending": run.read_pending(),
+        "approval": run.read_approval(),
+        "incident": run.read_incident(),
+        "decisions": run.decisions(),
+    }
     for name, doc in docs.items():
         yield name, json.dumps(doc, ensure_ascii=False).encode()
     yield "journal", json.dumps(run.read_records(), ensure_ascii=False).encode()
@@ -118,7 +138,9 @@ def test_a_secret_shown_by_the_app_is_masked_in_every_saved_frame_and_after_resu
     run_dir = Path(cmd.run)
     on_disk = run_dir if cmd.store == "filesystem" else None
     bundle = secret_bundle(tmp_path / "bundle")
-    r = cmd.flow(["replay", str(bundle), "--url", app.xvnc.url, "--durable", "--run-dir", str(run_dir), "--param", "amount=12.5"])
+    r = cmd.flow(
+        ["replay", str(bundle), "--url", app.xvnc.url, "--durable", "--run-dir", str(run_dir), "--param", "amount=12.5"]
+    )
     assert r.returncode == 3, r.stdout + r.stderr  # paused at the missing target
     ocr = OcrEngine()
     # the app really shows the secret: without masking, the frames below would too
@@ -127,11 +149,18 @@ def test_a_secret_shown_by_the_app_is_masked_in_every_saved_frame_and_after_resu
 
     run = cmd.handle()
     frames = run.frame_names()
-    assert {"002-amount-before.png", "002-amount-after.png", "halt-approve-all.png", "halt-approve-all-raw.png"} <= frames
+    assert {
+        "002-amount-before.png",
+        "002-amount-after.png",
+        "halt-approve-all.png",
+        "halt-approve-all-raw.png",
+    } <= frames
     assert not [n for n in frames if "-vendor-" in n]  # the secret step itself saves no frames
     assert_secret_nowhere(run, ocr, on_disk)
     # ...and the field still shows in frames from before the secret was typed (masking is not blanket)
-    first = cv2.imdecode(np.frombuffer(run.get_artifact("frames/000-open-form-after.png") or b"", np.uint8), cv2.IMREAD_COLOR)
+    first = cv2.imdecode(
+        np.frombuffer(run.get_artifact("frames/000-open-form-after.png") or b"", np.uint8), cv2.IMREAD_COLOR
+    )
     assert "Vendor" in " ".join(w.text for w in ocr.read(first[..., ::-1].copy()))
 
     masked = [x for x in run.read_records() if x["type"] == "frames_masked"]  # what the report's masked list shows

@@ -40,7 +40,9 @@ def test_random_sigkills_leave_no_run_stuck_and_no_row_doubled(tmp_path):
     fig = soak.run_soak(kills=KILLS, seed=SEED, root=tmp_path)
     print(fig.line())
     assert fig.kills >= KILLS
-    assert (fig.stuck, fig.double, fig.completed_without_row) == (0, 0, 0), fig.line() + "\n" + "\n".join(map(str, fig.stuck_runs))
+    assert (fig.stuck, fig.double, fig.completed_without_row) == (0, 0, 0), (
+        fig.line() + "\n" + "\n".join(map(str, fig.stuck_runs))
+    )
     assert fig.completed_one_row == fig.runs
 
 
@@ -53,10 +55,22 @@ def _points(desk: MemoryDesk) -> list[str]:
     env, run = desk.env(), desk.run_ref(root)
     assert desk.flow(desk.replay_args(run, amount, desk.fast_bundle()), root, env).returncode == 0
     seen = [f"after:{r['type']}" + (f"@{r['step']}" if r.get("step") else "") for r in desk.journal(run, env)]
-    seen += [f"checkpoint:{w}@{r['step']}" for r in desk.journal(run, env) if r["type"] == "step_verified"
-             for w in ("tmp_written", "renamed")]
-    return sorted(set(seen)) + ["after:interrupted", "after:run_resumed", "after:rechecked@save", "after:decision@save",
-                                "after:escalation_opened@save", "after:paused@save", "approval:consuming", "approval:consumed"]
+    seen += [
+        f"checkpoint:{w}@{r['step']}"
+        for r in desk.journal(run, env)
+        if r["type"] == "step_verified"
+        for w in ("tmp_written", "renamed")
+    ]
+    return sorted(set(seen)) + [
+        "after:interrupted",
+        "after:run_resumed",
+        "after:rechecked@save",
+        "after:decision@save",
+        "after:escalation_opened@save",
+        "after:paused@save",
+        "approval:consuming",
+        "approval:consumed",
+    ]
 
 
 def _drive(desk: MemoryDesk, rng: random.Random, points: list[str]) -> tuple[str, int, int]:
@@ -72,7 +86,11 @@ def _drive(desk: MemoryDesk, rng: random.Random, points: list[str]) -> tuple[str
         st = desk.state(run)
         if st["state"] == "COMPLETED":
             return "COMPLETED", kills, desk.rows(amount)
-        if st["state"] == "PAUSED" and st.get("paused_reason") == "awaiting_approval" and not memcrash.run_of(run).has_approval():
+        if (
+            st["state"] == "PAUSED"
+            and st.get("paused_reason") == "awaiting_approval"
+            and not memcrash.run_of(run).has_approval()
+        ):
             allowed = (memcrash.run_of(run).read_pending() or {}).get("allowed_decisions", [])
             truth = ["--decision", "reconcile", "--effect", "landed" if desk.rows(amount) else "absent"]
             decision = truth if "reconcile" in allowed else ["--decision", "continue"]

@@ -12,7 +12,13 @@ import pytest
 from tests.attack.attack_support import DemoRuns, RunFiles
 
 pytestmark = pytest.mark.timeout(240)
-BEFORE_THE_RUN = ["start:dir_created", "start:lease_acquired", "start:bundle_copied", "after:run_started", "start:state_written"]
+BEFORE_THE_RUN = [
+    "start:dir_created",
+    "start:lease_acquired",
+    "start:bundle_copied",
+    "after:run_started",
+    "start:state_written",
+]
 RUN_IS_WHOLE = ["start:manifest_written"]
 
 
@@ -30,7 +36,13 @@ def test_a_kill_during_start_up_never_strands_a_run(demo: DemoRuns, point):
     if point in BEFORE_THE_RUN:  # no manifest yet: not a run; nothing was sent, so the job is simply replayed
         # on PostgreSQL a run row with no journal yet is no run at all: not found, as a name it never held
         empty_row = demo.store == "postgres" and not RunFiles(run_dir).exists("journal.jsonl")
-        not_a_run = "no run with this id or name" if empty_row else "not a run directory" if demo.store == "filesystem" else "not a run"
+        not_a_run = (
+            "no run with this id or name"
+            if empty_row
+            else "not a run directory"
+            if demo.store == "filesystem"
+            else "not a run"
+        )
         assert st.returncode == 2 and not_a_run in st.stdout + st.stderr
         if RunFiles(run_dir).exists("journal.jsonl"):
             assert rows[str(run_dir)]["action"] == "unstarted" and "no input was sent" in rows[str(run_dir)]["reason"]

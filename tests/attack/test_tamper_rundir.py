@@ -20,9 +20,8 @@ import pytest
 
 from openadapt_flow.errors import RefusedError
 from openadapt_flow.runtime.operate.approval import approve
-from openadapt_flow.runtime.runs import resume
+from openadapt_flow.runtime.runs import replay, resume
 from openadapt_flow.runtime.start.launch import ReplayRequest
-from openadapt_flow.runtime.runs import replay
 from openadapt_flow.runtime.start.runref import open_ref
 from openadapt_flow.store.keys import load_key
 from tests.attack.attack_support import STEPS, TOOLS, RunFiles, Workspace, env_for, workspace, wss  # noqa: F401
@@ -49,6 +48,7 @@ def _delete(*names: str) -> Tamper:
     def go(f: RunFiles) -> None:
         for name in names:
             f.delete(name)
+
     return go
 
 
@@ -60,6 +60,7 @@ def _both(*fns: Tamper) -> Tamper:
     def go(f: RunFiles) -> None:
         for fn in fns:
             fn(f)
+
     return go
 
 
@@ -70,6 +71,7 @@ def _edit_record(which: int, **data: object) -> Tamper:
         rec["data"].update(data)
         lines[which] = json.dumps(rec)
         f.write("journal.jsonl", ("\n".join(lines) + "\n").encode())
+
     return go
 
 
@@ -78,6 +80,7 @@ def _drop_record(which: int) -> Tamper:
         lines = f.read("journal.jsonl").decode().splitlines(keepends=True)
         del lines[which]
         f.write("journal.jsonl", "".join(lines).encode())
+
     return go
 
 
@@ -133,7 +136,11 @@ CASES: dict[str, tuple[str, Tamper, str]] = {
     "state reason awaiting_timer": (P, _state(paused_reason="awaiting_timer"), R),
     "state reason edited (approved)": (A, _state(paused_reason="awaiting_timer"), R),
     "state seal removed": (P, _state(seal=None), R),
-    "state journal_seq lowered": (P, lambda f: f.edit_json("state.json", journal_seq=f.json("state.json")["journal_seq"] - 2), R),
+    "state journal_seq lowered": (
+        P,
+        lambda f: f.edit_json("state.json", journal_seq=f.json("state.json")["journal_seq"] - 2),
+        R,
+    ),
     "state garbage": (P, _write("state.json", b"{not json"), R),
     # checkpoint.json: a view rebuilt from the journal when missing; an edit is refused
     "checkpoint deleted": (P, _delete("checkpoint.json"), H),
@@ -220,7 +227,9 @@ def test_a_journal_cut_back_before_a_consequential_dispatch_cannot_send_the_writ
     die = Path(str(ws.down) + ".die")
     die.write_text("1")
     with pytest.raises(SystemExit):
-        replay(ReplayRequest(bundle=ws.bundle(steps), params={}, backend=None, config=ws.config(), run_dir=ws.ref("run")))
+        replay(
+            ReplayRequest(bundle=ws.bundle(steps), params={}, backend=None, config=ws.config(), run_dir=ws.ref("run"))
+        )
     die.unlink()
     run, f = ws.ref("run"), ws.files(ws.ref("run"))
     assert ws.posts() == 1 and f.records()[-1]["type"] == "action_dispatched"
@@ -264,7 +273,10 @@ def test_a_journal_ahead_of_the_seal_is_accepted(wss):
     assert resume(run).state == "COMPLETED" and wss.posts() == 1
 
 
-@pytest.mark.parametrize("case", ["pending deleted", "pending reason awaiting_timer", "journal cut: escalation_opened+paused", "state RUNNING"])
+@pytest.mark.parametrize(
+    "case",
+    ["pending deleted", "pending reason awaiting_timer", "journal cut: escalation_opened+paused", "state RUNNING"],
+)
 @pytest.mark.parametrize("store", ["filesystem", "memory"])
 def test_cli_refuses_tampered_run_in_one_line_with_exit_6(tmp_path, case, store):
     """`flow` as a process of its own (filesystem), or commands of this process on its memory store (memcrash)."""

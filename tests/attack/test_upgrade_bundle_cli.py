@@ -37,7 +37,9 @@ def test_resume_upgrades_a_bundle_only_where_the_run_has_not_been(tmp_path, demo
     bad = demo.flow(["resume", run_dir, "--upgrade-bundle", _version(tmp_path, "v2", "save", "Save it")])
     assert bad.returncode == 6, bad.stdout + bad.stderr
     assert "step 'save' changed" in bad.stderr and "Traceback" not in bad.stderr
-    good = demo.flow(["resume", run_dir, "--json", "--upgrade-bundle", _version(tmp_path, "v3", "back", "Back to the list")])
+    good = demo.flow(
+        ["resume", run_dir, "--json", "--upgrade-bundle", _version(tmp_path, "v3", "back", "Back to the list")]
+    )
     assert good.returncode == 0, good.stdout + good.stderr
     assert json.loads(good.stdout)["state"] == "COMPLETED"
     recs = demo.records(run_dir)

@@ -27,8 +27,13 @@ def bare_bundle(root: Path) -> Path:
     shutil.copytree(BUNDLE_DIR, root)
     flow = yaml.safe_load((root / "flow.yaml").read_text())
     open_form = {k: v for k, v in flow["steps"][0].items() if k != "expect"}
-    poke = {"id": "poke-label", "intent": "Click the Amount label (a label does nothing)", "action": "click",
-            "target": {"text": "Amount"}, "timeout_s": 2}
+    poke = {
+        "id": "poke-label",
+        "intent": "Click the Amount label (a label does nothing)",
+        "action": "click",
+        "target": {"text": "Amount"},
+        "timeout_s": 2,
+    }
     flow["steps"] = [open_form, poke]
     (root / "flow.yaml").write_text(yaml.safe_dump(flow, sort_keys=False))
     return root
@@ -42,8 +47,22 @@ def test_a_step_with_no_checks_is_weakly_verified_or_halts_on_a_real_desktop(tmp
     assert v.returncode == 0 and len(json.loads(v.stdout)["warnings"]) == 2
 
     run_dir = tmp_path / "run"
-    r = run_flow(["replay", str(bundle), "--url", app.xvnc.url, "--run-dir", str(run_dir),
-                  "--param", "vendor=ACME", "--param", "amount=1"], tmp_path, env=env)
+    r = run_flow(
+        [
+            "replay",
+            str(bundle),
+            "--url",
+            app.xvnc.url,
+            "--run-dir",
+            str(run_dir),
+            "--param",
+            "vendor=ACME",
+            "--param",
+            "amount=1",
+        ],
+        tmp_path,
+        env=env,
+    )
     assert r.returncode == 1, r.stdout + r.stderr  # FAILED: the label click could not be verified
     app.wait_screen("form")  # the first click did open the form
     rep = json.loads((run_dir / "report.json").read_text())

@@ -28,8 +28,17 @@ from openadapt_flow.runtime.operate.approval import check_approval
 from openadapt_flow.runtime.operate.operators import add_operator, disable_operator
 from openadapt_flow.store import FilesystemStore, RunDir
 from openadapt_flow.store.keys import load_decision_key
-from tests.attack.web_support import (NAME_XSS, NOTE_XSS, OCR_XSS, PARAM_XSS, Served, assert_inert, hidden,
-                                      pause_for_approval, pause_on_screen_text)
+from tests.attack.web_support import (
+    NAME_XSS,
+    NOTE_XSS,
+    OCR_XSS,
+    PARAM_XSS,
+    Served,
+    assert_inert,
+    hidden,
+    pause_for_approval,
+    pause_on_screen_text,
+)
 from tests.support.cli import flow_env, run_flow
 from tests.support.phone_kit import env  # noqa: F401 (a fixture)
 from tests.support.testca import make_test_ca
@@ -71,7 +80,9 @@ class Desk:
 
     def login(self, name: str, client: TestClient | None = None) -> TestClient:
         c = client or self.client()
-        r = c.post("/login", data={"csrf": hidden(c.get("/login").text, "csrf"), "name": name, "credential": self.creds[name]})
+        r = c.post(
+            "/login", data={"csrf": hidden(c.get("/login").text, "csrf"), "name": name, "credential": self.creds[name]}
+        )
         assert r.status_code == 303, r.text
         return c
 
@@ -118,34 +129,54 @@ def gallery(tmp_path_factory):
         typed = pause_on_screen_text(tmp, "typed", PARAM_XSS, OCR_XSS)
         named = desk.pause(NAME_XSS)
         ca = make_test_ca(tmp / "ca")
-        served_env = flow_env(tmp, FLOW_DECISION_KEY_FILE=os.environ["FLOW_DECISION_KEY_FILE"],
-                              FLOW_STATE_DIR=os.environ["FLOW_STATE_DIR"], LEDGER_DSN=os.environ["LEDGER_DSN"])
+        served_env = flow_env(
+            tmp,
+            FLOW_DECISION_KEY_FILE=os.environ["FLOW_DECISION_KEY_FILE"],
+            FLOW_STATE_DIR=os.environ["FLOW_STATE_DIR"],
+            LEDGER_DSN=os.environ["LEDGER_DSN"],
+        )
         plain = Served(["console", "--root", "runs", "--allow-host", "console.example"], tmp, served_env, stack)
-        tls = Served(["console", "--root", "runs", "--tls-cert", str(ca.cert), "--tls-key", str(ca.key)], tmp, served_env,
-                     stack, ca)
+        tls = Served(
+            ["console", "--root", "runs", "--tls-cert", str(ca.cert), "--tls-key", str(ca.key)],
+            tmp,
+            served_env,
+            stack,
+            ca,
+        )
         yield Gallery(desk, desk.login("alice"), approval, typed, named, plain.ready(), tls.ready())
 
 
 def served_login(site: Served, desk: Desk, name: str = "alice"):
     c = site.client()
-    r = c.post("/login", data={"csrf": hidden(c.get("/login").text, "csrf"), "name": name, "credential": desk.creds[name]})
+    r = c.post(
+        "/login", data={"csrf": hidden(c.get("/login").text, "csrf"), "name": name, "credential": desk.creds[name]}
+    )
     assert r.status_code == 303, r.text
     return c
 
 
 # every route without a session -----------------------------------------------------------------------------------
 
-ROUTES = [("GET", "/", 303), ("GET", "/runs/{run}", 303), ("GET", "/frame/{run}?rel=frames/halt-name.png", 401),
-          ("GET", "/events", 401), ("GET", "/events?run={run}", 401), ("POST", "/runs/{run}/decide", 401),
-          ("POST", "/logout", 403)]
+ROUTES = [
+    ("GET", "/", 303),
+    ("GET", "/runs/{run}", 303),
+    ("GET", "/frame/{run}?rel=frames/halt-name.png", 401),
+    ("GET", "/events", 401),
+    ("GET", "/events?run={run}", 401),
+    ("POST", "/runs/{run}/decide", 401),
+    ("POST", "/logout", 403),
+]
 
 
 @pytest.mark.parametrize("method, path, status", ROUTES, ids=[f"{m} {p}" for m, p, _ in ROUTES])
 def test_every_route_without_a_session_is_refused(gallery, method, path, status):
     anon = gallery.desk.client()
     pending = gallery.desk.run("typed").read_pending()
-    r = anon.request(method, path.format(run=gallery.typed),
-                     data={"csrf": "guess", "pause_id": pending["pause_id"], "decision": "reject"} if method == "POST" else None)
+    r = anon.request(
+        method,
+        path.format(run=gallery.typed),
+        data={"csrf": "guess", "pause_id": pending["pause_id"], "decision": "reject"} if method == "POST" else None,
+    )
     assert r.status_code == status
     if status == 303:
         assert r.headers["location"] == "/login"
@@ -190,7 +221,9 @@ def csrf_case(desk: Desk, route: str, token, origin: str | None = None) -> Poste
     form = desk.form(c, run_id, "reject")
     given = token(form.pop("csrf"))
     data = {**form, **({"csrf": given} if given is not None else {})}
-    return Posted(c.post(f"/runs/{run_id}/decide" if route == "decide" else "/logout", data=data, headers=headers), c, name)
+    return Posted(
+        c.post(f"/runs/{run_id}/decide" if route == "decide" else "/logout", data=data, headers=headers), c, name
+    )
 
 
 def nothing_done(desk: Desk, route: str, posted: Posted) -> None:
@@ -242,11 +275,16 @@ def test_the_pages_let_a_browser_name_their_own_origin(gallery):
     """Under `Referrer-Policy: no-referrer` a browser sends `Origin: null` on the page's own form posts, which the
     Origin check refuses (any page can send null): the console's forms would stop working in a real browser
     (tests/e2e/test_console_browser.py logs in and decides in Chromium)."""
-    for r in (gallery.desk.client().get("/login"), gallery.alice.get("/"), gallery.alice.get(f"/runs/{gallery.approval}")):
+    for r in (
+        gallery.desk.client().get("/login"),
+        gallery.alice.get("/"),
+        gallery.alice.get(f"/runs/{gallery.approval}"),
+    ):
         assert r.headers["referrer-policy"] == "same-origin"
 
 
 # sessions --------------------------------------------------------------------------------------------------------
+
 
 def test_a_session_cookie_fixed_before_login_is_replaced_and_worthless(desk):
     c = desk.client()
@@ -279,8 +317,11 @@ def test_a_disabled_operators_session_cannot_decide(desk):
 
 # login brute force -------------------------------------------------------------------------------------------------
 
+
 def failed_login(c: TestClient, name: str, credential: str = "wrong") -> int:
-    return c.post("/login", data={"csrf": hidden(c.get("/login").text, "csrf"), "name": name, "credential": credential}).status_code
+    return c.post(
+        "/login", data={"csrf": hidden(c.get("/login").text, "csrf"), "name": name, "credential": credential}
+    ).status_code
 
 
 def test_login_brute_force_stops_at_five_failures_a_minute(desk):
@@ -329,8 +370,18 @@ def test_a_foreign_host_is_refused_before_routing(gallery, host, with_session):
     assert len(lines) == 2 and all(repr(host) in line and "console" in line for line in lines), lines
 
 
-@pytest.mark.parametrize("host", ["127.0.0.1:{port}", "localhost:{port}", "[::1]:{port}", "localhost",
-                                  "console.example", "console.example:{port}", "CONSOLE.example:{port}"])
+@pytest.mark.parametrize(
+    "host",
+    [
+        "127.0.0.1:{port}",
+        "localhost:{port}",
+        "[::1]:{port}",
+        "localhost",
+        "console.example",
+        "console.example:{port}",
+        "CONSOLE.example:{port}",
+    ],
+)
 def test_the_bound_address_loopback_and_listed_names_are_served(gallery, host):
     site = gallery.plain
     c = served_login(site, gallery.desk)
@@ -342,8 +393,11 @@ def test_the_bound_address_loopback_and_listed_names_are_served(gallery, host):
 @pytest.mark.parametrize("command", ["console", "queue serve"])
 def test_an_allow_host_that_is_not_a_host_is_one_line_and_exit_2(tmp_path, command, entry):
     ca = make_test_ca(tmp_path / "ca")
-    args = ["console", "--root", "runs"] if command == "console" else \
-        ["queue", "serve", "--tls-cert", str(ca.cert), "--tls-key", str(ca.key), "--db", "q.sqlite3"]
+    args = (
+        ["console", "--root", "runs"]
+        if command == "console"
+        else ["queue", "serve", "--tls-cert", str(ca.cert), "--tls-key", str(ca.key), "--db", "q.sqlite3"]
+    )
     r = run_flow([*args, "--allow-host", entry, "--bind", "127.0.0.1:9"], tmp_path, timeout=60)
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr, r.stderr
     assert repr(entry) in r.stderr and not (tmp_path / "q.sqlite3").exists()  # refused before anything was made
@@ -351,8 +405,10 @@ def test_an_allow_host_that_is_not_a_host_is_one_line_and_exit_2(tmp_path, comma
 
 def test_a_request_without_one_host_is_refused(gallery):
     site = gallery.plain
-    for raw in (b"GET /login HTTP/1.0\r\n\r\n",
-                b"GET /login HTTP/1.1\r\nHost: 127.0.0.1\r\nHost: evil.example\r\nConnection: close\r\n\r\n"):
+    for raw in (
+        b"GET /login HTTP/1.0\r\n\r\n",
+        b"GET /login HTTP/1.1\r\nHost: 127.0.0.1\r\nHost: evil.example\r\nConnection: close\r\n\r\n",
+    ):
         with socket.create_connection(("127.0.0.1", site.port), timeout=10) as s:
             s.sendall(raw)
             head = s.recv(4096).split(b"\r\n", 1)[0]
@@ -371,14 +427,24 @@ def test_a_trailing_slash_redirect_cannot_send_a_browser_to_a_foreign_host(galle
 
 # HSTS --------------------------------------------------------------------------------------------------------------
 
+
 def test_the_tls_console_sends_hsts_on_every_response(gallery):
     site = gallery.tls
     c, anon = site.client(), site.client()
     form = c.get("/login")
-    login = c.post("/login", data={"csrf": hidden(form.text, "csrf"), "name": "alice", "credential": gallery.desk.creds["alice"]})
+    login = c.post(
+        "/login", data={"csrf": hidden(form.text, "csrf"), "name": "alice", "credential": gallery.desk.creds["alice"]}
+    )
     assert "secure" in login.headers["set-cookie"].lower()
-    responses = [form, login, anon.get("/"), anon.get(f"/frame/{gallery.typed}?rel=frames/halt-name.png"),
-                 c.get(f"/runs/{gallery.approval}"), c.get("/nowhere"), anon.get("/login", headers={"Host": "evil.example"})]
+    responses = [
+        form,
+        login,
+        anon.get("/"),
+        anon.get(f"/frame/{gallery.typed}?rel=frames/halt-name.png"),
+        c.get(f"/runs/{gallery.approval}"),
+        c.get("/nowhere"),
+        anon.get("/login", headers={"Host": "evil.example"}),
+    ]
     for r in responses:
         hsts = r.headers.get("strict-transport-security", "")
         assert hsts.startswith("max-age=") and int(hsts.split("=")[1].split(";")[0]) >= 180 * 86400, (r.url, hsts)
@@ -392,12 +458,18 @@ def test_the_plain_console_sends_no_hsts(gallery):
 
 # open redirects ----------------------------------------------------------------------------------------------------
 
+
 def test_login_never_redirects_off_the_console(desk):
     c = desk.client()
     csrf = hidden(c.get("/login?next=https://evil.example").text, "csrf")
-    for url in ("/login?next=https://evil.example", "/login?next=//evil.example", "/login?return_to=https://evil.example"):
-        r = c.post(url, data={"csrf": csrf, "name": "alice", "credential": desk.creds["alice"],
-                              "next": "https://evil.example"})
+    for url in (
+        "/login?next=https://evil.example",
+        "/login?next=//evil.example",
+        "/login?return_to=https://evil.example",
+    ):
+        r = c.post(
+            url, data={"csrf": csrf, "name": "alice", "credential": desk.creds["alice"], "next": "https://evil.example"}
+        )
         assert r.status_code == 303 and r.headers["location"] == "/"
         csrf = hidden(c.get("/login").text, "csrf")
 
@@ -413,10 +485,22 @@ def test_decide_and_logout_redirect_only_within_the_console(desk):
 
 # path traversal ----------------------------------------------------------------------------------------------------
 
-TRAVERSALS = ["frames/../manifest.json", "frames/../../operators.json", "frames/../../../../../../etc/passwd",
-              "frames%2F..%2Fmanifest.json", "frames/%2e%2e/manifest.json", "frames/%252e%252e/manifest.json",
-              "/etc/passwd", "%2Fetc%2Fpasswd", "frames//etc/passwd", "frames/..%5Cmanifest.json",
-              "frames/halt-name.png%00.json", "manifest.json", "journal.jsonl", "frames/"]
+TRAVERSALS = [
+    "frames/../manifest.json",
+    "frames/../../operators.json",
+    "frames/../../../../../../etc/passwd",
+    "frames%2F..%2Fmanifest.json",
+    "frames/%2e%2e/manifest.json",
+    "frames/%252e%252e/manifest.json",
+    "/etc/passwd",
+    "%2Fetc%2Fpasswd",
+    "frames//etc/passwd",
+    "frames/..%5Cmanifest.json",
+    "frames/halt-name.png%00.json",
+    "manifest.json",
+    "journal.jsonl",
+    "frames/",
+]
 
 
 @pytest.mark.parametrize("rel", TRAVERSALS)
@@ -427,9 +511,18 @@ def test_frame_path_traversal_is_refused(gallery, rel):
     assert ok.status_code == 200 and ok.content.startswith(b"\x89PNG")
 
 
-@pytest.mark.parametrize("path", ["/frame/%2e%2e?rel=frames/halt-name.png", "/frame/%2e%2e%2ftyped?rel=frames/halt-name.png",
-                                  "/frame/typed?rel=frames/halt-name.png", "/frame/%2Ftmp?rel=frames/halt-name.png",
-                                  "/runs/%2e%2e", "/runs/typed", "/runs/%2e%2e%2fruns%2ftyped"])
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/frame/%2e%2e?rel=frames/halt-name.png",
+        "/frame/%2e%2e%2ftyped?rel=frames/halt-name.png",
+        "/frame/typed?rel=frames/halt-name.png",
+        "/frame/%2Ftmp?rel=frames/halt-name.png",
+        "/runs/%2e%2e",
+        "/runs/typed",
+        "/runs/%2e%2e%2fruns%2ftyped",
+    ],
+)
 def test_a_run_named_by_a_path_is_refused(gallery, path):
     """Runs are found by run id (a manifest's), never by a path: `typed` is the run's directory, not its id."""
     r = gallery.alice.get(path)
@@ -441,8 +534,12 @@ def test_a_symlink_in_the_run_dir_serves_no_other_file(gallery, target):
     """Whoever can write into the runs root plants frames/<x>.png → a file the console's user can read: the
     operators' hashes, the decision key (which signs approvals), any file. The console serves PNG frames only."""
     run = gallery.desk.tmp / "runs" / "typed"
-    aim = {"operators": gallery.desk.tmp / "runs" / "operators.json", "decision-key": Path(os.environ["FLOW_DECISION_KEY_FILE"]),
-           "etc-passwd": Path("/etc/passwd"), "another-runs-manifest": gallery.desk.tmp / "runs" / "a" / "manifest.json"}[target]
+    aim = {
+        "operators": gallery.desk.tmp / "runs" / "operators.json",
+        "decision-key": Path(os.environ["FLOW_DECISION_KEY_FILE"]),
+        "etc-passwd": Path("/etc/passwd"),
+        "another-runs-manifest": gallery.desk.tmp / "runs" / "a" / "manifest.json",
+    }[target]
     assert aim.is_file()
     link = run / "frames" / f"zz-{target}.png"
     link.symlink_to(aim)
@@ -454,6 +551,7 @@ def test_a_symlink_in_the_run_dir_serves_no_other_file(gallery, target):
 
 
 # stored XSS under the CSP ------------------------------------------------------------------------------------------
+
 
 def test_stored_xss_through_param_values_and_ocr_text_is_inert(gallery):
     """The param typed and the text the application showed (read by OCR) are in the pause's message, on the run
@@ -507,6 +605,7 @@ def test_a_reflected_error_is_inert(desk):
 
 # decisions: another run or pause, replayed, expired ---------------------------------------------------------------
 
+
 def test_a_decision_for_another_runs_pause_is_refused(desk):
     a, b = desk.pause("a"), desk.pause("b")
     c = desk.login("alice")
@@ -550,6 +649,7 @@ def test_a_decision_after_the_pause_expired_is_refused(desk):
 
 
 # who may decide ----------------------------------------------------------------------------------------------------
+
 
 def test_an_operator_not_listed_in_approvals_operators_is_refused(desk):
     run_id = desk.pause("o", operators=["alice"])

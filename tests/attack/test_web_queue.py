@@ -31,8 +31,7 @@ from openadapt_flow.store import FilesystemStore
 from openadapt_flow.store.keys import load_decision_key
 from openadapt_flow.vision.ocr import OcrEngine
 from tests.attack.test_phone_attacks import Routed, forged, pause, relay
-from tests.attack.web_support import (INTENT_XSS, OCR_XSS, PARAM_XSS, Served, assert_inert, hidden,
-                                      pause_on_screen_text)
+from tests.attack.web_support import INTENT_XSS, OCR_XSS, PARAM_XSS, Served, assert_inert, hidden, pause_on_screen_text
 from tests.support.cli import flow_env
 from tests.support.phone_kit import env, queue  # noqa: F401 (fixtures)
 from tests.support.pushservice import PushService
@@ -60,8 +59,14 @@ class Q:
 
     def login(self, name: str = "pat", credential: str | None = None, client: TestClient | None = None) -> TestClient:
         c = client or self.client()
-        r = c.post("/login", data={"csrf": hidden(c.get("/login").text, "csrf"), "name": name,
-                                   "credential": credential or self.credential})
+        r = c.post(
+            "/login",
+            data={
+                "csrf": hidden(c.get("/login").text, "csrf"),
+                "name": name,
+                "credential": credential or self.credential,
+            },
+        )
         assert r.status_code == 303, r.text
         return c
 
@@ -88,17 +93,29 @@ def csrf_of(c: TestClient) -> str:
 
 # every route without a session or a relay token ----------------------------------------------------------------
 
-ROUTES = [("GET", "/", 303), ("POST", "/decide", 401), ("POST", "/subscribe", 401), ("POST", "/logout", 403),
-          ("GET", "/api/key?nonce=" + "a" * 16, 401), ("POST", "/api/tasks", 401), ("GET", "/api/decisions?wait=0", 401),
-          ("POST", "/api/withdraw?task=run-1/pause-1", 401), ("POST", "/api/decisions/d-1/ack", 401)]
+ROUTES = [
+    ("GET", "/", 303),
+    ("POST", "/decide", 401),
+    ("POST", "/subscribe", 401),
+    ("POST", "/logout", 403),
+    ("GET", "/api/key?nonce=" + "a" * 16, 401),
+    ("POST", "/api/tasks", 401),
+    ("GET", "/api/decisions?wait=0", 401),
+    ("POST", "/api/withdraw?task=run-1/pause-1", 401),
+    ("POST", "/api/decisions/d-1/ack", 401),
+]
 
 
 @pytest.mark.parametrize("method, path, status", ROUTES, ids=[f"{m} {p.split('?')[0]}" for m, p, _ in ROUTES])
 def test_every_route_without_a_session_or_relay_token_is_refused(q, method, path, status):
     task = q.publish(intent="Approve the quarterly close")
     before = q.bodies()
-    r = q.client().request(method, path, content=b"task=" + task.encode() + b"&operation=continue&csrf=x&ACME Corp"
-                           if method == "POST" else None, headers={"Content-Type": "application/x-www-form-urlencoded"})
+    r = q.client().request(
+        method,
+        path,
+        content=b"task=" + task.encode() + b"&operation=continue&csrf=x&ACME Corp" if method == "POST" else None,
+        headers={"Content-Type": "application/x-www-form-urlencoded"},
+    )
     assert r.status_code == status
     assert "quarterly" not in r.text and task not in r.text
     assert q.bodies() == before and b"ACME" not in q.bodies()  # an anonymous body is not kept
@@ -190,6 +207,7 @@ def test_the_pages_let_a_browser_name_their_own_origin(q):
 
 # sessions --------------------------------------------------------------------------------------------------------
 
+
 def test_a_session_cookie_fixed_before_login_is_replaced_and_worthless(q):
     c = q.client()
     c.cookies.set("queue_session", "fixed-by-the-attacker", domain="testserver.local")
@@ -215,8 +233,14 @@ def test_a_disabled_operators_session_cannot_decide_and_their_phone_gets_no_push
     task = q.publish()
     c = q.login()
     csrf = csrf_of(c)
-    assert c.post("/subscribe", json={"endpoint": "https://push.example/p/1", "keys": {"p256dh": "k", "auth": "a"}},
-                  headers={"X-CSRF-Token": csrf}).status_code == 201
+    assert (
+        c.post(
+            "/subscribe",
+            json={"endpoint": "https://push.example/p/1", "keys": {"p256dh": "k", "auth": "a"}},
+            headers={"X-CSRF-Token": csrf},
+        ).status_code
+        == 201
+    )
     q.db.disable_operator("pat")
     assert c.post("/decide", data={"csrf": csrf, "task": task, "operation": "continue"}).status_code == 401
     assert q.db.decision_status(task) is None and q.db.devices() == []
@@ -224,8 +248,11 @@ def test_a_disabled_operators_session_cannot_decide_and_their_phone_gets_no_push
 
 # login brute force -------------------------------------------------------------------------------------------------
 
+
 def failed_login(c: TestClient, name: str, credential: str = "wrong") -> int:
-    return c.post("/login", data={"csrf": hidden(c.get("/login").text, "csrf"), "name": name, "credential": credential}).status_code
+    return c.post(
+        "/login", data={"csrf": hidden(c.get("/login").text, "csrf"), "name": name, "credential": credential}
+    ).status_code
 
 
 def test_login_brute_force_stops_at_five_failures_a_minute(q):
@@ -250,6 +277,7 @@ def test_login_brute_force_over_many_names_stops_per_address(q):
 
 # the queue served: Host header (DNS rebinding), HSTS ----------------------------------------------------------------
 
+
 @dataclass
 class Hosted:
     site: Served
@@ -259,7 +287,9 @@ class Hosted:
 
     def login(self):
         c = self.site.client()
-        r = c.post("/login", data={"csrf": hidden(c.get("/login").text, "csrf"), "name": "pat", "credential": self.credential})
+        r = c.post(
+            "/login", data={"csrf": hidden(c.get("/login").text, "csrf"), "name": "pat", "credential": self.credential}
+        )
         assert r.status_code == 303, r.text
         return c
 
@@ -272,8 +302,24 @@ def hosted(tmp_path_factory):
     db = QueueDB(path)
     token, credential = db.add_relay_token(), db.add_operator("pat")
     with ExitStack() as stack:
-        site = Served(["queue", "serve", "--tls-cert", str(ca.cert), "--tls-key", str(ca.key), "--db", str(path),
-                       "--allow-host", "queue.example"], tmp, flow_env(tmp), stack, ca)
+        site = Served(
+            [
+                "queue",
+                "serve",
+                "--tls-cert",
+                str(ca.cert),
+                "--tls-key",
+                str(ca.key),
+                "--db",
+                str(path),
+                "--allow-host",
+                "queue.example",
+            ],
+            tmp,
+            flow_env(tmp),
+            stack,
+            ca,
+        )
         yield Hosted(site.ready(), db, token, credential)
 
 
@@ -286,8 +332,11 @@ def test_a_foreign_host_is_refused_before_routing(hosted, host, who):
     site = hosted.site
     host = host.format(port=site.port, other=site.port + 1)
     c = hosted.login() if who == "with-session" else site.client()
-    path, headers = ("/api/decisions?wait=0", {"Authorization": f"Bearer {hosted.token}"}) if who == "with-relay-token" \
+    path, headers = (
+        ("/api/decisions?wait=0", {"Authorization": f"Bearer {hosted.token}"})
+        if who == "with-relay-token"
         else ("/" if who == "with-session" else "/login", {})
+    )
     assert c.get(path, headers=headers).status_code == 200  # under its own address the same client is served
     before = len(site.refusals())
     r = c.get(path, headers={**headers, "Host": host})
@@ -298,8 +347,9 @@ def test_a_foreign_host_is_refused_before_routing(hosted, host, who):
     assert len(lines) == 2 and all(repr(host) in line and "queue" in line for line in lines), lines
 
 
-@pytest.mark.parametrize("host", ["127.0.0.1:{port}", "localhost:{port}", "[::1]:{port}", "queue.example",
-                                  "queue.example:{port}"])
+@pytest.mark.parametrize(
+    "host", ["127.0.0.1:{port}", "localhost:{port}", "[::1]:{port}", "queue.example", "queue.example:{port}"]
+)
 def test_the_bound_address_loopback_and_listed_names_are_served(hosted, host):
     c = hosted.login()
     assert c.get("/", headers={"Host": host.format(port=hosted.site.port)}).status_code == 200
@@ -307,8 +357,10 @@ def test_the_bound_address_loopback_and_listed_names_are_served(hosted, host):
 
 def test_a_request_without_one_host_is_refused(hosted):
     tls = ssl.create_default_context(cafile=str(hosted.site.ca.ca))
-    for raw in (b"GET /login HTTP/1.0\r\n\r\n",
-                b"GET /login HTTP/1.1\r\nHost: 127.0.0.1\r\nHost: evil.example\r\nConnection: close\r\n\r\n"):
+    for raw in (
+        b"GET /login HTTP/1.0\r\n\r\n",
+        b"GET /login HTTP/1.1\r\nHost: 127.0.0.1\r\nHost: evil.example\r\nConnection: close\r\n\r\n",
+    ):
         with socket.create_connection(("127.0.0.1", hosted.site.port), timeout=10) as raw_sock:
             with tls.wrap_socket(raw_sock, server_hostname="127.0.0.1") as s:
                 s.sendall(raw)
@@ -323,9 +375,16 @@ def test_a_trailing_slash_redirect_cannot_send_a_browser_to_a_foreign_host(hoste
 
 def test_the_queue_sends_hsts_on_every_response(hosted):
     c, anon = hosted.login(), hosted.site.client()
-    responses = [anon.get("/login"), anon.get("/"), anon.get("/app.js"), anon.get("/api/decisions?wait=0"),
-                 anon.post("/decide", data={"csrf": "x"}), c.get("/"), c.get("/nowhere"),
-                 anon.get("/login", headers={"Host": "evil.example"})]
+    responses = [
+        anon.get("/login"),
+        anon.get("/"),
+        anon.get("/app.js"),
+        anon.get("/api/decisions?wait=0"),
+        anon.post("/decide", data={"csrf": "x"}),
+        c.get("/"),
+        c.get("/nowhere"),
+        anon.get("/login", headers={"Host": "evil.example"}),
+    ]
     for r in responses:
         hsts = r.headers.get("strict-transport-security", "")
         assert hsts.startswith("max-age=") and int(hsts.split("=")[1].split(";")[0]) >= 180 * 86400, (r.url, hsts)
@@ -334,17 +393,27 @@ def test_the_queue_sends_hsts_on_every_response(hosted):
 
 # open redirects ----------------------------------------------------------------------------------------------------
 
+
 def test_login_never_redirects_off_the_queue(q):
     c = q.client()
     for url in ("/login?next=https://evil.example", "/login?next=//evil.example"):
-        r = c.post(url, data={"csrf": hidden(c.get("/login").text, "csrf"), "name": "pat", "credential": q.credential,
-                              "next": "https://evil.example"})
+        r = c.post(
+            url,
+            data={
+                "csrf": hidden(c.get("/login").text, "csrf"),
+                "name": "pat",
+                "credential": q.credential,
+                "next": "https://evil.example",
+            },
+        )
         assert r.status_code == 303 and r.headers["location"] == "/"
 
 
 def test_decide_and_logout_redirect_only_within_the_queue(q):
     c = q.login()
-    r = c.post("/decide", data={"csrf": csrf_of(c), "task": q.publish(), "operation": "continue", "next": "//evil.example"})
+    r = c.post(
+        "/decide", data={"csrf": csrf_of(c), "task": q.publish(), "operation": "continue", "next": "//evil.example"}
+    )
     assert r.status_code == 303 and r.headers["location"].startswith("/?msg=")
     r = c.post("/logout", data={"csrf": csrf_of(c), "next": "//evil.example"})
     assert r.status_code == 303 and r.headers["location"] == "/login"
@@ -352,9 +421,19 @@ def test_decide_and_logout_redirect_only_within_the_queue(q):
 
 # path traversal ----------------------------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("path", ["/%2e%2e/q.sqlite3", "/..%2fq.sqlite3.ed25519.pem", "/app.js%2f..%2f..%2fq.sqlite3",
-                                  "/sw.js%00", "/%2e%2e%2f%2e%2e%2fetc%2fpasswd", "/api/decisions/..%2f..%2fapp.js/ack",
-                                  "/icon.svg/..%2fq.sqlite3.vapid.pem"])
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/%2e%2e/q.sqlite3",
+        "/..%2fq.sqlite3.ed25519.pem",
+        "/app.js%2f..%2f..%2fq.sqlite3",
+        "/sw.js%00",
+        "/%2e%2e%2f%2e%2e%2fetc%2fpasswd",
+        "/api/decisions/..%2f..%2fapp.js/ack",
+        "/icon.svg/..%2fq.sqlite3.vapid.pem",
+    ],
+)
 def test_static_and_api_path_traversal_is_refused(q, path):
     c = q.login()
     r = c.request("POST" if path.endswith("/ack") else "GET", path, headers={"Authorization": f"Bearer {q.token}"})
@@ -363,6 +442,7 @@ def test_static_and_api_path_traversal_is_refused(q, path):
 
 
 # stored XSS under the CSP ------------------------------------------------------------------------------------------
+
 
 def test_stored_xss_through_a_published_intent_and_bundle_name_is_inert(q):
     """A relay (or whoever holds its token) publishes markup in the two free-text fields of a closed context."""
@@ -383,6 +463,7 @@ def test_reflected_values_are_inert(q):
 
 
 # decisions at the queue: another task, replayed, expired -----------------------------------------------------------
+
 
 def test_a_decision_on_an_unknown_task_is_refused(q):
     q.publish()
@@ -424,12 +505,16 @@ def test_another_relays_token_sees_and_acknowledges_no_decision(q):
     other = {"Authorization": f"Bearer {q.db.add_relay_token()}"}
     assert q.client().get("/api/decisions?wait=0", headers=other).json()["decisions"] == []
     [item] = q.client().get("/api/decisions?wait=0", headers={"Authorization": f"Bearer {q.token}"}).json()["decisions"]
-    ack = q.client().post(f"/api/decisions/{item['decision']['decision_id']}/ack", json={"status": "refused", "reason": "run"},
-                          headers=other)
+    ack = q.client().post(
+        f"/api/decisions/{item['decision']['decision_id']}/ack",
+        json={"status": "refused", "reason": "run"},
+        headers=other,
+    )
     assert ack.status_code == 404 and q.db.decision_status(task) == ("pending", None)
 
 
 # the queue forging or replaying a decision: what the relay accepts ---------------------------------------------------
+
 
 def test_a_decision_signed_by_another_key_is_refused(tmp_path, env):
     store, run = pause(tmp_path, env)
@@ -484,8 +569,14 @@ def test_a_decision_after_its_expiry_is_refused(tmp_path, env):
     assert not run.has_approval()
 
 
-@pytest.mark.parametrize("field, value", [("checkpoint_digest", "sha256:" + "0" * 64), ("idempotency_scope", "other/scope"),
-                                          ("expires_at", "2099-12-31T00:00:00Z")])
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("checkpoint_digest", "sha256:" + "0" * 64),
+        ("idempotency_scope", "other/scope"),
+        ("expires_at", "2099-12-31T00:00:00Z"),
+    ],
+)
 def test_a_decision_with_another_binding_is_refused(tmp_path, env, field, value):
     store, run = pause(tmp_path, env)
     key = Ed25519PrivateKey.generate()
@@ -522,6 +613,7 @@ def test_a_phone_vote_in_a_console_voters_name_is_not_counted_twice(tmp_path, en
 
 # the closed context, audited by value ------------------------------------------------------------------------------
 
+
 class Recorded(Routed):
     """A routed relay that keeps every request it sends: method, path, headers and body."""
 
@@ -549,7 +641,10 @@ def test_canary_params_and_ocr_text_never_leave_the_runner(tmp_path, env, queue,
     monkeypatch.setenv("REQUESTS_CA_BUNDLE", str(ca.ca))
     try:
         phone = Q(db, key, client.app, token, credential).login()
-        assert phone.post("/subscribe", json=push.subscription(), headers={"X-CSRF-Token": csrf_of(phone)}).status_code == 201
+        assert (
+            phone.post("/subscribe", json=push.subscription(), headers={"X-CSRF-Token": csrf_of(phone)}).status_code
+            == 201
+        )
         run_id = pause_on_screen_text(tmp_path, "canary", PARAM_CANARY, SCREEN_CANARY, intent="Post it for {vendor}")
         store = FilesystemStore(tmp_path / "runs")
         run = store.find_run(run_id)
@@ -557,7 +652,10 @@ def test_canary_params_and_ocr_text_never_leave_the_runner(tmp_path, env, queue,
         r.client, r.sent = client, []
         assert r.publish() == 1 and push.arrived.wait(30)
         task = db.tasks()[0]["idempotency_scope"]
-        assert phone.post("/decide", data={"csrf": csrf_of(phone), "task": task, "operation": "continue"}).status_code == 303
+        assert (
+            phone.post("/decide", data={"csrf": csrf_of(phone), "task": task, "operation": "continue"}).status_code
+            == 303
+        )
         assert r.poll(0.0) == 1 and run.read_approval()["channel"] == "phone"
     finally:
         push.stop()
@@ -565,14 +663,22 @@ def test_canary_params_and_ocr_text_never_leave_the_runner(tmp_path, env, queue,
     frames = sorted((tmp_path / "runs" / "canary" / "frames").glob("*.png"))
     ocr = OcrEngine()
     written = {w.lower() for w in re.findall(r"\w+", "Post it for {vendor} post name")}  # the intent as written, ids
-    words = {w.text for f in frames for w in ocr.read(cv2.imread(str(f))) if len(w.text) >= 3
-             and w.text.lower() not in written}
+    words = {
+        w.text
+        for f in frames
+        for w in ocr.read(cv2.imread(str(f)))
+        if len(w.text) >= 3 and w.text.lower() not in written
+    }
     assert {"Zorblax", "7731"} <= words, words  # the audit searches what the screen really showed, as OCR read it
     message = run.read_pending()["message"] if run.has_pending() else ""
     searched = {PARAM_CANARY, *PARAM_CANARY.split(), *SCREEN_CANARY.split(), *words} | ({message} if message else set())
     sent = [b" ".join([m.encode(), p.encode(), json.dumps(h).encode(), body]) for m, p, h, body in r.sent]
     pushed = [push.decrypt(m) + json.dumps(m.headers).encode() for m in push.messages]
-    places = {"relay request": b"\n".join(sent), "queue database": Path(db.path).read_bytes(), "push": b"\n".join(pushed)}
+    places = {
+        "relay request": b"\n".join(sent),
+        "queue database": Path(db.path).read_bytes(),
+        "push": b"\n".join(pushed),
+    }
     assert [m for m, _, _, _ in r.sent] == ["POST", "GET", "POST"]  # publish, poll, acknowledge
     for where, data in places.items():
         for value in searched:

@@ -20,9 +20,9 @@ import httpx
 
 from openadapt_flow.backends.fake import FakeBackend
 from openadapt_flow.backends.spec import BackendSpec
-from openadapt_flow.runtime.start.launch import ReplayRequest
 from openadapt_flow.bundle.config import DeployConfig
 from openadapt_flow.runtime.runs import replay
+from openadapt_flow.runtime.start.launch import ReplayRequest
 from openadapt_flow.store import FilesystemStore
 from tests.e2e.test_console_browser import free_port
 from tests.support.screens import Canvas
@@ -45,19 +45,39 @@ def hidden(page: str, name: str) -> str:
 
 
 def runs_config(tmp: Path, runtime: dict[str, Any] | None = None, **approvals: Any) -> DeployConfig:
-    return DeployConfig.model_validate({"schema": "openadapt-flow/config@1", "approvals": approvals,
-                                        "runtime": {"runs_root": str(tmp / "runs"), "settle_quiet_s": 0.01, "durable": True,
-                                                    **(runtime or {})}})
+    return DeployConfig.model_validate(
+        {
+            "schema": "openadapt-flow/config@1",
+            "approvals": approvals,
+            "runtime": {"runs_root": str(tmp / "runs"), "settle_quiet_s": 0.01, "durable": True, **(runtime or {})},
+        }
+    )
 
 
-def pause_for_approval(tmp: Path, ledger: Path, name: str, *, params: dict[str, str] | None = None,
-                       intent: str = "Post it for {vendor}", ttl_s: float | None = None, **approvals: Any) -> str:
+def pause_for_approval(
+    tmp: Path,
+    ledger: Path,
+    name: str,
+    *,
+    params: dict[str, str] | None = None,
+    intent: str = "Post it for {vendor}",
+    ttl_s: float | None = None,
+    **approvals: Any,
+) -> str:
     """A run under tmp/runs paused before its consequential step (`approval: before`); its run_id."""
     bundle = make_bundle(tmp / f"bundle-{name}", [dict(SAVE, approval="before", intent=intent), AFTER])
     config = runs_config(tmp, {"pause_ttl_s": ttl_s} if ttl_s is not None else None, **approvals)
     app = App(ledger)
-    out = replay(ReplayRequest(bundle=bundle, params=params or {"vendor": "ACME Corp"}, backend=BackendSpec(kind="fake"),
-                               config=config, run_dir=tmp / "runs" / name), backend_factory=lambda spec: app.connect())
+    out = replay(
+        ReplayRequest(
+            bundle=bundle,
+            params=params or {"vendor": "ACME Corp"},
+            backend=BackendSpec(kind="fake"),
+            config=config,
+            run_dir=tmp / "runs" / name,
+        ),
+        backend_factory=lambda spec: app.connect(),
+    )
     assert out.state == "PAUSED", out.message
     return str(FilesystemStore(tmp / "runs").open_run(tmp / "runs" / name).manifest()["run_id"])
 
@@ -72,11 +92,30 @@ def pause_on_screen_text(tmp: Path, name: str, value: str, shown: str, intent: s
         if ev[0] == "type":
             fake.set_frame(after)
 
-    bundle = make_bundle(tmp / f"typed-{name}", [{"id": "name", "action": "type", "text": "{vendor}", "intent": intent,
-                                                   "target": POST["target"], "timeout_s": 1}], frame=field)
-    out = replay(ReplayRequest(bundle=bundle, params={"vendor": value}, backend=BackendSpec(kind="fake"),
-                               config=runs_config(tmp), run_dir=tmp / "runs" / name),
-                 backend_factory=lambda spec: FakeBackend(field, on_event))
+    bundle = make_bundle(
+        tmp / f"typed-{name}",
+        [
+            {
+                "id": "name",
+                "action": "type",
+                "text": "{vendor}",
+                "intent": intent,
+                "target": POST["target"],
+                "timeout_s": 1,
+            }
+        ],
+        frame=field,
+    )
+    out = replay(
+        ReplayRequest(
+            bundle=bundle,
+            params={"vendor": value},
+            backend=BackendSpec(kind="fake"),
+            config=runs_config(tmp),
+            run_dir=tmp / "runs" / name,
+        ),
+        backend_factory=lambda spec: FakeBackend(field, on_event),
+    )
     assert out.state == "PAUSED", out.message
     return str(FilesystemStore(tmp / "runs").open_run(tmp / "runs" / name).manifest()["run_id"])
 
@@ -132,8 +171,13 @@ class Served:
         self.url = f"{'https' if ca else 'http'}://127.0.0.1:{self.port}"
         self.err = cwd / f"served-{self.port}.stderr"
         with self.err.open("wb") as err:
-            self.proc = subprocess.Popen([sys.executable, "-m", "openadapt_flow", *args, "--bind", f"127.0.0.1:{self.port}"],
-                                         cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=err)
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "openadapt_flow", *args, "--bind", f"127.0.0.1:{self.port}"],
+                cwd=cwd,
+                env=env,
+                stdout=subprocess.DEVNULL,
+                stderr=err,
+            )
         stack.callback(self.stop)
 
     def ready(self, timeout_s: float = 60) -> "Served":

@@ -40,7 +40,12 @@ def desk_on(store: str, request: pytest.FixtureRequest, tmp_path_factory: pytest
     mp = pytest.MonkeyPatch()
     try:
         if store == "postgres":
-            yield PgDesk(request.getfixturevalue("desk"), request.getfixturevalue("pg_server"), f"crash_{uuid.uuid4().hex[:12]}", mp)
+            yield PgDesk(
+                request.getfixturevalue("desk"),
+                request.getfixturevalue("pg_server"),
+                f"crash_{uuid.uuid4().hex[:12]}",
+                mp,
+            )
         else:
             yield MemoryDesk(tmp_path_factory.mktemp("crash-memory"), mp)
     finally:

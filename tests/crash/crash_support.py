@@ -9,17 +9,17 @@ test process instead, after the package is imported once: the child is a real pr
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
+import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 import tempfile
 import time
 import traceback
-import itertools
-import shutil
-import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,7 +32,8 @@ import openadapt_flow.cli.app as cli_app
 import openadapt_flow.cli.durable  # noqa: F401  (imported once here so each fork starts warm)
 import openadapt_flow.cli.replay  # noqa: F401
 import openadapt_flow.cli.workflow  # noqa: F401
-from openadapt_flow.store import load_journal, select as store_select
+from openadapt_flow.store import load_journal
+from openadapt_flow.store import select as store_select
 from openadapt_flow.vision import ocr as _ocr
 from openadapt_flow.vision.tesseract_lib import LibraryUnavailable, TesseractLibrary
 from tests.e2e.demo_harness import BUNDLE_DIR, DemoApp, start_demo_app
@@ -52,7 +53,24 @@ def _warm_tesseract() -> None:
 
 _warm_tesseract()
 
-__all__ = ["parallel", "CONSEQUENTIAL", "STEPS", "VENDOR", "demo_invariants", "uncertain", "verified", "Desktop", "Result", "desk", "flow", "flow_env", "journal", "points_of", "state", "wait_for"]
+__all__ = [
+    "parallel",
+    "CONSEQUENTIAL",
+    "STEPS",
+    "VENDOR",
+    "demo_invariants",
+    "uncertain",
+    "verified",
+    "Desktop",
+    "Result",
+    "desk",
+    "flow",
+    "flow_env",
+    "journal",
+    "points_of",
+    "state",
+    "wait_for",
+]
 
 
 @dataclass
@@ -112,8 +130,14 @@ def _child(args: list[str], cwd: Path, env: dict[str, str], out_fd: int, err_fd:
 def _spawn(args: list[str], cwd: Path, env: dict[str, str], timeout: float) -> Result:
     """`flow ARGS` as a new process (`python -m openadapt_flow`): slower to start than a fork, safe after VNC."""
     try:
-        p = subprocess.run([sys.executable, "-m", "openadapt_flow", *args], cwd=cwd, env=env, capture_output=True,
-                           text=True, timeout=timeout)
+        p = subprocess.run(
+            [sys.executable, "-m", "openadapt_flow", *args],
+            cwd=cwd,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
     except subprocess.TimeoutExpired as e:
         raise TimeoutError(f"flow {' '.join(args)} did not finish in {timeout}s") from e
     return Result(args, p.returncode, p.stdout, p.stderr)
@@ -143,7 +167,12 @@ def flow(args: list[str], cwd: Path, env: dict[str, str], timeout: float = 90) -
             time.sleep(0.005)  # polling a child's exit; waitpid has no timeout
         out.seek(0)
         err.seek(0)
-        return Result(args, os.waitstatus_to_exitcode(status), out.read().decode(errors="replace"), err.read().decode(errors="replace"))
+        return Result(
+            args,
+            os.waitstatus_to_exitcode(status),
+            out.read().decode(errors="replace"),
+            err.read().decode(errors="replace"),
+        )
 
 
 def reactor_running() -> bool:
@@ -234,12 +263,20 @@ class Desktop:
     counter: Iterator[int] = field(default_factory=lambda: itertools.count(1))
 
     def env(self) -> dict[str, str]:
-        return flow_env(self.root, DEMO_DB_DSN=f"sqlite:///{self.app.db_path}", FLOW_DECISION_KEY_FILE=str(self.root / "decision.key"))
+        return flow_env(
+            self.root,
+            DEMO_DB_DSN=f"sqlite:///{self.app.db_path}",
+            FLOW_DECISION_KEY_FILE=str(self.root / "decision.key"),
+        )
 
     def rows(self, amount: float) -> int:
         db = sqlite3.connect(self.app.db_path, timeout=5)
         try:
-            return int(db.execute("SELECT count(*) FROM invoices WHERE vendor = ? AND amount = ?", (VENDOR, amount)).fetchone()[0])
+            return int(
+                db.execute(
+                    "SELECT count(*) FROM invoices WHERE vendor = ? AND amount = ?", (VENDOR, amount)
+                ).fetchone()[0]
+            )
         finally:
             db.close()
 
@@ -252,8 +289,20 @@ class Desktop:
             self.app = start_demo_app(self.xvnc, self.app.db_path)
 
     def replay_args(self, run: Path, amount: float, bundle: Path = BUNDLE_DIR) -> list[str]:
-        return ["replay", str(bundle), "--url", self.xvnc.url, "--durable", "--run-dir", str(run),
-                "--param", f"vendor={VENDOR}", "--param", f"amount={amount}", "--json"]
+        return [
+            "replay",
+            str(bundle),
+            "--url",
+            self.xvnc.url,
+            "--durable",
+            "--run-dir",
+            str(run),
+            "--param",
+            f"vendor={VENDOR}",
+            "--param",
+            f"amount={amount}",
+            "--json",
+        ]
 
     def fast_bundle(self) -> Path:
         """The demo bundle with its effect's timeout_s cut from 5 to 1: a resume re-reads an uncertain write only once
@@ -345,7 +394,9 @@ def uncertain(records: list[dict], step: str) -> bool:
     return bool(seqs) and not (done and max(done) > max(seqs))
 
 
-def demo_invariants(desk: Any, point: str, run: Any, env: dict[str, str], before: list[dict], amount: float) -> list[str]:
+def demo_invariants(
+    desk: Any, point: str, run: Any, env: dict[str, str], before: list[dict], amount: float
+) -> list[str]:
     """Desktop or MemoryDesk: the run COMPLETED with exactly one row, each step verified once in order, no verified step
     dispatched again, the checkpoint at the last step, and resuming it again does nothing."""
     problems = []
@@ -362,7 +413,11 @@ def demo_invariants(desk: Any, point: str, run: Any, env: dict[str, str], before
         problems.append(f"{point}: verified progress lost: before {verified(before)}, after {done}")
     for step in STEPS:  # a checkpointed step is never dispatched again
         seqs = [r["seq"] for r in after if r["step"] == step and r["type"] == "step_verified"]
-        again = [r["seq"] for r in after if r["step"] == step and r["type"] == "action_dispatched" and seqs and r["seq"] > seqs[0]]
+        again = [
+            r["seq"]
+            for r in after
+            if r["step"] == step and r["type"] == "action_dispatched" and seqs and r["seq"] > seqs[0]
+        ]
         if again:
             problems.append(f"{point}: step {step!r} dispatched again after it was verified (seq {again})")
     cp = desk.checkpoint(run)
@@ -383,7 +438,9 @@ def cut_startup(run: Path, root: Path, env: dict[str, str]) -> list[str] | None:
     problems = []
     st = flow(["status", str(run)], root, env)
     if st.returncode != 2 or "start-up was cut" not in st.stderr:
-        problems.append(f"{run.name}: a cut start-up must be named by status (exit 2), got {st.returncode}: {st.stderr[-200:]}")
+        problems.append(
+            f"{run.name}: a cut start-up must be named by status (exit 2), got {st.returncode}: {st.stderr[-200:]}"
+        )
     raw = (run / "journal.jsonl").read_text() if (run / "journal.jsonl").exists() else ""
     if '"action_dispatched"' in raw:
         problems.append(f"{run.name}: a start-up cut before the manifest had dispatched input")

@@ -16,8 +16,9 @@ from typing import Any
 
 import pytest
 
+from openadapt_flow.store import PostgresRun, PostgresStore
+from openadapt_flow.store import pg_run_name as run_name
 from openadapt_flow.store.journal import verify_chain
-from openadapt_flow.store import PostgresRun, PostgresStore, pg_run_name as run_name
 from tests.crash.crash_support import BUNDLE_DIR, VENDOR, Desktop, Result, flow
 from tests.support.pg import PgServer, store_spec
 
@@ -55,8 +56,11 @@ class PgRuns:
 
     def names(self, head: str) -> list[str]:
         """The names of the schema's runs starting with `head` that hold a journal, in name order."""
-        rows = self.pg().all("SELECT name FROM flow_runs r WHERE starts_with(name, %s) AND "
-                             "EXISTS (SELECT 1 FROM flow_journal j WHERE j.run = r.id) ORDER BY name", (head,))
+        rows = self.pg().all(
+            "SELECT name FROM flow_runs r WHERE starts_with(name, %s) AND "
+            "EXISTS (SELECT 1 FROM flow_journal j WHERE j.run = r.id) ORDER BY name",
+            (head,),
+        )
         return [r[0] for r in rows]
 
     def state(self, ref: str | Path) -> dict[str, Any]:
@@ -95,7 +99,9 @@ class PgRuns:
         # the store's own words reach the operator (this kit once found `--store` replacing them with "no run with
         # this id or name"): a one-line refusal, exit 2, naming the cut start-up
         if st.returncode != 2 or "start-up was cut" not in st.stderr:
-            problems.append(f"{ref}: a cut start-up must be named by status (exit 2), got {st.returncode}: {st.stderr[-200:]}")
+            problems.append(
+                f"{ref}: a cut start-up must be named by status (exit 2), got {st.returncode}: {st.stderr[-200:]}"
+            )
         if b'"action_dispatched"' in handle.journal_bytes():
             problems.append(f"{ref}: a start-up cut before the manifest had dispatched input")
         handle.discard()
@@ -131,8 +137,21 @@ class PgDesk(PgRuns):
         return dict(self.desk.env(), PGPASSWORD=self.server.password)
 
     def replay_args(self, run: str, amount: float, bundle: Path = BUNDLE_DIR) -> list[str]:
-        return ["replay", str(bundle), "--url", self.url, "--durable", "--run-dir", str(run), *self.store_args(),
-                "--param", f"vendor={VENDOR}", "--param", f"amount={amount}", "--json"]
+        return [
+            "replay",
+            str(bundle),
+            "--url",
+            self.url,
+            "--durable",
+            "--run-dir",
+            str(run),
+            *self.store_args(),
+            "--param",
+            f"vendor={VENDOR}",
+            "--param",
+            f"amount={amount}",
+            "--json",
+        ]
 
     def reconcile_args(self, root: Path) -> list[str]:
         return ["reconcile", *self.store_args()]

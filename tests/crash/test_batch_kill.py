@@ -23,12 +23,27 @@ pytestmark = pytest.mark.timeout(300)
 
 ITEMS = {"INV-1": ("ACME", 12.5), "INV-2": ("Globex", 99.0), "INV-3": ("Initech", 7.25)}
 # the start-up, a typed field, every journal point of the consequential save, the last step and the run's end
-POINTS = ["start:dir_created", "start:manifest_written", "after:run_started", "after:action_sent@vendor",
-          "after:effect_baseline@save", "after:action_dispatched@save", "after:action_sent@save",
-          "after:postconditions@save", "after:effect_verified@save", "after:step_verified@save",
-          "after:action_sent@back", "after:run_finished"]
-LANDED = {"after:action_sent@save", "after:postconditions@save", "after:effect_verified@save",
-          "after:step_verified@save", "after:action_sent@back"}
+POINTS = [
+    "start:dir_created",
+    "start:manifest_written",
+    "after:run_started",
+    "after:action_sent@vendor",
+    "after:effect_baseline@save",
+    "after:action_dispatched@save",
+    "after:action_sent@save",
+    "after:postconditions@save",
+    "after:effect_verified@save",
+    "after:step_verified@save",
+    "after:action_sent@back",
+    "after:run_finished",
+]
+LANDED = {
+    "after:action_sent@save",
+    "after:postconditions@save",
+    "after:effect_verified@save",
+    "after:step_verified@save",
+    "after:action_sent@back",
+}
 
 
 def _fast_bundle(root: Path) -> Path:
@@ -87,13 +102,18 @@ def test_a_batch_killed_mid_item_and_run_again_does_every_item_exactly_once(tmp_
     assert _rows(db) == {"INV-1": 1, "INV-2": 1, "INV-3": 1}
     assert [e["status"] for e in events3 if e["key"] != "INV-2"] == ["skipped_done", "skipped_done"]
     assert next(e["status"] for e in events3 if e["key"] == "INV-2") == (
-        "failed_after_effect" if point in LANDED else "skipped_done")
+        "failed_after_effect" if point in LANDED else "skipped_done"
+    )
 
 
 # the point -> INV-2's status and rows after the batch runs again: a run cut before its manifest never began (sent
 # again); past its first input, the fixture cannot be where the run was (paused); the click on Save landed (1 row)
-DURABLE = {"after:run_started": ("done", 1), "after:step_verified@vendor": ("paused", 0),
-           "after:action_dispatched@save": ("paused", 0), "after:action_sent@save": ("paused", 1)}
+DURABLE = {
+    "after:run_started": ("done", 1),
+    "after:step_verified@vendor": ("paused", 0),
+    "after:action_dispatched@save": ("paused", 0),
+    "after:action_sent@save": ("paused", 1),
+}
 
 
 @pytest.mark.parametrize("point", DURABLE)
@@ -102,11 +122,25 @@ def test_a_durable_batch_killed_mid_item_never_sends_an_item_twice(tmp_path, poi
     checkpoint first. The recorded fixture starts again at its first screen, so a resume after the first input
     cannot re-prove where the run was: the item waits for an operator (paused), and nothing is ever sent twice."""
     db = tmp_path / "app.db"
-    env = flow_env(tmp_path, FLOW_FIXTURE_DB=str(db), DEMO_DB_DSN=f"sqlite:///{db}",
-                   FLOW_DECISION_KEY_FILE=str(tmp_path / "decision.key"))
+    env = flow_env(
+        tmp_path,
+        FLOW_FIXTURE_DB=str(db),
+        DEMO_DB_DSN=f"sqlite:///{db}",
+        FLOW_DECISION_KEY_FILE=str(tmp_path / "decision.key"),
+    )
     items = tmp_path / "invoices.csv"
-    args = ["batch", str(_fast_bundle(tmp_path)), "--items", str(items), "--key", "invoice", "--durable",
-            "--url", f"fixture:{FIXTURES / 'normal'}", "--json"]
+    args = [
+        "batch",
+        str(_fast_bundle(tmp_path)),
+        "--items",
+        str(items),
+        "--key",
+        "invoice",
+        "--durable",
+        "--url",
+        f"fixture:{FIXTURES / 'normal'}",
+        "--json",
+    ]
     _items(items, ["INV-1"])
     assert flow(args, tmp_path, env).returncode == 0
     _items(items, ["INV-1", "INV-2", "INV-3"])
@@ -117,8 +151,11 @@ def test_a_durable_batch_killed_mid_item_never_sends_an_item_twice(tmp_path, poi
         status = {e["key"]: e["status"] for e in map(json.loads, again.stdout.splitlines()) if e["event"] == "item"}
         rows = _rows(db)
         assert status["INV-1"] == "skipped_done" and rows["INV-1"] == 1
-        assert (status["INV-2"], rows["INV-2"]) == (want if n == 0 or want != "done" else "skipped_done", rows2), \
-            (point, status, again.stderr)
+        assert (status["INV-2"], rows["INV-2"]) == (want if n == 0 or want != "done" else "skipped_done", rows2), (
+            point,
+            status,
+            again.stderr,
+        )
         assert rows["INV-3"] <= 1, (point, rows)
 
 
@@ -128,8 +165,17 @@ def test_a_batch_stopped_by_sigterm_stops_at_a_safe_boundary_and_the_next_one_fi
     db = tmp_path / "app.db"
     env = flow_env(tmp_path, FLOW_FIXTURE_DB=str(db), DEMO_DB_DSN=f"sqlite:///{db}")
     items = tmp_path / "invoices.csv"
-    args = ["batch", str(BUNDLE), "--items", str(items), "--key", "invoice", "--url", f"fixture:{FIXTURES / 'normal'}",
-            "--json"]
+    args = [
+        "batch",
+        str(BUNDLE),
+        "--items",
+        str(items),
+        "--key",
+        "invoice",
+        "--url",
+        f"fixture:{FIXTURES / 'normal'}",
+        "--json",
+    ]
     _items(items, ["INV-1"])
     assert flow(args, tmp_path, env).returncode == 0
     _items(items, ["INV-1", "INV-2", "INV-3"])
@@ -151,18 +197,19 @@ def _whole_change_bundle(root: Path) -> Path:
     if not dest.exists():
         shutil.copytree(_fast_bundle(root), dest)
         text = (dest / "flow.yaml").read_text()
-        count = ("    query: SELECT count(*) FROM invoices WHERE vendor = :vendor AND amount = :amount\n"
-                 "    expect: {increase_by: 1}\n")
+        count = (
+            "    query: SELECT count(*) FROM invoices WHERE vendor = :vendor AND amount = :amount\n"
+            "    expect: {increase_by: 1}\n"
+        )
         assert count in text
-        whole = ("    changes:\n"
-                 "      - table: invoices\n"
-                 "        added: {vendor: \"{vendor}\", amount: \"{amount}\"}\n")
+        whole = "    changes:\n      - table: invoices\n        added: {vendor: \"{vendor}\", amount: \"{amount}\"}\n"
         (dest / "flow.yaml").write_text(text.replace(count, whole))
     return dest
 
 
-@pytest.mark.parametrize("point,status", [("after:action_dispatched@save", "done"),
-                                          ("after:action_sent@save", "failed_after_effect")])
+@pytest.mark.parametrize(
+    "point,status", [("after:action_dispatched@save", "done"), ("after:action_sent@save", "failed_after_effect")]
+)
 def test_a_killed_items_whole_change_write_is_read_again_by_its_own_verifier(tmp_path, point, status):
     """A whole-change effect read again after a kill: ABSENT (nothing sent) sends the item again, CONFIRMED (the
     Save click landed) reports it; every item's row exactly once, the batch never fails on the re-read itself."""

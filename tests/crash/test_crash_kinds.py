@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.crash.crash_support import Result, cut_startup, flow, parallel, flow_env, journal, points_of, state, wait_for
+from tests.crash.crash_support import Result, cut_startup, flow, flow_env, journal, parallel, points_of, state, wait_for
 from tests.support import memcrash
 
 pytestmark = pytest.mark.timeout(240)
@@ -105,25 +105,55 @@ def report(ctx, quarter: str = "Q3"):
     return {"answer": answer, "sig": sig, "sub": sub["state"], "kid": k, "posted": posted, "booked": booked}
 '''
 
-PARENT = {"schema": "openadapt-flow/bundle@1", "name": "kinds", "screen": {"width": 100, "height": 100},
-          "params": {"quarter": {"required": True}}, "steps": [
-              {"id": "fetch", "action": "tool", "call": "ktools:fetch", "args": {"quarter": "{quarter}"}},
-              {"id": "post", "action": "tool", "call": "ktools:post", "args": {"total": "{steps.fetch.result.total}"}, "consequential": True},
-              {"id": "confirm", "action": "ask_user", "question": "Post total {steps.fetch.result.total}?", "choices": ["post", "hold"]},
-              {"id": "nap", "action": "sleep", "seconds": 0.2},
-              {"id": "past", "action": "wait_until", "at": "2001-01-01T00:00:00Z"},
-              {"id": "go", "action": "wait_signal", "signal": "go"},
-              {"id": "sub", "action": "flow", "bundle": "../child", "params": {"q": "{quarter}"}},
-              {"id": "done", "action": "tool", "call": "ktools:done", "args": {"answer": "{steps.confirm.answer}", "data": "{steps.go.data.x}"}},
-          ]}
-CHILD = {"schema": "openadapt-flow/bundle@1", "name": "kinds-child", "screen": {"width": 10, "height": 10},
-         "params": {"q": {"required": True}}, "steps": [
-             {"id": "child-tool", "action": "tool", "call": "ktools:child_tool", "args": {"q": "{q}"}},
-             {"id": "ok", "action": "ask_user", "question": "Approve {q}?", "choices": ["yes", "no"]},
-         ]}
-SUB = {"schema": "openadapt-flow/bundle@1", "name": "kinds-sub", "screen": {"width": 10, "height": 10},
-       "params": {"q": {"required": True}}, "steps": [
-           {"id": "sub-tool", "action": "tool", "call": "ktools:child_tool", "args": {"q": "sub-{q}"}}]}
+PARENT = {
+    "schema": "openadapt-flow/bundle@1",
+    "name": "kinds",
+    "screen": {"width": 100, "height": 100},
+    "params": {"quarter": {"required": True}},
+    "steps": [
+        {"id": "fetch", "action": "tool", "call": "ktools:fetch", "args": {"quarter": "{quarter}"}},
+        {
+            "id": "post",
+            "action": "tool",
+            "call": "ktools:post",
+            "args": {"total": "{steps.fetch.result.total}"},
+            "consequential": True,
+        },
+        {
+            "id": "confirm",
+            "action": "ask_user",
+            "question": "Post total {steps.fetch.result.total}?",
+            "choices": ["post", "hold"],
+        },
+        {"id": "nap", "action": "sleep", "seconds": 0.2},
+        {"id": "past", "action": "wait_until", "at": "2001-01-01T00:00:00Z"},
+        {"id": "go", "action": "wait_signal", "signal": "go"},
+        {"id": "sub", "action": "flow", "bundle": "../child", "params": {"q": "{quarter}"}},
+        {
+            "id": "done",
+            "action": "tool",
+            "call": "ktools:done",
+            "args": {"answer": "{steps.confirm.answer}", "data": "{steps.go.data.x}"},
+        },
+    ],
+}
+CHILD = {
+    "schema": "openadapt-flow/bundle@1",
+    "name": "kinds-child",
+    "screen": {"width": 10, "height": 10},
+    "params": {"q": {"required": True}},
+    "steps": [
+        {"id": "child-tool", "action": "tool", "call": "ktools:child_tool", "args": {"q": "{q}"}},
+        {"id": "ok", "action": "ask_user", "question": "Approve {q}?", "choices": ["yes", "no"]},
+    ],
+}
+SUB = {
+    "schema": "openadapt-flow/bundle@1",
+    "name": "kinds-sub",
+    "screen": {"width": 10, "height": 10},
+    "params": {"q": {"required": True}},
+    "steps": [{"id": "sub-tool", "action": "tool", "call": "ktools:child_tool", "args": {"q": "sub-{q}"}}],
+}
 # the writes, and the side effect line each writes ("the truth": whether it ran)
 WRITES = {"post": "post", "wf-post": "wf_post", "wf-book": "wf_book"}
 CONSEQUENTIAL = set(WRITES)
@@ -200,7 +230,11 @@ class MemoryRuns:
 
     def runs(self, root: Path) -> list[Any]:
         head = self.ref(root).removeprefix("memory:")
-        return ["memory:" + n for n, recs in sorted(memcrash.memory_store().runs.items()) if n.startswith(head) and recs.journal]
+        return [
+            "memory:" + n
+            for n, recs in sorted(memcrash.memory_store().runs.items())
+            if n.startswith(head) and recs.journal
+        ]
 
     @staticmethod
     def doc(run: str, what: str) -> dict:
@@ -234,8 +268,12 @@ def workspace(root: Path) -> dict[str, str]:
     for name, body in (("b", PARENT), ("child", CHILD), ("sub", SUB)):
         (root / name).mkdir(exist_ok=True)
         (root / name / "flow.yaml").write_text(yaml.safe_dump(body, sort_keys=False))
-    return flow_env(root, CRASH_LOG=str(root / "side_effects.log"), FLOW_DECISION_KEY_FILE=str(root / "decision.key"),
-                    XDG_STATE_HOME=str(root / "state"))
+    return flow_env(
+        root,
+        CRASH_LOG=str(root / "side_effects.log"),
+        FLOW_DECISION_KEY_FILE=str(root / "decision.key"),
+        XDG_STATE_HOME=str(root / "state"),
+    )
 
 
 def side_effects(root: Path) -> list[str]:
@@ -268,17 +306,25 @@ class Operator:
         pending = self.kit.doc(run, "pending")
         reason, step, key = st.get("paused_reason"), pending.get("step"), f"{self.kit.name(run)}:{pending.get('step')}"
         decided = self.kit.doc(run, "approval")
-        if decided.get("pause_id") == pending.get("pause_id") and reason in ("awaiting_user", "awaiting_signal", "awaiting_approval"):
+        if decided.get("pause_id") == pending.get("pause_id") and reason in (
+            "awaiting_user",
+            "awaiting_signal",
+            "awaiting_approval",
+        ):
             return [run]  # decided already (the resume that was to use it died before it read it): resuming uses it
         if reason == "awaiting_user":
             if self.answered[key]:
-                self.problems.append(f"{key}: the question was asked again after it had been answered (the answer was lost)")
+                self.problems.append(
+                    f"{key}: the question was asked again after it had been answered (the answer was lost)"
+                )
             self.answered[key] += 1
             choices = (pending.get("task", {}).get("ask") or {}).get("choices") or ["post"]
             self.cmd(["answer", str(run), choices[0]])
         elif reason == "awaiting_signal":
             if self.signalled[key]:
-                self.problems.append(f"{key}: the signal was awaited again after it had been given (the signal was lost)")
+                self.problems.append(
+                    f"{key}: the signal was awaited again after it had been given (the signal was lost)"
+                )
             self.signalled[key] += 1
             self.cmd(["signal", str(run), "go", "--data", '{"x": 5}'])
         elif reason == "awaiting_timer":
@@ -307,11 +353,24 @@ class Operator:
             return
         self.approvals.append(key)
         if not open_writes:
-            self.problems.append(f"{self.kit.name(run)}: paused for an operator with no uncertain write: "
-                                 f"{pending.get('category')}: {pending.get('message', '')[:300]}")
+            self.problems.append(
+                f"{self.kit.name(run)}: paused for an operator with no uncertain write: "
+                f"{pending.get('category')}: {pending.get('message', '')[:300]}"
+            )
         landed = any(line.split()[0] in {WRITES[s] for s in open_writes} for line in side_effects(self.root))
         if "reconcile" in pending.get("allowed_decisions", []):
-            self.cmd(["approve", str(run), "--decision", "reconcile", "--effect", "landed" if landed else "absent", "--operator", "ops"])
+            self.cmd(
+                [
+                    "approve",
+                    str(run),
+                    "--decision",
+                    "reconcile",
+                    "--effect",
+                    "landed" if landed else "absent",
+                    "--operator",
+                    "ops",
+                ]
+            )
         else:
             self.cmd(["approve", str(run), "--decision", "continue", "--operator", "ops"])
 
@@ -328,7 +387,7 @@ def snapshot(kit: Any, root: Path, env: dict[str, str]) -> dict[Any, int]:
 
 def phase_points(kit: Any, root: Path, env: dict[str, str], before: dict[Any, int]) -> list[str]:
     """The crash points the last phase passed: its journal records, its checkpoint writes, its approval consumption."""
-    new = [r for p in kit.runs(root) for r in kit.journal(p, env)[before.get(p, 0):]]
+    new = [r for p in kit.runs(root) for r in kit.journal(p, env)[before.get(p, 0) :]]
     points = points_of(new)
     for r in new:
         if r["type"] in ("step_verified", "step_skipped"):
@@ -338,8 +397,14 @@ def phase_points(kit: Any, root: Path, env: dict[str, str], before: dict[Any, in
     return list(dict.fromkeys(points))
 
 
-def drive(sc: Scenario, op: Operator, crash: tuple[int, str] | None = None, phases: list[list[str]] | None = None,
-          first: list[str] | None = None, limit: int = 25) -> bool:
+def drive(
+    sc: Scenario,
+    op: Operator,
+    crash: tuple[int, str] | None = None,
+    phases: list[list[str]] | None = None,
+    first: list[str] | None = None,
+    limit: int = 25,
+) -> bool:
     """Run the scenario (from `first`, default its start) to COMPLETED; True if phase `crash[0]` was killed at `crash[1]`.
 
     With `phases`, record each phase's crash points (the enumeration run)."""
@@ -363,12 +428,16 @@ def drive(sc: Scenario, op: Operator, crash: tuple[int, str] | None = None, phas
         if st["state"] == "COMPLETED":
             return False
         if st["state"] != "PAUSED":
-            op.problems.append(f"stuck: run ended {st['state']} (exit {r.returncode}) and no operator command applies: "
-                               f"{st.get('message') or r.stderr[-300:]}")
+            op.problems.append(
+                f"stuck: run ended {st['state']} (exit {r.returncode}) and no operator command applies: "
+                f"{st.get('message') or r.stderr[-300:]}"
+            )
             return False
         seen[(st.get("paused_reason"), st.get("message"))] += 1
         if seen[(st.get("paused_reason"), st.get("message"))] > 2:
-            op.problems.append(f"stuck: the same pause comes back after every decision: {st.get('paused_reason')}: {st.get('message')}")
+            op.problems.append(
+                f"stuck: the same pause comes back after every decision: {st.get('paused_reason')}: {st.get('message')}"
+            )
             return False
         queue = [["resume", str(p), "--json"] for p in op.settle(run)]
     op.problems.append(f"no COMPLETED after {limit} commands")
@@ -399,7 +468,11 @@ def check_invariants(sc: Scenario, op: Operator, expected_effects: Counter, befo
     got = Counter(side_effects(op.root))
     if got != expected_effects:
         p.append(f"tool side effects {dict(got)}, want each once: {dict(expected_effects)}")
-    for what, counter in (("answered", op.answered), ("signalled", op.signalled), ("approved before acting", op.approved_before)):
+    for what, counter in (
+        ("answered", op.answered),
+        ("signalled", op.signalled),
+        ("approved before acting", op.approved_before),
+    ):
         if any(c != 1 for c in counter.values()):
             p.append(f"{what} {dict(counter)}: each pause must need exactly one")
 
@@ -414,7 +487,9 @@ def enumerated(tmp_path_factory: pytest.TempPathFactory, kinds_kit: Any) -> dict
     return enumerate_scenarios(tmp_path_factory, kinds_kit)
 
 
-def enumerate_scenarios(tmp_path_factory: pytest.TempPathFactory, kit: Any) -> dict[str, tuple[list[list[str]], Counter]]:
+def enumerate_scenarios(
+    tmp_path_factory: pytest.TempPathFactory, kit: Any
+) -> dict[str, tuple[list[list[str]], Counter]]:
     """Each scenario driven once uncrashed: its phases' crash points and its side effects."""
     out = {}
     for name, sc in SCENARIOS.items():
@@ -424,7 +499,9 @@ def enumerate_scenarios(tmp_path_factory: pytest.TempPathFactory, kit: Any) -> d
         drive(sc, op, phases=phases)
         assert not op.problems, op.problems
         assert not op.approvals  # an uncrashed run never needs an operator's approval of an uncertain write
-        assert {k.rpartition(":")[2] for k in op.approved_before} == ({"wf-book"} if name == "workflow" else set()), op.approved_before
+        assert {k.rpartition(":")[2] for k in op.approved_before} == ({"wf-book"} if name == "workflow" else set()), (
+            op.approved_before
+        )
         check_invariants(sc, op, Counter(side_effects(root)), {})
         assert not op.problems, op.problems
         out[name] = (phases, Counter(side_effects(root)))
@@ -460,15 +537,27 @@ def every_case(cases: list[tuple[int, str]]) -> list[tuple[int, str]]:
     return cases
 
 
-def crash_matrix(tmp_path: Path, kit: Any, enumerated: dict[str, tuple[list[list[str]], Counter]], name: str,
-                 choose: Any) -> None:
+def crash_matrix(
+    tmp_path: Path, kit: Any, enumerated: dict[str, tuple[list[list[str]], Counter]], name: str, choose: Any
+) -> None:
     """Kill the scenario at each of the cases `choose` picks from all of them (phase, point) and recover; no problem."""
     phases, expected = enumerated[name]
     cases = [(i, p) for i, pts in enumerate(phases) for p in pts]
     kinds = {p.partition(":")[2].partition("@")[0] for _, p in cases}
     # the enumeration saw what a durable run writes (a guard against an empty matrix)
-    assert {"run_started", "action_dispatched", "step_verified", "asked", "timer_set", "waiting_signal", "paused",
-            "run_resumed", "decision", "child_started", "run_finished" if name == "bundle" else "workflow_returned"} <= kinds, kinds
+    assert {
+        "run_started",
+        "action_dispatched",
+        "step_verified",
+        "asked",
+        "timer_set",
+        "waiting_signal",
+        "paused",
+        "run_resumed",
+        "decision",
+        "child_started",
+        "run_finished" if name == "bundle" else "workflow_returned",
+    } <= kinds, kinds
     cases = choose(cases)
     print(f"{kit.store} {name}: {len(cases)} crash cases")
     found = parallel(lambda case: crash_case(tmp_path, kit, SCENARIOS[name], case[0], case[1], expected), cases)

@@ -85,18 +85,35 @@ def pg_kinds(request: pytest.FixtureRequest) -> Iterator[PostgresRuns]:
 
 
 @pytest.fixture(scope="module")
-def pg_enumerated(tmp_path_factory: pytest.TempPathFactory, pg_kinds: PostgresRuns) -> dict[str, tuple[list[list[str]], Counter]]:
+def pg_enumerated(
+    tmp_path_factory: pytest.TempPathFactory, pg_kinds: PostgresRuns
+) -> dict[str, tuple[list[list[str]], Counter]]:
     return enumerate_scenarios(tmp_path_factory, pg_kinds)
 
 
 def test_cover_takes_every_consequential_point_and_every_kind_and_step_once():
-    cases = [(0, "after:run_started"), (0, "after:step_started@fetch"), (0, "after:step_verified@fetch"),
-             (0, "after:step_started@post"), (0, "after:action_dispatched@post"), (1, "after:run_resumed"),
-             (1, "after:step_started@done"), (1, "after:step_verified@done"), (2, "after:run_resumed"),
-             (2, "after:action_sent@post")]
-    assert cover(cases) == [(0, "after:run_started"), (0, "after:step_started@fetch"), (0, "after:step_verified@fetch"),
-                            (0, "after:step_started@post"), (0, "after:action_dispatched@post"), (1, "after:run_resumed"),
-                            (1, "after:step_started@done"), (2, "after:action_sent@post")]
+    cases = [
+        (0, "after:run_started"),
+        (0, "after:step_started@fetch"),
+        (0, "after:step_verified@fetch"),
+        (0, "after:step_started@post"),
+        (0, "after:action_dispatched@post"),
+        (1, "after:run_resumed"),
+        (1, "after:step_started@done"),
+        (1, "after:step_verified@done"),
+        (2, "after:run_resumed"),
+        (2, "after:action_sent@post"),
+    ]
+    assert cover(cases) == [
+        (0, "after:run_started"),
+        (0, "after:step_started@fetch"),
+        (0, "after:step_verified@fetch"),
+        (0, "after:step_started@post"),
+        (0, "after:action_dispatched@post"),
+        (1, "after:run_resumed"),
+        (1, "after:step_started@done"),
+        (2, "after:action_sent@post"),
+    ]
 
 
 def test_sigkill_at_every_kind_of_point_of_every_bundle_step_kind_on_postgres(tmp_path, pg_kinds, pg_enumerated):

@@ -19,7 +19,14 @@ import pytest
 
 from tests.crash.crash_kit import kit  # noqa: F401  (the store-parametrized desk)
 from tests.crash.crash_support import (  # noqa: F401  (desk, kit: the shared desktop fixtures)
-    CONSEQUENTIAL, STEPS, Desktop, demo_invariants, desk, points_of, uncertain, verified,
+    CONSEQUENTIAL,
+    STEPS,
+    Desktop,
+    demo_invariants,
+    desk,
+    points_of,
+    uncertain,
+    verified,
 )
 
 pytestmark = pytest.mark.timeout(240)
@@ -51,7 +58,11 @@ def crash_and_recover(desk: Any, point: str, signal: str = "KILL") -> list[str]:
     root, amount = desk.case()
     env, run = desk.env(), desk.run_ref(root)
     flow, state, journal = desk.flow, desk.state, desk.journal
-    r = flow(desk.replay_args(run, amount, desk.fast_bundle()), root, dict(env, FLOW_CRASH_AT=point, FLOW_CRASH_SIGNAL=signal))
+    r = flow(
+        desk.replay_args(run, amount, desk.fast_bundle()),
+        root,
+        dict(env, FLOW_CRASH_AT=point, FLOW_CRASH_SIGNAL=signal),
+    )
     if not r.killed:
         return [f"{point}: the replay was not killed at the point (exit {r.returncode}) {r.stderr[-300:]}"]
     cut = desk.cut_startup(run, root, env)
@@ -67,14 +78,18 @@ def crash_and_recover(desk: Any, point: str, signal: str = "KILL") -> list[str]:
 
     st = flow(["status", str(run), "--json"], root, env)
     if st.returncode != 0 or st.json()["state"] != "INTERRUPTED" or state(run)["state"] != "RUNNING":
-        problems.append(f"{point}: status must show INTERRUPTED without writing it (exit {st.returncode}, {st.stdout[:200]})")
+        problems.append(
+            f"{point}: status must show INTERRUPTED without writing it (exit {st.returncode}, {st.stdout[:200]})"
+        )
     rc = flow([*desk.reconcile_args(root), "--json"], root, env)
     want = ("INTERRUPTED", "RECONCILIATION_REQUIRED" if save_uncertain else "HALTED_BEFORE_EFFECT")
     if before[-1]["type"] == "run_finished":  # the journal, the record of truth, already says how the run ended
         want = (before[-1]["data"]["state"], before[-1]["data"].get("transaction_outcome"))
     got = state(run)
     if rc.returncode != 0 or (got["state"], got.get("transaction_outcome")) != want:
-        problems.append(f"{point}: reconcile gave {got['state']}/{got.get('transaction_outcome')}, SPEC §8 says {want[0]}/{want[1]} ({rc.stderr[-200:]})")
+        problems.append(
+            f"{point}: reconcile gave {got['state']}/{got.get('transaction_outcome')}, SPEC §8 says {want[0]}/{want[1]} ({rc.stderr[-200:]})"
+        )
 
     # §8/§9: an operator is needed exactly when the uncertain write's re-read is not CONFIRMED (here: it did not land)
     needs_operator = save_uncertain and landed == 0
@@ -82,7 +97,9 @@ def crash_and_recover(desk: Any, point: str, signal: str = "KILL") -> list[str]:
     if needs_operator:
         paused = state(run)
         if res.returncode != 6 or (paused["state"], paused.get("paused_reason")) != ("PAUSED", "awaiting_approval"):
-            problems.append(f"{point}: the save is uncertain and absent; resume must stop for an operator (exit {res.returncode}, {paused['state']})")
+            problems.append(
+                f"{point}: the save is uncertain and absent; resume must stop for an operator (exit {res.returncode}, {paused['state']})"
+            )
         if desk.rows(amount) != 0:
             problems.append(f"{point}: the uncertain save was retried without a decision")
         ap = flow(["approve", str(run), "--decision", "continue", "--operator", "ops"], root, env)
@@ -91,8 +108,10 @@ def crash_and_recover(desk: Any, point: str, signal: str = "KILL") -> list[str]:
         res = flow(["resume", str(run), "--json"], root, env)
     if res.returncode != 0:
         why = state(run)
-        return problems + [f"{point}: resume ended {why['state']}({why.get('paused_reason')}) exit {res.returncode}: "
-                           f"{(why.get('message') or res.stderr)[-300:]}"]
+        return problems + [
+            f"{point}: resume ended {why['state']}({why.get('paused_reason')}) exit {res.returncode}: "
+            f"{(why.get('message') or res.stderr)[-300:]}"
+        ]
     return problems + demo_invariants(desk, point, run, env, before, amount)
 
 
@@ -101,8 +120,12 @@ def crash_and_recover(desk: Any, point: str, signal: str = "KILL") -> list[str]:
 def test_sigkill_at_every_journal_point_of_every_demo_step(kit, demo_points, step):
     points = demo_points[step]
     if step != "run":  # the enumeration saw the whole lifecycle of the step (a guard against an empty matrix)
-        assert {f"after:step_started@{step}", f"after:action_dispatched@{step}", f"after:action_sent@{step}",
-                f"after:step_verified@{step}"} <= set(points), points
+        assert {
+            f"after:step_started@{step}",
+            f"after:action_dispatched@{step}",
+            f"after:action_sent@{step}",
+            f"after:step_verified@{step}",
+        } <= set(points), points
     else:
         assert {"after:run_started", "after:run_finished"} <= set(points), points
     problems = [p for point in points for p in crash_and_recover(kit, point)]
@@ -117,7 +140,9 @@ def test_sigterm_stops_at_a_safe_boundary_and_resumes(kit):
 def sigterm_case(kit: Any) -> None:
     root, amount = kit.case()
     env, run = kit.env(), kit.run_ref(root)
-    r = kit.flow(kit.replay_args(run, amount), root, dict(env, FLOW_CRASH_AT="after:action_sent@save", FLOW_CRASH_SIGNAL="TERM"))
+    r = kit.flow(
+        kit.replay_args(run, amount), root, dict(env, FLOW_CRASH_AT="after:action_sent@save", FLOW_CRASH_SIGNAL="TERM")
+    )
     assert r.returncode == 5, r.stderr + r.stdout
     st = kit.state(run)
     # SIGTERM arrived between input and verification: the step was verified first (the next safe boundary)
@@ -147,8 +172,20 @@ def workflow_case(desk: Any, point: str | None) -> tuple[list[str], list[dict]]:
     (root / "wfdemo.py").write_text(WORKFLOW)
     env, run = desk.env(), desk.run_ref(root)
     flow, state, journal = desk.flow, desk.state, desk.journal
-    args = ["run-py", "wfdemo:post_invoice", "--arg", f"bundle={desk.fast_bundle()}", "--arg", f"amount={amount}",
-            "--url", desk.url, "--run-dir", str(run), *desk.store_args(), "--json"]
+    args = [
+        "run-py",
+        "wfdemo:post_invoice",
+        "--arg",
+        f"bundle={desk.fast_bundle()}",
+        "--arg",
+        f"amount={amount}",
+        "--url",
+        desk.url,
+        "--run-dir",
+        str(run),
+        *desk.store_args(),
+        "--json",
+    ]
     r = flow(args, root, dict(env, FLOW_CRASH_AT=point) if point else env)
     where = point or "uncrashed"
     if point and not r.killed:
@@ -157,7 +194,9 @@ def workflow_case(desk: Any, point: str | None) -> tuple[list[str], list[dict]]:
     if cut is not None:  # the workflow run never began (atomic start-up): start it again, and the one row must follow
         r = flow(args, root, env)
         if r.returncode != 0 or desk.rows(amount) != 1:
-            cut.append(f"workflow {where}: the start after a cut start-up ended {r.returncode} with {desk.rows(amount)} row(s)")
+            cut.append(
+                f"workflow {where}: the start after a cut start-up ended {r.returncode} with {desk.rows(amount)} row(s)"
+            )
         return cut, []
     child = next(iter(desk.children(run)), None)
     before = journal(child, env) if child is not None and desk.has_journal(child) else []
@@ -170,11 +209,19 @@ def workflow_case(desk: Any, point: str | None) -> tuple[list[str], list[dict]]:
             break
         child = next(iter(desk.children(run)), None)
         cst = state(child) if child is not None else {}
-        if (st.get("paused_reason"), cst.get("state"), cst.get("paused_reason")) != ("awaiting_child", "PAUSED", "awaiting_approval"):
-            return problems + [f"workflow {where}: resume left {st['state']}({st.get('paused_reason')}), child "
-                               f"{cst.get('state')}({cst.get('paused_reason')}): {(st.get('message') or res.stderr)[-300:]}"], []
+        if (st.get("paused_reason"), cst.get("state"), cst.get("paused_reason")) != (
+            "awaiting_child",
+            "PAUSED",
+            "awaiting_approval",
+        ):
+            return problems + [
+                f"workflow {where}: resume left {st['state']}({st.get('paused_reason')}), child "
+                f"{cst.get('state')}({cst.get('paused_reason')}): {(st.get('message') or res.stderr)[-300:]}"
+            ], []
         if not (uncertain(journal(child, env), CONSEQUENTIAL) and landed == 0):
-            problems.append(f"workflow {where}: the child paused for an operator with nothing uncertain: {cst.get('message')}")
+            problems.append(
+                f"workflow {where}: the child paused for an operator with nothing uncertain: {cst.get('message')}"
+            )
         flow(["approve", str(child), "--decision", "continue", "--operator", "ops"], root, env)
     else:
         return problems + [f"workflow {where}: no COMPLETED after 4 resumes"], []
@@ -193,7 +240,11 @@ def workflow_matrix(kit: Any) -> None:
     problems, records = workflow_case(kit, None)
     assert not problems, problems
     points = [p for p in points_of(records) if "@" not in p or p.endswith(f"@{CONSEQUENTIAL}") or "@replay-" in p]
-    assert {"after:child_started@replay-bundle-fast", f"after:action_dispatched@{CONSEQUENTIAL}", "after:workflow_returned"} <= set(points), points
+    assert {
+        "after:child_started@replay-bundle-fast",
+        f"after:action_dispatched@{CONSEQUENTIAL}",
+        "after:workflow_returned",
+    } <= set(points), points
     print(f"{len(points)} points: {points}")
     found = [p for point in points for p in workflow_case(kit, point)[0]]
     assert not found, f"{len(found)} problem(s) over {len(points)} points:\n" + "\n".join(found)

@@ -24,8 +24,16 @@ def demo_points(pg_kit: Any) -> dict[str, list[str]]:
 @pytest.mark.parametrize("step", ["run", *STEPS])
 def test_sigkill_at_every_journal_point_of_every_demo_step_on_postgres(pg_kit, demo_points, step):
     points = demo_points[step]
-    want = {"after:run_started", "after:run_finished"} if step == "run" else \
-        {f"after:step_started@{step}", f"after:action_dispatched@{step}", f"after:action_sent@{step}", f"after:step_verified@{step}"}
+    want = (
+        {"after:run_started", "after:run_finished"}
+        if step == "run"
+        else {
+            f"after:step_started@{step}",
+            f"after:action_dispatched@{step}",
+            f"after:action_sent@{step}",
+            f"after:step_verified@{step}",
+        }
+    )
     assert want <= set(points), points  # the enumeration saw the whole lifecycle (a guard against an empty matrix)
     problems = [p for point in points for p in crash_and_recover(pg_kit, point)]
     assert not problems, f"{len(problems)} problem(s) over {len(points)} points:\n" + "\n".join(problems)

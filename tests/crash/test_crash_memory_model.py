@@ -19,7 +19,9 @@ def crashed(tmp_path, monkeypatch):
     desk = MemoryDesk(tmp_path, monkeypatch)
     root, amount = desk.case()
     env, run = desk.env(), desk.run_ref(root)
-    r = desk.flow(desk.replay_args(run, amount, desk.fast_bundle()), root, dict(env, FLOW_CRASH_AT="after:action_sent@save"))
+    r = desk.flow(
+        desk.replay_args(run, amount, desk.fast_bundle()), root, dict(env, FLOW_CRASH_AT="after:action_sent@save")
+    )
     assert r.killed, r.stderr
     return desk, root, run, env
 

@@ -19,7 +19,11 @@ import pytest
 
 from tests.crash.crash_kit import kit  # noqa: F401  (the store-parametrized desk)
 from tests.crash.crash_support import (  # noqa: F401  (desk, kit: the shared desktop fixtures)
-    CONSEQUENTIAL, demo_invariants, desk, points_of, uncertain,
+    CONSEQUENTIAL,
+    demo_invariants,
+    desk,
+    points_of,
+    uncertain,
 )
 
 pytestmark = pytest.mark.timeout(240)
@@ -32,9 +36,18 @@ def fast_bundle(kit: Any) -> Path:
 
 # situation -> (where the replay is killed, the operator's decision before the resume under test, or None)
 SITUATIONS = {
-    "landed-save-reconciled": ("after:action_sent@save", None),  # re-read CONFIRMED: checkpointed as reconciled, no operator
-    "absent-save-opens-a-pause": ("after:action_dispatched@save", None),  # re-read ABSENT: the resume pauses for an operator
-    "absent-save-continued": ("after:action_dispatched@save", "continue"),  # the operator's continue is consumed and used
+    "landed-save-reconciled": (
+        "after:action_sent@save",
+        None,
+    ),  # re-read CONFIRMED: checkpointed as reconciled, no operator
+    "absent-save-opens-a-pause": (
+        "after:action_dispatched@save",
+        None,
+    ),  # re-read ABSENT: the resume pauses for an operator
+    "absent-save-continued": (
+        "after:action_dispatched@save",
+        "continue",
+    ),  # the operator's continue is consumed and used
 }
 
 
@@ -63,7 +76,9 @@ def resume_points(records: list[dict]) -> list[str]:
             break
         own.append(r)
     points = points_of(own)
-    points += [f"checkpoint:{w}@{r['step']}" for r in own if r["type"] == "step_verified" for w in ("tmp_written", "renamed")]
+    points += [
+        f"checkpoint:{w}@{r['step']}" for r in own if r["type"] == "step_verified" for w in ("tmp_written", "renamed")
+    ]
     if any(r["type"] == "decision" for r in own):
         points += ["approval:consuming", "approval:consumed"]
     return points
@@ -79,7 +94,7 @@ def resume_points_of(desk: Any, bundle: Path, situation: str, cache: dict[str, l
     if situation not in cache:
         run, root, _amount, env, before = prepare(desk, bundle, situation)
         desk.flow(["resume", str(run), "--json"], root, env)
-        cache[situation] = resume_points(desk.journal(run, env)[len(before):])
+        cache[situation] = resume_points(desk.journal(run, env)[len(before) :])
         if desk.state(run)["state"] == "PAUSED":  # leave the app on its list screen for the next case
             desk.flow(["approve", str(run), "--decision", "continue", "--operator", "ops"], root, env)
             desk.flow(["resume", str(run)], root, env)
@@ -105,17 +120,23 @@ def crash_resume(desk: Any, bundle: Path, situation: str, point: str) -> list[st
         if res.returncode == 0:
             break
         if st["state"] != "PAUSED" or st.get("paused_reason") != "awaiting_approval":
-            return problems + [f"{situation} {point}: stuck: resume exited {res.returncode} leaving {st['state']}"
-                               f"({st.get('paused_reason')}), which no decision can move: {(res.stderr or st.get('message') or '')[-300:]}"]
+            return problems + [
+                f"{situation} {point}: stuck: resume exited {res.returncode} leaving {st['state']}"
+                f"({st.get('paused_reason')}), which no decision can move: {(res.stderr or st.get('message') or '')[-300:]}"
+            ]
         # §9: an operator is needed again only for a decision not yet made — never for one already given
         if decided:
-            problems.append(f"{situation} {point}: the operator's decision was lost: asked again ({(res.stderr or st.get('message') or '')[-200:]})")
+            problems.append(
+                f"{situation} {point}: the operator's decision was lost: asked again ({(res.stderr or st.get('message') or '')[-200:]})"
+            )
         elif not (uncertain(journal(run, env), CONSEQUENTIAL) and landed == 0):
             problems.append(f"{situation} {point}: paused for an operator with nothing uncertain: {st.get('message')}")
         asked += 1
         ap = flow(["approve", str(run), "--decision", "continue", "--operator", "ops"], root, env)
         if ap.returncode != 0:
-            return problems + [f"{situation} {point}: stuck: approve refused (exit {ap.returncode}): {ap.stderr[-300:]}"]
+            return problems + [
+                f"{situation} {point}: stuck: approve refused (exit {ap.returncode}): {ap.stderr[-300:]}"
+            ]
         decided = True
     else:
         return problems + [f"{situation} {point}: no COMPLETED after 4 resumes"]
@@ -132,7 +153,11 @@ def crash_resume(desk: Any, bundle: Path, situation: str, point: str) -> list[st
 # PostgreSQL (time): the decided situation only — the resume that consumes an operator's decision, through the store's
 # own approval consumption (run_resumed, rechecked, decision, approval:consuming/consumed); the demo matrix covers every
 # point of the replay there
-CASES = [("filesystem", s) for s in SITUATIONS] + [("memory", s) for s in SITUATIONS] + [("postgres", "absent-save-continued")]
+CASES = (
+    [("filesystem", s) for s in SITUATIONS]
+    + [("memory", s) for s in SITUATIONS]
+    + [("postgres", "absent-save-continued")]
+)
 
 
 @pytest.mark.parametrize(("kit", "situation"), CASES, indirect=["kit"])

@@ -20,8 +20,8 @@ import cv2
 import mss
 import numpy as np
 
-from tests.support.xserver import XvncServer, wait_until
 from openadapt_flow.procs import stop_process
+from tests.support.xserver import XvncServer, wait_until
 
 REPO = Path(__file__).resolve().parents[2]
 BUNDLE_DIR = REPO / "openadapt_flow" / "demo" / "bundle"
@@ -87,13 +87,25 @@ class DemoApp:
         shutil.rmtree(self.workdir, ignore_errors=True)
 
 
-def start_demo_app(xvnc: XvncServer, db_path: Path | str, variant: str = "normal",
-                   refute_save: bool = False, timeout: float = 20) -> DemoApp:
+def start_demo_app(
+    xvnc: XvncServer, db_path: Path | str, variant: str = "normal", refute_save: bool = False, timeout: float = 20
+) -> DemoApp:
     """Start the demo app on `xvnc` and return once its first screen is drawn (its ready file exists)."""
     workdir = Path(tempfile.mkdtemp(prefix="flow-demo-app-"))
     ready = workdir / "ready.json"
-    args = [sys.executable, "-m", "openadapt_flow.demo.app", "--db", str(db_path), "--variant", variant,
-            "--ready-file", str(ready), "--geometry-file", str(workdir / "geometry.json")]
+    args = [
+        sys.executable,
+        "-m",
+        "openadapt_flow.demo.app",
+        "--db",
+        str(db_path),
+        "--variant",
+        variant,
+        "--ready-file",
+        str(ready),
+        "--geometry-file",
+        str(workdir / "geometry.json"),
+    ]
     if refute_save:
         args.append("--refute-save")
     log = (workdir / "app.log").open("wb")
@@ -113,8 +125,9 @@ def start_demo_app(xvnc: XvncServer, db_path: Path | str, variant: str = "normal
 
 def xdotool(xvnc: XvncServer, *args: str) -> None:
     """Run one xdotool command against the server's display."""
-    subprocess.run(["xdotool", *args], env=xvnc.env, check=True, timeout=10,
-                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    subprocess.run(
+        ["xdotool", *args], env=xvnc.env, check=True, timeout=10, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
 
 
 def capture(xvnc: XvncServer) -> np.ndarray:
@@ -139,8 +152,9 @@ def match_scores(frame: np.ndarray, template: np.ndarray) -> np.ndarray:
     return cv2.matchTemplate(gray, tmpl, cv2.TM_CCOEFF_NORMED)
 
 
-def peaks(scores: np.ndarray, threshold: float, suppress: tuple[int, int],
-          limit: int = 20) -> list[tuple[float, int, int]]:
+def peaks(
+    scores: np.ndarray, threshold: float, suppress: tuple[int, int], limit: int = 20
+) -> list[tuple[float, int, int]]:
     """Up to `limit` local maxima ≥ threshold as (score, x, y), best first (suppress: half-size cleared around each)."""
     work = scores.copy()
     found: list[tuple[float, int, int]] = []
@@ -150,13 +164,15 @@ def peaks(scores: np.ndarray, threshold: float, suppress: tuple[int, int],
         if best < threshold or not np.isfinite(best):
             break
         found.append((float(best), x, y))
-        work[max(0, y - sh):y + sh + 1, max(0, x - sw):x + sw + 1] = -np.inf
+        work[max(0, y - sh) : y + sh + 1, max(0, x - sw) : x + sw + 1] = -np.inf
     return found
 
 
-def wait_for_template(xvnc: XvncServer, template: np.ndarray, threshold: float = 0.95,
-                      timeout: float = 10) -> tuple[float, int, int]:
+def wait_for_template(
+    xvnc: XvncServer, template: np.ndarray, threshold: float = 0.95, timeout: float = 10
+) -> tuple[float, int, int]:
     """Wait until `template` correlates ≥ threshold somewhere on screen; return (score, x, y) of the best spot."""
+
     def seen() -> tuple[float, int, int] | None:
         _, best, _, (x, y) = cv2.minMaxLoc(match_scores(capture(xvnc), template))
         return (float(best), x, y) if best >= threshold else None

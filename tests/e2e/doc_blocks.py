@@ -22,8 +22,8 @@ def section(text: str, heading: str) -> str:
     """A markdown section: from its heading to the next heading of the same level."""
     level = heading.split(" ")[0]
     start = text.index(heading + "\n")
-    nxt = re.search(rf"^{level} ", text[start + len(heading):], re.M)
-    return text[start: start + len(heading) + nxt.start()] if nxt else text[start:]
+    nxt = re.search(rf"^{level} ", text[start + len(heading) :], re.M)
+    return text[start : start + len(heading) + nxt.start()] if nxt else text[start:]
 
 
 @dataclass
@@ -66,8 +66,15 @@ def run_block(block: str, cwd: Path, env: dict[str, str], timeout: float) -> tup
     for line in lines:
         script += [line.command, 'echo "$?" >&3']
     # its own session, so whatever a line leaves running in the background (`… &`) is ended with it
-    proc = subprocess.Popen(["bash", "-c", "\n".join(script)], cwd=cwd, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        ["bash", "-c", "\n".join(script)],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
         out, err = proc.communicate(timeout=timeout)
     finally:

@@ -21,8 +21,8 @@ import numpy as np
 import pytest
 
 from openadapt_flow.backends.base import Backend
-from openadapt_flow.backends.screen import ScreenBackend
 from openadapt_flow.backends.factory import open_backend
+from openadapt_flow.backends.screen import ScreenBackend
 from openadapt_flow.backends.spec import BackendSpec, parse_url
 from openadapt_flow.backends.vnc import VncBackend
 from openadapt_flow.errors import AuthFailed, BackendError, BackendTimeout, ConnectionFailed, UsageError
@@ -64,8 +64,12 @@ def xvnc() -> Iterator[XvncServer]:
 @pytest.fixture
 def app(xvnc: XvncServer) -> Iterator[EchoApp]:
     outdir = Path(tempfile.mkdtemp(prefix="flow-echo-"))
-    proc = subprocess.Popen([sys.executable, str(ECHO_APP), str(outdir)], env=xvnc.env,
-                            stdout=subprocess.DEVNULL, stderr=(outdir / "stderr.log").open("wb"))
+    proc = subprocess.Popen(
+        [sys.executable, str(ECHO_APP), str(outdir)],
+        env=xvnc.env,
+        stdout=subprocess.DEVNULL,
+        stderr=(outdir / "stderr.log").open("wb"),
+    )
     try:
         wait_until(lambda: (outdir / "ready.json").exists() or proc.poll() is not None, 15, "echo app ready")
         if proc.poll() is not None:
@@ -321,7 +325,6 @@ def test_screen_wait_for_update(screen: ScreenBackend, app: EchoApp) -> None:
     assert screen.wait_for_update(0.2) is False
     screen.click(cx + 100, cy)
     assert screen.wait_for_update(5) is True
-
 
 
 def test_screen_server_killed_is_reported_and_the_process_survives(

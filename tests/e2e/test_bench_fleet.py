@@ -21,17 +21,43 @@ pytestmark = [
 OTHERS = "template,ocr,pyscreeze,orig,engine,resume,replay,batch,drift"
 
 
-def test_fleet_and_console_parts_measure_every_run_and_lose_none(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_fleet_and_console_parts_measure_every_run_and_lose_none(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out, work = tmp_path / "results.json", tmp_path / "work"
-    assert main(["--skip", OTHERS, "--fleet-runs", "3", "--fleet-workers", "1,2", "--fleet-drain", "6",
-                 "--console-iterations", "3", "--console-clicks", "1", "--out", str(out), "--work", str(work)]) == 0
+    assert (
+        main(
+            [
+                "--skip",
+                OTHERS,
+                "--fleet-runs",
+                "3",
+                "--fleet-workers",
+                "1,2",
+                "--fleet-drain",
+                "6",
+                "--console-iterations",
+                "3",
+                "--console-clicks",
+                "1",
+                "--out",
+                str(out),
+                "--work",
+                str(work),
+            ]
+        )
+        == 0
+    )
     res = json.loads(out.read_text())
     assert res["notes"] == []
     fleet = res["fleet"]
     assert [t["workers"] for t in fleet["throughput"]] == [1, 2]
     for t in fleet["throughput"]:
         assert t["completed"] == t["runs"] == 3 and t["runs_per_min"] > 0
-        assert t["claim_to_first_action_ms"]["n"] == 3 and 0 < t["claim_to_run_started_ms"]["p50"] < t["claim_to_first_action_ms"]["p50"]
+        assert (
+            t["claim_to_first_action_ms"]["n"] == 3
+            and 0 < t["claim_to_run_started_ms"]["p50"] < t["claim_to_first_action_ms"]["p50"]
+        )
         assert t["workers_cpu_s"] > 0 and t["server_cpu_s"] > 0 and t["cpus"] >= 1
     assert fleet["throughput"][0]["efficiency"] == 1.0
     drain = fleet["drain"]
@@ -42,7 +68,13 @@ def test_fleet_and_console_parts_measure_every_run_and_lose_none(tmp_path: Path,
     goals = {t["name"]: t for t in res["targets"] if t["name"].startswith("issue")}
     assert goals["issue 15 drain: none lost, none run twice"]["met"] is True
     assert goals["issue 16 200-step paused run's page p99 (served)"]["measured"] == console["page"]["p99_ms"]
-    assert goals["issue 16 200-step paused run's page p99 (first view after a change)"]["measured"] == console["page"]["fold_p99_ms"]
+    assert (
+        goals["issue 16 200-step paused run's page p99 (first view after a change)"]["measured"]
+        == console["page"]["fold_p99_ms"]
+    )
     printed = capsys.readouterr().out
-    assert "drain: 6 queued 3-step runs, 2 workers: 6 COMPLETED, 0 lost" in printed and "console: paused run's page" in printed
+    assert (
+        "drain: 6 queued 3-step runs, 2 workers: 6 COMPLETED, 0 lost" in printed
+        and "console: paused run's page" in printed
+    )
     assert not work.exists()

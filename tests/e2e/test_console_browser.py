@@ -50,9 +50,22 @@ class Desk:
             self.config.write_text(json.dumps({"schema": "openadapt-flow/config@1", **config}))
         (tmp / "runs").mkdir()
         self.url = f"http://127.0.0.1:{free_port()}"
-        self.proc = subprocess.Popen([sys.executable, "-m", "openadapt_flow", "console", "--root", "runs", "--bind",
-                                      self.url.removeprefix("http://")], cwd=tmp, env=self.env,
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "openadapt_flow",
+                "console",
+                "--root",
+                "runs",
+                "--bind",
+                self.url.removeprefix("http://"),
+            ],
+            cwd=tmp,
+            env=self.env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
         stack.callback(self._stop)
         deadline = time.monotonic() + 60
         while True:
@@ -81,7 +94,15 @@ class Desk:
 
     def pause(self, name: str) -> str:
         """A durable run of the demo bundle, paused on the two identical Save buttons; its run_id."""
-        args = ["replay", str(DEMO_BUNDLE), "--url", f"vnc://127.0.0.1:{self.port}", "--durable", "--run-dir", f"runs/{name}"]
+        args = [
+            "replay",
+            str(DEMO_BUNDLE),
+            "--url",
+            f"vnc://127.0.0.1:{self.port}",
+            "--durable",
+            "--run-dir",
+            f"runs/{name}",
+        ]
         args += [a for k, v in PARAMS.items() for a in ("--param", f"{k}={v}")]
         if self.config is not None:
             args += ["--config", str(self.config)]
@@ -125,7 +146,9 @@ def teach_by_click(driver, desk: Desk, run_id: str, point: tuple[int, int] = LOW
     """Open the run, click `point` (halt-frame pixels) on the frame as drawn, confirm; the message shown."""
     driver.get(f"{desk.url}/runs/{run_id}")
     svg = wait(driver, EC.presence_of_element_located((By.ID, "halt-frame")))
-    driver.execute_script("arguments[0].scrollIntoView({block: 'start'})", svg)  # wholly in view: offsets are from its centre
+    driver.execute_script(
+        "arguments[0].scrollIntoView({block: 'start'})", svg
+    )  # wholly in view: offsets are from its centre
     # the frame is drawn cut to the app's region: the viewBox says which part of the frame, in its own pixels
     vx, vy, vw, _ = (float(v) for v in svg.get_dom_attribute("viewBox").split())
     scale = svg.rect["width"] / vw
@@ -196,7 +219,8 @@ def test_reject_ends_blocked_naming_the_operator(tmp_path, browser):
         browser.get(f"{desk.url}/runs/{run_id}")
         wait(browser, EC.element_to_be_clickable((By.ID, "decide-reject"))).click()
         assert wait(browser, EC.presence_of_element_located((By.ID, "incident"))).text.startswith(
-            "BLOCKED by operator_reject: rejected by carol")
+            "BLOCKED by operator_reject: rejected by carol"
+        )
         state = json.loads((tmp_path / "runs" / "x" / "state.json").read_text())
         assert state["state"] == "BLOCKED" and state["message"] == "rejected by carol"
         assert desk.rows() == []

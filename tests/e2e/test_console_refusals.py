@@ -51,7 +51,10 @@ def test_refusals_record_nothing(tmp_path):
         assert anon.get("/").status_code == 303 and anon.get(f"/runs/{a}").headers["location"] == "/login"
         assert anon.get(frame).status_code == 401 and anon.get(f"/events?run={a}").status_code == 401
         pause_a = desk.pending("a")["pause_id"]
-        assert anon.post(f"/runs/{a}/decide", data={"pause_id": pause_a, "decision": "reject", "csrf": "x"}).status_code == 401
+        assert (
+            anon.post(f"/runs/{a}/decide", data={"pause_id": pause_a, "decision": "reject", "csrf": "x"}).status_code
+            == 401
+        )
 
         alice = logged_in(desk, "alice", cred)
         got = alice.get(frame)
@@ -75,11 +78,15 @@ def test_refusals_record_nothing(tmp_path):
         assert alice.post(f"/runs/{a}/decide", data=form).status_code == 401
         assert alice.get(f"/runs/{a}").status_code == 303
         login = httpx.Client(base_url=desk.url, timeout=30)
-        r = login.post("/login", data={"csrf": hidden(login.get("/login").text, "csrf"), "name": "alice", "credential": cred})
+        r = login.post(
+            "/login", data={"csrf": hidden(login.get("/login").text, "csrf"), "name": "alice", "credential": cred}
+        )
         assert r.status_code == 401 and "disabled" in r.text
         assert not approval["a"].exists()
 
-        events = [e["event"] for e in map(json.loads, (tmp_path / "runs" / "operator_audit.jsonl").read_text().splitlines())]
+        events = [
+            e["event"] for e in map(json.loads, (tmp_path / "runs" / "operator_audit.jsonl").read_text().splitlines())
+        ]
         assert events == ["operator_added", "login", "decision", "operator_disabled", "login_failed"]
 
 

@@ -13,7 +13,13 @@ import yaml
 
 from openadapt_flow.bundle.models import Bundle
 from tests.e2e.demo_harness import (
-    BUNDLE_DIR, REPO, load_template, match_scores, peaks, settled_frame, tour,
+    BUNDLE_DIR,
+    REPO,
+    load_template,
+    match_scores,
+    peaks,
+    settled_frame,
+    tour,
 )
 from tests.support.xserver import wait_until
 
@@ -21,17 +27,23 @@ pytestmark = pytest.mark.timeout(60)
 
 FLOW = yaml.safe_load((BUNDLE_DIR / "flow.yaml").read_text())
 TARGETS = {s["target"]["template"].removeprefix("templates/"): s["target"] for s in FLOW["steps"]}
-SCREEN_OF = {"new-invoice.png": "list", "vendor-field.png": "form", "amount-field.png": "form",
-             "save.png": "form", "back.png": "saved"}
+SCREEN_OF = {
+    "new-invoice.png": "list",
+    "vendor-field.png": "form",
+    "amount-field.png": "form",
+    "save.png": "form",
+    "back.png": "saved",
+}
 APP_WINDOW = (0, 0, 800, 600)
 
 
-def ocr(frame: np.ndarray, box: tuple[int, int, int, int] | None = None,
-        local_contrast: bool = False) -> dict[str, float]:
+def ocr(
+    frame: np.ndarray, box: tuple[int, int, int, int] | None = None, local_contrast: bool = False
+) -> dict[str, float]:
     """Words Tesseract reads (psm 11, as the OCR rung does) with their best confidence."""
     if box is not None:
         x, y, w, h = box
-        frame = frame[y:y + h, x:x + w]
+        frame = frame[y : y + h, x : x + w]
     image = cv2.cvtColor(frame, cv2.COLOR_BGR2RGB)
     if local_contrast:
         # Distance from the local background, inverted: dark ink on white whatever the theme's polarity.
@@ -53,9 +65,11 @@ def best(scores: np.ndarray) -> tuple[float, tuple[int, int]]:
 
 def edge_scores(frame: np.ndarray, template: np.ndarray) -> np.ndarray:
     """Correlation of Sobel gradient magnitudes: what an edge rung could use when luminance is inverted."""
+
     def grad(img: np.ndarray) -> np.ndarray:
         g = cv2.cvtColor(img, cv2.COLOR_BGR2GRAY).astype(np.float32)
         return cv2.magnitude(cv2.Sobel(g, cv2.CV_32F, 1, 0), cv2.Sobel(g, cv2.CV_32F, 0, 1))
+
     f, t = grad(frame), grad(template)
     # CCORR, not CCOEFF (which divides by ~0 on flat patches); and even CCORR_NORMED reports
     # values above 1 over nearly edgeless windows, so windows with little edge energy are ruled out.
@@ -168,8 +182,9 @@ def test_shifted_variant_moves_every_template_off_its_recorded_spot(demo_app):
 
 def ocr_box(frame: np.ndarray, word: str) -> tuple[int, int]:
     """Centre of the first OCR box reading exactly `word`."""
-    data = pytesseract.image_to_data(cv2.cvtColor(frame, cv2.COLOR_BGR2RGB), config="--psm 11",
-                                     output_type=pytesseract.Output.DICT)
+    data = pytesseract.image_to_data(
+        cv2.cvtColor(frame, cv2.COLOR_BGR2RGB), config="--psm 11", output_type=pytesseract.Output.DICT
+    )
     for i, text in enumerate(data["text"]):
         if text.strip() == word:
             return (data["left"][i] + data["width"][i] // 2, data["top"][i] + data["height"][i] // 2)
@@ -206,8 +221,9 @@ def test_committed_bundle_is_valid_and_what_the_recorder_produces():
         if step.target is not None and step.target.template is not None:
             crop = cv2.imread(str(BUNDLE_DIR / step.target.template))
             assert crop.shape[1::-1] == tuple(step.target.region[2:]), step.id
-    out = subprocess.run([sys.executable, "scripts/make_demo_bundle.py", "--check"], cwd=REPO,
-                         capture_output=True, text=True, timeout=50)
+    out = subprocess.run(
+        [sys.executable, "scripts/make_demo_bundle.py", "--check"], cwd=REPO, capture_output=True, text=True, timeout=50
+    )
     assert out.returncode == 0, out.stdout + out.stderr
 
 

@@ -32,7 +32,10 @@ def test_flow_demo_replays_the_recorded_fixture_over_rfb_with_no_x_and_opens_onl
     out = json.loads(r.stdout)
     assert out["state"] == "COMPLETED" and out["target"] == "recorded fixture (normal) over RFB"
     assert [row[1:] for row in out["rows"]] == [["ACME Corp", 1250.5]]
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["install.key", "runs"]  # the key is FLOW_KEY_FILE, set by the test
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "install.key",
+        "runs",
+    ]  # the key is FLOW_KEY_FILE, set by the test
     assert (tmp_path / out["run_dir"] / "report.html").is_file()
     steps = json.loads((tmp_path / out["run_dir"] / "report.json").read_text())["steps"]
     assert [s["status"] for s in steps] == ["verified"] * 5

@@ -7,7 +7,6 @@ app's database."""
 from __future__ import annotations
 
 import ast
-from contextlib import contextmanager
 import json
 import os
 import re
@@ -15,6 +14,7 @@ import signal
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -34,12 +34,23 @@ TASK = [(130, 112, ""), (200, 130, "ACME Corp"), (200, 200, "1250.50"), (230, 28
 
 def viewer_window(laptop: XvncServer) -> tuple[str, int, int]:
     """The viewer's 1024x768 desktop window on the laptop's screen, once mapped: (id, x, y)."""
+
     def find() -> tuple[str, int, int] | None:
-        found = subprocess.run(["xdotool", "search", "--onlyvisible", "--name", "."], env=laptop.env,
-                               capture_output=True, text=True, timeout=10)
+        found = subprocess.run(
+            ["xdotool", "search", "--onlyvisible", "--name", "."],
+            env=laptop.env,
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
         for wid in found.stdout.split():
-            geo = subprocess.run(["xdotool", "getwindowgeometry", "--shell", wid], env=laptop.env,
-                                 capture_output=True, text=True, timeout=10)
+            geo = subprocess.run(
+                ["xdotool", "getwindowgeometry", "--shell", wid],
+                env=laptop.env,
+                capture_output=True,
+                text=True,
+                timeout=10,
+            )
             g = dict(line.split("=", 1) for line in geo.stdout.split())
             if (g.get("WIDTH"), g.get("HEIGHT")) == ("1024", "768"):
                 return wid, int(g["X"]), int(g["Y"])
@@ -50,8 +61,9 @@ def viewer_window(laptop: XvncServer) -> tuple[str, int, int]:
 
 def demonstrate(laptop: XvncServer, command: str, tmp_path: Path) -> None:
     """The user: runs the printed viewer command on the laptop and does the task in its window."""
-    viewer = subprocess.Popen(command.split(), env=laptop.env, stdout=(tmp_path / "viewer.log").open("w"),
-                              stderr=subprocess.STDOUT)
+    viewer = subprocess.Popen(
+        command.split(), env=laptop.env, stdout=(tmp_path / "viewer.log").open("w"), stderr=subprocess.STDOUT
+    )
     try:
         wid, ox, oy = viewer_window(laptop)
         # no window manager on the laptop: give the viewer the keyboard focus a window manager gives on click
@@ -75,8 +87,15 @@ def tutorial(tmp_path: Path, *args: str) -> Iterator[tuple[subprocess.Popen, lis
     does not exit then. It runs as a terminal runs a foreground command: the leader of its own process group, so
     `finish` can send Ctrl+C to the whole group as the terminal does."""
     cmd = [sys.executable, "-m", "openadapt_flow", "demo", "--record", *args]
-    proc = subprocess.Popen(cmd, cwd=tmp_path, env=flow_env(tmp_path), stdout=subprocess.PIPE,
-                            stderr=(tmp_path / "stderr.txt").open("w"), text=True, start_new_session=True)
+    proc = subprocess.Popen(
+        cmd,
+        cwd=tmp_path,
+        env=flow_env(tmp_path),
+        stdout=subprocess.PIPE,
+        stderr=(tmp_path / "stderr.txt").open("w"),
+        text=True,
+        start_new_session=True,
+    )
     try:
         assert proc.stdout is not None
         lines: list[str] = []
@@ -134,7 +153,10 @@ def test_the_recording_tutorial_records_compiles_and_replays_with_new_values(tmp
     report = json.loads((tmp_path / "run" / "report.json").read_text())
     effects = [s["effect"]["verdict"] for s in report["steps"] if s.get("effect")]
     assert effects == ["CONFIRMED"]  # the replay's row was checked in the database, not only on the screen
-    assert "== What next ==" in out and "flow replay mine --url vnc://HOST:PORT --param vendor=… --param amount=… --durable" in out
+    assert (
+        "== What next ==" in out
+        and "flow replay mine --url vnc://HOST:PORT --param vendor=… --param amount=… --durable" in out
+    )
     # what it wrote is an ordinary bundle
     assert run_flow(["validate", str(tmp_path / "mine")], tmp_path).returncode == 0
 
@@ -163,10 +185,12 @@ def test_a_hang_up_stops_the_desktop_it_started(tmp_path):
 def test_bad_options_are_refused_in_one_line_before_anything_starts(tmp_path):
     (tmp_path / "taken").mkdir()
     (tmp_path / "taken" / "flow.yaml").write_text("")
-    cases = [(["--out", "x"], "--out, --viewer-port and --param belong to flow demo --record"),
-             (["--record", "--live"], "--record runs the live app and its own steps: drop --live"),
-             (["--record", "--param", "vendor"], "--param 'vendor': expected NAME=VALUE"),
-             (["--record", "--out", "taken"], "taken exists and is not an empty folder; choose a new --out")]
+    cases = [
+        (["--out", "x"], "--out, --viewer-port and --param belong to flow demo --record"),
+        (["--record", "--live"], "--record runs the live app and its own steps: drop --live"),
+        (["--record", "--param", "vendor"], "--param 'vendor': expected NAME=VALUE"),
+        (["--record", "--out", "taken"], "taken exists and is not an empty folder; choose a new --out"),
+    ]
     for args, message in cases:
         r = run_flow(["demo", *args], tmp_path)
         assert r.returncode == 2 and message in r.stderr, (args, r.stderr)

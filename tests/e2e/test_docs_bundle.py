@@ -54,8 +54,22 @@ def test_its_identity_gate_halts_before_save_when_the_form_holds_another_vendor(
     doc = bundle / "flow.yaml"
     doc.write_text(doc.read_text().replace('identity: {text: "{vendor}"', 'identity: {text: "Initech"'))
     env = flow_env(work, FLOW_FIXTURE_DB=str(work / "inv.db"), INVOICES_DSN=f"sqlite:///{work / 'inv.db'}")
-    r = run_flow(["replay", str(bundle), "--url", "fixture:openadapt_flow/demo/fixtures/normal", "--run-dir", "run",
-                  "--param", "vendor=Globex Ltd", "--param", "amount=99.5"], work, env=env)
+    r = run_flow(
+        [
+            "replay",
+            str(bundle),
+            "--url",
+            "fixture:openadapt_flow/demo/fixtures/normal",
+            "--run-dir",
+            "run",
+            "--param",
+            "vendor=Globex Ltd",
+            "--param",
+            "amount=99.5",
+        ],
+        work,
+        env=env,
+    )
     assert r.returncode == 1, r.stdout + r.stderr
     assert "HALT save: identity: identity gate of step 'save': expected text not read" in r.stdout + r.stderr
     assert not (work / "inv.db").exists() or rows(work / "inv.db") == []  # Save was never clicked

@@ -44,8 +44,11 @@ def test_the_worked_durable_run_runs_as_written(tmp_path):
         env.pop(name, None)  # the doc sets them
     env["HOME"] = str(tmp_path / "home")  # so a default the doc forgot to override would land here, not in ~
     lines, output = run_block(shell, work, env, timeout=280)
-    wrong = [f"{line.command!r}: exit {line.actual}, the doc says {line.expected}" for line in lines
-             if line.actual != line.expected]
+    wrong = [
+        f"{line.command!r}: exit {line.actual}, the doc says {line.expected}"
+        for line in lines
+        if line.actual != line.expected
+    ]
     assert not wrong, "\n".join(wrong) + "\n" + output[-4000:]
     assert "Traceback" not in output
     run = work / "runner/runs/inv-1001"

@@ -33,15 +33,21 @@ def test_every_example_of_the_python_doc_runs_as_written(tmp_path):
     shell = "\n".join([f". {Path(sys.prefix) / 'bin' / 'activate'}", *fenced(text, "sh")])
     env = flow_env(work, FLOW_DECISION_KEY_FILE=str(tmp_path / "decision.key"))
     lines, output = run_block(shell, work, env, timeout=280)
-    wrong = [f"{line.command!r}: exit {line.actual}, the doc says {line.expected}" for line in lines
-             if line.actual != line.expected]
+    wrong = [
+        f"{line.command!r}: exit {line.actual}, the doc says {line.expected}"
+        for line in lines
+        if line.actual != line.expected
+    ]
     assert not wrong, "\n".join(wrong) + "\n" + output[-4000:]
     assert "Traceback" not in output
     assert (work / "fetches.log").read_text() == "Q3\n"
     assert (work / "posted.log").read_text() == "ops-2026 1250.5\n"
     stdout = output.split("--- stderr ---")[0]
-    for printed in ("COMPLETED 0 posted\n", "COMPLETED 0 posted 1250.5 to ops-2026\n",
-                    "COMPLETED 0 {'file': 'exported Q4', 'to': 'archive'}\n"):
+    for printed in (
+        "COMPLETED 0 posted\n",
+        "COMPLETED 0 posted 1250.5 to ops-2026\n",
+        "COMPLETED 0 {'file': 'exported Q4', 'to': 'archive'}\n",
+    ):
         assert printed in stdout, stdout
     child = work / "runs/q3/children/replay-bundle"
     assert json.loads((child / "report.json").read_text())["state"] == "COMPLETED"

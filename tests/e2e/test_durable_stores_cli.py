@@ -27,7 +27,6 @@ pytestmark = pytest.mark.timeout(180)
 FIXTURE = FIXTURES / "normal"
 
 
-
 def gated_bundle(tmp_path: Path) -> Path:
     """The demo bundle with an operator's approval before its first step (the fixture starts afresh per connection,
     so the pause comes before any input: a resume sees the screen the run paused on)."""
@@ -42,7 +41,11 @@ def gated_bundle(tmp_path: Path) -> Path:
 def store_args(request: pytest.FixtureRequest, store: str, tmp_path: Path) -> tuple[list[str], str]:
     """The --store flags and the --run-dir reference of a run in `store`."""
     if store == "postgres":
-        spec = store_spec(request.getfixturevalue("pg_server"), f"loop_{tmp_path.name.lower()}", request.getfixturevalue("monkeypatch"))
+        spec = store_spec(
+            request.getfixturevalue("pg_server"),
+            f"loop_{tmp_path.name.lower()}",
+            request.getfixturevalue("monkeypatch"),
+        )
         return ["--store", spec], "pg:r1"
     if store == "memory":
         return ["--store", "memory:"], f"memory:{tmp_path.name}"
@@ -52,8 +55,12 @@ def store_args(request: pytest.FixtureRequest, store: str, tmp_path: Path) -> tu
 @pytest.mark.parametrize("store", ["filesystem", "memory", "postgres"])
 def test_pause_approve_resume_by_run_id_on_either_store(tmp_path, monkeypatch, store, request):
     db = tmp_path / "sor.db"
-    for var, value in {"FLOW_KEY_FILE": tmp_path / "install.key", "FLOW_DECISION_KEY_FILE": tmp_path / "decision.key",
-                       "FLOW_FIXTURE_DB": db, "DEMO_DB_DSN": f"sqlite:///{db}"}.items():
+    for var, value in {
+        "FLOW_KEY_FILE": tmp_path / "install.key",
+        "FLOW_DECISION_KEY_FILE": tmp_path / "decision.key",
+        "FLOW_FIXTURE_DB": db,
+        "DEMO_DB_DSN": f"sqlite:///{db}",
+    }.items():
         monkeypatch.setenv(var, str(value))
     monkeypatch.chdir(tmp_path)
     where, run_dir = store_args(request, store, tmp_path)
@@ -65,8 +72,17 @@ def test_pause_approve_resume_by_run_id_on_either_store(tmp_path, monkeypatch, s
         assert "Traceback" not in r.output, r.output
         return r.exit_code, r.output
 
-    code, out = flow("replay", str(gated_bundle(tmp_path)), "--url", f"fixture:{FIXTURE}", "--run-dir", run_dir, *where,
-                     "--json", *PARAMS)
+    code, out = flow(
+        "replay",
+        str(gated_bundle(tmp_path)),
+        "--url",
+        f"fixture:{FIXTURE}",
+        "--run-dir",
+        run_dir,
+        *where,
+        "--json",
+        *PARAMS,
+    )
     assert code == 3, out  # PAUSED before the first step: nothing sent
     assert json.loads(out)["run_dir"] == run_dir
     code, out = flow("status", run_dir, "--json", *where)
@@ -81,8 +97,13 @@ def test_pause_approve_resume_by_run_id_on_either_store(tmp_path, monkeypatch, s
     assert invoice_rows(db) == [("ACME Corp", 1250.5)]  # exactly one write
     code, out = flow("resume", run_id, *where, "--json")
     assert code == 0 and "already terminal" in json.loads(out)["message"] and len(invoice_rows(db)) == 1
-    assert flow("approve", run_id, *where, "--decision", "continue", "--operator", "ops") == (0, "already recorded: continue\n")
-    assert flow("approve", run_id, *where, "--decision", "reject", "--operator", "ops")[0] == 6  # the pause is gone: refused
+    assert flow("approve", run_id, *where, "--decision", "continue", "--operator", "ops") == (
+        0,
+        "already recorded: continue\n",
+    )
+    assert (
+        flow("approve", run_id, *where, "--decision", "reject", "--operator", "ops")[0] == 6
+    )  # the pause is gone: refused
     code, out = flow("status", run_id, *where, "--json")
     assert json.loads(out)["state"] == "COMPLETED"
     assert (tmp_path / "runs" / "r1" / "report.json").is_file() == (store == "filesystem")
@@ -90,4 +111,8 @@ def test_pause_approve_resume_by_run_id_on_either_store(tmp_path, monkeypatch, s
 
 def test_a_memory_run_is_not_found_by_another_process(tmp_path):
     r = run_flow(["status", "run-0123456789ab", "--store", "memory:"], tmp_path, env=flow_env(tmp_path))
-    assert r.returncode == 2 and "no run with this id or name in --store memory:" in r.stderr and "Traceback" not in r.stderr
+    assert (
+        r.returncode == 2
+        and "no run with this id or name in --store memory:" in r.stderr
+        and "Traceback" not in r.stderr
+    )

@@ -15,8 +15,16 @@ import psycopg
 import pytest
 
 from openadapt_flow.bundle.effect import Effect
-from openadapt_flow.verify.effects import (ABSENT, CONFIRMED, CONFLICTING, UNAVAILABLE, baseline_blocks, make_reader,
-                                           make_verifier, verify_effect)
+from openadapt_flow.verify.effects import (
+    ABSENT,
+    CONFIRMED,
+    CONFLICTING,
+    UNAVAILABLE,
+    baseline_blocks,
+    make_reader,
+    make_verifier,
+    verify_effect,
+)
 from tests.support.pg import PgServer, start_pg, why_not_available
 
 pytestmark = pytest.mark.timeout(60)
@@ -26,6 +34,7 @@ PARAMS = {"vendor": "O'Brien & Sons; --", "amount": 10.5, "run_id": "run-42"}
 
 
 # --------------------------------------------------------------------------- PostgreSQL
+
 
 @pytest.fixture(scope="module")
 def pg() -> Iterator[PgServer]:
@@ -39,7 +48,9 @@ def pg() -> Iterator[PgServer]:
         with psycopg.connect(server.dsn("ledger"), autocommit=True) as c:
             c.execute("CREATE TABLE invoices (id serial PRIMARY KEY, vendor text, amount numeric(10, 2), run_id text)")
             c.execute("CREATE SEQUENCE audit_seq")
-        print(f"\nPostgreSQL {server.version}: initdb {server.timings['initdb_s']:.2f}s, start {server.timings['start_s']:.2f}s")
+        print(
+            f"\nPostgreSQL {server.version}: initdb {server.timings['initdb_s']:.2f}s, start {server.timings['start_s']:.2f}s"
+        )
         yield server
     finally:
         server.stop()
@@ -62,7 +73,9 @@ def env(pg: PgServer, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
 
 
 def sql_effect(query: str = COUNT, **kw: Any) -> Effect:
-    return Effect.model_validate({"kind": "sql", "dsn_env": "LEDGER_DSN", "query": query, "expect": {"increase_by": 1}, "timeout_s": 3, **kw})
+    return Effect.model_validate(
+        {"kind": "sql", "dsn_env": "LEDGER_DSN", "query": query, "expect": {"increase_by": 1}, "timeout_s": 3, **kw}
+    )
 
 
 def count(ledger: psycopg.Connection) -> int:
@@ -76,8 +89,13 @@ def test_pg_row_inserted_after_the_baseline_is_confirmed(ledger, env):
     assert base.ok and base.value == 0, base
     dispatched = time.monotonic()
     # the "app" commits a little after dispatch; the verifier polls until it sees it
-    app = threading.Timer(0.3, lambda: ledger.execute("INSERT INTO invoices (vendor, amount, run_id) VALUES (%s, %s, %s)",
-                                                       (PARAMS["vendor"], PARAMS["amount"], PARAMS["run_id"])))
+    app = threading.Timer(
+        0.3,
+        lambda: ledger.execute(
+            "INSERT INTO invoices (vendor, amount, run_id) VALUES (%s, %s, %s)",
+            (PARAMS["vendor"], PARAMS["amount"], PARAMS["run_id"]),
+        ),
+    )
     app.start()
     try:
         v = verify_effect(eff, read, base, dispatched)
@@ -117,13 +135,19 @@ def test_pg_injection_attempts_are_bound_as_values(ledger, env):
     assert count(ledger) == 8  # nothing dropped, nothing else matched
 
 
-@pytest.mark.parametrize("query, refusal", [
-    ("INSERT INTO invoices (vendor) VALUES ('evil') RETURNING 1", "read-only transaction"),
-    ("WITH w AS (INSERT INTO invoices (vendor) VALUES ('evil') RETURNING 1) SELECT count(*) FROM w", "read-only transaction"),
-    ("SELECT 1; COMMIT; INSERT INTO invoices (vendor) VALUES ('evil')", "multiple commands"),
-    ("SELECT nextval('audit_seq')", "read-only transaction"),
-    ("UPDATE invoices SET vendor = 'evil' RETURNING 1", "read-only transaction"),
-])
+@pytest.mark.parametrize(
+    "query, refusal",
+    [
+        ("INSERT INTO invoices (vendor) VALUES ('evil') RETURNING 1", "read-only transaction"),
+        (
+            "WITH w AS (INSERT INTO invoices (vendor) VALUES ('evil') RETURNING 1) SELECT count(*) FROM w",
+            "read-only transaction",
+        ),
+        ("SELECT 1; COMMIT; INSERT INTO invoices (vendor) VALUES ('evil')", "multiple commands"),
+        ("SELECT nextval('audit_seq')", "read-only transaction"),
+        ("UPDATE invoices SET vendor = 'evil' RETURNING 1", "read-only transaction"),
+    ],
+)
 def test_pg_writes_through_the_verifier_are_refused(ledger, env, query, refusal):
     ledger.execute("INSERT INTO invoices (vendor, amount, run_id) VALUES ('ACME', 10.5, 'run-42')")
     r = make_reader(sql_effect(query), {}, env)()
@@ -144,7 +168,9 @@ def test_pg_wrong_password_is_unavailable_with_a_clear_error(env):
 
 def test_pg_password_comes_only_from_the_environment(pg, env):
     # the same server through a dsn with no password: libpq has nothing to send and the read is refused
-    eff = Effect.model_validate({"kind": "sql", "dsn": f"postgresql://flow@127.0.0.1:{pg.port}/ledger", "query": "SELECT 1"})
+    eff = Effect.model_validate(
+        {"kind": "sql", "dsn": f"postgresql://flow@127.0.0.1:{pg.port}/ledger", "query": "SELECT 1"}
+    )
     r = make_reader(eff, {}, env)()
     assert not r.ok and "password" in r.error
 
@@ -158,6 +184,7 @@ def test_pg_slow_query_is_cut_at_the_read_timeout(env):
 
 # --------------------------------------------------------------------------- PostgreSQL: whole-change effects
 
+
 @pytest.fixture
 def audit(ledger: psycopg.Connection) -> psycopg.Connection:
     """A second table the app may write, with no primary key (its rows are keyed by content)."""
@@ -168,8 +195,16 @@ def audit(ledger: psycopg.Connection) -> psycopg.Connection:
 
 
 def whole(**kw: Any) -> Effect:
-    return Effect.model_validate({"kind": "sql", "dsn_env": "LEDGER_DSN", "timeout_s": 0.3, "tables": ["invoices", "audit"],
-                                  "changes": [{"table": "invoices", "added": {"vendor": "{vendor}", "amount": "{amount}"}}], **kw})
+    return Effect.model_validate(
+        {
+            "kind": "sql",
+            "dsn_env": "LEDGER_DSN",
+            "timeout_s": 0.3,
+            "tables": ["invoices", "audit"],
+            "changes": [{"table": "invoices", "added": {"vendor": "{vendor}", "amount": "{amount}"}}],
+            **kw,
+        }
+    )
 
 
 def whole_verdict(env, app: psycopg.Connection, *statements: str, eff: Effect | None = None, secrets=None):
@@ -193,8 +228,14 @@ def test_pg_whole_change_exactly_the_declared_row_is_confirmed(audit, env):
 
 
 def test_pg_whole_change_an_extra_row_and_a_changed_row_are_collateral(audit, env):
-    v = whole_verdict(env, audit, INSERT, "INSERT INTO audit VALUES ('saved by pw=hunter2-sekrit')",
-                      "UPDATE invoices SET amount = 2 WHERE vendor = 'Old Row'", secrets={"pw": "hunter2-sekrit"})
+    v = whole_verdict(
+        env,
+        audit,
+        INSERT,
+        "INSERT INTO audit VALUES ('saved by pw=hunter2-sekrit')",
+        "UPDATE invoices SET amount = 2 WHERE vendor = 'Old Row'",
+        secrets={"pw": "hunter2-sekrit"},
+    )
     assert v.verdict == CONFLICTING and "collateral write: 2 change(s)" in v.detail
     extra = sorted((c["table"], c["kind"]) for c in v.changes if not c["expected"])
     assert extra == [("audit", "added"), ("invoices", "changed")]
@@ -220,6 +261,7 @@ def test_pg_whole_change_is_bounded_and_names_what_is_missing(audit, env):
 
 
 # --------------------------------------------------------------------------- HTTP
+
 
 @dataclass
 class Api:
@@ -339,13 +381,16 @@ def test_http_unchanged_is_absent_after_the_timeout(api):
     assert v.verdict == ABSENT and v.waited_s >= 0.4 and v.observed.value == 0
 
 
-@pytest.mark.parametrize("path, fields, evidence", [
-    ("/boom", {"json_path": "data.count"}, 'HTTP 500 Internal Server Error: {"error": "database is locked"}'),
-    ("/html", {"json_path": "data.count"}, "body is not JSON"),
-    ("/api/invoices/ACME", {"json_path": "data.total"}, "json_path data.total: data.total not found"),
-    ("/moved", {"json_path": "ok"}, "HTTP 302"),  # not followed: a redirect could carry the token elsewhere
-    ("/secure", {"json_path": "ok"}, "HTTP 401"),
-])
+@pytest.mark.parametrize(
+    "path, fields, evidence",
+    [
+        ("/boom", {"json_path": "data.count"}, 'HTTP 500 Internal Server Error: {"error": "database is locked"}'),
+        ("/html", {"json_path": "data.count"}, "body is not JSON"),
+        ("/api/invoices/ACME", {"json_path": "data.total"}, "json_path data.total: data.total not found"),
+        ("/moved", {"json_path": "ok"}, "HTTP 302"),  # not followed: a redirect could carry the token elsewhere
+        ("/secure", {"json_path": "ok"}, "HTTP 401"),
+    ],
+)
 def test_http_failures_are_unavailable_with_the_error_kept(api, path, fields, evidence):
     eff = http_effect(api.url + path, timeout_s=0.2, **fields)
     read = make_reader(eff, {}, {})

@@ -23,9 +23,14 @@ SCRIPT = REPO / "scripts" / "record_demo_fixture.py"
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("rec")
-    r = subprocess.run([sys.executable, str(SCRIPT), "--variant", "normal", "--out", str(tmp / "fx"),
-                        "--frames", str(tmp / "frames")], cwd=tmp, env=flow_env(tmp), capture_output=True,
-                       text=True, timeout=120)
+    r = subprocess.run(
+        [sys.executable, str(SCRIPT), "--variant", "normal", "--out", str(tmp / "fx"), "--frames", str(tmp / "frames")],
+        cwd=tmp,
+        env=flow_env(tmp),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     return tmp / "fx", tmp / "frames", r
 
@@ -61,11 +66,11 @@ def test_replaying_the_recording_reproduces_the_live_frames(recorded):
             continue
         # typed text is drawn by us, not recorded: it may differ a little, and only inside the fields
         for bx, by, bw, bh in field_boxes:
-            diff[by:by + bh, bx:bx + bw] = False
+            diff[by : by + bh, bx : bx + bw] = False
         assert not diff.any(), f"{name}: pixels outside the fields differ"
         fx0, fy0, fw, fh = next(b for b in field_boxes if b[0] <= x < b[0] + b[2] and b[1] <= y < b[1] + b[3])
-        a = got[fy0:fy0 + fh, fx0:fx0 + fw].astype(int)
-        b = live[fy0:fy0 + fh, fx0:fx0 + fw].astype(int)
+        a = got[fy0 : fy0 + fh, fx0 : fx0 + fw].astype(int)
+        b = live[fy0 : fy0 + fh, fx0 : fx0 + fw].astype(int)
         # glyph hinting differs between Tk's Xft and Pillow, so pixels differ at glyph edges (measured: mean
         # 4 of 255); where the text sits and how far it runs must agree
         assert np.abs(a - b).mean() < 8, f"{name}: the drawn text strays from the app's"

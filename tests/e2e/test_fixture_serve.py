@@ -38,8 +38,9 @@ def vnc(port: int, password_env: str | None = None) -> VncBackend:
 
 def vncdo(port: int, *args: str, password: str | None = None) -> subprocess.CompletedProcess:
     pw = ["-p", password] if password is not None else []
-    return subprocess.run([VNCDO, "-s", f"127.0.0.1::{port}", "-t", "20", *pw, *args],
-                          capture_output=True, text=True, timeout=30)
+    return subprocess.run(
+        [VNCDO, "-s", f"127.0.0.1::{port}", "-t", "20", *pw, *args], capture_output=True, text=True, timeout=30
+    )
 
 
 def test_our_vnc_backend_captures_and_clicks(fx, tmp_path):
@@ -72,8 +73,7 @@ def test_vncdo_command_line_captures_and_clicks(fx, tmp_path):
 def test_wrong_password_is_refused(fx, tmp_path, monkeypatch):
     monkeypatch.setenv("FIXTURE_PW", "s3cret")
     monkeypatch.setenv("WRONG_PW", "guess")
-    with Served(fx, tmp_path, "--password-env", "FIXTURE_PW",
-                env=flow_env(tmp_path, FIXTURE_PW="s3cret")) as served:
+    with Served(fx, tmp_path, "--password-env", "FIXTURE_PW", env=flow_env(tmp_path, FIXTURE_PW="s3cret")) as served:
         with pytest.raises(AuthFailed):
             vnc(served.port, "WRONG_PW")
         assert vncdo(served.port, "capture", str(tmp_path / "x.png"), password="guess").returncode != 0

@@ -17,11 +17,13 @@ from tests.support.fixtures import Served
 pytestmark = pytest.mark.timeout(120)
 
 
-
 def replay(tmp_path: Path, url: str, db: Path, **env: str) -> tuple[dict, dict]:
     run_dir = tmp_path / "run"
-    r = run_flow(["replay", str(BUNDLE), "--url", url, "--run-dir", str(run_dir), "--json", *PARAMS], tmp_path,
-                 env=flow_env(tmp_path, DEMO_DB_DSN=f"sqlite:///{db}", **env))
+    r = run_flow(
+        ["replay", str(BUNDLE), "--url", url, "--run-dir", str(run_dir), "--json", *PARAMS],
+        tmp_path,
+        env=flow_env(tmp_path, DEMO_DB_DSN=f"sqlite:///{db}", **env),
+    )
     assert "Traceback" not in r.stderr, r.stderr
     assert r.returncode == 0, r.stdout + r.stderr
     assert (run_dir / "REPORT.md").is_file() and (run_dir / "report.html").is_file()

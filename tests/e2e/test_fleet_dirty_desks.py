@@ -54,7 +54,9 @@ def _bundle(tmp: Path, name: str, *, reset: bool, halts: bool) -> Path:
     flow = out / "flow.yaml"
     text = flow.read_text().replace("steps:\n", START + (RESET if reset else "") + "steps:\n", 1)
     if halts:
-        text = text.replace("    template: templates/save.png\n", "", 1).replace("    text: Save\n", "    text: Submit now\n", 1)
+        text = text.replace("    template: templates/save.png\n", "", 1).replace(
+            "    text: Save\n", "    text: Submit now\n", 1
+        )
         text = text.replace("  consequential: true\n", "  consequential: true\n  timeout_s: 2\n", 1)
     flow.write_text(text)
     return out
@@ -75,21 +77,44 @@ class Desk:
         (fixture / "fixture.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
         port = free_port()
         self.procs: list[subprocess.Popen[bytes]] = []
-        self._spawn(["fixture", "serve", str(fixture), "--keep-state", "--port", str(port), "--db", str(self.db)], "serve")
+        self._spawn(
+            ["fixture", "serve", str(fixture), "--keep-state", "--port", str(port), "--db", str(self.db)], "serve"
+        )
         self.inputs = RfbInputs()
         wait_until(lambda: _listening(port), 30, "the fixture desktop")
         self.relay = Relay("127.0.0.1", port, self.inputs)
-        (tmp / "targets.yaml").write_text("schema: openadapt-flow/targets@1\ntargets:\n  - {name: desk0, backend: "
-                                          f'{{kind: vnc, url: "vnc://127.0.0.1:{self.relay.port}"}}}}\n')
+        (tmp / "targets.yaml").write_text(
+            "schema: openadapt-flow/targets@1\ntargets:\n  - {name: desk0, backend: "
+            f'{{kind: vnc, url: "vnc://127.0.0.1:{self.relay.port}"}}}}\n'
+        )
         (tmp / "deploy.yaml").write_text("schema: openadapt-flow/config@1\nruntime: {lease_ttl_s: 5}\n")
         self.log = tmp / "w1.log"
-        self._spawn(["worker", "--store", spec, "--targets", str(tmp / "targets.yaml"), "--config",
-                     str(tmp / "deploy.yaml"), "--name", "w1"], "w1")
+        self._spawn(
+            [
+                "worker",
+                "--store",
+                spec,
+                "--targets",
+                str(tmp / "targets.yaml"),
+                "--config",
+                str(tmp / "deploy.yaml"),
+                "--name",
+                "w1",
+            ],
+            "w1",
+        )
 
     def _spawn(self, args: list[str], log: str) -> None:
         out = open(self.tmp / f"{log}.log", "wb")
-        self.procs.append(subprocess.Popen([sys.executable, "-m", "openadapt_flow", *args], cwd=self.tmp, env=self.env,
-                                           stdout=out, stderr=subprocess.STDOUT))
+        self.procs.append(
+            subprocess.Popen(
+                [sys.executable, "-m", "openadapt_flow", *args],
+                cwd=self.tmp,
+                env=self.env,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+            )
+        )
 
     def state(self, ref: str) -> str | None:
         with psycopg.connect(self.spec, autocommit=True, password=self.env["PGPASSWORD"]) as c:
@@ -135,7 +160,9 @@ def desk(pg_server: PgServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
 
 def _halted_first(desk: Desk, reset: bool) -> tuple[str, float]:
     """A run that halts after typing into the form; the desktop is dirty with it. Its ref, and when it settled."""
-    halted = submit(desk.spec, _bundle(desk.tmp, "halts", reset=reset, halts=True), {"vendor": "Halt Co", "amount": "64.5"}, None)
+    halted = submit(
+        desk.spec, _bundle(desk.tmp, "halts", reset=reset, halts=True), {"vendor": "Halt Co", "amount": "64.5"}, None
+    )
     assert desk.settled(halted) == "PAUSED"  # durable: the halt waits for an operator
     ended = time.monotonic()
     marked = [("desk0", halted, f"run {halted} ended PAUSED")]  # written by the worker just after the run's end
@@ -146,14 +173,16 @@ def _halted_first(desk: Desk, reset: bool) -> tuple[str, float]:
 def test_a_halted_runs_desktop_is_reset_before_the_next_run_sends_anything(desk):
     halted, ended = _halted_first(desk, reset=True)
     assert desk.inputs.errors == [] and desk.events_after(0), "the halted run typed into the form"
-    nxt = submit(desk.spec, _bundle(desk.tmp, "next", reset=True, halts=False), {"vendor": "Next Co", "amount": "31.25"}, None)
+    nxt = submit(
+        desk.spec, _bundle(desk.tmp, "next", reset=True, halts=False), {"vendor": "Next Co", "amount": "31.25"}, None
+    )
     assert desk.settled(nxt) == "COMPLETED", desk.flow("status", nxt).stdout  # on main: PAUSED at its start check
     assert invoice_rows(desk.db) == [("Next Co", 31.25)]  # the halted item's typing was never saved
     after = desk.events_after(ended)
     conns = list(dict.fromkeys(c for c, _ in after))  # connections that sent input, in the order they did
     first_keys = [k for c, k in after if c == conns[0]]
     assert first_keys.count(KEY) == 2, after  # the reset's Escape (down, up) came first, on a connection of its own…
-    assert all(c != conns[0] for c, _ in after[len(first_keys):]), after  # …before any input of the next run
+    assert all(c != conns[0] for c, _ in after[len(first_keys) :]), after  # …before any input of the next run
     assert len(conns) >= 2 and desk.inputs.errors == []
     wait_until(lambda: desk.dirty() == [], 30, "the desktop clean: the run that followed the reset completed")
     assert "desktop desk0 reset (run " in desk.log.read_text()
@@ -161,16 +190,24 @@ def test_a_halted_runs_desktop_is_reset_before_the_next_run_sends_anything(desk)
 
 def test_without_a_reset_a_dirty_desktop_waits_for_an_operator_and_the_start_check_still_guards(desk):
     halted, ended = _halted_first(desk, reset=False)
-    nxt = submit(desk.spec, _bundle(desk.tmp, "next", reset=False, halts=False), {"vendor": "Next Co", "amount": "31.25"}, None)
+    nxt = submit(
+        desk.spec, _bundle(desk.tmp, "next", reset=False, halts=False), {"vendor": "Next Co", "amount": "31.25"}, None
+    )
     told = "desktop desk0 is dirty (run {} ended PAUSED): the bundle 'demo-invoice' has no reset".format(halted)
     wait_until(lambda: told in desk.log.read_text(), 60, "the worker saying why it passes the desktop over")
     assert "flow desk clean desk0" in desk.log.read_text()
     assert desk.state(nxt) == "PENDING" and desk.events_after(ended) == []  # not handed the desktop: nothing sent
 
     bad = desk.flow("desk", "clean", "desk9")
-    assert bad.returncode == 2 and bad.stderr.strip() == "error: desktop 'desk9' is not dirty (`flow desk list` names the dirty ones)"
+    assert (
+        bad.returncode == 2
+        and bad.stderr.strip() == "error: desktop 'desk9' is not dirty (`flow desk list` names the dirty ones)"
+    )
     cleaned = desk.flow("desk", "clean", "desk0")
-    assert cleaned.returncode == 0 and cleaned.stdout.strip() == f"desk0: marked clean (was dirty: run {halted} ended PAUSED)"
+    assert (
+        cleaned.returncode == 0
+        and cleaned.stdout.strip() == f"desk0: marked clean (was dirty: run {halted} ended PAUSED)"
+    )
     # the operator was wrong (the form is still open): the run's own start check halts it before any input
     assert desk.settled(nxt) == "PAUSED"
     status = json.loads(desk.flow("status", nxt, "--json").stdout)

@@ -24,11 +24,15 @@ ITEMS = "invoice,vendor,amount\nINV-1,ACME,12.50\nINV-2,Globex,99\nINV-3,Initech
 
 def _submissions(spec: str, password: str) -> list[tuple[str, str, str, str]]:
     with psycopg.connect(spec, autocommit=True, password=password) as c:
-        return c.execute("SELECT s.item_scope, s.item_key, r.state, r.manifest FROM flow_submissions s "
-                         "JOIN flow_runs r ON r.id = s.run ORDER BY s.item_key").fetchall()
+        return c.execute(
+            "SELECT s.item_scope, s.item_key, r.state, r.manifest FROM flow_submissions s "
+            "JOIN flow_runs r ON r.id = s.run ORDER BY s.item_key"
+        ).fetchall()
 
 
-def test_submit_items_queues_each_key_once(pg_server: PgServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_submit_items_queues_each_key_once(
+    pg_server: PgServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     spec = store_spec(pg_server, f"i_{tmp_path.name.lower()}", monkeypatch)
     env = flow_env(tmp_path, PGPASSWORD=pg_server.password)
     items = tmp_path / "invoices.csv"
@@ -39,16 +43,23 @@ def test_submit_items_queues_each_key_once(pg_server: PgServer, tmp_path: Path, 
     assert r.returncode == 0, r.stderr
     first = json.loads(r.stdout)
     assert [(x["item"], x["key"], x["queued"], x["state"]) for x in first] == [
-        (2, "INV-1", True, "PENDING"), (3, "INV-2", True, "PENDING"), (4, "INV-3", True, "PENDING")]
+        (2, "INV-1", True, "PENDING"),
+        (3, "INV-2", True, "PENDING"),
+        (4, "INV-3", True, "PENDING"),
+    ]
     rows = _submissions(spec, pg_server.password)
     assert [(s, k, st) for s, k, st, _ in rows] == [("demo-invoice", f"INV-{n}", "PENDING") for n in (1, 2, 3)]
     assert [json.loads(m)["params"] for *_, m in rows] == [
-        {"vendor": "ACME", "amount": 12.5}, {"vendor": "Globex", "amount": 99}, {"vendor": "Initech", "amount": 7.25}]
+        {"vendor": "ACME", "amount": 12.5},
+        {"vendor": "Globex", "amount": 99},
+        {"vendor": "Initech", "amount": 7.25},
+    ]
 
     r = run_flow(args, tmp_path, env)  # the same file again: nothing queued
     assert r.returncode == 0, r.stderr
-    assert r.stdout.splitlines() == [f"line {n + 1} INV-{n}: not queued: its key is {first[n - 1]['run_id']} "
-                                     "(PENDING) already" for n in (1, 2, 3)]
+    assert r.stdout.splitlines() == [
+        f"line {n + 1} INV-{n}: not queued: its key is {first[n - 1]['run_id']} (PENDING) already" for n in (1, 2, 3)
+    ]
     items.write_text(ITEMS + "INV-4,Umbrella,3\n")  # a grown file: only the new item
     r = run_flow(args + ["--json"], tmp_path, env)
     assert [x["queued"] for x in json.loads(r.stdout)] == [False, False, False, True]
@@ -60,8 +71,9 @@ def test_submit_items_queues_each_key_once(pg_server: PgServer, tmp_path: Path, 
     assert len(_submissions(spec, pg_server.password)) == 4
 
 
-def test_two_submits_of_one_file_at_once_queue_each_key_once(pg_server: PgServer, tmp_path: Path,
-                                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_two_submits_of_one_file_at_once_queue_each_key_once(
+    pg_server: PgServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     spec = store_spec(pg_server, f"i_{tmp_path.name.lower()}", monkeypatch)
     items = tmp_path / "invoices.csv"
     items.write_text("invoice,vendor,amount\n" + "".join(f"INV-{n},Vendor {n},{n}\n" for n in range(1, 21)))

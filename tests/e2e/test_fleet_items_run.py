@@ -10,15 +10,20 @@ import subprocess
 
 import pytest
 
-from tests.e2e.test_fleet import (Fleet, _all, _journal_types, _saves, _sql, _stuck,  # noqa: F401 — fleet: fixture
-                                  fleet)
+from tests.e2e.test_fleet import Fleet, _all, _journal_types, _saves, _sql, _stuck, fleet  # noqa: F401 — fleet: fixture
 from tests.support.demo_invoices import BUNDLE
 from tests.support.pg import pg_server  # noqa: F401 — the session's server, for the fleet fixture
 from tests.support.xserver import wait_until
 
 pytestmark = pytest.mark.timeout(240)
-ITEMS = [("INV-1", "Acme", "12.5"), ("INV-2", "Globex", "99"), ("INV-3", "Initech", "7.25"), ("INV-4", "Umbrella", "3"),
-         ("INV-5", "Hooli", "41"), ("INV-6", "Stark", "18.75")]
+ITEMS = [
+    ("INV-1", "Acme", "12.5"),
+    ("INV-2", "Globex", "99"),
+    ("INV-3", "Initech", "7.25"),
+    ("INV-4", "Umbrella", "3"),
+    ("INV-5", "Hooli", "41"),
+    ("INV-6", "Stark", "18.75"),
+]
 
 
 def _killable(fleet: Fleet, names: list[str], worker: subprocess.Popen[bytes]) -> str | None:
@@ -48,8 +53,22 @@ def test_submitted_items_run_exactly_once_when_a_worker_is_killed_mid_item(fleet
     names = [q["run_id"].removeprefix("pg:") for q in queued]
     assert len(names) == len(ITEMS) and all(q["queued"] for q in queued)
 
-    doomed = fleet._spawn(["worker", "--store", fleet.spec, "--targets", str(fleet.targets), "--config",
-                           str(fleet.tmp / "deploy.yaml"), "--name", "w1", "--concurrency", "1"], "w1")
+    doomed = fleet._spawn(
+        [
+            "worker",
+            "--store",
+            fleet.spec,
+            "--targets",
+            str(fleet.targets),
+            "--config",
+            str(fleet.tmp / "deploy.yaml"),
+            "--name",
+            "w1",
+            "--concurrency",
+            "1",
+        ],
+        "w1",
+    )
     killed: list[str] = []
 
     def mid_item() -> bool:

@@ -20,14 +20,17 @@ pytestmark = pytest.mark.timeout(120)
 THREADS = 8
 
 
-def test_threads_starting_runs_of_one_snapshot_together_all_load_it_whole(pg_server: PgServer, tmp_path: Path,
-                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_threads_starting_runs_of_one_snapshot_together_all_load_it_whole(
+    pg_server: PgServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The race a 40-run fleet found: two threads missing the cache together wrote the snapshot's files into one
     directory while the other was reading them ("flow.yaml: expected a mapping", "template … is not a PNG file")."""
     spec = store_spec(pg_server, f"s_{tmp_path.name.lower()}", monkeypatch)
     store = fleet_store(spec)
-    names = [submit(spec, BUNDLE, {"vendor": "ACME Corp", "amount": "1250.50"}, None).removeprefix("pg:")
-             for _ in range(THREADS)]
+    names = [
+        submit(spec, BUNDLE, {"vendor": "ACME Corp", "amount": "1250.50"}, None).removeprefix("pg:")
+        for _ in range(THREADS)
+    ]
     for rounds in range(5):  # a fresh cache each round: every round is a cold miss by all threads at once
         cache = BundleCache()
         gate = threading.Barrier(THREADS)
@@ -53,8 +56,9 @@ def test_threads_starting_runs_of_one_snapshot_together_all_load_it_whole(pg_ser
         assert isinstance(loaded, LoadedBundle) and loaded.model == load_bundle(BUNDLE).model
 
 
-def test_a_snapshot_evicted_and_needed_again_is_loaded_from_its_one_directory(pg_server: PgServer, tmp_path: Path,
-                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_snapshot_evicted_and_needed_again_is_loaded_from_its_one_directory(
+    pg_server: PgServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A worker's cache keeps `size` bundles; one evicted and started again is read back from the directory its key
     names (the same bytes), not written anew: a long-lived worker keeps one directory per snapshot it ever ran."""
     spec = store_spec(pg_server, f"s_{tmp_path.name.lower()}", monkeypatch)
@@ -62,11 +66,15 @@ def test_a_snapshot_evicted_and_needed_again_is_loaded_from_its_one_directory(pg
     other = tmp_path / "other"
     shutil.copytree(BUNDLE, other)
     (other / "flow.yaml").write_text((other / "flow.yaml").read_text() + "\n# another snapshot\n")
-    a, b, a_again = (submit(spec, bundle, {"vendor": "ACME Corp", "amount": "1250.50"}, None).removeprefix("pg:")
-                     for bundle in (BUNDLE, other, BUNDLE))
+    a, b, a_again = (
+        submit(spec, bundle, {"vendor": "ACME Corp", "amount": "1250.50"}, None).removeprefix("pg:")
+        for bundle in (BUNDLE, other, BUNDLE)
+    )
     cache = BundleCache(size=1)
     first = cache.bundle(PostgresRun(store, a))
     assert cache.bundle(PostgresRun(store, b)).root != first.root  # another snapshot: another directory; `a` evicted
     again = cache.bundle(PostgresRun(store, a_again))
     assert again is not first and again.root == first.root and again.model == first.model
-    assert sorted(p.name for p in store.scratch().iterdir()) == sorted({first.root.name, cache.bundle(PostgresRun(store, b)).root.name})
+    assert sorted(p.name for p in store.scratch().iterdir()) == sorted(
+        {first.root.name, cache.bundle(PostgresRun(store, b)).root.name}
+    )

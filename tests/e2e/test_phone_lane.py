@@ -42,7 +42,9 @@ from tests.support.pushservice import PushService, vapid_claims
 from tests.support.testca import TestCerts, make_test_ca
 
 pytestmark = pytest.mark.timeout(240)
-SCREENSHOT = REPO / "build" / "test-artifacts" / "phone" / "phone-lane.png"  # build/ is git-ignored; docs/phone-lane.png is one of these
+SCREENSHOT = (
+    REPO / "build" / "test-artifacts" / "phone" / "phone-lane.png"
+)  # build/ is git-ignored; docs/phone-lane.png is one of these
 INTENT = "Save the invoice for {vendor}"  # a placeholder the closed context must keep as written
 
 
@@ -58,15 +60,36 @@ class Lane:
         self.db = tmp / "queue" / "queue.sqlite3"
         self.db.parent.mkdir()
         self.url = f"https://127.0.0.1:{free_port()}"
-        self.proc = subprocess.Popen([sys.executable, "-m", "openadapt_flow", "queue", "serve", "--bind",
-                                      self.url.removeprefix("https://"), "--tls-cert", str(self.ca.cert), "--tls-key",
-                                      str(self.ca.key), "--db", str(self.db), "--json"], cwd=tmp, env=self.env,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "openadapt_flow",
+                "queue",
+                "serve",
+                "--bind",
+                self.url.removeprefix("https://"),
+                "--tls-cert",
+                str(self.ca.cert),
+                "--tls-key",
+                str(self.ca.key),
+                "--db",
+                str(self.db),
+                "--json",
+            ],
+            cwd=tmp,
+            env=self.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         stack.callback(stop, self.proc)
         started = json.loads(self.proc.stdout.readline() or "{}")
         assert started.get("url") == self.url + "/", self.proc.stderr.read()
         self.vapid = started["vapid"]
-        self.http = httpx.Client(base_url=self.url, verify=ssl.create_default_context(cafile=str(self.ca.ca)), timeout=30)
+        self.http = httpx.Client(
+            base_url=self.url, verify=ssl.create_default_context(cafile=str(self.ca.ca)), timeout=30
+        )
         deadline = time.monotonic() + 60
         while True:
             try:
@@ -75,14 +98,25 @@ class Lane:
             except httpx.TransportError:
                 assert self.proc.poll() is None and time.monotonic() < deadline, "flow queue serve did not start"
                 time.sleep(0.1)
-        key, token, operator = self.flow(["queue", "key"], ["queue", "relay-token"], ["queue", "operator", "add", "pat"])
+        key, token, operator = self.flow(
+            ["queue", "key"], ["queue", "relay-token"], ["queue", "operator", "add", "pat"]
+        )
         assert key["key"] == started["key"]
         self.key, self.token, self.credential = key["key"], token["token"], operator["credential"]
 
     def flow(self, *commands: list[str]) -> list[dict]:
         """Run the `flow` commands side by side (each on the queue's database, with --json); their JSON."""
-        procs = [subprocess.Popen([sys.executable, "-m", "openadapt_flow", *c, "--db", str(self.db), "--json"], cwd=self.tmp,
-                                  env=self.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for c in commands]
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "-m", "openadapt_flow", *c, "--db", str(self.db), "--json"],
+                cwd=self.tmp,
+                env=self.env,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for c in commands
+        ]
         outs = []
         for p in procs:
             out, err = p.communicate(timeout=60)
@@ -91,10 +125,32 @@ class Lane:
         return outs
 
     def relay(self, root: Path, *extra: str, key: str | None = None) -> subprocess.Popen:
-        return subprocess.Popen([sys.executable, "-m", "openadapt_flow", "relay", "--queue", self.url, "--queue-key",
-                                 key or self.key, "--token-env", "RELAY_TOKEN", "--ca-file", str(self.ca.ca), "--root",
-                                 str(root), "--poll-s", "1", *extra], cwd=self.tmp, env={**self.env, "RELAY_TOKEN": self.token},
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        return subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "openadapt_flow",
+                "relay",
+                "--queue",
+                self.url,
+                "--queue-key",
+                key or self.key,
+                "--token-env",
+                "RELAY_TOKEN",
+                "--ca-file",
+                str(self.ca.ca),
+                "--root",
+                str(root),
+                "--poll-s",
+                "1",
+                *extra,
+            ],
+            cwd=self.tmp,
+            env={**self.env, "RELAY_TOKEN": self.token},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
 
     def login(self) -> httpx.Client:
         client = httpx.Client(base_url=self.url, verify=ssl.create_default_context(cafile=str(self.ca.ca)), timeout=30)
@@ -121,8 +177,13 @@ def phone(certs):
     """Headless Chromium at a phone's size that trusts the test server's key (and nothing else it would not)."""
     opts = Options()
     opts.binary_location = "/usr/bin/chromium"
-    for a in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", 
-              f"--ignore-certificate-errors-spki-list={spki_hash(certs.cert)}"):
+    for a in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-dev-shm-usage",
+        "--disable-gpu",
+        f"--ignore-certificate-errors-spki-list={spki_hash(certs.cert)}",
+    ):
         opts.add_argument(a)
     driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=opts)
     driver.set_page_load_timeout(60)
@@ -165,7 +226,15 @@ def approval_bundle(tmp: Path) -> Path:
 
 
 def paused_run(tmp: Path, env: dict, port: int, name: str) -> Path:
-    args = ["replay", str(approval_bundle(tmp)), "--url", f"vnc://127.0.0.1:{port}", "--durable", "--run-dir", f"runs/{name}"]
+    args = [
+        "replay",
+        str(approval_bundle(tmp)),
+        "--url",
+        f"vnc://127.0.0.1:{port}",
+        "--durable",
+        "--run-dir",
+        f"runs/{name}",
+    ]
     args += [a for k, v in PARAMS.items() for a in ("--param", f"{k}={v}")]
     r = run_flow(args, tmp, env=env, timeout=180)
     assert r.returncode == 3, r.stdout + r.stderr
@@ -209,7 +278,9 @@ def ocr_words(run: Path) -> set[str]:
     return {w for w in words if len(w) >= 3}
 
 
-RAW_MIN = 5  # a value this long is looked for in the raw bytes too: ciphertext matches it by chance once in ~10^12 bytes
+RAW_MIN = (
+    5  # a value this long is looked for in the raw bytes too: ciphertext matches it by chance once in ~10^12 bytes
+)
 
 
 def db_texts(db: Path) -> list[str]:
@@ -316,8 +387,11 @@ def test_a_phone_decision_resumes_the_run_and_nothing_but_the_closed_context_lef
         bodies = [bytes(b) for (b,) in conn.execute("SELECT body FROM requests")]
         conn.close()
         payloads = [lane.push.decrypt(m) for m in lane.push.messages]
-        corpus = {"queue db": lane.db.read_bytes(), **{f"request {i}": b for i, b in enumerate(bodies)},
-                  **{f"push {i}": p for i, p in enumerate(payloads)}}
+        corpus = {
+            "queue db": lane.db.read_bytes(),
+            **{f"request {i}": b for i, b in enumerate(bodies)},
+            **{f"push {i}": p for i, p in enumerate(payloads)},
+        }
         texts = {f"queue db value {i}": t for i, t in enumerate(db_texts(lane.db))}
         for where, data in corpus.items():
             try:
@@ -329,8 +403,14 @@ def test_a_phone_decision_resumes_the_run_and_nothing_but_the_closed_context_lef
             assert where is None, f"{value!r} left the runner in {where}"
         for where, data in corpus.items():
             assert b"\x89PNG" not in data and b"\xff\xd8\xff" not in data, f"image bytes in {where}"
-        figures = {"db_bytes": len(corpus["queue db"]), "requests": len(bodies), "request_bytes": sum(map(len, bodies)),
-                   "pushes": len(payloads), "push_fields": sorted(pushed), "values_searched": len(secrets | words)}
+        figures = {
+            "db_bytes": len(corpus["queue db"]),
+            "requests": len(bodies),
+            "request_bytes": sum(map(len, bodies)),
+            "pushes": len(payloads),
+            "push_fields": sorted(pushed),
+            "values_searched": len(secrets | words),
+        }
         (REPO / "build").mkdir(exist_ok=True)
         (REPO / "build" / "phone-audit.json").write_text(json.dumps(figures, indent=2))
 

@@ -12,15 +12,22 @@ import pytest
 
 from openadapt_flow.store import PostgresStore
 from tests.crash.crash_support import (  # noqa: F401  (desk: the crash matrix's desktop fixture)
-    CONSEQUENTIAL, STEPS, Desktop, desk, flow, uncertain, verified,
+    CONSEQUENTIAL,
+    STEPS,
+    Desktop,
+    desk,
+    flow,
+    uncertain,
+    verified,
 )
 from tests.support.pg import PgServer, pg_server, store_spec  # noqa: F401  (pg_server: the session's server)
 
 pytestmark = pytest.mark.timeout(240)
 
 
-def test_a_kill_after_action_dispatched_resumes_to_exactly_one_row(desk: Desktop, pg_server: PgServer, tmp_path: Path,
-                                                                     monkeypatch: pytest.MonkeyPatch):
+def test_a_kill_after_action_dispatched_resumes_to_exactly_one_row(
+    desk: Desktop, pg_server: PgServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
     spec = store_spec(pg_server, f"crash_{tmp_path.name.lower()}", monkeypatch)
     root, amount = desk.case()
     env = dict(desk.env(), PGPASSWORD=pg_server.password)

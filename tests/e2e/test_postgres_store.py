@@ -19,11 +19,10 @@ from typer.testing import CliRunner
 from openadapt_flow.cli.app import app
 from openadapt_flow.errors import RefusedError, RunDirError
 from openadapt_flow.runtime.start.runref import open_ref
+from openadapt_flow.store import PostgresLease, PostgresRun, PostgresStore, load_journal
+from openadapt_flow.store import pg_code_version as code_version
+from openadapt_flow.store import pg_migrations as migrations
 from openadapt_flow.store.journal import GENESIS, make_record
-from openadapt_flow.store import (
-    PostgresLease, PostgresRun, PostgresStore, load_journal, pg_code_version as code_version,
-    pg_migrations as migrations
-)
 from openadapt_flow.store.keys import load_key
 from openadapt_flow.store.lease import LeaseLost
 from openadapt_flow.store.select import open_store
@@ -61,6 +60,7 @@ def journal_types(run: PostgresRun) -> list[str]:
 
 # --- fencing: action_dispatched commits only under the generation the writer read ---
 
+
 def test_a_stale_generation_cannot_dispatch_and_its_journal_stays_as_the_new_owner_left_it(spec):
     a_store, b_store = PostgresStore(spec), PostgresStore(spec)  # two processes' views of one store
     a_run = started(a_store)
@@ -96,17 +96,32 @@ def test_a_takeover_waits_for_a_dispatch_in_flight_and_then_reads_it(spec):
     lease = run.lease(1.0).acquire()
     rec, line = make_record(KEY, 1, GENESIS, "action_dispatched", "save", {"lease_generation": lease.generation})
     with psycopg.connect(spec) as inflight:  # not autocommit: the dispatch's transaction stays open
-        assert inflight.execute("SELECT flow_append(%s, 1, 'action_dispatched', 'save', %s, true, true, %s, %s)",
-                                (run.id(), line, lease.generation, lease.holder)).fetchone() == (True,)
+        assert inflight.execute(
+            "SELECT flow_append(%s, 1, 'action_dispatched', 'save', %s, true, true, %s, %s)",
+            (run.id(), line, lease.generation, lease.holder),
+        ).fetchone() == (True,)
         with psycopg.connect(spec, autocommit=True) as watch:
-            wait_until(lambda: watch.execute("SELECT expires_at <= now() FROM flow_leases").fetchone() == (True,), 10,
-                       "the holder's lease to expire (no heartbeat)")
+            wait_until(
+                lambda: watch.execute("SELECT expires_at <= now() FROM flow_leases").fetchone() == (True,),
+                10,
+                "the holder's lease to expire (no heartbeat)",
+            )
             taken: list[PostgresLease] = []
-            taker = threading.Thread(target=lambda: taken.append(PostgresStore(spec).open_run("pg:r1").lease(30).acquire()))
+            taker = threading.Thread(
+                target=lambda: taken.append(PostgresStore(spec).open_run("pg:r1").lease(30).acquire())
+            )
             taker.start()
-            wait_until(lambda: watch.execute("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND "
-                                             "query LIKE '%%INSERT INTO flow_leases%%'").fetchone() == (1,), 10,
-                       "the takeover to wait on the dispatch's lock")
+            wait_until(
+                lambda: (
+                    watch.execute(
+                        "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND "
+                        "query LIKE '%%INSERT INTO flow_leases%%'"
+                    ).fetchone()
+                    == (1,)
+                ),
+                10,
+                "the takeover to wait on the dispatch's lock",
+            )
             assert taken == []
             inflight.commit()
             taker.join(30)
@@ -189,6 +204,7 @@ def test_a_live_holder_is_never_taken_over_and_its_heartbeat_keeps_it(spec):
 
 # --- migrations ---
 
+
 def test_migrate_applies_the_schema_once_and_a_store_is_refused_until_then(pg_server, tmp_path, monkeypatch):
     spec = store_spec(pg_server, f"m_{tmp_path.name.lower()}", monkeypatch, migrated=False)
     env = flow_env(tmp_path)
@@ -199,7 +215,11 @@ def test_migrate_applies_the_schema_once_and_a_store_is_refused_until_then(pg_se
     assert applied == [f"{m.version:04d}_{m.name}" for m in migrations()], r.stderr  # every shipped one, in order
     assert applied[:2] == ["0001_run_store", "0002_operators"]
     r = run_flow(["store", "migrate", "--store", spec, "--json"], tmp_path, env=env)  # idempotent
-    assert r.returncode == 0 and json.loads(r.stdout) == {"store": spec, "schema_version": code_version(), "applied": []}
+    assert r.returncode == 0 and json.loads(r.stdout) == {
+        "store": spec,
+        "schema_version": code_version(),
+        "applied": [],
+    }
     assert run_flow(["runs", "--store", spec, "--json"], tmp_path, env=env).stdout.strip() == "[]"
 
 
@@ -209,7 +229,10 @@ def test_a_store_newer_than_the_code_is_refused_never_half_read(spec, tmp_path):
     env = flow_env(tmp_path)
     for args in (["runs", "--store", spec], ["store", "migrate", "--store", spec], ["status", "r1", "--store", spec]):
         r = run_flow(args, tmp_path, env=env)
-        assert r.returncode == 6 and "newer than this openadapt-flow" in r.stderr and "Traceback" not in r.stderr, (args, r.stderr)
+        assert r.returncode == 6 and "newer than this openadapt-flow" in r.stderr and "Traceback" not in r.stderr, (
+            args,
+            r.stderr,
+        )
 
 
 def test_a_password_in_the_store_url_is_refused_without_showing_it(pg_server, tmp_path):
@@ -221,15 +244,19 @@ def test_a_password_in_the_store_url_is_refused_without_showing_it(pg_server, tm
 def test_a_store_that_does_not_answer_is_the_environment_exit_75(tmp_path):
     """Nothing listens on the port: a retry may succeed, so exit 75 (EX_TEMPFAIL), not 2 (fix your command)."""
     r = run_flow(["runs", "--store", "postgresql://flow@127.0.0.1:1/postgres"], tmp_path, env=flow_env(tmp_path))
-    assert r.returncode == 75 and "cannot connect (Connection refused)" in r.stderr and "retry later" in r.stderr, r.stderr
+    assert r.returncode == 75 and "cannot connect (Connection refused)" in r.stderr and "retry later" in r.stderr, (
+        r.stderr
+    )
     assert len(r.stderr.splitlines()) == 1, r.stderr
 
 
 def test_a_store_that_answers_no_is_the_input_exit_2(pg_server, tmp_path):
     """The server answers that the database or the password is wrong: retrying cannot fix it, so exit 2."""
     env = {**flow_env(tmp_path), "PGPASSWORD": pg_server.password}
-    for spec, why in ((f"postgresql://flow@127.0.0.1:{pg_server.port}/no_such_db", "no_such_db"),
-                      (f"postgresql://no_such_role@127.0.0.1:{pg_server.port}/postgres", "no_such_role")):
+    for spec, why in (
+        (f"postgresql://flow@127.0.0.1:{pg_server.port}/no_such_db", "no_such_db"),
+        (f"postgresql://no_such_role@127.0.0.1:{pg_server.port}/postgres", "no_such_role"),
+    ):
         r = run_flow(["runs", "--store", spec], tmp_path, env=env)
         assert r.returncode == 2 and "cannot connect" in r.stderr and why in r.stderr, (spec, r.stderr)
         assert len(r.stderr.splitlines()) == 1 and "retry later" not in r.stderr, r.stderr
@@ -237,15 +264,35 @@ def test_a_store_that_answers_no_is_the_input_exit_2(pg_server, tmp_path):
 
 # --- export: a stored run as a §7 run directory ---
 
+
 def test_export_writes_a_run_directory_every_run_dir_tool_reads(spec, tmp_path, monkeypatch):
     db = tmp_path / "sor.db"
-    for var, value in {"FLOW_KEY_FILE": tmp_path / "install.key", "FLOW_DECISION_KEY_FILE": tmp_path / "decision.key",
-                       "FLOW_STATE_DIR": tmp_path / "state", "FLOW_FIXTURE_DB": db, "DEMO_DB_DSN": f"sqlite:///{db}"}.items():
+    for var, value in {
+        "FLOW_KEY_FILE": tmp_path / "install.key",
+        "FLOW_DECISION_KEY_FILE": tmp_path / "decision.key",
+        "FLOW_STATE_DIR": tmp_path / "state",
+        "FLOW_FIXTURE_DB": db,
+        "DEMO_DB_DSN": f"sqlite:///{db}",
+    }.items():
         monkeypatch.setenv(var, str(value))
     monkeypatch.chdir(tmp_path)
     cli = CliRunner()
-    r = cli.invoke(app, ["replay", str(BUNDLE), "--url", f"fixture:{FIXTURES / 'normal'}", "--durable", "--store", spec,
-                         "--run-dir", "pg:done", "--json", *PARAMS])
+    r = cli.invoke(
+        app,
+        [
+            "replay",
+            str(BUNDLE),
+            "--url",
+            f"fixture:{FIXTURES / 'normal'}",
+            "--durable",
+            "--store",
+            spec,
+            "--run-dir",
+            "pg:done",
+            "--json",
+            *PARAMS,
+        ],
+    )
     assert r.exit_code == 0, r.output
     assert invoice_rows(db) == [("ACME Corp", 1250.5)]
     run = PostgresStore(spec).open_run("pg:done")
@@ -260,7 +307,9 @@ def test_export_writes_a_run_directory_every_run_dir_tool_reads(spec, tmp_path, 
     assert (out / "bundle" / "flow.yaml").read_bytes() == (BUNDLE / "flow.yaml").read_bytes()
     tally = Tally()
     assert check_run_dir(out, [load_key(create=False)], [], tally) == [] and tally.files >= 4
-    r = run_flow(["status", str(out), "--json"], tmp_path, env=flow_env(tmp_path, FLOW_KEY_FILE=str(tmp_path / "install.key")))
+    r = run_flow(
+        ["status", str(out), "--json"], tmp_path, env=flow_env(tmp_path, FLOW_KEY_FILE=str(tmp_path / "install.key"))
+    )
     assert r.returncode == 0 and json.loads(r.stdout)["state"] == "COMPLETED", r.stderr
     r = cli.invoke(app, ["export", "pg:done", "--store", spec, "--to", str(out)])
     assert r.exit_code == 2 and "already holds a run" in r.output  # never over a run directory
@@ -270,16 +319,41 @@ def test_an_exported_run_directory_is_read_but_never_resumed_or_decided_on(spec,
     """A paused run exported is a copy: acting on it would run its remaining steps in two places (the copy and the
     store). Every command that acts refuses it in one line (exit 6) naming the store; status and report read it."""
     db = tmp_path / "sor.db"
-    env = flow_env(tmp_path, FLOW_KEY_FILE=str(tmp_path / "install.key"), FLOW_DECISION_KEY_FILE=str(tmp_path / "decision.key"),
-                   FLOW_STATE_DIR=str(tmp_path / "state"), FLOW_FIXTURE_DB=str(db), DEMO_DB_DSN=f"sqlite:///{db}",
-                   PGPASSWORD=os.environ["PGPASSWORD"])
-    r = run_flow(["replay", str(gated_bundle(tmp_path)), "--url", f"fixture:{FIXTURES / 'normal'}", "--store", spec,
-                  "--run-dir", "pg:gated", "--json", *PARAMS], tmp_path, env)
+    env = flow_env(
+        tmp_path,
+        FLOW_KEY_FILE=str(tmp_path / "install.key"),
+        FLOW_DECISION_KEY_FILE=str(tmp_path / "decision.key"),
+        FLOW_STATE_DIR=str(tmp_path / "state"),
+        FLOW_FIXTURE_DB=str(db),
+        DEMO_DB_DSN=f"sqlite:///{db}",
+        PGPASSWORD=os.environ["PGPASSWORD"],
+    )
+    r = run_flow(
+        [
+            "replay",
+            str(gated_bundle(tmp_path)),
+            "--url",
+            f"fixture:{FIXTURES / 'normal'}",
+            "--store",
+            spec,
+            "--run-dir",
+            "pg:gated",
+            "--json",
+            *PARAMS,
+        ],
+        tmp_path,
+        env,
+    )
     assert r.returncode == 3, r.stderr
     out = tmp_path / "copy"
     assert run_flow(["export", "pg:gated", "--store", spec, "--to", str(out)], tmp_path, env).returncode == 0
-    for args in (["approve", str(out), "--decision", "continue", "--operator", "ops"], ["resume", str(out)], ["answer", str(out), "yes"],
-                 ["signal", str(out), "go"], ["approve", str(out), "--decision", "continue", "--operator", "ops", "--decision", "reject"]):
+    for args in (
+        ["approve", str(out), "--decision", "continue", "--operator", "ops"],
+        ["resume", str(out)],
+        ["answer", str(out), "yes"],
+        ["signal", str(out), "go"],
+        ["approve", str(out), "--decision", "continue", "--operator", "ops", "--decision", "reject"],
+    ):
         r = run_flow(args, tmp_path, env)
         assert r.returncode == 6 and len(r.stderr.strip().splitlines()) == 1, (args, r.stderr)
         assert "an export of pg:gated --store postgresql://" in r.stderr and "refusing" in r.stderr, r.stderr
@@ -287,12 +361,18 @@ def test_an_exported_run_directory_is_read_but_never_resumed_or_decided_on(spec,
     assert r.returncode == 0 and json.loads(r.stdout)["state"] == "PAUSED", r.stderr
     assert run_flow(["report", str(out)], tmp_path, env).returncode == 0
     assert invoice_rows(db) == []  # nothing ran from the copy
-    assert run_flow(["approve", "pg:gated", "--store", spec, "--decision", "continue", "--operator", "ops"], tmp_path, env).returncode == 0
+    assert (
+        run_flow(
+            ["approve", "pg:gated", "--store", spec, "--decision", "continue", "--operator", "ops"], tmp_path, env
+        ).returncode
+        == 0
+    )
     assert run_flow(["resume", "pg:gated", "--store", spec], tmp_path, env).returncode == 0  # the run, in its store
     assert invoice_rows(db) == [("ACME Corp", 1250.5)]
 
 
 # --- references: `pg:NAME` names a run of the store this process opened ---
+
 
 def test_a_pg_reference_resolves_to_the_store_this_process_opened(spec):
     opened = open_store(spec)
@@ -305,19 +385,37 @@ def test_a_pg_reference_resolves_to_the_store_this_process_opened(spec):
 
 def test_the_worker_resumes_an_approved_run_of_the_store(spec, tmp_path, monkeypatch):
     db = tmp_path / "sor.db"
-    for var, value in {"FLOW_KEY_FILE": tmp_path / "install.key", "FLOW_DECISION_KEY_FILE": tmp_path / "decision.key",
-                       "FLOW_STATE_DIR": tmp_path / "state", "FLOW_FIXTURE_DB": db, "DEMO_DB_DSN": f"sqlite:///{db}"}.items():
+    for var, value in {
+        "FLOW_KEY_FILE": tmp_path / "install.key",
+        "FLOW_DECISION_KEY_FILE": tmp_path / "decision.key",
+        "FLOW_STATE_DIR": tmp_path / "state",
+        "FLOW_FIXTURE_DB": db,
+        "DEMO_DB_DSN": f"sqlite:///{db}",
+    }.items():
         monkeypatch.setenv(var, str(value))
     monkeypatch.chdir(tmp_path)
     cli = CliRunner()
-    r = cli.invoke(app, ["replay", str(gated_bundle(tmp_path)), "--url", f"fixture:{FIXTURES / 'normal'}", "--store", spec,
-                         "--json", *PARAMS])
+    r = cli.invoke(
+        app,
+        [
+            "replay",
+            str(gated_bundle(tmp_path)),
+            "--url",
+            f"fixture:{FIXTURES / 'normal'}",
+            "--store",
+            spec,
+            "--json",
+            *PARAMS,
+        ],
+    )
     assert r.exit_code == 3, r.output
     ref = json.loads(r.output)["run_dir"]
     assert ref.startswith("pg:replay-")
     out = cli.invoke(app, ["worker", "--store", spec, "--once"]).output  # paused, undecided: not due
     assert out.startswith("worker: scanned 1 run(s) in postgresql://") and "(1 PAUSED); resumed none" in out, out
-    assert cli.invoke(app, ["approve", ref, "--store", spec, "--decision", "continue", "--operator", "ops"]).exit_code == 0
+    assert (
+        cli.invoke(app, ["approve", ref, "--store", spec, "--decision", "continue", "--operator", "ops"]).exit_code == 0
+    )
     r = cli.invoke(app, ["worker", "--store", spec, "--once"])
     assert f"{ref}\tCOMPLETED" in r.output, r.output
     assert invoice_rows(db) == [("ACME Corp", 1250.5)]
@@ -326,10 +424,13 @@ def test_the_worker_resumes_an_approved_run_of_the_store(spec, tmp_path, monkeyp
 
 # --- blob GC: `flow store gc` deletes the blobs no run references, and only those ---
 
+
 def _blobs(spec: str) -> dict[str, bool]:
     """Every blob's digest -> whether an artifact references it."""
     with psycopg.connect(spec, autocommit=True) as c:
-        rows = c.execute("SELECT b.digest, EXISTS (SELECT 1 FROM flow_artifacts a WHERE a.digest = b.digest) FROM flow_blobs b").fetchall()
+        rows = c.execute(
+            "SELECT b.digest, EXISTS (SELECT 1 FROM flow_artifacts a WHERE a.digest = b.digest) FROM flow_blobs b"
+        ).fetchall()
     return {d: ref for d, ref in rows}
 
 
@@ -361,9 +462,12 @@ def test_gc_deletes_exactly_the_unreferenced_blobs_and_never_one_a_write_is_refe
             "WITH blob AS (INSERT INTO flow_blobs (digest, size, data) VALUES (%(d)s, 12, %(b)s) "
             "ON CONFLICT (digest) DO UPDATE SET touched_at = now()) INSERT INTO flow_artifacts (run, name, digest) "
             "VALUES (%(run)s, 'frames/c.png', %(d)s)",
-            {"d": "sha256:" + hashlib.sha256(b"reused later").hexdigest(), "b": b"reused later", "run": kept.id()})
+            {"d": "sha256:" + hashlib.sha256(b"reused later").hexdigest(), "b": b"reused later", "run": kept.id()},
+        )
         result: list[str] = []
-        gc = threading.Thread(target=lambda: result.append(cli.invoke(app, ["store", "gc", "--store", spec, "--json"]).output))
+        gc = threading.Thread(
+            target=lambda: result.append(cli.invoke(app, ["store", "gc", "--store", spec, "--json"]).output)
+        )
         gc.start()
         wait_until(lambda: _waiting_on_a_lock(spec), 20, "gc waiting on the writer's row lock")
     writer.close()
@@ -378,5 +482,6 @@ def test_gc_deletes_exactly_the_unreferenced_blobs_and_never_one_a_write_is_refe
 
 def _waiting_on_a_lock(spec: str) -> bool:
     with psycopg.connect(spec, autocommit=True) as c:
-        return c.execute("SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%DELETE FROM flow_blobs%'"
-                         ).fetchone() == (1,)
+        return c.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%DELETE FROM flow_blobs%'"
+        ).fetchone() == (1,)

@@ -26,7 +26,6 @@ DATA = REPO / "tests" / "data" / "runs-v1"
 FIXTURE = FIXTURES / "normal"
 
 
-
 def _prefix_bundle(tmp_path: Path, steps: int) -> Path:
     """The demo bundle cut to its first `steps` steps."""
     bundle = tmp_path / "prefix"
@@ -43,7 +42,9 @@ def _copy(tmp_path: Path, name: str) -> tuple[Path, dict[str, str]]:
     shutil.copytree(DATA / name, run)
     for key in ("install.key", "decision.key"):
         shutil.copyfile(DATA / key, tmp_path / key)
-    env = flow_env(tmp_path, FLOW_DECISION_KEY_FILE=str(tmp_path / "decision.key"), DEMO_DB_DSN=f"sqlite:///{tmp_path / 'sor.db'}")
+    env = flow_env(
+        tmp_path, FLOW_DECISION_KEY_FILE=str(tmp_path / "decision.key"), DEMO_DB_DSN=f"sqlite:///{tmp_path / 'sor.db'}"
+    )
     return run, env
 
 
@@ -65,8 +66,19 @@ def test_a_previous_release_run_validates_and_resumes_once(tmp_path, name, verif
     assert json.loads((run / "checkpoint.json").read_text())["next_index"] == verified
     db = tmp_path / "sor.db"
     with Served(FIXTURE, tmp_path, "--db", str(db), "--keep-state", env=env) as served:
-        r = run_flow(["replay", str(_prefix_bundle(tmp_path, verified)), "--url", served.url, "--run-dir", str(tmp_path / "restore"),
-                      *PARAMS], tmp_path, env=env)
+        r = run_flow(
+            [
+                "replay",
+                str(_prefix_bundle(tmp_path, verified)),
+                "--url",
+                served.url,
+                "--run-dir",
+                str(tmp_path / "restore"),
+                *PARAMS,
+            ],
+            tmp_path,
+            env=env,
+        )
         assert r.returncode == 0, r.stderr + r.stdout
         if state == "PAUSED":
             # an approval is needed: resume refuses without one, then the operator approves

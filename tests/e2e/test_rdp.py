@@ -28,8 +28,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from openadapt_flow.backends.rdp import RdpBackend
 from openadapt_flow.backends.factory import open_backend
+from openadapt_flow.backends.rdp import RdpBackend
 from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.errors import BackendError, ConnectionFailed, UsageError
 from tests.e2e.demo_harness import BUNDLE_DIR, start_demo_app
@@ -215,10 +215,15 @@ class Xrdp:
     def start_xrdp(self) -> None:
         ini = self.workdir / "xrdp.ini"
         # Only inside this namespace does /etc/xrdp/sesman.ini (which xrdp reads for sesman's port) name ours.
-        script = (f"mount --bind {self.workdir}/sesman.ini /etc/xrdp/sesman.ini && "
-                  f"exec {_exe('xrdp')} --nodaemon --config {ini} --port tcp://127.0.0.1:{self.port}")
-        self.xrdp = subprocess.Popen(["unshare", "--mount", "--propagation", "private", "sh", "-c", script],
-                                     stdout=subprocess.DEVNULL, stderr=(self.workdir / "xrdp.out").open("wb"))
+        script = (
+            f"mount --bind {self.workdir}/sesman.ini /etc/xrdp/sesman.ini && "
+            f"exec {_exe('xrdp')} --nodaemon --config {ini} --port tcp://127.0.0.1:{self.port}"
+        )
+        self.xrdp = subprocess.Popen(
+            ["unshare", "--mount", "--propagation", "private", "sh", "-c", script],
+            stdout=subprocess.DEVNULL,
+            stderr=(self.workdir / "xrdp.out").open("wb"),
+        )
         wait_until(lambda: _accepts(self.port) or self.xrdp.poll() is not None, 10, "xrdp to listen")
         if self.xrdp.poll() is not None:
             raise RuntimeError(f"xrdp exited: {(self.workdir / 'xrdp.out').read_text()[-500:]}")
@@ -238,15 +243,24 @@ class Xrdp:
 
     def spec(self, **kw: object) -> BackendSpec:
         # a logon starts a whole X session (sesman, Xvnc, xauth): under a loaded CI machine that can pass 10 s
-        fields = dict(kind="rdp", host="127.0.0.1", port=self.port, username=USER, password_env=PASSWORD_ENV,
-                      cert_fingerprint=self.fingerprint, connect_timeout_s=30)
+        fields = dict(
+            kind="rdp",
+            host="127.0.0.1",
+            port=self.port,
+            username=USER,
+            password_env=PASSWORD_ENV,
+            cert_fingerprint=self.fingerprint,
+            connect_timeout_s=30,
+        )
         fields.update(kw)
         return BackendSpec(**fields)  # type: ignore[arg-type]
 
     def config(self, path: Path) -> Path:
-        path.write_text("schema: openadapt-flow/config@1\n"
-                        f"backend: {{kind: rdp, username: {USER}, password_env: {PASSWORD_ENV}, "
-                        f"cert_fingerprint: '{self.fingerprint}'}}\n")
+        path.write_text(
+            "schema: openadapt-flow/config@1\n"
+            f"backend: {{kind: rdp, username: {USER}, password_env: {PASSWORD_ENV}, "
+            f"cert_fingerprint: '{self.fingerprint}'}}\n"
+        )
         return path
 
     def stop(self) -> None:
@@ -281,19 +295,44 @@ def start_xrdp() -> Xrdp:
     workdir.chmod(0o711)  # the session script runs as the test user
     (workdir / "session").mkdir()
     shutil.chown(workdir / "session", USER)
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj",
-                    "/CN=flow-rdp-test", "-keyout", str(workdir / "key.pem"), "-out", str(workdir / "cert.pem")],
-                   check=True, capture_output=True, timeout=60)
-    fingerprint = subprocess.run(["openssl", "x509", "-in", str(workdir / "cert.pem"), "-noout", "-fingerprint",
-                                  "-sha256"], check=True, capture_output=True, text=True).stdout.split("=", 1)[1]
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "2",
+            "-subj",
+            "/CN=flow-rdp-test",
+            "-keyout",
+            str(workdir / "key.pem"),
+            "-out",
+            str(workdir / "cert.pem"),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+    fingerprint = subprocess.run(
+        ["openssl", "x509", "-in", str(workdir / "cert.pem"), "-noout", "-fingerprint", "-sha256"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.split("=", 1)[1]
     port, sesman_port = free_port(), free_port()
     fmt = {"dir": workdir, "sesman_port": sesman_port, "display_offset": _free_display()}
     (workdir / "xrdp.ini").write_text(XRDP_INI.format(**fmt))
     (workdir / "sesman.ini").write_text(SESMAN_INI.format(**fmt))
     (workdir / "session.sh").write_text(SESSION_SH.format(**fmt))
     (workdir / "session.sh").chmod(0o755)
-    sesman = subprocess.Popen([_exe("xrdp-sesman"), "--nodaemon", "--config", str(workdir / "sesman.ini")],
-                              stdout=subprocess.DEVNULL, stderr=(workdir / "sesman.out").open("wb"))
+    sesman = subprocess.Popen(
+        [_exe("xrdp-sesman"), "--nodaemon", "--config", str(workdir / "sesman.ini")],
+        stdout=subprocess.DEVNULL,
+        stderr=(workdir / "sesman.out").open("wb"),
+    )
     server = Xrdp(workdir, port, password, fingerprint.strip(), sesman)
     try:
         wait_until(lambda: _accepts(sesman_port) or sesman.poll() is not None, 10, "xrdp-sesman to listen")
@@ -351,8 +390,12 @@ class Echo:
 @pytest.fixture
 def echo(xrdp: Xrdp, rdp: RdpBackend) -> Iterator[Echo]:
     outdir = Path(tempfile.mkdtemp(prefix="flow-rdp-echo-"))
-    proc = subprocess.Popen([sys.executable, str(ECHO_APP), str(outdir)], env=xrdp.session_env(),
-                            stdout=subprocess.DEVNULL, stderr=(outdir / "stderr.log").open("wb"))
+    proc = subprocess.Popen(
+        [sys.executable, str(ECHO_APP), str(outdir)],
+        env=xrdp.session_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=(outdir / "stderr.log").open("wb"),
+    )
     try:
         wait_until(lambda: (outdir / "ready.json").exists() or proc.poll() is not None, 15, "echo app ready")
         assert proc.poll() is None, (outdir / "stderr.log").read_text()[-500:]
@@ -499,8 +542,21 @@ def demo(xrdp: Xrdp, rdp: RdpBackend, tmp_path: Path) -> Iterator[object]:
 
 
 def replay(xrdp: Xrdp, tmp_path: Path, app: object, **env: str) -> subprocess.CompletedProcess:
-    args = ["replay", str(BUNDLE_DIR), "--url", xrdp.url, "--config", str(xrdp.config(tmp_path / "cfg.yaml")),
-            "--param", "vendor=ACME", "--param", "amount=12.50", "--run-dir", str(tmp_path / "run"), "--json"]
+    args = [
+        "replay",
+        str(BUNDLE_DIR),
+        "--url",
+        xrdp.url,
+        "--config",
+        str(xrdp.config(tmp_path / "cfg.yaml")),
+        "--param",
+        "vendor=ACME",
+        "--param",
+        "amount=12.50",
+        "--run-dir",
+        str(tmp_path / "run"),
+        "--json",
+    ]
     return run_flow(args, tmp_path, env=flow_env(tmp_path, DEMO_DB_DSN=f"sqlite:///{app.db_path}", **env))  # type: ignore[attr-defined]
 
 
@@ -515,7 +571,8 @@ def test_replay_over_rdp_writes_the_row(xrdp: Xrdp, demo: object, tmp_path: Path
     manifest = (tmp_path / "run" / "manifest.json").read_text()
     assert json.loads(manifest)["backend"]["kind"] == "rdp"
     assert xrdp.password not in manifest and all(
-        xrdp.password not in p.read_text(errors="ignore") for p in (tmp_path / "run").rglob("*") if p.is_file())
+        xrdp.password not in p.read_text(errors="ignore") for p in (tmp_path / "run").rglob("*") if p.is_file()
+    )
     assert time.monotonic() - started < 60
 
 
@@ -530,9 +587,24 @@ def test_wrong_password_is_one_clear_line(xrdp: Xrdp, demo: object, tmp_path: Pa
 
 def test_server_killed_mid_run_halts_with_a_backend_error(xrdp: Xrdp, demo: object, tmp_path: Path) -> None:
     """Runs last: it kills this module's xrdp."""
-    args = [sys.executable, "-m", "openadapt_flow", "replay", str(BUNDLE_DIR), "--url", xrdp.url,
-            "--config", str(xrdp.config(tmp_path / "cfg.yaml")), "--param", "vendor=ACME", "--param", "amount=12.50",
-            "--run-dir", str(tmp_path / "run"), "--json"]
+    args = [
+        sys.executable,
+        "-m",
+        "openadapt_flow",
+        "replay",
+        str(BUNDLE_DIR),
+        "--url",
+        xrdp.url,
+        "--config",
+        str(xrdp.config(tmp_path / "cfg.yaml")),
+        "--param",
+        "vendor=ACME",
+        "--param",
+        "amount=12.50",
+        "--run-dir",
+        str(tmp_path / "run"),
+        "--json",
+    ]
     env = flow_env(tmp_path, DEMO_DB_DSN=f"sqlite:///{demo.db_path}")  # type: ignore[attr-defined]
     proc = subprocess.Popen(args, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:

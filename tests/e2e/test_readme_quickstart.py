@@ -35,8 +35,11 @@ def test_the_readme_quick_start_runs_as_written(tmp_path):
     env.pop("VIRTUAL_ENV", None)
     lines, output = run_block(blocks[0], work, env, timeout=280)
     assert [line.command.split()[:2] for line in lines][:2] == [[".", ".venv/bin/activate"], ["flow", "demo"]]
-    wrong = [f"{line.command!r}: exit {line.actual}, the README says {line.expected}" for line in lines
-             if line.actual != line.expected]
+    wrong = [
+        f"{line.command!r}: exit {line.actual}, the README says {line.expected}"
+        for line in lines
+        if line.actual != line.expected
+    ]
     assert not wrong, "\n".join(wrong) + "\n" + output[-4000:]
     assert "Traceback" not in output and "internal error" not in output
     # what the comments promise

@@ -32,9 +32,27 @@ def drive(port: int) -> None:
 @pytest.fixture(params=["normal", "dark"])
 def recorded(request, tmp_path, demo_app):
     app = demo_app(request.param)
-    r = record_via_proxy(["--url", app.xvnc.url, "--out", str(tmp_path / "bundle"), "--fixture", str(tmp_path / "fx"),
-                          "--recording", str(tmp_path / "rec"), "--watch-sqlite", str(app.db_path), "--dsn-env",
-                          "DEMO_DB_DSN", "--name", "invoice-entry", "--json"], tmp_path, drive)
+    r = record_via_proxy(
+        [
+            "--url",
+            app.xvnc.url,
+            "--out",
+            str(tmp_path / "bundle"),
+            "--fixture",
+            str(tmp_path / "fx"),
+            "--recording",
+            str(tmp_path / "rec"),
+            "--watch-sqlite",
+            str(app.db_path),
+            "--dsn-env",
+            "DEMO_DB_DSN",
+            "--name",
+            "invoice-entry",
+            "--json",
+        ],
+        tmp_path,
+        drive,
+    )
     assert r.returncode == 0, r.stderr
     out, err = r.stdout, r.stderr
     return app, tmp_path / "bundle", json.loads(out), err
@@ -60,8 +78,23 @@ def test_a_recorded_demonstration_compiles_to_a_bundle_that_replays_with_other_v
     env = flow_env(tmp_path, DEMO_DB_DSN=f"sqlite:///{app.db_path}")
     assert run_flow(["validate", str(bundle)], tmp_path, env=env).returncode == 0
     before = len(app.rows())
-    r = run_flow(["replay", str(bundle), "--url", app.xvnc.url, "--run-dir", str(tmp_path / "run"), "--json",
-                  "--param", "vendor=Globex Ltd", "--param", "amount=99.5"], tmp_path, env=env)
+    r = run_flow(
+        [
+            "replay",
+            str(bundle),
+            "--url",
+            app.xvnc.url,
+            "--run-dir",
+            str(tmp_path / "run"),
+            "--json",
+            "--param",
+            "vendor=Globex Ltd",
+            "--param",
+            "amount=99.5",
+        ],
+        tmp_path,
+        env=env,
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     rows = app.rows()
     assert len(rows) == before + 1 and rows[-1][1:3] == ("Globex Ltd", 99.5)
@@ -71,8 +104,19 @@ def test_a_recorded_demonstration_compiles_to_a_bundle_that_replays_with_other_v
 
 def test_a_kept_recording_compiles_again_to_the_same_bundle(tmp_path, recorded):
     _, bundle, _, _ = recorded
-    r = run_flow(["compile", str(tmp_path / "rec"), "--out", str(tmp_path / "again"), "--name", "invoice-entry",
-                  "--dsn-env", "DEMO_DB_DSN"], tmp_path)
+    r = run_flow(
+        [
+            "compile",
+            str(tmp_path / "rec"),
+            "--out",
+            str(tmp_path / "again"),
+            "--name",
+            "invoice-entry",
+            "--dsn-env",
+            "DEMO_DB_DSN",
+        ],
+        tmp_path,
+    )
     assert r.returncode == 0, r.stderr
     assert (tmp_path / "again" / "flow.yaml").read_text() == (bundle / "flow.yaml").read_text()
     for png in (bundle / "templates").iterdir():
@@ -85,7 +129,22 @@ def test_a_compiled_bundle_survives_a_drifted_layout(tmp_path, recorded, demo_ap
     app.stop()
     drifted = demo_app("shifted", db_path=app.db_path)  # a banner, every block moved 30-96 px, wider fields
     env = flow_env(tmp_path, DEMO_DB_DSN=f"sqlite:///{app.db_path}")
-    r = run_flow(["replay", str(bundle), "--url", drifted.xvnc.url, "--run-dir", str(tmp_path / "drift"), "--json",
-                  "--param", "vendor=Initech", "--param", "amount=7"], tmp_path, env=env)
+    r = run_flow(
+        [
+            "replay",
+            str(bundle),
+            "--url",
+            drifted.xvnc.url,
+            "--run-dir",
+            str(tmp_path / "drift"),
+            "--json",
+            "--param",
+            "vendor=Initech",
+            "--param",
+            "amount=7",
+        ],
+        tmp_path,
+        env=env,
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     assert drifted.rows()[-1][1:3] == ("Initech", 7.0)

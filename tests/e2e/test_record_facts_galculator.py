@@ -34,8 +34,14 @@ def frame(name: str) -> np.ndarray:
 @pytest.fixture(scope="module")
 def bundle(tmp_path_factory) -> Path:
     clicks = json.loads((DATA / "clicks.json").read_text())
-    batches = [Batch(before=frame(f"clean-{i}"), lead=[Gesture("press", x, y, key="click"), Gesture("click", x, y)],
-                     after=frame(f"clean-{i + 1}")) for i, (_, x, y) in enumerate(clicks)]
+    batches = [
+        Batch(
+            before=frame(f"clean-{i}"),
+            lead=[Gesture("press", x, y, key="click"), Gesture("click", x, y)],
+            after=frame(f"clean-{i + 1}"),
+        )
+        for i, (_, x, y) in enumerate(clicks)
+    ]
     rec = Recording(url="vnc://h:1", settle_s=0.5, initial=frame("clean-0"), batches=batches)
     return compile_bundle(rec, tmp_path_factory.mktemp("galc") / "bundle", "galc").path
 
@@ -47,8 +53,13 @@ def galculator(tmp_path):
     os.makedirs(env["HOME"])
     app = subprocess.Popen(["galculator"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        wait_until(lambda: subprocess.run(["xdotool", "search", "--onlyvisible", "--class", "galculator"], env=env,
-                                          capture_output=True).stdout.strip(), 30, "galculator's window")
+        wait_until(
+            lambda: subprocess.run(
+                ["xdotool", "search", "--onlyvisible", "--class", "galculator"], env=env, capture_output=True
+            ).stdout.strip(),
+            30,
+            "galculator's window",
+        )
         yield server
     finally:
         app.kill()
@@ -67,8 +78,12 @@ def click_and_settle(url_port: int, *points: tuple[int, int]) -> None:
 
 
 def replay(tmp_path: Path, bundle: Path, url: str) -> tuple[subprocess.CompletedProcess, dict]:
-    r = run_flow(["replay", str(bundle), "--url", url, "--run-dir", str(tmp_path / "run"), "--json"], tmp_path,
-                 env=flow_env(tmp_path), timeout=180)
+    r = run_flow(
+        ["replay", str(bundle), "--url", url, "--run-dir", str(tmp_path / "run"), "--json"],
+        tmp_path,
+        env=flow_env(tmp_path),
+        timeout=180,
+    )
     return r, json.loads(r.stdout)
 
 

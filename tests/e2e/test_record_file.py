@@ -26,8 +26,12 @@ pytestmark = pytest.mark.timeout(240)
 @pytest.fixture
 def notes(xvnc, tmp_path):
     path, ready = tmp_path / "notes.txt", tmp_path / "ready"
-    proc = subprocess.Popen([sys.executable, str(REPO / "tests" / "support" / "note_app.py"), str(path), str(ready)],
-                            env=xvnc.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, str(REPO / "tests" / "support" / "note_app.py"), str(path), str(ready)],
+        env=xvnc.env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         wait_until(lambda: ready.exists() or proc.poll() is not None, 20, "the note app's ready file")
         assert proc.poll() is None, "the note app exited"
@@ -54,8 +58,11 @@ def drive(port: int) -> None:
 
 
 def record(xvnc, tmp_path: Path, path: Path) -> tuple[dict, str]:
-    r = record_via_proxy(["--url", xvnc.url, "--out", str(tmp_path / "bundle"), "--watch-file", str(path), "--name",
-                          "notes", "--json"], tmp_path, drive)
+    r = record_via_proxy(
+        ["--url", xvnc.url, "--out", str(tmp_path / "bundle"), "--watch-file", str(path), "--name", "notes", "--json"],
+        tmp_path,
+        drive,
+    )
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout), r.stderr
 
@@ -70,12 +77,28 @@ def test_a_step_that_changed_the_watched_file_declares_its_whole_change(tmp_path
     save = doc["steps"][1]
     assert save["consequential"] is True
     # the whole change the save made (the file created holding one line), the typed value as its param
-    assert save["effect"] == {"kind": "file", "path": str(notes.resolve()), "changes": [{"added": ["Note: {" + param + "}"]}]}
+    assert save["effect"] == {
+        "kind": "file",
+        "path": str(notes.resolve()),
+        "changes": [{"added": ["Note: {" + param + "}"]}],
+    }
     assert not doc["steps"][0].get("consequential")
 
     notes.unlink()  # the file as the recording started: not there
-    r = run_flow(["replay", str(tmp_path / "bundle"), "--url", xvnc.url, "--run-dir", str(tmp_path / "run"), "--json",
-                  "--param", f"{param}=goodbye moon"], tmp_path)
+    r = run_flow(
+        [
+            "replay",
+            str(tmp_path / "bundle"),
+            "--url",
+            xvnc.url,
+            "--run-dir",
+            str(tmp_path / "run"),
+            "--json",
+            "--param",
+            f"{param}=goodbye moon",
+        ],
+        tmp_path,
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     assert notes.read_text() == "Note: goodbye moon\n"
     report = json.loads((tmp_path / "run" / "report.json").read_text())
@@ -84,8 +107,20 @@ def test_a_step_that_changed_the_watched_file_declares_its_whole_change(tmp_path
     assert effect["observed"]["value"] == {"exists": True, "lines": 1}  # a count in the report, never the digests
 
     # again on the file the last run left: this app's save overwrites the note there — not the change recorded
-    r = run_flow(["replay", str(tmp_path / "bundle"), "--url", xvnc.url, "--run-dir", str(tmp_path / "run2"), "--json",
-                  "--param", f"{param}=third note"], tmp_path)
+    r = run_flow(
+        [
+            "replay",
+            str(tmp_path / "bundle"),
+            "--url",
+            xvnc.url,
+            "--run-dir",
+            str(tmp_path / "run2"),
+            "--json",
+            "--param",
+            f"{param}=third note",
+        ],
+        tmp_path,
+    )
     assert r.returncode == 1 and "Traceback" not in r.stderr, r.stdout + r.stderr
     assert notes.read_text() == "Note: third note\n"
     report = json.loads((tmp_path / "run2" / "report.json").read_text())
@@ -95,6 +130,18 @@ def test_a_step_that_changed_the_watched_file_declares_its_whole_change(tmp_path
 
 
 def test_watch_file_is_one_system_of_record_among_the_watch_flags(tmp_path):
-    r = run_flow(["record", "--url", "vnc://127.0.0.1:1", "--out", str(tmp_path / "b"), "--watch-file", str(tmp_path / "f"),
-                  "--watch-sqlite", str(tmp_path / "db")], tmp_path)
+    r = run_flow(
+        [
+            "record",
+            "--url",
+            "vnc://127.0.0.1:1",
+            "--out",
+            str(tmp_path / "b"),
+            "--watch-file",
+            str(tmp_path / "f"),
+            "--watch-sqlite",
+            str(tmp_path / "db"),
+        ],
+        tmp_path,
+    )
     assert r.returncode == 2 and "watch one system of record" in r.stderr and "Traceback" not in r.stderr

@@ -19,7 +19,7 @@ from openadapt_flow.runtime.act.settle import settle
 from tests.support.cli import flow_env, load_script, record_via_proxy, run_flow
 
 pytestmark = pytest.mark.timeout(300)
-HOVER_RGB = tuple(int(HOVER_BG[i:i + 2], 16) for i in (1, 3, 5))
+HOVER_RGB = tuple(int(HOVER_BG[i : i + 2], 16) for i in (1, 3, 5))
 
 
 def glide(viewer: VncBackend, start: tuple[int, int], end: tuple[int, int], steps: int = 8) -> None:
@@ -55,8 +55,25 @@ def hovered_pixels(image: np.ndarray) -> int:
 def test_a_recording_made_with_a_hovering_pointer_has_no_hover_in_templates_or_facts(tmp_path, demo_app):
     app = demo_app("hover")
     bundle, rec = tmp_path / "bundle", tmp_path / "rec"
-    r = record_via_proxy(["--url", app.xvnc.url, "--out", str(bundle), "--recording", str(rec), "--watch-sqlite",
-                          str(app.db_path), "--dsn-env", "DEMO_DB_DSN", "--name", "invoice-hover", "--json"], tmp_path, drive)
+    r = record_via_proxy(
+        [
+            "--url",
+            app.xvnc.url,
+            "--out",
+            str(bundle),
+            "--recording",
+            str(rec),
+            "--watch-sqlite",
+            str(app.db_path),
+            "--dsn-env",
+            "DEMO_DB_DSN",
+            "--name",
+            "invoice-hover",
+            "--json",
+        ],
+        tmp_path,
+        drive,
+    )
     assert r.returncode == 0, r.stderr
     doc = yaml.safe_load((bundle / "flow.yaml").read_text())
     assert [s["action"] for s in doc["steps"]] == ["click", "type", "type", "click", "click"]
@@ -79,8 +96,23 @@ def test_a_recording_made_with_a_hovering_pointer_has_no_hover_in_templates_or_f
 
     env = flow_env(tmp_path, DEMO_DB_DSN=f"sqlite:///{app.db_path}")
     before = len(app.rows())
-    r = run_flow(["replay", str(bundle), "--url", app.xvnc.url, "--run-dir", str(tmp_path / "run"), "--json",
-                  "--param", "vendor=Globex Ltd", "--param", "amount=99.5"], tmp_path, env=env)
+    r = run_flow(
+        [
+            "replay",
+            str(bundle),
+            "--url",
+            app.xvnc.url,
+            "--run-dir",
+            str(tmp_path / "run"),
+            "--json",
+            "--param",
+            "vendor=Globex Ltd",
+            "--param",
+            "amount=99.5",
+        ],
+        tmp_path,
+        env=env,
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     rows = app.rows()
     assert len(rows) == before + 1 and rows[-1][1:3] == ("Globex Ltd", 99.5)
@@ -101,8 +133,23 @@ def test_a_pointer_left_on_the_first_target_does_not_change_what_the_replay_reso
     finally:
         viewer.close()
     env = flow_env(tmp_path, INVOICES_DSN=f"sqlite:///{app.db_path}", DEMO_DB_DSN=f"sqlite:///{app.db_path}")
-    r = run_flow(["replay", str(BUNDLE_DIR), "--url", app.xvnc.url, "--run-dir", str(tmp_path / "run"), "--json",
-                  "--param", "vendor=Initech", "--param", "amount=12.5"], tmp_path, env=env)
+    r = run_flow(
+        [
+            "replay",
+            str(BUNDLE_DIR),
+            "--url",
+            app.xvnc.url,
+            "--run-dir",
+            str(tmp_path / "run"),
+            "--json",
+            "--param",
+            "vendor=Initech",
+            "--param",
+            "amount=12.5",
+        ],
+        tmp_path,
+        env=env,
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     recs = [json.loads(line) for line in (tmp_path / "run" / "journal.jsonl").read_text().splitlines()]
     kinds = [rec["type"] for rec in recs]

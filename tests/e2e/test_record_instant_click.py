@@ -34,8 +34,11 @@ def click_and_hang_up(port: int, x: int, y: int) -> None:
         while name_len:
             name_len -= len(s.recv(name_len))
         w, h = struct.unpack("!HH", init[:4])
-        s.sendall(struct.pack("!BBHHHH", 3, 0, 0, 0, w, h)  # a full update, never read
-                  + struct.pack("!BBHH", 5, 1, x, y) + struct.pack("!BBHH", 5, 0, x, y))
+        s.sendall(
+            struct.pack("!BBHHHH", 3, 0, 0, 0, w, h)  # a full update, never read
+            + struct.pack("!BBHH", 5, 1, x, y)
+            + struct.pack("!BBHH", 5, 0, x, y)
+        )
     finally:
         s.close()
 
@@ -47,7 +50,9 @@ def test_a_click_sent_the_instant_a_viewer_connected_reaches_the_app(tmp_path, d
         click_and_hang_up(port, *NEW_INVOICE)
         wait_until(lambda: app.current_screen() == "form", 10, "the form the click opens")
 
-    r = record_via_proxy(["--url", app.xvnc.url, "--out", str(tmp_path / "b"), "--json"], tmp_path, demonstrate, timeout=60)
+    r = record_via_proxy(
+        ["--url", app.xvnc.url, "--out", str(tmp_path / "b"), "--json"], tmp_path, demonstrate, timeout=60
+    )
     assert r.returncode == 0, r.stderr
     err = r.stderr
     assert "cut 1: click at (130, 112)" in err

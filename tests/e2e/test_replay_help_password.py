@@ -30,11 +30,29 @@ def test_a_password_protected_desktop_replays_with_password_env_and_no_config(tm
     db = tmp_path / "sor.db"
     env = flow_env(tmp_path, DESK_PW="s3cret-pw", DEMO_DB_DSN=f"sqlite:///{db}")
     with Served(FIXTURES / "normal", tmp_path, "--db", str(db), "--password-env", "DESK_PW", env=env) as served:
-        r = run_flow(["replay", str(BUNDLE), "--url", served.url, "--run-dir", "run", "--json", *PARAMS], tmp_path, env=env)
-        assert r.returncode == 2 and "requires a password: name the environment variable that holds it: --password-env NAME" \
-            in r.stderr, r.stderr  # without it: the error names the option
-        r = run_flow(["replay", str(BUNDLE), "--url", served.url, "--password-env", "DESK_PW", "--run-dir", "run2",
-                      "--json", *PARAMS], tmp_path, env=env)
+        r = run_flow(
+            ["replay", str(BUNDLE), "--url", served.url, "--run-dir", "run", "--json", *PARAMS], tmp_path, env=env
+        )
+        assert (
+            r.returncode == 2
+            and "requires a password: name the environment variable that holds it: --password-env NAME" in r.stderr
+        ), r.stderr  # without it: the error names the option
+        r = run_flow(
+            [
+                "replay",
+                str(BUNDLE),
+                "--url",
+                served.url,
+                "--password-env",
+                "DESK_PW",
+                "--run-dir",
+                "run2",
+                "--json",
+                *PARAMS,
+            ],
+            tmp_path,
+            env=env,
+        )
     assert r.returncode == 0, r.stdout + r.stderr
     assert json.loads(r.stdout)["state"] == "COMPLETED"
     assert invoice_rows(db) == [("ACME Corp", 1250.5)]
@@ -48,8 +66,10 @@ def test_a_password_protected_desktop_replays_with_password_env_and_no_config(tm
 def test_password_env_without_a_desktop_is_one_line_exit_2(tmp_path):
     r = run_flow(["replay", str(BUNDLE), "--password-env", "DESK_PW", *PARAMS], tmp_path)
     assert r.returncode == 2 and "Traceback" not in r.stderr, r.stderr
-    assert r.stderr.strip() == ("error: --password-env is the password of a VNC or RDP desktop: give --url vnc://… or "
-                                "--rdp-host (or a config with one)")
+    assert r.stderr.strip() == (
+        "error: --password-env is the password of a VNC or RDP desktop: give --url vnc://… or "
+        "--rdp-host (or a config with one)"
+    )
     assert not (tmp_path / "runs").exists()
 
 
@@ -58,5 +78,7 @@ def test_the_viewer_port_has_one_name_in_record_and_the_tutorial(tmp_path):
         r = run_flow([*cmd, "--help"], tmp_path, env=flow_env(tmp_path, COLUMNS="200"))
         assert "--viewer-port" in r.stdout and "--port " not in r.stdout, (cmd, r.stdout)
     # the old name still works, and two names that disagree are refused in one line before anything starts
-    r = run_flow(["record", "--url", "vnc://127.0.0.1:1", "--out", "b", "--port", "5999", "--viewer-port", "5998"], tmp_path)
+    r = run_flow(
+        ["record", "--url", "vnc://127.0.0.1:1", "--out", "b", "--port", "5999", "--viewer-port", "5998"], tmp_path
+    )
     assert r.returncode == 2 and "--viewer-port 5998 and --port 5999 (its old name) disagree" in r.stderr, r.stderr

@@ -17,7 +17,14 @@ pytestmark = pytest.mark.timeout(180)
 PARAMS = ["--param", "vendor=ACME Corp", "--param", "amount=1250.50"]
 
 
-def replay(tmp_path: Path, app, bundle: Path = BUNDLE_DIR, extra: list[str] | None = None, params: list[str] = PARAMS, **env: str):
+def replay(
+    tmp_path: Path,
+    app,
+    bundle: Path = BUNDLE_DIR,
+    extra: list[str] | None = None,
+    params: list[str] = PARAMS,
+    **env: str,
+):
     run_dir = tmp_path / "run"
     args = ["replay", str(bundle), "--url", app.xvnc.url, "--run-dir", str(run_dir), "--json", *params, *(extra or [])]
     r = run_flow(args, tmp_path, env=flow_env(tmp_path, DEMO_DB_DSN=f"sqlite:///{app.db_path}", **env))
@@ -124,9 +131,15 @@ def test_refuted_save_halts_with_positive_absence(tmp_path, demo_app):
 def test_screen_backend_on_the_xvnc_display(tmp_path, demo_app):
     app = demo_app("normal")
     run_dir = tmp_path / "run"
-    env = flow_env(tmp_path, DEMO_DB_DSN=f"sqlite:///{app.db_path}", DISPLAY=f":{app.xvnc.display}",
-                   XAUTHORITY=app.xvnc.env["XAUTHORITY"])
-    r = run_flow(["replay", str(BUNDLE_DIR), "--backend", "screen", "--run-dir", str(run_dir), *PARAMS], tmp_path, env=env)
+    env = flow_env(
+        tmp_path,
+        DEMO_DB_DSN=f"sqlite:///{app.db_path}",
+        DISPLAY=f":{app.xvnc.display}",
+        XAUTHORITY=app.xvnc.env["XAUTHORITY"],
+    )
+    r = run_flow(
+        ["replay", str(BUNDLE_DIR), "--backend", "screen", "--run-dir", str(run_dir), *PARAMS], tmp_path, env=env
+    )
     assert r.returncode == 0, r.stderr + r.stdout
     assert [(v, a) for _, v, a, _ in app.rows()] == [("ACME Corp", 1250.5)]
 
@@ -134,8 +147,11 @@ def test_screen_backend_on_the_xvnc_display(tmp_path, demo_app):
 def test_wrong_vnc_password_is_a_clear_error(tmp_path):
     server = start_xvnc(640, 480, password="right-pass")
     try:
-        r = run_flow(["replay", str(BUNDLE_DIR), "--config", str(_cfg(tmp_path, server.port)), *PARAMS], tmp_path,
-                     env=flow_env(tmp_path, VNC_PW="wrong-pass", DEMO_DB_DSN=f"sqlite:///{tmp_path / 'invoices.db'}"))
+        r = run_flow(
+            ["replay", str(BUNDLE_DIR), "--config", str(_cfg(tmp_path, server.port)), *PARAMS],
+            tmp_path,
+            env=flow_env(tmp_path, VNC_PW="wrong-pass", DEMO_DB_DSN=f"sqlite:///{tmp_path / 'invoices.db'}"),
+        )
         assert r.returncode == 2, r.stderr
         assert "auth" in r.stderr.lower() and len(r.stderr.strip().splitlines()) == 1
         assert "wrong-pass" not in r.stderr
@@ -160,18 +176,41 @@ def test_screen_backend_pinned_to_the_second_monitor_sees_and_clicks_there(tmp_p
     # A real two-monitor X desktop: Xvnc split into two RandR monitors side by side; the app on the right one.
     xvnc = start_xvnc(2048, 768, monitors=[(0, 0, 1024, 768), (1024, 0, 1024, 768)])
     db, ready = tmp_path / "invoices.db", tmp_path / "ready.json"
-    app = subprocess.Popen([sys.executable, "-m", "openadapt_flow.demo.app", "--db", str(db), "--ready-file", str(ready),
-                            "--position", "1024,0"], env=xvnc.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    app = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "openadapt_flow.demo.app",
+            "--db",
+            str(db),
+            "--ready-file",
+            str(ready),
+            "--position",
+            "1024,0",
+        ],
+        env=xvnc.env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         wait_until(lambda: ready.exists() or app.poll() is not None, 20, "the demo app on the second monitor")
         env = flow_env(tmp_path, DEMO_DB_DSN=f"sqlite:///{db}", XAUTHORITY=xvnc.env["XAUTHORITY"])
 
         def replay_on(monitor: int, name: str):
             cfg = tmp_path / f"{name}.yaml"
-            cfg.write_text(yaml.safe_dump({"schema": "openadapt-flow/config@1",
-                                           "backend": {"kind": "screen", "display": f":{xvnc.display}", "monitor": monitor}}))
-            return run_flow(["replay", str(BUNDLE_DIR), "--config", str(cfg), "--run-dir", str(tmp_path / name), "--json", *PARAMS],
-                            tmp_path, env=env)
+            cfg.write_text(
+                yaml.safe_dump(
+                    {
+                        "schema": "openadapt-flow/config@1",
+                        "backend": {"kind": "screen", "display": f":{xvnc.display}", "monitor": monitor},
+                    }
+                )
+            )
+            return run_flow(
+                ["replay", str(BUNDLE_DIR), "--config", str(cfg), "--run-dir", str(tmp_path / name), "--json", *PARAMS],
+                tmp_path,
+                env=env,
+            )
 
         first = replay_on(1, "left")  # the left monitor is empty: nothing to find, nothing clicked
         assert first.returncode == 1, first.stdout + first.stderr

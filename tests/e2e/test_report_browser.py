@@ -36,12 +36,24 @@ def chromium() -> str:
 def browse(page: Path, tmp_path: Path, height: int = 2000, dump: bool = False) -> tuple[np.ndarray, str]:
     """Screenshot `page` at WIDTH x height (and its DOM as the browser parsed it, when asked)."""
     shot = tmp_path / f"{page.parent.name}-{page.stem}.png"
-    args = [chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--force-device-scale-factor=1",
-            f"--user-data-dir={tmp_path / 'chromium-profile'}", f"--window-size={WIDTH},{height}"]
+    args = [
+        chromium(),
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--hide-scrollbars",
+        "--force-device-scale-factor=1",
+        f"--user-data-dir={tmp_path / 'chromium-profile'}",
+        f"--window-size={WIDTH},{height}",
+    ]
     r = subprocess.run([*args, f"--screenshot={shot}", page.as_uri()], capture_output=True, text=True, timeout=90)
     assert r.returncode == 0 and shot.is_file(), r.stderr[-2000:]
     img = cv2.imread(str(shot))[..., ::-1]  # RGB
-    dom = subprocess.run([*args, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=90).stdout if dump else ""
+    dom = (
+        subprocess.run([*args, "--dump-dom", page.as_uri()], capture_output=True, text=True, timeout=90).stdout
+        if dump
+        else ""
+    )
     return img, dom
 
 
@@ -75,7 +87,9 @@ def test_a_healthy_run_shows_its_summary_and_where_each_step_clicked(tmp_path, m
     assert 'data-summary="verified">5<' in dom and 'data-summary="outcome">COMPLETED<' in dom
     rep = json.loads((Path(out.run_dir) / "report.json").read_text())
     below = 300
-    for step in rep["steps"]:  # each before-frame carries the matched box (blue) and the click (magenta) where they were
+    for step in rep[
+        "steps"
+    ]:  # each before-frame carries the matched box (blue) and the click (magenta) where they were
         marks = Marks(boxes=[(step["box"], BOX)], points=[step["point"]])
         frame, rx, ry = as_drawn(Path(out.run_dir) / step["frames"]["before"], marks)
         ox, oy, s = find_thumbnail(img, frame, STEP_W, below)
@@ -86,10 +100,14 @@ def test_a_healthy_run_shows_its_summary_and_where_each_step_clicked(tmp_path, m
         outline = np.zeros(thumb.shape[:2], np.uint8)
         cv2.rectangle(outline, (x, y), (x + w, y + h), 1, 5)  # the box's edges, give or take 2 px
         blue = near(thumb, BOX, 60)
-        assert (blue & (outline > 0)).sum() >= 8 and (blue & (outline == 0)).sum() <= 3, f"{step['id']}: box not at {step['box']}"
+        assert (blue & (outline > 0)).sum() >= 8 and (blue & (outline == 0)).sum() <= 3, (
+            f"{step['id']}: box not at {step['box']}"
+        )
         ys, xs = np.where(near(thumb, CLICK, 60))
         cx, cy = round((step["point"][0] - rx) * s), round((step["point"][1] - ry) * s)
-        assert len(xs) > 10 and abs(xs.mean() - cx) <= 2 and abs(ys.mean() - cy) <= 2, f"{step['id']}: click not at {step['point']}"
+        assert len(xs) > 10 and abs(xs.mean() - cx) <= 2 and abs(ys.mean() - cy) <= 2, (
+            f"{step['id']}: click not at {step['point']}"
+        )
 
 
 def find_thumbnail(img: np.ndarray, frame: np.ndarray, width: int, below: int = 0) -> tuple[int, int, float]:
@@ -98,8 +116,9 @@ def find_thumbnail(img: np.ndarray, frame: np.ndarray, width: int, below: int = 
     leftmost column of them (a row's before-frame comes first) is the one."""
     scale = width / frame.shape[1]
     small = cv2.resize(frame, (width, round(frame.shape[0] * scale)), interpolation=cv2.INTER_AREA)
-    res = cv2.matchTemplate(cv2.cvtColor(img[below:], cv2.COLOR_RGB2GRAY), cv2.cvtColor(small, cv2.COLOR_RGB2GRAY),
-                            cv2.TM_CCOEFF_NORMED)
+    res = cv2.matchTemplate(
+        cv2.cvtColor(img[below:], cv2.COLOR_RGB2GRAY), cv2.cvtColor(small, cv2.COLOR_RGB2GRAY), cv2.TM_CCOEFF_NORMED
+    )
     assert res.max() > 0.8, f"the frame is not on the page (best match {res.max():.2f})"
     good = res >= max(0.8, res.max() - 0.1)
     left = int(np.where(good)[1].min())
@@ -119,11 +138,14 @@ def test_an_ambiguous_halt_marks_both_look_alikes_with_scores_and_prints_the_nex
     assert f"--decision teach --point {BUTTON[0] + 90},{BUTTON[1] + 22}" in dom
     assert f"--decision teach --point {TWIN_AT[0] + 90},{TWIN_AT[1] + 22}" in dom
     halt = json.loads((run_dir / "report.json").read_text())["halt"]
-    raw, rx, ry = as_drawn(run_dir / "frames/halt-open-form-raw.png",
-                           Marks(dashed=[(c["box"], CANDIDATE) for c in halt["candidates"]]))
+    raw, rx, ry = as_drawn(
+        run_dir / "frames/halt-open-form-raw.png", Marks(dashed=[(c["box"], CANDIDATE) for c in halt["candidates"]])
+    )
     s = HALT_W / raw.shape[1]
     small = cv2.resize(raw, (HALT_W, round(raw.shape[0] * s)), interpolation=cv2.INTER_AREA)
-    res = cv2.matchTemplate(cv2.cvtColor(img, cv2.COLOR_RGB2GRAY), cv2.cvtColor(small, cv2.COLOR_RGB2GRAY), cv2.TM_CCOEFF_NORMED)
+    res = cv2.matchTemplate(
+        cv2.cvtColor(img, cv2.COLOR_RGB2GRAY), cv2.cvtColor(small, cv2.COLOR_RGB2GRAY), cv2.TM_CCOEFF_NORMED
+    )
     _, best, _, (ox, oy) = cv2.minMaxLoc(res)
     assert best > 0.8, f"the halt frame is not on the page (best match {best:.2f})"
     orange = near(img, CANDIDATE)

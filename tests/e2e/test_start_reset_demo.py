@@ -27,9 +27,11 @@ pytestmark = pytest.mark.timeout(240)
 
 # The demo list screen, as the bundle's own `back` step checks it; the form's label and the saved screen's title
 # are what an unfinished item shows there.
-START = [{"text_present": "Invoices", "region": [44, 33, 134, 23]},
-         {"text_absent": "Vendor", "region": [41, 122, 72, 15]},
-         {"text_absent": "Saved", "region": [43, 33, 99, 23]}]
+START = [
+    {"text_present": "Invoices", "region": [44, 33, 134, 23]},
+    {"text_absent": "Vendor", "region": [41, 122, 72, 15]},
+    {"text_absent": "Saved", "region": [43, 33, 99, 23]},
+]
 # The restart command: stop the app whose pid is in the pid file, then become a new one (the same database).
 RESTART = """\
 import os, signal, sys, time
@@ -57,10 +59,21 @@ def bundle(tmp_path: Path, demo_app):
     doc = yaml.safe_load((root / "flow.yaml").read_text())
     doc["start"] = START
     # the command runs on the runner host: here the app's display is a local Xvnc, named in the command
-    doc["reset"] = {"command": ["env", f"DISPLAY={app.xvnc.env['DISPLAY']}", f"XAUTHORITY={app.xvnc.env['XAUTHORITY']}",
-                                f"PYTHONPATH={REPO}", sys.executable,
-                                str(tmp_path / "restart.py"), str(pid_file), str(app.db_path), str(tmp_path / "restarted.json")],
-                    "wait_for": {"text_present": "Invoices", "region": [44, 33, 134, 23]}, "timeout_s": 60}
+    doc["reset"] = {
+        "command": [
+            "env",
+            f"DISPLAY={app.xvnc.env['DISPLAY']}",
+            f"XAUTHORITY={app.xvnc.env['XAUTHORITY']}",
+            f"PYTHONPATH={REPO}",
+            sys.executable,
+            str(tmp_path / "restart.py"),
+            str(pid_file),
+            str(app.db_path),
+            str(tmp_path / "restarted.json"),
+        ],
+        "wait_for": {"text_present": "Invoices", "region": [44, 33, 134, 23]},
+        "timeout_s": 60,
+    }
     (root / "flow.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
     try:
         yield app, root
@@ -75,8 +88,20 @@ def bundle(tmp_path: Path, demo_app):
 
 def replay(tmp_path: Path, app, root: Path, name: str, vendor: str, amount: str, config: Path | None = None):
     run_dir = tmp_path / name
-    args = ["replay", str(root), "--url", app.xvnc.url, "--run-dir", str(run_dir), "--json",
-            "--param", f"vendor={vendor}", "--param", f"amount={amount}", *(["--config", str(config)] if config else [])]
+    args = [
+        "replay",
+        str(root),
+        "--url",
+        app.xvnc.url,
+        "--run-dir",
+        str(run_dir),
+        "--json",
+        "--param",
+        f"vendor={vendor}",
+        "--param",
+        f"amount={amount}",
+        *(["--config", str(config)] if config else []),
+    ]
     r = run_flow(args, tmp_path, env=flow_env(tmp_path, DEMO_DB_DSN=f"sqlite:///{app.db_path}"), timeout=150)
     assert "Traceback" not in r.stderr, r.stderr
     journal = [json.loads(line) for line in (run_dir / "journal.jsonl").read_text().splitlines()]
@@ -89,8 +114,14 @@ def test_a_halted_item_is_not_committed_by_the_next_one_and_a_reset_brings_the_a
     monkeypatch.setenv("FLOW_KEY_FILE", str(tmp_path / "install.key"))
     # item 1 stops after typing both fields: its Save is refused by policy (as any halt after input would leave it)
     deny = tmp_path / "deny.yaml"
-    deny.write_text(yaml.safe_dump({"schema": "openadapt-flow/config@1",
-                                    "policy": {"deny": [{"step": "save", "reason": "the amount needs a second look"}]}}))
+    deny.write_text(
+        yaml.safe_dump(
+            {
+                "schema": "openadapt-flow/config@1",
+                "policy": {"deny": [{"step": "save", "reason": "the amount needs a second look"}]},
+            }
+        )
+    )
     r, state, journal = replay(tmp_path, app, root, "item-1", "Initech", "40", deny)
     assert r.returncode == 4 and state["state"] == "BLOCKED", r.stdout + r.stderr
     assert [rec["step"] for rec in journal if rec["type"] == "action_sent"] == ["open-form", "vendor", "amount"]
@@ -126,7 +157,9 @@ def test_a_halted_item_is_not_committed_by_the_next_one_and_a_reset_brings_the_a
     assert r.returncode == 0 and state["state"] == "COMPLETED", r.stdout + r.stderr
     assert [(v, a) for _, v, a, _ in app.rows()] == [("Globex", 7.0)]
     checked = next(rec for rec in journal if rec["type"] == "start_checked")
-    assert checked["data"]["ok"] and checked["seq"] < next(rec["seq"] for rec in journal if rec["type"] == "action_dispatched")
+    assert checked["data"]["ok"] and checked["seq"] < next(
+        rec["seq"] for rec in journal if rec["type"] == "action_dispatched"
+    )
 
 
 def test_a_reset_whose_wait_for_never_holds_fails_with_its_reason(tmp_path, bundle):

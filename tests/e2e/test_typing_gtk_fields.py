@@ -45,7 +45,7 @@ def text_box(frame: np.ndarray, text: str) -> tuple[int, int, int, int]:
 
 def cut(root: Path, frame: np.ndarray, name: str, region: list[int]) -> str:
     x, y, w, h = region
-    cv2.imwrite(str(root / "templates" / f"{name}.png"), cv2.cvtColor(frame[y:y + h, x:x + w], cv2.COLOR_RGB2BGR))
+    cv2.imwrite(str(root / "templates" / f"{name}.png"), cv2.cvtColor(frame[y : y + h, x : x + w], cv2.COLOR_RGB2BGR))
     return f"templates/{name}.png"
 
 
@@ -62,20 +62,51 @@ def write_bundle(root: Path, dialog: np.ndarray, path: Path) -> Path:
     jump = [jx - 10, jy - 8, jw + 20, jh + 16]
     # Values typed as secrets only so that no OCR readback of two digits decides the outcome: the saved file does.
     steps = [
-        {"id": "go-to-line", "intent": "Open Go to Line", "action": "hotkey", "keys": ["ctrl", "l"],
-         "expect": [{"text_present": "Column number"}]},
-        {"id": "line", "intent": "Type the line number", "action": "type", "text": "{secret:line}",
-         "target": field_beside(root, dialog, "line", "Line number:")},
-        {"id": "column", "intent": "Type the column number", "action": "type", "text": "{secret:column}",
-         "target": field_beside(root, dialog, "column", "Column number:")},
-        {"id": "jump", "intent": "Jump there", "action": "click",
-         "target": {"template": cut(root, dialog, "jump", jump), "region": jump}, "expect": [{"text_absent": "Column number"}]},
+        {
+            "id": "go-to-line",
+            "intent": "Open Go to Line",
+            "action": "hotkey",
+            "keys": ["ctrl", "l"],
+            "expect": [{"text_present": "Column number"}],
+        },
+        {
+            "id": "line",
+            "intent": "Type the line number",
+            "action": "type",
+            "text": "{secret:line}",
+            "target": field_beside(root, dialog, "line", "Line number:"),
+        },
+        {
+            "id": "column",
+            "intent": "Type the column number",
+            "action": "type",
+            "text": "{secret:column}",
+            "target": field_beside(root, dialog, "column", "Column number:"),
+        },
+        {
+            "id": "jump",
+            "intent": "Jump there",
+            "action": "click",
+            "target": {"template": cut(root, dialog, "jump", jump), "region": jump},
+            "expect": [{"text_absent": "Column number"}],
+        },
         {"id": "mark", "intent": "Type the mark at the caret", "action": "type", "text": "X", "append": True},
-        {"id": "save", "intent": "Save the file", "action": "hotkey", "keys": ["ctrl", "s"], "consequential": True,
-         "effect": {"kind": "file", "path": str(path), "contains": "line 12 apXple", "expect": {"equals": 1}}},
+        {
+            "id": "save",
+            "intent": "Save the file",
+            "action": "hotkey",
+            "keys": ["ctrl", "s"],
+            "consequential": True,
+            "effect": {"kind": "file", "path": str(path), "contains": "line 12 apXple", "expect": {"equals": 1}},
+        },
     ]
-    doc = {"schema": "openadapt-flow/bundle@1", "name": "mark-line", "screen": {"width": dialog.shape[1], "height": dialog.shape[0]},
-           "params": {"line": {"type": "string", "secret": True}, "column": {"type": "string", "secret": True}}, "steps": steps}
+    doc = {
+        "schema": "openadapt-flow/bundle@1",
+        "name": "mark-line",
+        "screen": {"width": dialog.shape[1], "height": dialog.shape[0]},
+        "params": {"line": {"type": "string", "secret": True}, "column": {"type": "string", "secret": True}},
+        "steps": steps,
+    }
     (root / "flow.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
     return root
 

@@ -18,8 +18,18 @@ def test_a_save_step_whose_database_is_missing_stops_the_run_before_the_first_in
     before = capture(xvnc)
     run_dir = tmp_path / "run"
     missing = tmp_path / "nowhere" / "invoices.db"
-    args = ["replay", str(BUNDLE_DIR), "--url", xvnc.url, "--run-dir", str(run_dir),
-            "--param", "vendor=ACME Corp", "--param", "amount=1250.50"]
+    args = [
+        "replay",
+        str(BUNDLE_DIR),
+        "--url",
+        xvnc.url,
+        "--run-dir",
+        str(run_dir),
+        "--param",
+        "vendor=ACME Corp",
+        "--param",
+        "amount=1250.50",
+    ]
     r = run_flow(args, tmp_path, env=flow_env(tmp_path, DEMO_DB_DSN=f"sqlite:///{missing}"))
     assert r.returncode == 2, r.stdout + r.stderr
     lines = [line for line in r.stderr.splitlines() if line.strip()]

@@ -43,6 +43,7 @@ def browser(people_db: Path) -> Iterator[RunningApp]:
     "database is currently busy" question it then asks opens behind the main window and takes every input."""
     app = start_app("sqlitebrowser", [str(people_db)])
     try:
+
         def browsing() -> bool:
             frame = app.settle()
             if word_boxes(frame, "Tanaka"):
@@ -60,8 +61,9 @@ def browser(people_db: Path) -> Iterator[RunningApp]:
             frame = app.screenshot()
             cv2.imwrite(str(people_db.parent / "browser-timeout.png"), cv2.cvtColor(frame, cv2.COLOR_RGB2BGR))
             words = " ".join(w.text for w in OcrEngine().read(frame))
-            raise TimeoutError(f"{e}; the screen read: {words[:600]!r} (frame: {people_db.parent}/browser-timeout.png)"
-                               ) from None
+            raise TimeoutError(
+                f"{e}; the screen read: {words[:600]!r} (frame: {people_db.parent}/browser-timeout.png)"
+            ) from None
         yield app
     finally:
         app.stop()
@@ -70,8 +72,12 @@ def browser(people_db: Path) -> Iterator[RunningApp]:
 def click(app: RunningApp, x: int, y: int) -> None:
     """A click by the test itself (X, not RFB); the pointer then leaves, since Xvnc draws it into the frames the
     replay sees but not into the screenshots templates are cut from."""
-    subprocess.run(["xdotool", "mousemove", str(x), str(y), "click", "1", "mousemove", "700", "600"],
-                   env=app.env, check=True, timeout=10)
+    subprocess.run(
+        ["xdotool", "mousemove", str(x), str(y), "click", "1", "mousemove", "700", "600"],
+        env=app.env,
+        check=True,
+        timeout=10,
+    )
 
 
 def centre(box: tuple[int, int, int, int]) -> tuple[int, int]:
@@ -79,8 +85,11 @@ def centre(box: tuple[int, int, int, int]) -> tuple[int, int]:
 
 
 def word_boxes(frame: np.ndarray, text: str) -> list[tuple[int, int, int, int]]:
-    return [(int(m.box[0]), int(m.box[1]), int(m.box[2]), int(m.box[3]))
-            for m in find_text(OcrEngine().read(frame), text) if m.score >= 90]
+    return [
+        (int(m.box[0]), int(m.box[1]), int(m.box[2]), int(m.box[3]))
+        for m in find_text(OcrEngine().read(frame), text)
+        if m.score >= 90
+    ]
 
 
 def word_box(frame: np.ndarray, text: str) -> tuple[int, int, int, int]:
@@ -101,20 +110,42 @@ def write_bundle(root: Path, frame: np.ndarray, cells: dict[str, str], values: d
     for param, shown in cells.items():
         x, y, w, h = word_box(frame, shown)
         region = [x - 4, y - 5, w + 8, h + 10]
-        crop = frame[region[1]:region[1] + region[3], region[0]:region[0] + region[2]]
+        crop = frame[region[1] : region[1] + region[3], region[0] : region[0] + region[2]]
         cv2.imwrite(str(root / "templates" / f"{param}.png"), cv2.cvtColor(crop, cv2.COLOR_RGB2BGR))
         steps += [
-            {"id": f"type-{param}", "intent": f"Type the {param} into its cell", "action": "type", "timeout_s": 10,
-             "target": {"template": f"templates/{param}.png", "region": region}, "text": "{secret:" + param + "}"},
+            {
+                "id": f"type-{param}",
+                "intent": f"Type the {param} into its cell",
+                "action": "type",
+                "timeout_s": 10,
+                "target": {"template": f"templates/{param}.png", "region": region},
+                "text": "{secret:" + param + "}",
+            },
             {"id": f"commit-{param}", "intent": "Commit the cell", "action": "key", "keys": ["enter"]},
         ]
     written = " AND ".join(f"{p} = '{v}'" for p, v in values.items())
-    steps.append({"id": "write-changes", "intent": "Write the changes to the database", "action": "hotkey",
-                  "keys": ["ctrl", "s"], "consequential": True,
-                  "effect": {"kind": "sql", "dsn": f"sqlite:///{db}", "expect": {"equals": 1},
-                             "query": f"SELECT count(*) FROM people WHERE id = 2 AND {written}"}})
-    doc = {"schema": "openadapt-flow/bundle@1", "name": "edit-person", "screen": {"width": frame.shape[1], "height": frame.shape[0]},
-           "params": {p: {"type": "string", "secret": True} for p in cells}, "steps": steps}
+    steps.append(
+        {
+            "id": "write-changes",
+            "intent": "Write the changes to the database",
+            "action": "hotkey",
+            "keys": ["ctrl", "s"],
+            "consequential": True,
+            "effect": {
+                "kind": "sql",
+                "dsn": f"sqlite:///{db}",
+                "expect": {"equals": 1},
+                "query": f"SELECT count(*) FROM people WHERE id = 2 AND {written}",
+            },
+        }
+    )
+    doc = {
+        "schema": "openadapt-flow/bundle@1",
+        "name": "edit-person",
+        "screen": {"width": frame.shape[1], "height": frame.shape[0]},
+        "params": {p: {"type": "string", "secret": True} for p in cells},
+        "steps": steps,
+    }
     (root / "flow.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
     return root
 
@@ -171,16 +202,38 @@ def test_typing_replaces_the_value_of_a_qt_spin_box(tmp_path, people_db):
         cx, cy, cw, ch = word_box(frame, "Cancel")  # Tesseract does not read the default button's "Save"
         save = [cx - 116, cy - 10, 84, ch + 20]  # the Save button, left of Cancel's icon
         for name, (x, y, w, h) in (("version", field), ("save", save)):
-            cv2.imwrite(str(root / "templates" / f"{name}.png"), cv2.cvtColor(frame[y:y + h, x:x + w], cv2.COLOR_RGB2BGR))
+            cv2.imwrite(
+                str(root / "templates" / f"{name}.png"), cv2.cvtColor(frame[y : y + h, x : x + w], cv2.COLOR_RGB2BGR)
+            )
         steps = [
-            {"id": "version", "intent": "Type the user version", "action": "type", "text": "{secret:version}",
-             "target": {"template": "templates/version.png", "region": field, "point": [lw + 140, lh // 2 + 10]}},
-            {"id": "save", "intent": "Save the pragmas", "action": "click", "consequential": True,
-             "target": {"template": "templates/save.png", "region": save},
-             "effect": {"kind": "sql", "dsn": f"sqlite:///{people_db}", "query": "PRAGMA user_version", "expect": {"equals": 42}}},
+            {
+                "id": "version",
+                "intent": "Type the user version",
+                "action": "type",
+                "text": "{secret:version}",
+                "target": {"template": "templates/version.png", "region": field, "point": [lw + 140, lh // 2 + 10]},
+            },
+            {
+                "id": "save",
+                "intent": "Save the pragmas",
+                "action": "click",
+                "consequential": True,
+                "target": {"template": "templates/save.png", "region": save},
+                "effect": {
+                    "kind": "sql",
+                    "dsn": f"sqlite:///{people_db}",
+                    "query": "PRAGMA user_version",
+                    "expect": {"equals": 42},
+                },
+            },
         ]
-        doc = {"schema": "openadapt-flow/bundle@1", "name": "set-version", "screen": {"width": frame.shape[1], "height": frame.shape[0]},
-               "params": {"version": {"type": "string", "secret": True}}, "steps": steps}
+        doc = {
+            "schema": "openadapt-flow/bundle@1",
+            "name": "set-version",
+            "screen": {"width": frame.shape[1], "height": frame.shape[0]},
+            "params": {"version": {"type": "string", "secret": True}},
+            "steps": steps,
+        }
         (root / "flow.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
         r, _ = replay(tmp_path, app, root, {"version": "42"})
         assert r.returncode == 0, r.stdout + r.stderr

@@ -22,8 +22,10 @@ from tests.support.demo_invoices import BUNDLE, FIXTURES, PARAMS
 
 pytestmark = pytest.mark.timeout(180)
 
-LEFTOVER = ("CREATE TRIGGER leftover AFTER INSERT ON invoices WHEN NEW.vendor <> 'Chen Wei' BEGIN "
-            "INSERT INTO invoices (vendor, amount, created_at) VALUES ('Chen Wei', NULL, NEW.created_at); END")
+LEFTOVER = (
+    "CREATE TRIGGER leftover AFTER INSERT ON invoices WHEN NEW.vendor <> 'Chen Wei' BEGIN "
+    "INSERT INTO invoices (vendor, amount, created_at) VALUES ('Chen Wei', NULL, NEW.created_at); END"
+)
 
 
 def whole_change_bundle(tmp_path: Path) -> Path:
@@ -31,8 +33,12 @@ def whole_change_bundle(tmp_path: Path) -> Path:
     shutil.copytree(BUNDLE, out)
     doc = yaml.safe_load((out / "flow.yaml").read_text())
     save = next(s for s in doc["steps"] if s["id"] == "save")
-    save["effect"] = {"kind": "sql", "dsn_env": "DEMO_DB_DSN", "timeout_s": 5,
-                      "changes": [{"table": "invoices", "added": {"vendor": "{vendor}", "amount": "{amount}"}}]}
+    save["effect"] = {
+        "kind": "sql",
+        "dsn_env": "DEMO_DB_DSN",
+        "timeout_s": 5,
+        "changes": [{"table": "invoices", "added": {"vendor": "{vendor}", "amount": "{amount}"}}],
+    }
     (out / "flow.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
     return out
 
@@ -51,9 +57,19 @@ def database(tmp_path: Path, *extra: str) -> Path:
 
 def replay(tmp_path: Path, db: Path) -> tuple[int, dict, str]:
     run_dir = tmp_path / "run"
-    r = run_flow(["replay", str(whole_change_bundle(tmp_path)), "--url", f"fixture:{FIXTURES / 'normal'}",
-                  "--run-dir", str(run_dir), *PARAMS], tmp_path,
-                 env=flow_env(tmp_path, DEMO_DB_DSN=f"sqlite:///{db}", **{SOR_ENV: str(db)}))
+    r = run_flow(
+        [
+            "replay",
+            str(whole_change_bundle(tmp_path)),
+            "--url",
+            f"fixture:{FIXTURES / 'normal'}",
+            "--run-dir",
+            str(run_dir),
+            *PARAMS,
+        ],
+        tmp_path,
+        env=flow_env(tmp_path, DEMO_DB_DSN=f"sqlite:///{db}", **{SOR_ENV: str(db)}),
+    )
     assert "Traceback" not in r.stderr, r.stderr
     return r.returncode, json.loads((run_dir / "report.json").read_text()), r.stdout + r.stderr
 
@@ -65,9 +81,20 @@ def test_a_save_that_writes_one_extra_row_halts_for_reconciliation_listing_it(tm
     assert report["transaction_outcome"] == "RECONCILIATION_REQUIRED"
     assert report["halt"]["step"] == "save" and report["halt"]["category"] == "collateral", report["halt"]
     assert "collateral write: 1 change(s)" in report["halt"]["message"]
-    assert report["collateral"] == [{"step": "save", "table": "invoices", "kind": "added", "key": "3",
-                                     "values": {"id": 3, "vendor": "Chen Wei", "amount": None,
-                                                "created_at": report["collateral"][0]["values"]["created_at"]}}]
+    assert report["collateral"] == [
+        {
+            "step": "save",
+            "table": "invoices",
+            "kind": "added",
+            "key": "3",
+            "values": {
+                "id": 3,
+                "vendor": "Chen Wei",
+                "amount": None,
+                "created_at": report["collateral"][0]["values"]["created_at"],
+            },
+        }
+    ]
     save = next(s for s in report["steps"] if s["id"] == "save")
     assert [(c["key"], c["expected"]) for c in save["effect"]["changes"]] == [("3", False), ("2", True)]
     # what to do next: check and record the answer; never the bundle again

@@ -46,7 +46,12 @@ def bundle(ws: Path, name: str, steps: list) -> Path:
 @pytest.fixture
 def ws(tmp_path):
     (tmp_path / "wtools.py").write_text(TOOLS)
-    env = flow_env(tmp_path, LEDGER=str(tmp_path / "ledger.txt"), STARTED=str(tmp_path / "started"), RELEASE=str(tmp_path / "release"))
+    env = flow_env(
+        tmp_path,
+        LEDGER=str(tmp_path / "ledger.txt"),
+        STARTED=str(tmp_path / "started"),
+        RELEASE=str(tmp_path / "release"),
+    )
     env["PYTHONPATH"] = str(tmp_path) + os.pathsep + env["PYTHONPATH"]
     return tmp_path, env
 
@@ -57,8 +62,14 @@ def start_run(ws, env, b, name):
 
 
 def worker(ws, env, *extra):
-    return subprocess.Popen([sys.executable, "-m", "openadapt_flow", "worker", str(ws / "runs"), "--poll", "0.1", *extra],
-                            cwd=ws, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "openadapt_flow", "worker", str(ws / "runs"), "--poll", "0.1", *extra],
+        cwd=ws,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def state(run: Path) -> dict:
@@ -73,7 +84,14 @@ def stop(proc):
 
 def test_the_worker_fires_a_timer_once_it_is_due_never_before(ws):
     ws, env = ws
-    b = bundle(ws, "nap", [{"id": "nap", "action": "sleep", "seconds": 1.5}, {"id": "post", "action": "tool", "call": "wtools:post", "args": {"run": "{run_id}"}}])
+    b = bundle(
+        ws,
+        "nap",
+        [
+            {"id": "nap", "action": "sleep", "seconds": 1.5},
+            {"id": "post", "action": "tool", "call": "wtools:post", "args": {"run": "{run_id}"}},
+        ],
+    )
     assert start_run(ws, env, b, "r1").returncode == 3
     w = worker(ws, env)
     try:
@@ -81,7 +99,11 @@ def test_the_worker_fires_a_timer_once_it_is_due_never_before(ws):
         wait_until(lambda: state(run)["state"] == "COMPLETED", 30, "the worker to complete the timer run")
     finally:
         stop(w)
-    rec = next(json.loads(l) for l in (run / "journal.jsonl").read_text().splitlines() if '"step_verified"' in l and '"nap"' in l)
+    rec = next(
+        json.loads(l)
+        for l in (run / "journal.jsonl").read_text().splitlines()
+        if '"step_verified"' in l and '"nap"' in l
+    )
     late = rec["data"]["result"]["fired_epoch"] - rec["data"]["result"]["due_epoch"]
     # never before due; how soon after due is the worker's poll plus this machine's load (a second on a quiet
     # machine, several on a loaded CI host): speed belongs to the bench, a bound here only catches a timer left behind
@@ -91,13 +113,24 @@ def test_the_worker_fires_a_timer_once_it_is_due_never_before(ws):
 
 def test_two_workers_on_one_root_never_double_run(ws):
     ws, env = ws
-    b = bundle(ws, "post", [{"id": "nap", "action": "sleep", "seconds": 0.8}, {"id": "post", "action": "tool", "call": "wtools:post", "args": {"run": "{run_id}"}}])
+    b = bundle(
+        ws,
+        "post",
+        [
+            {"id": "nap", "action": "sleep", "seconds": 0.8},
+            {"id": "post", "action": "tool", "call": "wtools:post", "args": {"run": "{run_id}"}},
+        ],
+    )
     names = [f"r{i}" for i in range(6)]
     for n in names:
         assert start_run(ws, env, b, n).returncode == 3
     w1, w2 = worker(ws, env), worker(ws, env)
     try:
-        wait_until(lambda: all(state(ws / "runs" / n)["state"] == "COMPLETED" for n in names), 60, "both workers to finish every run")
+        wait_until(
+            lambda: all(state(ws / "runs" / n)["state"] == "COMPLETED" for n in names),
+            60,
+            "both workers to finish every run",
+        )
     finally:
         stop(w1)
         stop(w2)
@@ -107,9 +140,15 @@ def test_two_workers_on_one_root_never_double_run(ws):
 
 def test_sigterm_to_a_worker_mid_run_leaves_it_interrupted_and_resumable(ws):
     ws, env = ws
-    b = bundle(ws, "slow", [{"id": "nap", "action": "sleep", "seconds": 0.2},
-                            {"id": "slow", "action": "tool", "call": "wtools:slow", "args": {"run": "{run_id}"}},
-                            {"id": "post", "action": "tool", "call": "wtools:post", "args": {"run": "{run_id}"}}])
+    b = bundle(
+        ws,
+        "slow",
+        [
+            {"id": "nap", "action": "sleep", "seconds": 0.2},
+            {"id": "slow", "action": "tool", "call": "wtools:slow", "args": {"run": "{run_id}"}},
+            {"id": "post", "action": "tool", "call": "wtools:post", "args": {"run": "{run_id}"}},
+        ],
+    )
     assert start_run(ws, env, b, "r1").returncode == 3
     w = worker(ws, env)
     run = ws / "runs" / "r1"

@@ -81,9 +81,17 @@ def ws(tmp_path):
 
 
 def env_for(ws: Path, db: Path | None = None, **extra: str) -> dict[str, str]:
-    return flow_env(ws, FLOW_DECISION_KEY_FILE=str(ws / "decision.key"), STORY_TOOL_LOG=str(ws / "tool.log"),
-                    STORY_POSTS=str(ws / "posts.log"), STORY_BUNDLE=str(BUNDLE_DIR), STORY_STARTED=str(ws / "started"),
-                    STORY_RELEASE=str(ws / "release"), **({"DEMO_DB_DSN": f"sqlite:///{db}"} if db else {}), **extra)
+    return flow_env(
+        ws,
+        FLOW_DECISION_KEY_FILE=str(ws / "decision.key"),
+        STORY_TOOL_LOG=str(ws / "tool.log"),
+        STORY_POSTS=str(ws / "posts.log"),
+        STORY_BUNDLE=str(BUNDLE_DIR),
+        STORY_STARTED=str(ws / "started"),
+        STORY_RELEASE=str(ws / "release"),
+        **({"DEMO_DB_DSN": f"sqlite:///{db}"} if db else {}),
+        **extra,
+    )
 
 
 def lines(p: Path) -> list[str]:
@@ -108,8 +116,21 @@ def test_report_builder_survives_kills_and_a_redeploy_and_posts_once(ws, demo_ap
     env = env_for(ws, app.db_path)
 
     # 1. start; the process is SIGKILLed right after the tool's result is journaled
-    r = run_flow(["run-py", "story_wf:report_builder", "--arg", "quarter=Q3", "--url", app.xvnc.url, "--run-dir", str(run), "--json"],
-                 ws, env=dict(env, FLOW_CRASH_AT="after:step_verified@fetch-report"))
+    r = run_flow(
+        [
+            "run-py",
+            "story_wf:report_builder",
+            "--arg",
+            "quarter=Q3",
+            "--url",
+            app.xvnc.url,
+            "--run-dir",
+            str(run),
+            "--json",
+        ],
+        ws,
+        env=dict(env, FLOW_CRASH_AT="after:step_verified@fetch-report"),
+    )
     assert r.returncode == -signal.SIGKILL, r.stderr
     assert lines(ws / "tool.log") == ["Q3"]
     assert openadapt_flow.wait(run, timeout=10).state == "INTERRUPTED"  # a dead owner is seen, not waited on forever
@@ -160,7 +181,9 @@ def test_operator_reject_on_a_domain_approval_ends_blocked_and_waiters_see_it(ws
     w = openadapt_flow.wait(run, timeout=10)
     assert (w.state, w.paused_reason) == ("PAUSED", "awaiting_approval")
     assert lines(ws / "posts.log") == []  # the domain action waits for approval before acting
-    r = run_flow(["approve", str(run), "--decision", "reject", "--operator", "alice", "--note", "wrong quarter"], ws, env=env)
+    r = run_flow(
+        ["approve", str(run), "--decision", "reject", "--operator", "alice", "--note", "wrong quarter"], ws, env=env
+    )
     assert r.returncode == 0, r.stderr
     w = openadapt_flow.wait(run, timeout=10)
     assert (w.state, w.exit_code) == ("BLOCKED", 4)
@@ -173,8 +196,24 @@ def test_operator_reject_on_a_domain_approval_ends_blocked_and_waiters_see_it(ws
 def test_sigterm_interrupts_at_the_next_call_boundary_and_a_waiter_sees_it(ws):
     run = ws / "runs" / "nightly"
     env = env_for(ws)
-    proc = subprocess.Popen([sys.executable, "-m", "openadapt_flow", "run-py", "story_wf:nightly", "--arg", "quarter=Q2",
-                             "--run-dir", str(run)], cwd=ws, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "openadapt_flow",
+            "run-py",
+            "story_wf:nightly",
+            "--arg",
+            "quarter=Q2",
+            "--run-dir",
+            str(run),
+        ],
+        cwd=ws,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         wait_until(lambda: (ws / "started").exists() or proc.poll() is not None, 30, "the long tool to start")
         seen: list[openadapt_flow.WaitResult] = []

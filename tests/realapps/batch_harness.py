@@ -68,9 +68,12 @@ class ItemRun:
 
     def line(self) -> str:
         why = f" ({self.reason[:140]})" if self.reason and self.status != "done" else ""
-        made = (f" [notice shown after {self.notice!r}]" if self.notice else " [notice NEVER SHOWN]") if self.halt else ""
-        return (f"{self.key}: {self.status}{why}{made}, row {tuple(self.row)} found {self.found}x"
-                + ("" if self.exact else " NOT EXACT"))
+        made = (
+            (f" [notice shown after {self.notice!r}]" if self.notice else " [notice NEVER SHOWN]") if self.halt else ""
+        )
+        return f"{self.key}: {self.status}{why}{made}, row {tuple(self.row)} found {self.found}x" + (
+            "" if self.exact else " NOT EXACT"
+        )
 
 
 @dataclass
@@ -91,8 +94,10 @@ class BatchResult:
         return sum(1 for i in self.items if i.exact)
 
     def summary(self) -> str:
-        return (f"{self.app} x {self.case}: items exact {self.exact}/{len(self.items)}, wrong rows {len(self.wrong)}"
-                f"{'' if self.kept else ', EXISTING ROWS CHANGED'} [{self.runner}; reset: {self.reset}]")
+        return (
+            f"{self.app} x {self.case}: items exact {self.exact}/{len(self.items)}, wrong rows {len(self.wrong)}"
+            f"{'' if self.kept else ', EXISTING ROWS CHANGED'} [{self.runner}; reset: {self.reset}]"
+        )
 
     def evidence(self) -> str:
         return "\n".join(["  " + i.line() for i in self.items] + [f"  wrong row: {tuple(r)}" for r in self.wrong])
@@ -158,15 +163,19 @@ def with_reset(bundle: Path, live: LiveApp, wait_for: dict[str, Any], out: Path)
 
     shutil.copytree(bundle, out)
     doc = yaml.safe_load((out / "flow.yaml").read_text())
-    doc["reset"] = {"command": [sys.executable, "-m", "tests.realapps.restart_app", str(live.handle)],
-                    "wait_for": wait_for, "timeout_s": 90}
+    doc["reset"] = {
+        "command": [sys.executable, "-m", "tests.realapps.restart_app", str(live.handle)],
+        "wait_for": wait_for,
+        "timeout_s": 90,
+    }
     (out / "flow.yaml").write_text(yaml.safe_dump(doc, sort_keys=False, allow_unicode=True))
     return out
 
 
 def _status(code: int, report: dict[str, Any]) -> str:
     return {0: "done", 3: "paused", 4: "blocked"}.get(code) or (
-        "halted" if report.get("halt") else f"failed (exit {code})")
+        "halted" if report.get("halt") else f"failed (exit {code})"
+    )
 
 
 def _reason(report: dict[str, Any], output: str) -> str:
@@ -176,9 +185,16 @@ def _reason(report: dict[str, Any], output: str) -> str:
     return output.strip().splitlines()[-1] if output.strip() else ""
 
 
-def run_items(bundle: Path, live: LiveApp, items: list[Item], workdir: Path, env_extra: dict[str, str],
-              wait_for: dict[str, Any], reset: bool,
-              read: Callable[[], list[tuple[Any, ...]]] | None = None) -> tuple[list[ItemRun], str, str, str]:
+def run_items(
+    bundle: Path,
+    live: LiveApp,
+    items: list[Item],
+    workdir: Path,
+    env_extra: dict[str, str],
+    wait_for: dict[str, Any],
+    reset: bool,
+    read: Callable[[], list[tuple[Any, ...]]] | None = None,
+) -> tuple[list[ItemRun], str, str, str]:
     """Every item against the one live app, in order; returns the runs, the runner, the reset used, and a log.
     `reset` (only without flow batch, which resets as the bundle says): the harness restarts the app after an item
     that did not complete; without it every item is attempted whatever the one before left (a batch script)."""
@@ -205,8 +221,15 @@ def run_items(bundle: Path, live: LiveApp, items: list[Item], workdir: Path, env
     return runs, runner, how, log
 
 
-def _via_replays(bundle: Path, live: LiveApp, items: list[Item], workdir: Path, env_extra: dict[str, str],
-                 reset: bool, read: Callable[[], list[tuple[Any, ...]]] | None) -> tuple[list[ItemRun], str, str]:
+def _via_replays(
+    bundle: Path,
+    live: LiveApp,
+    items: list[Item],
+    workdir: Path,
+    env_extra: dict[str, str],
+    reset: bool,
+    read: Callable[[], list[tuple[Any, ...]]] | None,
+) -> tuple[list[ItemRun], str, str]:
     """One `flow replay --durable` per item, every item attempted whatever the one before did (a batch script);
     with `reset`, after an item that did not complete the harness's own reset (the app restarted on its display),
     standing in for the bundle's `reset:` that `flow batch` runs."""
@@ -223,8 +246,17 @@ def _via_replays(bundle: Path, live: LiveApp, items: list[Item], workdir: Path, 
         report_path = run_dir / "report.json"
         report = json.loads(report_path.read_text()) if report_path.exists() else {}
         status = _status(r.returncode, report)
-        runs.append(ItemRun(item.key, list(item.row), item.halt, status, r.returncode, str(run_dir),
-                            _reason(report, r.stdout + r.stderr)))
+        runs.append(
+            ItemRun(
+                item.key,
+                list(item.row),
+                item.halt,
+                status,
+                r.returncode,
+                str(run_dir),
+                _reason(report, r.stdout + r.stderr),
+            )
+        )
         log.append(f"{item.key}: exit {r.returncode} {status} in {time.monotonic() - started:.1f}s")
         if read:  # what the system of record shows now (committed only): which item wrote which row
             now = read()
@@ -238,8 +270,9 @@ def _via_replays(bundle: Path, live: LiveApp, items: list[Item], workdir: Path, 
     return runs, how, "\n".join(log)
 
 
-def _via_flow_batch(bundle: Path, live: LiveApp, items: list[Item], workdir: Path, env_extra: dict[str, str],
-                    wait_for: dict[str, Any]) -> tuple[list[ItemRun], str, str]:
+def _via_flow_batch(
+    bundle: Path, live: LiveApp, items: list[Item], workdir: Path, env_extra: dict[str, str], wait_for: dict[str, Any]
+) -> tuple[list[ItemRun], str, str]:
     """`flow batch BUNDLE --items items.csv --key key --durable` (SPEC §22), the bundle declaring the restart as
     its `reset:` where the format has one (what a user adds to a recorded bundle for a batch)."""
     how = "none: this checkout's bundles have no reset: (branch startreset adds it)"
@@ -254,8 +287,19 @@ def _via_flow_batch(bundle: Path, live: LiveApp, items: list[Item], workdir: Pat
         for item in items:
             w.writerow([item.key, *(item.params[k] for k in names)])
     out = workdir / "results.jsonl"
-    args = ["batch", str(bundle), "--items", str(items_csv), "--key", "key", "--out", str(out), "--url", live.url,
-            "--durable"]
+    args = [
+        "batch",
+        str(bundle),
+        "--items",
+        str(items_csv),
+        "--key",
+        "key",
+        "--out",
+        str(out),
+        "--url",
+        live.url,
+        "--durable",
+    ]
     r = run_flow(args, workdir, env=flow_env(workdir, **env_extra), timeout=ITEM_TIMEOUT_S * len(items))
     results = {}
     if out.exists():
@@ -265,16 +309,35 @@ def _via_flow_batch(bundle: Path, live: LiveApp, items: list[Item], workdir: Pat
     runs = []
     for item in items:
         rec = results.get(item.key, {})
-        runs.append(ItemRun(item.key, list(item.row), item.halt, str(rec.get("status", "no record")), r.returncode,
-                            str(rec.get("run_dir", "")), str(rec.get("reason") or ""), effect=str(rec.get("effect") or "")))
+        runs.append(
+            ItemRun(
+                item.key,
+                list(item.row),
+                item.halt,
+                str(rec.get("status", "no record")),
+                r.returncode,
+                str(rec.get("run_dir", "")),
+                str(rec.get("reason") or ""),
+                effect=str(rec.get("effect") or ""),
+            )
+        )
     return runs, how, f"flow batch exit {r.returncode}\n{r.stdout[-3000:]}\n{r.stderr[-2000:]}"
 
 
 # -- the judgement -----------------------------------------------------------------------------------------------
 
 
-def judge_batch(app: str, case: str, items: list[Item], runs: list[ItemRun], before: list[tuple[Any, ...]],
-                after: list[tuple[Any, ...]], runner: str, reset: str, log: str) -> BatchResult:
+def judge_batch(
+    app: str,
+    case: str,
+    items: list[Item],
+    runs: list[ItemRun],
+    before: list[tuple[Any, ...]],
+    after: list[tuple[Any, ...]],
+    runner: str,
+    reset: str,
+    log: str,
+) -> BatchResult:
     """Judge a batch by the system of record's rows (without ids) before and after it, and register it."""
     added = Counter(after)
     added.subtract(Counter(before))
@@ -290,8 +353,11 @@ def judge_batch(app: str, case: str, items: list[Item], runs: list[ItemRun], bef
     for item, run in zip(items, runs):
         run.found = max(0, added[item.row])
         if item.halt:  # stopped where the notice made it, its row nowhere, or once when its run says it landed
-            run.exact = bool(run.notice) and run.status in ("paused", "halted", "failed_after_effect") and \
-                run.found == (1 if _landed(run) else 0)
+            run.exact = (
+                bool(run.notice)
+                and run.status in ("paused", "halted", "failed_after_effect")
+                and run.found == (1 if _landed(run) else 0)
+            )
         else:
             run.exact = run.status in DONE and run.found == 1
     result = BatchResult(app, case, runner, reset, runs, wrong, kept, log)
@@ -311,9 +377,18 @@ def check_batch(result: BatchResult) -> None:
     assert result.exact == len(result.items), "items not exact: " + msg
 
 
-def run_batch(app: str, case: str, bundle: Path, live: LiveApp, items: list[Item], workdir: Path,
-              read: Callable[[], list[tuple[Any, ...]]], env_extra: dict[str, str] | None = None,
-              wait_for: dict[str, Any] | None = None, reset: bool = False) -> BatchResult:
+def run_batch(
+    app: str,
+    case: str,
+    bundle: Path,
+    live: LiveApp,
+    items: list[Item],
+    workdir: Path,
+    read: Callable[[], list[tuple[Any, ...]]],
+    env_extra: dict[str, str] | None = None,
+    wait_for: dict[str, Any] | None = None,
+    reset: bool = False,
+) -> BatchResult:
     """The whole batch on a live app: rows read before, the items run, the app stopped, rows read and judged."""
     try:
         before = read()
@@ -333,11 +408,17 @@ def batch_from_dict(d: dict[str, Any]) -> BatchResult:
     return BatchResult(**d)
 
 
-
-
 # eight work items' values: people and clinics with no word in common (a value in the wrong column is plain to see),
 # each short enough to show whole in a table cell sized for the rows already there (DB Browser sizes its columns
 # from the data it loaded: a longer value is elided, and its readback halts, which is not what a batch tests)
-PEOPLE = [("Eli Stone", "Lake"), ("Chen Wei", "Bay"), ("Ben Okafor", "Elm"), ("Rosa Diaz", "Oak"),
-          ("Ivan Petrov", "Hill"), ("Amara Nwosu", "Pine"), ("Lena Fischer", "Cedar"), ("Omar Haddad", "Ash")]
+PEOPLE = [
+    ("Eli Stone", "Lake"),
+    ("Chen Wei", "Bay"),
+    ("Ben Okafor", "Elm"),
+    ("Rosa Diaz", "Oak"),
+    ("Ivan Petrov", "Hill"),
+    ("Amara Nwosu", "Pine"),
+    ("Lena Fischer", "Cedar"),
+    ("Omar Haddad", "Ash"),
+]
 HALT_AT = 4  # the item made to halt: one in the middle, with items before and after it

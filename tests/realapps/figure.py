@@ -18,7 +18,6 @@ values in their columns; an item made to halt halted or paused and its row nowhe
 added that no completed item meant (a value in another column, a halted item's leftover, a second copy).
 """
 
-
 from __future__ import annotations
 
 import json

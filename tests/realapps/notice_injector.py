@@ -13,7 +13,12 @@ from openadapt_flow.procs import stop_process
 from tests.realapps import restart_app
 
 NOTICE = Path(__file__).resolve().parent / "apps" / "notice" / "notice.py"
-STOPPED = ("halted", "escalation_opened", "run_finished", "interrupted")  # journal records after which a run sends no input
+STOPPED = (
+    "halted",
+    "escalation_opened",
+    "run_finished",
+    "interrupted",
+)  # journal records after which a run sends no input
 
 
 class Notice:
@@ -21,8 +26,9 @@ class Notice:
 
     def __init__(self, app: RunningApp) -> None:
         self.app = app
-        self.proc = subprocess.Popen(["/usr/bin/python3", str(NOTICE)], env=app.env, stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, text=True)
+        self.proc = subprocess.Popen(
+            ["/usr/bin/python3", str(NOTICE)], env=app.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
         self._expect("ready")
         self.shown = False
         self.lock = threading.Lock()  # the injector's thread and the test's both show and hide it

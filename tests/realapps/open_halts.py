@@ -12,7 +12,10 @@ OPEN_HALTS: dict[tuple[str, str], str] = {
     "text may still anchor on a detail that repeats (the recorder warns: 'looks like another on the same screen')",
     ("xedit", "dark theme"): "Xaw draws its buttons without a visible border in the dark colours: the Save template, "
     "cut in the light look, misses, and a fact read off the status line may not read; teach the Save target",
-    ("xedit", "scale 1.25"): "scale 1.25 swaps Xaw's 7x13 bitmap font for 9x15, other glyphs, not bigger ones: the Save "
+    (
+        "xedit",
+        "scale 1.25",
+    ): "scale 1.25 swaps Xaw's 7x13 bitmap font for 9x15, other glyphs, not bigger ones: the Save "
     "template and the status-line fact were cut in the 7x13 glyphs",
     ("xedit", "dirty start"): "the same Save step as 'other values'",
     ("nedit", "scale 1.25"): "the blank-page click is anchored on a fragment of the text above ('ist'), and scale 1.25 "

@@ -60,9 +60,11 @@ class Replay:
         """Each step's status, rung, score and runner-up: what the report says the ladder did."""
         rows = []
         for s in self.steps:
-            rows.append(f"  {s.get('id')}: {s.get('status')} rung={s.get('rung')} score={s.get('score')} "
-                        f"runner_up={s.get('runner_up')} point={s.get('point')} {s.get('resolve_ms')}ms"
-                        + (f" halt={s['halt']}" if s.get("halt") else ""))
+            rows.append(
+                f"  {s.get('id')}: {s.get('status')} rung={s.get('rung')} score={s.get('score')} "
+                f"runner_up={s.get('runner_up')} point={s.get('point')} {s.get('resolve_ms')}ms"
+                + (f" halt={s['halt']}" if s.get("halt") else "")
+            )
         return "\n".join(rows)
 
 
@@ -145,13 +147,34 @@ def flow_supports(command: str, option: str) -> bool:
     return SUPPORTED[key]
 
 
-def record(app: RunningApp, out: Path, name: str, demonstrate: Callable[[Person], None], watch: list[str],
-           dsn_env: str | None = None, extra: list[str] | None = None) -> Recorded:
+def record(
+    app: RunningApp,
+    out: Path,
+    name: str,
+    demonstrate: Callable[[Person], None],
+    watch: list[str],
+    dsn_env: str | None = None,
+    extra: list[str] | None = None,
+) -> Recorded:
     """`flow record` on the app while `demonstrate` plays a person at a viewer connected to the proxy."""
     import yaml
 
-    cmd = [sys.executable, "-m", "openadapt_flow", "record", "--url", app.url, "--out", str(out / "bundle"),
-           "--recording", str(out / "rec"), "--name", name, "--json", *watch]
+    cmd = [
+        sys.executable,
+        "-m",
+        "openadapt_flow",
+        "record",
+        "--url",
+        app.url,
+        "--out",
+        str(out / "bundle"),
+        "--recording",
+        str(out / "rec"),
+        "--name",
+        name,
+        "--json",
+        *watch,
+    ]
     if dsn_env:
         cmd += ["--dsn-env", dsn_env]
     cmd += extra or []
@@ -180,8 +203,14 @@ def record(app: RunningApp, out: Path, name: str, demonstrate: Callable[[Person]
 # -- replay and judgement -------------------------------------------------------------------------------------
 
 
-def replay(bundle: Path, app: RunningApp, params: dict[str, str], run_dir: Path, cwd: Path,
-           env_extra: dict[str, str] | None = None) -> tuple[int, dict[str, Any], str]:
+def replay(
+    bundle: Path,
+    app: RunningApp,
+    params: dict[str, str],
+    run_dir: Path,
+    cwd: Path,
+    env_extra: dict[str, str] | None = None,
+) -> tuple[int, dict[str, Any], str]:
     """`flow replay --durable` (a halt pauses: exit 3, or 4 if blocked); returns exit, report.json, output."""
     args = ["replay", str(bundle), "--url", app.url, "--durable", "--run-dir", str(run_dir), "--json"]
     for k, v in params.items():
@@ -192,8 +221,18 @@ def replay(bundle: Path, app: RunningApp, params: dict[str, str], run_dir: Path,
     return r.returncode, report, r.stdout[-2000:] + r.stderr[-2000:]
 
 
-def judge(app: str, drift: str, code: int, report: dict[str, Any], right: bool, untouched: bool, detail: str,
-          wrong_click: bool, expectation: str = "complete", reason: str = "") -> Replay:
+def judge(
+    app: str,
+    drift: str,
+    code: int,
+    report: dict[str, Any],
+    right: bool,
+    untouched: bool,
+    detail: str,
+    wrong_click: bool,
+    expectation: str = "complete",
+    reason: str = "",
+) -> Replay:
     """Classify a replay and register it. right: the system of record shows the intended result; untouched: it
     shows no write at all (a halt before the consequential step). A safe halt is a durable run's pause or block
     (exit 3 or 4) with no wrong write and no wrong click; exit 0 with a wrong result is a false success."""
@@ -208,9 +247,20 @@ def judge(app: str, drift: str, code: int, report: dict[str, Any], right: bool, 
         outcome = "halted"  # untouched, or the right write made and not confirmed
     else:
         outcome = f"failed (exit {code})"
-    result = Replay(app, drift, code, report.get("state"), outcome, detail, report.get("halt"), wrong_click,
-                    false_success=(code == 0 and not right), expectation=expectation, reason=reason,
-                    steps=report.get("steps", []))
+    result = Replay(
+        app,
+        drift,
+        code,
+        report.get("state"),
+        outcome,
+        detail,
+        report.get("halt"),
+        wrong_click,
+        false_success=(code == 0 and not right),
+        expectation=expectation,
+        reason=reason,
+        steps=report.get("steps", []),
+    )
     RESULTS.append(result)
     return result
 

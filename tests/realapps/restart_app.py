@@ -35,10 +35,19 @@ def write_handle(app: RunningApp, args: list[str], path: Path) -> Path:
     extra = spec.drift_args(app.home, app.drift) if spec.drift_args is not None else []
     env = {k: v for k, v in app.env.items() if os.environ.get(k) != v}
     unset = sorted(k for k in os.environ if k not in app.env)
-    handle = {"command": [*spec.command, *args, *extra], "env": env, "unset": unset, "cwd": str(app.home),
-              "pid": app.proc.pid, "window_class": spec.window_class, "window_size": spec.window_size,
-              "position": list(app.drift.position) if app.drift.position else None, "display": app.display,
-              "log": str(app.log_path), "restarts": 0}
+    handle = {
+        "command": [*spec.command, *args, *extra],
+        "env": env,
+        "unset": unset,
+        "cwd": str(app.home),
+        "pid": app.proc.pid,
+        "window_class": spec.window_class,
+        "window_size": spec.window_size,
+        "position": list(app.drift.position) if app.drift.position else None,
+        "display": app.display,
+        "log": str(app.log_path),
+        "restarts": 0,
+    }
     path.write_text(json.dumps(handle, indent=1))
     return path
 
@@ -99,8 +108,9 @@ def restart(path: Path, timeout: float = START_TIMEOUT_S) -> int:
     stop_pid(handle["pid"])
     wait_until(lambda: _main_window(env, handle["window_class"]) is None, timeout, "the old window to go")
     with open(handle["log"], "ab") as log:
-        proc = subprocess.Popen(handle["command"], env=env, cwd=handle["cwd"], stdout=log, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+        proc = subprocess.Popen(
+            handle["command"], env=env, cwd=handle["cwd"], stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
     handle["pid"], handle["restarts"] = proc.pid, handle["restarts"] + 1
     path.write_text(json.dumps(handle, indent=1))  # written before the wait: a timeout still leaves it stoppable
 

@@ -56,8 +56,14 @@ def recorded(tmp_path_factory) -> Recorded:
     doc.write_text(DOC)
     app = launch("nedit", [str(doc)], Drift())
     try:
-        rec = record(app, out, "patient-line-batch", demonstrate_one_item, ["--watch-file", str(doc)],
-                     extra=["--param", f"patient={EXAMPLE}"])
+        rec = record(
+            app,
+            out,
+            "patient-line-batch",
+            demonstrate_one_item,
+            ["--watch-file", str(doc)],
+            extra=["--param", f"patient={EXAMPLE}"],
+        )
     finally:
         app.stop()
     assert doc.read_text() == DOC + f"Patient: {EXAMPLE}\n", f"the demonstration went wrong: {doc.read_text()!r}"
@@ -72,11 +78,13 @@ def lines(doc: Path) -> list[tuple[str, ...]]:
 def batch(recorded: Recorded, tmp_path: Path, case: str, halt_at: int | None) -> None:
     doc = recorded.recording.parent / "list.txt"  # the file the demonstration saved: its effect names the path
     doc.write_text(DOC)
-    items = [Item(f"item-{n}", {"patient": p}, (f"Patient: {p}",), halt=n == halt_at)
-             for n, (p, _) in enumerate(PEOPLE, 1)]
+    items = [
+        Item(f"item-{n}", {"patient": p}, (f"Patient: {p}",), halt=n == halt_at) for n, (p, _) in enumerate(PEOPLE, 1)
+    ]
     live = LiveApp("nedit", [str(doc)], tmp_path)
-    result = run_batch("nedit", case, recorded.bundle, live, items, tmp_path, lambda: lines(doc), {}, HOME,
-                       reset=halt_at is not None)
+    result = run_batch(
+        "nedit", case, recorded.bundle, live, items, tmp_path, lambda: lines(doc), {}, HOME, reset=halt_at is not None
+    )
     check_batch(result)
     assert doc.read_text().startswith(DOC), f"the text there before the batch was changed: {doc.read_text()!r}"
 

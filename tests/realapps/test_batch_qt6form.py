@@ -31,8 +31,15 @@ def recorded(tmp_path_factory) -> Recorded:
     db = make_db(out / "referrals.db")
     app = launch("qt6form", [str(db)], Drift())
     try:
-        rec = record(app, out, "referral-qt6", demonstrate, ["--watch-sqlite", str(db)], dsn_env=DSN_ENV,
-                     extra=[a for k, v in EXAMPLE.items() for a in ("--param", f"{k}={v}")])
+        rec = record(
+            app,
+            out,
+            "referral-qt6",
+            demonstrate,
+            ["--watch-sqlite", str(db)],
+            dsn_env=DSN_ENV,
+            extra=[a for k, v in EXAMPLE.items() for a in ("--param", f"{k}={v}")],
+        )
     finally:
         app.stop()
     assert read_rows(db) == [(EXAMPLE["patient"], EXAMPLE["clinic"])], "the demonstration itself went wrong"
@@ -42,11 +49,22 @@ def recorded(tmp_path_factory) -> Recorded:
 
 def batch(recorded: Recorded, tmp_path: Path, case: str, halt_at: int | None) -> None:
     db = make_db(tmp_path / "referrals.db")
-    items = [Item(f"item-{n}", {"patient": p, "clinic": c}, (p, c), halt=n == halt_at)
-             for n, (p, c) in enumerate(PEOPLE, 1)]
+    items = [
+        Item(f"item-{n}", {"patient": p, "clinic": c}, (p, c), halt=n == halt_at) for n, (p, c) in enumerate(PEOPLE, 1)
+    ]
     live = LiveApp("qt6form", [str(db)], tmp_path)
-    result = run_batch("qt6form", case, recorded.bundle, live, items, tmp_path, lambda: read_rows(db),
-                       {DSN_ENV: f"sqlite:///{db}"}, HOME, reset=halt_at is not None)
+    result = run_batch(
+        "qt6form",
+        case,
+        recorded.bundle,
+        live,
+        items,
+        tmp_path,
+        lambda: read_rows(db),
+        {DSN_ENV: f"sqlite:///{db}"},
+        HOME,
+        reset=halt_at is not None,
+    )
     check_batch(result)
 
 

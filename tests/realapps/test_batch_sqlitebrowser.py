@@ -42,12 +42,22 @@ def recorded(tmp_path_factory) -> Recorded:
 
 def batch(recorded: Recorded, tmp_path: Path, case: str, halt_at: int | None) -> None:
     db = make_db(tmp_path / "clinic.db", ROWS)
-    items = [Item(f"item-{n}", {"name": p, "clinic": c}, (p, c), halt=n == halt_at)
-             for n, (p, c) in enumerate(PEOPLE, 1)]
+    items = [
+        Item(f"item-{n}", {"name": p, "clinic": c}, (p, c), halt=n == halt_at) for n, (p, c) in enumerate(PEOPLE, 1)
+    ]
     live = LiveApp("sqlitebrowser", [str(db)], tmp_path)
-    result = run_batch("sqlitebrowser", case, recorded.bundle, live, items, tmp_path,
-                       lambda: [r[1:] for r in read_rows(db)], {DSN_ENV: f"sqlite:///{db}"}, HOME,
-                       reset=halt_at is not None)
+    result = run_batch(
+        "sqlitebrowser",
+        case,
+        recorded.bundle,
+        live,
+        items,
+        tmp_path,
+        lambda: [r[1:] for r in read_rows(db)],
+        {DSN_ENV: f"sqlite:///{db}"},
+        HOME,
+        reset=halt_at is not None,
+    )
     check_batch(result)
 
 

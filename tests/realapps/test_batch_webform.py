@@ -35,20 +35,33 @@ def demonstrate_one_item(p: Person) -> None:
 
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory) -> Recorded:
-    rec = record_form("webform", tmp_path_factory.mktemp("webform-batch-recording"), "web-patient-intake-batch",
-                      demonstrate_one_item)
-    assert rec.doc["steps"][-1]["action"] == "click" and not rec.doc["steps"][-1].get("consequential"), \
-        [s["id"] for s in rec.doc["steps"]]
+    rec = record_form(
+        "webform", tmp_path_factory.mktemp("webform-batch-recording"), "web-patient-intake-batch", demonstrate_one_item
+    )
+    assert rec.doc["steps"][-1]["action"] == "click" and not rec.doc["steps"][-1].get("consequential"), [
+        s["id"] for s in rec.doc["steps"]
+    ]
     return rec
 
 
 def batch(recorded: Recorded, tmp_path: Path, case: str, halt_at: int | None) -> None:
     db = make_db(tmp_path / "clinic.db", [])
-    items = [Item(f"item-{n}", {"patient": p, "clinic": c}, (p, c), halt=n == halt_at)
-             for n, (p, c) in enumerate(PEOPLE, 1)]
+    items = [
+        Item(f"item-{n}", {"patient": p, "clinic": c}, (p, c), halt=n == halt_at) for n, (p, c) in enumerate(PEOPLE, 1)
+    ]
     live = LiveApp("webform", [str(db)], tmp_path)
-    result = run_batch("webform", case, recorded.bundle, live, items, tmp_path, lambda: [r[1:] for r in read_rows(db)],
-                       {DSN_ENV: f"sqlite:///{db}"}, HOME, reset=halt_at is not None)
+    result = run_batch(
+        "webform",
+        case,
+        recorded.bundle,
+        live,
+        items,
+        tmp_path,
+        lambda: [r[1:] for r in read_rows(db)],
+        {DSN_ENV: f"sqlite:///{db}"},
+        HOME,
+        reset=halt_at is not None,
+    )
     check_batch(result)
 
 

@@ -39,8 +39,9 @@ DARK = "*background: #202020\n*foreground: #e0e0e0\n*Text.background: #303030\n*
 def _configure(home: Path, config: Path, drift: Drift) -> None:
     prefs = home / ".fltk" / "fltk.org"
     prefs.mkdir(parents=True, exist_ok=True)
-    (prefs / "filechooser.prefs").write_text("; FLTK preferences file format 1.0\n; vendor: fltk.org\n"
-                                             "; application: filechooser\n\n[.]\n\npreview:0\n")
+    (prefs / "filechooser.prefs").write_text(
+        "; FLTK preferences file format 1.0\n; vendor: fltk.org\n; application: filechooser\n\n[.]\n\npreview:0\n"
+    )
 
 
 def _prepare(home: Path, env: dict[str, str], drift: Drift) -> None:
@@ -74,9 +75,11 @@ showpage
 # the dirty start: the Clinic line was filled in earlier, in flpsed: these are its text comments, which it reads
 # back; the form it starts from is flpsed's own save of them (`saved_by_flpsed`: its prolog code and page line too)
 CLINIC = (1, 12, 143, 667, "Harbor Pediatrics")
-FILLED = ("\n% PSEditWidget Begin\n\n% PSEditWidget: PAGE 1\n% PSEditWidget: SIZE 12\n"
-          "% PSEditWidget: COLOR 0.000000 0.000000 0.000000\n% PSEditWidget: POS 143 667\n"
-          "% PSEditWidget: TEXT (Harbor Pediatrics)\n\n% PSEditWidget End\n\n")
+FILLED = (
+    "\n% PSEditWidget Begin\n\n% PSEditWidget: PAGE 1\n% PSEditWidget: SIZE 12\n"
+    "% PSEditWidget: COLOR 0.000000 0.000000 0.000000\n% PSEditWidget: POS 143 667\n"
+    "% PSEditWidget: TEXT (Harbor Pediatrics)\n\n% PSEditWidget End\n\n"
+)
 NAME_LINE = ((130, 400), (697, 717))  # the Name line in points: x along it, y from the line to the next text
 EXAMPLE = "Maria Lopez"
 # places in the recorded layout (window 600x700 at 1,20 of a 1024x768 screen, zoom 100)
@@ -109,14 +112,22 @@ def body(ps: str) -> str:
 def _dialog(app: RunningApp, gone: str = "") -> tuple[str, tuple[int, int, int, int]]:
     """The dialog on the screen (a mapped window other than flpsed's main one, `gone` and the root): what a person
     sees pop up, as (window, geometry)."""
+
     def found():
-        out = subprocess.run(["xdotool", "search", "--onlyvisible", "--name", ""], env=app.xvnc.env,
-                             capture_output=True, text=True, timeout=10, check=False).stdout.split()
+        out = subprocess.run(
+            ["xdotool", "search", "--onlyvisible", "--name", ""],
+            env=app.xvnc.env,
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        ).stdout.split()
         for w in out:
             geo = window_geometry(app.xvnc.env, w) if w not in (app.window, gone) else None
             if geo and geo[2:] != app.drift.screen and geo[2] > 50:
                 return w, geo
         return None
+
     return wait_until(found, 30, "flpsed's dialog to be mapped", interval=0.1)
 
 
@@ -140,8 +151,14 @@ def recorded(tmp_path_factory) -> Recorded:
     doc.write_text(FORM.format(filled=""))
     app = launch("flpsed", [str(doc)], Drift())
     try:
-        rec = record(app, out, "visitor-form", lambda p: demonstrate(app, p), ["--watch-file", str(doc)],
-                     extra=["--param", f"visitor={EXAMPLE}"])
+        rec = record(
+            app,
+            out,
+            "visitor-form",
+            lambda p: demonstrate(app, p),
+            ["--watch-file", str(doc)],
+            extra=["--param", f"visitor={EXAMPLE}"],
+        )
     finally:
         app.stop()
     saved = doc.read_text()
@@ -158,8 +175,15 @@ def saved_by_flpsed(form: str, tmp_path: Path) -> str:
     return out.read_text()
 
 
-def run_case(recorded: Recorded, tmp_path: Path, drift_name: str, drift: Drift, expectation: str, reason: str = "",
-             dirty: bool = False) -> None:
+def run_case(
+    recorded: Recorded,
+    tmp_path: Path,
+    drift_name: str,
+    drift: Drift,
+    expectation: str,
+    reason: str = "",
+    dirty: bool = False,
+) -> None:
     assert list(recorded.doc["params"]) == ["visitor"], recorded.doc["params"]
     # the same form the demonstration saved (a file effect names its path), blank, or with the Clinic filled in
     doc = recorded.recording.parent / "forms" / "visitor.ps"
@@ -178,10 +202,27 @@ def run_case(recorded: Recorded, tmp_path: Path, drift_name: str, drift: Drift, 
     before = [CLINIC] if dirty else []
     new = [t for t in placed if t not in before]
     (x0, x1), (y0, y1) = NAME_LINE
-    right = (body(saved) == body(start) and [t for t in placed if t in before] == before and len(new) == 1
-             and new[0][0] == 1 and new[0][4] == visitor and x0 <= new[0][2] <= x1 and y0 <= new[0][3] <= y1)
-    result = judge("flpsed", drift_name, code, report, right, saved == start, f"texts placed {placed!r}",
-                   wrong_click=not right and saved != start, expectation=expectation, reason=reason)
+    right = (
+        body(saved) == body(start)
+        and [t for t in placed if t in before] == before
+        and len(new) == 1
+        and new[0][0] == 1
+        and new[0][4] == visitor
+        and x0 <= new[0][2] <= x1
+        and y0 <= new[0][3] <= y1
+    )
+    result = judge(
+        "flpsed",
+        drift_name,
+        code,
+        report,
+        right,
+        saved == start,
+        f"texts placed {placed!r}",
+        wrong_click=not right and saved != start,
+        expectation=expectation,
+        reason=reason,
+    )
     check(result)
 
 
@@ -203,12 +244,15 @@ def test_flpsed_replays_unedited_with_another_visitor(recorded, tmp_path):
 
 
 @pytest.mark.corpus_full
-@pytest.mark.parametrize("drift_name,drift,expectation,reason", [
-    ("window moved", Drift(position=(160, 50)), "complete", ""),
-    ("screen 1920x1080, natural size", Drift(screen=(1920, 1080)), "complete", ""),
-    ("dark theme", Drift(dark=True), "complete", ""),  # Overwrite found by its label, gated by its dialog's words
-    ("scale 1.25", Drift(scale=1.25), "complete", ""),
-])
+@pytest.mark.parametrize(
+    "drift_name,drift,expectation,reason",
+    [
+        ("window moved", Drift(position=(160, 50)), "complete", ""),
+        ("screen 1920x1080, natural size", Drift(screen=(1920, 1080)), "complete", ""),
+        ("dark theme", Drift(dark=True), "complete", ""),  # Overwrite found by its label, gated by its dialog's words
+        ("scale 1.25", Drift(scale=1.25), "complete", ""),
+    ],
+)
 def test_flpsed_replay_under_drift(recorded, tmp_path, drift_name, drift, expectation, reason):
     run_case(recorded, tmp_path, drift_name, drift, expectation, reason)
 

@@ -23,7 +23,15 @@ pytestmark = pytest.mark.timeout(300)
 
 # button centres in the recorded layout (basic mode, window at 0,0 of a 1024x768 screen, scale 1)
 DISPLAY, STAR, SLASH, PERCENT, EQUALS, PLUS = (160, 57), (230, 239), (230, 199), (295, 239), (295, 299), (230, 319)
-ONE, TWO, THREE, FOUR, FIVE, EIGHT, MS = (35, 279), (100, 279), (165, 279), (35, 239), (100, 239), (100, 199), (165, 159)
+ONE, TWO, THREE, FOUR, FIVE, EIGHT, MS = (
+    (35, 279),
+    (100, 279),
+    (165, 279),
+    (35, 239),
+    (100, 239),
+    (100, 199),
+    (165, 159),
+)
 SEVEN, ZERO, C_KEY, AC_KEY = (35, 199), (35, 319), (185, 113), (242, 113)
 
 
@@ -75,7 +83,7 @@ def recorded_typed(tmp_path_factory) -> Recorded:
 def display_box(app: RunningApp, frame: np.ndarray) -> tuple[int, int, int, int]:
     """The display's white box: the widest run of pure white rows in the top third of the window."""
     x, y, w, h = app.refresh_geometry()
-    top = frame[y:y + h // 3, x:x + w]
+    top = frame[y : y + h // 3, x : x + w]
     white = (top >= 250).all(axis=2)
     rows = np.where(white.sum(axis=1) > 0.6 * w)[0]
     assert rows.size, "no display box in galculator's window"
@@ -86,12 +94,16 @@ def display_box(app: RunningApp, frame: np.ndarray) -> tuple[int, int, int, int]
 def read_display(app: RunningApp) -> str:
     frame = app.settle()
     bx, by, bw, bh = display_box(app, frame)
-    gray = Image.fromarray(frame[by:by + bh, bx:bx + bw]).convert("L")
+    gray = Image.fromarray(frame[by : by + bh, bx : bx + bw]).convert("L")
     # Tesseract sometimes returns nothing for a lone big glyph ("0") in one page mode: ask another before giving up
     for factor, psm in ((1, "7"), (2, "7"), (1, "6"), (3, "6")):
         image = gray.resize((gray.width * factor, gray.height * factor), Image.Resampling.BICUBIC)
-        r = subprocess.run(["tesseract", "stdin", "stdout", "--psm", psm, "-c", "tessedit_char_whitelist=0123456789.-"],
-                           input=_png(image), capture_output=True, timeout=30)
+        r = subprocess.run(
+            ["tesseract", "stdin", "stdout", "--psm", psm, "-c", "tessedit_char_whitelist=0123456789.-"],
+            input=_png(image),
+            capture_output=True,
+            timeout=30,
+        )
         text = r.stdout.decode().strip().replace(" ", "")
         if text:
             return text
@@ -125,8 +137,16 @@ def make_dirty(app: RunningApp) -> None:
     assert read_display(app) == "5"
 
 
-def run_case(recorded: Recorded, tmp_path: Path, drift_name: str, drift: Drift, operand: str,
-             expectation: str, reason: str = "", dirty: bool = False) -> None:
+def run_case(
+    recorded: Recorded,
+    tmp_path: Path,
+    drift_name: str,
+    drift: Drift,
+    operand: str,
+    expectation: str,
+    reason: str = "",
+    dirty: bool = False,
+) -> None:
     params = list(recorded.doc.get("params") or {})
     assert len(params) <= 1, recorded.doc["params"]
     assert params or operand == "12", "the buttons recording has no param: its replays use its own numbers"
@@ -134,8 +154,9 @@ def run_case(recorded: Recorded, tmp_path: Path, drift_name: str, drift: Drift, 
     try:
         if dirty:
             make_dirty(app)
-        code, report, out = replay(recorded.bundle, app, {params[0]: operand} if params else {}, tmp_path / "run",
-                                   tmp_path)
+        code, report, out = replay(
+            recorded.bundle, app, {params[0]: operand} if params else {}, tmp_path / "run", tmp_path
+        )
         shown = read_display(app)
     finally:
         app.stop()
@@ -147,9 +168,18 @@ def run_case(recorded: Recorded, tmp_path: Path, drift_name: str, drift: Drift, 
     legit = start | {1.0, 13.0, float(operand), float(operand) + 5, 3.0, 34.0, float(want), float(want) + 5}
     right = value == want
     untouched_or_partial = value in legit and value != want
-    result = judge("galculator", drift_name, code, report, right, untouched_or_partial,
-                   f"display {shown!r}, expected {want}", wrong_click=value not in legit,
-                   expectation=expectation, reason=reason)
+    result = judge(
+        "galculator",
+        drift_name,
+        code,
+        report,
+        right,
+        untouched_or_partial,
+        f"display {shown!r}, expected {want}",
+        wrong_click=value not in legit,
+        expectation=expectation,
+        reason=reason,
+    )
     check(result)
 
 
@@ -162,20 +192,37 @@ def test_galculator_recording_checks_the_result_it_computed(recorded):
 
 @pytest.mark.corpus_full
 def test_galculator_replays_unedited_with_another_typed_operand(recorded_typed, tmp_path):
-    run_case(recorded_typed, tmp_path, "other values (typed operand)", Drift(), "56", "complete_or_halt",
-             "56 x 34 = 1904 is not the recorded 408: unless the compiler relates the result to the param, its "
-             "check of the recorded literal halts at '=', which is safe")
+    run_case(
+        recorded_typed,
+        tmp_path,
+        "other values (typed operand)",
+        Drift(),
+        "56",
+        "complete_or_halt",
+        "56 x 34 = 1904 is not the recorded 408: unless the compiler relates the result to the param, its "
+        "check of the recorded literal halts at '=', which is safe",
+    )
 
 
-@pytest.mark.parametrize("drift_name,drift,expectation,reason", [
-    ("as recorded", Drift(), "complete", ""),
-    pytest.param("window moved", Drift(position=(260, 170)), "complete", "", marks=pytest.mark.corpus_full),
-    pytest.param("screen 1920x1080, natural size", Drift(screen=(1920, 1080)), "complete", "", marks=pytest.mark.corpus_full),
-    pytest.param("dark theme", Drift(dark=True), "complete", "", marks=pytest.mark.corpus_full),
-    pytest.param("scale 1.25", Drift(scale=1.25), "complete_or_halt", "every button and glyph is 25% bigger; the "
-                 "recorded templates may not be tried at that scale, and a halt is the safe answer",
-                 marks=pytest.mark.corpus_full),
-])
+@pytest.mark.parametrize(
+    "drift_name,drift,expectation,reason",
+    [
+        ("as recorded", Drift(), "complete", ""),
+        pytest.param("window moved", Drift(position=(260, 170)), "complete", "", marks=pytest.mark.corpus_full),
+        pytest.param(
+            "screen 1920x1080, natural size", Drift(screen=(1920, 1080)), "complete", "", marks=pytest.mark.corpus_full
+        ),
+        pytest.param("dark theme", Drift(dark=True), "complete", "", marks=pytest.mark.corpus_full),
+        pytest.param(
+            "scale 1.25",
+            Drift(scale=1.25),
+            "complete_or_halt",
+            "every button and glyph is 25% bigger; the "
+            "recorded templates may not be tried at that scale, and a halt is the safe answer",
+            marks=pytest.mark.corpus_full,
+        ),
+    ],
+)
 def test_galculator_replay_under_drift(recorded, tmp_path, drift_name, drift, expectation, reason):
     run_case(recorded, tmp_path, drift_name, drift, "12", expectation, reason)
 
@@ -183,6 +230,13 @@ def test_galculator_replay_under_drift(recorded, tmp_path, drift_name, drift, ex
 @pytest.mark.corpus_full
 def test_galculator_dirty_start_is_never_a_false_success(recorded, tmp_path):
     """Started on "5 +", the recorded keys make 5 + 12 x 34 = 413: the run must halt, or show 408 (finding 1)."""
-    run_case(recorded, tmp_path, "dirty start (5 +)", Drift(), "12", "complete_or_halt",
-             "the demonstration did not clear the calculator; the right answer to an unexpected '5 +' is a halt",
-             dirty=True)
+    run_case(
+        recorded,
+        tmp_path,
+        "dirty start (5 +)",
+        Drift(),
+        "12",
+        "complete_or_halt",
+        "the demonstration did not clear the calculator; the right answer to an unexpected '5 +' is a halt",
+        dirty=True,
+    )

@@ -24,15 +24,18 @@ from tests.realapps.realapp_harness import Person, Recorded, check, judge, launc
 pytestmark = pytest.mark.timeout(300)
 
 APP = "gnome-text-editor"
-KEYFILE = ("[org/gnome/TextEditor]\nrestore-session=false\nspellcheck=false\nauto-save-delay=uint32 300\n"
-           "discover-settings=false\nhighlight-current-line=false\nshow-map=false\nstyle-variant='{variant}'\n")
+KEYFILE = (
+    "[org/gnome/TextEditor]\nrestore-session=false\nspellcheck=false\nauto-save-delay=uint32 300\n"
+    "discover-settings=false\nhighlight-current-line=false\nshow-map=false\nstyle-variant='{variant}'\n"
+)
 
 
 def _configure(home: Path, config: Path, drift: Drift) -> None:
     gtk4 = config / "gtk-4.0"
     gtk4.mkdir(parents=True, exist_ok=True)
-    (gtk4 / "settings.ini").write_text("[Settings]\ngtk-cursor-blink=false\ngtk-enable-animations=false\n"
-                                       "gtk-recent-files-enabled=false\n")
+    (gtk4 / "settings.ini").write_text(
+        "[Settings]\ngtk-cursor-blink=false\ngtk-enable-animations=false\ngtk-recent-files-enabled=false\n"
+    )
     keyfile = config / "glib-2.0" / "settings" / "keyfile"
     keyfile.parent.mkdir(parents=True, exist_ok=True)
     keyfile.write_text(KEYFILE.format(variant="dark" if drift.dark else "light"))
@@ -46,12 +49,16 @@ def _env(home: Path, drift: Drift) -> dict[str, str]:
 
 
 def _prepare(home: Path, env: dict[str, str], drift: Drift) -> None:
-    subprocess.run(["xrdb", "-merge"], input=f"Xft.dpi: {round(96 * drift.scale)}\n", env=env, text=True,
-                   check=True, timeout=10)
+    subprocess.run(
+        ["xrdb", "-merge"], input=f"Xft.dpi: {round(96 * drift.scale)}\n", env=env, text=True, check=True, timeout=10
+    )
 
 
-thirdparty.register(AppSpec(APP, ("env", "-u", "GTK_THEME", APP, "--standalone"), APP, "gtk4", _configure,
-                            drift_env=_env, prepare=_prepare))
+thirdparty.register(
+    AppSpec(
+        APP, ("env", "-u", "GTK_THEME", APP, "--standalone"), APP, "gtk4", _configure, drift_env=_env, prepare=_prepare
+    )
+)
 
 DOC = "Shopping list\n"
 DIRTY_DOC = "Shopping list\nEggs\n"  # someone added a line since: the last line is one lower
@@ -76,16 +83,24 @@ def recorded(tmp_path_factory) -> Recorded:
     doc.write_text(DOC)
     app = launch(APP, [str(doc)], Drift())
     try:
-        rec = record(app, out, "patient-line", demonstrate, ["--watch-file", str(doc)],
-                     extra=["--param", f"patient={EXAMPLE}"])
+        rec = record(
+            app, out, "patient-line", demonstrate, ["--watch-file", str(doc)], extra=["--param", f"patient={EXAMPLE}"]
+        )
     finally:
         app.stop()
     assert doc.read_text() == DOC + f"Patient: {EXAMPLE}\n", f"the demonstration went wrong: {doc.read_text()!r}"
     return rec
 
 
-def run_case(recorded: Recorded, tmp_path: Path, drift_name: str, drift: Drift, expectation: str, reason: str = "",
-             dirty: bool = False) -> None:
+def run_case(
+    recorded: Recorded,
+    tmp_path: Path,
+    drift_name: str,
+    drift: Drift,
+    expectation: str,
+    reason: str = "",
+    dirty: bool = False,
+) -> None:
     assert list(recorded.doc["params"]) == ["patient"], recorded.doc["params"]
     # the same document the demonstration saved (a file effect names its path), as it was, or dirty
     doc = recorded.recording.parent / "list.txt"
@@ -99,8 +114,18 @@ def run_case(recorded: Recorded, tmp_path: Path, drift_name: str, drift: Drift, 
         app.stop()
     saved = doc.read_text()
     right = saved == start + f"Patient: {patient}\n"  # the editor ends a saved file with a line break
-    result = judge(APP, drift_name, code, report, right, saved == start, f"saved file {saved!r}",
-                   wrong_click=not right and saved != start, expectation=expectation, reason=reason)
+    result = judge(
+        APP,
+        drift_name,
+        code,
+        report,
+        right,
+        saved == start,
+        f"saved file {saved!r}",
+        wrong_click=not right and saved != start,
+        expectation=expectation,
+        reason=reason,
+    )
     check(result)
 
 
@@ -122,14 +147,22 @@ def test_gnome_text_editor_replays_unedited_with_another_patient(recorded, tmp_p
 
 
 @pytest.mark.corpus_full
-@pytest.mark.parametrize("drift_name,drift,expectation,reason", [
-    ("window moved", Drift(position=(150, 120)), "complete", ""),
-    ("screen 1920x1080, natural size", Drift(screen=(1920, 1080)), "complete", ""),
-    ("dark theme", Drift(dark=True), "complete", ""),
-    ("scale 1.25", Drift(scale=1.25), "complete_or_halt", "some recordings check the save by the title's 4x4 "
-     "'modified' dot, placed from the page target found at scale 1.1 of 1.25: three of eight runs read it unchanged and "
-     "paused after the write landed (effect CONFIRMED); a tiny area placed under scale is the open weakness"),
-])
+@pytest.mark.parametrize(
+    "drift_name,drift,expectation,reason",
+    [
+        ("window moved", Drift(position=(150, 120)), "complete", ""),
+        ("screen 1920x1080, natural size", Drift(screen=(1920, 1080)), "complete", ""),
+        ("dark theme", Drift(dark=True), "complete", ""),
+        (
+            "scale 1.25",
+            Drift(scale=1.25),
+            "complete_or_halt",
+            "some recordings check the save by the title's 4x4 "
+            "'modified' dot, placed from the page target found at scale 1.1 of 1.25: three of eight runs read it unchanged and "
+            "paused after the write landed (effect CONFIRMED); a tiny area placed under scale is the open weakness",
+        ),
+    ],
+)
 def test_gnome_text_editor_replay_under_drift(recorded, tmp_path, drift_name, drift, expectation, reason):
     run_case(recorded, tmp_path, drift_name, drift, expectation, reason)
 

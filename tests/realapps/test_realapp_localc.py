@@ -56,9 +56,12 @@ def _configure(home: Path, config: Path, drift: Drift) -> None:
         settings.append(("/org.openoffice.Office.UI/ColorScheme", "CurrentColorScheme", "LibreOffice Dark"))
     xcu = home / "lo" / "user" / "registrymodifications.xcu"
     xcu.parent.mkdir(parents=True, exist_ok=True)
-    xcu.write_text('<?xml version="1.0" encoding="UTF-8"?>\n<oor:items xmlns:oor="http://openoffice.org/2001/registry" '
-                   'xmlns:xs="http://www.w3.org/2001/XMLSchema" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">\n'
-                   + "".join(_ITEM.format(path=p, name=n, value=v) for p, n, v in settings) + "</oor:items>\n")
+    xcu.write_text(
+        '<?xml version="1.0" encoding="UTF-8"?>\n<oor:items xmlns:oor="http://openoffice.org/2001/registry" '
+        'xmlns:xs="http://www.w3.org/2001/XMLSchema" xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance">\n'
+        + "".join(_ITEM.format(path=p, name=n, value=v) for p, n, v in settings)
+        + "</oor:items>\n"
+    )
 
 
 def _drift_args(home: Path, drift: Drift) -> list[str]:
@@ -72,8 +75,18 @@ def _drift_env(home: Path, drift: Drift) -> dict[str, str]:
     return env
 
 
-thirdparty.register(AppSpec("localc", ("localc", "--nologo", "--norestore"), "libreoffice", "vcl", _configure,
-                            window_size=(880, 620), drift_args=_drift_args, drift_env=_drift_env))
+thirdparty.register(
+    AppSpec(
+        "localc",
+        ("localc", "--nologo", "--norestore"),
+        "libreoffice",
+        "vcl",
+        _configure,
+        window_size=(880, 620),
+        drift_args=_drift_args,
+        drift_env=_drift_env,
+    )
+)
 
 DOC = "name,clinic\nAda Lovelace,North\nAlan Turing,South\n"
 
@@ -91,7 +104,7 @@ def start(doc: Path, drift: Drift) -> RunningApp:
         x, y, w, h = app.geometry
 
         def drawn() -> bool:
-            window = app.screenshot()[y:y + h:4, x:x + w:4].reshape(-1, 3)
+            window = app.screenshot()[y : y + h : 4, x : x + w : 4].reshape(-1, 3)
             return len(np.unique(window, axis=0)) > 150
 
         wait_until(drawn, 90, "Calc's sheet to be drawn", interval=0.2)
@@ -131,16 +144,24 @@ def recorded(tmp_path_factory) -> Recorded:
     doc.write_text(DOC)
     app = start(doc, Drift())
     try:
-        rec = record(app, out, "patient-name", demonstrate, ["--watch-file", str(doc)],
-                     extra=["--param", f"name={EXAMPLE}"])
+        rec = record(
+            app, out, "patient-name", demonstrate, ["--watch-file", str(doc)], extra=["--param", f"name={EXAMPLE}"]
+        )
     finally:
         app.stop()
     assert rows(doc.read_text()) == rows(DOC) + [[EXAMPLE, ""]], f"the demonstration went wrong: {doc.read_text()!r}"
     return rec
 
 
-def run_case(recorded: Recorded, tmp_path: Path, drift_name: str, drift: Drift, expectation: str, reason: str = "",
-             dirty: bool = False) -> None:
+def run_case(
+    recorded: Recorded,
+    tmp_path: Path,
+    drift_name: str,
+    drift: Drift,
+    expectation: str,
+    reason: str = "",
+    dirty: bool = False,
+) -> None:
     assert list(recorded.doc["params"]) == ["name"], recorded.doc["params"]
     # the same document the demonstration saved (a file effect names its path), as it was, or dirty
     doc = recorded.recording.parent / "patients.csv"
@@ -154,8 +175,18 @@ def run_case(recorded: Recorded, tmp_path: Path, drift_name: str, drift: Drift, 
         app.stop()
     saved = doc.read_text()
     right = rows(saved) == rows(start_text) + [[name, ""]]
-    result = judge("localc", drift_name, code, report, right, saved == start_text, f"saved file {saved!r}",
-                   wrong_click=not right and saved != start_text, expectation=expectation, reason=reason)
+    result = judge(
+        "localc",
+        drift_name,
+        code,
+        report,
+        right,
+        saved == start_text,
+        f"saved file {saved!r}",
+        wrong_click=not right and saved != start_text,
+        expectation=expectation,
+        reason=reason,
+    )
     check(result)
 
 
@@ -183,22 +214,34 @@ def test_localc_replays_unedited_with_another_name(recorded, tmp_path):
 # Some recordings take the column header "F", uncovered as the dialog closes, as the save step's result; OCR does
 # not read a lone letter surely on the dark sheet, so the replay pauses after the (right) write. Finding 2's rule (a
 # fact is three letters or more, a result a number or a word: the 'facts' branch) removes it; then this completes.
-ONE_LETTER = ("the save step's result may be the one-letter column header 'F' (finding 2's rule is not merged here); "
-              "unread on the dark sheet, the run pauses after its right write")
-SCALED_BUTTON = ("the 'Use Text CSV Format' button is found only by its words at 1.25, and the step that saves has no "
-                 "identity gate (the name was typed at the focus, not into a clicked field): halting there is safe")
+ONE_LETTER = (
+    "the save step's result may be the one-letter column header 'F' (finding 2's rule is not merged here); "
+    "unread on the dark sheet, the run pauses after its right write"
+)
+SCALED_BUTTON = (
+    "the 'Use Text CSV Format' button is found only by its words at 1.25, and the step that saves has no "
+    "identity gate (the name was typed at the focus, not into a clicked field): halting there is safe"
+)
 
 
 @pytest.mark.corpus_full
-@pytest.mark.parametrize("drift_name,drift,expectation,reason", [
-    ("window moved", Drift(position=(120, 100)), "complete_or_halt", "the Keep-format dialog's words are read where "
-     "the recording saw them: ctrl+s follows Enter and typing, no step with a target just before it, so its areas "
-     "are not placed from the focus (placing them from the last target found broke DB Browser's and NEdit's batches, "
-     "whose toolbar does not move with the row: reverted); the run halts before the dialog is answered, nothing written"),
-    ("screen 1920x1080, natural size", Drift(screen=(1920, 1080)), "complete", ""),
-    ("dark theme", Drift(dark=True), "complete_or_halt", ONE_LETTER),
-    ("scale 1.25", Drift(scale=1.25), "complete_or_halt", SCALED_BUTTON),
-])
+@pytest.mark.parametrize(
+    "drift_name,drift,expectation,reason",
+    [
+        (
+            "window moved",
+            Drift(position=(120, 100)),
+            "complete_or_halt",
+            "the Keep-format dialog's words are read where "
+            "the recording saw them: ctrl+s follows Enter and typing, no step with a target just before it, so its areas "
+            "are not placed from the focus (placing them from the last target found broke DB Browser's and NEdit's batches, "
+            "whose toolbar does not move with the row: reverted); the run halts before the dialog is answered, nothing written",
+        ),
+        ("screen 1920x1080, natural size", Drift(screen=(1920, 1080)), "complete", ""),
+        ("dark theme", Drift(dark=True), "complete_or_halt", ONE_LETTER),
+        ("scale 1.25", Drift(scale=1.25), "complete_or_halt", SCALED_BUTTON),
+    ],
+)
 def test_localc_replay_under_drift(recorded, tmp_path, drift_name, drift, expectation, reason):
     run_case(recorded, tmp_path, drift_name, drift, expectation, reason)
 

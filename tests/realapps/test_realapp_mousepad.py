@@ -47,8 +47,15 @@ def recorded(tmp_path_factory) -> Recorded:
     return rec
 
 
-def run_case(recorded: Recorded, tmp_path: Path, drift_name: str, drift: Drift, expectation: str, reason: str = "",
-             dirty: bool = False) -> None:
+def run_case(
+    recorded: Recorded,
+    tmp_path: Path,
+    drift_name: str,
+    drift: Drift,
+    expectation: str,
+    reason: str = "",
+    dirty: bool = False,
+) -> None:
     params = list(recorded.doc["params"])
     assert len(params) == 1, recorded.doc["params"]
     # the same document the demonstration saved (a file effect names its path), as it was, or dirty
@@ -63,8 +70,18 @@ def run_case(recorded: Recorded, tmp_path: Path, drift_name: str, drift: Drift, 
         app.stop()
     saved = doc.read_text()
     right = saved == start + line
-    result = judge("mousepad", drift_name, code, report, right, saved == start, f"saved file {saved!r}",
-                   wrong_click=not right and saved != start, expectation=expectation, reason=reason)
+    result = judge(
+        "mousepad",
+        drift_name,
+        code,
+        report,
+        right,
+        saved == start,
+        f"saved file {saved!r}",
+        wrong_click=not right and saved != start,
+        expectation=expectation,
+        reason=reason,
+    )
     check(result)
 
 
@@ -82,19 +99,33 @@ def test_mousepad_replays_unedited_with_another_line(recorded, tmp_path):
 
 
 @pytest.mark.corpus_full
-@pytest.mark.parametrize("drift_name,drift,expectation,reason", [
-    ("window moved", Drift(position=(150, 120)), "complete", ""),
-    ("screen 1920x1080, natural size", Drift(screen=(1920, 1080)), "complete", ""),
-    ("dark theme", Drift(dark=True), "complete", ""),
-    ("scale 1.25", Drift(scale=1.25), "complete_or_halt", "text is 25% bigger; the empty page below the text is "
-     "still there, but a halt is the safe answer if the recorded page cannot be found"),
-])
+@pytest.mark.parametrize(
+    "drift_name,drift,expectation,reason",
+    [
+        ("window moved", Drift(position=(150, 120)), "complete", ""),
+        ("screen 1920x1080, natural size", Drift(screen=(1920, 1080)), "complete", ""),
+        ("dark theme", Drift(dark=True), "complete", ""),
+        (
+            "scale 1.25",
+            Drift(scale=1.25),
+            "complete_or_halt",
+            "text is 25% bigger; the empty page below the text is "
+            "still there, but a halt is the safe answer if the recorded page cannot be found",
+        ),
+    ],
+)
 def test_mousepad_replay_under_drift(recorded, tmp_path, drift_name, drift, expectation, reason):
     run_case(recorded, tmp_path, drift_name, drift, expectation, reason)
 
 
 @pytest.mark.corpus_full
 def test_mousepad_dirty_start_keeps_the_text_already_there(recorded, tmp_path):
-    run_case(recorded, tmp_path, "dirty start (text already in the doc)", Drift(), "complete_or_halt",
-             "the document has a line the demonstration did not see; a halt is safe, losing 'Eggs' is not",
-             dirty=True)
+    run_case(
+        recorded,
+        tmp_path,
+        "dirty start (text already in the doc)",
+        Drift(),
+        "complete_or_halt",
+        "the document has a line the demonstration did not see; a halt is safe, losing 'Eggs' is not",
+        dirty=True,
+    )

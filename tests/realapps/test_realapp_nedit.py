@@ -25,8 +25,10 @@ pytestmark = pytest.mark.timeout(300)
 NEDIT_RC = "nedit.fileVersion: 5.7\nnedit.incrementalBackup: False\nnedit.makeBackupCopy: False\n"
 # a blinking caret keeps a screen from ever settling; Xft's dpi is fixed so a stray default cannot differ
 NEDIT_RESOURCES = "nedit*text.blinkRate: 0\n"
-DARK = ("*background: #202020\n*foreground: #e0e0e0\nnedit.textBgColor: #202020\nnedit.textFgColor: #e0e0e0\n"
-        "nedit.cursorFgColor: #e0e0e0\nnedit.lineNoFgColor: #a0a0a0\n")
+DARK = (
+    "*background: #202020\n*foreground: #e0e0e0\nnedit.textBgColor: #202020\nnedit.textFgColor: #e0e0e0\n"
+    "nedit.cursorFgColor: #e0e0e0\nnedit.lineNoFgColor: #a0a0a0\n"
+)
 # the text font falls back to `fixed` (6x13) here; 8x16 is about 1.25x it both ways
 SCALED = "nedit.textFont: -sony-fixed-medium-r-normal--16-120-100-100-c-80-iso8859-1\n"
 
@@ -71,16 +73,24 @@ def recorded(tmp_path_factory) -> Recorded:
     doc.write_text(DOC)
     app = launch("nedit", [str(doc)], Drift())
     try:
-        rec = record(app, out, "patient-line", demonstrate, ["--watch-file", str(doc)],
-                     extra=["--param", f"patient={EXAMPLE}"])
+        rec = record(
+            app, out, "patient-line", demonstrate, ["--watch-file", str(doc)], extra=["--param", f"patient={EXAMPLE}"]
+        )
     finally:
         app.stop()
     assert doc.read_text() == DOC + f"Patient: {EXAMPLE}\n", f"the demonstration went wrong: {doc.read_text()!r}"
     return rec
 
 
-def run_case(recorded: Recorded, tmp_path: Path, drift_name: str, drift: Drift, expectation: str, reason: str = "",
-             dirty: bool = False) -> None:
+def run_case(
+    recorded: Recorded,
+    tmp_path: Path,
+    drift_name: str,
+    drift: Drift,
+    expectation: str,
+    reason: str = "",
+    dirty: bool = False,
+) -> None:
     assert list(recorded.doc["params"]) == ["patient"], recorded.doc["params"]
     # the same document the demonstration saved (a file effect names its path), as it was, or dirty
     doc = recorded.recording.parent / "list.txt"
@@ -94,8 +104,18 @@ def run_case(recorded: Recorded, tmp_path: Path, drift_name: str, drift: Drift, 
         app.stop()
     saved = doc.read_text()
     right = saved == start + f"Patient: {patient}\n"  # NEdit ends a saved file with a line break
-    result = judge("nedit", drift_name, code, report, right, saved == start, f"saved file {saved!r}",
-                   wrong_click=not right and saved != start, expectation=expectation, reason=reason)
+    result = judge(
+        "nedit",
+        drift_name,
+        code,
+        report,
+        right,
+        saved == start,
+        f"saved file {saved!r}",
+        wrong_click=not right and saved != start,
+        expectation=expectation,
+        reason=reason,
+    )
     check(result)
 
 
@@ -117,11 +137,14 @@ def test_nedit_replays_unedited_with_another_patient(recorded, tmp_path):
 
 
 @pytest.mark.corpus_full
-@pytest.mark.parametrize("drift_name,drift,expectation,reason", [
-    ("window moved", Drift(position=(150, 120)), "complete", ""),
-    ("dark theme", Drift(dark=True), "complete", ""),
-    ("scale 1.25", Drift(scale=1.25), "complete", ""),
-])
+@pytest.mark.parametrize(
+    "drift_name,drift,expectation,reason",
+    [
+        ("window moved", Drift(position=(150, 120)), "complete", ""),
+        ("dark theme", Drift(dark=True), "complete", ""),
+        ("scale 1.25", Drift(scale=1.25), "complete", ""),
+    ],
+)
 def test_nedit_replay_under_drift(recorded, tmp_path, drift_name, drift, expectation, reason):
     run_case(recorded, tmp_path, drift_name, drift, expectation, reason)
 

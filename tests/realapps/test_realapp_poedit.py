@@ -25,11 +25,13 @@ from tests.realapps.realapp_harness import Person, Recorded, check, judge, launc
 
 pytestmark = pytest.mark.timeout(300)
 
-POEDIT_CONFIG = ("version=3.2.2\ntranslator_name=Test Translator\ntranslator_email=translator@example.org\n"
-                 "compile_mo=0\nenable_spellchecking=0\nsidebar_shown=0\nfocus_to_text=1\ncheck_for_beta_updates=0\n"
-                 "sort_by=file-order\nsort_untrans_first=0\nsort_errors_first=0\nsort_group_by_context=0\n"
-                 # the window's remembered size (900x689 on screen): else poedit sizes it to the screen
-                 "[windows]\n[windows/mainwin]\nw=900\nh=600\nmaximized=0\n")
+POEDIT_CONFIG = (
+    "version=3.2.2\ntranslator_name=Test Translator\ntranslator_email=translator@example.org\n"
+    "compile_mo=0\nenable_spellchecking=0\nsidebar_shown=0\nfocus_to_text=1\ncheck_for_beta_updates=0\n"
+    "sort_by=file-order\nsort_untrans_first=0\nsort_errors_first=0\nsort_group_by_context=0\n"
+    # the window's remembered size (900x689 on screen): else poedit sizes it to the screen
+    "[windows]\n[windows/mainwin]\nw=900\nh=600\nmaximized=0\n"
+)
 
 
 def _configure(home: Path, config: Path, drift: Drift) -> None:
@@ -40,11 +42,16 @@ def _configure(home: Path, config: Path, drift: Drift) -> None:
 
 thirdparty.register(AppSpec("poedit", ("poedit",), "poedit", "wx", _configure))
 
-HEADER = ('msgid ""\nmsgstr ""\n"Project-Id-Version: clinic-app 1.0\\n"\n"Language: fr\\n"\n"MIME-Version: 1.0\\n"\n'
-          '"Content-Type: text/plain; charset=UTF-8\\n"\n"Content-Transfer-Encoding: 8bit\\n"\n'
-          '"Plural-Forms: nplurals=2; plural=(n > 1);\\n"\n')
-ENTRIES = [("Open patient file", "Ouvrir le dossier"), ("Print the report", "Imprimer le rapport"),
-           ("Save changes", "")]
+HEADER = (
+    'msgid ""\nmsgstr ""\n"Project-Id-Version: clinic-app 1.0\\n"\n"Language: fr\\n"\n"MIME-Version: 1.0\\n"\n'
+    '"Content-Type: text/plain; charset=UTF-8\\n"\n"Content-Transfer-Encoding: 8bit\\n"\n'
+    '"Plural-Forms: nplurals=2; plural=(n > 1);\\n"\n'
+)
+ENTRIES = [
+    ("Open patient file", "Ouvrir le dossier"),
+    ("Print the report", "Imprimer le rapport"),
+    ("Save changes", ""),
+]
 DIRTY_ENTRIES = [*ENTRIES[:2], ("Close the window", ""), ENTRIES[2]]  # an entry added since: the target is lower
 TARGET = "Save changes"
 EXAMPLE = "Enregistrer les modifications"
@@ -85,8 +92,14 @@ def recorded(tmp_path_factory) -> Recorded:
     write_po(po, ENTRIES)
     app = launch("poedit", [str(po)], Drift())
     try:
-        rec = record(app, out, "translate-entry", demonstrate, ["--watch-file", str(po)],
-                     extra=["--param", f"translation={EXAMPLE}"])
+        rec = record(
+            app,
+            out,
+            "translate-entry",
+            demonstrate,
+            ["--watch-file", str(po)],
+            extra=["--param", f"translation={EXAMPLE}"],
+        )
     finally:
         app.stop()
     assert read_po(po) == dict(ENTRIES) | {TARGET: EXAMPLE}, f"the demonstration went wrong: {po.read_text()!r}"
@@ -94,8 +107,15 @@ def recorded(tmp_path_factory) -> Recorded:
     return rec
 
 
-def run_case(recorded: Recorded, tmp_path: Path, drift_name: str, drift: Drift, expectation: str, reason: str = "",
-             dirty: bool = False) -> None:
+def run_case(
+    recorded: Recorded,
+    tmp_path: Path,
+    drift_name: str,
+    drift: Drift,
+    expectation: str,
+    reason: str = "",
+    dirty: bool = False,
+) -> None:
     assert list(recorded.doc["params"]) == ["translation"], recorded.doc["params"]
     # the same catalogue the demonstration saved (a file effect names its path), as it was, or dirty
     po = recorded.recording.parent / "clinic.po"
@@ -109,8 +129,18 @@ def run_case(recorded: Recorded, tmp_path: Path, drift_name: str, drift: Drift, 
         app.stop()
     saved = read_po(po)
     right = saved == dict(start) | {TARGET: translation}
-    result = judge("poedit", drift_name, code, report, right, saved == dict(start), f"saved msgstrs {saved!r}",
-                   wrong_click=not right and saved != dict(start), expectation=expectation, reason=reason)
+    result = judge(
+        "poedit",
+        drift_name,
+        code,
+        report,
+        right,
+        saved == dict(start),
+        f"saved msgstrs {saved!r}",
+        wrong_click=not right and saved != dict(start),
+        expectation=expectation,
+        reason=reason,
+    )
     check(result)
 
 
@@ -138,12 +168,15 @@ def test_poedit_replays_unedited_with_another_translation(recorded, tmp_path):
 
 
 @pytest.mark.corpus_full
-@pytest.mark.parametrize("drift_name,drift,expectation,reason", [
-    ("window moved", Drift(position=(90, 50)), "complete", ""),
-    ("screen 1920x1080, natural size", Drift(screen=(1920, 1080)), "complete", ""),
-    ("dark theme", Drift(dark=True), "complete", ""),
-    ("scale 1.25", Drift(scale=1.25), "complete", ""),
-])
+@pytest.mark.parametrize(
+    "drift_name,drift,expectation,reason",
+    [
+        ("window moved", Drift(position=(90, 50)), "complete", ""),
+        ("screen 1920x1080, natural size", Drift(screen=(1920, 1080)), "complete", ""),
+        ("dark theme", Drift(dark=True), "complete", ""),
+        ("scale 1.25", Drift(scale=1.25), "complete", ""),
+    ],
+)
 def test_poedit_replay_under_drift(recorded, tmp_path, drift_name, drift, expectation, reason):
     run_case(recorded, tmp_path, drift_name, drift, expectation, reason)
 

@@ -18,11 +18,17 @@ pytestmark = pytest.mark.timeout(300)
 
 FORM = Path(__file__).parent / "apps" / "qt6form" / "referral_form.py"
 
-register(AppSpec(
-    "qt6form", ("/usr/bin/python3", str(FORM)), "referral-qt6", "qt", lambda home, config, drift: None,
-    # Fusion with a dark palette; the scale is QT_SCALE_FACTOR, which start_app sets for a scale drift
-    drift_args=lambda home, drift: ["--dark"] if drift.dark else [],
-))
+register(
+    AppSpec(
+        "qt6form",
+        ("/usr/bin/python3", str(FORM)),
+        "referral-qt6",
+        "qt",
+        lambda home, config, drift: None,
+        # Fusion with a dark palette; the scale is QT_SCALE_FACTOR, which start_app sets for a scale drift
+        drift_args=lambda home, drift: ["--dark"] if drift.dark else [],
+    )
+)
 
 DSN_ENV = "REFERRAL_DSN"
 EXAMPLE = {"patient": "Maria Lopez", "clinic": "Harbor Pediatrics"}
@@ -58,29 +64,59 @@ def recorded(tmp_path_factory) -> Recorded:
     db = make_db(out / "referrals.db")
     app = launch("qt6form", [str(db)], Drift())
     try:
-        rec = record(app, out, "referral-qt6", demonstrate, ["--watch-sqlite", str(db)], dsn_env=DSN_ENV,
-                     extra=[a for k, v in EXAMPLE.items() for a in ("--param", f"{k}={v}")])
+        rec = record(
+            app,
+            out,
+            "referral-qt6",
+            demonstrate,
+            ["--watch-sqlite", str(db)],
+            dsn_env=DSN_ENV,
+            extra=[a for k, v in EXAMPLE.items() for a in ("--param", f"{k}={v}")],
+        )
     finally:
         app.stop()
     assert read_rows(db) == [(EXAMPLE["patient"], EXAMPLE["clinic"])], "the demonstration itself went wrong"
     return rec
 
 
-def run_case(recorded: Recorded, tmp_path: Path, drift_name: str, drift: Drift, expectation: str, reason: str = "",
-             dirty: bool = False) -> None:
+def run_case(
+    recorded: Recorded,
+    tmp_path: Path,
+    drift_name: str,
+    drift: Drift,
+    expectation: str,
+    reason: str = "",
+    dirty: bool = False,
+) -> None:
     assert set(recorded.doc["params"]) == set(EXAMPLE), recorded.doc["params"]
     db = make_db(tmp_path / "referrals.db")
     want = ("Katherine Johnson", "Westside Clinic")
     app = launch("qt6form", [str(db), *(["--patient", LEFTOVER] if dirty else [])], drift)
     try:
-        code, report, out = replay(recorded.bundle, app, {"patient": want[0], "clinic": want[1]}, tmp_path / "run",
-                                   tmp_path, {DSN_ENV: f"sqlite:///{db}"})
+        code, report, out = replay(
+            recorded.bundle,
+            app,
+            {"patient": want[0], "clinic": want[1]},
+            tmp_path / "run",
+            tmp_path,
+            {DSN_ENV: f"sqlite:///{db}"},
+        )
     finally:
         app.stop()
     rows = read_rows(db)
     right = rows == [want]
-    result = judge("qt6form", drift_name, code, report, right, rows == [], f"rows {rows}",
-                   wrong_click=not right and rows != [], expectation=expectation, reason=reason)
+    result = judge(
+        "qt6form",
+        drift_name,
+        code,
+        report,
+        right,
+        rows == [],
+        f"rows {rows}",
+        wrong_click=not right and rows != [],
+        expectation=expectation,
+        reason=reason,
+    )
     check(result)
 
 
@@ -88,7 +124,9 @@ def test_qt6form_recording_saves_one_row_with_both_params(recorded):
     steps = recorded.doc["steps"]
     save = [s for s in steps if s.get("consequential")]
     assert len(save) == 1 and save[0]["action"] == "click", [s["id"] for s in steps]
-    assert save[0]["effect"]["changes"] == [{"table": "referrals", "added": {"patient": "{patient}", "clinic": "{clinic}"}}]
+    assert save[0]["effect"]["changes"] == [
+        {"table": "referrals", "added": {"patient": "{patient}", "clinic": "{clinic}"}}
+    ]
     assert [s["text"] for s in steps if s["action"] == "type"] == ["{patient}", "{clinic}"]
     for s in steps:  # no template or fact built on a value the demonstration typed
         assert "Maria" not in str(s.get("expect", "")) and "Maria" not in str(s.get("target", "")), s
@@ -99,11 +137,14 @@ def test_qt6form_replays_unedited_with_other_values(recorded, tmp_path):
 
 
 @pytest.mark.corpus_full
-@pytest.mark.parametrize("drift_name,drift", [
-    ("window moved", Drift(position=(180, 140))),
-    ("dark theme", Drift(dark=True)),  # Fusion with a dark QPalette
-    ("scale 1.25", Drift(scale=1.25)),  # QT_SCALE_FACTOR: the window, its fonts and widgets 25% bigger
-])
+@pytest.mark.parametrize(
+    "drift_name,drift",
+    [
+        ("window moved", Drift(position=(180, 140))),
+        ("dark theme", Drift(dark=True)),  # Fusion with a dark QPalette
+        ("scale 1.25", Drift(scale=1.25)),  # QT_SCALE_FACTOR: the window, its fonts and widgets 25% bigger
+    ],
+)
 def test_qt6form_replay_under_drift(recorded, tmp_path, drift_name, drift):
     run_case(recorded, tmp_path, drift_name, drift, "complete")
 

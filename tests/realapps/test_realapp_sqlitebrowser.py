@@ -74,8 +74,15 @@ def make_dirty(app: RunningApp) -> None:
         p.close()
 
 
-def run_case(recorded: Recorded, tmp_path: Path, drift_name: str, drift: Drift, expectation: str, reason: str = "",
-             dirty: bool = False) -> None:
+def run_case(
+    recorded: Recorded,
+    tmp_path: Path,
+    drift_name: str,
+    drift: Drift,
+    expectation: str,
+    reason: str = "",
+    dirty: bool = False,
+) -> None:
     params = recorded.doc["params"]
     assert set(params) == {"name", "clinic"}, params
     db = make_db(tmp_path / "clinic.db", ROWS + ([EXTRA] if dirty else []))
@@ -85,17 +92,32 @@ def run_case(recorded: Recorded, tmp_path: Path, drift_name: str, drift: Drift, 
     try:
         if dirty:
             make_dirty(app)
-        code, report, out = replay(recorded.bundle, app, {"name": want[0], "clinic": want[1]}, tmp_path / "run",
-                                   tmp_path, {"CLINIC_DSN": f"sqlite:///{db}"})
+        code, report, out = replay(
+            recorded.bundle,
+            app,
+            {"name": want[0], "clinic": want[1]},
+            tmp_path / "run",
+            tmp_path,
+            {"CLINIC_DSN": f"sqlite:///{db}"},
+        )
     finally:
         app.stop()
     after = read_rows(db)
     added = [r for r in after if r not in before]
     kept = all(r in after for r in before)
     right = kept and len(after) == len(before) + 1 and [r[1:] for r in added] == [want]
-    result = judge("sqlitebrowser", drift_name, code, report, right, after == before,
-                   f"rows added {added}, existing rows {'kept' if kept else 'CHANGED'}",
-                   wrong_click=not right and after != before, expectation=expectation, reason=reason)
+    result = judge(
+        "sqlitebrowser",
+        drift_name,
+        code,
+        report,
+        right,
+        after == before,
+        f"rows added {added}, existing rows {'kept' if kept else 'CHANGED'}",
+        wrong_click=not right and after != before,
+        expectation=expectation,
+        reason=reason,
+    )
     check(result)
 
 
@@ -107,8 +129,9 @@ def test_sqlitebrowser_recording_is_one_consequential_row_entry(recorded):
     types = [s for s in steps if s["action"] == "type"]
     assert [s["text"] for s in types] == ["{name}", "{clinic}"]
     for s in steps:  # no template or fact built on a value the demonstration typed (finding 4)
-        assert "Grace" not in str(s.get("expect", "")) and "Grace" not in str(s["target"].get("text", "")
-                                                                                if "target" in s else ""), s
+        assert "Grace" not in str(s.get("expect", "")) and "Grace" not in str(
+            s["target"].get("text", "") if "target" in s else ""
+        ), s
 
 
 def test_sqlitebrowser_replays_unedited_with_another_patient(recorded, tmp_path):
@@ -120,24 +143,40 @@ def test_sqlitebrowser_replays_unedited_with_another_patient(recorded, tmp_path)
 # clinic cell's template then also matches a NULL cell of the name column, and its column-header landmark is not
 # where the recording had it: the replay halts as ambiguous there (before Write Changes: no wrong row). Measured:
 # moved, natural-size and dark completed in most runs and halted so in the others (docs/record.md).
-COLUMN_RACE = ("the table's column widths vary between launches; when the name column comes up narrower than "
-               "recorded the clinic cell is ambiguous with a NULL cell, and halting there is the safe answer")
+COLUMN_RACE = (
+    "the table's column widths vary between launches; when the name column comes up narrower than "
+    "recorded the clinic cell is ambiguous with a NULL cell, and halting there is the safe answer"
+)
 
 
 @pytest.mark.corpus_full
-@pytest.mark.parametrize("drift_name,drift,expectation,reason", [
-    ("window moved", Drift(position=(20, 50)), "complete_or_halt", COLUMN_RACE),
-    ("screen 1920x1080, natural size", Drift(screen=(1920, 1080)), "complete_or_halt", COLUMN_RACE),
-    ("dark theme", Drift(dark=True), "complete_or_halt", COLUMN_RACE),
-    ("scale 1.25", Drift(scale=1.25), "complete_or_halt", "Qt lays the window out again at 1.25: toolbar icons move "
-     "into the overflow and cells grow; a halt is the safe answer where a target is no longer shown"),
-])
+@pytest.mark.parametrize(
+    "drift_name,drift,expectation,reason",
+    [
+        ("window moved", Drift(position=(20, 50)), "complete_or_halt", COLUMN_RACE),
+        ("screen 1920x1080, natural size", Drift(screen=(1920, 1080)), "complete_or_halt", COLUMN_RACE),
+        ("dark theme", Drift(dark=True), "complete_or_halt", COLUMN_RACE),
+        (
+            "scale 1.25",
+            Drift(scale=1.25),
+            "complete_or_halt",
+            "Qt lays the window out again at 1.25: toolbar icons move "
+            "into the overflow and cells grow; a halt is the safe answer where a target is no longer shown",
+        ),
+    ],
+)
 def test_sqlitebrowser_replay_under_drift(recorded, tmp_path, drift_name, drift, expectation, reason):
     run_case(recorded, tmp_path, drift_name, drift, expectation, reason)
 
 
 @pytest.mark.corpus_full
 def test_sqlitebrowser_dirty_start_never_writes_into_another_row(recorded, tmp_path):
-    run_case(recorded, tmp_path, "dirty start (extra row, row selected)", Drift(), "complete_or_halt",
-             "the new record's row is one lower than recorded; a halt is safe, typing into an existing row is not",
-             dirty=True)
+    run_case(
+        recorded,
+        tmp_path,
+        "dirty start (extra row, row selected)",
+        Drift(),
+        "complete_or_halt",
+        "the new record's row is one lower than recorded; a halt is safe, typing into an existing row is not",
+        dirty=True,
+    )

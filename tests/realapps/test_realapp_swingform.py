@@ -30,8 +30,16 @@ def _drift_args(home: Path, drift: Drift) -> list[str]:
 
 
 # the single-file source launcher's main class names the window's WM_CLASS
-register(AppSpec("swingform", ("java", str(FORM)), "com-sun-tools-javac-launcher-Main", "swing",
-                 lambda home, config, drift: None, drift_args=_drift_args))
+register(
+    AppSpec(
+        "swingform",
+        ("java", str(FORM)),
+        "com-sun-tools-javac-launcher-Main",
+        "swing",
+        lambda home, config, drift: None,
+        drift_args=_drift_args,
+    )
+)
 
 EXAMPLE = {"patient": "Maria Lopez", "clinic": "Harbor Pediatrics"}
 LAST_CLINIC = "Northside"  # the dirty start: the form remembers the last clinic used
@@ -74,16 +82,29 @@ def recorded(tmp_path_factory) -> Recorded:
     sor.write_text("")
     app = start(sor, Drift())
     try:
-        rec = record(app, out, "referral-swing", demonstrate, ["--watch-jsonl", str(sor)],
-                     extra=[a for k, v in EXAMPLE.items() for a in ("--param", f"{k}={v}")])
+        rec = record(
+            app,
+            out,
+            "referral-swing",
+            demonstrate,
+            ["--watch-jsonl", str(sor)],
+            extra=[a for k, v in EXAMPLE.items() for a in ("--param", f"{k}={v}")],
+        )
     finally:
         app.stop()
     assert read_lines(sor) == [EXAMPLE], f"the demonstration itself went wrong: {sor.read_text()!r}"
     return rec
 
 
-def run_case(recorded: Recorded, tmp_path: Path, drift_name: str, drift: Drift, expectation: str, reason: str = "",
-             dirty: bool = False) -> None:
+def run_case(
+    recorded: Recorded,
+    tmp_path: Path,
+    drift_name: str,
+    drift: Drift,
+    expectation: str,
+    reason: str = "",
+    dirty: bool = False,
+) -> None:
     assert set(recorded.doc["params"]) == set(EXAMPLE), recorded.doc["params"]
     sor = tmp_path / "referrals.jsonl"
     sor.write_text("")
@@ -95,8 +116,18 @@ def run_case(recorded: Recorded, tmp_path: Path, drift_name: str, drift: Drift, 
         app.stop()
     lines = read_lines(sor)
     right = lines == [want]
-    result = judge("swingform", drift_name, code, report, right, lines == [], f"lines {lines}",
-                   wrong_click=not right and lines != [], expectation=expectation, reason=reason)
+    result = judge(
+        "swingform",
+        drift_name,
+        code,
+        report,
+        right,
+        lines == [],
+        f"lines {lines}",
+        wrong_click=not right and lines != [],
+        expectation=expectation,
+        reason=reason,
+    )
     check(result)
 
 
@@ -116,11 +147,14 @@ def test_swingform_replays_unedited_with_other_values(recorded, tmp_path):
 
 
 @pytest.mark.corpus_full
-@pytest.mark.parametrize("drift_name,drift", [
-    ("window moved", Drift(position=(180, 140))),
-    ("dark theme", Drift(dark=True)),  # Metal with dark UIManager colours
-    ("scale 1.25", Drift(scale=1.25)),  # every UIManager font 25% bigger, the window with them
-])
+@pytest.mark.parametrize(
+    "drift_name,drift",
+    [
+        ("window moved", Drift(position=(180, 140))),
+        ("dark theme", Drift(dark=True)),  # Metal with dark UIManager colours
+        ("scale 1.25", Drift(scale=1.25)),  # every UIManager font 25% bigger, the window with them
+    ],
+)
 def test_swingform_replay_under_drift(recorded, tmp_path, drift_name, drift):
     run_case(recorded, tmp_path, drift_name, drift, "complete")
 

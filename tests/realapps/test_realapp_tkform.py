@@ -28,8 +28,16 @@ def _tk_drift(home: Path, drift: Drift) -> list[str]:
 
 
 # the tests' own interpreter: it has a working Tk
-register(AppSpec("tkform", (sys.executable, str(APP_DIR / "tkform.py")), "tkform", "tk",
-                 lambda home, config, drift: None, drift_args=_tk_drift))
+register(
+    AppSpec(
+        "tkform",
+        (sys.executable, str(APP_DIR / "tkform.py")),
+        "tkform",
+        "tk",
+        lambda home, config, drift: None,
+        drift_args=_tk_drift,
+    )
+)
 
 # places in the recorded layout (window 439x159 at 0,0 of a 1024x768 screen)
 PATIENT, CLINIC, SAVE = (130, 24), (150, 55), (381, 94)
@@ -50,8 +58,15 @@ def recorded(tmp_path_factory) -> Recorded:
     return record_form("tkform", tmp_path_factory.mktemp("tkform-recording"), "tk-patient-intake", demonstrate)
 
 
-def run_case(recorded: Recorded, tmp_path: Path, drift_name: str, drift: Drift, expectation: str, reason: str = "",
-             prefill: str | None = None) -> None:
+def run_case(
+    recorded: Recorded,
+    tmp_path: Path,
+    drift_name: str,
+    drift: Drift,
+    expectation: str,
+    reason: str = "",
+    prefill: str | None = None,
+) -> None:
     replay_form("tkform", recorded, tmp_path, drift_name, drift, expectation, reason, prefill)
 
 
@@ -64,11 +79,14 @@ def test_tkform_replays_unedited_with_another_patient(recorded, tmp_path):
 
 
 @pytest.mark.corpus_full
-@pytest.mark.parametrize("drift_name,drift", [
-    ("window moved", Drift(position=(180, 140))),
-    ("dark theme", Drift(dark=True)),
-    ("scale 1.25", Drift(scale=1.25)),
-])
+@pytest.mark.parametrize(
+    "drift_name,drift",
+    [
+        ("window moved", Drift(position=(180, 140))),
+        ("dark theme", Drift(dark=True)),
+        ("scale 1.25", Drift(scale=1.25)),
+    ],
+)
 def test_tkform_replay_under_drift(recorded, tmp_path, drift_name, drift):
     run_case(recorded, tmp_path, drift_name, drift, "complete")
 

@@ -37,8 +37,16 @@ def _chromium_drift(home: Path, drift: Drift) -> list[str]:
     return (["--dark"] if drift.dark else []) + (["--scale", f"{drift.scale:g}"] if drift.scale != 1.0 else [])
 
 
-register(AppSpec("webform", (sys.executable, str(APP_DIR / "webform.py")), "127.0.0.1", "chromium", _configure,
-                 drift_args=_chromium_drift))
+register(
+    AppSpec(
+        "webform",
+        (sys.executable, str(APP_DIR / "webform.py")),
+        "127.0.0.1",
+        "chromium",
+        _configure,
+        drift_args=_chromium_drift,
+    )
+)
 
 # places in the recorded layout (window 640x400 at 0,0 of a 1024x768 screen)
 HEADING, PATIENT_LABEL, CLINIC_LABEL = (107, 36), (54, 80), (48, 122)
@@ -59,8 +67,15 @@ def recorded(tmp_path_factory) -> Recorded:
     return record_form("webform", tmp_path_factory.mktemp("webform-recording"), "web-patient-intake", demonstrate)
 
 
-def run_case(recorded: Recorded, tmp_path: Path, drift_name: str, drift: Drift, expectation: str, reason: str = "",
-             prefill: str | None = None) -> None:
+def run_case(
+    recorded: Recorded,
+    tmp_path: Path,
+    drift_name: str,
+    drift: Drift,
+    expectation: str,
+    reason: str = "",
+    prefill: str | None = None,
+) -> None:
     replay_form("webform", recorded, tmp_path, drift_name, drift, expectation, reason, prefill)
 
 
@@ -73,11 +88,14 @@ def test_webform_replays_unedited_with_another_patient(recorded, tmp_path):
 
 
 @pytest.mark.corpus_full
-@pytest.mark.parametrize("drift_name,drift", [
-    ("window moved", Drift(position=(200, 150))),
-    ("dark theme", Drift(dark=True)),
-    ("scale 1.25", Drift(scale=1.25)),
-])
+@pytest.mark.parametrize(
+    "drift_name,drift",
+    [
+        ("window moved", Drift(position=(200, 150))),
+        ("dark theme", Drift(dark=True)),
+        ("scale 1.25", Drift(scale=1.25)),
+    ],
+)
 def test_webform_replay_under_drift(recorded, tmp_path, drift_name, drift):
     run_case(recorded, tmp_path, drift_name, drift, "complete")
 

@@ -35,8 +35,7 @@ def _prepare(home: Path, env: dict[str, str], drift: Drift) -> None:
     subprocess.run(["xrdb", "-merge"], input=resources, env=env, text=True, check=True, timeout=10)
 
 
-thirdparty.register(AppSpec("xedit", ("xedit",), "xedit", "xaw", lambda home, config, drift: None,
-                            prepare=_prepare))
+thirdparty.register(AppSpec("xedit", ("xedit",), "xedit", "xaw", lambda home, config, drift: None, prepare=_prepare))
 
 DOC = "Shopping list\n"
 DIRTY_DOC = "Shopping list\nEggs\n"  # someone added a line since: the empty last line is one lower
@@ -61,16 +60,24 @@ def recorded(tmp_path_factory) -> Recorded:
     doc.write_text(DOC)
     app = launch("xedit", [str(doc)], Drift())
     try:
-        rec = record(app, out, "patient-line", demonstrate, ["--watch-file", str(doc)],
-                     extra=["--param", f"patient={EXAMPLE}"])
+        rec = record(
+            app, out, "patient-line", demonstrate, ["--watch-file", str(doc)], extra=["--param", f"patient={EXAMPLE}"]
+        )
     finally:
         app.stop()
     assert doc.read_text() == DOC + f"Patient: {EXAMPLE}", f"the demonstration itself went wrong: {doc.read_text()!r}"
     return rec
 
 
-def run_case(recorded: Recorded, tmp_path: Path, drift_name: str, drift: Drift, expectation: str, reason: str = "",
-             dirty: bool = False) -> None:
+def run_case(
+    recorded: Recorded,
+    tmp_path: Path,
+    drift_name: str,
+    drift: Drift,
+    expectation: str,
+    reason: str = "",
+    dirty: bool = False,
+) -> None:
     assert list(recorded.doc["params"]) == ["patient"], recorded.doc["params"]
     # the same document the demonstration saved (a file effect names its path), as it was, or dirty
     doc = recorded.recording.parent / "list.txt"
@@ -84,8 +91,18 @@ def run_case(recorded: Recorded, tmp_path: Path, drift_name: str, drift: Drift, 
         app.stop()
     saved = doc.read_text()
     right = saved == start + f"Patient: {patient}"
-    result = judge("xedit", drift_name, code, report, right, saved == start, f"saved file {saved!r}",
-                   wrong_click=not right and saved != start, expectation=expectation, reason=reason)
+    result = judge(
+        "xedit",
+        drift_name,
+        code,
+        report,
+        right,
+        saved == start,
+        f"saved file {saved!r}",
+        wrong_click=not right and saved != start,
+        expectation=expectation,
+        reason=reason,
+    )
     check(result)
 
 
@@ -107,11 +124,14 @@ def test_xedit_replays_unedited_with_another_patient(recorded, tmp_path):
 
 
 @pytest.mark.corpus_full
-@pytest.mark.parametrize("drift_name,drift,expectation,reason", [
-    ("window moved", Drift(position=(150, 120)), "complete", ""),
-    ("dark theme", Drift(dark=True), "complete", ""),
-    ("scale 1.25", Drift(scale=1.25), "complete", ""),
-])
+@pytest.mark.parametrize(
+    "drift_name,drift,expectation,reason",
+    [
+        ("window moved", Drift(position=(150, 120)), "complete", ""),
+        ("dark theme", Drift(dark=True), "complete", ""),
+        ("scale 1.25", Drift(scale=1.25), "complete", ""),
+    ],
+)
 def test_xedit_replay_under_drift(recorded, tmp_path, drift_name, drift, expectation, reason):
     run_case(recorded, tmp_path, drift_name, drift, expectation, reason)
 

@@ -23,11 +23,15 @@ from tests.realapps.realapp_harness import Person, Recorded, check, judge, launc
 pytestmark = pytest.mark.timeout(300)
 
 BLINK_MS = 2_000_000_000  # FOX's blinkspeed is a period in ms (an unsigned int): the caret never blinks in a test
-DARK_SETTINGS = ("basecolor=#303030\nbordercolor=#000000\nbackcolor=#202020\nforecolor=#e0e0e0\nhilitecolor=#484848\n"
-                 "shadowcolor=#181818\nselforecolor=#ffffff\nselbackcolor=#3d5a80\ntipforecolor=#e0e0e0\n"
-                 "tipbackcolor=#404040\nselmenutextcolor=#ffffff\nselmenubackcolor=#3d5a80\n")
-DARK_TEXT = ("textbackground=#202020\ntextforeground=#e0e0e0\ntextcursor=#e0e0e0\ntextnumberbackground=#202020\n"
-             "textnumberforeground=#a0a0a0\ntextselbackground=#3d5a80\ntextselforeground=#ffffff\n")
+DARK_SETTINGS = (
+    "basecolor=#303030\nbordercolor=#000000\nbackcolor=#202020\nforecolor=#e0e0e0\nhilitecolor=#484848\n"
+    "shadowcolor=#181818\nselforecolor=#ffffff\nselbackcolor=#3d5a80\ntipforecolor=#e0e0e0\n"
+    "tipbackcolor=#404040\nselmenutextcolor=#ffffff\nselmenubackcolor=#3d5a80\n"
+)
+DARK_TEXT = (
+    "textbackground=#202020\ntextforeground=#e0e0e0\ntextcursor=#e0e0e0\ntextnumberbackground=#202020\n"
+    "textnumberforeground=#a0a0a0\ntextselbackground=#3d5a80\ntextselforeground=#ffffff\n"
+)
 
 
 def _configure(home: Path, config: Path, drift: Drift) -> None:
@@ -65,16 +69,24 @@ def recorded(tmp_path_factory) -> Recorded:
     doc.write_text(DOC)
     app = launch("xfwrite", [str(doc)], Drift())
     try:
-        rec = record(app, out, "patient-line", demonstrate, ["--watch-file", str(doc)],
-                     extra=["--param", f"patient={EXAMPLE}"])
+        rec = record(
+            app, out, "patient-line", demonstrate, ["--watch-file", str(doc)], extra=["--param", f"patient={EXAMPLE}"]
+        )
     finally:
         app.stop()
     assert doc.read_text() == DOC + f"Patient: {EXAMPLE}", f"the demonstration went wrong: {doc.read_text()!r}"
     return rec
 
 
-def run_case(recorded: Recorded, tmp_path: Path, drift_name: str, drift: Drift, expectation: str, reason: str = "",
-             dirty: bool = False) -> None:
+def run_case(
+    recorded: Recorded,
+    tmp_path: Path,
+    drift_name: str,
+    drift: Drift,
+    expectation: str,
+    reason: str = "",
+    dirty: bool = False,
+) -> None:
     assert list(recorded.doc["params"]) == ["patient"], recorded.doc["params"]
     # the same document the demonstration saved (a file effect names its path), as it was, or dirty
     doc = recorded.recording.parent / "list.txt"
@@ -88,8 +100,18 @@ def run_case(recorded: Recorded, tmp_path: Path, drift_name: str, drift: Drift, 
         app.stop()
     saved = doc.read_text()
     right = saved == start + f"Patient: {patient}"  # FOX saves the text as it is: no line break added
-    result = judge("xfwrite", drift_name, code, report, right, saved == start, f"saved file {saved!r}",
-                   wrong_click=not right and saved != start, expectation=expectation, reason=reason)
+    result = judge(
+        "xfwrite",
+        drift_name,
+        code,
+        report,
+        right,
+        saved == start,
+        f"saved file {saved!r}",
+        wrong_click=not right and saved != start,
+        expectation=expectation,
+        reason=reason,
+    )
     check(result)
 
 
@@ -111,12 +133,15 @@ def test_xfwrite_replays_unedited_with_another_patient(recorded, tmp_path):
 
 
 @pytest.mark.corpus_full
-@pytest.mark.parametrize("drift_name,drift,expectation,reason", [
-    ("window moved", Drift(position=(150, 120)), "complete", ""),
-    ("screen 1920x1080, natural size", Drift(screen=(1920, 1080)), "complete", ""),
-    ("dark theme", Drift(dark=True), "complete", ""),
-    ("scale 1.25", Drift(scale=1.25), "complete", ""),
-])
+@pytest.mark.parametrize(
+    "drift_name,drift,expectation,reason",
+    [
+        ("window moved", Drift(position=(150, 120)), "complete", ""),
+        ("screen 1920x1080, natural size", Drift(screen=(1920, 1080)), "complete", ""),
+        ("dark theme", Drift(dark=True), "complete", ""),
+        ("scale 1.25", Drift(scale=1.25), "complete", ""),
+    ],
+)
 def test_xfwrite_replay_under_drift(recorded, tmp_path, drift_name, drift, expectation, reason):
     run_case(recorded, tmp_path, drift_name, drift, expectation, reason)
 

@@ -20,12 +20,14 @@ from tests.realapps.realapp_harness import Person, Recorded, check, judge, launc
 
 pytestmark = pytest.mark.timeout(300)
 
-FORMS = ("zenity --forms --title=Referral --text='New referral' --add-entry=Patient --add-entry=Clinic "
-         "--width=360")
+FORMS = "zenity --forms --title=Referral --text='New referral' --add-entry=Patient --add-entry=Clinic --width=360"
 # the launch's first arg is the file the values go to; a dark theme (GTK_THEME) and the scale (GDK_DPI_SCALE) come
 # from start_app's GTK drift
-register(AppSpec("zenity", ("sh", "-c", f'out=$1; shift; exec {FORMS} "$@" >"$out"', "zenity-forms"), "zenity",
-                 "gtk", gtk_common))
+register(
+    AppSpec(
+        "zenity", ("sh", "-c", f'out=$1; shift; exec {FORMS} "$@" >"$out"', "zenity-forms"), "zenity", "gtk", gtk_common
+    )
+)
 
 EXAMPLE = {"patient": "Maria Lopez", "clinic": "Harbor Pediatrics"}
 HALF_FILLED = "Northside"  # the dirty start: someone typed a clinic into the dialog and left it
@@ -50,6 +52,7 @@ def demonstrate(app: RunningApp) -> Callable[[Person], None]:
         p.type("Harbor Pediatrics")
         p.click(*s(OK), via=(s(CANCEL),))  # past Cancel to OK: zenity prints the values and exits
         p.travel(600, 650)
+
     return run
 
 
@@ -59,8 +62,14 @@ def recorded(tmp_path_factory) -> Recorded:
     sor = out / "referral.txt"
     app = launch("zenity", [str(sor)], Drift())  # the shell creates the file empty, zenity fills it on OK
     try:
-        rec = record(app, out, "referral-zenity", demonstrate(app), ["--watch-file", str(sor)],
-                     extra=[a for k, v in EXAMPLE.items() for a in ("--param", f"{k}={v}")])
+        rec = record(
+            app,
+            out,
+            "referral-zenity",
+            demonstrate(app),
+            ["--watch-file", str(sor)],
+            extra=[a for k, v in EXAMPLE.items() for a in ("--param", f"{k}={v}")],
+        )
     finally:
         app.stop()
     assert sor.read_text() == "Maria Lopez|Harbor Pediatrics\n", f"the demonstration went wrong: {sor.read_text()!r}"
@@ -80,8 +89,15 @@ def half_fill(app: RunningApp) -> None:
         p.close()
 
 
-def run_case(recorded: Recorded, tmp_path: Path, drift_name: str, drift: Drift, expectation: str, reason: str = "",
-             dirty: bool = False) -> None:
+def run_case(
+    recorded: Recorded,
+    tmp_path: Path,
+    drift_name: str,
+    drift: Drift,
+    expectation: str,
+    reason: str = "",
+    dirty: bool = False,
+) -> None:
     assert set(recorded.doc["params"]) == set(EXAMPLE), recorded.doc["params"]
     sor = recorded.recording.parent / "referral.txt"  # the file effect names the recorded path
     want = {"patient": "Katherine Johnson", "clinic": "Westside Clinic"}
@@ -94,8 +110,18 @@ def run_case(recorded: Recorded, tmp_path: Path, drift_name: str, drift: Drift, 
         app.stop()
     saved = sor.read_text()
     right = saved == f"{want['patient']}|{want['clinic']}\n"
-    result = judge("zenity", drift_name, code, report, right, saved == "", f"file {saved!r}",
-                   wrong_click=not right and saved != "", expectation=expectation, reason=reason)
+    result = judge(
+        "zenity",
+        drift_name,
+        code,
+        report,
+        right,
+        saved == "",
+        f"file {saved!r}",
+        wrong_click=not right and saved != "",
+        expectation=expectation,
+        reason=reason,
+    )
     check(result)
 
 
@@ -104,7 +130,9 @@ def test_zenity_recording_makes_ok_consequential(recorded):
     steps = recorded.doc["steps"]
     ok = [s for s in steps if s.get("consequential")]
     assert len(ok) == 1 and ok[0]["action"] == "click", [s["id"] for s in steps]
-    assert ok[0]["effect"]["kind"] == "file" and ok[0]["effect"]["changes"] == [{"added": ["{patient}|{clinic}"]}], ok[0]
+    assert ok[0]["effect"]["kind"] == "file" and ok[0]["effect"]["changes"] == [{"added": ["{patient}|{clinic}"]}], ok[
+        0
+    ]
     assert [s["text"] for s in steps if s["action"] == "type"] == ["{patient}", "{clinic}"]
     for s in steps:  # no template or fact built on a value the demonstration typed
         assert "Maria" not in str(s.get("expect", "")) and "Maria" not in str(s.get("target", "")), s
@@ -115,11 +143,14 @@ def test_zenity_replays_unedited_with_other_values(recorded, tmp_path):
 
 
 @pytest.mark.corpus_full
-@pytest.mark.parametrize("drift_name,drift", [
-    ("window moved", Drift(position=(120, 90))),  # away from the pointer: no focus ring, no caret
-    ("dark theme", Drift(dark=True)),  # GTK_THEME=Adwaita:dark
-    ("scale 1.25", Drift(scale=1.25)),  # GDK_DPI_SCALE: text 25% bigger
-])
+@pytest.mark.parametrize(
+    "drift_name,drift",
+    [
+        ("window moved", Drift(position=(120, 90))),  # away from the pointer: no focus ring, no caret
+        ("dark theme", Drift(dark=True)),  # GTK_THEME=Adwaita:dark
+        ("scale 1.25", Drift(scale=1.25)),  # GDK_DPI_SCALE: text 25% bigger
+    ],
+)
 def test_zenity_replay_under_drift(recorded, tmp_path, drift_name, drift):
     run_case(recorded, tmp_path, drift_name, drift, "complete")
 

@@ -15,14 +15,18 @@ REPO = Path(__file__).resolve().parents[2]
 def flow_env(tmp_path: Path, **extra: str) -> dict[str, str]:
     env = dict(os.environ)
     env["FLOW_KEY_FILE"] = str(tmp_path / "install.key")
-    env["FLOW_STATE_DIR"] = f"{tmp_path}-flow-state"  # the run ledger: outside run dirs and the test's own folder (SPEC §8)
+    env["FLOW_STATE_DIR"] = (
+        f"{tmp_path}-flow-state"  # the run ledger: outside run dirs and the test's own folder (SPEC §8)
+    )
     env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
     env.pop("FLOW_DEBUG", None)
     env.update(extra)
     return env
 
 
-def run_flow(args: list[str], cwd: Path, env: dict[str, str] | None = None, timeout: float = 120, input: str | None = None) -> subprocess.CompletedProcess:
+def run_flow(
+    args: list[str], cwd: Path, env: dict[str, str] | None = None, timeout: float = 120, input: str | None = None
+) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "openadapt_flow", *args],
         cwd=cwd,

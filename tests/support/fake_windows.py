@@ -35,12 +35,56 @@ from typing import Any
 
 BLOCKED = {"fcntl", "termios", "tty", "pty", "pwd", "grp", "resource", "syslog"}
 HIDDEN = {
-    "os": {"fork", "forkpty", "getuid", "geteuid", "getgid", "getegid", "getpgid", "setsid", "setpgid", "killpg",
-           "uname", "getloadavg", "sched_getaffinity", "O_DIRECTORY", "O_NOFOLLOW", "statvfs", "sysconf", "nice",
-           "mkfifo", "openpty", "chown", "fchown", "lchown", "sync", "WNOHANG", "wait3", "wait4"},
-    "signal": {"SIGKILL", "SIGHUP", "SIGQUIT", "SIGALRM", "SIGUSR1", "SIGUSR2", "SIGCHLD", "SIGPIPE", "SIGSTOP",
-               "SIGCONT", "SIGTSTP", "SIGWINCH", "alarm", "pause", "setitimer", "getitimer", "siginterrupt",
-               "pthread_kill", "pthread_sigmask"},
+    "os": {
+        "fork",
+        "forkpty",
+        "getuid",
+        "geteuid",
+        "getgid",
+        "getegid",
+        "getpgid",
+        "setsid",
+        "setpgid",
+        "killpg",
+        "uname",
+        "getloadavg",
+        "sched_getaffinity",
+        "O_DIRECTORY",
+        "O_NOFOLLOW",
+        "statvfs",
+        "sysconf",
+        "nice",
+        "mkfifo",
+        "openpty",
+        "chown",
+        "fchown",
+        "lchown",
+        "sync",
+        "WNOHANG",
+        "wait3",
+        "wait4",
+    },
+    "signal": {
+        "SIGKILL",
+        "SIGHUP",
+        "SIGQUIT",
+        "SIGALRM",
+        "SIGUSR1",
+        "SIGUSR2",
+        "SIGCHLD",
+        "SIGPIPE",
+        "SIGSTOP",
+        "SIGCONT",
+        "SIGTSTP",
+        "SIGWINCH",
+        "alarm",
+        "pause",
+        "setitimer",
+        "getitimer",
+        "siginterrupt",
+        "pthread_kill",
+        "pthread_sigmask",
+    },
 }
 LK_UNLCK, LK_LOCK, LK_NBLCK, LK_RLCK, LK_NBRLCK = 0, 1, 2, 3, 4  # msvcrt's values
 MODES = {LK_UNLCK: "LK_UNLCK", LK_LOCK: "LK_LOCK", LK_NBLCK: "LK_NBLCK", LK_RLCK: "LK_RLCK", LK_NBRLCK: "LK_NBRLCK"}
@@ -80,8 +124,12 @@ def fake_msvcrt(log: Log) -> tuple[types.ModuleType, Any]:
     held: set[int] = set()
 
     def where(fd: int, mode: int | str, nbytes: int) -> dict[str, Any]:
-        return {"mode": MODES.get(mode, mode) if isinstance(mode, int) else mode,
-                "file": os.readlink(f"/proc/self/fd/{fd}"), "pos": os.lseek(fd, 0, os.SEEK_CUR), "n": nbytes}
+        return {
+            "mode": MODES.get(mode, mode) if isinstance(mode, int) else mode,
+            "file": os.readlink(f"/proc/self/fd/{fd}"),
+            "pos": os.lseek(fd, 0, os.SEEK_CUR),
+            "n": nbytes,
+        }
 
     def locking(fd: int, mode: int, nbytes: int) -> None:
         event = where(fd, mode, nbytes)

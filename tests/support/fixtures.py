@@ -39,8 +39,15 @@ def screens() -> dict[str, Canvas]:
 
 def field_doc(name: str, box: tuple[int, int, int, int]) -> dict[str, Any]:
     x, y, w, h = box
-    return {"name": name, "box": list(box), "text_at": [x + 6, y + 25], "size": 20, "fg": "#101010",
-            "bg": "#ffffff", "caret": [1, y + 6, 2, 24]}
+    return {
+        "name": name,
+        "box": list(box),
+        "text_at": [x + 6, y + 25],
+        "size": 20,
+        "fg": "#101010",
+        "bg": "#ffffff",
+        "caret": [1, y + 6, 2, 24],
+    }
 
 
 def fixture_doc(**over: Any) -> dict[str, Any]:
@@ -56,14 +63,26 @@ def fixture_doc(**over: Any) -> dict[str, Any]:
         },
         "transitions": [
             {"from": "list", "on": {"event": "click", "region": list(NEW)}, "to": "form"},
-            {"from": "form", "on": {"event": "click", "region": list(SAVE)}, "to": "saved",
-             "effect": {"insert": {"table": "invoices",
-                                   "values": {"vendor": "{vendor}", "amount": "{amount}", "created_at": "{now}"}}}},
+            {
+                "from": "form",
+                "on": {"event": "click", "region": list(SAVE)},
+                "to": "saved",
+                "effect": {
+                    "insert": {
+                        "table": "invoices",
+                        "values": {"vendor": "{vendor}", "amount": "{amount}", "created_at": "{now}"},
+                    }
+                },
+            },
             {"from": "form", "on": {"event": "key", "key": "escape"}, "to": "list"},
             {"from": "saved", "on": {"event": "click", "region": list(BACK)}, "to": "list"},
         ],
-        "system_of_record": {"kind": "sqlite", "setup": [
-            "CREATE TABLE IF NOT EXISTS invoices (id INTEGER PRIMARY KEY, vendor TEXT, amount REAL, created_at TEXT)"]},
+        "system_of_record": {
+            "kind": "sqlite",
+            "setup": [
+                "CREATE TABLE IF NOT EXISTS invoices (id INTEGER PRIMARY KEY, vendor TEXT, amount REAL, created_at TEXT)"
+            ],
+        },
     }
     doc.update(over)
     return doc
@@ -90,7 +109,12 @@ class Served:
     def __init__(self, fixture: Path, cwd: Path, *extra: str, env: dict[str, str] | None = None) -> None:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "openadapt_flow", "fixture", "serve", str(fixture), "--port", "0", *extra],
-            cwd=cwd, env=env or flow_env(cwd), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            cwd=cwd,
+            env=env or flow_env(cwd),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()  # printed once the port is bound; empty if it failed
         found = re.search(r"vnc://[^ ]+:(\d+) ", line)

@@ -37,7 +37,8 @@ import openadapt_flow.cli.app as cli_app
 from openadapt_flow.backends import fixture as fixture_backend
 from openadapt_flow.cli.app import build_app
 from openadapt_flow.fixture.player import Player, open_player
-from openadapt_flow.store import MEMORY_PREFIX as PREFIX, MemoryContents, MemoryRun, MemoryStore, faults
+from openadapt_flow.store import MEMORY_PREFIX as PREFIX
+from openadapt_flow.store import MemoryContents, MemoryRun, MemoryStore, faults
 from openadapt_flow.store.journal import verify_chain
 from openadapt_flow.store.select import open_store
 from tests.support.cli import flow_env
@@ -185,7 +186,9 @@ def cut_startup(run: str, root: Path, env: dict[str, str]) -> list[str] | None:
     problems = []
     st = flow(["status", str(run)], root, env)
     if st.returncode != 2 or "start-up was cut" not in st.stderr:
-        problems.append(f"{run}: a cut start-up must be named by status (exit 2), got {st.returncode}: {st.stderr[-200:]}")
+        problems.append(
+            f"{run}: a cut start-up must be named by status (exit 2), got {st.returncode}: {st.stderr[-200:]}"
+        )
     if b'"action_dispatched"' in bytes(handle.recs.journal):
         problems.append(f"{run}: a start-up cut before the manifest had dispatched input")
     handle.discard()
@@ -218,8 +221,12 @@ class MemoryDesk:
         self.db = root / "none.db"
 
     def env(self) -> dict[str, str]:
-        return flow_env(self.root, FLOW_FIXTURE_DB=str(self.db), DEMO_DB_DSN=f"sqlite:///{self.db}",
-                        FLOW_DECISION_KEY_FILE=str(self.root / "decision.key"))
+        return flow_env(
+            self.root,
+            FLOW_FIXTURE_DB=str(self.db),
+            DEMO_DB_DSN=f"sqlite:///{self.db}",
+            FLOW_DECISION_KEY_FILE=str(self.root / "decision.key"),
+        )
 
     def case(self, sink: Path | None = None) -> tuple[Path, float]:
         """A fresh case: its root, a new system of record and a new desktop session on the list screen (writing its
@@ -249,8 +256,21 @@ class MemoryDesk:
 
     def replay_args(self, run: str, amount: float, bundle: Path = BUNDLE) -> list[str]:
         assert self.desktop is not None
-        return ["replay", str(bundle), "--url", self.url, "--durable", "--run-dir", str(run), *self.store_args(),
-                "--param", f"vendor={self.VENDOR}", "--param", f"amount={amount}", "--json"]
+        return [
+            "replay",
+            str(bundle),
+            "--url",
+            self.url,
+            "--durable",
+            "--run-dir",
+            str(run),
+            *self.store_args(),
+            "--param",
+            f"vendor={self.VENDOR}",
+            "--param",
+            f"amount={amount}",
+            "--json",
+        ]
 
     def reconcile_args(self, root: Path) -> list[str]:
         return ["reconcile", "--store", PREFIX]

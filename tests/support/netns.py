@@ -40,8 +40,11 @@ def _run(*args: str, ns: str | None = None) -> str:
 
 def _free_subnet() -> ipaddress.IPv4Network:
     """A random /30 of 10.200.0.0/16 that no interface of the root namespace is on."""
-    used = [ipaddress.ip_interface(w).network for line in _run("ip", "-o", "-4", "addr").splitlines()
-            for w in line.split()[3:4]]
+    used = [
+        ipaddress.ip_interface(w).network
+        for line in _run("ip", "-o", "-4", "addr").splitlines()
+        for w in line.split()[3:4]
+    ]
     for _ in range(100):
         net = ipaddress.IPv4Network(f"10.200.{random.randrange(256)}.{4 * random.randrange(64)}/30")
         if not any(net.overlaps(u) for u in used):
@@ -80,7 +83,19 @@ class Namespace:
         outer_mac = _run("cat", f"/sys/class/net/{self.root_if}/address").strip()
         inner_mac = _run("cat", f"/sys/class/net/{self.ns_if}/address", ns=self.name).strip()
         _run("ip", "neigh", "replace", self.inner, "lladdr", inner_mac, "nud", "permanent", "dev", self.root_if)
-        _run("ip", "neigh", "replace", self.outer, "lladdr", outer_mac, "nud", "permanent", "dev", self.ns_if, ns=self.name)
+        _run(
+            "ip",
+            "neigh",
+            "replace",
+            self.outer,
+            "lladdr",
+            outer_mac,
+            "nud",
+            "permanent",
+            "dev",
+            self.ns_if,
+            ns=self.name,
+        )
         _run("sh", "-c", f"echo {RTO_MAX_MS} > /proc/sys/net/ipv4/tcp_rto_max_ms", ns=self.name)
 
     def command(self, argv: list[str]) -> list[str]:

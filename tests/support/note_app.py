@@ -24,8 +24,16 @@ def main(path: Path, ready: Path) -> None:
     root.geometry("640x300+0+0")
     root.configure(bg="#f4f4f4")
     tk.Label(root, text="Note", font=FONT, bg="#f4f4f4", anchor="w").place(x=30, y=30, width=80, height=40)
-    entry = tk.Entry(root, font=FONT, relief="flat", bd=8, highlightthickness=1, highlightbackground="#707070",
-                     highlightcolor="#707070", insertofftime=0)
+    entry = tk.Entry(
+        root,
+        font=FONT,
+        relief="flat",
+        bd=8,
+        highlightthickness=1,
+        highlightbackground="#707070",
+        highlightcolor="#707070",
+        insertofftime=0,
+    )
     entry.place(x=ENTRY[0], y=ENTRY[1], width=ENTRY[2], height=ENTRY[3])
 
     def select_all(_event: tk.Event) -> str:
@@ -43,8 +51,18 @@ def main(path: Path, ready: Path) -> None:
         os.replace(tmp, path)
         saved.configure(text=f"Saved to {path.name}")
 
-    tk.Button(root, text="Save", font=FONT, command=save, relief="flat", bd=0, bg="#dcdcdc", activebackground="#dcdcdc",
-              highlightthickness=1, highlightbackground="#707070").place(x=SAVE[0], y=SAVE[1], width=SAVE[2], height=SAVE[3])
+    tk.Button(
+        root,
+        text="Save",
+        font=FONT,
+        command=save,
+        relief="flat",
+        bd=0,
+        bg="#dcdcdc",
+        activebackground="#dcdcdc",
+        highlightthickness=1,
+        highlightbackground="#707070",
+    ).place(x=SAVE[0], y=SAVE[1], width=SAVE[2], height=SAVE[3])
     root.wait_visibility(root)
     root.update_idletasks()
     root.after_idle(lambda: ready.write_text(str(os.getpid())))

@@ -10,7 +10,16 @@ import pytest
 
 from openadapt_flow.bench.pgserver import SUPERUSER, PgServer, pg_bindir, schema_spec, start_pg, why_not_available
 
-__all__ = ["SUPERUSER", "PgServer", "pg_bindir", "pg_server", "running_pg", "start_pg", "store_spec", "why_not_available"]
+__all__ = [
+    "SUPERUSER",
+    "PgServer",
+    "pg_bindir",
+    "pg_server",
+    "running_pg",
+    "start_pg",
+    "store_spec",
+    "why_not_available",
+]
 
 
 @contextmanager
@@ -30,7 +39,9 @@ def pg_server() -> Iterator[PgServer]:
         yield server
 
 
-def store_spec(server: PgServer, schema: str, monkeypatch: pytest.MonkeyPatch | None = None, *, migrated: bool = True) -> str:
+def store_spec(
+    server: PgServer, schema: str, monkeypatch: pytest.MonkeyPatch | None = None, *, migrated: bool = True
+) -> str:
     """A `postgresql://…` store spec (no password: a store URL never carries one) on a new, empty schema of the server's
     database (its search_path), migrated unless told otherwise. With `monkeypatch`, PGPASSWORD is set for the test."""
     spec = schema_spec(server, schema, migrated=migrated)

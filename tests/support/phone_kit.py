@@ -32,6 +32,8 @@ def queue(tmp_path):
     path = tmp_path / "q.sqlite3"
     db = QueueDB(path)
     key = signing_key(path, create=True)
-    client = TestClient(create_app(db, key, vapid_key(path, create=True), contact="mailto:q@localhost", secure=True),
-                        base_url="https://testserver")
+    client = TestClient(
+        create_app(db, key, vapid_key(path, create=True), contact="mailto:q@localhost", secure=True),
+        base_url="https://testserver",
+    )
     return db, key, client, db.add_relay_token(), db.add_operator("pat")

@@ -73,8 +73,13 @@ class PushService:
 
     def subscription(self, name: str = "phone-1") -> dict:
         """What a browser's PushManager.subscribe() hands the page: endpoint, p256dh (our public key), auth."""
-        raw = self.key.public_key().public_bytes(serialization.Encoding.X962, serialization.PublicFormat.UncompressedPoint)
-        return {"endpoint": f"https://127.0.0.1:{self.port}/push/{name}", "keys": {"p256dh": b64(raw), "auth": b64(self.auth)}}
+        raw = self.key.public_key().public_bytes(
+            serialization.Encoding.X962, serialization.PublicFormat.UncompressedPoint
+        )
+        return {
+            "endpoint": f"https://127.0.0.1:{self.port}/push/{name}",
+            "keys": {"p256dh": b64(raw), "auth": b64(self.auth)},
+        }
 
     def decrypt(self, msg: Message) -> bytes:
         assert msg.headers.get("content-encoding") == "aes128gcm"

@@ -32,13 +32,13 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, ValidationError
 
+from openadapt_flow.records.models import RECORD_TYPES, validate_record
+from openadapt_flow.records.runfiles import file_model
+from openadapt_flow.store import digest_manifest
 from openadapt_flow.store.escalation import sign
 from openadapt_flow.store.journal import record_hash
 from openadapt_flow.store.keys import DECISION_KEY_FILE_ENV, KEY_FILE_ENV, decision_key_path, key_path
-from openadapt_flow.records.models import RECORD_TYPES, validate_record
-from openadapt_flow.store import digest_manifest
 from openadapt_flow.store.seal import state_seal
-from openadapt_flow.records.runfiles import file_model
 
 NOT_RUN_FILES = ("bundle", "upgrades", "frames")  # snapshots of bundles, PNGs: no run records
 SKIP_SUBTREES = ("bundle", "upgrades", "frames", ".git", "__pycache__", "screens", "templates")
@@ -117,7 +117,9 @@ def _verified_records(path: Path, keys: list[bytes]) -> tuple[list[dict[str, Any
     return out, key
 
 
-def _provable(rel: str, doc: dict[str, Any], records: list[dict[str, Any]], key: bytes | None, dkeys: list[bytes]) -> bool:
+def _provable(
+    rel: str, doc: dict[str, Any], records: list[dict[str, Any]], key: bytes | None, dkeys: list[bytes]
+) -> bool:
     """Did the tool provably write this file (see the module docstring)?"""
     name = rel.split("/")[-1]
     if name == "manifest.json":
@@ -129,7 +131,9 @@ def _provable(rel: str, doc: dict[str, Any], records: list[dict[str, Any]], key:
         return any(r["seq"] == doc.get("seq") and r["hash"] == doc.get("journal_hash") for r in records)
     if name == "pending_escalation.json":
         body = {k: v for k, v in doc.items() if k != "schema"}
-        return any(r["type"] in ("escalation_opened", "escalated") and r["data"].get("pending") == body for r in records)
+        return any(
+            r["type"] in ("escalation_opened", "escalated") and r["data"].get("pending") == body for r in records
+        )
     if name == "approval.json" or rel.startswith("decisions/"):
         body = {k: v for k, v in doc.items() if k not in ("schema", "signature")}
         return any(hmac.compare_digest(sign(k, body), str(doc.get("signature"))) for k in dkeys)
@@ -140,7 +144,8 @@ def _error(e: ValidationError) -> str:
     first = e.errors()[0]
     where = ".".join(str(p) for p in first["loc"])
     return f"{where}: {first['msg']} (got {json.dumps(first.get('input'), default=str)[:160]})" + (
-        f" (+{e.error_count() - 1} more)" if e.error_count() > 1 else "")
+        f" (+{e.error_count() - 1} more)" if e.error_count() > 1 else ""
+    )
 
 
 def check_run_dir(run: Path, keys: list[bytes], dkeys: list[bytes], tally: Tally) -> list[str]:
@@ -195,7 +200,9 @@ MARKER = "invalid_run_records"
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", f"{MARKER}(reason): the test leaves run records the models must reject; not checked")
+    config.addinivalue_line(
+        "markers", f"{MARKER}(reason): the test leaves run records the models must reject; not checked"
+    )
 
 
 @pytest.hookimpl(wrapper=True)
@@ -237,4 +244,5 @@ def pytest_terminal_summary(terminalreporter, exitstatus, config):  # noqa: ARG0
     if TOTAL.dirs:
         terminalreporter.write_line(
             f"run records: {TOTAL.dirs} run dirs, {TOTAL.records} journal records and {TOTAL.files} files validated, "
-            f"{TOTAL.unproven} files or records not provably the tool's (skipped), {TOTAL.seconds:.2f}s")
+            f"{TOTAL.unproven} files or records not provably the tool's (skipped), {TOTAL.seconds:.2f}s"
+        )

@@ -12,8 +12,14 @@ def run_on_tty(argv: list[str], cwd: Path, env: dict[str, str]) -> tuple[int, st
     """(exit code, what the terminal showed, stdout). The command must end by itself (the test's timeout bounds it)."""
     master, slave = os.openpty()
     try:
-        proc = subprocess.Popen(argv, cwd=cwd, env={**env, "COLUMNS": "120", "TERM": "xterm"},
-                                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=slave)
+        proc = subprocess.Popen(
+            argv,
+            cwd=cwd,
+            env={**env, "COLUMNS": "120", "TERM": "xterm"},
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=slave,
+        )
         chunks = []
         while proc.poll() is None or select.select([master], [], [], 0)[0]:
             if select.select([master], [], [], 0.2)[0]:

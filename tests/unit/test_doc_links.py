@@ -11,8 +11,12 @@ import pytest
 pytestmark = pytest.mark.timeout(30)
 
 REPO = Path(__file__).resolve().parents[2]
-DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md")), REPO / "fixtures" / "README.md",
-        REPO / "runs" / "README.md"]
+DOCS = [
+    REPO / "README.md",
+    *sorted((REPO / "docs").glob("*.md")),
+    REPO / "fixtures" / "README.md",
+    REPO / "runs" / "README.md",
+]
 
 
 def test_every_relative_link_resolves_inside_the_repo():
@@ -33,7 +37,9 @@ def test_every_relative_link_resolves_inside_the_repo():
 def test_no_doc_installs_the_other_openadapt_flow_from_the_index():
     # `openadapt-flow==2.4.0` (the bench's comparison engine, in a venv of its own) names the other one on purpose
     bare = re.compile(r"pip install (-U |--upgrade )?openadapt-flow(\s|$|\[)", re.M)
-    offenders = [str(p.relative_to(REPO)) for p in [*DOCS, REPO / "docs" / "ci-example.yml"] if bare.search(p.read_text())]
+    offenders = [
+        str(p.relative_to(REPO)) for p in [*DOCS, REPO / "docs" / "ci-example.yml"] if bare.search(p.read_text())
+    ]
     assert not offenders, offenders
 
 

@@ -51,7 +51,11 @@ def imports_of(module: str, path: Path, modules: dict[str, Path]) -> set[str]:
         elif isinstance(node, ast.ImportFrom):
             base = _base(node, module, path.name == "__init__.py")
             for alias in node.names:
-                target = _known(f"{base}.{alias.name}", modules) if f"{base}.{alias.name}" in modules else _known(base, modules)
+                target = (
+                    _known(f"{base}.{alias.name}", modules)
+                    if f"{base}.{alias.name}" in modules
+                    else _known(base, modules)
+                )
                 if target:
                     targets.add(target)
     targets.discard(module)
@@ -135,6 +139,8 @@ def test_the_walk_sees_every_kind_of_import() -> None:
 
 def test_no_import_circles() -> None:
     graph = import_graph()
-    circles = [" -> ".join(one_circle(graph, comp)) + (f"  (all tied: {', '.join(comp)})" if len(comp) > 3 else "")
-               for comp in strongly_connected(graph)]
+    circles = [
+        " -> ".join(one_circle(graph, comp)) + (f"  (all tied: {', '.join(comp)})" if len(comp) > 3 else "")
+        for comp in strongly_connected(graph)
+    ]
     assert not circles, "import circles in openadapt_flow:\n" + "\n".join(circles)

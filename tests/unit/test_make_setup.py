@@ -23,16 +23,30 @@ def packages(name: str) -> list[str]:
 
 def make(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
     assert shutil.which("make"), "make is not installed"
-    return subprocess.run(["make", "--no-print-directory", "-C", str(REPO), *args], capture_output=True, text=True,
-                          timeout=30, cwd=tmp_path)
+    return subprocess.run(
+        ["make", "--no-print-directory", "-C", str(REPO), *args],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        cwd=tmp_path,
+    )
 
 
 def test_the_demo_installs_a_subset_of_the_tests_packages_and_none_of_the_suites_servers():
     demo, full = packages("DEMO_PKGS"), packages("APT_PKGS")
     assert set(demo) <= set(full)
     assert "tesseract-ocr" in demo
-    assert not {"xrdp", "freerdp2-x11", "postgresql", "sqlitebrowser", "galculator", "mousepad", "xvfb",
-                "tigervnc-standalone-server", "chromium"} & set(demo)
+    assert not {
+        "xrdp",
+        "freerdp2-x11",
+        "postgresql",
+        "sqlitebrowser",
+        "galculator",
+        "mousepad",
+        "xvfb",
+        "tigervnc-standalone-server",
+        "chromium",
+    } & set(demo)
     assert {"chromium", "chromium-driver"} <= set(full)  # report screenshots and the console's browser tests
 
 
@@ -45,13 +59,20 @@ def test_make_demo_plans_only_the_demo_packages_and_no_dev_extras(tmp_path):
     r = make(tmp_path, "-n", "test", f"VENV={tmp_path}/venv")
     assert "xrdp" in r.stdout and "chromium-driver" in r.stdout
     assert "pip install -e '.[dev,console,phone,postgres,fleet]'" in r.stdout  # the suite drives every extra
-    assert r.stdout.count("-m pytest") == 2 and "IMAGING" not in r.stdout  # crash tests, then the rest: one image engine
+    assert (
+        r.stdout.count("-m pytest") == 2 and "IMAGING" not in r.stdout
+    )  # crash tests, then the rest: one image engine
 
 
 def test_a_step_is_one_line_and_its_output_goes_to_the_log(tmp_path):
     log = tmp_path / "setup.log"
-    r = make(tmp_path, "--eval", "probe: ; @$(STEP) 'probing' sh -c 'echo lots of noise; echo more noise'",
-             "probe", f"LOG={log}")
+    r = make(
+        tmp_path,
+        "--eval",
+        "probe: ; @$(STEP) 'probing' sh -c 'echo lots of noise; echo more noise'",
+        "probe",
+        f"LOG={log}",
+    )
     assert r.returncode == 0, r.stderr
     assert r.stdout == "probing ... ok\n"
     assert "lots of noise" in log.read_text()
@@ -59,8 +80,13 @@ def test_a_step_is_one_line_and_its_output_goes_to_the_log(tmp_path):
 
 def test_a_failed_step_names_the_log_and_shows_its_tail(tmp_path):
     log = tmp_path / "setup.log"
-    r = make(tmp_path, "--eval", "probe: ; @$(STEP) 'probing' sh -c 'echo E: unable to locate package; exit 100'",
-             "probe", f"LOG={log}")
+    r = make(
+        tmp_path,
+        "--eval",
+        "probe: ; @$(STEP) 'probing' sh -c 'echo E: unable to locate package; exit 100'",
+        "probe",
+        f"LOG={log}",
+    )
     assert r.returncode != 0
     assert r.stdout.startswith("probing ... failed (exit 100)\n")
     assert f"last lines of {log}" in r.stdout and "| E: unable to locate package" in r.stdout

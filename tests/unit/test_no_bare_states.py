@@ -88,8 +88,12 @@ def _str(node: ast.expr) -> str | None:
 
 
 def test_no_bare_state_decision_or_paused_reason_outside_the_states_module() -> None:
-    bare = [f"{rel}:{node.lineno}: {_str(node)!r}" for rel, tree, lines in _modules() for node in _acted_on(tree)
-            if _str(node) in VOCABULARY and "# not-vocabulary" not in lines[node.lineno - 1]]
+    bare = [
+        f"{rel}:{node.lineno}: {_str(node)!r}"
+        for rel, tree, lines in _modules()
+        for node in _acted_on(tree)
+        if _str(node) in VOCABULARY and "# not-vocabulary" not in lines[node.lineno - 1]
+    ]
     assert bare == [], "spell these with RunState / PausedReason / DecisionKind:\n" + "\n".join(bare)
 
 
@@ -97,8 +101,13 @@ def _is_type_of(node: ast.expr) -> bool:
     """`X["type"]` or `X.get("type")`."""
     if isinstance(node, ast.Subscript):
         return _str(node.slice) == "type"
-    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get"
-            and bool(node.args) and _str(node.args[0]) == "type")
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "get"
+        and bool(node.args)
+        and _str(node.args[0]) == "type"
+    )
 
 
 def test_no_record_type_compared_as_a_string() -> None:
@@ -127,9 +136,13 @@ def test_a_record_model_is_the_one_class_of_its_name() -> None:
     is not a second `Blocked`: no class elsewhere takes the name of a model of `records/models.py`."""
     records = PACKAGE / "records" / "models.py"
     models = {n.name for n in ast.parse(records.read_text()).body if isinstance(n, ast.ClassDef)}
-    twins = [f"{path.relative_to(PACKAGE)}:{node.lineno}: {node.name}" for path in sorted(PACKAGE.rglob("*.py"))
-             if path != records for node in ast.walk(ast.parse(path.read_text()))
-             if isinstance(node, ast.ClassDef) and node.name in models]
+    twins = [
+        f"{path.relative_to(PACKAGE)}:{node.lineno}: {node.name}"
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if path != records
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.ClassDef) and node.name in models
+    ]
     assert twins == []
 
 
@@ -138,16 +151,21 @@ def test_the_verdicts_write_what_journals_on_disk_hold() -> None:
     into the same class."""
 
     check = Check("text_present", "Total", True, "read 'Total'", {"score": 0.91, "at": [1, 2, 3, 4]})
-    assert json.dumps(check.to_json()) == ('{"kind": "text_present", "expected": "Total", "ok": true, "detail": '
-                                           '"read \'Total\'", "score": 0.91, "at": [1, 2, 3, 4]}')
+    assert json.dumps(check.to_json()) == (
+        '{"kind": "text_present", "expected": "Total", "ok": true, "detail": '
+        '"read \'Total\'", "score": 0.91, "at": [1, 2, 3, 4]}'
+    )
     assert Check("readback", "x", False).to_json() == {"kind": "readback", "expected": "x", "ok": False, "detail": ""}
     assert Check.model_validate(check.to_json()).evidence == {"score": 0.91, "at": [1, 2, 3, 4]}
     assert Reading(False, error="boom").to_json() == {"ok": False, "value": None, "error": "boom"}
     assert Reading(True, 3).to_json() == {"ok": True, "value": 3}
-    verdict = EffectVerdict(verdict="CONFIRMED", baseline=Reading(True, 0), observed=Reading(True, 1), reads=2,
-                            waited_s=0.12345)
-    assert json.dumps(verdict.to_json()) == ('{"verdict": "CONFIRMED", "baseline": {"ok": true, "value": 0}, "observed": '
-                                             '{"ok": true, "value": 1}, "reads": 2, "waited_s": 0.123, "detail": ""}')
+    verdict = EffectVerdict(
+        verdict="CONFIRMED", baseline=Reading(True, 0), observed=Reading(True, 1), reads=2, waited_s=0.12345
+    )
+    assert json.dumps(verdict.to_json()) == (
+        '{"verdict": "CONFIRMED", "baseline": {"ok": true, "value": 0}, "observed": '
+        '{"ok": true, "value": 1}, "reads": 2, "waited_s": 0.123, "detail": ""}'
+    )
     assert EffectVerdict.model_validate(verdict.to_json()).to_json() == verdict.to_json()
 
 
@@ -163,23 +181,31 @@ def _string_kinds(tree: ast.Module) -> Iterator[ast.expr]:
             kinds.append(node.args[0])
         elif name == "make_record" and len(node.args) > 3:
             kinds.append(node.args[3])
-        kinds += [k.value for k in node.keywords if k.arg in ("type_", "kind") and name in ("append", "make_record",
-                                                                                             "record_verified")]
+        kinds += [
+            k.value
+            for k in node.keywords
+            if k.arg in ("type_", "kind") and name in ("append", "make_record", "record_verified")
+        ]
         yield from (item for kind in kinds for item in _items(kind) if _str(item) is not None)
 
 
 def test_no_record_kind_written_as_a_string() -> None:
-    found = [f"{rel}:{node.lineno}: {ast.unparse(node)}" for rel, tree, _lines in _modules()
-             for node in _string_kinds(tree)]
+    found = [
+        f"{rel}:{node.lineno}: {ast.unparse(node)}" for rel, tree, _lines in _modules() for node in _string_kinds(tree)
+    ]
     assert found == [], "write a journal record with its RecordType member:\n" + "\n".join(found)
 
 
 def test_the_string_kind_rule_sees_what_it_forbids() -> None:
     """The rule above catches each way a string kind could be written, and passes a list's own append."""
-    bad = ast.parse('j.append("asked", None, {})\nctx.journal.append(\n    "halted",\n    s)\n'
-                    'j.append("paused" if p else RecordType.RUN_FINISHED, None, {})\nj.append("x", sync=True)\n'
-                    'make_record(k, 1, h, "decision", None, {})\nrecord_verified(c, s, d, kind="step_skipped")\n')
-    good = ast.parse('lines.append("asked")\nj.append(RecordType.ASKED, None, {})\nj.append(kind, s, d)\n'
-                     'record_verified(c, s, d, kind=RecordType.STEP_SKIPPED)\n')
+    bad = ast.parse(
+        'j.append("asked", None, {})\nctx.journal.append(\n    "halted",\n    s)\n'
+        'j.append("paused" if p else RecordType.RUN_FINISHED, None, {})\nj.append("x", sync=True)\n'
+        'make_record(k, 1, h, "decision", None, {})\nrecord_verified(c, s, d, kind="step_skipped")\n'
+    )
+    good = ast.parse(
+        'lines.append("asked")\nj.append(RecordType.ASKED, None, {})\nj.append(kind, s, d)\n'
+        'record_verified(c, s, d, kind=RecordType.STEP_SKIPPED)\n'
+    )
     assert [n.lineno for n in _string_kinds(bad)] == [1, 3, 5, 6, 7, 8]
     assert list(_string_kinds(good)) == []

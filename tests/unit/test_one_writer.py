@@ -49,7 +49,9 @@ def _helper_defaults(fn: ast.FunctionDef) -> list[str]:
     """A helper's own default record type (`kind: … = "step_verified"`) is written by the helper."""
     if fn.name not in HELPERS:
         return []
-    return [t for a, d in zip(fn.args.kwonlyargs, fn.args.kw_defaults) if a.arg == "kind" and (t := _kind(d)) is not None]
+    return [
+        t for a, d in zip(fn.args.kwonlyargs, fn.args.kw_defaults) if a.arg == "kind" and (t := _kind(d)) is not None
+    ]
 
 
 def writers() -> dict[str, set[str]]:
@@ -89,4 +91,5 @@ def test_the_walk_sees_the_known_forms() -> None:
 def test_every_journal_record_type_has_one_writer() -> None:
     twice = {t: sorted(fns) for t, fns in writers().items() if len(fns) > 1}
     assert not twice, "record types written from more than one function:\n" + "\n".join(
-        f"  {t}: {', '.join(fns)}" for t, fns in sorted(twice.items()))
+        f"  {t}: {', '.join(fns)}" for t, fns in sorted(twice.items())
+    )

@@ -33,13 +33,17 @@ def spec_sections(text: str) -> set[str]:
 def citations(text: str) -> Iterator[tuple[int, str]]:
     """(line, section) of each "§N" / "§N.M" citing the spec; another document's sections (RFCs) are not ours."""
     for m in CITATION.finditer(text):
-        if FOREIGN.search(text[max(0, m.start() - 40):m.start()]):
+        if FOREIGN.search(text[max(0, m.start() - 40) : m.start()]):
             continue
         yield text.count("\n", 0, m.start()) + 1, m.group(1)
 
 
 def cited_files() -> list[Path]:
-    return [*sorted((REPO / "openadapt_flow").rglob("*.py")), *sorted((REPO / "docs").rglob("*.md")), REPO / "README.md"]
+    return [
+        *sorted((REPO / "openadapt_flow").rglob("*.py")),
+        *sorted((REPO / "docs").rglob("*.md")),
+        REPO / "README.md",
+    ]
 
 
 def test_every_section_citation_resolves_to_a_heading_of_docs_spec_md():
@@ -63,8 +67,10 @@ def test_citations_of_other_documents_and_of_missing_sections_are_told_apart():
 
 
 def test_links_into_docs_spec_md_name_one_of_its_headings():
-    slugs = {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-")
-             for h in re.findall(r"^#{1,3} (.+)$", SPEC.read_text(encoding="utf-8"), re.M)}
+    slugs = {
+        re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-")
+        for h in re.findall(r"^#{1,3} (.+)$", SPEC.read_text(encoding="utf-8"), re.M)
+    }
     broken = []
     for path in sorted((REPO / "docs").glob("*.md")) + [REPO / "README.md"]:
         for m in re.finditer(r"\]\((?:docs/)?spec\.md#([^)\s]+)\)", path.read_text(encoding="utf-8")):
@@ -89,5 +95,5 @@ def test_no_help_text_sends_the_user_to_a_section_number():
         assert result.exit_code == 0, (path, result.output)
         text = " ".join(BOX.sub(" ", result.output).split())  # a citation wrapped across lines or box borders
         for m in re.finditer(r"(SPEC\s*)?§\S*", text):
-            offenders.append(f"{' '.join(['flow', *path])} --help: …{text[max(0, m.start() - 60):m.end() + 20]}…")
+            offenders.append(f"{' '.join(['flow', *path])} --help: …{text[max(0, m.start() - 60) : m.end() + 20]}…")
     assert not offenders, "help must say what it means, not cite the spec:\n" + "\n".join(offenders)

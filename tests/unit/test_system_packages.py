@@ -51,9 +51,16 @@ def programs_used() -> dict[str, str]:
                 if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.args:
                     owner = node.func.value
                     owner_name = owner.id if isinstance(owner, ast.Name) else None
-                    if owner_name == "subprocess" and node.func.attr in SPAWNERS or owner_name == "shutil" and node.func.attr == "which":
+                    if (
+                        owner_name == "subprocess"
+                        and node.func.attr in SPAWNERS
+                        or owner_name == "shutil"
+                        and node.func.attr == "which"
+                    ):
                         names.append(_program(node.args[0]))
-                elif isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "NEEDS" for t in node.targets):
+                elif isinstance(node, ast.Assign) and any(
+                    isinstance(t, ast.Name) and t.id == "NEEDS" for t in node.targets
+                ):
                     if isinstance(node.value, (ast.Tuple, ast.List)):
                         names.extend(_program(e) for e in node.value.elts)
                 for name in names:
@@ -103,7 +110,9 @@ def test_every_program_used_comes_from_a_package_the_makefile_installs():
         elif _query(pkg, "${Priority}") in ("required", "important") or _query(pkg, "${Essential}") == "yes":
             continue
         else:
-            problems.append(f"{program} (used at {where}) comes from {pkg}, which the Makefile's APT_PKGS does not install")
+            problems.append(
+                f"{program} (used at {where}) comes from {pkg}, which the Makefile's APT_PKGS does not install"
+            )
     assert not problems, "\n".join(problems)
 
 
@@ -117,7 +126,9 @@ def _declared_distributions() -> set[str]:
     import tomllib
 
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
-    reqs = list(project["dependencies"]) + [r for extra in project.get("optional-dependencies", {}).values() for r in extra]
+    reqs = list(project["dependencies"]) + [
+        r for extra in project.get("optional-dependencies", {}).values() for r in extra
+    ]
     return {re.split(r"[\[<>=!~ ;]", r, maxsplit=1)[0].lower().replace("_", "-") for r in reqs}
 
 
@@ -138,13 +149,22 @@ def test_every_third_party_import_is_a_declared_dependency():
     for root in SOURCES:
         for path in root.rglob("*.py"):
             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-                mods = [a.name for a in node.names] if isinstance(node, ast.Import) else (
-                    [node.module] if isinstance(node, ast.ImportFrom) and node.module and node.level == 0 else [])
+                mods = (
+                    [a.name for a in node.names]
+                    if isinstance(node, ast.Import)
+                    else ([node.module] if isinstance(node, ast.ImportFrom) and node.module and node.level == 0 else [])
+                )
                 for mod in mods:
                     top = mod.split(".")[0]
-                    if top in sys.stdlib_module_names or top in ("openadapt_flow", "tests", "openadapt_flow_orig") or top not in owners:
+                    if (
+                        top in sys.stdlib_module_names
+                        or top in ("openadapt_flow", "tests", "openadapt_flow_orig")
+                        or top not in owners
+                    ):
                         continue
                     dists = {d.lower().replace("_", "-") for d in owners[top]}
                     if not dists & declared:
-                        problems.append(f"{path.relative_to(REPO)}:{node.lineno} imports {top} ({', '.join(sorted(dists))}), not in pyproject.toml")
+                        problems.append(
+                            f"{path.relative_to(REPO)}:{node.lineno} imports {top} ({', '.join(sorted(dists))}), not in pyproject.toml"
+                        )
     assert not problems, "\n".join(problems)

@@ -40,17 +40,32 @@ filelock.unlock(b)
 
 def flow_as_windows(tmp_path: Path, *args: str, **env: str) -> tuple[subprocess.CompletedProcess, list[dict]]:
     log = tmp_path / "msvcrt.jsonl"
-    r = subprocess.run([sys.executable, str(HARNESS), str(log), *args], cwd=tmp_path, capture_output=True, text=True,
-                       env=flow_env(tmp_path, **env), timeout=100)
+    r = subprocess.run(
+        [sys.executable, str(HARNESS), str(log), *args],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        env=flow_env(tmp_path, **env),
+        timeout=100,
+    )
     events = [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else []
     return r, events
 
 
 def test_a_bundle_replays_to_completion_with_every_store_lock_through_msvcrt(tmp_path):
     db, run_dir = tmp_path / "sor.db", tmp_path / "run"
-    r, events = flow_as_windows(tmp_path, "replay", str(BUNDLE), "--url", f"fixture:{FIXTURES / 'normal'}",
-                                "--run-dir", str(run_dir), "--json", *PARAMS,
-                                **{SOR_ENV: str(db), "DEMO_DB_DSN": f"sqlite:///{db}"})
+    r, events = flow_as_windows(
+        tmp_path,
+        "replay",
+        str(BUNDLE),
+        "--url",
+        f"fixture:{FIXTURES / 'normal'}",
+        "--run-dir",
+        str(run_dir),
+        "--json",
+        *PARAMS,
+        **{SOR_ENV: str(db), "DEMO_DB_DSN": f"sqlite:///{db}"},
+    )
     refused = [e for e in events if e["mode"] == "import-refused"]
     assert r.returncode == 0 and not refused, f"{refused}\n{r.stdout}\n{r.stderr[-3000:]}"
     assert json.loads(r.stdout)["state"] == "COMPLETED"
@@ -81,8 +96,17 @@ def test_a_same_host_holder_without_a_start_time_is_judged_by_its_heartbeat():
 
 
 def test_the_rdp_backend_is_refused_in_one_line_naming_what_it_needs(tmp_path):
-    r, _ = flow_as_windows(tmp_path, "replay", str(BUNDLE), "--url", "rdp://127.0.0.1", "--run-dir",
-                           str(tmp_path / "run"), *PARAMS, DEMO_DB_DSN=f"sqlite:///{tmp_path / 'sor.db'}")
+    r, _ = flow_as_windows(
+        tmp_path,
+        "replay",
+        str(BUNDLE),
+        "--url",
+        "rdp://127.0.0.1",
+        "--run-dir",
+        str(tmp_path / "run"),
+        *PARAMS,
+        DEMO_DB_DSN=f"sqlite:///{tmp_path / 'sor.db'}",
+    )
     assert r.returncode == 2, r.stdout + r.stderr
     assert "the rdp backend needs Linux (Xvfb and xfreerdp's X11 client)" in r.stderr
     assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
@@ -95,5 +119,11 @@ def test_the_lock_module_takes_its_windows_branch_with_msvcrts_contract(tmp_path
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == ["True", "False", "False"]  # held; not re-entrant (as LockFileEx); the other file waits
     calls = [(e["mode"], e["pos"], e["n"], e["ok"]) for e in map(json.loads, log.read_text().splitlines())]
-    assert calls == [("LK_NBLCK", 0, 1, True), ("LK_NBLCK", 0, 1, False), ("LK_NBLCK", 0, 1, False),
-                     ("LK_UNLCK", 0, 1, True), ("LK_NBLCK", 0, 1, True), ("LK_UNLCK", 0, 1, True)]
+    assert calls == [
+        ("LK_NBLCK", 0, 1, True),
+        ("LK_NBLCK", 0, 1, False),
+        ("LK_NBLCK", 0, 1, False),
+        ("LK_UNLCK", 0, 1, True),
+        ("LK_NBLCK", 0, 1, True),
+        ("LK_UNLCK", 0, 1, True),
+    ]

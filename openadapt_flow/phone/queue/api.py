@@ -18,8 +18,21 @@ from openadapt_flow.phone.queue.db import QueueDB
 MAX_WAIT_S = 55.0
 MAX_BODY = 8192  # a closed context is well under 2 KiB
 ACK_STATUSES = ("recorded", "refused")
-ACK_REASONS = ("recorded", "noop", "signature", "run", "pause", "checkpoint", "operation", "expired", "scope", "replayed",
-               "not_open", "approve", "quorum")
+ACK_REASONS = (
+    "recorded",
+    "noop",
+    "signature",
+    "run",
+    "pause",
+    "checkpoint",
+    "operation",
+    "expired",
+    "scope",
+    "replayed",
+    "not_open",
+    "approve",
+    "quorum",
+)
 
 
 class Queue(Protocol):

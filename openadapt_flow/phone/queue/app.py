@@ -37,8 +37,12 @@ from openadapt_flow.phone.queue.push import push_all
 
 COOKIE, LOGIN_COOKIE = "queue_session", "queue_login"
 _ENV = Environment(loader=PackageLoader("openadapt_flow.phone.queue", "templates"), autoescape=select_autoescape())
-_STATIC = {"sw.js": "text/javascript", "app.js": "text/javascript", "manifest.webmanifest": "application/manifest+json",
-           "icon.svg": "image/svg+xml"}
+_STATIC = {
+    "sw.js": "text/javascript",
+    "app.js": "text/javascript",
+    "manifest.webmanifest": "application/manifest+json",
+    "icon.svg": "image/svg+xml",
+}
 MAX_SUBSCRIPTION = 2048
 
 
@@ -95,8 +99,13 @@ class Queue(LoginSite):
             return RedirectResponse("/login", status_code=303)
         tasks = await asyncio.to_thread(self.db.tasks, "open")
         now = time.time()
-        return self.page("tasks.html", s=s, tasks=[t for t in tasks if _epoch(t["expires_at"]) > now],
-                         msg=request.query_params.get("msg"), vapid=vapid_public(self.vapid))
+        return self.page(
+            "tasks.html",
+            s=s,
+            tasks=[t for t in tasks if _epoch(t["expires_at"]) > now],
+            msg=request.query_params.get("msg"),
+            vapid=vapid_public(self.vapid),
+        )
 
     async def decide(self, request: Request) -> Response:
         s = self.session(request)
@@ -106,8 +115,9 @@ class Queue(LoginSite):
         if not s.csrf_ok(str(form.get("csrf") or "")):
             return self.page("error.html", 403, error="missing or wrong CSRF token; reload the page")
         try:
-            msg = await asyncio.to_thread(self.sign_decision, str(form.get("task") or ""), str(form.get("operation") or ""),
-                                          s.operator)
+            msg = await asyncio.to_thread(
+                self.sign_decision, str(form.get("task") or ""), str(form.get("operation") or ""), s.operator
+            )
         except RefusedError as e:
             return self.page("error.html", 409, error=str(e))
         self.changed.set()  # wake every relay waiting for a decision
@@ -123,10 +133,19 @@ class Queue(LoginSite):
             raise RefusedError(f"{operation!r} is not allowed for this pause (allowed: {', '.join(ctx.allowed)})")
         if time.time() > _epoch(ctx.expires_at):
             raise RefusedError(f"the pause expired at {ctx.expires_at}; nothing recorded")
-        d = PhoneDecision.model_validate({
-            "decision_id": "d-" + secrets.token_hex(8), "run_id": ctx.run_id, "pause_id": ctx.pause_id,
-            "checkpoint_digest": ctx.checkpoint_digest, "operation": operation, "expires_at": ctx.expires_at,
-            "idempotency_scope": ctx.idempotency_scope, "operator": operator, "decided_at": iso_now()})
+        d = PhoneDecision.model_validate(
+            {
+                "decision_id": "d-" + secrets.token_hex(8),
+                "run_id": ctx.run_id,
+                "pause_id": ctx.pause_id,
+                "checkpoint_digest": ctx.checkpoint_digest,
+                "operation": operation,
+                "expires_at": ctx.expires_at,
+                "idempotency_scope": ctx.idempotency_scope,
+                "operator": operator,
+                "decided_at": iso_now(),
+            }
+        )
         data = decision_bytes(d)
         self.db.add_decision(d.decision_id, task_id, data, sign_bytes(self.key, data))
         self.db.audit({"event": "decision", "operator": operator, "task": task_id, "operation": operation})
@@ -159,8 +178,15 @@ class Queue(LoginSite):
         return Response(_static(name), media_type=_STATIC[name], headers={**HEADERS, "Cache-Control": "no-cache"})
 
 
-def create_app(db: QueueDB, key: Ed25519PrivateKey, vapid: Path, *, contact: str, secure: bool = False,
-               allowed_hosts: Iterable[str] = ()) -> Starlette:
+def create_app(
+    db: QueueDB,
+    key: Ed25519PrivateKey,
+    vapid: Path,
+    *,
+    contact: str,
+    secure: bool = False,
+    allowed_hosts: Iterable[str] = (),
+) -> Starlette:
     """The queue's app. `secure`: served over TLS (Secure cookies, HSTS). `allowed_hosts`: the names it answers to
     besides its own address and loopback (auth/edge.py); UsageError for one that is not a host."""
     q = Queue(db=db, key=key, vapid=vapid, contact=contact, secure=secure)
@@ -168,13 +194,22 @@ def create_app(db: QueueDB, key: Ed25519PrivateKey, vapid: Path, *, contact: str
     def relay(handler: Any) -> Any:
         async def call(request: Request) -> Response:
             return await handler(q, request)
+
         return call
 
-    return Starlette(middleware=edge("queue", secure=secure, allowed_hosts=allowed_hosts), routes=[
-        Route("/", q.index), Route("/login", q.login, methods=["GET", "POST"]), Route("/logout", q.logout, methods=["POST"]),
-        Route("/decide", q.decide, methods=["POST"]), Route("/subscribe", q.subscribe, methods=["POST"]),
-        *(Route("/" + name, q.static) for name in _STATIC),
-        Route("/api/key", relay(api.key_proof)), Route("/api/tasks", relay(api.publish), methods=["POST"]),
-        Route("/api/decisions", relay(api.decisions)), Route("/api/withdraw", relay(api.withdraw), methods=["POST"]),
-        Route("/api/decisions/{decision_id}/ack", relay(api.ack), methods=["POST"]),
-    ])
+    return Starlette(
+        middleware=edge("queue", secure=secure, allowed_hosts=allowed_hosts),
+        routes=[
+            Route("/", q.index),
+            Route("/login", q.login, methods=["GET", "POST"]),
+            Route("/logout", q.logout, methods=["POST"]),
+            Route("/decide", q.decide, methods=["POST"]),
+            Route("/subscribe", q.subscribe, methods=["POST"]),
+            *(Route("/" + name, q.static) for name in _STATIC),
+            Route("/api/key", relay(api.key_proof)),
+            Route("/api/tasks", relay(api.publish), methods=["POST"]),
+            Route("/api/decisions", relay(api.decisions)),
+            Route("/api/withdraw", relay(api.withdraw), methods=["POST"]),
+            Route("/api/decisions/{decision_id}/ack", relay(api.ack), methods=["POST"]),
+        ],
+    )

@@ -77,8 +77,10 @@ class QueueDB:
 
     def operators(self) -> list[dict[str, Any]]:
         """Every queue operator without its hash: name, disabled, enrolled phones (push subscriptions), created_at."""
-        rows = self._q("SELECT o.name, o.disabled, o.created_at, (SELECT count(*) FROM devices d WHERE d.operator = o.name) "
-                       "FROM operators o ORDER BY o.name")
+        rows = self._q(
+            "SELECT o.name, o.disabled, o.created_at, (SELECT count(*) FROM devices d WHERE d.operator = o.name) "
+            "FROM operators o ORDER BY o.name"
+        )
         return [{"name": n, "disabled": bool(d), "devices": int(c), "created_at": float(at)} for n, d, at, c in rows]
 
     def disable_operator(self, name: str) -> None:
@@ -127,8 +129,10 @@ class QueueDB:
             if bytes(rows[0][0]) != context or rows[0][1] != relay:
                 raise RefusedError(f"task {task_id} was published with another context or by another relay; refusing")
             return False
-        self._q("INSERT INTO tasks (id, context, status, created_at, relay) VALUES (?, ?, 'open', ?, ?)",
-                (task_id, context, time.time(), relay))
+        self._q(
+            "INSERT INTO tasks (id, context, status, created_at, relay) VALUES (?, ?, 'open', ?, ?)",
+            (task_id, context, time.time(), relay),
+        )
         return True
 
     def task_of(self, task_id: str, relay: str) -> tuple[dict[str, Any], str] | None:
@@ -141,20 +145,30 @@ class QueueDB:
         return (json.loads(rows[0][0]), str(rows[0][1])) if rows else None
 
     def tasks(self, status: str = "open") -> list[dict[str, Any]]:
-        return [json.loads(r[0]) for r in self._q("SELECT context FROM tasks WHERE status = ? ORDER BY created_at", (status,))]
+        return [
+            json.loads(r[0])
+            for r in self._q("SELECT context FROM tasks WHERE status = ? ORDER BY created_at", (status,))
+        ]
 
     def set_task_status(self, task_id: str, status: str) -> None:
         self._q("UPDATE tasks SET status = ? WHERE id = ?", (status, task_id))
 
     # devices -----------------------------------------------------------------------------------------------------
     def add_device(self, operator: str, subscription: dict[str, Any]) -> None:
-        self._q("INSERT OR REPLACE INTO devices (operator, endpoint, subscription, created_at) VALUES (?, ?, ?, ?)",
-                (operator, subscription["endpoint"], json.dumps(subscription), time.time()))
+        self._q(
+            "INSERT OR REPLACE INTO devices (operator, endpoint, subscription, created_at) VALUES (?, ?, ?, ?)",
+            (operator, subscription["endpoint"], json.dumps(subscription), time.time()),
+        )
 
     def devices(self) -> list[dict[str, Any]]:
         """The push subscriptions of active operators (a disabled operator's phone gets no task's context)."""
-        return [json.loads(r[0]) for r in self._q("SELECT d.subscription FROM devices d JOIN operators o ON o.name = d.operator "
-                                                   "WHERE o.disabled = 0 ORDER BY d.id")]
+        return [
+            json.loads(r[0])
+            for r in self._q(
+                "SELECT d.subscription FROM devices d JOIN operators o ON o.name = d.operator "
+                "WHERE o.disabled = 0 ORDER BY d.id"
+            )
+        ]
 
     # decisions ---------------------------------------------------------------------------------------------------
     def add_decision(self, decision_id: str, task_id: str, body: bytes, signature: str) -> None:
@@ -165,8 +179,11 @@ class QueueDB:
                 status = self._db.execute("SELECT status FROM tasks WHERE id = ?", (task_id,)).fetchone()
                 if status is None or status[0] != "open":
                     raise RefusedError(f"task {task_id} is not open (already decided or withdrawn)")
-                self._db.execute("INSERT INTO decisions (id, task_id, body, signature, status, created_at) "
-                                 "VALUES (?, ?, ?, ?, 'pending', ?)", (decision_id, task_id, body, signature, time.time()))
+                self._db.execute(
+                    "INSERT INTO decisions (id, task_id, body, signature, status, created_at) "
+                    "VALUES (?, ?, ?, ?, 'pending', ?)",
+                    (decision_id, task_id, body, signature, time.time()),
+                )
                 self._db.execute("UPDATE tasks SET status = 'decided' WHERE id = ?", (task_id,))
                 self._db.execute("COMMIT")
             except BaseException:
@@ -175,13 +192,19 @@ class QueueDB:
 
     def pending_decisions(self, relay: str) -> list[dict[str, Any]]:
         """The decisions not yet acknowledged on the tasks `relay` published."""
-        rows = self._q("SELECT d.body, d.signature FROM decisions d JOIN tasks t ON t.id = d.task_id "
-                       "WHERE d.status = 'pending' AND t.relay = ? ORDER BY d.seq", (relay,))
+        rows = self._q(
+            "SELECT d.body, d.signature FROM decisions d JOIN tasks t ON t.id = d.task_id "
+            "WHERE d.status = 'pending' AND t.relay = ? ORDER BY d.seq",
+            (relay,),
+        )
         return [{"decision": json.loads(b), "signature": s} for b, s in rows]
 
     def ack(self, decision_id: str, status: str, outcome: str, relay: str) -> bool:
-        rows = self._q("SELECT d.task_id FROM decisions d JOIN tasks t ON t.id = d.task_id "
-                       "WHERE d.id = ? AND d.status = 'pending' AND t.relay = ?", (decision_id, relay))
+        rows = self._q(
+            "SELECT d.task_id FROM decisions d JOIN tasks t ON t.id = d.task_id "
+            "WHERE d.id = ? AND d.status = 'pending' AND t.relay = ?",
+            (decision_id, relay),
+        )
         if not rows:
             return False
         self._q("UPDATE decisions SET status = ?, outcome = ? WHERE id = ?", (status, outcome, decision_id))

@@ -26,7 +26,9 @@ def _write_new(path: Path, pem: bytes) -> None:
 
 
 def _pem(key: Ed25519PrivateKey | ec.EllipticCurvePrivateKey) -> bytes:
-    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    return key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
 
 
 def _read(path: Path) -> bytes:

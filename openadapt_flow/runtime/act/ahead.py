@@ -14,11 +14,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from openadapt_flow.backends.base import Frame
 from openadapt_flow.bundle.models import Step, Target
 from openadapt_flow.ladder.types import Resolution
-from openadapt_flow.backends.base import Frame
-from openadapt_flow.runtime.start.context import RunContext
 from openadapt_flow.records.models import Check
+from openadapt_flow.runtime.start.context import RunContext
 
 
 @dataclass
@@ -46,15 +46,25 @@ def interp_target(ctx: RunContext, t: Target) -> Target:
 def can_look_ahead(ctx: RunContext, step: Step) -> bool:
     """Whether resolving this step's target early has no effect outside itself."""
     ladder = ctx.ladder
-    return (step.target is not None and step.to is None and not step.is_durable_kind and step.action != "flow"
-            and not (ladder.options.allow_model or getattr(ladder, "_model", None) is not None))
+    return (
+        step.target is not None
+        and step.to is None
+        and not step.is_durable_kind
+        and step.action != "flow"
+        and not (ladder.options.allow_model or getattr(ladder, "_model", None) is not None)
+    )
 
 
 def found_ahead(ctx: RunContext, step: Step, pixels: np.ndarray, target: Target) -> Ahead | None:
     """What was done ahead for this step on exactly these pixels and this target, else None."""
     ahead = ctx.ahead
-    if (isinstance(ahead, Ahead) and ahead.step_id == step.id and ahead.pixels is pixels
-            and not pixels.flags.writeable and ahead.target == target):
+    if (
+        isinstance(ahead, Ahead)
+        and ahead.step_id == step.id
+        and ahead.pixels is pixels
+        and not pixels.flags.writeable
+        and ahead.target == target
+    ):
         return ahead
     return None
 
@@ -77,7 +87,9 @@ def look_ahead(ctx: RunContext, step: Step, frame: Frame) -> None:
         if res.ok and res.point is not None and step.identity is not None:
             ahead.identity_text = ctx.interp(step.identity.text)
             scale = res.winning.scale if res.winning else None
-            ahead.identity = ctx.checks.identity(frame.pixels, res.point, step.identity.near, ahead.identity_text, scale)
+            ahead.identity = ctx.checks.identity(
+                frame.pixels, res.point, step.identity.near, ahead.identity_text, scale
+            )
     except Exception:  # noqa: BLE001 - work done early never fails a step: the step does it itself then
         return
     ctx.ahead = ahead

@@ -19,32 +19,32 @@ from typing import Any
 
 import numpy as np
 
-from openadapt_flow.version import __version__
 from openadapt_flow.backends.base import Backend, Capabilities, Frame
 from openadapt_flow.backends.factory import open_backend
 from openadapt_flow.backends.spec import BackendSpec
+from openadapt_flow.bundle.config import DeployConfig
 from openadapt_flow.bundle.loader import LoadedBundle, load_bundle
 from openadapt_flow.bundle.models import Screen
 from openadapt_flow.bundle.params import BoundParams, Interpolator, bind_params
 from openadapt_flow.errors import ParamError, UsageError
 from openadapt_flow.ladder.ladder import Ladder, LadderOptions
 from openadapt_flow.ladder.model_rung import ModelClient
-from openadapt_flow.bundle.config import DeployConfig
+from openadapt_flow.records.entry import JournalEntry
+from openadapt_flow.records.rundoc import ManifestBody
 from openadapt_flow.runtime.act.engine import execute
+from openadapt_flow.runtime.judge.fold import RunProgress
 from openadapt_flow.runtime.start.context import Progress, RunContext
 from openadapt_flow.runtime.start.fenced import FencedBackend
-from openadapt_flow.runtime.judge.fold import RunProgress
 from openadapt_flow.runtime.start.launch import BackendFactory, ReplayRequest, Reporter, RunOutcome, Runs
 from openadapt_flow.runtime.start.lifecycle import begin_run, check_queued
 from openadapt_flow.runtime.start.preflight import check_settings, probe_effects
 from openadapt_flow.runtime.start.runref import store_for
-from openadapt_flow.records.rundoc import ManifestBody
 from openadapt_flow.store.atomic import StorageFault
-from openadapt_flow.store.faults import crash_point
-from openadapt_flow.records.entry import JournalEntry
-from openadapt_flow.store.keys import load_decision_key, load_key
 from openadapt_flow.store.base import JournalWriter, RunHandle, RunLease
+from openadapt_flow.store.faults import crash_point
+from openadapt_flow.store.keys import load_decision_key, load_key
 from openadapt_flow.verify.screen import ScreenChecks
+from openadapt_flow.version import __version__
 from openadapt_flow.vision.engines import engine_versions
 from openadapt_flow.vision.ocr import OcrEngine
 
@@ -109,16 +109,29 @@ def build_ladder(loaded: LoadedBundle | None, config: DeployConfig, allow_model:
         model_for_consequential=mc.allow_consequential and not config.policy.forbid_model_for_consequential,
     )
     screen = loaded.model.screen if loaded is not None else NO_SCREEN
-    return Ladder(loaded.templates if loaded is not None else {}, (screen.width, screen.height), ocr=ocr, model=model, options=options)
+    return Ladder(
+        loaded.templates if loaded is not None else {},
+        (screen.width, screen.height),
+        ocr=ocr,
+        model=model,
+        options=options,
+    )
 
 
-def _manifest(run_id: str, req: ReplayRequest, loaded: LoadedBundle, params: BoundParams, durable: bool) -> ManifestBody:
+def _manifest(
+    run_id: str, req: ReplayRequest, loaded: LoadedBundle, params: BoundParams, durable: bool
+) -> ManifestBody:
     return {
         "run_id": run_id,
         "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "tool_version": __version__,
         "host": socket.gethostname(),
-        "bundle": {"path": str(loaded.root.resolve()), "name": loaded.model.name, "digest": loaded.digest, "files": list(loaded.files)},
+        "bundle": {
+            "path": str(loaded.root.resolve()),
+            "name": loaded.model.name,
+            "digest": loaded.digest,
+            "files": list(loaded.files),
+        },
         "params": params.public(),
         "backend": req.backend.to_json() if req.backend else None,
         "step_ids": [s.id for s in loaded.model.steps],
@@ -176,8 +189,9 @@ class RunSetup:
     fence: Callable[[], None] | None = None  # checked before every input besides the lease (ReplayRequest.fence)
 
 
-def make_context(run: RunHandle, run_id: str, journal: JournalWriter, backend: Backend, inputs: RunInputs,
-                 setup: RunSetup) -> RunContext:
+def make_context(
+    run: RunHandle, run_id: str, journal: JournalWriter, backend: Backend, inputs: RunInputs, setup: RunSetup
+) -> RunContext:
     """The context of a bundle run, or of a workflow run (`inputs.loaded` None: no bundle)."""
     loaded, config = inputs.loaded, setup.config
     ocr = setup.ocr if setup.ocr is not None else OcrEngine()
@@ -187,10 +201,23 @@ def make_context(run: RunHandle, run_id: str, journal: JournalWriter, backend: B
     scale = (first.width / screen.width, first.height / screen.height)
     fold = RunProgress()
     ctx = RunContext(
-        run_id=run_id, bundle=loaded, params=inputs.params, interp=Interpolator(inputs.params, run_id, fold.results),
-        backend=backend, ladder=ladder, checks=ScreenChecks(ocr, ladder.templates, scale), journal=journal, run=run,
-        frames=run.frame_writer(), config=config, progress=setup.progress or Progress(), reporter=setup.reporter,
-        durable=setup.durable, fold=fold, runs=setup.runs, steps={s.id: s for s in loaded.model.steps} if loaded is not None else {},
+        run_id=run_id,
+        bundle=loaded,
+        params=inputs.params,
+        interp=Interpolator(inputs.params, run_id, fold.results),
+        backend=backend,
+        ladder=ladder,
+        checks=ScreenChecks(ocr, ladder.templates, scale),
+        journal=journal,
+        run=run,
+        frames=run.frame_writer(),
+        config=config,
+        progress=setup.progress or Progress(),
+        reporter=setup.reporter,
+        durable=setup.durable,
+        fold=fold,
+        runs=setup.runs,
+        steps={s.id: s for s in loaded.model.steps} if loaded is not None else {},
         digest=inputs.digest if inputs.digest is not None else loaded.digest if loaded is not None else "",
         desk_fence=setup.fence,
     )
@@ -214,8 +241,13 @@ class _Start:
     ctx: RunContext | None = None
 
 
-def start_bundle(req: ReplayRequest, runs: Runs, progress: Progress | None = None, reporter: Reporter | None = None,
-                 backend_factory: BackendFactory = open_backend) -> RunOutcome:
+def start_bundle(
+    req: ReplayRequest,
+    runs: Runs,
+    progress: Progress | None = None,
+    reporter: Reporter | None = None,
+    backend_factory: BackendFactory = open_backend,
+) -> RunOutcome:
     """Run a bundle once. Bad input raises (exit 2, no run dir); everything after is a RunOutcome.
 
     `reporter` renders the report at every stop (the report layer sits above the runtime); `runs` starts or continues
@@ -235,9 +267,14 @@ def start_bundle(req: ReplayRequest, runs: Runs, progress: Progress | None = Non
     try:
         run, run_id, journal, started = _open_run(st, key)
         assert st.backend is not None
-        ctx = st.ctx = make_context(run, run_id, journal, st.backend, RunInputs(loaded, params),
-                                    RunSetup(req.config, runs, req.allow_model, durable, progress, reporter, req.ocr,
-                                             req.fence))
+        ctx = st.ctx = make_context(
+            run,
+            run_id,
+            journal,
+            st.backend,
+            RunInputs(loaded, params),
+            RunSetup(req.config, runs, req.allow_model, durable, progress, reporter, req.ocr, req.fence),
+        )
         ctx.lease = st.lease
         ctx.pointer_parked, ctx.park_after = req.parked, req.park_after
         ctx.watch([started])
@@ -273,8 +310,12 @@ def _open_run(st: _Start, key: bytes) -> tuple[RunHandle, str, JournalWriter, Jo
         if recorded is None or recorded["bundle"]["digest"] != loaded.digest:  # a submitted run holds these bytes
             run.snapshot_bundle(loaded.root, loaded.files, like=req.snapshot_like)
         crash_point("start:bundle_copied")
-        journal, started = begin_run(run, key, _manifest(run_id, req, loaded, params, st.durable),
-                                     {"steps": len(loaded.model.steps), "durable": st.durable, "lease_generation": lease.generation})
+        journal, started = begin_run(
+            run,
+            key,
+            _manifest(run_id, req, loaded, params, st.durable),
+            {"steps": len(loaded.model.steps), "durable": st.durable, "lease_generation": lease.generation},
+        )
     except StorageFault as f:  # before manifest.json there is no run to resume: say so
         f.message = f"the run could not start ({f.detail}); nothing was sent — replay again once the fault is gone"
         raise

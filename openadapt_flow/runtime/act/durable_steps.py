@@ -14,10 +14,10 @@ from typing import Any
 
 from openadapt_flow.bundle.models import Step
 from openadapt_flow.errors import UsageError
-from openadapt_flow.runtime.start.context import RunContext
+from openadapt_flow.records.stepdoc import VerifiedBy, VerifiedData
 from openadapt_flow.runtime.act.durable import calls
 from openadapt_flow.runtime.judge.halt import Halt
-from openadapt_flow.records.stepdoc import VerifiedBy, VerifiedData
+from openadapt_flow.runtime.start.context import RunContext
 
 
 def _verified(index: int, result: dict[str, object], verified_by: VerifiedBy = "runtime") -> VerifiedData:
@@ -83,7 +83,9 @@ def run_durable_step(ctx: RunContext, index: int, step: Step) -> VerifiedData:
         except UsageError as e:
             raise Halt("tool", str(e), step=step.id) from None
         args = _interp_args(ctx, step.args or {})
-        value = calls.dispatch(ctx, step, f"tool {step.call}", lambda: fn(**args), approved=ctx.approved_before == step.id)
+        value = calls.dispatch(
+            ctx, step, f"tool {step.call}", lambda: fn(**args), approved=ctx.approved_before == step.id
+        )
         return _verified(index, {"result": value})
     raise Halt("input", f"step kind {a!r} is not supported here", step=step.id)
 

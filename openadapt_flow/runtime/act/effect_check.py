@@ -9,16 +9,22 @@ from dataclasses import dataclass
 import numpy as np
 
 from openadapt_flow.bundle.effect import Effect
-
 from openadapt_flow.bundle.models import Step
 from openadapt_flow.errors import FlowError
 from openadapt_flow.ladder.types import Point
-from openadapt_flow.runtime.judge.halt import MAX_MESSAGE, Halt
-from openadapt_flow.runtime.start.context import RunContext
 from openadapt_flow.records.models import EffectVerdict
 from openadapt_flow.records.states import RecordType
-from openadapt_flow.verify.effects import (ABSENT, CONFIRMED, Reading, Verifier, make_verifier, resolve_effect,
-                                           verify_effect)
+from openadapt_flow.runtime.judge.halt import MAX_MESSAGE, Halt
+from openadapt_flow.runtime.start.context import RunContext
+from openadapt_flow.verify.effects import (
+    ABSENT,
+    CONFIRMED,
+    Reading,
+    Verifier,
+    make_verifier,
+    resolve_effect,
+    verify_effect,
+)
 from openadapt_flow.verify.snapshot import summary
 
 
@@ -36,16 +42,26 @@ def take_baseline(ctx: RunContext, step: Step, frame: np.ndarray, point: Point |
     if step.effect is None:
         return None
     effect = resolve_effect(step.effect, ctx.config.effects)
-    verifier = make_verifier(effect, ctx.params.values | {"run_id": ctx.run_id}, key=ctx.journal.key,
-                             secrets=ctx.params.secrets)
+    verifier = make_verifier(
+        effect, ctx.params.values | {"run_id": ctx.run_id}, key=ctx.journal.key, secrets=ctx.params.secrets
+    )
     baseline = verifier.read()
     ctx.journal.append(RecordType.EFFECT_BASELINE, step.id, baseline.to_json())
     blocked = verifier.blocks(baseline)
     if blocked is not None:  # no baseline, or one that already holds: no reading could prove this step's effect
-        raise Halt("effect", f"step {step.id!r}: {blocked}; no input was sent", step=step.id,
-                   evidence=[{"baseline": {**baseline.to_json(), "value": summary(baseline.value)},
-                              "expect": effect.expect.model_dump(exclude_none=True)}],
-                   frame=frame, point=point)
+        raise Halt(
+            "effect",
+            f"step {step.id!r}: {blocked}; no input was sent",
+            step=step.id,
+            evidence=[
+                {
+                    "baseline": {**baseline.to_json(), "value": summary(baseline.value)},
+                    "expect": effect.expect.model_dump(exclude_none=True),
+                }
+            ],
+            frame=frame,
+            point=point,
+        )
     return Baseline(effect, verifier, baseline)
 
 
@@ -82,9 +98,14 @@ def check_effect(ctx: RunContext, step: Step, baseline: Baseline, dispatched_at:
     `collateral`)."""
     verdict = _judged(ctx, step, baseline, dispatched_at)
     if verdict.verdict != CONFIRMED:
-        raise Halt("collateral" if collateral(verdict) else "effect",
-                   f"step {step.id!r}: declared effect is {verdict.verdict} after {verdict.waited_s:.1f}s ({_why(verdict)})",
-                   step=step.id, dispatched=True, evidence=[evidence(verdict)], frame=ctx.backend.capture().pixels)
+        raise Halt(
+            "collateral" if collateral(verdict) else "effect",
+            f"step {step.id!r}: declared effect is {verdict.verdict} after {verdict.waited_s:.1f}s ({_why(verdict)})",
+            step=step.id,
+            dispatched=True,
+            evidence=[evidence(verdict)],
+            frame=ctx.backend.capture().pixels,
+        )
     return verdict
 
 
@@ -98,8 +119,11 @@ def read_after(ctx: RunContext, step: Step, baseline: Baseline, dispatched_at: f
         return
     h.evidence.append(evidence(verdict))
     if verdict.verdict == CONFIRMED:
-        _amend(h, f" — its write landed (the effect read CONFIRMED {verdict.waited_s:.1f}s after the input); the "
-                  "check failed after it")
+        _amend(
+            h,
+            f" — its write landed (the effect read CONFIRMED {verdict.waited_s:.1f}s after the input); the "
+            "check failed after it",
+        )
     elif verdict.verdict == ABSENT:
         _amend(h, f"; nothing was written (the effect read ABSENT {verdict.waited_s:.1f}s after the input)")
     else:

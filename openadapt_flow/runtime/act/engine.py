@@ -10,29 +10,28 @@ from types import EllipsisType
 
 from openadapt_flow.bundle.models import Step
 from openadapt_flow.errors import FlowError
+from openadapt_flow.records.kinds import BlockedData, HaltedData, RunStopData
+from openadapt_flow.records.pausedoc import IncidentBody
+from openadapt_flow.records.states import PausedReason, RecordType, RunState
+from openadapt_flow.records.stepdoc import VerifiedData
 from openadapt_flow.runtime.act.child import run_child_step
-from openadapt_flow.runtime.start.context import RunContext
 from openadapt_flow.runtime.act.durable import durable_call
 from openadapt_flow.runtime.act.durable_steps import run_durable_step
 from openadapt_flow.runtime.act.halt_pictures import save_halt_pictures
-from openadapt_flow.runtime.judge.halt import Halt, Pause, StopRequested
-from openadapt_flow.runtime.start.launch import RunOutcome
-from openadapt_flow.runtime.start.lifecycle import record_interrupted, record_stop
-from openadapt_flow.runtime.judge.outcome import classify, landed
 from openadapt_flow.runtime.act.pause import open_pause
-from openadapt_flow.runtime.judge.policy import PolicyBlock, check_step
-from openadapt_flow.runtime.start.runref import ref_path
-from openadapt_flow.records.kinds import BlockedData, HaltedData, RunStopData
-from openadapt_flow.records.stepdoc import VerifiedData
-from openadapt_flow.records.states import PausedReason, RecordType, RunState
 from openadapt_flow.runtime.act.start_state import check_start_in_run
 from openadapt_flow.runtime.act.step import StepRecord, run_gui_step
+from openadapt_flow.runtime.judge.halt import Halt, Pause, StopRequested
+from openadapt_flow.runtime.judge.outcome import classify, landed
+from openadapt_flow.runtime.judge.policy import PolicyBlock, check_step
+from openadapt_flow.runtime.start.context import RunContext
+from openadapt_flow.runtime.start.launch import RunOutcome
+from openadapt_flow.runtime.start.lifecycle import record_interrupted, record_stop
+from openadapt_flow.runtime.start.runref import ref_path
 from openadapt_flow.store.atomic import StorageFault
-from openadapt_flow.records.pausedoc import IncidentBody
 from openadapt_flow.store.journal import now_iso
 from openadapt_flow.store.lease import LeaseLost
 from openadapt_flow.vision.annotate import annotate
-
 
 Stop = tuple[RunState, str, str | None, str | None, str | None]  # state, message, category, paused_reason, step
 
@@ -54,7 +53,9 @@ def _steps(ctx: RunContext, start: int) -> None:
         ran: list[StepRecord] = []
         durable_call(ctx, step.id, partial(_perform, ctx, i, step, ran))
         for rec in ran:
-            ctx.progress.step_finished(i, len(steps), step.id, {"ok": True, "rung": rec.rung, "score": rec.score, "ms": rec.elapsed_ms})
+            ctx.progress.step_finished(
+                i, len(steps), step.id, {"ok": True, "rung": rec.rung, "score": rec.score, "ms": rec.elapsed_ms}
+            )
 
 
 def run_body(ctx: RunContext, body: Callable[[], None]) -> Stop:
@@ -73,7 +74,9 @@ def run_body(ctx: RunContext, body: Callable[[], None]) -> Stop:
         if ctx.bundle is None:
             message = "stopped by signal at a call boundary; no call was in flight"
         else:
-            message = "stopped by signal " + ("while verifying a dispatched step" if s.dispatched else "at a step boundary; no input was pending")
+            message = "stopped by signal " + (
+                "while verifying a dispatched step" if s.dispatched else "at a step boundary; no input was pending"
+            )
         record_interrupted(ctx.journal, {"message": message, "input_pending": s.dispatched})
         return RunState.INTERRUPTED, message, None, None, None
     except Pause as p:
@@ -84,18 +87,32 @@ def run_body(ctx: RunContext, body: Callable[[], None]) -> Stop:
         if ctx.bundle is None:  # a workflow's body turns its own errors into halts; what passes is the caller's
             raise
         record_halt(ctx, Halt("backend", str(e)), input_sent=None)
-        return ((RunState.PAUSED if ctx.durable else RunState.FAILED), str(e), "backend",
-                (PausedReason.AWAITING_APPROVAL if ctx.durable else None), None)
+        return (
+            (RunState.PAUSED if ctx.durable else RunState.FAILED),
+            str(e),
+            "backend",
+            (PausedReason.AWAITING_APPROVAL if ctx.durable else None),
+            None,
+        )
     return RunState.COMPLETED, "", None, None, None
 
 
-def record_halt(ctx: RunContext, h: Halt, *, input_sent: bool | None | EllipsisType = ...,
-                evidence: list[Mapping[str, object]] | None = None, frame: str | None = None,
-                pictures: dict[str, str] | None = None) -> None:
+def record_halt(
+    ctx: RunContext,
+    h: Halt,
+    *,
+    input_sent: bool | None | EllipsisType = ...,
+    evidence: list[Mapping[str, object]] | None = None,
+    frame: str | None = None,
+    pictures: dict[str, str] | None = None,
+) -> None:
     """Journal the halt (`halted`, its one writer): what stopped, and whether input was sent (`h.dispatched` unless
     the caller knows better); the evidence, frame and pictures where it has them."""
-    data: HaltedData = {"category": h.category, "message": h.message,
-                        "input_sent": h.dispatched if isinstance(input_sent, EllipsisType) else input_sent}
+    data: HaltedData = {
+        "category": h.category,
+        "message": h.message,
+        "input_sent": h.dispatched if isinstance(input_sent, EllipsisType) else input_sent,
+    }
     if evidence is not None:
         data["evidence"] = evidence
     if frame is not None:
@@ -112,7 +129,9 @@ def _halted(ctx: RunContext, h: Halt) -> Stop:
         return RunState.PAUSED, h.message, h.category, PausedReason.AWAITING_APPROVAL, h.step
     frame_ref = save_halt_frame(ctx, h)
     record_halt(ctx, h, evidence=h.evidence, frame=frame_ref, pictures=save_halt_pictures(ctx, h))
-    ctx.progress.step_finished(-1, len(ctx.model.steps), h.step or "", {"ok": False, "category": h.category, "message": h.message})
+    ctx.progress.step_finished(
+        -1, len(ctx.model.steps), h.step or "", {"ok": False, "category": h.category, "message": h.message}
+    )
     if ctx.durable:
         return RunState.PAUSED, h.message, h.category, PausedReason.AWAITING_APPROVAL, h.step
     return RunState.FAILED, h.message, h.category, None, h.step
@@ -127,7 +146,9 @@ def _perform(ctx: RunContext, i: int, step: Step, ran: list[StepRecord]) -> Veri
     if blocked is not None:
         raise blocked
     if step.approval == "before" and ctx.approved_before != step.id:
-        raise Pause(PausedReason.AWAITING_APPROVAL, step.id, f"step {step.id!r} needs an operator's approval before it acts")
+        raise Pause(
+            PausedReason.AWAITING_APPROVAL, step.id, f"step {step.id!r} needs an operator's approval before it acts"
+        )
     ctx.progress.step_started(i, len(ctx.model.steps), step.id, step.intent)
     if step.action == "flow" or not step.is_durable_kind:  # it can send input: the screen must be the start's
         check_start_in_run(ctx, step)
@@ -142,7 +163,14 @@ def _perform(ctx: RunContext, i: int, step: Step, ran: list[StepRecord]) -> Veri
     return rec.data
 
 
-def finish(ctx: RunContext, state: RunState, message: str, category: str | None, paused_reason: str | None = None, step: str | None = None) -> RunOutcome:
+def finish(
+    ctx: RunContext,
+    state: RunState,
+    message: str,
+    category: str | None,
+    paused_reason: str | None = None,
+    step: str | None = None,
+) -> RunOutcome:
     """Write the stop: journal, state (with transaction_outcome), escalation when pausing, report.
 
     If the run's files cannot be written (StorageFault) the stop is INTERRUPTED (exit 5) with whatever reached the
@@ -162,12 +190,19 @@ def finish(ctx: RunContext, state: RunState, message: str, category: str | None,
             ctx.reporter(ctx.run)
         except StorageFault as f:
             message = (message + "; " if message else "") + f"report not written ({f.detail})"
-    return RunOutcome(state, state.exit_code, ref_path(ctx.run), message, category,
-                      parked=ctx.parked_at_end and state == RunState.COMPLETED)
+    return RunOutcome(
+        state,
+        state.exit_code,
+        ref_path(ctx.run),
+        message,
+        category,
+        parked=ctx.parked_at_end and state == RunState.COMPLETED,
+    )
 
 
-def _write_stop(ctx: RunContext, state: RunState, message: str, category: str | None, paused_reason: str | None,
-                step: str | None) -> tuple[RunState, str]:
+def _write_stop(
+    ctx: RunContext, state: RunState, message: str, category: str | None, paused_reason: str | None, step: str | None
+) -> tuple[RunState, str]:
     """Journal and write the stop; the state and message written (FAILED becomes FAILED_AFTER_EFFECT when a
     consequential write of the run landed)."""
     run, journal = ctx.run, ctx.journal
@@ -179,30 +214,64 @@ def _write_stop(ctx: RunContext, state: RunState, message: str, category: str | 
         landed_steps = landed(ctx.steps.values(), records)
         if state == RunState.FAILED and landed_steps:  # a plain FAILED invites a re-run, which would write again
             state = RunState.FAILED_AFTER_EFFECT
-            message = f"{message} — the write of step {', '.join(landed_steps)} landed; do not re-run this bundle " \
+            message = (
+                f"{message} — the write of step {', '.join(landed_steps)} landed; do not re-run this bundle "
                 "from the start: finish the remaining steps by hand"
+            )
     cp = ctx.fold.checkpoint() if ctx.durable else None
     if state == RunState.PAUSED:
-        open_pause(ctx, paused_reason or PausedReason.AWAITING_APPROVAL, category or "approval", step or "", message, outcome,
-                   evidence or [], cp)
-    stop: RunStopData = {"state": state, "paused_reason": paused_reason, "transaction_outcome": outcome,
-                         "outcome_evidence": evidence, "frame_errors": ctx.frames.errors}
+        open_pause(
+            ctx,
+            paused_reason or PausedReason.AWAITING_APPROVAL,
+            category or "approval",
+            step or "",
+            message,
+            outcome,
+            evidence or [],
+            cp,
+        )
+    stop: RunStopData = {
+        "state": state,
+        "paused_reason": paused_reason,
+        "transaction_outcome": outcome,
+        "outcome_evidence": evidence,
+        "frame_errors": ctx.frames.errors,
+    }
     if landed_steps:
         stop["landed"] = landed_steps
     record_stop(journal, stop)
     journal.close()
     run.write_state(
-        state, journal=journal, paused_reason=paused_reason, transaction_outcome=outcome, halt_category=category,
-        message=message or None, last_checkpoint_seq=cp["seq"] if cp else None,
+        state,
+        journal=journal,
+        paused_reason=paused_reason,
+        transaction_outcome=outcome,
+        halt_category=category,
+        message=message or None,
+        last_checkpoint_seq=cp["seq"] if cp else None,
     )
     return state, message
 
 
 def write_incident(ctx: RunContext, b: PolicyBlock) -> None:
     """ExecutionIncident: the policy decision that ended the run, on disk before the state says BLOCKED."""
-    blocked: BlockedData = {"id": "incident-" + uuid.uuid4().hex[:10], "rule": b.rule, "observed": b.observed, "limit": b.limit}
-    incident: IncidentBody = {"id": blocked["id"], "run_id": ctx.run_id, "rule": b.rule, "decision": "policy", "observed": b.observed,
-                "limit": b.limit, "step": b.step, "message": b.message, "decided_at": now_iso()}
+    blocked: BlockedData = {
+        "id": "incident-" + uuid.uuid4().hex[:10],
+        "rule": b.rule,
+        "observed": b.observed,
+        "limit": b.limit,
+    }
+    incident: IncidentBody = {
+        "id": blocked["id"],
+        "run_id": ctx.run_id,
+        "rule": b.rule,
+        "decision": "policy",
+        "observed": b.observed,
+        "limit": b.limit,
+        "step": b.step,
+        "message": b.message,
+        "decided_at": now_iso(),
+    }
     ctx.run.write_incident(incident)
     ctx.journal.append(RecordType.BLOCKED, b.step, blocked)
 

@@ -8,9 +8,9 @@ import shlex
 from openadapt_flow.backends.base import Backend
 from openadapt_flow.backends.fixture import FixtureBackend
 from openadapt_flow.errors import RefusedError
-from openadapt_flow.records.states import RecordType, is_a
 from openadapt_flow.records.entry import JournalEntry
 from openadapt_flow.records.rundoc import ManifestDoc
+from openadapt_flow.records.states import RecordType, is_a
 
 
 def refuse_restarted_fixture(backend: Backend, ref: str, manifest: ManifestDoc, records: list[JournalEntry]) -> None:
@@ -29,4 +29,5 @@ def refuse_restarted_fixture(backend: Backend, ref: str, manifest: ManifestDoc, 
         f"{ref}: the screen is not where the run stopped: a fixture: URL plays its recording in this process from the "
         f"first screen, and this run had already sent input (last at step {sent[-1]!r}); nothing was sent, any decision "
         f"stays recorded. Start a new run instead (flow replay {bundle} --durable ...), after `flow patch apply "
-        f"{shlex.quote(ref)} {bundle}` to keep what a teach decision taught")
+        f"{shlex.quote(ref)} {bundle}` to keep what a teach decision taught"
+    )

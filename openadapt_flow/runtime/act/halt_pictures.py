@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from openadapt_flow.runtime.start.context import RunContext
 from openadapt_flow.runtime.judge.halt import Halt
+from openadapt_flow.runtime.start.context import RunContext
 
 
 def save_halt_pictures(ctx: RunContext, h: Halt) -> dict[str, str] | None:

@@ -7,27 +7,31 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from openadapt_flow.runtime.start.context import RunContext
-from openadapt_flow.runtime.judge.outcome import RECONCILIATION_REQUIRED
 from openadapt_flow.records.checkpoint import checkpoint_digest
-from openadapt_flow.store.escalation import sign
-from openadapt_flow.store.keys import key_id, load_decision_key
-from openadapt_flow.records.states import DecisionKind, PausedReason, RecordType
 from openadapt_flow.records.entry import CheckpointDoc, step_of
 from openadapt_flow.records.pausedoc import AskDoc, DecisionTaskDoc, OutcomeEvidence, PauseCore, PendingBody, TaskBody
+from openadapt_flow.records.states import DecisionKind, PausedReason, RecordType
+from openadapt_flow.runtime.judge.outcome import RECONCILIATION_REQUIRED
+from openadapt_flow.runtime.start.context import RunContext
+from openadapt_flow.store.escalation import sign
+from openadapt_flow.store.keys import key_id, load_decision_key
 
 
 def iso(epoch: float) -> str:
     return datetime.fromtimestamp(epoch, timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-WAIT_DECISIONS = {PausedReason.AWAITING_USER: [DecisionKind.ANSWER, DecisionKind.REJECT],
-                  PausedReason.AWAITING_SIGNAL: [DecisionKind.SIGNAL, DecisionKind.REJECT],
-                  PausedReason.AWAITING_TIMER: [DecisionKind.REJECT], PausedReason.AWAITING_CHILD: [DecisionKind.REJECT]}
+WAIT_DECISIONS = {
+    PausedReason.AWAITING_USER: [DecisionKind.ANSWER, DecisionKind.REJECT],
+    PausedReason.AWAITING_SIGNAL: [DecisionKind.SIGNAL, DecisionKind.REJECT],
+    PausedReason.AWAITING_TIMER: [DecisionKind.REJECT],
+    PausedReason.AWAITING_CHILD: [DecisionKind.REJECT],
+}
 
 
-def allowed_decisions(ctx: RunContext, reason: str, category: str, step_id: str, outcome: str | None,
-                      evidence: list[OutcomeEvidence]) -> list[str]:
+def allowed_decisions(
+    ctx: RunContext, reason: str, category: str, step_id: str, outcome: str | None, evidence: list[OutcomeEvidence]
+) -> list[str]:
     if reason in WAIT_DECISIONS:
         return [*WAIT_DECISIONS[PausedReason(reason)], DecisionKind.ESCALATE]
     allowed: list[str] = [DecisionKind.CONTINUE, DecisionKind.REJECT, DecisionKind.ESCALATE]
@@ -81,7 +85,9 @@ def decision_task(ctx: RunContext, pause: PauseCore, cp: CheckpointDoc | None, t
         "quorum": terms.quorum,
         "level": terms.level,
     }
-    if terms.ask is not None:  # what a waiting question accepts: `flow answer`/`flow signal` check against it (no bundle needed)
+    if (
+        terms.ask is not None
+    ):  # what a waiting question accepts: `flow answer`/`flow signal` check against it (no bundle needed)
         task["ask"] = terms.ask
     if terms.channels:  # signed with the task: a decision from any other channel is refused (decisions._check_channel)
         task["channels"] = terms.channels
@@ -90,15 +96,33 @@ def decision_task(ctx: RunContext, pause: PauseCore, cp: CheckpointDoc | None, t
 
 def with_task(core: PauseCore, task: DecisionTaskDoc) -> PendingBody:
     """The pending body: the pause, then its signed task (the keys in the order the journal keeps them)."""
-    return {"pause_id": core["pause_id"], "run_id": core["run_id"], "paused_reason": core["paused_reason"], "category": core["category"],
-            "step": core["step"], "message": core["message"], "transaction_outcome": core["transaction_outcome"],
-            "evidence": core["evidence"], "allowed_decisions": core["allowed_decisions"], "created_at": core["created_at"],
-            "expires_at": core["expires_at"], "due_epoch": core["due_epoch"], "level": core["level"], "task": task}
+    return {
+        "pause_id": core["pause_id"],
+        "run_id": core["run_id"],
+        "paused_reason": core["paused_reason"],
+        "category": core["category"],
+        "step": core["step"],
+        "message": core["message"],
+        "transaction_outcome": core["transaction_outcome"],
+        "evidence": core["evidence"],
+        "allowed_decisions": core["allowed_decisions"],
+        "created_at": core["created_at"],
+        "expires_at": core["expires_at"],
+        "due_epoch": core["due_epoch"],
+        "level": core["level"],
+        "task": task,
+    }
 
 
 def open_pause(
-    ctx: RunContext, reason: str, category: str, step_id: str, message: str, outcome: str | None,
-    evidence: list[OutcomeEvidence], cp: CheckpointDoc | None,
+    ctx: RunContext,
+    reason: str,
+    category: str,
+    step_id: str,
+    message: str,
+    outcome: str | None,
+    evidence: list[OutcomeEvidence],
+    cp: CheckpointDoc | None,
 ) -> PendingBody:
     """Journal the pause (its `escalation_opened` record carries the whole pending body), then write its view
     pending_escalation.json; the caller then journals `paused` and writes state PAUSED."""
@@ -113,7 +137,9 @@ def open_pause(
     quorum = ctx.config.approvals.quorum if consequential else 1
     channels: list[str] | None = [str(c) for c in ctx.config.approvals.channels or []] if consequential else None
     waiting = reason in (PausedReason.AWAITING_USER, PausedReason.AWAITING_SIGNAL)
-    ask: AskDoc | None = {"choices": step.choices, "type": step.type, "signal": step.signal} if step is not None and waiting else None
+    ask: AskDoc | None = (
+        {"choices": step.choices, "type": step.type, "signal": step.signal} if step is not None and waiting else None
+    )
     core: PauseCore = {
         "pause_id": pause_id,
         "run_id": ctx.run_id,
@@ -131,7 +157,10 @@ def open_pause(
     }
     body = with_task(core, decision_task(ctx, core, cp, TaskTerms(quorum, _level(ctx, 0), ask, channels)))
     # The journal is the record of truth: its record carries the whole pause (fsync'd first); the file is a view of it.
-    ctx.journal.append(RecordType.ESCALATION_OPENED, step_id, {"pause_id": pause_id, "reason": reason, "category": category, "allowed": allowed,
-                                                      "pending": body})
+    ctx.journal.append(
+        RecordType.ESCALATION_OPENED,
+        step_id,
+        {"pause_id": pause_id, "reason": reason, "category": category, "allowed": allowed, "pending": body},
+    )
     ctx.run.write_pending(body)
     return body

@@ -24,9 +24,9 @@ from __future__ import annotations
 
 from openadapt_flow.bundle.models import GUI_ACTIONS, Target
 from openadapt_flow.ladder.types import Box, Point
+from openadapt_flow.records.states import RecordType
 from openadapt_flow.runtime.act.settle import settle
 from openadapt_flow.runtime.start.context import RunContext
-from openadapt_flow.records.states import RecordType
 
 PARK_INSET = 2  # px from the frame's edge: on the screen, off the very edge
 PARK_REACT_S = 0.1  # how long a toolkit may take to begin repainting a widget the pointer left
@@ -47,8 +47,12 @@ def park_pointer(ctx: RunContext, step_id: str | None, target: Target | None) ->
         return
     frame = ctx.backend.capture()
     window = ctx.ladder.window(target, frame.width, frame.height) if target is not None else None
-    _park(ctx, step_id, park_point(frame.width, frame.height, window),
-          "where the pointer was left is unknown: a hover there would change a target's look")
+    _park(
+        ctx,
+        step_id,
+        park_point(frame.width, frame.height, window),
+        "where the pointer was left is unknown: a hover there would change a target's look",
+    )
     ctx.pointer_parked = True
     rt = ctx.config.runtime
     settle(ctx.backend, rt.settle_quiet_s, rt.settle_timeout_s, expect_change_s=PARK_REACT_S)
@@ -61,7 +65,12 @@ def park_after_input(ctx: RunContext, index: int) -> None:
     """After step `index`'s input was sent: when another item follows and no later step of this run can move the
     pointer, park it (fenced, journaled, no settle: the step's own settle follows)."""
     steps = ctx.model.steps
-    if not ctx.park_after or steps[index].action not in GUI_ACTIONS or steps[index].action in WAITS or any(s.action not in WAITS for s in steps[index + 1:]):
+    if (
+        not ctx.park_after
+        or steps[index].action not in GUI_ACTIONS
+        or steps[index].action in WAITS
+        or any(s.action not in WAITS for s in steps[index + 1 :])
+    ):
         return
     frame = ctx.backend.capture()
     first = next((s.target for s in steps if s.target is not None), None)

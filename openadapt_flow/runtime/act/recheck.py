@@ -9,15 +9,15 @@ from typing import Final
 
 from openadapt_flow.bundle.models import Postcondition, Step
 from openadapt_flow.errors import ConfigError
-from openadapt_flow.runtime.start.context import RunContext
+from openadapt_flow.records.entry import JournalEntry
+from openadapt_flow.records.kinds import CheckDoc, RecheckVerdict
+from openadapt_flow.records.states import RecordType, is_a
+from openadapt_flow.records.stepdoc import RecheckedEffect, ScreenFact
 from openadapt_flow.runtime.act.pointer import park_pointer
 from openadapt_flow.runtime.act.settle import settle
 from openadapt_flow.runtime.act.step import screen_facts
+from openadapt_flow.runtime.start.context import RunContext
 from openadapt_flow.verify.effects import ABSENT, CONFIRMED, Judgement, Reading, make_verifier, resolve_effect
-from openadapt_flow.records.states import RecordType, is_a
-from openadapt_flow.records.entry import JournalEntry
-from openadapt_flow.records.stepdoc import RecheckedEffect, ScreenFact
-from openadapt_flow.records.kinds import CheckDoc, RecheckVerdict
 
 CONFIRMED_DONE: Final = "CONFIRMED"  # the step's work landed: checkpoint it, send no input
 POSITIVELY_ABSENT: Final = "ABSENT"  # it provably did not land: it may be performed again
@@ -98,15 +98,21 @@ def recheck(ctx: RunContext, u: Uncertain) -> RecheckResult:
         ctx.stop.wait(wait)  # ABSENT is only positive once timeout_s has passed since dispatch
     baseline = u.baseline
     try:
-        verifier = make_verifier(effect, ctx.params.values | {"run_id": ctx.run_id}, key=ctx.journal.key,
-                                 secrets=ctx.params.secrets)
+        verifier = make_verifier(
+            effect, ctx.params.values | {"run_id": ctx.run_id}, key=ctx.journal.key, secrets=ctx.params.secrets
+        )
         observed = verifier.read()
         judged = verifier.judge(baseline, observed)
     except ConfigError as e:  # a verifier that cannot even be built reads nothing: unknown, not absent
         observed = Reading(False, error=str(e))
         judged = Judgement("UNAVAILABLE")
     verdict = judged.verdict
-    ev: RecheckedEffect = {"verdict": verdict, "baseline": baseline.to_json() if baseline else None, "observed": observed.to_json(), "read_after_dispatch_s": round(time.time() - _epoch(u.dispatch["ts"]), 3)}
+    ev: RecheckedEffect = {
+        "verdict": verdict,
+        "baseline": baseline.to_json() if baseline else None,
+        "observed": observed.to_json(),
+        "read_after_dispatch_s": round(time.time() - _epoch(u.dispatch["ts"]), 3),
+    }
     if judged.changes is not None:
         ev["changes"] = judged.changes
     if verdict == CONFIRMED:

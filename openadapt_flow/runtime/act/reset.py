@@ -26,10 +26,10 @@ from openadapt_flow.bundle.config import DeployConfig
 from openadapt_flow.bundle.loader import LoadedBundle
 from openadapt_flow.bundle.models import Reset, Step
 from openadapt_flow.errors import UsageError
+from openadapt_flow.records.models import Check
 from openadapt_flow.runtime.act.start_state import NOT_AT_START, as_loaded, judge_now
 from openadapt_flow.runtime.start.backend_select import select_backend
 from openadapt_flow.runtime.start.launch import BackendFactory, ReplayRequest, Reporter, Runs
-from openadapt_flow.records.models import Check
 from openadapt_flow.vision.ocr import OcrEngine
 
 POLL_S = 0.5  # longest wait for a screen update between two looks at wait_for
@@ -47,9 +47,17 @@ class ResetResult:
     waited_s: float = 0.0
 
 
-def reset_app(bundle: Path | str | LoadedBundle, backend: BackendSpec | None, config: DeployConfig, runs: Runs, *,
-              ocr: OcrEngine | None = None, reporter: Reporter | None = None, run_dir: Path | None = None,
-              backend_factory: BackendFactory = open_backend) -> ResetResult:
+def reset_app(
+    bundle: Path | str | LoadedBundle,
+    backend: BackendSpec | None,
+    config: DeployConfig,
+    runs: Runs,
+    *,
+    ocr: OcrEngine | None = None,
+    reporter: Reporter | None = None,
+    run_dir: Path | None = None,
+    backend_factory: BackendFactory = open_backend,
+) -> ResetResult:
     """Run the bundle's reset on the desktop `backend` names (None: the config's), then check the start state."""
     loaded = as_loaded(bundle)
     reset = loaded.model.reset
@@ -77,8 +85,14 @@ def reset_app(bundle: Path | str | LoadedBundle, backend: BackendSpec | None, co
     return result
 
 
-def _checked(loaded: LoadedBundle, desk: Backend, config: DeployConfig, ocr: OcrEngine | None, t0: float,
-             run_dir: Path | None = None) -> ResetResult:
+def _checked(
+    loaded: LoadedBundle,
+    desk: Backend,
+    config: DeployConfig,
+    ocr: OcrEngine | None,
+    t0: float,
+    run_dir: Path | None = None,
+) -> ResetResult:
     verdict, _ = judge_now(loaded, desk, config, None, ocr)
     reason = "" if verdict.ok else "after the reset, " + NOT_AT_START + verdict.differs()
     return ResetResult(verdict.ok, reason, verdict.checks, run_dir, time.monotonic() - t0)
@@ -91,8 +105,9 @@ def _restart(loaded: LoadedBundle, reset: Reset, desk: Backend, config: DeployCo
     was = desk.capture().pixels
     with tempfile.TemporaryFile() as log:
         try:
-            proc = subprocess.Popen(reset.command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log,
-                                    start_new_session=True)  # it may be the app itself: it outlives this call
+            proc = subprocess.Popen(
+                reset.command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log, start_new_session=True
+            )  # it may be the app itself: it outlives this call
         except OSError as e:
             return f"reset command {reset.command[0]!r} could not start: {e.strerror or e}"
         fact = f"{reset.wait_for.kind} {reset.wait_for.text or list(reset.wait_for.box or ())!r}"
@@ -119,15 +134,34 @@ def _changed(was: np.ndarray, desk: Backend) -> bool:
     return now.shape != was.shape or bool((now != was).any())
 
 
-def _home(loaded: LoadedBundle, steps: list[Step], spec: BackendSpec, config: DeployConfig, runs: Runs,
-          reporter: Reporter | None, run_dir: Path | None, backend_factory: BackendFactory) -> tuple[str | None, Path]:
+def _home(
+    loaded: LoadedBundle,
+    steps: list[Step],
+    spec: BackendSpec,
+    config: DeployConfig,
+    runs: Runs,
+    reporter: Reporter | None,
+    run_dir: Path | None,
+    backend_factory: BackendFactory,
+) -> tuple[str | None, Path]:
     """Run the reset steps as a non-durable run of their own (a halt fails the reset, no operator waits on it): why
     it failed (None: every step verified) and its run."""
-    model = loaded.model.model_copy(update={"name": f"{loaded.model.name} (reset)", "steps": steps, "start": [],
-                                            "reset": None, "reset_before_each": False, "params": {}})
+    model = loaded.model.model_copy(
+        update={
+            "name": f"{loaded.model.name} (reset)",
+            "steps": steps,
+            "start": [],
+            "reset": None,
+            "reset_before_each": False,
+            "params": {},
+        }
+    )
     plain = config.model_copy(update={"runtime": config.runtime.model_copy(update={"durable": False})})
-    outcome = runs.replay(ReplayRequest(loaded.root, {}, spec, plain, run_dir=run_dir, loaded=replace(loaded, model=model)),
-                          reporter=reporter, backend_factory=backend_factory)
+    outcome = runs.replay(
+        ReplayRequest(loaded.root, {}, spec, plain, run_dir=run_dir, loaded=replace(loaded, model=model)),
+        reporter=reporter,
+        backend_factory=backend_factory,
+    )
     if outcome.exit_code != 0:
         return f"reset step(s) did not complete ({outcome.state}): {outcome.message}", Path(outcome.run_dir)
     return None, Path(outcome.run_dir)

@@ -16,9 +16,16 @@ class Settled:
     waited_s: float
 
 
-def settle(backend: Backend, quiet_s: float, timeout_s: float, *, expect_change_s: float = 0.0,
-           hold_s: float = 0.0, ready: Callable[[Frame], bool] | None = None,
-           look: Callable[[Frame], object] | None = None) -> Settled:
+def settle(
+    backend: Backend,
+    quiet_s: float,
+    timeout_s: float,
+    *,
+    expect_change_s: float = 0.0,
+    hold_s: float = 0.0,
+    ready: Callable[[Frame], bool] | None = None,
+    look: Callable[[Frame], object] | None = None,
+) -> Settled:
     """Return a frame once no update arrived for `quiet_s` (or `timeout_s` passed).
 
     `expect_change_s`: after an input, first give the application this long to

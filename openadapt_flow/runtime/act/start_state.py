@@ -21,13 +21,13 @@ from openadapt_flow.bundle.loader import LoadedBundle, load_bundle
 from openadapt_flow.bundle.models import Postcondition, Step
 from openadapt_flow.bundle.params import Interpolator, bind_params, placeholders
 from openadapt_flow.errors import UsageError
+from openadapt_flow.records.models import Check
+from openadapt_flow.records.states import RecordType
 from openadapt_flow.runtime.act.pointer import park_pointer
 from openadapt_flow.runtime.act.settle import settle
 from openadapt_flow.runtime.judge.halt import Halt
 from openadapt_flow.runtime.start.backend_select import select_backend
 from openadapt_flow.runtime.start.context import RunContext
-from openadapt_flow.records.models import Check
-from openadapt_flow.records.states import RecordType
 from openadapt_flow.verify.screen import ScreenChecks
 from openadapt_flow.verify.start import StartVerdict, judge_start
 from openadapt_flow.vision.ocr import OcrEngine
@@ -51,12 +51,24 @@ def check_start_in_run(ctx: RunContext, step: Step) -> None:
         return
     park_pointer(ctx, step.id, step.target)  # a hover left by whatever ran before must not change what is judged
     frame = settled_frame(ctx.backend, ctx.config.runtime)
-    verdict = judge_start(ctx.checks, facts, [ctx.interp(pc.text) if pc.text is not None else None for pc in facts],
-                          frame.pixels, anchor(ctx.model.steps))
-    ctx.journal.append(RecordType.START_CHECKED, None, {"ok": verdict.ok, "checks": [c.to_json() for c in verdict.checks]})
+    verdict = judge_start(
+        ctx.checks,
+        facts,
+        [ctx.interp(pc.text) if pc.text is not None else None for pc in facts],
+        frame.pixels,
+        anchor(ctx.model.steps),
+    )
+    ctx.journal.append(
+        RecordType.START_CHECKED, None, {"ok": verdict.ok, "checks": [c.to_json() for c in verdict.checks]}
+    )
     if not verdict.ok:
-        raise Halt(START_STATE, NOT_AT_START + verdict.differs(), step=step.id, frame=frame.pixels,
-                   evidence=[c.to_json() for c in verdict.checks])
+        raise Halt(
+            START_STATE,
+            NOT_AT_START + verdict.differs(),
+            step=step.id,
+            frame=frame.pixels,
+            evidence=[c.to_json() for c in verdict.checks],
+        )
 
 
 def anchor(steps: list[Step]) -> tuple[str, tuple[int, int, int, int]] | None:
@@ -93,8 +105,14 @@ def open_desktop(backend: BackendSpec | Backend | None, config: DeployConfig) ->
     return open_backend(spec), True
 
 
-def judge_now(loaded: LoadedBundle, desk: Backend, config: DeployConfig, params: Mapping[str, Any] | None,
-              ocr: OcrEngine | None = None, facts: list[Postcondition] | None = None) -> tuple[StartVerdict, list[str]]:
+def judge_now(
+    loaded: LoadedBundle,
+    desk: Backend,
+    config: DeployConfig,
+    params: Mapping[str, Any] | None,
+    ocr: OcrEngine | None = None,
+    facts: list[Postcondition] | None = None,
+) -> tuple[StartVerdict, list[str]]:
     """The start facts (or `facts`) judged on one settled frame of `desk`; facts naming a param are judged only with
     `params` (a batch resets between items, with none); the second value lists those left unjudged."""
     facts = list(loaded.model.start) if facts is None else facts
@@ -115,13 +133,21 @@ def judge_now(loaded: LoadedBundle, desk: Backend, config: DeployConfig, params:
     screen = loaded.model.screen
     first = anchor(list(loaded.model.steps))
     used = {pc.template_present for pc in judged if pc.template_present is not None} | ({first[0]} if first else set())
-    checks = ScreenChecks(ocr or OcrEngine(), {p: TemplateImage(loaded.templates[p]).prepare() for p in used},
-                          (frame.width / screen.width, frame.height / screen.height))
+    checks = ScreenChecks(
+        ocr or OcrEngine(),
+        {p: TemplateImage(loaded.templates[p]).prepare() for p in used},
+        (frame.width / screen.width, frame.height / screen.height),
+    )
     return judge_start(checks, judged, texts, frame.pixels, first), unjudged
 
 
-def check_start_state(bundle: Path | str | LoadedBundle, backend: BackendSpec | Backend | None, config: DeployConfig,
-                      params: Mapping[str, Any] | None = None, ocr: OcrEngine | None = None) -> StartResult:
+def check_start_state(
+    bundle: Path | str | LoadedBundle,
+    backend: BackendSpec | Backend | None,
+    config: DeployConfig,
+    params: Mapping[str, Any] | None = None,
+    ocr: OcrEngine | None = None,
+) -> StartResult:
     """Does the app show the bundle's start state now (one settled frame)? A bundle with no `start:` always does."""
     loaded = as_loaded(bundle)
     if not loaded.model.start:

@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
+
 import numpy as np
 
 from openadapt_flow.backends.base import Frame
@@ -19,17 +20,17 @@ from openadapt_flow.bundle.keys import normalise_key
 from openadapt_flow.bundle.models import Postcondition, Step, Target
 from openadapt_flow.errors import BackendError, FlowError
 from openadapt_flow.ladder.types import Box, Point, Resolution
-from openadapt_flow.runtime.start.context import RunContext
+from openadapt_flow.records.models import Check, EffectVerdict
+from openadapt_flow.records.states import RecordType
+from openadapt_flow.records.stepdoc import ScreenFact, Verification, VerifiedData
 from openadapt_flow.runtime.act.ahead import Ahead, found_ahead, interp_target, look_ahead, next_gui_step
 from openadapt_flow.runtime.act.durable import calls
 from openadapt_flow.runtime.act.effect_check import check_effect, read_after, take_baseline
-from openadapt_flow.runtime.judge.halt import Halt, StopRequested
-from openadapt_flow.runtime.judge.policy import model_call_refusal
 from openadapt_flow.runtime.act.pointer import park_after_input, park_pointer
 from openadapt_flow.runtime.act.settle import settle
-from openadapt_flow.records.models import Check, EffectVerdict
-from openadapt_flow.records.stepdoc import ScreenFact, Verification, VerifiedData
-from openadapt_flow.records.states import RecordType
+from openadapt_flow.runtime.judge.halt import Halt, StopRequested
+from openadapt_flow.runtime.judge.policy import model_call_refusal
+from openadapt_flow.runtime.start.context import RunContext
 from openadapt_flow.verify.field import FIELD_IDENTITY, field_identity, relations
 from openadapt_flow.verify.screen import SCREEN_CHANGED, Anchor, verification_plan
 from openadapt_flow.vision.caret import caret_appeared
@@ -67,9 +68,17 @@ def _resolve(ctx: RunContext, step: Step, target: Target, frame: Frame, role: Li
     calls_before = ctx.ladder.model_calls
     wanted = _interp_target(ctx, target)
     ahead = found_ahead(ctx, step, frame.pixels, wanted) if role == "target" else None
-    res = ahead.res if ahead is not None else ctx.ladder.resolve(
-        frame.pixels, wanted, consequential=step.is_consequential, intent=step.intent,
-        model_gate=lambda: model_call_refusal(ctx.config.policy, ctx.budget, step))
+    res = (
+        ahead.res
+        if ahead is not None
+        else ctx.ladder.resolve(
+            frame.pixels,
+            wanted,
+            consequential=step.is_consequential,
+            intent=step.intent,
+            model_gate=lambda: model_call_refusal(ctx.config.policy, ctx.budget, step),
+        )
+    )
     ctx.journal.append(
         RecordType.RESOLVED,
         step.id,
@@ -113,7 +122,11 @@ def _resolve_while_changing(ctx: RunContext, step: Step, frame: Frame, deadline:
         try:
             return frame, _resolve(ctx, step, step.target, frame, "target")
         except Halt:
-            if remaining <= 0 or ctx.stop.is_set() or not ctx.backend.wait_for_update(min(QUIET_BEFORE_GIVING_UP_S, remaining)):
+            if (
+                remaining <= 0
+                or ctx.stop.is_set()
+                or not ctx.backend.wait_for_update(min(QUIET_BEFORE_GIVING_UP_S, remaining))
+            ):
                 raise
         frame = settle(ctx.backend, rt.settle_quiet_s, max(0.1, min(rt.settle_timeout_s, remaining))).frame
 
@@ -136,8 +149,14 @@ def _identity_gate(ctx: RunContext, step: Step, point: Point, frame: Frame, scal
         return
     text = ctx.interp(step.identity.text)
     ahead = ctx.ahead if isinstance(ctx.ahead, Ahead) else None
-    if (ahead is not None and ahead.identity is not None and ahead.step_id == step.id and ahead.pixels is frame.pixels
-            and ahead.identity_text == text and ahead.res.point == point):
+    if (
+        ahead is not None
+        and ahead.identity is not None
+        and ahead.step_id == step.id
+        and ahead.pixels is frame.pixels
+        and ahead.identity_text == text
+        and ahead.res.point == point
+    ):
         check = ahead.identity  # read during the last settle, on this very frame
     else:
         check = ctx.checks.identity(frame.pixels, point, step.identity.near, text, scale)
@@ -154,13 +173,16 @@ def _identity_gate(ctx: RunContext, step: Step, point: Point, frame: Frame, scal
         )
 
 
-def _act(ctx: RunContext, step: Step, point: Point | None, to_point: Point | None, before: np.ndarray,
-         target_box: Box | None) -> None:
+def _act(
+    ctx: RunContext, step: Step, point: Point | None, to_point: Point | None, before: np.ndarray, target_box: Box | None
+) -> None:
     b = ctx.backend
     a = step.action
     if a in ("click", "double_click", "right_click"):
         assert point is not None
-        b.click(point[0], point[1], button="right" if a == "right_click" else "left", count=2 if a == "double_click" else 1)
+        b.click(
+            point[0], point[1], button="right" if a == "right_click" else "left", count=2 if a == "double_click" else 1
+        )
     elif a == "type":
         if point is not None:
             b.click(point[0], point[1])
@@ -170,8 +192,13 @@ def _act(ctx: RunContext, step: Step, point: Point | None, to_point: Point | Non
             # already-selected table cell's editor only then, and takes keys sent sooner as table navigation).
             # A caret new in the clicked field ends the wait early: the field has the keys, nothing is pending.
             band = field_band(point, target_box, (ctx.checks.sx, ctx.checks.sy))
-            settle(b, rt.settle_quiet_s, min(rt.settle_timeout_s, step.timeout_s), hold_s=rt.field_ready_s,
-                   ready=lambda f: caret_appeared(before, f.pixels, band))
+            settle(
+                b,
+                rt.settle_quiet_s,
+                min(rt.settle_timeout_s, step.timeout_s),
+                hold_s=rt.field_ready_s,
+                ready=lambda f: caret_appeared(before, f.pixels, band),
+            )
         if not step.append:
             for keys in SELECT_FIELD_KEYS:
                 b.press(keys)
@@ -245,8 +272,11 @@ def _checks(ctx: RunContext, step: Step, where: _Where, rung: str | None = None)
     band = field_band(point, None, (ctx.checks.sx, ctx.checks.sy)) if typed and point is not None else None
     sx, sy = anchor.scale if anchor is not None else (ctx.checks.sx, ctx.checks.sy)
     scale = math.sqrt(sx * sy)
-    field = (relations(_interp_target(ctx, step.target), rung, target_box, point, scale)
-             if band is not None and point is not None and step.target is not None else [])
+    field = (
+        relations(_interp_target(ctx, step.target), rung, target_box, point, scale)
+        if band is not None and point is not None and step.target is not None
+        else []
+    )
     fallback, area = _fallback_area(ctx, step, [p for p in (point, where.to_point) if p is not None], target_box)
 
     def run(pixels: np.ndarray) -> list[Check]:
@@ -269,13 +299,17 @@ def _postconditions(ctx: RunContext, step: Step, check: _Checks, deadline: float
         checks = check(frame.pixels)
         if all(c.ok for c in checks):
             if checks:
-                ctx.journal.append(RecordType.POSTCONDITIONS, step.id, {"ok": True, "checks": [c.to_json() for c in checks]})
+                ctx.journal.append(
+                    RecordType.POSTCONDITIONS, step.id, {"ok": True, "checks": [c.to_json() for c in checks]}
+                )
             return checks
         # a stop request is honoured after this step is verified (the next safe boundary), not here
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             failed = [c for c in checks if not c.ok]
-            ctx.journal.append(RecordType.POSTCONDITIONS, step.id, {"ok": False, "checks": [c.to_json() for c in checks]})
+            ctx.journal.append(
+                RecordType.POSTCONDITIONS, step.id, {"ok": False, "checks": [c.to_json() for c in checks]}
+            )
             pictured = next((c for c in failed if c.kind == "template_present"), None)
             at = pictured.evidence.get("at") if pictured is not None else None  # where it matched best
             raise Halt(
@@ -285,7 +319,9 @@ def _postconditions(ctx: RunContext, step: Step, check: _Checks, deadline: float
                 dispatched=True,
                 frame=frame.pixels,
                 evidence=[c.to_json() for c in checks],
-                best=(int(at[0]), int(at[1]), int(at[2]), int(at[3])) if isinstance(at, list) and len(at) == 4 else None,
+                best=(int(at[0]), int(at[1]), int(at[2]), int(at[3]))
+                if isinstance(at, list) and len(at) == 4
+                else None,
                 template=pictured.expected if pictured is not None else None,
             )
         pause = min(0.5, remaining)
@@ -298,8 +334,10 @@ def _failed(c: Check, step: Step) -> str:
     if c.kind == FIELD_IDENTITY:
         return f"the text was read back in a field that is not the one the step means ({c.detail})"
     if c.kind == SCREEN_CHANGED:
-        return (f"the screen did not change {'around ' + c.expected if c.expected != 'anywhere' else 'anywhere'} within "
-                f"{step.timeout_s:g}s ({c.detail}); the step declares nothing else to verify it (add expect:)")
+        return (
+            f"the screen did not change {'around ' + c.expected if c.expected != 'anywhere' else 'anywhere'} within "
+            f"{step.timeout_s:g}s ({c.detail}); the step declares nothing else to verify it (add expect:)"
+        )
     if c.kind == "template_present":  # its file's name tells an operator nothing: the report shows the picture
         after = f"after {step.intent!r}" if step.intent else "after it"
         return f"the screen does not show what it showed {after} in the recording ({c.detail})"
@@ -317,7 +355,9 @@ def verification(checks: list[Check], effect: EffectVerdict | None) -> Verificat
 def _mask_secret(ctx: RunContext, step: Step, point: Point | None, target_box: Box | None) -> None:
     """From the dispatch of a step that types a secret on, every saved frame has the field it typed into painted
     over; with no point (typing into the focused field) the whole frame, until the typing shows where it went."""
-    ctx.mask_secret(step.id, field_band(point, target_box, (ctx.checks.sx, ctx.checks.sy)) if point is not None else None)
+    ctx.mask_secret(
+        step.id, field_band(point, target_box, (ctx.checks.sx, ctx.checks.sy)) if point is not None else None
+    )
 
 
 def _narrow_secret_mask(ctx: RunContext, step: Step, before: np.ndarray, after: np.ndarray) -> None:
@@ -356,7 +396,9 @@ class _GuiStep:
 def run_gui_step(ctx: RunContext, index: int, step: Step) -> StepRecord:
     """Run one GUI step through the whole lifecycle up to its verification; raise Halt when it cannot be sure.
     The caller (runtime/act/durable.py) records it verified."""
-    run = _GuiStep(ctx, index, step, time.monotonic(), StepRecord(step.id), bool(step.text and ctx.interp.uses_secret(step.text)))
+    run = _GuiStep(
+        ctx, index, step, time.monotonic(), StepRecord(step.id), bool(step.text and ctx.interp.uses_secret(step.text))
+    )
     calls.started(ctx, step, index, intent=step.intent)
     try:
         where = _locate(run)
@@ -428,13 +470,15 @@ def _dispatch(run: _GuiStep, where: _Where, check: _Checks, after: Step | None) 
     ctx.journal.append(RecordType.ACTION_SENT, step.id, {"dispatch_seq": dispatch["seq"]})
     park_after_input(ctx, run.index)
     rt = ctx.config.runtime
+
     def look(frame: Frame) -> None:
         check.look(frame)
         if after is not None:
             look_ahead(ctx, after, frame)
 
-    settled = settle(ctx.backend, rt.settle_quiet_s, min(rt.settle_timeout_s, step.timeout_s), expect_change_s=REACT_S,
-                     look=look)
+    settled = settle(
+        ctx.backend, rt.settle_quiet_s, min(rt.settle_timeout_s, step.timeout_s), expect_change_s=REACT_S, look=look
+    )
     if run.secret and where.point is None:
         _narrow_secret_mask(ctx, step, before, settled.frame.pixels)
     return dispatched_at
@@ -462,7 +506,11 @@ def _verified(run: _GuiStep, anchor: Anchor | None) -> StepRecord:
 def screen_facts(ctx: RunContext, step: Step, anchor: Anchor | None = None) -> list[ScreenFact]:
     """The step's postconditions that can be re-proved on one frame (resume checks them before acting), texts
     interpolated, areas that move with the target placed where it was found this time."""
-    return [_fact(ctx, ctx.checks.anchored(pc, anchor)) for pc in step.expect if pc.region_changed is None and pc.blank is None]
+    return [
+        _fact(ctx, ctx.checks.anchored(pc, anchor))
+        for pc in step.expect
+        if pc.region_changed is None and pc.blank is None
+    ]
 
 
 def _fact(ctx: RunContext, pc: Postcondition) -> ScreenFact:
@@ -480,6 +528,3 @@ def _fact(ctx: RunContext, pc: Postcondition) -> ScreenFact:
     if pc.relative_to is not None:
         fact["relative_to"] = pc.relative_to
     return fact
-
-
-

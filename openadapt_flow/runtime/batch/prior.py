@@ -14,6 +14,8 @@ from pathlib import Path
 from openadapt_flow.bundle.loader import load_bundle
 from openadapt_flow.bundle.models import Step
 from openadapt_flow.errors import FlowError, RunDirError
+from openadapt_flow.records.states import LIVE_STATES, RunState
+from openadapt_flow.records.stepdoc import RecheckedEffect
 from openadapt_flow.runtime.batch.reread import reread_effect
 from openadapt_flow.runtime.batch.status import ItemResult, ItemStatus, effect_verdict, status_of
 from openadapt_flow.runtime.judge.outcome import classify, landed
@@ -21,8 +23,6 @@ from openadapt_flow.runtime.operate.reconciler import reconcile_one
 from openadapt_flow.runtime.start.runref import open_ref
 from openadapt_flow.store.base import RunHandle
 from openadapt_flow.store.items import Attempt, ItemRecord
-from openadapt_flow.records.states import LIVE_STATES, RunState
-from openadapt_flow.records.stepdoc import RecheckedEffect
 from openadapt_flow.verify.effects import ABSENT, CONFIRMED
 
 
@@ -72,15 +72,24 @@ def _without_run(at: _Item, last: Attempt) -> Prior:
     or cut one sent nothing; one that is gone was removed by hand, and what it did is no longer known."""
     status = ItemStatus(last.status) if last.status else None
     if status is ItemStatus.DONE:
-        return at.report(ItemStatus.SKIPPED_DONE, last.run, "done in an earlier batch (its run directory is gone)",
-                         last.effect)
+        return at.report(
+            ItemStatus.SKIPPED_DONE, last.run, "done in an earlier batch (its run directory is gone)", last.effect
+        )
     if Path(last.run).is_dir() or (status is not None and status.rerunnable):
         return Prior(why=f"its earlier run {shown(last.run)} never started")
     if status is None:
-        return at.report(ItemStatus.UNCERTAIN, last.run, "its earlier run's directory is gone and how it ended was "
-                         "never recorded: it may have written; check the system of record; not sent again")
-    return at.report(status, last.run, f"{last.reason or status.value} (an earlier batch; its run directory is gone); "
-                     "not sent again", last.effect)
+        return at.report(
+            ItemStatus.UNCERTAIN,
+            last.run,
+            "its earlier run's directory is gone and how it ended was "
+            "never recorded: it may have written; check the system of record; not sent again",
+        )
+    return at.report(
+        status,
+        last.run,
+        f"{last.reason or status.value} (an earlier batch; its run directory is gone); not sent again",
+        last.effect,
+    )
 
 
 def shown(ref: str) -> str:
@@ -107,7 +116,9 @@ def _judge_run(at: _Item, run: RunHandle, changed: bool, stop: threading.Event) 
         note = " — the file now gives it other values; give it a new key to enter those" if changed else ""
         return at.report(ItemStatus.SKIPPED_DONE, run.ref, f"done in an earlier batch{note}", effect)
     if (state == RunState.INTERRUPTED and durable) or (state == RunState.PAUSED and run.has_approval()):
-        return Prior(resume=run.ref)  # the durable runtime continues it: never a verified step again, never a blind retry
+        return Prior(
+            resume=run.ref
+        )  # the durable runtime continues it: never a verified step again, never a blind retry
     if state == RunState.BLOCKED:
         why = run.state().get("message") or "a policy or an operator"
         return at.report(ItemStatus.HALTED, run.ref, f"its earlier run was BLOCKED ({why}); not sent again", effect)
@@ -125,14 +136,23 @@ def _uncertain(at: _Item, run: RunHandle, steps: list[Step], effect: str | None,
     reread = reread_effect(run, steps, stop)
     if reread is not None and reread[0] == ABSENT:
         after = reread[1]["read_after_dispatch_s"]
-        return Prior(why=f"its earlier run {shown(run.ref)} sent its write and never verified it; read again {after} s "
-                         "after it was sent, the write was ABSENT", reread=reread[1])
+        return Prior(
+            why=f"its earlier run {shown(run.ref)} sent its write and never verified it; read again {after} s "
+            "after it was sent, the write was ABSENT",
+            reread=reread[1],
+        )
     if reread is not None and reread[0] == CONFIRMED:
-        return at.report(ItemStatus.FAILED_AFTER_EFFECT, run.ref, "its earlier run's write landed (read again: "
-                         "CONFIRMED), then the run stopped before its end: finish it by hand; not sent again", CONFIRMED)
+        return at.report(
+            ItemStatus.FAILED_AFTER_EFFECT,
+            run.ref,
+            "its earlier run's write landed (read again: "
+            "CONFIRMED), then the run stopped before its end: finish it by hand; not sent again",
+            CONFIRMED,
+        )
     seen = f" (read again: {reread[0]})" if reread is not None else ""
-    return at.report(ItemStatus.UNCERTAIN, run.ref, f"{_earlier(ItemStatus.UNCERTAIN, run)}{seen}; not sent again",
-                     effect)
+    return at.report(
+        ItemStatus.UNCERTAIN, run.ref, f"{_earlier(ItemStatus.UNCERTAIN, run)}{seen}; not sent again", effect
+    )
 
 
 def _earlier(status: ItemStatus, run: RunHandle) -> str:

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from concurrent.futures import Future, ThreadPoolExecutor
 
+from openadapt_flow.records.states import RunState
 from openadapt_flow.runtime.start.launch import Reporter
 from openadapt_flow.store.atomic import StorageFault
 from openadapt_flow.store.base import RunHandle
-from openadapt_flow.records.states import RunState
 
 
 class ReportsBehind:

@@ -15,9 +15,9 @@ from typing import Any
 from openadapt_flow.bundle.config import DeployConfig
 from openadapt_flow.bundle.models import Step
 from openadapt_flow.errors import ConfigError
+from openadapt_flow.records.stepdoc import RecheckedEffect
 from openadapt_flow.runtime.act.recheck import find_uncertain
 from openadapt_flow.store.base import RunHandle
-from openadapt_flow.records.stepdoc import RecheckedEffect
 from openadapt_flow.store.keys import load_key
 from openadapt_flow.verify.effects import Judgement, Reading, make_verifier, resolve_effect
 
@@ -53,8 +53,12 @@ def reread_effect(run: RunHandle, steps: list[Step], stop: threading.Event) -> t
         judged = verifier.judge(u.baseline, observed)
     except ConfigError as e:  # a verifier that cannot be built reads nothing: unknown, never absent
         observed, judged = Reading(False, error=str(e)), Judgement("UNAVAILABLE")
-    evidence: RecheckedEffect = {"verdict": judged.verdict, "baseline": u.baseline.to_json(),
-                                 "observed": observed.to_json(), "read_after_dispatch_s": round(time.time() - dispatched, 3)}
+    evidence: RecheckedEffect = {
+        "verdict": judged.verdict,
+        "baseline": u.baseline.to_json(),
+        "observed": observed.to_json(),
+        "read_after_dispatch_s": round(time.time() - dispatched, 3),
+    }
     if judged.changes is not None:
         evidence["changes"] = judged.changes
     return judged.verdict, evidence

@@ -29,8 +29,10 @@ class BatchResult(BaseModel):
     status: ItemStatus
     run_dir: str | None = Field(description="the item's run (None: no run was started)")
     reason: str = Field(description="why it is not done, and what to do; empty when done")
-    effect: str | None = Field(description="the effect verdict of its consequential steps (CONFIRMED, ABSENT, "
-                                           "NOT_VERIFIED, …); None: none was dispatched")
+    effect: str | None = Field(
+        description="the effect verdict of its consequential steps (CONFIRMED, ABSENT, "
+        "NOT_VERIFIED, …); None: none was dispatched"
+    )
 
 
 def csv_beside(out: Path) -> Path:
@@ -49,8 +51,9 @@ def write_results(out: Path, results: Sequence[ItemResult], *, sync: bool = True
         rec = r.record()
         writer.writerow(["" if rec[c] is None else rec[c] for c in COLUMNS])
     # the CSV sits beside the JSON lines: one fsync of their folder for both
-    write_files_atomic(out.parent, {out.name: lines.encode("utf-8"), csv_beside(out).name: buf.getvalue().encode("utf-8")},
-                       sync=sync)
+    write_files_atomic(
+        out.parent, {out.name: lines.encode("utf-8"), csv_beside(out).name: buf.getvalue().encode("utf-8")}, sync=sync
+    )
 
 
 def counts(results: Sequence[ItemResult]) -> dict[str, int]:

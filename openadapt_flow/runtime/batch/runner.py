@@ -24,6 +24,7 @@ from openadapt_flow.bundle.config import DeployConfig
 from openadapt_flow.bundle.items import Item
 from openadapt_flow.bundle.loader import LoadedBundle, load_bundle
 from openadapt_flow.errors import FlowError, RefusedError, UsageError
+from openadapt_flow.records.states import RunState
 from openadapt_flow.runtime.act.assemble import stop_on_signals
 from openadapt_flow.runtime.batch.desk import NextDesk
 from openadapt_flow.runtime.batch.prior import Prior, judge_prior, shown
@@ -37,7 +38,6 @@ from openadapt_flow.runtime.start.runref import open_ref
 from openadapt_flow.store.base import RunHandle
 from openadapt_flow.store.items import Attempt, ItemLedger, values_digest
 from openadapt_flow.store.journal import now_iso
-from openadapt_flow.records.states import RunState
 from openadapt_flow.vision.ocr import OcrEngine
 
 Reset = Callable[[], str | None]  # bring the app to its start state: None when it holds, else why not
@@ -77,8 +77,10 @@ class BatchRequest:
 def run_batch(req: BatchRequest, events: BatchEvents | None = None) -> list[ItemResult]:
     """Run every item once, in order; one result per item. Bad input before the first item raises (nothing sent)."""
     if req.config.runtime.store is not None:
-        raise UsageError("flow batch keeps its runs in a runs directory; for the PostgreSQL store, queue the items to "
-                         "the fleet: flow submit BUNDLE --items FILE --store postgresql://…")
+        raise UsageError(
+            "flow batch keeps its runs in a runs directory; for the PostgreSQL store, queue the items to "
+            "the fleet: flow submit BUNDLE --items FILE --store postgresql://…"
+        )
     if req.reset_before_each and req.reset is None:
         raise UsageError("the bundle asks for a reset before each item, but no reset was given")
     loaded = load_bundle(req.bundle)
@@ -153,20 +155,38 @@ class _Batch:
 
     def _send(self, index: int, item: Item, digest: str, prior: Prior) -> ItemResult:
         run_dir = self._run_dir(index, item.key)
-        run_dir.mkdir(parents=True)  # before the attempt is recorded: a recorded run whose directory is gone was removed
-        attempt = Attempt(run=str(run_dir.absolute()), items_file=str(self.req.items_file.absolute()), line=item.line,
-                          values=digest, started_at=now_iso(), why=prior.why or None,
-                          reread=dict(prior.reread) if prior.reread else None)
+        run_dir.mkdir(
+            parents=True
+        )  # before the attempt is recorded: a recorded run whose directory is gone was removed
+        attempt = Attempt(
+            run=str(run_dir.absolute()),
+            items_file=str(self.req.items_file.absolute()),
+            line=item.line,
+            values=digest,
+            started_at=now_iso(),
+            why=prior.why or None,
+            reread=dict(prior.reread) if prior.reread else None,
+        )
         self.ledger.started(item.key, attempt)
-        req = ReplayRequest(bundle=self.req.bundle, params=item.params, backend=self.req.backend,
-                            config=self.req.config, run_dir=run_dir, durable=self.req.durable,
-                            allow_model=self.req.allow_model, loaded=self.loaded, ocr=self.reader(),
-                            park_after=index + 1 < len(self.req.items), parked=self.parked,
-                            snapshot_like=self.snapshot)
+        req = ReplayRequest(
+            bundle=self.req.bundle,
+            params=item.params,
+            backend=self.req.backend,
+            config=self.req.config,
+            run_dir=run_dir,
+            durable=self.req.durable,
+            allow_model=self.req.allow_model,
+            loaded=self.loaded,
+            ocr=self.reader(),
+            park_after=index + 1 < len(self.req.items),
+            parked=self.parked,
+            snapshot_like=self.snapshot,
+        )
         self.parked = False
         try:
-            outcome = replay(req, progress=self.req.progress, reporter=self._reporter(index),
-                             backend_factory=self.desk.factory)
+            outcome = replay(
+                req, progress=self.req.progress, reporter=self._reporter(index), backend_factory=self.desk.factory
+            )
         except FlowError as e:  # raised before the run began: nothing of this item was sent
             if self.sent == 0:
                 self.ledger.finished(item.key, ItemStatus.NOT_RUN.value, str(e), None)
@@ -201,19 +221,26 @@ class _Batch:
         self.desk.drop()  # the resumed run connects on its own
         self.parked = False
         try:
-            outcome = resume(prior.resume, backend=self.req.backend, progress=self.req.progress,
-                             reporter=self.req.reporter)
+            outcome = resume(
+                prior.resume, backend=self.req.backend, progress=self.req.progress, reporter=self.req.reporter
+            )
         except RefusedError as e:  # nothing was sent: the run is as it was, for an operator to look at
             st = open_ref(prior.resume).state()
             status = status_of(str(st.get("state")), st.get("transaction_outcome"), [], durable=False)
-            return ItemResult(item.line, item.key, ItemStatus.HALTED if status.rerunnable else status,
-                              shown(prior.resume), f"its earlier run could not be resumed: {e}")
+            return ItemResult(
+                item.line,
+                item.key,
+                ItemStatus.HALTED if status.rerunnable else status,
+                shown(prior.resume),
+                f"its earlier run could not be resumed: {e}",
+            )
         except FlowError as e:  # the desktop did not answer, or the like: nothing was sent; the batch stops
             self.stopped = f"item {item.key!r} (line {item.line}) could not resume its run: {e}"
             return ItemResult(item.line, item.key, ItemStatus.NOT_RUN, shown(prior.resume), f"not sent: {e}")
         self.sent += 1
-        return self._finished(item, outcome, load_bundle(open_ref(outcome.run_dir).artifact_dir("bundle")),
-                              "resumed its earlier run")
+        return self._finished(
+            item, outcome, load_bundle(open_ref(outcome.run_dir).artifact_dir("bundle")), "resumed its earlier run"
+        )
 
     def _not_started(self, item: Item, e: FlowError) -> ItemResult:
         self.stopped = f"item {item.key!r} (line {item.line}) could not start: {e}"
@@ -227,15 +254,17 @@ class _Batch:
         steps = bundle.model.steps
         outcome_name, _ = classify(steps, records)
         durable = bool(run.manifest().get("durable"))
-        status = status_of(outcome.state, run.state().get("transaction_outcome") or str(outcome_name),
-                           landed(steps, records), durable)
+        status = status_of(
+            outcome.state, run.state().get("transaction_outcome") or str(outcome_name), landed(steps, records), durable
+        )
         reason = _reason(outcome, status, durable)
         if note and status is not ItemStatus.DONE:
             reason = f"{reason} ({note})"
         if outcome.state == RunState.INTERRUPTED:
             self.stopped = f"item {item.key!r} (line {item.line}) was interrupted: {outcome.message}"
-        result = ItemResult(item.line, item.key, status, shown(str(outcome.run_dir)), reason,
-                            effect_verdict(steps, records))
+        result = ItemResult(
+            item.line, item.key, status, shown(str(outcome.run_dir)), reason, effect_verdict(steps, records)
+        )
         self.ledger.finished(item.key, status.value, result.reason or None, result.effect)
         return result
 

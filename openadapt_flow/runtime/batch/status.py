@@ -49,8 +49,14 @@ class ItemResult:
     effect: str | None = None
 
     def record(self) -> dict[str, Any]:
-        return {"item": self.item, "key": self.key, "status": self.status.value, "run_dir": self.run_dir,
-                "reason": self.reason, "effect": self.effect}
+        return {
+            "item": self.item,
+            "key": self.key,
+            "status": self.status.value,
+            "run_dir": self.run_dir,
+            "reason": self.reason,
+            "effect": self.effect,
+        }
 
 
 def status_of(state: str, outcome: str | None, landed: list[str], durable: bool) -> ItemStatus:

@@ -27,9 +27,10 @@ from pathlib import Path
 
 from openadapt_flow.bundle.loader import LoadedBundle, load_bundle
 from openadapt_flow.errors import RefusedError, RunDirError
-from openadapt_flow.runtime.start.lifecycle import queued
-from openadapt_flow.store import PG_PREFIX as PREFIX, PostgresRun, PostgresStore
 from openadapt_flow.records.states import RunState
+from openadapt_flow.runtime.start.lifecycle import queued
+from openadapt_flow.store import PG_PREFIX as PREFIX
+from openadapt_flow.store import PostgresRun, PostgresStore
 
 _SUBMISSION = """
 SELECT s.label, r.manifest, r.state = 'PENDING' AND NOT EXISTS (SELECT 1 FROM flow_journal j WHERE j.run = r.id)
@@ -117,15 +118,18 @@ class BundleCache:
 
 def count_start_try(run: PostgresRun) -> int:
     """One more start of this submitted run whose desktop did not answer; how many there were."""
-    row = run.store.one("UPDATE flow_submissions SET start_tries = start_tries + 1 WHERE run = %s RETURNING start_tries",
-                        (run.id(),))
+    row = run.store.one(
+        "UPDATE flow_submissions SET start_tries = start_tries + 1 WHERE run = %s RETURNING start_tries", (run.id(),)
+    )
     return int(row[0]) if row is not None else START_TRIES
 
 
 def fail_start(run: PostgresRun, where: str, error: Exception, ttl_s: float) -> str:
     """End a run that could not start FAILED with the reason (`where`: " on desktop NAME" or ""), if it is still
     queued (under its lease)."""
-    message = f"{START_FAILED}{where}: {str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__}"
+    message = (
+        f"{START_FAILED}{where}: {str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__}"
+    )
     try:
         lease = run.lease(ttl_s).acquire()
     except RefusedError:

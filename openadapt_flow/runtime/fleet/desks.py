@@ -77,8 +77,9 @@ class Desks:
         """The desktop's own session (only its holder uses it: `_mine` guards it)."""
         conn = self._sessions.get(name)
         if conn is None or conn.closed or conn.broken:
-            conn = self._sessions[name] = psycopg.connect(make_conninfo("", **desk_conninfo(self.spec)), autocommit=True,
-                                                          application_name="openadapt-flow desk")
+            conn = self._sessions[name] = psycopg.connect(
+                make_conninfo("", **desk_conninfo(self.spec)), autocommit=True, application_name="openadapt-flow desk"
+            )
         return conn
 
     def _try(self, name: str) -> tuple[psycopg.Connection, bool] | None:
@@ -145,24 +146,30 @@ class Desks:
                     self._mine.discard(target.name)
         if not any(t.serves(label) for t in self.targets.targets):  # another worker's targets may: retried too
             raise NoDesktopFree(f"no target of this worker serves {label!r}")
-        raise NoDesktopFree(f"every desktop serving {label or 'any run'} is busy or resting"
-                            + "".join(f"; {why}" for why in unready))
+        raise NoDesktopFree(
+            f"every desktop serving {label or 'any run'} is busy or resting" + "".join(f"; {why}" for why in unready)
+        )
 
     def fence(self, name: str) -> Callable[[], None]:
         """What a run on the held desktop `name` calls before every input (runtime/start/fenced.py): DeskLost once
         the session holding its lock is gone. Cheap: a zero-wait poll of the idle session's socket; only when the
         server sent something (a session it ends says so, then closes) is the session asked, once."""
+
         def held() -> None:
             conn = self._sessions.get(name)
             if conn is None or conn.closed or conn.broken:
-                raise DeskLost(f"desktop {name}: the session holding its lock is gone; this process must not send it input")
+                raise DeskLost(
+                    f"desktop {name}: the session holding its lock is gone; this process must not send it input"
+                )
             try:
                 if select.select([conn.fileno()], [], [], 0)[0]:
                     conn.execute("SELECT 1")
             except (psycopg.Error, OSError, ValueError):
                 conn.close()
-                raise DeskLost(f"desktop {name}: the session holding its lock ended; this process must not send it "
-                               "input") from None
+                raise DeskLost(
+                    f"desktop {name}: the session holding its lock ended; this process must not send it input"
+                ) from None
+
         return held
 
     def _prepare(self, conn: psycopg.Connection, target: Target, run: str, ready: Ready | None) -> str | None:

@@ -23,20 +23,20 @@ import psycopg
 from procrastinate import App, PsycopgConnector, RetryStrategy
 from procrastinate.exceptions import AlreadyEnqueued
 
-from openadapt_flow.errors import BackendTimeout, ConnectionFailed, FlowError, RefusedError
-from openadapt_flow.runtime.start.launch import ReplayRequest, Reporter
 from openadapt_flow.bundle.config import DeployConfig
 from openadapt_flow.bundle.loader import LoadedBundle
+from openadapt_flow.errors import BackendTimeout, ConnectionFailed, FlowError, RefusedError
+from openadapt_flow.runtime.fleet.claim import START_TRIES, BundleCache, count_start_try, fail_start, read_submission
 from openadapt_flow.runtime.fleet.desks import Desks, NoDesktopFree, Ready
 from openadapt_flow.runtime.fleet.dirty import Dirty
-from openadapt_flow.runtime.fleet.targets import Target
-from openadapt_flow.runtime.fleet.claim import START_TRIES, BundleCache, count_start_try, fail_start, read_submission
 from openadapt_flow.runtime.fleet.ride import DB_RETRY_FOR_S, first_line, ride
 from openadapt_flow.runtime.fleet.submit import fleet_store
+from openadapt_flow.runtime.fleet.targets import Target
 from openadapt_flow.runtime.operate.reconciler import reconcile_root
 from openadapt_flow.runtime.runs import replay, reset_app
-from openadapt_flow.store import PG_PREFIX, PostgresRun, StoreUnavailable
+from openadapt_flow.runtime.start.launch import ReplayRequest, Reporter
 from openadapt_flow.runtime.worker import HOLD_WAIT_S, Worker, resume_past_holders
+from openadapt_flow.store import PG_PREFIX, PostgresRun, StoreUnavailable
 from openadapt_flow.store.atomic import StorageFault
 from openadapt_flow.store.lease import LeaseLost
 from openadapt_flow.vision.ocr import OcrEngine
@@ -97,12 +97,15 @@ class Fleet:
         self.config = config.model_copy(update={"runtime": config.runtime.model_copy(update={"store": spec})})
         self.reporter = reporter
         self.bundles = BundleCache()
-        self._ocrs: queue.SimpleQueue[OcrEngine] = queue.SimpleQueue()  # idle OCR engines: a model loaded once, not per run
+        self._ocrs: queue.SimpleQueue[OcrEngine] = (
+            queue.SimpleQueue()
+        )  # idle OCR engines: a model loaded once, not per run
         self.app = queue_app(spec)
         self.app.task(name="flow.start", queue=QUEUE, retry=RETRY)(self.start)
         self.app.task(name="flow.resume", queue=QUEUE, retry=RETRY)(self.resume)
         self.app.periodic(cron=reconcile_cron(self.config.runtime.lease_ttl_s), periodic_id=RECONCILE_JOB)(
-            self.app.task(name="flow.reconcile", queue=QUEUE, queueing_lock=RECONCILE_JOB)(self.reconcile))
+            self.app.task(name="flow.reconcile", queue=QUEUE, queueing_lock=RECONCILE_JOB)(self.reconcile)
+        )
 
     def start(self, name: str) -> str:
         """Start the submitted run `name` on a free desktop that serves its label (once: a run begun is left to the
@@ -123,9 +126,18 @@ class Fleet:
             loaded = self.bundles.bundle(sub.run)
             with self.desks.hold(sub.label, sub.run.ref, self._reset_for(loaded)) as target, self._ocr() as ocr:
                 desk = target.name
-                req = ReplayRequest(bundle=loaded.root, params=sub.params, backend=target.spec(), config=self.config,
-                                    run_dir=sub.run.ref, durable=True, submitted=True, loaded=loaded, ocr=ocr,
-                                    fence=self.desks.fence(target.name))
+                req = ReplayRequest(
+                    bundle=loaded.root,
+                    params=sub.params,
+                    backend=target.spec(),
+                    config=self.config,
+                    run_dir=sub.run.ref,
+                    durable=True,
+                    submitted=True,
+                    loaded=loaded,
+                    ocr=ocr,
+                    fence=self.desks.fence(target.name),
+                )
                 with self._ending(target.name, sub.run) as end:
                     end.state = replay(req, reporter=self.reporter).state
                     return end.state
@@ -156,15 +168,19 @@ class Fleet:
     def _reset_for(self, loaded: LoadedBundle) -> Ready:
         """How a new run of `loaded` takes a dirty desktop: its bundle's reset, then the start check (spec §22). A
         bundle with no reset leaves the desktop dirty, for an operator (`flow desk clean`)."""
+
         def ready(target: Target, found: Dirty) -> str | None:
             if loaded.model.reset is None:
-                return f"the bundle {loaded.model.name!r} has no reset; once it is back at its start state: " \
-                       f"flow desk clean {target.name}"
+                return (
+                    f"the bundle {loaded.model.name!r} has no reset; once it is back at its start state: "
+                    f"flow desk clean {target.name}"
+                )
             done = reset_app(loaded, target.spec(), self.config)
             if done.ok:
                 self.desks.say(f"desktop {target.name} reset ({found.reason}); at its start state")
                 return None
             return f"its reset did not bring it back: {done.reason}"
+
         return ready
 
     @contextmanager
@@ -223,8 +239,14 @@ class Fleet:
                 run = fleet_store(self.spec).open_run(ref)
                 with self._ending(target.name, run, resuming=True) as end:
                     try:
-                        end.state = resume_past_holders(run, HOLD_WAIT_S, threading.Event(), backend=target.spec(),
-                                                        reporter=self.reporter, fence=self.desks.fence(target.name)).state
+                        end.state = resume_past_holders(
+                            run,
+                            HOLD_WAIT_S,
+                            threading.Event(),
+                            backend=target.spec(),
+                            reporter=self.reporter,
+                            fence=self.desks.fence(target.name),
+                        ).state
                     except LeaseLost as e:
                         end.state = "fenced"
                         return f"fenced: {e}"
@@ -257,12 +279,20 @@ class Fleet:
         that does not answer for `db_retry_for_s` ends the worker (Unavailable, exit 75)."""
         self.warm_up(concurrency)
 
-        opts: dict[str, Any] = {"queues": [QUEUE], "concurrency": concurrency, "name": name, "wait": True,
-                                "listen_notify": True, "delete_jobs": "successful", "install_signal_handlers": False}
+        opts: dict[str, Any] = {
+            "queues": [QUEUE],
+            "concurrency": concurrency,
+            "name": name,
+            "wait": True,
+            "listen_notify": True,
+            "delete_jobs": "successful",
+            "install_signal_handlers": False,
+        }
 
         async def drain() -> None:
             async with self.app.open_async():
                 await self.app.run_worker_async(**opts)
+
         try:
             with self.app.open():
                 ride(self.spec, drain, db_retry_for_s, self.desks.say)

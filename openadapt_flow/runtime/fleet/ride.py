@@ -45,7 +45,9 @@ class _QueueLog(logging.Handler):
         exc = record.exc_info[1] if record.exc_info else None
         lost = isinstance(exc, (ConnectorException, psycopg.OperationalError))
         if getattr(record, "action", None) == "side_task_failed":
-            self.reason = f"{getattr(record, 'task_name', 'a side task')}: {first_line(exc) if exc else record.getMessage()}"
+            self.reason = (
+                f"{getattr(record, 'task_name', 'a side task')}: {first_line(exc) if exc else record.getMessage()}"
+            )
         elif lost:
             self.say(f"queue: {record.getMessage().strip().splitlines()[0]}: {first_line(exc) if exc else ''}")
         else:
@@ -70,8 +72,9 @@ def store_answers(spec: str) -> str | None:
         return first_line(e)
 
 
-def wait_for_store(spec: str, retry_for_s: float, say: Callable[[str], None], stop: threading.Event,
-                   lost_at: float) -> bool:
+def wait_for_store(
+    spec: str, retry_for_s: float, say: Callable[[str], None], stop: threading.Event, lost_at: float
+) -> bool:
     """Try the store with a doubling backoff (BACKOFF_FIRST_S … BACKOFF_MAX_S) until it answers (True), the worker is
     asked to stop (False), or `retry_for_s` has passed since `lost_at` (monotonic): Unavailable (exit 75)."""
     delay, attempt = BACKOFF_FIRST_S, 0
@@ -80,12 +83,16 @@ def wait_for_store(spec: str, retry_for_s: float, say: Callable[[str], None], st
         why = store_answers(spec)
         waited = time.monotonic() - lost_at
         if why is None:
-            say(f"fleet worker: store {redact(spec)} answers again (attempt {attempt}, {waited:.1f}s after it was lost); "
-                f"draining the queue again")
+            say(
+                f"fleet worker: store {redact(spec)} answers again (attempt {attempt}, {waited:.1f}s after it was lost); "
+                f"draining the queue again"
+            )
             return True
         if waited >= retry_for_s:
-            raise Unavailable(f"fleet worker: store {redact(spec)} has not answered for {waited:.0f}s ({attempt} attempts, "
-                              f"--db-retry-for {retry_for_s:g}s; last: {why}); giving up")
+            raise Unavailable(
+                f"fleet worker: store {redact(spec)} has not answered for {waited:.0f}s ({attempt} attempts, "
+                f"--db-retry-for {retry_for_s:g}s; last: {why}); giving up"
+            )
         delay = min(delay, max(0.0, retry_for_s - waited))
         say(f"fleet worker: store unreachable (attempt {attempt}, {waited:.1f}s): {why}; next try in {delay:.1f}s")
         stop.wait(delay)

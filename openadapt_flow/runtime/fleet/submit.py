@@ -18,15 +18,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from openadapt_flow.version import __version__
+from openadapt_flow.bundle.config import DeployConfig
 from openadapt_flow.bundle.items import Item
 from openadapt_flow.bundle.loader import LoadedBundle, load_bundle
 from openadapt_flow.bundle.params import BoundParams, bind_params
-from openadapt_flow.bundle.config import DeployConfig
-from openadapt_flow.store import PG_PREFIX as PREFIX, PostgresStore, check_queue_schema
 from openadapt_flow.records.rundoc import ManifestBody
-from openadapt_flow.store.select import postgres_store
 from openadapt_flow.records.states import RunState
+from openadapt_flow.store import PG_PREFIX as PREFIX
+from openadapt_flow.store import PostgresStore, check_queue_schema
+from openadapt_flow.store.select import postgres_store
+from openadapt_flow.version import __version__
 
 PENDING_MESSAGE = "submitted to the fleet; waits for a worker with a free desktop"
 
@@ -72,8 +73,11 @@ def submit_items(spec: str, bundle: Path, items: Sequence[Item], label: str | No
     for item, params in zip(items, bound):
         with store.tx():
             store.run("SELECT pg_advisory_xact_lock(hashtext(%s))", ("flow-items:" + scope,))
-            before = store.one("SELECT r.name, r.state FROM flow_submissions s JOIN flow_runs r ON r.id = s.run "
-                               "WHERE s.item_scope = %s AND s.item_key = %s", (scope, item.key))
+            before = store.one(
+                "SELECT r.name, r.state FROM flow_submissions s JOIN flow_runs r ON r.id = s.run "
+                "WHERE s.item_scope = %s AND s.item_key = %s",
+                (scope, item.key),
+            )
             if before is not None:
                 out.append(Submitted(item.line, item.key, PREFIX + before[0], False, before[1]))
                 continue
@@ -82,8 +86,14 @@ def submit_items(spec: str, bundle: Path, items: Sequence[Item], label: str | No
     return out
 
 
-def _create(spec: str, store: PostgresStore, loaded: LoadedBundle, bound: BoundParams, label: str | None,
-            item: tuple[str, str] | None) -> str:
+def _create(
+    spec: str,
+    store: PostgresStore,
+    loaded: LoadedBundle,
+    bound: BoundParams,
+    label: str | None,
+    item: tuple[str, str] | None,
+) -> str:
     """In the caller's transaction: the run PENDING with its manifest and bundle, and the submission that queues it."""
     name = f"fleet-{uuid.uuid4().hex[:12]}"
     config = DeployConfig.default()
@@ -92,13 +102,20 @@ def _create(spec: str, store: PostgresStore, loaded: LoadedBundle, bound: BoundP
         "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "tool_version": __version__,
         "host": socket.gethostname(),
-        "bundle": {"path": str(loaded.root.resolve()), "name": loaded.model.name, "digest": loaded.digest, "files": list(loaded.files)},
+        "bundle": {
+            "path": str(loaded.root.resolve()),
+            "name": loaded.model.name,
+            "digest": loaded.digest,
+            "files": list(loaded.files),
+        },
         "params": bound.public(),
         "backend": None,  # the desktop a worker holds; its start writes the manifest it runs with
         "step_ids": [s.id for s in loaded.model.steps],
         "durable": True,
         "allow_model": False,
-        "config": config.model_copy(update={"runtime": config.runtime.model_copy(update={"store": spec})}).model_dump(mode="json", by_alias=True),
+        "config": config.model_copy(update={"runtime": config.runtime.model_copy(update={"store": spec})}).model_dump(
+            mode="json", by_alias=True
+        ),
         "parent_run": None,
         "child_runs": [],
     }
@@ -107,6 +124,8 @@ def _create(spec: str, store: PostgresStore, loaded: LoadedBundle, bound: BoundP
     run.write_manifest(manifest)
     run.write_state(RunState.PENDING, message=PENDING_MESSAGE)
     scope, key = item if item is not None else (None, None)
-    store.run("INSERT INTO flow_submissions (run, label, item_scope, item_key) VALUES (%s, %s, %s, %s)",
-              (run.id(), label, scope, key))
+    store.run(
+        "INSERT INTO flow_submissions (run, label, item_scope, item_key) VALUES (%s, %s, %s, %s)",
+        (run.id(), label, scope, key),
+    )
     return run.ref

@@ -8,11 +8,11 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from openadapt_flow.backends.spec import BackendSpec
-from openadapt_flow.errors import ConfigError
-from openadapt_flow.runtime.start.backend_select import select_backend
 from openadapt_flow.bundle.config import BackendConfig, BackendKind
 from openadapt_flow.bundle.userfile import MAX_CONFIG_FILE
 from openadapt_flow.bundle.yamlsrc import YamlDoc
+from openadapt_flow.errors import ConfigError
+from openadapt_flow.runtime.start.backend_select import select_backend
 
 TARGETS_SCHEMA = "openadapt-flow/targets@1"
 
@@ -25,13 +25,19 @@ class TargetBackend(_Strict):
     # the config's own Literal: typing caches a Literal by its set of values, so one set in two orders made `flow
     # schema` print the order of whichever module was imported first
     kind: BackendKind | None = Field(default=None, description="as a config's backend.kind")
-    url: str | None = Field(default=None, description="vnc://host[:port], rdp://host[:port] or fixture:PATH (no credentials)")
-    password_env: str | None = Field(default=None, description="the environment variable holding the desktop's password")
+    url: str | None = Field(
+        default=None, description="vnc://host[:port], rdp://host[:port] or fixture:PATH (no credentials)"
+    )
+    password_env: str | None = Field(
+        default=None, description="the environment variable holding the desktop's password"
+    )
 
 
 class Target(_Strict):
     name: str = Field(min_length=1, pattern=r"^[A-Za-z0-9_.-]+$", description="the desktop's name (unique in the file)")
-    labels: list[str] = Field(default_factory=list, description="a run submitted with --target LABEL runs on a target with it")
+    labels: list[str] = Field(
+        default_factory=list, description="a run submitted with --target LABEL runs on a target with it"
+    )
     backend: TargetBackend
 
     def spec(self) -> BackendSpec:

@@ -8,8 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from openadapt_flow.bundle.models import Step
-from openadapt_flow.records.states import RecordType, is_a
 from openadapt_flow.records.entry import JournalEntry, step_of
+from openadapt_flow.records.states import RecordType, is_a
 
 
 @dataclass
@@ -39,7 +39,9 @@ class Call:
 
     def decision_after(self, seq: int) -> Mapping[str, object] | None:
         """The data of the call's last `decision` record after `seq` (None: no decision since)."""
-        return next((r["data"] for r in reversed(self.records) if is_a(r, RecordType.DECISION) and r["seq"] > seq), None)
+        return next(
+            (r["data"] for r in reversed(self.records) if is_a(r, RecordType.DECISION) and r["seq"] > seq), None
+        )
 
 
 def history(records: list[JournalEntry]) -> dict[int, Call]:
@@ -57,5 +59,12 @@ def history(records: list[JournalEntry]) -> dict[int, Call]:
 
 def call_steps(records: list[JournalEntry]) -> list[Step]:
     """The calls as Steps (id and whether they write): what outcome classification needs of a workflow run."""
-    return [Step(id=c.step, action="tool", call=f"{c.kind}:{c.name}", consequential=bool(c.records[0]["data"].get("consequential")))
-            for c in sorted(history(records).values(), key=lambda c: c.index)]
+    return [
+        Step(
+            id=c.step,
+            action="tool",
+            call=f"{c.kind}:{c.name}",
+            consequential=bool(c.records[0]["data"].get("consequential")),
+        )
+        for c in sorted(history(records).values(), key=lambda c: c.index)
+    ]

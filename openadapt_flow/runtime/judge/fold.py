@@ -7,10 +7,10 @@ second copy that could drift from the journal, and a resume sees exactly what th
 
 from __future__ import annotations
 
-from openadapt_flow.runtime.judge.policy import Budget
 from openadapt_flow.records.checkpoint import checkpoint_from_records
-from openadapt_flow.records.states import RecordType
 from openadapt_flow.records.entry import CheckpointDoc, JournalEntry
+from openadapt_flow.records.states import RecordType
+from openadapt_flow.runtime.judge.policy import Budget
 
 VERIFIED = ("step_verified", "step_skipped")
 
@@ -20,7 +20,9 @@ class RunProgress:
 
     def __init__(self) -> None:
         self.verified: list[JournalEntry] = []  # step_verified/step_skipped records, in journal order
-        self.results: dict[str, object] = {}  # step id -> its recorded JSON result ({steps.ID.…} interpolation reads it)
+        self.results: dict[
+            str, object
+        ] = {}  # step id -> its recorded JSON result ({steps.ID.…} interpolation reads it)
         self.asked: set[str] = set()  # ask_user steps whose question was journaled
         self.signals: set[str] = set()  # wait_signal steps whose wait was journaled
         self.timers: dict[str, float] = {}  # sleep/wait_until step id -> due epoch

@@ -4,12 +4,23 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+
 import numpy as np
 
 from openadapt_flow.errors import RunSignal
 
 MAX_MESSAGE = 400
-CATEGORIES = ("resolution", "ambiguous", "identity", "postcondition", "effect", "collateral", "backend", "policy", "input")
+CATEGORIES = (
+    "resolution",
+    "ambiguous",
+    "identity",
+    "postcondition",
+    "effect",
+    "collateral",
+    "backend",
+    "policy",
+    "input",
+)
 
 
 @dataclass

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+
 from openadapt_flow.bundle.models import Step
-from openadapt_flow.records.states import DecisionKind, RecordType, TransactionOutcome, is_a
 from openadapt_flow.records.entry import JournalEntry
 from openadapt_flow.records.pausedoc import OutcomeEvidence
+from openadapt_flow.records.states import DecisionKind, RecordType, TransactionOutcome, is_a
 
 HALTED_BEFORE_EFFECT = TransactionOutcome.HALTED_BEFORE_EFFECT
 RECONCILIATION_REQUIRED = TransactionOutcome.RECONCILIATION_REQUIRED
@@ -14,7 +15,9 @@ RECONCILED_ABSENT = "RECONCILED_ABSENT"  # an operator's reconcile --effect abse
 SETTLED = "reconcile-"  # the pause id prefix of a reconcile of a run that stopped for good (no pause to decide)
 
 
-def classify(steps: Iterable[Step], records: Iterable[JournalEntry]) -> tuple[TransactionOutcome, list[OutcomeEvidence]]:
+def classify(
+    steps: Iterable[Step], records: Iterable[JournalEntry]
+) -> tuple[TransactionOutcome, list[OutcomeEvidence]]:
     """The outcome and its evidence: one entry per consequential step that was dispatched but not verified."""
     consequential = {s.id for s in steps if s.is_consequential}
     dispatched: dict[str, int] = {}
@@ -45,7 +48,14 @@ def classify(steps: Iterable[Step], records: Iterable[JournalEntry]) -> tuple[Tr
             continue
         verdict = last_verdict.get(step)
         absent = verdict in ("ABSENT", RECONCILED_ABSENT)
-        evidence.append({"step": step, "dispatch_seq": seq, "effect_verdict": verdict or "NOT_VERIFIED", "positively_absent": absent})
+        evidence.append(
+            {
+                "step": step,
+                "dispatch_seq": seq,
+                "effect_verdict": verdict or "NOT_VERIFIED",
+                "positively_absent": absent,
+            }
+        )
         if not absent:
             outcome = RECONCILIATION_REQUIRED
     return outcome, evidence
@@ -63,7 +73,9 @@ def landed(steps: Iterable[Step], records: Iterable[JournalEntry]) -> list[str]:
             continue
         if typ == RecordType.ACTION_DISPATCHED:
             out.pop(step, None)  # dispatched again (performed again once known absent): judged afresh
-        elif typ == RecordType.STEP_VERIFIED or (typ == RecordType.EFFECT_VERIFIED and (r.get("data") or {}).get("verdict") == "CONFIRMED"):
+        elif typ == RecordType.STEP_VERIFIED or (
+            typ == RecordType.EFFECT_VERIFIED and (r.get("data") or {}).get("verdict") == "CONFIRMED"
+        ):
             out[step] = None
         elif (said := _reconciled(r)) is not None:
             if said == "landed":
@@ -82,8 +94,11 @@ def _reconciled(r: JournalEntry) -> str | None:
     """What an operator's reconcile of a stopped run says of its step's write (landed | absent), else None. A paused
     run's reconcile is not read here: its resume applies it (a checkpoint, or the step performed again)."""
     data = r.get("data") or {}
-    if not is_a(r, RecordType.DECISION) or data.get("decision") != DecisionKind.RECONCILE \
-            or not str(data.get("pause_id") or "").startswith(SETTLED):
+    if (
+        not is_a(r, RecordType.DECISION)
+        or data.get("decision") != DecisionKind.RECONCILE
+        or not str(data.get("pause_id") or "").startswith(SETTLED)
+    ):
         return None
     effect = data.get("effect")
     return effect if effect in ("landed", "absent") else None

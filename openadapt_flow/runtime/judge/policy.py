@@ -12,11 +12,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from openadapt_flow.bundle.config import PolicyConfig
 from openadapt_flow.bundle.models import Step
 from openadapt_flow.errors import RunSignal
-from openadapt_flow.bundle.config import PolicyConfig
-from openadapt_flow.records.states import RecordType, is_a
 from openadapt_flow.records.entry import JournalEntry, step_of
+from openadapt_flow.records.states import RecordType, is_a
 
 SEGMENT_START = (RecordType.RUN_STARTED, RecordType.RUN_RESUMED)
 SEGMENT_END = (RecordType.PAUSED, RecordType.RUN_FINISHED, RecordType.INTERRUPTED)
@@ -95,26 +95,61 @@ def model_call_refusal(policy: PolicyConfig, budget: Budget, step: Step) -> str 
         return "the step has made its one model call (while the screen was changing); no second"
     limit = policy.max_model_calls
     if limit is not None and budget.model_calls >= limit:
-        raise PolicyBlock("max_model_calls", budget.model_calls + 1, limit, step.id,
-                      f"model call {budget.model_calls + 1} would exceed max_model_calls {limit}")
+        raise PolicyBlock(
+            "max_model_calls",
+            budget.model_calls + 1,
+            limit,
+            step.id,
+            f"model call {budget.model_calls + 1} would exceed max_model_calls {limit}",
+        )
     return None
 
 
 def check_step(policy: PolicyConfig, budget: Budget, step: Step, typed: str | None) -> PolicyBlock | None:
     """Before a step starts: step count, duration, model budget, deny rules, effect requirement."""
     if policy.max_steps is not None and budget.steps_started >= policy.max_steps:
-        return PolicyBlock("max_steps", budget.steps_started, policy.max_steps, step.id, f"the run has started {budget.steps_started} steps (max_steps {policy.max_steps})")
+        return PolicyBlock(
+            "max_steps",
+            budget.steps_started,
+            policy.max_steps,
+            step.id,
+            f"the run has started {budget.steps_started} steps (max_steps {policy.max_steps})",
+        )
     running_s = budget.running_s
     if policy.max_duration_s is not None and running_s >= policy.max_duration_s:
-        return PolicyBlock("max_duration_s", round(running_s, 1), policy.max_duration_s, step.id, f"the run has been RUNNING {running_s:.1f}s (max_duration_s {policy.max_duration_s})")
+        return PolicyBlock(
+            "max_duration_s",
+            round(running_s, 1),
+            policy.max_duration_s,
+            step.id,
+            f"the run has been RUNNING {running_s:.1f}s (max_duration_s {policy.max_duration_s})",
+        )
     if policy.max_model_calls is not None and budget.model_calls > policy.max_model_calls:
-        return PolicyBlock("max_model_calls", budget.model_calls, policy.max_model_calls, step.id, f"{budget.model_calls} model calls exceed max_model_calls {policy.max_model_calls}")
+        return PolicyBlock(
+            "max_model_calls",
+            budget.model_calls,
+            policy.max_model_calls,
+            step.id,
+            f"{budget.model_calls} model calls exceed max_model_calls {policy.max_model_calls}",
+        )
     if policy.require_effect_for_consequential and step.is_consequential and step.effect is None:
-        return PolicyBlock("require_effect_for_consequential", "no effect declared", "effect required", step.id, f"consequential step {step.id!r} declares no effect verifier")
+        return PolicyBlock(
+            "require_effect_for_consequential",
+            "no effect declared",
+            "effect required",
+            step.id,
+            f"consequential step {step.id!r} declares no effect verifier",
+        )
     for i, rule in enumerate(policy.deny):
         if _matches(rule, step, typed):
             why = rule.reason or f"deny rule {i + 1}"
-            return PolicyBlock(f"deny[{i}]", step.id, rule.model_dump(exclude_none=True), step.id, f"step {step.id!r} is denied by policy ({why})")
+            return PolicyBlock(
+                f"deny[{i}]",
+                step.id,
+                rule.model_dump(exclude_none=True),
+                step.id,
+                f"step {step.id!r} is denied by policy ({why})",
+            )
     return None
 
 
@@ -124,7 +159,13 @@ def check_dispatch(policy: PolicyConfig, budget: Budget, step: Step) -> PolicyBl
         return None
     retries = budget.dispatches.get(step.id, 0)  # dispatches so far; this one would be retry number `retries`
     if retries > policy.max_retries_per_step:
-        return PolicyBlock("max_retries_per_step", retries, policy.max_retries_per_step, step.id, f"step {step.id!r} was already dispatched {retries} times (max_retries_per_step {policy.max_retries_per_step})")
+        return PolicyBlock(
+            "max_retries_per_step",
+            retries,
+            policy.max_retries_per_step,
+            step.id,
+            f"step {step.id!r} was already dispatched {retries} times (max_retries_per_step {policy.max_retries_per_step})",
+        )
     return None
 
 

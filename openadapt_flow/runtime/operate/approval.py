@@ -11,29 +11,52 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, Literal
 
+from openadapt_flow.bundle.config import DeployConfig
 from openadapt_flow.bundle.loader import load_bundle
 from openadapt_flow.bundle.params import parse_number
 from openadapt_flow.errors import RefusedError, UsageError
-from openadapt_flow.bundle.config import DeployConfig
+from openadapt_flow.records.checkpoint import checkpoint_digest
+from openadapt_flow.records.entry import CheckpointDoc, JournalEntry
+from openadapt_flow.records.pausedoc import (
+    ApprovalBody,
+    ApprovalDoc,
+    DecisionOutcome,
+    PendingBody,
+    SupersededDoc,
+    VoteDoc,
+)
+from openadapt_flow.records.rundoc import ManifestDoc, StateView
+from openadapt_flow.records.states import FINAL_STATES, DecisionKind, PausedReason, RunState
+from openadapt_flow.runtime.operate.final_reconcile import settle_final, settleable
+from openadapt_flow.runtime.operate.reissue import block_run, reissue
+from openadapt_flow.runtime.operate.teach import make_patch
+from openadapt_flow.runtime.operate.truth import check_views, journaled_decision, pending_view
+from openadapt_flow.runtime.operate.votes import (
+    AUTHENTICATED_CHANNELS,
+    ballots,
+    counted,
+    decided_by,
+    is_authenticated,
+    phone_vote_conflict,
+    same_person,
+    voter,
+)
+from openadapt_flow.runtime.operate.votes import os_user as real_os_user
 from openadapt_flow.runtime.start.lifecycle import check_manifest
 from openadapt_flow.runtime.start.runref import RunRef, open_ref
-from openadapt_flow.runtime.operate.teach import make_patch
-from openadapt_flow.runtime.operate.final_reconcile import settleable, settle_final
-from openadapt_flow.runtime.operate.truth import check_views, journaled_decision, pending_view
-from openadapt_flow.runtime.operate.reissue import block_run, reissue
-from openadapt_flow.runtime.operate.votes import (AUTHENTICATED_CHANNELS, ballots, counted, decided_by, is_authenticated,
-                                                  os_user as real_os_user, phone_vote_conflict, same_person, voter)
-from openadapt_flow.records.rundoc import ManifestDoc, StateView
 from openadapt_flow.store.base import RunHandle, RunLease
-from openadapt_flow.records.checkpoint import checkpoint_digest
 from openadapt_flow.store.escalation import ApprovalChanged, digest, sign, verify
-from openadapt_flow.records.entry import CheckpointDoc, JournalEntry
 from openadapt_flow.store.journal import now_iso
 from openadapt_flow.store.keys import load_decision_key, load_key
-from openadapt_flow.records.pausedoc import ApprovalBody, ApprovalDoc, DecisionOutcome, PendingBody, SupersededDoc, VoteDoc
-from openadapt_flow.records.states import DecisionKind, FINAL_STATES, PausedReason, RunState
 
-DECISION_NAMES = (DecisionKind.CONTINUE, DecisionKind.SKIP, DecisionKind.REJECT, DecisionKind.TEACH, DecisionKind.ESCALATE, DecisionKind.RECONCILE)
+DECISION_NAMES = (
+    DecisionKind.CONTINUE,
+    DecisionKind.SKIP,
+    DecisionKind.REJECT,
+    DecisionKind.TEACH,
+    DecisionKind.ESCALATE,
+    DecisionKind.RECONCILE,
+)
 Audit = Callable[[dict[str, object]], object]  # appends an event to the store's operator audit log
 DECISION_WAIT_S = 10.0  # how long a decision waits for another command's hold on the run before it is refused
 
@@ -65,16 +88,24 @@ def _refuse_if_decided(run: RunHandle, records: list[JournalEntry], pending: Pen
     carried = journaled_decision(records) if pending is None else None
     if carried is not None:
         rec, pause, _ = carried
-        raise RefusedError(f"{run.ref}: pause {pause['pause_id']} is {decided_by(rec['data'])} (journal seq {rec['seq']}); "
-                           f"`flow resume {run.ref}` applies it")
+        raise RefusedError(
+            f"{run.ref}: pause {pause['pause_id']} is {decided_by(rec['data'])} (journal seq {rec['seq']}); "
+            f"`flow resume {run.ref}` applies it"
+        )
 
 
 def current_checkpoint(run: RunHandle) -> CheckpointDoc | None:
     return run.read_checkpoint()
 
 
-def check_approval(run: RunHandle, pending: PendingBody, key: bytes, *, now: float | None = None,
-                   checkpoint: CheckpointDoc | None | Literal["stored"] = "stored") -> ApprovalDoc:
+def check_approval(
+    run: RunHandle,
+    pending: PendingBody,
+    key: bytes,
+    *,
+    now: float | None = None,
+    checkpoint: CheckpointDoc | None | Literal["stored"] = "stored",
+) -> ApprovalDoc:
     """The approval for this pause, or RefusedError naming exactly what is wrong with it. `checkpoint`: the one the
     decision must have seen (a plan's, judged from the journal), else checkpoint.json as stored."""
     path = run.describe("approval")
@@ -83,14 +114,18 @@ def check_approval(run: RunHandle, pending: PendingBody, key: bytes, *, now: flo
     if approval is None:
         if run.has_decision(pause_id):
             raise RefusedError(f"{run.ref}: the decision for {pause_id} was already used; a decision is consumed once")
-        raise RefusedError(f"{run.ref}: awaiting an operator decision — run `flow approve {run.ref} --decision continue --operator NAME`")
+        raise RefusedError(
+            f"{run.ref}: awaiting an operator decision — run `flow approve {run.ref} --decision continue --operator NAME`"
+        )
     body = {k: v for k, v in approval.items() if k not in ("signature", "schema")}
     verify(key, body, approval.get("signature"), f"{path}")
     task = pending["task"]
     if approval.get("run_id") != task["run_id"]:
         raise RefusedError(f"{path}: approval is for run {approval.get('run_id')}, not {task['run_id']}; refusing")
     if approval.get("pause_id") != pause_id:
-        raise RefusedError(f"{path}: approval is for pause {approval.get('pause_id')}, not the pending {pause_id}; refusing")
+        raise RefusedError(
+            f"{path}: approval is for pause {approval.get('pause_id')}, not the pending {pause_id}; refusing"
+        )
     if approval.get("task_digest") != digest(task):
         raise RefusedError(f"{path}: approval does not match the pending decision task; refusing")
     cp = current_checkpoint(run) if isinstance(checkpoint, str) else checkpoint
@@ -102,12 +137,23 @@ def check_approval(run: RunHandle, pending: PendingBody, key: bytes, *, now: flo
         raise RefusedError(f"{path}: decision {approval.get('decision')!r} is not allowed for this pause")
     distinct = len(counted(approval.get("votes") or [], task.get("quorum", 1)))
     if approval.get("decision") != DecisionKind.REJECT and distinct < task.get("quorum", 1):
-        raise RefusedError(f"{path}: quorum not met: {distinct} of {task['quorum']} distinct authenticated operators have decided")
+        raise RefusedError(
+            f"{path}: quorum not met: {distinct} of {task['quorum']} distinct authenticated operators have decided"
+        )
     return approval
 
 
-def deliver(run_path: RunRef, kind: str, operator: str, *, value: str | None = None, name: str | None = None,
-            data: Any = None, channel: str = "cli", options: DecisionOptions | None = None) -> DecisionOutcome:
+def deliver(
+    run_path: RunRef,
+    kind: str,
+    operator: str,
+    *,
+    value: str | None = None,
+    name: str | None = None,
+    data: Any = None,
+    channel: str = "cli",
+    options: DecisionOptions | None = None,
+) -> DecisionOutcome:
     """`flow answer` / `flow signal`: a signed delivery bound to the pause that waits for it (`options.audit` logs it)."""
     opts = options or DecisionOptions()
     run = _open(run_path)
@@ -116,7 +162,11 @@ def deliver(run_path: RunRef, kind: str, operator: str, *, value: str | None = N
         key = load_decision_key(create=False)
         pending = pending_view(run, records, key)
         _refuse_if_decided(run, records, pending)
-        if state.get("state") not in (RunState.PAUSED, RunState.INTERRUPTED) or pending is None or pending.get("paused_reason") != want:
+        if (
+            state.get("state") not in (RunState.PAUSED, RunState.INTERRUPTED)
+            or pending is None
+            or pending.get("paused_reason") != want
+        ):
             reason = pending.get("paused_reason") if pending else state.get("paused_reason")
             raise RefusedError(f"{run.ref}: run is {state.get('state')}({reason}), not {want}")
         ask = pending["task"].get("ask")  # signed with the task; runs without a bundle (workflows) have only this
@@ -129,8 +179,14 @@ def deliver(run_path: RunRef, kind: str, operator: str, *, value: str | None = N
             if name != step.signal:
                 raise RefusedError(f"{run.ref}: step {step.id!r} waits for signal {step.signal!r}, not {name!r}")
             payload = {"name": name, "data": data}
-        vote = OperatorDecision(kind, operator, real_os_user(), channel=channel, payload=payload,
-                                authenticated=channel in AUTHENTICATED_CHANNELS)
+        vote = OperatorDecision(
+            kind,
+            operator,
+            real_os_user(),
+            channel=channel,
+            payload=payload,
+            authenticated=channel in AUTHENTICATED_CHANNELS,
+        )
         return _record(run, pending, key, vote, opts)
 
 
@@ -199,15 +255,29 @@ class OperatorDecision:
 
     def ballot(self) -> VoteDoc:
         """The vote as the approval records it."""
-        vote: VoteDoc = {"operator": self.operator, "os_user": self.user, "note": self.note, "decided_at": now_iso(),
-                         "channel": self.channel}
+        vote: VoteDoc = {
+            "operator": self.operator,
+            "os_user": self.user,
+            "note": self.note,
+            "decided_at": now_iso(),
+            "channel": self.channel,
+        }
         if self.authenticated:
             vote["authenticated"] = True
         return vote
 
 
-def approve(run_path: RunRef, decision: str, operator: str, *, note: str | None = None, effect: str | None = None,
-            os_user: str | None = None, channel: str = "cli", options: DecisionOptions | None = None) -> DecisionOutcome:
+def approve(
+    run_path: RunRef,
+    decision: str,
+    operator: str,
+    *,
+    note: str | None = None,
+    effect: str | None = None,
+    os_user: str | None = None,
+    channel: str = "cli",
+    options: DecisionOptions | None = None,
+) -> DecisionOutcome:
     """Record a decision on the pending escalation; `reject` also ends the run BLOCKED. Returns a summary.
 
     `os_user` defaults to this process's real uid's name; `options.authenticated` says whether the caller checked
@@ -219,14 +289,31 @@ def approve(run_path: RunRef, decision: str, operator: str, *, note: str | None 
     _check_decision_args(decision, operator, effect, opts)
     run = _open(run_path)
     manifest = run.manifest()
-    vote = OperatorDecision(decision, operator, os_user or real_os_user(), channel, effect, note,
-                            authenticated=channel in AUTHENTICATED_CHANNELS if opts.authenticated is None else opts.authenticated)
+    vote = OperatorDecision(
+        decision,
+        operator,
+        os_user or real_os_user(),
+        channel,
+        effect,
+        note,
+        authenticated=channel in AUTHENTICATED_CHANNELS if opts.authenticated is None else opts.authenticated,
+    )
     state: StateView = run.state() if run.has_state() else {}  # a damaged state.json is refused (6)
-    if decision == DecisionKind.RECONCILE and settleable(manifest, state):  # a run that stopped for good, a write uncertain
+    if decision == DecisionKind.RECONCILE and settleable(
+        manifest, state
+    ):  # a run that stopped for good, a write uncertain
         _check_operator(DeployConfig.model_validate(manifest["config"]), vote)
         with deciding(run, manifest) as (_lease, records, state):
-            out = settle_final(run, records, state, effect=str(effect), operator=operator, os_user=vote.user, note=note,
-                               channel=channel)
+            out = settle_final(
+                run,
+                records,
+                state,
+                effect=str(effect),
+                operator=operator,
+                os_user=vote.user,
+                note=note,
+                channel=channel,
+            )
         if out["recorded"] and opts.reporter is not None:
             opts.reporter(run)
         return out
@@ -246,7 +333,9 @@ def _check_decision_args(decision: str, operator: str, effect: str | None, opts:
     if decision not in DECISION_NAMES:
         raise UsageError(f"--decision {decision!r}: expected one of {', '.join(DECISION_NAMES)}")
     if (decision == DecisionKind.TEACH) != (opts.point is not None or opts.template is not None):
-        raise UsageError("--decision teach needs --point X,Y (on the halt frame) or --template PNG, and only teach takes them")
+        raise UsageError(
+            "--decision teach needs --point X,Y (on the halt frame) or --template PNG, and only teach takes them"
+        )
     if (decision == DecisionKind.RECONCILE) != (effect is not None):
         raise UsageError("--effect landed|absent goes with --decision reconcile, and reconcile needs it")
     if effect is not None and effect not in ("landed", "absent"):
@@ -264,16 +353,26 @@ def _check_operator(config: DeployConfig, vote: OperatorDecision) -> None:
         raise RefusedError(f"{who} is not among approvals.operators; refusing")
 
 
-def _decide(run: RunHandle, manifest: ManifestDoc, records: list[JournalEntry], state: StateView, vote: OperatorDecision,
-            opts: DecisionOptions) -> DecisionOutcome:
+def _decide(
+    run: RunHandle,
+    manifest: ManifestDoc,
+    records: list[JournalEntry],
+    state: StateView,
+    vote: OperatorDecision,
+    opts: DecisionOptions,
+) -> DecisionOutcome:
     """Under the run's lease: escalate, or record the vote (a teach's patch made first; a reject ends the run)."""
     key = load_decision_key(create=False)
     pending = pending_view(run, records, key)
     # PAUSED, or INTERRUPTED while pausing (the journal has the pause; the state never said PAUSED)
     if pending is None or state.get("state") not in (RunState.PAUSED, RunState.INTERRUPTED):
         return _not_paused(run, state, vote, records)  # e.g. decided or resumed by another command meanwhile
-    if opts.pause_id is not None and pending["pause_id"] != opts.pause_id:  # a phone decision binds the pause it was shown
-        raise RefusedError(f"{run.ref}: the decision is for pause {opts.pause_id}, but the open pause is {pending['pause_id']}")
+    if (
+        opts.pause_id is not None and pending["pause_id"] != opts.pause_id
+    ):  # a phone decision binds the pause it was shown
+        raise RefusedError(
+            f"{run.ref}: the decision is for pause {opts.pause_id}, but the open pause is {pending['pause_id']}"
+        )
     allowed = pending["task"]["allowed_decisions"]
     if vote.decision == DecisionKind.ESCALATE:  # allowed after expiry too: expiry voids the task, not the run
         if DecisionKind.ESCALATE not in allowed:
@@ -285,15 +384,21 @@ def _decide(run: RunHandle, manifest: ManifestDoc, records: list[JournalEntry], 
     if vote.decision == DecisionKind.TEACH:
         if DecisionKind.TEACH not in allowed:
             raise RefusedError("--decision teach is allowed only for resolution or ambiguity halts")
-        vote = replace(vote, payload=dict(make_patch(run, pending["pause_id"], pending["step"], records, point=opts.point, template=opts.template)))
+        vote = replace(
+            vote,
+            payload=dict(
+                make_patch(run, pending["pause_id"], pending["step"], records, point=opts.point, template=opts.template)
+            ),
+        )
     out = _record(run, pending, key, vote, opts)
     if vote.decision == DecisionKind.REJECT and out["recorded"]:
         _block(run, pending)
     return out
 
 
-def _not_paused(run: RunHandle, state: StateView, vote: OperatorDecision,
-                records: list[JournalEntry] | None = None) -> DecisionOutcome:
+def _not_paused(
+    run: RunHandle, state: StateView, vote: OperatorDecision, records: list[JournalEntry] | None = None
+) -> DecisionOutcome:
     """A decision on a run that is not paused: its own voter's repeat of the decision that ended the pause is a no-op;
     else refused, naming who made the last decision."""
     last = _last_consumed(run)
@@ -311,24 +416,39 @@ def _not_paused(run: RunHandle, state: StateView, vote: OperatorDecision,
 def _check_channel(run: RunHandle, pending: PendingBody, channel: str) -> None:
     allowed = pending["task"].get("channels")
     if allowed and channel not in allowed:
-        raise RefusedError(f"{run.ref}: pause {pending['pause_id']} takes decisions only from an authenticated channel "
-                           f"({', '.join(allowed)}), not {channel}; refusing")
+        raise RefusedError(
+            f"{run.ref}: pause {pending['pause_id']} takes decisions only from an authenticated channel "
+            f"({', '.join(allowed)}), not {channel}; refusing"
+        )
 
 
 def _audit(audit: Audit | None, run: RunHandle, out: DecisionOutcome, channel: str) -> None:
     if audit is not None and out.get("recorded"):
-        audit({"event": "decision", "operator": out.get("operator"), "os_user": out.get("os_user"), "channel": channel,
-               "authenticated": bool(out.get("authenticated")),  # else the name is typed on `cli`: the OS user vouches
-               "run": run.ref, "pause_id": out.get("pause_id"), "decision": out.get("decision")})
+        audit(
+            {
+                "event": "decision",
+                "operator": out.get("operator"),
+                "os_user": out.get("os_user"),
+                "channel": channel,
+                "authenticated": bool(out.get("authenticated")),  # else the name is typed on `cli`: the OS user vouches
+                "run": run.ref,
+                "pause_id": out.get("pause_id"),
+                "decision": out.get("decision"),
+            }
+        )
 
 
-def _record(run: RunHandle, pending: PendingBody, key: bytes, vote: OperatorDecision, opts: DecisionOptions) -> DecisionOutcome:
+def _record(
+    run: RunHandle, pending: PendingBody, key: bytes, vote: OperatorDecision, opts: DecisionOptions
+) -> DecisionOutcome:
     out = _record_vote(run, pending, key, vote, opts.now)
     _audit(opts.audit, run, out, vote.channel)
     return out
 
 
-def _record_vote(run: RunHandle, pending: PendingBody, key: bytes, vote: OperatorDecision, now: float | None) -> DecisionOutcome:
+def _record_vote(
+    run: RunHandle, pending: PendingBody, key: bytes, vote: OperatorDecision, now: float | None
+) -> DecisionOutcome:
     """Add `vote` to the pause's approval: votes are appended, never overwritten — another person's vote is never
     replaced (a different decision, a quorum already met, or one OS account under another typed name is refused,
     naming who decided), and the write is a compare-and-set against the approval read here."""
@@ -339,12 +459,16 @@ def _record_vote(run: RunHandle, pending: PendingBody, key: bytes, vote: Operato
     if (now if now is not None else time.time()) > _epoch(task["expires_at"]):
         raise RefusedError(f"{run.ref}: decision task {pid} expired at {task['expires_at']}")
     if decision not in task["allowed_decisions"]:
-        raise RefusedError(f"--decision {decision} is not allowed for this pause (allowed: {', '.join(task['allowed_decisions'])})")
+        raise RefusedError(
+            f"--decision {decision} is not allowed for this pause (allowed: {', '.join(task['allowed_decisions'])})"
+        )
     ballot = vote.ballot()
     if quorum > 1 and not is_authenticated(ballot) and decision != DecisionKind.REJECT:
-        raise RefusedError(f"{run.ref}: pause {pid} needs {quorum} distinct authenticated operators and an OS user's vote "
-                           f"does not count toward it; decide with --operator NAME and its credential (--secret-env VAR or "
-                           f"--secret-file PATH), or on the console")
+        raise RefusedError(
+            f"{run.ref}: pause {pid} needs {quorum} distinct authenticated operators and an OS user's vote "
+            f"does not count toward it; decide with --operator NAME and its credential (--secret-env VAR or "
+            f"--secret-file PATH), or on the console"
+        )
     existing = run.read_approval()
     conflict = phone_vote_conflict(existing, pid, operator) if channel == "phone" else None
     if conflict is not None:  # checked again here, under the run's lease: a local vote may have landed meanwhile
@@ -353,7 +477,11 @@ def _record_vote(run: RunHandle, pending: PendingBody, key: bytes, vote: Operato
     superseded: list[SupersededDoc] = []
     if existing is not None and existing.get("pause_id") == pid:
         earlier = existing.get("votes") or []
-        same = existing.get("decision") == decision and existing.get("effect") == vote.effect and existing.get("payload") == vote.payload
+        same = (
+            existing.get("decision") == decision
+            and existing.get("effect") == vote.effect
+            and existing.get("payload") == vote.payload
+        )
         if same and any(same_person(v, ballot) for v in earlier):  # a repeat by the same person never counts twice
             return {"recorded": False, "noop": True, "decision": decision, "pause_id": pid}
         if same and voter(ballot) not in {voter(v) for v in earlier} and len(counted(earlier, quorum)) < quorum:
@@ -362,17 +490,36 @@ def _record_vote(run: RunHandle, pending: PendingBody, key: bytes, vote: Operato
             # an operator may change their own unused decision (e.g. after a resume refused an unknown re-read); kept below
             replaced = existing.get("decision")
             superseded = (existing.get("superseded") or []) + [
-                {"decision": existing.get("decision"), "effect": existing.get("effect"), "operator": existing.get("operator"),
-                 "os_user": existing.get("os_user"), "note": existing.get("note"), "decided_at": existing.get("decided_at"),
-                 "channel": existing.get("channel")}]
+                {
+                    "decision": existing.get("decision"),
+                    "effect": existing.get("effect"),
+                    "operator": existing.get("operator"),
+                    "os_user": existing.get("os_user"),
+                    "note": existing.get("note"),
+                    "decided_at": existing.get("decided_at"),
+                    "channel": existing.get("channel"),
+                }
+            ]
         else:  # another person decided first (or this OS account under another name): refused, naming who
-            raise RefusedError(f"{run.ref}: pause {pid} {decided_by(existing)}; another person's vote is never replaced — "
-                               f"the next resume uses it, or its operator may change it")
+            raise RefusedError(
+                f"{run.ref}: pause {pid} {decided_by(existing)}; another person's vote is never replaced — "
+                f"the next resume uses it, or its operator may change it"
+            )
     body: ApprovalBody = {
-        "run_id": task["run_id"], "pause_id": pid, "task_digest": digest(task),
-        "checkpoint_digest": task["checkpoint_digest"], "step": pending["step"], "decision": decision, "effect": vote.effect,
-        "payload": vote.payload, "votes": votes, "operator": votes[0]["operator"], "os_user": votes[0]["os_user"],
-        "note": votes[0]["note"], "decided_at": votes[-1]["decided_at"], "channel": votes[0]["channel"],
+        "run_id": task["run_id"],
+        "pause_id": pid,
+        "task_digest": digest(task),
+        "checkpoint_digest": task["checkpoint_digest"],
+        "step": pending["step"],
+        "decision": decision,
+        "effect": vote.effect,
+        "payload": vote.payload,
+        "votes": votes,
+        "operator": votes[0]["operator"],
+        "os_user": votes[0]["os_user"],
+        "note": votes[0]["note"],
+        "decided_at": votes[-1]["decided_at"],
+        "channel": votes[0]["channel"],
     }
     if superseded:
         body["superseded"] = superseded
@@ -380,12 +527,23 @@ def _record_vote(run: RunHandle, pending: PendingBody, key: bytes, vote: Operato
         run.write_approval(body, sign(key, body), replaces=existing["signature"] if existing is not None else None)
     except ApprovalChanged:  # another command's decision landed between our read and our write (the lease was lost)
         winner = run.read_approval()
-        raise RefusedError(f"{run.ref}: pause {pid} {decided_by(winner) if winner else 'was decided meanwhile'}; "
-                           f"this vote was not recorded") from None
+        raise RefusedError(
+            f"{run.ref}: pause {pid} {decided_by(winner) if winner else 'was decided meanwhile'}; "
+            f"this vote was not recorded"
+        ) from None
     distinct = len(counted(votes, quorum))
-    return {"recorded": True, "decision": decision, "pause_id": pid, "operator": operator, "os_user": vote.user,
-            "authenticated": vote.authenticated, "replaced": replaced, "votes": distinct, "quorum": quorum,
-            "complete": distinct >= quorum}
+    return {
+        "recorded": True,
+        "decision": decision,
+        "pause_id": pid,
+        "operator": operator,
+        "os_user": vote.user,
+        "authenticated": vote.authenticated,
+        "replaced": replaced,
+        "votes": distinct,
+        "quorum": quorum,
+        "complete": distinct >= quorum,
+    }
 
 
 def _block(run: RunHandle, pending: PendingBody) -> None:

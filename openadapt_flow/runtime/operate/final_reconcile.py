@@ -11,17 +11,17 @@ from __future__ import annotations
 
 from openadapt_flow.bundle.loader import load_bundle
 from openadapt_flow.errors import RefusedError
-from openadapt_flow.runtime.judge.outcome import classify, landed, settled_pause_id
-from openadapt_flow.runtime.operate.truth import journal_decision
-from openadapt_flow.runtime.start.lifecycle import record_stop
-from openadapt_flow.records.kinds import RunStopData
-from openadapt_flow.store.base import RunHandle
 from openadapt_flow.records.entry import JournalEntry
-from openadapt_flow.store.journal import now_iso
-from openadapt_flow.store.keys import load_key
+from openadapt_flow.records.kinds import RunStopData
 from openadapt_flow.records.pausedoc import DecisionOutcome
 from openadapt_flow.records.rundoc import ManifestDoc, StateView
 from openadapt_flow.records.states import DecisionKind, RecordType, RunState, TransactionOutcome, is_a
+from openadapt_flow.runtime.judge.outcome import classify, landed, settled_pause_id
+from openadapt_flow.runtime.operate.truth import journal_decision
+from openadapt_flow.runtime.start.lifecycle import record_stop
+from openadapt_flow.store.base import RunHandle
+from openadapt_flow.store.journal import now_iso
+from openadapt_flow.store.keys import load_key
 
 SETTLEABLE = (RunState.FAILED, RunState.FAILED_AFTER_EFFECT, RunState.INTERRUPTED)
 
@@ -32,12 +32,27 @@ def settleable(manifest: ManifestDoc, state: StateView) -> bool:
 
 
 def _last_reconcile(records: list[JournalEntry]) -> JournalEntry | None:
-    return next((r for r in reversed(records) if is_a(r, RecordType.DECISION)
-                 and (r.get("data") or {}).get("decision") == DecisionKind.RECONCILE), None)
+    return next(
+        (
+            r
+            for r in reversed(records)
+            if is_a(r, RecordType.DECISION) and (r.get("data") or {}).get("decision") == DecisionKind.RECONCILE
+        ),
+        None,
+    )
 
 
-def settle_final(run: RunHandle, records: list[JournalEntry], state: StateView, *, effect: str, operator: str,
-                 os_user: str, note: str | None, channel: str) -> DecisionOutcome:
+def settle_final(
+    run: RunHandle,
+    records: list[JournalEntry],
+    state: StateView,
+    *,
+    effect: str,
+    operator: str,
+    os_user: str,
+    note: str | None,
+    channel: str,
+) -> DecisionOutcome:
     """Journal the operator's answer about the run's uncertain write and re-write its stop; the caller holds the
     run's lease (`approval.deciding`). A repeat of the answer that settled it is a no-op; any other is refused."""
     steps = load_bundle(run.artifact_dir("bundle")).model.steps  # the run's own snapshot, not the bundle on disk
@@ -51,14 +66,25 @@ def settle_final(run: RunHandle, records: list[JournalEntry], state: StateView, 
         if done is not None and data.get("effect") == effect and data.get("os_user") == os_user:
             return {"recorded": False, "noop": True, "decision": DecisionKind.RECONCILE, "state": state.get("state")}
         said = f" (reconciled: --effect {data.get('effect')} by {data.get('operator')})" if done is not None else ""
-        raise RefusedError(f"{run.ref}: no write of this run is uncertain (transaction_outcome {outcome}){said}; "
-                           "nothing to reconcile")
+        raise RefusedError(
+            f"{run.ref}: no write of this run is uncertain (transaction_outcome {outcome}){said}; nothing to reconcile"
+        )
     target = uncertain[-1]  # a run stops at its first halt: one uncertain step
     journal, _ = run.open_journal(load_key(create=False))
-    rec = journal_decision(journal, target["step"], {
-        "pause_id": settled_pause_id(target["step"], target["dispatch_seq"]), "decision": DecisionKind.RECONCILE,
-        "effect": effect, "operator": operator, "os_user": os_user, "note": note, "decided_at": now_iso(),
-        "channel": channel})
+    rec = journal_decision(
+        journal,
+        target["step"],
+        {
+            "pause_id": settled_pause_id(target["step"], target["dispatch_seq"]),
+            "decision": DecisionKind.RECONCILE,
+            "effect": effect,
+            "operator": operator,
+            "os_user": os_user,
+            "note": note,
+            "decided_at": now_iso(),
+            "channel": channel,
+        },
+    )
     after = [*records, rec]
     outcome, evidence = classify(steps, after)
     wrote = landed(steps, after)
@@ -71,8 +97,25 @@ def settle_final(run: RunHandle, records: list[JournalEntry], state: StateView, 
     record_stop(journal, stop)
     journal.close()
     said = "landed" if effect == "landed" else "did not land"
-    message = f"{state.get('message') or ''}; reconciled by {operator}: the write of step {target['step']} {said}".lstrip("; ")
-    run.write_state(final, journal=journal, transaction_outcome=TransactionOutcome(outcome), halt_category=state.get("halt_category"),
-                    message=message)
-    return {"recorded": True, "decision": DecisionKind.RECONCILE, "pause_id": str(rec["data"]["pause_id"]),
-            "operator": operator, "os_user": os_user, "state": final, "settled": True, "transaction_outcome": outcome}
+    message = (
+        f"{state.get('message') or ''}; reconciled by {operator}: the write of step {target['step']} {said}".lstrip(
+            "; "
+        )
+    )
+    run.write_state(
+        final,
+        journal=journal,
+        transaction_outcome=TransactionOutcome(outcome),
+        halt_category=state.get("halt_category"),
+        message=message,
+    )
+    return {
+        "recorded": True,
+        "decision": DecisionKind.RECONCILE,
+        "pause_id": str(rec["data"]["pause_id"]),
+        "operator": operator,
+        "os_user": os_user,
+        "state": final,
+        "settled": True,
+        "transaction_outcome": outcome,
+    }

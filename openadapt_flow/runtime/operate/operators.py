@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from openadapt_flow.auth.credentials import check_name, hash_credential, new_credential, valid_name, verify_credential
 from openadapt_flow.errors import RefusedError, UsageError
+from openadapt_flow.records.pausedoc import OperatorInfo, OperatorRecord
 from openadapt_flow.store.base import RunStore
 from openadapt_flow.store.journal import now_iso
-from openadapt_flow.records.pausedoc import OperatorInfo, OperatorRecord
 
 ROLES = ("approver", "admin")
 CHANNELS = ("console", "phone", "cli")
@@ -26,8 +26,16 @@ def add_operator(store: RunStore, name: str, role: str = "approver") -> str:
         raise RefusedError(f"operator {name!r} already exists; `flow operator reset {name}` issues a new credential")
     credential = new_credential()
     now = now_iso()
-    book.put({"name": name, "role": role, "hash": hash_credential(credential), "disabled": False, "created_at": now,
-              "changed_at": now})
+    book.put(
+        {
+            "name": name,
+            "role": role,
+            "hash": hash_credential(credential),
+            "disabled": False,
+            "created_at": now,
+            "changed_at": now,
+        }
+    )
     book.audit({"event": "operator_added", "operator": name, "role": role})
     return credential
 
@@ -41,8 +49,13 @@ def _existing(store: RunStore, name: str) -> OperatorRecord:
 
 def shown(record: OperatorRecord) -> OperatorInfo:
     """An operator without their credential's hash."""
-    return {"name": record["name"], "role": record["role"], "disabled": record["disabled"], "created_at": record["created_at"],
-            "changed_at": record["changed_at"]}
+    return {
+        "name": record["name"],
+        "role": record["role"],
+        "disabled": record["disabled"],
+        "created_at": record["created_at"],
+        "changed_at": record["changed_at"],
+    }
 
 
 def list_operators(store: RunStore) -> list[OperatorInfo]:
@@ -67,7 +80,9 @@ def reset_operator(store: RunStore, name: str) -> str:
     return credential
 
 
-def authenticate(store: RunStore, name: str, credential: str, *, channel: str, client: str | None = None) -> OperatorInfo:
+def authenticate(
+    store: RunStore, name: str, credential: str, *, channel: str, client: str | None = None
+) -> OperatorInfo:
     """The operator's record (without hash) if `credential` is theirs and they are enabled; RefusedError otherwise.
     Every attempt is audited (`login` / `login_failed`)."""
     book = store.operators()
@@ -77,7 +92,9 @@ def authenticate(store: RunStore, name: str, credential: str, *, channel: str, c
         book.audit({"event": "login_failed", "operator": name, "channel": channel, "client": client, "why": "disabled"})
         raise RefusedError(f"operator {name!r} is disabled")
     if not ok or record is None:
-        book.audit({"event": "login_failed", "operator": name, "channel": channel, "client": client, "why": "bad credential"})
+        book.audit(
+            {"event": "login_failed", "operator": name, "channel": channel, "client": client, "why": "bad credential"}
+        )
         raise RefusedError("unknown operator or wrong credential")
     book.audit({"event": "login", "operator": name, "channel": channel, "client": client})
     return shown(record)

@@ -6,16 +6,16 @@ from pathlib import Path
 
 from openadapt_flow.bundle.loader import load_bundle
 from openadapt_flow.errors import FlowError
-from openadapt_flow.runtime.start.lifecycle import finalize_interrupted, lease_ttl, queued
-from openadapt_flow.runtime.judge.calls import call_steps
-from openadapt_flow.runtime.start.runref import RunRef, open_ref
-from openadapt_flow.store.atomic import StorageFault
-from openadapt_flow.store.base import RunStore
-from openadapt_flow.store import FilesystemStore
-from openadapt_flow.store.keys import load_key
-from openadapt_flow.store.lease import held_elsewhere, owner_alive
 from openadapt_flow.records.pausedoc import ReconcileRow
 from openadapt_flow.records.states import LIVE_STATES, RunState
+from openadapt_flow.runtime.judge.calls import call_steps
+from openadapt_flow.runtime.start.lifecycle import finalize_interrupted, lease_ttl, queued
+from openadapt_flow.runtime.start.runref import RunRef, open_ref
+from openadapt_flow.store import FilesystemStore
+from openadapt_flow.store.atomic import StorageFault
+from openadapt_flow.store.base import RunStore
+from openadapt_flow.store.keys import load_key
+from openadapt_flow.store.lease import held_elsewhere, owner_alive
 
 
 def as_store(root: Path | RunStore) -> RunStore:
@@ -43,14 +43,23 @@ def reconcile_one(ref: RunRef) -> ReconcileRow:
     try:
         journal, records = run.open_journal(load_key(create=False))
         manifest = run.manifest()
-        steps = call_steps(records) if manifest.get("kind") == "workflow" else load_bundle(run.artifact_dir("bundle")).model.steps
+        steps = (
+            call_steps(records)
+            if manifest.get("kind") == "workflow"
+            else load_bundle(run.artifact_dir("bundle")).model.steps
+        )
         result = finalize_interrupted(run, journal, records, steps, why)
         journal.close()
     finally:
         if unlock is not None:
             unlock()
-    return {"run_dir": path, "action": "finalized", "state": result["state"], "transaction_outcome": result["transaction_outcome"],
-            "reason": why}
+    return {
+        "run_dir": path,
+        "action": "finalized",
+        "state": result["state"],
+        "transaction_outcome": result["transaction_outcome"],
+        "reason": why,
+    }
 
 
 def reconcile_root(root: Path | RunStore) -> list[ReconcileRow]:
@@ -61,11 +70,20 @@ def reconcile_root(root: Path | RunStore) -> list[ReconcileRow]:
         unlock = run.try_lock()
         if unlock is not None:  # its owner died before the run began; replay again (a live owner is still starting)
             unlock()
-            out.append({"run_dir": run.ref, "action": "unstarted", "state": None,
-                        "reason": "start-up was cut before manifest.json; no input was sent"})
+            out.append(
+                {
+                    "run_dir": run.ref,
+                    "action": "unstarted",
+                    "state": None,
+                    "reason": "start-up was cut before manifest.json; no input was sent",
+                }
+            )
     for run in store.list_runs():
         try:
             out.append(reconcile_one(run))
-        except (FlowError, StorageFault) as e:  # one broken run (or a full disk) must not stop the sweep; it is reported
+        except (
+            FlowError,
+            StorageFault,
+        ) as e:  # one broken run (or a full disk) must not stop the sweep; it is reported
             out.append({"run_dir": run.ref, "action": "error", "error": str(e)})
     return out

@@ -8,16 +8,16 @@ import uuid
 from typing import Protocol
 
 from openadapt_flow.bundle.config import DeployConfig
+from openadapt_flow.records.entry import JournalEntry
+from openadapt_flow.records.pausedoc import AppliedDecision, DecisionOutcome, IncidentBody, PendingBody
+from openadapt_flow.records.rundoc import ManifestDoc
+from openadapt_flow.records.states import DecisionKind, RecordType, RunState
 from openadapt_flow.runtime.act.pause import iso
 from openadapt_flow.runtime.operate.truth import consume_decision
 from openadapt_flow.runtime.start.lifecycle import record_stop
 from openadapt_flow.store.base import JournalWriter, RunHandle
-from openadapt_flow.records.entry import JournalEntry
 from openadapt_flow.store.escalation import sign
 from openadapt_flow.store.keys import load_key
-from openadapt_flow.records.pausedoc import AppliedDecision, DecisionOutcome, IncidentBody, PendingBody
-from openadapt_flow.records.rundoc import ManifestDoc
-from openadapt_flow.records.states import DecisionKind, RecordType, RunState
 
 
 class Escalator(Protocol):
@@ -48,23 +48,66 @@ def reissue(run: RunHandle, manifest: ManifestDoc, pending: PendingBody, key: by
     task["signature"] = sign(key, {k: v for k, v in task.items() if k != "signature"})
     p = pending
     new: PendingBody = {
-        "pause_id": pause_id, "run_id": p["run_id"], "paused_reason": p["paused_reason"], "category": p["category"], "step": p["step"],
-        "message": p["message"], "transaction_outcome": p["transaction_outcome"], "evidence": p["evidence"],
-        "allowed_decisions": p["allowed_decisions"], "created_at": p["created_at"], "expires_at": iso(expires),
-        "due_epoch": p["due_epoch"], "level": level, "task": task, "escalated_from": p["pause_id"]}
-    journal.append(RecordType.ESCALATED, pending["step"], {"from": pending["pause_id"], "pause_id": pause_id, "level": levels[level], "operator": operator,
-                                                  "os_user": user, "note": note, "pending": new, "channel": channel})
+        "pause_id": pause_id,
+        "run_id": p["run_id"],
+        "paused_reason": p["paused_reason"],
+        "category": p["category"],
+        "step": p["step"],
+        "message": p["message"],
+        "transaction_outcome": p["transaction_outcome"],
+        "evidence": p["evidence"],
+        "allowed_decisions": p["allowed_decisions"],
+        "created_at": p["created_at"],
+        "expires_at": iso(expires),
+        "due_epoch": p["due_epoch"],
+        "level": level,
+        "task": task,
+        "escalated_from": p["pause_id"],
+    }
+    journal.append(
+        RecordType.ESCALATED,
+        pending["step"],
+        {
+            "from": pending["pause_id"],
+            "pause_id": pause_id,
+            "level": levels[level],
+            "operator": operator,
+            "os_user": user,
+            "note": note,
+            "pending": new,
+            "channel": channel,
+        },
+    )
     run.write_pending(new)
     run.remove_approval()
     journal.close()
     state = run.state()
-    run.write_state(RunState.PAUSED, journal=journal, paused_reason=state.get("paused_reason"), transaction_outcome=state.get("transaction_outcome"),
-                    last_checkpoint_seq=state.get("last_checkpoint_seq"), halt_category=state.get("halt_category"), message=state.get("message"))
-    return {"recorded": True, "decision": DecisionKind.ESCALATE, "pause_id": pause_id, "level": levels[level], "operator": operator, "os_user": user}
+    run.write_state(
+        RunState.PAUSED,
+        journal=journal,
+        paused_reason=state.get("paused_reason"),
+        transaction_outcome=state.get("transaction_outcome"),
+        last_checkpoint_seq=state.get("last_checkpoint_seq"),
+        halt_category=state.get("halt_category"),
+        message=state.get("message"),
+    )
+    return {
+        "recorded": True,
+        "decision": DecisionKind.ESCALATE,
+        "pause_id": pause_id,
+        "level": levels[level],
+        "operator": operator,
+        "os_user": user,
+    }
 
 
-def block_run(run: RunHandle, journal: JournalWriter, pending: PendingBody, decision: AppliedDecision,
-              rec: JournalEntry | None = None) -> None:
+def block_run(
+    run: RunHandle,
+    journal: JournalWriter,
+    pending: PendingBody,
+    decision: AppliedDecision,
+    rec: JournalEntry | None = None,
+) -> None:
     """End the run BLOCKED on a reject: its `decision` record first (or `rec`, the journal's, when a process was
     killed after it: resume ends the run from it), then incident.json and `run_finished`. Closes `journal`."""
     consume_decision(run, journal, pending, decision, rec)
@@ -82,6 +125,18 @@ def block_run(run: RunHandle, journal: JournalWriter, pending: PendingBody, deci
         "decided_at": decision["decided_at"],
     }
     run.write_incident(incident)
-    record_stop(journal, {"state": RunState.BLOCKED, "incident": incident["id"], "transaction_outcome": pending.get("transaction_outcome")})
+    record_stop(
+        journal,
+        {
+            "state": RunState.BLOCKED,
+            "incident": incident["id"],
+            "transaction_outcome": pending.get("transaction_outcome"),
+        },
+    )
     journal.close()
-    run.write_state(RunState.BLOCKED, journal=journal, transaction_outcome=pending.get("transaction_outcome"), message=f"rejected by {decision['operator']}")
+    run.write_state(
+        RunState.BLOCKED,
+        journal=journal,
+        transaction_outcome=pending.get("transaction_outcome"),
+        message=f"rejected by {decision['operator']}",
+    )

@@ -21,11 +21,11 @@ from openadapt_flow.errors import FlowError, RefusedError, UsageError
 from openadapt_flow.imaging import ncc
 from openadapt_flow.imaging.pixels import to_gray
 from openadapt_flow.imaging.png import decode_rgb, encode_png
-from openadapt_flow.store.atomic import dumps
-from openadapt_flow.records.stepdoc import PatchInfo
-from openadapt_flow.store.base import RunHandle
-from openadapt_flow.records.states import RecordType, is_a
 from openadapt_flow.records.entry import JournalEntry
+from openadapt_flow.records.states import RecordType, is_a
+from openadapt_flow.records.stepdoc import PatchInfo
+from openadapt_flow.store.atomic import dumps
+from openadapt_flow.store.base import RunHandle
 
 PATCHES = "patches"
 
@@ -45,7 +45,10 @@ def _decode_png(data: bytes, where: str) -> np.ndarray:
     return img
 
 
-LAYERS = (RecordType.PATCHED, RecordType.BUNDLE_UPGRADED)  # teach patches and `resume --upgrade-bundle` versions, the latest wins
+LAYERS = (
+    RecordType.PATCHED,
+    RecordType.BUNDLE_UPGRADED,
+)  # teach patches and `resume --upgrade-bundle` versions, the latest wins
 
 
 def effective_bundle_dir(run: RunHandle, records: list[JournalEntry]) -> Path:
@@ -61,7 +64,9 @@ def effective_bundle(run: RunHandle, digest: str, records: list[JournalEntry]) -
     except FlowError as e:
         raise RefusedError(f"{snap_dir}: bundle snapshot is unusable ({e}); refusing") from None
     if snap.digest != digest:
-        raise RefusedError(f"{snap_dir}: bundle snapshot digest {snap.digest} differs from the recorded {digest}; refusing")
+        raise RefusedError(
+            f"{snap_dir}: bundle snapshot digest {snap.digest} differs from the recorded {digest}; refusing"
+        )
     applied = [r for r in records if is_a(r, *LAYERS)]
     if not applied:
         return snap
@@ -71,7 +76,9 @@ def effective_bundle(run: RunHandle, digest: str, records: list[JournalEntry]) -
     except FlowError as e:
         raise RefusedError(f"{last['bundle_dir']}: patched or upgraded bundle is unusable ({e}); refusing") from None
     if loaded.digest != last["digest"]:
-        raise RefusedError(f"{last['bundle_dir']}: patched or upgraded bundle digest differs from the journal's; refusing")
+        raise RefusedError(
+            f"{last['bundle_dir']}: patched or upgraded bundle digest differs from the journal's; refusing"
+        )
     return loaded
 
 
@@ -107,12 +114,21 @@ def unique_crop_box(frame: np.ndarray, point: tuple[int, int], size: tuple[int, 
             return box
         w, h = w * GROW, h * GROW
         if w > max(size[0], fw / 2) or h > max(size[1], fh / 2):
-            raise UsageError(f"--point {point[0]},{point[1]}: no crop around it up to half the halt frame is unique; "
-                             "teach with --template")
+            raise UsageError(
+                f"--point {point[0]},{point[1]}: no crop around it up to half the halt frame is unique; "
+                "teach with --template"
+            )
 
 
-def make_patch(run: RunHandle, pause_id: str, step_id: str, records: list[JournalEntry], *, point: tuple[int, int] | None,
-               template: Path | None) -> PatchInfo:
+def make_patch(
+    run: RunHandle,
+    pause_id: str,
+    step_id: str,
+    records: list[JournalEntry],
+    *,
+    point: tuple[int, int] | None,
+    template: Path | None,
+) -> PatchInfo:
     """Cut the new crop from the raw halt frame of pause `pause_id` (at step `step_id`) and write the patch files;
     return its digests for the approval."""
     raw = f"frames/halt-{step_id}-raw.png"
@@ -155,13 +171,24 @@ def make_patch(run: RunHandle, pause_id: str, step_id: str, records: list[Journa
     step["target"] = target
     new_text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
     run.put_artifact(f"{bundle_dir}/flow.yaml", new_text.encode())
-    diff = "".join(difflib.unified_diff(flow_text.splitlines(True), new_text.splitlines(True), "a/flow.yaml", "b/flow.yaml"))
+    diff = "".join(
+        difflib.unified_diff(flow_text.splitlines(True), new_text.splitlines(True), "a/flow.yaml", "b/flow.yaml")
+    )
     run.put_artifact(f"{patch_dir}/flow.yaml.diff", diff.encode())
     run.put_artifact(f"{patch_dir}/{Path(rel).name}", crop_png)
     loaded = load_bundle(run.artifact_dir(bundle_dir))  # the patched bundle must itself be valid
-    info: PatchInfo = {"pause_id": pause_id, "step": step_id, "template": rel, "region": target["region"], "point": target["point"],
-            "base_flow_sha": _sha(flow_text.encode()), "patched_flow_sha": _sha(new_text.encode()), "crop_sha": _sha(crop_png),
-            "bundle_dir": bundle_dir, "digest": loaded.digest}
+    info: PatchInfo = {
+        "pause_id": pause_id,
+        "step": step_id,
+        "template": rel,
+        "region": target["region"],
+        "point": target["point"],
+        "base_flow_sha": _sha(flow_text.encode()),
+        "patched_flow_sha": _sha(new_text.encode()),
+        "crop_sha": _sha(crop_png),
+        "bundle_dir": bundle_dir,
+        "digest": loaded.digest,
+    }
     run.put_artifact(f"{patch_dir}/patch.json", dumps({"schema": "openadapt-flow/patch@1", **info}).encode())
     return info
 
@@ -181,7 +208,9 @@ def apply_patches(run: RunHandle, bundle: Path) -> list[str]:
         if current == info["patched_flow_sha"]:
             continue  # already applied
         if current != info["base_flow_sha"]:
-            raise RefusedError(f"{flow}: differs from the flow.yaml patch {info['pause_id']} was made against; refusing")
+            raise RefusedError(
+                f"{flow}: differs from the flow.yaml patch {info['pause_id']} was made against; refusing"
+            )
         (bundle / Path(info["template"]).parent).mkdir(parents=True, exist_ok=True)
         (bundle / info["template"]).write_bytes(run.get_artifact(f"{info['bundle_dir']}/{info['template']}") or b"")
         flow.write_bytes(run.get_artifact(f"{info['bundle_dir']}/flow.yaml") or b"")

@@ -24,14 +24,19 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from openadapt_flow.errors import RefusedError
+from openadapt_flow.records.entry import JournalEntry
+from openadapt_flow.records.pausedoc import (
+    AppliedDecision,
+    ApprovalDoc,
+    CarriedDecision,
+    DecisionFields,
+    JournaledDecision,
+    PendingBody,
+)
 from openadapt_flow.records.rundoc import StateView
+from openadapt_flow.records.states import FINAL_STATES, RecordType, RunState, is_a
 from openadapt_flow.store.base import JournalWriter, RunHandle
 from openadapt_flow.store.escalation import digest, journal_pause, pending_of, verify
-from openadapt_flow.records.states import FINAL_STATES, RecordType, RunState, is_a
-from openadapt_flow.records.entry import JournalEntry
-from openadapt_flow.records.pausedoc import (AppliedDecision, ApprovalDoc, CarriedDecision, DecisionFields, JournaledDecision,
-                                           PendingBody)
-
 
 
 def check_views(run: RunHandle, records: list[JournalEntry], key: bytes) -> StateView:
@@ -59,8 +64,12 @@ def lagging_end(records: list[JournalEntry], state: StateView) -> JournalEntry |
 def catch_up_state(run: RunHandle, journal: JournalWriter, end: JournalEntry) -> None:
     """Rebuild the state from the journal's `run_finished` record `end` (found by `lagging_end`): an explicit repair,
     made under the run's lease."""
-    run.write_state(RunState(end["data"]["state"]), journal=journal, transaction_outcome=end["data"].get("transaction_outcome"),
-                    message="state rebuilt from the journal's run_finished record")
+    run.write_state(
+        RunState(end["data"]["state"]),
+        journal=journal,
+        transaction_outcome=end["data"].get("transaction_outcome"),
+        message="state rebuilt from the journal's run_finished record",
+    )
 
 
 def verify_task(run: RunHandle, pending: PendingBody, key: bytes) -> PendingBody:
@@ -103,7 +112,9 @@ def read_pause(run: RunHandle, records: list[JournalEntry], key: bytes) -> tuple
     head, closed = journal_pause(records)
     path = run.describe("pending")
     on_disk = run.read_pending()
-    if head is not None and "legacy" in head:  # journaled before pauses carried their body: the signed file is all there is
+    if (
+        head is not None and "legacy" in head
+    ):  # journaled before pauses carried their body: the signed file is all there is
         if on_disk is None or on_disk.get("pause_id") != head["pause_id"]:
             raise RefusedError(f"{path}: missing or not the journal's pause {head['pause_id']}; refusing")
         return verify_task(run, on_disk, key), ViewRepairs()
@@ -114,11 +125,15 @@ def read_pause(run: RunHandle, records: list[JournalEntry], key: bytes) -> tuple
             return None, ViewRepairs(retire)
         if on_disk.get("pause_id") in closed:  # the decision was journaled; the process died before removing the view
             return None, ViewRepairs(retire, remove_pending=True)
-        raise RefusedError(f"{path}: names pause {on_disk.get('pause_id')!r}, which the journal has not opened "
-                           "(tampered, or copied from another run); refusing")
+        raise RefusedError(
+            f"{path}: names pause {on_disk.get('pause_id')!r}, which the journal has not opened "
+            "(tampered, or copied from another run); refusing"
+        )
     if on_disk is not None and {k: v for k, v in on_disk.items() if k != "schema"} != body:
         differs = sorted(k for k in set(on_disk) | set(body) if k != "schema" and on_disk.get(k) != body.get(k))
-        raise RefusedError(f"{path}: disagrees with the journal's pause {body['pause_id']} ({', '.join(differs)} edited); refusing")
+        raise RefusedError(
+            f"{path}: disagrees with the journal's pause {body['pause_id']} ({', '.join(differs)} edited); refusing"
+        )
     return verify_task(run, body, key), ViewRepairs(retire, rebuild_pending=body if on_disk is None else None)
 
 
@@ -155,27 +170,51 @@ def _used_approval(run: RunHandle, closed: set[str]) -> str | None:
 
 # What the first thing done after a decision is: its application (a re-dispatch, a checkpoint, a skip, an answered
 # step), or the next pause, or the run's end. Any of them after the `decision` record spends it.
-SPENDS = (RecordType.ACTION_DISPATCHED, RecordType.STEP_VERIFIED, RecordType.STEP_SKIPPED, RecordType.ESCALATION_OPENED, RecordType.ESCALATED, RecordType.RUN_FINISHED)
+SPENDS = (
+    RecordType.ACTION_DISPATCHED,
+    RecordType.STEP_VERIFIED,
+    RecordType.STEP_SKIPPED,
+    RecordType.ESCALATION_OPENED,
+    RecordType.ESCALATED,
+    RecordType.RUN_FINISHED,
+)
 
 
 def decision_data(approval: AppliedDecision, pause_id: str) -> JournaledDecision:
     """The whole decision, as the journal keeps it: enough to apply it from the journal alone (spec §9)."""
     body = {k: v for k, v in approval.items() if k not in ("schema", "signature")}
     # a cast: mypy will not build a TypedDict with optional keys (`value`) out of a `**` of one without them
-    return cast(JournaledDecision, {**_decision_fields(approval), "decision": approval.get("decision"),
-                                    "pause_id": pause_id, "approval_digest": digest(body) if body else None})
+    return cast(
+        JournaledDecision,
+        {
+            **_decision_fields(approval),
+            "decision": approval.get("decision"),
+            "pause_id": pause_id,
+            "approval_digest": digest(body) if body else None,
+        },
+    )
 
 
 def _decision_fields(d: Mapping[str, Any]) -> DecisionFields:
     """The fields a decision carries between its approval and its `decision` record's data, None where one is missing
     (the decision itself is the caller's: optional in a record, required once carried)."""
-    return {"effect": d.get("effect"), "operator": d.get("operator"), "os_user": d.get("os_user"),
-            "note": d.get("note"), "decided_at": d.get("decided_at"), "votes": d.get("votes"), "payload": d.get("payload"),
-            "task_digest": d.get("task_digest"), "checkpoint_digest": d.get("checkpoint_digest"), "signature": d.get("signature")}
+    return {
+        "effect": d.get("effect"),
+        "operator": d.get("operator"),
+        "os_user": d.get("os_user"),
+        "note": d.get("note"),
+        "decided_at": d.get("decided_at"),
+        "votes": d.get("votes"),
+        "payload": d.get("payload"),
+        "task_digest": d.get("task_digest"),
+        "checkpoint_digest": d.get("checkpoint_digest"),
+        "signature": d.get("signature"),
+    }
 
 
-def record_decision(journal: JournalWriter, pending: PendingBody, approval: AppliedDecision,
-                    carried: JournalEntry | None = None) -> JournalEntry:
+def record_decision(
+    journal: JournalWriter, pending: PendingBody, approval: AppliedDecision, carried: JournalEntry | None = None
+) -> JournalEntry:
     """The point of no return: the `decision` record for the open pause, journaled (fsync'd) before it takes any
     effect. A decision this journal already holds for the pause (`carried`) is never journaled twice."""
     pause_id = pending["pause_id"]
@@ -213,8 +252,14 @@ def journaled_decision(records: list[JournalEntry]) -> tuple[JournalEntry, Pendi
     if pause is None or data.get("decision") is None or "approval_digest" not in data:
         return None  # a record that does not carry the whole decision (older runs), or a pause never opened
     # the decision as the journal keeps it (decision_data wrote it from the checked approval), and the pause it decided
-    approval: CarriedDecision = {**_decision_fields(data), "decision": data["decision"], "pause_id": data["pause_id"],
-                                 "run_id": pause.get("run_id"), "step": pause.get("step"), "from_journal": last["seq"]}
+    approval: CarriedDecision = {
+        **_decision_fields(data),
+        "decision": data["decision"],
+        "pause_id": data["pause_id"],
+        "run_id": pause.get("run_id"),
+        "step": pause.get("step"),
+        "from_journal": last["seq"],
+    }
     return last, pause, approval
 
 
@@ -226,8 +271,13 @@ def _pause_body(records: list[JournalEntry], pause_id: object) -> PendingBody | 
     return None
 
 
-def consume_decision(run: RunHandle, journal: JournalWriter, pending: PendingBody, approval: AppliedDecision,
-                     rec: JournalEntry | None = None) -> JournalEntry:
+def consume_decision(
+    run: RunHandle,
+    journal: JournalWriter,
+    pending: PendingBody,
+    approval: AppliedDecision,
+    rec: JournalEntry | None = None,
+) -> JournalEntry:
     """Use the decision on `pending` once: journal it (unless `rec`, or this writer, already did), mark it used in
     the run ledger (refused if it was used anywhere else), then move approval.json to decisions/ and remove the
     pending view."""

@@ -20,9 +20,9 @@ from openadapt_flow.bundle.models import Step
 from openadapt_flow.bundle.params import bind_params
 from openadapt_flow.errors import FlowError, RefusedError
 from openadapt_flow.records.checkpoint import checkpoint_from_records
-from openadapt_flow.store.base import JournalWriter, RunHandle
-from openadapt_flow.records.states import RecordType, is_a
 from openadapt_flow.records.entry import JournalEntry
+from openadapt_flow.records.states import RecordType, is_a
+from openadapt_flow.store.base import JournalWriter, RunHandle
 
 UPGRADES = "upgrades"
 RECORD: Final = RecordType.BUNDLE_UPGRADED
@@ -70,8 +70,9 @@ class Upgrade:
     unchanged_through: int
 
 
-def check_upgrade(records: list[JournalEntry], current: LoadedBundle, params: Mapping[str, object],
-                  path: Path) -> Upgrade | None:
+def check_upgrade(
+    records: list[JournalEntry], current: LoadedBundle, params: Mapping[str, object], path: Path
+) -> Upgrade | None:
     """Check the new version against what the run already did (reads only): the upgrade to adopt, None when it is
     the run's bundle already, RefusedError when it cannot be adopted."""
     try:
@@ -89,18 +90,23 @@ def check_upgrade(records: list[JournalEntry], current: LoadedBundle, params: Ma
     if why is None and new.model.screen != current.model.screen:
         why = "the screen size changed"
     if why is None:
-        recorded = {k: v for k, v in params.items() if not (isinstance(v, dict) and "secret_env" in v)}  # the manifest's
+        recorded = {
+            k: v for k, v in params.items() if not (isinstance(v, dict) and "secret_env" in v)
+        }  # the manifest's
         try:
             bind_params(new.model, recorded)
         except FlowError as e:
             why = f"the run's params do not bind to it ({e})"
     if why is not None:
-        raise RefusedError(f"--upgrade-bundle {path}: {why}; steps up to the last checkpoint must be unchanged; refusing")
+        raise RefusedError(
+            f"--upgrade-bundle {path}: {why}; steps up to the last checkpoint must be unchanged; refusing"
+        )
     return Upgrade(new, last)
 
 
-def adopt_upgrade(run: RunHandle, journal: JournalWriter, records: list[JournalEntry], current: LoadedBundle,
-                  up: Upgrade) -> LoadedBundle:
+def adopt_upgrade(
+    run: RunHandle, journal: JournalWriter, records: list[JournalEntry], current: LoadedBundle, up: Upgrade
+) -> LoadedBundle:
     """Snapshot the checked new version into `upgrades/<n>/` and journal the upgrade (under the run's lease)."""
     new = up.new
     n = sum(1 for r in records if is_a(r, RECORD)) + 1
@@ -112,6 +118,15 @@ def adopt_upgrade(run: RunHandle, journal: JournalWriter, records: list[JournalE
     adopted = load_bundle(dest)
     if adopted.digest != new.digest:
         raise RefusedError(f"{dest}: snapshot of the new bundle does not match it; refusing")
-    journal.append(RECORD, None, {"bundle_dir": rel, "digest": adopted.digest, "from_digest": current.digest,
-                                  "source": str(new.root.resolve()), "unchanged_through": up.unchanged_through})
+    journal.append(
+        RECORD,
+        None,
+        {
+            "bundle_dir": rel,
+            "digest": adopted.digest,
+            "from_digest": current.digest,
+            "source": str(new.root.resolve()),
+            "unchanged_through": up.unchanged_through,
+        },
+    )
     return adopted

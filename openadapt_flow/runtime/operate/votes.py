@@ -15,7 +15,10 @@ from collections.abc import Iterable, Mapping
 
 from openadapt_flow.records.pausedoc import ApprovalDoc
 
-AUTHENTICATED_CHANNELS = ("console", "phone")  # channels whose every decision comes from a logged-in operator (spec §20)
+AUTHENTICATED_CHANNELS = (
+    "console",
+    "phone",
+)  # channels whose every decision comes from a logged-in operator (spec §20)
 
 
 def os_user() -> str:
@@ -80,6 +83,8 @@ def phone_vote_conflict(approval: ApprovalDoc | None, pause_id: str, operator: s
         if vote.get("channel") == "phone":
             return f"pause {pause_id} already has a phone vote (by {vote.get('operator')}); the phone lane is one voter"
         if operator in (vote.get("operator"), vote.get("os_user")):
-            return (f"{operator} already voted on pause {pause_id} on channel {vote.get('channel')}; a phone decision "
-                    f"does not count them twice")
+            return (
+                f"{operator} already voted on pause {pause_id} on channel {vote.get('channel')}; a phone decision "
+                f"does not count them twice"
+            )
     return None

@@ -7,15 +7,27 @@ from dataclasses import dataclass
 
 from openadapt_flow.bundle.loader import LoadedBundle
 from openadapt_flow.bundle.models import Step
-from openadapt_flow.runtime.operate.truth import ViewRepairs
-from openadapt_flow.runtime.operate.upgrade import Upgrade
-from openadapt_flow.runtime.resume.snapshot import Rewrite
 from openadapt_flow.records.entry import CheckpointDoc, JournalEntry
 from openadapt_flow.records.pausedoc import CarriedDecision, PendingBody
 from openadapt_flow.records.states import RunState
+from openadapt_flow.runtime.operate.truth import ViewRepairs
+from openadapt_flow.runtime.operate.upgrade import Upgrade
+from openadapt_flow.runtime.resume.snapshot import Rewrite
 
-__all__ = ["Act", "AdoptUpgrade", "BlockRun", "CatchUpState", "ClaimLedger", "DropEscalation", "FinalizeInterrupted",
-           "RebuildCheckpoint", "RepairViews", "RestorePause", "RewriteSnapshot", "Suspend"]
+__all__ = [
+    "Act",
+    "AdoptUpgrade",
+    "BlockRun",
+    "CatchUpState",
+    "ClaimLedger",
+    "DropEscalation",
+    "FinalizeInterrupted",
+    "RebuildCheckpoint",
+    "RepairViews",
+    "RestorePause",
+    "RewriteSnapshot",
+    "Suspend",
+]
 
 
 @dataclass(frozen=True)
@@ -64,8 +76,10 @@ class AdoptUpgrade:
     current: LoadedBundle
 
     def describe(self) -> str:
-        return (f"adopt bundle {self.upgrade.new.digest} (steps unchanged through index {self.upgrade.unchanged_through}): "
-                "snapshot it, journal bundle_upgraded")
+        return (
+            f"adopt bundle {self.upgrade.new.digest} (steps unchanged through index {self.upgrade.unchanged_through}): "
+            "snapshot it, journal bundle_upgraded"
+        )
 
 
 @dataclass(frozen=True)
@@ -73,7 +87,9 @@ class RebuildCheckpoint:
     checkpoint: CheckpointDoc
 
     def describe(self) -> str:
-        return f"rebuild checkpoint.json from the journal (step {self.checkpoint['step']!r}, seq {self.checkpoint['seq']})"
+        return (
+            f"rebuild checkpoint.json from the journal (step {self.checkpoint['step']!r}, seq {self.checkpoint['seq']})"
+        )
 
 
 @dataclass(frozen=True)
@@ -111,5 +127,16 @@ class BlockRun:
         return f"end the run BLOCKED: the journal's reject by {self.decision['operator']} (seq {self.rec['seq']})"
 
 
-Act = (RewriteSnapshot | ClaimLedger | CatchUpState | FinalizeInterrupted | Suspend | AdoptUpgrade | RebuildCheckpoint
-       | RepairViews | RestorePause | DropEscalation | BlockRun)
+Act = (
+    RewriteSnapshot
+    | ClaimLedger
+    | CatchUpState
+    | FinalizeInterrupted
+    | Suspend
+    | AdoptUpgrade
+    | RebuildCheckpoint
+    | RepairViews
+    | RestorePause
+    | DropEscalation
+    | BlockRun
+)

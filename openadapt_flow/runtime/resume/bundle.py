@@ -8,26 +8,34 @@ from typing import NoReturn, cast
 
 from openadapt_flow.bundle.loader import load_bundle
 from openadapt_flow.errors import RefusedError
-from openadapt_flow.runtime.start.context import RunContext
+from openadapt_flow.records.entry import CheckpointDoc, JournalEntry, step_of
+from openadapt_flow.records.pausedoc import AppliedDecision
+from openadapt_flow.records.rundoc import StateDoc
+from openadapt_flow.records.states import DecisionKind, PausedReason, RecordType, RunState, is_a
+from openadapt_flow.records.stepdoc import PatchInfo, StepEffect, VerifiedBy
+from openadapt_flow.runtime.act.assemble import RunInputs, RunSetup, make_context, open_or_none, stop_on_signals
 from openadapt_flow.runtime.act.durable import record_skipped, record_verified
 from openadapt_flow.runtime.act.engine import execute, finish, record_halt
-from openadapt_flow.runtime.act.assemble import RunInputs, RunSetup, make_context, open_or_none, stop_on_signals
-from openadapt_flow.runtime.start.launch import RunOutcome
 from openadapt_flow.runtime.act.fixture_resume import refuse_restarted_fixture
-from openadapt_flow.runtime.start.preflight import probe_effects
-from openadapt_flow.runtime.act.recheck import (CONFIRMED_DONE, POSITIVELY_ABSENT, RETRYABLE, RecheckResult, Uncertain, check_facts,
-                                                find_uncertain, recheck)
+from openadapt_flow.runtime.act.recheck import (
+    CONFIRMED_DONE,
+    POSITIVELY_ABSENT,
+    RETRYABLE,
+    RecheckResult,
+    Uncertain,
+    check_facts,
+    find_uncertain,
+    recheck,
+)
 from openadapt_flow.runtime.act.step import screen_facts
-from openadapt_flow.records.stepdoc import PatchInfo, StepEffect, VerifiedBy
 from openadapt_flow.runtime.judge.halt import Halt
 from openadapt_flow.runtime.operate.truth import consume_decision, record_decision
 from openadapt_flow.runtime.resume.opened import Opened, resumed
 from openadapt_flow.runtime.resume.plan import ResumePlan, backend_spec
-from openadapt_flow.records.rundoc import StateDoc
+from openadapt_flow.runtime.start.context import RunContext
+from openadapt_flow.runtime.start.launch import RunOutcome
+from openadapt_flow.runtime.start.preflight import probe_effects
 from openadapt_flow.store.atomic import StorageFault
-from openadapt_flow.records.states import DecisionKind, is_a, PausedReason, RecordType, RunState
-from openadapt_flow.records.entry import CheckpointDoc, JournalEntry, step_of
-from openadapt_flow.records.pausedoc import AppliedDecision
 
 
 def suspend(o: Opened, reason: str) -> None:
@@ -47,18 +55,48 @@ def continue_bundle(o: Opened, plan: ResumePlan) -> RunOutcome:
         # every system of record that steps still to come will read answers now, before any input
         if patch is not None:  # a teach: its taught steps look for their targets on the screen the run stopped at
             refuse_restarted_fixture(live, o.run.ref, o.manifest, o.records)  # before any input, the decision unused
-        probe_effects(o.loaded, o.config, bound, o.manifest["run_id"], started={step_of(r) for r in o.records if is_a(r, RecordType.STEP_STARTED)})
-        ctx = make_context(o.run, o.manifest["run_id"], o.journal, live, RunInputs(o.loaded, bound),
-                           RunSetup(o.config, o.runs, bool(o.manifest.get("allow_model")), True, o.req.progress, o.req.reporter,
-                                    fence=o.req.fence))
+        probe_effects(
+            o.loaded,
+            o.config,
+            bound,
+            o.manifest["run_id"],
+            started={step_of(r) for r in o.records if is_a(r, RecordType.STEP_STARTED)},
+        )
+        ctx = make_context(
+            o.run,
+            o.manifest["run_id"],
+            o.journal,
+            live,
+            RunInputs(o.loaded, bound),
+            RunSetup(
+                o.config,
+                o.runs,
+                bool(o.manifest.get("allow_model")),
+                True,
+                o.req.progress,
+                o.req.reporter,
+                fence=o.req.fence,
+            ),
+        )
         ctx.lease = o.lease
         ctx.watch(o.records)
         if o.req.stop is not None:
             ctx.stop = o.req.stop
-        if patch is not None and not any(is_a(r, RecordType.PATCHED) and r["data"].get("pause_id") == patch["pause_id"] for r in o.records):
-            o.journal.append(RecordType.PATCHED, str(patch["step"]), {
-                "pause_id": patch["pause_id"], "bundle_dir": patch["bundle_dir"], "digest": patch["digest"],
-                "template": patch["template"], "region": patch["region"], "point": patch["point"]})
+        if patch is not None and not any(
+            is_a(r, RecordType.PATCHED) and r["data"].get("pause_id") == patch["pause_id"] for r in o.records
+        ):
+            o.journal.append(
+                RecordType.PATCHED,
+                str(patch["step"]),
+                {
+                    "pause_id": patch["pause_id"],
+                    "bundle_dir": patch["bundle_dir"],
+                    "digest": patch["digest"],
+                    "template": patch["template"],
+                    "region": patch["region"],
+                    "point": patch["point"],
+                },
+            )
         with stop_on_signals(ctx.stop):
             return _continue(ctx, o.records, plan)
     finally:
@@ -104,10 +142,18 @@ def _reenter(ctx: RunContext, records: list[JournalEntry], plan: ResumePlan) -> 
         uncertain = find_uncertain(records, ctx.model.steps)
         result = recheck(ctx, uncertain) if uncertain is not None else None  # first: it may have changed the screen
         if uncertain is not None and result is not None:
-            journal.append(RecordType.RECHECKED, uncertain.step.id, {"verdict": result.verdict, "effect": result.effect, "checks": result.checks})
+            journal.append(
+                RecordType.RECHECKED,
+                uncertain.step.id,
+                {"verdict": result.verdict, "effect": result.effect, "checks": result.checks},
+            )
         cp = plan.checkpoint
-        if cp and cp.get("screen_facts") and _screen_still_shows_checkpoint(uncertain, result, approval) \
-                and not _skipping(plan, cp["step"]):
+        if (
+            cp
+            and cp.get("screen_facts")
+            and _screen_still_shows_checkpoint(uncertain, result, approval)
+            and not _skipping(plan, cp["step"])
+        ):
             _reprove_checkpoint(ctx, cp)
         if uncertain is not None and result is not None and not _covered(result, plan.decision):
             _refuse_uncertain(ctx, uncertain, result, plan, prev)
@@ -142,7 +188,11 @@ def _apply(ctx: RunContext, plan: ResumePlan, uncertain: Uncertain | None, resul
             start = uncertain.index  # afresh and passing the identity gate (its dispatch spends the decision)
     elif decision == DecisionKind.SKIP and pending is not None:
         idx = next(i for i, s in enumerate(ctx.model.steps) if s.id == pending["step"])
-        record_skipped(ctx, pending["step"], {"index": idx, "verified_by": "operator", "operator": approval["operator"] if approval else None})
+        record_skipped(
+            ctx,
+            pending["step"],
+            {"index": idx, "verified_by": "operator", "operator": approval["operator"] if approval else None},
+        )
         start = idx + 1
     if decision == DecisionKind.CONTINUE and pending is not None:
         ctx.approved_before = pending["step"]
@@ -155,11 +205,16 @@ def _apply(ctx: RunContext, plan: ResumePlan, uncertain: Uncertain | None, resul
 
 def _covered(result: RecheckResult, decision: str | None) -> bool:
     """May resume go on from this re-check, given the decision (if any)?"""
-    return decision == DecisionKind.RECONCILE or result.verdict in (CONFIRMED_DONE, RETRYABLE) or (
-        result.verdict == POSITIVELY_ABSENT and decision == DecisionKind.CONTINUE)
+    return (
+        decision == DecisionKind.RECONCILE
+        or result.verdict in (CONFIRMED_DONE, RETRYABLE)
+        or (result.verdict == POSITIVELY_ABSENT and decision == DecisionKind.CONTINUE)
+    )
 
 
-def _refuse_uncertain(ctx: RunContext, uncertain: Uncertain, result: RecheckResult, plan: ResumePlan, prev: StateDoc) -> NoReturn:
+def _refuse_uncertain(
+    ctx: RunContext, uncertain: Uncertain, result: RecheckResult, plan: ResumePlan, prev: StateDoc
+) -> NoReturn:
     """An uncertain step that no decision covers: nothing is sent. An interrupted run opens a pause; a decided one
     keeps its decision unused (an approval stays in approval.json, a journaled decision stays in force)."""
     run, journal = ctx.run, ctx.journal
@@ -171,12 +226,18 @@ def _refuse_uncertain(ctx: RunContext, uncertain: Uncertain, result: RecheckResu
     journal.close()
     run.restore_state(prev)
     if carried is not None:
-        raise RefusedError(msg + f"; the journaled decision {carried['data'].get('decision')!r} (seq {carried['seq']}) "
-                           "stays in force — resume again once the re-check is conclusive")
-    raise RefusedError(msg + "; an operator must reconcile it (flow approve --decision reconcile --effect landed|absent)")
+        raise RefusedError(
+            msg + f"; the journaled decision {carried['data'].get('decision')!r} (seq {carried['seq']}) "
+            "stays in force — resume again once the re-check is conclusive"
+        )
+    raise RefusedError(
+        msg + "; an operator must reconcile it (flow approve --decision reconcile --effect landed|absent)"
+    )
 
 
-def _screen_still_shows_checkpoint(uncertain: Uncertain | None, result: RecheckResult | None, approval: AppliedDecision | None) -> bool:
+def _screen_still_shows_checkpoint(
+    uncertain: Uncertain | None, result: RecheckResult | None, approval: AppliedDecision | None
+) -> bool:
     """Can the screen still show what held after the checkpoint? Only if no later input landed (spec §9, docs/durable.md).
 
     Nothing dispatched after it: yes. An uncertain later step that will be performed again (its re-check found it
@@ -200,14 +261,22 @@ def _skipping(plan: ResumePlan, step_id: str) -> bool:
 
 def _reprove_checkpoint(ctx: RunContext, cp: CheckpointDoc) -> None:
     checks = check_facts(ctx, cp["screen_facts"], ctx.steps.get(cp["step"]))
-    ctx.journal.append(RecordType.CHECKPOINT_REPROVED, cp["step"], {"ok": all(c["ok"] for c in checks), "checks": checks})
+    ctx.journal.append(
+        RecordType.CHECKPOINT_REPROVED, cp["step"], {"ok": all(c["ok"] for c in checks), "checks": checks}
+    )
     if not all(c["ok"] for c in checks):
-        raise Halt("postcondition", f"the screen no longer shows what held after step {cp['step']!r}: "
-                   + "; ".join(f"{c['kind']} {c['expected']!r}" for c in checks if not c["ok"]), step=cp["step"])
+        raise Halt(
+            "postcondition",
+            f"the screen no longer shows what held after step {cp['step']!r}: "
+            + "; ".join(f"{c['kind']} {c['expected']!r}" for c in checks if not c["ok"]),
+            step=cp["step"],
+        )
 
 
 def _checkpoint_step(ctx: RunContext, index: int, verified_by: VerifiedBy, effect: StepEffect | None) -> None:
     step = ctx.model.steps[index]
-    record_verified(ctx, step.id, {"index": index, "verified_by": verified_by, "effect": effect, "screen_facts": screen_facts(ctx, step)})
-
-
+    record_verified(
+        ctx,
+        step.id,
+        {"index": index, "verified_by": verified_by, "effect": effect, "screen_facts": screen_facts(ctx, step)},
+    )

@@ -9,26 +9,36 @@ uncertain one.
 from __future__ import annotations
 
 from openadapt_flow.bundle.config import DeployConfig
+from openadapt_flow.records.kinds import RunStopData
+from openadapt_flow.records.pausedoc import PendingBody
+from openadapt_flow.records.states import RecordType, RunState
 from openadapt_flow.runtime.operate.reissue import block_run
 from openadapt_flow.runtime.operate.truth import catch_up_state, repair_views
 from openadapt_flow.runtime.operate.upgrade import adopt_upgrade
+from openadapt_flow.runtime.resume.acts import (
+    Act,
+    AdoptUpgrade,
+    BlockRun,
+    CatchUpState,
+    ClaimLedger,
+    DropEscalation,
+    FinalizeInterrupted,
+    RebuildCheckpoint,
+    RepairViews,
+    RestorePause,
+    RewriteSnapshot,
+    Suspend,
+)
 from openadapt_flow.runtime.resume.bundle import continue_bundle, suspend
 from openadapt_flow.runtime.resume.opened import Opened
-from openadapt_flow.runtime.resume.acts import (Act, AdoptUpgrade, BlockRun, CatchUpState, ClaimLedger, DropEscalation,
-                                                FinalizeInterrupted, RebuildCheckpoint, RepairViews, RestorePause,
-                                                RewriteSnapshot, Suspend)
 from openadapt_flow.runtime.resume.plan import ResumePlan, ResumeRequest, open_request, plan_resume
 from openadapt_flow.runtime.resume.snapshot import rewrite_snapshot
 from openadapt_flow.runtime.resume.workflow import continue_workflow
 from openadapt_flow.runtime.start.launch import RunOutcome, Runs
-from openadapt_flow.runtime.start.lifecycle import finalize_interrupted
+from openadapt_flow.runtime.start.lifecycle import finalize_interrupted, record_stop
 from openadapt_flow.runtime.start.runref import RunRef
 from openadapt_flow.store.base import JournalWriter, RunHandle
 from openadapt_flow.store.keys import load_decision_key, load_key
-from openadapt_flow.records.pausedoc import PendingBody
-from openadapt_flow.records.states import RecordType, RunState
-from openadapt_flow.records.kinds import RunStopData
-from openadapt_flow.runtime.start.lifecycle import record_stop
 
 __all__ = ["apply", "resume"]
 
@@ -86,15 +96,29 @@ def _make(o: Opened, act: Act) -> None:
     elif isinstance(act, RestorePause):
         _restore_pause(run, journal, act.pending)
     elif isinstance(act, DropEscalation):
-        journal.append(RecordType.ESCALATION_DROPPED, act.pending["step"], {"pause_id": act.pending["pause_id"], "why": f"run was {act.was}"})
+        journal.append(
+            RecordType.ESCALATION_DROPPED,
+            act.pending["step"],
+            {"pause_id": act.pending["pause_id"], "why": f"run was {act.was}"},
+        )
         run.remove_pending()
     elif isinstance(act, BlockRun):
         block_run(run, journal, act.pending, act.decision, act.rec)
 
 
 def _restore_pause(run: RunHandle, journal: JournalWriter, pending: PendingBody) -> None:
-    data: RunStopData = {"state": RunState.PAUSED, "paused_reason": pending["paused_reason"],
-                         "transaction_outcome": pending.get("transaction_outcome"), "restored": True}
+    data: RunStopData = {
+        "state": RunState.PAUSED,
+        "paused_reason": pending["paused_reason"],
+        "transaction_outcome": pending.get("transaction_outcome"),
+        "restored": True,
+    }
     record_stop(journal, data)
-    run.write_state(RunState.PAUSED, journal=journal, paused_reason=pending["paused_reason"], transaction_outcome=pending.get("transaction_outcome"),
-                    halt_category=pending.get("category"), message=pending.get("message"))
+    run.write_state(
+        RunState.PAUSED,
+        journal=journal,
+        paused_reason=pending["paused_reason"],
+        transaction_outcome=pending.get("transaction_outcome"),
+        halt_category=pending.get("category"),
+        message=pending.get("message"),
+    )

@@ -7,13 +7,13 @@ from dataclasses import dataclass
 
 from openadapt_flow.bundle.config import DeployConfig
 from openadapt_flow.bundle.loader import LoadedBundle
+from openadapt_flow.records.entry import JournalEntry
+from openadapt_flow.records.rundoc import ManifestDoc
+from openadapt_flow.records.states import RecordType, RunState
 from openadapt_flow.runtime.resume.plan import ResumePlan, ResumeRequest
 from openadapt_flow.runtime.start.context import RunContext
 from openadapt_flow.runtime.start.launch import Runs
 from openadapt_flow.store.base import JournalWriter, RunHandle, RunLease
-from openadapt_flow.records.entry import JournalEntry
-from openadapt_flow.records.rundoc import ManifestDoc
-from openadapt_flow.records.states import RecordType, RunState
 
 __all__ = ["Opened", "resumed"]
 
@@ -38,7 +38,15 @@ def resumed(rc: RunContext, plan: ResumePlan) -> None:
     """Journal `run_resumed` (its one writer: the lease generation, the decision applied and the pause it resolves),
     then state RESUMING from the plan's checkpoint."""
     p, a, c, cp = plan.pending, plan.approval, plan.carried, plan.checkpoint
-    rc.journal.append(RecordType.RUN_RESUMED, None, {"lease_generation": rc.lease_generation, "decision": plan.decision,
-                                             "pause_id": p["pause_id"] if p else None, "operator": a["operator"] if a else None,
-                                             "decision_seq": c["seq"] if c else None})
+    rc.journal.append(
+        RecordType.RUN_RESUMED,
+        None,
+        {
+            "lease_generation": rc.lease_generation,
+            "decision": plan.decision,
+            "pause_id": p["pause_id"] if p else None,
+            "operator": a["operator"] if a else None,
+            "decision_seq": c["seq"] if c else None,
+        },
+    )
     rc.run.write_state(RunState.RESUMING, journal=rc.journal, last_checkpoint_seq=cp["seq"] if cp else None)

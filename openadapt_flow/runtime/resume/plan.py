@@ -23,15 +23,30 @@ from openadapt_flow.bundle.config import BackendConfig, DeployConfig
 from openadapt_flow.bundle.loader import LoadedBundle
 from openadapt_flow.bundle.params import BoundParams, bind_params, secret_env_name
 from openadapt_flow.errors import FlowError, RefusedError, UsageError
+from openadapt_flow.records.entry import CheckpointDoc, JournalEntry
+from openadapt_flow.records.pausedoc import AppliedDecision, PendingBody
+from openadapt_flow.records.rundoc import ManifestDoc
+from openadapt_flow.records.states import FINAL_STATES, LIVE_STATES, DecisionKind, PausedReason, RunState
 from openadapt_flow.runtime.act.durable.waiting import still_waiting
 from openadapt_flow.runtime.judge.calls import call_steps
 from openadapt_flow.runtime.judge.outcome import RECONCILIATION_REQUIRED
 from openadapt_flow.runtime.operate.approval import check_approval
 from openadapt_flow.runtime.operate.truth import journaled_decision, lagging_end, read_pause, sealed_state
 from openadapt_flow.runtime.operate.upgrade import check_upgrade
-from openadapt_flow.runtime.resume.acts import (Act, AdoptUpgrade, BlockRun, CatchUpState, ClaimLedger, DropEscalation,
-                                                FinalizeInterrupted, RebuildCheckpoint, RepairViews, RestorePause,
-                                                RewriteSnapshot, Suspend)
+from openadapt_flow.runtime.resume.acts import (
+    Act,
+    AdoptUpgrade,
+    BlockRun,
+    CatchUpState,
+    ClaimLedger,
+    DropEscalation,
+    FinalizeInterrupted,
+    RebuildCheckpoint,
+    RepairViews,
+    RestorePause,
+    RewriteSnapshot,
+    Suspend,
+)
 from openadapt_flow.runtime.resume.snapshot import planned_bundle
 from openadapt_flow.runtime.start.backend_select import BackendFlags, merge_backend, select_backend
 from openadapt_flow.runtime.start.context import Progress
@@ -42,11 +57,7 @@ from openadapt_flow.runtime.start.runref import RunRef, open_ref, ref_path
 from openadapt_flow.runtime.workflow.api import resolve_entry
 from openadapt_flow.store.base import RunHandle
 from openadapt_flow.store.checkpoint import judge_checkpoint
-from openadapt_flow.records.entry import CheckpointDoc, JournalEntry
 from openadapt_flow.store.keys import load_decision_key, load_key
-from openadapt_flow.records.pausedoc import AppliedDecision, PendingBody
-from openadapt_flow.records.rundoc import ManifestDoc
-from openadapt_flow.records.states import FINAL_STATES, LIVE_STATES, DecisionKind, PausedReason, RunState
 
 __all__ = ["ResumePlan", "ResumeRequest", "backend_spec", "open_request", "plan", "plan_resume"]
 
@@ -103,13 +114,21 @@ class ResumePlan:
         if self.stop is not None:
             return lines + [f"stops: {self.stop.state} — {self.stop.message}"]
         if self.pending is not None:
-            lines.append(f"resolves pause {self.pending['pause_id']} at step {self.pending['step']!r} "
-                         f"({self.pending['paused_reason']})")
+            lines.append(
+                f"resolves pause {self.pending['pause_id']} at step {self.pending['step']!r} "
+                f"({self.pending['paused_reason']})"
+            )
         if self.decision is not None:
             by = f" (journaled at seq {self.carried['seq']}, applied from the journal)" if self.carried else ""
-            lines.append(f"applies decision {self.decision} by {self.approval['operator'] if self.approval else None}{by}")
+            lines.append(
+                f"applies decision {self.decision} by {self.approval['operator'] if self.approval else None}{by}"
+            )
         cp = self.checkpoint
-        lines.append(f"continues after verified step {cp['step']!r} (seq {cp['seq']})" if cp else "no step verified yet: continues from the first step")
+        lines.append(
+            f"continues after verified step {cp['step']!r} (seq {cp['seq']})"
+            if cp
+            else "no step verified yet: continues from the first step"
+        )
         return lines
 
 
@@ -128,7 +147,9 @@ def open_request(ref: RunRef, req: ResumeRequest) -> tuple[RunHandle, ManifestDo
     """The run a resume names, its manifest and the request checked against it (bad input before any lease)."""
     run = open_ref(ref)
     if queued(run):  # submitted (spec §19), never started: its start job, not a resume, begins it
-        raise RefusedError(f"{run.ref}: queued for a fleet worker (submitted, not started yet); nothing to resume; refusing")
+        raise RefusedError(
+            f"{run.ref}: queued for a fleet worker (submitted, not started yet); nothing to resume; refusing"
+        )
     manifest = run.manifest()
     if req.backend_flags or req.backend_config is not None:
         req = replace(req, backend=backend_spec(manifest, req.backend, req.backend_flags, req.backend_config))
@@ -162,12 +183,21 @@ def plan_resume(run: RunHandle, records: list[JournalEntry], req: ResumeRequest,
         return p.done(refusal=e)
 
 
-def _plan(p: _Planning, run: RunHandle, manifest: ManifestDoc, records: list[JournalEntry], req: ResumeRequest,
-          key: bytes, dkey: bytes) -> ResumePlan:
+def _plan(
+    p: _Planning,
+    run: RunHandle,
+    manifest: ManifestDoc,
+    records: list[JournalEntry],
+    req: ResumeRequest,
+    key: bytes,
+    dkey: bytes,
+) -> ResumePlan:
     workflow = manifest.get("kind") == "workflow"
     check_manifest(run, records)  # params (args), backend and config are pinned by the journal's first record
     loaded: LoadedBundle | None = None
-    if not workflow:  # its snapshot (and layers); an unreadable snapshot: the run's original bundle (--bundle) stands in
+    if (
+        not workflow
+    ):  # its snapshot (and layers); an unreadable snapshot: the run's original bundle (--bundle) stands in
         loaded, rewrite = planned_bundle(run, manifest["bundle"]["digest"], records, req.bundle, req.upgrade_bundle)
         if rewrite is not None:
             p.acts.append(RewriteSnapshot(rewrite))
@@ -181,15 +211,21 @@ def _plan(p: _Planning, run: RunHandle, manifest: ManifestDoc, records: list[Jou
         if orphan:
             p.acts.append(Suspend(orphan))
             return p.done(stop=_stop(run, RunState.PAUSED, orphan))
-        if req.upgrade_bundle is not None and (up := check_upgrade(records, loaded, manifest["params"], req.upgrade_bundle)):
+        if req.upgrade_bundle is not None and (
+            up := check_upgrade(records, loaded, manifest["params"], req.upgrade_bundle)
+        ):
             p.acts.append(AdoptUpgrade(up, loaded))
             loaded = up.new
         bound = _params(loaded, manifest, req.params or {})
-        check_settings(loaded, DeployConfig.model_validate(manifest["config"]), bound, bool(manifest.get("allow_model")))
+        check_settings(
+            loaded, DeployConfig.model_validate(manifest["config"]), bound, bool(manifest.get("allow_model"))
+        )
     return _pause_plan(p, run, records, req, dkey, loaded, bound, entry)
 
 
-def _state(p: _Planning, run: RunHandle, records: list[JournalEntry], key: bytes, loaded: LoadedBundle | None) -> RunState:
+def _state(
+    p: _Planning, run: RunHandle, records: list[JournalEntry], key: bytes, loaded: LoadedBundle | None
+) -> RunState:
     """The run's state once its views are caught up from the journal; a run whose owner died is finalised INTERRUPTED."""
     state = sealed_state(run, records, key)
     p.acts.append(ClaimLedger())
@@ -208,8 +244,16 @@ def _state(p: _Planning, run: RunHandle, records: list[JournalEntry], key: bytes
         raise RefusedError(f"{run.describe('state')}: state {now!r} is not a run state; refusing") from None
 
 
-def _pause_plan(p: _Planning, run: RunHandle, records: list[JournalEntry], req: ResumeRequest, dkey: bytes,
-                loaded: LoadedBundle | None, bound: BoundParams | None, entry: Callable[..., Any] | None) -> ResumePlan:
+def _pause_plan(
+    p: _Planning,
+    run: RunHandle,
+    records: list[JournalEntry],
+    req: ResumeRequest,
+    dkey: bytes,
+    loaded: LoadedBundle | None,
+    bound: BoundParams | None,
+    entry: Callable[..., Any] | None,
+) -> ResumePlan:
     """The open pause (the journal's; the file must agree with it) turned into what to continue. A workflow's plan never
     carries a decision: its calls find theirs in the journal as they run again."""
     workflow = loaded is None
@@ -224,25 +268,45 @@ def _pause_plan(p: _Planning, run: RunHandle, records: list[JournalEntry], req: 
     carried = None if workflow or pending is not None else journaled_decision(records)
     if carried is not None:  # decided, then killed before it took effect: applied from the journal, never asked again
         rec, decided, journaled = carried
-        if journaled["decision"] == DecisionKind.REJECT:  # killed between the reject's record and the run's end: end it now
+        if (
+            journaled["decision"] == DecisionKind.REJECT
+        ):  # killed between the reject's record and the run's end: end it now
             p.acts.append(BlockRun(decided, journaled, rec))
-            return p.done(pending=decided, approval=journaled, carried=rec, checkpoint=cp,
-                          stop=_stop(run, RunState.BLOCKED, f"rejected by {journaled['operator']}"), **on)
+            return p.done(
+                pending=decided,
+                approval=journaled,
+                carried=rec,
+                checkpoint=cp,
+                stop=_stop(run, RunState.BLOCKED, f"rejected by {journaled['operator']}"),
+                **on,
+            )
         return p.done(pending=decided, approval=journaled, carried=rec, checkpoint=cp, **on)
     has_approval = run.has_approval() and repairs.retire_approval is None  # a used one is moved away first
     waiting = None if req.require_approval else still_waiting(run, pending, approved=has_approval)
     if waiting is not None:
-        return p.done(pending=pending, checkpoint=cp, stop=_stop(run, RunState.PAUSED, waiting,
-                                                                 pending["category"] if pending else None), **on)
-    needs_decision = pending is not None and (pending["paused_reason"] == PausedReason.AWAITING_APPROVAL or has_approval)
+        return p.done(
+            pending=pending,
+            checkpoint=cp,
+            stop=_stop(run, RunState.PAUSED, waiting, pending["category"] if pending else None),
+            **on,
+        )
+    needs_decision = pending is not None and (
+        pending["paused_reason"] == PausedReason.AWAITING_APPROVAL or has_approval
+    )
     if not (needs_decision or req.require_approval):
         return p.done(pending=pending, checkpoint=cp, **on)
     if pending is None:
         raise RefusedError(f"{run.ref}: --require-approval, but nothing is pending for an operator to approve")
     approval = check_approval(run, pending, dkey, checkpoint=cp)
-    if workflow and approval["decision"] == DecisionKind.CONTINUE and pending.get("transaction_outcome") == RECONCILIATION_REQUIRED:
-        raise RefusedError(f"{run.ref}: call {pending['step']!r} is uncertain; continue would re-run it blindly — "
-                           "an operator must reconcile it (flow approve --decision reconcile --effect landed|absent)")
+    if (
+        workflow
+        and approval["decision"] == DecisionKind.CONTINUE
+        and pending.get("transaction_outcome") == RECONCILIATION_REQUIRED
+    ):
+        raise RefusedError(
+            f"{run.ref}: call {pending['step']!r} is uncertain; continue would re-run it blindly — "
+            "an operator must reconcile it (flow approve --decision reconcile --effect landed|absent)"
+        )
     return p.done(pending=pending, approval=approval, checkpoint=cp, **on)
 
 
@@ -320,7 +384,9 @@ def _params(loaded: LoadedBundle, manifest: ManifestDoc, given: Mapping[str, Any
     recorded = {k: v for k, v in manifest["params"].items() if not (isinstance(v, dict) and "secret_env" in v)}
     params = bind_params(loaded.model, recorded)
     for k, v in given.items():
-        if k not in params.values or str(params.values[k]) != str(bind_params(loaded.model, {**recorded, k: v}).values[k]):
+        if k not in params.values or str(params.values[k]) != str(
+            bind_params(loaded.model, {**recorded, k: v}).values[k]
+        ):
             raise RefusedError(f"--param {k}={v!r} differs from the run's bound value; a run keeps its params")
     for name, spec in loaded.model.params.items():
         if spec.secret and spec.required and name not in params.secrets:
@@ -328,8 +394,12 @@ def _params(loaded: LoadedBundle, manifest: ManifestDoc, given: Mapping[str, Any
     return params
 
 
-def backend_spec(manifest: ManifestDoc, override: BackendSpec | None, flags: BackendFlags | None = None,
-                 config: BackendConfig | None = None) -> BackendSpec | None:
+def backend_spec(
+    manifest: ManifestDoc,
+    override: BackendSpec | None,
+    flags: BackendFlags | None = None,
+    config: BackendConfig | None = None,
+) -> BackendSpec | None:
     """The backend resume drives: a whole `override` spec; else the flags merged field by field onto `config`'s
     backend section (`--config`) when it names one, or onto the run's recorded backend (its manifest)."""
     if override is not None:

@@ -15,9 +15,9 @@ from pathlib import Path
 
 from openadapt_flow.bundle.loader import LoadedBundle, load_bundle
 from openadapt_flow.errors import FlowError, RefusedError
+from openadapt_flow.records.entry import JournalEntry
 from openadapt_flow.runtime.operate.teach import effective_bundle
 from openadapt_flow.store.base import RunHandle
-from openadapt_flow.records.entry import JournalEntry
 
 SNAPSHOT = "bundle"
 
@@ -36,8 +36,10 @@ def original_bundle(path: Path, digest: str, flag: str = "--bundle") -> LoadedBu
     does not load: its own one-line error, exit 2)."""
     loaded = load_bundle(path)
     if loaded.digest != digest:
-        raise RefusedError(f"{flag} {path}: digest {loaded.digest} differs from the run's recorded digest {digest}; "
-                           "only the run's original bundle can stand in for its snapshot; refusing")
+        raise RefusedError(
+            f"{flag} {path}: digest {loaded.digest} differs from the run's recorded digest {digest}; "
+            "only the run's original bundle can stand in for its snapshot; refusing"
+        )
     return loaded
 
 
@@ -50,8 +52,9 @@ class Rewrite:
     why: str
 
 
-def planned_bundle(run: RunHandle, digest: str, records: list[JournalEntry], bundle: Path | None, upgrade: Path | None
-                   ) -> tuple[LoadedBundle, Rewrite | None]:
+def planned_bundle(
+    run: RunHandle, digest: str, records: list[JournalEntry], bundle: Path | None, upgrade: Path | None
+) -> tuple[LoadedBundle, Rewrite | None]:
     """The bundle a bundle run's resume executes — its snapshot plus the journal's layers (effective_bundle) — or, for
     a snapshot that is not the recorded bundle, the run's original standing in for it and the `Rewrite` that writes
     the snapshot again (`bundle`, --bundle, must be the run's original; `upgrade` serves when it is that same
@@ -71,13 +74,16 @@ def planned_bundle(run: RunHandle, digest: str, records: list[JournalEntry], bun
         if candidate is not None and candidate.digest == digest:
             given, bundle = candidate, upgrade
     if given is None or bundle is None:
-        raise RefusedError(f"{run.ref}/{SNAPSHOT}: the run's bundle snapshot is unreadable or changed ({why}); resume "
-                           f"with --bundle PATH naming the run's original bundle (digest {digest}); refusing")
+        raise RefusedError(
+            f"{run.ref}/{SNAPSHOT}: the run's bundle snapshot is unreadable or changed ({why}); resume "
+            f"with --bundle PATH naming the run's original bundle (digest {digest}); refusing"
+        )
     return given, Rewrite(given, bundle, why)
 
 
-def rewrite_snapshot(run: RunHandle, digest: str, records: list[JournalEntry], rw: Rewrite,
-                     notice: Callable[[str], None] | None) -> LoadedBundle:
+def rewrite_snapshot(
+    run: RunHandle, digest: str, records: list[JournalEntry], rw: Rewrite, notice: Callable[[str], None] | None
+) -> LoadedBundle:
     """Write the snapshot again from the run's original bundle (under the run's lease); the bundle it now executes."""
     where = f"{run.ref}/{SNAPSHOT}"
     run.remove_artifacts(SNAPSHOT)
@@ -87,6 +93,8 @@ def rewrite_snapshot(run: RunHandle, digest: str, records: list[JournalEntry], r
     if again is not None:
         raise RefusedError(f"{where}: the snapshot written again from {rw.path} does not read back ({again}); refusing")
     if notice is not None:
-        notice(f"{where}: the run's bundle snapshot was unreadable ({rw.why}); used the bundle at {rw.path} (digest "
-               f"{digest}, the run's own) and wrote the snapshot again from it")
+        notice(
+            f"{where}: the run's bundle snapshot was unreadable ({rw.why}); used the bundle at {rw.path} (digest "
+            f"{digest}, the run's own) and wrote the snapshot again from it"
+        )
     return effective_bundle(run, digest, records)

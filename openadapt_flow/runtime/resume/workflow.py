@@ -5,15 +5,15 @@ the top on its journal: recorded calls return at once (runtime/act/durable)."""
 from __future__ import annotations
 
 from openadapt_flow.backends.spec import BackendSpec
+from openadapt_flow.records.states import RunState
 from openadapt_flow.runtime.act.assemble import stop_on_signals
-from openadapt_flow.runtime.start.launch import RunOutcome
 from openadapt_flow.runtime.judge.calls import history
 from openadapt_flow.runtime.resume.opened import Opened, resumed
 from openadapt_flow.runtime.resume.plan import ResumePlan
+from openadapt_flow.runtime.start.launch import RunOutcome
 from openadapt_flow.runtime.workflow.ctx import WorkflowContext
 from openadapt_flow.runtime.workflow.decision import apply_decision, journaled_deliveries
 from openadapt_flow.runtime.workflow.run import Runner, Wiring, WorkflowIdentity, drive, is_async, open_context
-from openadapt_flow.records.states import RunState
 
 
 def continue_workflow(o: Opened, plan: ResumePlan) -> RunOutcome:
@@ -22,7 +22,9 @@ def continue_workflow(o: Opened, plan: ResumePlan) -> RunOutcome:
     fn = plan.entry
     assert fn is not None
     ident = WorkflowIdentity(o.manifest["run_id"], o.manifest["bundle"]["digest"], o.manifest["args"], o.config)
-    rc = open_context(o.run, o.journal, o.lease, o.records, ident, Wiring(o.runs, o.req.progress, o.req.reporter, o.req.stop))
+    rc = open_context(
+        o.run, o.journal, o.lease, o.records, ident, Wiring(o.runs, o.req.progress, o.req.reporter, o.req.stop)
+    )
     resumed(rc, plan)
     records = o.records + journaled_deliveries(rc, o.records)
     records = records + apply_decision(rc, records, plan.pending, plan.approval)

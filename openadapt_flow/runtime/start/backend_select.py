@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from openadapt_flow.backends.spec import BackendSpec, parse_url
-from openadapt_flow.errors import UsageError
-from openadapt_flow.bundle.config import BackendConfig
 
+from openadapt_flow.backends.spec import BackendSpec, parse_url
+from openadapt_flow.bundle.config import BackendConfig
+from openadapt_flow.errors import UsageError
 
 _RDP_ONLY = ("username", "domain", "ignore_certificate", "cert_fingerprint", "width", "height")
 _KIND_FREE = ("connect_timeout_s", "io_timeout_s", "freshness_limit_s")  # bounds that hold whatever the backend kind
@@ -24,7 +24,9 @@ class BackendFlags:
         return bool(self.backend or self.url or self.rdp_host)
 
 
-def select_backend(cfg: BackendConfig, *, backend: str | None = None, url: str | None = None, rdp_host: str | None = None) -> BackendSpec | None:
+def select_backend(
+    cfg: BackendConfig, *, backend: str | None = None, url: str | None = None, rdp_host: str | None = None
+) -> BackendSpec | None:
     """The backend spec a run uses (None when nothing names one). UsageError (exit 2) when contradictory."""
     if url and rdp_host:
         raise UsageError("give either --url or --rdp-host, not both")
@@ -92,5 +94,3 @@ def _finish(fields: dict[str, object]) -> BackendSpec | None:
 def _spec_fields(spec: BackendSpec) -> dict[str, object]:
     defaults = BackendSpec.__dataclass_fields__
     return {k: v for k, v in spec.to_json().items() if v != defaults[k].default or k == "kind"}
-
-

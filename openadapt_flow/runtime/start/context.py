@@ -9,22 +9,22 @@ from functools import partial
 from typing import Any, Required, TypedDict
 
 from openadapt_flow.backends.base import Backend
+from openadapt_flow.bundle.config import DeployConfig
 from openadapt_flow.bundle.loader import LoadedBundle
+from openadapt_flow.bundle.models import Bundle, Step
 from openadapt_flow.bundle.params import BoundParams, Interpolator
+from openadapt_flow.errors import UsageError
 from openadapt_flow.ladder.ladder import Ladder
 from openadapt_flow.ladder.types import Box
-from openadapt_flow.bundle.models import Bundle, Step
-from openadapt_flow.errors import UsageError
-from openadapt_flow.bundle.config import DeployConfig
+from openadapt_flow.records.entry import JournalEntry, step_of
+from openadapt_flow.records.states import RecordType, is_a
 from openadapt_flow.runtime.judge.fold import RunProgress
-from openadapt_flow.runtime.start.launch import Runs
 from openadapt_flow.runtime.judge.policy import Budget, check_dispatch
+from openadapt_flow.runtime.start.launch import Runs
 from openadapt_flow.store.base import JournalWriter, RunHandle, RunLease
 from openadapt_flow.store.frames import FrameWriter
 from openadapt_flow.verify.screen import Anchor, ScreenChecks
 from openadapt_flow.vision.mask import WHOLE_FRAME, field_band, paint_over
-from openadapt_flow.records.states import RecordType, is_a
-from openadapt_flow.records.entry import JournalEntry, step_of
 
 
 class StepSummary(TypedDict, total=False):
@@ -65,13 +65,19 @@ class RunContext:
     stop: threading.Event = field(default_factory=threading.Event)
     durable: bool = False
     lease: RunLease | None = None
-    steps: dict[str, Step] = field(default_factory=dict)  # the run's steps by id: a bundle's, or a workflow's calls so far
+    steps: dict[str, Step] = field(
+        default_factory=dict
+    )  # the run's steps by id: a bundle's, or a workflow's calls so far
     digest: str = ""  # what a decision task pins: the bundle's digest, or the workflow's source digest
     runs: Runs | None = None  # how a step starts or continues a child run (runtime/runs.py)
-    fold: RunProgress = field(default_factory=RunProgress)  # what the journal says the run has done (runtime/judge/fold.py)
+    fold: RunProgress = field(
+        default_factory=RunProgress
+    )  # what the journal says the run has done (runtime/judge/fold.py)
     approved_before: str | None = None  # an `approval: before` step the operator approved for this resume
     inbox: dict[str, Mapping[str, object]] = field(default_factory=dict)  # step id -> answer/signal delivered for it
-    masks: dict[str, Box] = field(default_factory=dict)  # secret-typing step id -> the frame region painted over in every saved frame
+    masks: dict[str, Box] = field(
+        default_factory=dict
+    )  # secret-typing step id -> the frame region painted over in every saved frame
     focus: Anchor | None = None  # where the last step with a target found it: a key step's facts are placed from there
     pointer_parked: bool = False  # this process parked the pointer for the run (runtime/act/pointer.py)
     park_after: bool = False  # park the pointer right after the run's last input: another item follows (pointer.py)
@@ -111,8 +117,11 @@ class RunContext:
         self.masks[step_id] = box or WHOLE_FRAME
         self.frames.mask = partial(paint_over, boxes=tuple(self.masks.values()))
         if journal:
-            self.journal.append(RecordType.FRAMES_MASKED, step_id, {"box": list(box) if box else None, "whole_frame": box is None,
-                                                           "why": "a secret was typed here"})
+            self.journal.append(
+                RecordType.FRAMES_MASKED,
+                step_id,
+                {"box": list(box) if box else None, "whole_frame": box is None, "why": "a secret was typed here"},
+            )
 
     def _seal_dispatch(self, rec: JournalEntry) -> None:
         """A consequential step's `action_dispatched` (fsync'd) is sealed in the run ledger before its input is sent,
@@ -131,7 +140,6 @@ class RunContext:
         if self.lease is not None:
             self.lease.fence()
 
-
     def guard_input(self) -> None:
         """Before every input call (runtime/start/fenced.py): the lease as this process sees it, then the desktop
         lock the run is driven under; LeaseLost (or DeskLost) stops the input at once."""
@@ -141,7 +149,9 @@ class RunContext:
             self.desk_fence()
 
 
-def secret_regions(records: list[JournalEntry], secret_steps: set[str], scale: tuple[float, float]) -> dict[str, Box | None]:
+def secret_regions(
+    records: list[JournalEntry], secret_steps: set[str], scale: tuple[float, float]
+) -> dict[str, Box | None]:
     """Where each secret-typing step that sent input typed (None: the whole frame), from the journal: its last
     `frames_masked` record, else the band around its dispatched point and matched target box."""
     out: dict[str, Box | None] = {}

@@ -35,7 +35,7 @@ def key_batches(text: str, size: int = KEY_BATCH) -> list[str]:
     start = 0
     for i, ch in enumerate(text):
         if i + 1 - start >= size and ch.isascii() and i + 1 < len(text):
-            out.append(text[start:i + 1])
+            out.append(text[start : i + 1])
             start = i + 1
     if start < len(text):
         out.append(text[start:])
@@ -72,8 +72,10 @@ class FencedBackend:
         for ch in text:
             char_keysym(ch)
             if not ch.isascii() and not self.capabilities.unicode_typing:
-                raise BackendError(f"the {self.name} backend types ASCII text only: cannot type {ch!r} (non-ASCII); "
-                                   "nothing of this text was typed")
+                raise BackendError(
+                    f"the {self.name} backend types ASCII text only: cannot type {ch!r} (non-ASCII); "
+                    "nothing of this text was typed"
+                )
         for i, batch in enumerate(key_batches(text)):
             if i:
                 crash_point(BATCH_POINT)

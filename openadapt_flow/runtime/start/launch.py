@@ -14,10 +14,10 @@ from typing import Any
 
 from openadapt_flow.backends.base import Backend
 from openadapt_flow.backends.spec import BackendSpec
-from openadapt_flow.bundle.loader import LoadedBundle
 from openadapt_flow.bundle.config import DeployConfig
-from openadapt_flow.store.base import RunHandle
+from openadapt_flow.bundle.loader import LoadedBundle
 from openadapt_flow.records.states import RunState
+from openadapt_flow.store.base import RunHandle
 from openadapt_flow.vision.ocr import OcrEngine
 
 Reporter = Callable[[RunHandle], Any]
@@ -31,7 +31,9 @@ class RunOutcome:
     run_dir: Path  # the run's reference (runtime/start/runref.py): its directory, or `memory:NAME`
     message: str = ""
     category: str | None = None
-    parked: bool = False  # the run's last input left the pointer parked (`ReplayRequest.park_after`), nothing sent since
+    parked: bool = (
+        False  # the run's last input left the pointer parked (`ReplayRequest.park_after`), nothing sent since
+    )
 
 
 @dataclass

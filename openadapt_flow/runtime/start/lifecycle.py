@@ -4,20 +4,19 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from openadapt_flow.bundle.config import DeployConfig
 from openadapt_flow.bundle.models import Step
 from openadapt_flow.errors import RefusedError
-from openadapt_flow.bundle.config import DeployConfig
-from openadapt_flow.runtime.judge.outcome import classify
-from openadapt_flow.store.faults import crash_point
-from openadapt_flow.store.base import JournalWriter, RunHandle
-from openadapt_flow.store.lease import held_elsewhere, owner_alive
-from openadapt_flow.store import digest_manifest
-from openadapt_flow.records.rundoc import Finalized, ManifestBody, ManifestDoc, NotedState, StateView
-from openadapt_flow.store.seal import SCHEMA_PREFIX
-from openadapt_flow.records.states import LIVE_STATES, RecordType, RunState, TERMINAL_STATES, is_a
 from openadapt_flow.records.entry import JournalEntry
 from openadapt_flow.records.kinds import InterruptedData, RunStart, RunStopData
-
+from openadapt_flow.records.rundoc import Finalized, ManifestBody, ManifestDoc, NotedState, StateView
+from openadapt_flow.records.states import LIVE_STATES, TERMINAL_STATES, RecordType, RunState, is_a
+from openadapt_flow.runtime.judge.outcome import classify
+from openadapt_flow.store import digest_manifest
+from openadapt_flow.store.base import JournalWriter, RunHandle
+from openadapt_flow.store.faults import crash_point
+from openadapt_flow.store.lease import held_elsewhere, owner_alive
+from openadapt_flow.store.seal import SCHEMA_PREFIX
 
 
 def lease_ttl(run: RunHandle) -> float:
@@ -60,8 +59,11 @@ def effective_state(run: RunHandle) -> StateView:
         return {"state": RunState.PENDING}
     st = run.state()
     if st.get("state") in LIVE_STATES and owner_gone(run):
-        noted: NotedState = {**st, "state": RunState.INTERRUPTED,
-                             "note": "owner process is gone; `flow reconcile` or `flow resume` finalises it"}
+        noted: NotedState = {
+            **st,
+            "state": RunState.INTERRUPTED,
+            "note": "owner process is gone; `flow reconcile` or `flow resume` finalises it",
+        }
         return noted
     return st
 
@@ -79,7 +81,9 @@ def record_interrupted(journal: JournalWriter, data: InterruptedData) -> Journal
     return journal.append(RecordType.INTERRUPTED, None, data)
 
 
-def finalize_interrupted(run: RunHandle, journal: JournalWriter, records: list[JournalEntry], steps: Iterable[Step], why: str) -> Finalized:
+def finalize_interrupted(
+    run: RunHandle, journal: JournalWriter, records: list[JournalEntry], steps: Iterable[Step], why: str
+) -> Finalized:
     """Record an owner's death: INTERRUPTED with the transaction outcome classified from the journal.
 
     A journal that already ends with `run_finished` (the owner died, or the disk filled, after journaling its stop
@@ -88,15 +92,28 @@ def finalize_interrupted(run: RunHandle, journal: JournalWriter, records: list[J
     last = _recorded_stop(records)
     if last is not None:
         d = last["data"]
-        cp_seq = next((r["seq"] for r in reversed(records) if is_a(r, RecordType.STEP_VERIFIED, RecordType.STEP_SKIPPED)), None)
-        run.write_state(d["state"], journal=journal, transaction_outcome=d.get("transaction_outcome"), message=f"stop recorded in the journal (seq {last['seq']}); {why}",
-                        last_checkpoint_seq=cp_seq)
+        cp_seq = next(
+            (r["seq"] for r in reversed(records) if is_a(r, RecordType.STEP_VERIFIED, RecordType.STEP_SKIPPED)), None
+        )
+        run.write_state(
+            d["state"],
+            journal=journal,
+            transaction_outcome=d.get("transaction_outcome"),
+            message=f"stop recorded in the journal (seq {last['seq']}); {why}",
+            last_checkpoint_seq=cp_seq,
+        )
         return {"state": d["state"], "transaction_outcome": d.get("transaction_outcome")}
     outcome, evidence = classify(steps, records)
-    record_interrupted(journal, {"message": why, "finalized": True, "transaction_outcome": outcome, "outcome_evidence": evidence})
+    record_interrupted(
+        journal, {"message": why, "finalized": True, "transaction_outcome": outcome, "outcome_evidence": evidence}
+    )
     prev_seq = run.state().get("last_checkpoint_seq") if run.has_state() else None
     run.write_state(
-        RunState.INTERRUPTED, journal=journal, transaction_outcome=outcome, message=why, last_checkpoint_seq=prev_seq,
+        RunState.INTERRUPTED,
+        journal=journal,
+        transaction_outcome=outcome,
+        message=why,
+        last_checkpoint_seq=prev_seq,
     )
     return {"state": RunState.INTERRUPTED, "transaction_outcome": outcome}
 
@@ -115,7 +132,9 @@ def finalized_state(records: list[JournalEntry]) -> str:
     return str(last["data"]["state"]) if last is not None else RunState.INTERRUPTED
 
 
-def begin_run(run: RunHandle, key: bytes, manifest: ManifestBody, started: RunStart) -> tuple[JournalWriter, JournalEntry]:
+def begin_run(
+    run: RunHandle, key: bytes, manifest: ManifestBody, started: RunStart
+) -> tuple[JournalWriter, JournalEntry]:
     """Start a run atomically: journal `run_started` (pinning the manifest about to be written), state RUNNING, and only
     then `manifest.json`, the file that makes a directory a run. A death before it leaves no run, and sent nothing."""
     body: ManifestDoc = {"schema": SCHEMA_PREFIX + "manifest@1", **manifest}

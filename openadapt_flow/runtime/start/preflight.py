@@ -16,17 +16,20 @@ from collections.abc import Callable, Collection
 from pathlib import Path
 from typing import Any
 
-from openadapt_flow.bundle.loader import LoadedBundle
+from openadapt_flow.bundle.config import DeployConfig
 from openadapt_flow.bundle.effect import Effect
+from openadapt_flow.bundle.loader import LoadedBundle
 from openadapt_flow.bundle.models import Step
 from openadapt_flow.bundle.params import BoundParams
 from openadapt_flow.errors import ConfigError, ParamError, Unavailable
-from openadapt_flow.bundle.config import DeployConfig
 from openadapt_flow.verify.effects import Reading, make_reader, resolve_effect
 
 # a reading that failed because the system of record did not answer (exit 75), not because what was asked is wrong
-UNREACHABLE = re.compile(r"refused|timed out|timeout expired|unreachable|could not connect|connection failed|"
-                         r"Name or service not known|Temporary failure in name resolution|HTTP 5\d\d", re.IGNORECASE)
+UNREACHABLE = re.compile(
+    r"refused|timed out|timeout expired|unreachable|could not connect|connection failed|"
+    r"Name or service not known|Temporary failure in name resolution|HTTP 5\d\d",
+    re.IGNORECASE,
+)
 PREFLIGHT_RUN_ID = "run-check"  # the run id a reader is built with when no run exists yet (binds only)
 
 
@@ -61,19 +64,28 @@ def check_model_key(config: DeployConfig, allow_model: bool) -> None:
     """A model rung that will be used has the API key its config names (else its first call fails mid-run)."""
     mc = config.ladder.model
     if (allow_model or mc.enabled) and mc.api_key_env and not os.environ.get(mc.api_key_env):
-        raise ConfigError(f"ladder.model.api_key_env {mc.api_key_env} is not set in the environment (the model rung "
-                          "is on: --allow-model or ladder.model.enabled)")
+        raise ConfigError(
+            f"ladder.model.api_key_env {mc.api_key_env} is not set in the environment (the model rung "
+            "is on: --allow-model or ladder.model.enabled)"
+        )
 
 
-def check_effects(loaded: LoadedBundle, config: DeployConfig, params: BoundParams, run_id: str = PREFLIGHT_RUN_ID) -> None:
+def check_effects(
+    loaded: LoadedBundle, config: DeployConfig, params: BoundParams, run_id: str = PREFLIGHT_RUN_ID
+) -> None:
     """Every declared effect can be read with what this run has — its `use:` in the config, its env vars, its binds, a
     DSN it understands (exit 2, before a run directory or a connection exists)."""
     for step, effect in _effects(loaded, config):
         _reader(step, effect, params, run_id)
 
 
-def check_settings(loaded: LoadedBundle, config: DeployConfig, params: BoundParams | None, allow_model: bool,
-                   unbound: ParamError | None = None) -> None:
+def check_settings(
+    loaded: LoadedBundle,
+    config: DeployConfig,
+    params: BoundParams | None,
+    allow_model: bool,
+    unbound: ParamError | None = None,
+) -> None:
     """Every setting the run needs — each effect's verifier (its `use:`, env vars, binds) and the model key — checked
     together: one error names all that are missing or wrong, with `unbound` (the params that could not be bound;
     `params` is None then), instead of one per try. (The backend's password variable is the backend's to read at
@@ -87,8 +99,11 @@ def check_settings(loaded: LoadedBundle, config: DeployConfig, params: BoundPara
             if params is not None:
                 make_reader(effect, params.values | {"run_id": PREFLIGHT_RUN_ID})
             else:  # the binds cannot be judged without params; the environment can
-                problems += [f"step {step.id!r}: effect {f} {getattr(effect, f)} is not set in the environment"
-                             for f in ("dsn_env", "token_env") if getattr(effect, f, None) and not os.environ.get(getattr(effect, f))]
+                problems += [
+                    f"step {step.id!r}: effect {f} {getattr(effect, f)} is not set in the environment"
+                    for f in ("dsn_env", "token_env")
+                    if getattr(effect, f, None) and not os.environ.get(getattr(effect, f))
+                ]
         except ConfigError as e:
             problems.append(f"step {step.id!r}: {e}")
     try:
@@ -104,8 +119,13 @@ def check_settings(loaded: LoadedBundle, config: DeployConfig, params: BoundPara
         raise ConfigError("missing or wrong settings (all of them): " + "; ".join(problems))
 
 
-def probe_effects(loaded: LoadedBundle, config: DeployConfig, params: BoundParams, run_id: str = PREFLIGHT_RUN_ID,
-                  started: Collection[str] = ()) -> None:
+def probe_effects(
+    loaded: LoadedBundle,
+    config: DeployConfig,
+    params: BoundParams,
+    run_id: str = PREFLIGHT_RUN_ID,
+    started: Collection[str] = (),
+) -> None:
     """Read every effect's system of record once, before the first input: one that cannot be read now could never
     give the baseline its step needs, so the run is refused here (exit 2) instead of halting after earlier inputs.
 
@@ -117,10 +137,23 @@ def probe_effects(loaded: LoadedBundle, config: DeployConfig, params: BoundParam
         if step.id in started:
             continue
         if effect.kind == "file" and effect.path and not Path(effect.path).parent.is_dir():
-            raise ConfigError(f"step {step.id!r}: effect path {effect.path}: folder {Path(effect.path).parent} does not "
-                              "exist; nothing was sent")
-        key = (effect.kind, effect.dsn, os.environ.get(effect.dsn_env or ""), effect.query, effect.url, effect.path,
-               effect.json_path, effect.contains, str(effect.changes), str(effect.tables), effect.max_rows)
+            raise ConfigError(
+                f"step {step.id!r}: effect path {effect.path}: folder {Path(effect.path).parent} does not "
+                "exist; nothing was sent"
+            )
+        key = (
+            effect.kind,
+            effect.dsn,
+            os.environ.get(effect.dsn_env or ""),
+            effect.query,
+            effect.url,
+            effect.path,
+            effect.json_path,
+            effect.contains,
+            str(effect.changes),
+            str(effect.tables),
+            effect.max_rows,
+        )
         if key in seen:
             continue
         reading = _reader(step, effect, params, run_id)()

@@ -10,8 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from openadapt_flow.bundle.config import DeployConfig
-from openadapt_flow.store.base import RunHandle, RunStore
 from openadapt_flow.store import MEMORY_PREFIX as PREFIX
+from openadapt_flow.store.base import RunHandle, RunStore
 from openadapt_flow.store.select import open_store, store_of_ref
 
 RunRef = RunHandle | Path | str

@@ -157,7 +157,9 @@ def bind_args(fn: Callable[..., Any], given: Mapping[str, Any], *, from_text: bo
     out: dict[str, object] = {}  # JSON values, by argument name
     for name, value in given.items():
         if name not in names and not takes_any:
-            raise UsageError(f"--arg {name}: {fn.__qualname__} takes no argument {name!r} (takes: {', '.join(names) or 'none'})")
+            raise UsageError(
+                f"--arg {name}: {fn.__qualname__} takes no argument {name!r} (takes: {', '.join(names) or 'none'})"
+            )
         out[name] = _coerce(name, hints.get(name), value) if from_text and isinstance(value, str) else value
     missing = [n for n, p in names.items() if p.default is p.empty and n not in out]
     if missing:

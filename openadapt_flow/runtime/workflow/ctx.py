@@ -34,16 +34,16 @@ from uuid import UUID
 
 from openadapt_flow.bundle.models import Step
 from openadapt_flow.errors import FlowError, RefusedError, RunSignal
-from openadapt_flow.runtime.judge.calls import Call
-from openadapt_flow.runtime.start.context import RunContext
-from openadapt_flow.runtime.act.durable import calls, durable_call
-from openadapt_flow.runtime.act.durable.calls import jsonable
-from openadapt_flow.runtime.judge.halt import Halt, Pause, StopRequested
-from openadapt_flow.runtime.judge.policy import PolicyBlock, check_step
-from openadapt_flow.runtime.workflow.api import entry_of, tool_info
-from openadapt_flow.runtime.workflow.llm import Llm, chat
 from openadapt_flow.records.states import DecisionKind, PausedReason, RecordType
 from openadapt_flow.records.stepdoc import CallFields, VerifiedBy, VerifiedData
+from openadapt_flow.runtime.act.durable import calls, durable_call
+from openadapt_flow.runtime.act.durable.calls import jsonable
+from openadapt_flow.runtime.judge.calls import Call
+from openadapt_flow.runtime.judge.halt import Halt, Pause, StopRequested
+from openadapt_flow.runtime.judge.policy import PolicyBlock, check_step
+from openadapt_flow.runtime.start.context import RunContext
+from openadapt_flow.runtime.workflow.api import entry_of, tool_info
+from openadapt_flow.runtime.workflow.llm import Llm, chat
 
 
 class WorkflowStop(RunSignal):
@@ -139,7 +139,9 @@ def invoke(fn: Callable[..., Any], args: tuple[Any, ...], kwargs: Mapping[str, o
 class WorkflowContext:
     """`ctx` in `def my_workflow(ctx, ...)`: every method is a durable call (awaitable in an async workflow)."""
 
-    def __init__(self, rc: RunContext, entry: str, calls: dict[int, Call], runner: ChildRunner, *, is_async: bool = False) -> None:
+    def __init__(
+        self, rc: RunContext, entry: str, calls: dict[int, Call], runner: ChildRunner, *, is_async: bool = False
+    ) -> None:
         self.rc = rc
         self.entry = entry
         self.calls = calls
@@ -161,8 +163,15 @@ class WorkflowContext:
 
     # -- the one durable-step function ---------------------------------------------------------------
 
-    def _call(self, kind: str, name: str, base_id: str, fields: CallFields, body: Callable[[Step, Call | None], Any],
-              inputs: Any = None) -> Any:
+    def _call(
+        self,
+        kind: str,
+        name: str,
+        base_id: str,
+        fields: CallFields,
+        body: Callable[[Step, Call | None], Any],
+        inputs: Any = None,
+    ) -> Any:
         """Look up the recorded output of this call, else run `body`, then record it (runtime/act/durable's durable_call).
 
         `inputs` are the call's arguments: a keyed digest of them is journaled, and a recorded result is
@@ -170,7 +179,9 @@ class WorkflowContext:
         changed, and the recorded result may not be theirs).
         """
         if self.in_step:
-            raise WorkflowStop(Halt("input", f"ctx.{kind} was called inside another durable call; durable calls cannot nest"))
+            raise WorkflowStop(
+                Halt("input", f"ctx.{kind} was called inside another durable call; durable calls cannot nest")
+            )
         index = self._next
         self._next += 1
         n = self._ids[base_id] = self._ids.get(base_id, 0) + 1
@@ -194,8 +205,17 @@ class WorkflowContext:
                 blocked = check_step(rc.config.policy, rc.budget, step, None)
                 if blocked is not None:
                     raise blocked
-                calls.started(rc, step, index, intent=f"{kind} {name}", sync=True, action=kind, name=name, inputs=digest,
-                              consequential=step.is_consequential)
+                calls.started(
+                    rc,
+                    step,
+                    index,
+                    intent=f"{kind} {name}",
+                    sync=True,
+                    action=kind,
+                    name=name,
+                    inputs=digest,
+                    consequential=step.is_consequential,
+                )
             rc.progress.step_started(index, max(index + 1, len(self.calls)), step.id, f"{kind} {name}")
             began.append(time.monotonic())
             self.in_step = True
@@ -214,22 +234,35 @@ class WorkflowContext:
         except (Pause, PolicyBlock, StopRequested, RefusedError) as e:
             raise WorkflowStop(e) from None
         if began:
-            rc.progress.step_finished(index, max(index + 1, len(self.calls)), step.id, {"ok": True, "rung": kind, "ms": (time.monotonic() - began[0]) * 1000})
+            rc.progress.step_finished(
+                index,
+                max(index + 1, len(self.calls)),
+                step.id,
+                {"ok": True, "rung": kind, "ms": (time.monotonic() - began[0]) * 1000},
+            )
         return self._ret(verified["data"].get("result"))
 
     def _check_same(self, past: Call, index: int, kind: str, name: str, digest: str) -> None:
         """The call the journal recorded at this position must be this one, with the same arguments."""
         if (past.kind, past.name) != (kind, name):
-            raise WorkflowStop(DivergedError(
-                f"workflow {self.entry} diverged from its journal at call #{index}: the journal recorded "
-                f"{past.kind} {past.name!r}, the code now calls {kind} {name!r} (the code changed under this run; "
-                "redeploy the version that started it, or start a new run)", past.step))
+            raise WorkflowStop(
+                DivergedError(
+                    f"workflow {self.entry} diverged from its journal at call #{index}: the journal recorded "
+                    f"{past.kind} {past.name!r}, the code now calls {kind} {name!r} (the code changed under this run; "
+                    "redeploy the version that started it, or start a new run)",
+                    past.step,
+                )
+            )
         if past.inputs is not None and past.inputs != digest:
-            raise WorkflowStop(DivergedError(
-                f"workflow {self.entry} diverged from its journal at call #{index}: {kind} {name!r} is called with "
-                "other arguments than the journal recorded, so its recorded result is not returned (the code or "
-                "what it computes its arguments from changed; a workflow must call with the same arguments on "
-                "resume: no clocks or random values in them)", past.step))
+            raise WorkflowStop(
+                DivergedError(
+                    f"workflow {self.entry} diverged from its journal at call #{index}: {kind} {name!r} is called with "
+                    "other arguments than the journal recorded, so its recorded result is not returned (the code or "
+                    "what it computes its arguments from changed; a workflow must call with the same arguments on "
+                    "resume: no clocks or random values in them)",
+                    past.step,
+                )
+            )
 
     def _digest(self, inputs: Any) -> str:
         """HMAC-SHA256 (the journal's key) of the arguments as canonical JSON: comparable across resumes,
@@ -251,8 +284,11 @@ class WorkflowContext:
         later = [c for i, c in self.calls.items() if i >= self._next]
         if later:
             c = min(later, key=lambda c: c.index)
-            raise DivergedError(f"workflow {self.entry} diverged from its journal at call #{c.index}: the journal recorded "
-                                f"{c.kind} {c.name!r}, the code now returns without making it (the code changed under this run)", c.step)
+            raise DivergedError(
+                f"workflow {self.entry} diverged from its journal at call #{c.index}: the journal recorded "
+                f"{c.kind} {c.name!r}, the code now returns without making it (the code changed under this run)",
+                c.step,
+            )
 
     # -- acting calls: guarded dispatch -------------------------------------------------------------
 
@@ -266,8 +302,13 @@ class WorkflowContext:
             if d is not None and d.get("decision") == DecisionKind.RECONCILE and d.get("effect") == "landed":
                 return Recorded(None, "operator")
             if not (d is not None and d.get("decision") == DecisionKind.RECONCILE and d.get("effect") == "absent"):
-                raise Pause(PausedReason.AWAITING_APPROVAL, step.id, f"{what} was dispatched but its result was never recorded; it is "
-                            "not re-run blindly: flow approve RUN --decision reconcile --effect landed|absent", category="uncertain")
+                raise Pause(
+                    PausedReason.AWAITING_APPROVAL,
+                    step.id,
+                    f"{what} was dispatched but its result was never recorded; it is "
+                    "not re-run blindly: flow approve RUN --decision reconcile --effect landed|absent",
+                    category="uncertain",
+                )
             since = open_["seq"]  # the operator established it did not happen: that decision authorises the retry
         d = past.decision_after(0) if past is not None else None
         approved = bool(since) or (d is not None and d.get("decision") == DecisionKind.CONTINUE)
@@ -279,18 +320,34 @@ class WorkflowContext:
         """Run `fn(*args, **kwargs)` once; its JSON result is recorded and returned from the journal on resume."""
         info = tool_info(fn)
         fields: CallFields = {"action": "tool", "call": _call_name(fn, info.name), "consequential": info.consequential}
-        return self._call("tool", info.name, _slug(info.name), fields,
-                          lambda step, past: self._dispatch(step, past, f"tool {info.name!r}", lambda: invoke(fn, args, kwargs)),
-                          inputs=[args, kwargs])
+        return self._call(
+            "tool",
+            info.name,
+            _slug(info.name),
+            fields,
+            lambda step, past: self._dispatch(step, past, f"tool {info.name!r}", lambda: invoke(fn, args, kwargs)),
+            inputs=[args, kwargs],
+        )
 
     def domain(self, action: Callable[..., Any], *args: Any, human_in_the_loop: bool = True, **kwargs: Any) -> Any:
         """A named domain action (a write): paused for an operator's approval before each call when human_in_the_loop."""
         info = tool_info(action)
-        fields: CallFields = {"action": "tool", "call": _call_name(action, info.name), "consequential": True,
-                              "approval": "before" if human_in_the_loop else None}
-        return self._call("domain", info.name, _slug(info.name), fields,
-                          lambda step, past: self._dispatch(step, past, f"domain action {info.name!r}", lambda: invoke(action, args, kwargs)),
-                          inputs=[args, kwargs, human_in_the_loop])
+        fields: CallFields = {
+            "action": "tool",
+            "call": _call_name(action, info.name),
+            "consequential": True,
+            "approval": "before" if human_in_the_loop else None,
+        }
+        return self._call(
+            "domain",
+            info.name,
+            _slug(info.name),
+            fields,
+            lambda step, past: self._dispatch(
+                step, past, f"domain action {info.name!r}", lambda: invoke(action, args, kwargs)
+            ),
+            inputs=[args, kwargs, human_in_the_loop],
+        )
 
     def ask_user(self, question: str, choices: list[str] | None = None, type: str | None = None) -> Any:
         """Pause PAUSED(awaiting_user) until `flow answer RUN VALUE`; returns the answer (checked against choices/type)."""
@@ -300,7 +357,12 @@ class WorkflowContext:
                 raise Halt("input", f"ask_user type {type!r}: expected string, number, integer or boolean")
             calls.ask_user(self.rc, step.id, self.index, question, choices, type)
 
-        fields: CallFields = {"action": "ask_user", "question": question, "choices": list(choices) if choices else None, "type": type}
+        fields: CallFields = {
+            "action": "ask_user",
+            "question": question,
+            "choices": list(choices) if choices else None,
+            "type": type,
+        }
         return self._call("ask_user", "ask_user", "ask-user", fields, body, inputs=[question, choices, type])
 
     def wait_signal(self, name: str) -> Any:
@@ -323,15 +385,27 @@ class WorkflowContext:
         """Run a bundle's GUI steps as a child run (`children/<call id>`, each step checkpointed there) on the run's backend."""
         name, values = str(bundle), dict(params or {})
         fields: CallFields = {"action": "flow", "bundle": name, "params": values}
-        return self._call("replay", name, "replay-" + _slug(Path(name).name), fields,
-                          lambda step, past: self.runner.replay(self, step, name, values), inputs=values)
+        return self._call(
+            "replay",
+            name,
+            "replay-" + _slug(Path(name).name),
+            fields,
+            lambda step, past: self.runner.replay(self, step, name, values),
+            inputs=values,
+        )
 
     def child(self, wf: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         """Run another @workflow as a child run of this one (`children/<call id>`); returns what it returns."""
         entry = entry_of(wf)
         fields: CallFields = {"action": "flow", "bundle": "workflow:" + entry}
-        return self._call("child", entry, "child-" + _slug(entry.rpartition(":")[2]), fields,
-                          lambda step, past: self.runner.child(self, step, wf, args, kwargs), inputs=[args, kwargs])
+        return self._call(
+            "child",
+            entry,
+            "child-" + _slug(entry.rpartition(":")[2]),
+            fields,
+            lambda step, past: self.runner.child(self, step, wf, args, kwargs),
+            inputs=[args, kwargs],
+        )
 
     def generate(self, prompt: str, **options: Any) -> Any:
         """`ctx.llm.generate`: one model call through the configured endpoint, recorded and counted in the model budget."""
@@ -340,16 +414,25 @@ class WorkflowContext:
         def body(step: Step, past: Call | None) -> Any:
             policy, budget = self.rc.config.policy, self.rc.budget
             if policy.max_model_calls is not None and budget.model_calls >= policy.max_model_calls:
-                raise PolicyBlock("max_model_calls", budget.model_calls + 1, policy.max_model_calls, step.id,
-                              f"model call {budget.model_calls + 1} would exceed max_model_calls {policy.max_model_calls}")
+                raise PolicyBlock(
+                    "max_model_calls",
+                    budget.model_calls + 1,
+                    policy.max_model_calls,
+                    step.id,
+                    f"model call {budget.model_calls + 1} would exceed max_model_calls {policy.max_model_calls}",
+                )
             self.rc.before_dispatch(step)
-            self.rc.journal.append(RecordType.LLM_CALL, step.id, {"model_calls": 1, "model": model}, sync=True)  # counted even if it fails
+            self.rc.journal.append(
+                RecordType.LLM_CALL, step.id, {"model_calls": 1, "model": model}, sync=True
+            )  # counted even if it fails
             try:
                 return chat(self.rc.config.ladder.model, prompt, **options)
             except FlowError as e:
                 raise Halt("model", str(e), step=step.id, dispatched=True) from None
 
-        return self._call("llm", model, "llm", {"action": "tool", "call": "llm:" + model}, body, inputs=[prompt, options])
+        return self._call(
+            "llm", model, "llm", {"action": "tool", "call": "llm:" + model}, body, inputs=[prompt, options]
+        )
 
 
 class ChildRunner(Protocol):
@@ -357,7 +440,14 @@ class ChildRunner(Protocol):
 
     def replay(self, ctx: WorkflowContext, step: Step, bundle: str, params: dict[str, object]) -> Any: ...
 
-    def child(self, ctx: WorkflowContext, step: Step, wf: Callable[..., Any], args: tuple[Any, ...], kwargs: Mapping[str, object]) -> Any: ...
+    def child(
+        self,
+        ctx: WorkflowContext,
+        step: Step,
+        wf: Callable[..., Any],
+        args: tuple[Any, ...],
+        kwargs: Mapping[str, object],
+    ) -> Any: ...
 
 
 def _call_name(fn: Callable[..., Any], fallback: str) -> str:

@@ -10,17 +10,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from openadapt_flow.runtime.judge.calls import history
-from openadapt_flow.runtime.start.context import RunContext
-from openadapt_flow.runtime.act.durable import record_verified
-from openadapt_flow.runtime.operate.truth import consume_decision, record_decision
-from openadapt_flow.records.states import DecisionKind, RecordType, is_a
 from openadapt_flow.records.entry import JournalEntry, step_of
 from openadapt_flow.records.pausedoc import AppliedDecision, PendingBody
+from openadapt_flow.records.states import DecisionKind, RecordType, is_a
+from openadapt_flow.runtime.act.durable import record_verified
+from openadapt_flow.runtime.judge.calls import history
+from openadapt_flow.runtime.operate.truth import consume_decision, record_decision
+from openadapt_flow.runtime.start.context import RunContext
 
 
-def apply_decision(rc: RunContext, records: list[JournalEntry], pending: PendingBody | None,
-                   approval: AppliedDecision | None) -> list[JournalEntry]:
+def apply_decision(
+    rc: RunContext, records: list[JournalEntry], pending: PendingBody | None, approval: AppliedDecision | None
+) -> list[JournalEntry]:
     """Journal the operator's decision; an answer or signal becomes the waiting call's recorded result."""
     if pending is None:
         return []
@@ -59,8 +60,19 @@ def _record_delivery(rc: RunContext, records: list[JournalEntry], decision: Jour
     if d.get("decision") not in (DecisionKind.ANSWER, DecisionKind.SIGNAL) or header is None or done:
         return []
     value = _delivered(rc, d)
-    return [record_verified(rc, step, {"index": header["data"]["index"], "verified_by": "operator", "result": value,
-                                       "operator": d.get("operator"), "screen_facts": []})]
+    return [
+        record_verified(
+            rc,
+            step,
+            {
+                "index": header["data"]["index"],
+                "verified_by": "operator",
+                "result": value,
+                "operator": d.get("operator"),
+                "screen_facts": [],
+            },
+        )
+    ]
 
 
 def journaled_deliveries(rc: RunContext, records: list[JournalEntry]) -> list[JournalEntry]:
@@ -69,7 +81,11 @@ def journaled_deliveries(rc: RunContext, records: list[JournalEntry]) -> list[Jo
     new: list[JournalEntry] = []
     for call in history(records).values():
         d = call.last("decision")
-        if call.verified is not None or d is None or d["data"].get("decision") not in (DecisionKind.ANSWER, DecisionKind.SIGNAL):
+        if (
+            call.verified is not None
+            or d is None
+            or d["data"].get("decision") not in (DecisionKind.ANSWER, DecisionKind.SIGNAL)
+        ):
             continue
         new += _record_delivery(rc, records + new, d)
         rc.run.ledger_consume(d["data"]["pause_id"], d["data"]["decision"], d["seq"], d["hash"])

@@ -5,12 +5,19 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from openadapt_flow.ladder.chat_http import post_chat
 from openadapt_flow.bundle.config import ModelConfig
+from openadapt_flow.ladder.chat_http import post_chat
 
 
-def chat(mc: ModelConfig, prompt: str, *, system: str | None = None, max_tokens: int | None = None,
-         temperature: float = 0.0, model: str | None = None) -> str:
+def chat(
+    mc: ModelConfig,
+    prompt: str,
+    *,
+    system: str | None = None,
+    max_tokens: int | None = None,
+    temperature: float = 0.0,
+    model: str | None = None,
+) -> str:
     """One chat-completions request; the reply's text. ModelError (never a hang: the config's timeout bounds it)."""
     messages = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": prompt}]
     body: dict[str, object] = {"model": model or mc.model, "messages": messages, "temperature": temperature}
@@ -26,7 +33,14 @@ class Llm:
     def __init__(self, ctx: Any) -> None:
         self._ctx = ctx
 
-    def generate(self, prompt: str, *, system: str | None = None, max_tokens: int | None = None,
-                 temperature: float = 0.0, model: str | None = None) -> Any:
+    def generate(
+        self,
+        prompt: str,
+        *,
+        system: str | None = None,
+        max_tokens: int | None = None,
+        temperature: float = 0.0,
+        model: str | None = None,
+    ) -> Any:
         options = {"system": system, "max_tokens": max_tokens, "temperature": temperature, "model": model}
         return self._ctx.generate(prompt, **{k: v for k, v in options.items() if v is not None})

@@ -20,40 +20,47 @@ import time
 import traceback
 import uuid
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from dataclasses import dataclass
 from typing import Any
 
-from openadapt_flow.version import __version__
 from openadapt_flow.backends.factory import open_backend
 from openadapt_flow.backends.spec import BackendSpec
+from openadapt_flow.bundle.config import DeployConfig
 from openadapt_flow.bundle.models import Step
 from openadapt_flow.bundle.params import BoundParams
 from openadapt_flow.errors import RefusedError
-from openadapt_flow.runtime.judge.calls import call_steps
-from openadapt_flow.bundle.config import DeployConfig
-from openadapt_flow.runtime.start.context import Progress, RunContext
+from openadapt_flow.records.entry import JournalEntry
+from openadapt_flow.records.rundoc import ManifestBody
+from openadapt_flow.records.states import PausedReason, RecordType, RunState
 from openadapt_flow.runtime.act.assemble import NoDesktop, RunInputs, RunSetup, make_context, stop_on_signals
-from openadapt_flow.runtime.act.engine import finish, run_body
-from openadapt_flow.runtime.judge.halt import Halt
-from openadapt_flow.runtime.start.launch import BackendFactory, ReplayRequest, Reporter, RunOutcome, Runs, WorkflowRequest
+from openadapt_flow.runtime.act.durable.calls import jsonable
 from openadapt_flow.runtime.act.durable.child import ChildCall, run_child
+from openadapt_flow.runtime.act.engine import finish, run_body
+from openadapt_flow.runtime.judge.calls import call_steps
+from openadapt_flow.runtime.judge.halt import Halt
+from openadapt_flow.runtime.start.context import Progress, RunContext
+from openadapt_flow.runtime.start.launch import (
+    BackendFactory,
+    ReplayRequest,
+    Reporter,
+    RunOutcome,
+    Runs,
+    WorkflowRequest,
+)
 from openadapt_flow.runtime.start.lifecycle import begin_run
 from openadapt_flow.runtime.start.runref import store_for
 from openadapt_flow.runtime.workflow.api import ACTIVE, bind_args, entry_of, resolve_entry
 from openadapt_flow.runtime.workflow.ctx import DivergedError, WorkflowContext, WorkflowStop, invoke
-from openadapt_flow.runtime.act.durable.calls import jsonable
 from openadapt_flow.runtime.workflow.wait import workflow_result
+from openadapt_flow.store import CHILDREN
 from openadapt_flow.store.atomic import StorageFault
 from openadapt_flow.store.base import JournalWriter, RunHandle, RunLease
 from openadapt_flow.store.faults import crash_point
 from openadapt_flow.store.keys import load_decision_key, load_key
+from openadapt_flow.version import __version__
 from openadapt_flow.vision.engines import engine_versions
-from openadapt_flow.store import CHILDREN
-from openadapt_flow.records.rundoc import ManifestBody
-from openadapt_flow.records.states import PausedReason, RecordType, RunState
-from openadapt_flow.records.entry import JournalEntry
 
 
 def _source_digest(fn: Callable[..., Any], entry: str) -> str:
@@ -64,8 +71,14 @@ def _source_digest(fn: Callable[..., Any], entry: str) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
-def start_workflow(req: WorkflowRequest, runs: Runs, progress: Progress | None = None, reporter: Reporter | None = None,
-                   backend_factory: BackendFactory = open_backend, stop: threading.Event | None = None) -> RunOutcome:
+def start_workflow(
+    req: WorkflowRequest,
+    runs: Runs,
+    progress: Progress | None = None,
+    reporter: Reporter | None = None,
+    backend_factory: BackendFactory = open_backend,
+    stop: threading.Event | None = None,
+) -> RunOutcome:
     """Start a workflow run. Bad input (unknown entry, bad args, unreachable backend) raises before any run dir exists.
     `runs` starts and continues its child runs."""
     fn = resolve_entry(req.entry)
@@ -86,13 +99,23 @@ def start_workflow(req: WorkflowRequest, runs: Runs, progress: Progress | None =
         lease.start_heartbeat()
         crash_point("start:lease_acquired")
         try:  # atomically (begin_run): a death before manifest.json leaves no run, and nothing ran
-            journal, started = begin_run(run, key, _manifest(run_id, req, args, digest),
-                                         {"kind": "workflow", "entry": req.entry, "durable": True, "lease_generation": lease.generation})
+            journal, started = begin_run(
+                run,
+                key,
+                _manifest(run_id, req, args, digest),
+                {"kind": "workflow", "entry": req.entry, "durable": True, "lease_generation": lease.generation},
+            )
         except StorageFault as f:
             f.message = f"the run could not start ({f.detail}); nothing ran — start it again once the fault is gone"
             raise
-        rc = open_context(run, journal, lease, [started], WorkflowIdentity(run_id, digest, args, req.config),
-                          Wiring(runs, progress, reporter, stop))
+        rc = open_context(
+            run,
+            journal,
+            lease,
+            [started],
+            WorkflowIdentity(run_id, digest, args, req.config),
+            Wiring(runs, progress, reporter, stop),
+        )
         runner = Runner(req.backend, None, backend_factory)
         with stop_on_signals(rc.stop):
             return drive(WorkflowContext(rc, req.entry, {}, runner, is_async=is_async(fn)), fn, args)
@@ -102,11 +125,22 @@ def start_workflow(req: WorkflowRequest, runs: Runs, progress: Progress | None =
 
 def _manifest(run_id: str, req: WorkflowRequest, args: Mapping[str, Any], digest: str) -> ManifestBody:
     return {
-        "run_id": run_id, "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "tool_version": __version__,
-        "host": socket.gethostname(), "kind": "workflow", "entry": req.entry, "args": args,
-        "bundle": {"path": None, "name": req.entry, "digest": digest, "files": []}, "params": args,
-        "backend": req.backend.to_json() if req.backend else None, "step_ids": [], "durable": True, "allow_model": False,
-        "config": req.config.model_dump(mode="json", by_alias=True), "parent_run": req.parent_run, "child_runs": [],
+        "run_id": run_id,
+        "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "tool_version": __version__,
+        "host": socket.gethostname(),
+        "kind": "workflow",
+        "entry": req.entry,
+        "args": args,
+        "bundle": {"path": None, "name": req.entry, "digest": digest, "files": []},
+        "params": args,
+        "backend": req.backend.to_json() if req.backend else None,
+        "step_ids": [],
+        "durable": True,
+        "allow_model": False,
+        "config": req.config.model_dump(mode="json", by_alias=True),
+        "parent_run": req.parent_run,
+        "child_runs": [],
         "engines": engine_versions(),
     }
 
@@ -135,11 +169,23 @@ class Wiring:
     stop: threading.Event | None = None
 
 
-def open_context(run: RunHandle, journal: JournalWriter, lease: RunLease, records: list[JournalEntry], ident: WorkflowIdentity,
-                 wiring: Wiring) -> RunContext:
+def open_context(
+    run: RunHandle,
+    journal: JournalWriter,
+    lease: RunLease,
+    records: list[JournalEntry],
+    ident: WorkflowIdentity,
+    wiring: Wiring,
+) -> RunContext:
     """A workflow run's context: no bundle and no desktop; its steps are its calls, those the journal has to begin with."""
-    rc = make_context(run, ident.run_id, journal, NoDesktop(), RunInputs(None, BoundParams(dict(ident.args)), ident.digest),
-                      RunSetup(ident.config, wiring.runs, progress=wiring.progress, reporter=wiring.reporter))
+    rc = make_context(
+        run,
+        ident.run_id,
+        journal,
+        NoDesktop(),
+        RunInputs(None, BoundParams(dict(ident.args)), ident.digest),
+        RunSetup(ident.config, wiring.runs, progress=wiring.progress, reporter=wiring.reporter),
+    )
     rc.steps.update((s.id, s) for s in call_steps(records))
     rc.lease = lease
     rc.watch(records)
@@ -167,7 +213,9 @@ def _body(wctx: WorkflowContext, fn: Callable[..., Any], args: Mapping[str, Any]
         try:
             value = invoke(fn, (wctx,), dict(args))
             wctx.unreached()
-            wctx.rc.journal.append(RecordType.WORKFLOW_RETURNED, None, {"result": jsonable(value, "the workflow")}, sync=True)
+            wctx.rc.journal.append(
+                RecordType.WORKFLOW_RETURNED, None, {"result": jsonable(value, "the workflow")}, sync=True
+            )
         except WorkflowStop as s:
             raise s.cause from None
     except DivergedError:
@@ -194,14 +242,28 @@ class Runner:
 
     def replay(self, ctx: WorkflowContext, step: Step, bundle: str, params: dict[str, object]) -> Any:
         def start(child: RunHandle) -> RunOutcome:
-            req = ReplayRequest(bundle=_bundle_path(ctx.entry, bundle), params=params, backend=self.spec, config=ctx.rc.config,
-                                run_dir=child.ref, durable=True, parent_run=ctx.rc.run.ref)
+            req = ReplayRequest(
+                bundle=_bundle_path(ctx.entry, bundle),
+                params=params,
+                backend=self.spec,
+                config=ctx.rc.config,
+                run_dir=child.ref,
+                durable=True,
+                parent_run=ctx.rc.run.ref,
+            )
             return _runs(ctx).replay(req, ctx.rc.progress, ctx.rc.reporter, self.factory)
 
         child = run_child(ctx.rc, ChildCall(step, ctx.index, bundle, start, partial(self._resume, ctx)))
         return {"run_id": child.manifest()["run_id"], "run_dir": f"{CHILDREN}/{step.id}", "state": RunState.COMPLETED}
 
-    def child(self, ctx: WorkflowContext, step: Step, wf: Callable[..., Any], args: tuple[Any, ...], kwargs: Mapping[str, object]) -> Any:
+    def child(
+        self,
+        ctx: WorkflowContext,
+        step: Step,
+        wf: Callable[..., Any],
+        args: tuple[Any, ...],
+        kwargs: Mapping[str, object],
+    ) -> Any:
         try:  # bad arguments halt before any child run is begun
             named = inspect.signature(wf).bind(None, *args, **kwargs).arguments
         except TypeError as e:
@@ -209,16 +271,31 @@ class Runner:
         given = {k: v for k, v in list(named.items())[1:]}
 
         def start(child: RunHandle) -> RunOutcome:
-            req = WorkflowRequest(entry_of(wf), given, self.spec, ctx.rc.config, run_dir=child.ref, parent_run=ctx.rc.run.ref,
-                                  probe_backend=False)
+            req = WorkflowRequest(
+                entry_of(wf),
+                given,
+                self.spec,
+                ctx.rc.config,
+                run_dir=child.ref,
+                parent_run=ctx.rc.run.ref,
+                probe_backend=False,
+            )
             return _runs(ctx).start_workflow(req, ctx.rc.progress, ctx.rc.reporter, self.factory, ctx.rc.stop)
 
-        return workflow_result(run_child(ctx.rc, ChildCall(step, ctx.index, entry_of(wf), start, partial(self._resume, ctx))))
+        return workflow_result(
+            run_child(ctx.rc, ChildCall(step, ctx.index, entry_of(wf), start, partial(self._resume, ctx)))
+        )
 
     def _resume(self, ctx: WorkflowContext, child: RunHandle) -> RunOutcome:
         """The one resume, for a bundle child as for a workflow child."""
-        return _runs(ctx).resume(child, backend=self.override, progress=ctx.rc.progress, reporter=ctx.rc.reporter,
-                                 backend_factory=self.factory, stop=ctx.rc.stop)
+        return _runs(ctx).resume(
+            child,
+            backend=self.override,
+            progress=ctx.rc.progress,
+            reporter=ctx.rc.reporter,
+            backend_factory=self.factory,
+            stop=ctx.rc.stop,
+        )
 
 
 def _runs(ctx: WorkflowContext) -> Runs:

@@ -6,9 +6,9 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from openadapt_flow.records.states import STOPPED_STATES, RecordType, RunState, is_a
 from openadapt_flow.runtime.start.lifecycle import effective_state
 from openadapt_flow.runtime.start.runref import RunRef, open_ref
-from openadapt_flow.records.states import is_a, RecordType, RunState, STOPPED_STATES
 from openadapt_flow.store.base import RunHandle
 
 
@@ -37,8 +37,14 @@ def wait(run_dir: RunRef, timeout: float | None = None, poll_s: float = 0.1) -> 
         st = effective_state(run)
         state = st.get("state", RunState.PENDING)
         if state in STOPPED_STATES:
-            return WaitResult(state, st.get("paused_reason"), RunState(state).exit_code, st.get("transaction_outcome"), st.get("message"),
-                              workflow_result(run) if state == RunState.COMPLETED else None)
+            return WaitResult(
+                state,
+                st.get("paused_reason"),
+                RunState(state).exit_code,
+                st.get("transaction_outcome"),
+                st.get("message"),
+                workflow_result(run) if state == RunState.COMPLETED else None,
+            )
         if deadline is not None and time.monotonic() > deadline:
             raise TimeoutError(f"{run.ref}: still {state} after {timeout}s")
         time.sleep(poll_s)  # another process (or thread) writes the state; polling it is bounded by `timeout`

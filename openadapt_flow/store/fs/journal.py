@@ -7,10 +7,10 @@ import os
 from pathlib import Path
 
 from openadapt_flow.errors import RefusedError
+from openadapt_flow.records.entry import JournalEntry
 from openadapt_flow.store.atomic import StorageFault, fsync_dir, is_storage_error
 from openadapt_flow.store.faults import io_fault
 from openadapt_flow.store.journal import JournalWriterBase, LoadResult, parse_records, verify_chain
-from openadapt_flow.records.entry import JournalEntry
 
 
 def load_journal(path: Path, key: bytes, *, repair: bool = False) -> LoadResult:

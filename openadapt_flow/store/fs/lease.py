@@ -43,12 +43,16 @@ class Lease:
             who = f" (pid {info.pid} on {info.host})" if info else ""
             raise RefusedError(f"{self.run_dir}: run is owned by a live process{who}; refusing") from None
         prev = read_lease(self.run_dir)
-        if prev is not None and held_elsewhere(prev, self.ttl_s):  # a live owner on another host: the lock is local only
+        if prev is not None and held_elsewhere(
+            prev, self.ttl_s
+        ):  # a live owner on another host: the lock is local only
             unlock_fd(fd)
             os.close(fd)
             age = time.time() - prev.heartbeat_epoch
-            raise RefusedError(f"{self.run_dir}: run is owned by pid {prev.pid} on {prev.host} (heartbeat {age:.0f}s ago, "
-                               f"lease TTL {self.ttl_s:.0f}s); refusing")
+            raise RefusedError(
+                f"{self.run_dir}: run is owned by pid {prev.pid} on {prev.host} (heartbeat {age:.0f}s ago, "
+                f"lease TTL {self.ttl_s:.0f}s); refusing"
+            )
         self._fd = fd
         self.generation = (prev.generation if prev else 0) + 1
         try:
@@ -82,7 +86,9 @@ class Lease:
     def fence(self) -> None:
         """Before any input: stop if another process took the run over (its generation replaced ours)."""
         if not self.still_owner():
-            raise LeaseLost(f"{self.run_dir}: lease generation {self.generation} was replaced; this process must not act")
+            raise LeaseLost(
+                f"{self.run_dir}: lease generation {self.generation} was replaced; this process must not act"
+            )
 
     def guard(self) -> None:
         """Before every input call: the fence (one small file read). Another process on this host cannot take the

@@ -11,26 +11,49 @@ from pathlib import Path
 from typing import Unpack, cast
 
 from openadapt_flow.errors import CutStartup, RefusedError, RunDirError
+from openadapt_flow.records.entry import CheckpointDoc, JournalEntry
+from openadapt_flow.records.pausedoc import (
+    ApprovalBody,
+    ApprovalDoc,
+    IncidentBody,
+    IncidentDoc,
+    PendingBody,
+    PendingDoc,
+)
+from openadapt_flow.records.rundoc import ManifestBody, ManifestDoc, StateDoc, StateFields
+from openadapt_flow.records.states import RunState
 from openadapt_flow.store import checkpoint, escalation, ledger
-from openadapt_flow.store.atomic import (StorageFault, create_dirs, dumps, fsync_dir, is_storage_error, make_dirs, sync_dirs,
-                                         write_files_atomic, write_json_atomic)
+from openadapt_flow.store.atomic import (
+    StorageFault,
+    create_dirs,
+    dumps,
+    fsync_dir,
+    is_storage_error,
+    make_dirs,
+    sync_dirs,
+    write_files_atomic,
+    write_json_atomic,
+)
 from openadapt_flow.store.base import JournalWriter, RunHandle, check_artifact_name
 from openadapt_flow.store.frames import FrameWriter
 from openadapt_flow.store.fs.journal import Journal, load_journal, read_records
 from openadapt_flow.store.fs.lease import Lease, try_lock, unlock
 from openadapt_flow.store.fs.runpath import check_run_path, creation_error
 from openadapt_flow.store.journal import JOURNAL_FILE, LoadResult
-from openadapt_flow.records.entry import JournalEntry
-from openadapt_flow.records.entry import CheckpointDoc
-from openadapt_flow.records.pausedoc import ApprovalBody, ApprovalDoc, IncidentBody, IncidentDoc, PendingBody, PendingDoc
 from openadapt_flow.store.layout import (
-    BUNDLE, CHILDREN, FRAMES, INCIDENT, MANIFEST, REPORT_FILES, RUN_FILES, STATE, digest_manifest, free_run_name,
+    BUNDLE,
+    CHILDREN,
+    FRAMES,
+    INCIDENT,
+    MANIFEST,
+    REPORT_FILES,
+    RUN_FILES,
+    STATE,
+    digest_manifest,
+    free_run_name,
 )
 from openadapt_flow.store.lease import LeaseInfo, read_lease
-from openadapt_flow.records.rundoc import ManifestBody, ManifestDoc, StateDoc, StateFields
 from openadapt_flow.store.seal import SCHEMA_PREFIX, sealed_state, verify_seal
-from openadapt_flow.records.states import RunState
-
 
 # The file `flow export` (store/postgres/export.py) writes into the run directory it makes: the stored run it copies
 # (`pg:NAME --store SPEC`). Plain text, not JSON (no §7 run record): a marker that the directory is a copy to read.
@@ -43,8 +66,10 @@ def refuse_exported(run_dir: Path) -> None:
     mark = run_dir / EXPORT_MARK
     if mark.is_file():
         origin = mark.read_text(encoding="utf-8", errors="replace").strip()
-        raise RefusedError(f"{run_dir}: an export of {origin} (a copy to read); decide on and resume the run in its store "
-                           f"({origin}), never in the copy; refusing")
+        raise RefusedError(
+            f"{run_dir}: an export of {origin} (a copy to read); decide on and resume the run in its store "
+            f"({origin}), never in the copy; refusing"
+        )
 
 
 def check_new_run_dir(run_dir: Path) -> None:
@@ -149,7 +174,9 @@ class RunDir:
             raise RunDirError(f"{p}: not a directory")
         if not (p / MANIFEST).is_file():
             if (p / JOURNAL_FILE).is_file():  # a start-up cut before the manifest: a run that never began (spec §7)
-                raise CutStartup(f"{p}: not a run directory (its start-up was cut before {MANIFEST}; no input was sent — replay again)")
+                raise CutStartup(
+                    f"{p}: not a run directory (its start-up was cut before {MANIFEST}; no input was sent — replay again)"
+                )
             raise RunDirError(f"{p}: not a run directory (no {MANIFEST})")
         return cls(p)
 
@@ -186,7 +213,9 @@ class RunDir:
     def state(self) -> StateDoc:
         return cast(StateDoc, self.read_json(STATE))  # as written (check_seal verifies it against the journal)
 
-    def write_state(self, state: RunState, *, journal: JournalWriter | None = None, **fields: Unpack[StateFields]) -> None:
+    def write_state(
+        self, state: RunState, *, journal: JournalWriter | None = None, **fields: Unpack[StateFields]
+    ) -> None:
         """Replace state.json. With the run's `journal`, the state is sealed: it names the journal's end (seq, hash)
         and is HMAC-signed with the installation key, and the run ledger records the same end (spec §8), so a cut
         journal tail or an edited state is detected. Every transition of a run passes its journal."""
@@ -327,7 +356,9 @@ class RunDir:
 
     def read_pending(self) -> PendingDoc | None:
         # a run file read is its document (its model checks it where records are validated: tests, `flow verify`)
-        return cast("PendingDoc | None", escalation.read_json_file(self.path / escalation.PENDING, "pending escalation"))
+        return cast(
+            "PendingDoc | None", escalation.read_json_file(self.path / escalation.PENDING, "pending escalation")
+        )
 
     def write_pending(self, body: PendingBody) -> None:
         escalation.write_pending(self.path, body)
@@ -341,8 +372,12 @@ class RunDir:
     def read_approval(self) -> ApprovalDoc | None:
         return cast("ApprovalDoc | None", escalation.read_json_file(self.path / escalation.APPROVAL, "approval"))
 
-    def write_approval(self, body: ApprovalBody, signature: str, *, replaces: str | None = escalation.ANY_APPROVAL) -> None:
-        escalation.write_approval(self.path, {"schema": SCHEMA_PREFIX + "approval@1", **body, "signature": signature}, replaces)
+    def write_approval(
+        self, body: ApprovalBody, signature: str, *, replaces: str | None = escalation.ANY_APPROVAL
+    ) -> None:
+        escalation.write_approval(
+            self.path, {"schema": SCHEMA_PREFIX + "approval@1", **body, "signature": signature}, replaces
+        )
 
     def remove_approval(self) -> None:
         escalation.remove(self.path / escalation.APPROVAL)
@@ -354,7 +389,10 @@ class RunDir:
         return (self.path / escalation.DECISIONS / f"{pause_id}.json").exists()
 
     def read_decision(self, pause_id: str) -> ApprovalDoc | None:
-        return cast("ApprovalDoc | None", escalation.read_json_file(self.path / escalation.DECISIONS / f"{pause_id}.json", "decision"))
+        return cast(
+            "ApprovalDoc | None",
+            escalation.read_json_file(self.path / escalation.DECISIONS / f"{pause_id}.json", "decision"),
+        )
 
     def decisions(self) -> list[ApprovalDoc]:
         """Consumed decisions, oldest first (unreadable ones left out: views only)."""
@@ -377,8 +415,9 @@ class RunDir:
 
     def write_reports(self, report: Mapping[str, object], markdown: str, html: str) -> None:
         body = dumps({"schema": SCHEMA_PREFIX + "report@1", **report}).encode("utf-8")
-        write_files_atomic(self.path, {REPORT_FILES[0]: body, REPORT_FILES[1]: markdown.encode(),
-                                       REPORT_FILES[2]: html.encode()})
+        write_files_atomic(
+            self.path, {REPORT_FILES[0]: body, REPORT_FILES[1]: markdown.encode(), REPORT_FILES[2]: html.encode()}
+        )
 
     def put_artifact(self, rel: str, data: bytes) -> None:
         self._artifact(rel)  # a name inside the run
@@ -394,7 +433,9 @@ class RunDir:
         """Files under `prefix`, as paths relative to the run, oldest first."""
         root = self._artifact(prefix)
         files = [p for p in root.rglob("*") if p.is_file()] if root.is_dir() else []
-        return [p.relative_to(self.path).as_posix() for p in sorted(files, key=lambda p: (p.stat().st_mtime, p.as_posix()))]
+        return [
+            p.relative_to(self.path).as_posix() for p in sorted(files, key=lambda p: (p.stat().st_mtime, p.as_posix()))
+        ]
 
     def remove_artifacts(self, prefix: str) -> None:
         root = self._artifact(prefix)
@@ -418,7 +459,11 @@ class RunDir:
         return {p.name for p in self.frames_dir.glob("*.png")} if self.frames_dir.exists() else set()
 
     def stamp(self) -> tuple[float, float, float]:
-        return (_mtime(self.state_path), _mtime(self.path / escalation.PENDING), _mtime(self.path / escalation.APPROVAL))
+        return (
+            _mtime(self.state_path),
+            _mtime(self.path / escalation.PENDING),
+            _mtime(self.path / escalation.APPROVAL),
+        )
 
     def child(self, name: str) -> "RunDir":
         return RunDir(self.path / CHILDREN / name)

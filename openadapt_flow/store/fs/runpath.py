@@ -18,9 +18,30 @@ from openadapt_flow.store.atomic import StorageFault, is_storage_error
 
 PATH_MAX = 4096  # Linux's, in bytes, with the final NUL
 NAME_MAX = 255  # the usual filesystem's, in bytes; pathconf says when it differs
-PSEUDO_FS = frozenset({"proc", "sysfs", "devtmpfs", "devpts", "cgroup", "cgroup2", "debugfs", "tracefs", "securityfs",
-                       "configfs", "bpf", "pstore", "efivarfs", "fusectl", "mqueue", "binfmt_misc", "autofs", "nsfs",
-                       "rpc_pipefs", "hugetlbfs"})
+PSEUDO_FS = frozenset(
+    {
+        "proc",
+        "sysfs",
+        "devtmpfs",
+        "devpts",
+        "cgroup",
+        "cgroup2",
+        "debugfs",
+        "tracefs",
+        "securityfs",
+        "configfs",
+        "bpf",
+        "pstore",
+        "efivarfs",
+        "fusectl",
+        "mqueue",
+        "binfmt_misc",
+        "autofs",
+        "nsfs",
+        "rpc_pipefs",
+        "hugetlbfs",
+    }
+)
 PSEUDO_ROOTS = {"/proc": "proc", "/sys": "sysfs", "/dev": "devtmpfs"}  # without /proc/self/mounts (not Linux): by name
 SHOWN = 240  # characters of a path an error line shows (the rest is counted, not printed)
 DENIED = frozenset({errno.EACCES, errno.EPERM, errno.EROFS})
@@ -31,29 +52,39 @@ def check_run_path(path: Path) -> None:
     text = str(path)
     bad = control_char(text)
     if bad is not None:
-        raise RunDirError(f"run directory {shown(text, SHOWN)}: the path holds a control character ({bad[1]} at position "
-                          f"{bad[0] + 1})")
+        raise RunDirError(
+            f"run directory {shown(text, SHOWN)}: the path holds a control character ({bad[1]} at position "
+            f"{bad[0] + 1})"
+        )
     full = Path(os.path.abspath(text))
     size = len(os.fsencode(str(full)))
     if size >= PATH_MAX:
-        raise RunDirError(f"run directory {shown(text, SHOWN)}: the path is {size} bytes, longer than the {PATH_MAX - 1} a "
-                          "path may have")
+        raise RunDirError(
+            f"run directory {shown(text, SHOWN)}: the path is {size} bytes, longer than the {PATH_MAX - 1} a "
+            "path may have"
+        )
     base = _existing_ancestor(full)
     limit = _name_max(base)
     long = next((p for p in full.parts if len(os.fsencode(p)) > limit), None)
     if long is not None:
-        raise RunDirError(f"run directory {shown(text, SHOWN)}: its part {shown(long, 30)} is longer than the {limit} bytes "
-                          "a file name may have")
+        raise RunDirError(
+            f"run directory {shown(text, SHOWN)}: its part {shown(long, 30)} is longer than the {limit} bytes "
+            "a file name may have"
+        )
     fs = _fs_type(base.resolve())
     if fs in PSEUDO_FS:
-        raise RunDirError(f"run directory {shown(text, SHOWN)}: {base} is on a {fs} pseudo filesystem, where no run can be "
-                          "written; choose a directory on a disk")
+        raise RunDirError(
+            f"run directory {shown(text, SHOWN)}: {base} is on a {fs} pseudo filesystem, where no run can be "
+            "written; choose a directory on a disk"
+        )
     if not base.is_dir():
         raise RunDirError(f"run directory {shown(text, SHOWN)}: {shown(base, SHOWN)} is not a directory")
     if not os.access(base, os.W_OK | os.X_OK):
         fault = StorageFault(str(base), PermissionError(errno.EACCES, "permission denied"))
-        fault.message = (f"run directory {shown(text, SHOWN)}: {shown(base, SHOWN)} may not be written by this user (permission "
-                         "denied); nothing was sent — choose another --run-dir or fix its permissions")
+        fault.message = (
+            f"run directory {shown(text, SHOWN)}: {shown(base, SHOWN)} may not be written by this user (permission "
+            "denied); nothing was sent — choose another --run-dir or fix its permissions"
+        )
         raise fault
 
 
@@ -63,8 +94,10 @@ def creation_error(path: Path, e: OSError | ValueError) -> RunDirError | Storage
     where = shown(os.path.abspath(path), SHOWN)
     if isinstance(e, OSError) and (e.errno in DENIED or is_storage_error(e)):
         fault = StorageFault(where, e)
-        fault.message = (f"cannot create the run directory {where} ({e.strerror or e}); nothing was sent — try again "
-                         "once it can be written")
+        fault.message = (
+            f"cannot create the run directory {where} ({e.strerror or e}); nothing was sent — try again "
+            "once it can be written"
+        )
         return fault
     why = e.strerror if isinstance(e, OSError) and e.strerror else "not a usable path"
     return RunDirError(f"cannot create the run directory {where}: {why}")

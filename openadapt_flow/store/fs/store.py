@@ -41,13 +41,18 @@ class FilesystemStore:
         return None
 
     def list_runs(self) -> list[RunDir]:
-        return [RunDir(p) for p in sorted(self.root.iterdir()) if (p / MANIFEST).is_file()] if self.root.is_dir() else []
+        return (
+            [RunDir(p) for p in sorted(self.root.iterdir()) if (p / MANIFEST).is_file()] if self.root.is_dir() else []
+        )
 
     def unstarted(self) -> list[RunDir]:
         if not self.root.is_dir():
             return []
-        return [RunDir(p) for p in sorted(self.root.iterdir())
-                if p.is_dir() and not (p / MANIFEST).exists() and (p / JOURNAL_FILE).is_file()]
+        return [
+            RunDir(p)
+            for p in sorted(self.root.iterdir())
+            if p.is_dir() and not (p / MANIFEST).exists() and (p / JOURNAL_FILE).is_file()
+        ]
 
     def operators(self) -> FileOperatorBook:
         """Operators and their audit log at the runs root (operators.json, operator_audit.jsonl), never in a run."""

@@ -8,10 +8,10 @@ import threading
 from dataclasses import dataclass, field
 
 from openadapt_flow.errors import RefusedError
-from openadapt_flow.store.journal import JournalWriterBase
 from openadapt_flow.records.entry import JournalEntry
-from openadapt_flow.store.lease import LeaseInfo, LeaseLost, holder_here
 from openadapt_flow.records.stepdoc import LedgerEntry
+from openadapt_flow.store.journal import JournalWriterBase
+from openadapt_flow.store.lease import LeaseInfo, LeaseLost, holder_here
 
 
 @dataclass
@@ -30,8 +30,15 @@ class MemoryRecords:
     def survivor(self) -> "MemoryRecords":
         """What a crash leaves of this run: a copy of every record as it is, the owner lock free (as the kernel frees
         a dead process's flock); the lease document still names the dead owner."""
-        return MemoryRecords(dict(self.docs), dict(self.changed), dict(self.decisions), bytearray(self.journal),
-                             dict(self.artifacts), threading.Lock(), self.lease)
+        return MemoryRecords(
+            dict(self.docs),
+            dict(self.changed),
+            dict(self.decisions),
+            bytearray(self.journal),
+            dict(self.artifacts),
+            threading.Lock(),
+            self.lease,
+        )
 
 
 @dataclass
@@ -57,7 +64,9 @@ class MemoryContents:
         except ValueError:
             doc = []
         if doc is not None and not isinstance(doc, dict):
-            raise RefusedError(f"{name}: its manifest is unreadable or not a JSON object; refusing a damaged run record")
+            raise RefusedError(
+                f"{name}: its manifest is unreadable or not a JSON object; refusing a damaged run record"
+            )
         return str(doc["run_id"]) if doc and "run_id" in doc else None
 
     def ledger_entry(self, run_id: str, ref: str, prefix: str) -> LedgerEntry:

@@ -15,30 +15,32 @@ import shutil
 import tempfile
 import threading
 import weakref
+from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
-from collections.abc import Mapping
 from typing import Any, Self, Unpack
 
 from openadapt_flow.errors import CutStartup, RefusedError, RunDirError
+from openadapt_flow.records.entry import JournalEntry
+from openadapt_flow.records.pausedoc import ApprovalDoc
+from openadapt_flow.records.rundoc import StateFields
+from openadapt_flow.records.states import RunState
 from openadapt_flow.store import ledger
 from openadapt_flow.store.atomic import dumps
 from openadapt_flow.store.base import JournalWriter, RunHandle, check_artifact_name
-from openadapt_flow.store.layout import free_run_name
 from openadapt_flow.store.docrun import DocumentRun
 from openadapt_flow.store.escalation import check_replaces, signature_of
 from openadapt_flow.store.faults import crash_point
-from openadapt_flow.records.rundoc import StateFields
+from openadapt_flow.store.layout import free_run_name
 from openadapt_flow.store.lease import LeaseInfo
-from openadapt_flow.records.entry import JournalEntry
 from openadapt_flow.store.memory.parts import MemoryContents, MemoryJournal, MemoryLease, MemoryRecords
 from openadapt_flow.store.operators import MemoryOperatorBook
-from openadapt_flow.records.pausedoc import ApprovalDoc
 from openadapt_flow.store.seal import sealed_state
-from openadapt_flow.records.states import RunState
 
 PREFIX = "memory:"
-_SWAP = threading.Lock()  # held while an approval is compared and set (memory runs are shared by this process's threads)
+_SWAP = (
+    threading.Lock()
+)  # held while an approval is compared and set (memory runs are shared by this process's threads)
 
 
 class MemoryRun(DocumentRun):
@@ -114,7 +116,9 @@ class MemoryRun(DocumentRun):
         return MemoryJournal(self.recs, key, records)
 
     # state
-    def write_state(self, state: RunState, *, journal: JournalWriter | None = None, **fields: Unpack[StateFields]) -> None:
+    def write_state(
+        self, state: RunState, *, journal: JournalWriter | None = None, **fields: Unpack[StateFields]
+    ) -> None:
         if journal is None:
             self._put("state", sealed_state(state, fields, None))
             return
@@ -189,7 +193,11 @@ class MemoryRun(DocumentRun):
     def children(self) -> list["MemoryRun"]:
         head = f"{self.name}/children/"
         runs = self.contents.runs
-        return [MemoryRun(self.store, n, self.contents) for n in sorted(runs) if n.startswith(head) and "/" not in n[len(head):]]
+        return [
+            MemoryRun(self.store, n, self.contents)
+            for n in sorted(runs)
+            if n.startswith(head) and "/" not in n[len(head) :]
+        ]
 
     # the run ledger (the store's own: it lives outside every run, as the filesystem's does)
     def ledger_claim(self, records: list[JournalEntry]) -> ledger.LedgerEntry:
@@ -272,7 +280,9 @@ class MemoryStore:
             raise RunDirError(f"{PREFIX}{name}: run not found")
         if "manifest" not in recs.docs:
             if recs.journal:
-                raise CutStartup(f"{PREFIX}{name}: not a run (its start-up was cut before the manifest; no input was sent — replay again)")
+                raise CutStartup(
+                    f"{PREFIX}{name}: not a run (its start-up was cut before the manifest; no input was sent — replay again)"
+                )
             raise RunDirError(f"{PREFIX}{name}: not a run (no manifest)")
         return MemoryRun(self, name)
 
@@ -283,8 +293,11 @@ class MemoryStore:
         return [MemoryRun(self, n) for n in sorted(self.runs) if "/" not in n and "manifest" in self.runs[n].docs]
 
     def unstarted(self) -> list[MemoryRun]:
-        return [MemoryRun(self, n) for n in sorted(self.runs)
-                if "/" not in n and "manifest" not in self.runs[n].docs and self.runs[n].journal]
+        return [
+            MemoryRun(self, n)
+            for n in sorted(self.runs)
+            if "/" not in n and "manifest" not in self.runs[n].docs and self.runs[n].journal
+        ]
 
 
 def _name(ref: str) -> str:
@@ -292,4 +305,3 @@ def _name(ref: str) -> str:
     if not name or name.startswith("/") or ".." in name.split("/"):
         raise RunDirError(f"{ref!r}: not a memory run name")
     return name
-

@@ -15,20 +15,47 @@ if TYPE_CHECKING:
     from openadapt_flow.store.postgres.artifacts import GC_MIN_AGE_S, gc_blobs
     from openadapt_flow.store.postgres.connector import PostgresConnector
     from openadapt_flow.store.postgres.export import export_run
-    from openadapt_flow.store.postgres.lease import PostgresLease
     from openadapt_flow.store.postgres.jobs_schema import check_queue_schema
+    from openadapt_flow.store.postgres.lease import PostgresLease
     from openadapt_flow.store.postgres.run import PostgresRun, run_name
     from openadapt_flow.store.postgres.schema import code_version, connect, migrate, migrations
     from openadapt_flow.store.postgres.store import PostgresStore
 
-__all__ = ["GC_MIN_AGE_S", "PREFIX", "PostgresConnector", "PostgresLease", "PostgresRun", "PostgresStore",
-           "check_queue_schema", "check_spec", "code_version", "connect", "export_run", "gc_blobs", "is_postgres",
-           "migrate", "migrations", "redact", "run_name"]
+__all__ = [
+    "GC_MIN_AGE_S",
+    "PREFIX",
+    "PostgresConnector",
+    "PostgresLease",
+    "PostgresRun",
+    "PostgresStore",
+    "check_queue_schema",
+    "check_spec",
+    "code_version",
+    "connect",
+    "export_run",
+    "gc_blobs",
+    "is_postgres",
+    "migrate",
+    "migrations",
+    "redact",
+    "run_name",
+]
 
-_LAZY = {"GC_MIN_AGE_S": "artifacts", "gc_blobs": "artifacts", "PostgresConnector": "connector", "export_run": "export",
-         "PostgresLease": "lease", "check_queue_schema": "jobs_schema", "PostgresRun": "run", "run_name": "run",
-         "code_version": "schema", "connect": "schema", "migrate": "schema", "migrations": "schema",
-         "PostgresStore": "store"}
+_LAZY = {
+    "GC_MIN_AGE_S": "artifacts",
+    "gc_blobs": "artifacts",
+    "PostgresConnector": "connector",
+    "export_run": "export",
+    "PostgresLease": "lease",
+    "check_queue_schema": "jobs_schema",
+    "PostgresRun": "run",
+    "run_name": "run",
+    "code_version": "schema",
+    "connect": "schema",
+    "migrate": "schema",
+    "migrations": "schema",
+    "PostgresStore": "store",
+}
 
 
 def __getattr__(name: str) -> Any:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterator
 from pathlib import Path
+
 import psycopg
 
 from openadapt_flow.errors import RefusedError
@@ -58,36 +59,47 @@ class PostgresArtifacts:
         digest = "sha256:" + hashlib.sha256(data).hexdigest()
         # the blob and its reference in one statement; a blob stored already is touched (and row-locked till the
         # reference commits), so `flow store gc` never takes it from under this write (gc_blobs)
-        self.store.run("WITH blob AS (INSERT INTO flow_blobs (digest, size, data) VALUES (%(d)s, %(n)s, %(b)s) "
-                       "ON CONFLICT (digest) DO UPDATE SET touched_at = now()) INSERT INTO flow_artifacts (run, name, digest) VALUES (%(run)s, %(name)s, %(d)s) "
-                       "ON CONFLICT (run, name) DO UPDATE SET digest = EXCLUDED.digest, "
-                       "ord = nextval(pg_get_serial_sequence('flow_artifacts', 'ord'))",
-                       {"d": digest, "n": len(data), "b": bytes(data), "run": self.id(create=True), "name": rel})
+        self.store.run(
+            "WITH blob AS (INSERT INTO flow_blobs (digest, size, data) VALUES (%(d)s, %(n)s, %(b)s) "
+            "ON CONFLICT (digest) DO UPDATE SET touched_at = now()) INSERT INTO flow_artifacts (run, name, digest) VALUES (%(run)s, %(name)s, %(d)s) "
+            "ON CONFLICT (run, name) DO UPDATE SET digest = EXCLUDED.digest, "
+            "ord = nextval(pg_get_serial_sequence('flow_artifacts', 'ord'))",
+            {"d": digest, "n": len(data), "b": bytes(data), "run": self.id(create=True), "name": rel},
+        )
 
     def get_artifact(self, rel: str) -> bytes | None:
         check_artifact_name(rel)
-        row = self.store.one("SELECT b.data FROM flow_artifacts a JOIN flow_blobs b ON b.digest = a.digest "
-                             "WHERE a.run = %s AND a.name = %s", (self.id(), rel))
+        row = self.store.one(
+            "SELECT b.data FROM flow_artifacts a JOIN flow_blobs b ON b.digest = a.digest "
+            "WHERE a.run = %s AND a.name = %s",
+            (self.id(), rel),
+        )
         return None if row is None else bytes(row[0])
 
     def list_artifacts(self, prefix: str) -> list[str]:
         check_artifact_name(prefix)
         head = prefix.rstrip("/") + "/"
-        rows = self.store.all("SELECT name FROM flow_artifacts WHERE run = %s AND starts_with(name, %s) ORDER BY ord",
-                              (self.id(), head))
+        rows = self.store.all(
+            "SELECT name FROM flow_artifacts WHERE run = %s AND starts_with(name, %s) ORDER BY ord", (self.id(), head)
+        )
         return [r[0] for r in rows]
 
     def remove_artifacts(self, prefix: str) -> None:
         check_artifact_name(prefix)
-        self.store.run("DELETE FROM flow_artifacts WHERE run = %s AND (name = %s OR starts_with(name, %s))",
-                       (self.id(), prefix, prefix.rstrip("/") + "/"))
+        self.store.run(
+            "DELETE FROM flow_artifacts WHERE run = %s AND (name = %s OR starts_with(name, %s))",
+            (self.id(), prefix, prefix.rstrip("/") + "/"),
+        )
 
     def _drop_artifact(self, rel: str) -> None:
         self.store.run("DELETE FROM flow_artifacts WHERE run = %s AND name = %s", (self.id(), rel))
 
     def _artifacts_under(self, prefix: str) -> Iterator[tuple[str, bytes]]:
-        rows = self.store.all("SELECT a.name, b.data FROM flow_artifacts a JOIN flow_blobs b ON b.digest = a.digest "
-                              "WHERE a.run = %s AND starts_with(a.name, %s)", (self.id(), prefix.rstrip("/") + "/"))
+        rows = self.store.all(
+            "SELECT a.name, b.data FROM flow_artifacts a JOIN flow_blobs b ON b.digest = a.digest "
+            "WHERE a.run = %s AND starts_with(a.name, %s)",
+            (self.id(), prefix.rstrip("/") + "/"),
+        )
         for name, data in rows:
             yield name, bytes(data)
 
@@ -96,7 +108,10 @@ class PostgresArtifacts:
 
     def artifacts(self) -> Iterator[tuple[str, bytes]]:
         """Every artifact of the run as (name, bytes), oldest first."""
-        rows = self.store.all("SELECT a.name, b.data FROM flow_artifacts a JOIN flow_blobs b ON b.digest = a.digest "
-                              "WHERE a.run = %s ORDER BY a.ord", (self.id(),))
+        rows = self.store.all(
+            "SELECT a.name, b.data FROM flow_artifacts a JOIN flow_blobs b ON b.digest = a.digest "
+            "WHERE a.run = %s ORDER BY a.ord",
+            (self.id(),),
+        )
         for name, data in rows:
             yield name, bytes(data)

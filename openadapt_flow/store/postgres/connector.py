@@ -34,7 +34,7 @@ SCRATCH = "flow-pg-store-"
 
 def _sweep_dead_scratch() -> None:
     for path in Path(tempfile.gettempdir()).glob(f"{SCRATCH}*"):
-        pid = path.name[len(SCRATCH):].split("-", 1)[0]
+        pid = path.name[len(SCRATCH) :].split("-", 1)[0]
         if pid.isdigit() and not Path(f"/proc/{pid}").exists():
             shutil.rmtree(path, ignore_errors=True)
 
@@ -88,7 +88,9 @@ class PostgresConnector:
 
     def _fault(self, e: psycopg.OperationalError | Unavailable) -> StorageFault:
         self.losses += 1  # the statement may or may not have committed; what else the server kept is unknown too
-        return StorageFault(self.where, OSError(errno.EIO, str(e).strip().splitlines()[0] if str(e).strip() else "connection lost"))
+        return StorageFault(
+            self.where, OSError(errno.EIO, str(e).strip().splitlines()[0] if str(e).strip() else "connection lost")
+        )
 
     def one(self, sql: str, params: Any = ()) -> Any:
         """The first row of a statement (None if it returned none)."""

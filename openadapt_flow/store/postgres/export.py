@@ -23,7 +23,9 @@ def export_run(run: PostgresRun, dest: Path) -> list[str]:
     check_new_run_dir(dest)
     dest.mkdir(parents=True, exist_ok=True)
     written: list[str] = [EXPORT_MARK]
-    write_bytes_atomic(dest / EXPORT_MARK, f"{run.ref} --store {run.store.where}\n".encode())  # first: a cut export is marked
+    write_bytes_atomic(
+        dest / EXPORT_MARK, f"{run.ref} --store {run.store.where}\n".encode()
+    )  # first: a cut export is marked
 
     def put(rel: str, data: bytes) -> None:
         check_artifact_name(rel)

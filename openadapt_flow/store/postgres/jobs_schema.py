@@ -33,8 +33,11 @@ def _sql_dir() -> Path:
 def engine_version() -> str:
     """The schema version the installed procrastinate expects: the name of the newest migration it ships (its
     schema.sql is the schema after it), e.g. `03.04.00_50`."""
-    names = [m.group(1) for p in (_sql_dir() / "migrations").glob("*.sql")
-             if (m := re.match(r"(\d\d\.\d\d\.\d\d_\d\d)_", p.name))]
+    names = [
+        m.group(1)
+        for p in (_sql_dir() / "migrations").glob("*.sql")
+        if (m := re.match(r"(\d\d\.\d\d\.\d\d_\d\d)_", p.name))
+    ]
     if not names:
         raise RuntimeError(f"{_sql_dir()}/migrations has no migrations: a broken procrastinate installation")
     return max(names)
@@ -46,8 +49,10 @@ def apply_queue_schema(conn: psycopg.Connection) -> None:
     this migration existed, with this same procrastinate) keeps them."""
     if conn.execute("SELECT to_regclass('procrastinate_jobs')").fetchone() == (None,):
         conn.execute((_sql_dir() / "schema.sql").read_text(encoding="utf-8").encode())
-    conn.execute("CREATE TABLE flow_queue_schema (engine text PRIMARY KEY, version text NOT NULL, "
-                 "applied_at timestamptz NOT NULL DEFAULT now())")
+    conn.execute(
+        "CREATE TABLE flow_queue_schema (engine text PRIMARY KEY, version text NOT NULL, "
+        "applied_at timestamptz NOT NULL DEFAULT now())"
+    )
     conn.execute("INSERT INTO flow_queue_schema (engine, version) VALUES (%s, %s)", (ENGINE, engine_version()))
 
 
@@ -56,8 +61,12 @@ def check_queue_schema(conn: psycopg.Connection, where: str) -> None:
     row = conn.execute("SELECT version FROM flow_queue_schema WHERE engine = %s", (ENGINE,)).fetchone()
     want = engine_version()
     if row is None:
-        raise RefusedError(f"--store {where}: no procrastinate schema recorded; run `flow store migrate --store {where}`; refusing")
+        raise RefusedError(
+            f"--store {where}: no procrastinate schema recorded; run `flow store migrate --store {where}`; refusing"
+        )
     if row[0] != want:
-        raise RefusedError(f"--store {where}: its procrastinate schema is {row[0]}, the installed procrastinate expects {want}; "
-                           f"apply procrastinate's migrations after {row[0]} (procrastinate/sql/migrations) and update "
-                           f"flow_queue_schema, or install the procrastinate that matches; refusing")
+        raise RefusedError(
+            f"--store {where}: its procrastinate schema is {row[0]}, the installed procrastinate expects {want}; "
+            f"apply procrastinate's migrations after {row[0]} (procrastinate/sql/migrations) and update "
+            f"flow_queue_schema, or install the procrastinate that matches; refusing"
+        )

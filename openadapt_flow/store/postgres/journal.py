@@ -14,11 +14,11 @@ import json
 
 import psycopg
 
-from openadapt_flow.store.journal import GENESIS, JournalWriterBase
 from openadapt_flow.records.entry import JournalEntry
+from openadapt_flow.records.states import RecordType, is_a
+from openadapt_flow.store.journal import GENESIS, JournalWriterBase
 from openadapt_flow.store.lease import LeaseLost
 from openadapt_flow.store.postgres.connector import PostgresConnector, RunRow
-from openadapt_flow.records.states import RecordType, is_a
 
 FENCED_TYPES = (RecordType.ACTION_DISPATCHED,)  # committed only while the writer's lease generation holds
 _TAIL = "SELECT seq, line FROM flow_journal WHERE run = %s ORDER BY seq DESC LIMIT 1"
@@ -27,12 +27,16 @@ _TAIL = "SELECT seq, line FROM flow_journal WHERE run = %s ORDER BY seq DESC LIM
 class PostgresJournal(JournalWriterBase):
     """Appends chained records as rows of flow_journal."""
 
-    def __init__(self, run: RunRow, db: PostgresConnector, key: bytes, records: list[JournalEntry] | None = None) -> None:
+    def __init__(
+        self, run: RunRow, db: PostgresConnector, key: bytes, records: list[JournalEntry] | None = None
+    ) -> None:
         super().__init__(key, records)
         self._run = run
         self._db = db
         self._unsynced = False
-        self._losses = db.losses  # the connector's count of lost connections when the tail was last known durable-or-ours
+        self._losses = (
+            db.losses
+        )  # the connector's count of lost connections when the tail was last known durable-or-ours
         # this writer's records since its last durable one, that one included (seq -> hash): what a tail re-read after
         # a connection loss may find (a record whose commit was cut off may have landed, or not). Records it was opened
         # on count as not yet durable: one read from the server may have been committed asynchronously by the last
@@ -47,8 +51,10 @@ class PostgresJournal(JournalWriterBase):
         row = self._db.one(_TAIL, (self._run.id(create=True),))
         seq, tail = (int(row[0]), json.loads(bytes(row[1]))["hash"]) if row else (0, GENESIS)
         if self._since_durable.get(seq) != tail:
-            raise LeaseLost(f"{self._run.ref}: journal seq {seq} is not a record this process appended (another "
-                            f"writer took the run over while the store was unreachable); this process must not act")
+            raise LeaseLost(
+                f"{self._run.ref}: journal seq {seq} is not a record this process appended (another "
+                f"writer took the run over while the store was unreachable); this process must not act"
+            )
         if seq < self.seq:
             self.lost.extend(range(seq + 1, self.seq + 1))
             self.last_of = {t: r for t, r in self.last_of.items() if r["seq"] <= seq}
@@ -62,15 +68,21 @@ class PostgresJournal(JournalWriterBase):
         gen, holder = (lease.generation, lease.holder) if lease is not None else (0, "")
         self._since_durable[rec["seq"]] = rec["hash"]  # it may land even if its commit's answer is lost
         try:
-            ok = self._db.one("SELECT flow_append(%s, %s, %s, %s, %s, %s, %s, %s, %s)",
-                              (self._run.id(create=True), rec["seq"], type_, rec["step"], line, durable, fence, gen, holder))[0]
+            ok = self._db.one(
+                "SELECT flow_append(%s, %s, %s, %s, %s, %s, %s, %s, %s)",
+                (self._run.id(create=True), rec["seq"], type_, rec["step"], line, durable, fence, gen, holder),
+            )[0]
         except psycopg.errors.UniqueViolation:
-            raise LeaseLost(f"{self._run.ref}: journal seq {rec['seq']} was already written by another writer; "
-                            f"this process must not act") from None
+            raise LeaseLost(
+                f"{self._run.ref}: journal seq {rec['seq']} was already written by another writer; "
+                f"this process must not act"
+            ) from None
         if not ok:
             del self._since_durable[rec["seq"]]
-            raise LeaseLost(f"{self._run.ref}: lease generation {gen} is no longer held (replaced or expired); "
-                            f"{type_} not recorded, this process must not act")
+            raise LeaseLost(
+                f"{self._run.ref}: lease generation {gen} is no longer held (replaced or expired); "
+                f"{type_} not recorded, this process must not act"
+            )
         if durable:
             self._since_durable = {rec["seq"]: rec["hash"]}
         self._unsynced = not durable

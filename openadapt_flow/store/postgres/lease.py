@@ -15,9 +15,11 @@ from openadapt_flow.errors import RefusedError
 from openadapt_flow.store.lease import LeaseInfo, LeaseLost, boot_id, owner_alive, process_start_time
 from openadapt_flow.store.postgres.connector import PostgresConnector, RunRow
 
-_LEASE_INFO = ("SELECT host, pid, start_time, boot_id, to_char(heartbeat_at AT TIME ZONE 'UTC', "
-               "'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), extract(epoch FROM now() - heartbeat_at)::float8, generation, holder, "
-               "expires_at <= now(), ttl_s FROM flow_leases WHERE run = %s")
+_LEASE_INFO = (
+    "SELECT host, pid, start_time, boot_id, to_char(heartbeat_at AT TIME ZONE 'UTC', "
+    "'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"'), extract(epoch FROM now() - heartbeat_at)::float8, generation, holder, "
+    "expires_at <= now(), ttl_s FROM flow_leases WHERE run = %s"
+)
 
 _TAKE = """
 INSERT INTO flow_leases (run, holder, generation, ttl_s, expires_at, heartbeat_at, host, pid, start_time, boot_id)
@@ -29,8 +31,10 @@ WHERE flow_leases.generation = %(seen)s
 RETURNING generation
 """
 
-_RENEW = ("UPDATE flow_leases SET heartbeat_at = now(), expires_at = now() + make_interval(secs => ttl_s) "
-          "WHERE run = %s AND generation = %s AND holder = %s AND expires_at > now()")
+_RENEW = (
+    "UPDATE flow_leases SET heartbeat_at = now(), expires_at = now() + make_interval(secs => ttl_s) "
+    "WHERE run = %s AND generation = %s AND holder = %s AND expires_at > now()"
+)
 
 
 def _clock() -> float:
@@ -59,8 +63,16 @@ def lease_row(conn: psycopg.Connection, run: int) -> tuple[LeaseInfo, str | None
     if row is None:
         return None
     host, pid, start, boot, at, age, gen, holder, expired, ttl = row
-    info = LeaseInfo(schema_="openadapt-flow/lease@1", host=host, pid=pid, start_time=start, boot_id=boot, heartbeat_at=at,
-                     heartbeat_epoch=time.time() - age, generation=gen)
+    info = LeaseInfo(
+        schema_="openadapt-flow/lease@1",
+        host=host,
+        pid=pid,
+        start_time=start,
+        boot_id=boot,
+        heartbeat_at=at,
+        heartbeat_epoch=time.time() - age,
+        generation=gen,
+    )
     return info, holder, bool(expired), float(ttl)
 
 
@@ -101,9 +113,19 @@ class PostgresLease:
             self._stop.wait(0.02)  # polling: an advisory lock has no timed wait that leaves the session usable
         pid = os.getpid()
         taking = _clock()
-        got = conn.execute(_TAKE, {"run": rid, "holder": self.holder, "ttl": self.ttl_s, "host": socket.gethostname(),
-                                   "pid": pid, "start": process_start_time(pid), "boot": boot_id(),
-                                   "seen": seen[0].generation if seen else -1}).fetchone()
+        got = conn.execute(
+            _TAKE,
+            {
+                "run": rid,
+                "holder": self.holder,
+                "ttl": self.ttl_s,
+                "host": socket.gethostname(),
+                "pid": pid,
+                "start": process_start_time(pid),
+                "boot": boot_id(),
+                "seen": seen[0].generation if seen else -1,
+            },
+        ).fetchone()
         if got is None:  # another process took it between our read and our write: exactly one wins
             conn.close()
             raise RefusedError(f"{self._run.ref}: run was just taken over by another process; refusing")
@@ -148,24 +170,33 @@ class PostgresLease:
 
     def fence(self) -> None:
         """Before any input: stop if the lease was replaced (another generation) or has expired."""
-        row = self._db.one("SELECT generation, holder, expires_at > now() FROM flow_leases WHERE run = %s",
-                                  (self._run.id(),))
+        row = self._db.one(
+            "SELECT generation, holder, expires_at > now() FROM flow_leases WHERE run = %s", (self._run.id(),)
+        )
         if row is None or row[0] != self.generation or row[1] != self.holder:
-            raise LeaseLost(f"{self._run.ref}: lease generation {self.generation} was replaced; this process must not act")
+            raise LeaseLost(
+                f"{self._run.ref}: lease generation {self.generation} was replaced; this process must not act"
+            )
         if not row[2]:
-            raise LeaseLost(f"{self._run.ref}: lease generation {self.generation} expired (no heartbeat within "
-                            f"{self.ttl_s:.0f}s); this process must not act")
+            raise LeaseLost(
+                f"{self._run.ref}: lease generation {self.generation} expired (no heartbeat within "
+                f"{self.ttl_s:.0f}s); this process must not act"
+            )
 
     def guard(self) -> None:
         """Before every input call, without a round trip: stop if a renewal was refused (replaced, or expired on the
         server) or no renewal has pushed the expiry past now — a process frozen past its TTL stops here on waking,
         before its heartbeat could even ask."""
         if self._refused:
-            raise LeaseLost(f"{self._run.ref}: lease generation {self.generation} was replaced or expired; "
-                            "this process must not act")
+            raise LeaseLost(
+                f"{self._run.ref}: lease generation {self.generation} was replaced or expired; "
+                "this process must not act"
+            )
         if _clock() - self._renewed_at > self.ttl_s:
-            raise LeaseLost(f"{self._run.ref}: lease generation {self.generation} expired (not renewed within "
-                            f"{self.ttl_s:.0f}s); this process must not act")
+            raise LeaseLost(
+                f"{self._run.ref}: lease generation {self.generation} expired (not renewed within "
+                f"{self.ttl_s:.0f}s); this process must not act"
+            )
 
     def release(self) -> None:
         self._stop.set()
@@ -176,8 +207,11 @@ class PostgresLease:
         if conn is None:
             return
         try:
-            conn.execute("UPDATE flow_leases SET holder = NULL, expires_at = now() WHERE run = %s AND generation = %s "
-                         "AND holder = %s", (self._run.id(), self.generation, self.holder))
+            conn.execute(
+                "UPDATE flow_leases SET holder = NULL, expires_at = now() WHERE run = %s AND generation = %s "
+                "AND holder = %s",
+                (self._run.id(), self.generation, self.holder),
+            )
             conn.execute("SELECT pg_advisory_unlock(%s, %s)", owner_lock_key(self._db.lock_ns, self._run.id()))
         except psycopg.Error:
             pass  # the row expires on its own; closing the session frees the lock

@@ -12,30 +12,33 @@ from collections.abc import Mapping
 from typing import Any, Self, Unpack
 
 from openadapt_flow.errors import RefusedError, RunDirError
+from openadapt_flow.records.entry import JournalEntry
+from openadapt_flow.records.pausedoc import ApprovalDoc
+from openadapt_flow.records.rundoc import StateFields
+from openadapt_flow.records.states import RunState
 from openadapt_flow.store import ledger
 from openadapt_flow.store.atomic import dumps
 from openadapt_flow.store.base import JournalWriter
 from openadapt_flow.store.docrun import DocumentRun
 from openadapt_flow.store.escalation import ApprovalChanged, check_replaces, signature_of
 from openadapt_flow.store.faults import crash_point
-from openadapt_flow.records.rundoc import StateFields
-from openadapt_flow.records.entry import JournalEntry
 from openadapt_flow.store.lease import LeaseInfo
-from openadapt_flow.records.pausedoc import ApprovalDoc
 from openadapt_flow.store.postgres.artifacts import PostgresArtifacts
 from openadapt_flow.store.postgres.connector import PostgresConnector
 from openadapt_flow.store.postgres.journal import PostgresJournal
 from openadapt_flow.store.postgres.lease import PostgresLease, lease_row, try_owner_lock
 from openadapt_flow.store.postgres.spec import PREFIX, is_postgres
 from openadapt_flow.store.seal import sealed_state
-from openadapt_flow.records.states import RunState
 
 NOW = "extract(epoch FROM clock_timestamp())"
 # document -> (table, column, change-clock column or None); the tables keyed by run hold one row per run
 DOCS: dict[str, tuple[str, str, str | None]] = {
-    "manifest": ("flow_runs", "manifest", None), "state": ("flow_runs", "state_doc", "state_at"),
-    "report": ("flow_runs", "report", None), "checkpoint": ("flow_checkpoints", "body", None),
-    "pending": ("flow_escalations", "pending", "pending_at"), "approval": ("flow_escalations", "approval", "approval_at"),
+    "manifest": ("flow_runs", "manifest", None),
+    "state": ("flow_runs", "state_doc", "state_at"),
+    "report": ("flow_runs", "report", None),
+    "checkpoint": ("flow_checkpoints", "body", None),
+    "pending": ("flow_escalations", "pending", "pending_at"),
+    "approval": ("flow_escalations", "approval", "approval_at"),
     "incident": ("flow_incidents", "body", None),
 }
 
@@ -68,8 +71,11 @@ class PostgresRun(PostgresArtifacts, DocumentRun):
         if self._id is None:
             row = self.store.one("SELECT id FROM flow_runs WHERE name = %s", (self.name,))
             if row is None and create:
-                row = self.store.one("INSERT INTO flow_runs (name) VALUES (%s) ON CONFLICT (name) DO UPDATE "
-                                     "SET name = EXCLUDED.name RETURNING id", (self.name,))
+                row = self.store.one(
+                    "INSERT INTO flow_runs (name) VALUES (%s) ON CONFLICT (name) DO UPDATE "
+                    "SET name = EXCLUDED.name RETURNING id",
+                    (self.name,),
+                )
             if row is None:
                 return -1  # no such run: every read finds nothing
             self._id = int(row[0])
@@ -103,19 +109,27 @@ class PostgresRun(PostgresArtifacts, DocumentRun):
         stamp = f", {at} = {NOW}" if at and text is not None else (f", {at} = NULL" if at else "")
         if table == "flow_runs":
             extra = {"state": ", state = %(state)s", "manifest": ", run_id = %(run_id)s"}.get(what, "")
-            self.store.run(f"UPDATE flow_runs SET {col} = %(text)s{stamp}{extra} WHERE id = %(id)s",
-                           {"text": text, "id": rid, "state": (doc or {}).get("state"), "run_id": (doc or {}).get("run_id")})
+            self.store.run(
+                f"UPDATE flow_runs SET {col} = %(text)s{stamp}{extra} WHERE id = %(id)s",
+                {"text": text, "id": rid, "state": (doc or {}).get("state"), "run_id": (doc or {}).get("run_id")},
+            )
         elif text is None and at is None:
             self.store.run(f"DELETE FROM {table} WHERE run = %s", (rid,))
         else:
             vals = f"%(text)s, {NOW}" if at else "%(text)s"
-            self.store.run(f"INSERT INTO {table} (run, {col}{', ' + at if at else ''}) VALUES (%(id)s, {vals}) "
-                           f"ON CONFLICT (run) DO UPDATE SET {col} = EXCLUDED.{col}{stamp}", {"text": text, "id": rid})
+            self.store.run(
+                f"INSERT INTO {table} (run, {col}{', ' + at if at else ''}) VALUES (%(id)s, {vals}) "
+                f"ON CONFLICT (run) DO UPDATE SET {col} = EXCLUDED.{col}{stamp}",
+                {"text": text, "id": rid},
+            )
 
     def stamp(self) -> tuple[float, float, float]:
-        row = self.store.one("SELECT CASE WHEN r.state_doc IS NULL THEN 0 ELSE r.state_at END, "
-                             "CASE WHEN e.pending IS NULL THEN 0 ELSE e.pending_at END, "
-                             "CASE WHEN e.approval IS NULL THEN 0 ELSE e.approval_at END FROM flow_runs r LEFT JOIN flow_escalations e ON e.run = r.id WHERE r.id = %s", (self.id(),))
+        row = self.store.one(
+            "SELECT CASE WHEN r.state_doc IS NULL THEN 0 ELSE r.state_at END, "
+            "CASE WHEN e.pending IS NULL THEN 0 ELSE e.pending_at END, "
+            "CASE WHEN e.approval IS NULL THEN 0 ELSE e.approval_at END FROM flow_runs r LEFT JOIN flow_escalations e ON e.run = r.id WHERE r.id = %s",
+            (self.id(),),
+        )
         return (0.0, 0.0, 0.0) if row is None else (float(row[0] or 0), float(row[1] or 0), float(row[2] or 0))
 
     # manifest
@@ -129,20 +143,26 @@ class PostgresRun(PostgresArtifacts, DocumentRun):
 
     # journal
     def journal_bytes(self) -> bytes:
-        return b"".join(bytes(r[0]) for r in self.store.all("SELECT line FROM flow_journal WHERE run = %s ORDER BY seq",
-                                                             (self.id(),)))
+        return b"".join(
+            bytes(r[0])
+            for r in self.store.all("SELECT line FROM flow_journal WHERE run = %s ORDER BY seq", (self.id(),))
+        )
 
     def has_journal(self) -> bool:
         return self.store.one("SELECT 1 FROM flow_journal WHERE run = %s LIMIT 1", (self.id(),)) is not None
 
     def _cut_journal(self, records: int, good_len: int) -> None:
-        self.store.run("DELETE FROM flow_journal WHERE run = %s AND seq > %s", (self.id(), records))  # rows are whole lines
+        self.store.run(
+            "DELETE FROM flow_journal WHERE run = %s AND seq > %s", (self.id(), records)
+        )  # rows are whole lines
 
     def _writer(self, key: bytes, records: list[JournalEntry]) -> PostgresJournal:
         return PostgresJournal(self, self.store, key, records)
 
     # state
-    def write_state(self, state: RunState, *, journal: JournalWriter | None = None, **fields: Unpack[StateFields]) -> None:
+    def write_state(
+        self, state: RunState, *, journal: JournalWriter | None = None, **fields: Unpack[StateFields]
+    ) -> None:
         if journal is None:
             self._put("state", sealed_state(state, fields, None))
             return
@@ -184,21 +204,31 @@ class PostgresRun(PostgresArtifacts, DocumentRun):
             changed = self.store.run(
                 f"INSERT INTO flow_escalations (run, approval, approval_at) VALUES (%(id)s, %(text)s, {NOW}) ON CONFLICT (run) "
                 f"DO UPDATE SET approval = EXCLUDED.approval, approval_at = EXCLUDED.approval_at "
-                f"WHERE flow_escalations.approval IS NOT DISTINCT FROM %(old)s", {"id": rid, "text": text, "old": row[0] if row else None})
+                f"WHERE flow_escalations.approval IS NOT DISTINCT FROM %(old)s",
+                {"id": rid, "text": text, "old": row[0] if row else None},
+            )
             if not changed:  # another writer's insert landed between our read and our write
-                raise ApprovalChanged(f"{where}: another decision was recorded since this one read the approval; refusing")
+                raise ApprovalChanged(
+                    f"{where}: another decision was recorded since this one read the approval; refusing"
+                )
 
     def consume_approval(self, pause_id: str) -> None:
         """Move the approval to decisions in one transaction: a decision is used once."""
         crash_point("approval:consuming")
         with self.store.tx():
-            row = self.store.one("UPDATE flow_escalations e SET approval = NULL, approval_at = NULL FROM "
-                                 "(SELECT approval FROM flow_escalations WHERE run = %s FOR UPDATE) old "
-                                 "WHERE e.run = %s AND old.approval IS NOT NULL RETURNING old.approval", (self.id(), self.id()))
+            row = self.store.one(
+                "UPDATE flow_escalations e SET approval = NULL, approval_at = NULL FROM "
+                "(SELECT approval FROM flow_escalations WHERE run = %s FOR UPDATE) old "
+                "WHERE e.run = %s AND old.approval IS NOT NULL RETURNING old.approval",
+                (self.id(), self.id()),
+            )
             if row is None:
                 raise RefusedError(f"{self.describe('approval')}: no approval to consume; refusing")
-            self.store.run("INSERT INTO flow_decisions (run, pause_id, body) VALUES (%s, %s, %s) ON CONFLICT (run, pause_id) "
-                           "DO UPDATE SET body = EXCLUDED.body, consumed_at = clock_timestamp()", (self.id(), pause_id, row[0]))
+            self.store.run(
+                "INSERT INTO flow_decisions (run, pause_id, body) VALUES (%s, %s, %s) ON CONFLICT (run, pause_id) "
+                "DO UPDATE SET body = EXCLUDED.body, consumed_at = clock_timestamp()",
+                (self.id(), pause_id, row[0]),
+            )
         crash_point("approval:consumed")
 
     def read_decision(self, pause_id: str) -> ApprovalDoc | None:
@@ -208,7 +238,9 @@ class PostgresRun(PostgresArtifacts, DocumentRun):
 
     def decision_texts(self) -> list[tuple[str, str]]:
         """Consumed decisions as (pause_id, text), oldest first."""
-        rows = self.store.all("SELECT pause_id, body FROM flow_decisions WHERE run = %s ORDER BY consumed_at", (self.id(),))
+        rows = self.store.all(
+            "SELECT pause_id, body FROM flow_decisions WHERE run = %s ORDER BY consumed_at", (self.id(),)
+        )
         return [(r[0], r[1]) for r in rows]
 
     # children
@@ -217,15 +249,19 @@ class PostgresRun(PostgresArtifacts, DocumentRun):
 
     def children(self) -> list["PostgresRun"]:
         head = f"{self.name}/children/"
-        rows = self.store.all("SELECT name FROM flow_runs WHERE starts_with(name, %s) AND strpos(substr(name, %s), '/') = 0 "
-                              "ORDER BY name", (head, len(head) + 1))
+        rows = self.store.all(
+            "SELECT name FROM flow_runs WHERE starts_with(name, %s) AND strpos(substr(name, %s), '/') = 0 "
+            "ORDER BY name",
+            (head, len(head) + 1),
+        )
         return [PostgresRun(self.store, r[0]) for r in rows]
 
     # the run ledger: a row of flow_ledger keyed by run_id, outside the run's rows (as a runs root's ledger is outside
     # every run directory), naming the row that holds the run
     def _ledger(self, lock: bool = False) -> ledger.LedgerEntry:
-        row = self.store.one("SELECT entry FROM flow_ledger WHERE run_id = %s" + (" FOR UPDATE" if lock else ""),
-                             (self.run_id(),))
+        row = self.store.one(
+            "SELECT entry FROM flow_ledger WHERE run_id = %s" + (" FOR UPDATE" if lock else ""), (self.run_id(),)
+        )
         entry: ledger.LedgerEntry = row[0] if row and row[0] else {}  # a row's jsonb decodes to a new dict
         if (run_id := self.run_id()) is not None:
             entry.setdefault("run_id", run_id)
@@ -234,8 +270,11 @@ class PostgresRun(PostgresArtifacts, DocumentRun):
         return entry
 
     def _save_ledger(self, entry: ledger.LedgerEntry) -> None:
-        self.store.run("INSERT INTO flow_ledger (run_id, holder, entry) VALUES (%s, %s, %s::jsonb) ON CONFLICT (run_id) "
-                       "DO UPDATE SET entry = EXCLUDED.entry", (self.run_id(), self.name, json.dumps(entry)))
+        self.store.run(
+            "INSERT INTO flow_ledger (run_id, holder, entry) VALUES (%s, %s, %s::jsonb) ON CONFLICT (run_id) "
+            "DO UPDATE SET entry = EXCLUDED.entry",
+            (self.run_id(), self.name, json.dumps(entry)),
+        )
 
     def ledger_claim(self, records: list[JournalEntry]) -> ledger.LedgerEntry:
         self.manifest()
@@ -258,12 +297,17 @@ class PostgresRun(PostgresArtifacts, DocumentRun):
         if holder is not None and holder != self.name:
             held = self.store.one("SELECT 1 FROM flow_runs WHERE name = %s AND run_id = %s", (holder, run_id))
             if held is not None:
-                raise RefusedError(f"{self.ref}: run {run_id} is held by {PREFIX}{holder} (this is a copy); a run "
-                                   f"continues in one place only; refusing")
+                raise RefusedError(
+                    f"{self.ref}: run {run_id} is held by {PREFIX}{holder} (this is a copy); a run "
+                    f"continues in one place only; refusing"
+                )
             entry["relocated_from"] = f"{PREFIX}{holder}"
         entry["path"] = self.ref
-        self.store.run("INSERT INTO flow_ledger (run_id, holder, entry) VALUES (%s, %s, '{}'::jsonb) ON CONFLICT (run_id) "
-                       "DO UPDATE SET holder = EXCLUDED.holder", (run_id, self.name))
+        self.store.run(
+            "INSERT INTO flow_ledger (run_id, holder, entry) VALUES (%s, %s, '{}'::jsonb) ON CONFLICT (run_id) "
+            "DO UPDATE SET holder = EXCLUDED.holder",
+            (run_id, self.name),
+        )
 
     def ledger_seal(self, seq: int, hash_: str | None) -> None:
         self.manifest()

@@ -22,8 +22,10 @@ from openadapt_flow.store.postgres.jobs_schema import QUEUE_MIGRATION, apply_que
 from openadapt_flow.store.postgres.spec import check_spec, redact
 
 MIGRATE_LOCK = 0x666C6F77  # "flow": the advisory lock key `migrate` holds while it applies files
-_VERSION_TABLE = ("CREATE TABLE IF NOT EXISTS flow_schema (version integer PRIMARY KEY, name text NOT NULL, "
-                  "applied_at timestamptz NOT NULL DEFAULT now())")
+_VERSION_TABLE = (
+    "CREATE TABLE IF NOT EXISTS flow_schema (version integer PRIMARY KEY, name text NOT NULL, "
+    "applied_at timestamptz NOT NULL DEFAULT now())"
+)
 
 
 @dataclass(frozen=True)
@@ -36,7 +38,13 @@ class Migration:
 # A failed connect carries no SQLSTATE in psycopg: libpq's text says who answered. A server's answer is prefixed
 # with its severity ("FATAL:  database "x" does not exist"); without one, no server answered (refused, timed out, no
 # route). These server answers mean "not now", not "no": starting up, shutting down, in recovery, no free slot.
-_NOT_NOW = ("is starting up", "is shutting down", "in recovery mode", "too many clients", "connection slots are reserved")
+_NOT_NOW = (
+    "is starting up",
+    "is shutting down",
+    "in recovery mode",
+    "too many clients",
+    "connection slots are reserved",
+)
 
 
 def _temporary(text: str) -> bool:
@@ -59,7 +67,9 @@ def connect(spec: str) -> psycopg.Connection:
         text = str(e).strip()  # 'connection failed: connection to server at …, port … failed: <why>\n\t<hint>'
         detail = " ".join(text.splitlines()[0].rsplit("failed: ", 1)[-1].split()) if text else type(e).__name__
         if _temporary(text):
-            raise StoreUnavailable(f"--store {redact(spec)}: cannot connect ({detail}); nothing was run: retry later") from None
+            raise StoreUnavailable(
+                f"--store {redact(spec)}: cannot connect ({detail}); nothing was run: retry later"
+            ) from None
         raise UsageError(f"--store {redact(spec)}: cannot connect ({detail})") from None
 
 
@@ -91,11 +101,15 @@ def check_schema(conn: psycopg.Connection, where: str) -> None:
     """Refuse a store this code cannot read: newer than the code, or not (fully) migrated."""
     have, know = applied_version(conn), code_version()
     if have > know:
-        raise RefusedError(f"--store {where}: its schema is version {have}, newer than this openadapt-flow knows ({know}); "
-                           f"upgrade openadapt-flow; refusing")
+        raise RefusedError(
+            f"--store {where}: its schema is version {have}, newer than this openadapt-flow knows ({know}); "
+            f"upgrade openadapt-flow; refusing"
+        )
     if have < know:
-        raise RefusedError(f"--store {where}: schema version {have}, this openadapt-flow needs {know}; run "
-                           f"`flow store migrate --store {where}` first; refusing")
+        raise RefusedError(
+            f"--store {where}: schema version {have}, this openadapt-flow needs {know}; run "
+            f"`flow store migrate --store {where}` first; refusing"
+        )
 
 
 def migrate(conn: psycopg.Connection, where: str) -> list[Migration]:
@@ -106,8 +120,10 @@ def migrate(conn: psycopg.Connection, where: str) -> list[Migration]:
         conn.execute(_VERSION_TABLE)
         have = applied_version(conn)
         if have > code_version():
-            raise RefusedError(f"--store {where}: its schema is version {have}, newer than this openadapt-flow knows "
-                               f"({code_version()}); upgrade openadapt-flow; refusing")
+            raise RefusedError(
+                f"--store {where}: its schema is version {have}, newer than this openadapt-flow knows "
+                f"({code_version()}); upgrade openadapt-flow; refusing"
+            )
         for m in migrations():
             if m.version > have:
                 if m.version == QUEUE_MIGRATION:  # the fleet's tables stand on procrastinate's

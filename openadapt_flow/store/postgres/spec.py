@@ -35,5 +35,7 @@ def redact(spec: str) -> str:
 def check_spec(spec: str) -> None:
     """Refuse a spec with a password in it (UsageError, exit 2), naming it without the password."""
     if spec != redact(spec):
-        raise UsageError(f"--store {redact(spec)}: a password in the store URL would be recorded with every run's config; "
-                         f"give it in PGPASSWORD or a PGPASSFILE / ~/.pgpass entry instead")
+        raise UsageError(
+            f"--store {redact(spec)}: a password in the store URL would be recorded with every run's config; "
+            f"give it in PGPASSWORD or a PGPASSFILE / ~/.pgpass entry instead"
+        )

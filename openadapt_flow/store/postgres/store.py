@@ -10,11 +10,11 @@ from __future__ import annotations
 from datetime import datetime
 
 from openadapt_flow.errors import CutStartup, RunDirError
+from openadapt_flow.store.layout import free_run_name
 from openadapt_flow.store.postgres.connector import PostgresConnector
 from openadapt_flow.store.postgres.operators import PostgresOperatorBook
 from openadapt_flow.store.postgres.run import PostgresRun, run_name
 from openadapt_flow.store.postgres.spec import PREFIX
-from openadapt_flow.store.layout import free_run_name
 
 _HOLDS = "(manifest IS NOT NULL OR EXISTS (SELECT 1 FROM flow_journal j WHERE j.run = flow_runs.id))"
 
@@ -37,35 +37,52 @@ class PostgresStore(PostgresConnector):
             run = PostgresRun(self, run_name(ref))
             run.id(create=True)
             return run
+
         def take(name: str) -> bool:
-            return self.one("INSERT INTO flow_runs (name) VALUES (%s) ON CONFLICT (name) DO NOTHING RETURNING id", (name,)) is not None
+            return (
+                self.one("INSERT INTO flow_runs (name) VALUES (%s) ON CONFLICT (name) DO NOTHING RETURNING id", (name,))
+                is not None
+            )
 
         return PostgresRun(self, free_run_name(take, self.where, now))
 
     def open_run(self, ref: str) -> PostgresRun:
         name = run_name(ref)
-        row = self.one("SELECT manifest IS NOT NULL, EXISTS (SELECT 1 FROM flow_journal j WHERE j.run = flow_runs.id) "
-                       "FROM flow_runs WHERE name = %s", (name,))
+        row = self.one(
+            "SELECT manifest IS NOT NULL, EXISTS (SELECT 1 FROM flow_journal j WHERE j.run = flow_runs.id) "
+            "FROM flow_runs WHERE name = %s",
+            (name,),
+        )
         if row is None or not (row[0] or row[1]):
             raise RunDirError(f"{PREFIX}{name}: run not found")
         if not row[0]:
-            raise CutStartup(f"{PREFIX}{name}: not a run (its start-up was cut before the manifest; no input was sent — replay again)")
+            raise CutStartup(
+                f"{PREFIX}{name}: not a run (its start-up was cut before the manifest; no input was sent — replay again)"
+            )
         return PostgresRun(self, name)
 
     def find_run(self, run_id: str) -> PostgresRun | None:
-        row = self.one("SELECT name FROM flow_runs WHERE run_id = %s AND manifest IS NOT NULL AND strpos(name, '/') = 0 "
-                       "ORDER BY id LIMIT 1", (run_id,))
+        row = self.one(
+            "SELECT name FROM flow_runs WHERE run_id = %s AND manifest IS NOT NULL AND strpos(name, '/') = 0 "
+            "ORDER BY id LIMIT 1",
+            (run_id,),
+        )
         return None if row is None else PostgresRun(self, row[0])
 
     def list_runs(self, state: str | None = None) -> list[PostgresRun]:
         """Runs of the store (children excluded), by name; with `state`, only those in it (an indexed column)."""
-        rows = self.all("SELECT name FROM flow_runs WHERE manifest IS NOT NULL AND strpos(name, '/') = 0 "
-                        "AND (%s::text IS NULL OR state = %s) ORDER BY name", (state, state))
+        rows = self.all(
+            "SELECT name FROM flow_runs WHERE manifest IS NOT NULL AND strpos(name, '/') = 0 "
+            "AND (%s::text IS NULL OR state = %s) ORDER BY name",
+            (state, state),
+        )
         return [PostgresRun(self, r[0]) for r in rows]
 
     def unstarted(self) -> list[PostgresRun]:
-        rows = self.all("SELECT name FROM flow_runs WHERE manifest IS NULL AND strpos(name, '/') = 0 AND "
-                        "EXISTS (SELECT 1 FROM flow_journal j WHERE j.run = flow_runs.id) ORDER BY name")
+        rows = self.all(
+            "SELECT name FROM flow_runs WHERE manifest IS NULL AND strpos(name, '/') = 0 AND "
+            "EXISTS (SELECT 1 FROM flow_journal j WHERE j.run = flow_runs.id) ORDER BY name"
+        )
         return [PostgresRun(self, r[0]) for r in rows]
 
     def operators(self) -> PostgresOperatorBook:

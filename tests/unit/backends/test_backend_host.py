@@ -10,15 +10,34 @@ from openadapt_flow.errors import UsageError
 pytestmark = pytest.mark.timeout(30)
 
 
-@pytest.mark.parametrize("host", ["localhost", "127.0.0.1", "::1", "fe80::1%eth0", "desk-01.corp.example.", "my_host",
-                                  "bücher.de", "a" * 63 + ".example"])
+@pytest.mark.parametrize(
+    "host",
+    [
+        "localhost",
+        "127.0.0.1",
+        "::1",
+        "fe80::1%eth0",
+        "desk-01.corp.example.",
+        "my_host",
+        "bücher.de",
+        "a" * 63 + ".example",
+    ],
+)
 def test_real_hosts_pass(host):
     assert host_problem(host) is None
 
 
-@pytest.mark.parametrize("host, why", [("de\x00sk", "control character (NUL"), ("a" * 254, "254 characters"),
-                                       ("a" * 64 + ".example", "not a valid host name"), ("-x", "not a valid host name"),
-                                       ("a b", "not a valid host name"), ("::g", "not a valid IPv6")])
+@pytest.mark.parametrize(
+    "host, why",
+    [
+        ("de\x00sk", "control character (NUL"),
+        ("a" * 254, "254 characters"),
+        ("a" * 64 + ".example", "not a valid host name"),
+        ("-x", "not a valid host name"),
+        ("a b", "not a valid host name"),
+        ("::g", "not a valid IPv6"),
+    ],
+)
 def test_hosts_that_are_none_are_named(host, why):
     assert why in (host_problem(host) or "")
     with pytest.raises(UsageError) as err:

@@ -13,8 +13,20 @@ pytestmark = pytest.mark.timeout(60)
 
 @pytest.mark.parametrize(
     ("ch", "sym"),
-    [("a", 0x61), ("A", 0x41), ("!", 0x21), (" ", 0x20), ("é", 0xE9), ("ß", 0xDF), ("ñ", 0xF1),
-     ("€", 0x010020AC), ("ő", 0x01000151), ("中", 0x01004E2D), ("\n", 0xFF0D), ("\t", 0xFF09)],
+    [
+        ("a", 0x61),
+        ("A", 0x41),
+        ("!", 0x21),
+        (" ", 0x20),
+        ("é", 0xE9),
+        ("ß", 0xDF),
+        ("ñ", 0xF1),
+        ("€", 0x010020AC),
+        ("ő", 0x01000151),
+        ("中", 0x01004E2D),
+        ("\n", 0xFF0D),
+        ("\t", 0xFF09),
+    ],
 )
 def test_characters_map_to_keysyms(ch: str, sym: int) -> None:
     assert char_keysym(ch) == sym

@@ -43,8 +43,20 @@ def test_parse_fixture_url() -> None:
 
 @pytest.mark.parametrize(
     "url",
-    ["", "screen", "http://host", "vnc://", "vnc:host", "vnc://host:99999", "vnc://host:0",
-     "vnc://host/path", "vnc://host?x=1", "fixture:", "rdp://:3389", "vnc://host:abc"],
+    [
+        "",
+        "screen",
+        "http://host",
+        "vnc://",
+        "vnc:host",
+        "vnc://host:99999",
+        "vnc://host:0",
+        "vnc://host/path",
+        "vnc://host?x=1",
+        "fixture:",
+        "rdp://:3389",
+        "vnc://host:abc",
+    ],
 )
 def test_bad_urls_are_one_line_usage_errors_naming_the_url(url: str) -> None:
     with pytest.raises(UsageError) as err:

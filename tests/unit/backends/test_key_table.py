@@ -16,8 +16,16 @@ from openadapt_flow.backends.fake import FakeBackend
 from openadapt_flow.backends.fixture import FixtureBackend
 from openadapt_flow.backends.spec import parse_url
 from openadapt_flow.backends.vnc import VncBackend
-from openadapt_flow.bundle.keys import (ALIASES, KEY_NAMES, KEYSYMS, char_keysym, invalid_keys, key_keysym, keysym_char,
-                                        normalise_key)
+from openadapt_flow.bundle.keys import (
+    ALIASES,
+    KEY_NAMES,
+    KEYSYMS,
+    char_keysym,
+    invalid_keys,
+    key_keysym,
+    keysym_char,
+    normalise_key,
+)
 from openadapt_flow.fixture.gestures import GestureDecoder
 from tests.support.fixtures import write_fixture
 

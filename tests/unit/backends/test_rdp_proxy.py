@@ -156,8 +156,27 @@ def cert(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str]:
     if shutil.which("openssl") is None:
         pytest.skip("openssl CLI not installed (`make setup` installs it)")
     d = tmp_path_factory.mktemp("cert")
-    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=fake-rdp",
-                    "-keyout", str(d / "key.pem"), "-out", str(d / "cert.pem")], check=True, capture_output=True, timeout=60)
+    subprocess.run(
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "rsa:2048",
+            "-nodes",
+            "-days",
+            "1",
+            "-subj",
+            "/CN=fake-rdp",
+            "-keyout",
+            str(d / "key.pem"),
+            "-out",
+            str(d / "cert.pem"),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
     der = ssl.PEM_cert_to_DER_cert((d / "cert.pem").read_text())
     return d / "cert.pem", d / "key.pem", cert_fingerprint(der)
 
@@ -194,9 +213,11 @@ def test_certificate_pinned_default_and_ignored(cert: tuple[Path, Path, str]) ->
 
 
 def test_certificate_check_refuses_legacy_and_maps_negotiation_errors() -> None:
-    for reply, words in ((confirm(selected=None), "legacy RDP security"),
-                         (confirm(failure=5), "Network Level Authentication"),
-                         (b"SSH-2.0-OpenSSH_9.2\r\n", "not RDP")):
+    for reply, words in (
+        (confirm(selected=None), "legacy RDP security"),
+        (confirm(failure=5), "Network Level Authentication"),
+        (b"SSH-2.0-OpenSSH_9.2\r\n", "not RDP"),
+    ):
         server = rdp_server(reply, None)
         try:
             with pytest.raises(ConnectionFailed, match=words):

@@ -7,9 +7,9 @@ import json
 import pytest
 
 from openadapt_flow.backends.spec import BackendSpec, parse_url
+from openadapt_flow.bundle.config import BackendConfig
 from openadapt_flow.errors import UsageError
 from openadapt_flow.runtime.start.backend_select import select_backend
-from openadapt_flow.bundle.config import BackendConfig
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -18,7 +18,13 @@ FP = ":".join(["a1"] * 32)
 
 def test_rdp_urls_and_default_port() -> None:
     spec = parse_url("rdp://WinBox")
-    assert (spec.kind, spec.host, spec.port, spec.effective_port, spec.url) == ("rdp", "winbox", None, 3389, "rdp://winbox:3389")
+    assert (spec.kind, spec.host, spec.port, spec.effective_port, spec.url) == (
+        "rdp",
+        "winbox",
+        None,
+        3389,
+        "rdp://winbox:3389",
+    )
     assert parse_url("rdp://[::1]:3390").url == "rdp://[::1]:3390"
     with pytest.raises(UsageError) as err:
         parse_url("rdp://admin:s3cret@winbox")
@@ -40,25 +46,55 @@ def test_rdp_fields_are_validated_and_the_fingerprint_normalised() -> None:
 
 def test_manifest_round_trip_holds_no_secret(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("LEDGER_RDP_PW", "hunter2-secret")
-    spec = BackendSpec(kind="rdp", host="winbox", port=3390, username="alice", domain="CORP",
-                       password_env="LEDGER_RDP_PW", cert_fingerprint=FP, width=1280, height=800)
+    spec = BackendSpec(
+        kind="rdp",
+        host="winbox",
+        port=3390,
+        username="alice",
+        domain="CORP",
+        password_env="LEDGER_RDP_PW",
+        cert_fingerprint=FP,
+        width=1280,
+        height=800,
+    )
     data = json.loads(json.dumps(spec.to_json()))
     assert "hunter2-secret" not in json.dumps(data)
     assert data["password_env"] == "LEDGER_RDP_PW" and data["username"] == "alice"
     assert BackendSpec.from_json(data) == spec  # `flow resume` rebuilds the backend from this
-    assert BackendSpec.from_json(BackendSpec(kind="rdp", host="w", ignore_certificate=True).to_json()).ignore_certificate
+    assert BackendSpec.from_json(
+        BackendSpec(kind="rdp", host="w", ignore_certificate=True).to_json()
+    ).ignore_certificate
 
 
 def test_config_and_flags_build_the_rdp_spec() -> None:
-    cfg = BackendConfig(kind="rdp", host="winbox", username="alice", domain="CORP", password_env="PW",
-                        cert_fingerprint=FP, width=1280, height=800)
+    cfg = BackendConfig(
+        kind="rdp",
+        host="winbox",
+        username="alice",
+        domain="CORP",
+        password_env="PW",
+        cert_fingerprint=FP,
+        width=1280,
+        height=800,
+    )
     spec = select_backend(cfg)
     assert spec is not None
-    assert (spec.kind, spec.host, spec.username, spec.domain, spec.password_env) == ("rdp", "winbox", "alice", "CORP", "PW")
+    assert (spec.kind, spec.host, spec.username, spec.domain, spec.password_env) == (
+        "rdp",
+        "winbox",
+        "alice",
+        "CORP",
+        "PW",
+    )
     assert (spec.cert_fingerprint, spec.width, spec.height, spec.ignore_certificate) == (FP, 1280, 800, False)
     # --url / --rdp-host override the address field by field and keep the account and certificate policy
     spec = select_backend(cfg, url="rdp://127.0.0.1:3391")
-    assert spec is not None and (spec.host, spec.port, spec.username, spec.cert_fingerprint) == ("127.0.0.1", 3391, "alice", FP)
+    assert spec is not None and (spec.host, spec.port, spec.username, spec.cert_fingerprint) == (
+        "127.0.0.1",
+        3391,
+        "alice",
+        FP,
+    )
     spec = select_backend(cfg, rdp_host="otherbox:3392")
     assert spec is not None and (spec.host, spec.port, spec.username) == ("otherbox", 3392, "alice")
     spec = select_backend(BackendConfig(kind="rdp", host="h", ignore_certificate=True))

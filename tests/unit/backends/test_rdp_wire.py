@@ -23,7 +23,7 @@ def confirm(neg: bytes = b"") -> bytes:
 
 def test_connection_request_is_the_documented_19_bytes() -> None:
     # MS-RDPBCGR 4.1.1 without the cookie: TPKT, X.224 CR, RDP_NEG_REQ for TLS | CredSSP | CredSSP-EX
-    assert w.connection_request().hex() == "03000013" "0ee00000000000" "010008000b000000"
+    assert w.connection_request().hex() == "030000130ee00000000000010008000b000000"
     assert w.connection_request(w.PROTOCOL_SSL)[-4:] == b"\x01\x00\x00\x00"
 
 
@@ -53,8 +53,15 @@ def test_fingerprints() -> None:
 
 
 def opts(**kw: object) -> w.ClientOptions:
-    base: dict = dict(host="winbox", port=3389, username=USER, width=1024, height=768, proxy_port=4242,
-                      pinned_fingerprint="ab:" * 31 + "ab")
+    base: dict = dict(
+        host="winbox",
+        port=3389,
+        username=USER,
+        width=1024,
+        height=768,
+        proxy_port=4242,
+        pinned_fingerprint="ab:" * 31 + "ab",
+    )
     base.update(kw)
     return w.ClientOptions(**base)
 
@@ -71,8 +78,10 @@ def test_xfreerdp_args_never_carry_the_password_and_pin_the_certificate() -> Non
 
 # Lines as xfreerdp 2.11 printed them against xrdp 0.9 (docs/rdp.md), and its Logon Error Info format.
 UPDATE = "[15:36:36:211] [31870:31876] [DEBUG][com.freerdp.core.rdp] - recv Update Data PDU (0x02), length: 16258"
-LOGOFF = ("[15:36:33:890] [31797:31798] [ERROR][com.freerdp.core] - rdp_set_error_info:freerdp_set_last_error_ex "
-          "ERRINFO_LOGOFF_BY_USER [0x0001000C]")
+LOGOFF = (
+    "[15:36:33:890] [31797:31798] [ERROR][com.freerdp.core] - rdp_set_error_info:freerdp_set_last_error_ex "
+    "ERRINFO_LOGOFF_BY_USER [0x0001000C]"
+)
 CERT = "[15:37:58:947] [1407:1411] [ERROR][com.freerdp.crypto] - @           WARNING: CERTIFICATE NAME MISMATCH!"
 
 
@@ -80,8 +89,12 @@ def test_log_lines() -> None:
     assert w.logged_on(UPDATE)
     assert w.logged_on("[DEBUG][com.freerdp.core.info] - LogonInfoV2: SessionId: 0x00000002 UserName: [a] Domain: [b]")
     assert not w.logged_on(LOGOFF) and not w.logged_on("recv Synchronize Data PDU (0x1F), length: 22")
-    assert w.logon_error("[INFO][com.freerdp.client.x11] - Logon Error Info LOGON_MSG_SESSION_CONTINUE "
-                         "[LOGON_FAILED_BAD_PASSWORD]") == "LOGON_FAILED_BAD_PASSWORD"
+    assert (
+        w.logon_error(
+            "[INFO][com.freerdp.client.x11] - Logon Error Info LOGON_MSG_SESSION_CONTINUE [LOGON_FAILED_BAD_PASSWORD]"
+        )
+        == "LOGON_FAILED_BAD_PASSWORD"
+    )
     assert w.logon_error(UPDATE) is None
     assert w.freerdp_reason([UPDATE, LOGOFF, "backtrace"]) == "ERRINFO_LOGOFF_BY_USER"
     assert w.freerdp_reason([UPDATE]) == ""

@@ -11,8 +11,21 @@ from typing import Any
 import pytest
 
 from openadapt_flow.backends.win32_input import (
-    INPUT, KEYEVENTF_EXTENDEDKEY, KEYEVENTF_KEYUP, KEYEVENTF_SCANCODE, KEYEVENTF_UNICODE, PER_MONITOR_AWARE,
-    SCANCODES, SYSTEM_AWARE, UNAWARE, KeyEvent, Monitor, Win32Input, check_dpi, key_events, text_events,
+    INPUT,
+    KEYEVENTF_EXTENDEDKEY,
+    KEYEVENTF_KEYUP,
+    KEYEVENTF_SCANCODE,
+    KEYEVENTF_UNICODE,
+    PER_MONITOR_AWARE,
+    SCANCODES,
+    SYSTEM_AWARE,
+    UNAWARE,
+    KeyEvent,
+    Monitor,
+    Win32Input,
+    check_dpi,
+    key_events,
+    text_events,
 )
 from openadapt_flow.bundle.keys import KEY_NAMES
 from openadapt_flow.errors import BackendError, UsageError
@@ -83,8 +96,10 @@ def test_text_is_typed_as_unicode_events_whatever_the_layout() -> None:
     assert text_events("中") == down_up(0x4E2D)
     assert text_events("😀") == down_up(0xD83D) + down_up(0xDE00)  # outside the BMP: its surrogate pair, in order
     enter = SCANCODES["enter"][0]
-    assert text_events("a\r\nb") == down_up(0x61) + [KeyEvent(enter, KEYEVENTF_SCANCODE),
-                                                      KeyEvent(enter, KEYEVENTF_SCANCODE | KEYEVENTF_KEYUP)] + down_up(0x62)
+    assert text_events("a\r\nb") == down_up(0x61) + [
+        KeyEvent(enter, KEYEVENTF_SCANCODE),
+        KeyEvent(enter, KEYEVENTF_SCANCODE | KEYEVENTF_KEYUP),
+    ] + down_up(0x62)
     with pytest.raises(UsageError, match="control character"):
         text_events("a\x1bb")
 
@@ -99,18 +114,29 @@ def test_shift_home_is_a_chord_of_scancodes_with_home_extended() -> None:
     # without the extended flag Home is the keypad's 7 when NumLock is on, and shift+home selects nothing
     s = KEYEVENTF_SCANCODE
     assert key_events(["shift", "home"]) == [
-        KeyEvent(0x2A, s), KeyEvent(0x47, s | KEYEVENTF_EXTENDEDKEY),
-        KeyEvent(0x47, s | KEYEVENTF_EXTENDEDKEY | KEYEVENTF_KEYUP), KeyEvent(0x2A, s | KEYEVENTF_KEYUP)]
+        KeyEvent(0x2A, s),
+        KeyEvent(0x47, s | KEYEVENTF_EXTENDEDKEY),
+        KeyEvent(0x47, s | KEYEVENTF_EXTENDEDKEY | KEYEVENTF_KEYUP),
+        KeyEvent(0x2A, s | KEYEVENTF_KEYUP),
+    ]
 
 
 def test_a_character_key_takes_its_scancode_and_shift_state_from_the_active_layout() -> None:
     s = KEYEVENTF_SCANCODE
-    assert key_events(["ctrl", "z"], FakeApi()) == [KeyEvent(0x1D, s), KeyEvent(0x2C, s), KeyEvent(0x2C, s | KEYEVENTF_KEYUP),
-                                                    KeyEvent(0x1D, s | KEYEVENTF_KEYUP)]
+    assert key_events(["ctrl", "z"], FakeApi()) == [
+        KeyEvent(0x1D, s),
+        KeyEvent(0x2C, s),
+        KeyEvent(0x2C, s | KEYEVENTF_KEYUP),
+        KeyEvent(0x1D, s | KEYEVENTF_KEYUP),
+    ]
     german = FakeApi(layout=dict(DE), scans=dict(DE_SCAN))
     assert key_events(["ctrl", "z"], german)[1] == KeyEvent(0x15, s)  # the key that types z there
-    assert key_events(["!"], FakeApi()) == [KeyEvent(0x2A, s), KeyEvent(0x02, s), KeyEvent(0x02, s | KEYEVENTF_KEYUP),
-                                            KeyEvent(0x2A, s | KEYEVENTF_KEYUP)]
+    assert key_events(["!"], FakeApi()) == [
+        KeyEvent(0x2A, s),
+        KeyEvent(0x02, s),
+        KeyEvent(0x02, s | KEYEVENTF_KEYUP),
+        KeyEvent(0x2A, s | KEYEVENTF_KEYUP),
+    ]
     assert [e.scan for e in key_events(["shift", "A"], FakeApi())] == [0x2A, 0x1E, 0x1E, 0x2A]  # shift once
     with pytest.raises(BackendError, match="'ß' has no key on this keyboard layout"):
         key_events(["ß"], FakeApi())
@@ -128,12 +154,19 @@ def test_sendinput_gets_one_array_of_windows_sized_keyboard_records() -> None:
     assert [(kind, vk) for kind, vk, _, _ in typed] == [(1, 0)] * 6  # INPUT_KEYBOARD, no virtual key
     assert [scan for _, _, scan, _ in typed[::2]] == [ord("Z"), ord("o"), ord("ë")]
     assert [flags for _, _, _, flags in typed[:2]] == [KEYEVENTF_UNICODE, KEYEVENTF_UNICODE | KEYEVENTF_KEYUP]
-    assert [(scan, flags & KEYEVENTF_KEYUP) for _, _, scan, flags in chord] == [(0x1D, 0), (0x1E, 0), (0x1E, 2), (0x1D, 2)]
+    assert [(scan, flags & KEYEVENTF_KEYUP) for _, _, scan, flags in chord] == [
+        (0x1D, 0),
+        (0x1E, 0),
+        (0x1E, 2),
+        (0x1D, 2),
+    ]
 
 
 def test_input_windows_did_not_take_is_an_error_naming_the_likely_cause() -> None:
     win = Win32Input(FakeApi(accept=0))
-    with pytest.raises(BackendError, match=r"typing: Windows accepted 0 of 2 key events \(input to a window of an elevated"):
+    with pytest.raises(
+        BackendError, match=r"typing: Windows accepted 0 of 2 key events \(input to a window of an elevated"
+    ):
         win.type_text("a")
     with pytest.raises(UsageError, match="unknown key name 'hyper'"):
         win.press(["ctrl", "hyper"])
@@ -172,6 +205,8 @@ def test_the_screen_backend_types_and_presses_through_sendinput_on_windows() -> 
     typed, chord = api.sent
     assert [scan for _, _, scan, flags in typed if not flags & KEYEVENTF_KEYUP] == [ord("Z"), ord("o"), ord("ë"), 0x1C]
     assert [(scan, flags) for _, _, scan, flags in chord[:2]] == [
-        (0x2A, KEYEVENTF_SCANCODE), (0x47, KEYEVENTF_SCANCODE | KEYEVENTF_EXTENDEDKEY)]
+        (0x2A, KEYEVENTF_SCANCODE),
+        (0x47, KEYEVENTF_SCANCODE | KEYEVENTF_EXTENDEDKEY),
+    ]
     with pytest.raises(UsageError, match="press needs at least one key"):
         backend.press([])

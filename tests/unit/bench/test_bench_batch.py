@@ -16,8 +16,14 @@ def test_items_are_distinct_and_the_blind_script_sends_the_bundles_recorded_inpu
 
 def test_the_target_needs_the_ratio_and_every_item_exact() -> None:
     def res(ratio: float, exact: int) -> dict[str, object]:
-        return {"batch": {"items": 50, "ratio": ratio, "blind": {"wall_s": 20.0},
-                          "verified": {"wall_s": 20.0 * ratio, "exact": exact, "rows": exact}}}
+        return {
+            "batch": {
+                "items": 50,
+                "ratio": ratio,
+                "blind": {"wall_s": 20.0},
+                "verified": {"wall_s": 20.0 * ratio, "exact": exact, "rows": exact},
+            }
+        }
 
     assert batch.goals(res(1.2, 50))[0]["met"] is True
     assert batch.goals(res(1.2, 49))[0]["met"] is False  # fast but one item wrong: not met

@@ -51,19 +51,48 @@ def test_every_pyscreeze_row_has_both_figures_over_the_same_targets(measured: tu
     assert all(r["hits"] == len(TARGETS) and r["wrong"] == 0 for r in ours)
 
 
-def test_the_table_prints_matcher_only_beside_as_called_for_each_engine(measured: tuple[list[dict], list[dict]]) -> None:
+def test_the_table_prints_matcher_only_beside_as_called_for_each_engine(
+    measured: tuple[list[dict], list[dict]],
+) -> None:
     ours, theirs = measured
     orig = [{**r, "engine": "openadapt-flow 2.4.0", "variant": "template"} for r in theirs if r["variant"] == "exact"]
-    orig_ocr = {"engine": "openadapt-flow 2.4.0", "variant": "ocr", "size": "1024x768", "case": "healthy",
-                "area": "local", "n": 5, "median_ms": 400.0, "p95_ms": 500.0, "hits": 5, "wrong": 0, "targets": 5}
-    ocr = [{"size": "1024x768", "case": "healthy", "n": 5, "median_ms": 20.0, "p95_ms": 30.0, "hits": 5, "wrong": 0,
-            "targets": 5}]
-    results = {"sizes": ["1024x768"], "template": ours, "ocr": ocr, "compare": theirs + orig + [orig_ocr],
-               "orig_version": "openadapt-flow 2.4.0"}
+    orig_ocr = {
+        "engine": "openadapt-flow 2.4.0",
+        "variant": "ocr",
+        "size": "1024x768",
+        "case": "healthy",
+        "area": "local",
+        "n": 5,
+        "median_ms": 400.0,
+        "p95_ms": 500.0,
+        "hits": 5,
+        "wrong": 0,
+        "targets": 5,
+    }
+    ocr = [
+        {
+            "size": "1024x768",
+            "case": "healthy",
+            "n": 5,
+            "median_ms": 20.0,
+            "p95_ms": 30.0,
+            "hits": 5,
+            "wrong": 0,
+            "targets": 5,
+        }
+    ]
+    results = {
+        "sizes": ["1024x768"],
+        "template": ours,
+        "ocr": ocr,
+        "compare": theirs + orig + [orig_ocr],
+        "orig_version": "openadapt-flow 2.4.0",
+    }
     lines = report.table(results).splitlines()
     head = [c.strip() for c in lines[0].strip("|").split("|")]
-    assert head[5:] == [f"{e} (matcher only / as called)" for e in
-                        ("pyscreeze exact", "pyscreeze conf=0.9", "openadapt-flow 2.4.0")]
+    assert head[5:] == [
+        f"{e} (matcher only / as called)" for e in ("pyscreeze exact", "pyscreeze conf=0.9", "openadapt-flow 2.4.0")
+    ]
     rows = [[c.strip() for c in line.strip("|").split("|")] for line in lines[2:]]
     template_rows = [r for r in rows if r[0].startswith("template")]
     assert len(template_rows) == len(ours) == 4

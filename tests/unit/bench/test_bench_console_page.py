@@ -8,12 +8,12 @@ from pathlib import Path
 import pytest
 import yaml
 
+from openadapt_flow.bundle.config import DeployConfig
 from openadapt_flow.console import views
 from openadapt_flow.console.views import PageCache
-from openadapt_flow.runtime.start.launch import ReplayRequest
-from openadapt_flow.bundle.config import DeployConfig
 from openadapt_flow.runtime.operate.approval import approve
 from openadapt_flow.runtime.runs import replay
+from openadapt_flow.runtime.start.launch import ReplayRequest
 from openadapt_flow.store import FilesystemStore
 
 pytestmark = pytest.mark.timeout(60)
@@ -28,10 +28,16 @@ def paused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.chdir(tmp_path)
     bundle = tmp_path / "b"
     bundle.mkdir()
-    flow = {"schema": "openadapt-flow/bundle@1", "name": "page", "screen": {"width": 10, "height": 10},
-            "steps": [{"id": "x", "action": "tool", "call": "flowtools_page:boom"}]}
+    flow = {
+        "schema": "openadapt-flow/bundle@1",
+        "name": "page",
+        "screen": {"width": 10, "height": 10},
+        "steps": [{"id": "x", "action": "tool", "call": "flowtools_page:boom"}],
+    }
     (bundle / "flow.yaml").write_text(yaml.safe_dump(flow))
-    cfg = DeployConfig.model_validate({"schema": "openadapt-flow/config@1", "runtime": {"runs_root": str(tmp_path / "runs")}})
+    cfg = DeployConfig.model_validate(
+        {"schema": "openadapt-flow/config@1", "runtime": {"runs_root": str(tmp_path / "runs")}}
+    )
     out = replay(ReplayRequest(bundle=bundle, params={}, backend=None, config=cfg, run_dir=tmp_path / "runs" / "run"))
     assert out.state == "PAUSED"
     return FilesystemStore(tmp_path / "runs").open_run(str(out.run_dir))

@@ -22,7 +22,12 @@ def test_latency_runs_from_the_last_claim_before_the_first_action_to_that_action
     timeline = {
         # claimed, refused (its desktop busy), claimed again: the second claim is the one that ran it
         "a": {"claims": [10.0, 11.0], "started": 11.2, "first": 11.5, "finished": 12.0},
-        "b": {"claims": [20.0, 30.0], "started": 20.1, "first": 20.25, "finished": 21.0},  # a claim after it acted: not it
+        "b": {
+            "claims": [20.0, 30.0],
+            "started": 20.1,
+            "first": 20.25,
+            "finished": 21.0,
+        },  # a claim after it acted: not it
         "c": {"claims": [5.0], "started": None, "first": None, "finished": None},  # never acted: no latency
     }
     assert [round(v) for v in _latencies(timeline)] == [500, 250]
@@ -36,17 +41,45 @@ def test_percentiles_are_nearest_rank():
 
 
 def _window(**extra):
-    return {"workers_cpu_s": 3.0, "server_cpu_s": 1.0, "desks_cpu_s": 0.5, "wall_s": 10.0, "machine_busy": 0.97,
-            "load_avg_1m": 6.5, "cpus": 2, **extra}
+    return {
+        "workers_cpu_s": 3.0,
+        "server_cpu_s": 1.0,
+        "desks_cpu_s": 0.5,
+        "wall_s": 10.0,
+        "machine_busy": 0.97,
+        "load_avg_1m": 6.5,
+        "cpus": 2,
+        **extra,
+    }
 
 
 def _fleet(p99_worst: float, lost: int = 0) -> dict:
     lat = {"n": 4, "p50": 50.0, "p99": 80.0, "max": 80.0}
-    rows = [_window(workers=n, runs=4, completed=4, window_s=6.0, runs_per_min=40.0 * n ** 0.5, efficiency=1.0,
-                    claim_to_first_action_ms={**lat, "p99": p99_worst if n == 2 else 80.0},
-                    claim_to_run_started_ms=lat) for n in (1, 2)]
-    drain = _window(runs=8, workers=2, completed=8 - lost, states={}, lost=lost, not_once=0, sor_rows=8 - lost,
-                    window_s=9.0, runs_per_min=53.3, claim_to_first_action_ms=lat)
+    rows = [
+        _window(
+            workers=n,
+            runs=4,
+            completed=4,
+            window_s=6.0,
+            runs_per_min=40.0 * n**0.5,
+            efficiency=1.0,
+            claim_to_first_action_ms={**lat, "p99": p99_worst if n == 2 else 80.0},
+            claim_to_run_started_ms=lat,
+        )
+        for n in (1, 2)
+    ]
+    drain = _window(
+        runs=8,
+        workers=2,
+        completed=8 - lost,
+        states={},
+        lost=lost,
+        not_once=0,
+        sor_rows=8 - lost,
+        window_s=9.0,
+        runs_per_min=53.3,
+        claim_to_first_action_ms=lat,
+    )
     return {"desks": 4, "postgres": "15", "fsync": True, "throughput": rows, "drain": drain}
 
 
@@ -81,4 +114,4 @@ def test_cpu_reads_grow_with_work_done():
     subprocess.run([sys.executable, "-c", burn], check=True, timeout=20)  # a child that exited and was waited for
     assert cpu_s(os.getpid(), children=True) - reaped >= 0.1
     assert tree_cpu_s(os.getpid()) >= reaped + 0.1  # a server's reaped backends count
-    assert cpu_s(2 ** 22 + 12345) == 0.0  # no such process
+    assert cpu_s(2**22 + 12345) == 0.0  # no such process

@@ -20,10 +20,24 @@ pytestmark = [
 ]
 
 
-def test_one_iteration_writes_every_row_and_never_a_wrong_click(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_one_iteration_writes_every_row_and_never_a_wrong_click(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     out, work = tmp_path / "results.json", tmp_path / "work"
-    args = ["--sizes", "1024x768", "--reps", "1", "--ocr-reps", "1", "--skip", "orig,engine,resume,replay,batch,drift,fleet,console",
-            "--out", str(out), "--work", str(work)]
+    args = [
+        "--sizes",
+        "1024x768",
+        "--reps",
+        "1",
+        "--ocr-reps",
+        "1",
+        "--skip",
+        "orig,engine,resume,replay,batch,drift,fleet,console",
+        "--out",
+        str(out),
+        "--work",
+        str(work),
+    ]
     assert main(args) == 0
     res = json.loads(out.read_text())
     assert res["schema"] == "openadapt-flow/bench@1" and res["sizes"] == ["1024x768"]
@@ -50,8 +64,21 @@ def test_on_a_terminal_the_bench_shows_a_spinner_with_its_lines_above(tmp_path: 
     """`make bench` on a TTY: a live spinner on stderr while it measures (here with every part skipped, so only the
     results file is written), and its table on stdout as without a terminal."""
     parts = "template,ocr,pyscreeze,orig,engine,resume,replay,batch,drift,fleet,console"
-    code, shown, out = run_on_tty([sys.executable, "-m", "openadapt_flow.bench", "--skip", parts, "--out",
-                                   str(tmp_path / "r.json"), "--work", str(tmp_path / "w")], tmp_path, flow_env(tmp_path))
+    code, shown, out = run_on_tty(
+        [
+            sys.executable,
+            "-m",
+            "openadapt_flow.bench",
+            "--skip",
+            parts,
+            "--out",
+            str(tmp_path / "r.json"),
+            "--work",
+            str(tmp_path / "w"),
+        ],
+        tmp_path,
+        flow_env(tmp_path),
+    )
     assert code == 0, shown + out
     assert "\x1b[" in shown and "make bench: measuring" in shown, shown
     assert "openadapt-flow" in out and (tmp_path / "r.json").is_file()

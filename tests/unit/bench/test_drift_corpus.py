@@ -23,7 +23,9 @@ def test_corpus_has_three_apps_on_gtk_and_qt_with_every_drift_kind() -> None:
         assert {"healthy", "moved", "natural", "dark", "scale125"} <= set(app.model.drifts), app.model.app
         assert set(app.model.drifts) <= set(DRIFT_ORDER)
         assert 3 <= len(app.model.targets) <= 6
-    assert sum(len(a.model.targets) for a in APPS if any(t.text is None for t in a.model.targets)) > 0  # unlabelled ones
+    assert (
+        sum(len(a.model.targets) for a in APPS if any(t.text is None for t in a.model.targets)) > 0
+    )  # unlabelled ones
 
 
 def test_corpus_is_small_and_png() -> None:

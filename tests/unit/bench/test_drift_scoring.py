@@ -20,16 +20,19 @@ BOX = Truth(box=(10, 20, 30, 40), unambiguous=True, source="derived")
 TWIN = Truth(box=None, unambiguous=False, source="annotated", note="two identical cells")
 
 
-@pytest.mark.parametrize(("point", "truth", "outcome"), [
-    ((10, 20), BOX, "right"),  # top-left corner is inside
-    ((39, 59), BOX, "right"),  # last pixel inside
-    ((40, 20), BOX, "wrong"),  # one past the right edge
-    ((25, 60), BOX, "wrong"),  # one past the bottom
-    ((500, 500), BOX, "wrong"),
-    (None, BOX, "halted"),
-    ((15, 25), TWIN, "wrong"),  # any click on an ambiguous target is a guess
-    (None, TWIN, "halted"),
-])
+@pytest.mark.parametrize(
+    ("point", "truth", "outcome"),
+    [
+        ((10, 20), BOX, "right"),  # top-left corner is inside
+        ((39, 59), BOX, "right"),  # last pixel inside
+        ((40, 20), BOX, "wrong"),  # one past the right edge
+        ((25, 60), BOX, "wrong"),  # one past the bottom
+        ((500, 500), BOX, "wrong"),
+        (None, BOX, "halted"),
+        ((15, 25), TWIN, "wrong"),  # any click on an ambiguous target is a guess
+        (None, TWIN, "halted"),
+    ],
+)
 def test_classify(point: tuple[int, int] | None, truth: Truth, outcome: str) -> None:
     assert classify(point, truth) == outcome
 
@@ -47,21 +50,54 @@ def test_cell_counts_unambiguous_targets_apart() -> None:
     assert row["rungs"] == {"ocr": 1, "template": 1} and row["median_ms"] == 2.0
 
 
-def _row(engine: str, drift: str, ms: float, right: int, wrong: int = 0, halted: int = 0, app: str = "calc",
-         unambiguous: int | None = None) -> dict[str, Any]:
+def _row(
+    engine: str,
+    drift: str,
+    ms: float,
+    right: int,
+    wrong: int = 0,
+    halted: int = 0,
+    app: str = "calc",
+    unambiguous: int | None = None,
+) -> dict[str, Any]:
     n = right + wrong + halted
-    return {"app": app, "drift": drift, "engine": engine, "right": right, "wrong": wrong, "halted": halted,
-            "unambiguous": n if unambiguous is None else unambiguous, "unambiguous_right": right, "n": n,
-            "median_ms": ms, "p95_ms": ms}
+    return {
+        "app": app,
+        "drift": drift,
+        "engine": engine,
+        "right": right,
+        "wrong": wrong,
+        "halted": halted,
+        "unambiguous": n if unambiguous is None else unambiguous,
+        "unambiguous_right": right,
+        "n": n,
+        "median_ms": ms,
+        "p95_ms": ms,
+    }
 
 
 def test_verdicts_met_and_missed() -> None:
-    good = {"rows": [_row("template", "natural", 4.0, 4), _row("ladder", "natural", 4.0, 4), _row("orig", "natural", 20.0, 4),
-                     _row("template", "dark", 30.0, 4), _row("ladder", "dark", 30.0, 4), _row("orig", "dark", 90.0, 0, halted=4)]}
+    good = {
+        "rows": [
+            _row("template", "natural", 4.0, 4),
+            _row("ladder", "natural", 4.0, 4),
+            _row("orig", "natural", 20.0, 4),
+            _row("template", "dark", 30.0, 4),
+            _row("ladder", "dark", 30.0, 4),
+            _row("orig", "dark", 90.0, 0, halted=4),
+        ]
+    }
     assert [v["met"] for v in verdicts(good)] == [True] * 6
-    bad = {"rows": [_row("template", "natural", 150.0, 0, halted=4), _row("ladder", "natural", 300.0, 3, halted=1),
-                    _row("orig", "natural", 20.0, 4), _row("template", "dark", 30.0, 3, wrong=1),
-                    _row("ladder", "dark", 30.0, 3, wrong=1), _row("orig", "dark", 90.0, 4)]}
+    bad = {
+        "rows": [
+            _row("template", "natural", 150.0, 0, halted=4),
+            _row("ladder", "natural", 300.0, 3, halted=1),
+            _row("orig", "natural", 20.0, 4),
+            _row("template", "dark", 30.0, 3, wrong=1),
+            _row("ladder", "dark", 30.0, 3, wrong=1),
+            _row("orig", "dark", 90.0, 4),
+        ]
+    }
     got = {v["name"]: v for v in verdicts(bad)}
     assert [v["met"] for v in got.values()] == [False] * 6
     assert got["0 wrong clicks (ladder)"]["shown"] == "1 wrong (calc dark 1)"
@@ -90,8 +126,18 @@ def test_drift_part_alone_writes_rows_and_verdicts(tmp_path: Path, capsys: pytes
     corpus = tmp_path / "corpus"
     shutil.copytree(CORPUS_DIR / "galculator", corpus / "galculator")
     out = tmp_path / "results.json"
-    args = ["--reps", "1", "--skip", "template,ocr,pyscreeze,orig,engine,resume,replay,batch,fleet,console", "--drift-corpus", str(corpus),
-            "--out", str(out), "--work", str(tmp_path / "work")]
+    args = [
+        "--reps",
+        "1",
+        "--skip",
+        "template,ocr,pyscreeze,orig,engine,resume,replay,batch,fleet,console",
+        "--drift-corpus",
+        str(corpus),
+        "--out",
+        str(out),
+        "--work",
+        str(tmp_path / "work"),
+    ]
     assert main(args) == 0
     drift = json.loads(out.read_text())["drift"]
     assert drift["orig_version"] is None and drift["apps"][0].startswith("galculator (galculator ")

@@ -35,34 +35,124 @@ def step(**kw):
 BAD = [
     ("unknown top key", minimal_flow(colour="red"), "unknown key 'colour'"),
     ("unknown step key", minimal_flow(steps=[step(clik=1)]), "unknown key 'clik'"),
-    ("unknown target key", minimal_flow(steps=[step(target={"template": "templates/ok.png", "region": [1, 1, 60, 24], "colour": 1})]), "unknown key 'colour'"),
+    (
+        "unknown target key",
+        minimal_flow(steps=[step(target={"template": "templates/ok.png", "region": [1, 1, 60, 24], "colour": 1})]),
+        "unknown key 'colour'",
+    ),
     ("wrong schema", minimal_flow(schema="openadapt-flow/bundle@9"), "schema must be"),
     ("bad step id", minimal_flow(steps=[step(id="Bad_Id")]), "must match [a-z0-9-]+"),
     ("duplicate ids", minimal_flow(steps=[step(), step()]), "duplicate step id 's'"),
     ("unknown action", minimal_flow(steps=[step(action="teleport")]), "unknown action 'teleport'"),
-    ("missing template", minimal_flow(steps=[step(target={"template": "templates/nope.png", "region": [1, 1, 60, 24]})]), "file not found"),
-    ("dotdot path", minimal_flow(steps=[step(target={"template": "../ok.png", "region": [1, 1, 60, 24]})]), "'..' is not allowed"),
-    ("absolute path", minimal_flow(steps=[step(target={"template": "/etc/passwd", "region": [1, 1, 60, 24]})]), "absolute paths"),
-    ("region outside screen", minimal_flow(steps=[step(target={"template": "templates/ok.png", "region": [300, 230, 60, 24]})]), "outside the screen"),
+    (
+        "missing template",
+        minimal_flow(steps=[step(target={"template": "templates/nope.png", "region": [1, 1, 60, 24]})]),
+        "file not found",
+    ),
+    (
+        "dotdot path",
+        minimal_flow(steps=[step(target={"template": "../ok.png", "region": [1, 1, 60, 24]})]),
+        "'..' is not allowed",
+    ),
+    (
+        "absolute path",
+        minimal_flow(steps=[step(target={"template": "/etc/passwd", "region": [1, 1, 60, 24]})]),
+        "absolute paths",
+    ),
+    (
+        "region outside screen",
+        minimal_flow(steps=[step(target={"template": "templates/ok.png", "region": [300, 230, 60, 24]})]),
+        "outside the screen",
+    ),
     ("template without region", minimal_flow(steps=[step(target={"template": "templates/ok.png"})]), "needs region"),
-    ("point outside crop", minimal_flow(steps=[step(target={"template": "templates/ok.png", "region": [1, 1, 60, 24], "point": [70, 5]})]), "point must lie inside"),
+    (
+        "point outside crop",
+        minimal_flow(steps=[step(target={"template": "templates/ok.png", "region": [1, 1, 60, 24], "point": [70, 5]})]),
+        "point must lie inside",
+    ),
     ("undeclared param", minimal_flow(steps=[step(action="type", text="{nobody}")]), "names no declared param"),
-    ("secret outside type", minimal_flow(params={"pw": {"secret": True}}, steps=[step(identity={"text": "{secret:pw}", "near": [0, 0, 10, 10]})]), "secrets may be used only"),
-    ("secret by plain name", minimal_flow(params={"pw": {"secret": True}}, steps=[step(action="type", text="{pw}")]), "is secret"),
+    (
+        "secret outside type",
+        minimal_flow(
+            params={"pw": {"secret": True}}, steps=[step(identity={"text": "{secret:pw}", "near": [0, 0, 10, 10]})]
+        ),
+        "secrets may be used only",
+    ),
+    (
+        "secret by plain name",
+        minimal_flow(params={"pw": {"secret": True}}, steps=[step(action="type", text="{pw}")]),
+        "is secret",
+    ),
     ("type without text", minimal_flow(steps=[step(action="type")]), "needs text"),
-    ("column header below its cell", minimal_flow(steps=[step(target={"template": "templates/ok.png", "region": [1, 1, 60, 24],
-                                                                   "landmarks": [{"text": "name", "dx": 0, "dy": 40, "column": True}]})]),
-     "dy must be negative"),
-    ("hotkey unknown key", minimal_flow(steps=[{"id": "k", "action": "hotkey", "keys": ["ctrl", "hyper"]}]), "unknown key name 'hyper'"),
+    (
+        "column header below its cell",
+        minimal_flow(
+            steps=[
+                step(
+                    target={
+                        "template": "templates/ok.png",
+                        "region": [1, 1, 60, 24],
+                        "landmarks": [{"text": "name", "dx": 0, "dy": 40, "column": True}],
+                    }
+                )
+            ]
+        ),
+        "dy must be negative",
+    ),
+    (
+        "hotkey unknown key",
+        minimal_flow(steps=[{"id": "k", "action": "hotkey", "keys": ["ctrl", "hyper"]}]),
+        "unknown key name 'hyper'",
+    ),
     ("no steps", minimal_flow(steps=[]), "steps"),
-    ("postcondition two kinds", minimal_flow(steps=[step(expect=[{"text_present": "a", "text_absent": "b"}])]), "exactly one of"),
-    ("region with region_changed", minimal_flow(steps=[step(expect=[{"region_changed": [1, 1, 10, 10], "region": [1, 1, 10, 10]}])]), "not region_changed"),
-    ("text fact region outside screen", minimal_flow(steps=[step(expect=[{"text_present": "a", "region": [300, 230, 60, 24]}])]), "outside the screen"),
-    ("effect both kind and use", minimal_flow(steps=[step(effect={"kind": "sql", "use": "x"})]), "exactly one of kind or use"),
-    ("http effect with sql's query", minimal_flow(steps=[step(effect={"kind": "http", "url": "http://h/x", "query": "select 1"})]), "an http effect does not take query"),
-    ("sql effect with http's url", minimal_flow(steps=[step(effect={"kind": "sql", "dsn": "sqlite:///x.db", "query": "select 1", "url": "http://h"})]), "a sql effect does not take url"),
-    ("inline dsn password", minimal_flow(steps=[step(effect={"kind": "sql", "dsn": "postgresql://u:pw@h/db", "query": "select 1"})]), "passwords are not allowed inline"),
-    ("query binds unknown", minimal_flow(steps=[step(effect={"kind": "sql", "dsn": "sqlite:///x.db", "query": "select count(*) from t where a = :ghost"})]), "binds :ghost"),
+    (
+        "postcondition two kinds",
+        minimal_flow(steps=[step(expect=[{"text_present": "a", "text_absent": "b"}])]),
+        "exactly one of",
+    ),
+    (
+        "region with region_changed",
+        minimal_flow(steps=[step(expect=[{"region_changed": [1, 1, 10, 10], "region": [1, 1, 10, 10]}])]),
+        "not region_changed",
+    ),
+    (
+        "text fact region outside screen",
+        minimal_flow(steps=[step(expect=[{"text_present": "a", "region": [300, 230, 60, 24]}])]),
+        "outside the screen",
+    ),
+    (
+        "effect both kind and use",
+        minimal_flow(steps=[step(effect={"kind": "sql", "use": "x"})]),
+        "exactly one of kind or use",
+    ),
+    (
+        "http effect with sql's query",
+        minimal_flow(steps=[step(effect={"kind": "http", "url": "http://h/x", "query": "select 1"})]),
+        "an http effect does not take query",
+    ),
+    (
+        "sql effect with http's url",
+        minimal_flow(
+            steps=[step(effect={"kind": "sql", "dsn": "sqlite:///x.db", "query": "select 1", "url": "http://h"})]
+        ),
+        "a sql effect does not take url",
+    ),
+    (
+        "inline dsn password",
+        minimal_flow(steps=[step(effect={"kind": "sql", "dsn": "postgresql://u:pw@h/db", "query": "select 1"})]),
+        "passwords are not allowed inline",
+    ),
+    (
+        "query binds unknown",
+        minimal_flow(
+            steps=[
+                step(
+                    effect={"kind": "sql", "dsn": "sqlite:///x.db", "query": "select count(*) from t where a = :ghost"}
+                )
+            ]
+        ),
+        "binds :ghost",
+    ),
     ("wrong type", minimal_flow(screen={"width": "wide", "height": 240}), "screen.width"),
     ("missing screen", {k: v for k, v in minimal_flow().items() if k != "screen"}, "missing required key 'screen'"),
 ]
@@ -81,7 +171,9 @@ def test_bad_bundles_are_refused_with_a_located_one_line_message(tmp_path, name,
 
 
 def test_error_names_the_line_of_the_offending_key(tmp_path):
-    text = yaml.safe_dump(minimal_flow(), sort_keys=False).replace("  action: click\n", "  action: click\n  colour: red\n")
+    text = yaml.safe_dump(minimal_flow(), sort_keys=False).replace(
+        "  action: click\n", "  action: click\n  colour: red\n"
+    )
     root = write_bundle(tmp_path / "b", text)
     with pytest.raises(BundleError) as ei:
         load_bundle(root)

@@ -14,13 +14,31 @@ from openadapt_flow.runtime.workflow.api import bind_args
 
 pytestmark = pytest.mark.timeout(30)
 
-NON_FINITE = ["nan", "NaN", "inf", "-inf", "Infinity", "1e999", "-1e999", float("nan"), float("inf"), 10**400, "1" + "0" * 400]
+NON_FINITE = [
+    "nan",
+    "NaN",
+    "inf",
+    "-inf",
+    "Infinity",
+    "1e999",
+    "-1e999",
+    float("nan"),
+    float("inf"),
+    10**400,
+    "1" + "0" * 400,
+]
 
 
 def amount_bundle() -> Bundle:
-    return Bundle.model_validate({"schema": "openadapt-flow/bundle@1", "name": "t", "screen": {"width": 10, "height": 10},
-                                  "params": {"amount": {"type": "number", "required": True}},
-                                  "steps": [{"id": "ask", "action": "ask_user", "question": "?"}]})
+    return Bundle.model_validate(
+        {
+            "schema": "openadapt-flow/bundle@1",
+            "name": "t",
+            "screen": {"width": 10, "height": 10},
+            "params": {"amount": {"type": "number", "required": True}},
+            "steps": [{"id": "ask", "action": "ask_user", "question": "?"}],
+        }
+    )
 
 
 @pytest.mark.parametrize("raw", NON_FINITE, ids=lambda r: repr(r)[:12])
@@ -35,8 +53,19 @@ def test_text_that_is_not_plain_decimal_is_not_a_number(raw):
         bind_params(amount_bundle(), {"amount": raw})
 
 
-@pytest.mark.parametrize("raw, value", [("12", 12), ("12.50", 12.5), (" 3 ", 3), ("2e3", 2000), (12.0, 12), ("-0.5", -0.5),
-                                        (".5", 0.5), ("12345678901234567890", 12345678901234567890)])
+@pytest.mark.parametrize(
+    "raw, value",
+    [
+        ("12", 12),
+        ("12.50", 12.5),
+        (" 3 ", 3),
+        ("2e3", 2000),
+        (12.0, 12),
+        ("-0.5", -0.5),
+        (".5", 0.5),
+        ("12345678901234567890", 12345678901234567890),
+    ],
+)
 def test_finite_numbers_bind_as_before_and_long_integers_exactly(raw, value):
     got = bind_params(amount_bundle(), {"amount": raw}).values["amount"]
     assert got == value and type(got) is type(value)

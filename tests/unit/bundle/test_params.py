@@ -9,8 +9,13 @@ pytestmark = pytest.mark.timeout(30)
 
 def bundle(params):
     return Bundle.model_validate(
-        {"schema": "openadapt-flow/bundle@1", "name": "t", "screen": {"width": 10, "height": 10}, "params": params,
-         "steps": [{"id": "w", "action": "wait", "seconds": 0}]}
+        {
+            "schema": "openadapt-flow/bundle@1",
+            "name": "t",
+            "screen": {"width": 10, "height": 10},
+            "params": params,
+            "steps": [{"id": "w", "action": "wait", "seconds": 0}],
+        }
     )
 
 
@@ -49,7 +54,9 @@ def test_secrets_only_from_env_and_never_public():
 
 
 def test_interpolation_escapes_run_id_and_step_refs():
-    interp = Interpolator(BoundParams({"v": "ACME", "n": 1250.0}), run_id="run-1", step_results={"ask": {"answer": "post"}})
+    interp = Interpolator(
+        BoundParams({"v": "ACME", "n": 1250.0}), run_id="run-1", step_results={"ask": {"answer": "post"}}
+    )
     assert interp("{v} {{literal}} {n} {run_id} {steps.ask.answer}") == "ACME {literal} 1250 run-1 post"
     with pytest.raises(ParamError, match="has no value yet"):
         interp("{steps.other.answer}")

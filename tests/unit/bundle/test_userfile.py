@@ -23,8 +23,13 @@ def test_a_read_stops_at_its_limit_and_names_it(tmp_path):
     assert len(read_user_text(big, 2048, UsageError)) == 2048  # the limit itself is allowed
 
 
-@pytest.mark.parametrize("data, expect", [(b"a: 1\nb: \x00" + LEAK.encode(), r"x.yaml:2: a NUL byte \(at byte 8\)"),
-                                          (b"a: 1\n\xff" + LEAK.encode(), r"x.yaml:2: not UTF-8 text")])
+@pytest.mark.parametrize(
+    "data, expect",
+    [
+        (b"a: 1\nb: \x00" + LEAK.encode(), r"x.yaml:2: a NUL byte \(at byte 8\)"),
+        (b"a: 1\n\xff" + LEAK.encode(), r"x.yaml:2: not UTF-8 text"),
+    ],
+)
 def test_a_file_that_is_not_text_is_named_by_line_not_shown(tmp_path, data, expect):
     (tmp_path / "x.yaml").write_bytes(data)
     with pytest.raises(UsageError, match=expect) as err:
@@ -60,14 +65,28 @@ def test_a_params_file_key_that_is_no_name_is_not_echoed(tmp_path):
 
 
 def _bundle() -> Bundle:
-    return Bundle.model_validate({"schema": "openadapt-flow/bundle@1", "name": "b", "screen": {"width": 10, "height": 10},
-                                  "params": {"vendor": {"type": "string"}, "pw": {"type": "string", "secret": True}},
-                                  "steps": [{"id": "s", "action": "tool", "call": "json:dumps"}]})
+    return Bundle.model_validate(
+        {
+            "schema": "openadapt-flow/bundle@1",
+            "name": "b",
+            "screen": {"width": 10, "height": 10},
+            "params": {"vendor": {"type": "string"}, "pw": {"type": "string", "secret": True}},
+            "steps": [{"id": "s", "action": "tool", "call": "json:dumps"}],
+        }
+    )
 
 
-@pytest.mark.parametrize("value, what", [("AC\x00ME", "NUL at position 3"), ("\x1b[2J", "ESC at position 1"),
-                                         ("a\x7f", "DEL"), ("a\x85", "U+0085"), ("a\udcff", "undecodable bytes"),
-                                         ("A" * (MAX_PARAM_CHARS + 1), f"more than the {MAX_PARAM_CHARS}")])
+@pytest.mark.parametrize(
+    "value, what",
+    [
+        ("AC\x00ME", "NUL at position 3"),
+        ("\x1b[2J", "ESC at position 1"),
+        ("a\x7f", "DEL"),
+        ("a\x85", "U+0085"),
+        ("a\udcff", "undecodable bytes"),
+        ("A" * (MAX_PARAM_CHARS + 1), f"more than the {MAX_PARAM_CHARS}"),
+    ],
+)
 def test_a_value_no_field_can_take_is_refused_at_bind_time(value, what):
     with pytest.raises(ParamError, match="param vendor") as err:
         bind_params(_bundle(), {"vendor": value}, env={})
@@ -80,7 +99,9 @@ def test_typed_control_keys_and_the_longest_value_bind():
 
 
 def test_a_secret_is_checked_the_same_and_never_shown():
-    with pytest.raises(ParamError, match=r"param pw \(FLOW_SECRET_PW\): its value holds the control character ESC") as err:
+    with pytest.raises(
+        ParamError, match=r"param pw \(FLOW_SECRET_PW\): its value holds the control character ESC"
+    ) as err:
         bind_params(_bundle(), {}, env={"FLOW_SECRET_PW": "hun\x1bter2"})
     assert "hun" not in str(err.value)
 

@@ -22,8 +22,10 @@ steps:
 
 def test_data_and_lines_come_from_the_same_parse() -> None:
     doc = YamlDoc(Path("flow.yaml"), TEXT, BundleError)
-    assert doc.data == {"name": "demo", "steps": [{"id": "first", "action": "click"},
-                                                  {"id": "second", "action": "type", "text": "hello"}]}
+    assert doc.data == {
+        "name": "demo",
+        "steps": [{"id": "first", "action": "click"}, {"id": "second", "action": "type", "text": "hello"}],
+    }
     assert doc.line_of(("steps", 1, "text")) == 7
     assert doc.line_of(("steps", 0, "missing")) == 3  # an absent key: the line of the nearest node above it
 

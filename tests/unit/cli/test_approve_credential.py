@@ -28,8 +28,20 @@ def test_a_credential_is_read_from_a_variable_or_a_0600_file(tmp_path, monkeypat
     assert read_secret(None, None) is None
 
 
-@pytest.mark.parametrize("case", ["unset", "both", "group-readable", "world-writable", "symlink", "directory", "too long",
-                                  "two lines", "control character"])
+@pytest.mark.parametrize(
+    "case",
+    [
+        "unset",
+        "both",
+        "group-readable",
+        "world-writable",
+        "symlink",
+        "directory",
+        "too long",
+        "two lines",
+        "control character",
+    ],
+)
 def test_a_bad_credential_source_is_one_line_naming_it_never_its_content(tmp_path, monkeypatch, case):
     monkeypatch.delenv("NO_SUCH_CRED", raising=False)
     monkeypatch.setenv("ALICE_CRED", SECRET)

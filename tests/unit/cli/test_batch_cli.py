@@ -32,8 +32,9 @@ def _dispatched(root: Path) -> int:
 
 
 def _batch(flow, items: Path, fixture: str = "normal", *more: str):
-    return flow("batch", str(BUNDLE), "--items", str(items), "--key", "invoice", "--url", f"fixture:{FIXTURES / fixture}",
-                *more)
+    return flow(
+        "batch", str(BUNDLE), "--items", str(items), "--key", "invoice", "--url", f"fixture:{FIXTURES / fixture}", *more
+    )
 
 
 def test_three_items_done_then_the_same_batch_again_sends_nothing(flow, tmp_path, monkeypatch):
@@ -55,7 +56,10 @@ def test_three_items_done_then_the_same_batch_again_sends_nothing(flow, tmp_path
     with (folder / "results.csv").open(newline="") as f:
         rows = list(csv.DictReader(f))
     assert [(x["item"], x["key"], x["status"], x["effect"]) for x in rows] == [
-        ("2", "INV-1", "done", "CONFIRMED"), ("3", "INV-2", "done", "CONFIRMED"), ("4", "INV-3", "done", "CONFIRMED")]
+        ("2", "INV-1", "done", "CONFIRMED"),
+        ("3", "INV-2", "done", "CONFIRMED"),
+        ("4", "INV-3", "done", "CONFIRMED"),
+    ]
     assert "[2/3] line 3 INV-2: done" in r.err  # one line per item
     assert "3 items: 3 done" in r.out
     for x in lines:
@@ -84,7 +88,9 @@ def test_a_halted_item_stops_the_batch_and_the_rest_are_not_run(flow, tmp_path, 
     first.write_text("invoice,vendor,amount\nINV-1,ACME Corp,1250.50\n")
     assert _batch(flow, first).code == 0
     items = tmp_path / "items.csv"
-    items.write_text("invoice,vendor,amount\nINV-1,ACME Corp,1250.50\nINV-2,ACME Corp,1250.50\nINV-3,ACME Corp,1250.50\n")
+    items.write_text(
+        "invoice,vendor,amount\nINV-1,ACME Corp,1250.50\nINV-2,ACME Corp,1250.50\nINV-3,ACME Corp,1250.50\n"
+    )
     r = _batch(flow, items, "twin", "--out", str(tmp_path / "out" / "res.jsonl"))  # two identical Save buttons
     assert r.code == 1, (r.out, r.err)
     res = [json.loads(x) for x in (tmp_path / "out" / "res.jsonl").read_text().splitlines()]
@@ -106,28 +112,49 @@ def test_a_durable_batch_whose_item_pauses_exits_3(flow, tmp_path, monkeypatch):
     events = [json.loads(x) for x in r.out.splitlines()]
     assert events[0]["event"] == "item" and events[0]["status"] == "paused"
     assert "flow status runs/batch-items/001-INV-9" in events[0]["reason"]
-    assert events[-1] == {"event": "summary", "counts": {**dict.fromkeys(
-        ["done", "halted", "failed_after_effect", "uncertain", "not_run", "skipped_done"], 0), "paused": 1},
-        "results": "runs/batch-items/results.jsonl", "csv": "runs/batch-items/results.csv", "exit_code": 3}
+    assert events[-1] == {
+        "event": "summary",
+        "counts": {
+            **dict.fromkeys(["done", "halted", "failed_after_effect", "uncertain", "not_run", "skipped_done"], 0),
+            "paused": 1,
+        },
+        "results": "runs/batch-items/results.jsonl",
+        "csv": "runs/batch-items/results.csv",
+        "exit_code": 3,
+    }
     r = _batch(flow, items, "twin", "--durable")  # still waiting for its decision: reported, not sent again
     assert r.code == 3 and "waits for a decision" in r.err and _dispatched(tmp_path / "runs") == 3
 
 
-@pytest.mark.parametrize(("text", "key", "expected"), [
-    ("", None, ["{p}:1: the items file is empty: no header and no items"]),
-    ("vendor,amount,colour\nACME,1,red\n", None, ["{p}:1: unknown column 'colour'"]),
-    ("vendor\nACME\n", None, ["{p}:1: no column for the required param 'amount'"]),
-    ("vendor,amount\nACME,1\n", "invoice", ["{p}:1: the --key column 'invoice' is absent"]),
-    ("invoice,vendor,amount\nA,ACME,1\nA,Globex,2\n", "invoice", ["{p}:3: duplicate key 'A' (first at line 2)"]),
-    ('vendor,amount\nACME,1\n"Globex,2\n', None, ["{p}:3: malformed CSV line"]),
-    ("vendor,amount\nACME,1,2\nGlobex,x\n", None, ["{p}:2: malformed CSV line", "{p}:3: param amount: 'x' is not a valid number"]),
-])
+@pytest.mark.parametrize(
+    ("text", "key", "expected"),
+    [
+        ("", None, ["{p}:1: the items file is empty: no header and no items"]),
+        ("vendor,amount,colour\nACME,1,red\n", None, ["{p}:1: unknown column 'colour'"]),
+        ("vendor\nACME\n", None, ["{p}:1: no column for the required param 'amount'"]),
+        ("vendor,amount\nACME,1\n", "invoice", ["{p}:1: the --key column 'invoice' is absent"]),
+        ("invoice,vendor,amount\nA,ACME,1\nA,Globex,2\n", "invoice", ["{p}:3: duplicate key 'A' (first at line 2)"]),
+        ('vendor,amount\nACME,1\n"Globex,2\n', None, ["{p}:3: malformed CSV line"]),
+        (
+            "vendor,amount\nACME,1,2\nGlobex,x\n",
+            None,
+            ["{p}:2: malformed CSV line", "{p}:3: param amount: 'x' is not a valid number"],
+        ),
+    ],
+)
 def test_bad_items_exit_2_with_one_line_each_and_nothing_sent(flow, tmp_path, monkeypatch, text, key, expected):
     run_env(tmp_path, monkeypatch)
     items = tmp_path / "items.csv"
     items.write_text(text)
-    r = flow("batch", str(BUNDLE), "--items", str(items), "--url", f"fixture:{FIXTURES / 'normal'}",
-             *(["--key", key] if key else []))
+    r = flow(
+        "batch",
+        str(BUNDLE),
+        "--items",
+        str(items),
+        "--url",
+        f"fixture:{FIXTURES / 'normal'}",
+        *(["--key", key] if key else []),
+    )
     assert r.code == 2, (r.out, r.err)
     lines = r.err.strip().splitlines()
     assert len(lines) == len(expected), lines
@@ -156,8 +183,23 @@ def test_a_batch_on_a_pseudo_terminal_shows_a_bar_of_items_and_each_items_line(t
     items.write_text(ITEMS)
     db = tmp_path / "sor.db"
     env = flow_env(tmp_path, FLOW_FIXTURE_DB=str(db), DEMO_DB_DSN=f"sqlite:///{db}")
-    code, shown, out = run_on_tty([sys.executable, "-m", "openadapt_flow", "batch", str(BUNDLE), "--items", str(items),
-                                   "--key", "invoice", "--url", f"fixture:{FIXTURES / 'normal'}"], tmp_path, env)
+    code, shown, out = run_on_tty(
+        [
+            sys.executable,
+            "-m",
+            "openadapt_flow",
+            "batch",
+            str(BUNDLE),
+            "--items",
+            str(items),
+            "--key",
+            "invoice",
+            "--url",
+            f"fixture:{FIXTURES / 'normal'}",
+        ],
+        tmp_path,
+        env,
+    )
     assert code == 0, shown + out
     assert "\x1b[" in shown and "━" in shown and re.search(r"\x1b\[\d+m[0-3]/3\x1b", shown), shown  # the bar, M/N
     assert "line 4 INV-3: done" in shown and "3 items: 3 done" in out

@@ -43,8 +43,18 @@ def _results(tmp_path: Path) -> list[dict[str, object]]:
 def _batch(flow, root: Path, tmp_path: Path):
     items = tmp_path / "items.csv"
     items.write_text(ITEMS)
-    return flow("batch", str(root), "--items", str(items), "--key", "invoice", "--url", f"fixture:{FIXTURES / 'twin'}",
-                "--out", str(tmp_path / "res.jsonl"))
+    return flow(
+        "batch",
+        str(root),
+        "--items",
+        str(items),
+        "--key",
+        "invoice",
+        "--url",
+        f"fixture:{FIXTURES / 'twin'}",
+        "--out",
+        str(tmp_path / "res.jsonl"),
+    )
 
 
 def test_a_reset_after_each_halted_item_lets_the_batch_go_on(flow, tmp_path, monkeypatch):

@@ -25,8 +25,12 @@ def root():
 
 
 def test_every_parameter_of_every_command_has_help(root):
-    missing = [f"flow {path} {p.name}" for path, cmd in [("", root), *leaf_commands(root)] for p in cmd.params
-               if not (getattr(p, "help", None) or "").strip()]
+    missing = [
+        f"flow {path} {p.name}"
+        for path, cmd in [("", root), *leaf_commands(root)]
+        for p in cmd.params
+        if not (getattr(p, "help", None) or "").strip()
+    ]
     assert not missing, f"parameters without help: {missing}"
 
 
@@ -42,7 +46,7 @@ def test_every_command_has_help_and_accepts_json(root):
 def test_flow_help_ends_with_every_exit_code(flow):
     r = flow("--help")
     assert r.code == 0
-    epilog = r.out[r.out.index("Exit codes:"):]
+    epilog = r.out[r.out.index("Exit codes:") :]
     for e in EXIT_CODES:
         line = next((ln for ln in epilog.splitlines() if ln.strip().startswith(f"{e.code} ")), None)
         assert line is not None and e.kind in line, (e, epilog)
@@ -57,8 +61,10 @@ def test_show_completion_prints_a_bash_script(flow, monkeypatch):
     assert "_FLOW_COMPLETE=complete_bash" in r.out and "complete -o default -F _flow_completion flow" in r.out
 
 
-@pytest.mark.parametrize(("words", "cword", "expect"), [("flow res", 1, {"resume"}), ("flow resume --req", 2, {"--require-approval"}),
-                                                        ("flow fixture s", 2, {"serve"})])
+@pytest.mark.parametrize(
+    ("words", "cword", "expect"),
+    [("flow res", 1, {"resume"}), ("flow resume --req", 2, {"--require-approval"}), ("flow fixture s", 2, {"serve"})],
+)
 def test_completion_completes_commands_and_options(flow, monkeypatch, words, cword, expect):
     monkeypatch.setenv("_FLOW_COMPLETE", "complete_bash")
     monkeypatch.setenv("COMP_WORDS", words)

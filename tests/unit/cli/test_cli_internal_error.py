@@ -54,7 +54,9 @@ def test_flow_debug_prints_the_traceback_too(flow, monkeypatch):
     monkeypatch.setenv("FLOW_DEBUG", "1")
     r = flow("runs", "anywhere")
     assert r.code == 70
-    assert "Traceback (most recent call last)" in r.err and r.err.strip().splitlines()[-1].startswith("error: internal error")
+    assert "Traceback (most recent call last)" in r.err and r.err.strip().splitlines()[-1].startswith(
+        "error: internal error"
+    )
 
 
 def test_a_bug_outside_any_command_is_caught_last_and_exits_70(flow, monkeypatch):
@@ -71,6 +73,7 @@ def test_an_unwritable_cache_dir_falls_back_to_a_temp_file(flow, monkeypatch, tm
     monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
     (tmp_path / "tmp").mkdir()
     import tempfile
+
     monkeypatch.setattr(tempfile, "tempdir", None)
     monkeypatch.setattr(inspect_cmds, "root_store", boom)
     r = flow("runs", "anywhere")

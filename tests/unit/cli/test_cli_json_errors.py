@@ -23,9 +23,21 @@ CASES = [
     (["runs", "nowhere", "--json"], 2, "usage", "RunDirError", "runs root not found"),
     (["report", "notarun", "--json"], 2, "usage", "RunDirError", "not a run directory"),
     (["schema", "colour", "--json"], 2, "usage", "CommandError", "unknown schema 'colour'"),
-    (["replay", "nope", "--url", "vnc://127.0.0.1:5999", "--json"], 2, "usage", "BundleError", "bundle folder not found"),
+    (
+        ["replay", "nope", "--url", "vnc://127.0.0.1:5999", "--json"],
+        2,
+        "usage",
+        "BundleError",
+        "bundle folder not found",
+    ),
     (["replay", "nope", "--config", "cfg.yaml", "--json"], 2, "usage", "ConfigError", "unknown key 'colour'"),
-    (["approve", "notarun", "--decision", "continue", "--operator", "al", "--json"], 2, "usage", "RunDirError", "not a run directory"),
+    (
+        ["approve", "notarun", "--decision", "continue", "--operator", "al", "--json"],
+        2,
+        "usage",
+        "RunDirError",
+        "not a run directory",
+    ),
     (["patch", "apply", "notarun", "b", "--json"], 2, "usage", "RunDirError", "not a run directory"),
     (["worker", "nowhere", "--once", "--json"], 2, "usage", "RunDirError", "runs root not found"),
     (["fixture", "serve", "nope", "--port", "0", "--json"], 2, "usage", "FixtureError", "fixture folder not found"),
@@ -35,8 +47,12 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize(("argv", "code", "kind", "error_type", "needle"), CASES, ids=[" ".join(c[0][:2]) for c in CASES])
-def test_an_error_under_json_is_a_json_object_on_stdout_and_one_line_on_stderr(flow, ws, argv, code, kind, error_type, needle):
+@pytest.mark.parametrize(
+    ("argv", "code", "kind", "error_type", "needle"), CASES, ids=[" ".join(c[0][:2]) for c in CASES]
+)
+def test_an_error_under_json_is_a_json_object_on_stdout_and_one_line_on_stderr(
+    flow, ws, argv, code, kind, error_type, needle
+):
     r = flow(*argv)
     assert r.code == code, (r.out, r.err)
     err = CliError.model_validate(json.loads(r.out))

@@ -21,9 +21,24 @@ def test_worker_once_json_is_the_list_of_runs_it_resumed(flow, tmp_path):
 
 
 def test_fixture_serve_json_prints_a_listening_then_a_stopped_event(tmp_path):
-    proc = subprocess.Popen([sys.executable, "-m", "openadapt_flow", "fixture", "serve", str(DEMO_FIXTURES / "normal"),
-                             "--port", "0", "--json"], cwd=tmp_path, env=flow_env(tmp_path),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "openadapt_flow",
+            "fixture",
+            "serve",
+            str(DEMO_FIXTURES / "normal"),
+            "--port",
+            "0",
+            "--json",
+        ],
+        cwd=tmp_path,
+        env=flow_env(tmp_path),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert proc.stdout is not None
         first = json.loads(proc.stdout.readline())  # one line, printed once the port is bound
@@ -43,7 +58,9 @@ def test_patch_apply_json_lists_the_patches_applied(flow, tmp_path, monkeypatch)
 
     seen = {}
     monkeypatch.setattr(durable, "open_run_arg", lambda run, store: f"handle:{run}")
-    monkeypatch.setattr(durable, "apply_patches", lambda run, bundle: seen.setdefault("call", (run, bundle)) and ["p-001", "p-002"])
+    monkeypatch.setattr(
+        durable, "apply_patches", lambda run, bundle: seen.setdefault("call", (run, bundle)) and ["p-001", "p-002"]
+    )
     r = flow("patch", "apply", "run-1", "bundle", "--json")
     assert r.code == 0, r.err
     assert json.loads(r.out) == {"bundle": "bundle", "applied": ["p-001", "p-002"]}
@@ -66,8 +83,10 @@ def test_worker_json_prints_one_resumed_event_per_line_until_stopped(flow, tmp_p
 
         def run_once(self):
             self.stop.set()  # as SIGTERM would after this scan
-            return [{"run_dir": "runs/a", "state": "COMPLETED", "message": None},
-                    {"run_dir": "runs/b", "state": "SKIPPED", "message": "owned by a live process"}]
+            return [
+                {"run_dir": "runs/a", "state": "COMPLETED", "message": None},
+                {"run_dir": "runs/b", "state": "SKIPPED", "message": "owned by a live process"},
+            ]
 
     monkeypatch.setattr(durable, "Worker", OneScanWorker)
     (tmp_path / "runs").mkdir()
@@ -75,4 +94,5 @@ def test_worker_json_prints_one_resumed_event_per_line_until_stopped(flow, tmp_p
     assert r.code == 0, r.err
     assert [json.loads(line) for line in r.out.splitlines()] == [
         {"event": "resumed", "run_dir": "runs/a", "state": "COMPLETED", "message": None},
-        {"event": "resumed", "run_dir": "runs/b", "state": "SKIPPED", "message": "owned by a live process"}]
+        {"event": "resumed", "run_dir": "runs/b", "state": "SKIPPED", "message": "owned by a live process"},
+    ]

@@ -32,8 +32,12 @@ def test_plain_lines_when_not_a_terminal():
     with ConsoleProgress(out) as progress:
         assert isinstance(progress.renderer, PlainProgress)
         drive(progress)
-    assert out.getvalue().splitlines() == ["[1/2] open — open the form", "    ok  rung=template score=0.987 12 ms",
-                                           "[2/2] save", "    HALT save: ambiguous: two look-alikes"]
+    assert out.getvalue().splitlines() == [
+        "[1/2] open — open the form",
+        "    ok  rung=template score=0.987 12 ms",
+        "[2/2] save",
+        "    HALT save: ambiguous: two look-alikes",
+    ]
 
 
 def read_all(fd):
@@ -76,8 +80,13 @@ def test_waiting_is_silent_without_a_terminal_and_keeps_lines(capsys):
 @pytest.mark.parametrize("module", ["durable", "inspect", "replay"])
 def test_rich_is_not_imported_by_a_scripted_command(module):
     code = f"import sys, openadapt_flow.cli.app, openadapt_flow.cli.{module}; print('rich' in sys.modules)"
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
-                       env={**os.environ, "PYTHONPATH": str(REPO)})
+    r = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     assert r.stdout.strip() == "False", r.stderr
 
 
@@ -85,8 +94,11 @@ def test_a_replay_on_a_pseudo_terminal_shows_the_live_bar(tmp_path):
     """`flow demo` (a real replay over RFB of the bundled fixture) with its stderr on a pseudo-TTY."""
     from tests.support.cli import flow_env
 
-    code, shown, out = run_on_tty([sys.executable, "-m", "openadapt_flow", "demo", "--no-loop", "--run-dir",
-                                   str(tmp_path / "run")], tmp_path, flow_env(tmp_path))
+    code, shown, out = run_on_tty(
+        [sys.executable, "-m", "openadapt_flow", "demo", "--no-loop", "--run-dir", str(tmp_path / "run")],
+        tmp_path,
+        flow_env(tmp_path),
+    )
     assert code == 0, shown + out
     assert "\x1b[" in shown and "rung=" in shown, shown
     assert re.search(r"\d+/\d+", shown)  # the bar's done/total

@@ -14,7 +14,9 @@ def test_committed_reference_matches_the_code(name):
     generated = {path.name: text for path, text in reference.references().items()}[name]
     path = reference.DOCS / name
     committed = path.read_text(encoding="utf-8") if path.exists() else ""
-    diff = "".join(difflib.unified_diff(committed.splitlines(True), generated.splitlines(True), f"docs/{name}", "generated", n=1))
+    diff = "".join(
+        difflib.unified_diff(committed.splitlines(True), generated.splitlines(True), f"docs/{name}", "generated", n=1)
+    )
     assert committed == generated, f"docs/{name} is stale; regenerate it with `{reference.REGENERATE}`\n{diff[:3000]}"
 
 
@@ -26,8 +28,10 @@ def test_the_references_cover_every_command_and_config_key():
         assert f"## flow {cmd}\n" in cli
     assert "| 70 | `internal` |" in cli and "`--json`" in cli
     config = reference.config_reference()
-    for section, model in (("backend", DeployConfig.model_fields["backend"].annotation),
-                           ("runtime", DeployConfig.model_fields["runtime"].annotation)):
+    for section, model in (
+        ("backend", DeployConfig.model_fields["backend"].annotation),
+        ("runtime", DeployConfig.model_fields["runtime"].annotation),
+    ):
         for key in model.model_fields:
             assert f"| `{section}.{key}` |" in config
 
@@ -35,9 +39,21 @@ def test_the_references_cover_every_command_and_config_key():
 def test_every_config_field_has_a_description():
     from openadapt_flow.bundle import config
 
-    missing = [f"{m.__name__}.{k}" for m in (config.DeployConfig, config.BackendConfig, config.RuntimeConfig, config.ModelConfig,
-                                              config.LadderConfig, config.PolicyConfig, config.DenyRule, config.ApprovalsConfig)
-               for k, f in m.model_fields.items() if not f.description]
+    missing = [
+        f"{m.__name__}.{k}"
+        for m in (
+            config.DeployConfig,
+            config.BackendConfig,
+            config.RuntimeConfig,
+            config.ModelConfig,
+            config.LadderConfig,
+            config.PolicyConfig,
+            config.DenyRule,
+            config.ApprovalsConfig,
+        )
+        for k, f in m.model_fields.items()
+        if not f.description
+    ]
     assert not missing, missing
 
 

@@ -23,7 +23,9 @@ SIGNALS = [
 ]
 
 
-@pytest.mark.parametrize(("signal", "code", "text"), SIGNALS, ids=lambda v: type(v).__name__ if isinstance(v, BaseException) else None)
+@pytest.mark.parametrize(
+    ("signal", "code", "text"), SIGNALS, ids=lambda v: type(v).__name__ if isinstance(v, BaseException) else None
+)
 def test_a_run_signal_reaching_a_command_exits_with_its_code_and_one_line(signal, code, text):
     app = typer.Typer()
 

@@ -29,8 +29,13 @@ print("HEAVY:" + ",".join(heavy), file=sys.stderr)
 
 
 def _probe(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", PROBE, *args], capture_output=True, text=True, timeout=60,
-                          env={"COLUMNS": "80", "PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO)})
+    return subprocess.run(
+        [sys.executable, "-c", PROBE, *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"COLUMNS": "80", "PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO)},
+    )
 
 
 def test_root_help_and_version_import_no_command_module() -> None:
@@ -70,21 +75,31 @@ main()
 
 
 def _without(missing: str, *args: str, cwd) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-c", WITHOUT, missing, *args], capture_output=True, text=True, timeout=60,
-                          cwd=cwd, env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO), "HOME": str(cwd)})
+    return subprocess.run(
+        [sys.executable, "-c", WITHOUT, missing, *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=cwd,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO), "HOME": str(cwd)},
+    )
 
 
 def test_a_command_whose_extra_is_not_installed_names_the_extra(tmp_path):
     (tmp_path / "runs").mkdir()
     done = _without("uvicorn,starlette", "console", "runs", cwd=tmp_path)
     assert done.returncode == 2, done.stderr
-    assert done.stderr.strip() == ("error: this command needs the optional package 'uvicorn', which is not installed: "
-                                   "install openadapt-flow with its [console] extra, from its repository: "
-                                   "pip install '/path/to/openadapt-flow[console]'")
+    assert done.stderr.strip() == (
+        "error: this command needs the optional package 'uvicorn', which is not installed: "
+        "install openadapt-flow with its [console] extra, from its repository: "
+        "pip install '/path/to/openadapt-flow[console]'"
+    )
 
 
 def test_the_run_root_worker_needs_no_fleet_extra(tmp_path):
     (tmp_path / "runs").mkdir()
-    done = _without("psycopg,procrastinate,starlette,uvicorn,argon2,pywebpush", "worker", "runs", "--once", cwd=tmp_path)
+    done = _without(
+        "psycopg,procrastinate,starlette,uvicorn,argon2,pywebpush", "worker", "runs", "--once", cwd=tmp_path
+    )
     assert done.returncode == 0, done.stderr
     assert "worker: scanned 0 run(s) in runs" in done.stdout

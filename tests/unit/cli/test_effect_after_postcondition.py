@@ -38,13 +38,28 @@ def saved_elsewhere():  # the app saved, but shows its message where the recordi
 
 def bundle(root: Path, db: Path) -> Path:
     save_png(root / "templates/post.png", crop(home(), BOX))
-    step = {"id": "post", "intent": "Post it", "action": "click",
-            "target": {"template": "templates/post.png", "region": list(BOX), "text": "Post"},
-            "expect": [{"text_present": "Posted"}], "timeout_s": 1,
-            "effect": {"kind": "sql", "dsn": f"sqlite:///{db}", "timeout_s": 0.5, "expect": {"increase_by": 1},
-                       "query": "select count(*) from posts where vendor = :vendor"}}
-    flow = {"schema": "openadapt-flow/bundle@1", "name": "post", "screen": {"width": 640, "height": 480},
-            "params": {"vendor": {"type": "string", "required": True}}, "steps": [step]}
+    step = {
+        "id": "post",
+        "intent": "Post it",
+        "action": "click",
+        "target": {"template": "templates/post.png", "region": list(BOX), "text": "Post"},
+        "expect": [{"text_present": "Posted"}],
+        "timeout_s": 1,
+        "effect": {
+            "kind": "sql",
+            "dsn": f"sqlite:///{db}",
+            "timeout_s": 0.5,
+            "expect": {"increase_by": 1},
+            "query": "select count(*) from posts where vendor = :vendor",
+        },
+    }
+    flow = {
+        "schema": "openadapt-flow/bundle@1",
+        "name": "post",
+        "screen": {"width": 640, "height": 480},
+        "params": {"vendor": {"type": "string", "required": True}},
+        "steps": [step],
+    }
     (root / "flow.yaml").write_text(yaml.safe_dump(flow, sort_keys=False))
     return root
 
@@ -66,10 +81,17 @@ def run_post(tmp_path: Path, durable: bool = False):
         c.close()
         fake.set_frame(saved_elsewhere())
 
-    cfg = DeployConfig.model_validate({"schema": "openadapt-flow/config@1",
-                                       "runtime": {"runs_root": str(tmp_path / "runs"), "settle_quiet_s": 0.01}})
-    req = ReplayRequest(bundle=bundle(tmp_path / "b", db), params={"vendor": "ACME"}, backend=BackendSpec(kind="fake"),
-                        config=cfg, run_dir=tmp_path / "run", durable=durable)
+    cfg = DeployConfig.model_validate(
+        {"schema": "openadapt-flow/config@1", "runtime": {"runs_root": str(tmp_path / "runs"), "settle_quiet_s": 0.01}}
+    )
+    req = ReplayRequest(
+        bundle=bundle(tmp_path / "b", db),
+        params={"vendor": "ACME"},
+        backend=BackendSpec(kind="fake"),
+        config=cfg,
+        run_dir=tmp_path / "run",
+        durable=durable,
+    )
     out = replay(req, backend_factory=lambda spec: FakeBackend(home(), on_click), reporter=write_reports)
     return out, db
 
@@ -99,7 +121,12 @@ def test_no_rerun_is_suggested_and_the_suggested_reconcile_is_accepted(stopped, 
     status = flow("status", run)
     assert status.code == 0, status.err
     js = json.loads(flow("status", run, "--json").out)
-    everything = status.out + json.dumps(js) + (out.run_dir / "REPORT.md").read_text() + (out.run_dir / "report.html").read_text()
+    everything = (
+        status.out
+        + json.dumps(js)
+        + (out.run_dir / "REPORT.md").read_text()
+        + (out.run_dir / "report.html").read_text()
+    )
     assert "flow replay" not in everything and "--durable" not in everything, everything
     suggested = [c for c in js["next_commands"] if "--decision reconcile" in c]
     assert suggested and suggested[0].startswith(f"flow approve {run} --decision reconcile --effect landed")

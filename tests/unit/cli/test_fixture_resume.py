@@ -22,7 +22,9 @@ def _dispatches(run_dir) -> int:
 def test_resume_after_a_teach_on_a_fixture_says_the_screen_is_not_where_the_run_stopped(flow, tmp_path, monkeypatch):
     run_env(tmp_path, monkeypatch)
     run_dir = tmp_path / "twin"
-    r = flow("replay", str(BUNDLE), "--url", f"fixture:{FIXTURES / 'twin'}", "--durable", "--run-dir", str(run_dir), *PARAMS)
+    r = flow(
+        "replay", str(BUNDLE), "--url", f"fixture:{FIXTURES / 'twin'}", "--durable", "--run-dir", str(run_dir), *PARAMS
+    )
     assert r.code == 3, (r.out, r.err)
     rep = json.loads((run_dir / "report.json").read_text())
     assert rep["halt"]["step"] == "save"  # two identical Save buttons, after three steps of input

@@ -38,11 +38,15 @@ def paused(tmp_path, monkeypatch) -> Path:
 
 
 def test_headline_words_for_the_usual_stops():
-    assert headline("PAUSED", "awaiting_approval", "ambiguous", 'target "Save" is ambiguous (…)',
-                    "HALTED_BEFORE_EFFECT") == 'waiting for a decision: two "Save" look the same; nothing was written'
-    assert headline("PAUSED", "awaiting_approval", "effect", "x", "RECONCILIATION_REQUIRED") == \
-        "waiting for a decision: the system of record did not show the step's change; a write may have landed: " \
+    assert (
+        headline("PAUSED", "awaiting_approval", "ambiguous", 'target "Save" is ambiguous (…)', "HALTED_BEFORE_EFFECT")
+        == 'waiting for a decision: two "Save" look the same; nothing was written'
+    )
+    assert (
+        headline("PAUSED", "awaiting_approval", "effect", "x", "RECONCILIATION_REQUIRED")
+        == "waiting for a decision: the system of record did not show the step's change; a write may have landed: "
         "check it before going on"
+    )
     assert headline("COMPLETED") == "finished"
     assert headline("PAUSED", "awaiting_user") == "waiting for an answer"
     assert headline("FAILED", None, "some_new_category", "m") == "failed"  # an unknown code is not made up into words
@@ -69,8 +73,11 @@ def test_the_report_headlines_in_words(paused):
     md = (paused / "REPORT.md").read_text()
     assert md.splitlines()[2] == f"**{WORDS}** ({CODES})", md[:400]
     html = (paused / "report.html").read_text()
-    assert re.search(r'<p class="headline" id="headline"><b>waiting for a decision: two &quot;New invoice&quot; look '
-                     r'the same; nothing was written</b>', html), html[:2000]
+    assert re.search(
+        r'<p class="headline" id="headline"><b>waiting for a decision: two &quot;New invoice&quot; look '
+        r'the same; nothing was written</b>',
+        html,
+    ), html[:2000]
 
 
 def test_the_console_headlines_in_words(paused):
@@ -81,17 +88,33 @@ def test_the_console_headlines_in_words(paused):
 def test_the_console_names_its_store_by_its_path(tmp_path):
     assert store_where(FilesystemStore(tmp_path / "runs"), None, Path("runs")) == str((tmp_path / "runs").resolve())
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "openadapt_flow", "console", "--root", str(tmp_path / "runs"),
-                             "--bind", f"127.0.0.1:{port}"], cwd=tmp_path, env=flow_env(tmp_path),
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "openadapt_flow",
+            "console",
+            "--root",
+            str(tmp_path / "runs"),
+            "--bind",
+            f"127.0.0.1:{port}",
+        ],
+        cwd=tmp_path,
+        env=flow_env(tmp_path),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert proc.stdout is not None
         line = proc.stdout.readline()  # printed before it serves
     finally:
         proc.terminate()
         proc.wait(timeout=20)
-    assert line.strip() == f"flow console on http://127.0.0.1:{port}/, runs in {(tmp_path / 'runs').resolve()}; " \
-                           "Ctrl-C stops it", line
+    assert (
+        line.strip() == f"flow console on http://127.0.0.1:{port}/, runs in {(tmp_path / 'runs').resolve()}; "
+        "Ctrl-C stops it"
+    ), line
     assert "Store(" not in line
 
 
@@ -109,17 +132,23 @@ def test_a_resume_after_a_reject_says_who_rejected(flow, paused):
     assert r.code == 0, r.err
     r = flow("resume", str(paused))
     assert r.code == 4, r.out + r.err
-    assert re.search(r"run is already terminal \(BLOCKED: rejected by alice \(OS user \S+\) at \S+, noting: wrong "
-                     r"vendor\); nothing to do", r.out + r.err), r.out + r.err
+    assert re.search(
+        r"run is already terminal \(BLOCKED: rejected by alice \(OS user \S+\) at \S+, noting: wrong "
+        r"vendor\); nothing to do",
+        r.out + r.err,
+    ), r.out + r.err
     r = flow("status", str(paused))
     assert r.out.splitlines()[0] == "blocked: rejected by alice; nothing was written  [BLOCKED · HALTED_BEFORE_EFFECT]"
 
 
 def test_status_piped_into_a_reader_that_left_stops_quietly_without_an_error_file(paused):
     # `| true`: the reader is gone before status writes (as `| head -1` is once it has its line)
-    cmd = f"{shlex.quote(sys.executable)} -m openadapt_flow status {shlex.quote(str(paused))} | true; " \
-          'echo "status exit ${PIPESTATUS[0]}" >&2'
-    r = subprocess.run(["bash", "-c", cmd], cwd=paused.parent, env=flow_env(paused.parent), capture_output=True,
-                       text=True, timeout=60)
+    cmd = (
+        f"{shlex.quote(sys.executable)} -m openadapt_flow status {shlex.quote(str(paused))} | true; "
+        'echo "status exit ${PIPESTATUS[0]}" >&2'
+    )
+    r = subprocess.run(
+        ["bash", "-c", cmd], cwd=paused.parent, env=flow_env(paused.parent), capture_output=True, text=True, timeout=60
+    )
     assert r.stderr.strip().splitlines() == ["status exit 141"], r.stderr  # as a shell reports SIGPIPE; nothing else
     assert not list(paused.glob("internal-error-*")), sorted(p.name for p in paused.iterdir())

@@ -12,8 +12,16 @@ from tests.support.cli import REPO, run_flow
 
 pytestmark = pytest.mark.timeout(120)
 
-START = [{"text_present": "Invoices", "region": [10, 10, 80, 20]}, {"text_absent": "Vendor"}, {"blank": [100, 60, 120, 24]}]
-RESET = {"command": ["systemctl", "--user", "restart", "ledger"], "wait_for": {"text_present": "Invoices"}, "timeout_s": 30}
+START = [
+    {"text_present": "Invoices", "region": [10, 10, 80, 20]},
+    {"text_absent": "Vendor"},
+    {"blank": [100, 60, 120, 24]},
+]
+RESET = {
+    "command": ["systemctl", "--user", "restart", "ledger"],
+    "wait_for": {"text_present": "Invoices"},
+    "timeout_s": 30,
+}
 
 
 def test_validate_reports_start_facts_and_the_reset(tmp_path):
@@ -34,11 +42,14 @@ def test_validate_warns_of_a_reset_step_with_nothing_to_verify_it(tmp_path):
     assert any(w.startswith("reset step 'home'") for w in json.loads(r.stdout)["warnings"]), r.stdout
 
 
-@pytest.mark.parametrize("over,needle", [
-    ({"reset": {"command": ["app"]}}, "reset: a reset command needs wait_for"),
-    ({"start": [{"region_changed": [0, 0, 9, 9]}]}, "start.0: region_changed needs a screen before it"),
-    ({"reset_before_each": True}, "reset_before_each: needs a reset"),
-])
+@pytest.mark.parametrize(
+    "over,needle",
+    [
+        ({"reset": {"command": ["app"]}}, "reset: a reset command needs wait_for"),
+        ({"start": [{"region_changed": [0, 0, 9, 9]}]}, "start.0: region_changed needs a screen before it"),
+        ({"reset_before_each": True}, "reset_before_each: needs a reset"),
+    ],
+)
 def test_validate_refuses_a_bad_start_or_reset_in_one_line(tmp_path, over, needle):
     write_bundle(tmp_path / "bundle", minimal_flow(**over))
     r = run_flow(["validate", "bundle"], tmp_path)
@@ -57,7 +68,9 @@ def test_schema_bundle_shows_start_and_reset(tmp_path):
 
 
 def test_the_docs_example_of_start_and_reset_validates(tmp_path):
-    text = section((REPO / "docs" / "bundle.md").read_text(), "## The start state and the reset: one live app, item after item")
+    text = section(
+        (REPO / "docs" / "bundle.md").read_text(), "## The start state and the reset: one live app, item after item"
+    )
     (written,) = write_files(text, "yaml", tmp_path)
     r = run_flow(["validate", str(written.parent), "--json"], tmp_path)
     assert r.returncode == 0, r.stderr

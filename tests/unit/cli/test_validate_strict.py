@@ -17,7 +17,13 @@ def flagged(tmp_path):
     flow = minimal_flow()
     target = flow["steps"][0]["target"]
     flow["steps"] = [
-        {"id": "save", "action": "click", "target": target, "consequential": True, "expect": [{"text_present": "Saved"}]},
+        {
+            "id": "save",
+            "action": "click",
+            "target": target,
+            "consequential": True,
+            "expect": [{"text_present": "Saved"}],
+        },
         {"id": "back", "action": "click", "target": target},  # nothing declared: weakly verified
     ]
     write_bundle(tmp_path / "bundle", flow)
@@ -50,4 +56,7 @@ def test_strict_passes_a_bundle_with_nothing_to_warn_about(tmp_path):
     flow["steps"][0]["expect"] = [{"text_present": "Done"}]
     write_bundle(tmp_path / "bundle", flow)
     r = run_flow(["validate", "bundle", "--strict"], tmp_path)
-    assert r.returncode == 0 and r.stdout.startswith("ok: t") and "warning" not in r.stdout + r.stderr, (r.stdout, r.stderr)
+    assert r.returncode == 0 and r.stdout.startswith("ok: t") and "warning" not in r.stdout + r.stderr, (
+        r.stdout,
+        r.stderr,
+    )

@@ -24,8 +24,13 @@ def calculator(tmp_path, enter_expect: list[dict], effect: dict | None = None) -
         enter |= {"consequential": True, "effect": effect}
     flow["steps"] = [
         {"id": "display", "action": "click", "target": target, "expect": [{"text_present": "Calculator"}]},
-        {"id": "type", "action": "type", "text": "{operand}*34", "append": True,
-         "expect": [{"text_present": "{operand}*34"}]},
+        {
+            "id": "type",
+            "action": "type",
+            "text": "{operand}*34",
+            "append": True,
+            "expect": [{"text_present": "{operand}*34"}],
+        },
         enter,
     ]
     write_bundle(tmp_path / "bundle", flow)
@@ -54,10 +59,13 @@ def test_allow_unverified_accepts_it_with_the_warning(tmp_path):
     assert run_flow(["validate", "bundle", "--allow-unverified", "--strict"], tmp_path).returncode == 2
 
 
-@pytest.mark.parametrize("expect,effect", [
-    ([{"text_present": "{operand}", "region": [0, 0, 200, 40]}], None),  # the operand read back on the display
-    (TOOLTIP_GONE, {"kind": "file", "path": "/tmp/calc.log", "contains": "{operand}"}),  # a declared effect
-])
+@pytest.mark.parametrize(
+    "expect,effect",
+    [
+        ([{"text_present": "{operand}", "region": [0, 0, 200, 40]}], None),  # the operand read back on the display
+        (TOOLTIP_GONE, {"kind": "file", "path": "/tmp/calc.log", "contains": "{operand}"}),  # a declared effect
+    ],
+)
 def test_a_check_that_depends_on_the_param_makes_it_valid(tmp_path, expect, effect):
     calculator(tmp_path, expect, effect)
     r = run_flow(["validate", "bundle"], tmp_path)

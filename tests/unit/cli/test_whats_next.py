@@ -33,8 +33,16 @@ def _flat(text: str) -> str:
 
 def test_a_durable_replay_that_pauses_prints_the_commands_to_run_next(flow, env):
     run_dir = env / "paused"
-    r = flow("replay", str(BUNDLE), "--durable", "--url", f"fixture:{twin_fixture(env / 'twin-fixture')}",
-             "--run-dir", str(run_dir), *PARAMS)
+    r = flow(
+        "replay",
+        str(BUNDLE),
+        "--durable",
+        "--url",
+        f"fixture:{twin_fixture(env / 'twin-fixture')}",
+        "--run-dir",
+        str(run_dir),
+        *PARAMS,
+    )
     assert r.code == 3, r.err
     run = shlex.quote(str(run_dir))
     lines = [ln.strip() for ln in r.out.splitlines()]
@@ -49,7 +57,9 @@ def test_status_says_the_state_in_words_and_the_next_command(flow, env):
     assert r.code == 0, r.err
     assert "{" not in r.out and "['" not in r.out, r.out  # no dict or list reprs
     assert "state: PAUSED (awaiting_approval)" in r.out
-    assert re.search(r"pending decision: pause pause-\w+ on step open-form \(ambiguous\); allowed: continue, ", r.out), r.out
+    assert re.search(
+        r"pending decision: pause pause-\w+ on step open-form \(ambiguous\); allowed: continue, ", r.out
+    ), r.out
     assert "HALTED_BEFORE_EFFECT — the run stopped before the step's write was sent" in r.out
     assert f"flow resume {shlex.quote(str(run_dir))} --require-approval" in r.out.split("next:")[1]
     js = json.loads(flow("status", str(run_dir), "--json").out)
@@ -70,9 +80,15 @@ def test_approve_help_says_what_every_decision_does():
     from openadapt_flow.cli.app import build_app
 
     text = _flat(CliRunner().invoke(build_app("approve"), ["approve", "--help"], terminal_width=200).output)
-    for words in ("continue: resume checks the live screen", "skip: the halted step is journaled as skipped",
-                  "reject: the run ends BLOCKED", "teach: your point", "escalate: the run stays PAUSED",
-                  "reconcile: says whether the uncertain write happened", "required, no default"):
+    for words in (
+        "continue: resume checks the live screen",
+        "skip: the halted step is journaled as skipped",
+        "reject: the run ends BLOCKED",
+        "teach: your point",
+        "escalate: the run stays PAUSED",
+        "reconcile: says whether the uncertain write happened",
+        "required, no default",
+    ):
         assert words in text, (words, text)
 
 
@@ -81,8 +97,10 @@ def test_after_a_decision_the_command_says_what_happens_next_and_where_the_repor
     r = flow("approve", str(run_dir), "--decision", "continue", "--operator", "ops")
     assert r.code == 0, r.err
     run = shlex.quote(str(run_dir))
-    assert f"next: a `flow worker` watching this run's store picks it up; without one, run `flow resume {run} " \
-           "--require-approval`" in r.out
+    assert (
+        f"next: a `flow worker` watching this run's store picks it up; without one, run `flow resume {run} "
+        "--require-approval`" in r.out
+    )
     assert f"report: {run_dir / 'report.html'}" in r.out
 
 

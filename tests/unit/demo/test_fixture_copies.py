@@ -18,8 +18,11 @@ TOP = REPO / "fixtures"
 
 
 def _digests(root: Path) -> dict[str, str]:
-    return {p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*")) if p.is_file()}
+    return {
+        p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
 
 
 def test_the_package_ships_every_top_level_fixture_byte_for_byte():
@@ -28,7 +31,8 @@ def test_the_package_ships_every_top_level_fixture_byte_for_byte():
     assert top == shipped and {"normal", "dark", "twin"} <= top
     for name in sorted(top):
         assert _digests(TOP / name) == _digests(DEMO_FIXTURES / name), (
-            f"fixtures/{name} and openadapt_flow/demo/fixtures/{name} differ: copy the one you re-recorded over the other")
+            f"fixtures/{name} and openadapt_flow/demo/fixtures/{name} differ: copy the one you re-recorded over the other"
+        )
 
 
 @pytest.mark.parametrize("name", ["normal", "dark", "twin"])

@@ -11,10 +11,22 @@ from PIL import Image, ImageDraw, ImageFont
 DEJAVU = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
 SIZE = (1920, 1080)
 
-LIGHT = {"bg": (240, 240, 240), "btn": (60, 120, 200), "btn_text": (255, 255, 255), "text": (20, 20, 20),
-         "field": (255, 255, 255), "border": (150, 150, 150)}
-DARK = {"bg": (30, 30, 34), "btn": (90, 160, 90), "btn_text": (10, 10, 10), "text": (220, 220, 220),
-        "field": (50, 50, 50), "border": (100, 100, 100)}
+LIGHT = {
+    "bg": (240, 240, 240),
+    "btn": (60, 120, 200),
+    "btn_text": (255, 255, 255),
+    "text": (20, 20, 20),
+    "field": (255, 255, 255),
+    "border": (150, 150, 150),
+}
+DARK = {
+    "bg": (30, 30, 34),
+    "btn": (90, 160, 90),
+    "btn_text": (10, 10, 10),
+    "text": (220, 220, 220),
+    "field": (50, 50, 50),
+    "border": (100, 100, 100),
+}
 MENU = ("File", "Edit", "View", "Insert", "Format", "Tools", "Help")
 
 
@@ -62,10 +74,11 @@ def draw(
     f = font(int(15 * scale))
     for i, word in enumerate(MENU):
         d.text((int((20 + 70 * i) * scale), int(10 * scale)), word, font=f, fill=theme["text"])
-    for (x, y, w, h) in fields:
+    for x, y, w, h in fields:
         s = scale
-        d.rectangle([int(x * s), int(y * s), int((x + w) * s), int((y + h) * s)], fill=theme["field"],
-                    outline=theme["border"])
+        d.rectangle(
+            [int(x * s), int(y * s), int((x + w) * s), int((y + h) * s)], fill=theme["field"], outline=theme["border"]
+        )
     for b in buttons:
         x, y, w, h = button_box(b, scale)
         d.rounded_rectangle([x, y, x + w, y + h], radius=int(5 * scale), fill=theme["btn"])

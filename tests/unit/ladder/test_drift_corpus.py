@@ -61,10 +61,12 @@ def inside(point: tuple[int, int], box: list[int]) -> bool:
 
 @pytest.mark.parametrize("app", APPS)
 def test_no_drift_of_a_real_app_gets_a_click_outside_its_target(app: str) -> None:
-    wrong = [(drift, tid, point, box)
-             for drift in spec(app)["drifts"]
-             for tid, point, box, _ in resolve_all(app, drift)
-             if point is not None and not inside(point, box)]
+    wrong = [
+        (drift, tid, point, box)
+        for drift in spec(app)["drifts"]
+        for tid, point, box, _ in resolve_all(app, drift)
+        if point is not None and not inside(point, box)
+    ]
     assert wrong == []
 
 

@@ -39,16 +39,21 @@ def desktop(name: str) -> np.ndarray:
 def grid(cols: list[tuple[int, int]], rows: list[tuple[int, int]]) -> dict[str, Box]:
     """Button boxes by label, from the column and row spans of the keypad."""
     labels = [["7", "8", "9", "/"], ["4", "5", "6", "*"], ["1", "2", "3", "-"], ["0", ".", "+/-", "+"]]
-    return {labels[r][c]: (x0, y0, x1 - x0, y1 - y0)
-            for r, (y0, y1) in enumerate(rows) for c, (x0, x1) in enumerate(cols[:4])}
+    return {
+        labels[r][c]: (x0, y0, x1 - x0, y1 - y0)
+        for r, (y0, y1) in enumerate(rows)
+        for c, (x0, x1) in enumerate(cols[:4])
+    }
 
 
 RECORDED = grid([(106, 165), (171, 230), (236, 295), (301, 360)], [(283, 317), (323, 357), (363, 397), (403, 437)])
 STRETCHED = {
-    "stretched-400x380": grid([(106, 178), (185, 257), (264, 336), (343, 415)],
-                              [(291, 332), (339, 379), (386, 426), (433, 473)]),
-    "stretched-560x500": grid([(106, 210), (217, 321), (328, 432), (439, 543)],
-                              [(315, 380), (387, 451), (458, 522), (529, 593)]),
+    "stretched-400x380": grid(
+        [(106, 178), (185, 257), (264, 336), (343, 415)], [(291, 332), (339, 379), (386, 426), (433, 473)]
+    ),
+    "stretched-560x500": grid(
+        [(106, 210), (217, 321), (328, 432), (439, 543)], [(315, 380), (387, 451), (458, 522), (529, 593)]
+    ),
 }
 TARGETS = ("9", "7", "*", "+", "-", "6")
 

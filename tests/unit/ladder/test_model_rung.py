@@ -159,8 +159,9 @@ def test_model_confirmed_by_text_read_at_its_point(model: FakeModel) -> None:
 def test_lying_model_fails_the_text_check(model: FakeModel) -> None:
     save = Button("Save", 900, 300)
     model.reply = {"x": 400, "y": 800}
-    ladder = Ladder({}, SIZE, ocr=ScriptedOcr([Word("Save", 91, button_text_box(save))]), model=model.client(),
-                    options=ALLOW)
+    ladder = Ladder(
+        {}, SIZE, ocr=ScriptedOcr([Word("Save", 91, button_text_box(save))]), model=model.client(), options=ALLOW
+    )
     res = ladder.resolve(draw([save]), Target(text="Save", region=(200, 200, 40, 14)))
     assert res.point is None and res.evidence[-1].verdict == "miss"
 
@@ -189,8 +190,9 @@ def test_model_is_never_asked_for_a_consequential_step_unless_allowed(model: Fak
 
 def test_model_is_not_asked_to_pick_between_lookalikes(model: FakeModel) -> None:
     live = draw([SAVE, Button("Save", 600, 470)])
-    ladder = Ladder({"t/save.png": crop(draw([SAVE]), REGION)}, SIZE, ocr=ScriptedOcr([]), model=model.client(),
-                    options=ALLOW)
+    ladder = Ladder(
+        {"t/save.png": crop(draw([SAVE]), REGION)}, SIZE, ocr=ScriptedOcr([]), model=model.client(), options=ALLOW
+    )
     res = ladder.resolve(live, Target(template="t/save.png", region=REGION))
     assert res.category == "ambiguous" and model.requests == []
 

@@ -80,9 +80,7 @@ def amount_target(landmark: str | None, region: tuple[int, int, int, int]) -> Ta
 
 
 @pytest.mark.parametrize("landmark,row", [("Gross", 340), ("Net", 300)])
-def test_two_same_labels_in_the_window_are_told_apart_by_a_landmark(
-    engine: OcrEngine, landmark: str, row: int
-) -> None:
+def test_two_same_labels_in_the_window_are_told_apart_by_a_landmark(engine: OcrEngine, landmark: str, row: int) -> None:
     live = draw([], AMOUNTS)
     t = amount_target(landmark, text_box("Amount", 400, 300))
     res = Ladder({}, SIZE, ocr=engine).resolve(live, t)
@@ -166,11 +164,18 @@ def test_a_landmark_breaks_a_template_tie() -> None:
     live = draw([save, twin])
     sx, sy = centre(button_text_box(save))
     tx, ty = centre(button_text_box(twin))
-    words = [Word("Save", 95, button_text_box(save)), Word("Save", 95, button_text_box(twin)),
-             Word("Totals", 90, (round(sx) - 150, round(sy) - 6, 40, 12))]
+    words = [
+        Word("Save", 95, button_text_box(save)),
+        Word("Save", 95, button_text_box(twin)),
+        Word("Totals", 90, (round(sx) - 150, round(sy) - 6, 40, 12)),
+    ]
     click = (region[0] + region[2] // 2, region[1] + region[3] // 2)
-    t = Target(template="t/save.png", region=region, text="Save",
-               landmarks=[Landmark(text="Totals", dx=round(sx) - 130 - click[0], dy=round(sy) - click[1])])
+    t = Target(
+        template="t/save.png",
+        region=region,
+        text="Save",
+        landmarks=[Landmark(text="Totals", dx=round(sx) - 130 - click[0], dy=round(sy) - click[1])],
+    )
     res = Ladder({"t/save.png": crop(draw([save]), region)}, SIZE, ocr=ScriptedOcr(words)).resolve(live, t)
     assert res.ok, res.message
     assert near(res.point, (sx, sy), tol=4) and not near(res.point, (tx, ty), tol=4)

@@ -24,8 +24,13 @@ def table(name_x: int, clinic_x: int, name_w: int = CELL_W) -> Canvas:
 
 def target() -> Target:
     x, y = RECORDED
-    return Target(template="templates/cell.png", region=(x, y, CELL_W, CELL_H), point=(CELL_W // 2, CELL_H // 2),
-                  text="NULL", landmarks=[Landmark(text="name", dx=-10, dy=-88)])
+    return Target(
+        template="templates/cell.png",
+        region=(x, y, CELL_W, CELL_H),
+        point=(CELL_W // 2, CELL_H // 2),
+        text="NULL",
+        landmarks=[Landmark(text="name", dx=-10, dy=-88)],
+    )
 
 
 def ladder() -> Ladder:

@@ -211,10 +211,10 @@ def test_a_better_match_elsewhere_in_the_window_wins_over_a_look_alike_at_the_re
     t = target()
     frame = draw([Button("Save", 600, 570), *OTHERS], LABELS)
     x, y, w, h = button_box(Button("Save", 600, 570))
-    look_alike = frame[y:y + h, x:x + w].copy()
+    look_alike = frame[y : y + h, x : x + w].copy()
     look_alike[4:-4, 4:-4] = np.roll(look_alike[4:-4, 4:-4], 2, axis=1)
     rx, ry, _, _ = button_box(SAVE)
-    frame[ry:ry + h, rx:rx + w] = look_alike
+    frame[ry : ry + h, rx : rx + w] = look_alike
     lad = make_ladder()
     near, tmpl = lad.expected(t, 1920, 1080), lad.templates[TEMPLATE]
     there = find_template(frame, tmpl, box=pad_box(near, 12, 1920, 1080), scales=(1.0,))

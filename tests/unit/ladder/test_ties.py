@@ -47,6 +47,7 @@ def inside(p: tuple[int, int] | None, box: tuple[int, int, int, int]) -> bool:
 
 # -- OCR: the window is no tie-breaker --------------------------------------------------------------------------------
 
+
 def test_one_reading_in_the_window_is_no_answer_while_the_frame_holds_another() -> None:
     labels = [Label("Amount", 400, 300), Label("Amount", 1400, 800)]
     t = Target(text="Amount", region=text_box("Amount", 410, 310))
@@ -61,7 +62,9 @@ def test_a_landmark_still_decides_between_a_reading_in_the_window_and_one_elsewh
     labels = [Label("Amount", 400, 300), Label("Net", 330, 300), Label("Amount", 1400, 800)]
     ax, ay = centre(text_box("Amount", 400, 300))
     nx, ny = centre(text_box("Net", 330, 300))
-    t = Target(text="Amount", region=text_box("Amount", 410, 310), landmarks=[Landmark(text="Net", dx=round(nx - ax), dy=0)])
+    t = Target(
+        text="Amount", region=text_box("Amount", 410, 310), landmarks=[Landmark(text="Net", dx=round(nx - ax), dy=0)]
+    )
     res = Ladder({}, SIZE, ocr=OcrEngine()).resolve(draw([], labels), t)
     assert res.ok and abs(res.point[0] - ax) <= 3 and abs(res.point[1] - ay) <= 3, res.message
 
@@ -81,8 +84,11 @@ def _table(rows: list[tuple[str, str, str]]) -> tuple[np.ndarray, list[Word]]:
 
     def put(x: float, y: float, text: str, fill: tuple[int, int, int]) -> None:
         d.text((x, y), text, font=f, fill=fill)
-        for part, dx in ((text, 0.0),) if " " not in text else ((w, d.textlength(text[: text.index(w)], font=f))
-                                                                   for w in text.split()):
+        for part, dx in (
+            ((text, 0.0),)
+            if " " not in text
+            else ((w, d.textlength(text[: text.index(w)], font=f)) for w in text.split())
+        ):
             l, t, r, b = d.textbbox((x + dx, y), part, font=f)
             words.append(Word(part, 92, (int(l), int(t), int(r - l), int(b - t))))
 
@@ -113,7 +119,9 @@ def test_a_new_row_one_lower_never_puts_the_value_in_the_neighbour_column() -> N
     nx, ny, nw, nh = _cell("name", 2)
     region = (ix, ny, nx + nw - ix, nh)
     t = Target(template="t/cell.png", region=region, point=(nx + nw // 2 - ix, nh // 2), text="NULL")
-    live, words = _table([("1", "Ada", "North"), ("2", "Alan", "South"), ("3", "Eli Stone", "Lake"), ("4", "NULL", "NULL")])
+    live, words = _table(
+        [("1", "Ada", "North"), ("2", "Alan", "South"), ("3", "Eli Stone", "Lake"), ("4", "NULL", "NULL")]
+    )
     res = Ladder({"t/cell.png": crop(recorded, region)}, SIZE, ocr=ScriptedOcr(words)).resolve(live, t)
     assert not inside(res.point, _cell("clinic", 3)), f"typed into the clinic column: {res.evidence}"
     assert not any(e.rung == "ocr" and "phrase of its own" in e.detail for e in res.evidence)
@@ -133,12 +141,15 @@ def _nulls(rival_dx: int) -> tuple[list[Word], list[Word]]:
     return [a, b], [HEADER]
 
 
-@pytest.mark.parametrize("row_shift,rival_dx,decided", [
-    (0, 140, True),     # the header right above one, a column away from the other: decides
-    (0, 75, True),      # a narrower column, still more than a tolerance worse
-    (27, 75, False),    # the new row one lower: the winner's header is 27 px off already; the rival only ~1 tolerance
-    (27, 50, False),    # worse than that: a tie
-])
+@pytest.mark.parametrize(
+    "row_shift,rival_dx,decided",
+    [
+        (0, 140, True),  # the header right above one, a column away from the other: decides
+        (0, 75, True),  # a narrower column, still more than a tolerance worse
+        (27, 75, False),  # the new row one lower: the winner's header is 27 px off already; the rival only ~1 tolerance
+        (27, 50, False),  # worse than that: a tie
+    ],
+)
 def test_a_landmark_decides_only_by_a_clear_margin(row_shift: int, rival_dx: int, decided: bool) -> None:
     nulls, header = _nulls(rival_dx)
     hx, hy = HEADER.centre
@@ -179,7 +190,11 @@ def test_a_column_header_cannot_tell_two_rows_of_one_column_apart() -> None:
     cells = [Word("NULL", 92, (80, 271, 34, 12)), Word("NULL", 92, (80, 298, 34, 12))]
     t = Target(text="NULL", region=(60, 263, 80, 28), landmarks=[Landmark(text="name", dx=0, dy=-157, column=True)])
     res = Ladder({}, SIZE, ocr=ScriptedOcr([header, *cells])).resolve(draw([]), t)
-    assert res.point is None and res.category == "ambiguous" and "landmarks fit 2 candidates alike" in res.evidence[-1].detail
+    assert (
+        res.point is None
+        and res.category == "ambiguous"
+        and "landmarks fit 2 candidates alike" in res.evidence[-1].detail
+    )
 
 
 # -- template rung -----------------------------------------------------------------------------------------------------
@@ -190,8 +205,12 @@ REGION = around(button_box(SAVE))
 
 
 def _template_ladder(ocr: OcrEngine | None = None, **opts: object) -> Ladder:
-    return Ladder({"t/save.png": crop(draw([SAVE, *OTHERS]), REGION)}, SIZE, ocr=ocr or ScriptedOcr([]),
-                  options=LadderOptions(**opts))  # type: ignore[arg-type]
+    return Ladder(
+        {"t/save.png": crop(draw([SAVE, *OTHERS]), REGION)},
+        SIZE,
+        ocr=ocr or ScriptedOcr([]),
+        options=LadderOptions(**opts),
+    )  # type: ignore[arg-type]
 
 
 def test_a_template_hit_moved_in_the_window_with_a_twin_elsewhere_is_ambiguous() -> None:
@@ -238,6 +257,7 @@ def test_a_landmark_breaks_a_template_tie_only_by_a_clear_margin(twin_dy: int, d
 
 # -- landmarks only ----------------------------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("other_dy,decided", [(120, True), (30, False)])
 def test_landmarks_only_decide_by_a_clear_margin(other_dy: int, decided: bool) -> None:
     # a field known only by two landmarks: its label "Vendor" to the left, a heading "Invoices" above. A second
@@ -247,9 +267,13 @@ def test_landmarks_only_decide_by_a_clear_margin(other_dy: int, decided: bool) -
     fx, fy = centre(field)
     vendor, heading = Word("Vendor", 92, (300, 307, 50, 12)), Word("Invoices", 92, (300, 200, 70, 14))
     second = Word("Vendor", 92, (300, 307 + other_dy, 50, 12))
-    lms = [Landmark(text="Vendor", dx=round(vendor.centre[0] - fx), dy=round(vendor.centre[1] - fy)),
-           Landmark(text="Invoices", dx=round(heading.centre[0] - fx), dy=round(heading.centre[1] - fy))]
-    res = Ladder({}, SIZE, ocr=ScriptedOcr([vendor, heading, second])).resolve(draw([]), Target(landmarks=lms, region=field))
+    lms = [
+        Landmark(text="Vendor", dx=round(vendor.centre[0] - fx), dy=round(vendor.centre[1] - fy)),
+        Landmark(text="Invoices", dx=round(heading.centre[0] - fx), dy=round(heading.centre[1] - fy)),
+    ]
+    res = Ladder({}, SIZE, ocr=ScriptedOcr([vendor, heading, second])).resolve(
+        draw([]), Target(landmarks=lms, region=field)
+    )
     if decided:
         assert res.ok and abs(res.point[1] - fy) <= 2, res.message
     else:
@@ -257,6 +281,7 @@ def test_landmarks_only_decide_by_a_clear_margin(other_dy: int, decided: bool) -
 
 
 # -- model rung's check ------------------------------------------------------------------------------------------------
+
 
 class ProposingModel:
     """A grounding model that always proposes one point (no HTTP: the check is what is under test)."""

@@ -30,13 +30,13 @@ CLICK = (16, 258)
 def desktop(at: tuple[int, int]) -> np.ndarray:
     window = cv2.cvtColor(cv2.imread(str(WINDOW)), cv2.COLOR_BGR2RGB)
     frame = np.zeros((SCREEN[1], SCREEN[0], 3), np.uint8)
-    frame[at[1]:at[1] + window.shape[0], at[0]:at[0] + window.shape[1]] = window
+    frame[at[1] : at[1] + window.shape[0], at[0] : at[0] + window.shape[1]] = window
     return frame
 
 
 def strip_ladder() -> tuple[Ladder, Target]:
     x, y, w, h = STRIP
-    crop = np.ascontiguousarray(desktop((0, 0))[y:y + h, x:x + w])
+    crop = np.ascontiguousarray(desktop((0, 0))[y : y + h, x : x + w])
     return Ladder({"templates/01.png": crop}, SCREEN), Target(template="templates/01.png", region=STRIP, point=CLICK)
 
 

@@ -11,11 +11,11 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
+from openadapt_flow.bundle.config import DeployConfig
 from openadapt_flow.cli.app import app
+from openadapt_flow.runtime.runs import replay
 from openadapt_flow.runtime.start.launch import ReplayRequest
 from openadapt_flow.runtime.start.runref import open_ref
-from openadapt_flow.bundle.config import DeployConfig
-from openadapt_flow.runtime.runs import replay
 from openadapt_flow.store import FilesystemStore, runs_root
 
 pytestmark = pytest.mark.timeout(60)
@@ -38,7 +38,12 @@ def _paused(root: Path, step: dict) -> Path:
     """A run under `root` paused at its one step."""
     bundle = root.parent / "b"
     bundle.mkdir()
-    flow = {"schema": "openadapt-flow/bundle@1", "name": "audit", "screen": {"width": 10, "height": 10}, "steps": [step]}
+    flow = {
+        "schema": "openadapt-flow/bundle@1",
+        "name": "audit",
+        "screen": {"width": 10, "height": 10},
+        "steps": [step],
+    }
     (bundle / "flow.yaml").write_text(yaml.safe_dump(flow, sort_keys=False))
     cfg = DeployConfig.model_validate({"schema": "openadapt-flow/config@1", "runtime": {"runs_root": str(root)}})
     out = replay(ReplayRequest(bundle=bundle, params={}, backend=None, config=cfg, run_dir=root / "run"))
@@ -59,7 +64,12 @@ def _decisions(root: Path) -> list[dict]:
 def _expect_one(root: Path, run: Path, decision: str, operator: str) -> None:
     [entry] = _decisions(root)
     assert {k: entry[k] for k in ("operator", "os_user", "channel", "authenticated", "decision")} == {
-        "operator": operator, "os_user": getpass.getuser(), "channel": "cli", "authenticated": False, "decision": decision}
+        "operator": operator,
+        "os_user": getpass.getuser(),
+        "channel": "cli",
+        "authenticated": False,
+        "decision": decision,
+    }
     assert entry["run"] == open_ref(str(run)).ref and entry["pause_id"].startswith("pause-")
 
 
@@ -68,7 +78,9 @@ def test_flow_approve_is_audited_unauthenticated_on_channel_cli(root):
     assert _decisions(root) == []
     _flow("approve", str(run), "--decision", "continue", "--operator", "alice")
     _expect_one(root, run, "continue", "alice")
-    _flow("approve", str(run), "--decision", "continue", "--operator", "alice")  # a repeat records nothing: no entry either
+    _flow(
+        "approve", str(run), "--decision", "continue", "--operator", "alice"
+    )  # a repeat records nothing: no entry either
     assert len(_decisions(root)) == 1
 
 

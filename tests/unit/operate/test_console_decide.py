@@ -13,11 +13,11 @@ import openadapt_flow.console.app as console_app
 from openadapt_flow.console.decide import decide_from_form, refresh_reports
 from openadapt_flow.errors import RefusedError
 from openadapt_flow.report.model import build_report, halt_view
-from openadapt_flow.runtime.start.runref import open_ref
 from openadapt_flow.runtime.operate.approval import approve
 from openadapt_flow.runtime.operate.operators import add_operator
+from openadapt_flow.runtime.start.runref import open_ref
 from openadapt_flow.store import FilesystemStore
-from tests.unit.runtime.test_durable import App, go, home, start, env  # noqa: F401
+from tests.unit.runtime.test_durable import App, env, go, home, start  # noqa: F401
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -47,8 +47,11 @@ def _console(tmp_path, events: list[str]):
     store = FilesystemStore(tmp_path)
     cred = add_operator(store, "alice")
     client = TestClient(_Order(console_app.create_app(store, report_grace_s=0.0), events), base_url="http://127.0.0.1")
-    r = client.post("/login", data={"csrf": _hidden(client.get("/login").text, "csrf"), "name": "alice",
-                                    "credential": cred}, follow_redirects=False)
+    r = client.post(
+        "/login",
+        data={"csrf": _hidden(client.get("/login").text, "csrf"), "name": "alice", "credential": cred},
+        follow_redirects=False,
+    )
     assert r.status_code == 303
     return client
 
@@ -76,7 +79,9 @@ def test_the_decision_is_answered_first_and_the_report_is_written_after(tmp_path
     assert events == [f"answered /runs/{run_id}/decide", "render"]  # the operator is not kept waiting for the render
     html = (out.run_dir / "report.html").read_text()
     report = build_report(run)
-    assert [(d["decision"], d["operator"], d.get("unused")) for d in report["decisions"]] == [("continue", "alice", True)]
+    assert [(d["decision"], d["operator"], d.get("unused")) for d in report["decisions"]] == [
+        ("continue", "alice", True)
+    ]
     assert "alice" in html and (out.run_dir / "report.json").exists() and (out.run_dir / "REPORT.md").exists()
 
 
@@ -119,7 +124,9 @@ def test_a_console_decision_that_comes_too_late_is_told_who_decided(tmp_path, en
     out = start(tmp_path, app)
     store, run = FilesystemStore(tmp_path), open_ref(out.run_dir)
     pause_id = run.read_pending()["pause_id"]
-    assert decide_from_form(store, run, "alice", {"pause_id": pause_id, "decision": "continue"}).summary.startswith("recorded")
+    assert decide_from_form(store, run, "alice", {"pause_id": pause_id, "decision": "continue"}).summary.startswith(
+        "recorded"
+    )
     for decision in ("reject", "continue"):
         with pytest.raises(RefusedError, match=r"already decided by alice at \S+: continue"):
             decide_from_form(store, run, "bob", {"pause_id": pause_id, "decision": decision})

@@ -7,8 +7,8 @@ import re
 import pytest
 from starlette.testclient import TestClient
 
-from openadapt_flow.console.app import create_app
 from openadapt_flow.auth.sessions import RateLimit, Sessions
+from openadapt_flow.console.app import create_app
 from openadapt_flow.runtime.operate.operators import add_operator
 from openadapt_flow.store import MemoryStore
 

@@ -13,9 +13,9 @@ from starlette.testclient import TestClient
 
 from openadapt_flow.console.app import create_app
 from openadapt_flow.report.meanings import DECISIONS
-from openadapt_flow.runtime.start.runref import open_ref
 from openadapt_flow.runtime.operate.approval import DECISION_NAMES
 from openadapt_flow.runtime.operate.operators import add_operator
+from openadapt_flow.runtime.start.runref import open_ref
 from openadapt_flow.store import FilesystemStore
 from tests.unit.report.report_runs import ambiguous_run, run_env
 
@@ -39,8 +39,11 @@ def test_buttons_say_what_they_do_and_a_decision_says_what_happens_next(tmp_path
     store = FilesystemStore(tmp_path)
     cred = add_operator(store, "alice")
     client = TestClient(create_app(store, report_grace_s=0.0), base_url="http://127.0.0.1")
-    r = client.post("/login", data={"csrf": _hidden(client.get("/login").text, "csrf"), "name": "alice",
-                                    "credential": cred}, follow_redirects=False)
+    r = client.post(
+        "/login",
+        data={"csrf": _hidden(client.get("/login").text, "csrf"), "name": "alice", "credential": cred},
+        follow_redirects=False,
+    )
     assert r.status_code == 303
     page = client.get(f"/runs/{run_id}").text
     for d in ("continue", "reject", "escalate"):
@@ -68,7 +71,9 @@ def test_a_file_planted_as_the_report_is_not_served(tmp_path, monkeypatch):
     store = FilesystemStore(tmp_path)
     cred = add_operator(store, "alice")
     client = TestClient(create_app(store, report_grace_s=0.0), base_url="http://127.0.0.1")
-    client.post("/login", data={"csrf": _hidden(client.get("/login").text, "csrf"), "name": "alice", "credential": cred})
+    client.post(
+        "/login", data={"csrf": _hidden(client.get("/login").text, "csrf"), "name": "alice", "credential": cred}
+    )
     secret = tmp_path / "decision.key"
     secret.write_text("the decision key")
     (run_dir / "report.html").unlink()

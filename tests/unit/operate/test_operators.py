@@ -6,16 +6,22 @@ import json
 
 import pytest
 
-from openadapt_flow.errors import RefusedError, UsageError
 from openadapt_flow.bundle.config import DeployConfig
+from openadapt_flow.errors import RefusedError, UsageError
 from openadapt_flow.runtime.operate.approval import DecisionOptions, approve
-from openadapt_flow.runtime.operate.operators import (add_operator, authenticate, check_active, disable_operator,
-                                                      list_operators, reset_operator)
+from openadapt_flow.runtime.operate.operators import (
+    add_operator,
+    authenticate,
+    check_active,
+    disable_operator,
+    list_operators,
+    reset_operator,
+)
 from openadapt_flow.store import FilesystemStore, MemoryStore, PostgresStore
 from openadapt_flow.store.operators import AUDIT_FILE, OPERATORS_FILE
 from tests.support.pg import pg_server, store_spec  # noqa: F401 — pg_server is a session fixture
-from tests.unit.runtime.test_engine import home
 from tests.unit.runtime.test_durable import App, cfg, env, go, rows, start, store  # noqa: F401  (fixtures)
+from tests.unit.runtime.test_engine import home
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -23,7 +29,9 @@ pytestmark = pytest.mark.timeout(120)
 @pytest.fixture(params=["filesystem", "memory", "postgres"])
 def book_store(request, tmp_path, monkeypatch):
     if request.param == "postgres":  # a fresh schema per test on the session's server (migrations 0001…0002)
-        return PostgresStore(store_spec(request.getfixturevalue("pg_server"), f"o{abs(hash(request.node.nodeid)):x}", monkeypatch))
+        return PostgresStore(
+            store_spec(request.getfixturevalue("pg_server"), f"o{abs(hash(request.node.nodeid)):x}", monkeypatch)
+        )
     return FilesystemStore(tmp_path / "runs") if request.param == "filesystem" else MemoryStore()
 
 
@@ -55,9 +63,16 @@ def test_wrong_unknown_and_disabled_are_refused_and_audited(book_store):
         authenticate(book_store, "alice", cred, channel="console")
     authenticate(book_store, "alice", new, channel="console")
     events = [(e["event"], e.get("why")) for e in book_store.operators().audit_log()]
-    assert events == [("operator_added", None), ("login_failed", "bad credential"), ("login_failed", "bad credential"),
-                      ("operator_disabled", None), ("login_failed", "disabled"), ("operator_reset", None),
-                      ("login_failed", "bad credential"), ("login", None)]
+    assert events == [
+        ("operator_added", None),
+        ("login_failed", "bad credential"),
+        ("login_failed", "bad credential"),
+        ("operator_disabled", None),
+        ("login_failed", "disabled"),
+        ("operator_reset", None),
+        ("login_failed", "bad credential"),
+        ("login", None),
+    ]
 
 
 def test_bad_names_roles_and_duplicates(book_store):
@@ -91,10 +106,24 @@ def test_quorum_counts_distinct_authenticated_operators(tmp_path, env, store):  
     app.show(home())
     audited: list[dict] = []
     # one operator on the console twice (even from two OS users' consoles) counts once
-    assert approve(out.run_dir, "continue", "alice", os_user="svc", channel="console", options=DecisionOptions(audit=audited.append))["complete"] is False
+    assert (
+        approve(
+            out.run_dir,
+            "continue",
+            "alice",
+            os_user="svc",
+            channel="console",
+            options=DecisionOptions(audit=audited.append),
+        )["complete"]
+        is False
+    )
     assert approve(out.run_dir, "continue", "alice", os_user="other", channel="console")["noop"]
-    assert approve(out.run_dir, "continue", "bob", os_user="svc", channel="console")["complete"] is True  # same OS user, two operators
-    assert audited[0]["event"] == "decision" and audited[0]["operator"] == "alice" and audited[0]["channel"] == "console"
+    assert (
+        approve(out.run_dir, "continue", "bob", os_user="svc", channel="console")["complete"] is True
+    )  # same OS user, two operators
+    assert (
+        audited[0]["event"] == "decision" and audited[0]["operator"] == "alice" and audited[0]["channel"] == "console"
+    )
     assert go(out.run_dir, app).state == "COMPLETED"
     assert rows(env) == 1
 
@@ -102,7 +131,9 @@ def test_quorum_counts_distinct_authenticated_operators(tmp_path, env, store):  
 def test_approvals_channels_refuse_the_runner_hosts_cli_on_a_consequential_step(tmp_path, env, store):  # noqa: F811
     """approvals.channels: [console] is signed into the pause's task; `flow approve` (channel cli) is refused, an
     operator on the console decides, and the run completes with one row."""
-    config = DeployConfig.model_validate({**cfg(tmp_path, store).model_dump(by_alias=True), "approvals": {"channels": ["console"]}})
+    config = DeployConfig.model_validate(
+        {**cfg(tmp_path, store).model_dump(by_alias=True), "approvals": {"channels": ["console"]}}
+    )
     app = App(env, refute=True)
     out = start(tmp_path, app, store=store, config=config)
     app.refute = False

@@ -32,17 +32,22 @@ def test_queue_commands(tmp_path):
     assert flow("queue", "operator", "add", "bad name", "--db", db).exit_code == 2
     token = json.loads(flow("queue", "relay-token", "--db", db, "--json").stdout)["token"]
     assert token.encode() not in (tmp_path / "q.sqlite3").read_bytes()
-    r = flow("queue", "serve", "--tls-cert", str(tmp_path / "none.pem"), "--tls-key", str(tmp_path / "none.key"), "--db", db)
+    r = flow(
+        "queue", "serve", "--tls-cert", str(tmp_path / "none.pem"), "--tls-key", str(tmp_path / "none.key"), "--db", db
+    )
     assert r.exit_code == 2 and "not a file" in r.stderr
     assert flow("queue", "relay-token", "--db", str(tmp_path / "no" / "q.sqlite3")).exit_code == 2
 
 
-@pytest.mark.parametrize("args, env, says", [
-    (["--queue", "http://127.0.0.1:1", "--queue-key", "ed25519:" + "A" * 43], {"T": "x"}, "https:// URL"),
-    (["--queue", "https://127.0.0.1:1", "--queue-key", "rsa:AAAA"], {"T": "x"}, "--queue-key"),
-    (["--queue", "https://127.0.0.1:1", "--queue-key", "ed25519:" + "A" * 43], {}, "not set"),
-    (["--queue", "https://127.0.0.1:1", "--queue-key", "ed25519:" + "A" * 43], {"T": "x"}, "queue unreachable"),
-])
+@pytest.mark.parametrize(
+    "args, env, says",
+    [
+        (["--queue", "http://127.0.0.1:1", "--queue-key", "ed25519:" + "A" * 43], {"T": "x"}, "https:// URL"),
+        (["--queue", "https://127.0.0.1:1", "--queue-key", "rsa:AAAA"], {"T": "x"}, "--queue-key"),
+        (["--queue", "https://127.0.0.1:1", "--queue-key", "ed25519:" + "A" * 43], {}, "not set"),
+        (["--queue", "https://127.0.0.1:1", "--queue-key", "ed25519:" + "A" * 43], {"T": "x"}, "queue unreachable"),
+    ],
+)
 def test_relay_bad_input_is_one_line_and_exit_2(tmp_path, args, env, says):
     (tmp_path / "runs").mkdir()
     r = flow("relay", *args, "--token-env", "T", "--root", str(tmp_path / "runs"), env={"T": "", **env})
@@ -51,8 +56,10 @@ def test_relay_bad_input_is_one_line_and_exit_2(tmp_path, args, env, says):
 
 def test_queue_operator_list_and_disable(tmp_path):
     db = tmp_path / "q.sqlite3"
-    creds = {n: json.loads(flow("queue", "operator", "add", n, "--db", str(db), "--json").stdout)["credential"]
-             for n in ("pat", "sam")}
+    creds = {
+        n: json.loads(flow("queue", "operator", "add", n, "--db", str(db), "--json").stdout)["credential"]
+        for n in ("pat", "sam")
+    }
     queue = QueueDB(db)
     for n in ("pat", "sam"):
         queue.add_device(n, {"endpoint": f"https://push.example/{n}", "keys": {"p256dh": "k", "auth": "a"}})
@@ -64,7 +71,10 @@ def test_queue_operator_list_and_disable(tmp_path):
     r = flow("queue", "operator", "disable", "pat", "--db", str(db))
     assert r.exit_code == 0 and "pat: disabled" in r.stdout
     listed = flow("queue", "operator", "list", "--db", str(db)).stdout.splitlines()
-    assert [line.split("\t")[:3] for line in listed] == [["pat", "disabled", "0 phone(s)"], ["sam", "active", "1 phone(s)"]]
+    assert [line.split("\t")[:3] for line in listed] == [
+        ["pat", "disabled", "0 phone(s)"],
+        ["sam", "active", "1 phone(s)"],
+    ]
     assert [d["endpoint"] for d in queue.devices()] == ["https://push.example/sam"]  # pat's phone gets no more pushes
     assert not queue.operator_active("pat") and queue.operator_active("sam")
     with pytest.raises(RefusedError):

@@ -11,16 +11,25 @@ from starlette.testclient import TestClient
 
 from openadapt_flow.auth.sessions import RateLimit
 from openadapt_flow.errors import RefusedError, UsageError
-from openadapt_flow.phone.context import (PROOF_PREFIX, canonical, load_public, parse_context, public_text,
-                                          verify_bytes)
+from openadapt_flow.phone.context import PROOF_PREFIX, canonical, load_public, parse_context, public_text, verify_bytes
 from openadapt_flow.phone.queue.keys import key_paths
 from tests.support.phone_kit import queue  # noqa: F401 (a fixture)
 
 pytestmark = pytest.mark.timeout(60)
-CONTEXT = {"schema": "openadapt-flow/phone-context@1", "run_id": "run-1", "pause_id": "pause-1", "bundle": "b",
-           "step": "save", "intent": "Save {vendor}", "category": "approval", "transaction_outcome": None,
-           "allowed": ["continue", "reject"], "expires_at": "2099-01-01T00:00:00Z", "checkpoint_digest": "sha256:" + "ab" * 32,
-           "idempotency_scope": "run-1/pause-1"}
+CONTEXT = {
+    "schema": "openadapt-flow/phone-context@1",
+    "run_id": "run-1",
+    "pause_id": "pause-1",
+    "bundle": "b",
+    "step": "save",
+    "intent": "Save {vendor}",
+    "category": "approval",
+    "transaction_outcome": None,
+    "allowed": ["continue", "reject"],
+    "expires_at": "2099-01-01T00:00:00Z",
+    "checkpoint_digest": "sha256:" + "ab" * 32,
+    "idempotency_scope": "run-1/pause-1",
+}
 
 
 def test_keys_are_private_files_and_the_public_key_round_trips(tmp_path, queue):
@@ -62,16 +71,24 @@ def test_publish_decide_poll_ack(queue):
     assert "Save {vendor}" in page
     csrf = re.search(r'name="csrf" value="([^"]+)"', page).group(1)
     assert client.post("/decide", data={"csrf": csrf, "task": "run-1/pause-1", "operation": "skip"}).status_code == 409
-    assert client.post("/decide", data={"csrf": "x", "task": "run-1/pause-1", "operation": "continue"}).status_code == 403
+    assert (
+        client.post("/decide", data={"csrf": "x", "task": "run-1/pause-1", "operation": "continue"}).status_code == 403
+    )
     r = client.post("/decide", data={"csrf": csrf, "task": "run-1/pause-1", "operation": "continue"})
     assert r.status_code == 200 and "sent: continue by pat" in r.text
-    assert client.post("/decide", data={"csrf": csrf, "task": "run-1/pause-1", "operation": "reject"}).status_code == 409
+    assert (
+        client.post("/decide", data={"csrf": csrf, "task": "run-1/pause-1", "operation": "reject"}).status_code == 409
+    )
 
     [item] = client.get("/api/decisions?wait=0", headers=auth).json()["decisions"]
     d = item["decision"]
     verify_bytes(key.public_key(), canonical(d), item["signature"], "decision")
     assert (d["run_id"], d["pause_id"], d["operation"], d["operator"]) == ("run-1", "pause-1", "continue", "pat")
-    assert (d["checkpoint_digest"], d["expires_at"], d["idempotency_scope"]) == (CONTEXT["checkpoint_digest"], CONTEXT["expires_at"], "run-1/pause-1")
+    assert (d["checkpoint_digest"], d["expires_at"], d["idempotency_scope"]) == (
+        CONTEXT["checkpoint_digest"],
+        CONTEXT["expires_at"],
+        "run-1/pause-1",
+    )
     ack = {"status": "recorded", "reason": "free text from the runner"}
     assert client.post(f"/api/decisions/{d['decision_id']}/ack", json=ack, headers=auth).status_code == 400
     ack["reason"] = "recorded"

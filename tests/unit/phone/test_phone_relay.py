@@ -41,11 +41,23 @@ def relay(store) -> Relay:
 def signed(run, key=QUEUE, **change) -> dict:
     """A decision as the queue makes it from the run's closed context (then `change`d), signed by `key`."""
     ctx = closed_context(run, run.read_pending())
-    body = {"decision_id": "d-" + secrets.token_hex(8), "run_id": ctx.run_id, "pause_id": ctx.pause_id,
-            "checkpoint_digest": ctx.checkpoint_digest, "operation": "continue", "expires_at": ctx.expires_at,
-            "idempotency_scope": ctx.idempotency_scope, "operator": "pat", "decided_at": "2026-01-01T00:00:00Z", **change}
+    body = {
+        "decision_id": "d-" + secrets.token_hex(8),
+        "run_id": ctx.run_id,
+        "pause_id": ctx.pause_id,
+        "checkpoint_digest": ctx.checkpoint_digest,
+        "operation": "continue",
+        "expires_at": ctx.expires_at,
+        "idempotency_scope": ctx.idempotency_scope,
+        "operator": "pat",
+        "decided_at": "2026-01-01T00:00:00Z",
+        **change,
+    }
     data = decision_bytes(PhoneDecision.model_validate(body))
-    return {"decision": PhoneDecision.model_validate(body).model_dump(by_alias=True), "signature": sign_bytes(key, data)}
+    return {
+        "decision": PhoneDecision.model_validate(body).model_dump(by_alias=True),
+        "signature": sign_bytes(key, data),
+    }
 
 
 def test_the_closed_context_keeps_the_intent_as_written_and_no_value(paused):
@@ -70,15 +82,27 @@ def test_a_signed_decision_for_the_open_pause_is_recorded_once_with_channel_phon
     assert len(fresh.lines) == 1 and "already recorded" in fresh.lines[0]
 
 
-@pytest.mark.parametrize("make, reason", [
-    (lambda run: signed(run, key=Ed25519PrivateKey.generate()), "signature"),
-    (lambda run: {**signed(run), "decision": {**signed(run)["decision"], "operation": "reject"}}, "signature"),
-    (lambda run: signed(run, pause_id="pause-0000000000"), "pause"),
-    (lambda run: signed(run, expires_at="2099-01-01T00:00:00Z"), "expired"),
-    (lambda run: signed(run, idempotency_scope="other/pause"), "scope"),
-    (lambda run: signed(run, checkpoint_digest="sha256:" + "0" * 64), "checkpoint"),
-    (lambda run: signed(run, operation="skip"), "operation"),
-], ids=["another-key", "altered", "another-pause", "another-expiry", "another-scope", "another-checkpoint", "not-allowed"])
+@pytest.mark.parametrize(
+    "make, reason",
+    [
+        (lambda run: signed(run, key=Ed25519PrivateKey.generate()), "signature"),
+        (lambda run: {**signed(run), "decision": {**signed(run)["decision"], "operation": "reject"}}, "signature"),
+        (lambda run: signed(run, pause_id="pause-0000000000"), "pause"),
+        (lambda run: signed(run, expires_at="2099-01-01T00:00:00Z"), "expired"),
+        (lambda run: signed(run, idempotency_scope="other/pause"), "scope"),
+        (lambda run: signed(run, checkpoint_digest="sha256:" + "0" * 64), "checkpoint"),
+        (lambda run: signed(run, operation="skip"), "operation"),
+    ],
+    ids=[
+        "another-key",
+        "altered",
+        "another-pause",
+        "another-expiry",
+        "another-scope",
+        "another-checkpoint",
+        "not-allowed",
+    ],
+)
 def test_a_decision_failing_a_check_is_refused_and_not_recorded(paused, make, reason):
     store, run = paused
     r = relay(store)
@@ -99,4 +123,6 @@ def test_approve_checks_the_pause_a_phone_decision_names_under_the_runs_lease(pa
     with pytest.raises(RefusedError, match="the open pause is"):
         approve(run, "continue", "pat", channel="phone", options=DecisionOptions(pause_id="pause-0000000000"))
     assert run.read_approval() is None
-    assert approve(run, "continue", "pat", channel="phone", options=DecisionOptions(pause_id=run.read_pending()["pause_id"]))["recorded"]
+    assert approve(
+        run, "continue", "pat", channel="phone", options=DecisionOptions(pause_id=run.read_pending()["pause_id"])
+    )["recorded"]

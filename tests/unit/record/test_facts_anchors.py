@@ -50,10 +50,15 @@ def click(x: int, y: int) -> list[Gesture]:
 
 def test_a_cell_is_not_found_by_the_typed_value_beside_it(tmp_path, ocr: OcrEngine) -> None:
     f0, f1, f2 = table(), table("Nguyen"), table("Nguyen", "Cardiology")
-    rec = Recording(url="vnc://h:1", settle_s=0.3, initial=f0, batches=[
-        Batch(before=f0, lead=click(140, 78), edits=typed("Nguyen"), after=f1),
-        Batch(before=f1, lead=click(340, 78), edits=typed("Cardiology"), after=f2),
-    ])
+    rec = Recording(
+        url="vnc://h:1",
+        settle_s=0.3,
+        initial=f0,
+        batches=[
+            Batch(before=f0, lead=click(140, 78), edits=typed("Nguyen"), after=f1),
+            Batch(before=f1, lead=click(340, 78), edits=typed("Cardiology"), after=f2),
+        ],
+    )
     out = compile_bundle(rec, tmp_path / "b", "clinic", ocr)
     clinic = yaml.safe_load((tmp_path / "b" / "flow.yaml").read_text())["steps"][1]
     target = clinic["target"]
@@ -90,19 +95,26 @@ def test_a_step_is_not_named_from_a_word_read_doubtfully(tmp_path) -> None:
 
     noise = [Word("browsg", 54.0, (52, 50, 70, 20)), Word("Data", 91.0, (130, 50, 44, 20))]
     ocr = NoisyOcr(noise, (40, 40, 160, 40))
-    rec = Recording(url="vnc://h:1", settle_s=0.3, initial=screen(False),
-                    batches=[Batch(before=screen(False), lead=click(120, 60), after=screen(True))])
+    rec = Recording(
+        url="vnc://h:1",
+        settle_s=0.3,
+        initial=screen(False),
+        batches=[Batch(before=screen(False), lead=click(120, 60), after=screen(True))],
+    )
     (step,) = compile_bundle(rec, tmp_path / "b", "browse", ocr).steps
     assert "browsg" not in step["id"] and "browsg" not in step["intent"]
     assert step["id"] == "data"
 
 
-@pytest.mark.parametrize("words,name", [
-    ([Word("als", 40.0, (0, 0, 1, 1))], None),  # doubtful
-    ([Word("Views", 92.0, (0, 0, 1, 1)), Word("0", 95.0, (0, 0, 1, 1))], "views"),  # a digit names nothing
-    ([Word("brwsg", 93.0, (0, 0, 1, 1))], None),  # no vowel: not a word
-    ([Word("Patient", 93.0, (0, 0, 1, 1)), Word("name", 90.0, (0, 0, 1, 1))], "patient name"),
-    ([Word("Nguyen", 95.0, (0, 0, 1, 1))], None),  # a typed value
-])
+@pytest.mark.parametrize(
+    "words,name",
+    [
+        ([Word("als", 40.0, (0, 0, 1, 1))], None),  # doubtful
+        ([Word("Views", 92.0, (0, 0, 1, 1)), Word("0", 95.0, (0, 0, 1, 1))], "views"),  # a digit names nothing
+        ([Word("brwsg", 93.0, (0, 0, 1, 1))], None),  # no vowel: not a word
+        ([Word("Patient", 93.0, (0, 0, 1, 1)), Word("name", 90.0, (0, 0, 1, 1))], "patient name"),
+        ([Word("Nguyen", 95.0, (0, 0, 1, 1))], None),  # a typed value
+    ],
+)
 def test_names_come_only_from_sure_real_words(words: list[Word], name: str | None) -> None:
     assert name_of(words, {"nguyen"}) == name

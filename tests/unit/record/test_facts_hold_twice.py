@@ -6,9 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from PIL import Image, ImageDraw, ImageFont
-
 import yaml
+from PIL import Image, ImageDraw, ImageFont
 
 from openadapt_flow.fixture.gestures import Gesture
 from openadapt_flow.fixture.recorder import Batch, Recording
@@ -70,10 +69,15 @@ def test_a_tooltip_that_came_up_while_the_pointer_rested_is_no_gone_fact(tmp_pat
     rested = frame(tip="Compute result")  # the pointer rested on the button; the tooltip came up by itself
     after = frame(result="Math error")  # Enter: the tooltip went away, and the display changed
     click = [Gesture("press", 100, 140, key="click"), Gesture("click", 100, 140)]
-    rec = Recording(url="vnc://h:1", settle_s=0.3, initial=start, batches=[
-        Batch(before=start, lead=click, after=checked, later=rested),
-        Batch(before=rested, lead=[Gesture("key", key="enter")], after=after),
-    ])
+    rec = Recording(
+        url="vnc://h:1",
+        settle_s=0.3,
+        initial=start,
+        batches=[
+            Batch(before=start, lead=click, after=checked, later=rested),
+            Batch(before=rested, lead=[Gesture("key", key="enter")], after=after),
+        ],
+    )
     out = compile_bundle(rec, tmp_path / "b", "calc", OcrEngine())
     enter = yaml.safe_load((out.path / "flow.yaml").read_text())["steps"][1]
     assert not any("text_absent" in f for f in enter.get("expect", [])), enter

@@ -15,8 +15,8 @@ from PIL import Image
 from openadapt_flow.bundle.loader import load_bundle
 from openadapt_flow.fixture.gestures import Gesture
 from openadapt_flow.fixture.recorder import Batch, Recording
-from openadapt_flow.verify.screen import Anchor, ScreenChecks
 from openadapt_flow.record.compile import compile_bundle
+from openadapt_flow.verify.screen import Anchor, ScreenChecks
 from openadapt_flow.vision.ocr import OcrEngine
 
 pytestmark = pytest.mark.timeout(120)
@@ -35,8 +35,14 @@ def ocr() -> OcrEngine:
 @pytest.fixture(scope="module")
 def compiled(tmp_path_factory, ocr: OcrEngine):
     clicks = json.loads((DATA / "clicks.json").read_text())  # [key, x, y] for 1 2 × 3 4 =
-    batches = [Batch(before=frame(f"clean-{i}"), lead=[Gesture("press", x, y, key="click"), Gesture("click", x, y)],
-                     after=frame(f"clean-{i + 1}")) for i, (_, x, y) in enumerate(clicks)]
+    batches = [
+        Batch(
+            before=frame(f"clean-{i}"),
+            lead=[Gesture("press", x, y, key="click"), Gesture("click", x, y)],
+            after=frame(f"clean-{i + 1}"),
+        )
+        for i, (_, x, y) in enumerate(clicks)
+    ]
     rec = Recording(url="vnc://h:1", settle_s=0.5, initial=frame("clean-0"), batches=batches)
     return compile_bundle(rec, tmp_path_factory.mktemp("galc") / "b", "galc", ocr)
 
@@ -55,9 +61,13 @@ def test_a_dirty_start_that_shows_another_result_fails_the_check(compiled, ocr: 
     recorded = step.target.recorded_point()
     anchor = Anchor(recorded, recorded, (1.0, 1.0))
     # started showing "5 +", the same clicks end at 413: the step must not verify
-    dirty = checks.postconditions(step.expect, [pc.text for pc in step.expect], frame("dirty-6"), frame("dirty-5"), anchor)
+    dirty = checks.postconditions(
+        step.expect, [pc.text for pc in step.expect], frame("dirty-6"), frame("dirty-5"), anchor
+    )
     assert not all(c.ok for c in dirty)
-    clean = checks.postconditions(step.expect, [pc.text for pc in step.expect], frame("clean-6"), frame("clean-5"), anchor)
+    clean = checks.postconditions(
+        step.expect, [pc.text for pc in step.expect], frame("clean-6"), frame("clean-5"), anchor
+    )
     assert all(c.ok for c in clean), [c.to_json() for c in clean]
 
 
@@ -67,7 +77,7 @@ def test_a_step_that_changed_nothing_checks_what_the_last_change_still_shows_and
     (fact,) = times["expect"]  # OCR cannot read the bold display's "12": a crop of it must still match
     crop = np.array(Image.open(compiled.path / fact["template_present"]).convert("RGB"))
     x, y, w, h = fact["region"]
-    assert np.array_equal(crop, frame("clean-3")[y:y + h, x:x + w]) and fact["relative_to"] == "target"
+    assert np.array_equal(crop, frame("clean-3")[y : y + h, x : x + w]) and fact["relative_to"] == "target"
     assert x <= 269 and x + w >= 311  # the display digits (where "1", "12" appeared)
     assert any(f"step {times['id']!r}" in w and "did not change" in w for w in compiled.warnings), compiled.warnings
 
@@ -75,11 +85,14 @@ def test_a_step_that_changed_nothing_checks_what_the_last_change_still_shows_and
 def test_a_step_with_nothing_it_can_check_is_reported_by_name(tmp_path, ocr) -> None:
     still = form()
     click = [Gesture("press", 80, 210, key="click"), Gesture("click", 80, 210)]
-    rec = Recording(url="vnc://h:1", settle_s=0.3, initial=still, batches=[Batch(before=still, lead=click, after=still.copy())])
+    rec = Recording(
+        url="vnc://h:1", settle_s=0.3, initial=still, batches=[Batch(before=still, lead=click, after=still.copy())]
+    )
     out = compile_bundle(rec, tmp_path / "b", "noop", ocr)
     (step,) = out.steps
     assert "expect" not in step
     assert any(f"step {step['id']!r}" in w and "nothing" in w for w in out.warnings), out.warnings
+
 
 DEJAVU = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
 
@@ -105,10 +118,16 @@ def test_a_result_that_is_a_typed_value_is_checked_as_its_param_and_an_id_is_not
     field = [Gesture("press", 200, 70, key="click"), Gesture("click", 200, 70)]
     save = [Gesture("press", 80, 210, key="click"), Gesture("click", 80, 210)]
     f0, f1, f2 = form(), form("Globex"), form("", "Posted Globex #17")
-    rec = Recording(url="vnc://h:1", settle_s=0.3, initial=f0, sor_kind="sqlite", batches=[
-        Batch(before=f0, lead=field, edits=[Gesture("key", key=c, char=c) for c in "Globex"], after=f1),
-        Batch(before=f1, lead=save, after=f2, writes=[("invoices", {"id": 17, "vendor": "Globex"})]),
-    ])
+    rec = Recording(
+        url="vnc://h:1",
+        settle_s=0.3,
+        initial=f0,
+        sor_kind="sqlite",
+        batches=[
+            Batch(before=f0, lead=field, edits=[Gesture("key", key=c, char=c) for c in "Globex"], after=f1),
+            Batch(before=f1, lead=save, after=f2, writes=[("invoices", {"id": 17, "vendor": "Globex"})]),
+        ],
+    )
     out = compile_bundle(rec, tmp_path / "b", "post", ocr)
     saved = out.steps[-1]
     texts = [f.get("text_present") for f in saved["expect"]]
@@ -119,8 +138,12 @@ def test_a_result_that_is_a_typed_value_is_checked_as_its_param_and_an_id_is_not
 
 def test_text_typed_at_the_focus_is_read_back_where_it_showed(tmp_path, ocr) -> None:
     f0, f1 = form(), form("Initech")
-    rec = Recording(url="vnc://h:1", settle_s=0.3, initial=f0, batches=[
-        Batch(before=f0, edits=[Gesture("key", key=c, char=c) for c in "Initech"], after=f1)])
+    rec = Recording(
+        url="vnc://h:1",
+        settle_s=0.3,
+        initial=f0,
+        batches=[Batch(before=f0, edits=[Gesture("key", key=c, char=c) for c in "Initech"], after=f1)],
+    )
     (step,) = compile_bundle(rec, tmp_path / "b", "focus", ocr).steps
     assert step["action"] == "type" and "target" not in step
     (fact,) = step["expect"]
@@ -133,8 +156,12 @@ def test_a_calculation_typed_at_the_keyboard_stays_literal_and_checks_its_result
     # "12*34=" typed with no field clicked: literal keys (nothing says which part would be a param, and a param
     # would make the recorded result wrong for other values), checked by the result the display shows
     keys = [Gesture("key", key=c, char=c) for c in "12*34="]
-    rec = Recording(url="vnc://h:1", settle_s=0.5, initial=frame("clean-0"),
-                    batches=[Batch(before=frame("clean-0"), edits=keys, after=frame("clean-6"))])
+    rec = Recording(
+        url="vnc://h:1",
+        settle_s=0.5,
+        initial=frame("clean-0"),
+        batches=[Batch(before=frame("clean-0"), edits=keys, after=frame("clean-6"))],
+    )
     out = compile_bundle(rec, tmp_path / "b", "galc-keys", ocr)
     (step,) = out.steps
     assert (step["action"], step["text"], out.params) == ("type", "12*34=", {})

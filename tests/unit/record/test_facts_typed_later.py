@@ -50,14 +50,22 @@ def test_no_fact_of_a_step_holds_a_word_a_later_step_types(tmp_path) -> None:
     both = editor(["Patient: Maria Lopez", "Clinic: Harbor Pediatrics"], (1, 25))
     saved = editor(["Patient: Maria Lopez", "Clinic: Harbor Pediatrics"], (1, 25), title="notes.txt saved")
     click = [Gesture("press", *CLICK, key="click"), Gesture("click", *CLICK)]
-    rec = Recording(url="vnc://h:1", settle_s=0.3, initial=start, batches=[
-        Batch(before=start, lead=click, edits=keys("Patient: Maria Lopez"), after=line1),
-        # Enter and the next line as one input, with no screen between them (mid): as the recorder cut it
-        Batch(before=line1, lead=[Gesture("key", key="enter")], edits=keys("Clinic: Harbor Pediatrics"), after=both),
-        Batch(before=both, lead=[Gesture("key", key="ctrl+s")], after=saved),
-    ])
-    out = compile_bundle(rec, tmp_path / "b", "notes", OcrEngine(),
-                         examples={"patient": "Maria Lopez", "clinic": "Harbor Pediatrics"})
+    rec = Recording(
+        url="vnc://h:1",
+        settle_s=0.3,
+        initial=start,
+        batches=[
+            Batch(before=start, lead=click, edits=keys("Patient: Maria Lopez"), after=line1),
+            # Enter and the next line as one input, with no screen between them (mid): as the recorder cut it
+            Batch(
+                before=line1, lead=[Gesture("key", key="enter")], edits=keys("Clinic: Harbor Pediatrics"), after=both
+            ),
+            Batch(before=both, lead=[Gesture("key", key="ctrl+s")], after=saved),
+        ],
+    )
+    out = compile_bundle(
+        rec, tmp_path / "b", "notes", OcrEngine(), examples={"patient": "Maria Lopez", "clinic": "Harbor Pediatrics"}
+    )
     steps = yaml.safe_load((out.path / "flow.yaml").read_text())["steps"]
     typed_words = {"patient", "maria", "lopez", "clinic", "harbor", "pediatrics"}
     for s in steps:
@@ -107,13 +115,20 @@ def test_a_key_cut_from_the_typing_after_it_is_still_named_by_the_field_it_moved
     moved, f2 = form("ACME Corp", focus="amount"), form("ACME Corp", "1250.50", focus="amount")
     f3 = form("ACME Corp", "1250.50", focus="amount", note="Saved invoice")
     click = [Gesture("press", 300, 70, key="click"), Gesture("click", 300, 70)]
-    rec = Recording(url="vnc://h:1", settle_s=0.3, initial=f0, batches=[
-        Batch(before=f0, lead=click, edits=keys("ACME Corp"), after=f1),
-        Batch(before=f1, lead=[Gesture("key", key="tab")], after=moved),  # as the recorder now cuts them
-        Batch(before=moved, edits=keys("1250.50"), after=f2),
-        Batch(before=f2, lead=[Gesture("key", key="ctrl+s")], after=f3),
-    ])
-    out = compile_bundle(rec, tmp_path / "b", "invoice", OcrEngine(), examples={"vendor": "ACME Corp", "amount": "1250.50"})
+    rec = Recording(
+        url="vnc://h:1",
+        settle_s=0.3,
+        initial=f0,
+        batches=[
+            Batch(before=f0, lead=click, edits=keys("ACME Corp"), after=f1),
+            Batch(before=f1, lead=[Gesture("key", key="tab")], after=moved),  # as the recorder now cuts them
+            Batch(before=moved, edits=keys("1250.50"), after=f2),
+            Batch(before=f2, lead=[Gesture("key", key="ctrl+s")], after=f3),
+        ],
+    )
+    out = compile_bundle(
+        rec, tmp_path / "b", "invoice", OcrEngine(), examples={"vendor": "ACME Corp", "amount": "1250.50"}
+    )
     doc = yaml.safe_load((out.path / "flow.yaml").read_text())
     assert [s["id"] for s in doc["steps"]] == ["vendor", "tab-to-amount", "amount", "save"], out.warnings
     assert [s["text"] for s in doc["steps"] if s["action"] == "type"] == ["{vendor}", "{amount}"]

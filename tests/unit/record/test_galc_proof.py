@@ -38,8 +38,12 @@ def typed_twelve(after: str) -> Recording:
     """The display clicked, then 1 3 BackSpace 2 typed (the value is 12)."""
     x, y = DISPLAY
     keys = [Gesture("key", key=k, char=k if k != "backspace" else None) for k in ("1", "3", "backspace", "2")]
-    b = Batch(before=frame("typed-before"), lead=[Gesture("press", x, y, key="click"), Gesture("click", x, y)],
-              edits=keys, after=frame(after))
+    b = Batch(
+        before=frame("typed-before"),
+        lead=[Gesture("press", x, y, key="click"), Gesture("click", x, y)],
+        edits=keys,
+        after=frame(after),
+    )
     return Recording(url="vnc://h:1", settle_s=0.5, initial=frame("typed-before"), batches=[b])
 
 
@@ -72,7 +76,12 @@ class Judge:
 
     def __call__(self, doc: dict[str, Any]) -> Check:
         self.seen.append(doc)
-        name = str(doc.get("text_present") or doc.get("text_absent") or doc.get("template_present") or doc.get("region_changed"))
+        name = str(
+            doc.get("text_present")
+            or doc.get("text_absent")
+            or doc.get("template_present")
+            or doc.get("region_changed")
+        )
         return Check("x", name, name not in self.fails)
 
 
@@ -88,8 +97,11 @@ def crop(f: Fact) -> Fact:
 
 def test_an_unreadable_literal_is_checked_by_its_crop_and_an_unreadable_param_is_left_out() -> None:
     warned: list[str] = []
-    facts = [Fact("text_present", "408", (1, 2, 3, 4)), Fact("text_present", "{name}", (5, 6, 7, 8)),
-             Fact("text_present", "Saved", (9, 9, 9, 9))]
+    facts = [
+        Fact("text_present", "408", (1, 2, 3, 4)),
+        Fact("text_present", "{name}", (5, 6, 7, 8)),
+        Fact("text_present", "Saved", (9, 9, 9, 9)),
+    ]
     out = proven(facts, doc_of, Judge({"408", "{name}"}), crop, warned.append)
     assert out == [Fact("template_present", "templates/crop.png", (1, 2, 3, 4)), facts[2]]
     assert len(warned) == 2 and "crop" in warned[0] and "left out" in warned[1]
@@ -109,12 +121,20 @@ def test_digits_typed_with_no_field_clicked_are_checked_where_they_appeared(tmp_
     """1 2 typed at the focus show in the bold display, which only the line reading reads: the step checks a crop
     of them there (the replay's text check cannot read them), and that crop is not found on a display showing 56."""
     keys = [Gesture("key", key=k, char=k) for k in "12"]
-    rec = Recording(url="vnc://h:1", settle_s=0.5, initial=frame("typed-before"),
-                    batches=[Batch(before=frame("typed-before"), edits=keys, after=frame("typed-12"))])
+    rec = Recording(
+        url="vnc://h:1",
+        settle_s=0.5,
+        initial=frame("typed-before"),
+        batches=[Batch(before=frame("typed-before"), edits=keys, after=frame("typed-12"))],
+    )
     compiled = compile_bundle(rec, tmp_path / "b", "galc", ocr)
     expect = compiled.steps[0].get("expect", [])
     assert len(expect) == 1 and "template_present" in expect[0], compiled.steps[0]
-    crops = {expect[0]["template_present"]: np.array(Image.open(compiled.path / expect[0]["template_present"]).convert("RGB"))}
+    crops = {
+        expect[0]["template_present"]: np.array(
+            Image.open(compiled.path / expect[0]["template_present"]).convert("RGB")
+        )
+    }
     assert fact_check(expect[0], frame("typed-before"), frame("typed-12"), ocr, {}, crops).ok
     assert not fact_check(expect[0], frame("typed-56-before"), frame("typed-56-halt"), ocr, {}, crops).ok
     assert not fact_check(expect[0], frame("typed-before"), frame("typed-before"), ocr, {}, crops).ok

@@ -49,14 +49,27 @@ def compiled(tmp_path_factory):
     out = tmp_path_factory.mktemp("blank-click")
     before, after = editor(["Shopping list"]), editor(["Shopping list", "Buy milk"])
     click = [Gesture("press", *CLICK, key="click"), Gesture("click", *CLICK)]
-    typed = [Gesture("key", key=c, char=c) for c in "Buy mlik"] + [Gesture("key", key="backspace")] * 3 + \
-        [Gesture("key", key=c, char=c) for c in "ilk"]
+    typed = (
+        [Gesture("key", key=c, char=c) for c in "Buy mlik"]
+        + [Gesture("key", key="backspace")] * 3
+        + [Gesture("key", key=c, char=c) for c in "ilk"]
+    )
     path = str(out / "list.txt")
-    rec = Recording(url="vnc://h:1", settle_s=0.3, initial=before, sor_kind="file", batches=[
-        Batch(before=before, lead=click, edits=typed, after=after),
-        Batch(before=after, lead=[Gesture("key", key="ctrl+s")], after=after,
-              writes=[("", {"path": path, "previous": "Shopping list\n", "content": "Shopping list\nBuy milk"})]),
-    ])
+    rec = Recording(
+        url="vnc://h:1",
+        settle_s=0.3,
+        initial=before,
+        sor_kind="file",
+        batches=[
+            Batch(before=before, lead=click, edits=typed, after=after),
+            Batch(
+                before=after,
+                lead=[Gesture("key", key="ctrl+s")],
+                after=after,
+                writes=[("", {"path": path, "previous": "Shopping list\n", "content": "Shopping list\nBuy milk"})],
+            ),
+        ],
+    )
     bundle = compile_bundle(rec, out / "bundle", "shopping-list", OcrEngine())
     doc = yaml.safe_load((bundle.path / "flow.yaml").read_text())
     step = doc["steps"][0]
@@ -76,18 +89,26 @@ def test_a_click_on_a_blank_page_is_cut_with_the_nearest_detail_inside_the_page(
     assert not featureless(crop, (0, 0, crop.shape[1], crop.shape[0]))  # something to find it by
     assert step["target"]["point"] == [CLICK[0] - x, CLICK[1] - y]  # the click kept where it was
     x0, y0, x1, y1 = PAGE
-    assert x0 < x and y0 < y and x + w < x1 and y + h < y1, "the page's border (its look changes with a theme) is left out"
+    assert x0 < x and y0 < y and x + w < x1 and y + h < y1, (
+        "the page's border (its look changes with a theme) is left out"
+    )
     assert "text" not in step["target"]  # the anchor's words are not the target's label
 
 
-@pytest.mark.parametrize("drift, at, dark", [("as recorded", (0, 0), False), ("window moved", (150, 120), False),
-                                              ("dark page", (0, 0), True)])
-def test_the_blank_page_click_is_found_and_lands_where_it_was(compiled, drift: str, at: tuple[int, int],
-                                                              dark: bool) -> None:
+@pytest.mark.parametrize(
+    "drift, at, dark",
+    [("as recorded", (0, 0), False), ("window moved", (150, 120), False), ("dark page", (0, 0), True)],
+)
+def test_the_blank_page_click_is_found_and_lands_where_it_was(
+    compiled, drift: str, at: tuple[int, int], dark: bool
+) -> None:
     _, step, crop = compiled
     res = resolve(step, crop, editor(["Shopping list"], at, dark))
     assert res.ok and res.point is not None, (drift, res.message)
-    assert abs(res.point[0] - (CLICK[0] + at[0])) <= 2 and abs(res.point[1] - (CLICK[1] + at[1])) <= 2, (drift, res.point)
+    assert abs(res.point[0] - (CLICK[0] + at[0])) <= 2 and abs(res.point[1] - (CLICK[1] + at[1])) <= 2, (
+        drift,
+        res.point,
+    )
 
 
 def test_a_page_whose_text_now_reaches_the_place_clicked_is_not_taken_for_it(compiled) -> None:
@@ -112,12 +133,21 @@ def test_a_line_typed_earlier_on_the_page_is_not_what_a_later_click_is_found_by(
     own text, not the first typed line (another value there would halt it). A longer value that reaches into the
     crop halts the step (its content no longer matches): safe, not a click elsewhere."""
     ocr = OcrEngine()
-    one, two, three = editor(["Shopping list"]), editor(["Shopping list", "Buy milk"]), \
-        editor(["Shopping list", "Buy milk", "Call mom"])
+    one, two, three = (
+        editor(["Shopping list"]),
+        editor(["Shopping list", "Buy milk"]),
+        editor(["Shopping list", "Buy milk", "Call mom"]),
+    )
     click = [Gesture("press", *CLICK, key="click"), Gesture("click", *CLICK)]
-    rec = Recording(url="vnc://h:1", settle_s=0.3, initial=one, batches=[
-        Batch(before=one, lead=click, edits=[Gesture("key", key=c, char=c) for c in "Buy milk"], after=two),
-        Batch(before=two, lead=click, edits=[Gesture("key", key=c, char=c) for c in "Call mom"], after=three)])
+    rec = Recording(
+        url="vnc://h:1",
+        settle_s=0.3,
+        initial=one,
+        batches=[
+            Batch(before=one, lead=click, edits=[Gesture("key", key=c, char=c) for c in "Buy milk"], after=two),
+            Batch(before=two, lead=click, edits=[Gesture("key", key=c, char=c) for c in "Call mom"], after=three),
+        ],
+    )
     bundle = compile_bundle(rec, tmp_path / "b", "two-lines", ocr)
     second = yaml.safe_load((bundle.path / "flow.yaml").read_text())["steps"][1]
     assert second.get("append") is True
@@ -131,6 +161,7 @@ def test_a_line_typed_earlier_on_the_page_is_not_what_a_later_click_is_found_by(
 
 def test_typing_into_a_single_line_field_still_replaces_its_content(tmp_path) -> None:
     """Only a multi-line text area appends: a field (a line tall) is cleared by End, Shift+Home as before."""
+
     def form(value: str) -> np.ndarray:
         im = Image.new("RGB", (640, 400), (244, 244, 244))
         d = ImageDraw.Draw(im)
@@ -141,8 +172,19 @@ def test_typing_into_a_single_line_field_still_replaces_its_content(tmp_path) ->
         return np.array(im)
 
     click = [Gesture("press", 300, 70, key="click"), Gesture("click", 300, 70)]
-    rec = Recording(url="vnc://h:1", settle_s=0.3, initial=form("ACME"), batches=[
-        Batch(before=form("ACME"), lead=click, edits=[Gesture("key", key=c, char=c) for c in " Ltd"], after=form("ACME Ltd"))])
+    rec = Recording(
+        url="vnc://h:1",
+        settle_s=0.3,
+        initial=form("ACME"),
+        batches=[
+            Batch(
+                before=form("ACME"),
+                lead=click,
+                edits=[Gesture("key", key=c, char=c) for c in " Ltd"],
+                after=form("ACME Ltd"),
+            )
+        ],
+    )
     out = compile_bundle(rec, tmp_path / "b", "vendor", OcrEngine())
     (step,) = out.steps
     assert "append" not in step

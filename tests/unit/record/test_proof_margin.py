@@ -28,8 +28,13 @@ def frames(marks: int) -> tuple[np.ndarray, np.ndarray]:
 def keep(before: np.ndarray, after: np.ndarray, ocr: OcrEngine) -> tuple[list[Fact], list[str]]:
     warned: list[str] = []
     fact = Fact("region_changed", None, BOX)
-    kept = proven([fact], lambda f, paired: {"region_changed": list(f.region)},
-                  lambda doc: fact_check(doc, before, after, ocr, {}, {}), lambda f: f, warned.append)
+    kept = proven(
+        [fact],
+        lambda f, paired: {"region_changed": list(f.region)},
+        lambda doc: fact_check(doc, before, after, ocr, {}, {}),
+        lambda f: f,
+        warned.append,
+    )
     return kept, warned
 
 

@@ -53,12 +53,18 @@ def test_the_app_region_is_the_window_on_a_plain_desktop_else_the_whole_frame() 
     assert app_region(wallpaper, (100, 150)) == (0, 0, 400, 300)  # no one desktop colour: nothing to leave out
 
 
-def test_no_template_crop_reaches_outside_the_window_and_it_fits_once_the_window_is_moved_to_the_edge(tmp_path: Path) -> None:
+def test_no_template_crop_reaches_outside_the_window_and_it_fits_once_the_window_is_moved_to_the_edge(
+    tmp_path: Path,
+) -> None:
     f0, f1 = screen(), screen(typed="hello world")
     y = 100 + SIZE[1] - 21
     click = [Gesture("press", 300, y, key="click"), Gesture("click", 300, y)]
-    rec = Recording(url="vnc://h:1", settle_s=0.3, initial=f0, batches=[
-        Batch(before=f0, lead=click, edits=[Gesture("key", key=c, char=c) for c in "hello world"], after=f1)])
+    rec = Recording(
+        url="vnc://h:1",
+        settle_s=0.3,
+        initial=f0,
+        batches=[Batch(before=f0, lead=click, edits=[Gesture("key", key=c, char=c) for c in "hello world"], after=f1)],
+    )
     out = compile_bundle(rec, tmp_path / "b", "pad", OcrEngine())
     window = (150, 100, *SIZE)
     regions = [tuple(s["target"]["region"]) for s in out.steps if "target" in s]

@@ -57,17 +57,33 @@ def ocr() -> OcrEngine:
 def _recording() -> Recording:
     f0, f1, f2, f3 = form(), form("hello world"), dialog("The file exists."), form("hello world", saved=True)
     change = {"path": "/data/notes.txt", "previous": "", "content": "Note: hello world\n"}
-    return Recording(url="vnc://h:1", settle_s=0.3, initial=f0, sor_kind="file", sor_path="/data/notes.txt", batches=[
-        Batch(before=f0, lead=[Gesture("press", 200, 70, key="click"), Gesture("click", 200, 70)],
-              edits=[Gesture("key", key=c, char=c) for c in "hello world"], after=f1),
-        Batch(before=f1, lead=[Gesture("key", key="ctrl+s")], after=f2),
-        Batch(before=f2, lead=[Gesture("press", *OVERWRITE, key="click"), Gesture("click", *OVERWRITE)], after=f3,
-              writes=[("", change)]),
-    ])
+    return Recording(
+        url="vnc://h:1",
+        settle_s=0.3,
+        initial=f0,
+        sor_kind="file",
+        sor_path="/data/notes.txt",
+        batches=[
+            Batch(
+                before=f0,
+                lead=[Gesture("press", 200, 70, key="click"), Gesture("click", 200, 70)],
+                edits=[Gesture("key", key=c, char=c) for c in "hello world"],
+                after=f1,
+            ),
+            Batch(before=f1, lead=[Gesture("key", key="ctrl+s")], after=f2),
+            Batch(
+                before=f2,
+                lead=[Gesture("press", *OVERWRITE, key="click"), Gesture("click", *OVERWRITE)],
+                after=f3,
+                writes=[("", change)],
+            ),
+        ],
+    )
 
 
-def test_a_dialog_button_with_no_typed_value_beside_it_is_gated_by_its_dialogs_words(tmp_path: Path,
-                                                                                    ocr: OcrEngine) -> None:
+def test_a_dialog_button_with_no_typed_value_beside_it_is_gated_by_its_dialogs_words(
+    tmp_path: Path, ocr: OcrEngine
+) -> None:
     out = compile_bundle(_recording(), tmp_path / "b", "notes", ocr, examples={"note": "hello world"})
     (save,) = [s for s in out.steps if s.get("consequential")]
     assert save["target"].get("text") == "Overwrite", save["target"]

@@ -23,8 +23,9 @@ def test_a_dotted_focus_ring_along_the_side_does_not_cut_the_label() -> None:
 
 def _word(text: str) -> np.ndarray:
     im = Image.new("RGB", (160, 30), (192, 192, 192))
-    ImageDraw.Draw(im).text((20, 6), text, font=ImageFont.truetype("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
-                                                                  14), fill=(0, 0, 0))
+    ImageDraw.Draw(im).text(
+        (20, 6), text, font=ImageFont.truetype("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf", 14), fill=(0, 0, 0)
+    )
     return np.array(im)
 
 
@@ -34,4 +35,3 @@ def test_a_glyph_cut_by_the_side_is_still_a_cut() -> None:
     through = int(ink[-1]) - 2  # the crop's right side runs through the last glyph
     crop = (0, 0, through + 1, 30)
     assert _cut_by_side(frame, crop, (int(ink[0]), 6, through - int(ink[0]) + 1, 17))
-

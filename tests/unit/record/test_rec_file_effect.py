@@ -62,19 +62,32 @@ def test_the_watched_file_reports_each_change_once_with_what_was_there(tmp_path:
     assert change[1]["previous"] == "Note: hi\n"
 
 
-def test_a_step_that_changed_the_watched_file_gets_a_file_effect_declaring_the_whole_change(tmp_path: Path, ocr: OcrEngine) -> None:
+def test_a_step_that_changed_the_watched_file_gets_a_file_effect_declaring_the_whole_change(
+    tmp_path: Path, ocr: OcrEngine
+) -> None:
     f0, f1, f2 = form(), form("hello world"), form("hello world", "Saved")
     change = {"path": "/data/notes.txt", "previous": "Note: old\n", "content": "Note: old\nNote: hello world\n"}
-    rec = Recording(url="vnc://h:1", settle_s=0.3, initial=f0, sor_kind="file", sor_path="/data/notes.txt", batches=[
-        Batch(before=f0, lead=FIELD, edits=[Gesture("key", key=c, char=c) for c in "hello world"], after=f1),
-        Batch(before=f1, lead=SAVE, after=f2, writes=[("", change)]),
-    ])
+    rec = Recording(
+        url="vnc://h:1",
+        settle_s=0.3,
+        initial=f0,
+        sor_kind="file",
+        sor_path="/data/notes.txt",
+        batches=[
+            Batch(before=f0, lead=FIELD, edits=[Gesture("key", key=c, char=c) for c in "hello world"], after=f1),
+            Batch(before=f1, lead=SAVE, after=f2, writes=[("", change)]),
+        ],
+    )
     out = compile_bundle(rec, tmp_path / "b", "notes", ocr)
     (param,) = out.params
     save = out.steps[1]
     assert save["consequential"] is True
     # the line diff of the save, the typed value as its param: an append at the end names no line above it
-    assert save["effect"] == {"kind": "file", "path": "/data/notes.txt", "changes": [{"added": ["Note: {" + param + "}"]}]}
+    assert save["effect"] == {
+        "kind": "file",
+        "path": "/data/notes.txt",
+        "changes": [{"added": ["Note: {" + param + "}"]}],
+    }
     assert Effect.model_validate(save["effect"]).changes is not None  # a bundle loads it
 
 
@@ -83,7 +96,9 @@ def test_a_file_effect_counts_its_contains_with_the_params_filled(tmp_path: Path
     path.write_text('Note: goodbye moon\n{"a": 1}\n')
     effect = Effect(kind="file", path=str(path), contains="{note}")
     assert make_reader(effect, {"note": "goodbye moon"})().value == 1
-    assert make_reader(Effect(kind="file", path=str(path), contains='{"a": 1}'), {})().value == 1  # other braces are text
+    assert (
+        make_reader(Effect(kind="file", path=str(path), contains='{"a": 1}'), {})().value == 1
+    )  # other braces are text
     with pytest.raises(ConfigError, match=r"contains uses \{other\}"):
         make_reader(Effect(kind="file", path=str(path), contains="{other}"), {"note": "x"})
 
@@ -92,17 +107,24 @@ def test_a_step_whose_input_left_the_screen_as_it_was_is_named_in_a_warning(tmp_
     f0, f1 = form(), form("", "Saved")
     pressed = f0.copy()
     pressed[200:220, 60:110] = (140, 190, 245)  # Save lit under the pointer: the screen before and after the press
-    rec = Recording(url="vnc://h:1", settle_s=0.3, initial=f0, batches=[
-        Batch(before=f0, pressed=pressed, lead=SAVE, after=pressed.copy(), later=f0),  # the click was lost
-        Batch(before=f0, lead=SAVE, after=f1),
-    ])
+    rec = Recording(
+        url="vnc://h:1",
+        settle_s=0.3,
+        initial=f0,
+        batches=[
+            Batch(before=f0, pressed=pressed, lead=SAVE, after=pressed.copy(), later=f0),  # the click was lost
+            Batch(before=f0, lead=SAVE, after=f1),
+        ],
+    )
     out = compile_bundle(rec, tmp_path / "b", "lost", ocr)
     first, second = (s["id"] for s in out.steps)
     assert any(first in w and "did not change" in w for w in out.warnings), out.warnings
     assert not any(second in w and "did not change" in w for w in out.warnings)
 
 
-def test_a_recording_saved_before_pressed_and_later_existed_still_loads_and_compiles(tmp_path: Path, ocr: OcrEngine) -> None:
+def test_a_recording_saved_before_pressed_and_later_existed_still_loads_and_compiles(
+    tmp_path: Path, ocr: OcrEngine
+) -> None:
     f0, f1 = form(), form("", "Saved")
     rec = Recording(url="vnc://h:1", settle_s=0.3, initial=f0, batches=[Batch(before=f0, lead=SAVE, after=f1)])
     save_recording(rec, tmp_path / "rec")
@@ -125,16 +147,25 @@ class _Field:
 def test_a_recorded_write_inside_a_catalogue_declares_its_hunk_and_the_line_above_it() -> None:
     po = 'msgid "Open"\nmsgstr ""\n\nmsgid "Save"\nmsgstr ""\n'
     change = {"path": "/data/es.po", "previous": po, "content": po.replace('msgstr ""\n\n', 'msgstr "Abrir"\n\n')}
-    assert file_effect(change, [_Field("word", "Abrir")]) == {"kind": "file", "path": "/data/es.po", "changes": [
-        {"removed": ['msgstr ""'], "added": ['msgstr "{word}"'], "after": 'msgid "Open"'}]}
+    assert file_effect(change, [_Field("word", "Abrir")]) == {
+        "kind": "file",
+        "path": "/data/es.po",
+        "changes": [{"removed": ['msgstr ""'], "added": ['msgstr "{word}"'], "after": 'msgid "Open"'}],
+    }
 
 
 def test_a_recorded_write_keeps_lines_without_a_value_literal_and_two_values_as_two_params() -> None:
-    change = {"path": "/d/a.txt", "previous": "Visits\n",
-              "content": "Visits\n---\nPatient: Maria Lopez\nClinic: Harbor Pediatrics\n"}
+    change = {
+        "path": "/d/a.txt",
+        "previous": "Visits\n",
+        "content": "Visits\n---\nPatient: Maria Lopez\nClinic: Harbor Pediatrics\n",
+    }
     effect = file_effect(change, [_Field("patient", "Maria Lopez"), _Field("clinic", "Harbor Pediatrics")])
-    assert effect == {"kind": "file", "path": "/d/a.txt", "changes": [
-        {"added": ["---", "Patient: {patient}", "Clinic: {clinic}"]}]}
+    assert effect == {
+        "kind": "file",
+        "path": "/d/a.txt",
+        "changes": [{"added": ["---", "Patient: {patient}", "Clinic: {clinic}"]}],
+    }
 
 
 def test_a_write_holding_no_typed_value_falls_back_as_before() -> None:
@@ -143,5 +174,9 @@ def test_a_write_holding_no_typed_value_falls_back_as_before() -> None:
     assert file_effect(change, [_Field("word", "hello")]) is None
     # a line holding a {name} of its own would read as a placeholder: the count of the value instead
     change = {"path": "/d/a.txt", "previous": "x\n", "content": "x\n{brace} hello\n"}
-    assert file_effect(change, [_Field("word", "hello")]) == {"kind": "file", "path": "/d/a.txt", "contains": "{word}",
-                                                             "expect": {"increase_by": 1}}
+    assert file_effect(change, [_Field("word", "hello")]) == {
+        "kind": "file",
+        "path": "/d/a.txt",
+        "contains": "{word}",
+        "expect": {"increase_by": 1},
+    }

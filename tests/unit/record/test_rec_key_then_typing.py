@@ -44,10 +44,15 @@ def test_a_key_before_typing_is_judged_without_the_typed_text(tmp_path) -> None:
     typed = editor(["Shopping list", "Patient: Maria Lopez"], (1, 20))
     click = [Gesture("press", *CLICK, key="click"), Gesture("click", *CLICK)]
     keys = [Gesture("key", key=c, char=c) for c in "Patient: Maria Lopez"]
-    rec = Recording(url="vnc://h:1", settle_s=0.3, initial=start, batches=[
-        Batch(before=start, lead=click, after=clicked),
-        Batch(before=clicked, lead=[Gesture("key", key="ctrl+end")], edits=keys, mid=at_end, after=typed),
-    ])
+    rec = Recording(
+        url="vnc://h:1",
+        settle_s=0.3,
+        initial=start,
+        batches=[
+            Batch(before=start, lead=click, after=clicked),
+            Batch(before=clicked, lead=[Gesture("key", key="ctrl+end")], edits=keys, mid=at_end, after=typed),
+        ],
+    )
     compile_bundle(rec, tmp_path / "b", "line", OcrEngine())
     steps = yaml.safe_load((tmp_path / "b" / "flow.yaml").read_text())["steps"]
     assert [s["action"] for s in steps] == ["click", "hotkey", "type"], steps

@@ -47,10 +47,19 @@ def ocr() -> OcrEngine:
 
 def test_a_pane_labelled_above_is_found_by_its_label_and_top(tmp_path: Path, ocr: OcrEngine) -> None:
     f0, f1 = editor(), editor("Ouvrir le dossier")
-    rec = Recording(url="vnc://h:1", settle_s=0.3, initial=f0, batches=[
-        Batch(before=f0, lead=[Gesture("press", *CLICK, key="click"), Gesture("click", *CLICK)],
-              edits=[Gesture("key", key=c, char=c) for c in "Ouvrir le dossier"], after=f1),
-    ])
+    rec = Recording(
+        url="vnc://h:1",
+        settle_s=0.3,
+        initial=f0,
+        batches=[
+            Batch(
+                before=f0,
+                lead=[Gesture("press", *CLICK, key="click"), Gesture("click", *CLICK)],
+                edits=[Gesture("key", key=c, char=c) for c in "Ouvrir le dossier"],
+                after=f1,
+            ),
+        ],
+    )
     out = compile_bundle(rec, tmp_path / "b", "po", ocr, examples={"translation": "Ouvrir le dossier"})
     target = out.steps[0]["target"]
     assert target.get("text") == "Translation", target  # on main: no text (the whole pane, "no text on it")

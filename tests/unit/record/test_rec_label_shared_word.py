@@ -47,13 +47,19 @@ def test_a_label_shown_before_any_typing_stays_the_fields_landmark_when_a_typed_
     f1 = form({"Patient": "Maria Lopez"})
     f2 = form({"Patient": "Maria Lopez", "Clinic": "Westside Clinic"})
     f3 = form({"Patient": "Maria Lopez", "Clinic": "Westside Clinic"}, note="Saved referral")
-    rec = Recording(url="vnc://h:1", settle_s=0.3, initial=f0, batches=[
-        Batch(before=f0, lead=click(300, 70), edits=keys("Maria Lopez"), mid=f0, after=f1),
-        Batch(before=f1, lead=click(300, 140), edits=keys("Westside Clinic"), mid=f1, after=f2),
-        Batch(before=f2, lead=[Gesture("key", key="ctrl+s")], after=f3),
-    ])
-    out = compile_bundle(rec, tmp_path / "b", "referral", OcrEngine(),
-                         examples={"patient": "Maria Lopez", "clinic": "Westside Clinic"})
+    rec = Recording(
+        url="vnc://h:1",
+        settle_s=0.3,
+        initial=f0,
+        batches=[
+            Batch(before=f0, lead=click(300, 70), edits=keys("Maria Lopez"), mid=f0, after=f1),
+            Batch(before=f1, lead=click(300, 140), edits=keys("Westside Clinic"), mid=f1, after=f2),
+            Batch(before=f2, lead=[Gesture("key", key="ctrl+s")], after=f3),
+        ],
+    )
+    out = compile_bundle(
+        rec, tmp_path / "b", "referral", OcrEngine(), examples={"patient": "Maria Lopez", "clinic": "Westside Clinic"}
+    )
     steps = {s["id"]: s for s in yaml.safe_load((out.path / "flow.yaml").read_text())["steps"]}
     clinic = steps["clinic"]["target"]
     assert steps["clinic"]["text"] == "{clinic}"

@@ -47,11 +47,18 @@ def recording(tmp_path: Path) -> Recording:
     f0, f1, f2 = page(), page(LINE1), page(LINE1, LINE2)
     saved = {"path": str(doc), "previous": "", "content": f"{LINE1}\n{LINE2}"}
     click = [Gesture("press", 300, 250, key="click"), Gesture("click", 300, 250)]
-    return Recording(url="vnc://h:1", settle_s=0.3, initial=f0, sor_kind="file", sor_path=str(doc), batches=[
-        Batch(before=f0, lead=click, edits=keys(LINE1), after=f1),
-        Batch(before=f1, lead=[Gesture("key", key="enter")], edits=keys(LINE2), after=f2),
-        Batch(before=f2, lead=[Gesture("key", key="ctrl+s")], after=f2.copy(), writes=[("", saved)]),
-    ])
+    return Recording(
+        url="vnc://h:1",
+        settle_s=0.3,
+        initial=f0,
+        sor_kind="file",
+        sor_path=str(doc),
+        batches=[
+            Batch(before=f0, lead=click, edits=keys(LINE1), after=f1),
+            Batch(before=f1, lead=[Gesture("key", key="enter")], edits=keys(LINE2), after=f2),
+            Batch(before=f2, lead=[Gesture("key", key="ctrl+s")], after=f2.copy(), writes=[("", saved)]),
+        ],
+    )
 
 
 @pytest.fixture(scope="module")
@@ -64,8 +71,9 @@ def typed(doc: dict) -> list[str]:
 
 
 def test_each_example_value_becomes_its_param_inside_the_typed_lines(tmp_path: Path, ocr: OcrEngine) -> None:
-    out = compile_bundle(recording(tmp_path), tmp_path / "b", "referral", ocr,
-                         examples={"patient": PATIENT, "clinic": CLINIC})
+    out = compile_bundle(
+        recording(tmp_path), tmp_path / "b", "referral", ocr, examples={"patient": PATIENT, "clinic": CLINIC}
+    )
     doc = yaml.safe_load((out.path / "flow.yaml").read_text())
     assert typed(doc) == ["Patient: {patient}", "Clinic: {clinic}"]
     assert {k: v["example"] for k, v in doc["params"].items()} == {"patient": PATIENT, "clinic": CLINIC}
@@ -76,8 +84,9 @@ def test_each_example_value_becomes_its_param_inside_the_typed_lines(tmp_path: P
     assert not any("each typed run is one param" in w for w in out.warnings)
 
 
-def test_without_params_every_typed_run_is_a_param_and_a_warning_says_how_to_name_them(tmp_path: Path,
-                                                                                          ocr: OcrEngine) -> None:
+def test_without_params_every_typed_run_is_a_param_and_a_warning_says_how_to_name_them(
+    tmp_path: Path, ocr: OcrEngine
+) -> None:
     out = compile_bundle(recording(tmp_path), tmp_path / "b", "referral", ocr)
     doc = yaml.safe_load((out.path / "flow.yaml").read_text())
     texts = typed(doc)
@@ -86,17 +95,22 @@ def test_without_params_every_typed_run_is_a_param_and_a_warning_says_how_to_nam
     assert any("each typed run is one param" in w and "--param NAME=VALUE" in w for w in out.warnings), out.warnings
 
 
-def test_an_example_never_typed_is_named_in_a_warning_and_literal_braces_stay_text(tmp_path: Path, ocr: OcrEngine) -> None:
-    out = compile_bundle(recording(tmp_path), tmp_path / "b", "referral", ocr,
-                         examples={"patient": PATIENT, "doctor": "Dr. Who"})
+def test_an_example_never_typed_is_named_in_a_warning_and_literal_braces_stay_text(
+    tmp_path: Path, ocr: OcrEngine
+) -> None:
+    out = compile_bundle(
+        recording(tmp_path), tmp_path / "b", "referral", ocr, examples={"patient": PATIENT, "doctor": "Dr. Who"}
+    )
     doc = yaml.safe_load((out.path / "flow.yaml").read_text())
     assert typed(doc) == ["Patient: {patient}", LINE2]  # the clinic line is literal: only the patient varies
     assert "doctor" not in doc["params"]
     assert any("doctor='Dr. Who'" in w and "never typed" in w for w in out.warnings), out.warnings
 
 
-@pytest.mark.parametrize("bad,why", [("patient", "expected NAME=VALUE"), ("1x=a", "expected NAME=VALUE"),
-                                     ("p=", "empty"), ("p=a", "given twice")])
+@pytest.mark.parametrize(
+    "bad,why",
+    [("patient", "expected NAME=VALUE"), ("1x=a", "expected NAME=VALUE"), ("p=", "empty"), ("p=a", "given twice")],
+)
 def test_a_malformed_param_option_is_one_usage_error_naming_it(bad: str, why: str) -> None:
     with pytest.raises(UsageError, match=why):
         parse_examples(["p=a", bad] if why == "given twice" else [bad])

@@ -41,11 +41,16 @@ def test_a_first_click_that_changed_nothing_checks_what_it_still_shows(tmp_path:
     f1 = sheet(2)  # ctrl+down, down: the first empty cell
     f2 = sheet(2, "Grace Hopper")
     click = [Gesture("press", 110, 55, key="click"), Gesture("click", 110, 55)]
-    rec = Recording(url="vnc://h:1", settle_s=0.3, initial=f0, batches=[
-        Batch(before=f0, lead=click, after=f0.copy()),
-        Batch(before=f0, lead=[Gesture("key", key="ctrl+down")], after=f1),
-        Batch(before=f1, lead=[], edits=[Gesture("key", key=c, char=c) for c in "Grace Hopper"], after=f2),
-    ])
+    rec = Recording(
+        url="vnc://h:1",
+        settle_s=0.3,
+        initial=f0,
+        batches=[
+            Batch(before=f0, lead=click, after=f0.copy()),
+            Batch(before=f0, lead=[Gesture("key", key="ctrl+down")], after=f1),
+            Batch(before=f1, lead=[], edits=[Gesture("key", key=c, char=c) for c in "Grace Hopper"], after=f2),
+        ],
+    )
     out = compile_bundle(rec, tmp_path / "b", "quiet-click", OcrEngine())
     first = out.steps[0]
     assert first["action"] == "click" and "target" in first, first

@@ -47,20 +47,34 @@ FIELD = (140, 52, 300, 36)
 
 
 def listing(*rows: str) -> np.ndarray:
-    return draw([("Invoices", 40, 20), ("Create", 60, 330), ("Overview", 460, 20)] + [(r, 40, 120 + 30 * i) for i, r in enumerate(rows)])
+    return draw(
+        [("Invoices", 40, 20), ("Create", 60, 330), ("Overview", 460, 20)]
+        + [(r, 40, 120 + 30 * i) for i, r in enumerate(rows)]
+    )
 
 
 def form(value: str = "") -> np.ndarray:
-    return draw([("Vendor", 40, 60), ("Receipt", 40, 140), ("Submit", 60, 200)] + ([(value, 150, 60)] if value else []), [FIELD])
+    return draw(
+        [("Vendor", 40, 60), ("Receipt", 40, 140), ("Submit", 60, 200)] + ([(value, 150, 60)] if value else []), [FIELD]
+    )
 
 
 def test_the_start_is_its_stable_words_and_what_only_an_unfinished_item_shows(tmp_path, ocr):
     start, end = listing("Globex"), listing("Globex", "Initech")
-    rec = Recording(url="vnc://h:1", settle_s=0.3, initial=start, sor_kind="sqlite", data_values=["Globex"], batches=[
-        Batch(before=start, lead=clicks(90, 340), after=form()),
-        Batch(before=form(), lead=clicks(300, 70), edits=typed("Initech"), after=form("Initech")),
-        Batch(before=form("Initech"), lead=clicks(100, 210), after=end, writes=[("invoices", {"vendor": "Initech"})]),
-    ])
+    rec = Recording(
+        url="vnc://h:1",
+        settle_s=0.3,
+        initial=start,
+        sor_kind="sqlite",
+        data_values=["Globex"],
+        batches=[
+            Batch(before=start, lead=clicks(90, 340), after=form()),
+            Batch(before=form(), lead=clicks(300, 70), edits=typed("Initech"), after=form("Initech")),
+            Batch(
+                before=form("Initech"), lead=clicks(100, 210), after=end, writes=[("invoices", {"vendor": "Initech"})]
+            ),
+        ],
+    )
     out = compile_bundle(rec, tmp_path / "b", "invoice", ocr)
     start_facts = yaml.safe_load((tmp_path / "b/flow.yaml").read_text())["start"]
     present = {f["text_present"] for f in start_facts if "text_present" in f}
@@ -75,20 +89,31 @@ def test_the_start_is_its_stable_words_and_what_only_an_unfinished_item_shows(tm
 
 def test_a_demonstration_that_ends_elsewhere_is_warned_about_batches(tmp_path, ocr):
     start = listing()
-    rec = Recording(url="vnc://h:1", settle_s=0.3, initial=start, batches=[
-        Batch(before=start, lead=clicks(90, 340), after=form()),
-        Batch(before=form(), lead=clicks(300, 70), edits=typed("Initech"), after=form("Initech")),
-    ])
+    rec = Recording(
+        url="vnc://h:1",
+        settle_s=0.3,
+        initial=start,
+        batches=[
+            Batch(before=start, lead=clicks(90, 340), after=form()),
+            Batch(before=form(), lead=clicks(300, 70), edits=typed("Initech"), after=form("Initech")),
+        ],
+    )
     out = compile_bundle(rec, tmp_path / "b", "invoice", ocr)
     assert any("reset_before_each" in w for w in out.warnings), out.warnings
 
 
 def test_an_empty_page_typed_into_at_the_caret_must_be_empty_at_the_start(tmp_path, ocr):
     def page(text: str = "") -> np.ndarray:
-        return draw([("Notes", 20, 10), ("Document", 520, 10)] + ([(text, 40, 60)] if text else []), [(20, 50, 600, 320)])
+        return draw(
+            [("Notes", 20, 10), ("Document", 520, 10)] + ([(text, 40, 60)] if text else []), [(20, 50, 600, 320)]
+        )
 
-    rec = Recording(url="vnc://h:1", settle_s=0.3, initial=page(), batches=[
-        Batch(before=page(), lead=clicks(300, 200), edits=typed("Dear Ada"), after=page("Dear Ada"))])
+    rec = Recording(
+        url="vnc://h:1",
+        settle_s=0.3,
+        initial=page(),
+        batches=[Batch(before=page(), lead=clicks(300, 200), edits=typed("Dear Ada"), after=page("Dear Ada"))],
+    )
     out = compile_bundle(rec, tmp_path / "b", "note", ocr)
     (step,) = out.steps
     assert step.get("append") is True
@@ -123,15 +148,28 @@ def test_a_word_drawn_the_same_at_the_start_is_no_word_shown_only_mid_item(tmp_p
     header = [("Overview", 460, 20)]  # the same header, the same pixels, on the form too
 
     def form_(value: str = "") -> np.ndarray:
-        return draw(header + [("Vendor", 40, 60), ("Receipt", 40, 140), ("Submit", 60, 200)]
-                    + ([(value, 150, 60)] if value else []), [FIELD])
+        return draw(
+            header
+            + [("Vendor", 40, 60), ("Receipt", 40, 140), ("Submit", 60, 200)]
+            + ([(value, 150, 60)] if value else []),
+            [FIELD],
+        )
 
     assert (start[15:45, 455:560] == form_()[15:45, 455:560]).all()
-    rec = Recording(url="vnc://h:1", settle_s=0.3, initial=start, sor_kind="sqlite", data_values=["Globex"], batches=[
-        Batch(before=start, lead=clicks(90, 340), after=form_()),
-        Batch(before=form_(), lead=clicks(300, 70), edits=typed("Initech"), after=form_("Initech")),
-        Batch(before=form_("Initech"), lead=clicks(100, 210), after=end, writes=[("invoices", {"vendor": "Initech"})]),
-    ])
+    rec = Recording(
+        url="vnc://h:1",
+        settle_s=0.3,
+        initial=start,
+        sor_kind="sqlite",
+        data_values=["Globex"],
+        batches=[
+            Batch(before=start, lead=clicks(90, 340), after=form_()),
+            Batch(before=form_(), lead=clicks(300, 70), edits=typed("Initech"), after=form_("Initech")),
+            Batch(
+                before=form_("Initech"), lead=clicks(100, 210), after=end, writes=[("invoices", {"vendor": "Initech"})]
+            ),
+        ],
+    )
     compile_bundle(rec, tmp_path / "b", "invoice", _Blind([start, end], "Overview"))
     start_facts = yaml.safe_load((tmp_path / "b/flow.yaml").read_text())["start"]
     absent = {f["text_absent"] for f in start_facts if "text_absent" in f}

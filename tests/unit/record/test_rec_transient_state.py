@@ -29,8 +29,9 @@ FIELDS = {"patient": (110, 40, 180, 30), "clinic": (110, 84, 180, 30)}  # in the
 RING, BORDER, CARET = (53, 132, 228), (190, 190, 190), (30, 30, 30)
 
 
-def form(focus: str | None, values: dict[str, str] | None = None, at: tuple[int, int] = (0, 0),
-         shown: bool = True) -> np.ndarray:
+def form(
+    focus: str | None, values: dict[str, str] | None = None, at: tuple[int, int] = (0, 0), shown: bool = True
+) -> np.ndarray:
     """The screen: a dialog at `at` (Patient, Clinic, OK), the `focus` field with its 2 px ring and a caret after
     its text, the others with a 1 px grey border; `shown=False`: the dialog closed."""
     im = Image.new("RGB", SCREEN, (90, 110, 130))
@@ -43,8 +44,12 @@ def form(focus: str | None, values: dict[str, str] | None = None, at: tuple[int,
             x, y, w, h = FIELDS[name]
             d.text((ox + 16, oy + y + 8), label, font=f, fill=(46, 52, 54))
             ring = name == focus
-            d.rectangle([ox + x, oy + y, ox + x + w, oy + y + h], fill=(255, 255, 255),
-                        outline=RING if ring else BORDER, width=2 if ring else 1)
+            d.rectangle(
+                [ox + x, oy + y, ox + x + w, oy + y + h],
+                fill=(255, 255, 255),
+                outline=RING if ring else BORDER,
+                width=2 if ring else 1,
+            )
             text = (values or {}).get(name, "")
             d.text((ox + x + 8, oy + y + 8), text, font=f, fill=(46, 52, 54))
             if ring:
@@ -68,11 +73,16 @@ def recording() -> Recording:
     f0 = form("patient")
     f1 = form("patient", {"patient": "Maria Lopez"})
     f2 = form("clinic", {"patient": "Maria Lopez", "clinic": "Harbor"})
-    return Recording(url="vnc://h:1", settle_s=0.3, initial=f0, batches=[
-        Batch(before=f0, lead=click(200, 55), edits=keys("Maria Lopez"), after=f1),
-        Batch(before=f1, lead=click(200, 99), edits=keys("Harbor"), after=f2),
-        Batch(before=f2, lead=click(255, 144), after=form(None, shown=False)),
-    ])
+    return Recording(
+        url="vnc://h:1",
+        settle_s=0.3,
+        initial=f0,
+        batches=[
+            Batch(before=f0, lead=click(200, 55), edits=keys("Maria Lopez"), after=f1),
+            Batch(before=f1, lead=click(200, 99), edits=keys("Harbor"), after=f2),
+            Batch(before=f2, lead=click(255, 144), after=form(None, shown=False)),
+        ],
+    )
 
 
 @pytest.fixture(scope="module")
@@ -103,7 +113,10 @@ def test_the_first_field_is_found_without_its_focus_look(compiled, at) -> None:
     assert first["action"] == "type" and first["text"] == "{patient}"
     replay = form(None, at=at)  # no window focus: no ring, no caret anywhere
     target, res = resolve(bundle, first["id"], replay)
-    assert res.ok and res.rung == "template", (res.message, [(e.rung, e.verdict, e.score, e.detail) for e in res.evidence])
+    assert res.ok and res.rung == "template", (
+        res.message,
+        [(e.rung, e.verdict, e.score, e.detail) for e in res.evidence],
+    )
     assert inside(res.point, FIELDS["patient"], at), (res.point, at)
 
 

@@ -46,16 +46,22 @@ def recording() -> Recording:
     f2 = form("ACME Corp", "1250.50", focus="amount")
     f3 = form("ACME Corp", "1250.50", focus="amount", note="Saved invoice")
     click = [Gesture("press", 300, 70, key="click"), Gesture("click", 300, 70)]
-    return Recording(url="vnc://h:1", settle_s=0.3, initial=f0, batches=[
-        Batch(before=f0, lead=click, edits=keys("ACME Corp"), after=f1),
-        Batch(before=f1, lead=[Gesture("key", key="tab")], edits=keys("1250.50"), mid=moved, after=f2),
-        Batch(before=f2, lead=[Gesture("key", key="ctrl+s")], after=f3),
-    ])
+    return Recording(
+        url="vnc://h:1",
+        settle_s=0.3,
+        initial=f0,
+        batches=[
+            Batch(before=f0, lead=click, edits=keys("ACME Corp"), after=f1),
+            Batch(before=f1, lead=[Gesture("key", key="tab")], edits=keys("1250.50"), mid=moved, after=f2),
+            Batch(before=f2, lead=[Gesture("key", key="ctrl+s")], after=f3),
+        ],
+    )
 
 
 def test_a_param_typed_after_tab_is_named_and_described_as_the_param_it_became(tmp_path) -> None:
-    out = compile_bundle(recording(), tmp_path / "b", "invoice", OcrEngine(),
-                         examples={"vendor": "ACME Corp", "amount": "1250.50"})
+    out = compile_bundle(
+        recording(), tmp_path / "b", "invoice", OcrEngine(), examples={"vendor": "ACME Corp", "amount": "1250.50"}
+    )
     doc = yaml.safe_load((out.path / "flow.yaml").read_text())
     assert [s["id"] for s in doc["steps"]] == ["vendor", "tab-to-amount", "amount", "save"], out.warnings
     assert [s["text"] for s in doc["steps"] if s["action"] == "type"] == ["{vendor}", "{amount}"]
@@ -70,8 +76,20 @@ def test_a_param_typed_after_tab_is_named_and_described_as_the_param_it_became(t
     load_bundle(out.path)
 
 
-@pytest.mark.parametrize("text,number", [("1250.50", 1250.5), ("42", 42), ("-3", -3), ("0.5", 0.5),
-                                          ("02139", None), ("+44", None), ("1e3", None), ("12 345", None), ("ACME", None)])
+@pytest.mark.parametrize(
+    "text,number",
+    [
+        ("1250.50", 1250.5),
+        ("42", 42),
+        ("-3", -3),
+        ("0.5", 0.5),
+        ("02139", None),
+        ("+44", None),
+        ("1e3", None),
+        ("12 345", None),
+        ("ACME", None),
+    ],
+)
 def test_only_a_plainly_written_number_is_a_number(text: str, number) -> None:
     from openadapt_flow.record.values import example_number
 
@@ -86,8 +104,9 @@ def test_the_recorders_closing_line_says_what_to_do_about_its_warnings(tmp_path,
 
     save_recording(recording(), tmp_path / "rec")
     monkeypatch.chdir(tmp_path)
-    r = CliRunner().invoke(build_app(), ["compile", "rec", "--out", "b", "--param", "vendor=ACME Corp",
-                                         "--param", "amount=1250.50"])
+    r = CliRunner().invoke(
+        build_app(), ["compile", "rec", "--out", "b", "--param", "vendor=ACME Corp", "--param", "amount=1250.50"]
+    )
     assert r.exit_code == 0, r.output
     assert "record: warning: step 'amount'" in r.stderr
     last = r.stdout.strip().splitlines()[-1]

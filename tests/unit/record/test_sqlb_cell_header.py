@@ -25,11 +25,27 @@ def grid(value: str = "") -> Canvas:
 def test_a_typed_cell_is_anchored_by_the_header_of_the_column_its_value_landed_in(tmp_path):
     empty, typed = grid().array(), grid("Grace").array()
     keys = [Gesture("key", key=ch, char=ch) for ch in "Grace"]
-    rec = Recording(url="vnc://h:1", settle_s=0.3, initial=empty, sor_kind="sqlite", batches=[
-        Batch(before=empty, lead=[Gesture("press", 140, 170, key="click"), Gesture("click", 140, 170)], edits=keys,
-              mid=empty, after=typed),
-        Batch(before=typed, lead=[Gesture("key", key="ctrl+s")], after=typed,
-              writes=[("patients", {"id": 1, "name": "Grace", "clinic": None})])])
+    rec = Recording(
+        url="vnc://h:1",
+        settle_s=0.3,
+        initial=empty,
+        sor_kind="sqlite",
+        batches=[
+            Batch(
+                before=empty,
+                lead=[Gesture("press", 140, 170, key="click"), Gesture("click", 140, 170)],
+                edits=keys,
+                mid=empty,
+                after=typed,
+            ),
+            Batch(
+                before=typed,
+                lead=[Gesture("key", key="ctrl+s")],
+                after=typed,
+                writes=[("patients", {"id": 1, "name": "Grace", "clinic": None})],
+            ),
+        ],
+    )
     compile_bundle(rec, tmp_path / "b", "cell", OcrEngine(), dsn_env="DB")
     cell = yaml.safe_load((tmp_path / "b" / "flow.yaml").read_text())["steps"][0]
     assert cell["action"] == "type"

@@ -40,8 +40,13 @@ def test_the_store_text_present_when_recording_began_is_kept_with_the_recording(
     watch = SqliteWatch(db)
     assert watch.data_values() == ["Ada Lovelace", "North"]
     frame = screen([])
-    rec = Recording(url="vnc://h:1", settle_s=0.3, initial=frame, batches=[Batch(before=frame, after=frame)],
-                    data_values=watch.data_values())
+    rec = Recording(
+        url="vnc://h:1",
+        settle_s=0.3,
+        initial=frame,
+        batches=[Batch(before=frame, after=frame)],
+        data_values=watch.data_values(),
+    )
     save_recording(rec, tmp_path / "rec")
     assert load_recording(tmp_path / "rec").data_values == ["Ada Lovelace", "North"]
 
@@ -49,9 +54,15 @@ def test_the_store_text_present_when_recording_began_is_kept_with_the_recording(
 def test_a_word_of_the_stores_rows_is_no_fact_of_the_step_that_showed_it(tmp_path):
     before = screen([("Structure", 300, 100)])
     after = screen([("Lovelace", 300, 200), ("Filter", 300, 300)])
-    rec = Recording(url="vnc://h:1", settle_s=0.3, initial=before, data_values=["Ada Lovelace", "North"],
-                    batches=[Batch(before=before, lead=[Gesture("press", 90, 35, key="click"), Gesture("click", 90, 35)],
-                                   after=after)])
+    rec = Recording(
+        url="vnc://h:1",
+        settle_s=0.3,
+        initial=before,
+        data_values=["Ada Lovelace", "North"],
+        batches=[
+            Batch(before=before, lead=[Gesture("press", 90, 35, key="click"), Gesture("click", 90, 35)], after=after)
+        ],
+    )
     compile_bundle(rec, tmp_path / "b", "browse", OcrEngine())
     (step,) = yaml.safe_load((tmp_path / "b" / "flow.yaml").read_text())["steps"]
     shown = [e.get("text_present") for e in step["expect"]]

@@ -37,9 +37,14 @@ def icon_screen(pressed: bool) -> np.ndarray:
 
 def test_a_mark_read_on_an_icon_names_nothing(tmp_path):
     before, after = icon_screen(False), icon_screen(True)
-    rec = Recording(url="vnc://h:1", settle_s=0.3, initial=before,
-                    batches=[Batch(before=before, lead=[Gesture("press", 120, 55, key="click"), Gesture("click", 120, 55)],
-                                   after=after)])
+    rec = Recording(
+        url="vnc://h:1",
+        settle_s=0.3,
+        initial=before,
+        batches=[
+            Batch(before=before, lead=[Gesture("press", 120, 55, key="click"), Gesture("click", 120, 55)], after=after)
+        ],
+    )
     compile_bundle(rec, tmp_path / "b", "new-record", MarksOnly())
     (step,) = yaml.safe_load((tmp_path / "b" / "flow.yaml").read_text())["steps"]
     assert "text" not in step["target"]

@@ -21,8 +21,12 @@ def test_a_key_step_that_changed_only_an_area_gets_no_area_at_recorded_pixels(tm
     editing[100:126, 50:143] = 255
     editing[101:125, 51:142] = (50, 120, 200)  # an open cell editor's frame, no word in it
     committed = np.full((200, 320, 3), 240, np.uint8)
-    rec = Recording(url="vnc://h:1", settle_s=0.3, initial=editing,
-                    batches=[Batch(before=editing, lead=[Gesture("key", key="enter")], after=committed)])
+    rec = Recording(
+        url="vnc://h:1",
+        settle_s=0.3,
+        initial=editing,
+        batches=[Batch(before=editing, lead=[Gesture("key", key="enter")], after=committed)],
+    )
     out = compile_bundle(rec, tmp_path / "b", "commit", OcrEngine())
     (step,) = yaml.safe_load((tmp_path / "b" / "flow.yaml").read_text())["steps"]
     assert step["action"] == "key" and "expect" not in step
@@ -38,10 +42,21 @@ def test_a_key_after_typing_into_a_field_keeps_its_area_placed_from_that_field(t
     editing[101:125, 51:142] = (50, 120, 200)  # its editor open, typed into (no word a test OCR must read)
     committed = form.copy()
     committed[104:122, 60:90] = 30  # the committed value, drawn plainly
-    rec = Recording(url="vnc://h:1", settle_s=0.3, initial=form, batches=[
-        Batch(before=form, lead=[Gesture("press", 96, 112, key="click"), Gesture("click", 96, 112)],
-              edits=[Gesture("key", key="x", char="x")], mid=editing, after=editing),
-        Batch(before=editing, lead=[Gesture("key", key="enter")], after=committed)])
+    rec = Recording(
+        url="vnc://h:1",
+        settle_s=0.3,
+        initial=form,
+        batches=[
+            Batch(
+                before=form,
+                lead=[Gesture("press", 96, 112, key="click"), Gesture("click", 96, 112)],
+                edits=[Gesture("key", key="x", char="x")],
+                mid=editing,
+                after=editing,
+            ),
+            Batch(before=editing, lead=[Gesture("key", key="enter")], after=committed),
+        ],
+    )
     compile_bundle(rec, tmp_path / "b", "commit", OcrEngine())
     typed, enter = yaml.safe_load((tmp_path / "b" / "flow.yaml").read_text())["steps"]
     assert typed["action"] == "type" and "target" in typed

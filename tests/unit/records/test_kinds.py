@@ -36,7 +36,9 @@ def test_append_has_one_overload_per_kind_taking_that_kinds_data():
     for node in ast.walk(tree):
         if isinstance(node, ast.FunctionDef) and node.name == "append" and node.decorator_list:
             kind = ast.unparse(node.args.args[1].annotation)  # Literal[RecordType.X]
-            found[kind.removeprefix("Literal[RecordType.").removesuffix("]")] = ast.unparse(node.args.args[3].annotation)
+            found[kind.removeprefix("Literal[RecordType.").removesuffix("]")] = ast.unparse(
+                node.args.args[3].annotation
+            )
     assert found == {k.name: DATA_TYPES[k].__name__ for k in RecordType}
 
 
@@ -61,7 +63,8 @@ def test_the_verdict_classes_give_their_data_type_from_to_json():
 def test_mypy_checks_the_data_of_each_append_against_its_kind(tmp_path):
     """The point of the typing: a record whose data does not fit its kind is a type error where it is appended."""
     src = tmp_path / "calls.py"
-    src.write_text(textwrap.dedent('''
+    src.write_text(
+        textwrap.dedent('''
         from openadapt_flow.records.states import RecordType, RunState
         from openadapt_flow.store.base import JournalWriter
 
@@ -74,8 +77,13 @@ def test_mypy_checks_the_data_of_each_append_against_its_kind(tmp_path):
             j.append(RecordType.TIMER_SET, "s", {"index": 1})
             j.append(RecordType.ACTION_SENT, "s", {"dispatch_seq": 3, "extra": 1})
             j.append(RecordType.SUSPENDED, None, {"state": RunState.COMPLETED})
-    '''))
-    r = subprocess.run([sys.executable, "-m", "mypy", "--strict", "--cache-dir", str(tmp_path / "cache"), str(src)],
-                       cwd=REPO, capture_output=True, text=True)
+    ''')
+    )
+    r = subprocess.run(
+        [sys.executable, "-m", "mypy", "--strict", "--cache-dir", str(tmp_path / "cache"), str(src)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
     errors = [line for line in r.stdout.splitlines() if ": error:" in line]
     assert sorted({int(line.split(":")[1]) for line in errors}) == [10, 11, 12, 13], r.stdout

@@ -14,8 +14,10 @@ from openadapt_flow.records.states import RecordType
 from tests.support.cli import REPO
 
 pytestmark = pytest.mark.timeout(60)
-LINES = [json.loads(line) for line in
-         (REPO / "tests" / "data" / "journal-lines" / "before-records-package.jsonl").read_text().splitlines()]
+LINES = [
+    json.loads(line)
+    for line in (REPO / "tests" / "data" / "journal-lines" / "before-records-package.jsonl").read_text().splitlines()
+]
 
 
 def test_the_committed_lines_cover_most_kinds():

@@ -11,11 +11,10 @@ import cv2
 import pytest
 
 from openadapt_flow.backends.spec import parse_url
-from openadapt_flow.runtime.start.launch import ReplayRequest
 from openadapt_flow.bundle.config import DeployConfig
-from openadapt_flow.runtime.start.launch import RunOutcome
-from openadapt_flow.runtime.runs import replay
 from openadapt_flow.report.render import write_reports
+from openadapt_flow.runtime.runs import replay
+from openadapt_flow.runtime.start.launch import ReplayRequest, RunOutcome
 from tests.support.demo_invoices import BUNDLE, FIXTURES
 
 PARAMS = {"vendor": "ACME Corp", "amount": 1250.5}
@@ -25,16 +24,28 @@ TWIN_AT = (40, 150)  # inside the step's padded search window, clear of the orig
 
 def run_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     db = tmp_path / "sor.db"
-    for var, value in {"FLOW_KEY_FILE": tmp_path / "install.key", "FLOW_DECISION_KEY_FILE": tmp_path / "decision.key",
-                       "FLOW_FIXTURE_DB": db, "DEMO_DB_DSN": f"sqlite:///{db}"}.items():
+    for var, value in {
+        "FLOW_KEY_FILE": tmp_path / "install.key",
+        "FLOW_DECISION_KEY_FILE": tmp_path / "decision.key",
+        "FLOW_FIXTURE_DB": db,
+        "DEMO_DB_DSN": f"sqlite:///{db}",
+    }.items():
         monkeypatch.setenv(var, str(value))
     monkeypatch.chdir(tmp_path)
 
 
 def _replay(tmp_path: Path, fixture: Path, run_dir: Path, durable: bool) -> RunOutcome:
-    cfg = DeployConfig.model_validate({"schema": "openadapt-flow/config@1", "runtime": {"runs_root": str(tmp_path / "runs")}})
-    req = ReplayRequest(bundle=BUNDLE, params=PARAMS, backend=parse_url(f"fixture:{fixture}"), config=cfg,
-                        run_dir=run_dir, durable=durable)
+    cfg = DeployConfig.model_validate(
+        {"schema": "openadapt-flow/config@1", "runtime": {"runs_root": str(tmp_path / "runs")}}
+    )
+    req = ReplayRequest(
+        bundle=BUNDLE,
+        params=PARAMS,
+        backend=parse_url(f"fixture:{fixture}"),
+        config=cfg,
+        run_dir=run_dir,
+        durable=durable,
+    )
     return replay(req, reporter=write_reports)
 
 
@@ -61,6 +72,8 @@ def twin_fixture(root: Path) -> Path:
 
 def ambiguous_run(tmp_path: Path, durable: bool = True) -> RunOutcome:
     """A run that halts ambiguous at its first step, before any input: PAUSED when durable, else FAILED."""
-    out = _replay(tmp_path, twin_fixture(tmp_path / "twin-fixture"), tmp_path / ("twin" if durable else "twin-plain"), durable)
+    out = _replay(
+        tmp_path, twin_fixture(tmp_path / "twin-fixture"), tmp_path / ("twin" if durable else "twin-plain"), durable
+    )
     assert (out.state, out.category) == (("PAUSED" if durable else "FAILED"), "ambiguous"), out.message
     return out

@@ -34,7 +34,8 @@ def test_two_identical_buttons_are_both_recorded_with_their_click_points(engine:
     assert res.category == "ambiguous"
     tmpl = next(e for e in res.evidence if e.rung.startswith("template") and e.verdict == "ambiguous")
     assert tmpl.candidates is not None and sorted(c.box for c in tmpl.candidates) == sorted(
-        [around(button_box(save)), around(button_box(twin))])  # the crop (the button and a margin) found at each
+        [around(button_box(save)), around(button_box(twin))]
+    )  # the crop (the button and a margin) found at each
     marked = candidates(evidence_json(res))
     assert len(marked) == 2 and all(c["box"][1] <= c["point"][1] < c["box"][1] + c["box"][3] for c in marked)
 

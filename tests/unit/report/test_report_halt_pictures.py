@@ -17,24 +17,23 @@ from PIL import Image
 from starlette.testclient import TestClient
 
 import openadapt_flow.console.app as console_app
-
 from openadapt_flow.backends.spec import parse_url
 from openadapt_flow.bundle.config import DeployConfig
 from openadapt_flow.bundle.models import Step, Target
 from openadapt_flow.console.views import halt_figure
 from openadapt_flow.ladder.ladder import failure_message
 from openadapt_flow.ladder.types import Evidence
+from openadapt_flow.records.models import Check
 from openadapt_flow.report.model import halt_view
 from openadapt_flow.report.render import write_reports
 from openadapt_flow.runtime.act.halt_pictures import save_halt_pictures
 from openadapt_flow.runtime.act.step import _failed
 from openadapt_flow.runtime.judge.halt import Halt
+from openadapt_flow.runtime.operate.operators import add_operator
 from openadapt_flow.runtime.runs import replay
 from openadapt_flow.runtime.start.launch import ReplayRequest
-from openadapt_flow.runtime.operate.operators import add_operator
 from openadapt_flow.store import FilesystemStore, RunDir
 from openadapt_flow.store.frames import FrameWriter
-from openadapt_flow.records.models import Check
 from openadapt_flow.vision.template import TemplateImage
 from tests.support.demo_invoices import BUNDLE, FIXTURES
 from tests.unit.report.report_runs import BUTTON, PARAMS, run_env
@@ -45,9 +44,13 @@ INTENT = "Open the new-invoice form"
 
 def test_a_not_found_message_names_the_target_by_its_text_and_intent_never_its_file() -> None:
     seen = [Evidence("template", "miss", 1.0, score=0.62, detail="best 0.62 below 0.85; content 0.40")]
-    bare = failure_message(Target(template="templates/01.png", region=(0, 0, 9, 9)), seen, "resolution", "Type the patient")
+    bare = failure_message(
+        Target(template="templates/01.png", region=(0, 0, 9, 9)), seen, "resolution", "Type the patient"
+    )
     assert "templates/01.png" not in bare and "'Type the patient'" in bare and "not found" in bare, bare
-    named = failure_message(Target(template="templates/01.png", region=(0, 0, 9, 9), text="Save"), seen, "resolution", "Save the note")
+    named = failure_message(
+        Target(template="templates/01.png", region=(0, 0, 9, 9), text="Save"), seen, "resolution", "Save the note"
+    )
     assert named.startswith('target "Save" for \'Save the note\' not found') and "01.png" not in named, named
 
 
@@ -80,10 +83,17 @@ def halted(tmp_path_factory: pytest.TempPathFactory):
     mp = pytest.MonkeyPatch()
     run_env(tmp, mp)
     try:
-        cfg = DeployConfig.model_validate({"schema": "openadapt-flow/config@1", "runtime": {"runs_root": str(tmp / "runs")}})
-        req = ReplayRequest(bundle=_bundle_without_text(tmp / "bundle"), params=PARAMS,
-                            backend=parse_url(f"fixture:{_changed_button(tmp / 'fixture')}"), config=cfg,
-                            run_dir=tmp / "runs" / "halted", durable=True)
+        cfg = DeployConfig.model_validate(
+            {"schema": "openadapt-flow/config@1", "runtime": {"runs_root": str(tmp / "runs")}}
+        )
+        req = ReplayRequest(
+            bundle=_bundle_without_text(tmp / "bundle"),
+            params=PARAMS,
+            backend=parse_url(f"fixture:{_changed_button(tmp / 'fixture')}"),
+            config=cfg,
+            run_dir=tmp / "runs" / "halted",
+            durable=True,
+        )
         out = replay(req, reporter=write_reports)
     finally:
         mp.undo()
@@ -106,8 +116,12 @@ def test_the_report_shows_the_template_sought_beside_the_best_candidate(halted) 
     (bh, bw), (rh, rw) = best.shape[:2], recorded.shape[:2]  # the crop it was weighed best at (at some scale)
     assert bh > 0 and abs(bw / bh - rw / rh) < 0.1 * rw / rh
     page = (run_dir / "report.html").read_text()
-    pair = page[page.index("<div class='pair'>"):]
-    assert pair.count("data:image/png;base64,") >= 2 and "sought: the picture recorded" in pair and "best candidate" in pair
+    pair = page[page.index("<div class='pair'>") :]
+    assert (
+        pair.count("data:image/png;base64,") >= 2
+        and "sought: the picture recorded" in pair
+        and "best candidate" in pair
+    )
     md = (run_dir / "REPORT.md").read_text()
     assert "(frames/halt-open-form-template.png)" in md and "(frames/halt-open-form-best.png)" in md
     assert "templates/new-invoice.png" not in md and INTENT in md
@@ -120,8 +134,10 @@ def test_the_console_run_page_shows_the_same_pair(halted) -> None:
     assert halt is not None
     fig = halt_figure("r1", halt, run.get_artifact(str(halt["show_frame"])))
     assert fig is not None
-    assert fig["pair"] == {"template": "/frame/r1?rel=frames/halt-open-form-template.png",
-                           "best": "/frame/r1?rel=frames/halt-open-form-best.png"}
+    assert fig["pair"] == {
+        "template": "/frame/r1?rel=frames/halt-open-form-template.png",
+        "best": "/frame/r1?rel=frames/halt-open-form-best.png",
+    }
 
 
 def test_the_console_page_shows_the_pair_and_serves_both_pictures(halted) -> None:
@@ -144,6 +160,7 @@ def test_the_console_page_shows_the_pair_and_serves_both_pictures(halted) -> Non
 def test_the_best_candidate_is_cut_from_the_masked_frame(tmp_path: Path) -> None:
     """A candidate over a field a secret was typed into shows the mask, never the secret's pixels; the template is
     the bundle's own picture, written as it is."""
+
     def mask(pixels: np.ndarray) -> np.ndarray:
         out = pixels.copy()
         out[40:60, 40:120] = (255, 0, 255)  # where the secret was typed
@@ -152,11 +169,14 @@ def test_the_best_candidate_is_cut_from_the_masked_frame(tmp_path: Path) -> None
     frames = FrameWriter(tmp_path / "frames")
     frames.mask = mask
     template = np.full((30, 100, 3), 200, np.uint8)
-    ctx = SimpleNamespace(ladder=SimpleNamespace(templates={"templates/pw.png": TemplateImage(template)}), frames=frames)
+    ctx = SimpleNamespace(
+        ladder=SimpleNamespace(templates={"templates/pw.png": TemplateImage(template)}), frames=frames
+    )
     screen = np.full((200, 300, 3), 10, np.uint8)
     try:
-        got = save_halt_pictures(ctx, Halt("resolution", "x", step="pw", frame=screen, best=(30, 35, 100, 30),
-                                           template="templates/pw.png"))
+        got = save_halt_pictures(
+            ctx, Halt("resolution", "x", step="pw", frame=screen, best=(30, 35, 100, 30), template="templates/pw.png")
+        )
     finally:
         frames.close()
     assert got == {"template": "frames/halt-pw-template.png", "best": "frames/halt-pw-best.png"}

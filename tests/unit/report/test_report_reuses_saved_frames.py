@@ -12,7 +12,7 @@ from openadapt_flow.store.frames import FrameWriter
 
 def _frame(seed: int) -> np.ndarray:
     img = np.full((300, 400, 3), 40, np.uint8)  # a flat desktop around an app
-    img[50:250, 60 + seed:340, :] = 200
+    img[50:250, 60 + seed : 340, :] = 200
     img[100:120, 100:200, 0] = seed
     img.flags.writeable = False  # as backends hand frames out
     return img
@@ -35,8 +35,10 @@ def test_a_saved_frame_is_shown_from_its_pixels_and_its_thumbnail_is_ready(tmp_p
     figures._decoded.cache_clear()
     fresh = png + b""  # equal bytes, but what the report would compute from the file alone
     assert figures.app_region(fresh) == (52 + 7, 42, 296 - 7, 216)  # the app, padded by APP_PAD
-    assert figures.framed(fresh, "frames/000-a-after.png", figures.Marks(), width=figures.STEP_W, cls="after",
-                          alt="a") == shown
+    assert (
+        figures.framed(fresh, "frames/000-a-after.png", figures.Marks(), width=figures.STEP_W, cls="after", alt="a")
+        == shown
+    )
 
 
 def test_a_frame_not_saved_here_is_decoded_from_its_bytes():

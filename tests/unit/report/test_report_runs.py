@@ -32,8 +32,11 @@ def journal(run_dir: Path) -> list[dict[str, Any]]:
 
 def counts_from_journal(recs: list[dict[str, Any]]) -> dict[str, int]:
     verified = {r["step"]: r["data"].get("verification") for r in recs if r["type"] == "step_verified"}
-    return {"verified": sum(1 for v in verified.values() if v != "weak"), "weak": sum(1 for v in verified.values() if v == "weak"),
-            "halted": len({r["step"] for r in recs if r["type"] == "halted" and r["step"] and r["step"] not in verified})}
+    return {
+        "verified": sum(1 for v in verified.values() if v != "weak"),
+        "weak": sum(1 for v in verified.values() if v == "weak"),
+        "halted": len({r["step"] for r in recs if r["type"] == "halted" and r["step"] and r["step"] not in verified}),
+    }
 
 
 @pytest.fixture
@@ -46,7 +49,11 @@ def test_a_healthy_runs_summary_is_its_journals_counts_and_its_page_stands_alone
     run_dir = Path(healthy_run(env).run_dir)
     rep, recs = json.loads((run_dir / "report.json").read_text()), journal(run_dir)
     s = rep["summary"]
-    assert {k: s[k] for k in ("verified", "weak", "halted")} == counts_from_journal(recs) == {"verified": 5, "weak": 0, "halted": 0}
+    assert (
+        {k: s[k] for k in ("verified", "weak", "halted")}
+        == counts_from_journal(recs)
+        == {"verified": 5, "weak": 0, "halted": 0}
+    )
     assert (s["state"], s["exit_code"], s["steps_total"], s["not_run"]) == ("COMPLETED", 0, 5, 0)
     elapsed = {r["step"]: round(r["data"]["elapsed_ms"], 1) for r in recs if r["type"] == "step_verified"}
     assert {t["id"]: t["ms"] for t in s["step_ms"]} == elapsed
@@ -58,7 +65,11 @@ def test_a_healthy_runs_summary_is_its_journals_counts_and_its_page_stands_alone
     assert page.count('<rect class="bar"') == 5
     links = re.findall(r'<a class="frame [a-z]+" href="([^"]+)"', page)
     assert len(links) == 10 and all((run_dir / rel).is_file() for rel in links)  # before and after per step, full size
-    assert page.count("<details>") == 5 and page.count('class="before-click"') == 5 and page.count('class="before-box"') == 5
+    assert (
+        page.count("<details>") == 5
+        and page.count('class="before-click"') == 5
+        and page.count('class="before-box"') == 5
+    )
     assert "<script" not in page and not re.search(r"(src|href)=\"(https?:)?//", page)  # offline, no script
 
 
@@ -73,7 +84,7 @@ def test_the_page_shows_only_frames_the_run_saved(env):
             return super().get_artifact(rel)
 
     render_html(Watched(run.path), build_report(run))
-    assert read and all(rel.startswith("frames/") and rel[len("frames/"):] in run.frame_names() for rel in read)
+    assert read and all(rel.startswith("frames/") and rel[len("frames/") :] in run.frame_names() for rel in read)
 
 
 def test_an_ambiguous_durable_halt_lists_both_look_alikes_and_the_commands_to_teach_or_decide(env):
@@ -84,9 +95,14 @@ def test_an_ambiguous_durable_halt_lists_both_look_alikes_and_the_commands_to_te
     halt = rep["halt"]
     halted = next(r for r in recs if r["type"] == "halted")
     ambiguous = next(e for e in halted["data"]["evidence"] if e["verdict"] == "ambiguous")
-    assert [c["box"] for c in ambiguous["candidates"]] == [list(BUTTON), [*TWIN_AT, *BUTTON[2:]]]  # recorded by the runtime
+    assert [c["box"] for c in ambiguous["candidates"]] == [
+        list(BUTTON),
+        [*TWIN_AT, *BUTTON[2:]],
+    ]  # recorded by the runtime
     assert [(c["label"], c["box"], c["point"]) for c in halt["candidates"]] == [
-        ("A", list(BUTTON), [130, 112]), ("B", [*TWIN_AT, *BUTTON[2:]], [130, 172])]
+        ("A", list(BUTTON), [130, 112]),
+        ("B", [*TWIN_AT, *BUTTON[2:]], [130, 172]),
+    ]
     assert all(c["scores"]["template"] == 1.0 and "ocr" in c["scores"] for c in halt["candidates"])
     assert halt["show_frame"] == "frames/halt-open-form-raw.png"  # unannotated: no candidate drawn as "the best"
     run = shlex.quote(str(run_dir))
@@ -117,7 +133,8 @@ def test_an_ambiguous_plain_halt_says_to_replay_it_durable(env):
     assert (annotated == SEARCH).all(axis=2).any()  # only where it searched
     fixture = shlex.quote(f"fixture:{env / 'twin-fixture'}")
     assert rep["next_commands"] == [
-        f"flow replay {shlex.quote(str(BUNDLE))} --durable --param 'vendor=ACME Corp' --param amount=1250.5 --url {fixture}"]
+        f"flow replay {shlex.quote(str(BUNDLE))} --durable --param 'vendor=ACME Corp' --param amount=1250.5 --url {fixture}"
+    ]
 
 
 def test_the_printed_teach_command_is_one_flow_approve_accepts(env):

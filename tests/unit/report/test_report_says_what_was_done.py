@@ -49,8 +49,21 @@ def test_a_halt_has_plain_words_beside_its_outcome_and_its_figures(env):
 def test_the_operators_note_and_after_a_teach_the_patch_apply_command(env):
     run_dir = Path(ambiguous_run(env).run_dir)
     app = build_app()
-    r = CliRunner().invoke(app, ["approve", str(run_dir), "--decision", "teach", "--point", "130,112", "--operator",
-                                 "ops", "--note", "the upper button is the real one"])
+    r = CliRunner().invoke(
+        app,
+        [
+            "approve",
+            str(run_dir),
+            "--decision",
+            "teach",
+            "--point",
+            "130,112",
+            "--operator",
+            "ops",
+            "--note",
+            "the upper button is the real one",
+        ],
+    )
     assert r.exit_code == 0, r.output
     r = CliRunner().invoke(app, ["resume", str(run_dir)])
     assert r.exit_code == 0, r.output

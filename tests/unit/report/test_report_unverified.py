@@ -24,9 +24,17 @@ pytestmark = pytest.mark.timeout(120)
 
 
 def _run(tmp_path, bundle, name):
-    cfg = DeployConfig.model_validate({"schema": "openadapt-flow/config@1", "runtime": {"runs_root": str(tmp_path / "runs")}})
-    req = ReplayRequest(bundle=bundle, params=PARAMS, backend=parse_url(f"fixture:{FIXTURES / 'normal'}"), config=cfg,
-                        run_dir=tmp_path / name, durable=False)
+    cfg = DeployConfig.model_validate(
+        {"schema": "openadapt-flow/config@1", "runtime": {"runs_root": str(tmp_path / "runs")}}
+    )
+    req = ReplayRequest(
+        bundle=bundle,
+        params=PARAMS,
+        backend=parse_url(f"fixture:{FIXTURES / 'normal'}"),
+        config=cfg,
+        run_dir=tmp_path / name,
+        durable=False,
+    )
     out = replay(req, reporter=write_reports)
     assert out.state == "COMPLETED", out.message
     return build_report(RunDir(tmp_path / name))

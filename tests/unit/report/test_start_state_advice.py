@@ -7,8 +7,15 @@ from openadapt_flow.report.halt import advice, next_commands
 
 
 def test_a_start_state_halt_says_reset_first_and_keeps_the_safe_rerun() -> None:
-    rep = {"state": "FAILED", "transaction_outcome": "HALTED_BEFORE_EFFECT",
-           "halt": {"category": "start_state", "step": "open-form", "message": "the app is not where the recording started"}}
+    rep = {
+        "state": "FAILED",
+        "transaction_outcome": "HALTED_BEFORE_EFFECT",
+        "halt": {
+            "category": "start_state",
+            "step": "open-form",
+            "message": "the app is not where the recording started",
+        },
+    }
     said = advice("runs/x", rep, durable=False)
     assert len(said) == 1 and "nothing was sent" in said[0] and "reset:" in said[0]
     manifest = {"bundle": {"path": "bundle"}, "params": {"vendor": "ACME"}, "backend": {"kind": "vnc", "host": "h"}}

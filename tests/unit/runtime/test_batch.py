@@ -28,9 +28,18 @@ def _items(*keys: str, params: dict[str, str] = RECORDED) -> list[Item]:
 
 
 def _request(tmp_path: Path, fixture: str, items: list[Item], **kw: object) -> BatchRequest:
-    cfg = DeployConfig.model_validate({"schema": "openadapt-flow/config@1", "runtime": {"runs_root": str(tmp_path / "runs")}})
-    return BatchRequest(bundle=BUNDLE, items=items, items_file=tmp_path / "items.csv", runs_dir=tmp_path / "runs" / "b",
-                        backend=parse_url(f"fixture:{FIXTURES / fixture}"), config=cfg, **kw)  # type: ignore[arg-type]
+    cfg = DeployConfig.model_validate(
+        {"schema": "openadapt-flow/config@1", "runtime": {"runs_root": str(tmp_path / "runs")}}
+    )
+    return BatchRequest(
+        bundle=BUNDLE,
+        items=items,
+        items_file=tmp_path / "items.csv",
+        runs_dir=tmp_path / "runs" / "b",
+        backend=parse_url(f"fixture:{FIXTURES / fixture}"),
+        config=cfg,
+        **kw,
+    )  # type: ignore[arg-type]
 
 
 def _rows(tmp_path: Path) -> int:
@@ -49,8 +58,9 @@ def _env(tmp_path, monkeypatch):
 
 def test_a_reset_after_each_halted_item_lets_the_batch_go_on(tmp_path):
     resets: list[int] = []
-    results = run_batch(_request(tmp_path, "twin", _items("INV-1", "INV-2", "INV-3"),
-                                 reset=lambda: resets.append(1) or None))
+    results = run_batch(
+        _request(tmp_path, "twin", _items("INV-1", "INV-2", "INV-3"), reset=lambda: resets.append(1) or None)
+    )
     assert [r.status for r in results] == [ItemStatus.HALTED] * 3  # two identical Save buttons: never a guess
     assert len(resets) == 2  # after item 1 and after item 2; nothing after the last
     assert all(r.run_dir and "ambiguous" in r.reason for r in results)
@@ -58,8 +68,9 @@ def test_a_reset_after_each_halted_item_lets_the_batch_go_on(tmp_path):
 
 
 def test_a_reset_that_does_not_reach_the_start_state_stops_the_batch(tmp_path):
-    results = run_batch(_request(tmp_path, "twin", _items("INV-1", "INV-2", "INV-3"),
-                                 reset=lambda: "the invoice list is not showing"))
+    results = run_batch(
+        _request(tmp_path, "twin", _items("INV-1", "INV-2", "INV-3"), reset=lambda: "the invoice list is not showing")
+    )
     assert [r.status for r in results] == [ItemStatus.HALTED, ItemStatus.NOT_RUN, ItemStatus.NOT_RUN]
     assert results[1].run_dir is None and "the invoice list is not showing" in results[1].reason
     assert not (tmp_path / "runs" / "b" / "002-INV-2").exists()  # nothing of item 2 was started
@@ -74,8 +85,9 @@ def test_without_a_reset_a_halted_item_stops_the_batch(tmp_path):
 def test_reset_before_each_item_when_asked(tmp_path):
     resets: list[int] = []
     items = [Item(2, {"vendor": "ACME", "amount": "12.5"}, "a"), Item(3, {"vendor": "Globex", "amount": "99"}, "b")]
-    results = run_batch(_request(tmp_path, "normal", items, reset=lambda: resets.append(1) or None,
-                                 reset_before_each=True))
+    results = run_batch(
+        _request(tmp_path, "normal", items, reset=lambda: resets.append(1) or None, reset_before_each=True)
+    )
     assert [r.status for r in results] == [ItemStatus.DONE, ItemStatus.DONE] and len(resets) == 2
     assert [r.effect for r in results] == ["CONFIRMED", "CONFIRMED"] and _rows(tmp_path) == 2
 
@@ -102,8 +114,12 @@ def test_an_item_whose_earlier_run_halted_before_any_write_is_sent_again(tmp_pat
 def _recorded_attempt(tmp_path: Path, key: str, run: Path) -> None:
     from openadapt_flow.store.items import Attempt
 
-    ItemLedger("demo-invoice").started(key, Attempt(run=str(run), items_file=str(tmp_path / "items.csv"), line=2,
-                                                    values="x", started_at="2026-01-01T00:00:00Z"))
+    ItemLedger("demo-invoice").started(
+        key,
+        Attempt(
+            run=str(run), items_file=str(tmp_path / "items.csv"), line=2, values="x", started_at="2026-01-01T00:00:00Z"
+        ),
+    )
 
 
 def test_an_attempt_killed_before_its_run_began_is_sent_again(tmp_path):
@@ -140,8 +156,10 @@ def test_a_done_key_is_skipped_even_with_other_values_and_the_line_says_so(tmp_p
     assert run_batch(_request(tmp_path, "normal", read_items(first, model, "invoice")))[0].status is ItemStatus.DONE
     same = tmp_path / "same.csv"
     same.write_text("invoice,vendor,amount\nINV-1,ACME,12.5\n")  # the same number
-    assert run_batch(_request(tmp_path, "normal", read_items(same, model, "invoice")))[0].reason == \
-        "done in an earlier batch"
+    assert (
+        run_batch(_request(tmp_path, "normal", read_items(same, model, "invoice")))[0].reason
+        == "done in an earlier batch"
+    )
     other = tmp_path / "other.csv"
     other.write_text("invoice,vendor,amount\nINV-1,Globex,12.5\n")
     result = run_batch(_request(tmp_path, "normal", read_items(other, model, "invoice")))[0]

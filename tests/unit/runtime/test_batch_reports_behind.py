@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import threading
 
-from openadapt_flow.store.atomic import StorageFault
 from openadapt_flow.runtime.batch.reports import ReportsBehind
+from openadapt_flow.store.atomic import StorageFault
 
 
 class _Run:
@@ -52,7 +52,6 @@ def test_a_report_that_could_not_be_written_is_said():
     behind(_Run("r1", "COMPLETED"))
     failed = behind.close()
     assert [(run.name, "No space left" in why) for run, why in failed] == [("r1", True)]
-
 
 
 def test_a_batch_says_which_completed_items_report_could_not_be_written(tmp_path, monkeypatch):

@@ -9,13 +9,13 @@ from pathlib import PosixPath
 import pytest
 import yaml
 
-from openadapt_flow.runtime.act import assemble
-from openadapt_flow.runtime.start import lifecycle
 from openadapt_flow.bundle.config import DeployConfig
-from openadapt_flow.runtime.start.launch import ReplayRequest
+from openadapt_flow.runtime.act import assemble
 from openadapt_flow.runtime.operate.reconciler import reconcile_root
-from openadapt_flow.runtime.start.runref import open_ref, run_name
 from openadapt_flow.runtime.runs import replay, resume
+from openadapt_flow.runtime.start import lifecycle
+from openadapt_flow.runtime.start.launch import ReplayRequest
+from openadapt_flow.runtime.start.runref import open_ref, run_name
 from openadapt_flow.store import journal as journal_mod
 from openadapt_flow.store.select import open_store
 
@@ -49,7 +49,13 @@ def record(state):
 PARENT = [
     {"id": "fetch", "action": "tool", "call": "restart_tools:fetch", "args": {"q": "{quarter}"}},
     {"id": "sub", "action": "flow", "bundle": "../child", "params": {"q": "{quarter}"}},
-    {"id": "done", "action": "tool", "call": "restart_tools:record", "args": {"state": "{steps.sub.state}"}, "consequential": True},
+    {
+        "id": "done",
+        "action": "tool",
+        "call": "restart_tools:record",
+        "args": {"state": "{steps.sub.state}"},
+        "consequential": True,
+    },
 ]
 CHILD = [{"id": "child-tool", "action": "tool", "call": "restart_tools:child_tool", "args": {"q": "sub-{q}"}}]
 
@@ -106,10 +112,22 @@ class Mine:
 def ws(request, tmp_path, monkeypatch):
     (tmp_path / "restart_tools.py").write_text(TOOLS)
     workspace_env(monkeypatch, tmp_path)
-    for name, params, steps in (("b", {"quarter": {"required": True}}, PARENT), ("child", {"q": {"required": True}}, CHILD)):
+    for name, params, steps in (
+        ("b", {"quarter": {"required": True}}, PARENT),
+        ("child", {"q": {"required": True}}, CHILD),
+    ):
         (tmp_path / name).mkdir()
-        (tmp_path / name / "flow.yaml").write_text(yaml.safe_dump({
-            "schema": "openadapt-flow/bundle@1", "name": name, "screen": {"width": 10, "height": 10}, "params": params, "steps": steps}))
+        (tmp_path / name / "flow.yaml").write_text(
+            yaml.safe_dump(
+                {
+                    "schema": "openadapt-flow/bundle@1",
+                    "name": name,
+                    "screen": {"width": 10, "height": 10},
+                    "params": params,
+                    "steps": steps,
+                }
+            )
+        )
     ws = Workspace(tmp_path)
     ws.store = request.param
     return ws
@@ -129,16 +147,26 @@ def kill_at(monkeypatch, point: str, occurrence: int) -> None:
         monkeypatch.setattr(module, "crash_point", crash)
 
 
-@pytest.mark.parametrize("point, occurrence", [
-    ("after:child_started@sub", 1),  # the child's directory was never made
-    ("start:dir_created", 2), ("start:lease_acquired", 2), ("start:bundle_copied", 2),  # the child's start-up, cut
-    ("after:run_started", 2), ("start:state_written", 2),
-    ("start:manifest_written", 2),  # the child is a run (RUNNING, its owner dead): continued, not restarted
-])
+@pytest.mark.parametrize(
+    "point, occurrence",
+    [
+        ("after:child_started@sub", 1),  # the child's directory was never made
+        ("start:dir_created", 2),
+        ("start:lease_acquired", 2),
+        ("start:bundle_copied", 2),  # the child's start-up, cut
+        ("after:run_started", 2),
+        ("start:state_written", 2),
+        ("start:manifest_written", 2),  # the child is a run (RUNNING, its owner dead): continued, not restarted
+    ],
+)
 def test_a_child_whose_start_up_was_cut_is_started_afresh_by_the_parents_resume(ws, monkeypatch, point, occurrence):
     kill_at(monkeypatch, point, occurrence)
     with pytest.raises(Killed):
-        replay(ReplayRequest(bundle=ws / "b", params={"quarter": "Q3"}, backend=None, config=ws.config(), run_dir=ws.refs()[0]))
+        replay(
+            ReplayRequest(
+                bundle=ws / "b", params={"quarter": "Q3"}, backend=None, config=ws.config(), run_dir=ws.refs()[0]
+            )
+        )
     monkeypatch.undo()  # the process "died": the operator's commands run in a clean one
     workspace_env(monkeypatch, ws)
     ws.sweep()
@@ -157,12 +185,21 @@ def test_a_parent_waiting_on_a_child_whose_resume_died_continues_the_child(ws, m
     parent's resume must not tell the operator to resume a child that nobody is running — it continues it."""
     from openadapt_flow.runtime.operate.approval import deliver
 
-    (ws / "child" / "flow.yaml").write_text(yaml.safe_dump({
-        "schema": "openadapt-flow/bundle@1", "name": "child", "screen": {"width": 10, "height": 10},
-        "params": {"q": {"required": True}},
-        "steps": [{"id": "ok", "action": "ask_user", "question": "Go on?", "choices": ["yes", "no"]}, *CHILD]}))
+    (ws / "child" / "flow.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "schema": "openadapt-flow/bundle@1",
+                "name": "child",
+                "screen": {"width": 10, "height": 10},
+                "params": {"q": {"required": True}},
+                "steps": [{"id": "ok", "action": "ask_user", "question": "Go on?", "choices": ["yes", "no"]}, *CHILD],
+            }
+        )
+    )
     run, kid = ws.refs()
-    first = replay(ReplayRequest(bundle=ws / "b", params={"quarter": "Q3"}, backend=None, config=ws.config(), run_dir=run))
+    first = replay(
+        ReplayRequest(bundle=ws / "b", params={"quarter": "Q3"}, backend=None, config=ws.config(), run_dir=run)
+    )
     assert (first.state, open_ref(kid).state()["paused_reason"]) == ("PAUSED", "awaiting_user")
     deliver(kid, "answer", "ops", value="yes")
     kill_at(monkeypatch, "after:decision@ok", 1)

@@ -15,16 +15,17 @@ from pathlib import PosixPath
 import pytest
 import yaml
 
-from openadapt_flow.errors import RefusedError
 from openadapt_flow.bundle.config import DeployConfig
+from openadapt_flow.errors import RefusedError
 from openadapt_flow.runtime.operate.approval import approve, deliver
+from openadapt_flow.runtime.operate.truth import journaled_decision
+from openadapt_flow.runtime.runs import replay, resume
 from openadapt_flow.runtime.start.launch import ReplayRequest
 from openadapt_flow.runtime.start.runref import open_ref
-from openadapt_flow.runtime.runs import replay, resume
-from openadapt_flow.runtime.operate.truth import journaled_decision
-from openadapt_flow.store import escalation, journal as journal_mod
-from openadapt_flow.store.memory import store as memory
+from openadapt_flow.store import escalation
+from openadapt_flow.store import journal as journal_mod
 from openadapt_flow.store.keys import load_key
+from openadapt_flow.store.memory import store as memory
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -38,10 +39,14 @@ def record(answer):
     return "ok"
 '''
 
-ASK = [{"id": "confirm", "action": "ask_user", "question": "Post?", "choices": ["post", "hold"]},
-       {"id": "done", "action": "tool", "call": "flowtools_pnr:record", "args": {"answer": "{steps.confirm.answer}"}}]
-SIGNAL = [{"id": "go", "action": "wait_signal", "signal": "go"},
-          {"id": "done", "action": "tool", "call": "flowtools_pnr:record", "args": {"answer": "{steps.go.data.x}"}}]
+ASK = [
+    {"id": "confirm", "action": "ask_user", "question": "Post?", "choices": ["post", "hold"]},
+    {"id": "done", "action": "tool", "call": "flowtools_pnr:record", "args": {"answer": "{steps.confirm.answer}"}},
+]
+SIGNAL = [
+    {"id": "go", "action": "wait_signal", "signal": "go"},
+    {"id": "done", "action": "tool", "call": "flowtools_pnr:record", "args": {"answer": "{steps.go.data.x}"}},
+]
 
 
 class Killed(BaseException):
@@ -115,7 +120,9 @@ def test_a_delivery_journaled_before_a_kill_is_applied_once_from_the_journal(ws,
         deliver(run, "signal", "ops", name="go", data={"x": "sig"})
     killed_at(monkeypatch, point, lambda: resume(run))
     with pytest.raises(RefusedError, match="already decided"):  # no second delivery for a pause the journal decided
-        deliver(run, "answer", "ops2", value="hold") if kind == "answer" else deliver(run, "signal", "ops2", name="go", data={"x": 2})
+        deliver(run, "answer", "ops2", value="hold") if kind == "answer" else deliver(
+            run, "signal", "ops2", name="go", data={"x": 2}
+        )
 
     out = resume(run)  # no operator command in between: the journal holds the answer / signal
 
@@ -147,17 +154,36 @@ def _rec(seq: int, type_: str, step: str | None = None, **data):
     return {"seq": seq, "type": type_, "step": step, "data": data, "hash": f"h{seq}"}
 
 
-PAUSE = _rec(1, "escalation_opened", "save", pending={"pause_id": "pause-1", "run_id": "r", "step": "save",
-                                                       "paused_reason": "awaiting_approval"})
-DECIDED = _rec(2, "decision", "save", pause_id="pause-1", decision="continue", effect=None, operator="ops", os_user="u",
-               payload=None, approval_digest="sha256:x", signature="s")
+PAUSE = _rec(
+    1,
+    "escalation_opened",
+    "save",
+    pending={"pause_id": "pause-1", "run_id": "r", "step": "save", "paused_reason": "awaiting_approval"},
+)
+DECIDED = _rec(
+    2,
+    "decision",
+    "save",
+    pause_id="pause-1",
+    decision="continue",
+    effect=None,
+    operator="ops",
+    os_user="u",
+    payload=None,
+    approval_digest="sha256:x",
+    signature="s",
+)
 
 
 def test_a_journaled_decision_is_in_force_until_its_first_effect():
     carried = journaled_decision([PAUSE, DECIDED, _rec(3, "run_resumed"), _rec(4, "rechecked", "save")])
     assert carried is not None and carried[1]["pause_id"] == "pause-1" and carried[2]["decision"] == "continue"
-    for spent in (_rec(5, "action_dispatched", "save"), _rec(5, "step_verified", "save"),
-                  _rec(5, "escalation_opened", "save", pending={"pause_id": "pause-2"}), _rec(5, "run_finished")):
+    for spent in (
+        _rec(5, "action_dispatched", "save"),
+        _rec(5, "step_verified", "save"),
+        _rec(5, "escalation_opened", "save", pending={"pause_id": "pause-2"}),
+        _rec(5, "run_finished"),
+    ):
         assert journaled_decision([PAUSE, DECIDED, _rec(3, "run_resumed"), spent]) is None, spent["type"]
     assert journaled_decision([PAUSE]) is None
     keys_only = _rec(2, "decision", "save", pause_id="pause-1", decision="continue")  # an older run's record

@@ -13,19 +13,23 @@ import pytest
 
 from openadapt_flow.backends.fake import FakeBackend
 from openadapt_flow.backends.spec import BackendSpec
-from openadapt_flow.errors import RefusedError, UsageError
 from openadapt_flow.bundle.config import DeployConfig
+from openadapt_flow.errors import RefusedError, UsageError
 from openadapt_flow.runtime.operate.approval import DecisionOptions, approve
+from openadapt_flow.runtime.runs import replay, resume
 from openadapt_flow.runtime.start.launch import ReplayRequest
-from openadapt_flow.runtime.runs import replay
-from openadapt_flow.runtime.runs import resume
 from openadapt_flow.runtime.start.runref import open_ref
 from tests.unit.runtime.test_engine import POST, done, home, make_bundle
 
 pytestmark = pytest.mark.timeout(120)
 
-EFFECT = {"kind": "sql", "dsn_env": "LEDGER_DSN", "query": "select count(*) from posts where vendor = :vendor",
-          "expect": {"increase_by": 1}, "timeout_s": 0.3}
+EFFECT = {
+    "kind": "sql",
+    "dsn_env": "LEDGER_DSN",
+    "query": "select count(*) from posts where vendor = :vendor",
+    "expect": {"increase_by": 1},
+    "timeout_s": 0.3,
+}
 SAVE = dict(POST, consequential=True, effect=EFFECT, timeout_s=10)
 AFTER = {"id": "finish", "action": "key", "keys": ["escape"]}
 
@@ -79,7 +83,9 @@ class App:
                 c.commit()
                 c.close()
             self.show(done())
-        elif ev[0] == "press":  # a key the app reacts to: a small mark in the corner toggles, so every press changes the screen
+        elif (
+            ev[0] == "press"
+        ):  # a key the app reacts to: a small mark in the corner toggles, so every press changes the screen
             frame = self.frame.copy()
             frame[466:476, 626:636] = 0 if frame[470, 630, 0] else 236
             self.show(frame)
@@ -93,9 +99,18 @@ def store(request):
 
 def cfg(tmp_path, store="filesystem", **runtime):
     where = {"store": "memory:"} if store == "memory" else {}
-    return DeployConfig.model_validate({"schema": "openadapt-flow/config@1",
-                                        "runtime": {"runs_root": str(tmp_path / "runs"), "settle_quiet_s": 0.01, "durable": True,
-                                                    **where, **runtime}})
+    return DeployConfig.model_validate(
+        {
+            "schema": "openadapt-flow/config@1",
+            "runtime": {
+                "runs_root": str(tmp_path / "runs"),
+                "settle_quiet_s": 0.01,
+                "durable": True,
+                **where,
+                **runtime,
+            },
+        }
+    )
 
 
 def ref(tmp_path, store="filesystem", name="run"):
@@ -107,8 +122,13 @@ def start(tmp_path, app, steps=(SAVE, AFTER), config=None, store="filesystem"):
     bundle = tmp_path / "b"
     if not bundle.exists():
         make_bundle(bundle, list(steps))
-    req = ReplayRequest(bundle=bundle, params={"vendor": "ACME"}, backend=BackendSpec(kind="fake"), config=config or cfg(tmp_path, store),
-                        run_dir=ref(tmp_path, store))
+    req = ReplayRequest(
+        bundle=bundle,
+        params={"vendor": "ACME"},
+        backend=BackendSpec(kind="fake"),
+        config=config or cfg(tmp_path, store),
+        run_dir=ref(tmp_path, store),
+    )
     return replay(req, backend_factory=lambda spec: app.connect())
 
 
@@ -189,7 +209,9 @@ def test_unavailable_verifier_needs_reconciliation_and_resume_never_blind_retrie
     cp = open_ref(out.run_dir).read_checkpoint()
     assert cp["step"] == "finish"
     recs = journal_records(out.run_dir)
-    assert any(r["type"] == "step_verified" and r["step"] == "post" and r["data"]["verified_by"] == "operator" for r in recs)
+    assert any(
+        r["type"] == "step_verified" and r["step"] == "post" and r["data"]["verified_by"] == "operator" for r in recs
+    )
 
 
 def test_continue_after_a_positively_absent_write_performs_it_again(tmp_path, env, store):
@@ -224,7 +246,9 @@ def test_a_decision_is_consumed_once_and_replays_are_refused(tmp_path, env, stor
     res = go(out.run_dir, app)  # screen shows 'Posted', Post not found: pauses again
     assert res.state == "PAUSED"
     assert not run.has_approval() and run.decisions()
-    run.write_approval({k: v for k, v in saved.items() if k not in ("schema", "signature")}, saved["signature"])  # replay the old approval against the new pause
+    run.write_approval(
+        {k: v for k, v in saved.items() if k not in ("schema", "signature")}, saved["signature"]
+    )  # replay the old approval against the new pause
     with pytest.raises(RefusedError, match="not the pending"):
         go(out.run_dir, app)
 
@@ -246,11 +270,32 @@ def edit_json(path: Path, fn):
 
 
 TAMPER = {
-    "forged approval": (lambda d, t: edit_json(d / "approval.json", lambda a: a.update(operator="mallory")), "signature does not verify"),
-    "approval for another pause": (lambda d, t: edit_json(d / "approval.json", lambda a: a.update(pause_id="pause-x")), "signature does not verify"),
-    "edited journal line": (lambda d, t: (d / "journal.jsonl").write_text((d / "journal.jsonl").read_text().replace('"index":0', '"index":7', 1)), "chain broken"),
-    "changed template in snapshot": (lambda d, t: (d / "bundle/templates/post.png").write_bytes((d / "bundle/templates/post.png").read_bytes() + b"x"), "digest"),
-    "edited pending task": (lambda d, t: edit_json(d / "pending_escalation.json", lambda p: p["task"].update(allowed_decisions=["continue", "skip"])), "disagrees with the journal"),
+    "forged approval": (
+        lambda d, t: edit_json(d / "approval.json", lambda a: a.update(operator="mallory")),
+        "signature does not verify",
+    ),
+    "approval for another pause": (
+        lambda d, t: edit_json(d / "approval.json", lambda a: a.update(pause_id="pause-x")),
+        "signature does not verify",
+    ),
+    "edited journal line": (
+        lambda d, t: (d / "journal.jsonl").write_text(
+            (d / "journal.jsonl").read_text().replace('"index":0', '"index":7', 1)
+        ),
+        "chain broken",
+    ),
+    "changed template in snapshot": (
+        lambda d, t: (d / "bundle/templates/post.png").write_bytes(
+            (d / "bundle/templates/post.png").read_bytes() + b"x"
+        ),
+        "digest",
+    ),
+    "edited pending task": (
+        lambda d, t: edit_json(
+            d / "pending_escalation.json", lambda p: p["task"].update(allowed_decisions=["continue", "skip"])
+        ),
+        "disagrees with the journal",
+    ),
     "expired task": (None, "expired"),
 }
 
@@ -291,7 +336,13 @@ def test_approval_from_another_run_is_refused(tmp_path, env):
     other_dir = tmp_path / "other"
     other_dir.mkdir()
     app2 = App(env, refute=True)
-    req = ReplayRequest(bundle=tmp_path / "b", params={"vendor": "ACME"}, backend=BackendSpec(kind="fake"), config=cfg(tmp_path), run_dir=other_dir / "run")
+    req = ReplayRequest(
+        bundle=tmp_path / "b",
+        params={"vendor": "ACME"},
+        backend=BackendSpec(kind="fake"),
+        config=cfg(tmp_path),
+        run_dir=other_dir / "run",
+    )
     out2 = replay(req, backend_factory=lambda s: app2.connect())
     approve(out2.run_dir, "continue", "alice")
     shutil.copyfile(out2.run_dir / "approval.json", out.run_dir / "approval.json")
@@ -300,7 +351,9 @@ def test_approval_from_another_run_is_refused(tmp_path, env):
 
 
 def test_operators_list_is_enforced(tmp_path, env, store):
-    config = DeployConfig.model_validate({**cfg(tmp_path, store).model_dump(by_alias=True), "approvals": {"operators": ["alice"]}})
+    config = DeployConfig.model_validate(
+        {**cfg(tmp_path, store).model_dump(by_alias=True), "approvals": {"operators": ["alice"]}}
+    )
     out = start(tmp_path, App(env, refute=True), store=store, config=config)
     with pytest.raises(RefusedError, match="not among approvals.operators"):
         approve(out.run_dir, "continue", "eve", os_user="eve")
@@ -379,20 +432,36 @@ def test_quorum_needs_distinct_authenticated_operators_for_consequential_steps(t
     out = start(tmp_path, app, store=store, config=config)
     app.refute = False
     app.show(home())
-    with pytest.raises(RefusedError, match="needs 2 distinct authenticated operators"):  # an OS user's vote never counts
+    with pytest.raises(
+        RefusedError, match="needs 2 distinct authenticated operators"
+    ):  # an OS user's vote never counts
         approve(out.run_dir, "continue", "carol", os_user="carol")
-    assert approve(out.run_dir, "continue", "alice", os_user="svc", options=DecisionOptions(authenticated=True))["complete"] is False
-    assert approve(out.run_dir, "continue", "alice", os_user="other", options=DecisionOptions(authenticated=True))["noop"]  # one operator counts once
+    assert (
+        approve(out.run_dir, "continue", "alice", os_user="svc", options=DecisionOptions(authenticated=True))[
+            "complete"
+        ]
+        is False
+    )
+    assert approve(out.run_dir, "continue", "alice", os_user="other", options=DecisionOptions(authenticated=True))[
+        "noop"
+    ]  # one operator counts once
     with pytest.raises(RefusedError, match="quorum not met: 1 of 2"):
         go(out.run_dir, app)
-    assert approve(out.run_dir, "continue", "bob", os_user="svc", options=DecisionOptions(authenticated=True))["complete"] is True
+    assert (
+        approve(out.run_dir, "continue", "bob", os_user="svc", options=DecisionOptions(authenticated=True))["complete"]
+        is True
+    )
     assert go(out.run_dir, app).state == "COMPLETED"
     assert rows(env) == 1
 
 
 def test_escalate_reissues_an_expired_task_at_the_next_level(tmp_path, env, store):
-    config = DeployConfig.model_validate({**cfg(tmp_path, store, pause_ttl_s=600).model_dump(by_alias=True),
-                                          "approvals": {"levels": ["team-lead", "manager"]}})
+    config = DeployConfig.model_validate(
+        {
+            **cfg(tmp_path, store, pause_ttl_s=600).model_dump(by_alias=True),
+            "approvals": {"levels": ["team-lead", "manager"]},
+        }
+    )
     app = App(env, refute=True)
     out = start(tmp_path, app, store=store, config=config)
     old = pending_of(out.run_dir)
@@ -427,13 +496,23 @@ def test_teach_cuts_a_reviewable_patch_from_the_halt_frame_and_resolves_afresh(t
 
     renamed = Canvas().text(20, 20, "Ledger").button(300, 300, "Submit", w=140).array()
     app = App(env)
-    out = start(tmp_path, app, steps=(dict(SAVE, target={"template": "templates/post.png", "region": [100, 100, 120, 40]}), AFTER))
+    out = start(
+        tmp_path,
+        app,
+        steps=(dict(SAVE, target={"template": "templates/post.png", "region": [100, 100, 120, 40]}), AFTER),
+    )
     assert out.state == "COMPLETED"  # the recorded app; now the app changes its button
     app2 = App(env)
     app2.frame = renamed
     app2.connect()
     (tmp_path / "run2").mkdir()
-    req = ReplayRequest(bundle=tmp_path / "b", params={"vendor": "ACME"}, backend=BackendSpec(kind="fake"), config=cfg(tmp_path), run_dir=tmp_path / "run2/run")
+    req = ReplayRequest(
+        bundle=tmp_path / "b",
+        params={"vendor": "ACME"},
+        backend=BackendSpec(kind="fake"),
+        config=cfg(tmp_path),
+        run_dir=tmp_path / "run2/run",
+    )
     halted = replay(req, backend_factory=lambda s: app2.connect())
     assert halted.state == "PAUSED" and halted.category == "resolution"
     pending = json.loads((halted.run_dir / "pending_escalation.json").read_text())
@@ -448,7 +527,9 @@ def test_teach_cuts_a_reviewable_patch_from_the_halt_frame_and_resolves_afresh(t
     res = go(halted.run_dir, app2)
     assert res.state == "COMPLETED", res.message
     click = [e for e in app2.events if e[0] == "click"][clicks_before]
-    assert abs(click[1] - 370) <= 2 and abs(click[2] - 320) <= 2  # resolved afresh on the live screen, not a blind click
+    assert (
+        abs(click[1] - 370) <= 2 and abs(click[2] - 320) <= 2
+    )  # resolved afresh on the live screen, not a blind click
     recs = [json.loads(l) for l in (halted.run_dir / "journal.jsonl").read_text().splitlines()]
     assert any(r["type"] == "patched" for r in recs)
     # the reviewed patch applies to the bundle on disk, once

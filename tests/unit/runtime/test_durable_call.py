@@ -5,14 +5,14 @@ from types import SimpleNamespace
 import pytest
 
 from openadapt_flow.errors import FlowError, RunSignal
+from openadapt_flow.records.checkpoint import checkpoint_from_records
 from openadapt_flow.runtime.act.durable import durable_call, record_skipped, record_verified
 from openadapt_flow.runtime.judge.fold import RunProgress
 from openadapt_flow.runtime.judge.halt import Halt, Pause, StopRequested
 from openadapt_flow.runtime.judge.policy import PolicyBlock
 from openadapt_flow.runtime.workflow.ctx import WorkflowStop
-from openadapt_flow.store.atomic import StorageFault
-from openadapt_flow.records.checkpoint import checkpoint_from_records
 from openadapt_flow.store import FilesystemStore, MemoryStore, PostgresStore
+from openadapt_flow.store.atomic import StorageFault
 from openadapt_flow.store.lease import LeaseLost
 from tests.support.pg import pg_server, store_spec  # noqa: F401 — pg_server is a session fixture (one server per worker)
 

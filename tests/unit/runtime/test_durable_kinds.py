@@ -8,14 +8,13 @@ from pathlib import PosixPath
 import pytest
 import yaml
 
-from openadapt_flow.errors import RefusedError, UsageError
 from openadapt_flow.bundle.config import DeployConfig
+from openadapt_flow.demo.xvnc import wait_until
+from openadapt_flow.errors import RefusedError, UsageError
 from openadapt_flow.runtime.operate.approval import deliver
+from openadapt_flow.runtime.runs import replay, resume
 from openadapt_flow.runtime.start.launch import ReplayRequest
 from openadapt_flow.runtime.start.runref import open_ref, run_name
-from openadapt_flow.runtime.runs import replay
-from openadapt_flow.runtime.runs import resume
-from openadapt_flow.demo.xvnc import wait_until
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -39,10 +38,20 @@ def boom():
 
 STEPS = [
     {"id": "fetch", "action": "tool", "call": "flowtools_t:fetch", "args": {"quarter": "{quarter}"}},
-    {"id": "confirm", "action": "ask_user", "question": "Post total {steps.fetch.result.total}?", "choices": ["post", "hold"]},
+    {
+        "id": "confirm",
+        "action": "ask_user",
+        "question": "Post total {steps.fetch.result.total}?",
+        "choices": ["post", "hold"],
+    },
     {"id": "nap", "action": "sleep", "seconds": 0.4},
     {"id": "go", "action": "wait_signal", "signal": "go"},
-    {"id": "done", "action": "tool", "call": "flowtools_t:record", "args": {"answer": "{steps.confirm.answer}", "data": "{steps.go.data.x}"}},
+    {
+        "id": "done",
+        "action": "tool",
+        "call": "flowtools_t:record",
+        "args": {"answer": "{steps.confirm.answer}", "data": "{steps.go.data.x}"},
+    },
 ]
 
 
@@ -69,8 +78,13 @@ def ws(request, tmp_path, monkeypatch):
 def bundle(ws, steps):
     root = ws / "b"
     root.mkdir(exist_ok=True)
-    flow = {"schema": "openadapt-flow/bundle@1", "name": "report", "screen": {"width": 100, "height": 100},
-            "params": {"quarter": {"required": True}}, "steps": steps}
+    flow = {
+        "schema": "openadapt-flow/bundle@1",
+        "name": "report",
+        "screen": {"width": 100, "height": 100},
+        "params": {"quarter": {"required": True}},
+        "steps": steps,
+    }
     (root / "flow.yaml").write_text(yaml.safe_dump(flow, sort_keys=False))
     return root
 
@@ -80,7 +94,9 @@ def start(ws, steps=STEPS):
     runtime = {"runs_root": str(ws / "runs"), **({"store": "memory:"} if memory else {})}
     cfg = DeployConfig.model_validate({"schema": "openadapt-flow/config@1", "runtime": runtime})
     ref = f"memory:{ws.name}-run" if memory else ws / "run"
-    return replay(ReplayRequest(bundle=bundle(ws, steps), params={"quarter": "Q3"}, backend=None, config=cfg, run_dir=ref))
+    return replay(
+        ReplayRequest(bundle=bundle(ws, steps), params={"quarter": "Q3"}, backend=None, config=cfg, run_dir=ref)
+    )
 
 
 def state(run):
@@ -130,18 +146,35 @@ def test_bad_tool_reference_is_a_halt_not_a_traceback(ws):
 def test_flow_step_runs_a_linked_child_and_waits_for_it(ws):
     child = ws / "child"
     child.mkdir()
-    (child / "flow.yaml").write_text(yaml.safe_dump({
-        "schema": "openadapt-flow/bundle@1", "name": "child", "screen": {"width": 10, "height": 10},
-        "params": {"q": {"required": True}},
-        "steps": [{"id": "ok", "action": "ask_user", "question": "Approve {q}?", "choices": ["yes", "no"]}]}))
-    steps = [STEPS[0], {"id": "sub", "action": "flow", "bundle": "../child", "params": {"q": "{quarter}"}},
-             {"id": "done", "action": "tool", "call": "flowtools_t:record", "args": {"answer": "{steps.sub.state}", "data": "-"}}]
+    (child / "flow.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "schema": "openadapt-flow/bundle@1",
+                "name": "child",
+                "screen": {"width": 10, "height": 10},
+                "params": {"q": {"required": True}},
+                "steps": [{"id": "ok", "action": "ask_user", "question": "Approve {q}?", "choices": ["yes", "no"]}],
+            }
+        )
+    )
+    steps = [
+        STEPS[0],
+        {"id": "sub", "action": "flow", "bundle": "../child", "params": {"q": "{quarter}"}},
+        {
+            "id": "done",
+            "action": "tool",
+            "call": "flowtools_t:record",
+            "args": {"answer": "{steps.sub.state}", "data": "-"},
+        },
+    ]
     out = start(ws, steps)
     run, kid = open_ref(out.run_dir), open_ref(out.run_dir).child("sub")
     assert (out.state, state(run)["paused_reason"]) == ("PAUSED", "awaiting_child")
     assert (state(kid)["state"], state(kid)["paused_reason"]) == ("PAUSED", "awaiting_user")
     assert kid.manifest()["parent_run"] == run.ref
-    assert run.manifest()["child_runs"] == [f"children/{run_name(kid)}"]  # one layout: inside its parent, as a workflow's
+    assert run.manifest()["child_runs"] == [
+        f"children/{run_name(kid)}"
+    ]  # one layout: inside its parent, as a workflow's
     assert resume(run).exit_code == 3  # the child is still paused
     deliver(kid, "answer", "ctl", value="yes")
     assert resume(kid).state == "COMPLETED"
@@ -152,9 +185,16 @@ def test_flow_step_runs_a_linked_child_and_waits_for_it(ws):
 def test_a_child_whose_parent_is_blocked_is_suspended_orphan(ws):
     child = ws / "child"
     child.mkdir()
-    (child / "flow.yaml").write_text(yaml.safe_dump({
-        "schema": "openadapt-flow/bundle@1", "name": "child", "screen": {"width": 10, "height": 10},
-        "steps": [{"id": "ok", "action": "ask_user", "question": "Go?"}]}))
+    (child / "flow.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "schema": "openadapt-flow/bundle@1",
+                "name": "child",
+                "screen": {"width": 10, "height": 10},
+                "steps": [{"id": "ok", "action": "ask_user", "question": "Go?"}],
+            }
+        )
+    )
     out = start(ws, [{"id": "sub", "action": "flow", "bundle": "../child"}])
     kid = open_ref(out.run_dir).child("sub")
     open_ref(out.run_dir).write_state("BLOCKED", message="rejected")  # the parent run was ended (its child lives in it)

@@ -18,19 +18,19 @@ from contextlib import contextmanager
 import pytest
 
 import openadapt_flow
-from openadapt_flow.errors import RefusedError
+from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.bundle.config import DeployConfig
+from openadapt_flow.errors import RefusedError
 from openadapt_flow.runtime.operate.approval import approve, deliver
+from openadapt_flow.runtime.runs import replay, resume, start_workflow
 from openadapt_flow.runtime.start.launch import ReplayRequest, WorkflowRequest
 from openadapt_flow.runtime.start.runref import open_ref
-from openadapt_flow.runtime.runs import replay, resume, start_workflow
-from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.store import FilesystemStore, MemoryContents, MemoryRun, MemoryStore, PostgresRun, RunDir, faults
 from openadapt_flow.store.select import open_store
+from tests.support.pg import pg_server, store_spec  # noqa: F401 — pg_server is a session fixture (one server per worker)
 from tests.unit.runtime.test_durable import AFTER, SAVE, App, VanishingLedger, env, home, rows  # noqa: F401 (env: a fixture)
 from tests.unit.runtime.test_engine import make_bundle
 from tests.unit.runtime.workflow_support import log, write_module
-from tests.support.pg import pg_server, store_spec  # noqa: F401 — pg_server is a session fixture (one server per worker)
 
 pytestmark = pytest.mark.timeout(120)
 KEY_ENV = {"FLOW_KEY_FILE": "install.key", "FLOW_DECISION_KEY_FILE": "decision.key"}
@@ -49,7 +49,9 @@ def where(request, tmp_path, monkeypatch, env):
         runtime["store"] = "memory:"
         ref = f"memory:{tmp_path.name}"  # unique per test: the process's memory store outlives one test
     elif request.param == "postgres":  # a fresh schema per test on the session's server
-        runtime["store"] = store_spec(request.getfixturevalue("pg_server"), f"d{abs(hash(request.node.nodeid)):x}", monkeypatch)
+        runtime["store"] = store_spec(
+            request.getfixturevalue("pg_server"), f"d{abs(hash(request.node.nodeid)):x}", monkeypatch
+        )
         ref = "pg:run"
     else:
         ref = str(tmp_path / "run")
@@ -61,7 +63,9 @@ def start(tmp_path, where, app, steps=(SAVE, AFTER)):
     _, config, ref = where
     bundle = tmp_path / "b"
     make_bundle(bundle, list(steps))
-    req = ReplayRequest(bundle=bundle, params={"vendor": "ACME"}, backend=BackendSpec(kind="fake"), config=config, run_dir=ref)
+    req = ReplayRequest(
+        bundle=bundle, params={"vendor": "ACME"}, backend=BackendSpec(kind="fake"), config=config, run_dir=ref
+    )
     return replay(req, backend_factory=lambda spec: app.connect())
 
 
@@ -90,7 +94,11 @@ def test_pause_approve_resume_completes_with_exactly_one_write(tmp_path, where, 
     app = App(env, refute=True)
     out = start(tmp_path, where, app)
     run = open_ref(out.run_dir)
-    assert (out.state, run.state()["paused_reason"], run.read_pending()["step"]) == ("PAUSED", "awaiting_approval", "post")
+    assert (out.state, run.state()["paused_reason"], run.read_pending()["step"]) == (
+        "PAUSED",
+        "awaiting_approval",
+        "post",
+    )
     app.refute = False
     app.show(home())  # the operator put the app back on its form
     approve(run, "continue", "alice")
@@ -125,7 +133,9 @@ def test_an_uncertain_write_is_never_blindly_performed_again(tmp_path, where, en
     approve(run, "continue", "alice")
     with pytest.raises(RefusedError, match="UNKNOWN on re-check"):
         go(run, app)
-    assert clicks(app) == sent and run.has_approval() and run.state()["state"] == "PAUSED"  # nothing sent, nothing spent
+    assert (
+        clicks(app) == sent and run.has_approval() and run.state()["state"] == "PAUSED"
+    )  # nothing sent, nothing spent
     approve(run, "reconcile", "alice", effect="landed")
     assert go(run, app).state == "COMPLETED" and clicks(app) == sent
     post = [r for r in kinds(run, "step_verified") if r["step"] == "post"]
@@ -160,11 +170,16 @@ def killed_at(where, monkeypatch, point: str) -> Iterator[None]:
             memory.restore(survivors[0])
 
 
-@pytest.mark.parametrize("point, verified_by", [
-    ("after:action_sent@post", "reconciled"),  # the input was sent, nothing verified: uncertain, re-checked, landed
-    ("after:step_verified@post", "runtime"),  # verified and journaled, the checkpoint not yet written
-])
-def test_killed_after_a_write_was_sent_resume_never_sends_it_again(tmp_path, where, env, monkeypatch, point, verified_by):
+@pytest.mark.parametrize(
+    "point, verified_by",
+    [
+        ("after:action_sent@post", "reconciled"),  # the input was sent, nothing verified: uncertain, re-checked, landed
+        ("after:step_verified@post", "runtime"),  # verified and journaled, the checkpoint not yet written
+    ],
+)
+def test_killed_after_a_write_was_sent_resume_never_sends_it_again(
+    tmp_path, where, env, monkeypatch, point, verified_by
+):
     app = App(env)
     with killed_at(where, monkeypatch, point):
         start(tmp_path, where, app)
@@ -204,7 +219,11 @@ def test_a_workflow_and_its_child_run_pause_answer_and_resume_in_either_store(tm
     out = start_workflow(WorkflowRequest("wf_mod:parent", {"quarter": "Q3"}, None, config, run_dir=ref))
     run = open_ref(out.run_dir)
     [child] = run.children()
-    assert (out.state, run.state()["paused_reason"], child.state()["paused_reason"]) == ("PAUSED", "awaiting_child", "awaiting_user")
+    assert (out.state, run.state()["paused_reason"], child.state()["paused_reason"]) == (
+        "PAUSED",
+        "awaiting_child",
+        "awaiting_user",
+    )
     assert resume(run).exit_code == 3  # the child still waits for its answer
     deliver(child, "answer", "ctl", value="post")
     assert resume(child).state == "COMPLETED"
@@ -220,18 +239,28 @@ def _replay_with_default_config(tmp_path, env, monkeypatch, run_dir=None):
     for var, name in KEY_ENV.items():
         monkeypatch.setenv(var, str(tmp_path / name))
     monkeypatch.chdir(tmp_path)
-    config = DeployConfig.model_validate({"schema": "openadapt-flow/config@1",
-                                          "runtime": {"runs_root": str(tmp_path / "runs"), "settle_quiet_s": 0.01, "durable": True}})
+    config = DeployConfig.model_validate(
+        {
+            "schema": "openadapt-flow/config@1",
+            "runtime": {"runs_root": str(tmp_path / "runs"), "settle_quiet_s": 0.01, "durable": True},
+        }
+    )
     bundle = tmp_path / "b"
     make_bundle(bundle, [SAVE, AFTER])
     app = App(env)
-    return replay(ReplayRequest(bundle=bundle, params={"vendor": "ACME"}, backend=BackendSpec(kind="fake"), config=config,
-                                run_dir=run_dir), backend_factory=lambda spec: app.connect())
+    return replay(
+        ReplayRequest(
+            bundle=bundle, params={"vendor": "ACME"}, backend=BackendSpec(kind="fake"), config=config, run_dir=run_dir
+        ),
+        backend_factory=lambda spec: app.connect(),
+    )
 
 
 def test_the_filesystem_store_is_the_default(tmp_path, env, monkeypatch):
     out = _replay_with_default_config(tmp_path, env, monkeypatch)
-    assert out.state == "COMPLETED" and [r.ref for r in FilesystemStore(tmp_path / "runs").list_runs()] == [str(out.run_dir)]
+    assert out.state == "COMPLETED" and [r.ref for r in FilesystemStore(tmp_path / "runs").list_runs()] == [
+        str(out.run_dir)
+    ]
 
 
 def test_a_memory_reference_names_its_store_whatever_the_config_says(tmp_path, env, monkeypatch):

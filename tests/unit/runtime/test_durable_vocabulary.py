@@ -7,13 +7,13 @@ import time
 
 import pytest
 
-from openadapt_flow.runtime.act.durable.waiting import child_of
-from openadapt_flow.runtime.start.launch import ReplayRequest, WorkflowRequest
-from openadapt_flow.runtime.start.runref import open_ref
 from openadapt_flow.bundle.config import DeployConfig
+from openadapt_flow.demo.xvnc import wait_until
+from openadapt_flow.runtime.act.durable.waiting import child_of
 from openadapt_flow.runtime.operate.approval import deliver
 from openadapt_flow.runtime.runs import replay, resume, start_workflow
-from openadapt_flow.demo.xvnc import wait_until
+from openadapt_flow.runtime.start.launch import ReplayRequest, WorkflowRequest
+from openadapt_flow.runtime.start.runref import open_ref
 from tests.unit.runtime.test_durable_kinds import bundle, start, ws  # noqa: F401  (ws: the workspace on each store)
 
 pytestmark = pytest.mark.timeout(60)
@@ -68,11 +68,13 @@ def _shapes(records: list[dict]) -> dict[str, set[str]]:
 
 
 def test_a_bundles_steps_and_a_workflows_calls_journal_the_same_records_in_one_shape(ws):
-    steps = [{"id": "fetch", "action": "tool", "call": "flowtools_t:fetch", "args": {"quarter": "{quarter}"}},
-             {"id": "confirm", "action": "ask_user", "question": "Post?", "choices": ["post", "hold"]},
-             {"id": "nap", "action": "sleep", "seconds": 0.2},
-             {"id": "go", "action": "wait_signal", "signal": "go"},
-             {"id": "sub", "action": "flow", "bundle": "../child", "params": {"quarter": "{quarter}"}}]
+    steps = [
+        {"id": "fetch", "action": "tool", "call": "flowtools_t:fetch", "args": {"quarter": "{quarter}"}},
+        {"id": "confirm", "action": "ask_user", "question": "Post?", "choices": ["post", "hold"]},
+        {"id": "nap", "action": "sleep", "seconds": 0.2},
+        {"id": "go", "action": "wait_signal", "signal": "go"},
+        {"id": "sub", "action": "flow", "bundle": "../child", "params": {"quarter": "{quarter}"}},
+    ]
     child = ws / "child"
     child.mkdir()
     bundle(ws, [CHILD_STEP]).rename(child)  # the child bundle ("b" becomes the parent's below)
@@ -82,11 +84,15 @@ def test_a_bundles_steps_and_a_workflows_calls_journal_the_same_records_in_one_s
     (ws / "wf_vocab.py").write_text(WORKFLOW)
     bundle(ws, [CHILD_STEP])  # what ctx.replay("b") runs
     ref = f"memory:{ws.name}-wf" if ws.store == "memory" else ws / "wf"
-    wf_run = start_workflow(WorkflowRequest("wf_vocab:kinds", {"quarter": "Q3"}, None, _config(ws), run_dir=ref)).run_dir
+    wf_run = start_workflow(
+        WorkflowRequest("wf_vocab:kinds", {"quarter": "Q3"}, None, _config(ws), run_dir=ref)
+    ).run_dir
     by_workflow = _shapes(_drive(ws, wf_run))
 
     assert set(by_bundle) == set(by_workflow) == set(KINDS)
-    assert by_bundle == by_workflow  # e.g. `waiting_signal` carries its call's index in both; `child_started` its run_dir
+    assert (
+        by_bundle == by_workflow
+    )  # e.g. `waiting_signal` carries its call's index in both; `child_started` its run_dir
     for run, step in ((bundle_run, "sub"), (wf_run, "replay-b")):  # one layout: children/<call id>, linked both ways
         kid = open_ref(run).child(step)
         assert child_of(open_ref(run), step).ref == kid.ref and kid.state()["state"] == "COMPLETED"
@@ -98,7 +104,15 @@ def test_a_bundle_child_of_earlier_code_is_found_beside_its_parent(ws):
     """Runs started before the one layout kept a `flow` step's child at `<run>.<step>`: resume still finds it there."""
     parent = open_ref(start(ws, [CHILD_STEP]).run_dir)
     assert child_of(parent, "old").ref == parent.child("old").ref  # no child yet: where a new one goes
-    replay(ReplayRequest(bundle=ws / "b", params={"quarter": "Q3"}, backend=None, config=_config(ws), run_dir=parent.sibling("old").ref))
+    replay(
+        ReplayRequest(
+            bundle=ws / "b",
+            params={"quarter": "Q3"},
+            backend=None,
+            config=_config(ws),
+            run_dir=parent.sibling("old").ref,
+        )
+    )
     assert child_of(parent, "old").ref == parent.sibling("old").ref
 
 

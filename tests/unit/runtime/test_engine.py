@@ -9,11 +9,11 @@ import yaml
 
 from openadapt_flow.backends.fake import FakeBackend
 from openadapt_flow.backends.spec import BackendSpec
-from openadapt_flow.errors import ConnectionFailed
 from openadapt_flow.bundle.config import DeployConfig
-from openadapt_flow.runtime.start.launch import ReplayRequest
-from openadapt_flow.runtime.runs import replay
+from openadapt_flow.errors import ConnectionFailed
 from openadapt_flow.report.render import write_reports
+from openadapt_flow.runtime.runs import replay
+from openadapt_flow.runtime.start.launch import ReplayRequest
 from openadapt_flow.store import RunDir, load_journal
 from openadapt_flow.store.keys import load_key
 from tests.support.screens import Canvas, crop, save_png
@@ -34,15 +34,24 @@ def done():
 def make_bundle(root: Path, steps, params=None, frame=None):
     frame = home() if frame is None else frame
     save_png(root / "templates/post.png", crop(frame, OK_BOX))
-    flow = {"schema": "openadapt-flow/bundle@1", "name": "post", "screen": {"width": 640, "height": 480},
-            "params": params or {"vendor": {"type": "string", "required": True}}, "steps": steps}
+    flow = {
+        "schema": "openadapt-flow/bundle@1",
+        "name": "post",
+        "screen": {"width": 640, "height": 480},
+        "params": params or {"vendor": {"type": "string", "required": True}},
+        "steps": steps,
+    }
     (root / "flow.yaml").write_text(yaml.safe_dump(flow, sort_keys=False))
     return root
 
 
-POST = {"id": "post", "intent": "Post it", "action": "click",
-        "target": {"template": "templates/post.png", "region": list(OK_BOX), "text": "Post"},
-        "expect": [{"text_present": "Posted"}]}
+POST = {
+    "id": "post",
+    "intent": "Post it",
+    "action": "click",
+    "target": {"template": "templates/post.png", "region": list(OK_BOX), "text": "Post"},
+    "expect": [{"text_present": "Posted"}],
+}
 
 
 @pytest.fixture(autouse=True)
@@ -52,9 +61,16 @@ def key_env(tmp_path, monkeypatch):
 
 
 def run(tmp_path, bundle, backend, params=None, config=None):
-    cfg = config or DeployConfig.model_validate({"schema": "openadapt-flow/config@1", "runtime": {"runs_root": str(tmp_path / "runs"), "settle_quiet_s": 0.01}})
-    req = ReplayRequest(bundle=bundle, params={"vendor": "ACME"} if params is None else params, backend=BackendSpec(kind="fake"), config=cfg,
-                        run_dir=tmp_path / "run")
+    cfg = config or DeployConfig.model_validate(
+        {"schema": "openadapt-flow/config@1", "runtime": {"runs_root": str(tmp_path / "runs"), "settle_quiet_s": 0.01}}
+    )
+    req = ReplayRequest(
+        bundle=bundle,
+        params={"vendor": "ACME"} if params is None else params,
+        backend=BackendSpec(kind="fake"),
+        config=cfg,
+        run_dir=tmp_path / "run",
+    )
     return replay(req, backend_factory=lambda spec: backend)
 
 
@@ -79,15 +95,27 @@ def test_healthy_step_dispatch_is_durable_before_the_input(tmp_path):
     out = run(tmp_path, make_bundle(tmp_path / "b", [POST]), fake)
     assert (out.state, out.exit_code) == ("COMPLETED", 0), out.message
     assert seen_on_disk == ["action_dispatched"]
-    assert fake.events[0][0] == "move" and fake.events[1][:3] == ("click", 160, 120)  # the pointer parked, then the click
+    assert fake.events[0][0] == "move" and fake.events[1][:3] == (
+        "click",
+        160,
+        120,
+    )  # the pointer parked, then the click
     t = types_for(records(out.run_dir), "post")
-    assert t.index("step_started") < t.index("resolved") < t.index("action_dispatched") < t.index("action_sent") < t.index("step_verified")
+    assert (
+        t.index("step_started")
+        < t.index("resolved")
+        < t.index("action_dispatched")
+        < t.index("action_sent")
+        < t.index("step_verified")
+    )
     resolved = next(r for r in records(out.run_dir) if r["type"] == "resolved")
     assert resolved["data"]["rung"] == "template" and resolved["data"]["evidence"][0]["score"] > 0.95
     state = json.loads((out.run_dir / "state.json").read_text())
     assert state["state"] == "COMPLETED" and state["schema"] == "openadapt-flow/state@1"
     assert (out.run_dir / "bundle/flow.yaml").is_file() and (out.run_dir / "bundle/templates/post.png").is_file()
-    assert (out.run_dir / "frames/000-post-before.png").is_file() and (out.run_dir / "frames/000-post-after.png").is_file()
+    assert (out.run_dir / "frames/000-post-before.png").is_file() and (
+        out.run_dir / "frames/000-post-after.png"
+    ).is_file()
 
 
 def test_two_identical_targets_halt_ambiguous_with_no_input(tmp_path):
@@ -143,8 +171,13 @@ def make_db(tmp_path):
     return db
 
 
-EFFECT = {"kind": "sql", "dsn_env": "LEDGER_DSN", "query": "select count(*) from posts where vendor = :vendor",
-          "expect": {"increase_by": 1}, "timeout_s": 0.5}
+EFFECT = {
+    "kind": "sql",
+    "dsn_env": "LEDGER_DSN",
+    "query": "select count(*) from posts where vendor = :vendor",
+    "expect": {"increase_by": 1},
+    "timeout_s": 0.5,
+}
 
 
 def test_effect_confirmed_in_the_system_of_record(tmp_path, monkeypatch):
@@ -171,7 +204,9 @@ def test_effect_confirmed_in_the_system_of_record(tmp_path, monkeypatch):
 def test_refuted_write_halts_with_positive_absence(tmp_path, monkeypatch):
     db = make_db(tmp_path)
     monkeypatch.setenv("LEDGER_DSN", f"sqlite:///{db}")
-    fake = FakeBackend(home(), lambda f, ev: f.set_frame(done()) if ev[0] != "move" else None)  # shows success, writes nothing
+    fake = FakeBackend(
+        home(), lambda f, ev: f.set_frame(done()) if ev[0] != "move" else None
+    )  # shows success, writes nothing
     out = run(tmp_path, make_bundle(tmp_path / "b", [dict(POST, effect=EFFECT)]), fake)
     assert out.category == "effect" and out.exit_code == 1
     state = json.loads((out.run_dir / "state.json").read_text())
@@ -196,8 +231,15 @@ def test_lost_connection_mid_step_is_a_backend_halt(tmp_path):
 def test_secret_typing_never_reaches_the_run_dir(tmp_path, monkeypatch):
     monkeypatch.setenv("FLOW_SECRET_PW", "hunter2-sekrit")
     steps = [{"id": "pw", "action": "type", "text": "{secret:pw}"}]
-    fake = FakeBackend(home(), lambda f, ev: f.set_frame(Canvas().text(20, 20, "Ledger").text(100, 200, "********").array()) if ev[0] == "type" else None)
-    out = run(tmp_path, make_bundle(tmp_path / "b", steps, params={"pw": {"secret": True, "required": True}}), fake, params={})
+    fake = FakeBackend(
+        home(),
+        lambda f, ev: (
+            f.set_frame(Canvas().text(20, 20, "Ledger").text(100, 200, "********").array()) if ev[0] == "type" else None
+        ),
+    )
+    out = run(
+        tmp_path, make_bundle(tmp_path / "b", steps, params={"pw": {"secret": True, "required": True}}), fake, params={}
+    )
     assert out.state == "COMPLETED", out.message
     assert "hunter2-sekrit" in fake.typed
     for p in out.run_dir.rglob("*"):
@@ -209,7 +251,9 @@ def test_secret_typing_never_reaches_the_run_dir(tmp_path, monkeypatch):
 
 
 def test_stop_request_interrupts_at_a_step_boundary(tmp_path):
-    fake = FakeBackend(home(), lambda f, ev: f.set_frame(done()) if ev[0] != "move" else None)  # the key press changes the screen (its only check)
+    fake = FakeBackend(
+        home(), lambda f, ev: f.set_frame(done()) if ev[0] != "move" else None
+    )  # the key press changes the screen (its only check)
     steps = [{"id": "a", "action": "key", "keys": ["tab"]}, {"id": "b", "action": "key", "keys": ["tab"]}]
     bundle = make_bundle(tmp_path / "b", steps)
     import openadapt_flow.runtime.act.engine as engine
@@ -234,7 +278,9 @@ def test_an_effect_the_config_cannot_supply_is_refused_before_any_run_exists(tmp
     from openadapt_flow.errors import ConfigError
 
     bundle = make_bundle(tmp_path / "b", [dict(POST, effect={"use": "ledger"})])
-    with pytest.raises(ConfigError, match="effect uses 'ledger', which the config's effects: section does not define") as e:
+    with pytest.raises(
+        ConfigError, match="effect uses 'ledger', which the config's effects: section does not define"
+    ) as e:
         run(tmp_path, bundle, backend=None)
     assert e.value.exit_code == 2
     assert not (tmp_path / "run").exists()
@@ -256,8 +302,12 @@ def test_a_halt_after_the_write_landed_is_not_a_plain_failure(tmp_path, monkeypa
         c.close()
         fake.set_frame(done())
 
-    close = {"id": "close", "intent": "Close the ledger", "action": "click",
-             "target": {"template": "templates/post.png", "region": list(OK_BOX), "text": "Post"}}
+    close = {
+        "id": "close",
+        "intent": "Close the ledger",
+        "action": "click",
+        "target": {"template": "templates/post.png", "region": list(OK_BOX), "text": "Post"},
+    }
     out = run(tmp_path, make_bundle(tmp_path / "b", [dict(POST, effect=EFFECT), close]), FakeBackend(home(), on_event))
     assert (out.state, out.exit_code) == ("FAILED_AFTER_EFFECT", 7), out.message
     assert "landed" in out.message and "do not re-run" in out.message
@@ -275,7 +325,9 @@ def test_a_halt_before_any_write_landed_stays_failed(tmp_path, monkeypatch):
     (issue 33 item 6, spec §8 "Advice"): the report says nothing was written and to check the screen first."""
     db = make_db(tmp_path)
     monkeypatch.setenv("LEDGER_DSN", f"sqlite:///{db}")
-    fake = FakeBackend(home(), lambda f, ev: f.set_frame(done()) if ev[0] != "move" else None)  # shows success, writes nothing
+    fake = FakeBackend(
+        home(), lambda f, ev: f.set_frame(done()) if ev[0] != "move" else None
+    )  # shows success, writes nothing
     out = run(tmp_path, make_bundle(tmp_path / "b", [dict(POST, effect=EFFECT)]), fake)
     assert (out.state, out.exit_code) == ("FAILED", 1)
     report = write_reports(RunDir.open(str(out.run_dir)))

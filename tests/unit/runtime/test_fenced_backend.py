@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from openadapt_flow.backends.fake import FakeBackend
 from openadapt_flow.backends.base import Capabilities
+from openadapt_flow.backends.fake import FakeBackend
 from openadapt_flow.errors import BackendError, UsageError
 from openadapt_flow.runtime.start.fenced import KEY_BATCH, FencedBackend, key_batches
 from openadapt_flow.store.lease import LeaseLost
@@ -35,8 +35,13 @@ def test_every_input_waits_on_the_guard_and_stops_when_it_says_so():
     with pytest.raises(LeaseLost):
         b.type_text("ACME Corporation Worldwide")  # four batches: the third and fourth are never sent
     assert [e[1] for e in fake.events] == ["ACME Cor", "poration"]
-    for call in (lambda: b.click(1, 1), lambda: b.move(1, 1), lambda: b.press(["enter"]), lambda: b.scroll(1, 1, 2),
-                 lambda: b.drag(1, 1, 2, 2)):
+    for call in (
+        lambda: b.click(1, 1),
+        lambda: b.move(1, 1),
+        lambda: b.press(["enter"]),
+        lambda: b.scroll(1, 1, 2),
+        lambda: b.drag(1, 1, 2, 2),
+    ):
         allowed.append(False)
         with pytest.raises(LeaseLost):
             call()

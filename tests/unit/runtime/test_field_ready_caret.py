@@ -28,4 +28,3 @@ def test_a_field_not_ready_keeps_the_whole_hold_and_sees_the_delayed_reaction():
     s = settle(app, 0.05, 5, hold_s=0.5, ready=lambda f: False)  # type: ignore[arg-type]
     assert s.settled and s.frame.pixels[0, 0, 0] == 255
     assert time.monotonic() - t >= 0.45
-

@@ -15,7 +15,6 @@ from openadapt_flow.runtime.fleet.ride import opened, wait_for_store
 from openadapt_flow.store import StoreUnavailable
 
 
-
 def _nowhere() -> str:
     return f"postgresql://flow@127.0.0.1:{free_port()}/postgres"  # nothing listens: refused at once
 
@@ -42,7 +41,9 @@ def test_a_stop_request_ends_the_wait_without_an_error():
     assert len(lines) == 1
 
 
-@pytest.mark.parametrize("text, seconds", [("300", 300.0), ("300s", 300.0), ("5m", 300.0), ("1h", 3600.0), ("0.5s", 0.5)])
+@pytest.mark.parametrize(
+    "text, seconds", [("300", 300.0), ("300s", 300.0), ("5m", 300.0), ("1h", 3600.0), ("0.5s", 0.5)]
+)
 def test_db_retry_for_reads_a_duration(text, seconds):
     assert parse_duration(text, "--db-retry-for") == seconds
 
@@ -59,7 +60,9 @@ def test_a_store_that_refuses_the_workers_start_is_waited_for_within_the_same_wi
 
     def open_() -> None:
         tries.append(1)
-        raise StoreUnavailable("--store postgresql://…: cannot connect (Connection refused); nothing was run: retry later")
+        raise StoreUnavailable(
+            "--store postgresql://…: cannot connect (Connection refused); nothing was run: retry later"
+        )
 
     with pytest.raises(Unavailable, match="has not answered for"):
         opened(_nowhere(), open_, 1.0, lines.append)

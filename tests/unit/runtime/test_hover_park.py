@@ -4,21 +4,21 @@ journaled before it is sent — and resolves the target as recorded. On the in-p
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import yaml
-
-from pathlib import Path
 
 from openadapt_flow.backends.fake import FakeBackend
 from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.bundle.config import DeployConfig
 from openadapt_flow.bundle.items import Item
 from openadapt_flow.runtime import BatchRequest, ItemStatus, run_batch
+from openadapt_flow.runtime.act.pointer import PARK_INSET, park_point
 from openadapt_flow.runtime.batch.status import ItemResult
 from openadapt_flow.runtime.runs import replay
 from openadapt_flow.runtime.start.launch import ReplayRequest, RunOutcome
-from openadapt_flow.runtime.act.pointer import PARK_INSET, park_point
 from tests.support.screens import Canvas, crop, save_png
 from tests.unit.runtime.test_engine import key_env, records, run  # noqa: F401 - key_env is a fixture
 
@@ -66,11 +66,20 @@ class HoverDesk(FakeBackend):
 
 def bundle(root):
     save_png(root / "templates/run.png", crop(desk(), ICON))
-    step = {"id": "run-report", "intent": "Run the report", "action": "click",
-            "target": {"template": "templates/run.png", "region": list(ICON)},
-            "expect": [{"text_present": "Report ready"}]}
-    flow = {"schema": "openadapt-flow/bundle@1", "name": "report", "screen": {"width": 640, "height": 480},
-            "params": {"vendor": {"type": "string"}}, "steps": [step]}
+    step = {
+        "id": "run-report",
+        "intent": "Run the report",
+        "action": "click",
+        "target": {"template": "templates/run.png", "region": list(ICON)},
+        "expect": [{"text_present": "Report ready"}],
+    }
+    flow = {
+        "schema": "openadapt-flow/bundle@1",
+        "name": "report",
+        "screen": {"width": 640, "height": 480},
+        "params": {"vendor": {"type": "string"}},
+        "steps": [step],
+    }
     (root / "flow.yaml").write_text(yaml.safe_dump(flow, sort_keys=False))
     return root
 
@@ -117,10 +126,17 @@ def test_the_park_place_avoids_the_first_targets_window():
 
 
 def _run(tmp_path, root, app, name, **handover):
-    cfg = DeployConfig.model_validate({"schema": "openadapt-flow/config@1",
-                                       "runtime": {"runs_root": str(tmp_path / "runs"), "settle_quiet_s": 0.01}})
-    req = ReplayRequest(bundle=root, params={"vendor": "ACME"}, backend=BackendSpec(kind="fake"), config=cfg,
-                        run_dir=tmp_path / name, **handover)
+    cfg = DeployConfig.model_validate(
+        {"schema": "openadapt-flow/config@1", "runtime": {"runs_root": str(tmp_path / "runs"), "settle_quiet_s": 0.01}}
+    )
+    req = ReplayRequest(
+        bundle=root,
+        params={"vendor": "ACME"},
+        backend=BackendSpec(kind="fake"),
+        config=cfg,
+        run_dir=tmp_path / name,
+        **handover,
+    )
     return replay(req, backend_factory=lambda spec: app)
 
 
@@ -133,7 +149,11 @@ def test_in_a_batch_the_pointer_is_parked_after_the_last_input_and_handed_to_the
     parked = (640 - 1 - PARK_INSET, 240)
     assert app.events == [("move", *parked), app.events[1], ("move", *parked)] and app.events[1][0] == "click"
     kinds = [r["type"] for r in records(first.run_dir)]
-    assert kinds.index("action_sent") < len(kinds) - 1 - kinds[::-1].index("pointer_parked") < kinds.index("postconditions")
+    assert (
+        kinds.index("action_sent")
+        < len(kinds) - 1 - kinds[::-1].index("pointer_parked")
+        < kinds.index("postconditions")
+    )
     app.closed = False  # the next item's connection to the same desktop
     second = _run(tmp_path, root, app, "item-2", parked=True)  # the last item: nothing follows it
     assert second.state == "COMPLETED" and not second.parked, second.message
@@ -165,12 +185,25 @@ def test_a_batch_hands_the_pointer_over_only_from_a_completed_run_and_never_acro
 
     statuses = iter([ItemStatus.DONE, ItemStatus.HALTED, ItemStatus.DONE, ItemStatus.DONE])
     monkeypatch.setattr(runner, "replay", fake_replay)
-    monkeypatch.setattr(runner._Batch, "_finished", lambda self, item, o, b, note: ItemResult(item.line, item.key, next(statuses), None, ""))
-    cfg = DeployConfig.model_validate({"schema": "openadapt-flow/config@1", "runtime": {"runs_root": str(tmp_path / "runs")}})
+    monkeypatch.setattr(
+        runner._Batch,
+        "_finished",
+        lambda self, item, o, b, note: ItemResult(item.line, item.key, next(statuses), None, ""),
+    )
+    cfg = DeployConfig.model_validate(
+        {"schema": "openadapt-flow/config@1", "runtime": {"runs_root": str(tmp_path / "runs")}}
+    )
     monkeypatch.setenv("FLOW_STATE_DIR", str(tmp_path / "state"))
     items = [Item(line=i + 2, params={"vendor": "ACME"}, key=f"k{i}") for i in range(4)]
-    req = BatchRequest(bundle=bundle(tmp_path / "b"), items=items, items_file=tmp_path / "items.csv",
-                       runs_dir=tmp_path / "runs" / "b", backend=BackendSpec(kind="fake"), config=cfg, reset=lambda: None)
+    req = BatchRequest(
+        bundle=bundle(tmp_path / "b"),
+        items=items,
+        items_file=tmp_path / "items.csv",
+        runs_dir=tmp_path / "runs" / "b",
+        backend=BackendSpec(kind="fake"),
+        config=cfg,
+        reset=lambda: None,
+    )
     run_batch(req)
     # item 1 parks at its end; item 2 takes it over and halts; a reset runs; item 3 parks for itself; item 4 takes it
     assert seen == [(False, True), (True, True), (False, True), (True, False)]

@@ -26,13 +26,29 @@ def _syncs(tmp_path, monkeypatch, durable: bool) -> list[tuple[str, bool]]:
         return real(self, rec, line, sync)
 
     monkeypatch.setattr(Journal, "_persist", spy)
-    again = {"id": "confirm", "intent": "Confirm", "action": "key", "keys": ["enter"], "expect": [{"text_present": "Posted"}]}
+    again = {
+        "id": "confirm",
+        "intent": "Confirm",
+        "action": "key",
+        "keys": ["enter"],
+        "expect": [{"text_present": "Posted"}],
+    }
     root = make_bundle(tmp_path / f"b{durable}", [POST, again])
     app = FakeBackend(home(), lambda fake, ev: fake.set_frame(done()) if ev[0] == "click" else None)
-    cfg = DeployConfig.model_validate({"schema": "openadapt-flow/config@1",
-                                       "runtime": {"runs_root": str(tmp_path / "runs"), "settle_quiet_s": 0.01}})
-    out = replay(ReplayRequest(bundle=root, params={"vendor": "ACME"}, backend=BackendSpec(kind="fake"), config=cfg,
-                               run_dir=tmp_path / f"run{durable}", durable=durable), backend_factory=lambda s: app)
+    cfg = DeployConfig.model_validate(
+        {"schema": "openadapt-flow/config@1", "runtime": {"runs_root": str(tmp_path / "runs"), "settle_quiet_s": 0.01}}
+    )
+    out = replay(
+        ReplayRequest(
+            bundle=root,
+            params={"vendor": "ACME"},
+            backend=BackendSpec(kind="fake"),
+            config=cfg,
+            run_dir=tmp_path / f"run{durable}",
+            durable=durable,
+        ),
+        backend_factory=lambda s: app,
+    )
     assert out.state == "COMPLETED", out.message
     return seen
 
@@ -48,6 +64,6 @@ def test_a_non_durable_runs_verified_step_is_made_durable_by_the_next_fsync_befo
     assert [s for t, s in seen if t == "step_verified"] == [False, False]
     for i, (t, _) in enumerate(seen):
         if t == "step_verified":  # the next fsync'd record comes before any later input (or is the stop)
-            t_next = next(t2 for t2, s2 in seen[i + 1:] if s2)
+            t_next = next(t2 for t2, s2 in seen[i + 1 :] if s2)
             assert t_next in ("action_dispatched", "run_finished")
-            assert "action_sent" not in [t2 for t2, _ in seen[i + 1:seen.index((t_next, True), i + 1)]]
+            assert "action_sent" not in [t2 for t2, _ in seen[i + 1 : seen.index((t_next, True), i + 1)]]

@@ -12,14 +12,14 @@ import time
 import pytest
 
 from openadapt_flow.errors import RefusedError
-from openadapt_flow.runtime.start.lifecycle import effective_state
 from openadapt_flow.runtime.operate.reconciler import reconcile_one
 from openadapt_flow.runtime.runs import resume
+from openadapt_flow.runtime.start.lifecycle import effective_state
 from openadapt_flow.runtime.worker import Worker
-from openadapt_flow.store.lease import LEASE, LeaseLost, boot_id, process_start_time
-from openadapt_flow.store.fs.lease import try_lock, unlock
 from openadapt_flow.store import RunDir
-from tests.unit.runtime.test_durable import App, rows, start, env  # noqa: F401
+from openadapt_flow.store.fs.lease import try_lock, unlock
+from openadapt_flow.store.lease import LEASE, LeaseLost, boot_id, process_start_time
+from tests.unit.runtime.test_durable import App, env, rows, start  # noqa: F401
 from tests.unit.runtime.test_engine import done, records
 
 pytestmark = pytest.mark.timeout(120)

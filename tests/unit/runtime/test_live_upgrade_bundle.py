@@ -12,9 +12,9 @@ import yaml
 
 from openadapt_flow.errors import RefusedError
 from openadapt_flow.runtime.operate.approval import approve
-from openadapt_flow.runtime.start.runref import open_ref
 from openadapt_flow.runtime.runs import resume
-from tests.unit.runtime.test_durable import AFTER, SAVE, App, home, rows, start, env, store  # noqa: F401 (env, store: fixtures)
+from openadapt_flow.runtime.start.runref import open_ref
+from tests.unit.runtime.test_durable import AFTER, SAVE, App, env, home, rows, start, store  # noqa: F401 (env, store: fixtures)
 from tests.unit.runtime.test_engine import make_bundle
 
 pytestmark = pytest.mark.timeout(120)
@@ -30,7 +30,9 @@ def records(run):
 
 def _paused(tmp_path, env, store):
     app = App(env, refute=True)
-    out = start(tmp_path, app, store=store)  # the post step was dispatched and its write refuted: PAUSED, nothing checkpointed
+    out = start(
+        tmp_path, app, store=store
+    )  # the post step was dispatched and its write refuted: PAUSED, nothing checkpointed
     assert out.state == "PAUSED"
     app.refute = False
     app.show(home())

@@ -15,9 +15,9 @@ import yaml
 from openadapt_flow.backends.fake import FakeBackend
 from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.report.render import write_reports
+from openadapt_flow.runtime.runs import replay
 from openadapt_flow.runtime.start.context import secret_regions
 from openadapt_flow.runtime.start.launch import ReplayRequest
-from openadapt_flow.runtime.runs import replay
 from openadapt_flow.store import RunDir
 from openadapt_flow.vision.mask import FILL, field_band
 from openadapt_flow.vision.ocr import OcrEngine
@@ -68,19 +68,33 @@ def bundle(root: Path, pw_target: bool = True) -> Path:
         pw["target"] = {"template": "templates/field.png", "region": list(FIELD), "point": [200, 23]}
     steps = [
         pw,
-        {"id": "post", "action": "click", "target": {"template": "templates/post.png", "region": list(POST_BOX)},
-         "expect": [{"text_present": "Posted"}]},
+        {
+            "id": "post",
+            "action": "click",
+            "target": {"template": "templates/post.png", "region": list(POST_BOX)},
+            "expect": [{"text_present": "Posted"}],
+        },
         {"id": "gone", "action": "click", "target": {"text": "Nowhere to be found"}, "timeout_s": 1},
     ]
-    flow = {"schema": "openadapt-flow/bundle@1", "name": "secret", "screen": {"width": 640, "height": 480},
-            "params": {"pw": {"type": "string", "secret": True}}, "steps": steps}
+    flow = {
+        "schema": "openadapt-flow/bundle@1",
+        "name": "secret",
+        "screen": {"width": 640, "height": 480},
+        "params": {"pw": {"type": "string", "secret": True}},
+        "steps": steps,
+    }
     (root / "flow.yaml").write_text(yaml.safe_dump(flow, sort_keys=False))
     return root
 
 
 def start(tmp_path: Path, app: App, pw_target: bool = True):
-    req = ReplayRequest(bundle=bundle(tmp_path / "b", pw_target), params={}, backend=BackendSpec(kind="fake"),
-                        config=cfg(tmp_path), run_dir=tmp_path / "run")
+    req = ReplayRequest(
+        bundle=bundle(tmp_path / "b", pw_target),
+        params={},
+        backend=BackendSpec(kind="fake"),
+        config=cfg(tmp_path),
+        run_dir=tmp_path / "run",
+    )
     return replay(req, backend_factory=lambda spec: app.backend)
 
 
@@ -104,7 +118,12 @@ def test_the_field_a_secret_was_typed_into_is_masked_in_later_and_halt_frames(tm
     ocr = OcrEngine()
     assert SECRET in app.backend.typed and ocr.find(app.backend.frame, SECRET)  # the app shows it
     frames = out.run_dir / "frames"
-    assert {p.name for p in frames.glob("*.png")} == {"001-post-before.png", "001-post-after.png", "halt-gone.png", "halt-gone-raw.png"}
+    assert {p.name for p in frames.glob("*.png")} == {
+        "001-post-before.png",
+        "001-post-after.png",
+        "halt-gone.png",
+        "halt-gone-raw.png",
+    }
     assert_no_secret(out.run_dir, ocr)
     assert "Ledger" in read(ocr, frames / "001-post-after.png") and "Posted" in read(ocr, frames / "001-post-after.png")
 
@@ -152,7 +171,6 @@ def test_masks_are_re_derived_from_the_journal():
     assert got == {"pw": field_band((210, 113), (10, 90, 400, 46)), "pin": (100, 200, 50, 20), "otp": None}
 
 
-
 def test_a_child_run_masks_the_field_its_parent_typed_a_secret_into(tmp_path, monkeypatch):
     monkeypatch.setenv("FLOW_SECRET_PW", SECRET)
     app = App()
@@ -162,15 +180,30 @@ def test_a_child_run_masks_the_field_its_parent_typed_a_secret_into(tmp_path, mo
     child = root / "child"
     save_png(child / "templates/post.png", crop(first, POST_BOX))
     child_steps = [
-        {"id": "post", "action": "click", "target": {"template": "templates/post.png", "region": list(POST_BOX)},
-         "expect": [{"text_present": "Posted"}]},
+        {
+            "id": "post",
+            "action": "click",
+            "target": {"template": "templates/post.png", "region": list(POST_BOX)},
+            "expect": [{"text_present": "Posted"}],
+        },
         {"id": "gone", "action": "click", "target": {"text": "Nowhere to be found"}, "timeout_s": 1},
     ]
-    (child / "flow.yaml").write_text(yaml.safe_dump({"schema": "openadapt-flow/bundle@1", "name": "child", "screen": {"width": 640, "height": 480},
-                                                     "steps": child_steps}, sort_keys=False))
+    (child / "flow.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "schema": "openadapt-flow/bundle@1",
+                "name": "child",
+                "screen": {"width": 640, "height": 480},
+                "steps": child_steps,
+            },
+            sort_keys=False,
+        )
+    )
     flow["steps"] = [flow["steps"][0], {"id": "sub", "action": "flow", "bundle": "child"}]
     (root / "flow.yaml").write_text(yaml.safe_dump(flow, sort_keys=False))
-    req = ReplayRequest(bundle=root, params={}, backend=BackendSpec(kind="fake"), config=cfg(tmp_path), run_dir=tmp_path / "run")
+    req = ReplayRequest(
+        bundle=root, params={}, backend=BackendSpec(kind="fake"), config=cfg(tmp_path), run_dir=tmp_path / "run"
+    )
     out = replay(req, backend_factory=lambda spec: app.backend)
     assert (out.state, out.category) == ("PAUSED", "child"), out.message
     child_run = tmp_path / "run" / "children" / "sub"
@@ -191,4 +224,3 @@ def test_a_child_run_masks_the_field_its_parent_typed_a_secret_into(tmp_path, mo
     again = resume(child_run, backend_factory=lambda spec: later.backend)
     assert again.state == "PAUSED"
     assert_no_secret(child_run, ocr)
-

@@ -17,9 +17,8 @@ from openadapt_flow.backends.fake import FakeBackend
 from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.bundle.config import DeployConfig
 from openadapt_flow.runtime.operate.approval import approve
+from openadapt_flow.runtime.runs import replay, resume
 from openadapt_flow.runtime.start.launch import ReplayRequest
-from openadapt_flow.runtime.runs import replay
-from openadapt_flow.runtime.runs import resume
 from tests.support.screens import Canvas
 from tests.unit.runtime.test_engine import POST, make_bundle
 
@@ -37,7 +36,9 @@ class ModelServer:
             def do_POST(self) -> None:  # noqa: N802 (http.server API)
                 self.rfile.read(int(self.headers["Content-Length"]))
                 server.requests += 1
-                data = json.dumps({"choices": [{"message": {"role": "assistant", "content": '{"x": 5, "y": 470}'}}]}).encode()
+                data = json.dumps(
+                    {"choices": [{"message": {"role": "assistant", "content": '{"x": 5, "y": 470}'}}]}
+                ).encode()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
@@ -96,18 +97,26 @@ class Spinner(FakeBackend):
 
 
 def config(tmp_path, model: ModelServer, **policy: Any) -> DeployConfig:
-    return DeployConfig.model_validate({
-        "schema": "openadapt-flow/config@1",
-        "runtime": {"runs_root": str(tmp_path / "runs"), "settle_quiet_s": 0.05, "settle_timeout_s": 0.3},
-        "ladder": {"model": {"enabled": True, "url": model.url, "model": "grounder", "timeout_s": 5}},
-        "policy": policy,
-    })
+    return DeployConfig.model_validate(
+        {
+            "schema": "openadapt-flow/config@1",
+            "runtime": {"runs_root": str(tmp_path / "runs"), "settle_quiet_s": 0.05, "settle_timeout_s": 0.3},
+            "ladder": {"model": {"enabled": True, "url": model.url, "model": "grounder", "timeout_s": 5}},
+            "policy": policy,
+        }
+    )
 
 
 def start(tmp_path, model, durable=False, **policy):
     bundle = make_bundle(tmp_path / "b", [dict(POST, timeout_s=2)])
-    req = ReplayRequest(bundle=bundle, params={"vendor": "ACME"}, backend=BackendSpec(kind="fake"),
-                        config=config(tmp_path, model, **policy), run_dir=tmp_path / "run", durable=durable)
+    req = ReplayRequest(
+        bundle=bundle,
+        params={"vendor": "ACME"},
+        backend=BackendSpec(kind="fake"),
+        config=config(tmp_path, model, **policy),
+        run_dir=tmp_path / "run",
+        durable=durable,
+    )
     return replay(req, backend_factory=lambda spec: Spinner())
 
 
@@ -122,7 +131,13 @@ def test_a_screen_that_keeps_changing_gets_one_model_call_per_step(tmp_path, mod
     recs = [json.loads(line) for line in (out.run_dir / "journal.jsonl").read_text().splitlines()]
     assert sum(1 for r in recs if r["type"] == "resolved") > 1  # the ladder was re-run while the screen changed
     assert model.requests == 1 and model_calls_journaled(out.run_dir) == 1
-    skipped = [e for r in recs if r["type"] == "resolved" for e in r["data"]["evidence"] if e["rung"] == "model" and e["verdict"] == "skipped"]
+    skipped = [
+        e
+        for r in recs
+        if r["type"] == "resolved"
+        for e in r["data"]["evidence"]
+        if e["rung"] == "model" and e["verdict"] == "skipped"
+    ]
     assert skipped and "one model call" in skipped[0]["detail"]
 
 

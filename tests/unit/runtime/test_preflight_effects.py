@@ -6,8 +6,8 @@ import pytest
 import yaml
 
 from openadapt_flow.backends.spec import BackendSpec
-from openadapt_flow.runtime.start.launch import ReplayRequest
 from openadapt_flow.runtime.runs import replay
+from openadapt_flow.runtime.start.launch import ReplayRequest
 from tests.unit.runtime.test_durable import cfg, env  # noqa: F401 - env is a fixture
 from tests.unit.runtime.test_mask_secret_frames import SECRET, App, bundle
 
@@ -24,9 +24,16 @@ def test_an_effect_that_cannot_be_read_is_found_before_the_first_input(tmp_path,
     app = App()
     root = bundle(tmp_path / "b")
     flow = yaml.safe_load((root / "flow.yaml").read_text())
-    flow["steps"][1]["effect"] = {"kind": "sql", "dsn_env": "LEDGER_DSN", "query": "SELECT count(*) FROM posts", "expect": {"increase_by": 1}}
+    flow["steps"][1]["effect"] = {
+        "kind": "sql",
+        "dsn_env": "LEDGER_DSN",
+        "query": "SELECT count(*) FROM posts",
+        "expect": {"increase_by": 1},
+    }
     (root / "flow.yaml").write_text(yaml.safe_dump(flow, sort_keys=False))
-    req = ReplayRequest(bundle=root, params={}, backend=BackendSpec(kind="fake"), config=cfg(tmp_path), run_dir=tmp_path / "run")
+    req = ReplayRequest(
+        bundle=root, params={}, backend=BackendSpec(kind="fake"), config=cfg(tmp_path), run_dir=tmp_path / "run"
+    )
     with pytest.raises(ConfigError, match="LEDGER_DSN"):
         replay(req, backend_factory=lambda spec: app.backend)
     assert app.backend.events == [] and not (tmp_path / "run").exists()

@@ -17,18 +17,18 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from openadapt_flow.bundle.config import DeployConfig
 from openadapt_flow.backends.spec import BackendSpec
+from openadapt_flow.bundle.config import DeployConfig
 from openadapt_flow.runtime.operate.approval import approve
 from openadapt_flow.runtime.resume import plan
 from openadapt_flow.runtime.resume.acts import FinalizeInterrupted, RebuildCheckpoint
 from openadapt_flow.runtime.runs import replay, resume
 from openadapt_flow.runtime.start.launch import ReplayRequest
 from openadapt_flow.runtime.start.runref import open_ref
+from tests.support.pg import pg_server, store_spec  # noqa: F401 — pg_server is a session fixture (one server per worker)
 from tests.unit.runtime.test_durable import AFTER, SAVE, App, env, home, rows  # noqa: F401 (env: a fixture)
 from tests.unit.runtime.test_durable_stores import killed_at
 from tests.unit.runtime.test_engine import make_bundle
-from tests.support.pg import pg_server, store_spec  # noqa: F401 — pg_server is a session fixture (one server per worker)
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -54,8 +54,9 @@ def where(request, tmp_path, monkeypatch, env):
 def start(tmp_path, where, app):
     _, config, ref, _ = where
     make_bundle(tmp_path / "b", [SAVE, AFTER])
-    req = ReplayRequest(bundle=tmp_path / "b", params={"vendor": "ACME"}, backend=BackendSpec(kind="fake"), config=config,
-                        run_dir=ref)
+    req = ReplayRequest(
+        bundle=tmp_path / "b", params={"vendor": "ACME"}, backend=BackendSpec(kind="fake"), config=config, run_dir=ref
+    )
     return replay(req, backend_factory=lambda spec: app.connect())
 
 
@@ -78,10 +79,16 @@ def tables(conn) -> dict[str, list[str]]:
         return {}
     spec, password, schema = conn
     with psycopg.connect(spec, password=password, autocommit=True) as c:
-        names = [r[0] for r in c.execute("SELECT table_name FROM information_schema.tables WHERE table_schema = %s",
-                                         (schema,)).fetchall()]
-        return {n: sorted(repr(row) for row in c.execute(f'SELECT * FROM "{schema}"."{n}"'.encode()).fetchall())
-                for n in sorted(names)}
+        names = [
+            r[0]
+            for r in c.execute(
+                "SELECT table_name FROM information_schema.tables WHERE table_schema = %s", (schema,)
+            ).fetchall()
+        ]
+        return {
+            n: sorted(repr(row) for row in c.execute(f'SELECT * FROM "{schema}"."{n}"'.encode()).fetchall())
+            for n in sorted(names)
+        }
 
 
 def snapshot(tmp_path, where):
@@ -114,10 +121,16 @@ def test_planning_a_paused_run_writes_nothing(tmp_path, where, env):
     assert resume(run, backend_factory=lambda spec: app.connect()).state == "COMPLETED" and rows(env) == 1
 
 
-@pytest.mark.parametrize("point, act", [
-    ("after:action_sent@post", FinalizeInterrupted),  # the input sent, nothing verified: the owner's death to record
-    ("after:step_verified@post", RebuildCheckpoint),  # verified and journaled, checkpoint.json never written
-])
+@pytest.mark.parametrize(
+    "point, act",
+    [
+        (
+            "after:action_sent@post",
+            FinalizeInterrupted,
+        ),  # the input sent, nothing verified: the owner's death to record
+        ("after:step_verified@post", RebuildCheckpoint),  # verified and journaled, checkpoint.json never written
+    ],
+)
 def test_planning_an_interrupted_run_writes_nothing(tmp_path, where, env, monkeypatch, point, act):
     app = App(env)
     with killed_at(where, monkeypatch, point):
@@ -150,7 +163,9 @@ def test_flow_resume_dry_run_prints_the_plan_and_writes_nothing(tmp_path, where,
     start(tmp_path, where, app)
     before = snapshot(tmp_path, where)
     code, out, err = flow_cli(monkeypatch, capsys, "resume", where[2], "--dry-run")
-    assert code == 6 and "state: PAUSED" in out and "awaiting an operator decision" in err  # resume would refuse: says so
+    assert (
+        code == 6 and "state: PAUSED" in out and "awaiting an operator decision" in err
+    )  # resume would refuse: says so
     assert snapshot(tmp_path, where) == before
     approve(open_ref(where[2]), "continue", "alice")
     before = snapshot(tmp_path, where)

@@ -23,7 +23,13 @@ from tests.unit.runtime.test_engine import OK_BOX, POST, make_bundle
 pytestmark = pytest.mark.timeout(120)
 
 TEXT = (100, 196, 200, 32)  # where "Posted ACME" is drawn: the fact `Posted` is read there
-CLOSE = {"id": "close", "action": "click", "target": {"text": "Archive"}, "timeout_s": 0.5, "expect": [{"text_present": "Archived"}]}
+CLOSE = {
+    "id": "close",
+    "action": "click",
+    "target": {"text": "Archive"},
+    "timeout_s": 0.5,
+    "expect": [{"text_present": "Archived"}],
+}
 
 
 @pytest.fixture(autouse=True)
@@ -82,15 +88,27 @@ class Desk:
 
 
 def cfg(tmp_path) -> DeployConfig:
-    return DeployConfig.model_validate({"schema": "openadapt-flow/config@1", "runtime": {
-        "runs_root": str(tmp_path / "runs"), "settle_quiet_s": 0.01, "durable": True}})
+    return DeployConfig.model_validate(
+        {
+            "schema": "openadapt-flow/config@1",
+            "runtime": {"runs_root": str(tmp_path / "runs"), "settle_quiet_s": 0.01, "durable": True},
+        }
+    )
 
 
 def halted_after_post(tmp_path, desk: Desk):
     """The run posts, then halts looking for Archive (PAUSED); meanwhile the pointer came to rest on the posted text."""
     bundle = make_bundle(tmp_path / "b", [POST, CLOSE])
-    out = replay(ReplayRequest(bundle=bundle, params={"vendor": "ACME"}, backend=BackendSpec(kind="fake"),
-                               config=cfg(tmp_path), run_dir=tmp_path / "run"), backend_factory=lambda spec: desk.connect())
+    out = replay(
+        ReplayRequest(
+            bundle=bundle,
+            params={"vendor": "ACME"},
+            backend=BackendSpec(kind="fake"),
+            config=cfg(tmp_path),
+            run_dir=tmp_path / "run",
+        ),
+        backend_factory=lambda spec: desk.connect(),
+    )
     assert (out.state, out.category) == ("PAUSED", "resolution"), out.message
     desk.pointer, desk.closable = (TEXT[0] + 40, TEXT[1] + 16), True  # someone left the mouse on the text
     desk.refresh()

@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 
 from openadapt_flow.errors import RefusedError
+from openadapt_flow.records.states import RunState
 from openadapt_flow.runtime.operate.approval import approve
 from openadapt_flow.runtime.start.runref import open_ref
 from openadapt_flow.store.keys import load_key
-from openadapt_flow.records.states import RunState
-from tests.unit.runtime.test_durable import App, go, start, env  # noqa: F401 (env: a fixture)
+from tests.unit.runtime.test_durable import App, env, go, start  # noqa: F401 (env: a fixture)
 
 pytestmark = pytest.mark.timeout(120)
 

@@ -26,15 +26,25 @@ def test_an_unknown_name_is_an_attribute_error() -> None:
 
 
 def test_importing_the_face_loads_no_room() -> None:
-    code = ("import sys, openadapt_flow.runtime; "
-            "print(sorted(m for m in sys.modules if m.startswith('openadapt_flow.runtime.')))")
+    code = (
+        "import sys, openadapt_flow.runtime; "
+        "print(sorted(m for m in sys.modules if m.startswith('openadapt_flow.runtime.')))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 
 
-@pytest.mark.parametrize("old", ["openadapt_flow.runtime.decide", "openadapt_flow.runtime.act.context",
-                                 "openadapt_flow.runtime.act.launch", "openadapt_flow.runtime.fleet.queue",
-                                 "openadapt_flow.runtime.operate.decisions", "openadapt_flow.store.postgres.queue"])
+@pytest.mark.parametrize(
+    "old",
+    [
+        "openadapt_flow.runtime.decide",
+        "openadapt_flow.runtime.act.context",
+        "openadapt_flow.runtime.act.launch",
+        "openadapt_flow.runtime.fleet.queue",
+        "openadapt_flow.runtime.operate.decisions",
+        "openadapt_flow.store.postgres.queue",
+    ],
+)
 def test_old_room_names_do_not_import(old: str) -> None:
     with pytest.raises(ModuleNotFoundError):
         importlib.import_module(old)

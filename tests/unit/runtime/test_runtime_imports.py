@@ -22,7 +22,9 @@ def _graph() -> tuple[dict[str, set[str]], list[str]]:
                 deps |= {parts[2]} if len(parts) > 2 else {a.name for a in node.names}
         for node in ast.walk(tree):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                hidden += [f"{f.name}:{n.lineno}" for n in ast.walk(node) if isinstance(n, (ast.Import, ast.ImportFrom))]
+                hidden += [
+                    f"{f.name}:{n.lineno}" for n in ast.walk(node) if isinstance(n, (ast.Import, ast.ImportFrom))
+                ]
         graph[f.stem] = deps
     return graph, hidden
 

@@ -21,10 +21,17 @@ def moved(pressed: bool = False, posted_at: tuple[int, int] | None = None):
 
 
 def steps(**fact):
-    return [{"id": "post", "intent": "Post it", "action": "click", "timeout_s": 1,
-             "target": {"template": "templates/post.png", "region": list(OK_BOX), "text": "Post"},
-             "expect": [{"text_present": "Ready"}]},
-            {"id": "enter", "intent": "Press enter", "action": "key", "keys": ["enter"], "timeout_s": 1, "expect": [fact]}]
+    return [
+        {
+            "id": "post",
+            "intent": "Post it",
+            "action": "click",
+            "timeout_s": 1,
+            "target": {"template": "templates/post.png", "region": list(OK_BOX), "text": "Post"},
+            "expect": [{"text_present": "Ready"}],
+        },
+        {"id": "enter", "intent": "Press enter", "action": "key", "keys": ["enter"], "timeout_s": 1, "expect": [fact]},
+    ]
 
 
 def react(posted_at):
@@ -33,6 +40,7 @@ def react(posted_at):
             fake.set_frame(moved(pressed=True))
         elif ev[0] in ("key", "press"):
             fake.set_frame(moved(pressed=True, posted_at=posted_at))
+
     return on
 
 

@@ -45,19 +45,37 @@ def form(vendor: str = "") -> np.ndarray:
     return c.text(20, 420, "Ledger").array()
 
 
-START = [{"text_present": "Invoices", "region": [20, 22, 95, 22]}, {"text_present": "Ledger", "region": [20, 422, 80, 22]},
-         {"text_absent": "Vendor", "region": [20, 172, 75, 22]}]
-OPEN = {"id": "open", "action": "click", "target": {"template": "templates/new.png", "region": list(NEW_BOX), "text": "New invoice"},
-        "expect": [{"text_present": "Vendor"}]}
-CANCEL = {"id": "cancel", "action": "click", "target": {"template": "templates/cancel.png", "region": list(CANCEL_BOX)},
-          "expect": [{"text_present": "Invoices"}]}
+START = [
+    {"text_present": "Invoices", "region": [20, 22, 95, 22]},
+    {"text_present": "Ledger", "region": [20, 422, 80, 22]},
+    {"text_absent": "Vendor", "region": [20, 172, 75, 22]},
+]
+OPEN = {
+    "id": "open",
+    "action": "click",
+    "target": {"template": "templates/new.png", "region": list(NEW_BOX), "text": "New invoice"},
+    "expect": [{"text_present": "Vendor"}],
+}
+CANCEL = {
+    "id": "cancel",
+    "action": "click",
+    "target": {"template": "templates/cancel.png", "region": list(CANCEL_BOX)},
+    "expect": [{"text_present": "Invoices"}],
+}
 
 
 def bundle(root: Path, **over: Any) -> Path:
     save_png(root / "templates/new.png", crop(start(), NEW_BOX))
     save_png(root / "templates/cancel.png", crop(form(), CANCEL_BOX))
-    flow = {"schema": "openadapt-flow/bundle@1", "name": "invoice", "screen": {"width": 640, "height": 480},
-            "params": {"vendor": {"type": "string", "required": True}}, "start": START, "steps": [OPEN], **over}
+    flow = {
+        "schema": "openadapt-flow/bundle@1",
+        "name": "invoice",
+        "screen": {"width": 640, "height": 480},
+        "params": {"vendor": {"type": "string", "required": True}},
+        "start": START,
+        "steps": [OPEN],
+        **over,
+    }
     (root / "flow.yaml").write_text(yaml.safe_dump(flow, sort_keys=False))
     return root
 
@@ -70,31 +88,46 @@ def key_env(tmp_path, monkeypatch):
 
 @pytest.fixture
 def config(tmp_path) -> DeployConfig:
-    return DeployConfig.model_validate({"schema": "openadapt-flow/config@1",
-                                        "runtime": {"runs_root": str(tmp_path / "runs"), "settle_quiet_s": 0.01}})
+    return DeployConfig.model_validate(
+        {"schema": "openadapt-flow/config@1", "runtime": {"runs_root": str(tmp_path / "runs"), "settle_quiet_s": 0.01}}
+    )
 
 
 def reopen(fake: FakeBackend):
     """A backend factory handing out the one fake desktop again (each run closes what it opened)."""
+
     def factory(_spec: BackendSpec) -> FakeBackend:
         fake.closed = False
         return fake
+
     return factory
 
 
 def app(frame: np.ndarray) -> FakeBackend:
     """The fake app: New invoice opens the form, Cancel goes back to the list."""
+
     def on_event(fake: FakeBackend, ev: tuple) -> None:
-        if ev[0] == "click" and NEW_BOX[0] <= ev[1] < NEW_BOX[0] + NEW_BOX[2] and NEW_BOX[1] <= ev[2] < NEW_BOX[1] + NEW_BOX[3]:
+        if (
+            ev[0] == "click"
+            and NEW_BOX[0] <= ev[1] < NEW_BOX[0] + NEW_BOX[2]
+            and NEW_BOX[1] <= ev[2] < NEW_BOX[1] + NEW_BOX[3]
+        ):
             fake.set_frame(form())
         elif ev[0] == "click" and CANCEL_BOX[0] <= ev[1] < CANCEL_BOX[0] + CANCEL_BOX[2]:
             fake.set_frame(start())
+
     return FakeBackend(frame, on_event)
 
 
 def run(tmp_path: Path, root: Path, fake: FakeBackend, config: DeployConfig, durable: bool = False):
-    req = ReplayRequest(bundle=root, params={"vendor": "ACME"}, backend=BackendSpec(kind="fake"), config=config,
-                        run_dir=tmp_path / "run", durable=durable)
+    req = ReplayRequest(
+        bundle=root,
+        params={"vendor": "ACME"},
+        backend=BackendSpec(kind="fake"),
+        config=config,
+        run_dir=tmp_path / "run",
+        durable=durable,
+    )
     return replay(req, backend_factory=reopen(fake))
 
 
@@ -141,8 +174,9 @@ def test_a_bundle_with_no_start_facts_is_not_checked(tmp_path, config):
     assert out.state == "COMPLETED" and "start_checked" not in [r["type"] for r in journal(out.run_dir)]
 
 
-def test_a_durable_run_halted_at_the_start_pauses_and_every_resume_that_sent_nothing_checks_again(tmp_path, config,
-                                                                                                   monkeypatch):
+def test_a_durable_run_halted_at_the_start_pauses_and_every_resume_that_sent_nothing_checks_again(
+    tmp_path, config, monkeypatch
+):
     monkeypatch.setenv("FLOW_DECISION_KEY_FILE", str(tmp_path / "decision.key"))
     fake = app(form("ACME"))
     out = run(tmp_path, bundle(tmp_path / "b"), fake, config, durable=True)
@@ -160,6 +194,7 @@ def test_a_durable_run_halted_at_the_start_pauses_and_every_resume_that_sent_not
 
 def test_the_start_check_is_over_once_input_was_sent():
     """A resume checks the start state only while the journal holds no input: after one, the screen is the run's."""
+
     def rec(typ: str, step: str | None = None, **data: Any) -> Any:
         return {"type": typ, "step": step, "ts": "2025-01-01T00:00:00Z", "data": data}
 
@@ -198,8 +233,12 @@ def test_reset_by_steps_brings_a_half_filled_form_back_and_the_start_then_holds(
 def test_reset_steps_that_halt_fail_the_reset_with_why(tmp_path, config):
     fake = app(form("ACME"))
     broken = {**CANCEL, "target": {"text": "Discard"}}  # no such button: the step halts, nothing is clicked
-    got = reset_app(bundle(tmp_path / "b", reset={"steps": [broken]}), BackendSpec(kind="fake"), config,
-                    backend_factory=reopen(fake))
+    got = reset_app(
+        bundle(tmp_path / "b", reset={"steps": [broken]}),
+        BackendSpec(kind="fake"),
+        config,
+        backend_factory=reopen(fake),
+    )
     assert not got.ok and got.reason.startswith("reset step(s) did not complete (FAILED)") and sent(fake) == []
 
 
@@ -227,8 +266,12 @@ def command_reset(mark: Path, code: str = "", wait_for: str = "Invoices", timeou
 def test_reset_by_command_restarts_the_app_and_the_start_then_holds(tmp_path, config):
     mark = tmp_path / "restarted"
     fake = Restarting(form("ACME"), mark)
-    got = reset_app(bundle(tmp_path / "b", reset=command_reset(mark)), BackendSpec(kind="fake"), config,
-                    backend_factory=reopen(fake))
+    got = reset_app(
+        bundle(tmp_path / "b", reset=command_reset(mark)),
+        BackendSpec(kind="fake"),
+        config,
+        backend_factory=reopen(fake),
+    )
     assert got.ok, got.reason
     assert mark.read_text() == "restarted" and sent(fake) == [] and got.run_dir is None
 
@@ -237,8 +280,12 @@ def test_a_reset_whose_wait_for_never_holds_fails_within_its_timeout(tmp_path, c
     mark = tmp_path / "restarted"
     fake = Restarting(form("ACME"), mark)
     t0 = time.monotonic()
-    got = reset_app(bundle(tmp_path / "b", reset=command_reset(mark, wait_for="Welcome", timeout_s=2)),
-                    BackendSpec(kind="fake"), config, backend_factory=reopen(fake))
+    got = reset_app(
+        bundle(tmp_path / "b", reset=command_reset(mark, wait_for="Welcome", timeout_s=2)),
+        BackendSpec(kind="fake"),
+        config,
+        backend_factory=reopen(fake),
+    )
     took = time.monotonic() - t0
     assert not got.ok and "wait_for text_present 'Welcome' did not hold within 2s (not read)" in got.reason, got.reason
     assert 2 <= took < 8, took
@@ -247,16 +294,21 @@ def test_a_reset_whose_wait_for_never_holds_fails_within_its_timeout(tmp_path, c
 def test_a_reset_command_that_fails_says_how(tmp_path, config):
     fake = Restarting(form("ACME"), tmp_path / "never")
     code = "import sys; sys.stderr.write('no such app'); sys.exit(3)"
-    got = reset_app(bundle(tmp_path / "b", reset=command_reset(tmp_path / "never", code=code)), BackendSpec(kind="fake"),
-                    config, backend_factory=reopen(fake))
+    got = reset_app(
+        bundle(tmp_path / "b", reset=command_reset(tmp_path / "never", code=code)),
+        BackendSpec(kind="fake"),
+        config,
+        backend_factory=reopen(fake),
+    )
     assert not got.ok and got.reason == "reset command exited 3: no such app"
 
 
 def test_a_reset_that_does_not_reach_the_start_is_reported(tmp_path, config):
     still = {**CANCEL, "expect": [{"text_present": "Ledger"}]}  # Cancel does nothing here: the form stays
     fake = FakeBackend(form("ACME"))
-    got = reset_app(bundle(tmp_path / "b", reset={"steps": [still]}), BackendSpec(kind="fake"), config,
-                    backend_factory=reopen(fake))
+    got = reset_app(
+        bundle(tmp_path / "b", reset={"steps": [still]}), BackendSpec(kind="fake"), config, backend_factory=reopen(fake)
+    )
     assert not got.ok and got.reason.startswith("after the reset, " + NOT_AT_START), got.reason
 
 

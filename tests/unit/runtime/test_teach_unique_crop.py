@@ -25,8 +25,14 @@ def matches(frame: np.ndarray, box: tuple[int, int, int, int]) -> int:
 
 
 def test_a_point_on_one_of_two_identical_buttons_teaches_a_crop_that_holds_what_tells_them_apart():
-    frame = (Canvas().button(40, 90, "Save", w=120).text(170, 98, "draft")
-             .button(40, 290, "Save", w=120).text(170, 298, "final").array())
+    frame = (
+        Canvas()
+        .button(40, 90, "Save", w=120)
+        .text(170, 98, "draft")
+        .button(40, 290, "Save", w=120)
+        .text(170, 298, "final")
+        .array()
+    )
     lower = (100, 310)
     box = unique_crop_box(frame, lower, (120, 40))
     x, y, w, h = box

@@ -76,7 +76,9 @@ def test_a_state_that_lags_run_finished_is_rebuilt_not_run_again(ws):
     st.write_state("PAUSED", journal=journal, paused_reason="awaiting_approval")
     journal.close()
     out = resume(run)
-    assert (out.state, out.exit_code) == ("BLOCKED", 4) and doc["state"] == "BLOCKED" and st.state()["state"] == "BLOCKED"
+    assert (
+        (out.state, out.exit_code) == ("BLOCKED", 4) and doc["state"] == "BLOCKED" and st.state()["state"] == "BLOCKED"
+    )
 
 
 def test_the_journal_pause_follows_escalation_and_closes_on_its_decision(ws):

@@ -17,8 +17,12 @@ from tests.unit.runtime.test_engine import OK_BOX, home, make_bundle, run
 
 pytestmark = pytest.mark.timeout(30)
 
-TYPE_POST = {"id": "vendor", "action": "type", "text": "{vendor}",
-             "target": {"template": "templates/post.png", "region": list(OK_BOX)}}
+TYPE_POST = {
+    "id": "vendor",
+    "action": "type",
+    "text": "{vendor}",
+    "target": {"template": "templates/post.png", "region": list(OK_BOX)},
+}
 
 
 def typed_screen(fake: FakeBackend, ev: tuple) -> None:

@@ -12,12 +12,12 @@ from contextlib import contextmanager
 import pytest
 
 import openadapt_flow.runtime.worker as worker_mod
-from openadapt_flow.errors import RefusedError
-from openadapt_flow.runtime.start.runref import open_ref
 from openadapt_flow.bundle.config import DeployConfig
+from openadapt_flow.errors import RefusedError
 from openadapt_flow.runtime.operate.approval import DecisionOptions, approve, deciding
+from openadapt_flow.runtime.start.runref import open_ref
 from openadapt_flow.runtime.worker import Worker
-from tests.unit.runtime.test_durable import App, home, rows, start, env  # noqa: F401
+from tests.unit.runtime.test_durable import App, env, home, rows, start  # noqa: F401
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -27,13 +27,20 @@ RETRY_S = 3600.0  # a test that needed the retry would time out long before it
 def _approved(tmp_path, env, quorum: int = 1):
     """A run paused on a refuted write, the app put back on its form, and an operator's `continue` recorded."""
     app = App(env, refute=True)
-    config = DeployConfig.model_validate({"schema": "openadapt-flow/config@1", "approvals": {"quorum": quorum},
-                                          "runtime": {"runs_root": str(tmp_path), "settle_quiet_s": 0.01, "durable": True}})
+    config = DeployConfig.model_validate(
+        {
+            "schema": "openadapt-flow/config@1",
+            "approvals": {"quorum": quorum},
+            "runtime": {"runs_root": str(tmp_path), "settle_quiet_s": 0.01, "durable": True},
+        }
+    )
     out = start(tmp_path, app, config=config)
     assert out.state == "PAUSED"
     app.refute = False
     app.show(home())
-    approve(out.run_dir, "continue", "alice", options=DecisionOptions(authenticated=True))  # the console's or a credential's vote
+    approve(
+        out.run_dir, "continue", "alice", options=DecisionOptions(authenticated=True)
+    )  # the console's or a credential's vote
     return open_ref(out.run_dir), app
 
 
@@ -84,12 +91,14 @@ class _Watched(threading.Event):
 
 @pytest.mark.parametrize("how", ["decision", "status read"])
 @pytest.mark.parametrize("when", ["after the refusal", "while the worker waits"])
-def test_a_resume_refused_while_another_command_holds_the_run_runs_when_it_lets_go(tmp_path, env, monkeypatch, how,
-                                                                                   when):
+def test_a_resume_refused_while_another_command_holds_the_run_runs_when_it_lets_go(
+    tmp_path, env, monkeypatch, how, when
+):
     run, app = _approved(tmp_path, env)
     refused, first = _counting_resume(monkeypatch)
-    worker = Worker(tmp_path, log=lambda line: None, backend_factory=lambda spec: app.connect(), retry_s=RETRY_S,
-                    hold_wait_s=60.0)
+    worker = Worker(
+        tmp_path, log=lambda line: None, backend_factory=lambda spec: app.connect(), retry_s=RETRY_S, hold_wait_s=60.0
+    )
     worker.stop = _Watched()
     done: list = []
     with _held(run, how):
@@ -108,8 +117,9 @@ def test_a_resume_refused_while_another_command_holds_the_run_runs_when_it_lets_
 def test_a_holder_that_keeps_the_run_past_the_bound_leaves_it_to_retry_s(tmp_path, env, monkeypatch):
     run, app = _approved(tmp_path, env)
     refused, _ = _counting_resume(monkeypatch)
-    worker = Worker(tmp_path, log=lambda line: None, backend_factory=lambda spec: app.connect(), retry_s=RETRY_S,
-                    hold_wait_s=0.2)
+    worker = Worker(
+        tmp_path, log=lambda line: None, backend_factory=lambda spec: app.connect(), retry_s=RETRY_S, hold_wait_s=0.2
+    )
     with _held(run, "decision"):
         t0 = time.monotonic()
         done = worker.run_once()
@@ -123,8 +133,9 @@ def test_a_holder_that_keeps_the_run_past_the_bound_leaves_it_to_retry_s(tmp_pat
 def test_a_resume_refused_for_a_real_reason_waits_retry_s(tmp_path, env, monkeypatch):
     run, app = _approved(tmp_path, env, quorum=2)  # one vote of two: the resume is refused, the lock is free
     refused, _ = _counting_resume(monkeypatch)
-    worker = Worker(tmp_path, log=lambda line: None, backend_factory=lambda spec: app.connect(), retry_s=RETRY_S,
-                    hold_wait_s=60.0)
+    worker = Worker(
+        tmp_path, log=lambda line: None, backend_factory=lambda spec: app.connect(), retry_s=RETRY_S, hold_wait_s=60.0
+    )
     done = worker.run_once()
     assert [(r["run_dir"], r["state"]) for r in done] == [(run.ref, "SKIPPED")]
     # the lock was free when the worker looked: it tried once more at once (a holder may have let go in between),

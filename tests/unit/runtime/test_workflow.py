@@ -13,11 +13,10 @@ from openadapt_flow.demo.xvnc import wait_until
 from openadapt_flow.errors import RefusedError
 from openadapt_flow.runtime.operate.approval import approve, deliver
 from openadapt_flow.runtime.operate.reconciler import reconcile_root
-from openadapt_flow.runtime.start.runref import open_ref
-from openadapt_flow.runtime.runs import resume
-from openadapt_flow.runtime.worker import Worker
+from openadapt_flow.runtime.runs import resume, start_workflow
 from openadapt_flow.runtime.start.launch import WorkflowRequest
-from openadapt_flow.runtime.runs import start_workflow
+from openadapt_flow.runtime.start.runref import open_ref
+from openadapt_flow.runtime.worker import Worker
 from openadapt_flow.store import RunDir
 from tests.unit.runtime.workflow_support import SOURCE, config, journal, log, state, write_module
 
@@ -127,7 +126,9 @@ def test_async_agent_workflow(ws):
 def test_changed_code_is_refused_naming_the_first_mismatching_call(ws):
     out = start(ws, "report", quarter="Q3")
     deliver(out.run_dir, "answer", "ctl", value="post")
-    write_module(ws, SOURCE.replace('data = ctx.tool(fetch, quarter)', 'data = {"total": 1, "pair": []}\n    ctx.tool(post, 0)'))
+    write_module(
+        ws, SOURCE.replace('data = ctx.tool(fetch, quarter)', 'data = {"total": 1, "pair": []}\n    ctx.tool(post, 0)')
+    )
     with pytest.raises(RefusedError) as e:
         resume(out.run_dir)
     assert e.value.exit_code == 6
@@ -144,13 +145,17 @@ def test_a_recorded_result_is_never_returned_to_a_call_with_other_arguments(ws):
     out = start(ws, "report", quarter="Q3")  # fetch("Q3") recorded; paused on the question
     deliver(out.run_dir, "answer", "ctl", value="hold")
     write_module(ws, SOURCE.replace('data = ctx.tool(fetch, quarter)', 'data = ctx.tool(fetch, quarter + "-restated")'))
-    with pytest.raises(RefusedError, match=r"call #0: tool 'fetch' is called with other arguments than the journal recorded") as e:
+    with pytest.raises(
+        RefusedError, match=r"call #0: tool 'fetch' is called with other arguments than the journal recorded"
+    ) as e:
         resume(out.run_dir)
     assert e.value.exit_code == 6
     assert log(ws) == ["fetch Q3"]  # neither returned Q3's result for the new arguments nor ran fetch again
     assert state(out.run_dir)["halt_category"] == "divergence"
     started = next(r for r in journal(out.run_dir) if r["type"] == "step_started" and r["data"].get("name") == "fetch")
-    assert len(started["data"]["inputs"]) == 64 and "Q3" not in json.dumps(started["data"])  # a keyed digest, not the arguments
+    assert len(started["data"]["inputs"]) == 64 and "Q3" not in json.dumps(
+        started["data"]
+    )  # a keyed digest, not the arguments
     write_module(ws)  # the version that started it: same arguments, the recorded result comes back
     approve(out.run_dir, "continue", "alice")
     assert resume(out.run_dir).state == "COMPLETED"
@@ -195,15 +200,23 @@ def test_arguments_compare_by_what_they_mean_whatever_their_type(ws):
 def test_code_that_stops_making_recorded_calls_is_a_divergence_too(ws):
     out = start(ws, "report", quarter="Q3")
     deliver(out.run_dir, "answer", "ctl", value="hold")
-    write_module(ws, SOURCE.replace('    data = ctx.tool(fetch, quarter)\n', '    return {}\n    data = ctx.tool(fetch, quarter)\n'))
-    with pytest.raises(RefusedError, match=r"call #0: the journal recorded tool 'fetch', the code now returns without making it"):
+    write_module(
+        ws,
+        SOURCE.replace('    data = ctx.tool(fetch, quarter)\n', '    return {}\n    data = ctx.tool(fetch, quarter)\n'),
+    )
+    with pytest.raises(
+        RefusedError, match=r"call #0: the journal recorded tool 'fetch', the code now returns without making it"
+    ):
         resume(out.run_dir)
 
 
 def test_a_raising_tool_pauses_and_continue_runs_it_again_but_a_write_needs_reconcile(ws):
     (ws / "wf.log.fail").write_text("")
     out = start(ws, "approve_post", total=9)
-    assert (state(out.run_dir)["paused_reason"], state(out.run_dir)["halt_category"]) == ("awaiting_approval", "approval")
+    assert (state(out.run_dir)["paused_reason"], state(out.run_dir)["halt_category"]) == (
+        "awaiting_approval",
+        "approval",
+    )
     assert log(ws) == []  # a domain action waits for approval before each call
     approve(out.run_dir, "continue", "alice")
     out = resume(out.run_dir)

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 
-from openadapt_flow.runtime.start import lifecycle
-from openadapt_flow.runtime.workflow import run as workflow_run
 from openadapt_flow.runtime.operate.reconciler import reconcile_root
-from openadapt_flow.runtime.start.launch import WorkflowRequest
 from openadapt_flow.runtime.runs import start_workflow
+from openadapt_flow.runtime.start import lifecycle
+from openadapt_flow.runtime.start.launch import WorkflowRequest
+from openadapt_flow.runtime.workflow import run as workflow_run
 from openadapt_flow.store import journal as journal_mod
 from openadapt_flow.store.atomic import StorageFault
 from tests.unit.runtime.workflow_support import config, log, state, write_module
@@ -48,7 +48,9 @@ def assert_no_run_and_a_fresh_start_works(ws, cut):
     assert log(ws) == ["fetch N"] and state(out.run_dir)["state"] == "COMPLETED"
 
 
-@pytest.mark.parametrize("point", ["start:dir_created", "start:lease_acquired", "after:run_started", "start:state_written"])
+@pytest.mark.parametrize(
+    "point", ["start:dir_created", "start:lease_acquired", "after:run_started", "start:state_written"]
+)
 def test_a_workflow_start_up_killed_before_its_manifest_is_no_run(ws, monkeypatch, point):
     def crash(name, step=None):
         if name == point:

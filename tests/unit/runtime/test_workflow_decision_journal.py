@@ -10,13 +10,13 @@ import pytest
 
 import openadapt_flow
 from openadapt_flow.runtime.operate.approval import deliver
-from openadapt_flow.runtime.start.launch import WorkflowRequest
 from openadapt_flow.runtime.operate.reconciler import reconcile_one, reconcile_root
-from openadapt_flow.runtime.start.runref import open_ref
 from openadapt_flow.runtime.runs import resume, start_workflow
+from openadapt_flow.runtime.start.launch import WorkflowRequest
+from openadapt_flow.runtime.start.runref import open_ref
 from openadapt_flow.store import escalation as escalation_mod
-from openadapt_flow.store.memory import store as memory_mod
 from openadapt_flow.store import journal as journal_mod
+from openadapt_flow.store.memory import store as memory_mod
 from tests.unit.runtime.workflow_support import config, journal, log, state, write_module
 
 pytestmark = pytest.mark.timeout(60)
@@ -110,14 +110,24 @@ def drive_to_end(run, deliveries: list[tuple[str, str]]) -> list[str]:
         asked.append(reason)
         kind, value = deliveries.pop(0)
         assert reason == {"answer": "awaiting_user", "signal": "awaiting_signal"}[kind], (reason, kind)
-        deliver(run, kind, "ctl", value=value) if kind == "answer" else deliver(run, "signal", "ctl", name="go", data=value)
+        deliver(run, kind, "ctl", value=value) if kind == "answer" else deliver(
+            run, "signal", "ctl", name="go", data=value
+        )
     raise AssertionError("the run never completed")
 
 
-@pytest.mark.parametrize("point", [
-    "after:run_resumed@None", "after:run_resumed@None+RESUMING", "after:decision@ask-user", "after:step_verified@ask-user", "approval:consuming@None",
-    "after:decision@signal-go", "after:step_verified@signal-go",
-])
+@pytest.mark.parametrize(
+    "point",
+    [
+        "after:run_resumed@None",
+        "after:run_resumed@None+RESUMING",
+        "after:decision@ask-user",
+        "after:step_verified@ask-user",
+        "approval:consuming@None",
+        "after:decision@signal-go",
+        "after:step_verified@signal-go",
+    ],
+)
 def test_a_resume_killed_after_the_operator_delivered_never_asks_again(ws, monkeypatch, point):
     cfg = config(ws, runtime={"runs_root": str(ws / "runs"), **({"store": "memory:"} if ws.store == "memory" else {})})
     ref = f"memory:{ws.name}-r" if ws.store == "memory" else ws / "runs" / "r"

@@ -12,14 +12,16 @@ import pytest
 import openadapt_flow
 from openadapt_flow.report.model import build_report
 from openadapt_flow.runtime.operate.approval import deliver
+from openadapt_flow.runtime.runs import resume, start_workflow
 from openadapt_flow.runtime.start.launch import WorkflowRequest
 from openadapt_flow.runtime.start.runref import open_ref
-from openadapt_flow.runtime.runs import resume, start_workflow
 from tests.unit.runtime.workflow_support import SOURCE, config, journal, state, write_module
 
 pytestmark = pytest.mark.timeout(60)
 
-LLM_WORKFLOWS = SOURCE + '''
+LLM_WORKFLOWS = (
+    SOURCE
+    + '''
 
 @workflow
 def summarize(ctx, text: str):
@@ -28,6 +30,7 @@ def summarize(ctx, text: str):
     second = ctx.llm.generate("Title for: " + first)
     return [first, ok, second]
 '''
+)
 
 
 class ChatServer:
@@ -92,8 +95,12 @@ def llm():
 
 
 def start(ws, url, **policy):
-    cfg = config(ws, ladder={"model": {"url": url, "model": "tiny-chat", "api_key_env": "WF_LLM_KEY", "timeout_s": 5}},
-                 policy=policy, runtime={"runs_root": str(ws / "runs"), **({"store": "memory:"} if ws.store == "memory" else {})})
+    cfg = config(
+        ws,
+        ladder={"model": {"url": url, "model": "tiny-chat", "api_key_env": "WF_LLM_KEY", "timeout_s": 5}},
+        policy=policy,
+        runtime={"runs_root": str(ws / "runs"), **({"store": "memory:"} if ws.store == "memory" else {})},
+    )
     ref = f"memory:{ws.name}-run" if ws.store == "memory" else ws / "run"
     return start_workflow(WorkflowRequest("wf_mod:summarize", {"text": "Q3 report"}, None, cfg, run_dir=ref))
 
@@ -105,7 +112,10 @@ def test_model_calls_are_recorded_and_not_repeated_on_resume(ws, llm):
     req = llm.requests[0]
     assert req["path"] == "/v1/chat/completions" and req["auth"] == "Bearer sk-test-123"
     assert req["body"]["model"] == "tiny-chat" and req["body"]["max_tokens"] == 20
-    assert req["body"]["messages"] == [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Summarize: Q3 report"}]
+    assert req["body"]["messages"] == [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "Summarize: Q3 report"},
+    ]
     deliver(out.run_dir, "answer", "ctl", value="yes")
     assert resume(out.run_dir).state == "COMPLETED"
     assert len(llm.requests) == 2  # the first call came back from the journal

@@ -7,9 +7,8 @@ import pytest
 import openadapt_flow
 from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.runtime.operate.approval import approve
-from openadapt_flow.runtime.runs import resume
+from openadapt_flow.runtime.runs import resume, start_workflow
 from openadapt_flow.runtime.start.launch import WorkflowRequest
-from openadapt_flow.runtime.runs import start_workflow
 from openadapt_flow.runtime.start.runref import open_ref
 from tests.unit.runtime.test_durable import AFTER, SAVE, App, env, rows, store  # noqa: F401 - env, store are fixtures
 from tests.unit.runtime.test_engine import make_bundle
@@ -17,7 +16,9 @@ from tests.unit.runtime.workflow_support import SOURCE, config, log, state, writ
 
 pytestmark = pytest.mark.timeout(120)
 
-GUI = SOURCE + '''
+GUI = (
+    SOURCE
+    + '''
 
 @workflow
 def post_gui(ctx, vendor: str = "ACME"):
@@ -25,6 +26,7 @@ def post_gui(ctx, vendor: str = "ACME"):
     child = ctx.replay(os.environ["WF_BUNDLE"], params={"vendor": vendor})
     return [data["total"], child["state"], child["run_dir"]]
 '''
+)
 
 
 @pytest.fixture
@@ -81,8 +83,10 @@ def test_the_worker_resumes_a_parent_once_its_nested_childs_decision_is_recorded
     make_bundle(ws / "b", [dict(SAVE, approval="before"), AFTER])
     app = App(env)
     cfg = config(ws, runtime={"runs_root": str(ws / "runs"), "settle_quiet_s": 0.01})
-    out = start_workflow(WorkflowRequest("wf_mod:post_gui", {}, BackendSpec(kind="fake"), cfg, run_dir=ws / "runs" / "wf"),
-                         backend_factory=lambda spec: app.connect())
+    out = start_workflow(
+        WorkflowRequest("wf_mod:post_gui", {}, BackendSpec(kind="fake"), cfg, run_dir=ws / "runs" / "wf"),
+        backend_factory=lambda spec: app.connect(),
+    )
     child = out.run_dir / "children" / "replay-b"
     assert (out.state, state(child)["paused_reason"]) == ("PAUSED", "awaiting_approval")
     worker = Worker(ws / "runs", log=lambda line: None, backend_factory=lambda spec: app.connect())

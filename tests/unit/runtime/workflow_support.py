@@ -129,7 +129,9 @@ def write_module(root: Path, source: str = SOURCE) -> None:
 
 
 def config(root: Path, **sections: dict) -> DeployConfig:
-    return DeployConfig.model_validate({"schema": "openadapt-flow/config@1", "runtime": {"runs_root": str(root / "runs")}, **sections})
+    return DeployConfig.model_validate(
+        {"schema": "openadapt-flow/config@1", "runtime": {"runs_root": str(root / "runs")}, **sections}
+    )
 
 
 def log(root: Path) -> list[str]:

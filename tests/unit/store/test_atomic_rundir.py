@@ -5,8 +5,8 @@ import numpy as np
 import pytest
 
 from openadapt_flow.errors import RunDirError
-from openadapt_flow.store.atomic import make_dirs, write_files_atomic, write_json_atomic
 from openadapt_flow.store import FrameWriter, RunDir, new_run_dir
+from openadapt_flow.store.atomic import make_dirs, write_files_atomic, write_json_atomic
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -111,7 +111,9 @@ def _bundle(root, flow=b"steps: []\n"):
     return root, ("flow.yaml", *(f"templates/{n}.png" for n in range(3)))
 
 
-def test_a_snapshot_like_the_item_befores_hard_links_its_durable_files_and_syncs_only_the_new_names(tmp_path, monkeypatch):
+def test_a_snapshot_like_the_item_befores_hard_links_its_durable_files_and_syncs_only_the_new_names(
+    tmp_path, monkeypatch
+):
     root, files = _bundle(tmp_path / "b")
     first, second = (RunDir(new_run_dir(tmp_path / "runs", tmp_path / "runs" / n)) for n in ("r1", "r2"))
     first.snapshot_bundle(root, files)

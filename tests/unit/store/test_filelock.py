@@ -33,8 +33,9 @@ class Holder:
 
     def __init__(self, path: Path) -> None:
         env = {**os.environ, "PYTHONPATH": str(REPO)}
-        self.proc = subprocess.Popen([sys.executable, "-c", HOLDER, str(path)], stdin=subprocess.PIPE,
-                                     stdout=subprocess.PIPE, text=True, env=env)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", HOLDER, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env
+        )
         assert self.proc.stdout is not None
         self.first = self.proc.stdout.readline().strip()  # printed once it holds the lock
 
@@ -115,4 +116,3 @@ def test_two_open_files_in_one_process_exclude_each_other_and_unlock_frees(lock_
         os.close(a)
         if b >= 0:
             os.close(b)
-

@@ -3,8 +3,8 @@ import json
 import pytest
 
 from openadapt_flow.errors import RefusedError
-from openadapt_flow.store.journal import GENESIS, record_hash
 from openadapt_flow.store import Journal, load_journal
+from openadapt_flow.store.journal import GENESIS, record_hash
 
 pytestmark = pytest.mark.timeout(30)
 KEY = b"k" * 64
@@ -62,7 +62,6 @@ def test_deleted_line_and_wrong_key_are_refused(tmp_path):
     path.write_text("\n".join([lines[0], lines[2]]) + "\n")
     with pytest.raises(RefusedError, match="seq 2"):
         load_journal(path, KEY)
-
 
 
 def test_a_foreign_key_is_refused_from_the_first_record(tmp_path):

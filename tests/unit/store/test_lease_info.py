@@ -28,6 +28,10 @@ def test_a_store_writes_and_reads_its_holder_as_that_type(tmp_path, kind):
         assert type(info) is LeaseInfo and info.generation == lease.generation == 1 and owner_alive(info, 30.0)
         if kind == "filesystem":
             assert read_lease(tmp_path / run.ref.rsplit("/", 1)[-1]) == info
-            assert (tmp_path / run.ref.rsplit("/", 1)[-1] / "lease.json").read_text().startswith('{\n  "schema": "openadapt-flow/lease@1"')
+            assert (
+                (tmp_path / run.ref.rsplit("/", 1)[-1] / "lease.json")
+                .read_text()
+                .startswith('{\n  "schema": "openadapt-flow/lease@1"')
+            )
     finally:
         lease.release()

@@ -81,7 +81,11 @@ def test_a_record_lost_by_a_crash_is_a_missing_suffix_not_a_hole():
     server.crash()
     j.append("interrupted", data={"reason": "storage"})
     records, _, _ = verify_chain(server.journal(), KEY, "pg:t")  # raises "journal chain broken" on a hole
-    assert [(r["seq"], r["type"]) for r in records] == [(1, "run_started"), (2, "action_dispatched"), (3, "interrupted")]
+    assert [(r["seq"], r["type"]) for r in records] == [
+        (1, "run_started"),
+        (2, "action_dispatched"),
+        (3, "interrupted"),
+    ]
     assert j.lost == [3] and "action_sent" not in j.last_of
 
 

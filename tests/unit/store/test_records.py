@@ -11,11 +11,19 @@ import pytest
 from pydantic import ValidationError
 
 from openadapt_flow.cli.schema import SCHEMAS, schema_json
-from openadapt_flow.runtime.operate import upgrade
-from openadapt_flow.store.journal import FSYNC_TYPES
 from openadapt_flow.records.models import RECORD_TYPES, validate_record
 from openadapt_flow.records.runfiles import FILE_MODELS, Approval, Checkpoint, PendingEscalation, State, file_model
-from openadapt_flow.records.states import FINAL_STATES, LIVE_STATES, STOPPED_STATES, TERMINAL_STATES, PausedReason, RecordType, RunState
+from openadapt_flow.records.states import (
+    FINAL_STATES,
+    LIVE_STATES,
+    STOPPED_STATES,
+    TERMINAL_STATES,
+    PausedReason,
+    RecordType,
+    RunState,
+)
+from openadapt_flow.runtime.operate import upgrade
+from openadapt_flow.store.journal import FSYNC_TYPES
 from tests.support.cli import REPO, run_flow
 
 pytestmark = pytest.mark.timeout(60)
@@ -46,8 +54,15 @@ def test_every_record_type_the_runtime_writes_has_a_model():
 
 
 def _rec(type_: str, data: dict, step: str | None = "s") -> dict:
-    return {"seq": 4, "ts": "2026-01-01T00:00:00.000Z", "type": type_, "step": step, "data": data,
-            "prev_hash": "0" * 64, "hash": "a" * 64}
+    return {
+        "seq": 4,
+        "ts": "2026-01-01T00:00:00.000Z",
+        "type": type_,
+        "step": step,
+        "data": data,
+        "prev_hash": "0" * 64,
+        "hash": "a" * 64,
+    }
 
 
 def test_a_record_is_parsed_into_its_types_model():
@@ -56,16 +71,19 @@ def test_a_record_is_parsed_into_its_types_model():
     assert rec.data.lease_generation == 2  # type: ignore[attr-defined]
 
 
-@pytest.mark.parametrize(("rec", "error"), [
-    (_rec("action_dispatched", {"action": "click", "point": [3, 4]}), "lease_generation"),  # fencing needs it
-    (_rec("action_dispatched", {"action": "click", "lease_generation": 1, "typed": "x"}), "typed"),  # unknown key
-    (_rec("step_clicked", {}), "step_clicked"),  # unknown type
-    (_rec("paused", {"state": "SLEEPING"}), "state"),
-    (_rec("paused", {"state": "PAUSED", "paused_reason": "awaiting_godot"}), "paused_reason"),
-    ({**_rec("action_sent", {"dispatch_seq": 3}), "extra": 1}, "extra"),  # the envelope is closed
-    ({**_rec("action_sent", {"dispatch_seq": 3}), "seq": 0}, "seq"),
-    ({**_rec("action_sent", {"dispatch_seq": 3}), "hash": "not-a-hash"}, "hash"),
-])
+@pytest.mark.parametrize(
+    ("rec", "error"),
+    [
+        (_rec("action_dispatched", {"action": "click", "point": [3, 4]}), "lease_generation"),  # fencing needs it
+        (_rec("action_dispatched", {"action": "click", "lease_generation": 1, "typed": "x"}), "typed"),  # unknown key
+        (_rec("step_clicked", {}), "step_clicked"),  # unknown type
+        (_rec("paused", {"state": "SLEEPING"}), "state"),
+        (_rec("paused", {"state": "PAUSED", "paused_reason": "awaiting_godot"}), "paused_reason"),
+        ({**_rec("action_sent", {"dispatch_seq": 3}), "extra": 1}, "extra"),  # the envelope is closed
+        ({**_rec("action_sent", {"dispatch_seq": 3}), "seq": 0}, "seq"),
+        ({**_rec("action_sent", {"dispatch_seq": 3}), "hash": "not-a-hash"}, "hash"),
+    ],
+)
 def test_what_the_runtime_never_writes_is_rejected(rec, error):
     with pytest.raises(ValidationError, match=error):
         validate_record(rec)
@@ -107,15 +125,35 @@ def test_file_models_by_path():
 
 def test_run_state_carries_exit_code_and_kind():
     assert RunState.PAUSED == "PAUSED" and "PAUSED" in STOPPED_STATES and json.dumps(RunState.PAUSED) == '"PAUSED"'
-    assert {s.value: s.exit_code for s in RunState} == {"COMPLETED": 0, "FAILED": 1, "FAILED_AFTER_EFFECT": 7, "PAUSED": 3,
-                                                        "BLOCKED": 4, "INTERRUPTED": 5, "PENDING": 0, "RUNNING": 0, "RESUMING": 0}
+    assert {s.value: s.exit_code for s in RunState} == {
+        "COMPLETED": 0,
+        "FAILED": 1,
+        "FAILED_AFTER_EFFECT": 7,
+        "PAUSED": 3,
+        "BLOCKED": 4,
+        "INTERRUPTED": 5,
+        "PENDING": 0,
+        "RUNNING": 0,
+        "RESUMING": 0,
+    }
     assert LIVE_STATES == {"PENDING", "RUNNING", "RESUMING"}
     # SPEC §6's four terminal states, and FAILED_AFTER_EFFECT (docs/decisions.md: a landed write is never a plain FAILED)
     assert TERMINAL_STATES == {"COMPLETED", "FAILED", "FAILED_AFTER_EFFECT", "BLOCKED", "INTERRUPTED"}
-    assert FINAL_STATES == {"COMPLETED", "FAILED", "FAILED_AFTER_EFFECT", "BLOCKED"}  # INTERRUPTED is terminal, and resumable
+    assert FINAL_STATES == {
+        "COMPLETED",
+        "FAILED",
+        "FAILED_AFTER_EFFECT",
+        "BLOCKED",
+    }  # INTERRUPTED is terminal, and resumable
     assert STOPPED_STATES == TERMINAL_STATES | {"PAUSED"}
-    assert {r.value for r in PausedReason} == {"awaiting_approval", "awaiting_user", "awaiting_signal", "awaiting_timer",
-                                               "awaiting_child", "suspended_orphan"}
+    assert {r.value for r in PausedReason} == {
+        "awaiting_approval",
+        "awaiting_user",
+        "awaiting_signal",
+        "awaiting_timer",
+        "awaiting_child",
+        "suspended_orphan",
+    }
 
 
 def test_a_schema_for_every_name():
@@ -147,17 +185,26 @@ def test_a_checkpoint_written_before_reads_and_reserialises_byte_identically(tmp
     """CheckpointDoc is the typed document the run handles read and write: the bytes (and the digest a decision task
     signs) are what they were, and a stored one judged against its journal is kept as it is."""
     import openadapt_flow.store.journal as journal_mod
-    from openadapt_flow.store import FilesystemStore
-    from openadapt_flow.store.atomic import dumps
     from openadapt_flow.records.checkpoint import checkpoint_digest, checkpoint_from_records
     from openadapt_flow.records.entry import CheckpointDoc
+    from openadapt_flow.store import FilesystemStore
+    from openadapt_flow.store.atomic import dumps
 
     monkeypatch.setattr(journal_mod, "now_iso", lambda: "2026-01-02T03:04:05.678Z")
     key = b"k" * 32
     run = FilesystemStore(tmp_path / "runs").create_run()
     journal = run.new_journal(key)
-    journal.append("step_verified", "s1", {"index": 0, "verified_by": "runtime", "result": {"ok": "Ü"}, "effect": {"row": 3},
-                                           "screen_facts": [{"text": "Saved"}]})
+    journal.append(
+        "step_verified",
+        "s1",
+        {
+            "index": 0,
+            "verified_by": "runtime",
+            "result": {"ok": "Ü"},
+            "effect": {"row": 3},
+            "screen_facts": [{"text": "Saved"}],
+        },
+    )
     journal.append("step_skipped", "s2", {"index": 1})
     journal.close()
     records = run.load_journal(key).records

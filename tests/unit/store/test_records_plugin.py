@@ -37,7 +37,9 @@ def test_a_stored_run_is_clean(run: Path):
 def test_a_record_the_models_reject_is_named_by_file_and_seq(run: Path):
     key = _keys()[0][0]
     journal = Journal(run / "journal.jsonl", key, load_journal(run / "journal.jsonl", key).records)
-    journal.append("action_dispatched", "save", {"action": "click", "point": [1, 2]})  # chained, but no lease generation
+    journal.append(
+        "action_dispatched", "save", {"action": "click", "point": [1, 2]}
+    )  # chained, but no lease generation
     journal.close()
     problems = check_run_dir(run, *_keys(), Tally())
     assert len(problems) == 1

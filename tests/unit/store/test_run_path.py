@@ -14,9 +14,16 @@ from openadapt_flow.store.fs.runpath import check_run_path, creation_error
 pytestmark = pytest.mark.timeout(30)
 
 
-@pytest.mark.parametrize("name, why", [("a\x00b", "control character (NUL"), ("a\nb", "newline"),
-                                       ("x" * 4100, "longer than the 4095"), ("y" * 256, "longer than the 255"),
-                                       ("file/run", "is not a directory")])
+@pytest.mark.parametrize(
+    "name, why",
+    [
+        ("a\x00b", "control character (NUL"),
+        ("a\nb", "newline"),
+        ("x" * 4100, "longer than the 4095"),
+        ("y" * 256, "longer than the 255"),
+        ("file/run", "is not a directory"),
+    ],
+)
 def test_a_path_that_cannot_hold_a_run_is_bad_input(tmp_path, name, why):
     (tmp_path / "file").write_text("")
     with pytest.raises(RunDirError, match=why.replace("(", r"\(")) as err:

@@ -11,16 +11,18 @@ import pytest
 
 from openadapt_flow.bundle.loader import load_bundle
 from openadapt_flow.errors import RefusedError, RunDirError
-from openadapt_flow.store.base import RunHandle, RunStore
 from openadapt_flow.records.checkpoint import checkpoint_from_records
-from openadapt_flow.store import FilesystemStore, MemoryStore, PostgresRun, PostgresStore, RunDir
+from openadapt_flow.store import FilesystemStore, MemoryStore, PostgresRun, PostgresStore, RunDir, layout
+from openadapt_flow.store.base import RunHandle, RunStore
 from openadapt_flow.store.lease import LeaseLost
-from openadapt_flow.store import layout
 from tests.support.bundles import minimal_flow, write_bundle
 from tests.support.pg import pg_server, store_spec  # noqa: F401 — pg_server is a session fixture (one server per worker)
 
 # these tests exercise the store with small hand-made documents (an incident with two fields), not the runtime's records
-pytestmark = [pytest.mark.timeout(60), pytest.mark.invalid_run_records("store tests write partial documents on purpose")]
+pytestmark = [
+    pytest.mark.timeout(60),
+    pytest.mark.invalid_run_records("store tests write partial documents on purpose"),
+]
 
 KEY = b"k" * 64
 NOW = datetime(2026, 1, 2, 3, 4, 5)
@@ -44,7 +46,9 @@ class Raw:
             lines = [line for line in data.splitlines(keepends=True) if line]
             self.run.store.run("DELETE FROM flow_journal WHERE run = %s", (self.run.id(),))
             for seq, line in enumerate(lines, 1):
-                self.run.store.run("INSERT INTO flow_journal (run, seq, line) VALUES (%s, %s, %s)", (self.run.id(), seq, line))
+                self.run.store.run(
+                    "INSERT INTO flow_journal (run, seq, line) VALUES (%s, %s, %s)", (self.run.id(), seq, line)
+                )
         elif isinstance(self.run, RunDir):
             self.run.journal_path.write_bytes(data)
         else:
@@ -63,7 +67,9 @@ class Raw:
 def store(request, tmp_path, monkeypatch) -> RunStore:
     monkeypatch.setenv("FLOW_STATE_DIR", str(tmp_path / "state"))
     if request.param == "postgres":  # a fresh schema per test on the session's server
-        return PostgresStore(store_spec(request.getfixturevalue("pg_server"), f"t{abs(hash(request.node.nodeid)):x}", monkeypatch))
+        return PostgresStore(
+            store_spec(request.getfixturevalue("pg_server"), f"t{abs(hash(request.node.nodeid)):x}", monkeypatch)
+        )
     return FilesystemStore(tmp_path / "runs") if request.param == "filesystem" else MemoryStore()
 
 
@@ -80,6 +86,7 @@ def verified(journal, step: str, index: int) -> dict:
 
 
 # --- journal: chain, torn tail, break ---
+
 
 def test_the_journal_chain_is_verified_on_read_and_continues_after_reopen(store):
     run = started(store)
@@ -131,6 +138,7 @@ def test_any_other_break_is_refused_naming_the_first_bad_seq(store):
 
 # --- state: seal ---
 
+
 def test_a_sealed_state_verifies_while_the_journal_reaches_its_end(store):
     run = started(store)
     j = run.new_journal(KEY)
@@ -168,6 +176,7 @@ def test_a_state_missing_beside_a_journal_is_refused_and_none_without_either(sto
 
 # --- checkpoint: lag rebuilt, ahead refused ---
 
+
 def test_a_lagging_or_missing_checkpoint_is_rebuilt_from_the_journal(store):
     run = started(store)
     j = run.new_journal(KEY)
@@ -176,7 +185,12 @@ def test_a_lagging_or_missing_checkpoint_is_rebuilt_from_the_journal(store):
     verified(j, "b", 1)
     records = run.load_journal(KEY).records
     cp, status = run.reconcile_checkpoint(records)
-    assert status == "rebuilt" and cp["step"] == "b" and cp["next_index"] == 2 and cp["results"] == {"a": {"n": 0}, "b": {"n": 1}}
+    assert (
+        status == "rebuilt"
+        and cp["step"] == "b"
+        and cp["next_index"] == 2
+        and cp["results"] == {"a": {"n": 0}, "b": {"n": 1}}
+    )
     assert run.read_checkpoint() == cp
     assert run.reconcile_checkpoint(records) == (cp, "ok")
 
@@ -195,6 +209,7 @@ def test_a_checkpoint_ahead_of_the_journal_or_disagreeing_with_it_is_refused(sto
 
 
 # --- lease: one owner, generation fencing ---
+
 
 def test_one_owner_at_a_time_and_a_replaced_generation_is_fenced(store):
     run = started(store)
@@ -220,15 +235,19 @@ def test_one_owner_at_a_time_and_a_replaced_generation_is_fenced(store):
 
 # --- escalation, approval, decisions: consumed once ---
 
+
 def test_an_approval_write_is_a_compare_and_set(store):
     """Issue 34 (5): a writer that read no approval, or another one than the store holds, never overwrites it."""
     from openadapt_flow.store.escalation import ApprovalChanged
+
     run = started(store)
     run.write_pending({"pause_id": "pause-1", "step": "s"})
     run.write_approval({"pause_id": "pause-1", "decision": "continue", "operator": "alice"}, "sig-a", replaces=None)
     for stale in (None, "sig-other"):  # it read nothing, or an approval since replaced
         with pytest.raises(ApprovalChanged, match="another decision was recorded"):
-            run.write_approval({"pause_id": "pause-1", "decision": "reject", "operator": "bob"}, "sig-b", replaces=stale)
+            run.write_approval(
+                {"pause_id": "pause-1", "decision": "reject", "operator": "bob"}, "sig-b", replaces=stale
+            )
     assert (run.read_approval()["operator"], run.read_approval()["signature"]) == ("alice", "sig-a")
     run.write_approval({"pause_id": "pause-1", "decision": "continue", "operator": "alice"}, "sig-ab", replaces="sig-a")
     assert run.read_approval()["signature"] == "sig-ab"
@@ -242,7 +261,9 @@ def test_an_approval_is_consumed_once_and_the_ledger_refuses_a_second_use(store)
     assert run.has_approval() and run.read_approval()["signature"] == "sig"
     run.consume_approval("pause-1")
     assert not run.has_approval() and run.has_decision("pause-1")
-    assert run.read_decision("pause-1")["decision"] == "continue" and [d["pause_id"] for d in run.decisions()] == ["pause-1"]
+    assert run.read_decision("pause-1")["decision"] == "continue" and [d["pause_id"] for d in run.decisions()] == [
+        "pause-1"
+    ]
     run.remove_pending()
     assert run.read_pending() is None and not run.has_pending()
     run.ledger_consume("pause-1", "continue", 5, "h5")
@@ -274,6 +295,7 @@ def test_incident_and_reports_round_trip(store):
 
 # --- artifacts ---
 
+
 def test_artifacts_round_trip_and_materialise_for_code_that_needs_a_directory(store, tmp_path):
     run = started(store)
     run.put_artifact("patches/p1/bundle/flow.yaml", b"name: x\n")
@@ -304,6 +326,7 @@ def test_frames_are_written_off_the_hot_path_and_listed(store):
 
 
 # --- runs: create, open, find, list, children ---
+
 
 def test_every_store_names_a_run_by_one_rule_and_gives_up_at_the_same_bound(store, monkeypatch):
     """One loop finds a free run name for every store (store/layout.free_run_name): the same names in the same order,

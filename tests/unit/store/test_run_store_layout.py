@@ -13,7 +13,10 @@ from openadapt_flow.records.checkpoint import checkpoint_from_records
 from openadapt_flow.store import FilesystemStore, MemoryStore
 
 # the layout is pinned with small hand-made documents (an incident with two fields), not the runtime's records
-pytestmark = [pytest.mark.timeout(60), pytest.mark.invalid_run_records("store tests write partial documents on purpose")]
+pytestmark = [
+    pytest.mark.timeout(60),
+    pytest.mark.invalid_run_records("store tests write partial documents on purpose"),
+]
 
 KEY = b"k" * 64
 
@@ -39,12 +42,28 @@ def test_every_record_lands_in_its_section_7_file(tmp_path, monkeypatch):
     frames.save_now("halt-a.png", np.zeros((2, 2, 3), np.uint8))
     frames.close()
     files = sorted(p.relative_to(run.path).as_posix() for p in run.path.rglob("*") if p.is_file())
-    assert files == [".approval.lock", ".lock", "REPORT.md", "bundle/flow.yaml", "checkpoint.json", "decisions/pause-1.json", "frames/halt-a.png",
-                     "incident.json", "journal.jsonl", "lease.json", "manifest.json", "pending_escalation.json", "report.html",
-                     "report.json", "state.json"]
+    assert files == [
+        ".approval.lock",
+        ".lock",
+        "REPORT.md",
+        "bundle/flow.yaml",
+        "checkpoint.json",
+        "decisions/pause-1.json",
+        "frames/halt-a.png",
+        "incident.json",
+        "journal.jsonl",
+        "lease.json",
+        "manifest.json",
+        "pending_escalation.json",
+        "report.html",
+        "report.json",
+        "state.json",
+    ]
     assert run.path.name == "replay-20260102-030405"
     state_text = (run.path / "state.json").read_text()
-    assert state_text.startswith('{\n  "schema": "openadapt-flow/state@1",\n  "state": "PAUSED",')  # indent 2, schema first
+    assert state_text.startswith(
+        '{\n  "schema": "openadapt-flow/state@1",\n  "state": "PAUSED",'
+    )  # indent 2, schema first
     line = (run.path / "journal.jsonl").read_bytes().split(b"\n")[0]
     assert list(json.loads(line)) == ["seq", "ts", "type", "step", "data", "prev_hash", "hash"] and b", " not in line
 

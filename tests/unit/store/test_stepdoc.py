@@ -9,19 +9,22 @@ from typing import get_type_hints
 import pytest
 
 from openadapt_flow.bundle.models import Postcondition, Step
-from openadapt_flow.runtime.act.step import screen_facts
 from openadapt_flow.records import stepdoc
 from openadapt_flow.records.models import DATA_MODELS, EffectVerdict, Reading
+from openadapt_flow.runtime.act.step import screen_facts
 
 pytestmark = pytest.mark.timeout(30)
 
 
-@pytest.mark.parametrize(("doc", "model"), [
-    (stepdoc.VerifiedData, DATA_MODELS["step_verified"]),
-    (stepdoc.SkippedData, DATA_MODELS["step_skipped"]),
-    (stepdoc.ReadingDoc, Reading),
-    (stepdoc.EffectDoc, EffectVerdict),
-])
+@pytest.mark.parametrize(
+    ("doc", "model"),
+    [
+        (stepdoc.VerifiedData, DATA_MODELS["step_verified"]),
+        (stepdoc.SkippedData, DATA_MODELS["step_skipped"]),
+        (stepdoc.ReadingDoc, Reading),
+        (stepdoc.EffectDoc, EffectVerdict),
+    ],
+)
 def test_the_record_models_have_the_typed_keys_in_their_order(doc, model):
     assert list(get_type_hints(doc)) == list(model.model_fields)
 
@@ -38,17 +41,27 @@ def test_to_json_gives_the_typed_shapes():
 
 
 def _old_facts(ctx, step):  # how screen_facts built them before they were typed
-    return [{k: (ctx.interp(v) if k in ("text_present", "text_absent") else v)
-             for k, v in ctx.checks.anchored(pc, None).model_dump(exclude_none=True, mode="json").items()}
-            for pc in step.expect if pc.region_changed is None]
+    return [
+        {
+            k: (ctx.interp(v) if k in ("text_present", "text_absent") else v)
+            for k, v in ctx.checks.anchored(pc, None).model_dump(exclude_none=True, mode="json").items()
+        }
+        for pc in step.expect
+        if pc.region_changed is None
+    ]
 
 
 def test_screen_facts_keep_the_bytes_they_had():
-    expect = [Postcondition(text_present="Saved {x}", region=(1, 2, 3, 4), relative_to="target"),
-              Postcondition(text_absent="Error"), Postcondition(template_present="ok.png", region=(5, 6, 7, 8)),
-              Postcondition(region_changed=(0, 0, 9, 9), changed_min=0.5)]
+    expect = [
+        Postcondition(text_present="Saved {x}", region=(1, 2, 3, 4), relative_to="target"),
+        Postcondition(text_absent="Error"),
+        Postcondition(template_present="ok.png", region=(5, 6, 7, 8)),
+        Postcondition(region_changed=(0, 0, 9, 9), changed_min=0.5),
+    ]
     step = Step.model_construct(id="s", action="click", expect=expect)
-    ctx = SimpleNamespace(interp=lambda s: s.replace("{x}", "42"), checks=SimpleNamespace(anchored=lambda pc, anchor: pc))
+    ctx = SimpleNamespace(
+        interp=lambda s: s.replace("{x}", "42"), checks=SimpleNamespace(anchored=lambda pc, anchor: pc)
+    )
     facts = screen_facts(ctx, step)
     assert json.dumps(facts) == json.dumps(_old_facts(ctx, step))
     assert len(facts) == 3 and facts[0]["text_present"] == "Saved 42"

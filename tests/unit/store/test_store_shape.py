@@ -42,8 +42,10 @@ def test_a_journal_line_is_chained_in_one_place() -> None:
         assert issubclass(writer, JournalWriterBase) and "append" not in vars(writer)
 
 
-@pytest.mark.parametrize("face", ["openadapt_flow.store", "openadapt_flow.store.fs", "openadapt_flow.store.memory",
-                                  "openadapt_flow.store.postgres"])
+@pytest.mark.parametrize(
+    "face",
+    ["openadapt_flow.store", "openadapt_flow.store.fs", "openadapt_flow.store.memory", "openadapt_flow.store.postgres"],
+)
 def test_every_name_of_a_face_resolves(face: str) -> None:
     module = importlib.import_module(face)
     missing = [name for name in module.__all__ if getattr(module, name, None) is None]

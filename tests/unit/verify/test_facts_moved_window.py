@@ -23,8 +23,14 @@ def react(after):
 
 
 def step(**fact):
-    return {"id": "post", "intent": "Post it", "action": "click", "timeout_s": 1,
-            "target": {"template": "templates/post.png", "region": list(OK_BOX), "text": "Post"}, "expect": [fact]}
+    return {
+        "id": "post",
+        "intent": "Post it",
+        "action": "click",
+        "timeout_s": 1,
+        "target": {"template": "templates/post.png", "region": list(OK_BOX), "text": "Post"},
+        "expect": [fact],
+    }
 
 
 def test_a_region_relative_to_the_target_verifies_a_correct_click_in_a_moved_window(tmp_path):
@@ -40,7 +46,9 @@ def test_the_same_region_without_the_marker_is_judged_where_it_was_recorded(tmp_
 
 
 def test_the_checkpointed_fact_is_where_the_target_was_found(tmp_path):
-    bundle = make_bundle(tmp_path / "b", [step(text_present="Posted", region=BELOW, relative_to="target")], frame=home())
+    bundle = make_bundle(
+        tmp_path / "b", [step(text_present="Posted", region=BELOW, relative_to="target")], frame=home()
+    )
     out = run(tmp_path, bundle, FakeBackend(moved(), react(moved(posted=True))))
     assert out.state == "COMPLETED", out.message
     (verified,) = [r["data"] for r in records(out.run_dir) if r["type"] == "step_verified"]

@@ -62,32 +62,38 @@ def test_a_wrong_digit_fails_as_a_wrong_letter_does(checks: ScreenChecks) -> Non
     assert not checks.readback(grid("1250.60"), grid(), "1250.50", band(), POINT).ok
 
 
-@pytest.mark.parametrize("typed,read,ok", [
-    ("Carol Nguyen", "Carol Nguyen", True),
-    ("Carol Nguyen", "carol nguyen|", True),  # case, a border read as a bar
-    ("Carol Nguyen", "2arol Nguyen]", False),  # one letter wrong is a wrong value, however long
-    ("1250.50", "125O.5O", True),  # look-alike glyphs, the same for numbers as for words
-    ("Olson", "0lson", True),
-    ("1250.50", "1250.5", False),
-    ("12", "12.0", False),
-    ("Carol Nguyen", "Carol …", True),  # elided by the cell: its start
-    ("Carol Nguyen", "Ca…", False),  # too little shown to tell
-    ("Carol Nguyen", "Carl …", False),
-    ("1250.50", "125…", True),
-    ("Carol Nguyen", "Carol Nguyen,", True),  # a cell's edge read as a comma
-    ("-12", "12", False),  # a sign is part of the number
-    ("Nguyen", "Carol Nguyen", False),  # replacing, the field holds exactly the value
-])
+@pytest.mark.parametrize(
+    "typed,read,ok",
+    [
+        ("Carol Nguyen", "Carol Nguyen", True),
+        ("Carol Nguyen", "carol nguyen|", True),  # case, a border read as a bar
+        ("Carol Nguyen", "2arol Nguyen]", False),  # one letter wrong is a wrong value, however long
+        ("1250.50", "125O.5O", True),  # look-alike glyphs, the same for numbers as for words
+        ("Olson", "0lson", True),
+        ("1250.50", "1250.5", False),
+        ("12", "12.0", False),
+        ("Carol Nguyen", "Carol …", True),  # elided by the cell: its start
+        ("Carol Nguyen", "Ca…", False),  # too little shown to tell
+        ("Carol Nguyen", "Carl …", False),
+        ("1250.50", "125…", True),
+        ("Carol Nguyen", "Carol Nguyen,", True),  # a cell's edge read as a comma
+        ("-12", "12", False),  # a sign is part of the number
+        ("Nguyen", "Carol Nguyen", False),  # replacing, the field holds exactly the value
+    ],
+)
 def test_one_tolerance_for_words_and_numbers(typed: str, read: str, ok: bool) -> None:
     assert shows(typed, read) is ok
 
 
-@pytest.mark.parametrize("typed,read,ok", [
-    ("Zürich Müller", "Zirich Miller", True),  # what the OCR model cannot read stands for one character
-    ("Zürich Müller", "Zrich Miller", False),  # a character missing is still caught
-    ("Zürich Müller", "Zirich Milley", False),  # and every ASCII one is still proven
-    ("Ωmega", "Qmega", True),
-    ("Ωmega", "Qmegb", False),
-])
+@pytest.mark.parametrize(
+    "typed,read,ok",
+    [
+        ("Zürich Müller", "Zirich Miller", True),  # what the OCR model cannot read stands for one character
+        ("Zürich Müller", "Zrich Miller", False),  # a character missing is still caught
+        ("Zürich Müller", "Zirich Milley", False),  # and every ASCII one is still proven
+        ("Ωmega", "Qmega", True),
+        ("Ωmega", "Qmegb", False),
+    ],
+)
 def test_a_character_outside_what_ocr_reads_matches_one_character_at_its_place(typed: str, read: str, ok: bool) -> None:
     assert shows(typed, read) is ok

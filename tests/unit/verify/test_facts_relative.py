@@ -77,7 +77,8 @@ def page(caret_x: int) -> np.ndarray:
 
 
 def test_an_area_placed_from_a_target_found_at_another_scale_is_looked_for_around_its_place(
-        checks: ScreenChecks) -> None:
+    checks: ScreenChecks,
+) -> None:
     """gnome-text-editor at scale 1.25: the click below the text moved the caret from the line's start (x 17) to
     its end, recorded as region_changed [17, 66, 118, 17] relative to a blank-page target at (350, 300). At replay
     the target matched at scale 1.1 on an unscaled screen: the area placed from it starts at x 30, past the caret

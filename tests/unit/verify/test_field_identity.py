@@ -22,7 +22,9 @@ CELL = (40, ROW_Y, CELL_W, CELL_H)  # the name cell as recorded
 CLICK = (40 + CELL_W // 2, ROW_Y + CELL_H // 2)
 
 
-def table(name_x: int, clinic_x: int, name_cell: str = "NULL", clinic_cell: str = "NULL", banner: bool = False) -> np.ndarray:
+def table(
+    name_x: int, clinic_x: int, name_cell: str = "NULL", clinic_cell: str = "NULL", banner: bool = False
+) -> np.ndarray:
     c = Canvas().text(name_x + 10, HEADER_Y, "name").text(clinic_x + 10, HEADER_Y, "clinic")
     c.button(name_x, ROW_Y, name_cell, w=CELL_W, h=CELL_H).button(clinic_x, ROW_Y, clinic_cell, w=CELL_W, h=CELL_H)
     if banner:  # a transient banner over the header row (a "loading" strip): the headers cannot be read
@@ -57,10 +59,12 @@ def test_a_column_header_holds_for_the_cell_rows_lower_in_its_column_only() -> N
     lm = header_landmark().model_copy(update={"column": True})
     rels = relations(Target(template="t/cell.png", region=CELL, landmarks=[lm]), "ocr", None, CLICK, 1.0)
     lower = (CLICK[0], CLICK[1] + 120)
+
     def grown(name_x: int, clinic_x: int) -> np.ndarray:
         c = Canvas().text(name_x + 10, HEADER_Y, "name").text(clinic_x + 10, HEADER_Y, "clinic")
         c.button(name_x, ROW_Y + 120, "Eli Stone" if name_x == 40 else "NULL", w=CELL_W, h=CELL_H)
         return c.button(clinic_x, ROW_Y + 120, "Eli Stone" if clinic_x == 40 else "NULL", w=CELL_W, h=CELL_H).array()
+
     assert field_identity(OcrEngine(), grown(40, 160), lower, rels, 1.0).ok
     assert not field_identity(OcrEngine(), grown(160, 40), lower, rels, 1.0).ok
 
@@ -82,16 +86,31 @@ def test_a_type_step_into_the_wrong_column_halts_instead_of_verifying(tmp_path) 
     root = tmp_path / "b"
     save_png(root / "templates/cell.png", crop(recorded, CELL))
     lm = header_landmark()
-    step = {"id": "name", "intent": "Type the name", "action": "type", "timeout_s": 1,
-            "target": {"template": "templates/cell.png", "region": list(CELL), "text": "NULL",
-                       "landmarks": [{"text": lm.text, "dx": lm.dx, "dy": lm.dy}]},
-            "text": "{vendor}"}
-    flow = {"schema": "openadapt-flow/bundle@1", "name": "cells", "screen": {"width": 640, "height": 480},
-            "params": {"vendor": {"type": "string", "required": True}}, "steps": [step]}
+    step = {
+        "id": "name",
+        "intent": "Type the name",
+        "action": "type",
+        "timeout_s": 1,
+        "target": {
+            "template": "templates/cell.png",
+            "region": list(CELL),
+            "text": "NULL",
+            "landmarks": [{"text": lm.text, "dx": lm.dx, "dy": lm.dy}],
+        },
+        "text": "{vendor}",
+    }
+    flow = {
+        "schema": "openadapt-flow/bundle@1",
+        "name": "cells",
+        "screen": {"width": 640, "height": 480},
+        "params": {"vendor": {"type": "string", "required": True}},
+        "steps": [step],
+    }
     (root / "flow.yaml").write_text(yaml.safe_dump(flow, sort_keys=False))
     after = table(name_x=160, clinic_x=40, clinic_cell="Eli Stone")
-    fake = FakeBackend(table(name_x=160, clinic_x=40, banner=True),
-                       lambda b, ev: b.set_frame(after) if ev[0] == "type" else None)
+    fake = FakeBackend(
+        table(name_x=160, clinic_x=40, banner=True), lambda b, ev: b.set_frame(after) if ev[0] == "type" else None
+    )
     out = run(tmp_path, root, fake, params={"vendor": "Eli Stone"})
     assert (out.state, out.category) == ("FAILED", "postcondition"), out.message
     assert "not the one the step means" in out.message and "'name'" in out.message

@@ -41,8 +41,9 @@ def zipped(text: str) -> bytes:
 
 
 def effect(path: Path) -> Effect:
-    return Effect.model_validate({"kind": "file", "path": str(path), "contains": "{name}",
-                                  "expect": {"increase_by": 1}, "timeout_s": 0.3})
+    return Effect.model_validate(
+        {"kind": "file", "path": str(path), "contains": "{name}", "expect": {"increase_by": 1}, "timeout_s": 0.3}
+    )
 
 
 def test_a_gzip_save_is_judged_by_the_row_it_holds_whatever_its_name(tmp_path: Path) -> None:
@@ -102,8 +103,14 @@ def test_compiling_a_save_in_an_unreadable_format_warns_naming_the_format(tmp_pa
     f1[20:40, 20:120] = 30
     change = {"path": "/data/patients.ods", "previous": None, "content": None, "unreadable": "a zip archive (as .ods)"}
     click = [Gesture("press", 60, 30, key="click"), Gesture("click", 60, 30)]
-    rec = Recording(url="vnc://h:1", settle_s=0.3, initial=f0, sor_kind="file", sor_path="/data/patients.ods",
-                    batches=[Batch(before=f0, lead=click, after=f1, writes=[("", change)])])
+    rec = Recording(
+        url="vnc://h:1",
+        settle_s=0.3,
+        initial=f0,
+        sor_kind="file",
+        sor_path="/data/patients.ods",
+        batches=[Batch(before=f0, lead=click, after=f1, writes=[("", change)])],
+    )
     out = compile_bundle(rec, tmp_path / "b", "sheet", OcrEngine())
     assert "effect" not in out.steps[0]
     assert any("/data/patients.ods" in w and "zip archive" in w for w in out.warnings), out.warnings
@@ -112,8 +119,9 @@ def test_compiling_a_save_in_an_unreadable_format_warns_naming_the_format(tmp_pa
 def test_validate_refuses_a_file_effect_on_a_file_it_cannot_read(tmp_path: Path) -> None:
     sheet = tmp_path / "patients.ods"
     sheet.write_bytes(zipped("name\n"))
-    step = minimal_flow()["steps"][0] | {"effect": {"kind": "file", "path": str(sheet), "contains": "{vendor}",
-                                                    "expect": {"increase_by": 1}}}
+    step = minimal_flow()["steps"][0] | {
+        "effect": {"kind": "file", "path": str(sheet), "contains": "{vendor}", "expect": {"increase_by": 1}}
+    }
     write_bundle(tmp_path / "bundle", minimal_flow(steps=[step]))
     r = run_flow(["validate", "bundle"], tmp_path)
     assert r.returncode == 2 and "step 'press-ok'" in r.stderr and "zip archive" in r.stderr, r.stderr
@@ -122,10 +130,14 @@ def test_validate_refuses_a_file_effect_on_a_file_it_cannot_read(tmp_path: Path)
     assert run_flow(["validate", "bundle"], tmp_path).returncode == 0
 
 
-def test_a_run_refuses_a_file_effect_on_a_file_it_cannot_read_before_any_input(tmp_path: Path,
-                                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_run_refuses_a_file_effect_on_a_file_it_cannot_read_before_any_input(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Already there as a zip at the start, the file could only ever give a false verdict: exit 2, nothing sent."""
-    for var, value in {"FLOW_KEY_FILE": tmp_path / "install.key", "FLOW_DECISION_KEY_FILE": tmp_path / "decision.key"}.items():
+    for var, value in {
+        "FLOW_KEY_FILE": tmp_path / "install.key",
+        "FLOW_DECISION_KEY_FILE": tmp_path / "decision.key",
+    }.items():
         monkeypatch.setenv(var, str(value))
     monkeypatch.setenv("FLOW_SECRET_PW", SECRET)
     sheet = tmp_path / "posts.ods"
@@ -133,9 +145,16 @@ def test_a_run_refuses_a_file_effect_on_a_file_it_cannot_read_before_any_input(t
     app = App()
     root = bundle(tmp_path / "b")
     flow = yaml.safe_load((root / "flow.yaml").read_text())
-    flow["steps"][1]["effect"] = {"kind": "file", "path": str(sheet), "contains": "posted", "expect": {"increase_by": 1}}
+    flow["steps"][1]["effect"] = {
+        "kind": "file",
+        "path": str(sheet),
+        "contains": "posted",
+        "expect": {"increase_by": 1},
+    }
     (root / "flow.yaml").write_text(yaml.safe_dump(flow, sort_keys=False))
-    req = ReplayRequest(bundle=root, params={}, backend=BackendSpec(kind="fake"), config=cfg(tmp_path), run_dir=tmp_path / "run")
+    req = ReplayRequest(
+        bundle=root, params={}, backend=BackendSpec(kind="fake"), config=cfg(tmp_path), run_dir=tmp_path / "run"
+    )
     with pytest.raises(ConfigError, match="zip archive"):
         replay(req, backend_factory=lambda spec: app.backend)
     assert app.backend.events == [] and not (tmp_path / "run").exists()

@@ -6,8 +6,17 @@ import pytest
 
 from openadapt_flow.bundle.effect import Effect
 from openadapt_flow.errors import ConfigError
-from openadapt_flow.verify.effects import (ABSENT, CONFIRMED, CONFLICTING, INDETERMINATE, UNAVAILABLE, baseline_blocks, judge,
-                                           make_reader, verify_effect)
+from openadapt_flow.verify.effects import (
+    ABSENT,
+    CONFIRMED,
+    CONFLICTING,
+    INDETERMINATE,
+    UNAVAILABLE,
+    baseline_blocks,
+    judge,
+    make_reader,
+    verify_effect,
+)
 
 pytestmark = pytest.mark.timeout(30)
 

@@ -19,8 +19,10 @@ from openadapt_flow.verify.filechange import FileChange, hunks
 
 pytestmark = pytest.mark.timeout(30)
 
-PO = ('msgid ""\nmsgstr ""\n"Language: es\\n"\n\n#: main.c:10\nmsgid "Open"\nmsgstr ""\n\n'
-      '#: main.c:12\nmsgid "Save"\nmsgstr ""\n')
+PO = (
+    'msgid ""\nmsgstr ""\n"Language: es\\n"\n\n#: main.c:10\nmsgid "Open"\nmsgstr ""\n\n'
+    '#: main.c:12\nmsgid "Save"\nmsgstr ""\n'
+)
 
 
 def verifier(path: Path, changes: list[dict], params: dict, secrets: dict | None = None) -> FileChange:
@@ -185,8 +187,9 @@ def test_validate_names_a_hunk_line_with_an_undeclared_param_and_refuses_an_unre
 
     doc = tmp_path / "notes.txt"
     doc.write_text("Visits\n")
-    step = minimal_flow()["steps"][0] | {"effect": {"kind": "file", "path": str(doc),
-                                                    "changes": [{"added": ["Patient: {nobody}"]}]}}
+    step = minimal_flow()["steps"][0] | {
+        "effect": {"kind": "file", "path": str(doc), "changes": [{"added": ["Patient: {nobody}"]}]}
+    }
     write_bundle(tmp_path / "bundle", minimal_flow(steps=[step]))
     r = run_flow(["validate", "bundle"], tmp_path)
     assert r.returncode == 2 and "flow.yaml:" in r.stderr and "{nobody} names no declared param" in r.stderr, r.stderr
@@ -205,16 +208,24 @@ def test_the_apps_own_header_lines_added_once_do_not_fail_the_next_save(tmp_path
     param is never taken as already done (a value there from before proves nothing)."""
     po = tmp_path / "fr.po"
     header = '"X-Generator: Poedit 3.2.2\\n"'
-    changes = [{"added": [header], "after": '"Language: es\\n"'},
-               {"removed": ['msgstr ""'], "added": ['msgstr "{word}"'], "after": 'msgid "Save"'}]
+    changes = [
+        {"added": [header], "after": '"Language: es\\n"'},
+        {"removed": ['msgstr ""'], "added": ['msgstr "{word}"'], "after": 'msgid "Save"'},
+    ]
     v = verifier(po, changes, {"word": "Guardar"})
     stamped = PO.replace('"Language: es\\n"\n', '"Language: es\\n"\n' + header + "\n")
-    assert judged(v, po, PO, stamped.replace('msgid "Save"\nmsgstr ""', 'msgid "Save"\nmsgstr "Guardar"')).verdict == CONFIRMED
+    assert (
+        judged(v, po, PO, stamped.replace('msgid "Save"\nmsgstr ""', 'msgid "Save"\nmsgstr "Guardar"')).verdict
+        == CONFIRMED
+    )
     again = judged(v, po, stamped, stamped.replace('msgid "Save"\nmsgstr ""', 'msgid "Save"\nmsgstr "Guardar"'))
     assert again.verdict == CONFIRMED, again.detail
     # the field added a second time is not what the recording saw (it went below its own copy): not taken as done
     twice = stamped.replace('"Language: es\\n"\n', '"Language: es\\n"\n' + header + "\n")
-    assert judged(v, po, stamped, twice.replace('msgid "Save"\nmsgstr ""', 'msgid "Save"\nmsgstr "Guardar"')).verdict == CONFLICTING
+    assert (
+        judged(v, po, stamped, twice.replace('msgid "Save"\nmsgstr ""', 'msgid "Save"\nmsgstr "Guardar"')).verdict
+        == CONFLICTING
+    )
     # a param's line already there is not "already done": the step must add it
     w = verifier(po, [{"added": ["Patient: {p}"]}], {"p": "Ann"})
     assert judged(w, po, "Patient: Ann\n", "Patient: Ann\nother\n").verdict == CONFLICTING
@@ -229,9 +240,25 @@ def _block(*texts: tuple[str, str]) -> str:
 
 
 FORM = "%!PS\n%%BeginProlog\n{block}%%EndProlog\n%%Page: 1 1\n{count}(Name:) show\n(Clinic:) show\nshowpage\n"
-RECORDED = [{"added": ["", "% Begin", "% POS 143 707", "% TEXT ({visitor})", "", "/showpage {", "143 707 moveto",
-                       "({visitor}) show", "} def", "% End", ""], "after": "%%BeginProlog"},
-            {"added": ["/count 1 def"], "after": "%%Page: 1 1"}]  # as recorded on a blank form
+RECORDED = [
+    {
+        "added": [
+            "",
+            "% Begin",
+            "% POS 143 707",
+            "% TEXT ({visitor})",
+            "",
+            "/showpage {",
+            "143 707 moveto",
+            "({visitor}) show",
+            "} def",
+            "% End",
+            "",
+        ],
+        "after": "%%BeginProlog",
+    },
+    {"added": ["/count 1 def"], "after": "%%Page: 1 1"},
+]  # as recorded on a blank form
 CLINIC, ROSA = ("143 667", "Harbor"), ("143 707", "Rosa Diaz")
 
 
@@ -259,12 +286,14 @@ def test_a_block_written_anew_still_sees_a_wrong_or_collateral_write(tmp_path: P
     start = _form(CLINIC)
     # the value twice (two texts), a text nobody declared, the visitor's text at another place (its POS line is
     # the declared one only at 143 707), the Clinic's text replaced, the Clinic's comment kept but its code dropped
-    cases = {"typed twice": _form(CLINIC, ROSA, ROSA),
-             "another text": _form(CLINIC, ROSA, ("143 627", "Bo Chan")),
-             "another place": _form(CLINIC, ("143 627", "Rosa Diaz")),
-             "overwritten": _form(ROSA),
-             "code dropped": _form(CLINIC, ROSA).replace("143 667 moveto\n(Harbor) show\n", ""),
-             "a line outside the block": _form(CLINIC, ROSA).replace("(Clinic:) show", "(Clinic:) show\n% Begin")}
+    cases = {
+        "typed twice": _form(CLINIC, ROSA, ROSA),
+        "another text": _form(CLINIC, ROSA, ("143 627", "Bo Chan")),
+        "another place": _form(CLINIC, ("143 627", "Rosa Diaz")),
+        "overwritten": _form(ROSA),
+        "code dropped": _form(CLINIC, ROSA).replace("143 667 moveto\n(Harbor) show\n", ""),
+        "a line outside the block": _form(CLINIC, ROSA).replace("(Clinic:) show", "(Clinic:) show\n% Begin"),
+    }
     for name, after in cases.items():
         j = judged(v, doc, start, after)
         assert j.verdict == CONFLICTING, (name, j.detail)

@@ -28,14 +28,26 @@ def checks() -> ScreenChecks:
     return ScreenChecks(OcrEngine(), {})
 
 
-@pytest.mark.parametrize("before,after,typed", [("typed-before", "typed-12", "12"), ("typed-56-before", "typed-56-halt", "56")])
+@pytest.mark.parametrize(
+    "before,after,typed", [("typed-before", "typed-12", "12"), ("typed-56-before", "typed-56-halt", "56")]
+)
 def test_a_value_typed_into_a_bold_display_is_read_back(checks, before, after, typed) -> None:
     got = checks.readback(frame(after), frame(before), typed, field_band(DISPLAY), DISPLAY)
     assert got.ok, got.detail
 
 
-@pytest.mark.parametrize("after,typed", [("typed-12", "13"), ("typed-12", "1"), ("typed-12", "2"), ("typed-12", "21"),
-                                         ("typed-12", "120"), ("typed-56-halt", "12"), ("typed-56-halt", "5")])
+@pytest.mark.parametrize(
+    "after,typed",
+    [
+        ("typed-12", "13"),
+        ("typed-12", "1"),
+        ("typed-12", "2"),
+        ("typed-12", "21"),
+        ("typed-12", "120"),
+        ("typed-56-halt", "12"),
+        ("typed-56-halt", "5"),
+    ],
+)
 def test_the_bold_display_reading_accepts_only_the_exact_value(checks, after, typed) -> None:
     got = checks.readback(frame(after), frame("typed-before"), typed, field_band(DISPLAY), DISPLAY)
     assert not got.ok, got.detail

@@ -18,7 +18,10 @@ def http(**kw):
 
 
 def test_fill_url_quotes_each_value():
-    url = fill_url("http://h/api/{vendor}/runs/{run_id}?amount={amount}&q={{x}}", {"vendor": "A&B /..?#", "run_id": "r-1", "amount": 10.0})
+    url = fill_url(
+        "http://h/api/{vendor}/runs/{run_id}?amount={amount}&q={{x}}",
+        {"vendor": "A&B /..?#", "run_id": "r-1", "amount": 10.0},
+    )
     assert url == "http://h/api/A%26B%20%2F..%3F%23/runs/r-1?amount=10&q={x}"
 
 
@@ -27,25 +30,37 @@ def test_fill_url_refuses_an_unbound_placeholder():
         fill_url("http://h/{vendor}", {})
 
 
-@pytest.mark.parametrize("path, value", [("a", {"b": [1, {"c": "x"}]}), ("a.b.0", 1), ("a.b.1.c", "x"), ("a.b.-1.c", "x"), ("n", None)])
+@pytest.mark.parametrize(
+    "path, value", [("a", {"b": [1, {"c": "x"}]}), ("a.b.0", 1), ("a.b.1.c", "x"), ("a.b.-1.c", "x"), ("n", None)]
+)
 def test_dig(path, value):
     assert dig({"a": {"b": [1, {"c": "x"}]}, "n": None}, path) == value
 
 
-@pytest.mark.parametrize("path, message", [("a.x", "a.x not found"), ("a.b.7", "a.b.7 is not an index of a list of 2"),
-                                           ("a.b.z", "a.b.z is not an index"), ("a.b.0.c", "a.b.0.c goes inside a int")])
+@pytest.mark.parametrize(
+    "path, message",
+    [
+        ("a.x", "a.x not found"),
+        ("a.b.7", "a.b.7 is not an index of a list of 2"),
+        ("a.b.z", "a.b.z is not an index"),
+        ("a.b.0.c", "a.b.0.c goes inside a int"),
+    ],
+)
 def test_dig_names_the_missing_step(path, message):
     with pytest.raises(LookupError, match=message):
         dig({"a": {"b": [1, {"c": "x"}]}}, path)
 
 
-@pytest.mark.parametrize("fields, env, message", [
-    ({"url": "file:///etc/passwd"}, {}, "must be http"),
-    ({"url": "http://u:p@h/x"}, {}, "not allowed inline"),
-    ({"url": "http://h/x", "json_path": "a", "contains": "b"}, {}, "not both"),
-    ({"url": "http://h/x", "contains": ""}, {}, "must not be empty"),
-    ({"url": "http://h/x", "token_env": "TOKEN"}, {}, "TOKEN is not set.*bearer token"),
-])
+@pytest.mark.parametrize(
+    "fields, env, message",
+    [
+        ({"url": "file:///etc/passwd"}, {}, "must be http"),
+        ({"url": "http://u:p@h/x"}, {}, "not allowed inline"),
+        ({"url": "http://h/x", "json_path": "a", "contains": "b"}, {}, "not both"),
+        ({"url": "http://h/x", "contains": ""}, {}, "must not be empty"),
+        ({"url": "http://h/x", "token_env": "TOKEN"}, {}, "TOKEN is not set.*bearer token"),
+    ],
+)
 def test_misconfigured_http_is_a_config_error(fields, env, message):
     with pytest.raises(ConfigError, match=message):
         make_reader(http(**fields), {}, env=env)

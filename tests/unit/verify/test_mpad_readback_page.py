@@ -9,7 +9,6 @@ import pytest
 from openadapt_flow.verify.screen import ScreenChecks
 from openadapt_flow.vision.mask import field_band
 from openadapt_flow.vision.ocr import OcrEngine
-
 from tests.unit.record.test_mpad_blank_click import CLICK, editor
 
 pytestmark = pytest.mark.timeout(60)

@@ -54,8 +54,9 @@ def test_a_caret_against_the_last_glyph_is_painted_out_of_the_field_face(checks:
 
 
 @pytest.mark.parametrize("expected", ["Sauvegarder le travai", "Sauvegarder la travail"])
-def test_another_text_is_still_not_read_back_with_the_caret_painted_out(checks: ScreenChecks, frames,
-                                                                        expected: str) -> None:
+def test_another_text_is_still_not_read_back_with_the_caret_painted_out(
+    checks: ScreenChecks, frames, expected: str
+) -> None:
     after, before = frames
     got = checks.readback(after, before, expected, BAND, CLICK, append=True)
     assert not got.ok, got.detail

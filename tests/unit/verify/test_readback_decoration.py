@@ -85,13 +85,32 @@ def test_a_link_underline_is_a_decoration_too() -> None:
     assert found is not None and found[1][0][1] in (base + 1, base + 2)
 
 
-@pytest.mark.parametrize("font", ["DejaVuSans.ttf", "DejaVuSans-Bold.ttf", "DejaVuSerif.ttf", "DejaVuSerif-Bold.ttf",
-                                  "DejaVuSansMono.ttf", "DejaVuSansCondensed-Bold.ttf"])
+@pytest.mark.parametrize(
+    "font",
+    [
+        "DejaVuSans.ttf",
+        "DejaVuSans-Bold.ttf",
+        "DejaVuSerif.ttf",
+        "DejaVuSerif-Bold.ttf",
+        "DejaVuSansMono.ttf",
+        "DejaVuSansCondensed-Bold.ttf",
+    ],
+)
 def test_plain_text_has_no_decoration(font: str) -> None:
     """Glyphs' feet (serifs, 'ooooo', 'mmmm'), descenders and underscores between words are never taken for one."""
     for size in (11, 13, 15, 18, 24):
-        for text in ["Patient: Maria Lopez", "mmmm wwww", "Harbor Pediatrics", "Kenji Sato", "Total 1,250.50",
-                     "ooooo eeeee", "rnrnrn_mm", "A__B", "Zürich Müller", "gggyyyjjj ppqq"]:
+        for text in [
+            "Patient: Maria Lopez",
+            "mmmm wwww",
+            "Harbor Pediatrics",
+            "Kenji Sato",
+            "Total 1,250.50",
+            "ooooo eeeee",
+            "rnrnrn_mm",
+            "A__B",
+            "Zürich Müller",
+            "gggyyyjjj ppqq",
+        ]:
             im = Image.new("RGB", (500, 50), (255, 255, 255))
             ImageDraw.Draw(im).text((10, 10), text, font=ImageFont.truetype(FONTS + font, size), fill=(20, 20, 20))
             assert without_decoration(np.array(im)) is None, (font, size, text)

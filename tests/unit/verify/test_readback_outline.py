@@ -44,8 +44,12 @@ def test_another_value_than_the_boxed_text_still_fails(checks: ScreenChecks, typ
 def drawn(box: bool, underline: bool = False) -> np.ndarray:
     im = Image.new("RGB", (110, 40), (255, 255, 255))
     d = ImageDraw.Draw(im)
-    d.text((12, 10), "Rosa Diaz", font=ImageFont.truetype("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf", 15),
-           fill=(0, 0, 0))
+    d.text(
+        (12, 10),
+        "Rosa Diaz",
+        font=ImageFont.truetype("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf", 15),
+        fill=(0, 0, 0),
+    )
     if box:
         d.rectangle([10, 8, 96, 29], outline=(0, 0, 0))
     if underline:

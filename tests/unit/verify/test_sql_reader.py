@@ -45,7 +45,9 @@ def insert(db, vendor="ACME", amount=10.0):
     c.close()
 
 
-@pytest.mark.parametrize("vendor", ["x' or '1'='1", "' or 1=1 --", "a'); drop table invoices; --", "%s %(amount)s :amount"])
+@pytest.mark.parametrize(
+    "vendor", ["x' or '1'='1", "' or 1=1 --", "a'); drop table invoices; --", "%s %(amount)s :amount"]
+)
 def test_injection_attempts_are_bound_as_values(db, vendor):
     insert(db, vendor="ACME")
     read = make_reader(sql(f"sqlite:///{db}"), {"vendor": vendor, "amount": 10.0})
@@ -135,5 +137,9 @@ def test_postgres_refused_is_unavailable():
 
 
 def test_errors_never_carry_the_password():
-    reader = SqlReader(Effect.model_validate({"kind": "sql", "dsn_env": "PGDSN", "query": "select 1"}), {}, {"PGDSN": "postgresql://u:hunter2@h/db"})
+    reader = SqlReader(
+        Effect.model_validate({"kind": "sql", "dsn_env": "PGDSN", "query": "select 1"}),
+        {},
+        {"PGDSN": "postgresql://u:hunter2@h/db"},
+    )
     assert reader.source.scrub("bad dsn postgresql://u:hunter2@h/db") == "bad dsn postgresql://u:***@h/db"

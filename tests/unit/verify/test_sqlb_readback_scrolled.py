@@ -26,12 +26,15 @@ def test_a_misread_first_letter_of_a_value_shown_whole_is_not_a_cut_glyph():
     assert not shows("Carol Nguyen", "2arol Nguyen]", scrolled=True)
 
 
-@pytest.mark.parametrize("read", [
-    "Johnson",  # too little of the value: any Johnson
-    "erine Jonson",  # not its end
-    "rine Johnsen",
-    "erine Johnson Jr",  # more than the value
-])
+@pytest.mark.parametrize(
+    "read",
+    [
+        "Johnson",  # too little of the value: any Johnson
+        "erine Jonson",  # not its end
+        "rine Johnsen",
+        "erine Johnson Jr",  # more than the value
+    ],
+)
 def test_a_read_that_is_not_most_of_the_values_end_does_not(read):
     assert not shows("Katherine Johnson", read, scrolled=True)
 

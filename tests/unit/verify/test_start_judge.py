@@ -17,8 +17,15 @@ from tests.support.screens import Canvas, font
 pytestmark = pytest.mark.timeout(60)
 
 
-def screen(dx: int = 0, dy: int = 0, s: float = 1.0, vendor: str = "", title: str = "Invoices",
-           extra: tuple[tuple[str, int, int], ...] = (), amount_y: int = 190) -> np.ndarray:
+def screen(
+    dx: int = 0,
+    dy: int = 0,
+    s: float = 1.0,
+    vendor: str = "",
+    title: str = "Invoices",
+    extra: tuple[tuple[str, int, int], ...] = (),
+    amount_y: int = 190,
+) -> np.ndarray:
     """A form at (dx, dy), drawn `s` times bigger: title, Vendor label and its field, Amount label, a Save button."""
     c = Canvas(800, 600)
 
@@ -38,9 +45,13 @@ def screen(dx: int = 0, dy: int = 0, s: float = 1.0, vendor: str = "", title: st
     return c.array()
 
 
-FACTS = [StartFact(text_present="Invoices", region=(40, 33, 120, 26)), StartFact(text_present="Amount", region=(40, 193, 86, 20)),
-         StartFact(text_present="Ledger", region=(420, 263, 80, 22)), StartFact(text_absent="Saved", region=(40, 33, 150, 26)),
-         StartFact(blank=(174, 114, 312, 32))]
+FACTS = [
+    StartFact(text_present="Invoices", region=(40, 33, 120, 26)),
+    StartFact(text_present="Amount", region=(40, 193, 86, 20)),
+    StartFact(text_present="Ledger", region=(420, 263, 80, 22)),
+    StartFact(text_absent="Saved", region=(40, 33, 150, 26)),
+    StartFact(blank=(174, 114, 312, 32)),
+]
 
 
 @pytest.fixture(scope="module")
@@ -52,19 +63,23 @@ def judge(checks: ScreenChecks, frame: np.ndarray, facts: list[StartFact] = FACT
     return judge_start(checks, facts, [f.text for f in facts], frame)
 
 
-@pytest.mark.parametrize("name,frame", [("as recorded", screen()), ("window moved", screen(160, 95)),
-                                        ("drawn 1.25x bigger", screen(s=1.25))])
+@pytest.mark.parametrize(
+    "name,frame", [("as recorded", screen()), ("window moved", screen(160, 95)), ("drawn 1.25x bigger", screen(s=1.25))]
+)
 def test_the_recorded_start_passes_where_the_app_is(checks, name, frame):
     v = judge(checks, frame)
     assert v.ok, f"{name}: {v.differs()}"
 
 
-@pytest.mark.parametrize("frame,differs", [
-    (screen(vendor="ACME"), "the area [174, 114, 312, 32] is not empty"),
-    (screen(160, 95, vendor="ACME"), "the area [174, 114, 312, 32] is not empty"),  # placed with the moved window
-    (screen(s=1.25, vendor="ACME"), "the area [174, 114, 312, 32] is not empty"),
-    (screen(title="Saved"), "'Saved' is shown"),
-])
+@pytest.mark.parametrize(
+    "frame,differs",
+    [
+        (screen(vendor="ACME"), "the area [174, 114, 312, 32] is not empty"),
+        (screen(160, 95, vendor="ACME"), "the area [174, 114, 312, 32] is not empty"),  # placed with the moved window
+        (screen(s=1.25, vendor="ACME"), "the area [174, 114, 312, 32] is not empty"),
+        (screen(title="Saved"), "'Saved' is shown"),
+    ],
+)
 def test_a_dirty_app_does_not_pass(checks, frame, differs):
     v = judge(checks, frame)
     assert not v.ok and differs in v.differs(), v.differs()
@@ -82,7 +97,9 @@ def test_a_word_laid_out_anew_does_not_move_where_the_other_facts_are_judged(che
     where the two agreeing words put it, so the typed value there is seen."""
     v = judge(checks, screen(amount_y=340))
     assert (v.placement.dx, v.placement.dy) == pytest.approx((0, 0), abs=4)
-    assert "Amount" not in v.differs() and "px from where the other start facts place the app" in str(v.checks[1].detail)
+    assert "Amount" not in v.differs() and "px from where the other start facts place the app" in str(
+        v.checks[1].detail
+    )
     dirty = judge(checks, screen(amount_y=340, vendor="ACME"))
     assert not dirty.ok and "the area [174, 114, 312, 32] is not empty" in dirty.differs(), dirty.differs()
 
@@ -100,15 +117,18 @@ def field(text: str = "", caret: int | None = None, dark: bool = False) -> np.nd
     return c.array()
 
 
-@pytest.mark.parametrize("frame,box,blank", [
-    (field(), (53, 33, 295, 35), True),
-    (field(caret=60), (53, 33, 295, 35), True),  # a focused empty field's text cursor
-    (field(dark=True), (53, 33, 295, 35), True),
-    (field(), (49, 29, 295, 35), True),  # placed 4 px off: its border is no content
-    (field("A"), (53, 33, 295, 35), False),
-    (field("i", dark=True), (53, 33, 295, 35), False),  # one small letter is content
-    (field("ACME"), (49, 29, 295, 35), False),
-])
+@pytest.mark.parametrize(
+    "frame,box,blank",
+    [
+        (field(), (53, 33, 295, 35), True),
+        (field(caret=60), (53, 33, 295, 35), True),  # a focused empty field's text cursor
+        (field(dark=True), (53, 33, 295, 35), True),
+        (field(), (49, 29, 295, 35), True),  # placed 4 px off: its border is no content
+        (field("A"), (53, 33, 295, 35), False),
+        (field("i", dark=True), (53, 33, 295, 35), False),  # one small letter is content
+        (field("ACME"), (49, 29, 295, 35), False),
+    ],
+)
 def test_blank_is_nothing_but_background(frame, box, blank):
     assert blank_check(frame, box).ok is blank
 
@@ -125,7 +145,10 @@ def test_blank_is_a_postcondition_too_placed_with_the_target(checks):
 def test_one_word_read_away_from_its_place_moves_nothing(checks):
     """A lone start word read elsewhere may be a look-alike (a form's title for the list's): the absent facts are
     still judged where the recording had them, and the form's label shown there is seen."""
-    facts = [StartFact(text_present="Invoices", region=(300, 400, 120, 26)), StartFact(text_absent="Vendor", region=(40, 123, 77, 17))]
+    facts = [
+        StartFact(text_present="Invoices", region=(300, 400, 120, 26)),
+        StartFact(text_absent="Vendor", region=(40, 123, 77, 17)),
+    ]
     v = judge(checks, screen(), facts)
     assert (v.placement.dx, v.placement.dy) == (0, 0)
     assert not v.ok and "'Vendor' is shown" in v.differs(), v.differs()

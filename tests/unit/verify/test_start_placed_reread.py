@@ -11,7 +11,7 @@ import pytest
 from openadapt_flow.bundle.models import StartFact
 from openadapt_flow.verify.screen import ScreenChecks
 from openadapt_flow.verify.start import judge_start
-from openadapt_flow.vision.ocr import TextMatch, find_text, Word
+from openadapt_flow.vision.ocr import TextMatch, Word, find_text
 from openadapt_flow.vision.template import TemplateImage
 
 pytestmark = pytest.mark.timeout(60)
@@ -33,8 +33,11 @@ class WindowOnlyOcr:
         if box is None or box[2] > 300 or box[3] > 300:
             return []
         x, y, w, h = box
-        inside = [wd for wd in self.words if x <= wd.box[0] and y <= wd.box[1] and wd.box[0] + wd.box[2] <= x + w
-                  and wd.box[1] + wd.box[3] <= y + h]
+        inside = [
+            wd
+            for wd in self.words
+            if x <= wd.box[0] and y <= wd.box[1] and wd.box[0] + wd.box[2] <= x + w and wd.box[1] + wd.box[3] <= y + h
+        ]
         return find_text(inside, text, min_score)
 
 
@@ -59,10 +62,15 @@ def words(dx: int, dy: int, shown: tuple[str, ...] = ("Patient", "Clinic")) -> l
 FACTS = [StartFact(text_present=t, region=b) for t, b in LABELS.items()]
 
 
-def judge(dx: int, dy: int, *, shown: tuple[str, ...] = ("Patient", "Clinic"), twin: bool = False, anchored: bool = True):
-    checks = ScreenChecks(WindowOnlyOcr(words(dx, dy, shown)), {"templates/01.png": TemplateImage(field_pixels()).prepare()})
-    return judge_start(checks, FACTS, [f.text for f in FACTS], frame(dx, dy, twin),
-                       ("templates/01.png", FIELD) if anchored else None)
+def judge(
+    dx: int, dy: int, *, shown: tuple[str, ...] = ("Patient", "Clinic"), twin: bool = False, anchored: bool = True
+):
+    checks = ScreenChecks(
+        WindowOnlyOcr(words(dx, dy, shown)), {"templates/01.png": TemplateImage(field_pixels()).prepare()}
+    )
+    return judge_start(
+        checks, FACTS, [f.text for f in FACTS], frame(dx, dy, twin), ("templates/01.png", FIELD) if anchored else None
+    )
 
 
 def test_a_moved_app_is_placed_by_its_first_target_and_its_labels_read_there() -> None:
@@ -92,8 +100,9 @@ def test_an_app_at_natural_size_on_a_bigger_screen_is_placed_at_its_own_scale() 
     big = np.full((1536, 2048, 3), 230, np.uint8)
     x, y = FIELD[0] + dx, FIELD[1] + dy
     big[y : y + FIELD[3], x : x + FIELD[2]] = field_pixels()
-    checks = ScreenChecks(WindowOnlyOcr(words(dx, dy)), {"templates/01.png": TemplateImage(field_pixels()).prepare()},
-                          (2.0, 2.0))
+    checks = ScreenChecks(
+        WindowOnlyOcr(words(dx, dy)), {"templates/01.png": TemplateImage(field_pixels()).prepare()}, (2.0, 2.0)
+    )
     v = judge_start(checks, FACTS, [f.text for f in FACTS], big, ("templates/01.png", FIELD))
     assert v.ok, v.differs()
     assert (v.placement.sx, v.placement.dx, v.placement.dy) == (1.0, dx, dy)

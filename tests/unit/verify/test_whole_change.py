@@ -9,8 +9,17 @@ import pytest
 
 from openadapt_flow.bundle.effect import Effect
 from openadapt_flow.errors import ConfigError
-from openadapt_flow.verify.effects import (ABSENT, CONFIRMED, CONFLICTING, UNAVAILABLE, WholeChange, judge, make_reader,
-                                           make_verifier, verify_effect)
+from openadapt_flow.verify.effects import (
+    ABSENT,
+    CONFIRMED,
+    CONFLICTING,
+    UNAVAILABLE,
+    WholeChange,
+    judge,
+    make_reader,
+    make_verifier,
+    verify_effect,
+)
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -38,9 +47,15 @@ def sql(db, *statements):
 
 
 def effect(db, **kw):
-    return Effect.model_validate({"kind": "sql", "dsn": f"sqlite:///{db}", "timeout_s": 0.3,
-                                  "changes": [{"table": "referrals", "added": {"patient": "{patient}", "clinic": "{clinic}"}}],
-                                  **kw})
+    return Effect.model_validate(
+        {
+            "kind": "sql",
+            "dsn": f"sqlite:///{db}",
+            "timeout_s": 0.3,
+            "changes": [{"table": "referrals", "added": {"patient": "{patient}", "clinic": "{clinic}"}}],
+            **kw,
+        }
+    )
 
 
 def verdict_after(db, *statements, eff=None, params=PARAMS, secrets=None):
@@ -55,15 +70,25 @@ def verdict_after(db, *statements, eff=None, params=PARAMS, secrets=None):
 def test_exactly_the_declared_row_is_confirmed(db):
     v = verdict_after(db, ("insert into referrals(patient, clinic) values (?, ?)", ("Ada Byron", "Lake Clinic")))
     assert v.verdict == CONFIRMED, v
-    assert v.changes == [{"table": "referrals", "kind": "added", "key": "2", "values": {"id": 2, "patient": "Ada Byron",
-                                                                                       "clinic": "Lake Clinic"}, "expected": True}]
+    assert v.changes == [
+        {
+            "table": "referrals",
+            "kind": "added",
+            "key": "2",
+            "values": {"id": 2, "patient": "Ada Byron", "clinic": "Lake Clinic"},
+            "expected": True,
+        }
+    ]
     assert v.reads == 2  # a second reading agreed: the change stands
 
 
 def test_the_declared_row_and_a_leftover_row_is_a_collateral_write_both_listed(db):
     """The issue's item 5: Ctrl+S commits the row this item typed and the half-typed row a halted item left."""
-    v = verdict_after(db, ("insert into referrals(patient, clinic) values (?, ?)", ("Ada Byron", "Lake Clinic")),
-                      "insert into referrals(patient, clinic) values (NULL, 'Chen Wei')")
+    v = verdict_after(
+        db,
+        ("insert into referrals(patient, clinic) values (?, ?)", ("Ada Byron", "Lake Clinic")),
+        "insert into referrals(patient, clinic) values (NULL, 'Chen Wei')",
+    )
     assert v.verdict == CONFLICTING
     assert "the declared change landed" in v.detail and "collateral write: 1 change(s)" in v.detail
     listed = {(c["kind"], c["values"]["patient"], c["expected"]) for c in v.changes}
@@ -77,17 +102,31 @@ def test_nothing_written_is_absent(db):
 
 
 def test_a_changed_existing_row_is_collateral(db):
-    v = verdict_after(db, ("insert into referrals(patient, clinic) values (?, ?)", ("Ada Byron", "Lake Clinic")),
-                      "update referrals set clinic = 'South' where patient = 'Old Row'")
+    v = verdict_after(
+        db,
+        ("insert into referrals(patient, clinic) values (?, ?)", ("Ada Byron", "Lake Clinic")),
+        "update referrals set clinic = 'South' where patient = 'Old Row'",
+    )
     assert v.verdict == CONFLICTING
     changed = [c for c in v.changes if c["kind"] == "changed"]
-    assert changed == [{"table": "referrals", "kind": "changed", "key": "1",
-                        "values": {"id": 1, "patient": "Old Row", "clinic": "South"}, "expected": False}]
+    assert changed == [
+        {
+            "table": "referrals",
+            "kind": "changed",
+            "key": "1",
+            "values": {"id": 1, "patient": "Old Row", "clinic": "South"},
+            "expected": False,
+        }
+    ]
 
 
 def test_a_removed_row_and_a_row_in_another_table_are_collateral(db):
-    v = verdict_after(db, ("insert into referrals(patient, clinic) values (?, ?)", ("Ada Byron", "Lake Clinic")),
-                      "delete from referrals where id = 1", "insert into audit values ('saved')")
+    v = verdict_after(
+        db,
+        ("insert into referrals(patient, clinic) values (?, ?)", ("Ada Byron", "Lake Clinic")),
+        "delete from referrals where id = 1",
+        "insert into audit values ('saved')",
+    )
     assert v.verdict == CONFLICTING
     extra = {(c["table"], c["kind"]) for c in v.changes if not c["expected"]}
     assert extra == {("referrals", "removed"), ("audit", "added")}
@@ -104,8 +143,12 @@ def test_a_wrong_row_instead_of_the_declared_one_is_conflicting(db):
 
 
 def test_a_secret_params_value_is_masked_in_the_listing(db):
-    v = verdict_after(db, ("insert into referrals(patient, clinic) values (?, ?)", ("Ada Byron", "Lake Clinic")),
-                      "insert into audit values ('login pw=hunter2-sekrit ok')", secrets={"pw": "hunter2-sekrit"})
+    v = verdict_after(
+        db,
+        ("insert into referrals(patient, clinic) values (?, ?)", ("Ada Byron", "Lake Clinic")),
+        "insert into audit values ('login pw=hunter2-sekrit ok')",
+        secrets={"pw": "hunter2-sekrit"},
+    )
     assert v.verdict == CONFLICTING
     audit = next(c for c in v.changes if c["table"] == "audit")
     assert audit["values"] == {"what": "login pw=<secret:pw> ok"}
@@ -118,7 +161,9 @@ def test_the_journaled_readings_hold_digests_not_values(db):
     reading = v.read()
     text = json.dumps(reading.to_json())
     assert "hunter2" not in text and "Old Row" not in text
-    assert reading.value["tables"]["referrals"]["key"] == ["id"] and reading.value["tables"]["audit"]["key"] == ["rowid"]
+    assert reading.value["tables"]["referrals"]["key"] == ["id"] and reading.value["tables"]["audit"]["key"] == [
+        "rowid"
+    ]
 
 
 def test_a_declared_change_of_an_existing_row(db):
@@ -134,7 +179,9 @@ def test_baselines_that_could_never_prove_the_change_block_the_input(db):
 
     assert "no table 'nope'" in blocks(changes=[{"table": "nope", "added": {}}])
     assert "has no column 'patinet'" in blocks(changes=[{"table": "referrals", "added": {"patinet": "x"}}])
-    assert "no row of referrals holds" in blocks(changes=[{"table": "referrals", "changed": {"id": 9}, "to": {"clinic": "x"}}])
+    assert "no row of referrals holds" in blocks(
+        changes=[{"table": "referrals", "changed": {"id": 9}, "to": {"clinic": "x"}}]
+    )
     assert "already holds" in blocks(changes=[{"table": "referrals", "changed": {"id": 1}, "to": {"clinic": "North"}}])
 
 
@@ -149,8 +196,12 @@ def test_a_snapshot_past_max_rows_is_unavailable_and_blocks(db):
 
 def test_tables_limits_what_is_compared(db):
     eff = effect(db, tables=["referrals"])
-    v = verdict_after(db, ("insert into referrals(patient, clinic) values (?, ?)", ("Ada Byron", "Lake Clinic")),
-                      "insert into audit values ('saved')", eff=eff)
+    v = verdict_after(
+        db,
+        ("insert into referrals(patient, clinic) values (?, ?)", ("Ada Byron", "Lake Clinic")),
+        "insert into audit values ('saved')",
+        eff=eff,
+    )
     assert v.verdict == CONFIRMED
     with pytest.raises(ConfigError, match="tables: does not list"):
         make_verifier(effect(db, tables=["audit"]), PARAMS)
@@ -159,20 +210,28 @@ def test_tables_limits_what_is_compared(db):
 def test_a_number_param_matches_the_stored_number(tmp_path):
     path = tmp_path / "n.db"
     sql(path, "create table invoices(id integer primary key, amount numeric)")
-    eff = Effect.model_validate({"kind": "sql", "dsn": f"sqlite:///{path}", "timeout_s": 0.3,
-                                 "changes": [{"table": "invoices", "added": {"amount": "{amount}"}}]})
+    eff = Effect.model_validate(
+        {
+            "kind": "sql",
+            "dsn": f"sqlite:///{path}",
+            "timeout_s": 0.3,
+            "changes": [{"table": "invoices", "added": {"amount": "{amount}"}}],
+        }
+    )
     v = verdict_after(path, "insert into invoices(amount) values (11.5)", eff=eff, params={"amount": 11.50})
     assert v.verdict == CONFIRMED
 
 
 def test_the_model_refuses_mixed_or_empty_declarations(db):
     base = {"kind": "sql", "dsn": f"sqlite:///{db}"}
-    for bad, msg in [({"query": "select 1", "changes": [{"table": "t", "added": {}}]}, "not both"),
-                     ({"changes": [{"table": "t", "added": {}}], "expect": {"increase_by": 1}}, "takes no expect"),
-                     ({"changes": []}, "at least one row"),
-                     ({"changes": [{"table": "t", "added": {}, "changed": {}}]}, "exactly one of added or changed"),
-                     ({"changes": [{"table": "t", "changed": {"id": 1}}]}, "needs to:"),
-                     ({"query": "select 1", "tables": ["t"]}, "go with changes")]:
+    for bad, msg in [
+        ({"query": "select 1", "changes": [{"table": "t", "added": {}}]}, "not both"),
+        ({"changes": [{"table": "t", "added": {}}], "expect": {"increase_by": 1}}, "takes no expect"),
+        ({"changes": []}, "at least one row"),
+        ({"changes": [{"table": "t", "added": {}, "changed": {}}]}, "exactly one of added or changed"),
+        ({"changes": [{"table": "t", "changed": {"id": 1}}]}, "needs to:"),
+        ({"query": "select 1", "tables": ["t"]}, "go with changes"),
+    ]:
         with pytest.raises(ValueError, match=msg):
             Effect.model_validate({**base, **bad})
 

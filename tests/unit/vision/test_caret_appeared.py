@@ -13,13 +13,22 @@ DEJAVU = "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf"
 BOX = (0, 0, 300, 64)
 
 
-def window(text: str = "", *, caret_at: int | None = None, ring: bool = False, fill=(255, 255, 255),
-           ink=(16, 16, 16), serifs: bool = False) -> np.ndarray:
+def window(
+    text: str = "",
+    *,
+    caret_at: int | None = None,
+    ring: bool = False,
+    fill=(255, 255, 255),
+    ink=(16, 16, 16),
+    serifs: bool = False,
+) -> np.ndarray:
     """An outlined entry holding `text`; a 2 px caret (or an I-beam pointer with serifs) at x=`caret_at`; a
     focus ring around the entry."""
     im = Image.new("RGB", (300, 64), (244, 244, 244))
     d = ImageDraw.Draw(im)
-    d.rectangle([10, 10, 289, 53], fill=fill, outline=(40, 90, 200) if ring else (112, 112, 112), width=2 if ring else 1)
+    d.rectangle(
+        [10, 10, 289, 53], fill=fill, outline=(40, 90, 200) if ring else (112, 112, 112), width=2 if ring else 1
+    )
     d.text((20, 20), text, font=ImageFont.truetype(DEJAVU, 20), fill=ink)
     if caret_at is not None:
         d.rectangle([caret_at, 18, caret_at + 1, 44], fill=(16, 16, 16))

@@ -29,14 +29,17 @@ def crop(name: str) -> np.ndarray:
     return np.asarray(Image.open(DATA / name).convert("RGB"))
 
 
-@pytest.mark.parametrize("name,typed", [
-    ("motif-nedit-ibeam.png", "Patient: Rosa Diaz"),
-    ("xaw-xedit-block.png", "Patient: Rosa Diaz"),
-    ("tk-bar-2px.png", "Riverside Clinic"),
-    ("chromium-bar-in-ring.png", "Riverside Clinic"),  # 1 px, taller than the line, inside a focus ring at 1.25
-    ("tk-bar-below-another-line.png", "Riverside Clinic"),  # the field above in the same columns as the caret
-    ("motif-nedit-ibeam-below-descenders.png", "Patient: Rosa Diaz"),  # "Eggs" above: its g's reach into the line
-])
+@pytest.mark.parametrize(
+    "name,typed",
+    [
+        ("motif-nedit-ibeam.png", "Patient: Rosa Diaz"),
+        ("xaw-xedit-block.png", "Patient: Rosa Diaz"),
+        ("tk-bar-2px.png", "Riverside Clinic"),
+        ("chromium-bar-in-ring.png", "Riverside Clinic"),  # 1 px, taller than the line, inside a focus ring at 1.25
+        ("tk-bar-below-another-line.png", "Riverside Clinic"),  # the field above in the same columns as the caret
+        ("motif-nedit-ibeam-below-descenders.png", "Patient: Rosa Diaz"),  # "Eggs" above: its g's reach into the line
+    ],
+)
 def test_a_caret_drawn_at_the_end_of_the_line_is_painted_out(ocr: OcrEngine, name: str, typed: str) -> None:
     image = crop(name)
     assert find_typed(ocr.read(image), typed, append=True) is None, "the caret no longer garbles this read"
@@ -47,9 +50,17 @@ def test_a_caret_drawn_at_the_end_of_the_line_is_painted_out(ocr: OcrEngine, nam
     assert int((painted != np.asarray(Image.fromarray(image).convert("L"))).sum()) < 120  # a caret's pixels, no more
 
 
-@pytest.mark.parametrize("name", ["motif-nedit-ibeam.png", "xaw-xedit-block.png", "tk-bar-2px.png",
-                                  "chromium-bar-in-ring.png", "tk-bar-below-another-line.png",
-                                  "motif-nedit-ibeam-below-descenders.png"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "motif-nedit-ibeam.png",
+        "xaw-xedit-block.png",
+        "tk-bar-2px.png",
+        "chromium-bar-in-ring.png",
+        "tk-bar-below-another-line.png",
+        "motif-nedit-ibeam-below-descenders.png",
+    ],
+)
 def test_a_line_whose_caret_is_gone_is_left_alone(name: str) -> None:
     """The same line with the caret already painted out has none left: a glyph ('z', 'c') is never taken for one."""
     found = without_caret_in_lines(crop(name))

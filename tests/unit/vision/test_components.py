@@ -71,7 +71,12 @@ def test_stats_and_centroids_of_two_boxes() -> None:
     n, labels, stats, cent = label_stats(mask)
     assert n == 3 and labels[1, 2] == 1 and labels[9, 11] == 2
     assert stats[1].tolist() == [2, 1, 4, 2, 8] and stats[2].tolist() == [9, 5, 3, 5, 15]
-    assert stats[0, AREA] == 120 - 23 and (stats[0, LEFT], stats[0, TOP], stats[0, WIDTH], stats[0, HEIGHT]) == (0, 0, 12, 10)
+    assert stats[0, AREA] == 120 - 23 and (stats[0, LEFT], stats[0, TOP], stats[0, WIDTH], stats[0, HEIGHT]) == (
+        0,
+        0,
+        12,
+        10,
+    )
     assert cent[1].tolist() == [3.5, 1.5] and cent[2].tolist() == [10.0, 7.0]
 
 

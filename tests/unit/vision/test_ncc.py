@@ -18,8 +18,11 @@ def _screen(w: int, h: int, seed: int) -> np.ndarray:
     d.rectangle([0, 0, w, 24], fill=60)
     for i in range(max(1, w * h // 25_000)):
         x, y = int(rng.integers(0, max(1, w - 150))), int(rng.integers(30, max(31, h - 40)))
-        d.rectangle([x, y, x + int(rng.integers(40, 140)), y + int(rng.integers(15, 35))],
-                    fill=int(rng.integers(150, 230)), outline=int(rng.integers(50, 120)))
+        d.rectangle(
+            [x, y, x + int(rng.integers(40, 140)), y + int(rng.integers(15, 35))],
+            fill=int(rng.integers(150, 230)),
+            outline=int(rng.integers(50, 120)),
+        )
         d.text((x + 5, y + 4), f"Btn {seed}-{i}", fill=int(rng.integers(0, 60)))
     for i in range(max(1, w * h // 20_000)):
         at = (int(rng.integers(0, max(1, w - 200))), int(rng.integers(30, max(31, h - 20))))
@@ -31,8 +34,9 @@ def _noise(w: int, h: int, seed: int) -> np.ndarray:
     return np.random.default_rng(seed).integers(0, 256, (h, w), dtype=np.uint8)
 
 
-def _truth_at(image: np.ndarray, templ: np.ndarray, ys: np.ndarray, xs: np.ndarray,
-              mask: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def _truth_at(
+    image: np.ndarray, templ: np.ndarray, ys: np.ndarray, xs: np.ndarray, mask: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Exact float64 scores (and window variances under the mask) at the given positions."""
     h, w = templ.shape
     m = np.ones((h, w)) if mask is None else (mask != 0).astype(np.float64)

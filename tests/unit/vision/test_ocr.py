@@ -11,7 +11,15 @@ from PIL import Image, ImageDraw, ImageFont
 
 from openadapt_flow.errors import FlowError
 from openadapt_flow.vision.ocr import (
-    OcrEngine, OcrError, OcrUnavailable, Word, find_text, local_contrast, median_background, normalise, phrases,
+    OcrEngine,
+    OcrError,
+    OcrUnavailable,
+    Word,
+    find_text,
+    local_contrast,
+    median_background,
+    normalise,
+    phrases,
 )
 
 pytestmark = pytest.mark.timeout(60)
@@ -227,7 +235,7 @@ def test_read_many_reads_overlapping_areas_once_and_far_ones_apart(engine: OcrEn
 
 
 def test_a_model_that_fails_to_load_in_the_background_leaves_the_command_to_read() -> None:
-    """"auto" loads the language model off the caller's path; when that fails (a language not installed), the
+    """ "auto" loads the language model off the caller's path; when that fails (a language not installed), the
     engine falls back to the command, found at start, as it did when the model loaded up front."""
     engine = OcrEngine(lang="zzz-not-installed")
     assert engine.backend == "cli" and engine.cmd is not None

@@ -4,11 +4,11 @@ around one), and these pin what the package relies on — rounding, borders, typ
 from __future__ import annotations
 
 import ast
-import tomllib
 from pathlib import Path
 
 import numpy as np
 import pytest
+import tomllib
 from PIL import Image, ImageDraw
 
 from openadapt_flow.imaging import pixels
@@ -25,8 +25,11 @@ def _ui(w: int = 320, h: int = 200, seed: int = 1) -> np.ndarray:
     d = ImageDraw.Draw(im)
     for _ in range(25):
         x, y = int(rng.integers(0, w - 20)), int(rng.integers(0, h - 10))
-        d.rectangle((x, y, x + int(rng.integers(5, 80)), y + int(rng.integers(5, 30))),
-                    outline=tuple(rng.integers(0, 255, 3).tolist()), fill=tuple(rng.integers(0, 255, 3).tolist()))
+        d.rectangle(
+            (x, y, x + int(rng.integers(5, 80)), y + int(rng.integers(5, 30))),
+            outline=tuple(rng.integers(0, 255, 3).tolist()),
+            fill=tuple(rng.integers(0, 255, 3).tolist()),
+        )
         d.text((int(rng.integers(0, w - 40)), int(rng.integers(0, h - 10))), "Save as", fill=(0, 0, 0))
     return np.asarray(im)
 
@@ -139,11 +142,19 @@ def test_one_image_engine_opencv_in_the_core_install_called_from_imaging_only() 
         text = path.read_text()
         assert "OPENADAPT_FLOW_IMAGING" not in text and "cv2 is not None" not in text, path
         for node in ast.walk(ast.parse(text, str(path))):
-            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
-                [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+            names = (
+                [a.name for a in node.names]
+                if isinstance(node, ast.Import)
+                else [node.module or ""]
+                if isinstance(node, ast.ImportFrom)
+                else []
+            )
             found += [str(path.relative_to(ROOT)) for n in names if n.split(".")[0] == "cv2"]
-    assert sorted(found) == ["openadapt_flow/imaging/components.py", "openadapt_flow/imaging/ncc.py",
-                             "openadapt_flow/imaging/pixels.py"]
+    assert sorted(found) == [
+        "openadapt_flow/imaging/components.py",
+        "openadapt_flow/imaging/ncc.py",
+        "openadapt_flow/imaging/pixels.py",
+    ]
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     assert [d for d in project["dependencies"] if d.startswith("opencv-python-headless")]
     assert "fast" not in project["optional-dependencies"]

@@ -178,12 +178,15 @@ def test_rejects_non_uint8_templates() -> None:
         TemplateImage(np.zeros((10, 10, 3), np.float32))
 
 
-@pytest.mark.parametrize("label,at,box", [
-    ("Save", (300, 200), (300, 200, 110, 40)),  # in place
-    ("Save", (301, 199), (300, 200, 110, 40)),  # one pixel off: only the shifted search sees it whole
-    ("Send", (300, 200), (300, 200, 110, 40)),  # same shape, other content
-    ("Sav", (300, 200), (300, 200, 110, 40)),
-])
+@pytest.mark.parametrize(
+    "label,at,box",
+    [
+        ("Save", (300, 200), (300, 200, 110, 40)),  # in place
+        ("Save", (301, 199), (300, 200, 110, 40)),  # one pixel off: only the shifted search sees it whole
+        ("Send", (300, 200), (300, 200, 110, 40)),  # same shape, other content
+        ("Sav", (300, 200), (300, 200, 110, 40)),
+    ],
+)
 def test_detail_with_a_need_decides_exactly_as_the_full_score(label: str, at: tuple[int, int], box) -> None:
     save = widget("Save")
     f, t = FrameFeatures(place(scene(seed=3), widget(label), *at)), TemplateImage(save)
@@ -191,7 +194,9 @@ def test_detail_with_a_need_decides_exactly_as_the_full_score(label: str, at: tu
     for need in (0.4, 0.6, 0.8, 0.95):
         quick = detail_score(f, t, box, 1.0, need=need)
         assert (quick >= need) == (full >= need)
-        assert quick <= full + 1e-6 if quick >= need else quick >= full - 1e-6  # a lower bound when it passes, else an upper one
+        assert (
+            quick <= full + 1e-6 if quick >= need else quick >= full - 1e-6
+        )  # a lower bound when it passes, else an upper one
 
 
 def test_in_place_block_correlation_equals_opencv() -> None:
@@ -200,14 +205,24 @@ def test_in_place_block_correlation_equals_opencv() -> None:
     t = TemplateImage(save)
     window = cv2.cvtColor(img, cv2.COLOR_RGB2GRAY)[200:240, 300:410]
     tgray = cv2.cvtColor(save, cv2.COLOR_RGB2GRAY)
-    want = min(abs(float(cv2.matchTemplate(window[y:y + h, x:x + w], tgray[y:y + h, x:x + w], cv2.TM_CCOEFF_NORMED)[0, 0]))
-               for x, y, w, h in t.blocks(1.0))
+    want = min(
+        abs(
+            float(
+                cv2.matchTemplate(window[y : y + h, x : x + w], tgray[y : y + h, x : x + w], cv2.TM_CCOEFF_NORMED)[0, 0]
+            )
+        )
+        for x, y, w, h in t.blocks(1.0)
+    )
     assert t.block_sums(1.0).correlation(window) == pytest.approx(want, abs=1e-4)
 
 
-@pytest.mark.parametrize("text, w, h, px, dx, dy", [("Save", 40, 22, 11, -33, 25), ("Edit", 36, 20, 10, 41, -27),
-                                                    ("Edit", 36, 20, 10, -45, 33)])
-def test_near_first_sees_a_twin_off_the_half_resolution_grid(text: str, w: int, h: int, px: int, dx: int, dy: int) -> None:
+@pytest.mark.parametrize(
+    "text, w, h, px, dx, dy",
+    [("Save", 40, 22, 11, -33, 25), ("Edit", 36, 20, 10, 41, -27), ("Edit", 36, 20, 10, -45, 33)],
+)
+def test_near_first_sees_a_twin_off_the_half_resolution_grid(
+    text: str, w: int, h: int, px: int, dx: int, dy: int
+) -> None:
     # Small text loses much of its match at half resolution when the twin sits an odd number of pixels off the
     # 2x grid; the near-first search must still re-score it at full resolution, as the plain search sees it.
     from PIL import Image, ImageDraw, ImageFont
@@ -216,11 +231,15 @@ def test_near_first_sees_a_twin_off_the_half_resolution_grid(text: str, w: int, 
     d = ImageDraw.Draw(im)
     for x, y in [(300, 200), (300 + dx, 200 + dy)]:
         d.rectangle([x, y, x + w - 1, y + h - 1], outline=(150, 150, 150), fill=(255, 255, 255))
-        d.text((x + 4, y + (h - px) // 2 - 1), text, font=ImageFont.truetype("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf", px),
-               fill=(20, 20, 20))
+        d.text(
+            (x + 4, y + (h - px) // 2 - 1),
+            text,
+            font=ImageFont.truetype("/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf", px),
+            fill=(20, 20, 20),
+        )
     frame = np.array(im)
     region = (297, 197, w + 6, h + 6)
-    tmpl = TemplateImage(np.ascontiguousarray(frame[197:197 + h + 6, 297:297 + w + 6]))
+    tmpl = TemplateImage(np.ascontiguousarray(frame[197 : 197 + h + 6, 297 : 297 + w + 6]))
     window = pad_box(region, 80, 640, 400)
     quick, full = find_template(frame, tmpl, box=window, near=region), find_template(frame, tmpl, box=window)
     assert full.runner_up is not None and full.plausible(full.runner_up) and full.runner_up.score > 0.99  # a real twin

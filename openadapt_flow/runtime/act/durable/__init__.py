@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from openadapt_flow.runtime.start.context import RunContext
 from openadapt_flow.records.entry import JournalEntry
 from openadapt_flow.records.states import RecordType
 from openadapt_flow.records.stepdoc import SkippedData, VerifiedData
+from openadapt_flow.runtime.start.context import RunContext
 
 __all__ = ["durable_call", "record_skipped", "record_verified"]
 

@@ -13,28 +13,47 @@ from typing import Any, NoReturn, Unpack
 
 from openadapt_flow.bundle.models import Step
 from openadapt_flow.errors import RefusedError
-from openadapt_flow.runtime.start.context import RunContext
-from openadapt_flow.runtime.judge.halt import Halt, Pause
-from openadapt_flow.records.states import PausedReason, RecordType
 from openadapt_flow.records.entry import JournalEntry
 from openadapt_flow.records.kinds import StepCall, StepStartedData
+from openadapt_flow.records.states import PausedReason, RecordType
+from openadapt_flow.runtime.judge.halt import Halt, Pause
+from openadapt_flow.runtime.start.context import RunContext
 
 __all__ = ["ask_user", "dispatch", "dispatched", "jsonable", "sleep", "started", "wait_signal"]
 
 
-def started(rc: RunContext, step: Step, index: int, *, intent: str | None, sync: bool | None = None,
-            action: str | None = None, **call: Unpack[StepCall]) -> JournalEntry:
+def started(
+    rc: RunContext,
+    step: Step,
+    index: int,
+    *,
+    intent: str | None,
+    sync: bool | None = None,
+    action: str | None = None,
+    **call: Unpack[StepCall],
+) -> JournalEntry:
     """Journal `step_started`: a bundle step's action and intent, or a workflow call's kind (`action`), its
     `name`, the keyed digest of its `inputs` and whether it is `consequential`."""
-    data: StepStartedData = {"index": index, "action": action if action is not None else step.action, "intent": intent,
-                             **call}
+    data: StepStartedData = {
+        "index": index,
+        "action": action if action is not None else step.action,
+        "intent": intent,
+        **call,
+    }
     return rc.journal.append(RecordType.STEP_STARTED, step.id, data, sync=sync)
 
 
-def ask_user(rc: RunContext, step_id: str, index: int, question: str, choices: list[str] | None, type_: str | None) -> NoReturn:
+def ask_user(
+    rc: RunContext, step_id: str, index: int, question: str, choices: list[str] | None, type_: str | None
+) -> NoReturn:
     """Ask once (`asked`, fsync'd: never asked twice), then PAUSED(awaiting_user) until an answer is delivered."""
     if step_id not in rc.fold.asked:
-        rc.journal.append(RecordType.ASKED, step_id, {"index": index, "question": question, "choices": choices, "type": type_}, sync=True)
+        rc.journal.append(
+            RecordType.ASKED,
+            step_id,
+            {"index": index, "question": question, "choices": choices, "type": type_},
+            sync=True,
+        )
     raise Pause(PausedReason.AWAITING_USER, step_id, question, category="ask_user")
 
 
@@ -62,8 +81,16 @@ def dispatched(rc: RunContext, step: Step, point: tuple[int, int] | None = None)
     """Right before any input: the retry budget, the lease fence (spec §5 invariant 7), then `action_dispatched`
     (fsync'd) with the lease generation it is sent under — for a GUI step's input as for a tool's call."""
     rc.before_dispatch(step)
-    return rc.journal.append(RecordType.ACTION_DISPATCHED, step.id, {"action": step.action, "point": list(point) if point else None,
-                                                             "call": step.call, "lease_generation": rc.lease_generation})
+    return rc.journal.append(
+        RecordType.ACTION_DISPATCHED,
+        step.id,
+        {
+            "action": step.action,
+            "point": list(point) if point else None,
+            "call": step.call,
+            "lease_generation": rc.lease_generation,
+        },
+    )
 
 
 def dispatch(rc: RunContext, step: Step, what: str, act: Callable[[], Any], *, approved: bool) -> Any:

@@ -16,14 +16,14 @@ from typing import Any
 
 from openadapt_flow.bundle.models import Step
 from openadapt_flow.errors import FlowError, RefusedError
-from openadapt_flow.runtime.start.context import RunContext
+from openadapt_flow.records.states import PausedReason, RecordType, RunState
 from openadapt_flow.runtime.act.durable.waiting import child_of, child_waiting
-from openadapt_flow.runtime.start.launch import RunOutcome
 from openadapt_flow.runtime.judge.halt import Halt, Pause, StopRequested
 from openadapt_flow.runtime.judge.policy import PolicyBlock
-from openadapt_flow.store.base import RunHandle
+from openadapt_flow.runtime.start.context import RunContext
+from openadapt_flow.runtime.start.launch import RunOutcome
 from openadapt_flow.store import CHILDREN
-from openadapt_flow.records.states import PausedReason, RecordType, RunState
+from openadapt_flow.store.base import RunHandle
 
 __all__ = ["ChildCall", "Borrowed", "child_of", "run_child"]
 
@@ -70,12 +70,18 @@ def _start(rc: RunContext, call: ChildCall, child: RunHandle) -> RunOutcome:
     if call.step.id in rc.fold.children:  # a start-up that was cut: nothing in it is a run (begin_run), clear it
         child.discard()
     else:
-        rc.journal.append(RecordType.CHILD_STARTED, call.step.id, {"index": call.index, "run_dir": f"{CHILDREN}/{call.step.id}",
-                                                          "what": call.what}, sync=True)
+        rc.journal.append(
+            RecordType.CHILD_STARTED,
+            call.step.id,
+            {"index": call.index, "run_dir": f"{CHILDREN}/{call.step.id}", "what": call.what},
+            sync=True,
+        )
     try:
         return call.start(child)
     except FlowError as e:  # bad bundle, params or backend: the operator fixes it, then continue retries the call
-        raise Halt(getattr(e, "kind", None) or "input", f"{call.step.action} {call.what}: {e}", step=call.step.id) from None
+        raise Halt(
+            getattr(e, "kind", None) or "input", f"{call.step.action} {call.what}: {e}", step=call.step.id
+        ) from None
 
 
 def _continue(rc: RunContext, call: ChildCall, child: RunHandle) -> RunOutcome:
@@ -87,16 +93,25 @@ def _continue(rc: RunContext, call: ChildCall, child: RunHandle) -> RunOutcome:
             return call.resume(child)
         except RefusedError as e:
             waiting = f"child run {child.ref}: {e}"
-    raise Pause(PausedReason.AWAITING_CHILD, call.step.id, f"{waiting}; then flow resume {rc.run.ref}", category="child")
+    raise Pause(
+        PausedReason.AWAITING_CHILD, call.step.id, f"{waiting}; then flow resume {rc.run.ref}", category="child"
+    )
 
 
 def _outcome(step: Step, child: RunHandle, out: RunOutcome) -> None:
     if out.state == RunState.COMPLETED:
         return
     if out.state == RunState.PAUSED:
-        raise Pause(PausedReason.AWAITING_CHILD, step.id, child_waiting(child) or f"child run {child.ref} is PAUSED: {out.message}", category="child")
+        raise Pause(
+            PausedReason.AWAITING_CHILD,
+            step.id,
+            child_waiting(child) or f"child run {child.ref} is PAUSED: {out.message}",
+            category="child",
+        )
     if out.state == RunState.INTERRUPTED:
         raise StopRequested()
     if out.state == RunState.BLOCKED:
-        raise PolicyBlock("child_blocked", RunState.BLOCKED, None, step.id, f"child run {child.ref} ended BLOCKED: {out.message}")
+        raise PolicyBlock(
+            "child_blocked", RunState.BLOCKED, None, step.id, f"child run {child.ref} ended BLOCKED: {out.message}"
+        )
     raise Halt("child", f"child run {child.ref} ended {out.state}: {out.message}", step=step.id)

@@ -8,11 +8,11 @@ import time
 
 from openadapt_flow.bundle.config import DeployConfig
 from openadapt_flow.errors import FlowError
-from openadapt_flow.runtime.start.lifecycle import effective_state
-from openadapt_flow.store.base import RunHandle
 from openadapt_flow.records.entry import StateDoc
 from openadapt_flow.records.pausedoc import PendingBody
 from openadapt_flow.records.states import FINAL_STATES, LIVE_STATES, PausedReason, RecordType, RunState, is_a
+from openadapt_flow.runtime.start.lifecycle import effective_state
+from openadapt_flow.store.base import RunHandle
 
 __all__ = ["child_of", "child_waiting", "nothing_uncertain", "ready_at", "state_of", "still_waiting"]
 
@@ -67,8 +67,10 @@ def child_waiting(child: RunHandle) -> str | None:
     if reason in (PausedReason.AWAITING_CHILD, PausedReason.AWAITING_TIMER) or child.has_approval():
         return None
     how = HOW.get(str(reason), "flow approve")
-    return (f"child run {child.ref} is PAUSED({reason}) at {step!r}: {st.get('message') or ''} — decide there "
-            f"({how} {child.ref})")
+    return (
+        f"child run {child.ref} is PAUSED({reason}) at {step!r}: {st.get('message') or ''} — decide there "
+        f"({how} {child.ref})"
+    )
 
 
 def state_of(run: RunHandle) -> StateDoc | None:

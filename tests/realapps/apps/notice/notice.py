@@ -14,10 +14,20 @@ import tkinter as tk
 root = tk.Tk(className="flow-notice")  # the WM_CLASS instance name
 root.withdraw()
 root.configure(background="#fff4d6")
-tk.Label(root, text="Updates are being installed", font=("DejaVu Sans", 16, "bold"), background="#fff4d6",
-         foreground="#5a4200").pack(expand=True, pady=(40, 8))
-tk.Label(root, text="Please wait. Do not turn off the computer.", font=("DejaVu Sans", 12), background="#fff4d6",
-         foreground="#5a4200").pack(expand=True, pady=(0, 40))
+tk.Label(
+    root,
+    text="Updates are being installed",
+    font=("DejaVu Sans", 16, "bold"),
+    background="#fff4d6",
+    foreground="#5a4200",
+).pack(expand=True, pady=(40, 8))
+tk.Label(
+    root,
+    text="Please wait. Do not turn off the computer.",
+    font=("DejaVu Sans", 12),
+    background="#fff4d6",
+    foreground="#5a4200",
+).pack(expand=True, pady=(0, 40))
 
 
 def answer(word: str) -> None:

@@ -12,8 +12,7 @@ import sqlite3
 import sys
 
 from PyQt6.QtGui import QColor, QPalette
-from PyQt6.QtWidgets import (QApplication, QFormLayout, QHBoxLayout, QLabel, QLineEdit, QPushButton, QVBoxLayout,
-                             QWidget)
+from PyQt6.QtWidgets import QApplication, QFormLayout, QHBoxLayout, QLabel, QLineEdit, QPushButton, QVBoxLayout, QWidget
 
 SIZE = (380, 170)  # device-independent pixels: QT_SCALE_FACTOR makes the window bigger with its fonts
 
@@ -21,12 +20,18 @@ SIZE = (380, 170)  # device-independent pixels: QT_SCALE_FACTOR makes the window
 def dark_palette() -> QPalette:
     p = QPalette()
     roles = {
-        QPalette.ColorRole.Window: "#2b2b2b", QPalette.ColorRole.WindowText: "#e0e0e0",
-        QPalette.ColorRole.Base: "#1e1e1e", QPalette.ColorRole.AlternateBase: "#333333",
-        QPalette.ColorRole.Text: "#e0e0e0", QPalette.ColorRole.Button: "#3a3a3a",
-        QPalette.ColorRole.ButtonText: "#e0e0e0", QPalette.ColorRole.Highlight: "#3d6fb4",
-        QPalette.ColorRole.HighlightedText: "#ffffff", QPalette.ColorRole.ToolTipBase: "#3a3a3a",
-        QPalette.ColorRole.ToolTipText: "#e0e0e0", QPalette.ColorRole.PlaceholderText: "#8a8a8a",
+        QPalette.ColorRole.Window: "#2b2b2b",
+        QPalette.ColorRole.WindowText: "#e0e0e0",
+        QPalette.ColorRole.Base: "#1e1e1e",
+        QPalette.ColorRole.AlternateBase: "#333333",
+        QPalette.ColorRole.Text: "#e0e0e0",
+        QPalette.ColorRole.Button: "#3a3a3a",
+        QPalette.ColorRole.ButtonText: "#e0e0e0",
+        QPalette.ColorRole.Highlight: "#3d6fb4",
+        QPalette.ColorRole.HighlightedText: "#ffffff",
+        QPalette.ColorRole.ToolTipBase: "#3a3a3a",
+        QPalette.ColorRole.ToolTipText: "#e0e0e0",
+        QPalette.ColorRole.PlaceholderText: "#8a8a8a",
     }
     for role, colour in roles.items():
         p.setColor(role, QColor(colour))

@@ -80,8 +80,11 @@ def handler(db: str) -> type[BaseHTTPRequestHandler]:
             url = urlsplit(self.path)
             query = {k: v[0] for k, v in parse_qs(url.query).items()}
             if url.path == "/":
-                self._page(FORM.format(patient=html.escape(query.get("patient", "")),
-                                       clinic=html.escape(query.get("clinic", ""))))
+                self._page(
+                    FORM.format(
+                        patient=html.escape(query.get("patient", "")), clinic=html.escape(query.get("clinic", ""))
+                    )
+                )
             elif url.path == "/saved":
                 self._page(SAVED.format(number=html.escape(query.get("id", ""))))
             else:
@@ -111,12 +114,22 @@ def handler(db: str) -> type[BaseHTTPRequestHandler]:
 
 def chromium_args(url: str, profile: Path, dark: bool, scale: float) -> list[str]:
     args = [
-        "chromium", f"--app={url}", f"--user-data-dir={profile}", "--no-sandbox",  # root needs --no-sandbox
-        "--no-first-run", "--no-default-browser-check", "--disable-background-networking",
-        "--disable-component-update", "--disable-sync", "--disable-gpu", "--disable-quic",
-        "--password-store=basic", "--test-type",  # --test-type: no infobar about --no-sandbox
+        "chromium",
+        f"--app={url}",
+        f"--user-data-dir={profile}",
+        "--no-sandbox",  # root needs --no-sandbox
+        "--no-first-run",
+        "--no-default-browser-check",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--disable-gpu",
+        "--disable-quic",
+        "--password-store=basic",
+        "--test-type",  # --test-type: no infobar about --no-sandbox
         "--disable-features=Translate,MediaRouter,AutofillServerCommunication",
-        f"--window-size={WINDOW_SIZE[0]},{WINDOW_SIZE[1]}", "--window-position=0,0",
+        f"--window-size={WINDOW_SIZE[0]},{WINDOW_SIZE[1]}",
+        "--window-position=0,0",
     ]
     if dark:
         args.append("--force-dark-mode")  # the browser's own dark mode: prefers-color-scheme is dark

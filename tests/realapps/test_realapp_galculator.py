@@ -157,9 +157,7 @@ def run_case(
     try:
         if dirty:
             make_dirty(app)
-        code, report, out = replay(
-            recorded.bundle, app, values, tmp_path / "run", tmp_path
-        )
+        code, report, out = replay(recorded.bundle, app, values, tmp_path / "run", tmp_path)
         shown = read_display(app)
     finally:
         app.stop()

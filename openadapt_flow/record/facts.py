@@ -378,6 +378,8 @@ def whole_word(frame: np.ndarray, box: Box) -> bool:
         if ink[top:bottom, col].any() and not line:
             return False
     return True
+
+
 REPEAT_MAX = 4  # px: a patch equal to itself shifted by this little, down or across, is a texture ...
 REPEAT_TOL = 8  # ... within this many grey levels
 

@@ -25,6 +25,7 @@ import numpy as np
 
 from openadapt_flow.imaging import ncc, pixels
 from openadapt_flow.imaging.pixels import to_gray
+from openadapt_flow.vision.content import CONTENT_FULL, BlockSums, as_recorded
 from openadapt_flow.vision.restyle import (
     BACKGROUND_TOLERANCE,
     RESTYLE_FOREGROUND,
@@ -54,8 +55,6 @@ FLAT_STD = 2.0  # a variant with less contrast than this correlates with noise
 BLOCK = 12  # detail block side at scale 1
 BLOCK_STD = 15.0  # blocks flatter than this say nothing about content
 MIN_BLOCK_SIDE = 4  # a block scaled smaller than this is dropped
-CONTENT_FULL = 0.8  # content this close counts in full towards a candidate's rank (a twin with one block spoilt
-# by a neighbour's edge still ties); below it the rank falls in proportion
 DETAIL_MAX_CANDIDATES = 24
 
 
@@ -375,7 +374,7 @@ def find_template(
             return quick
     found: list[Candidate] = []
     for i, scale in enumerate(scales):
-        found = q.scored(_merge(found, _search_scale(feats, q.tmpl, mode, search, scale, thresholds.floor)))
+        found = _merge(found, q.scored(_search_scale(feats, q.tmpl, mode, search, scale, thresholds.floor)))
         if i == 0 and any(q.holds(c) for c in found):
             break
     if not found:
@@ -474,7 +473,8 @@ def detail_score(
     need: float | None = None,
     mode: Mode = "gray",
 ) -> float:
-    """Worst |correlation| of the crop's textured blocks against the frame at `box`, each free to move `shift` px.
+    """Worst |correlation| of the crop's textured blocks against the frame at `box`, each free to move `shift` px;
+    at a scale above 1 the frame is seen at the crop's recorded resolution (`content.as_recorded`).
 
     With `need`, only as exact as deciding `score >= need` and ranking the
     candidate (`Candidate.rank`) require: if every block already clears both
@@ -495,7 +495,7 @@ def detail_score(
     area = clip_box((x - shift, y - shift, w + 2 * shift, h + 2 * shift), feats.width, feats.height)
     if area is None:
         return 0.0
-    patch = feats.feature("gray", area)
+    patch = as_recorded(feats.feature("gray", area), scale)  # an enlarged crop is judged at its own resolution
     ox, oy = x - area[0], y - area[1]  # crop origin inside the patch
     if need is not None:
         window = patch[oy : oy + gray.shape[0], ox : ox + gray.shape[1]]
@@ -520,59 +520,6 @@ def detail_score(
     return worst
 
 
-@dataclass(frozen=True)
-class BlockSums:
-    """A template's textured blocks as integral-image corners, with the template's own sums per block."""
-
-    t: np.ndarray  # the scaled gray template, float64
-    y0: np.ndarray
-    y1: np.ndarray
-    x0: np.ndarray
-    x1: np.ndarray
-    n: np.ndarray  # pixels per block
-    st: np.ndarray  # the template's sum per block
-    var_t: np.ndarray  # n times the template's variance per block
-
-    @classmethod
-    def of(cls, gray: np.ndarray, blocks: list[Box]) -> "BlockSums":
-        b = np.array(blocks, dtype=np.int64)
-        g64 = gray.astype(np.float64)
-        it, it2 = pixels.integral(g64), pixels.integral(g64 * g64)
-        sums = cls(
-            gray.astype(np.float64),
-            b[:, 1],
-            b[:, 1] + b[:, 3],
-            b[:, 0],
-            b[:, 0] + b[:, 2],
-            (b[:, 2] * b[:, 3]).astype(np.float64),
-            np.zeros(0),
-            np.zeros(0),
-        )
-        st = sums.at(it)
-        return replace(sums, st=st, var_t=sums.at(it2) - st * st / sums.n)
-
-    def at(self, integral: np.ndarray) -> np.ndarray:
-        """Per-block sums out of an integral image of something the template's size."""
-        sums: np.ndarray = (
-            integral[self.y1, self.x1]
-            - integral[self.y0, self.x1]
-            - integral[self.y1, self.x0]
-            + integral[self.y0, self.x0]
-        )
-        return sums
-
-    def correlation(self, window: np.ndarray) -> float:
-        """Worst block-wise |TM_CCOEFF_NORMED| of the template against a same-size gray window, in place."""
-        w64 = window.astype(np.float64)
-        sw, sww = self.at(pixels.integral(w64)), self.at(pixels.integral(w64 * w64))
-        stw = self.at(pixels.integral(w64 * self.t))
-        var_w = sww - sw * sw / self.n
-        cov = stw - self.st * sw / self.n
-        with np.errstate(invalid="ignore", divide="ignore"):
-            corr = np.where(var_w > 1e-6 * self.n, np.abs(cov) / np.sqrt(self.var_t * var_w), 0.0)
-        return float(corr.min())
-
-
 def _with_detail(
     feats: FrameFeatures,
     tmpl: TemplateImage,
@@ -590,12 +537,14 @@ def _with_detail(
 
 
 def _merge(found: list[Candidate], new: list[Candidate]) -> list[Candidate]:
-    """Candidates from all scales, one per location (the best-scoring), strongest first."""
+    """Candidates from all scales, one per location (the best-ranked: shape and content together), strongest
+    shape first. Chosen by shape alone, a button whose frame grew less than its text (a scaled session: text
+    1.25x, padding 1.1x) kept the scale that fits the frame and lost the one at which its label matches."""
     out: list[Candidate] = []
-    for c in sorted(found + new, key=lambda c: -c.score):
+    for c in sorted(found + new, key=lambda c: (-c.rank, -c.score)):
         if not any(o.overlaps(c) for o in out):
             out.append(c)
-    return out
+    return sorted(out, key=lambda c: -c.score)
 
 
 def _search_scale(

@@ -18,15 +18,18 @@ from openadapt_flow.imaging import pixels
 
 Box = tuple[int, int, int, int]  # x, y, w, h
 
+SMEARED_FROM = 1.2  # enlargements from this on smear a recorded stroke over more than the block search's one-pixel
+# shift absorbs; below it (1.1) the round trip only blurs away the difference between a label and its look-alike
+# (measured: galculator at 1.25 with its "3" erased, the "9" key compared at 1.1 rose from content 0.68 to 0.75)
 CONTENT_FULL = 0.8  # content this close counts in full towards a candidate's rank (a twin with one block spoilt
 # by a neighbour's edge still ties); below it the rank falls in proportion
 
 
 def as_recorded(patch: np.ndarray, scale: float) -> np.ndarray:
     """`patch` seen at the resolution of a template recorded 1/`scale` its size and enlarged to it: shrunk by
-    `scale` (area averaging) and enlarged back (linear, as the template was). At a scale of 1 or below the
-    template is no blurrier than the frame: the patch is returned as it is."""
-    if scale <= 1.0:
+    `scale` (area averaging) and enlarged back (linear, as the template was). Below SMEARED_FROM the template is
+    no blurrier than the block search allows for: the patch is returned as it is."""
+    if scale < SMEARED_FROM:
         return patch
     h, w = patch.shape[:2]
     small = pixels.resize(patch, (max(1, round(w / scale)), max(1, round(h / scale))), "area")

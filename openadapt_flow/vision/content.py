@@ -1,11 +1,17 @@
-"""How a candidate's content is compared with a template's: its textured blocks, at the template's resolution.
+"""How a candidate's content is compared with a template's: its textured blocks, each at full detail, and in a
+session drawn bigger a few of them at the template's recorded resolution.
 
-A template enlarged to a scale above 1 (a session whose fonts and icons are drawn bigger) holds no more detail
-than it was recorded with: interpolation smears its strokes over the new pixels, while the app draws the same
-label or icon anew at the bigger size, crisp. Compared pixel for pixel, the crisp original loses to its own
-smeared picture (a toolbar icon's top border at 1.25: 0.65). `as_recorded` brings the live pixels to the
-template's resolution the same way (down by the scale, back up by interpolation), so both sides carry the same
-detail and a look-alike is told apart by what the recording could show, no more and no less.
+A template enlarged to 1.25 (a session whose fonts and icons are drawn 25 % bigger) holds no more detail than it
+was recorded with: interpolation smears its strokes, while the app draws the label or icon anew, crisp, often
+from another source picture (Qt takes a bigger icon and shrinks it). Compared pixel for pixel, the right icon's
+top border scored 0.65, as low as a look-alike's (sqlitebrowser's New Record vs Delete Record, which differ in
+their badge). `as_recorded` brings live pixels to the template's resolution the same way (down by the scale,
+back up by interpolation), so both sides carry the same detail.
+
+Seen that coarsely, a small glyph is a blob like any other (galculator's "*" against the "9" key: 0.63 at full
+detail, 0.79 coarse). So the coarse look is never the whole verdict: it may only rescue a few blocks of a crop
+whose other blocks match at full detail (`rescuable`): the crop is the same picture, a part of it drawn anew. A
+one- or two-block label is judged at full detail only.
 """
 
 from __future__ import annotations
@@ -19,17 +25,23 @@ from openadapt_flow.imaging import pixels
 Box = tuple[int, int, int, int]  # x, y, w, h
 
 SMEARED_FROM = 1.2  # enlargements from this on smear a recorded stroke over more than the block search's one-pixel
-# shift absorbs; below it (1.1) the round trip only blurs away the difference between a label and its look-alike
+# shift absorbs; below it (1.1) a coarse look only blurs away the difference between a label and its look-alike
 # (measured: galculator at 1.25 with its "3" erased, the "9" key compared at 1.1 rose from content 0.68 to 0.75)
+RESCUE_SHARE = 4  # at most one block in this many may be judged coarsely; the rest must hold at full detail
 CONTENT_FULL = 0.8  # content this close counts in full towards a candidate's rank (a twin with one block spoilt
 # by a neighbour's edge still ties); below it the rank falls in proportion
 
 
+def rescuable(blocks: int, scale: float) -> int:
+    """How many of a crop's `blocks` that fall short of CONTENT_FULL at full detail may be judged again at the
+    recorded resolution: none below SMEARED_FROM, else one in RESCUE_SHARE (none for a crop of fewer blocks)."""
+    return blocks // RESCUE_SHARE if scale >= SMEARED_FROM else 0
+
+
 def as_recorded(patch: np.ndarray, scale: float) -> np.ndarray:
     """`patch` seen at the resolution of a template recorded 1/`scale` its size and enlarged to it: shrunk by
-    `scale` (area averaging) and enlarged back (linear, as the template was). Below SMEARED_FROM the template is
-    no blurrier than the block search allows for: the patch is returned as it is."""
-    if scale < SMEARED_FROM:
+    `scale` (area averaging) and enlarged back (linear, as the template was); at a scale of 1 or below, as it is."""
+    if scale <= 1.0:
         return patch
     h, w = patch.shape[:2]
     small = pixels.resize(patch, (max(1, round(w / scale)), max(1, round(h / scale))), "area")

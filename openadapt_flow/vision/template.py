@@ -25,7 +25,7 @@ import numpy as np
 
 from openadapt_flow.imaging import ncc, pixels
 from openadapt_flow.imaging.pixels import to_gray
-from openadapt_flow.vision.content import CONTENT_FULL, BlockSums, as_recorded
+from openadapt_flow.vision.content import CONTENT_FULL, BlockSums, as_recorded, rescuable
 from openadapt_flow.vision.restyle import (
     BACKGROUND_TOLERANCE,
     RESTYLE_FOREGROUND,
@@ -473,15 +473,16 @@ def detail_score(
     need: float | None = None,
     mode: Mode = "gray",
 ) -> float:
-    """Worst |correlation| of the crop's textured blocks against the frame at `box`, each free to move `shift` px;
-    at a scale above 1 the frame is seen at the crop's recorded resolution (`content.as_recorded`).
+    """Worst |correlation| of the crop's textured blocks against the frame at `box`, each free to move `shift` px.
+    In a session drawn bigger, a few blocks that fall short at full detail are judged at the crop's recorded
+    resolution (`content.rescuable`, `content.as_recorded`).
 
     With `need`, only as exact as deciding `score >= need` and ranking the
     candidate (`Candidate.rank`) require: if every block already clears both
     `need` and CONTENT_FULL in place (one vectorised pass over integral
     images), that in-place worst, a lower bound, is the answer (the rank is
     then exact: full content); otherwise the blocks are searched one by one,
-    and the first that cannot clear `need` is the answer, an upper bound
+    and once the answer cannot clear `need` it is returned, an upper bound
     (never a hit; as a rival, ranked no lower than it is); else the exact worst.
     """
     gray = tmpl.gray(scale)
@@ -495,7 +496,7 @@ def detail_score(
     area = clip_box((x - shift, y - shift, w + 2 * shift, h + 2 * shift), feats.width, feats.height)
     if area is None:
         return 0.0
-    patch = as_recorded(feats.feature("gray", area), scale)  # an enlarged crop is judged at its own resolution
+    patch = feats.feature("gray", area)
     ox, oy = x - area[0], y - area[1]  # crop origin inside the patch
     if need is not None:
         window = patch[oy : oy + gray.shape[0], ox : ox + gray.shape[1]]
@@ -503,21 +504,33 @@ def detail_score(
             in_place = tmpl.block_sums(scale).correlation(window)
             if in_place >= max(need, CONTENT_FULL):
                 return in_place
-    worst = 1.0
+    allowed = rescuable(len(blocks), scale)
+    got: list[float] = []
     for bx, by, bw, bh in blocks:
-        px0, py0 = max(0, ox + bx - shift), max(0, oy + by - shift)
-        tile = patch[py0 : oy + by + bh + shift, px0 : ox + bx + bw + shift]
-        if tile.shape[0] < bh or tile.shape[1] < bw:
-            return 0.0
-        res = ncc.match_template(tile, gray[by : by + bh, bx : bx + bw])
-        lo, hi = float(res.min()), float(res.max())
-        got = max(-lo, hi) if math.isfinite(lo) and math.isfinite(hi) else 0.0
-        if mode == "edges" and got < CONTENT_FULL:
-            got = max(got, foreground_correlation(tile, gray, tmpl.background_mask(scale), (bx, by, bw, bh)))
-        worst = min(worst, got)
-        if need is not None and worst < need:
-            return worst
-    return worst
+        one = _block_correlation(patch, gray, (bx, by, bw, bh), (ox, oy), shift)
+        if mode == "edges" and one < CONTENT_FULL:
+            tile = patch[max(0, oy + by - shift) : oy + by + bh + shift, max(0, ox + bx - shift) : ox + bx + bw + shift]
+            one = max(one, foreground_correlation(tile, gray, tmpl.background_mask(scale), (bx, by, bw, bh)))
+        got.append(one)
+        if need is not None and min(got) < need and sum(g < CONTENT_FULL for g in got) > allowed:
+            return min(got)  # past rescue: an upper bound that cannot clear `need`
+    short = [i for i, g in enumerate(got) if g < CONTENT_FULL]
+    if short and len(short) <= allowed:
+        seen = as_recorded(patch, scale)
+        for i in short:
+            got[i] = max(got[i], _block_correlation(seen, gray, blocks[i], (ox, oy), shift))
+    return min(got)
+
+
+def _block_correlation(patch: np.ndarray, gray: np.ndarray, block: Box, origin: tuple[int, int], shift: int) -> float:
+    """|correlation| of one block of the crop against `patch` around its place, free to move `shift` px."""
+    (bx, by, bw, bh), (ox, oy) = block, origin
+    tile = patch[max(0, oy + by - shift) : oy + by + bh + shift, max(0, ox + bx - shift) : ox + bx + bw + shift]
+    if tile.shape[0] < bh or tile.shape[1] < bw:
+        return 0.0
+    res = ncc.match_template(tile, gray[by : by + bh, bx : bx + bw])
+    lo, hi = float(res.min()), float(res.max())
+    return max(-lo, hi) if math.isfinite(lo) and math.isfinite(hi) else 0.0
 
 
 def _with_detail(
@@ -537,13 +550,17 @@ def _with_detail(
 
 
 def _merge(found: list[Candidate], new: list[Candidate]) -> list[Candidate]:
-    """Candidates from all scales, one per location (the best-ranked: shape and content together), strongest
-    shape first. Chosen by shape alone, a button whose frame grew less than its text (a scaled session: text
-    1.25x, padding 1.1x) kept the scale that fits the frame and lost the one at which its label matches."""
+    """Candidates from all scales, one per location, strongest first: the best-scoring, or of two whose content
+    was checked, the best-ranked. By shape alone, a key whose frame grew less than its label (a session drawn
+    25 % bigger: the label at 1.25, the key's padding at 1.1) kept the scale that fits its frame and lost the
+    one at which its label matches."""
     out: list[Candidate] = []
-    for c in sorted(found + new, key=lambda c: (-c.rank, -c.score)):
-        if not any(o.overlaps(c) for o in out):
+    for c in sorted(found + new, key=lambda c: -c.score):
+        i = next((i for i, o in enumerate(out) if o.overlaps(c)), None)
+        if i is None:
             out.append(c)
+        elif c.detail is not None and out[i].detail is not None and c.rank > out[i].rank:
+            out[i] = c
     return sorted(out, key=lambda c: -c.score)
 
 

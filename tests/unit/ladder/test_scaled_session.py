@@ -3,8 +3,9 @@
 The app draws its labels and icons anew at the bigger size, crisp; the recorded crop enlarged to 1.25 is a
 smeared picture of them. Compared pixel for pixel, the right widget's content scored 0.65-0.66 (sqlitebrowser's
 New Record icon's top border; galculator's "3"), below CONTENT_FULL: its rank fell under the threshold and the
-replay halted, while a look-alike (Delete Record: the same table, another badge) scored as high. Content is now
-compared at the crop's recorded resolution (`vision.content.as_recorded`). Real pixels: tests/data/scale125
+replay halted, while a look-alike (Delete Record: the same table, another badge) scored as high. A few blocks are
+now compared at the crop's recorded resolution (`vision.content`), and of two scales at one place the better-ranked
+is kept. Real pixels: tests/data/scale125
 (frames captured just before the step at 1.25) and the recorded templates (tests/data/qtdark/new-record.png, the
 galculator "3" key).
 """
@@ -20,7 +21,8 @@ import pytest
 from openadapt_flow.bundle.models import Target
 from openadapt_flow.imaging import pixels
 from openadapt_flow.ladder.ladder import Ladder, Resolution
-from openadapt_flow.vision.content import as_recorded
+from openadapt_flow.vision.content import RESCUE_SHARE, as_recorded, rescuable
+from openadapt_flow.vision.template import FrameFeatures, TemplateImage, detail_score
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -102,3 +104,13 @@ def test_as_recorded_carries_what_an_enlarged_crop_can_show() -> None:
 
     assert corr(as_recorded(live, 1.25), enlarged) > corr(live, enlarged) + 0.05
     assert all(as_recorded(live, s) is live for s in (0.8, 1.0))
+
+
+def test_a_small_label_is_never_judged_coarsely() -> None:
+    """Coarsely, galculator's "*" is a blob like the "9" key's (0.79); at full detail it is not (0.63). A one-block
+    crop gets no coarse look (drift corpus "twin": keys stretched, the "9" key fits the 1.25 crop's frame)."""
+    frame = FrameFeatures(rgb("drift/galculator/twin-main.png"))
+    star = TemplateImage(rgb("drift/galculator/crops/btn-times.png"))
+    assert len(star.blocks(1.25)) < RESCUE_SHARE and rescuable(len(star.blocks(1.25)), 1.25) == 0
+    assert detail_score(frame, star, (200, 207, 71, 39), 1.25) < 0.7
+    assert rescuable(5, 1.25) == 1 and rescuable(5, 1.1) == 0  # one block in four, and only from SMEARED_FROM

@@ -42,6 +42,7 @@ from openadapt_flow.record.facts import (
 )
 from openadapt_flow.record.gate import context_gate
 from openadapt_flow.record.label import crop_above, label_above
+from openadapt_flow.record.params import Field, Params, as_literal
 from openadapt_flow.record.proof import fact_check, proven, readback_check
 from openadapt_flow.record.region import app_region, inside
 from openadapt_flow.record.shown import ShownFirst
@@ -81,18 +82,6 @@ HEADER = (
 )
 
 
-@dataclass
-class _Field:
-    box: Box | None  # None: typed at the focus, no field clicked
-    param: str
-    value: str = ""
-
-
-def _literal(text: str) -> str:
-    """Typed text as a bundle's `type` text: braces doubled, so nothing in it reads as a `{param}`."""
-    return text.replace("{", "{{").replace("}", "}}")
-
-
 def _cut_by_side(frame: np.ndarray, crop: Box, word: Box) -> bool:
     """Does the crop's left or right side cut the word's glyphs (ink on the side column, in the word's rows, where
     the word reaches it)? Tesseract's box of a word at a tight crop's side is no evidence by itself. A side column
@@ -126,22 +115,16 @@ class _Compiler:
     ) -> None:
         self.rec, self.out, self.name, self.ocr, self.dsn_env = rec, out, name, ocr, dsn_env
         # `flow record --param NAME=VALUE`: exactly these values vary, wherever they were typed; other typed text is literal
-        self.examples = dict(examples or {})
-        # ...and an example never typed is a value the screen shows (`--param total=408`, the result the typed values
-        # give): a fact that reads it says `{total}`, so the replay checks the result its own values give
-        self.shown_examples = {k: v for k, v in self.examples.items() if not any(v in t for t in typed_texts(rec))}
+        self.p = Params(rec, examples)
         self.typed_value = ""  # the literal value of the `type` step being added (its text may be `{param}`)
         self.in_field = False  # the focus is a field a value was typed into (no click elsewhere since)
         self.steps: list[dict[str, Any]] = []
-        self.params: dict[str, dict[str, Any]] = {}
-        self.fields: list[_Field] = []
         self.crops: dict[str, np.ndarray] = {}
         self.warnings: list[str] = []
-        self.columns = typed_columns(rec)
         self.typed = typed_values(rec)  # every value typed anywhere: no template, label or name may hold one
         self.shown = ShownFirst(rec, self.ocr)  # ...unless the first screen showed it before any typing (a label)
         # no screen fact holds any of it either, nor a param's value: a later step's text is on no screen this one shows
-        self.unfit = typed_texts(rec) + list(self.examples.values()) + rec.data_values
+        self.unfit = typed_texts(rec) + list(self.p.examples.values()) + rec.data_values
         self.earlier: np.ndarray | None = None  # the screen the step before was checked on (a gone word showed there)
         self.input = 0  # the input being compiled (1-based)
         self.changed: Box | None = None  # where the last input that changed the screen changed it
@@ -295,7 +278,7 @@ class _Compiler:
         if at_caret is not None and page is not None:
             self.pages.append(page)
         # a value typed at the caret shows somewhere on the page, not at the click below the text: the page is its field
-        text, what = self._bind(i, page if at_caret is not None else widget, name, value)
+        text, what = self.p.bind(i, page if at_caret is not None else widget, name, value)
         column = next(
             (
                 col
@@ -398,10 +381,10 @@ class _Compiler:
         # Without --param, typing that goes on in a field a value was typed into (a document's next line, after
         # Enter) is a value of its own, a param as the first run was; keys at a focus no click chose (a calculator's
         # "12*34=") stay literal: nothing says they are a field, and a param would make the recorded result wrong.
-        varies = self.examples or self.in_field
-        text, what = self._bind(i, None, None, buf.text) if varies else (_literal(buf.text), "text")
+        varies = self.p.examples or self.in_field
+        text, what = self.p.bind(i, None, None, buf.text) if varies else (as_literal(buf.text), "text")
         self.typed_value = buf.text
-        literal = text == _literal(buf.text)
+        literal = text == as_literal(buf.text)
         # named after its param (`amount`), as a step typed into a clicked field is; literal text is a plain `type`
         self._add(
             "type" if literal else slug(what),
@@ -425,52 +408,6 @@ class _Compiler:
                 "first), so the replay cannot check which field it types into; click the field "
                 "when recording to make it the step's target"
             )
-
-    def _bind(self, i: int, widget: Box | None, label: str | None, value: str) -> tuple[str, str]:
-        """The `type` text for typed `value` and a name for its step. With --param examples, each example inside
-        it becomes its param and the rest stays literal; without, the whole value is one param of its own, named
-        after the column it landed in, else its field's label, else `text`."""
-        if self.examples:
-            return self._templated(widget, value)
-        fld = next((f for f in self.fields if widget is not None and f.box == widget), None)
-        if fld is None or fld.value != value:  # a new field, or another value in it: a param of its own
-            param = self._param_name(i, label or ("text" if widget is None else None), value)
-            if fld is None:
-                fld = _Field(widget, param)
-                self.fields.append(fld)
-            fld.param = param
-        fld.value = value
-        self._declare(fld.param, value)
-        return "{" + fld.param + "}", fld.param
-
-    def _templated(self, widget: Box | None, value: str) -> tuple[str, str]:
-        """`value` with every --param example in it replaced by `{name}` (the longest first), the rest literal."""
-        by_value = {v: k for k, v in self.examples.items()}
-        pattern = re.compile("|".join(re.escape(v) for v in sorted(by_value, key=len, reverse=True)))
-        out, used, pos = [], [], 0
-        for m in pattern.finditer(value):
-            out += [_literal(value[pos : m.start()]), "{" + by_value[m.group(0)] + "}"]
-            used.append(by_value[m.group(0)])
-            pos = m.end()
-        out.append(_literal(value[pos:]))
-        for name in used:
-            if not any(f.param == name for f in self.fields):
-                self.fields.append(_Field(widget, name, self.examples[name]))
-            self._declare(name, self.examples[name], given=True)
-        return "".join(out), used[0] if used else "text"
-
-    def _declare(self, param: str, value: str, given: bool = False) -> None:
-        """Declare `param` with `value` as its example: a number where the column it landed in holds one, or where
-        the user gave it as one (`--param amount=1250.50`: `given`)."""
-        column_value = self.columns.get(value)
-        if not (isinstance(column_value, (int, float)) and not isinstance(column_value, bool)):
-            column_value = example_number(value) if given else None
-        numeric = column_value is not None
-        self.params[param] = {
-            "type": "number" if numeric else "string",
-            "required": True,
-            "example": column_value if numeric else value,
-        }
 
     # -- what every step gets ---------------------------------------------------------------------------
 
@@ -545,8 +482,7 @@ class _Compiler:
             if typed_here
             else screen_facts(before, b.after, self.ocr, self.unfit, b.later, self.earlier)
         )
-        params = {f.param: f.value for f in self.fields if self.params.get(f.param, {}).get("type") == "string"}
-        params |= self.shown_examples
+        params = self.p.as_text()
         if changed is None and last is None and "target" in step and self.input != self.last:
             # nothing changed yet (a click on the cell already selected): what it clicked is what it still shows;
             # the steps after it show the rest (a last step that changed nothing stays weak: its outcome is unseen)
@@ -560,7 +496,7 @@ class _Compiler:
                 f"step {step['id']!r} (input {self.input}): the screen did not change in the recording; "
                 f"it checks only that {what} is still shown where the last change was"
             )
-            return self._declare_shown([still])
+            return self.p.declare_shown([still])
         if self.input == self.last or b.writes:
             generated = {normalise(f"{v}") for _, row in b.writes for v in row.values()} - self.typed
             generated |= {w for v in self.rec.data_values for w in [normalise(v), *normalise(v).split()]}  # other rows
@@ -569,21 +505,12 @@ class _Compiler:
             )
             if result is not None:
                 facts = [f for f in facts if f.kind != "region_changed"] + [result]
-        return self._declare_shown(facts)
-
-    def _declare_shown(self, facts: list[Fact]) -> list[Fact]:
-        """Declare the shown params (`--param` examples never typed) these facts read, as text: the screen shows
-        `408` as the user wrote it, never a number's own form."""
-        for f in facts:
-            name = f.text[1:-1] if f.text and f.text.startswith("{") and f.text.endswith("}") else None
-            if name in self.shown_examples and name not in self.params:
-                self.params[name] = {"type": "string", "required": True, "example": self.shown_examples[name]}
-        return facts
+        return self.p.declare_shown(facts)
 
     def _proven(self, sid: str, facts: list[Fact], b: Batch, relative: bool) -> list[Fact]:
         """The facts as the replay will judge them, tried on the recorded after-frame (`record.proof`)."""
         assert b.after is not None
-        after, values = b.after, {f.param: f.value for f in self.fields} | self.shown_examples
+        after, values = b.after, self.p.values()
         return proven(
             facts,
             lambda f, paired: fact_doc(f, paired, relative),
@@ -621,11 +548,11 @@ class _Compiler:
 
     def _consequential(self, step: dict[str, Any], b: Batch, lead: Gesture | None) -> None:
         step["consequential"] = True
-        bound = {col: f.param for f in self.fields for col, value in b.writes[0][1].items() if same(value, f.value)}
+        bound = {col: f.param for f in self.p.fields for col, value in b.writes[0][1].items() if same(value, f.value)}
         if self.rec.sor_kind == "sqlite":
             step["effect"] = {"kind": "sql", "dsn_env": self.dsn_env, "changes": self._rows_written(b)}
         elif self.rec.sor_kind == "file":
-            effect = file_effect(b.writes[-1][1], self.fields)
+            effect = file_effect(b.writes[-1][1], self.p.fields)
             if effect is not None:
                 step["effect"] = effect
                 # the params the saved file must hold: the document on screen shows them before it is saved
@@ -648,7 +575,7 @@ class _Compiler:
             self.warnings.append(
                 f"step {step['id']!r} wrote to the {self.rec.sor_kind} store: declare its effect by hand"
             )
-        shown = [f for f in self.fields if f.param in bound.values() and self._shows(b.before, f)]
+        shown = [f for f in self.p.fields if f.param in bound.values() and self._shows(b.before, f)]
         if lead is not None and lead.kind in CLICKS and shown:
             assert shown[0].box is not None
             x, y, w, h = pad_box(shown[0].box, IDENTITY_DRIFT, b.before.shape[1], b.before.shape[0]) or shown[0].box
@@ -670,57 +597,28 @@ class _Compiler:
                 col: "{" + f.param + "}"
                 for col, value in row.items()
                 if col != key
-                for f in self.fields
+                for f in self.p.fields
                 if same(value, f.value)
             }  # the field typed last wins a tie
             out.append({"table": table, "added": added})
         return out
 
-    def _shows(self, frame: np.ndarray, f: _Field) -> bool:
+    def _shows(self, frame: np.ndarray, f: Field) -> bool:
         """Is the field's value read where it was typed (at 1x, else enlarged: the identity gate reads the same way)?"""
         if f.box is None or not f.value.strip():
             return False
         box = pad_box(f.box, IDENTITY_PAD, frame.shape[1], frame.shape[0])
         return bool(self.ocr.find(frame, f.value, box) or find_text(self.ocr.read_enlarged(frame, box), f.value))
 
-    def _param_name(self, i: int, label: str | None, value: str) -> str:
-        """Named after the column the value landed in (from this input on), else the field's label."""
-        later = [v for batch in self.rec.batches[i - 1 :] for _, row in batch.writes for v in row.items()]
-        taken = set(self.params) | {f.param for f in self.fields}
-        base = next((col for col, written in later if same(written, value)), None) or slug(label or "") or "field"
-        name, n = param_slug(base), 2
-        while name in taken:
-            name, n = f"{param_slug(base)}_{n}", n + 1
-        return name
-
-    def _from_store(self, param: str) -> bool:
-        """Was the param named after the column its value landed in (the system of record names it)?"""
-        return any(
-            col == param or param_slug(col) == param for b in self.rec.batches for _, row in b.writes for col in row
-        )
-
     # -- output -------------------------------------------------------------------------------------------
 
     def write(self) -> CompiledBundle:
         if not self.steps:
             raise UsageError("the recording has no input a bundle can replay (nothing was clicked, typed or pressed)")
-        unused = [f"{k}={v!r}" for k, v in self.examples.items() if k not in self.params]
-        if unused:  # a warning, not an error: the demonstration is not lost for a misspelt example
-            self.warnings.append(
-                f"--param {', '.join(unused)}: that value was never typed in the recording, nor read as a step's "
-                "result, so the bundle has no such param (give the text exactly as typed or shown; flow compile "
-                "can redo it)"
-            )
-        guessed = [p for p in self.params if not self.examples and not self._from_store(p)]
-        if guessed:
-            self.warnings.append(
-                f"typed text became param(s) {', '.join(guessed)}: each typed run is one param, named after "
-                "its field; if only part of a run varies, record with --param NAME=VALUE (every "
-                "occurrence of VALUE in typed text becomes {NAME}, the rest stays literal)"
-            )
+        self.warnings += self.p.notes()
         h, w = self.rec.initial.shape[:2]
         start, notes = start_facts(
-            self.rec, self.ocr, self.typed, [f.box for f in self.fields if f.box is not None], self.pages
+            self.rec, self.ocr, self.typed, [f.box for f in self.p.fields if f.box is not None], self.pages
         )
         self.warnings += notes
         doc = {
@@ -728,7 +626,7 @@ class _Compiler:
             "name": self.name,
             "description": f"Recorded from {self.rec.url}",
             "screen": {"width": int(w), "height": int(h)},
-            "params": self.params,
+            "params": self.p.declared,
             **({"start": start} if start else {}),
             "steps": self.steps,
         }
@@ -744,7 +642,7 @@ class _Compiler:
             self.warnings.append(unverified_message(outcome))
         shutil.rmtree(self.out, ignore_errors=True)
         tmp.rename(self.out)
-        return CompiledBundle(self.out, self.steps, self.params, self.warnings)
+        return CompiledBundle(self.out, self.steps, self.p.declared, self.warnings)
 
 
 def compile_bundle(

@@ -140,3 +140,23 @@ def test_a_store_lost_inside_a_new_runs_start_leaves_no_run(
     fresh = PostgresStore(spec)
     assert fresh.list_runs() == [] and fresh.unstarted() == []  # not even a cut start-up to clear
     fresh.check_new("pg:plain")  # the name holds no run: a replay under it starts afresh
+
+
+def test_a_statement_after_its_transactions_session_was_lost_never_commits_on_a_new_one(
+    own_pg: PgServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """`tx()` is all or nothing even for a caller that goes on after a failed statement: the connection is not
+    silently reopened inside the transaction (a statement there would commit alone, outside it)."""
+    spec = store_spec(own_pg, f"t_{tmp_path.name.lower()}", monkeypatch)
+    store = PostgresStore(spec)
+    kill = _cutter(own_pg, store, "terminate")
+    with pytest.raises(StorageFault):
+        with store.tx():
+            store.run("INSERT INTO flow_runs (name) VALUES ('first')")
+            kill()
+            with pytest.raises(StorageFault):
+                store.run("SELECT 1")  # the session is gone: this statement fails
+            store.run("INSERT INTO flow_runs (name) VALUES ('second')")  # must not land on a new session
+    names = [r[0] for r in PostgresStore(spec).all("SELECT name FROM flow_runs ORDER BY name")]
+    assert names == []
+    assert store.one("SELECT 1") == (1,)  # outside a transaction the lost session is replaced, as before

@@ -14,6 +14,9 @@ store's session. Each test has its own server (a restart would cut every other t
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -33,7 +36,7 @@ from openadapt_flow.store.keys import load_key
 from openadapt_flow.store.postgres.run import PostgresRun
 from tests.support.cli import flow_env, run_flow
 from tests.support.demo_invoices import BUNDLE
-from tests.support.pg import PgServer, running_pg, store_spec, why_not_available
+from tests.support.pg import PgServer, pg_server, running_pg, store_spec, why_not_available  # noqa: F401
 
 pytestmark = [
     pytest.mark.timeout(180),
@@ -160,3 +163,36 @@ def test_a_statement_after_its_transactions_session_was_lost_never_commits_on_a_
     names = [r[0] for r in PostgresStore(spec).all("SELECT name FROM flow_runs ORDER BY name")]
     assert names == []
     assert store.one("SELECT 1") == (1,)  # outside a transaction the lost session is replaced, as before
+
+
+_START_IN_A_CHILD = """
+import sys
+from openadapt_flow.runtime.start.lifecycle import begin_run
+from openadapt_flow.store import PostgresStore
+from openadapt_flow.store.keys import load_key
+spec, ref = sys.argv[1:3]
+run = PostgresStore(spec).open_run(ref)
+body = {k: v for k, v in run.manifest().items() if k != "schema"}
+begin_run(run, load_key(create=True), {**body, "backend": {"url": "vnc://127.0.0.1:5999"}}, {"steps": 3})
+"""
+
+
+@pytest.mark.parametrize("point", POINTS)
+def test_a_worker_killed_inside_a_submitted_runs_start_leaves_it_queued(
+    pg_server: PgServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, point: str
+):
+    """The same window with the worker SIGKILLed there (FLOW_CRASH_AT) instead of the store cut: the server rolls the
+    start back when the dead session goes, so the reconciler re-queues the run and no resume ever sees it tampered."""
+    env = flow_env(tmp_path, PGPASSWORD=pg_server.password)
+    spec = store_spec(pg_server, f"k_{tmp_path.name.lower()}", monkeypatch)
+    ref = submit(spec, BUNDLE, {"vendor": "ACME Corp", "amount": "1250.50"}, "invoices")
+    r = subprocess.run(
+        [sys.executable, "-c", _START_IN_A_CHILD, spec, ref], env=dict(env, FLOW_CRASH_AT=point), capture_output=True
+    )
+    assert r.returncode == -signal.SIGKILL, r.stderr[-800:]
+    store = PostgresStore(spec)  # what the dead session wrote and never committed is invisible from here on
+    after = store.open_run(ref)
+    assert queued(after) and read_submission(store, ref.removeprefix("pg:")).queued, after.state()
+    res = run_flow(["resume", ref, "--store", spec], tmp_path, env)
+    assert "tampered" not in res.stdout + res.stderr, res.stderr
+

@@ -195,4 +195,3 @@ def test_a_worker_killed_inside_a_submitted_runs_start_leaves_it_queued(
     assert queued(after) and read_submission(store, ref.removeprefix("pg:")).queued, after.state()
     res = run_flow(["resume", ref, "--store", spec], tmp_path, env)
     assert "tampered" not in res.stdout + res.stderr, res.stderr
-

@@ -19,6 +19,7 @@ A store holds runs; a run handle holds one run's:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol, Unpack, runtime_checkable
@@ -114,6 +115,12 @@ class RunHandle(Protocol):
         """How users name the run: its directory, or `memory:NAME`."""
 
     def describe(self, what: str) -> str: ...
+
+    def starting(self) -> AbstractContextManager[None]:
+        """`begin_run`'s writes (run_started, state RUNNING, the manifest) as one unit where the store has one: on
+        PostgreSQL one transaction, so a connection lost before its commit leaves none of them (a submitted run's row
+        already holds a manifest, which a half-done start would leave pinned by another digest). A file store has
+        none: the order of its writes is the unit (no manifest, no run)."""
 
     # manifest
     def has_manifest(self) -> bool: ...

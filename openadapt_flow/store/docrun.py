@@ -11,6 +11,7 @@ import json
 import posixpath
 import shutil
 from collections.abc import Iterable, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Self, cast
 
@@ -129,6 +130,9 @@ class DocumentRun:
         if doc is None:
             raise RunDirError(f"{self.describe(what)}: missing")
         return doc
+
+    def starting(self) -> AbstractContextManager[None]:
+        return nullcontext()  # a store with transactions says so (store/postgres/run.py)
 
     def has_manifest(self) -> bool:
         return self.doc_text("manifest") is not None

@@ -90,12 +90,19 @@ class PgRuns:
 
     def cut_startup(self, ref: str, root: Path, env: dict[str, str]) -> list[str] | None:
         """crash_support.cut_startup on the PostgreSQL store: None if `ref` is a run; else what is wrong with how the
-        cut start-up is shown, after clearing it away (the store's `discard`) as an operator would before replaying."""
+        cut start-up is shown, after clearing it away (the store's `discard`) as an operator would before replaying.
+        A start-up is one transaction here (docs/stores.md): a kill inside it usually leaves no journal either, a row
+        that holds nothing — no run at all, as a name never used."""
         handle = self.run(ref)
-        if handle.has_manifest() or not handle.has_journal():
+        if handle.has_manifest():
             return None
         problems = []
         st = self.flow(["status", ref], root, env)
+        if not handle.has_journal():
+            if st.returncode != 2 or "no run with this id or name" not in st.stderr:
+                problems.append(f"{ref}: a start-up that left nothing must be no run (exit 2), got {st.returncode}")
+            handle.discard()
+            return problems
         # the store's own words reach the operator (this kit once found `--store` replacing them with "no run with
         # this id or name"): a one-line refusal, exit 2, naming the cut start-up
         if st.returncode != 2 or "start-up was cut" not in st.stderr:

@@ -136,14 +136,20 @@ def begin_run(
     run: RunHandle, key: bytes, manifest: ManifestBody, started: RunStart
 ) -> tuple[JournalWriter, JournalEntry]:
     """Start a run atomically: journal `run_started` (pinning the manifest about to be written), state RUNNING, and only
-    then `manifest.json`, the file that makes a directory a run. A death before it leaves no run, and sent nothing."""
+    then `manifest.json`, the file that makes a directory a run. A death before it leaves no run, and sent nothing.
+
+    In a store with transactions the three are one (`run.starting()`): a submitted run's row holds the manifest
+    `flow submit` wrote, so a connection lost between `run_started` and the manifest (a PostgreSQL restart) would
+    leave the journal pinning bytes the row does not hold — an honest run refused as tampered, and no longer queued.
+    Cut before the commit, nothing of the start stays: a new run is no run, a submitted one is still queued."""
     body: ManifestDoc = {"schema": SCHEMA_PREFIX + "manifest@1", **manifest}
-    journal = run.new_journal(key)
-    rec = journal.append(RecordType.RUN_STARTED, None, {**started, "manifest_digest": digest_manifest(body)})
-    run.write_state(RunState.RUNNING, journal=journal)  # sealed; the ledger learns the run at its next state change
-    crash_point("start:state_written")
-    run.write_manifest(manifest)
-    crash_point("start:manifest_written")
+    with run.starting():
+        journal = run.new_journal(key)
+        rec = journal.append(RecordType.RUN_STARTED, None, {**started, "manifest_digest": digest_manifest(body)})
+        run.write_state(RunState.RUNNING, journal=journal)  # sealed; the ledger learns the run at its next state change
+        crash_point("start:state_written")
+        run.write_manifest(manifest)
+    crash_point("start:manifest_written")  # committed: the run is whole
     return journal, rec
 
 

@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from datetime import datetime
 from pathlib import Path
 from typing import Unpack, cast
@@ -302,6 +303,9 @@ class RunDir:
 
     def discard(self) -> None:
         shutil.rmtree(self.path, ignore_errors=True)
+
+    def starting(self) -> AbstractContextManager[None]:
+        return nullcontext()  # the order of begin_run's fsync'd writes is the unit: manifest.json last
 
     def write_manifest(self, body: ManifestBody) -> None:
         self.write_json(MANIFEST, "manifest@1", body)

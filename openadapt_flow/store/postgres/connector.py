@@ -78,8 +78,11 @@ class PostgresConnector:
         return connect(self._spec)
 
     def conn(self) -> psycopg.Connection:
-        """This thread's connection (reopened if the last one broke)."""
+        """This thread's connection (reopened if the last one broke, but never inside a transaction: a statement of
+        `tx()` that ran on a new connection would commit on its own, outside the transaction that lost its session)."""
         c: psycopg.Connection | None = getattr(self._local, "conn", None)
+        if getattr(self._local, "in_tx", 0) and (c is None or c.closed or c.broken):
+            raise psycopg.OperationalError("the connection was lost inside a transaction")
         if c is None or c.closed or c.broken:
             if c is not None:
                 self.losses += 1
@@ -118,7 +121,11 @@ class PostgresConnector:
         """One transaction on this thread's connection: every statement of the block commits together or not at all."""
         try:
             with self.conn().transaction():
-                yield
+                self._local.in_tx = getattr(self._local, "in_tx", 0) + 1
+                try:
+                    yield
+                finally:
+                    self._local.in_tx -= 1
         except (psycopg.OperationalError, Unavailable) as e:  # lost, or not reconnected yet (a restart)
             raise self._fault(e) from None
 

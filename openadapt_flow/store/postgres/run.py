@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from contextlib import AbstractContextManager
 from typing import Any, Self, Unpack
 
 from openadapt_flow.errors import RefusedError, RunDirError
@@ -133,6 +134,10 @@ class PostgresRun(PostgresArtifacts, DocumentRun):
         return (0.0, 0.0, 0.0) if row is None else (float(row[0] or 0), float(row[1] or 0), float(row[2] or 0))
 
     # manifest
+    def starting(self) -> AbstractContextManager[None]:
+        """A run's start in one transaction (store/base.py): cut before its commit, the row is as it was."""
+        return self.store.tx()
+
     def run_id(self) -> str | None:
         row = self.store.one("SELECT run_id FROM flow_runs WHERE id = %s", (self.id(),))
         return None if row is None or row[0] is None else str(row[0])

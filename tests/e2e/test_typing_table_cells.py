@@ -49,14 +49,9 @@ def browser(people_db: Path) -> Iterator[RunningApp]:
     try:
 
         def browsing() -> bool:
-            frame = app.screenshot()
-            if word_boxes(frame, "Tanaka"):
+            if word_boxes(app.screenshot(), "Tanaka"):
                 return True
-            if word_boxes(frame, "South"):
-                # the rows show but the names are cut ("2|Bob ..."): the table sized its columns before its rows had
-                # loaded (seen on a loaded machine); refresh it (Ctrl+R), which sizes them again to what it shows
-                xdotool(app, "windowfocus", "--sync", app.window, "key", "ctrl+r")
-            elif str(people_db) in windows(app).get(app.window, ""):  # its title names the file once it is open
+            if str(people_db) in windows(app).get(app.window, ""):  # its title names the file once it is open
                 # the first keys can come before the window takes input: again until the table shows (Alt+2 on the
                 # tab already open does nothing)
                 xdotool(app, "windowfocus", "--sync", app.window, "key", "alt+2")

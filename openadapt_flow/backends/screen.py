@@ -6,7 +6,9 @@ macOS and DPI-aware Windows) over the frame's pixel size gives the HiDPI
 scale, and its left/top gives the offset of a pinned monitor.
 
 Typing goes through `xdotool type` on X11: it resolves each character to a
-keysym and, when the current layout has no key for it, briefly maps one, so
+keysym, and a character the current layout has no key for is bound to a spare
+key code first and kept there while the backend is open (x11_keys.py: xdotool's
+own brief binding loses the character to an app that lags behind), so
 accented and non-Latin text arrives intact on any layout. pyautogui.write
 sends US-layout key codes and cannot type non-ASCII at all. On Windows, text
 and keys go through SendInput (win32_input.py: Unicode events, scancodes with
@@ -27,7 +29,7 @@ import subprocess
 import sys
 import time
 from types import ModuleType
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterator, TypeVar
 
 import mss
 import numpy as np
@@ -36,6 +38,7 @@ from mss.exception import ScreenShotError
 from openadapt_flow.backends.base import Capabilities, Frame
 from openadapt_flow.backends.spec import BackendSpec
 from openadapt_flow.backends.win32_input import Win32Input
+from openadapt_flow.backends.x11_keys import SpareKeys
 from openadapt_flow.bundle.keys import KEY_NAMES
 from openadapt_flow.errors import BackendError, BackendTimeout, ConnectionFailed, UsageError
 
@@ -51,6 +54,7 @@ _BUTTONS = ("left", "right", "middle")
 _POLL_S = 0.03  # how often wait_for_update re-captures: mss has no change events
 _DRAG_STEPS = 8
 _DRAG_STEP_S = 0.015
+_T = TypeVar("_T")
 
 
 def frame_to_input(x: int, y: int, region: dict[str, int], frame_w: int, frame_h: int) -> tuple[int, int]:
@@ -169,6 +173,7 @@ class ScreenBackend:
             raise
         self._x_display = sys.modules["pyautogui._pyautogui_x11"]._display if IS_X11 else None
         self._xdotool = shutil.which("xdotool") if IS_X11 else None
+        self._spare_keys = SpareKeys(self._x_display) if self._x_display is not None else None
         self.capabilities = Capabilities(
             unicode_typing=self._xdotool is not None or self._win32 is not None,
             event_driven_updates=False,
@@ -232,7 +237,7 @@ class ScreenBackend:
             raise UsageError(f"point ({x}, {y}) is outside the {w}x{h} screen")
         return frame_to_input(x, y, self.region, w, h)
 
-    def _input(self, what: str, fn: Callable[[], None]) -> None:
+    def _input(self, what: str, fn: Callable[[], _T]) -> _T:
         if self._closed:
             raise ConnectionFailed("the screen backend is closed")
         if IS_X11 and sys.modules["pyautogui._pyautogui_x11"]._display is not self._x_display:
@@ -242,7 +247,7 @@ class ScreenBackend:
                 f"open a new backend for {self.display}"
             )
         try:
-            fn()
+            return fn()
         except self._gui.FailSafeException as exc:
             raise BackendError(f"{what} refused: the pointer is in a screen corner (pyautogui fail-safe)") from exc
         except _INPUT_ERRORS as exc:
@@ -292,10 +297,11 @@ class ScreenBackend:
                 self._gui.keyUp("shift", _pause=False)
 
             self._input("typing", tap_shift)
-        # xdotool rebinds a spare key for a character the layout lacks; the client must see the new mapping before
-        # the key arrives. Its default 12 ms per key was enough on a quiet machine but lost an "ë" on a loaded one
-        # (CI, 2 cores busy): non-ASCII text is typed at 40 ms per key.
-        delay_ms = 12 if text.isascii() else 40
+        spare_keys = self._spare_keys
+        left = 0 if text.isascii() or spare_keys is None else self._input("typing", lambda: spare_keys.bind(text))
+        # Characters that did not fit the spare key codes xdotool binds itself, each for its --delay only: a slower
+        # pace gives a lagging app more time to read them (40 ms kept an "ë" on a loaded machine, 12 ms lost it).
+        delay_ms = 40 if left else 12
         timeout = self.spec.io_timeout_s + (delay_ms / 1000 + 0.04) * len(text)
         try:
             done = subprocess.run(
@@ -354,6 +360,10 @@ class ScreenBackend:
         if not self._closed:
             self._closed = True
             self._sct.close()
+            rebound = IS_X11 and sys.modules["pyautogui._pyautogui_x11"]._display is not self._x_display
+            if self._spare_keys is not None and not rebound:  # a rebound connection was closed by the new backend
+                with contextlib.suppress(*_INPUT_ERRORS, TypeError):  # the server may be gone: its map with it
+                    self._spare_keys.release()
 
     def __enter__(self) -> ScreenBackend:
         return self

@@ -30,6 +30,10 @@ def reconcile_one(ref: RunRef) -> ReconcileRow:
     if st.get("state") not in LIVE_STATES or queued(run):  # a submitted run no worker has started has no owner to lose
         return {"run_dir": path, "action": "none", "state": st.get("state")}
     unlock = run.try_lock()
+    if unlock is not None and run.has_state() and run.state().get("state") not in LIVE_STATES:
+        # Another reconciler finalised it between our read and our lock (two fleet workers' passes at once): once.
+        unlock()
+        return {"run_dir": path, "action": "none", "state": run.state().get("state")}
     info = run.lease_info()
     if unlock is None:
         if info is None or owner_alive(info, lease_ttl(run)):

@@ -109,6 +109,23 @@ def test_a_reused_pid_is_not_the_owner(tmp_path, env):
     assert json.loads((run_dir / "state.json").read_text())["state"] == "INTERRUPTED"
 
 
+def test_two_reconcilers_that_both_read_the_run_live_finalise_it_once(tmp_path, env):
+    """Two fleet workers' reconcile passes at once: both read RUNNING, the first to take the lock finalises, and the
+    second, locking after it, must see the run is no longer live (found under load: two `interrupted` records)."""
+    run_dir = _killed_run(tmp_path, env, "after:step_verified@post")
+    late = RunDir(run_dir)
+    lock = late.try_lock
+
+    def the_other_finalises_first():
+        assert reconcile_one(run_dir)["action"] == "finalized"  # between this one's read of the state and its lock
+        return lock()
+
+    late.try_lock = the_other_finalises_first
+    assert reconcile_one(late)["action"] == "none"
+    assert [r["type"] for r in records(run_dir)].count("interrupted") == 1
+    assert json.loads((run_dir / "state.json").read_text())["state"] == "INTERRUPTED"
+
+
 @pytest.mark.parametrize("reconciled", [True, False])
 def test_the_worker_resumes_an_interrupted_run_with_nothing_uncertain(tmp_path, env, reconciled):
     run_dir = _killed_run(tmp_path, env, "after:step_verified@post")

@@ -79,6 +79,7 @@ class RunContext:
         default_factory=dict
     )  # secret-typing step id -> the frame region painted over in every saved frame
     focus: Anchor | None = None  # where the last step with a target found it: a key step's facts are placed from there
+    found: list[Anchor] = field(default_factory=list)  # every target found so far: where they agree, the window is
     pointer_parked: bool = False  # this process parked the pointer for the run (runtime/act/pointer.py)
     park_after: bool = False  # park the pointer right after the run's last input: another item follows (pointer.py)
     parked_at_end: bool = False  # that park was done

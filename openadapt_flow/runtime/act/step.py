@@ -32,8 +32,8 @@ from openadapt_flow.runtime.judge.halt import Halt, StopRequested
 from openadapt_flow.runtime.judge.policy import model_call_refusal
 from openadapt_flow.runtime.start.context import RunContext
 from openadapt_flow.verify.field import FIELD_IDENTITY, field_identity, relations
-from openadapt_flow.verify.place import Shift, agreed_shift
-from openadapt_flow.verify.screen import SCREEN_CHANGED, Anchor, verification_plan
+from openadapt_flow.verify.place import Anchor, Shift, agreed_shift
+from openadapt_flow.verify.screen import SCREEN_CHANGED, verification_plan
 from openadapt_flow.vision.caret import caret_appeared
 from openadapt_flow.vision.diff import changed_box
 from openadapt_flow.vision.mask import FIELD_HALF_HEIGHT, field_band

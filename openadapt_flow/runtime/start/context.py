@@ -23,7 +23,8 @@ from openadapt_flow.runtime.judge.policy import Budget, check_dispatch
 from openadapt_flow.runtime.start.launch import Runs
 from openadapt_flow.store.base import JournalWriter, RunHandle, RunLease
 from openadapt_flow.store.frames import FrameWriter
-from openadapt_flow.verify.screen import Anchor, ScreenChecks
+from openadapt_flow.verify.place import Anchor
+from openadapt_flow.verify.screen import ScreenChecks
 from openadapt_flow.vision.mask import WHOLE_FRAME, field_band, paint_over
 
 

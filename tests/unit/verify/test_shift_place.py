@@ -37,8 +37,8 @@ def test_targets_that_agree_place_the_window() -> None:
 
 
 def test_targets_that_disagree_place_nothing() -> None:
-    # a row found 40 px lower than recorded (the batch's next item) while the toolbar stayed where it was
-    assert agreed_shift([found((300, 20), (0, 0)), found((60, 170), (0, 40))], (1.0, 1.0)) is None
+    # a row found 80 px lower than recorded (the batch's next item) while the toolbar stayed where it was
+    assert agreed_shift([found((300, 20), (0, 0)), found((60, 170), (0, 80))], (1.0, 1.0)) is None
 
 
 def test_no_target_or_no_move_places_nothing() -> None:
@@ -87,3 +87,23 @@ def test_a_fact_its_target_places_is_not_shifted(checks: ScreenChecks) -> None:
     pc = Postcondition.model_validate({"text_present": "formatting", "region": list(WORD), "relative_to": "target"})
     anchor = Anchor((60, 70), (60, 70), (1.0, 1.0))  # its target says: where recorded
     assert not checks.postcondition(pc, dialog(*MOVED), Canvas().array(), "formatting", anchor, SHIFT).ok
+
+
+def badge(dx: int, dy: int) -> np.ndarray:
+    """A dialog with a saved-badge (a picture, no words) in a window moved by (dx, dy)."""
+    c = Canvas()
+    c.draw.rectangle([dx + 180, dy + 180, dx + 400, dy + 280], fill=(200, 200, 200), outline=(0, 0, 0))
+    c.draw.ellipse([dx + 200, dy + 200, dx + 240, dy + 240], fill=(40, 140, 60), outline=(0, 0, 0), width=2)
+    c.draw.line([dx + 208, dy + 220, dx + 218, dy + 232, dx + 234, dy + 206], fill=(255, 255, 255), width=4)
+    return c.array()
+
+
+def test_a_picture_drawn_where_the_moved_window_shows_it_holds_one_already_there_does_not() -> None:
+    from openadapt_flow.vision.template import TemplateImage
+
+    checks = ScreenChecks(AreaOnlyOcr(), {"templates/badge.png": TemplateImage(badge(0, 0)[196:246, 196:246].copy())})
+    pc = Postcondition.model_validate({"template_present": "templates/badge.png", "region": [196, 196, 50, 50]})
+    before, after = Canvas().array(), badge(*MOVED)
+    assert not checks.postcondition(pc, after, before, None).ok  # today's rule: looked for only near its place
+    assert checks.postcondition(pc, after, before, None, None, SHIFT).ok
+    assert not checks.postcondition(pc, after, after.copy(), None, None, SHIFT).ok  # shown before the step

@@ -265,13 +265,7 @@ class _Checks:
 def _checks(ctx: RunContext, step: Step, where: _Where, rung: str | None = None) -> _Checks:
     """The step's postconditions on a frame. A typed text is read back in the field, and the field must be the one
     the step means (`verify.field`)."""
-    before, point, target_box, anchor, shift = (
-        where.frame.pixels,
-        where.point,
-        where.target_box,
-        where.anchor,
-        where.shift,
-    )
+    before, point, target_box, anchor = where.frame.pixels, where.point, where.target_box, where.anchor
     typed = None
     if step.action == "type" and step.text and not ctx.interp.uses_secret(step.text):
         typed = ctx.interp(step.text)
@@ -287,7 +281,7 @@ def _checks(ctx: RunContext, step: Step, where: _Where, rung: str | None = None)
     fallback, area = _fallback_area(ctx, step, [p for p in (point, where.to_point) if p is not None], target_box)
 
     def run(pixels: np.ndarray) -> list[Check]:
-        checks = ctx.checks.postconditions(step.expect, texts, pixels, before, anchor, shift)
+        checks = ctx.checks.postconditions(step.expect, texts, pixels, before, anchor, where.shift)
         if typed and band is not None:
             checks.append(ctx.checks.readback(pixels, before, typed, band, point, step.append))
             if field and point is not None:

@@ -24,7 +24,8 @@ from openadapt_flow.version import __version__
 PARAM_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 PARAM_HELP = (
     "NAME=VALUE: VALUE, an example you type in the demonstration, varies: every occurrence of it in typed "
-    "text becomes {NAME} (also inside a longer line); other typed text stays literal. Repeatable"
+    "text becomes {NAME} (also inside a longer line); other typed text stays literal. A VALUE never typed but "
+    "shown as a step's result (the total your values give) is checked as {NAME}. Repeatable"
 )
 
 

@@ -127,6 +127,9 @@ class _Compiler:
         self.rec, self.out, self.name, self.ocr, self.dsn_env = rec, out, name, ocr, dsn_env
         # `flow record --param NAME=VALUE`: exactly these values vary, wherever they were typed; other typed text is literal
         self.examples = dict(examples or {})
+        # ...and an example never typed is a value the screen shows (`--param total=408`, the result the typed values
+        # give): a fact that reads it says `{total}`, so the replay checks the result its own values give
+        self.shown_examples = {k: v for k, v in self.examples.items() if not any(v in t for t in typed_texts(rec))}
         self.typed_value = ""  # the literal value of the `type` step being added (its text may be `{param}`)
         self.in_field = False  # the focus is a field a value was typed into (no click elsewhere since)
         self.steps: list[dict[str, Any]] = []
@@ -543,6 +546,7 @@ class _Compiler:
             else screen_facts(before, b.after, self.ocr, self.unfit, b.later, self.earlier)
         )
         params = {f.param: f.value for f in self.fields if self.params.get(f.param, {}).get("type") == "string"}
+        params |= self.shown_examples
         if changed is None and last is None and "target" in step and self.input != self.last:
             # nothing changed yet (a click on the cell already selected): what it clicked is what it still shows;
             # the steps after it show the rest (a last step that changed nothing stays weak: its outcome is unseen)
@@ -556,7 +560,7 @@ class _Compiler:
                 f"step {step['id']!r} (input {self.input}): the screen did not change in the recording; "
                 f"it checks only that {what} is still shown where the last change was"
             )
-            return [still]
+            return self._declare_shown([still])
         if self.input == self.last or b.writes:
             generated = {normalise(f"{v}") for _, row in b.writes for v in row.values()} - self.typed
             generated |= {w for v in self.rec.data_values for w in [normalise(v), *normalise(v).split()]}  # other rows
@@ -565,12 +569,21 @@ class _Compiler:
             )
             if result is not None:
                 facts = [f for f in facts if f.kind != "region_changed"] + [result]
+        return self._declare_shown(facts)
+
+    def _declare_shown(self, facts: list[Fact]) -> list[Fact]:
+        """Declare the shown params (`--param` examples never typed) these facts read, as text: the screen shows
+        `408` as the user wrote it, never a number's own form."""
+        for f in facts:
+            name = f.text[1:-1] if f.text and f.text.startswith("{") and f.text.endswith("}") else None
+            if name in self.shown_examples and name not in self.params:
+                self.params[name] = {"type": "string", "required": True, "example": self.shown_examples[name]}
         return facts
 
     def _proven(self, sid: str, facts: list[Fact], b: Batch, relative: bool) -> list[Fact]:
         """The facts as the replay will judge them, tried on the recorded after-frame (`record.proof`)."""
         assert b.after is not None
-        after, values = b.after, {f.param: f.value for f in self.fields}
+        after, values = b.after, {f.param: f.value for f in self.fields} | self.shown_examples
         return proven(
             facts,
             lambda f, paired: fact_doc(f, paired, relative),
@@ -694,8 +707,9 @@ class _Compiler:
         unused = [f"{k}={v!r}" for k, v in self.examples.items() if k not in self.params]
         if unused:  # a warning, not an error: the demonstration is not lost for a misspelt example
             self.warnings.append(
-                f"--param {', '.join(unused)}: that value was never typed in the recording, so the "
-                "bundle has no such param (give the text exactly as typed; flow compile can redo it)"
+                f"--param {', '.join(unused)}: that value was never typed in the recording, nor read as a step's "
+                "result, so the bundle has no such param (give the text exactly as typed or shown; flow compile "
+                "can redo it)"
             )
         guessed = [p for p in self.params if not self.examples and not self._from_store(p)]
         if guessed:

@@ -208,12 +208,14 @@ def screen_facts(
         if not find_text(was, w.text)
         and (stays is None or find_text(stays, w.text))
         and _changed_under(before, after, w.box)
+        and whole_word(after, w.box)
     ]
     gone = [
         w
         for w in readable(was, typed)
         if not find_text(now, w.text)
         and _changed_under(before, after, w.box)
+        and whole_word(before, w.box)
         and (stays is None or not find_text(stays, w.text))
     ]
     if gone and earlier is not None and not np.array_equal(earlier, before):
@@ -352,6 +354,32 @@ def _changed_under(before: np.ndarray, after: np.ndarray, box: Box) -> bool:
 
 
 WORD_EDGE = 2  # px of a word's OCR box that may be a neighbour's line, not the word
+WORD_GAP = 2  # px beside a word's OCR box that hold no ink when the box holds the whole word
+GAP_INK = 80  # grey levels from the word's background that count as ink beside it
+
+
+def whole_word(frame: np.ndarray, box: Box) -> bool:
+    """Is the word read in `box` the whole word on the screen? A reading that dropped a glyph ('ile' of xedit's bold
+    'File') has that glyph's ink right beside its box, closer than any space between words; such a fragment reads
+    otherwise in another font or at another scale, so it is no fact. The WORD_GAP columns at each side, on the box's
+    rows, must hold no ink (the frame's edge counts as blank); a line that goes on above and below the box (a pane's
+    border, a table's rule) is no glyph."""
+    x, y, w, h = box
+    y0, y1 = max(0, y - 2), min(frame.shape[0], y + h + 2)  # the box's rows and two more each way
+    rows = frame[y0:y1]
+    gray = rows.astype(np.int16).mean(axis=2) if rows.ndim == 3 else rows.astype(np.int16)
+    top, bottom = y - y0, y - y0 + h
+    inside = gray[top:bottom, max(0, x) : x + w]
+    if inside.size == 0:
+        return True
+    ink = np.abs(gray - float(np.median(inside))) > GAP_INK
+    for col in [*range(max(0, x - WORD_GAP), max(0, x)), *range(x + w, min(frame.shape[1], x + w + WORD_GAP))]:
+        line = bool(ink[:top, col].any()) and bool(ink[bottom:, col].any()) if 0 < top and bottom < len(ink) else False
+        if ink[top:bottom, col].any() and not line:
+            return False
+    return True
+
+
 REPEAT_MAX = 4  # px: a patch equal to itself shifted by this little, down or across, is a texture ...
 REPEAT_TOL = 8  # ... within this many grey levels
 

@@ -10,11 +10,16 @@ Tesseract confuses mapped to one class (`o`→`0`, `i l | !`→`1`, `s`→`5`,
 narrow for its value shows it elided ("Carol …"): a read ending in an ellipsis
 matches when what it shows, at least ELIDED_MIN characters, is the value's
 beginning. A field's editor too narrow for its value scrolls it to the end it
-was typed at ("erine Johnson" in a Qt table cell): read from a field whose
-left edge cuts its text (`scrolled`: ink in its first columns), a read shorter
-than the value matches when it is the value's end and shows at least SCROLLED_SHARE of it (SCROLLED_MIN
-characters or more), the first character read being allowed to be what the
-field's edge left of a cut glyph ("prine Johnson"). A character outside ASCII
+was typed at ("erine Johnson" in a Qt table cell, "atherine Johnson" in a GTK
+entry at scale 1.25): read from a field whose text is proven scrolled
+(`scrolled`, `vision.scrolled`: its first glyph cut at its face's very edge, or
+the text flush against both ends of the text area inside its padding, its first
+column a cut — a value typed short shows whole with room to spare), a read
+shorter than the value matches when it is the value's end and shows at least
+SCROLLED_SHARE of it and SCROLLED_MIN characters or more, by the same exact
+rule; the first character read may be what the field's edge left of a cut
+glyph ("prine Johnson"; "<atherine Johnson", as long as the value, only when
+that first character is no letter or digit: "2arol Nguyen" is a misread value). A character outside ASCII
 (ü, Ω, 東) is outside what the OCR model reads: it matches any one character at
 its place, so the value's length and every other character are still proven
 ("Zürich Müller" is read "Zirich Miller").
@@ -27,7 +32,7 @@ import re
 from openadapt_flow.vision.ocr import TextMatch, Word, phrases
 
 ELIDED_MIN = 3
-SCROLLED_MIN = 6
+SCROLLED_MIN = 8
 SCROLLED_SHARE = 0.6
 _FRAME = "|[](){}'\"`"
 _BORDER = _FRAME + ",.:;_"
@@ -61,10 +66,15 @@ def shows(typed: str, read: str, append: bool = False, scrolled: bool = False) -
     if _ELLIPSIS.search(tail):
         visible = canonical(_ELLIPSIS.sub("", tail))
         return len(visible) >= ELIDED_MIN and want.startswith(visible)
-    if not scrolled or len(got) >= len(want):
-        return False
-    shown = [got, got[1:]]  # the first glyph may be what the field's edge left of a cut one
+    if not scrolled or len(got) > len(want) or (len(got) == len(want) and got[:1].isalnum()):
+        return False  # as long as the value, its first glyph read as a letter: a misread value shown whole
+    shown = [got, got[1:]]  # the first glyph may be what the field's edge left of a cut one ('<' of a cut K)
     return any(len(s) >= max(SCROLLED_MIN, SCROLLED_SHARE * len(want)) and want.endswith(s) for s in shown)
+
+
+def scrolled_note(typed: str, read: str, append: bool = False) -> str:
+    """Said after a reading that matched only as the value's end (`shows` with `scrolled`): what it proves."""
+    return "" if shows(typed, read, append) else ", its end: the field scrolled, its first glyph cut at the left"
 
 
 def find_typed(words: list[Word], typed: str, append: bool = False, scrolled: bool = False) -> TextMatch | None:

@@ -17,13 +17,14 @@ from openadapt_flow.ladder.types import Box, Point
 from openadapt_flow.records.models import Check
 from openadapt_flow.verify.blank import blank_check
 from openadapt_flow.verify.place import Anchor, Shift, drawn_anew
-from openadapt_flow.verify.readback import find_typed
+from openadapt_flow.verify.readback import find_typed, scrolled_note
 from openadapt_flow.vision.caret import FAINT_CARET_INK, without_caret, without_caret_in_lines
 from openadapt_flow.vision.decoration import without_decoration
 from openadapt_flow.vision.diff import changed_box, changed_pixels, changed_share
 from openadapt_flow.vision.mask import union
 from openadapt_flow.vision.ocr import OcrEngine, find_text
 from openadapt_flow.vision.outline import without_outline
+from openadapt_flow.vision.scrolled import scrolled
 from openadapt_flow.vision.template import TemplateImage, Thresholds, find_template, intersect, pad_box
 
 TEMPLATE_PRESENT_MIN = 0.8
@@ -38,8 +39,6 @@ READBACK_PAD = 6  # px around what typing changed: the glyphs' faint edges and T
 IDENTITY_SCALES = (0.8, 1.0, 1.25)  # an identity box with no scale known covers these (the template rung's range)
 PAINTED_MARGIN = 10  # px of background around a crop read again with its caret painted out
 FACE_INSET = 2  # px a field's face is read inside its edge: a cell border reads as a glyph
-CUT_COLUMNS = 2  # px at a face's left (inside its border) where a field showing its value whole has no ink
-CUT_INK = 80  # grey levels from the face's background that count as ink
 FACE_PROBES = (
     (0, 0),
     (0, -6),
@@ -328,6 +327,11 @@ class ScreenChecks:
         area = pad_box(changed, READBACK_PAD, frame.shape[1], frame.shape[0]) if changed is not None else None
         if area is not None and page is not None:
             area = intersect(area, page)  # the page's own border reads as a glyph
+        # the field's own face shows its value scrolled to the end typed at (its first glyph cut at the left): then
+        # a reading of it may be the value's end (`verify.readback.shows`)
+        face_box = clip_box(face, frame.shape[1], frame.shape[0]) if face is not None else None
+        fx, fy, fw, fh = face_box or (0, 0, 0, 0)
+        cut = face_box is not None and scrolled(frame[fy : fy + fh, fx : fx + fw])  # `vision.scrolled`
         tried: list[str] = []
         for where, box in (("the field", face), ("what the typing changed", area), ("the band", band)):
             if box is None:
@@ -336,32 +340,32 @@ class ScreenChecks:
             if clipped is None:
                 continue
             words = self.ocr.read(frame, clipped)
-            found = find_typed(words, typed, append, scrolled=where == "the field" and cut_at_left(frame, clipped))
+            found = find_typed(words, typed, append, scrolled=where == "the field" and cut)
             if found is not None:
                 return Check(
                     "readback",
                     typed,
                     True,
-                    f"read {found.text!r} in {where}",
+                    f"read {found.text!r} in {where}{scrolled_note(typed, found.text, append)}",
                     {"at": list(found.box), "conf": round(found.conf, 1)},
                 )
             tried.append(f"{where}: {' '.join(w.text for w in words)[:60]!r}")
         # what the typing changed first; then the field's face: a multi-line view clicked under its first line
         # holds the typed line outside the band, where nothing changed (wxGTK's caret against the last 'l')
         for box in (area, face):
-            got = self._without_caret(frame, typed, box, append) if box is not None else None
+            got = self._without_caret(frame, typed, box, append, cut and box is face) if box is not None else None
             if got is not None:
                 return got
         for where, box in (("the field", face), ("what the typing changed", area)):
             clipped = clip_box(box, frame.shape[1], frame.shape[0]) if box is not None else None
             words = self.ocr.read_line(frame, clipped) if clipped is not None else []
-            found = find_typed(words, typed, append)
+            found = find_typed(words, typed, append, scrolled=where == "the field" and cut)
             if found is not None:
                 return Check(
                     "readback",
                     typed,
                     True,
-                    f"read {found.text!r} in {where}, as one line of plain grey",
+                    f"read {found.text!r} in {where}, as one line of plain grey{scrolled_note(typed, found.text, append)}",
                     {"at": list(found.box), "conf": round(found.conf, 1)},
                 )
             if clipped is not None:
@@ -400,7 +404,7 @@ class ScreenChecks:
         x, y, w, h = area
         return (x + FACE_INSET, y + FACE_INSET, w - 2 * FACE_INSET, h - 2 * FACE_INSET)
 
-    def _without_caret(self, frame: np.ndarray, typed: str, area: Box, append: bool) -> Check | None:
+    def _without_caret(self, frame: np.ndarray, typed: str, area: Box, append: bool, cut: bool = False) -> Check | None:
         """The typed area read again with a trailing text cursor painted out (it can merge into the last glyph): a
         thin bar (`without_caret`), else a caret drawn as a block or an I-beam at the end of a line of text
         (`without_caret_in_lines`: Xaw's block, Motif's I-beam, Tk's 2 px bar); then with the decoration strokes
@@ -412,10 +416,10 @@ class ScreenChecks:
             # a tight crop (a line above cut in half over it: "Pat: 'ient")
             margin = ((PAINTED_MARGIN, PAINTED_MARGIN),) * 2 + ((0, 0),) * (image.ndim - 2)
             image = np.pad(image, margin, constant_values=int(np.median(image)))
-            best = find_typed(self.ocr.read(image), typed, append)
+            best = find_typed(self.ocr.read(image), typed, append, cut)
             # and enlarged, once the caret is gone (a small, unsmoothed font loses a glyph at 1x: Swing's "K" at a
             # field's edge); never before: enlarged, a 'j' and a caret read ';', which the rule would strip
-            best = best or find_typed(self.ocr.read_enlarged(image), typed, append)
+            best = best or find_typed(self.ocr.read_enlarged(image), typed, append, cut)
             if best is not None:
                 break
         else:
@@ -426,7 +430,7 @@ class ScreenChecks:
             "readback",
             typed,
             True,
-            f"read {best.text!r} with {what(x, y)} painted out",
+            f"read {best.text!r} with {what(x, y)} painted out{scrolled_note(typed, best.text, append)}",
             {"at": [x + bx, y + by, bw, bh], "conf": round(best.conf, 1)},
         )
 
@@ -486,14 +490,3 @@ def _painted(crop: np.ndarray) -> Iterator[tuple[np.ndarray, Where]]:
     for find in carets:
         if (found := find(clean)) is not None:
             yield found[0], cursor(found[1], f"{under} and ")
-
-
-def cut_at_left(frame: np.ndarray, face: Box) -> bool:
-    """Does text reach the very left of a field's face (read inside its border): a glyph cut by the edge of an
-    editor scrolled to the end of a value too long for it? A field that shows its value whole has a margin there."""
-    x, y, w, h = face
-    gray = frame[y : y + h, x : x + w].astype(np.int16).mean(axis=2) if frame.ndim == 3 else frame[y : y + h, x : x + w]
-    if gray.size == 0 or w < 4:
-        return False
-    background = float(np.median(gray))
-    return bool((np.abs(gray[:, :CUT_COLUMNS] - background) > CUT_INK).any())

@@ -412,7 +412,10 @@ class OcrEngine:
         again (`read_closely`): a miss is never concluded from a hollow title.
         """
         found = find_text(self.read(image, box), text, min_score)
-        return found or find_text(self.read_closely(image, box, like=text), text, min_score)
+        # a number's hollowed bold digits read as letters ("1904" as "DOG,"): nothing like it, so every doubtful big
+        # word is looked at again for one (a number's digits are then compared exactly by the caller)
+        like = None if any(c.isdigit() for c in text) else text
+        return found or find_text(self.read_closely(image, box, like=like), text, min_score)
 
     def read_enlarged(self, image: np.ndarray, box: Box | None = None) -> list[Word]:
         """The words of a small area (a dialog, a form: at most ENLARGE_MAX_PX) read again at ENLARGE_FACTOR;

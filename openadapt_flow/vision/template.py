@@ -25,6 +25,7 @@ import numpy as np
 
 from openadapt_flow.imaging import ncc, pixels
 from openadapt_flow.imaging.pixels import to_gray
+from openadapt_flow.vision.content import CONTENT_FULL, BlockSums, as_recorded, rescuable
 from openadapt_flow.vision.restyle import (
     BACKGROUND_TOLERANCE,
     RESTYLE_FOREGROUND,
@@ -54,8 +55,6 @@ FLAT_STD = 2.0  # a variant with less contrast than this correlates with noise
 BLOCK = 12  # detail block side at scale 1
 BLOCK_STD = 15.0  # blocks flatter than this say nothing about content
 MIN_BLOCK_SIDE = 4  # a block scaled smaller than this is dropped
-CONTENT_FULL = 0.8  # content this close counts in full towards a candidate's rank (a twin with one block spoilt
-# by a neighbour's edge still ties); below it the rank falls in proportion
 DETAIL_MAX_CANDIDATES = 24
 
 
@@ -375,7 +374,7 @@ def find_template(
             return quick
     found: list[Candidate] = []
     for i, scale in enumerate(scales):
-        found = q.scored(_merge(found, _search_scale(feats, q.tmpl, mode, search, scale, thresholds.floor)))
+        found = _merge(found, q.scored(_search_scale(feats, q.tmpl, mode, search, scale, thresholds.floor)))
         if i == 0 and any(q.holds(c) for c in found):
             break
     if not found:
@@ -475,13 +474,15 @@ def detail_score(
     mode: Mode = "gray",
 ) -> float:
     """Worst |correlation| of the crop's textured blocks against the frame at `box`, each free to move `shift` px.
+    In a session drawn bigger, a few blocks that fall short at full detail are judged at the crop's recorded
+    resolution (`content.rescuable`, `content.as_recorded`).
 
     With `need`, only as exact as deciding `score >= need` and ranking the
     candidate (`Candidate.rank`) require: if every block already clears both
     `need` and CONTENT_FULL in place (one vectorised pass over integral
     images), that in-place worst, a lower bound, is the answer (the rank is
     then exact: full content); otherwise the blocks are searched one by one,
-    and the first that cannot clear `need` is the answer, an upper bound
+    and once the answer cannot clear `need` it is returned, an upper bound
     (never a hit; as a rival, ranked no lower than it is); else the exact worst.
     """
     gray = tmpl.gray(scale)
@@ -503,74 +504,33 @@ def detail_score(
             in_place = tmpl.block_sums(scale).correlation(window)
             if in_place >= max(need, CONTENT_FULL):
                 return in_place
-    worst = 1.0
+    allowed = rescuable(len(blocks), scale)
+    got: list[float] = []
     for bx, by, bw, bh in blocks:
-        px0, py0 = max(0, ox + bx - shift), max(0, oy + by - shift)
-        tile = patch[py0 : oy + by + bh + shift, px0 : ox + bx + bw + shift]
-        if tile.shape[0] < bh or tile.shape[1] < bw:
-            return 0.0
-        res = ncc.match_template(tile, gray[by : by + bh, bx : bx + bw])
-        lo, hi = float(res.min()), float(res.max())
-        got = max(-lo, hi) if math.isfinite(lo) and math.isfinite(hi) else 0.0
-        if mode == "edges" and got < CONTENT_FULL:
-            got = max(got, foreground_correlation(tile, gray, tmpl.background_mask(scale), (bx, by, bw, bh)))
-        worst = min(worst, got)
-        if need is not None and worst < need:
-            return worst
-    return worst
+        one = _block_correlation(patch, gray, (bx, by, bw, bh), (ox, oy), shift)
+        if mode == "edges" and one < CONTENT_FULL:
+            tile = patch[max(0, oy + by - shift) : oy + by + bh + shift, max(0, ox + bx - shift) : ox + bx + bw + shift]
+            one = max(one, foreground_correlation(tile, gray, tmpl.background_mask(scale), (bx, by, bw, bh)))
+        got.append(one)
+        if need is not None and min(got) < need and sum(g < CONTENT_FULL for g in got) > allowed:
+            return min(got)  # past rescue: an upper bound that cannot clear `need`
+    short = [i for i, g in enumerate(got) if g < CONTENT_FULL]
+    if short and len(short) <= allowed:
+        seen = as_recorded(patch, scale)
+        for i in short:
+            got[i] = max(got[i], _block_correlation(seen, gray, blocks[i], (ox, oy), shift))
+    return min(got)
 
 
-@dataclass(frozen=True)
-class BlockSums:
-    """A template's textured blocks as integral-image corners, with the template's own sums per block."""
-
-    t: np.ndarray  # the scaled gray template, float64
-    y0: np.ndarray
-    y1: np.ndarray
-    x0: np.ndarray
-    x1: np.ndarray
-    n: np.ndarray  # pixels per block
-    st: np.ndarray  # the template's sum per block
-    var_t: np.ndarray  # n times the template's variance per block
-
-    @classmethod
-    def of(cls, gray: np.ndarray, blocks: list[Box]) -> "BlockSums":
-        b = np.array(blocks, dtype=np.int64)
-        g64 = gray.astype(np.float64)
-        it, it2 = pixels.integral(g64), pixels.integral(g64 * g64)
-        sums = cls(
-            gray.astype(np.float64),
-            b[:, 1],
-            b[:, 1] + b[:, 3],
-            b[:, 0],
-            b[:, 0] + b[:, 2],
-            (b[:, 2] * b[:, 3]).astype(np.float64),
-            np.zeros(0),
-            np.zeros(0),
-        )
-        st = sums.at(it)
-        return replace(sums, st=st, var_t=sums.at(it2) - st * st / sums.n)
-
-    def at(self, integral: np.ndarray) -> np.ndarray:
-        """Per-block sums out of an integral image of something the template's size."""
-        sums: np.ndarray = (
-            integral[self.y1, self.x1]
-            - integral[self.y0, self.x1]
-            - integral[self.y1, self.x0]
-            + integral[self.y0, self.x0]
-        )
-        return sums
-
-    def correlation(self, window: np.ndarray) -> float:
-        """Worst block-wise |TM_CCOEFF_NORMED| of the template against a same-size gray window, in place."""
-        w64 = window.astype(np.float64)
-        sw, sww = self.at(pixels.integral(w64)), self.at(pixels.integral(w64 * w64))
-        stw = self.at(pixels.integral(w64 * self.t))
-        var_w = sww - sw * sw / self.n
-        cov = stw - self.st * sw / self.n
-        with np.errstate(invalid="ignore", divide="ignore"):
-            corr = np.where(var_w > 1e-6 * self.n, np.abs(cov) / np.sqrt(self.var_t * var_w), 0.0)
-        return float(corr.min())
+def _block_correlation(patch: np.ndarray, gray: np.ndarray, block: Box, origin: tuple[int, int], shift: int) -> float:
+    """|correlation| of one block of the crop against `patch` around its place, free to move `shift` px."""
+    (bx, by, bw, bh), (ox, oy) = block, origin
+    tile = patch[max(0, oy + by - shift) : oy + by + bh + shift, max(0, ox + bx - shift) : ox + bx + bw + shift]
+    if tile.shape[0] < bh or tile.shape[1] < bw:
+        return 0.0
+    res = ncc.match_template(tile, gray[by : by + bh, bx : bx + bw])
+    lo, hi = float(res.min()), float(res.max())
+    return max(-lo, hi) if math.isfinite(lo) and math.isfinite(hi) else 0.0
 
 
 def _with_detail(
@@ -590,12 +550,18 @@ def _with_detail(
 
 
 def _merge(found: list[Candidate], new: list[Candidate]) -> list[Candidate]:
-    """Candidates from all scales, one per location (the best-scoring), strongest first."""
+    """Candidates from all scales, one per location, strongest first: the best-scoring, or of two whose content
+    was checked, the best-ranked. By shape alone, a key whose frame grew less than its label (a session drawn
+    25 % bigger: the label at 1.25, the key's padding at 1.1) kept the scale that fits its frame and lost the
+    one at which its label matches."""
     out: list[Candidate] = []
     for c in sorted(found + new, key=lambda c: -c.score):
-        if not any(o.overlaps(c) for o in out):
+        i = next((i for i, o in enumerate(out) if o.overlaps(c)), None)
+        if i is None:
             out.append(c)
-    return out
+        elif c.detail is not None and out[i].detail is not None and c.rank > out[i].rank:
+            out[i] = c
+    return sorted(out, key=lambda c: -c.score)
 
 
 def _search_scale(

@@ -20,8 +20,6 @@ OPEN_HALTS: dict[tuple[str, str], str] = {
     ("xedit", "dirty start"): "the same Save step as 'other values'",
     ("nedit", "scale 1.25"): "the blank-page click is anchored on a fragment of the text above ('ist'), and scale 1.25 "
     "swaps the 6x13 bitmap font for 8x16: the template rung refuses it; give the step a landmark",
-    ("zenity", "scale 1.25"): "GTK scrolls the entry at 1.25 and hides the value's first letter whole ('atherine "
-    "Johnson'); the readback refuses a value it cannot read whole rather than guess it was cut",
 }
 
 

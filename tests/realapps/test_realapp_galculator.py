@@ -57,11 +57,11 @@ def demonstrate_typed(p: Person) -> None:
     p.travel(600, 500)  # and away
 
 
-def _record(tmp_path_factory, name: str, demonstrate) -> Recorded:
+def _record(tmp_path_factory, name: str, demonstrate, extra: list[str] | None = None) -> Recorded:
     out = tmp_path_factory.mktemp(f"galculator-{name}")  # kept: pytest keeps the last sessions' folders
     app = launch("galculator", [], Drift())
     try:
-        rec = record(app, out, f"galculator-{name}", demonstrate, [])
+        rec = record(app, out, f"galculator-{name}", demonstrate, [], extra=extra)
         assert read_display(app) == "408", "the demonstration itself did not compute 12 x 34"
         return rec
     finally:
@@ -76,8 +76,9 @@ def recorded(tmp_path_factory) -> Recorded:
 
 @pytest.fixture(scope="module")
 def recorded_typed(tmp_path_factory) -> Recorded:
-    """12 typed after clicking the display, then x 3 4 = on the buttons."""
-    return _record(tmp_path_factory, "typed", demonstrate_typed)
+    """12 typed after clicking the display, then x 3 4 = on the buttons; as a person who knows what varies says it:
+    the operand typed (12) and the result it gives (408, never typed: a shown param the '=' step checks)."""
+    return _record(tmp_path_factory, "typed", demonstrate_typed, ["--param", "operand=12", "--param", "result=408"])
 
 
 def display_box(app: RunningApp, frame: np.ndarray) -> tuple[int, int, int, int]:
@@ -147,20 +148,19 @@ def run_case(
     reason: str = "",
     dirty: bool = False,
 ) -> None:
-    params = list(recorded.doc.get("params") or {})
-    assert len(params) <= 1, recorded.doc["params"]
+    params = recorded.doc.get("params") or {}
+    assert set(params) <= {"operand", "result"}, params
     assert params or operand == "12", "the buttons recording has no param: its replays use its own numbers"
+    want = int(operand) * 34
+    values = {k: v for k, v in {"operand": operand, "result": str(want)}.items() if k in params}
     app = launch("galculator", [], drift)
     try:
         if dirty:
             make_dirty(app)
-        code, report, out = replay(
-            recorded.bundle, app, {params[0]: operand} if params else {}, tmp_path / "run", tmp_path
-        )
+        code, report, out = replay(recorded.bundle, app, values, tmp_path / "run", tmp_path)
         shown = read_display(app)
     finally:
         app.stop()
-    want = int(operand) * 34
     value = _number(shown)
     assert value is not None, f"the harness could not read galculator's display ({shown!r}); exit {code}: {out}"
     start = {5.0} if dirty else {0.0}
@@ -198,10 +198,16 @@ def test_galculator_replays_unedited_with_another_typed_operand(recorded_typed, 
         "other values (typed operand)",
         Drift(),
         "56",
-        "complete_or_halt",
-        "56 x 34 = 1904 is not the recorded 408: unless the compiler relates the result to the param, its "
-        "check of the recorded literal halts at '=', which is safe",
+        "complete",
     )
+
+
+def test_galculator_typed_recording_checks_the_result_as_its_shown_param(recorded_typed):
+    """--param result=408 was never typed: the '=' step checks `{result}`, so a replay with other numbers checks the
+    result they give (56 x 34 = 1904), not the recorded 408 (finding 4: an outcome that depends on the params)."""
+    assert recorded_typed.doc["params"]["result"] == {"type": "string", "required": True, "example": "408"}
+    facts = [e.get("text_present") for e in recorded_typed.doc["steps"][-1].get("expect", [])]
+    assert "{result}" in facts, recorded_typed.doc["steps"][-1]
 
 
 @pytest.mark.parametrize(

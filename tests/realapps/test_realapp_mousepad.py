@@ -1,10 +1,7 @@
 """Mousepad (GTK): a line typed into a document opened from a path and saved with ctrl+s, demonstrated once through
 `flow record --watch-file PATH`, replayed unedited with another line and under drift. The system of record is the
-saved file, read from disk after the app is stopped.
-
-`--watch-file` is being added to `flow record` on another branch (it makes the saving step consequential, with a
-`file` effect `contains: {param}`). Until it is here the recording is made without it: the drift replays still run
-and are judged by the file, and test_mousepad_recording_makes_the_save_consequential fails, saying why.
+saved file, read from disk after the app is stopped. It is the one editor recorded without `--param`: the typed line
+becomes a param of its own, named by the compiler.
 """
 
 from __future__ import annotations
@@ -14,12 +11,13 @@ from pathlib import Path
 import pytest
 
 from openadapt_flow.demo.thirdparty import Drift
-from tests.realapps.realapp_harness import Person, Recorded, check, flow_supports, judge, launch, record, replay
+from tests.realapps.editor_case import DOC, Editor, record_editor, run_editor_case
+from tests.realapps.realapp_harness import Person, Recorded
 
 pytestmark = pytest.mark.timeout(300)
 
-DOC = "Shopping list\n"
-DIRTY_DOC = "Shopping list\nEggs\n"  # someone added a line since: the empty last line is one lower
+# no --param: the typed line is one param of its own, whatever the compiler names it
+EDITOR = Editor("mousepad", line=lambda value: value, param=None, replayed="Call the bank")
 # places in the recorded layout (window 600x400 at 0,0 of a 1024x768 screen)
 FILE_MENU, SEARCH_MENU, DOCUMENT_MENU = (19, 12), (110, 12), (229, 12)
 BELOW_TEXT = (300, 250)  # the empty part of the page: a click there puts the caret on the last line
@@ -34,60 +32,14 @@ def demonstrate(p: Person) -> None:
 
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory) -> Recorded:
-    out = tmp_path_factory.mktemp("mousepad-recording")  # kept: pytest keeps the last sessions' folders
-    doc = out / "list.txt"
-    doc.write_text(DOC)
-    watch = ["--watch-file", str(doc)] if flow_supports("record", "--watch-file") else []
-    app = launch("mousepad", [str(doc)], Drift())
-    try:
-        rec = record(app, out, "shopping-list", demonstrate, watch)
-    finally:
-        app.stop()
-    assert doc.read_text() == DOC + "Buy milk", f"the demonstration itself went wrong: {doc.read_text()!r}"
+    rec = record_editor(tmp_path_factory, EDITOR, "shopping-list", demonstrate, [])
+    saved = (rec.recording.parent / "list.txt").read_text()
+    assert saved == DOC + "Buy milk", f"the demonstration itself went wrong: {saved!r}"
     return rec
-
-
-def run_case(
-    recorded: Recorded,
-    tmp_path: Path,
-    drift_name: str,
-    drift: Drift,
-    expectation: str,
-    reason: str = "",
-    dirty: bool = False,
-) -> None:
-    params = list(recorded.doc["params"])
-    assert len(params) == 1, recorded.doc["params"]
-    # the same document the demonstration saved (a file effect names its path), as it was, or dirty
-    doc = recorded.recording.parent / "list.txt"
-    start = DIRTY_DOC if dirty else DOC
-    doc.write_text(start)
-    line = "Call the bank"
-    app = launch("mousepad", [str(doc)], drift)
-    try:
-        code, report, out = replay(recorded.bundle, app, {params[0]: line}, tmp_path / "run", tmp_path)
-    finally:
-        app.stop()
-    saved = doc.read_text()
-    right = saved == start + line
-    result = judge(
-        "mousepad",
-        drift_name,
-        code,
-        report,
-        right,
-        saved == start,
-        f"saved file {saved!r}",
-        wrong_click=not right and saved != start,
-        expectation=expectation,
-        reason=reason,
-    )
-    check(result)
 
 
 def test_mousepad_recording_makes_the_save_consequential(recorded):
     """With --watch-file the ctrl+s step is consequential, its effect a `file` effect that the line is there."""
-    assert flow_supports("record", "--watch-file"), "flow record has no --watch-file yet (another branch adds it)"
     save = next(s for s in recorded.doc["steps"] if s.get("keys") == ["ctrl", "s"])
     param = next(iter(recorded.doc["params"]))
     assert save.get("consequential") is True, save
@@ -95,7 +47,7 @@ def test_mousepad_recording_makes_the_save_consequential(recorded):
 
 
 def test_mousepad_replays_unedited_with_another_line(recorded, tmp_path):
-    run_case(recorded, tmp_path, "other values", Drift(), "complete")
+    run_editor_case(EDITOR, recorded, tmp_path, "other values", Drift(), "complete")
 
 
 @pytest.mark.corpus_full
@@ -115,12 +67,13 @@ def test_mousepad_replays_unedited_with_another_line(recorded, tmp_path):
     ],
 )
 def test_mousepad_replay_under_drift(recorded, tmp_path, drift_name, drift, expectation, reason):
-    run_case(recorded, tmp_path, drift_name, drift, expectation, reason)
+    run_editor_case(EDITOR, recorded, tmp_path, drift_name, drift, expectation, reason)
 
 
 @pytest.mark.corpus_full
 def test_mousepad_dirty_start_keeps_the_text_already_there(recorded, tmp_path):
-    run_case(
+    run_editor_case(
+        EDITOR,
         recorded,
         tmp_path,
         "dirty start (text already in the doc)",

@@ -18,7 +18,8 @@ import pytest
 
 from openadapt_flow.demo import thirdparty
 from openadapt_flow.demo.thirdparty import AppSpec, Drift
-from tests.realapps.realapp_harness import Person, Recorded, check, judge, launch, record, replay
+from tests.realapps.editor_case import EXAMPLE, Editor, record_editor, run_editor_case, the_save
+from tests.realapps.realapp_harness import Person, Recorded
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -49,9 +50,7 @@ def _prepare(home: Path, env: dict[str, str], drift: Drift) -> None:
 
 thirdparty.register(AppSpec("nedit", ("nedit",), "textShell", "motif", _configure, prepare=_prepare))
 
-DOC = "Shopping list\n"
-DIRTY_DOC = "Shopping list\nEggs\n"  # someone added a line since: the empty last line is one lower
-EXAMPLE = "Maria Lopez"
+EDITOR = Editor("nedit", eol="\n")  # NEdit ends a saved file with a line break
 # places in the recorded layout (window 507x349 at 0,0 of a 1024x768 screen)
 FILE_MENU, EDIT_MENU, SEARCH_MENU = (21, 12), (59, 12), (108, 12)
 CLOSE_ITEM, SAVE_ITEM = (26, 164), (25, 187)  # in the open File menu
@@ -68,72 +67,18 @@ def demonstrate(p: Person) -> None:
 
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory) -> Recorded:
-    out = tmp_path_factory.mktemp("nedit-recording")  # kept: pytest keeps the last sessions' folders
-    doc = out / "list.txt"
-    doc.write_text(DOC)
-    app = launch("nedit", [str(doc)], Drift())
-    try:
-        rec = record(
-            app, out, "patient-line", demonstrate, ["--watch-file", str(doc)], extra=["--param", f"patient={EXAMPLE}"]
-        )
-    finally:
-        app.stop()
-    assert doc.read_text() == DOC + f"Patient: {EXAMPLE}\n", f"the demonstration went wrong: {doc.read_text()!r}"
-    return rec
-
-
-def run_case(
-    recorded: Recorded,
-    tmp_path: Path,
-    drift_name: str,
-    drift: Drift,
-    expectation: str,
-    reason: str = "",
-    dirty: bool = False,
-) -> None:
-    assert list(recorded.doc["params"]) == ["patient"], recorded.doc["params"]
-    # the same document the demonstration saved (a file effect names its path), as it was, or dirty
-    doc = recorded.recording.parent / "list.txt"
-    start = DIRTY_DOC if dirty else DOC
-    doc.write_text(start)
-    patient = "Rosa Diaz"
-    app = launch("nedit", [str(doc)], drift)
-    try:
-        code, report, out = replay(recorded.bundle, app, {"patient": patient}, tmp_path / "run", tmp_path)
-    finally:
-        app.stop()
-    saved = doc.read_text()
-    right = saved == start + f"Patient: {patient}\n"  # NEdit ends a saved file with a line break
-    result = judge(
-        "nedit",
-        drift_name,
-        code,
-        report,
-        right,
-        saved == start,
-        f"saved file {saved!r}",
-        wrong_click=not right and saved != start,
-        expectation=expectation,
-        reason=reason,
-    )
-    check(result)
+    return record_editor(tmp_path_factory, EDITOR, "patient-line", demonstrate, ["--param", f"patient={EXAMPLE}"])
 
 
 def test_nedit_recording_makes_the_save_item_consequential(recorded):
     """The typed line is `Patient: {patient}` and the click on File > Save is the one consequential step, its
     effect a `file` effect that the line is there."""
-    steps = recorded.doc["steps"]
-    types = [s for s in steps if s["action"] == "type"]
-    assert [s["text"] for s in types] == ["Patient: {patient}"], [s.get("text") for s in types]
-    save = [s for s in steps if s.get("consequential")]
-    assert len(save) == 1 and save[0]["action"] == "click" and save[0] is steps[-1], [s["id"] for s in steps]
-    assert save[0]["effect"]["kind"] == "file" and "{patient}" in str(save[0]["effect"]), save[0]
-    for s in steps:  # no template or fact built on the typed example
-        assert EXAMPLE not in str(s.get("expect", "")) and EXAMPLE not in str(s.get("target", "")), s
+    save = the_save(recorded)
+    assert save["action"] == "click" and save is recorded.doc["steps"][-1], save
 
 
 def test_nedit_replays_unedited_with_another_patient(recorded, tmp_path):
-    run_case(recorded, tmp_path, "other values", Drift(), "complete")
+    run_editor_case(EDITOR, recorded, tmp_path, "other values", Drift(), "complete")
 
 
 @pytest.mark.corpus_full
@@ -146,9 +91,11 @@ def test_nedit_replays_unedited_with_another_patient(recorded, tmp_path):
     ],
 )
 def test_nedit_replay_under_drift(recorded, tmp_path, drift_name, drift, expectation, reason):
-    run_case(recorded, tmp_path, drift_name, drift, expectation, reason)
+    run_editor_case(EDITOR, recorded, tmp_path, drift_name, drift, expectation, reason)
 
 
 @pytest.mark.corpus_full
 def test_nedit_dirty_start_keeps_the_text_already_there(recorded, tmp_path):
-    run_case(recorded, tmp_path, "dirty start (text already in the doc)", Drift(), "complete", dirty=True)
+    run_editor_case(
+        EDITOR, recorded, tmp_path, "dirty start (text already in the doc)", Drift(), "complete", dirty=True
+    )

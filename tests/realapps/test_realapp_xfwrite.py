@@ -18,7 +18,8 @@ import pytest
 
 from openadapt_flow.demo import thirdparty
 from openadapt_flow.demo.thirdparty import AppSpec, Drift
-from tests.realapps.realapp_harness import Person, Recorded, check, judge, launch, record, replay
+from tests.realapps.editor_case import EXAMPLE, Editor, record_editor, run_editor_case, the_save
+from tests.realapps.realapp_harness import Person, Recorded
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -47,9 +48,7 @@ def _configure(home: Path, config: Path, drift: Drift) -> None:
 
 thirdparty.register(AppSpec("xfwrite", ("xfwrite",), "xfw", "fox", _configure))
 
-DOC = "Shopping list\n"
-DIRTY_DOC = "Shopping list\nEggs\n"  # someone added a line since: the empty last line is one lower
-EXAMPLE = "Maria Lopez"
+EDITOR = Editor("xfwrite")  # FOX saves the text as it is: no line break added
 # places in the recorded layout (window 800x600 at 0,0 of a 1024x768 screen)
 FILE_MENU, SEARCH_MENU, PREFERENCES_MENU = (21, 12), (167, 12), (251, 12)
 BELOW_TEXT = (320, 300)  # the empty part of the page: a click there puts the caret on the last line
@@ -64,72 +63,18 @@ def demonstrate(p: Person) -> None:
 
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory) -> Recorded:
-    out = tmp_path_factory.mktemp("xfwrite-recording")  # kept: pytest keeps the last sessions' folders
-    doc = out / "list.txt"
-    doc.write_text(DOC)
-    app = launch("xfwrite", [str(doc)], Drift())
-    try:
-        rec = record(
-            app, out, "patient-line", demonstrate, ["--watch-file", str(doc)], extra=["--param", f"patient={EXAMPLE}"]
-        )
-    finally:
-        app.stop()
-    assert doc.read_text() == DOC + f"Patient: {EXAMPLE}", f"the demonstration went wrong: {doc.read_text()!r}"
-    return rec
-
-
-def run_case(
-    recorded: Recorded,
-    tmp_path: Path,
-    drift_name: str,
-    drift: Drift,
-    expectation: str,
-    reason: str = "",
-    dirty: bool = False,
-) -> None:
-    assert list(recorded.doc["params"]) == ["patient"], recorded.doc["params"]
-    # the same document the demonstration saved (a file effect names its path), as it was, or dirty
-    doc = recorded.recording.parent / "list.txt"
-    start = DIRTY_DOC if dirty else DOC
-    doc.write_text(start)
-    patient = "Rosa Diaz"
-    app = launch("xfwrite", [str(doc)], drift)
-    try:
-        code, report, out = replay(recorded.bundle, app, {"patient": patient}, tmp_path / "run", tmp_path)
-    finally:
-        app.stop()
-    saved = doc.read_text()
-    right = saved == start + f"Patient: {patient}"  # FOX saves the text as it is: no line break added
-    result = judge(
-        "xfwrite",
-        drift_name,
-        code,
-        report,
-        right,
-        saved == start,
-        f"saved file {saved!r}",
-        wrong_click=not right and saved != start,
-        expectation=expectation,
-        reason=reason,
-    )
-    check(result)
+    return record_editor(tmp_path_factory, EDITOR, "patient-line", demonstrate, ["--param", f"patient={EXAMPLE}"])
 
 
 def test_xfwrite_recording_makes_the_save_consequential(recorded):
     """The typed line is `Patient: {patient}` and ctrl+s is the one consequential step, the last, its effect a
     `file` effect that the line is there."""
-    steps = recorded.doc["steps"]
-    types = [s for s in steps if s["action"] == "type"]
-    assert [s["text"] for s in types] == ["Patient: {patient}"], [s.get("text") for s in types]
-    save = [s for s in steps if s.get("consequential")]
-    assert len(save) == 1 and save[0].get("keys") == ["ctrl", "s"] and save[0] is steps[-1], [s["id"] for s in steps]
-    assert save[0]["effect"]["kind"] == "file" and "{patient}" in str(save[0]["effect"]), save[0]
-    for s in steps:  # no template or fact built on the typed example
-        assert EXAMPLE not in str(s.get("expect", "")) and EXAMPLE not in str(s.get("target", "")), s
+    save = the_save(recorded)
+    assert save.get("keys") == ["ctrl", "s"] and save is recorded.doc["steps"][-1], save
 
 
 def test_xfwrite_replays_unedited_with_another_patient(recorded, tmp_path):
-    run_case(recorded, tmp_path, "other values", Drift(), "complete")
+    run_editor_case(EDITOR, recorded, tmp_path, "other values", Drift(), "complete")
 
 
 @pytest.mark.corpus_full
@@ -143,9 +88,11 @@ def test_xfwrite_replays_unedited_with_another_patient(recorded, tmp_path):
     ],
 )
 def test_xfwrite_replay_under_drift(recorded, tmp_path, drift_name, drift, expectation, reason):
-    run_case(recorded, tmp_path, drift_name, drift, expectation, reason)
+    run_editor_case(EDITOR, recorded, tmp_path, drift_name, drift, expectation, reason)
 
 
 @pytest.mark.corpus_full
 def test_xfwrite_dirty_start_keeps_the_text_already_there(recorded, tmp_path):
-    run_case(recorded, tmp_path, "dirty start (text already in the doc)", Drift(), "complete", dirty=True)
+    run_editor_case(
+        EDITOR, recorded, tmp_path, "dirty start (text already in the doc)", Drift(), "complete", dirty=True
+    )

@@ -10,12 +10,15 @@ ring and caret in the recording. A dialog moved away from the pointer comes up w
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from openadapt_flow.demo.thirdparty import AppSpec, Drift, RunningApp, gtk_common, register
+from openadapt_flow.verify.screen import ScreenChecks
+from openadapt_flow.vision.ocr import OcrEngine
 from tests.realapps.realapp_harness import Person, Recorded, check, judge, launch, record, replay
 
 pytestmark = pytest.mark.timeout(300)
@@ -160,3 +163,33 @@ def test_zenity_dirty_start_replaces_the_half_filled_clinic(recorded, tmp_path):
     """The dialog was left half filled: Clinic holds a clinic and has the focus. The replay's End, Shift+Home
     selects it and the new clinic replaces it."""
     run_case(recorded, tmp_path, "dirty start (Clinic half filled, focus there)", Drift(), "complete", dirty=True)
+
+
+@pytest.mark.corpus_full
+@pytest.mark.parametrize(
+    "typed,ok", [("Katherine Johnson", True), ("atherine Johnson", False)], ids=["whole", "K-lost"]
+)
+def test_zenity_scale_readback_takes_a_scrolled_entrys_end_never_a_short_value(typed, ok):
+    """At scale 1.25 the Patient entry is narrower than "Katherine Johnson": GTK scrolls it to the end typed at and
+    cuts its K at the padding; the readback takes the value's end for it (`vision.scrolled`). Typed short by its K
+    (a key lost), "atherine Johnson" fits whole, from the padding, with room to spare: the readback refuses it."""
+    app = launch("zenity", [str(Path(tempfile.mkdtemp()) / "referral.txt")], Drift(scale=1.25))
+    try:
+        s = at(app)
+        p = Person(app.xvnc.port)
+        try:
+            before = p.viewer.capture().pixels
+            p.click(*s(PATIENT))
+            p.type(typed)  # waits for the screen to echo each key, then to be quiet
+            after = p.viewer.capture().pixels
+        finally:
+            p.close()
+    finally:
+        app.stop()
+    point = s(PATIENT)
+    got = ScreenChecks(OcrEngine(), {}).readback(
+        after, before, "Katherine Johnson", (point[0] - 160, point[1] - 28, 600, 60), point
+    )
+    assert got.ok is ok, got.detail
+    if ok:
+        assert "the field scrolled" in got.detail, got.detail  # the end was taken for the value, and says so

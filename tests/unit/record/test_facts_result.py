@@ -171,3 +171,29 @@ def test_a_calculation_typed_at_the_keyboard_stays_literal_and_checks_its_result
 def test_a_glyph_is_not_taken_for_a_button_face(compiled) -> None:
     four = compiled.steps[4]["target"]  # the "4" button: its bold glyph is not its face
     assert min(four["region"][2:]) >= 12
+
+
+def test_a_shown_param_makes_the_result_check_follow_the_replays_values(tmp_path, ocr: OcrEngine) -> None:
+    """`--param result=408`, never typed: the '=' step checks `{result}` (a string param, as shown), so a replay
+    whose values give another result checks that one; a value never typed nor shown is said, not declared."""
+    clicks = json.loads((DATA / "clicks.json").read_text())
+    batches = [
+        Batch(
+            before=frame(f"clean-{i}"),
+            lead=[Gesture("press", x, y, key="click"), Gesture("click", x, y)],
+            after=frame(f"clean-{i + 1}"),
+        )
+        for i, (_, x, y) in enumerate(clicks)
+    ]
+    rec = Recording(url="vnc://h:1", settle_s=0.5, initial=frame("clean-0"), batches=batches)
+    out = compile_bundle(rec, tmp_path / "b", "galc", ocr, examples={"result": "408", "nothing": "777"})
+    doc = yaml.safe_load((out.path / "flow.yaml").read_text())
+    assert doc["params"] == {"result": {"type": "string", "required": True, "example": "408"}}
+    assert "{result}" in [f.get("text_present") for f in doc["steps"][-1]["expect"]]
+    assert any("nothing='777'" in w and "never typed" in w for w in out.warnings), out.warnings
+    step = load_bundle(out.path).model.steps[-1]
+    recorded = step.target.recorded_point()
+    anchor, checks = Anchor(recorded, recorded, (1.0, 1.0)), ScreenChecks(ocr, {})
+    for value, holds in (("408", True), ("413", False)):
+        got = checks.postconditions(step.expect, [value] * len(step.expect), frame("clean-6"), frame("clean-5"), anchor)
+        assert all(c.ok for c in got) is holds, (value, [c.to_json() for c in got])

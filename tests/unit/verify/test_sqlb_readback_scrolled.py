@@ -48,10 +48,10 @@ def test_appending_keeps_its_own_rule():
 
 
 def test_a_glyph_cut_by_the_fields_left_edge_is_told_from_a_margin():
-    from openadapt_flow.verify.screen import cut_at_left
+    from openadapt_flow.vision.scrolled import scrolled
 
     face = np.full((18, 80, 3), 255, np.uint8)
     face[4:14, 3:9] = 20  # a glyph after the field's margin
-    assert not cut_at_left(face, (0, 0, 80, 18))
+    assert not scrolled(face)
     face[4:14, 0:2] = 20  # the remains of one the edge cut
-    assert cut_at_left(face, (0, 0, 80, 18))
+    assert scrolled(face)

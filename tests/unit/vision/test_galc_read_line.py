@@ -32,3 +32,12 @@ def test_light_digits_on_a_dark_display_are_read_the_same(twelve) -> None:
     assert [w.text for w in words] == ["12"]
     x, y, w, h = words[0].box
     assert DISPLAY_FACE[0] <= x and x + w <= DISPLAY_FACE[0] + DISPLAY_FACE[2]  # in image coordinates
+
+
+def test_a_number_whose_bold_digits_read_as_letters_is_still_found() -> None:
+    """galculator's "1904" reads "DOG," on the screen reading: nothing like the number, so `find` must look at the
+    doubtful big word again for a number whatever it first read as (a replay checking a shown param's result)."""
+    display = np.array(Image.open(DATA / "display-1904.png").convert("RGB"))
+    ocr = OcrEngine()
+    assert "1904" not in [w.text for w in ocr.read(display)]  # why a second look is needed
+    assert [m.text for m in ocr.find(display, "1904")] == ["1904"]

@@ -7,7 +7,6 @@ capturing are the runtime's job.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -17,6 +16,7 @@ from openadapt_flow.fixture.widget import widget_box
 from openadapt_flow.ladder.types import Box, Point
 from openadapt_flow.records.models import Check
 from openadapt_flow.verify.blank import blank_check
+from openadapt_flow.verify.place import Anchor, Shift, drawn_anew
 from openadapt_flow.verify.readback import find_typed, scrolled_note
 from openadapt_flow.vision.caret import FAINT_CARET_INK, without_caret, without_caret_in_lines
 from openadapt_flow.vision.decoration import without_decoration
@@ -65,34 +65,6 @@ def verification_plan(step: Step) -> str:
     if step.action == "type" and step.target is not None and step.text and not Interpolator.uses_secret(step.text):
         return "readback"
     return "weak"
-
-
-@dataclass(frozen=True)
-class Anchor:
-    """Where a step's target was recorded and where it was found now: a fact marked `relative_to: target` is
-    placed by it, so a moved window moves the fact's area with it (recorded offsets scaled by `scale`)."""
-
-    recorded: Point  # the target's click point in the recorded frame
-    live: Point  # the resolved click point in this frame
-    scale: tuple[float, float]
-
-    def place(self, box: Box) -> Box:
-        """A recorded-frame box moved with the target, in this frame's pixels."""
-        x, y, w, h = box
-        sx, sy = self.scale
-        rx, ry = self.recorded
-        lx, ly = self.live
-        return (lx + round((x - rx) * sx), ly + round((y - ry) * sy), round(w * sx), round(h * sy))
-
-    def spread(self, placed: Box, screen: tuple[float, float]) -> tuple[int, int]:
-        """How far a placed box may be off each way: found at another scale than the `screen`'s (the app draws
-        bigger or smaller), the box's distance from the target is known only to within that difference."""
-        x, y, w, h = placed
-        (lx, ly), (sx, sy) = self.live, self.scale
-        return (
-            round(abs(sx - screen[0]) * max(abs(x - lx), abs(x + w - lx))),
-            round(abs(sy - screen[1]) * max(abs(y - ly), abs(y + h - ly))),
-        )
 
 
 def _digits(text: str) -> str:
@@ -157,6 +129,27 @@ class ScreenChecks:
             "text_present", text, True, f"read {best.text!r}", {"score": round(best.score, 3), "at": list(best.box)}
         )
 
+    def _drawn_text(self, frame: np.ndarray, before: np.ndarray | None, text: str, box: Box) -> Check | None:
+        """`text` read inside `box` where the step drew it (the screen changed under the word since `before`)."""
+        clipped = clip_box(box, frame.shape[1], frame.shape[0])
+        if clipped is None:
+            return None
+        matches = [
+            m
+            for m in self.ocr.find(frame, text, box=clipped)
+            if _digits(m.text) == _digits(text) and drawn_anew(before, frame, m.box)
+        ]
+        if not matches:
+            return None
+        best = max(matches, key=lambda m: m.score)
+        return Check(
+            "text_present",
+            text,
+            True,
+            f"read {best.text!r} where the moved window shows its region",
+            {"score": round(best.score, 3), "at": list(best.box)},
+        )
+
     def window(self, region: Box, pad: int) -> Box:
         """A recorded region in this screen's pixels, padded by `pad` (callers clip it to the frame)."""
         x, y, w, h = self.scale_box(region)
@@ -166,10 +159,21 @@ class ScreenChecks:
         """Where a postcondition looks first, padded (None: the whole frame)."""
         if pc.region is None:
             return None
-        pad = {"text_present": TEXT_PRESENT_PAD, "text_absent": TEXT_ABSENT_PAD}.get(pc.kind, TEMPLATE_PAD)
         placed = self.place(pc, anchor)
         assert placed is not None
-        x, y, w, h = placed
+        return self._padded(pc, placed)
+
+    def shifted_window(self, pc: Postcondition, anchor: Anchor | None, shift: Shift | None) -> Box | None:
+        """Where a fact no target of its step places is, moved with the window (`shift`: the displacement the run's
+        targets agree on), padded; None when a target places it, it has no area, or no displacement is known."""
+        if shift is None or pc.region is None or (pc.relative_to == "target" and anchor is not None):
+            return None
+        return self._padded(pc, shift.box(pc.region))
+
+    @staticmethod
+    def _padded(pc: Postcondition, box: Box) -> Box:
+        pad = {"text_present": TEXT_PRESENT_PAD, "text_absent": TEXT_ABSENT_PAD}.get(pc.kind, TEMPLATE_PAD)
+        x, y, w, h = box
         return (x - pad, y - pad, w + 2 * pad, h + 2 * pad)
 
     def postconditions(
@@ -179,13 +183,14 @@ class ScreenChecks:
         frame: np.ndarray,
         before: np.ndarray | None,
         anchor: Anchor | None = None,
+        shift: Shift | None = None,
     ) -> list[Check]:
         """Judge several postconditions on one frame; every area they read is read in one pass first."""
-        areas: list[Box | None] = [
-            self.fact_window(pc, anchor) for pc in pcs if pc.kind in ("text_present", "text_absent")
-        ]
+        texts_at = [pc for pc in pcs if pc.kind in ("text_present", "text_absent")]
+        areas: list[Box | None] = [self.fact_window(pc, anchor) for pc in texts_at]
+        areas += [w for pc in texts_at if (w := self.shifted_window(pc, anchor, shift)) is not None]
         self.ocr.read_many(frame, areas)
-        return [self.postcondition(pc, frame, before, text, anchor) for pc, text in zip(pcs, texts)]
+        return [self.postcondition(pc, frame, before, text, anchor, shift) for pc, text in zip(pcs, texts)]
 
     def postcondition(
         self,
@@ -194,18 +199,26 @@ class ScreenChecks:
         before: np.ndarray | None,
         text: str | None,
         anchor: Anchor | None = None,
+        shift: Shift | None = None,
     ) -> Check:
         """Judge one postcondition; `text` is its interpolated text for text kinds.
 
         A text fact with a `region` is read there first (padded, see TEXT_PRESENT_PAD): `text_present`
         still holds if the text is read anywhere else on the frame (it moved, as a target
         may), `text_absent` then means absent from that region only.
+
+        A fact no target of its step places (`shift`, see `verify.place`) is also looked for where the moved window
+        shows its area: a text or template found there holds only when the step drew it (`drawn_anew`); a text that
+        must be absent must be absent there too.
         """
         kind = pc.kind
         window = self.fact_window(pc, anchor)
+        moved = self.shifted_window(pc, anchor, shift)
         if kind == "text_present":
             assert text is not None
             seen = self.text(frame, text, window) if window else None
+            if (seen is None or not seen.ok) and moved is not None:
+                seen = self._drawn_text(frame, before, text, moved) or seen
             if seen is None or not seen.ok:
                 seen = self.text(frame, text)
                 if window and seen.ok:
@@ -214,6 +227,8 @@ class ScreenChecks:
         if kind == "text_absent":
             assert text is not None
             seen = self.text(frame, text, window)
+            if not seen.ok and moved is not None:
+                seen = self.text(frame, text, moved)
             where = " in its region" if window else ""
             return Check(
                 "text_absent", text, not seen.ok, ("still shown" if seen.ok else "absent") + where, seen.evidence
@@ -225,6 +240,11 @@ class ScreenChecks:
                 window = clip_box(window, frame.shape[1], frame.shape[0])
             found = find_template(frame, templ, box=window, thresholds=Thresholds(confident=TEMPLATE_PRESENT_MIN))
             ok = found.score >= TEMPLATE_PRESENT_MIN and found.plausible(found.best)
+            moved = clip_box(moved, frame.shape[1], frame.shape[0]) if moved is not None and not ok else None
+            if moved is not None:
+                there = find_template(frame, templ, box=moved, thresholds=Thresholds(confident=TEMPLATE_PRESENT_MIN))
+                if there.score >= TEMPLATE_PRESENT_MIN and there.plausible(there.best) and there.best is not None:
+                    found, ok = there, drawn_anew(before, frame, there.best.box)
             box = found.best.box if found.best else None
             return Check(
                 kind,

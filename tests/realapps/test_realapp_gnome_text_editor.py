@@ -101,9 +101,9 @@ def test_gnome_text_editor_replays_unedited_with_another_patient(recorded, tmp_p
             "scale 1.25",
             Drift(scale=1.25),
             "complete_or_halt",
-            "some recordings check the save by the title's 4x4 "
-            "'modified' dot, placed from the page target found at scale 1.1 of 1.25: three of eight runs read it unchanged and "
-            "paused after the write landed (effect CONFIRMED); a tiny area placed under scale is the open weakness",
+            "the 4x4 'modified' dot check came from the reverted last-target placement (ctrl+s after typing at the "
+            "focus now gets no region_changed: its file effect checks it; 5 of 5 runs completed); a tiny area placed "
+            "from a target found at another scale than the app's is still the open weakness",
         ),
     ],
 )

@@ -228,15 +228,10 @@ SCALED_BUTTON = (
 @pytest.mark.parametrize(
     "drift_name,drift,expectation,reason",
     [
-        (
-            "window moved",
-            Drift(position=(120, 100)),
-            "complete_or_halt",
-            "the Keep-format dialog's words are read where "
-            "the recording saw them: ctrl+s follows Enter and typing, no step with a target just before it, so its areas "
-            "are not placed from the focus (placing them from the last target found broke DB Browser's and NEdit's batches, "
-            "whose toolbar does not move with the row: reverted); the run halts before the dialog is answered, nothing written",
-        ),
+        # ctrl+s follows Enter and typing (no step with a target just before it): the Keep-format dialog's words are
+        # read where the window moved to, the displacement the cell click found (verify/place.py, "a fact no target
+        # places"): 5 of 5 runs completed
+        ("window moved", Drift(position=(120, 100)), "complete", ""),
         ("screen 1920x1080, natural size", Drift(screen=(1920, 1080)), "complete", ""),
         ("dark theme", Drift(dark=True), "complete_or_halt", ONE_LETTER),
         ("scale 1.25", Drift(scale=1.25), "complete_or_halt", SCALED_BUTTON),

@@ -32,7 +32,8 @@ from openadapt_flow.runtime.judge.halt import Halt, StopRequested
 from openadapt_flow.runtime.judge.policy import model_call_refusal
 from openadapt_flow.runtime.start.context import RunContext
 from openadapt_flow.verify.field import FIELD_IDENTITY, field_identity, relations
-from openadapt_flow.verify.screen import SCREEN_CHANGED, Anchor, verification_plan
+from openadapt_flow.verify.place import Anchor, Shift, agreed_shift
+from openadapt_flow.verify.screen import SCREEN_CHANGED, verification_plan
 from openadapt_flow.vision.caret import caret_appeared
 from openadapt_flow.vision.diff import changed_box
 from openadapt_flow.vision.mask import FIELD_HALF_HEIGHT, field_band
@@ -280,7 +281,7 @@ def _checks(ctx: RunContext, step: Step, where: _Where, rung: str | None = None)
     fallback, area = _fallback_area(ctx, step, [p for p in (point, where.to_point) if p is not None], target_box)
 
     def run(pixels: np.ndarray) -> list[Check]:
-        checks = ctx.checks.postconditions(step.expect, texts, pixels, before, anchor)
+        checks = ctx.checks.postconditions(step.expect, texts, pixels, before, anchor, where.shift)
         if typed and band is not None:
             checks.append(ctx.checks.readback(pixels, before, typed, band, point, step.append))
             if field and point is not None:
@@ -378,6 +379,7 @@ class _Where:
     to_point: Point | None = None
     target_box: Box | None = None
     anchor: Anchor | None = None
+    shift: Shift | None = None  # the window's displacement the run's targets agree on: places facts no target places
 
 
 @dataclass
@@ -444,8 +446,11 @@ def _locate(run: _GuiStep) -> _Where:
         where.target_box = win.box if win else None
         match_scale = win.scale if win else None
         where.anchor = ctx.focus = _anchor(ctx, step, where.point, match_scale)
+        if where.anchor is not None:
+            ctx.found.append(where.anchor)
     elif step.action in ("key", "hotkey"):
         where.anchor = ctx.focus  # keys act on the focused field: `relative_to: target` facts move with it
+    where.shift = agreed_shift(ctx.found, (ctx.checks.sx, ctx.checks.sy))
     if step.to is not None:
         where.to_point = _resolve(ctx, step, step.to, where.frame, "to").point
     if where.point is not None:

@@ -23,7 +23,8 @@ from openadapt_flow.runtime.judge.policy import Budget, check_dispatch
 from openadapt_flow.runtime.start.launch import Runs
 from openadapt_flow.store.base import JournalWriter, RunHandle, RunLease
 from openadapt_flow.store.frames import FrameWriter
-from openadapt_flow.verify.screen import Anchor, ScreenChecks
+from openadapt_flow.verify.place import Anchor
+from openadapt_flow.verify.screen import ScreenChecks
 from openadapt_flow.vision.mask import WHOLE_FRAME, field_band, paint_over
 
 
@@ -79,6 +80,7 @@ class RunContext:
         default_factory=dict
     )  # secret-typing step id -> the frame region painted over in every saved frame
     focus: Anchor | None = None  # where the last step with a target found it: a key step's facts are placed from there
+    found: list[Anchor] = field(default_factory=list)  # every target found so far: where they agree, the window is
     pointer_parked: bool = False  # this process parked the pointer for the run (runtime/act/pointer.py)
     park_after: bool = False  # park the pointer right after the run's last input: another item follows (pointer.py)
     parked_at_end: bool = False  # that park was done

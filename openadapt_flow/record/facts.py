@@ -118,6 +118,7 @@ def result_fact(
         and normalise(w.text) not in {normalise(c) for c in chosen}
         and (normalise(w.text) in by_value or not shows_typed(w.text, typed))
         and not find_text(_at(was, w.box), w.text)
+        and whole_word(after, w.box)
     ]
     return _most_result_like(pool, by_value)
 
@@ -134,6 +135,7 @@ def still_shown(
         if w.conf >= RESULT_MIN_CONF
         and result_like(w.text)
         and (normalise(w.text) in by_value or not shows_typed(w.text, typed))
+        and whole_word(after, w.box)
     ]
     return _most_result_like(pool, by_value)
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from openadapt_flow.record.facts import screen_facts, whole_word
+from openadapt_flow.record.facts import result_fact, screen_facts, whole_word
 from openadapt_flow.vision.ocr import Word
 
 SAVED = Path(__file__).resolve().parents[2] / "data" / "xedit" / "saved-status.png"
@@ -51,3 +51,14 @@ def test_a_fragment_is_never_chosen_as_a_steps_fact() -> None:
     ]
     facts = screen_facts(before, after, Reads({id(before): [], id(after): reads}), [])  # type: ignore[arg-type]
     assert [(f.kind, f.text) for f in facts] == [("text_present", "file:")], facts
+
+
+def test_a_fragment_is_never_a_steps_result() -> None:
+    """The save is the demonstration's last, consequential step: its result is looked for as well, by the same rule
+    (a recording checked 'ile' as the save's result beside the whole 'file:')."""
+    after = frame()
+    before = after.copy()
+    before[40:70, 1:299] = 255
+    reads = [Word("ile", 92.0, (10, 43, 20, 9)), Word("saved", 92.0, (10, 57, 27, 9))]
+    ocr = Reads({id(before): [], id(after): reads})
+    assert result_fact(before, after, ocr, {}, set(), set()) is None  # type: ignore[arg-type]

@@ -6,18 +6,6 @@ begins). Remove a line when its case completes in `make realapps` three times in
 from __future__ import annotations
 
 OPEN_HALTS: dict[tuple[str, str], str] = {
-    ("xedit", "other values"): "completes in the last runs; kept while its Save step's template and facts still depend "
-    "on the pointer's recorded path (a neighbour left highlighted: its usual look is put back, see docs/record.md)",
-    ("xedit", "window moved"): "completes since a stipple is no anchor; kept while the blank-page click below the "
-    "text may still anchor on a detail that repeats (the recorder warns: 'looks like another on the same screen')",
-    ("xedit", "dark theme"): "Xaw draws its buttons without a visible border in the dark colours: the Save template, "
-    "cut in the light look, misses, and a fact read off the status line may not read; teach the Save target",
-    (
-        "xedit",
-        "scale 1.25",
-    ): "scale 1.25 swaps Xaw's 7x13 bitmap font for 9x15, other glyphs, not bigger ones: the Save "
-    "template and the status-line fact were cut in the 7x13 glyphs",
-    ("xedit", "dirty start"): "the same Save step as 'other values'",
     ("nedit", "scale 1.25"): "the blank-page click is anchored on a fragment of the text above ('ist'), and scale 1.25 "
     "swaps the 6x13 bitmap font for 8x16: the template rung refuses it; give the step a landmark",
 }

@@ -1,6 +1,6 @@
 """Where a recorded area is on this frame: placed by the step's own target (`Anchor`), or, for a fact no target of
 its step places (a key after keys: ctrl+s after Enter after typing), by the window's displacement the targets found
-so far in this run agree on (`Shift`).
+so far in this run agree on (a `Placement`).
 
 Pure geometry, as `verify.screen` is pure deciding. A displacement is trusted only when every target found so far
 says the same: a row found lower than recorded (a batch's next item) while a toolbar stayed put is no move of the
@@ -57,13 +57,14 @@ class Anchor:
 
 
 @dataclass(frozen=True)
-class Shift:
-    """The window's displacement: a recorded-frame box is at scale * box + offset on this frame."""
+class Placement:
+    """Where the recorded frame's pixels are on this frame: live = scale * recorded + offset, per axis (the start
+    check's placement of the app, `verify.start`; the window's displacement the run's targets agree on)."""
 
-    dx: float
-    dy: float
     sx: float
     sy: float
+    dx: float = 0.0
+    dy: float = 0.0
 
     def box(self, box: Box) -> Box:
         x, y, w, h = box
@@ -74,8 +75,11 @@ class Shift:
             max(1, round(self.sy * h)),
         )
 
+    def point(self, x: float, y: float) -> tuple[float, float]:
+        return (self.sx * x + self.dx, self.sy * y + self.dy)
 
-def agreed_shift(found: Sequence[Anchor], screen: tuple[float, float]) -> Shift | None:
+
+def agreed_shift(found: Sequence[Anchor], screen: tuple[float, float]) -> Placement | None:
     """The displacement every target found so far agrees on (their offsets within SHIFT_TOL, scales within
     SCALE_TOL), or None: no target found, targets that disagree (a row moved, its toolbar did not), or no move at all
     (the screen's own scaling already puts the area where it is)."""
@@ -87,7 +91,7 @@ def agreed_shift(found: Sequence[Anchor], screen: tuple[float, float]) -> Shift 
     if float(np.ptp(offsets, axis=0).max()) > tol or float(np.ptp(scales, axis=0).max()) > SCALE_TOL:
         return None
     (dx, dy), (sx, sy) = offsets.mean(axis=0), scales.mean(axis=0)
-    shift = Shift(float(dx), float(dy), float(sx), float(sy))
+    shift = Placement(float(sx), float(sy), float(dx), float(dy))
     probe = (0, 0, 1000, 1000)  # a still window at the screen's own scale: today's placement, nothing to add
     still = (0, 0, round(screen[0] * 1000), round(screen[1] * 1000))
     if max(abs(a - b) for a, b in zip(shift.box(probe), still)) <= tol:

@@ -16,7 +16,7 @@ from openadapt_flow.fixture.widget import widget_box
 from openadapt_flow.ladder.types import Box, Point
 from openadapt_flow.records.models import Check
 from openadapt_flow.verify.blank import blank_check
-from openadapt_flow.verify.place import Anchor, Shift, drawn_anew
+from openadapt_flow.verify.place import Anchor, Placement, drawn_anew
 from openadapt_flow.verify.readback import find_typed, scrolled_note
 from openadapt_flow.vision.caret import FAINT_CARET_INK, without_caret, without_caret_in_lines
 from openadapt_flow.vision.decoration import without_decoration
@@ -163,7 +163,7 @@ class ScreenChecks:
         assert placed is not None
         return self._padded(pc, placed)
 
-    def shifted_window(self, pc: Postcondition, anchor: Anchor | None, shift: Shift | None) -> Box | None:
+    def shifted_window(self, pc: Postcondition, anchor: Anchor | None, shift: Placement | None) -> Box | None:
         """Where a fact no target of its step places is, moved with the window (`shift`: the displacement the run's
         targets agree on), padded; None when a target places it, it has no area, or no displacement is known."""
         if shift is None or pc.region is None or (pc.relative_to == "target" and anchor is not None):
@@ -183,7 +183,7 @@ class ScreenChecks:
         frame: np.ndarray,
         before: np.ndarray | None,
         anchor: Anchor | None = None,
-        shift: Shift | None = None,
+        shift: Placement | None = None,
     ) -> list[Check]:
         """Judge several postconditions on one frame; every area they read is read in one pass first."""
         texts_at = [pc for pc in pcs if pc.kind in ("text_present", "text_absent")]
@@ -199,7 +199,7 @@ class ScreenChecks:
         before: np.ndarray | None,
         text: str | None,
         anchor: Anchor | None = None,
-        shift: Shift | None = None,
+        shift: Placement | None = None,
     ) -> Check:
         """Judge one postcondition; `text` is its interpolated text for text kinds.
 

@@ -19,6 +19,7 @@ from openadapt_flow.bundle.models import Postcondition
 from openadapt_flow.ladder.types import TIE_MARGIN
 from openadapt_flow.records.models import Check
 from openadapt_flow.verify.blank import blank_check
+from openadapt_flow.verify.place import Placement
 from openadapt_flow.verify.screen import TEMPLATE_PAD, TEMPLATE_PRESENT_MIN, TEXT_ABSENT_PAD, ScreenChecks, clip_box
 from openadapt_flow.vision.ocr import TextMatch
 from openadapt_flow.vision.template import Box, Thresholds, find_template, intersect
@@ -30,28 +31,6 @@ MIN_SPREAD = 40  # px between located facts before a scale of their own is fitte
 SCALE_RANGE = (0.5, 2.0)
 NOT_READ = "not read"  # a text_present's detail when it was read nowhere: read again where the app now is
 Point = tuple[float, float]
-
-
-@dataclass(frozen=True)
-class Placement:
-    """Where the recorded frame's pixels are on this frame: live = scale * recorded + offset, per axis."""
-
-    sx: float
-    sy: float
-    dx: float = 0.0
-    dy: float = 0.0
-
-    def box(self, box: Box) -> Box:
-        x, y, w, h = box
-        return (
-            round(self.sx * x + self.dx),
-            round(self.sy * y + self.dy),
-            max(1, round(self.sx * w)),
-            max(1, round(self.sy * h)),
-        )
-
-    def point(self, x: float, y: float) -> tuple[float, float]:
-        return (self.sx * x + self.dx, self.sy * y + self.dy)
 
 
 @dataclass

@@ -32,7 +32,7 @@ from openadapt_flow.runtime.judge.halt import Halt, StopRequested
 from openadapt_flow.runtime.judge.policy import model_call_refusal
 from openadapt_flow.runtime.start.context import RunContext
 from openadapt_flow.verify.field import FIELD_IDENTITY, field_identity, relations
-from openadapt_flow.verify.place import Anchor, Shift, agreed_shift
+from openadapt_flow.verify.place import Anchor, Placement, agreed_shift
 from openadapt_flow.verify.screen import SCREEN_CHANGED, verification_plan
 from openadapt_flow.vision.caret import caret_appeared
 from openadapt_flow.vision.diff import changed_box
@@ -379,7 +379,9 @@ class _Where:
     to_point: Point | None = None
     target_box: Box | None = None
     anchor: Anchor | None = None
-    shift: Shift | None = None  # the window's displacement the run's targets agree on: places facts no target places
+    shift: Placement | None = (
+        None  # the window's displacement the run's targets agree on: places facts no target places
+    )
 
 
 @dataclass

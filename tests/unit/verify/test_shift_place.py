@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from openadapt_flow.bundle.models import Postcondition
-from openadapt_flow.verify.place import Anchor, Shift, agreed_shift
+from openadapt_flow.verify.place import Anchor, Placement, agreed_shift
 from openadapt_flow.verify.screen import ScreenChecks
 from openadapt_flow.vision.ocr import OcrEngine, TextMatch
 from tests.support.screens import Canvas
@@ -61,7 +61,7 @@ def checks() -> ScreenChecks:
 
 
 PC = Postcondition.model_validate({"text_present": "formatting", "region": list(WORD)})
-SHIFT = Shift(float(MOVED[0]), float(MOVED[1]), 1.0, 1.0)
+SHIFT = Placement(1.0, 1.0, float(MOVED[0]), float(MOVED[1]))
 
 
 def test_a_word_drawn_by_the_step_where_the_moved_window_shows_it_holds(checks: ScreenChecks) -> None:

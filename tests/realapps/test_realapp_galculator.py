@@ -240,3 +240,34 @@ def test_galculator_dirty_start_is_never_a_false_success(recorded, tmp_path):
         "the demonstration did not clear the calculator; the right answer to an unexpected '5 +' is a halt",
         dirty=True,
     )
+
+
+@pytest.mark.corpus_full
+def test_galculator_shown_param_on_one_live_calculator_checks_each_runs_own_values(recorded_typed, tmp_path):
+    """The typed bundle run twice in a row on one running calculator, never restarted, then once with a wrong
+    declared result. The first run completes (56 x 34 = 1904). The second finds the display showing 1904, not the
+    recorded "0" its first target holds: it halts before any input (nothing reaches the calculator, the display still
+    shows 1904), never typing into a display it did not recognise. On a fresh calculator, 7 x 34 declared as 999
+    halts at '=' with the display showing 238: the check follows the run's own values, not the recording's."""
+    first = recorded_typed.doc["steps"][0]["id"]
+    last = recorded_typed.doc["steps"][-1]["id"]
+
+    def run(app: RunningApp, n: int, operand: str, result: str) -> tuple[int, str | None, bool | None, str]:
+        code, report, _ = replay(
+            recorded_typed.bundle, app, {"operand": operand, "result": result}, tmp_path / f"run-{n}", tmp_path
+        )
+        halt = report.get("halt") or {}
+        return code, halt.get("step"), halt.get("input_sent"), read_display(app)
+
+    app = launch("galculator", [], Drift())
+    try:
+        same_app = [run(app, 0, "56", "1904"), run(app, 1, "12", "408")]
+    finally:
+        app.stop()
+    assert same_app == [(0, None, None, "1904"), (3, first, False, "1904")], same_app
+    app = launch("galculator", [], Drift())
+    try:
+        wrong = run(app, 2, "7", "999")
+    finally:
+        app.stop()
+    assert wrong == (3, last, True, "238"), wrong
